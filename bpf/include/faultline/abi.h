@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* The contract between the BPF programs and userspace: plain, fixed-width, padded. */
+#ifndef FAULTLINE_ABI_H
+#define FAULTLINE_ABI_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* Capacity. Fault slots index arrays, so a slot fits in a __u16 bucket entry. */
+#define FL_MAX_FAULTS 16384
+#define FL_MAX_EXACT (1 << 20)   /* exact /32 and /128 targets (flowdrop lists) */
+#define FL_MAX_PREFIXES 65536    /* CIDR targets */
+#define FL_MAX_DNS 4096          /* blocked domains */
+#define FL_BUCKET_SLOTS 8        /* faults that may overlap on one address */
+#define FL_DNS_NAME_MAX 256      /* LPM keys carry at most 256 bytes of data */
+#define FL_DIST_SIZE 4096        /* samples per delay distribution table */
+#define FL_DIST_SHIFT 10         /* one jitter unit (sigma) is 1 << 10 in table units */
+#define FL_RATE_HORIZON_NS 2000000000ULL /* EDT: drop what would leave > 2 s late */
+
+/* Default skb->mark bit that tags our own duplicate so it is not duplicated again. */
+#define FL_DEFAULT_DUP_MARK 0x10000000U
+
+enum fl_kind {
+	FL_KIND_NONE = 0,
+	FL_KIND_LOSS = 1,
+	FL_KIND_PARTITION = 2,
+	FL_KIND_FLOWDROP = 3,
+	FL_KIND_CORRUPT = 4,
+	FL_KIND_DUPLICATE = 5,
+	FL_KIND_DNS = 6,
+	FL_KIND_LATENCY = 7,
+	FL_KIND_BANDWIDTH = 8,
+	FL_KIND_MAX,
+};
+
+enum fl_dir {
+	FL_DIR_EGRESS = 1,
+	FL_DIR_INGRESS = 2,
+};
+
+enum fl_loss_model {
+	FL_LOSS_UNIFORM = 0,     /* independent draws (with optional correlation) */
+	FL_LOSS_GE = 1,          /* Gilbert-Elliott two-state Markov model */
+};
+
+enum fl_dist {
+	FL_DIST_UNIFORM = 0,
+	FL_DIST_NORMAL = 1,
+	FL_DIST_PARETO = 2,
+	FL_DIST_MAX,
+};
+
+/* Why a packet was dropped; each has a per-CPU counter in fl_reasons. */
+enum fl_drop_reason {
+	FL_DROP_NONE = 0,
+	FL_DROP_LOSS = 1,
+	FL_DROP_PARTITION = 2,
+	FL_DROP_FLOWDROP = 3,
+	FL_DROP_DNS = 4,
+	FL_DROP_RATE_HORIZON = 5,
+	FL_DROP_REASON_MAX,
+};
+
+/* How an egress drop is carried out; chosen per attachment at load time. */
+enum fl_egress_drop {
+	/* TCX maps STOLEN to NEXT, so a silent drop is a redirect to an ifindex
+	 * that cannot exist: the qdisc layer reports success, the skb is freed. */
+	FL_EGRESS_DROP_REDIRECT = 0,
+	/* clsact + cls_bpf honours TC_ACT_STOLEN: silent, like netem. */
+	FL_EGRESS_DROP_STOLEN = 1,
+};
+
+/* fl_fault.flags */
+#define FL_F_MATCH_LOCAL (1U << 0)   /* check local_addr/local_mask */
+#define FL_F_MATCH_REMOTE (1U << 1)  /* check remote_addr/remote_mask (DNS faults) */
+
+/* Addresses are 16 bytes; IPv4 is stored IPv4-mapped (::ffff:a.b.c.d). */
+struct fl_addr {
+	__u8 b[16];
+};
+
+struct fl_lpm_key {
+	__u32 prefixlen; /* in bits over the 16-byte mapped address */
+	struct fl_addr addr;
+};
+
+/* The faults that apply to one address or prefix, most specific first. A CIDR
+ * bucket also lists the faults of every shorter prefix that covers it, so one
+ * longest-prefix lookup finds every candidate. plen[i] is the prefix length
+ * through which slot[i] applies: equal to the key's own length for an owner. */
+struct fl_bucket {
+	__u16 slot[FL_BUCKET_SLOTS];
+	__u8 plen[FL_BUCKET_SLOTS];
+	__u8 n;
+	__u8 pad[7];
+};
+
+/* A blocked domain: the lowercase name reversed ("moc.elpmaxe.") so that
+ * "a name or any subdomain of it" becomes a longest-prefix match. */
+struct fl_dns_key {
+	__u32 prefixlen;
+	__u8 name[FL_DNS_NAME_MAX];
+};
+
+struct fl_control {
+	__u32 armed;      /* 0: every program is a pass-through (kill switch) */
+	__u32 generation; /* bumped on every change, for observers */
+	__u32 dup_mark;   /* skb->mark bit used to tag duplicates */
+	__u32 pad;
+};
+
+struct fl_fault {
+	__u64 expires_ns;   /* CLOCK_BOOTTIME; 0 = inactive. Ignored once past. */
+	__u64 cgroup_id;    /* cgroup v2 id, egress only; 0 = any */
+	__u32 netns_ino;    /* the network namespace this fault belongs to */
+	__u32 ifindex;      /* 0 = every attached device of that namespace */
+	__u8 kind;          /* enum fl_kind */
+	__u8 dir_mask;      /* FL_DIR_* bits */
+	__u8 proto;         /* IPPROTO_*; 0 = any (ICMP means ICMP or ICMPv6) */
+	__u8 loss_model;    /* enum fl_loss_model */
+	__u16 port_lo;      /* remote port range; 0..0 = any */
+	__u16 port_hi;
+	__u32 flags;        /* FL_F_* */
+	__u32 prob;         /* P(act) scaled to 2^32 - 1 */
+	__u32 correlation;  /* P(repeat previous decision) scaled to 2^32 - 1 */
+	__u32 ge_p;         /* Gilbert-Elliott: P(good -> bad) */
+	__u32 ge_r;         /*                  P(bad -> good) */
+	__u32 ge_loss_bad;  /*                  P(loss | bad)  (1-h) */
+	__u32 ge_loss_good; /*                  P(loss | good) (1-k) */
+	__u32 dist;         /* enum fl_dist */
+	__u64 delay_ns;
+	__u64 jitter_ns;
+	__u64 rate_bps;     /* bits per second */
+	struct fl_addr local_addr;
+	struct fl_addr local_mask;
+	struct fl_addr remote_addr;
+	struct fl_addr remote_mask;
+};
+
+struct fl_fault_stats {
+	__u64 matched;
+	__u64 dropped;
+	__u64 corrupted;
+	__u64 duplicated;
+	__u64 delayed;
+	__u64 bytes;
+};
+
+/* Per-CPU decision memory for correlated and Gilbert-Elliott loss. */
+struct fl_loss_state {
+	__u32 last_drop;
+	__u32 ge_bad;
+};
+
+/* Shared EDT clock of a bandwidth fault. */
+struct fl_rate_state {
+	__u64 next_ns;
+};
+
+struct fl_dist_table {
+	__s16 v[FL_DIST_SIZE];
+};
+
+/* What a fault is, for status and reaping (userspace only). */
+#define FL_META_SPEC_MAX 976
+struct fl_meta {
+	__u64 created_ns;  /* CLOCK_BOOTTIME */
+	__u64 expires_ns;  /* CLOCK_BOOTTIME */
+	__u32 owner_pid;   /* the faultctl that applies it; 0 after it is gone */
+	__u32 n_exact;     /* index entries it owns, to know what to clean */
+	__u32 n_prefix;
+	__u32 n_dns;
+	__u64 owner_start; /* owner's start time (clock ticks), against pid reuse */
+	char spec[FL_META_SPEC_MAX]; /* JSON, NUL-terminated */
+};
+
+/* One attached program: a device and direction in a namespace. */
+struct fl_attach_key {
+	__u32 netns_ino;
+	__u32 ifindex;
+	__u32 dir;  /* FL_DIR_EGRESS or FL_DIR_INGRESS */
+	__u32 pad;
+};
+
+enum fl_attach_mode {
+	FL_ATTACH_TCX = 1,
+	FL_ATTACH_TC = 2,
+};
+
+struct fl_attach_val {
+	__u32 mode;          /* enum fl_attach_mode */
+	__u32 created_clsact; /* we created the clsact qdisc, so we remove it */
+	__u32 prog_id;
+	__u32 link_id;       /* TCX only */
+	__u32 created_fq;    /* we made fq the root qdisc (EDT), so we remove it */
+	char ifname[16];
+	char netns_path[92]; /* to re-enter for tc detach */
+};
+
+#ifdef __cplusplus
+static_assert(sizeof(struct fl_addr) == 16, "fl_addr");
+static_assert(sizeof(struct fl_lpm_key) == 20, "fl_lpm_key");
+static_assert(sizeof(struct fl_bucket) == 32, "fl_bucket");
+static_assert(sizeof(struct fl_dns_key) == 260, "fl_dns_key");
+static_assert(sizeof(struct fl_control) == 16, "fl_control");
+static_assert(sizeof(struct fl_fault) == 152, "fl_fault");
+static_assert(sizeof(struct fl_fault_stats) == 48, "fl_fault_stats");
+static_assert(sizeof(struct fl_loss_state) == 8, "fl_loss_state");
+static_assert(sizeof(struct fl_meta) == 1016, "fl_meta");
+static_assert(sizeof(struct fl_attach_key) == 16, "fl_attach_key");
+static_assert(sizeof(struct fl_attach_val) == 128, "fl_attach_val");
+static_assert(sizeof(struct fl_dist_table) == 2 * FL_DIST_SIZE, "fl_dist_table");
+#endif
+
+#endif /* FAULTLINE_ABI_H */

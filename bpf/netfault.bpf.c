@@ -1,0 +1,663 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* Packet faults at TCX/clsact: parse, find the fault that applies, act, count. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "faultline/abi.h"
+
+#define ETH_P_IP 0x0800
+#define ETH_P_IPV6 0x86DD
+#define ETH_HLEN 14
+#define IP_MF 0x2000
+#define IP_OFFSET 0x1FFF
+#define IPPROTO_ICMPV6 58
+
+#define TC_PASS (-1) /* TC_ACT_UNSPEC / TCX_NEXT: let the next program decide */
+#define TC_SHOT 2
+#define TC_STOLEN 4
+
+/* Set by the loader before load: one program instance per network namespace. */
+const volatile __u32 fl_netns_ino = 0;
+const volatile __u32 fl_egress_drop = FL_EGRESS_DROP_REDIRECT;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fl_control);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fl_control SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FL_MAX_FAULTS);
+	__type(key, __u32);
+	__type(value, struct fl_fault);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fl_faults SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FL_MAX_EXACT);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct fl_addr);
+	__type(value, struct fl_bucket);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fl_exact SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, FL_MAX_PREFIXES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct fl_lpm_key);
+	__type(value, struct fl_bucket);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fl_prefix SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, FL_MAX_DNS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct fl_dns_key);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fl_dns SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, FL_MAX_FAULTS);
+	__type(key, __u32);
+	__type(value, struct fl_fault_stats);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fl_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, FL_DROP_REASON_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fl_reasons SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, FL_MAX_FAULTS);
+	__type(key, __u32);
+	__type(value, struct fl_loss_state);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fl_lossst SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FL_MAX_FAULTS);
+	__type(key, __u32);
+	__type(value, struct fl_rate_state);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fl_rate SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FL_DIST_MAX);
+	__type(key, __u32);
+	__type(value, struct fl_dist_table);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fl_dist SEC(".maps");
+
+/* Userspace bookkeeping kept beside the data path so that every piece of state
+ * is pinned in one place and readable from any shell: what each fault is, and
+ * where programs are attached. The programs never read these. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FL_MAX_FAULTS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct fl_meta);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fl_meta SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct fl_attach_key);
+	__type(value, struct fl_attach_val);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fl_attach SEC(".maps");
+
+/* Scratch space for the DNS name: too large for the 512-byte stack. */
+struct dns_scratch {
+	__u8 raw[FL_DNS_NAME_MAX];
+	struct fl_dns_key key;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct dns_scratch);
+} fl_dnsscr SEC(".maps");
+
+struct pkt {
+	struct fl_addr remote;
+	struct fl_addr local;
+	__u32 l4_off;      /* from skb->data */
+	__u32 payload_off; /* first byte after the L4 header; 0 if unknown */
+	__u16 rport;
+	__u16 lport;
+	__u8 proto;
+};
+
+static __always_inline void map_v4(struct fl_addr *a, __be32 ip)
+{
+	__u32 *w = (__u32 *)a->b;
+
+	w[0] = 0;
+	w[1] = 0;
+	w[2] = bpf_htonl(0x0000ffff);
+	w[3] = ip;
+}
+
+static __always_inline int parse_l4(struct __sk_buff *skb, struct pkt *p, __u8 dir)
+{
+	__u16 ports[2];
+	__u32 hlen;
+
+	switch (p->proto) {
+	case IPPROTO_TCP: {
+		__u8 doff;
+
+		if (bpf_skb_load_bytes(skb, p->l4_off, ports, sizeof(ports)))
+			return 0;
+		if (bpf_skb_load_bytes(skb, p->l4_off + 12, &doff, 1))
+			return 0;
+		hlen = (doff >> 4) * 4;
+		break;
+	}
+	case IPPROTO_UDP:
+		if (bpf_skb_load_bytes(skb, p->l4_off, ports, sizeof(ports)))
+			return 0;
+		hlen = 8;
+		break;
+	case IPPROTO_ICMP:
+	case IPPROTO_ICMPV6:
+		p->payload_off = p->l4_off + 8;
+		return 0;
+	default:
+		return 0;
+	}
+	if (dir == FL_DIR_EGRESS) {
+		p->lport = bpf_ntohs(ports[0]);
+		p->rport = bpf_ntohs(ports[1]);
+	} else {
+		p->rport = bpf_ntohs(ports[0]);
+		p->lport = bpf_ntohs(ports[1]);
+	}
+	p->payload_off = p->l4_off + hlen;
+	return 0;
+}
+
+/* Fills remote/local by direction. Returns 0 for IP packets we understand. */
+static __always_inline int parse(struct __sk_buff *skb, struct pkt *p, __u8 dir)
+{
+	__u16 proto = bpf_ntohs(skb->protocol);
+
+	if (proto == ETH_P_IP) {
+		struct iphdr ip;
+
+		if (bpf_skb_load_bytes(skb, ETH_HLEN, &ip, sizeof(ip)))
+			return -1;
+		if (dir == FL_DIR_EGRESS) {
+			map_v4(&p->remote, ip.daddr);
+			map_v4(&p->local, ip.saddr);
+		} else {
+			map_v4(&p->remote, ip.saddr);
+			map_v4(&p->local, ip.daddr);
+		}
+		p->proto = ip.protocol;
+		p->l4_off = ETH_HLEN + ip.ihl * 4;
+		/* Only the first fragment carries the L4 header. */
+		if (bpf_ntohs(ip.frag_off) & IP_OFFSET)
+			return 0;
+		return parse_l4(skb, p, dir);
+	}
+	if (proto == ETH_P_IPV6) {
+		struct ipv6hdr ip6;
+		__u8 nexthdr;
+		__u32 off;
+
+		if (bpf_skb_load_bytes(skb, ETH_HLEN, &ip6, sizeof(ip6)))
+			return -1;
+		if (dir == FL_DIR_EGRESS) {
+			__builtin_memcpy(p->remote.b, &ip6.daddr, 16);
+			__builtin_memcpy(p->local.b, &ip6.saddr, 16);
+		} else {
+			__builtin_memcpy(p->remote.b, &ip6.saddr, 16);
+			__builtin_memcpy(p->local.b, &ip6.daddr, 16);
+		}
+		nexthdr = ip6.nexthdr;
+		off = ETH_HLEN + sizeof(ip6);
+		/* Walk a bounded number of extension headers. */
+		for (int i = 0; i < 4; i++) {
+			__u8 ext[2];
+
+			if (nexthdr != 0 && nexthdr != 43 && nexthdr != 60 && nexthdr != 44)
+				break;
+			if (bpf_skb_load_bytes(skb, off, ext, sizeof(ext)))
+				return -1;
+			if (nexthdr == 44) {
+				__be16 frag;
+
+				if (bpf_skb_load_bytes(skb, off + 2, &frag, 2))
+					return -1;
+				nexthdr = ext[0];
+				off += 8;
+				if (bpf_ntohs(frag) & 0xFFF8) { /* not the first fragment */
+					p->proto = nexthdr;
+					p->l4_off = off;
+					return 0;
+				}
+				continue;
+			}
+			nexthdr = ext[0];
+			off += (ext[1] + 1) * 8;
+		}
+		p->proto = nexthdr;
+		p->l4_off = off;
+		return parse_l4(skb, p, dir);
+	}
+	return -1;
+}
+
+static __always_inline int masked_eq(const struct fl_addr *a, const struct fl_addr *want,
+				     const struct fl_addr *mask)
+{
+	const __u32 *x = (const __u32 *)a->b, *w = (const __u32 *)want->b,
+		    *m = (const __u32 *)mask->b;
+
+	return ((x[0] & m[0]) == w[0]) && ((x[1] & m[1]) == w[1]) &&
+	       ((x[2] & m[2]) == w[2]) && ((x[3] & m[3]) == w[3]);
+}
+
+/* Every scope field of the fault, except the index key that found it. */
+static __always_inline int applies(const struct fl_fault *f, const struct pkt *p,
+				   struct __sk_buff *skb, __u8 dir, __u64 now)
+{
+	if (now >= f->expires_ns) /* inactive (0) or past: the in-kernel deadman */
+		return 0;
+	if (f->netns_ino != fl_netns_ino || !(f->dir_mask & dir))
+		return 0;
+	if (f->ifindex && f->ifindex != skb->ifindex)
+		return 0;
+	if (f->proto) {
+		if (f->proto == IPPROTO_ICMP) {
+			if (p->proto != IPPROTO_ICMP && p->proto != IPPROTO_ICMPV6)
+				return 0;
+		} else if (f->proto != p->proto) {
+			return 0;
+		}
+	}
+	if (f->port_hi && (p->rport < f->port_lo || p->rport > f->port_hi))
+		return 0;
+	if ((f->flags & FL_F_MATCH_LOCAL) && !masked_eq(&p->local, &f->local_addr, &f->local_mask))
+		return 0;
+	if ((f->flags & FL_F_MATCH_REMOTE) &&
+	    !masked_eq(&p->remote, &f->remote_addr, &f->remote_mask))
+		return 0;
+	if (f->cgroup_id && (dir != FL_DIR_EGRESS || bpf_skb_cgroup_id(skb) != f->cgroup_id))
+		return 0;
+	return 1;
+}
+
+static __always_inline struct fl_fault *pick(const struct fl_bucket *b, const struct pkt *p,
+					     struct __sk_buff *skb, __u8 dir, __u64 now,
+					     __u32 *slot)
+{
+	for (int i = 0; i < FL_BUCKET_SLOTS; i++) {
+		struct fl_fault *f;
+		__u32 s;
+
+		if (i >= b->n)
+			break;
+		s = b->slot[i];
+		f = bpf_map_lookup_elem(&fl_faults, &s);
+		if (f && applies(f, p, skb, dir, now)) {
+			*slot = s;
+			return f;
+		}
+	}
+	return NULL;
+}
+
+/* The two passes over the query name run under bpf_loop so the verifier checks
+ * each step once instead of unrolling up to 255 iterations per path. */
+struct scan_ctx {
+	struct dns_scratch *s;
+	__u32 end; /* offset of the current length byte */
+	__u32 n;   /* bytes loaded */
+	int bad;
+};
+
+static long scan_label(__u32 i, void *data)
+{
+	struct scan_ctx *c = data;
+	__u8 l = c->s->raw[c->end & (FL_DNS_NAME_MAX - 1)];
+
+	if (l == 0)
+		return 1;
+	if (l > 63) { /* a compression pointer or a reserved type: not a plain query */
+		c->bad = 1;
+		return 1;
+	}
+	c->end += l + 1;
+	if (c->end >= c->n) {
+		c->bad = 1;
+		return 1;
+	}
+	return 0;
+}
+
+struct rev_ctx {
+	struct dns_scratch *s;
+	__u32 dotted;   /* length of "www.example.com" */
+	__u32 next_sep; /* wire offset of the next length byte */
+};
+
+static long reverse_byte(__u32 i, void *data)
+{
+	struct rev_ctx *c = data;
+	__u32 w = i + 1; /* wire offset; dotted offset is w - 1 */
+	__u8 ch = c->s->raw[w & (FL_DNS_NAME_MAX - 1)];
+
+	if (w == c->next_sep) {
+		c->next_sep = w + ch + 1;
+		ch = '.';
+	} else if (ch >= 'A' && ch <= 'Z') {
+		ch += 'a' - 'A';
+	}
+	c->s->key.name[(c->dotted - w) & (FL_DNS_NAME_MAX - 1)] = ch;
+	return 0;
+}
+
+/* The query name, lowercased and reversed with a trailing dot, as an LPM key:
+ * "3www7Example3com0" becomes "moc.elpmaxe.www." */
+static __noinline struct fl_dns_key *dns_key(struct __sk_buff *skb, __u32 payload_off)
+{
+	struct scan_ctx sc = {};
+	struct rev_ctx rc = {};
+	struct dns_scratch *s;
+	__u32 zero = 0, qoff, n;
+	__u8 hdr[4];
+
+	if (!skb || !payload_off)
+		return NULL;
+	if (bpf_skb_load_bytes(skb, payload_off, hdr, sizeof(hdr)))
+		return NULL;
+	if (hdr[2] & 0x80) /* QR set: a response, not a query */
+		return NULL;
+	s = bpf_map_lookup_elem(&fl_dnsscr, &zero);
+	if (!s)
+		return NULL;
+	qoff = payload_off + 12;
+	if (skb->len <= qoff)
+		return NULL;
+	/* n + 1 bytes are loaded; n is re-bounded in the register that feeds the
+	 * helper, since clang may otherwise pass an unclamped copy and the verifier
+	 * then rejects a possibly negative or zero size. */
+	n = skb->len - qoff - 1;
+	if (n > FL_DNS_NAME_MAX - 2)
+		n = FL_DNS_NAME_MAX - 2;
+	asm volatile("%[n] &= 0xff" : [n] "+r"(n));
+	if (bpf_skb_load_bytes(skb, qoff, s->raw, n + 1))
+		return NULL;
+
+	sc.s = s;
+	sc.n = n + 1;
+	bpf_loop(128, scan_label, &sc, 0);
+	if (sc.bad || sc.end < 2)
+		return NULL;
+
+	rc.s = s;
+	rc.dotted = sc.end - 1;
+	rc.next_sep = s->raw[0] + 1;
+	bpf_loop(rc.dotted, reverse_byte, &rc, 0);
+	s->key.name[rc.dotted & (FL_DNS_NAME_MAX - 1)] = '.';
+	s->key.prefixlen = (rc.dotted + 1) * 8;
+	return &s->key;
+}
+
+static __always_inline struct fl_fault *find(struct __sk_buff *skb, const struct pkt *p, __u8 dir,
+					     __u64 now, __u32 *slot)
+{
+	struct fl_lpm_key lk;
+	struct fl_bucket *b;
+	struct fl_fault *f;
+
+	if (p->proto == IPPROTO_UDP &&
+	    ((dir == FL_DIR_EGRESS && p->rport == 53) || (dir == FL_DIR_INGRESS && p->lport == 53))) {
+		struct fl_dns_key *k = dns_key(skb, p->payload_off);
+		__u32 *s;
+
+		if (k && (s = bpf_map_lookup_elem(&fl_dns, k))) {
+			__u32 ds = *s;
+
+			f = bpf_map_lookup_elem(&fl_faults, &ds);
+			if (f && applies(f, p, skb, dir, now)) {
+				*slot = ds;
+				return f;
+			}
+		}
+	}
+	b = bpf_map_lookup_elem(&fl_exact, &p->remote);
+	if (b && (f = pick(b, p, skb, dir, now, slot)))
+		return f;
+	lk.prefixlen = 128;
+	lk.addr = p->remote;
+	b = bpf_map_lookup_elem(&fl_prefix, &lk);
+	if (b)
+		return pick(b, p, skb, dir, now, slot);
+	return NULL;
+}
+
+static __always_inline int chance(__u32 prob)
+{
+	if (prob == 0xFFFFFFFFU)
+		return 1;
+	return bpf_get_prandom_u32() < prob;
+}
+
+/* Correlated loss repeats the last decision with P(correlation), else draws anew,
+ * so the mean loss stays at prob while bursts lengthen to 1/((1-c)(1-p)).
+ * Gilbert-Elliott moves between good and bad first, then draws that state's loss. */
+static __always_inline int decide_loss(const struct fl_fault *f, __u32 slot)
+{
+	struct fl_loss_state *st = bpf_map_lookup_elem(&fl_lossst, &slot);
+	int drop;
+
+	if (!st)
+		return chance(f->prob);
+	if (f->loss_model == FL_LOSS_GE) {
+		if (st->ge_bad) {
+			if (chance(f->ge_r))
+				st->ge_bad = 0;
+		} else if (chance(f->ge_p)) {
+			st->ge_bad = 1;
+		}
+		drop = chance(st->ge_bad ? f->ge_loss_bad : f->ge_loss_good);
+	} else if (f->correlation && chance(f->correlation)) {
+		drop = st->last_drop;
+	} else {
+		drop = chance(f->prob);
+	}
+	st->last_drop = drop;
+	return drop;
+}
+
+static __always_inline void count_reason(__u32 reason)
+{
+	__u64 *c = bpf_map_lookup_elem(&fl_reasons, &reason);
+
+	if (c)
+		*c += 1;
+}
+
+static __always_inline int drop(struct fl_fault_stats *st, __u32 reason, __u8 dir)
+{
+	st->dropped++;
+	count_reason(reason);
+	if (dir == FL_DIR_INGRESS)
+		return TC_SHOT;
+	if (fl_egress_drop == FL_EGRESS_DROP_STOLEN)
+		return TC_STOLEN;
+	/* ifindex 0 never exists: the redirect fails after the qdisc layer has
+	 * already told the sender "sent", so the loss is silent, like a network's. */
+	return bpf_redirect(0, 0);
+}
+
+static __always_inline void corrupt(struct __sk_buff *skb, const struct pkt *p,
+				    struct fl_fault_stats *st)
+{
+	__u32 off, len;
+	__u8 byte;
+
+	if (!p->payload_off || skb->len <= p->payload_off)
+		return;
+	len = skb->len - p->payload_off;
+	off = p->payload_off + bpf_get_prandom_u32() % len;
+	if (bpf_skb_load_bytes(skb, off, &byte, 1))
+		return;
+	byte ^= 1 << (bpf_get_prandom_u32() & 7);
+	/* No checksum fix-up: a receiver that verifies sees a bad checksum, one
+	 * whose checksum is computed later (offload) sees the flipped bit. */
+	if (bpf_skb_store_bytes(skb, off, &byte, 1, 0) == 0)
+		st->corrupted++;
+}
+
+static __always_inline void duplicate(struct __sk_buff *skb, struct fl_fault_stats *st,
+				      __u32 mark_bit, __u8 dir)
+{
+	__u32 saved = skb->mark;
+
+	/* The copy comes back through this hook; the mark tells us to let it pass. */
+	skb->mark = saved | mark_bit;
+	if (bpf_clone_redirect(skb, skb->ifindex, dir == FL_DIR_INGRESS ? BPF_F_INGRESS : 0) == 0)
+		st->duplicated++;
+	skb->mark = saved;
+}
+
+static __always_inline __s64 jitter_sample(const struct fl_fault *f)
+{
+	__u32 d = f->dist;
+	struct fl_dist_table *t;
+	__s16 v;
+
+	if (!f->jitter_ns)
+		return 0;
+	t = bpf_map_lookup_elem(&fl_dist, &d);
+	if (!t)
+		return 0;
+	v = t->v[bpf_get_prandom_u32() & (FL_DIST_SIZE - 1)];
+	/* Arithmetic shift: BPF has no signed division. */
+	return ((__s64)v * (__s64)f->jitter_ns) >> FL_DIST_SHIFT;
+}
+
+static __always_inline int delay(struct __sk_buff *skb, const struct fl_fault *f, __u32 slot,
+				 struct fl_fault_stats *st)
+{
+	__u64 mono = bpf_ktime_get_ns();
+	__u64 base = skb->tstamp > mono ? skb->tstamp : mono;
+
+	if (f->kind == FL_KIND_LATENCY) {
+		__s64 d = (__s64)f->delay_ns + jitter_sample(f);
+
+		if (d <= 0)
+			return TC_PASS;
+		skb->tstamp = base + d;
+	} else {
+		struct fl_rate_state *rs = bpf_map_lookup_elem(&fl_rate, &slot);
+		__u64 t, cost;
+
+		if (!rs || !f->rate_bps)
+			return TC_PASS;
+		cost = (__u64)skb->len * 8ULL * 1000000000ULL / f->rate_bps;
+		t = rs->next_ns > base ? rs->next_ns : base;
+		if (t - mono > FL_RATE_HORIZON_NS)
+			return drop(st, FL_DROP_RATE_HORIZON, FL_DIR_EGRESS);
+		/* Racy across CPUs by design: a lost update only lets one packet early. */
+		rs->next_ns = t + cost;
+		skb->tstamp = t;
+	}
+	st->delayed++;
+	return TC_PASS;
+}
+
+static __always_inline int handle(struct __sk_buff *skb, __u8 dir)
+{
+	__u32 zero = 0, slot = 0;
+	struct fl_fault_stats *st;
+	struct fl_control *ctl;
+	struct fl_fault *f;
+	struct pkt p = {};
+	__u64 now;
+
+	ctl = bpf_map_lookup_elem(&fl_control, &zero);
+	if (!ctl || !ctl->armed)
+		return TC_PASS;
+	if (skb->mark & ctl->dup_mark) {
+		skb->mark &= ~ctl->dup_mark;
+		return TC_PASS;
+	}
+	if (parse(skb, &p, dir))
+		return TC_PASS;
+	now = bpf_ktime_get_boot_ns();
+	f = find(skb, &p, dir, now, &slot);
+	if (!f)
+		return TC_PASS;
+	st = bpf_map_lookup_elem(&fl_stats, &slot);
+	if (!st)
+		return TC_PASS;
+	st->matched++;
+	st->bytes += skb->len;
+
+	switch (f->kind) {
+	case FL_KIND_LOSS:
+		if (decide_loss(f, slot))
+			return drop(st, FL_DROP_LOSS, dir);
+		break;
+	case FL_KIND_PARTITION:
+		return drop(st, FL_DROP_PARTITION, dir);
+	case FL_KIND_FLOWDROP:
+		return drop(st, FL_DROP_FLOWDROP, dir);
+	case FL_KIND_DNS:
+		if (chance(f->prob))
+			return drop(st, FL_DROP_DNS, dir);
+		break;
+	case FL_KIND_CORRUPT:
+		if (chance(f->prob))
+			corrupt(skb, &p, st);
+		break;
+	case FL_KIND_DUPLICATE:
+		if (chance(f->prob))
+			duplicate(skb, st, ctl->dup_mark, dir);
+		break;
+	case FL_KIND_LATENCY:
+	case FL_KIND_BANDWIDTH:
+		if (dir == FL_DIR_EGRESS && chance(f->prob))
+			return delay(skb, f, slot, st);
+		break;
+	}
+	return TC_PASS;
+}
+
+SEC("tc")
+int fl_egress(struct __sk_buff *skb)
+{
+	return handle(skb, FL_DIR_EGRESS);
+}
+
+SEC("tc")
+int fl_ingress(struct __sk_buff *skb)
+{
+	return handle(skb, FL_DIR_INGRESS);
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,0 +1,42 @@
+// faultctl: the operator's command line. Thin: every command is library code.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "ctl/commands.h"
+#include "loader/libbpf_log.h"
+#include "userspace/faults/experiment.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: faultctl <command> [flags]
+
+commands:
+  run KIND ...     apply a packet fault for a fixed duration (faultctl run --help)
+  status           list active faults with scope, time left and counters
+  abort ID|--all   end one fault, or every fault through the kill switch
+  features         what this kernel supports and which mechanism each fault uses
+  uninstall        remove every program, link, filter, qdisc and pin of Faultline
+
+exit codes: 0 done, 1 failure, 2 bad input, 7 aborted by the guardrail
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  faultline::configure_libbpf_log();
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+    std::cout << kUsage;
+    return args.empty() ? faultline::kExitBadInput : faultline::kExitCompleted;
+  }
+  std::string cmd = args[0];
+  args.erase(args.begin());
+  if (cmd == "run") return faultline::cmd_run(args);
+  if (cmd == "status") return faultline::cmd_status(args);
+  if (cmd == "abort") return faultline::cmd_abort(args);
+  if (cmd == "features") return faultline::cmd_features(args);
+  if (cmd == "uninstall") return faultline::cmd_uninstall(args);
+  std::cerr << "faultctl: unknown command '" << cmd << "' (run, status, abort, features, uninstall)\n";
+  return faultline::kExitBadInput;
+}

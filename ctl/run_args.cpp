@@ -1,0 +1,323 @@
+// Flag parsing for `faultctl run`: cxxopts tokenises, we validate and explain.
+#include "ctl/run_args.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+
+#include <cxxopts.hpp>
+#include <map>
+#include <set>
+
+namespace faultline {
+namespace {
+
+// Flags beyond the common scope/guardrail set that each kind accepts.
+const std::map<FaultKind, std::set<std::string>>& kind_flags() {
+  static const std::map<FaultKind, std::set<std::string>> m = {
+      {FaultKind::Loss, {"percent", "correlation", "loss-model"}},
+      {FaultKind::Partition, {}},
+      {FaultKind::Flowdrop, {}},
+      {FaultKind::Corrupt, {"percent"}},
+      {FaultKind::Duplicate, {"percent"}},
+      {FaultKind::Dns, {"domains", "percent"}},
+      {FaultKind::Latency, {"delay", "jitter", "distribution", "percent"}},
+      {FaultKind::Bandwidth, {"rate"}},
+  };
+  return m;
+}
+
+const std::set<std::string>& specific_flags() {
+  static const std::set<std::string> s = {"percent", "correlation", "loss-model", "domains",
+                                          "delay",   "jitter",      "distribution", "rate"};
+  return s;
+}
+
+cxxopts::Options make_options() {
+  cxxopts::Options o("faultctl run", "Apply a packet fault for a fixed duration, guarded.");
+  o.add_options()
+      ("kind", "loss|partition|flowdrop|corrupt|duplicate|dns|latency|bandwidth", cxxopts::value<std::string>())
+      ("netns", "network namespace: NAME, PATH or pid:N", cxxopts::value<std::string>())
+      ("dev", "one device (default: every non-loopback device)", cxxopts::value<std::string>())
+      ("target", "remote IP, CIDR, HOST:PORT (repeatable, or comma-separated)", cxxopts::value<std::vector<std::string>>())
+      ("source", "local address or CIDR", cxxopts::value<std::string>())
+      ("port", "remote port N or range A-B", cxxopts::value<std::string>())
+      ("proto", "tcp|udp|icmp", cxxopts::value<std::string>())
+      ("direction", "egress|ingress|both (default egress)", cxxopts::value<std::string>())
+      ("cgroup", "cgroup v2 path (egress)", cxxopts::value<std::string>())
+      ("percent", "probability in percent", cxxopts::value<std::string>())
+      ("correlation", "percent chance to repeat the previous decision", cxxopts::value<std::string>())
+      ("loss-model", "ge:p[,r[,1-h[,1-k]]] Gilbert-Elliott, percents", cxxopts::value<std::string>())
+      ("domains", "names to block (and their subdomains)", cxxopts::value<std::vector<std::string>>())
+      ("duration", "how long (required, at most 1h)", cxxopts::value<std::string>())
+      ("delay", "added delay (at most 60s)", cxxopts::value<std::string>())
+      ("jitter", "delay variation (at most 10s)", cxxopts::value<std::string>())
+      ("distribution", "normal|pareto|uniform", cxxopts::value<std::string>())
+      ("rate", "bandwidth cap like 10mbit", cxxopts::value<std::string>())
+      ("health-url", "http:// URL the guardrail GETs", cxxopts::value<std::string>())
+      ("health-max-latency", "slowest healthy answer (default 1s)", cxxopts::value<std::string>())
+      ("interval", "time between guardrail checks (default 2s)", cxxopts::value<std::string>())
+      ("attach", "tcx|tc (default: the best the kernel has)", cxxopts::value<std::string>())
+      ("force", "allow a fault with no target (a whole device)")
+      ("dry-run", "validate and print the plan; change nothing")
+      ("json", "JSON lines on stdout")
+      ("h,help", "this help");
+  o.parse_positional({"kind"});
+  o.positional_help("KIND");
+  return o;
+}
+
+Error bad(const std::string& msg) { return make_error(EINVAL, msg); }
+
+template <typename T>
+Result<T> with_flag(const std::string& flag, Result<T> r) {
+  if (!r) return make_error(r.error().err, "--" + flag + ": " + r.error().message);
+  return r;
+}
+
+// IP, CIDR, HOST:PORT, [v6]:PORT, or a host name (resolved now).
+Status parse_target(const std::string& t, FaultSpec& spec, std::optional<uint16_t>& target_port) {
+  std::string host = t;
+  std::optional<uint16_t> port;
+  auto set_port = [&](const std::string& p) -> Status {
+    auto r = parse_port_range(p);
+    if (!r || r->lo != r->hi) return bad("--target " + t + ": the port must be a single number 1-65535");
+    port = r->lo;
+    return {};
+  };
+  if (!t.empty() && t.front() == '[') {
+    auto close = t.find(']');
+    if (close == std::string::npos) return bad("--target " + t + ": unclosed [IPv6] address");
+    host = t.substr(1, close - 1);
+    if (close + 1 < t.size()) {
+      if (t[close + 1] != ':') return bad("--target " + t + ": expected :PORT after ]");
+      FL_TRY(set_port(t.substr(close + 2)));
+    }
+  } else if (std::count(t.begin(), t.end(), ':') == 1) {
+    auto colon = t.find(':');
+    host = t.substr(0, colon);
+    FL_TRY(set_port(t.substr(colon + 1)));
+  }
+  if (host.empty()) return bad("--target " + t + ": no address");
+  auto prefix = parse_prefix(host);
+  if (prefix) {
+    spec.targets.push_back(*prefix);
+  } else {
+    if (host.find('/') != std::string::npos || host.find_first_not_of("0123456789.") == std::string::npos)
+      return bad("--target " + t + ": " + prefix.error().message);
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    if (int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res); rc != 0)
+      return bad("--target " + t + ": not an address, and the name does not resolve (" + gai_strerror(rc) + ")");
+    for (auto* a = res; a != nullptr; a = a->ai_next) {
+      char buf[64] = {};
+      if (a->ai_family == AF_INET) inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr, buf, sizeof(buf));
+      else if (a->ai_family == AF_INET6) inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr, buf, sizeof(buf));
+      else continue;
+      auto p = parse_prefix(buf);
+      if (p && std::none_of(spec.targets.begin(), spec.targets.end(), [&](const Prefix& x) { return x.str() == p->str(); }))
+        spec.targets.push_back(*p);
+    }
+    freeaddrinfo(res);
+  }
+  if (port) {
+    if (target_port && *target_port != *port)
+      return bad("--target " + t + ": all targets of one fault must share one port (use one fault per port)");
+    target_port = port;
+  }
+  return {};
+}
+
+Result<GeModel> parse_ge(const std::string& s) {
+  if (s.rfind("ge:", 0) != 0) return bad("--loss-model '" + s + "': expected ge:p[,r[,1-h[,1-k]]] in percents");
+  std::vector<double> v;
+  std::string rest = s.substr(3);
+  size_t start = 0;
+  while (start <= rest.size()) {
+    auto comma = rest.find(',', start);
+    std::string part = rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    auto p = parse_percent(part);
+    if (!p) return bad("--loss-model '" + s + "': " + p.error().message);
+    v.push_back(*p);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (v.empty() || v.size() > 4) return bad("--loss-model '" + s + "': expected 1 to 4 percents after ge:");
+  GeModel g;
+  g.p = v[0];
+  g.r = v.size() > 1 ? v[1] : 100 - v[0];
+  g.loss_bad = v.size() > 2 ? v[2] : 100;
+  g.loss_good = v.size() > 3 ? v[3] : 0;
+  if (g.p <= 0) return bad("--loss-model '" + s + "': p must be above 0");
+  return g;
+}
+
+}  // namespace
+
+std::string run_usage() { return make_options().help(); }
+
+Result<ExperimentOptions> parse_run_args(const std::vector<std::string>& args) {
+  auto options = make_options();
+  std::vector<std::string> argv_store = {"faultctl-run"};
+  argv_store.insert(argv_store.end(), args.begin(), args.end());
+  std::vector<const char*> argv;
+  for (const auto& a : argv_store) argv.push_back(a.c_str());
+  cxxopts::ParseResult r;
+  try {
+    r = options.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const cxxopts::exceptions::exception& e) {
+    return bad(e.what());
+  }
+  if (!r.unmatched().empty()) return bad("unexpected argument '" + r.unmatched().front() + "'");
+  if (r.count("help")) return make_error(0, run_usage());
+  if (!r.count("kind")) return bad("missing the fault kind: one of loss, partition, flowdrop, corrupt, duplicate, dns, latency, bandwidth");
+
+  ExperimentOptions o;
+  FaultSpec& s = o.spec;
+  auto kind = kind_from_name(r["kind"].as<std::string>());
+  if (!kind) return bad("unknown fault kind '" + r["kind"].as<std::string>() + "' (loss, partition, flowdrop, corrupt, duplicate, dns, latency, bandwidth)");
+  s.kind = *kind;
+  for (const auto& flag : specific_flags()) {
+    if (r.count(flag) && !kind_flags().at(s.kind).contains(flag))
+      return bad("--" + flag + " does not apply to a " + kind_name(s.kind) + " fault");
+  }
+  auto str = [&](const char* f) { return r[f].as<std::string>(); };
+
+  if (!r.count("duration")) return bad("--duration is required (at most 1h), e.g. --duration 30s");
+  {
+    auto d = with_flag("duration", parse_duration_ns(str("duration")));
+    if (!d) return d.error();
+    s.duration_ns = *d;
+  }
+  if (r.count("netns")) {
+    s.netns = str("netns");
+    if (s.netns.empty()) return bad("--netns: empty name");
+  }
+  if (r.count("dev")) {
+    s.dev = str("dev");
+    if (s.dev.empty() || s.dev.size() >= 16) return bad("--dev '" + s.dev + "': not a device name");
+  }
+  std::optional<uint16_t> target_port;
+  if (r.count("target")) {
+    for (const auto& t : r["target"].as<std::vector<std::string>>()) FL_TRY(parse_target(t, s, target_port));
+  }
+  if (r.count("source")) {
+    auto p = with_flag("source", parse_prefix(str("source")));
+    if (!p) return p.error();
+    s.source = *p;
+  }
+  if (r.count("port")) {
+    if (target_port) return bad("--port conflicts with the port given in --target");
+    auto p = with_flag("port", parse_port_range(str("port")));
+    if (!p) return p.error();
+    s.ports = *p;
+  } else if (target_port) {
+    s.ports = {*target_port, *target_port};
+  }
+  if (r.count("proto")) {
+    std::string p = str("proto");
+    if (p == "tcp") s.proto = IPPROTO_TCP;
+    else if (p == "udp") s.proto = IPPROTO_UDP;
+    else if (p == "icmp") s.proto = IPPROTO_ICMP;
+    else return bad("--proto '" + p + "': expected tcp, udp or icmp");
+    if (s.proto == IPPROTO_ICMP && s.ports.hi != 0) return bad("--proto icmp has no ports; drop --port or the :PORT of --target");
+  }
+  if (r.count("direction")) {
+    std::string d = str("direction");
+    if (d == "egress") s.dir_mask = FL_DIR_EGRESS;
+    else if (d == "ingress") s.dir_mask = FL_DIR_INGRESS;
+    else if (d == "both") s.dir_mask = FL_DIR_EGRESS | FL_DIR_INGRESS;
+    else return bad("--direction '" + d + "': expected egress, ingress or both");
+  }
+  if (r.count("cgroup")) {
+    s.cgroup = str("cgroup");
+    if (s.cgroup.empty()) return bad("--cgroup: empty path");
+  }
+  bool needs_percent = s.kind == FaultKind::Loss || s.kind == FaultKind::Corrupt || s.kind == FaultKind::Duplicate;
+  if (r.count("percent")) {
+    auto p = with_flag("percent", parse_percent(str("percent")));
+    if (!p) return p.error();
+    s.percent = *p;
+  } else if (needs_percent && !r.count("loss-model")) {
+    return bad(std::string("--percent is required for a ") + kind_name(s.kind) + " fault");
+  }
+  if (r.count("correlation")) {
+    auto c = with_flag("correlation", parse_percent(str("correlation")));
+    if (!c) return c.error();
+    s.correlation = *c;
+  }
+  if (r.count("loss-model")) {
+    if (r.count("percent")) return bad("--loss-model sets the loss rate itself; drop --percent");
+    if (r.count("correlation")) return bad("--loss-model and --correlation are two different loss models; pick one");
+    auto g = parse_ge(str("loss-model"));
+    if (!g) return g.error();
+    s.ge = *g;
+  }
+  if (r.count("domains")) {
+    for (const auto& d : r["domains"].as<std::vector<std::string>>()) {
+      auto n = with_flag("domains", normalize_domain(d));
+      if (!n) return n.error();
+      if (std::find(s.domains.begin(), s.domains.end(), *n) == s.domains.end()) s.domains.push_back(*n);
+    }
+  }
+  if (r.count("delay")) {
+    auto d = with_flag("delay", parse_duration_ns(str("delay")));
+    if (!d) return d.error();
+    if (*d == 0) return bad("--delay must be above 0");
+    s.delay_ns = *d;
+  }
+  if (r.count("jitter")) {
+    auto j = with_flag("jitter", parse_duration_ns(str("jitter")));
+    if (!j) return j.error();
+    s.jitter_ns = *j;
+  }
+  if (r.count("distribution")) {
+    if (!r.count("jitter")) return bad("--distribution shapes --jitter; give --jitter too");
+    std::string d = str("distribution");
+    if (d == "normal") s.dist = FL_DIST_NORMAL;
+    else if (d == "pareto") s.dist = FL_DIST_PARETO;
+    else if (d == "uniform") s.dist = FL_DIST_UNIFORM;
+    else return bad("--distribution '" + d + "': expected normal, pareto or uniform");
+  }
+  if (r.count("rate")) {
+    auto v = with_flag("rate", parse_rate_bps(str("rate")));
+    if (!v) return v.error();
+    s.rate_bps = *v;
+  }
+  s.force = r.count("force") > 0;
+  if (r.count("attach")) {
+    std::string a = str("attach");
+    if (a == "tcx") o.attach = AttachMode::Tcx;
+    else if (a == "tc") o.attach = AttachMode::Tc;
+    else return bad("--attach '" + a + "': expected tcx or tc");
+  }
+  if (r.count("health-url")) {
+    HealthProbeConfig h;
+    h.url = str("health-url");
+    auto u = parse_http_url(h.url);
+    if (!u) return bad("--health-url " + u.error().message);
+    h.netns = s.netns;
+    if (r.count("health-max-latency")) {
+      auto d = with_flag("health-max-latency", parse_duration_ns(str("health-max-latency")));
+      if (!d) return d.error();
+      if (*d < 1'000'000ULL || *d > 60'000'000'000ULL) return bad("--health-max-latency must be within 1ms-60s");
+      h.max_latency_ns = *d;
+    }
+    if (r.count("interval")) {
+      auto d = with_flag("interval", parse_duration_ns(str("interval")));
+      if (!d) return d.error();
+      if (*d < 100'000'000ULL || *d > 600'000'000'000ULL) return bad("--interval must be within 100ms-10m");
+      h.interval_ns = *d;
+    }
+    o.health = h;
+  } else if (r.count("health-max-latency") || r.count("interval")) {
+    return bad(std::string("--") + (r.count("interval") ? "interval" : "health-max-latency") + " configures the guardrail; give --health-url too");
+  }
+  o.dry_run = r.count("dry-run") > 0;
+  o.json = r.count("json") > 0;
+  FL_TRY(validate(s));
+  return o;
+}
+
+}  // namespace faultline

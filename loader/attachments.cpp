@@ -1,0 +1,273 @@
+// Attaching netfault programs (TCX first, tc clsact as fallback) and undoing it.
+#include "loader/attachments.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <dirent.h>
+#include <linux/pkt_sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "loader/features.h"
+#include "loader/netfault_object.h"
+#include "loader/rtnetlink.h"
+
+namespace faultline {
+namespace {
+
+constexpr int kBpfTcxIngress = 46;
+constexpr int kBpfTcxEgress = 47;
+constexpr uint32_t kTcHandle = 0xF17E;  // our cls_bpf filter, under clsact
+constexpr uint32_t kTcPriority = 1;
+
+bpf_tc_attach_point tc_point(uint32_t dir) { return dir == FL_DIR_EGRESS ? BPF_TC_EGRESS : BPF_TC_INGRESS; }
+
+uint32_t prog_id_of(int fd) {
+  bpf_prog_info info{};
+  uint32_t len = sizeof(info);
+  if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0) return 0;
+  return info.id;
+}
+
+uint32_t link_id_of(int fd) {
+  bpf_link_info info{};
+  uint32_t len = sizeof(info);
+  if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0) return 0;
+  return info.id;
+}
+
+Status detach_tc_filter(uint32_t ifindex, uint32_t dir, bool destroy_clsact) {
+  LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = static_cast<int>(ifindex), .attach_point = tc_point(dir));
+  LIBBPF_OPTS(bpf_tc_opts, opts, .handle = kTcHandle, .priority = kTcPriority);
+  int err = bpf_tc_detach(&hook, &opts);
+  if (err != 0 && err != -ENOENT && err != -ENODEV && err != -EINVAL)
+    return make_error(err, "cannot remove our tc filter from ifindex " + std::to_string(ifindex));
+  if (!destroy_clsact) return {};
+  // Remove the clsact qdisc we created only when no filter of anyone remains under it.
+  auto in = count_filters(ifindex, TC_H_MAKE(TC_H_CLSACT, TC_H_MIN_INGRESS));
+  auto eg = count_filters(ifindex, TC_H_MAKE(TC_H_CLSACT, TC_H_MIN_EGRESS));
+  if (in && eg && *in == 0 && *eg == 0) {
+    LIBBPF_OPTS(bpf_tc_hook, all, .ifindex = static_cast<int>(ifindex),
+                .attach_point = static_cast<bpf_tc_attach_point>(BPF_TC_INGRESS | BPF_TC_EGRESS));
+    bpf_tc_hook_destroy(&all);
+  }
+  return {};
+}
+
+}  // namespace
+
+const char* attach_mode_name(uint32_t mode) {
+  return mode == FL_ATTACH_TCX ? "tcx" : mode == FL_ATTACH_TC ? "tc" : "?";
+}
+
+bool is_netfault_prog(uint32_t prog_id) {
+  int fd = bpf_prog_get_fd_by_id(prog_id);
+  if (fd < 0) return false;
+  bpf_prog_info info{};
+  uint32_t len = sizeof(info);
+  bool ours = bpf_obj_get_info_by_fd(fd, &info, &len) == 0 &&
+              (std::strcmp(info.name, "fl_egress") == 0 || std::strcmp(info.name, "fl_ingress") == 0);
+  ::close(fd);
+  return ours;
+}
+
+int count_netfault_progs() {
+  int n = 0;
+  for (uint32_t id = 0; bpf_prog_get_next_id(id, &id) == 0;) n += is_netfault_prog(id) ? 1 : 0;
+  return n;
+}
+
+std::string Attachments::link_pin(const fl_attach_key& k) const {
+  return layout_.links() + "/" + std::to_string(k.netns_ino) + "_" + std::to_string(k.ifindex) +
+         (k.dir == FL_DIR_EGRESS ? "_egress" : "_ingress");
+}
+
+std::vector<AttachmentRecord> Attachments::list() const {
+  std::vector<AttachmentRecord> out;
+  fl_attach_key k{}, next{};
+  const void* prev = nullptr;
+  while (bpf_map_get_next_key(maps_.attach(), prev, &next) == 0) {
+    AttachmentRecord r;
+    r.key = next;
+    if (bpf_map_lookup_elem(maps_.attach(), &next, &r.val) == 0) out.push_back(r);
+    k = next;
+    prev = &k;
+  }
+  return out;
+}
+
+Result<uint32_t> Attachments::ensure(const NetnsRef& ns, const std::vector<NetDevice>& devs,
+                                     uint8_t dir_mask, AttachMode mode) {
+  // What is missing, and which mode the namespace already uses.
+  std::vector<std::pair<NetDevice, uint32_t>> todo;
+  uint32_t existing_mode = 0;
+  for (const auto& d : devs) {
+    for (uint32_t dir : {uint32_t{FL_DIR_EGRESS}, uint32_t{FL_DIR_INGRESS}}) {
+      if ((dir_mask & dir) == 0) continue;
+      fl_attach_key key{ns.inode, d.ifindex, dir, 0};
+      fl_attach_val val{};
+      if (bpf_map_lookup_elem(maps_.attach(), &key, &val) == 0) {
+        existing_mode = val.mode;
+        continue;
+      }
+      todo.emplace_back(d, dir);
+    }
+  }
+  uint32_t want = 0;
+  if (mode == AttachMode::Tcx) want = FL_ATTACH_TCX;
+  if (mode == AttachMode::Tc) want = FL_ATTACH_TC;
+  if (want != 0 && existing_mode != 0 && want != existing_mode) {
+    return make_error(EBUSY, std::string("--attach ") + attach_mode_name(want) + ": namespace " + ns.display +
+                                 " already has Faultline attached with " + attach_mode_name(existing_mode) +
+                                 "; end its faults first (faultctl abort --all)");
+  }
+  if (want == 0) want = existing_mode;
+  if (want == 0) {
+    const auto& f = features();
+    if (f.tcx.available) {
+      want = FL_ATTACH_TCX;
+    } else if (f.clsact.available) {
+      want = FL_ATTACH_TC;
+    } else {
+      return make_error(ENOTSUP, "no way to attach packet programs: TCX (" + f.tcx.detail + "), clsact (" +
+                                     f.clsact.detail + ")");
+    }
+  }
+  if (todo.empty()) return want;
+
+  auto obj = NetfaultObject::load(layout_, ns.inode,
+                                  want == FL_ATTACH_TCX ? FL_EGRESS_DROP_REDIRECT : FL_EGRESS_DROP_STOLEN);
+  if (!obj) return obj.error();
+  auto inside = NetnsEnter::enter(ns);
+  if (!inside) return inside.error();
+
+  for (const auto& [dev, dir] : todo) {
+    int prog = dir == FL_DIR_EGRESS ? obj->egress_fd() : obj->ingress_fd();
+    fl_attach_key key{ns.inode, dev.ifindex, dir, 0};
+    fl_attach_val val{};
+    val.mode = want;
+    val.prog_id = prog_id_of(prog);
+    std::strncpy(val.ifname, dev.name.c_str(), sizeof(val.ifname) - 1);
+    std::strncpy(val.netns_path, ns.path.c_str(), sizeof(val.netns_path) - 1);
+    if (ns.path == "/proc/self/ns/net") std::strncpy(val.netns_path, "host", sizeof(val.netns_path) - 1);
+    const std::string dir_name = dir == FL_DIR_EGRESS ? "egress" : "ingress";
+
+    if (want == FL_ATTACH_TCX) {
+      int link = bpf_link_create(prog, static_cast<int>(dev.ifindex),
+                                 static_cast<bpf_attach_type>(dir == FL_DIR_EGRESS ? kBpfTcxEgress : kBpfTcxIngress),
+                                 nullptr);
+      if (link < 0) return errno_error("cannot attach a TCX " + dir_name + " link to " + dev.name);
+      UniqueFd link_fd(link);
+      if (bpf_obj_pin(link, link_pin(key).c_str()) != 0)
+        return errno_error("cannot pin the TCX link of " + dev.name + " at " + link_pin(key));
+      val.link_id = link_id_of(link);
+    } else {
+      LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = static_cast<int>(dev.ifindex), .attach_point = tc_point(dir));
+      int err = bpf_tc_hook_create(&hook);
+      if (err != 0 && err != -EEXIST) return make_error(err, "cannot create clsact on " + dev.name);
+      // A clsact we created is removed with our last filter, never one we found.
+      fl_attach_key other{ns.inode, dev.ifindex, dir == FL_DIR_EGRESS ? uint32_t{FL_DIR_INGRESS} : uint32_t{FL_DIR_EGRESS}, 0};
+      fl_attach_val other_val{};
+      bool sibling = bpf_map_lookup_elem(maps_.attach(), &other, &other_val) == 0;
+      val.created_clsact = err == 0 || (sibling && other_val.created_clsact) ? 1 : 0;
+      LIBBPF_OPTS(bpf_tc_opts, opts, .prog_fd = prog, .handle = kTcHandle, .priority = kTcPriority);
+      err = bpf_tc_attach(&hook, &opts);
+      if (err != 0) return make_error(err, "cannot attach the tc " + dir_name + " filter to " + dev.name);
+    }
+    if (bpf_map_update_elem(maps_.attach(), &key, &val, BPF_ANY) != 0)
+      return errno_error("cannot record the attachment on " + dev.name);
+  }
+  return want;
+}
+
+Status Attachments::detach(const AttachmentRecord& rec) {
+  if (rec.val.mode == FL_ATTACH_TCX) {
+    std::string pin = link_pin(rec.key);
+    int fd = bpf_obj_get(pin.c_str());
+    if (fd >= 0) {
+      bpf_link_detach(fd);  // fails harmlessly if the device is already gone
+      ::close(fd);
+    }
+    ::unlink(pin.c_str());
+  } else {
+    std::string path = rec.val.netns_path;
+    NetnsRef ns;
+    ns.path = path == "host" ? "/proc/self/ns/net" : path;
+    ns.display = path;
+    if (::access(ns.path.c_str(), F_OK) == 0) {
+      auto inside = NetnsEnter::enter(ns);
+      if (inside) {
+        bool last_of_clsact = rec.val.created_clsact != 0;
+        fl_attach_key other = rec.key;
+        other.dir = rec.key.dir == FL_DIR_EGRESS ? FL_DIR_INGRESS : FL_DIR_EGRESS;
+        fl_attach_val ov{};
+        if (bpf_map_lookup_elem(maps_.attach(), &other, &ov) == 0) last_of_clsact = false;
+        FL_TRY(detach_tc_filter(rec.key.ifindex, rec.key.dir, last_of_clsact));
+      }
+    }
+  }
+  bpf_map_delete_elem(maps_.attach(), &rec.key);
+  return {};
+}
+
+Status Attachments::detach_all(uint32_t netns_ino) {
+  Status first;
+  for (const auto& rec : list()) {
+    if (netns_ino != 0 && rec.key.netns_ino != netns_ino) continue;
+    auto st = detach(rec);
+    if (!st && first.ok()) first = st;
+  }
+  return first;
+}
+
+Result<int> Attachments::reconcile_orphans() {
+  int fixed = 0;
+  std::vector<uint32_t> known_links;
+  for (const auto& r : list()) known_links.push_back(r.val.link_id);
+  // TCX (and any other) links whose program is ours but whose record is gone.
+  for (uint32_t id = 0; bpf_link_get_next_id(id, &id) == 0;) {
+    int fd = bpf_link_get_fd_by_id(id);
+    if (fd < 0) continue;
+    bpf_link_info info{};
+    uint32_t len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && is_netfault_prog(info.prog_id) &&
+        std::find(known_links.begin(), known_links.end(), id) == known_links.end()) {
+      if (bpf_link_detach(fd) == 0) ++fixed;
+    }
+    ::close(fd);
+  }
+  // tc filters with our handle on the devices of the host and named namespaces.
+  std::vector<std::string> spaces = {"/proc/self/ns/net"};
+  if (DIR* d = ::opendir("/run/netns")) {
+    while (dirent* e = ::readdir(d)) {
+      if (e->d_name[0] != '.') spaces.push_back(std::string("/run/netns/") + e->d_name);
+    }
+    ::closedir(d);
+  }
+  for (const auto& path : spaces) {
+    auto ref = resolve_netns(path);
+    if (!ref) continue;
+    auto inside = NetnsEnter::enter(*ref);
+    if (!inside) continue;
+    auto devs = list_devices();
+    if (!devs) continue;
+    for (const auto& dev : *devs) {
+      for (uint32_t dir : {uint32_t{FL_DIR_EGRESS}, uint32_t{FL_DIR_INGRESS}}) {
+        fl_attach_key key{ref->inode, dev.ifindex, dir, 0};
+        fl_attach_val val{};
+        if (bpf_map_lookup_elem(maps_.attach(), &key, &val) == 0) continue;
+        LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = static_cast<int>(dev.ifindex), .attach_point = tc_point(dir));
+        LIBBPF_OPTS(bpf_tc_opts, q, .handle = kTcHandle, .priority = kTcPriority);
+        if (bpf_tc_query(&hook, &q) == 0 && is_netfault_prog(q.prog_id)) {
+          LIBBPF_OPTS(bpf_tc_opts, d2, .handle = kTcHandle, .priority = kTcPriority);
+          if (bpf_tc_detach(&hook, &d2) == 0) ++fixed;
+        }
+      }
+    }
+  }
+  return fixed;
+}
+
+}  // namespace faultline

@@ -1,0 +1,59 @@
+// Where netfault programs are attached: TCX links or tc filters, recorded in fl_attach.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "faultline/abi.h"
+#include "loader/bpffs.h"
+#include "loader/netns.h"
+#include "loader/pinned_maps.h"
+#include "loader/result.h"
+
+namespace faultline {
+
+enum class AttachMode { Auto, Tcx, Tc };
+
+[[nodiscard]] const char* attach_mode_name(uint32_t mode);  // FL_ATTACH_* -> "tcx" / "tc"
+
+struct AttachmentRecord {
+  fl_attach_key key{};
+  fl_attach_val val{};
+};
+
+class Attachments {
+ public:
+  Attachments(const BpffsLayout& layout, const PinnedMaps& maps) : layout_(layout), maps_(maps) {}
+
+  // Attaches a program for every device and direction not yet attached in this
+  // namespace; loads one program instance for them. Returns the mode in use.
+  [[nodiscard]] Result<uint32_t> ensure(const NetnsRef& ns, const std::vector<NetDevice>& devs,
+                                        uint8_t dir_mask, AttachMode mode);
+
+  [[nodiscard]] std::vector<AttachmentRecord> list() const;
+
+  // Detaches one attachment and forgets it.
+  [[nodiscard]] Status detach(const AttachmentRecord& rec);
+
+  // Detaches every recorded attachment of a namespace (all when netns_ino is 0).
+  [[nodiscard]] Status detach_all(uint32_t netns_ino = 0);
+
+  // Detaches programs of ours that the kernel still runs but no record names
+  // (a crash between attach and record): TCX links found by link queries, and tc
+  // filters found on the devices of the host and of every named namespace.
+  [[nodiscard]] Result<int> reconcile_orphans();
+
+ private:
+  [[nodiscard]] std::string link_pin(const fl_attach_key& k) const;
+  const BpffsLayout& layout_;
+  const PinnedMaps& maps_;
+};
+
+// Whether a program id is one of ours (named fl_egress / fl_ingress).
+[[nodiscard]] bool is_netfault_prog(uint32_t prog_id);
+
+// Counts our programs loaded in the kernel, for tests and uninstall checks.
+[[nodiscard]] int count_netfault_progs();
+
+}  // namespace faultline

@@ -1,0 +1,38 @@
+// Where Faultline's kernel state lives: pins under /sys/fs/bpf/faultline, and the lock.
+#pragma once
+
+#include <string>
+
+#include "loader/fd.h"
+#include "loader/result.h"
+
+namespace faultline {
+
+struct BpffsLayout {
+  std::string root = "/sys/fs/bpf/faultline";
+
+  [[nodiscard]] std::string maps() const { return root + "/maps"; }
+  [[nodiscard]] std::string links() const { return root + "/links"; }
+  [[nodiscard]] std::string map(const std::string& name) const { return maps() + "/" + name; }
+};
+
+// The layout in use: FAULTLINE_BPFFS_ROOT overrides the root (tests run beside a live install).
+[[nodiscard]] BpffsLayout bpffs_layout();
+
+// Mounts bpffs on /sys/fs/bpf if nothing is mounted there, then creates our folders.
+[[nodiscard]] Status ensure_bpffs(const BpffsLayout& layout);
+
+// Removes the folders of the layout (they must be empty of pins by then).
+void remove_bpffs_dirs(const BpffsLayout& layout);
+
+// An exclusive advisory lock serialising every change to the pinned state.
+class StateLock {
+ public:
+  [[nodiscard]] static Result<StateLock> acquire(const BpffsLayout& layout);
+
+ private:
+  explicit StateLock(UniqueFd fd) : fd_(std::move(fd)) {}
+  UniqueFd fd_;
+};
+
+}  // namespace faultline

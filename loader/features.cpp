@@ -1,0 +1,313 @@
+// Feature probes: each really loads (and where it matters attaches) a program.
+#include "loader/features.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <fcntl.h>
+#include <linux/bpf.h>
+#include <sched.h>
+#include <sys/fanotify.h>
+#include <sys/mount.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <thread>
+
+#include "loader/fd.h"
+#include "loader/result.h"
+#include "loader/rtnetlink.h"
+
+namespace faultline {
+namespace {
+
+// UAPI values newer than the headers on a Debian 12 build host.
+constexpr int kBpfTcxIngress = 46;
+constexpr int kHelperLoop = 181;
+constexpr int kHelperSetRetval = 187;
+constexpr int kHelperOverrideReturn = 58;
+
+std::string err_text(int err) { return std::string(strerror(err < 0 ? -err : err)); }
+
+// r0 = imm; exit
+std::vector<bpf_insn> ret(int imm) {
+  return {
+      bpf_insn{.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = imm},
+      bpf_insn{.code = BPF_JMP | BPF_EXIT},
+  };
+}
+
+// call helper; r0 = 0; exit  (args are whatever r1..r5 hold, fine for a load test)
+std::vector<bpf_insn> call_helper(int helper) {
+  return {
+      bpf_insn{.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_2, .imm = 0},
+      bpf_insn{.code = BPF_JMP | BPF_CALL, .imm = helper},
+      bpf_insn{.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0},
+      bpf_insn{.code = BPF_JMP | BPF_EXIT},
+  };
+}
+
+struct Loaded {
+  UniqueFd fd;
+  int err = 0;
+  std::string log;
+};
+
+Loaded load(bpf_prog_type type, const std::vector<bpf_insn>& insns, bpf_attach_type expected = {},
+            uint32_t attach_btf_id = 0) {
+  static char logbuf[4096];
+  logbuf[0] = '\0';
+  LIBBPF_OPTS(bpf_prog_load_opts, opts);
+  opts.expected_attach_type = expected;
+  opts.attach_btf_id = attach_btf_id;
+  opts.log_buf = logbuf;
+  opts.log_size = sizeof(logbuf);
+  int fd = bpf_prog_load(type, "fl_probe", "GPL", insns.data(), insns.size(), &opts);
+  Loaded l;
+  if (fd < 0) {
+    l.err = errno;
+    // Retry with a log to learn why (a verifier message names a missing helper).
+    opts.log_level = 1;
+    int fd2 = bpf_prog_load(type, "fl_probe", "GPL", insns.data(), insns.size(), &opts);
+    if (fd2 >= 0) ::close(fd2);
+    l.log = logbuf;
+    if (auto nl = l.log.find_last_not_of('\n'); nl != std::string::npos) l.log.resize(nl + 1);
+    if (auto cut = l.log.rfind('\n'); cut != std::string::npos) l.log = l.log.substr(cut + 1);
+  }
+  l.fd = UniqueFd(fd);
+  return l;
+}
+
+std::string why(const Loaded& l, const std::string& what) {
+  std::string s = what + " failed: " + err_text(l.err);
+  if (!l.log.empty()) s += " (" + l.log + ")";
+  return s;
+}
+
+// Runs fn on a thread inside a fresh, empty network namespace, so probes that
+// attach to a device never touch the host's.
+template <typename Fn>
+Probe in_scratch_netns(Fn fn) {
+  Probe p;
+  std::thread t([&] {
+    if (::unshare(CLONE_NEWNET) != 0) {
+      p.detail = "cannot create a scratch network namespace: " + err_text(errno);
+      return;
+    }
+    p = fn();
+  });
+  t.join();
+  return p;
+}
+
+Probe probe_tcx() {
+  auto prog = load(BPF_PROG_TYPE_SCHED_CLS, ret(-1));
+  if (!prog.fd) return {false, why(prog, "loading a tc program")};
+  return in_scratch_netns([&]() -> Probe {
+    int link = bpf_link_create(prog.fd.get(), 1 /* lo */, static_cast<bpf_attach_type>(kBpfTcxIngress),
+                               nullptr);
+    if (link < 0) return {false, "TCX link create failed: " + err_text(errno) + " (kernel older than 6.6?)"};
+    ::close(link);
+    return {true, "attached a TCX ingress link"};
+  });
+}
+
+Probe probe_clsact() {
+  auto prog = load(BPF_PROG_TYPE_SCHED_CLS, ret(-1));
+  if (!prog.fd) return {false, why(prog, "loading a tc program")};
+  return in_scratch_netns([&]() -> Probe {
+    LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = 1, .attach_point = BPF_TC_INGRESS);
+    int err = bpf_tc_hook_create(&hook);
+    if (err != 0 && err != -EEXIST) return {false, "creating clsact failed: " + err_text(err)};
+    LIBBPF_OPTS(bpf_tc_opts, opts, .prog_fd = prog.fd.get());
+    err = bpf_tc_attach(&hook, &opts);
+    if (err != 0) return {false, "cls_bpf attach failed: " + err_text(err)};
+    return {true, "attached cls_bpf under clsact"};
+  });
+}
+
+Probe probe_helper(bpf_prog_type type, int helper, const char* name, bpf_attach_type expected = {}) {
+  auto l = load(type, call_helper(helper), expected);
+  if (!l.fd) return {false, why(l, std::string("a program calling ") + name)};
+  return {true, std::string("a program calling ") + name + " loaded"};
+}
+
+Probe probe_fq() {
+  return in_scratch_netns([]() -> Probe {
+    auto st = replace_root_qdisc(1, "fq");
+    if (!st) return {false, "installing qdisc fq failed: " + err_text(st.error().err) + " (sch_fq not built or not loadable)"};
+    return {true, "installed fq as a root qdisc"};
+  });
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Probe probe_cgroup_v2(std::string& mount_point) {
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    auto sep = line.find(" - ");
+    if (sep == std::string::npos) continue;
+    std::istringstream rest(line.substr(sep + 3));
+    std::string fstype;
+    rest >> fstype;
+    if (fstype != "cgroup2") continue;
+    std::istringstream head(line.substr(0, sep));
+    std::string id, parent, devno, root, mnt;
+    head >> id >> parent >> devno >> root >> mnt;
+    mount_point = mnt;
+    return {true, "cgroup2 mounted at " + mnt};
+  }
+  return {false, "no cgroup2 mount in /proc/self/mountinfo"};
+}
+
+Probe probe_lsm_listed() {
+  std::string lsm = read_file("/sys/kernel/security/lsm");
+  if (lsm.empty()) {
+    ::mount("securityfs", "/sys/kernel/security", "securityfs", 0, nullptr);
+    lsm = read_file("/sys/kernel/security/lsm");
+  }
+  if (lsm.empty()) return {false, "cannot read /sys/kernel/security/lsm"};
+  std::stringstream ss(lsm);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item == "bpf" || item == "bpf\n") return {true, "bpf is in the active LSM list: " + lsm.substr(0, lsm.find('\n'))};
+  }
+  return {false, "bpf is not in the active LSM list (" + lsm.substr(0, lsm.find('\n')) + "): LSM programs would attach and never run"};
+}
+
+Probe probe_trampoline(bpf_prog_type type, bpf_attach_type at, const char* func, const char* what) {
+  int id = libbpf_find_vmlinux_btf_id(func, at);
+  if (id < 0) return {false, std::string("no BTF id for ") + func + ": " + err_text(id)};
+  auto l = load(type, ret(0), at, static_cast<uint32_t>(id));
+  if (!l.fd) return {false, why(l, std::string("loading ") + what)};
+  int link = bpf_link_create(l.fd.get(), 0, at, nullptr);
+  if (link < 0 && type != BPF_PROG_TYPE_LSM) {
+    return {false, std::string(what) + " attach failed: " + err_text(errno)};
+  }
+  if (link < 0) {
+    int raw = bpf_raw_tracepoint_open(nullptr, l.fd.get());
+    if (raw < 0) return {false, std::string(what) + " attach failed: " + err_text(errno)};
+    ::close(raw);
+  } else {
+    ::close(link);
+  }
+  return {true, std::string(what) + " loaded and attached"};
+}
+
+Probe probe_kprobe_override() {
+  if (::access("/sys/bus/event_source/devices/kprobe/type", F_OK) != 0)
+    return {false, "no kprobe PMU (CONFIG_KPROBES unset)"};
+  auto l = load(BPF_PROG_TYPE_KPROBE, call_helper(kHelperOverrideReturn));
+  if (!l.fd) return {false, why(l, "a kprobe calling bpf_override_return") + " (CONFIG_BPF_KPROBE_OVERRIDE unset)"};
+  return {true, "a kprobe calling bpf_override_return loaded"};
+}
+
+Probe probe_ringbuf() {
+  int fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "fl_probe", 0, 0, 4096, nullptr);
+  if (fd < 0) return {false, "creating a ring buffer failed: " + err_text(errno)};
+  ::close(fd);
+  return {true, "created a ring buffer map"};
+}
+
+Probe probe_seccomp() {
+  std::string a = read_file("/proc/sys/kernel/seccomp/actions_avail");
+  if (a.find("user_notif") == std::string::npos) return {false, "user_notif not in /proc/sys/kernel/seccomp/actions_avail"};
+  return {true, "user_notif listed in seccomp actions_avail"};
+}
+
+Probe probe_fanotify() {
+  int fd = fanotify_init(FAN_CLASS_CONTENT | FAN_CLOEXEC, O_RDONLY);
+  if (fd < 0) return {false, "fanotify_init(FAN_CLASS_CONTENT) failed: " + err_text(errno)};
+  ::close(fd);
+  return {true, "fanotify_init(FAN_CLASS_CONTENT) succeeded"};
+}
+
+Probe probe_io_uring() {
+  struct {
+    uint32_t sq_entries, cq_entries, flags, sq_thread_cpu, sq_thread_idle, features, wq_fd, resv[3];
+    uint64_t sq_off[5], cq_off[5];
+  } params{};
+  long fd = ::syscall(__NR_io_uring_setup, 1, &params);
+  if (fd < 0) return {false, "io_uring_setup failed: " + err_text(errno)};
+  ::close(static_cast<int>(fd));
+  return {true, "io_uring_setup succeeded"};
+}
+
+Features probe_all() {
+  Features f;
+  auto base = load(BPF_PROG_TYPE_SOCKET_FILTER, ret(0));
+  f.bpf_syscall = base.fd ? Probe{true, "loaded a socket filter"} : Probe{false, why(base, "bpf(BPF_PROG_LOAD)")};
+  f.tcx = probe_tcx();
+  f.clsact = probe_clsact();
+  // A bare call to bpf_loop fails verification (it wants a callback); libbpf's
+  // probe knows how to ask the kernel whether the helper exists.
+  int loop = libbpf_probe_bpf_helper(BPF_PROG_TYPE_SCHED_CLS, static_cast<bpf_func_id>(kHelperLoop), nullptr);
+  f.bpf_loop = loop == 1 ? Probe{true, "the kernel knows the bpf_loop helper"}
+                         : Probe{false, loop == 0 ? "the kernel has no bpf_loop helper (added in 5.17)"
+                                                  : "probing bpf_loop failed: " + err_text(loop)};
+  f.sch_fq = probe_fq();
+  f.cgroup_v2 = probe_cgroup_v2(f.cgroup_v2_mount);
+  f.set_retval = probe_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, kHelperSetRetval, "bpf_set_retval",
+                              BPF_CGROUP_INET4_CONNECT);
+  f.ringbuf = probe_ringbuf();
+  f.lsm_listed = probe_lsm_listed();
+  f.bpf_lsm = probe_trampoline(BPF_PROG_TYPE_LSM, BPF_LSM_MAC, "file_open", "an LSM program on file_open");
+  if (f.bpf_lsm.available && !f.lsm_listed.available) {
+    f.bpf_lsm = {false, "LSM programs attach but bpf is not an active LSM, so they would never run"};
+  }
+  f.fentry = probe_trampoline(BPF_PROG_TYPE_TRACING, BPF_TRACE_FENTRY, "security_file_open",
+                              "fentry on security_file_open");
+  f.kprobe_override = probe_kprobe_override();
+  f.seccomp_notify = probe_seccomp();
+  f.fanotify_perm = probe_fanotify();
+  f.io_uring = probe_io_uring();
+  return f;
+}
+
+}  // namespace
+
+const Features& features() {
+  static const Features f = probe_all();
+  return f;
+}
+
+std::vector<Capability> capabilities(const Features& f) {
+  std::vector<Capability> caps;
+  {
+    Capability c{"packet faults", {"tcx", "tc clsact + cls_bpf"}, "", ""};
+    if (!f.bpf_loop.available) {
+      c.why = "the packet program needs the bpf_loop helper (kernel 5.17+): " + f.bpf_loop.detail;
+    } else if (f.tcx.available) {
+      c.chosen = "tcx";
+      c.why = f.tcx.detail;
+    } else if (f.clsact.available) {
+      c.chosen = "tc clsact + cls_bpf";
+      c.why = "no TCX: " + f.tcx.detail;
+    } else {
+      c.why = "neither TCX (" + f.tcx.detail + ") nor clsact (" + f.clsact.detail + ")";
+    }
+    caps.push_back(c);
+  }
+  {
+    Capability c{"delay, jitter, rate", {"EDT + sch_fq", "TCP-stream delay in the proxy"}, "", ""};
+    if (f.sch_fq.available && !caps[0].chosen.empty()) {
+      c.chosen = "EDT + sch_fq";
+      c.why = f.sch_fq.detail;
+    } else {
+      c.why = "sch_fq is missing (" + f.sch_fq.detail +
+              "); the TCP-stream alternative in the proxy is not built yet";
+    }
+    caps.push_back(c);
+  }
+  return caps;
+}
+
+}  // namespace faultline

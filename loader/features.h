@@ -1,0 +1,47 @@
+// What the running kernel can do, found by loading and attaching tiny programs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace faultline {
+
+struct Probe {
+  bool available = false;
+  std::string detail;  // why not, or how it was confirmed
+};
+
+struct Features {
+  Probe bpf_syscall;      // can we load BPF at all
+  Probe tcx;              // TCX links (BPF_TCX_INGRESS/EGRESS)
+  Probe clsact;           // tc clsact + cls_bpf
+  Probe bpf_loop;         // bpf_loop helper (the DNS parser needs it)
+  Probe sch_fq;           // fq qdisc, for EDT delay and rate
+  Probe cgroup_v2;        // a cgroup2 mount
+  Probe set_retval;       // bpf_set_retval from cgroup programs
+  Probe ringbuf;          // BPF ring buffer
+  Probe lsm_listed;       // "bpf" in /sys/kernel/security/lsm
+  Probe bpf_lsm;          // an LSM program loads and attaches
+  Probe fentry;           // trampolines (fentry/fexit/fmod_ret)
+  Probe kprobe_override;  // kprobe + bpf_override_return
+  Probe seccomp_notify;   // seccomp user notification
+  Probe fanotify_perm;    // fanotify permission events
+  Probe io_uring;         // io_uring_setup
+
+  std::string cgroup_v2_mount;  // where cgroup2 is mounted, if anywhere
+};
+
+struct Capability {
+  std::string name;                  // "packet faults"
+  std::vector<std::string> ladder;   // mechanisms, best first
+  std::string chosen;                // the one this kernel gets, or "" for none
+  std::string why;                   // why the better ones are out, or how to get one
+};
+
+// Probes once per process; later calls return the cached value.
+[[nodiscard]] const Features& features();
+
+// The capability table of docs/kernel-support.md for these features.
+[[nodiscard]] std::vector<Capability> capabilities(const Features& f);
+
+}  // namespace faultline

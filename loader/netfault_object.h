@@ -1,0 +1,36 @@
+// The netfault BPF object: one loaded instance per network namespace, maps shared by pin.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "loader/bpffs.h"
+#include "loader/result.h"
+
+struct netfault;  // the bpftool skeleton
+
+namespace faultline {
+
+class NetfaultObject {
+ public:
+  // Opens the skeleton, sets the per-namespace constants, loads it. Maps are
+  // reused from `layout` if pinned there, else created and pinned.
+  [[nodiscard]] static Result<NetfaultObject> load(const BpffsLayout& layout, uint32_t netns_ino,
+                                                   uint32_t egress_drop);
+  NetfaultObject(NetfaultObject&&) noexcept = default;
+  NetfaultObject& operator=(NetfaultObject&&) noexcept = default;
+  ~NetfaultObject();
+
+  [[nodiscard]] int egress_fd() const;
+  [[nodiscard]] int ingress_fd() const;
+  [[nodiscard]] netfault* skeleton() const { return skel_.get(); }
+
+ private:
+  struct Destroy {
+    void operator()(netfault* s) const;
+  };
+  explicit NetfaultObject(netfault* s) : skel_(s) {}
+  std::unique_ptr<netfault, Destroy> skel_;
+};
+
+}  // namespace faultline

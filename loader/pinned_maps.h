@@ -1,0 +1,54 @@
+// Typed access to the pinned maps shared by every netfault program and faultctl.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "faultline/abi.h"
+#include "loader/bpffs.h"
+#include "loader/fd.h"
+#include "loader/result.h"
+
+namespace faultline {
+
+class PinnedMaps {
+ public:
+  // Opens the pins; with create, loads the object once to create and pin them
+  // first (then `created()` is true and the caller initialises them).
+  [[nodiscard]] static Result<PinnedMaps> open(const BpffsLayout& layout, bool create);
+
+  [[nodiscard]] bool created() const { return created_; }
+  [[nodiscard]] int control() const { return control_.get(); }
+  [[nodiscard]] int faults() const { return faults_.get(); }
+  [[nodiscard]] int exact() const { return exact_.get(); }
+  [[nodiscard]] int prefix() const { return prefix_.get(); }
+  [[nodiscard]] int dns() const { return dns_.get(); }
+  [[nodiscard]] int stats() const { return stats_.get(); }
+  [[nodiscard]] int reasons() const { return reasons_.get(); }
+  [[nodiscard]] int lossst() const { return lossst_.get(); }
+  [[nodiscard]] int rate() const { return rate_.get(); }
+  [[nodiscard]] int dist() const { return dist_.get(); }
+  [[nodiscard]] int meta() const { return meta_.get(); }
+  [[nodiscard]] int attach() const { return attach_.get(); }
+
+  // Every pinned map name, for uninstall.
+  static const std::vector<std::string>& names();
+
+ private:
+  PinnedMaps() = default;
+  bool created_ = false;
+  UniqueFd control_, faults_, exact_, prefix_, dns_, stats_, reasons_, lossst_, rate_, dist_, meta_,
+      attach_;
+};
+
+// Per-CPU map values: one element per possible CPU.
+[[nodiscard]] int possible_cpus();
+
+template <typename T>
+[[nodiscard]] Result<std::vector<T>> lookup_percpu(int map_fd, uint32_t key);
+
+template <typename T>
+[[nodiscard]] Status zero_percpu(int map_fd, uint32_t key);
+
+}  // namespace faultline

@@ -1,0 +1,170 @@
+// faultctl run flag parsing: good specs parse, and every bad one names its flag.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "ctl/run_args.h"
+
+namespace faultline {
+namespace {
+
+std::vector<std::string> split(const std::string& s) {
+  std::istringstream in(s);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+TEST(RunArgs, LossWithEveryScopeField) {
+  auto r = parse_run_args(split(
+      "loss --target 10.0.0.0/8 --source 192.168.1.0/24 --port 80-90 --proto tcp --direction both --percent 30 "
+      "--correlation 25 --duration 30s --netns blue --dev eth0"));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const FaultSpec& s = r->spec;
+  EXPECT_EQ(s.kind, FaultKind::Loss);
+  ASSERT_EQ(s.targets.size(), 1u);
+  EXPECT_EQ(s.targets[0].str(), "10.0.0.0/8");
+  EXPECT_EQ(s.source->str(), "192.168.1.0/24");
+  EXPECT_EQ(s.ports.lo, 80);
+  EXPECT_EQ(s.ports.hi, 90);
+  EXPECT_EQ(s.dir_mask, FL_DIR_EGRESS | FL_DIR_INGRESS);
+  EXPECT_DOUBLE_EQ(s.percent, 30);
+  EXPECT_DOUBLE_EQ(s.correlation, 25);
+  EXPECT_EQ(s.duration_ns, 30'000'000'000ULL);
+  EXPECT_EQ(s.netns, "blue");
+  EXPECT_EQ(s.dev, "eth0");
+}
+
+TEST(RunArgs, TargetWithPortAndIpv6) {
+  auto r = parse_run_args(split("partition --target [fd00::1]:443 --target fd00::2 --duration 1m"));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->spec.targets.size(), 2u);
+  EXPECT_EQ(r->spec.ports.lo, 443);
+  auto v4 = parse_run_args(split("partition --target 10.1.2.3:53 --duration 1m"));
+  ASSERT_TRUE(v4.ok()) << v4.error().message;
+  EXPECT_EQ(v4->spec.ports.hi, 53);
+}
+
+TEST(RunArgs, GilbertElliottDefaults) {
+  auto r = parse_run_args(split("loss --loss-model ge:5 --target 10.0.0.1 --duration 10s"));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_TRUE(r->spec.ge.has_value());
+  EXPECT_DOUBLE_EQ(r->spec.ge->p, 5);
+  EXPECT_DOUBLE_EQ(r->spec.ge->r, 95);
+  EXPECT_DOUBLE_EQ(r->spec.ge->loss_bad, 100);
+  EXPECT_DOUBLE_EQ(r->spec.ge->loss_good, 0);
+}
+
+TEST(RunArgs, DnsDomainsAreNormalised) {
+  auto r = parse_run_args(split("dns --domains Example.COM.,api.test --duration 10s"));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->spec.domains, (std::vector<std::string>{"example.com", "api.test"}));
+  EXPECT_DOUBLE_EQ(r->spec.percent, 100);
+}
+
+TEST(RunArgs, GuardrailFlags) {
+  auto r = parse_run_args(split(
+      "loss --percent 10 --target 10.0.0.1 --duration 10s --health-url http://10.0.0.2:8080/healthz "
+      "--health-max-latency 250ms --interval 500ms --json --dry-run --attach tc"));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_TRUE(r->health.has_value());
+  EXPECT_EQ(r->health->max_latency_ns, 250'000'000ULL);
+  EXPECT_EQ(r->health->interval_ns, 500'000'000ULL);
+  EXPECT_TRUE(r->json);
+  EXPECT_TRUE(r->dry_run);
+  EXPECT_EQ(r->attach, AttachMode::Tc);
+}
+
+struct BadCase {
+  const char* args;
+  const char* expect;  // a fragment the one-line error must contain
+};
+
+class RunArgsBad : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(RunArgsBad, RefusedWithAMessageNamingTheProblem) {
+  const BadCase& c = GetParam();
+  auto r = parse_run_args(split(c.args));
+  ASSERT_FALSE(r.ok()) << "accepted: " << c.args;
+  EXPECT_NE(r.error().err, 0);
+  EXPECT_NE(r.error().message.find(c.expect), std::string::npos)
+      << "for '" << c.args << "' got: " << r.error().message;
+  EXPECT_EQ(r.error().message.find('\n'), std::string::npos) << "not one line: " << r.error().message;
+}
+
+const BadCase kBad[] = {
+    {"", "missing the fault kind"},
+    {"explode --duration 1s --force", "unknown fault kind 'explode'"},
+    {"loss --percent 30 --target 10.0.0.1", "--duration is required"},
+    {"loss --percent 30 --target 10.0.0.1 --duration 2h", "over the cap of 1h"},
+    {"loss --percent 30 --target 10.0.0.1 --duration 30", "has no unit"},
+    {"loss --percent 30 --target 10.0.0.1 --duration 30parsecs", "unknown unit"},
+    {"loss --percent 30 --target 10.0.0.1 --duration -5s", "not a duration"},
+    {"loss --percent 30 --target 10.0.0.1 --duration 10ms", "at least 100ms"},
+    {"loss --percent 150 --target 10.0.0.1 --duration 1s", "--percent"},
+    {"loss --percent abc --target 10.0.0.1 --duration 1s", "not a percentage"},
+    {"loss --percent -3 --target 10.0.0.1 --duration 1s", "--percent"},
+    {"loss --target 10.0.0.1 --duration 1s", "--percent is required"},
+    {"loss --percent 10 --correlation 101 --target 10.0.0.1 --duration 1s", "--correlation"},
+    {"loss --loss-model gx:1 --target 10.0.0.1 --duration 1s", "--loss-model"},
+    {"loss --loss-model ge:0 --target 10.0.0.1 --duration 1s", "p must be above 0"},
+    {"loss --loss-model ge:1,2,3,4,5 --target 10.0.0.1 --duration 1s", "1 to 4 percents"},
+    {"loss --loss-model ge:5 --percent 3 --target 10.0.0.1 --duration 1s", "drop --percent"},
+    {"loss --loss-model ge:5 --correlation 3 --target 10.0.0.1 --duration 1s", "pick one"},
+    {"loss --percent 10 --target 10.0.0.300 --duration 1s", "--target 10.0.0.300"},
+    {"loss --percent 10 --target 10.0.0.1/33 --duration 1s", "at most /32"},
+    {"loss --percent 10 --target 10.0.0.1/24 --duration 1s", "host bits"},
+    {"loss --percent 10 --target fd00::1/129 --duration 1s", "at most /128"},
+    {"loss --percent 10 --target 10.0.0.1:0 --duration 1s", "single number 1-65535"},
+    {"loss --percent 10 --target 10.0.0.1:70000 --duration 1s", "single number 1-65535"},
+    {"loss --percent 10 --target 10.0.0.1:80 --target 10.0.0.2:81 --duration 1s", "share one port"},
+    {"loss --percent 10 --target 10.0.0.1:80 --port 81 --duration 1s", "--port conflicts"},
+    {"loss --percent 10 --target 10.0.0.1 --port 90-80 --duration 1s", "ends before it starts"},
+    {"loss --percent 10 --target 10.0.0.1 --port http --duration 1s", "--port"},
+    {"loss --percent 10 --target 10.0.0.1 --proto sctp --duration 1s", "--proto 'sctp'"},
+    {"loss --percent 10 --target 10.0.0.1:80 --proto icmp --duration 1s", "icmp has no ports"},
+    {"loss --percent 10 --target 10.0.0.1 --direction sideways --duration 1s", "--direction 'sideways'"},
+    {"loss --percent 10 --target 10.0.0.1 --source nowhere --duration 1s", "--source"},
+    {"loss --percent 10 --duration 1s", "add --target, --cgroup, or --force"},
+    {"loss --percent 10 --target 10.0.0.1 --cgroup /x --direction ingress --duration 1s", "--cgroup"},
+    {"loss --percent 10 --target 10.0.0.1 --attach xdp --duration 1s", "--attach 'xdp'"},
+    {"loss --percent 10 --target 10.0.0.1 --delay 10ms --duration 1s", "--delay does not apply to a loss fault"},
+    {"partition --percent 50 --target 10.0.0.1 --duration 1s", "--percent does not apply to a partition"},
+    {"flowdrop --duration 1s", "flowdrop needs at least one --target"},
+    {"flowdrop --target 10.0.0.0/24 --duration 1s", "use partition for a CIDR"},
+    {"dns --duration 1s", "dns needs --domains"},
+    {"dns --domains bad..name --duration 1s", "empty label"},
+    {"dns --domains exa$mple.com --duration 1s", "not allowed in a domain name"},
+    {"dns --domains a.com --port 53 --duration 1s", "always matches UDP port 53"},
+    {"dns --domains a.com --proto tcp --duration 1s", "UDP queries only"},
+    {"dns --domains a.com --target 10.0.0.1 --target 10.0.0.2 --duration 1s", "at most one resolver"},
+    {"latency --target 10.0.0.1 --duration 1s", "latency needs --delay"},
+    {"latency --delay 61s --target 10.0.0.1 --duration 1s", "over the cap of 60s"},
+    {"latency --delay 1s --jitter 11s --target 10.0.0.1 --duration 1s", "over the cap of 10s"},
+    {"latency --delay 1s --distribution normal --target 10.0.0.1 --duration 1s", "give --jitter too"},
+    {"latency --delay 1s --jitter 1ms --distribution gamma --target 10.0.0.1 --duration 1s", "--distribution 'gamma'"},
+    {"latency --delay 1s --direction ingress --target 10.0.0.1 --duration 1s", "egress only"},
+    {"bandwidth --target 10.0.0.1 --duration 1s", "bandwidth needs --rate"},
+    {"bandwidth --rate 10 --target 10.0.0.1 --duration 1s", "needs a unit"},
+    {"bandwidth --rate 1bit --target 10.0.0.1 --duration 1s", "minimum"},
+    {"corrupt --target 10.0.0.1 --duration 1s", "--percent is required"},
+    {"loss --percent 10 --target 10.0.0.1 --duration 1s --health-url ftp://x", "not an http:// URL"},
+    {"loss --percent 10 --target 10.0.0.1 --duration 1s --health-url https://x", "https is not supported"},
+    {"loss --percent 10 --target 10.0.0.1 --duration 1s --health-url http://h:99999/", "ports are 1-65535"},
+    {"loss --percent 10 --target 10.0.0.1 --duration 1s --interval 1s", "give --health-url too"},
+    {"loss --percent 10 --target 10.0.0.1 --duration 1s --health-url http://h/ --interval 1ms", "--interval"},
+    {"loss --percent 10 --target 10.0.0.1 --duration 1s --health-url http://h/ --health-max-latency 2m", "--health-max-latency"},
+    {"loss --percent 10 --target 10.0.0.1 --duration 1s --bogus", "bogus"},
+    {"loss --percent 10 --target 10.0.0.1 --duration", "duration"},
+    {"loss extra --percent 10 --target 10.0.0.1 --duration 1s", "unexpected argument"},
+    {"loss --percent 10 --target 10.0.0.1 --dev averyveryverylongname --duration 1s", "--dev"},
+    {"loss --percent 10 --target no-such-host.invalid --duration 1s", "does not resolve"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Bad, RunArgsBad, ::testing::ValuesIn(kBad),
+                         [](const ::testing::TestParamInfo<BadCase>& i) { return "case" + std::to_string(i.index); });
+
+TEST(RunArgs, AtLeastFortyBadInputsAreCovered) { EXPECT_GE(std::size(kBad), 40u); }
+
+}  // namespace
+}  // namespace faultline

@@ -1,0 +1,48 @@
+// Parsing operator-facing values: durations, percents, rates, ports, addresses.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "faultline/abi.h"
+#include "loader/result.h"
+
+namespace faultline {
+
+// "30s", "500ms", "2m", "1h", "1.5s", "250us". A bare number is refused (no unit).
+[[nodiscard]] Result<uint64_t> parse_duration_ns(const std::string& s);
+[[nodiscard]] std::string format_duration(uint64_t ns);
+
+// "30", "30%", "0.5". Range 0..100.
+[[nodiscard]] Result<double> parse_percent(const std::string& s);
+
+// "10mbit", "1gbit", "500kbit", "64000bit", "10mbps" (bytes) -> bits per second.
+[[nodiscard]] Result<uint64_t> parse_rate_bps(const std::string& s);
+
+// A probability in percent to the 2^32-1 scale the programs compare against.
+[[nodiscard]] uint32_t percent_to_prob(double percent);
+
+struct PortRange {
+  uint16_t lo = 0;
+  uint16_t hi = 0;
+};
+// "80" or "8000-8100".
+[[nodiscard]] Result<PortRange> parse_port_range(const std::string& s);
+
+struct Prefix {
+  fl_addr addr{};     // network address, IPv4-mapped for IPv4
+  uint8_t plen = 0;   // over the 128-bit mapped form (IPv4 /24 is 120)
+  bool v4 = false;
+  [[nodiscard]] std::string str() const;
+  [[nodiscard]] bool exact() const { return plen == 128; }
+  [[nodiscard]] fl_addr mask() const;
+};
+
+// "10.0.0.1", "10.0.0.0/8", "fd00::1", "fd00::/64". Host bits must be zero.
+[[nodiscard]] Result<Prefix> parse_prefix(const std::string& s);
+
+// Whether a covers b (a is shorter or equal, and b lies inside it).
+[[nodiscard]] bool prefix_covers(const Prefix& a, const Prefix& b);
+
+}  // namespace faultline
