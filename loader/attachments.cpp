@@ -62,15 +62,32 @@ const char* attach_mode_name(uint32_t mode) {
   return mode == FL_ATTACH_TCX ? "tcx" : mode == FL_ATTACH_TC ? "tc" : "?";
 }
 
-bool is_netfault_prog(uint32_t prog_id) {
+bool is_netfault_prog(uint32_t prog_id) { return netfault_control_map(prog_id).has_value(); }
+
+std::optional<uint32_t> netfault_control_map(uint32_t prog_id) {
   int fd = bpf_prog_get_fd_by_id(prog_id);
-  if (fd < 0) return false;
+  if (fd < 0) return std::nullopt;
+  UniqueFd prog(fd);
   bpf_prog_info info{};
   uint32_t len = sizeof(info);
-  bool ours = bpf_obj_get_info_by_fd(fd, &info, &len) == 0 &&
-              (std::strcmp(info.name, "fl_egress") == 0 || std::strcmp(info.name, "fl_ingress") == 0);
-  ::close(fd);
-  return ours;
+  if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0) return std::nullopt;
+  if (std::strcmp(info.name, "fl_egress") != 0 && std::strcmp(info.name, "fl_ingress") != 0) return std::nullopt;
+  std::vector<uint32_t> ids(info.nr_map_ids);
+  bpf_prog_info again{};
+  again.nr_map_ids = static_cast<uint32_t>(ids.size());
+  again.map_ids = reinterpret_cast<uint64_t>(ids.data());
+  len = sizeof(again);
+  if (bpf_obj_get_info_by_fd(fd, &again, &len) != 0) return std::nullopt;
+  for (uint32_t id : ids) {
+    int mfd = bpf_map_get_fd_by_id(id);
+    if (mfd < 0) continue;
+    bpf_map_info mi{};
+    uint32_t mlen = sizeof(mi);
+    bool control = bpf_obj_get_info_by_fd(mfd, &mi, &mlen) == 0 && std::strcmp(mi.name, "fl_control") == 0;
+    ::close(mfd);
+    if (control) return id;
+  }
+  return std::nullopt;
 }
 
 int count_netfault_progs() {
@@ -222,8 +239,17 @@ Status Attachments::detach_all(uint32_t netns_ino) {
   return first;
 }
 
-Result<int> Attachments::reconcile_orphans() {
+Result<int> Attachments::reconcile_orphans(bool foreign_too) {
   int fixed = 0;
+  bpf_map_info mine{};
+  uint32_t mine_len = sizeof(mine);
+  if (bpf_obj_get_info_by_fd(maps_.control(), &mine, &mine_len) != 0) return errno_error("cannot read our control map");
+  // Ours: a netfault program bound to our control map; foreign: bound to another
+  // (a state whose pins were lost, or another FAULTLINE_BPFFS_ROOT).
+  auto orphan = [&](uint32_t prog_id) {
+    auto ctl = netfault_control_map(prog_id);
+    return ctl.has_value() && (*ctl == mine.id || foreign_too);
+  };
   std::vector<uint32_t> known_links;
   for (const auto& r : list()) known_links.push_back(r.val.link_id);
   // TCX (and any other) links whose program is ours but whose record is gone.
@@ -232,7 +258,7 @@ Result<int> Attachments::reconcile_orphans() {
     if (fd < 0) continue;
     bpf_link_info info{};
     uint32_t len = sizeof(info);
-    if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && is_netfault_prog(info.prog_id) &&
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && orphan(info.prog_id) &&
         std::find(known_links.begin(), known_links.end(), id) == known_links.end()) {
       if (bpf_link_detach(fd) == 0) ++fixed;
     }
@@ -260,7 +286,7 @@ Result<int> Attachments::reconcile_orphans() {
         if (bpf_map_lookup_elem(maps_.attach(), &key, &val) == 0) continue;
         LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = static_cast<int>(dev.ifindex), .attach_point = tc_point(dir));
         LIBBPF_OPTS(bpf_tc_opts, q, .handle = kTcHandle, .priority = kTcPriority);
-        if (bpf_tc_query(&hook, &q) == 0 && is_netfault_prog(q.prog_id)) {
+        if (bpf_tc_query(&hook, &q) == 0 && orphan(q.prog_id)) {
           LIBBPF_OPTS(bpf_tc_opts, d2, .handle = kTcHandle, .priority = kTcPriority);
           if (bpf_tc_detach(&hook, &d2) == 0) ++fixed;
         }

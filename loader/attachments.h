@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,7 +43,8 @@ class Attachments {
   // Detaches programs of ours that the kernel still runs but no record names
   // (a crash between attach and record): TCX links found by link queries, and tc
   // filters found on the devices of the host and of every named namespace.
-  [[nodiscard]] Result<int> reconcile_orphans();
+  // With foreign_too, also those bound to another state's maps (uninstall).
+  [[nodiscard]] Result<int> reconcile_orphans(bool foreign_too = false);
 
  private:
   [[nodiscard]] std::string link_pin(const fl_attach_key& k) const;
@@ -52,6 +54,9 @@ class Attachments {
 
 // Whether a program id is one of ours (named fl_egress / fl_ingress).
 [[nodiscard]] bool is_netfault_prog(uint32_t prog_id);
+
+// The id of the fl_control map a netfault program uses (which state it belongs to).
+[[nodiscard]] std::optional<uint32_t> netfault_control_map(uint32_t prog_id);
 
 // Counts our programs loaded in the kernel, for tests and uninstall checks.
 [[nodiscard]] int count_netfault_progs();

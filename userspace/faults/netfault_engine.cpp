@@ -217,7 +217,7 @@ Status NetfaultEngine::reap_locked(PinnedMaps& maps, int* reaped) {
   return {};
 }
 
-Status NetfaultEngine::teardown_locked(PinnedMaps& maps) {
+Status NetfaultEngine::teardown_locked(PinnedMaps& maps, bool foreign_too) {
   Attachments att(layout_, maps);
   // Undo fq we installed before the attachments that remember it disappear.
   for (const auto& rec : att.list()) {
@@ -228,7 +228,7 @@ Status NetfaultEngine::teardown_locked(PinnedMaps& maps) {
     if (auto in = NetnsEnter::enter(ns)) (void)delete_root_qdisc(rec.key.ifindex);
   }
   Status st = att.detach_all();
-  if (auto orphans = att.reconcile_orphans(); !orphans && st.ok()) st = orphans.error();
+  if (auto orphans = att.reconcile_orphans(foreign_too); !orphans && st.ok()) st = orphans.error();
   if (DIR* d = ::opendir(layout_.links().c_str())) {
     while (dirent* e = ::readdir(d)) {
       if (e->d_name[0] != '.') ::unlink((layout_.links() + "/" + e->d_name).c_str());
@@ -247,8 +247,11 @@ Result<AppliedFault> NetfaultEngine::apply(const FaultPlan& plan, uint32_t owner
   if (!maps) return maps.error();
   if (maps->created()) {
     FL_TRY(initialise_maps(*maps));
+    // A fresh state: programs still attached from an earlier one whose pins were
+    // lost are found by asking the kernel. Only the default root sweeps others'
+    // programs; a test's private root must not touch a neighbour's.
     Attachments fresh(layout_, *maps);
-    (void)fresh.reconcile_orphans();  // leftovers of a state whose pins were lost
+    (void)fresh.reconcile_orphans(layout_.root == BpffsLayout{}.root);
   }
   FL_TRY(reap_locked(*maps, nullptr));
 
@@ -349,7 +352,7 @@ Status NetfaultEngine::uninstall() {
   bpf_map_update_elem(maps->control(), &zero, &ctl, BPF_ANY);  // disarm first
   FaultTable table(*maps);
   for (const auto& row : table.list()) (void)table.remove(row.slot);
-  return teardown_locked(*maps);
+  return teardown_locked(*maps, true);
 }
 
 }  // namespace faultline

@@ -56,13 +56,14 @@ class NetfaultEngine {
   [[nodiscard]] Result<int> reap();
 
   // Removes every program, link, filter, qdisc and pin of ours, found by record
-  // and by asking the kernel.
+  // and by asking the kernel; also netfault programs of any other state (lost
+  // pins, or another FAULTLINE_BPFFS_ROOT).
   [[nodiscard]] Status uninstall();
 
   [[nodiscard]] const BpffsLayout& layout() const { return layout_; }
 
  private:
-  [[nodiscard]] Status teardown_locked(PinnedMaps& maps);
+  [[nodiscard]] Status teardown_locked(PinnedMaps& maps, bool foreign_too = false);
   [[nodiscard]] Status reap_locked(PinnedMaps& maps, int* reaped);
   BpffsLayout layout_;
 };
