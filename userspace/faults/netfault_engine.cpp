@@ -35,13 +35,14 @@ Result<uint64_t> resolve_cgroup(const std::string& path) {
   return static_cast<uint64_t>(st.st_ino);  // the cgroup id bpf_skb_cgroup_id() reports
 }
 
-CompiledFault compile(const FaultSpec& s, const NetnsRef& ns, const std::vector<NetDevice>& devs,
-                      uint64_t cgroup_id) {
+}  // namespace
+
+CompiledFault compile_fault(const FaultSpec& s, uint32_t netns_ino, uint32_t ifindex, uint64_t cgroup_id) {
   CompiledFault c;
   fl_fault& f = c.entry;
   f.kind = static_cast<uint8_t>(s.kind);
-  f.netns_ino = ns.inode;
-  f.ifindex = s.dev.empty() ? 0 : devs.front().ifindex;
+  f.netns_ino = netns_ino;
+  f.ifindex = ifindex;
   f.dir_mask = s.dir_mask;
   f.proto = s.proto;
   f.port_lo = s.ports.lo;
@@ -84,6 +85,8 @@ CompiledFault compile(const FaultSpec& s, const NetnsRef& ns, const std::vector<
   for (const auto& t : s.targets) (t.exact() ? c.exact : c.prefixes).push_back(t);
   return c;
 }
+
+namespace {
 
 uint64_t proc_start_time(uint32_t pid) {
   char path[64];
@@ -197,7 +200,7 @@ Result<FaultPlan> NetfaultEngine::plan(const FaultSpec& spec, AttachMode mode) c
                                      f.sch_fq.detail + "). The TCP-stream delay in the proxy (--via proxy) is the planned alternative; it is not built yet");
     p.mechanism += " + EDT on fq";
   }
-  p.compiled = compile(spec, p.netns, p.devices, p.cgroup_id);
+  p.compiled = compile_fault(spec, p.netns.inode, spec.dev.empty() ? 0 : p.devices.front().ifindex, p.cgroup_id);
   return p;
 }
 

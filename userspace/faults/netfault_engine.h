@@ -32,6 +32,11 @@ struct AppliedFault {
   std::string attach_mode;
 };
 
+// The kernel entry and index keys for a validated spec (expires_ns left 0).
+// ifindex 0 means every attached device of the namespace.
+[[nodiscard]] CompiledFault compile_fault(const FaultSpec& spec, uint32_t netns_ino, uint32_t ifindex,
+                                          uint64_t cgroup_id);
+
 // CLOCK_BOOTTIME now, the clock fault expiry uses (it keeps counting in suspend).
 [[nodiscard]] uint64_t boottime_ns();
 
