@@ -96,6 +96,26 @@ Result<uint64_t> parse_rate_bps(const std::string& s) {
   return static_cast<uint64_t>(r);
 }
 
+Result<uint64_t> parse_size_bytes(const std::string& s) {
+  double v = 0;
+  std::string unit;
+  if (!split_number(s, v, unit)) return make_error(EINVAL, "'" + s + "' is not a size (like 10MB, 512KiB, 2GB)");
+  double scale = 0;
+  if (unit.empty() || unit == "b") scale = 1;
+  else if (unit == "kb" || unit == "k") scale = 1e3;
+  else if (unit == "mb" || unit == "m") scale = 1e6;
+  else if (unit == "gb" || unit == "g") scale = 1e9;
+  else if (unit == "tb" || unit == "t") scale = 1e12;
+  else if (unit == "kib") scale = 1024.0;
+  else if (unit == "mib") scale = 1024.0 * 1024;
+  else if (unit == "gib") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "tib") scale = 1024.0 * 1024 * 1024 * 1024;
+  else return make_error(EINVAL, "'" + s + "' has an unknown unit '" + unit + "' (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)");
+  double bytes = v * scale;
+  if (bytes > 1e18) return make_error(ERANGE, "'" + s + "' is too large");
+  return static_cast<uint64_t>(std::llround(bytes));
+}
+
 Result<PortRange> parse_port_range(const std::string& s) {
   auto one = [&](const std::string& p) -> Result<uint16_t> {
     if (p.empty() || p.size() > 5 || p.find_first_not_of("0123456789") != std::string::npos)

@@ -20,6 +20,10 @@ namespace faultline {
 // "10mbit", "1gbit", "500kbit", "64000bit", "10mbps" (bytes) -> bits per second.
 [[nodiscard]] Result<uint64_t> parse_rate_bps(const std::string& s);
 
+// "10MB", "512KiB", "2GB", "4096" (bytes). KB/MB/GB are powers of 1000,
+// KiB/MiB/GiB of 1024; B or no unit means bytes.
+[[nodiscard]] Result<uint64_t> parse_size_bytes(const std::string& s);
+
 // A probability in percent to the 2^32-1 scale the programs compare against.
 [[nodiscard]] uint32_t percent_to_prob(double percent);
 
