@@ -9,6 +9,7 @@
 namespace faultline {
 
 int cmd_run(const std::vector<std::string>& args) {
+  if (!args.empty() && args[0] == "syscall") return cmd_run_syscall({args.begin() + 1, args.end()});
   auto opts = parse_run_args(args);
   if (!opts) {
     if (opts.error().err == 0) {  // --help

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* Socket-layer policy and errno injection: shared by sockaddr.bpf.c and userspace. */
+#ifndef FAULTLINE_SOCKADDR_ABI_H
+#define FAULTLINE_SOCKADDR_ABI_H
+
+#include "faultline/abi.h"
+
+#define FL_SA_RULE_SLOTS 8
+#define FL_SA_MAX_PREFIXES 65536
+#define FL_SA_MAX_FLOWS 65536
+
+/* fl_sa_policy.flags */
+#define FL_SA_ENFORCE (1U << 0)       /* deny for real; else monitor (count, report) */
+#define FL_SA_DEFAULT_ALLOW (1U << 1) /* no rule matched: allow */
+#define FL_SA_POLICY (1U << 2)        /* the allow/deny rules apply */
+#define FL_SA_EVENTS (1U << 3)        /* report decisions on the ring buffer */
+
+/* Operations, for errno injection and events. */
+enum fl_sa_op {
+	FL_OP_CONNECT = 1,
+	FL_OP_SENDMSG = 2,
+	FL_OP_SOCKET = 3,
+	FL_OP_BIND = 4,
+	FL_OP_EGRESS = 5, /* a packet leaving (exfil accounting) */
+};
+#define FL_OP_BIT(op) (1U << (op))
+
+enum fl_sa_verdict {
+	FL_V_ALLOW = 1,      /* a rule or the default allowed it */
+	FL_V_DENY = 2,       /* denied (enforce) */
+	FL_V_WOULD_DENY = 3, /* monitor mode: would have been denied */
+	FL_V_INJECT = 4,     /* errno injected by a syscall fault */
+	FL_V_EXFIL = 5,      /* exfil cap reached: egress to the destination dropped */
+};
+
+/* One scope (a cgroup) gets one instance of the programs with this policy. */
+struct fl_sa_policy {
+	__u64 expires_ns;  /* CLOCK_BOOTTIME; 0 = inactive */
+	__u64 exfil_cap;   /* bytes to one destination not allowed by a rule; 0 = off */
+	__u32 flags;       /* FL_SA_* */
+	__u32 deny_errno;  /* errno a denied connect/sendmsg gets (EPERM if 0) */
+	__u32 target_tgid; /* 0 = every process of the cgroup */
+	__u32 inject_ops;  /* FL_OP_BIT() set of operations to fail */
+	__u32 inject_prob; /* P(fail) scaled to 2^32 - 1 */
+	__u32 inject_errno;
+	__u32 armed;       /* 0: the programs pass everything (kill switch) */
+	__u32 pad;
+};
+
+struct fl_sa_key {
+	__u32 prefixlen; /* over addr, 0..128 (IPv4-mapped) */
+	struct fl_addr addr;
+};
+
+struct fl_sa_rule {
+	__u16 port_lo; /* 0..0 = any port */
+	__u16 port_hi;
+	__u8 proto;    /* 0 = any */
+	__u8 pad;
+	__u16 id;      /* index into the userspace rule list, for reporting */
+};
+
+/* Rules of one verdict whose prefix covers the key, longest first. */
+struct fl_sa_bucket {
+	__u8 n;
+	__u8 pad[7];
+	struct fl_sa_rule r[FL_SA_RULE_SLOTS];
+};
+
+struct fl_sa_event {
+	__u64 ts_ns;
+	__u64 bytes; /* exfil events: bytes sent to the destination so far */
+	__u32 pid;
+	__u16 rule;  /* 0xffff: the default decided */
+	__u16 port;
+	__u8 op;      /* enum fl_sa_op */
+	__u8 verdict; /* enum fl_sa_verdict */
+	__u8 proto;
+	__u8 pad[5];
+	struct fl_addr addr;
+	char comm[16];
+};
+
+struct fl_flow_key {
+	struct fl_addr addr;
+	__u16 port;
+	__u8 proto;
+	__u8 pad;
+};
+
+struct fl_flow {
+	__u64 connects;
+	__u64 bytes_out;
+	__u64 bytes_in;
+	__u64 packets_out;
+	__u64 packets_in;
+	__u64 last_seen_ns; /* CLOCK_BOOTTIME */
+	__u32 capped;       /* exfil cap reached; further egress dropped */
+	__u32 allowed;      /* an allow rule covers it (exempt from the cap) */
+};
+
+struct fl_sa_stats {
+	__u64 allowed;
+	__u64 denied;
+	__u64 would_deny;
+	__u64 injected;
+	__u64 exfil_dropped;
+	__u64 events_lost;
+};
+
+#define FL_SA_RULE_DEFAULT 0xffff
+
+#ifdef __cplusplus
+static_assert(sizeof(struct fl_sa_policy) == 48, "fl_sa_policy");
+static_assert(sizeof(struct fl_sa_key) == 20, "fl_sa_key");
+static_assert(sizeof(struct fl_sa_rule) == 8, "fl_sa_rule");
+static_assert(sizeof(struct fl_sa_bucket) == 72, "fl_sa_bucket");
+static_assert(sizeof(struct fl_sa_event) == 64, "fl_sa_event");
+static_assert(sizeof(struct fl_flow_key) == 20, "fl_flow_key");
+static_assert(sizeof(struct fl_flow) == 56, "fl_flow");
+static_assert(sizeof(struct fl_sa_stats) == 48, "fl_sa_stats");
+#endif
+
+#endif /* FAULTLINE_SOCKADDR_ABI_H */

@@ -1,0 +1,397 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/* Socket-layer egress policy, errno injection and per-destination accounting for
+ * one cgroup: connect/sendmsg/socket/bind hooks decide, cgroup_skb counts bytes. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "faultline/sockaddr_abi.h"
+
+#define AF_INET 2
+#define AF_INET6 10
+#define SOCK_STREAM 1
+#define SOCK_DGRAM 2
+#define ETH_P_IP 0x0800
+#define ETH_P_IPV6 0x86DD
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fl_sa_policy);
+} fl_sa_policy SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, FL_SA_MAX_PREFIXES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct fl_sa_key);
+	__type(value, struct fl_sa_bucket);
+} fl_sa_deny SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, FL_SA_MAX_PREFIXES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct fl_sa_key);
+	__type(value, struct fl_sa_bucket);
+} fl_sa_allow SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} fl_sa_events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fl_sa_stats);
+} fl_sa_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, FL_SA_MAX_FLOWS);
+	__type(key, struct fl_flow_key);
+	__type(value, struct fl_flow);
+} fl_flows SEC(".maps");
+
+static __always_inline struct fl_sa_policy *policy(void)
+{
+	__u32 zero = 0;
+	struct fl_sa_policy *p = bpf_map_lookup_elem(&fl_sa_policy, &zero);
+
+	if (!p || !p->armed || bpf_ktime_get_boot_ns() >= p->expires_ns)
+		return NULL;
+	if (p->target_tgid && (bpf_get_current_pid_tgid() >> 32) != p->target_tgid)
+		return NULL;
+	return p;
+}
+
+static __always_inline struct fl_sa_stats *stats(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&fl_sa_stats, &zero);
+}
+
+static __always_inline int chance(__u32 prob)
+{
+	return prob == 0xFFFFFFFFU || bpf_get_prandom_u32() < prob;
+}
+
+static __always_inline void emit(__u8 op, __u8 verdict, __u16 rule, const struct fl_addr *a,
+				 __u16 port, __u8 proto, __u64 bytes)
+{
+	struct fl_sa_event *e = bpf_ringbuf_reserve(&fl_sa_events, sizeof(*e), 0);
+	struct fl_sa_stats *st;
+
+	if (!e) {
+		st = stats();
+		if (st)
+			st->events_lost++;
+		return;
+	}
+	e->ts_ns = bpf_ktime_get_boot_ns();
+	e->bytes = bytes;
+	e->pid = bpf_get_current_pid_tgid() >> 32;
+	e->rule = rule;
+	e->port = port;
+	e->op = op;
+	e->verdict = verdict;
+	e->proto = proto;
+	__builtin_memset(e->pad, 0, sizeof(e->pad));
+	if (a)
+		e->addr = *a;
+	else
+		__builtin_memset(&e->addr, 0, sizeof(e->addr));
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	bpf_ringbuf_submit(e, 0);
+}
+
+/* The first rule in the bucket whose port range and protocol match. */
+static __always_inline int match(void *trie, const struct fl_addr *a, __u16 port, __u8 proto)
+{
+	struct fl_sa_key k = { .prefixlen = 128, .addr = *a };
+	struct fl_sa_bucket *b = bpf_map_lookup_elem(trie, &k);
+
+	if (!b)
+		return -1;
+	for (int i = 0; i < FL_SA_RULE_SLOTS; i++) {
+		struct fl_sa_rule *r;
+
+		if (i >= b->n)
+			break;
+		r = &b->r[i];
+		if (r->proto && r->proto != proto)
+			continue;
+		if (r->port_hi && (port < r->port_lo || port > r->port_hi))
+			continue;
+		return r->id;
+	}
+	return -1;
+}
+
+/* v4 hooks may read only user_ip4 and v6 hooks only user_ip6, so the family is
+ * a constant of each entry point, not a runtime branch. */
+static __always_inline void sa_addr(struct bpf_sock_addr *ctx, struct fl_addr *a, int v6)
+{
+	__u32 *w = (__u32 *)a->b;
+
+	if (!v6) {
+		w[0] = 0;
+		w[1] = 0;
+		w[2] = bpf_htonl(0x0000ffff);
+		w[3] = ctx->user_ip4;
+	} else {
+		w[0] = ctx->user_ip6[0];
+		w[1] = ctx->user_ip6[1];
+		w[2] = ctx->user_ip6[2];
+		w[3] = ctx->user_ip6[3];
+	}
+}
+
+static __always_inline int fail_with(__u32 err)
+{
+	bpf_set_retval(-(int)err);
+	return 0;
+}
+
+/* Errno injection first (a syscall fault), then the policy: deny rules, then
+ * allow rules, then the default. Returns 1 to let the call proceed. */
+static __always_inline int decide(struct bpf_sock_addr *ctx, __u8 op, int v6)
+{
+	struct fl_sa_policy *p = policy();
+	struct fl_sa_stats *st;
+	struct fl_addr a;
+	__u16 port;
+	__u8 proto;
+	__u32 type;
+	int rule, denied;
+
+	if (!p)
+		return 1;
+	st = stats();
+	if (!st)
+		return 1;
+	sa_addr(ctx, &a, v6);
+	port = bpf_ntohs(ctx->user_port);
+	type = ctx->type;
+	asm volatile("" : "+r"(type));
+	proto = type == SOCK_STREAM ? IPPROTO_TCP : type == SOCK_DGRAM ? IPPROTO_UDP : 0;
+
+	if ((p->inject_ops & FL_OP_BIT(op)) && chance(p->inject_prob)) {
+		st->injected++;
+		if (p->flags & FL_SA_EVENTS)
+			emit(op, FL_V_INJECT, FL_SA_RULE_DEFAULT, &a, port, proto, 0);
+		return fail_with(p->inject_errno);
+	}
+	if (!(p->flags & FL_SA_POLICY))
+		return 1;
+
+	rule = match(&fl_sa_deny, &a, port, proto);
+	denied = rule >= 0;
+	if (!denied) {
+		rule = match(&fl_sa_allow, &a, port, proto);
+		if (rule < 0)
+			denied = !(p->flags & FL_SA_DEFAULT_ALLOW);
+	}
+	/* A connect that goes ahead (allowed, or only monitored) opens a flow. */
+	if (op == FL_OP_CONNECT && (!denied || !(p->flags & FL_SA_ENFORCE))) {
+		struct fl_flow_key fk = { .addr = a, .port = port, .proto = proto };
+		struct fl_flow *f = bpf_map_lookup_elem(&fl_flows, &fk);
+
+		if (!f) {
+			struct fl_flow init = { .allowed = rule >= 0 };
+
+			bpf_map_update_elem(&fl_flows, &fk, &init, BPF_NOEXIST);
+			f = bpf_map_lookup_elem(&fl_flows, &fk);
+		}
+		if (f) {
+			__sync_fetch_and_add(&f->connects, 1);
+			f->last_seen_ns = bpf_ktime_get_boot_ns();
+			f->allowed = rule >= 0;
+		}
+	}
+	if (!denied) {
+		st->allowed++;
+		/* UDP sendmsg fires per datagram: report only connects. */
+		if ((p->flags & FL_SA_EVENTS) && op == FL_OP_CONNECT)
+			emit(op, FL_V_ALLOW, rule >= 0 ? rule : FL_SA_RULE_DEFAULT, &a, port, proto, 0);
+		return 1;
+	}
+	if (!(p->flags & FL_SA_ENFORCE)) {
+		st->would_deny++;
+		if (p->flags & FL_SA_EVENTS)
+			emit(op, FL_V_WOULD_DENY, rule >= 0 ? rule : FL_SA_RULE_DEFAULT, &a, port, proto, 0);
+		return 1;
+	}
+	st->denied++;
+	if (p->flags & FL_SA_EVENTS)
+		emit(op, FL_V_DENY, rule >= 0 ? rule : FL_SA_RULE_DEFAULT, &a, port, proto, 0);
+	return fail_with(p->deny_errno ? p->deny_errno : 1 /* EPERM */);
+}
+
+SEC("cgroup/connect4")
+int fl_connect4(struct bpf_sock_addr *ctx)
+{
+	return decide(ctx, FL_OP_CONNECT, 0);
+}
+
+SEC("cgroup/connect6")
+int fl_connect6(struct bpf_sock_addr *ctx)
+{
+	return decide(ctx, FL_OP_CONNECT, 1);
+}
+
+SEC("cgroup/sendmsg4")
+int fl_sendmsg4(struct bpf_sock_addr *ctx)
+{
+	return decide(ctx, FL_OP_SENDMSG, 0);
+}
+
+SEC("cgroup/sendmsg6")
+int fl_sendmsg6(struct bpf_sock_addr *ctx)
+{
+	return decide(ctx, FL_OP_SENDMSG, 1);
+}
+
+/* bind only takes errno injection: a policy is about where traffic goes. */
+static __always_inline int bind_hook(struct bpf_sock_addr *ctx)
+{
+	struct fl_sa_policy *p = policy();
+	struct fl_sa_stats *st;
+
+	if (!p || !(p->inject_ops & FL_OP_BIT(FL_OP_BIND)) || !chance(p->inject_prob))
+		return 1;
+	st = stats();
+	if (st)
+		st->injected++;
+	if (p->flags & FL_SA_EVENTS)
+		emit(FL_OP_BIND, FL_V_INJECT, FL_SA_RULE_DEFAULT, NULL, bpf_ntohs(ctx->user_port), 0, 0);
+	return fail_with(p->inject_errno);
+}
+
+SEC("cgroup/bind4")
+int fl_bind4(struct bpf_sock_addr *ctx)
+{
+	return bind_hook(ctx);
+}
+
+SEC("cgroup/bind6")
+int fl_bind6(struct bpf_sock_addr *ctx)
+{
+	return bind_hook(ctx);
+}
+
+SEC("cgroup/sock_create")
+int fl_sock_create(struct bpf_sock *ctx)
+{
+	struct fl_sa_policy *p = policy();
+	struct fl_sa_stats *st;
+
+	if (!p || !(p->inject_ops & FL_OP_BIT(FL_OP_SOCKET)))
+		return 1;
+	if (ctx->family != AF_INET && ctx->family != AF_INET6)
+		return 1; /* leave unix and netlink sockets alone */
+	if (!chance(p->inject_prob))
+		return 1;
+	st = stats();
+	if (st)
+		st->injected++;
+	if (p->flags & FL_SA_EVENTS)
+		emit(FL_OP_SOCKET, FL_V_INJECT, FL_SA_RULE_DEFAULT, NULL, 0, ctx->protocol, 0);
+	return fail_with(p->inject_errno);
+}
+
+/* cgroup_skb sees the IP header at offset 0. */
+static __always_inline int flow_of(struct __sk_buff *skb, int egress, struct fl_flow_key *k)
+{
+	__u32 *w = (__u32 *)k->addr.b;
+	__u32 l4;
+	__u16 ports[2];
+
+	__builtin_memset(k, 0, sizeof(*k));
+	if (skb->protocol == bpf_htons(ETH_P_IP)) {
+		struct iphdr ip;
+
+		if (bpf_skb_load_bytes(skb, 0, &ip, sizeof(ip)))
+			return -1;
+		w[2] = bpf_htonl(0x0000ffff);
+		w[3] = egress ? ip.daddr : ip.saddr;
+		k->proto = ip.protocol;
+		l4 = ip.ihl * 4;
+	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr ip6;
+
+		if (bpf_skb_load_bytes(skb, 0, &ip6, sizeof(ip6)))
+			return -1;
+		__builtin_memcpy(k->addr.b, egress ? &ip6.daddr : &ip6.saddr, 16);
+		k->proto = ip6.nexthdr;
+		l4 = sizeof(ip6);
+	} else {
+		return -1;
+	}
+	if ((k->proto == IPPROTO_TCP || k->proto == IPPROTO_UDP) &&
+	    bpf_skb_load_bytes(skb, l4, ports, sizeof(ports)) == 0)
+		k->port = bpf_ntohs(egress ? ports[1] : ports[0]);
+	return 0;
+}
+
+SEC("cgroup_skb/egress")
+int fl_skb_egress(struct __sk_buff *skb)
+{
+	struct fl_sa_policy *p = policy();
+	struct fl_flow_key k;
+	struct fl_flow *f;
+
+	if (!p || flow_of(skb, 1, &k))
+		return 1;
+	f = bpf_map_lookup_elem(&fl_flows, &k);
+	if (!f) {
+		struct fl_flow init = {};
+
+		/* Not seen at connect (UDP, or a socket made before us): ask the
+		 * allow rules once, so the cap spares allowed destinations. */
+		init.allowed = match(&fl_sa_allow, &k.addr, k.port, k.proto) >= 0;
+		bpf_map_update_elem(&fl_flows, &k, &init, BPF_NOEXIST);
+		f = bpf_map_lookup_elem(&fl_flows, &k);
+		if (!f)
+			return 1;
+	}
+	f->last_seen_ns = bpf_ktime_get_boot_ns();
+	if (p->exfil_cap && !f->allowed) {
+		if (f->capped || f->bytes_out + skb->len > p->exfil_cap) {
+			struct fl_sa_stats *st = stats();
+
+			if (st)
+				st->exfil_dropped++;
+			/* One event when the cap is first crossed. */
+			if (!__sync_lock_test_and_set(&f->capped, 1))
+				emit(FL_OP_EGRESS, FL_V_EXFIL, FL_SA_RULE_DEFAULT, &k.addr, k.port, k.proto,
+				     f->bytes_out);
+			return 0;
+		}
+	}
+	__sync_fetch_and_add(&f->bytes_out, skb->len);
+	__sync_fetch_and_add(&f->packets_out, 1);
+	return 1;
+}
+
+SEC("cgroup_skb/ingress")
+int fl_skb_ingress(struct __sk_buff *skb)
+{
+	struct fl_flow_key k;
+	struct fl_flow *f;
+
+	if (!policy() || flow_of(skb, 0, &k))
+		return 1;
+	f = bpf_map_lookup_elem(&fl_flows, &k);
+	if (!f)
+		return 1; /* count only destinations the cgroup reached out to */
+	__sync_fetch_and_add(&f->bytes_in, skb->len);
+	__sync_fetch_and_add(&f->packets_in, 1);
+	f->last_seen_ns = bpf_ktime_get_boot_ns();
+	return 1;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,0 +1,155 @@
+// `faultctl run syscall` and `faultctl guard` flags: cxxopts tokenises, we explain.
+#include "ctl/syscall_args.h"
+
+#include <seccomp.h>
+
+#include <cxxopts.hpp>
+
+#include "userspace/faults/errno_names.h"
+#include "userspace/faults/fault_spec.h"
+#include "userspace/faults/units.h"
+
+namespace faultline {
+namespace {
+
+Error bad(const std::string& msg) { return make_error(EINVAL, msg); }
+
+// Splits at the first "--": flags before, the command after.
+std::pair<std::vector<std::string>, std::vector<std::string>> split_command(const std::vector<std::string>& args) {
+  auto dd = std::find(args.begin(), args.end(), "--");
+  std::vector<std::string> flags(args.begin(), dd);
+  std::vector<std::string> cmd;
+  if (dd != args.end()) cmd.assign(dd + 1, args.end());
+  return {flags, cmd};
+}
+
+Result<cxxopts::ParseResult> parse(cxxopts::Options& o, const std::vector<std::string>& flags) {
+  std::vector<std::string> store = {"faultctl"};
+  store.insert(store.end(), flags.begin(), flags.end());
+  std::vector<const char*> argv;
+  for (const auto& a : store) argv.push_back(a.c_str());
+  try {
+    auto r = o.parse(static_cast<int>(argv.size()), argv.data());
+    if (!r.unmatched().empty()) return bad("unexpected argument '" + r.unmatched().front() + "' (put the command after --)");
+    return r;
+  } catch (const cxxopts::exceptions::exception& e) {
+    return bad(e.what());
+  }
+}
+
+}  // namespace
+
+Result<SyscallFaultSpec> parse_syscall_args(const std::vector<std::string>& args) {
+  cxxopts::Options o("faultctl run syscall", "Make syscalls fail with an errno.");
+  o.add_options()
+      ("syscall", "syscall names, comma-separated", cxxopts::value<std::vector<std::string>>())
+      ("errno", "errno name, e.g. EIO, ECONNREFUSED", cxxopts::value<std::string>())
+      ("percent", "share of calls to fail (default 100)", cxxopts::value<std::string>())
+      ("duration", "how long (required, at most 1h)", cxxopts::value<std::string>())
+      ("cgroup", "scope: an existing cgroup v2", cxxopts::value<std::string>())
+      ("pid", "scope: one process", cxxopts::value<std::string>())
+      ("include-loader", "seccomp: also fail the dynamic loader's library opens")
+      ("dry-run", "print the mechanism; change nothing")
+      ("json", "JSON lines")
+      ("h,help", "help");
+  auto [flags, cmd] = split_command(args);
+  auto r = parse(o, flags);
+  if (!r) return r.error();
+  if (r->count("help")) return make_error(0, o.help() + "\n  -- COMMAND ARGS   scope: a command to run under the fault\n");
+  SyscallFaultSpec s;
+  s.command = cmd;
+  if (!r->count("syscall")) return bad("--syscall is required (e.g. --syscall connect or --syscall openat,read)");
+  for (const auto& n : (*r)["syscall"].as<std::vector<std::string>>()) {
+    if (n.empty()) return bad("--syscall: an empty name");
+    if (!is_socket_syscall(n) && seccomp_syscall_resolve_name(n.c_str()) == __NR_SCMP_ERROR)
+      return bad("--syscall " + n + ": no such syscall on this architecture");
+    if (n == "exit" || n == "exit_group" || n == "rt_sigreturn")
+      return bad("--syscall " + n + ": cannot be failed (it does not return)");
+    s.syscalls.push_back(n);
+  }
+  if (!r->count("errno")) return bad("--errno is required (e.g. --errno EIO)");
+  auto e = errno_from_name((*r)["errno"].as<std::string>());
+  if (!e) return bad("--errno " + (*r)["errno"].as<std::string>() + ": not a known errno name (EIO, EACCES, ECONNREFUSED, ...)");
+  s.err = *e;
+  if (r->count("percent")) {
+    auto p = parse_percent((*r)["percent"].as<std::string>());
+    if (!p) return bad("--percent: " + p.error().message);
+    s.percent = *p;
+  }
+  if (!r->count("duration")) return bad("--duration is required (at most 1h), e.g. --duration 30s");
+  auto d = parse_duration_ns((*r)["duration"].as<std::string>());
+  if (!d) return bad("--duration: " + d.error().message);
+  if (*d > FaultCaps::kMaxDurationNs) return bad("--duration is over the cap of 1h");
+  if (*d < 100'000'000ULL) return bad("--duration must be at least 100ms");
+  s.duration_ns = *d;
+  int scopes = (r->count("cgroup") ? 1 : 0) + (r->count("pid") ? 1 : 0) + (cmd.empty() ? 0 : 1);
+  if (scopes != 1) return bad("give exactly one scope: --cgroup PATH, --pid PID, or -- COMMAND ARGS");
+  if (r->count("cgroup")) {
+    s.cgroup = (*r)["cgroup"].as<std::string>();
+    if (s.cgroup.empty()) return bad("--cgroup: empty path");
+  }
+  if (r->count("pid")) {
+    std::string p = (*r)["pid"].as<std::string>();
+    if (p.empty() || p.size() > 9 || p.find_first_not_of("0123456789") != std::string::npos || std::stoi(p) <= 1)
+      return bad("--pid " + p + ": not a process id above 1");
+    s.pid = std::stoi(p);
+  }
+  s.include_loader = r->count("include-loader") > 0;
+  s.dry_run = r->count("dry-run") > 0;
+  s.json = r->count("json") > 0;
+  return s;
+}
+
+Result<GuardOptions> parse_guard_args(const std::vector<std::string>& args) {
+  cxxopts::Options o("faultctl guard", "Run a command in a fresh cgroup under an egress policy.");
+  o.add_options()
+      ("enforce", "block denied destinations (default: monitor, log only)")
+      ("default-deny", "deny what no rule allows (default: allow)")
+      ("allow", "CIDR[:PORT][/tcp|/udp], repeatable", cxxopts::value<std::vector<std::string>>())
+      ("deny", "CIDR[:PORT][/tcp|/udp], repeatable", cxxopts::value<std::vector<std::string>>())
+      ("deny-errno", "errno a denied connect gets (default EPERM)", cxxopts::value<std::string>())
+      ("exfil-cap", "bytes to one destination no rule allows before its egress is dropped, e.g. 10MB", cxxopts::value<std::string>())
+      ("json-log", "append every decision as a JSON line to FILE", cxxopts::value<std::string>())
+      ("h,help", "help");
+  auto [flags, cmd] = split_command(args);
+  auto r = parse(o, flags);
+  if (!r) return r.error();
+  if (r->count("help")) return make_error(0, o.help() + "\n  -- COMMAND ARGS   the command to guard\n");
+  GuardOptions g;
+  if (cmd.empty()) return bad("missing the command: faultctl guard [flags] -- COMMAND ARGS");
+  g.command = cmd;
+  g.enforce = r->count("enforce") > 0;
+  g.default_deny = r->count("default-deny") > 0;
+  for (const char* flag : {"deny", "allow"}) {
+    if (!r->count(flag)) continue;
+    for (const auto& t : (*r)[flag].as<std::vector<std::string>>()) {
+      auto rule = parse_rule(std::string(flag) == "allow" ? Verdict::Allow : Verdict::Deny, t);
+      if (!rule) return rule.error();
+      g.rules.push_back(*rule);
+    }
+  }
+  if (g.rules.size() > 0xfffe) return bad("too many rules (at most 65534)");
+  if (r->count("deny-errno")) {
+    auto e = errno_from_name((*r)["deny-errno"].as<std::string>());
+    if (!e) return bad("--deny-errno " + (*r)["deny-errno"].as<std::string>() + ": not a known errno name");
+    g.deny_errno = *e;
+  }
+  if (r->count("exfil-cap")) {
+    auto b = parse_size_bytes((*r)["exfil-cap"].as<std::string>());
+    if (!b) return bad("--exfil-cap: " + b.error().message);
+    if (*b == 0) return bad("--exfil-cap must be above 0");
+    g.exfil_cap = *b;
+  }
+  if (r->count("json-log")) {
+    g.json_log = (*r)["json-log"].as<std::string>();
+    if (g.json_log.empty()) return bad("--json-log: empty file name");
+  }
+  // Compile once now so overlap errors come before anything is created.
+  for (auto v : {Verdict::Allow, Verdict::Deny}) {
+    auto t = compile_rules(g.rules, v);
+    if (!t) return bad(t.error().message);
+  }
+  return g;
+}
+
+}  // namespace faultline

@@ -1,0 +1,44 @@
+// Skeleton lifecycle for sockaddr.bpf.c and its cgroup attachments.
+#include "loader/sockaddr_object.h"
+
+#include "sockaddr.skel.h"
+
+namespace faultline {
+
+void SockaddrObject::Destroy::operator()(fl_sockaddr* s) const { fl_sockaddr__destroy(s); }
+
+Result<SockaddrObject> SockaddrObject::load() {
+  fl_sockaddr* skel = fl_sockaddr__open();
+  if (skel == nullptr) return errno_error("cannot open the sockaddr BPF object");
+  SockaddrObject obj(skel);
+  if (int err = fl_sockaddr__load(skel); err != 0)
+    return make_error(err, "cannot load the sockaddr BPF programs (set FAULTLINE_LIBBPF_LOG=1 for the verifier log)");
+  return obj;
+}
+
+SockaddrObject::~SockaddrObject() { links_.clear(); }
+
+Status SockaddrObject::attach(int cgroup_fd) {
+  bpf_program* progs[] = {skel_->progs.fl_connect4, skel_->progs.fl_connect6, skel_->progs.fl_sendmsg4,
+                          skel_->progs.fl_sendmsg6, skel_->progs.fl_bind4,    skel_->progs.fl_bind6,
+                          skel_->progs.fl_sock_create, skel_->progs.fl_skb_egress, skel_->progs.fl_skb_ingress};
+  for (bpf_program* p : progs) {
+    bpf_link* l = bpf_program__attach_cgroup(p, cgroup_fd);
+    if (l == nullptr) {
+      int err = errno;
+      links_.clear();
+      return make_error(err, std::string("cannot attach ") + bpf_program__name(p) + " to the cgroup");
+    }
+    links_.emplace_back(l);
+  }
+  return {};
+}
+
+int SockaddrObject::policy_fd() const { return bpf_map__fd(skel_->maps.fl_sa_policy); }
+int SockaddrObject::deny_fd() const { return bpf_map__fd(skel_->maps.fl_sa_deny); }
+int SockaddrObject::allow_fd() const { return bpf_map__fd(skel_->maps.fl_sa_allow); }
+int SockaddrObject::events_fd() const { return bpf_map__fd(skel_->maps.fl_sa_events); }
+int SockaddrObject::stats_fd() const { return bpf_map__fd(skel_->maps.fl_sa_stats); }
+int SockaddrObject::flows_fd() const { return bpf_map__fd(skel_->maps.fl_flows); }
+
+}  // namespace faultline

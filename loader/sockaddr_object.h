@@ -1,0 +1,44 @@
+// The sockaddr BPF object: one private instance per scope (a cgroup), never pinned,
+// so its programs detach when the owning process exits.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "loader/bpf_link.h"
+#include "loader/result.h"
+
+struct fl_sockaddr;  // the bpftool skeleton
+
+namespace faultline {
+
+class SockaddrObject {
+ public:
+  [[nodiscard]] static Result<SockaddrObject> load();
+  SockaddrObject(SockaddrObject&&) noexcept = default;
+  SockaddrObject& operator=(SockaddrObject&&) noexcept = default;
+  ~SockaddrObject();
+
+  // Attaches every hook (connect, sendmsg, bind, sock_create, cgroup_skb) to
+  // the cgroup; the links live as long as this object.
+  [[nodiscard]] Status attach(int cgroup_fd);
+  void detach() { links_.clear(); }
+
+  [[nodiscard]] int policy_fd() const;
+  [[nodiscard]] int deny_fd() const;
+  [[nodiscard]] int allow_fd() const;
+  [[nodiscard]] int events_fd() const;
+  [[nodiscard]] int stats_fd() const;
+  [[nodiscard]] int flows_fd() const;
+
+ private:
+  struct Destroy {
+    void operator()(fl_sockaddr* s) const;
+  };
+  explicit SockaddrObject(fl_sockaddr* s) : skel_(s) {}
+  std::unique_ptr<fl_sockaddr, Destroy> skel_;
+  std::vector<BpfLink> links_;
+};
+
+}  // namespace faultline

@@ -1,0 +1,412 @@
+// Syscall errno injection: cgroup socket hooks where they serve, else seccomp
+// user notification for a wrapped command. Each run says which it used and why.
+#include "userspace/faults/syscall_fault.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <random>
+
+#include "faultline/sockaddr_abi.h"
+#include "loader/features.h"
+#include "loader/sockaddr_object.h"
+#include "userspace/faults/errno_names.h"
+#include "userspace/faults/netfault_engine.h"
+#include "userspace/faults/units.h"
+#include "userspace/policy/cgroup.h"
+
+namespace faultline {
+namespace {
+
+std::atomic<int> g_signal{0};
+void on_signal(int sig) { g_signal.store(sig); }
+
+class SignalScope {
+ public:
+  SignalScope() {
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+    g_signal.store(0);
+  }
+  ~SignalScope() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
+uint32_t op_bits(const std::vector<std::string>& syscalls) {
+  uint32_t bits = 0;
+  for (const auto& s : syscalls) {
+    if (s == "connect") bits |= FL_OP_BIT(FL_OP_CONNECT);
+    if (s == "sendmsg" || s == "sendto") bits |= FL_OP_BIT(FL_OP_SENDMSG);
+    if (s == "socket") bits |= FL_OP_BIT(FL_OP_SOCKET);
+    if (s == "bind") bits |= FL_OP_BIT(FL_OP_BIND);
+  }
+  return bits;
+}
+
+int exit_code_of(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+// Starts the command stopped on a pipe; `prepare` runs in the child before exec.
+template <typename Prepare>
+Result<pid_t> spawn(const std::vector<std::string>& command, int& go_write, Prepare prepare) {
+  int go[2];
+  if (::pipe2(go, O_CLOEXEC) != 0) return errno_error("pipe");
+  pid_t child = ::fork();
+  if (child < 0) return errno_error("fork");
+  if (child == 0) {
+    ::close(go[1]);
+    char c;
+    if (::read(go[0], &c, 1) != 1) _exit(127);
+    if (!prepare()) _exit(127);
+    std::vector<char*> argv;
+    for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execvp(argv[0], argv.data());
+    std::fprintf(stderr, "faultctl run syscall: cannot run %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+  }
+  ::close(go[0]);
+  go_write = go[1];
+  return child;
+}
+
+int run_cgroup(const SyscallFaultSpec& spec, std::ostream& out, std::ostream& err) {
+  std::optional<ScopedCgroup> fresh;
+  UniqueFd cgroup_fd;
+  std::string scope;
+  if (!spec.command.empty()) {
+    auto cg = ScopedCgroup::create("faultline-syscall-" + std::to_string(::getpid()));
+    if (!cg) {
+      err << "faultctl run syscall: " << cg.error().describe() << "\n";
+      return 1;
+    }
+    fresh.emplace(std::move(*cg));
+    cgroup_fd.reset(::dup(fresh->fd()));
+    scope = "command " + spec.command[0];
+  } else {
+    std::string path = spec.cgroup;
+    if (spec.pid != 0) {
+      auto p = cgroup_of_pid(spec.pid);
+      if (!p) {
+        err << "faultctl run syscall: " << p.error().describe() << "\n";
+        return 2;
+      }
+      path = *p;
+    }
+    auto fd = open_cgroup(path);
+    if (!fd) {
+      err << "faultctl run syscall: " << fd.error().describe() << "\n";
+      return 2;
+    }
+    cgroup_fd = std::move(*fd);
+    scope = spec.pid ? "pid " + std::to_string(spec.pid) : "cgroup " + spec.cgroup;
+  }
+  auto obj = SockaddrObject::load();
+  if (!obj) {
+    err << "faultctl run syscall: " << obj.error().describe() << "\n";
+    return 1;
+  }
+  fl_sa_policy pol{};
+  pol.armed = 1;
+  pol.expires_ns = boottime_ns() + spec.duration_ns;  // the in-kernel deadman
+  pol.target_tgid = static_cast<uint32_t>(spec.pid);
+  pol.inject_ops = op_bits(spec.syscalls);
+  pol.inject_prob = percent_to_prob(spec.percent);
+  pol.inject_errno = static_cast<uint32_t>(spec.err);
+  uint32_t zero = 0;
+  if (bpf_map_update_elem(obj->policy_fd(), &zero, &pol, BPF_ANY) != 0 || !obj->attach(cgroup_fd.get()).ok()) {
+    err << "faultctl run syscall: cannot attach the socket hooks: " << strerror(errno) << "\n";
+    return 1;
+  }
+  SignalScope signals;
+  pid_t child = -1;
+  if (!spec.command.empty()) {
+    int go = -1;
+    auto c = spawn(spec.command, go, [] { return true; });
+    if (!c) {
+      err << "faultctl run syscall: " << c.error().describe() << "\n";
+      return 1;
+    }
+    child = *c;
+    if (auto st = fresh->join(child); !st) {
+      ::kill(child, SIGKILL);
+      ::waitpid(child, nullptr, 0);
+      err << "faultctl run syscall: " << st.error().describe() << "\n";
+      return 1;
+    }
+    ::write(go, "g", 1);
+    ::close(go);
+  }
+  if (spec.json) {
+    out << nlohmann::json{{"event", "started"}, {"mechanism", "cgroup"}, {"scope", scope}}.dump() << std::endl;
+  } else {
+    out << "syscall fault: " << errno_name(spec.err) << " on";
+    for (const auto& s : spec.syscalls) out << " " << s;
+    out << " at " << spec.percent << "% for " << format_duration(spec.duration_ns) << ", " << scope
+        << " (cgroup socket hooks)" << std::endl;
+  }
+  int status = 0, code = 0;
+  bool child_done = child < 0;
+  const uint64_t end = pol.expires_ns;
+  while (true) {
+    if (!child_done && ::waitpid(child, &status, WNOHANG) == child) {
+      child_done = true;
+      code = exit_code_of(status);
+    }
+    bool expired = boottime_ns() >= end;
+    if (child_done && (expired || child >= 0)) break;
+    if (child < 0 && expired) break;
+    if (int sig = g_signal.load(); sig != 0) {
+      if (child >= 0 && !child_done) {
+        ::kill(child, sig);
+        g_signal.store(0);
+        continue;
+      }
+      code = 1;
+      break;
+    }
+    ::usleep(50'000);
+  }
+  std::vector<fl_sa_stats> per(static_cast<size_t>(libbpf_num_possible_cpus()));
+  uint64_t injected = 0;
+  if (bpf_map_lookup_elem(obj->stats_fd(), &zero, per.data()) == 0) {
+    for (const auto& s : per) injected += s.injected;
+  }
+  obj->detach();
+  if (spec.json) out << nlohmann::json{{"event", "ended"}, {"injected", injected}, {"exit_code", code}}.dump() << std::endl;
+  else out << "syscall fault ended: " << injected << " calls failed with " << errno_name(spec.err) << std::endl;
+  return code;
+}
+
+// The dynamic loader's own opens (the ld.so cache, shared libraries): failing
+// them stops the program before its main(), which tests nothing the operator
+// cares about. They pass unless --include-loader.
+bool loader_path(const std::string& p) {
+  if (p == "/etc/ld.so.cache" || p == "/etc/ld.so.preload") return true;
+  auto so = p.rfind(".so");
+  return so != std::string::npos && (so + 3 == p.size() || p[so + 3] == '.');
+}
+
+std::string read_remote_string(pid_t pid, uint64_t addr) {
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+  UniqueFd mem(::open(path, O_RDONLY | O_CLOEXEC));
+  if (!mem) return {};
+  char buf[4096];
+  ssize_t n = ::pread(mem.get(), buf, sizeof(buf) - 1, static_cast<off_t>(addr));
+  if (n <= 0) return {};
+  buf[n] = '\0';
+  return std::string(buf, strnlen(buf, static_cast<size_t>(n)));
+}
+
+// Receives a file descriptor sent with SCM_RIGHTS.
+int recv_fd(int sock) {
+  char dummy;
+  iovec iov{&dummy, 1};
+  alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(int))];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = ctrl;
+  msg.msg_controllen = sizeof(ctrl);
+  if (::recvmsg(sock, &msg, 0) <= 0) return -1;
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  if (c == nullptr || c->cmsg_type != SCM_RIGHTS) return -1;
+  int fd;
+  std::memcpy(&fd, CMSG_DATA(c), sizeof(fd));
+  return fd;
+}
+
+bool send_fd(int sock, int fd) {
+  char dummy = 'f';
+  iovec iov{&dummy, 1};
+  alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = ctrl;
+  msg.msg_controllen = sizeof(ctrl);
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &fd, sizeof(fd));
+  return ::sendmsg(sock, &msg, 0) > 0;
+}
+
+int run_seccomp(const SyscallFaultSpec& spec, std::ostream& out, std::ostream& err) {
+  std::vector<int> nrs;
+  for (const auto& s : spec.syscalls) nrs.push_back(seccomp_syscall_resolve_name(s.c_str()));
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    err << "faultctl run syscall: socketpair: " << strerror(errno) << "\n";
+    return 1;
+  }
+  int go = -1;
+  const int child_sock = sv[1];
+  // In the child: a filter that hands every listed syscall to us, then exec.
+  auto child = spawn(spec.command, go, [&]() -> bool {
+    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+    if (ctx == nullptr) return false;
+    for (int nr : nrs) {
+      if (seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, nr, 0) != 0) return false;
+    }
+    if (seccomp_load(ctx) != 0) {
+      std::fprintf(stderr, "faultctl run syscall: cannot install the seccomp filter\n");
+      return false;
+    }
+    int fd = seccomp_notify_fd(ctx);
+    return fd >= 0 && send_fd(child_sock, fd);
+  });
+  if (!child) {
+    err << "faultctl run syscall: " << child.error().describe() << "\n";
+    return 1;
+  }
+  ::close(sv[1]);
+  SignalScope signals;
+  ::write(go, "g", 1);
+  ::close(go);
+  UniqueFd notify(recv_fd(sv[0]));
+  ::close(sv[0]);
+  if (!notify) {
+    int status = 0;
+    ::waitpid(*child, &status, 0);
+    err << "faultctl run syscall: the command could not install its seccomp filter\n";
+    return 1;
+  }
+  if (spec.json) {
+    out << nlohmann::json{{"event", "started"}, {"mechanism", "seccomp"}, {"pid", *child}}.dump() << std::endl;
+  } else {
+    err << "syscall fault: " << errno_name(spec.err) << " on";
+    for (const auto& s : spec.syscalls) err << " " << s;
+    err << " at " << spec.percent << "% for " << format_duration(spec.duration_ns) << ", command " << spec.command[0]
+        << " pid " << *child << " (seccomp user notification)" << std::endl;
+  }
+  seccomp_notif* req = nullptr;
+  seccomp_notif_resp* resp = nullptr;
+  if (seccomp_notify_alloc(&req, &resp) != 0) {
+    ::kill(*child, SIGKILL);
+    ::waitpid(*child, nullptr, 0);
+    return 1;
+  }
+  std::mt19937_64 rng{std::random_device{}()};
+  std::uniform_real_distribution<double> uni(0, 100);
+  const uint64_t end = boottime_ns() + spec.duration_ns;
+  const int open_nr = seccomp_syscall_resolve_name("open");
+  const int openat_nr = seccomp_syscall_resolve_name("openat");
+  const int openat2_nr = seccomp_syscall_resolve_name("openat2");
+  uint64_t injected = 0, passed = 0;
+  int status = 0;
+  for (;;) {
+    if (::waitpid(*child, &status, WNOHANG) == *child) break;
+    if (int sig = g_signal.exchange(0); sig != 0) ::kill(*child, sig);
+    pollfd p{notify.get(), POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0 || !(p.revents & POLLIN)) continue;
+    std::memset(req, 0, sizeof(*req));
+    if (seccomp_notify_receive(notify.get(), req) != 0) continue;
+    bool inject = boottime_ns() < end && uni(rng) < spec.percent;
+    if (inject && !spec.include_loader) {
+      uint64_t arg = 0;
+      int nr = req->data.nr;
+      if (nr == open_nr) arg = req->data.args[0];
+      else if (nr == openat_nr || nr == openat2_nr) arg = req->data.args[1];
+      if (arg != 0) {
+        std::string path = read_remote_string(static_cast<pid_t>(req->pid), arg);
+        // The path was read from the caller's memory: trust it only if the call is still pending.
+        if (seccomp_notify_id_valid(notify.get(), req->id) == 0 && loader_path(path)) inject = false;
+      }
+    }
+    std::memset(resp, 0, sizeof(*resp));
+    resp->id = req->id;
+    if (inject) {
+      resp->error = -spec.err;
+      ++injected;
+    } else {
+      resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+      ++passed;
+    }
+    (void)seccomp_notify_respond(notify.get(), resp);
+  }
+  seccomp_notify_free(req, resp);
+  int code = exit_code_of(status);
+  if (spec.json) {
+    out << nlohmann::json{{"event", "ended"}, {"injected", injected}, {"passed", passed}, {"exit_code", code}}.dump()
+        << std::endl;
+  } else {
+    err << "syscall fault ended: " << injected << " calls failed with " << errno_name(spec.err) << ", " << passed
+        << " passed; command exited " << code << std::endl;
+  }
+  return code;
+}
+
+}  // namespace
+
+bool is_socket_syscall(const std::string& n) {
+  return n == "connect" || n == "socket" || n == "sendmsg" || n == "sendto" || n == "bind";
+}
+
+Result<SyscallPlan> plan_syscall_fault(const SyscallFaultSpec& spec) {
+  const auto& f = features();
+  bool all_socket = std::all_of(spec.syscalls.begin(), spec.syscalls.end(), is_socket_syscall);
+  std::string cgroup_why = f.set_retval.available && f.cgroup_v2.available
+                               ? std::string("cgroup socket hooks with bpf_set_retval")
+                               : "cgroup socket hooks unavailable: " + (f.set_retval.available ? f.cgroup_v2.detail : f.set_retval.detail);
+  if (all_socket && f.set_retval.available && f.cgroup_v2.available)
+    return SyscallPlan{SyscallMechanism::CgroupSockAddr, cgroup_why};
+  // Not built yet on any kernel: say so next to what the kernel itself offers.
+  std::string ladder = "BPF LSM: " + (f.bpf_lsm.available ? std::string("available, but the LSM path is not built yet") : f.bpf_lsm.detail) +
+                       "; kprobe override: " +
+                       (f.kprobe_override.available ? std::string("available, but the kprobe path is not built yet") : f.kprobe_override.detail);
+  if (!spec.command.empty()) {
+    if (!f.seccomp_notify.available)
+      return make_error(ENOTSUP, "no mechanism can fail these syscalls here: " + ladder + "; seccomp user notification: " + f.seccomp_notify.detail);
+    return SyscallPlan{SyscallMechanism::SeccompNotify,
+                       "seccomp user notification for the wrapped command (" + ladder + ")"};
+  }
+  std::string which;
+  for (const auto& s : spec.syscalls) {
+    if (!is_socket_syscall(s)) which += (which.empty() ? "" : ",") + s;
+  }
+  return make_error(ENOTSUP, "cannot fail " + which + " for " + (spec.pid ? "--pid" : "--cgroup") +
+                                 " on this kernel (" + ladder +
+                                 "). What works here: the socket syscalls (connect, socket, sendmsg, sendto, bind) for a "
+                                 "pid or cgroup, or any syscall for a command you wrap: faultctl run syscall ... -- COMMAND");
+}
+
+int run_syscall_fault(const SyscallFaultSpec& spec, std::ostream& out, std::ostream& err) {
+  auto plan = plan_syscall_fault(spec);
+  if (!plan) {
+    err << "faultctl run syscall: " << plan.error().describe() << "\n";
+    return 1;
+  }
+  if (spec.dry_run) {
+    if (spec.json) out << nlohmann::json{{"dry_run", true}, {"mechanism", plan->mechanism == SyscallMechanism::CgroupSockAddr ? "cgroup" : "seccomp"}, {"why", plan->why}}.dump() << "\n";
+    else out << "dry run: would use " << plan->why << "\nnothing was changed.\n";
+    return 0;
+  }
+  return plan->mechanism == SyscallMechanism::CgroupSockAddr ? run_cgroup(spec, out, err) : run_seccomp(spec, out, err);
+}
+
+}  // namespace faultline

@@ -1,0 +1,42 @@
+// Egress rules (allow/deny by address, CIDR, port, protocol) and their compilation
+// into the sockaddr programs' LPM tries.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "faultline/sockaddr_abi.h"
+#include "loader/result.h"
+#include "userspace/faults/units.h"
+
+namespace faultline {
+
+enum class Verdict { Allow, Deny };
+
+struct EgressRule {
+  Verdict verdict = Verdict::Allow;
+  Prefix prefix;
+  PortRange ports;    // 0-0 = any
+  uint8_t proto = 0;  // 0 = any
+  std::string text;   // as written, for reports
+};
+
+// "CIDR", "CIDR:PORT", "CIDR:A-B", "[IPv6CIDR]:PORT", optional "/tcp" or "/udp" suffix
+// after the port ("10.0.0.0/8:53/udp").
+[[nodiscard]] Result<EgressRule> parse_rule(Verdict v, const std::string& text);
+
+struct CompiledTrie {
+  std::vector<std::pair<fl_sa_key, fl_sa_bucket>> entries;
+};
+
+// For each prefix of one verdict: the rules of that verdict covering it, longest
+// prefix first, so one LPM lookup in the program finds every candidate.
+[[nodiscard]] Result<CompiledTrie> compile_rules(const std::vector<EgressRule>& rules, Verdict v);
+
+// Writes both tries into the maps (they must be empty).
+[[nodiscard]] Status load_rules(const std::vector<EgressRule>& rules, int deny_fd, int allow_fd);
+
+[[nodiscard]] std::string verdict_name(uint8_t v);
+
+}  // namespace faultline
