@@ -185,15 +185,16 @@ static __always_inline int decide(struct bpf_sock_addr *ctx, __u8 op, int v6)
 			emit(op, FL_V_INJECT, FL_SA_RULE_DEFAULT, &a, port, proto, 0);
 		return fail_with(p->inject_errno);
 	}
-	if (!(p->flags & FL_SA_POLICY))
-		return 1;
-
-	rule = match(&fl_sa_deny, &a, port, proto);
-	denied = rule >= 0;
-	if (!denied) {
-		rule = match(&fl_sa_allow, &a, port, proto);
-		if (rule < 0)
-			denied = !(p->flags & FL_SA_DEFAULT_ALLOW);
+	rule = -1;
+	denied = 0;
+	if (p->flags & FL_SA_POLICY) {
+		rule = match(&fl_sa_deny, &a, port, proto);
+		denied = rule >= 0;
+		if (!denied) {
+			rule = match(&fl_sa_allow, &a, port, proto);
+			if (rule < 0)
+				denied = !(p->flags & FL_SA_DEFAULT_ALLOW);
+		}
 	}
 	/* A connect that goes ahead (allowed, or only monitored) opens a flow. */
 	if (op == FL_OP_CONNECT && (!denied || !(p->flags & FL_SA_ENFORCE))) {
@@ -212,6 +213,8 @@ static __always_inline int decide(struct bpf_sock_addr *ctx, __u8 op, int v6)
 			f->allowed = rule >= 0;
 		}
 	}
+	if (!(p->flags & FL_SA_POLICY))
+		return 1; /* accounting only (faultctl top) */
 	if (!denied) {
 		st->allowed++;
 		/* UDP sendmsg fires per datagram: report only connects. */

@@ -13,5 +13,6 @@ int cmd_features(const std::vector<std::string>& args);
 int cmd_uninstall(const std::vector<std::string>& args);
 int cmd_run_syscall(const std::vector<std::string>& args);
 int cmd_guard(const std::vector<std::string>& args);
+int cmd_top(const std::vector<std::string>& args);
 
 }  // namespace faultline

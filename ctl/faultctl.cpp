@@ -15,6 +15,7 @@ commands:
   run KIND ...     apply a packet fault for a fixed duration (faultctl run --help)
   run syscall ...  make syscalls fail with an errno (faultctl run syscall --help)
   guard ... -- CMD run a command in a fresh cgroup under an egress policy
+  top              destinations and traffic of a cgroup or the whole host, live
   status           list active faults with scope, time left and counters
   abort ID|--all   end one fault, or every fault through the kill switch
   features         what this kernel supports and which mechanism each fault uses
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
   if (cmd == "features") return faultline::cmd_features(args);
   if (cmd == "uninstall") return faultline::cmd_uninstall(args);
   if (cmd == "guard") return faultline::cmd_guard(args);
+  if (cmd == "top") return faultline::cmd_top(args);
   std::cerr << "faultctl: unknown command '" << cmd << "' (run, status, abort, features, uninstall)\n";
   return faultline::kExitBadInput;
 }
