@@ -165,12 +165,11 @@ int cmd_features(const std::vector<std::string>& args) {
     std::cout << j.dump(2) << "\n";
     return kExitCompleted;
   }
-  std::cout << "CAPABILITY            MECHANISM                 LADDER (best first)\n";
   for (const auto& c : caps) {
     std::string ladder;
     for (const auto& l : c.ladder) ladder += (ladder.empty() ? "" : " > ") + l;
-    std::cout << std::left << std::setw(22) << c.name << std::setw(26) << (c.chosen.empty() ? "unavailable" : c.chosen)
-              << ladder << "\n    " << c.why << "\n";
+    std::cout << c.name << "\n    uses:   " << (c.chosen.empty() ? "unavailable" : c.chosen) << "\n    ladder: " << ladder
+              << "\n    why:    " << c.why << "\n";
   }
   std::cout << "\nKERNEL PROBE          RESULT  DETAIL\n";
   for (const auto& r : probes) {

@@ -307,6 +307,37 @@ std::vector<Capability> capabilities(const Features& f) {
     }
     caps.push_back(c);
   }
+  {
+    Capability c{"connect/socket errno", {"cgroup sock_addr + bpf_set_retval"}, "", ""};
+    if (f.set_retval.available && f.cgroup_v2.available) {
+      c.chosen = c.ladder[0];
+      c.why = f.set_retval.detail + "; " + f.cgroup_v2.detail;
+    } else {
+      c.why = !f.cgroup_v2.available ? f.cgroup_v2.detail : f.set_retval.detail;
+    }
+    caps.push_back(c);
+  }
+  {
+    // The LSM and kprobe rungs are probed but their programs are not built yet,
+    // so they are never chosen; the probe still says what the kernel offers.
+    Capability c{"any-syscall errno", {"kprobe override", "BPF LSM", "seccomp user-notify (wrapped command)"}, "", ""};
+    std::string lsm = f.bpf_lsm.available ? "BPF LSM available but its programs are not built yet" : "BPF LSM: " + f.bpf_lsm.detail;
+    std::string kp = f.kprobe_override.available ? "kprobe override available but not built yet"
+                                                 : "kprobe override: " + f.kprobe_override.detail;
+    if (f.seccomp_notify.available) {
+      c.chosen = c.ladder[2];
+      c.why = kp + "; " + lsm + "; works only for a command faultctl starts";
+    } else {
+      c.why = kp + "; " + lsm + "; seccomp: " + f.seccomp_notify.detail;
+    }
+    caps.push_back(c);
+  }
+  {
+    Capability c{"file/exec enforcement", {"BPF LSM", "fanotify permission events"}, "", ""};
+    c.why = std::string("not built yet; the kernel offers: BPF LSM ") + (f.bpf_lsm.available ? "yes" : "no (" + f.bpf_lsm.detail + ")") +
+            ", fanotify " + (f.fanotify_perm.available ? "yes" : "no");
+    caps.push_back(c);
+  }
   return caps;
 }
 
