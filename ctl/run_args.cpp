@@ -57,11 +57,15 @@ cxxopts::Options make_options() {
       ("health-url", "http:// URL the guardrail GETs", cxxopts::value<std::string>())
       ("health-max-latency", "slowest healthy answer (default 1s)", cxxopts::value<std::string>())
       ("interval", "time between guardrail checks (default 2s)", cxxopts::value<std::string>())
+      ("kernel-signal", "guardrail on a kernel signal: tcp_retransmits|tcp_resets", cxxopts::value<std::string>())
+      ("abort-above", "kernel-signal limit, events per second", cxxopts::value<std::string>())
+      ("signal-window", "kernel-signal averaging window (default 3s)", cxxopts::value<std::string>())
       ("attach", "tcx|tc (default: the best the kernel has)", cxxopts::value<std::string>())
       ("force", "allow a fault with no target (a whole device)")
       ("dry-run", "validate and print the plan; change nothing")
       ("json", "JSON lines on stdout")
       ("h,help", "this help");
+  add_record_options(o);
   o.parse_positional({"kind"});
   o.positional_help("KIND");
   return o;
@@ -171,12 +175,12 @@ Result<ExperimentOptions> parse_run_args(const std::vector<std::string>& args) {
   }
   if (!r.unmatched().empty()) return bad("unexpected argument '" + r.unmatched().front() + "'");
   if (r.count("help")) return make_error(0, run_usage());
-  if (!r.count("kind")) return bad("missing the fault kind: one of loss, partition, flowdrop, corrupt, duplicate, dns, latency, bandwidth");
+  if (!r.count("kind")) return bad("missing the fault kind: one of loss, partition, flowdrop, corrupt, duplicate, dns, latency, bandwidth (packet) or process, cpu, memory, disk (host)");
 
   ExperimentOptions o;
   FaultSpec& s = o.spec;
   auto kind = kind_from_name(r["kind"].as<std::string>());
-  if (!kind) return bad("unknown fault kind '" + r["kind"].as<std::string>() + "' (loss, partition, flowdrop, corrupt, duplicate, dns, latency, bandwidth)");
+  if (!kind) return bad("unknown fault kind '" + r["kind"].as<std::string>() + "' (loss, partition, flowdrop, corrupt, duplicate, dns, latency, bandwidth; process, cpu, memory, disk)");
   s.kind = *kind;
   for (const auto& flag : specific_flags()) {
     if (r.count(flag) && !kind_flags().at(s.kind).contains(flag))
@@ -314,10 +318,94 @@ Result<ExperimentOptions> parse_run_args(const std::vector<std::string>& args) {
   } else if (r.count("health-max-latency") || r.count("interval")) {
     return bad(std::string("--") + (r.count("interval") ? "interval" : "health-max-latency") + " configures the guardrail; give --health-url too");
   }
+  if (r.count("kernel-signal")) {
+    KernelSignalConfig k;
+    k.signal = str("kernel-signal");
+    if (!is_kernel_signal(k.signal)) return bad("--kernel-signal '" + k.signal + "': expected tcp_retransmits or tcp_resets");
+    if (!r.count("abort-above")) return bad("--kernel-signal needs --abort-above N (events per second)");
+    double v = 0;
+    std::string a = str("abort-above");
+    try {
+      size_t used = 0;
+      v = std::stod(a, &used);
+      if (used != a.size()) throw std::invalid_argument(a);
+    } catch (...) {
+      return bad("--abort-above '" + a + "': not a number");
+    }
+    if (!(v >= 0) || v > 1e9) return bad("--abort-above '" + a + "': must be within 0-1e9 per second");
+    k.abort_above = v;
+    if (r.count("signal-window")) {
+      auto w = with_flag("signal-window", parse_duration_ns(str("signal-window")));
+      if (!w) return w.error();
+      if (*w < 500'000'000ULL || *w > 60'000'000'000ULL) return bad("--signal-window must be within 500ms-60s");
+      k.window_ns = *w;
+    }
+    o.kernel_signal = k;
+  } else if (r.count("abort-above") || r.count("signal-window")) {
+    return bad("--abort-above and --signal-window configure --kernel-signal; give --kernel-signal too");
+  }
   o.dry_run = r.count("dry-run") > 0;
   o.json = r.count("json") > 0;
   FL_TRY(validate(s));
+  auto rec = parse_record_flags(r, o.health.has_value(), s.duration_ns, o.health ? o.health->interval_ns : 0, args);
+  if (!rec) return rec.error();
+  o.record = *rec;
   return o;
+}
+
+void add_record_options(cxxopts::Options& o) {
+  o.add_options("experiment record")
+      ("hypothesis", "what you expect to hold during the fault (kept in the record)", cxxopts::value<std::string>())
+      ("steady-state", "measure the guardrail signal this long before injecting (default 30s with --record)", cxxopts::value<std::string>())
+      ("record", "new folder for the record: hypothesis, spec, steady state, time series, verdict", cxxopts::value<std::string>())
+      ("slo", "the hypothesis threshold: p99<300ms or success>99.9%", cxxopts::value<std::string>());
+}
+
+Result<std::optional<RecordOptions>> parse_record_flags(const cxxopts::ParseResult& r, bool has_guardrail,
+                                                        uint64_t duration_ns, uint64_t interval_ns,
+                                                        const std::vector<std::string>& args) {
+  const bool record = r.count("record") > 0, hyp = r.count("hypothesis") > 0, steady = r.count("steady-state") > 0,
+             slo = r.count("slo") > 0;
+  if (!record && !hyp && !steady && !slo) return std::optional<RecordOptions>{};
+  if (hyp && !record) return bad("--hypothesis is kept in a record: add --record DIR");
+  if (slo && !record) return bad("--slo is judged in a record: add --record DIR and --hypothesis");
+  if (record && !hyp) return bad("--record needs --hypothesis \"TEXT\": a record starts with what you expect");
+  if (!has_guardrail)
+    return bad(std::string("--") + (record ? "record" : "steady-state") + " needs a guardrail signal to measure: add --health-url");
+  RecordOptions o;
+  if (hyp) {
+    o.hypothesis = r["hypothesis"].as<std::string>();
+    if (o.hypothesis.find_first_not_of(" \t") == std::string::npos) return bad("--hypothesis: empty text");
+    if (o.hypothesis.size() > 4096) return bad("--hypothesis: longer than 4096 characters");
+  }
+  o.steady_state_ns = record ? 30'000'000'000ULL : 0;
+  if (steady) {
+    auto d = with_flag("steady-state", parse_duration_ns(r["steady-state"].as<std::string>()));
+    if (!d) return d.error();
+    if (*d < 1'000'000'000ULL || *d > 600'000'000'000ULL) return bad("--steady-state must be within 1s-10m");
+    o.steady_state_ns = *d;
+  }
+  if (o.steady_state_ns < interval_ns)
+    return bad("--steady-state " + format_duration(o.steady_state_ns) + " is shorter than the guardrail --interval " +
+               format_duration(interval_ns) + ": it would hold one reading at most");
+  if (record) {
+    if (duration_ns < interval_ns)
+      return bad("--duration " + format_duration(duration_ns) + " is shorter than the guardrail --interval " +
+                 format_duration(interval_ns) + ": the record would hold no reading of the fault");
+    o.dir = r["record"].as<std::string>();
+    FL_TRY(check_record_dir(o.dir));
+  }
+  if (slo) {
+    auto s = parse_slo(r["slo"].as<std::string>());
+    if (!s) return s.error();
+    o.slo = *s;
+  }
+  o.command_line = "faultctl run";
+  for (const auto& a : args) {
+    bool plain = !a.empty() && a.find_first_of(" \t\"'<>|&;$*?") == std::string::npos;
+    o.command_line += " " + (plain ? a : "'" + a + "'");
+  }
+  return std::optional<RecordOptions>(std::move(o));
 }
 
 }  // namespace faultline

@@ -159,10 +159,24 @@ const BadCase kBad[] = {
     {"loss extra --percent 10 --target 10.0.0.1 --duration 1s", "unexpected argument"},
     {"loss --percent 10 --target 10.0.0.1 --dev averyveryverylongname --duration 1s", "--dev"},
     {"loss --percent 10 --target no-such-host.invalid --duration 1s", "does not resolve"},
+    {"loss --percent 10 --target 10.0.0.1 --duration 1s --kernel-signal cpu_load --abort-above 3", "--kernel-signal 'cpu_load'"},
+    {"loss --percent 10 --target 10.0.0.1 --duration 1s --kernel-signal tcp_retransmits", "needs --abort-above"},
+    {"loss --percent 10 --target 10.0.0.1 --duration 1s --kernel-signal tcp_retransmits --abort-above x", "not a number"},
+    {"loss --percent 10 --target 10.0.0.1 --duration 1s --abort-above 5", "give --kernel-signal too"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Bad, RunArgsBad, ::testing::ValuesIn(kBad),
                          [](const ::testing::TestParamInfo<BadCase>& i) { return "case" + std::to_string(i.index); });
+
+TEST(RunArgs, KernelSignalGuardrail) {
+  auto r = parse_run_args(split(
+      "loss --percent 10 --target 10.0.0.1 --duration 10s --kernel-signal tcp_retransmits --abort-above 50 --signal-window 2s"));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_TRUE(r->kernel_signal.has_value());
+  EXPECT_EQ(r->kernel_signal->signal, "tcp_retransmits");
+  EXPECT_DOUBLE_EQ(r->kernel_signal->abort_above, 50);
+  EXPECT_EQ(r->kernel_signal->window_ns, 2'000'000'000ULL);
+}
 
 TEST(RunArgs, AtLeastFortyBadInputsAreCovered) { EXPECT_GE(std::size(kBad), 40u); }
 

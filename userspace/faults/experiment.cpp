@@ -96,6 +96,7 @@ int Experiment::run() {
     nlohmann::json j = plan->to_json();
     j["dry_run"] = true;
     if (probe) j["guardrail"] = {{"health_url", opts_.health->url}, {"max_latency", format_duration(opts_.health->max_latency_ns)}};
+    if (opts_.record) j["record"] = {{"dir", opts_.record->dir}, {"steady_state", format_duration(opts_.record->steady_state_ns)}};
     if (opts_.json) {
       emit(j);
     } else {
@@ -107,12 +108,50 @@ int Experiment::run() {
     return kExitCompleted;
   }
 
+  // The kernel-signal guardrail starts counting before the fault, so its first
+  // window is not empty.
+  std::optional<KernelSignalGuard> ksig;
+  if (opts_.kernel_signal) {
+    KernelSignalConfig cfg = *opts_.kernel_signal;
+    cfg.netns_ino = plan->netns.inode;
+    auto g = KernelSignalGuard::start(cfg);
+    if (!g) {
+      err_ << "faultctl run: " << g.error().describe() << "\n";
+      return kExitFailure;
+    }
+    ksig.emplace(std::move(*g));
+  }
+
   SignalScope signals;
+  // Record hooks: steady state and the fingerprinted hypothesis come before the fault.
+  std::optional<RecordedRun> recorded;
+  auto stop = [] { return g_signal.load() != 0; };
+  if (opts_.record) {
+    if (!probe) {
+      err_ << "faultctl run: --record and --steady-state need a guardrail signal (--health-url)\n";
+      return kExitBadInput;
+    }
+    nlohmann::json guard{{"health_url", opts_.health->url}, {"max_latency", format_duration(opts_.health->max_latency_ns)},
+                         {"interval", format_duration(opts_.health->interval_ns)}};
+    recorded.emplace(*opts_.record, [&] { return sample_from_probe(probe->check(), boottime_ns()); },
+                     opts_.health->interval_ns, guard, out_, opts_.json);
+    auto go = recorded->before_fault(plan->to_json(), stop);
+    if (!go) {
+      err_ << "faultctl run: " << go.error().describe() << "\n";
+      return kExitFailure;
+    }
+    if (!*go) {
+      err_ << "faultctl run: the steady state is outside the guardrail; refusing to inject\n";
+      return kExitGuardrail;
+    }
+  }
   auto applied = engine.apply(*plan, static_cast<uint32_t>(::getpid()));
   if (!applied) {
     err_ << "faultctl run: " << applied.error().describe() << "\n";
+    if (recorded) (void)recorded->after_fault(RunOutcome::Failed, applied.error().describe(), [] { return true; });
     return applied.error().err == EEXIST ? kExitBadInput : kExitFailure;
   }
+  if (recorded) recorded->fault_started();
   const uint32_t slot = applied->slot;
   auto maps = PinnedMaps::open(engine.layout(), false);
   if (!maps) {
@@ -140,6 +179,7 @@ int Experiment::run() {
   int code = kExitCompleted;
   uint64_t next_probe = boottime_ns() + (probe ? probe->config().interval_ns : 0);
   uint64_t next_status = boottime_ns();
+  uint64_t next_ksig = boottime_ns() + 500'000'000ULL;
   for (;;) {
     uint64_t now = boottime_ns();
     if (now >= applied->expires_ns) break;
@@ -156,8 +196,21 @@ int Experiment::run() {
       code = kExitFailure;
       break;
     }
+    if (ksig && now >= next_ksig) {
+      ProbeOutcome o = ksig->sample();
+      if (opts_.json) emit({{"event", "kernel_signal"}, {"signal", ksig->config().signal}, {"rate_per_s", ksig->last_rate()}});
+      if (!o.healthy) {
+        (void)table.deactivate(slot);
+        reason = "guardrail";
+        detail = "kernel signal: " + o.problem;
+        code = kExitGuardrail;
+        break;
+      }
+      next_ksig = now + 500'000'000ULL;
+    }
     if (probe && now >= next_probe) {
       ProbeOutcome o = probe->check();
+      if (recorded) recorded->fault_sample(sample_from_probe(o, boottime_ns()));
       if (opts_.json) {
         emit({{"event", "probe"}, {"healthy", o.healthy}, {"latency_ms", o.latency_ns / 1e6}, {"status", o.status}, {"problem", o.problem}});
       }
@@ -192,6 +245,7 @@ int Experiment::run() {
   fl_fault_stats st = s ? *s : fl_fault_stats{};
   if (tty) err_ << "\r\033[K";
   auto ended = engine.end(slot);
+  if (recorded) recorded->fault_ended();
   if (!ended) {
     err_ << "faultctl run: the fault ended in the kernel, but cleaning up failed: " << ended.error().describe() << "\n";
     if (code == kExitCompleted) code = kExitFailure;
@@ -205,6 +259,15 @@ int Experiment::run() {
     out_ << "fault " << slot << " ended (" << reason << (detail.empty() ? "" : ": " + detail) << "): "
          << status_line(opts_.spec, 0, st).substr(status_line(opts_.spec, 0, st).find("matched")) << std::endl;
     if (code == kExitGuardrail) err_ << "faultctl run: guardrail breached, fault aborted: " << detail << "\n";
+  }
+  if (recorded) {
+    RunOutcome outcome = reason == "completed"   ? RunOutcome::Completed
+                         : reason == "guardrail" ? RunOutcome::Guardrail
+                         : reason == "aborted"   ? RunOutcome::AbortedFromOutside
+                                                 : RunOutcome::Interrupted;
+    if (!ended && outcome == RunOutcome::Completed) outcome = RunOutcome::Failed;
+    Verdict v = recorded->after_fault(outcome, detail.empty() ? reason : detail, stop);
+    if (v == Verdict::Refuted && code == kExitCompleted) code = kExitRefuted;
   }
   return code;
 }

@@ -8,7 +8,9 @@
 #include "loader/attachments.h"
 #include "userspace/faults/fault_spec.h"
 #include "userspace/faults/netfault_engine.h"
+#include "userspace/faults/record.h"
 #include "userspace/guardrails/health_probe.h"
+#include "userspace/guardrails/kernel_signal.h"
 
 namespace faultline {
 
@@ -17,13 +19,15 @@ enum ExitCode : int {
   kExitCompleted = 0,
   kExitFailure = 1,       // could not apply, interrupted, or aborted from outside
   kExitBadInput = 2,
-  kExitGuardrail = 7,     // aborted because the guardrail was breached
+  kExitGuardrail = 7,     // aborted because the guardrail was breached (or the steady state was outside it)
+  kExitRefuted = 8,       // ran to the end, and the recorded hypothesis (--slo) was refuted
 };
 
 struct ExperimentOptions {
   FaultSpec spec;
   AttachMode attach = AttachMode::Auto;
   std::optional<HealthProbeConfig> health;
+  std::optional<KernelSignalConfig> kernel_signal;  // netns_ino is filled in from the plan
   bool json = false;
   bool dry_run = false;
 };
