@@ -3,7 +3,7 @@ BUILD ?= build
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build test unit bpftest e2e demo bench fmt lint clean vmtest
+.PHONY: all deps build test demo bench fuzz fmt lint clean
 
 all: build
 
@@ -27,6 +27,16 @@ demo: build
 
 bench: build
 	@scripts/bench.sh $(BUILD)
+
+# libFuzzer runs of every parser of untrusted bytes (clang, ASan, UBSan), 30 s each.
+FUZZ_SECONDS ?= 30
+fuzz: deps
+	@CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DFAULTLINE_FUZZ=ON >/dev/null
+	@ninja -C build-fuzz http_status_fuzz http_url_fuzz
+	@for t in http_status http_url; do \
+	  mkdir -p build-fuzz/corpus-$$t && cp selftests/fuzz/corpus/$$t/* build-fuzz/corpus-$$t/ && \
+	  build-fuzz/selftests/fuzz/$${t}_fuzz -max_total_time=$(FUZZ_SECONDS) build-fuzz/corpus-$$t || exit 1; \
+	done
 
 fmt:
 	@clang-format -i $$(git ls-files '*.cpp' '*.h' | grep -v '^vmlinux/' | grep -v '^bpf/')
