@@ -425,8 +425,10 @@ static __noinline struct fl_dns_key *dns_key(struct __sk_buff *skb, __u32 payloa
 	return &s->key;
 }
 
+/* The clock is read only once an index entry is found: bpf_ktime_get_boot_ns()
+ * costs more than the lookups on some VMs, and most packets match nothing. */
 static __always_inline struct fl_fault *find(struct __sk_buff *skb, const struct pkt *p, __u8 dir,
-					     __u64 now, __u32 *slot)
+					     __u32 *slot)
 {
 	struct fl_lpm_key lk;
 	struct fl_bucket *b;
@@ -441,20 +443,20 @@ static __always_inline struct fl_fault *find(struct __sk_buff *skb, const struct
 			__u32 ds = *s;
 
 			f = bpf_map_lookup_elem(&fl_faults, &ds);
-			if (f && applies(f, p, skb, dir, now)) {
+			if (f && applies(f, p, skb, dir, bpf_ktime_get_boot_ns())) {
 				*slot = ds;
 				return f;
 			}
 		}
 	}
 	b = bpf_map_lookup_elem(&fl_exact, &p->remote);
-	if (b && (f = pick(b, p, skb, dir, now, slot)))
+	if (b && (f = pick(b, p, skb, dir, bpf_ktime_get_boot_ns(), slot)))
 		return f;
 	lk.prefixlen = 128;
 	lk.addr = p->remote;
 	b = bpf_map_lookup_elem(&fl_prefix, &lk);
 	if (b)
-		return pick(b, p, skb, dir, now, slot);
+		return pick(b, p, skb, dir, bpf_ktime_get_boot_ns(), slot);
 	return NULL;
 }
 
@@ -597,7 +599,6 @@ static __always_inline int handle(struct __sk_buff *skb, __u8 dir)
 	struct fl_control *ctl;
 	struct fl_fault *f;
 	struct pkt p = {};
-	__u64 now;
 
 	ctl = bpf_map_lookup_elem(&fl_control, &zero);
 	if (!ctl || !ctl->armed)
@@ -608,8 +609,7 @@ static __always_inline int handle(struct __sk_buff *skb, __u8 dir)
 	}
 	if (parse(skb, &p, dir))
 		return TC_PASS;
-	now = bpf_ktime_get_boot_ns();
-	f = find(skb, &p, dir, now, &slot);
+	f = find(skb, &p, dir, &slot);
 	if (!f)
 		return TC_PASS;
 	st = bpf_map_lookup_elem(&fl_stats, &slot);
