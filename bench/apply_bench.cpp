@@ -1,0 +1,578 @@
+// fl_bench_apply: how long `faultctl run` takes to put a fault in effect and
+// `faultctl abort` to take it out, seen by traffic.
+//
+// A sender thread in the client namespace sends a numbered UDP datagram every
+// 0.1 ms to a receiver thread in the server namespace. A partition fault on the
+// server's address is applied with `faultctl run` and removed with `faultctl
+// abort ID`:
+//   apply  = send time of the first datagram of the final loss run - CLOCK_MONOTONIC
+//            taken in the child just before execve(faultctl run)
+//   revert = send time of the first datagram delivered again - the same stamp
+//            taken just before execve(faultctl abort)
+// Cold: nothing installed (faultctl creates the maps, loads and attaches).
+// Warm: another fault (loss on an address that is not the peer) already holds
+// the attachment. Cold and warm trials alternate.
+//
+// --breakdown first times the same steps in-process through the library, to say
+// where the apply time goes.
+#include <arpa/inet.h>
+#include <bpf/libbpf.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include "bench/bench_util.h"
+#include "loader/attachments.h"
+#include "loader/bpffs.h"
+#include "loader/features.h"
+#include "loader/netfault_object.h"
+#include "loader/pinned_maps.h"
+#include "netfault.skel.h"
+#include "userspace/faults/fault_table.h"
+#include "userspace/faults/netfault_engine.h"
+
+using namespace flbench;
+
+namespace {
+
+struct Opts {
+  std::string client_ns, server_ns, server_ip = "198.18.0.2", non_peer = "198.19.255.254";
+  std::string faultctl, summary;
+  int trials = 5;
+  int port = 9911;
+  bool breakdown = true;
+};
+
+constexpr uint64_t kPeriodNs = 100'000;  // one datagram every 0.1 ms
+constexpr size_t kMaxSeq = 10'000 * 400;  // 400 s of traffic
+
+std::unique_ptr<std::atomic<uint64_t>[]> g_send, g_recv;
+std::atomic<uint64_t> g_next_seq{0};
+std::atomic<bool> g_stop{false};
+Child g_bg;
+
+bool enter_netns(const std::string& name) {
+  int fd = open(("/run/netns/" + name).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = setns(fd, CLONE_NEWNET) == 0;
+  close(fd);
+  return ok;
+}
+
+sockaddr_in server_addr(const Opts& o) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(o.port));
+  inet_pton(AF_INET, o.server_ip.c_str(), &a.sin_addr);
+  return a;
+}
+
+void receiver(const Opts& o, std::atomic<int>* ready) {
+  if (!enter_netns(o.server_ns)) {
+    ready->store(-1);
+    return;
+  }
+  int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  int big = 8 << 20;
+  setsockopt(s, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
+  timeval tv{0, 100'000};
+  setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  sockaddr_in a = server_addr(o);
+  if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    ready->store(-1);
+    return;
+  }
+  ready->store(1);
+  constexpr int kBatch = 64;
+  uint64_t bufs[kBatch][2];
+  iovec iov[kBatch];
+  mmsghdr msgs[kBatch];
+  while (!g_stop.load(std::memory_order_relaxed)) {
+    for (int i = 0; i < kBatch; ++i) {
+      iov[i] = {bufs[i], sizeof(bufs[i])};
+      msgs[i] = {};
+      msgs[i].msg_hdr.msg_iov = &iov[i];
+      msgs[i].msg_hdr.msg_iovlen = 1;
+    }
+    int n = recvmmsg(s, msgs, kBatch, MSG_WAITFORONE, nullptr);
+    uint64_t now = mono_ns();
+    for (int i = 0; i < n; ++i) {
+      uint64_t seq = bufs[i][0];
+      if (msgs[i].msg_len >= 8 && seq < kMaxSeq) g_recv[seq].store(now, std::memory_order_relaxed);
+    }
+  }
+  close(s);
+}
+
+void sender(const Opts& o, std::atomic<int>* ready) {
+  if (!enter_netns(o.client_ns)) {
+    ready->store(-1);
+    return;
+  }
+  prctl(PR_SET_TIMERSLACK, 1UL);
+  sched_param sp{};
+  sp.sched_priority = 10;  // keeps the 0.1 ms grid under load; it sleeps between sends
+  pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+  int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a = server_addr(o);
+  if (connect(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    ready->store(-1);
+    return;
+  }
+  ready->store(1);
+  uint64_t next = mono_ns();
+  for (uint64_t seq = 0; seq < kMaxSeq && !g_stop.load(std::memory_order_relaxed); ++seq) {
+    next += kPeriodNs;
+    uint64_t now = mono_ns();
+    if (next < now) next = now;  // no bursts after a stall: keep the spacing
+    timespec ts{static_cast<time_t>(next / 1'000'000'000ULL), static_cast<long>(next % 1'000'000'000ULL)};
+    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
+    uint64_t buf[2] = {seq, 0};
+    g_send[seq].store(mono_ns(), std::memory_order_relaxed);
+    g_next_seq.store(seq + 1, std::memory_order_release);
+    send(s, buf, sizeof(buf), MSG_DONTWAIT);
+  }
+  close(s);
+}
+
+struct Trial {
+  bool ok = false;
+  std::string why;
+  double apply_ms = NAN, apply_res_ms = NAN;    // upper bound, and the send gap before it
+  double revert_ms = NAN, revert_res_ms = NAN;
+  double applied_line_ms = NAN;  // exec -> "fault N applied" read from its stdout
+  double abort_exit_ms = NAN;    // exec -> faultctl abort exited
+  double spawn_ms = NAN;         // baseline: exec -> exit of /bin/true, in the same trial
+};
+
+bool installed(const std::string& root) {
+  struct stat st {};
+  return stat((root + "/maps/fl_attach").c_str(), &st) == 0;
+}
+
+// The last sequence number sent so far.
+uint64_t sent_until() { return g_next_seq.load(std::memory_order_acquire); }
+
+bool traffic_flows(uint64_t window = 200) {
+  uint64_t end = sent_until();
+  if (end < window + 50) return false;
+  // Look at datagrams sent 5..window+5 ago (the most recent may be in flight).
+  uint64_t delivered = 0;
+  for (uint64_t s = end - window - 50; s < end - 50; ++s) delivered += g_recv[s].load() != 0;
+  return delivered >= window * 9 / 10;
+}
+
+Trial trial(const Opts& o) {
+  Trial t;
+  {
+    Child c = spawn({"/bin/true"}, Out::Null, true);
+    wait_child(c);
+    t.spawn_ms = (mono_ns() - c.exec_ns) / 1e6;
+  }
+  for (int i = 0; i < 50 && !traffic_flows(); ++i) sleep_ms(20);
+  if (!traffic_flows()) {
+    t.why = "no traffic before the trial";
+    return t;
+  }
+  sleep_ms(50);
+  Child run = spawn({o.faultctl, "run", "partition", "--target", o.server_ip, "--netns", o.client_ns, "--duration", "30s"},
+                    Out::Capture, true);
+  const uint64_t t0 = run.exec_ns;
+  std::string line;
+  unsigned id = 0;
+  bool applied = false;
+  while (read_line(run.out, line, 20'000)) {
+    if (std::sscanf(line.c_str(), "fault %u applied", &id) == 1) {
+      applied = true;
+      break;
+    }
+  }
+  t.applied_line_ms = (mono_ns() - t0) / 1e6;
+  if (!applied) {
+    kill(run.pid, SIGTERM);
+    wait_child(run, 10'000);
+    t.why = "faultctl run did not apply the partition";
+    return t;
+  }
+  sleep_ms(150);
+  Child ab = spawn({o.faultctl, "abort", std::to_string(id)}, Out::Null, true);
+  const uint64_t t2 = ab.exec_ns;
+  int rc = wait_child(ab, 20'000);
+  t.abort_exit_ms = (mono_ns() - t2) / 1e6;
+  int rrc = wait_child(run, 20'000);  // it sees the abort within its 100 ms tick
+  sleep_ms(60);
+  if (rc != 0) {
+    t.why = "faultctl abort exited " + std::to_string(rc);
+    return t;
+  }
+  (void)rrc;
+  // The final loss run before the abort: its first datagram is where the fault began.
+  uint64_t end = sent_until();
+  uint64_t last_before_abort = 0;
+  bool have_last = false;
+  for (uint64_t s = 0; s < end; ++s) {
+    uint64_t ts = g_send[s].load();
+    if (ts >= t2) break;
+    if (ts >= t0) {
+      last_before_abort = s;
+      have_last = true;
+    }
+  }
+  if (!have_last || g_recv[last_before_abort].load() != 0) {
+    t.why = "the last datagram before the abort was delivered: the partition was not in effect";
+    return t;
+  }
+  uint64_t s = last_before_abort;
+  while (s > 0 && g_recv[s - 1].load() == 0 && g_send[s - 1].load() >= t0) --s;
+  if (s == 0 || g_recv[s - 1].load() == 0) {
+    t.why = "datagrams were already missing before faultctl run started";
+    return t;
+  }
+  t.apply_ms = (static_cast<double>(g_send[s].load()) - static_cast<double>(t0)) / 1e6;
+  t.apply_res_ms = (g_send[s].load() - g_send[s - 1].load()) / 1e6;
+  uint64_t b = last_before_abort + 1;
+  while (b < end && g_recv[b].load() == 0) ++b;
+  if (b >= end) {
+    t.why = "no datagram got through after the abort";
+    return t;
+  }
+  t.revert_ms = (static_cast<double>(g_send[b].load()) - static_cast<double>(t2)) / 1e6;
+  t.revert_res_ms = (g_send[b].load() - g_send[b - 1].load()) / 1e6;
+  t.ok = true;
+  return t;
+}
+
+bool start_background(const Opts& o) {
+  g_bg = spawn({o.faultctl, "run", "loss", "--percent", "0.0001", "--target", o.non_peer, "--netns", o.client_ns,
+                "--duration", "60s"},
+               Out::Capture, true);
+  std::string line;
+  while (read_line(g_bg.out, line, 20'000)) {
+    if (line.find(" applied: ") != std::string::npos) return true;
+  }
+  return false;
+}
+
+void stop_background() {
+  if (g_bg.pid <= 0) return;
+  kill(g_bg.pid, SIGTERM);
+  wait_child(g_bg, 20'000);
+}
+
+void on_signal(int) {
+  g_stop.store(true);
+  stop_background();
+  _exit(130);
+}
+
+// ---- in-process breakdown of one cold and one warm apply, and of the abort ----
+
+struct Step {
+  std::string name;
+  double ms;
+};
+
+double ms_since(uint64_t t) { return (mono_ns() - t) / 1e6; }
+
+std::vector<Step> breakdown(const Opts& o, const std::string& root, std::vector<Step>& warm_steps,
+                            std::vector<Step>& abort_steps, std::vector<Step>& process_steps) {
+  using namespace faultline;
+  std::vector<Step> cold;
+  BpffsLayout layout{root};
+  uint64_t t = mono_ns();
+  (void)features();
+  cold.push_back({"features() probes (first call in a process)", ms_since(t)});
+
+  FaultSpec spec;
+  spec.kind = FaultKind::Loss;
+  spec.percent = 0.0001;
+  spec.targets = {*parse_prefix(o.non_peer)};
+  spec.netns = o.client_ns;
+  spec.duration_ns = 30ULL * 1'000'000'000ULL;
+  NetfaultEngine engine(layout);
+  t = mono_ns();
+  auto plan = engine.plan(spec, AttachMode::Auto);
+  cold.push_back({"plan(): netns, devices, compile", ms_since(t)});
+  if (!plan) {
+    std::cerr << "breakdown: plan failed: " << plan.error().describe() << "\n";
+    return {};
+  }
+  {
+    t = mono_ns();
+    auto lock = StateLock::acquire(layout);
+    cold.push_back({"state lock", ms_since(t)});
+    t = mono_ns();
+    auto maps = PinnedMaps::open(layout, true);
+    cold.push_back({"PinnedMaps::open(create): load #1 to create + pin maps", ms_since(t)});
+    if (!maps) {
+      std::cerr << "breakdown: " << maps.error().describe() << "\n";
+      return {};
+    }
+    t = mono_ns();
+    (void)initialise_maps(*maps);
+    cold.push_back({"initialise_maps", ms_since(t)});
+    t = mono_ns();
+    Attachments fresh(layout, *maps);
+    (void)fresh.reconcile_orphans(false);
+    cold.push_back({"reconcile_orphans (links, tc filters of every netns)", ms_since(t)});
+    t = mono_ns();
+    (void)FaultTable(*maps).list();
+    cold.push_back({"reap: list faults", ms_since(t)});
+    t = mono_ns();
+    Attachments att(layout, *maps);
+    auto mode = att.ensure(plan->netns, plan->devices, plan->spec.dir_mask, AttachMode::Auto);
+    cold.push_back({"Attachments::ensure: load #2 + TCX link + pin", ms_since(t)});
+    if (!mode) {
+      std::cerr << "breakdown: " << mode.error().describe() << "\n";
+      return {};
+    }
+    t = mono_ns();
+    FaultTable table(*maps);
+    auto slot = table.allocate_slot();
+    CompiledFault c = plan->compiled;
+    c.entry.expires_ns = boottime_ns() + spec.duration_ns;
+    fl_meta meta{};
+    meta.expires_ns = c.entry.expires_ns;
+    meta.owner_pid = static_cast<uint32_t>(getpid());
+    (void)table.add(*slot, c, meta);
+    cold.push_back({"allocate slot + FaultTable::add", ms_since(t)});
+  }
+  // Warm: the attachment exists; the library's apply() as faultctl calls it.
+  FaultSpec spec2 = spec;
+  spec2.targets = {*parse_prefix("198.19.255.253")};
+  t = mono_ns();
+  auto plan2 = engine.plan(spec2, AttachMode::Auto);
+  warm_steps.push_back({"plan() (features cached)", ms_since(t)});
+  t = mono_ns();
+  auto applied = engine.apply(*plan2, static_cast<uint32_t>(getpid()));
+  warm_steps.push_back({"NetfaultEngine::apply (lock, open pins, reap, ensure: nothing to do, add)", ms_since(t)});
+  // Abort of one fault, as `faultctl abort ID` does it, up to the deactivation.
+  if (applied) {
+    t = mono_ns();
+    auto maps = PinnedMaps::open(layout, false);
+    abort_steps.push_back({"PinnedMaps::open (12 pins)", ms_since(t)});
+    t = mono_ns();
+    bool exists = maps && FaultTable(*maps).exists(applied->slot);
+    abort_steps.push_back({"FaultTable::exists", ms_since(t)});
+    t = mono_ns();
+    if (exists) (void)FaultTable(*maps).deactivate(applied->slot);
+    abort_steps.push_back({"FaultTable::deactivate (the fault stops here)", ms_since(t)});
+    t = mono_ns();
+    (void)engine.end(applied->slot);
+    abort_steps.push_back({"NetfaultEngine::end (cleanup after the fact)", ms_since(t)});
+  }
+  t = mono_ns();
+  (void)engine.abort_all();
+  abort_steps.push_back({"abort_all + teardown (detach, unpin) of the breakdown state", ms_since(t)});
+  // One object load alone, with the verifier's own statistics per program.
+  std::vector<double> loads, veg, vin, ieg, iin;
+  for (int i = 0; i < 3; ++i) {
+    faultline::BpffsLayout tmp{root + "-load"};
+    (void)ensure_bpffs(tmp);
+    std::string pins = tmp.maps();
+    LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = pins.c_str());
+    netfault* skel = netfault__open_opts(&oo);
+    static char log_e[1 << 16], log_i[1 << 16];
+    if (skel != nullptr) {
+      log_e[0] = log_i[0] = '\0';
+      bpf_program__set_log_buf(skel->progs.fl_egress, log_e, sizeof(log_e));
+      bpf_program__set_log_level(skel->progs.fl_egress, 4);  // BPF_LOG_STATS
+      bpf_program__set_log_buf(skel->progs.fl_ingress, log_i, sizeof(log_i));
+      bpf_program__set_log_level(skel->progs.fl_ingress, 4);
+      t = mono_ns();
+      int err = netfault__load(skel);
+      loads.push_back(err == 0 ? ms_since(t) : NAN);
+      auto stat = [](const char* log, const char* key) {
+        const char* p = std::strstr(log, key);
+        return p == nullptr ? NAN : std::strtod(p + std::strlen(key), nullptr);
+      };
+      veg.push_back(stat(log_e, "verification time ") / 1000.0);
+      vin.push_back(stat(log_i, "verification time ") / 1000.0);
+      ieg.push_back(stat(log_e, "processed "));
+      iin.push_back(stat(log_i, "processed "));
+      netfault__destroy(skel);
+    }
+    for (const auto& n : PinnedMaps::names()) unlink(tmp.map(n).c_str());
+    remove_bpffs_dirs(tmp);
+  }
+  process_steps.push_back({"one netfault object load (open, maps, BTF, verify both), median of 3", spread(loads).median});
+  process_steps.push_back({"  of which the verifier on fl_egress (" + fmt(spread(ieg).median, 0) + " insns processed)",
+                           spread(veg).median});
+  process_steps.push_back({"  of which the verifier on fl_ingress (" + fmt(spread(iin).median, 0) + " insns processed)",
+                           spread(vin).median});
+  std::vector<double> spawn_true, spawn_status, spawn_help;
+  for (int i = 0; i < 5; ++i) {
+    Child h = spawn({o.faultctl, "--help"}, Out::Null, true);
+    wait_child(h);
+    spawn_help.push_back(ms_since(h.exec_ns));
+    Child c = spawn({"/bin/true"}, Out::Null, true);
+    wait_child(c);
+    spawn_true.push_back(ms_since(c.exec_ns));
+    Child s = spawn({o.faultctl, "status"}, Out::Null, true);
+    wait_child(s);
+    spawn_status.push_back(ms_since(s.exec_ns));
+  }
+  process_steps.push_back({"exec -> exit of /bin/true, median of 5", spread(spawn_true).median});
+  process_steps.push_back({"exec -> exit of `faultctl --help` (process start only), median of 5", spread(spawn_help).median});
+  process_steps.push_back({"exec -> exit of `faultctl status` (nothing installed), median of 5", spread(spawn_status).median});
+  return cold;
+}
+
+void print_steps(const std::string& title, const std::vector<Step>& steps, bool sum) {
+  std::cout << title << "\n";
+  auto line = [](const std::string& name, double ms) {
+    std::cout << "  " << name << std::string(name.size() < 72 ? 72 - name.size() : 1, ' ') << fmt(ms, 2) << " ms\n";
+  };
+  double total = 0;
+  for (const auto& s : steps) {
+    line(s.name, s.ms);
+    total += s.ms;
+  }
+  if (sum) line("sum", total);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Opts o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--client-ns") o.client_ns = next();
+    else if (a == "--server-ns") o.server_ns = next();
+    else if (a == "--server-ip") o.server_ip = next();
+    else if (a == "--non-peer") o.non_peer = next();
+    else if (a == "--faultctl") o.faultctl = next();
+    else if (a == "--summary") o.summary = next();
+    else if (a == "--trials") o.trials = std::max(3, std::atoi(next().c_str()));
+    else if (a == "--port") o.port = std::atoi(next().c_str());
+    else if (a == "--no-breakdown") o.breakdown = false;
+    else {
+      std::cerr << "usage: fl_bench_apply --client-ns A --server-ns B --faultctl PATH [--server-ip IP] [--non-peer IP]\n"
+                   "       [--trials N>=3] [--port N] [--no-breakdown] [--summary FILE]\n"
+                   "FAULTLINE_BPFFS_ROOT must name a private state for the faultctl runs.\n";
+      return 2;
+    }
+  }
+  const char* root_env = std::getenv("FAULTLINE_BPFFS_ROOT");
+  if (o.client_ns.empty() || o.server_ns.empty() || o.faultctl.empty() || root_env == nullptr || *root_env == '\0') {
+    std::cerr << "fl_bench_apply: --client-ns, --server-ns, --faultctl and FAULTLINE_BPFFS_ROOT are required\n";
+    return 2;
+  }
+  const std::string root = root_env;
+  libbpf_set_print(nullptr);
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
+  signal(SIGPIPE, SIG_IGN);
+
+  std::vector<Step> cold_steps, warm_steps, abort_steps, process_steps;
+  if (o.breakdown) cold_steps = breakdown(o, root + "-breakdown", warm_steps, abort_steps, process_steps);
+
+  g_send.reset(new std::atomic<uint64_t>[kMaxSeq]());
+  g_recv.reset(new std::atomic<uint64_t>[kMaxSeq]());
+  std::atomic<int> rready{0}, sready{0};
+  std::thread rx(receiver, std::cref(o), &rready);
+  while (rready.load() == 0) sleep_ms(1);
+  std::thread tx(sender, std::cref(o), &sready);
+  while (sready.load() == 0) sleep_ms(1);
+  if (rready.load() < 0 || sready.load() < 0) {
+    std::cerr << "fl_bench_apply: cannot set up the sender/receiver in the namespaces\n";
+    g_stop.store(true);
+    tx.join();
+    rx.join();
+    return 1;
+  }
+  sleep_ms(300);
+
+  std::vector<Trial> cold, warm;
+  std::cout << "apply/revert: UDP datagram every 0.1 ms " << o.client_ns << " -> " << o.server_ns << " " << o.server_ip
+            << ":" << o.port << ", partition on " << o.server_ip << "; " << o.trials << " cold and " << o.trials
+            << " warm trials, alternating\n";
+  int failures = 0;
+  for (int i = 0; i < o.trials && failures < o.trials; ++i) {
+    for (int k = 0; k < 2; ++k) {
+      bool is_warm = (i + k) % 2 == 1;
+      if (installed(root)) {  // leftovers from an earlier failure: start clean
+        Child c = spawn({o.faultctl, "abort", "--all"}, Out::Null, true);
+        wait_child(c);
+      }
+      if (is_warm && !start_background(o)) {
+        std::cerr << "fl_bench_apply: the background fault did not apply\n";
+        stop_background();
+        ++failures;
+        continue;
+      }
+      Trial t = trial(o);
+      if (is_warm) stop_background();
+      std::cout << "  trial " << i + 1 << " " << (is_warm ? "warm" : "cold") << ": ";
+      if (t.ok) {
+        std::cout << "apply " << fmt(t.apply_ms, 1) << " ms (send gap " << fmt(t.apply_res_ms, 2) << "), revert "
+                  << fmt(t.revert_ms, 1) << " ms (gap " << fmt(t.revert_res_ms, 2) << "); \"applied\" printed at "
+                  << fmt(t.applied_line_ms, 1) << " ms, abort exited at " << fmt(t.abort_exit_ms, 1)
+                  << " ms; spawn of /bin/true " << fmt(t.spawn_ms, 1) << " ms\n";
+        (is_warm ? warm : cold).push_back(t);
+      } else {
+        std::cout << "failed: " << t.why << "\n";
+        ++failures;
+      }
+    }
+  }
+  g_stop.store(true);
+  tx.join();
+  rx.join();
+
+  auto col = [](const std::vector<Trial>& v, double Trial::*m) {
+    std::vector<double> out;
+    for (const auto& t : v) out.push_back(t.*m);
+    return spread(out);
+  };
+  std::cout << "\n" << "case   n  apply ms (median [min-max])   revert ms              \"applied\" line ms     abort exit ms         spawn /bin/true ms\n";
+  for (auto [name, v] : {std::pair<const char*, std::vector<Trial>*>{"cold", &cold}, {"warm", &warm}}) {
+    std::cout << name << "   " << v->size() << "  " << fmt_spread(col(*v, &Trial::apply_ms), 1)
+              << std::string(29 - std::min<size_t>(28, fmt_spread(col(*v, &Trial::apply_ms), 1).size()), ' ')
+              << fmt_spread(col(*v, &Trial::revert_ms), 1)
+              << std::string(23 - std::min<size_t>(22, fmt_spread(col(*v, &Trial::revert_ms), 1).size()), ' ')
+              << fmt_spread(col(*v, &Trial::applied_line_ms), 1)
+              << std::string(22 - std::min<size_t>(21, fmt_spread(col(*v, &Trial::applied_line_ms), 1).size()), ' ')
+              << fmt_spread(col(*v, &Trial::abort_exit_ms), 1)
+              << std::string(22 - std::min<size_t>(21, fmt_spread(col(*v, &Trial::abort_exit_ms), 1).size()), ' ')
+              << fmt_spread(col(*v, &Trial::spawn_ms), 1) << "\n";
+  }
+  if (o.breakdown && !cold_steps.empty()) {
+    std::cout << "\nwhere the apply time goes (the same library calls in this process, one pass; ms):\n";
+    print_steps("cold apply (nothing installed):", cold_steps, true);
+    print_steps("warm apply (attachment held by another fault; features() already cached here, a new faultctl\n"
+                "process probes again: add the features() line above):", warm_steps, true);
+    print_steps("abort of one fault:", abort_steps, false);
+    print_steps("for scale:", process_steps, false);
+  }
+  auto ratio = [](const std::vector<Trial>& v, double Trial::*m) {
+    std::vector<double> out;
+    for (const auto& t : v) out.push_back(t.*m / t.spawn_ms);
+    return spread(out);
+  };
+  for (auto [name, v] : {std::pair<std::string, std::vector<Trial>*>{"cold", &cold}, {"warm", &warm}}) {
+    Spread a = col(*v, &Trial::apply_ms), r = col(*v, &Trial::revert_ms);
+    append_summary(o.summary, {"3 apply", "apply, " + name + " (faultctl run -> fault in effect)", fmt_spread(a, 1) + " ms",
+                               fmt_spread(ratio(*v, &Trial::apply_ms), 1) + "x spawn", "<= 20 ms",
+                               a.n == 0 ? "FAILED" : verdict(a.median <= 20.0)});
+    append_summary(o.summary, {"3 apply", "revert, " + name + " (faultctl abort -> traffic back)", fmt_spread(r, 1) + " ms",
+                               fmt_spread(ratio(*v, &Trial::revert_ms), 1) + "x spawn", "<= 5 ms",
+                               r.n == 0 ? "FAILED" : verdict(r.median <= 5.0)});
+  }
+  std::vector<Trial> all = cold;
+  all.insert(all.end(), warm.begin(), warm.end());
+  append_summary(o.summary, {"3 apply", "baseline: exec -> exit of /bin/true (spawn)",
+                             fmt_spread(col(all, &Trial::spawn_ms), 1) + " ms", "1.0x", "-", "report"});
+  return failures > o.trials ? 1 : 0;
+}

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Faultline benchmarks (`make bench`): every figure against a baseline measured in
+# the same run, interleaved, median and min-max over the repetitions.
+#
+#   1. fl_bench_progrun  netfault egress per packet (BPF_PROG_TEST_RUN) vs an empty tc program
+#   2. fl_bench_veth     iperf3 TCP / 64-byte UDP over veth, program attached vs not
+#   3. fl_bench_apply    faultctl run / abort to effect, seen by a 10 kHz UDP stream
+#
+# Usage: scripts/bench.sh BUILD_DIR   (root; iperf3 from scripts/install-deps.sh)
+# Everything it creates is private to this run and removed on exit: two network
+# namespaces with a veth pair (198.18.0.0/15 addresses only inside them), bpffs
+# state under /sys/fs/bpf/flbench-<pid>*, the programs and links in it.
+# BENCH_REPS (default 5) sets the repetitions of 1 and 2 and the trials of 3.
+set -euo pipefail
+
+BUILD=${1:?usage: scripts/bench.sh BUILD_DIR}
+REPS=${BENCH_REPS:-5}
+if [ "$(id -u)" -ne 0 ]; then
+  echo "bench: needs root (BPF, network namespaces)" >&2
+  exit 1
+fi
+BUILD=$(cd "$BUILD" && pwd)
+FAULTCTL=$BUILD/faultctl
+for b in "$FAULTCTL" "$BUILD/bench/fl_bench_progrun" "$BUILD/bench/fl_bench_veth" "$BUILD/bench/fl_bench_apply"; do
+  [ -x "$b" ] || { echo "bench: $b is missing; build first (make build, or ninja -C $BUILD)" >&2; exit 1; }
+done
+for tool in iperf3 ip taskset; do
+  command -v "$tool" >/dev/null || { echo "bench: $tool is missing; run scripts/install-deps.sh" >&2; exit 1; }
+done
+if [ "$(cat /proc/sys/kernel/bpf_stats_enabled 2>/dev/null || echo 0)" != 0 ]; then
+  echo "bench: warning: kernel.bpf_stats_enabled=1 inflates the cost of every BPF program" >&2
+fi
+
+ID=$$
+NS_A=flbench-a-$ID
+NS_B=flbench-b-$ID
+ADDR_A=198.18.0.1
+ADDR_B=198.18.0.2
+NON_PEER=198.19.255.254 # in the benchmarking range, never the peer
+PROGRUN_ROOT=/sys/fs/bpf/flbench-$ID
+export FAULTLINE_BPFFS_ROOT=/sys/fs/bpf/flbench-$ID-ctl # faultctl state of this run only
+SUMMARY=$(mktemp /tmp/flbench-summary.XXXXXX)
+CPUS=$(nproc)
+CPU_CLIENT=0
+CPU_SERVER=$((CPUS > 1 ? 1 : 0))
+
+cleanup() {
+  local rc=$?
+  set +e
+  for ns in "$NS_A" "$NS_B"; do
+    if [ -e "/run/netns/$ns" ]; then
+      for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null; done
+    fi
+  done
+  # Ends every fault of this run's state and detaches its programs (only ours:
+  # the state lives under our own FAULTLINE_BPFFS_ROOT).
+  [ -d "$FAULTLINE_BPFFS_ROOT" ] && "$FAULTCTL" abort --all >/dev/null 2>&1
+  for d in "$PROGRUN_ROOT" "$FAULTLINE_BPFFS_ROOT" "$FAULTLINE_BPFFS_ROOT"-breakdown "$FAULTLINE_BPFFS_ROOT"-breakdown-load; do
+    [ -e "$d" ] && rm -rf "$d"
+  done
+  for ns in "$NS_A" "$NS_B"; do
+    [ -e "/run/netns/$ns" ] && ip netns del "$ns"
+  done
+  rm -f "$SUMMARY"
+  exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+echo "== setup: netns $NS_A ($ADDR_A) <-veth-> $NS_B ($ADDR_B); client CPU $CPU_CLIENT, server CPU $CPU_SERVER"
+ip netns add "$NS_A"
+ip netns add "$NS_B"
+ip link add veth0 netns "$NS_A" type veth peer name veth0 netns "$NS_B"
+ip -n "$NS_A" addr add "$ADDR_A/30" dev veth0
+ip -n "$NS_B" addr add "$ADDR_B/30" dev veth0
+for ns in "$NS_A" "$NS_B"; do
+  ip -n "$ns" link set lo up
+  ip -n "$ns" link set veth0 up
+done
+ip netns exec "$NS_A" ping -c 1 -W 2 -q "$ADDR_B" >/dev/null || { echo "bench: veth pair does not pass traffic" >&2; exit 1; }
+
+FAILED=0
+step() {
+  local rc=0
+  "$@" || rc=$?
+  if [ $rc -ne 0 ]; then
+    echo "bench: $(basename "$1") failed (exit $rc)" >&2
+    FAILED=1
+  fi
+}
+
+START=$(date +%s)
+echo
+echo "== 1. netfault egress program per packet (BPF_PROG_TEST_RUN)"
+step taskset -c "$CPU_SERVER" "$BUILD/bench/fl_bench_progrun" --root "$PROGRUN_ROOT" --reps "$REPS" --summary "$SUMMARY"
+
+echo
+echo "== 2. veth throughput, program attached (no matching fault) vs nothing attached"
+step "$BUILD/bench/fl_bench_veth" --client-ns "$NS_A" --server-ns "$NS_B" --server-ip "$ADDR_B" --non-peer "$NON_PEER" \
+  --faultctl "$FAULTCTL" --client-cpu "$CPU_CLIENT" --server-cpu "$CPU_SERVER" --reps "$REPS" --seconds 3 \
+  --summary "$SUMMARY"
+
+echo
+echo "== 3. time to apply and to revert a fault (faultctl run / abort)"
+step "$BUILD/bench/fl_bench_apply" --client-ns "$NS_A" --server-ns "$NS_B" --server-ip "$ADDR_B" --non-peer "$NON_PEER" \
+  --faultctl "$FAULTCTL" --trials "$REPS" --summary "$SUMMARY"
+
+echo
+echo "== summary ($(($(date +%s) - START)) s; $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); ratios within each repetition)"
+{
+  printf 'bench\tcase\tabsolute (median [min-max])\tratio (median [min-max])\ttarget\tresult\n'
+  cat "$SUMMARY"
+} | column -t -s $'\t'
+exit $FAILED
