@@ -44,6 +44,17 @@ bool remove_from(fl_bucket& b, uint32_t slot) {
   return found;
 }
 
+std::string domain_of(const fl_dns_key& k) {
+  std::string name(reinterpret_cast<const char*>(k.name), k.prefixlen / 8 - 1);
+  std::reverse(name.begin(), name.end());
+  return name;
+}
+
+// Whether name a is b or a parent of b. Keys end in '.', so a byte prefix is a label prefix.
+bool name_covers(const fl_dns_key& a, const fl_dns_key& b) {
+  return a.prefixlen <= b.prefixlen && std::memcmp(a.name, b.name, a.prefixlen / 8) == 0;
+}
+
 bool has_owner(const fl_bucket& b, uint32_t key_plen) {
   for (uint8_t i = 0; i < b.n && i < FL_BUCKET_SLOTS; ++i) {
     if (b.plen[i] == key_plen) return true;
@@ -181,6 +192,26 @@ Status FaultTable::add(uint32_t slot, const CompiledFault& f, const fl_meta& met
   }
   for (const auto& p : f.prefixes) {
     if (auto st = insert_prefix(slot, p); !st) return fail(st.error());
+  }
+  // The program does one longest-prefix lookup and each name leads to one fault:
+  // a name inside (or above) another fault's name would hide that fault whenever
+  // the nested one does not apply (direction, resolver, expiry), and queries the
+  // other fault blocks would pass. So overlaps are refused like the same name.
+  if (!f.dns.empty()) {
+    fl_dns_key cur{}, next{};
+    const void* prev = nullptr;
+    while (bpf_map_get_next_key(maps_.dns(), prev, &next) == 0) {
+      uint32_t owner = 0;
+      if (bpf_map_lookup_elem(maps_.dns(), &next, &owner) == 0 && owner != slot) {
+        for (const auto& k : f.dns) {
+          if (name_covers(next, k) || name_covers(k, next))
+            return fail(make_error(EEXIST, "--domains " + domain_of(k) + ": overlaps " + domain_of(next) +
+                                               ", which another active dns fault blocks"));
+        }
+      }
+      cur = next;
+      prev = &cur;
+    }
   }
   for (const auto& k : f.dns) {
     uint32_t v = slot;
