@@ -8,6 +8,7 @@
 #include <set>
 
 #include "selftests/bpf/netfault_fixture.h"
+#include "userspace/faults/netfault_engine.h"
 
 namespace faultline::bpftest {
 namespace {
@@ -249,6 +250,48 @@ TEST_F(FaultKindTest, DnsWithAResolverTargetDropsOnlyQueriesToThatResolver) {
   EXPECT_EQ(egress(dns_query("www.example.com", 53, "192.0.2.53")), Verdict::Redirect);
   EXPECT_EQ(egress(dns_query("www.example.com", 53, "192.0.2.54")), Verdict::Pass)
       << "the same name through another resolver";
+}
+
+// The program does one longest-prefix lookup per query and each name leads to one
+// fault, so a nested name of a second fault would hide the first one whenever the
+// second does not apply (here: it is ingress-only). FaultTable refuses the overlap.
+TEST_F(FaultKindTest, DnsRefusesANameNestedInAnotherFaultsName) {
+  FaultSpec cover = make_spec(FaultKind::Dns);
+  cover.domains = {"example.com"};
+  uint32_t a = add(cover);
+
+  FaultSpec inner = make_spec(FaultKind::Dns);
+  inner.domains = {"www.example.com"};
+  inner.dir_mask = FL_DIR_INGRESS;
+  CompiledFault c = compile_fault(inner, netns_ino(), 0, 0);
+  c.entry.expires_ns = boottime_ns() + 30'000'000'000ULL;
+  auto slot = table().allocate_slot();
+  ASSERT_TRUE(slot.ok());
+  Status st = table().add(*slot, c, fl_meta{});
+  ASSERT_FALSE(st.ok()) << "www.example.com inside another fault's example.com must be refused";
+  EXPECT_EQ(st.error().err, EEXIST) << st.error().describe();
+  EXPECT_FALSE(table().exists(*slot)) << "a refused fault leaves no slot behind";
+
+  FaultSpec above = make_spec(FaultKind::Dns);
+  above.domains = {"com"};
+  CompiledFault c2 = compile_fault(above, netns_ino(), 0, 0);
+  c2.entry.expires_ns = c.entry.expires_ns;
+  EXPECT_FALSE(table().add(*slot, c2, fl_meta{}).ok()) << "com above another fault's example.com";
+
+  FaultSpec beside = make_spec(FaultKind::Dns);
+  beside.domains = {"badexample.com", "example.org"};
+  uint32_t b = add(beside);
+  EXPECT_NE(b, UINT32_MAX) << "names that merely share letters do not overlap";
+  EXPECT_EQ(count_keys(maps().dns(), sizeof(fl_dns_key)), 3u);
+
+  EXPECT_EQ(egress(dns_query("www.example.com")), Verdict::Redirect) << "example.com still covers www.example.com";
+  EXPECT_EQ(stats(a).dropped, 1u);
+  EXPECT_EQ(egress(dns_query("badexample.com")), Verdict::Redirect);
+  EXPECT_EQ(stats(b).dropped, 1u);
+
+  FaultSpec own = make_spec(FaultKind::Dns);
+  own.domains = {"test", "www.test"};  // nesting inside one fault hides nothing
+  EXPECT_NE(add(own), UINT32_MAX);
 }
 
 TEST_F(FaultKindTest, IngressDnsDropsQueriesArrivingAtALocalServer) {
