@@ -437,7 +437,15 @@ TEST_F(FaultKindTest, BandwidthAdvancesTheEdtClockByLengthOverRate) {
   EXPECT_GE(first.ctx_out.tstamp, before) << "an idle link sends the first packet now";
   EXPECT_LE(first.ctx_out.tstamp, after);
 
-  uint64_t prev = first.ctx_out.tstamp, prev_cost = cost(small);
+  // A departure time set later than the link is free is kept. From then on every
+  // packet carries that same early timestamp, so each departs exactly when the one
+  // before it is done, however long the test thread sleeps between runs (< 1 s).
+  ctx.tstamp = monotonic_ns() + 1'000'000'000ULL;
+  RunResult second = run(egress_fd(), small, &ctx);
+  ASSERT_EQ(second.err, 0);
+  EXPECT_EQ(second.ctx_out.tstamp, ctx.tstamp) << "the link is free before the packet's own departure time";
+
+  uint64_t prev = second.ctx_out.tstamp, prev_cost = cost(small);
   for (int i = 0; i < 10; ++i) {
     const Packet& p = i % 2 == 0 ? big : small;
     RunResult r = run(egress_fd(), p, &ctx);
@@ -448,7 +456,7 @@ TEST_F(FaultKindTest, BandwidthAdvancesTheEdtClockByLengthOverRate) {
     prev = r.ctx_out.tstamp;
     prev_cost = cost(p);
   }
-  EXPECT_EQ(stats(slot).delayed, 11u);
+  EXPECT_EQ(stats(slot).delayed, 12u);
   EXPECT_EQ(stats(slot).dropped, 0u);
 }
 
