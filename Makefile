@@ -22,6 +22,12 @@ build: deps $(BUILD)/build.ninja
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j 1
 
+# A second kernel: Debian's stock cloud kernel under qemu (TCG), booted with BPF LSM
+# active and once more without it; scripts/vmtest.sh says what runs there.
+vmtest: build
+	@scripts/install-deps.sh vmtest
+	@scripts/vmtest.sh $(BUILD)
+
 demo: build
 	@scripts/demo.sh $(BUILD)/faultctl
 

@@ -55,16 +55,28 @@ struct {
 	__type(value, struct fl_flow);
 } fl_flows SEC(".maps");
 
-static __always_inline struct fl_sa_policy *policy(void)
+/* Set by the loader before load: whether cgroup_skb programs may call the task
+ * helpers (bpf_get_current_pid_tgid, bpf_get_current_comm). Kernel 6.1 refuses
+ * them there; the verifier skips the branches this constant rules out. */
+const volatile __u32 fl_skb_task_helpers = 1;
+
+static __always_inline struct fl_sa_policy *policy_in(int from_skb)
 {
 	__u32 zero = 0;
 	struct fl_sa_policy *p = bpf_map_lookup_elem(&fl_sa_policy, &zero);
 
 	if (!p || !p->armed || bpf_ktime_get_boot_ns() >= p->expires_ns)
 		return NULL;
+	if (from_skb && !fl_skb_task_helpers)
+		return p; /* no process filter on packets there: the cgroup is the scope */
 	if (p->target_tgid && (bpf_get_current_pid_tgid() >> 32) != p->target_tgid)
 		return NULL;
 	return p;
+}
+
+static __always_inline struct fl_sa_policy *policy(void)
+{
+	return policy_in(0);
 }
 
 static __always_inline struct fl_sa_stats *stats(void)
@@ -79,8 +91,8 @@ static __always_inline int chance(__u32 prob)
 	return prob == 0xFFFFFFFFU || bpf_get_prandom_u32() < prob;
 }
 
-static __always_inline void emit(__u8 op, __u8 verdict, __u16 rule, const struct fl_addr *a,
-				 __u16 port, __u8 proto, __u64 bytes)
+static __always_inline void emit_in(int from_skb, __u8 op, __u8 verdict, __u16 rule,
+				    const struct fl_addr *a, __u16 port, __u8 proto, __u64 bytes)
 {
 	struct fl_sa_event *e = bpf_ringbuf_reserve(&fl_sa_events, sizeof(*e), 0);
 	struct fl_sa_stats *st;
@@ -93,7 +105,7 @@ static __always_inline void emit(__u8 op, __u8 verdict, __u16 rule, const struct
 	}
 	e->ts_ns = bpf_ktime_get_boot_ns();
 	e->bytes = bytes;
-	e->pid = bpf_get_current_pid_tgid() >> 32;
+	e->pid = from_skb && !fl_skb_task_helpers ? 0 : bpf_get_current_pid_tgid() >> 32;
 	e->rule = rule;
 	e->port = port;
 	e->op = op;
@@ -104,8 +116,17 @@ static __always_inline void emit(__u8 op, __u8 verdict, __u16 rule, const struct
 		e->addr = *a;
 	else
 		__builtin_memset(&e->addr, 0, sizeof(e->addr));
-	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	if (from_skb && !fl_skb_task_helpers)
+		__builtin_memset(e->comm, 0, sizeof(e->comm));
+	else
+		bpf_get_current_comm(e->comm, sizeof(e->comm));
 	bpf_ringbuf_submit(e, 0);
+}
+
+static __always_inline void emit(__u8 op, __u8 verdict, __u16 rule, const struct fl_addr *a,
+				 __u16 port, __u8 proto, __u64 bytes)
+{
+	emit_in(0, op, verdict, rule, a, port, proto, bytes);
 }
 
 /* The first rule in the bucket whose port range and protocol match. */
@@ -343,7 +364,7 @@ static __always_inline int flow_of(struct __sk_buff *skb, int egress, struct fl_
 SEC("cgroup_skb/egress")
 int fl_skb_egress(struct __sk_buff *skb)
 {
-	struct fl_sa_policy *p = policy();
+	struct fl_sa_policy *p = policy_in(1);
 	struct fl_flow_key k;
 	struct fl_flow *f;
 
@@ -370,7 +391,7 @@ int fl_skb_egress(struct __sk_buff *skb)
 				st->exfil_dropped++;
 			/* One event when the cap is first crossed. */
 			if (!__sync_lock_test_and_set(&f->capped, 1))
-				emit(FL_OP_EGRESS, FL_V_EXFIL, FL_SA_RULE_DEFAULT, &k.addr, k.port, k.proto,
+				emit_in(1, FL_OP_EGRESS, FL_V_EXFIL, FL_SA_RULE_DEFAULT, &k.addr, k.port, k.proto,
 				     f->bytes_out);
 			return 0;
 		}
@@ -386,7 +407,7 @@ int fl_skb_ingress(struct __sk_buff *skb)
 	struct fl_flow_key k;
 	struct fl_flow *f;
 
-	if (!policy() || flow_of(skb, 0, &k))
+	if (!policy_in(1) || flow_of(skb, 0, &k))
 		return 1;
 	f = bpf_map_lookup_elem(&fl_flows, &k);
 	if (!f)

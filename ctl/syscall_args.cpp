@@ -48,7 +48,8 @@ Result<SyscallFaultSpec> parse_syscall_args(const std::vector<std::string>& args
       ("duration", "how long (required, at most 1h)", cxxopts::value<std::string>())
       ("cgroup", "scope: an existing cgroup v2", cxxopts::value<std::string>())
       ("pid", "scope: one process", cxxopts::value<std::string>())
-      ("include-loader", "seccomp: also fail the dynamic loader's library opens")
+      ("include-loader", "seccomp, lsm: also fail the dynamic loader's library opens")
+      ("via", "force a mechanism: cgroup, lsm or seccomp (default: the best available)", cxxopts::value<std::string>())
       ("dry-run", "print the mechanism; change nothing")
       ("json", "JSON lines")
       ("h,help", "help");
@@ -95,6 +96,11 @@ Result<SyscallFaultSpec> parse_syscall_args(const std::vector<std::string>& args
     s.pid = std::stoi(p);
   }
   s.include_loader = r->count("include-loader") > 0;
+  if (r->count("via")) {
+    s.via = (*r)["via"].as<std::string>();
+    if (s.via != "cgroup" && s.via != "lsm" && s.via != "seccomp")
+      return bad("--via " + s.via + ": one of cgroup, lsm, seccomp");
+  }
   s.dry_run = r->count("dry-run") > 0;
   s.json = r->count("json") > 0;
   return s;

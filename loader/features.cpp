@@ -19,6 +19,7 @@
 #include "loader/fd.h"
 #include "loader/result.h"
 #include "loader/rtnetlink.h"
+#include "loader/syscall_override_object.h"
 
 namespace faultline {
 namespace {
@@ -207,7 +208,10 @@ Probe probe_kprobe_override() {
     return {false, "no kprobe PMU (CONFIG_KPROBES unset)"};
   auto l = load(BPF_PROG_TYPE_KPROBE, call_helper(kHelperOverrideReturn));
   if (!l.fd) return {false, why(l, "a kprobe calling bpf_override_return") + " (CONFIG_BPF_KPROBE_OVERRIDE unset)"};
-  return {true, "a kprobe calling bpf_override_return loaded"};
+  // The helper exists: check that our real program (syscall_override.bpf.c) passes the verifier too.
+  auto obj = SyscallOverrideObject::load();
+  if (!obj) return {false, "the helper loads, but " + obj.error().describe()};
+  return {true, "a kprobe calling bpf_override_return loaded, and so did syscall_override.bpf.c"};
 }
 
 Probe probe_ringbuf() {
@@ -318,13 +322,19 @@ std::vector<Capability> capabilities(const Features& f) {
     caps.push_back(c);
   }
   {
-    // The LSM and kprobe rungs are probed but their programs are not built yet,
-    // so they are never chosen; the probe still says what the kernel offers.
+    // The kprobe override program is built and probed, but no kernel in the test
+    // matrix can run it (docs/kernel-support.md), so it is never chosen yet.
     Capability c{"any-syscall errno", {"kprobe override", "BPF LSM", "seccomp user-notify (wrapped command)"}, "", ""};
-    std::string lsm = f.bpf_lsm.available ? "BPF LSM available but its programs are not built yet" : "BPF LSM: " + f.bpf_lsm.detail;
-    std::string kp = f.kprobe_override.available ? "kprobe override available but not built yet"
-                                                 : "kprobe override: " + f.kprobe_override.detail;
-    if (f.seccomp_notify.available) {
+    std::string lsm = "BPF LSM: " + f.bpf_lsm.detail;
+    std::string kp = f.kprobe_override.available
+                         ? "kprobe override: the kernel has it, but the rung is not wired (no kernel to validate it on)"
+                         : "kprobe override: " + f.kprobe_override.detail;
+    if (f.bpf_lsm.available) {
+      c.chosen = c.ladder[1];
+      c.why = kp + "; " + lsm +
+              "; serves open, exec, connect, read, write and unlink for a pid, a cgroup or a command; other syscalls "
+              "fall back to seccomp user-notify for a wrapped command";
+    } else if (f.seccomp_notify.available) {
       c.chosen = c.ladder[2];
       c.why = kp + "; " + lsm + "; works only for a command faultctl starts";
     } else {

@@ -11,6 +11,11 @@ Result<SockaddrObject> SockaddrObject::load() {
   fl_sockaddr* skel = fl_sockaddr__open();
   if (skel == nullptr) return errno_error("cannot open the sockaddr BPF object");
   SockaddrObject obj(skel);
+  // Kernels before the task helpers reached cgroup_skb (6.1 among them) load the
+  // packet programs without their process filter.
+  skel->rodata->fl_skb_task_helpers =
+      libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SKB, BPF_FUNC_get_current_pid_tgid, nullptr) == 1 &&
+      libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SKB, BPF_FUNC_get_current_comm, nullptr) == 1;
   if (int err = fl_sockaddr__load(skel); err != 0)
     return make_error(err, "cannot load the sockaddr BPF programs (set FAULTLINE_LIBBPF_LOG=1 for the verifier log)");
   return obj;

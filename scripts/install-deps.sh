@@ -10,6 +10,10 @@ packages=(
   # run and test
   iproute2 iputils-ping iperf3 curl
 )
+# `install-deps.sh vmtest` (make vmtest): also qemu and what the guest's initramfs is made of.
+if [ "${1:-}" = vmtest ]; then
+  packages+=(qemu-system-x86 busybox-static cpio kmod lz4 xz-utils)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

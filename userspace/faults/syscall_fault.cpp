@@ -1,5 +1,6 @@
-// Syscall errno injection: cgroup socket hooks where they serve, else seccomp
-// user notification for a wrapped command. Each run says which it used and why.
+// Syscall errno injection: cgroup socket hooks where they serve, then BPF LSM
+// hooks, else seccomp user notification for a wrapped command. Each run says
+// which it used and why.
 #include "userspace/faults/syscall_fault.h"
 
 #include <bpf/bpf.h>
@@ -9,6 +10,7 @@
 #include <seccomp.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,6 +24,7 @@
 #include "faultline/sockaddr_abi.h"
 #include "loader/features.h"
 #include "loader/sockaddr_object.h"
+#include "loader/syscall_lsm_object.h"
 #include "userspace/faults/errno_names.h"
 #include "userspace/faults/netfault_engine.h"
 #include "userspace/faults/units.h"
@@ -200,6 +203,216 @@ int run_cgroup(const SyscallFaultSpec& spec, std::ostream& out, std::ostream& er
   return code;
 }
 
+// The LSM rung's operations: each syscall name maps to the one hook that sees it.
+struct LsmOp {
+  const char* syscall;
+  fl_sc_op op;
+  const char* hook;
+};
+constexpr LsmOp kLsmOps[] = {
+    {"open", FL_SC_OPEN, "file_open"},         {"openat", FL_SC_OPEN, "file_open"},
+    {"openat2", FL_SC_OPEN, "file_open"},      {"creat", FL_SC_OPEN, "file_open"},
+    {"execve", FL_SC_EXEC, "bprm_check_security"}, {"execveat", FL_SC_EXEC, "bprm_check_security"},
+    {"connect", FL_SC_CONNECT, "socket_connect"}, {"read", FL_SC_READ, "file_permission"},
+    {"readv", FL_SC_READ, "file_permission"},  {"pread64", FL_SC_READ, "file_permission"},
+    {"preadv", FL_SC_READ, "file_permission"}, {"preadv2", FL_SC_READ, "file_permission"},
+    {"write", FL_SC_WRITE, "file_permission"}, {"writev", FL_SC_WRITE, "file_permission"},
+    {"pwrite64", FL_SC_WRITE, "file_permission"}, {"pwritev", FL_SC_WRITE, "file_permission"},
+    {"pwritev2", FL_SC_WRITE, "file_permission"}, {"unlink", FL_SC_UNLINK, "inode_unlink"},
+    {"unlinkat", FL_SC_UNLINK, "inode_unlink"},
+};
+
+struct LsmCoverage {
+  uint32_t ops = 0;
+  std::string hooks;    // "file_open, file_permission"
+  std::string missing;  // syscalls no hook serves
+};
+
+LsmCoverage lsm_coverage(const std::vector<std::string>& syscalls) {
+  LsmCoverage c;
+  for (const auto& s : syscalls) {
+    const LsmOp* hit = nullptr;
+    for (const auto& o : kLsmOps) {
+      if (s == o.syscall) hit = &o;
+    }
+    if (hit == nullptr) {
+      c.missing += (c.missing.empty() ? "" : ",") + s;
+      continue;
+    }
+    if (c.hooks.find(hit->hook) == std::string::npos) c.hooks += (c.hooks.empty() ? "" : ", ") + std::string(hit->hook);
+    c.ops |= FL_SC_BIT(hit->op);
+  }
+  return c;
+}
+
+// Depth of a cgroup below the cgroup2 root, for bpf_get_current_ancestor_cgroup_id.
+uint32_t cgroup_level(const std::string& full_path) {
+  std::string rel = full_path.substr(std::min(full_path.size(), features().cgroup_v2_mount.size()));
+  uint32_t level = 0;
+  bool in_name = false;
+  for (char ch : rel) {
+    if (ch == '/') in_name = false;
+    else if (!in_name) in_name = true, ++level;
+  }
+  return level;
+}
+
+int run_lsm(const SyscallFaultSpec& spec, std::ostream& out, std::ostream& err) {
+  const LsmCoverage cov = lsm_coverage(spec.syscalls);
+  const bool wrapped = !spec.command.empty();
+  std::ostream& info = wrapped ? err : out;  // the command owns our stdout
+  fl_sc_policy pol{};
+  std::optional<ScopedCgroup> fresh;
+  std::string scope;
+  if (wrapped) {
+    auto cg = ScopedCgroup::create("faultline-syscall-" + std::to_string(::getpid()));
+    if (!cg) {
+      err << "faultctl run syscall: " << cg.error().describe() << "\n";
+      return 1;
+    }
+    fresh.emplace(std::move(*cg));
+    struct stat st {};
+    if (::fstat(fresh->fd(), &st) != 0) {
+      err << "faultctl run syscall: cannot stat " << fresh->path() << ": " << strerror(errno) << "\n";
+      return 1;
+    }
+    pol.cgroup_id = st.st_ino;  // a cgroup's id is its directory's inode number
+    pol.cgroup_level = cgroup_level(fresh->path());
+    scope = "command " + spec.command[0];
+  } else if (spec.pid != 0) {
+    if (::kill(spec.pid, 0) != 0 && errno == ESRCH) {
+      err << "faultctl run syscall: --pid " << spec.pid << ": no such process\n";
+      return 2;
+    }
+    pol.target_tgid = static_cast<uint32_t>(spec.pid);
+    scope = "pid " + std::to_string(spec.pid);
+  } else {
+    std::string full;
+    auto fd = open_cgroup(spec.cgroup, &full);
+    if (!fd) {
+      err << "faultctl run syscall: " << fd.error().describe() << "\n";
+      return 2;
+    }
+    struct stat st {};
+    if (::fstat(fd->get(), &st) != 0) {
+      err << "faultctl run syscall: cannot stat " << full << ": " << strerror(errno) << "\n";
+      return 2;
+    }
+    pol.cgroup_id = st.st_ino;
+    pol.cgroup_level = cgroup_level(full);
+    scope = "cgroup " + spec.cgroup;
+  }
+  auto obj = SyscallLsmObject::load();
+  if (!obj) {
+    err << "faultctl run syscall: " << obj.error().describe() << "\n";
+    return 1;
+  }
+  pol.armed = 1;
+  pol.expires_ns = boottime_ns() + spec.duration_ns;  // the in-kernel deadman
+  pol.prob = percent_to_prob(spec.percent);
+  pol.err = static_cast<uint32_t>(spec.err);
+  pol.flags = spec.include_loader ? 0 : FL_SC_SKIP_LOADER;
+  // A wrapped command's own execve is how it starts, not a call it makes: exec
+  // faults are armed once it runs (below).
+  pol.ops = wrapped ? cov.ops & ~FL_SC_BIT(FL_SC_EXEC) : cov.ops;
+  if (auto st = obj->set_policy(pol); !st) {
+    err << "faultctl run syscall: " << st.error().describe() << "\n";
+    return 1;
+  }
+  if (auto st = obj->attach(cov.ops); !st) {
+    err << "faultctl run syscall: " << st.error().describe() << "\n";
+    return 1;
+  }
+  SignalScope signals;
+  pid_t child = -1;
+  if (wrapped) {
+    // The write end is close-on-exec in the child: EOF on the read end means
+    // the command has been exec'd (or has died trying).
+    int execd[2];
+    if (::pipe2(execd, O_CLOEXEC) != 0) {
+      err << "faultctl run syscall: pipe: " << strerror(errno) << "\n";
+      return 1;
+    }
+    int go = -1;
+    const int execd_read = execd[0];
+    auto c = spawn(spec.command, go, [execd_read] {
+      ::close(execd_read);
+      return true;
+    });
+    ::close(execd[1]);
+    if (!c) {
+      ::close(execd[0]);
+      err << "faultctl run syscall: " << c.error().describe() << "\n";
+      return 1;
+    }
+    child = *c;
+    if (auto st = fresh->join(child); !st) {
+      ::close(execd[0]);
+      ::kill(child, SIGKILL);
+      ::waitpid(child, nullptr, 0);
+      err << "faultctl run syscall: " << st.error().describe() << "\n";
+      return 1;
+    }
+    ::write(go, "g", 1);
+    ::close(go);
+    char c2;
+    while (::read(execd[0], &c2, 1) < 0 && errno == EINTR) {
+    }
+    ::close(execd[0]);
+    if (pol.ops != cov.ops) {
+      pol.ops = cov.ops;
+      if (auto st = obj->set_policy(pol); !st) err << "faultctl run syscall: " << st.error().describe() << "\n";
+    }
+  }
+  if (spec.json) {
+    out << nlohmann::json{{"event", "started"}, {"mechanism", "lsm"}, {"scope", scope}, {"hooks", cov.hooks}}.dump()
+        << std::endl;
+  } else {
+    info << "syscall fault: " << errno_name(spec.err) << " on";
+    for (const auto& s : spec.syscalls) info << " " << s;
+    info << " at " << spec.percent << "% for " << format_duration(spec.duration_ns) << ", " << scope << " (BPF LSM: "
+         << cov.hooks << ")" << std::endl;
+  }
+  int status = 0, code = 0;
+  bool child_done = child < 0;
+  const uint64_t end = pol.expires_ns;
+  while (true) {
+    if (!child_done && ::waitpid(child, &status, WNOHANG) == child) {
+      child_done = true;
+      code = exit_code_of(status);
+    }
+    bool expired = boottime_ns() >= end;
+    if (child_done && (expired || child >= 0)) break;
+    if (child < 0 && expired) break;
+    if (int sig = g_signal.load(); sig != 0) {
+      if (child >= 0 && !child_done) {
+        ::kill(child, sig);
+        g_signal.store(0);
+        continue;
+      }
+      code = 1;
+      break;
+    }
+    ::usleep(50'000);
+  }
+  uint64_t injected = 0, seen = 0;
+  if (auto st = obj->stats()) {
+    for (int i = 0; i < FL_SC_OP_MAX; ++i) {
+      injected += st->injected[i];
+      seen += st->seen[i];
+    }
+  }
+  obj->detach();
+  if (spec.json) {
+    out << nlohmann::json{{"event", "ended"}, {"injected", injected}, {"seen", seen}, {"exit_code", code}}.dump()
+        << std::endl;
+  } else {
+    info << "syscall fault ended: " << injected << " calls failed with " << errno_name(spec.err) << ", "
+         << seen - injected << " passed" << (wrapped ? "; command exited " + std::to_string(code) : "") << std::endl;
+  }
+  return code;
+}
+
 // The dynamic loader's own opens (the ld.so cache, shared libraries): failing
 // them stops the program before its main(), which tests nothing the operator
 // cares about. They pass unless --include-loader.
@@ -373,12 +586,34 @@ Result<SyscallPlan> plan_syscall_fault(const SyscallFaultSpec& spec) {
   std::string cgroup_why = f.set_retval.available && f.cgroup_v2.available
                                ? std::string("cgroup socket hooks with bpf_set_retval")
                                : "cgroup socket hooks unavailable: " + (f.set_retval.available ? f.cgroup_v2.detail : f.set_retval.detail);
+  const LsmCoverage lsm = lsm_coverage(spec.syscalls);
+  const bool lsm_serves = f.bpf_lsm.available && lsm.missing.empty() && (spec.command.empty() || f.cgroup_v2.available);
+  const std::string lsm_why = "BPF LSM hooks (" + lsm.hooks + "); " + f.lsm_listed.detail;
+  if (spec.via == "cgroup") {
+    if (!all_socket) return make_error(ENOTSUP, "--via cgroup serves only connect, socket, sendmsg, sendto and bind");
+    if (!f.set_retval.available || !f.cgroup_v2.available) return make_error(ENOTSUP, "--via cgroup: " + cgroup_why);
+    return SyscallPlan{SyscallMechanism::CgroupSockAddr, cgroup_why};
+  }
+  if (spec.via == "lsm") {
+    if (!f.bpf_lsm.available) return make_error(ENOTSUP, "--via lsm: " + f.bpf_lsm.detail);
+    if (!lsm.missing.empty()) return make_error(ENOTSUP, "--via lsm: BPF LSM has no hook for " + lsm.missing);
+    if (!lsm_serves) return make_error(ENOTSUP, "--via lsm: a command needs a cgroup v2: " + f.cgroup_v2.detail);
+    return SyscallPlan{SyscallMechanism::BpfLsm, lsm_why};
+  }
+  if (spec.via == "seccomp") {
+    if (spec.command.empty()) return make_error(ENOTSUP, "--via seccomp needs a command to wrap (-- COMMAND ARGS)");
+    if (!f.seccomp_notify.available) return make_error(ENOTSUP, "--via seccomp: " + f.seccomp_notify.detail);
+    return SyscallPlan{SyscallMechanism::SeccompNotify, "seccomp user notification for the wrapped command (forced)"};
+  }
   if (all_socket && f.set_retval.available && f.cgroup_v2.available)
     return SyscallPlan{SyscallMechanism::CgroupSockAddr, cgroup_why};
-  // Not built yet on any kernel: say so next to what the kernel itself offers.
-  std::string ladder = "BPF LSM: " + (f.bpf_lsm.available ? std::string("available, but the LSM path is not built yet") : f.bpf_lsm.detail) +
+  if (lsm_serves) return SyscallPlan{SyscallMechanism::BpfLsm, lsm_why};
+  // The kprobe rung is built but not wired: no kernel we test on can run it.
+  std::string ladder = "BPF LSM: " + (!f.bpf_lsm.available ? f.bpf_lsm.detail
+                                      : !lsm.missing.empty() ? "no hook for " + lsm.missing
+                                                             : "a command needs a cgroup v2: " + f.cgroup_v2.detail) +
                        "; kprobe override: " +
-                       (f.kprobe_override.available ? std::string("available, but the kprobe path is not built yet") : f.kprobe_override.detail);
+                       (f.kprobe_override.available ? std::string("available, but that rung is not wired yet") : f.kprobe_override.detail);
   if (!spec.command.empty()) {
     if (!f.seccomp_notify.available)
       return make_error(ENOTSUP, "no mechanism can fail these syscalls here: " + ladder + "; seccomp user notification: " + f.seccomp_notify.detail);
@@ -392,7 +627,11 @@ Result<SyscallPlan> plan_syscall_fault(const SyscallFaultSpec& spec) {
   return make_error(ENOTSUP, "cannot fail " + which + " for " + (spec.pid ? "--pid" : "--cgroup") +
                                  " on this kernel (" + ladder +
                                  "). What works here: the socket syscalls (connect, socket, sendmsg, sendto, bind) for a "
-                                 "pid or cgroup, or any syscall for a command you wrap: faultctl run syscall ... -- COMMAND");
+                                 "pid or cgroup" +
+                                 (f.bpf_lsm.available ? std::string(", open/openat/creat, execve, read/write (and their "
+                                                                    "v/p variants) and unlink/unlinkat through BPF LSM")
+                                                      : std::string()) +
+                                 ", or any syscall for a command you wrap: faultctl run syscall ... -- COMMAND");
 }
 
 int run_syscall_fault(const SyscallFaultSpec& spec, std::ostream& out, std::ostream& err) {
@@ -402,11 +641,22 @@ int run_syscall_fault(const SyscallFaultSpec& spec, std::ostream& out, std::ostr
     return 1;
   }
   if (spec.dry_run) {
-    if (spec.json) out << nlohmann::json{{"dry_run", true}, {"mechanism", plan->mechanism == SyscallMechanism::CgroupSockAddr ? "cgroup" : "seccomp"}, {"why", plan->why}}.dump() << "\n";
+    const char* name = plan->mechanism == SyscallMechanism::CgroupSockAddr ? "cgroup"
+                       : plan->mechanism == SyscallMechanism::BpfLsm       ? "lsm"
+                                                                           : "seccomp";
+    if (spec.json) out << nlohmann::json{{"dry_run", true}, {"mechanism", name}, {"why", plan->why}}.dump() << "\n";
     else out << "dry run: would use " << plan->why << "\nnothing was changed.\n";
     return 0;
   }
-  return plan->mechanism == SyscallMechanism::CgroupSockAddr ? run_cgroup(spec, out, err) : run_seccomp(spec, out, err);
+  switch (plan->mechanism) {
+    case SyscallMechanism::CgroupSockAddr:
+      return run_cgroup(spec, out, err);
+    case SyscallMechanism::BpfLsm:
+      return run_lsm(spec, out, err);
+    case SyscallMechanism::SeccompNotify:
+      break;
+  }
+  return run_seccomp(spec, out, err);
 }
 
 }  // namespace faultline

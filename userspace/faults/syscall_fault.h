@@ -13,6 +13,7 @@ namespace faultline {
 
 enum class SyscallMechanism {
   CgroupSockAddr,  // cgroup connect/sendmsg/bind/sock_create + bpf_set_retval
+  BpfLsm,          // BPF LSM hooks (open, exec, connect, read/write, unlink), any scope
   SeccompNotify,   // seccomp user notification, for a wrapped command
 };
 
@@ -24,7 +25,8 @@ struct SyscallFaultSpec {
   std::string cgroup;                 // scope: an existing cgroup v2
   int pid = 0;                        // scope: one process (its cgroup + a pid filter)
   std::vector<std::string> command;   // scope: a command we start
-  bool include_loader = false;        // seccomp: also fail the dynamic loader's library opens
+  bool include_loader = false;        // seccomp, LSM: also fail the dynamic loader's library opens
+  std::string via;                    // force a rung: "cgroup", "lsm" or "seccomp"; "" = the best one
   bool dry_run = false;
   bool json = false;
 };

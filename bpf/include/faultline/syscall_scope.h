@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* The policy, scope test and counters both syscall fault programs share
+ * (syscall_lsm.bpf.c and syscall_override.bpf.c). Include after vmlinux.h. */
+#ifndef FAULTLINE_SYSCALL_SCOPE_H
+#define FAULTLINE_SYSCALL_SCOPE_H
+
+#include "faultline/syscall_abi.h"
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fl_sc_policy);
+} fl_sc_policy SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fl_sc_stats);
+} fl_sc_stats SEC(".maps");
+
+/* The policy if the current task is in its scope for op and the fault has not
+ * expired, else NULL. Cheap tests first: some hooks fire on every read(). */
+static __always_inline struct fl_sc_policy *fl_sc_in_scope(__u32 op)
+{
+	__u32 zero = 0;
+	struct fl_sc_policy *p = bpf_map_lookup_elem(&fl_sc_policy, &zero);
+
+	if (!p || !p->armed || !(p->ops & FL_SC_BIT(op)))
+		return NULL;
+	if (p->target_tgid && (bpf_get_current_pid_tgid() >> 32) != p->target_tgid)
+		return NULL;
+	if (p->cgroup_id && bpf_get_current_ancestor_cgroup_id(p->cgroup_level) != p->cgroup_id)
+		return NULL;
+	/* The in-kernel deadman: the fault ends on time even if faultctl is stuck. */
+	if (bpf_ktime_get_boot_ns() >= p->expires_ns)
+		return NULL;
+	return p;
+}
+
+static __always_inline struct fl_sc_stats *fl_sc_counters(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&fl_sc_stats, &zero);
+}
+
+/* Counts the call and draws: the errno to return (negative), or 0 to let it pass. */
+static __always_inline int fl_sc_draw(struct fl_sc_policy *p, __u32 op)
+{
+	struct fl_sc_stats *st = fl_sc_counters();
+
+	if (op >= FL_SC_OP_MAX)
+		return 0;
+	if (st)
+		st->seen[op]++;
+	if (p->prob != 0xFFFFFFFFU && bpf_get_prandom_u32() >= p->prob)
+		return 0;
+	if (st)
+		st->injected[op]++;
+	return -(int)p->err;
+}
+
+#endif /* FAULTLINE_SYSCALL_SCOPE_H */

@@ -1,0 +1,43 @@
+// The syscall_lsm BPF object: one private instance per `faultctl run syscall`,
+// never pinned, so its LSM hooks detach when the owning process exits. The
+// fault also ends in the kernel at its expiry (CLOCK_BOOTTIME) without us.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "faultline/syscall_abi.h"
+#include "loader/bpf_link.h"
+#include "loader/result.h"
+
+struct fl_syscall_lsm;  // the bpftool skeleton
+
+namespace faultline {
+
+class SyscallLsmObject {
+ public:
+  [[nodiscard]] static Result<SyscallLsmObject> load();
+  SyscallLsmObject(SyscallLsmObject&&) noexcept = default;
+  SyscallLsmObject& operator=(SyscallLsmObject&&) noexcept = default;
+  ~SyscallLsmObject();
+
+  // Attaches the hooks the operations in ops (FL_SC_BIT set) need, and no
+  // others: file_permission runs on every read and write of the host.
+  [[nodiscard]] Status attach(uint32_t ops);
+  void detach() { links_.clear(); }
+
+  [[nodiscard]] Status set_policy(const fl_sc_policy& p);
+  // Counters summed over CPUs.
+  [[nodiscard]] Result<fl_sc_stats> stats() const;
+
+ private:
+  struct Destroy {
+    void operator()(fl_syscall_lsm* s) const;
+  };
+  explicit SyscallLsmObject(fl_syscall_lsm* s) : skel_(s) {}
+  std::unique_ptr<fl_syscall_lsm, Destroy> skel_;
+  std::vector<BpfLink> links_;
+};
+
+}  // namespace faultline

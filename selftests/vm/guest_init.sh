@@ -1,0 +1,52 @@
+#!/bin/sh
+# /init of the vmtest guest (scripts/vmtest.sh): mount what faultctl and the tests
+# need, load the modules (there is no on-demand module loader), print the
+# kernel's `faultctl features`, run the suite named by fl_suite= on the kernel
+# command line, print "vmtest-guest: N passed, M failed" and hand M to qemu.
+# busybox sh runs its own applets before $PATH: iproute2 is called by full path.
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs tmpfs /tmp
+mount -t tmpfs tmpfs /run
+mount -t bpf bpf /sys/fs/bpf
+mount -t tracefs tracefs /sys/kernel/tracing
+mount -t debugfs debugfs /sys/kernel/debug
+mount -t securityfs securityfs /sys/kernel/security
+mount -t cgroup2 cgroup2 /sys/fs/cgroup
+for m in veth sch_fq sch_netem sch_ingress cls_bpf; do
+	insmod /lib/modules/$m.ko || echo "vmtest-guest: insmod $m failed"
+done
+/usr/sbin/ip link set lo up
+
+suite=main
+for arg in $(cat /proc/cmdline); do
+	case $arg in
+	fl_suite=*) suite=${arg#fl_suite=} ;;
+	fl_filter=*) only=${arg#fl_filter=} ;;
+	esac
+done
+echo "vmtest-guest: kernel $(uname -r), active LSMs $(cat /sys/kernel/security/lsm), suite $suite"
+echo "===== faultctl features ====="
+/opt/faultline/faultctl features
+echo "===== end of faultctl features ====="
+
+case $suite in
+nolsm) filter='NoBpfLsm.*' ;;
+*) filter="${only:-*}-NoBpfLsm.*" ;;
+esac
+/opt/faultline/vm_tests --gtest_filter="$filter" --gtest_color=no >/tmp/gtest.log 2>&1
+cat /tmp/gtest.log
+passed=$(sed -n 's/^\[  PASSED  \] \([0-9][0-9]*\) test.*/\1/p' /tmp/gtest.log)
+failed=$(sed -n 's/^\[  FAILED  \] \([0-9][0-9]*\) test.*listed below.*/\1/p' /tmp/gtest.log)
+passed=${passed:-0}
+failed=${failed:-0}
+# No summary at all: the test binary crashed or never ran.
+grep -q '^\[==========\] .* ran\.' /tmp/gtest.log || failed=$((failed + 1))
+echo "vmtest-guest: $passed passed, $failed failed"
+sync
+code=$failed
+[ "$code" -gt 100 ] && code=100
+/opt/faultline/fl-vmexit "$code"
+poweroff -f

@@ -1,0 +1,204 @@
+// Packet faults on a kernel without TCX (6.1): the netfault program attached with
+// tc clsact + cls_bpf, between two namespaces on a veth pair. Loss and partition
+// must look like the network; latency, jitter and rate go through EDT on sch_fq,
+// which faultctl installs and removes again.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "vm_util.h"
+
+namespace flvm {
+namespace {
+
+const std::string kNsA = "fl-vm-a", kNsB = "fl-vm-b";
+const std::string kAddrA = "198.18.0.1", kAddrB = "198.18.0.2";
+
+void must(const std::vector<std::string>& argv) {
+  auto r = run(argv);
+  ASSERT_EQ(r.code, 0) << "set-up step failed: " << r.out;
+}
+
+class ClsactPacket : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    (void)run({"ip", "netns", "del", kNsA});
+    (void)run({"ip", "netns", "del", kNsB});
+    must({"ip", "netns", "add", kNsA});
+    must({"ip", "netns", "add", kNsB});
+    must({"ip", "link", "add", "va", "netns", kNsA, "type", "veth", "peer", "name", "vb", "netns", kNsB});
+    must({"ip", "-n", kNsA, "addr", "add", kAddrA + "/24", "dev", "va"});
+    must({"ip", "-n", kNsB, "addr", "add", kAddrB + "/24", "dev", "vb"});
+    for (const auto& ns : {kNsA, kNsB}) must({"ip", "-n", ns, "link", "set", "lo", "up"});
+    must({"ip", "-n", kNsA, "link", "set", "va", "up"});
+    must({"ip", "-n", kNsB, "link", "set", "vb", "up"});
+  }
+  static void TearDownTestSuite() {
+    (void)run({"ip", "netns", "del", kNsA});
+    (void)run({"ip", "netns", "del", kNsB});
+  }
+  void SetUp() override {
+    root_qdisc_before_ = root_qdisc();
+    auto warm = ping(kNsA, kAddrB, 3, "0.2");
+    ASSERT_EQ(warm.received, 3) << "no path between the namespaces: " << warm.raw;
+  }
+  void TearDown() override {
+    EXPECT_EQ(root_qdisc(), root_qdisc_before_) << "the device's root qdisc must be restored";
+    EXPECT_EQ(qdiscs().find("clsact"), std::string::npos) << "clsact must be removed: " << qdiscs();
+  }
+
+  static std::string qdiscs() { return run({"tc", "-n", kNsA, "qdisc", "show", "dev", "va"}).out; }
+  static std::string root_qdisc() {
+    std::istringstream in(qdiscs());
+    for (std::string line; std::getline(in, line);) {
+      if (line.find(" root ") != std::string::npos) return line;
+    }
+    return "";
+  }
+
+  // `faultctl run KIND --netns a --target b --json ARGS`, once started.
+  static Background start(const std::string& kind, const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {bin("faultctl"), "run", kind, "--netns", kNsA, "--target", kAddrB, "--json"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Background b(argv);
+    EXPECT_TRUE(b.wait_for("\"started\"", 30'000)) << b.out();
+    EXPECT_NE(b.out().find("clsact"), std::string::npos) << "6.1 has no TCX: the fault must say it uses clsact: " << b.out();
+    return b;
+  }
+  // Ends a run early (SIGTERM: the fault ends, faultctl exits 1) and waits for it.
+  static void stop(Background& b) {
+    b.signal(SIGTERM);
+    auto code = b.wait(30'000);
+    EXPECT_TRUE(code.has_value()) << b.out();
+  }
+
+  std::string root_qdisc_before_;
+};
+
+TEST_F(ClsactPacket, PartitionDropsEverythingSilentlyAndHeals) {
+  auto f = start("partition", {"--duration", "30s"});
+  EXPECT_NE(qdiscs().find("clsact"), std::string::npos) << qdiscs();
+  auto p = ping(kNsA, kAddrB, 10, "0.1");
+  EXPECT_EQ(p.sent, 10) << p.raw;
+  EXPECT_EQ(p.received, 0) << p.raw;
+  auto udp = run_in(kNsA, {bin("fl-vmprobe"), "udp-send", kAddrB, "9000", "200", "1000"});
+  EXPECT_NE(udp.out.find("errors 0"), std::string::npos) << "a partition must be silent to the sender: " << udp.out;
+  stop(f);
+  auto after = ping(kNsA, kAddrB, 5, "0.1");
+  EXPECT_EQ(after.received, 5) << after.raw;
+}
+
+TEST_F(ClsactPacket, LossDropsTheRequestedShare) {
+  Background sink({"nsenter", "--net=/run/netns/" + kNsB, bin("fl-vmprobe"), "udp-sink", "9000", "3"});
+  ASSERT_TRUE(sink.wait_for("ready", 10'000)) << sink.out();
+  auto f = start("loss", {"--percent", "30", "--duration", "60s"});
+  auto udp = run_in(kNsA, {bin("fl-vmprobe"), "udp-send", kAddrB, "9000", "3000", "1000"});
+  auto p = ping(kNsA, kAddrB, 200, "0.01");
+  stop(f);
+  ASSERT_TRUE(sink.wait(20'000).has_value()) << sink.out();
+  EXPECT_NE(udp.out.find("errors 0"), std::string::npos) << "loss must be silent to the sender: " << udp.out;
+  long received = -1;
+  std::sscanf(sink.out().c_str() + sink.out().find("received"), "received %ld", &received);
+  const double udp_loss = 100.0 * (1.0 - received / 3000.0);
+  // Binomial sd at 30% of 3000 is 0.84 points: 3.5 points is four sd.
+  EXPECT_NEAR(udp_loss, 30, 3.5) << sink.out();
+  EXPECT_NEAR(p.loss(), 30, 12) << p.raw;
+  std::printf("vmtest-figure: loss 30%% on clsact: UDP %.1f%% of 3000, ICMP %.1f%% of %d\n", udp_loss, p.loss(), p.sent);
+}
+
+// Mean RTT under the fault minus the mean without it.
+TEST_F(ClsactPacket, LatencyAddsTheRequestedDelay) {
+  auto base = ping(kNsA, kAddrB, 30, "0.05");
+  ASSERT_EQ(base.received, 30) << base.raw;
+  auto f = start("latency", {"--delay", "50ms", "--duration", "60s"});
+  EXPECT_NE(root_qdisc().find("qdisc fq"), std::string::npos) << "fq must be the root qdisc during the fault: " << qdiscs();
+  auto p = ping(kNsA, kAddrB, 50, "0.1");
+  stop(f);
+  ASSERT_EQ(p.received, 50) << p.raw;
+  const double added = mean(p.rtt_ms) - mean(base.rtt_ms);
+  EXPECT_NEAR(added, 50, 2.5) << "requested 50 ms; base RTT " << mean(base.rtt_ms) << " ms";
+  std::printf("vmtest-figure: latency --delay 50ms on clsact+fq: mean added RTT %.2f ms (%+.1f%%), base %.3f ms, n=%zu\n",
+              added, 2 * (added - 50), mean(base.rtt_ms), p.rtt_ms.size());
+}
+
+
+TEST_F(ClsactPacket, NormalJitterHasTheRequestedSpread) {
+  auto base = ping(kNsA, kAddrB, 20, "0.05");
+  auto f = start("latency", {"--delay", "50ms", "--jitter", "10ms", "--distribution", "normal", "--duration", "60s"});
+  auto p = ping(kNsA, kAddrB, 120, "0.1");
+  stop(f);
+  ASSERT_GE(p.received, 115) << p.raw;
+  const double m = mean(p.rtt_ms) - mean(base.rtt_ms), sd = stddev(p.rtt_ms);
+  // 120 samples: the sample sd is within about 6.5% of sigma (one se); 20% is three.
+  EXPECT_NEAR(sd, 10, 2) << "sigma of the added delay";
+  // The mean's standard error is 0.9 ms; TCG timers add about 1 ms on top.
+  EXPECT_NEAR(m, 50, 4) << "mean of the added delay";
+  std::printf("vmtest-figure: jitter normal 50ms+-10ms: mean %.2f ms, sd %.2f ms, n=%zu\n", m, sd, p.rtt_ms.size());
+}
+
+TEST_F(ClsactPacket, UniformJitterStaysWithinTheRange) {
+  auto base = ping(kNsA, kAddrB, 20, "0.05");
+  const double b = mean(base.rtt_ms);
+  auto f = start("latency", {"--delay", "50ms", "--jitter", "10ms", "--distribution", "uniform", "--duration", "60s"});
+  auto p = ping(kNsA, kAddrB, 100, "0.1");
+  stop(f);
+  ASSERT_GE(p.received, 95) << p.raw;
+  std::vector<double> added;
+  for (double r : p.rtt_ms) added.push_back(r - b);
+  std::sort(added.begin(), added.end());
+  const double lo = added.front(), hi = added.back();
+  const double p95 = added[added.size() * 95 / 100];
+  const double sd = stddev(p.rtt_ms);
+  // EDT never sends early, so the low end is hard; a late timer (TCG, a loaded
+  // host) can only push a sample up, so the high end is checked at the 95th percentile.
+  EXPECT_GE(lo, 39) << "uniform 50 +- 10 ms never goes below 40 ms";
+  EXPECT_LE(p95, 62) << "uniform 50 +- 10 ms stays below 60 ms (plus scheduling); max " << hi;
+  EXPECT_LE(lo, 44) << "the low end of the range must be reached";
+  EXPECT_GE(p95, 55) << "the high end of the range must be reached";
+  EXPECT_NEAR(sd, 10 / std::sqrt(3.0), 1.5) << "sd of uniform(-10, 10) is 5.77 ms";
+  std::printf("vmtest-figure: jitter uniform 50ms+-10ms: added %.1f..%.1f ms, sd %.2f ms, n=%zu\n", lo, hi, sd,
+              p.rtt_ms.size());
+}
+
+uint64_t rx_bytes_b() {
+  auto r = run({"ip", "-n", kNsB, "-s", "-j", "link", "show", "dev", "vb"});
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  if (!j.is_array() || j.empty()) return 0;
+  return j[0]["stats64"]["rx"]["bytes"].get<uint64_t>();
+}
+
+double mono_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+// Bytes on the wire (what the veth peer receives, headers included, as EDT counts
+// them) over a window in steady state, with TCP pushing as hard as it can.
+TEST_F(ClsactPacket, RateLimitHolds) {
+  Background sink({"nsenter", "--net=/run/netns/" + kNsB, bin("fl-vmprobe"), "tcp-sink", "9001"});
+  ASSERT_TRUE(sink.wait_for("ready", 10'000)) << sink.out();
+  auto f = start("bandwidth", {"--rate", "10mbit", "--duration", "60s"});
+  Background sender({"nsenter", "--net=/run/netns/" + kNsA, bin("fl-vmprobe"), "tcp-send", kAddrB, "9001", "9"});
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const uint64_t b0 = rx_bytes_b();
+  const double t0 = mono_s();
+  std::this_thread::sleep_for(std::chrono::seconds(5));
+  const uint64_t b1 = rx_bytes_b();
+  const double t1 = mono_s();
+  ASSERT_TRUE(sender.wait(30'000).has_value()) << sender.out();
+  stop(f);
+  (void)sink.wait(10'000);
+  const double mbit = static_cast<double>(b1 - b0) * 8 / (t1 - t0) / 1e6;
+  EXPECT_NEAR(mbit, 10, 0.5) << "bytes " << b0 << " -> " << b1 << " in " << (t1 - t0) << " s";
+  std::printf("vmtest-figure: bandwidth --rate 10mbit on clsact+fq: %.3f Mbit/s on the wire (%+.1f%%)\n", mbit,
+              10 * (mbit - 10));
+}
+
+}  // namespace
+}  // namespace flvm
