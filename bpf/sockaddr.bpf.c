@@ -223,7 +223,9 @@ static __always_inline int decide(struct bpf_sock_addr *ctx, __u8 op, int v6)
 		struct fl_flow *f = bpf_map_lookup_elem(&fl_flows, &fk);
 
 		if (!f) {
-			struct fl_flow init = { .allowed = rule >= 0 };
+			/* Only an allow rule exempts a flow from the exfil cap; in
+			 * monitor mode a deny rule's match goes ahead, capped. */
+			struct fl_flow init = { .allowed = !denied && rule >= 0 };
 
 			bpf_map_update_elem(&fl_flows, &fk, &init, BPF_NOEXIST);
 			f = bpf_map_lookup_elem(&fl_flows, &fk);
@@ -231,7 +233,7 @@ static __always_inline int decide(struct bpf_sock_addr *ctx, __u8 op, int v6)
 		if (f) {
 			__sync_fetch_and_add(&f->connects, 1);
 			f->last_seen_ns = bpf_ktime_get_boot_ns();
-			f->allowed = rule >= 0;
+			f->allowed = !denied && rule >= 0;
 		}
 	}
 	if (!(p->flags & FL_SA_POLICY))
