@@ -4,6 +4,7 @@
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "ctl/commands.h"
 #include "loader/features.h"
@@ -186,7 +187,13 @@ int cmd_uninstall(const std::vector<std::string>& args) {
     std::cerr << "faultctl uninstall: " << st.error().describe() << "\n";
     return kExitFailure;
   }
+  // A removed tc filter lets go of its program only after an RCU grace period,
+  // so a program can still be listed for a moment: give the kernel up to 2 s.
   int left = count_netfault_progs();
+  for (int i = 0; i < 40 && left > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    left = count_netfault_progs();
+  }
   if (left > 0) {
     std::cerr << "faultctl uninstall: " << left << " netfault programs are still loaded (held by another process?)\n";
     return kExitFailure;
