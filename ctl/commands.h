@@ -11,6 +11,7 @@ int cmd_status(const std::vector<std::string>& args);
 int cmd_abort(const std::vector<std::string>& args);
 int cmd_features(const std::vector<std::string>& args);
 int cmd_uninstall(const std::vector<std::string>& args);
+int cmd_report(const std::vector<std::string>& args);
 int cmd_run_syscall(const std::vector<std::string>& args);
 int cmd_guard(const std::vector<std::string>& args);
 int cmd_top(const std::vector<std::string>& args);

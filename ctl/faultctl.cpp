@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "ctl/commands.h"
+#include "ctl/resource_command.h"
 #include "loader/libbpf_log.h"
 #include "userspace/faults/experiment.h"
 
@@ -16,12 +17,19 @@ commands:
   run syscall ...  make syscalls fail with an errno (faultctl run syscall --help)
   guard ... -- CMD run a command in a fresh cgroup under an egress policy
   top              destinations and traffic of a cgroup or the whole host, live
-  status           list active faults with scope, time left and counters
-  abort ID|--all   end one fault, or every fault through the kill switch
+  run process|cpu|memory|disk ...
+                   apply a host resource fault, ended by a detached reaper even if
+                   faultctl dies (faultctl run cpu --help)
+  status           list active faults (packet and resource) with time left
+  abort ID|--all   end one fault (a number, or rN for a resource fault), or all
+  report DIR       print an experiment record (--record DIR); --verify checks it
   features         what this kernel supports and which mechanism each fault uses
   uninstall        remove every program, link, filter, qdisc and pin of Faultline
 
-exit codes: 0 done, 1 failure, 2 bad input, 7 aborted by the guardrail
+experiments: --hypothesis TEXT --record DIR [--steady-state 30s] [--slo p99<300ms]
+
+exit codes: 0 done (hypothesis held), 1 failure, 2 bad input, 7 aborted by the
+guardrail (or refused: steady state outside it), 8 hypothesis refuted
 )";
 
 }  // namespace
@@ -35,6 +43,9 @@ int main(int argc, char** argv) {
   }
   std::string cmd = args[0];
   args.erase(args.begin());
+  // Resource faults cannot expire in the kernel: every invocation reverts the
+  // overdue ones whose reaper died, and re-arms faults that lost their reaper.
+  faultline::sweep_resource_state(std::cerr);
   if (cmd == "run") return faultline::cmd_run(args);
   if (cmd == "status") return faultline::cmd_status(args);
   if (cmd == "abort") return faultline::cmd_abort(args);
@@ -42,6 +53,7 @@ int main(int argc, char** argv) {
   if (cmd == "uninstall") return faultline::cmd_uninstall(args);
   if (cmd == "guard") return faultline::cmd_guard(args);
   if (cmd == "top") return faultline::cmd_top(args);
-  std::cerr << "faultctl: unknown command '" << cmd << "' (run, status, abort, features, uninstall)\n";
+  if (cmd == "report") return faultline::cmd_report(args);
+  std::cerr << "faultctl: unknown command '" << cmd << "' (run, status, abort, report, features, uninstall)\n";
   return faultline::kExitBadInput;
 }

@@ -4,12 +4,15 @@
 #include <iostream>
 
 #include "ctl/commands.h"
+#include "ctl/resource_command.h"
 #include "ctl/run_args.h"
+#include "userspace/faults/resource_spec.h"
 
 namespace faultline {
 
 int cmd_run(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "syscall") return cmd_run_syscall({args.begin() + 1, args.end()});
+  if (!args.empty() && is_resource_kind(args[0])) return cmd_run_resource(args);
   auto opts = parse_run_args(args);
   if (!opts) {
     if (opts.error().err == 0) {  // --help

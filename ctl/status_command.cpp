@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "ctl/commands.h"
+#include "ctl/resource_command.h"
 #include "loader/features.h"
 #include "userspace/faults/experiment.h"
 #include "userspace/faults/netfault_engine.h"
@@ -79,10 +80,15 @@ int cmd_status(const std::vector<std::string>& args) {
     nlohmann::json rj = nlohmann::json::object();
     for (uint32_t i = 1; i < reasons.size(); ++i) rj[reason_name(i)] = reasons[i];
     out["drop_reasons"] = rj;
+    out["resource_faults"] = resource_status_json();
     std::cout << out.dump() << "\n";
     return kExitCompleted;
   }
   if (rows.empty()) {
+    if (has_resource_faults()) {
+      print_resource_status(std::cout);
+      return kExitCompleted;
+    }
     std::cout << "no active faults" << (maps ? "" : " (nothing installed)") << "\n";
     return kExitCompleted;
   }
@@ -101,6 +107,10 @@ int cmd_status(const std::vector<std::string>& args) {
               << (f.is_object() ? f.dump() : "") << "\n";
   }
   if (!armed) std::cout << "kill switch is engaged: every program passes all packets\n";
+  if (has_resource_faults()) {
+    std::cout << "\n";
+    print_resource_status(std::cout);
+  }
   return kExitCompleted;
 }
 
@@ -111,6 +121,13 @@ int cmd_abort(const std::vector<std::string>& args) {
     return kExitBadInput;
   }
   if (args[0] == "--all") {
+    // Resource faults first: their revert needs no kernel state and must not wait on it.
+    auto res = abort_all_resource_faults();
+    if (!res) {
+      std::cerr << "faultctl abort: " << res.error().describe() << "\n";
+      return kExitFailure;
+    }
+    if (*res > 0) std::cout << *res << " resource fault" << (*res == 1 ? "" : "s") << " reverted\n";
     if (auto st = engine.abort_all(); !st) {
       std::cerr << "faultctl abort: " << st.error().describe() << "\n";
       return kExitFailure;
@@ -119,8 +136,9 @@ int cmd_abort(const std::vector<std::string>& args) {
     return kExitCompleted;
   }
   const std::string& id = args[0];
+  if (is_resource_fault_id(id)) return abort_resource_fault(id);
   if (id.empty() || id.size() > 6 || id.find_first_not_of("0123456789") != std::string::npos) {
-    std::cerr << "faultctl abort: '" << id << "' is not a fault ID (a number from faultctl status) or --all\n";
+    std::cerr << "faultctl abort: '" << id << "' is not a fault ID (a number or rN from faultctl status) or --all\n";
     return kExitBadInput;
   }
   uint32_t slot = static_cast<uint32_t>(std::stoul(id));

@@ -266,8 +266,8 @@ int Experiment::run() {
                          : reason == "aborted"   ? RunOutcome::AbortedFromOutside
                                                  : RunOutcome::Interrupted;
     if (!ended && outcome == RunOutcome::Completed) outcome = RunOutcome::Failed;
-    Verdict v = recorded->after_fault(outcome, detail.empty() ? reason : detail, stop);
-    if (v == Verdict::Refuted && code == kExitCompleted) code = kExitRefuted;
+    HypothesisVerdict v = recorded->after_fault(outcome, detail.empty() ? reason : detail, stop);
+    if (v == HypothesisVerdict::Refuted && code == kExitCompleted) code = kExitRefuted;
   }
   return code;
 }

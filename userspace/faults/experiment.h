@@ -28,6 +28,7 @@ struct ExperimentOptions {
   AttachMode attach = AttachMode::Auto;
   std::optional<HealthProbeConfig> health;
   std::optional<KernelSignalConfig> kernel_signal;  // netns_ino is filled in from the plan
+  std::optional<RecordOptions> record;               // --steady-state, --hypothesis, --record, --slo
   bool json = false;
   bool dry_run = false;
 };

@@ -1,0 +1,340 @@
+// faultctl run process|cpu|memory|disk: flags -> ResourceRunOptions, and the resource side of status/abort.
+#include "ctl/resource_command.h"
+
+#include <unistd.h>
+
+#include <cxxopts.hpp>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <set>
+
+#include "ctl/run_args.h"
+#include "userspace/faults/experiment.h"
+#include "userspace/faults/netfault_engine.h"
+#include "userspace/faults/resource_reaper.h"
+#include "userspace/faults/resource_store.h"
+#include "userspace/faults/units.h"
+#include "userspace/guardrails/http.h"
+
+namespace faultline {
+namespace {
+
+Error bad(const std::string& msg) { return make_error(EINVAL, msg); }
+
+const std::map<ResourceKind, std::set<std::string>>& kind_flags() {
+  static const std::map<ResourceKind, std::set<std::string>> m = {
+      {ResourceKind::Process, {"pid", "name", "cgroup", "action", "signal", "force"}},
+      {ResourceKind::Cpu, {"cores", "load", "cgroup"}},
+      {ResourceKind::Memory, {"size"}},
+      {ResourceKind::Disk, {"path", "fill", "size", "min-free"}},
+  };
+  return m;
+}
+
+const std::set<std::string>& specific_flags() {
+  static const std::set<std::string> s = {"pid", "name", "cgroup", "action", "signal", "force",
+                                          "cores", "load", "size", "path", "fill", "min-free"};
+  return s;
+}
+
+cxxopts::Options make_options() {
+  cxxopts::Options o("faultctl run", "Apply a host resource fault for a fixed duration, guarded, with a deadman.");
+  o.add_options()
+      ("kind", "process|cpu|memory|disk", cxxopts::value<std::string>())
+      ("duration", "how long (required, 1s-1h)", cxxopts::value<std::string>())
+      ("dry-run", "validate and print the plan; change nothing")
+      ("json", "JSON lines on stdout")
+      ("h,help", "this help");
+  o.add_options("process")
+      ("pid", "one process ID", cxxopts::value<std::string>())
+      ("name", "every process whose whole name (comm or argv[0]) matches this extended regex", cxxopts::value<std::string>())
+      ("cgroup", "process: every process of this cgroup v2; cpu: where the workers run", cxxopts::value<std::string>())
+      ("action", "freeze (resumed at the end) or kill (one signal)", cxxopts::value<std::string>())
+      ("signal", "the signal of --action kill (default KILL)", cxxopts::value<std::string>())
+      ("force", "allow PID 1, faultctl's ancestors, kernel threads and more than 64 matches");
+  o.add_options("cpu")
+      ("cores", "how many cores to burn, one pinned worker each", cxxopts::value<std::string>())
+      ("load", "duty cycle of each worker in percent (default 100)", cxxopts::value<std::string>());
+  o.add_options("memory, disk")
+      ("size", "memory to hold, or the balloon size on disk: 512MiB, 2GB (MB = 10^6, MiB = 2^20)", cxxopts::value<std::string>());
+  o.add_options("disk")
+      ("path", "a directory on the file system to fill", cxxopts::value<std::string>())
+      ("fill", "fill the file system to this use% (below 100)", cxxopts::value<std::string>())
+      ("min-free", "never leave less free than this (default 256MiB)", cxxopts::value<std::string>());
+  o.add_options("guardrail")
+      ("health-url", "http:// URL the guardrail GETs", cxxopts::value<std::string>())
+      ("health-max-latency", "slowest healthy answer (default 1s)", cxxopts::value<std::string>())
+      ("interval", "time between guardrail checks (default 2s)", cxxopts::value<std::string>());
+  add_record_options(o);
+  o.parse_positional({"kind"});
+  o.positional_help("process|cpu|memory|disk");
+  return o;
+}
+
+Result<uint64_t> parse_count(const std::string& flag, const std::string& s, uint64_t max) {
+  if (s.empty() || s.size() > 10 || s.find_first_not_of("0123456789") != std::string::npos)
+    return bad("--" + flag + " '" + s + "': expected a whole number");
+  uint64_t v = std::stoull(s);
+  if (v > max) return bad("--" + flag + " " + s + ": at most " + std::to_string(max));
+  return v;
+}
+
+template <typename T>
+Result<T> with_flag(const std::string& flag, Result<T> r) {
+  if (!r) return make_error(r.error().err, "--" + flag + " " + r.error().message);
+  return r;
+}
+
+std::string left_text(const ResourceFaultState& st, uint64_t now) {
+  if (st.expires_ns <= now) return "due";
+  return std::to_string((st.expires_ns - now) / 1'000'000'000ULL) + "s";
+}
+
+}  // namespace
+
+std::string resource_run_usage() { return make_options().help({"", "process", "cpu", "memory, disk", "disk", "guardrail", "experiment record"}); }
+
+Result<ResourceRunOptions> parse_resource_args(const std::vector<std::string>& args) {
+  auto options = make_options();
+  std::vector<std::string> argv_store = {"faultctl-run"};
+  argv_store.insert(argv_store.end(), args.begin(), args.end());
+  std::vector<const char*> argv;
+  for (const auto& a : argv_store) argv.push_back(a.c_str());
+  cxxopts::ParseResult r;
+  try {
+    r = options.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const cxxopts::exceptions::exception& e) {
+    return bad(e.what());
+  }
+  if (!r.unmatched().empty()) return bad("unexpected argument '" + r.unmatched().front() + "'");
+  if (r.count("help")) return make_error(0, resource_run_usage());
+  if (!r.count("kind")) return bad("missing the fault kind: process, cpu, memory or disk");
+  auto kind = resource_kind_from_name(r["kind"].as<std::string>());
+  if (!kind) return bad("unknown resource fault kind '" + r["kind"].as<std::string>() + "' (process, cpu, memory, disk)");
+
+  ResourceRunOptions o;
+  ResourceSpec& s = o.spec;
+  s.kind = *kind;
+  for (const auto& flag : specific_flags()) {
+    if (r.count(flag) && !kind_flags().at(s.kind).contains(flag))
+      return bad("--" + flag + " does not apply to a " + resource_kind_name(s.kind) + " fault");
+  }
+  auto str = [&](const char* f) { return r[f].as<std::string>(); };
+
+  if (!r.count("duration")) return bad("--duration is required (1s-1h), e.g. --duration 30s");
+  auto d = with_flag("duration", parse_duration_ns(str("duration")));
+  if (!d) return d.error();
+  s.duration_ns = *d;
+
+  switch (s.kind) {
+    case ResourceKind::Process: {
+      if (r.count("pid")) {
+        auto p = parse_count("pid", str("pid"), 4'194'304);
+        if (!p) return p.error();
+        s.pid = static_cast<int>(*p);
+      }
+      if (r.count("name")) {
+        s.name = str("name");
+        if (s.name.empty()) return bad("--name: empty pattern");
+      }
+      if (r.count("cgroup")) {
+        s.cgroup = str("cgroup");
+        if (s.cgroup.empty()) return bad("--cgroup: empty path");
+      }
+      if (!r.count("action")) return bad("--action is required for a process fault: freeze or kill");
+      std::string a = str("action");
+      if (a == "freeze") s.action = ProcessAction::Freeze;
+      else if (a == "kill") s.action = ProcessAction::Kill;
+      else return bad("--action '" + a + "': expected freeze or kill");
+      if (r.count("signal")) {
+        if (s.action != ProcessAction::Kill) return bad("--signal goes with --action kill; a freeze resumes with SIGCONT at the end");
+        auto sig = with_flag("signal", parse_signal(str("signal")));
+        if (!sig) return sig.error();
+        s.signal = *sig;
+      }
+      s.force = r.count("force") > 0;
+      break;
+    }
+    case ResourceKind::Cpu: {
+      if (!r.count("cores")) return bad("--cores is required for a cpu fault");
+      auto c = parse_count("cores", str("cores"), 4096);
+      if (!c) return c.error();
+      s.cores = static_cast<unsigned>(*c);
+      if (r.count("load")) {
+        auto l = with_flag("load", parse_percent(str("load")));
+        if (!l) return l.error();
+        s.load = *l;
+      }
+      if (r.count("cgroup")) {
+        s.cgroup = str("cgroup");
+        if (s.cgroup.empty()) return bad("--cgroup: empty path");
+      }
+      break;
+    }
+    case ResourceKind::Memory: {
+      if (!r.count("size")) return bad("--size is required for a memory fault, e.g. --size 512MB");
+      auto b = with_flag("size", parse_size_bytes(str("size")));
+      if (!b) return b.error();
+      s.size_bytes = *b;
+      break;
+    }
+    case ResourceKind::Disk: {
+      if (!r.count("path")) return bad("--path is required for a disk fault: a directory on the file system to fill");
+      s.path = str("path");
+      if (r.count("fill")) {
+        auto f = with_flag("fill", parse_percent(str("fill")));
+        if (!f) return f.error();
+        s.fill_percent = *f;
+      }
+      if (r.count("size")) {
+        auto b = with_flag("size", parse_size_bytes(str("size")));
+        if (!b) return b.error();
+        s.size_bytes = *b;
+      }
+      if (r.count("min-free")) {
+        auto b = with_flag("min-free", parse_size_bytes(str("min-free")));
+        if (!b) return b.error();
+        s.min_free_bytes = *b;
+      }
+      break;
+    }
+  }
+  FL_TRY(validate(s));
+
+  if (r.count("health-url")) {
+    HealthProbeConfig h;
+    h.url = str("health-url");
+    auto u = parse_http_url(h.url);
+    if (!u) return bad("--health-url " + u.error().message);
+    if (r.count("health-max-latency")) {
+      auto m = with_flag("health-max-latency", parse_duration_ns(str("health-max-latency")));
+      if (!m) return m.error();
+      if (*m < 1'000'000ULL || *m > 60'000'000'000ULL) return bad("--health-max-latency must be within 1ms-60s");
+      h.max_latency_ns = *m;
+    }
+    if (r.count("interval")) {
+      auto i = with_flag("interval", parse_duration_ns(str("interval")));
+      if (!i) return i.error();
+      if (*i < 100'000'000ULL || *i > 600'000'000'000ULL) return bad("--interval must be within 100ms-10m");
+      h.interval_ns = *i;
+    }
+    o.health = h;
+  } else if (r.count("health-max-latency") || r.count("interval")) {
+    return bad(std::string("--") + (r.count("interval") ? "interval" : "health-max-latency") +
+               " configures the guardrail; give --health-url too");
+  }
+  o.dry_run = r.count("dry-run") > 0;
+  o.json = r.count("json") > 0;
+  auto rec = parse_record_flags(r, o.health.has_value(), s.duration_ns, o.health ? o.health->interval_ns : 0, args);
+  if (!rec) return rec.error();
+  o.record = *rec;
+  return o;
+}
+
+int cmd_run_resource(const std::vector<std::string>& args) {
+  auto opts = parse_resource_args(args);
+  if (!opts) {
+    if (opts.error().err == 0) {  // --help
+      std::cout << opts.error().message;
+      return kExitCompleted;
+    }
+    std::cerr << "faultctl run: " << opts.error().message << "\n";
+    return kExitBadInput;
+  }
+  ResourceExperiment e(std::move(*opts), std::cout, std::cerr);
+  return e.run();
+}
+
+void sweep_resource_state(std::ostream& err) {
+  auto store = ResourceFaultStore::open(false);
+  if (!store) return;  // no state folder (nothing ever ran), or not ours to read
+  for (const auto& note : sweep_resource_faults(*store)) err << "faultctl: " << note << "\n";
+}
+
+bool has_resource_faults() {
+  auto store = ResourceFaultStore::open(false);
+  return store && !store->list().empty();
+}
+
+nlohmann::json resource_status_json() {
+  nlohmann::json out = nlohmann::json::array();
+  auto store = ResourceFaultStore::open(false);
+  if (!store) return out;
+  const uint64_t now = boottime_ns();
+  for (const auto& st : store->list()) {
+    nlohmann::json j = st.spec;
+    j["id"] = st.id;
+    j["summary"] = st.summary;
+    j["phase"] = st.phase;
+    j["active"] = st.phase != "revert-failed" && st.expires_ns > now;
+    j["left_s"] = st.expires_ns > now ? (st.expires_ns - now) / 1'000'000'000ULL : 0;
+    j["plan"] = st.plan;
+    j["owner_pid"] = st.owner.pid;
+    j["owner_alive"] = is_alive(st.owner);
+    j["reaper_pid"] = st.reaper.pid;
+    j["reaper_alive"] = is_alive(st.reaper);
+    j["reverts_by_s"] = st.expires_ns + st.grace_ns > now ? (st.expires_ns + st.grace_ns - now) / 1'000'000'000ULL : 0;
+    if (!st.record_dir.empty()) j["record"] = st.record_dir;
+    if (!st.error.empty()) j["error"] = st.error;
+    out.push_back(j);
+  }
+  return out;
+}
+
+void print_resource_status(std::ostream& out) {
+  auto store = ResourceFaultStore::open(false);
+  if (!store) return;
+  auto faults = store->list();
+  if (faults.empty()) return;
+  const uint64_t now = boottime_ns();
+  out << std::left << std::setw(6) << "ID" << std::setw(9) << "KIND" << std::setw(7) << "LEFT" << std::setw(16) << "OWNER"
+      << std::setw(16) << "REAPER" << "FAULT\n";
+  for (const auto& st : faults) {
+    std::string owner = std::to_string(st.owner.pid) + (is_alive(st.owner) ? "" : " (gone)");
+    std::string reaper = st.reaper.pid == 0 ? "-" : std::to_string(st.reaper.pid) + (is_alive(st.reaper) ? "" : " (DEAD)");
+    out << std::setw(6) << st.id << std::setw(9) << st.kind << std::setw(7) << left_text(st, now) << std::setw(16) << owner
+        << std::setw(16) << reaper << st.summary << (st.phase == "active" ? "" : " [" + st.phase + "]") << "\n";
+    if (!st.error.empty()) out << "      " << st.error << "\n";
+  }
+}
+
+bool is_resource_fault_id(const std::string& id) {
+  return id.size() >= 2 && id.size() <= 12 && id[0] == 'r' && id.find_first_not_of("0123456789", 1) == std::string::npos;
+}
+
+int abort_resource_fault(const std::string& id) {
+  auto store = ResourceFaultStore::open(false);
+  if (!store) {
+    std::cerr << "faultctl abort: no active fault " << id << "\n";
+    return kExitBadInput;
+  }
+  auto st = store->read(id);
+  if (!st) {
+    std::cerr << "faultctl abort: no active fault " << id << "\n";
+    return kExitBadInput;
+  }
+  auto r = revert_fault(*store, id, "faultctl abort");
+  if (!r) {
+    std::cerr << "faultctl abort: " << r.error().describe() << "\n";
+    return kExitFailure;
+  }
+  std::cout << "fault " << id << " ended and reverted (" << st->summary << ")\n";
+  return kExitCompleted;
+}
+
+Result<int> abort_all_resource_faults() {
+  auto store = ResourceFaultStore::open(false);
+  if (!store) return 0;
+  int n = 0;
+  std::optional<Error> first;
+  for (const auto& st : store->list()) {
+    auto r = revert_fault(*store, st.id, "faultctl abort --all");
+    if (!r && !first) first = r.error();
+    if (r && *r) ++n;
+  }
+  if (first) return *first;
+  return n;
+}
+
+}  // namespace faultline

@@ -1,0 +1,35 @@
+// faultctl run process|cpu|memory|disk, and the resource side of status and abort.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "loader/result.h"
+#include "userspace/faults/resource_experiment.h"
+
+namespace faultline {
+
+// args are what follows "run" (the kind first). err 0 carries --help text.
+[[nodiscard]] Result<ResourceRunOptions> parse_resource_args(const std::vector<std::string>& args);
+[[nodiscard]] std::string resource_run_usage();
+
+int cmd_run_resource(const std::vector<std::string>& args);
+
+// The sweep every invocation starts with (see sweep_resource_faults); notes go to err.
+void sweep_resource_state(std::ostream& err);
+
+// For faultctl status: the resource faults in the state folder.
+[[nodiscard]] nlohmann::json resource_status_json();
+void print_resource_status(std::ostream& out);
+[[nodiscard]] bool has_resource_faults();
+
+// For faultctl abort: "r7" ends one resource fault; an exit code.
+[[nodiscard]] bool is_resource_fault_id(const std::string& id);
+int abort_resource_fault(const std::string& id);
+// Reverts every resource fault; the number reverted, or the first failure.
+[[nodiscard]] Result<int> abort_all_resource_faults();
+
+}  // namespace faultline
