@@ -1,0 +1,121 @@
+// Bad flags of faultctl guard, run syscall and top: one line on stderr that names
+// the flag, exit 2, and nothing created (no cgroup, the command never ran).
+#include <sys/stat.h>
+
+#include <algorithm>
+
+#include "enforce_env.h"
+
+namespace flenf {
+namespace {
+
+struct BadInput {
+  std::string name;
+  std::vector<std::string> args;  // after faultctl; "MARK" is replaced by a marker path
+  std::string names;              // what the one line must contain
+  bool root = false;              // checked against the system, after faultctl's root check
+  friend void PrintTo(const BadInput& v, std::ostream* os) { *os << v.name; }
+};
+
+// Flags are checked before anything else, root or not: these run without root too.
+class BadInputs : public EnforceTest, public ::testing::WithParamInterface<BadInput> {
+ protected:
+  void SetUp() override { forget_faultctl_pids(); }
+};
+
+TEST_P(BadInputs, OneLineNamingTheFlagExitTwoNothingCreated) {
+  const BadInput& b = GetParam();
+  if (b.root) FLENF_REQUIRE_ROOT();
+  const std::string marker = "/tmp/" + unique_name("ran");
+  std::vector<std::string> argv = {kFaultctl};
+  for (const auto& a : b.args) argv.push_back(a == "MARK" ? marker : a);
+  Outcome r = run(argv, 20s);
+  EXPECT_TRUE(r.exit.is(2)) << r.describe();
+  EXPECT_EQ(r.out, "") << r.describe();
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "expected exactly one line\n" << r.describe();
+  EXPECT_TRUE(!r.err.empty() && r.err.back() == '\n') << r.describe();
+  EXPECT_NE(r.err.find(b.names), std::string::npos) << "the line should name " << b.names << "\n" << r.describe();
+  struct stat st {};
+  EXPECT_NE(::stat(marker.c_str(), &st), 0) << "the command ran despite bad flags";
+  ::unlink(marker.c_str());
+  // The fixture fails the test if a faultline-*-<pid> cgroup of this faultctl is left.
+}
+
+std::vector<std::string> guard(std::vector<std::string> flags) {
+  std::vector<std::string> v = {"guard"};
+  v.insert(v.end(), flags.begin(), flags.end());
+  v.insert(v.end(), {"--", "touch", "MARK"});
+  return v;
+}
+
+std::vector<std::string> sys(std::vector<std::string> flags, bool command = true) {
+  std::vector<std::string> v = {"run", "syscall"};
+  v.insert(v.end(), flags.begin(), flags.end());
+  if (command) v.insert(v.end(), {"--", "touch", "MARK"});
+  return v;
+}
+
+std::vector<std::string> nine_overlapping_denies() {
+  std::vector<std::string> f = {"--enforce"};
+  for (int i = 0; i < 9; ++i) f.insert(f.end(), {"--deny", "10.0.0.0/8:" + std::to_string(1000 + i)});
+  return guard(f);
+}
+
+const std::vector<std::string> kOk = {"--errno", "EIO", "--duration", "5s"};
+std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Enforce, BadInputs,
+    ::testing::Values(
+        // faultctl guard
+        BadInput{"guard_bad_ipv4", guard({"--enforce", "--deny", "300.1.1.1"}), "--deny 300.1.1.1"},
+        BadInput{"guard_prefix_too_long", guard({"--allow", "10.0.0.0/33"}), "--allow 10.0.0.0/33"},
+        BadInput{"guard_ipv6_prefix_too_long", guard({"--deny", "2001:db8::/129"}), "--deny 2001:db8::/129"},
+        BadInput{"guard_port_too_big", guard({"--deny", "10.0.0.1:70000"}), "--deny 10.0.0.1:70000"},
+        BadInput{"guard_port_range_reversed", guard({"--deny", "10.0.0.1:9000-8000"}), "--deny 10.0.0.1:9000-8000"},
+        BadInput{"guard_host_name", guard({"--deny", "example.com"}), "--deny example.com"},
+        BadInput{"guard_unclosed_ipv6", guard({"--deny", "[2001:db8::1:443"}), "--deny [2001:db8::1:443"},
+        BadInput{"guard_bad_protocol", guard({"--deny", "10.0.0.1:53/sctp"}), "--deny 10.0.0.1:53/sctp"},
+        BadInput{"guard_empty_port", guard({"--allow", "10.0.0.1:"}), "--allow 10.0.0.1:"},
+        BadInput{"guard_bad_deny_errno", guard({"--deny-errno", "EWHATEVER"}), "--deny-errno"},
+        BadInput{"guard_zero_exfil_cap", guard({"--exfil-cap", "0"}), "--exfil-cap"},
+        BadInput{"guard_bad_exfil_cap", guard({"--exfil-cap", "lots"}), "--exfil-cap"},
+        BadInput{"guard_empty_json_log", guard({"--json-log", ""}), "--json-log"},
+        BadInput{"guard_unknown_flag", guard({"--enforce", "--bogus"}), "bogus"},
+        BadInput{"guard_flag_without_value", std::vector<std::string>{"guard", "--deny"}, "deny"},
+        BadInput{"guard_no_command", std::vector<std::string>{"guard", "--enforce"}, "-- COMMAND"},
+        BadInput{"guard_too_many_overlapping_rules", nine_overlapping_denies(), "deny rules overlap on 10.0.0.0/8"},
+        // faultctl run syscall
+        BadInput{"syscall_unknown_syscall", sys(with({"--syscall", "nosuchcall"}, kOk)), "--syscall nosuchcall"},
+        BadInput{"syscall_never_returns", sys(with({"--syscall", "exit_group"}, kOk)), "--syscall exit_group"},
+        BadInput{"syscall_missing_syscall", sys(kOk), "--syscall"},
+        BadInput{"syscall_unknown_errno", sys({"--syscall", "openat", "--errno", "EFOO", "--duration", "5s"}), "--errno EFOO"},
+        BadInput{"syscall_missing_errno", sys({"--syscall", "openat", "--duration", "5s"}), "--errno"},
+        BadInput{"syscall_percent_over_100", sys(with({"--syscall", "openat", "--percent", "150"}, kOk)), "--percent"},
+        BadInput{"syscall_percent_not_a_number", sys(with({"--syscall", "openat", "--percent", "half"}, kOk)), "--percent"},
+        BadInput{"syscall_duration_over_cap", sys({"--syscall", "openat", "--errno", "EIO", "--duration", "2h"}), "--duration"},
+        BadInput{"syscall_duration_too_short", sys({"--syscall", "openat", "--errno", "EIO", "--duration", "10ms"}), "--duration"},
+        BadInput{"syscall_missing_duration", sys({"--syscall", "openat", "--errno", "EIO"}), "--duration"},
+        BadInput{"syscall_no_scope", sys(with({"--syscall", "connect"}, kOk), false), "--cgroup PATH, --pid PID"},
+        BadInput{"syscall_two_scopes", sys(with({"--syscall", "connect", "--pid", "4242"}, kOk)), "exactly one scope"},
+        BadInput{"syscall_pid_one", sys(with({"--syscall", "connect", "--pid", "1"}, kOk), false), "--pid 1"},
+        BadInput{"syscall_pid_not_a_number", sys(with({"--syscall", "connect", "--pid", "abc"}, kOk), false), "--pid abc"},
+        BadInput{"syscall_missing_pid", sys(with({"--syscall", "connect", "--pid", "99999999"}, kOk), false), "--pid 99999999", true},
+        BadInput{"syscall_missing_cgroup", sys(with({"--syscall", "connect", "--cgroup", "flenf-no-such-cgroup"}, kOk), false),
+                 "--cgroup flenf-no-such-cgroup", true},
+        BadInput{"syscall_unknown_flag", sys(with({"--syscall", "openat", "--bogus"}, kOk)), "bogus"},
+        // faultctl top
+        BadInput{"top_interval_too_short", std::vector<std::string>{"top", "--interval", "5ms"}, "--interval 5ms"},
+        BadInput{"top_interval_not_a_duration", std::vector<std::string>{"top", "--interval", "soon"}, "--interval soon"},
+        BadInput{"top_interval_without_value", std::vector<std::string>{"top", "--once", "--interval"}, "--interval"},
+        BadInput{"top_missing_cgroup", std::vector<std::string>{"top", "--once", "--cgroup", "flenf-no-such-cgroup"},
+                 "--cgroup flenf-no-such-cgroup", true},
+        BadInput{"top_empty_cgroup", std::vector<std::string>{"top", "--cgroup", ""}, "--cgroup"},
+        BadInput{"top_unknown_flag", std::vector<std::string>{"top", "--bogus"}, "'--bogus'"}),
+    [](const ::testing::TestParamInfo<BadInput>& i) { return i.param.name; });
+
+}  // namespace
+}  // namespace flenf

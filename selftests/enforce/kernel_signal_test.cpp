@@ -1,0 +1,85 @@
+// The retransmit-rate guardrail (KernelSignalGuard, loaded directly): a TCP
+// stream over a veth pair is healthy, then `faultctl run loss --percent 50`
+// makes it retransmit and sample() turns unhealthy. A second, clean pair in
+// other namespaces streams at the same time and its guard stays healthy.
+#include <cstdio>
+
+#include "enforce_env.h"
+#include "userspace/guardrails/kernel_signal.h"
+
+namespace flenf {
+namespace {
+
+// Retransmits per second. Under 50% loss one paced stream swings between 0.5
+// and 25/s as its RTO backs off; a clean one makes none.
+constexpr double kAbortAbove = 2;
+
+struct Stream {
+  Netns a, b;
+  VethPair link;
+  Child sink, sender;
+  Stream(const std::string& tag, int subnet, double seconds)
+      : a(tag + "a", false), b(tag + "b", false), link(a, b, subnet),
+        sink(Child::spawn({kProbe, "--netns", b.name(), "tcpsink", "5001"})),
+        sender(start_sender(seconds)) {}
+
+ private:
+  Child start_sender(double seconds) {
+    EXPECT_TRUE(sink.wait_for("LISTENING", 10s)) << sink.describe();
+    // 2 MB/s: a clean path then carries it without a single retransmit.
+    return Child::spawn(
+        {kProbe, "--netns", a.name(), "tcpstream", link.addr_b(), "5001", std::to_string(seconds), "2000"});
+  }
+};
+
+TEST_F(EnforceTest, RetransmitRateRisesAboveTheLimitUnderLoss) {
+  Stream lossy("ks", 77, 25), clean("kc", 78, 25);
+  ASSERT_TRUE(lossy.sender.wait_for("STREAMING", 10s)) << lossy.sender.describe();
+  ASSERT_TRUE(clean.sender.wait_for("STREAMING", 10s)) << clean.sender.describe();
+
+  faultline::KernelSignalConfig cfg;
+  cfg.signal = "tcp_retransmits";
+  cfg.abort_above = kAbortAbove;
+  cfg.window_ns = 2'000'000'000ULL;
+  cfg.netns_ino = lossy.a.inode();
+  auto guard = faultline::KernelSignalGuard::start(cfg);
+  ASSERT_TRUE(guard.ok()) << guard.error().describe();
+  cfg.netns_ino = clean.a.inode();
+  auto control = faultline::KernelSignalGuard::start(cfg);
+  ASSERT_TRUE(control.ok()) << control.error().describe();
+
+  // Before the fault: both streams run clean.
+  for (int i = 0; i < 6; ++i) {
+    ::usleep(250'000);
+    auto s = guard->sample();
+    auto c = control->sample();
+    EXPECT_TRUE(s.healthy) << "retransmits before any loss: " << s.problem;
+    EXPECT_TRUE(c.healthy) << c.problem;
+  }
+
+  Child loss = Child::spawn({kFaultctl, "run", "loss", "--percent", "50", "--netns", lossy.a.name(), "--target",
+                             lossy.link.addr_b(), "--duration", "15s"});
+  bool breached = false;
+  double peak = 0;
+  std::string problem;
+  for (int i = 0; i < 60 && !breached; ++i) {
+    ::usleep(250'000);
+    auto s = guard->sample();
+    peak = std::max(peak, guard->last_rate());
+    auto c = control->sample();
+    EXPECT_TRUE(c.healthy) << "the clean namespace was affected: " << c.problem;
+    if (!s.healthy) {
+      breached = true;
+      problem = s.problem;
+    }
+  }
+  loss.stop();
+  EXPECT_TRUE(breached) << "the retransmit rate peaked at " << peak << "/s, limit " << kAbortAbove << "/s\n"
+                        << loss.describe();
+  EXPECT_GT(guard->last_rate(), kAbortAbove);
+  EXPECT_NE(problem.find("tcp_retransmits at"), std::string::npos) << problem;
+  std::fprintf(stderr, "[ info ] under 50%% loss: %s (clean namespace: %.1f/s)\n", problem.c_str(), control->last_rate());
+}
+
+}  // namespace
+}  // namespace flenf
