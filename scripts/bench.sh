@@ -5,6 +5,8 @@
 #   1. fl_bench_progrun  netfault egress per packet (BPF_PROG_TEST_RUN) vs an empty tc program
 #   2. fl_bench_veth     iperf3 TCP / 64-byte UDP over veth, program attached vs not
 #   3. fl_bench_apply    faultctl run / abort to effect, seen by a 10 kHz UDP stream
+#   4. fl_bench_connect  connect() with the sockaddr programs (0 / 10k rules) vs none;
+#                        getppid() under seccomp user notification vs bare
 #
 # Usage: scripts/bench.sh BUILD_DIR   (root; iperf3 from scripts/install-deps.sh)
 # Everything it creates is private to this run and removed on exit: two network
@@ -104,6 +106,15 @@ echo
 echo "== 3. time to apply and to revert a fault (faultctl run / abort)"
 step "$BUILD/bench/fl_bench_apply" --client-ns "$NS_A" --server-ns "$NS_B" --server-ip "$ADDR_B" --non-peer "$NON_PEER" \
   --faultctl "$FAULTCTL" --trials "$REPS" --summary "$SUMMARY"
+
+echo
+echo "== 4. connect() with the sockaddr programs (0 and 10k missing rules) vs none; a syscall under seccomp user notification vs bare"
+if [ -x "$BUILD/bench/fl_bench_connect" ]; then
+  step "$BUILD/bench/fl_bench_connect" --cpu "$CPU_CLIENT" --reps "$REPS" --faultctl "$FAULTCTL" --summary "$SUMMARY"
+else
+  echo "bench: $BUILD/bench/fl_bench_connect is missing; build first" >&2
+  FAILED=1
+fi
 
 echo
 echo "== summary ($(($(date +%s) - START)) s; $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); ratios within each repetition)"
