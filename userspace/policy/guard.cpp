@@ -177,13 +177,15 @@ int Guard::run() {
     ::waitpid(child, nullptr, 0);
     return 1;
   }
-  ::write(go[1], "g", 1);
-  ::close(go[1]);
-
+  // Forward signals from before the command runs: a SIGTERM that came before the
+  // handler would kill the guard alone, leaving the command running unguarded
+  // and its cgroup behind.
   struct sigaction sa {}, old_int {}, old_term {};
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
+  ::write(go[1], "g", 1);
+  ::close(go[1]);
   int status = 0;
   for (;;) {
     ring_buffer__poll(rb.get(), 100);
