@@ -111,7 +111,7 @@ TEST_F(EnforceTest, ConnectFaultOnACgroupEndsOnTime) {
   const std::string port = std::to_string(server.port());
   Cgroup cg("sc");
   Child f = Child::spawn({kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "ECONNRESET", "--duration",
-                          "3s", "--cgroup", cg.relative()});
+                          "4s", "--cgroup", cg.relative()});
   ASSERT_TRUE(f.wait_for_either("syscall fault:", 20s)) << f.describe();
   const std::vector<std::string> probe = {kProbe, "connect", "tcp", "127.0.0.1", port, "5"};
   Outcome in = run(probe, 20s, {.cgroup = cg.path()});
