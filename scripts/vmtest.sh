@@ -54,7 +54,7 @@ if [ ! -f "$kdir/.complete" ]; then
 	say "downloading $pkg into $cache"
 	dl=$(mktemp -d "$cache/download.XXXXXX")
 	chmod 0777 "$dl" # apt drops to the _apt user for downloads
-	(cd "$dl" && apt-get download -q -o DPkg::Lock::Timeout=600 "$pkg" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true)
+	(cd "$dl" && apt-get download -qq -o DPkg::Lock::Timeout=600 "$pkg" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true)
 	deb=$(ls "$dl"/*.deb 2>/dev/null | head -1)
 	[ -n "$deb" ] || { rm -rf "$dl"; fail "apt-get download $pkg failed"; }
 	rm -rf "$kdir"

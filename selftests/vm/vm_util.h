@@ -89,6 +89,8 @@ struct PingResult {
 
 [[nodiscard]] double mean(const std::vector<double>& v);
 [[nodiscard]] double stddev(const std::vector<double>& v);
+// The q-th percentile (0-100), nearest rank.
+[[nodiscard]] double percentile(std::vector<double> v, double q);
 
 void write_file(const std::string& path, const std::string& text);
 [[nodiscard]] std::string read_file(const std::string& path);
