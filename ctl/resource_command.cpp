@@ -15,7 +15,6 @@
 #include "userspace/faults/resource_reaper.h"
 #include "userspace/faults/resource_store.h"
 #include "userspace/faults/units.h"
-#include "userspace/guardrails/http.h"
 
 namespace faultline {
 namespace {
@@ -65,7 +64,10 @@ cxxopts::Options make_options() {
   o.add_options("guardrail")
       ("health-url", "http:// URL the guardrail GETs", cxxopts::value<std::string>())
       ("health-max-latency", "slowest healthy answer (default 1s)", cxxopts::value<std::string>())
-      ("interval", "time between guardrail checks (default 2s)", cxxopts::value<std::string>());
+      ("interval", "time between guardrail checks (default 2s)", cxxopts::value<std::string>())
+      ("kernel-signal", "guardrail on a kernel signal: tcp_retransmits|tcp_resets", cxxopts::value<std::string>())
+      ("abort-above", "kernel-signal limit, events per second", cxxopts::value<std::string>())
+      ("signal-window", "kernel-signal averaging window (default 3s)", cxxopts::value<std::string>());
   add_record_options(o);
   o.parse_positional({"kind"});
   o.positional_help("process|cpu|memory|disk");
@@ -202,31 +204,16 @@ Result<ResourceRunOptions> parse_resource_args(const std::vector<std::string>& a
   }
   FL_TRY(validate(s));
 
-  if (r.count("health-url")) {
-    HealthProbeConfig h;
-    h.url = str("health-url");
-    auto u = parse_http_url(h.url);
-    if (!u) return bad("--health-url " + u.error().message);
-    if (r.count("health-max-latency")) {
-      auto m = with_flag("health-max-latency", parse_duration_ns(str("health-max-latency")));
-      if (!m) return m.error();
-      if (*m < 1'000'000ULL || *m > 60'000'000'000ULL) return bad("--health-max-latency must be within 1ms-60s");
-      h.max_latency_ns = *m;
-    }
-    if (r.count("interval")) {
-      auto i = with_flag("interval", parse_duration_ns(str("interval")));
-      if (!i) return i.error();
-      if (*i < 100'000'000ULL || *i > 600'000'000'000ULL) return bad("--interval must be within 100ms-10m");
-      h.interval_ns = *i;
-    }
-    o.health = h;
-  } else if (r.count("health-max-latency") || r.count("interval")) {
-    return bad(std::string("--") + (r.count("interval") ? "interval" : "health-max-latency") +
-               " configures the guardrail; give --health-url too");
-  }
+  auto health = parse_health_flags(r, "");
+  if (!health) return health.error();
+  o.health = *health;
+  auto ksig = parse_kernel_signal_flags(r);
+  if (!ksig) return ksig.error();
+  o.kernel_signal = *ksig;
   o.dry_run = r.count("dry-run") > 0;
   o.json = r.count("json") > 0;
-  auto rec = parse_record_flags(r, o.health.has_value(), s.duration_ns, o.health ? o.health->interval_ns : 0, args);
+  auto rec = parse_record_flags(r, o.health.has_value(), o.kernel_signal.has_value(), s.duration_ns,
+                                o.health ? o.health->interval_ns : kKernelSignalRecordIntervalNs, args);
   if (!rec) return rec.error();
   o.record = *rec;
   return o;

@@ -296,61 +296,78 @@ Result<ExperimentOptions> parse_run_args(const std::vector<std::string>& args) {
     else if (a == "tc") o.attach = AttachMode::Tc;
     else return bad("--attach '" + a + "': expected tcx or tc");
   }
-  if (r.count("health-url")) {
-    HealthProbeConfig h;
-    h.url = str("health-url");
-    auto u = parse_http_url(h.url);
-    if (!u) return bad("--health-url " + u.error().message);
-    h.netns = s.netns;
-    if (r.count("health-max-latency")) {
-      auto d = with_flag("health-max-latency", parse_duration_ns(str("health-max-latency")));
-      if (!d) return d.error();
-      if (*d < 1'000'000ULL || *d > 60'000'000'000ULL) return bad("--health-max-latency must be within 1ms-60s");
-      h.max_latency_ns = *d;
-    }
-    if (r.count("interval")) {
-      auto d = with_flag("interval", parse_duration_ns(str("interval")));
-      if (!d) return d.error();
-      if (*d < 100'000'000ULL || *d > 600'000'000'000ULL) return bad("--interval must be within 100ms-10m");
-      h.interval_ns = *d;
-    }
-    o.health = h;
-  } else if (r.count("health-max-latency") || r.count("interval")) {
-    return bad(std::string("--") + (r.count("interval") ? "interval" : "health-max-latency") + " configures the guardrail; give --health-url too");
-  }
-  if (r.count("kernel-signal")) {
-    KernelSignalConfig k;
-    k.signal = str("kernel-signal");
-    if (!is_kernel_signal(k.signal)) return bad("--kernel-signal '" + k.signal + "': expected tcp_retransmits or tcp_resets");
-    if (!r.count("abort-above")) return bad("--kernel-signal needs --abort-above N (events per second)");
-    double v = 0;
-    std::string a = str("abort-above");
-    try {
-      size_t used = 0;
-      v = std::stod(a, &used);
-      if (used != a.size()) throw std::invalid_argument(a);
-    } catch (...) {
-      return bad("--abort-above '" + a + "': not a number");
-    }
-    if (!(v >= 0) || v > 1e9) return bad("--abort-above '" + a + "': must be within 0-1e9 per second");
-    k.abort_above = v;
-    if (r.count("signal-window")) {
-      auto w = with_flag("signal-window", parse_duration_ns(str("signal-window")));
-      if (!w) return w.error();
-      if (*w < 500'000'000ULL || *w > 60'000'000'000ULL) return bad("--signal-window must be within 500ms-60s");
-      k.window_ns = *w;
-    }
-    o.kernel_signal = k;
-  } else if (r.count("abort-above") || r.count("signal-window")) {
-    return bad("--abort-above and --signal-window configure --kernel-signal; give --kernel-signal too");
-  }
+  auto health = parse_health_flags(r, s.netns);
+  if (!health) return health.error();
+  o.health = *health;
+  auto ksig = parse_kernel_signal_flags(r);
+  if (!ksig) return ksig.error();
+  o.kernel_signal = *ksig;
   o.dry_run = r.count("dry-run") > 0;
   o.json = r.count("json") > 0;
   FL_TRY(validate(s));
-  auto rec = parse_record_flags(r, o.health.has_value(), s.duration_ns, o.health ? o.health->interval_ns : 0, args);
+  auto rec = parse_record_flags(r, o.health.has_value(), o.kernel_signal.has_value(), s.duration_ns,
+                                o.health ? o.health->interval_ns : kKernelSignalRecordIntervalNs, args);
   if (!rec) return rec.error();
   o.record = *rec;
   return o;
+}
+
+Result<std::optional<HealthProbeConfig>> parse_health_flags(const cxxopts::ParseResult& r, const std::string& netns) {
+  auto str = [&](const char* f) { return r[f].as<std::string>(); };
+  if (!r.count("health-url")) {
+    if (r.count("health-max-latency") || r.count("interval"))
+      return bad(std::string("--") + (r.count("interval") ? "interval" : "health-max-latency") + " configures the guardrail; give --health-url too");
+    return std::optional<HealthProbeConfig>{};
+  }
+  HealthProbeConfig h;
+  h.url = str("health-url");
+  auto u = parse_http_url(h.url);
+  if (!u) return bad("--health-url " + u.error().message);
+  h.netns = netns;
+  if (r.count("health-max-latency")) {
+    auto d = with_flag("health-max-latency", parse_duration_ns(str("health-max-latency")));
+    if (!d) return d.error();
+    if (*d < 1'000'000ULL || *d > 60'000'000'000ULL) return bad("--health-max-latency must be within 1ms-60s");
+    h.max_latency_ns = *d;
+  }
+  if (r.count("interval")) {
+    auto d = with_flag("interval", parse_duration_ns(str("interval")));
+    if (!d) return d.error();
+    if (*d < 100'000'000ULL || *d > 600'000'000'000ULL) return bad("--interval must be within 100ms-10m");
+    h.interval_ns = *d;
+  }
+  return std::optional<HealthProbeConfig>(h);
+}
+
+Result<std::optional<KernelSignalConfig>> parse_kernel_signal_flags(const cxxopts::ParseResult& r) {
+  auto str = [&](const char* f) { return r[f].as<std::string>(); };
+  if (!r.count("kernel-signal")) {
+    if (r.count("abort-above") || r.count("signal-window"))
+      return bad("--abort-above and --signal-window configure --kernel-signal; give --kernel-signal too");
+    return std::optional<KernelSignalConfig>{};
+  }
+  KernelSignalConfig k;
+  k.signal = str("kernel-signal");
+  if (!is_kernel_signal(k.signal)) return bad("--kernel-signal '" + k.signal + "': expected tcp_retransmits or tcp_resets");
+  if (!r.count("abort-above")) return bad("--kernel-signal needs --abort-above N (events per second)");
+  double v = 0;
+  std::string a = str("abort-above");
+  try {
+    size_t used = 0;
+    v = std::stod(a, &used);
+    if (used != a.size()) throw std::invalid_argument(a);
+  } catch (...) {
+    return bad("--abort-above '" + a + "': not a number");
+  }
+  if (!(v >= 0) || v > 1e9) return bad("--abort-above '" + a + "': must be within 0-1e9 per second");
+  k.abort_above = v;
+  if (r.count("signal-window")) {
+    auto w = with_flag("signal-window", parse_duration_ns(str("signal-window")));
+    if (!w) return w.error();
+    if (*w < 500'000'000ULL || *w > 60'000'000'000ULL) return bad("--signal-window must be within 500ms-60s");
+    k.window_ns = *w;
+  }
+  return std::optional<KernelSignalConfig>(k);
 }
 
 void add_record_options(cxxopts::Options& o) {
@@ -361,9 +378,10 @@ void add_record_options(cxxopts::Options& o) {
       ("slo", "the hypothesis threshold: p99<300ms or success>99.9%", cxxopts::value<std::string>());
 }
 
-Result<std::optional<RecordOptions>> parse_record_flags(const cxxopts::ParseResult& r, bool has_guardrail,
+Result<std::optional<RecordOptions>> parse_record_flags(const cxxopts::ParseResult& r, bool has_health, bool has_kernel_signal,
                                                         uint64_t duration_ns, uint64_t interval_ns,
                                                         const std::vector<std::string>& args) {
+  const bool has_guardrail = has_health || has_kernel_signal;
   const bool record = r.count("record") > 0, hyp = r.count("hypothesis") > 0, steady = r.count("steady-state") > 0,
              slo = r.count("slo") > 0;
   if (!record && !hyp && !steady && !slo) return std::optional<RecordOptions>{};
@@ -371,7 +389,7 @@ Result<std::optional<RecordOptions>> parse_record_flags(const cxxopts::ParseResu
   if (slo && !record) return bad("--slo is judged in a record: add --record DIR and --hypothesis");
   if (record && !hyp) return bad("--record needs --hypothesis \"TEXT\": a record starts with what you expect");
   if (!has_guardrail)
-    return bad(std::string("--") + (record ? "record" : "steady-state") + " needs a guardrail signal to measure: add --health-url");
+    return bad(std::string("--") + (record ? "record" : "steady-state") + " needs a guardrail signal to measure: add --health-url or --kernel-signal");
   RecordOptions o;
   if (hyp) {
     o.hypothesis = r["hypothesis"].as<std::string>();
@@ -398,6 +416,8 @@ Result<std::optional<RecordOptions>> parse_record_flags(const cxxopts::ParseResu
   if (slo) {
     auto s = parse_slo(r["slo"].as<std::string>());
     if (!s) return s.error();
+    if (s->metric == Slo::Metric::LatencyPercentile && !has_health)
+      return bad("--slo " + s->text + ": a latency percentile needs --health-url; with --kernel-signal alone use success>P%");
     o.slo = *s;
   }
   o.command_line = "faultctl run";

@@ -22,8 +22,15 @@ namespace faultline {
 void add_record_options(cxxopts::Options& o);
 // duration and interval are the run's (the record needs at least one reading of
 // the fault); args is the command line after "run", kept in the record.
-[[nodiscard]] Result<std::optional<RecordOptions>> parse_record_flags(const cxxopts::ParseResult& r, bool has_guardrail,
-                                                                      uint64_t duration_ns, uint64_t interval_ns,
+[[nodiscard]] Result<std::optional<RecordOptions>> parse_record_flags(const cxxopts::ParseResult& r, bool has_health,
+                                                                      bool has_kernel_signal, uint64_t duration_ns,
+                                                                      uint64_t interval_ns,
                                                                       const std::vector<std::string>& args);
+
+// The guardrail flags, shared the same way: --health-url (+ --health-max-latency,
+// --interval) and --kernel-signal (+ --abort-above, --signal-window).
+[[nodiscard]] Result<std::optional<HealthProbeConfig>> parse_health_flags(const cxxopts::ParseResult& r,
+                                                                          const std::string& netns);
+[[nodiscard]] Result<std::optional<KernelSignalConfig>> parse_kernel_signal_flags(const cxxopts::ParseResult& r);
 
 }  // namespace faultline

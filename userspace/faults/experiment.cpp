@@ -127,14 +127,32 @@ int Experiment::run() {
   std::optional<RecordedRun> recorded;
   auto stop = [] { return g_signal.load() != 0; };
   if (opts_.record) {
-    if (!probe) {
-      err_ << "faultctl run: --record and --steady-state need a guardrail signal (--health-url)\n";
+    if (!probe && !ksig) {
+      err_ << "faultctl run: --record and --steady-state need a guardrail signal (--health-url or --kernel-signal)\n";
       return kExitBadInput;
     }
-    nlohmann::json guard{{"health_url", opts_.health->url}, {"max_latency", format_duration(opts_.health->max_latency_ns)},
-                         {"interval", format_duration(opts_.health->interval_ns)}};
-    recorded.emplace(*opts_.record, [&] { return sample_from_probe(probe->check(), boottime_ns()); },
-                     opts_.health->interval_ns, guard, out_, opts_.json);
+    nlohmann::json guard = nlohmann::json::object();
+    if (probe)
+      guard = {{"health_url", opts_.health->url}, {"max_latency", format_duration(opts_.health->max_latency_ns)},
+               {"interval", format_duration(opts_.health->interval_ns)}};
+    if (ksig) guard["kernel_signal"] = {{"signal", ksig->config().signal}, {"abort_above_per_s", ksig->config().abort_above}};
+    // One reading of every guardrail signal there is.
+    auto sampler = [&] {
+      SignalSample s;
+      if (probe) {
+        s = sample_from_probe(probe->check(), boottime_ns());
+      } else {
+        s.t_ns = boottime_ns();
+        s.healthy = true;
+      }
+      if (ksig) {
+        ProbeOutcome k = ksig->sample();
+        add_kernel_reading(s, ksig->config().signal, ksig->last_rate(), k);
+      }
+      return s;
+    };
+    recorded.emplace(*opts_.record, sampler, probe ? opts_.health->interval_ns : kKernelSignalRecordIntervalNs, guard, out_,
+                     opts_.json);
     auto go = recorded->before_fault(plan->to_json(), stop);
     if (!go) {
       err_ << "faultctl run: " << go.error().describe() << "\n";
@@ -180,6 +198,7 @@ int Experiment::run() {
   uint64_t next_probe = boottime_ns() + (probe ? probe->config().interval_ns : 0);
   uint64_t next_status = boottime_ns();
   uint64_t next_ksig = boottime_ns() + 500'000'000ULL;
+  uint64_t next_ksig_record = boottime_ns() + kKernelSignalRecordIntervalNs;
   for (;;) {
     uint64_t now = boottime_ns();
     if (now >= applied->expires_ns) break;
@@ -199,6 +218,12 @@ int Experiment::run() {
     if (ksig && now >= next_ksig) {
       ProbeOutcome o = ksig->sample();
       if (opts_.json) emit({{"event", "kernel_signal"}, {"signal", ksig->config().signal}, {"rate_per_s", ksig->last_rate()}});
+      if (recorded && !probe && (now >= next_ksig_record || !o.healthy)) {  // the kernel signal is the record's only signal
+        SignalSample rs{boottime_ns(), true, {}, ""};
+        add_kernel_reading(rs, ksig->config().signal, ksig->last_rate(), o);
+        recorded->fault_sample(rs);
+        next_ksig_record = now + kKernelSignalRecordIntervalNs;
+      }
       if (!o.healthy) {
         (void)table.deactivate(slot);
         reason = "guardrail";
@@ -210,7 +235,11 @@ int Experiment::run() {
     }
     if (probe && now >= next_probe) {
       ProbeOutcome o = probe->check();
-      if (recorded) recorded->fault_sample(sample_from_probe(o, boottime_ns()));
+      if (recorded) {
+        SignalSample rs = sample_from_probe(o, boottime_ns());
+        if (ksig) add_kernel_reading(rs, ksig->config().signal, ksig->last_rate(), ProbeOutcome{true, 0, 0, ""});
+        recorded->fault_sample(rs);
+      }
       if (opts_.json) {
         emit({{"event", "probe"}, {"healthy", o.healthy}, {"latency_ms", o.latency_ns / 1e6}, {"status", o.status}, {"problem", o.problem}});
       }

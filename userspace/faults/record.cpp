@@ -111,6 +111,14 @@ SignalSample sample_from_probe(const ProbeOutcome& o, uint64_t t_ns) {
   return s;
 }
 
+void add_kernel_reading(SignalSample& s, const std::string& signal, double rate_per_s, const ProbeOutcome& o) {
+  s.values[signal + "_per_s"] = rate_per_s;
+  if (!o.healthy) {
+    s.healthy = false;
+    s.problem += (s.problem.empty() ? "" : "; ") + o.problem;
+  }
+}
+
 nlohmann::json Slo::to_json() const {
   nlohmann::json j{{"text", text}, {"inclusive", inclusive}, {"threshold", threshold}};
   if (metric == Metric::LatencyPercentile) {

@@ -30,6 +30,13 @@ struct SignalSample {
 
 [[nodiscard]] SignalSample sample_from_probe(const ProbeOutcome& o, uint64_t t_ns);
 
+// Folds a kernel-signal reading into a sample ("<signal>_per_s"); unhealthy if
+// either reading is.
+void add_kernel_reading(SignalSample& s, const std::string& signal, double rate_per_s, const ProbeOutcome& o);
+
+// The record's cadence when a kernel signal is the only guardrail signal.
+constexpr uint64_t kKernelSignalRecordIntervalNs = 1'000'000'000ULL;
+
 // The hypothesis threshold: "p99<300ms", "p50<=80ms", "success>99.9%", "success>=99%".
 struct Slo {
   enum class Metric { LatencyPercentile, SuccessRate };

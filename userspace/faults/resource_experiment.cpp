@@ -15,6 +15,7 @@
 #include "userspace/faults/resource_reaper.h"
 #include "userspace/faults/resource_store.h"
 #include "userspace/faults/units.h"
+#include "loader/netns.h"
 
 namespace faultline {
 namespace {
@@ -83,6 +84,10 @@ int ResourceExperiment::run() {
   if (opts_.health)
     guard = {{"health_url", opts_.health->url}, {"max_latency", format_duration(opts_.health->max_latency_ns)},
              {"interval", format_duration(opts_.health->interval_ns)}};
+  if (opts_.kernel_signal) {
+    if (guard.is_null()) guard = nlohmann::json::object();
+    guard["kernel_signal"] = {{"signal", opts_.kernel_signal->signal}, {"abort_above_per_s", opts_.kernel_signal->abort_above}};
+  }
   const uint64_t grace = reaper_grace_ns();
 
   if (opts_.dry_run) {
@@ -90,7 +95,7 @@ int ResourceExperiment::run() {
     j["dry_run"] = true;
     j["plan"] = fault->plan();
     j["deadman"] = {{"reaper", "detached, own session"}, {"grace", format_duration(grace)}, {"state", ResourceFaultStore::default_root()}};
-    if (probe) j["guardrail"] = guard;
+    if (!guard.is_null()) j["guardrail"] = guard;
     if (opts_.record) j["record"] = {{"dir", opts_.record->dir}, {"steady_state", format_duration(opts_.record->steady_state_ns)}};
     if (opts_.json) {
       emit(j);
@@ -102,16 +107,49 @@ int ResourceExperiment::run() {
     return kExitCompleted;
   }
 
+  // The kernel-signal guardrail counts from before the fault (and the steady state),
+  // in the host's namespace: that is where a host resource fault bites.
+  std::optional<KernelSignalGuard> ksig;
+  if (opts_.kernel_signal) {
+    KernelSignalConfig cfg = *opts_.kernel_signal;
+    auto host = resolve_netns("");
+    if (!host) {
+      err_ << "faultctl run: " << host.error().describe() << "\n";
+      return kExitFailure;
+    }
+    cfg.netns_ino = host->inode;
+    auto g = KernelSignalGuard::start(cfg);
+    if (!g) {
+      err_ << "faultctl run: " << g.error().describe() << "\n";
+      return kExitFailure;
+    }
+    ksig.emplace(std::move(*g));
+  }
+
   SignalScope signals;
   auto stop = [] { return g_signal.load() != 0; };
   std::optional<RecordedRun> recorded;
   if (opts_.record) {
-    if (!probe) {
-      err_ << "faultctl run: --record and --steady-state need a guardrail signal (--health-url)\n";
+    if (!probe && !ksig) {
+      err_ << "faultctl run: --record and --steady-state need a guardrail signal (--health-url or --kernel-signal)\n";
       return kExitBadInput;
     }
-    recorded.emplace(*opts_.record, [&] { return sample_from_probe(probe->check(), boottime_ns()); },
-                     opts_.health->interval_ns, guard, out_, opts_.json);
+    auto sampler = [&] {
+      SignalSample s;
+      if (probe) {
+        s = sample_from_probe(probe->check(), boottime_ns());
+      } else {
+        s.t_ns = boottime_ns();
+        s.healthy = true;
+      }
+      if (ksig) {
+        ProbeOutcome k = ksig->sample();
+        add_kernel_reading(s, ksig->config().signal, ksig->last_rate(), k);
+      }
+      return s;
+    };
+    recorded.emplace(*opts_.record, sampler, probe ? opts_.health->interval_ns : kKernelSignalRecordIntervalNs, guard, out_,
+                     opts_.json);
     nlohmann::json what = spec.to_json();
     what["plan"] = fault->plan();
     auto go = recorded->before_fault(what, stop);
@@ -202,6 +240,8 @@ int ResourceExperiment::run() {
   int code = kExitCompleted;
   const bool tty = !opts_.json && ::isatty(STDERR_FILENO);
   uint64_t next_probe = boottime_ns() + (probe ? probe->config().interval_ns : 0);
+  uint64_t next_ksig = boottime_ns() + 500'000'000ULL;
+  uint64_t next_ksig_record = boottime_ns() + kKernelSignalRecordIntervalNs;
   uint64_t next_status = boottime_ns() + 1'000'000'000ULL;
   const std::string state_path = store->state_path(st.id);
   for (;;) {
@@ -229,9 +269,32 @@ int ResourceExperiment::run() {
       code = kExitFailure;
       break;
     }
+    if (ksig && now >= next_ksig) {
+      ProbeOutcome o = ksig->sample();
+      if (opts_.json) emit({{"event", "kernel_signal"}, {"signal", ksig->config().signal}, {"rate_per_s", ksig->last_rate()}});
+      if (recorded && !probe && (now >= next_ksig_record || !o.healthy)) {  // the record's only signal
+        SignalSample rs{boottime_ns(), true, {}, ""};
+        add_kernel_reading(rs, ksig->config().signal, ksig->last_rate(), o);
+        recorded->fault_sample(rs);
+        next_ksig_record = now + kKernelSignalRecordIntervalNs;
+      }
+      if (!o.healthy) {
+        (void)revert_fault(*store, st.id, "guardrail");
+        reason = "guardrail";
+        detail = "kernel signal: " + o.problem;
+        outcome = RunOutcome::Guardrail;
+        code = kExitGuardrail;
+        break;
+      }
+      next_ksig = now + 500'000'000ULL;
+    }
     if (probe && now >= next_probe) {
       ProbeOutcome o = probe->check();
-      if (recorded) recorded->fault_sample(sample_from_probe(o, boottime_ns()));
+      if (recorded) {
+        SignalSample rs = sample_from_probe(o, boottime_ns());
+        if (ksig) add_kernel_reading(rs, ksig->config().signal, ksig->last_rate(), ProbeOutcome{true, 0, 0, ""});
+        recorded->fault_sample(rs);
+      }
       if (opts_.json) {
         emit({{"event", "probe"}, {"healthy", o.healthy}, {"latency_ms", o.latency_ns / 1e6}, {"status", o.status}, {"problem", o.problem}});
       }

@@ -8,12 +8,14 @@
 #include "userspace/faults/record.h"
 #include "userspace/faults/resource_spec.h"
 #include "userspace/guardrails/health_probe.h"
+#include "userspace/guardrails/kernel_signal.h"
 
 namespace faultline {
 
 struct ResourceRunOptions {
   ResourceSpec spec;
   std::optional<HealthProbeConfig> health;
+  std::optional<KernelSignalConfig> kernel_signal;  // counted in the host's network namespace
   std::optional<RecordOptions> record;
   bool json = false;
   bool dry_run = false;
