@@ -388,14 +388,18 @@ int fl_skb_egress(struct __sk_buff *skb)
 	if (p->exfil_cap && !f->allowed) {
 		if (f->capped || f->bytes_out + skb->len > p->exfil_cap) {
 			struct fl_sa_stats *st = stats();
+			int enforce = p->flags & FL_SA_ENFORCE;
 
-			if (st)
-				st->exfil_dropped++;
 			/* One event when the cap is first crossed. */
 			if (!__sync_lock_test_and_set(&f->capped, 1))
-				emit_in(1, FL_OP_EGRESS, FL_V_EXFIL, FL_SA_RULE_DEFAULT, &k.addr, k.port, k.proto,
-				     f->bytes_out);
-			return 0;
+				emit_in(1, FL_OP_EGRESS, enforce ? FL_V_EXFIL : FL_V_WOULD_EXFIL, FL_SA_RULE_DEFAULT,
+					&k.addr, k.port, k.proto, f->bytes_out);
+			/* Monitor mode reports the crossing and blocks nothing. */
+			if (enforce) {
+				if (st)
+					st->exfil_dropped++;
+				return 0;
+			}
 		}
 	}
 	__sync_fetch_and_add(&f->bytes_out, skb->len);

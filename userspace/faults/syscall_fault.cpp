@@ -20,6 +20,7 @@
 #include <optional>
 #include <ostream>
 #include <random>
+#include <set>
 
 #include "faultline/sockaddr_abi.h"
 #include "loader/features.h"
@@ -530,6 +531,9 @@ int run_seccomp(const SyscallFaultSpec& spec, std::ostream& out, std::ostream& e
   const int open_nr = seccomp_syscall_resolve_name("open");
   const int openat_nr = seccomp_syscall_resolve_name("openat");
   const int openat2_nr = seccomp_syscall_resolve_name("openat2");
+  std::set<int> fd_calls;
+  for (const char* n : {"read", "pread64", "readv", "preadv", "preadv2", "fstat", "close", "lseek"})
+    fd_calls.insert(seccomp_syscall_resolve_name(n));
   uint64_t injected = 0, passed = 0;
   int status = 0;
   for (;;) {
@@ -549,6 +553,12 @@ int run_seccomp(const SyscallFaultSpec& spec, std::ostream& out, std::ostream& e
         std::string path = read_remote_string(static_cast<pid_t>(req->pid), arg);
         // The path was read from the caller's memory: trust it only if the call is still pending.
         if (seccomp_notify_id_valid(notify.get(), req->id) == 0 && loader_path(path)) inject = false;
+      } else if (fd_calls.contains(nr)) {
+        // read/pread/mmap of a library the loader opened: same exemption, by the fd's target.
+        std::string link = "/proc/" + std::to_string(req->pid) + "/fd/" + std::to_string(static_cast<int>(req->data.args[0]));
+        char target[4096];
+        ssize_t n = ::readlink(link.c_str(), target, sizeof(target) - 1);
+        if (n > 0 && loader_path(std::string(target, static_cast<size_t>(n)))) inject = false;
       }
     }
     std::memset(resp, 0, sizeof(*resp));

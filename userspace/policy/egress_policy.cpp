@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 
 namespace faultline {
@@ -16,6 +17,7 @@ std::string verdict_name(uint8_t v) {
     case FL_V_WOULD_DENY: return "would-deny";
     case FL_V_INJECT: return "inject";
     case FL_V_EXFIL: return "exfil-cap";
+    case FL_V_WOULD_EXFIL: return "would-exfil-cap";
     default: return "?";
   }
 }
@@ -56,6 +58,7 @@ Result<EgressRule> parse_rule(Verdict v, const std::string& text) {
   }
   r.prefix = *p;
   if (!port.empty() || body.back() == ':') {
+    if (port.empty()) return make_error(EINVAL, flag + text + " (the port after ':' is missing)");
     auto pr = parse_port_range(port);
     if (!pr) return make_error(EINVAL, flag + text + ": " + pr.error().message);
     r.ports = *pr;
@@ -64,35 +67,49 @@ Result<EgressRule> parse_rule(Verdict v, const std::string& text) {
 }
 
 Result<CompiledTrie> compile_rules(const std::vector<EgressRule>& rules, Verdict v) {
-  std::vector<std::pair<const EgressRule*, uint16_t>> mine;
+  // Rules of this verdict grouped by prefix length, keyed by network address, so
+  // the covers of a prefix are found with one probe per distinct length
+  // (at most 129) instead of a scan of every rule.
+  std::map<uint8_t, std::map<std::string, std::vector<uint16_t>>> by_len;
   for (size_t i = 0; i < rules.size(); ++i) {
-    if (rules[i].verdict == v) mine.emplace_back(&rules[i], static_cast<uint16_t>(i));
+    if (rules[i].verdict != v) continue;
+    const Prefix& p = rules[i].prefix;
+    by_len[p.plen][std::string(reinterpret_cast<const char*>(p.addr.b), 16)].push_back(static_cast<uint16_t>(i));
   }
-  std::map<std::pair<uint8_t, std::string>, Prefix> keys;  // distinct prefixes
-  for (const auto& [r, id] : mine) keys.emplace(std::make_pair(r->prefix.plen, r->prefix.str()), r->prefix);
   CompiledTrie out;
-  for (const auto& [k, prefix] : keys) {
-    std::vector<std::pair<const EgressRule*, uint16_t>> cover;
-    for (const auto& e : mine) {
-      if (prefix_covers(e.first->prefix, prefix)) cover.push_back(e);
+  for (const auto& [plen, keys] : by_len) {
+    for (const auto& [addr, own] : keys) {
+      Prefix prefix;
+      std::memcpy(prefix.addr.b, addr.data(), 16);
+      prefix.plen = plen;
+      fl_sa_bucket b{};
+      size_t count = 0;
+      // Longest first: this prefix's own rules, then each shorter covering prefix.
+      for (auto it = by_len.rbegin(); it != by_len.rend(); ++it) {
+        if (it->first > plen) continue;
+        Prefix cover = prefix;
+        cover.plen = it->first;
+        fl_addr m = cover.mask();
+        for (int i = 0; i < 16; ++i) cover.addr.b[i] &= m.b[i];
+        auto hit = it->second.find(std::string(reinterpret_cast<const char*>(cover.addr.b), 16));
+        if (hit == it->second.end()) continue;
+        for (uint16_t id : hit->second) {
+          if (++count > FL_SA_RULE_SLOTS)
+            return make_error(ENOSPC, "more than " + std::to_string(FL_SA_RULE_SLOTS) + " " +
+                                          (v == Verdict::Allow ? "allow" : "deny") + " rules overlap on " + prefix.str());
+          const EgressRule& r = rules[id];
+          fl_sa_rule& slot = b.r[b.n++];
+          slot.port_lo = r.ports.lo;
+          slot.port_hi = r.ports.hi;
+          slot.proto = r.proto;
+          slot.id = id;
+        }
+      }
+      fl_sa_key key{};
+      key.prefixlen = plen;
+      key.addr = prefix.addr;
+      out.entries.emplace_back(key, b);
     }
-    std::stable_sort(cover.begin(), cover.end(),
-                     [](const auto& a, const auto& b) { return a.first->prefix.plen > b.first->prefix.plen; });
-    if (cover.size() > FL_SA_RULE_SLOTS)
-      return make_error(ENOSPC, "more than " + std::to_string(FL_SA_RULE_SLOTS) + " " +
-                                    (v == Verdict::Allow ? "allow" : "deny") + " rules overlap on " + prefix.str());
-    fl_sa_key key{};
-    key.prefixlen = prefix.plen;
-    key.addr = prefix.addr;
-    fl_sa_bucket b{};
-    for (const auto& [r, id] : cover) {
-      fl_sa_rule& slot = b.r[b.n++];
-      slot.port_lo = r->ports.lo;
-      slot.port_hi = r->ports.hi;
-      slot.proto = r->proto;
-      slot.id = id;
-    }
-    out.entries.emplace_back(key, b);
   }
   return out;
 }

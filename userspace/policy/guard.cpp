@@ -83,17 +83,19 @@ int on_event(void* ctx, void* data, size_t size) {
     nlohmann::json j{{"op", op_name(e->op)}, {"destination", ep}, {"proto", proto_text(e->proto)},
                      {"verdict", verdict_name(e->verdict)}, {"rule", rule}, {"pid", e->pid},
                      {"comm", std::string(e->comm, strnlen(e->comm, sizeof(e->comm)))}};
-    if (e->verdict == FL_V_EXFIL) j["bytes"] = e->bytes;
+    if (e->verdict == FL_V_EXFIL || e->verdict == FL_V_WOULD_EXFIL) j["bytes"] = e->bytes;
     *sink->json << j.dump() << "\n";
   }
   if (e->verdict == FL_V_DENY || e->verdict == FL_V_WOULD_DENY) sink->denied[ep]++;
-  if (e->verdict == FL_V_EXFIL) sink->exfil.push_back(ep + " after " + std::to_string(e->bytes) + " bytes");
+  if (e->verdict == FL_V_EXFIL || e->verdict == FL_V_WOULD_EXFIL)
+    sink->exfil.push_back(ep + " after " + std::to_string(e->bytes) + " bytes" +
+                          (e->verdict == FL_V_WOULD_EXFIL ? " (monitor: not dropped)" : ""));
   // One line per distinct decision; repeats are counted in the summary.
   if (!sink->seen.emplace(e->op, ep, e->verdict).second) return 0;
   // One write per line, so it does not interleave with the command's own stderr.
   std::string line = "faultline guard: " + std::string(op_name(e->op)) + " " + ep + "/" + proto_text(e->proto) +
                      " -> " + verdict_name(e->verdict) + " (" + rule + ")" +
-                     (e->verdict == FL_V_EXFIL ? " sent " + std::to_string(e->bytes) + " bytes" : "") + " pid " +
+                     (e->verdict == FL_V_EXFIL || e->verdict == FL_V_WOULD_EXFIL ? " sent " + std::to_string(e->bytes) + " bytes" : "") + " pid " +
                      std::to_string(e->pid) + " " + std::string(e->comm, strnlen(e->comm, sizeof(e->comm))) + "\n";
   *sink->log << line << std::flush;
   return 0;

@@ -31,6 +31,7 @@ enum fl_sa_verdict {
 	FL_V_WOULD_DENY = 3, /* monitor mode: would have been denied */
 	FL_V_INJECT = 4,     /* errno injected by a syscall fault */
 	FL_V_EXFIL = 5,      /* exfil cap reached: egress to the destination dropped */
+	FL_V_WOULD_EXFIL = 6, /* monitor mode: the cap was crossed, nothing dropped */
 };
 
 /* One scope (a cgroup) gets one instance of the programs with this policy. */
