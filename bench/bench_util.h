@@ -2,10 +2,13 @@
 // and the summary rows scripts/bench.sh prints at the end.
 #pragma once
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -90,59 +93,50 @@ inline std::string verdict(bool met) { return met ? "MET" : "MISSED"; }
 struct Child {
   pid_t pid = -1;
   int out = -1;  // read end of its stdout
-  uint64_t exec_ns = 0;  // CLOCK_MONOTONIC just before execve, written by the child
+  uint64_t exec_ns = 0;  // CLOCK_MONOTONIC just before the spawn (the execve follows)
 };
 
-// Shared page the child writes its pre-exec timestamp into.
-inline volatile uint64_t* exec_stamp_page() {
-  static volatile uint64_t* page = [] {
-    void* p = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    return static_cast<volatile uint64_t*>(p == MAP_FAILED ? nullptr : p);
-  }();
-  return page;
-}
-
-// fork + execvp. The child takes CLOCK_MONOTONIC as its very last step before
-// execve; the parent reads it back from a shared page once the exec happened.
 enum class Out { Inherit, Capture, Null };
 
+// posix_spawnp (clone with CLONE_VM|CLONE_VFORK, then execve): unlike fork, the
+// child never copies or tears down this process's address space, so a large
+// benchmark process does not slow its children down. exec_ns is CLOCK_MONOTONIC
+// taken just before the spawn call; the call returns once the execve happened.
 inline Child spawn(const std::vector<std::string>& argv, Out out_mode, bool quiet_stderr = false) {
-  const bool capture_stdout = out_mode == Out::Capture;
   Child c;
   int pfd[2] = {-1, -1};
-  if (capture_stdout && pipe2(pfd, O_CLOEXEC) != 0) return c;
-  int sync[2];
-  if (pipe2(sync, O_CLOEXEC) != 0) return c;  // closes on exec: EOF tells the parent
+  if (out_mode == Out::Capture && pipe2(pfd, O_CLOEXEC) != 0) return c;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  if (out_mode == Out::Capture) posix_spawn_file_actions_adddup2(&fa, pfd[1], STDOUT_FILENO);
+  if (out_mode == Out::Null) posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  if (quiet_stderr) posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t def, none;
+  sigemptyset(&def);
+  sigaddset(&def, SIGPIPE);
+  sigaddset(&def, SIGINT);
+  sigaddset(&def, SIGTERM);
+  sigemptyset(&none);
+  posix_spawnattr_setsigdefault(&attr, &def);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  volatile uint64_t* stamp = exec_stamp_page();
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (capture_stdout) dup2(pfd[1], STDOUT_FILENO);
-    if (quiet_stderr || out_mode == Out::Null) {
-      int dn = open("/dev/null", O_WRONLY);
-      if (dn >= 0 && quiet_stderr) dup2(dn, STDERR_FILENO);
-      if (dn >= 0 && out_mode == Out::Null) dup2(dn, STDOUT_FILENO);
-    }
-    signal(SIGPIPE, SIG_DFL);
-    timespec ts{};
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    if (stamp != nullptr) *stamp = static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<uint64_t>(ts.tv_nsec);
-    execvp(args[0], args.data());
-    _exit(127);
+  c.exec_ns = mono_ns();
+  pid_t pid = -1;
+  int err = posix_spawnp(&pid, args[0], &fa, &attr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  if (out_mode == Out::Capture) close(pfd[1]);
+  if (err != 0) {
+    if (out_mode == Out::Capture) close(pfd[0]);
+    return c;
   }
-  close(sync[1]);
-  char b;
-  while (read(sync[0], &b, 1) < 0 && errno == EINTR) {
-  }
-  close(sync[0]);
   c.pid = pid;
-  c.exec_ns = stamp != nullptr ? *stamp : 0;
-  if (capture_stdout) {
-    close(pfd[1]);
-    c.out = pfd[0];
-  }
+  if (out_mode == Out::Capture) c.out = pfd[0];
   return c;
 }
 
@@ -170,12 +164,14 @@ inline bool read_line(int fd, std::string& line, int timeout_ms) {
 }
 
 // Waits for the child; returns its exit status (or -1 on timeout, after SIGKILL).
-inline int wait_child(Child& c, int timeout_ms = 30'000) {
+// With cpu_ms, also the CPU time (user + system) the child used.
+inline int wait_child(Child& c, int timeout_ms = 30'000, double* cpu_ms = nullptr) {
   if (c.pid <= 0) return -1;
   uint64_t deadline = mono_ns() + static_cast<uint64_t>(timeout_ms) * 1'000'000ULL;
   int st = 0;
+  rusage ru{};
   for (;;) {
-    pid_t r = waitpid(c.pid, &st, WNOHANG);
+    pid_t r = wait4(c.pid, &st, WNOHANG, &ru);
     if (r == c.pid) break;
     if (r < 0) return -1;
     if (mono_ns() > deadline) {
@@ -188,10 +184,30 @@ inline int wait_child(Child& c, int timeout_ms = 30'000) {
     }
     sleep_ms(0.2);
   }
+  if (cpu_ms != nullptr) {
+    *cpu_ms = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+  }
   c.pid = -1;
   if (c.out >= 0) close(c.out);
   c.out = -1;
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+// CPU time a running process has used so far: the sum over its live threads of
+// /proc/PID/task/TID/schedstat (ns on CPU; threads that already exited are missed).
+inline double running_cpu_ms(pid_t pid) {
+  std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  double total = 0;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      std::ifstream in(dir + "/" + e->d_name + "/schedstat");
+      unsigned long long ns = 0;
+      if (in >> ns) total += static_cast<double>(ns) / 1e6;
+    }
+    closedir(d);
+  }
+  return total;
 }
 
 inline std::string slurp(int fd) {
