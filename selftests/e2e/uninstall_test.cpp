@@ -1,0 +1,66 @@
+// faultctl uninstall after a crash (kill -9 mid-run): the kernel must be left
+// with no netfault program at all, nothing pinned, no clsact on the devices.
+#include <signal.h>
+
+#include <thread>
+
+#include "e2e_fixture.h"
+
+namespace fle2e {
+namespace {
+
+class Uninstall : public E2eTest {};
+
+TEST_P(Uninstall, LeavesNoProgramPinOrQdiscBehind) {
+  // uninstall also sweeps netfault programs of other states (lost pins, another
+  // FAULTLINE_BPFFS_ROOT, a real install); never do that to someone else's.
+  if (auto foreign = netfault_programs(); !foreign.empty()) {
+    GTEST_SKIP() << "\n*** SKIPPED: another Faultline state is live on this machine (" << describe(foreign)
+                 << "); `faultctl uninstall` would remove it too. Run again when it is gone. ***";
+  }
+  const std::string b = TestNet::kAddrB;
+  start_server({"udp-echo", std::to_string(kEchoPort)});
+  UdpProbe probe(net().a(), b, kEchoPort);
+  Process run = start_run("partition", {"--target", b, "--direction", "both", "--duration", "60s"});
+  ASSERT_TRUE(wait_started(run));
+  ASSERT_FALSE(probe.reachable(200ms)) << "the partition is not in effect";
+  run.signal(SIGKILL);
+  ASSERT_TRUE(run.wait(2s));
+  ASSERT_FALSE(our_programs().empty()) << "the crashed run's programs should still be attached";
+  if (attach() == "tc") {
+    ASSERT_TRUE(has_clsact(net().a(), TestNet::kDevA)) << qdiscs(net().a(), TestNet::kDevA);
+  }
+
+  auto r = faultctl({"uninstall"});
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_NE(r.out.find("uninstalled"), std::string::npos) << r.out;
+  EXPECT_TRUE(probe.reachable(100ms)) << "traffic must pass right after uninstall";
+
+  // The kernel's own list, twice: through the bpf syscall, and through bpftool.
+  std::vector<NetfaultProg> left;
+  for (int i = 0; i < 60; ++i) {
+    left = netfault_programs();
+    if (left.empty()) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_TRUE(left.empty()) << "netfault programs still loaded: " << describe(left);
+  auto bpftool = run_command({"bpftool", "prog", "show"});
+  ASSERT_TRUE(bpftool.status.is(0)) << bpftool.describe();
+  EXPECT_EQ(bpftool.out.find("name fl_egress"), std::string::npos) << bpftool.out;
+  EXPECT_EQ(bpftool.out.find("name fl_ingress"), std::string::npos) << bpftool.out;
+  EXPECT_TRUE(files_under(bpffs_root()).empty()) << "pins remain under " << bpffs_root();
+  for (const auto& [ns, dev] : {std::pair{net().a(), TestNet::kDevA}, std::pair{net().b(), TestNet::kDevB}}) {
+    EXPECT_FALSE(has_clsact(ns, dev)) << qdiscs(ns, dev);
+    for (const char* dir : {"ingress", "egress"}) {
+      auto f = run_command({"ip", "netns", "exec", ns, "tc", "filter", "show", "dev", dev, dir});
+      EXPECT_EQ(f.out.find("fl_"), std::string::npos) << dev << " " << dir << ": " << f.out;
+    }
+  }
+  auto status = faultctl({"status"});
+  EXPECT_NE(status.out.find("nothing installed"), std::string::npos) << status.describe();
+}
+
+FLE2E_ON_BOTH_ATTACH_PATHS(Uninstall);
+
+}  // namespace
+}  // namespace fle2e
