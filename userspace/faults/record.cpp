@@ -40,6 +40,7 @@ std::string fixed(double v, int prec) {
 std::string ms_text(std::optional<double> v) {
   if (!v) return "-";
   if (std::isinf(*v)) return "fail";
+  if (std::fabs(*v - std::round(*v)) < 1e-9) return fixed(*v, 0) + "ms";
   return fixed(*v, *v < 10 ? 2 : 1) + "ms";
 }
 

@@ -72,8 +72,9 @@ void detach_from_faultctl(int keep_fd, const std::string& id) {
       sleep_ms(200);
       continue;
     }
-    // A newer reaper took over (the sweep re-arms faults whose reaper died).
-    if (st->reaper.pid != 0 && st->reaper.pid != self) ::_exit(0);
+    // Another live reaper is on record (a sweep re-armed this fault): it takes over.
+    // A dead one on record is the predecessor we are replacing.
+    if (st->reaper.pid != 0 && st->reaper.pid != self && is_alive(st->reaper)) ::_exit(0);
     const bool owner_alive = is_alive(st->owner);
     const uint64_t due = st->expires_ns + (owner_alive ? st->grace_ns : 0);
     const bool orphaned_apply = st->phase == "applying" && !owner_alive;

@@ -62,7 +62,7 @@ std::string format_bytes(uint64_t b) {
     ++u;
   }
   std::ostringstream o;
-  o.precision(v >= 100 || u == 0 ? 0 : 1);
+  o.precision(v >= 100 || u == 0 || v == static_cast<double>(static_cast<uint64_t>(v)) ? 0 : 1);
   o << std::fixed << v << units[u];
   return o.str();
 }

@@ -1,0 +1,429 @@
+// Test fixtures for resource faults: processes, tmpfs, cgroup, HTTP service, faultctl runs.
+#include "resource_env.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+extern char** environ;
+
+namespace flres {
+namespace {
+
+int g_counter = 0;
+
+Outcome decode(int status) {
+  Outcome o;
+  if (WIFEXITED(status)) o.code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) o.signal = WTERMSIG(status);
+  return o;
+}
+
+}  // namespace
+
+std::string Outcome::describe() const {
+  std::ostringstream o;
+  o << "$ " << cmdline << "\n  exit " << code;
+  if (signal) o << " (signal " << signal << ")";
+  o << "\n  stdout: " << out << "\n  stderr: " << err;
+  return o.str();
+}
+
+void sleep_for(Millis d) { std::this_thread::sleep_for(d); }
+
+bool eventually(const std::function<bool()>& pred, Millis timeout, Millis step) {
+  auto end = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (pred()) return true;
+    if (std::chrono::steady_clock::now() >= end) return false;
+    sleep_for(step);
+  }
+}
+
+bool path_exists(const std::string& p) {
+  struct stat st {};
+  return ::lstat(p.c_str(), &st) == 0;
+}
+
+std::string read_file(const std::string& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool pid_alive(pid_t pid) {
+  std::string s = read_file("/proc/" + std::to_string(pid) + "/stat");
+  auto close = s.rfind(')');
+  return close != std::string::npos && close + 2 < s.size() && s[close + 2] != 'Z' && s[close + 2] != 'X';
+}
+
+std::vector<nlohmann::json> json_lines(const std::string& text) {
+  std::vector<nlohmann::json> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_discarded() && j.is_object()) out.push_back(j);
+  }
+  return out;
+}
+
+std::string v2_mount() {
+  std::istringstream in(read_file("/proc/self/mountinfo"));
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream ls(line);
+    std::vector<std::string> f;
+    for (std::string w; ls >> w;) f.push_back(w);
+    auto dash = std::find(f.begin(), f.end(), "-");
+    if (f.size() > 4 && dash != f.end() && dash + 1 != f.end() && *(dash + 1) == "cgroup2") return f[4];
+  }
+  return "";
+}
+
+CpuTimes cpu_times(int cpu) {
+  std::istringstream in(read_file("/proc/stat"));
+  std::string want = "cpu" + std::to_string(cpu);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream ls(line);
+    std::string name;
+    ls >> name;
+    if (name != want) continue;
+    std::vector<uint64_t> v;
+    for (uint64_t x; ls >> x;) v.push_back(x);
+    CpuTimes t;
+    for (size_t i = 0; i < v.size() && i < 8; ++i) t.total += v[i];  // guest time is already in user
+    uint64_t idle = v.size() > 4 ? v[3] + v[4] : 0;                  // idle + iowait
+    t.busy = t.total - idle;
+    return t;
+  }
+  return {};
+}
+
+Faultctl::Faultctl(const std::vector<std::string>& args, const std::vector<std::string>& env, const std::string& dir) {
+  int n = ++g_counter;
+  out_path_ = dir + "/faultctl-" + std::to_string(n) + ".out";
+  err_path_ = dir + "/faultctl-" + std::to_string(n) + ".err";
+  cmdline_ = "faultctl";
+  for (const auto& a : args) cmdline_ += " " + a;
+  std::vector<std::string> argv_s = {FAULTCTL_PATH};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<std::string> env_s;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string kv = *e;
+    std::string key = kv.substr(0, kv.find('='));
+    bool overridden = std::any_of(env.begin(), env.end(), [&](const std::string& x) { return x.rfind(key + "=", 0) == 0; });
+    if (!overridden) env_s.push_back(kv);
+  }
+  env_s.insert(env_s.end(), env.begin(), env.end());
+  std::vector<char*> argv, envp;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : env_s) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  int out = ::open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int err = ::open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const pid_t parent = ::getpid();
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a crashed test leaves no faultctl behind (its reaper still cleans up)
+    if (::getppid() != parent) ::_exit(127);
+    ::setpgid(0, 0);
+    int devnull = ::open("/dev/null", O_RDONLY);
+    ::dup2(devnull, 0);
+    ::dup2(out, 1);
+    ::dup2(err, 2);
+    ::execve(argv[0], argv.data(), envp.data());
+    ::_exit(127);
+  }
+  ::close(out);
+  ::close(err);
+}
+
+Faultctl::~Faultctl() {
+  if (pid_ > 0 && !done_) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+}
+
+std::string Faultctl::out() const { return read_file(out_path_); }
+std::string Faultctl::err() const { return read_file(err_path_); }
+
+std::string Faultctl::describe() const {
+  Outcome o = done_ ? *done_ : Outcome{};
+  o.cmdline = cmdline_;
+  o.out = out();
+  o.err = err();
+  return o.describe();
+}
+
+std::optional<nlohmann::json> Faultctl::wait_event(const std::string& event, Millis timeout) {
+  std::optional<nlohmann::json> found;
+  (void)eventually(
+      [&] {
+        for (const auto& j : json_lines(out())) {
+          if (j.value("event", "") == event) {
+            found = j;
+            return true;
+          }
+        }
+        if (!done_) {
+          int status = 0;
+          if (::waitpid(pid_, &status, WNOHANG) == pid_) done_ = decode(status);
+        }
+        return done_.has_value() && !found;  // ended without it: stop waiting
+      },
+      timeout);
+  return found;
+}
+
+std::optional<Outcome> Faultctl::wait(Millis timeout) {
+  if (!done_) {
+    (void)eventually(
+        [&] {
+          int status = 0;
+          if (::waitpid(pid_, &status, WNOHANG) != pid_) return false;
+          done_ = decode(status);
+          return true;
+        },
+        timeout, 10ms);
+  }
+  if (!done_) return std::nullopt;
+  Outcome o = *done_;
+  o.cmdline = cmdline_;
+  o.out = out();
+  o.err = err();
+  return o;
+}
+
+void Faultctl::kill9() {
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  if (::waitpid(pid_, &status, 0) == pid_) done_ = decode(status);
+}
+
+Counter::Counter(const std::string& comm) {
+  void* p = ::mmap(nullptr, sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::runtime_error("mmap");
+  counter_ = static_cast<volatile uint64_t*>(p);
+  *counter_ = 0;
+  const pid_t parent = ::getpid();
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(0);
+    if (!comm.empty()) ::prctl(PR_SET_NAME, comm.c_str());
+    signal(SIGTERM, SIG_DFL);
+    for (;;) {
+      *counter_ = *counter_ + 1;
+      ::usleep(2000);
+    }
+  }
+}
+
+Counter::~Counter() {
+  if (pid_ > 0 && !reaped_) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  ::munmap(const_cast<uint64_t*>(counter_), sizeof(uint64_t));
+}
+
+uint64_t Counter::value() const { return *counter_; }
+
+char Counter::state() const {
+  std::string s = read_file("/proc/" + std::to_string(pid_) + "/stat");
+  auto close = s.rfind(')');
+  return close == std::string::npos || close + 2 >= s.size() ? '?' : s[close + 2];
+}
+
+std::optional<int> Counter::ended_by_signal() {
+  if (reaped_) return std::nullopt;
+  int status = 0;
+  if (::waitpid(pid_, &status, WNOHANG) != pid_) return std::nullopt;
+  reaped_ = true;
+  return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+}
+
+Tmpfs::Tmpfs(const std::string& path, const std::string& size) : path_(path) {
+  ::mkdir(path_.c_str(), 0755);
+  std::string opts = "size=" + size + ",mode=0755";
+  if (::mount("tmpfs", path_.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, opts.c_str()) != 0)
+    throw std::runtime_error("mount tmpfs on " + path_ + ": " + std::strerror(errno));
+  mounted_ = true;
+}
+
+Tmpfs::~Tmpfs() {
+  if (mounted_ && ::umount2(path_.c_str(), 0) != 0) {
+    ADD_FAILURE() << "tmpfs " << path_ << " is still busy at the end (" << std::strerror(errno) << "): something holds it";
+    ::umount2(path_.c_str(), MNT_DETACH);
+  }
+  ::rmdir(path_.c_str());
+}
+
+double Tmpfs::use_percent() const {
+  struct statvfs v {};
+  if (::statvfs(path_.c_str(), &v) != 0) return -1;
+  double used = static_cast<double>(v.f_blocks - v.f_bfree), avail = static_cast<double>(v.f_bavail);
+  return used + avail == 0 ? 100 : 100.0 * used / (used + avail);
+}
+
+std::vector<std::string> Tmpfs::files() const {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(path_)) out.push_back(e.path().filename());
+  return out;
+}
+
+TestCgroup::TestCgroup(const std::string& name) {
+  std::string m = v2_mount();
+  if (m.empty()) throw std::runtime_error("no cgroup2 mount");
+  dir_ = m + "/" + name;
+  if (::mkdir(dir_.c_str(), 0755) != 0) throw std::runtime_error("mkdir " + dir_ + ": " + std::strerror(errno));
+}
+
+TestCgroup::~TestCgroup() {
+  std::ofstream(dir_ + "/cgroup.freeze") << "0";
+  for (int i = 0; i < 200; ++i) {
+    std::istringstream procs(read_file(dir_ + "/cgroup.procs"));
+    bool any = false;
+    for (pid_t p; procs >> p;) {
+      any = true;
+      ::kill(p, SIGKILL);
+    }
+    if (!any && ::rmdir(dir_.c_str()) == 0) return;
+    sleep_for(10ms);
+  }
+  ADD_FAILURE() << "could not remove test cgroup " << dir_;
+}
+
+void TestCgroup::add(pid_t pid) const {
+  std::ofstream f(dir_ + "/cgroup.procs");
+  f << pid;
+  f.flush();
+  if (!f) throw std::runtime_error("cannot move " + std::to_string(pid) + " into " + dir_);
+}
+
+bool TestCgroup::frozen() const { return read_file(dir_ + "/cgroup.events").find("frozen 1") != std::string::npos; }
+
+HttpServer::HttpServer(std::function<Reply()> decide) : decide_(std::move(decide)) {
+  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || ::listen(fd_, 16) != 0)
+    throw std::runtime_error("cannot listen on 127.0.0.1");
+  socklen_t len = sizeof(a);
+  ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+  port_ = ntohs(a.sin_port);
+  thread_ = std::thread([this] { serve(); });
+}
+
+HttpServer::~HttpServer() {
+  stop_ = true;
+  thread_.join();
+  ::close(fd_);
+}
+
+std::string HttpServer::url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/health"; }
+
+void HttpServer::serve() {
+  while (!stop_) {
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, 100) != 1) continue;
+    int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (c < 0) continue;
+    std::string req;
+    char buf[1024];
+    while (req.find("\r\n\r\n") == std::string::npos) {
+      pollfd q{c, POLLIN, 0};
+      if (::poll(&q, 1, 1000) != 1) break;
+      ssize_t n = ::recv(c, buf, sizeof(buf), 0);
+      if (n <= 0) break;
+      req.append(buf, static_cast<size_t>(n));
+    }
+    Reply r = decide_();
+    ++requests_;
+    for (int waited = 0; waited < r.delay_ms && !stop_; waited += 10) sleep_for(10ms);
+    std::string body = r.status < 400 ? "ok\n" : "unavailable\n";
+    std::string resp = "HTTP/1.1 " + std::to_string(r.status) + (r.status < 400 ? " OK" : " Service Unavailable") +
+                       "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+    (void)!::send(c, resp.data(), resp.size(), MSG_NOSIGNAL);
+    ::close(c);
+  }
+}
+
+void ResourceTest::SetUp() {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "\n*** SKIPPED: resource fault tests need root (tmpfs mounts, cgroups, signals to other processes). "
+                    "Run them as root: ctest -R '^resource\\.' ***\n";
+  }
+  static int n = 0;
+  dir_ = "/tmp/fl-res-" + std::to_string(::getpid()) + "-" + std::to_string(++n);
+  std::filesystem::remove_all(dir_);
+  std::filesystem::create_directories(dir_);
+  ::chmod(dir_.c_str(), 0700);
+  env_ = {"FAULTLINE_RUN_DIR=" + dir_ + "/run", "FAULTLINE_REAPER_GRACE=2s",
+          "FAULTLINE_BPFFS_ROOT=/sys/fs/bpf/fl-res-" + std::to_string(::getpid()) + "-" + std::to_string(n)};
+}
+
+void ResourceTest::TearDown() {
+  if (dir_.empty()) return;
+  auto left = state_files();
+  EXPECT_TRUE(left.empty()) << "the test left " << left.size() << " resource fault(s) in the state folder";
+  for (const auto& f : left) {  // whatever a failed test left, reverted
+    Outcome a = run({"abort", f.substr(0, f.size() - 5)}, 30s);
+    EXPECT_EQ(a.code, 0) << a.describe();
+  }
+  EXPECT_TRUE(state_files().empty()) << "faultctl abort left state behind";
+  std::filesystem::remove_all(dir_);
+}
+
+Outcome ResourceTest::run(const std::vector<std::string>& args, Millis timeout) {
+  Faultctl f(args, env_, dir_);
+  auto o = f.wait(timeout);
+  if (!o) {
+    ADD_FAILURE() << "faultctl did not finish within " << timeout.count() << "ms: " << f.describe();
+    f.kill9();
+    return Outcome{};
+  }
+  return *o;
+}
+
+std::unique_ptr<Faultctl> ResourceTest::start(const std::vector<std::string>& args) {
+  return std::make_unique<Faultctl>(args, env_, dir_);
+}
+
+std::vector<std::string> ResourceTest::state_files() const {
+  std::vector<std::string> out;
+  std::string faults = dir_ + "/run/faults";
+  if (!path_exists(faults)) return out;
+  for (const auto& e : std::filesystem::directory_iterator(faults)) {
+    std::string n = e.path().filename();
+    if (n[0] == 'r' && n.ends_with(".json")) out.push_back(n);
+  }
+  return out;
+}
+
+std::string ResourceTest::unique(const std::string& what) const {
+  return "fl-" + what + "-" + std::to_string(::getpid()) + "-" + dir_.substr(dir_.rfind('-') + 1);
+}
+
+}  // namespace flres
