@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -321,15 +322,28 @@ void TestCgroup::add(pid_t pid) const {
 
 bool TestCgroup::frozen() const { return read_file(dir_ + "/cgroup.events").find("frozen 1") != std::string::npos; }
 
-HttpServer::HttpServer(std::function<Reply()> decide) : decide_(std::move(decide)) {
+HttpServer::HttpServer(std::function<Reply()> decide, const std::string& addr, const std::string& netns_path)
+    : decide_(std::move(decide)), addr_(addr) {
+  // A socket belongs to the namespace it was made in: enter for the socket() call only.
+  int home = -1;
+  if (!netns_path.empty()) {
+    home = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    int ns = ::open(netns_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (home < 0 || ns < 0 || ::setns(ns, CLONE_NEWNET) != 0) throw std::runtime_error("cannot enter " + netns_path);
+    ::close(ns);
+  }
   fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (home >= 0) {
+    ::setns(home, CLONE_NEWNET);
+    ::close(home);
+  }
   int one = 1;
   ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   sockaddr_in a{};
   a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::inet_pton(AF_INET, addr.c_str(), &a.sin_addr);
   if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || ::listen(fd_, 16) != 0)
-    throw std::runtime_error("cannot listen on 127.0.0.1");
+    throw std::runtime_error("cannot listen on " + addr);
   socklen_t len = sizeof(a);
   ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
   port_ = ntohs(a.sin_port);
@@ -342,7 +356,36 @@ HttpServer::~HttpServer() {
   ::close(fd_);
 }
 
-std::string HttpServer::url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/health"; }
+std::string HttpServer::url() const { return "http://" + addr_ + ":" + std::to_string(port_) + "/health"; }
+
+namespace {
+void sh(const std::string& cmd) {
+  if (std::system((cmd + " >/dev/null 2>&1").c_str()) != 0) throw std::runtime_error("failed: " + cmd);
+}
+}  // namespace
+
+NetnsPair::NetnsPair(const std::string& prefix) : a_(prefix + "-a"), b_(prefix + "-b") {
+  std::string va = "flra" + std::to_string(::getpid() % 100000), vb = "flrb" + std::to_string(::getpid() % 100000);
+  try {
+    sh("ip netns add " + a_);
+    sh("ip netns add " + b_);
+    sh("ip link add " + va + " netns " + a_ + " type veth peer name " + vb + " netns " + b_);
+    sh("ip -n " + a_ + " addr add " + std::string(kAddrA) + "/24 dev " + va);
+    sh("ip -n " + b_ + " addr add " + std::string(kAddrB) + "/24 dev " + vb);
+    sh("ip -n " + a_ + " link set " + va + " up");
+    sh("ip -n " + b_ + " link set " + vb + " up");
+    sh("ip -n " + a_ + " link set lo up");
+    sh("ip -n " + b_ + " link set lo up");
+  } catch (...) {
+    std::system(("ip netns del " + a_ + " 2>/dev/null; ip netns del " + b_ + " 2>/dev/null").c_str());
+    throw;
+  }
+}
+
+NetnsPair::~NetnsPair() {
+  // Deleting a namespace deletes its end of the veth, and with it the peer.
+  std::system(("ip netns del " + a_ + " 2>/dev/null; ip netns del " + b_ + " 2>/dev/null").c_str());
+}
 
 void HttpServer::serve() {
   while (!stop_) {
@@ -380,8 +423,8 @@ void ResourceTest::SetUp() {
   std::filesystem::remove_all(dir_);
   std::filesystem::create_directories(dir_);
   ::chmod(dir_.c_str(), 0700);
-  env_ = {"FAULTLINE_RUN_DIR=" + dir_ + "/run", "FAULTLINE_REAPER_GRACE=2s",
-          "FAULTLINE_BPFFS_ROOT=/sys/fs/bpf/fl-res-" + std::to_string(::getpid()) + "-" + std::to_string(n)};
+  bpffs_root_ = "/sys/fs/bpf/fl-res-" + std::to_string(::getpid()) + "-" + std::to_string(n);
+  env_ = {"FAULTLINE_RUN_DIR=" + dir_ + "/run", "FAULTLINE_REAPER_GRACE=2s", "FAULTLINE_BPFFS_ROOT=" + bpffs_root_};
 }
 
 void ResourceTest::TearDown() {

@@ -100,7 +100,8 @@ class HttpServer {
     int status = 200;
     int delay_ms = 0;
   };
-  explicit HttpServer(std::function<Reply()> decide);
+  // Listens on addr:0, inside the network namespace at netns_path if one is given.
+  explicit HttpServer(std::function<Reply()> decide, const std::string& addr = "127.0.0.1", const std::string& netns_path = "");
   ~HttpServer();
   [[nodiscard]] std::string url() const;
   [[nodiscard]] int requests() const { return requests_.load(); }
@@ -109,10 +110,26 @@ class HttpServer {
   void serve();
   int fd_ = -1;
   int port_ = 0;
+  std::string addr_;
   std::function<Reply()> decide_;
   std::atomic<bool> stop_{false};
   std::atomic<int> requests_{0};
   std::thread thread_;
+};
+
+// Two network namespaces joined by a veth pair (198.19.213.1 in a, .2 in b), for
+// recording packet faults. Removed, with the veth, at the end.
+class NetnsPair {
+ public:
+  static constexpr const char* kAddrA = "198.19.213.1";
+  static constexpr const char* kAddrB = "198.19.213.2";
+  explicit NetnsPair(const std::string& prefix);
+  ~NetnsPair();
+  [[nodiscard]] const std::string& a() const { return a_; }
+  [[nodiscard]] const std::string& b() const { return b_; }
+
+ private:
+  std::string a_, b_;
 };
 
 // Busy and total jiffies of one CPU from /proc/stat.
@@ -145,6 +162,7 @@ class ResourceTest : public ::testing::Test {
   [[nodiscard]] std::string unique(const std::string& what) const;
 
   std::string dir_;
+  std::string bpffs_root_;  // FAULTLINE_BPFFS_ROOT: packet faults of a test never touch a live install
   std::vector<std::string> env_;
   static constexpr Millis kGrace = 2000ms;
 };

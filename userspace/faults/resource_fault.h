@@ -79,8 +79,8 @@ class CpuBurn : public ResourceFault {
   std::vector<int> cores_;
   std::string cgroup_dir_;
   std::vector<Worker> workers_;
-  std::vector<uint64_t> last_ticks_;
-  uint64_t last_ns_ = 0;
+  std::vector<uint64_t> last_ticks_, first_ticks_;
+  uint64_t last_ns_ = 0, first_ns_ = 0;
 };
 
 // memory: one hog in a cgroup of its own whose limit is the size asked (plus the

@@ -1,0 +1,70 @@
+// Records of packet faults: the same steady state, fingerprint and verdict around the
+// BPF engine, with the service in one namespace and the fault in the other.
+#include <unistd.h>
+
+#include <functional>
+
+#include "resource_env.h"
+
+namespace flres {
+namespace {
+
+class PacketRecord : public ResourceTest {
+ protected:
+  void SetUp() override {
+    ResourceTest::SetUp();
+    if (IsSkipped()) return;
+    net_.emplace(unique("rec"));
+    svc_.emplace([] { return HttpServer::Reply{200, 2}; }, NetnsPair::kAddrB, "/run/netns/" + net_->b());
+    record_ = dir_ + "/record";
+  }
+  void TearDown() override {
+    svc_.reset();
+    net_.reset();
+    if (!bpffs_root_.empty()) {
+      EXPECT_FALSE(path_exists(bpffs_root_)) << "the packet fault left pins behind in " << bpffs_root_;
+      // The state lock faultctl keeps beside bpffs, one file per root (loader/bpffs.cpp).
+      ::unlink(("/run/faultline" + std::to_string(std::hash<std::string>{}(bpffs_root_) % 100000) + ".lock").c_str());
+    }
+    ResourceTest::TearDown();
+  }
+  std::vector<std::string> loss_to(const std::string& target) {
+    return {"run", "loss", "--netns", net_->a(), "--target", target, "--percent", "100", "--duration", "3s",
+            "--health-url", svc_->url(), "--interval", "500ms", "--health-max-latency", "500ms",
+            "--hypothesis", "the service stays reachable", "--steady-state", "2s", "--record", record_,
+            "--slo", "success>=99%", "--json"};
+  }
+  nlohmann::json verdict() const { return nlohmann::json::parse(read_file(record_ + "/verdict.json")); }
+  std::optional<NetnsPair> net_;
+  std::optional<HttpServer> svc_;
+  std::string record_;
+};
+
+TEST_F(PacketRecord, HeldWhenTheFaultMissesTheService) {
+  auto o = run(loss_to("198.19.213.99"));
+  ASSERT_EQ(o.code, 0) << o.describe();
+  auto v = verdict();
+  EXPECT_EQ(v["verdict"], "held") << v.dump(2);
+  EXPECT_GE(v["phases"]["fault"]["samples"].get<int>(), 4);
+  EXPECT_DOUBLE_EQ(v["phases"]["fault"]["success_percent"].get<double>(), 100);
+  auto h = nlohmann::json::parse(read_file(record_ + "/hypothesis.json"));
+  EXPECT_EQ(h["fault"].value("kind", ""), "loss") << h.dump(2);
+  EXPECT_FALSE(h["fault"].value("mechanism", "").empty()) << "the plan, as resolved, is part of the fingerprinted text";
+  EXPECT_EQ(run({"report", "--verify", record_}).code, 0);
+}
+
+TEST_F(PacketRecord, GuardrailAbortWhenTheServiceIsCutOff) {
+  auto o = run(loss_to(NetnsPair::kAddrB));
+  ASSERT_EQ(o.code, 7) << o.describe();
+  auto v = verdict();
+  EXPECT_EQ(v["verdict"], "aborted") << v.dump(2);
+  EXPECT_EQ(v["outcome"], "guardrail");
+  EXPECT_LT(v["phases"]["fault"]["success_percent"].get<double>(), 100);
+  EXPECT_DOUBLE_EQ(v["phases"]["steady"]["success_percent"].get<double>(), 100);
+  EXPECT_TRUE(v["recovered"].get<bool>()) << "the service answers again once the fault is gone";
+  auto rep = run({"report", record_});
+  EXPECT_NE(rep.out.find("ABORTED"), std::string::npos) << rep.out;
+}
+
+}  // namespace
+}  // namespace flres
