@@ -142,7 +142,7 @@ Result<uint32_t> Attachments::ensure(const NetnsRef& ns, const std::vector<NetDe
   }
   if (want == 0) want = existing_mode;
   if (want == 0) {
-    const auto& f = features();
+    const auto& f = packet_features();
     if (f.tcx.available) {
       want = FL_ATTACH_TCX;
     } else if (f.clsact.available) {
@@ -154,8 +154,10 @@ Result<uint32_t> Attachments::ensure(const NetnsRef& ns, const std::vector<NetDe
   }
   if (todo.empty()) return want;
 
+  uint8_t dirs = 0;
+  for (const auto& [dev, dir] : todo) dirs |= static_cast<uint8_t>(dir);
   auto obj = NetfaultObject::load(layout_, ns.inode,
-                                  want == FL_ATTACH_TCX ? FL_EGRESS_DROP_REDIRECT : FL_EGRESS_DROP_STOLEN);
+                                  want == FL_ATTACH_TCX ? FL_EGRESS_DROP_REDIRECT : FL_EGRESS_DROP_STOLEN, dirs);
   if (!obj) return obj.error();
   auto inside = NetnsEnter::enter(ns);
   if (!inside) return inside.error();

@@ -245,18 +245,22 @@ Probe probe_io_uring() {
   return {true, "io_uring_setup succeeded"};
 }
 
+// A bare call to bpf_loop fails verification (it wants a callback); libbpf's
+// probe knows how to ask the kernel whether the helper exists.
+Probe probe_bpf_loop() {
+  int loop = libbpf_probe_bpf_helper(BPF_PROG_TYPE_SCHED_CLS, static_cast<bpf_func_id>(kHelperLoop), nullptr);
+  return loop == 1 ? Probe{true, "the kernel knows the bpf_loop helper"}
+                   : Probe{false, loop == 0 ? "the kernel has no bpf_loop helper (added in 5.17)"
+                                            : "probing bpf_loop failed: " + err_text(loop)};
+}
+
 Features probe_all() {
   Features f;
   auto base = load(BPF_PROG_TYPE_SOCKET_FILTER, ret(0));
   f.bpf_syscall = base.fd ? Probe{true, "loaded a socket filter"} : Probe{false, why(base, "bpf(BPF_PROG_LOAD)")};
   f.tcx = probe_tcx();
   f.clsact = probe_clsact();
-  // A bare call to bpf_loop fails verification (it wants a callback); libbpf's
-  // probe knows how to ask the kernel whether the helper exists.
-  int loop = libbpf_probe_bpf_helper(BPF_PROG_TYPE_SCHED_CLS, static_cast<bpf_func_id>(kHelperLoop), nullptr);
-  f.bpf_loop = loop == 1 ? Probe{true, "the kernel knows the bpf_loop helper"}
-                         : Probe{false, loop == 0 ? "the kernel has no bpf_loop helper (added in 5.17)"
-                                                  : "probing bpf_loop failed: " + err_text(loop)};
+  f.bpf_loop = probe_bpf_loop();
   f.sch_fq = probe_fq();
   f.cgroup_v2 = probe_cgroup_v2(f.cgroup_v2_mount);
   f.set_retval = probe_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, kHelperSetRetval, "bpf_set_retval",
@@ -280,6 +284,23 @@ Features probe_all() {
 
 const Features& features() {
   static const Features f = probe_all();
+  return f;
+}
+
+const Features& packet_features() {
+  static const Features f = [] {
+    Features p;
+    const Probe skipped{false, "not probed"};
+    p.bpf_syscall = p.set_retval = p.ringbuf = p.lsm_listed = p.bpf_lsm = p.fentry = p.kprobe_override =
+        p.seccomp_notify = p.fanotify_perm = p.io_uring = skipped;
+    p.bpf_syscall = {true, "implied by the probes below"};
+    p.tcx = probe_tcx();
+    p.clsact = probe_clsact();
+    p.bpf_loop = probe_bpf_loop();
+    p.sch_fq = probe_fq();
+    p.cgroup_v2 = probe_cgroup_v2(p.cgroup_v2_mount);
+    return p;
+  }();
   return f;
 }
 

@@ -41,6 +41,11 @@ struct Capability {
 // Probes once per process; later calls return the cached value.
 [[nodiscard]] const Features& features();
 
+// Only what packet faults need (TCX, clsact, bpf_loop, sch_fq, cgroup v2): the
+// full probe parses kernel BTF and loads a dozen programs, too slow for every
+// `faultctl run`. The other fields are left unprobed (unavailable, "not probed").
+[[nodiscard]] const Features& packet_features();
+
 // The capability table of docs/kernel-support.md for these features.
 [[nodiscard]] std::vector<Capability> capabilities(const Features& f);
 

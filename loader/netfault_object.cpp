@@ -10,7 +10,7 @@ namespace faultline {
 void NetfaultObject::Destroy::operator()(netfault* s) const { netfault__destroy(s); }
 
 Result<NetfaultObject> NetfaultObject::load(const BpffsLayout& layout, uint32_t netns_ino,
-                                            uint32_t egress_drop) {
+                                            uint32_t egress_drop, uint8_t dirs) {
   std::string pin_root = layout.maps();
   LIBBPF_OPTS(bpf_object_open_opts, opts, .pin_root_path = pin_root.c_str());
   netfault* skel = netfault__open_opts(&opts);
@@ -18,6 +18,8 @@ Result<NetfaultObject> NetfaultObject::load(const BpffsLayout& layout, uint32_t 
   NetfaultObject obj(skel);
   skel->rodata->fl_netns_ino = netns_ino;
   skel->rodata->fl_egress_drop = egress_drop;
+  bpf_program__set_autoload(skel->progs.fl_egress, (dirs & FL_DIR_EGRESS) != 0);
+  bpf_program__set_autoload(skel->progs.fl_ingress, (dirs & FL_DIR_INGRESS) != 0);
   if (int err = netfault__load(skel); err != 0)
     return make_error(err, "cannot load the netfault BPF programs (set FAULTLINE_LIBBPF_LOG=1 for the verifier log)");
   return obj;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "faultline/abi.h"
 #include "loader/bpffs.h"
 #include "loader/result.h"
 
@@ -15,8 +16,10 @@ class NetfaultObject {
  public:
   // Opens the skeleton, sets the per-namespace constants, loads it. Maps are
   // reused from `layout` if pinned there, else created and pinned.
+  // `dirs` (FL_DIR_* bits) says which programs to load: each costs a verifier
+  // pass, and 0 loads none (just creates or reuses the pinned maps).
   [[nodiscard]] static Result<NetfaultObject> load(const BpffsLayout& layout, uint32_t netns_ino,
-                                                   uint32_t egress_drop);
+                                                   uint32_t egress_drop, uint8_t dirs = 3);
   NetfaultObject(NetfaultObject&&) noexcept = default;
   NetfaultObject& operator=(NetfaultObject&&) noexcept = default;
   ~NetfaultObject();

@@ -22,8 +22,8 @@ Result<PinnedMaps> PinnedMaps::open(const BpffsLayout& layout, bool create) {
   if (::stat(layout.map("fl_attach").c_str(), &st) != 0) {
     if (!create) return make_error(ENOENT, "Faultline is not installed (nothing pinned under " + layout.root + ")");
     FL_TRY(ensure_bpffs(layout));
-    // Loading the object once creates and pins every map; the programs are dropped.
-    auto obj = NetfaultObject::load(layout, 0, 0);
+    // Opening the object with no program to load creates and pins every map.
+    auto obj = NetfaultObject::load(layout, 0, 0, 0);
     if (!obj) return obj.error();
     m.created_ = true;
   }

@@ -20,7 +20,7 @@ namespace faultline {
 namespace {
 
 Result<uint64_t> resolve_cgroup(const std::string& path) {
-  const auto& f = features();
+  const auto& f = packet_features();
   if (!f.cgroup_v2.available) return make_error(ENOTSUP, "--cgroup: " + f.cgroup_v2.detail);
   std::string full = path;
   if (path.rfind(f.cgroup_v2_mount, 0) != 0) {
@@ -187,7 +187,7 @@ Result<FaultPlan> NetfaultEngine::plan(const FaultSpec& spec, AttachMode mode) c
     p.cgroup_id = *id;
   }
   // Capabilities, after every input check.
-  const auto& f = features();
+  const auto& f = packet_features();
   auto caps = capabilities(f);
   if (caps[0].chosen.empty()) return make_error(ENOTSUP, "packet faults are not possible here: " + caps[0].why);
   if (mode == AttachMode::Tcx && !f.tcx.available) return make_error(ENOTSUP, "--attach tcx: " + f.tcx.detail);
