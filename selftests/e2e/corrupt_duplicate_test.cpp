@@ -30,6 +30,11 @@ TEST_P(Corrupt, ReceiverSeesAlteredDatagrams) {
   ASSERT_TRUE(got.contains("corrupted")) << sink.describe();
 
   const double altered = got["corrupted"].get<double>() + static_cast<double>(csum_errors);
+  std::printf(
+      "[ measure  ] corrupt (%s): %.0f of %d datagrams altered: %s reached the sink corrupted, %llu died in "
+      "the UDP checksum check\n",
+      attach().c_str(), altered, kDatagrams, got["corrupted"].dump().c_str(),
+      static_cast<unsigned long long>(csum_errors));
   EXPECT_NEAR(100.0 * altered / kDatagrams, 50, 9)
       << "corrupted at the sink " << got["corrupted"] << ", UDP checksum errors " << csum_errors << ": " << got.dump();
   EXPECT_EQ(got["valid"].get<double>() + altered, kDatagrams) << "corruption must neither lose nor add datagrams";
@@ -62,6 +67,8 @@ TEST_P(Duplicate, ReceiverSeesEachSequenceNumberTwice) {
   const nlohmann::json got = last_json(sink.out());
   ASSERT_TRUE(got.contains("duplicates")) << sink.describe();
 
+  std::printf("[ measure  ] duplicate (%s): %s duplicates of %d datagrams at the sink\n", attach().c_str(),
+              got["duplicates"].dump().c_str(), kDatagrams);
   EXPECT_EQ(got["unique"], kDatagrams) << "every datagram arrives at least once: " << got.dump();
   EXPECT_EQ(got["corrupted"], 0) << "a duplicate is an exact copy: " << got.dump();
   EXPECT_NEAR(100.0 * got["duplicates"].get<double>() / kDatagrams, 50, 9) << got.dump();

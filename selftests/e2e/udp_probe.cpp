@@ -59,15 +59,20 @@ void UdpProbe::drain() {
 std::optional<uint64_t> UdpProbe::first_answer(uint64_t deadline_ns, Millis every,
                                                const std::function<void()>& on_tick) {
   drain();
-  const uint64_t start = now_ns();
+  // Probes are numbered; each number's time is taken right after send() returns.
+  // On a veth the egress hook runs inside that send(), so the probe met the fault
+  // (or its absence) no later than the recorded time, however the scheduler
+  // delays this thread around the call.
+  const uint64_t first = next_seq_;
   const uint64_t gap = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(every).count());
-  uint64_t next = start;
+  uint64_t next = now_ns();
   for (;;) {
     uint64_t now = now_ns();
     if (now >= next) {
       if (now >= deadline_ns) return std::nullopt;
-      uint64_t msg[2] = {now, 0x666c7072U};
+      uint64_t msg[2] = {next_seq_++, kMagic};
       (void)::send(fd_, msg, sizeof(msg), MSG_DONTWAIT);  // ENOBUFS would be a visible local drop: keep probing
+      sent_at_.push_back(now_ns());
       next = now + gap;
     }
     if (on_tick) on_tick();
@@ -78,7 +83,7 @@ std::optional<uint64_t> UdpProbe::first_answer(uint64_t deadline_ns, Millis ever
     if (::ppoll(&p, 1, &ts, nullptr) != 1) continue;
     uint64_t got[2];
     while (::recv(fd_, got, sizeof(got), MSG_DONTWAIT) == static_cast<ssize_t>(sizeof(got))) {
-      if (got[0] >= start && got[1] == 0x666c7072U) return got[0];
+      if (got[1] == kMagic && got[0] >= first && got[0] < next_seq_) return sent_at_[got[0]];
     }
   }
 }

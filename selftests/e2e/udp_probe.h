@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "process.h"
 
@@ -28,14 +29,17 @@ class UdpProbe {
 
   // Probes every `every` until one is answered or deadline (CLOCK_MONOTONIC ns)
   // passes. Returns the send time of the first answered probe: the moment traffic
-  // passed again, to within `every`. on_tick runs between probes (e.g. to note when
-  // another process exits).
+  // passed again, to within `every` (an upper bound: taken as send() returned). on_tick runs between probes (e.g. to
+  // note when another process exits).
   [[nodiscard]] std::optional<uint64_t> first_answer(uint64_t deadline_ns, Millis every = 1ms,
                                                      const std::function<void()>& on_tick = {});
 
  private:
   void drain();
+  static constexpr uint64_t kMagic = 0x666c7072U;
   int fd_ = -1;
+  uint64_t next_seq_ = 0;
+  std::vector<uint64_t> sent_at_;  // by probe number: when its send() had returned
   std::string target_;
 };
 
