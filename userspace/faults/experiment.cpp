@@ -159,7 +159,7 @@ int Experiment::run() {
       return kExitFailure;
     }
     if (!*go) {
-      err_ << "faultctl run: the steady state is outside the guardrail; refusing to inject\n";
+      err_ << "faultctl run: refusing to inject: " << recorded->refusal() << "\n";
       return kExitGuardrail;
     }
   }

@@ -369,6 +369,7 @@ Result<bool> RecordedRun::before_fault(const nlohmann::json& spec, const StopChe
          "hypothesis recorded before the fault: sha256 " + hypothesis_sha_ + " (" + opts_.dir + "/" + kHypothesis + ")");
   }
   if (!inside) {
+    refusal_ = why;
     write_verdict(HypothesisVerdict::Aborted, "refused to start: " + why + "; nothing was injected", RunOutcome::Guardrail, why);
     return false;
   }

@@ -109,6 +109,8 @@ class RecordedRun {
   [[nodiscard]] HypothesisVerdict after_fault(RunOutcome outcome, const std::string& detail, const StopCheck& stop);
 
   [[nodiscard]] const RecordOptions& options() const { return opts_; }
+  // Why before_fault() refused to start ("" when it did not).
+  [[nodiscard]] const std::string& refusal() const { return refusal_; }
 
  private:
   std::vector<SignalSample> sample_window(const std::string& phase, const StopCheck& stop);
@@ -126,6 +128,7 @@ class RecordedRun {
   uint64_t fault_start_ns_ = 0, fault_end_ns_ = 0;
   double fault_start_wall_ = 0, fault_end_wall_ = 0;
   std::string hypothesis_sha_;
+  std::string refusal_;
   UniqueFd samples_fd_;
   std::vector<SignalSample> steady_, fault_, after_;
 };
