@@ -42,18 +42,18 @@ servers (print "ready ..." once listening; run until SIGTERM/SIGINT):
                                   count datagrams; with --expect-payload also
                                   corrupted ones and duplicates; JSON summary at the end
   tcp-sink PORT                   accept connections, read and discard
-  dns-server PORT                 answer any A query with 198.18.0.99
+  dns-server PORT [--quiet]       answer any A query with 198.18.0.99 (logs each query)
 
 clients (numeric addresses in 127/8, ::1, 198.18.0.0/15 or 2001:2::/48 only):
-  udp-send HOST PORT --count N [--rate R] [--size B]
+  udp-send HOST PORT --count N [--rate R] [--size B] [--seq-start K]
                                   numbered datagrams with a known pattern
   tcp-send HOST PORT --seconds S [--chunk B]
                                   write for S seconds; JSON summary
-  tcp-connect HOST PORT [--timeout-ms MS]
+  tcp-connect HOST PORT [--timeout S | --timeout-ms MS]
                                   exit 0 connected, 3 timeout, 1 refused/error
   http-get HOST PORT [--count N] [--interval-ms MS] [--timeout-ms MS] [--path P]
                                   GET N times, print each latency; exit 3 if any failed
-  dns-query SERVER NAME [--port P] [--timeout-ms MS]
+  dns-query SERVER NAME [--port P] [--timeout S | --timeout-ms MS]
                                   one A query; exit 0 answered, 3 timeout
   udp-watch HOST PORT [--seconds S] [--interval-ms MS] [--timeout-ms MS]
                                   probe a udp-echo and print each outage and recovery
@@ -155,6 +155,11 @@ class Args {
     if (end == v->c_str() || *end != '\0' || d < 0)
       die(f + " '" + *v + "': expected a non-negative number", kExitUsage);
     return d;
+  }
+  // A timeout in ms from --timeout-ms MS or --timeout SECONDS (fractions allowed).
+  [[nodiscard]] double timeout_ms(double dflt_ms) const {
+    if (has("--timeout")) return num("--timeout", 0) * 1000.0;
+    return num("--timeout-ms", dflt_ms);
   }
   // Every flag must be one the command knows: a typo should not pass silently.
   void only(const std::vector<std::string>& known) const {
@@ -613,11 +618,11 @@ std::vector<uint8_t> dns_query_packet(uint16_t id, const std::string& name) {
 }
 
 int dns_query(const Args& a) {
-  a.only({"--port", "--timeout-ms"});
+  a.only({"--port", "--timeout-ms", "--timeout"});
   Endpoint server = destination(a.pos(0, "SERVER"), parse_port(a.get("--port").value_or("53")));
   std::string name = a.pos(1, "NAME");
   if (!name.empty() && name.back() == '.') name.pop_back();
-  const int timeout_ms = static_cast<int>(a.num("--timeout-ms", 1000));
+  const int timeout_ms = static_cast<int>(a.timeout_ms(1000));
   uint16_t id = 0;
   if (getrandom(&id, sizeof(id), 0) != sizeof(id)) id = static_cast<uint16_t>(mono_ns());
   auto query = dns_query_packet(id, name);
@@ -673,9 +678,9 @@ int connect_within(const Fd& s, const Endpoint& e, int timeout_ms) {
 }
 
 int tcp_connect(const Args& a) {
-  a.only({"--timeout-ms"});
+  a.only({"--timeout-ms", "--timeout"});
   Endpoint e = destination(a.pos(0, "HOST"), parse_port(a.pos(1, "PORT")));
-  const int timeout_ms = static_cast<int>(a.num("--timeout-ms", 1000));
+  const int timeout_ms = static_cast<int>(a.timeout_ms(1000));
   Fd s(::socket(e.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!s) die_errno("socket");
   const uint64_t start = mono_ns();
@@ -794,12 +799,12 @@ std::optional<double> http_get_once(const Endpoint& e, const std::string& host, 
 }
 
 int http_get(const Args& a) {
-  a.only({"--count", "--interval-ms", "--timeout-ms", "--path"});
+  a.only({"--count", "--interval-ms", "--timeout-ms", "--timeout", "--path"});
   const std::string host = a.pos(0, "HOST");
   Endpoint e = destination(host, parse_port(a.pos(1, "PORT")));
   const int count = static_cast<int>(a.num("--count", 1));
   const int interval_ms = static_cast<int>(a.num("--interval-ms", 200));
-  const int timeout_ms = static_cast<int>(a.num("--timeout-ms", 1000));
+  const int timeout_ms = static_cast<int>(a.timeout_ms(1000));
   const std::string path = a.get("--path").value_or("/");
   std::vector<double> lat;
   int failed = 0;
@@ -826,11 +831,11 @@ int http_get(const Args& a) {
 
 // Probes a udp-echo every interval and reports when answers stop and when they resume.
 int udp_watch(const Args& a) {
-  a.only({"--seconds", "--interval-ms", "--timeout-ms"});
+  a.only({"--seconds", "--interval-ms", "--timeout-ms", "--timeout"});
   Endpoint e = destination(a.pos(0, "HOST"), parse_port(a.pos(1, "PORT")));
   const double seconds = a.num("--seconds", 10);
   const auto interval_ns = static_cast<uint64_t>(a.num("--interval-ms", 20) * 1e6);
-  const auto timeout_ns = static_cast<uint64_t>(a.num("--timeout-ms", 200) * 1e6);
+  const auto timeout_ns = static_cast<uint64_t>(a.timeout_ms(200) * 1e6);
   Fd s(::socket(e.family(), SOCK_DGRAM | SOCK_CLOEXEC, 0));
   if (!s) die_errno("socket");
   if (::connect(s.get(), e.sa(), e.len) != 0) die_errno("connect");
