@@ -65,6 +65,28 @@ TEST_F(DiskFill, AbortDeletesTheBalloon) {
   ASSERT_TRUE(f->wait(5s)) << f->describe();
 }
 
+TEST_F(DiskFill, StatusListsItAndAbortAllEndsEveryResourceFault) {
+  auto disk = start(fill("60%", "60s"));
+  auto d = disk->wait_event("started", 10s);
+  ASSERT_TRUE(d) << disk->describe();
+  auto cpu = start({"run", "cpu", "--cores", "1", "--load", "10", "--duration", "60s", "--json"});
+  auto c = cpu->wait_event("started", 10s);
+  ASSERT_TRUE(c) << cpu->describe();
+  auto s = run({"status"});
+  EXPECT_EQ(s.code, 0) << s.describe();
+  EXPECT_NE(s.out.find((*d)["id"].get<std::string>() + "    disk"), std::string::npos) << s.out;
+  EXPECT_NE(s.out.find((*c)["id"].get<std::string>() + "    cpu"), std::string::npos) << s.out;
+  auto a = run({"abort", "--all"});
+  remove_bpffs_lock();
+  EXPECT_EQ(a.code, 0) << a.describe();
+  EXPECT_NE(a.out.find("2 resource faults reverted"), std::string::npos) << a.describe();
+  EXPECT_FALSE(has_balloon());
+  for (const auto& w : (*c)["plan"]["workers"]) EXPECT_TRUE(eventually([&] { return !pid_alive(w.get<pid_t>()); }, 2000ms));
+  EXPECT_TRUE(state_files().empty());
+  ASSERT_TRUE(disk->wait(5s)) << disk->describe();
+  ASSERT_TRUE(cpu->wait(5s)) << cpu->describe();
+}
+
 TEST_F(DiskFill, SigintRevertsAtOnce) {
   auto f = start(fill("60%", "60s"));
   ASSERT_TRUE(f->wait_event("started", 10s)) << f->describe();

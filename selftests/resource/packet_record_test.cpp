@@ -23,8 +23,7 @@ class PacketRecord : public ResourceTest {
     net_.reset();
     if (!bpffs_root_.empty()) {
       EXPECT_FALSE(path_exists(bpffs_root_)) << "the packet fault left pins behind in " << bpffs_root_;
-      // The state lock faultctl keeps beside bpffs, one file per root (loader/bpffs.cpp).
-      ::unlink(("/run/faultline" + std::to_string(std::hash<std::string>{}(bpffs_root_) % 100000) + ".lock").c_str());
+      remove_bpffs_lock();
     }
     ResourceTest::TearDown();
   }

@@ -143,6 +143,24 @@ TEST_F(Record, RefusesToStartOutsideTheGuardrail) {
   EXPECT_NE(o->err.find("refusing to inject"), std::string::npos) << o->describe();
 }
 
+// The kernel signal alone can be the record's signal (and a resource fault's guardrail).
+TEST_F(Record, KernelSignalAloneIsARecordSignal) {
+  auto o = run({"run", "disk", "--path", fs_->path(), "--size", "8MiB", "--min-free", "4MiB", "--duration", "2s",
+                "--kernel-signal", "tcp_resets", "--abort-above", "100000", "--hypothesis", "no reset storm",
+                "--steady-state", "2s", "--record", record_, "--slo", "success>=99%", "--json"});
+  if (o.code == 1 && o.err.find("kernel") != std::string::npos) GTEST_SKIP() << "no kernel-signal support here: " << o.err;
+  ASSERT_EQ(o.code, 0) << o.describe();
+  EXPECT_NE(o.out.find("\"event\":\"kernel_signal\""), std::string::npos) << o.describe();
+  auto v = verdict();
+  EXPECT_EQ(v["verdict"], "held") << v.dump(2);
+  auto rec = run({"report", record_, "--json"});
+  ASSERT_EQ(rec.code, 0) << rec.describe();
+  auto samples = nlohmann::json::parse(rec.out)["samples"];
+  ASSERT_FALSE(samples.empty());
+  EXPECT_TRUE(samples[0].contains("tcp_resets_per_s")) << samples[0].dump();
+  EXPECT_FALSE(fs_->use_percent() > 1);
+}
+
 TEST_F(Record, NeverOverwritesARecord) {
   std::filesystem::create_directories(record_);
   std::ofstream(record_ + "/hypothesis.json") << "{}";

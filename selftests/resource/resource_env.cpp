@@ -465,6 +465,10 @@ std::vector<std::string> ResourceTest::state_files() const {
   return out;
 }
 
+void ResourceTest::remove_bpffs_lock() const {
+  ::unlink(("/run/faultline" + std::to_string(std::hash<std::string>{}(bpffs_root_) % 100000) + ".lock").c_str());
+}
+
 std::string ResourceTest::unique(const std::string& what) const {
   return "fl-" + what + "-" + std::to_string(::getpid()) + "-" + dir_.substr(dir_.rfind('-') + 1);
 }
