@@ -355,7 +355,9 @@ Status NetfaultEngine::uninstall() {
   bpf_map_update_elem(maps->control(), &zero, &ctl, BPF_ANY);  // disarm first
   FaultTable table(*maps);
   for (const auto& row : table.list()) (void)table.remove(row.slot);
-  return teardown_locked(*maps, true);
+  // Other states' programs are swept only from the default root: a test's
+  // private root must never detach a neighbour's (or a real install's).
+  return teardown_locked(*maps, layout_.root == BpffsLayout{}.root);
 }
 
 }  // namespace faultline

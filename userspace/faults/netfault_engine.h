@@ -61,8 +61,8 @@ class NetfaultEngine {
   [[nodiscard]] Result<int> reap();
 
   // Removes every program, link, filter, qdisc and pin of ours, found by record
-  // and by asking the kernel; also netfault programs of any other state (lost
-  // pins, or another FAULTLINE_BPFFS_ROOT).
+  // and by asking the kernel. From the default root it also removes netfault
+  // programs of any other state (lost pins, or a FAULTLINE_BPFFS_ROOT install).
   [[nodiscard]] Status uninstall();
 
   [[nodiscard]] const BpffsLayout& layout() const { return layout_; }
