@@ -138,6 +138,17 @@ TEST_F(StoreTest, UndoNeverTouchesAReusedPidOrAReplacedFile) {
   EXPECT_FALSE(is_alive(info->identity()));
 }
 
+TEST_F(StoreTest, NamesCarryARandomToken) {
+  auto a = fresh("r1"), b = fresh("r1");  // r1 in two state folders
+  a.token = random_token();
+  b.token = random_token();
+  EXPECT_EQ(a.token.size(), 12u);
+  EXPECT_NE(a.unique_name(), b.unique_name());
+  EXPECT_EQ(a.unique_name().rfind("r1-", 0), 0u);
+  ASSERT_TRUE(store_->write(a).ok());
+  EXPECT_EQ(store_->read("r1")->token, a.token) << "the token survives the state file";
+}
+
 TEST_F(StoreTest, FailedRevertKeepsTheStateForARetry) {
   auto st = fresh("r1");
   st.undo.push_back({{"op", "no-such-op"}});

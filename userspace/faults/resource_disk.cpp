@@ -115,7 +115,7 @@ nlohmann::json DiskFill::plan() const {
 Status DiskFill::apply(UndoJournal& journal) {
   std::string dir = spec_.path;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-  balloon_ = dir + "/.faultline-balloon-" + journal.state().id;
+  balloon_ = dir + "/.faultline-balloon-" + journal.state().unique_name();
   FL_TRY(journal.record(undo::unlink(balloon_, 0, 0)));  // before the file exists: see undo::unlink
   UniqueFd fd(::open(balloon_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (!fd) return errno_error("cannot create the balloon " + balloon_);

@@ -176,6 +176,7 @@ int ResourceExperiment::run() {
   // 1. The state, before anything else exists: whoever finds it can undo what follows.
   ResourceFaultState st;
   st.id = *id;
+  st.token = random_token();
   st.kind = resource_kind_name(spec.kind);
   st.summary = spec.summary();
   st.spec = spec.to_json();

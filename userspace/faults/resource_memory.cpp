@@ -88,7 +88,7 @@ nlohmann::json MemoryHog::plan() const {
 }
 
 Status MemoryHog::apply(UndoJournal& journal) {
-  dir_ = parent_dir_ + "/faultline-" + journal.state().id;
+  dir_ = parent_dir_ + "/faultline-" + journal.state().unique_name();
   const std::string limit = std::to_string(spec_.size_bytes + kOverheadBytes);
   FL_TRY(journal.record(undo::remove_cgroup(dir_)));
   if (cgroup_version_ == 2) {

@@ -5,12 +5,14 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 #include "userspace/faults/resource_cgroup.h"
 #include "userspace/faults/units.h"
@@ -64,6 +66,7 @@ Status write_file_atomic(const std::string& path, const std::string& text) {
 nlohmann::json ResourceFaultState::to_json() const {
   nlohmann::json j;
   j["id"] = id;
+  j["token"] = token;
   j["kind"] = kind;
   j["summary"] = summary;
   j["spec"] = spec;
@@ -87,6 +90,7 @@ Result<ResourceFaultState> ResourceFaultState::from_json(const nlohmann::json& j
   ResourceFaultState s;
   try {
     s.id = j.at("id").get<std::string>();
+    s.token = j.value("token", "");
     s.kind = j.value("kind", "");
     s.summary = j.value("summary", "");
     s.spec = j.value("spec", nlohmann::json::object());
@@ -113,6 +117,21 @@ FaultLock::~FaultLock() {
   // IDs are never reused, so nobody will want this lock again.
   struct stat st {};
   if (::stat(state_path_.c_str(), &st) != 0 && errno == ENOENT) ::unlink(lock_path_.c_str());
+}
+
+std::string random_token() {
+  unsigned char b[6] = {};
+  if (::getrandom(b, sizeof(b), 0) != static_cast<ssize_t>(sizeof(b))) {
+    uint64_t t = static_cast<uint64_t>(::getpid()) * 2654435761ULL ^ static_cast<uint64_t>(wall_seconds() * 1e9);
+    std::memcpy(b, &t, sizeof(b));
+  }
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : b) {
+    out.push_back(hex[c >> 4]);
+    out.push_back(hex[c & 15]);
+  }
+  return out;
 }
 
 std::string ResourceFaultStore::default_root() {

@@ -19,6 +19,10 @@ namespace faultline {
 // crash) finds everything that may have been done.
 struct ResourceFaultState {
   std::string id;  // "r7": never reused, so a stale ID never hits a newer fault
+  // Random, and part of every name the fault creates (balloon file, cgroup): two
+  // state folders (FAULTLINE_RUN_DIR) both have an r1, and an undo recorded ahead of
+  // a create that then failed must never match what another fault made.
+  std::string token;
   std::string kind;
   std::string summary;
   nlohmann::json spec;  // as asked
@@ -36,7 +40,12 @@ struct ResourceFaultState {
 
   [[nodiscard]] nlohmann::json to_json() const;
   [[nodiscard]] static Result<ResourceFaultState> from_json(const nlohmann::json& j);
+  // "r7-1f2e3d4c5b6a": what created names carry.
+  [[nodiscard]] std::string unique_name() const { return token.empty() ? id : id + "-" + token; }
 };
+
+// 12 random hex digits (getrandom).
+[[nodiscard]] std::string random_token();
 
 // An exclusive lock on one fault. Whoever holds it may change the fault; the
 // owner holds it for the whole apply so that an abort cannot slip in between an
