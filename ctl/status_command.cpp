@@ -200,6 +200,13 @@ int cmd_features(const std::vector<std::string>& args) {
 
 int cmd_uninstall(const std::vector<std::string>& args) {
   if (!only_flags("uninstall", args, {})) return kExitBadInput;
+  // Host resource faults are Faultline's too: nothing of ours stays behind.
+  if (auto res = abort_all_resource_faults(); !res) {
+    std::cerr << "faultctl uninstall: " << res.error().describe() << "\n";
+    return kExitFailure;
+  } else if (*res > 0) {
+    std::cout << *res << " resource fault" << (*res == 1 ? "" : "s") << " reverted\n";
+  }
   NetfaultEngine engine;
   if (auto st = engine.uninstall(); !st) {
     std::cerr << "faultctl uninstall: " << st.error().describe() << "\n";
