@@ -94,6 +94,10 @@ int cmd_report(const std::vector<std::string>& args) {
     std::cerr << "faultctl report: give a record folder (the --record DIR of a run)\n";
     return kExitBadInput;
   }
+  if (check && !load_record(dir)) {
+    std::cerr << "faultctl report: " << load_record(dir).error().message << "\n";
+    return kExitBadInput;
+  }
   if (check && json) {
     RecordCheck c = verify_record(dir);
     std::cout << nlohmann::json{{"dir", dir}, {"intact", c.intact}, {"hypothesis_sha256", c.hypothesis_sha256}, {"problems", c.problems}}.dump()

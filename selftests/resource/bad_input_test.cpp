@@ -108,3 +108,19 @@ TEST_F(BadInput, AgainstTheRunningSystem) {
 
 }  // namespace
 }  // namespace flres
+
+namespace flres {
+namespace {
+
+TEST_F(BadInput, ReportRefusesWhatIsNotARecord) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"report"}, {"report", dir_ + "/none"}, {"report", "--verify", dir_ + "/none"}, {"report", "--bogus", dir_},
+           {"report", dir_, dir_}}) {
+    auto o = run(args);
+    EXPECT_EQ(o.code, 2) << o.describe();
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.describe();
+  }
+}
+
+}  // namespace
+}  // namespace flres
