@@ -35,9 +35,10 @@ void phase_row(std::ostream& out, const std::string& name, const nlohmann::json&
     return;
   }
   out << "  " << std::left << std::setw(8) << name << std::setw(8) << s.value("samples", 0) << std::setw(9)
-      << pct(s.value("success_percent", nlohmann::json())) << std::setw(10) << num_ms(s.value("p50_ms", nlohmann::json()))
-      << std::setw(10) << num_ms(s.value("p90_ms", nlohmann::json())) << std::setw(10)
-      << num_ms(s.value("p99_ms", nlohmann::json())) << num_ms(s.value("max_ms", nlohmann::json())) << "\n";
+      << pct(s.value("success_percent", nlohmann::json())) << std::setw(10)
+      << num_ms(s.value("p50_ms", nlohmann::json())) << std::setw(10) << num_ms(s.value("p90_ms", nlohmann::json()))
+      << std::setw(10) << num_ms(s.value("p99_ms", nlohmann::json())) << num_ms(s.value("max_ms", nlohmann::json()))
+      << "\n";
 }
 
 // One mark per reading, scaled over the healthy latencies of the whole record;
@@ -75,8 +76,10 @@ int cmd_report(const std::vector<std::string>& args) {
   bool json = false, check = false;
   std::string dir;
   for (const auto& a : args) {
-    if (a == "--json") json = true;
-    else if (a == "--verify") check = true;
+    if (a == "--json")
+      json = true;
+    else if (a == "--verify")
+      check = true;
     else if (a == "-h" || a == "--help") {
       std::cout << kUsage;
       return kExitCompleted;
@@ -100,7 +103,11 @@ int cmd_report(const std::vector<std::string>& args) {
   }
   if (check && json) {
     RecordCheck c = verify_record(dir);
-    std::cout << nlohmann::json{{"dir", dir}, {"intact", c.intact}, {"hypothesis_sha256", c.hypothesis_sha256}, {"problems", c.problems}}.dump()
+    std::cout << nlohmann::json{{"dir", dir},
+                                {"intact", c.intact},
+                                {"hypothesis_sha256", c.hypothesis_sha256},
+                                {"problems", c.problems}}
+                     .dump()
               << "\n";
     return c.intact ? kExitCompleted : kExitFailure;
   }
@@ -131,13 +138,14 @@ int cmd_report(const std::vector<std::string>& args) {
   if (h.contains("fault")) out << "fault:       " << h["fault"].dump() << "\n";
   if (h.contains("guardrail") && h["guardrail"].is_object()) {
     const auto& g = h["guardrail"];
-    out << "guardrail:   GET " << g.value("health_url", "?") << " every " << g.value("interval", "?") << ", healthy if it answers < 400 within "
-        << g.value("max_latency", "?") << "\n";
+    out << "guardrail:   GET " << g.value("health_url", "?") << " every " << g.value("interval", "?")
+        << ", healthy if it answers < 400 within " << g.value("max_latency", "?") << "\n";
   }
   if (h.contains("slo") && h["slo"].is_object()) out << "slo:         " << h["slo"].value("text", "") << "\n";
   const auto& steady = h.value("steady_state", nlohmann::json());
-  out << "\n  " << std::left << std::setw(8) << "phase" << std::setw(8) << "checks" << std::setw(9) << "healthy" << std::setw(10)
-      << "p50" << std::setw(10) << "p90" << std::setw(10) << "p99" << "max\n";
+  out << "\n  " << std::left << std::setw(8) << "phase" << std::setw(8) << "checks" << std::setw(9) << "healthy"
+      << std::setw(10) << "p50" << std::setw(10) << "p90" << std::setw(10) << "p99"
+      << "max\n";
   if (rec->verdict && rec->verdict->contains("phases")) {
     const auto& ph = (*rec->verdict)["phases"];
     phase_row(out, "steady", ph.value("steady", nlohmann::json()));
@@ -156,8 +164,8 @@ int cmd_report(const std::vector<std::string>& args) {
     first = false;
   }
   out << "\nlatency, one mark per check (" << num_ms(lo) << " to " << num_ms(hi) << ", x = failed):\n  steady "
-      << sparkline(rec->samples, "steady", lo, hi) << " | fault " << sparkline(rec->samples, "fault", lo, hi) << " | after "
-      << sparkline(rec->samples, "after", lo, hi) << "\n\n";
+      << sparkline(rec->samples, "steady", lo, hi) << " | fault " << sparkline(rec->samples, "fault", lo, hi)
+      << " | after " << sparkline(rec->samples, "after", lo, hi) << "\n\n";
   if (!rec->verdict) {
     out << "verdict:     none yet (the experiment is still running, or its faultctl was killed before the end)\n";
     return kExitCompleted;
@@ -166,10 +174,12 @@ int cmd_report(const std::vector<std::string>& args) {
   std::string name = v.value("verdict", "?");
   for (auto& ch : name) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
   out << "verdict:     " << name << " -- " << v.value("reason", "") << "\n";
-  if (v.contains("recovered")) out << "recovered:   " << (v.value("recovered", false) ? "yes" : "NO") << " (the after window"
-                                  << (v.contains("slo") ? ", against the guardrail and the slo)" : ", against the guardrail)") << "\n";
+  if (v.contains("recovered"))
+    out << "recovered:   " << (v.value("recovered", false) ? "yes" : "NO") << " (the after window"
+        << (v.contains("slo") ? ", against the guardrail and the slo)" : ", against the guardrail)") << "\n";
   if (v.contains("fault_window"))
-    out << "fault ran:   " << v["fault_window"].value("started", "?") << " to " << v["fault_window"].value("ended", "?") << "\n";
+    out << "fault ran:   " << v["fault_window"].value("started", "?") << " to " << v["fault_window"].value("ended", "?")
+        << "\n";
   return kExitCompleted;
 }
 

@@ -32,13 +32,14 @@ const std::map<ResourceKind, std::set<std::string>>& kind_flags() {
 }
 
 const std::set<std::string>& specific_flags() {
-  static const std::set<std::string> s = {"pid", "name", "cgroup", "action", "signal", "force",
-                                          "cores", "load", "size", "path", "fill", "min-free"};
+  static const std::set<std::string> s = {"pid",   "name", "cgroup", "action", "signal", "force",
+                                          "cores", "load", "size",   "path",   "fill",   "min-free"};
   return s;
 }
 
 cxxopts::Options make_options() {
   cxxopts::Options o("faultctl run", "Apply a host resource fault for a fixed duration, guarded, with a deadman.");
+  // clang-format off
   o.add_options()
       ("kind", "process|cpu|memory|disk", cxxopts::value<std::string>())
       ("duration", "how long (required, 1s-1h)", cxxopts::value<std::string>())
@@ -68,6 +69,7 @@ cxxopts::Options make_options() {
       ("kernel-signal", "guardrail on a kernel signal: tcp_retransmits|tcp_resets", cxxopts::value<std::string>())
       ("abort-above", "kernel-signal limit, events per second", cxxopts::value<std::string>())
       ("signal-window", "kernel-signal averaging window (default 3s)", cxxopts::value<std::string>());
+  // clang-format on
   add_record_options(o);
   o.parse_positional({"kind"});
   o.positional_help("process|cpu|memory|disk");
@@ -95,7 +97,9 @@ std::string left_text(const ResourceFaultState& st, uint64_t now) {
 
 }  // namespace
 
-std::string resource_run_usage() { return make_options().help({"", "process", "cpu", "memory, disk", "disk", "guardrail", "experiment record"}); }
+std::string resource_run_usage() {
+  return make_options().help({"", "process", "cpu", "memory, disk", "disk", "guardrail", "experiment record"});
+}
 
 Result<ResourceRunOptions> parse_resource_args(const std::vector<std::string>& args) {
   auto options = make_options();
@@ -113,7 +117,8 @@ Result<ResourceRunOptions> parse_resource_args(const std::vector<std::string>& a
   if (r.count("help")) return make_error(0, resource_run_usage());
   if (!r.count("kind")) return bad("missing the fault kind: process, cpu, memory or disk");
   auto kind = resource_kind_from_name(r["kind"].as<std::string>());
-  if (!kind) return bad("unknown resource fault kind '" + r["kind"].as<std::string>() + "' (process, cpu, memory, disk)");
+  if (!kind)
+    return bad("unknown resource fault kind '" + r["kind"].as<std::string>() + "' (process, cpu, memory, disk)");
 
   ResourceRunOptions o;
   ResourceSpec& s = o.spec;
@@ -146,11 +151,15 @@ Result<ResourceRunOptions> parse_resource_args(const std::vector<std::string>& a
       }
       if (!r.count("action")) return bad("--action is required for a process fault: freeze or kill");
       std::string a = str("action");
-      if (a == "freeze") s.action = ProcessAction::Freeze;
-      else if (a == "kill") s.action = ProcessAction::Kill;
-      else return bad("--action '" + a + "': expected freeze or kill");
+      if (a == "freeze")
+        s.action = ProcessAction::Freeze;
+      else if (a == "kill")
+        s.action = ProcessAction::Kill;
+      else
+        return bad("--action '" + a + "': expected freeze or kill");
       if (r.count("signal")) {
-        if (s.action != ProcessAction::Kill) return bad("--signal goes with --action kill; a freeze resumes with SIGCONT at the end");
+        if (s.action != ProcessAction::Kill)
+          return bad("--signal goes with --action kill; a freeze resumes with SIGCONT at the end");
         auto sig = with_flag("signal", parse_signal(str("signal")));
         if (!sig) return sig.error();
         s.signal = *sig;
@@ -275,19 +284,23 @@ void print_resource_status(std::ostream& out) {
   auto faults = store->list();
   if (faults.empty()) return;
   const uint64_t now = boottime_ns();
-  out << std::left << std::setw(6) << "ID" << std::setw(9) << "KIND" << std::setw(7) << "LEFT" << std::setw(16) << "OWNER"
-      << std::setw(16) << "REAPER" << "FAULT\n";
+  out << std::left << std::setw(6) << "ID" << std::setw(9) << "KIND" << std::setw(7) << "LEFT" << std::setw(16)
+      << "OWNER" << std::setw(16) << "REAPER"
+      << "FAULT\n";
   for (const auto& st : faults) {
     std::string owner = std::to_string(st.owner.pid) + (is_alive(st.owner) ? "" : " (gone)");
-    std::string reaper = st.reaper.pid == 0 ? "-" : std::to_string(st.reaper.pid) + (is_alive(st.reaper) ? "" : " (DEAD)");
-    out << std::setw(6) << st.id << std::setw(9) << st.kind << std::setw(7) << left_text(st, now) << std::setw(16) << owner
-        << std::setw(16) << reaper << st.summary << (st.phase == "active" ? "" : " [" + st.phase + "]") << "\n";
+    std::string reaper =
+        st.reaper.pid == 0 ? "-" : std::to_string(st.reaper.pid) + (is_alive(st.reaper) ? "" : " (DEAD)");
+    out << std::setw(6) << st.id << std::setw(9) << st.kind << std::setw(7) << left_text(st, now) << std::setw(16)
+        << owner << std::setw(16) << reaper << st.summary << (st.phase == "active" ? "" : " [" + st.phase + "]")
+        << "\n";
     if (!st.error.empty()) out << "      " << st.error << "\n";
   }
 }
 
 bool is_resource_fault_id(const std::string& id) {
-  return id.size() >= 2 && id.size() <= 12 && id[0] == 'r' && id.find_first_not_of("0123456789", 1) == std::string::npos;
+  return id.size() >= 2 && id.size() <= 12 && id[0] == 'r' &&
+         id.find_first_not_of("0123456789", 1) == std::string::npos;
 }
 
 int abort_resource_fault(const std::string& id) {

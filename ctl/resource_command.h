@@ -2,10 +2,9 @@
 #pragma once
 
 #include <iosfwd>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "loader/result.h"
 #include "userspace/faults/resource_experiment.h"

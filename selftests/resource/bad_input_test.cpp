@@ -64,9 +64,11 @@ TEST_F(BadInput, SyntaxAndRanges) {
   expect_refused({"process", "--pid", pid, "--name", "x", "--action", "freeze", "--duration", "5s"}, "--pid");
   expect_refused({"process", "--pid", pid, "--action", "freeze", "--signal", "TERM", "--duration", "5s"}, "--signal");
   expect_refused({"process", "--pid", pid, "--action", "kill", "--signal", "SIGNOPE", "--duration", "5s"}, "--signal");
-  expect_refused({"process", "--pid", pid, "--action", "kill", "--duration", "5s", "--health-url", "https://x/"}, "--health-url");
+  expect_refused({"process", "--pid", pid, "--action", "kill", "--duration", "5s", "--health-url", "https://x/"},
+                 "--health-url");
   expect_refused({"cpu", "--cores", "1", "--duration", "5s", "--slo", "p99<1s"}, "--slo");
-  expect_refused({"cpu", "--cores", "1", "--duration", "5s", "--record", dir_ + "/rec", "--hypothesis", "h"}, "--record");
+  expect_refused({"cpu", "--cores", "1", "--duration", "5s", "--record", dir_ + "/rec", "--hypothesis", "h"},
+                 "--record");
   EXPECT_GE(checked_, 20);
 }
 
@@ -113,9 +115,11 @@ namespace flres {
 namespace {
 
 TEST_F(BadInput, ReportRefusesWhatIsNotARecord) {
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"report"}, {"report", dir_ + "/none"}, {"report", "--verify", dir_ + "/none"}, {"report", "--bogus", dir_},
-           {"report", dir_, dir_}}) {
+  for (const auto& args : std::vector<std::vector<std::string>>{{"report"},
+                                                                {"report", dir_ + "/none"},
+                                                                {"report", "--verify", dir_ + "/none"},
+                                                                {"report", "--bogus", dir_},
+                                                                {"report", dir_, dir_}}) {
     auto o = run(args);
     EXPECT_EQ(o.code, 2) << o.describe();
     EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.describe();

@@ -64,7 +64,8 @@ TEST_F(CpuBurn, AbortStopsTheWorkers) {
   ASSERT_FALSE(workers.empty());
   auto a = run({"abort", (*started)["id"].get<std::string>()});
   EXPECT_EQ(a.code, 0) << a.describe();
-  for (pid_t w : workers) EXPECT_TRUE(eventually([&] { return !pid_alive(w); }, 2000ms)) << "worker " << w << " still runs";
+  for (pid_t w : workers)
+    EXPECT_TRUE(eventually([&] { return !pid_alive(w); }, 2000ms)) << "worker " << w << " still runs";
   auto o = f->wait(5s);
   ASSERT_TRUE(o) << f->describe();
   EXPECT_EQ(o->code, 1) << o->describe();
@@ -78,7 +79,8 @@ TEST_F(CpuBurn, WorkersDieWithFaultctl) {
   auto workers = workers_of(*started);
   ASSERT_FALSE(workers.empty());
   f->kill9();
-  for (pid_t w : workers) EXPECT_TRUE(eventually([&] { return !pid_alive(w); }, 1000ms)) << "worker " << w << " outlived faultctl";
+  for (pid_t w : workers)
+    EXPECT_TRUE(eventually([&] { return !pid_alive(w); }, 1000ms)) << "worker " << w << " outlived faultctl";
   EXPECT_FALSE(state_files().empty()) << "the state stays until the reaper is due";
   EXPECT_TRUE(eventually([&] { return state_files().empty(); }, 3s + kGrace + 1000ms)) << "the reaper did not clean up";
 }

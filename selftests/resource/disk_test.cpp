@@ -25,7 +25,8 @@ class DiskFill : public ResourceTest {
     return false;
   }
   std::vector<std::string> fill(const std::string& percent, const std::string& duration) {
-    return {"run", "disk", "--path", fs_->path(), "--fill", percent, "--min-free", "4MiB", "--duration", duration, "--json"};
+    return {"run",        "disk", "--path",     fs_->path(), "--fill", percent,
+            "--min-free", "4MiB", "--duration", duration,    "--json"};
   }
   std::optional<Tmpfs> fs_;
 };
@@ -47,7 +48,8 @@ TEST_F(DiskFill, ReachesTheFillLevelAndDeletesTheBalloon) {
 
 TEST_F(DiskFill, SizeAddsThatMuch) {
   double before = fs_->use_percent();
-  auto f = start({"run", "disk", "--path", fs_->path(), "--size", "16MiB", "--min-free", "4MiB", "--duration", "2s", "--json"});
+  auto f = start(
+      {"run", "disk", "--path", fs_->path(), "--size", "16MiB", "--min-free", "4MiB", "--duration", "2s", "--json"});
   ASSERT_TRUE(f->wait_event("started", 10s)) << f->describe();
   EXPECT_NEAR(fs_->use_percent() - before, 25.0, 0.5) << "16MiB of 64MiB";
   ASSERT_TRUE(f->wait(10s)) << f->describe();
@@ -81,7 +83,8 @@ TEST_F(DiskFill, StatusListsItAndAbortAllEndsEveryResourceFault) {
   EXPECT_EQ(a.code, 0) << a.describe();
   EXPECT_NE(a.out.find("2 resource faults reverted"), std::string::npos) << a.describe();
   EXPECT_FALSE(has_balloon());
-  for (const auto& w : (*c)["plan"]["workers"]) EXPECT_TRUE(eventually([&] { return !pid_alive(w.get<pid_t>()); }, 2000ms));
+  for (const auto& w : (*c)["plan"]["workers"])
+    EXPECT_TRUE(eventually([&] { return !pid_alive(w.get<pid_t>()); }, 2000ms));
   EXPECT_TRUE(state_files().empty());
   ASSERT_TRUE(disk->wait(5s)) << disk->describe();
   ASSERT_TRUE(cpu->wait(5s)) << cpu->describe();

@@ -23,7 +23,8 @@ TEST_F(MemoryHog, HeldInItsCgroupAndReleased) {
   const std::string cg = (*started)["plan"]["cgroup"];
   const pid_t hog = (*started)["plan"]["hog_pid"];
   ASSERT_TRUE(path_exists(cg)) << cg;
-  EXPECT_NE(read_file(cg + "/cgroup.procs").find(std::to_string(hog)), std::string::npos) << "the hog is not in its cgroup";
+  EXPECT_NE(read_file(cg + "/cgroup.procs").find(std::to_string(hog)), std::string::npos)
+      << "the hog is not in its cgroup";
   uint64_t usage = number(usage_file(cg)), limit = number(limit_file(cg));
   EXPECT_GE(usage, size) << "every page is touched, so the cgroup is charged the whole size";
   EXPECT_LE(usage, limit);
@@ -44,7 +45,8 @@ TEST_F(MemoryHog, ReleasedWhenFaultctlIsKilled) {
   const pid_t hog = (*started)["plan"]["hog_pid"];
   f->kill9();
   EXPECT_TRUE(eventually([&] { return !pid_alive(hog); }, 1000ms)) << "the hog outlived faultctl";
-  EXPECT_TRUE(eventually([&] { return !path_exists(cg); }, 3s + kGrace + 1000ms)) << "the reaper left the cgroup " << cg;
+  EXPECT_TRUE(eventually([&] { return !path_exists(cg); }, 3s + kGrace + 1000ms))
+      << "the reaper left the cgroup " << cg;
   EXPECT_TRUE(eventually([&] { return state_files().empty(); }, 1000ms));
 }
 

@@ -28,10 +28,31 @@ class PacketRecord : public ResourceTest {
     ResourceTest::TearDown();
   }
   std::vector<std::string> loss_to(const std::string& target) {
-    return {"run", "loss", "--netns", net_->a(), "--target", target, "--percent", "100", "--duration", "3s",
-            "--health-url", svc_->url(), "--interval", "500ms", "--health-max-latency", "500ms",
-            "--hypothesis", "the service stays reachable", "--steady-state", "2s", "--record", record_,
-            "--slo", "success>=99%", "--json"};
+    return {"run",
+            "loss",
+            "--netns",
+            net_->a(),
+            "--target",
+            target,
+            "--percent",
+            "100",
+            "--duration",
+            "3s",
+            "--health-url",
+            svc_->url(),
+            "--interval",
+            "500ms",
+            "--health-max-latency",
+            "500ms",
+            "--hypothesis",
+            "the service stays reachable",
+            "--steady-state",
+            "2s",
+            "--record",
+            record_,
+            "--slo",
+            "success>=99%",
+            "--json"};
   }
   nlohmann::json verdict() const { return nlohmann::json::parse(read_file(record_ + "/verdict.json")); }
   std::optional<NetnsPair> net_;

@@ -23,7 +23,8 @@ void expect_running(const Counter& c) {
 TEST_F(ProcessFault, FreezeByPidStopsAndResumesAtTheEnd) {
   Counter target;
   expect_running(target);
-  auto f = start({"run", "process", "--pid", std::to_string(target.pid()), "--action", "freeze", "--duration", "3s", "--json"});
+  auto f = start(
+      {"run", "process", "--pid", std::to_string(target.pid()), "--action", "freeze", "--duration", "3s", "--json"});
   auto started = f->wait_event("started", 10s);
   ASSERT_TRUE(started) << f->describe();
   EXPECT_EQ((*started)["plan"]["targets"][0]["method"], "sigstop") << "the target shares the root cgroup: SIGSTOP";
@@ -57,7 +58,8 @@ TEST_F(ProcessFault, PidWithACgroupOfItsOwnUsesCgroupFreeze) {
   Counter target;
   TestCgroup cg(unique("own"));
   cg.add(target.pid());
-  auto o = run({"run", "process", "--pid", std::to_string(target.pid()), "--action", "freeze", "--duration", "2s", "--dry-run", "--json"});
+  auto o = run({"run", "process", "--pid", std::to_string(target.pid()), "--action", "freeze", "--duration", "2s",
+                "--dry-run", "--json"});
   ASSERT_EQ(o.code, 0) << o.describe();
   auto j = json_lines(o.out);
   ASSERT_EQ(j.size(), 1u) << o.describe();
@@ -84,7 +86,8 @@ TEST_F(ProcessFault, FreezeByNameMatchesTheWholeName) {
 
 TEST_F(ProcessFault, KillSendsOneSignal) {
   Counter target;
-  auto o = run({"run", "process", "--pid", std::to_string(target.pid()), "--action", "kill", "--signal", "TERM", "--duration", "1s"});
+  auto o = run({"run", "process", "--pid", std::to_string(target.pid()), "--action", "kill", "--signal", "TERM",
+                "--duration", "1s"});
   EXPECT_EQ(o.code, 0) << o.describe();
   std::optional<int> sig;
   ASSERT_TRUE(eventually([&] { return (sig = target.ended_by_signal()).has_value(); }, 2000ms)) << "still running";
@@ -93,7 +96,8 @@ TEST_F(ProcessFault, KillSendsOneSignal) {
 
 TEST_F(ProcessFault, AbortResumesAtOnce) {
   Counter target;
-  auto f = start({"run", "process", "--pid", std::to_string(target.pid()), "--action", "freeze", "--duration", "60s", "--json"});
+  auto f = start(
+      {"run", "process", "--pid", std::to_string(target.pid()), "--action", "freeze", "--duration", "60s", "--json"});
   auto started = f->wait_event("started", 10s);
   ASSERT_TRUE(started) << f->describe();
   const std::string id = (*started)["id"];
@@ -116,7 +120,8 @@ TEST_F(ProcessFault, AbortResumesAtOnce) {
 // kill -9 of faultctl: the process stays frozen until expiry, then the reaper resumes it.
 TEST_F(ProcessFault, ReaperResumesAfterFaultctlIsKilled) {
   Counter target;
-  auto f = start({"run", "process", "--pid", std::to_string(target.pid()), "--action", "freeze", "--duration", "4s", "--json"});
+  auto f = start(
+      {"run", "process", "--pid", std::to_string(target.pid()), "--action", "freeze", "--duration", "4s", "--json"});
   ASSERT_TRUE(f->wait_event("started", 10s)) << f->describe();
   auto t0 = std::chrono::steady_clock::now();
   f->kill9();

@@ -22,11 +22,29 @@ class Record : public ResourceTest {
   }
   // A disk fault on our tmpfs, guarded by the service, recorded.
   std::vector<std::string> experiment(const std::string& url, const std::string& slo) {
-    std::vector<std::string> a = {"run", "disk", "--path", fs_->path(), "--fill", "60%", "--min-free", "4MiB",
-                                  "--duration", "3s", "--health-url", url, "--interval", "500ms",
-                                  "--health-max-latency", "1s", "--hypothesis",
-                                  "the service answers within 300ms while its disk is 60% full", "--steady-state", "2s",
-                                  "--record", record_, "--json"};
+    std::vector<std::string> a = {"run",
+                                  "disk",
+                                  "--path",
+                                  fs_->path(),
+                                  "--fill",
+                                  "60%",
+                                  "--min-free",
+                                  "4MiB",
+                                  "--duration",
+                                  "3s",
+                                  "--health-url",
+                                  url,
+                                  "--interval",
+                                  "500ms",
+                                  "--health-max-latency",
+                                  "1s",
+                                  "--hypothesis",
+                                  "the service answers within 300ms while its disk is 60% full",
+                                  "--steady-state",
+                                  "2s",
+                                  "--record",
+                                  record_,
+                                  "--json"};
     if (!slo.empty()) {
       a.push_back("--slo");
       a.push_back(slo);
@@ -45,7 +63,8 @@ TEST_F(Record, HeldHypothesisIsRecordedAndVerifies) {
   ASSERT_EQ(o.code, 0) << o.describe();
   auto events = json_lines(o.out);
   auto find = [&](const std::string& e) {
-    auto it = std::find_if(events.begin(), events.end(), [&](const nlohmann::json& j) { return j.value("event", "") == e; });
+    auto it =
+        std::find_if(events.begin(), events.end(), [&](const nlohmann::json& j) { return j.value("event", "") == e; });
     return it == events.end() ? nlohmann::json() : *it;
   };
   // The order is the point: steady state, then the fingerprint, then the fault.
@@ -145,10 +164,31 @@ TEST_F(Record, RefusesToStartOutsideTheGuardrail) {
 
 // The kernel signal alone can be the record's signal (and a resource fault's guardrail).
 TEST_F(Record, KernelSignalAloneIsARecordSignal) {
-  auto o = run({"run", "disk", "--path", fs_->path(), "--size", "8MiB", "--min-free", "4MiB", "--duration", "2s",
-                "--kernel-signal", "tcp_resets", "--abort-above", "100000", "--hypothesis", "no reset storm",
-                "--steady-state", "2s", "--record", record_, "--slo", "success>=99%", "--json"});
-  if (o.code == 1 && o.err.find("kernel") != std::string::npos) GTEST_SKIP() << "no kernel-signal support here: " << o.err;
+  auto o = run({"run",
+                "disk",
+                "--path",
+                fs_->path(),
+                "--size",
+                "8MiB",
+                "--min-free",
+                "4MiB",
+                "--duration",
+                "2s",
+                "--kernel-signal",
+                "tcp_resets",
+                "--abort-above",
+                "100000",
+                "--hypothesis",
+                "no reset storm",
+                "--steady-state",
+                "2s",
+                "--record",
+                record_,
+                "--slo",
+                "success>=99%",
+                "--json"});
+  if (o.code == 1 && o.err.find("kernel") != std::string::npos)
+    GTEST_SKIP() << "no kernel-signal support here: " << o.err;
   ASSERT_EQ(o.code, 0) << o.describe();
   EXPECT_NE(o.out.find("\"event\":\"kernel_signal\""), std::string::npos) << o.describe();
   auto v = verdict();

@@ -6,8 +6,8 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <signal.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -128,7 +128,8 @@ Faultctl::Faultctl(const std::vector<std::string>& args, const std::vector<std::
   for (char** e = environ; *e != nullptr; ++e) {
     std::string kv = *e;
     std::string key = kv.substr(0, kv.find('='));
-    bool overridden = std::any_of(env.begin(), env.end(), [&](const std::string& x) { return x.rfind(key + "=", 0) == 0; });
+    bool overridden =
+        std::any_of(env.begin(), env.end(), [&](const std::string& x) { return x.rfind(key + "=", 0) == 0; });
     if (!overridden) env_s.push_back(kv);
   }
   env_s.insert(env_s.end(), env.begin(), env.end());
@@ -272,7 +273,8 @@ Tmpfs::Tmpfs(const std::string& path, const std::string& size) : path_(path) {
 
 Tmpfs::~Tmpfs() {
   if (mounted_ && ::umount2(path_.c_str(), 0) != 0) {
-    ADD_FAILURE() << "tmpfs " << path_ << " is still busy at the end (" << std::strerror(errno) << "): something holds it";
+    ADD_FAILURE() << "tmpfs " << path_ << " is still busy at the end (" << std::strerror(errno)
+                  << "): something holds it";
     ::umount2(path_.c_str(), MNT_DETACH);
   }
   ::rmdir(path_.c_str());
@@ -415,8 +417,9 @@ void HttpServer::serve() {
 
 void ResourceTest::SetUp() {
   if (::geteuid() != 0) {
-    GTEST_SKIP() << "\n*** SKIPPED: resource fault tests need root (tmpfs mounts, cgroups, signals to other processes). "
-                    "Run them as root: ctest -R '^resource\\.' ***\n";
+    GTEST_SKIP()
+        << "\n*** SKIPPED: resource fault tests need root (tmpfs mounts, cgroups, signals to other processes). "
+           "Run them as root: ctest -R '^resource\\.' ***\n";
   }
   static int n = 0;
   dir_ = "/tmp/fl-res-" + std::to_string(::getpid()) + "-" + std::to_string(++n);

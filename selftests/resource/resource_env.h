@@ -8,12 +8,11 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace flres {
 
@@ -101,7 +100,8 @@ class HttpServer {
     int delay_ms = 0;
   };
   // Listens on addr:0, inside the network namespace at netns_path if one is given.
-  explicit HttpServer(std::function<Reply()> decide, const std::string& addr = "127.0.0.1", const std::string& netns_path = "");
+  explicit HttpServer(std::function<Reply()> decide, const std::string& addr = "127.0.0.1",
+                      const std::string& netns_path = "");
   ~HttpServer();
   [[nodiscard]] std::string url() const;
   [[nodiscard]] int requests() const { return requests_.load(); }

@@ -1,4 +1,6 @@
 // Experiment records: SLO parsing, percentiles, the recorder's phases and verdicts, fingerprints.
+#include "userspace/faults/record.h"
+
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -8,7 +10,6 @@
 #include <sstream>
 
 #include "userspace/faults/netfault_engine.h"
-#include "userspace/faults/record.h"
 
 namespace faultline {
 namespace {

@@ -30,7 +30,8 @@ TEST(ResourceArgs, ProcessFreezeByPid) {
 
 TEST(ResourceArgs, ProcessKillWithSignalNames) {
   for (const char* sig : {"TERM", "SIGTERM", "term", "15"}) {
-    auto r = parse_resource_args(split(std::string("process --name nginx --action kill --signal ") + sig + " --duration 10s"));
+    auto r = parse_resource_args(
+        split(std::string("process --name nginx --action kill --signal ") + sig + " --duration 10s"));
     ASSERT_TRUE(r.ok()) << sig << ": " << r.error().message;
     EXPECT_EQ(r->spec.signal, SIGTERM) << sig;
   }
@@ -59,16 +60,18 @@ TEST(ResourceArgs, CpuMemoryDisk) {
 }
 
 TEST(ResourceArgs, RecordFlags) {
-  auto r = parse_resource_args({"cpu", "--cores", "1", "--duration", "10s", "--health-url", "http://127.0.0.1:8080/health",
-                                "--hypothesis", "checkout p99 stays under 300ms", "--steady-state", "5s", "--record",
-                                "/tmp/faultline-unit-record-does-not-exist", "--slo", "p99<300ms"});
+  auto r =
+      parse_resource_args({"cpu", "--cores", "1", "--duration", "10s", "--health-url", "http://127.0.0.1:8080/health",
+                           "--hypothesis", "checkout p99 stays under 300ms", "--steady-state", "5s", "--record",
+                           "/tmp/faultline-unit-record-does-not-exist", "--slo", "p99<300ms"});
   ASSERT_TRUE(r.ok()) << r.error().message;
   ASSERT_TRUE(r->record.has_value());
   EXPECT_EQ(r->record->hypothesis, "checkout p99 stays under 300ms");
   EXPECT_EQ(r->record->steady_state_ns, 5'000'000'000ULL);
   ASSERT_TRUE(r->record->slo.has_value());
   EXPECT_DOUBLE_EQ(r->record->slo->threshold, 300);
-  EXPECT_NE(r->record->command_line.find("'checkout p99 stays under 300ms'"), std::string::npos) << r->record->command_line;
+  EXPECT_NE(r->record->command_line.find("'checkout p99 stays under 300ms'"), std::string::npos)
+      << r->record->command_line;
   auto def = parse_resource_args({"cpu", "--cores", "1", "--duration", "10s", "--health-url", "http://127.0.0.1/",
                                   "--hypothesis", "x", "--record", "/tmp/faultline-unit-record-does-not-exist"});
   ASSERT_TRUE(def.ok()) << def.error().message;
@@ -126,10 +129,14 @@ TEST(ResourceArgs, BadInputsNameTheirFlag) {
       {split("cpu --cores 1 --duration 10s --steady-state 5s"), "--steady-state"},
       {split("cpu --cores 1 --duration 10s --health-url http://h/ --steady-state 0s"), "--steady-state"},
       {split("cpu --cores 1 --duration 10s --health-url http://h/ --steady-state 1h"), "--steady-state"},
-      {split("cpu --cores 1 --duration 10s --health-url http://h/ --record /tmp/x-new --hypothesis h --slo p99>1s"), "--slo"},
-      {split("cpu --cores 1 --duration 10s --health-url http://h/ --record /tmp/x-new --hypothesis h --slo success>101%"), "--slo"},
+      {split("cpu --cores 1 --duration 10s --health-url http://h/ --record /tmp/x-new --hypothesis h --slo p99>1s"),
+       "--slo"},
+      {split(
+           "cpu --cores 1 --duration 10s --health-url http://h/ --record /tmp/x-new --hypothesis h --slo success>101%"),
+       "--slo"},
       {split("cpu --cores 1 --duration 1s --health-url http://h/ --record /tmp/x-new --hypothesis h"), "--duration"},
-      {split("cpu --cores 1 --duration 10s --health-url http://h/ --record /nonexistent-dir/rec --hypothesis h"), "--record"},
+      {split("cpu --cores 1 --duration 10s --health-url http://h/ --record /nonexistent-dir/rec --hypothesis h"),
+       "--record"},
       {split("cpu --cores 1 --duration 10s --health-url http://h/ --record /etc --hypothesis h"), "--record"},
       {split("cpu --cores 1 --duration 10s --bogus"), "bogus"},
   };

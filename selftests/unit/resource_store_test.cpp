@@ -1,4 +1,6 @@
 // The resource-fault state folder, write-ahead undo, revert, and the detached reaper.
+#include "userspace/faults/resource_store.h"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -11,7 +13,6 @@
 
 #include "userspace/faults/netfault_engine.h"
 #include "userspace/faults/resource_reaper.h"
-#include "userspace/faults/resource_store.h"
 
 namespace faultline {
 namespace {

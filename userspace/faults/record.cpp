@@ -54,10 +54,10 @@ nlohmann::json ms_json(std::optional<double> v) {
 double latency_of(const SignalSample& s) {
   auto l = s.values.find("latency_ms");
   auto st = s.values.find("status");
-  if (l == s.values.end()) return kInf;                             // no answer at all
-  if (st != s.values.end() && st->second >= 400) return kInf;       // an error answer
-  if (!s.healthy && st == s.values.end()) return kInf;              // answered, but not in HTTP
-  return l->second;                                                 // healthy, or merely slow
+  if (l == s.values.end()) return kInf;                        // no answer at all
+  if (st != s.values.end() && st->second >= 400) return kInf;  // an error answer
+  if (!s.healthy && st == s.values.end()) return kInf;         // answered, but not in HTTP
+  return l->second;                                            // healthy, or merely slow
 }
 
 Status write_file(const std::string& path, const std::string& text) {
@@ -161,7 +161,8 @@ Result<Slo> parse_slo(const std::string& s) {
   }
   if (metric.size() < 2 || metric[0] != 'p') return bad("the metric is pNN (latency percentile) or success");
   std::string pct = metric.substr(1);
-  if (pct.find_first_not_of("0123456789.") != std::string::npos || pct.empty()) return bad("'" + metric + "' is not a percentile like p99");
+  if (pct.find_first_not_of("0123456789.") != std::string::npos || pct.empty())
+    return bad("'" + metric + "' is not a percentile like p99");
   double pv = std::strtod(pct.c_str(), nullptr);
   if (pv <= 0 || pv > 100) return bad("the percentile must be within p1-p100");
   if (!less) return bad("a latency percentile is a ceiling: write " + metric + "<300ms");
@@ -185,8 +186,12 @@ std::optional<double> latency_percentile(const std::vector<SignalSample>& sample
 }
 
 nlohmann::json SignalSummary::to_json() const {
-  return {{"samples", samples},        {"healthy", healthy},         {"success_percent", std::round(success_percent * 1000) / 1000},
-          {"p50_ms", ms_json(p50_ms)}, {"p90_ms", ms_json(p90_ms)}, {"p99_ms", ms_json(p99_ms)},
+  return {{"samples", samples},
+          {"healthy", healthy},
+          {"success_percent", std::round(success_percent * 1000) / 1000},
+          {"p50_ms", ms_json(p50_ms)},
+          {"p90_ms", ms_json(p90_ms)},
+          {"p99_ms", ms_json(p99_ms)},
           {"max_ms", ms_json(max_ms)}};
 }
 
@@ -194,7 +199,8 @@ SignalSummary summarize(const std::vector<SignalSample>& samples) {
   SignalSummary s;
   s.samples = samples.size();
   for (const auto& x : samples) s.healthy += x.healthy ? 1 : 0;
-  s.success_percent = samples.empty() ? 0 : 100.0 * static_cast<double>(s.healthy) / static_cast<double>(samples.size());
+  s.success_percent =
+      samples.empty() ? 0 : 100.0 * static_cast<double>(s.healthy) / static_cast<double>(samples.size());
   s.p50_ms = latency_percentile(samples, 50);
   s.p90_ms = latency_percentile(samples, 90);
   s.p99_ms = latency_percentile(samples, 99);
@@ -207,9 +213,9 @@ std::string SloResult::describe(const Slo& slo) const {
                             ? std::string(slo.inclusive ? "<= " : "< ") + ms_text(slo.threshold)
                             : std::string(slo.inclusive ? ">= " : "> ") + fixed(slo.threshold, 3) + "%";
   std::string name = slo.metric == Slo::Metric::LatencyPercentile ? "p" + fixed(slo.percentile, 0) : "success";
-  std::string got = !value ? "no readings"
+  std::string got = !value                                         ? "no readings"
                     : slo.metric == Slo::Metric::LatencyPercentile ? ms_text(*value)
-                                                                    : fixed(*value, 3) + "%";
+                                                                   : fixed(*value, 3) + "%";
   return name + " " + got + " (hypothesis: " + allowed + ")";
 }
 
@@ -253,15 +259,20 @@ Status check_record_dir(const std::string& dir) {
     if (std::string(e->d_name) != "." && std::string(e->d_name) != "..") empty = false;
   }
   ::closedir(d);
-  if (!empty) return make_error(EEXIST, "--record " + dir + ": already holds files; a record is never overwritten, pick a new folder");
+  if (!empty)
+    return make_error(EEXIST,
+                      "--record " + dir + ": already holds files; a record is never overwritten, pick a new folder");
   return {};
 }
 
 const char* verdict_name(HypothesisVerdict v) {
   switch (v) {
-    case HypothesisVerdict::Held: return "held";
-    case HypothesisVerdict::Refuted: return "refuted";
-    case HypothesisVerdict::Aborted: return "aborted";
+    case HypothesisVerdict::Held:
+      return "held";
+    case HypothesisVerdict::Refuted:
+      return "refuted";
+    case HypothesisVerdict::Aborted:
+      return "aborted";
   }
   return "?";
 }
@@ -276,8 +287,10 @@ RecordedRun::RecordedRun(RecordOptions opts, Sampler sampler, uint64_t interval_
       json_(json) {}
 
 void RecordedRun::emit(const nlohmann::json& event, const std::string& text) {
-  if (json_) out_ << event.dump() << std::endl;
-  else out_ << text << std::endl;
+  if (json_)
+    out_ << event.dump() << std::endl;
+  else
+    out_ << text << std::endl;
 }
 
 void RecordedRun::append(const std::string& phase, const SignalSample& s) {
@@ -312,7 +325,8 @@ Result<bool> RecordedRun::before_fault(const nlohmann::json& spec, const StopChe
   const double started_wall = wall_seconds();
   if (!opts_.dir.empty()) {
     FL_TRY(check_record_dir(opts_.dir));
-    if (::mkdir(opts_.dir.c_str(), 0755) != 0 && errno != EEXIST) return errno_error("cannot create record folder " + opts_.dir);
+    if (::mkdir(opts_.dir.c_str(), 0755) != 0 && errno != EEXIST)
+      return errno_error("cannot create record folder " + opts_.dir);
     std::string path = opts_.dir + "/" + kSamples;
     samples_fd_.reset(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644));
     if (!samples_fd_) return errno_error("cannot create " + path);
@@ -321,7 +335,9 @@ Result<bool> RecordedRun::before_fault(const nlohmann::json& spec, const StopChe
   bool inside = true;
   std::string why;
   if (opts_.steady_state_ns > 0) {
-    if (!json_) out_ << "measuring the steady state for " << format_duration(opts_.steady_state_ns) << " before injecting anything" << std::endl;
+    if (!json_)
+      out_ << "measuring the steady state for " << format_duration(opts_.steady_state_ns)
+           << " before injecting anything" << std::endl;
     steady_ = sample_window("steady", stop);
     if (stop()) return make_error(EINTR, "interrupted while measuring the steady state; nothing was injected");
     SignalSummary sum = summarize(steady_);
@@ -346,8 +362,9 @@ Result<bool> RecordedRun::before_fault(const nlohmann::json& spec, const StopChe
     steady["within_guardrail"] = inside;
     nlohmann::json ev{{"event", "steady_state"}, {"within_guardrail", inside}, {"summary", sum.to_json()}};
     if (!inside) ev["problem"] = why;
-    emit(ev, "steady state: " + std::to_string(sum.samples) + " checks, " + fixed(sum.success_percent, 1) + "% healthy, p50 " +
-                 ms_text(sum.p50_ms) + ", p99 " + ms_text(sum.p99_ms) + (inside ? "" : " -- " + why));
+    emit(ev, "steady state: " + std::to_string(sum.samples) + " checks, " + fixed(sum.success_percent, 1) +
+                 "% healthy, p50 " + ms_text(sum.p50_ms) + ", p99 " + ms_text(sum.p99_ms) +
+                 (inside ? "" : " -- " + why));
   }
   if (!opts_.dir.empty()) {
     nlohmann::json h;
@@ -365,12 +382,14 @@ Result<bool> RecordedRun::before_fault(const nlohmann::json& spec, const StopChe
     hypothesis_sha_ = sha256_hex(text);
     FL_TRY(write_file(opts_.dir + "/" + kHypothesis, text));
     FL_TRY(write_file(opts_.dir + "/" + kHypothesisSha, sha_line(hypothesis_sha_, kHypothesis)));
-    emit({{"event", "hypothesis_recorded"}, {"record", opts_.dir}, {"sha256", hypothesis_sha_}},
-         "hypothesis recorded before the fault: sha256 " + hypothesis_sha_ + " (" + opts_.dir + "/" + kHypothesis + ")");
+    emit(
+        {{"event", "hypothesis_recorded"}, {"record", opts_.dir}, {"sha256", hypothesis_sha_}},
+        "hypothesis recorded before the fault: sha256 " + hypothesis_sha_ + " (" + opts_.dir + "/" + kHypothesis + ")");
   }
   if (!inside) {
     refusal_ = why;
-    write_verdict(HypothesisVerdict::Aborted, "refused to start: " + why + "; nothing was injected", RunOutcome::Guardrail, why);
+    write_verdict(HypothesisVerdict::Aborted, "refused to start: " + why + "; nothing was injected",
+                  RunOutcome::Guardrail, why);
     return false;
   }
   return true;
@@ -414,8 +433,8 @@ HypothesisVerdict RecordedRun::after_fault(RunOutcome outcome, const std::string
       if (opts_.slo) {
         SloResult r = evaluate(*opts_.slo, fault_);
         v = r.met ? HypothesisVerdict::Held : HypothesisVerdict::Refuted;
-        reason = std::string(r.met ? "within" : "outside") + " the hypothesis during the fault: " + r.describe(*opts_.slo) +
-                 "; the guardrail held";
+        reason = std::string(r.met ? "within" : "outside") +
+                 " the hypothesis during the fault: " + r.describe(*opts_.slo) + "; the guardrail held";
       } else {
         SignalSummary s = summarize(fault_);
         reason = "the guardrail held through " + std::to_string(s.samples) + " checks during the fault";
@@ -425,7 +444,8 @@ HypothesisVerdict RecordedRun::after_fault(RunOutcome outcome, const std::string
   return write_verdict(v, reason, outcome, detail);
 }
 
-HypothesisVerdict RecordedRun::write_verdict(HypothesisVerdict v, const std::string& reason, RunOutcome outcome, const std::string& detail) {
+HypothesisVerdict RecordedRun::write_verdict(HypothesisVerdict v, const std::string& reason, RunOutcome outcome,
+                                             const std::string& detail) {
   const char* outcomes[] = {"completed", "guardrail", "interrupted", "aborted", "failed"};
   nlohmann::json j;
   j["verdict"] = verdict_name(v);
@@ -433,14 +453,17 @@ HypothesisVerdict RecordedRun::write_verdict(HypothesisVerdict v, const std::str
   j["outcome"] = outcomes[static_cast<int>(outcome)];
   if (!detail.empty()) j["detail"] = detail;
   j["hypothesis"] = opts_.hypothesis;
-  j["phases"] = {{"steady", summarize(steady_).to_json()}, {"fault", summarize(fault_).to_json()}, {"after", summarize(after_).to_json()}};
+  j["phases"] = {{"steady", summarize(steady_).to_json()},
+                 {"fault", summarize(fault_).to_json()},
+                 {"after", summarize(after_).to_json()}};
   if (fault_start_ns_ != 0) {
     j["fault_window"] = {{"started", iso8601(fault_start_wall_)},
                          {"ended", iso8601(fault_end_wall_)},
                          {"start_s", std::round(static_cast<double>(fault_start_ns_ - origin_ns_) / 1e6) / 1e3},
                          {"end_s", std::round(static_cast<double>(fault_end_ns_ - origin_ns_) / 1e6) / 1e3}};
   }
-  bool recovered = !after_.empty() && std::all_of(after_.begin(), after_.end(), [](const SignalSample& s) { return s.healthy; });
+  bool recovered =
+      !after_.empty() && std::all_of(after_.begin(), after_.end(), [](const SignalSample& s) { return s.healthy; });
   if (opts_.slo) {
     SloResult f = evaluate(*opts_.slo, fault_), a = evaluate(*opts_.slo, after_);
     j["slo"] = {{"text", opts_.slo->text},
@@ -465,8 +488,10 @@ HypothesisVerdict RecordedRun::write_verdict(HypothesisVerdict v, const std::str
   ev["event"] = "verdict";
   if (!opts_.dir.empty()) ev["record"] = opts_.dir;
   std::string text = "verdict: " + upper + " -- " + reason;
-  if (!after_.empty()) text += std::string("\nrecovered: ") + (recovered ? "yes" : "NO") + " (after window: " +
-                               fixed(summarize(after_).success_percent, 1) + "% healthy, p99 " + ms_text(summarize(after_).p99_ms) + ")";
+  if (!after_.empty())
+    text += std::string("\nrecovered: ") + (recovered ? "yes" : "NO") +
+            " (after window: " + fixed(summarize(after_).success_percent, 1) + "% healthy, p99 " +
+            ms_text(summarize(after_).p99_ms) + ")";
   if (!opts_.dir.empty()) text += "\nrecord: " + opts_.dir + " (faultctl report " + opts_.dir + ")";
   emit(ev, text);
   return v;
@@ -506,18 +531,21 @@ RecordCheck verify_record(const std::string& dir) {
     r.problems.push_back(std::string(kHypothesisSha) + " is missing: the fingerprint cannot be checked");
   } else if (sha_from_line(*hs) != r.hypothesis_sha256) {
     r.problems.push_back(std::string(kHypothesis) + " was changed after it was fingerprinted (sha256 now " +
-                         r.hypothesis_sha256.substr(0, 16) + "..., recorded " + sha_from_line(*hs).substr(0, 16) + "...)");
+                         r.hypothesis_sha256.substr(0, 16) + "..., recorded " + sha_from_line(*hs).substr(0, 16) +
+                         "...)");
   }
   auto v = read_text_file(dir + "/" + kVerdict);
   if (v) {
     auto j = nlohmann::json::parse(*v, nullptr, false);
     auto vs = read_text_file(dir + "/" + kVerdictSha);
     if (!vs || sha_from_line(*vs) != sha256_hex(*v)) {
-      r.problems.push_back(std::string(kVerdict) + " was changed after it was written (or " + kVerdictSha + " is missing)");
+      r.problems.push_back(std::string(kVerdict) + " was changed after it was written (or " + kVerdictSha +
+                           " is missing)");
     }
     if (!j.is_discarded()) {
       if (hs && j.value("hypothesis_sha256", "") != sha_from_line(*hs))
-        r.problems.push_back(std::string(kHypothesisSha) + " does not match the fingerprint the verdict was written against");
+        r.problems.push_back(std::string(kHypothesisSha) +
+                             " does not match the fingerprint the verdict was written against");
       auto s = read_text_file(dir + "/" + kSamples);
       if (j.value("samples_sha256", "") != sha256_hex(s ? *s : ""))
         r.problems.push_back(std::string(kSamples) + " was changed after the verdict was written");

@@ -5,12 +5,11 @@
 #include <functional>
 #include <iosfwd>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "loader/fd.h"
 #include "loader/result.h"
@@ -41,9 +40,9 @@ constexpr uint64_t kKernelSignalRecordIntervalNs = 1'000'000'000ULL;
 struct Slo {
   enum class Metric { LatencyPercentile, SuccessRate };
   Metric metric = Metric::SuccessRate;
-  double percentile = 0;  // 99 for p99
-  double threshold = 0;   // milliseconds, or percent
-  bool inclusive = false; // <= or >=
+  double percentile = 0;   // 99 for p99
+  double threshold = 0;    // milliseconds, or percent
+  bool inclusive = false;  // <= or >=
   std::string text;
   [[nodiscard]] nlohmann::json to_json() const;
 };
@@ -116,7 +115,8 @@ class RecordedRun {
   std::vector<SignalSample> sample_window(const std::string& phase, const StopCheck& stop);
   void append(const std::string& phase, const SignalSample& s);
   void emit(const nlohmann::json& event, const std::string& text);
-  HypothesisVerdict write_verdict(HypothesisVerdict v, const std::string& reason, RunOutcome outcome, const std::string& detail);
+  HypothesisVerdict write_verdict(HypothesisVerdict v, const std::string& reason, RunOutcome outcome,
+                                  const std::string& detail);
 
   RecordOptions opts_;
   Sampler sampler_;

@@ -2,13 +2,12 @@
 #include "userspace/faults/resource_cgroup.h"
 
 #include <dirent.h>
+#include <linux/magic.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <linux/magic.h>
 
 #include <algorithm>
 #include <sstream>

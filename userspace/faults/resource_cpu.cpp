@@ -108,11 +108,14 @@ nlohmann::json CpuBurn::observe() {
   for (size_t i = 0; i < workers_.size(); ++i) {
     auto p = read_process(workers_[i].identity().pid);
     uint64_t ticks = p ? p->utime + p->stime : last_ticks_[i];
-    double pct = wall_s > 0 && ticks >= last_ticks_[i] ? (static_cast<double>(ticks - last_ticks_[i]) / hz) / wall_s * 100 : 0;
-    if (run_s > 0 && ticks >= first_ticks_[i]) run_sum += (static_cast<double>(ticks - first_ticks_[i]) / hz) / run_s * 100;
+    double pct =
+        wall_s > 0 && ticks >= last_ticks_[i] ? (static_cast<double>(ticks - last_ticks_[i]) / hz) / wall_s * 100 : 0;
+    if (run_s > 0 && ticks >= first_ticks_[i])
+      run_sum += (static_cast<double>(ticks - first_ticks_[i]) / hz) / run_s * 100;
     last_ticks_[i] = ticks;
     sum += pct;
-    ws.push_back({{"pid", workers_[i].identity().pid}, {"core", cores_[i]}, {"cpu_percent", std::round(pct * 10) / 10}});
+    ws.push_back(
+        {{"pid", workers_[i].identity().pid}, {"core", cores_[i]}, {"cpu_percent", std::round(pct * 10) / 10}});
   }
   last_ns_ = now;
   const double n = workers_.empty() ? 1 : static_cast<double>(workers_.size());

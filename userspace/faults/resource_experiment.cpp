@@ -9,13 +9,13 @@
 #include <atomic>
 #include <ostream>
 
+#include "loader/netns.h"
 #include "userspace/faults/experiment.h"
 #include "userspace/faults/netfault_engine.h"
 #include "userspace/faults/resource_fault.h"
 #include "userspace/faults/resource_reaper.h"
 #include "userspace/faults/resource_store.h"
 #include "userspace/faults/units.h"
-#include "loader/netns.h"
 
 namespace faultline {
 namespace {
@@ -43,7 +43,8 @@ class SignalScope {
   }
 
  private:
-  struct sigaction old_int_ {}, old_term_ {}, old_hup_ {};
+  struct sigaction old_int_ {
+  }, old_term_{}, old_hup_{};
 };
 
 void sleep_ms(int ms) {
@@ -82,11 +83,13 @@ int ResourceExperiment::run() {
   }
   nlohmann::json guard = nullptr;
   if (opts_.health)
-    guard = {{"health_url", opts_.health->url}, {"max_latency", format_duration(opts_.health->max_latency_ns)},
+    guard = {{"health_url", opts_.health->url},
+             {"max_latency", format_duration(opts_.health->max_latency_ns)},
              {"interval", format_duration(opts_.health->interval_ns)}};
   if (opts_.kernel_signal) {
     if (guard.is_null()) guard = nlohmann::json::object();
-    guard["kernel_signal"] = {{"signal", opts_.kernel_signal->signal}, {"abort_above_per_s", opts_.kernel_signal->abort_above}};
+    guard["kernel_signal"] = {{"signal", opts_.kernel_signal->signal},
+                              {"abort_above_per_s", opts_.kernel_signal->abort_above}};
   }
   const uint64_t grace = reaper_grace_ns();
 
@@ -94,15 +97,18 @@ int ResourceExperiment::run() {
     nlohmann::json j = spec.to_json();
     j["dry_run"] = true;
     j["plan"] = fault->plan();
-    j["deadman"] = {{"reaper", "detached, own session"}, {"grace", format_duration(grace)}, {"state", ResourceFaultStore::default_root()}};
+    j["deadman"] = {{"reaper", "detached, own session"},
+                    {"grace", format_duration(grace)},
+                    {"state", ResourceFaultStore::default_root()}};
     if (!guard.is_null()) j["guardrail"] = guard;
-    if (opts_.record) j["record"] = {{"dir", opts_.record->dir}, {"steady_state", format_duration(opts_.record->steady_state_ns)}};
+    if (opts_.record)
+      j["record"] = {{"dir", opts_.record->dir}, {"steady_state", format_duration(opts_.record->steady_state_ns)}};
     if (opts_.json) {
       emit(j);
     } else {
-      out_ << "dry run: would apply " << spec.summary() << " for " << format_duration(spec.duration_ns) << "\n  plan: "
-           << fault->plan().dump() << "\n  deadman: a detached reaper reverts it at expiry + " << format_duration(grace)
-           << " whatever happens to faultctl\nnothing was changed.\n";
+      out_ << "dry run: would apply " << spec.summary() << " for " << format_duration(spec.duration_ns)
+           << "\n  plan: " << fault->plan().dump() << "\n  deadman: a detached reaper reverts it at expiry + "
+           << format_duration(grace) << " whatever happens to faultctl\nnothing was changed.\n";
     }
     return kExitCompleted;
   }
@@ -148,8 +154,8 @@ int ResourceExperiment::run() {
       }
       return s;
     };
-    recorded.emplace(*opts_.record, sampler, probe ? opts_.health->interval_ns : kKernelSignalRecordIntervalNs, guard, out_,
-                     opts_.json);
+    recorded.emplace(*opts_.record, sampler, probe ? opts_.health->interval_ns : kKernelSignalRecordIntervalNs, guard,
+                     out_, opts_.json);
     nlohmann::json what = spec.to_json();
     what["plan"] = fault->plan();
     auto go = recorded->before_fault(what, stop);
@@ -196,7 +202,8 @@ int ResourceExperiment::run() {
   auto reaper = spawn_reaper(*store, st.id);
   if (!reaper) {
     (void)store->remove(st.id);
-    return fail_before_start("cannot start the reaper (" + reaper.error().describe() + "); refusing a fault that nothing would end");
+    return fail_before_start("cannot start the reaper (" + reaper.error().describe() +
+                             "); refusing a fault that nothing would end");
   }
   // 3. The change, journalled ahead, under the lock so that no abort interleaves.
   Status applied = [&]() -> Status {
@@ -215,8 +222,10 @@ int ResourceExperiment::run() {
     auto r = revert_fault(*store, st.id, "apply failed");
     fault->release();
     std::string what = "could not apply " + spec.summary() + ": " + applied.error().describe();
-    if (!r) what += "; the revert failed too (" + r.error().describe() + "), the reaper and the next faultctl retry it";
-    else what += "; everything done so far was reverted";
+    if (!r)
+      what += "; the revert failed too (" + r.error().describe() + "), the reaper and the next faultctl retry it";
+    else
+      what += "; everything done so far was reverted";
     return fail_before_start(what);
   }
   if (recorded) recorded->fault_started();
@@ -272,7 +281,8 @@ int ResourceExperiment::run() {
     }
     if (ksig && now >= next_ksig) {
       ProbeOutcome o = ksig->sample();
-      if (opts_.json) emit({{"event", "kernel_signal"}, {"signal", ksig->config().signal}, {"rate_per_s", ksig->last_rate()}});
+      if (opts_.json)
+        emit({{"event", "kernel_signal"}, {"signal", ksig->config().signal}, {"rate_per_s", ksig->last_rate()}});
       if (recorded && !probe && (now >= next_ksig_record || !o.healthy)) {  // the record's only signal
         SignalSample rs{boottime_ns(), true, {}, ""};
         add_kernel_reading(rs, ksig->config().signal, ksig->last_rate(), o);
@@ -297,7 +307,11 @@ int ResourceExperiment::run() {
         recorded->fault_sample(rs);
       }
       if (opts_.json) {
-        emit({{"event", "probe"}, {"healthy", o.healthy}, {"latency_ms", o.latency_ns / 1e6}, {"status", o.status}, {"problem", o.problem}});
+        emit({{"event", "probe"},
+              {"healthy", o.healthy},
+              {"latency_ms", o.latency_ns / 1e6},
+              {"status", o.status},
+              {"problem", o.problem}});
       }
       if (!o.healthy) {
         (void)revert_fault(*store, st.id, "guardrail");  // end the fault before anything else
@@ -315,9 +329,12 @@ int ResourceExperiment::run() {
       if (opts_.json) {
         emit({{"event", "progress"}, {"id", st.id}, {"left_s", left_s}, {"observed", seen}});
       } else {
-        std::string line = "[" + st.id + " " + spec.summary() + "] " + std::to_string(left_s) + "s left | " + seen.value("text", "");
-        if (tty) err_ << "\r\033[K" << line << std::flush;
-        else if (left_s % 5 == 0) err_ << line << "\n";
+        std::string line =
+            "[" + st.id + " " + spec.summary() + "] " + std::to_string(left_s) + "s left | " + seen.value("text", "");
+        if (tty)
+          err_ << "\r\033[K" << line << std::flush;
+        else if (left_s % 5 == 0)
+          err_ << line << "\n";
       }
       next_status = now + 1'000'000'000ULL;
     }
@@ -336,13 +353,13 @@ int ResourceExperiment::run() {
     if (outcome == RunOutcome::Completed) outcome = RunOutcome::Failed;
   }
   if (opts_.json) {
-    nlohmann::json j{{"event", "ended"}, {"id", st.id}, {"reason", reason}, {"exit_code", code}, {"observed", seen},
-                     {"reverted", reverted.ok()}};
+    nlohmann::json j{{"event", "ended"},  {"id", st.id},      {"reason", reason},
+                     {"exit_code", code}, {"observed", seen}, {"reverted", reverted.ok()}};
     if (!detail.empty()) j["detail"] = detail;
     emit(j);
   } else {
-    out_ << "fault " << st.id << " ended (" << reason << (detail.empty() ? "" : ": " + detail) << "): " << seen.value("text", "")
-         << (reverted ? "; reverted" : "; NOT reverted") << std::endl;
+    out_ << "fault " << st.id << " ended (" << reason << (detail.empty() ? "" : ": " + detail)
+         << "): " << seen.value("text", "") << (reverted ? "; reverted" : "; NOT reverted") << std::endl;
     if (code == kExitGuardrail) err_ << "faultctl run: guardrail breached, fault reverted: " << detail << "\n";
     if (outcome == RunOutcome::Failed && reverted) err_ << "faultctl run: " << detail << "\n";
   }

@@ -72,7 +72,8 @@ Result<std::unique_ptr<MemoryHog>> MemoryHog::plan(const ResourceSpec& spec) {
     f->cgroup_version_ = 1;
     f->parent_dir_ = mounts.v1.at("memory") + (*rel == "/" ? "" : *rel);
   } else {
-    return make_error(ENOTSUP, "memory: this host has no memory cgroup controller (v2 or v1); refusing to allocate without a limit");
+    return make_error(
+        ENOTSUP, "memory: this host has no memory cgroup controller (v2 or v1); refusing to allocate without a limit");
   }
   return f;
 }
@@ -117,7 +118,8 @@ Status MemoryHog::apply(UndoJournal& journal) {
   FL_TRY(hog_->go());
   const int timeout_ms = 10'000 + static_cast<int>(size / (50ULL << 20)) * 1000;  // 50 MB/s at worst
   auto r = hog_->wait_report(timeout_ms);
-  if (!r) return make_error(r.error().err, "the memory hog could not take " + format_bytes(size) + ": " + r.error().message);
+  if (!r)
+    return make_error(r.error().err, "the memory hog could not take " + format_bytes(size) + ": " + r.error().message);
   if (*r != 'R') return make_error(ENOMEM, "the memory hog could not map " + format_bytes(size));
   return {};
 }
@@ -136,8 +138,8 @@ nlohmann::json MemoryHog::observe() {
 Status MemoryHog::check() {
   if (!hog_) return {};
   if (auto how = hog_->exited(); !how.empty())
-    return make_error(ECHILD, "the memory hog pid " + std::to_string(hog_->identity().pid) + " ended from outside (" + how +
-                                  (how == "killed by signal 9" ? ", the OOM killer or an operator" : "") + ")");
+    return make_error(ECHILD, "the memory hog pid " + std::to_string(hog_->identity().pid) + " ended from outside (" +
+                                  how + (how == "killed by signal 9" ? ", the OOM killer or an operator" : "") + ")");
   return {};
 }
 

@@ -146,8 +146,8 @@ std::string iso8601(double wall_s) {
   gmtime_r(&t, &utc);
   char buf[64];
   int ms = static_cast<int>(std::fmod(wall_s, 1.0) * 1000);
-  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday,
-                utc.tm_hour, utc.tm_min, utc.tm_sec, ms);
+  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", utc.tm_year + 1900, utc.tm_mon + 1,
+                utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, ms);
   return buf;
 }
 

@@ -39,7 +39,8 @@ struct Guard {
     if (force) return "";
     if (p.pid == 1) return who + ": that is PID 1; add --force if you mean it";
     if (p.kernel_thread()) return who + ": that is a kernel thread; add --force if you mean it";
-    if (ancestors.contains(p.pid)) return who + ": that is an ancestor of faultctl (your shell or session); add --force if you mean it";
+    if (ancestors.contains(p.pid))
+      return who + ": that is an ancestor of faultctl (your shell or session); add --force if you mean it";
     return "";
   }
 };
@@ -74,7 +75,8 @@ Result<std::unique_ptr<ProcessFault>> ProcessFault::plan(const ResourceSpec& spe
     if (auto why = guard.refusal(p, spec.force); !why.empty()) return make_error(EPERM, flag + ": refusing " + why);
     Target t{p, freeze ? "sigstop" : "signal", ""};
     if (freeze) {
-      if (p.stopped()) return make_error(EINVAL, flag + ": pid " + std::to_string(p.pid) + " (" + p.comm + ") is already stopped");
+      if (p.stopped())
+        return make_error(EINVAL, flag + ": pid " + std::to_string(p.pid) + " (" + p.comm + ") is already stopped");
       if (auto dir = own_cgroup_dir(p.pid); !dir.empty()) {
         t.method = "cgroup-freeze";
         t.cgroup = dir;
@@ -104,7 +106,8 @@ Result<std::unique_ptr<ProcessFault>> ProcessFault::plan(const ResourceSpec& spe
       if (!std::regex_match(p->comm, re) && (a0.empty() || !std::regex_match(a0, re))) continue;
       FL_TRY(add(*p, flag));
     }
-    if (f->targets_.empty()) return make_error(ESRCH, flag + ": matches no process (the whole name must match, as pgrep -x)");
+    if (f->targets_.empty())
+      return make_error(ESRCH, flag + ": matches no process (the whole name must match, as pgrep -x)");
     if (f->targets_.size() > ResourceCaps::kMaxProcessTargets && !spec.force)
       return make_error(E2BIG, flag + ": matches " + std::to_string(f->targets_.size()) + " processes, more than " +
                                    std::to_string(ResourceCaps::kMaxProcessTargets) + "; narrow it or add --force");
@@ -120,7 +123,8 @@ Result<std::unique_ptr<ProcessFault>> ProcessFault::plan(const ResourceSpec& spe
       if (!p) continue;
       // Freezing the cgroup faultctl runs in would freeze faultctl and its reaper: never, even with --force.
       if (pid == guard.self) return make_error(EPERM, flag + ": refusing, it holds faultctl itself");
-      if (auto why = guard.refusal(*p, spec.force); !why.empty()) return make_error(EPERM, flag + ": refusing, it holds " + why);
+      if (auto why = guard.refusal(*p, spec.force); !why.empty())
+        return make_error(EPERM, flag + ": refusing, it holds " + why);
       f->targets_.push_back({*p, freeze ? "cgroup-freeze" : "signal", freeze ? *dir : ""});
     }
     if (freeze) {
@@ -166,7 +170,8 @@ Status ProcessFault::apply(UndoJournal& journal) {
       frozen.insert(t.cgroup);
       continue;
     }
-    if (!is_alive(t.info.identity())) return make_error(ESRCH, "pid " + std::to_string(t.info.pid) + " ended before it could be frozen");
+    if (!is_alive(t.info.identity()))
+      return make_error(ESRCH, "pid " + std::to_string(t.info.pid) + " ended before it could be frozen");
     FL_TRY(journal.record(undo::resume(t.info.identity())));
     if (::kill(t.info.pid, SIGSTOP) != 0) return errno_error("cannot stop pid " + std::to_string(t.info.pid));
   }

@@ -68,7 +68,7 @@ void detach_from_faultctl(int keep_fd, const std::string& id) {
     auto st = store.read(id);
     if (!st) {
       if (st.error().err == ENOENT) ::_exit(0);  // reverted by its owner or by an abort
-      if (++failures > 50) ::_exit(1);          // unreadable for 10s: leave it to the sweep
+      if (++failures > 50) ::_exit(1);           // unreadable for 10s: leave it to the sweep
       sleep_ms(200);
       continue;
     }
@@ -79,7 +79,9 @@ void detach_from_faultctl(int keep_fd, const std::string& id) {
     const uint64_t due = st->expires_ns + (owner_alive ? st->grace_ns : 0);
     const bool orphaned_apply = st->phase == "applying" && !owner_alive;
     if (g_reaper_term || orphaned_apply || boottime_ns() >= due) {
-      std::string why = g_reaper_term ? "reaper stopped by SIGTERM" : orphaned_apply ? "owner died while applying" : "reaper: due";
+      std::string why = g_reaper_term    ? "reaper stopped by SIGTERM"
+                        : orphaned_apply ? "owner died while applying"
+                                         : "reaper: due";
       auto r = revert_fault(store, id, why);
       if (r) ::_exit(0);
       if (++failures > 10) ::_exit(1);  // revert-failed stays in the state; the sweep retries
@@ -144,8 +146,11 @@ std::vector<std::string> sweep_resource_faults(const ResourceFaultStore& store) 
     }
     if (!why.empty()) {
       auto r = revert_fault(store, st.id, "sweep: " + why);
-      if (!r) notes.push_back("could not revert fault " + st.id + " (" + st.summary + "), " + why + ": " + r.error().describe());
-      else if (*r) notes.push_back("reverted fault " + st.id + " (" + st.summary + "): " + why);
+      if (!r)
+        notes.push_back("could not revert fault " + st.id + " (" + st.summary + "), " + why + ": " +
+                        r.error().describe());
+      else if (*r)
+        notes.push_back("reverted fault " + st.id + " (" + st.summary + "): " + why);
       continue;
     }
     // Due later, but nobody left to end it: arm a new deadman.
@@ -156,7 +161,8 @@ std::vector<std::string> sweep_resource_faults(const ResourceFaultStore& store) 
       if (!fresh || is_alive(fresh->reaper)) continue;
       auto reaper = spawn_reaper(store, st.id);
       if (!reaper) {
-        notes.push_back("fault " + st.id + " lost its reaper and a new one failed to start: " + reaper.error().describe());
+        notes.push_back("fault " + st.id +
+                        " lost its reaper and a new one failed to start: " + reaper.error().describe());
         continue;
       }
       fresh->reaper = *reaper;

@@ -14,8 +14,10 @@ struct KindName {
   ResourceKind kind;
   const char* name;
 };
-constexpr KindName kKinds[] = {
-    {ResourceKind::Process, "process"}, {ResourceKind::Cpu, "cpu"}, {ResourceKind::Memory, "memory"}, {ResourceKind::Disk, "disk"}};
+constexpr KindName kKinds[] = {{ResourceKind::Process, "process"},
+                               {ResourceKind::Cpu, "cpu"},
+                               {ResourceKind::Memory, "memory"},
+                               {ResourceKind::Disk, "disk"}};
 
 struct SignalName {
   int sig;
@@ -75,9 +77,11 @@ Result<int> parse_signal(const std::string& s) {
   for (const auto& e : kSignals) {
     if (t == e.name || (numeric && std::stoi(t) == e.sig)) return e.sig;
   }
-  if (t == "STOP" || t == "TSTP" || t == "TTIN" || t == "TTOU" || (numeric && (std::stoi(t) == SIGSTOP || std::stoi(t) == SIGTSTP)))
+  if (t == "STOP" || t == "TSTP" || t == "TTIN" || t == "TTOU" ||
+      (numeric && (std::stoi(t) == SIGSTOP || std::stoi(t) == SIGTSTP)))
     return make_error(EINVAL, "'" + s + "' stops the process and would outlive the fault; use --action freeze");
-  return make_error(EINVAL, "'" + s + "' is not a signal faultctl sends (TERM, KILL, INT, HUP, QUIT, ABRT, SEGV, USR1, USR2, ...)");
+  return make_error(
+      EINVAL, "'" + s + "' is not a signal faultctl sends (TERM, KILL, INT, HUP, QUIT, ABRT, SEGV, USR1, USR2, ...)");
 }
 
 std::string signal_name(int sig) {
@@ -112,9 +116,12 @@ Status validate(const ResourceSpec& s) {
       if (s.fill_percent && s.size_bytes) return make_error(EINVAL, "--fill and --size exclude each other; give one");
       if (!s.fill_percent && !s.size_bytes) return make_error(EINVAL, "--fill PERCENT or --size SIZE is required");
       if (s.fill_percent && *s.fill_percent >= 100)
-        return make_error(ERANGE, "--fill " + fmt(*s.fill_percent) + "% is refused: a full file system is an outage, not an experiment; at most 99.9%");
+        return make_error(ERANGE,
+                          "--fill " + fmt(*s.fill_percent) +
+                              "% is refused: a full file system is an outage, not an experiment; at most 99.9%");
       if (s.fill_percent && *s.fill_percent <= 0) return make_error(ERANGE, "--fill must be above 0%");
-      if (s.min_free_bytes < ResourceCaps::kMinMinFreeBytes) return make_error(ERANGE, "--min-free must be at least 1MiB");
+      if (s.min_free_bytes < ResourceCaps::kMinMinFreeBytes)
+        return make_error(ERANGE, "--min-free must be at least 1MiB");
       break;
   }
   return {};
@@ -173,8 +180,10 @@ std::string ResourceSpec::summary() const {
       break;
     case ResourceKind::Disk:
       o << "disk " << path;
-      if (fill_percent) o << " to " << fmt(*fill_percent) << "% full";
-      else o << " +" << format_bytes(size_bytes);
+      if (fill_percent)
+        o << " to " << fmt(*fill_percent) << "% full";
+      else
+        o << " +" << format_bytes(size_bytes);
       break;
   }
   return o.str();

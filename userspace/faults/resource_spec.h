@@ -3,10 +3,9 @@
 
 #include <csignal>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "loader/result.h"
 

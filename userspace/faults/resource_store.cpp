@@ -158,7 +158,8 @@ Result<std::string> ResourceFaultStore::allocate_id() const {
   uint64_t next = n > 0 ? std::strtoull(buf, nullptr, 10) : 0;
   if (next == 0) next = 1;
   std::string out = std::to_string(next + 1) + "\n";
-  if (::ftruncate(fd.get(), 0) != 0 || ::pwrite(fd.get(), out.data(), out.size(), 0) != static_cast<ssize_t>(out.size()))
+  if (::ftruncate(fd.get(), 0) != 0 ||
+      ::pwrite(fd.get(), out.data(), out.size(), 0) != static_cast<ssize_t>(out.size()))
     return errno_error("cannot update " + lock_path);
   return "r" + std::to_string(next);
 }
@@ -248,7 +249,8 @@ Status undo_action(const nlohmann::json& a) {
   if (op == "kill") {
     ProcessIdentity p = ProcessIdentity::from_json(a);
     if (!is_alive(p)) return {};
-    if (::kill(p.pid, SIGKILL) != 0 && errno != ESRCH) return errno_error("cannot kill worker " + std::to_string(p.pid));
+    if (::kill(p.pid, SIGKILL) != 0 && errno != ESRCH)
+      return errno_error("cannot kill worker " + std::to_string(p.pid));
     for (int i = 0; i < 200 && is_alive(p); ++i) sleep_ms(10);
     if (is_alive(p)) return make_error(ETIMEDOUT, "worker " + std::to_string(p.pid) + " outlived SIGKILL for 2s");
     return {};

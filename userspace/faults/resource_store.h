@@ -2,10 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "loader/fd.h"
 #include "loader/result.h"
@@ -104,10 +103,10 @@ class UndoJournal {
 
 // The undo actions, built here so that every writer spells them the same way.
 namespace undo {
-[[nodiscard]] nlohmann::json resume(const ProcessIdentity& p);      // SIGCONT a process we stopped
-[[nodiscard]] nlohmann::json thaw(const std::string& cgroup_dir);   // cgroup.freeze = 0
-[[nodiscard]] nlohmann::json kill(const ProcessIdentity& p);        // SIGKILL a worker
-[[nodiscard]] nlohmann::json remove_cgroup(const std::string& dir); // kill members, rmdir
+[[nodiscard]] nlohmann::json resume(const ProcessIdentity& p);       // SIGCONT a process we stopped
+[[nodiscard]] nlohmann::json thaw(const std::string& cgroup_dir);    // cgroup.freeze = 0
+[[nodiscard]] nlohmann::json kill(const ProcessIdentity& p);         // SIGKILL a worker
+[[nodiscard]] nlohmann::json remove_cgroup(const std::string& dir);  // kill members, rmdir
 [[nodiscard]] nlohmann::json unlink(const std::string& path, uint64_t dev, uint64_t ino);
 }  // namespace undo
 

@@ -62,8 +62,9 @@ Status Worker::go() {
 Result<char> Worker::wait_report(int timeout_ms) {
   pollfd p{report_.get(), POLLIN, 0};
   int rc = ::poll(&p, 1, timeout_ms);
-  if (rc == 0) return make_error(ETIMEDOUT, "worker " + std::to_string(id_.pid) + " did not report within " +
-                                                std::to_string(timeout_ms / 1000) + "s");
+  if (rc == 0)
+    return make_error(ETIMEDOUT, "worker " + std::to_string(id_.pid) + " did not report within " +
+                                     std::to_string(timeout_ms / 1000) + "s");
   char c = 0;
   if (rc < 0 || ::read(report_.get(), &c, 1) != 1) {
     std::string how = exited();
