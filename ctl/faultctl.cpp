@@ -15,16 +15,17 @@ constexpr const char* kUsage = R"(usage: faultctl <command> [flags]
 commands:
   run KIND ...     apply a packet fault for a fixed duration (faultctl run --help)
   run syscall ...  make syscalls fail with an errno (faultctl run syscall --help)
-  guard ... -- CMD run a command in a fresh cgroup under an egress policy
-  top              destinations and traffic of a cgroup or the whole host, live
   run process|cpu|memory|disk ...
                    apply a host resource fault, ended by a detached reaper even if
                    faultctl dies (faultctl run cpu --help)
+  guard ... -- CMD run a command in a fresh cgroup under an egress policy
+  top              destinations and traffic of a cgroup or the whole host, live
   status           list active faults (packet and resource) with time left
   abort ID|--all   end one fault (a number, or rN for a resource fault), or all
   report DIR       print an experiment record (--record DIR); --verify checks it
   features         what this kernel supports and which mechanism each fault uses
-  uninstall        remove every program, link, filter, qdisc and pin of Faultline
+  uninstall        remove every program, link, filter, qdisc and pin of Faultline,
+                   and revert every resource fault
 
 experiments: --hypothesis TEXT --record DIR [--steady-state 30s] [--slo p99<300ms]
 
