@@ -82,6 +82,7 @@ Result<CompiledTrie> compile_rules(const std::vector<EgressRule>& rules, Verdict
       Prefix prefix;
       std::memcpy(prefix.addr.b, addr.data(), 16);
       prefix.plen = plen;
+      prefix.v4 = rules[own.front()].prefix.v4;
       fl_sa_bucket b{};
       size_t count = 0;
       // Longest first: this prefix's own rules, then each shorter covering prefix.
