@@ -118,7 +118,7 @@ std::vector<AttachmentRecord> Attachments::list() const {
 Result<uint32_t> Attachments::ensure(const NetnsRef& ns, const std::vector<NetDevice>& devs,
                                      uint8_t dir_mask, AttachMode mode) {
   // What is missing, and which mode the namespace already uses.
-  std::vector<std::pair<NetDevice, uint32_t>> todo;
+  std::vector<std::pair<NetDevice, uint32_t>> missing;
   uint32_t existing_mode = 0;
   for (const auto& d : devs) {
     for (uint32_t dir : {uint32_t{FL_DIR_EGRESS}, uint32_t{FL_DIR_INGRESS}}) {
@@ -129,7 +129,7 @@ Result<uint32_t> Attachments::ensure(const NetnsRef& ns, const std::vector<NetDe
         existing_mode = val.mode;
         continue;
       }
-      todo.emplace_back(d, dir);
+      missing.emplace_back(d, dir);
     }
   }
   uint32_t want = 0;
@@ -152,17 +152,17 @@ Result<uint32_t> Attachments::ensure(const NetnsRef& ns, const std::vector<NetDe
                                      f.clsact.detail + ")");
     }
   }
-  if (todo.empty()) return want;
+  if (missing.empty()) return want;
 
   uint8_t dirs = 0;
-  for (const auto& [dev, dir] : todo) dirs |= static_cast<uint8_t>(dir);
+  for (const auto& [dev, dir] : missing) dirs |= static_cast<uint8_t>(dir);
   auto obj = NetfaultObject::load(layout_, ns.inode,
                                   want == FL_ATTACH_TCX ? FL_EGRESS_DROP_REDIRECT : FL_EGRESS_DROP_STOLEN, dirs);
   if (!obj) return obj.error();
   auto inside = NetnsEnter::enter(ns);
   if (!inside) return inside.error();
 
-  for (const auto& [dev, dir] : todo) {
+  for (const auto& [dev, dir] : missing) {
     int prog = dir == FL_DIR_EGRESS ? obj->egress_fd() : obj->ingress_fd();
     fl_attach_key key{ns.inode, dev.ifindex, dir, 0};
     fl_attach_val val{};
