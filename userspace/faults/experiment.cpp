@@ -1,4 +1,5 @@
 // The experiment loop: a 100 ms tick, a status line each second, the guardrail each interval.
+#include "userspace/faults/stop_signals.h"
 #include "userspace/faults/experiment.h"
 
 #include <bpf/bpf.h>
@@ -14,30 +15,6 @@
 
 namespace faultline {
 namespace {
-
-std::atomic<int> g_signal{0};
-
-void on_signal(int sig) { g_signal.store(sig); }
-
-// Installed for the length of a run, restored afterwards.
-class SignalScope {
- public:
-  SignalScope() {
-    struct sigaction sa {};
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int_);
-    sigaction(SIGTERM, &sa, &old_term_);
-    g_signal.store(0);
-  }
-  ~SignalScope() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-  }
-
- private:
-  struct sigaction old_int_ {}, old_term_ {};
-};
 
 void sleep_ms(int ms) {
   timespec ts{ms / 1000, (ms % 1000) * 1'000'000L};
@@ -122,10 +99,10 @@ int Experiment::run() {
     ksig.emplace(std::move(*g));
   }
 
-  SignalScope signals;
+  StopSignals signals;
   // Record hooks: steady state and the fingerprinted hypothesis come before the fault.
   std::optional<RecordedRun> recorded;
-  auto stop = [] { return g_signal.load() != 0; };
+  auto stop = [&] { return signals.pending() != 0; };
   if (opts_.record) {
     if (!probe && !ksig) {
       err_ << "faultctl run: --record and --steady-state need a guardrail signal (--health-url or --kernel-signal)\n";
@@ -202,7 +179,7 @@ int Experiment::run() {
   for (;;) {
     uint64_t now = boottime_ns();
     if (now >= applied->expires_ns) break;
-    if (int sig = g_signal.load(); sig != 0) {
+    if (int sig = signals.pending(); sig != 0) {
       reason = "interrupted";
       detail = std::string("by ") + (sig == SIGINT ? "SIGINT" : "SIGTERM");
       code = kExitFailure;

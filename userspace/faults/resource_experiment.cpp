@@ -1,4 +1,5 @@
 // The resource-fault run loop: a 100 ms tick, a status line each second, the guardrail each interval.
+#include "userspace/faults/stop_signals.h"
 #include "userspace/faults/resource_experiment.h"
 
 #include <signal.h>
@@ -19,33 +20,6 @@
 
 namespace faultline {
 namespace {
-
-std::atomic<int> g_signal{0};
-void on_signal(int sig) { g_signal.store(sig); }
-
-// SIGHUP too: a closed terminal should revert at once rather than leave the fault
-// to the reaper.
-class SignalScope {
- public:
-  SignalScope() {
-    struct sigaction sa {};
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int_);
-    sigaction(SIGTERM, &sa, &old_term_);
-    sigaction(SIGHUP, &sa, &old_hup_);
-    g_signal.store(0);
-  }
-  ~SignalScope() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-    sigaction(SIGHUP, &old_hup_, nullptr);
-  }
-
- private:
-  struct sigaction old_int_ {
-  }, old_term_{}, old_hup_{};
-};
 
 void sleep_ms(int ms) {
   timespec ts{ms / 1000, (ms % 1000) * 1'000'000L};
@@ -132,8 +106,8 @@ int ResourceExperiment::run() {
     ksig.emplace(std::move(*g));
   }
 
-  SignalScope signals;
-  auto stop = [] { return g_signal.load() != 0; };
+  StopSignals signals(true);
+  auto stop = [&] { return signals.pending() != 0; };
   std::optional<RecordedRun> recorded;
   if (opts_.record) {
     if (!probe && !ksig) {
@@ -257,7 +231,7 @@ int ResourceExperiment::run() {
   for (;;) {
     uint64_t now = boottime_ns();
     if (now >= expires) break;
-    if (int sig = g_signal.load(); sig != 0) {
+    if (int sig = signals.pending(); sig != 0) {
       reason = "interrupted";
       detail = std::string("by ") + signal_text(sig);
       outcome = RunOutcome::Interrupted;

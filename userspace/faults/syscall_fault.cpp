@@ -1,6 +1,7 @@
 // Syscall errno injection: cgroup socket hooks where they serve, then BPF LSM
 // hooks, else seccomp user notification for a wrapped command. Each run says
 // which it used and why.
+#include "userspace/faults/stop_signals.h"
 #include "userspace/faults/syscall_fault.h"
 
 #include <bpf/bpf.h>
@@ -33,27 +34,6 @@
 
 namespace faultline {
 namespace {
-
-std::atomic<int> g_signal{0};
-void on_signal(int sig) { g_signal.store(sig); }
-
-class SignalScope {
- public:
-  SignalScope() {
-    struct sigaction sa {};
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, &old_int_);
-    sigaction(SIGTERM, &sa, &old_term_);
-    g_signal.store(0);
-  }
-  ~SignalScope() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-  }
-
- private:
-  struct sigaction old_int_ {}, old_term_ {};
-};
 
 uint32_t op_bits(const std::vector<std::string>& syscalls) {
   uint32_t bits = 0;
@@ -144,7 +124,7 @@ int run_cgroup(const SyscallFaultSpec& spec, std::ostream& out, std::ostream& er
     err << "faultctl run syscall: cannot attach the socket hooks: " << strerror(errno) << "\n";
     return 1;
   }
-  SignalScope signals;
+  StopSignals signals;
   pid_t child = -1;
   if (!spec.command.empty()) {
     int go = -1;
@@ -182,10 +162,10 @@ int run_cgroup(const SyscallFaultSpec& spec, std::ostream& out, std::ostream& er
     bool expired = boottime_ns() >= end;
     if (child_done && (expired || child >= 0)) break;
     if (child < 0 && expired) break;
-    if (int sig = g_signal.load(); sig != 0) {
+    if (int sig = signals.pending(); sig != 0) {
       if (child >= 0 && !child_done) {
         ::kill(child, sig);
-        g_signal.store(0);
+        (void)signals.take();
         continue;
       }
       code = 1;
@@ -324,7 +304,7 @@ int run_lsm(const SyscallFaultSpec& spec, std::ostream& out, std::ostream& err) 
     err << "faultctl run syscall: " << st.error().describe() << "\n";
     return 1;
   }
-  SignalScope signals;
+  StopSignals signals;
   pid_t child = -1;
   if (wrapped) {
     // The write end is close-on-exec in the child: EOF on the read end means
@@ -385,10 +365,10 @@ int run_lsm(const SyscallFaultSpec& spec, std::ostream& out, std::ostream& err) 
     bool expired = boottime_ns() >= end;
     if (child_done && (expired || child >= 0)) break;
     if (child < 0 && expired) break;
-    if (int sig = g_signal.load(); sig != 0) {
+    if (int sig = signals.pending(); sig != 0) {
       if (child >= 0 && !child_done) {
         ::kill(child, sig);
-        g_signal.store(0);
+        (void)signals.take();
         continue;
       }
       code = 1;
@@ -499,7 +479,7 @@ int run_seccomp(const SyscallFaultSpec& spec, std::ostream& out, std::ostream& e
     return 1;
   }
   ::close(sv[1]);
-  SignalScope signals;
+  StopSignals signals;
   ::write(go, "g", 1);
   ::close(go);
   UniqueFd notify(recv_fd(sv[0]));
@@ -538,7 +518,7 @@ int run_seccomp(const SyscallFaultSpec& spec, std::ostream& out, std::ostream& e
   int status = 0;
   for (;;) {
     if (::waitpid(*child, &status, WNOHANG) == *child) break;
-    if (int sig = g_signal.exchange(0); sig != 0) ::kill(*child, sig);
+    if (int sig = signals.take(); sig != 0) ::kill(*child, sig);
     pollfd p{notify.get(), POLLIN, 0};
     if (::poll(&p, 1, 100) <= 0 || !(p.revents & POLLIN)) continue;
     std::memset(req, 0, sizeof(*req));
