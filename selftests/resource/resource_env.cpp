@@ -439,7 +439,14 @@ void ResourceTest::TearDown() {
     EXPECT_EQ(a.code, 0) << a.describe();
   }
   EXPECT_TRUE(state_files().empty()) << "faultctl abort left state behind";
-  std::filesystem::remove_all(dir_);
+  // A reaper finishing its revert may unlink its lock file while we walk the
+  // folder; remove_all then fails with ENOENT. Retry until the folder is gone.
+  std::error_code ec;
+  for (int i = 0; i < 40 && std::filesystem::exists(dir_); ++i) {
+    std::filesystem::remove_all(dir_, ec);
+    if (std::filesystem::exists(dir_)) ::usleep(50'000);
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir_)) << "cannot remove " << dir_ << ": " << ec.message();
 }
 
 Outcome ResourceTest::run(const std::vector<std::string>& args, Millis timeout) {
