@@ -20,8 +20,8 @@ commands:
                    faultctl dies (faultctl run cpu --help)
   guard ... -- CMD run a command in a fresh cgroup under an egress policy
   top              destinations and traffic of a cgroup or the whole host, live
-  status           list active faults (packet and resource) with time left
-  abort ID|--all   end one fault (a number, or rN for a resource fault), or all
+  status           list active faults (packet, resource, syscall) and guards
+  abort ID|--all   end one fault (N, rN, sN) or release a guard (gN); --all: every fault
   report DIR       print an experiment record (--record DIR); --verify checks it
   features         what this kernel supports and which mechanism each fault uses
   uninstall        remove every program, link, filter, qdisc and pin of Faultline,

@@ -8,9 +8,11 @@
 
 #include "ctl/commands.h"
 #include "ctl/resource_command.h"
+#include "ctl/session_command.h"
 #include "loader/features.h"
 #include "userspace/faults/experiment.h"
 #include "userspace/faults/netfault_engine.h"
+#include "userspace/faults/session_registry.h"
 
 namespace faultline {
 namespace {
@@ -81,15 +83,21 @@ int cmd_status(const std::vector<std::string>& args) {
     for (uint32_t i = 1; i < reasons.size(); ++i) rj[reason_name(i)] = reasons[i];
     out["drop_reasons"] = rj;
     out["resource_faults"] = resource_status_json();
+    nlohmann::json sessions = session_status_json();
+    out["syscall_faults"] = sessions["syscall_faults"];
+    out["guards"] = sessions["guards"];
     std::cout << out.dump() << "\n";
     return kExitCompleted;
   }
   if (rows.empty()) {
+    bool any = false;
     if (has_resource_faults()) {
       print_resource_status(std::cout);
-      return kExitCompleted;
+      any = true;
     }
-    std::cout << "no active faults" << (maps ? "" : " (nothing installed)") << "\n";
+    if (any) std::cout << "\n";
+    if (!print_session_status(std::cout) && !any)
+      std::cout << "no active faults" << (maps ? "" : " (nothing installed)") << "\n";
     return kExitCompleted;
   }
   std::cout << std::left << std::setw(5) << "ID" << std::setw(11) << "KIND" << std::setw(8) << "LEFT" << std::setw(11)
@@ -111,6 +119,8 @@ int cmd_status(const std::vector<std::string>& args) {
     std::cout << "\n";
     print_resource_status(std::cout);
   }
+  std::cout << "\n";
+  (void)print_session_status(std::cout);
   return kExitCompleted;
 }
 
@@ -128,6 +138,10 @@ int cmd_abort(const std::vector<std::string>& args) {
       return kExitFailure;
     }
     if (*res > 0) std::cout << *res << " resource fault" << (*res == 1 ? "" : "s") << " reverted\n";
+    if (auto n = abort_all_syscall_faults(std::cout); !n) {
+      std::cerr << "faultctl abort: " << n.error().describe() << "\n";
+      return kExitFailure;
+    }
     if (auto st = engine.abort_all(); !st) {
       std::cerr << "faultctl abort: " << st.error().describe() << "\n";
       return kExitFailure;
@@ -137,8 +151,10 @@ int cmd_abort(const std::vector<std::string>& args) {
   }
   const std::string& id = args[0];
   if (is_resource_fault_id(id)) return abort_resource_fault(id);
+  if (is_session_id(id)) return abort_session_command(id);
   if (id.empty() || id.size() > 6 || id.find_first_not_of("0123456789") != std::string::npos) {
-    std::cerr << "faultctl abort: '" << id << "' is not a fault ID (a number or rN from faultctl status) or --all\n";
+    std::cerr << "faultctl abort: '" << id
+              << "' is not a fault ID (a number, rN, sN or gN from faultctl status) or --all\n";
     return kExitBadInput;
   }
   uint32_t slot = static_cast<uint32_t>(std::stoul(id));
@@ -207,6 +223,10 @@ int cmd_uninstall(const std::vector<std::string>& args) {
   } else if (*res > 0) {
     std::cout << *res << " resource fault" << (*res == 1 ? "" : "s") << " reverted\n";
   }
+  if (auto n = abort_all_syscall_faults(std::cout); !n) {
+    std::cerr << "faultctl uninstall: " << n.error().describe() << "\n";
+    return kExitFailure;
+  }
   NetfaultEngine engine;
   if (auto st = engine.uninstall(); !st) {
     std::cerr << "faultctl uninstall: " << st.error().describe() << "\n";
@@ -222,6 +242,15 @@ int cmd_uninstall(const std::vector<std::string>& args) {
   if (left > 0) {
     std::cerr << "faultctl uninstall: " << left << " netfault programs are still loaded (held by another process?)\n";
     return kExitFailure;
+  }
+  // A guard is enforcement its operator started around a command: uninstall
+  // does not lift it behind their back, but says it is there.
+  auto guards = live_guard_lines();
+  if (!guards.empty()) {
+    std::cout << "Faultline uninstalled, except " << guards.size() << " running guard" << (guards.size() == 1 ? "" : "s")
+              << " whose programs go when the command ends (or with faultctl abort ID):\n";
+    for (const auto& g : guards) std::cout << "  " << g << "\n";
+    return kExitCompleted;
   }
   std::cout << "Faultline uninstalled: no programs, links, filters or pins remain\n";
   return kExitCompleted;

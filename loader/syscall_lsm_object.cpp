@@ -52,6 +52,9 @@ Status SyscallLsmObject::set_policy(const fl_sc_policy& p) {
   return {};
 }
 
+int SyscallLsmObject::policy_fd() const { return bpf_map__fd(skel_->maps.fl_sc_policy); }
+int SyscallLsmObject::stats_fd() const { return bpf_map__fd(skel_->maps.fl_sc_stats); }
+
 Result<fl_sc_stats> SyscallLsmObject::stats() const {
   std::vector<fl_sc_stats> per(static_cast<size_t>(libbpf_num_possible_cpus()));
   uint32_t zero = 0;

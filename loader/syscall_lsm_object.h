@@ -30,6 +30,8 @@ class SyscallLsmObject {
   [[nodiscard]] Status set_policy(const fl_sc_policy& p);
   // Counters summed over CPUs.
   [[nodiscard]] Result<fl_sc_stats> stats() const;
+  [[nodiscard]] int policy_fd() const;
+  [[nodiscard]] int stats_fd() const;
 
  private:
   struct Destroy {

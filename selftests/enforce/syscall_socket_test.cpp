@@ -112,7 +112,7 @@ TEST_F(EnforceTest, ConnectFaultOnACgroupEndsOnTime) {
   Cgroup cg("sc");
   Child f = Child::spawn({kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "ECONNRESET", "--duration",
                           "4s", "--cgroup", cg.relative()});
-  ASSERT_TRUE(f.wait_for_either("syscall fault:", 20s)) << f.describe();
+  ASSERT_TRUE(f.wait_for_either("syscall fault s", 20s)) << f.describe();
   const std::vector<std::string> probe = {kProbe, "connect", "tcp", "127.0.0.1", port, "5"};
   Outcome in = run(probe, 20s, {.cgroup = cg.path()});
   Outcome out = run(probe);
@@ -138,7 +138,7 @@ TEST_F(EnforceTest, ConnectFaultOnOnePidSparesItsCgroupNeighbour) {
   ASSERT_TRUE(neighbour.wait_for("WAITING", 10s)) << neighbour.describe();
   Child f = Child::spawn({kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "EHOSTUNREACH", "--duration",
                           "60s", "--pid", std::to_string(target.pid())});
-  ASSERT_TRUE(f.wait_for_either("syscall fault:", 20s)) << f.describe();
+  ASSERT_TRUE(f.wait_for_either("syscall fault s", 20s)) << f.describe();
   target.write_stdin("\n");
   neighbour.write_stdin("\n");
   ASSERT_TRUE(target.wait(10s)) << target.describe();

@@ -71,6 +71,27 @@ TEST_F(LsmSyscall, OpenFailsWithEaccesForThePidOnly) {
   EXPECT_EQ(target.call("open " + kFile), "OK") << "the fault must be gone once it ended";
 }
 
+// faultctl status lists the fault (sN) with the kernel's counters, and abort sN
+// disarms it in the kernel at once: the next open passes.
+TEST_F(LsmSyscall, StatusListsItAndAbortEndsIt) {
+  Probe target;
+  auto f = start_fault({"--syscall", "openat", "--errno", "EIO", "--duration", "60s", "--pid", std::to_string(target.pid())});
+  EXPECT_EQ(target.call("open " + kFile), "EIO");
+  auto st = run({bin("faultctl"), "status", "--json"});
+  ASSERT_EQ(st.code, 0) << st.out;
+  auto j = nlohmann::json::parse(st.out, nullptr, false);
+  ASSERT_TRUE(j.is_object() && j["syscall_faults"].size() == 1) << st.out;
+  EXPECT_EQ(j["syscall_faults"][0]["mechanism"], "lsm") << st.out;
+  EXPECT_EQ(j["syscall_faults"][0]["counters"]["failed"], 1) << st.out;
+  const std::string id = j["syscall_faults"][0]["id"];
+  auto a = run({bin("faultctl"), "abort", id});
+  EXPECT_EQ(a.code, 0) << a.out;
+  EXPECT_EQ(target.call("open " + kFile), "OK") << "the fault outlived its abort";
+  auto code = f.wait(10'000);
+  EXPECT_EQ(code.value_or(-1), 1) << "an aborted fault without a command exits 1\n" << f.out();
+  EXPECT_NE(f.out().find("\"event\":\"aborted\""), std::string::npos) << f.out();
+}
+
 TEST_F(LsmSyscall, OpenFailsWithEioForACgroupAndItsDescendants) {
   TestCgroup outer("fl-vm-scope");
   TestCgroup inner("fl-vm-scope/inner");

@@ -18,6 +18,7 @@
 
 #include "userspace/faults/netfault_engine.h"
 #include "userspace/faults/resource_proc.h"
+#include "userspace/faults/state_dir.h"
 #include "userspace/faults/units.h"
 
 namespace faultline {
@@ -63,15 +64,7 @@ double latency_of(const SignalSample& s) {
 Status write_file(const std::string& path, const std::string& text) {
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
   if (!fd) return errno_error("cannot create " + path);
-  size_t off = 0;
-  while (off < text.size()) {
-    ssize_t n = ::write(fd.get(), text.data() + off, text.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno_error("cannot write " + path);
-    }
-    off += static_cast<size_t>(n);
-  }
+  FL_TRY(write_all(fd.get(), text, path));
   if (::fsync(fd.get()) != 0) return errno_error("cannot fsync " + path);
   return {};
 }

@@ -1,7 +1,6 @@
 // Syscall errno injection: cgroup socket hooks where they serve, then BPF LSM
 // hooks, else seccomp user notification for a wrapped command. Each run says
 // which it used and why.
-#include "userspace/faults/stop_signals.h"
 #include "userspace/faults/syscall_fault.h"
 
 #include <bpf/bpf.h>
@@ -22,6 +21,7 @@
 #include <ostream>
 #include <random>
 #include <set>
+#include <sstream>
 
 #include "faultline/sockaddr_abi.h"
 #include "loader/features.h"
@@ -29,6 +29,8 @@
 #include "loader/syscall_lsm_object.h"
 #include "userspace/faults/errno_names.h"
 #include "userspace/faults/netfault_engine.h"
+#include "userspace/faults/session_registry.h"
+#include "userspace/faults/stop_signals.h"
 #include "userspace/faults/units.h"
 #include "userspace/policy/cgroup.h"
 
@@ -50,6 +52,71 @@ int exit_code_of(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return 1;
+}
+
+// "EIO on openat,read at 30% for 10s": what the fault does, for people.
+std::string describe(const SyscallFaultSpec& spec) {
+  std::string what = errno_name(spec.err) + " on ";
+  for (size_t i = 0; i < spec.syscalls.size(); ++i) what += (i ? "," : "") + spec.syscalls[i];
+  std::ostringstream pct;
+  pct << spec.percent;
+  return what + " at " + pct.str() + "% for " + format_duration(spec.duration_ns);
+}
+
+// Registers the fault so that status lists it and abort reaches it.
+std::optional<SessionOwner> register_fault(const SyscallFaultSpec& spec, const std::string& mechanism,
+                                           const std::string& scope, int policy_fd, int stats_fd, uint64_t expires_ns,
+                                           std::ostream& err) {
+  Session s;
+  s.kind = "syscall";
+  s.mechanism = mechanism;
+  s.summary = describe(spec) + ", " + scope + " (" + mechanism + ")";
+  s.policy_map_id = policy_fd >= 0 ? map_id_of(policy_fd) : 0;
+  s.stats_map_id = stats_fd >= 0 ? map_id_of(stats_fd) : 0;
+  s.expires_ns = expires_ns;
+  return register_session(std::move(s), err);
+}
+
+struct WaitResult {
+  int code = 0;
+  bool aborted = false;
+};
+
+// Waits for the fault's end: its expiry when nothing is wrapped, else the
+// command's exit. Stop signals go to the command when there is one. An abort
+// (`faultctl abort`, which has already disarmed the kernel side) runs on_abort
+// once: without a command that is the end; with one, the command runs on.
+template <typename OnAbort>
+WaitResult wait_for_end(pid_t child, uint64_t end, StopSignals& signals, std::optional<SessionOwner>& session,
+                        OnAbort on_abort) {
+  WaitResult r;
+  while (true) {
+    int status = 0;
+    if (child >= 0 && ::waitpid(child, &status, WNOHANG) == child) {
+      r.code = exit_code_of(status);
+      return r;
+    }
+    if (child < 0 && boottime_ns() >= end) return r;
+    if (!r.aborted && session && session->abort_requested()) {
+      r.aborted = true;
+      on_abort();
+      session->end();
+      if (child < 0) {
+        r.code = 1;  // ended from outside, like an aborted packet fault
+        return r;
+      }
+    }
+    if (int sig = signals.pending(); sig != 0) {
+      if (child >= 0) {
+        ::kill(child, sig);
+        (void)signals.take();
+        continue;
+      }
+      r.code = 1;
+      return r;
+    }
+    ::usleep(50'000);
+  }
 }
 
 // Starts the command stopped on a pipe; `prepare` runs in the child before exec.
@@ -143,44 +210,37 @@ int run_cgroup(const SyscallFaultSpec& spec, std::ostream& out, std::ostream& er
     ::write(go, "g", 1);
     ::close(go);
   }
+  auto session = register_fault(spec, "cgroup", scope, obj->policy_fd(), obj->stats_fd(), pol.expires_ns, err);
   if (spec.json) {
-    out << nlohmann::json{{"event", "started"}, {"mechanism", "cgroup"}, {"scope", scope}}.dump() << std::endl;
+    out << nlohmann::json{{"event", "started"},
+                          {"mechanism", "cgroup"},
+                          {"scope", scope},
+                          {"id", session ? session->id() : ""}}
+               .dump()
+        << std::endl;
   } else {
-    out << "syscall fault: " << errno_name(spec.err) << " on";
-    for (const auto& s : spec.syscalls) out << " " << s;
-    out << " at " << spec.percent << "% for " << format_duration(spec.duration_ns) << ", " << scope
+    out << "syscall fault" << (session ? " " + session->id() : "") << ": " << describe(spec) << ", " << scope
         << " (cgroup socket hooks)" << std::endl;
   }
-  int status = 0, code = 0;
-  bool child_done = child < 0;
-  const uint64_t end = pol.expires_ns;
-  while (true) {
-    if (!child_done && ::waitpid(child, &status, WNOHANG) == child) {
-      child_done = true;
-      code = exit_code_of(status);
-    }
-    bool expired = boottime_ns() >= end;
-    if (child_done && (expired || child >= 0)) break;
-    if (child < 0 && expired) break;
-    if (int sig = signals.pending(); sig != 0) {
-      if (child >= 0 && !child_done) {
-        ::kill(child, sig);
-        (void)signals.take();
-        continue;
-      }
-      code = 1;
-      break;
-    }
-    ::usleep(50'000);
-  }
+  auto [code, aborted] = wait_for_end(child, pol.expires_ns, signals, session, [&] {
+    obj->detach();
+    if (spec.json)
+      out << nlohmann::json{{"event", "aborted"}}.dump() << std::endl;
+    else
+      out << "syscall fault aborted (faultctl abort)" << (child >= 0 ? ": the command runs on without it" : "")
+          << std::endl;
+  });
   std::vector<fl_sa_stats> per(static_cast<size_t>(libbpf_num_possible_cpus()));
   uint64_t injected = 0;
   if (bpf_map_lookup_elem(obj->stats_fd(), &zero, per.data()) == 0) {
     for (const auto& s : per) injected += s.injected;
   }
   obj->detach();
-  if (spec.json) out << nlohmann::json{{"event", "ended"}, {"injected", injected}, {"exit_code", code}}.dump() << std::endl;
-  else out << "syscall fault ended: " << injected << " calls failed with " << errno_name(spec.err) << std::endl;
+  if (spec.json)
+    out << nlohmann::json{{"event", "ended"}, {"injected", injected}, {"exit_code", code}, {"aborted", aborted}}.dump()
+        << std::endl;
+  else
+    out << "syscall fault ended: " << injected << " calls failed with " << errno_name(spec.err) << std::endl;
   return code;
 }
 
@@ -345,37 +405,27 @@ int run_lsm(const SyscallFaultSpec& spec, std::ostream& out, std::ostream& err) 
       if (auto st = obj->set_policy(pol); !st) err << "faultctl run syscall: " << st.error().describe() << "\n";
     }
   }
+  auto session = register_fault(spec, "lsm", scope, obj->policy_fd(), obj->stats_fd(), pol.expires_ns, err);
   if (spec.json) {
-    out << nlohmann::json{{"event", "started"}, {"mechanism", "lsm"}, {"scope", scope}, {"hooks", cov.hooks}}.dump()
+    out << nlohmann::json{{"event", "started"},
+                          {"mechanism", "lsm"},
+                          {"scope", scope},
+                          {"hooks", cov.hooks},
+                          {"id", session ? session->id() : ""}}
+               .dump()
         << std::endl;
   } else {
-    info << "syscall fault: " << errno_name(spec.err) << " on";
-    for (const auto& s : spec.syscalls) info << " " << s;
-    info << " at " << spec.percent << "% for " << format_duration(spec.duration_ns) << ", " << scope << " (BPF LSM: "
-         << cov.hooks << ")" << std::endl;
+    info << "syscall fault" << (session ? " " + session->id() : "") << ": " << describe(spec) << ", " << scope
+         << " (BPF LSM: " << cov.hooks << ")" << std::endl;
   }
-  int status = 0, code = 0;
-  bool child_done = child < 0;
-  const uint64_t end = pol.expires_ns;
-  while (true) {
-    if (!child_done && ::waitpid(child, &status, WNOHANG) == child) {
-      child_done = true;
-      code = exit_code_of(status);
-    }
-    bool expired = boottime_ns() >= end;
-    if (child_done && (expired || child >= 0)) break;
-    if (child < 0 && expired) break;
-    if (int sig = signals.pending(); sig != 0) {
-      if (child >= 0 && !child_done) {
-        ::kill(child, sig);
-        (void)signals.take();
-        continue;
-      }
-      code = 1;
-      break;
-    }
-    ::usleep(50'000);
-  }
+  auto [code, aborted] = wait_for_end(child, pol.expires_ns, signals, session, [&] {
+    obj->detach();
+    if (spec.json)
+      out << nlohmann::json{{"event", "aborted"}}.dump() << std::endl;
+    else
+      info << "syscall fault aborted (faultctl abort)" << (wrapped ? ": the command runs on without it" : "")
+           << std::endl;
+  });
   uint64_t injected = 0, seen = 0;
   if (auto st = obj->stats()) {
     for (int i = 0; i < FL_SC_OP_MAX; ++i) {
@@ -385,7 +435,12 @@ int run_lsm(const SyscallFaultSpec& spec, std::ostream& out, std::ostream& err) 
   }
   obj->detach();
   if (spec.json) {
-    out << nlohmann::json{{"event", "ended"}, {"injected", injected}, {"seen", seen}, {"exit_code", code}}.dump()
+    out << nlohmann::json{{"event", "ended"},
+                          {"injected", injected},
+                          {"seen", seen},
+                          {"exit_code", code},
+                          {"aborted", aborted}}
+               .dump()
         << std::endl;
   } else {
     info << "syscall fault ended: " << injected << " calls failed with " << errno_name(spec.err) << ", "
@@ -490,13 +545,19 @@ int run_seccomp(const SyscallFaultSpec& spec, std::ostream& out, std::ostream& e
     err << "faultctl run syscall: the command could not install its seccomp filter\n";
     return 1;
   }
+  const std::string scope = "command " + spec.command[0] + " pid " + std::to_string(*child);
+  const uint64_t end = boottime_ns() + spec.duration_ns;
+  auto session = register_fault(spec, "seccomp", scope, -1, -1, end, err);
   if (spec.json) {
-    out << nlohmann::json{{"event", "started"}, {"mechanism", "seccomp"}, {"pid", *child}}.dump() << std::endl;
+    out << nlohmann::json{{"event", "started"},
+                          {"mechanism", "seccomp"},
+                          {"pid", *child},
+                          {"id", session ? session->id() : ""}}
+               .dump()
+        << std::endl;
   } else {
-    err << "syscall fault: " << errno_name(spec.err) << " on";
-    for (const auto& s : spec.syscalls) err << " " << s;
-    err << " at " << spec.percent << "% for " << format_duration(spec.duration_ns) << ", command " << spec.command[0]
-        << " pid " << *child << " (seccomp user notification)" << std::endl;
+    err << "syscall fault" << (session ? " " + session->id() : "") << ": " << describe(spec) << ", " << scope
+        << " (seccomp user notification)" << std::endl;
   }
   seccomp_notif* req = nullptr;
   seccomp_notif_resp* resp = nullptr;
@@ -507,7 +568,6 @@ int run_seccomp(const SyscallFaultSpec& spec, std::ostream& out, std::ostream& e
   }
   std::mt19937_64 rng{std::random_device{}()};
   std::uniform_real_distribution<double> uni(0, 100);
-  const uint64_t end = boottime_ns() + spec.duration_ns;
   const int open_nr = seccomp_syscall_resolve_name("open");
   const int openat_nr = seccomp_syscall_resolve_name("openat");
   const int openat2_nr = seccomp_syscall_resolve_name("openat2");
@@ -515,15 +575,27 @@ int run_seccomp(const SyscallFaultSpec& spec, std::ostream& out, std::ostream& e
   for (const char* n : {"read", "pread64", "readv", "preadv", "preadv2", "fstat", "close", "lseek"})
     fd_calls.insert(seccomp_syscall_resolve_name(n));
   uint64_t injected = 0, passed = 0;
+  bool aborted = false;
   int status = 0;
   for (;;) {
     if (::waitpid(*child, &status, WNOHANG) == *child) break;
     if (int sig = signals.take(); sig != 0) ::kill(*child, sig);
+    if (!aborted && session && session->abort_requested()) {
+      // The filter stays with the command for life: from now on every call it
+      // hands us goes ahead unchanged.
+      aborted = true;
+      session->end();
+      if (spec.json)
+        out << nlohmann::json{{"event", "aborted"}}.dump() << std::endl;
+      else
+        err << "syscall fault aborted (faultctl abort): the command runs on without it" << std::endl;
+    }
+    if (session && !aborted) session->set_counters({{"failed", injected}, {"passed", passed}});
     pollfd p{notify.get(), POLLIN, 0};
     if (::poll(&p, 1, 100) <= 0 || !(p.revents & POLLIN)) continue;
     std::memset(req, 0, sizeof(*req));
     if (seccomp_notify_receive(notify.get(), req) != 0) continue;
-    bool inject = boottime_ns() < end && uni(rng) < spec.percent;
+    bool inject = !aborted && boottime_ns() < end && uni(rng) < spec.percent;
     if (inject && !spec.include_loader) {
       uint64_t arg = 0;
       int nr = req->data.nr;
@@ -555,7 +627,12 @@ int run_seccomp(const SyscallFaultSpec& spec, std::ostream& out, std::ostream& e
   seccomp_notify_free(req, resp);
   int code = exit_code_of(status);
   if (spec.json) {
-    out << nlohmann::json{{"event", "ended"}, {"injected", injected}, {"passed", passed}, {"exit_code", code}}.dump()
+    out << nlohmann::json{{"event", "ended"},
+                          {"injected", injected},
+                          {"passed", passed},
+                          {"exit_code", code},
+                          {"aborted", aborted}}
+               .dump()
         << std::endl;
   } else {
     err << "syscall fault ended: " << injected << " calls failed with " << errno_name(spec.err) << ", " << passed

@@ -22,6 +22,7 @@
 
 #include "loader/sockaddr_object.h"
 #include "userspace/faults/errno_names.h"
+#include "userspace/faults/session_registry.h"
 #include "userspace/policy/cgroup.h"
 
 namespace faultline {
@@ -107,6 +108,26 @@ struct RingBufferDeleter {
 
 }  // namespace
 
+namespace {
+
+// Registers the guard so that status lists it and `faultctl abort gN` can release it.
+std::optional<SessionOwner> register_guard(const GuardOptions& opts, pid_t child, const SockaddrObject& obj,
+                                           std::ostream& log) {
+  Session s;
+  s.kind = "guard";
+  s.mechanism = "guard";
+  std::string what = std::string(opts.enforce ? "enforce" : "monitor") + ", default " +
+                     (opts.default_deny ? "deny" : "allow") + ", " + std::to_string(opts.rules.size()) + " rule" +
+                     (opts.rules.size() == 1 ? "" : "s");
+  if (opts.exfil_cap) what += ", exfil cap " + std::to_string(opts.exfil_cap) + " B";
+  s.summary = what + ", command " + opts.command[0] + " pid " + std::to_string(child);
+  s.policy_map_id = map_id_of(obj.policy_fd());
+  s.stats_map_id = map_id_of(obj.stats_fd());
+  return register_session(std::move(s), log);
+}
+
+}  // namespace
+
 int Guard::run() {
   auto cg = ScopedCgroup::create("faultline-guard-" + std::to_string(::getpid()));
   if (!cg) {
@@ -188,10 +209,20 @@ int Guard::run() {
   sigaction(SIGTERM, &sa, &old_term);
   ::write(go[1], "g", 1);
   ::close(go[1]);
+  auto session = register_guard(opts_, child, *obj, log_);
+  bool released = false;
   int status = 0;
   for (;;) {
     ring_buffer__poll(rb.get(), 100);
     if (int sig = g_forward.exchange(0); sig != 0) ::kill(child, sig);
+    if (!released && session && session->abort_requested()) {
+      // `faultctl abort` has disarmed the policy in the kernel; let go of the hooks too.
+      released = true;
+      obj->detach();
+      session->end();
+      log_ << "faultline guard: released by faultctl abort: " << opts_.command[0] << " runs on unguarded\n"
+           << std::flush;
+    }
     pid_t r = ::waitpid(child, &status, WNOHANG);
     if (r == child) break;
     if (r < 0 && errno != EINTR) break;
@@ -228,7 +259,7 @@ int Guard::run() {
     }
   }
   log_ << "faultline guard: summary (" << (opts_.enforce ? "enforce" : "monitor") << ", default "
-       << (opts_.default_deny ? "deny" : "allow") << ")\n";
+       << (opts_.default_deny ? "deny" : "allow") << (released ? ", released early by faultctl abort" : "") << ")\n";
   log_ << "  destinations reached: " << rows.size() << "\n";
   for (const auto& r : rows) {
     log_ << "    " << r.ep << "  connects " << r.f.connects << "  sent " << r.f.bytes_out << " B  received "

@@ -1,0 +1,211 @@
+// Syscall faults and guards are held by their faultctl process, and registered
+// so that the operator can see and end them: faultctl status lists them, abort
+// sN ends a fault (a wrapped command runs on without it), abort --all (the kill
+// switch) ends every syscall fault but no guard, abort gN releases a guard, and
+// a killed owner's record is dropped.
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "enforce_env.h"
+
+namespace flenf {
+namespace {
+
+// Private state folder and bpffs root: abort --all here must not reach
+// anything but what this test started.
+class SessionTest : public EnforceTest {
+ protected:
+  void SetUp() override {
+    EnforceTest::SetUp();
+    if (IsSkipped()) return;
+    dir_ = "/tmp/" + unique_name("sess");
+    std::filesystem::create_directories(dir_);
+    ::chmod(dir_.c_str(), 0700);
+    bpffs_ = "/sys/fs/bpf/" + unique_name("sess");
+    ::setenv("FAULTLINE_RUN_DIR", (dir_ + "/run").c_str(), 1);
+    ::setenv("FAULTLINE_BPFFS_ROOT", bpffs_.c_str(), 1);
+  }
+  void TearDown() override {
+    if (!dir_.empty()) {
+      EXPECT_TRUE(records().empty()) << "session records left behind";
+      std::filesystem::remove_all(dir_);
+      std::error_code ec;
+      std::filesystem::remove_all(bpffs_, ec);
+      ::unsetenv("FAULTLINE_RUN_DIR");
+      ::unsetenv("FAULTLINE_BPFFS_ROOT");
+    }
+    EnforceTest::TearDown();
+  }
+  // The record files in the state folder.
+  std::vector<std::string> records() const {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir_ + "/run/sessions", ec)) {
+      if (e.path().extension() == ".json") out.push_back(e.path().filename());
+    }
+    return out;
+  }
+  nlohmann::json status() const {
+    Outcome s = run({kFaultctl, "status", "--json"});
+    EXPECT_TRUE(s.exit.is(0)) << s.describe();
+    auto j = nlohmann::json::parse(s.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << s.describe();
+    return j;
+  }
+  std::string dir_, bpffs_;
+};
+
+// Output of fl_probe split at each WAITING: the results of each phase.
+std::vector<std::map<std::string, Counts>> phases(const std::string& out) {
+  std::vector<std::map<std::string, Counts>> v;
+  size_t from = 0;
+  for (;;) {
+    size_t at = out.find("WAITING\n", from);
+    v.push_back(results(out.substr(from, at == std::string::npos ? std::string::npos : at - from)));
+    if (at == std::string::npos) return v;
+    from = at + 8;
+  }
+}
+
+// Waits until the child has printed WAITING n times (10 s at most).
+bool wait_waiting(Child& c, int n) {
+  for (int i = 0; i < 200; ++i) {
+    size_t count = 0, at = 0;
+    while ((at = c.out().find("WAITING\n", at)) != std::string::npos) ++count, at += 8;
+    if (static_cast<int>(count) >= n) return true;
+    (void)c.wait_for("\x01", 50ms);  // never printed: reads output for 50 ms
+  }
+  return false;
+}
+
+TEST_F(SessionTest, AbortEndsASeccompFaultAndTheCommandRunsOn) {
+  const std::string file = dir_ + "/f.txt";
+  std::ofstream(file) << "x\n";
+  Child f = Child::spawn(
+      {kFaultctl, "run",  "syscall", "--syscall", "openat", "--errno", "EIO",  "--duration", "60s", "--json",
+       "--",      kProbe, "open",    file,        "5",      "wait",    "open", file,         "5",   "hold"},
+      {.stdin_pipe = true});
+  ASSERT_TRUE(f.wait_for("WAITING", 30s)) << f.describe();
+  auto st = status();
+  ASSERT_EQ(st["syscall_faults"].size(), 1u) << st.dump();
+  const auto& s = st["syscall_faults"][0];
+  EXPECT_EQ(s["mechanism"], "seccomp") << st.dump();
+  EXPECT_EQ(s["owner_pid"], f.pid()) << st.dump();
+  EXPECT_NE(s["summary"].get<std::string>().find("EIO on openat"), std::string::npos) << st.dump();
+  const std::string id = s["id"];
+
+  Outcome a = run({kFaultctl, "abort", id});
+  EXPECT_TRUE(a.exit.is(0)) << a.describe();
+  EXPECT_NE(a.out.find("fault " + id + " ended"), std::string::npos) << a.describe();
+  EXPECT_TRUE(status()["syscall_faults"].empty()) << "an aborted fault is still listed";
+
+  f.write_stdin("\n");
+  ASSERT_TRUE(f.wait_for("HOLD", 30s)) << f.describe();
+  f.close_stdin();
+  auto e = f.wait(30s);
+  ASSERT_TRUE(e && e->is(0)) << "the command's exit code passes through\n" << f.describe();
+  auto p = phases(f.out());
+  ASSERT_EQ(p.size(), 2u) << f.describe();
+  EXPECT_EQ(show(p[0]["open " + file]), "EIO:5") << f.describe();
+  EXPECT_EQ(show(p[1]["open " + file]), "ok:5") << "the fault outlived its abort\n" << f.describe();
+  EXPECT_NE(f.out().find("\"event\":\"aborted\""), std::string::npos) << f.describe();
+}
+
+// The kill switch reaches a fault on a cgroup at once (the kernel policy is
+// disarmed before the owner hears of it); the owner then exits 1, as an
+// aborted packet fault does.
+TEST_F(SessionTest, KillSwitchEndsACgroupFault) {
+  TcpServer server;
+  const std::string port = std::to_string(server.port());
+  Cgroup cg("sesscg");
+  Child f = Child::spawn({kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "ETIMEDOUT", "--duration",
+                          "60s", "--cgroup", cg.relative()});
+  ASSERT_TRUE(f.wait_for_either("syscall fault s", 20s)) << f.describe();
+  const std::vector<std::string> probe = {kProbe, "connect", "tcp", "127.0.0.1", port, "3"};
+  Outcome before = run(probe, 20s, {.cgroup = cg.path()});
+  EXPECT_EQ(show(results(before.out)["tcp 127.0.0.1:" + port]), "ETIMEDOUT:3") << before.describe() << f.describe();
+  auto st = status();
+  ASSERT_EQ(st["syscall_faults"].size(), 1u) << st.dump();
+  EXPECT_EQ(st["syscall_faults"][0]["mechanism"], "cgroup");
+  EXPECT_EQ(st["syscall_faults"][0]["counters"]["failed"], 3) << "per-fault counters from the kernel\n" << st.dump();
+
+  Outcome a = run({kFaultctl, "abort", "--all"});
+  EXPECT_TRUE(a.exit.is(0)) << a.describe();
+  EXPECT_NE(a.out.find("fault s"), std::string::npos) << a.describe();
+  Outcome after = run(probe, 20s, {.cgroup = cg.path()});
+  EXPECT_EQ(show(results(after.out)["tcp 127.0.0.1:" + port]), "ok:3") << after.describe();
+  auto e = f.wait(10s);
+  ASSERT_TRUE(e && e->is(1)) << f.describe();
+  EXPECT_NE(f.describe().find("syscall fault aborted (faultctl abort)"), std::string::npos) << f.describe();
+}
+
+// A guard is enforcement, not a fault: the kill switch leaves it on; only
+// abort gN releases it, and the command runs on.
+TEST_F(SessionTest, GuardIsReleasedByNameOnly) {
+  TcpServer server;
+  const std::string port = std::to_string(server.port());
+  Child g =
+      Child::spawn({kFaultctl, "guard",     "--enforce", "--deny",  "127.0.0.0/8", "--",        kProbe, "connect",
+                    "tcp",     "127.0.0.1", port,        "2",       "wait",        "connect",   "tcp",  "127.0.0.1",
+                    port,      "2",         "wait",      "connect", "tcp",         "127.0.0.1", port,   "2"},
+                   {.stdin_pipe = true});
+  ASSERT_TRUE(wait_waiting(g, 1)) << g.describe();
+  auto st = status();
+  ASSERT_EQ(st["guards"].size(), 1u) << st.dump();
+  const std::string id = st["guards"][0]["id"];
+  EXPECT_EQ(id[0], 'g');
+  EXPECT_EQ(st["guards"][0]["counters"]["denied"], 2) << st.dump();
+
+  Outcome all = run({kFaultctl, "abort", "--all"});
+  EXPECT_TRUE(all.exit.is(0)) << all.describe();
+  g.write_stdin("\n");
+  ASSERT_TRUE(wait_waiting(g, 2)) << g.describe();
+  EXPECT_EQ(status()["guards"].size(), 1u) << "abort --all released a guard";
+
+  Outcome a = run({kFaultctl, "abort", id});
+  EXPECT_TRUE(a.exit.is(0)) << a.describe();
+  EXPECT_NE(a.out.find("guard " + id + " released"), std::string::npos) << a.describe();
+  g.write_stdin("\n");
+  auto e = g.wait(30s);
+  ASSERT_TRUE(e && e->is(0)) << g.describe();
+  auto p = phases(g.out());
+  ASSERT_EQ(p.size(), 3u) << g.describe();
+  const std::string label = "tcp 127.0.0.1:" + port;
+  EXPECT_EQ(show(p[0][label]), "EPERM:2") << g.describe();
+  EXPECT_EQ(show(p[1][label]), "EPERM:2") << "the kill switch lifted enforcement\n" << g.describe();
+  EXPECT_EQ(show(p[2][label]), "ok:2") << g.describe();
+  EXPECT_NE(g.err().find("released by faultctl abort"), std::string::npos) << g.describe();
+  EXPECT_TRUE(status()["guards"].empty());
+}
+
+// kill -9 of the owner takes its unpinned programs with it; the next faultctl
+// drops the record, and abort of it says it had already ended.
+TEST_F(SessionTest, KilledOwnerLeavesNoFaultBehind) {
+  Cgroup cg("sesskill");
+  Child f = Child::spawn({kFaultctl, "run", "syscall", "--syscall", "socket", "--errno", "EMFILE", "--duration", "60s",
+                          "--cgroup", cg.relative()});
+  ASSERT_TRUE(f.wait_for_either("syscall fault s", 20s)) << f.describe();
+  ASSERT_EQ(records().size(), 1u);
+  ::kill(f.pid(), SIGKILL);
+  (void)f.wait(10s);
+  EXPECT_TRUE(status()["syscall_faults"].empty());
+  EXPECT_TRUE(records().empty()) << "status kept the record of a dead owner";
+  Outcome probe = run({kProbe, "socket", "tcp", "2"}, 20s, {.cgroup = cg.path()});
+  EXPECT_EQ(show(results(probe.out)["socket tcp"]), "ok:2") << probe.describe();
+}
+
+TEST_F(SessionTest, AbortOfAnUnknownSessionSaysSo) {
+  Outcome a = run({kFaultctl, "abort", "s999"});
+  EXPECT_TRUE(a.exit.is(2)) << a.describe();
+  EXPECT_NE(a.err.find("no active fault s999"), std::string::npos) << a.describe();
+  Outcome g = run({kFaultctl, "abort", "g999"});
+  EXPECT_TRUE(g.exit.is(2)) << g.describe();
+  EXPECT_NE(g.err.find("no active guard g999"), std::string::npos) << g.describe();
+}
+
+}  // namespace
+}  // namespace flenf

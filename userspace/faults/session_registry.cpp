@@ -1,0 +1,300 @@
+// The registry of process-held faults and guards, and how `faultctl abort` ends them.
+#include "userspace/faults/session_registry.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <dirent.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <ostream>
+
+#include "faultline/sockaddr_abi.h"
+#include "faultline/syscall_abi.h"
+#include "loader/fd.h"
+#include "userspace/faults/resource_store.h"
+#include "userspace/faults/state_dir.h"
+
+namespace faultline {
+namespace {
+
+std::atomic<bool> g_abort{false};
+void on_abort(int) { g_abort.store(true); }
+
+void sleep_ms(int ms) {
+  timespec ts{ms / 1000, (ms % 1000) * 1'000'000L};
+  nanosleep(&ts, nullptr);
+}
+
+// The session's map, by ID, if it is the kind of map the record says. A live
+// owner holds the map, so its ID cannot have been reused; the name check guards
+// against a record that lies.
+Result<UniqueFd> open_map(uint32_t id, std::initializer_list<const char*> names, bpf_map_info* out) {
+  UniqueFd fd(bpf_map_get_fd_by_id(id));
+  if (!fd) return errno_error("cannot open BPF map " + std::to_string(id));
+  bpf_map_info info{};
+  uint32_t len = sizeof(info);
+  if (bpf_obj_get_info_by_fd(fd.get(), &info, &len) != 0)
+    return errno_error("cannot inspect BPF map " + std::to_string(id));
+  for (const char* n : names) {
+    if (std::strncmp(info.name, n, sizeof(info.name)) == 0) {
+      if (out != nullptr) *out = info;
+      return fd;
+    }
+  }
+  return make_error(EINVAL, "BPF map " + std::to_string(id) + " is '" + info.name + "', not a Faultline policy");
+}
+
+Status disarm(uint32_t map_id) {
+  bpf_map_info info{};
+  auto fd = open_map(map_id, {"fl_sa_policy", "fl_sc_policy"}, &info);
+  if (!fd) return fd.error();
+  uint32_t zero = 0;
+  if (std::strcmp(info.name, "fl_sa_policy") == 0) {
+    fl_sa_policy p{};
+    if (bpf_map_lookup_elem(fd->get(), &zero, &p) != 0) return errno_error("cannot read the socket policy");
+    p.armed = 0;
+    if (bpf_map_update_elem(fd->get(), &zero, &p, BPF_ANY) != 0) return errno_error("cannot disarm the socket policy");
+  } else {
+    fl_sc_policy p{};
+    if (bpf_map_lookup_elem(fd->get(), &zero, &p) != 0) return errno_error("cannot read the syscall policy");
+    p.armed = 0;
+    if (bpf_map_update_elem(fd->get(), &zero, &p, BPF_ANY) != 0) return errno_error("cannot disarm the syscall policy");
+  }
+  return {};
+}
+
+}  // namespace
+
+nlohmann::json Session::to_json() const {
+  nlohmann::json j;
+  j["id"] = id;
+  j["kind"] = kind;
+  j["mechanism"] = mechanism;
+  j["summary"] = summary;
+  j["boot_id"] = boot_id;
+  j["owner"] = owner.to_json();
+  j["policy_map_id"] = policy_map_id;
+  j["stats_map_id"] = stats_map_id;
+  j["expires_ns"] = expires_ns;
+  j["created_wall"] = created_wall;
+  j["counters"] = counters;
+  return j;
+}
+
+Result<Session> Session::from_json(const nlohmann::json& j) {
+  if (!j.is_object() || !j.contains("id") || !j.contains("owner")) return make_error(EINVAL, "not a session record");
+  Session s;
+  try {
+    s.id = j.at("id").get<std::string>();
+    s.kind = j.value("kind", "");
+    s.mechanism = j.value("mechanism", "");
+    s.summary = j.value("summary", "");
+    s.boot_id = j.value("boot_id", "");
+    s.owner = ProcessIdentity::from_json(j.at("owner"));
+    s.policy_map_id = j.value("policy_map_id", 0U);
+    s.stats_map_id = j.value("stats_map_id", 0U);
+    s.expires_ns = j.value("expires_ns", uint64_t{0});
+    s.created_wall = j.value("created_wall", 0.0);
+    s.counters = j.value("counters", nlohmann::json::object());
+  } catch (const nlohmann::json::exception& e) {
+    return make_error(EINVAL, std::string("bad session record: ") + e.what());
+  }
+  if (!is_session_id(s.id)) return make_error(EINVAL, "bad session record: id '" + s.id + "'");
+  return s;
+}
+
+bool is_session_id(const std::string& id) {
+  return id.size() >= 2 && id.size() <= 12 && (id[0] == 's' || id[0] == 'g') &&
+         id.find_first_not_of("0123456789", 1) == std::string::npos;
+}
+
+Result<SessionRegistry> SessionRegistry::open(bool create) {
+  std::string root = ResourceFaultStore::default_root();
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  FL_TRY(ensure_private_dir(root, create));
+  std::string dir = root + "/sessions";
+  FL_TRY(ensure_private_dir(dir, create));
+  return SessionRegistry(dir);
+}
+
+Result<std::string> SessionRegistry::allocate_id(const std::string& kind) const {
+  const std::string prefix = kind == "guard" ? "g" : "s";
+  return next_id(dir_ + "/.next-" + prefix, prefix);
+}
+
+Status SessionRegistry::write(const Session& s) const {
+  return write_file_atomic(path(s.id), s.to_json().dump(2) + "\n");
+}
+
+Status SessionRegistry::remove(const std::string& id) const {
+  if (::unlink(path(id).c_str()) != 0 && errno != ENOENT) return errno_error("cannot remove " + path(id));
+  return {};
+}
+
+Result<Session> SessionRegistry::read(const std::string& id) const {
+  auto text = read_text_file(path(id));
+  if (!text) return text.error();
+  auto j = nlohmann::json::parse(*text, nullptr, false);
+  if (j.is_discarded()) return make_error(EINVAL, path(id) + " is not JSON");
+  return Session::from_json(j);
+}
+
+std::vector<Session> SessionRegistry::list() const {
+  std::vector<std::pair<std::pair<char, uint64_t>, std::string>> ids;
+  DIR* d = ::opendir(dir_.c_str());
+  if (d == nullptr) return {};
+  while (dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (!n.ends_with(".json")) continue;
+    std::string id = n.substr(0, n.size() - 5);
+    if (!is_session_id(id)) continue;
+    ids.push_back({{id[0] == 's' ? 0 : 1, std::strtoull(id.c_str() + 1, nullptr, 10)}, id});
+  }
+  ::closedir(d);
+  std::sort(ids.begin(), ids.end());
+  const std::string boot = boot_id();
+  std::vector<Session> out;
+  for (const auto& [key, id] : ids) {
+    auto s = read(id);
+    if (!s) continue;
+    if (s->boot_id != boot || !is_alive(s->owner)) {
+      (void)remove(id);  // its programs were unpinned: they went with the owner
+      continue;
+    }
+    out.push_back(std::move(*s));
+  }
+  return out;
+}
+
+Result<SessionOwner> SessionOwner::start(Session s) {
+  auto reg = SessionRegistry::open(true);
+  if (!reg) return reg.error();
+  auto id = reg->allocate_id(s.kind);
+  if (!id) return id.error();
+  auto me = read_process(::getpid());
+  if (!me) return me.error();
+  s.id = *id;
+  s.owner = me->identity();
+  s.boot_id = boot_id();
+  s.created_wall = wall_seconds();
+  g_abort.store(false);
+  struct sigaction sa {};
+  sa.sa_handler = on_abort;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGUSR1, &sa, nullptr);
+  FL_TRY(reg->write(s));
+  return SessionOwner(std::move(*reg), std::move(s));
+}
+
+SessionOwner::SessionOwner(SessionOwner&& o) noexcept
+    : registry_(std::move(o.registry_)), session_(std::move(o.session_)), last_write_(o.last_write_), live_(o.live_) {
+  o.live_ = false;
+}
+
+SessionOwner::~SessionOwner() {
+  if (!live_) return;
+  end();
+  signal(SIGUSR1, SIG_DFL);
+}
+
+bool SessionOwner::abort_requested() const { return g_abort.load(); }
+
+void SessionOwner::set_counters(nlohmann::json counters) {
+  session_.counters = std::move(counters);
+  double now = wall_seconds();
+  if (!live_ || now - last_write_ < 1.0) return;
+  last_write_ = now;
+  (void)registry_.write(session_);
+}
+
+void SessionOwner::end() {
+  if (!live_) return;
+  (void)registry_.remove(session_.id);
+  live_ = false;
+}
+
+std::optional<SessionOwner> register_session(Session s, std::ostream& err) {
+  auto owner = SessionOwner::start(std::move(s));
+  if (!owner) {
+    err << "faultctl: warning: not registered in the state folder (" << owner.error().describe()
+        << "): faultctl status will not list this and faultctl abort cannot reach it\n";
+    return std::nullopt;
+  }
+  return std::move(*owner);
+}
+
+Result<SessionAbort> abort_session(const SessionRegistry& reg, const std::string& id) {
+  auto s = reg.read(id);
+  if (!s) return s.error();
+  SessionAbort out;
+  if (s->boot_id != boot_id() || !is_alive(s->owner)) {
+    (void)reg.remove(id);
+    return out;
+  }
+  out.was_running = true;
+  // The kernel first: from here on the programs pass everything, whatever the
+  // owner does next.
+  if (s->policy_map_id != 0) {
+    FL_TRY(disarm(s->policy_map_id));
+    out.disarmed_in_kernel = true;
+  }
+  if (::kill(s->owner.pid, SIGUSR1) != 0 && errno != ESRCH)
+    return errno_error("cannot signal the owner of " + id + " (pid " + std::to_string(s->owner.pid) + ")");
+  for (int i = 0; i < 300; ++i) {
+    if (::access(reg.path(id).c_str(), F_OK) != 0 || !is_alive(s->owner)) {
+      out.owner_confirmed = true;
+      (void)reg.remove(id);
+      break;
+    }
+    sleep_ms(10);
+  }
+  return out;
+}
+
+uint32_t map_id_of(int fd) {
+  bpf_map_info info{};
+  uint32_t len = sizeof(info);
+  if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0) return 0;
+  return info.id;
+}
+
+nlohmann::json session_counters(const Session& s) {
+  if (s.stats_map_id == 0) return s.counters;
+  bpf_map_info info{};
+  auto fd = open_map(s.stats_map_id, {"fl_sa_stats", "fl_sc_stats"}, &info);
+  if (!fd) return s.counters;
+  const size_t ncpu = static_cast<size_t>(std::max(libbpf_num_possible_cpus(), 1));
+  uint32_t zero = 0;
+  if (std::strcmp(info.name, "fl_sa_stats") == 0) {
+    std::vector<fl_sa_stats> per(ncpu);
+    if (bpf_map_lookup_elem(fd->get(), &zero, per.data()) != 0) return s.counters;
+    fl_sa_stats t{};
+    for (const auto& p : per) {
+      t.allowed += p.allowed;
+      t.denied += p.denied;
+      t.would_deny += p.would_deny;
+      t.injected += p.injected;
+      t.exfil_dropped += p.exfil_dropped;
+    }
+    if (s.kind == "syscall") return {{"failed", t.injected}};
+    return {
+        {"allowed", t.allowed}, {"denied", t.denied}, {"would_deny", t.would_deny}, {"exfil_dropped", t.exfil_dropped}};
+  }
+  std::vector<fl_sc_stats> per(ncpu);
+  if (bpf_map_lookup_elem(fd->get(), &zero, per.data()) != 0) return s.counters;
+  uint64_t seen = 0, injected = 0;
+  for (const auto& p : per) {
+    for (int i = 0; i < FL_SC_OP_MAX; ++i) {
+      seen += p.seen[i];
+      injected += p.injected[i];
+    }
+  }
+  return {{"failed", injected}, {"passed", seen - injected}};
+}
+
+}  // namespace faultline
