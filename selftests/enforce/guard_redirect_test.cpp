@@ -140,6 +140,16 @@ TEST_F(GuardRedirect, TcpIpv6ReachesTheTargetAndGetpeernameShowsTheOriginal) {
   EXPECT_EQ(r.listener, "LISTENING\nACCEPTED\n");
 }
 
+// A dual-stack socket reaching an IPv4 original (v4-mapped) meets the IPv4 rule
+// and is sent to the mapped IPv4 target; getpeername gives the mapped original.
+TEST_F(GuardRedirect, Ipv4RuleOnAnIpv6SocketKeepsTheMappedOriginal) {
+  RedirectRun r = redirect_run({"--redirect", "192.0.2.10:80=127.0.0.1:18080"}, "tcp", "127.0.0.1", "18080",
+                               "::ffff:192.0.2.10", "80");
+  EXPECT_TRUE(has(r.guard.out, "peer ::ffff:192.0.2.10 80\nreply pong ping\nresult ok\n")) << r.guard.describe();
+  EXPECT_EQ(r.outside.out, "result ENETUNREACH\n") << r.outside.describe();
+  EXPECT_EQ(r.listener, "LISTENING\nACCEPTED\n");
+}
+
 TEST_F(GuardRedirect, UdpSendtoRepliesComeFromTheOriginal) {
   // A CIDR and a port range: 192.0.2.53 port 53 is inside both.
   RedirectRun r = redirect_run({"--redirect", "192.0.2.0/24:50-60/udp=127.0.0.1:15353"}, "udp", "127.0.0.1", "15353",
