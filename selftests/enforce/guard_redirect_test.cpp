@@ -160,6 +160,38 @@ TEST_F(GuardRedirect, UdpSendtoRepliesComeFromTheOriginal) {
   EXPECT_EQ(r.listener, "LISTENING\nACCEPTED\n");
 }
 
+// One unconnected socket, two originals redirected to two targets: each reply
+// reads as from its own original (the reply map is per socket and target).
+// Datagrams are counted one by one but reported once per socket and target.
+TEST_F(GuardRedirect, UdpOneSocketTwoOriginalsEachReplyFromItsOwn) {
+  Netns ns("rd", /*local_ranges=*/false);
+  Child a = Child::spawn(in_ns(ns, {kPython, "-c", kListener, "udp", "127.0.0.1", "15355"}));
+  Child b = Child::spawn(in_ns(ns, {kPython, "-c", kListener, "udp", "127.0.0.1", "15356"}));
+  ASSERT_TRUE(a.wait_for("LISTENING", 10s)) << a.describe();
+  ASSERT_TRUE(b.wait_for("LISTENING", 10s)) << b.describe();
+  const std::string script = R"(import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(3)
+for data, dest in ((b'a', '192.0.2.61'), (b'a', '192.0.2.61'), (b'b', '192.0.2.62')):
+    s.sendto(data, (dest, 53))
+got = []
+for _ in range(3):
+    data, src = s.recvfrom(1024)
+    got.append('%s from %s %d' % (data.decode(), src[0], src[1]))
+print('\n'.join(sorted(got)), flush=True)
+)";
+  Outcome g =
+      run({kFaultctl, "guard", "--redirect", "192.0.2.61:53=127.0.0.1:15355", "--redirect",
+           "192.0.2.62:53=127.0.0.1:15356", "--", "nsenter", "--net=/run/netns/" + ns.name(), kPython, "-c", script});
+  EXPECT_TRUE(g.exit.is(0)) << g.describe();
+  EXPECT_EQ(g.out, "pong a from 192.0.2.61 53\npong a from 192.0.2.61 53\npong b from 192.0.2.62 53\n") << g.describe();
+  EXPECT_TRUE(has(g.err,
+                  "redirected: 3 calls\n"
+                  "    192.0.2.61:53/udp -> 127.0.0.1:15355  x1\n"
+                  "    192.0.2.62:53/udp -> 127.0.0.1:15356  x1\n"))
+      << g.describe();
+}
+
 TEST_F(GuardRedirect, ConnectedUdpIpv6PeerAndRepliesShowTheOriginal) {
   RedirectRun r =
       redirect_run({"--redirect", "[2001:db8::53]:53=[::1]:15354"}, "udpconn", "::1", "15354", "2001:db8::53", "53");
