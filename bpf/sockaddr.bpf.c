@@ -259,8 +259,8 @@ static __always_inline struct fl_sa_redir_rule *redirect_rule(const struct fl_ad
  * covers it. What the application asked for is written down first (connect:
  * the socket's storage, for getpeername; UDP: the reply map, for recvmsg), and
  * if it cannot be, the call is not redirected: a redirect the application can
- * see through is worse than none. Datagrams report only their first redirect
- * per (socket, target), as connects report only connects. */
+ * see through is worse than none. sendmsg fires per datagram, so a datagram is
+ * reported only when it starts a (socket, target, original) triple. */
 static __always_inline void redirect(struct bpf_sock_addr *ctx, struct fl_sa_policy *p, struct fl_sa_stats *st,
 				     __u8 op, int v6, const struct fl_addr *a, __u16 port, __u8 proto)
 {
@@ -283,7 +283,6 @@ static __always_inline void redirect(struct bpf_sock_addr *ctx, struct fl_sa_pol
 		o->orig_port = ctx->user_port;
 		o->target = r->target;
 		o->target_port = target_port;
-		o->rule = r->id;
 	}
 	if (proto == IPPROTO_UDP) {
 		struct fl_sa_reply_key rk;

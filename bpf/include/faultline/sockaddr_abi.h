@@ -99,8 +99,7 @@ struct fl_sa_orig {
 	struct fl_addr target;
 	__u16 orig_port;   /* network order, as in bpf_sock_addr */
 	__u16 target_port; /* network order */
-	__u16 rule;
-	__u16 pad;
+	__u8 pad[4];
 };
 
 /* Replies to a redirected unconnected UDP socket: (socket, target) -> original. */
