@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-/* Socket-layer egress policy, errno injection and per-destination accounting for
- * one cgroup: connect/sendmsg/socket/bind hooks decide, cgroup_skb counts bytes. */
+/* Socket-layer egress policy, errno injection, transparent redirect and
+ * per-destination accounting for one cgroup: connect/sendmsg/socket/bind hooks
+ * decide, getpeername/recvmsg hide a redirect, cgroup_skb counts bytes. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
@@ -54,6 +55,31 @@ struct {
 	__type(key, struct fl_flow_key);
 	__type(value, struct fl_flow);
 } fl_flows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, FL_SA_MAX_PREFIXES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct fl_sa_key);
+	__type(value, struct fl_sa_redir_bucket);
+} fl_sa_redirect SEC(".maps");
+
+/* The original destination of each redirected connect, for getpeername(). */
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct fl_sa_orig);
+} fl_sa_orig SEC(".maps");
+
+/* An unconnected UDP socket may send to several redirected destinations, so the
+ * source a reply comes from is mapped back per (socket, target), not per socket. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, FL_SA_MAX_REDIR_REPLIES);
+	__type(key, struct fl_sa_reply_key);
+	__type(value, struct fl_sa_reply);
+} fl_sa_replies SEC(".maps");
 
 /* Set by the loader before load: whether cgroup_skb programs may call the task
  * helpers (bpf_get_current_pid_tgid, bpf_get_current_comm). Kernel 6.1 refuses
@@ -171,6 +197,117 @@ static __always_inline void sa_addr(struct bpf_sock_addr *ctx, struct fl_addr *a
 	}
 }
 
+/* The other direction: only the family's own words are written (see sa_addr). */
+static __always_inline void sa_set(struct bpf_sock_addr *ctx, const struct fl_addr *a, __u16 port_be, int v6)
+{
+	const __u32 *w = (const __u32 *)a->b;
+
+	if (!v6) {
+		ctx->user_ip4 = w[3];
+	} else {
+		ctx->user_ip6[0] = w[0];
+		ctx->user_ip6[1] = w[1];
+		ctx->user_ip6[2] = w[2];
+		ctx->user_ip6[3] = w[3];
+	}
+	ctx->user_port = port_be;
+}
+
+static __always_inline int addr_eq(const struct fl_addr *x, const struct fl_addr *y)
+{
+	const __u32 *a = (const __u32 *)x->b, *b = (const __u32 *)y->b;
+
+	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
+}
+
+static __always_inline int is_v4(const struct fl_addr *a)
+{
+	const __u32 *w = (const __u32 *)a->b;
+
+	return w[0] == 0 && w[1] == 0 && w[2] == bpf_htonl(0x0000ffff);
+}
+
+/* The first redirect rule covering the destination whose ports, protocol and
+ * family fit. The family check keeps an IPv6 rule as wide as ::/0 from sending
+ * an IPv4-mapped destination to an IPv6 target a v4 hook cannot write. */
+static __always_inline struct fl_sa_redir_rule *redirect_rule(const struct fl_addr *a, __u16 port, __u8 proto)
+{
+	struct fl_sa_key k = { .prefixlen = 128, .addr = *a };
+	struct fl_sa_redir_bucket *b = bpf_map_lookup_elem(&fl_sa_redirect, &k);
+	__u8 v4 = is_v4(a);
+
+	if (!b)
+		return NULL;
+	for (int i = 0; i < FL_SA_REDIR_SLOTS; i++) {
+		struct fl_sa_redir_rule *r;
+
+		if (i >= b->n)
+			break;
+		r = &b->r[i];
+		if (r->proto && r->proto != proto)
+			continue;
+		if (r->port_hi && (port < r->port_lo || port > r->port_hi))
+			continue;
+		if (r->v4 != v4)
+			continue;
+		return r;
+	}
+	return NULL;
+}
+
+/* A call the verdict lets through goes to the target of the redirect rule that
+ * covers it. What the application asked for is written down first (connect:
+ * the socket's storage, for getpeername; UDP: the reply map, for recvmsg), and
+ * if it cannot be, the call is not redirected: a redirect the application can
+ * see through is worse than none. sendmsg fires per datagram, so a datagram is
+ * reported only when it starts a (socket, target, original) triple. */
+static __always_inline void redirect(struct bpf_sock_addr *ctx, struct fl_sa_policy *p, struct fl_sa_stats *st,
+				     __u8 op, int v6, const struct fl_addr *a, __u16 port, __u8 proto)
+{
+	struct fl_sa_redir_rule *r;
+	__u16 target_port;
+	int fresh = 1;
+
+	if (!(p->flags & FL_SA_REDIRECT))
+		return;
+	r = redirect_rule(a, port, proto);
+	if (!r)
+		return;
+	target_port = bpf_htons(r->target_port);
+	if (op == FL_OP_CONNECT) {
+		struct fl_sa_orig *o = bpf_sk_storage_get(&fl_sa_orig, ctx->sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+
+		if (!o)
+			return;
+		o->orig = *a;
+		o->orig_port = ctx->user_port;
+		o->target = r->target;
+		o->target_port = target_port;
+	}
+	if (proto == IPPROTO_UDP) {
+		struct fl_sa_reply_key rk;
+		struct fl_sa_reply rv;
+		struct fl_sa_reply *old;
+
+		__builtin_memset(&rk, 0, sizeof(rk));
+		__builtin_memset(&rv, 0, sizeof(rv));
+		rk.cookie = bpf_get_socket_cookie(ctx);
+		rk.target = r->target;
+		rk.target_port = target_port;
+		rv.orig = *a;
+		rv.orig_port = ctx->user_port;
+		old = bpf_map_lookup_elem(&fl_sa_replies, &rk);
+		if (op == FL_OP_SENDMSG && old && old->orig_port == rv.orig_port && addr_eq(&old->orig, a))
+			fresh = 0;
+		else if (bpf_map_update_elem(&fl_sa_replies, &rk, &rv, BPF_ANY) && op == FL_OP_SENDMSG)
+			return;
+	}
+	st->redirected++;
+	if ((p->flags & FL_SA_EVENTS) && fresh)
+		emit(op, FL_V_REDIRECT, r->id, a, port, proto, 0);
+	sa_set(ctx, &r->target, target_port, v6);
+}
+
 static __always_inline int fail_with(__u32 err)
 {
 	bpf_set_retval(-(int)err);
@@ -236,25 +373,27 @@ static __always_inline int decide(struct bpf_sock_addr *ctx, __u8 op, int v6)
 			f->allowed = !denied && rule >= 0;
 		}
 	}
-	if (!(p->flags & FL_SA_POLICY))
-		return 1; /* accounting only (faultctl top) */
-	if (!denied) {
+	if (!(p->flags & FL_SA_POLICY)) {
+		/* accounting only (faultctl top) */
+	} else if (!denied) {
 		st->allowed++;
 		/* UDP sendmsg fires per datagram: report only connects. */
 		if ((p->flags & FL_SA_EVENTS) && op == FL_OP_CONNECT)
 			emit(op, FL_V_ALLOW, rule >= 0 ? rule : FL_SA_RULE_DEFAULT, &a, port, proto, 0);
-		return 1;
-	}
-	if (!(p->flags & FL_SA_ENFORCE)) {
+	} else if (!(p->flags & FL_SA_ENFORCE)) {
 		st->would_deny++;
 		if (p->flags & FL_SA_EVENTS)
 			emit(op, FL_V_WOULD_DENY, rule >= 0 ? rule : FL_SA_RULE_DEFAULT, &a, port, proto, 0);
-		return 1;
+	} else {
+		st->denied++;
+		if (p->flags & FL_SA_EVENTS)
+			emit(op, FL_V_DENY, rule >= 0 ? rule : FL_SA_RULE_DEFAULT, &a, port, proto, 0);
+		return fail_with(p->deny_errno ? p->deny_errno : 1 /* EPERM */);
 	}
-	st->denied++;
-	if (p->flags & FL_SA_EVENTS)
-		emit(op, FL_V_DENY, rule >= 0 ? rule : FL_SA_RULE_DEFAULT, &a, port, proto, 0);
-	return fail_with(p->deny_errno ? p->deny_errno : 1 /* EPERM */);
+	/* The call goes ahead (a monitored would-deny too: it reaches the target,
+	 * never the destination the operator chose to redirect away from). */
+	redirect(ctx, p, st, op, v6, &a, port, proto);
+	return 1;
 }
 
 SEC("cgroup/connect4")
@@ -279,6 +418,64 @@ SEC("cgroup/sendmsg6")
 int fl_sendmsg6(struct bpf_sock_addr *ctx)
 {
 	return decide(ctx, FL_OP_SENDMSG, 1);
+}
+
+/* getpeername() on a redirected socket reports what the application asked for,
+ * as long as the socket is still connected to the target it was sent to (a UDP
+ * socket may connect again, elsewhere). This does not look at the policy: once
+ * disarmed, sockets already redirected still are, and still hide it. */
+static __always_inline int restore_peer(struct bpf_sock_addr *ctx, int v6)
+{
+	struct fl_sa_orig *o = bpf_sk_storage_get(&fl_sa_orig, ctx->sk, 0, 0);
+	struct fl_addr peer;
+
+	if (!o)
+		return 1;
+	sa_addr(ctx, &peer, v6);
+	if (ctx->user_port == o->target_port && addr_eq(&peer, &o->target))
+		sa_set(ctx, &o->orig, o->orig_port, v6);
+	return 1;
+}
+
+SEC("cgroup/getpeername4")
+int fl_getpeername4(struct bpf_sock_addr *ctx)
+{
+	return restore_peer(ctx, 0);
+}
+
+SEC("cgroup/getpeername6")
+int fl_getpeername6(struct bpf_sock_addr *ctx)
+{
+	return restore_peer(ctx, 1);
+}
+
+/* recvmsg() on a UDP socket: a datagram from a redirect target this socket sent
+ * to reads as coming from the original destination. */
+static __always_inline int restore_source(struct bpf_sock_addr *ctx, int v6)
+{
+	struct fl_sa_reply_key k;
+	struct fl_sa_reply *r;
+
+	__builtin_memset(&k, 0, sizeof(k));
+	sa_addr(ctx, &k.target, v6);
+	k.target_port = ctx->user_port;
+	k.cookie = bpf_get_socket_cookie(ctx);
+	r = bpf_map_lookup_elem(&fl_sa_replies, &k);
+	if (r)
+		sa_set(ctx, &r->orig, r->orig_port, v6);
+	return 1;
+}
+
+SEC("cgroup/recvmsg4")
+int fl_recvmsg4(struct bpf_sock_addr *ctx)
+{
+	return restore_source(ctx, 0);
+}
+
+SEC("cgroup/recvmsg6")
+int fl_recvmsg6(struct bpf_sock_addr *ctx)
+{
+	return restore_source(ctx, 1);
 }
 
 /* bind only takes errno injection: a policy is about where traffic goes. */

@@ -114,6 +114,7 @@ Result<GuardOptions> parse_guard_args(const std::vector<std::string>& args) {
       ("allow", "CIDR[:PORT][/tcp|/udp], repeatable", cxxopts::value<std::vector<std::string>>())
       ("deny", "CIDR[:PORT][/tcp|/udp], repeatable", cxxopts::value<std::vector<std::string>>())
       ("deny-errno", "errno a denied connect gets (default EPERM)", cxxopts::value<std::string>())
+      ("redirect", "DEST=TARGET: send what reaches DEST (CIDR[:PORT][/tcp|/udp]) to TARGET (ADDR:PORT), repeatable", cxxopts::value<std::vector<std::string>>())
       ("exfil-cap", "bytes to one destination no rule allows before its egress is dropped, e.g. 10MB", cxxopts::value<std::string>())
       ("json-log", "append every decision as a JSON line to FILE", cxxopts::value<std::string>())
       ("h,help", "help");
@@ -135,6 +136,14 @@ Result<GuardOptions> parse_guard_args(const std::vector<std::string>& args) {
     }
   }
   if (g.rules.size() > 0xfffe) return bad("too many rules (at most 65534)");
+  if (r->count("redirect")) {
+    for (const auto& t : (*r)["redirect"].as<std::vector<std::string>>()) {
+      auto rule = parse_redirect(t);
+      if (!rule) return rule.error();
+      g.redirects.push_back(*rule);
+    }
+  }
+  if (g.redirects.size() > 0xfffe) return bad("too many --redirect rules (at most 65534)");
   if (r->count("deny-errno")) {
     auto e = errno_from_name((*r)["deny-errno"].as<std::string>());
     if (!e) return bad("--deny-errno " + (*r)["deny-errno"].as<std::string>() + ": not a known errno name");
@@ -155,6 +164,7 @@ Result<GuardOptions> parse_guard_args(const std::vector<std::string>& args) {
     auto t = compile_rules(g.rules, v);
     if (!t) return bad(t.error().message);
   }
+  if (auto t = compile_redirects(g.redirects); !t) return bad(t.error().message);
   return g;
 }
 

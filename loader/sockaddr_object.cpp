@@ -23,10 +23,16 @@ Result<SockaddrObject> SockaddrObject::load() {
 
 SockaddrObject::~SockaddrObject() { links_.clear(); }
 
-Status SockaddrObject::attach(int cgroup_fd) {
-  bpf_program* progs[] = {skel_->progs.fl_connect4, skel_->progs.fl_connect6, skel_->progs.fl_sendmsg4,
-                          skel_->progs.fl_sendmsg6, skel_->progs.fl_bind4,    skel_->progs.fl_bind6,
-                          skel_->progs.fl_sock_create, skel_->progs.fl_skb_egress, skel_->progs.fl_skb_ingress};
+Status SockaddrObject::attach(int cgroup_fd, bool redirect) {
+  std::vector<bpf_program*> progs = {skel_->progs.fl_connect4,     skel_->progs.fl_connect6,
+                                     skel_->progs.fl_sendmsg4,     skel_->progs.fl_sendmsg6,
+                                     skel_->progs.fl_bind4,        skel_->progs.fl_bind6,
+                                     skel_->progs.fl_sock_create,  skel_->progs.fl_skb_egress,
+                                     skel_->progs.fl_skb_ingress};
+  if (redirect) {
+    progs.insert(progs.end(), {skel_->progs.fl_getpeername4, skel_->progs.fl_getpeername6, skel_->progs.fl_recvmsg4,
+                               skel_->progs.fl_recvmsg6});
+  }
   for (bpf_program* p : progs) {
     bpf_link* l = bpf_program__attach_cgroup(p, cgroup_fd);
     if (l == nullptr) {
@@ -45,5 +51,6 @@ int SockaddrObject::allow_fd() const { return bpf_map__fd(skel_->maps.fl_sa_allo
 int SockaddrObject::events_fd() const { return bpf_map__fd(skel_->maps.fl_sa_events); }
 int SockaddrObject::stats_fd() const { return bpf_map__fd(skel_->maps.fl_sa_stats); }
 int SockaddrObject::flows_fd() const { return bpf_map__fd(skel_->maps.fl_flows); }
+int SockaddrObject::redirect_fd() const { return bpf_map__fd(skel_->maps.fl_sa_redirect); }
 
 }  // namespace faultline

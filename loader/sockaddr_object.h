@@ -21,8 +21,11 @@ class SockaddrObject {
   ~SockaddrObject();
 
   // Attaches every hook (connect, sendmsg, bind, sock_create, cgroup_skb) to
-  // the cgroup; the links live as long as this object.
-  [[nodiscard]] Status attach(int cgroup_fd);
+  // the cgroup; the links live as long as this object. With redirect, also the
+  // getpeername and recvmsg hooks that hide a redirect from the application:
+  // they cost every getpeername() and UDP recvfrom() of the cgroup a lookup, so
+  // only a scope with redirect rules gets them.
+  [[nodiscard]] Status attach(int cgroup_fd, bool redirect = false);
   void detach() { links_.clear(); }
 
   [[nodiscard]] int policy_fd() const;
@@ -31,6 +34,7 @@ class SockaddrObject {
   [[nodiscard]] int events_fd() const;
   [[nodiscard]] int stats_fd() const;
   [[nodiscard]] int flows_fd() const;
+  [[nodiscard]] int redirect_fd() const;
 
  private:
   struct Destroy {

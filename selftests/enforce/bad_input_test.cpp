@@ -61,6 +61,12 @@ std::vector<std::string> nine_overlapping_denies() {
   return guard(f);
 }
 
+std::vector<std::string> nine_overlapping_redirects() {
+  std::vector<std::string> f;
+  for (int i = 0; i < 9; ++i) f.insert(f.end(), {"--redirect", "10.0.0.0/8:" + std::to_string(1000 + i) + "=127.0.0.1:80"});
+  return guard(f);
+}
+
 const std::vector<std::string> kOk = {"--errno", "EIO", "--duration", "5s"};
 std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b) {
   a.insert(a.end(), b.begin(), b.end());
@@ -80,6 +86,23 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"guard_unclosed_ipv6", guard({"--deny", "[2001:db8::1:443"}), "--deny [2001:db8::1:443"},
         BadInput{"guard_bad_protocol", guard({"--deny", "10.0.0.1:53/sctp"}), "--deny 10.0.0.1:53/sctp"},
         BadInput{"guard_empty_port", guard({"--allow", "10.0.0.1:"}), "--allow 10.0.0.1:"},
+        BadInput{"guard_redirect_no_target", guard({"--redirect", "10.0.0.1:80"}), "--redirect 10.0.0.1:80: expected DEST=TARGET"},
+        BadInput{"guard_redirect_empty_dest", guard({"--redirect", "=127.0.0.1:80"}), "the destination before '=' is missing"},
+        BadInput{"guard_redirect_empty_target", guard({"--redirect", "10.0.0.1="}), "the target after '=' is missing"},
+        BadInput{"guard_redirect_bad_dest", guard({"--redirect", "300.1.1.1:80=127.0.0.1:80"}), "--redirect 300.1.1.1:80=127.0.0.1:80: destination 300.1.1.1:80"},
+        BadInput{"guard_redirect_dest_port_too_big", guard({"--redirect", "10.0.0.1:70000=127.0.0.1:80"}), "ports are 1-65535"},
+        BadInput{"guard_redirect_target_no_port", guard({"--redirect", "10.0.0.1=127.0.0.1"}), "target 127.0.0.1: the port is missing"},
+        BadInput{"guard_redirect_target_empty_port", guard({"--redirect", "10.0.0.1=127.0.0.1:"}), "the port after ':' is missing"},
+        BadInput{"guard_redirect_target_port_zero", guard({"--redirect", "10.0.0.1=127.0.0.1:0"}), "target 127.0.0.1:0: '0': ports are 1-65535"},
+        BadInput{"guard_redirect_target_range", guard({"--redirect", "10.0.0.1=127.0.0.1:80-90"}), "one port, not a range"},
+        BadInput{"guard_redirect_target_cidr", guard({"--redirect", "10.0.0.1=127.0.0.0/8:80"}), "one address, not a CIDR"},
+        BadInput{"guard_redirect_target_host_name", guard({"--redirect", "10.0.0.1=localhost:80"}), "target localhost:80"},
+        BadInput{"guard_redirect_target_unspecified", guard({"--redirect", "10.0.0.1=0.0.0.0:80"}), "the unspecified address is not a target"},
+        BadInput{"guard_redirect_target_ipv6_unbracketed", guard({"--redirect", "[2001:db8::1]:80=::1:8080"}), "write an IPv6 target as [ADDR]:PORT"},
+        BadInput{"guard_redirect_target_unclosed", guard({"--redirect", "[2001:db8::1]:80=[::1:8080"}), "unclosed [IPv6]"},
+        BadInput{"guard_redirect_v4_to_v6", guard({"--redirect", "10.0.0.1:80=[::1]:8080"}), "the destination is IPv4 and the target IPv6 (a redirect keeps the address family)"},
+        BadInput{"guard_redirect_v6_to_v4", guard({"--redirect", "[2001:db8::1]:80=127.0.0.1:8080"}), "the destination is IPv6 and the target IPv4"},
+        BadInput{"guard_too_many_overlapping_redirects", nine_overlapping_redirects(), "redirect rules overlap on 10.0.0.0/8"},
         BadInput{"guard_bad_deny_errno", guard({"--deny-errno", "EWHATEVER"}), "--deny-errno"},
         BadInput{"guard_zero_exfil_cap", guard({"--exfil-cap", "0"}), "--exfil-cap"},
         BadInput{"guard_bad_exfil_cap", guard({"--exfil-cap", "lots"}), "--exfil-cap"},

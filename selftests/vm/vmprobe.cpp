@@ -1,7 +1,7 @@
 // fl-vmprobe: the processes the VM tests fault and watch. `serve` takes one
 // operation per line on fd 3 (a socket: a read or write fault must not cut the
 // control channel) and answers OK or the errno name; `once` does one operation;
-// the rest are traffic endpoints for the packet-fault tests.
+// the rest are traffic endpoints for the packet-fault and redirect tests.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -29,6 +29,8 @@ std::string errname(int e) {
     case ENOENT: return "ENOENT";
     case ECONNREFUSED: return "ECONNREFUSED";
     case ENOBUFS: return "ENOBUFS";
+    case ENETUNREACH: return "ENETUNREACH";
+    case EAGAIN: return "EAGAIN";
     default: return "errno" + std::to_string(e);
   }
 }
@@ -196,6 +198,70 @@ int tcp_send(const char* ip, const char* port, const char* secs) {
   return 0;
 }
 
+// echo tcp|udp PORT: on 127.0.0.1, answers "pong " + what it got, forever.
+int echo(const std::string& proto, const char* port) {
+  const bool tcp = proto == "tcp";
+  int s = ::socket(AF_INET, tcp ? SOCK_STREAM : SOCK_DGRAM, 0);
+  int one = 1;
+  ::setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in sin = addr("127.0.0.1", port);
+  if (::bind(s, reinterpret_cast<sockaddr*>(&sin), sizeof(sin)) != 0 || (tcp && ::listen(s, 4) != 0)) return 1;
+  std::printf("ready\n");
+  std::fflush(stdout);
+  for (;;) {
+    char b[512] = "pong ";
+    sockaddr_in from{};
+    socklen_t len = sizeof(from);
+    if (tcp) {
+      int c = ::accept(s, nullptr, nullptr);
+      ssize_t n = ::recv(c, b + 5, sizeof(b) - 5, 0);
+      if (n > 0) (void)!::send(c, b, static_cast<size_t>(n) + 5, MSG_NOSIGNAL);
+      ::close(c);
+    } else {
+      ssize_t n = ::recvfrom(s, b + 5, sizeof(b) - 5, 0, reinterpret_cast<sockaddr*>(&from), &len);
+      if (n > 0) (void)!::sendto(s, b, static_cast<size_t>(n) + 5, 0, reinterpret_cast<sockaddr*>(&from), len);
+    }
+  }
+}
+
+// peer tcp|udp IP PORT: sends "ping" and prints "peer IP:PORT" (getpeername, TCP)
+// or "from IP:PORT" (recvfrom, UDP) and "reply TEXT", or "error ERRNAME".
+int peer(const std::string& proto, const char* ip, const char* port) {
+  const bool tcp = proto == "tcp";
+  int s = ::socket(AF_INET, tcp ? SOCK_STREAM : SOCK_DGRAM, 0);
+  timeval tv{3, 0};
+  ::setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  sockaddr_in to = addr(ip, port), seen{};
+  socklen_t len = sizeof(seen);
+  char b[512] = {};
+  auto text = [](const sockaddr_in& a) {
+    char ipbuf[INET_ADDRSTRLEN] = {};
+    ::inet_ntop(AF_INET, &a.sin_addr, ipbuf, sizeof(ipbuf));
+    return std::string(ipbuf) + ":" + std::to_string(ntohs(a.sin_port));
+  };
+  ssize_t n;
+  if (tcp) {
+    if (::connect(s, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0 ||
+        ::getpeername(s, reinterpret_cast<sockaddr*>(&seen), &len) != 0 || ::send(s, "ping", 4, MSG_NOSIGNAL) != 4) {
+      std::printf("error %s\n", errname(errno).c_str());
+      return 0;
+    }
+    n = ::recv(s, b, sizeof(b) - 1, 0);
+  } else {
+    if (::sendto(s, "ping", 4, 0, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 4) {
+      std::printf("error %s\n", errname(errno).c_str());
+      return 0;
+    }
+    n = ::recvfrom(s, b, sizeof(b) - 1, 0, reinterpret_cast<sockaddr*>(&seen), &len);
+  }
+  if (n <= 0) {
+    std::printf("error %s\n", n == 0 ? "EOF" : errname(errno).c_str());
+    return 0;
+  }
+  std::printf("%s %s reply %s\n", tcp ? "peer" : "from", text(seen).c_str(), b);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -210,9 +276,11 @@ int main(int argc, char** argv) {
   if (a.size() == 5 && a[0] == "udp-send") return udp_send(argv[2], argv[3], argv[4], argv[5]);
   if (a.size() == 2 && a[0] == "tcp-sink") return tcp_sink(argv[2]);
   if (a.size() == 4 && a[0] == "tcp-send") return tcp_send(argv[2], argv[3], argv[4]);
+  if (a.size() == 3 && a[0] == "echo") return echo(a[1], argv[3]);
+  if (a.size() == 4 && a[0] == "peer") return peer(a[1], argv[3], argv[4]);
   std::fprintf(stderr,
                "usage: fl-vmprobe serve (ops on fd 3) | once OP ARGS | udp-sink PORT S | udp-send IP PORT N PPS |\n"
-               "       tcp-sink PORT | tcp-send IP PORT S\n"
+               "       tcp-sink PORT | tcp-send IP PORT S | echo tcp|udp PORT | peer tcp|udp IP PORT\n"
                "ops: open P, openloop P N, read P, write P, unlink P, exec PATH ARGS, connect IP PORT, pid\n");
   return 2;
 }

@@ -1,6 +1,7 @@
 // Rule parsing and the covering-set compilation for the sockaddr tries.
 #include "userspace/policy/egress_policy.h"
 
+#include <arpa/inet.h>
 #include <bpf/bpf.h>
 #include <netinet/in.h>
 
@@ -18,12 +19,15 @@ std::string verdict_name(uint8_t v) {
     case FL_V_INJECT: return "inject";
     case FL_V_EXFIL: return "exfil-cap";
     case FL_V_WOULD_EXFIL: return "would-exfil-cap";
+    case FL_V_REDIRECT: return "redirect";
     default: return "?";
   }
 }
 
-Result<EgressRule> parse_rule(Verdict v, const std::string& text) {
-  const std::string flag = v == Verdict::Allow ? "--allow " : "--deny ";
+namespace {
+
+// flag: how an error starts ("--deny ", or "--redirect D=T: destination ").
+Result<EgressRule> parse_destination(const std::string& flag, Verdict v, const std::string& text) {
   EgressRule r;
   r.verdict = v;
   r.text = text;
@@ -66,7 +70,8 @@ Result<EgressRule> parse_rule(Verdict v, const std::string& text) {
   return r;
 }
 
-Result<CompiledTrie> compile_rules(const std::vector<EgressRule>& rules, Verdict v) {
+// noun: what overlaps, in the error ("deny", "redirect").
+Result<CompiledTrie> compile_covers(const std::vector<EgressRule>& rules, Verdict v, const std::string& noun) {
   // Rules of this verdict grouped by prefix length, keyed by network address, so
   // the covers of a prefix are found with one probe per distinct length
   // (at most 129) instead of a scan of every rule.
@@ -96,8 +101,8 @@ Result<CompiledTrie> compile_rules(const std::vector<EgressRule>& rules, Verdict
         if (hit == it->second.end()) continue;
         for (uint16_t id : hit->second) {
           if (++count > FL_SA_RULE_SLOTS)
-            return make_error(ENOSPC, "more than " + std::to_string(FL_SA_RULE_SLOTS) + " " +
-                                          (v == Verdict::Allow ? "allow" : "deny") + " rules overlap on " + prefix.str());
+            return make_error(ENOSPC, "more than " + std::to_string(FL_SA_RULE_SLOTS) + " " + noun +
+                                          " rules overlap on " + prefix.str());
           const EgressRule& r = rules[id];
           fl_sa_rule& slot = b.r[b.n++];
           slot.port_lo = r.ports.lo;
@@ -115,6 +120,16 @@ Result<CompiledTrie> compile_rules(const std::vector<EgressRule>& rules, Verdict
   return out;
 }
 
+}  // namespace
+
+Result<EgressRule> parse_rule(Verdict v, const std::string& text) {
+  return parse_destination(v == Verdict::Allow ? "--allow " : "--deny ", v, text);
+}
+
+Result<CompiledTrie> compile_rules(const std::vector<EgressRule>& rules, Verdict v) {
+  return compile_covers(rules, v, v == Verdict::Allow ? "allow" : "deny");
+}
+
 Status load_rules(const std::vector<EgressRule>& rules, int deny_fd, int allow_fd) {
   for (auto [v, fd] : {std::pair{Verdict::Deny, deny_fd}, std::pair{Verdict::Allow, allow_fd}}) {
     auto trie = compile_rules(rules, v);
@@ -122,6 +137,109 @@ Status load_rules(const std::vector<EgressRule>& rules, int deny_fd, int allow_f
     for (const auto& [k, b] : trie->entries) {
       if (bpf_map_update_elem(fd, &k, &b, BPF_ANY) != 0) return errno_error("cannot load an egress rule");
     }
+  }
+  return {};
+}
+
+std::string RedirectRule::target_text() const {
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (dest.prefix.v4) {
+    inet_ntop(AF_INET, target.b + 12, buf, sizeof(buf));
+    return std::string(buf) + ":" + std::to_string(target_port);
+  }
+  inet_ntop(AF_INET6, target.b, buf, sizeof(buf));
+  return "[" + std::string(buf) + "]:" + std::to_string(target_port);
+}
+
+Result<RedirectRule> parse_redirect(const std::string& text) {
+  const std::string flag = "--redirect " + text + ": ";
+  auto eq = text.find('=');
+  if (eq == std::string::npos)
+    return make_error(EINVAL, flag + "expected DEST=TARGET (e.g. 10.0.0.1:80=127.0.0.1:8080)");
+  const std::string dest = text.substr(0, eq), target = text.substr(eq + 1);
+  if (dest.empty()) return make_error(EINVAL, flag + "the destination before '=' is missing");
+  if (target.empty()) return make_error(EINVAL, flag + "the target after '=' is missing (ADDR:PORT)");
+  RedirectRule r;
+  r.text = text;
+  auto d = parse_destination(flag + "destination ", Verdict::Deny, dest);
+  if (!d) return d.error();
+  r.dest = *d;
+
+  // TARGET: ADDR:PORT or [IPv6]:PORT, one address, one port.
+  std::string addr, port;
+  if (target.front() == '[') {
+    auto close = target.find(']');
+    if (close == std::string::npos) return make_error(EINVAL, flag + "target " + target + ": unclosed [IPv6]");
+    addr = target.substr(1, close - 1);
+    if (close + 1 >= target.size() || target[close + 1] != ':')
+      return make_error(EINVAL, flag + "target " + target + ": expected :PORT after ]");
+    port = target.substr(close + 2);
+  } else if (std::count(target.begin(), target.end(), ':') == 1) {
+    auto colon = target.find(':');
+    addr = target.substr(0, colon);
+    port = target.substr(colon + 1);
+  } else if (target.find(':') != std::string::npos) {
+    return make_error(EINVAL, flag + "target " + target + ": write an IPv6 target as [ADDR]:PORT");
+  } else {
+    return make_error(EINVAL, flag + "target " + target + ": the port is missing (ADDR:PORT)");
+  }
+  if (port.empty()) return make_error(EINVAL, flag + "target " + target + ": the port after ':' is missing");
+  if (addr.find('/') != std::string::npos)
+    return make_error(EINVAL, flag + "target " + target + ": one address, not a CIDR");
+  auto a = parse_prefix(addr);
+  if (!a) return make_error(EINVAL, flag + "target " + target + ": " + a.error().message);
+  if (port.find('-') != std::string::npos)
+    return make_error(EINVAL, flag + "target " + target + ": one port, not a range");
+  auto p = parse_port_range(port);
+  if (!p) return make_error(EINVAL, flag + "target " + target + ": " + p.error().message);
+  static const fl_addr any4 = [] {
+    fl_addr z{};
+    z.b[10] = z.b[11] = 0xFF;
+    return z;
+  }();
+  if (std::equal(a->addr.b, a->addr.b + 16, fl_addr{}.b) || std::equal(a->addr.b, a->addr.b + 16, any4.b))
+    return make_error(EINVAL, flag + "target " + target + ": the unspecified address is not a target");
+  if (a->v4 != r.dest.prefix.v4)
+    return make_error(EINVAL, flag + "the destination is " + (r.dest.prefix.v4 ? "IPv4" : "IPv6") +
+                                  " and the target " + (a->v4 ? "IPv4" : "IPv6") +
+                                  " (a redirect keeps the address family)");
+  r.target = a->addr;
+  r.target_port = p->lo;
+  return r;
+}
+
+Result<CompiledRedirects> compile_redirects(const std::vector<RedirectRule>& rules) {
+  static_assert(FL_SA_REDIR_SLOTS == FL_SA_RULE_SLOTS, "the redirect buckets are filled from allow/deny-sized ones");
+  // The same covering sets as the allow/deny tries; slot ids index `rules`.
+  std::vector<EgressRule> dests;
+  for (const auto& r : rules) dests.push_back(r.dest);
+  auto trie = compile_covers(dests, Verdict::Deny, "redirect");
+  if (!trie) return trie.error();
+  CompiledRedirects out;
+  for (const auto& [k, b] : trie->entries) {
+    fl_sa_redir_bucket rb{};
+    rb.n = b.n;
+    for (int i = 0; i < b.n; ++i) {
+      const RedirectRule& r = rules[b.r[i].id];
+      fl_sa_redir_rule& slot = rb.r[i];
+      slot.port_lo = b.r[i].port_lo;
+      slot.port_hi = b.r[i].port_hi;
+      slot.proto = b.r[i].proto;
+      slot.v4 = r.dest.prefix.v4 ? 1 : 0;
+      slot.id = b.r[i].id;
+      slot.target = r.target;
+      slot.target_port = r.target_port;
+    }
+    out.entries.emplace_back(k, rb);
+  }
+  return out;
+}
+
+Status load_redirects(const std::vector<RedirectRule>& rules, int redirect_fd) {
+  auto trie = compile_redirects(rules);
+  if (!trie) return trie.error();
+  for (const auto& [k, b] : trie->entries) {
+    if (bpf_map_update_elem(redirect_fd, &k, &b, BPF_ANY) != 0) return errno_error("cannot load a redirect rule");
   }
   return {};
 }

@@ -39,4 +39,29 @@ struct CompiledTrie {
 
 [[nodiscard]] std::string verdict_name(uint8_t v);
 
+// "--redirect DEST=TARGET": calls to DEST (written as an egress rule: CIDR, port or
+// range, optional /tcp or /udp) that the policy lets through go to TARGET, one
+// address and port of DEST's family ("127.0.0.1:8080", "[::1]:8080").
+struct RedirectRule {
+  EgressRule dest;
+  fl_addr target{};  // IPv4-mapped for IPv4
+  uint16_t target_port = 0;
+  std::string text;  // as written
+  // "127.0.0.1:8080", "[::1]:8080"
+  [[nodiscard]] std::string target_text() const;
+};
+
+[[nodiscard]] Result<RedirectRule> parse_redirect(const std::string& text);
+
+struct CompiledRedirects {
+  std::vector<std::pair<fl_sa_key, fl_sa_redir_bucket>> entries;
+};
+
+// As compile_rules: each prefix gets the redirect rules covering it, longest
+// first, then in the order given (the first that fits wins).
+[[nodiscard]] Result<CompiledRedirects> compile_redirects(const std::vector<RedirectRule>& rules);
+
+// Writes the redirect trie (it must be empty).
+[[nodiscard]] Status load_redirects(const std::vector<RedirectRule>& rules, int redirect_fd);
+
 }  // namespace faultline

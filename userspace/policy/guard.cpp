@@ -65,6 +65,7 @@ struct EventSink {
   std::set<std::tuple<uint8_t, std::string, uint8_t>> seen;  // (op, endpoint, verdict)
   std::map<std::string, uint64_t> denied;                    // endpoint -> attempts
   std::vector<std::string> exfil;
+  std::map<std::string, uint64_t> redirected;  // "endpoint -> target" -> redirects reported
 };
 
 std::string rule_text(const GuardOptions& o, uint16_t id) {
@@ -80,11 +81,20 @@ int on_event(void* ctx, void* data, size_t size) {
   const auto* e = static_cast<const fl_sa_event*>(data);
   std::string ep = endpoint(e->addr, e->port);
   std::string rule = rule_text(*sink->opts, e->rule);
+  std::string verdict = verdict_name(e->verdict);
+  if (e->verdict == FL_V_REDIRECT && e->rule < sink->opts->redirects.size()) {
+    const RedirectRule& r = sink->opts->redirects[e->rule];
+    rule = "rule " + std::to_string(e->rule + 1) + ": --redirect " + r.text;
+    verdict = "redirect to " + r.target_text();
+    sink->redirected[ep + "/" + proto_text(e->proto) + " -> " + r.target_text()]++;
+  }
   if (sink->json != nullptr && sink->json->is_open()) {
     nlohmann::json j{{"op", op_name(e->op)}, {"destination", ep}, {"proto", proto_text(e->proto)},
                      {"verdict", verdict_name(e->verdict)}, {"rule", rule}, {"pid", e->pid},
                      {"comm", std::string(e->comm, strnlen(e->comm, sizeof(e->comm)))}};
     if (e->verdict == FL_V_EXFIL || e->verdict == FL_V_WOULD_EXFIL) j["bytes"] = e->bytes;
+    if (e->verdict == FL_V_REDIRECT && e->rule < sink->opts->redirects.size())
+      j["redirect_to"] = sink->opts->redirects[e->rule].target_text();
     *sink->json << j.dump() << "\n";
   }
   if (e->verdict == FL_V_DENY || e->verdict == FL_V_WOULD_DENY) sink->denied[ep]++;
@@ -95,7 +105,7 @@ int on_event(void* ctx, void* data, size_t size) {
   if (!sink->seen.emplace(e->op, ep, e->verdict).second) return 0;
   // One write per line, so it does not interleave with the command's own stderr.
   std::string line = "faultline guard: " + std::string(op_name(e->op)) + " " + ep + "/" + proto_text(e->proto) +
-                     " -> " + verdict_name(e->verdict) + " (" + rule + ")" +
+                     " -> " + verdict + " (" + rule + ")" +
                      (e->verdict == FL_V_EXFIL || e->verdict == FL_V_WOULD_EXFIL ? " sent " + std::to_string(e->bytes) + " bytes" : "") + " pid " +
                      std::to_string(e->pid) + " " + std::string(e->comm, strnlen(e->comm, sizeof(e->comm))) + "\n";
   *sink->log << line << std::flush;
@@ -143,7 +153,7 @@ int Guard::run() {
   pol.expires_ns = UINT64_MAX;  // lives as long as this process holds the links
   pol.armed = 1;
   pol.flags = FL_SA_POLICY | FL_SA_EVENTS | (opts_.enforce ? FL_SA_ENFORCE : 0) |
-              (opts_.default_deny ? 0 : FL_SA_DEFAULT_ALLOW);
+              (opts_.default_deny ? 0 : FL_SA_DEFAULT_ALLOW) | (opts_.redirects.empty() ? 0 : FL_SA_REDIRECT);
   pol.deny_errno = static_cast<uint32_t>(opts_.deny_errno);
   pol.exfil_cap = opts_.exfil_cap;
   uint32_t zero = 0;
@@ -155,7 +165,11 @@ int Guard::run() {
     log_ << "faultctl guard: " << st.error().describe() << "\n";
     return 1;
   }
-  if (auto st = obj->attach(cg->fd()); !st) {
+  if (auto st = load_redirects(opts_.redirects, obj->redirect_fd()); !st) {
+    log_ << "faultctl guard: " << st.error().describe() << "\n";
+    return 1;
+  }
+  if (auto st = obj->attach(cg->fd(), !opts_.redirects.empty()); !st) {
     log_ << "faultctl guard: " << st.error().describe() << "\n";
     return 1;
   }
@@ -167,7 +181,7 @@ int Guard::run() {
       return 1;
     }
   }
-  EventSink sink{&opts_, &log_, &json, {}, {}, {}};
+  EventSink sink{&opts_, &log_, &json, {}, {}, {}, {}};
   std::unique_ptr<ring_buffer, RingBufferDeleter> rb(ring_buffer__new(obj->events_fd(), on_event, &sink, nullptr));
   if (!rb) {
     log_ << "faultctl guard: cannot open the decision ring buffer\n";
@@ -256,6 +270,7 @@ int Guard::run() {
       total.would_deny += s.would_deny;
       total.exfil_dropped += s.exfil_dropped;
       total.events_lost += s.events_lost;
+      total.redirected += s.redirected;
     }
   }
   log_ << "faultline guard: summary (" << (opts_.enforce ? "enforce" : "monitor") << ", default "
@@ -268,6 +283,8 @@ int Guard::run() {
   log_ << "  " << (opts_.enforce ? "denied" : "would have been denied") << ": "
        << (opts_.enforce ? total.denied : total.would_deny) << " attempts\n";
   for (const auto& [ep, n] : sink.denied) log_ << "    " << ep << "  x" << n << "\n";
+  if (!opts_.redirects.empty()) log_ << "  redirected: " << total.redirected << " calls\n";
+  for (const auto& [what, n] : sink.redirected) log_ << "    " << what << "  x" << n << "\n";
   for (const auto& e : sink.exfil) log_ << "  exfil cap: " << e << "\n";
   if (total.exfil_dropped) log_ << "  packets dropped by the exfil cap: " << total.exfil_dropped << "\n";
   if (total.events_lost) log_ << "  decisions not reported (ring buffer full): " << total.events_lost << "\n";

@@ -8,12 +8,15 @@
 #define FL_SA_RULE_SLOTS 8
 #define FL_SA_MAX_PREFIXES 65536
 #define FL_SA_MAX_FLOWS 65536
+#define FL_SA_REDIR_SLOTS 8
+#define FL_SA_MAX_REDIR_REPLIES 16384 /* (socket, target) pairs whose replies are restored */
 
 /* fl_sa_policy.flags */
 #define FL_SA_ENFORCE (1U << 0)       /* deny for real; else monitor (count, report) */
 #define FL_SA_DEFAULT_ALLOW (1U << 1) /* no rule matched: allow */
 #define FL_SA_POLICY (1U << 2)        /* the allow/deny rules apply */
 #define FL_SA_EVENTS (1U << 3)        /* report decisions on the ring buffer */
+#define FL_SA_REDIRECT (1U << 4)      /* the redirect rules apply */
 
 /* Operations, for errno injection and events. */
 enum fl_sa_op {
@@ -32,6 +35,7 @@ enum fl_sa_verdict {
 	FL_V_INJECT = 4,     /* errno injected by a syscall fault */
 	FL_V_EXFIL = 5,      /* exfil cap reached: egress to the destination dropped */
 	FL_V_WOULD_EXFIL = 6, /* monitor mode: the cap was crossed, nothing dropped */
+	FL_V_REDIRECT = 7,    /* sent to a redirect rule's target instead */
 };
 
 /* One scope (a cgroup) gets one instance of the programs with this policy. */
@@ -66,6 +70,50 @@ struct fl_sa_bucket {
 	__u8 n;
 	__u8 pad[7];
 	struct fl_sa_rule r[FL_SA_RULE_SLOTS];
+};
+
+/* A redirect rule: destinations it covers go to target instead. The target is
+ * of the destination's family (IPv4-mapped for IPv4); userspace refuses a mix. */
+struct fl_sa_redir_rule {
+	__u16 port_lo; /* 0..0 = any port */
+	__u16 port_hi;
+	__u8 proto;    /* 0 = any */
+	__u8 v4;       /* the target (and so the destination) is IPv4 */
+	__u16 id;      /* index into the userspace redirect list, for reporting */
+	struct fl_addr target;
+	__u16 target_port; /* host order */
+	__u8 pad[2];
+};
+
+/* Redirect rules whose prefix covers the key, longest first (as fl_sa_bucket). */
+struct fl_sa_redir_bucket {
+	__u8 n;
+	__u8 pad[3];
+	struct fl_sa_redir_rule r[FL_SA_REDIR_SLOTS];
+};
+
+/* Per socket (sk storage): where the application asked to go and where it was
+ * sent, so getpeername() reports the first while the socket is on the second. */
+struct fl_sa_orig {
+	struct fl_addr orig;
+	struct fl_addr target;
+	__u16 orig_port;   /* network order, as in bpf_sock_addr */
+	__u16 target_port; /* network order */
+	__u8 pad[4];
+};
+
+/* Replies to a redirected unconnected UDP socket: (socket, target) -> original. */
+struct fl_sa_reply_key {
+	__u64 cookie; /* bpf_get_socket_cookie */
+	struct fl_addr target;
+	__u16 target_port; /* network order */
+	__u8 pad[6];
+};
+
+struct fl_sa_reply {
+	struct fl_addr orig;
+	__u16 orig_port; /* network order */
+	__u8 pad[2];
 };
 
 struct fl_sa_event {
@@ -107,6 +155,7 @@ struct fl_sa_stats {
 	__u64 injected;
 	__u64 exfil_dropped;
 	__u64 events_lost;
+	__u64 redirected; /* connects and datagrams sent to a redirect target */
 };
 
 #define FL_SA_RULE_DEFAULT 0xffff
@@ -119,7 +168,12 @@ static_assert(sizeof(struct fl_sa_bucket) == 72, "fl_sa_bucket");
 static_assert(sizeof(struct fl_sa_event) == 64, "fl_sa_event");
 static_assert(sizeof(struct fl_flow_key) == 20, "fl_flow_key");
 static_assert(sizeof(struct fl_flow) == 56, "fl_flow");
-static_assert(sizeof(struct fl_sa_stats) == 48, "fl_sa_stats");
+static_assert(sizeof(struct fl_sa_stats) == 56, "fl_sa_stats");
+static_assert(sizeof(struct fl_sa_redir_rule) == 28, "fl_sa_redir_rule");
+static_assert(sizeof(struct fl_sa_redir_bucket) == 228, "fl_sa_redir_bucket");
+static_assert(sizeof(struct fl_sa_orig) == 40, "fl_sa_orig");
+static_assert(sizeof(struct fl_sa_reply_key) == 32, "fl_sa_reply_key");
+static_assert(sizeof(struct fl_sa_reply) == 20, "fl_sa_reply");
 #endif
 
 #endif /* FAULTLINE_SOCKADDR_ABI_H */
