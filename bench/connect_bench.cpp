@@ -108,12 +108,13 @@ std::vector<faultline::EgressRule> missing_rules(int n) {
   return rules;
 }
 
-bool write_policy(const SockaddrObject& obj, bool events, bool armed = true) {
+// tries: which rule tries hold rules (what load_rules returned; 0 for none).
+bool write_policy(const SockaddrObject& obj, bool events, bool armed = true, uint32_t tries = 0) {
   fl_sa_policy pol{};
   pol.expires_ns = UINT64_MAX;
   pol.armed = armed ? 1 : 0;  // disarmed: each program returns after one lookup (the kill switch)
   // What `faultctl guard --enforce` sets, with or without the decision stream.
-  pol.flags = FL_SA_POLICY | FL_SA_ENFORCE | FL_SA_DEFAULT_ALLOW | (events ? FL_SA_EVENTS : 0);
+  pol.flags = FL_SA_POLICY | FL_SA_ENFORCE | FL_SA_DEFAULT_ALLOW | (events ? FL_SA_EVENTS : 0) | tries;
   uint32_t zero = 0;
   return bpf_map_update_elem(obj.policy_fd(), &zero, &pol, BPF_ANY) == 0;
 }
@@ -223,21 +224,22 @@ int bench_connect(const Options& o) {
   auto cg = OwnCgroup::enter();
   if (!cg) return 1;
 
+  auto rules = missing_rules(o.rules);
   auto empty = SockaddrObject::load();
-  auto ruled = SockaddrObject::load();
+  auto ruled = SockaddrObject::load(static_cast<uint32_t>(rules.size()));
   if (!empty || !ruled) {
     std::cerr << "connect bench: " << (!empty ? empty.error() : ruled.error()).describe() << "\n";
     return 1;
   }
   uint64_t t0 = mono_ns();
-  auto rules = missing_rules(o.rules);
-  if (auto st = faultline::load_rules(rules, ruled->deny_fd(), ruled->allow_fd()); !st) {
-    std::cerr << "connect bench: " << st.error().describe() << "\n";
+  auto tries = faultline::load_rules(rules, ruled->deny_fd(), ruled->allow_fd());
+  if (!tries) {
+    std::cerr << "connect bench: " << tries.error().describe() << "\n";
     return 1;
   }
   std::cout << "  " << rules.size() << " deny rules (random /32 and /24 outside 127/8, all missing) compiled and loaded in "
             << fmt((mono_ns() - t0) / 1e9, 2) << " s\n";
-  if (!write_policy(*empty, false) || !write_policy(*ruled, false)) {
+  if (!write_policy(*empty, false) || !write_policy(*ruled, false, true, *tries)) {
     std::cerr << "connect bench: cannot write the policy\n";
     return 1;
   }
@@ -257,7 +259,7 @@ int bench_connect(const Options& o) {
         const int v = (k + round + rep) % kVariants;
         SockaddrObject* obj = (v == kEmpty || v == kDisarmed) ? &*empty : v == kNone ? nullptr : &*ruled;
         if (obj == &*empty && !write_policy(*empty, false, v == kEmpty)) return 1;
-        if (obj == &*ruled && !write_policy(*ruled, v == kRulesEvents)) return 1;
+        if (obj == &*ruled && !write_policy(*ruled, v == kRulesEvents, true, *tries)) return 1;
         if (obj != nullptr) {
           if (auto st = obj->attach(cg->fd()); !st) {
             std::cerr << "connect bench: " << st.error().describe() << "\n";

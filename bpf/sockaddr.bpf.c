@@ -86,12 +86,27 @@ struct {
  * them there; the verifier skips the branches this constant rules out. */
 const volatile __u32 fl_skb_task_helpers = 1;
 
-static __always_inline struct fl_sa_policy *policy_in(int from_skb)
+/* Hits per allow/deny rule, indexed by rule id; the loader sizes it to the rule
+ * list (an id past the end is not counted). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} fl_sa_rule_hits SEC(".maps");
+
+/* The scope's policy if it applies to this call, else NULL. *now is the
+ * CLOCK_BOOTTIME the expiry was checked against, for the caller to reuse: the
+ * clock is the dearest thing on this path (a TSC read under a hypervisor). */
+static __always_inline struct fl_sa_policy *policy_in(int from_skb, __u64 *now)
 {
 	__u32 zero = 0;
 	struct fl_sa_policy *p = bpf_map_lookup_elem(&fl_sa_policy, &zero);
 
-	if (!p || !p->armed || bpf_ktime_get_boot_ns() >= p->expires_ns)
+	if (!p || !p->armed)
+		return NULL;
+	*now = bpf_ktime_get_boot_ns();
+	if (*now >= p->expires_ns)
 		return NULL;
 	if (from_skb && !fl_skb_task_helpers)
 		return p; /* no process filter on packets there: the cgroup is the scope */
@@ -100,9 +115,9 @@ static __always_inline struct fl_sa_policy *policy_in(int from_skb)
 	return p;
 }
 
-static __always_inline struct fl_sa_policy *policy(void)
+static __always_inline struct fl_sa_policy *policy(__u64 *now)
 {
-	return policy_in(0);
+	return policy_in(0, now);
 }
 
 static __always_inline struct fl_sa_stats *stats(void)
@@ -318,7 +333,8 @@ static __always_inline int fail_with(__u32 err)
  * allow rules, then the default. Returns 1 to let the call proceed. */
 static __always_inline int decide(struct bpf_sock_addr *ctx, __u8 op, int v6)
 {
-	struct fl_sa_policy *p = policy();
+	__u64 now;
+	struct fl_sa_policy *p = policy(&now);
 	struct fl_sa_stats *st;
 	struct fl_addr a;
 	__u16 port;
@@ -346,12 +362,21 @@ static __always_inline int decide(struct bpf_sock_addr *ctx, __u8 op, int v6)
 	rule = -1;
 	denied = 0;
 	if (p->flags & FL_SA_POLICY) {
-		rule = match(&fl_sa_deny, &a, port, proto);
+		if (p->flags & FL_SA_HAS_DENY)
+			rule = match(&fl_sa_deny, &a, port, proto);
 		denied = rule >= 0;
 		if (!denied) {
-			rule = match(&fl_sa_allow, &a, port, proto);
+			if (p->flags & FL_SA_HAS_ALLOW)
+				rule = match(&fl_sa_allow, &a, port, proto);
 			if (rule < 0)
 				denied = !(p->flags & FL_SA_DEFAULT_ALLOW);
+		}
+		if (rule >= 0) {
+			__u32 id = rule;
+			__u64 *hits = bpf_map_lookup_elem(&fl_sa_rule_hits, &id);
+
+			if (hits)
+				(*hits)++;
 		}
 	}
 	/* A connect that goes ahead (allowed, or only monitored) opens a flow. */
@@ -369,7 +394,7 @@ static __always_inline int decide(struct bpf_sock_addr *ctx, __u8 op, int v6)
 		}
 		if (f) {
 			__sync_fetch_and_add(&f->connects, 1);
-			f->last_seen_ns = bpf_ktime_get_boot_ns();
+			f->last_seen_ns = now;
 			f->allowed = !denied && rule >= 0;
 		}
 	}
@@ -481,7 +506,8 @@ int fl_recvmsg6(struct bpf_sock_addr *ctx)
 /* bind only takes errno injection: a policy is about where traffic goes. */
 static __always_inline int bind_hook(struct bpf_sock_addr *ctx)
 {
-	struct fl_sa_policy *p = policy();
+	__u64 now;
+	struct fl_sa_policy *p = policy(&now);
 	struct fl_sa_stats *st;
 
 	if (!p || !(p->inject_ops & FL_OP_BIT(FL_OP_BIND)) || !chance(p->inject_prob))
@@ -509,7 +535,8 @@ int fl_bind6(struct bpf_sock_addr *ctx)
 SEC("cgroup/sock_create")
 int fl_sock_create(struct bpf_sock *ctx)
 {
-	struct fl_sa_policy *p = policy();
+	__u64 now;
+	struct fl_sa_policy *p = policy(&now);
 	struct fl_sa_stats *st;
 
 	if (!p || !(p->inject_ops & FL_OP_BIT(FL_OP_SOCKET)))
@@ -563,7 +590,8 @@ static __always_inline int flow_of(struct __sk_buff *skb, int egress, struct fl_
 SEC("cgroup_skb/egress")
 int fl_skb_egress(struct __sk_buff *skb)
 {
-	struct fl_sa_policy *p = policy_in(1);
+	__u64 now;
+	struct fl_sa_policy *p = policy_in(1, &now);
 	struct fl_flow_key k;
 	struct fl_flow *f;
 
@@ -575,13 +603,13 @@ int fl_skb_egress(struct __sk_buff *skb)
 
 		/* Not seen at connect (UDP, or a socket made before us): ask the
 		 * allow rules once, so the cap spares allowed destinations. */
-		init.allowed = match(&fl_sa_allow, &k.addr, k.port, k.proto) >= 0;
+		init.allowed = (p->flags & FL_SA_HAS_ALLOW) && match(&fl_sa_allow, &k.addr, k.port, k.proto) >= 0;
 		bpf_map_update_elem(&fl_flows, &k, &init, BPF_NOEXIST);
 		f = bpf_map_lookup_elem(&fl_flows, &k);
 		if (!f)
 			return 1;
 	}
-	f->last_seen_ns = bpf_ktime_get_boot_ns();
+	f->last_seen_ns = now;
 	if (p->exfil_cap && !f->allowed) {
 		if (f->capped || f->bytes_out + skb->len > p->exfil_cap) {
 			struct fl_sa_stats *st = stats();
@@ -609,15 +637,16 @@ int fl_skb_ingress(struct __sk_buff *skb)
 {
 	struct fl_flow_key k;
 	struct fl_flow *f;
+	__u64 now;
 
-	if (!policy_in(1) || flow_of(skb, 0, &k))
+	if (!policy_in(1, &now) || flow_of(skb, 0, &k))
 		return 1;
 	f = bpf_map_lookup_elem(&fl_flows, &k);
 	if (!f)
 		return 1; /* count only destinations the cgroup reached out to */
 	__sync_fetch_and_add(&f->bytes_in, skb->len);
 	__sync_fetch_and_add(&f->packets_in, 1);
-	f->last_seen_ns = bpf_ktime_get_boot_ns();
+	f->last_seen_ns = now;
 	return 1;
 }
 

@@ -1,16 +1,22 @@
 // Skeleton lifecycle for sockaddr.bpf.c and its cgroup attachments.
 #include "loader/sockaddr_object.h"
 
+#include <bpf/bpf.h>
+
+#include <algorithm>
+
 #include "sockaddr.skel.h"
 
 namespace faultline {
 
 void SockaddrObject::Destroy::operator()(fl_sockaddr* s) const { fl_sockaddr__destroy(s); }
 
-Result<SockaddrObject> SockaddrObject::load() {
+Result<SockaddrObject> SockaddrObject::load(uint32_t rule_slots) {
   fl_sockaddr* skel = fl_sockaddr__open();
   if (skel == nullptr) return errno_error("cannot open the sockaddr BPF object");
   SockaddrObject obj(skel);
+  if (int err = bpf_map__set_max_entries(skel->maps.fl_sa_rule_hits, std::max<uint32_t>(rule_slots, 1)); err != 0)
+    return make_error(-err, "cannot size the rule counters");
   // Kernels before the task helpers reached cgroup_skb (6.1 among them) load the
   // packet programs without their process filter.
   skel->rodata->fl_skb_task_helpers =
@@ -52,5 +58,17 @@ int SockaddrObject::events_fd() const { return bpf_map__fd(skel_->maps.fl_sa_eve
 int SockaddrObject::stats_fd() const { return bpf_map__fd(skel_->maps.fl_sa_stats); }
 int SockaddrObject::flows_fd() const { return bpf_map__fd(skel_->maps.fl_flows); }
 int SockaddrObject::redirect_fd() const { return bpf_map__fd(skel_->maps.fl_sa_redirect); }
+
+Result<std::vector<uint64_t>> SockaddrObject::rule_hits() const {
+  const int fd = bpf_map__fd(skel_->maps.fl_sa_rule_hits);
+  const uint32_t n = bpf_map__max_entries(skel_->maps.fl_sa_rule_hits);
+  std::vector<uint64_t> per(static_cast<size_t>(libbpf_num_possible_cpus()));
+  std::vector<uint64_t> out(n);
+  for (uint32_t id = 0; id < n; ++id) {
+    if (bpf_map_lookup_elem(fd, &id, per.data()) != 0) return errno_error("cannot read the rule counters");
+    for (uint64_t v : per) out[id] += v;
+  }
+  return out;
+}
 
 }  // namespace faultline

@@ -15,7 +15,8 @@ namespace faultline {
 
 class SockaddrObject {
  public:
-  [[nodiscard]] static Result<SockaddrObject> load();
+  // rule_slots: how many allow/deny rules get a hit counter (ids 0..slots-1).
+  [[nodiscard]] static Result<SockaddrObject> load(uint32_t rule_slots = 1);
   SockaddrObject(SockaddrObject&&) noexcept = default;
   SockaddrObject& operator=(SockaddrObject&&) noexcept = default;
   ~SockaddrObject();
@@ -35,6 +36,8 @@ class SockaddrObject {
   [[nodiscard]] int stats_fd() const;
   [[nodiscard]] int flows_fd() const;
   [[nodiscard]] int redirect_fd() const;
+  // Hits of each allow/deny rule, summed over CPUs, by rule id.
+  [[nodiscard]] Result<std::vector<uint64_t>> rule_hits() const;
 
  private:
   struct Destroy {

@@ -177,6 +177,19 @@ TEST_F(EnforceTest, JsonLogHasOneLinePerDecision) {
   EXPECT_EQ(v6->value("verdict", ""), "deny");
 }
 
+// Each allow/deny rule counts the calls it decided, in the kernel; the summary
+// lists them, and a rule that decided nothing shows 0.
+TEST_F(EnforceTest, SummaryCountsTheCallsEachRuleDecided) {
+  Netns ns("hits");
+  Outcome r = run({kFaultctl, "guard", "--enforce", "--allow", "198.18.0.0/24:80", "--deny", "198.18.0.9",
+                   "--deny", "198.18.5.0/24", "--", kProbe, "--netns", ns.name(), "connect", "tcp", "198.18.0.2", "80",
+                   "3", "connect", "tcp", "198.18.0.9", "80", "2", "connect", "tcp", "198.18.1.1", "80", "4"});
+  EXPECT_TRUE(r.exit.is(0)) << r.describe();
+  EXPECT_NE(r.err.find("    --allow 198.18.0.0/24:80  3\n"), std::string::npos) << r.describe();
+  EXPECT_NE(r.err.find("    --deny 198.18.0.9  2\n"), std::string::npos) << r.describe();
+  EXPECT_NE(r.err.find("    --deny 198.18.5.0/24  0\n"), std::string::npos) << r.describe();
+}
+
 // A sender inside the guard sends fixed-size datagrams to a receiver in this
 // process (outside the cgroup). The cap counts IP bytes (header included), so
 // exactly floor(cap / packet) datagrams may pass: the cap fires within one packet.

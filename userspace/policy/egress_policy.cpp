@@ -130,15 +130,17 @@ Result<CompiledTrie> compile_rules(const std::vector<EgressRule>& rules, Verdict
   return compile_covers(rules, v, v == Verdict::Allow ? "allow" : "deny");
 }
 
-Status load_rules(const std::vector<EgressRule>& rules, int deny_fd, int allow_fd) {
+Result<uint32_t> load_rules(const std::vector<EgressRule>& rules, int deny_fd, int allow_fd) {
+  uint32_t flags = 0;
   for (auto [v, fd] : {std::pair{Verdict::Deny, deny_fd}, std::pair{Verdict::Allow, allow_fd}}) {
     auto trie = compile_rules(rules, v);
     if (!trie) return trie.error();
     for (const auto& [k, b] : trie->entries) {
       if (bpf_map_update_elem(fd, &k, &b, BPF_ANY) != 0) return errno_error("cannot load an egress rule");
     }
+    if (!trie->entries.empty()) flags |= v == Verdict::Deny ? FL_SA_HAS_DENY : FL_SA_HAS_ALLOW;
   }
-  return {};
+  return flags;
 }
 
 std::string RedirectRule::target_text() const {

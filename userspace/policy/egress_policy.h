@@ -34,8 +34,10 @@ struct CompiledTrie {
 // prefix first, so one LPM lookup in the program finds every candidate.
 [[nodiscard]] Result<CompiledTrie> compile_rules(const std::vector<EgressRule>& rules, Verdict v);
 
-// Writes both tries into the maps (they must be empty).
-[[nodiscard]] Status load_rules(const std::vector<EgressRule>& rules, int deny_fd, int allow_fd);
+// Writes both tries into the maps (they must be empty). Returns the policy flags
+// saying which tries hold rules (FL_SA_HAS_DENY, FL_SA_HAS_ALLOW): the program
+// skips the lookup in an empty one.
+[[nodiscard]] Result<uint32_t> load_rules(const std::vector<EgressRule>& rules, int deny_fd, int allow_fd);
 
 [[nodiscard]] std::string verdict_name(uint8_t v);
 

@@ -144,7 +144,7 @@ int Guard::run() {
     log_ << "faultctl guard: " << cg.error().describe() << "\n";
     return 1;
   }
-  auto obj = SockaddrObject::load();
+  auto obj = SockaddrObject::load(static_cast<uint32_t>(opts_.rules.size()));
   if (!obj) {
     log_ << "faultctl guard: " << obj.error().describe() << "\n";
     return 1;
@@ -156,13 +156,15 @@ int Guard::run() {
               (opts_.default_deny ? 0 : FL_SA_DEFAULT_ALLOW) | (opts_.redirects.empty() ? 0 : FL_SA_REDIRECT);
   pol.deny_errno = static_cast<uint32_t>(opts_.deny_errno);
   pol.exfil_cap = opts_.exfil_cap;
+  auto tries = load_rules(opts_.rules, obj->deny_fd(), obj->allow_fd());
+  if (!tries) {
+    log_ << "faultctl guard: " << tries.error().describe() << "\n";
+    return 1;
+  }
+  pol.flags |= *tries;
   uint32_t zero = 0;
   if (bpf_map_update_elem(obj->policy_fd(), &zero, &pol, BPF_ANY) != 0) {
     log_ << "faultctl guard: cannot write the policy: " << strerror(errno) << "\n";
-    return 1;
-  }
-  if (auto st = load_rules(opts_.rules, obj->deny_fd(), obj->allow_fd()); !st) {
-    log_ << "faultctl guard: " << st.error().describe() << "\n";
     return 1;
   }
   if (auto st = load_redirects(opts_.redirects, obj->redirect_fd()); !st) {
@@ -283,6 +285,11 @@ int Guard::run() {
   log_ << "  " << (opts_.enforce ? "denied" : "would have been denied") << ": "
        << (opts_.enforce ? total.denied : total.would_deny) << " attempts\n";
   for (const auto& [ep, n] : sink.denied) log_ << "    " << ep << "  x" << n << "\n";
+  if (auto hits = obj->rule_hits(); hits && !opts_.rules.empty()) {
+    log_ << "  rules (calls each decided):\n";
+    for (size_t i = 0; i < opts_.rules.size() && i < hits->size(); ++i)
+      log_ << "    " << rule_text(opts_, static_cast<uint16_t>(i)) << "  " << (*hits)[i] << "\n";
+  }
   if (!opts_.redirects.empty()) log_ << "  redirected: " << total.redirected << " calls\n";
   for (const auto& [what, n] : sink.redirected) log_ << "    " << what << "  x" << n << "\n";
   for (const auto& e : sink.exfil) log_ << "  exfil cap: " << e << "\n";

@@ -17,6 +17,8 @@
 #define FL_SA_POLICY (1U << 2)        /* the allow/deny rules apply */
 #define FL_SA_EVENTS (1U << 3)        /* report decisions on the ring buffer */
 #define FL_SA_REDIRECT (1U << 4)      /* the redirect rules apply */
+#define FL_SA_HAS_DENY (1U << 5)      /* the deny trie holds rules (else its lookup is skipped) */
+#define FL_SA_HAS_ALLOW (1U << 6)     /* the allow trie holds rules */
 
 /* Operations, for errno injection and events. */
 enum fl_sa_op {
