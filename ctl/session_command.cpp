@@ -38,6 +38,7 @@ nlohmann::json session_status_json() {
                         {"summary", s.summary},
                         {"owner_pid", s.owner.pid},
                         {"counters", session_counters(s)}};
+    if (s.kind == "guard") j["orphaned"] = s.orphaned;
     if (s.expires_ns != 0) {
       j["active"] = s.expires_ns > now;
       j["left_s"] = s.expires_ns > now ? (s.expires_ns - now) / 1'000'000'000ULL : 0;
@@ -66,6 +67,9 @@ bool print_session_status(std::ostream& out) {
     const Session& s = sessions[i];
     out << std::setw(6) << s.id << std::setw(9) << s.kind << std::setw(7) << left_text(s, now) << std::setw(9)
         << s.owner.pid << std::setw(static_cast<int>(width)) << counters[i] << s.summary << "\n";
+    if (s.orphaned)
+      out << "      orphaned: its faultctl is gone and its pinned hooks still enforce on " << s.cgroup
+          << " until the cgroup is empty (faultctl abort " << s.id << " releases them)\n";
   }
   return true;
 }
@@ -95,7 +99,8 @@ int abort_session_command(const std::string& id) {
     return kExitFailure;
   }
   if (s->kind == "guard")
-    std::cout << "guard " << id << " released: its command runs on unguarded (" << s->summary << ")\n";
+    std::cout << "guard " << id << " released" << (is_alive(s->owner) ? "" : " (its faultctl was gone)")
+              << ": its command runs on unguarded (" << s->summary << ")\n";
   else
     std::cout << "fault " << id << " ended (" << s->summary << ")\n";
   return kExitCompleted;

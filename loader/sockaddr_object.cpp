@@ -2,6 +2,9 @@
 #include "loader/sockaddr_object.h"
 
 #include <bpf/bpf.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 
 #include <algorithm>
 
@@ -27,7 +30,11 @@ Result<SockaddrObject> SockaddrObject::load(uint32_t rule_slots) {
   return obj;
 }
 
-SockaddrObject::~SockaddrObject() { links_.clear(); }
+SockaddrObject::~SockaddrObject() {
+  // An orderly end takes the pins with it; only a killed process leaves them.
+  if (!links_.empty()) unpin_links();
+  links_.clear();
+}
 
 Status SockaddrObject::attach(int cgroup_fd, bool redirect) {
   std::vector<bpf_program*> progs = {skel_->progs.fl_connect4,     skel_->progs.fl_connect6,
@@ -43,12 +50,37 @@ Status SockaddrObject::attach(int cgroup_fd, bool redirect) {
     bpf_link* l = bpf_program__attach_cgroup(p, cgroup_fd);
     if (l == nullptr) {
       int err = errno;
-      links_.clear();
+      detach();
       return make_error(err, std::string("cannot attach ") + bpf_program__name(p) + " to the cgroup");
     }
     links_.emplace_back(l);
+    link_names_.emplace_back(bpf_program__name(p));
   }
   return {};
+}
+
+Status SockaddrObject::pin_links(const std::string& dir) {
+  struct statfs fs {};
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return errno_error("cannot create " + dir);
+  if (::statfs(dir.c_str(), &fs) != 0 || fs.f_type != BPF_FS_MAGIC)
+    return make_error(ENOTSUP, dir + " is not on a bpf filesystem");
+  pin_dir_ = dir;
+  for (size_t i = 0; i < links_.size(); ++i) {
+    std::string path = dir + "/" + link_names_[i];
+    if (int err = bpf_link__pin(links_[i].get(), path.c_str()); err != 0) {
+      Error e = make_error(-err, "cannot pin " + path);
+      unpin_links();
+      return e;
+    }
+  }
+  return {};
+}
+
+void SockaddrObject::unpin_links() {
+  if (pin_dir_.empty()) return;
+  for (const auto& l : links_) (void)bpf_link__unpin(l.get());
+  ::rmdir(pin_dir_.c_str());
+  pin_dir_.clear();
 }
 
 int SockaddrObject::policy_fd() const { return bpf_map__fd(skel_->maps.fl_sa_policy); }

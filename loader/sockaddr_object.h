@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "loader/bpf_link.h"
@@ -27,7 +28,16 @@ class SockaddrObject {
   // they cost every getpeername() and UDP recvfrom() of the cgroup a lookup, so
   // only a scope with redirect rules gets them.
   [[nodiscard]] Status attach(int cgroup_fd, bool redirect = false);
-  void detach() { links_.clear(); }
+  void detach() {
+    links_.clear();
+    link_names_.clear();
+  }
+
+  // Pins every attached link in dir (created, mode 0700; it must be on bpffs), so
+  // that the hooks outlive this process: a killed guard keeps enforcing. The
+  // pins are removed by unpin_links(), or by whoever finds them orphaned.
+  [[nodiscard]] Status pin_links(const std::string& dir);
+  void unpin_links();
 
   [[nodiscard]] int policy_fd() const;
   [[nodiscard]] int deny_fd() const;
@@ -46,6 +56,8 @@ class SockaddrObject {
   explicit SockaddrObject(fl_sockaddr* s) : skel_(s) {}
   std::unique_ptr<fl_sockaddr, Destroy> skel_;
   std::vector<BpfLink> links_;
+  std::vector<std::string> link_names_;  // the program of each link, for its pin
+  std::string pin_dir_;
 };
 
 }  // namespace faultline

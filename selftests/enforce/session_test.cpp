@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "enforce_env.h"
 
@@ -71,11 +72,11 @@ std::vector<std::map<std::string, Counts>> phases(const std::string& out) {
   }
 }
 
-// Waits until the child has printed WAITING n times (10 s at most).
-bool wait_waiting(Child& c, int n) {
+// Waits until the child has printed `line` n times (10 s at most).
+bool wait_lines(Child& c, const std::string& line, int n) {
   for (int i = 0; i < 200; ++i) {
     size_t count = 0, at = 0;
-    while ((at = c.out().find("WAITING\n", at)) != std::string::npos) ++count, at += 8;
+    while ((at = c.out().find(line, at)) != std::string::npos) ++count, at += line.size();
     if (static_cast<int>(count) >= n) return true;
     (void)c.wait_for("\x01", 50ms);  // never printed: reads output for 50 ms
   }
@@ -153,7 +154,7 @@ TEST_F(SessionTest, GuardIsReleasedByNameOnly) {
                     "tcp",     "127.0.0.1", port,        "2",       "wait",        "connect",   "tcp",  "127.0.0.1",
                     port,      "2",         "wait",      "connect", "tcp",         "127.0.0.1", port,   "2"},
                    {.stdin_pipe = true});
-  ASSERT_TRUE(wait_waiting(g, 1)) << g.describe();
+  ASSERT_TRUE(wait_lines(g, "WAITING\n", 1)) << g.describe();
   auto st = status();
   ASSERT_EQ(st["guards"].size(), 1u) << st.dump();
   const std::string id = st["guards"][0]["id"];
@@ -163,7 +164,7 @@ TEST_F(SessionTest, GuardIsReleasedByNameOnly) {
   Outcome all = run({kFaultctl, "abort", "--all"});
   EXPECT_TRUE(all.exit.is(0)) << all.describe();
   g.write_stdin("\n");
-  ASSERT_TRUE(wait_waiting(g, 2)) << g.describe();
+  ASSERT_TRUE(wait_lines(g, "WAITING\n", 2)) << g.describe();
   EXPECT_EQ(status()["guards"].size(), 1u) << "abort --all released a guard";
 
   Outcome a = run({kFaultctl, "abort", id});
@@ -180,6 +181,70 @@ TEST_F(SessionTest, GuardIsReleasedByNameOnly) {
   EXPECT_EQ(show(p[2][label]), "ok:2") << g.describe();
   EXPECT_NE(g.err().find("released by faultctl abort"), std::string::npos) << g.describe();
   EXPECT_TRUE(status()["guards"].empty());
+}
+
+// A guard fails closed: killed, its pinned hooks keep enforcing on the cgroup,
+// status shows it orphaned, abort gN releases it, and once the command is gone
+// the next faultctl removes the record, the pins and the cgroup.
+TEST_F(SessionTest, KilledGuardKeepsEnforcingUntilReleased) {
+  TcpServer server;
+  const std::string port = std::to_string(server.port());
+  Child g = Child::spawn({kFaultctl, "guard", "--enforce", "--deny", "127.0.0.0/8", "--", kProbe, "connect", "tcp",
+                          "127.0.0.1", port, "2", "wait", "connect", "tcp", "127.0.0.1", port, "2", "wait", "connect",
+                          "tcp", "127.0.0.1", port, "2"},
+                         {.stdin_pipe = true});
+  ASSERT_TRUE(wait_lines(g, "WAITING\n", 1)) << g.describe();
+  const std::string cgroup = cgroup2_mount() + "/faultline-guard-" + std::to_string(g.pid());
+  ::kill(g.pid(), SIGKILL);
+  auto st = status();
+  ASSERT_EQ(st["guards"].size(), 1u) << st.dump();
+  EXPECT_EQ(st["guards"][0]["orphaned"], true) << st.dump();
+  const std::string id = st["guards"][0]["id"];
+  EXPECT_TRUE(std::filesystem::exists(bpffs_ + "/guards/" + id)) << "no pins";
+
+  g.write_stdin("\n");
+  ASSERT_TRUE(wait_lines(g, "WAITING\n", 2)) << g.describe();
+  Outcome a = run({kFaultctl, "abort", id});
+  EXPECT_TRUE(a.exit.is(0)) << a.describe();
+  EXPECT_NE(a.out.find("guard " + id + " released (its faultctl was gone)"), std::string::npos) << a.describe();
+  EXPECT_FALSE(std::filesystem::exists(bpffs_ + "/guards/" + id)) << "abort left the pins";
+  g.write_stdin("\n");
+  ASSERT_TRUE(wait_lines(g, "RESULT ", 3)) << g.describe();
+  auto p = phases(g.out());
+  ASSERT_EQ(p.size(), 3u) << g.describe();
+  const std::string label = "tcp 127.0.0.1:" + port;
+  EXPECT_EQ(show(p[0][label]), "EPERM:2") << g.describe();
+  EXPECT_EQ(show(p[1][label]), "EPERM:2") << "a killed guard failed open\n" << g.describe();
+  EXPECT_EQ(show(p[2][label]), "ok:2") << g.describe();
+
+  // The probe exits after its last batch; the released record goes with its cgroup.
+  for (int i = 0; i < 100 && std::filesystem::exists(cgroup); ++i) {
+    EXPECT_TRUE(status()["guards"].empty()) << "a released guard is listed";
+    std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_FALSE(std::filesystem::exists(cgroup)) << "the sweep left the guard's cgroup";
+  EXPECT_TRUE(records().empty());
+}
+
+// A killed guard whose command then ends: the next faultctl takes the pins,
+// the cgroup and the record away, with nobody releasing anything.
+TEST_F(SessionTest, KilledGuardIsSweptWhenItsCommandEnds) {
+  Child g = Child::spawn({kFaultctl, "guard", "--enforce", "--default-deny", "--", kProbe, "wait"},
+                         {.stdin_pipe = true});
+  ASSERT_TRUE(wait_lines(g, "WAITING\n", 1)) << g.describe();
+  const std::string cgroup = cgroup2_mount() + "/faultline-guard-" + std::to_string(g.pid());
+  ::kill(g.pid(), SIGKILL);
+  ASSERT_EQ(status()["guards"].size(), 1u);
+  g.close_stdin();  // the probe reads EOF and exits
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    gone = status()["guards"].empty();
+    if (!gone) std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_TRUE(gone) << "an orphaned guard with an empty cgroup is still listed";
+  EXPECT_FALSE(std::filesystem::exists(cgroup));
+  EXPECT_FALSE(std::filesystem::exists(bpffs_ + "/guards"));
+  EXPECT_TRUE(records().empty());
 }
 
 // kill -9 of the owner takes its unpinned programs with it; the next faultctl

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -122,6 +123,17 @@ TEST_F(SessionRegistryTest, BadRecordsAreRefusedNotTrusted) {
   std::ofstream(reg->path("s9")) << "not json";
   EXPECT_TRUE(reg->list().empty());
   EXPECT_FALSE(reg->read("s9").ok());
+}
+
+TEST_F(SessionRegistryTest, GuardPinsAreRemovedOnlyFromBpffs) {
+  const std::string dir = root_ + "/g1";
+  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+  std::ofstream(dir + "/fl_connect4") << "not a pin";
+  auto st = remove_guard_pins(dir);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().describe().find("not on a bpf filesystem"), std::string::npos) << st.error().describe();
+  EXPECT_TRUE(std::filesystem::exists(dir + "/fl_connect4"));
+  EXPECT_TRUE(remove_guard_pins(root_ + "/missing").ok()) << "a folder already gone is fine";
 }
 
 }  // namespace

@@ -4,7 +4,10 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <dirent.h>
+#include <linux/magic.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -15,6 +18,7 @@
 
 #include "faultline/sockaddr_abi.h"
 #include "faultline/syscall_abi.h"
+#include "loader/bpffs.h"
 #include "loader/fd.h"
 #include "userspace/faults/resource_store.h"
 #include "userspace/faults/state_dir.h"
@@ -68,7 +72,54 @@ Status disarm(uint32_t map_id) {
   return {};
 }
 
+bool has_processes(const std::string& cgroup) {
+  if (cgroup.empty()) return false;
+  auto procs = read_text_file(cgroup + "/cgroup.procs");
+  return procs && procs->find_first_not_of(" \n") != std::string::npos;
+}
+
+// A guard's cgroup is removed only if it is one a guard made.
+void remove_guard_cgroup(const std::string& cgroup) {
+  auto slash = cgroup.rfind('/');
+  if (slash == std::string::npos || cgroup.compare(slash + 1, 16, "faultline-guard-") != 0) return;
+  ::rmdir(cgroup.c_str());
+}
+
+// What a dead owner left: dropped at once, or for a guard with pins, once its
+// cgroup is empty. True while the record must stand.
+bool settle(const SessionRegistry& reg, Session& s, bool same_boot) {
+  if (same_boot && (!s.pin_dir.empty() || s.released)) {
+    if (has_processes(s.cgroup)) {
+      struct stat st {};
+      s.orphaned = !s.released && ::stat(s.pin_dir.c_str(), &st) == 0;
+      return true;
+    }
+    if (!s.pin_dir.empty() && !remove_guard_pins(s.pin_dir).ok()) return true;
+    remove_guard_cgroup(s.cgroup);
+  }
+  (void)reg.remove(s.id);
+  return false;
+}
+
 }  // namespace
+
+std::string guard_pin_dir(const std::string& id) { return bpffs_layout().root + "/guards/" + id; }
+
+Status remove_guard_pins(const std::string& dir) {
+  struct statfs fs {};
+  if (::statfs(dir.c_str(), &fs) != 0) return errno == ENOENT ? Status{} : errno_error("cannot inspect " + dir);
+  if (fs.f_type != BPF_FS_MAGIC) return make_error(EINVAL, "refusing to remove " + dir + ": not on a bpf filesystem");
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      if (e->d_name[0] != '.') ::unlinkat(::dirfd(d), e->d_name, 0);
+    }
+    ::closedir(d);
+  }
+  if (::rmdir(dir.c_str()) != 0 && errno != ENOENT) return errno_error("cannot remove " + dir);
+  std::string guards = dir.substr(0, dir.rfind('/'));
+  if (::rmdir(guards.c_str()) == 0) ::rmdir(guards.substr(0, guards.rfind('/')).c_str());  // only if empty
+  return {};
+}
 
 nlohmann::json Session::to_json() const {
   nlohmann::json j;
@@ -83,6 +134,9 @@ nlohmann::json Session::to_json() const {
   j["expires_ns"] = expires_ns;
   j["created_wall"] = created_wall;
   j["counters"] = counters;
+  if (!pin_dir.empty()) j["pin_dir"] = pin_dir;
+  if (!cgroup.empty()) j["cgroup"] = cgroup;
+  if (released) j["released"] = true;
   return j;
 }
 
@@ -101,6 +155,9 @@ Result<Session> Session::from_json(const nlohmann::json& j) {
     s.expires_ns = j.value("expires_ns", uint64_t{0});
     s.created_wall = j.value("created_wall", 0.0);
     s.counters = j.value("counters", nlohmann::json::object());
+    s.pin_dir = j.value("pin_dir", "");
+    s.cgroup = j.value("cgroup", "");
+    s.released = j.value("released", false);
   } catch (const nlohmann::json::exception& e) {
     return make_error(EINVAL, std::string("bad session record: ") + e.what());
   }
@@ -162,10 +219,8 @@ std::vector<Session> SessionRegistry::list() const {
   for (const auto& [key, id] : ids) {
     auto s = read(id);
     if (!s) continue;
-    if (s->boot_id != boot || !is_alive(s->owner)) {
-      (void)remove(id);  // its programs were unpinned: they went with the owner
-      continue;
-    }
+    const bool same_boot = s->boot_id == boot;
+    if ((!same_boot || !is_alive(s->owner)) && (!settle(*this, *s, same_boot) || !s->orphaned)) continue;
     out.push_back(std::move(*s));
   }
   return out;
@@ -233,7 +288,16 @@ Result<SessionAbort> abort_session(const SessionRegistry& reg, const std::string
   if (!s) return s.error();
   SessionAbort out;
   if (s->boot_id != boot_id() || !is_alive(s->owner)) {
-    (void)reg.remove(id);
+    if (!settle(reg, *s, s->boot_id == boot_id()) || !s->orphaned) return out;
+    // A killed guard's pinned hooks: disarm, then unpin, which detaches them.
+    // The record stays (released) until the cgroup empties, to remove it then.
+    out.was_running = true;
+    FL_TRY(disarm(s->policy_map_id));
+    out.disarmed_in_kernel = true;
+    FL_TRY(remove_guard_pins(s->pin_dir));
+    s->released = true;
+    FL_TRY(reg.write(*s));
+    out.owner_confirmed = true;
     return out;
   }
   out.was_running = true;

@@ -29,6 +29,14 @@ struct Session {
   uint64_t expires_ns = 0;     // CLOCK_BOOTTIME; 0: none (a guard lasts as long as its command)
   double created_wall = 0;
   nlohmann::json counters = nlohmann::json::object();  // kept by the owner when no map holds them
+  // A guard's links, pinned so that they outlive a killed owner (fail closed),
+  // and the cgroup they are attached to.
+  std::string pin_dir;
+  std::string cgroup;
+  bool released = false;  // `abort` let go of an orphan's pins; the record waits for its cgroup to empty
+
+  // Not stored: the owner is gone but its pinned hooks still enforce.
+  bool orphaned = false;
 
   [[nodiscard]] nlohmann::json to_json() const;
   [[nodiscard]] static Result<Session> from_json(const nlohmann::json& j);
@@ -50,8 +58,10 @@ class SessionRegistry {
   [[nodiscard]] Status write(const Session& s) const;  // atomic
   [[nodiscard]] Status remove(const std::string& id) const;
   [[nodiscard]] Result<Session> read(const std::string& id) const;  // ENOENT once gone
-  // The live sessions, by kind then number. A record whose owner is gone (kill -9,
-  // a reboot) is dropped on the way: its programs went with the owner.
+  // The live sessions, by kind then number, and orphaned guards (owner killed,
+  // pinned hooks still enforcing on a cgroup that still has processes). Any other
+  // record of a dead owner is settled on the way: dropped (its programs went with
+  // it), or for a guard whose cgroup has emptied, its pins and cgroup removed too.
   [[nodiscard]] std::vector<Session> list() const;
 
  private:
@@ -75,6 +85,9 @@ class SessionOwner {
   [[nodiscard]] bool abort_requested() const;
   // Owner-kept counters (seccomp): written at most once a second, and on end().
   void set_counters(nlohmann::json counters);
+  // The record, to amend; save() writes it.
+  [[nodiscard]] Session& session() { return session_; }
+  [[nodiscard]] Status save() { return registry_.write(session_); }
   // The session is over (ended, or aborted): the record goes now.
   void end();
 
@@ -100,6 +113,13 @@ struct SessionAbort {
 // pass everything from this instant), then asks the owner to end it and waits up
 // to 3 s for the record to go.
 [[nodiscard]] Result<SessionAbort> abort_session(const SessionRegistry& reg, const std::string& id);
+
+// Where a guard pins its links: <bpffs root>/guards/<id>.
+[[nodiscard]] std::string guard_pin_dir(const std::string& id);
+// Removes a guard's pin folder (its links detach if nothing else holds them) and
+// the guards/ and root folders above it if they are left empty. Refuses a folder
+// that is not on bpffs.
+[[nodiscard]] Status remove_guard_pins(const std::string& dir);
 
 // The kernel's ID of a BPF map (what a Session records), 0 if fd is not one.
 [[nodiscard]] uint32_t map_id_of(int fd);

@@ -6,6 +6,7 @@
 #include <bpf/libbpf.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include <set>
 #include <tuple>
 
+#include "loader/bpffs.h"
 #include "loader/sockaddr_object.h"
 #include "userspace/faults/errno_names.h"
 #include "userspace/faults/session_registry.h"
@@ -120,20 +122,39 @@ struct RingBufferDeleter {
 
 namespace {
 
-// Registers the guard so that status lists it and `faultctl abort gN` can release it.
-std::optional<SessionOwner> register_guard(const GuardOptions& opts, pid_t child, const SockaddrObject& obj,
-                                           std::ostream& log) {
+// Registers the guard so that status lists it and `faultctl abort gN` can
+// release it, and pins its links beside the record: a guard that is killed
+// leaves its hooks enforcing on the cgroup (fail closed) until the cgroup is
+// empty or an operator releases them. Without a record (no state folder) the
+// links stay unpinned, since nothing could find the pins again.
+Result<std::optional<SessionOwner>> register_guard(const GuardOptions& opts, const ScopedCgroup& cg,
+                                                   SockaddrObject& obj, std::ostream& log) {
   Session s;
   s.kind = "guard";
   s.mechanism = "guard";
   std::string what = std::string(opts.enforce ? "enforce" : "monitor") + ", default " +
                      (opts.default_deny ? "deny" : "allow") + ", " + std::to_string(opts.rules.size()) + " rule" +
                      (opts.rules.size() == 1 ? "" : "s");
+  if (!opts.redirects.empty()) what += ", " + std::to_string(opts.redirects.size()) + " redirect";
   if (opts.exfil_cap) what += ", exfil cap " + std::to_string(opts.exfil_cap) + " B";
-  s.summary = what + ", command " + opts.command[0] + " pid " + std::to_string(child);
+  s.summary = what + ", command " + opts.command[0];
   s.policy_map_id = map_id_of(obj.policy_fd());
   s.stats_map_id = map_id_of(obj.stats_fd());
-  return register_session(std::move(s), log);
+  s.cgroup = cg.path();
+  auto session = register_session(std::move(s), log);
+  if (!session) return session;
+  const std::string dir = guard_pin_dir(session->id());
+  ::mkdir(bpffs_layout().root.c_str(), 0700);
+  ::mkdir((bpffs_layout().root + "/guards").c_str(), 0700);
+  if (auto st = obj.pin_links(dir); !st)
+    return make_error(st.error().err, st.error().describe() + ": a guard that a kill would lift is not started");
+  session->session().pin_dir = dir;
+  if (auto st = session->save(); !st) {
+    obj.unpin_links();
+    (void)remove_guard_pins(dir);
+    return st.error();
+  }
+  return session;
 }
 
 }  // namespace
@@ -190,6 +211,25 @@ int Guard::run() {
     return 1;
   }
 
+  auto registered = register_guard(opts_, *cg, *obj, log_);
+  if (!registered) {
+    log_ << "faultctl guard: " << registered.error().describe() << "\n";
+    return 1;
+  }
+  std::optional<SessionOwner> session = std::move(*registered);
+  // Whatever way this function returns, the pins go before the record.
+  struct Unpin {
+    SockaddrObject& obj;
+    std::optional<SessionOwner>& session;
+    ~Unpin() {
+      if (session && !session->session().pin_dir.empty()) {
+        obj.unpin_links();
+        (void)remove_guard_pins(session->session().pin_dir);
+        session->end();
+      }
+    }
+  } unpin{*obj, session};
+
   int go[2];
   if (::pipe2(go, O_CLOEXEC) != 0) return 1;
   pid_t child = ::fork();
@@ -225,7 +265,10 @@ int Guard::run() {
   sigaction(SIGTERM, &sa, &old_term);
   ::write(go[1], "g", 1);
   ::close(go[1]);
-  auto session = register_guard(opts_, child, *obj, log_);
+  if (session) {
+    session->session().summary += " pid " + std::to_string(child);
+    (void)session->save();
+  }
   bool released = false;
   int status = 0;
   for (;;) {
@@ -234,6 +277,8 @@ int Guard::run() {
     if (!released && session && session->abort_requested()) {
       // `faultctl abort` has disarmed the policy in the kernel; let go of the hooks too.
       released = true;
+      obj->unpin_links();
+      (void)remove_guard_pins(session->session().pin_dir);
       obj->detach();
       session->end();
       log_ << "faultline guard: released by faultctl abort: " << opts_.command[0] << " runs on unguarded\n"
