@@ -283,12 +283,8 @@ int bench_connect(const Options& o) {
 
   // The programs must really have been in the path of these connects.
   auto decided = [](const SockaddrObject& obj) {
-    std::vector<fl_sa_stats> per(static_cast<size_t>(libbpf_num_possible_cpus()));
-    uint32_t zero = 0;
-    uint64_t allowed = 0, denied = 0;
-    if (bpf_map_lookup_elem(obj.stats_fd(), &zero, per.data()) == 0)
-      for (const auto& st : per) allowed += st.allowed, denied += st.denied;
-    return std::pair{allowed, denied};
+    fl_sa_stats t = faultline::sum_sa_stats(obj.stats_fd()).value_or(fl_sa_stats{});
+    return std::pair{t.allowed, t.denied};
   };
   auto [e_allowed, e_denied] = decided(*empty);
   auto [r_allowed, r_denied] = decided(*ruled);

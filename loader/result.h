@@ -52,6 +52,8 @@ class [[nodiscard]] Result {
   const T& operator*() const& { return std::get<T>(v_); }
   T&& operator*() && { return std::get<T>(std::move(v_)); }
   [[nodiscard]] const Error& error() const { return std::get<Error>(v_); }
+  // The value, or `fallback` when there is an error.
+  [[nodiscard]] T value_or(T fallback) const& { return ok() ? std::get<T>(v_) : std::move(fallback); }
 
  private:
   std::variant<T, Error> v_;

@@ -12,6 +12,23 @@
 
 namespace faultline {
 
+Result<fl_sa_stats> sum_sa_stats(int stats_fd) {
+  std::vector<fl_sa_stats> per(static_cast<size_t>(libbpf_num_possible_cpus()));
+  uint32_t zero = 0;
+  if (bpf_map_lookup_elem(stats_fd, &zero, per.data()) != 0) return errno_error("cannot read the socket policy counters");
+  fl_sa_stats t{};
+  for (const auto& p : per) {
+    t.allowed += p.allowed;
+    t.denied += p.denied;
+    t.would_deny += p.would_deny;
+    t.injected += p.injected;
+    t.exfil_dropped += p.exfil_dropped;
+    t.events_lost += p.events_lost;
+    t.redirected += p.redirected;
+  }
+  return t;
+}
+
 void SockaddrObject::Destroy::operator()(fl_sockaddr* s) const { fl_sockaddr__destroy(s); }
 
 Result<SockaddrObject> SockaddrObject::load(uint32_t rule_slots) {

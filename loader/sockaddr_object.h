@@ -7,12 +7,16 @@
 #include <string>
 #include <vector>
 
+#include "faultline/sockaddr_abi.h"
 #include "loader/bpf_link.h"
 #include "loader/result.h"
 
 struct fl_sockaddr;  // the bpftool skeleton
 
 namespace faultline {
+
+// The counters of a sockaddr instance (its fl_sa_stats map, by fd), summed over CPUs.
+[[nodiscard]] Result<fl_sa_stats> sum_sa_stats(int stats_fd);
 
 class SockaddrObject {
  public:

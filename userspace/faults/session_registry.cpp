@@ -20,6 +20,7 @@
 #include "faultline/syscall_abi.h"
 #include "loader/bpffs.h"
 #include "loader/fd.h"
+#include "loader/sockaddr_object.h"
 #include "userspace/faults/resource_store.h"
 #include "userspace/faults/state_dir.h"
 
@@ -335,19 +336,14 @@ nlohmann::json session_counters(const Session& s) {
   const size_t ncpu = static_cast<size_t>(std::max(libbpf_num_possible_cpus(), 1));
   uint32_t zero = 0;
   if (std::strcmp(info.name, "fl_sa_stats") == 0) {
-    std::vector<fl_sa_stats> per(ncpu);
-    if (bpf_map_lookup_elem(fd->get(), &zero, per.data()) != 0) return s.counters;
-    fl_sa_stats t{};
-    for (const auto& p : per) {
-      t.allowed += p.allowed;
-      t.denied += p.denied;
-      t.would_deny += p.would_deny;
-      t.injected += p.injected;
-      t.exfil_dropped += p.exfil_dropped;
-    }
-    if (s.kind == "syscall") return {{"failed", t.injected}};
-    return {
-        {"allowed", t.allowed}, {"denied", t.denied}, {"would_deny", t.would_deny}, {"exfil_dropped", t.exfil_dropped}};
+    auto t = sum_sa_stats(fd->get());
+    if (!t) return s.counters;
+    if (s.kind == "syscall") return {{"failed", t->injected}};
+    return {{"allowed", t->allowed},
+            {"denied", t->denied},
+            {"would_deny", t->would_deny},
+            {"exfil_dropped", t->exfil_dropped},
+            {"redirected", t->redirected}};
   }
   std::vector<fl_sc_stats> per(ncpu);
   if (bpf_map_lookup_elem(fd->get(), &zero, per.data()) != 0) return s.counters;

@@ -230,11 +230,7 @@ int run_cgroup(const SyscallFaultSpec& spec, std::ostream& out, std::ostream& er
       out << "syscall fault aborted (faultctl abort)" << (child >= 0 ? ": the command runs on without it" : "")
           << std::endl;
   });
-  std::vector<fl_sa_stats> per(static_cast<size_t>(libbpf_num_possible_cpus()));
-  uint64_t injected = 0;
-  if (bpf_map_lookup_elem(obj->stats_fd(), &zero, per.data()) == 0) {
-    for (const auto& s : per) injected += s.injected;
-  }
+  const uint64_t injected = sum_sa_stats(obj->stats_fd()).value_or(fl_sa_stats{}).injected;
   obj->detach();
   if (spec.json)
     out << nlohmann::json{{"event", "ended"}, {"injected", injected}, {"exit_code", code}, {"aborted", aborted}}.dump()

@@ -308,18 +308,7 @@ int Guard::run() {
     prev = &k;
   }
   std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.f.bytes_out > b.f.bytes_out; });
-  std::vector<fl_sa_stats> per(static_cast<size_t>(libbpf_num_possible_cpus()));
-  fl_sa_stats total{};
-  if (bpf_map_lookup_elem(obj->stats_fd(), &zero, per.data()) == 0) {
-    for (const auto& s : per) {
-      total.allowed += s.allowed;
-      total.denied += s.denied;
-      total.would_deny += s.would_deny;
-      total.exfil_dropped += s.exfil_dropped;
-      total.events_lost += s.events_lost;
-      total.redirected += s.redirected;
-    }
-  }
+  fl_sa_stats total = sum_sa_stats(obj->stats_fd()).value_or(fl_sa_stats{});
   log_ << "faultline guard: summary (" << (opts_.enforce ? "enforce" : "monitor") << ", default "
        << (opts_.default_deny ? "deny" : "allow") << (released ? ", released early by faultctl abort" : "") << ")\n";
   log_ << "  destinations reached: " << rows.size() << "\n";
