@@ -157,113 +157,153 @@ static __always_inline void map_v4(struct fl_addr *a, __be32 ip)
 	w[3] = ip;
 }
 
-static __always_inline int parse_l4(struct __sk_buff *skb, struct pkt *p, __u8 dir)
+/* The len bytes at off, in place when they lie in the linear area (nearly every
+ * packet at tc), else copied into buf by bpf_skb_load_bytes, which also reads
+ * paged data. NULL exactly when bpf_skb_load_bytes would fail (the packet ends
+ * before off + len, or off is past 64k), so a short packet parses as before.
+ * Like the kernel's skb_header_pointer(); a fallback copy rather than
+ * bpf_skb_pull_data(), which would rewrite the skb (unclone, linearise) for a
+ * packet we most likely leave alone. The pointer is only read until the next
+ * call: nothing here changes the packet, but keep it that way. */
+static __always_inline void *header(struct __sk_buff *skb, __u32 off, __u32 len, void *buf)
 {
-	__u16 ports[2];
+	void *data = (void *)(long)skb->data;
+	void *end = (void *)(long)skb->data_end;
+	void *h;
+
+	if (off > 0xffff)
+		return NULL;
+	h = data + off;
+	if (h + len <= end)
+		return h;
+	if (bpf_skb_load_bytes(skb, off, buf, len))
+		return NULL;
+	return buf;
+}
+
+/* The first bytes of a TCP or UDP header: ports, and TCP's data offset. */
+struct l4_head {
+	__be16 source;
+	__be16 dest;
+	__u8 seq_ack[8];
+	__u8 doff; /* TCP: header length in 32-bit words, high nibble */
+};
+
+#define L4_PORTS_LEN 4
+#define L4_TCP_LEN 13 /* through the data offset byte */
+
+static __always_inline int parse_l4(struct __sk_buff *skb, struct pkt *p, __u32 l4_off, __u8 dir)
+{
+	struct l4_head buf, *l4;
 	__u32 hlen;
 
 	switch (p->proto) {
-	case IPPROTO_TCP: {
-		__u8 doff;
-
-		if (bpf_skb_load_bytes(skb, p->l4_off, ports, sizeof(ports)))
+	case IPPROTO_TCP:
+		/* A segment cut before its data offset yields no ports either. */
+		l4 = header(skb, l4_off, L4_TCP_LEN, &buf);
+		if (!l4)
 			return 0;
-		if (bpf_skb_load_bytes(skb, p->l4_off + 12, &doff, 1))
-			return 0;
-		hlen = (doff >> 4) * 4;
+		hlen = (l4->doff >> 4) * 4;
 		break;
-	}
 	case IPPROTO_UDP:
-		if (bpf_skb_load_bytes(skb, p->l4_off, ports, sizeof(ports)))
+		l4 = header(skb, l4_off, L4_PORTS_LEN, &buf);
+		if (!l4)
 			return 0;
 		hlen = 8;
 		break;
 	case IPPROTO_ICMP:
 	case IPPROTO_ICMPV6:
-		p->payload_off = p->l4_off + 8;
+		p->payload_off = l4_off + 8;
 		return 0;
 	default:
 		return 0;
 	}
 	if (dir == FL_DIR_EGRESS) {
-		p->lport = bpf_ntohs(ports[0]);
-		p->rport = bpf_ntohs(ports[1]);
+		p->lport = bpf_ntohs(l4->source);
+		p->rport = bpf_ntohs(l4->dest);
 	} else {
-		p->rport = bpf_ntohs(ports[0]);
-		p->lport = bpf_ntohs(ports[1]);
+		p->rport = bpf_ntohs(l4->source);
+		p->lport = bpf_ntohs(l4->dest);
 	}
-	p->payload_off = p->l4_off + hlen;
+	p->payload_off = l4_off + hlen;
 	return 0;
 }
 
-/* Fills remote/local by direction. Returns 0 for IP packets we understand. */
+/* Fills remote/local by direction. Returns 0 for IP packets we understand.
+ * Headers are read in place (see header()); each pointer is done with before
+ * the next header is fetched. */
 static __always_inline int parse(struct __sk_buff *skb, struct pkt *p, __u8 dir)
 {
 	__u16 proto = bpf_ntohs(skb->protocol);
 
 	if (proto == ETH_P_IP) {
-		struct iphdr ip;
+		struct iphdr buf, *ip;
+		__u32 l4_off;
 
-		if (bpf_skb_load_bytes(skb, ETH_HLEN, &ip, sizeof(ip)))
+		ip = header(skb, ETH_HLEN, sizeof(*ip), &buf);
+		if (!ip)
 			return -1;
 		if (dir == FL_DIR_EGRESS) {
-			map_v4(&p->remote, ip.daddr);
-			map_v4(&p->local, ip.saddr);
+			map_v4(&p->remote, ip->daddr);
+			map_v4(&p->local, ip->saddr);
 		} else {
-			map_v4(&p->remote, ip.saddr);
-			map_v4(&p->local, ip.daddr);
+			map_v4(&p->remote, ip->saddr);
+			map_v4(&p->local, ip->daddr);
 		}
-		p->proto = ip.protocol;
-		p->l4_off = ETH_HLEN + ip.ihl * 4;
+		p->proto = ip->protocol;
+		l4_off = ETH_HLEN + ip->ihl * 4;
+		p->l4_off = l4_off;
 		/* Only the first fragment carries the L4 header. */
-		if (bpf_ntohs(ip.frag_off) & IP_OFFSET)
+		if (bpf_ntohs(ip->frag_off) & IP_OFFSET)
 			return 0;
-		return parse_l4(skb, p, dir);
+		return parse_l4(skb, p, l4_off, dir);
 	}
 	if (proto == ETH_P_IPV6) {
-		struct ipv6hdr ip6;
+		struct ipv6hdr buf, *ip6;
 		__u8 nexthdr;
 		__u32 off;
 
-		if (bpf_skb_load_bytes(skb, ETH_HLEN, &ip6, sizeof(ip6)))
+		ip6 = header(skb, ETH_HLEN, sizeof(*ip6), &buf);
+		if (!ip6)
 			return -1;
 		if (dir == FL_DIR_EGRESS) {
-			__builtin_memcpy(p->remote.b, &ip6.daddr, 16);
-			__builtin_memcpy(p->local.b, &ip6.saddr, 16);
+			__builtin_memcpy(p->remote.b, &ip6->daddr, 16);
+			__builtin_memcpy(p->local.b, &ip6->saddr, 16);
 		} else {
-			__builtin_memcpy(p->remote.b, &ip6.saddr, 16);
-			__builtin_memcpy(p->local.b, &ip6.daddr, 16);
+			__builtin_memcpy(p->remote.b, &ip6->saddr, 16);
+			__builtin_memcpy(p->local.b, &ip6->daddr, 16);
 		}
-		nexthdr = ip6.nexthdr;
-		off = ETH_HLEN + sizeof(ip6);
+		nexthdr = ip6->nexthdr;
+		off = ETH_HLEN + sizeof(*ip6);
 		/* Walk a bounded number of extension headers. */
 		for (int i = 0; i < 4; i++) {
-			__u8 ext[2];
+			/* next header, length; a fragment header's offset follows */
+			__u8 ebuf[4], *ext;
 
 			if (nexthdr != 0 && nexthdr != 43 && nexthdr != 60 && nexthdr != 44)
 				break;
-			if (bpf_skb_load_bytes(skb, off, ext, sizeof(ext)))
-				return -1;
 			if (nexthdr == 44) {
-				__be16 frag;
-
-				if (bpf_skb_load_bytes(skb, off + 2, &frag, 2))
+				ext = header(skb, off, 4, ebuf);
+				if (!ext)
 					return -1;
 				nexthdr = ext[0];
 				off += 8;
-				if (bpf_ntohs(frag) & 0xFFF8) { /* not the first fragment */
+				if (((ext[2] << 8) | ext[3]) & 0xFFF8) { /* not the first fragment */
 					p->proto = nexthdr;
 					p->l4_off = off;
 					return 0;
 				}
 				continue;
 			}
+			ext = header(skb, off, 2, ebuf);
+			if (!ext)
+				return -1;
 			nexthdr = ext[0];
 			off += (ext[1] + 1) * 8;
 		}
 		p->proto = nexthdr;
 		p->l4_off = off;
-		return parse_l4(skb, p, dir);
+		return parse_l4(skb, p, off, dir);
 	}
 	return -1;
 }
