@@ -223,8 +223,73 @@ Status FaultTable::add(uint32_t slot, const CompiledFault& f, const fl_meta& met
       return fail(errno_error("cannot add " + name + " to the DNS index"));
     }
   }
+  // The programs must not skip an index that now leads to this fault.
+  if (auto st = summarise_indexes(); !st) return fail(st.error());
   if (bpf_map_update_elem(maps_.faults(), &slot, &f.entry, BPF_EXIST) != 0)
     return fail(errno_error("cannot activate fault slot " + std::to_string(slot)));
+  return {};
+}
+
+namespace {
+
+bool map_is_empty(int fd, size_t key_size) {
+  std::vector<uint8_t> next(key_size);
+  return bpf_map_get_next_key(fd, nullptr, next.data()) != 0 && errno == ENOENT;
+}
+
+uint32_t exfilt_bit(const fl_addr& a) {
+  uint32_t w[4];
+  std::memcpy(w, a.b, sizeof(w));
+  return fl_exfilt_hash(w[0], w[1], w[2], w[3]);
+}
+
+}  // namespace
+
+// The control first stops vouching for the filter, then the filter is rewritten
+// whole, then the control vouches again: a packet in between makes every lookup.
+// Callers hold the state lock, so no other writer interleaves.
+Status FaultTable::summarise_indexes() const {
+  uint32_t zero = 0;
+  fl_control ctl{};
+  if (bpf_map_lookup_elem(maps_.control(), &zero, &ctl) != 0) return errno_error("cannot read the control map");
+  ctl.index = 0;
+  if (bpf_map_update_elem(maps_.control(), &zero, &ctl, BPF_ANY) != 0)
+    return errno_error("cannot update the control map");
+
+  std::vector<fl_exfilt_block> filter(FL_EXFILT_BLOCKS);
+  constexpr uint32_t kChunk = 4096;
+  std::vector<fl_addr> keys(kChunk);
+  std::vector<fl_bucket> vals(kChunk);
+  fl_addr token{};  // hash batches resume from a bucket number; key-sized is enough
+  bool first = true, done = false;
+  while (!done) {
+    uint32_t count = kChunk;
+    LIBBPF_OPTS(bpf_map_batch_opts, o);
+    int err = bpf_map_lookup_batch(maps_.exact(), first ? nullptr : &token, &token, keys.data(), vals.data(), &count, &o);
+    if (err != 0 && errno != ENOENT) return errno_error("cannot read the exact-address index");
+    done = err != 0;
+    first = false;
+    for (uint32_t i = 0; i < count; ++i) {
+      uint32_t h = exfilt_bit(keys[i]);
+      filter[h / FL_EXFILT_BLOCK_BITS].w[(h / 64) % (FL_EXFILT_BLOCK_BITS / 64)] |= 1ULL << (h % 64);
+    }
+  }
+  std::vector<uint32_t> idx(FL_EXFILT_BLOCKS);
+  for (uint32_t i = 0; i < FL_EXFILT_BLOCKS; ++i) idx[i] = i;
+  uint32_t count = FL_EXFILT_BLOCKS;
+  LIBBPF_OPTS(bpf_map_batch_opts, wo, .elem_flags = BPF_ANY);
+  if (bpf_map_update_batch(maps_.exfilt(), idx.data(), filter.data(), &count, &wo) != 0 || count != FL_EXFILT_BLOCKS)
+    return errno_error("cannot write the exact-address filter");
+
+  ctl.index = FL_IDX_EXACT_FILTER;
+  if (map_is_empty(maps_.prefix(), sizeof(fl_lpm_key))) ctl.index |= FL_IDX_NO_PREFIX;
+  if (map_is_empty(maps_.dns(), sizeof(fl_dns_key))) ctl.index |= FL_IDX_NO_DNS;
+  // Re-read: only the index is ours to change (the kill switch may have moved).
+  fl_control now{};
+  if (bpf_map_lookup_elem(maps_.control(), &zero, &now) != 0) return errno_error("cannot read the control map");
+  now.index = ctl.index;
+  if (bpf_map_update_elem(maps_.control(), &zero, &now, BPF_ANY) != 0)
+    return errno_error("cannot update the control map");
   return {};
 }
 
@@ -293,6 +358,9 @@ Status FaultTable::remove(uint32_t slot) {
   if (bpf_map_lookup_elem(maps_.meta(), &slot, &meta) != 0) return {};  // already gone
   (void)deactivate(slot);
   purge_index(slot, meta);
+  // Only ever makes the programs skip more; if it fails, the control vouches
+  // for nothing and every lookup is made, which is slower but right.
+  (void)summarise_indexes();
   fl_fault zero{};
   bpf_map_update_elem(maps_.faults(), &slot, &zero, BPF_ANY);
   bpf_map_delete_elem(maps_.meta(), &slot);

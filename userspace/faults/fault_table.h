@@ -49,6 +49,11 @@ class FaultTable {
   // Deactivates, removes every index entry of the slot, then frees the slot.
   [[nodiscard]] Status remove(uint32_t slot);
 
+  // Rebuilds fl_exfilt from every fl_exact key and sets the FL_IDX_* bits of
+  // fl_control to what the indexes hold. add() and remove() call it; whoever
+  // writes the indexes another way (the benchmark) must call it after.
+  [[nodiscard]] Status summarise_indexes() const;
+
   [[nodiscard]] std::vector<FaultRow> list() const;
   [[nodiscard]] bool exists(uint32_t slot) const;
   [[nodiscard]] Result<fl_fault_stats> stats(uint32_t slot) const;

@@ -153,7 +153,7 @@ Status initialise_maps(const PinnedMaps& maps) {
     fl_dist_table t = make_dist_table(d);
     if (bpf_map_update_elem(maps.dist(), &d, &t, BPF_ANY) != 0) return errno_error("cannot write distribution tables");
   }
-  return {};
+  return FaultTable(maps).summarise_indexes();
 }
 
 Result<FaultPlan> NetfaultEngine::plan(const FaultSpec& spec, AttachMode mode) const {
