@@ -48,6 +48,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, FL_EXFILT_BLOCKS);
+	__uint(map_flags, BPF_F_MMAPABLE); /* userspace sets and clears bits in place */
 	__type(key, __u32);
 	__type(value, struct fl_exfilt_block);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);

@@ -28,6 +28,17 @@ class IndexSummaryTest : public NetfaultTest {
     uint32_t zero = 0;
     ASSERT_EQ(bpf_map_update_elem(maps().control(), &zero, &c, BPF_ANY), 0) << std::strerror(errno);
   }
+  bool filter_has(const std::string& addr) const {
+    uint32_t h = filter_bit(addr), block = h / FL_EXFILT_BLOCK_BITS;
+    fl_exfilt_block b{};
+    EXPECT_EQ(bpf_map_lookup_elem(maps().exfilt(), &block, &b), 0) << std::strerror(errno);
+    return (b.w[(h / 64) % (FL_EXFILT_BLOCK_BITS / 64)] >> (h % 64)) & 1;
+  }
+  static uint32_t filter_bit(const std::string& text) {
+    uint32_t w[4];
+    std::memcpy(w, prefix(text).addr.b, sizeof(w));
+    return fl_exfilt_hash(w[0], w[1], w[2], w[3]);
+  }
   void clear_filter() const {
     fl_exfilt_block none{};
     for (uint32_t i = 0; i < FL_EXFILT_BLOCKS; ++i)
@@ -35,20 +46,16 @@ class IndexSummaryTest : public NetfaultTest {
   }
 };
 
-uint32_t filter_bit(const std::string& text) {
-  uint32_t w[4];
-  std::memcpy(w, prefix(text).addr.b, sizeof(w));
-  return fl_exfilt_hash(w[0], w[1], w[2], w[3]);
-}
-
 Packet dns_query(const std::string& qname) {
   return PacketBuilder(kLocal4, "192.0.2.53").udp(40000, 53).dns(qname).build();
 }
 
 TEST_F(IndexSummaryTest, IndexBitsFollowWhatTheIndexesHold) {
   EXPECT_EQ(control().index, kAllSkips) << "nothing indexed: every skip holds";
+  EXPECT_FALSE(filter_has("192.0.2.1"));
   uint32_t exact = add(make_spec(FaultKind::Partition, {"192.0.2.1"}));
   EXPECT_EQ(control().index, kAllSkips) << "an exact address is behind the filter, not a skip bit";
+  EXPECT_TRUE(filter_has("192.0.2.1"));
   uint32_t cidr = add(make_spec(FaultKind::Partition, {"192.0.2.128/25"}));
   EXPECT_EQ(control().index, FL_IDX_EXACT_FILTER | FL_IDX_NO_DNS) << "a CIDR fault needs the prefix lookup";
   FaultSpec dns = make_spec(FaultKind::Dns);
@@ -66,6 +73,7 @@ TEST_F(IndexSummaryTest, IndexBitsFollowWhatTheIndexesHold) {
   EXPECT_EQ(control().index, kAllSkips);
   EXPECT_EQ(egress(udp_to("192.0.2.1")), Verdict::Redirect) << "the exact fault outlives the others";
   ASSERT_TRUE(table().remove(exact));
+  EXPECT_FALSE(filter_has("192.0.2.1")) << "a removed address leaves no bit behind";
   EXPECT_EQ(egress(udp_to("192.0.2.1")), Verdict::Pass);
   EXPECT_EQ(control().index, kAllSkips);
   EXPECT_EQ(control().armed, 1u) << "summarising the indexes leaves the kill switch alone";
@@ -132,6 +140,13 @@ TEST_F(IndexSummaryTest, ZeroIndexMakesEveryLookupAndSkipBitsAreHonoured) {
   EXPECT_EQ(egress(udp_to("198.51.100.9")), Verdict::Pass) << "FL_IDX_NO_PREFIX skips the prefix lookup";
   EXPECT_EQ(egress(dns_query("example.com")), Verdict::Pass) << "FL_IDX_NO_DNS skips the query name";
 
+  set_index(0);
+  add(make_spec(FaultKind::Flowdrop, {"192.0.2.7"}));
+  EXPECT_EQ(control().index, FL_IDX_EXACT_FILTER) << "a control that vouched for no filter gets one rebuilt";
+  EXPECT_EQ(egress(udp_to("192.0.2.1")), Verdict::Redirect) << "an address indexed before the rebuild";
+  EXPECT_EQ(egress(udp_to("192.0.2.7")), Verdict::Redirect);
+
+  clear_filter();
   ASSERT_TRUE(table().summarise_indexes());
   EXPECT_EQ(egress(udp_to("192.0.2.1")), Verdict::Redirect) << "a rebuilt summary finds every fault again";
   EXPECT_EQ(egress(udp_to("198.51.100.9")), Verdict::Redirect);

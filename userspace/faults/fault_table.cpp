@@ -7,6 +7,7 @@
 #include <bpf/bpf.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstring>
 #include <set>
@@ -224,7 +225,7 @@ Status FaultTable::add(uint32_t slot, const CompiledFault& f, const fl_meta& met
     }
   }
   // The programs must not skip an index that now leads to this fault.
-  if (auto st = summarise_indexes(); !st) return fail(st.error());
+  if (auto st = index_new_exact(f.exact); !st) return fail(st.error());
   if (bpf_map_update_elem(maps_.faults(), &slot, &f.entry, BPF_EXIST) != 0)
     return fail(errno_error("cannot activate fault slot " + std::to_string(slot)));
   return {};
@@ -237,6 +238,10 @@ bool map_is_empty(int fd, size_t key_size) {
   return bpf_map_get_next_key(fd, nullptr, next.data()) != 0 && errno == ENOENT;
 }
 
+// fl_exfilt is one flat bit array: its 64-byte values lie back to back in the
+// mapping, so bit h is bit h % 64 of word h / 64.
+constexpr size_t kFilterWords = size_t{FL_EXFILT_BLOCKS} * (FL_EXFILT_BLOCK_BITS / 64);
+
 uint32_t exfilt_bit(const fl_addr& a) {
   uint32_t w[4];
   std::memcpy(w, a.b, sizeof(w));
@@ -245,18 +250,31 @@ uint32_t exfilt_bit(const fl_addr& a) {
 
 }  // namespace
 
-// The control first stops vouching for the filter, then the filter is rewritten
-// whole, then the control vouches again: a packet in between makes every lookup.
-// Callers hold the state lock, so no other writer interleaves.
-Status FaultTable::summarise_indexes() const {
+Result<MappedMap> FaultTable::map_filter() const {
+  return MappedMap::map(maps_.exfilt(), kFilterWords * sizeof(uint64_t));
+}
+
+// The control gets its FL_IDX_* bits; written only when they change.
+Status FaultTable::write_index(bool filter_valid) const {
+  uint32_t index = filter_valid ? FL_IDX_EXACT_FILTER : 0;
+  if (map_is_empty(maps_.prefix(), sizeof(fl_lpm_key))) index |= FL_IDX_NO_PREFIX;
+  if (map_is_empty(maps_.dns(), sizeof(fl_dns_key))) index |= FL_IDX_NO_DNS;
   uint32_t zero = 0;
   fl_control ctl{};
   if (bpf_map_lookup_elem(maps_.control(), &zero, &ctl) != 0) return errno_error("cannot read the control map");
-  ctl.index = 0;
+  if (ctl.index == index) return {};
+  ctl.index = index;  // only the index: armed (the kill switch) stays as read
   if (bpf_map_update_elem(maps_.control(), &zero, &ctl, BPF_ANY) != 0)
     return errno_error("cannot update the control map");
+  return {};
+}
 
-  std::vector<fl_exfilt_block> filter(FL_EXFILT_BLOCKS);
+// The new filter is computed whole from the keys, then stored word by word where
+// it differs. A packet reads one word, old or new; either has the bit of every key
+// still indexed (a word only loses the bits of removed keys), so the filter may be
+// vouched for throughout. Callers hold the state lock: no other writer interleaves.
+Status FaultTable::summarise_indexes() const {
+  std::vector<uint64_t> want(kFilterWords);
   constexpr uint32_t kChunk = 4096;
   std::vector<fl_addr> keys(kChunk);
   std::vector<fl_bucket> vals(kChunk);
@@ -271,26 +289,36 @@ Status FaultTable::summarise_indexes() const {
     first = false;
     for (uint32_t i = 0; i < count; ++i) {
       uint32_t h = exfilt_bit(keys[i]);
-      filter[h / FL_EXFILT_BLOCK_BITS].w[(h / 64) % (FL_EXFILT_BLOCK_BITS / 64)] |= 1ULL << (h % 64);
+      want[h / 64] |= 1ULL << (h % 64);
     }
   }
-  std::vector<uint32_t> idx(FL_EXFILT_BLOCKS);
-  for (uint32_t i = 0; i < FL_EXFILT_BLOCKS; ++i) idx[i] = i;
-  uint32_t count = FL_EXFILT_BLOCKS;
-  LIBBPF_OPTS(bpf_map_batch_opts, wo, .elem_flags = BPF_ANY);
-  if (bpf_map_update_batch(maps_.exfilt(), idx.data(), filter.data(), &count, &wo) != 0 || count != FL_EXFILT_BLOCKS)
-    return errno_error("cannot write the exact-address filter");
+  auto filter = map_filter();
+  if (!filter) return filter.error();
+  uint64_t* have = filter->as<uint64_t>();
+  for (size_t i = 0; i < kFilterWords; ++i) {
+    std::atomic_ref<uint64_t> w(have[i]);
+    if (w.load(std::memory_order_relaxed) != want[i]) w.store(want[i], std::memory_order_relaxed);
+  }
+  return write_index(true);
+}
 
-  ctl.index = FL_IDX_EXACT_FILTER;
-  if (map_is_empty(maps_.prefix(), sizeof(fl_lpm_key))) ctl.index |= FL_IDX_NO_PREFIX;
-  if (map_is_empty(maps_.dns(), sizeof(fl_dns_key))) ctl.index |= FL_IDX_NO_DNS;
-  // Re-read: only the index is ours to change (the kill switch may have moved).
-  fl_control now{};
-  if (bpf_map_lookup_elem(maps_.control(), &zero, &now) != 0) return errno_error("cannot read the control map");
-  now.index = ctl.index;
-  if (bpf_map_update_elem(maps_.control(), &zero, &now, BPF_ANY) != 0)
-    return errno_error("cannot update the control map");
-  return {};
+// A fault's new addresses only add bits, so they are set in place; a control
+// that does not vouch for the filter yet (pins from before it) gets it rebuilt.
+Status FaultTable::index_new_exact(const std::vector<Prefix>& exact) const {
+  uint32_t zero = 0;
+  fl_control ctl{};
+  if (bpf_map_lookup_elem(maps_.control(), &zero, &ctl) != 0) return errno_error("cannot read the control map");
+  if (!(ctl.index & FL_IDX_EXACT_FILTER)) return summarise_indexes();
+  if (!exact.empty()) {
+    auto filter = map_filter();
+    if (!filter) return filter.error();
+    uint64_t* words = filter->as<uint64_t>();
+    for (const auto& p : exact) {
+      uint32_t h = exfilt_bit(p.addr);
+      std::atomic_ref<uint64_t>(words[h / 64]).fetch_or(1ULL << (h % 64), std::memory_order_relaxed);
+    }
+  }
+  return write_index(true);
 }
 
 Status FaultTable::deactivate(uint32_t slot) {
@@ -358,8 +386,8 @@ Status FaultTable::remove(uint32_t slot) {
   if (bpf_map_lookup_elem(maps_.meta(), &slot, &meta) != 0) return {};  // already gone
   (void)deactivate(slot);
   purge_index(slot, meta);
-  // Only ever makes the programs skip more; if it fails, the control vouches
-  // for nothing and every lookup is made, which is slower but right.
+  // Only ever makes the programs skip more; if it fails, they skip less than
+  // they could, which is slower but right.
   (void)summarise_indexes();
   fl_fault zero{};
   bpf_map_update_elem(maps_.faults(), &slot, &zero, BPF_ANY);

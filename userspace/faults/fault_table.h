@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "faultline/abi.h"
+#include "loader/mapped_map.h"
 #include "loader/pinned_maps.h"
 #include "loader/result.h"
 #include "userspace/faults/units.h"
@@ -50,8 +51,8 @@ class FaultTable {
   [[nodiscard]] Status remove(uint32_t slot);
 
   // Rebuilds fl_exfilt from every fl_exact key and sets the FL_IDX_* bits of
-  // fl_control to what the indexes hold. add() and remove() call it; whoever
-  // writes the indexes another way (the benchmark) must call it after.
+  // fl_control to what the indexes hold. remove() calls it (add() only adds its
+  // own bits); whoever writes the indexes another way (the benchmark) must call it.
   [[nodiscard]] Status summarise_indexes() const;
 
   [[nodiscard]] std::vector<FaultRow> list() const;
@@ -64,6 +65,9 @@ class FaultTable {
   [[nodiscard]] Status insert_prefix(uint32_t slot, const Prefix& p);
   [[nodiscard]] Status insert_into(fl_bucket& b, uint32_t slot, uint8_t plen, const std::string& where) const;
   void purge_index(uint32_t slot, const fl_meta& meta);
+  [[nodiscard]] Result<MappedMap> map_filter() const;
+  [[nodiscard]] Status write_index(bool filter_valid) const;
+  [[nodiscard]] Status index_new_exact(const std::vector<Prefix>& exact) const;
   const PinnedMaps& maps_;
 };
 

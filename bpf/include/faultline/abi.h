@@ -111,9 +111,9 @@ struct fl_control {
 };
 
 /* fl_control.index lets a packet skip lookups that cannot hit. Userspace sets a
- * bit only after the index it speaks for is in that state, and clears it before
- * it changes anything the bit relies on. 0 (a control written before the field
- * had a meaning, or a zeroed one) vouches for nothing: every lookup is made. */
+ * bit only once the index it speaks for is in that state, and clears it before
+ * a fault that needs the lookup is activated. 0 (a control written before the
+ * field had a meaning, or a zeroed one) vouches for nothing: every lookup is made. */
 #define FL_IDX_EXACT_FILTER (1U << 0) /* fl_exfilt has the bit of every fl_exact key */
 #define FL_IDX_NO_PREFIX (1U << 1)    /* fl_prefix holds no key */
 #define FL_IDX_NO_DNS (1U << 2)       /* fl_dns holds no key */
@@ -122,7 +122,8 @@ struct fl_control {
  * packets to an address in no fault skip the hash lookup (an inlined array
  * lookup and a few multiplies instead of jhash and a bucket walk). 2^23 bits,
  * 1 MiB: 100k addresses set ~1% of the bits, the full 1M ~11%. A false
- * positive only costs the hash lookup it would have made anyway. */
+ * positive only costs the hash lookup it would have made anyway. The blocks lie
+ * back to back (BPF_F_MMAPABLE): bit h is bit h % 64 of 64-bit word h / 64. */
 #define FL_EXFILT_HASH_BITS 23
 #define FL_EXFILT_BLOCK_BITS 512 /* one 64-byte cache line per array entry */
 #define FL_EXFILT_BLOCKS (1U << (FL_EXFILT_HASH_BITS - 9))
