@@ -354,8 +354,9 @@ int main(int argc, char** argv) {
       // indexes, as faultctl would leave them.
       auto maps = PinnedMaps::open(c.layout, false);
       if (!maps) die("opening pins of " + c.label, maps.error());
-      uint64_t t0 = mono_ns();
       if (auto st = initialise_maps(*maps); !st) die("initialise_maps for " + c.label, st.error());
+      uint64_t t0 = mono_ns();
+      if (auto st = FaultTable(*maps).summarise_indexes(); !st) die("summarising the indexes of " + c.label, st.error());
       if (c.exact > 0 && c.exact_from.empty())
         std::cout << "  " << pad(c.label, 22) << "index summary (filter rebuilt from every key) in "
                   << fmt((mono_ns() - t0) / 1e6, 1) << " ms\n";

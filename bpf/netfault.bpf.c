@@ -201,8 +201,9 @@ struct l4_head {
 #define L4_PORTS_LEN 4
 #define L4_TCP_LEN 13 /* through the data offset byte */
 
-static __always_inline int parse_l4(struct __sk_buff *skb, struct pkt *p, __u32 l4_off, __u8 dir)
+static __always_inline void parse_l4(struct __sk_buff *skb, struct pkt *p, __u8 dir)
 {
+	__u32 l4_off = p->l4_off;
 	struct l4_head buf, *l4;
 	__u32 hlen;
 
@@ -211,21 +212,21 @@ static __always_inline int parse_l4(struct __sk_buff *skb, struct pkt *p, __u32 
 		/* A segment cut before its data offset yields no ports either. */
 		l4 = header(skb, l4_off, L4_TCP_LEN, &buf);
 		if (!l4)
-			return 0;
+			return;
 		hlen = (l4->doff >> 4) * 4;
 		break;
 	case IPPROTO_UDP:
 		l4 = header(skb, l4_off, L4_PORTS_LEN, &buf);
 		if (!l4)
-			return 0;
+			return;
 		hlen = 8;
 		break;
 	case IPPROTO_ICMP:
 	case IPPROTO_ICMPV6:
 		p->payload_off = l4_off + 8;
-		return 0;
+		return;
 	default:
-		return 0;
+		return;
 	}
 	if (dir == FL_DIR_EGRESS) {
 		p->lport = bpf_ntohs(l4->source);
@@ -235,23 +236,26 @@ static __always_inline int parse_l4(struct __sk_buff *skb, struct pkt *p, __u32 
 		p->lport = bpf_ntohs(l4->dest);
 	}
 	p->payload_off = l4_off + hlen;
-	return 0;
+	return;
 }
 
-/* Fills remote/local by direction. Returns 0 for IP packets we understand.
- * Headers are read in place (see header()); each pointer is done with before
- * the next header is fetched. */
-static __always_inline int parse(struct __sk_buff *skb, struct pkt *p, __u8 dir)
+#define PARSE_NOT_IP (-1) /* not an IP packet we understand: never touched */
+#define PARSE_NO_L4 0     /* addresses and protocol; no L4 header to read */
+#define PARSE_L4 1        /* and an L4 header at p->l4_off, for parse_l4() */
+
+/* Fills remote/local by direction, the protocol and where L4 starts. Headers
+ * are read in place (see header()); each pointer is done with before the next
+ * header is fetched. */
+static __always_inline int parse_ip(struct __sk_buff *skb, struct pkt *p, __u8 dir)
 {
 	__u16 proto = bpf_ntohs(skb->protocol);
 
 	if (proto == ETH_P_IP) {
 		struct iphdr buf, *ip;
-		__u32 l4_off;
 
 		ip = header(skb, ETH_HLEN, sizeof(*ip), &buf);
 		if (!ip)
-			return -1;
+			return PARSE_NOT_IP;
 		if (dir == FL_DIR_EGRESS) {
 			map_v4(&p->remote, ip->daddr);
 			map_v4(&p->local, ip->saddr);
@@ -260,12 +264,11 @@ static __always_inline int parse(struct __sk_buff *skb, struct pkt *p, __u8 dir)
 			map_v4(&p->local, ip->daddr);
 		}
 		p->proto = ip->protocol;
-		l4_off = ETH_HLEN + ip->ihl * 4;
-		p->l4_off = l4_off;
+		p->l4_off = ETH_HLEN + ip->ihl * 4;
 		/* Only the first fragment carries the L4 header. */
 		if (bpf_ntohs(ip->frag_off) & IP_OFFSET)
-			return 0;
-		return parse_l4(skb, p, l4_off, dir);
+			return PARSE_NO_L4;
+		return PARSE_L4;
 	}
 	if (proto == ETH_P_IPV6) {
 		struct ipv6hdr buf, *ip6;
@@ -274,7 +277,7 @@ static __always_inline int parse(struct __sk_buff *skb, struct pkt *p, __u8 dir)
 
 		ip6 = header(skb, ETH_HLEN, sizeof(*ip6), &buf);
 		if (!ip6)
-			return -1;
+			return PARSE_NOT_IP;
 		if (dir == FL_DIR_EGRESS) {
 			__builtin_memcpy(p->remote.b, &ip6->daddr, 16);
 			__builtin_memcpy(p->local.b, &ip6->saddr, 16);
@@ -294,27 +297,27 @@ static __always_inline int parse(struct __sk_buff *skb, struct pkt *p, __u8 dir)
 			if (nexthdr == 44) {
 				ext = header(skb, off, 4, ebuf);
 				if (!ext)
-					return -1;
+					return PARSE_NOT_IP;
 				nexthdr = ext[0];
 				off += 8;
 				if (((ext[2] << 8) | ext[3]) & 0xFFF8) { /* not the first fragment */
 					p->proto = nexthdr;
 					p->l4_off = off;
-					return 0;
+					return PARSE_NO_L4;
 				}
 				continue;
 			}
 			ext = header(skb, off, 2, ebuf);
 			if (!ext)
-				return -1;
+				return PARSE_NOT_IP;
 			nexthdr = ext[0];
 			off += (ext[1] + 1) * 8;
 		}
 		p->proto = nexthdr;
 		p->l4_off = off;
-		return parse_l4(skb, p, off, dir);
+		return PARSE_L4;
 	}
-	return -1;
+	return PARSE_NOT_IP;
 }
 
 static __always_inline int masked_eq(const struct fl_addr *a, const struct fl_addr *want,
@@ -493,14 +496,14 @@ static __always_inline int exact_may_hold(__u32 index, const struct fl_addr *a)
 	return (blk->w[(h / 64) % (FL_EXFILT_BLOCK_BITS / 64)] >> (h % 64)) & 1;
 }
 
-/* Cheapest rejections first: the index bits of the control map skip lookups
- * that cannot hit. The clock is read only once an index entry is found:
+/* The index bits of the control map skip lookups that cannot hit; exact is
+ * exact_may_hold() of the remote address. The clock is read only once an index
+ * entry is found:
  * bpf_ktime_get_boot_ns() costs more than the lookups on some VMs, and most
  * packets match nothing. */
-static __always_inline struct fl_fault *find(struct __sk_buff *skb, const struct fl_control *ctl,
+static __always_inline struct fl_fault *find(struct __sk_buff *skb, __u32 index, int exact,
 					     const struct pkt *p, __u8 dir, __u32 *slot)
 {
-	__u32 index = ctl->index;
 	struct fl_lpm_key lk;
 	struct fl_bucket *b;
 	struct fl_fault *f;
@@ -520,7 +523,7 @@ static __always_inline struct fl_fault *find(struct __sk_buff *skb, const struct
 			}
 		}
 	}
-	if (exact_may_hold(index, &p->remote)) {
+	if (exact) {
 		b = bpf_map_lookup_elem(&fl_exact, &p->remote);
 		if (b && (f = pick(b, p, skb, dir, bpf_ktime_get_boot_ns(), slot)))
 			return f;
@@ -674,6 +677,8 @@ static __always_inline int handle(struct __sk_buff *skb, __u8 dir)
 	struct fl_control *ctl;
 	struct fl_fault *f;
 	struct pkt p = {};
+	__u32 index;
+	int l4, exact;
 
 	ctl = bpf_map_lookup_elem(&fl_control, &zero);
 	if (!ctl || !ctl->armed)
@@ -682,9 +687,18 @@ static __always_inline int handle(struct __sk_buff *skb, __u8 dir)
 		skb->mark &= ~ctl->dup_mark;
 		return TC_PASS;
 	}
-	if (parse(skb, &p, dir))
+	l4 = parse_ip(skb, &p, dir);
+	if (l4 == PARSE_NOT_IP)
 		return TC_PASS;
-	f = find(skb, ctl, &p, dir, &slot);
+	/* The cheapest rejection: no index can lead anywhere from this address, so
+	 * the L4 header (ports, the DNS question) does not matter. */
+	index = ctl->index;
+	exact = exact_may_hold(index, &p.remote);
+	if (!exact && (index & FL_IDX_NO_PREFIX) && (index & FL_IDX_NO_DNS))
+		return TC_PASS;
+	if (l4 == PARSE_L4)
+		parse_l4(skb, &p, dir);
+	f = find(skb, index, exact, &p, dir, &slot);
 	if (!f)
 		return TC_PASS;
 	st = bpf_map_lookup_elem(&fl_stats, &slot);

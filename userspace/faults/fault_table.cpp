@@ -279,7 +279,8 @@ Status FaultTable::summarise_indexes() const {
   std::vector<fl_addr> keys(kChunk);
   std::vector<fl_bucket> vals(kChunk);
   fl_addr token{};  // hash batches resume from a bucket number; key-sized is enough
-  bool first = true, done = false;
+  // A batch read walks every bucket (1M of them) even when no key is there.
+  bool first = true, done = map_is_empty(maps_.exact(), sizeof(fl_addr));
   while (!done) {
     uint32_t count = kChunk;
     LIBBPF_OPTS(bpf_map_batch_opts, o);

@@ -133,12 +133,14 @@ struct fl_exfilt_block {
 };
 
 /* The filter bit of an address from its four 32-bit words as they lie in memory
- * (both sides run on the same host, so byte order agrees): multiply-xor, then
- * the murmur3 finaliser so that addresses differing in one byte spread over
- * the whole filter. Userspace and the program must compute it bit for bit. */
+ * (both sides run on the same host, so byte order agrees): the first three
+ * words folded by two multiplies (for IPv4-mapped addresses they make a
+ * constant), the last xored in, then the murmur3 finaliser so that addresses
+ * differing in one byte spread over the whole filter. It runs for every packet,
+ * so it is kept short. Userspace and the program must compute it bit for bit. */
 static inline __u32 fl_exfilt_hash(__u32 w0, __u32 w1, __u32 w2, __u32 w3)
 {
-	__u32 h = (w0 * 0x9E3779B1U) ^ (w1 * 0x85EBCA77U) ^ (w2 * 0xC2B2AE3DU) ^ (w3 * 0x27D4EB2FU);
+	__u32 h = ((w0 ^ (w1 * 0x9E3779B1U) ^ w2) * 0x85EBCA77U) ^ w3;
 
 	h ^= h >> 16;
 	h *= 0x85EBCA6BU;
