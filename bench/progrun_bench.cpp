@@ -3,7 +3,8 @@
 // program measured in the same repetitions.
 //
 // Every index size gets its own loaded program instance bound to its own
-// fl_exact / fl_prefix maps (all other maps are shared), all pinned under a
+// fl_exact / fl_prefix maps and its own fl_control / fl_exfilt summarising them
+// (all other maps are shared), all pinned under a
 // private root /sys/fs/bpf/flbench-<pid> that is removed at exit. So sizes are
 // interleaved within each repetition without refilling a million entries.
 #include <arpa/inet.h>
@@ -326,6 +327,8 @@ int main(int argc, char** argv) {
     for (const auto& name : PinnedMaps::names()) {
       if (name == "fl_exact" && c.exact_from.empty()) continue;
       if (name == "fl_prefix" && c.prefix_from.empty()) continue;
+      // Each config's control and filter speak for its own indexes.
+      if (name == "fl_control" || name == "fl_exfilt") continue;
       const BpffsLayout& from = name == "fl_exact" ? by_key.at(c.exact_from)->layout
                                 : name == "fl_prefix" ? by_key.at(c.prefix_from)->layout
                                                       : base;
@@ -345,6 +348,18 @@ int main(int argc, char** argv) {
       double ms = populate_cidr(fd, c.cidr);
       close(fd);
       std::cout << "  " << pad(c.label, 22) << c.cidr << " /24 prefixes in " << fmt(ms, 1) << " ms\n";
+    }
+    {
+      // Armed, and the index bits and exact-address filter of this config's
+      // indexes, as faultctl would leave them.
+      auto maps = PinnedMaps::open(c.layout, false);
+      if (!maps) die("opening pins of " + c.label, maps.error());
+      if (auto st = initialise_maps(*maps); !st) die("initialise_maps for " + c.label, st.error());
+      uint64_t t0 = mono_ns();
+      if (auto st = FaultTable(*maps).summarise_indexes(); !st) die("summarising the indexes of " + c.label, st.error());
+      if (c.exact > 0 && c.exact_from.empty())
+        std::cout << "  " << pad(c.label, 22) << "index summary (filter rebuilt from every key) in "
+                  << fmt((mono_ns() - t0) / 1e6, 1) << " ms\n";
     }
     c.helper = load_helper(c.layout);
     int egress = c.obj->egress_fd();

@@ -12,7 +12,8 @@ namespace faultline {
 const std::vector<std::string>& PinnedMaps::names() {
   static const std::vector<std::string> n = {"fl_control", "fl_faults", "fl_exact", "fl_prefix",
                                              "fl_dns",     "fl_stats",  "fl_reasons", "fl_lossst",
-                                             "fl_rate",    "fl_dist",   "fl_meta",  "fl_attach"};
+                                             "fl_rate",    "fl_dist",   "fl_meta",  "fl_attach",
+                                             "fl_exfilt"};
   return n;
 }
 
@@ -26,9 +27,14 @@ Result<PinnedMaps> PinnedMaps::open(const BpffsLayout& layout, bool create) {
     auto obj = NetfaultObject::load(layout, 0, 0, 0);
     if (!obj) return obj.error();
     m.created_ = true;
+  } else if (::stat(layout.map("fl_exfilt").c_str(), &st) != 0) {
+    // State pinned before fl_exfilt existed: loading the object once pins the
+    // missing map and reuses the rest. Its control vouches for no filter yet.
+    auto obj = NetfaultObject::load(layout, 0, 0, 0);
+    if (!obj) return obj.error();
   }
   UniqueFd* fds[] = {&m.control_, &m.faults_, &m.exact_, &m.prefix_, &m.dns_,  &m.stats_,
-                     &m.reasons_, &m.lossst_, &m.rate_,  &m.dist_,   &m.meta_, &m.attach_};
+                     &m.reasons_, &m.lossst_, &m.rate_,  &m.dist_,   &m.meta_, &m.attach_, &m.exfilt_};
   for (size_t i = 0; i < names().size(); ++i) {
     int fd = bpf_obj_get(layout.map(names()[i]).c_str());
     if (fd < 0) return errno_error("cannot open pinned map " + layout.map(names()[i]));

@@ -23,6 +23,7 @@ class PinnedMaps {
   [[nodiscard]] int faults() const { return faults_.get(); }
   [[nodiscard]] int exact() const { return exact_.get(); }
   [[nodiscard]] int prefix() const { return prefix_.get(); }
+  [[nodiscard]] int exfilt() const { return exfilt_.get(); }
   [[nodiscard]] int dns() const { return dns_.get(); }
   [[nodiscard]] int stats() const { return stats_.get(); }
   [[nodiscard]] int reasons() const { return reasons_.get(); }
@@ -39,7 +40,7 @@ class PinnedMaps {
   PinnedMaps() = default;
   bool created_ = false;
   UniqueFd control_, faults_, exact_, prefix_, dns_, stats_, reasons_, lossst_, rate_, dist_, meta_,
-      attach_;
+      attach_, exfilt_;
 };
 
 // Per-CPU map values: one element per possible CPU.

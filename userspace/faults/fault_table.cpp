@@ -7,6 +7,7 @@
 #include <bpf/bpf.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cstring>
 #include <set>
@@ -223,9 +224,102 @@ Status FaultTable::add(uint32_t slot, const CompiledFault& f, const fl_meta& met
       return fail(errno_error("cannot add " + name + " to the DNS index"));
     }
   }
+  // The programs must not skip an index that now leads to this fault.
+  if (auto st = index_new_exact(f.exact); !st) return fail(st.error());
   if (bpf_map_update_elem(maps_.faults(), &slot, &f.entry, BPF_EXIST) != 0)
     return fail(errno_error("cannot activate fault slot " + std::to_string(slot)));
   return {};
+}
+
+namespace {
+
+bool map_is_empty(int fd, size_t key_size) {
+  std::vector<uint8_t> next(key_size);
+  return bpf_map_get_next_key(fd, nullptr, next.data()) != 0 && errno == ENOENT;
+}
+
+// fl_exfilt is one flat bit array: its 64-byte values lie back to back in the
+// mapping, so bit h is bit h % 64 of word h / 64.
+constexpr size_t kFilterWords = size_t{FL_EXFILT_BLOCKS} * (FL_EXFILT_BLOCK_BITS / 64);
+
+uint32_t exfilt_bit(const fl_addr& a) {
+  uint32_t w[4];
+  std::memcpy(w, a.b, sizeof(w));
+  return fl_exfilt_hash(w[0], w[1], w[2], w[3]);
+}
+
+}  // namespace
+
+Result<MappedMap> FaultTable::map_filter() const {
+  return MappedMap::map(maps_.exfilt(), kFilterWords * sizeof(uint64_t));
+}
+
+// The control gets its FL_IDX_* bits; written only when they change.
+Status FaultTable::write_index(bool filter_valid) const {
+  uint32_t index = filter_valid ? FL_IDX_EXACT_FILTER : 0;
+  if (map_is_empty(maps_.prefix(), sizeof(fl_lpm_key))) index |= FL_IDX_NO_PREFIX;
+  if (map_is_empty(maps_.dns(), sizeof(fl_dns_key))) index |= FL_IDX_NO_DNS;
+  uint32_t zero = 0;
+  fl_control ctl{};
+  if (bpf_map_lookup_elem(maps_.control(), &zero, &ctl) != 0) return errno_error("cannot read the control map");
+  if (ctl.index == index) return {};
+  ctl.index = index;  // only the index: armed (the kill switch) stays as read
+  if (bpf_map_update_elem(maps_.control(), &zero, &ctl, BPF_ANY) != 0)
+    return errno_error("cannot update the control map");
+  return {};
+}
+
+// The new filter is computed whole from the keys, then stored word by word where
+// it differs. A packet reads one word, old or new; either has the bit of every key
+// still indexed (a word only loses the bits of removed keys), so the filter may be
+// vouched for throughout. Callers hold the state lock: no other writer interleaves.
+Status FaultTable::summarise_indexes() const {
+  std::vector<uint64_t> want(kFilterWords);
+  constexpr uint32_t kChunk = 4096;
+  std::vector<fl_addr> keys(kChunk);
+  std::vector<fl_bucket> vals(kChunk);
+  fl_addr token{};  // hash batches resume from a bucket number; key-sized is enough
+  // A batch read walks every bucket (1M of them) even when no key is there.
+  bool first = true, done = map_is_empty(maps_.exact(), sizeof(fl_addr));
+  while (!done) {
+    uint32_t count = kChunk;
+    LIBBPF_OPTS(bpf_map_batch_opts, o);
+    int err = bpf_map_lookup_batch(maps_.exact(), first ? nullptr : &token, &token, keys.data(), vals.data(), &count, &o);
+    if (err != 0 && errno != ENOENT) return errno_error("cannot read the exact-address index");
+    done = err != 0;
+    first = false;
+    for (uint32_t i = 0; i < count; ++i) {
+      uint32_t h = exfilt_bit(keys[i]);
+      want[h / 64] |= 1ULL << (h % 64);
+    }
+  }
+  auto filter = map_filter();
+  if (!filter) return filter.error();
+  uint64_t* have = filter->as<uint64_t>();
+  for (size_t i = 0; i < kFilterWords; ++i) {
+    std::atomic_ref<uint64_t> w(have[i]);
+    if (w.load(std::memory_order_relaxed) != want[i]) w.store(want[i], std::memory_order_relaxed);
+  }
+  return write_index(true);
+}
+
+// A fault's new addresses only add bits, so they are set in place; a control
+// that does not vouch for the filter yet (pins from before it) gets it rebuilt.
+Status FaultTable::index_new_exact(const std::vector<Prefix>& exact) const {
+  uint32_t zero = 0;
+  fl_control ctl{};
+  if (bpf_map_lookup_elem(maps_.control(), &zero, &ctl) != 0) return errno_error("cannot read the control map");
+  if (!(ctl.index & FL_IDX_EXACT_FILTER)) return summarise_indexes();
+  if (!exact.empty()) {
+    auto filter = map_filter();
+    if (!filter) return filter.error();
+    uint64_t* words = filter->as<uint64_t>();
+    for (const auto& p : exact) {
+      uint32_t h = exfilt_bit(p.addr);
+      std::atomic_ref<uint64_t>(words[h / 64]).fetch_or(1ULL << (h % 64), std::memory_order_relaxed);
+    }
+  }
+  return write_index(true);
 }
 
 Status FaultTable::deactivate(uint32_t slot) {
@@ -293,6 +387,9 @@ Status FaultTable::remove(uint32_t slot) {
   if (bpf_map_lookup_elem(maps_.meta(), &slot, &meta) != 0) return {};  // already gone
   (void)deactivate(slot);
   purge_index(slot, meta);
+  // Only ever makes the programs skip more; if it fails, they skip less than
+  // they could, which is slower but right.
+  (void)summarise_indexes();
   fl_fault zero{};
   bpf_map_update_elem(maps_.faults(), &slot, &zero, BPF_ANY);
   bpf_map_delete_elem(maps_.meta(), &slot);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "faultline/abi.h"
+#include "loader/mapped_map.h"
 #include "loader/pinned_maps.h"
 #include "loader/result.h"
 #include "userspace/faults/units.h"
@@ -49,6 +50,11 @@ class FaultTable {
   // Deactivates, removes every index entry of the slot, then frees the slot.
   [[nodiscard]] Status remove(uint32_t slot);
 
+  // Rebuilds fl_exfilt from every fl_exact key and sets the FL_IDX_* bits of
+  // fl_control to what the indexes hold. remove() calls it (add() only adds its
+  // own bits); whoever writes the indexes another way (the benchmark) must call it.
+  [[nodiscard]] Status summarise_indexes() const;
+
   [[nodiscard]] std::vector<FaultRow> list() const;
   [[nodiscard]] bool exists(uint32_t slot) const;
   [[nodiscard]] Result<fl_fault_stats> stats(uint32_t slot) const;
@@ -59,6 +65,9 @@ class FaultTable {
   [[nodiscard]] Status insert_prefix(uint32_t slot, const Prefix& p);
   [[nodiscard]] Status insert_into(fl_bucket& b, uint32_t slot, uint8_t plen, const std::string& where) const;
   void purge_index(uint32_t slot, const fl_meta& meta);
+  [[nodiscard]] Result<MappedMap> map_filter() const;
+  [[nodiscard]] Status write_index(bool filter_valid) const;
+  [[nodiscard]] Status index_new_exact(const std::vector<Prefix>& exact) const;
   const PinnedMaps& maps_;
 };
 

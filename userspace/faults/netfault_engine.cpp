@@ -148,6 +148,9 @@ Status initialise_maps(const PinnedMaps& maps) {
   fl_control ctl{};
   ctl.armed = 1;
   ctl.dup_mark = FL_DEFAULT_DUP_MARK;
+  // Maps just created: every index is empty and the filter all zero, so every
+  // skip holds (a rebuild would walk the 1M buckets of fl_exact for nothing).
+  ctl.index = FL_IDX_EXACT_FILTER | FL_IDX_NO_PREFIX | FL_IDX_NO_DNS;
   if (bpf_map_update_elem(maps.control(), &zero, &ctl, BPF_ANY) != 0) return errno_error("cannot arm the control map");
   for (uint32_t d = 0; d < FL_DIST_MAX; ++d) {
     fl_dist_table t = make_dist_table(d);

@@ -73,6 +73,8 @@ class NetfaultEngine {
   BpffsLayout layout_;
 };
 
+// Arms maps that were just created (every index empty): the control, its index
+// bits, the jitter tables. Indexes filled another way need summarise_indexes().
 [[nodiscard]] Status initialise_maps(const PinnedMaps& maps);
 
 }  // namespace faultline
