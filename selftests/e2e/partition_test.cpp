@@ -42,7 +42,9 @@ TEST_P(Partition, IngressOnlyLetsRequestsOutAndDropsReplies) {
   Process sink = spawn_testhost_on_b({"udp-sink", std::to_string(kSinkPort), "--expect-payload", "--timeout", "20"});
   ASSERT_TRUE(sink.wait_line_starting("ready", 5s)) << sink.describe();
 
-  Process run = start_run("partition", {"--target", b, "--direction", "ingress", "--duration", "2s"});
+  // Long enough that the sends and the pings all fall inside it on a loaded
+  // machine (at 2 s a slow start once let the fault end mid-ping).
+  Process run = start_run("partition", {"--target", b, "--direction", "ingress", "--duration", "5s"});
   ASSERT_TRUE(wait_started(run));
   auto udp = testhost_on_a({"udp-send", b, std::to_string(kSinkPort), "--count", "200", "--rate", "1000"});
   ASSERT_TRUE(udp.status.is(0)) << udp.describe();
