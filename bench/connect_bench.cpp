@@ -111,7 +111,7 @@ std::vector<faultline::EgressRule> missing_rules(int n) {
 // tries: which rule tries hold rules (what load_rules returned; 0 for none).
 bool write_policy(const SockaddrObject& obj, bool events, bool armed = true, uint32_t tries = 0) {
   fl_sa_policy pol{};
-  pol.expires_ns = UINT64_MAX;
+  pol.expires_ns = FL_SA_NO_EXPIRY;
   pol.armed = armed ? 1 : 0;  // disarmed: each program returns after one lookup (the kill switch)
   // What `faultctl guard --enforce` sets, with or without the decision stream.
   pol.flags = FL_SA_POLICY | FL_SA_ENFORCE | FL_SA_DEFAULT_ALLOW | (events ? FL_SA_EVENTS : 0) | tries;

@@ -95,18 +95,17 @@ struct {
 	__type(value, __u64);
 } fl_sa_rule_hits SEC(".maps");
 
-/* The scope's policy if it applies to this call, else NULL. *now is the
- * CLOCK_BOOTTIME the expiry was checked against, for the caller to reuse: the
- * clock is the dearest thing on this path (a TSC read under a hypervisor). */
-static __always_inline struct fl_sa_policy *policy_in(int from_skb, __u64 *now)
+/* The scope's policy if it applies to this call, else NULL. The precise clock
+ * is the dearest thing on this path (a TSC read, slow under a hypervisor), so
+ * it is read only for a policy that can expire; a guard's or top's cannot. */
+static __always_inline struct fl_sa_policy *policy_in(int from_skb)
 {
 	__u32 zero = 0;
 	struct fl_sa_policy *p = bpf_map_lookup_elem(&fl_sa_policy, &zero);
 
 	if (!p || !p->armed)
 		return NULL;
-	*now = bpf_ktime_get_boot_ns();
-	if (*now >= p->expires_ns)
+	if (p->expires_ns != FL_SA_NO_EXPIRY && bpf_ktime_get_boot_ns() >= p->expires_ns)
 		return NULL;
 	if (from_skb && !fl_skb_task_helpers)
 		return p; /* no process filter on packets there: the cgroup is the scope */
@@ -115,9 +114,15 @@ static __always_inline struct fl_sa_policy *policy_in(int from_skb, __u64 *now)
 	return p;
 }
 
-static __always_inline struct fl_sa_policy *policy(__u64 *now)
+static __always_inline struct fl_sa_policy *policy(void)
 {
-	return policy_in(0, now);
+	return policy_in(0);
+}
+
+/* A flow's last-seen stamp: coarse (a jiffy), and no clock read at all. */
+static __always_inline __u64 stamp(void)
+{
+	return bpf_ktime_get_coarse_ns();
 }
 
 static __always_inline struct fl_sa_stats *stats(void)
@@ -333,8 +338,7 @@ static __always_inline int fail_with(__u32 err)
  * allow rules, then the default. Returns 1 to let the call proceed. */
 static __always_inline int decide(struct bpf_sock_addr *ctx, __u8 op, int v6)
 {
-	__u64 now;
-	struct fl_sa_policy *p = policy(&now);
+	struct fl_sa_policy *p = policy();
 	struct fl_sa_stats *st;
 	struct fl_addr a;
 	__u16 port;
@@ -394,7 +398,7 @@ static __always_inline int decide(struct bpf_sock_addr *ctx, __u8 op, int v6)
 		}
 		if (f) {
 			__sync_fetch_and_add(&f->connects, 1);
-			f->last_seen_ns = now;
+			f->last_seen_ns = stamp();
 			f->allowed = !denied && rule >= 0;
 		}
 	}
@@ -506,8 +510,7 @@ int fl_recvmsg6(struct bpf_sock_addr *ctx)
 /* bind only takes errno injection: a policy is about where traffic goes. */
 static __always_inline int bind_hook(struct bpf_sock_addr *ctx)
 {
-	__u64 now;
-	struct fl_sa_policy *p = policy(&now);
+	struct fl_sa_policy *p = policy();
 	struct fl_sa_stats *st;
 
 	if (!p || !(p->inject_ops & FL_OP_BIT(FL_OP_BIND)) || !chance(p->inject_prob))
@@ -535,8 +538,7 @@ int fl_bind6(struct bpf_sock_addr *ctx)
 SEC("cgroup/sock_create")
 int fl_sock_create(struct bpf_sock *ctx)
 {
-	__u64 now;
-	struct fl_sa_policy *p = policy(&now);
+	struct fl_sa_policy *p = policy();
 	struct fl_sa_stats *st;
 
 	if (!p || !(p->inject_ops & FL_OP_BIT(FL_OP_SOCKET)))
@@ -553,45 +555,65 @@ int fl_sock_create(struct bpf_sock *ctx)
 	return fail_with(p->inject_errno);
 }
 
+/* len bytes at off of the packet: in place when they lie in the linear area
+ * (nearly always for headers), else copied into buf; NULL exactly when
+ * bpf_skb_load_bytes would fail. Read the pointer before fetching the next. */
+static __always_inline void *header(struct __sk_buff *skb, __u32 off, __u32 len, void *buf)
+{
+	void *data = (void *)(long)skb->data;
+	void *end = (void *)(long)skb->data_end;
+	void *h;
+
+	if (off > 0xffff)
+		return NULL;
+	h = data + off;
+	if (h + len <= end)
+		return h;
+	if (bpf_skb_load_bytes(skb, off, buf, len))
+		return NULL;
+	return buf;
+}
+
 /* cgroup_skb sees the IP header at offset 0. */
 static __always_inline int flow_of(struct __sk_buff *skb, int egress, struct fl_flow_key *k)
 {
 	__u32 *w = (__u32 *)k->addr.b;
 	__u32 l4;
-	__u16 ports[2];
+	__be16 pbuf[2], *ports;
 
 	__builtin_memset(k, 0, sizeof(*k));
 	if (skb->protocol == bpf_htons(ETH_P_IP)) {
-		struct iphdr ip;
+		struct iphdr buf, *ip = header(skb, 0, sizeof(buf), &buf);
 
-		if (bpf_skb_load_bytes(skb, 0, &ip, sizeof(ip)))
+		if (!ip)
 			return -1;
 		w[2] = bpf_htonl(0x0000ffff);
-		w[3] = egress ? ip.daddr : ip.saddr;
-		k->proto = ip.protocol;
-		l4 = ip.ihl * 4;
+		w[3] = egress ? ip->daddr : ip->saddr;
+		k->proto = ip->protocol;
+		l4 = ip->ihl * 4;
 	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
-		struct ipv6hdr ip6;
+		struct ipv6hdr buf, *ip6 = header(skb, 0, sizeof(buf), &buf);
 
-		if (bpf_skb_load_bytes(skb, 0, &ip6, sizeof(ip6)))
+		if (!ip6)
 			return -1;
-		__builtin_memcpy(k->addr.b, egress ? &ip6.daddr : &ip6.saddr, 16);
-		k->proto = ip6.nexthdr;
-		l4 = sizeof(ip6);
+		__builtin_memcpy(k->addr.b, egress ? &ip6->daddr : &ip6->saddr, 16);
+		k->proto = ip6->nexthdr;
+		l4 = sizeof(*ip6);
 	} else {
 		return -1;
 	}
-	if ((k->proto == IPPROTO_TCP || k->proto == IPPROTO_UDP) &&
-	    bpf_skb_load_bytes(skb, l4, ports, sizeof(ports)) == 0)
-		k->port = bpf_ntohs(egress ? ports[1] : ports[0]);
+	if (k->proto == IPPROTO_TCP || k->proto == IPPROTO_UDP) {
+		ports = header(skb, l4, sizeof(pbuf), pbuf);
+		if (ports)
+			k->port = bpf_ntohs(egress ? ports[1] : ports[0]);
+	}
 	return 0;
 }
 
 SEC("cgroup_skb/egress")
 int fl_skb_egress(struct __sk_buff *skb)
 {
-	__u64 now;
-	struct fl_sa_policy *p = policy_in(1, &now);
+	struct fl_sa_policy *p = policy_in(1);
 	struct fl_flow_key k;
 	struct fl_flow *f;
 
@@ -609,7 +631,7 @@ int fl_skb_egress(struct __sk_buff *skb)
 		if (!f)
 			return 1;
 	}
-	f->last_seen_ns = now;
+	f->last_seen_ns = stamp();
 	if (p->exfil_cap && !f->allowed) {
 		if (f->capped || f->bytes_out + skb->len > p->exfil_cap) {
 			struct fl_sa_stats *st = stats();
@@ -637,16 +659,15 @@ int fl_skb_ingress(struct __sk_buff *skb)
 {
 	struct fl_flow_key k;
 	struct fl_flow *f;
-	__u64 now;
 
-	if (!policy_in(1, &now) || flow_of(skb, 0, &k))
+	if (!policy_in(1) || flow_of(skb, 0, &k))
 		return 1;
 	f = bpf_map_lookup_elem(&fl_flows, &k);
 	if (!f)
 		return 1; /* count only destinations the cgroup reached out to */
 	__sync_fetch_and_add(&f->bytes_in, skb->len);
 	__sync_fetch_and_add(&f->packets_in, 1);
-	f->last_seen_ns = now;
+	f->last_seen_ns = stamp();
 	return 1;
 }
 

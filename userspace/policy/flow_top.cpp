@@ -56,10 +56,16 @@ std::vector<Row> snapshot(int flows_fd) {
   return rows;
 }
 
+uint64_t coarse_monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<uint64_t>(ts.tv_nsec);
+}
+
 void render(const std::vector<Row>& rows, const FlowTopOptions& o, std::ostream& out, bool clear) {
   if (o.json) {
     nlohmann::json j = nlohmann::json::array();
-    uint64_t now = boottime_ns();
+    uint64_t now = coarse_monotonic_ns();  // the clock the programs stamp flows with
     for (const auto& r : rows) {
       j.push_back({{"destination", r.dest}, {"proto", r.proto}, {"connects", r.f.connects}, {"bytes_out", r.f.bytes_out},
                    {"bytes_in", r.f.bytes_in}, {"packets_out", r.f.packets_out}, {"packets_in", r.f.packets_in},
@@ -97,7 +103,7 @@ int run_flow_top(const FlowTopOptions& o, std::ostream& out, std::ostream& err) 
   }
   fl_sa_policy pol{};
   pol.armed = 1;
-  pol.expires_ns = UINT64_MAX;  // accounting only: no rules, no injection, no events
+  pol.expires_ns = FL_SA_NO_EXPIRY;  // accounting only: no rules, no injection, no events
   uint32_t zero = 0;
   if (bpf_map_update_elem(obj->policy_fd(), &zero, &pol, BPF_ANY) != 0) return 1;
   if (auto st = obj->attach(cg->get()); !st) {

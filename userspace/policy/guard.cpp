@@ -171,7 +171,7 @@ int Guard::run() {
     return 1;
   }
   fl_sa_policy pol{};
-  pol.expires_ns = UINT64_MAX;  // lives as long as this process holds the links
+  pol.expires_ns = FL_SA_NO_EXPIRY;  // lives as long as this process holds the links
   pol.armed = 1;
   pol.flags = FL_SA_POLICY | FL_SA_EVENTS | (opts_.enforce ? FL_SA_ENFORCE : 0) |
               (opts_.default_deny ? 0 : FL_SA_DEFAULT_ALLOW) | (opts_.redirects.empty() ? 0 : FL_SA_REDIRECT);

@@ -41,8 +41,10 @@ enum fl_sa_verdict {
 };
 
 /* One scope (a cgroup) gets one instance of the programs with this policy. */
+#define FL_SA_NO_EXPIRY (~0ULL) /* fl_sa_policy.expires_ns of a scope that lives as long as its owner */
+
 struct fl_sa_policy {
-	__u64 expires_ns;  /* CLOCK_BOOTTIME; 0 = inactive */
+	__u64 expires_ns;  /* CLOCK_BOOTTIME; 0 = inactive; FL_SA_NO_EXPIRY: never checked */
 	__u64 exfil_cap;   /* bytes to one destination not allowed by a rule; 0 = off */
 	__u32 flags;       /* FL_SA_* */
 	__u32 deny_errno;  /* errno a denied connect/sendmsg gets (EPERM if 0) */
@@ -145,7 +147,7 @@ struct fl_flow {
 	__u64 bytes_in;
 	__u64 packets_out;
 	__u64 packets_in;
-	__u64 last_seen_ns; /* CLOCK_BOOTTIME */
+	__u64 last_seen_ns; /* CLOCK_MONOTONIC_COARSE (a jiffy's resolution, no clock read) */
 	__u32 capped;       /* exfil cap reached; further egress dropped */
 	__u32 allowed;      /* an allow rule covers it (exempt from the cap) */
 };
