@@ -44,8 +44,7 @@ void remove_bpffs_dirs(const BpffsLayout& layout) {
 }
 
 Result<StateLock> StateLock::acquire(const BpffsLayout& layout) {
-  // The lock lives outside bpffs so that removing the pin folders never races it.
-  std::string path = "/run/faultline" + std::to_string(std::hash<std::string>{}(layout.root) % 100000) + ".lock";
+  std::string path = state_lock_path(layout);
   UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
   if (!fd) return errno_error("cannot open lock file " + path);
   if (::flock(fd.get(), LOCK_EX) != 0) return errno_error("cannot lock " + path);

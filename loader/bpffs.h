@@ -1,6 +1,7 @@
 // Where Faultline's kernel state lives: pins under /sys/fs/bpf/faultline, and the lock.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "loader/fd.h"
@@ -24,6 +25,12 @@ struct BpffsLayout {
 
 // Removes the folders of the layout (they must be empty of pins by then).
 void remove_bpffs_dirs(const BpffsLayout& layout);
+
+// The lock file of a layout (outside bpffs, so that removing the pin folders
+// never races it). Whoever makes a throw-away layout removes it afterwards.
+[[nodiscard]] inline std::string state_lock_path(const BpffsLayout& layout) {
+  return "/run/faultline" + std::to_string(std::hash<std::string>{}(layout.root) % 100000) + ".lock";
+}
 
 // An exclusive advisory lock serialising every change to the pinned state.
 class StateLock {

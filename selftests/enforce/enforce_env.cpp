@@ -15,10 +15,13 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+
+#include "loader/bpffs.h"
 
 namespace flenf {
 namespace {
@@ -451,6 +454,12 @@ void EnforceTest::SetUp() {
   FLENF_REQUIRE_ROOT();
   if (cgroup2_mount().empty()) GTEST_SKIP() << "no cgroup v2 mount";
   forget_faultctl_pids();
+  state_dir_ = "/tmp/" + unique_name("state");
+  std::filesystem::create_directories(state_dir_);
+  ::chmod(state_dir_.c_str(), 0700);
+  bpffs_root_ = "/sys/fs/bpf/" + unique_name("bpf");
+  ::setenv("FAULTLINE_RUN_DIR", (state_dir_ + "/run").c_str(), 1);
+  ::setenv("FAULTLINE_BPFFS_ROOT", bpffs_root_.c_str(), 1);
 }
 
 void EnforceTest::TearDown() {
@@ -459,6 +468,13 @@ void EnforceTest::TearDown() {
     ADD_FAILURE() << "faultctl left its cgroup behind: " << p;
     remove_cgroup(p);
   }
+  if (state_dir_.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove_all(state_dir_, ec);
+  std::filesystem::remove_all(bpffs_root_, ec);
+  ::unlink(faultline::state_lock_path({bpffs_root_}).c_str());
+  ::unsetenv("FAULTLINE_RUN_DIR");
+  ::unsetenv("FAULTLINE_BPFFS_ROOT");
 }
 
 }  // namespace flenf

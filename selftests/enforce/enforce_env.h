@@ -197,12 +197,17 @@ class TcpServer {
   uint16_t port_ = 0;
 };
 
-// The base fixture: root check; after the test, no cgroup of a faultctl it ran
-// may be left (one that is fails the test and is removed).
+// The base fixture: root check; a private state folder (FAULTLINE_RUN_DIR) and
+// bpffs root (FAULTLINE_BPFFS_ROOT) for every faultctl the test runs, so that
+// status, abort --all and pins never meet a real install's or another test's;
+// after the test, no cgroup of a faultctl it ran may be left (one that is fails
+// the test and is removed), and the private state goes.
 class EnforceTest : public ::testing::Test {
  protected:
   void SetUp() override;
   void TearDown() override;
+  std::string state_dir_;    // FAULTLINE_RUN_DIR is state_dir_ + "/run"
+  std::string bpffs_root_;   // FAULTLINE_BPFFS_ROOT
 };
 
 }  // namespace flenf

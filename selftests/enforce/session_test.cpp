@@ -4,7 +4,6 @@
 // switch) ends every syscall fault but no guard, abort gN releases a guard, and
 // a killed owner's record is dropped.
 #include <signal.h>
-#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -16,36 +15,19 @@
 namespace flenf {
 namespace {
 
-// Private state folder and bpffs root: abort --all here must not reach
-// anything but what this test started.
+// The base fixture gives each test a private state folder and bpffs root, so
+// abort --all here reaches only what this test started.
 class SessionTest : public EnforceTest {
  protected:
-  void SetUp() override {
-    EnforceTest::SetUp();
-    if (IsSkipped()) return;
-    dir_ = "/tmp/" + unique_name("sess");
-    std::filesystem::create_directories(dir_);
-    ::chmod(dir_.c_str(), 0700);
-    bpffs_ = "/sys/fs/bpf/" + unique_name("sess");
-    ::setenv("FAULTLINE_RUN_DIR", (dir_ + "/run").c_str(), 1);
-    ::setenv("FAULTLINE_BPFFS_ROOT", bpffs_.c_str(), 1);
-  }
   void TearDown() override {
-    if (!dir_.empty()) {
-      EXPECT_TRUE(records().empty()) << "session records left behind";
-      std::filesystem::remove_all(dir_);
-      std::error_code ec;
-      std::filesystem::remove_all(bpffs_, ec);
-      ::unsetenv("FAULTLINE_RUN_DIR");
-      ::unsetenv("FAULTLINE_BPFFS_ROOT");
-    }
+    if (!state_dir_.empty()) EXPECT_TRUE(records().empty()) << "session records left behind";
     EnforceTest::TearDown();
   }
   // The record files in the state folder.
   std::vector<std::string> records() const {
     std::vector<std::string> out;
     std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(dir_ + "/run/sessions", ec)) {
+    for (const auto& e : std::filesystem::directory_iterator(state_dir_ + "/run/sessions", ec)) {
       if (e.path().extension() == ".json") out.push_back(e.path().filename());
     }
     return out;
@@ -57,7 +39,6 @@ class SessionTest : public EnforceTest {
     EXPECT_FALSE(j.is_discarded()) << s.describe();
     return j;
   }
-  std::string dir_, bpffs_;
 };
 
 // Output of fl_probe split at each WAITING: the results of each phase.
@@ -84,7 +65,7 @@ bool wait_lines(Child& c, const std::string& line, int n) {
 }
 
 TEST_F(SessionTest, AbortEndsASeccompFaultAndTheCommandRunsOn) {
-  const std::string file = dir_ + "/f.txt";
+  const std::string file = state_dir_ + "/f.txt";
   std::ofstream(file) << "x\n";
   Child f = Child::spawn(
       {kFaultctl, "run",  "syscall", "--syscall", "openat", "--errno", "EIO",  "--duration", "60s", "--json",
@@ -200,14 +181,14 @@ TEST_F(SessionTest, KilledGuardKeepsEnforcingUntilReleased) {
   ASSERT_EQ(st["guards"].size(), 1u) << st.dump();
   EXPECT_EQ(st["guards"][0]["orphaned"], true) << st.dump();
   const std::string id = st["guards"][0]["id"];
-  EXPECT_TRUE(std::filesystem::exists(bpffs_ + "/guards/" + id)) << "no pins";
+  EXPECT_TRUE(std::filesystem::exists(bpffs_root_ + "/guards/" + id)) << "no pins";
 
   g.write_stdin("\n");
   ASSERT_TRUE(wait_lines(g, "WAITING\n", 2)) << g.describe();
   Outcome a = run({kFaultctl, "abort", id});
   EXPECT_TRUE(a.exit.is(0)) << a.describe();
   EXPECT_NE(a.out.find("guard " + id + " released (its faultctl was gone)"), std::string::npos) << a.describe();
-  EXPECT_FALSE(std::filesystem::exists(bpffs_ + "/guards/" + id)) << "abort left the pins";
+  EXPECT_FALSE(std::filesystem::exists(bpffs_root_ + "/guards/" + id)) << "abort left the pins";
   g.write_stdin("\n");
   ASSERT_TRUE(wait_lines(g, "RESULT ", 3)) << g.describe();
   auto p = phases(g.out());
@@ -243,7 +224,7 @@ TEST_F(SessionTest, KilledGuardIsSweptWhenItsCommandEnds) {
   }
   EXPECT_TRUE(gone) << "an orphaned guard with an empty cgroup is still listed";
   EXPECT_FALSE(std::filesystem::exists(cgroup));
-  EXPECT_FALSE(std::filesystem::exists(bpffs_ + "/guards"));
+  EXPECT_FALSE(std::filesystem::exists(bpffs_root_ + "/guards"));
   EXPECT_TRUE(records().empty());
 }
 
