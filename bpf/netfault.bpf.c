@@ -4,6 +4,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 #include "faultline/abi.h"
+#include "faultline/skb_header.h"
 
 #define ETH_P_IP 0x0800
 #define ETH_P_IPV6 0x86DD
@@ -164,30 +165,6 @@ static __always_inline void map_v4(struct fl_addr *a, __be32 ip)
 	w[1] = 0;
 	w[2] = bpf_htonl(0x0000ffff);
 	w[3] = ip;
-}
-
-/* The len bytes at off, in place when they lie in the linear area (nearly every
- * packet at tc), else copied into buf by bpf_skb_load_bytes, which also reads
- * paged data. NULL exactly when bpf_skb_load_bytes would fail (the packet ends
- * before off + len, or off is past 64k), so a short packet parses as before.
- * Like the kernel's skb_header_pointer(); a fallback copy rather than
- * bpf_skb_pull_data(), which would rewrite the skb (unclone, linearise) for a
- * packet we most likely leave alone. The pointer is only read until the next
- * call: nothing here changes the packet, but keep it that way. */
-static __always_inline void *header(struct __sk_buff *skb, __u32 off, __u32 len, void *buf)
-{
-	void *data = (void *)(long)skb->data;
-	void *end = (void *)(long)skb->data_end;
-	void *h;
-
-	if (off > 0xffff)
-		return NULL;
-	h = data + off;
-	if (h + len <= end)
-		return h;
-	if (bpf_skb_load_bytes(skb, off, buf, len))
-		return NULL;
-	return buf;
 }
 
 /* The first bytes of a TCP or UDP header: ports, and TCP's data offset. */

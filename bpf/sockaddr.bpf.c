@@ -6,6 +6,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 #include "faultline/sockaddr_abi.h"
+#include "faultline/skb_header.h"
 
 #define AF_INET 2
 #define AF_INET6 10
@@ -553,25 +554,6 @@ int fl_sock_create(struct bpf_sock *ctx)
 	if (p->flags & FL_SA_EVENTS)
 		emit(FL_OP_SOCKET, FL_V_INJECT, FL_SA_RULE_DEFAULT, NULL, 0, ctx->protocol, 0);
 	return fail_with(p->inject_errno);
-}
-
-/* len bytes at off of the packet: in place when they lie in the linear area
- * (nearly always for headers), else copied into buf; NULL exactly when
- * bpf_skb_load_bytes would fail. Read the pointer before fetching the next. */
-static __always_inline void *header(struct __sk_buff *skb, __u32 off, __u32 len, void *buf)
-{
-	void *data = (void *)(long)skb->data;
-	void *end = (void *)(long)skb->data_end;
-	void *h;
-
-	if (off > 0xffff)
-		return NULL;
-	h = data + off;
-	if (h + len <= end)
-		return h;
-	if (bpf_skb_load_bytes(skb, off, buf, len))
-		return NULL;
-	return buf;
 }
 
 /* cgroup_skb sees the IP header at offset 0. */
