@@ -10,9 +10,11 @@
 namespace flenf {
 namespace {
 
-// Retransmits per second. Under 50% loss one paced stream swings between 0.5
-// and 25/s as its RTO backs off; a clean one makes none.
-constexpr double kAbortAbove = 2;
+// Retransmits per second. Under heavy loss one paced stream swings between 0.5
+// and 25/s as its RTO backs off (at 50% it once stayed under 2/s for 15 s,
+// deep in backoff); at 25% it keeps retransmitting. A clean one makes none, so
+// 1/s still tells the two apart with room on both sides.
+constexpr double kAbortAbove = 1;
 
 struct Stream {
   Netns a, b;
@@ -57,7 +59,7 @@ TEST_F(EnforceTest, RetransmitRateRisesAboveTheLimitUnderLoss) {
     EXPECT_TRUE(c.healthy) << c.problem;
   }
 
-  Child loss = Child::spawn({kFaultctl, "run", "loss", "--percent", "50", "--netns", lossy.a.name(), "--target",
+  Child loss = Child::spawn({kFaultctl, "run", "loss", "--percent", "25", "--netns", lossy.a.name(), "--target",
                              lossy.link.addr_b(), "--duration", "15s"});
   bool breached = false;
   double peak = 0;
@@ -78,7 +80,7 @@ TEST_F(EnforceTest, RetransmitRateRisesAboveTheLimitUnderLoss) {
                         << loss.describe();
   EXPECT_GT(guard->last_rate(), kAbortAbove);
   EXPECT_NE(problem.find("tcp_retransmits at"), std::string::npos) << problem;
-  std::fprintf(stderr, "[ info ] under 50%% loss: %s (clean namespace: %.1f/s)\n", problem.c_str(), control->last_rate());
+  std::fprintf(stderr, "[ info ] under 25%% loss: %s (clean namespace: %.1f/s)\n", problem.c_str(), control->last_rate());
 }
 
 }  // namespace
