@@ -103,17 +103,9 @@ std::string resource_run_usage() {
 
 Result<ResourceRunOptions> parse_resource_args(const std::vector<std::string>& args) {
   auto options = make_options();
-  std::vector<std::string> argv_store = {"faultctl-run"};
-  argv_store.insert(argv_store.end(), args.begin(), args.end());
-  std::vector<const char*> argv;
-  for (const auto& a : argv_store) argv.push_back(a.c_str());
-  cxxopts::ParseResult r;
-  try {
-    r = options.parse(static_cast<int>(argv.size()), argv.data());
-  } catch (const cxxopts::exceptions::exception& e) {
-    return bad(e.what());
-  }
-  if (!r.unmatched().empty()) return bad("unexpected argument '" + r.unmatched().front() + "'");
+  auto parsed = parse_run_words(options, args);
+  if (!parsed) return parsed.error();
+  const cxxopts::ParseResult& r = *parsed;
   if (r.count("help")) return make_error(0, resource_run_usage());
   if (!r.count("kind")) return bad("missing the fault kind: process, cpu, memory or disk");
   auto kind = resource_kind_from_name(r["kind"].as<std::string>());

@@ -161,19 +161,26 @@ Result<GeModel> parse_ge(const std::string& s) {
 
 std::string run_usage() { return make_options().help(); }
 
-Result<ExperimentOptions> parse_run_args(const std::vector<std::string>& args) {
-  auto options = make_options();
+Result<cxxopts::ParseResult> parse_run_words(cxxopts::Options& o, const std::vector<std::string>& args) {
   std::vector<std::string> argv_store = {"faultctl-run"};
   argv_store.insert(argv_store.end(), args.begin(), args.end());
   std::vector<const char*> argv;
   for (const auto& a : argv_store) argv.push_back(a.c_str());
   cxxopts::ParseResult r;
   try {
-    r = options.parse(static_cast<int>(argv.size()), argv.data());
+    r = o.parse(static_cast<int>(argv.size()), argv.data());
   } catch (const cxxopts::exceptions::exception& e) {
     return bad(e.what());
   }
   if (!r.unmatched().empty()) return bad("unexpected argument '" + r.unmatched().front() + "'");
+  return r;
+}
+
+Result<ExperimentOptions> parse_run_args(const std::vector<std::string>& args) {
+  auto options = make_options();
+  auto parsed = parse_run_words(options, args);
+  if (!parsed) return parsed.error();
+  const cxxopts::ParseResult& r = *parsed;
   if (r.count("help")) return make_error(0, run_usage());
   if (!r.count("kind")) return bad("missing the fault kind: one of loss, partition, flowdrop, corrupt, duplicate, dns, latency, bandwidth (packet) or process, cpu, memory, disk (host)");
 

@@ -17,6 +17,10 @@ namespace faultline {
 
 [[nodiscard]] std::string run_usage();
 
+// Parses the words after "run" with o; a parse error or a stray word is a
+// one-line EINVAL error naming it.
+[[nodiscard]] Result<cxxopts::ParseResult> parse_run_words(cxxopts::Options& o, const std::vector<std::string>& args);
+
 // Flags every `faultctl run` shares, packet and resource faults alike: the
 // experiment record (--hypothesis, --steady-state, --record, --slo).
 void add_record_options(cxxopts::Options& o);

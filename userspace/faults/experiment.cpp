@@ -113,21 +113,7 @@ int Experiment::run() {
       guard = {{"health_url", opts_.health->url}, {"max_latency", format_duration(opts_.health->max_latency_ns)},
                {"interval", format_duration(opts_.health->interval_ns)}};
     if (ksig) guard["kernel_signal"] = {{"signal", ksig->config().signal}, {"abort_above_per_s", ksig->config().abort_above}};
-    // One reading of every guardrail signal there is.
-    auto sampler = [&] {
-      SignalSample s;
-      if (probe) {
-        s = sample_from_probe(probe->check(), boottime_ns());
-      } else {
-        s.t_ns = boottime_ns();
-        s.healthy = true;
-      }
-      if (ksig) {
-        ProbeOutcome k = ksig->sample();
-        add_kernel_reading(s, ksig->config().signal, ksig->last_rate(), k);
-      }
-      return s;
-    };
+    auto sampler = [&] { return sample_guardrails(probe ? &*probe : nullptr, ksig ? &*ksig : nullptr); };
     recorded.emplace(*opts_.record, sampler, probe ? opts_.health->interval_ns : kKernelSignalRecordIntervalNs, guard, out_,
                      opts_.json);
     auto go = recorded->before_fault(plan->to_json(), stop);

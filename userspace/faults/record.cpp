@@ -105,6 +105,21 @@ SignalSample sample_from_probe(const ProbeOutcome& o, uint64_t t_ns) {
   return s;
 }
 
+SignalSample sample_guardrails(HealthProbe* probe, KernelSignalGuard* ksig) {
+  SignalSample s;
+  if (probe != nullptr) {
+    s = sample_from_probe(probe->check(), boottime_ns());
+  } else {
+    s.t_ns = boottime_ns();
+    s.healthy = true;
+  }
+  if (ksig != nullptr) {
+    ProbeOutcome k = ksig->sample();
+    add_kernel_reading(s, ksig->config().signal, ksig->last_rate(), k);
+  }
+  return s;
+}
+
 void add_kernel_reading(SignalSample& s, const std::string& signal, double rate_per_s, const ProbeOutcome& o) {
   s.values[signal + "_per_s"] = rate_per_s;
   if (!o.healthy) {

@@ -14,6 +14,7 @@
 #include "loader/fd.h"
 #include "loader/result.h"
 #include "userspace/guardrails/health_probe.h"
+#include "userspace/guardrails/kernel_signal.h"
 
 namespace faultline {
 
@@ -32,6 +33,10 @@ struct SignalSample {
 // Folds a kernel-signal reading into a sample ("<signal>_per_s"); unhealthy if
 // either reading is.
 void add_kernel_reading(SignalSample& s, const std::string& signal, double rate_per_s, const ProbeOutcome& o);
+
+// One reading of every guardrail signal there is: the HTTP probe and/or the
+// kernel signal (either may be null; with neither, a healthy empty sample).
+[[nodiscard]] SignalSample sample_guardrails(HealthProbe* probe, KernelSignalGuard* ksig);
 
 // The record's cadence when a kernel signal is the only guardrail signal.
 constexpr uint64_t kKernelSignalRecordIntervalNs = 1'000'000'000ULL;

@@ -114,20 +114,7 @@ int ResourceExperiment::run() {
       err_ << "faultctl run: --record and --steady-state need a guardrail signal (--health-url or --kernel-signal)\n";
       return kExitBadInput;
     }
-    auto sampler = [&] {
-      SignalSample s;
-      if (probe) {
-        s = sample_from_probe(probe->check(), boottime_ns());
-      } else {
-        s.t_ns = boottime_ns();
-        s.healthy = true;
-      }
-      if (ksig) {
-        ProbeOutcome k = ksig->sample();
-        add_kernel_reading(s, ksig->config().signal, ksig->last_rate(), k);
-      }
-      return s;
-    };
+    auto sampler = [&] { return sample_guardrails(probe ? &*probe : nullptr, ksig ? &*ksig : nullptr); };
     recorded.emplace(*opts_.record, sampler, probe ? opts_.health->interval_ns : kKernelSignalRecordIntervalNs, guard,
                      out_, opts_.json);
     nlohmann::json what = spec.to_json();
