@@ -40,8 +40,8 @@
 #include "loader/netfault_object.h"
 #include "loader/pinned_maps.h"
 #include "netfault.skel.h"
-#include "userspace/faults/fault_table.h"
-#include "userspace/faults/netfault_engine.h"
+#include "userspace/faults/packet/fault_table.h"
+#include "userspace/faults/packet/netfault_engine.h"
 
 using namespace flbench;
 

@@ -25,8 +25,8 @@
 #include "bench_util.h"
 #include "faultline/sockaddr_abi.h"
 #include "loader/sockaddr_object.h"
-#include "userspace/policy/cgroup.h"
-#include "userspace/policy/egress_policy.h"
+#include "base/cgroup.h"
+#include "userspace/enforce/egress_policy.h"
 
 namespace {
 

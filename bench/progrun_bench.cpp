@@ -25,7 +25,7 @@
 #include "loader/bpffs.h"
 #include "loader/netfault_object.h"
 #include "loader/pinned_maps.h"
-#include "userspace/faults/netfault_engine.h"
+#include "userspace/faults/packet/netfault_engine.h"
 
 using namespace faultline;
 using namespace flbench;

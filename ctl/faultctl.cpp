@@ -6,7 +6,7 @@
 #include "ctl/commands.h"
 #include "ctl/resource_command.h"
 #include "loader/libbpf_log.h"
-#include "userspace/faults/experiment.h"
+#include "base/exit_code.h"
 
 namespace {
 

@@ -5,7 +5,8 @@
 
 #include "ctl/commands.h"
 #include "ctl/syscall_args.h"
-#include "userspace/faults/experiment.h"
+#include "base/exit_code.h"
+#include "userspace/faults/syscall/run.h"
 
 namespace faultline {
 
@@ -19,11 +20,16 @@ int cmd_run_syscall(const std::vector<std::string>& args) {
     std::cerr << "faultctl run syscall: " << spec.error().message << "\n";
     return kExitBadInput;
   }
-  if (!spec->dry_run && ::geteuid() != 0) {
+  if (!spec->flags.dry_run && ::geteuid() != 0) {
     std::cerr << "faultctl run syscall: needs root\n";
     return kExitFailure;
   }
-  return run_syscall_fault(*spec, std::cout, std::cerr);
+  auto fault = SyscallRun::plan(spec->spec, std::cerr);
+  if (!fault) {
+    std::cerr << "faultctl run syscall: " << fault.error().describe() << "\n";
+    return fault.error().bad_input ? kExitBadInput : kExitFailure;
+  }
+  return run_fault(**fault, spec->flags, "faultctl run syscall");
 }
 
 int cmd_guard(const std::vector<std::string>& args) {

@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "ctl/commands.h"
-#include "userspace/faults/experiment.h"
-#include "userspace/faults/record.h"
+#include "base/exit_code.h"
+#include "userspace/run/record.h"
 
 namespace faultline {
 namespace {

@@ -1,4 +1,4 @@
-// faultctl run process|cpu|memory|disk: flags -> ResourceRunOptions, and the resource side of status/abort.
+// faultctl run process|cpu|memory|disk: flags -> ResourceRunArgs, and the resource side of status/abort.
 #include "ctl/resource_command.h"
 
 #include <unistd.h>
@@ -10,11 +10,11 @@
 #include <set>
 
 #include "ctl/run_args.h"
-#include "userspace/faults/experiment.h"
-#include "userspace/faults/netfault_engine.h"
-#include "userspace/faults/resource_reaper.h"
-#include "userspace/faults/resource_store.h"
-#include "userspace/faults/units.h"
+#include "base/exit_code.h"
+#include "userspace/faults/packet/netfault_engine.h"
+#include "userspace/faults/resource/reaper.h"
+#include "userspace/faults/resource/store.h"
+#include "base/units.h"
 
 namespace faultline {
 namespace {
@@ -43,8 +43,6 @@ cxxopts::Options make_options() {
   o.add_options()
       ("kind", "process|cpu|memory|disk", cxxopts::value<std::string>())
       ("duration", "how long (required, 1s-1h)", cxxopts::value<std::string>())
-      ("dry-run", "validate and print the plan; change nothing")
-      ("json", "JSON lines on stdout")
       ("h,help", "this help");
   o.add_options("process")
       ("pid", "one process ID", cxxopts::value<std::string>())
@@ -62,15 +60,8 @@ cxxopts::Options make_options() {
       ("path", "a directory on the file system to fill", cxxopts::value<std::string>())
       ("fill", "fill the file system to this use% (below 100)", cxxopts::value<std::string>())
       ("min-free", "never leave less free than this (default 256MiB)", cxxopts::value<std::string>());
-  o.add_options("guardrail")
-      ("health-url", "http:// URL the guardrail GETs", cxxopts::value<std::string>())
-      ("health-max-latency", "slowest healthy answer (default 1s)", cxxopts::value<std::string>())
-      ("interval", "time between guardrail checks (default 2s)", cxxopts::value<std::string>())
-      ("kernel-signal", "guardrail on a kernel signal: tcp_retransmits|tcp_resets", cxxopts::value<std::string>())
-      ("abort-above", "kernel-signal limit, events per second", cxxopts::value<std::string>())
-      ("signal-window", "kernel-signal averaging window (default 3s)", cxxopts::value<std::string>());
   // clang-format on
-  add_record_options(o);
+  add_run_options(o);
   o.parse_positional({"kind"});
   o.positional_help("process|cpu|memory|disk");
   return o;
@@ -98,10 +89,10 @@ std::string left_text(const ResourceFaultState& st, uint64_t now) {
 }  // namespace
 
 std::string resource_run_usage() {
-  return make_options().help({"", "process", "cpu", "memory, disk", "disk", "guardrail", "experiment record"});
+  return make_options().help({"", "process", "cpu", "memory, disk", "disk", "guardrail", "experiment record", "output"});
 }
 
-Result<ResourceRunOptions> parse_resource_args(const std::vector<std::string>& args) {
+Result<ResourceRunArgs> parse_resource_args(const std::vector<std::string>& args) {
   auto options = make_options();
   auto parsed = parse_run_words(options, args);
   if (!parsed) return parsed.error();
@@ -112,7 +103,7 @@ Result<ResourceRunOptions> parse_resource_args(const std::vector<std::string>& a
   if (!kind)
     return bad("unknown resource fault kind '" + r["kind"].as<std::string>() + "' (process, cpu, memory, disk)");
 
-  ResourceRunOptions o;
+  ResourceRunArgs o;
   ResourceSpec& s = o.spec;
   s.kind = *kind;
   for (const auto& flag : specific_flags()) {
@@ -205,18 +196,9 @@ Result<ResourceRunOptions> parse_resource_args(const std::vector<std::string>& a
   }
   FL_TRY(validate(s));
 
-  auto health = parse_health_flags(r, "");
-  if (!health) return health.error();
-  o.health = *health;
-  auto ksig = parse_kernel_signal_flags(r);
-  if (!ksig) return ksig.error();
-  o.kernel_signal = *ksig;
-  o.dry_run = r.count("dry-run") > 0;
-  o.json = r.count("json") > 0;
-  auto rec = parse_record_flags(r, o.health.has_value(), o.kernel_signal.has_value(), s.duration_ns,
-                                o.health ? o.health->interval_ns : kKernelSignalRecordIntervalNs, args);
-  if (!rec) return rec.error();
-  o.record = *rec;
+  auto flags = parse_run_flags(r, "", s.duration_ns, args);
+  if (!flags) return flags.error();
+  o.flags = std::move(*flags);
   return o;
 }
 
@@ -230,8 +212,13 @@ int cmd_run_resource(const std::vector<std::string>& args) {
     std::cerr << "faultctl run: " << opts.error().message << "\n";
     return kExitBadInput;
   }
-  ResourceExperiment e(std::move(*opts), std::cout, std::cerr);
-  return e.run();
+  auto fault = ResourceRun::plan(opts->spec);
+  if (!fault) {
+    std::cerr << "faultctl run: " << fault.error().describe() << "\n";
+    return fault.error().bad_input ? kExitBadInput : kExitFailure;
+  }
+  if (opts->flags.record) (*fault)->set_record_dir(opts->flags.record->dir);
+  return run_fault(**fault, opts->flags, "faultctl run");
 }
 
 void sweep_resource_state(std::ostream& err) {

@@ -6,13 +6,19 @@
 #include <string>
 #include <vector>
 
-#include "loader/result.h"
-#include "userspace/faults/resource_experiment.h"
+#include "base/result.h"
+#include "ctl/run_flags.h"
+#include "userspace/faults/resource/run.h"
 
 namespace faultline {
 
+struct ResourceRunArgs {
+  ResourceSpec spec;
+  RunFlags flags;
+};
+
 // args are what follows "run" (the kind first). err 0 carries --help text.
-[[nodiscard]] Result<ResourceRunOptions> parse_resource_args(const std::vector<std::string>& args);
+[[nodiscard]] Result<ResourceRunArgs> parse_resource_args(const std::vector<std::string>& args);
 [[nodiscard]] std::string resource_run_usage();
 
 int cmd_run_resource(const std::vector<std::string>& args);

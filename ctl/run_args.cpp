@@ -54,18 +54,10 @@ cxxopts::Options make_options() {
       ("jitter", "delay variation (at most 10s)", cxxopts::value<std::string>())
       ("distribution", "normal|pareto|uniform", cxxopts::value<std::string>())
       ("rate", "bandwidth cap like 10mbit", cxxopts::value<std::string>())
-      ("health-url", "http:// URL the guardrail GETs", cxxopts::value<std::string>())
-      ("health-max-latency", "slowest healthy answer (default 1s)", cxxopts::value<std::string>())
-      ("interval", "time between guardrail checks (default 2s)", cxxopts::value<std::string>())
-      ("kernel-signal", "guardrail on a kernel signal: tcp_retransmits|tcp_resets", cxxopts::value<std::string>())
-      ("abort-above", "kernel-signal limit, events per second", cxxopts::value<std::string>())
-      ("signal-window", "kernel-signal averaging window (default 3s)", cxxopts::value<std::string>())
       ("attach", "tcx|tc (default: the best the kernel has)", cxxopts::value<std::string>())
       ("force", "allow a fault with no target (a whole device)")
-      ("dry-run", "validate and print the plan; change nothing")
-      ("json", "JSON lines on stdout")
       ("h,help", "this help");
-  add_record_options(o);
+  add_run_options(o);
   o.parse_positional({"kind"});
   o.positional_help("KIND");
   return o;
@@ -161,30 +153,15 @@ Result<GeModel> parse_ge(const std::string& s) {
 
 std::string run_usage() { return make_options().help(); }
 
-Result<cxxopts::ParseResult> parse_run_words(cxxopts::Options& o, const std::vector<std::string>& args) {
-  std::vector<std::string> argv_store = {"faultctl-run"};
-  argv_store.insert(argv_store.end(), args.begin(), args.end());
-  std::vector<const char*> argv;
-  for (const auto& a : argv_store) argv.push_back(a.c_str());
-  cxxopts::ParseResult r;
-  try {
-    r = o.parse(static_cast<int>(argv.size()), argv.data());
-  } catch (const cxxopts::exceptions::exception& e) {
-    return bad(e.what());
-  }
-  if (!r.unmatched().empty()) return bad("unexpected argument '" + r.unmatched().front() + "'");
-  return r;
-}
-
-Result<ExperimentOptions> parse_run_args(const std::vector<std::string>& args) {
+Result<PacketRunArgs> parse_run_args(const std::vector<std::string>& args) {
   auto options = make_options();
   auto parsed = parse_run_words(options, args);
   if (!parsed) return parsed.error();
   const cxxopts::ParseResult& r = *parsed;
-  if (r.count("help")) return make_error(0, run_usage());
+  if (r.count("help")) return make_error(0, run_usage());  // err 0: --help
   if (!r.count("kind")) return bad("missing the fault kind: one of loss, partition, flowdrop, corrupt, duplicate, dns, latency, bandwidth (packet) or process, cpu, memory, disk (host)");
 
-  ExperimentOptions o;
+  PacketRunArgs o;
   FaultSpec& s = o.spec;
   auto kind = kind_from_name(r["kind"].as<std::string>());
   if (!kind) return bad("unknown fault kind '" + r["kind"].as<std::string>() + "' (loss, partition, flowdrop, corrupt, duplicate, dns, latency, bandwidth; process, cpu, memory, disk)");
@@ -303,136 +280,11 @@ Result<ExperimentOptions> parse_run_args(const std::vector<std::string>& args) {
     else if (a == "tc") o.attach = AttachMode::Tc;
     else return bad("--attach '" + a + "': expected tcx or tc");
   }
-  auto health = parse_health_flags(r, s.netns);
-  if (!health) return health.error();
-  o.health = *health;
-  auto ksig = parse_kernel_signal_flags(r);
-  if (!ksig) return ksig.error();
-  o.kernel_signal = *ksig;
-  o.dry_run = r.count("dry-run") > 0;
-  o.json = r.count("json") > 0;
-  FL_TRY(validate(s));
-  auto rec = parse_record_flags(r, o.health.has_value(), o.kernel_signal.has_value(), s.duration_ns,
-                                o.health ? o.health->interval_ns : kKernelSignalRecordIntervalNs, args);
-  if (!rec) return rec.error();
-  o.record = *rec;
+  if (auto v = validate(s); !v) return v.error();
+  auto flags = parse_run_flags(r, s.netns, s.duration_ns, args);
+  if (!flags) return flags.error();
+  o.flags = std::move(*flags);
   return o;
-}
-
-Result<std::optional<HealthProbeConfig>> parse_health_flags(const cxxopts::ParseResult& r, const std::string& netns) {
-  auto str = [&](const char* f) { return r[f].as<std::string>(); };
-  if (!r.count("health-url")) {
-    if (r.count("health-max-latency") || r.count("interval"))
-      return bad(std::string("--") + (r.count("interval") ? "interval" : "health-max-latency") + " configures the guardrail; give --health-url too");
-    return std::optional<HealthProbeConfig>{};
-  }
-  HealthProbeConfig h;
-  h.url = str("health-url");
-  auto u = parse_http_url(h.url);
-  if (!u) return bad("--health-url " + u.error().message);
-  h.netns = netns;
-  if (r.count("health-max-latency")) {
-    auto d = with_flag("health-max-latency", parse_duration_ns(str("health-max-latency")));
-    if (!d) return d.error();
-    if (*d < 1'000'000ULL || *d > 60'000'000'000ULL) return bad("--health-max-latency must be within 1ms-60s");
-    h.max_latency_ns = *d;
-  }
-  if (r.count("interval")) {
-    auto d = with_flag("interval", parse_duration_ns(str("interval")));
-    if (!d) return d.error();
-    if (*d < 100'000'000ULL || *d > 600'000'000'000ULL) return bad("--interval must be within 100ms-10m");
-    h.interval_ns = *d;
-  }
-  return std::optional<HealthProbeConfig>(h);
-}
-
-Result<std::optional<KernelSignalConfig>> parse_kernel_signal_flags(const cxxopts::ParseResult& r) {
-  auto str = [&](const char* f) { return r[f].as<std::string>(); };
-  if (!r.count("kernel-signal")) {
-    if (r.count("abort-above") || r.count("signal-window"))
-      return bad("--abort-above and --signal-window configure --kernel-signal; give --kernel-signal too");
-    return std::optional<KernelSignalConfig>{};
-  }
-  KernelSignalConfig k;
-  k.signal = str("kernel-signal");
-  if (!is_kernel_signal(k.signal)) return bad("--kernel-signal '" + k.signal + "': expected tcp_retransmits or tcp_resets");
-  if (!r.count("abort-above")) return bad("--kernel-signal needs --abort-above N (events per second)");
-  double v = 0;
-  std::string a = str("abort-above");
-  try {
-    size_t used = 0;
-    v = std::stod(a, &used);
-    if (used != a.size()) throw std::invalid_argument(a);
-  } catch (...) {
-    return bad("--abort-above '" + a + "': not a number");
-  }
-  if (!(v >= 0) || v > 1e9) return bad("--abort-above '" + a + "': must be within 0-1e9 per second");
-  k.abort_above = v;
-  if (r.count("signal-window")) {
-    auto w = with_flag("signal-window", parse_duration_ns(str("signal-window")));
-    if (!w) return w.error();
-    if (*w < 500'000'000ULL || *w > 60'000'000'000ULL) return bad("--signal-window must be within 500ms-60s");
-    k.window_ns = *w;
-  }
-  return std::optional<KernelSignalConfig>(k);
-}
-
-void add_record_options(cxxopts::Options& o) {
-  o.add_options("experiment record")
-      ("hypothesis", "what you expect to hold during the fault (kept in the record)", cxxopts::value<std::string>())
-      ("steady-state", "measure the guardrail signal this long before injecting (default 30s with --record)", cxxopts::value<std::string>())
-      ("record", "new folder for the record: hypothesis, spec, steady state, time series, verdict", cxxopts::value<std::string>())
-      ("slo", "the hypothesis threshold: p99<300ms or success>99.9%", cxxopts::value<std::string>());
-}
-
-Result<std::optional<RecordOptions>> parse_record_flags(const cxxopts::ParseResult& r, bool has_health, bool has_kernel_signal,
-                                                        uint64_t duration_ns, uint64_t interval_ns,
-                                                        const std::vector<std::string>& args) {
-  const bool has_guardrail = has_health || has_kernel_signal;
-  const bool record = r.count("record") > 0, hyp = r.count("hypothesis") > 0, steady = r.count("steady-state") > 0,
-             slo = r.count("slo") > 0;
-  if (!record && !hyp && !steady && !slo) return std::optional<RecordOptions>{};
-  if (hyp && !record) return bad("--hypothesis is kept in a record: add --record DIR");
-  if (slo && !record) return bad("--slo is judged in a record: add --record DIR and --hypothesis");
-  if (record && !hyp) return bad("--record needs --hypothesis \"TEXT\": a record starts with what you expect");
-  if (!has_guardrail)
-    return bad(std::string("--") + (record ? "record" : "steady-state") + " needs a guardrail signal to measure: add --health-url or --kernel-signal");
-  RecordOptions o;
-  if (hyp) {
-    o.hypothesis = r["hypothesis"].as<std::string>();
-    if (o.hypothesis.find_first_not_of(" \t") == std::string::npos) return bad("--hypothesis: empty text");
-    if (o.hypothesis.size() > 4096) return bad("--hypothesis: longer than 4096 characters");
-  }
-  o.steady_state_ns = record ? 30'000'000'000ULL : 0;
-  if (steady) {
-    auto d = with_flag("steady-state", parse_duration_ns(r["steady-state"].as<std::string>()));
-    if (!d) return d.error();
-    if (*d < 1'000'000'000ULL || *d > 600'000'000'000ULL) return bad("--steady-state must be within 1s-10m");
-    o.steady_state_ns = *d;
-  }
-  if (o.steady_state_ns < interval_ns)
-    return bad("--steady-state " + format_duration(o.steady_state_ns) + " is shorter than the guardrail --interval " +
-               format_duration(interval_ns) + ": it would hold one reading at most");
-  if (record) {
-    if (duration_ns < interval_ns)
-      return bad("--duration " + format_duration(duration_ns) + " is shorter than the guardrail --interval " +
-                 format_duration(interval_ns) + ": the record would hold no reading of the fault");
-    o.dir = r["record"].as<std::string>();
-    FL_TRY(check_record_dir(o.dir));
-  }
-  if (slo) {
-    auto s = parse_slo(r["slo"].as<std::string>());
-    if (!s) return s.error();
-    if (s->metric == Slo::Metric::LatencyPercentile && !has_health)
-      return bad("--slo " + s->text + ": a latency percentile needs --health-url; with --kernel-signal alone use success>P%");
-    o.slo = *s;
-  }
-  o.command_line = "faultctl run";
-  for (const auto& a : args) {
-    bool plain = !a.empty() && a.find_first_of(" \t\"'<>|&;$*?") == std::string::npos;
-    o.command_line += " " + (plain ? a : "'" + a + "'");
-  }
-  return std::optional<RecordOptions>(std::move(o));
 }
 
 }  // namespace faultline

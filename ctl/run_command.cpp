@@ -1,4 +1,4 @@
-// faultctl run: parse, then hand the experiment to the library.
+// faultctl run: parse, then hand the fault to the guarded run.
 #include <unistd.h>
 
 #include <iostream>
@@ -6,7 +6,8 @@
 #include "ctl/commands.h"
 #include "ctl/resource_command.h"
 #include "ctl/run_args.h"
-#include "userspace/faults/resource_spec.h"
+#include "userspace/faults/packet/run.h"
+#include "userspace/faults/resource/spec.h"
 
 namespace faultline {
 
@@ -22,12 +23,16 @@ int cmd_run(const std::vector<std::string>& args) {
     std::cerr << "faultctl run: " << opts.error().message << "\n";
     return kExitBadInput;
   }
-  if (!opts->dry_run && ::geteuid() != 0) {
+  if (!opts->flags.dry_run && ::geteuid() != 0) {
     std::cerr << "faultctl run: needs root (CAP_BPF and CAP_NET_ADMIN) to load and attach programs\n";
     return kExitFailure;
   }
-  Experiment e(std::move(*opts), std::cout, std::cerr);
-  return e.run();
+  auto fault = PacketRun::plan(opts->spec, opts->attach);
+  if (!fault) {
+    std::cerr << "faultctl run: " << fault.error().describe() << "\n";
+    return fault.error().bad_input ? kExitBadInput : kExitFailure;
+  }
+  return run_fault(**fault, opts->flags, "faultctl run");
 }
 
 }  // namespace faultline

@@ -6,9 +6,9 @@
 #include <iostream>
 #include <optional>
 
-#include "userspace/faults/experiment.h"
-#include "userspace/faults/netfault_engine.h"
-#include "userspace/faults/session_registry.h"
+#include "base/exit_code.h"
+#include "userspace/faults/packet/netfault_engine.h"
+#include "userspace/state/session_registry.h"
 
 namespace faultline {
 namespace {

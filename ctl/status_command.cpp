@@ -10,9 +10,9 @@
 #include "ctl/resource_command.h"
 #include "ctl/session_command.h"
 #include "loader/features.h"
-#include "userspace/faults/experiment.h"
-#include "userspace/faults/netfault_engine.h"
-#include "userspace/faults/session_registry.h"
+#include "base/exit_code.h"
+#include "userspace/faults/packet/netfault_engine.h"
+#include "userspace/state/session_registry.h"
 
 namespace faultline {
 namespace {

@@ -5,9 +5,9 @@
 
 #include <cxxopts.hpp>
 
-#include "userspace/faults/errno_names.h"
-#include "userspace/faults/fault_spec.h"
-#include "userspace/faults/units.h"
+#include "base/errno_names.h"
+#include "userspace/faults/packet/spec.h"
+#include "base/units.h"
 
 namespace faultline {
 namespace {
@@ -39,7 +39,7 @@ Result<cxxopts::ParseResult> parse(cxxopts::Options& o, const std::vector<std::s
 
 }  // namespace
 
-Result<SyscallFaultSpec> parse_syscall_args(const std::vector<std::string>& args) {
+Result<SyscallRunArgs> parse_syscall_args(const std::vector<std::string>& args) {
   cxxopts::Options o("faultctl run syscall", "Make syscalls fail with an errno.");
   o.add_options()
       ("syscall", "syscall names, comma-separated", cxxopts::value<std::vector<std::string>>())
@@ -50,14 +50,14 @@ Result<SyscallFaultSpec> parse_syscall_args(const std::vector<std::string>& args
       ("pid", "scope: one process", cxxopts::value<std::string>())
       ("include-loader", "seccomp, lsm: also fail the dynamic loader's library opens")
       ("via", "force a mechanism: cgroup, lsm or seccomp (default: the best available)", cxxopts::value<std::string>())
-      ("dry-run", "print the mechanism; change nothing")
-      ("json", "JSON lines")
       ("h,help", "help");
+  add_run_options(o);
   auto [flags, cmd] = split_command(args);
   auto r = parse(o, flags);
   if (!r) return r.error();
   if (r->count("help")) return make_error(0, o.help() + "\n  -- COMMAND ARGS   scope: a command to run under the fault\n");
-  SyscallFaultSpec s;
+  SyscallRunArgs a;
+  SyscallFaultSpec& s = a.spec;
   s.command = cmd;
   if (!r->count("syscall")) return bad("--syscall is required (e.g. --syscall connect or --syscall openat,read)");
   for (const auto& n : (*r)["syscall"].as<std::vector<std::string>>()) {
@@ -101,9 +101,10 @@ Result<SyscallFaultSpec> parse_syscall_args(const std::vector<std::string>& args
     if (s.via != "cgroup" && s.via != "lsm" && s.via != "seccomp")
       return bad("--via " + s.via + ": one of cgroup, lsm, seccomp");
   }
-  s.dry_run = r->count("dry-run") > 0;
-  s.json = r->count("json") > 0;
-  return s;
+  auto run = parse_run_flags(*r, "", s.duration_ns, args);
+  if (!run) return run.error();
+  a.flags = std::move(*run);
+  return a;
 }
 
 Result<GuardOptions> parse_guard_args(const std::vector<std::string>& args) {

@@ -4,13 +4,19 @@
 #include <string>
 #include <vector>
 
-#include "loader/result.h"
-#include "userspace/faults/syscall_fault.h"
-#include "userspace/policy/guard.h"
+#include "base/result.h"
+#include "ctl/run_flags.h"
+#include "userspace/faults/syscall/plan.h"
+#include "userspace/enforce/guard.h"
 
 namespace faultline {
 
-[[nodiscard]] Result<SyscallFaultSpec> parse_syscall_args(const std::vector<std::string>& args);
+struct SyscallRunArgs {
+  SyscallFaultSpec spec;
+  RunFlags flags;
+};
+
+[[nodiscard]] Result<SyscallRunArgs> parse_syscall_args(const std::vector<std::string>& args);
 [[nodiscard]] Result<GuardOptions> parse_guard_args(const std::vector<std::string>& args);
 
 }  // namespace faultline

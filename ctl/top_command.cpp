@@ -4,9 +4,9 @@
 #include <iostream>
 
 #include "ctl/commands.h"
-#include "userspace/faults/experiment.h"
-#include "userspace/faults/units.h"
-#include "userspace/policy/flow_top.h"
+#include "base/exit_code.h"
+#include "base/units.h"
+#include "userspace/enforce/flow_top.h"
 
 namespace faultline {
 

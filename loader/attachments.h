@@ -10,7 +10,7 @@
 #include "loader/bpffs.h"
 #include "loader/netns.h"
 #include "loader/pinned_maps.h"
-#include "loader/result.h"
+#include "base/result.h"
 
 namespace faultline {
 

@@ -4,8 +4,8 @@
 #include <functional>
 #include <string>
 
-#include "loader/fd.h"
-#include "loader/result.h"
+#include "base/unique_fd.h"
+#include "base/result.h"
 
 namespace faultline {
 

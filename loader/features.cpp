@@ -16,8 +16,9 @@
 #include <sstream>
 #include <thread>
 
-#include "loader/fd.h"
-#include "loader/result.h"
+#include "base/cgroup.h"
+#include "base/unique_fd.h"
+#include "base/result.h"
 #include "loader/rtnetlink.h"
 #include "loader/syscall_override_object.h"
 
@@ -150,23 +151,10 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-Probe probe_cgroup_v2(std::string& mount_point) {
-  std::ifstream in("/proc/self/mountinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    auto sep = line.find(" - ");
-    if (sep == std::string::npos) continue;
-    std::istringstream rest(line.substr(sep + 3));
-    std::string fstype;
-    rest >> fstype;
-    if (fstype != "cgroup2") continue;
-    std::istringstream head(line.substr(0, sep));
-    std::string id, parent, devno, root, mnt;
-    head >> id >> parent >> devno >> root >> mnt;
-    mount_point = mnt;
-    return {true, "cgroup2 mounted at " + mnt};
-  }
-  return {false, "no cgroup2 mount in /proc/self/mountinfo"};
+Probe probe_cgroup_v2() {
+  const std::string& mnt = cgroup_mounts().v2;
+  if (mnt.empty()) return {false, "no cgroup2 mount in /proc/self/mountinfo"};
+  return {true, "cgroup2 mounted at " + mnt};
 }
 
 Probe probe_lsm_listed() {
@@ -262,7 +250,8 @@ Features probe_all() {
   f.clsact = probe_clsact();
   f.bpf_loop = probe_bpf_loop();
   f.sch_fq = probe_fq();
-  f.cgroup_v2 = probe_cgroup_v2(f.cgroup_v2_mount);
+  f.cgroup_v2 = probe_cgroup_v2();
+  f.cgroup_v2_mount = cgroup_mounts().v2;
   f.set_retval = probe_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, kHelperSetRetval, "bpf_set_retval",
                               BPF_CGROUP_INET4_CONNECT);
   f.ringbuf = probe_ringbuf();
@@ -298,7 +287,8 @@ const Features& packet_features() {
     p.clsact = probe_clsact();
     p.bpf_loop = probe_bpf_loop();
     p.sch_fq = probe_fq();
-    p.cgroup_v2 = probe_cgroup_v2(p.cgroup_v2_mount);
+    p.cgroup_v2 = probe_cgroup_v2();
+    p.cgroup_v2_mount = cgroup_mounts().v2;
     return p;
   }();
   return f;

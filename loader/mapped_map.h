@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <utility>
 
-#include "loader/result.h"
+#include "base/result.h"
 
 namespace faultline {
 

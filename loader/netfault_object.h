@@ -6,7 +6,7 @@
 
 #include "faultline/abi.h"
 #include "loader/bpffs.h"
-#include "loader/result.h"
+#include "base/result.h"
 
 struct netfault;  // the bpftool skeleton
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "loader/fd.h"
-#include "loader/result.h"
+#include "base/unique_fd.h"
+#include "base/result.h"
 
 namespace faultline {
 

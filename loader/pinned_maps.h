@@ -7,8 +7,8 @@
 
 #include "faultline/abi.h"
 #include "loader/bpffs.h"
-#include "loader/fd.h"
-#include "loader/result.h"
+#include "base/unique_fd.h"
+#include "base/result.h"
 
 namespace faultline {
 

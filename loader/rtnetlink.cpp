@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-#include "loader/fd.h"
+#include "base/unique_fd.h"
 
 namespace faultline {
 namespace {

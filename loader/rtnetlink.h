@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "loader/result.h"
+#include "base/result.h"
 
 namespace faultline {
 

@@ -9,7 +9,7 @@
 
 #include "faultline/sockaddr_abi.h"
 #include "loader/bpf_link.h"
-#include "loader/result.h"
+#include "base/result.h"
 
 struct fl_sockaddr;  // the bpftool skeleton
 

@@ -9,7 +9,7 @@
 
 #include "faultline/syscall_abi.h"
 #include "loader/bpf_link.h"
-#include "loader/result.h"
+#include "base/result.h"
 
 struct fl_syscall_lsm;  // the bpftool skeleton
 

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "selftests/bpf/netfault_fixture.h"
-#include "userspace/faults/netfault_engine.h"
+#include "userspace/faults/packet/netfault_engine.h"
 
 namespace faultline::bpftest {
 namespace {

@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "selftests/bpf/netfault_fixture.h"
-#include "userspace/faults/netfault_engine.h"
+#include "userspace/faults/packet/netfault_engine.h"
 
 namespace faultline::bpftest {
 namespace {

@@ -11,7 +11,7 @@
 
 #include <cstring>
 
-#include "userspace/faults/netfault_engine.h"
+#include "userspace/faults/packet/netfault_engine.h"
 
 namespace faultline::bpftest {
 

@@ -17,8 +17,8 @@
 #include "loader/netfault_object.h"
 #include "loader/pinned_maps.h"
 #include "selftests/bpf/packet_builder.h"
-#include "userspace/faults/fault_spec.h"
-#include "userspace/faults/fault_table.h"
+#include "userspace/faults/packet/spec.h"
+#include "userspace/faults/packet/fault_table.h"
 
 namespace faultline::bpftest {
 

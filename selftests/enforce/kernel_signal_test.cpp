@@ -1,4 +1,4 @@
-// The retransmit-rate guardrail (KernelSignalGuard, loaded directly): a TCP
+// The retransmit-rate guardrail (KernelSignalGuardrail, loaded directly): a TCP
 // stream over a veth pair is healthy, then `faultctl run loss --percent 50`
 // makes it retransmit and sample() turns unhealthy. A second, clean pair in
 // other namespaces streams at the same time and its guard stays healthy.
@@ -44,10 +44,10 @@ TEST_F(EnforceTest, RetransmitRateRisesAboveTheLimitUnderLoss) {
   cfg.abort_above = kAbortAbove;
   cfg.window_ns = 2'000'000'000ULL;
   cfg.netns_ino = lossy.a.inode();
-  auto guard = faultline::KernelSignalGuard::start(cfg);
+  auto guard = faultline::KernelSignalGuardrail::start(cfg);
   ASSERT_TRUE(guard.ok()) << guard.error().describe();
   cfg.netns_ino = clean.a.inode();
-  auto control = faultline::KernelSignalGuard::start(cfg);
+  auto control = faultline::KernelSignalGuardrail::start(cfg);
   ASSERT_TRUE(control.ok()) << control.error().describe();
 
   // Before the fault: both streams run clean.

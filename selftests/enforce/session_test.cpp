@@ -94,7 +94,7 @@ TEST_F(SessionTest, AbortEndsASeccompFaultAndTheCommandRunsOn) {
   ASSERT_EQ(p.size(), 2u) << f.describe();
   EXPECT_EQ(show(p[0]["open " + file]), "EIO:5") << f.describe();
   EXPECT_EQ(show(p[1]["open " + file]), "ok:5") << "the fault outlived its abort\n" << f.describe();
-  EXPECT_NE(f.out().find("\"event\":\"aborted\""), std::string::npos) << f.describe();
+  EXPECT_NE(f.out().find("\"event\":\"fault_ended\""), std::string::npos) << f.describe();
 }
 
 // The kill switch reaches a fault on a cgroup at once (the kernel policy is
@@ -122,7 +122,7 @@ TEST_F(SessionTest, KillSwitchEndsACgroupFault) {
   EXPECT_EQ(show(results(after.out)["tcp 127.0.0.1:" + port]), "ok:3") << after.describe();
   auto e = f.wait(10s);
   ASSERT_TRUE(e && e->is(1)) << f.describe();
-  EXPECT_NE(f.describe().find("syscall fault aborted (faultctl abort)"), std::string::npos) << f.describe();
+  EXPECT_NE(f.describe().find("ended (aborted: ended from outside (faultctl abort))"), std::string::npos) << f.describe();
 }
 
 // A guard is enforcement, not a fault: the kill switch leaves it on; only

@@ -3,9 +3,10 @@
 #include <cstdint>
 #include <string>
 
-#include "userspace/faults/units.h"
+#include "base/units.h"
+#include "userspace/net/address.h"
 #include "userspace/guardrails/http.h"
-#include "userspace/policy/egress_policy.h"
+#include "userspace/enforce/egress_policy.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string in(reinterpret_cast<const char*>(data), size);

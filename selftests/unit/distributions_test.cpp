@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "userspace/faults/distributions.h"
+#include "userspace/faults/packet/distributions.h"
 
 namespace faultline {
 namespace {

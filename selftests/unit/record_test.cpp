@@ -1,5 +1,5 @@
 // Experiment records: SLO parsing, percentiles, the recorder's phases and verdicts, fingerprints.
-#include "userspace/faults/record.h"
+#include "userspace/run/record.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -9,13 +9,13 @@
 #include <fstream>
 #include <sstream>
 
-#include "userspace/faults/netfault_engine.h"
+#include "userspace/faults/packet/netfault_engine.h"
 
 namespace faultline {
 namespace {
 
-SignalSample ok(double ms) { return {0, true, {{"latency_ms", ms}, {"status", 200}}, ""}; }
-SignalSample failed() { return {0, false, {}, "connect: Connection refused"}; }
+GuardrailReading ok(double ms) { return {0, true, {{"latency_ms", ms}, {"status", 200}}, ""}; }
+GuardrailReading failed() { return {0, false, {}, "connect: Connection refused"}; }
 
 TEST(Slo, Parses) {
   auto p = parse_slo("p99<300ms");
@@ -47,7 +47,7 @@ TEST(Slo, RefusesNonsense) {
 }
 
 TEST(Summary, NearestRankAndFailuresCountAsSlow) {
-  std::vector<SignalSample> v;
+  std::vector<GuardrailReading> v;
   for (int i = 1; i <= 100; ++i) v.push_back(ok(i));
   auto s = summarize(v);
   EXPECT_EQ(s.samples, 100u);
@@ -60,22 +60,22 @@ TEST(Summary, NearestRankAndFailuresCountAsSlow) {
   auto f = summarize(v);
   EXPECT_NEAR(f.success_percent, 100.0 * 100 / 102, 1e-9);
   EXPECT_TRUE(std::isinf(*f.p99_ms)) << "two failures out of 102 reach the 99th rank";
-  SignalSample http500{0, false, {{"latency_ms", 2}, {"status", 500}}, "HTTP 500"};
+  GuardrailReading http500{0, false, {{"latency_ms", 2}, {"status", 500}}, "HTTP 500"};
   EXPECT_TRUE(std::isinf(*latency_percentile({http500}, 50))) << "a fast error is not a fast answer";
-  SignalSample slow{0, false, {{"latency_ms", 1500}, {"status", 200}}, "slow: 1500ms > 1000ms"};
+  GuardrailReading slow{0, false, {{"latency_ms", 1500}, {"status", 200}}, "slow: 1500ms > 1000ms"};
   EXPECT_DOUBLE_EQ(*latency_percentile({slow}, 50), 1500) << "a slow answer keeps its latency";
   EXPECT_FALSE(latency_percentile({}, 99).has_value());
 }
 
 TEST(Slo, Evaluates) {
-  std::vector<SignalSample> fast(20, ok(10)), slow(20, ok(400));
+  std::vector<GuardrailReading> fast(20, ok(10)), slow(20, ok(400));
   auto p99 = *parse_slo("p99<300ms");
   EXPECT_TRUE(evaluate(p99, fast).met);
   EXPECT_FALSE(evaluate(p99, slow).met);
   EXPECT_DOUBLE_EQ(*evaluate(p99, slow).value, 400);
   EXPECT_NE(evaluate(p99, slow).describe(p99).find("400"), std::string::npos);
   auto succ = *parse_slo("success>=95%");
-  std::vector<SignalSample> mixed(19, ok(1));
+  std::vector<GuardrailReading> mixed(19, ok(1));
   mixed.push_back(failed());
   EXPECT_TRUE(evaluate(succ, mixed).met) << "19/20 = 95%";
   EXPECT_FALSE(evaluate(*parse_slo("success>95%"), mixed).met);
@@ -106,7 +106,7 @@ class RecordDir : public ::testing::Test {
     o.command_line = "faultctl run test";
     return o;
   }
-  static RecordedRun::Sampler constant(SignalSample s) {
+  static RecordedRun::Sampler constant(GuardrailReading s) {
     return [s]() mutable {
       s.t_ns = boottime_ns();
       return s;

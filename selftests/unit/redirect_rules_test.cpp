@@ -6,7 +6,7 @@
 
 #include <cstring>
 
-#include "userspace/policy/egress_policy.h"
+#include "userspace/enforce/egress_policy.h"
 
 namespace faultline {
 namespace {

@@ -5,9 +5,9 @@
 #include <sstream>
 
 #include "ctl/resource_command.h"
-#include "userspace/faults/resource_cgroup.h"
-#include "userspace/faults/resource_fault.h"
-#include "userspace/faults/resource_spec.h"
+#include "base/cgroup.h"
+#include "userspace/faults/resource/fault.h"
+#include "userspace/faults/resource/spec.h"
 
 namespace faultline {
 namespace {
@@ -55,8 +55,8 @@ TEST(ResourceArgs, CpuMemoryDisk) {
   auto s = parse_resource_args(split("disk --path /var/tmp --size 2GB --duration 5m --dry-run --json"));
   ASSERT_TRUE(s.ok()) << s.error().message;
   EXPECT_EQ(s->spec.size_bytes, 2'000'000'000ULL);
-  EXPECT_TRUE(s->dry_run);
-  EXPECT_TRUE(s->json);
+  EXPECT_TRUE(s->flags.dry_run);
+  EXPECT_TRUE(s->flags.json);
 }
 
 TEST(ResourceArgs, RecordFlags) {
@@ -65,17 +65,17 @@ TEST(ResourceArgs, RecordFlags) {
                            "--hypothesis", "checkout p99 stays under 300ms", "--steady-state", "5s", "--record",
                            "/tmp/faultline-unit-record-does-not-exist", "--slo", "p99<300ms"});
   ASSERT_TRUE(r.ok()) << r.error().message;
-  ASSERT_TRUE(r->record.has_value());
-  EXPECT_EQ(r->record->hypothesis, "checkout p99 stays under 300ms");
-  EXPECT_EQ(r->record->steady_state_ns, 5'000'000'000ULL);
-  ASSERT_TRUE(r->record->slo.has_value());
-  EXPECT_DOUBLE_EQ(r->record->slo->threshold, 300);
-  EXPECT_NE(r->record->command_line.find("'checkout p99 stays under 300ms'"), std::string::npos)
-      << r->record->command_line;
+  ASSERT_TRUE(r->flags.record.has_value());
+  EXPECT_EQ(r->flags.record->hypothesis, "checkout p99 stays under 300ms");
+  EXPECT_EQ(r->flags.record->steady_state_ns, 5'000'000'000ULL);
+  ASSERT_TRUE(r->flags.record->slo.has_value());
+  EXPECT_DOUBLE_EQ(r->flags.record->slo->threshold, 300);
+  EXPECT_NE(r->flags.record->command_line.find("'checkout p99 stays under 300ms'"), std::string::npos)
+      << r->flags.record->command_line;
   auto def = parse_resource_args({"cpu", "--cores", "1", "--duration", "10s", "--health-url", "http://127.0.0.1/",
                                   "--hypothesis", "x", "--record", "/tmp/faultline-unit-record-does-not-exist"});
   ASSERT_TRUE(def.ok()) << def.error().message;
-  EXPECT_EQ(def->record->steady_state_ns, 30'000'000'000ULL) << "--record measures 30s of steady state by default";
+  EXPECT_EQ(def->flags.record->steady_state_ns, 30'000'000'000ULL) << "--record measures 30s of steady state by default";
 }
 
 struct BadInput {

@@ -1,5 +1,5 @@
 // The resource-fault state folder, write-ahead undo, revert, and the detached reaper.
-#include "userspace/faults/resource_store.h"
+#include "userspace/faults/resource/store.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -11,8 +11,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "userspace/faults/netfault_engine.h"
-#include "userspace/faults/resource_reaper.h"
+#include "userspace/faults/packet/netfault_engine.h"
+#include "userspace/faults/resource/reaper.h"
 
 namespace faultline {
 namespace {

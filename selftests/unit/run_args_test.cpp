@@ -67,11 +67,11 @@ TEST(RunArgs, GuardrailFlags) {
       "loss --percent 10 --target 10.0.0.1 --duration 10s --health-url http://10.0.0.2:8080/healthz "
       "--health-max-latency 250ms --interval 500ms --json --dry-run --attach tc"));
   ASSERT_TRUE(r.ok()) << r.error().message;
-  ASSERT_TRUE(r->health.has_value());
-  EXPECT_EQ(r->health->max_latency_ns, 250'000'000ULL);
-  EXPECT_EQ(r->health->interval_ns, 500'000'000ULL);
-  EXPECT_TRUE(r->json);
-  EXPECT_TRUE(r->dry_run);
+  ASSERT_TRUE(r->flags.guardrails.health.has_value());
+  EXPECT_EQ(r->flags.guardrails.health->max_latency_ns, 250'000'000ULL);
+  EXPECT_EQ(r->flags.guardrails.health->interval_ns, 500'000'000ULL);
+  EXPECT_TRUE(r->flags.json);
+  EXPECT_TRUE(r->flags.dry_run);
   EXPECT_EQ(r->attach, AttachMode::Tc);
 }
 
@@ -172,10 +172,10 @@ TEST(RunArgs, KernelSignalGuardrail) {
   auto r = parse_run_args(split(
       "loss --percent 10 --target 10.0.0.1 --duration 10s --kernel-signal tcp_retransmits --abort-above 50 --signal-window 2s"));
   ASSERT_TRUE(r.ok()) << r.error().message;
-  ASSERT_TRUE(r->kernel_signal.has_value());
-  EXPECT_EQ(r->kernel_signal->signal, "tcp_retransmits");
-  EXPECT_DOUBLE_EQ(r->kernel_signal->abort_above, 50);
-  EXPECT_EQ(r->kernel_signal->window_ns, 2'000'000'000ULL);
+  ASSERT_TRUE(r->flags.guardrails.kernel_signal.has_value());
+  EXPECT_EQ(r->flags.guardrails.kernel_signal->signal, "tcp_retransmits");
+  EXPECT_DOUBLE_EQ(r->flags.guardrails.kernel_signal->abort_above, 50);
+  EXPECT_EQ(r->flags.guardrails.kernel_signal->window_ns, 2'000'000'000ULL);
 }
 
 TEST(RunArgs, AtLeastFortyBadInputsAreCovered) { EXPECT_GE(std::size(kBad), 40u); }

@@ -1,6 +1,6 @@
 // The registry of process-held faults and guards: IDs, records, and what
 // happens to a record whose owner is gone or that someone tampered with.
-#include "userspace/faults/session_registry.h"
+#include "userspace/state/session_registry.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

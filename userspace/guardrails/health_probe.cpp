@@ -9,17 +9,15 @@
 #include <time.h>
 
 #include <cstring>
+#include <nlohmann/json.hpp>
 
-#include "loader/fd.h"
+#include "base/clock.h"
+#include "base/units.h"
+#include "base/unique_fd.h"
 
 namespace faultline {
 namespace {
 
-uint64_t mono_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 std::string ms(uint64_t ns) { return std::to_string(ns / 1'000'000) + "ms"; }
 
@@ -33,9 +31,11 @@ Result<HealthProbe> HealthProbe::create(const HealthProbeConfig& cfg) {
   return HealthProbe(cfg, *url, *ns);
 }
 
-ProbeOutcome HealthProbe::check() const {
-  ProbeOutcome out;
-  const uint64_t start = mono_ns();
+GuardrailReading HealthProbe::check() const {
+  GuardrailReading out;
+  out.healthy = false;
+  out.t_ns = boottime_ns();
+  const uint64_t start = monotonic_ns();
   const uint64_t deadline = start + cfg_.max_latency_ns;
 
   addrinfo hints{};
@@ -69,7 +69,7 @@ ProbeOutcome HealthProbe::check() const {
     return out;
   }
   auto wait = [&](short events) -> bool {
-    uint64_t now = mono_ns();
+    uint64_t now = monotonic_ns();
     if (now >= deadline) return false;
     pollfd p{sock.get(), events, 0};
     int left_ms = static_cast<int>((deadline - now + 999'999) / 1'000'000);
@@ -115,23 +115,39 @@ ProbeOutcome HealthProbe::check() const {
     }
     resp.append(buf, static_cast<size_t>(n));
   }
-  out.latency_ns = mono_ns() - start;
+  const uint64_t latency_ns = monotonic_ns() - start;
+  out.values["latency_ms"] = static_cast<double>(latency_ns) / 1e6;
   auto status = parse_status_line(resp);
   if (!status) {
     out.problem = "bad response: " + status.error().message;
     return out;
   }
-  out.status = status->code;
+  out.values["status"] = status->code;
   if (status->code >= 400) {
     out.problem = "HTTP " + std::to_string(status->code);
     return out;
   }
-  if (out.latency_ns > cfg_.max_latency_ns) {
-    out.problem = "slow: " + ms(out.latency_ns) + " > " + ms(cfg_.max_latency_ns);
+  if (latency_ns > cfg_.max_latency_ns) {
+    out.problem = "slow: " + ms(latency_ns) + " > " + ms(cfg_.max_latency_ns);
     return out;
   }
   out.healthy = true;
   return out;
+}
+
+nlohmann::json HealthProbe::describe() const {
+  return {{"health_url", cfg_.url},
+          {"max_latency", format_duration(cfg_.max_latency_ns)},
+          {"interval", format_duration(cfg_.interval_ns)}};
+}
+
+nlohmann::json HealthProbe::event(const GuardrailReading& r) const {
+  auto value = [&](const char* k) { return r.values.contains(k) ? r.values.at(k) : 0.0; };
+  return {{"event", "probe"},
+          {"healthy", r.healthy},
+          {"latency_ms", value("latency_ms")},
+          {"status", static_cast<int>(value("status"))},
+          {"problem", r.problem}};
 }
 
 }  // namespace faultline

@@ -5,7 +5,8 @@
 #include <string>
 
 #include "loader/netns.h"
-#include "loader/result.h"
+#include "base/result.h"
+#include "userspace/guardrails/guardrail.h"
 #include "userspace/guardrails/http.h"
 
 namespace faultline {
@@ -17,21 +18,21 @@ struct HealthProbeConfig {
   std::string netns;  // the probe connects from here (the fault's namespace)
 };
 
-struct ProbeOutcome {
-  bool healthy = false;
-  uint64_t latency_ns = 0;
-  int status = 0;          // HTTP status, 0 if none came
-  std::string problem;     // why unhealthy: "timeout after 500ms", "connection refused", ...
-};
-
-class HealthProbe {
+class HealthProbe final : public Guardrail {
  public:
   [[nodiscard]] static Result<HealthProbe> create(const HealthProbeConfig& cfg);
 
   // One GET. A refused connection, a timeout, a status >= 400 or a response
-  // slower than max_latency is unhealthy: the fault may be what broke it.
-  [[nodiscard]] ProbeOutcome check() const;
+  // slower than max_latency is unhealthy: the fault may be what broke it. The
+  // reading's values: latency_ms (when an answer came) and status (HTTP).
+  [[nodiscard]] GuardrailReading check() const;
   [[nodiscard]] const HealthProbeConfig& config() const { return cfg_; }
+
+  [[nodiscard]] std::string name() const override { return "health check"; }
+  [[nodiscard]] uint64_t interval_ns() const override { return cfg_.interval_ns; }
+  [[nodiscard]] GuardrailReading read() override { return check(); }
+  [[nodiscard]] nlohmann::json describe() const override;
+  [[nodiscard]] nlohmann::json event(const GuardrailReading& r) const override;
 
  private:
   HealthProbe(HealthProbeConfig cfg, HttpUrl url, NetnsRef ns) : cfg_(std::move(cfg)), url_(std::move(url)), ns_(std::move(ns)) {}

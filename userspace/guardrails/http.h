@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "loader/result.h"
+#include "base/result.h"
 
 namespace faultline {
 

@@ -4,15 +4,13 @@
 
 #include <cstdint>
 #include <deque>
-#include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
-#include "loader/bpf_link.h"
-#include "loader/result.h"
-#include "userspace/guardrails/health_probe.h"
-
-struct fl_signals;
+#include "base/result.h"
+#include "loader/signals_object.h"
+#include "userspace/guardrails/guardrail.h"
 
 namespace faultline {
 
@@ -25,25 +23,34 @@ struct KernelSignalConfig {
 
 [[nodiscard]] bool is_kernel_signal(const std::string& name);
 
-class KernelSignalGuard {
+class KernelSignalGuardrail final : public Guardrail {
  public:
-  [[nodiscard]] static Result<KernelSignalGuard> start(const KernelSignalConfig& cfg);
-  KernelSignalGuard(KernelSignalGuard&&) noexcept = default;
-  ~KernelSignalGuard();
+  explicit KernelSignalGuardrail(KernelSignalConfig cfg) : cfg_(std::move(cfg)) {}
+  // Loads the programs and starts counting (what arm() does), for callers that
+  // use the guardrail outside a run.
+  [[nodiscard]] static Result<KernelSignalGuardrail> start(const KernelSignalConfig& cfg);
 
-  // Reads the counter; unhealthy when the rate over the window is above the limit.
-  [[nodiscard]] ProbeOutcome sample();
+  // The rate over the window; unhealthy when it is above the limit. The
+  // reading's value: "<signal>_per_s".
+  [[nodiscard]] GuardrailReading sample();
   [[nodiscard]] double last_rate() const { return rate_; }
   [[nodiscard]] const KernelSignalConfig& config() const { return cfg_; }
 
+  [[nodiscard]] std::string name() const override { return "kernel signal"; }
+  // Read twice a second: a rate over a 3 s window moves slowly, and a read is
+  // one map lookup per CPU.
+  [[nodiscard]] uint64_t interval_ns() const override { return 500'000'000ULL; }
+  // A record keeps one reading a second.
+  [[nodiscard]] uint64_t record_interval_ns() const override { return 1'000'000'000ULL; }
+  [[nodiscard]] Status arm() override;
+  [[nodiscard]] GuardrailReading read() override { return sample(); }
+  [[nodiscard]] nlohmann::json describe() const override;
+  [[nodiscard]] nlohmann::json event(const GuardrailReading& r) const override;
+
  private:
-  struct Destroy {
-    void operator()(fl_signals* s) const;
-  };
-  KernelSignalGuard(KernelSignalConfig cfg, fl_signals* s) : cfg_(std::move(cfg)), skel_(s) {}
   [[nodiscard]] uint64_t total() const;
   KernelSignalConfig cfg_;
-  std::unique_ptr<fl_signals, Destroy> skel_;
+  std::optional<SignalsObject> obj_;
   std::deque<std::pair<uint64_t, uint64_t>> samples_;  // (monotonic ns, counter)
   double rate_ = 0;
 };

@@ -1,0 +1,53 @@
+// The flags every `faultctl run` shares, packet, resource and syscall faults
+// alike: guardrails (--health-url, --kernel-signal), the experiment record
+// (--hypothesis, --steady-state, --record, --slo) and output (--json,
+// --dry-run); and the one way a parsed run is run.
+#pragma once
+
+#include <cstdint>
+#include <cxxopts.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "userspace/guardrails/guardrail_options.h"
+#include "userspace/run/record.h"
+#include "userspace/run/runnable_fault.h"
+
+namespace faultline {
+
+struct RunFlags {
+  GuardrailOptions guardrails;
+  std::optional<RecordOptions> record;
+  bool json = false;
+  bool dry_run = false;
+};
+
+// Adds the "guardrail", "experiment record" and "output" groups.
+void add_run_options(cxxopts::Options& o);
+
+// Parses the words after "run" with o; a parse error or a stray word is a
+// one-line EINVAL error naming it.
+[[nodiscard]] Result<cxxopts::ParseResult> parse_run_words(cxxopts::Options& o, const std::vector<std::string>& args);
+
+// probe_netns: where the health probe connects from (the fault's namespace);
+// duration_ns: the run's (a record needs a reading of the fault); args: the
+// command line after "run", kept in the record.
+[[nodiscard]] Result<RunFlags> parse_run_flags(const cxxopts::ParseResult& r, const std::string& probe_netns,
+                                               uint64_t duration_ns, const std::vector<std::string>& args);
+
+// Builds the guardrails for the fault, runs it under guarded_run() and returns
+// the exit code (the contract of base/exit_code.h). who prefixes error lines.
+[[nodiscard]] int run_fault(RunnableFault& fault, const RunFlags& flags, const std::string& who);
+
+// The parts of parse_run_flags(), for tests.
+[[nodiscard]] Result<std::optional<HealthProbeConfig>> parse_health_flags(const cxxopts::ParseResult& r,
+                                                                          const std::string& netns);
+[[nodiscard]] Result<std::optional<KernelSignalConfig>> parse_kernel_signal_flags(const cxxopts::ParseResult& r);
+[[nodiscard]] Result<std::optional<RecordOptions>> parse_record_flags(const cxxopts::ParseResult& r, bool has_health,
+                                                                      bool has_kernel_signal, uint64_t duration_ns,
+                                                                      uint64_t interval_ns,
+                                                                      const std::vector<std::string>& args);
+
+}  // namespace faultline

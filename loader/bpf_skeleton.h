@@ -1,0 +1,53 @@
+// One owner for every bpftool skeleton: open, set rodata, load, attach, destroy
+// once. A header holding a BpfSkeleton<Skel> member may forward-declare Skel;
+// the owner's destructor is then defined where the skeleton header is included.
+#pragma once
+
+#include <bpf/libbpf.h>
+
+#include <memory>
+#include <string>
+
+#include "base/result.h"
+
+namespace faultline {
+
+template <typename Skel>
+class BpfSkeleton {
+ public:
+  BpfSkeleton() = default;
+
+  // name is the object file's, for errors ("signals.bpf.c").
+  [[nodiscard]] static Result<BpfSkeleton> open(std::string name, const bpf_object_open_opts* opts = nullptr) {
+    Skel* s = Skel::open(opts);
+    if (s == nullptr) return errno_error("cannot open the " + name + " BPF object");
+    return BpfSkeleton(s, std::move(name));
+  }
+
+  // Load after rodata is set; the verifier log is behind FAULTLINE_LIBBPF_LOG.
+  [[nodiscard]] Status load() {
+    if (int err = Skel::load(skel_.get()); err != 0)
+      return make_error(err, "cannot load " + name_ + " (set FAULTLINE_LIBBPF_LOG=1 for the verifier log)");
+    return {};
+  }
+
+  // Every program with a SEC() that libbpf can attach by itself.
+  [[nodiscard]] Status attach() {
+    if (int err = Skel::attach(skel_.get()); err != 0) return make_error(err, "cannot attach " + name_);
+    return {};
+  }
+
+  [[nodiscard]] Skel* get() const { return skel_.get(); }
+  Skel* operator->() const { return skel_.get(); }
+  explicit operator bool() const { return skel_ != nullptr; }
+
+ private:
+  struct Destroy {
+    void operator()(Skel* s) const { Skel::destroy(s); }
+  };
+  BpfSkeleton(Skel* s, std::string name) : skel_(s), name_(std::move(name)) {}
+  std::unique_ptr<Skel, Destroy> skel_;
+  std::string name_;
+};
+
+}  // namespace faultline

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Fails on an #include that goes against the layer order of docs/architecture.md:
+#
+#   base  <-  loader  <-  userspace/{net,guardrails,state}  <-  userspace/run
+#         <-  userspace/faults/{packet,syscall,resource}, userspace/enforce  <-  ctl
+#
+# A layer includes only layers to its left (and the ABI headers, faultline/*.h,
+# which every C++ layer above base may use). Bpftool skeletons (*.skel.h) are
+# included by loader/ alone. Fault families do not include each other, and
+# enforcement and faults do not include each other.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# The quoted includes a folder may use, as extended regexes over the include path.
+allowed_for() {
+  case "$1" in
+    base/*) echo '^base/' ;;
+    loader/*) echo '^(base|loader|faultline)/|\.skel\.h$' ;;
+    userspace/net/*) echo '^(base|faultline|userspace/net)/' ;;
+    userspace/guardrails/*) echo '^(base|loader|faultline|userspace/(net|guardrails))/' ;;
+    userspace/state/*) echo '^(base|loader|faultline|userspace/state)/' ;;
+    userspace/run/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|run))/' ;;
+    userspace/faults/*)
+      local family=${1#userspace/faults/}
+      family=${family%%/*}
+      echo "^(base|loader|faultline|userspace/(net|guardrails|state|run|faults/$family))/"
+      ;;
+    userspace/enforce/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|enforce))/' ;;
+    ctl/*) echo '^(base|loader|faultline|userspace|ctl)/' ;;
+    *) return 1 ;;
+  esac
+}
+
+bad=0
+while IFS= read -r file; do
+  allowed=$(allowed_for "$file") || continue
+  while IFS= read -r inc; do
+    if [[ $inc == *.skel.h && $file != loader/* ]]; then
+      echo "check-layers: $file includes the skeleton $inc: skeletons are loaded through loader/ only" >&2
+      bad=1
+    elif ! [[ $inc =~ $allowed ]]; then
+      echo "check-layers: $file includes \"$inc\", against the layer order (docs/architecture.md)" >&2
+      bad=1
+    fi
+  done < <(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$file")
+done < <(git ls-files 'base/*' 'loader/*' 'userspace/*' 'ctl/*' | grep -E '\.(h|cpp)$'; git ls-files --others --exclude-standard 'base/*' 'loader/*' 'userspace/*' 'ctl/*' | grep -E '\.(h|cpp)$')
+
+if [ "$bad" -ne 0 ]; then
+  echo "check-layers: FAILED" >&2
+  exit 1
+fi
+echo "check-layers: every include follows the layer order"

@@ -1,0 +1,325 @@
+// The guard: cgroup, policy, programs, the command, decisions streamed, a summary.
+#include "userspace/enforce/guard.h"
+
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <set>
+#include <tuple>
+
+#include "loader/bpffs.h"
+#include "loader/sockaddr_object.h"
+#include "base/errno_names.h"
+#include "userspace/state/session_registry.h"
+#include "base/cgroup.h"
+#include "userspace/net/address.h"
+
+namespace faultline {
+namespace {
+
+std::atomic<int> g_forward{0};
+void on_signal(int sig) { g_forward.store(sig); }
+
+const char* op_name(uint8_t op) {
+  switch (op) {
+    case FL_OP_CONNECT: return "connect";
+    case FL_OP_SENDMSG: return "sendmsg";
+    case FL_OP_SOCKET: return "socket";
+    case FL_OP_BIND: return "bind";
+    case FL_OP_EGRESS: return "egress";
+    default: return "?";
+  }
+}
+
+const char* proto_text(uint8_t p) { return p == 6 ? "tcp" : p == 17 ? "udp" : "ip"; }
+
+struct EventSink {
+  const GuardOptions* opts;
+  std::ostream* log;
+  std::ofstream* json;
+  std::set<std::tuple<uint8_t, std::string, uint8_t>> seen;  // (op, endpoint, verdict)
+  std::map<std::string, uint64_t> denied;                    // endpoint -> attempts
+  std::vector<std::string> exfil;
+  std::map<std::string, uint64_t> redirected;  // "endpoint -> target" -> redirects reported
+};
+
+std::string rule_text(const GuardOptions& o, uint16_t id) {
+  if (id == FL_SA_RULE_DEFAULT || id >= o.rules.size())
+    return o.default_deny ? "default deny" : "default allow";
+  const auto& r = o.rules[id];
+  return std::string(r.verdict == Verdict::Allow ? "--allow " : "--deny ") + r.text;
+}
+
+int on_event(void* ctx, void* data, size_t size) {
+  auto* sink = static_cast<EventSink*>(ctx);
+  if (size < sizeof(fl_sa_event)) return 0;
+  const auto* e = static_cast<const fl_sa_event*>(data);
+  std::string ep = endpoint_text(e->addr, e->port);
+  std::string rule = rule_text(*sink->opts, e->rule);
+  std::string verdict = decision_name(e->verdict);
+  if (e->verdict == FL_V_REDIRECT && e->rule < sink->opts->redirects.size()) {
+    const RedirectRule& r = sink->opts->redirects[e->rule];
+    rule = "rule " + std::to_string(e->rule + 1) + ": --redirect " + r.text;
+    verdict = "redirect to " + r.target_text();
+    sink->redirected[ep + "/" + proto_text(e->proto) + " -> " + r.target_text()]++;
+  }
+  if (sink->json != nullptr && sink->json->is_open()) {
+    nlohmann::json j{{"op", op_name(e->op)}, {"destination", ep}, {"proto", proto_text(e->proto)},
+                     {"verdict", decision_name(e->verdict)}, {"rule", rule}, {"pid", e->pid},
+                     {"comm", std::string(e->comm, strnlen(e->comm, sizeof(e->comm)))}};
+    if (e->verdict == FL_V_EXFIL || e->verdict == FL_V_WOULD_EXFIL) j["bytes"] = e->bytes;
+    if (e->verdict == FL_V_REDIRECT && e->rule < sink->opts->redirects.size())
+      j["redirect_to"] = sink->opts->redirects[e->rule].target_text();
+    *sink->json << j.dump() << "\n";
+  }
+  if (e->verdict == FL_V_DENY || e->verdict == FL_V_WOULD_DENY) sink->denied[ep]++;
+  if (e->verdict == FL_V_EXFIL || e->verdict == FL_V_WOULD_EXFIL)
+    sink->exfil.push_back(ep + " after " + std::to_string(e->bytes) + " bytes" +
+                          (e->verdict == FL_V_WOULD_EXFIL ? " (monitor: not dropped)" : ""));
+  // One line per distinct decision; repeats are counted in the summary.
+  if (!sink->seen.emplace(e->op, ep, e->verdict).second) return 0;
+  // One write per line, so it does not interleave with the command's own stderr.
+  std::string line = "faultline guard: " + std::string(op_name(e->op)) + " " + ep + "/" + proto_text(e->proto) +
+                     " -> " + verdict + " (" + rule + ")" +
+                     (e->verdict == FL_V_EXFIL || e->verdict == FL_V_WOULD_EXFIL ? " sent " + std::to_string(e->bytes) + " bytes" : "") + " pid " +
+                     std::to_string(e->pid) + " " + std::string(e->comm, strnlen(e->comm, sizeof(e->comm))) + "\n";
+  *sink->log << line << std::flush;
+  return 0;
+}
+
+struct RingBufferDeleter {
+  void operator()(ring_buffer* r) const { ring_buffer__free(r); }
+};
+
+}  // namespace
+
+namespace {
+
+// Registers the guard so that status lists it and `faultctl abort gN` can
+// release it, and pins its links beside the record: a guard that is killed
+// leaves its hooks enforcing on the cgroup (fail closed) until the cgroup is
+// empty or an operator releases them. Without a record (no state folder) the
+// links stay unpinned, since nothing could find the pins again.
+Result<std::optional<SessionOwner>> register_guard(const GuardOptions& opts, const ScopedCgroup& cg,
+                                                   SockaddrObject& obj, std::ostream& log) {
+  Session s;
+  s.kind = "guard";
+  s.mechanism = "guard";
+  std::string what = std::string(opts.enforce ? "enforce" : "monitor") + ", default " +
+                     (opts.default_deny ? "deny" : "allow") + ", " + std::to_string(opts.rules.size()) + " rule" +
+                     (opts.rules.size() == 1 ? "" : "s");
+  if (!opts.redirects.empty()) what += ", " + std::to_string(opts.redirects.size()) + " redirect";
+  if (opts.exfil_cap) what += ", exfil cap " + std::to_string(opts.exfil_cap) + " B";
+  s.summary = what + ", command " + opts.command[0];
+  s.policy_map_id = map_id_of(obj.policy_fd());
+  s.stats_map_id = map_id_of(obj.stats_fd());
+  s.cgroup = cg.path();
+  auto session = register_session(std::move(s), log);
+  if (!session) return session;
+  const std::string dir = guard_pin_dir(session->id());
+  ::mkdir(bpffs_layout().root.c_str(), 0700);
+  ::mkdir((bpffs_layout().root + "/guards").c_str(), 0700);
+  if (auto st = obj.pin_links(dir); !st)
+    return make_error(st.error().err, st.error().describe() + ": a guard that a kill would lift is not started");
+  session->session().pin_dir = dir;
+  if (auto st = session->save(); !st) {
+    obj.unpin_links();
+    (void)remove_guard_pins(dir);
+    return st.error();
+  }
+  return session;
+}
+
+}  // namespace
+
+int Guard::run() {
+  auto cg = ScopedCgroup::create("faultline-guard-" + std::to_string(::getpid()));
+  if (!cg) {
+    log_ << "faultctl guard: " << cg.error().describe() << "\n";
+    return 1;
+  }
+  auto obj = SockaddrObject::load(static_cast<uint32_t>(opts_.rules.size()));
+  if (!obj) {
+    log_ << "faultctl guard: " << obj.error().describe() << "\n";
+    return 1;
+  }
+  fl_sa_policy pol{};
+  pol.expires_ns = FL_SA_NO_EXPIRY;  // lives as long as this process holds the links
+  pol.armed = 1;
+  pol.flags = FL_SA_POLICY | FL_SA_EVENTS | (opts_.enforce ? FL_SA_ENFORCE : 0) |
+              (opts_.default_deny ? 0 : FL_SA_DEFAULT_ALLOW) | (opts_.redirects.empty() ? 0 : FL_SA_REDIRECT);
+  pol.deny_errno = static_cast<uint32_t>(opts_.deny_errno);
+  pol.exfil_cap = opts_.exfil_cap;
+  auto tries = load_rules(opts_.rules, obj->deny_fd(), obj->allow_fd());
+  if (!tries) {
+    log_ << "faultctl guard: " << tries.error().describe() << "\n";
+    return 1;
+  }
+  pol.flags |= *tries;
+  uint32_t zero = 0;
+  if (bpf_map_update_elem(obj->policy_fd(), &zero, &pol, BPF_ANY) != 0) {
+    log_ << "faultctl guard: cannot write the policy: " << strerror(errno) << "\n";
+    return 1;
+  }
+  if (auto st = load_redirects(opts_.redirects, obj->redirect_fd()); !st) {
+    log_ << "faultctl guard: " << st.error().describe() << "\n";
+    return 1;
+  }
+  if (auto st = obj->attach(cg->fd(), !opts_.redirects.empty()); !st) {
+    log_ << "faultctl guard: " << st.error().describe() << "\n";
+    return 1;
+  }
+  std::ofstream json;
+  if (!opts_.json_log.empty()) {
+    json.open(opts_.json_log, std::ios::app);
+    if (!json) {
+      log_ << "faultctl guard: --json-log " << opts_.json_log << ": cannot open for writing\n";
+      return 1;
+    }
+  }
+  EventSink sink{&opts_, &log_, &json, {}, {}, {}, {}};
+  std::unique_ptr<ring_buffer, RingBufferDeleter> rb(ring_buffer__new(obj->events_fd(), on_event, &sink, nullptr));
+  if (!rb) {
+    log_ << "faultctl guard: cannot open the decision ring buffer\n";
+    return 1;
+  }
+
+  auto registered = register_guard(opts_, *cg, *obj, log_);
+  if (!registered) {
+    log_ << "faultctl guard: " << registered.error().describe() << "\n";
+    return 1;
+  }
+  std::optional<SessionOwner> session = std::move(*registered);
+  // Whatever way this function returns, the pins go before the record.
+  struct Unpin {
+    SockaddrObject& obj;
+    std::optional<SessionOwner>& session;
+    ~Unpin() {
+      if (session && !session->session().pin_dir.empty()) {
+        obj.unpin_links();
+        (void)remove_guard_pins(session->session().pin_dir);
+        session->end();
+      }
+    }
+  } unpin{*obj, session};
+
+  int go[2];
+  if (::pipe2(go, O_CLOEXEC) != 0) return 1;
+  pid_t child = ::fork();
+  if (child < 0) {
+    log_ << "faultctl guard: fork: " << strerror(errno) << "\n";
+    return 1;
+  }
+  if (child == 0) {
+    ::close(go[1]);
+    char c;
+    // Wait until the parent has moved us into the cgroup: nothing may escape it.
+    if (::read(go[0], &c, 1) != 1) _exit(127);
+    std::vector<char*> argv;
+    for (auto& a : opts_.command) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execvp(argv[0], argv.data());
+    std::fprintf(stderr, "faultctl guard: cannot run %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+  }
+  ::close(go[0]);
+  if (auto st = cg->join(child); !st) {
+    log_ << "faultctl guard: " << st.error().describe() << "\n";
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+    return 1;
+  }
+  // Forward signals from before the command runs: a SIGTERM that came before the
+  // handler would kill the guard alone, leaving the command running unguarded
+  // and its cgroup behind.
+  struct sigaction sa {}, old_int {}, old_term {};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  ::write(go[1], "g", 1);
+  ::close(go[1]);
+  if (session) {
+    session->session().summary += " pid " + std::to_string(child);
+    (void)session->save();
+  }
+  bool released = false;
+  int status = 0;
+  for (;;) {
+    ring_buffer__poll(rb.get(), 100);
+    if (int sig = g_forward.exchange(0); sig != 0) ::kill(child, sig);
+    if (!released && session && session->abort_requested()) {
+      // `faultctl abort` has disarmed the policy in the kernel; let go of the hooks too.
+      released = true;
+      obj->unpin_links();
+      (void)remove_guard_pins(session->session().pin_dir);
+      obj->detach();
+      session->end();
+      log_ << "faultline guard: released by faultctl abort: " << opts_.command[0] << " runs on unguarded\n"
+           << std::flush;
+    }
+    pid_t r = ::waitpid(child, &status, WNOHANG);
+    if (r == child) break;
+    if (r < 0 && errno != EINTR) break;
+  }
+  ring_buffer__consume(rb.get());
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+
+  // Summary: what the command reached, and what was (or would have been) refused.
+  struct Row {
+    std::string ep;
+    fl_flow f;
+  };
+  std::vector<Row> rows;
+  fl_flow_key k{}, next{};
+  const void* prev = nullptr;
+  while (bpf_map_get_next_key(obj->flows_fd(), prev, &next) == 0) {
+    fl_flow f{};
+    if (bpf_map_lookup_elem(obj->flows_fd(), &next, &f) == 0)
+      rows.push_back({endpoint_text(next.addr, next.port) + "/" + proto_text(next.proto), f});
+    k = next;
+    prev = &k;
+  }
+  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.f.bytes_out > b.f.bytes_out; });
+  fl_sa_stats total = sum_sa_stats(obj->stats_fd()).value_or(fl_sa_stats{});
+  log_ << "faultline guard: summary (" << (opts_.enforce ? "enforce" : "monitor") << ", default "
+       << (opts_.default_deny ? "deny" : "allow") << (released ? ", released early by faultctl abort" : "") << ")\n";
+  log_ << "  destinations reached: " << rows.size() << "\n";
+  for (const auto& r : rows) {
+    log_ << "    " << r.ep << "  connects " << r.f.connects << "  sent " << r.f.bytes_out << " B  received "
+         << r.f.bytes_in << " B" << (r.f.capped ? "  (exfil cap hit)" : "") << "\n";
+  }
+  log_ << "  " << (opts_.enforce ? "denied" : "would have been denied") << ": "
+       << (opts_.enforce ? total.denied : total.would_deny) << " attempts\n";
+  for (const auto& [ep, n] : sink.denied) log_ << "    " << ep << "  x" << n << "\n";
+  if (auto hits = obj->rule_hits(); hits && !opts_.rules.empty()) {
+    log_ << "  rules (calls each decided):\n";
+    for (size_t i = 0; i < opts_.rules.size() && i < hits->size(); ++i)
+      log_ << "    " << rule_text(opts_, static_cast<uint16_t>(i)) << "  " << (*hits)[i] << "\n";
+  }
+  if (!opts_.redirects.empty()) log_ << "  redirected: " << total.redirected << " calls\n";
+  for (const auto& [what, n] : sink.redirected) log_ << "    " << what << "  x" << n << "\n";
+  for (const auto& e : sink.exfil) log_ << "  exfil cap: " << e << "\n";
+  if (total.exfil_dropped) log_ << "  packets dropped by the exfil cap: " << total.exfil_dropped << "\n";
+  if (total.events_lost) log_ << "  decisions not reported (ring buffer full): " << total.events_lost << "\n";
+  obj->detach();
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+}  // namespace faultline

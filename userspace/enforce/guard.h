@@ -1,0 +1,37 @@
+// faultctl guard: run a command in a fresh cgroup under an egress policy.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "userspace/enforce/egress_policy.h"
+
+namespace faultline {
+
+struct GuardOptions {
+  bool enforce = false;       // else monitor: report would-be denies, block nothing
+  bool default_deny = false;  // no rule matched: deny (else allow)
+  std::vector<EgressRule> rules;
+  std::vector<RedirectRule> redirects;  // --redirect, in order (rule N is the Nth)
+  uint64_t exfil_cap = 0;     // bytes to one destination no allow rule covers
+  int deny_errno = 1;         // EPERM
+  std::string json_log;       // every decision as a JSON line, if set
+  std::vector<std::string> command;
+};
+
+class Guard {
+ public:
+  Guard(GuardOptions opts, std::ostream& log) : opts_(std::move(opts)), log_(log) {}
+
+  // Runs the command to its end; returns its exit code (128+signal if killed),
+  // or 1 if the guard itself could not be set up.
+  [[nodiscard]] int run();
+
+ private:
+  GuardOptions opts_;
+  std::ostream& log_;
+};
+
+}  // namespace faultline

@@ -1,0 +1,448 @@
+// Fault slots and their indexes. Invariant kept here: every fl_prefix bucket
+// lists, after its own faults, the faults of every shorter prefix covering it,
+// sorted by (prefix length, specificity) descending, so one LPM lookup in the
+// program finds every candidate in order and the first that applies wins.
+#include "userspace/faults/packet/fault_table.h"
+
+#include <bpf/bpf.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cstring>
+#include <set>
+
+namespace faultline {
+namespace {
+
+fl_lpm_key lpm_key(const Prefix& p) {
+  fl_lpm_key k{};
+  k.prefixlen = p.plen;
+  k.addr = p.addr;
+  return k;
+}
+
+Prefix from_key(const fl_lpm_key& k) {
+  Prefix p;
+  p.addr = k.addr;
+  p.plen = static_cast<uint8_t>(k.prefixlen);
+  return p;
+}
+
+bool remove_from(fl_bucket& b, uint32_t slot) {
+  bool found = false;
+  uint8_t w = 0;
+  for (uint8_t i = 0; i < b.n && i < FL_BUCKET_SLOTS; ++i) {
+    if (b.slot[i] == slot) {
+      found = true;
+      continue;
+    }
+    b.slot[w] = b.slot[i];
+    b.plen[w] = b.plen[i];
+    ++w;
+  }
+  b.n = w;
+  return found;
+}
+
+std::string domain_of(const fl_dns_key& k) {
+  std::string name(reinterpret_cast<const char*>(k.name), k.prefixlen / 8 - 1);
+  std::reverse(name.begin(), name.end());
+  return name;
+}
+
+// Whether name a is b or a parent of b. Keys end in '.', so a byte prefix is a label prefix.
+bool name_covers(const fl_dns_key& a, const fl_dns_key& b) {
+  return a.prefixlen <= b.prefixlen && std::memcmp(a.name, b.name, a.prefixlen / 8) == 0;
+}
+
+bool has_owner(const fl_bucket& b, uint32_t key_plen) {
+  for (uint8_t i = 0; i < b.n && i < FL_BUCKET_SLOTS; ++i) {
+    if (b.plen[i] == key_plen) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int specificity(const fl_fault& f) {
+  int s = 0;
+  s += f.ifindex != 0;
+  s += f.proto != 0;
+  s += f.port_hi != 0;
+  s += (f.flags & FL_F_MATCH_LOCAL) != 0;
+  s += f.cgroup_id != 0;
+  s += std::popcount(static_cast<unsigned>(f.dir_mask)) == 1;
+  return s;
+}
+
+fl_dns_key dns_key_for(const std::string& domain) {
+  fl_dns_key k{};
+  std::string rev(domain.rbegin(), domain.rend());
+  rev += '.';
+  std::memcpy(k.name, rev.data(), std::min(rev.size(), sizeof(k.name)));
+  k.prefixlen = static_cast<uint32_t>(rev.size() * 8);
+  return k;
+}
+
+Result<uint32_t> FaultTable::allocate_slot() const {
+  std::set<uint32_t> used;
+  uint32_t key = 0, next = 0;
+  const void* prev = nullptr;
+  while (bpf_map_get_next_key(maps_.meta(), prev, &next) == 0) {
+    used.insert(next);
+    key = next;
+    prev = &key;
+  }
+  for (uint32_t s = 0; s < FL_MAX_FAULTS; ++s) {
+    if (!used.contains(s)) return s;
+  }
+  return make_error(ENOSPC, "all " + std::to_string(FL_MAX_FAULTS) + " fault slots are in use");
+}
+
+Status FaultTable::insert_into(fl_bucket& b, uint32_t slot, uint8_t plen, const std::string& where) const {
+  for (uint8_t i = 0; i < b.n; ++i) {
+    if (b.slot[i] == slot) return {};
+  }
+  if (b.n >= FL_BUCKET_SLOTS)
+    return make_error(ENOSPC, "more than " + std::to_string(FL_BUCKET_SLOTS) + " faults overlap on " + where);
+  auto spec_of = [&](uint32_t s) {
+    fl_fault f{};
+    bpf_map_lookup_elem(maps_.faults(), &s, &f);
+    return specificity(f);
+  };
+  int mine = spec_of(slot);
+  uint8_t pos = 0;
+  while (pos < b.n) {
+    bool before = plen > b.plen[pos] || (plen == b.plen[pos] && mine > spec_of(b.slot[pos]));
+    if (before) break;
+    ++pos;
+  }
+  for (uint8_t i = b.n; i > pos; --i) {
+    b.slot[i] = b.slot[i - 1];
+    b.plen[i] = b.plen[i - 1];
+  }
+  b.slot[pos] = static_cast<uint16_t>(slot);
+  b.plen[pos] = plen;
+  ++b.n;
+  return {};
+}
+
+Status FaultTable::insert_exact(uint32_t slot, const Prefix& p) {
+  fl_bucket b{};
+  bpf_map_lookup_elem(maps_.exact(), &p.addr, &b);
+  FL_TRY(insert_into(b, slot, 128, p.str()));
+  if (bpf_map_update_elem(maps_.exact(), &p.addr, &b, BPF_ANY) != 0)
+    return errno_error("cannot add " + p.str() + " to the exact-address index");
+  return {};
+}
+
+Status FaultTable::insert_prefix(uint32_t slot, const Prefix& p) {
+  fl_lpm_key key = lpm_key(p);
+  fl_bucket b{};
+  fl_lpm_key probe = key;
+  if (bpf_map_lookup_elem(maps_.prefix(), &probe, &b) == 0) {
+    // Either the key itself or its longest cover: a cover's bucket lists exactly
+    // the faults that cover p too, but as inherited, never as owners.
+  }
+  FL_TRY(insert_into(b, slot, p.plen, p.str()));
+  if (bpf_map_update_elem(maps_.prefix(), &key, &b, BPF_ANY) != 0)
+    return errno_error("cannot add " + p.str() + " to the prefix index");
+  // Every longer prefix inside p inherits the fault.
+  std::vector<fl_lpm_key> inside;
+  fl_lpm_key cur{}, next{};
+  const void* prev = nullptr;
+  while (bpf_map_get_next_key(maps_.prefix(), prev, &next) == 0) {
+    if (next.prefixlen > p.plen && prefix_covers(p, from_key(next))) inside.push_back(next);
+    cur = next;
+    prev = &cur;
+  }
+  for (auto& k : inside) {
+    fl_bucket kb{};
+    if (bpf_map_lookup_elem(maps_.prefix(), &k, &kb) != 0) continue;
+    FL_TRY(insert_into(kb, slot, p.plen, from_key(k).str()));
+    if (bpf_map_update_elem(maps_.prefix(), &k, &kb, BPF_ANY) != 0)
+      return errno_error("cannot update the prefix index at " + from_key(k).str());
+  }
+  return {};
+}
+
+Status FaultTable::add(uint32_t slot, const CompiledFault& f, const fl_meta& meta) {
+  FL_TRY(zero_percpu<fl_fault_stats>(maps_.stats(), slot));
+  FL_TRY(zero_percpu<fl_loss_state>(maps_.lossst(), slot));
+  fl_rate_state rs{};
+  bpf_map_update_elem(maps_.rate(), &slot, &rs, BPF_ANY);
+
+  fl_fault inactive = f.entry;
+  inactive.expires_ns = 0;
+  if (bpf_map_update_elem(maps_.faults(), &slot, &inactive, BPF_ANY) != 0)
+    return errno_error("cannot write fault slot " + std::to_string(slot));
+  fl_meta m = meta;
+  m.n_exact = static_cast<uint32_t>(f.exact.size());
+  m.n_prefix = static_cast<uint32_t>(f.prefixes.size());
+  m.n_dns = static_cast<uint32_t>(f.dns.size());
+  if (bpf_map_update_elem(maps_.meta(), &slot, &m, BPF_NOEXIST) != 0)
+    return errno_error("cannot claim fault slot " + std::to_string(slot));
+
+  auto fail = [&](const Error& e) -> Status {
+    (void)remove(slot);
+    return e;
+  };
+  for (const auto& p : f.exact) {
+    if (auto st = insert_exact(slot, p); !st) return fail(st.error());
+  }
+  for (const auto& p : f.prefixes) {
+    if (auto st = insert_prefix(slot, p); !st) return fail(st.error());
+  }
+  // The program does one longest-prefix lookup and each name leads to one fault:
+  // a name inside (or above) another fault's name would hide that fault whenever
+  // the nested one does not apply (direction, resolver, expiry), and queries the
+  // other fault blocks would pass. So overlaps are refused like the same name.
+  if (!f.dns.empty()) {
+    fl_dns_key cur{}, next{};
+    const void* prev = nullptr;
+    while (bpf_map_get_next_key(maps_.dns(), prev, &next) == 0) {
+      uint32_t owner = 0;
+      if (bpf_map_lookup_elem(maps_.dns(), &next, &owner) == 0 && owner != slot) {
+        for (const auto& k : f.dns) {
+          if (name_covers(next, k) || name_covers(k, next))
+            return fail(make_error(EEXIST, "--domains " + domain_of(k) + ": overlaps " + domain_of(next) +
+                                               ", which another active dns fault blocks"));
+        }
+      }
+      cur = next;
+      prev = &cur;
+    }
+  }
+  for (const auto& k : f.dns) {
+    uint32_t v = slot;
+    if (bpf_map_update_elem(maps_.dns(), &k, &v, BPF_NOEXIST) != 0) {
+      std::string name(reinterpret_cast<const char*>(k.name), k.prefixlen / 8 - 1);
+      std::reverse(name.begin(), name.end());
+      if (errno == EEXIST)
+        return fail(make_error(EEXIST, "--domains " + name + ": another active dns fault already blocks this name"));
+      return fail(errno_error("cannot add " + name + " to the DNS index"));
+    }
+  }
+  // The programs must not skip an index that now leads to this fault.
+  if (auto st = index_new_exact(f.exact); !st) return fail(st.error());
+  if (bpf_map_update_elem(maps_.faults(), &slot, &f.entry, BPF_EXIST) != 0)
+    return fail(errno_error("cannot activate fault slot " + std::to_string(slot)));
+  return {};
+}
+
+namespace {
+
+bool map_is_empty(int fd, size_t key_size) {
+  std::vector<uint8_t> next(key_size);
+  return bpf_map_get_next_key(fd, nullptr, next.data()) != 0 && errno == ENOENT;
+}
+
+// fl_exfilt is one flat bit array: its 64-byte values lie back to back in the
+// mapping, so bit h is bit h % 64 of word h / 64.
+constexpr size_t kFilterWords = size_t{FL_EXFILT_BLOCKS} * (FL_EXFILT_BLOCK_BITS / 64);
+
+uint32_t exfilt_bit(const fl_addr& a) {
+  uint32_t w[4];
+  std::memcpy(w, a.b, sizeof(w));
+  return fl_exfilt_hash(w[0], w[1], w[2], w[3]);
+}
+
+}  // namespace
+
+Result<MappedMap> FaultTable::map_filter() const {
+  return MappedMap::map(maps_.exfilt(), kFilterWords * sizeof(uint64_t));
+}
+
+// The control gets its FL_IDX_* bits; written only when they change.
+Status FaultTable::write_index(bool filter_valid) const {
+  uint32_t index = filter_valid ? FL_IDX_EXACT_FILTER : 0;
+  if (map_is_empty(maps_.prefix(), sizeof(fl_lpm_key))) index |= FL_IDX_NO_PREFIX;
+  if (map_is_empty(maps_.dns(), sizeof(fl_dns_key))) index |= FL_IDX_NO_DNS;
+  uint32_t zero = 0;
+  fl_control ctl{};
+  if (bpf_map_lookup_elem(maps_.control(), &zero, &ctl) != 0) return errno_error("cannot read the control map");
+  if (ctl.index == index) return {};
+  ctl.index = index;  // only the index: armed (the kill switch) stays as read
+  if (bpf_map_update_elem(maps_.control(), &zero, &ctl, BPF_ANY) != 0)
+    return errno_error("cannot update the control map");
+  return {};
+}
+
+// The new filter is computed whole from the keys, then stored word by word where
+// it differs. A packet reads one word, old or new; either has the bit of every key
+// still indexed (a word only loses the bits of removed keys), so the filter may be
+// vouched for throughout. Callers hold the state lock: no other writer interleaves.
+Status FaultTable::summarise_indexes() const {
+  std::vector<uint64_t> want(kFilterWords);
+  constexpr uint32_t kChunk = 4096;
+  std::vector<fl_addr> keys(kChunk);
+  std::vector<fl_bucket> vals(kChunk);
+  fl_addr token{};  // hash batches resume from a bucket number; key-sized is enough
+  // A batch read walks every bucket (1M of them) even when no key is there.
+  bool first = true, done = map_is_empty(maps_.exact(), sizeof(fl_addr));
+  while (!done) {
+    uint32_t count = kChunk;
+    LIBBPF_OPTS(bpf_map_batch_opts, o);
+    int err = bpf_map_lookup_batch(maps_.exact(), first ? nullptr : &token, &token, keys.data(), vals.data(), &count, &o);
+    if (err != 0 && errno != ENOENT) return errno_error("cannot read the exact-address index");
+    done = err != 0;
+    first = false;
+    for (uint32_t i = 0; i < count; ++i) {
+      uint32_t h = exfilt_bit(keys[i]);
+      want[h / 64] |= 1ULL << (h % 64);
+    }
+  }
+  auto filter = map_filter();
+  if (!filter) return filter.error();
+  uint64_t* have = filter->as<uint64_t>();
+  for (size_t i = 0; i < kFilterWords; ++i) {
+    std::atomic_ref<uint64_t> w(have[i]);
+    if (w.load(std::memory_order_relaxed) != want[i]) w.store(want[i], std::memory_order_relaxed);
+  }
+  return write_index(true);
+}
+
+// A fault's new addresses only add bits, so they are set in place; a control
+// that does not vouch for the filter yet (pins from before it) gets it rebuilt.
+Status FaultTable::index_new_exact(const std::vector<Prefix>& exact) const {
+  uint32_t zero = 0;
+  fl_control ctl{};
+  if (bpf_map_lookup_elem(maps_.control(), &zero, &ctl) != 0) return errno_error("cannot read the control map");
+  if (!(ctl.index & FL_IDX_EXACT_FILTER)) return summarise_indexes();
+  if (!exact.empty()) {
+    auto filter = map_filter();
+    if (!filter) return filter.error();
+    uint64_t* words = filter->as<uint64_t>();
+    for (const auto& p : exact) {
+      uint32_t h = exfilt_bit(p.addr);
+      std::atomic_ref<uint64_t>(words[h / 64]).fetch_or(1ULL << (h % 64), std::memory_order_relaxed);
+    }
+  }
+  return write_index(true);
+}
+
+Status FaultTable::deactivate(uint32_t slot) {
+  fl_fault f{};
+  if (bpf_map_lookup_elem(maps_.faults(), &slot, &f) != 0) return errno_error("cannot read fault slot");
+  if (f.expires_ns == 0) return {};
+  f.expires_ns = 0;
+  if (bpf_map_update_elem(maps_.faults(), &slot, &f, BPF_EXIST) != 0)
+    return errno_error("cannot deactivate fault slot " + std::to_string(slot));
+  return {};
+}
+
+void FaultTable::purge_index(uint32_t slot, const fl_meta& meta) {
+  if (meta.n_exact > 0) {
+    std::vector<fl_addr> keys;
+    fl_addr cur{}, next{};
+    const void* prev = nullptr;
+    while (bpf_map_get_next_key(maps_.exact(), prev, &next) == 0) {
+      keys.push_back(next);
+      cur = next;
+      prev = &cur;
+    }
+    for (auto& k : keys) {
+      fl_bucket b{};
+      if (bpf_map_lookup_elem(maps_.exact(), &k, &b) != 0 || !remove_from(b, slot)) continue;
+      if (b.n == 0) bpf_map_delete_elem(maps_.exact(), &k);
+      else bpf_map_update_elem(maps_.exact(), &k, &b, BPF_EXIST);
+    }
+  }
+  {
+    // A CIDR fault may be inherited anywhere below its prefix: sweep every key.
+    std::vector<fl_lpm_key> keys;
+    fl_lpm_key cur{}, next{};
+    const void* prev = nullptr;
+    while (bpf_map_get_next_key(maps_.prefix(), prev, &next) == 0) {
+      keys.push_back(next);
+      cur = next;
+      prev = &cur;
+    }
+    for (auto& k : keys) {
+      fl_bucket b{};
+      if (bpf_map_lookup_elem(maps_.prefix(), &k, &b) != 0 || !remove_from(b, slot)) continue;
+      if (!has_owner(b, k.prefixlen)) bpf_map_delete_elem(maps_.prefix(), &k);
+      else bpf_map_update_elem(maps_.prefix(), &k, &b, BPF_EXIST);
+    }
+  }
+  if (meta.n_dns > 0) {
+    std::vector<fl_dns_key> keys;
+    fl_dns_key cur{}, next{};
+    const void* prev = nullptr;
+    while (bpf_map_get_next_key(maps_.dns(), prev, &next) == 0) {
+      keys.push_back(next);
+      cur = next;
+      prev = &cur;
+    }
+    for (auto& k : keys) {
+      uint32_t v = 0;
+      if (bpf_map_lookup_elem(maps_.dns(), &k, &v) == 0 && v == slot) bpf_map_delete_elem(maps_.dns(), &k);
+    }
+  }
+}
+
+Status FaultTable::remove(uint32_t slot) {
+  fl_meta meta{};
+  if (bpf_map_lookup_elem(maps_.meta(), &slot, &meta) != 0) return {};  // already gone
+  (void)deactivate(slot);
+  purge_index(slot, meta);
+  // Only ever makes the programs skip more; if it fails, they skip less than
+  // they could, which is slower but right.
+  (void)summarise_indexes();
+  fl_fault zero{};
+  bpf_map_update_elem(maps_.faults(), &slot, &zero, BPF_ANY);
+  bpf_map_delete_elem(maps_.meta(), &slot);
+  return {};
+}
+
+bool FaultTable::exists(uint32_t slot) const {
+  fl_meta m{};
+  return bpf_map_lookup_elem(maps_.meta(), &slot, &m) == 0;
+}
+
+Result<fl_fault_stats> FaultTable::stats(uint32_t slot) const {
+  auto per = lookup_percpu<fl_fault_stats>(maps_.stats(), slot);
+  if (!per) return per.error();
+  fl_fault_stats sum{};
+  for (const auto& s : *per) {
+    sum.matched += s.matched;
+    sum.dropped += s.dropped;
+    sum.corrupted += s.corrupted;
+    sum.duplicated += s.duplicated;
+    sum.delayed += s.delayed;
+    sum.bytes += s.bytes;
+  }
+  return sum;
+}
+
+std::vector<uint64_t> FaultTable::drop_reasons() const {
+  std::vector<uint64_t> out(FL_DROP_REASON_MAX, 0);
+  for (uint32_t r = 0; r < FL_DROP_REASON_MAX; ++r) {
+    auto per = lookup_percpu<uint64_t>(maps_.reasons(), r);
+    if (!per) continue;
+    for (auto v : *per) out[r] += v;
+  }
+  return out;
+}
+
+std::vector<FaultRow> FaultTable::list() const {
+  std::vector<FaultRow> rows;
+  uint32_t cur = 0, next = 0;
+  const void* prev = nullptr;
+  while (bpf_map_get_next_key(maps_.meta(), prev, &next) == 0) {
+    FaultRow r;
+    r.slot = next;
+    if (bpf_map_lookup_elem(maps_.meta(), &next, &r.meta) == 0) {
+      bpf_map_lookup_elem(maps_.faults(), &next, &r.fault);
+      if (auto s = stats(next)) r.stats = *s;
+      rows.push_back(r);
+    }
+    cur = next;
+    prev = &cur;
+  }
+  std::sort(rows.begin(), rows.end(), [](const FaultRow& a, const FaultRow& b) { return a.slot < b.slot; });
+  return rows;
+}
+
+}  // namespace faultline

@@ -1,0 +1,75 @@
+// The pinned fault table: slots, the address/DNS indexes that point at them, counters.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "faultline/abi.h"
+#include "loader/mapped_map.h"
+#include "loader/pinned_maps.h"
+#include "base/result.h"
+#include "base/units.h"
+#include "userspace/net/address.h"
+
+namespace faultline {
+
+// A fault ready for the kernel: its entry and the index keys that lead to it.
+struct CompiledFault {
+  fl_fault entry{};  // expires_ns is set when it is activated
+  std::vector<Prefix> exact;     // /32 and /128 targets -> fl_exact
+  std::vector<Prefix> prefixes;  // shorter targets (and /0 for "every address") -> fl_prefix
+  std::vector<fl_dns_key> dns;   // reversed domain keys -> fl_dns
+};
+
+// How narrowly a fault is scoped beyond its address: more fields set wins a tie.
+[[nodiscard]] int specificity(const fl_fault& f);
+
+// The DNS index key for a normalised domain ("example.com" -> "moc.elpmaxe.").
+[[nodiscard]] fl_dns_key dns_key_for(const std::string& domain);
+
+struct FaultRow {
+  uint32_t slot = 0;
+  fl_meta meta{};
+  fl_fault fault{};
+  fl_fault_stats stats{};
+};
+
+class FaultTable {
+ public:
+  explicit FaultTable(const PinnedMaps& maps) : maps_(maps) {}
+
+  [[nodiscard]] Result<uint32_t> allocate_slot() const;
+
+  // Writes the entry inactive, then the indexes, then activates it: the fault
+  // starts at one instant. On failure everything written is removed again.
+  [[nodiscard]] Status add(uint32_t slot, const CompiledFault& f, const fl_meta& meta);
+
+  // Ends the fault at once (one map write); the indexes stay until remove().
+  [[nodiscard]] Status deactivate(uint32_t slot);
+
+  // Deactivates, removes every index entry of the slot, then frees the slot.
+  [[nodiscard]] Status remove(uint32_t slot);
+
+  // Rebuilds fl_exfilt from every fl_exact key and sets the FL_IDX_* bits of
+  // fl_control to what the indexes hold. remove() calls it (add() only adds its
+  // own bits); whoever writes the indexes another way (the benchmark) must call it.
+  [[nodiscard]] Status summarise_indexes() const;
+
+  [[nodiscard]] std::vector<FaultRow> list() const;
+  [[nodiscard]] bool exists(uint32_t slot) const;
+  [[nodiscard]] Result<fl_fault_stats> stats(uint32_t slot) const;
+  [[nodiscard]] std::vector<uint64_t> drop_reasons() const;
+
+ private:
+  [[nodiscard]] Status insert_exact(uint32_t slot, const Prefix& p);
+  [[nodiscard]] Status insert_prefix(uint32_t slot, const Prefix& p);
+  [[nodiscard]] Status insert_into(fl_bucket& b, uint32_t slot, uint8_t plen, const std::string& where) const;
+  void purge_index(uint32_t slot, const fl_meta& meta);
+  [[nodiscard]] Result<MappedMap> map_filter() const;
+  [[nodiscard]] Status write_index(bool filter_valid) const;
+  [[nodiscard]] Status index_new_exact(const std::vector<Prefix>& exact) const;
+  const PinnedMaps& maps_;
+};
+
+}  // namespace faultline

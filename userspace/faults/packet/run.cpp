@@ -1,0 +1,124 @@
+// PacketRun: the packet family's side of the guarded run.
+#include "userspace/faults/packet/run.h"
+
+#include <bpf/bpf.h>
+#include <unistd.h>
+
+#include <iomanip>
+#include <sstream>
+
+#include "base/units.h"
+
+namespace faultline {
+namespace {
+
+std::string pct(uint64_t part, uint64_t whole) {
+  if (whole == 0) return "0%";
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(1) << 100.0 * static_cast<double>(part) / static_cast<double>(whole) << "%";
+  return o.str();
+}
+
+nlohmann::json counters(const fl_fault_stats& s) {
+  return {{"matched", s.matched},       {"dropped", s.dropped}, {"corrupted", s.corrupted},
+          {"duplicated", s.duplicated}, {"delayed", s.delayed}, {"bytes", s.bytes}};
+}
+
+std::string counters_text(FaultKind kind, const fl_fault_stats& s) {
+  std::ostringstream o;
+  o << "matched " << s.matched;
+  switch (kind) {
+    case FaultKind::Corrupt:
+      o << " corrupted " << s.corrupted;
+      break;
+    case FaultKind::Duplicate:
+      o << " duplicated " << s.duplicated;
+      break;
+    case FaultKind::Latency:
+    case FaultKind::Bandwidth:
+      o << " delayed " << s.delayed;
+      break;
+    default:
+      o << " dropped " << s.dropped << " (" << pct(s.dropped, s.matched) << ")";
+  }
+  return o.str();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<PacketRun>> PacketRun::plan(const FaultSpec& spec, AttachMode attach) {
+  NetfaultEngine engine;
+  auto p = engine.plan(spec, attach);
+  if (!p) return p.error();
+  return std::unique_ptr<PacketRun>(new PacketRun(std::move(*p)));
+}
+
+std::string PacketRun::dry_run_text() const {
+  std::ostringstream o;
+  o << "dry run: would apply " << plan_.spec.summary() << " for " << format_duration(plan_.spec.duration_ns)
+    << "\n  mechanism: " << plan_.mechanism << "\n  devices:";
+  for (const auto& d : plan_.devices) o << " " << d.name;
+  o << "\n  fault: " << plan_.spec.to_json().dump() << "\n";
+  return o.str();
+}
+
+Result<FaultStart> PacketRun::apply() {
+  auto applied = engine_.apply(plan_, static_cast<uint32_t>(::getpid()));
+  if (!applied) {
+    // The one input error only the kernel's state can reveal: the same fault is on already.
+    if (applied.error().err == EEXIST) return as_bad_input(applied.error());
+    return applied.error();
+  }
+  applied_ = *applied;
+  auto maps = PinnedMaps::open(engine_.layout(), false);
+  if (!maps) {
+    (void)engine_.end(applied_->slot);
+    return maps.error();
+  }
+  maps_.emplace(std::move(*maps));
+  table_.emplace(*maps_);
+  FaultStart s;
+  s.id = std::to_string(applied_->slot);
+  s.expires_ns = applied_->expires_ns;
+  s.event = plan_.to_json();
+  s.event["attach"] = applied_->attach_mode;
+  std::ostringstream t;
+  t << "fault " << s.id << " applied: " << plan_.spec.summary() << " for " << format_duration(plan_.spec.duration_ns)
+    << " via " << applied_->attach_mode << " on";
+  for (const auto& d : plan_.devices) t << " " << d.name;
+  s.text = t.str();
+  return s;
+}
+
+std::optional<FaultEnding> PacketRun::check() {
+  fl_fault f{};
+  const uint32_t slot = applied_->slot;
+  if (!table_->exists(slot) || bpf_map_lookup_elem(maps_->faults(), &slot, &f) != 0 || f.expires_ns == 0)
+    return FaultEnding{RunOutcome::AbortedFromOutside, "ended from outside (faultctl abort)", std::nullopt};
+  return std::nullopt;
+}
+
+fl_fault_stats PacketRun::stats() const {
+  if (final_stats_) return *final_stats_;
+  auto s = table_->stats(applied_->slot);
+  return s ? *s : fl_fault_stats{};
+}
+
+FaultObservation PacketRun::observe() {
+  fl_fault_stats st = stats();
+  return {{{"counters", counters(st)}}, counters_text(plan_.spec.kind, st)};
+}
+
+Status PacketRun::end(std::string_view reason) {
+  if (final_stats_) return {};
+  final_stats_ = stats();
+  // On a breach the entry is deactivated first: one map write, and every
+  // program passes the fault's traffic from that instant.
+  if (reason == "guardrail") (void)table_->deactivate(applied_->slot);
+  auto st = engine_.end(applied_->slot);
+  if (!st)
+    return make_error(st.error().err, "the fault ended in the kernel, but cleaning up failed: " + st.error().message);
+  return {};
+}
+
+}  // namespace faultline

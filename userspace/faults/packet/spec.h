@@ -1,0 +1,81 @@
+// A packet fault as the operator asked for it: typed, validated, printable.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "faultline/abi.h"
+#include "base/result.h"
+#include "base/units.h"
+#include "userspace/net/address.h"
+
+namespace faultline {
+
+enum class FaultKind : uint8_t {
+  Loss = FL_KIND_LOSS,
+  Partition = FL_KIND_PARTITION,
+  Flowdrop = FL_KIND_FLOWDROP,
+  Corrupt = FL_KIND_CORRUPT,
+  Duplicate = FL_KIND_DUPLICATE,
+  Dns = FL_KIND_DNS,
+  Latency = FL_KIND_LATENCY,
+  Bandwidth = FL_KIND_BANDWIDTH,
+};
+
+[[nodiscard]] const char* kind_name(FaultKind k);
+[[nodiscard]] std::optional<FaultKind> kind_from_name(const std::string& s);
+[[nodiscard]] const std::vector<std::string>& kind_names();
+[[nodiscard]] const char* dist_name(uint32_t d);
+[[nodiscard]] const char* proto_name(uint8_t p);
+
+// Server-style caps, the same wherever a fault comes from.
+struct FaultCaps {
+  static constexpr uint64_t kMaxDurationNs = 3600ULL * 1'000'000'000ULL;
+  static constexpr uint64_t kMaxDelayNs = 60ULL * 1'000'000'000ULL;
+  static constexpr uint64_t kMaxJitterNs = 10ULL * 1'000'000'000ULL;
+  static constexpr size_t kMaxDomains = 1024;
+};
+
+struct GeModel {  // percents
+  double p = 0;          // P(good -> bad)
+  double r = 100;        // P(bad -> good)
+  double loss_bad = 100; // 1-h
+  double loss_good = 0;  // 1-k
+};
+
+struct FaultSpec {
+  FaultKind kind = FaultKind::Loss;
+  std::string netns;  // as given; empty = the host's namespace
+  std::string dev;    // empty = every non-loopback Ethernet device of the namespace
+  std::vector<Prefix> targets;
+  std::optional<Prefix> source;
+  PortRange ports;  // remote port; 0-0 = any
+  uint8_t proto = 0;
+  uint8_t dir_mask = FL_DIR_EGRESS;
+  std::string cgroup;  // cgroup v2 path as given
+  double percent = 100;
+  double correlation = 0;
+  std::optional<GeModel> ge;
+  std::vector<std::string> domains;  // lowercase, no trailing dot
+  uint64_t duration_ns = 0;
+  uint64_t delay_ns = 0;
+  uint64_t jitter_ns = 0;
+  uint32_t dist = FL_DIST_NORMAL;
+  uint64_t rate_bps = 0;
+  bool force = false;
+
+  [[nodiscard]] nlohmann::json to_json() const;
+  [[nodiscard]] std::string summary() const;  // one line for people
+};
+
+// Checks the caps and the combinations that make no sense, naming the flag.
+[[nodiscard]] Status validate(const FaultSpec& spec);
+
+// "Example.COM." -> "example.com"; refuses what is not a DNS name.
+[[nodiscard]] Result<std::string> normalize_domain(const std::string& s);
+
+}  // namespace faultline

@@ -1,0 +1,121 @@
+// SyscallRun: the syscall family's side of the guarded run.
+#include "userspace/faults/syscall/run.h"
+
+#include <signal.h>
+
+#include <ostream>
+#include <sstream>
+
+#include "base/clock.h"
+#include "base/errno_names.h"
+#include "loader/netns.h"
+
+namespace faultline {
+
+Result<std::unique_ptr<SyscallRun>> SyscallRun::plan(const SyscallFaultSpec& spec, std::ostream& warn) {
+  auto p = plan_syscall_fault(spec);
+  if (!p) return p.error();
+  return std::unique_ptr<SyscallRun>(new SyscallRun(spec, *p, warn));
+}
+
+nlohmann::json SyscallRun::plan() const {
+  nlohmann::json j{{"kind", "syscall"},
+                   {"syscalls", spec_.syscalls},
+                   {"errno", errno_name(spec_.err)},
+                   {"percent", spec_.percent},
+                   {"duration_ms", spec_.duration_ns / 1'000'000},
+                   {"mechanism", mechanism_name(plan_.mechanism)},
+                   {"why", plan_.why}};
+  if (!spec_.command.empty()) j["command"] = spec_.command;
+  if (spec_.pid != 0) j["pid"] = spec_.pid;
+  if (!spec_.cgroup.empty()) j["cgroup"] = spec_.cgroup;
+  return j;
+}
+
+std::string SyscallRun::dry_run_text() const {
+  return "dry run: would fail " + spec_.describe() + "\n  mechanism: " + plan_.why + "\n";
+}
+
+uint32_t SyscallRun::netns_inode() const {
+  auto ns = resolve_netns("");
+  return ns ? ns->inode : 0;
+}
+
+Result<FaultStart> SyscallRun::apply() {
+  switch (plan_.mechanism) {
+    case SyscallMechanism::CgroupSockAddr:
+      rung_ = make_cgroup_rung();
+      break;
+    case SyscallMechanism::BpfLsm:
+      rung_ = make_lsm_rung();
+      break;
+    case SyscallMechanism::SeccompNotify:
+      rung_ = make_seccomp_rung();
+      break;
+  }
+  const uint64_t expires = boottime_ns() + spec_.duration_ns;
+  auto started = rung_->start(spec_, expires);
+  if (!started) return started.error();
+  if (started->child) child_.emplace(std::move(*started->child));
+
+  Session s;
+  s.kind = "syscall";
+  s.mechanism = mechanism_name(plan_.mechanism);
+  s.summary = spec_.describe() + ", " + started->scope + " (" + s.mechanism + ")";
+  s.policy_map_id = started->policy_fd >= 0 ? map_id_of(started->policy_fd) : 0;
+  s.stats_map_id = started->stats_fd >= 0 ? map_id_of(started->stats_fd) : 0;
+  s.expires_ns = expires;
+  if (auto reg = register_session(std::move(s), warn_)) session_.emplace(std::move(*reg));
+
+  FaultStart f;
+  f.id = session_ ? session_->id() : "syscall";
+  f.expires_ns = expires;
+  f.until_command_exits = child_.has_value();
+  f.event = started->event;
+  f.event["mechanism"] = mechanism_name(plan_.mechanism);
+  f.event["scope"] = started->scope;
+  f.text = "syscall fault " + f.id + ": " + spec_.describe() + ", " + started->scope + " (" + started->how + ")";
+  return f;
+}
+
+std::optional<FaultEnding> SyscallRun::check() {
+  if (child_) {
+    if (auto code = child_->poll_exit())
+      return FaultEnding{RunOutcome::Completed, "command exited " + std::to_string(*code), *code};
+  }
+  if (session_ && !ended_) {
+    // Owner-kept counters (seccomp has no map for status to read).
+    if (plan_.mechanism == SyscallMechanism::SeccompNotify) {
+      RungCounts c = rung_->counts();
+      session_->set_counters({{"failed", c.injected}, {"passed", c.passed}});
+    }
+    if (session_->abort_requested())
+      return FaultEnding{RunOutcome::AbortedFromOutside, "ended from outside (faultctl abort)", std::nullopt};
+  }
+  return std::nullopt;
+}
+
+FaultObservation SyscallRun::observe() {
+  RungCounts c = rung_->counts();
+  FaultObservation o;
+  o.fields = {{"injected", c.injected}, {"passed", c.passed}};
+  o.text = std::to_string(c.injected) + " calls failed with " + errno_name(spec_.err) + ", " +
+           std::to_string(c.passed) + " passed";
+  return o;
+}
+
+Status SyscallRun::end(std::string_view) {
+  if (ended_) return {};
+  ended_ = true;
+  rung_->disarm();
+  if (session_) session_->end();
+  return {};
+}
+
+bool SyscallRun::forward_signal(int sig) {
+  if (!child_ || child_->poll_exit()) return false;
+  ::kill(child_->pid(), sig);
+  return true;
+}
+
+}  // namespace faultline

@@ -1,0 +1,46 @@
+// One rung of the syscall fault ladder: a mechanism that makes syscalls fail.
+// SyscallRun drives whichever rung the plan chose; each rung is one file.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "base/child.h"
+#include "base/result.h"
+#include "userspace/faults/syscall/plan.h"
+
+namespace faultline {
+
+struct RungStart {
+  std::string scope;   // "command curl", "pid 42", "cgroup /app"
+  std::string how;     // "cgroup socket hooks", "BPF LSM: file_open", "seccomp user notification"
+  int policy_fd = -1;  // the kernel policy holding `armed` (status, abort); -1: none
+  int stats_fd = -1;   // its per-CPU counters; -1: counts() only
+  nlohmann::json event = nlohmann::json::object();  // extra fields of the started line
+  std::optional<HeldChild> child;                   // the wrapped command, released and running
+};
+
+struct RungCounts {
+  uint64_t injected = 0;
+  uint64_t passed = 0;
+};
+
+class SyscallRung {
+ public:
+  virtual ~SyscallRung() = default;
+  // Arms the mechanism until expires_ns (CLOCK_BOOTTIME; the kernel rungs end
+  // there by themselves) and, with a command, starts it under the mechanism.
+  [[nodiscard]] virtual Result<RungStart> start(const SyscallFaultSpec& spec, uint64_t expires_ns) = 0;
+  // Stops injecting at once; a wrapped command runs on. Idempotent.
+  virtual void disarm() = 0;
+  [[nodiscard]] virtual RungCounts counts() const = 0;
+};
+
+[[nodiscard]] std::unique_ptr<SyscallRung> make_cgroup_rung();
+[[nodiscard]] std::unique_ptr<SyscallRung> make_lsm_rung();
+[[nodiscard]] std::unique_ptr<SyscallRung> make_seccomp_rung();
+
+}  // namespace faultline

@@ -1,0 +1,202 @@
+// The seccomp rung: a filter installed in the wrapped command hands every listed
+// syscall to us (user notification); a thread answers each at once, failing it
+// or letting it continue. Works on any kernel with seccomp, for a command only.
+#include <fcntl.h>
+#include <poll.h>
+#include <seccomp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "base/clock.h"
+#include "base/unique_fd.h"
+#include "userspace/faults/syscall/rung.h"
+
+namespace faultline {
+namespace {
+
+// The dynamic loader's own opens (the ld.so cache, shared libraries): failing
+// them stops the program before its main(), which tests nothing the operator
+// cares about. They pass unless --include-loader.
+bool loader_path(const std::string& p) {
+  if (p == "/etc/ld.so.cache" || p == "/etc/ld.so.preload") return true;
+  auto so = p.rfind(".so");
+  return so != std::string::npos && (so + 3 == p.size() || p[so + 3] == '.');
+}
+
+std::string read_remote_string(pid_t pid, uint64_t addr) {
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+  UniqueFd mem(::open(path, O_RDONLY | O_CLOEXEC));
+  if (!mem) return {};
+  char buf[4096];
+  ssize_t n = ::pread(mem.get(), buf, sizeof(buf) - 1, static_cast<off_t>(addr));
+  if (n <= 0) return {};
+  buf[n] = '\0';
+  return std::string(buf, strnlen(buf, static_cast<size_t>(n)));
+}
+
+// A file descriptor across a unix socket (SCM_RIGHTS): the filter's notify fd
+// is made in the child, before exec, and handed to us.
+int recv_fd(int sock) {
+  char dummy;
+  iovec iov{&dummy, 1};
+  alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(int))];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = ctrl;
+  msg.msg_controllen = sizeof(ctrl);
+  if (::recvmsg(sock, &msg, 0) <= 0) return -1;
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  if (c == nullptr || c->cmsg_type != SCM_RIGHTS) return -1;
+  int fd;
+  std::memcpy(&fd, CMSG_DATA(c), sizeof(fd));
+  return fd;
+}
+
+bool send_fd(int sock, int fd) {
+  char dummy = 'f';
+  iovec iov{&dummy, 1};
+  alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = ctrl;
+  msg.msg_controllen = sizeof(ctrl);
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &fd, sizeof(fd));
+  return ::sendmsg(sock, &msg, 0) > 0;
+}
+
+class SeccompRung final : public SyscallRung {
+ public:
+  ~SeccompRung() override {
+    stop_.store(true);
+    if (thread_.joinable()) thread_.join();
+  }
+
+  Result<RungStart> start(const SyscallFaultSpec& spec, uint64_t expires_ns) override {
+    if (spec.command.empty()) return input_error(EINVAL, "seccomp user notification needs a command to wrap");
+    spec_ = spec;
+    end_ns_ = expires_ns;
+    std::vector<int> nrs;
+    for (const auto& s : spec.syscalls) nrs.push_back(seccomp_syscall_resolve_name(s.c_str()));
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return errno_error("socketpair");
+    UniqueFd ours(sv[0]), theirs(sv[1]);
+    const int child_sock = sv[1];
+    // In the child: a filter that hands every listed syscall to us, then exec.
+    auto child = HeldChild::spawn(
+        spec.command,
+        [nrs, child_sock]() -> bool {
+          scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+          if (ctx == nullptr) return false;
+          for (int nr : nrs) {
+            if (seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, nr, 0) != 0) return false;
+          }
+          if (seccomp_load(ctx) != 0) {
+            std::fprintf(stderr, "faultctl run syscall: cannot install the seccomp filter\n");
+            return false;
+          }
+          int fd = seccomp_notify_fd(ctx);
+          return fd >= 0 && send_fd(child_sock, fd);
+        },
+        "faultctl run syscall");
+    if (!child) return child.error();
+    theirs.reset();
+    FL_TRY(child->release());
+    notify_.reset(recv_fd(ours.get()));
+    if (!notify_) return make_error(0, "the command could not install its seccomp filter");
+    RungStart s;
+    s.scope = "command " + spec.command[0] + " pid " + std::to_string(child->pid());
+    s.how = "seccomp user notification";
+    s.event["pid"] = child->pid();
+    s.child.emplace(std::move(*child));
+    thread_ = std::thread([this] { serve(); });
+    return s;
+  }
+
+  void disarm() override { disarmed_.store(true); }
+
+  RungCounts counts() const override { return {injected_.load(), passed_.load()}; }
+
+ private:
+  // Answers every notification until the command and its children are gone
+  // (the notify fd hangs up) or the rung is destroyed. After disarm() or the
+  // end of the fault, every call goes ahead unchanged: the filter stays with the
+  // command for life.
+  void serve() {
+    seccomp_notif* req = nullptr;
+    seccomp_notif_resp* resp = nullptr;
+    if (seccomp_notify_alloc(&req, &resp) != 0) return;
+    std::mt19937_64 rng{std::random_device{}()};
+    std::uniform_real_distribution<double> uni(0, 100);
+    const int open_nr = seccomp_syscall_resolve_name("open");
+    const int openat_nr = seccomp_syscall_resolve_name("openat");
+    const int openat2_nr = seccomp_syscall_resolve_name("openat2");
+    std::set<int> fd_calls;
+    for (const char* n : {"read", "pread64", "readv", "preadv", "preadv2", "fstat", "close", "lseek"})
+      fd_calls.insert(seccomp_syscall_resolve_name(n));
+    while (!stop_.load()) {
+      pollfd p{notify_.get(), POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;
+      if (p.revents & (POLLHUP | POLLERR | POLLNVAL)) break;
+      std::memset(req, 0, sizeof(*req));
+      if (seccomp_notify_receive(notify_.get(), req) != 0) continue;
+      bool inject = !disarmed_.load() && boottime_ns() < end_ns_ && uni(rng) < spec_.percent;
+      if (inject && !spec_.include_loader) {
+        uint64_t arg = 0;
+        int nr = req->data.nr;
+        if (nr == open_nr)
+          arg = req->data.args[0];
+        else if (nr == openat_nr || nr == openat2_nr)
+          arg = req->data.args[1];
+        if (arg != 0) {
+          std::string path = read_remote_string(static_cast<pid_t>(req->pid), arg);
+          // The path was read from the caller's memory: trust it only if the call is still pending.
+          if (seccomp_notify_id_valid(notify_.get(), req->id) == 0 && loader_path(path)) inject = false;
+        } else if (fd_calls.contains(nr)) {
+          // read/pread/mmap of a library the loader opened: same exemption, by the fd's target.
+          std::string link =
+              "/proc/" + std::to_string(req->pid) + "/fd/" + std::to_string(static_cast<int>(req->data.args[0]));
+          char target[4096];
+          ssize_t n = ::readlink(link.c_str(), target, sizeof(target) - 1);
+          if (n > 0 && loader_path(std::string(target, static_cast<size_t>(n)))) inject = false;
+        }
+      }
+      std::memset(resp, 0, sizeof(*resp));
+      resp->id = req->id;
+      if (inject) {
+        resp->error = -spec_.err;
+        injected_.fetch_add(1);
+      } else {
+        resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+        passed_.fetch_add(1);
+      }
+      (void)seccomp_notify_respond(notify_.get(), resp);
+    }
+    seccomp_notify_free(req, resp);
+  }
+
+  SyscallFaultSpec spec_;
+  uint64_t end_ns_ = 0;
+  UniqueFd notify_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false}, disarmed_{false};
+  std::atomic<uint64_t> injected_{0}, passed_{0};
+};
+
+}  // namespace
+
+std::unique_ptr<SyscallRung> make_seccomp_rung() { return std::make_unique<SeccompRung>(); }
+
+}  // namespace faultline

@@ -1,0 +1,54 @@
+// What every guardrail is to a run: a signal read at its own interval, whose
+// reading says healthy or not. Any unhealthy reading ends the fault (exit 7).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+
+namespace faultline {
+
+// One reading of one or more guardrail signals. Generic on purpose: the HTTP
+// probe fills latency_ms and status, a kernel signal its "<signal>_per_s" rate;
+// records keep readings as their time series.
+struct GuardrailReading {
+  uint64_t t_ns = 0;  // CLOCK_BOOTTIME
+  bool healthy = true;
+  std::map<std::string, double> values;
+  std::string problem;  // why unhealthy: "timeout after 500ms", "tcp_retransmits at 4/s ..."
+};
+
+// Folds b into a: the values of both; unhealthy if either is, with both problems.
+void merge_reading(GuardrailReading& a, const GuardrailReading& b);
+
+class Guardrail {
+ public:
+  virtual ~Guardrail() = default;
+
+  // "health check", "kernel signal": how a breach names its cause.
+  [[nodiscard]] virtual std::string name() const = 0;
+  // How often a run reads it.
+  [[nodiscard]] virtual uint64_t interval_ns() const = 0;
+  // How often a record keeps a reading of it during the fault.
+  [[nodiscard]] virtual uint64_t record_interval_ns() const { return interval_ns(); }
+  // Starts whatever counts in the background (the kernel signal loads its
+  // programs), so that the first reading covers a window before the fault.
+  [[nodiscard]] virtual Status arm() { return {}; }
+  [[nodiscard]] virtual GuardrailReading read() = 0;
+  // The settings, for --dry-run, the started event and the record.
+  [[nodiscard]] virtual nlohmann::json describe() const = 0;
+  // The JSON line a run prints for a reading ({"event": ...}).
+  [[nodiscard]] virtual nlohmann::json event(const GuardrailReading& r) const = 0;
+};
+
+using Guardrails = std::vector<std::unique_ptr<Guardrail>>;
+
+// Every guardrail read once, merged (healthy and empty with none). t_ns is now.
+[[nodiscard]] GuardrailReading read_all(const Guardrails& guardrails);
+
+}  // namespace faultline

@@ -1,0 +1,29 @@
+// The one loop every fault runs under: apply, watch the guardrails, show
+// progress, end on time, on a breach, on a signal or on an abort from outside,
+// and write the record.
+#pragma once
+
+#include <iosfwd>
+#include <optional>
+#include <string>
+
+#include "userspace/guardrails/guardrail.h"
+#include "userspace/run/outcome.h"
+#include "userspace/run/record.h"
+#include "userspace/run/runnable_fault.h"
+
+namespace faultline {
+
+struct RunOptions {
+  std::optional<RecordOptions> record;  // --steady-state, --hypothesis, --record, --slo
+  bool json = false;                    // JSON lines on stdout
+  bool dry_run = false;
+  std::string who = "faultctl run";  // prefixes error lines
+};
+
+// Runs the fault to its end under the guardrails and returns how it ended.
+// SIGINT, SIGTERM and SIGHUP end the fault first (or go to a wrapped command).
+[[nodiscard]] RunResult guarded_run(RunnableFault& fault, Guardrails& guardrails, const RunOptions& opts,
+                                    std::ostream& out, std::ostream& err);
+
+}  // namespace faultline

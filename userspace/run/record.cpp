@@ -1,0 +1,521 @@
+// The record folder: hypothesis.json (+ .sha256) before the fault, samples.jsonl during and
+// after, verdict.json (+ .sha256) at the end.
+#include "userspace/run/record.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <limits>
+#include <ostream>
+#include <sstream>
+
+#include "base/clock.h"
+#include "base/process.h"
+#include "userspace/state/state_dir.h"
+#include "base/units.h"
+
+namespace faultline {
+namespace {
+
+constexpr const char* kHypothesis = "hypothesis.json";
+constexpr const char* kHypothesisSha = "hypothesis.sha256";
+constexpr const char* kSamples = "samples.jsonl";
+constexpr const char* kVerdict = "verdict.json";
+constexpr const char* kVerdictSha = "verdict.sha256";
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+std::string fixed(double v, int prec) {
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(prec) << v;
+  return o.str();
+}
+
+std::string ms_text(std::optional<double> v) {
+  if (!v) return "-";
+  if (std::isinf(*v)) return "fail";
+  if (std::fabs(*v - std::round(*v)) < 1e-9) return fixed(*v, 0) + "ms";
+  return fixed(*v, *v < 10 ? 2 : 1) + "ms";
+}
+
+nlohmann::json ms_json(std::optional<double> v) {
+  if (!v) return nullptr;
+  if (std::isinf(*v)) return "fail";
+  return std::round(*v * 1000) / 1000;
+}
+
+// A failed reading never counts as a fast one.
+double latency_of(const GuardrailReading& s) {
+  auto l = s.values.find("latency_ms");
+  auto st = s.values.find("status");
+  if (l == s.values.end()) return kInf;                        // no answer at all
+  if (st != s.values.end() && st->second >= 400) return kInf;  // an error answer
+  if (!s.healthy && st == s.values.end()) return kInf;         // answered, but not in HTTP
+  return l->second;                                            // healthy, or merely slow
+}
+
+Status write_file(const std::string& path, const std::string& text) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (!fd) return errno_error("cannot create " + path);
+  FL_TRY(write_all(fd.get(), text, path));
+  if (::fsync(fd.get()) != 0) return errno_error("cannot fsync " + path);
+  return {};
+}
+
+std::string sha_line(const std::string& sha, const char* file) { return sha + "  " + file + "\n"; }
+
+// "hex  file" (sha256sum's format, so `sha256sum -c` checks a record too).
+std::string sha_from_line(const std::string& line) {
+  auto sp = line.find(' ');
+  return line.substr(0, sp);
+}
+
+void sleep_until(uint64_t t_ns, const RecordedRun::StopCheck& stop) {
+  while (!stop()) {
+    uint64_t now = boottime_ns();
+    if (now >= t_ns) return;
+    uint64_t left = std::min<uint64_t>(t_ns - now, 100'000'000ULL);
+    timespec ts{0, static_cast<long>(left)};
+    nanosleep(&ts, nullptr);
+  }
+}
+
+std::string hostname() {
+  char buf[256] = {};
+  ::gethostname(buf, sizeof(buf) - 1);
+  return buf;
+}
+
+}  // namespace
+
+nlohmann::json Slo::to_json() const {
+  nlohmann::json j{{"text", text}, {"inclusive", inclusive}, {"threshold", threshold}};
+  if (metric == Metric::LatencyPercentile) {
+    j["metric"] = "latency_percentile";
+    j["percentile"] = percentile;
+    j["unit"] = "ms";
+  } else {
+    j["metric"] = "success_rate";
+    j["unit"] = "%";
+  }
+  return j;
+}
+
+Result<Slo> parse_slo(const std::string& s) {
+  auto bad = [&](const std::string& why) { return make_error(EINVAL, "--slo '" + s + "': " + why); };
+  std::string t;
+  for (char c : s) {
+    if (c != ' ') t.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  }
+  auto op_pos = t.find_first_of("<>");
+  if (op_pos == std::string::npos || op_pos == 0) return bad("expected like p99<300ms or success>99.9%");
+  std::string metric = t.substr(0, op_pos);
+  bool less = t[op_pos] == '<';
+  bool inclusive = op_pos + 1 < t.size() && t[op_pos + 1] == '=';
+  std::string value = t.substr(op_pos + (inclusive ? 2 : 1));
+  if (value.empty()) return bad("no threshold after the comparison");
+  Slo slo;
+  slo.text = s;
+  slo.inclusive = inclusive;
+  if (metric == "success") {
+    if (less) return bad("success is a floor: write success>99.9%");
+    if (value.back() != '%') return bad("the success threshold is a percent, like 99.9%");
+    auto p = parse_percent(value);
+    if (!p) return bad(p.error().message);
+    if (*p >= 100 && !inclusive) return bad("success>100% can never hold");
+    slo.metric = Slo::Metric::SuccessRate;
+    slo.threshold = *p;
+    return slo;
+  }
+  if (metric.size() < 2 || metric[0] != 'p') return bad("the metric is pNN (latency percentile) or success");
+  std::string pct = metric.substr(1);
+  if (pct.find_first_not_of("0123456789.") != std::string::npos || pct.empty())
+    return bad("'" + metric + "' is not a percentile like p99");
+  double pv = std::strtod(pct.c_str(), nullptr);
+  if (pv <= 0 || pv > 100) return bad("the percentile must be within p1-p100");
+  if (!less) return bad("a latency percentile is a ceiling: write " + metric + "<300ms");
+  auto d = parse_duration_ns(value);
+  if (!d) return bad(d.error().message);
+  if (*d == 0) return bad("a latency ceiling of 0 can never hold");
+  slo.metric = Slo::Metric::LatencyPercentile;
+  slo.percentile = pv;
+  slo.threshold = static_cast<double>(*d) / 1e6;
+  return slo;
+}
+
+std::optional<double> latency_percentile(const std::vector<GuardrailReading>& samples, double p) {
+  if (samples.empty()) return std::nullopt;
+  std::vector<double> v;
+  v.reserve(samples.size());
+  for (const auto& s : samples) v.push_back(latency_of(s));
+  std::sort(v.begin(), v.end());
+  auto rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
+  return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
+}
+
+nlohmann::json SignalSummary::to_json() const {
+  return {{"samples", samples},
+          {"healthy", healthy},
+          {"success_percent", std::round(success_percent * 1000) / 1000},
+          {"p50_ms", ms_json(p50_ms)},
+          {"p90_ms", ms_json(p90_ms)},
+          {"p99_ms", ms_json(p99_ms)},
+          {"max_ms", ms_json(max_ms)}};
+}
+
+SignalSummary summarize(const std::vector<GuardrailReading>& samples) {
+  SignalSummary s;
+  s.samples = samples.size();
+  for (const auto& x : samples) s.healthy += x.healthy ? 1 : 0;
+  s.success_percent =
+      samples.empty() ? 0 : 100.0 * static_cast<double>(s.healthy) / static_cast<double>(samples.size());
+  s.p50_ms = latency_percentile(samples, 50);
+  s.p90_ms = latency_percentile(samples, 90);
+  s.p99_ms = latency_percentile(samples, 99);
+  s.max_ms = latency_percentile(samples, 100);
+  return s;
+}
+
+std::string SloResult::describe(const Slo& slo) const {
+  std::string allowed = slo.metric == Slo::Metric::LatencyPercentile
+                            ? std::string(slo.inclusive ? "<= " : "< ") + ms_text(slo.threshold)
+                            : std::string(slo.inclusive ? ">= " : "> ") + fixed(slo.threshold, 3) + "%";
+  std::string name = slo.metric == Slo::Metric::LatencyPercentile ? "p" + fixed(slo.percentile, 0) : "success";
+  std::string got = !value                                         ? "no readings"
+                    : slo.metric == Slo::Metric::LatencyPercentile ? ms_text(*value)
+                                                                   : fixed(*value, 3) + "%";
+  return name + " " + got + " (hypothesis: " + allowed + ")";
+}
+
+SloResult evaluate(const Slo& slo, const std::vector<GuardrailReading>& samples) {
+  SloResult r;
+  if (samples.empty()) return r;
+  if (slo.metric == Slo::Metric::LatencyPercentile) {
+    r.value = latency_percentile(samples, slo.percentile);
+    r.met = slo.inclusive ? *r.value <= slo.threshold : *r.value < slo.threshold;
+  } else {
+    r.value = summarize(samples).success_percent;
+    r.met = slo.inclusive ? *r.value >= slo.threshold : *r.value > slo.threshold;
+  }
+  return r;
+}
+
+std::string sha256_hex(std::string_view data) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr) != 1) return "";
+  std::ostringstream o;
+  for (unsigned int i = 0; i < len; ++i) o << std::hex << std::setw(2) << std::setfill('0') << static_cast<int>(md[i]);
+  return o.str();
+}
+
+Status check_record_dir(const std::string& dir) {
+  if (dir.empty()) return make_error(EINVAL, "--record: empty path");
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) {
+    std::string parent = dir.substr(0, dir.find_last_of('/') == std::string::npos ? 0 : dir.find_last_of('/'));
+    if (parent.empty()) parent = dir.front() == '/' ? "/" : ".";
+    if (::stat(parent.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      return make_error(ENOENT, "--record " + dir + ": the folder above it does not exist");
+    return {};
+  }
+  if (!S_ISDIR(st.st_mode)) return make_error(ENOTDIR, "--record " + dir + ": exists and is not a folder");
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return make_error(errno, "--record " + dir + ": cannot be read");
+  bool empty = true;
+  while (dirent* e = ::readdir(d)) {
+    if (std::string(e->d_name) != "." && std::string(e->d_name) != "..") empty = false;
+  }
+  ::closedir(d);
+  if (!empty)
+    return make_error(EEXIST,
+                      "--record " + dir + ": already holds files; a record is never overwritten, pick a new folder");
+  return {};
+}
+
+RecordedRun::RecordedRun(RecordOptions opts, Sampler sampler, uint64_t interval_ns, nlohmann::json guardrail,
+                         std::ostream& out, bool json)
+    : opts_(std::move(opts)),
+      sampler_(std::move(sampler)),
+      interval_ns_(interval_ns),
+      guardrail_(std::move(guardrail)),
+      out_(out),
+      json_(json) {}
+
+void RecordedRun::emit(const nlohmann::json& event, const std::string& text) {
+  if (json_)
+    out_ << event.dump() << std::endl;
+  else
+    out_ << text << std::endl;
+}
+
+void RecordedRun::append(const std::string& phase, const GuardrailReading& s) {
+  if (!samples_fd_) return;
+  nlohmann::json j{{"phase", phase},
+                   {"t_s", std::round(static_cast<double>(s.t_ns - origin_ns_) / 1e6) / 1e3},
+                   {"healthy", s.healthy}};
+  for (const auto& [k, v] : s.values) j[k] = v;
+  if (!s.problem.empty()) j["problem"] = s.problem;
+  std::string line = j.dump() + "\n";
+  // One write per line, so a kill -9 leaves whole lines behind.
+  (void)!::write(samples_fd_.get(), line.data(), line.size());
+}
+
+std::vector<GuardrailReading> RecordedRun::sample_window(const std::string& phase, const StopCheck& stop) {
+  std::vector<GuardrailReading> out;
+  const uint64_t start = boottime_ns();
+  for (uint64_t k = 0;; ++k) {
+    uint64_t at = start + k * interval_ns_;
+    if (k > 0 && at >= start + opts_.steady_state_ns) break;
+    sleep_until(at, stop);
+    if (stop()) break;
+    GuardrailReading s = sampler_();
+    append(phase, s);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+Result<bool> RecordedRun::before_fault(const nlohmann::json& spec, const StopCheck& stop) {
+  origin_ns_ = boottime_ns();
+  const double started_wall = wall_seconds();
+  if (!opts_.dir.empty()) {
+    FL_TRY(check_record_dir(opts_.dir));
+    if (::mkdir(opts_.dir.c_str(), 0755) != 0 && errno != EEXIST)
+      return errno_error("cannot create record folder " + opts_.dir);
+    std::string path = opts_.dir + "/" + kSamples;
+    samples_fd_.reset(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644));
+    if (!samples_fd_) return errno_error("cannot create " + path);
+  }
+  nlohmann::json steady = nullptr;
+  bool inside = true;
+  std::string why;
+  if (opts_.steady_state_ns > 0) {
+    if (!json_)
+      out_ << "measuring the steady state for " << format_duration(opts_.steady_state_ns)
+           << " before injecting anything" << std::endl;
+    steady_ = sample_window("steady", stop);
+    if (stop()) return make_error(EINTR, "interrupted while measuring the steady state; nothing was injected");
+    SignalSummary sum = summarize(steady_);
+    steady = {{"window_s", static_cast<double>(opts_.steady_state_ns) / 1e9},
+              {"interval_s", static_cast<double>(interval_ns_) / 1e9},
+              {"started", iso8601(started_wall)},
+              {"summary", sum.to_json()}};
+    if (sum.healthy < sum.samples) {
+      inside = false;
+      auto bad = std::find_if(steady_.begin(), steady_.end(), [](const GuardrailReading& s) { return !s.healthy; });
+      why = "the guardrail failed " + std::to_string(sum.samples - sum.healthy) + " of " + std::to_string(sum.samples) +
+            " steady-state checks (" + bad->problem + ")";
+    }
+    if (opts_.slo) {
+      SloResult r = evaluate(*opts_.slo, steady_);
+      steady["slo"] = {{"value", r.value ? nlohmann::json(ms_json(r.value)) : nlohmann::json(nullptr)}, {"met", r.met}};
+      if (!r.met && inside) {
+        inside = false;
+        why = "the steady state already misses the hypothesis: " + r.describe(*opts_.slo);
+      }
+    }
+    steady["within_guardrail"] = inside;
+    nlohmann::json ev{{"event", "steady_state"}, {"within_guardrail", inside}, {"summary", sum.to_json()}};
+    if (!inside) ev["problem"] = why;
+    emit(ev, "steady state: " + std::to_string(sum.samples) + " checks, " + fixed(sum.success_percent, 1) +
+                 "% healthy, p50 " + ms_text(sum.p50_ms) + ", p99 " + ms_text(sum.p99_ms) +
+                 (inside ? "" : " -- " + why));
+  }
+  if (!opts_.dir.empty()) {
+    nlohmann::json h;
+    h["faultline_record"] = 1;
+    h["hypothesis"] = opts_.hypothesis;
+    h["command"] = opts_.command_line;
+    h["fault"] = spec;
+    h["guardrail"] = guardrail_;
+    h["slo"] = opts_.slo ? opts_.slo->to_json() : nlohmann::json(nullptr);
+    h["steady_state"] = steady;
+    h["host"] = hostname();
+    h["boot_id"] = boot_id();
+    h["written"] = iso8601(wall_seconds());
+    std::string text = h.dump(2) + "\n";
+    hypothesis_sha_ = sha256_hex(text);
+    FL_TRY(write_file(opts_.dir + "/" + kHypothesis, text));
+    FL_TRY(write_file(opts_.dir + "/" + kHypothesisSha, sha_line(hypothesis_sha_, kHypothesis)));
+    emit(
+        {{"event", "hypothesis_recorded"}, {"record", opts_.dir}, {"sha256", hypothesis_sha_}},
+        "hypothesis recorded before the fault: sha256 " + hypothesis_sha_ + " (" + opts_.dir + "/" + kHypothesis + ")");
+  }
+  if (!inside) {
+    refusal_ = why;
+    write_verdict(HypothesisVerdict::Aborted, "refused to start: " + why + "; nothing was injected",
+                  RunOutcome::Guardrail, why);
+    return false;
+  }
+  return true;
+}
+
+void RecordedRun::fault_started() {
+  fault_start_ns_ = boottime_ns();
+  fault_start_wall_ = wall_seconds();
+}
+
+void RecordedRun::fault_sample(const GuardrailReading& s) {
+  append("fault", s);
+  fault_.push_back(s);
+}
+
+void RecordedRun::fault_ended() {
+  fault_end_ns_ = boottime_ns();
+  fault_end_wall_ = wall_seconds();
+}
+
+HypothesisVerdict RecordedRun::after_fault(RunOutcome outcome, const std::string& detail, const StopCheck& stop) {
+  if (fault_end_ns_ == 0) fault_ended();
+  if (opts_.steady_state_ns > 0 && !stop()) {
+    if (!json_) out_ << "observing recovery for " << format_duration(opts_.steady_state_ns) << std::endl;
+    after_ = sample_window("after", stop);
+  }
+  HypothesisVerdict v = HypothesisVerdict::Held;
+  std::string reason;
+  switch (outcome) {
+    case RunOutcome::Guardrail:
+      v = HypothesisVerdict::Aborted;
+      reason = "the guardrail was breached and the fault ended early: " + detail;
+      break;
+    case RunOutcome::Interrupted:
+    case RunOutcome::AbortedFromOutside:
+    case RunOutcome::Failed:
+    case RunOutcome::BadInput:
+      v = HypothesisVerdict::Aborted;
+      reason = "the run did not complete: " + detail;
+      break;
+    case RunOutcome::Completed:
+      if (opts_.slo) {
+        SloResult r = evaluate(*opts_.slo, fault_);
+        v = r.met ? HypothesisVerdict::Held : HypothesisVerdict::Refuted;
+        reason = std::string(r.met ? "within" : "outside") +
+                 " the hypothesis during the fault: " + r.describe(*opts_.slo) + "; the guardrail held";
+      } else {
+        SignalSummary s = summarize(fault_);
+        reason = "the guardrail held through " + std::to_string(s.samples) + " checks during the fault";
+      }
+      break;
+  }
+  return write_verdict(v, reason, outcome, detail);
+}
+
+HypothesisVerdict RecordedRun::write_verdict(HypothesisVerdict v, const std::string& reason, RunOutcome outcome,
+                                             const std::string& detail) {
+  nlohmann::json j;
+  j["verdict"] = hypothesis_verdict_name(v);
+  j["reason"] = reason;
+  j["outcome"] = outcome_name(outcome);
+  if (!detail.empty()) j["detail"] = detail;
+  j["hypothesis"] = opts_.hypothesis;
+  j["phases"] = {{"steady", summarize(steady_).to_json()},
+                 {"fault", summarize(fault_).to_json()},
+                 {"after", summarize(after_).to_json()}};
+  if (fault_start_ns_ != 0) {
+    j["fault_window"] = {{"started", iso8601(fault_start_wall_)},
+                         {"ended", iso8601(fault_end_wall_)},
+                         {"start_s", std::round(static_cast<double>(fault_start_ns_ - origin_ns_) / 1e6) / 1e3},
+                         {"end_s", std::round(static_cast<double>(fault_end_ns_ - origin_ns_) / 1e6) / 1e3}};
+  }
+  bool recovered =
+      !after_.empty() && std::all_of(after_.begin(), after_.end(), [](const GuardrailReading& s) { return s.healthy; });
+  if (opts_.slo) {
+    SloResult f = evaluate(*opts_.slo, fault_), a = evaluate(*opts_.slo, after_);
+    j["slo"] = {{"text", opts_.slo->text},
+                {"fault", {{"value", ms_json(f.value)}, {"met", f.met}, {"text", f.describe(*opts_.slo)}}},
+                {"after", {{"value", ms_json(a.value)}, {"met", a.met}, {"text", a.describe(*opts_.slo)}}}};
+    recovered = recovered && a.met;
+  }
+  if (!after_.empty()) j["recovered"] = recovered;
+  j["written"] = iso8601(wall_seconds());
+  if (!opts_.dir.empty()) {
+    j["hypothesis_sha256"] = hypothesis_sha_;
+    samples_fd_.reset();
+    auto samples = read_text_file(opts_.dir + "/" + kSamples);
+    j["samples_sha256"] = sha256_hex(samples ? *samples : "");
+    std::string text = j.dump(2) + "\n";
+    (void)write_file(opts_.dir + "/" + kVerdict, text);
+    (void)write_file(opts_.dir + "/" + kVerdictSha, sha_line(sha256_hex(text), kVerdict));
+  }
+  std::string upper = hypothesis_verdict_name(v);
+  for (auto& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  nlohmann::json ev = j;
+  ev["event"] = "verdict";
+  if (!opts_.dir.empty()) ev["record"] = opts_.dir;
+  std::string text = "verdict: " + upper + " -- " + reason;
+  if (!after_.empty())
+    text += std::string("\nrecovered: ") + (recovered ? "yes" : "NO") +
+            " (after window: " + fixed(summarize(after_).success_percent, 1) + "% healthy, p99 " +
+            ms_text(summarize(after_).p99_ms) + ")";
+  if (!opts_.dir.empty()) text += "\nrecord: " + opts_.dir + " (faultctl report " + opts_.dir + ")";
+  emit(ev, text);
+  return v;
+}
+
+Result<RecordContents> load_record(const std::string& dir) {
+  RecordContents c;
+  c.dir = dir;
+  auto h = read_text_file(dir + "/" + kHypothesis);
+  if (!h) return make_error(ENOENT, dir + " is not an experiment record (no " + kHypothesis + ")");
+  c.hypothesis = nlohmann::json::parse(*h, nullptr, false);
+  if (c.hypothesis.is_discarded()) return make_error(EINVAL, dir + "/" + kHypothesis + " is not valid JSON");
+  if (auto v = read_text_file(dir + "/" + kVerdict)) {
+    auto j = nlohmann::json::parse(*v, nullptr, false);
+    if (!j.is_discarded()) c.verdict = j;
+  }
+  if (auto s = read_text_file(dir + "/" + kSamples)) {
+    std::istringstream in(*s);
+    for (std::string line; std::getline(in, line);) {
+      auto j = nlohmann::json::parse(line, nullptr, false);
+      if (!j.is_discarded()) c.samples.push_back(j);
+    }
+  }
+  return c;
+}
+
+RecordCheck verify_record(const std::string& dir) {
+  RecordCheck r;
+  auto h = read_text_file(dir + "/" + kHypothesis);
+  auto hs = read_text_file(dir + "/" + kHypothesisSha);
+  if (!h) {
+    r.problems.push_back(std::string(kHypothesis) + " is missing: " + dir + " is not an experiment record");
+    return r;
+  }
+  r.hypothesis_sha256 = sha256_hex(*h);
+  if (!hs) {
+    r.problems.push_back(std::string(kHypothesisSha) + " is missing: the fingerprint cannot be checked");
+  } else if (sha_from_line(*hs) != r.hypothesis_sha256) {
+    r.problems.push_back(std::string(kHypothesis) + " was changed after it was fingerprinted (sha256 now " +
+                         r.hypothesis_sha256.substr(0, 16) + "..., recorded " + sha_from_line(*hs).substr(0, 16) +
+                         "...)");
+  }
+  auto v = read_text_file(dir + "/" + kVerdict);
+  if (v) {
+    auto j = nlohmann::json::parse(*v, nullptr, false);
+    auto vs = read_text_file(dir + "/" + kVerdictSha);
+    if (!vs || sha_from_line(*vs) != sha256_hex(*v)) {
+      r.problems.push_back(std::string(kVerdict) + " was changed after it was written (or " + kVerdictSha +
+                           " is missing)");
+    }
+    if (!j.is_discarded()) {
+      if (hs && j.value("hypothesis_sha256", "") != sha_from_line(*hs))
+        r.problems.push_back(std::string(kHypothesisSha) +
+                             " does not match the fingerprint the verdict was written against");
+      auto s = read_text_file(dir + "/" + kSamples);
+      if (j.value("samples_sha256", "") != sha256_hex(s ? *s : ""))
+        r.problems.push_back(std::string(kSamples) + " was changed after the verdict was written");
+    }
+  }
+  r.intact = r.problems.empty();
+  return r;
+}
+
+}  // namespace faultline

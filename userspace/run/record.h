@@ -1,0 +1,134 @@
+// Experiment records: steady state first, a fingerprinted hypothesis, a time series, a verdict.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/unique_fd.h"
+#include "base/result.h"
+#include "userspace/guardrails/guardrail.h"
+#include "userspace/run/outcome.h"
+
+namespace faultline {
+
+// The hypothesis threshold: "p99<300ms", "p50<=80ms", "success>99.9%", "success>=99%".
+struct Slo {
+  enum class Metric { LatencyPercentile, SuccessRate };
+  Metric metric = Metric::SuccessRate;
+  double percentile = 0;   // 99 for p99
+  double threshold = 0;    // milliseconds, or percent
+  bool inclusive = false;  // <= or >=
+  std::string text;
+  [[nodiscard]] nlohmann::json to_json() const;
+};
+[[nodiscard]] Result<Slo> parse_slo(const std::string& s);
+
+// Nearest-rank percentile of latency_ms. A failed reading (no answer, or a status
+// >= 400) counts as infinitely slow: an error is never a fast answer.
+[[nodiscard]] std::optional<double> latency_percentile(const std::vector<GuardrailReading>& samples, double p);
+
+struct SignalSummary {
+  size_t samples = 0;
+  size_t healthy = 0;
+  double success_percent = 0;
+  std::optional<double> p50_ms, p90_ms, p99_ms, max_ms;  // +inf when failures reach that rank
+  [[nodiscard]] nlohmann::json to_json() const;
+};
+[[nodiscard]] SignalSummary summarize(const std::vector<GuardrailReading>& samples);
+
+struct SloResult {
+  std::optional<double> value;  // p99 in ms or success in percent; nullopt with no samples
+  bool met = false;
+  [[nodiscard]] std::string describe(const Slo& slo) const;  // "p99 412ms (allowed < 300ms)"
+};
+[[nodiscard]] SloResult evaluate(const Slo& slo, const std::vector<GuardrailReading>& samples);
+
+[[nodiscard]] std::string sha256_hex(std::string_view data);
+
+struct RecordOptions {
+  std::string hypothesis;
+  std::string dir;               // empty: measure the steady state, write nothing
+  uint64_t steady_state_ns = 0;  // 0: no steady-state or after window
+  std::optional<Slo> slo;
+  std::string command_line;
+};
+
+// A record folder must be new or empty: a record is never overwritten.
+[[nodiscard]] Status check_record_dir(const std::string& dir);
+
+
+// The three phases of a recorded experiment around any fault, packet or resource.
+// The fault's own loop calls the hooks; the signal is whatever the sampler reads.
+//
+//   before_fault()  steady state for the window; refuses (false) when a reading is
+//                   already unhealthy or the SLO is already missed; then writes
+//                   hypothesis.json and its SHA-256 before anything is injected
+//   fault_sample()  every guardrail reading during the fault, appended and flushed
+//   after_fault()   the same window again after the revert, then verdict.json
+class RecordedRun {
+ public:
+  using Sampler = std::function<GuardrailReading()>;
+  using StopCheck = std::function<bool()>;
+
+  RecordedRun(RecordOptions opts, Sampler sampler, uint64_t interval_ns, nlohmann::json guardrail, std::ostream& out,
+              bool json);
+
+  [[nodiscard]] Result<bool> before_fault(const nlohmann::json& spec, const StopCheck& stop);
+  void fault_started();
+  void fault_sample(const GuardrailReading& s);
+  void fault_ended();
+  [[nodiscard]] HypothesisVerdict after_fault(RunOutcome outcome, const std::string& detail, const StopCheck& stop);
+
+  [[nodiscard]] const RecordOptions& options() const { return opts_; }
+  // Why before_fault() refused to start ("" when it did not).
+  [[nodiscard]] const std::string& refusal() const { return refusal_; }
+
+ private:
+  std::vector<GuardrailReading> sample_window(const std::string& phase, const StopCheck& stop);
+  void append(const std::string& phase, const GuardrailReading& s);
+  void emit(const nlohmann::json& event, const std::string& text);
+  HypothesisVerdict write_verdict(HypothesisVerdict v, const std::string& reason, RunOutcome outcome,
+                                  const std::string& detail);
+
+  RecordOptions opts_;
+  Sampler sampler_;
+  uint64_t interval_ns_;
+  nlohmann::json guardrail_;
+  std::ostream& out_;
+  bool json_;
+  uint64_t origin_ns_ = 0;  // t = 0 of the time series
+  uint64_t fault_start_ns_ = 0, fault_end_ns_ = 0;
+  double fault_start_wall_ = 0, fault_end_wall_ = 0;
+  std::string hypothesis_sha_;
+  std::string refusal_;
+  UniqueFd samples_fd_;
+  std::vector<GuardrailReading> steady_, fault_, after_;
+};
+
+// Reading a record back: for `faultctl report`.
+struct RecordContents {
+  std::string dir;
+  nlohmann::json hypothesis;
+  std::optional<nlohmann::json> verdict;  // absent while running, or if faultctl was killed
+  std::vector<nlohmann::json> samples;
+};
+[[nodiscard]] Result<RecordContents> load_record(const std::string& dir);
+
+// Recomputes every fingerprint: hypothesis.json against hypothesis.sha256 (written
+// before the fault), and the samples and verdict against what the verdict and
+// verdict.sha256 say. Lists each file that changed.
+struct RecordCheck {
+  bool intact = false;
+  std::string hypothesis_sha256;
+  std::vector<std::string> problems;
+};
+[[nodiscard]] RecordCheck verify_record(const std::string& dir);
+
+}  // namespace faultline
