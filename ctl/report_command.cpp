@@ -7,6 +7,7 @@
 #include "ctl/commands.h"
 #include "base/exit_code.h"
 #include "userspace/run/record.h"
+#include "userspace/run/record_reader.h"
 
 namespace faultline {
 namespace {

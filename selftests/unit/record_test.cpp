@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "userspace/faults/packet/netfault_engine.h"
+#include "userspace/run/record_reader.h"
 
 namespace faultline {
 namespace {

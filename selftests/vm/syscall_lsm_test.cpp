@@ -89,7 +89,7 @@ TEST_F(LsmSyscall, StatusListsItAndAbortEndsIt) {
   EXPECT_EQ(target.call("open " + kFile), "OK") << "the fault outlived its abort";
   auto code = f.wait(10'000);
   EXPECT_EQ(code.value_or(-1), 1) << "an aborted fault without a command exits 1\n" << f.out();
-  EXPECT_NE(f.out().find("\"event\":\"aborted\""), std::string::npos) << f.out();
+  EXPECT_NE(f.out().find("\"reason\":\"aborted\""), std::string::npos) << f.out();
 }
 
 TEST_F(LsmSyscall, OpenFailsWithEioForACgroupAndItsDescendants) {

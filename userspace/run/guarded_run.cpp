@@ -57,11 +57,13 @@ class Printer {
   std::ostream& info() const { return info_; }
   void error(const std::string& what) const { err_ << who_ << ": " << what << "\n"; }
 
-  void status(const std::string& line, uint64_t left_s) {
+  // Called once a second: a terminal line rewritten in place, or to a file
+  // every kStatusFileEveryS-th call (the first included).
+  void status(const std::string& line) {
     if (tty_) {
       err_ << "\r\033[K" << line << std::flush;
       dirty_ = true;
-    } else if (left_s % kStatusFileEveryS == 0) {
+    } else if (calls_++ % kStatusFileEveryS == 0) {
       err_ << line << "\n";
     }
   }
@@ -78,6 +80,7 @@ class Printer {
   std::ostream& info_;
   bool tty_;
   bool dirty_ = false;
+  uint64_t calls_ = 0;
 };
 
 struct Due {
@@ -241,7 +244,7 @@ RunResult guarded_run(RunnableFault& fault, Guardrails& guardrails, const RunOpt
         p.emit(j);
       } else {
         std::string when = ended ? "ended, waiting for the command" : std::to_string(left_s) + "s left";
-        p.status("[" + started->id + " " + fault.summary() + "] " + when + " | " + o.text, left_s);
+        p.status("[" + started->id + " " + fault.summary() + "] " + when + " | " + o.text);
       }
       next_status = now + kStatusNs;
     }

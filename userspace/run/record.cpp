@@ -20,46 +20,12 @@
 #include "base/process.h"
 #include "userspace/state/state_dir.h"
 #include "base/units.h"
+#include "userspace/run/record_files.h"
 
 namespace faultline {
+
+using namespace record_files;
 namespace {
-
-constexpr const char* kHypothesis = "hypothesis.json";
-constexpr const char* kHypothesisSha = "hypothesis.sha256";
-constexpr const char* kSamples = "samples.jsonl";
-constexpr const char* kVerdict = "verdict.json";
-constexpr const char* kVerdictSha = "verdict.sha256";
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-std::string fixed(double v, int prec) {
-  std::ostringstream o;
-  o << std::fixed << std::setprecision(prec) << v;
-  return o.str();
-}
-
-std::string ms_text(std::optional<double> v) {
-  if (!v) return "-";
-  if (std::isinf(*v)) return "fail";
-  if (std::fabs(*v - std::round(*v)) < 1e-9) return fixed(*v, 0) + "ms";
-  return fixed(*v, *v < 10 ? 2 : 1) + "ms";
-}
-
-nlohmann::json ms_json(std::optional<double> v) {
-  if (!v) return nullptr;
-  if (std::isinf(*v)) return "fail";
-  return std::round(*v * 1000) / 1000;
-}
-
-// A failed reading never counts as a fast one.
-double latency_of(const GuardrailReading& s) {
-  auto l = s.values.find("latency_ms");
-  auto st = s.values.find("status");
-  if (l == s.values.end()) return kInf;                        // no answer at all
-  if (st != s.values.end() && st->second >= 400) return kInf;  // an error answer
-  if (!s.healthy && st == s.values.end()) return kInf;         // answered, but not in HTTP
-  return l->second;                                            // healthy, or merely slow
-}
 
 Status write_file(const std::string& path, const std::string& text) {
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
@@ -70,12 +36,6 @@ Status write_file(const std::string& path, const std::string& text) {
 }
 
 std::string sha_line(const std::string& sha, const char* file) { return sha + "  " + file + "\n"; }
-
-// "hex  file" (sha256sum's format, so `sha256sum -c` checks a record too).
-std::string sha_from_line(const std::string& line) {
-  auto sp = line.find(' ');
-  return line.substr(0, sp);
-}
 
 void sleep_until(uint64_t t_ns, const RecordedRun::StopCheck& stop) {
   while (!stop()) {
@@ -94,118 +54,6 @@ std::string hostname() {
 }
 
 }  // namespace
-
-nlohmann::json Slo::to_json() const {
-  nlohmann::json j{{"text", text}, {"inclusive", inclusive}, {"threshold", threshold}};
-  if (metric == Metric::LatencyPercentile) {
-    j["metric"] = "latency_percentile";
-    j["percentile"] = percentile;
-    j["unit"] = "ms";
-  } else {
-    j["metric"] = "success_rate";
-    j["unit"] = "%";
-  }
-  return j;
-}
-
-Result<Slo> parse_slo(const std::string& s) {
-  auto bad = [&](const std::string& why) { return make_error(EINVAL, "--slo '" + s + "': " + why); };
-  std::string t;
-  for (char c : s) {
-    if (c != ' ') t.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  }
-  auto op_pos = t.find_first_of("<>");
-  if (op_pos == std::string::npos || op_pos == 0) return bad("expected like p99<300ms or success>99.9%");
-  std::string metric = t.substr(0, op_pos);
-  bool less = t[op_pos] == '<';
-  bool inclusive = op_pos + 1 < t.size() && t[op_pos + 1] == '=';
-  std::string value = t.substr(op_pos + (inclusive ? 2 : 1));
-  if (value.empty()) return bad("no threshold after the comparison");
-  Slo slo;
-  slo.text = s;
-  slo.inclusive = inclusive;
-  if (metric == "success") {
-    if (less) return bad("success is a floor: write success>99.9%");
-    if (value.back() != '%') return bad("the success threshold is a percent, like 99.9%");
-    auto p = parse_percent(value);
-    if (!p) return bad(p.error().message);
-    if (*p >= 100 && !inclusive) return bad("success>100% can never hold");
-    slo.metric = Slo::Metric::SuccessRate;
-    slo.threshold = *p;
-    return slo;
-  }
-  if (metric.size() < 2 || metric[0] != 'p') return bad("the metric is pNN (latency percentile) or success");
-  std::string pct = metric.substr(1);
-  if (pct.find_first_not_of("0123456789.") != std::string::npos || pct.empty())
-    return bad("'" + metric + "' is not a percentile like p99");
-  double pv = std::strtod(pct.c_str(), nullptr);
-  if (pv <= 0 || pv > 100) return bad("the percentile must be within p1-p100");
-  if (!less) return bad("a latency percentile is a ceiling: write " + metric + "<300ms");
-  auto d = parse_duration_ns(value);
-  if (!d) return bad(d.error().message);
-  if (*d == 0) return bad("a latency ceiling of 0 can never hold");
-  slo.metric = Slo::Metric::LatencyPercentile;
-  slo.percentile = pv;
-  slo.threshold = static_cast<double>(*d) / 1e6;
-  return slo;
-}
-
-std::optional<double> latency_percentile(const std::vector<GuardrailReading>& samples, double p) {
-  if (samples.empty()) return std::nullopt;
-  std::vector<double> v;
-  v.reserve(samples.size());
-  for (const auto& s : samples) v.push_back(latency_of(s));
-  std::sort(v.begin(), v.end());
-  auto rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
-  return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
-}
-
-nlohmann::json SignalSummary::to_json() const {
-  return {{"samples", samples},
-          {"healthy", healthy},
-          {"success_percent", std::round(success_percent * 1000) / 1000},
-          {"p50_ms", ms_json(p50_ms)},
-          {"p90_ms", ms_json(p90_ms)},
-          {"p99_ms", ms_json(p99_ms)},
-          {"max_ms", ms_json(max_ms)}};
-}
-
-SignalSummary summarize(const std::vector<GuardrailReading>& samples) {
-  SignalSummary s;
-  s.samples = samples.size();
-  for (const auto& x : samples) s.healthy += x.healthy ? 1 : 0;
-  s.success_percent =
-      samples.empty() ? 0 : 100.0 * static_cast<double>(s.healthy) / static_cast<double>(samples.size());
-  s.p50_ms = latency_percentile(samples, 50);
-  s.p90_ms = latency_percentile(samples, 90);
-  s.p99_ms = latency_percentile(samples, 99);
-  s.max_ms = latency_percentile(samples, 100);
-  return s;
-}
-
-std::string SloResult::describe(const Slo& slo) const {
-  std::string allowed = slo.metric == Slo::Metric::LatencyPercentile
-                            ? std::string(slo.inclusive ? "<= " : "< ") + ms_text(slo.threshold)
-                            : std::string(slo.inclusive ? ">= " : "> ") + fixed(slo.threshold, 3) + "%";
-  std::string name = slo.metric == Slo::Metric::LatencyPercentile ? "p" + fixed(slo.percentile, 0) : "success";
-  std::string got = !value                                         ? "no readings"
-                    : slo.metric == Slo::Metric::LatencyPercentile ? ms_text(*value)
-                                                                   : fixed(*value, 3) + "%";
-  return name + " " + got + " (hypothesis: " + allowed + ")";
-}
-
-SloResult evaluate(const Slo& slo, const std::vector<GuardrailReading>& samples) {
-  SloResult r;
-  if (samples.empty()) return r;
-  if (slo.metric == Slo::Metric::LatencyPercentile) {
-    r.value = latency_percentile(samples, slo.percentile);
-    r.met = slo.inclusive ? *r.value <= slo.threshold : *r.value < slo.threshold;
-  } else {
-    r.value = summarize(samples).success_percent;
-    r.met = slo.inclusive ? *r.value >= slo.threshold : *r.value > slo.threshold;
-  }
-  return r;
-}
 
 std::string sha256_hex(std::string_view data) {
   unsigned char md[EVP_MAX_MD_SIZE];
@@ -458,64 +306,6 @@ HypothesisVerdict RecordedRun::write_verdict(HypothesisVerdict v, const std::str
   if (!opts_.dir.empty()) text += "\nrecord: " + opts_.dir + " (faultctl report " + opts_.dir + ")";
   emit(ev, text);
   return v;
-}
-
-Result<RecordContents> load_record(const std::string& dir) {
-  RecordContents c;
-  c.dir = dir;
-  auto h = read_text_file(dir + "/" + kHypothesis);
-  if (!h) return make_error(ENOENT, dir + " is not an experiment record (no " + kHypothesis + ")");
-  c.hypothesis = nlohmann::json::parse(*h, nullptr, false);
-  if (c.hypothesis.is_discarded()) return make_error(EINVAL, dir + "/" + kHypothesis + " is not valid JSON");
-  if (auto v = read_text_file(dir + "/" + kVerdict)) {
-    auto j = nlohmann::json::parse(*v, nullptr, false);
-    if (!j.is_discarded()) c.verdict = j;
-  }
-  if (auto s = read_text_file(dir + "/" + kSamples)) {
-    std::istringstream in(*s);
-    for (std::string line; std::getline(in, line);) {
-      auto j = nlohmann::json::parse(line, nullptr, false);
-      if (!j.is_discarded()) c.samples.push_back(j);
-    }
-  }
-  return c;
-}
-
-RecordCheck verify_record(const std::string& dir) {
-  RecordCheck r;
-  auto h = read_text_file(dir + "/" + kHypothesis);
-  auto hs = read_text_file(dir + "/" + kHypothesisSha);
-  if (!h) {
-    r.problems.push_back(std::string(kHypothesis) + " is missing: " + dir + " is not an experiment record");
-    return r;
-  }
-  r.hypothesis_sha256 = sha256_hex(*h);
-  if (!hs) {
-    r.problems.push_back(std::string(kHypothesisSha) + " is missing: the fingerprint cannot be checked");
-  } else if (sha_from_line(*hs) != r.hypothesis_sha256) {
-    r.problems.push_back(std::string(kHypothesis) + " was changed after it was fingerprinted (sha256 now " +
-                         r.hypothesis_sha256.substr(0, 16) + "..., recorded " + sha_from_line(*hs).substr(0, 16) +
-                         "...)");
-  }
-  auto v = read_text_file(dir + "/" + kVerdict);
-  if (v) {
-    auto j = nlohmann::json::parse(*v, nullptr, false);
-    auto vs = read_text_file(dir + "/" + kVerdictSha);
-    if (!vs || sha_from_line(*vs) != sha256_hex(*v)) {
-      r.problems.push_back(std::string(kVerdict) + " was changed after it was written (or " + kVerdictSha +
-                           " is missing)");
-    }
-    if (!j.is_discarded()) {
-      if (hs && j.value("hypothesis_sha256", "") != sha_from_line(*hs))
-        r.problems.push_back(std::string(kHypothesisSha) +
-                             " does not match the fingerprint the verdict was written against");
-      auto s = read_text_file(dir + "/" + kSamples);
-      if (j.value("samples_sha256", "") != sha256_hex(s ? *s : ""))
-        r.problems.push_back(std::string(kSamples) + " was changed after the verdict was written");
-    }
-  }
-  r.intact = r.problems.empty();
-  return r;
 }
 
 }  // namespace faultline

@@ -1,4 +1,6 @@
-// Experiment records: steady state first, a fingerprinted hypothesis, a time series, a verdict.
+// Experiment records: steady state first, a fingerprinted hypothesis, a time
+// series, a verdict. The SLO arithmetic is slo.h; reading a record back is
+// record_reader.h.
 #pragma once
 
 #include <cstdint>
@@ -15,40 +17,9 @@
 #include "base/result.h"
 #include "userspace/guardrails/guardrail.h"
 #include "userspace/run/outcome.h"
+#include "userspace/run/slo.h"
 
 namespace faultline {
-
-// The hypothesis threshold: "p99<300ms", "p50<=80ms", "success>99.9%", "success>=99%".
-struct Slo {
-  enum class Metric { LatencyPercentile, SuccessRate };
-  Metric metric = Metric::SuccessRate;
-  double percentile = 0;   // 99 for p99
-  double threshold = 0;    // milliseconds, or percent
-  bool inclusive = false;  // <= or >=
-  std::string text;
-  [[nodiscard]] nlohmann::json to_json() const;
-};
-[[nodiscard]] Result<Slo> parse_slo(const std::string& s);
-
-// Nearest-rank percentile of latency_ms. A failed reading (no answer, or a status
-// >= 400) counts as infinitely slow: an error is never a fast answer.
-[[nodiscard]] std::optional<double> latency_percentile(const std::vector<GuardrailReading>& samples, double p);
-
-struct SignalSummary {
-  size_t samples = 0;
-  size_t healthy = 0;
-  double success_percent = 0;
-  std::optional<double> p50_ms, p90_ms, p99_ms, max_ms;  // +inf when failures reach that rank
-  [[nodiscard]] nlohmann::json to_json() const;
-};
-[[nodiscard]] SignalSummary summarize(const std::vector<GuardrailReading>& samples);
-
-struct SloResult {
-  std::optional<double> value;  // p99 in ms or success in percent; nullopt with no samples
-  bool met = false;
-  [[nodiscard]] std::string describe(const Slo& slo) const;  // "p99 412ms (allowed < 300ms)"
-};
-[[nodiscard]] SloResult evaluate(const Slo& slo, const std::vector<GuardrailReading>& samples);
 
 [[nodiscard]] std::string sha256_hex(std::string_view data);
 
@@ -111,24 +82,5 @@ class RecordedRun {
   UniqueFd samples_fd_;
   std::vector<GuardrailReading> steady_, fault_, after_;
 };
-
-// Reading a record back: for `faultctl report`.
-struct RecordContents {
-  std::string dir;
-  nlohmann::json hypothesis;
-  std::optional<nlohmann::json> verdict;  // absent while running, or if faultctl was killed
-  std::vector<nlohmann::json> samples;
-};
-[[nodiscard]] Result<RecordContents> load_record(const std::string& dir);
-
-// Recomputes every fingerprint: hypothesis.json against hypothesis.sha256 (written
-// before the fault), and the samples and verdict against what the verdict and
-// verdict.sha256 say. Lists each file that changed.
-struct RecordCheck {
-  bool intact = false;
-  std::string hypothesis_sha256;
-  std::vector<std::string> problems;
-};
-[[nodiscard]] RecordCheck verify_record(const std::string& dir);
 
 }  // namespace faultline

@@ -28,7 +28,7 @@ uint32_t op_bits(const std::vector<std::string>& syscalls) {
 
 class CgroupRung final : public SyscallRung {
  public:
-  Result<RungStart> start(const SyscallFaultSpec& spec, uint64_t expires_ns) override {
+  Result<RungStart> start(const SyscallFaultSpec& spec) override {
     RungStart s;
     s.how = "cgroup socket hooks";
     UniqueFd cgroup_fd;
@@ -55,7 +55,8 @@ class CgroupRung final : public SyscallRung {
     obj_.emplace(std::move(*obj));
     fl_sa_policy pol{};
     pol.armed = 1;
-    pol.expires_ns = expires_ns;  // the in-kernel deadman
+    s.expires_ns = boottime_ns() + spec.duration_ns;
+    pol.expires_ns = s.expires_ns;  // the in-kernel deadman
     pol.target_tgid = static_cast<uint32_t>(spec.pid);
     pol.inject_ops = op_bits(spec.syscalls);
     pol.inject_prob = percent_to_prob(spec.percent);

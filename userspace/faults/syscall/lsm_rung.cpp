@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "base/cgroup.h"
+#include "base/clock.h"
 #include "base/units.h"
 #include "faultline/syscall_abi.h"
 #include "loader/syscall_lsm_object.h"
@@ -15,7 +16,7 @@ namespace {
 
 class LsmRung final : public SyscallRung {
  public:
-  Result<RungStart> start(const SyscallFaultSpec& spec, uint64_t expires_ns) override {
+  Result<RungStart> start(const SyscallFaultSpec& spec) override {
     const LsmCoverage cov = lsm_coverage(spec.syscalls);
     const bool wrapped = !spec.command.empty();
     RungStart s;
@@ -45,7 +46,8 @@ class LsmRung final : public SyscallRung {
     if (!obj) return obj.error();
     obj_.emplace(std::move(*obj));
     pol.armed = 1;
-    pol.expires_ns = expires_ns;  // the in-kernel deadman
+    s.expires_ns = boottime_ns() + spec.duration_ns;
+    pol.expires_ns = s.expires_ns;  // the in-kernel deadman
     pol.prob = percent_to_prob(spec.percent);
     pol.err = static_cast<uint32_t>(spec.err);
     pol.flags = spec.include_loader ? 0 : FL_SC_SKIP_LOADER;

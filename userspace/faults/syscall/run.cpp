@@ -53,8 +53,7 @@ Result<FaultStart> SyscallRun::apply() {
       rung_ = make_seccomp_rung();
       break;
   }
-  const uint64_t expires = boottime_ns() + spec_.duration_ns;
-  auto started = rung_->start(spec_, expires);
+  auto started = rung_->start(spec_);
   if (!started) return started.error();
   if (started->child) child_.emplace(std::move(*started->child));
 
@@ -64,12 +63,12 @@ Result<FaultStart> SyscallRun::apply() {
   s.summary = spec_.describe() + ", " + started->scope + " (" + s.mechanism + ")";
   s.policy_map_id = started->policy_fd >= 0 ? map_id_of(started->policy_fd) : 0;
   s.stats_map_id = started->stats_fd >= 0 ? map_id_of(started->stats_fd) : 0;
-  s.expires_ns = expires;
+  s.expires_ns = started->expires_ns;
   if (auto reg = register_session(std::move(s), warn_)) session_.emplace(std::move(*reg));
 
   FaultStart f;
   f.id = session_ ? session_->id() : "syscall";
-  f.expires_ns = expires;
+  f.expires_ns = started->expires_ns;
   f.until_command_exits = child_.has_value();
   f.event = started->event;
   f.event["mechanism"] = mechanism_name(plan_.mechanism);

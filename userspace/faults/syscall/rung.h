@@ -17,6 +17,7 @@ namespace faultline {
 struct RungStart {
   std::string scope;   // "command curl", "pid 42", "cgroup /app"
   std::string how;     // "cgroup socket hooks", "BPF LSM: file_open", "seccomp user notification"
+  uint64_t expires_ns = 0;  // CLOCK_BOOTTIME: the duration counts from the moment the rung is armed
   int policy_fd = -1;  // the kernel policy holding `armed` (status, abort); -1: none
   int stats_fd = -1;   // its per-CPU counters; -1: counts() only
   nlohmann::json event = nlohmann::json::object();  // extra fields of the started line
@@ -31,9 +32,11 @@ struct RungCounts {
 class SyscallRung {
  public:
   virtual ~SyscallRung() = default;
-  // Arms the mechanism until expires_ns (CLOCK_BOOTTIME; the kernel rungs end
-  // there by themselves) and, with a command, starts it under the mechanism.
-  [[nodiscard]] virtual Result<RungStart> start(const SyscallFaultSpec& spec, uint64_t expires_ns) = 0;
+  // Arms the mechanism for spec.duration_ns, counted from when it is armed (a
+  // BPF object can take seconds to load on a slow machine; the fault keeps its
+  // whole duration) — the kernel rungs end there by themselves — and, with a
+  // command, starts it under the mechanism.
+  [[nodiscard]] virtual Result<RungStart> start(const SyscallFaultSpec& spec) = 0;
   // Stops injecting at once; a wrapped command runs on. Idempotent.
   virtual void disarm() = 0;
   [[nodiscard]] virtual RungCounts counts() const = 0;

@@ -84,10 +84,9 @@ class SeccompRung final : public SyscallRung {
     if (thread_.joinable()) thread_.join();
   }
 
-  Result<RungStart> start(const SyscallFaultSpec& spec, uint64_t expires_ns) override {
+  Result<RungStart> start(const SyscallFaultSpec& spec) override {
     if (spec.command.empty()) return input_error(EINVAL, "seccomp user notification needs a command to wrap");
     spec_ = spec;
-    end_ns_ = expires_ns;
     std::vector<int> nrs;
     for (const auto& s : spec.syscalls) nrs.push_back(seccomp_syscall_resolve_name(s.c_str()));
     int sv[2];
@@ -119,6 +118,8 @@ class SeccompRung final : public SyscallRung {
     RungStart s;
     s.scope = "command " + spec.command[0] + " pid " + std::to_string(child->pid());
     s.how = "seccomp user notification";
+    end_ns_ = boottime_ns() + spec.duration_ns;
+    s.expires_ns = end_ns_;
     s.event["pid"] = child->pid();
     s.child.emplace(std::move(*child));
     thread_ = std::thread([this] { serve(); });
