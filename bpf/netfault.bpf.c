@@ -4,7 +4,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 #include "faultline/abi.h"
-#include "faultline/skb_header.h"
+#include "lib/skb_header.h"
 
 #define ETH_P_IP 0x0800
 #define ETH_P_IPV6 0x86DD
@@ -187,13 +187,13 @@ static __always_inline void parse_l4(struct __sk_buff *skb, struct pkt *p, __u8 
 	switch (p->proto) {
 	case IPPROTO_TCP:
 		/* A segment cut before its data offset yields no ports either. */
-		l4 = header(skb, l4_off, L4_TCP_LEN, &buf);
+		l4 = fl_skb_header(skb, l4_off, L4_TCP_LEN, &buf);
 		if (!l4)
 			return;
 		hlen = (l4->doff >> 4) * 4;
 		break;
 	case IPPROTO_UDP:
-		l4 = header(skb, l4_off, L4_PORTS_LEN, &buf);
+		l4 = fl_skb_header(skb, l4_off, L4_PORTS_LEN, &buf);
 		if (!l4)
 			return;
 		hlen = 8;
@@ -221,7 +221,7 @@ static __always_inline void parse_l4(struct __sk_buff *skb, struct pkt *p, __u8 
 #define PARSE_L4 1        /* and an L4 header at p->l4_off, for parse_l4() */
 
 /* Fills remote/local by direction, the protocol and where L4 starts. Headers
- * are read in place (see header()); each pointer is done with before the next
+ * are read in place (see fl_skb_header()); each pointer is done with before the next
  * header is fetched. */
 static __always_inline int parse_ip(struct __sk_buff *skb, struct pkt *p, __u8 dir)
 {
@@ -230,7 +230,7 @@ static __always_inline int parse_ip(struct __sk_buff *skb, struct pkt *p, __u8 d
 	if (proto == ETH_P_IP) {
 		struct iphdr buf, *ip;
 
-		ip = header(skb, ETH_HLEN, sizeof(*ip), &buf);
+		ip = fl_skb_header(skb, ETH_HLEN, sizeof(*ip), &buf);
 		if (!ip)
 			return PARSE_NOT_IP;
 		if (dir == FL_DIR_EGRESS) {
@@ -252,7 +252,7 @@ static __always_inline int parse_ip(struct __sk_buff *skb, struct pkt *p, __u8 d
 		__u8 nexthdr;
 		__u32 off;
 
-		ip6 = header(skb, ETH_HLEN, sizeof(*ip6), &buf);
+		ip6 = fl_skb_header(skb, ETH_HLEN, sizeof(*ip6), &buf);
 		if (!ip6)
 			return PARSE_NOT_IP;
 		if (dir == FL_DIR_EGRESS) {
@@ -272,7 +272,7 @@ static __always_inline int parse_ip(struct __sk_buff *skb, struct pkt *p, __u8 d
 			if (nexthdr != 0 && nexthdr != 43 && nexthdr != 60 && nexthdr != 44)
 				break;
 			if (nexthdr == 44) {
-				ext = header(skb, off, 4, ebuf);
+				ext = fl_skb_header(skb, off, 4, ebuf);
 				if (!ext)
 					return PARSE_NOT_IP;
 				nexthdr = ext[0];
@@ -284,7 +284,7 @@ static __always_inline int parse_ip(struct __sk_buff *skb, struct pkt *p, __u8 d
 				}
 				continue;
 			}
-			ext = header(skb, off, 2, ebuf);
+			ext = fl_skb_header(skb, off, 2, ebuf);
 			if (!ext)
 				return PARSE_NOT_IP;
 			nexthdr = ext[0];

@@ -6,7 +6,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 #include "faultline/sockaddr_abi.h"
-#include "faultline/skb_header.h"
+#include "lib/skb_header.h"
 
 #define AF_INET 2
 #define AF_INET6 10
@@ -565,7 +565,7 @@ static __always_inline int flow_of(struct __sk_buff *skb, int egress, struct fl_
 
 	__builtin_memset(k, 0, sizeof(*k));
 	if (skb->protocol == bpf_htons(ETH_P_IP)) {
-		struct iphdr buf, *ip = header(skb, 0, sizeof(buf), &buf);
+		struct iphdr buf, *ip = fl_skb_header(skb, 0, sizeof(buf), &buf);
 
 		if (!ip)
 			return -1;
@@ -574,7 +574,7 @@ static __always_inline int flow_of(struct __sk_buff *skb, int egress, struct fl_
 		k->proto = ip->protocol;
 		l4 = ip->ihl * 4;
 	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
-		struct ipv6hdr buf, *ip6 = header(skb, 0, sizeof(buf), &buf);
+		struct ipv6hdr buf, *ip6 = fl_skb_header(skb, 0, sizeof(buf), &buf);
 
 		if (!ip6)
 			return -1;
@@ -585,7 +585,7 @@ static __always_inline int flow_of(struct __sk_buff *skb, int egress, struct fl_
 		return -1;
 	}
 	if (k->proto == IPPROTO_TCP || k->proto == IPPROTO_UDP) {
-		ports = header(skb, l4, sizeof(pbuf), pbuf);
+		ports = fl_skb_header(skb, l4, sizeof(pbuf), pbuf);
 		if (ports)
 			k->port = bpf_ntohs(egress ? ports[1] : ports[0]);
 	}

@@ -5,7 +5,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
-#include "faultline/syscall_scope.h"
+#include "lib/syscall_scope.h"
 
 #define AF_INET 2
 #define AF_INET6 10

@@ -6,7 +6,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include "faultline/syscall_scope.h"
+#include "lib/syscall_scope.h"
 
 /* No target in the section: userspace attaches it with bpf_program__attach_ksyscall
  * per syscall name, which resolves the architecture's entry prefix (__x64_sys_...). */

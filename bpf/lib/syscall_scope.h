@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* The policy, scope test and counters both syscall fault programs share
- * (syscall_lsm.bpf.c and syscall_override.bpf.c). Include after vmlinux.h. */
+ * (syscall_lsm.bpf.c and syscall_override.bpf.c). BPF side only (it defines
+ * maps): include after vmlinux.h and bpf_helpers.h. */
 #ifndef FAULTLINE_SYSCALL_SCOPE_H
 #define FAULTLINE_SYSCALL_SCOPE_H
 
