@@ -14,10 +14,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 #include "faultline/abi.h"
-
-#define ETH_HLEN 14
-#define ETH_P_IP 0x0800
-#define TC_PASS (-1)
+#include "lib/consts.bpf.h"
 
 /* The netfault maps this object shares, found by pin name (definitions must
  * match bpf/netfault.bpf.c for libbpf to reuse them). */

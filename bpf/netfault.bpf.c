@@ -4,18 +4,10 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 #include "faultline/abi.h"
+#include "lib/consts.bpf.h"
 #include "lib/skb_header.h"
 
-#define ETH_P_IP 0x0800
-#define ETH_P_IPV6 0x86DD
-#define ETH_HLEN 14
-#define IP_MF 0x2000
-#define IP_OFFSET 0x1FFF
-#define IPPROTO_ICMPV6 58
-
-#define TC_PASS (-1) /* TC_ACT_UNSPEC / TCX_NEXT: let the next program decide */
-#define TC_SHOT 2
-#define TC_STOLEN 4
+#define IP_OFFSET 0x1FFF /* iphdr.frag_off: the fragment offset bits */
 
 /* Set by the loader before load: one program instance per network namespace. */
 const volatile __u32 fl_netns_ino = 0;
@@ -269,9 +261,10 @@ static __always_inline int parse_ip(struct __sk_buff *skb, struct pkt *p, __u8 d
 			/* next header, length; a fragment header's offset follows */
 			__u8 ebuf[4], *ext;
 
-			if (nexthdr != 0 && nexthdr != 43 && nexthdr != 60 && nexthdr != 44)
+			if (nexthdr != IPPROTO_HOPOPTS && nexthdr != IPPROTO_ROUTING &&
+			    nexthdr != IPPROTO_DSTOPTS && nexthdr != IPPROTO_FRAGMENT)
 				break;
-			if (nexthdr == 44) {
+			if (nexthdr == IPPROTO_FRAGMENT) {
 				ext = fl_skb_header(skb, off, 4, ebuf);
 				if (!ext)
 					return PARSE_NOT_IP;

@@ -7,9 +7,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_endian.h>
 #include "faultline/signals_abi.h"
-
-#define AF_INET 2
-#define AF_INET6 10
+#include "lib/consts.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);

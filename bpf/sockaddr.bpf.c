@@ -6,14 +6,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 #include "faultline/sockaddr_abi.h"
+#include "lib/consts.bpf.h"
 #include "lib/skb_header.h"
-
-#define AF_INET 2
-#define AF_INET6 10
-#define SOCK_STREAM 1
-#define SOCK_DGRAM 2
-#define ETH_P_IP 0x0800
-#define ETH_P_IPV6 0x86DD
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

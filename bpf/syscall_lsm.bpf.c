@@ -5,10 +5,9 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+#include "lib/consts.bpf.h"
 #include "lib/syscall_scope.h"
 
-#define AF_INET 2
-#define AF_INET6 10
 #define MAY_WRITE 0x2
 #define MAY_READ 0x4
 #define FMODE_EXEC 0x20
