@@ -15,6 +15,7 @@
 #include <bpf/bpf_endian.h>
 #include "faultline/abi.h"
 #include "lib/consts.bpf.h"
+#include "lib/helpers.bpf.h"
 
 /* The netfault maps this object shares, found by pin name (definitions must
  * match bpf/netfault.bpf.c for libbpf to reuse them). */
@@ -65,16 +66,6 @@ struct flb_pkt {
 	__u8 proto;
 };
 
-static __always_inline void map_v4(struct fl_addr *a, __be32 ip)
-{
-	__u32 *w = (__u32 *)a->b;
-
-	w[0] = 0;
-	w[1] = 0;
-	w[2] = bpf_htonl(0x0000ffff);
-	w[3] = ip;
-}
-
 /* level 1: control map; 2: + parse; 3: + exact lookup; 4: + prefix lookup.
  * Level 9 is level 2 plus a bpf_ktime_get_boot_ns(), to price the clock. */
 static __always_inline int stage(struct __sk_buff *skb, int level)
@@ -98,8 +89,8 @@ static __always_inline int stage(struct __sk_buff *skb, int level)
 		return TC_PASS;
 	if (bpf_skb_load_bytes(skb, ETH_HLEN, &ip, sizeof(ip)))
 		return TC_PASS;
-	map_v4(&p.remote, ip.daddr);
-	map_v4(&p.local, ip.saddr);
+	fl_addr_from_v4(&p.remote, ip.daddr);
+	fl_addr_from_v4(&p.local, ip.saddr);
 	p.proto = ip.protocol;
 	if (bpf_skb_load_bytes(skb, ETH_HLEN + ip.ihl * 4, ports, sizeof(ports)))
 		return TC_PASS;
@@ -174,8 +165,8 @@ int flb_stage_parse_direct(struct __sk_buff *skb)
 	ip = data + ETH_HLEN;
 	if ((void *)(ip + 1) > end || ip->ihl != 5)
 		return TC_PASS;
-	map_v4(&p.remote, ip->daddr);
-	map_v4(&p.local, ip->saddr);
+	fl_addr_from_v4(&p.remote, ip->daddr);
+	fl_addr_from_v4(&p.local, ip->saddr);
 	p.proto = ip->protocol;
 	ports = (void *)(ip + 1);
 	if ((void *)(ports + 2) > end)

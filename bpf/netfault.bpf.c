@@ -5,6 +5,7 @@
 #include <bpf/bpf_endian.h>
 #include "faultline/abi.h"
 #include "lib/consts.bpf.h"
+#include "lib/helpers.bpf.h"
 #include "lib/skb_header.h"
 
 #define IP_OFFSET 0x1FFF /* iphdr.frag_off: the fragment offset bits */
@@ -149,16 +150,6 @@ struct pkt {
 	__u8 proto;
 };
 
-static __always_inline void map_v4(struct fl_addr *a, __be32 ip)
-{
-	__u32 *w = (__u32 *)a->b;
-
-	w[0] = 0;
-	w[1] = 0;
-	w[2] = bpf_htonl(0x0000ffff);
-	w[3] = ip;
-}
-
 /* The first bytes of a TCP or UDP header: ports, and TCP's data offset. */
 struct l4_head {
 	__be16 source;
@@ -226,11 +217,11 @@ static __always_inline int parse_ip(struct __sk_buff *skb, struct pkt *p, __u8 d
 		if (!ip)
 			return PARSE_NOT_IP;
 		if (dir == FL_DIR_EGRESS) {
-			map_v4(&p->remote, ip->daddr);
-			map_v4(&p->local, ip->saddr);
+			fl_addr_from_v4(&p->remote, ip->daddr);
+			fl_addr_from_v4(&p->local, ip->saddr);
 		} else {
-			map_v4(&p->remote, ip->saddr);
-			map_v4(&p->local, ip->daddr);
+			fl_addr_from_v4(&p->remote, ip->saddr);
+			fl_addr_from_v4(&p->local, ip->daddr);
 		}
 		p->proto = ip->protocol;
 		p->l4_off = ETH_HLEN + ip->ihl * 4;
@@ -508,13 +499,6 @@ static __always_inline struct fl_fault *find(struct __sk_buff *skb, __u32 index,
 	return NULL;
 }
 
-static __always_inline int chance(__u32 prob)
-{
-	if (prob == 0xFFFFFFFFU)
-		return 1;
-	return bpf_get_prandom_u32() < prob;
-}
-
 /* Correlated loss repeats the last decision with P(correlation), else draws anew,
  * so the mean loss stays at prob while bursts lengthen to 1/((1-c)(1-p)).
  * Gilbert-Elliott moves between good and bad first, then draws that state's loss. */
@@ -524,19 +508,19 @@ static __always_inline int decide_loss(const struct fl_fault *f, __u32 slot)
 	int drop;
 
 	if (!st)
-		return chance(f->prob);
+		return fl_chance(f->prob);
 	if (f->loss_model == FL_LOSS_GE) {
 		if (st->ge_bad) {
-			if (chance(f->ge_r))
+			if (fl_chance(f->ge_r))
 				st->ge_bad = 0;
-		} else if (chance(f->ge_p)) {
+		} else if (fl_chance(f->ge_p)) {
 			st->ge_bad = 1;
 		}
-		drop = chance(st->ge_bad ? f->ge_loss_bad : f->ge_loss_good);
-	} else if (f->correlation && chance(f->correlation)) {
+		drop = fl_chance(st->ge_bad ? f->ge_loss_bad : f->ge_loss_good);
+	} else if (f->correlation && fl_chance(f->correlation)) {
 		drop = st->last_drop;
 	} else {
-		drop = chance(f->prob);
+		drop = fl_chance(f->prob);
 	}
 	st->last_drop = drop;
 	return drop;
@@ -687,20 +671,20 @@ static __always_inline int handle(struct __sk_buff *skb, __u8 dir)
 	case FL_KIND_FLOWDROP:
 		return drop(st, FL_DROP_FLOWDROP, dir);
 	case FL_KIND_DNS:
-		if (chance(f->prob))
+		if (fl_chance(f->prob))
 			return drop(st, FL_DROP_DNS, dir);
 		break;
 	case FL_KIND_CORRUPT:
-		if (chance(f->prob))
+		if (fl_chance(f->prob))
 			corrupt(skb, &p, st);
 		break;
 	case FL_KIND_DUPLICATE:
-		if (chance(f->prob))
+		if (fl_chance(f->prob))
 			duplicate(skb, st, ctl->dup_mark, dir);
 		break;
 	case FL_KIND_LATENCY:
 	case FL_KIND_BANDWIDTH:
-		if (dir == FL_DIR_EGRESS && chance(f->prob))
+		if (dir == FL_DIR_EGRESS && fl_chance(f->prob))
 			return delay(skb, f, slot, st);
 		break;
 	}

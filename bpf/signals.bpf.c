@@ -8,6 +8,7 @@
 #include <bpf/bpf_endian.h>
 #include "faultline/signals_abi.h"
 #include "lib/consts.bpf.h"
+#include "lib/helpers.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -28,15 +29,13 @@ static __always_inline void bump(const struct sock *sk, int which)
 	struct fl_sig_counts zero = {}, *c;
 	struct fl_sig_key k = {};
 	__u16 family;
-	__u32 *w = (__u32 *)k.daddr.b;
 
 	if (!sk)
 		return;
 	k.netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
 	family = BPF_CORE_READ(sk, __sk_common.skc_family);
 	if (family == AF_INET) {
-		w[2] = bpf_htonl(0x0000ffff);
-		w[3] = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+		fl_addr_from_v4(&k.daddr, BPF_CORE_READ(sk, __sk_common.skc_daddr));
 	} else if (family == AF_INET6) {
 		BPF_CORE_READ_INTO(&k.daddr, sk, __sk_common.skc_v6_daddr);
 	} else {
@@ -46,13 +45,9 @@ static __always_inline void bump(const struct sock *sk, int which)
 		void *map = i == 0 ? (void *)&fl_sig_ns : (void *)&fl_sig_dst;
 		void *key = i == 0 ? (void *)&k.netns : (void *)&k;
 
-		c = bpf_map_lookup_elem(map, key);
-		if (!c) {
-			bpf_map_update_elem(map, key, &zero, BPF_NOEXIST);
-			c = bpf_map_lookup_elem(map, key);
-			if (!c)
-				continue;
-		}
+		c = fl_lookup_or_init(map, key, &zero);
+		if (!c)
+			continue;
 		if (which == 0)
 			c->retransmits++;
 		else if (which == 1)

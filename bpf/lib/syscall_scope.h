@@ -6,6 +6,7 @@
 #define FAULTLINE_SYSCALL_SCOPE_H
 
 #include "faultline/syscall_abi.h"
+#include "lib/helpers.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -56,7 +57,7 @@ static __always_inline int fl_sc_draw(struct fl_sc_policy *p, __u32 op)
 		return 0;
 	if (st)
 		st->seen[op]++;
-	if (p->prob != 0xFFFFFFFFU && bpf_get_prandom_u32() >= p->prob)
+	if (!fl_chance(p->prob))
 		return 0;
 	if (st)
 		st->injected[op]++;
