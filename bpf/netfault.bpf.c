@@ -6,9 +6,7 @@
 #include "faultline/abi.h"
 #include "lib/consts.bpf.h"
 #include "lib/helpers.bpf.h"
-#include "lib/skb_header.h"
-
-#define IP_OFFSET 0x1FFF /* iphdr.frag_off: the fragment offset bits */
+#include "lib/packet_parse.bpf.h"
 
 /* Set by the loader before load: one program instance per network namespace. */
 const volatile __u32 fl_netns_ino = 0;
@@ -140,147 +138,6 @@ struct {
 	__type(value, struct dns_scratch);
 } fl_dnsscr SEC(".maps");
 
-struct pkt {
-	struct fl_addr remote;
-	struct fl_addr local;
-	__u32 l4_off;      /* from skb->data */
-	__u32 payload_off; /* first byte after the L4 header; 0 if unknown */
-	__u16 rport;
-	__u16 lport;
-	__u8 proto;
-};
-
-/* The first bytes of a TCP or UDP header: ports, and TCP's data offset. */
-struct l4_head {
-	__be16 source;
-	__be16 dest;
-	__u8 seq_ack[8];
-	__u8 doff; /* TCP: header length in 32-bit words, high nibble */
-};
-
-#define L4_PORTS_LEN 4
-#define L4_TCP_LEN 13 /* through the data offset byte */
-
-static __always_inline void parse_l4(struct __sk_buff *skb, struct pkt *p, __u8 dir)
-{
-	__u32 l4_off = p->l4_off;
-	struct l4_head buf, *l4;
-	__u32 hlen;
-
-	switch (p->proto) {
-	case IPPROTO_TCP:
-		/* A segment cut before its data offset yields no ports either. */
-		l4 = fl_skb_header(skb, l4_off, L4_TCP_LEN, &buf);
-		if (!l4)
-			return;
-		hlen = (l4->doff >> 4) * 4;
-		break;
-	case IPPROTO_UDP:
-		l4 = fl_skb_header(skb, l4_off, L4_PORTS_LEN, &buf);
-		if (!l4)
-			return;
-		hlen = 8;
-		break;
-	case IPPROTO_ICMP:
-	case IPPROTO_ICMPV6:
-		p->payload_off = l4_off + 8;
-		return;
-	default:
-		return;
-	}
-	if (dir == FL_DIR_EGRESS) {
-		p->lport = bpf_ntohs(l4->source);
-		p->rport = bpf_ntohs(l4->dest);
-	} else {
-		p->rport = bpf_ntohs(l4->source);
-		p->lport = bpf_ntohs(l4->dest);
-	}
-	p->payload_off = l4_off + hlen;
-	return;
-}
-
-#define PARSE_NOT_IP (-1) /* not an IP packet we understand: never touched */
-#define PARSE_NO_L4 0     /* addresses and protocol; no L4 header to read */
-#define PARSE_L4 1        /* and an L4 header at p->l4_off, for parse_l4() */
-
-/* Fills remote/local by direction, the protocol and where L4 starts. Headers
- * are read in place (see fl_skb_header()); each pointer is done with before the next
- * header is fetched. */
-static __always_inline int parse_ip(struct __sk_buff *skb, struct pkt *p, __u8 dir)
-{
-	__u16 proto = bpf_ntohs(skb->protocol);
-
-	if (proto == ETH_P_IP) {
-		struct iphdr buf, *ip;
-
-		ip = fl_skb_header(skb, ETH_HLEN, sizeof(*ip), &buf);
-		if (!ip)
-			return PARSE_NOT_IP;
-		if (dir == FL_DIR_EGRESS) {
-			fl_addr_from_v4(&p->remote, ip->daddr);
-			fl_addr_from_v4(&p->local, ip->saddr);
-		} else {
-			fl_addr_from_v4(&p->remote, ip->saddr);
-			fl_addr_from_v4(&p->local, ip->daddr);
-		}
-		p->proto = ip->protocol;
-		p->l4_off = ETH_HLEN + ip->ihl * 4;
-		/* Only the first fragment carries the L4 header. */
-		if (bpf_ntohs(ip->frag_off) & IP_OFFSET)
-			return PARSE_NO_L4;
-		return PARSE_L4;
-	}
-	if (proto == ETH_P_IPV6) {
-		struct ipv6hdr buf, *ip6;
-		__u8 nexthdr;
-		__u32 off;
-
-		ip6 = fl_skb_header(skb, ETH_HLEN, sizeof(*ip6), &buf);
-		if (!ip6)
-			return PARSE_NOT_IP;
-		if (dir == FL_DIR_EGRESS) {
-			__builtin_memcpy(p->remote.b, &ip6->daddr, 16);
-			__builtin_memcpy(p->local.b, &ip6->saddr, 16);
-		} else {
-			__builtin_memcpy(p->remote.b, &ip6->saddr, 16);
-			__builtin_memcpy(p->local.b, &ip6->daddr, 16);
-		}
-		nexthdr = ip6->nexthdr;
-		off = ETH_HLEN + sizeof(*ip6);
-		/* Walk a bounded number of extension headers. */
-		for (int i = 0; i < 4; i++) {
-			/* next header, length; a fragment header's offset follows */
-			__u8 ebuf[4], *ext;
-
-			if (nexthdr != IPPROTO_HOPOPTS && nexthdr != IPPROTO_ROUTING &&
-			    nexthdr != IPPROTO_DSTOPTS && nexthdr != IPPROTO_FRAGMENT)
-				break;
-			if (nexthdr == IPPROTO_FRAGMENT) {
-				ext = fl_skb_header(skb, off, 4, ebuf);
-				if (!ext)
-					return PARSE_NOT_IP;
-				nexthdr = ext[0];
-				off += 8;
-				if (((ext[2] << 8) | ext[3]) & 0xFFF8) { /* not the first fragment */
-					p->proto = nexthdr;
-					p->l4_off = off;
-					return PARSE_NO_L4;
-				}
-				continue;
-			}
-			ext = fl_skb_header(skb, off, 2, ebuf);
-			if (!ext)
-				return PARSE_NOT_IP;
-			nexthdr = ext[0];
-			off += (ext[1] + 1) * 8;
-		}
-		p->proto = nexthdr;
-		p->l4_off = off;
-		return PARSE_L4;
-	}
-	return PARSE_NOT_IP;
-}
-
 static __always_inline int masked_eq(const struct fl_addr *a, const struct fl_addr *want,
 				     const struct fl_addr *mask)
 {
@@ -292,7 +149,7 @@ static __always_inline int masked_eq(const struct fl_addr *a, const struct fl_ad
 }
 
 /* Every scope field of the fault, except the index key that found it. */
-static __always_inline int applies(const struct fl_fault *f, const struct pkt *p,
+static __always_inline int applies(const struct fl_fault *f, const struct fl_pkt *p,
 				   struct __sk_buff *skb, __u8 dir, __u64 now)
 {
 	if (now >= f->expires_ns) /* inactive (0) or past: the in-kernel deadman */
@@ -321,7 +178,7 @@ static __always_inline int applies(const struct fl_fault *f, const struct pkt *p
 	return 1;
 }
 
-static __always_inline struct fl_fault *pick(const struct fl_bucket *b, const struct pkt *p,
+static __always_inline struct fl_fault *pick(const struct fl_bucket *b, const struct fl_pkt *p,
 					     struct __sk_buff *skb, __u8 dir, __u64 now,
 					     __u32 *slot)
 {
@@ -463,7 +320,7 @@ static __always_inline int exact_may_hold(__u32 index, const struct fl_addr *a)
  * bpf_ktime_get_boot_ns() costs more than the lookups on some VMs, and most
  * packets match nothing. */
 static __always_inline struct fl_fault *find(struct __sk_buff *skb, __u32 index, int exact,
-					     const struct pkt *p, __u8 dir, __u32 *slot)
+					     const struct fl_pkt *p, __u8 dir, __u32 *slot)
 {
 	struct fl_lpm_key lk;
 	struct fl_bucket *b;
@@ -547,7 +404,7 @@ static __always_inline int drop(struct fl_fault_stats *st, __u32 reason, __u8 di
 	return bpf_redirect(0, 0);
 }
 
-static __always_inline void corrupt(struct __sk_buff *skb, const struct pkt *p,
+static __always_inline void corrupt(struct __sk_buff *skb, const struct fl_pkt *p,
 				    struct fl_fault_stats *st)
 {
 	__u32 off, len;
@@ -630,7 +487,7 @@ static __always_inline int handle(struct __sk_buff *skb, __u8 dir)
 	struct fl_fault_stats *st;
 	struct fl_control *ctl;
 	struct fl_fault *f;
-	struct pkt p = {};
+	struct fl_pkt p = {};
 	__u32 index;
 	int l4, exact;
 
@@ -641,8 +498,8 @@ static __always_inline int handle(struct __sk_buff *skb, __u8 dir)
 		skb->mark &= ~ctl->dup_mark;
 		return TC_PASS;
 	}
-	l4 = parse_ip(skb, &p, dir);
-	if (l4 == PARSE_NOT_IP)
+	l4 = fl_parse_ip(skb, &p, dir);
+	if (l4 == FL_PARSE_NOT_IP)
 		return TC_PASS;
 	/* The cheapest rejection: no index can lead anywhere from this address, so
 	 * the L4 header (ports, the DNS question) does not matter. */
@@ -650,8 +507,8 @@ static __always_inline int handle(struct __sk_buff *skb, __u8 dir)
 	exact = exact_may_hold(index, &p.remote);
 	if (!exact && (index & FL_IDX_NO_PREFIX) && (index & FL_IDX_NO_DNS))
 		return TC_PASS;
-	if (l4 == PARSE_L4)
-		parse_l4(skb, &p, dir);
+	if (l4 == FL_PARSE_L4)
+		fl_parse_l4(skb, &p, dir);
 	f = find(skb, index, exact, &p, dir, &slot);
 	if (!f)
 		return TC_PASS;
