@@ -450,7 +450,8 @@ int main(int argc, char** argv) {
 
   std::cout << "\nwhere the ns go: the same path cut after each step, on the same maps; cumulative ns above the\n"
             << "empty program (median), in brackets what the step adds. Beside it, two alternatives priced the same way:\n"
-            << "the parse with direct packet access instead of bpf_skb_load_bytes, and a boot clock read per packet.\n";
+            << "the parse done by hand with bare direct packet access (IPv4 only, no fallback copy), and a boot\n"
+            << "clock read per packet.\n";
   std::cout << pad("index", 22) << pad("control map", 13) << pad("+ parse", 16) << pad("+ exact lookup", 16)
             << pad("+ prefix lookup", 17) << pad("full netfault", 16) << pad("parse, direct", 15) << "clock read\n";
   for (auto& c : cfgs) {
