@@ -24,7 +24,7 @@ struct {
 	__type(value, struct fl_sig_counts);
 } fl_sig_dst SEC(".maps");
 
-static __always_inline void bump(const struct sock *sk, int which)
+static __always_inline void bump(const struct sock *sk, enum fl_sig_event ev)
 {
 	struct fl_sig_counts zero = {}, *c;
 	struct fl_sig_key k = {};
@@ -48,9 +48,9 @@ static __always_inline void bump(const struct sock *sk, int which)
 		c = fl_lookup_or_init(map, key, &zero);
 		if (!c)
 			continue;
-		if (which == 0)
+		if (ev == FL_SIG_RETRANSMIT)
 			c->retransmits++;
-		else if (which == 1)
+		else if (ev == FL_SIG_RESET_SENT)
 			c->resets_sent++;
 		else
 			c->resets_received++;
@@ -60,21 +60,21 @@ static __always_inline void bump(const struct sock *sk, int which)
 SEC("tp_btf/tcp_retransmit_skb")
 int BPF_PROG(fl_sig_retx, const struct sock *sk)
 {
-	bump(sk, 0);
+	bump(sk, FL_SIG_RETRANSMIT);
 	return 0;
 }
 
 SEC("tp_btf/tcp_send_reset")
 int BPF_PROG(fl_sig_rst_tx, const struct sock *sk)
 {
-	bump(sk, 1);
+	bump(sk, FL_SIG_RESET_SENT);
 	return 0;
 }
 
 SEC("tp_btf/tcp_receive_reset")
 int BPF_PROG(fl_sig_rst_rx, struct sock *sk)
 {
-	bump(sk, 2);
+	bump(sk, FL_SIG_RESET_RECEIVED);
 	return 0;
 }
 
