@@ -136,7 +136,7 @@ struct {
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct dns_scratch);
-} fl_dnsscr SEC(".maps");
+} fl_dns_scratch SEC(".maps");
 
 static __always_inline int masked_eq(const struct fl_addr *a, const struct fl_addr *want,
 				     const struct fl_addr *mask)
@@ -264,7 +264,7 @@ static __noinline struct fl_dns_key *dns_key(struct __sk_buff *skb, __u32 payloa
 		return NULL;
 	if (hdr[2] & 0x80) /* QR set: a response, not a query */
 		return NULL;
-	s = bpf_map_lookup_elem(&fl_dnsscr, &zero);
+	s = bpf_map_lookup_elem(&fl_dns_scratch, &zero);
 	if (!s)
 		return NULL;
 	qoff = payload_off + 12;
