@@ -3,7 +3,7 @@
 // program measured in the same repetitions.
 //
 // Every index size gets its own loaded program instance bound to its own
-// fl_exact / fl_prefix maps and its own fl_control / fl_exfilt summarising them
+// fl_exact / fl_prefix maps and its own fl_control / fl_exact_bloom summarising them
 // (all other maps are shared), all pinned under a
 // private root /sys/fs/bpf/flbench-<pid> that is removed at exit. So sizes are
 // interleaved within each repetition without refilling a million entries.
@@ -328,7 +328,7 @@ int main(int argc, char** argv) {
       if (name == "fl_exact" && c.exact_from.empty()) continue;
       if (name == "fl_prefix" && c.prefix_from.empty()) continue;
       // Each config's control and filter speak for its own indexes.
-      if (name == "fl_control" || name == "fl_exfilt") continue;
+      if (name == "fl_control" || name == "fl_exact_bloom") continue;
       const BpffsLayout& from = name == "fl_exact" ? by_key.at(c.exact_from)->layout
                                 : name == "fl_prefix" ? by_key.at(c.prefix_from)->layout
                                                       : base;

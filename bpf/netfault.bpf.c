@@ -39,12 +39,12 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, FL_EXFILT_BLOCKS);
+	__uint(max_entries, FL_EXACT_BLOOM_BLOCKS);
 	__uint(map_flags, BPF_F_MMAPABLE); /* userspace sets and clears bits in place */
 	__type(key, __u32);
-	__type(value, struct fl_exfilt_block);
+	__type(value, struct fl_exact_bloom_block);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} fl_exfilt SEC(".maps");
+} fl_exact_bloom SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
@@ -86,7 +86,7 @@ struct {
 	__type(key, __u32);
 	__type(value, struct fl_loss_state);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} fl_lossst SEC(".maps");
+} fl_loss_state SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -301,17 +301,17 @@ static __noinline struct fl_dns_key *dns_key(struct __sk_buff *skb, __u32 payloa
 static __always_inline int exact_may_hold(__u32 index, const struct fl_addr *a)
 {
 	const __u32 *w = (const __u32 *)a->b;
-	struct fl_exfilt_block *blk;
+	struct fl_exact_bloom_block *blk;
 	__u32 h, block;
 
 	if (!(index & FL_IDX_EXACT_FILTER))
 		return 1;
-	h = fl_exfilt_hash(w[0], w[1], w[2], w[3]);
-	block = h / FL_EXFILT_BLOCK_BITS;
-	blk = bpf_map_lookup_elem(&fl_exfilt, &block);
+	h = fl_exact_bloom_hash(w[0], w[1], w[2], w[3]);
+	block = h / FL_EXACT_BLOOM_BLOCK_BITS;
+	blk = bpf_map_lookup_elem(&fl_exact_bloom, &block);
 	if (!blk)
 		return 1;
-	return (blk->w[(h / 64) % (FL_EXFILT_BLOCK_BITS / 64)] >> (h % 64)) & 1;
+	return (blk->w[(h / 64) % (FL_EXACT_BLOOM_BLOCK_BITS / 64)] >> (h % 64)) & 1;
 }
 
 /* The index bits of the control map skip lookups that cannot hit; exact is
@@ -361,7 +361,7 @@ static __always_inline struct fl_fault *find(struct __sk_buff *skb, __u32 index,
  * Gilbert-Elliott moves between good and bad first, then draws that state's loss. */
 static __always_inline int decide_loss(const struct fl_fault *f, __u32 slot)
 {
-	struct fl_loss_state *st = bpf_map_lookup_elem(&fl_lossst, &slot);
+	struct fl_loss_state *st = bpf_map_lookup_elem(&fl_loss_state, &slot);
 	int drop;
 
 	if (!st)
