@@ -115,7 +115,7 @@ static __always_inline struct fl_sa_policy *policy(void)
 	return policy_in(0);
 }
 
-/* A flow's last-seen stamp: coarse (a jiffy), and no clock read at all. */
+/* A flow's last-seen stamp: coarse (a jiffy), and no TSC read (see policy_in()). */
 static __always_inline __u64 stamp(void)
 {
 	return bpf_ktime_get_coarse_ns();
@@ -341,6 +341,10 @@ static __always_inline int decide(struct bpf_sock_addr *ctx, __u8 op, int v6)
 		return 1;
 	sa_addr(ctx, &a, v6);
 	port = bpf_ntohs(ctx->user_port);
+	/* The verifier accepts only a whole 4-byte read of bpf_sock_addr.type. The
+	 * empty asm hides the value from clang, so it stays that one load, made
+	 * here, rather than a narrower or repeated read of ctx where the result is
+	 * used. (clang 14 happens to emit the same load without it.) */
 	type = ctx->type;
 	asm volatile("" : "+r"(type));
 	proto = type == SOCK_STREAM ? IPPROTO_TCP : type == SOCK_DGRAM ? IPPROTO_UDP : 0;

@@ -114,4 +114,10 @@ int BPF_PROG(fl_sc_unlink, struct inode *dir, struct dentry *dentry, int ret)
 	return p ? fl_sc_draw(p, FL_SC_UNLINK) : 0;
 }
 
+/* "GPL", not "Dual BSD/GPL" like the packet and socket objects: this object is
+ * built on GPL-only kernel interfaces (the kernel loads a BPF LSM program only
+ * under a GPL-compatible licence, see bpf_lsm_verify_prog(), and
+ * bpf_probe_read_kernel_str() is a GPL-only helper), so it is offered under
+ * the GPL alone. "Dual BSD/GPL" would load as well: the kernel counts it as
+ * GPL-compatible. */
 char LICENSE[] SEC("license") = "GPL";

@@ -24,4 +24,8 @@ int fl_sc_override(struct pt_regs *ctx)
 	return 0;
 }
 
+/* "GPL", not "Dual BSD/GPL" like the packet and socket objects: this object is
+ * built on bpf_override_return(), a GPL-only helper, so it is offered under the
+ * GPL alone. "Dual BSD/GPL" would load as well: the kernel counts it as
+ * GPL-compatible. */
 char LICENSE[] SEC("license") = "GPL";
