@@ -3,7 +3,7 @@
 // program measured in the same repetitions.
 //
 // Every index size gets its own loaded program instance bound to its own
-// fl_exact / fl_prefix maps and its own fl_control / fl_exfilt summarising them
+// fl_exact / fl_prefix maps and its own fl_control / fl_exact_bloom summarising them
 // (all other maps are shared), all pinned under a
 // private root /sys/fs/bpf/flbench-<pid> that is removed at exit. So sizes are
 // interleaved within each repetition without refilling a million entries.
@@ -328,7 +328,7 @@ int main(int argc, char** argv) {
       if (name == "fl_exact" && c.exact_from.empty()) continue;
       if (name == "fl_prefix" && c.prefix_from.empty()) continue;
       // Each config's control and filter speak for its own indexes.
-      if (name == "fl_control" || name == "fl_exfilt") continue;
+      if (name == "fl_control" || name == "fl_exact_bloom") continue;
       const BpffsLayout& from = name == "fl_exact" ? by_key.at(c.exact_from)->layout
                                 : name == "fl_prefix" ? by_key.at(c.prefix_from)->layout
                                                       : base;
@@ -450,7 +450,8 @@ int main(int argc, char** argv) {
 
   std::cout << "\nwhere the ns go: the same path cut after each step, on the same maps; cumulative ns above the\n"
             << "empty program (median), in brackets what the step adds. Beside it, two alternatives priced the same way:\n"
-            << "the parse with direct packet access instead of bpf_skb_load_bytes, and a boot clock read per packet.\n";
+            << "the parse done by hand with bare direct packet access (IPv4 only, no fallback copy), and a boot\n"
+            << "clock read per packet.\n";
   std::cout << pad("index", 22) << pad("control map", 13) << pad("+ parse", 16) << pad("+ exact lookup", 16)
             << pad("+ prefix lookup", 17) << pad("full netfault", 16) << pad("parse, direct", 15) << "clock read\n";
   for (auto& c : cfgs) {

@@ -4,18 +4,9 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 #include "faultline/abi.h"
-#include "faultline/skb_header.h"
-
-#define ETH_P_IP 0x0800
-#define ETH_P_IPV6 0x86DD
-#define ETH_HLEN 14
-#define IP_MF 0x2000
-#define IP_OFFSET 0x1FFF
-#define IPPROTO_ICMPV6 58
-
-#define TC_PASS (-1) /* TC_ACT_UNSPEC / TCX_NEXT: let the next program decide */
-#define TC_SHOT 2
-#define TC_STOLEN 4
+#include "lib/consts.bpf.h"
+#include "lib/helpers.bpf.h"
+#include "lib/packet_parse.bpf.h"
 
 /* Set by the loader before load: one program instance per network namespace. */
 const volatile __u32 fl_netns_ino = 0;
@@ -48,12 +39,12 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, FL_EXFILT_BLOCKS);
+	__uint(max_entries, FL_EXACT_BLOOM_BLOCKS);
 	__uint(map_flags, BPF_F_MMAPABLE); /* userspace sets and clears bits in place */
 	__type(key, __u32);
-	__type(value, struct fl_exfilt_block);
+	__type(value, struct fl_exact_bloom_block);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} fl_exfilt SEC(".maps");
+} fl_exact_bloom SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
@@ -95,7 +86,7 @@ struct {
 	__type(key, __u32);
 	__type(value, struct fl_loss_state);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} fl_lossst SEC(".maps");
+} fl_loss_state SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -145,157 +136,7 @@ struct {
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct dns_scratch);
-} fl_dnsscr SEC(".maps");
-
-struct pkt {
-	struct fl_addr remote;
-	struct fl_addr local;
-	__u32 l4_off;      /* from skb->data */
-	__u32 payload_off; /* first byte after the L4 header; 0 if unknown */
-	__u16 rport;
-	__u16 lport;
-	__u8 proto;
-};
-
-static __always_inline void map_v4(struct fl_addr *a, __be32 ip)
-{
-	__u32 *w = (__u32 *)a->b;
-
-	w[0] = 0;
-	w[1] = 0;
-	w[2] = bpf_htonl(0x0000ffff);
-	w[3] = ip;
-}
-
-/* The first bytes of a TCP or UDP header: ports, and TCP's data offset. */
-struct l4_head {
-	__be16 source;
-	__be16 dest;
-	__u8 seq_ack[8];
-	__u8 doff; /* TCP: header length in 32-bit words, high nibble */
-};
-
-#define L4_PORTS_LEN 4
-#define L4_TCP_LEN 13 /* through the data offset byte */
-
-static __always_inline void parse_l4(struct __sk_buff *skb, struct pkt *p, __u8 dir)
-{
-	__u32 l4_off = p->l4_off;
-	struct l4_head buf, *l4;
-	__u32 hlen;
-
-	switch (p->proto) {
-	case IPPROTO_TCP:
-		/* A segment cut before its data offset yields no ports either. */
-		l4 = header(skb, l4_off, L4_TCP_LEN, &buf);
-		if (!l4)
-			return;
-		hlen = (l4->doff >> 4) * 4;
-		break;
-	case IPPROTO_UDP:
-		l4 = header(skb, l4_off, L4_PORTS_LEN, &buf);
-		if (!l4)
-			return;
-		hlen = 8;
-		break;
-	case IPPROTO_ICMP:
-	case IPPROTO_ICMPV6:
-		p->payload_off = l4_off + 8;
-		return;
-	default:
-		return;
-	}
-	if (dir == FL_DIR_EGRESS) {
-		p->lport = bpf_ntohs(l4->source);
-		p->rport = bpf_ntohs(l4->dest);
-	} else {
-		p->rport = bpf_ntohs(l4->source);
-		p->lport = bpf_ntohs(l4->dest);
-	}
-	p->payload_off = l4_off + hlen;
-	return;
-}
-
-#define PARSE_NOT_IP (-1) /* not an IP packet we understand: never touched */
-#define PARSE_NO_L4 0     /* addresses and protocol; no L4 header to read */
-#define PARSE_L4 1        /* and an L4 header at p->l4_off, for parse_l4() */
-
-/* Fills remote/local by direction, the protocol and where L4 starts. Headers
- * are read in place (see header()); each pointer is done with before the next
- * header is fetched. */
-static __always_inline int parse_ip(struct __sk_buff *skb, struct pkt *p, __u8 dir)
-{
-	__u16 proto = bpf_ntohs(skb->protocol);
-
-	if (proto == ETH_P_IP) {
-		struct iphdr buf, *ip;
-
-		ip = header(skb, ETH_HLEN, sizeof(*ip), &buf);
-		if (!ip)
-			return PARSE_NOT_IP;
-		if (dir == FL_DIR_EGRESS) {
-			map_v4(&p->remote, ip->daddr);
-			map_v4(&p->local, ip->saddr);
-		} else {
-			map_v4(&p->remote, ip->saddr);
-			map_v4(&p->local, ip->daddr);
-		}
-		p->proto = ip->protocol;
-		p->l4_off = ETH_HLEN + ip->ihl * 4;
-		/* Only the first fragment carries the L4 header. */
-		if (bpf_ntohs(ip->frag_off) & IP_OFFSET)
-			return PARSE_NO_L4;
-		return PARSE_L4;
-	}
-	if (proto == ETH_P_IPV6) {
-		struct ipv6hdr buf, *ip6;
-		__u8 nexthdr;
-		__u32 off;
-
-		ip6 = header(skb, ETH_HLEN, sizeof(*ip6), &buf);
-		if (!ip6)
-			return PARSE_NOT_IP;
-		if (dir == FL_DIR_EGRESS) {
-			__builtin_memcpy(p->remote.b, &ip6->daddr, 16);
-			__builtin_memcpy(p->local.b, &ip6->saddr, 16);
-		} else {
-			__builtin_memcpy(p->remote.b, &ip6->saddr, 16);
-			__builtin_memcpy(p->local.b, &ip6->daddr, 16);
-		}
-		nexthdr = ip6->nexthdr;
-		off = ETH_HLEN + sizeof(*ip6);
-		/* Walk a bounded number of extension headers. */
-		for (int i = 0; i < 4; i++) {
-			/* next header, length; a fragment header's offset follows */
-			__u8 ebuf[4], *ext;
-
-			if (nexthdr != 0 && nexthdr != 43 && nexthdr != 60 && nexthdr != 44)
-				break;
-			if (nexthdr == 44) {
-				ext = header(skb, off, 4, ebuf);
-				if (!ext)
-					return PARSE_NOT_IP;
-				nexthdr = ext[0];
-				off += 8;
-				if (((ext[2] << 8) | ext[3]) & 0xFFF8) { /* not the first fragment */
-					p->proto = nexthdr;
-					p->l4_off = off;
-					return PARSE_NO_L4;
-				}
-				continue;
-			}
-			ext = header(skb, off, 2, ebuf);
-			if (!ext)
-				return PARSE_NOT_IP;
-			nexthdr = ext[0];
-			off += (ext[1] + 1) * 8;
-		}
-		p->proto = nexthdr;
-		p->l4_off = off;
-		return PARSE_L4;
-	}
-	return PARSE_NOT_IP;
-}
+} fl_dns_scratch SEC(".maps");
 
 static __always_inline int masked_eq(const struct fl_addr *a, const struct fl_addr *want,
 				     const struct fl_addr *mask)
@@ -308,7 +149,7 @@ static __always_inline int masked_eq(const struct fl_addr *a, const struct fl_ad
 }
 
 /* Every scope field of the fault, except the index key that found it. */
-static __always_inline int applies(const struct fl_fault *f, const struct pkt *p,
+static __always_inline int applies(const struct fl_fault *f, const struct fl_pkt *p,
 				   struct __sk_buff *skb, __u8 dir, __u64 now)
 {
 	if (now >= f->expires_ns) /* inactive (0) or past: the in-kernel deadman */
@@ -337,7 +178,7 @@ static __always_inline int applies(const struct fl_fault *f, const struct pkt *p
 	return 1;
 }
 
-static __always_inline struct fl_fault *pick(const struct fl_bucket *b, const struct pkt *p,
+static __always_inline struct fl_fault *pick(const struct fl_bucket *b, const struct fl_pkt *p,
 					     struct __sk_buff *skb, __u8 dir, __u64 now,
 					     __u32 *slot)
 {
@@ -423,7 +264,7 @@ static __noinline struct fl_dns_key *dns_key(struct __sk_buff *skb, __u32 payloa
 		return NULL;
 	if (hdr[2] & 0x80) /* QR set: a response, not a query */
 		return NULL;
-	s = bpf_map_lookup_elem(&fl_dnsscr, &zero);
+	s = bpf_map_lookup_elem(&fl_dns_scratch, &zero);
 	if (!s)
 		return NULL;
 	qoff = payload_off + 12;
@@ -460,17 +301,17 @@ static __noinline struct fl_dns_key *dns_key(struct __sk_buff *skb, __u32 payloa
 static __always_inline int exact_may_hold(__u32 index, const struct fl_addr *a)
 {
 	const __u32 *w = (const __u32 *)a->b;
-	struct fl_exfilt_block *blk;
+	struct fl_exact_bloom_block *blk;
 	__u32 h, block;
 
 	if (!(index & FL_IDX_EXACT_FILTER))
 		return 1;
-	h = fl_exfilt_hash(w[0], w[1], w[2], w[3]);
-	block = h / FL_EXFILT_BLOCK_BITS;
-	blk = bpf_map_lookup_elem(&fl_exfilt, &block);
+	h = fl_exact_bloom_hash(w[0], w[1], w[2], w[3]);
+	block = h / FL_EXACT_BLOOM_BLOCK_BITS;
+	blk = bpf_map_lookup_elem(&fl_exact_bloom, &block);
 	if (!blk)
 		return 1;
-	return (blk->w[(h / 64) % (FL_EXFILT_BLOCK_BITS / 64)] >> (h % 64)) & 1;
+	return (blk->w[(h / 64) % (FL_EXACT_BLOOM_BLOCK_BITS / 64)] >> (h % 64)) & 1;
 }
 
 /* The index bits of the control map skip lookups that cannot hit; exact is
@@ -479,7 +320,7 @@ static __always_inline int exact_may_hold(__u32 index, const struct fl_addr *a)
  * bpf_ktime_get_boot_ns() costs more than the lookups on some VMs, and most
  * packets match nothing. */
 static __always_inline struct fl_fault *find(struct __sk_buff *skb, __u32 index, int exact,
-					     const struct pkt *p, __u8 dir, __u32 *slot)
+					     const struct fl_pkt *p, __u8 dir, __u32 *slot)
 {
 	struct fl_lpm_key lk;
 	struct fl_bucket *b;
@@ -515,35 +356,28 @@ static __always_inline struct fl_fault *find(struct __sk_buff *skb, __u32 index,
 	return NULL;
 }
 
-static __always_inline int chance(__u32 prob)
-{
-	if (prob == 0xFFFFFFFFU)
-		return 1;
-	return bpf_get_prandom_u32() < prob;
-}
-
 /* Correlated loss repeats the last decision with P(correlation), else draws anew,
  * so the mean loss stays at prob while bursts lengthen to 1/((1-c)(1-p)).
  * Gilbert-Elliott moves between good and bad first, then draws that state's loss. */
 static __always_inline int decide_loss(const struct fl_fault *f, __u32 slot)
 {
-	struct fl_loss_state *st = bpf_map_lookup_elem(&fl_lossst, &slot);
+	struct fl_loss_state *st = bpf_map_lookup_elem(&fl_loss_state, &slot);
 	int drop;
 
 	if (!st)
-		return chance(f->prob);
+		return fl_chance(f->prob);
 	if (f->loss_model == FL_LOSS_GE) {
 		if (st->ge_bad) {
-			if (chance(f->ge_r))
+			if (fl_chance(f->ge_r))
 				st->ge_bad = 0;
-		} else if (chance(f->ge_p)) {
+		} else if (fl_chance(f->ge_p)) {
 			st->ge_bad = 1;
 		}
-		drop = chance(st->ge_bad ? f->ge_loss_bad : f->ge_loss_good);
-	} else if (f->correlation && chance(f->correlation)) {
+		drop = fl_chance(st->ge_bad ? f->ge_loss_bad : f->ge_loss_good);
+	} else if (f->correlation && fl_chance(f->correlation)) {
 		drop = st->last_drop;
 	} else {
-		drop = chance(f->prob);
+		drop = fl_chance(f->prob);
 	}
 	st->last_drop = drop;
 	return drop;
@@ -570,7 +404,7 @@ static __always_inline int drop(struct fl_fault_stats *st, __u32 reason, __u8 di
 	return bpf_redirect(0, 0);
 }
 
-static __always_inline void corrupt(struct __sk_buff *skb, const struct pkt *p,
+static __always_inline void corrupt(struct __sk_buff *skb, const struct fl_pkt *p,
 				    struct fl_fault_stats *st)
 {
 	__u32 off, len;
@@ -653,7 +487,7 @@ static __always_inline int handle(struct __sk_buff *skb, __u8 dir)
 	struct fl_fault_stats *st;
 	struct fl_control *ctl;
 	struct fl_fault *f;
-	struct pkt p = {};
+	struct fl_pkt p = {};
 	__u32 index;
 	int l4, exact;
 
@@ -664,8 +498,8 @@ static __always_inline int handle(struct __sk_buff *skb, __u8 dir)
 		skb->mark &= ~ctl->dup_mark;
 		return TC_PASS;
 	}
-	l4 = parse_ip(skb, &p, dir);
-	if (l4 == PARSE_NOT_IP)
+	l4 = fl_parse_ip(skb, &p, dir);
+	if (l4 == FL_PARSE_NOT_IP)
 		return TC_PASS;
 	/* The cheapest rejection: no index can lead anywhere from this address, so
 	 * the L4 header (ports, the DNS question) does not matter. */
@@ -673,8 +507,8 @@ static __always_inline int handle(struct __sk_buff *skb, __u8 dir)
 	exact = exact_may_hold(index, &p.remote);
 	if (!exact && (index & FL_IDX_NO_PREFIX) && (index & FL_IDX_NO_DNS))
 		return TC_PASS;
-	if (l4 == PARSE_L4)
-		parse_l4(skb, &p, dir);
+	if (l4 == FL_PARSE_L4)
+		fl_parse_l4(skb, &p, dir);
 	f = find(skb, index, exact, &p, dir, &slot);
 	if (!f)
 		return TC_PASS;
@@ -694,20 +528,20 @@ static __always_inline int handle(struct __sk_buff *skb, __u8 dir)
 	case FL_KIND_FLOWDROP:
 		return drop(st, FL_DROP_FLOWDROP, dir);
 	case FL_KIND_DNS:
-		if (chance(f->prob))
+		if (fl_chance(f->prob))
 			return drop(st, FL_DROP_DNS, dir);
 		break;
 	case FL_KIND_CORRUPT:
-		if (chance(f->prob))
+		if (fl_chance(f->prob))
 			corrupt(skb, &p, st);
 		break;
 	case FL_KIND_DUPLICATE:
-		if (chance(f->prob))
+		if (fl_chance(f->prob))
 			duplicate(skb, st, ctl->dup_mark, dir);
 		break;
 	case FL_KIND_LATENCY:
 	case FL_KIND_BANDWIDTH:
-		if (dir == FL_DIR_EGRESS && chance(f->prob))
+		if (dir == FL_DIR_EGRESS && fl_chance(f->prob))
 			return delay(skb, f, slot, st);
 		break;
 	}

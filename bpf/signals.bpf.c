@@ -7,9 +7,8 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_endian.h>
 #include "faultline/signals_abi.h"
-
-#define AF_INET 2
-#define AF_INET6 10
+#include "lib/consts.bpf.h"
+#include "lib/helpers.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -25,20 +24,18 @@ struct {
 	__type(value, struct fl_sig_counts);
 } fl_sig_dst SEC(".maps");
 
-static __always_inline void bump(const struct sock *sk, int which)
+static __always_inline void bump(const struct sock *sk, enum fl_sig_event ev)
 {
 	struct fl_sig_counts zero = {}, *c;
 	struct fl_sig_key k = {};
 	__u16 family;
-	__u32 *w = (__u32 *)k.daddr.b;
 
 	if (!sk)
 		return;
 	k.netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
 	family = BPF_CORE_READ(sk, __sk_common.skc_family);
 	if (family == AF_INET) {
-		w[2] = bpf_htonl(0x0000ffff);
-		w[3] = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+		fl_addr_from_v4(&k.daddr, BPF_CORE_READ(sk, __sk_common.skc_daddr));
 	} else if (family == AF_INET6) {
 		BPF_CORE_READ_INTO(&k.daddr, sk, __sk_common.skc_v6_daddr);
 	} else {
@@ -48,16 +45,12 @@ static __always_inline void bump(const struct sock *sk, int which)
 		void *map = i == 0 ? (void *)&fl_sig_ns : (void *)&fl_sig_dst;
 		void *key = i == 0 ? (void *)&k.netns : (void *)&k;
 
-		c = bpf_map_lookup_elem(map, key);
-		if (!c) {
-			bpf_map_update_elem(map, key, &zero, BPF_NOEXIST);
-			c = bpf_map_lookup_elem(map, key);
-			if (!c)
-				continue;
-		}
-		if (which == 0)
+		c = fl_lookup_or_init(map, key, &zero);
+		if (!c)
+			continue;
+		if (ev == FL_SIG_RETRANSMIT)
 			c->retransmits++;
-		else if (which == 1)
+		else if (ev == FL_SIG_RESET_SENT)
 			c->resets_sent++;
 		else
 			c->resets_received++;
@@ -67,21 +60,21 @@ static __always_inline void bump(const struct sock *sk, int which)
 SEC("tp_btf/tcp_retransmit_skb")
 int BPF_PROG(fl_sig_retx, const struct sock *sk)
 {
-	bump(sk, 0);
+	bump(sk, FL_SIG_RETRANSMIT);
 	return 0;
 }
 
 SEC("tp_btf/tcp_send_reset")
 int BPF_PROG(fl_sig_rst_tx, const struct sock *sk)
 {
-	bump(sk, 1);
+	bump(sk, FL_SIG_RESET_SENT);
 	return 0;
 }
 
 SEC("tp_btf/tcp_receive_reset")
 int BPF_PROG(fl_sig_rst_rx, struct sock *sk)
 {
-	bump(sk, 2);
+	bump(sk, FL_SIG_RESET_RECEIVED);
 	return 0;
 }
 

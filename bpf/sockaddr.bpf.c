@@ -6,14 +6,9 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 #include "faultline/sockaddr_abi.h"
-#include "faultline/skb_header.h"
-
-#define AF_INET 2
-#define AF_INET6 10
-#define SOCK_STREAM 1
-#define SOCK_DGRAM 2
-#define ETH_P_IP 0x0800
-#define ETH_P_IPV6 0x86DD
+#include "lib/consts.bpf.h"
+#include "lib/helpers.bpf.h"
+#include "lib/skb_header.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -120,7 +115,7 @@ static __always_inline struct fl_sa_policy *policy(void)
 	return policy_in(0);
 }
 
-/* A flow's last-seen stamp: coarse (a jiffy), and no clock read at all. */
+/* A flow's last-seen stamp: coarse (a jiffy), and no TSC read (see policy_in()). */
 static __always_inline __u64 stamp(void)
 {
 	return bpf_ktime_get_coarse_ns();
@@ -131,11 +126,6 @@ static __always_inline struct fl_sa_stats *stats(void)
 	__u32 zero = 0;
 
 	return bpf_map_lookup_elem(&fl_sa_stats, &zero);
-}
-
-static __always_inline int chance(__u32 prob)
-{
-	return prob == 0xFFFFFFFFU || bpf_get_prandom_u32() < prob;
 }
 
 static __always_inline void emit_in(int from_skb, __u8 op, __u8 verdict, __u16 rule,
@@ -206,10 +196,7 @@ static __always_inline void sa_addr(struct bpf_sock_addr *ctx, struct fl_addr *a
 	__u32 *w = (__u32 *)a->b;
 
 	if (!v6) {
-		w[0] = 0;
-		w[1] = 0;
-		w[2] = bpf_htonl(0x0000ffff);
-		w[3] = ctx->user_ip4;
+		fl_addr_from_v4(a, ctx->user_ip4);
 	} else {
 		w[0] = ctx->user_ip6[0];
 		w[1] = ctx->user_ip6[1];
@@ -354,11 +341,15 @@ static __always_inline int decide(struct bpf_sock_addr *ctx, __u8 op, int v6)
 		return 1;
 	sa_addr(ctx, &a, v6);
 	port = bpf_ntohs(ctx->user_port);
+	/* The verifier accepts only a whole 4-byte read of bpf_sock_addr.type. The
+	 * empty asm hides the value from clang, so it stays that one load, made
+	 * here, rather than a narrower or repeated read of ctx where the result is
+	 * used. (clang 14 happens to emit the same load without it.) */
 	type = ctx->type;
 	asm volatile("" : "+r"(type));
 	proto = type == SOCK_STREAM ? IPPROTO_TCP : type == SOCK_DGRAM ? IPPROTO_UDP : 0;
 
-	if ((p->inject_ops & FL_OP_BIT(op)) && chance(p->inject_prob)) {
+	if ((p->inject_ops & FL_OP_BIT(op)) && fl_chance(p->inject_prob)) {
 		st->injected++;
 		if (p->flags & FL_SA_EVENTS)
 			emit(op, FL_V_INJECT, FL_SA_RULE_DEFAULT, &a, port, proto, 0);
@@ -387,16 +378,11 @@ static __always_inline int decide(struct bpf_sock_addr *ctx, __u8 op, int v6)
 	/* A connect that goes ahead (allowed, or only monitored) opens a flow. */
 	if (op == FL_OP_CONNECT && (!denied || !(p->flags & FL_SA_ENFORCE))) {
 		struct fl_flow_key fk = { .addr = a, .port = port, .proto = proto };
-		struct fl_flow *f = bpf_map_lookup_elem(&fl_flows, &fk);
+		/* Only an allow rule exempts a flow from the exfil cap; in
+		 * monitor mode a deny rule's match goes ahead, capped. */
+		struct fl_flow init = { .allowed = !denied && rule >= 0 };
+		struct fl_flow *f = fl_lookup_or_init(&fl_flows, &fk, &init);
 
-		if (!f) {
-			/* Only an allow rule exempts a flow from the exfil cap; in
-			 * monitor mode a deny rule's match goes ahead, capped. */
-			struct fl_flow init = { .allowed = !denied && rule >= 0 };
-
-			bpf_map_update_elem(&fl_flows, &fk, &init, BPF_NOEXIST);
-			f = bpf_map_lookup_elem(&fl_flows, &fk);
-		}
 		if (f) {
 			__sync_fetch_and_add(&f->connects, 1);
 			f->last_seen_ns = stamp();
@@ -514,7 +500,7 @@ static __always_inline int bind_hook(struct bpf_sock_addr *ctx)
 	struct fl_sa_policy *p = policy();
 	struct fl_sa_stats *st;
 
-	if (!p || !(p->inject_ops & FL_OP_BIT(FL_OP_BIND)) || !chance(p->inject_prob))
+	if (!p || !(p->inject_ops & FL_OP_BIT(FL_OP_BIND)) || !fl_chance(p->inject_prob))
 		return 1;
 	st = stats();
 	if (st)
@@ -546,7 +532,7 @@ int fl_sock_create(struct bpf_sock *ctx)
 		return 1;
 	if (ctx->family != AF_INET && ctx->family != AF_INET6)
 		return 1; /* leave unix and netlink sockets alone */
-	if (!chance(p->inject_prob))
+	if (!fl_chance(p->inject_prob))
 		return 1;
 	st = stats();
 	if (st)
@@ -559,22 +545,20 @@ int fl_sock_create(struct bpf_sock *ctx)
 /* cgroup_skb sees the IP header at offset 0. */
 static __always_inline int flow_of(struct __sk_buff *skb, int egress, struct fl_flow_key *k)
 {
-	__u32 *w = (__u32 *)k->addr.b;
 	__u32 l4;
 	__be16 pbuf[2], *ports;
 
 	__builtin_memset(k, 0, sizeof(*k));
 	if (skb->protocol == bpf_htons(ETH_P_IP)) {
-		struct iphdr buf, *ip = header(skb, 0, sizeof(buf), &buf);
+		struct iphdr buf, *ip = fl_skb_header(skb, 0, sizeof(buf), &buf);
 
 		if (!ip)
 			return -1;
-		w[2] = bpf_htonl(0x0000ffff);
-		w[3] = egress ? ip->daddr : ip->saddr;
+		fl_addr_from_v4(&k->addr, egress ? ip->daddr : ip->saddr);
 		k->proto = ip->protocol;
 		l4 = ip->ihl * 4;
 	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
-		struct ipv6hdr buf, *ip6 = header(skb, 0, sizeof(buf), &buf);
+		struct ipv6hdr buf, *ip6 = fl_skb_header(skb, 0, sizeof(buf), &buf);
 
 		if (!ip6)
 			return -1;
@@ -585,7 +569,7 @@ static __always_inline int flow_of(struct __sk_buff *skb, int egress, struct fl_
 		return -1;
 	}
 	if (k->proto == IPPROTO_TCP || k->proto == IPPROTO_UDP) {
-		ports = header(skb, l4, sizeof(pbuf), pbuf);
+		ports = fl_skb_header(skb, l4, sizeof(pbuf), pbuf);
 		if (ports)
 			k->port = bpf_ntohs(egress ? ports[1] : ports[0]);
 	}
@@ -608,8 +592,7 @@ int fl_skb_egress(struct __sk_buff *skb)
 		/* Not seen at connect (UDP, or a socket made before us): ask the
 		 * allow rules once, so the cap spares allowed destinations. */
 		init.allowed = (p->flags & FL_SA_HAS_ALLOW) && match(&fl_sa_allow, &k.addr, k.port, k.proto) >= 0;
-		bpf_map_update_elem(&fl_flows, &k, &init, BPF_NOEXIST);
-		f = bpf_map_lookup_elem(&fl_flows, &k);
+		f = fl_create_and_lookup(&fl_flows, &k, &init);
 		if (!f)
 			return 1;
 	}

@@ -5,10 +5,9 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
-#include "faultline/syscall_scope.h"
+#include "lib/consts.bpf.h"
+#include "lib/syscall_scope.h"
 
-#define AF_INET 2
-#define AF_INET6 10
 #define MAY_WRITE 0x2
 #define MAY_READ 0x4
 #define FMODE_EXEC 0x20
@@ -115,4 +114,10 @@ int BPF_PROG(fl_sc_unlink, struct inode *dir, struct dentry *dentry, int ret)
 	return p ? fl_sc_draw(p, FL_SC_UNLINK) : 0;
 }
 
+/* "GPL", not "Dual BSD/GPL" like the packet and socket objects: this object is
+ * built on GPL-only kernel interfaces (the kernel loads a BPF LSM program only
+ * under a GPL-compatible licence, see bpf_lsm_verify_prog(), and
+ * bpf_probe_read_kernel_str() is a GPL-only helper), so it is offered under
+ * the GPL alone. "Dual BSD/GPL" would load as well: the kernel counts it as
+ * GPL-compatible. */
 char LICENSE[] SEC("license") = "GPL";

@@ -6,7 +6,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include "faultline/syscall_scope.h"
+#include "lib/syscall_scope.h"
 
 /* No target in the section: userspace attaches it with bpf_program__attach_ksyscall
  * per syscall name, which resolves the architecture's entry prefix (__x64_sys_...). */
@@ -24,4 +24,8 @@ int fl_sc_override(struct pt_regs *ctx)
 	return 0;
 }
 
+/* "GPL", not "Dual BSD/GPL" like the packet and socket objects: this object is
+ * built on bpf_override_return(), a GPL-only helper, so it is offered under the
+ * GPL alone. "Dual BSD/GPL" would load as well: the kernel counts it as
+ * GPL-compatible. */
 char LICENSE[] SEC("license") = "GPL";

@@ -15,7 +15,8 @@ namespace faultline {
 class PinnedMaps {
  public:
   // Opens the pins; with create, loads the object once to create and pin them
-  // first (then `created()` is true and the caller initialises them).
+  // first (then `created()` is true and the caller initialises them). A map
+  // still pinned under a retired name is moved to its current name first.
   [[nodiscard]] static Result<PinnedMaps> open(const BpffsLayout& layout, bool create);
 
   [[nodiscard]] bool created() const { return created_; }
@@ -23,11 +24,11 @@ class PinnedMaps {
   [[nodiscard]] int faults() const { return faults_.get(); }
   [[nodiscard]] int exact() const { return exact_.get(); }
   [[nodiscard]] int prefix() const { return prefix_.get(); }
-  [[nodiscard]] int exfilt() const { return exfilt_.get(); }
+  [[nodiscard]] int exact_bloom() const { return exact_bloom_.get(); }
   [[nodiscard]] int dns() const { return dns_.get(); }
   [[nodiscard]] int stats() const { return stats_.get(); }
   [[nodiscard]] int reasons() const { return reasons_.get(); }
-  [[nodiscard]] int lossst() const { return lossst_.get(); }
+  [[nodiscard]] int loss_state() const { return loss_state_.get(); }
   [[nodiscard]] int rate() const { return rate_.get(); }
   [[nodiscard]] int dist() const { return dist_.get(); }
   [[nodiscard]] int meta() const { return meta_.get(); }
@@ -35,12 +36,15 @@ class PinnedMaps {
 
   // Every pinned map name, for uninstall.
   static const std::vector<std::string>& names();
+  // Names maps were pinned under before a rename that kept their layout
+  // (fl_lossst, fl_exfilt), so that uninstall removes a leftover one too.
+  static const std::vector<std::string>& retired_names();
 
  private:
   PinnedMaps() = default;
   bool created_ = false;
-  UniqueFd control_, faults_, exact_, prefix_, dns_, stats_, reasons_, lossst_, rate_, dist_, meta_,
-      attach_, exfilt_;
+  UniqueFd control_, faults_, exact_, prefix_, dns_, stats_, reasons_, loss_state_, rate_, dist_, meta_, attach_,
+      exact_bloom_;
 };
 
 // Per-CPU map values: one element per possible CPU.

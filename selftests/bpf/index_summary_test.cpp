@@ -1,5 +1,5 @@
 // The index summary in fl_control (FL_IDX_*) and the exact-address filter
-// fl_exfilt: they let a packet skip lookups that cannot hit, never one that can.
+// fl_exact_bloom: they let a packet skip lookups that cannot hit, never one that can.
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
 
@@ -29,20 +29,20 @@ class IndexSummaryTest : public NetfaultTest {
     ASSERT_EQ(bpf_map_update_elem(maps().control(), &zero, &c, BPF_ANY), 0) << std::strerror(errno);
   }
   bool filter_has(const std::string& addr) const {
-    uint32_t h = filter_bit(addr), block = h / FL_EXFILT_BLOCK_BITS;
-    fl_exfilt_block b{};
-    EXPECT_EQ(bpf_map_lookup_elem(maps().exfilt(), &block, &b), 0) << std::strerror(errno);
-    return (b.w[(h / 64) % (FL_EXFILT_BLOCK_BITS / 64)] >> (h % 64)) & 1;
+    uint32_t h = filter_bit(addr), block = h / FL_EXACT_BLOOM_BLOCK_BITS;
+    fl_exact_bloom_block b{};
+    EXPECT_EQ(bpf_map_lookup_elem(maps().exact_bloom(), &block, &b), 0) << std::strerror(errno);
+    return (b.w[(h / 64) % (FL_EXACT_BLOOM_BLOCK_BITS / 64)] >> (h % 64)) & 1;
   }
   static uint32_t filter_bit(const std::string& text) {
     uint32_t w[4];
     std::memcpy(w, prefix(text).addr.b, sizeof(w));
-    return fl_exfilt_hash(w[0], w[1], w[2], w[3]);
+    return fl_exact_bloom_hash(w[0], w[1], w[2], w[3]);
   }
   void clear_filter() const {
-    fl_exfilt_block none{};
-    for (uint32_t i = 0; i < FL_EXFILT_BLOCKS; ++i)
-      ASSERT_EQ(bpf_map_update_elem(maps().exfilt(), &i, &none, BPF_ANY), 0) << std::strerror(errno);
+    fl_exact_bloom_block none{};
+    for (uint32_t i = 0; i < FL_EXACT_BLOOM_BLOCKS; ++i)
+      ASSERT_EQ(bpf_map_update_elem(maps().exact_bloom(), &i, &none, BPF_ANY), 0) << std::strerror(errno);
   }
 };
 

@@ -1,6 +1,6 @@
 // Loss models measured over 100000 runs each: the rate, and for correlated and
 // Gilbert-Elliott loss the burst lengths. All runs of a test stay on one CPU
-// (the fixture pins it), so they share one CPU's decision memory in fl_lossst.
+// (the fixture pins it), so they share one CPU's decision memory in fl_loss_state.
 #include <bpf/bpf.h>
 
 #include <cstring>

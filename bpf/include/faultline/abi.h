@@ -114,22 +114,22 @@ struct fl_control {
  * bit only once the index it speaks for is in that state, and clears it before
  * a fault that needs the lookup is activated. 0 (a control written before the
  * field had a meaning, or a zeroed one) vouches for nothing: every lookup is made. */
-#define FL_IDX_EXACT_FILTER (1U << 0) /* fl_exfilt has the bit of every fl_exact key */
+#define FL_IDX_EXACT_FILTER (1U << 0) /* fl_exact_bloom has the bit of every fl_exact key */
 #define FL_IDX_NO_PREFIX (1U << 1)    /* fl_prefix holds no key */
 #define FL_IDX_NO_DNS (1U << 2)       /* fl_dns holds no key */
 
-/* fl_exfilt: a one-hash Bloom filter over the fl_exact keys, so that most
+/* fl_exact_bloom: a one-hash Bloom filter over the fl_exact keys, so that most
  * packets to an address in no fault skip the hash lookup (an inlined array
  * lookup and a few multiplies instead of jhash and a bucket walk). 2^23 bits,
  * 1 MiB: 100k addresses set ~1% of the bits, the full 1M ~11%. A false
  * positive only costs the hash lookup it would have made anyway. The blocks lie
  * back to back (BPF_F_MMAPABLE): bit h is bit h % 64 of 64-bit word h / 64. */
-#define FL_EXFILT_HASH_BITS 23
-#define FL_EXFILT_BLOCK_BITS 512 /* one 64-byte cache line per array entry */
-#define FL_EXFILT_BLOCKS (1U << (FL_EXFILT_HASH_BITS - 9))
+#define FL_EXACT_BLOOM_HASH_BITS 23
+#define FL_EXACT_BLOOM_BLOCK_BITS 512 /* one 64-byte cache line per array entry */
+#define FL_EXACT_BLOOM_BLOCKS (1U << (FL_EXACT_BLOOM_HASH_BITS - 9))
 
-struct fl_exfilt_block {
-	__u64 w[FL_EXFILT_BLOCK_BITS / 64];
+struct fl_exact_bloom_block {
+	__u64 w[FL_EXACT_BLOOM_BLOCK_BITS / 64];
 };
 
 /* The filter bit of an address from its four 32-bit words as they lie in memory
@@ -138,7 +138,7 @@ struct fl_exfilt_block {
  * constant), the last xored in, then the murmur3 finaliser so that addresses
  * differing in one byte spread over the whole filter. It runs for every packet,
  * so it is kept short. Userspace and the program must compute it bit for bit. */
-static inline __u32 fl_exfilt_hash(__u32 w0, __u32 w1, __u32 w2, __u32 w3)
+static inline __u32 fl_exact_bloom_hash(__u32 w0, __u32 w1, __u32 w2, __u32 w3)
 {
 	__u32 h = ((w0 ^ (w1 * 0x9E3779B1U) ^ w2) * 0x85EBCA77U) ^ w3;
 
@@ -147,7 +147,7 @@ static inline __u32 fl_exfilt_hash(__u32 w0, __u32 w1, __u32 w2, __u32 w3)
 	h ^= h >> 13;
 	h *= 0xC2B2AE35U;
 	h ^= h >> 16;
-	return h >> (32 - FL_EXFILT_HASH_BITS);
+	return h >> (32 - FL_EXACT_BLOOM_HASH_BITS);
 }
 
 struct fl_fault {
@@ -244,7 +244,7 @@ static_assert(sizeof(struct fl_lpm_key) == 20, "fl_lpm_key");
 static_assert(sizeof(struct fl_bucket) == 32, "fl_bucket");
 static_assert(sizeof(struct fl_dns_key) == 260, "fl_dns_key");
 static_assert(sizeof(struct fl_control) == 16, "fl_control");
-static_assert(sizeof(struct fl_exfilt_block) == 64, "fl_exfilt_block");
+static_assert(sizeof(struct fl_exact_bloom_block) == 64, "fl_exact_bloom_block");
 static_assert(sizeof(struct fl_fault) == 152, "fl_fault");
 static_assert(sizeof(struct fl_fault_stats) == 48, "fl_fault_stats");
 static_assert(sizeof(struct fl_loss_state) == 8, "fl_loss_state");

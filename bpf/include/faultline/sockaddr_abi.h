@@ -147,7 +147,7 @@ struct fl_flow {
 	__u64 bytes_in;
 	__u64 packets_out;
 	__u64 packets_in;
-	__u64 last_seen_ns; /* CLOCK_MONOTONIC_COARSE (a jiffy's resolution, no clock read) */
+	__u64 last_seen_ns; /* CLOCK_MONOTONIC_COARSE (a jiffy's resolution, no TSC read) */
 	__u32 capped;       /* exfil cap reached; further egress dropped */
 	__u32 allowed;      /* an allow rule covers it (exempt from the cap) */
 };

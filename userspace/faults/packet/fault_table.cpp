@@ -169,7 +169,7 @@ Status FaultTable::insert_prefix(uint32_t slot, const Prefix& p) {
 
 Status FaultTable::add(uint32_t slot, const CompiledFault& f, const fl_meta& meta) {
   FL_TRY(zero_percpu<fl_fault_stats>(maps_.stats(), slot));
-  FL_TRY(zero_percpu<fl_loss_state>(maps_.lossst(), slot));
+  FL_TRY(zero_percpu<fl_loss_state>(maps_.loss_state(), slot));
   fl_rate_state rs{};
   bpf_map_update_elem(maps_.rate(), &slot, &rs, BPF_ANY);
 
@@ -238,20 +238,20 @@ bool map_is_empty(int fd, size_t key_size) {
   return bpf_map_get_next_key(fd, nullptr, next.data()) != 0 && errno == ENOENT;
 }
 
-// fl_exfilt is one flat bit array: its 64-byte values lie back to back in the
+// fl_exact_bloom is one flat bit array: its 64-byte values lie back to back in the
 // mapping, so bit h is bit h % 64 of word h / 64.
-constexpr size_t kFilterWords = size_t{FL_EXFILT_BLOCKS} * (FL_EXFILT_BLOCK_BITS / 64);
+constexpr size_t kFilterWords = size_t{FL_EXACT_BLOOM_BLOCKS} * (FL_EXACT_BLOOM_BLOCK_BITS / 64);
 
-uint32_t exfilt_bit(const fl_addr& a) {
+uint32_t exact_bloom_bit(const fl_addr& a) {
   uint32_t w[4];
   std::memcpy(w, a.b, sizeof(w));
-  return fl_exfilt_hash(w[0], w[1], w[2], w[3]);
+  return fl_exact_bloom_hash(w[0], w[1], w[2], w[3]);
 }
 
 }  // namespace
 
 Result<MappedMap> FaultTable::map_filter() const {
-  return MappedMap::map(maps_.exfilt(), kFilterWords * sizeof(uint64_t));
+  return MappedMap::map(maps_.exact_bloom(), kFilterWords * sizeof(uint64_t));
 }
 
 // The control gets its FL_IDX_* bits; written only when they change.
@@ -289,7 +289,7 @@ Status FaultTable::summarise_indexes() const {
     done = err != 0;
     first = false;
     for (uint32_t i = 0; i < count; ++i) {
-      uint32_t h = exfilt_bit(keys[i]);
+      uint32_t h = exact_bloom_bit(keys[i]);
       want[h / 64] |= 1ULL << (h % 64);
     }
   }
@@ -315,7 +315,7 @@ Status FaultTable::index_new_exact(const std::vector<Prefix>& exact) const {
     if (!filter) return filter.error();
     uint64_t* words = filter->as<uint64_t>();
     for (const auto& p : exact) {
-      uint32_t h = exfilt_bit(p.addr);
+      uint32_t h = exact_bloom_bit(p.addr);
       std::atomic_ref<uint64_t>(words[h / 64]).fetch_or(1ULL << (h % 64), std::memory_order_relaxed);
     }
   }

@@ -51,7 +51,7 @@ class FaultTable {
   // Deactivates, removes every index entry of the slot, then frees the slot.
   [[nodiscard]] Status remove(uint32_t slot);
 
-  // Rebuilds fl_exfilt from every fl_exact key and sets the FL_IDX_* bits of
+  // Rebuilds fl_exact_bloom from every fl_exact key and sets the FL_IDX_* bits of
   // fl_control to what the indexes hold. remove() calls it (add() only adds its
   // own bits); whoever writes the indexes another way (the benchmark) must call it.
   [[nodiscard]] Status summarise_indexes() const;

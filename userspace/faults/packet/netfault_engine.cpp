@@ -211,6 +211,7 @@ Status NetfaultEngine::teardown_locked(PinnedMaps& maps, bool foreign_too) {
     ::closedir(d);
   }
   for (const auto& name : PinnedMaps::names()) ::unlink(layout_.map(name).c_str());
+  for (const auto& name : PinnedMaps::retired_names()) ::unlink(layout_.map(name).c_str());
   remove_bpffs_dirs(layout_);
   return st;
 }

@@ -13,7 +13,7 @@
  * bpf_skb_pull_data(), which would rewrite the skb (unclone, linearise) for a
  * packet most likely left alone. The pointer is only read until the next call:
  * nothing in between may change the packet. */
-static __always_inline void *header(struct __sk_buff *skb, __u32 off, __u32 len, void *buf)
+static __always_inline void *fl_skb_header(struct __sk_buff *skb, __u32 off, __u32 len, void *buf)
 {
 	void *data = (void *)(long)skb->data;
 	void *end = (void *)(long)skb->data_end;

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /* The policy, scope test and counters both syscall fault programs share
- * (syscall_lsm.bpf.c and syscall_override.bpf.c). Include after vmlinux.h. */
+ * (syscall_lsm.bpf.c and syscall_override.bpf.c). BPF side only (it defines
+ * maps): include after vmlinux.h and bpf_helpers.h. */
 #ifndef FAULTLINE_SYSCALL_SCOPE_H
 #define FAULTLINE_SYSCALL_SCOPE_H
 
 #include "faultline/syscall_abi.h"
+#include "lib/helpers.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -55,7 +57,7 @@ static __always_inline int fl_sc_draw(struct fl_sc_policy *p, __u32 op)
 		return 0;
 	if (st)
 		st->seen[op]++;
-	if (p->prob != 0xFFFFFFFFU && bpf_get_prandom_u32() >= p->prob)
+	if (!fl_chance(p->prob))
 		return 0;
 	if (st)
 		st->injected[op]++;

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/* Small helpers that more than one program needs. BPF side only: include after
+ * vmlinux.h and bpf_helpers.h. */
+#ifndef FAULTLINE_HELPERS_BPF_H
+#define FAULTLINE_HELPERS_BPF_H
+
+#include <bpf/bpf_endian.h>
+#include "faultline/abi.h"
+
+/* An IPv4 address as struct fl_addr holds it: IPv4-mapped, ::ffff:a.b.c.d. */
+static __always_inline void fl_addr_from_v4(struct fl_addr *a, __be32 ip)
+{
+	__u32 *w = (__u32 *)a->b;
+
+	w[0] = 0;
+	w[1] = 0;
+	w[2] = bpf_htonl(0x0000ffff);
+	w[3] = ip;
+}
+
+/* True with probability prob / (2^32 - 1), the scale of every probability in
+ * the ABI. 2^32 - 1 means always: a draw of exactly that value must not fail
+ * one call in 2^32. */
+static __always_inline int fl_chance(__u32 prob)
+{
+	return prob == 0xFFFFFFFFU || bpf_get_prandom_u32() < prob;
+}
+
+/* For a caller that has already missed key: creates its entry from init and
+ * returns the entry the map holds. BPF_NOEXIST, so that when another CPU
+ * creates it first, that entry stands. NULL when the map is full. */
+static __always_inline void *fl_create_and_lookup(void *map, const void *key, const void *init)
+{
+	bpf_map_update_elem(map, key, init, BPF_NOEXIST);
+	return bpf_map_lookup_elem(map, key);
+}
+
+/* The entry under key, created from init if there is none yet. */
+static __always_inline void *fl_lookup_or_init(void *map, const void *key, const void *init)
+{
+	void *v = bpf_map_lookup_elem(map, key);
+
+	return v ? v : fl_create_and_lookup(map, key, init);
+}
+
+#endif /* FAULTLINE_HELPERS_BPF_H */
