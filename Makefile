@@ -20,6 +20,7 @@ build: deps $(BUILD)/build.ninja
 # BPF and e2e suites need root and skip loudly without it; they run serially
 # because they share the kernel.
 test: build
+	@scripts/check-layers.sh
 	@cd $(BUILD) && ctest --output-on-failure -j 1
 
 # A second kernel: Debian's stock cloud kernel under qemu (TCG), booted with BPF LSM
@@ -48,6 +49,7 @@ fmt:
 	@clang-format -i $$(git ls-files '*.cpp' '*.h' | grep -v '^vmlinux/' | grep -v '^bpf/')
 
 lint: $(BUILD)/build.ninja
+	@scripts/check-layers.sh
 	@clang-format --dry-run --Werror $$(git ls-files '*.cpp' '*.h' | grep -v '^vmlinux/' | grep -v '^bpf/')
 	@clang-tidy -p $(BUILD) --quiet $$(git ls-files 'loader/*.cpp' 'userspace/*.cpp' 'ctl/*.cpp')
 

@@ -12,11 +12,11 @@
 
 #include "faultline/abi.h"
 #include "loader/bpffs.h"
-#include "loader/fd.h"
+#include "base/unique_fd.h"
 #include "loader/netfault_object.h"
 #include "loader/pinned_maps.h"
 #include "netfault.skel.h"
-#include "userspace/faults/netfault_engine.h"
+#include "userspace/faults/packet/netfault_engine.h"
 
 namespace faultline::bpftest {
 namespace {

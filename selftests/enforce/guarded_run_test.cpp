@@ -1,0 +1,165 @@
+// One guarded run for every fault family: the same faultctl, the same flags and
+// the same endings for a packet fault, a syscall fault and a host resource fault.
+// A breached health guardrail ends each with exit 7; SIGHUP ends each with exit
+// 1; a syscall fault around a command ends at the breach and waits for the
+// command; a syscall fault keeps a record like the others.
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "enforce_env.h"
+
+namespace flenf {
+namespace {
+
+// A port on 127.0.0.1 nobody listens on: the health probe is refused at once.
+// (A fresh TCP listener is opened and closed to pick it.)
+std::string closed_port() {
+  TcpServer s;
+  return std::to_string(s.port());
+}
+
+std::vector<nlohmann::json> events(const std::string& out) {
+  std::vector<nlohmann::json> v;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.contains("event")) v.push_back(j);
+  }
+  return v;
+}
+
+std::optional<nlohmann::json> event(const std::string& out, const std::string& name) {
+  for (const auto& j : events(out)) {
+    if (j.value("event", "") == name) return j;
+  }
+  return std::nullopt;
+}
+
+nlohmann::json status() {
+  Outcome s = run({kFaultctl, "status", "--json"});
+  EXPECT_TRUE(s.exit.is(0)) << s.describe();
+  return nlohmann::json::parse(s.out, nullptr, false);
+}
+
+// Nothing of a family left: no packet fault, resource fault or syscall fault.
+bool nothing_listed(const nlohmann::json& st) {
+  for (const char* k : {"faults", "resource_faults", "syscall_faults"}) {
+    if (st.contains(k) && !st[k].empty()) return false;
+  }
+  return true;
+}
+
+class GuardedRunTest : public EnforceTest, public ::testing::WithParamInterface<std::string> {
+ protected:
+  void SetUp() override {
+    EnforceTest::SetUp();
+    if (IsSkipped()) return;
+    ns_.emplace("grun", false);
+    peer_.emplace("grunp", false);
+    veth_.emplace(*ns_, *peer_, 41);
+    cg_.emplace("grun");
+  }
+  void TearDown() override {
+    cg_.reset();
+    veth_.reset();
+    peer_.reset();
+    ns_.reset();
+    EnforceTest::TearDown();
+  }
+
+  // faultctl run for the family under test, 30 s long, with extra flags.
+  std::vector<std::string> run_argv(const std::vector<std::string>& extra) const {
+    std::vector<std::string> argv = {kFaultctl, "run"};
+    const std::string& family = GetParam();
+    if (family == "packet") {
+      argv.insert(argv.end(), {"loss", "--netns", ns_->name(), "--target", veth_->addr_b(), "--percent", "10"});
+    } else if (family == "syscall") {
+      argv.insert(argv.end(), {"syscall", "--syscall", "connect", "--errno", "ECONNREFUSED", "--cgroup", cg_->relative()});
+    } else {
+      argv.insert(argv.end(), {"cpu", "--cores", "1", "--load", "10"});
+    }
+    argv.insert(argv.end(), {"--duration", "30s", "--json"});
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return argv;
+  }
+
+  std::optional<Netns> ns_, peer_;
+  std::optional<VethPair> veth_;
+  std::optional<Cgroup> cg_;
+};
+
+TEST_P(GuardedRunTest, BreachedHealthGuardrailEndsTheFaultWithExit7) {
+  // The packet fault's probe connects from the fault's namespace, where lo is up
+  // and nothing listens either.
+  const std::string url = "http://127.0.0.1:" + closed_port() + "/health";
+  Outcome r = run(run_argv({"--health-url", url, "--interval", "200ms"}), 60s);
+  EXPECT_TRUE(r.exit.is(7)) << r.describe();
+  auto ended = event(r.out, "ended");
+  ASSERT_TRUE(ended) << r.describe();
+  EXPECT_EQ((*ended)["reason"], "guardrail") << ended->dump();
+  EXPECT_EQ((*ended)["exit_code"], 7) << ended->dump();
+  EXPECT_NE(ended->value("detail", "").find("health check: "), std::string::npos) << ended->dump();
+  auto probe = event(r.out, "probe");
+  ASSERT_TRUE(probe) << "every reading is a JSON line\n" << r.describe();
+  EXPECT_EQ((*probe)["healthy"], false) << probe->dump();
+}
+
+TEST_P(GuardedRunTest, SighupEndsTheFaultWithExit1) {
+  Child f = Child::spawn(run_argv({}));
+  ASSERT_TRUE(f.wait_for("\"started\"", 30s)) << f.describe();
+  ASSERT_EQ(::kill(f.pid(), SIGHUP), 0);
+  auto e = f.wait(30s);
+  ASSERT_TRUE(e && e->is(1)) << f.describe();
+  auto ended = event(f.out(), "ended");
+  ASSERT_TRUE(ended) << f.describe();
+  EXPECT_EQ((*ended)["reason"], "interrupted") << ended->dump();
+  EXPECT_EQ((*ended)["detail"], "by SIGHUP") << ended->dump();
+  auto st = status();
+  EXPECT_TRUE(nothing_listed(st)) << "the fault must be gone once the run ended\n" << st.dump(2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Family, GuardedRunTest, ::testing::Values("packet", "syscall", "resource"),
+                         [](const auto& info) { return info.param; });
+
+// A syscall fault around a command: the breach ends the fault at once (a
+// `fault_ended` line), the command runs to its end, and the run exits 7.
+TEST_F(EnforceTest, SyscallFaultAroundACommandEndsAtTheBreachAndWaitsForIt) {
+  const std::string url = "http://127.0.0.1:" + closed_port() + "/";
+  Outcome r = run({kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "ECONNREFUSED", "--duration", "30s",
+                   "--health-url", url, "--interval", "200ms", "--json", "--", "sleep", "2"},
+                  60s);
+  EXPECT_TRUE(r.exit.is(7)) << r.describe();
+  auto early = event(r.out, "fault_ended");
+  ASSERT_TRUE(early) << r.describe();
+  EXPECT_EQ((*early)["reason"], "guardrail") << early->dump();
+  auto ended = event(r.out, "ended");
+  ASSERT_TRUE(ended) << r.describe();
+  EXPECT_EQ((*ended)["exit_code"], 7) << ended->dump();
+}
+
+// --record, --hypothesis and the kernel-signal guardrail on a syscall fault:
+// the same record as a packet or host fault keeps, with a verdict.
+TEST_F(EnforceTest, SyscallFaultKeepsARecord) {
+  Cgroup cg("grunr");
+  const std::string dir = state_dir_ + "/record";
+  Outcome r = run({kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "ECONNREFUSED", "--duration", "2s",
+                   "--cgroup", cg.relative(), "--kernel-signal", "tcp_retransmits", "--abort-above", "100000",
+                   "--hypothesis", "connect errors do not make the host retransmit", "--steady-state", "1s",
+                   "--record", dir, "--json"},
+                  60s);
+  ASSERT_TRUE(r.exit.is(0)) << r.describe();
+  ASSERT_TRUE(std::filesystem::exists(dir + "/hypothesis.json")) << r.describe();
+  std::ifstream v(dir + "/verdict.json");
+  auto verdict = nlohmann::json::parse(v, nullptr, false);
+  ASSERT_TRUE(verdict.is_object()) << r.describe();
+  EXPECT_EQ(verdict["verdict"], "held") << verdict.dump(2);
+  EXPECT_EQ(verdict["outcome"], "completed") << verdict.dump(2);
+  Outcome report = run({kFaultctl, "report", dir});
+  EXPECT_TRUE(report.exit.is(0)) << report.describe();
+}
+
+}  // namespace
+}  // namespace flenf
