@@ -139,8 +139,13 @@ int cmd_report(const std::vector<std::string>& args) {
   if (h.contains("fault")) out << "fault:       " << h["fault"].dump() << "\n";
   if (h.contains("guardrail") && h["guardrail"].is_object()) {
     const auto& g = h["guardrail"];
-    out << "guardrail:   GET " << g.value("health_url", "?") << " every " << g.value("interval", "?")
-        << ", healthy if it answers < 400 within " << g.value("max_latency", "?") << "\n";
+    // Each guardrail's own line; records from before several guardrails had only the health probe's fields.
+    if (g.contains("summary") && g["summary"].is_array()) {
+      for (const auto& line : g["summary"]) out << "guardrail:   " << (line.is_string() ? line.get<std::string>() : line.dump()) << "\n";
+    } else {
+      out << "guardrail:   GET " << g.value("health_url", "?") << " every " << g.value("interval", "?")
+          << ", healthy if it answers < 400 within " << g.value("max_latency", "?") << "\n";
+    }
   }
   if (h.contains("slo") && h["slo"].is_object()) out << "slo:         " << h["slo"].value("text", "") << "\n";
   const auto& steady = h.value("steady_state", nlohmann::json());

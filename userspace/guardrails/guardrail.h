@@ -40,15 +40,26 @@ class Guardrail {
   // programs), so that the first reading covers a window before the fault.
   [[nodiscard]] virtual Status arm() { return {}; }
   [[nodiscard]] virtual GuardrailReading read() = 0;
-  // The settings, for --dry-run, the started event and the record.
+  // The settings, for --dry-run, the started event and the record. Keys are
+  // the guardrail's own: the descriptions of several guardrails are merged.
   [[nodiscard]] virtual nlohmann::json describe() const = 0;
+  // The same in one line for people ("GET ... every 2s, healthy if ...").
+  [[nodiscard]] virtual std::string summary() const;
   // The JSON line a run prints for a reading ({"event": ...}).
   [[nodiscard]] virtual nlohmann::json event(const GuardrailReading& r) const = 0;
 };
 
 using Guardrails = std::vector<std::unique_ptr<Guardrail>>;
 
-// Every guardrail read once, merged (healthy and empty with none). t_ns is now.
+// One reading of g, its problem (if any) prefixed with g's name, so that a
+// breach, a record's sample and the "ended" line say which guardrail it was.
+[[nodiscard]] GuardrailReading read_named(Guardrail& g);
+
+// Every guardrail read once (read_named), merged (healthy and empty with none).
+// t_ns is now.
 [[nodiscard]] GuardrailReading read_all(const Guardrails& guardrails);
+
+// Every guardrail's describe() merged, with "summary": each one's summary().
+[[nodiscard]] nlohmann::json describe_all(const Guardrails& guardrails);
 
 }  // namespace faultline

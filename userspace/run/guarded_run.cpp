@@ -25,12 +25,6 @@ constexpr uint64_t kStatusFileEveryS = 5;
 
 const char* signal_text(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP"; }
 
-nlohmann::json describe_all(const Guardrails& gs) {
-  nlohmann::json j = nlohmann::json::object();
-  for (const auto& g : gs) j.update(g->describe());
-  return j;
-}
-
 // Packet fault ids are numbers in JSON ({"id": 3}), as `faultctl status` has
 // always shown them; resource and syscall ids are strings ("r7", "s2").
 nlohmann::json id_json(const std::string& id) {
@@ -145,13 +139,16 @@ RunResult guarded_run(RunnableFault& fault, Guardrails& guardrails, const RunOpt
     return fail(e.bad_input ? RunOutcome::BadInput : RunOutcome::Failed, e.describe());
   }
   if (recorded) recorded->fault_started();
+  // The guardrails as armed: a kernel signal says here which source it counts from.
   if (p.json()) {
     nlohmann::json j = started->event;
     j["event"] = "started";
     j["id"] = id_json(started->id);
+    if (!guardrails.empty()) j["guardrail"] = describe_all(guardrails);
     p.emit(j);
   } else {
     p.info() << started->text << std::endl;
+    for (const auto& g : guardrails) p.info() << "guardrail: " << g->summary() << std::endl;
   }
 
   const uint64_t t0 = boottime_ns();
@@ -163,6 +160,7 @@ RunResult guarded_run(RunnableFault& fault, Guardrails& guardrails, const RunOpt
   uint64_t next_status = t0;
 
   std::optional<FaultEnding> ending;
+  std::string breached_by;  // the guardrail that ended the fault, if one did
   bool ended = false;  // the fault is off; with a wrapped command, the run waits for it
   Status end_status;
   auto end_now = [&](std::string_view reason) {
@@ -217,11 +215,12 @@ RunResult guarded_run(RunnableFault& fault, Guardrails& guardrails, const RunOpt
     bool record_now = recorded && !ended && now >= next_record;
     for (auto& d : due) {
       if (ended || now < d.next_ns) continue;
-      d.last = d.g->read();
+      d.last = read_named(*d.g);
       if (p.json()) p.emit(d.g->event(d.last));
       if (!d.last.healthy) {
         end_now("guardrail");  // the fault ends before anything else
-        ending = FaultEnding{RunOutcome::Guardrail, d.g->name() + ": " + d.last.problem, std::nullopt};
+        ending = FaultEnding{RunOutcome::Guardrail, d.last.problem, std::nullopt};
+        breached_by = d.g->name();
         record_now = recorded.has_value();
         if (started->until_command_exits) early_end(*ending);
       }
@@ -268,6 +267,7 @@ RunResult guarded_run(RunnableFault& fault, Guardrails& guardrails, const RunOpt
     nlohmann::json j{
         {"event", "ended"}, {"id", id_json(started->id)}, {"reason", reason}, {"exit_code", exit_code(result)}};
     if (!result.detail.empty()) j["detail"] = result.detail;
+    if (!breached_by.empty()) j["guardrail"] = breached_by;
     merge_fields(j, last.fields);
     p.emit(j);
   } else {
