@@ -1,6 +1,8 @@
 // The shared run flags, and run_fault(): guardrails, the guarded run, the exit code.
 #include "ctl/run_flags.h"
 
+#include <unistd.h>
+
 #include <iostream>
 
 #include "base/units.h"
@@ -23,7 +25,8 @@ Result<T> with_flag(const std::string& flag, Result<T> r) {
 void add_run_options(cxxopts::Options& o) {
   // clang-format off
   o.add_options("guardrail")
-      ("health-url", "http:// URL the guardrail GETs", cxxopts::value<std::string>())
+      ("health-url", "http:// or https:// URL the guardrail GETs; healthy only on a 2xx", cxxopts::value<std::string>())
+      ("health-ca", "PEM file of the CA an https --health-url is checked against (instead of the system trust store)", cxxopts::value<std::string>())
       ("health-max-latency", "slowest healthy answer (default 1s)", cxxopts::value<std::string>())
       ("interval", "time between guardrail checks (default 2s)", cxxopts::value<std::string>())
       ("kernel-signal", "guardrail on a kernel signal: tcp_retransmits|tcp_resets", cxxopts::value<std::string>())
@@ -92,8 +95,9 @@ int run_fault(RunnableFault& fault, const RunFlags& flags, const std::string& wh
 Result<std::optional<HealthProbeConfig>> parse_health_flags(const cxxopts::ParseResult& r, const std::string& netns) {
   auto str = [&](const char* f) { return r[f].as<std::string>(); };
   if (!r.count("health-url")) {
-    if (r.count("health-max-latency") || r.count("interval"))
-      return bad(std::string("--") + (r.count("interval") ? "interval" : "health-max-latency") +
+    if (r.count("health-max-latency") || r.count("interval") || r.count("health-ca"))
+      return bad(std::string("--") +
+                 (r.count("interval") ? "interval" : r.count("health-ca") ? "health-ca" : "health-max-latency") +
                  " configures the guardrail; give --health-url too");
     return std::optional<HealthProbeConfig>{};
   }
@@ -102,6 +106,11 @@ Result<std::optional<HealthProbeConfig>> parse_health_flags(const cxxopts::Parse
   auto u = parse_http_url(h.url);
   if (!u) return bad("--health-url " + u.error().message);
   h.netns = netns;
+  if (r.count("health-ca")) {
+    h.ca_file = str("health-ca");
+    if (!u->tls) return bad("--health-ca is for an https:// --health-url; " + h.url + " is plain http");
+    if (::access(h.ca_file.c_str(), R_OK) != 0) return bad("--health-ca " + h.ca_file + ": cannot be read");
+  }
   if (r.count("health-max-latency")) {
     auto d = with_flag("health-max-latency", parse_duration_ns(str("health-max-latency")));
     if (!d) return d.error();

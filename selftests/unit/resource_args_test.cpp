@@ -118,7 +118,7 @@ TEST(ResourceArgs, BadInputsNameTheirFlag) {
       {split("process --pid 12 --action kill --signal FOO --duration 10s"), "--signal"},
       {split("process --pid 12 --action kill --signal STOP --duration 10s"), "--signal"},
       {split("process --pid 12 --action kill --load 5 --duration 10s"), "--load"},
-      {split("cpu --cores 1 --duration 10s --health-url https://x/"), "--health-url"},
+      {split("cpu --cores 1 --duration 10s --health-url ftp://x/"), "--health-url"},
       {split("cpu --cores 1 --duration 10s --interval 1s"), "--interval"},
       {split("cpu --cores 1 --duration 10s --abort-above 5"), "--abort-above"},
       {split("cpu --cores 1 --duration 10s --kernel-signal cpu_melt --abort-above 1"), "--kernel-signal"},

@@ -13,7 +13,7 @@
 namespace faultline {
 
 struct GuardrailOptions {
-  std::optional<HealthProbeConfig> health;          // --health-url, --health-max-latency, --interval
+  std::optional<HealthProbeConfig> health;          // --health-url, --health-ca, --health-max-latency, --interval
   std::optional<KernelSignalConfig> kernel_signal;  // --kernel-signal, --abort-above, --signal-window
 
   [[nodiscard]] bool any() const { return health || kernel_signal; }
