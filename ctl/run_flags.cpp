@@ -31,7 +31,8 @@ void add_run_options(cxxopts::Options& o) {
       ("interval", "time between guardrail checks (default 2s)", cxxopts::value<std::string>())
       ("kernel-signal", "guardrail on a kernel signal: tcp_retransmits|tcp_resets", cxxopts::value<std::string>())
       ("abort-above", "kernel-signal limit, events per second", cxxopts::value<std::string>())
-      ("signal-window", "kernel-signal averaging window (default 3s)", cxxopts::value<std::string>());
+      ("signal-window", "kernel-signal averaging window (default 3s)", cxxopts::value<std::string>())
+      ("signal-source", "where the kernel signal counts: auto|tp_btf|procfs (default auto)", cxxopts::value<std::string>());
   o.add_options("experiment record")
       ("hypothesis", "what you expect to hold during the fault (kept in the record)", cxxopts::value<std::string>())
       ("steady-state", "measure the guardrail signal this long before injecting (default 30s with --record)", cxxopts::value<std::string>())
@@ -67,6 +68,8 @@ Result<RunFlags> parse_run_flags(const cxxopts::ParseResult& r, const std::strin
   auto ksig = parse_kernel_signal_flags(r);
   if (!ksig) return ksig.error();
   f.guardrails.kernel_signal = *ksig;
+  // The procfs source reads the counters from inside the namespace the fault is in.
+  if (f.guardrails.kernel_signal) f.guardrails.kernel_signal->netns = probe_netns;
   f.dry_run = r.count("dry-run") > 0;
   f.json = r.count("json") > 0;
   // A record keeps a reading every probe interval, or every second with the kernel signal alone.
@@ -129,8 +132,8 @@ Result<std::optional<HealthProbeConfig>> parse_health_flags(const cxxopts::Parse
 Result<std::optional<KernelSignalConfig>> parse_kernel_signal_flags(const cxxopts::ParseResult& r) {
   auto str = [&](const char* f) { return r[f].as<std::string>(); };
   if (!r.count("kernel-signal")) {
-    if (r.count("abort-above") || r.count("signal-window"))
-      return bad("--abort-above and --signal-window configure --kernel-signal; give --kernel-signal too");
+    if (r.count("abort-above") || r.count("signal-window") || r.count("signal-source"))
+      return bad("--abort-above, --signal-window and --signal-source configure --kernel-signal; give --kernel-signal too");
     return std::optional<KernelSignalConfig>{};
   }
   KernelSignalConfig k;
@@ -154,6 +157,11 @@ Result<std::optional<KernelSignalConfig>> parse_kernel_signal_flags(const cxxopt
     if (!w) return w.error();
     if (*w < 500'000'000ULL || *w > 60'000'000'000ULL) return bad("--signal-window must be within 500ms-60s");
     k.window_ns = *w;
+  }
+  if (r.count("signal-source")) {
+    auto src = parse_signal_source(str("signal-source"));
+    if (!src) return bad("--signal-source '" + str("signal-source") + "': expected auto, tp_btf or procfs");
+    k.source = *src;
   }
   return std::optional<KernelSignalConfig>(k);
 }

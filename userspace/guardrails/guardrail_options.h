@@ -14,7 +14,7 @@ namespace faultline {
 
 struct GuardrailOptions {
   std::optional<HealthProbeConfig> health;          // --health-url, --health-ca, --health-max-latency, --interval
-  std::optional<KernelSignalConfig> kernel_signal;  // --kernel-signal, --abort-above, --signal-window
+  std::optional<KernelSignalConfig> kernel_signal;  // --kernel-signal, --abort-above, --signal-window, --signal-source
 
   [[nodiscard]] bool any() const { return health || kernel_signal; }
 };
