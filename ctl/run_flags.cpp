@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <iostream>
 
 #include "base/units.h"
@@ -20,7 +22,60 @@ Result<T> with_flag(const std::string& flag, Result<T> r) {
   return r;
 }
 
+// --interval and --prometheus-interval: 100ms-10m, unset when not given.
+Result<std::optional<uint64_t>> interval_flag(const cxxopts::ParseResult& r, const char* flag) {
+  if (!r.count(flag)) return std::optional<uint64_t>{};
+  auto d = with_flag(flag, parse_duration_ns(r[flag].as<std::string>()));
+  if (!d) return d.error();
+  if (*d < 100'000'000ULL || *d > 600'000'000'000ULL) return bad(std::string("--") + flag + " must be within 100ms-10m");
+  return std::optional<uint64_t>(*d);
+}
+
+Result<double> parse_number(const GuardrailLimit& l) {
+  double v = 0;
+  try {
+    size_t used = 0;
+    v = std::stod(l.value, &used);
+    if (used != l.value.size()) throw std::invalid_argument(l.value);
+  } catch (...) {
+    return bad(l.flag + " '" + l.value + "': not a number");
+  }
+  if (!std::isfinite(v)) return bad(l.flag + " '" + l.value + "': not a finite number");
+  return v;
+}
+
 }  // namespace
+
+Result<GuardrailLimits> bind_limits(const cxxopts::ParseResult& r) {
+  GuardrailLimits out;
+  auto owner = [&](const std::string& key) -> std::vector<GuardrailLimit>* {
+    if (key == "kernel-signal") return &out.kernel_signal;
+    if (key == "query") return &out.query;
+    if (key == "slo-burn-rate") return &out.burn_rate;
+    return nullptr;
+  };
+  std::vector<GuardrailLimit>* current = nullptr;
+  std::vector<std::vector<GuardrailLimit>*> named;
+  std::vector<GuardrailLimit> before;  // limits written before any guardrail
+  for (const auto& kv : r.arguments()) {
+    if (auto* o = owner(kv.key())) {
+      current = o;
+      if (std::find(named.begin(), named.end(), o) == named.end()) named.push_back(o);
+    } else if (kv.key() == "abort-above" || kv.key() == "abort-below") {
+      GuardrailLimit l{"--" + kv.key(), kv.value()};
+      (current ? *current : before).push_back(l);
+    }
+  }
+  if (before.empty()) return out;
+  if (named.empty())
+    return bad(before[0].flag + " limits a guardrail: give --kernel-signal, --query or --slo-burn-rate too");
+  if (named.size() > 1)
+    return bad(before[0].flag + " " + before[0].value +
+               " comes before the guardrail it limits: with several guardrails, write each limit after its own "
+               "(--kernel-signal S --abort-above N --query Q --abort-below X)");
+  named[0]->insert(named[0]->begin(), before.begin(), before.end());
+  return out;
+}
 
 void add_run_options(cxxopts::Options& o) {
   // clang-format off
@@ -28,11 +83,20 @@ void add_run_options(cxxopts::Options& o) {
       ("health-url", "http:// or https:// URL the guardrail GETs; healthy only on a 2xx", cxxopts::value<std::string>())
       ("health-ca", "PEM file of the CA an https --health-url is checked against (instead of the system trust store)", cxxopts::value<std::string>())
       ("health-max-latency", "slowest healthy answer (default 1s)", cxxopts::value<std::string>())
-      ("interval", "time between guardrail checks (default 2s)", cxxopts::value<std::string>())
+      ("interval", "time between health checks and Prometheus queries (default 2s and 5s)", cxxopts::value<std::string>())
       ("kernel-signal", "guardrail on a kernel signal: tcp_retransmits|tcp_resets", cxxopts::value<std::string>())
-      ("abort-above", "kernel-signal limit, events per second", cxxopts::value<std::string>())
       ("signal-window", "kernel-signal averaging window (default 3s)", cxxopts::value<std::string>())
-      ("signal-source", "where the kernel signal counts: auto|tp_btf|procfs (default auto)", cxxopts::value<std::string>());
+      ("signal-source", "where the kernel signal counts: auto|tp_btf|procfs (default auto)", cxxopts::value<std::string>())
+      ("prometheus-url", "Prometheus server the --query and --slo-burn-rate guardrails ask", cxxopts::value<std::string>())
+      ("prometheus-ca", "PEM file of the CA an https --prometheus-url is checked against", cxxopts::value<std::string>())
+      ("prometheus-interval", "time between Prometheus queries (default --interval, else 5s)", cxxopts::value<std::string>())
+      ("query", "guardrail on a PromQL instant query: one number, limited by --abort-above/--abort-below", cxxopts::value<std::string>())
+      ("query-errors", "failed Prometheus queries tolerated in a row; one more aborts (default 3)", cxxopts::value<std::string>())
+      ("slo-burn-rate", "guardrail on an SLO's burn rate: PromQL with {window} (or given twice: fast, slow)", cxxopts::value<std::string>())
+      ("slo-target", "the SLO in percent (99.9): --slo-burn-rate is then an error ratio", cxxopts::value<std::string>())
+      ("burn-windows", "the fast and the slow window for {window} (default 5m,1h)", cxxopts::value<std::string>())
+      ("abort-above", "limit of the guardrail named before it (--kernel-signal, --query, --slo-burn-rate)", cxxopts::value<std::string>())
+      ("abort-below", "lower limit of --query", cxxopts::value<std::string>());
   o.add_options("experiment record")
       ("hypothesis", "what you expect to hold during the fault (kept in the record)", cxxopts::value<std::string>())
       ("steady-state", "measure the guardrail signal this long before injecting (default 30s with --record)", cxxopts::value<std::string>())
@@ -62,20 +126,24 @@ Result<cxxopts::ParseResult> parse_run_words(cxxopts::Options& o, const std::vec
 Result<RunFlags> parse_run_flags(const cxxopts::ParseResult& r, const std::string& probe_netns, uint64_t duration_ns,
                                  const std::vector<std::string>& args) {
   RunFlags f;
+  auto limits = bind_limits(r);
+  if (!limits) return limits.error();
+  if (r.count("interval") && !r.count("health-url") && !r.count("prometheus-url"))
+    return bad("--interval sets how often the health probe and Prometheus are asked; give --health-url or "
+               "--prometheus-url too");
   auto health = parse_health_flags(r, probe_netns);
   if (!health) return health.error();
   f.guardrails.health = *health;
-  auto ksig = parse_kernel_signal_flags(r);
+  auto ksig = parse_kernel_signal_flags(r, *limits);
   if (!ksig) return ksig.error();
   f.guardrails.kernel_signal = *ksig;
-  // The procfs source reads the counters from inside the namespace the fault is in.
   if (f.guardrails.kernel_signal) f.guardrails.kernel_signal->netns = probe_netns;
+  FL_TRY(parse_prometheus_flags(r, *limits, f.guardrails));
   f.dry_run = r.count("dry-run") > 0;
   f.json = r.count("json") > 0;
-  // A record keeps a reading every probe interval, or every second with the kernel signal alone.
-  const uint64_t interval = f.guardrails.health ? f.guardrails.health->interval_ns : 1'000'000'000ULL;
-  auto rec = parse_record_flags(r, f.guardrails.health.has_value(), f.guardrails.kernel_signal.has_value(), duration_ns,
-                                interval, args);
+  // A record reads every guardrail at the shortest interval among them.
+  auto rec = parse_record_flags(r, f.guardrails.health.has_value(), f.guardrails.any(), duration_ns,
+                                f.guardrails.record_interval_ns(), args);
   if (!rec) return rec.error();
   f.record = *rec;
   return f;
@@ -98,10 +166,9 @@ int run_fault(RunnableFault& fault, const RunFlags& flags, const std::string& wh
 Result<std::optional<HealthProbeConfig>> parse_health_flags(const cxxopts::ParseResult& r, const std::string& netns) {
   auto str = [&](const char* f) { return r[f].as<std::string>(); };
   if (!r.count("health-url")) {
-    if (r.count("health-max-latency") || r.count("interval") || r.count("health-ca"))
-      return bad(std::string("--") +
-                 (r.count("interval") ? "interval" : r.count("health-ca") ? "health-ca" : "health-max-latency") +
-                 " configures the guardrail; give --health-url too");
+    for (const char* f : {"health-max-latency", "health-ca"}) {
+      if (r.count(f)) return bad(std::string("--") + f + " configures the health probe; give --health-url too");
+    }
     return std::optional<HealthProbeConfig>{};
   }
   HealthProbeConfig h;
@@ -120,38 +187,35 @@ Result<std::optional<HealthProbeConfig>> parse_health_flags(const cxxopts::Parse
     if (*d < 1'000'000ULL || *d > 60'000'000'000ULL) return bad("--health-max-latency must be within 1ms-60s");
     h.max_latency_ns = *d;
   }
-  if (r.count("interval")) {
-    auto d = with_flag("interval", parse_duration_ns(str("interval")));
-    if (!d) return d.error();
-    if (*d < 100'000'000ULL || *d > 600'000'000'000ULL) return bad("--interval must be within 100ms-10m");
-    h.interval_ns = *d;
-  }
+  auto interval = interval_flag(r, "interval");
+  if (!interval) return interval.error();
+  if (*interval) h.interval_ns = **interval;
   return std::optional<HealthProbeConfig>(h);
 }
 
-Result<std::optional<KernelSignalConfig>> parse_kernel_signal_flags(const cxxopts::ParseResult& r) {
+Result<std::optional<KernelSignalConfig>> parse_kernel_signal_flags(const cxxopts::ParseResult& r,
+                                                                    const GuardrailLimits& limits) {
   auto str = [&](const char* f) { return r[f].as<std::string>(); };
   if (!r.count("kernel-signal")) {
-    if (r.count("abort-above") || r.count("signal-window") || r.count("signal-source"))
-      return bad("--abort-above, --signal-window and --signal-source configure --kernel-signal; give --kernel-signal too");
+    for (const char* f : {"signal-window", "signal-source"}) {
+      if (r.count(f)) return bad(std::string("--") + f + " configures --kernel-signal; give --kernel-signal too");
+    }
     return std::optional<KernelSignalConfig>{};
   }
   KernelSignalConfig k;
   k.signal = str("kernel-signal");
   if (!is_kernel_signal(k.signal))
     return bad("--kernel-signal '" + k.signal + "': expected tcp_retransmits or tcp_resets");
-  if (!r.count("abort-above")) return bad("--kernel-signal needs --abort-above N (events per second)");
-  double v = 0;
-  std::string a = str("abort-above");
-  try {
-    size_t used = 0;
-    v = std::stod(a, &used);
-    if (used != a.size()) throw std::invalid_argument(a);
-  } catch (...) {
-    return bad("--abort-above '" + a + "': not a number");
+  const auto& own = limits.kernel_signal;
+  if (own.empty()) return bad("--kernel-signal needs --abort-above N (events per second)");
+  for (const auto& l : own) {
+    if (l.flag != "--abort-above") return bad("--abort-below does not limit --kernel-signal: a rate is limited from above");
   }
-  if (!(v >= 0) || v > 1e9) return bad("--abort-above '" + a + "': must be within 0-1e9 per second");
-  k.abort_above = v;
+  if (own.size() > 1) return bad("--kernel-signal takes one --abort-above");
+  auto v = parse_number(own[0]);
+  if (!v) return v.error();
+  if (!(*v >= 0) || *v > 1e9) return bad("--abort-above '" + own[0].value + "': must be within 0-1e9 per second");
+  k.abort_above = *v;
   if (r.count("signal-window")) {
     auto w = with_flag("signal-window", parse_duration_ns(str("signal-window")));
     if (!w) return w.error();
@@ -166,6 +230,112 @@ Result<std::optional<KernelSignalConfig>> parse_kernel_signal_flags(const cxxopt
   return std::optional<KernelSignalConfig>(k);
 }
 
+Status parse_prometheus_flags(const cxxopts::ParseResult& r, const GuardrailLimits& limits, GuardrailOptions& into) {
+  auto str = [&](const char* f) { return r[f].as<std::string>(); };
+  const bool query = r.count("query") > 0, burn = r.count("slo-burn-rate") > 0;
+  if (!r.count("prometheus-url")) {
+    if (query || burn) return bad(std::string("--") + (query ? "query" : "slo-burn-rate") + " asks Prometheus: give --prometheus-url too");
+    for (const char* f : {"prometheus-ca", "prometheus-interval", "query-errors"}) {
+      if (r.count(f)) return bad(std::string("--") + f + " configures the Prometheus guardrails; give --prometheus-url too");
+    }
+  } else if (!query && !burn) {
+    return bad("--prometheus-url needs something to ask: --query PROMQL or --slo-burn-rate EXPR");
+  }
+  for (const char* f : {"slo-target", "burn-windows"}) {
+    if (r.count(f) && !burn) return bad(std::string("--") + f + " configures --slo-burn-rate; give --slo-burn-rate too");
+  }
+  if (!query && !burn) return {};
+
+  PrometheusPolling polling;
+  polling.endpoint.url = str("prometheus-url");
+  auto u = parse_http_url(polling.endpoint.url);
+  if (!u) return bad("--prometheus-url " + u.error().message);
+  if (u->path.find('?') != std::string::npos)
+    return bad("--prometheus-url " + polling.endpoint.url + ": give the server's base URL, without a query");
+  if (r.count("prometheus-ca")) {
+    polling.endpoint.ca_file = str("prometheus-ca");
+    if (!u->tls) return bad("--prometheus-ca is for an https:// --prometheus-url; " + polling.endpoint.url + " is plain http");
+    if (::access(polling.endpoint.ca_file.c_str(), R_OK) != 0)
+      return bad("--prometheus-ca " + polling.endpoint.ca_file + ": cannot be read");
+  }
+  // --prometheus-interval, else the --interval every polled guardrail shares, else 5 s.
+  auto shared = interval_flag(r, "interval");
+  if (!shared) return shared.error();
+  auto own = interval_flag(r, "prometheus-interval");
+  if (!own) return own.error();
+  if (*own) polling.interval_ns = **own;
+  else if (*shared) polling.interval_ns = **shared;
+  if (r.count("query-errors")) {
+    std::string n = str("query-errors");
+    if (n.empty() || n.size() > 3 || n.find_first_not_of("0123456789") != std::string::npos || std::stoi(n) > 100)
+      return bad("--query-errors '" + n + "': a count of failed queries in a row, 0-100");
+    polling.query_errors = std::stoi(n);
+  }
+
+  if (query) {
+    PrometheusGuardrailConfig q;
+    q.polling = polling;
+    q.query = str("query");
+    if (q.query.find_first_not_of(" \t\n") == std::string::npos) return bad("--query: empty PromQL");
+    if (r.count("query") > 1) return bad("--query: give one query (one Prometheus guardrail)");
+    if (limits.query.empty()) return bad("--query needs --abort-above X or --abort-below X (or both)");
+    for (const auto& l : limits.query) {
+      auto v = parse_number(l);
+      if (!v) return v.error();
+      auto& slot = l.flag == "--abort-above" ? q.abort_above : q.abort_below;
+      if (slot) return bad("--query takes one " + l.flag);
+      slot = *v;
+    }
+    if (q.abort_above && q.abort_below && !(*q.abort_below < *q.abort_above))
+      return bad("--query: --abort-below must be below --abort-above, or every value is a breach");
+    into.prometheus = q;
+  }
+  if (burn) {
+    BurnRateConfig b;
+    b.polling = polling;
+    std::vector<std::string> exprs;
+    for (const auto& kv : r.arguments()) {
+      if (kv.key() == "slo-burn-rate") exprs.push_back(kv.value());
+    }
+    if (exprs.size() > 2) return bad("--slo-burn-rate: once with {window}, or twice (the fast window's query, then the slow one's)");
+    b.fast_expression = exprs[0];
+    if (exprs.size() == 2) {
+      b.slow_expression = exprs[1];
+      if (r.count("burn-windows")) return bad("--burn-windows fills {window} in one --slo-burn-rate; with two, each query names its own window");
+    } else if (exprs[0].find("{window}") == std::string::npos) {
+      return bad("--slo-burn-rate '" + exprs[0] + "' has no {window} for the windows of --burn-windows; write one "
+                 "(job:slo_errors_per_request:ratio_rate{window}) or give --slo-burn-rate twice (fast, then slow)");
+    }
+    if (r.count("burn-windows")) {
+      std::string w = str("burn-windows");
+      auto comma = w.find(',');
+      if (comma == std::string::npos) return bad("--burn-windows '" + w + "': expected FAST,SLOW (5m,1h)");
+      b.fast_window = w.substr(0, comma);
+      b.slow_window = w.substr(comma + 1);
+      auto fast = parse_prometheus_duration(b.fast_window);
+      auto slow = parse_prometheus_duration(b.slow_window);
+      if (!fast || !slow) return bad("--burn-windows '" + w + "': " + (fast ? slow : fast).error().message);
+      if (!(*fast < *slow)) return bad("--burn-windows '" + w + "': the fast window comes first and is the shorter");
+    }
+    if (r.count("slo-target")) {
+      auto t = with_flag("slo-target", parse_percent(str("slo-target")));
+      if (!t) return t.error();
+      if (!(*t > 0 && *t < 100)) return bad("--slo-target '" + str("slo-target") + "': a percentage above 0 and below 100");
+      b.slo_target = *t;
+    }
+    const auto& own_limits = limits.burn_rate;
+    if (own_limits.empty()) return bad("--slo-burn-rate needs --abort-above N (a burn rate: 14.4 spends a 30-day budget in 2 days)");
+    if (own_limits.size() > 1 || own_limits[0].flag != "--abort-above")
+      return bad("--slo-burn-rate takes one --abort-above (a burn rate), and no --abort-below");
+    auto v = parse_number(own_limits[0]);
+    if (!v) return v.error();
+    if (!(*v > 0)) return bad("--abort-above '" + own_limits[0].value + "': a burn rate above 0");
+    b.abort_above = *v;
+    into.burn_rate = b;
+  }
+  return {};
+}
+
 void add_record_options(cxxopts::Options& o) {
   o.add_options("experiment record")("hypothesis", "what you expect to hold during the fault (kept in the record)",
                                      cxxopts::value<std::string>())(
@@ -177,9 +347,9 @@ void add_record_options(cxxopts::Options& o) {
 }
 
 Result<std::optional<RecordOptions>> parse_record_flags(const cxxopts::ParseResult& r, bool has_health,
-                                                        bool has_kernel_signal, uint64_t duration_ns,
+                                                        bool has_any_guardrail, uint64_t duration_ns,
                                                         uint64_t interval_ns, const std::vector<std::string>& args) {
-  const bool has_guardrail = has_health || has_kernel_signal;
+  const bool has_guardrail = has_health || has_any_guardrail;
   const bool record = r.count("record") > 0, hyp = r.count("hypothesis") > 0, steady = r.count("steady-state") > 0,
              slo = r.count("slo") > 0;
   if (!record && !hyp && !steady && !slo) return std::optional<RecordOptions>{};
@@ -188,7 +358,7 @@ Result<std::optional<RecordOptions>> parse_record_flags(const cxxopts::ParseResu
   if (record && !hyp) return bad("--record needs --hypothesis \"TEXT\": a record starts with what you expect");
   if (!has_guardrail)
     return bad(std::string("--") + (record ? "record" : "steady-state") +
-               " needs a guardrail signal to measure: add --health-url or --kernel-signal");
+               " needs a guardrail signal to measure: add --health-url, --kernel-signal or --prometheus-url");
   RecordOptions o;
   if (hyp) {
     o.hypothesis = r["hypothesis"].as<std::string>();

@@ -1,5 +1,6 @@
 // The flags every `faultctl run` shares, packet, resource and syscall faults
-// alike: guardrails (--health-url, --kernel-signal), the experiment record
+// alike: guardrails (--health-url, --kernel-signal, --prometheus-url with --query
+// or --slo-burn-rate; any number at once), the experiment record
 // (--hypothesis, --steady-state, --record, --slo) and output (--json,
 // --dry-run); and the one way a parsed run is run.
 #pragma once
@@ -41,12 +42,30 @@ void add_run_options(cxxopts::Options& o);
 // the exit code (the contract of base/exit_code.h). who prefixes error lines.
 [[nodiscard]] int run_fault(RunnableFault& fault, const RunFlags& flags, const std::string& who);
 
+// One --abort-above or --abort-below, as written.
+struct GuardrailLimit {
+  std::string flag;  // "--abort-above" or "--abort-below"
+  std::string value;
+};
+
+// The limits of each thresholded guardrail. A limit belongs to the guardrail
+// flag written before it (--kernel-signal, --query, --slo-burn-rate); with only
+// one of them, it may come anywhere. A limit before any of several is an error.
+struct GuardrailLimits {
+  std::vector<GuardrailLimit> kernel_signal, query, burn_rate;
+};
+
 // The parts of parse_run_flags(), for tests.
+[[nodiscard]] Result<GuardrailLimits> bind_limits(const cxxopts::ParseResult& r);
 [[nodiscard]] Result<std::optional<HealthProbeConfig>> parse_health_flags(const cxxopts::ParseResult& r,
                                                                           const std::string& netns);
-[[nodiscard]] Result<std::optional<KernelSignalConfig>> parse_kernel_signal_flags(const cxxopts::ParseResult& r);
+[[nodiscard]] Result<std::optional<KernelSignalConfig>> parse_kernel_signal_flags(const cxxopts::ParseResult& r,
+                                                                                  const GuardrailLimits& limits);
+// --prometheus-url with --query and/or --slo-burn-rate, into `into`.
+[[nodiscard]] Status parse_prometheus_flags(const cxxopts::ParseResult& r, const GuardrailLimits& limits,
+                                            GuardrailOptions& into);
 [[nodiscard]] Result<std::optional<RecordOptions>> parse_record_flags(const cxxopts::ParseResult& r, bool has_health,
-                                                                      bool has_kernel_signal, uint64_t duration_ns,
+                                                                      bool has_any_guardrail, uint64_t duration_ns,
                                                                       uint64_t interval_ns,
                                                                       const std::vector<std::string>& args);
 

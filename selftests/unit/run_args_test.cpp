@@ -151,7 +151,7 @@ const BadCase kBad[] = {
     {"loss --percent 10 --target 10.0.0.1 --duration 1s --health-url ftp://x", "not an http:// or https:// URL"},
     {"loss --percent 10 --target 10.0.0.1 --duration 1s --health-url http://x/ --health-ca /etc/hostname", "is for an https://"},
     {"loss --percent 10 --target 10.0.0.1 --duration 1s --health-url http://h:99999/", "ports are 1-65535"},
-    {"loss --percent 10 --target 10.0.0.1 --duration 1s --interval 1s", "give --health-url too"},
+    {"loss --percent 10 --target 10.0.0.1 --duration 1s --interval 1s", "give --health-url or --prometheus-url too"},
     {"loss --percent 10 --target 10.0.0.1 --duration 1s --health-url http://h/ --interval 1ms", "--interval"},
     {"loss --percent 10 --target 10.0.0.1 --duration 1s --health-url http://h/ --health-max-latency 2m", "--health-max-latency"},
     {"loss --percent 10 --target 10.0.0.1 --duration 1s --bogus", "bogus"},
@@ -162,7 +162,7 @@ const BadCase kBad[] = {
     {"loss --percent 10 --target 10.0.0.1 --duration 1s --kernel-signal cpu_load --abort-above 3", "--kernel-signal 'cpu_load'"},
     {"loss --percent 10 --target 10.0.0.1 --duration 1s --kernel-signal tcp_retransmits", "needs --abort-above"},
     {"loss --percent 10 --target 10.0.0.1 --duration 1s --kernel-signal tcp_retransmits --abort-above x", "not a number"},
-    {"loss --percent 10 --target 10.0.0.1 --duration 1s --abort-above 5", "give --kernel-signal too"},
+    {"loss --percent 10 --target 10.0.0.1 --duration 1s --abort-above 5", "give --kernel-signal, --query or --slo-burn-rate too"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Bad, RunArgsBad, ::testing::ValuesIn(kBad),

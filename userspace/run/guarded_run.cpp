@@ -111,7 +111,7 @@ RunResult guarded_run(RunnableFault& fault, Guardrails& guardrails, const RunOpt
   }
   if (opts.record && guardrails.empty())
     return fail(RunOutcome::BadInput,
-                "--record and --steady-state need a guardrail signal (--health-url or --kernel-signal)");
+                "--record and --steady-state need a guardrail signal (--health-url, --kernel-signal or --prometheus-url)");
 
   // Guardrails count from before the fault (and the steady state), so that the
   // first window a rate is judged on is not empty.
