@@ -8,7 +8,9 @@ packages=(
   clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev cmake ninja-build g++ pkg-config libseccomp-dev
   libcxxopts-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev libssl-dev
   # run and test
-  iproute2 iputils-ping iperf3 curl
+  iproute2 iputils-ping iperf3 curl openssl
+  # the Prometheus guardrail tests run a real server (and promtool checks the example rules)
+  prometheus
 )
 # `install-deps.sh vmtest` (make vmtest): also qemu and what the guest's initramfs is made of.
 if [ "${1:-}" = vmtest ]; then
