@@ -199,7 +199,7 @@ Result<HttpAnswer> HttpClient::get(const HttpUrl& url, uint64_t timeout_ns) cons
   addrinfo* res = nullptr;
   const std::string port = std::to_string(url.port);
   if (int rc = ::getaddrinfo(url.host.c_str(), port.c_str(), &hints, &res); rc != 0)
-    return make_error(rc == EAI_SYSTEM ? errno : EHOSTUNREACH, "cannot resolve " + url.host + ": " + gai_strerror(rc));
+    return make_error(rc == EAI_SYSTEM ? errno : 0, "cannot resolve " + url.host + ": " + gai_strerror(rc));
   std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> addrs(res, ::freeaddrinfo);
 
   // Every address of the name in turn (localhost is ::1 and 127.0.0.1), until one connects.
