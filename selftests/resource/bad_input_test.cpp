@@ -64,7 +64,7 @@ TEST_F(BadInput, SyntaxAndRanges) {
   expect_refused({"process", "--pid", pid, "--name", "x", "--action", "freeze", "--duration", "5s"}, "--pid");
   expect_refused({"process", "--pid", pid, "--action", "freeze", "--signal", "TERM", "--duration", "5s"}, "--signal");
   expect_refused({"process", "--pid", pid, "--action", "kill", "--signal", "SIGNOPE", "--duration", "5s"}, "--signal");
-  expect_refused({"process", "--pid", pid, "--action", "kill", "--duration", "5s", "--health-url", "https://x/"},
+  expect_refused({"process", "--pid", pid, "--action", "kill", "--duration", "5s", "--health-url", "ftp://x/"},
                  "--health-url");
   expect_refused({"cpu", "--cores", "1", "--duration", "5s", "--slo", "p99<1s"}, "--slo");
   expect_refused({"cpu", "--cores", "1", "--duration", "5s", "--record", dir_ + "/rec", "--hypothesis", "h"},
