@@ -36,7 +36,9 @@ void add_run_options(cxxopts::Options& o) {
       ("slo", "the hypothesis threshold: p99<300ms or success>99.9%", cxxopts::value<std::string>());
   o.add_options("output")
       ("dry-run", "validate and print the plan; change nothing")
-      ("json", "JSON lines on stdout");
+      ("json", "JSON lines on stdout")
+      ("redact-pattern", "also redact what this regex matches, in output and records (repeatable)", cxxopts::value<std::vector<std::string>>())
+      ("no-redact", "keep secrets (URL credentials, tokens, keys) in output and records; recorded as such");
   // clang-format on
 }
 
@@ -66,12 +68,21 @@ Result<RunFlags> parse_run_flags(const cxxopts::ParseResult& r, const std::strin
   f.guardrails.kernel_signal = *ksig;
   f.dry_run = r.count("dry-run") > 0;
   f.json = r.count("json") > 0;
+  {
+    std::vector<std::string> patterns;
+    if (r.count("redact-pattern")) patterns = r["redact-pattern"].as<std::vector<std::string>>();
+    if (r.count("no-redact") && !patterns.empty()) return bad("--redact-pattern and --no-redact contradict each other");
+    auto red = Redactor::make(patterns, r.count("no-redact") == 0);
+    if (!red) return red.error();
+    f.redactor = std::move(*red);
+  }
   // A record keeps a reading every probe interval, or every second with the kernel signal alone.
   const uint64_t interval = f.guardrails.health ? f.guardrails.health->interval_ns : 1'000'000'000ULL;
   auto rec = parse_record_flags(r, f.guardrails.health.has_value(), f.guardrails.kernel_signal.has_value(), duration_ns,
                                 interval, args);
   if (!rec) return rec.error();
   f.record = *rec;
+  if (f.record) f.record->redactor = f.redactor;
   return f;
 }
 
@@ -86,6 +97,7 @@ int run_fault(RunnableFault& fault, const RunFlags& flags, const std::string& wh
   o.json = flags.json;
   o.dry_run = flags.dry_run;
   o.who = who;
+  o.redactor = flags.redactor;
   return exit_code(guarded_run(fault, *guardrails, o, std::cout, std::cerr));
 }
 

@@ -1,7 +1,7 @@
 // The flags every `faultctl run` shares, packet, resource and syscall faults
 // alike: guardrails (--health-url, --kernel-signal), the experiment record
 // (--hypothesis, --steady-state, --record, --slo) and output (--json,
-// --dry-run); and the one way a parsed run is run.
+// --dry-run, --redact-pattern, --no-redact); and the one way a parsed run is run.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +22,7 @@ struct RunFlags {
   std::optional<RecordOptions> record;
   bool json = false;
   bool dry_run = false;
+  Redactor redactor;  // --redact-pattern, --no-redact
 };
 
 // Adds the "guardrail", "experiment record" and "output" groups.

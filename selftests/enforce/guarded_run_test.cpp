@@ -163,3 +163,41 @@ TEST_F(EnforceTest, SyscallFaultKeepsARecord) {
 
 }  // namespace
 }  // namespace flenf
+
+namespace flenf {
+namespace {
+
+// Secrets in the flags never reach the record, the JSON lines or the command
+// line kept in the record; --no-redact keeps them, and says so in the record.
+TEST_F(EnforceTest, RecordsAndJsonLinesAreRedacted) {
+  TcpServer health(false, true);
+  Cgroup cg("grunx");
+  const std::string url = "http://127.0.0.1:" + std::to_string(health.port()) + "/h?token=S3CR3T-T0KEN";
+  for (bool keep : {false, true}) {
+    SCOPED_TRACE(keep ? "--no-redact" : "default");
+    const std::string dir = state_dir_ + (keep ? "/kept" : "/redacted");
+    std::vector<std::string> argv = {kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "EIO",
+                                     "--duration", "1s", "--cgroup", cg.relative(), "--health-url", url,
+                                     "--interval", "500ms", "--hypothesis", "API_KEY=hunter2 stays out",
+                                     "--steady-state", "1s", "--record", dir, "--json"};
+    if (keep) argv.push_back("--no-redact");
+    Outcome r = run(argv, 60s);
+    ASSERT_TRUE(r.exit.is(0)) << r.describe();
+    std::ifstream h(dir + "/hypothesis.json");
+    std::string text((std::istreambuf_iterator<char>(h)), std::istreambuf_iterator<char>());
+    ASSERT_FALSE(text.empty()) << r.describe();
+    auto j = nlohmann::json::parse(text);
+    if (keep) {
+      EXPECT_NE(text.find("S3CR3T-T0KEN"), std::string::npos) << text;
+      EXPECT_EQ(j["redaction"]["enabled"], false) << text;
+    } else {
+      EXPECT_EQ(text.find("S3CR3T-T0KEN"), std::string::npos) << text;
+      EXPECT_EQ(text.find("hunter2"), std::string::npos) << text;
+      EXPECT_EQ(r.out.find("S3CR3T-T0KEN"), std::string::npos) << r.out;
+      EXPECT_EQ(j["redaction"]["enabled"], true) << text;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace flenf

@@ -14,6 +14,7 @@
 
 #include "base/clock.h"
 #include "base/units.h"
+#include "userspace/run/redaction.h"
 #include "userspace/run/stop_signals.h"
 
 namespace faultline {
@@ -47,24 +48,26 @@ class Printer {
   Printer(const RunOptions& o, std::ostream& out, std::ostream& err, bool command)
       : json_(o.json),
         who_(o.who),
+        redactor_(o.redactor),
         out_(out),
         err_(err),
         info_(command ? err : out),
         tty_(!o.json && ::isatty(STDERR_FILENO)) {}
 
-  void emit(const nlohmann::json& j) const { out_ << j.dump() << std::endl; }
+  void emit(const nlohmann::json& j) const { out_ << redact_json(redactor_, j).dump() << std::endl; }
   [[nodiscard]] bool json() const { return json_; }
-  std::ostream& info() const { return info_; }
-  void error(const std::string& what) const { err_ << who_ << ": " << what << "\n"; }
+  // A line for people, on stdout (stderr when a wrapped command owns stdout).
+  void say(const std::string& line) const { info_ << redactor_.text(line) << std::endl; }
+  void error(const std::string& what) const { err_ << who_ << ": " << redactor_.text(what) << "\n"; }
 
   // Called once a second: a terminal line rewritten in place, or to a file
   // every kStatusFileEveryS-th call (the first included).
   void status(const std::string& line) {
     if (tty_) {
-      err_ << "\r\033[K" << line << std::flush;
+      err_ << "\r\033[K" << redactor_.text(line) << std::flush;
       dirty_ = true;
     } else if (calls_++ % kStatusFileEveryS == 0) {
-      err_ << line << "\n";
+      err_ << redactor_.text(line) << "\n";
     }
   }
   void clear_status() {
@@ -75,6 +78,7 @@ class Printer {
  private:
   bool json_;
   std::string who_;
+  const Redactor& redactor_;
   std::ostream& out_;
   std::ostream& err_;
   std::ostream& info_;
@@ -111,7 +115,7 @@ RunResult guarded_run(RunnableFault& fault, Guardrails& guardrails, const RunOpt
         j["record"] = {{"dir", opts.record->dir}, {"steady_state", format_duration(opts.record->steady_state_ns)}};
       p.emit(j);
     } else {
-      out << fault.dry_run_text() << "nothing was changed.\n";
+      out << opts.redactor.text(fault.dry_run_text()) << "nothing was changed.\n";
     }
     return result;
   }
@@ -151,7 +155,7 @@ RunResult guarded_run(RunnableFault& fault, Guardrails& guardrails, const RunOpt
     j["id"] = id_json(started->id);
     p.emit(j);
   } else {
-    p.info() << started->text << std::endl;
+    p.say(started->text);
   }
 
   const uint64_t t0 = boottime_ns();
@@ -179,8 +183,8 @@ RunResult guarded_run(RunnableFault& fault, Guardrails& guardrails, const RunOpt
       if (!e.detail.empty()) j["detail"] = e.detail;
       p.emit(j);
     } else {
-      p.info() << "fault " << started->id << " ended (" << outcome_name(e.outcome)
-               << (e.detail.empty() ? "" : ": " + e.detail) << "); the command runs on" << std::endl;
+      p.say("fault " + started->id + " ended (" + outcome_name(e.outcome) + (e.detail.empty() ? "" : ": " + e.detail) +
+            "); the command runs on");
     }
   };
 
@@ -271,8 +275,8 @@ RunResult guarded_run(RunnableFault& fault, Guardrails& guardrails, const RunOpt
     merge_fields(j, last.fields);
     p.emit(j);
   } else {
-    p.info() << "fault " << started->id << " ended (" << reason << (result.detail.empty() ? "" : ": " + result.detail)
-             << "): " << last.text << std::endl;
+    p.say("fault " + started->id + " ended (" + reason + (result.detail.empty() ? "" : ": " + result.detail) +
+          "): " + last.text);
     if (result.outcome == RunOutcome::Guardrail) p.error("guardrail breached, fault ended: " + result.detail);
   }
   if (recorded) {
