@@ -16,6 +16,7 @@
 #include "base/units.h"
 #include "userspace/run/redaction.h"
 #include "userspace/run/stop_signals.h"
+#include "userspace/state/kill_switch.h"
 
 namespace faultline {
 namespace {
@@ -119,6 +120,7 @@ RunResult guarded_run(RunnableFault& fault, Guardrails& guardrails, const RunOpt
     }
     return result;
   }
+  if (auto why = fault_start_refused()) return fail(RunOutcome::BadInput, *why);
   if (opts.record && guardrails.empty())
     return fail(RunOutcome::BadInput,
                 "--record and --steady-state need a guardrail signal (--health-url or --kernel-signal)");
@@ -205,6 +207,18 @@ RunResult guarded_run(RunnableFault& fault, Guardrails& guardrails, const RunOpt
         ending = FaultEnding{RunOutcome::Interrupted, std::string("by ") + signal_text(sig), std::nullopt};
         break;
       }
+    }
+    // The kill file ends every fault of every kind within a tick, wherever it
+    // was started from; a wrapped command runs on.
+    if (!ended && kill_file_present()) {
+      FaultEnding k{RunOutcome::AbortedFromOutside, "ended by the kill file " + kill_file_path(), std::nullopt};
+      if (!started->until_command_exits) {
+        end_now("kill file");
+        ending = k;
+        break;
+      }
+      if (!ending) ending = k;
+      early_end(k);
     }
     if (auto e = fault.check()) {
       // With a wrapped command, an abort from outside ends the fault and the
