@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "ctl/flag_error.h"
 #include "ctl/run_args.h"
 #include "base/exit_code.h"
 #include "userspace/faults/packet/netfault_engine.h"
@@ -18,8 +19,6 @@
 
 namespace faultline {
 namespace {
-
-Error bad(const std::string& msg) { return make_error(EINVAL, msg); }
 
 const std::map<ResourceKind, std::set<std::string>>& kind_flags() {
   static const std::map<ResourceKind, std::set<std::string>> m = {
@@ -75,11 +74,8 @@ Result<uint64_t> parse_count(const std::string& flag, const std::string& s, uint
   return v;
 }
 
-template <typename T>
-Result<T> with_flag(const std::string& flag, Result<T> r) {
-  if (!r) return make_error(r.error().err, "--" + flag + " " + r.error().message);
-  return r;
-}
+// The unit parsers' messages begin with the value: "--size '1x' has an unknown unit".
+constexpr std::string_view kBeforeValue = " ";
 
 std::string left_text(const ResourceFaultState& st, uint64_t now) {
   if (st.expires_ns <= now) return "due";
@@ -113,7 +109,7 @@ Result<ResourceRunArgs> parse_resource_args(const std::vector<std::string>& args
   auto str = [&](const char* f) { return r[f].as<std::string>(); };
 
   if (!r.count("duration")) return bad("--duration is required (1s-1h), e.g. --duration 30s");
-  auto d = with_flag("duration", parse_duration_ns(str("duration")));
+  auto d = with_flag("duration", parse_duration_ns(str("duration")), kBeforeValue);
   if (!d) return d.error();
   s.duration_ns = *d;
 
@@ -143,7 +139,7 @@ Result<ResourceRunArgs> parse_resource_args(const std::vector<std::string>& args
       if (r.count("signal")) {
         if (s.action != ProcessAction::Kill)
           return bad("--signal goes with --action kill; a freeze resumes with SIGCONT at the end");
-        auto sig = with_flag("signal", parse_signal(str("signal")));
+        auto sig = with_flag("signal", parse_signal(str("signal")), kBeforeValue);
         if (!sig) return sig.error();
         s.signal = *sig;
       }
@@ -156,7 +152,7 @@ Result<ResourceRunArgs> parse_resource_args(const std::vector<std::string>& args
       if (!c) return c.error();
       s.cores = static_cast<unsigned>(*c);
       if (r.count("load")) {
-        auto l = with_flag("load", parse_percent(str("load")));
+        auto l = with_flag("load", parse_percent(str("load")), kBeforeValue);
         if (!l) return l.error();
         s.load = *l;
       }
@@ -168,7 +164,7 @@ Result<ResourceRunArgs> parse_resource_args(const std::vector<std::string>& args
     }
     case ResourceKind::Memory: {
       if (!r.count("size")) return bad("--size is required for a memory fault, e.g. --size 512MB");
-      auto b = with_flag("size", parse_size_bytes(str("size")));
+      auto b = with_flag("size", parse_size_bytes(str("size")), kBeforeValue);
       if (!b) return b.error();
       s.size_bytes = *b;
       break;
@@ -177,17 +173,17 @@ Result<ResourceRunArgs> parse_resource_args(const std::vector<std::string>& args
       if (!r.count("path")) return bad("--path is required for a disk fault: a directory on the file system to fill");
       s.path = str("path");
       if (r.count("fill")) {
-        auto f = with_flag("fill", parse_percent(str("fill")));
+        auto f = with_flag("fill", parse_percent(str("fill")), kBeforeValue);
         if (!f) return f.error();
         s.fill_percent = *f;
       }
       if (r.count("size")) {
-        auto b = with_flag("size", parse_size_bytes(str("size")));
+        auto b = with_flag("size", parse_size_bytes(str("size")), kBeforeValue);
         if (!b) return b.error();
         s.size_bytes = *b;
       }
       if (r.count("min-free")) {
-        auto b = with_flag("min-free", parse_size_bytes(str("min-free")));
+        auto b = with_flag("min-free", parse_size_bytes(str("min-free")), kBeforeValue);
         if (!b) return b.error();
         s.min_free_bytes = *b;
       }

@@ -9,6 +9,8 @@
 #include <map>
 #include <set>
 
+#include "ctl/flag_error.h"
+
 namespace faultline {
 namespace {
 
@@ -61,14 +63,6 @@ cxxopts::Options make_options() {
   o.parse_positional({"kind"});
   o.positional_help("KIND");
   return o;
-}
-
-Error bad(const std::string& msg) { return make_error(EINVAL, msg); }
-
-template <typename T>
-Result<T> with_flag(const std::string& flag, Result<T> r) {
-  if (!r) return make_error(r.error().err, "--" + flag + ": " + r.error().message);
-  return r;
 }
 
 // IP, CIDR, HOST:PORT, [v6]:PORT, or a host name (resolved now).

@@ -4,21 +4,11 @@
 #include <iostream>
 
 #include "base/units.h"
+#include "ctl/flag_error.h"
 #include "userspace/guardrails/http.h"
 #include "userspace/run/guarded_run.h"
 
 namespace faultline {
-namespace {
-
-Error bad(const std::string& msg) { return input_error(EINVAL, msg); }
-
-template <typename T>
-Result<T> with_flag(const std::string& flag, Result<T> r) {
-  if (!r) return input_error(r.error().err, "--" + flag + ": " + r.error().message);
-  return r;
-}
-
-}  // namespace
 
 void add_run_options(cxxopts::Options& o) {
   // clang-format off

@@ -6,13 +6,12 @@
 #include <cxxopts.hpp>
 
 #include "base/errno_names.h"
+#include "ctl/flag_error.h"
 #include "userspace/faults/packet/spec.h"
 #include "base/units.h"
 
 namespace faultline {
 namespace {
-
-Error bad(const std::string& msg) { return make_error(EINVAL, msg); }
 
 // Splits at the first "--": flags before, the command after.
 std::pair<std::vector<std::string>, std::vector<std::string>> split_command(const std::vector<std::string>& args) {
@@ -73,13 +72,13 @@ Result<SyscallRunArgs> parse_syscall_args(const std::vector<std::string>& args) 
   if (!e) return bad("--errno " + (*r)["errno"].as<std::string>() + ": not a known errno name (EIO, EACCES, ECONNREFUSED, ...)");
   s.err = *e;
   if (r->count("percent")) {
-    auto p = parse_percent((*r)["percent"].as<std::string>());
-    if (!p) return bad("--percent: " + p.error().message);
+    auto p = with_flag("percent", parse_percent((*r)["percent"].as<std::string>()));
+    if (!p) return p.error();
     s.percent = *p;
   }
   if (!r->count("duration")) return bad("--duration is required (at most 1h), e.g. --duration 30s");
-  auto d = parse_duration_ns((*r)["duration"].as<std::string>());
-  if (!d) return bad("--duration: " + d.error().message);
+  auto d = with_flag("duration", parse_duration_ns((*r)["duration"].as<std::string>()));
+  if (!d) return d.error();
   if (*d > FaultCaps::kMaxDurationNs) return bad("--duration is over the cap of 1h");
   if (*d < 100'000'000ULL) return bad("--duration must be at least 100ms");
   s.duration_ns = *d;
@@ -151,8 +150,8 @@ Result<GuardOptions> parse_guard_args(const std::vector<std::string>& args) {
     g.deny_errno = *e;
   }
   if (r->count("exfil-cap")) {
-    auto b = parse_size_bytes((*r)["exfil-cap"].as<std::string>());
-    if (!b) return bad("--exfil-cap: " + b.error().message);
+    auto b = with_flag("exfil-cap", parse_size_bytes((*r)["exfil-cap"].as<std::string>()));
+    if (!b) return b.error();
     if (*b == 0) return bad("--exfil-cap must be above 0");
     g.exfil_cap = *b;
   }
