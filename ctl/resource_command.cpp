@@ -10,6 +10,7 @@
 #include <set>
 
 #include "ctl/flag_error.h"
+#include "ctl/flag_words.h"
 #include "ctl/run_args.h"
 #include "base/exit_code.h"
 #include "userspace/faults/packet/netfault_engine.h"
@@ -90,7 +91,7 @@ std::string resource_run_usage() {
 
 Result<ResourceRunArgs> parse_resource_args(const std::vector<std::string>& args) {
   auto options = make_options();
-  auto parsed = parse_run_words(options, args);
+  auto parsed = parse_flag_words(options, args);
   if (!parsed) return parsed.error();
   const cxxopts::ParseResult& r = *parsed;
   if (r.count("help")) return make_error(0, resource_run_usage());

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "ctl/flag_error.h"
+#include "ctl/flag_words.h"
 
 namespace faultline {
 namespace {
@@ -149,7 +150,7 @@ std::string run_usage() { return make_options().help(); }
 
 Result<PacketRunArgs> parse_run_args(const std::vector<std::string>& args) {
   auto options = make_options();
-  auto parsed = parse_run_words(options, args);
+  auto parsed = parse_flag_words(options, args);
   if (!parsed) return parsed.error();
   const cxxopts::ParseResult& r = *parsed;
   if (r.count("help")) return make_error(0, run_usage());  // err 0: --help

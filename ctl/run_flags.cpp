@@ -30,21 +30,6 @@ void add_run_options(cxxopts::Options& o) {
   // clang-format on
 }
 
-Result<cxxopts::ParseResult> parse_run_words(cxxopts::Options& o, const std::vector<std::string>& args) {
-  std::vector<std::string> argv_store = {"faultctl-run"};
-  argv_store.insert(argv_store.end(), args.begin(), args.end());
-  std::vector<const char*> argv;
-  for (const auto& a : argv_store) argv.push_back(a.c_str());
-  cxxopts::ParseResult r;
-  try {
-    r = o.parse(static_cast<int>(argv.size()), argv.data());
-  } catch (const cxxopts::exceptions::exception& e) {
-    return bad(e.what());
-  }
-  if (!r.unmatched().empty()) return bad("unexpected argument '" + r.unmatched().front() + "'");
-  return r;
-}
-
 Result<RunFlags> parse_run_flags(const cxxopts::ParseResult& r, const std::string& probe_netns, uint64_t duration_ns,
                                  const std::vector<std::string>& args) {
   RunFlags f;

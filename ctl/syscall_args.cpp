@@ -7,34 +7,14 @@
 
 #include "base/errno_names.h"
 #include "ctl/flag_error.h"
+#include "ctl/flag_words.h"
 #include "userspace/faults/packet/spec.h"
 #include "base/units.h"
 
 namespace faultline {
 namespace {
 
-// Splits at the first "--": flags before, the command after.
-std::pair<std::vector<std::string>, std::vector<std::string>> split_command(const std::vector<std::string>& args) {
-  auto dd = std::find(args.begin(), args.end(), "--");
-  std::vector<std::string> flags(args.begin(), dd);
-  std::vector<std::string> cmd;
-  if (dd != args.end()) cmd.assign(dd + 1, args.end());
-  return {flags, cmd};
-}
-
-Result<cxxopts::ParseResult> parse(cxxopts::Options& o, const std::vector<std::string>& flags) {
-  std::vector<std::string> store = {"faultctl"};
-  store.insert(store.end(), flags.begin(), flags.end());
-  std::vector<const char*> argv;
-  for (const auto& a : store) argv.push_back(a.c_str());
-  try {
-    auto r = o.parse(static_cast<int>(argv.size()), argv.data());
-    if (!r.unmatched().empty()) return bad("unexpected argument '" + r.unmatched().front() + "' (put the command after --)");
-    return r;
-  } catch (const cxxopts::exceptions::exception& e) {
-    return bad(e.what());
-  }
-}
+constexpr std::string_view kCommandAfterDashes = "(put the command after --)";
 
 }  // namespace
 
@@ -52,7 +32,7 @@ Result<SyscallRunArgs> parse_syscall_args(const std::vector<std::string>& args) 
       ("h,help", "help");
   add_run_options(o);
   auto [flags, cmd] = split_command(args);
-  auto r = parse(o, flags);
+  auto r = parse_flag_words(o, flags, kCommandAfterDashes);
   if (!r) return r.error();
   if (r->count("help")) return make_error(0, o.help() + "\n  -- COMMAND ARGS   scope: a command to run under the fault\n");
   SyscallRunArgs a;
@@ -119,7 +99,7 @@ Result<GuardOptions> parse_guard_args(const std::vector<std::string>& args) {
       ("json-log", "append every decision as a JSON line to FILE", cxxopts::value<std::string>())
       ("h,help", "help");
   auto [flags, cmd] = split_command(args);
-  auto r = parse(o, flags);
+  auto r = parse_flag_words(o, flags, kCommandAfterDashes);
   if (!r) return r.error();
   if (r->count("help")) return make_error(0, o.help() + "\n  -- COMMAND ARGS   the command to guard\n");
   GuardOptions g;

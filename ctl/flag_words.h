@@ -1,0 +1,26 @@
+// The words of a command line as cxxopts sees them: the flags, and for the
+// commands that wrap one, the command after "--".
+#pragma once
+
+#include <cxxopts.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+
+namespace faultline {
+
+// "faultctl guard FLAGS -- COMMAND ARGS": the words before the first "--", and after it.
+struct FlagsAndCommand {
+  std::vector<std::string> flags;
+  std::vector<std::string> command;
+};
+[[nodiscard]] FlagsAndCommand split_command(const std::vector<std::string>& args);
+
+// Parses the words after the command's name with o. A parse error or a stray word
+// is one line of bad input naming it; stray_hint, if any, follows the stray word.
+[[nodiscard]] Result<cxxopts::ParseResult> parse_flag_words(cxxopts::Options& o, const std::vector<std::string>& words,
+                                                            std::string_view stray_hint = {});
+
+}  // namespace faultline
