@@ -124,16 +124,6 @@ Result<std::optional<KernelSignalConfig>> parse_kernel_signal_flags(const cxxopt
   return std::optional<KernelSignalConfig>(k);
 }
 
-void add_record_options(cxxopts::Options& o) {
-  o.add_options("experiment record")("hypothesis", "what you expect to hold during the fault (kept in the record)",
-                                     cxxopts::value<std::string>())(
-      "steady-state", "measure the guardrail signal this long before injecting (default 30s with --record)",
-      cxxopts::value<std::string>())("record",
-                                     "new folder for the record: hypothesis, spec, steady state, time series, verdict",
-                                     cxxopts::value<std::string>())(
-      "slo", "the hypothesis threshold: p99<300ms or success>99.9%", cxxopts::value<std::string>());
-}
-
 Result<std::optional<RecordOptions>> parse_record_flags(const cxxopts::ParseResult& r, bool has_health,
                                                         bool has_kernel_signal, uint64_t duration_ns,
                                                         uint64_t interval_ns, const std::vector<std::string>& args) {
