@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "ctl/command.h"
 #include "ctl/flag_error.h"
 #include "ctl/flag_words.h"
 #include "ctl/run_args.h"
@@ -89,12 +90,12 @@ std::string resource_run_usage() {
   return make_options().help({"", "process", "cpu", "memory, disk", "disk", "guardrail", "experiment record", "output"});
 }
 
-Result<ResourceRunArgs> parse_resource_args(const std::vector<std::string>& args) {
+Result<Parsed<ResourceRunArgs>> parse_resource_args(const std::vector<std::string>& args) {
   auto options = make_options();
   auto parsed = parse_flag_words(options, args);
   if (!parsed) return parsed.error();
   const cxxopts::ParseResult& r = *parsed;
-  if (r.count("help")) return make_error(0, resource_run_usage());
+  if (r.count("help")) return Parsed<ResourceRunArgs>(HelpText{resource_run_usage()});
   if (!r.count("kind")) return bad("missing the fault kind: process, cpu, memory or disk");
   auto kind = resource_kind_from_name(r["kind"].as<std::string>());
   if (!kind)
@@ -196,26 +197,19 @@ Result<ResourceRunArgs> parse_resource_args(const std::vector<std::string>& args
   auto flags = parse_run_flags(r, "", s.duration_ns, args);
   if (!flags) return flags.error();
   o.flags = std::move(*flags);
-  return o;
+  return Parsed<ResourceRunArgs>(std::move(o));
 }
 
 int cmd_run_resource(const std::vector<std::string>& args) {
-  auto opts = parse_resource_args(args);
-  if (!opts) {
-    if (opts.error().err == 0) {  // --help
-      std::cout << opts.error().message;
-      return kExitCompleted;
-    }
-    std::cerr << "faultctl run: " << opts.error().message << "\n";
-    return kExitBadInput;
-  }
-  auto fault = ResourceRun::plan(opts->spec);
-  if (!fault) {
-    std::cerr << "faultctl run: " << fault.error().describe() << "\n";
-    return fault.error().bad_input ? kExitBadInput : kExitFailure;
-  }
-  if (opts->flags.record) (*fault)->set_record_dir(opts->flags.record->dir);
-  return run_fault(**fault, opts->flags, "faultctl run");
+  constexpr std::string_view who = "faultctl run";
+  // No root check: a resource fault needs a state folder it may write
+  // (FAULTLINE_RUN_DIR) and rights over what it hits, which apply() finds out.
+  return run_command(who, parse_resource_args(args), kRootNever, [&](ResourceRunArgs& a) {
+    auto fault = ResourceRun::plan(a.spec);
+    if (!fault) return report_error(who, fault.error());
+    if (a.flags.record) (*fault)->set_record_dir(a.flags.record->dir);
+    return run_fault(**fault, a.flags, std::string(who));
+  });
 }
 
 void sweep_resource_state(std::ostream& err) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "ctl/help.h"
 #include "ctl/run_flags.h"
 #include "userspace/faults/resource/run.h"
 
@@ -17,8 +18,8 @@ struct ResourceRunArgs {
   RunFlags flags;
 };
 
-// args are what follows "run" (the kind first). err 0 carries --help text.
-[[nodiscard]] Result<ResourceRunArgs> parse_resource_args(const std::vector<std::string>& args);
+// args are what follows "run" (the kind first).
+[[nodiscard]] Result<Parsed<ResourceRunArgs>> parse_resource_args(const std::vector<std::string>& args);
 [[nodiscard]] std::string resource_run_usage();
 
 int cmd_run_resource(const std::vector<std::string>& args);

@@ -148,12 +148,12 @@ Result<GeModel> parse_ge(const std::string& s) {
 
 std::string run_usage() { return make_options().help(); }
 
-Result<PacketRunArgs> parse_run_args(const std::vector<std::string>& args) {
+Result<Parsed<PacketRunArgs>> parse_run_args(const std::vector<std::string>& args) {
   auto options = make_options();
   auto parsed = parse_flag_words(options, args);
   if (!parsed) return parsed.error();
   const cxxopts::ParseResult& r = *parsed;
-  if (r.count("help")) return make_error(0, run_usage());  // err 0: --help
+  if (r.count("help")) return Parsed<PacketRunArgs>(HelpText{run_usage()});
   if (!r.count("kind")) return bad("missing the fault kind: one of loss, partition, flowdrop, corrupt, duplicate, dns, latency, bandwidth (packet) or process, cpu, memory, disk (host)");
 
   PacketRunArgs o;
@@ -279,7 +279,7 @@ Result<PacketRunArgs> parse_run_args(const std::vector<std::string>& args) {
   auto flags = parse_run_flags(r, s.netns, s.duration_ns, args);
   if (!flags) return flags.error();
   o.flags = std::move(*flags);
-  return o;
+  return Parsed<PacketRunArgs>(std::move(o));
 }
 
 }  // namespace faultline

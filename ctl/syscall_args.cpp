@@ -18,7 +18,7 @@ constexpr std::string_view kCommandAfterDashes = "(put the command after --)";
 
 }  // namespace
 
-Result<SyscallRunArgs> parse_syscall_args(const std::vector<std::string>& args) {
+Result<Parsed<SyscallRunArgs>> parse_syscall_args(const std::vector<std::string>& args) {
   cxxopts::Options o("faultctl run syscall", "Make syscalls fail with an errno.");
   o.add_options()
       ("syscall", "syscall names, comma-separated", cxxopts::value<std::vector<std::string>>())
@@ -34,7 +34,8 @@ Result<SyscallRunArgs> parse_syscall_args(const std::vector<std::string>& args) 
   auto [flags, cmd] = split_command(args);
   auto r = parse_flag_words(o, flags, kCommandAfterDashes);
   if (!r) return r.error();
-  if (r->count("help")) return make_error(0, o.help() + "\n  -- COMMAND ARGS   scope: a command to run under the fault\n");
+  if (r->count("help"))
+    return Parsed<SyscallRunArgs>(HelpText{o.help() + "\n  -- COMMAND ARGS   scope: a command to run under the fault\n"});
   SyscallRunArgs a;
   SyscallFaultSpec& s = a.spec;
   s.command = cmd;
@@ -83,10 +84,10 @@ Result<SyscallRunArgs> parse_syscall_args(const std::vector<std::string>& args) 
   auto run = parse_run_flags(*r, "", s.duration_ns, args);
   if (!run) return run.error();
   a.flags = std::move(*run);
-  return a;
+  return Parsed<SyscallRunArgs>(std::move(a));
 }
 
-Result<GuardOptions> parse_guard_args(const std::vector<std::string>& args) {
+Result<Parsed<GuardOptions>> parse_guard_args(const std::vector<std::string>& args) {
   cxxopts::Options o("faultctl guard", "Run a command in a fresh cgroup under an egress policy.");
   o.add_options()
       ("enforce", "block denied destinations (default: monitor, log only)")
@@ -101,7 +102,7 @@ Result<GuardOptions> parse_guard_args(const std::vector<std::string>& args) {
   auto [flags, cmd] = split_command(args);
   auto r = parse_flag_words(o, flags, kCommandAfterDashes);
   if (!r) return r.error();
-  if (r->count("help")) return make_error(0, o.help() + "\n  -- COMMAND ARGS   the command to guard\n");
+  if (r->count("help")) return Parsed<GuardOptions>(HelpText{o.help() + "\n  -- COMMAND ARGS   the command to guard\n"});
   GuardOptions g;
   if (cmd.empty()) return bad("missing the command: faultctl guard [flags] -- COMMAND ARGS");
   g.command = cmd;
@@ -145,7 +146,7 @@ Result<GuardOptions> parse_guard_args(const std::vector<std::string>& args) {
     if (!t) return bad(t.error().message);
   }
   if (auto t = compile_redirects(g.redirects); !t) return bad(t.error().message);
-  return g;
+  return Parsed<GuardOptions>(std::move(g));
 }
 
 }  // namespace faultline

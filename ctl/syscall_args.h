@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "ctl/help.h"
 #include "ctl/run_flags.h"
 #include "userspace/faults/syscall/plan.h"
 #include "userspace/enforce/guard.h"
@@ -16,7 +17,7 @@ struct SyscallRunArgs {
   RunFlags flags;
 };
 
-[[nodiscard]] Result<SyscallRunArgs> parse_syscall_args(const std::vector<std::string>& args);
-[[nodiscard]] Result<GuardOptions> parse_guard_args(const std::vector<std::string>& args);
+[[nodiscard]] Result<Parsed<SyscallRunArgs>> parse_syscall_args(const std::vector<std::string>& args);
+[[nodiscard]] Result<Parsed<GuardOptions>> parse_guard_args(const std::vector<std::string>& args);
 
 }  // namespace faultline

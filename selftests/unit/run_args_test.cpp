@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <sstream>
+#include <variant>
 
 #include "ctl/run_args.h"
 
@@ -15,10 +16,17 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
+// What words parse to when --help is not the answer: the arguments, or the error.
+Result<PacketRunArgs> args_of(Result<Parsed<PacketRunArgs>> r) {
+  if (!r) return r.error();
+  if (std::holds_alternative<HelpText>(*r)) return make_error(EINVAL, "parsed as --help");
+  return std::get<PacketRunArgs>(std::move(*r));
+}
+
 TEST(RunArgs, LossWithEveryScopeField) {
-  auto r = parse_run_args(split(
+  auto r = args_of(parse_run_args(split(
       "loss --target 10.0.0.0/8 --source 192.168.1.0/24 --port 80-90 --proto tcp --direction both --percent 30 "
-      "--correlation 25 --duration 30s --netns blue --dev eth0"));
+      "--correlation 25 --duration 30s --netns blue --dev eth0")));
   ASSERT_TRUE(r.ok()) << r.error().message;
   const FaultSpec& s = r->spec;
   EXPECT_EQ(s.kind, FaultKind::Loss);
@@ -36,17 +44,17 @@ TEST(RunArgs, LossWithEveryScopeField) {
 }
 
 TEST(RunArgs, TargetWithPortAndIpv6) {
-  auto r = parse_run_args(split("partition --target [fd00::1]:443 --target fd00::2 --duration 1m"));
+  auto r = args_of(parse_run_args(split("partition --target [fd00::1]:443 --target fd00::2 --duration 1m")));
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->spec.targets.size(), 2u);
   EXPECT_EQ(r->spec.ports.lo, 443);
-  auto v4 = parse_run_args(split("partition --target 10.1.2.3:53 --duration 1m"));
+  auto v4 = args_of(parse_run_args(split("partition --target 10.1.2.3:53 --duration 1m")));
   ASSERT_TRUE(v4.ok()) << v4.error().message;
   EXPECT_EQ(v4->spec.ports.hi, 53);
 }
 
 TEST(RunArgs, GilbertElliottDefaults) {
-  auto r = parse_run_args(split("loss --loss-model ge:5 --target 10.0.0.1 --duration 10s"));
+  auto r = args_of(parse_run_args(split("loss --loss-model ge:5 --target 10.0.0.1 --duration 10s")));
   ASSERT_TRUE(r.ok()) << r.error().message;
   ASSERT_TRUE(r->spec.ge.has_value());
   EXPECT_DOUBLE_EQ(r->spec.ge->p, 5);
@@ -56,16 +64,16 @@ TEST(RunArgs, GilbertElliottDefaults) {
 }
 
 TEST(RunArgs, DnsDomainsAreNormalised) {
-  auto r = parse_run_args(split("dns --domains Example.COM.,api.test --duration 10s"));
+  auto r = args_of(parse_run_args(split("dns --domains Example.COM.,api.test --duration 10s")));
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->spec.domains, (std::vector<std::string>{"example.com", "api.test"}));
   EXPECT_DOUBLE_EQ(r->spec.percent, 100);
 }
 
 TEST(RunArgs, GuardrailFlags) {
-  auto r = parse_run_args(split(
+  auto r = args_of(parse_run_args(split(
       "loss --percent 10 --target 10.0.0.1 --duration 10s --health-url http://10.0.0.2:8080/healthz "
-      "--health-max-latency 250ms --interval 500ms --json --dry-run --attach tc"));
+      "--health-max-latency 250ms --interval 500ms --json --dry-run --attach tc")));
   ASSERT_TRUE(r.ok()) << r.error().message;
   ASSERT_TRUE(r->flags.guardrails.health.has_value());
   EXPECT_EQ(r->flags.guardrails.health->max_latency_ns, 250'000'000ULL);
@@ -84,7 +92,7 @@ class RunArgsBad : public ::testing::TestWithParam<BadCase> {};
 
 TEST_P(RunArgsBad, RefusedWithAMessageNamingTheProblem) {
   const BadCase& c = GetParam();
-  auto r = parse_run_args(split(c.args));
+  auto r = args_of(parse_run_args(split(c.args)));
   ASSERT_FALSE(r.ok()) << "accepted: " << c.args;
   EXPECT_NE(r.error().err, 0);
   EXPECT_NE(r.error().message.find(c.expect), std::string::npos)
@@ -169,13 +177,24 @@ INSTANTIATE_TEST_SUITE_P(Bad, RunArgsBad, ::testing::ValuesIn(kBad),
                          [](const ::testing::TestParamInfo<BadCase>& i) { return "case" + std::to_string(i.index); });
 
 TEST(RunArgs, KernelSignalGuardrail) {
-  auto r = parse_run_args(split(
-      "loss --percent 10 --target 10.0.0.1 --duration 10s --kernel-signal tcp_retransmits --abort-above 50 --signal-window 2s"));
+  auto r = args_of(parse_run_args(split(
+      "loss --percent 10 --target 10.0.0.1 --duration 10s --kernel-signal tcp_retransmits --abort-above 50 --signal-window 2s")));
   ASSERT_TRUE(r.ok()) << r.error().message;
   ASSERT_TRUE(r->flags.guardrails.kernel_signal.has_value());
   EXPECT_EQ(r->flags.guardrails.kernel_signal->signal, "tcp_retransmits");
   EXPECT_DOUBLE_EQ(r->flags.guardrails.kernel_signal->abort_above, 50);
   EXPECT_EQ(r->flags.guardrails.kernel_signal->window_ns, 2'000'000'000ULL);
+}
+
+// --help is an answer wherever it stands, and what comes with it is not judged.
+TEST(RunArgs, HelpIsAnAnswerNotAnError) {
+  for (const char* line : {"--help", "-h", "loss --help", "loss --percent 300 --help"}) {
+    auto r = parse_run_args(split(line));
+    ASSERT_TRUE(r.ok()) << line << ": " << r.error().message;
+    const auto* help = std::get_if<HelpText>(&*r);
+    ASSERT_NE(help, nullptr) << line;
+    EXPECT_NE(help->text.find("--duration"), std::string::npos) << help->text;
+  }
 }
 
 TEST(RunArgs, AtLeastFortyBadInputsAreCovered) { EXPECT_GE(std::size(kBad), 40u); }
