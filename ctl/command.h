@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <iostream>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "base/exit_code.h"
 #include "base/result.h"
@@ -22,6 +24,12 @@ struct RootNeed {
   std::string_view why;
 };
 inline constexpr RootNeed kRootNever{};
+
+// For commands whose arguments are switches alone (status --json).
+[[nodiscard]] bool has_flag(const std::vector<std::string>& args, const std::string& f);
+// Refuses anything but the flags a command knows.
+[[nodiscard]] bool only_flags(const std::string& cmd, const std::vector<std::string>& args,
+                              const std::vector<std::string>& known);
 
 // "WHO: what went wrong" on stderr; the exit code: 2 if the error is bad input, else 1.
 [[nodiscard]] int report_error(std::string_view who, const Error& e);

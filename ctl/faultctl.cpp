@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "ctl/commands.h"
-#include "ctl/resource_command.h"
+#include "ctl/resource_state.h"
 #include "loader/libbpf_log.h"
 #include "base/exit_code.h"
 

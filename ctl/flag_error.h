@@ -11,8 +11,7 @@
 
 namespace faultline {
 
-[[nodiscard]] inline Error bad(std::string message,
-                               std::source_location loc = std::source_location::current()) {
+[[nodiscard]] inline Error bad(std::string message, std::source_location loc = std::source_location::current()) {
   return input_error(EINVAL, std::move(message), loc);
 }
 

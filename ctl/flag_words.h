@@ -18,6 +18,9 @@ struct FlagsAndCommand {
 };
 [[nodiscard]] FlagsAndCommand split_command(const std::vector<std::string>& args);
 
+// The stray-word hint of the commands that wrap one (guard, run syscall).
+inline constexpr std::string_view kCommandAfterDashesHint = "(put the command after --)";
+
 // Parses the words after the command's name with o. A parse error or a stray word
 // is one line of bad input naming it; stray_hint, if any, follows the stray word.
 [[nodiscard]] Result<cxxopts::ParseResult> parse_flag_words(cxxopts::Options& o, const std::vector<std::string>& words,

@@ -1,4 +1,4 @@
-// `faultctl run syscall` and `faultctl guard` flags: cxxopts tokenises, we explain.
+// `faultctl run syscall` flags: cxxopts tokenises, we explain.
 #include "ctl/syscall_args.h"
 
 #include <seccomp.h>
@@ -12,12 +12,6 @@
 #include "base/units.h"
 
 namespace faultline {
-namespace {
-
-constexpr std::string_view kCommandAfterDashes = "(put the command after --)";
-
-}  // namespace
-
 Result<Parsed<SyscallRunArgs>> parse_syscall_args(const std::vector<std::string>& args) {
   cxxopts::Options o("faultctl run syscall", "Make syscalls fail with an errno.");
   o.add_options()
@@ -32,7 +26,7 @@ Result<Parsed<SyscallRunArgs>> parse_syscall_args(const std::vector<std::string>
       ("h,help", "help");
   add_run_options(o);
   auto [flags, cmd] = split_command(args);
-  auto r = parse_flag_words(o, flags, kCommandAfterDashes);
+  auto r = parse_flag_words(o, flags, kCommandAfterDashesHint);
   if (!r) return r.error();
   if (r->count("help"))
     return Parsed<SyscallRunArgs>(HelpText{o.help() + "\n  -- COMMAND ARGS   scope: a command to run under the fault\n"});
@@ -85,68 +79,6 @@ Result<Parsed<SyscallRunArgs>> parse_syscall_args(const std::vector<std::string>
   if (!run) return run.error();
   a.flags = std::move(*run);
   return Parsed<SyscallRunArgs>(std::move(a));
-}
-
-Result<Parsed<GuardOptions>> parse_guard_args(const std::vector<std::string>& args) {
-  cxxopts::Options o("faultctl guard", "Run a command in a fresh cgroup under an egress policy.");
-  o.add_options()
-      ("enforce", "block denied destinations (default: monitor, log only)")
-      ("default-deny", "deny what no rule allows (default: allow)")
-      ("allow", "CIDR[:PORT][/tcp|/udp], repeatable", cxxopts::value<std::vector<std::string>>())
-      ("deny", "CIDR[:PORT][/tcp|/udp], repeatable", cxxopts::value<std::vector<std::string>>())
-      ("deny-errno", "errno a denied connect gets (default EPERM)", cxxopts::value<std::string>())
-      ("redirect", "DEST=TARGET: send what reaches DEST (CIDR[:PORT][/tcp|/udp]) to TARGET (ADDR:PORT), repeatable", cxxopts::value<std::vector<std::string>>())
-      ("exfil-cap", "bytes to one destination no rule allows before its egress is dropped, e.g. 10MB", cxxopts::value<std::string>())
-      ("json-log", "append every decision as a JSON line to FILE", cxxopts::value<std::string>())
-      ("h,help", "help");
-  auto [flags, cmd] = split_command(args);
-  auto r = parse_flag_words(o, flags, kCommandAfterDashes);
-  if (!r) return r.error();
-  if (r->count("help")) return Parsed<GuardOptions>(HelpText{o.help() + "\n  -- COMMAND ARGS   the command to guard\n"});
-  GuardOptions g;
-  if (cmd.empty()) return bad("missing the command: faultctl guard [flags] -- COMMAND ARGS");
-  g.command = cmd;
-  g.enforce = r->count("enforce") > 0;
-  g.default_deny = r->count("default-deny") > 0;
-  for (const char* flag : {"deny", "allow"}) {
-    if (!r->count(flag)) continue;
-    for (const auto& t : (*r)[flag].as<std::vector<std::string>>()) {
-      auto rule = parse_rule(std::string(flag) == "allow" ? Verdict::Allow : Verdict::Deny, t);
-      if (!rule) return rule.error();
-      g.rules.push_back(*rule);
-    }
-  }
-  if (g.rules.size() > 0xfffe) return bad("too many rules (at most 65534)");
-  if (r->count("redirect")) {
-    for (const auto& t : (*r)["redirect"].as<std::vector<std::string>>()) {
-      auto rule = parse_redirect(t);
-      if (!rule) return rule.error();
-      g.redirects.push_back(*rule);
-    }
-  }
-  if (g.redirects.size() > 0xfffe) return bad("too many --redirect rules (at most 65534)");
-  if (r->count("deny-errno")) {
-    auto e = errno_from_name((*r)["deny-errno"].as<std::string>());
-    if (!e) return bad("--deny-errno " + (*r)["deny-errno"].as<std::string>() + ": not a known errno name");
-    g.deny_errno = *e;
-  }
-  if (r->count("exfil-cap")) {
-    auto b = with_flag("exfil-cap", parse_size_bytes((*r)["exfil-cap"].as<std::string>()));
-    if (!b) return b.error();
-    if (*b == 0) return bad("--exfil-cap must be above 0");
-    g.exfil_cap = *b;
-  }
-  if (r->count("json-log")) {
-    g.json_log = (*r)["json-log"].as<std::string>();
-    if (g.json_log.empty()) return bad("--json-log: empty file name");
-  }
-  // Compile once now so overlap errors come before anything is created.
-  for (auto v : {Verdict::Allow, Verdict::Deny}) {
-    auto t = compile_rules(g.rules, v);
-    if (!t) return bad(t.error().message);
-  }
-  if (auto t = compile_redirects(g.redirects); !t) return bad(t.error().message);
-  return Parsed<GuardOptions>(std::move(g));
 }
 
 }  // namespace faultline

@@ -5,7 +5,7 @@
 #include <sstream>
 #include <variant>
 
-#include "ctl/resource_command.h"
+#include "ctl/resource_args.h"
 #include "base/cgroup.h"
 #include "userspace/faults/resource/fault.h"
 #include "userspace/faults/resource/spec.h"

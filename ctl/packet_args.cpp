@@ -1,5 +1,5 @@
-// Flag parsing for `faultctl run`: cxxopts tokenises, we validate and explain.
-#include "ctl/run_args.h"
+// Flag parsing for `faultctl run KIND` (packet faults): cxxopts tokenises, we validate and explain.
+#include "ctl/packet_args.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -146,14 +146,14 @@ Result<GeModel> parse_ge(const std::string& s) {
 
 }  // namespace
 
-std::string run_usage() { return make_options().help(); }
+std::string packet_run_usage() { return make_options().help(); }
 
-Result<Parsed<PacketRunArgs>> parse_run_args(const std::vector<std::string>& args) {
+Result<Parsed<PacketRunArgs>> parse_packet_args(const std::vector<std::string>& args) {
   auto options = make_options();
   auto parsed = parse_flag_words(options, args);
   if (!parsed) return parsed.error();
   const cxxopts::ParseResult& r = *parsed;
-  if (r.count("help")) return Parsed<PacketRunArgs>(HelpText{run_usage()});
+  if (r.count("help")) return Parsed<PacketRunArgs>(HelpText{packet_run_usage()});
   if (!r.count("kind")) return bad("missing the fault kind: one of loss, partition, flowdrop, corrupt, duplicate, dns, latency, bandwidth (packet) or process, cpu, memory, disk (host)");
 
   PacketRunArgs o;

@@ -20,8 +20,8 @@ struct PacketRunArgs {
 };
 
 // args are what follows "run" on the command line.
-[[nodiscard]] Result<Parsed<PacketRunArgs>> parse_run_args(const std::vector<std::string>& args);
+[[nodiscard]] Result<Parsed<PacketRunArgs>> parse_packet_args(const std::vector<std::string>& args);
 
-[[nodiscard]] std::string run_usage();
+[[nodiscard]] std::string packet_run_usage();
 
 }  // namespace faultline

@@ -1,4 +1,5 @@
-// faultctl run syscall and faultctl guard: parse, check root, run.
+// faultctl run syscall: make syscalls fail with an errno, by the best mechanism
+// the kernel has, run guarded.
 #include "ctl/command.h"
 #include "ctl/commands.h"
 #include "ctl/syscall_args.h"
@@ -13,14 +14,6 @@ int cmd_run_syscall(const std::vector<std::string>& args) {
     auto fault = SyscallRun::plan(a.spec, std::cerr);
     if (!fault) return report_error(who, fault.error());
     return run_fault(**fault, a.flags, std::string(who));
-  });
-}
-
-int cmd_guard(const std::vector<std::string>& args) {
-  constexpr RootNeed root{RootNeed::When::Always, "needs root (a cgroup and cgroup BPF programs)"};
-  return run_command("faultctl guard", parse_guard_args(args), root, [](GuardOptions& o) {
-    Guard g(std::move(o), std::cerr);
-    return g.run();
   });
 }
 
