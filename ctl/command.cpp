@@ -1,22 +1,23 @@
-// The command skeleton's out-of-line part.
+// The command skeleton's out-of-line parts.
 #include "ctl/command.h"
 
 #include <algorithm>
 
+#include "ctl/flag_error.h"
+
 namespace faultline {
 
-bool has_flag(const std::vector<std::string>& args, const std::string& f) {
-  return std::find(args.begin(), args.end(), f) != args.end();
-}
+bool Switches::has(std::string_view s) const { return std::find(given.begin(), given.end(), s) != given.end(); }
 
-bool only_flags(const std::string& cmd, const std::vector<std::string>& args, const std::vector<std::string>& known) {
+Result<Parsed<Switches>> parse_switches(const std::vector<std::string>& args,
+                                        std::initializer_list<std::string_view> known, std::string help) {
+  Switches s;
   for (const auto& a : args) {
-    if (std::find(known.begin(), known.end(), a) == known.end()) {
-      std::cerr << "faultctl " << cmd << ": unknown argument '" << a << "'\n";
-      return false;
-    }
+    if (a == "-h" || a == "--help") return Parsed<Switches>(HelpText{std::move(help)});
+    if (std::find(known.begin(), known.end(), a) == known.end()) return bad("unknown argument '" + a + "'");
+    s.given.push_back(a);
   }
-  return true;
+  return Parsed<Switches>(std::move(s));
 }
 
 int report_error(std::string_view who, const Error& e) {

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <initializer_list>
 #include <iostream>
 #include <string>
 #include <string_view>
@@ -25,11 +26,14 @@ struct RootNeed {
 };
 inline constexpr RootNeed kRootNever{};
 
-// For commands whose arguments are switches alone (status --json).
-[[nodiscard]] bool has_flag(const std::vector<std::string>& args, const std::string& f);
-// Refuses anything but the flags a command knows.
-[[nodiscard]] bool only_flags(const std::string& cmd, const std::vector<std::string>& args,
-                              const std::vector<std::string>& known);
+// The words of a command whose arguments are switches alone (status --json):
+// which of `known` were given. -h or --help is the help; any other word is bad input.
+struct Switches {
+  std::vector<std::string> given;
+  [[nodiscard]] bool has(std::string_view s) const;
+};
+[[nodiscard]] Result<Parsed<Switches>> parse_switches(const std::vector<std::string>& args,
+                                                      std::initializer_list<std::string_view> known, std::string help);
 
 // "WHO: what went wrong" on stderr; the exit code: 2 if the error is bad input, else 1.
 [[nodiscard]] int report_error(std::string_view who, const Error& e);

@@ -9,9 +9,13 @@
 #include "loader/features.h"
 
 namespace faultline {
+namespace {
 
-int cmd_features(const std::vector<std::string>& args) {
-  if (!only_flags("features", args, {"--json"})) return kExitBadInput;
+constexpr const char* kUsage =
+    "usage: faultctl features [--json]\n"
+    "  what this kernel supports, probed, and which mechanism each fault uses\n";
+
+int show_features(bool json) {
   const Features& f = features();
   auto caps = capabilities(f);
   struct Row {
@@ -26,7 +30,7 @@ int cmd_features(const std::vector<std::string>& args) {
                         {"fentry", &f.fentry},             {"kprobe_override", &f.kprobe_override},
                         {"seccomp_user_notif", &f.seccomp_notify}, {"fanotify_perm", &f.fanotify_perm},
                         {"io_uring", &f.io_uring}};
-  if (has_flag(args, "--json")) {
+  if (json) {
     nlohmann::json j;
     for (const auto& r : probes) j["probes"][r.name] = {{"available", r.p->available}, {"detail", r.p->detail}};
     for (const auto& c : caps) {
@@ -49,6 +53,13 @@ int cmd_features(const std::vector<std::string>& args) {
               << "\n";
   }
   return kExitCompleted;
+}
+
+}  // namespace
+
+int cmd_features(const std::vector<std::string>& args) {
+  return run_command("faultctl features", parse_switches(args, {"--json"}, kUsage), kRootNever,
+                     [](const Switches& s) { return show_features(s.has("--json")); });
 }
 
 }  // namespace faultline

@@ -16,6 +16,11 @@
 namespace faultline {
 namespace {
 
+constexpr const char* kUsage =
+    "usage: faultctl status [--json]\n"
+    "  the active faults (packet, resource, syscall) and guards: what each does,\n"
+    "  its counters and the time it has left; --json: one JSON object\n";
+
 const char* reason_name(uint32_t r) {
   switch (r) {
     case FL_DROP_LOSS: return "loss";
@@ -27,11 +32,7 @@ const char* reason_name(uint32_t r) {
   }
 }
 
-}  // namespace
-
-int cmd_status(const std::vector<std::string>& args) {
-  if (!only_flags("status", args, {"--json"})) return kExitBadInput;
-  bool json = has_flag(args, "--json");
+int show_status(bool json) {
   NetfaultEngine engine;
   (void)engine.reap();  // expired faults of dead owners go first
   auto maps = PinnedMaps::open(engine.layout(), false);
@@ -106,6 +107,13 @@ int cmd_status(const std::vector<std::string>& args) {
   std::cout << "\n";
   (void)print_session_status(std::cout);
   return kExitCompleted;
+}
+
+}  // namespace
+
+int cmd_status(const std::vector<std::string>& args) {
+  return run_command("faultctl status", parse_switches(args, {"--json"}, kUsage), kRootNever,
+                     [](const Switches& s) { return show_status(s.has("--json")); });
 }
 
 }  // namespace faultline

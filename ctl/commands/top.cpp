@@ -1,62 +1,59 @@
 // faultctl top: flags, then the live view.
-#include <unistd.h>
-
 #include <iostream>
 
-#include "ctl/commands.h"
-#include "base/exit_code.h"
 #include "base/units.h"
+#include "ctl/command.h"
+#include "ctl/commands.h"
+#include "ctl/flag_error.h"
 #include "userspace/enforce/flow_top.h"
 
 namespace faultline {
+namespace {
 
-int cmd_top(const std::vector<std::string>& args) {
+constexpr const char* kUsage =
+    "usage: faultctl top [--cgroup PATH] [--interval 2s] [--once] [--json]\n"
+    "  destinations (host:port) with connects and bytes each way, busiest first,\n"
+    "  for one cgroup v2 or the whole host, counted from the moment top starts\n";
+
+Result<Parsed<FlowTopOptions>> parse_top_args(const std::vector<std::string>& args) {
   FlowTopOptions o;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    auto value = [&](const char* flag) -> const std::string* {
-      if (i + 1 >= args.size()) {
-        std::cerr << "faultctl top: " << flag << " needs a value\n";
-        return nullptr;
-      }
-      return &args[++i];
+    auto value = [&](const char* flag) -> Result<std::string> {
+      if (i + 1 >= args.size()) return bad(std::string(flag) + " needs a value");
+      return args[++i];
     };
     if (a == "--once") {
       o.once = true;
     } else if (a == "--json") {
       o.json = true;
     } else if (a == "--cgroup") {
-      const std::string* v = value("--cgroup");
-      if (v == nullptr) return kExitBadInput;
-      if (v->empty()) {
-        std::cerr << "faultctl top: --cgroup: empty path\n";
-        return kExitBadInput;
-      }
+      auto v = value("--cgroup");
+      if (!v) return v.error();
+      if (v->empty()) return bad("--cgroup: empty path");
       o.cgroup = *v;
     } else if (a == "--interval") {
-      const std::string* v = value("--interval");
-      if (v == nullptr) return kExitBadInput;
+      auto v = value("--interval");
+      if (!v) return v.error();
       auto d = parse_duration_ns(*v);
-      if (!d || *d < 100'000'000ULL || *d > 3'600'000'000'000ULL) {
-        std::cerr << "faultctl top: --interval " << *v << ": a duration from 100ms to 1h\n";
-        return kExitBadInput;
-      }
+      if (!d || *d < 100'000'000ULL || *d > 3'600'000'000'000ULL)
+        return bad("--interval " + *v + ": a duration from 100ms to 1h");
       o.interval_ns = *d;
     } else if (a == "-h" || a == "--help") {
-      std::cout << "usage: faultctl top [--cgroup PATH] [--interval 2s] [--once] [--json]\n"
-                   "  destinations (host:port) with connects and bytes each way, busiest first,\n"
-                   "  for one cgroup v2 or the whole host, counted from the moment top starts\n";
-      return kExitCompleted;
+      return Parsed<FlowTopOptions>(HelpText{kUsage});
     } else {
-      std::cerr << "faultctl top: unknown argument '" << a << "'\n";
-      return kExitBadInput;
+      return bad("unknown argument '" + a + "'");
     }
   }
-  if (::geteuid() != 0) {
-    std::cerr << "faultctl top: needs root (cgroup BPF programs)\n";
-    return kExitFailure;
-  }
-  return run_flow_top(o, std::cout, std::cerr);
+  return Parsed<FlowTopOptions>(std::move(o));
+}
+
+}  // namespace
+
+int cmd_top(const std::vector<std::string>& args) {
+  constexpr RootNeed root{RootNeed::When::Always, "needs root (cgroup BPF programs)"};
+  return run_command("faultctl top", parse_top_args(args), root,
+                     [](const FlowTopOptions& o) { return run_flow_top(o, std::cout, std::cerr); });
 }
 
 }  // namespace faultline

@@ -11,9 +11,14 @@
 #include "userspace/faults/packet/netfault_engine.h"
 
 namespace faultline {
+namespace {
 
-int cmd_uninstall(const std::vector<std::string>& args) {
-  if (!only_flags("uninstall", args, {})) return kExitBadInput;
+constexpr const char* kUsage =
+    "usage: faultctl uninstall\n"
+    "  remove every program, link, filter, qdisc and pin of Faultline and revert\n"
+    "  every resource fault; running guards are named and left alone\n";
+
+int uninstall() {
   // Host resource faults are Faultline's too: nothing of ours stays behind.
   if (auto res = abort_all_resource_faults(); !res) {
     std::cerr << "faultctl uninstall: " << res.error().describe() << "\n";
@@ -52,6 +57,13 @@ int cmd_uninstall(const std::vector<std::string>& args) {
   }
   std::cout << "Faultline uninstalled: no programs, links, filters or pins remain\n";
   return kExitCompleted;
+}
+
+}  // namespace
+
+int cmd_uninstall(const std::vector<std::string>& args) {
+  return run_command("faultctl uninstall", parse_switches(args, {}, kUsage), kRootNever,
+                     [](const Switches&) { return uninstall(); });
 }
 
 }  // namespace faultline
