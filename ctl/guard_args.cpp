@@ -10,6 +10,22 @@
 #include "ctl/flag_words.h"
 
 namespace faultline {
+namespace {
+
+constexpr Example kExamples[] = {
+    {"monitor, block nothing: log each decision, would-deny outside 10/8 too",
+     "faultctl guard --default-deny --allow 10.0.0.0/8 --json-log guard.jsonl -- ./integration-tests.sh"},
+    {"reach only the database and DNS; refuse the rest with ECONNREFUSED",
+     "faultctl guard --enforce --default-deny --allow 10.0.0.5:5432/tcp --allow 10.0.0.53:53/udp "
+     "--deny-errno ECONNREFUSED -- ./app"},
+    {"what goes to 10.9.9.9:80 reaches a local stub instead",
+     "faultctl guard --redirect 10.9.9.9:80=127.0.0.1:18080 -- curl http://10.9.9.9/"},
+    {"drop the egress to a destination outside 10/8 once it has had 10 MB",
+     "faultctl guard --enforce --allow 10.0.0.0/8 --exfil-cap 10MB -- ./batch-job"},
+};
+
+}  // namespace
+
 Result<Parsed<GuardOptions>> parse_guard_args(const std::vector<std::string>& args) {
   cxxopts::Options o("faultctl guard", "Run a command in a fresh cgroup under an egress policy.");
   o.add_options()
@@ -25,7 +41,9 @@ Result<Parsed<GuardOptions>> parse_guard_args(const std::vector<std::string>& ar
   auto [flags, cmd] = split_command(args);
   auto r = parse_flag_words(o, flags, kCommandAfterDashesHint);
   if (!r) return r.error();
-  if (r->count("help")) return Parsed<GuardOptions>(HelpText{o.help() + "\n  -- COMMAND ARGS   the command to guard\n"});
+  if (r->count("help"))
+    return Parsed<GuardOptions>(
+        HelpText{with_examples(o.help() + "\n  -- COMMAND ARGS   the command to guard\n", kExamples)});
   GuardOptions g;
   if (cmd.empty()) return bad("missing the command: faultctl guard [flags] -- COMMAND ARGS");
   g.command = cmd;

@@ -144,9 +144,37 @@ Result<GeModel> parse_ge(const std::string& s) {
   return g;
 }
 
+constexpr const char* kKinds =
+    "\n  KIND: loss, partition, flowdrop, corrupt, duplicate, dns, latency, bandwidth\n"
+    "  other faults: faultctl run syscall --help; faultctl run process|cpu|memory|disk --help\n";
+
+constexpr Example kExamples[] = {
+    {"drop 30% of the packets to 10.0.0.2 for 30 s", "faultctl run loss --target 10.0.0.2 --percent 30 --duration 30s"},
+    {"bursty loss: Gilbert-Elliott, 1% into the bad state, 20% back out",
+     "faultctl run loss --target 10.0.0.0/8 --loss-model ge:1,20 --duration 2m"},
+    {"from the namespace blue, delay what goes to 10.0.0.2:443 by 100 +- 20 ms",
+     "faultctl run latency --netns blue --target 10.0.0.2:443 --delay 100ms --jitter 20ms --distribution normal "
+     "--duration 1m"},
+    {"cut a subnet off both ways on eth0",
+     "faultctl run partition --dev eth0 --target 10.0.0.0/24 --direction both --duration 20s"},
+    {"drop the DNS queries for example.com and its subdomains",
+     "faultctl run dns --domains example.com --duration 30s"},
+    {"cap the bandwidth to a host at 10 Mbit/s", "faultctl run bandwidth --target 10.0.0.2 --rate 10mbit --duration 2m"},
+    {"end at once if the health check is not answered within 1 s",
+     "faultctl run loss --target 10.0.0.2 --percent 10 --duration 5m --health-url http://10.0.0.2:8080/healthz "
+     "--health-max-latency 1s"},
+    {"an experiment: steady state, fault, verdict, all recorded in ./exp-latency",
+     "faultctl run latency --target 10.0.0.2 --delay 200ms --duration 2m --health-url http://10.0.0.2:8080/healthz "
+     "--hypothesis 'checkout p99 stays under 500ms' --slo 'p99<500ms' --record ./exp-latency"},
+    {"print the plan as JSON, change nothing",
+     "faultctl run corrupt --target 10.0.0.2 --percent 1 --duration 30s --dry-run --json"},
+};
+
 }  // namespace
 
-std::string packet_run_usage() { return make_options().help(); }
+std::string packet_run_usage() {
+  return with_examples(make_options().help({"", "guardrail", "experiment record", "output"}) + kKinds, kExamples);
+}
 
 Result<Parsed<PacketRunArgs>> parse_packet_args(const std::vector<std::string>& args) {
   auto options = make_options();

@@ -69,10 +69,26 @@ Result<uint64_t> parse_count(const std::string& flag, const std::string& s, uint
 // The unit parsers' messages begin with the value: "--size '1x' has an unknown unit".
 constexpr std::string_view kBeforeValue = " ";
 
+constexpr Example kExamples[] = {
+    {"burn 2 cores at 80% for a minute", "faultctl run cpu --cores 2 --load 80 --duration 1m"},
+    {"hold 2 GiB of memory", "faultctl run memory --size 2GiB --duration 5m"},
+    {"fill the file system of /var/lib/app to 95%, leaving at least 1 GiB free",
+     "faultctl run disk --path /var/lib/app --fill 95% --min-free 1GiB --duration 2m"},
+    {"freeze every process named nginx for 30 s, then resume them",
+     "faultctl run process --name nginx --action freeze --duration 30s"},
+    {"send SIGTERM to process 4242, and watch the health check for a minute",
+     "faultctl run process --pid 4242 --action kill --signal TERM --duration 1m "
+     "--health-url http://127.0.0.1:8080/healthz"},
+    {"where a 10 GB balloon in /var/tmp would leave the disk; change nothing",
+     "faultctl run disk --path /var/tmp --size 10GB --duration 1m --dry-run"},
+};
+
 }  // namespace
 
 std::string resource_run_usage() {
-  return make_options().help({"", "process", "cpu", "memory, disk", "disk", "guardrail", "experiment record", "output"});
+  return with_examples(
+      make_options().help({"", "process", "cpu", "memory, disk", "disk", "guardrail", "experiment record", "output"}),
+      kExamples);
 }
 
 Result<Parsed<ResourceRunArgs>> parse_resource_args(const std::vector<std::string>& args) {

@@ -12,6 +12,21 @@
 #include "base/units.h"
 
 namespace faultline {
+namespace {
+
+constexpr Example kExamples[] = {
+    {"every connect() of one command fails with ECONNREFUSED",
+     "faultctl run syscall --syscall connect --errno ECONNREFUSED --duration 30s -- curl http://10.0.0.2/"},
+    {"30% of the connects in the cgroup myapp fail, for a minute",
+     "faultctl run syscall --syscall connect --errno ECONNREFUSED --percent 30 --duration 1m --cgroup myapp"},
+    {"10% of the reads and writes of a running process fail with EIO",
+     "faultctl run syscall --syscall read,write --errno EIO --percent 10 --duration 1m --pid 4242"},
+    {"which mechanism would be used, and nothing changed",
+     "faultctl run syscall --syscall openat --errno EACCES --duration 10s --dry-run -- cat /etc/hostname"},
+};
+
+}  // namespace
+
 Result<Parsed<SyscallRunArgs>> parse_syscall_args(const std::vector<std::string>& args) {
   cxxopts::Options o("faultctl run syscall", "Make syscalls fail with an errno.");
   o.add_options()
@@ -29,7 +44,10 @@ Result<Parsed<SyscallRunArgs>> parse_syscall_args(const std::vector<std::string>
   auto r = parse_flag_words(o, flags, kCommandAfterDashesHint);
   if (!r) return r.error();
   if (r->count("help"))
-    return Parsed<SyscallRunArgs>(HelpText{o.help() + "\n  -- COMMAND ARGS   scope: a command to run under the fault\n"});
+    return Parsed<SyscallRunArgs>(
+        HelpText{with_examples(o.help({"", "guardrail", "experiment record", "output"}) +
+                                   "\n  -- COMMAND ARGS   scope: a command to run under the fault\n",
+                               kExamples)});
   SyscallRunArgs a;
   SyscallFaultSpec& s = a.spec;
   s.command = cmd;

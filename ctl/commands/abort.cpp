@@ -19,6 +19,13 @@ constexpr const char* kUsage =
     "  --all: the kill switch: end every packet and syscall fault, revert every\n"
     "  resource fault and remove Faultline from every device; guards stay\n";
 
+constexpr Example kExamples[] = {
+    {"end packet fault 3 (IDs from faultctl status)", "faultctl abort 3"},
+    {"end resource fault r2: its changes are reverted", "faultctl abort r2"},
+    {"release guard g1: its command runs on, unguarded", "faultctl abort g1"},
+    {"the kill switch", "faultctl abort --all"},
+};
+
 // What abort ends: every fault (--all), or the fault or guard with this ID.
 struct AbortArgs {
   bool all = false;
@@ -26,7 +33,8 @@ struct AbortArgs {
 };
 
 Result<Parsed<AbortArgs>> parse_abort_args(const std::vector<std::string>& args) {
-  if (args.size() == 1 && (args[0] == "-h" || args[0] == "--help")) return Parsed<AbortArgs>(HelpText{kUsage});
+  if (args.size() == 1 && (args[0] == "-h" || args[0] == "--help"))
+    return Parsed<AbortArgs>(HelpText{with_examples(kUsage, kExamples)});
   if (args.size() != 1) return bad("give one fault ID (see faultctl status) or --all");
   const std::string& id = args[0];
   if (id == "--all") return Parsed<AbortArgs>(AbortArgs{true, ""});

@@ -15,6 +15,11 @@ constexpr const char* kUsage =
     "usage: faultctl features [--json]\n"
     "  what this kernel supports, probed, and which mechanism each fault uses\n";
 
+constexpr Example kExamples[] = {
+    {"each fault's mechanism and why, then every kernel probe", "faultctl features"},
+    {"the same as one JSON document", "faultctl features --json"},
+};
+
 int show_features(bool json) {
   const Features& f = features();
   auto caps = capabilities(f);
@@ -58,7 +63,7 @@ int show_features(bool json) {
 }  // namespace
 
 int cmd_features(const std::vector<std::string>& args) {
-  return run_command("faultctl features", parse_switches(args, {"--json"}, kUsage), kRootNever,
+  return run_command("faultctl features", parse_switches(args, {"--json"}, with_examples(kUsage, kExamples)), kRootNever,
                      [](const Switches& s) { return show_features(s.has("--json")); });
 }
 

@@ -13,7 +13,17 @@
 namespace faultline {
 namespace {
 
-constexpr const char* kUsage = "usage: faultctl report DIR [--json]   |   faultctl report --verify DIR\n";
+constexpr const char* kUsage =
+    "usage: faultctl report DIR [--json]   |   faultctl report --verify DIR\n"
+    "  an experiment record (the --record DIR of a run) for people; --verify\n"
+    "  recomputes its fingerprints\n";
+
+constexpr Example kExamples[] = {
+    {"the record of a run with --record ./exp-latency: hypothesis, phases, verdict", "faultctl report ./exp-latency"},
+    {"check its fingerprints: exit 0 if nothing was changed since it was written",
+     "faultctl report --verify ./exp-latency"},
+    {"every sample and the verdict as JSON", "faultctl report ./exp-latency --json"},
+};
 
 // The record folder, and how to show it.
 struct ReportArgs {
@@ -30,7 +40,7 @@ Result<Parsed<ReportArgs>> parse_report_args(const std::vector<std::string>& arg
     else if (a == "--verify")
       r.verify = true;
     else if (a == "-h" || a == "--help")
-      return Parsed<ReportArgs>(HelpText{kUsage});
+      return Parsed<ReportArgs>(HelpText{with_examples(kUsage, kExamples)});
     else if (!a.empty() && a[0] == '-')
       return bad("unknown flag '" + a + "'");
     else if (!r.dir.empty())

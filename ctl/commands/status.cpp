@@ -21,6 +21,11 @@ constexpr const char* kUsage =
     "  the active faults (packet, resource, syscall) and guards: what each does,\n"
     "  its counters and the time it has left; --json: one JSON object\n";
 
+constexpr Example kExamples[] = {
+    {"what runs now, with its counters", "faultctl status"},
+    {"the same as one JSON object, for a script", "faultctl status --json"},
+};
+
 const char* reason_name(uint32_t r) {
   switch (r) {
     case FL_DROP_LOSS: return "loss";
@@ -112,7 +117,7 @@ int show_status(bool json) {
 }  // namespace
 
 int cmd_status(const std::vector<std::string>& args) {
-  return run_command("faultctl status", parse_switches(args, {"--json"}, kUsage), kRootNever,
+  return run_command("faultctl status", parse_switches(args, {"--json"}, with_examples(kUsage, kExamples)), kRootNever,
                      [](const Switches& s) { return show_status(s.has("--json")); });
 }
 

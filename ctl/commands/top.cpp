@@ -15,6 +15,13 @@ constexpr const char* kUsage =
     "  destinations (host:port) with connects and bytes each way, busiest first,\n"
     "  for one cgroup v2 or the whole host, counted from the moment top starts\n";
 
+constexpr Example kExamples[] = {
+    {"the whole host, refreshed every 2 s", "faultctl top"},
+    {"one service's cgroup (a path under the cgroup v2 mount), every 5 s",
+     "faultctl top --cgroup system.slice/nginx.service --interval 5s"},
+    {"one reading after 2 s, as JSON, for a script", "faultctl top --once --json"},
+};
+
 Result<Parsed<FlowTopOptions>> parse_top_args(const std::vector<std::string>& args) {
   FlowTopOptions o;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -40,7 +47,7 @@ Result<Parsed<FlowTopOptions>> parse_top_args(const std::vector<std::string>& ar
         return bad("--interval " + *v + ": a duration from 100ms to 1h");
       o.interval_ns = *d;
     } else if (a == "-h" || a == "--help") {
-      return Parsed<FlowTopOptions>(HelpText{kUsage});
+      return Parsed<FlowTopOptions>(HelpText{with_examples(kUsage, kExamples)});
     } else {
       return bad("unknown argument '" + a + "'");
     }

@@ -18,6 +18,10 @@ constexpr const char* kUsage =
     "  remove every program, link, filter, qdisc and pin of Faultline and revert\n"
     "  every resource fault; running guards are named and left alone\n";
 
+constexpr Example kExamples[] = {
+    {"leave nothing of Faultline behind", "faultctl uninstall"},
+};
+
 int uninstall() {
   // Host resource faults are Faultline's too: nothing of ours stays behind.
   if (auto res = abort_all_resource_faults(); !res) {
@@ -62,7 +66,7 @@ int uninstall() {
 }  // namespace
 
 int cmd_uninstall(const std::vector<std::string>& args) {
-  return run_command("faultctl uninstall", parse_switches(args, {}, kUsage), kRootNever,
+  return run_command("faultctl uninstall", parse_switches(args, {}, with_examples(kUsage, kExamples)), kRootNever,
                      [](const Switches&) { return uninstall(); });
 }
 
