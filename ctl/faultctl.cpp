@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "base/exit_code.h"
-#include "ctl/commands.h"
+#include "ctl/commands/commands.h"
 #include "ctl/resource_state.h"
 #include "loader/libbpf_log.h"
 

@@ -3,7 +3,7 @@
 
 #include "base/exit_code.h"
 #include "ctl/command.h"
-#include "ctl/commands.h"
+#include "ctl/commands/commands.h"
 #include "ctl/flag_error.h"
 #include "ctl/resource_state.h"
 #include "ctl/session_state.h"

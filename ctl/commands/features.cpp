@@ -5,7 +5,7 @@
 
 #include "base/exit_code.h"
 #include "ctl/command.h"
-#include "ctl/commands.h"
+#include "ctl/commands/commands.h"
 #include "loader/features.h"
 
 namespace faultline {

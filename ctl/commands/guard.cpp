@@ -1,6 +1,6 @@
 // faultctl guard ... -- CMD: run a command in a fresh cgroup under an egress policy.
 #include "ctl/command.h"
-#include "ctl/commands.h"
+#include "ctl/commands/commands.h"
 #include "ctl/guard_args.h"
 
 namespace faultline {

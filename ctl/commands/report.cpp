@@ -6,7 +6,7 @@
 
 #include "base/exit_code.h"
 #include "ctl/command.h"
-#include "ctl/commands.h"
+#include "ctl/commands/commands.h"
 #include "ctl/flag_error.h"
 #include "userspace/run/record.h"
 

@@ -1,5 +1,5 @@
 // faultctl run: the first word picks the fault family.
-#include "ctl/commands.h"
+#include "ctl/commands/commands.h"
 #include "userspace/faults/resource/spec.h"
 
 namespace faultline {

@@ -1,6 +1,6 @@
 // faultctl run KIND: a packet fault, planned by the netfault engine and run guarded.
 #include "ctl/command.h"
-#include "ctl/commands.h"
+#include "ctl/commands/commands.h"
 #include "ctl/packet_args.h"
 #include "userspace/faults/packet/run.h"
 

@@ -1,7 +1,7 @@
 // faultctl run process|cpu|memory|disk: a host resource fault, ended by a
 // detached reaper even if faultctl dies, run guarded.
 #include "ctl/command.h"
-#include "ctl/commands.h"
+#include "ctl/commands/commands.h"
 #include "ctl/resource_args.h"
 #include "userspace/faults/resource/run.h"
 

@@ -1,7 +1,7 @@
 // faultctl run syscall: make syscalls fail with an errno, by the best mechanism
 // the kernel has, run guarded.
 #include "ctl/command.h"
-#include "ctl/commands.h"
+#include "ctl/commands/commands.h"
 #include "ctl/syscall_args.h"
 #include "userspace/faults/syscall/run.h"
 

@@ -8,7 +8,7 @@
 #include "base/clock.h"
 #include "base/exit_code.h"
 #include "ctl/command.h"
-#include "ctl/commands.h"
+#include "ctl/commands/commands.h"
 #include "ctl/resource_state.h"
 #include "ctl/session_state.h"
 #include "userspace/faults/packet/netfault_engine.h"

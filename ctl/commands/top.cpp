@@ -3,7 +3,7 @@
 
 #include "base/units.h"
 #include "ctl/command.h"
-#include "ctl/commands.h"
+#include "ctl/commands/commands.h"
 #include "ctl/flag_error.h"
 #include "userspace/enforce/flow_top.h"
 
