@@ -4,21 +4,11 @@
 #include <iostream>
 
 #include "base/units.h"
+#include "ctl/flag_error.h"
 #include "userspace/guardrails/http.h"
 #include "userspace/run/guarded_run.h"
 
 namespace faultline {
-namespace {
-
-Error bad(const std::string& msg) { return input_error(EINVAL, msg); }
-
-template <typename T>
-Result<T> with_flag(const std::string& flag, Result<T> r) {
-  if (!r) return input_error(r.error().err, "--" + flag + ": " + r.error().message);
-  return r;
-}
-
-}  // namespace
 
 void add_run_options(cxxopts::Options& o) {
   // clang-format off
@@ -40,21 +30,6 @@ void add_run_options(cxxopts::Options& o) {
       ("redact-pattern", "also redact what this regex matches, in output and records (repeatable)", cxxopts::value<std::vector<std::string>>())
       ("no-redact", "keep secrets (URL credentials, tokens, keys) in output and records; recorded as such");
   // clang-format on
-}
-
-Result<cxxopts::ParseResult> parse_run_words(cxxopts::Options& o, const std::vector<std::string>& args) {
-  std::vector<std::string> argv_store = {"faultctl-run"};
-  argv_store.insert(argv_store.end(), args.begin(), args.end());
-  std::vector<const char*> argv;
-  for (const auto& a : argv_store) argv.push_back(a.c_str());
-  cxxopts::ParseResult r;
-  try {
-    r = o.parse(static_cast<int>(argv.size()), argv.data());
-  } catch (const cxxopts::exceptions::exception& e) {
-    return bad(e.what());
-  }
-  if (!r.unmatched().empty()) return bad("unexpected argument '" + r.unmatched().front() + "'");
-  return r;
 }
 
 Result<RunFlags> parse_run_flags(const cxxopts::ParseResult& r, const std::string& probe_netns, uint64_t duration_ns,
@@ -159,16 +134,6 @@ Result<std::optional<KernelSignalConfig>> parse_kernel_signal_flags(const cxxopt
     k.window_ns = *w;
   }
   return std::optional<KernelSignalConfig>(k);
-}
-
-void add_record_options(cxxopts::Options& o) {
-  o.add_options("experiment record")("hypothesis", "what you expect to hold during the fault (kept in the record)",
-                                     cxxopts::value<std::string>())(
-      "steady-state", "measure the guardrail signal this long before injecting (default 30s with --record)",
-      cxxopts::value<std::string>())("record",
-                                     "new folder for the record: hypothesis, spec, steady state, time series, verdict",
-                                     cxxopts::value<std::string>())(
-      "slo", "the hypothesis threshold: p99<300ms or success>99.9%", cxxopts::value<std::string>());
 }
 
 Result<std::optional<RecordOptions>> parse_record_flags(const cxxopts::ParseResult& r, bool has_health,

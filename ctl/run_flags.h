@@ -28,10 +28,6 @@ struct RunFlags {
 // Adds the "guardrail", "experiment record" and "output" groups.
 void add_run_options(cxxopts::Options& o);
 
-// Parses the words after "run" with o; a parse error or a stray word is a
-// one-line EINVAL error naming it.
-[[nodiscard]] Result<cxxopts::ParseResult> parse_run_words(cxxopts::Options& o, const std::vector<std::string>& args);
-
 // probe_netns: where the health probe connects from (the fault's namespace);
 // duration_ns: the run's (a record needs a reading of the fault); args: the
 // command line after "run", kept in the record.
