@@ -29,12 +29,14 @@ Result<fl_sa_stats> sum_sa_stats(int stats_fd) {
   return t;
 }
 
-void SockaddrObject::Destroy::operator()(fl_sockaddr* s) const { fl_sockaddr__destroy(s); }
+SockaddrObject::SockaddrObject(BpfSkeleton<fl_sockaddr> skel) : skel_(std::move(skel)) {}
+SockaddrObject::SockaddrObject(SockaddrObject&&) noexcept = default;
+SockaddrObject& SockaddrObject::operator=(SockaddrObject&&) noexcept = default;
 
 Result<SockaddrObject> SockaddrObject::load(uint32_t rule_slots) {
-  fl_sockaddr* skel = fl_sockaddr__open();
-  if (skel == nullptr) return errno_error("cannot open the sockaddr BPF object");
-  SockaddrObject obj(skel);
+  auto opened = BpfSkeleton<fl_sockaddr>::open("sockaddr");
+  if (!opened) return opened.error();
+  BpfSkeleton<fl_sockaddr>& skel = *opened;
   if (int err = bpf_map__set_max_entries(skel->maps.fl_sa_rule_hits, std::max<uint32_t>(rule_slots, 1)); err != 0)
     return make_error(-err, "cannot size the rule counters");
   // Kernels before the task helpers reached cgroup_skb (6.1 among them) load the
@@ -42,9 +44,8 @@ Result<SockaddrObject> SockaddrObject::load(uint32_t rule_slots) {
   skel->rodata->fl_skb_task_helpers =
       libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SKB, BPF_FUNC_get_current_pid_tgid, nullptr) == 1 &&
       libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SKB, BPF_FUNC_get_current_comm, nullptr) == 1;
-  if (int err = fl_sockaddr__load(skel); err != 0)
-    return make_error(err, "cannot load the sockaddr BPF programs (set FAULTLINE_LIBBPF_LOG=1 for the verifier log)");
-  return obj;
+  FL_TRY(skel.load("the sockaddr BPF programs"));
+  return SockaddrObject(std::move(skel));
 }
 
 SockaddrObject::~SockaddrObject() {

@@ -7,15 +7,15 @@
 
 namespace faultline {
 
-void SyscallLsmObject::Destroy::operator()(fl_syscall_lsm* s) const { fl_syscall_lsm__destroy(s); }
+SyscallLsmObject::SyscallLsmObject(BpfSkeleton<fl_syscall_lsm> skel) : skel_(std::move(skel)) {}
+SyscallLsmObject::SyscallLsmObject(SyscallLsmObject&&) noexcept = default;
+SyscallLsmObject& SyscallLsmObject::operator=(SyscallLsmObject&&) noexcept = default;
 
 Result<SyscallLsmObject> SyscallLsmObject::load() {
-  fl_syscall_lsm* skel = fl_syscall_lsm__open();
-  if (skel == nullptr) return errno_error("cannot open the syscall_lsm BPF object");
-  SyscallLsmObject obj(skel);
-  if (int err = fl_syscall_lsm__load(skel); err != 0)
-    return make_error(err, "cannot load the BPF LSM programs (set FAULTLINE_LIBBPF_LOG=1 for the verifier log)");
-  return obj;
+  auto skel = BpfSkeleton<fl_syscall_lsm>::open("syscall_lsm");
+  if (!skel) return skel.error();
+  FL_TRY(skel->load("the BPF LSM programs"));
+  return SyscallLsmObject(std::move(*skel));
 }
 
 SyscallLsmObject::~SyscallLsmObject() { links_.clear(); }
