@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "loader/features.h"
+#include "loader/map_ops.h"
 #include "loader/netfault_object.h"
 #include "loader/rtnetlink.h"
 
@@ -103,15 +104,11 @@ std::string Attachments::link_pin(const fl_attach_key& k) const {
 
 std::vector<AttachmentRecord> Attachments::list() const {
   std::vector<AttachmentRecord> out;
-  fl_attach_key k{}, next{};
-  const void* prev = nullptr;
-  while (bpf_map_get_next_key(maps_.attach(), prev, &next) == 0) {
+  for_each_key<fl_attach_key>(maps_.attach(), [&](const fl_attach_key& k) {
     AttachmentRecord r;
-    r.key = next;
-    if (bpf_map_lookup_elem(maps_.attach(), &next, &r.val) == 0) out.push_back(r);
-    k = next;
-    prev = &k;
-  }
+    r.key = k;
+    if (bpf_map_lookup_elem(maps_.attach(), &k, &r.val) == 0) out.push_back(r);
+  });
   return out;
 }
 

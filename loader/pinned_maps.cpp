@@ -1,4 +1,4 @@
-// Opening (or creating) the pinned maps, and per-CPU value helpers.
+// Opening (or creating) the pinned maps.
 #include "loader/pinned_maps.h"
 
 #include <bpf/bpf.h>
@@ -42,32 +42,5 @@ Result<PinnedMaps> PinnedMaps::open(const BpffsLayout& layout, bool create) {
   }
   return m;
 }
-
-int possible_cpus() {
-  static const int n = libbpf_num_possible_cpus();
-  return n;
-}
-
-template <typename T>
-Result<std::vector<T>> lookup_percpu(int map_fd, uint32_t key) {
-  static_assert(sizeof(T) % 8 == 0, "per-CPU values are 8-byte aligned");
-  std::vector<T> v(static_cast<size_t>(possible_cpus()));
-  if (bpf_map_lookup_elem(map_fd, &key, v.data()) != 0) return errno_error("per-CPU lookup failed");
-  return v;
-}
-
-template <typename T>
-Status zero_percpu(int map_fd, uint32_t key) {
-  std::vector<T> v(static_cast<size_t>(possible_cpus()));
-  if (bpf_map_update_elem(map_fd, &key, v.data(), BPF_ANY) != 0) return errno_error("per-CPU reset failed");
-  return {};
-}
-
-template Result<std::vector<fl_fault_stats>> lookup_percpu(int, uint32_t);
-template Result<std::vector<uint64_t>> lookup_percpu(int, uint32_t);
-template Result<std::vector<fl_loss_state>> lookup_percpu(int, uint32_t);
-template Status zero_percpu<fl_fault_stats>(int, uint32_t);
-template Status zero_percpu<fl_loss_state>(int, uint32_t);
-template Status zero_percpu<uint64_t>(int, uint32_t);
 
 }  // namespace faultline

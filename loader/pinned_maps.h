@@ -43,13 +43,4 @@ class PinnedMaps {
       attach_, exfilt_;
 };
 
-// Per-CPU map values: one element per possible CPU.
-[[nodiscard]] int possible_cpus();
-
-template <typename T>
-[[nodiscard]] Result<std::vector<T>> lookup_percpu(int map_fd, uint32_t key);
-
-template <typename T>
-[[nodiscard]] Status zero_percpu(int map_fd, uint32_t key);
-
 }  // namespace faultline

@@ -8,16 +8,13 @@
 
 #include <algorithm>
 
+#include "loader/map_ops.h"
 #include "sockaddr.skel.h"
 
 namespace faultline {
 
 Result<fl_sa_stats> sum_sa_stats(int stats_fd) {
-  std::vector<fl_sa_stats> per(static_cast<size_t>(libbpf_num_possible_cpus()));
-  uint32_t zero = 0;
-  if (bpf_map_lookup_elem(stats_fd, &zero, per.data()) != 0) return errno_error("cannot read the socket policy counters");
-  fl_sa_stats t{};
-  for (const auto& p : per) {
+  auto sum = sum_percpu<fl_sa_stats>(stats_fd, 0, [](fl_sa_stats& t, const fl_sa_stats& p) {
     t.allowed += p.allowed;
     t.denied += p.denied;
     t.would_deny += p.would_deny;
@@ -25,8 +22,9 @@ Result<fl_sa_stats> sum_sa_stats(int stats_fd) {
     t.exfil_dropped += p.exfil_dropped;
     t.events_lost += p.events_lost;
     t.redirected += p.redirected;
-  }
-  return t;
+  });
+  if (!sum) return make_error(sum.error().err, "cannot read the socket policy counters");
+  return sum;
 }
 
 SockaddrObject::SockaddrObject(BpfSkeleton<fl_sockaddr> skel) : skel_(std::move(skel)) {}
@@ -112,11 +110,11 @@ int SockaddrObject::redirect_fd() const { return bpf_map__fd(skel_->maps.fl_sa_r
 Result<std::vector<uint64_t>> SockaddrObject::rule_hits() const {
   const int fd = bpf_map__fd(skel_->maps.fl_sa_rule_hits);
   const uint32_t n = bpf_map__max_entries(skel_->maps.fl_sa_rule_hits);
-  std::vector<uint64_t> per(static_cast<size_t>(libbpf_num_possible_cpus()));
   std::vector<uint64_t> out(n);
   for (uint32_t id = 0; id < n; ++id) {
-    if (bpf_map_lookup_elem(fd, &id, per.data()) != 0) return errno_error("cannot read the rule counters");
-    for (uint64_t v : per) out[id] += v;
+    auto hits = sum_percpu<uint64_t>(fd, id);
+    if (!hits) return make_error(hits.error().err, "cannot read the rule counters");
+    out[id] = *hits;
   }
   return out;
 }

@@ -3,6 +3,7 @@
 
 #include <bpf/bpf.h>
 
+#include "loader/map_ops.h"
 #include "syscall_lsm.skel.h"
 
 namespace faultline {
@@ -55,19 +56,17 @@ Status SyscallLsmObject::set_policy(const fl_sc_policy& p) {
 int SyscallLsmObject::policy_fd() const { return bpf_map__fd(skel_->maps.fl_sc_policy); }
 int SyscallLsmObject::stats_fd() const { return bpf_map__fd(skel_->maps.fl_sc_stats); }
 
-Result<fl_sc_stats> SyscallLsmObject::stats() const {
-  std::vector<fl_sc_stats> per(static_cast<size_t>(libbpf_num_possible_cpus()));
-  uint32_t zero = 0;
-  if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.fl_sc_stats), &zero, per.data()) != 0)
-    return errno_error("cannot read the syscall fault counters");
-  fl_sc_stats sum{};
-  for (const auto& s : per) {
+Result<fl_sc_stats> sum_sc_stats(int stats_fd) {
+  auto sum = sum_percpu<fl_sc_stats>(stats_fd, 0, [](fl_sc_stats& t, const fl_sc_stats& s) {
     for (int i = 0; i < FL_SC_OP_MAX; ++i) {
-      sum.seen[i] += s.seen[i];
-      sum.injected[i] += s.injected[i];
+      t.seen[i] += s.seen[i];
+      t.injected[i] += s.injected[i];
     }
-  }
+  });
+  if (!sum) return make_error(sum.error().err, "cannot read the syscall fault counters");
   return sum;
 }
+
+Result<fl_sc_stats> SyscallLsmObject::stats() const { return sum_sc_stats(stats_fd()); }
 
 }  // namespace faultline

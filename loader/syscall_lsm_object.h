@@ -15,6 +15,9 @@ struct fl_syscall_lsm;  // the bpftool skeleton
 
 namespace faultline {
 
+// The counters of a syscall_lsm instance (its fl_sc_stats map, by fd), summed over CPUs.
+[[nodiscard]] Result<fl_sc_stats> sum_sc_stats(int stats_fd);
+
 class SyscallLsmObject {
  public:
   [[nodiscard]] static Result<SyscallLsmObject> load();
