@@ -14,12 +14,11 @@
 #include "loader/map_ops.h"
 #include "loader/netfault_object.h"
 #include "loader/rtnetlink.h"
+#include "loader/tcx.h"
 
 namespace faultline {
 namespace {
 
-constexpr int kBpfTcxIngress = 46;
-constexpr int kBpfTcxEgress = 47;
 constexpr uint32_t kTcHandle = 0xF17E;  // our cls_bpf filter, under clsact
 constexpr uint32_t kTcPriority = 1;
 
@@ -172,8 +171,7 @@ Result<uint32_t> Attachments::ensure(const NetnsRef& ns, const std::vector<NetDe
 
     if (want == FL_ATTACH_TCX) {
       int link = bpf_link_create(prog, static_cast<int>(dev.ifindex),
-                                 static_cast<bpf_attach_type>(dir == FL_DIR_EGRESS ? kBpfTcxEgress : kBpfTcxIngress),
-                                 nullptr);
+                                 dir == FL_DIR_EGRESS ? kBpfTcxEgress : kBpfTcxIngress, nullptr);
       if (link < 0) return errno_error("cannot attach a TCX " + dir_name + " link to " + dev.name);
       UniqueFd link_fd(link);
       if (bpf_obj_pin(link, link_pin(key).c_str()) != 0)

@@ -21,12 +21,12 @@
 #include "base/result.h"
 #include "loader/rtnetlink.h"
 #include "loader/syscall_override_object.h"
+#include "loader/tcx.h"
 
 namespace faultline {
 namespace {
 
 // UAPI values newer than the headers on a Debian 12 build host.
-constexpr int kBpfTcxIngress = 46;
 constexpr int kHelperLoop = 181;
 constexpr int kHelperSetRetval = 187;
 constexpr int kHelperOverrideReturn = 58;
@@ -108,8 +108,7 @@ Probe probe_tcx() {
   auto prog = load(BPF_PROG_TYPE_SCHED_CLS, ret(-1));
   if (!prog.fd) return {false, why(prog, "loading a tc program")};
   return in_scratch_netns([&]() -> Probe {
-    int link = bpf_link_create(prog.fd.get(), 1 /* lo */, static_cast<bpf_attach_type>(kBpfTcxIngress),
-                               nullptr);
+    int link = bpf_link_create(prog.fd.get(), 1 /* lo */, kBpfTcxIngress, nullptr);
     if (link < 0) return {false, "TCX link create failed: " + err_text(errno) + " (kernel older than 6.6?)"};
     ::close(link);
     return {true, "attached a TCX ingress link"};
