@@ -50,7 +50,7 @@ int cmd_status(const std::vector<std::string>& args) {
   bool json = has_flag(args, "--json");
   NetfaultEngine engine;
   (void)engine.reap();  // expired faults of dead owners go first
-  auto maps = PinnedMaps::open(engine.layout(), false);
+  auto maps = NetfaultMaps::open(engine.layout(), false);
   std::vector<FaultRow> rows;
   std::vector<uint64_t> reasons;
   uint32_t armed = 0;
@@ -158,7 +158,7 @@ int cmd_abort(const std::vector<std::string>& args) {
     return kExitBadInput;
   }
   uint32_t slot = static_cast<uint32_t>(std::stoul(id));
-  auto maps = PinnedMaps::open(engine.layout(), false);
+  auto maps = NetfaultMaps::open(engine.layout(), false);
   if (!maps || !FaultTable(*maps).exists(slot)) {
     std::cerr << "faultctl abort: no active fault " << id << "\n";
     return kExitBadInput;

@@ -93,7 +93,7 @@ void sweep_dead_roots() {
   for (const auto& root : dead) {
     BpffsLayout l;
     l.root = root;
-    for (const auto& name : PinnedMaps::names()) ::unlink(l.map(name).c_str());
+    for (const auto& name : NetfaultMaps::names()) ::unlink(l.map(name).c_str());
     remove_bpffs_dirs(l);
   }
 }
@@ -130,7 +130,7 @@ void NetfaultTest::SetUp() {
   auto obj = NetfaultObject::load(layout_, netns_ino_, FL_EGRESS_DROP_REDIRECT);
   ASSERT_TRUE(obj.ok()) << obj.error().describe() << " (" << obj.error().where << ")";
   obj_.emplace(std::move(*obj));
-  auto m = PinnedMaps::open(layout_, false);
+  auto m = NetfaultMaps::open(layout_, false);
   ASSERT_TRUE(m.ok()) << m.error().describe();
   ASSERT_FALSE(m->created()) << "the object should have pinned the maps already";
   maps_.emplace(std::move(*m));
@@ -144,7 +144,7 @@ void NetfaultTest::TearDown() {
   maps_.reset();
   obj_.reset();  // unloads the programs: nothing holds them any more
   if (loaded_) {
-    for (const auto& name : PinnedMaps::names()) ::unlink(layout_.map(name).c_str());
+    for (const auto& name : NetfaultMaps::names()) ::unlink(layout_.map(name).c_str());
     remove_bpffs_dirs(layout_);
     struct stat st {};
     EXPECT_NE(::stat(layout_.root.c_str(), &st), 0) << "left behind: " << layout_.root;

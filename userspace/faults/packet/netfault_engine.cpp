@@ -112,7 +112,7 @@ nlohmann::json FaultPlan::to_json() const {
   return j;
 }
 
-Status initialise_maps(const PinnedMaps& maps) {
+Status initialise_maps(const NetfaultMaps& maps) {
   uint32_t zero = 0;
   fl_control ctl{};
   ctl.armed = 1;
@@ -176,7 +176,7 @@ Result<FaultPlan> NetfaultEngine::plan(const FaultSpec& spec, AttachMode mode) c
   return p;
 }
 
-Status NetfaultEngine::reap_locked(PinnedMaps& maps, int* reaped) {
+Status NetfaultEngine::reap_locked(NetfaultMaps& maps, int* reaped) {
   FaultTable table(maps);
   uint64_t now = boottime_ns();
   for (const auto& row : table.list()) {
@@ -192,8 +192,8 @@ Status NetfaultEngine::reap_locked(PinnedMaps& maps, int* reaped) {
   return {};
 }
 
-Status NetfaultEngine::teardown_locked(PinnedMaps& maps, bool foreign_too) {
-  Attachments att(layout_, maps);
+Status NetfaultEngine::teardown_locked(NetfaultMaps& maps, bool foreign_too) {
+  NetfaultAttachments att(layout_, maps);
   // Undo fq we installed before the attachments that remember it disappear.
   for (const auto& rec : att.list()) {
     if (!rec.val.created_fq) continue;
@@ -210,7 +210,7 @@ Status NetfaultEngine::teardown_locked(PinnedMaps& maps, bool foreign_too) {
     }
     ::closedir(d);
   }
-  for (const auto& name : PinnedMaps::names()) ::unlink(layout_.map(name).c_str());
+  for (const auto& name : NetfaultMaps::names()) ::unlink(layout_.map(name).c_str());
   remove_bpffs_dirs(layout_);
   return st;
 }
@@ -218,14 +218,14 @@ Status NetfaultEngine::teardown_locked(PinnedMaps& maps, bool foreign_too) {
 Result<AppliedFault> NetfaultEngine::apply(const FaultPlan& plan, uint32_t owner_pid) {
   auto lock = StateLock::acquire(layout_);
   if (!lock) return lock.error();
-  auto maps = PinnedMaps::open(layout_, true);
+  auto maps = NetfaultMaps::open(layout_, true);
   if (!maps) return maps.error();
   if (maps->created()) {
     FL_TRY(initialise_maps(*maps));
     // A fresh state: programs still attached from an earlier one whose pins were
     // lost are found by asking the kernel. Only the default root sweeps others'
     // programs; a test's private root must not touch a neighbour's.
-    Attachments fresh(layout_, *maps);
+    NetfaultAttachments fresh(layout_, *maps);
     (void)fresh.reconcile_orphans(layout_.root == BpffsLayout{}.root);
   }
   FL_TRY(reap_locked(*maps, nullptr));
@@ -234,7 +234,7 @@ Result<AppliedFault> NetfaultEngine::apply(const FaultPlan& plan, uint32_t owner
   if (plan.spec.kind == FaultKind::Latency || plan.spec.kind == FaultKind::Bandwidth)
     FL_TRY(install_fq_if_needed(plan, fq_installed));
 
-  Attachments att(layout_, *maps);
+  NetfaultAttachments att(layout_, *maps);
   auto mode = att.ensure(plan.netns, plan.devices, plan.spec.dir_mask, plan.requested);
   if (!mode) {
     if (FaultTable(*maps).list().empty()) (void)teardown_locked(*maps);
@@ -280,7 +280,7 @@ Result<AppliedFault> NetfaultEngine::apply(const FaultPlan& plan, uint32_t owner
 Status NetfaultEngine::end(uint32_t slot) {
   auto lock = StateLock::acquire(layout_);
   if (!lock) return lock.error();
-  auto maps = PinnedMaps::open(layout_, false);
+  auto maps = NetfaultMaps::open(layout_, false);
   if (!maps) return {};  // already uninstalled: nothing left to end
   FaultTable table(*maps);
   FL_TRY(table.remove(slot));
@@ -292,7 +292,7 @@ Status NetfaultEngine::end(uint32_t slot) {
 Status NetfaultEngine::abort_all() {
   auto lock = StateLock::acquire(layout_);
   if (!lock) return lock.error();
-  auto maps = PinnedMaps::open(layout_, false);
+  auto maps = NetfaultMaps::open(layout_, false);
   if (!maps) return {};
   uint32_t zero = 0;
   fl_control ctl{};
@@ -309,7 +309,7 @@ Result<int> NetfaultEngine::reap() {
   if (::stat(layout_.map("fl_meta").c_str(), &st) != 0) return 0;
   auto lock = StateLock::acquire(layout_);
   if (!lock) return lock.error();
-  auto maps = PinnedMaps::open(layout_, false);
+  auto maps = NetfaultMaps::open(layout_, false);
   if (!maps) return 0;
   int reaped = 0;
   FL_TRY(reap_locked(*maps, &reaped));
@@ -320,7 +320,7 @@ Result<int> NetfaultEngine::reap() {
 Status NetfaultEngine::uninstall() {
   auto lock = StateLock::acquire(layout_);
   if (!lock) return lock.error();
-  auto maps = PinnedMaps::open(layout_, true);
+  auto maps = NetfaultMaps::open(layout_, true);
   if (!maps) return maps.error();
   uint32_t zero = 0;
   fl_control ctl{};

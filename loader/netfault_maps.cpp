@@ -1,5 +1,5 @@
 // Opening (or creating) the pinned maps.
-#include "loader/pinned_maps.h"
+#include "loader/netfault_maps.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -9,7 +9,7 @@
 
 namespace faultline {
 
-const std::vector<std::string>& PinnedMaps::names() {
+const std::vector<std::string>& NetfaultMaps::names() {
   static const std::vector<std::string> n = {"fl_control", "fl_faults", "fl_exact", "fl_prefix",
                                              "fl_dns",     "fl_stats",  "fl_reasons", "fl_lossst",
                                              "fl_rate",    "fl_dist",   "fl_meta",  "fl_attach",
@@ -17,8 +17,8 @@ const std::vector<std::string>& PinnedMaps::names() {
   return n;
 }
 
-Result<PinnedMaps> PinnedMaps::open(const BpffsLayout& layout, bool create) {
-  PinnedMaps m;
+Result<NetfaultMaps> NetfaultMaps::open(const BpffsLayout& layout, bool create) {
+  NetfaultMaps m;
   struct stat st {};
   if (::stat(layout.map("fl_attach").c_str(), &st) != 0) {
     if (!create) return make_error(ENOENT, "Faultline is not installed (nothing pinned under " + layout.root + ")");

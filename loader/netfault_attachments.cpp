@@ -1,5 +1,5 @@
 // Attaching netfault programs (TCX first, tc clsact as fallback) and undoing it.
-#include "loader/attachments.h"
+#include "loader/netfault_attachments.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -96,12 +96,12 @@ int count_netfault_progs() {
   return n;
 }
 
-std::string Attachments::link_pin(const fl_attach_key& k) const {
+std::string NetfaultAttachments::link_pin(const fl_attach_key& k) const {
   return layout_.links() + "/" + std::to_string(k.netns_ino) + "_" + std::to_string(k.ifindex) +
          (k.dir == FL_DIR_EGRESS ? "_egress" : "_ingress");
 }
 
-std::vector<AttachmentRecord> Attachments::list() const {
+std::vector<AttachmentRecord> NetfaultAttachments::list() const {
   std::vector<AttachmentRecord> out;
   for_each_key<fl_attach_key>(maps_.attach(), [&](const fl_attach_key& k) {
     AttachmentRecord r;
@@ -111,8 +111,8 @@ std::vector<AttachmentRecord> Attachments::list() const {
   return out;
 }
 
-Result<uint32_t> Attachments::ensure(const NetnsRef& ns, const std::vector<NetDevice>& devs,
-                                     uint8_t dir_mask, AttachMode mode) {
+Result<uint32_t> NetfaultAttachments::ensure(const NetnsRef& ns, const std::vector<NetDevice>& devs,
+                                             uint8_t dir_mask, AttachMode mode) {
   // What is missing, and which mode the namespace already uses.
   std::vector<std::pair<NetDevice, uint32_t>> missing;
   uint32_t existing_mode = 0;
@@ -196,7 +196,7 @@ Result<uint32_t> Attachments::ensure(const NetnsRef& ns, const std::vector<NetDe
   return want;
 }
 
-Status Attachments::detach(const AttachmentRecord& rec) {
+Status NetfaultAttachments::detach(const AttachmentRecord& rec) {
   if (rec.val.mode == FL_ATTACH_TCX) {
     std::string pin = link_pin(rec.key);
     int fd = bpf_obj_get(pin.c_str());
@@ -226,7 +226,7 @@ Status Attachments::detach(const AttachmentRecord& rec) {
   return {};
 }
 
-Status Attachments::detach_all(uint32_t netns_ino) {
+Status NetfaultAttachments::detach_all(uint32_t netns_ino) {
   Status first;
   for (const auto& rec : list()) {
     if (netns_ino != 0 && rec.key.netns_ino != netns_ino) continue;
@@ -236,7 +236,7 @@ Status Attachments::detach_all(uint32_t netns_ino) {
   return first;
 }
 
-Result<int> Attachments::reconcile_orphans(bool foreign_too) {
+Result<int> NetfaultAttachments::reconcile_orphans(bool foreign_too) {
   int fixed = 0;
   bpf_map_info mine{};
   uint32_t mine_len = sizeof(mine);

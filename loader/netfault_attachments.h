@@ -8,8 +8,8 @@
 
 #include "faultline/abi.h"
 #include "loader/bpffs.h"
+#include "loader/netfault_maps.h"
 #include "loader/netns.h"
-#include "loader/pinned_maps.h"
 #include "base/result.h"
 
 namespace faultline {
@@ -23,9 +23,9 @@ struct AttachmentRecord {
   fl_attach_val val{};
 };
 
-class Attachments {
+class NetfaultAttachments {
  public:
-  Attachments(const BpffsLayout& layout, const PinnedMaps& maps) : layout_(layout), maps_(maps) {}
+  NetfaultAttachments(const BpffsLayout& layout, const NetfaultMaps& maps) : layout_(layout), maps_(maps) {}
 
   // Attaches a program for every device and direction not yet attached in this
   // namespace; loads one program instance for them. Returns the mode in use.
@@ -49,7 +49,7 @@ class Attachments {
  private:
   [[nodiscard]] std::string link_pin(const fl_attach_key& k) const;
   const BpffsLayout& layout_;
-  const PinnedMaps& maps_;
+  const NetfaultMaps& maps_;
 };
 
 // Whether a program id is one of ours (named fl_egress / fl_ingress).

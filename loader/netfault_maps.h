@@ -12,11 +12,11 @@
 
 namespace faultline {
 
-class PinnedMaps {
+class NetfaultMaps {
  public:
   // Opens the pins; with create, loads the object once to create and pin them
   // first (then `created()` is true and the caller initialises them).
-  [[nodiscard]] static Result<PinnedMaps> open(const BpffsLayout& layout, bool create);
+  [[nodiscard]] static Result<NetfaultMaps> open(const BpffsLayout& layout, bool create);
 
   [[nodiscard]] bool created() const { return created_; }
   [[nodiscard]] int control() const { return control_.get(); }
@@ -37,7 +37,7 @@ class PinnedMaps {
   static const std::vector<std::string>& names();
 
  private:
-  PinnedMaps() = default;
+  NetfaultMaps() = default;
   bool created_ = false;
   UniqueFd control_, faults_, exact_, prefix_, dns_, stats_, reasons_, lossst_, rate_, dist_, meta_,
       attach_, exfilt_;
