@@ -315,7 +315,7 @@ std::vector<Step> breakdown(const Opts& o, const std::string& root, std::vector<
   }
   {
     t = mono_ns();
-    auto lock = StateLock::acquire(layout);
+    auto lock = NetfaultStateLock::acquire(layout);
     cold.push_back({"state lock", ms_since(t)});
     t = mono_ns();
     auto maps = NetfaultMaps::open(layout, true);

@@ -216,7 +216,7 @@ Status NetfaultEngine::teardown_locked(NetfaultMaps& maps, bool foreign_too) {
 }
 
 Result<AppliedFault> NetfaultEngine::apply(const FaultPlan& plan, uint32_t owner_pid) {
-  auto lock = StateLock::acquire(layout_);
+  auto lock = NetfaultStateLock::acquire(layout_);
   if (!lock) return lock.error();
   auto maps = NetfaultMaps::open(layout_, true);
   if (!maps) return maps.error();
@@ -278,7 +278,7 @@ Result<AppliedFault> NetfaultEngine::apply(const FaultPlan& plan, uint32_t owner
 }
 
 Status NetfaultEngine::end(uint32_t slot) {
-  auto lock = StateLock::acquire(layout_);
+  auto lock = NetfaultStateLock::acquire(layout_);
   if (!lock) return lock.error();
   auto maps = NetfaultMaps::open(layout_, false);
   if (!maps) return {};  // already uninstalled: nothing left to end
@@ -290,7 +290,7 @@ Status NetfaultEngine::end(uint32_t slot) {
 }
 
 Status NetfaultEngine::abort_all() {
-  auto lock = StateLock::acquire(layout_);
+  auto lock = NetfaultStateLock::acquire(layout_);
   if (!lock) return lock.error();
   auto maps = NetfaultMaps::open(layout_, false);
   if (!maps) return {};
@@ -307,7 +307,7 @@ Status NetfaultEngine::abort_all() {
 Result<int> NetfaultEngine::reap() {
   struct stat st {};
   if (::stat(layout_.map("fl_meta").c_str(), &st) != 0) return 0;
-  auto lock = StateLock::acquire(layout_);
+  auto lock = NetfaultStateLock::acquire(layout_);
   if (!lock) return lock.error();
   auto maps = NetfaultMaps::open(layout_, false);
   if (!maps) return 0;
@@ -318,7 +318,7 @@ Result<int> NetfaultEngine::reap() {
 }
 
 Status NetfaultEngine::uninstall() {
-  auto lock = StateLock::acquire(layout_);
+  auto lock = NetfaultStateLock::acquire(layout_);
   if (!lock) return lock.error();
   auto maps = NetfaultMaps::open(layout_, true);
   if (!maps) return maps.error();
