@@ -179,7 +179,7 @@ int cmd_features(const std::vector<std::string>& args) {
   auto caps = capabilities(f);
   struct Row {
     const char* name;
-    const Probe* p;
+    const FeatureProbe* p;
   };
   const Row probes[] = {{"bpf", &f.bpf_syscall},           {"tcx", &f.tcx},
                         {"clsact", &f.clsact},             {"bpf_loop", &f.bpf_loop},
