@@ -11,6 +11,7 @@
 #include "ctl/session_command.h"
 #include "loader/features.h"
 #include "base/exit_code.h"
+#include "userspace/faults/capabilities.h"
 #include "userspace/faults/packet/netfault_engine.h"
 #include "userspace/state/session_registry.h"
 

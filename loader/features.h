@@ -2,7 +2,6 @@
 #pragma once
 
 #include <string>
-#include <vector>
 
 namespace faultline {
 
@@ -31,13 +30,6 @@ struct Features {
   std::string cgroup_v2_mount;  // where cgroup2 is mounted, if anywhere
 };
 
-struct Capability {
-  std::string name;                  // "packet faults"
-  std::vector<std::string> ladder;   // mechanisms, best first
-  std::string chosen;                // the one this kernel gets, or "" for none
-  std::string why;                   // why the better ones are out, or how to get one
-};
-
 // Probes once per process; later calls return the cached value.
 [[nodiscard]] const Features& features();
 
@@ -45,8 +37,5 @@ struct Capability {
 // full probe parses kernel BTF and loads a dozen programs, too slow for every
 // `faultctl run`. The other fields are left unprobed (unavailable, "not probed").
 [[nodiscard]] const Features& packet_features();
-
-// The capability table of docs/kernel-support.md for these features.
-[[nodiscard]] std::vector<Capability> capabilities(const Features& f);
 
 }  // namespace faultline

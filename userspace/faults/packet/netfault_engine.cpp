@@ -16,6 +16,7 @@
 #include "base/process.h"
 #include "loader/features.h"
 #include "loader/rtnetlink.h"
+#include "userspace/faults/capabilities.h"
 #include "userspace/faults/packet/distributions.h"
 
 namespace faultline {
