@@ -62,6 +62,10 @@ const char* attach_mode_name(uint32_t mode) {
   return mode == FL_ATTACH_TCX ? "tcx" : mode == FL_ATTACH_TC ? "tc" : "?";
 }
 
+uint32_t attach_mode_value(AttachMode mode) {
+  return mode == AttachMode::Tcx ? FL_ATTACH_TCX : mode == AttachMode::Tc ? FL_ATTACH_TC : 0;
+}
+
 bool is_netfault_prog(uint32_t prog_id) { return netfault_control_map(prog_id).has_value(); }
 
 std::optional<uint32_t> netfault_control_map(uint32_t prog_id) {
@@ -101,6 +105,20 @@ std::string NetfaultAttachments::link_pin(const fl_attach_key& k) const {
          (k.dir == FL_DIR_EGRESS ? "_egress" : "_ingress");
 }
 
+uint32_t NetfaultAttachments::mode_in_use(const NetnsRef& ns, const std::vector<NetDevice>& devs,
+                                          uint8_t dir_mask) const {
+  uint32_t mode = 0;
+  for (const auto& d : devs) {
+    for (uint32_t dir : {uint32_t{FL_DIR_EGRESS}, uint32_t{FL_DIR_INGRESS}}) {
+      if ((dir_mask & dir) == 0) continue;
+      fl_attach_key key{ns.inode, d.ifindex, dir, 0};
+      fl_attach_val val{};
+      if (bpf_map_lookup_elem(maps_.attach(), &key, &val) == 0) mode = val.mode;
+    }
+  }
+  return mode;
+}
+
 std::vector<AttachmentRecord> NetfaultAttachments::list() const {
   std::vector<AttachmentRecord> out;
   for_each_key<fl_attach_key>(maps_.attach(), [&](const fl_attach_key& k) {
@@ -115,26 +133,21 @@ Result<uint32_t> NetfaultAttachments::ensure(const NetnsRef& ns, const std::vect
                                              uint8_t dir_mask, AttachMode mode) {
   // What is missing, and which mode the namespace already uses.
   std::vector<std::pair<NetDevice, uint32_t>> missing;
-  uint32_t existing_mode = 0;
   for (const auto& d : devs) {
     for (uint32_t dir : {uint32_t{FL_DIR_EGRESS}, uint32_t{FL_DIR_INGRESS}}) {
       if ((dir_mask & dir) == 0) continue;
       fl_attach_key key{ns.inode, d.ifindex, dir, 0};
       fl_attach_val val{};
-      if (bpf_map_lookup_elem(maps_.attach(), &key, &val) == 0) {
-        existing_mode = val.mode;
-        continue;
-      }
-      missing.emplace_back(d, dir);
+      if (bpf_map_lookup_elem(maps_.attach(), &key, &val) != 0) missing.emplace_back(d, dir);
     }
   }
-  uint32_t want = 0;
-  if (mode == AttachMode::Tcx) want = FL_ATTACH_TCX;
-  if (mode == AttachMode::Tc) want = FL_ATTACH_TC;
+  const uint32_t existing_mode = mode_in_use(ns, devs, dir_mask);
+  uint32_t want = attach_mode_value(mode);
+  // A namespace runs one mode; callers check mode_in_use() first and tell the
+  // operator what to do about it.
   if (want != 0 && existing_mode != 0 && want != existing_mode) {
-    return make_error(EBUSY, std::string("--attach ") + attach_mode_name(want) + ": namespace " + ns.display +
-                                 " already has Faultline attached with " + attach_mode_name(existing_mode) +
-                                 "; end its faults first (faultctl abort --all)");
+    return make_error(EBUSY, "namespace " + ns.display + " already has Faultline attached with " +
+                                 attach_mode_name(existing_mode) + ", not " + attach_mode_name(want));
   }
   if (want == 0) want = existing_mode;
   if (want == 0) {

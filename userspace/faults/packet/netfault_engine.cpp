@@ -83,6 +83,17 @@ CompiledFault compile_fault(const FaultSpec& s, uint32_t netns_ino, uint32_t ifi
 
 namespace {
 
+// One namespace runs one attach mode: asking for the other is refused, and the
+// operator is told how to free the namespace.
+Status check_mode_free(const NetfaultAttachments& att, const FaultPlan& plan) {
+  const uint32_t want = attach_mode_value(plan.requested);
+  const uint32_t in_use = att.mode_in_use(plan.netns, plan.devices, plan.spec.dir_mask);
+  if (want == 0 || in_use == 0 || want == in_use) return {};
+  return make_error(EBUSY, std::string("--attach ") + attach_mode_name(want) + ": namespace " + plan.netns.display +
+                               " already has Faultline attached with " + attach_mode_name(in_use) +
+                               "; end its faults first (faultctl abort --all)");
+}
+
 Status install_fq_if_needed(const FaultPlan& plan, std::vector<uint32_t>& installed) {
   auto inside = NetnsEnter::enter(plan.netns);
   if (!inside) return inside.error();
@@ -236,7 +247,10 @@ Result<AppliedFault> NetfaultEngine::apply(const FaultPlan& plan, uint32_t owner
     FL_TRY(install_fq_if_needed(plan, fq_installed));
 
   NetfaultAttachments att(layout_, *maps);
-  auto mode = att.ensure(plan.netns, plan.devices, plan.spec.dir_mask, plan.requested);
+  auto mode = [&]() -> Result<uint32_t> {
+    FL_TRY(check_mode_free(att, plan));
+    return att.ensure(plan.netns, plan.devices, plan.spec.dir_mask, plan.requested);
+  }();
   if (!mode) {
     if (FaultTable(*maps).list().empty()) (void)teardown_locked(*maps);
     return mode.error();
