@@ -242,6 +242,16 @@ FeatureProbe probe_bpf_loop() {
                                                    : "probing bpf_loop failed: " + err_text(loop)};
 }
 
+// Kernels before the task helpers reached cgroup_skb programs (6.1 among them)
+// reject a program that calls them.
+FeatureProbe probe_skb_task_helpers() {
+  if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SKB, BPF_FUNC_get_current_pid_tgid, nullptr) != 1)
+    return {false, "cgroup_skb programs cannot call bpf_get_current_pid_tgid"};
+  if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SKB, BPF_FUNC_get_current_comm, nullptr) != 1)
+    return {false, "cgroup_skb programs cannot call bpf_get_current_comm"};
+  return {true, "cgroup_skb programs may call bpf_get_current_pid_tgid and bpf_get_current_comm"};
+}
+
 Features probe_all() {
   Features f;
   auto base = load(BPF_PROG_TYPE_SOCKET_FILTER, insns_return(0));
@@ -267,6 +277,7 @@ Features probe_all() {
   f.seccomp_notify = probe_seccomp();
   f.fanotify_perm = probe_fanotify();
   f.io_uring = probe_io_uring();
+  f.skb_task_helpers = skb_task_helpers();
   return f;
 }
 
@@ -277,12 +288,17 @@ const Features& features() {
   return f;
 }
 
+const FeatureProbe& skb_task_helpers() {
+  static const FeatureProbe p = probe_skb_task_helpers();
+  return p;
+}
+
 const Features& packet_features() {
   static const Features f = [] {
     Features p;
     const FeatureProbe skipped{false, "not probed"};
     p.bpf_syscall = p.set_retval = p.ringbuf = p.lsm_listed = p.bpf_lsm = p.fentry = p.kprobe_override =
-        p.seccomp_notify = p.fanotify_perm = p.io_uring = skipped;
+        p.seccomp_notify = p.fanotify_perm = p.io_uring = p.skb_task_helpers = skipped;
     p.bpf_syscall = {true, "implied by the probes below"};
     p.tcx = probe_tcx();
     p.clsact = probe_clsact();

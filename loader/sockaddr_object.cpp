@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "loader/features.h"
 #include "loader/map_ops.h"
 #include "sockaddr.skel.h"
 
@@ -37,11 +38,8 @@ Result<SockaddrObject> SockaddrObject::load(uint32_t rule_slots) {
   BpfSkeleton<fl_sockaddr>& skel = *opened;
   if (int err = bpf_map__set_max_entries(skel->maps.fl_sa_rule_hits, std::max<uint32_t>(rule_slots, 1)); err != 0)
     return make_error(-err, "cannot size the rule counters");
-  // Kernels before the task helpers reached cgroup_skb (6.1 among them) load the
-  // packet programs without their process filter.
-  skel->rodata->fl_skb_task_helpers =
-      libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SKB, BPF_FUNC_get_current_pid_tgid, nullptr) == 1 &&
-      libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SKB, BPF_FUNC_get_current_comm, nullptr) == 1;
+  // Without the task helpers, the packet programs load without their process filter.
+  skel->rodata->fl_skb_task_helpers = skb_task_helpers().available;
   FL_TRY(skel.load("the sockaddr BPF programs"));
   return SockaddrObject(std::move(skel));
 }
