@@ -94,9 +94,12 @@ Status check_mode_free(const NetfaultAttachments& att, const FaultPlan& plan) {
                                "; end its faults first (faultctl abort --all)");
 }
 
-Status install_fq_if_needed(const FaultPlan& plan, std::vector<uint32_t>& installed) {
+// Makes fq the root qdisc of every planned device that lacks it; returns the
+// ifindexes it was installed on, whose attachments then remember to remove it.
+Result<std::vector<uint32_t>> install_fq_if_needed(const FaultPlan& plan) {
   auto inside = NetnsEnter::enter(plan.netns);
   if (!inside) return inside.error();
+  std::vector<uint32_t> installed;
   for (const auto& d : plan.devices) {
     auto q = root_qdisc(d.ifindex);
     if (!q) return q.error();
@@ -108,7 +111,7 @@ Status install_fq_if_needed(const FaultPlan& plan, std::vector<uint32_t>& instal
     FL_TRY(replace_root_qdisc(d.ifindex, "fq"));
     installed.push_back(d.ifindex);
   }
-  return {};
+  return installed;
 }
 
 }  // namespace
@@ -188,9 +191,10 @@ Result<FaultPlan> NetfaultEngine::plan(const FaultSpec& spec, AttachMode mode) c
   return p;
 }
 
-Status NetfaultEngine::reap_locked(NetfaultMaps& maps, int* reaped) {
+Result<int> NetfaultEngine::reap_locked(NetfaultMaps& maps) {
   FaultTable table(maps);
   uint64_t now = boottime_ns();
+  int reaped = 0;
   for (const auto& row : table.list()) {
     bool expired = row.fault.expires_ns != 0 ? row.fault.expires_ns <= now : row.meta.expires_ns <= now;
     bool owner_gone = row.meta.owner_pid == 0 || process_start_time(row.meta.owner_pid) != row.meta.owner_start;
@@ -198,10 +202,10 @@ Status NetfaultEngine::reap_locked(NetfaultMaps& maps, int* reaped) {
     bool orphan_inactive = row.fault.expires_ns == 0 && owner_gone;
     if (expired || orphan_inactive) {
       FL_TRY(table.remove(row.slot));
-      if (reaped != nullptr) ++*reaped;
+      ++reaped;
     }
   }
-  return {};
+  return reaped;
 }
 
 Status NetfaultEngine::teardown_locked(NetfaultMaps& maps, bool foreign_too) {
@@ -240,11 +244,14 @@ Result<AppliedFault> NetfaultEngine::apply(const FaultPlan& plan, uint32_t owner
     NetfaultAttachments fresh(layout_, *maps);
     (void)fresh.reconcile_orphans(layout_.root == BpffsLayout{}.root);
   }
-  FL_TRY(reap_locked(*maps, nullptr));
+  FL_TRY(reap_locked(*maps));
 
   std::vector<uint32_t> fq_installed;
-  if (plan.spec.kind == FaultKind::Latency || plan.spec.kind == FaultKind::Bandwidth)
-    FL_TRY(install_fq_if_needed(plan, fq_installed));
+  if (plan.spec.kind == FaultKind::Latency || plan.spec.kind == FaultKind::Bandwidth) {
+    auto installed = install_fq_if_needed(plan);
+    if (!installed) return installed.error();
+    fq_installed = std::move(*installed);
+  }
 
   NetfaultAttachments att(layout_, *maps);
   auto mode = [&]() -> Result<uint32_t> {
@@ -299,7 +306,7 @@ Status NetfaultEngine::end(uint32_t slot) {
   if (!maps) return {};  // already uninstalled: nothing left to end
   FaultTable table(*maps);
   FL_TRY(table.remove(slot));
-  FL_TRY(reap_locked(*maps, nullptr));
+  FL_TRY(reap_locked(*maps));
   if (table.list().empty()) return teardown_locked(*maps);
   return {};
 }
@@ -326,10 +333,10 @@ Result<int> NetfaultEngine::reap() {
   if (!lock) return lock.error();
   auto maps = NetfaultMaps::open(layout_, false);
   if (!maps) return 0;
-  int reaped = 0;
-  FL_TRY(reap_locked(*maps, &reaped));
+  auto reaped = reap_locked(*maps);
+  if (!reaped) return reaped.error();
   if (FaultTable(*maps).list().empty()) FL_TRY(teardown_locked(*maps));
-  return reaped;
+  return *reaped;
 }
 
 Status NetfaultEngine::uninstall() {

@@ -67,7 +67,8 @@ class NetfaultEngine {
 
  private:
   [[nodiscard]] Status teardown_locked(NetfaultMaps& maps, bool foreign_too = false);
-  [[nodiscard]] Status reap_locked(NetfaultMaps& maps, int* reaped);
+  // Removes expired and orphaned faults; returns how many.
+  [[nodiscard]] Result<int> reap_locked(NetfaultMaps& maps);
   BpffsLayout layout_;
 };
 
