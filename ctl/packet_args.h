@@ -8,7 +8,7 @@
 #include "base/result.h"
 #include "ctl/help.h"
 #include "ctl/run_flags.h"
-#include "loader/attachments.h"
+#include "loader/netfault_attachments.h"
 #include "userspace/faults/packet/spec.h"
 
 namespace faultline {

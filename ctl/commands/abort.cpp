@@ -66,7 +66,7 @@ int abort_all(NetfaultEngine& engine) {
 
 int abort_packet_fault(NetfaultEngine& engine, const std::string& id) {
   uint32_t slot = static_cast<uint32_t>(std::stoul(id));
-  auto maps = PinnedMaps::open(engine.layout(), false);
+  auto maps = NetfaultMaps::open(engine.layout(), false);
   if (!maps || !FaultTable(*maps).exists(slot)) {
     std::cerr << "faultctl abort: no active fault " << id << "\n";
     return kExitBadInput;

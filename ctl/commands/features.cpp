@@ -7,6 +7,7 @@
 #include "ctl/command.h"
 #include "ctl/commands/commands.h"
 #include "loader/features.h"
+#include "userspace/faults/capabilities.h"
 
 namespace faultline {
 namespace {
@@ -25,7 +26,7 @@ int show_features(bool json) {
   auto caps = capabilities(f);
   struct Row {
     const char* name;
-    const Probe* p;
+    const FeatureProbe* p;
   };
   const Row probes[] = {{"bpf", &f.bpf_syscall},           {"tcx", &f.tcx},
                         {"clsact", &f.clsact},             {"bpf_loop", &f.bpf_loop},

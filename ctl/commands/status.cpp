@@ -40,7 +40,7 @@ const char* reason_name(uint32_t r) {
 int show_status(bool json) {
   NetfaultEngine engine;
   (void)engine.reap();  // expired faults of dead owners go first
-  auto maps = PinnedMaps::open(engine.layout(), false);
+  auto maps = NetfaultMaps::open(engine.layout(), false);
   std::vector<FaultRow> rows;
   std::vector<uint64_t> reasons;
   uint32_t armed = 0;

@@ -22,6 +22,7 @@
 #include <tuple>
 
 #include "loader/bpffs.h"
+#include "loader/map_ops.h"
 #include "loader/sockaddr_object.h"
 #include "base/errno_names.h"
 #include "userspace/state/session_registry.h"
@@ -285,15 +286,11 @@ int Guard::run() {
     fl_flow f;
   };
   std::vector<Row> rows;
-  fl_flow_key k{}, next{};
-  const void* prev = nullptr;
-  while (bpf_map_get_next_key(obj->flows_fd(), prev, &next) == 0) {
+  for_each_key<fl_flow_key>(obj->flows_fd(), [&](const fl_flow_key& k) {
     fl_flow f{};
-    if (bpf_map_lookup_elem(obj->flows_fd(), &next, &f) == 0)
-      rows.push_back({endpoint_text(next.addr, next.port) + "/" + proto_text(next.proto), f});
-    k = next;
-    prev = &k;
-  }
+    if (bpf_map_lookup_elem(obj->flows_fd(), &k, &f) == 0)
+      rows.push_back({endpoint_text(k.addr, k.port) + "/" + proto_text(k.proto), f});
+  });
   std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.f.bytes_out > b.f.bytes_out; });
   fl_sa_stats total = sum_sa_stats(obj->stats_fd()).value_or(fl_sa_stats{});
   log_ << "faultline guard: summary (" << (opts_.enforce ? "enforce" : "monitor") << ", default "
