@@ -13,7 +13,7 @@ namespace faultline {
 namespace {
 
 constexpr Example kExamples[] = {
-    {"monitor, block nothing: log each decision, would-deny outside 10/8 too",
+    {"monitor: nothing is blocked; traffic outside 10/8 is logged as would-deny",
      "faultctl guard --default-deny --allow 10.0.0.0/8 --json-log guard.jsonl -- ./integration-tests.sh"},
     {"reach only the database and DNS; refuse the rest with ECONNREFUSED",
      "faultctl guard --enforce --default-deny --allow 10.0.0.5:5432/tcp --allow 10.0.0.53:53/udp "
