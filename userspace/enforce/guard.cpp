@@ -21,6 +21,7 @@
 #include <set>
 #include <tuple>
 
+#include "base/child.h"
 #include "loader/bpffs.h"
 #include "loader/map_ops.h"
 #include "loader/sockaddr_object.h"
@@ -218,31 +219,16 @@ int Guard::run() {
     }
   } unpin{*obj, session};
 
-  int go[2];
-  if (::pipe2(go, O_CLOEXEC) != 0) return 1;
-  pid_t child = ::fork();
-  if (child < 0) {
-    log_ << "faultctl guard: fork: " << strerror(errno) << "\n";
+  // The command waits on a pipe until it is in the cgroup: nothing may escape it.
+  auto held = HeldChild::spawn(opts_.command, nullptr, "faultctl guard");
+  if (!held) {
+    log_ << "faultctl guard: " << held.error().describe() << "\n";
     return 1;
   }
-  if (child == 0) {
-    ::close(go[1]);
-    char c;
-    // Wait until the parent has moved us into the cgroup: nothing may escape it.
-    if (::read(go[0], &c, 1) != 1) _exit(127);
-    std::vector<char*> argv;
-    for (auto& a : opts_.command) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execvp(argv[0], argv.data());
-    std::fprintf(stderr, "faultctl guard: cannot run %s: %s\n", argv[0], strerror(errno));
-    _exit(127);
-  }
-  ::close(go[0]);
+  const pid_t child = held->pid();
   if (auto st = cg->join(child); !st) {
     log_ << "faultctl guard: " << st.error().describe() << "\n";
-    ::kill(child, SIGKILL);
-    ::waitpid(child, nullptr, 0);
-    return 1;
+    return 1;  // the held child is killed and reaped with `held`
   }
   // Forward signals from before the command runs: a SIGTERM that came before the
   // handler would kill the guard alone, leaving the command running unguarded
@@ -251,14 +237,16 @@ int Guard::run() {
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
-  ::write(go[1], "g", 1);
-  ::close(go[1]);
+  if (auto st = held->release(); !st) {
+    log_ << "faultctl guard: " << st.error().describe() << "\n";
+    return 1;
+  }
   if (session) {
     session->session().summary += " pid " + std::to_string(child);
     (void)session->save();
   }
   bool released = false;
-  int status = 0;
+  int exit_code = 1;
   for (;;) {
     ring_buffer__poll(rb.get(), 100);
     if (int sig = g_forward.exchange(0); sig != 0) ::kill(child, sig);
@@ -272,9 +260,10 @@ int Guard::run() {
       log_ << "faultline guard: released by faultctl abort: " << opts_.command[0] << " runs on unguarded\n"
            << std::flush;
     }
-    pid_t r = ::waitpid(child, &status, WNOHANG);
-    if (r == child) break;
-    if (r < 0 && errno != EINTR) break;
+    if (auto code = held->poll_exit()) {
+      exit_code = *code;
+      break;
+    }
   }
   ring_buffer__consume(rb.get());
   sigaction(SIGINT, &old_int, nullptr);
@@ -314,9 +303,7 @@ int Guard::run() {
   if (total.exfil_dropped) log_ << "  packets dropped by the exfil cap: " << total.exfil_dropped << "\n";
   if (total.events_lost) log_ << "  decisions not reported (ring buffer full): " << total.events_lost << "\n";
   obj->detach();
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 1;
+  return exit_code;
 }
 
 }  // namespace faultline
