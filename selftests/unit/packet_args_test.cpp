@@ -4,24 +4,12 @@
 #include <sstream>
 #include <variant>
 
+#include "parse_words.h"
 #include "ctl/packet_args.h"
 
 namespace faultline {
 namespace {
 
-std::vector<std::string> split(const std::string& s) {
-  std::istringstream in(s);
-  std::vector<std::string> out;
-  for (std::string w; in >> w;) out.push_back(w);
-  return out;
-}
-
-// What words parse to when --help is not the answer: the arguments, or the error.
-Result<PacketRunArgs> args_of(Result<Parsed<PacketRunArgs>> r) {
-  if (!r) return r.error();
-  if (std::holds_alternative<HelpText>(*r)) return make_error(EINVAL, "parsed as --help");
-  return std::get<PacketRunArgs>(std::move(*r));
-}
 
 TEST(PacketArgs, LossWithEveryScopeField) {
   auto r = args_of(parse_packet_args(split(

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <variant>
 
+#include "parse_words.h"
 #include "ctl/resource_args.h"
 #include "base/cgroup.h"
 #include "userspace/faults/resource/fault.h"
@@ -13,19 +14,6 @@
 namespace faultline {
 namespace {
 
-std::vector<std::string> split(const std::string& s) {
-  std::istringstream in(s);
-  std::vector<std::string> out;
-  for (std::string w; in >> w;) out.push_back(w);
-  return out;
-}
-
-// What words parse to when --help is not the answer: the arguments, or the error.
-Result<ResourceRunArgs> args_of(Result<Parsed<ResourceRunArgs>> r) {
-  if (!r) return r.error();
-  if (std::holds_alternative<HelpText>(*r)) return make_error(EINVAL, "parsed as --help");
-  return std::get<ResourceRunArgs>(std::move(*r));
-}
 
 TEST(ResourceArgs, ProcessFreezeByPid) {
   auto r = args_of(parse_resource_args(split("process --pid 1234 --action freeze --duration 30s")));
