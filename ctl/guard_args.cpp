@@ -18,7 +18,7 @@ constexpr Example kExamples[] = {
     {"reach only the database and DNS; refuse the rest with ECONNREFUSED",
      "faultctl guard --enforce --default-deny --allow 10.0.0.5:5432/tcp --allow 10.0.0.53:53/udp "
      "--deny-errno ECONNREFUSED -- ./app"},
-    {"what goes to 10.9.9.9:80 reaches a local stub instead",
+    {"what goes to 10.9.9.9:80 reaches a local stand-in instead",
      "faultctl guard --redirect 10.9.9.9:80=127.0.0.1:18080 -- curl http://10.9.9.9/"},
     {"drop the egress to a destination outside 10/8 once it has had 10 MB",
      "faultctl guard --enforce --allow 10.0.0.0/8 --exfil-cap 10MB -- ./batch-job"},
