@@ -29,7 +29,9 @@ vmtest: build
 	@scripts/install-deps.sh vmtest
 	@scripts/vmtest.sh $(BUILD)
 
-demo: build
+# The demo builds only what it runs: faultctl and the test host it serves traffic with.
+demo: deps $(BUILD)/build.ninja
+	@ninja -C $(BUILD) -j $(JOBS) faultctl fl-testhost
 	@scripts/demo.sh $(BUILD)/faultctl
 
 bench: build

@@ -34,11 +34,11 @@
 #include <thread>
 
 #include "bench/bench_util.h"
-#include "loader/attachments.h"
 #include "loader/bpffs.h"
 #include "loader/features.h"
+#include "loader/netfault_attachments.h"
+#include "loader/netfault_maps.h"
 #include "loader/netfault_object.h"
-#include "loader/pinned_maps.h"
 #include "netfault.skel.h"
 #include "userspace/faults/packet/fault_table.h"
 #include "userspace/faults/packet/netfault_engine.h"
@@ -315,11 +315,11 @@ std::vector<Step> breakdown(const Opts& o, const std::string& root, std::vector<
   }
   {
     t = mono_ns();
-    auto lock = StateLock::acquire(layout);
+    auto lock = NetfaultStateLock::acquire(layout);
     cold.push_back({"state lock", ms_since(t)});
     t = mono_ns();
-    auto maps = PinnedMaps::open(layout, true);
-    cold.push_back({"PinnedMaps::open(create): load #1 to create + pin maps", ms_since(t)});
+    auto maps = NetfaultMaps::open(layout, true);
+    cold.push_back({"NetfaultMaps::open(create): load #1 to create + pin maps", ms_since(t)});
     if (!maps) {
       std::cerr << "breakdown: " << maps.error().describe() << "\n";
       return {};
@@ -328,16 +328,16 @@ std::vector<Step> breakdown(const Opts& o, const std::string& root, std::vector<
     (void)initialise_maps(*maps);
     cold.push_back({"initialise_maps", ms_since(t)});
     t = mono_ns();
-    Attachments fresh(layout, *maps);
+    NetfaultAttachments fresh(layout, *maps);
     (void)fresh.reconcile_orphans(false);
     cold.push_back({"reconcile_orphans (links, tc filters of every netns)", ms_since(t)});
     t = mono_ns();
     (void)FaultTable(*maps).list();
     cold.push_back({"reap: list faults", ms_since(t)});
     t = mono_ns();
-    Attachments att(layout, *maps);
+    NetfaultAttachments att(layout, *maps);
     auto mode = att.ensure(plan->netns, plan->devices, plan->spec.dir_mask, AttachMode::Auto);
-    cold.push_back({"Attachments::ensure: load #2 + TCX link + pin", ms_since(t)});
+    cold.push_back({"NetfaultAttachments::ensure: load #2 + TCX link + pin", ms_since(t)});
     if (!mode) {
       std::cerr << "breakdown: " << mode.error().describe() << "\n";
       return {};
@@ -365,8 +365,8 @@ std::vector<Step> breakdown(const Opts& o, const std::string& root, std::vector<
   // Abort of one fault, as `faultctl abort ID` does it, up to the deactivation.
   if (applied) {
     t = mono_ns();
-    auto maps = PinnedMaps::open(layout, false);
-    abort_steps.push_back({"PinnedMaps::open (12 pins)", ms_since(t)});
+    auto maps = NetfaultMaps::open(layout, false);
+    abort_steps.push_back({"NetfaultMaps::open (12 pins)", ms_since(t)});
     t = mono_ns();
     bool exists = maps && FaultTable(*maps).exists(applied->slot);
     abort_steps.push_back({"FaultTable::exists", ms_since(t)});
@@ -408,7 +408,7 @@ std::vector<Step> breakdown(const Opts& o, const std::string& root, std::vector<
       iin.push_back(stat(log_i, "processed "));
       netfault__destroy(skel);
     }
-    for (const auto& n : PinnedMaps::names()) unlink(tmp.map(n).c_str());
+    for (const auto& n : NetfaultMaps::names()) unlink(tmp.map(n).c_str());
     // The same object with its programs switched off: maps, BTF and CO-RE only.
     skel = netfault__open_opts(&oo);
     if (skel != nullptr) {
@@ -419,7 +419,7 @@ std::vector<Step> breakdown(const Opts& o, const std::string& root, std::vector<
       maps_only.push_back(err == 0 ? ms_since(t) : NAN);
       netfault__destroy(skel);
     }
-    for (const auto& n : PinnedMaps::names()) unlink(tmp.map(n).c_str());
+    for (const auto& n : NetfaultMaps::names()) unlink(tmp.map(n).c_str());
     remove_bpffs_dirs(tmp);
   }
   process_steps.push_back({"one netfault object load (open, maps, BTF, verify both), median of 3", spread(loads).median});

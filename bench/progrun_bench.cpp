@@ -23,8 +23,8 @@
 #include "bench/bench_util.h"
 #include "bench_progs.skel.h"
 #include "loader/bpffs.h"
+#include "loader/netfault_maps.h"
 #include "loader/netfault_object.h"
-#include "loader/pinned_maps.h"
 #include "userspace/faults/packet/netfault_engine.h"
 
 using namespace faultline;
@@ -272,7 +272,7 @@ int main(int argc, char** argv) {
   auto base_obj = NetfaultObject::load(base, ino, FL_EGRESS_DROP_REDIRECT);
   if (!base_obj) die("loading netfault", base_obj.error());
   {
-    auto maps = PinnedMaps::open(base, false);
+    auto maps = NetfaultMaps::open(base, false);
     if (!maps) die("opening pins", maps.error());
     if (auto st = initialise_maps(*maps); !st) die("initialise_maps", st.error());
     const uint64_t expires = boottime_ns() + 3600ULL * 1'000'000'000ULL;
@@ -324,7 +324,7 @@ int main(int argc, char** argv) {
   for (auto& c : cfgs) {
     c.layout = BpffsLayout{g_root + "/" + c.key};
     if (auto st = ensure_bpffs(c.layout); !st) die("bpffs", st.error());
-    for (const auto& name : PinnedMaps::names()) {
+    for (const auto& name : NetfaultMaps::names()) {
       if (name == "fl_exact" && c.exact_from.empty()) continue;
       if (name == "fl_prefix" && c.prefix_from.empty()) continue;
       // Each config's control and filter speak for its own indexes.
@@ -352,7 +352,7 @@ int main(int argc, char** argv) {
     {
       // Armed, and the index bits and exact-address filter of this config's
       // indexes, as faultctl would leave them.
-      auto maps = PinnedMaps::open(c.layout, false);
+      auto maps = NetfaultMaps::open(c.layout, false);
       if (!maps) die("opening pins of " + c.label, maps.error());
       if (auto st = initialise_maps(*maps); !st) die("initialise_maps for " + c.label, st.error());
       uint64_t t0 = mono_ns();

@@ -1,60 +1,93 @@
-// faultctl: the operator's command line. Thin: every command is library code.
+// faultctl: the operator's command line. Thin: every command is library code,
+// one file each in ctl/commands/, registered here once.
+#include <algorithm>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "ctl/commands.h"
-#include "ctl/resource_command.h"
-#include "loader/libbpf_log.h"
 #include "base/exit_code.h"
+#include "ctl/commands/commands.h"
+#include "ctl/resource_state.h"
+#include "loader/libbpf_log.h"
 
+namespace faultline {
 namespace {
 
-constexpr const char* kUsage = R"(usage: faultctl <command> [flags]
+struct Command {
+  std::string_view name, summary;  // summary: lines of at most 70 characters
+  int (*run)(const std::vector<std::string>& args);
+};
 
-commands:
-  run KIND ...     apply a packet fault for a fixed duration (faultctl run --help)
-  run syscall ...  make syscalls fail with an errno (faultctl run syscall --help)
-  run process|cpu|memory|disk ...
-                   apply a host resource fault, ended by a detached reaper even if
-                   faultctl dies (faultctl run cpu --help)
-  guard ... -- CMD run a command in a fresh cgroup under an egress policy
-  top              destinations and traffic of a cgroup or the whole host, live
-  status           list active faults (packet, resource, syscall) and guards
-  abort ID|--all   end one fault (N, rN, sN) or release a guard (gN); --all: every fault
-  report DIR       print an experiment record (--record DIR); --verify checks it
-  features         what this kernel supports and which mechanism each fault uses
-  uninstall        remove every program, link, filter, qdisc and pin of Faultline,
-                   and revert every resource fault
+// The usage text, the dispatch and the unknown-command hint all read this table.
+constexpr Command kCommands[] = {
+    {"run",
+     "apply a fault for a fixed duration, guarded:\n"
+     "  run KIND ...         a packet fault: loss, latency, partition, ...\n"
+     "  run syscall ...      make syscalls fail with an errno\n"
+     "  run process|cpu|memory|disk ...\n"
+     "                       a host resource fault, reverted by a detached\n"
+     "                       reaper even if faultctl dies",
+     cmd_run},
+    {"guard", "run a command in a fresh cgroup under an egress policy\n(guard [flags] -- COMMAND ARGS)", cmd_guard},
+    {"top", "destinations and traffic of a cgroup or the whole host, live", cmd_top},
+    {"status", "list active faults (packet, resource, syscall) and guards", cmd_status},
+    {"abort", "end one fault (N, rN, sN) or release a guard (gN); --all: every fault", cmd_abort},
+    {"report", "print an experiment record (report DIR); --verify checks it", cmd_report},
+    {"features", "what this kernel supports and which mechanism each fault uses", cmd_features},
+    {"uninstall", "remove every program, link, filter, qdisc and pin of Faultline,\nand revert every resource fault",
+     cmd_uninstall},
+};
 
+constexpr std::string_view kUsageEnd = R"(
 experiments: --hypothesis TEXT --record DIR [--steady-state 30s] [--slo p99<300ms]
 
 exit codes: 0 done (hypothesis held), 1 failure, 2 bad input, 7 aborted by the
 guardrail (or refused: steady state outside it), 8 hypothesis refuted
 )";
 
+std::string usage() {
+  size_t width = 0;
+  for (const auto& c : kCommands) width = std::max(width, c.name.size());
+  const std::string indent(2 + width + 2, ' ');
+  std::string out =
+      "usage: faultctl COMMAND [flags]\n"
+      "       faultctl COMMAND --help      its flags and examples\n"
+      "\n"
+      "commands:\n";
+  for (const auto& c : kCommands) {
+    out += "  " + std::string(c.name) + std::string(width + 2 - c.name.size(), ' ');
+    for (char ch : c.summary) out += ch == '\n' ? "\n" + indent : std::string(1, ch);
+    out += "\n";
+  }
+  return out + std::string(kUsageEnd);
+}
+
+std::string command_names() {
+  std::string out;
+  for (const auto& c : kCommands) out += (out.empty() ? "" : ", ") + std::string(c.name);
+  return out;
+}
+
 }  // namespace
+}  // namespace faultline
 
 int main(int argc, char** argv) {
-  faultline::configure_libbpf_log();
+  using namespace faultline;
+  configure_libbpf_log();
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-    std::cout << kUsage;
-    return args.empty() ? faultline::kExitBadInput : faultline::kExitCompleted;
+    std::cout << usage();
+    return args.empty() ? kExitBadInput : kExitCompleted;
   }
-  std::string cmd = args[0];
+  std::string name = args[0];
   args.erase(args.begin());
   // Resource faults cannot expire in the kernel: every invocation reverts the
   // overdue ones whose reaper died, and re-arms faults that lost their reaper.
-  faultline::sweep_resource_state(std::cerr);
-  if (cmd == "run") return faultline::cmd_run(args);
-  if (cmd == "status") return faultline::cmd_status(args);
-  if (cmd == "abort") return faultline::cmd_abort(args);
-  if (cmd == "features") return faultline::cmd_features(args);
-  if (cmd == "uninstall") return faultline::cmd_uninstall(args);
-  if (cmd == "guard") return faultline::cmd_guard(args);
-  if (cmd == "top") return faultline::cmd_top(args);
-  if (cmd == "report") return faultline::cmd_report(args);
-  std::cerr << "faultctl: unknown command '" << cmd << "' (run, status, abort, report, features, uninstall)\n";
-  return faultline::kExitBadInput;
+  sweep_resource_state(std::cerr);
+  for (const auto& c : kCommands) {
+    if (c.name == name) return c.run(args);
+  }
+  std::cerr << "faultctl: unknown command '" << name << "' (" << command_names() << ")\n";
+  return kExitBadInput;
 }

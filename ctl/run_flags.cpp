@@ -8,19 +8,12 @@
 #include <iostream>
 
 #include "base/units.h"
+#include "ctl/flag_error.h"
 #include "userspace/guardrails/http.h"
 #include "userspace/run/guarded_run.h"
 
 namespace faultline {
 namespace {
-
-Error bad(const std::string& msg) { return input_error(EINVAL, msg); }
-
-template <typename T>
-Result<T> with_flag(const std::string& flag, Result<T> r) {
-  if (!r) return input_error(r.error().err, "--" + flag + ": " + r.error().message);
-  return r;
-}
 
 // --interval and --prometheus-interval: 100ms-10m, unset when not given.
 Result<std::optional<uint64_t>> interval_flag(const cxxopts::ParseResult& r, const char* flag) {
@@ -104,23 +97,10 @@ void add_run_options(cxxopts::Options& o) {
       ("slo", "the hypothesis threshold: p99<300ms or success>99.9%", cxxopts::value<std::string>());
   o.add_options("output")
       ("dry-run", "validate and print the plan; change nothing")
-      ("json", "JSON lines on stdout");
+      ("json", "JSON lines on stdout")
+      ("redact-pattern", "also redact what this regex matches, in output and records (repeatable)", cxxopts::value<std::vector<std::string>>())
+      ("no-redact", "keep secrets (URL credentials, tokens, keys) in output and records; recorded as such");
   // clang-format on
-}
-
-Result<cxxopts::ParseResult> parse_run_words(cxxopts::Options& o, const std::vector<std::string>& args) {
-  std::vector<std::string> argv_store = {"faultctl-run"};
-  argv_store.insert(argv_store.end(), args.begin(), args.end());
-  std::vector<const char*> argv;
-  for (const auto& a : argv_store) argv.push_back(a.c_str());
-  cxxopts::ParseResult r;
-  try {
-    r = o.parse(static_cast<int>(argv.size()), argv.data());
-  } catch (const cxxopts::exceptions::exception& e) {
-    return bad(e.what());
-  }
-  if (!r.unmatched().empty()) return bad("unexpected argument '" + r.unmatched().front() + "'");
-  return r;
 }
 
 Result<RunFlags> parse_run_flags(const cxxopts::ParseResult& r, const std::string& probe_netns, uint64_t duration_ns,
@@ -141,11 +121,20 @@ Result<RunFlags> parse_run_flags(const cxxopts::ParseResult& r, const std::strin
   FL_TRY(parse_prometheus_flags(r, *limits, f.guardrails));
   f.dry_run = r.count("dry-run") > 0;
   f.json = r.count("json") > 0;
+  {
+    std::vector<std::string> patterns;
+    if (r.count("redact-pattern")) patterns = r["redact-pattern"].as<std::vector<std::string>>();
+    if (r.count("no-redact") && !patterns.empty()) return bad("--redact-pattern and --no-redact contradict each other");
+    auto red = Redactor::make(patterns, r.count("no-redact") == 0);
+    if (!red) return red.error();
+    f.redactor = std::move(*red);
+  }
   // A record reads every guardrail at the shortest interval among them.
   auto rec = parse_record_flags(r, f.guardrails.health.has_value(), f.guardrails.any(), duration_ns,
                                 f.guardrails.record_interval_ns(), args);
   if (!rec) return rec.error();
   f.record = *rec;
+  if (f.record) f.record->redactor = f.redactor;
   return f;
 }
 
@@ -160,6 +149,7 @@ int run_fault(RunnableFault& fault, const RunFlags& flags, const std::string& wh
   o.json = flags.json;
   o.dry_run = flags.dry_run;
   o.who = who;
+  o.redactor = flags.redactor;
   return exit_code(guarded_run(fault, *guardrails, o, std::cout, std::cerr));
 }
 
@@ -334,16 +324,6 @@ Status parse_prometheus_flags(const cxxopts::ParseResult& r, const GuardrailLimi
     into.burn_rate = b;
   }
   return {};
-}
-
-void add_record_options(cxxopts::Options& o) {
-  o.add_options("experiment record")("hypothesis", "what you expect to hold during the fault (kept in the record)",
-                                     cxxopts::value<std::string>())(
-      "steady-state", "measure the guardrail signal this long before injecting (default 30s with --record)",
-      cxxopts::value<std::string>())("record",
-                                     "new folder for the record: hypothesis, spec, steady state, time series, verdict",
-                                     cxxopts::value<std::string>())(
-      "slo", "the hypothesis threshold: p99<300ms or success>99.9%", cxxopts::value<std::string>());
 }
 
 Result<std::optional<RecordOptions>> parse_record_flags(const cxxopts::ParseResult& r, bool has_health,

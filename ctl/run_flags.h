@@ -2,7 +2,7 @@
 // alike: guardrails (--health-url, --kernel-signal, --prometheus-url with --query
 // or --slo-burn-rate; any number at once), the experiment record
 // (--hypothesis, --steady-state, --record, --slo) and output (--json,
-// --dry-run); and the one way a parsed run is run.
+// --dry-run, --redact-pattern, --no-redact); and the one way a parsed run is run.
 #pragma once
 
 #include <cstdint>
@@ -23,14 +23,11 @@ struct RunFlags {
   std::optional<RecordOptions> record;
   bool json = false;
   bool dry_run = false;
+  Redactor redactor;  // --redact-pattern, --no-redact
 };
 
 // Adds the "guardrail", "experiment record" and "output" groups.
 void add_run_options(cxxopts::Options& o);
-
-// Parses the words after "run" with o; a parse error or a stray word is a
-// one-line EINVAL error naming it.
-[[nodiscard]] Result<cxxopts::ParseResult> parse_run_words(cxxopts::Options& o, const std::vector<std::string>& args);
 
 // probe_netns: where the health probe connects from (the fault's namespace);
 // duration_ns: the run's (a record needs a reading of the fault); args: the

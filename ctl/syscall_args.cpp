@@ -1,4 +1,4 @@
-// `faultctl run syscall` and `faultctl guard` flags: cxxopts tokenises, we explain.
+// `faultctl run syscall` flags: cxxopts tokenises, we explain.
 #include "ctl/syscall_args.h"
 
 #include <seccomp.h>
@@ -6,40 +6,28 @@
 #include <cxxopts.hpp>
 
 #include "base/errno_names.h"
+#include "ctl/flag_error.h"
+#include "ctl/flag_words.h"
 #include "userspace/faults/packet/spec.h"
 #include "base/units.h"
 
 namespace faultline {
 namespace {
 
-Error bad(const std::string& msg) { return make_error(EINVAL, msg); }
-
-// Splits at the first "--": flags before, the command after.
-std::pair<std::vector<std::string>, std::vector<std::string>> split_command(const std::vector<std::string>& args) {
-  auto dd = std::find(args.begin(), args.end(), "--");
-  std::vector<std::string> flags(args.begin(), dd);
-  std::vector<std::string> cmd;
-  if (dd != args.end()) cmd.assign(dd + 1, args.end());
-  return {flags, cmd};
-}
-
-Result<cxxopts::ParseResult> parse(cxxopts::Options& o, const std::vector<std::string>& flags) {
-  std::vector<std::string> store = {"faultctl"};
-  store.insert(store.end(), flags.begin(), flags.end());
-  std::vector<const char*> argv;
-  for (const auto& a : store) argv.push_back(a.c_str());
-  try {
-    auto r = o.parse(static_cast<int>(argv.size()), argv.data());
-    if (!r.unmatched().empty()) return bad("unexpected argument '" + r.unmatched().front() + "' (put the command after --)");
-    return r;
-  } catch (const cxxopts::exceptions::exception& e) {
-    return bad(e.what());
-  }
-}
+constexpr Example kExamples[] = {
+    {"every connect() of one command fails with ECONNREFUSED",
+     "faultctl run syscall --syscall connect --errno ECONNREFUSED --duration 30s -- curl http://10.0.0.2/"},
+    {"30% of the connects in the cgroup myapp fail, for a minute",
+     "faultctl run syscall --syscall connect --errno ECONNREFUSED --percent 30 --duration 1m --cgroup myapp"},
+    {"10% of the reads and writes of a running process fail with EIO",
+     "faultctl run syscall --syscall read,write --errno EIO --percent 10 --duration 1m --pid 4242"},
+    {"which mechanism would be used, and nothing changed",
+     "faultctl run syscall --syscall openat --errno EACCES --duration 10s --dry-run -- cat /etc/hostname"},
+};
 
 }  // namespace
 
-Result<SyscallRunArgs> parse_syscall_args(const std::vector<std::string>& args) {
+Result<Parsed<SyscallRunArgs>> parse_syscall_args(const std::vector<std::string>& args) {
   cxxopts::Options o("faultctl run syscall", "Make syscalls fail with an errno.");
   o.add_options()
       ("syscall", "syscall names, comma-separated", cxxopts::value<std::vector<std::string>>())
@@ -53,9 +41,13 @@ Result<SyscallRunArgs> parse_syscall_args(const std::vector<std::string>& args) 
       ("h,help", "help");
   add_run_options(o);
   auto [flags, cmd] = split_command(args);
-  auto r = parse(o, flags);
+  auto r = parse_flag_words(o, flags, kCommandAfterDashesHint);
   if (!r) return r.error();
-  if (r->count("help")) return make_error(0, o.help() + "\n  -- COMMAND ARGS   scope: a command to run under the fault\n");
+  if (r->count("help"))
+    return Parsed<SyscallRunArgs>(
+        HelpText{with_examples(o.help({"", "guardrail", "experiment record", "output"}) +
+                                   "\n  -- COMMAND ARGS   scope: a command to run under the fault\n",
+                               kExamples)});
   SyscallRunArgs a;
   SyscallFaultSpec& s = a.spec;
   s.command = cmd;
@@ -73,13 +65,13 @@ Result<SyscallRunArgs> parse_syscall_args(const std::vector<std::string>& args) 
   if (!e) return bad("--errno " + (*r)["errno"].as<std::string>() + ": not a known errno name (EIO, EACCES, ECONNREFUSED, ...)");
   s.err = *e;
   if (r->count("percent")) {
-    auto p = parse_percent((*r)["percent"].as<std::string>());
-    if (!p) return bad("--percent: " + p.error().message);
+    auto p = with_flag("percent", parse_percent((*r)["percent"].as<std::string>()));
+    if (!p) return p.error();
     s.percent = *p;
   }
   if (!r->count("duration")) return bad("--duration is required (at most 1h), e.g. --duration 30s");
-  auto d = parse_duration_ns((*r)["duration"].as<std::string>());
-  if (!d) return bad("--duration: " + d.error().message);
+  auto d = with_flag("duration", parse_duration_ns((*r)["duration"].as<std::string>()));
+  if (!d) return d.error();
   if (*d > FaultCaps::kMaxDurationNs) return bad("--duration is over the cap of 1h");
   if (*d < 100'000'000ULL) return bad("--duration must be at least 100ms");
   s.duration_ns = *d;
@@ -104,69 +96,7 @@ Result<SyscallRunArgs> parse_syscall_args(const std::vector<std::string>& args) 
   auto run = parse_run_flags(*r, "", s.duration_ns, args);
   if (!run) return run.error();
   a.flags = std::move(*run);
-  return a;
-}
-
-Result<GuardOptions> parse_guard_args(const std::vector<std::string>& args) {
-  cxxopts::Options o("faultctl guard", "Run a command in a fresh cgroup under an egress policy.");
-  o.add_options()
-      ("enforce", "block denied destinations (default: monitor, log only)")
-      ("default-deny", "deny what no rule allows (default: allow)")
-      ("allow", "CIDR[:PORT][/tcp|/udp], repeatable", cxxopts::value<std::vector<std::string>>())
-      ("deny", "CIDR[:PORT][/tcp|/udp], repeatable", cxxopts::value<std::vector<std::string>>())
-      ("deny-errno", "errno a denied connect gets (default EPERM)", cxxopts::value<std::string>())
-      ("redirect", "DEST=TARGET: send what reaches DEST (CIDR[:PORT][/tcp|/udp]) to TARGET (ADDR:PORT), repeatable", cxxopts::value<std::vector<std::string>>())
-      ("exfil-cap", "bytes to one destination no rule allows before its egress is dropped, e.g. 10MB", cxxopts::value<std::string>())
-      ("json-log", "append every decision as a JSON line to FILE", cxxopts::value<std::string>())
-      ("h,help", "help");
-  auto [flags, cmd] = split_command(args);
-  auto r = parse(o, flags);
-  if (!r) return r.error();
-  if (r->count("help")) return make_error(0, o.help() + "\n  -- COMMAND ARGS   the command to guard\n");
-  GuardOptions g;
-  if (cmd.empty()) return bad("missing the command: faultctl guard [flags] -- COMMAND ARGS");
-  g.command = cmd;
-  g.enforce = r->count("enforce") > 0;
-  g.default_deny = r->count("default-deny") > 0;
-  for (const char* flag : {"deny", "allow"}) {
-    if (!r->count(flag)) continue;
-    for (const auto& t : (*r)[flag].as<std::vector<std::string>>()) {
-      auto rule = parse_rule(std::string(flag) == "allow" ? Verdict::Allow : Verdict::Deny, t);
-      if (!rule) return rule.error();
-      g.rules.push_back(*rule);
-    }
-  }
-  if (g.rules.size() > 0xfffe) return bad("too many rules (at most 65534)");
-  if (r->count("redirect")) {
-    for (const auto& t : (*r)["redirect"].as<std::vector<std::string>>()) {
-      auto rule = parse_redirect(t);
-      if (!rule) return rule.error();
-      g.redirects.push_back(*rule);
-    }
-  }
-  if (g.redirects.size() > 0xfffe) return bad("too many --redirect rules (at most 65534)");
-  if (r->count("deny-errno")) {
-    auto e = errno_from_name((*r)["deny-errno"].as<std::string>());
-    if (!e) return bad("--deny-errno " + (*r)["deny-errno"].as<std::string>() + ": not a known errno name");
-    g.deny_errno = *e;
-  }
-  if (r->count("exfil-cap")) {
-    auto b = parse_size_bytes((*r)["exfil-cap"].as<std::string>());
-    if (!b) return bad("--exfil-cap: " + b.error().message);
-    if (*b == 0) return bad("--exfil-cap must be above 0");
-    g.exfil_cap = *b;
-  }
-  if (r->count("json-log")) {
-    g.json_log = (*r)["json-log"].as<std::string>();
-    if (g.json_log.empty()) return bad("--json-log: empty file name");
-  }
-  // Compile once now so overlap errors come before anything is created.
-  for (auto v : {Verdict::Allow, Verdict::Deny}) {
-    auto t = compile_rules(g.rules, v);
-    if (!t) return bad(t.error().message);
-  }
-  if (auto t = compile_redirects(g.redirects); !t) return bad(t.error().message);
-  return g;
+  return Parsed<SyscallRunArgs>(std::move(a));
 }
 
 }  // namespace faultline

@@ -1,13 +1,13 @@
-// Flag parsing for `faultctl run syscall` and `faultctl guard`.
+// `faultctl run syscall` flags -> a SyscallFaultSpec, with one-line errors naming the flag.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "base/result.h"
+#include "ctl/help.h"
 #include "ctl/run_flags.h"
 #include "userspace/faults/syscall/plan.h"
-#include "userspace/enforce/guard.h"
 
 namespace faultline {
 
@@ -16,7 +16,7 @@ struct SyscallRunArgs {
   RunFlags flags;
 };
 
-[[nodiscard]] Result<SyscallRunArgs> parse_syscall_args(const std::vector<std::string>& args);
-[[nodiscard]] Result<GuardOptions> parse_guard_args(const std::vector<std::string>& args);
+// args are what follows "run syscall": flags, and for the command scope "--" and the command.
+[[nodiscard]] Result<Parsed<SyscallRunArgs>> parse_syscall_args(const std::vector<std::string>& args);
 
 }  // namespace faultline

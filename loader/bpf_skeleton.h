@@ -1,12 +1,14 @@
 // One owner for every bpftool skeleton: open, set rodata, load, attach, destroy
 // once. A header holding a BpfSkeleton<Skel> member may forward-declare Skel;
-// the owner's destructor is then defined where the skeleton header is included.
+// the owner's destructor and move assignment are then defined where the
+// skeleton header is included.
 #pragma once
 
 #include <bpf/libbpf.h>
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "base/result.h"
 
@@ -17,7 +19,7 @@ class BpfSkeleton {
  public:
   BpfSkeleton() = default;
 
-  // name is the object file's, for errors ("signals.bpf.c").
+  // name is the object's, for errors: "cannot open the <name> BPF object".
   [[nodiscard]] static Result<BpfSkeleton> open(std::string name, const bpf_object_open_opts* opts = nullptr) {
     Skel* s = Skel::open(opts);
     if (s == nullptr) return errno_error("cannot open the " + name + " BPF object");
@@ -25,9 +27,12 @@ class BpfSkeleton {
   }
 
   // Load after rodata is set; the verifier log is behind FAULTLINE_LIBBPF_LOG.
-  [[nodiscard]] Status load() {
+  // `what` names the programs in the error ("the netfault BPF programs"); the
+  // object's name does when it is empty.
+  [[nodiscard]] Status load(std::string_view what = {}) {
     if (int err = Skel::load(skel_.get()); err != 0)
-      return make_error(err, "cannot load " + name_ + " (set FAULTLINE_LIBBPF_LOG=1 for the verifier log)");
+      return make_error(err, "cannot load " + (what.empty() ? name_ : std::string(what)) +
+                                 " (set FAULTLINE_LIBBPF_LOG=1 for the verifier log)");
     return {};
   }
 

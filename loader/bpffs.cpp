@@ -43,12 +43,12 @@ void remove_bpffs_dirs(const BpffsLayout& layout) {
   ::rmdir(layout.root.c_str());
 }
 
-Result<StateLock> StateLock::acquire(const BpffsLayout& layout) {
+Result<NetfaultStateLock> NetfaultStateLock::acquire(const BpffsLayout& layout) {
   std::string path = state_lock_path(layout);
   UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
   if (!fd) return errno_error("cannot open lock file " + path);
   if (::flock(fd.get(), LOCK_EX) != 0) return errno_error("cannot lock " + path);
-  return StateLock(std::move(fd));
+  return NetfaultStateLock(std::move(fd));
 }
 
 }  // namespace faultline

@@ -32,13 +32,14 @@ void remove_bpffs_dirs(const BpffsLayout& layout);
   return "/run/faultline" + std::to_string(std::hash<std::string>{}(layout.root) % 100000) + ".lock";
 }
 
-// An exclusive advisory lock serialising every change to the pinned state.
-class StateLock {
+// An exclusive advisory lock serialising every change to the pinned netfault
+// state (packet faults; resource faults lock their own store).
+class NetfaultStateLock {
  public:
-  [[nodiscard]] static Result<StateLock> acquire(const BpffsLayout& layout);
+  [[nodiscard]] static Result<NetfaultStateLock> acquire(const BpffsLayout& layout);
 
  private:
-  explicit StateLock(UniqueFd fd) : fd_(std::move(fd)) {}
+  explicit NetfaultStateLock(UniqueFd fd) : fd_(std::move(fd)) {}
   UniqueFd fd_;
 };
 

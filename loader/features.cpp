@@ -21,12 +21,12 @@
 #include "base/result.h"
 #include "loader/rtnetlink.h"
 #include "loader/syscall_override_object.h"
+#include "loader/tcx.h"
 
 namespace faultline {
 namespace {
 
 // UAPI values newer than the headers on a Debian 12 build host.
-constexpr int kBpfTcxIngress = 46;
 constexpr int kHelperLoop = 181;
 constexpr int kHelperSetRetval = 187;
 constexpr int kHelperOverrideReturn = 58;
@@ -34,7 +34,7 @@ constexpr int kHelperOverrideReturn = 58;
 std::string err_text(int err) { return std::string(strerror(err < 0 ? -err : err)); }
 
 // r0 = imm; exit
-std::vector<bpf_insn> ret(int imm) {
+std::vector<bpf_insn> insns_return(int imm) {
   return {
       bpf_insn{.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = imm},
       bpf_insn{.code = BPF_JMP | BPF_EXIT},
@@ -51,14 +51,14 @@ std::vector<bpf_insn> call_helper(int helper) {
   };
 }
 
-struct Loaded {
+struct LoadedProbeProg {
   UniqueFd fd;
   int err = 0;
   std::string log;
 };
 
-Loaded load(bpf_prog_type type, const std::vector<bpf_insn>& insns, bpf_attach_type expected = {},
-            uint32_t attach_btf_id = 0) {
+LoadedProbeProg load(bpf_prog_type type, const std::vector<bpf_insn>& insns, bpf_attach_type expected = {},
+                     uint32_t attach_btf_id = 0) {
   static char logbuf[4096];
   logbuf[0] = '\0';
   LIBBPF_OPTS(bpf_prog_load_opts, opts);
@@ -67,7 +67,7 @@ Loaded load(bpf_prog_type type, const std::vector<bpf_insn>& insns, bpf_attach_t
   opts.log_buf = logbuf;
   opts.log_size = sizeof(logbuf);
   int fd = bpf_prog_load(type, "fl_probe", "GPL", insns.data(), insns.size(), &opts);
-  Loaded l;
+  LoadedProbeProg l;
   if (fd < 0) {
     l.err = errno;
     // Retry with a log to learn why (a verifier message names a missing helper).
@@ -82,7 +82,7 @@ Loaded load(bpf_prog_type type, const std::vector<bpf_insn>& insns, bpf_attach_t
   return l;
 }
 
-std::string why(const Loaded& l, const std::string& what) {
+std::string failure_text(const LoadedProbeProg& l, const std::string& what) {
   std::string s = what + " failed: " + err_text(l.err);
   if (!l.log.empty()) s += " (" + l.log + ")";
   return s;
@@ -91,8 +91,8 @@ std::string why(const Loaded& l, const std::string& what) {
 // Runs fn on a thread inside a fresh, empty network namespace, so probes that
 // attach to a device never touch the host's.
 template <typename Fn>
-Probe in_scratch_netns(Fn fn) {
-  Probe p;
+FeatureProbe in_scratch_netns(Fn fn) {
+  FeatureProbe p;
   std::thread t([&] {
     if (::unshare(CLONE_NEWNET) != 0) {
       p.detail = "cannot create a scratch network namespace: " + err_text(errno);
@@ -104,22 +104,21 @@ Probe in_scratch_netns(Fn fn) {
   return p;
 }
 
-Probe probe_tcx() {
-  auto prog = load(BPF_PROG_TYPE_SCHED_CLS, ret(-1));
-  if (!prog.fd) return {false, why(prog, "loading a tc program")};
-  return in_scratch_netns([&]() -> Probe {
-    int link = bpf_link_create(prog.fd.get(), 1 /* lo */, static_cast<bpf_attach_type>(kBpfTcxIngress),
-                               nullptr);
+FeatureProbe probe_tcx() {
+  auto prog = load(BPF_PROG_TYPE_SCHED_CLS, insns_return(-1));
+  if (!prog.fd) return {false, failure_text(prog, "loading a tc program")};
+  return in_scratch_netns([&]() -> FeatureProbe {
+    int link = bpf_link_create(prog.fd.get(), 1 /* lo */, kBpfTcxIngress, nullptr);
     if (link < 0) return {false, "TCX link create failed: " + err_text(errno) + " (kernel older than 6.6?)"};
     ::close(link);
     return {true, "attached a TCX ingress link"};
   });
 }
 
-Probe probe_clsact() {
-  auto prog = load(BPF_PROG_TYPE_SCHED_CLS, ret(-1));
-  if (!prog.fd) return {false, why(prog, "loading a tc program")};
-  return in_scratch_netns([&]() -> Probe {
+FeatureProbe probe_clsact() {
+  auto prog = load(BPF_PROG_TYPE_SCHED_CLS, insns_return(-1));
+  if (!prog.fd) return {false, failure_text(prog, "loading a tc program")};
+  return in_scratch_netns([&]() -> FeatureProbe {
     LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = 1, .attach_point = BPF_TC_INGRESS);
     int err = bpf_tc_hook_create(&hook);
     if (err != 0 && err != -EEXIST) return {false, "creating clsact failed: " + err_text(err)};
@@ -130,14 +129,14 @@ Probe probe_clsact() {
   });
 }
 
-Probe probe_helper(bpf_prog_type type, int helper, const char* name, bpf_attach_type expected = {}) {
+FeatureProbe probe_helper(bpf_prog_type type, int helper, const char* name, bpf_attach_type expected = {}) {
   auto l = load(type, call_helper(helper), expected);
-  if (!l.fd) return {false, why(l, std::string("a program calling ") + name)};
+  if (!l.fd) return {false, failure_text(l, std::string("a program calling ") + name)};
   return {true, std::string("a program calling ") + name + " loaded"};
 }
 
-Probe probe_fq() {
-  return in_scratch_netns([]() -> Probe {
+FeatureProbe probe_fq() {
+  return in_scratch_netns([]() -> FeatureProbe {
     auto st = replace_root_qdisc(1, "fq");
     if (!st) return {false, "installing qdisc fq failed: " + err_text(st.error().err) + " (sch_fq not built or not loadable)"};
     return {true, "installed fq as a root qdisc"};
@@ -151,13 +150,13 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-Probe probe_cgroup_v2() {
+FeatureProbe probe_cgroup_v2() {
   const std::string& mnt = cgroup_mounts().v2;
   if (mnt.empty()) return {false, "no cgroup2 mount in /proc/self/mountinfo"};
   return {true, "cgroup2 mounted at " + mnt};
 }
 
-Probe probe_lsm_listed() {
+FeatureProbe probe_lsm_listed() {
   std::string lsm = read_file("/sys/kernel/security/lsm");
   if (lsm.empty()) {
     ::mount("securityfs", "/sys/kernel/security", "securityfs", 0, nullptr);
@@ -172,11 +171,11 @@ Probe probe_lsm_listed() {
   return {false, "bpf is not in the active LSM list (" + lsm.substr(0, lsm.find('\n')) + "): LSM programs would attach and never run"};
 }
 
-Probe probe_trampoline(bpf_prog_type type, bpf_attach_type at, const char* func, const char* what) {
+FeatureProbe probe_trampoline(bpf_prog_type type, bpf_attach_type at, const char* func, const char* what) {
   int id = libbpf_find_vmlinux_btf_id(func, at);
   if (id < 0) return {false, std::string("no BTF id for ") + func + ": " + err_text(id)};
-  auto l = load(type, ret(0), at, static_cast<uint32_t>(id));
-  if (!l.fd) return {false, why(l, std::string("loading ") + what)};
+  auto l = load(type, insns_return(0), at, static_cast<uint32_t>(id));
+  if (!l.fd) return {false, failure_text(l, std::string("loading ") + what)};
   int link = bpf_link_create(l.fd.get(), 0, at, nullptr);
   if (link < 0 && type != BPF_PROG_TYPE_LSM) {
     return {false, std::string(what) + " attach failed: " + err_text(errno)};
@@ -191,38 +190,39 @@ Probe probe_trampoline(bpf_prog_type type, bpf_attach_type at, const char* func,
   return {true, std::string(what) + " loaded and attached"};
 }
 
-Probe probe_kprobe_override() {
+FeatureProbe probe_kprobe_override() {
   if (::access("/sys/bus/event_source/devices/kprobe/type", F_OK) != 0)
     return {false, "no kprobe PMU (CONFIG_KPROBES unset)"};
   auto l = load(BPF_PROG_TYPE_KPROBE, call_helper(kHelperOverrideReturn));
-  if (!l.fd) return {false, why(l, "a kprobe calling bpf_override_return") + " (CONFIG_BPF_KPROBE_OVERRIDE unset)"};
+  if (!l.fd)
+    return {false, failure_text(l, "a kprobe calling bpf_override_return") + " (CONFIG_BPF_KPROBE_OVERRIDE unset)"};
   // The helper exists: check that our real program (syscall_override.bpf.c) passes the verifier too.
   auto obj = SyscallOverrideObject::load();
   if (!obj) return {false, "the helper loads, but " + obj.error().describe()};
   return {true, "a kprobe calling bpf_override_return loaded, and so did syscall_override.bpf.c"};
 }
 
-Probe probe_ringbuf() {
+FeatureProbe probe_ringbuf() {
   int fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "fl_probe", 0, 0, 4096, nullptr);
   if (fd < 0) return {false, "creating a ring buffer failed: " + err_text(errno)};
   ::close(fd);
   return {true, "created a ring buffer map"};
 }
 
-Probe probe_seccomp() {
+FeatureProbe probe_seccomp() {
   std::string a = read_file("/proc/sys/kernel/seccomp/actions_avail");
   if (a.find("user_notif") == std::string::npos) return {false, "user_notif not in /proc/sys/kernel/seccomp/actions_avail"};
   return {true, "user_notif listed in seccomp actions_avail"};
 }
 
-Probe probe_fanotify() {
+FeatureProbe probe_fanotify() {
   int fd = fanotify_init(FAN_CLASS_CONTENT | FAN_CLOEXEC, O_RDONLY);
   if (fd < 0) return {false, "fanotify_init(FAN_CLASS_CONTENT) failed: " + err_text(errno)};
   ::close(fd);
   return {true, "fanotify_init(FAN_CLASS_CONTENT) succeeded"};
 }
 
-Probe probe_io_uring() {
+FeatureProbe probe_io_uring() {
   struct {
     uint32_t sq_entries, cq_entries, flags, sq_thread_cpu, sq_thread_idle, features, wq_fd, resv[3];
     uint64_t sq_off[5], cq_off[5];
@@ -235,17 +235,28 @@ Probe probe_io_uring() {
 
 // A bare call to bpf_loop fails verification (it wants a callback); libbpf's
 // probe knows how to ask the kernel whether the helper exists.
-Probe probe_bpf_loop() {
+FeatureProbe probe_bpf_loop() {
   int loop = libbpf_probe_bpf_helper(BPF_PROG_TYPE_SCHED_CLS, static_cast<bpf_func_id>(kHelperLoop), nullptr);
-  return loop == 1 ? Probe{true, "the kernel knows the bpf_loop helper"}
-                   : Probe{false, loop == 0 ? "the kernel has no bpf_loop helper (added in 5.17)"
-                                            : "probing bpf_loop failed: " + err_text(loop)};
+  return loop == 1 ? FeatureProbe{true, "the kernel knows the bpf_loop helper"}
+                   : FeatureProbe{false, loop == 0 ? "the kernel has no bpf_loop helper (added in 5.17)"
+                                                   : "probing bpf_loop failed: " + err_text(loop)};
+}
+
+// Kernels before the task helpers reached cgroup_skb programs (6.1 among them)
+// reject a program that calls them.
+FeatureProbe probe_skb_task_helpers() {
+  if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SKB, BPF_FUNC_get_current_pid_tgid, nullptr) != 1)
+    return {false, "cgroup_skb programs cannot call bpf_get_current_pid_tgid"};
+  if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SKB, BPF_FUNC_get_current_comm, nullptr) != 1)
+    return {false, "cgroup_skb programs cannot call bpf_get_current_comm"};
+  return {true, "cgroup_skb programs may call bpf_get_current_pid_tgid and bpf_get_current_comm"};
 }
 
 Features probe_all() {
   Features f;
-  auto base = load(BPF_PROG_TYPE_SOCKET_FILTER, ret(0));
-  f.bpf_syscall = base.fd ? Probe{true, "loaded a socket filter"} : Probe{false, why(base, "bpf(BPF_PROG_LOAD)")};
+  auto base = load(BPF_PROG_TYPE_SOCKET_FILTER, insns_return(0));
+  f.bpf_syscall = base.fd ? FeatureProbe{true, "loaded a socket filter"}
+                          : FeatureProbe{false, failure_text(base, "bpf(BPF_PROG_LOAD)")};
   f.tcx = probe_tcx();
   f.clsact = probe_clsact();
   f.bpf_loop = probe_bpf_loop();
@@ -266,6 +277,7 @@ Features probe_all() {
   f.seccomp_notify = probe_seccomp();
   f.fanotify_perm = probe_fanotify();
   f.io_uring = probe_io_uring();
+  f.skb_task_helpers = skb_task_helpers();
   return f;
 }
 
@@ -276,12 +288,17 @@ const Features& features() {
   return f;
 }
 
+const FeatureProbe& skb_task_helpers() {
+  static const FeatureProbe p = probe_skb_task_helpers();
+  return p;
+}
+
 const Features& packet_features() {
   static const Features f = [] {
     Features p;
-    const Probe skipped{false, "not probed"};
+    const FeatureProbe skipped{false, "not probed"};
     p.bpf_syscall = p.set_retval = p.ringbuf = p.lsm_listed = p.bpf_lsm = p.fentry = p.kprobe_override =
-        p.seccomp_notify = p.fanotify_perm = p.io_uring = skipped;
+        p.seccomp_notify = p.fanotify_perm = p.io_uring = p.skb_task_helpers = skipped;
     p.bpf_syscall = {true, "implied by the probes below"};
     p.tcx = probe_tcx();
     p.clsact = probe_clsact();
@@ -292,74 +309,6 @@ const Features& packet_features() {
     return p;
   }();
   return f;
-}
-
-std::vector<Capability> capabilities(const Features& f) {
-  std::vector<Capability> caps;
-  {
-    Capability c{"packet faults", {"tcx", "tc clsact + cls_bpf"}, "", ""};
-    if (!f.bpf_loop.available) {
-      c.why = "the packet program needs the bpf_loop helper (kernel 5.17+): " + f.bpf_loop.detail;
-    } else if (f.tcx.available) {
-      c.chosen = "tcx";
-      c.why = f.tcx.detail;
-    } else if (f.clsact.available) {
-      c.chosen = "tc clsact + cls_bpf";
-      c.why = "no TCX: " + f.tcx.detail;
-    } else {
-      c.why = "neither TCX (" + f.tcx.detail + ") nor clsact (" + f.clsact.detail + ")";
-    }
-    caps.push_back(c);
-  }
-  {
-    Capability c{"delay, jitter, rate", {"EDT + sch_fq", "TCP-stream delay in the proxy"}, "", ""};
-    if (f.sch_fq.available && !caps[0].chosen.empty()) {
-      c.chosen = "EDT + sch_fq";
-      c.why = f.sch_fq.detail;
-    } else {
-      c.why = "sch_fq is missing (" + f.sch_fq.detail +
-              "); the TCP-stream alternative in the proxy is not built yet";
-    }
-    caps.push_back(c);
-  }
-  {
-    Capability c{"connect/socket errno", {"cgroup sock_addr + bpf_set_retval"}, "", ""};
-    if (f.set_retval.available && f.cgroup_v2.available) {
-      c.chosen = c.ladder[0];
-      c.why = f.set_retval.detail + "; " + f.cgroup_v2.detail;
-    } else {
-      c.why = !f.cgroup_v2.available ? f.cgroup_v2.detail : f.set_retval.detail;
-    }
-    caps.push_back(c);
-  }
-  {
-    // The kprobe override program is built and probed, but no kernel in the test
-    // matrix can run it (docs/kernel-support.md), so it is never chosen yet.
-    Capability c{"any-syscall errno", {"kprobe override", "BPF LSM", "seccomp user-notify (wrapped command)"}, "", ""};
-    std::string lsm = "BPF LSM: " + f.bpf_lsm.detail;
-    std::string kp = f.kprobe_override.available
-                         ? "kprobe override: the kernel has it, but the rung is not wired (no kernel to validate it on)"
-                         : "kprobe override: " + f.kprobe_override.detail;
-    if (f.bpf_lsm.available) {
-      c.chosen = c.ladder[1];
-      c.why = kp + "; " + lsm +
-              "; serves open, exec, connect, read, write and unlink for a pid, a cgroup or a command; other syscalls "
-              "fall back to seccomp user-notify for a wrapped command";
-    } else if (f.seccomp_notify.available) {
-      c.chosen = c.ladder[2];
-      c.why = kp + "; " + lsm + "; works only for a command faultctl starts";
-    } else {
-      c.why = kp + "; " + lsm + "; seccomp: " + f.seccomp_notify.detail;
-    }
-    caps.push_back(c);
-  }
-  {
-    Capability c{"file/exec enforcement", {"BPF LSM", "fanotify permission events"}, "", ""};
-    c.why = std::string("not built yet; the kernel offers: BPF LSM ") + (f.bpf_lsm.available ? "yes" : "no (" + f.bpf_lsm.detail + ")") +
-            ", fanotify " + (f.fanotify_perm.available ? "yes" : "no");
-    caps.push_back(c);
-  }
-  return caps;
 }
 
 }  // namespace faultline

@@ -2,40 +2,33 @@
 #pragma once
 
 #include <string>
-#include <vector>
 
 namespace faultline {
 
-struct Probe {
+struct FeatureProbe {
   bool available = false;
   std::string detail;  // why not, or how it was confirmed
 };
 
 struct Features {
-  Probe bpf_syscall;      // can we load BPF at all
-  Probe tcx;              // TCX links (BPF_TCX_INGRESS/EGRESS)
-  Probe clsact;           // tc clsact + cls_bpf
-  Probe bpf_loop;         // bpf_loop helper (the DNS parser needs it)
-  Probe sch_fq;           // fq qdisc, for EDT delay and rate
-  Probe cgroup_v2;        // a cgroup2 mount
-  Probe set_retval;       // bpf_set_retval from cgroup programs
-  Probe ringbuf;          // BPF ring buffer
-  Probe lsm_listed;       // "bpf" in /sys/kernel/security/lsm
-  Probe bpf_lsm;          // an LSM program loads and attaches
-  Probe fentry;           // trampolines (fentry/fexit/fmod_ret)
-  Probe kprobe_override;  // kprobe + bpf_override_return
-  Probe seccomp_notify;   // seccomp user notification
-  Probe fanotify_perm;    // fanotify permission events
-  Probe io_uring;         // io_uring_setup
+  FeatureProbe bpf_syscall;       // can we load BPF at all
+  FeatureProbe tcx;               // TCX links (BPF_TCX_INGRESS/EGRESS)
+  FeatureProbe clsact;            // tc clsact + cls_bpf
+  FeatureProbe bpf_loop;          // bpf_loop helper (the DNS parser needs it)
+  FeatureProbe sch_fq;            // fq qdisc, for EDT delay and rate
+  FeatureProbe cgroup_v2;         // a cgroup2 mount
+  FeatureProbe set_retval;        // bpf_set_retval from cgroup programs
+  FeatureProbe ringbuf;           // BPF ring buffer
+  FeatureProbe lsm_listed;        // "bpf" in /sys/kernel/security/lsm
+  FeatureProbe bpf_lsm;           // an LSM program loads and attaches
+  FeatureProbe fentry;            // trampolines (fentry/fexit/fmod_ret)
+  FeatureProbe kprobe_override;   // kprobe + bpf_override_return
+  FeatureProbe seccomp_notify;    // seccomp user notification
+  FeatureProbe fanotify_perm;     // fanotify permission events
+  FeatureProbe io_uring;          // io_uring_setup
+  FeatureProbe skb_task_helpers;  // pid and comm helpers in cgroup_skb programs
 
   std::string cgroup_v2_mount;  // where cgroup2 is mounted, if anywhere
-};
-
-struct Capability {
-  std::string name;                  // "packet faults"
-  std::vector<std::string> ladder;   // mechanisms, best first
-  std::string chosen;                // the one this kernel gets, or "" for none
-  std::string why;                   // why the better ones are out, or how to get one
 };
 
 // Probes once per process; later calls return the cached value.
@@ -46,7 +39,10 @@ struct Capability {
 // `faultctl run`. The other fields are left unprobed (unavailable, "not probed").
 [[nodiscard]] const Features& packet_features();
 
-// The capability table of docs/kernel-support.md for these features.
-[[nodiscard]] std::vector<Capability> capabilities(const Features& f);
+// Whether cgroup_skb programs may call bpf_get_current_pid_tgid and
+// bpf_get_current_comm; where they may not (6.1 among others), the sockaddr
+// object loads its packet programs without their process filter. Probed once,
+// alone: loading that object needs no other probe.
+[[nodiscard]] const FeatureProbe& skb_task_helpers();
 
 }  // namespace faultline

@@ -2,9 +2,9 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 
 #include "faultline/abi.h"
+#include "loader/bpf_skeleton.h"
 #include "loader/bpffs.h"
 #include "base/result.h"
 
@@ -20,8 +20,8 @@ class NetfaultObject {
   // pass, and 0 loads none (just creates or reuses the pinned maps).
   [[nodiscard]] static Result<NetfaultObject> load(const BpffsLayout& layout, uint32_t netns_ino,
                                                    uint32_t egress_drop, uint8_t dirs = 3);
-  NetfaultObject(NetfaultObject&&) noexcept = default;
-  NetfaultObject& operator=(NetfaultObject&&) noexcept = default;
+  NetfaultObject(NetfaultObject&&) noexcept;
+  NetfaultObject& operator=(NetfaultObject&&) noexcept;
   ~NetfaultObject();
 
   [[nodiscard]] int egress_fd() const;
@@ -29,11 +29,8 @@ class NetfaultObject {
   [[nodiscard]] netfault* skeleton() const { return skel_.get(); }
 
  private:
-  struct Destroy {
-    void operator()(netfault* s) const;
-  };
-  explicit NetfaultObject(netfault* s) : skel_(s) {}
-  std::unique_ptr<netfault, Destroy> skel_;
+  explicit NetfaultObject(BpfSkeleton<netfault> skel);
+  BpfSkeleton<netfault> skel_;
 };
 
 }  // namespace faultline

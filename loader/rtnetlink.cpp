@@ -1,4 +1,4 @@
-// Minimal NETLINK_ROUTE client for root qdiscs: request, ack, and one dump.
+// Minimal NETLINK_ROUTE client for root qdiscs and tc filters: request, ack, dump.
 #include "loader/rtnetlink.h"
 
 #include <linux/netlink.h>
@@ -120,10 +120,6 @@ Status delete_root_qdisc(uint32_t ifindex) {
   req.tc()->tcm_parent = TC_H_ROOT;
   return transact(req, "cannot delete the root qdisc of ifindex " + std::to_string(ifindex));
 }
-
-}  // namespace faultline
-
-namespace faultline {
 
 Result<int> count_filters(uint32_t ifindex, uint32_t parent) {
   auto fd = open_rtnl();

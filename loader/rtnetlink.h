@@ -1,4 +1,5 @@
-// The few rtnetlink qdisc operations Faultline needs (root fq for EDT delay).
+// The few rtnetlink operations Faultline needs: the root qdisc (fq for EDT
+// delay), and counting tc filters (a clsact we created goes with its last one).
 #pragma once
 
 #include <cstdint>
@@ -22,10 +23,6 @@ struct QdiscInfo {
 
 // Deletes the root qdisc; the kernel then restores its default.
 [[nodiscard]] Status delete_root_qdisc(uint32_t ifindex);
-
-}  // namespace faultline
-
-namespace faultline {
 
 // How many tc filters hang under `parent` (e.g. clsact ingress) of a device.
 [[nodiscard]] Result<int> count_filters(uint32_t ifindex, uint32_t parent);

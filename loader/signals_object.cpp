@@ -1,9 +1,6 @@
 #include "loader/signals_object.h"
 
-#include <bpf/bpf.h>
-
-#include <vector>
-
+#include "loader/map_ops.h"
 #include "signals.skel.h"
 
 namespace faultline {
@@ -22,15 +19,13 @@ Result<SignalsObject> SignalsObject::start() {
 }
 
 fl_sig_counts SignalsObject::counts(uint32_t netns_ino) const {
-  std::vector<fl_sig_counts> per(static_cast<size_t>(libbpf_num_possible_cpus()));
-  fl_sig_counts sum{};
-  if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.fl_sig_ns), &netns_ino, per.data()) != 0) return sum;
-  for (const auto& c : per) {
-    sum.retransmits += c.retransmits;
-    sum.resets_sent += c.resets_sent;
-    sum.resets_received += c.resets_received;
-  }
-  return sum;
+  auto sum = sum_percpu<fl_sig_counts>(bpf_map__fd(skel_->maps.fl_sig_ns), netns_ino,
+                                       [](fl_sig_counts& t, const fl_sig_counts& c) {
+                                         t.retransmits += c.retransmits;
+                                         t.resets_sent += c.resets_sent;
+                                         t.resets_received += c.resets_received;
+                                       });
+  return sum.value_or(fl_sig_counts{});  // no entry before the namespace's first event
 }
 
 }  // namespace faultline

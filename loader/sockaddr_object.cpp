@@ -8,16 +8,14 @@
 
 #include <algorithm>
 
+#include "loader/features.h"
+#include "loader/map_ops.h"
 #include "sockaddr.skel.h"
 
 namespace faultline {
 
 Result<fl_sa_stats> sum_sa_stats(int stats_fd) {
-  std::vector<fl_sa_stats> per(static_cast<size_t>(libbpf_num_possible_cpus()));
-  uint32_t zero = 0;
-  if (bpf_map_lookup_elem(stats_fd, &zero, per.data()) != 0) return errno_error("cannot read the socket policy counters");
-  fl_sa_stats t{};
-  for (const auto& p : per) {
+  auto sum = sum_percpu<fl_sa_stats>(stats_fd, 0, [](fl_sa_stats& t, const fl_sa_stats& p) {
     t.allowed += p.allowed;
     t.denied += p.denied;
     t.would_deny += p.would_deny;
@@ -25,26 +23,25 @@ Result<fl_sa_stats> sum_sa_stats(int stats_fd) {
     t.exfil_dropped += p.exfil_dropped;
     t.events_lost += p.events_lost;
     t.redirected += p.redirected;
-  }
-  return t;
+  });
+  if (!sum) return make_error(sum.error().err, "cannot read the socket policy counters");
+  return sum;
 }
 
-void SockaddrObject::Destroy::operator()(fl_sockaddr* s) const { fl_sockaddr__destroy(s); }
+SockaddrObject::SockaddrObject(BpfSkeleton<fl_sockaddr> skel) : skel_(std::move(skel)) {}
+SockaddrObject::SockaddrObject(SockaddrObject&&) noexcept = default;
+SockaddrObject& SockaddrObject::operator=(SockaddrObject&&) noexcept = default;
 
 Result<SockaddrObject> SockaddrObject::load(uint32_t rule_slots) {
-  fl_sockaddr* skel = fl_sockaddr__open();
-  if (skel == nullptr) return errno_error("cannot open the sockaddr BPF object");
-  SockaddrObject obj(skel);
+  auto opened = BpfSkeleton<fl_sockaddr>::open("sockaddr");
+  if (!opened) return opened.error();
+  BpfSkeleton<fl_sockaddr>& skel = *opened;
   if (int err = bpf_map__set_max_entries(skel->maps.fl_sa_rule_hits, std::max<uint32_t>(rule_slots, 1)); err != 0)
     return make_error(-err, "cannot size the rule counters");
-  // Kernels before the task helpers reached cgroup_skb (6.1 among them) load the
-  // packet programs without their process filter.
-  skel->rodata->fl_skb_task_helpers =
-      libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SKB, BPF_FUNC_get_current_pid_tgid, nullptr) == 1 &&
-      libbpf_probe_bpf_helper(BPF_PROG_TYPE_CGROUP_SKB, BPF_FUNC_get_current_comm, nullptr) == 1;
-  if (int err = fl_sockaddr__load(skel); err != 0)
-    return make_error(err, "cannot load the sockaddr BPF programs (set FAULTLINE_LIBBPF_LOG=1 for the verifier log)");
-  return obj;
+  // Without the task helpers, the packet programs load without their process filter.
+  skel->rodata->fl_skb_task_helpers = skb_task_helpers().available;
+  FL_TRY(skel.load("the sockaddr BPF programs"));
+  return SockaddrObject(std::move(skel));
 }
 
 SockaddrObject::~SockaddrObject() {
@@ -111,11 +108,11 @@ int SockaddrObject::redirect_fd() const { return bpf_map__fd(skel_->maps.fl_sa_r
 Result<std::vector<uint64_t>> SockaddrObject::rule_hits() const {
   const int fd = bpf_map__fd(skel_->maps.fl_sa_rule_hits);
   const uint32_t n = bpf_map__max_entries(skel_->maps.fl_sa_rule_hits);
-  std::vector<uint64_t> per(static_cast<size_t>(libbpf_num_possible_cpus()));
   std::vector<uint64_t> out(n);
   for (uint32_t id = 0; id < n; ++id) {
-    if (bpf_map_lookup_elem(fd, &id, per.data()) != 0) return errno_error("cannot read the rule counters");
-    for (uint64_t v : per) out[id] += v;
+    auto hits = sum_percpu<uint64_t>(fd, id);
+    if (!hits) return make_error(hits.error().err, "cannot read the rule counters");
+    out[id] = *hits;
   }
   return out;
 }

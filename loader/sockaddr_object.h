@@ -3,12 +3,12 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "faultline/sockaddr_abi.h"
 #include "loader/bpf_link.h"
+#include "loader/bpf_skeleton.h"
 #include "base/result.h"
 
 struct fl_sockaddr;  // the bpftool skeleton
@@ -22,8 +22,8 @@ class SockaddrObject {
  public:
   // rule_slots: how many allow/deny rules get a hit counter (ids 0..slots-1).
   [[nodiscard]] static Result<SockaddrObject> load(uint32_t rule_slots = 1);
-  SockaddrObject(SockaddrObject&&) noexcept = default;
-  SockaddrObject& operator=(SockaddrObject&&) noexcept = default;
+  SockaddrObject(SockaddrObject&&) noexcept;
+  SockaddrObject& operator=(SockaddrObject&&) noexcept;
   ~SockaddrObject();
 
   // Attaches every hook (connect, sendmsg, bind, sock_create, cgroup_skb) to
@@ -54,11 +54,8 @@ class SockaddrObject {
   [[nodiscard]] Result<std::vector<uint64_t>> rule_hits() const;
 
  private:
-  struct Destroy {
-    void operator()(fl_sockaddr* s) const;
-  };
-  explicit SockaddrObject(fl_sockaddr* s) : skel_(s) {}
-  std::unique_ptr<fl_sockaddr, Destroy> skel_;
+  explicit SockaddrObject(BpfSkeleton<fl_sockaddr> skel);
+  BpfSkeleton<fl_sockaddr> skel_;
   std::vector<BpfLink> links_;
   std::vector<std::string> link_names_;  // the program of each link, for its pin
   std::string pin_dir_;

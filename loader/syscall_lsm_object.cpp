@@ -3,19 +3,20 @@
 
 #include <bpf/bpf.h>
 
+#include "loader/map_ops.h"
 #include "syscall_lsm.skel.h"
 
 namespace faultline {
 
-void SyscallLsmObject::Destroy::operator()(fl_syscall_lsm* s) const { fl_syscall_lsm__destroy(s); }
+SyscallLsmObject::SyscallLsmObject(BpfSkeleton<fl_syscall_lsm> skel) : skel_(std::move(skel)) {}
+SyscallLsmObject::SyscallLsmObject(SyscallLsmObject&&) noexcept = default;
+SyscallLsmObject& SyscallLsmObject::operator=(SyscallLsmObject&&) noexcept = default;
 
 Result<SyscallLsmObject> SyscallLsmObject::load() {
-  fl_syscall_lsm* skel = fl_syscall_lsm__open();
-  if (skel == nullptr) return errno_error("cannot open the syscall_lsm BPF object");
-  SyscallLsmObject obj(skel);
-  if (int err = fl_syscall_lsm__load(skel); err != 0)
-    return make_error(err, "cannot load the BPF LSM programs (set FAULTLINE_LIBBPF_LOG=1 for the verifier log)");
-  return obj;
+  auto skel = BpfSkeleton<fl_syscall_lsm>::open("syscall_lsm");
+  if (!skel) return skel.error();
+  FL_TRY(skel->load("the BPF LSM programs"));
+  return SyscallLsmObject(std::move(*skel));
 }
 
 SyscallLsmObject::~SyscallLsmObject() { links_.clear(); }
@@ -55,19 +56,17 @@ Status SyscallLsmObject::set_policy(const fl_sc_policy& p) {
 int SyscallLsmObject::policy_fd() const { return bpf_map__fd(skel_->maps.fl_sc_policy); }
 int SyscallLsmObject::stats_fd() const { return bpf_map__fd(skel_->maps.fl_sc_stats); }
 
-Result<fl_sc_stats> SyscallLsmObject::stats() const {
-  std::vector<fl_sc_stats> per(static_cast<size_t>(libbpf_num_possible_cpus()));
-  uint32_t zero = 0;
-  if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.fl_sc_stats), &zero, per.data()) != 0)
-    return errno_error("cannot read the syscall fault counters");
-  fl_sc_stats sum{};
-  for (const auto& s : per) {
+Result<fl_sc_stats> sum_sc_stats(int stats_fd) {
+  auto sum = sum_percpu<fl_sc_stats>(stats_fd, 0, [](fl_sc_stats& t, const fl_sc_stats& s) {
     for (int i = 0; i < FL_SC_OP_MAX; ++i) {
-      sum.seen[i] += s.seen[i];
-      sum.injected[i] += s.injected[i];
+      t.seen[i] += s.seen[i];
+      t.injected[i] += s.injected[i];
     }
-  }
+  });
+  if (!sum) return make_error(sum.error().err, "cannot read the syscall fault counters");
   return sum;
 }
+
+Result<fl_sc_stats> SyscallLsmObject::stats() const { return sum_sc_stats(stats_fd()); }
 
 }  // namespace faultline

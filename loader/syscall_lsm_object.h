@@ -4,22 +4,25 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <vector>
 
 #include "faultline/syscall_abi.h"
 #include "loader/bpf_link.h"
+#include "loader/bpf_skeleton.h"
 #include "base/result.h"
 
 struct fl_syscall_lsm;  // the bpftool skeleton
 
 namespace faultline {
 
+// The counters of a syscall_lsm instance (its fl_sc_stats map, by fd), summed over CPUs.
+[[nodiscard]] Result<fl_sc_stats> sum_sc_stats(int stats_fd);
+
 class SyscallLsmObject {
  public:
   [[nodiscard]] static Result<SyscallLsmObject> load();
-  SyscallLsmObject(SyscallLsmObject&&) noexcept = default;
-  SyscallLsmObject& operator=(SyscallLsmObject&&) noexcept = default;
+  SyscallLsmObject(SyscallLsmObject&&) noexcept;
+  SyscallLsmObject& operator=(SyscallLsmObject&&) noexcept;
   ~SyscallLsmObject();
 
   // Attaches the hooks the operations in ops (FL_SC_BIT set) need, and no
@@ -34,11 +37,8 @@ class SyscallLsmObject {
   [[nodiscard]] int stats_fd() const;
 
  private:
-  struct Destroy {
-    void operator()(fl_syscall_lsm* s) const;
-  };
-  explicit SyscallLsmObject(fl_syscall_lsm* s) : skel_(s) {}
-  std::unique_ptr<fl_syscall_lsm, Destroy> skel_;
+  explicit SyscallLsmObject(BpfSkeleton<fl_syscall_lsm> skel);
+  BpfSkeleton<fl_syscall_lsm> skel_;
   std::vector<BpfLink> links_;
 };
 

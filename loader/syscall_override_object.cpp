@@ -7,15 +7,16 @@
 
 namespace faultline {
 
-void SyscallOverrideObject::Destroy::operator()(fl_syscall_ovr* s) const { fl_syscall_ovr__destroy(s); }
+SyscallOverrideObject::SyscallOverrideObject(BpfSkeleton<fl_syscall_ovr> skel) : skel_(std::move(skel)) {}
+SyscallOverrideObject::SyscallOverrideObject(SyscallOverrideObject&&) noexcept = default;
+SyscallOverrideObject& SyscallOverrideObject::operator=(SyscallOverrideObject&&) noexcept = default;
 
 Result<SyscallOverrideObject> SyscallOverrideObject::load() {
-  fl_syscall_ovr* skel = fl_syscall_ovr__open();
-  if (skel == nullptr) return errno_error("cannot open the syscall_override BPF object");
-  SyscallOverrideObject obj(skel);
-  if (int err = fl_syscall_ovr__load(skel); err != 0)
-    return make_error(err, "cannot load the kprobe override program");
-  return obj;
+  auto skel = BpfSkeleton<fl_syscall_ovr>::open("syscall_override");
+  if (!skel) return skel.error();
+  // The feature probe quotes this error in `faultctl features`: no verifier-log hint.
+  if (auto st = skel->load(); !st) return make_error(st.error().err, "cannot load the kprobe override program");
+  return SyscallOverrideObject(std::move(*skel));
 }
 
 SyscallOverrideObject::~SyscallOverrideObject() { links_.clear(); }

@@ -4,12 +4,12 @@
 // does not choose it yet; the feature probe loads it to say whether it could.
 #pragma once
 
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "faultline/syscall_abi.h"
 #include "loader/bpf_link.h"
+#include "loader/bpf_skeleton.h"
 #include "base/result.h"
 
 struct fl_syscall_ovr;  // the bpftool skeleton
@@ -19,8 +19,8 @@ namespace faultline {
 class SyscallOverrideObject {
  public:
   [[nodiscard]] static Result<SyscallOverrideObject> load();
-  SyscallOverrideObject(SyscallOverrideObject&&) noexcept = default;
-  SyscallOverrideObject& operator=(SyscallOverrideObject&&) noexcept = default;
+  SyscallOverrideObject(SyscallOverrideObject&&) noexcept;
+  SyscallOverrideObject& operator=(SyscallOverrideObject&&) noexcept;
   ~SyscallOverrideObject();
 
   // One kprobe per syscall name ("openat"), on its entry function.
@@ -28,11 +28,8 @@ class SyscallOverrideObject {
   [[nodiscard]] Status set_policy(const fl_sc_policy& p);
 
  private:
-  struct Destroy {
-    void operator()(fl_syscall_ovr* s) const;
-  };
-  explicit SyscallOverrideObject(fl_syscall_ovr* s) : skel_(s) {}
-  std::unique_ptr<fl_syscall_ovr, Destroy> skel_;
+  explicit SyscallOverrideObject(BpfSkeleton<fl_syscall_ovr> skel);
+  BpfSkeleton<fl_syscall_ovr> skel_;
   std::vector<BpfLink> links_;
 };
 

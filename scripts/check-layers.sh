@@ -7,7 +7,9 @@
 # A layer includes only layers to its left (and the ABI headers, faultline/*.h,
 # which every C++ layer above base may use). Bpftool skeletons (*.skel.h) are
 # included by loader/ alone. Fault families do not include each other, and
-# enforcement and faults do not include each other.
+# enforcement and faults do not include each other. A file directly in
+# userspace/faults/ (the capability ladders, which span every family) belongs
+# to no family: it may use what a family may, and every family may use it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,11 +22,12 @@ allowed_for() {
     userspace/guardrails/*) echo '^(base|loader|faultline|userspace/(net|guardrails))/' ;;
     userspace/state/*) echo '^(base|loader|faultline|userspace/state)/' ;;
     userspace/run/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|run))/' ;;
-    userspace/faults/*)
+    userspace/faults/*/*)
       local family=${1#userspace/faults/}
       family=${family%%/*}
-      echo "^(base|loader|faultline|userspace/(net|guardrails|state|run|faults/$family))/"
+      echo "^(base|loader|faultline|userspace/(net|guardrails|state|run|faults/$family))/|^userspace/faults/[^/]+$"
       ;;
+    userspace/faults/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|run))/|^userspace/faults/[^/]+$' ;;
     userspace/enforce/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|enforce))/' ;;
     ctl/*) echo '^(base|loader|faultline|userspace|ctl)/' ;;
     *) return 1 ;;

@@ -97,7 +97,7 @@ TEST_F(FaultKindTest, FlowdropBlackholesEveryListedAddressAndNoNeighbour) {
   for (const auto& a : v4) s.targets.push_back(prefix(a));
   for (const auto& a : v6) s.targets.push_back(prefix(a));
   uint32_t slot = add(s);
-  ASSERT_EQ(count_keys(maps().exact(), sizeof(fl_addr)), v4.size() + v6.size())
+  ASSERT_EQ(count_keys<fl_addr>(maps().exact()), v4.size() + v6.size())
       << "one fl_exact entry per listed address";
 
   size_t wrong = 0;
@@ -282,7 +282,7 @@ TEST_F(FaultKindTest, DnsRefusesANameNestedInAnotherFaultsName) {
   beside.domains = {"badexample.com", "example.org"};
   uint32_t b = add(beside);
   EXPECT_NE(b, UINT32_MAX) << "names that merely share letters do not overlap";
-  EXPECT_EQ(count_keys(maps().dns(), sizeof(fl_dns_key)), 3u);
+  EXPECT_EQ(count_keys<fl_dns_key>(maps().dns()), 3u);
 
   EXPECT_EQ(egress(dns_query("www.example.com")), Verdict::Redirect) << "example.com still covers www.example.com";
   EXPECT_EQ(stats(a).dropped, 1u);

@@ -67,8 +67,8 @@ TEST_F(LifecycleTest, DeactivateEndsTheFaultButKeepsItsIndexes) {
   EXPECT_EQ(egress(udp_to("192.0.2.1")), Verdict::Pass) << "deactivated";
   EXPECT_EQ(egress(udp_to("10.9.9.9")), Verdict::Pass) << "deactivated";
   EXPECT_TRUE(table().exists(slot));
-  EXPECT_EQ(count_keys(maps().exact(), sizeof(fl_addr)), 1u);
-  EXPECT_EQ(count_keys(maps().prefix(), sizeof(fl_lpm_key)), 1u);
+  EXPECT_EQ(count_keys<fl_addr>(maps().exact()), 1u);
+  EXPECT_EQ(count_keys<fl_lpm_key>(maps().prefix()), 1u);
 }
 
 TEST_F(LifecycleTest, RemoveLeavesNoIndexKeyBehind) {
@@ -84,16 +84,16 @@ TEST_F(LifecycleTest, RemoveLeavesNoIndexKeyBehind) {
   FaultSpec dns = make_spec(FaultKind::Dns, {"192.0.2.53"});
   dns.domains = {"example.com", "a.example.org", "blocked.test"};
   slots.push_back(add(dns));
-  ASSERT_EQ(count_keys(maps().exact(), sizeof(fl_addr)), 51u);
-  ASSERT_EQ(count_keys(maps().prefix(), sizeof(fl_lpm_key)), 5u) << "/8, /16, /24, /48 and ::/0";
-  ASSERT_EQ(count_keys(maps().dns(), sizeof(fl_dns_key)), 3u);
+  ASSERT_EQ(count_keys<fl_addr>(maps().exact()), 51u);
+  ASSERT_EQ(count_keys<fl_lpm_key>(maps().prefix()), 5u) << "/8, /16, /24, /48 and ::/0";
+  ASSERT_EQ(count_keys<fl_dns_key>(maps().dns()), 3u);
   ASSERT_EQ(egress(udp_to("198.18.0.7")), Verdict::Redirect);
 
   for (uint32_t s : slots) ASSERT_TRUE(table().remove(s).ok()) << "remove slot " << s;
-  EXPECT_EQ(count_keys(maps().exact(), sizeof(fl_addr)), 0u) << "fl_exact keys left";
-  EXPECT_EQ(count_keys(maps().prefix(), sizeof(fl_lpm_key)), 0u) << "fl_prefix keys left";
-  EXPECT_EQ(count_keys(maps().dns(), sizeof(fl_dns_key)), 0u) << "fl_dns keys left";
-  EXPECT_EQ(count_keys(maps().meta(), sizeof(uint32_t)), 0u) << "fl_meta keys left";
+  EXPECT_EQ(count_keys<fl_addr>(maps().exact()), 0u) << "fl_exact keys left";
+  EXPECT_EQ(count_keys<fl_lpm_key>(maps().prefix()), 0u) << "fl_prefix keys left";
+  EXPECT_EQ(count_keys<fl_dns_key>(maps().dns()), 0u) << "fl_dns keys left";
+  EXPECT_EQ(count_keys<uint32_t>(maps().meta()), 0u) << "fl_meta keys left";
   for (uint32_t s : slots) {
     fl_fault f{};
     ASSERT_EQ(bpf_map_lookup_elem(maps().faults(), &s, &f), 0);
@@ -111,7 +111,7 @@ TEST_F(LifecycleTest, RemovingOneOfTwoNestedFaultsKeepsTheOther) {
   ASSERT_TRUE(table().remove(a24).ok());
   EXPECT_EQ(egress(udp_to("10.1.2.3")), Verdict::Redirect) << "after the /24 is gone its /8 takes the address";
   EXPECT_EQ(stats(a8).matched, 1u);
-  EXPECT_EQ(count_keys(maps().prefix(), sizeof(fl_lpm_key)), 1u) << "only the /8 key stays";
+  EXPECT_EQ(count_keys<fl_lpm_key>(maps().prefix()), 1u) << "only the /8 key stays";
 
   uint32_t b8 = add(make_spec(FaultKind::Partition, {"172.0.0.0/8"}));
   uint32_t b24 = add(make_spec(FaultKind::Partition, {"172.16.5.0/24"}));

@@ -93,7 +93,7 @@ void sweep_dead_roots() {
   for (const auto& root : dead) {
     BpffsLayout l;
     l.root = root;
-    for (const auto& name : PinnedMaps::names()) ::unlink(l.map(name).c_str());
+    for (const auto& name : NetfaultMaps::names()) ::unlink(l.map(name).c_str());
     remove_bpffs_dirs(l);
   }
 }
@@ -130,7 +130,7 @@ void NetfaultTest::SetUp() {
   auto obj = NetfaultObject::load(layout_, netns_ino_, FL_EGRESS_DROP_REDIRECT);
   ASSERT_TRUE(obj.ok()) << obj.error().describe() << " (" << obj.error().where << ")";
   obj_.emplace(std::move(*obj));
-  auto m = PinnedMaps::open(layout_, false);
+  auto m = NetfaultMaps::open(layout_, false);
   ASSERT_TRUE(m.ok()) << m.error().describe();
   ASSERT_FALSE(m->created()) << "the object should have pinned the maps already";
   maps_.emplace(std::move(*m));
@@ -144,7 +144,7 @@ void NetfaultTest::TearDown() {
   maps_.reset();
   obj_.reset();  // unloads the programs: nothing holds them any more
   if (loaded_) {
-    for (const auto& name : PinnedMaps::names()) ::unlink(layout_.map(name).c_str());
+    for (const auto& name : NetfaultMaps::names()) ::unlink(layout_.map(name).c_str());
     remove_bpffs_dirs(layout_);
     struct stat st {};
     EXPECT_NE(::stat(layout_.root.c_str(), &st), 0) << "left behind: " << layout_.root;
@@ -226,14 +226,12 @@ fl_fault_stats NetfaultTest::stats(uint32_t slot) const {
 }
 
 uint64_t NetfaultTest::reason(fl_drop_reason r) const {
-  auto per = lookup_percpu<uint64_t>(maps_->reasons(), static_cast<uint32_t>(r));
-  if (!per) {
-    ADD_FAILURE() << "cannot read fl_reasons[" << r << "]: " << per.error().describe();
+  auto sum = sum_percpu<uint64_t>(maps_->reasons(), static_cast<uint32_t>(r));
+  if (!sum) {
+    ADD_FAILURE() << "cannot read fl_reasons[" << r << "]: " << sum.error().describe();
     return 0;
   }
-  uint64_t sum = 0;
-  for (uint64_t v : *per) sum += v;
-  return sum;
+  return *sum;
 }
 
 void NetfaultTest::set_armed(uint32_t armed) {
@@ -244,17 +242,5 @@ void NetfaultTest::set_armed(uint32_t armed) {
   ASSERT_EQ(bpf_map_update_elem(maps_->control(), &zero, &ctl, BPF_ANY), 0) << std::strerror(errno);
 }
 
-size_t NetfaultTest::count_keys(int map_fd, size_t key_size) {
-  std::vector<uint8_t> cur(key_size), next(key_size);
-  size_t n = 0;
-  const void* prev = nullptr;
-  while (bpf_map_get_next_key(map_fd, prev, next.data()) == 0) {
-    ++n;
-    cur = next;
-    prev = cur.data();
-    if (n > 10'000'000) break;  // a broken iterator must not hang the suite
-  }
-  return n;
-}
 
 }  // namespace faultline::bpftest

@@ -14,7 +14,7 @@
 #include "loader/bpffs.h"
 #include "base/unique_fd.h"
 #include "loader/netfault_object.h"
-#include "loader/pinned_maps.h"
+#include "loader/netfault_maps.h"
 #include "netfault.skel.h"
 #include "userspace/faults/packet/netfault_engine.h"
 
@@ -59,7 +59,7 @@ class RenamedPinsTest : public ::testing::Test {
       GTEST_SKIP() << "\n*** SKIPPED: these tests pin maps under /sys/fs/bpf, which needs root. ***";
     }
     layout_.root = "/sys/fs/bpf/fltest-pins-" + std::to_string(::getpid());
-    auto maps = PinnedMaps::open(layout_, true);
+    auto maps = NetfaultMaps::open(layout_, true);
     pinned_ = true;  // from here on TearDown has pins and folders to remove
     ASSERT_TRUE(maps.ok()) << maps.error().describe();
     ASSERT_TRUE(maps->created());
@@ -67,8 +67,8 @@ class RenamedPinsTest : public ::testing::Test {
 
   void TearDown() override {
     if (!pinned_) return;
-    for (const auto& name : PinnedMaps::names()) ::unlink(layout_.map(name).c_str());
-    for (const auto& name : PinnedMaps::retired_names()) ::unlink(layout_.map(name).c_str());
+    for (const auto& name : NetfaultMaps::names()) ::unlink(layout_.map(name).c_str());
+    for (const auto& name : NetfaultMaps::retired_names()) ::unlink(layout_.map(name).c_str());
     remove_bpffs_dirs(layout_);
     ::unlink(state_lock_path(layout_).c_str());
     EXPECT_FALSE(exists(layout_.root)) << "left behind: " << layout_.root;
@@ -99,7 +99,7 @@ TEST_F(RenamedPinsTest, RetiredPinsCarryOnUnderTheirNewNames) {
   ASSERT_NE(loss, 0u);
   ASSERT_NE(bloom, 0u);
 
-  auto maps = PinnedMaps::open(layout_, false);
+  auto maps = NetfaultMaps::open(layout_, false);
   ASSERT_TRUE(maps.ok()) << maps.error().describe();
   EXPECT_EQ(map_id(maps->loss_state()), loss) << "fl_lossst's map must carry on as fl_loss_state, not be replaced";
   EXPECT_EQ(map_id(maps->exact_bloom()), bloom) << "fl_exfilt's map must carry on as fl_exact_bloom, not be replaced";
@@ -118,7 +118,7 @@ TEST_F(RenamedPinsTest, ARetiredPinBesideTheCurrentOneIsALeftoverAndGoes) {
   ASSERT_NE(current, 0u);
   ASSERT_NE(pin_retired(kExactBloom), 0u);
 
-  auto maps = PinnedMaps::open(layout_, false);
+  auto maps = NetfaultMaps::open(layout_, false);
   ASSERT_TRUE(maps.ok()) << maps.error().describe();
   EXPECT_EQ(map_id(maps->exact_bloom()), current) << "the current pin wins over a leftover retired one";
   EXPECT_FALSE(exists(layout_.map("fl_exfilt")));

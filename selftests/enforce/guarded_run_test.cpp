@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "enforce_env.h"
 
@@ -159,6 +160,168 @@ TEST_F(EnforceTest, SyscallFaultKeepsARecord) {
   EXPECT_EQ(verdict["outcome"], "completed") << verdict.dump(2);
   Outcome report = run({kFaultctl, "report", dir});
   EXPECT_TRUE(report.exit.is(0)) << report.describe();
+}
+
+}  // namespace
+}  // namespace flenf
+
+namespace flenf {
+namespace {
+
+// Secrets in the flags never reach the record, the JSON lines or the command
+// line kept in the record; --no-redact keeps them, and says so in the record.
+TEST_F(EnforceTest, RecordsAndJsonLinesAreRedacted) {
+  TcpServer health(false, true);
+  Cgroup cg("grunx");
+  const std::string url = "http://127.0.0.1:" + std::to_string(health.port()) + "/h?token=S3CR3T-T0KEN";
+  for (bool keep : {false, true}) {
+    SCOPED_TRACE(keep ? "--no-redact" : "default");
+    const std::string dir = state_dir_ + (keep ? "/kept" : "/redacted");
+    std::vector<std::string> argv = {kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "EIO",
+                                     "--duration", "1s", "--cgroup", cg.relative(), "--health-url", url,
+                                     "--interval", "500ms", "--hypothesis", "API_KEY=hunter2 stays out",
+                                     "--steady-state", "1s", "--record", dir, "--json"};
+    if (keep) argv.push_back("--no-redact");
+    Outcome r = run(argv, 60s);
+    ASSERT_TRUE(r.exit.is(0)) << r.describe();
+    std::ifstream h(dir + "/hypothesis.json");
+    std::string text((std::istreambuf_iterator<char>(h)), std::istreambuf_iterator<char>());
+    ASSERT_FALSE(text.empty()) << r.describe();
+    auto j = nlohmann::json::parse(text);
+    if (keep) {
+      EXPECT_NE(text.find("S3CR3T-T0KEN"), std::string::npos) << text;
+      EXPECT_EQ(j["redaction"]["enabled"], false) << text;
+    } else {
+      EXPECT_EQ(text.find("S3CR3T-T0KEN"), std::string::npos) << text;
+      EXPECT_EQ(text.find("hunter2"), std::string::npos) << text;
+      EXPECT_EQ(r.out.find("S3CR3T-T0KEN"), std::string::npos) << r.out;
+      EXPECT_EQ(j["redaction"]["enabled"], true) << text;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace flenf
+
+namespace flenf {
+namespace {
+
+// The kill switches outside the CLI. FAULTLINE_KILL_FILE points at a file of
+// the test's own, so no other run on the machine is touched.
+class KillSwitchTest : public GuardedRunTest {
+ protected:
+  void SetUp() override {
+    GuardedRunTest::SetUp();
+    if (IsSkipped()) return;
+    kill_file_ = state_dir_ + "/kill";
+    ::setenv("FAULTLINE_KILL_FILE", kill_file_.c_str(), 1);
+  }
+  void TearDown() override {
+    ::unsetenv("FAULTLINE_KILL_FILE");
+    ::unsetenv("FAULTLINE_DISABLED");
+    GuardedRunTest::TearDown();
+  }
+  void touch_kill_file() const { std::ofstream(kill_file_) << "stop\n"; }
+  std::string kill_file_;
+};
+
+// The kill file ends a running fault of each family within a second, and no
+// new one starts while it exists (exit 2, nothing applied).
+TEST_P(KillSwitchTest, KillFileEndsTheFaultWithinASecondAndRefusesNewOnes) {
+  Child f = Child::spawn(run_argv({}));
+  ASSERT_TRUE(f.wait_for("\"started\"", 30s)) << f.describe();
+  const auto t0 = std::chrono::steady_clock::now();
+  touch_kill_file();
+  auto e = f.wait(10s);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(e && e->is(1)) << f.describe();
+  EXPECT_LT(ms, 1000) << "the run must end within a second of the kill file";
+  std::fprintf(stderr, "kill file -> %s run ended in %lld ms\n", GetParam().c_str(), static_cast<long long>(ms));
+  auto ended = event(f.out(), "ended");
+  ASSERT_TRUE(ended) << f.describe();
+  EXPECT_EQ((*ended)["reason"], "aborted") << ended->dump();
+  EXPECT_NE(ended->value("detail", "").find("kill file"), std::string::npos) << ended->dump();
+  EXPECT_TRUE(nothing_listed(status())) << status().dump(2);
+
+  Outcome again = run(run_argv({}), 30s);
+  EXPECT_TRUE(again.exit.is(2)) << again.describe();
+  EXPECT_NE(again.err.find("kill file " + kill_file_ + " exists"), std::string::npos) << again.describe();
+  EXPECT_TRUE(nothing_listed(status())) << status().dump(2);
+}
+
+TEST_P(KillSwitchTest, FaultlineDisabledRefusesEveryRun) {
+  ::setenv("FAULTLINE_DISABLED", "1", 1);
+  Outcome r = run(run_argv({}), 30s);
+  EXPECT_TRUE(r.exit.is(2)) << r.describe();
+  EXPECT_NE(r.err.find("FAULTLINE_DISABLED=1 is set"), std::string::npos) << r.describe();
+  EXPECT_TRUE(nothing_listed(status())) << status().dump(2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Family, KillSwitchTest, ::testing::Values("packet", "syscall", "resource"),
+                         [](const auto& info) { return info.param; });
+
+// Traffic recovers within a second of the kill file: connects from a cgroup
+// under a 100% ECONNREFUSED fault go through again.
+TEST_F(EnforceTest, TrafficRecoversWithinASecondOfTheKillFile) {
+  const std::string kill = state_dir_ + "/kill";
+  ::setenv("FAULTLINE_KILL_FILE", kill.c_str(), 1);
+  TcpServer server;
+  const std::string port = std::to_string(server.port());
+  Cgroup cg("grunk");
+  Child f = Child::spawn({kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "ECONNREFUSED", "--duration",
+                          "60s", "--cgroup", cg.relative(), "--json"});
+  ASSERT_TRUE(f.wait_for("\"started\"", 30s)) << f.describe();
+  const std::vector<std::string> probe = {kProbe, "connect", "tcp", "127.0.0.1", port, "1"};
+  Outcome before = run(probe, 20s, {.cgroup = cg.path()});
+  EXPECT_EQ(show(results(before.out)["tcp 127.0.0.1:" + port]), "ECONNREFUSED:1") << before.describe();
+  const auto t0 = std::chrono::steady_clock::now();
+  std::ofstream(kill) << "stop\n";
+  long long ms = -1;
+  for (int i = 0; i < 100; ++i) {
+    Outcome o = run(probe, 20s, {.cgroup = cg.path()});
+    if (show(results(o.out)["tcp 127.0.0.1:" + port]) == "ok:1") {
+      ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+      break;
+    }
+  }
+  ::unsetenv("FAULTLINE_KILL_FILE");
+  ASSERT_GE(ms, 0) << "connects never recovered\n" << f.describe();
+  EXPECT_LT(ms, 1000) << "traffic must recover within a second of the kill file";
+  std::fprintf(stderr, "kill file -> traffic recovered in %lld ms\n", ms);
+  auto e = f.wait(10s);
+  EXPECT_TRUE(e && e->is(1)) << f.describe();
+}
+
+}  // namespace
+}  // namespace flenf
+
+namespace flenf {
+namespace {
+
+// A host fault whose faultctl was killed is still reached by the kill file: its
+// detached reaper watches it too and reverts the fault.
+TEST_F(EnforceTest, KillFileReachesAResourceFaultWhoseFaultctlIsGone) {
+  const std::string kill = state_dir_ + "/kill";
+  ::setenv("FAULTLINE_KILL_FILE", kill.c_str(), 1);
+  Child f = Child::spawn({kFaultctl, "run", "cpu", "--cores", "1", "--load", "10", "--duration", "60s", "--json"});
+  ASSERT_TRUE(f.wait_for("\"started\"", 30s)) << f.describe();
+  ASSERT_EQ(::kill(f.pid(), SIGKILL), 0);
+  (void)f.wait(10s);
+  ASSERT_FALSE(nothing_listed(status())) << "the fault outlives its faultctl until its reaper acts";
+  const auto t0 = std::chrono::steady_clock::now();
+  std::ofstream(kill) << "stop\n";
+  long long ms = -1;
+  for (int i = 0; i < 60; ++i) {
+    if (nothing_listed(status())) {
+      ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+      break;
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  ::unsetenv("FAULTLINE_KILL_FILE");
+  ASSERT_GE(ms, 0) << status().dump(2);
+  EXPECT_LT(ms, 1000) << "the reaper must revert within a second of the kill file";
+  std::fprintf(stderr, "kill file -> orphaned resource fault reverted in %lld ms\n", ms);
 }
 
 }  // namespace

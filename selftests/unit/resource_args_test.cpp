@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <sstream>
+#include <variant>
 
-#include "ctl/resource_command.h"
+#include "parse_words.h"
+#include "ctl/resource_args.h"
 #include "base/cgroup.h"
 #include "userspace/faults/resource/fault.h"
 #include "userspace/faults/resource/spec.h"
@@ -12,15 +14,9 @@
 namespace faultline {
 namespace {
 
-std::vector<std::string> split(const std::string& s) {
-  std::istringstream in(s);
-  std::vector<std::string> out;
-  for (std::string w; in >> w;) out.push_back(w);
-  return out;
-}
 
 TEST(ResourceArgs, ProcessFreezeByPid) {
-  auto r = parse_resource_args(split("process --pid 1234 --action freeze --duration 30s"));
+  auto r = args_of(parse_resource_args(split("process --pid 1234 --action freeze --duration 30s")));
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->spec.kind, ResourceKind::Process);
   EXPECT_EQ(r->spec.pid, 1234);
@@ -30,29 +26,29 @@ TEST(ResourceArgs, ProcessFreezeByPid) {
 
 TEST(ResourceArgs, ProcessKillWithSignalNames) {
   for (const char* sig : {"TERM", "SIGTERM", "term", "15"}) {
-    auto r = parse_resource_args(
-        split(std::string("process --name nginx --action kill --signal ") + sig + " --duration 10s"));
+    auto r = args_of(parse_resource_args(
+        split(std::string("process --name nginx --action kill --signal ") + sig + " --duration 10s")));
     ASSERT_TRUE(r.ok()) << sig << ": " << r.error().message;
     EXPECT_EQ(r->spec.signal, SIGTERM) << sig;
   }
-  auto d = parse_resource_args(split("process --name nginx --action kill --duration 10s"));
+  auto d = args_of(parse_resource_args(split("process --name nginx --action kill --duration 10s")));
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->spec.signal, SIGKILL) << "the default signal of --action kill";
 }
 
 TEST(ResourceArgs, CpuMemoryDisk) {
-  auto c = parse_resource_args(split("cpu --cores 2 --load 50% --duration 1m"));
+  auto c = args_of(parse_resource_args(split("cpu --cores 2 --load 50% --duration 1m")));
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(c->spec.cores, 2u);
   EXPECT_DOUBLE_EQ(c->spec.load, 50);
-  auto m = parse_resource_args(split("memory --size 512MiB --duration 1m"));
+  auto m = args_of(parse_resource_args(split("memory --size 512MiB --duration 1m")));
   ASSERT_TRUE(m.ok()) << m.error().message;
   EXPECT_EQ(m->spec.size_bytes, 512ULL << 20);
-  auto d = parse_resource_args(split("disk --path /var/tmp --fill 95% --min-free 1GiB --duration 5m"));
+  auto d = args_of(parse_resource_args(split("disk --path /var/tmp --fill 95% --min-free 1GiB --duration 5m")));
   ASSERT_TRUE(d.ok()) << d.error().message;
   EXPECT_DOUBLE_EQ(*d->spec.fill_percent, 95);
   EXPECT_EQ(d->spec.min_free_bytes, 1ULL << 30);
-  auto s = parse_resource_args(split("disk --path /var/tmp --size 2GB --duration 5m --dry-run --json"));
+  auto s = args_of(parse_resource_args(split("disk --path /var/tmp --size 2GB --duration 5m --dry-run --json")));
   ASSERT_TRUE(s.ok()) << s.error().message;
   EXPECT_EQ(s->spec.size_bytes, 2'000'000'000ULL);
   EXPECT_TRUE(s->flags.dry_run);
@@ -61,9 +57,9 @@ TEST(ResourceArgs, CpuMemoryDisk) {
 
 TEST(ResourceArgs, RecordFlags) {
   auto r =
-      parse_resource_args({"cpu", "--cores", "1", "--duration", "10s", "--health-url", "http://127.0.0.1:8080/health",
+      args_of(parse_resource_args({"cpu", "--cores", "1", "--duration", "10s", "--health-url", "http://127.0.0.1:8080/health",
                            "--hypothesis", "checkout p99 stays under 300ms", "--steady-state", "5s", "--record",
-                           "/tmp/faultline-unit-record-does-not-exist", "--slo", "p99<300ms"});
+                           "/tmp/faultline-unit-record-does-not-exist", "--slo", "p99<300ms"}));
   ASSERT_TRUE(r.ok()) << r.error().message;
   ASSERT_TRUE(r->flags.record.has_value());
   EXPECT_EQ(r->flags.record->hypothesis, "checkout p99 stays under 300ms");
@@ -72,8 +68,8 @@ TEST(ResourceArgs, RecordFlags) {
   EXPECT_DOUBLE_EQ(r->flags.record->slo->threshold, 300);
   EXPECT_NE(r->flags.record->command_line.find("'checkout p99 stays under 300ms'"), std::string::npos)
       << r->flags.record->command_line;
-  auto def = parse_resource_args({"cpu", "--cores", "1", "--duration", "10s", "--health-url", "http://127.0.0.1/",
-                                  "--hypothesis", "x", "--record", "/tmp/faultline-unit-record-does-not-exist"});
+  auto def = args_of(parse_resource_args({"cpu", "--cores", "1", "--duration", "10s", "--health-url", "http://127.0.0.1/",
+                                  "--hypothesis", "x", "--record", "/tmp/faultline-unit-record-does-not-exist"}));
   ASSERT_TRUE(def.ok()) << def.error().message;
   EXPECT_EQ(def->flags.record->steady_state_ns, 30'000'000'000ULL) << "--record measures 30s of steady state by default";
 }
@@ -143,12 +139,22 @@ TEST(ResourceArgs, BadInputsNameTheirFlag) {
   for (const auto& c : cases) {
     std::string line;
     for (const auto& a : c.args) line += a + " ";
-    auto r = parse_resource_args(c.args);
+    auto r = args_of(parse_resource_args(c.args));
     ASSERT_FALSE(r.ok()) << "accepted: " << line;
     EXPECT_NE(r.error().err, 0) << line;
     EXPECT_NE(r.error().message.find(c.flag), std::string::npos)
         << "for: " << line << "\n expected the error to name " << c.flag << "\n got: " << r.error().message;
     EXPECT_EQ(r.error().message.find('\n'), std::string::npos) << "one line: " << r.error().message;
+  }
+}
+
+TEST(ResourceArgs, HelpIsAnAnswerNotAnError) {
+  for (const char* line : {"cpu --help", "disk -h", "memory --size 1x --help"}) {
+    auto r = parse_resource_args(split(line));
+    ASSERT_TRUE(r.ok()) << line << ": " << r.error().message;
+    const auto* help = std::get_if<HelpText>(&*r);
+    ASSERT_NE(help, nullptr) << line;
+    EXPECT_NE(help->text.find("--cores"), std::string::npos) << help->text;
   }
 }
 

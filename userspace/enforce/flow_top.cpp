@@ -16,6 +16,7 @@
 
 #include "faultline/sockaddr_abi.h"
 #include "loader/features.h"
+#include "loader/map_ops.h"
 #include "loader/sockaddr_object.h"
 #include "base/clock.h"
 #include "userspace/net/address.h"
@@ -35,16 +36,12 @@ struct Row {
 
 std::vector<Row> snapshot(int flows_fd) {
   std::vector<Row> rows;
-  fl_flow_key k{}, next{};
-  const void* prev = nullptr;
-  while (bpf_map_get_next_key(flows_fd, prev, &next) == 0) {
+  for_each_key<fl_flow_key>(flows_fd, [&](const fl_flow_key& k) {
     fl_flow f{};
-    if (bpf_map_lookup_elem(flows_fd, &next, &f) == 0) {
-      rows.push_back({endpoint_text(next.addr, next.port), next.proto == 6 ? "tcp" : next.proto == 17 ? "udp" : "ip", f});
+    if (bpf_map_lookup_elem(flows_fd, &k, &f) == 0) {
+      rows.push_back({endpoint_text(k.addr, k.port), k.proto == 6 ? "tcp" : k.proto == 17 ? "udp" : "ip", f});
     }
-    k = next;
-    prev = &k;
-  }
+  });
   std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
     return a.f.bytes_out + a.f.bytes_in > b.f.bytes_out + b.f.bytes_in;
   });

@@ -21,7 +21,9 @@
 #include <set>
 #include <tuple>
 
+#include "base/child.h"
 #include "loader/bpffs.h"
+#include "loader/map_ops.h"
 #include "loader/sockaddr_object.h"
 #include "base/errno_names.h"
 #include "userspace/state/session_registry.h"
@@ -217,31 +219,16 @@ int Guard::run() {
     }
   } unpin{*obj, session};
 
-  int go[2];
-  if (::pipe2(go, O_CLOEXEC) != 0) return 1;
-  pid_t child = ::fork();
-  if (child < 0) {
-    log_ << "faultctl guard: fork: " << strerror(errno) << "\n";
+  // The command waits on a pipe until it is in the cgroup: nothing may escape it.
+  auto held = HeldChild::spawn(opts_.command, nullptr, "faultctl guard");
+  if (!held) {
+    log_ << "faultctl guard: " << held.error().describe() << "\n";
     return 1;
   }
-  if (child == 0) {
-    ::close(go[1]);
-    char c;
-    // Wait until the parent has moved us into the cgroup: nothing may escape it.
-    if (::read(go[0], &c, 1) != 1) _exit(127);
-    std::vector<char*> argv;
-    for (auto& a : opts_.command) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execvp(argv[0], argv.data());
-    std::fprintf(stderr, "faultctl guard: cannot run %s: %s\n", argv[0], strerror(errno));
-    _exit(127);
-  }
-  ::close(go[0]);
+  const pid_t child = held->pid();
   if (auto st = cg->join(child); !st) {
     log_ << "faultctl guard: " << st.error().describe() << "\n";
-    ::kill(child, SIGKILL);
-    ::waitpid(child, nullptr, 0);
-    return 1;
+    return 1;  // the held child is killed and reaped with `held`
   }
   // Forward signals from before the command runs: a SIGTERM that came before the
   // handler would kill the guard alone, leaving the command running unguarded
@@ -250,14 +237,16 @@ int Guard::run() {
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
-  ::write(go[1], "g", 1);
-  ::close(go[1]);
+  if (auto st = held->release(); !st) {
+    log_ << "faultctl guard: " << st.error().describe() << "\n";
+    return 1;
+  }
   if (session) {
     session->session().summary += " pid " + std::to_string(child);
     (void)session->save();
   }
   bool released = false;
-  int status = 0;
+  int exit_code = 1;
   for (;;) {
     ring_buffer__poll(rb.get(), 100);
     if (int sig = g_forward.exchange(0); sig != 0) ::kill(child, sig);
@@ -271,9 +260,10 @@ int Guard::run() {
       log_ << "faultline guard: released by faultctl abort: " << opts_.command[0] << " runs on unguarded\n"
            << std::flush;
     }
-    pid_t r = ::waitpid(child, &status, WNOHANG);
-    if (r == child) break;
-    if (r < 0 && errno != EINTR) break;
+    if (auto code = held->poll_exit()) {
+      exit_code = *code;
+      break;
+    }
   }
   ring_buffer__consume(rb.get());
   sigaction(SIGINT, &old_int, nullptr);
@@ -285,15 +275,11 @@ int Guard::run() {
     fl_flow f;
   };
   std::vector<Row> rows;
-  fl_flow_key k{}, next{};
-  const void* prev = nullptr;
-  while (bpf_map_get_next_key(obj->flows_fd(), prev, &next) == 0) {
+  for_each_key<fl_flow_key>(obj->flows_fd(), [&](const fl_flow_key& k) {
     fl_flow f{};
-    if (bpf_map_lookup_elem(obj->flows_fd(), &next, &f) == 0)
-      rows.push_back({endpoint_text(next.addr, next.port) + "/" + proto_text(next.proto), f});
-    k = next;
-    prev = &k;
-  }
+    if (bpf_map_lookup_elem(obj->flows_fd(), &k, &f) == 0)
+      rows.push_back({endpoint_text(k.addr, k.port) + "/" + proto_text(k.proto), f});
+  });
   std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.f.bytes_out > b.f.bytes_out; });
   fl_sa_stats total = sum_sa_stats(obj->stats_fd()).value_or(fl_sa_stats{});
   log_ << "faultline guard: summary (" << (opts_.enforce ? "enforce" : "monitor") << ", default "
@@ -317,9 +303,7 @@ int Guard::run() {
   if (total.exfil_dropped) log_ << "  packets dropped by the exfil cap: " << total.exfil_dropped << "\n";
   if (total.events_lost) log_ << "  decisions not reported (ring buffer full): " << total.events_lost << "\n";
   obj->detach();
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 1;
+  return exit_code;
 }
 
 }  // namespace faultline

@@ -14,7 +14,9 @@
 
 #include "base/clock.h"
 #include "base/units.h"
+#include "userspace/run/redaction.h"
 #include "userspace/run/stop_signals.h"
+#include "userspace/state/kill_switch.h"
 
 namespace faultline {
 namespace {
@@ -41,24 +43,26 @@ class Printer {
   Printer(const RunOptions& o, std::ostream& out, std::ostream& err, bool command)
       : json_(o.json),
         who_(o.who),
+        redactor_(o.redactor),
         out_(out),
         err_(err),
         info_(command ? err : out),
         tty_(!o.json && ::isatty(STDERR_FILENO)) {}
 
-  void emit(const nlohmann::json& j) const { out_ << j.dump() << std::endl; }
+  void emit(const nlohmann::json& j) const { out_ << redact_json(redactor_, j).dump() << std::endl; }
   [[nodiscard]] bool json() const { return json_; }
-  std::ostream& info() const { return info_; }
-  void error(const std::string& what) const { err_ << who_ << ": " << what << "\n"; }
+  // A line for people, on stdout (stderr when a wrapped command owns stdout).
+  void say(const std::string& line) const { info_ << redactor_.text(line) << std::endl; }
+  void error(const std::string& what) const { err_ << who_ << ": " << redactor_.text(what) << "\n"; }
 
   // Called once a second: a terminal line rewritten in place, or to a file
   // every kStatusFileEveryS-th call (the first included).
   void status(const std::string& line) {
     if (tty_) {
-      err_ << "\r\033[K" << line << std::flush;
+      err_ << "\r\033[K" << redactor_.text(line) << std::flush;
       dirty_ = true;
     } else if (calls_++ % kStatusFileEveryS == 0) {
-      err_ << line << "\n";
+      err_ << redactor_.text(line) << "\n";
     }
   }
   void clear_status() {
@@ -69,6 +73,7 @@ class Printer {
  private:
   bool json_;
   std::string who_;
+  const Redactor& redactor_;
   std::ostream& out_;
   std::ostream& err_;
   std::ostream& info_;
@@ -105,10 +110,11 @@ RunResult guarded_run(RunnableFault& fault, Guardrails& guardrails, const RunOpt
         j["record"] = {{"dir", opts.record->dir}, {"steady_state", format_duration(opts.record->steady_state_ns)}};
       p.emit(j);
     } else {
-      out << fault.dry_run_text() << "nothing was changed.\n";
+      out << opts.redactor.text(fault.dry_run_text()) << "nothing was changed.\n";
     }
     return result;
   }
+  if (auto why = fault_start_refused()) return fail(RunOutcome::BadInput, *why);
   if (opts.record && guardrails.empty())
     return fail(RunOutcome::BadInput,
                 "--record and --steady-state need a guardrail signal (--health-url, --kernel-signal or --prometheus-url)");
@@ -147,8 +153,8 @@ RunResult guarded_run(RunnableFault& fault, Guardrails& guardrails, const RunOpt
     if (!guardrails.empty()) j["guardrail"] = describe_all(guardrails);
     p.emit(j);
   } else {
-    p.info() << started->text << std::endl;
-    for (const auto& g : guardrails) p.info() << "guardrail: " << g->summary() << std::endl;
+    p.say(started->text);
+    for (const auto& g : guardrails) p.say("guardrail: " + g->summary());
   }
 
   const uint64_t t0 = boottime_ns();
@@ -177,8 +183,8 @@ RunResult guarded_run(RunnableFault& fault, Guardrails& guardrails, const RunOpt
       if (!e.detail.empty()) j["detail"] = e.detail;
       p.emit(j);
     } else {
-      p.info() << "fault " << started->id << " ended (" << outcome_name(e.outcome)
-               << (e.detail.empty() ? "" : ": " + e.detail) << "); the command runs on" << std::endl;
+      p.say("fault " + started->id + " ended (" + outcome_name(e.outcome) + (e.detail.empty() ? "" : ": " + e.detail) +
+            "); the command runs on");
     }
   };
 
@@ -199,6 +205,18 @@ RunResult guarded_run(RunnableFault& fault, Guardrails& guardrails, const RunOpt
         ending = FaultEnding{RunOutcome::Interrupted, std::string("by ") + signal_text(sig), std::nullopt};
         break;
       }
+    }
+    // The kill file ends every fault of every kind within a tick, wherever it
+    // was started from; a wrapped command runs on.
+    if (!ended && kill_file_present()) {
+      FaultEnding k{RunOutcome::AbortedFromOutside, "ended by the kill file " + kill_file_path(), std::nullopt};
+      if (!started->until_command_exits) {
+        end_now("kill file");
+        ending = k;
+        break;
+      }
+      if (!ending) ending = k;
+      early_end(k);
     }
     if (auto e = fault.check()) {
       // With a wrapped command, an abort from outside ends the fault and the
@@ -271,8 +289,8 @@ RunResult guarded_run(RunnableFault& fault, Guardrails& guardrails, const RunOpt
     merge_fields(j, last.fields);
     p.emit(j);
   } else {
-    p.info() << "fault " << started->id << " ended (" << reason << (result.detail.empty() ? "" : ": " + result.detail)
-             << "): " << last.text << std::endl;
+    p.say("fault " + started->id + " ended (" + reason + (result.detail.empty() ? "" : ": " + result.detail) +
+          "): " + last.text);
     if (result.outcome == RunOutcome::Guardrail) p.error("guardrail breached, fault ended: " + result.detail);
   }
   if (recorded) {

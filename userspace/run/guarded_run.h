@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "base/redact.h"
+
 #include "userspace/guardrails/guardrail.h"
 #include "userspace/run/outcome.h"
 #include "userspace/run/record.h"
@@ -19,6 +21,7 @@ struct RunOptions {
   bool json = false;                    // JSON lines on stdout
   bool dry_run = false;
   std::string who = "faultctl run";  // prefixes error lines
+  Redactor redactor;                 // every line printed goes through it
 };
 
 // Runs the fault to its end under the guardrails and returns how it ended.

@@ -21,6 +21,7 @@
 #include "userspace/state/state_dir.h"
 #include "base/units.h"
 #include "userspace/run/record_files.h"
+#include "userspace/run/redaction.h"
 
 namespace faultline {
 
@@ -99,9 +100,9 @@ RecordedRun::RecordedRun(RecordOptions opts, Sampler sampler, uint64_t interval_
 
 void RecordedRun::emit(const nlohmann::json& event, const std::string& text) {
   if (json_)
-    out_ << event.dump() << std::endl;
+    out_ << redact_json(opts_.redactor, event).dump() << std::endl;
   else
-    out_ << text << std::endl;
+    out_ << opts_.redactor.text(text) << std::endl;
 }
 
 void RecordedRun::append(const std::string& phase, const GuardrailReading& s) {
@@ -111,7 +112,7 @@ void RecordedRun::append(const std::string& phase, const GuardrailReading& s) {
                    {"healthy", s.healthy}};
   for (const auto& [k, v] : s.values) j[k] = v;
   if (!s.problem.empty()) j["problem"] = s.problem;
-  std::string line = j.dump() + "\n";
+  std::string line = redact_json(opts_.redactor, j).dump() + "\n";
   // One write per line, so a kill -9 leaves whole lines behind.
   (void)!::write(samples_fd_.get(), line.data(), line.size());
 }
@@ -189,7 +190,11 @@ Result<bool> RecordedRun::before_fault(const nlohmann::json& spec, const StopChe
     h["host"] = hostname();
     h["boot_id"] = boot_id();
     h["written"] = iso8601(wall_seconds());
-    std::string text = h.dump(2) + "\n";
+    // Secrets never reach the record; that they were kept out (or not) is recorded.
+    h["redaction"] = opts_.redactor.enabled()
+                         ? nlohmann::json{{"enabled", true}, {"patterns", opts_.redactor.patterns()}}
+                         : nlohmann::json{{"enabled", false}, {"why", "--no-redact"}};
+    std::string text = redact_json(opts_.redactor, h).dump(2) + "\n";
     hypothesis_sha_ = sha256_hex(text);
     FL_TRY(write_file(opts_.dir + "/" + kHypothesis, text));
     FL_TRY(write_file(opts_.dir + "/" + kHypothesisSha, sha_line(hypothesis_sha_, kHypothesis)));
@@ -289,7 +294,7 @@ HypothesisVerdict RecordedRun::write_verdict(HypothesisVerdict v, const std::str
     samples_fd_.reset();
     auto samples = read_text_file(opts_.dir + "/" + kSamples);
     j["samples_sha256"] = sha256_hex(samples ? *samples : "");
-    std::string text = j.dump(2) + "\n";
+    std::string text = redact_json(opts_.redactor, j).dump(2) + "\n";
     (void)write_file(opts_.dir + "/" + kVerdict, text);
     (void)write_file(opts_.dir + "/" + kVerdictSha, sha_line(sha256_hex(text), kVerdict));
   }

@@ -15,6 +15,7 @@
 
 #include "base/unique_fd.h"
 #include "base/result.h"
+#include "base/redact.h"
 #include "userspace/guardrails/guardrail.h"
 #include "userspace/run/outcome.h"
 #include "userspace/run/slo.h"
@@ -29,6 +30,7 @@ struct RecordOptions {
   uint64_t steady_state_ns = 0;  // 0: no steady-state or after window
   std::optional<Slo> slo;
   std::string command_line;
+  Redactor redactor;  // applied to every file of the record
 };
 
 // A record folder must be new or empty: a record is never overwritten.

@@ -22,6 +22,7 @@
 #include "loader/bpffs.h"
 #include "base/unique_fd.h"
 #include "loader/sockaddr_object.h"
+#include "loader/syscall_lsm_object.h"
 #include "userspace/state/state_dir.h"
 
 namespace faultline {
@@ -315,8 +316,6 @@ nlohmann::json session_counters(const Session& s) {
   bpf_map_info info{};
   auto fd = open_map(s.stats_map_id, {"fl_sa_stats", "fl_sc_stats"}, &info);
   if (!fd) return s.counters;
-  const size_t ncpu = static_cast<size_t>(std::max(libbpf_num_possible_cpus(), 1));
-  uint32_t zero = 0;
   if (std::strcmp(info.name, "fl_sa_stats") == 0) {
     auto t = sum_sa_stats(fd->get());
     if (!t) return s.counters;
@@ -327,14 +326,12 @@ nlohmann::json session_counters(const Session& s) {
             {"exfil_dropped", t->exfil_dropped},
             {"redirected", t->redirected}};
   }
-  std::vector<fl_sc_stats> per(ncpu);
-  if (bpf_map_lookup_elem(fd->get(), &zero, per.data()) != 0) return s.counters;
+  auto t = sum_sc_stats(fd->get());
+  if (!t) return s.counters;
   uint64_t seen = 0, injected = 0;
-  for (const auto& p : per) {
-    for (int i = 0; i < FL_SC_OP_MAX; ++i) {
-      seen += p.seen[i];
-      injected += p.injected[i];
-    }
+  for (int i = 0; i < FL_SC_OP_MAX; ++i) {
+    seen += t->seen[i];
+    injected += t->injected[i];
   }
   return {{"failed", injected}, {"passed", seen - injected}};
 }

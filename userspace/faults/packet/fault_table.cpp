@@ -12,6 +12,8 @@
 #include <cstring>
 #include <set>
 
+#include "loader/map_ops.h"
+
 namespace faultline {
 namespace {
 
@@ -87,13 +89,7 @@ fl_dns_key dns_key_for(const std::string& domain) {
 
 Result<uint32_t> FaultTable::allocate_slot() const {
   std::set<uint32_t> used;
-  uint32_t key = 0, next = 0;
-  const void* prev = nullptr;
-  while (bpf_map_get_next_key(maps_.meta(), prev, &next) == 0) {
-    used.insert(next);
-    key = next;
-    prev = &key;
-  }
+  for (uint32_t slot : map_keys<uint32_t>(maps_.meta())) used.insert(slot);
   for (uint32_t s = 0; s < FL_MAX_FAULTS; ++s) {
     if (!used.contains(s)) return s;
   }
@@ -150,13 +146,9 @@ Status FaultTable::insert_prefix(uint32_t slot, const Prefix& p) {
     return errno_error("cannot add " + p.str() + " to the prefix index");
   // Every longer prefix inside p inherits the fault.
   std::vector<fl_lpm_key> inside;
-  fl_lpm_key cur{}, next{};
-  const void* prev = nullptr;
-  while (bpf_map_get_next_key(maps_.prefix(), prev, &next) == 0) {
-    if (next.prefixlen > p.plen && prefix_covers(p, from_key(next))) inside.push_back(next);
-    cur = next;
-    prev = &cur;
-  }
+  for_each_key<fl_lpm_key>(maps_.prefix(), [&](const fl_lpm_key& k) {
+    if (k.prefixlen > p.plen && prefix_covers(p, from_key(k))) inside.push_back(k);
+  });
   for (auto& k : inside) {
     fl_bucket kb{};
     if (bpf_map_lookup_elem(maps_.prefix(), &k, &kb) != 0) continue;
@@ -199,19 +191,15 @@ Status FaultTable::add(uint32_t slot, const CompiledFault& f, const fl_meta& met
   // the nested one does not apply (direction, resolver, expiry), and queries the
   // other fault blocks would pass. So overlaps are refused like the same name.
   if (!f.dns.empty()) {
-    fl_dns_key cur{}, next{};
-    const void* prev = nullptr;
-    while (bpf_map_get_next_key(maps_.dns(), prev, &next) == 0) {
+    for (const fl_dns_key& indexed : map_keys<fl_dns_key>(maps_.dns())) {
       uint32_t owner = 0;
-      if (bpf_map_lookup_elem(maps_.dns(), &next, &owner) == 0 && owner != slot) {
+      if (bpf_map_lookup_elem(maps_.dns(), &indexed, &owner) == 0 && owner != slot) {
         for (const auto& k : f.dns) {
-          if (name_covers(next, k) || name_covers(k, next))
-            return fail(make_error(EEXIST, "--domains " + domain_of(k) + ": overlaps " + domain_of(next) +
+          if (name_covers(indexed, k) || name_covers(k, indexed))
+            return fail(make_error(EEXIST, "--domains " + domain_of(k) + ": overlaps " + domain_of(indexed) +
                                                ", which another active dns fault blocks"));
         }
       }
-      cur = next;
-      prev = &cur;
     }
   }
   for (const auto& k : f.dns) {
@@ -233,11 +221,6 @@ Status FaultTable::add(uint32_t slot, const CompiledFault& f, const fl_meta& met
 
 namespace {
 
-bool map_is_empty(int fd, size_t key_size) {
-  std::vector<uint8_t> next(key_size);
-  return bpf_map_get_next_key(fd, nullptr, next.data()) != 0 && errno == ENOENT;
-}
-
 // fl_exact_bloom is one flat bit array: its 64-byte values lie back to back in the
 // mapping, so bit h is bit h % 64 of word h / 64.
 constexpr size_t kFilterWords = size_t{FL_EXACT_BLOOM_BLOCKS} * (FL_EXACT_BLOOM_BLOCK_BITS / 64);
@@ -257,8 +240,8 @@ Result<MappedMap> FaultTable::map_filter() const {
 // The control gets its FL_IDX_* bits; written only when they change.
 Status FaultTable::write_index(bool filter_valid) const {
   uint32_t index = filter_valid ? FL_IDX_EXACT_FILTER : 0;
-  if (map_is_empty(maps_.prefix(), sizeof(fl_lpm_key))) index |= FL_IDX_NO_PREFIX;
-  if (map_is_empty(maps_.dns(), sizeof(fl_dns_key))) index |= FL_IDX_NO_DNS;
+  if (map_is_empty<fl_lpm_key>(maps_.prefix())) index |= FL_IDX_NO_PREFIX;
+  if (map_is_empty<fl_dns_key>(maps_.dns())) index |= FL_IDX_NO_DNS;
   uint32_t zero = 0;
   fl_control ctl{};
   if (bpf_map_lookup_elem(maps_.control(), &zero, &ctl) != 0) return errno_error("cannot read the control map");
@@ -280,7 +263,7 @@ Status FaultTable::summarise_indexes() const {
   std::vector<fl_bucket> vals(kChunk);
   fl_addr token{};  // hash batches resume from a bucket number; key-sized is enough
   // A batch read walks every bucket (1M of them) even when no key is there.
-  bool first = true, done = map_is_empty(maps_.exact(), sizeof(fl_addr));
+  bool first = true, done = map_is_empty<fl_addr>(maps_.exact());
   while (!done) {
     uint32_t count = kChunk;
     LIBBPF_OPTS(bpf_map_batch_opts, o);
@@ -334,15 +317,7 @@ Status FaultTable::deactivate(uint32_t slot) {
 
 void FaultTable::purge_index(uint32_t slot, const fl_meta& meta) {
   if (meta.n_exact > 0) {
-    std::vector<fl_addr> keys;
-    fl_addr cur{}, next{};
-    const void* prev = nullptr;
-    while (bpf_map_get_next_key(maps_.exact(), prev, &next) == 0) {
-      keys.push_back(next);
-      cur = next;
-      prev = &cur;
-    }
-    for (auto& k : keys) {
+    for (const auto& k : map_keys<fl_addr>(maps_.exact())) {
       fl_bucket b{};
       if (bpf_map_lookup_elem(maps_.exact(), &k, &b) != 0 || !remove_from(b, slot)) continue;
       if (b.n == 0) bpf_map_delete_elem(maps_.exact(), &k);
@@ -351,15 +326,7 @@ void FaultTable::purge_index(uint32_t slot, const fl_meta& meta) {
   }
   {
     // A CIDR fault may be inherited anywhere below its prefix: sweep every key.
-    std::vector<fl_lpm_key> keys;
-    fl_lpm_key cur{}, next{};
-    const void* prev = nullptr;
-    while (bpf_map_get_next_key(maps_.prefix(), prev, &next) == 0) {
-      keys.push_back(next);
-      cur = next;
-      prev = &cur;
-    }
-    for (auto& k : keys) {
+    for (const auto& k : map_keys<fl_lpm_key>(maps_.prefix())) {
       fl_bucket b{};
       if (bpf_map_lookup_elem(maps_.prefix(), &k, &b) != 0 || !remove_from(b, slot)) continue;
       if (!has_owner(b, k.prefixlen)) bpf_map_delete_elem(maps_.prefix(), &k);
@@ -367,15 +334,7 @@ void FaultTable::purge_index(uint32_t slot, const fl_meta& meta) {
     }
   }
   if (meta.n_dns > 0) {
-    std::vector<fl_dns_key> keys;
-    fl_dns_key cur{}, next{};
-    const void* prev = nullptr;
-    while (bpf_map_get_next_key(maps_.dns(), prev, &next) == 0) {
-      keys.push_back(next);
-      cur = next;
-      prev = &cur;
-    }
-    for (auto& k : keys) {
+    for (const auto& k : map_keys<fl_dns_key>(maps_.dns())) {
       uint32_t v = 0;
       if (bpf_map_lookup_elem(maps_.dns(), &k, &v) == 0 && v == slot) bpf_map_delete_elem(maps_.dns(), &k);
     }
@@ -402,45 +361,33 @@ bool FaultTable::exists(uint32_t slot) const {
 }
 
 Result<fl_fault_stats> FaultTable::stats(uint32_t slot) const {
-  auto per = lookup_percpu<fl_fault_stats>(maps_.stats(), slot);
-  if (!per) return per.error();
-  fl_fault_stats sum{};
-  for (const auto& s : *per) {
+  return sum_percpu<fl_fault_stats>(maps_.stats(), slot, [](fl_fault_stats& sum, const fl_fault_stats& s) {
     sum.matched += s.matched;
     sum.dropped += s.dropped;
     sum.corrupted += s.corrupted;
     sum.duplicated += s.duplicated;
     sum.delayed += s.delayed;
     sum.bytes += s.bytes;
-  }
-  return sum;
+  });
 }
 
 std::vector<uint64_t> FaultTable::drop_reasons() const {
   std::vector<uint64_t> out(FL_DROP_REASON_MAX, 0);
-  for (uint32_t r = 0; r < FL_DROP_REASON_MAX; ++r) {
-    auto per = lookup_percpu<uint64_t>(maps_.reasons(), r);
-    if (!per) continue;
-    for (auto v : *per) out[r] += v;
-  }
+  for (uint32_t r = 0; r < FL_DROP_REASON_MAX; ++r) out[r] = sum_percpu<uint64_t>(maps_.reasons(), r).value_or(0);
   return out;
 }
 
 std::vector<FaultRow> FaultTable::list() const {
   std::vector<FaultRow> rows;
-  uint32_t cur = 0, next = 0;
-  const void* prev = nullptr;
-  while (bpf_map_get_next_key(maps_.meta(), prev, &next) == 0) {
+  for_each_key<uint32_t>(maps_.meta(), [&](uint32_t slot) {
     FaultRow r;
-    r.slot = next;
-    if (bpf_map_lookup_elem(maps_.meta(), &next, &r.meta) == 0) {
-      bpf_map_lookup_elem(maps_.faults(), &next, &r.fault);
-      if (auto s = stats(next)) r.stats = *s;
+    r.slot = slot;
+    if (bpf_map_lookup_elem(maps_.meta(), &slot, &r.meta) == 0) {
+      bpf_map_lookup_elem(maps_.faults(), &slot, &r.fault);
+      if (auto s = stats(slot)) r.stats = *s;
       rows.push_back(r);
     }
-    cur = next;
-    prev = &cur;
-  }
+  });
   std::sort(rows.begin(), rows.end(), [](const FaultRow& a, const FaultRow& b) { return a.slot < b.slot; });
   return rows;
 }

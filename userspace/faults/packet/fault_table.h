@@ -7,7 +7,7 @@
 
 #include "faultline/abi.h"
 #include "loader/mapped_map.h"
-#include "loader/pinned_maps.h"
+#include "loader/netfault_maps.h"
 #include "base/result.h"
 #include "base/units.h"
 #include "userspace/net/address.h"
@@ -37,7 +37,7 @@ struct FaultRow {
 
 class FaultTable {
  public:
-  explicit FaultTable(const PinnedMaps& maps) : maps_(maps) {}
+  explicit FaultTable(const NetfaultMaps& maps) : maps_(maps) {}
 
   [[nodiscard]] Result<uint32_t> allocate_slot() const;
 
@@ -69,7 +69,7 @@ class FaultTable {
   [[nodiscard]] Result<MappedMap> map_filter() const;
   [[nodiscard]] Status write_index(bool filter_valid) const;
   [[nodiscard]] Status index_new_exact(const std::vector<Prefix>& exact) const;
-  const PinnedMaps& maps_;
+  const NetfaultMaps& maps_;
 };
 
 }  // namespace faultline

@@ -16,6 +16,7 @@
 #include "base/process.h"
 #include "loader/features.h"
 #include "loader/rtnetlink.h"
+#include "userspace/faults/capabilities.h"
 #include "userspace/faults/packet/distributions.h"
 
 namespace faultline {
@@ -82,9 +83,23 @@ CompiledFault compile_fault(const FaultSpec& s, uint32_t netns_ino, uint32_t ifi
 
 namespace {
 
-Status install_fq_if_needed(const FaultPlan& plan, std::vector<uint32_t>& installed) {
+// One namespace runs one attach mode: asking for the other is refused, and the
+// operator is told how to free the namespace.
+Status check_mode_free(const NetfaultAttachments& att, const FaultPlan& plan) {
+  const uint32_t want = attach_mode_value(plan.requested);
+  const uint32_t in_use = att.mode_in_use(plan.netns, plan.devices, plan.spec.dir_mask);
+  if (want == 0 || in_use == 0 || want == in_use) return {};
+  return make_error(EBUSY, std::string("--attach ") + attach_mode_name(want) + ": namespace " + plan.netns.display +
+                               " already has Faultline attached with " + attach_mode_name(in_use) +
+                               "; end its faults first (faultctl abort --all)");
+}
+
+// Makes fq the root qdisc of every planned device that lacks it; returns the
+// ifindexes it was installed on, whose attachments then remember to remove it.
+Result<std::vector<uint32_t>> install_fq_if_needed(const FaultPlan& plan) {
   auto inside = NetnsEnter::enter(plan.netns);
   if (!inside) return inside.error();
+  std::vector<uint32_t> installed;
   for (const auto& d : plan.devices) {
     auto q = root_qdisc(d.ifindex);
     if (!q) return q.error();
@@ -96,7 +111,7 @@ Status install_fq_if_needed(const FaultPlan& plan, std::vector<uint32_t>& instal
     FL_TRY(replace_root_qdisc(d.ifindex, "fq"));
     installed.push_back(d.ifindex);
   }
-  return {};
+  return installed;
 }
 
 }  // namespace
@@ -112,7 +127,7 @@ nlohmann::json FaultPlan::to_json() const {
   return j;
 }
 
-Status initialise_maps(const PinnedMaps& maps) {
+Status initialise_maps(const NetfaultMaps& maps) {
   uint32_t zero = 0;
   fl_control ctl{};
   ctl.armed = 1;
@@ -176,9 +191,10 @@ Result<FaultPlan> NetfaultEngine::plan(const FaultSpec& spec, AttachMode mode) c
   return p;
 }
 
-Status NetfaultEngine::reap_locked(PinnedMaps& maps, int* reaped) {
+Result<int> NetfaultEngine::reap_locked(NetfaultMaps& maps) {
   FaultTable table(maps);
   uint64_t now = boottime_ns();
+  int reaped = 0;
   for (const auto& row : table.list()) {
     bool expired = row.fault.expires_ns != 0 ? row.fault.expires_ns <= now : row.meta.expires_ns <= now;
     bool owner_gone = row.meta.owner_pid == 0 || process_start_time(row.meta.owner_pid) != row.meta.owner_start;
@@ -186,14 +202,14 @@ Status NetfaultEngine::reap_locked(PinnedMaps& maps, int* reaped) {
     bool orphan_inactive = row.fault.expires_ns == 0 && owner_gone;
     if (expired || orphan_inactive) {
       FL_TRY(table.remove(row.slot));
-      if (reaped != nullptr) ++*reaped;
+      ++reaped;
     }
   }
-  return {};
+  return reaped;
 }
 
-Status NetfaultEngine::teardown_locked(PinnedMaps& maps, bool foreign_too) {
-  Attachments att(layout_, maps);
+Status NetfaultEngine::teardown_locked(NetfaultMaps& maps, bool foreign_too) {
+  NetfaultAttachments att(layout_, maps);
   // Undo fq we installed before the attachments that remember it disappear.
   for (const auto& rec : att.list()) {
     if (!rec.val.created_fq) continue;
@@ -210,33 +226,39 @@ Status NetfaultEngine::teardown_locked(PinnedMaps& maps, bool foreign_too) {
     }
     ::closedir(d);
   }
-  for (const auto& name : PinnedMaps::names()) ::unlink(layout_.map(name).c_str());
-  for (const auto& name : PinnedMaps::retired_names()) ::unlink(layout_.map(name).c_str());
+  for (const auto& name : NetfaultMaps::names()) ::unlink(layout_.map(name).c_str());
+  for (const auto& name : NetfaultMaps::retired_names()) ::unlink(layout_.map(name).c_str());
   remove_bpffs_dirs(layout_);
   return st;
 }
 
 Result<AppliedFault> NetfaultEngine::apply(const FaultPlan& plan, uint32_t owner_pid) {
-  auto lock = StateLock::acquire(layout_);
+  auto lock = NetfaultStateLock::acquire(layout_);
   if (!lock) return lock.error();
-  auto maps = PinnedMaps::open(layout_, true);
+  auto maps = NetfaultMaps::open(layout_, true);
   if (!maps) return maps.error();
   if (maps->created()) {
     FL_TRY(initialise_maps(*maps));
     // A fresh state: programs still attached from an earlier one whose pins were
     // lost are found by asking the kernel. Only the default root sweeps others'
     // programs; a test's private root must not touch a neighbour's.
-    Attachments fresh(layout_, *maps);
+    NetfaultAttachments fresh(layout_, *maps);
     (void)fresh.reconcile_orphans(layout_.root == BpffsLayout{}.root);
   }
-  FL_TRY(reap_locked(*maps, nullptr));
+  FL_TRY(reap_locked(*maps));
 
   std::vector<uint32_t> fq_installed;
-  if (plan.spec.kind == FaultKind::Latency || plan.spec.kind == FaultKind::Bandwidth)
-    FL_TRY(install_fq_if_needed(plan, fq_installed));
+  if (plan.spec.kind == FaultKind::Latency || plan.spec.kind == FaultKind::Bandwidth) {
+    auto installed = install_fq_if_needed(plan);
+    if (!installed) return installed.error();
+    fq_installed = std::move(*installed);
+  }
 
-  Attachments att(layout_, *maps);
-  auto mode = att.ensure(plan.netns, plan.devices, plan.spec.dir_mask, plan.requested);
+  NetfaultAttachments att(layout_, *maps);
+  auto mode = [&]() -> Result<uint32_t> {
+    FL_TRY(check_mode_free(att, plan));
+    return att.ensure(plan.netns, plan.devices, plan.spec.dir_mask, plan.requested);
+  }();
   if (!mode) {
     if (FaultTable(*maps).list().empty()) (void)teardown_locked(*maps);
     return mode.error();
@@ -279,21 +301,21 @@ Result<AppliedFault> NetfaultEngine::apply(const FaultPlan& plan, uint32_t owner
 }
 
 Status NetfaultEngine::end(uint32_t slot) {
-  auto lock = StateLock::acquire(layout_);
+  auto lock = NetfaultStateLock::acquire(layout_);
   if (!lock) return lock.error();
-  auto maps = PinnedMaps::open(layout_, false);
+  auto maps = NetfaultMaps::open(layout_, false);
   if (!maps) return {};  // already uninstalled: nothing left to end
   FaultTable table(*maps);
   FL_TRY(table.remove(slot));
-  FL_TRY(reap_locked(*maps, nullptr));
+  FL_TRY(reap_locked(*maps));
   if (table.list().empty()) return teardown_locked(*maps);
   return {};
 }
 
 Status NetfaultEngine::abort_all() {
-  auto lock = StateLock::acquire(layout_);
+  auto lock = NetfaultStateLock::acquire(layout_);
   if (!lock) return lock.error();
-  auto maps = PinnedMaps::open(layout_, false);
+  auto maps = NetfaultMaps::open(layout_, false);
   if (!maps) return {};
   uint32_t zero = 0;
   fl_control ctl{};
@@ -308,20 +330,20 @@ Status NetfaultEngine::abort_all() {
 Result<int> NetfaultEngine::reap() {
   struct stat st {};
   if (::stat(layout_.map("fl_meta").c_str(), &st) != 0) return 0;
-  auto lock = StateLock::acquire(layout_);
+  auto lock = NetfaultStateLock::acquire(layout_);
   if (!lock) return lock.error();
-  auto maps = PinnedMaps::open(layout_, false);
+  auto maps = NetfaultMaps::open(layout_, false);
   if (!maps) return 0;
-  int reaped = 0;
-  FL_TRY(reap_locked(*maps, &reaped));
+  auto reaped = reap_locked(*maps);
+  if (!reaped) return reaped.error();
   if (FaultTable(*maps).list().empty()) FL_TRY(teardown_locked(*maps));
-  return reaped;
+  return *reaped;
 }
 
 Status NetfaultEngine::uninstall() {
-  auto lock = StateLock::acquire(layout_);
+  auto lock = NetfaultStateLock::acquire(layout_);
   if (!lock) return lock.error();
-  auto maps = PinnedMaps::open(layout_, true);
+  auto maps = NetfaultMaps::open(layout_, true);
   if (!maps) return maps.error();
   uint32_t zero = 0;
   fl_control ctl{};

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "base/clock.h"
-#include "loader/attachments.h"
 #include "loader/bpffs.h"
+#include "loader/netfault_attachments.h"
 #include "loader/netns.h"
 #include "userspace/faults/packet/spec.h"
 #include "userspace/faults/packet/fault_table.h"
@@ -66,13 +66,14 @@ class NetfaultEngine {
   [[nodiscard]] const BpffsLayout& layout() const { return layout_; }
 
  private:
-  [[nodiscard]] Status teardown_locked(PinnedMaps& maps, bool foreign_too = false);
-  [[nodiscard]] Status reap_locked(PinnedMaps& maps, int* reaped);
+  [[nodiscard]] Status teardown_locked(NetfaultMaps& maps, bool foreign_too = false);
+  // Removes expired and orphaned faults; returns how many.
+  [[nodiscard]] Result<int> reap_locked(NetfaultMaps& maps);
   BpffsLayout layout_;
 };
 
 // Arms maps that were just created (every index empty): the control, its index
 // bits, the jitter tables. Indexes filled another way need summarise_indexes().
-[[nodiscard]] Status initialise_maps(const PinnedMaps& maps);
+[[nodiscard]] Status initialise_maps(const NetfaultMaps& maps);
 
 }  // namespace faultline

@@ -70,7 +70,7 @@ Result<FaultStart> PacketRun::apply() {
     return applied.error();
   }
   applied_ = *applied;
-  auto maps = PinnedMaps::open(engine_.layout(), false);
+  auto maps = NetfaultMaps::open(engine_.layout(), false);
   if (!maps) {
     (void)engine_.end(applied_->slot);
     return maps.error();

@@ -5,8 +5,8 @@
 #include <memory>
 #include <optional>
 
-#include "loader/attachments.h"
-#include "loader/pinned_maps.h"
+#include "loader/netfault_attachments.h"
+#include "loader/netfault_maps.h"
 #include "userspace/faults/packet/fault_table.h"
 #include "userspace/faults/packet/netfault_engine.h"
 #include "userspace/faults/packet/spec.h"
@@ -36,7 +36,7 @@ class PacketRun final : public RunnableFault {
   NetfaultEngine engine_;
   FaultPlan plan_;
   std::optional<AppliedFault> applied_;
-  std::optional<PinnedMaps> maps_;
+  std::optional<NetfaultMaps> maps_;
   std::optional<FaultTable> table_;
   std::optional<fl_fault_stats> final_stats_;  // kept when the entry goes
 };

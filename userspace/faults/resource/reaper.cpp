@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
-#include "base/clock.h"
+#include "userspace/state/kill_switch.h"
 
 namespace faultline {
 namespace {
@@ -74,9 +74,12 @@ void detach_from_faultctl(int keep_fd, const std::string& id) {
     const bool owner_alive = is_alive(st->owner);
     const uint64_t due = st->expires_ns + (owner_alive ? st->grace_ns : 0);
     const bool orphaned_apply = st->phase == "applying" && !owner_alive;
-    if (g_reaper_term || orphaned_apply || boottime_ns() >= due) {
+    // The kill file reaches a fault whose faultctl is gone too.
+    const bool killed = kill_file_present();
+    if (g_reaper_term || orphaned_apply || killed || boottime_ns() >= due) {
       std::string why = g_reaper_term    ? "reaper stopped by SIGTERM"
                         : orphaned_apply ? "owner died while applying"
+                        : killed         ? "kill file " + kill_file_path()
                                          : "reaper: due";
       auto r = revert_fault(store, id, why);
       if (r) ::_exit(0);

@@ -1,24 +1,20 @@
-// faultctl run flag parsing: good specs parse, and every bad one names its flag.
+// faultctl run KIND (packet faults) flag parsing: good specs parse, and every bad one names its flag.
 #include <gtest/gtest.h>
 
 #include <sstream>
+#include <variant>
 
-#include "ctl/run_args.h"
+#include "parse_words.h"
+#include "ctl/packet_args.h"
 
 namespace faultline {
 namespace {
 
-std::vector<std::string> split(const std::string& s) {
-  std::istringstream in(s);
-  std::vector<std::string> out;
-  for (std::string w; in >> w;) out.push_back(w);
-  return out;
-}
 
-TEST(RunArgs, LossWithEveryScopeField) {
-  auto r = parse_run_args(split(
+TEST(PacketArgs, LossWithEveryScopeField) {
+  auto r = args_of(parse_packet_args(split(
       "loss --target 10.0.0.0/8 --source 192.168.1.0/24 --port 80-90 --proto tcp --direction both --percent 30 "
-      "--correlation 25 --duration 30s --netns blue --dev eth0"));
+      "--correlation 25 --duration 30s --netns blue --dev eth0")));
   ASSERT_TRUE(r.ok()) << r.error().message;
   const FaultSpec& s = r->spec;
   EXPECT_EQ(s.kind, FaultKind::Loss);
@@ -35,18 +31,18 @@ TEST(RunArgs, LossWithEveryScopeField) {
   EXPECT_EQ(s.dev, "eth0");
 }
 
-TEST(RunArgs, TargetWithPortAndIpv6) {
-  auto r = parse_run_args(split("partition --target [fd00::1]:443 --target fd00::2 --duration 1m"));
+TEST(PacketArgs, TargetWithPortAndIpv6) {
+  auto r = args_of(parse_packet_args(split("partition --target [fd00::1]:443 --target fd00::2 --duration 1m")));
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->spec.targets.size(), 2u);
   EXPECT_EQ(r->spec.ports.lo, 443);
-  auto v4 = parse_run_args(split("partition --target 10.1.2.3:53 --duration 1m"));
+  auto v4 = args_of(parse_packet_args(split("partition --target 10.1.2.3:53 --duration 1m")));
   ASSERT_TRUE(v4.ok()) << v4.error().message;
   EXPECT_EQ(v4->spec.ports.hi, 53);
 }
 
-TEST(RunArgs, GilbertElliottDefaults) {
-  auto r = parse_run_args(split("loss --loss-model ge:5 --target 10.0.0.1 --duration 10s"));
+TEST(PacketArgs, GilbertElliottDefaults) {
+  auto r = args_of(parse_packet_args(split("loss --loss-model ge:5 --target 10.0.0.1 --duration 10s")));
   ASSERT_TRUE(r.ok()) << r.error().message;
   ASSERT_TRUE(r->spec.ge.has_value());
   EXPECT_DOUBLE_EQ(r->spec.ge->p, 5);
@@ -55,17 +51,17 @@ TEST(RunArgs, GilbertElliottDefaults) {
   EXPECT_DOUBLE_EQ(r->spec.ge->loss_good, 0);
 }
 
-TEST(RunArgs, DnsDomainsAreNormalised) {
-  auto r = parse_run_args(split("dns --domains Example.COM.,api.test --duration 10s"));
+TEST(PacketArgs, DnsDomainsAreNormalised) {
+  auto r = args_of(parse_packet_args(split("dns --domains Example.COM.,api.test --duration 10s")));
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->spec.domains, (std::vector<std::string>{"example.com", "api.test"}));
   EXPECT_DOUBLE_EQ(r->spec.percent, 100);
 }
 
-TEST(RunArgs, GuardrailFlags) {
-  auto r = parse_run_args(split(
+TEST(PacketArgs, GuardrailFlags) {
+  auto r = args_of(parse_packet_args(split(
       "loss --percent 10 --target 10.0.0.1 --duration 10s --health-url http://10.0.0.2:8080/healthz "
-      "--health-max-latency 250ms --interval 500ms --json --dry-run --attach tc"));
+      "--health-max-latency 250ms --interval 500ms --json --dry-run --attach tc")));
   ASSERT_TRUE(r.ok()) << r.error().message;
   ASSERT_TRUE(r->flags.guardrails.health.has_value());
   EXPECT_EQ(r->flags.guardrails.health->max_latency_ns, 250'000'000ULL);
@@ -80,11 +76,11 @@ struct BadCase {
   const char* expect;  // a fragment the one-line error must contain
 };
 
-class RunArgsBad : public ::testing::TestWithParam<BadCase> {};
+class PacketArgsBad : public ::testing::TestWithParam<BadCase> {};
 
-TEST_P(RunArgsBad, RefusedWithAMessageNamingTheProblem) {
+TEST_P(PacketArgsBad, RefusedWithAMessageNamingTheProblem) {
   const BadCase& c = GetParam();
-  auto r = parse_run_args(split(c.args));
+  auto r = args_of(parse_packet_args(split(c.args)));
   ASSERT_FALSE(r.ok()) << "accepted: " << c.args;
   EXPECT_NE(r.error().err, 0);
   EXPECT_NE(r.error().message.find(c.expect), std::string::npos)
@@ -165,12 +161,12 @@ const BadCase kBad[] = {
     {"loss --percent 10 --target 10.0.0.1 --duration 1s --abort-above 5", "give --kernel-signal, --query or --slo-burn-rate too"},
 };
 
-INSTANTIATE_TEST_SUITE_P(Bad, RunArgsBad, ::testing::ValuesIn(kBad),
+INSTANTIATE_TEST_SUITE_P(Bad, PacketArgsBad, ::testing::ValuesIn(kBad),
                          [](const ::testing::TestParamInfo<BadCase>& i) { return "case" + std::to_string(i.index); });
 
-TEST(RunArgs, KernelSignalGuardrail) {
-  auto r = parse_run_args(split(
-      "loss --percent 10 --target 10.0.0.1 --duration 10s --kernel-signal tcp_retransmits --abort-above 50 --signal-window 2s"));
+TEST(PacketArgs, KernelSignalGuardrail) {
+  auto r = args_of(parse_packet_args(split(
+      "loss --percent 10 --target 10.0.0.1 --duration 10s --kernel-signal tcp_retransmits --abort-above 50 --signal-window 2s")));
   ASSERT_TRUE(r.ok()) << r.error().message;
   ASSERT_TRUE(r->flags.guardrails.kernel_signal.has_value());
   EXPECT_EQ(r->flags.guardrails.kernel_signal->signal, "tcp_retransmits");
@@ -178,7 +174,18 @@ TEST(RunArgs, KernelSignalGuardrail) {
   EXPECT_EQ(r->flags.guardrails.kernel_signal->window_ns, 2'000'000'000ULL);
 }
 
-TEST(RunArgs, AtLeastFortyBadInputsAreCovered) { EXPECT_GE(std::size(kBad), 40u); }
+// --help is an answer wherever it stands, and what comes with it is not judged.
+TEST(PacketArgs, HelpIsAnAnswerNotAnError) {
+  for (const char* line : {"--help", "-h", "loss --help", "loss --percent 300 --help"}) {
+    auto r = parse_packet_args(split(line));
+    ASSERT_TRUE(r.ok()) << line << ": " << r.error().message;
+    const auto* help = std::get_if<HelpText>(&*r);
+    ASSERT_NE(help, nullptr) << line;
+    EXPECT_NE(help->text.find("--duration"), std::string::npos) << help->text;
+  }
+}
+
+TEST(PacketArgs, AtLeastFortyBadInputsAreCovered) { EXPECT_GE(std::size(kBad), 40u); }
 
 }  // namespace
 }  // namespace faultline

@@ -6,8 +6,9 @@
 #include <vector>
 
 #include "base/result.h"
+#include "ctl/help.h"
 #include "ctl/run_flags.h"
-#include "loader/attachments.h"
+#include "loader/netfault_attachments.h"
 #include "userspace/faults/packet/spec.h"
 
 namespace faultline {
@@ -18,10 +19,9 @@ struct PacketRunArgs {
   RunFlags flags;
 };
 
-// args are what follows "run" on the command line. --help: an error with err 0
-// carrying the help text.
-[[nodiscard]] Result<PacketRunArgs> parse_run_args(const std::vector<std::string>& args);
+// args are what follows "run" on the command line.
+[[nodiscard]] Result<Parsed<PacketRunArgs>> parse_packet_args(const std::vector<std::string>& args);
 
-[[nodiscard]] std::string run_usage();
+[[nodiscard]] std::string packet_run_usage();
 
 }  // namespace faultline

@@ -1,5 +1,5 @@
-// Opening (or creating) the pinned maps, and per-CPU value helpers.
-#include "loader/pinned_maps.h"
+// Opening (or creating) the pinned maps.
+#include "loader/netfault_maps.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -48,14 +48,14 @@ Status adopt_renamed_pins(const BpffsLayout& layout) {
 
 }  // namespace
 
-const std::vector<std::string>& PinnedMaps::names() {
+const std::vector<std::string>& NetfaultMaps::names() {
   static const std::vector<std::string> n = {"fl_control", "fl_faults",  "fl_exact",      "fl_prefix", "fl_dns",
                                              "fl_stats",   "fl_reasons", "fl_loss_state", "fl_rate",   "fl_dist",
                                              "fl_meta",    "fl_attach",  "fl_exact_bloom"};
   return n;
 }
 
-const std::vector<std::string>& PinnedMaps::retired_names() {
+const std::vector<std::string>& NetfaultMaps::retired_names() {
   static const std::vector<std::string> n = [] {
     std::vector<std::string> v;
     for (const auto& r : kRenamedPins) v.emplace_back(r.retired);
@@ -64,8 +64,8 @@ const std::vector<std::string>& PinnedMaps::retired_names() {
   return n;
 }
 
-Result<PinnedMaps> PinnedMaps::open(const BpffsLayout& layout, bool create) {
-  PinnedMaps m;
+Result<NetfaultMaps> NetfaultMaps::open(const BpffsLayout& layout, bool create) {
+  NetfaultMaps m;
   FL_TRY(adopt_renamed_pins(layout));
   struct stat st {};
   if (::stat(layout.map("fl_attach").c_str(), &st) != 0) {
@@ -91,32 +91,5 @@ Result<PinnedMaps> PinnedMaps::open(const BpffsLayout& layout, bool create) {
   }
   return m;
 }
-
-int possible_cpus() {
-  static const int n = libbpf_num_possible_cpus();
-  return n;
-}
-
-template <typename T>
-Result<std::vector<T>> lookup_percpu(int map_fd, uint32_t key) {
-  static_assert(sizeof(T) % 8 == 0, "per-CPU values are 8-byte aligned");
-  std::vector<T> v(static_cast<size_t>(possible_cpus()));
-  if (bpf_map_lookup_elem(map_fd, &key, v.data()) != 0) return errno_error("per-CPU lookup failed");
-  return v;
-}
-
-template <typename T>
-Status zero_percpu(int map_fd, uint32_t key) {
-  std::vector<T> v(static_cast<size_t>(possible_cpus()));
-  if (bpf_map_update_elem(map_fd, &key, v.data(), BPF_ANY) != 0) return errno_error("per-CPU reset failed");
-  return {};
-}
-
-template Result<std::vector<fl_fault_stats>> lookup_percpu(int, uint32_t);
-template Result<std::vector<uint64_t>> lookup_percpu(int, uint32_t);
-template Result<std::vector<fl_loss_state>> lookup_percpu(int, uint32_t);
-template Status zero_percpu<fl_fault_stats>(int, uint32_t);
-template Status zero_percpu<fl_loss_state>(int, uint32_t);
-template Status zero_percpu<uint64_t>(int, uint32_t);
 
 }  // namespace faultline

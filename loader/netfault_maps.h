@@ -12,12 +12,12 @@
 
 namespace faultline {
 
-class PinnedMaps {
+class NetfaultMaps {
  public:
   // Opens the pins; with create, loads the object once to create and pin them
   // first (then `created()` is true and the caller initialises them). A map
   // still pinned under a retired name is moved to its current name first.
-  [[nodiscard]] static Result<PinnedMaps> open(const BpffsLayout& layout, bool create);
+  [[nodiscard]] static Result<NetfaultMaps> open(const BpffsLayout& layout, bool create);
 
   [[nodiscard]] bool created() const { return created_; }
   [[nodiscard]] int control() const { return control_.get(); }
@@ -41,19 +41,10 @@ class PinnedMaps {
   static const std::vector<std::string>& retired_names();
 
  private:
-  PinnedMaps() = default;
+  NetfaultMaps() = default;
   bool created_ = false;
   UniqueFd control_, faults_, exact_, prefix_, dns_, stats_, reasons_, loss_state_, rate_, dist_, meta_, attach_,
       exact_bloom_;
 };
-
-// Per-CPU map values: one element per possible CPU.
-[[nodiscard]] int possible_cpus();
-
-template <typename T>
-[[nodiscard]] Result<std::vector<T>> lookup_percpu(int map_fd, uint32_t key);
-
-template <typename T>
-[[nodiscard]] Status zero_percpu(int map_fd, uint32_t key);
 
 }  // namespace faultline

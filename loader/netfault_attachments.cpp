@@ -1,5 +1,5 @@
 // Attaching netfault programs (TCX first, tc clsact as fallback) and undoing it.
-#include "loader/attachments.h"
+#include "loader/netfault_attachments.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -11,14 +11,14 @@
 #include <cstring>
 
 #include "loader/features.h"
+#include "loader/map_ops.h"
 #include "loader/netfault_object.h"
 #include "loader/rtnetlink.h"
+#include "loader/tcx.h"
 
 namespace faultline {
 namespace {
 
-constexpr int kBpfTcxIngress = 46;
-constexpr int kBpfTcxEgress = 47;
 constexpr uint32_t kTcHandle = 0xF17E;  // our cls_bpf filter, under clsact
 constexpr uint32_t kTcPriority = 1;
 
@@ -62,6 +62,10 @@ const char* attach_mode_name(uint32_t mode) {
   return mode == FL_ATTACH_TCX ? "tcx" : mode == FL_ATTACH_TC ? "tc" : "?";
 }
 
+uint32_t attach_mode_value(AttachMode mode) {
+  return mode == AttachMode::Tcx ? FL_ATTACH_TCX : mode == AttachMode::Tc ? FL_ATTACH_TC : 0;
+}
+
 bool is_netfault_prog(uint32_t prog_id) { return netfault_control_map(prog_id).has_value(); }
 
 std::optional<uint32_t> netfault_control_map(uint32_t prog_id) {
@@ -96,49 +100,54 @@ int count_netfault_progs() {
   return n;
 }
 
-std::string Attachments::link_pin(const fl_attach_key& k) const {
+std::string NetfaultAttachments::link_pin(const fl_attach_key& k) const {
   return layout_.links() + "/" + std::to_string(k.netns_ino) + "_" + std::to_string(k.ifindex) +
          (k.dir == FL_DIR_EGRESS ? "_egress" : "_ingress");
 }
 
-std::vector<AttachmentRecord> Attachments::list() const {
-  std::vector<AttachmentRecord> out;
-  fl_attach_key k{}, next{};
-  const void* prev = nullptr;
-  while (bpf_map_get_next_key(maps_.attach(), prev, &next) == 0) {
-    AttachmentRecord r;
-    r.key = next;
-    if (bpf_map_lookup_elem(maps_.attach(), &next, &r.val) == 0) out.push_back(r);
-    k = next;
-    prev = &k;
-  }
-  return out;
-}
-
-Result<uint32_t> Attachments::ensure(const NetnsRef& ns, const std::vector<NetDevice>& devs,
-                                     uint8_t dir_mask, AttachMode mode) {
-  // What is missing, and which mode the namespace already uses.
-  std::vector<std::pair<NetDevice, uint32_t>> missing;
-  uint32_t existing_mode = 0;
+uint32_t NetfaultAttachments::mode_in_use(const NetnsRef& ns, const std::vector<NetDevice>& devs,
+                                          uint8_t dir_mask) const {
+  uint32_t mode = 0;
   for (const auto& d : devs) {
     for (uint32_t dir : {uint32_t{FL_DIR_EGRESS}, uint32_t{FL_DIR_INGRESS}}) {
       if ((dir_mask & dir) == 0) continue;
       fl_attach_key key{ns.inode, d.ifindex, dir, 0};
       fl_attach_val val{};
-      if (bpf_map_lookup_elem(maps_.attach(), &key, &val) == 0) {
-        existing_mode = val.mode;
-        continue;
-      }
-      missing.emplace_back(d, dir);
+      if (bpf_map_lookup_elem(maps_.attach(), &key, &val) == 0) mode = val.mode;
     }
   }
-  uint32_t want = 0;
-  if (mode == AttachMode::Tcx) want = FL_ATTACH_TCX;
-  if (mode == AttachMode::Tc) want = FL_ATTACH_TC;
+  return mode;
+}
+
+std::vector<AttachmentRecord> NetfaultAttachments::list() const {
+  std::vector<AttachmentRecord> out;
+  for_each_key<fl_attach_key>(maps_.attach(), [&](const fl_attach_key& k) {
+    AttachmentRecord r;
+    r.key = k;
+    if (bpf_map_lookup_elem(maps_.attach(), &k, &r.val) == 0) out.push_back(r);
+  });
+  return out;
+}
+
+Result<uint32_t> NetfaultAttachments::ensure(const NetnsRef& ns, const std::vector<NetDevice>& devs,
+                                             uint8_t dir_mask, AttachMode mode) {
+  // What is missing, and which mode the namespace already uses.
+  std::vector<std::pair<NetDevice, uint32_t>> missing;
+  for (const auto& d : devs) {
+    for (uint32_t dir : {uint32_t{FL_DIR_EGRESS}, uint32_t{FL_DIR_INGRESS}}) {
+      if ((dir_mask & dir) == 0) continue;
+      fl_attach_key key{ns.inode, d.ifindex, dir, 0};
+      fl_attach_val val{};
+      if (bpf_map_lookup_elem(maps_.attach(), &key, &val) != 0) missing.emplace_back(d, dir);
+    }
+  }
+  const uint32_t existing_mode = mode_in_use(ns, devs, dir_mask);
+  uint32_t want = attach_mode_value(mode);
+  // A namespace runs one mode; callers check mode_in_use() first and tell the
+  // operator what to do about it.
   if (want != 0 && existing_mode != 0 && want != existing_mode) {
-    return make_error(EBUSY, std::string("--attach ") + attach_mode_name(want) + ": namespace " + ns.display +
-                                 " already has Faultline attached with " + attach_mode_name(existing_mode) +
-                                 "; end its faults first (faultctl abort --all)");
+    return make_error(EBUSY, "namespace " + ns.display + " already has Faultline attached with " +
+                                 attach_mode_name(existing_mode) + ", not " + attach_mode_name(want));
   }
   if (want == 0) want = existing_mode;
   if (want == 0) {
@@ -175,8 +184,7 @@ Result<uint32_t> Attachments::ensure(const NetnsRef& ns, const std::vector<NetDe
 
     if (want == FL_ATTACH_TCX) {
       int link = bpf_link_create(prog, static_cast<int>(dev.ifindex),
-                                 static_cast<bpf_attach_type>(dir == FL_DIR_EGRESS ? kBpfTcxEgress : kBpfTcxIngress),
-                                 nullptr);
+                                 dir == FL_DIR_EGRESS ? kBpfTcxEgress : kBpfTcxIngress, nullptr);
       if (link < 0) return errno_error("cannot attach a TCX " + dir_name + " link to " + dev.name);
       UniqueFd link_fd(link);
       if (bpf_obj_pin(link, link_pin(key).c_str()) != 0)
@@ -201,7 +209,7 @@ Result<uint32_t> Attachments::ensure(const NetnsRef& ns, const std::vector<NetDe
   return want;
 }
 
-Status Attachments::detach(const AttachmentRecord& rec) {
+Status NetfaultAttachments::detach(const AttachmentRecord& rec) {
   if (rec.val.mode == FL_ATTACH_TCX) {
     std::string pin = link_pin(rec.key);
     int fd = bpf_obj_get(pin.c_str());
@@ -231,7 +239,7 @@ Status Attachments::detach(const AttachmentRecord& rec) {
   return {};
 }
 
-Status Attachments::detach_all(uint32_t netns_ino) {
+Status NetfaultAttachments::detach_all(uint32_t netns_ino) {
   Status first;
   for (const auto& rec : list()) {
     if (netns_ino != 0 && rec.key.netns_ino != netns_ino) continue;
@@ -241,7 +249,7 @@ Status Attachments::detach_all(uint32_t netns_ino) {
   return first;
 }
 
-Result<int> Attachments::reconcile_orphans(bool foreign_too) {
+Result<int> NetfaultAttachments::reconcile_orphans(bool foreign_too) {
   int fixed = 0;
   bpf_map_info mine{};
   uint32_t mine_len = sizeof(mine);

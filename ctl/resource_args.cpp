@@ -1,25 +1,16 @@
-// faultctl run process|cpu|memory|disk: flags -> ResourceRunArgs, and the resource side of status/abort.
-#include "ctl/resource_command.h"
-
-#include <unistd.h>
+// `faultctl run process|cpu|memory|disk` flags: cxxopts tokenises, we validate and explain.
+#include "ctl/resource_args.h"
 
 #include <cxxopts.hpp>
-#include <iomanip>
-#include <iostream>
 #include <map>
 #include <set>
 
-#include "ctl/run_args.h"
-#include "base/exit_code.h"
-#include "userspace/faults/packet/netfault_engine.h"
-#include "userspace/faults/resource/reaper.h"
-#include "userspace/faults/resource/store.h"
 #include "base/units.h"
+#include "ctl/flag_error.h"
+#include "ctl/flag_words.h"
 
 namespace faultline {
 namespace {
-
-Error bad(const std::string& msg) { return make_error(EINVAL, msg); }
 
 const std::map<ResourceKind, std::set<std::string>>& kind_flags() {
   static const std::map<ResourceKind, std::set<std::string>> m = {
@@ -75,29 +66,37 @@ Result<uint64_t> parse_count(const std::string& flag, const std::string& s, uint
   return v;
 }
 
-template <typename T>
-Result<T> with_flag(const std::string& flag, Result<T> r) {
-  if (!r) return make_error(r.error().err, "--" + flag + " " + r.error().message);
-  return r;
-}
+// The unit parsers' messages begin with the value: "--size '1x' has an unknown unit".
+constexpr std::string_view kBeforeValue = " ";
 
-std::string left_text(const ResourceFaultState& st, uint64_t now) {
-  if (st.expires_ns <= now) return "due";
-  return std::to_string((st.expires_ns - now) / 1'000'000'000ULL) + "s";
-}
+constexpr Example kExamples[] = {
+    {"burn 2 cores at 80% for a minute", "faultctl run cpu --cores 2 --load 80 --duration 1m"},
+    {"hold 2 GiB of memory", "faultctl run memory --size 2GiB --duration 5m"},
+    {"fill the file system of /var/lib/app to 95%, leaving at least 1 GiB free",
+     "faultctl run disk --path /var/lib/app --fill 95% --min-free 1GiB --duration 2m"},
+    {"freeze every process named nginx for 30 s, then resume them",
+     "faultctl run process --name nginx --action freeze --duration 30s"},
+    {"send SIGTERM to process 4242, and watch the health check for a minute",
+     "faultctl run process --pid 4242 --action kill --signal TERM --duration 1m "
+     "--health-url http://127.0.0.1:8080/healthz"},
+    {"where a 10 GB balloon in /var/tmp would leave the disk; change nothing",
+     "faultctl run disk --path /var/tmp --size 10GB --duration 1m --dry-run"},
+};
 
 }  // namespace
 
 std::string resource_run_usage() {
-  return make_options().help({"", "process", "cpu", "memory, disk", "disk", "guardrail", "experiment record", "output"});
+  return with_examples(
+      make_options().help({"", "process", "cpu", "memory, disk", "disk", "guardrail", "experiment record", "output"}),
+      kExamples);
 }
 
-Result<ResourceRunArgs> parse_resource_args(const std::vector<std::string>& args) {
+Result<Parsed<ResourceRunArgs>> parse_resource_args(const std::vector<std::string>& args) {
   auto options = make_options();
-  auto parsed = parse_run_words(options, args);
+  auto parsed = parse_flag_words(options, args);
   if (!parsed) return parsed.error();
   const cxxopts::ParseResult& r = *parsed;
-  if (r.count("help")) return make_error(0, resource_run_usage());
+  if (r.count("help")) return Parsed<ResourceRunArgs>(HelpText{resource_run_usage()});
   if (!r.count("kind")) return bad("missing the fault kind: process, cpu, memory or disk");
   auto kind = resource_kind_from_name(r["kind"].as<std::string>());
   if (!kind)
@@ -113,7 +112,7 @@ Result<ResourceRunArgs> parse_resource_args(const std::vector<std::string>& args
   auto str = [&](const char* f) { return r[f].as<std::string>(); };
 
   if (!r.count("duration")) return bad("--duration is required (1s-1h), e.g. --duration 30s");
-  auto d = with_flag("duration", parse_duration_ns(str("duration")));
+  auto d = with_flag("duration", parse_duration_ns(str("duration")), kBeforeValue);
   if (!d) return d.error();
   s.duration_ns = *d;
 
@@ -143,7 +142,7 @@ Result<ResourceRunArgs> parse_resource_args(const std::vector<std::string>& args
       if (r.count("signal")) {
         if (s.action != ProcessAction::Kill)
           return bad("--signal goes with --action kill; a freeze resumes with SIGCONT at the end");
-        auto sig = with_flag("signal", parse_signal(str("signal")));
+        auto sig = with_flag("signal", parse_signal(str("signal")), kBeforeValue);
         if (!sig) return sig.error();
         s.signal = *sig;
       }
@@ -156,7 +155,7 @@ Result<ResourceRunArgs> parse_resource_args(const std::vector<std::string>& args
       if (!c) return c.error();
       s.cores = static_cast<unsigned>(*c);
       if (r.count("load")) {
-        auto l = with_flag("load", parse_percent(str("load")));
+        auto l = with_flag("load", parse_percent(str("load")), kBeforeValue);
         if (!l) return l.error();
         s.load = *l;
       }
@@ -168,7 +167,7 @@ Result<ResourceRunArgs> parse_resource_args(const std::vector<std::string>& args
     }
     case ResourceKind::Memory: {
       if (!r.count("size")) return bad("--size is required for a memory fault, e.g. --size 512MB");
-      auto b = with_flag("size", parse_size_bytes(str("size")));
+      auto b = with_flag("size", parse_size_bytes(str("size")), kBeforeValue);
       if (!b) return b.error();
       s.size_bytes = *b;
       break;
@@ -177,17 +176,17 @@ Result<ResourceRunArgs> parse_resource_args(const std::vector<std::string>& args
       if (!r.count("path")) return bad("--path is required for a disk fault: a directory on the file system to fill");
       s.path = str("path");
       if (r.count("fill")) {
-        auto f = with_flag("fill", parse_percent(str("fill")));
+        auto f = with_flag("fill", parse_percent(str("fill")), kBeforeValue);
         if (!f) return f.error();
         s.fill_percent = *f;
       }
       if (r.count("size")) {
-        auto b = with_flag("size", parse_size_bytes(str("size")));
+        auto b = with_flag("size", parse_size_bytes(str("size")), kBeforeValue);
         if (!b) return b.error();
         s.size_bytes = *b;
       }
       if (r.count("min-free")) {
-        auto b = with_flag("min-free", parse_size_bytes(str("min-free")));
+        auto b = with_flag("min-free", parse_size_bytes(str("min-free")), kBeforeValue);
         if (!b) return b.error();
         s.min_free_bytes = *b;
       }
@@ -199,121 +198,7 @@ Result<ResourceRunArgs> parse_resource_args(const std::vector<std::string>& args
   auto flags = parse_run_flags(r, "", s.duration_ns, args);
   if (!flags) return flags.error();
   o.flags = std::move(*flags);
-  return o;
-}
-
-int cmd_run_resource(const std::vector<std::string>& args) {
-  auto opts = parse_resource_args(args);
-  if (!opts) {
-    if (opts.error().err == 0) {  // --help
-      std::cout << opts.error().message;
-      return kExitCompleted;
-    }
-    std::cerr << "faultctl run: " << opts.error().message << "\n";
-    return kExitBadInput;
-  }
-  auto fault = ResourceRun::plan(opts->spec);
-  if (!fault) {
-    std::cerr << "faultctl run: " << fault.error().describe() << "\n";
-    return fault.error().bad_input ? kExitBadInput : kExitFailure;
-  }
-  if (opts->flags.record) (*fault)->set_record_dir(opts->flags.record->dir);
-  return run_fault(**fault, opts->flags, "faultctl run");
-}
-
-void sweep_resource_state(std::ostream& err) {
-  auto store = ResourceFaultStore::open(false);
-  if (!store) return;  // no state folder (nothing ever ran), or not ours to read
-  for (const auto& note : sweep_resource_faults(*store)) err << "faultctl: " << note << "\n";
-}
-
-bool has_resource_faults() {
-  auto store = ResourceFaultStore::open(false);
-  return store && !store->list().empty();
-}
-
-nlohmann::json resource_status_json() {
-  nlohmann::json out = nlohmann::json::array();
-  auto store = ResourceFaultStore::open(false);
-  if (!store) return out;
-  const uint64_t now = boottime_ns();
-  for (const auto& st : store->list()) {
-    nlohmann::json j = st.spec;
-    j["id"] = st.id;
-    j["summary"] = st.summary;
-    j["phase"] = st.phase;
-    j["active"] = st.phase != "revert-failed" && st.expires_ns > now;
-    j["left_s"] = st.expires_ns > now ? (st.expires_ns - now) / 1'000'000'000ULL : 0;
-    j["plan"] = st.plan;
-    j["owner_pid"] = st.owner.pid;
-    j["owner_alive"] = is_alive(st.owner);
-    j["reaper_pid"] = st.reaper.pid;
-    j["reaper_alive"] = is_alive(st.reaper);
-    j["reverts_by_s"] = st.expires_ns + st.grace_ns > now ? (st.expires_ns + st.grace_ns - now) / 1'000'000'000ULL : 0;
-    if (!st.record_dir.empty()) j["record"] = st.record_dir;
-    if (!st.error.empty()) j["error"] = st.error;
-    out.push_back(j);
-  }
-  return out;
-}
-
-void print_resource_status(std::ostream& out) {
-  auto store = ResourceFaultStore::open(false);
-  if (!store) return;
-  auto faults = store->list();
-  if (faults.empty()) return;
-  const uint64_t now = boottime_ns();
-  out << std::left << std::setw(6) << "ID" << std::setw(9) << "KIND" << std::setw(7) << "LEFT" << std::setw(16)
-      << "OWNER" << std::setw(16) << "REAPER"
-      << "FAULT\n";
-  for (const auto& st : faults) {
-    std::string owner = std::to_string(st.owner.pid) + (is_alive(st.owner) ? "" : " (gone)");
-    std::string reaper =
-        st.reaper.pid == 0 ? "-" : std::to_string(st.reaper.pid) + (is_alive(st.reaper) ? "" : " (DEAD)");
-    out << std::setw(6) << st.id << std::setw(9) << st.kind << std::setw(7) << left_text(st, now) << std::setw(16)
-        << owner << std::setw(16) << reaper << st.summary << (st.phase == "active" ? "" : " [" + st.phase + "]")
-        << "\n";
-    if (!st.error.empty()) out << "      " << st.error << "\n";
-  }
-}
-
-bool is_resource_fault_id(const std::string& id) {
-  return id.size() >= 2 && id.size() <= 12 && id[0] == 'r' &&
-         id.find_first_not_of("0123456789", 1) == std::string::npos;
-}
-
-int abort_resource_fault(const std::string& id) {
-  auto store = ResourceFaultStore::open(false);
-  if (!store) {
-    std::cerr << "faultctl abort: no active fault " << id << "\n";
-    return kExitBadInput;
-  }
-  auto st = store->read(id);
-  if (!st) {
-    std::cerr << "faultctl abort: no active fault " << id << "\n";
-    return kExitBadInput;
-  }
-  auto r = revert_fault(*store, id, "faultctl abort");
-  if (!r) {
-    std::cerr << "faultctl abort: " << r.error().describe() << "\n";
-    return kExitFailure;
-  }
-  std::cout << "fault " << id << " ended and reverted (" << st->summary << ")\n";
-  return kExitCompleted;
-}
-
-Result<int> abort_all_resource_faults() {
-  auto store = ResourceFaultStore::open(false);
-  if (!store) return 0;
-  int n = 0;
-  std::optional<Error> first;
-  for (const auto& st : store->list()) {
-    auto r = revert_fault(*store, st.id, "faultctl abort --all");
-    if (!r && !first) first = r.error();
-    if (r && *r) ++n;
-  }
-  if (first) return *first;
-  return n;
+  return Parsed<ResourceRunArgs>(std::move(o));
 }
 
 }  // namespace faultline

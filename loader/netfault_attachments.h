@@ -8,8 +8,8 @@
 
 #include "faultline/abi.h"
 #include "loader/bpffs.h"
+#include "loader/netfault_maps.h"
 #include "loader/netns.h"
-#include "loader/pinned_maps.h"
 #include "base/result.h"
 
 namespace faultline {
@@ -17,18 +17,24 @@ namespace faultline {
 enum class AttachMode { Auto, Tcx, Tc };
 
 [[nodiscard]] const char* attach_mode_name(uint32_t mode);  // FL_ATTACH_* -> "tcx" / "tc"
+[[nodiscard]] uint32_t attach_mode_value(AttachMode mode);  // -> FL_ATTACH_*, 0 for Auto
 
 struct AttachmentRecord {
   fl_attach_key key{};
   fl_attach_val val{};
 };
 
-class Attachments {
+class NetfaultAttachments {
  public:
-  Attachments(const BpffsLayout& layout, const PinnedMaps& maps) : layout_(layout), maps_(maps) {}
+  NetfaultAttachments(const BpffsLayout& layout, const NetfaultMaps& maps) : layout_(layout), maps_(maps) {}
+
+  // The mode (FL_ATTACH_*) these devices and directions of the namespace are
+  // already attached with, or 0 if none is. A namespace runs one mode.
+  [[nodiscard]] uint32_t mode_in_use(const NetnsRef& ns, const std::vector<NetDevice>& devs, uint8_t dir_mask) const;
 
   // Attaches a program for every device and direction not yet attached in this
   // namespace; loads one program instance for them. Returns the mode in use.
+  // A mode other than the one in use is refused (EBUSY).
   [[nodiscard]] Result<uint32_t> ensure(const NetnsRef& ns, const std::vector<NetDevice>& devs,
                                         uint8_t dir_mask, AttachMode mode);
 
@@ -49,7 +55,7 @@ class Attachments {
  private:
   [[nodiscard]] std::string link_pin(const fl_attach_key& k) const;
   const BpffsLayout& layout_;
-  const PinnedMaps& maps_;
+  const NetfaultMaps& maps_;
 };
 
 // Whether a program id is one of ours (named fl_egress / fl_ingress).

@@ -1,13 +1,14 @@
-// status / abort / uninstall for the sessions of userspace/faults/session_registry.h.
-#include "ctl/session_command.h"
+// status / abort / uninstall for the sessions of userspace/state/session_registry.h.
+#include "ctl/session_state.h"
 
 #include <algorithm>
 #include <iomanip>
 #include <iostream>
 #include <optional>
 
+#include "base/clock.h"
 #include "base/exit_code.h"
-#include "userspace/faults/packet/netfault_engine.h"
+#include "base/process.h"
 #include "userspace/state/session_registry.h"
 
 namespace faultline {

@@ -5,6 +5,7 @@
 #include <iosfwd>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 

@@ -1,27 +1,14 @@
-// faultctl run process|cpu|memory|disk, and the resource side of status and abort.
+// The host resource faults in the state folder, as every invocation's sweep,
+// status, abort and uninstall see them.
 #pragma once
 
 #include <iosfwd>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <vector>
 
 #include "base/result.h"
-#include "ctl/run_flags.h"
-#include "userspace/faults/resource/run.h"
 
 namespace faultline {
-
-struct ResourceRunArgs {
-  ResourceSpec spec;
-  RunFlags flags;
-};
-
-// args are what follows "run" (the kind first). err 0 carries --help text.
-[[nodiscard]] Result<ResourceRunArgs> parse_resource_args(const std::vector<std::string>& args);
-[[nodiscard]] std::string resource_run_usage();
-
-int cmd_run_resource(const std::vector<std::string>& args);
 
 // The sweep every invocation starts with (see sweep_resource_faults); notes go to err.
 void sweep_resource_state(std::ostream& err);

@@ -1,5 +1,5 @@
-// Flag parsing for `faultctl run`: cxxopts tokenises, we validate and explain.
-#include "ctl/run_args.h"
+// Flag parsing for `faultctl run KIND` (packet faults): cxxopts tokenises, we validate and explain.
+#include "ctl/packet_args.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -8,6 +8,9 @@
 #include <cxxopts.hpp>
 #include <map>
 #include <set>
+
+#include "ctl/flag_error.h"
+#include "ctl/flag_words.h"
 
 namespace faultline {
 namespace {
@@ -61,14 +64,6 @@ cxxopts::Options make_options() {
   o.parse_positional({"kind"});
   o.positional_help("KIND");
   return o;
-}
-
-Error bad(const std::string& msg) { return make_error(EINVAL, msg); }
-
-template <typename T>
-Result<T> with_flag(const std::string& flag, Result<T> r) {
-  if (!r) return make_error(r.error().err, "--" + flag + ": " + r.error().message);
-  return r;
 }
 
 // IP, CIDR, HOST:PORT, [v6]:PORT, or a host name (resolved now).
@@ -149,16 +144,44 @@ Result<GeModel> parse_ge(const std::string& s) {
   return g;
 }
 
+constexpr const char* kKinds =
+    "\n  KIND: loss, partition, flowdrop, corrupt, duplicate, dns, latency, bandwidth\n"
+    "  other faults: faultctl run syscall --help; faultctl run process|cpu|memory|disk --help\n";
+
+constexpr Example kExamples[] = {
+    {"drop 30% of the packets to 10.0.0.2 for 30 s", "faultctl run loss --target 10.0.0.2 --percent 30 --duration 30s"},
+    {"bursty loss: Gilbert-Elliott, 1% into the bad state, 20% back out",
+     "faultctl run loss --target 10.0.0.0/8 --loss-model ge:1,20 --duration 2m"},
+    {"from the namespace blue, delay what goes to 10.0.0.2:443 by 100 +- 20 ms",
+     "faultctl run latency --netns blue --target 10.0.0.2:443 --delay 100ms --jitter 20ms --distribution normal "
+     "--duration 1m"},
+    {"cut a subnet off both ways on eth0",
+     "faultctl run partition --dev eth0 --target 10.0.0.0/24 --direction both --duration 20s"},
+    {"drop the DNS queries for example.com and its subdomains",
+     "faultctl run dns --domains example.com --duration 30s"},
+    {"cap the bandwidth to a host at 10 Mbit/s", "faultctl run bandwidth --target 10.0.0.2 --rate 10mbit --duration 2m"},
+    {"end at once if the health check is not answered within 1 s",
+     "faultctl run loss --target 10.0.0.2 --percent 10 --duration 5m --health-url http://10.0.0.2:8080/healthz "
+     "--health-max-latency 1s"},
+    {"an experiment: steady state, fault, verdict, all recorded in ./exp-latency",
+     "faultctl run latency --target 10.0.0.2 --delay 200ms --duration 2m --health-url http://10.0.0.2:8080/healthz "
+     "--hypothesis 'checkout p99 stays under 500ms' --slo 'p99<500ms' --record ./exp-latency"},
+    {"print the plan as JSON, change nothing",
+     "faultctl run corrupt --target 10.0.0.2 --percent 1 --duration 30s --dry-run --json"},
+};
+
 }  // namespace
 
-std::string run_usage() { return make_options().help(); }
+std::string packet_run_usage() {
+  return with_examples(make_options().help({"", "guardrail", "experiment record", "output"}) + kKinds, kExamples);
+}
 
-Result<PacketRunArgs> parse_run_args(const std::vector<std::string>& args) {
+Result<Parsed<PacketRunArgs>> parse_packet_args(const std::vector<std::string>& args) {
   auto options = make_options();
-  auto parsed = parse_run_words(options, args);
+  auto parsed = parse_flag_words(options, args);
   if (!parsed) return parsed.error();
   const cxxopts::ParseResult& r = *parsed;
-  if (r.count("help")) return make_error(0, run_usage());  // err 0: --help
+  if (r.count("help")) return Parsed<PacketRunArgs>(HelpText{packet_run_usage()});
   if (!r.count("kind")) return bad("missing the fault kind: one of loss, partition, flowdrop, corrupt, duplicate, dns, latency, bandwidth (packet) or process, cpu, memory, disk (host)");
 
   PacketRunArgs o;
@@ -284,7 +307,7 @@ Result<PacketRunArgs> parse_run_args(const std::vector<std::string>& args) {
   auto flags = parse_run_flags(r, s.netns, s.duration_ns, args);
   if (!flags) return flags.error();
   o.flags = std::move(*flags);
-  return o;
+  return Parsed<PacketRunArgs>(std::move(o));
 }
 
 }  // namespace faultline

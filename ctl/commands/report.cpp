@@ -4,15 +4,54 @@
 #include <iostream>
 #include <sstream>
 
-#include "ctl/commands.h"
 #include "base/exit_code.h"
+#include "ctl/command.h"
+#include "ctl/commands/commands.h"
+#include "ctl/flag_error.h"
 #include "userspace/run/record.h"
 #include "userspace/run/record_reader.h"
 
 namespace faultline {
 namespace {
 
-constexpr const char* kUsage = "usage: faultctl report DIR [--json]   |   faultctl report --verify DIR\n";
+constexpr const char* kUsage =
+    "usage: faultctl report DIR [--json]   |   faultctl report --verify DIR\n"
+    "  an experiment record (the --record DIR of a run) for people; --verify\n"
+    "  recomputes its fingerprints\n";
+
+constexpr Example kExamples[] = {
+    {"the record of a run with --record ./exp-latency: hypothesis, phases, verdict", "faultctl report ./exp-latency"},
+    {"check its fingerprints: exit 0 if nothing was changed since it was written",
+     "faultctl report --verify ./exp-latency"},
+    {"every sample and the verdict as JSON", "faultctl report ./exp-latency --json"},
+};
+
+// The record folder, and how to show it.
+struct ReportArgs {
+  std::string dir;
+  bool json = false;
+  bool verify = false;  // check the fingerprints instead of printing the record
+};
+
+Result<Parsed<ReportArgs>> parse_report_args(const std::vector<std::string>& args) {
+  ReportArgs r;
+  for (const auto& a : args) {
+    if (a == "--json")
+      r.json = true;
+    else if (a == "--verify")
+      r.verify = true;
+    else if (a == "-h" || a == "--help")
+      return Parsed<ReportArgs>(HelpText{with_examples(kUsage, kExamples)});
+    else if (!a.empty() && a[0] == '-')
+      return bad("unknown flag '" + a + "'");
+    else if (!r.dir.empty())
+      return bad("one record folder at a time ('" + r.dir + "', then '" + a + "')");
+    else
+      r.dir = a;
+  }
+  if (r.dir.empty()) return bad("give a record folder (the --record DIR of a run)");
+  return Parsed<ReportArgs>(std::move(r));
+}
 
 std::string num_ms(const nlohmann::json& v) {
   if (v.is_string()) return v.get<std::string>();
@@ -71,33 +110,9 @@ int verify(const std::string& dir) {
   return kExitFailure;
 }
 
-}  // namespace
-
-int cmd_report(const std::vector<std::string>& args) {
-  bool json = false, check = false;
-  std::string dir;
-  for (const auto& a : args) {
-    if (a == "--json")
-      json = true;
-    else if (a == "--verify")
-      check = true;
-    else if (a == "-h" || a == "--help") {
-      std::cout << kUsage;
-      return kExitCompleted;
-    } else if (!a.empty() && a[0] == '-') {
-      std::cerr << "faultctl report: unknown flag '" << a << "'\n";
-      return kExitBadInput;
-    } else if (!dir.empty()) {
-      std::cerr << "faultctl report: one record folder at a time ('" << dir << "', then '" << a << "')\n";
-      return kExitBadInput;
-    } else {
-      dir = a;
-    }
-  }
-  if (dir.empty()) {
-    std::cerr << "faultctl report: give a record folder (the --record DIR of a run)\n";
-    return kExitBadInput;
-  }
+int report(const ReportArgs& a) {
+  const std::string& dir = a.dir;
+  const bool json = a.json, check = a.verify;
   if (check && !load_record(dir)) {
     std::cerr << "faultctl report: " << load_record(dir).error().message << "\n";
     return kExitBadInput;
@@ -187,6 +202,12 @@ int cmd_report(const std::vector<std::string>& args) {
     out << "fault ran:   " << v["fault_window"].value("started", "?") << " to " << v["fault_window"].value("ended", "?")
         << "\n";
   return kExitCompleted;
+}
+
+}  // namespace
+
+int cmd_report(const std::vector<std::string>& args) {
+  return run_command("faultctl report", parse_report_args(args), kRootNever, report);
 }
 
 }  // namespace faultline

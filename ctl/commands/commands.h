@@ -1,0 +1,22 @@
+// The faultctl commands, one file each in ctl/commands/; each takes the words
+// after its name and returns the exit code (base/exit_code.h).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace faultline {
+
+int cmd_run(const std::vector<std::string>& args);           // dispatches to the three below
+int cmd_run_packet(const std::vector<std::string>& args);    // run KIND ...
+int cmd_run_syscall(const std::vector<std::string>& args);   // run syscall ... (args after "syscall")
+int cmd_run_resource(const std::vector<std::string>& args);  // run process|cpu|memory|disk ...
+int cmd_guard(const std::vector<std::string>& args);
+int cmd_top(const std::vector<std::string>& args);
+int cmd_status(const std::vector<std::string>& args);
+int cmd_abort(const std::vector<std::string>& args);
+int cmd_features(const std::vector<std::string>& args);
+int cmd_uninstall(const std::vector<std::string>& args);
+int cmd_report(const std::vector<std::string>& args);
+
+}  // namespace faultline

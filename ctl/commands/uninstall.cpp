@@ -1,0 +1,73 @@
+// faultctl uninstall: nothing of Faultline stays behind, except running guards, which it names.
+#include <chrono>
+#include <iostream>
+#include <thread>
+
+#include "base/exit_code.h"
+#include "ctl/command.h"
+#include "ctl/commands/commands.h"
+#include "ctl/resource_state.h"
+#include "ctl/session_state.h"
+#include "userspace/faults/packet/netfault_engine.h"
+
+namespace faultline {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: faultctl uninstall\n"
+    "  remove every program, link, filter, qdisc and pin of Faultline and revert\n"
+    "  every resource fault; running guards are named and left alone\n";
+
+constexpr Example kExamples[] = {
+    {"leave nothing of Faultline behind", "faultctl uninstall"},
+};
+
+int uninstall() {
+  // Host resource faults are Faultline's too: nothing of ours stays behind.
+  if (auto res = abort_all_resource_faults(); !res) {
+    std::cerr << "faultctl uninstall: " << res.error().describe() << "\n";
+    return kExitFailure;
+  } else if (*res > 0) {
+    std::cout << *res << " resource fault" << (*res == 1 ? "" : "s") << " reverted\n";
+  }
+  if (auto n = abort_all_syscall_faults(std::cout); !n) {
+    std::cerr << "faultctl uninstall: " << n.error().describe() << "\n";
+    return kExitFailure;
+  }
+  NetfaultEngine engine;
+  if (auto st = engine.uninstall(); !st) {
+    std::cerr << "faultctl uninstall: " << st.error().describe() << "\n";
+    return kExitFailure;
+  }
+  // A removed tc filter lets go of its program only after an RCU grace period,
+  // so a program can still be listed for a moment: give the kernel up to 2 s.
+  int left = count_netfault_progs();
+  for (int i = 0; i < 40 && left > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    left = count_netfault_progs();
+  }
+  if (left > 0) {
+    std::cerr << "faultctl uninstall: " << left << " netfault programs are still loaded (held by another process?)\n";
+    return kExitFailure;
+  }
+  // A guard is enforcement its operator started around a command: uninstall
+  // does not lift it behind their back, but says it is there.
+  auto guards = live_guard_lines();
+  if (!guards.empty()) {
+    std::cout << "Faultline uninstalled, except " << guards.size() << " running guard" << (guards.size() == 1 ? "" : "s")
+              << " whose programs go when the command ends (or with faultctl abort ID):\n";
+    for (const auto& g : guards) std::cout << "  " << g << "\n";
+    return kExitCompleted;
+  }
+  std::cout << "Faultline uninstalled: no programs, links, filters or pins remain\n";
+  return kExitCompleted;
+}
+
+}  // namespace
+
+int cmd_uninstall(const std::vector<std::string>& args) {
+  return run_command("faultctl uninstall", parse_switches(args, {}, with_examples(kUsage, kExamples)), kRootNever,
+                     [](const Switches&) { return uninstall(); });
+}
+
+}  // namespace faultline

@@ -1,0 +1,24 @@
+// `faultctl run process|cpu|memory|disk` flags -> a ResourceSpec, with one-line
+// errors naming the flag.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "ctl/help.h"
+#include "ctl/run_flags.h"
+#include "userspace/faults/resource/spec.h"
+
+namespace faultline {
+
+struct ResourceRunArgs {
+  ResourceSpec spec;
+  RunFlags flags;
+};
+
+// args are what follows "run" (the kind first).
+[[nodiscard]] Result<Parsed<ResourceRunArgs>> parse_resource_args(const std::vector<std::string>& args);
+[[nodiscard]] std::string resource_run_usage();
+
+}  // namespace faultline
