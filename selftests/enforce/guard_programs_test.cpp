@@ -56,20 +56,21 @@ TEST_F(EnforceTest, PythonSeesEpermAndTheChosenErrno) {
   const std::string script = python_client(server.port());
   const std::string deny = "127.0.0.1:" + std::to_string(server.port());
 
-  Outcome enforced = run({kFaultctl, "guard", "--enforce", "--deny", deny, "--", kPython, "-c", script});
-  EXPECT_TRUE(enforced.exit.is(0)) << enforced.describe();
+  CommandResult enforced = run({kFaultctl, "guard", "--enforce", "--deny", deny, "--", kPython, "-c", script});
+  EXPECT_TRUE(enforced.status.is(0)) << enforced.describe();
   EXPECT_NE(enforced.out.find("tcp EPERM\nudp EPERM\n"), std::string::npos) << enforced.describe();
 
-  Outcome chosen = run({kFaultctl, "guard", "--enforce", "--deny-errno", "EACCES", "--deny", deny, "--", kPython, "-c", script});
+  CommandResult chosen =
+      run({kFaultctl, "guard", "--enforce", "--deny-errno", "EACCES", "--deny", deny, "--", kPython, "-c", script});
   EXPECT_NE(chosen.out.find("tcp EACCES\nudp EACCES\n"), std::string::npos) << chosen.describe();
 
-  Outcome monitored = run({kFaultctl, "guard", "--deny", deny, "--", kPython, "-c", script});
+  CommandResult monitored = run({kFaultctl, "guard", "--deny", deny, "--", kPython, "-c", script});
   EXPECT_NE(monitored.out.find("tcp ok\nudp ok\n"), std::string::npos) << monitored.describe();
   EXPECT_NE(monitored.err.find("would-deny (--deny " + deny + ")"), std::string::npos) << monitored.describe();
 
   // Outside any guard, the same program reaches the server. Only the monitored
   // run and this one connect; the server thread accepts in its own time.
-  Outcome outside = run({kPython, "-c", script});
+  CommandResult outside = run({kPython, "-c", script});
   EXPECT_NE(outside.out.find("tcp ok\nudp ok\n"), std::string::npos) << outside.describe();
   for (int i = 0; i < 100 && server.accepted() < 2; ++i) ::usleep(20'000);
   EXPECT_EQ(server.accepted(), 2);
@@ -80,33 +81,33 @@ TEST_F(EnforceTest, CurlIsRefusedInsideAndServedOutsideAtTheSameTime) {
   const std::string url = "http://127.0.0.1:" + std::to_string(server.port()) + "/";
   // The guarded shell runs curl, then waits on stdin: the policy is attached
   // while the curl outside runs.
-  Child g = Child::spawn({kFaultctl, "guard", "--enforce", "--deny", "127.0.0.1:" + std::to_string(server.port()), "--",
+  ChildProcess g = spawn({kFaultctl, "guard", "--enforce", "--deny", "127.0.0.1:" + std::to_string(server.port()), "--",
                           "sh", "-c", "curl -sS -v --max-time 5 " + url + "; echo curl-exit=$?; read x || true"},
                          {.stdin_pipe = true});
   ASSERT_TRUE(g.wait_for("curl-exit=", 20s)) << g.describe();
-  Outcome outside = run({"curl", "-sS", "--max-time", "5", url});
+  CommandResult outside = run({"curl", "-sS", "--max-time", "5", url});
   g.close_stdin();
   auto e = g.wait(20s);
   ASSERT_TRUE(e && e->is(0)) << g.describe();
   // curl's exit 7 is "failed to connect"; -v prints the errno text.
   EXPECT_NE(g.out().find("curl-exit=7"), std::string::npos) << g.describe();
   EXPECT_NE(g.err().find("Operation not permitted"), std::string::npos) << g.describe();
-  EXPECT_TRUE(outside.exit.is(0)) << outside.describe();
+  EXPECT_TRUE(outside.status.is(0)) << outside.describe();
   EXPECT_EQ(outside.out, "hello\n") << outside.describe();
 }
 
 TEST_F(EnforceTest, ExitCodeIsPassedThroughAndTheCgroupRemoved) {
-  Outcome r42 = run({kFaultctl, "guard", "--", "sh", "-c", "exit 42"});
-  EXPECT_TRUE(r42.exit.is(42)) << r42.describe();
-  Outcome killed = run({kFaultctl, "guard", "--enforce", "--", "sh", "-c", "kill -KILL $$"});
-  EXPECT_TRUE(killed.exit.is(128 + SIGKILL)) << killed.describe();
-  Outcome missing = run({kFaultctl, "guard", "--", "/nonexistent/flenf-command"});
-  EXPECT_TRUE(missing.exit.is(127)) << missing.describe();
+  CommandResult r42 = run({kFaultctl, "guard", "--", "sh", "-c", "exit 42"});
+  EXPECT_TRUE(r42.status.is(42)) << r42.describe();
+  CommandResult killed = run({kFaultctl, "guard", "--enforce", "--", "sh", "-c", "kill -KILL $$"});
+  EXPECT_TRUE(killed.status.is(128 + SIGKILL)) << killed.describe();
+  CommandResult missing = run({kFaultctl, "guard", "--", "/nonexistent/flenf-command"});
+  EXPECT_TRUE(missing.status.is(127)) << missing.describe();
   // The fixture checks after each test that no faultline-*-<pid> cgroup of ours is left.
 }
 
 TEST_F(EnforceTest, GuardCgroupHoldsTheCommandAndGoesAwayWithItsChildren) {
-  Child g = Child::spawn({kFaultctl, "guard", "--enforce", "--", "sh", "-c", "sleep 600 & " + kProbe + " hold"},
+  ChildProcess g = spawn({kFaultctl, "guard", "--enforce", "--", "sh", "-c", "sleep 600 & " + kProbe + " hold"},
                          {.stdin_pipe = true});
   ASSERT_TRUE(g.wait_for("HOLD", 20s)) << g.describe();
   const std::string cg = cgroup2_mount() + "/faultline-guard-" + std::to_string(g.pid());
@@ -124,7 +125,7 @@ TEST_F(EnforceTest, GuardCgroupHoldsTheCommandAndGoesAwayWithItsChildren) {
 }
 
 TEST_F(EnforceTest, SigtermIsForwardedToTheCommand) {
-  Child g = Child::spawn({kFaultctl, "guard", "--", kProbe, "hold"}, {.stdin_pipe = true});
+  ChildProcess g = spawn({kFaultctl, "guard", "--", kProbe, "hold"}, {.stdin_pipe = true});
   ASSERT_TRUE(g.wait_for("HOLD", 20s)) << g.describe();
   ::kill(g.pid(), SIGTERM);
   auto e = g.wait(10s);
@@ -133,13 +134,26 @@ TEST_F(EnforceTest, SigtermIsForwardedToTheCommand) {
 }
 
 TEST_F(EnforceTest, JsonLogHasOneLinePerDecision) {
-  Netns ns("json");
+  Netns ns(unique_name("json"), {.local_ranges = true});
   const std::string log = "/tmp/" + unique_name("guard.jsonl");
-  Outcome r = run({kFaultctl, "guard", "--enforce", "--default-deny", "--allow", "198.18.0.0/24:80", "--deny", "198.18.0.9",
-               "--json-log", log, "--", kProbe, "--netns", ns.name(), "connect", "tcp", "198.18.0.2", "80", "1", "connect",
-               "tcp", "198.18.0.9", "80", "1", "connect", "tcp", "198.18.1.1", "80", "1", "sendto", "2001:2::1", "53",
-               "1"});
-  EXPECT_TRUE(r.exit.is(0)) << r.describe();
+  CommandResult r = run({kFaultctl,    "guard",
+                         "--enforce",  "--default-deny",
+                         "--allow",    "198.18.0.0/24:80",
+                         "--deny",     "198.18.0.9",
+                         "--json-log", log,
+                         "--",         kProbe,
+                         "--netns",    ns.name(),
+                         "connect",    "tcp",
+                         "198.18.0.2", "80",
+                         "1",          "connect",
+                         "tcp",        "198.18.0.9",
+                         "80",         "1",
+                         "connect",    "tcp",
+                         "198.18.1.1", "80",
+                         "1",          "sendto",
+                         "2001:2::1",  "53",
+                         "1"});
+  EXPECT_TRUE(r.status.is(0)) << r.describe();
   std::ifstream in(log);
   ASSERT_TRUE(in.good()) << "no " << log << "\n" << r.describe();
   std::vector<nlohmann::json> lines;
@@ -181,11 +195,14 @@ TEST_F(EnforceTest, JsonLogHasOneLinePerDecision) {
 // Each allow/deny rule counts the calls it decided, in the kernel; the summary
 // lists them, and a rule that decided nothing shows 0.
 TEST_F(EnforceTest, SummaryCountsTheCallsEachRuleDecided) {
-  Netns ns("hits");
-  Outcome r = run({kFaultctl, "guard", "--enforce", "--allow", "198.18.0.0/24:80", "--deny", "198.18.0.9",
-                   "--deny", "198.18.5.0/24", "--", kProbe, "--netns", ns.name(), "connect", "tcp", "198.18.0.2", "80",
-                   "3", "connect", "tcp", "198.18.0.9", "80", "2", "connect", "tcp", "198.18.1.1", "80", "4"});
-  EXPECT_TRUE(r.exit.is(0)) << r.describe();
+  Netns ns(unique_name("hits"), {.local_ranges = true});
+  CommandResult r = run({kFaultctl,    "guard",      "--enforce", "--allow",       "198.18.0.0/24:80",
+                         "--deny",     "198.18.0.9", "--deny",    "198.18.5.0/24", "--",
+                         kProbe,       "--netns",    ns.name(),   "connect",       "tcp",
+                         "198.18.0.2", "80",         "3",         "connect",       "tcp",
+                         "198.18.0.9", "80",         "2",         "connect",       "tcp",
+                         "198.18.1.1", "80",         "4"});
+  EXPECT_TRUE(r.status.is(0)) << r.describe();
   EXPECT_NE(r.err.find("    --allow 198.18.0.0/24:80  3\n"), std::string::npos) << r.describe();
   EXPECT_NE(r.err.find("    --deny 198.18.0.9  2\n"), std::string::npos) << r.describe();
   EXPECT_NE(r.err.find("    --deny 198.18.5.0/24  0\n"), std::string::npos) << r.describe();
@@ -198,10 +215,26 @@ TEST_F(EnforceTest, ExfilCapStopsWithinOnePacketAndSparesAllowedAndOutside) {
   UdpReceiver capped, allowed;
   constexpr long kPayload = 572, kPacket = kPayload + 20 + 8, kCap = 10000, kSend = 40;
   const std::string cp = std::to_string(capped.port()), ap = std::to_string(allowed.port());
-  Child g = Child::spawn({kFaultctl, "guard", "--enforce", "--exfil-cap", std::to_string(kCap), "--allow",
-                          "127.0.0.1:" + ap + "/udp", "--", kProbe, "udpflood", "127.0.0.1", cp, std::to_string(kPayload),
-                          std::to_string(kSend), "udpflood", "127.0.0.1", ap, std::to_string(kPayload),
-                          std::to_string(kSend), "hold"},
+  ChildProcess g = spawn({kFaultctl,
+                          "guard",
+                          "--enforce",
+                          "--exfil-cap",
+                          std::to_string(kCap),
+                          "--allow",
+                          "127.0.0.1:" + ap + "/udp",
+                          "--",
+                          kProbe,
+                          "udpflood",
+                          "127.0.0.1",
+                          cp,
+                          std::to_string(kPayload),
+                          std::to_string(kSend),
+                          "udpflood",
+                          "127.0.0.1",
+                          ap,
+                          std::to_string(kPayload),
+                          std::to_string(kSend),
+                          "hold"},
                          {.stdin_pipe = true});
   ASSERT_TRUE(g.wait_for("HOLD", 30s)) << g.describe();
   // Past the cap for the guarded command, this process still gets through.
@@ -244,10 +277,10 @@ TEST_F(EnforceTest, ExfilCapInMonitorModeReportsAndDropsNothing) {
   UdpReceiver denied, plain;
   constexpr long kPayload = 572, kCap = 10000, kSend = 40;
   const std::string dp = std::to_string(denied.port()), pp = std::to_string(plain.port());
-  Outcome r = run({kFaultctl, "guard", "--exfil-cap", std::to_string(kCap), "--deny", "127.0.0.1:" + dp, "--", kProbe,
-                   "udpconnflood", "127.0.0.1", dp, std::to_string(kPayload), std::to_string(kSend), "udpconnflood",
-                   "127.0.0.1", pp, std::to_string(kPayload), std::to_string(kSend)});
-  ASSERT_TRUE(r.exit.is(0)) << r.describe();
+  CommandResult r = run({kFaultctl, "guard", "--exfil-cap", std::to_string(kCap), "--deny", "127.0.0.1:" + dp, "--",
+                         kProbe, "udpconnflood", "127.0.0.1", dp, std::to_string(kPayload), std::to_string(kSend),
+                         "udpconnflood", "127.0.0.1", pp, std::to_string(kPayload), std::to_string(kSend)});
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
   ::usleep(200'000);
   EXPECT_EQ(plain.datagrams(), kSend) << "monitor mode dropped packets\n" << r.describe();
   EXPECT_EQ(denied.datagrams(), kSend) << "monitor mode dropped packets\n" << r.describe();

@@ -20,14 +20,14 @@ std::pair<std::map<std::string, Counts>, std::map<std::string, Counts>> syscall_
   argv.insert(argv.end(), {"--duration", "60s", "--", kProbe});
   argv.insert(argv.end(), actions.begin(), actions.end());
   argv.push_back("hold");
-  Child f = Child::spawn(argv, {.stdin_pipe = true});
+  ChildProcess f = spawn(argv, {.stdin_pipe = true});
   std::map<std::string, Counts> outside;
   bool held = f.wait_for("HOLD", 30s);
   if (held) {
     std::vector<std::string> o = {kProbe};
     o.insert(o.end(), actions.begin(), actions.end());
-    Outcome r = run(o, 30s);
-    EXPECT_TRUE(r.exit.is(0)) << r.describe();
+    CommandResult r = run(o, 30s);
+    EXPECT_TRUE(r.status.is(0)) << r.describe();
     outside = results(r.out);
   }
   f.close_stdin();
@@ -60,11 +60,11 @@ TEST_F(EnforceTest, PythonSocketSeesEmfile) {
       "    socket.socket(); print('socket ok')\n"
       "except OSError as e:\n"
       "    print('socket', errno.errorcode[e.errno])\n";
-  Outcome in = run({kFaultctl, "run", "syscall", "--syscall", "socket", "--errno", "EMFILE", "--percent", "100", "--duration",
-                "30s", "--", kPython, "-c", script});
-  EXPECT_TRUE(in.exit.is(0)) << in.describe();
+  CommandResult in = run({kFaultctl, "run", "syscall", "--syscall", "socket", "--errno", "EMFILE", "--percent", "100",
+                          "--duration", "30s", "--", kPython, "-c", script});
+  EXPECT_TRUE(in.status.is(0)) << in.describe();
   EXPECT_NE(in.out.find("socket EMFILE\n"), std::string::npos) << in.describe();
-  Outcome out = run({kPython, "-c", script});
+  CommandResult out = run({kPython, "-c", script});
   EXPECT_EQ(out.out, "socket ok\n") << out.describe();
 }
 
@@ -109,19 +109,19 @@ TEST_F(EnforceTest, ConnectFailsAtAPercent) {
 TEST_F(EnforceTest, ConnectFaultOnACgroupEndsOnTime) {
   TcpServer server;
   const std::string port = std::to_string(server.port());
-  Cgroup cg("sc");
-  Child f = Child::spawn({kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "ECONNRESET", "--duration",
+  TestCgroup cg(unique_name("sc"));
+  ChildProcess f = spawn({kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "ECONNRESET", "--duration",
                           "4s", "--cgroup", cg.relative()});
-  ASSERT_TRUE(f.wait_for_either("syscall fault s", 20s)) << f.describe();
+  ASSERT_TRUE(f.wait_for("syscall fault s", 20s, Stream::kEither)) << f.describe();
   const std::vector<std::string> probe = {kProbe, "connect", "tcp", "127.0.0.1", port, "5"};
-  Outcome in = run(probe, 20s, {.cgroup = cg.path()});
-  Outcome out = run(probe);
+  CommandResult in = run(probe, 20s, {.cgroup = cg.path()});
+  CommandResult out = run(probe);
   EXPECT_EQ(show(results(in.out)["tcp 127.0.0.1:" + port]), "ECONNRESET:5") << in.describe() << f.describe();
   EXPECT_EQ(show(results(out.out)["tcp 127.0.0.1:" + port]), "ok:5") << out.describe();
   auto e = f.wait(20s);
   ASSERT_TRUE(e && e->is(0)) << f.describe();
   EXPECT_NE(f.describe().find("): 5 calls failed with ECONNRESET"), std::string::npos) << f.describe();
-  Outcome after = run(probe, 20s, {.cgroup = cg.path()});
+  CommandResult after = run(probe, 20s, {.cgroup = cg.path()});
   EXPECT_EQ(show(results(after.out)["tcp 127.0.0.1:" + port]), "ok:5") << "the fault outlived its duration\n"
                                                                        << after.describe();
 }
@@ -130,15 +130,15 @@ TEST_F(EnforceTest, ConnectFaultOnACgroupEndsOnTime) {
 TEST_F(EnforceTest, ConnectFaultOnOnePidSparesItsCgroupNeighbour) {
   TcpServer server;
   const std::string port = std::to_string(server.port());
-  Cgroup cg("pid");
+  TestCgroup cg(unique_name("pid"));
   const std::vector<std::string> probe = {kProbe, "wait", "connect", "tcp", "127.0.0.1", port, "10"};
-  Child target = Child::spawn(probe, {.cgroup = cg.path(), .stdin_pipe = true});
-  Child neighbour = Child::spawn(probe, {.cgroup = cg.path(), .stdin_pipe = true});
+  ChildProcess target = spawn(probe, {.cgroup = cg.path(), .stdin_pipe = true});
+  ChildProcess neighbour = spawn(probe, {.cgroup = cg.path(), .stdin_pipe = true});
   ASSERT_TRUE(target.wait_for("WAITING", 10s)) << target.describe();
   ASSERT_TRUE(neighbour.wait_for("WAITING", 10s)) << neighbour.describe();
-  Child f = Child::spawn({kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "EHOSTUNREACH", "--duration",
+  ChildProcess f = spawn({kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "EHOSTUNREACH", "--duration",
                           "60s", "--pid", std::to_string(target.pid())});
-  ASSERT_TRUE(f.wait_for_either("syscall fault s", 20s)) << f.describe();
+  ASSERT_TRUE(f.wait_for("syscall fault s", 20s, Stream::kEither)) << f.describe();
   target.write_stdin("\n");
   neighbour.write_stdin("\n");
   ASSERT_TRUE(target.wait(10s)) << target.describe();
@@ -170,12 +170,12 @@ TEST_F(EnforceTest, SendtoAndBindFailOnlyWhenChosen) {
 }
 
 TEST_F(EnforceTest, RunSyscallPassesTheExitCodeThrough) {
-  Outcome cgroup_way = run({kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "EIO", "--duration", "10s", "--",
-                        "sh", "-c", "exit 5"});
-  EXPECT_TRUE(cgroup_way.exit.is(5)) << cgroup_way.describe();
-  Outcome seccomp_way = run({kFaultctl, "run", "syscall", "--syscall", "unlink", "--errno", "EIO", "--duration", "10s", "--",
-                         "sh", "-c", "exit 6"});
-  EXPECT_TRUE(seccomp_way.exit.is(6)) << seccomp_way.describe();
+  CommandResult cgroup_way = run({kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "EIO", "--duration",
+                                  "10s", "--", "sh", "-c", "exit 5"});
+  EXPECT_TRUE(cgroup_way.status.is(5)) << cgroup_way.describe();
+  CommandResult seccomp_way = run({kFaultctl, "run", "syscall", "--syscall", "unlink", "--errno", "EIO", "--duration",
+                                   "10s", "--", "sh", "-c", "exit 6"});
+  EXPECT_TRUE(seccomp_way.status.is(6)) << seccomp_way.describe();
 }
 
 }  // namespace

@@ -43,8 +43,8 @@ template <typename Traffic>
 nlohmann::json top_while(const std::vector<std::string>& extra, Traffic traffic) {
   std::vector<std::string> argv = {kFaultctl, "top", "--once", "--json", "--interval", "1s"};
   argv.insert(argv.end(), extra.begin(), extra.end());
-  Child top = Child::spawn(argv);
-  std::optional<Exit> e;
+  ChildProcess top = spawn(argv);
+  std::optional<ExitStatus> e;
   for (int i = 0; i < 400 && !e; ++i) {
     traffic();
     e = top.wait(50ms);
@@ -82,10 +82,10 @@ TEST_F(EnforceTest, TopShowsHostDestinationsWithBytes) {
 }
 
 TEST_F(EnforceTest, TopForOneCgroupCountsOnlyItsMembers) {
-  Cgroup cg("top");
+  TestCgroup cg(unique_name("top"));
   UdpReceiver inside_dest, outside_dest;
   // A sender in the cgroup for the whole run; this process (outside) sends too.
-  Child sender = Child::spawn({kProbe, "udpflood", "127.0.0.1", std::to_string(inside_dest.port()), "300", "20000"},
+  ChildProcess sender = spawn({kProbe, "udpflood", "127.0.0.1", std::to_string(inside_dest.port()), "300", "20000"},
                               {.cgroup = cg.path()});
   auto j = top_while({"--cgroup", cg.relative()}, [&] { send_udp(outside_dest.port(), 300); });
   sender.stop();
