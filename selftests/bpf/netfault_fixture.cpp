@@ -11,6 +11,7 @@
 
 #include <cstring>
 
+#include "selftests/lib/require_root.h"
 #include "userspace/faults/packet/netfault_engine.h"
 
 namespace faultline::bpftest {
@@ -101,10 +102,8 @@ void sweep_dead_roots() {
 }  // namespace
 
 void NetfaultTest::SetUp() {
-  if (geteuid() != 0) {
-    GTEST_SKIP() << "\n*** SKIPPED: the BPF tests load programs and run them with BPF_PROG_TEST_RUN, which "
-                    "needs root (CAP_BPF, CAP_NET_ADMIN, CAP_SYS_ADMIN for bpffs). Run them as root. ***";
-  }
+  FL_REQUIRE_ROOT("loading programs and running them with BPF_PROG_TEST_RUN (CAP_BPF, CAP_NET_ADMIN, "
+                  "CAP_SYS_ADMIN for bpffs)");
   // Loss and correlation state is per CPU: every run of a test must hit one CPU's memory.
   CPU_ZERO(&saved_affinity_);
   ASSERT_EQ(sched_getaffinity(0, sizeof(saved_affinity_), &saved_affinity_), 0) << std::strerror(errno);
