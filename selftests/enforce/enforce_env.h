@@ -110,7 +110,8 @@ class TcpServer {
 // bpffs root (FAULTLINE_BPFFS_ROOT) for every faultctl the test runs, so that
 // status, abort --all and pins never meet a real install's or another test's;
 // after the test, no cgroup of a faultctl it ran may be left (one that is fails
-// the test and is removed), and the private state goes.
+// the test and is removed), and the private state goes. Test files derive a
+// fixture named for their feature from it (GuardTest, TopTest, ...).
 class EnforceTest : public ::testing::Test {
  protected:
   void SetUp() override;

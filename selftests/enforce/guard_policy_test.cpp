@@ -14,6 +14,8 @@
 namespace flenf {
 namespace {
 
+class GuardPolicyTest : public EnforceTest {};
+
 struct Probe {
   std::vector<std::string> args;  // fl_probe action
   std::string label;              // its RESULT label
@@ -205,7 +207,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 // Same probes, same rule: monitor reports each would-be deny, enforce denies;
 // each names the rule, and the summary counts the attempts.
-TEST_F(EnforceTest, MonitorReportsWouldDenyEnforceDenies) {
+TEST_F(GuardPolicyTest, MonitorReportsWouldDenyEnforceDenies) {
   Netns ns(unique_name("mon"), {.local_ranges = true});
   const std::vector<Expect> ex = {{tcp("198.18.0.1", "80"), ""}, {udp("198.18.0.1", "53"), ""},
                                   {sendto("198.18.0.1", "53"), ""}, {tcp("198.18.0.2", "80"), ""}};

@@ -17,6 +17,8 @@
 namespace flenf {
 namespace {
 
+class GuardTest : public EnforceTest {};
+
 const std::string kPython = ::access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
 
 // Connects (TCP) and sends (UDP) to 127.0.0.1:PORT, prints "tcp NAME" and "udp NAME"
@@ -51,7 +53,7 @@ bool is_dir(const std::string& p) {
   return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-TEST_F(EnforceTest, PythonSeesEpermAndTheChosenErrno) {
+TEST_F(GuardTest, PythonSeesEpermAndTheChosenErrno) {
   TcpServer server;
   const std::string script = python_client(server.port());
   const std::string deny = "127.0.0.1:" + std::to_string(server.port());
@@ -76,7 +78,7 @@ TEST_F(EnforceTest, PythonSeesEpermAndTheChosenErrno) {
   EXPECT_EQ(server.accepted(), 2);
 }
 
-TEST_F(EnforceTest, CurlIsRefusedInsideAndServedOutsideAtTheSameTime) {
+TEST_F(GuardTest, CurlIsRefusedInsideAndServedOutsideAtTheSameTime) {
   TcpServer server(false, /*http=*/true);
   const std::string url = "http://127.0.0.1:" + std::to_string(server.port()) + "/";
   // The guarded shell runs curl, then waits on stdin: the policy is attached
@@ -96,7 +98,7 @@ TEST_F(EnforceTest, CurlIsRefusedInsideAndServedOutsideAtTheSameTime) {
   EXPECT_EQ(outside.out, "hello\n") << outside.describe();
 }
 
-TEST_F(EnforceTest, ExitCodeIsPassedThroughAndTheCgroupRemoved) {
+TEST_F(GuardTest, ExitCodeIsPassedThroughAndTheCgroupRemoved) {
   CommandResult r42 = run({kFaultctl, "guard", "--", "sh", "-c", "exit 42"});
   EXPECT_TRUE(r42.status.is(42)) << r42.describe();
   CommandResult killed = run({kFaultctl, "guard", "--enforce", "--", "sh", "-c", "kill -KILL $$"});
@@ -106,7 +108,7 @@ TEST_F(EnforceTest, ExitCodeIsPassedThroughAndTheCgroupRemoved) {
   // The fixture checks after each test that no faultline-*-<pid> cgroup of ours is left.
 }
 
-TEST_F(EnforceTest, GuardCgroupHoldsTheCommandAndGoesAwayWithItsChildren) {
+TEST_F(GuardTest, GuardCgroupHoldsTheCommandAndGoesAwayWithItsChildren) {
   ChildProcess g = spawn({kFaultctl, "guard", "--enforce", "--", "sh", "-c", "sleep 600 & " + kProbe + " hold"},
                          {.stdin_pipe = true});
   ASSERT_TRUE(g.wait_for("HOLD", 20s)) << g.describe();
@@ -124,7 +126,7 @@ TEST_F(EnforceTest, GuardCgroupHoldsTheCommandAndGoesAwayWithItsChildren) {
   for (pid_t p : members) EXPECT_FALSE(alive(p)) << "pid " << p << " outlived the guard";
 }
 
-TEST_F(EnforceTest, SigtermIsForwardedToTheCommand) {
+TEST_F(GuardTest, SigtermIsForwardedToTheCommand) {
   ChildProcess g = spawn({kFaultctl, "guard", "--", kProbe, "hold"}, {.stdin_pipe = true});
   ASSERT_TRUE(g.wait_for("HOLD", 20s)) << g.describe();
   ::kill(g.pid(), SIGTERM);
@@ -133,7 +135,7 @@ TEST_F(EnforceTest, SigtermIsForwardedToTheCommand) {
   EXPECT_TRUE(e->is(128 + SIGTERM)) << g.describe();
 }
 
-TEST_F(EnforceTest, JsonLogHasOneLinePerDecision) {
+TEST_F(GuardTest, JsonLogHasOneLinePerDecision) {
   Netns ns(unique_name("json"), {.local_ranges = true});
   const std::string log = "/tmp/" + unique_name("guard.jsonl");
   CommandResult r = run({kFaultctl,    "guard",
@@ -194,7 +196,7 @@ TEST_F(EnforceTest, JsonLogHasOneLinePerDecision) {
 
 // Each allow/deny rule counts the calls it decided, in the kernel; the summary
 // lists them, and a rule that decided nothing shows 0.
-TEST_F(EnforceTest, SummaryCountsTheCallsEachRuleDecided) {
+TEST_F(GuardTest, SummaryCountsTheCallsEachRuleDecided) {
   Netns ns(unique_name("hits"), {.local_ranges = true});
   CommandResult r = run({kFaultctl,    "guard",      "--enforce", "--allow",       "198.18.0.0/24:80",
                          "--deny",     "198.18.0.9", "--deny",    "198.18.5.0/24", "--",
@@ -211,7 +213,7 @@ TEST_F(EnforceTest, SummaryCountsTheCallsEachRuleDecided) {
 // A sender inside the guard sends fixed-size datagrams to a receiver in this
 // process (outside the cgroup). The cap counts IP bytes (header included), so
 // exactly floor(cap / packet) datagrams may pass: the cap fires within one packet.
-TEST_F(EnforceTest, ExfilCapStopsWithinOnePacketAndSparesAllowedAndOutside) {
+TEST_F(GuardTest, ExfilCapStopsWithinOnePacketAndSparesAllowedAndOutside) {
   UdpReceiver capped, allowed;
   constexpr long kPayload = 572, kPacket = kPayload + 20 + 8, kCap = 10000, kSend = 40;
   const std::string cp = std::to_string(capped.port()), ap = std::to_string(allowed.port());
@@ -273,7 +275,7 @@ TEST_F(EnforceTest, ExfilCapStopsWithinOnePacketAndSparesAllowedAndOutside) {
 // still count against the cap (connected UDP, so the flow starts at connect()).
 // Monitor mode blocks nothing, the exfil cap included: it reports the crossing for
 // every destination no allow rule covers (a deny rule's match is no exemption).
-TEST_F(EnforceTest, ExfilCapInMonitorModeReportsAndDropsNothing) {
+TEST_F(GuardTest, ExfilCapInMonitorModeReportsAndDropsNothing) {
   UdpReceiver denied, plain;
   constexpr long kPayload = 572, kCap = 10000, kSend = 40;
   const std::string dp = std::to_string(denied.port()), pp = std::to_string(plain.port());

@@ -125,9 +125,11 @@ TEST_P(GuardedRunTest, SighupEndsTheFaultWithExit1) {
 INSTANTIATE_TEST_SUITE_P(Family, GuardedRunTest, ::testing::Values("packet", "syscall", "resource"),
                          [](const auto& info) { return info.param; });
 
+class GuardedSyscallRunTest : public EnforceTest {};
+
 // A syscall fault around a command: the breach ends the fault at once (a
 // `fault_ended` line), the command runs to its end, and the run exits 7.
-TEST_F(EnforceTest, SyscallFaultAroundACommandEndsAtTheBreachAndWaitsForIt) {
+TEST_F(GuardedSyscallRunTest, SyscallFaultAroundACommandEndsAtTheBreachAndWaitsForIt) {
   const std::string url = "http://127.0.0.1:" + closed_port() + "/";
   CommandResult r = run({kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "ECONNREFUSED", "--duration", "30s",
                    "--health-url", url, "--interval", "200ms", "--json", "--", "sleep", "2"},
@@ -143,7 +145,7 @@ TEST_F(EnforceTest, SyscallFaultAroundACommandEndsAtTheBreachAndWaitsForIt) {
 
 // --record, --hypothesis and the kernel-signal guardrail on a syscall fault:
 // the same record as a packet or host fault keeps, with a verdict.
-TEST_F(EnforceTest, SyscallFaultKeepsARecord) {
+TEST_F(GuardedSyscallRunTest, SyscallFaultKeepsARecord) {
   TestCgroup cg(unique_name("grunr"));
   const std::string dir = state_dir_ + "/record";
   CommandResult r = run({kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "ECONNREFUSED", "--duration", "2s",
@@ -168,9 +170,11 @@ TEST_F(EnforceTest, SyscallFaultKeepsARecord) {
 namespace flenf {
 namespace {
 
+class RedactionTest : public EnforceTest {};
+
 // Secrets in the flags never reach the record, the JSON lines or the command
 // line kept in the record; --no-redact keeps them, and says so in the record.
-TEST_F(EnforceTest, RecordsAndJsonLinesAreRedacted) {
+TEST_F(RedactionTest, RecordsAndJsonLinesAreRedacted) {
   TcpServer health(false, true);
   TestCgroup cg(unique_name("grunx"));
   const std::string url = "http://127.0.0.1:" + std::to_string(health.port()) + "/h?token=S3CR3T-T0KEN";
@@ -260,9 +264,11 @@ TEST_P(KillSwitchTest, FaultlineDisabledRefusesEveryRun) {
 INSTANTIATE_TEST_SUITE_P(Family, KillSwitchTest, ::testing::Values("packet", "syscall", "resource"),
                          [](const auto& info) { return info.param; });
 
+class KillFileTest : public EnforceTest {};
+
 // Traffic recovers within a second of the kill file: connects from a cgroup
 // under a 100% ECONNREFUSED fault go through again.
-TEST_F(EnforceTest, TrafficRecoversWithinASecondOfTheKillFile) {
+TEST_F(KillFileTest, TrafficRecoversWithinASecondOfTheKillFile) {
   const std::string kill = state_dir_ + "/kill";
   ::setenv("FAULTLINE_KILL_FILE", kill.c_str(), 1);
   TcpServer server;
@@ -300,7 +306,7 @@ namespace {
 
 // A host fault whose faultctl was killed is still reached by the kill file: its
 // detached reaper watches it too and reverts the fault.
-TEST_F(EnforceTest, KillFileReachesAResourceFaultWhoseFaultctlIsGone) {
+TEST_F(KillFileTest, KillFileReachesAResourceFaultWhoseFaultctlIsGone) {
   const std::string kill = state_dir_ + "/kill";
   ::setenv("FAULTLINE_KILL_FILE", kill.c_str(), 1);
   ChildProcess f = spawn({kFaultctl, "run", "cpu", "--cores", "1", "--load", "10", "--duration", "60s", "--json"});

@@ -10,6 +10,8 @@
 namespace flenf {
 namespace {
 
+class KernelSignalTest : public EnforceTest {};
+
 // Retransmits per second. Under heavy loss one paced stream swings between 0.5
 // and 25/s as its RTO backs off (at 50% it once stayed under 2/s for 15 s,
 // deep in backoff); at 25% it keeps retransmitting. A clean one makes none, so
@@ -36,7 +38,7 @@ struct TcpStream {
   }
 };
 
-TEST_F(EnforceTest, RetransmitRateRisesAboveTheLimitUnderLoss) {
+TEST_F(KernelSignalTest, RetransmitRateRisesAboveTheLimitUnderLoss) {
   TcpStream lossy("ks", 77, 25), clean("kc", 78, 25);
   ASSERT_TRUE(lossy.sender.wait_for("STREAMING", 10s)) << lossy.sender.describe();
   ASSERT_TRUE(clean.sender.wait_for("STREAMING", 10s)) << clean.sender.describe();

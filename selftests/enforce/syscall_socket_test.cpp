@@ -9,6 +9,8 @@
 namespace flenf {
 namespace {
 
+class SyscallSocketTest : public EnforceTest {};
+
 const std::string kPython = ::access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
 
 // `run syscall ... -- fl_probe ACTIONS hold`; once the probe holds, `outside`
@@ -38,7 +40,7 @@ std::pair<std::map<std::string, Counts>, std::map<std::string, Counts>> syscall_
   return {results(f.out()), outside};
 }
 
-TEST_F(EnforceTest, SocketFailsWithEachErrnoInsideOnly) {
+TEST_F(SyscallSocketTest, SocketFailsWithEachErrnoInsideOnly) {
   for (const char* err : {"EMFILE", "ENFILE", "EACCES", "ENOBUFS", "EAFNOSUPPORT"}) {
     SCOPED_TRACE(err);
     std::string log;
@@ -53,7 +55,7 @@ TEST_F(EnforceTest, SocketFailsWithEachErrnoInsideOnly) {
   }
 }
 
-TEST_F(EnforceTest, PythonSocketSeesEmfile) {
+TEST_F(SyscallSocketTest, PythonSocketSeesEmfile) {
   const std::string script =
       "import socket, errno\n"
       "try:\n"
@@ -68,7 +70,7 @@ TEST_F(EnforceTest, PythonSocketSeesEmfile) {
   EXPECT_EQ(out.out, "socket ok\n") << out.describe();
 }
 
-TEST_F(EnforceTest, ConnectFailsWithEachErrnoAtFullRate) {
+TEST_F(SyscallSocketTest, ConnectFailsWithEachErrnoAtFullRate) {
   TcpServer server;
   const std::string port = std::to_string(server.port());
   for (const char* err : {"ECONNREFUSED", "ETIMEDOUT", "ENETUNREACH", "EHOSTUNREACH", "ECONNRESET", "EACCES"}) {
@@ -90,7 +92,7 @@ TEST_F(EnforceTest, ConnectFailsWithEachErrnoAtFullRate) {
 
 // Binomial: n = 400, p = 0.5, sd = 10. Five sd either way fails about once in
 // 1.7 million runs by chance; a broken percent (0, 100, or ignored) fails always.
-TEST_F(EnforceTest, ConnectFailsAtAPercent) {
+TEST_F(SyscallSocketTest, ConnectFailsAtAPercent) {
   TcpServer server;
   const std::string port = std::to_string(server.port());
   constexpr long n = 400;
@@ -106,7 +108,7 @@ TEST_F(EnforceTest, ConnectFailsAtAPercent) {
 
 // --cgroup: the fault applies to every member of an existing cgroup for its
 // duration, and ends on time (the in-kernel expiry, then the links go).
-TEST_F(EnforceTest, ConnectFaultOnACgroupEndsOnTime) {
+TEST_F(SyscallSocketTest, ConnectFaultOnACgroupEndsOnTime) {
   TcpServer server;
   const std::string port = std::to_string(server.port());
   TestCgroup cg(unique_name("sc"));
@@ -127,7 +129,7 @@ TEST_F(EnforceTest, ConnectFaultOnACgroupEndsOnTime) {
 }
 
 // --pid: one process of a cgroup is hit, its neighbour in the same cgroup is not.
-TEST_F(EnforceTest, ConnectFaultOnOnePidSparesItsCgroupNeighbour) {
+TEST_F(SyscallSocketTest, ConnectFaultOnOnePidSparesItsCgroupNeighbour) {
   TcpServer server;
   const std::string port = std::to_string(server.port());
   TestCgroup cg(unique_name("pid"));
@@ -150,7 +152,7 @@ TEST_F(EnforceTest, ConnectFaultOnOnePidSparesItsCgroupNeighbour) {
 
 // Each socket syscall is failed alone: sendto fails, connect and bind do not;
 // then bind fails and sendto does not.
-TEST_F(EnforceTest, SendtoAndBindFailOnlyWhenChosen) {
+TEST_F(SyscallSocketTest, SendtoAndBindFailOnlyWhenChosen) {
   const std::vector<std::string> actions = {"sendto", "127.0.0.1", "9", "4", "sendto", "::1", "9", "2", "connect", "udp",
                                             "127.0.0.1", "9", "2", "bind", "tcp", "127.0.0.1", "3", "bind", "udp", "::1", "2"};
   std::string log;
@@ -169,7 +171,7 @@ TEST_F(EnforceTest, SendtoAndBindFailOnlyWhenChosen) {
   EXPECT_EQ(show(bout["bindudp [::1]:0"]), "ok:2");
 }
 
-TEST_F(EnforceTest, RunSyscallPassesTheExitCodeThrough) {
+TEST_F(SyscallSocketTest, RunSyscallPassesTheExitCodeThrough) {
   CommandResult cgroup_way = run({kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "EIO", "--duration",
                                   "10s", "--", "sh", "-c", "exit 5"});
   EXPECT_TRUE(cgroup_way.status.is(5)) << cgroup_way.describe();

@@ -11,6 +11,8 @@
 namespace flenf {
 namespace {
 
+class TopTest : public EnforceTest {};
+
 void send_udp(uint16_t port, size_t size) {
   int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   sockaddr_in to{};
@@ -62,7 +64,7 @@ const nlohmann::json* flow(const nlohmann::json& top, const std::string& dest, c
   return nullptr;
 }
 
-TEST_F(EnforceTest, TopShowsHostDestinationsWithBytes) {
+TEST_F(TopTest, TopShowsHostDestinationsWithBytes) {
   TcpServer http(false, /*http=*/true);
   UdpReceiver udp;
   auto j = top_while({}, [&] {
@@ -81,7 +83,7 @@ TEST_F(EnforceTest, TopShowsHostDestinationsWithBytes) {
   EXPECT_EQ(u->value("bytes_out", 0) % 728, 0) << "whole 700-byte datagrams (IP bytes): " << u->dump();
 }
 
-TEST_F(EnforceTest, TopForOneCgroupCountsOnlyItsMembers) {
+TEST_F(TopTest, TopForOneCgroupCountsOnlyItsMembers) {
   TestCgroup cg(unique_name("top"));
   UdpReceiver inside_dest, outside_dest;
   // A sender in the cgroup for the whole run; this process (outside) sends too.
