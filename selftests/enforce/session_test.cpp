@@ -20,7 +20,9 @@ namespace {
 class SessionTest : public EnforceTest {
  protected:
   void TearDown() override {
-    if (!state_dir_.empty()) EXPECT_TRUE(records().empty()) << "session records left behind";
+    if (!state_dir_.empty()) {
+      EXPECT_TRUE(records().empty()) << "session records left behind";
+    }
     EnforceTest::TearDown();
   }
   // The record files in the state folder.

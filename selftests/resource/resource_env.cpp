@@ -181,7 +181,7 @@ std::vector<std::string> Tmpfs::files() const {
 }
 
 HttpServer::HttpServer(std::function<Reply()> decide, const std::string& addr, const std::string& netns_path)
-    : decide_(std::move(decide)), addr_(addr) {
+    : addr_(addr), decide_(std::move(decide)) {
   // A socket belongs to the namespace it was made in: enter for the socket() call only.
   int home = -1;
   if (!netns_path.empty()) {
