@@ -66,6 +66,10 @@ Packet udp_from(const std::string& remote, uint16_t rport, size_t payload) {
   return PacketBuilder(remote, local_for(remote)).udp(rport, 40000).payload_size(payload).build();
 }
 
+Packet dns_query(const std::string& qname, uint16_t dport, const char* resolver) {
+  return PacketBuilder(local_for(resolver), resolver).udp(40000, dport).dns(qname).build();
+}
+
 uint64_t monotonic_ns() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);

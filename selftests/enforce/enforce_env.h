@@ -29,6 +29,7 @@ using fltest::Millis;
 // stand-in that enforces nothing, to see that the tests fail).
 inline const std::string kFaultctl = std::getenv("FLENF_FAULTCTL") ? std::getenv("FLENF_FAULTCTL") : FAULTCTL_PATH;
 inline const std::string kProbe = PROBE_PATH;
+inline const std::string kPython = ::access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
 
 using fltest::cgroup2_mount;
 using fltest::ChildProcess;

@@ -19,8 +19,6 @@ namespace {
 
 class GuardTest : public EnforceTest {};
 
-const std::string kPython = ::access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
-
 // Connects (TCP) and sends (UDP) to 127.0.0.1:PORT, prints "tcp NAME" and "udp NAME"
 // where NAME is ok or the errno's symbolic name, as a Python program sees it.
 std::string python_client(uint16_t port) {

@@ -15,8 +15,6 @@
 namespace flenf {
 namespace {
 
-const std::string kPython = ::access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
-
 // listener PROTO ADDR PORT: answers "pong " + what it got, prints ACCEPTED per
 // connection or datagram.
 const std::string kListener = R"(import socket, sys

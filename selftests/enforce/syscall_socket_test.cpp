@@ -11,8 +11,6 @@ namespace {
 
 class SyscallSocketTest : public EnforceTest {};
 
-const std::string kPython = ::access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
-
 // `run syscall ... -- fl_probe ACTIONS hold`; once the probe holds, `outside`
 // runs the same ACTIONS outside the fault's scope. Returns (inside, outside).
 std::pair<std::map<std::string, Counts>, std::map<std::string, Counts>> syscall_and_outside(
