@@ -188,10 +188,6 @@ TEST_F(FaultKindTest, DuplicateLetsItsOwnMarkedCopyPassAndClearsTheMark) {
   EXPECT_EQ(stats(z).duplicated, 0u) << "0% duplicates nothing";
 }
 
-Packet dns_query(const std::string& qname, uint16_t dport = 53, const char* resolver = "192.0.2.53") {
-  return PacketBuilder(local_for(resolver), resolver).udp(40000, dport).dns(qname).build();
-}
-
 TEST_F(FaultKindTest, DnsDropsListedNamesAndTheirSubdomainsCaseInsensitively) {
   FaultSpec s = make_spec(FaultKind::Dns);
   s.domains = {"example.com", "blocked.test"};

@@ -46,10 +46,6 @@ class IndexSummaryTest : public NetfaultTest {
   }
 };
 
-Packet dns_query(const std::string& qname) {
-  return PacketBuilder(kLocal4, "192.0.2.53").udp(40000, 53).dns(qname).build();
-}
-
 TEST_F(IndexSummaryTest, IndexBitsFollowWhatTheIndexesHold) {
   EXPECT_EQ(control().index, kAllSkips) << "nothing indexed: every skip holds";
   EXPECT_FALSE(filter_has("192.0.2.1"));

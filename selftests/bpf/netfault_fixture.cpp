@@ -11,6 +11,7 @@
 
 #include <cstring>
 
+#include "selftests/lib/require_root.h"
 #include "userspace/faults/packet/netfault_engine.h"
 
 namespace faultline::bpftest {
@@ -65,6 +66,10 @@ Packet udp_from(const std::string& remote, uint16_t rport, size_t payload) {
   return PacketBuilder(remote, local_for(remote)).udp(rport, 40000).payload_size(payload).build();
 }
 
+Packet dns_query(const std::string& qname, uint16_t dport, const char* resolver) {
+  return PacketBuilder(local_for(resolver), resolver).udp(40000, dport).dns(qname).build();
+}
+
 uint64_t monotonic_ns() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -101,10 +106,8 @@ void sweep_dead_roots() {
 }  // namespace
 
 void NetfaultTest::SetUp() {
-  if (geteuid() != 0) {
-    GTEST_SKIP() << "\n*** SKIPPED: the BPF tests load programs and run them with BPF_PROG_TEST_RUN, which "
-                    "needs root (CAP_BPF, CAP_NET_ADMIN, CAP_SYS_ADMIN for bpffs). Run them as root. ***";
-  }
+  FL_REQUIRE_ROOT("loading programs and running them with BPF_PROG_TEST_RUN (CAP_BPF, CAP_NET_ADMIN, "
+                  "CAP_SYS_ADMIN for bpffs)");
   // Loss and correlation state is per CPU: every run of a test must hit one CPU's memory.
   CPU_ZERO(&saved_affinity_);
   ASSERT_EQ(sched_getaffinity(0, sizeof(saved_affinity_), &saved_affinity_), 0) << std::strerror(errno);

@@ -113,6 +113,8 @@ inline constexpr const char* kLocal6 = "2001:db8:100::7";
 [[nodiscard]] Packet udp_to(const std::string& remote, uint16_t rport = 80, size_t payload = 32);
 [[nodiscard]] Packet udp_from(const std::string& remote, uint16_t rport = 80, size_t payload = 32);
 [[nodiscard]] const char* local_for(const std::string& remote);
+// A DNS query for qname that this host sends to resolver:dport.
+[[nodiscard]] Packet dns_query(const std::string& qname, uint16_t dport = 53, const char* resolver = "192.0.2.53");
 
 // Spec shorthands; targets and source as the operator writes them.
 [[nodiscard]] FaultSpec make_spec(FaultKind kind, const std::vector<std::string>& targets = {});

@@ -16,6 +16,7 @@
 #include "loader/netfault_object.h"
 #include "loader/netfault_maps.h"
 #include "netfault.skel.h"
+#include "selftests/lib/require_root.h"
 #include "userspace/faults/packet/netfault_engine.h"
 
 namespace faultline::bpftest {
@@ -55,9 +56,7 @@ const RetiredMap kExactBloom{"fl_exfilt",           "fl_exact_bloom", BPF_MAP_TY
 class RenamedPinsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (geteuid() != 0) {
-      GTEST_SKIP() << "\n*** SKIPPED: these tests pin maps under /sys/fs/bpf, which needs root. ***";
-    }
+    FL_REQUIRE_ROOT("pinning maps under /sys/fs/bpf");
     layout_.root = "/sys/fs/bpf/fltest-pins-" + std::to_string(::getpid());
     auto maps = NetfaultMaps::open(layout_, true);
     pinned_ = true;  // from here on TearDown has pins and folders to remove

@@ -12,12 +12,13 @@ constexpr int kDatagrams = 600;
 class Corrupt : public E2eTest {};
 
 TEST_P(Corrupt, ReceiverSeesAlteredDatagrams) {
-  const std::string b = TestNet::kAddrB;
-  Process sink = spawn_testhost_on_b({"udp-sink", std::to_string(kSinkPort), "--expect-payload", "--timeout", "20"});
+  const std::string b = kAddrB;
+  ChildProcess sink =
+      spawn_testhost_on_b({"udp-sink", std::to_string(kSinkPort), "--expect-payload", "--timeout", "20"});
   ASSERT_TRUE(sink.wait_line_starting("ready", 5s)) << sink.describe();
   const uint64_t csum0 = snmp_counter(net().b(), "Udp", "InCsumErrors");
 
-  Process run = start_run("corrupt", {"--target", b, "--proto", "udp", "--percent", "50", "--duration", "3s"});
+  ChildProcess run = start_run("corrupt", {"--target", b, "--proto", "udp", "--percent", "50", "--duration", "3s"});
   ASSERT_TRUE(wait_started(run));
   auto udp = testhost_on_a({"udp-send", b, std::to_string(kSinkPort), "--count", std::to_string(kDatagrams), "--rate",
                             "1000", "--size", "200"});
@@ -52,11 +53,12 @@ TEST_P(Corrupt, ReceiverSeesAlteredDatagrams) {
 class Duplicate : public E2eTest {};
 
 TEST_P(Duplicate, ReceiverSeesEachSequenceNumberTwice) {
-  const std::string b = TestNet::kAddrB;
-  Process sink = spawn_testhost_on_b({"udp-sink", std::to_string(kSinkPort), "--expect-payload", "--timeout", "20"});
+  const std::string b = kAddrB;
+  ChildProcess sink =
+      spawn_testhost_on_b({"udp-sink", std::to_string(kSinkPort), "--expect-payload", "--timeout", "20"});
   ASSERT_TRUE(sink.wait_line_starting("ready", 5s)) << sink.describe();
 
-  Process run = start_run("duplicate", {"--target", b, "--proto", "udp", "--percent", "50", "--duration", "3s"});
+  ChildProcess run = start_run("duplicate", {"--target", b, "--proto", "udp", "--percent", "50", "--duration", "3s"});
   ASSERT_TRUE(wait_started(run));
   auto udp = testhost_on_a(
       {"udp-send", b, std::to_string(kSinkPort), "--count", std::to_string(kDatagrams), "--rate", "1000"});

@@ -9,7 +9,7 @@ class Dns : public E2eTest {
  protected:
   // 0 answered, 3 no answer in time: fl-testhost dns-query's exit codes.
   int query(const std::string& name) {
-    auto r = testhost_on_a({"dns-query", TestNet::kAddrB, name, "--timeout-ms", "400"});
+    auto r = testhost_on_a({"dns-query", kAddrB, name, "--timeout-ms", "400"});
     last_ = r.describe();
     return r.status.exited ? r.status.code : -1;
   }
@@ -20,7 +20,7 @@ TEST_P(Dns, BlocksTheNameAndItsSubdomainsOnly) {
   start_server({"dns-server", std::to_string(kDnsPort), "--quiet"});
   ASSERT_EQ(query("blocked.example"), 0) << "no baseline: the resolver does not answer: " << last_;
 
-  Process run = start_run("dns", {"--domains", "blocked.example", "--target", TestNet::kAddrB, "--duration", "4s"});
+  ChildProcess run = start_run("dns", {"--domains", "blocked.example", "--target", kAddrB, "--duration", "4s"});
   ASSERT_TRUE(wait_started(run));
   EXPECT_EQ(query("blocked.example"), 3) << last_;
   EXPECT_EQ(query("www.Blocked.EXAMPLE"), 3) << "a subdomain, in any case: " << last_;

@@ -9,6 +9,8 @@
 #include <regex>
 #include <thread>
 
+#include "selftests/lib/require_root.h"
+
 #ifndef FAULTCTL_PATH
 #error "FAULTCTL_PATH must name the faultctl binary (set by CMake)"
 #endif
@@ -55,17 +57,18 @@ nlohmann::json last_json(const std::string& text) {
 }
 
 void E2eTest::SetUp() {
-  if (::geteuid() != 0) {
-    GTEST_SKIP() << "\n*** SKIPPED: the e2e suite needs root (it creates network namespaces, loads BPF programs "
-                    "and changes qdiscs). Run it as root: sudo ctest -R '^e2e\\.' ***";
-  }
+  FL_REQUIRE_ROOT("network namespaces, BPF programs and qdiscs");
   ASSERT_EQ(::access(FAULTCTL_PATH, X_OK), 0) << "faultctl not built at " << FAULTCTL_PATH;
   ASSERT_EQ(::access(TESTHOST_PATH, X_OK), 0) << "fl-testhost not built at " << TESTHOST_PATH;
   const std::string pid = std::to_string(::getpid());
   bpffs_root_ = "/sys/fs/bpf/fltest-e2e-" + pid;
   ASSERT_TRUE(files_under(bpffs_root_).empty()) << bpffs_root_ << " already has pins from someone else";
   try {
-    net_ = std::make_unique<TestNet>("fle2e-" + pid);
+    // IPv6 off: no router solicitations or MLD reports mixed into what a test counts.
+    net_ = std::make_unique<fltest::NetnsPair>(
+        "fle2e-" + pid, fltest::VethEnd{kDevA, {std::string(kAddrA) + "/24"}},
+        fltest::VethEnd{kDevB, {std::string(kAddrB) + "/24", std::string(kAddrB2) + "/24"}},
+        fltest::NetnsOptions{.ipv6 = false});
   } catch (const std::exception& e) {
     FAIL() << e.what();
   }
@@ -90,44 +93,42 @@ void E2eTest::TearDown() {
 }
 
 std::vector<NetfaultProg> E2eTest::our_programs() const {
-  return netfault_programs_in({TestNet::inode(net_->a()), TestNet::inode(net_->b())});
+  return netfault_programs_in({fltest::Netns::inode_of(net_->a()), fltest::Netns::inode_of(net_->b())});
 }
 
 void E2eTest::expect_nothing_left(const std::string& when) {
-  const uint64_t deadline = now_ns() + 3'000'000'000ULL;
+  const uint64_t deadline = monotonic_ns() + 3'000'000'000ULL;
   std::vector<std::string> pins;
   std::vector<NetfaultProg> progs;
   bool clsact_a = false, clsact_b = false;
   for (;;) {
     pins = files_under(bpffs_root_);
     progs = our_programs();
-    clsact_a = has_clsact(net_->a(), TestNet::kDevA);
-    clsact_b = has_clsact(net_->b(), TestNet::kDevB);
-    if ((pins.empty() && progs.empty() && !clsact_a && !clsact_b) || now_ns() > deadline) break;
+    clsact_a = has_clsact(net_->a(), kDevA);
+    clsact_b = has_clsact(net_->b(), kDevB);
+    if ((pins.empty() && progs.empty() && !clsact_a && !clsact_b) || monotonic_ns() > deadline) break;
     std::this_thread::sleep_for(50ms);
   }
   EXPECT_TRUE(pins.empty()) << when << ": pins remain under " << bpffs_root_ << ":\n  " << join(pins);
   EXPECT_TRUE(progs.empty()) << when
                              << ": netfault programs of the test namespaces are still loaded: " << describe(progs);
-  EXPECT_FALSE(clsact_a) << when << ": a clsact qdisc remains on " << TestNet::kDevA << ":\n"
-                         << qdiscs(net_->a(), TestNet::kDevA);
-  EXPECT_FALSE(clsact_b) << when << ": a clsact qdisc remains on " << TestNet::kDevB << ":\n"
-                         << qdiscs(net_->b(), TestNet::kDevB);
+  EXPECT_FALSE(clsact_a) << when << ": a clsact qdisc remains on " << kDevA << ":\n" << qdiscs(net_->a(), kDevA);
+  EXPECT_FALSE(clsact_b) << when << ": a clsact qdisc remains on " << kDevB << ":\n" << qdiscs(net_->b(), kDevB);
 }
 
 CommandResult E2eTest::faultctl(const std::vector<std::string>& args, Millis timeout) const {
   std::vector<std::string> argv = {FAULTCTL_PATH};
   argv.insert(argv.end(), args.begin(), args.end());
-  return run_command(argv, faultctl_env(), timeout);
+  return run_command(argv, {.env = faultctl_env()}, timeout);
 }
 
-Process E2eTest::start_run(const std::string& kind, const std::vector<std::string>& args) const {
+ChildProcess E2eTest::start_run(const std::string& kind, const std::vector<std::string>& args) const {
   std::vector<std::string> argv = {FAULTCTL_PATH, "run", kind, "--netns", net_->a(), "--attach", attach(), "--json"};
   argv.insert(argv.end(), args.begin(), args.end());
-  return Process::spawn(argv, faultctl_env());
+  return ChildProcess::spawn(argv, {.env = faultctl_env()});
 }
 
-std::optional<nlohmann::json> E2eTest::wait_started(Process& run) {
+std::optional<nlohmann::json> E2eTest::wait_started(ChildProcess& run) {
   auto line = run.wait_line(
       [](const std::string& l) {
         auto j = nlohmann::json::parse(l, nullptr, false);
@@ -138,24 +139,24 @@ std::optional<nlohmann::json> E2eTest::wait_started(Process& run) {
     ADD_FAILURE() << "faultctl run never reported \"started\": " << run.describe();
     return std::nullopt;
   }
-  started_at_ = now_ns();
+  started_at_ = monotonic_ns();
   auto j = nlohmann::json::parse(*line);
   EXPECT_EQ(j.value("attach", ""), attach()) << *line;
-  EXPECT_TRUE(attached_via_path()) << "after \"started\", the kernel lists on " << TestNet::kDevA << ": "
-                                   << ::testing::PrintToString(attached_netfault(net_->a(), TestNet::kDevA));
+  EXPECT_TRUE(attached_via_path()) << "after \"started\", the kernel lists on " << kDevA << ": "
+                                   << ::testing::PrintToString(attached_netfault(net_->a(), kDevA));
   if (attach() == "tcx") {
-    EXPECT_FALSE(has_clsact(net_->a(), TestNet::kDevA)) << "the TCX path must not need a clsact qdisc";
+    EXPECT_FALSE(has_clsact(net_->a(), kDevA)) << "the TCX path must not need a clsact qdisc";
   }
   return j;
 }
 
 bool E2eTest::attached_via_path() const {
-  auto attached = attached_netfault(net_->a(), TestNet::kDevA);
+  auto attached = attached_netfault(net_->a(), kDevA);
   return !attached.empty() && std::all_of(attached.begin(), attached.end(),
                                           [&](const std::string& a) { return a.rfind(attach() + " ", 0) == 0; });
 }
 
-std::optional<nlohmann::json> E2eTest::ended_event(const Process& run) {
+std::optional<nlohmann::json> E2eTest::ended_event(ChildProcess& run) {
   size_t start = 0;
   const std::string& out = run.out();
   while (start < out.size()) {
@@ -172,7 +173,7 @@ std::optional<nlohmann::json> E2eTest::ended_event(const Process& run) {
 void E2eTest::start_server(const std::vector<std::string>& args, bool on_b) {
   std::vector<std::string> argv = {TESTHOST_PATH, "--netns", on_b ? net_->b() : net_->a()};
   argv.insert(argv.end(), args.begin(), args.end());
-  Process p = Process::spawn(argv);
+  ChildProcess p = ChildProcess::spawn(argv);
   if (!p.wait_line_starting("ready", 5s)) {
     ADD_FAILURE() << "fl-testhost server did not become ready: " << p.describe();
     return;
@@ -180,16 +181,16 @@ void E2eTest::start_server(const std::vector<std::string>& args, bool on_b) {
   servers_.push_back(std::move(p));
 }
 
-Process E2eTest::spawn_testhost_on_a(const std::vector<std::string>& args) const {
+ChildProcess E2eTest::spawn_testhost_on_a(const std::vector<std::string>& args) const {
   std::vector<std::string> argv = {TESTHOST_PATH, "--netns", net_->a()};
   argv.insert(argv.end(), args.begin(), args.end());
-  return Process::spawn(argv);
+  return ChildProcess::spawn(argv);
 }
 
-Process E2eTest::spawn_testhost_on_b(const std::vector<std::string>& args) const {
+ChildProcess E2eTest::spawn_testhost_on_b(const std::vector<std::string>& args) const {
   std::vector<std::string> argv = {TESTHOST_PATH, "--netns", net_->b()};
   argv.insert(argv.end(), args.begin(), args.end());
-  return Process::spawn(argv);
+  return ChildProcess::spawn(argv);
 }
 
 CommandResult E2eTest::testhost_on_a(const std::vector<std::string>& args, Millis timeout) const {

@@ -12,11 +12,29 @@
 #include <vector>
 
 #include "kernel_state.h"
-#include "process.h"
-#include "test_net.h"
+#include "selftests/lib/child_process.h"
+#include "selftests/lib/clock.h"
+#include "selftests/lib/netns_pair.h"
 #include "udp_probe.h"
 
 namespace fle2e {
+
+using fltest::ChildProcess;
+using fltest::CommandResult;
+using fltest::ExitStatus;
+using fltest::Millis;
+using fltest::monotonic_ns;
+using fltest::run_command;
+using namespace std::chrono_literals;
+
+// The test hosts: network namespaces a (the client, where faults are applied)
+// and b (the servers), joined by a veth pair, with addresses from the
+// benchmarking range 198.18.0.0/15 that exist only inside them.
+constexpr const char* kAddrA = "198.18.0.1";
+constexpr const char* kAddrB = "198.18.0.2";
+constexpr const char* kAddrB2 = "198.18.0.3";  // b's neighbour address, never targeted
+constexpr const char* kDevA = "fla";
+constexpr const char* kDevB = "flb";
 
 constexpr uint16_t kHttpPort = 8080;
 constexpr uint16_t kEchoPort = 7007;
@@ -30,7 +48,7 @@ class E2eTest : public ::testing::TestWithParam<std::string> {
   void TearDown() override;
 
   [[nodiscard]] const std::string& attach() const { return GetParam(); }
-  [[nodiscard]] TestNet& net() { return *net_; }
+  [[nodiscard]] const fltest::NetnsPair& net() const { return *net_; }
   [[nodiscard]] const std::string& bpffs_root() const { return bpffs_root_; }
   // FAULTLINE_BPFFS_ROOT=<our root>: in the environment of every faultctl we start.
   [[nodiscard]] std::vector<std::string> faultctl_env() const { return {"FAULTLINE_BPFFS_ROOT=" + bpffs_root_}; }
@@ -38,20 +56,20 @@ class E2eTest : public ::testing::TestWithParam<std::string> {
   // faultctl ARGS..., to completion.
   [[nodiscard]] CommandResult faultctl(const std::vector<std::string>& args, Millis timeout = 20s) const;
   // `faultctl run KIND --netns <a> --attach <param> --json ARGS...`, in the background.
-  [[nodiscard]] Process start_run(const std::string& kind, const std::vector<std::string>& args) const;
+  [[nodiscard]] ChildProcess start_run(const std::string& kind, const std::vector<std::string>& args) const;
   // Waits for the run's "started" event; nothing (and a test failure) if it never comes.
   // Also checks the kernel: a program of ours is attached to host a's device
   // through the attach path under test (and, for TCX, no clsact was needed).
-  [[nodiscard]] std::optional<nlohmann::json> wait_started(Process& run);
+  [[nodiscard]] std::optional<nlohmann::json> wait_started(ChildProcess& run);
   // The run's "ended" event after it exits (nothing if absent).
-  [[nodiscard]] static std::optional<nlohmann::json> ended_event(const Process& run);
+  [[nodiscard]] static std::optional<nlohmann::json> ended_event(ChildProcess& run);
 
   // An fl-testhost server on host b (or a), kept until TearDown; waits for "ready".
   void start_server(const std::vector<std::string>& args, bool on_b = true);
   // An fl-testhost client run on host a, to completion.
   [[nodiscard]] CommandResult testhost_on_a(const std::vector<std::string>& args, Millis timeout = 20s) const;
-  [[nodiscard]] Process spawn_testhost_on_a(const std::vector<std::string>& args) const;
-  [[nodiscard]] Process spawn_testhost_on_b(const std::vector<std::string>& args) const;
+  [[nodiscard]] ChildProcess spawn_testhost_on_a(const std::vector<std::string>& args) const;
+  [[nodiscard]] ChildProcess spawn_testhost_on_b(const std::vector<std::string>& args) const;
   // ping from host a; returns the percentage of echoes lost (-1 if ping printed no summary).
   [[nodiscard]] double ping_loss(const std::string& addr, int count, const std::string& interval) const;
 
@@ -66,9 +84,9 @@ class E2eTest : public ::testing::TestWithParam<std::string> {
   [[nodiscard]] uint64_t started_at() const { return started_at_; }
 
  private:
-  std::unique_ptr<TestNet> net_;
+  std::unique_ptr<fltest::NetnsPair> net_;
   std::string bpffs_root_;
-  std::vector<Process> servers_;
+  std::vector<ChildProcess> servers_;
   uint64_t started_at_ = 0;
 };
 

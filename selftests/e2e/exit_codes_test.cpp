@@ -9,7 +9,7 @@ namespace {
 class ExitCodes : public E2eTest {};
 
 TEST_P(ExitCodes, BadInputExitsTwoAndAttachesNothing) {
-  const std::string b = TestNet::kAddrB;
+  const std::string b = kAddrB;
   const std::string a = net().a();
   struct Case {
     std::vector<std::string> args;
@@ -41,17 +41,17 @@ TEST_P(ExitCodes, BadInputExitsTwoAndAttachesNothing) {
 }
 
 TEST_P(ExitCodes, GuardrailBreachExitsSevenAndEndsTheFault) {
-  const std::string b = TestNet::kAddrB;
+  const std::string b = kAddrB;
   start_server({"http-server", std::to_string(kHttpPort)});
   const std::string url = std::string("http://") + b + ":" + std::to_string(kHttpPort) + "/health";
-  const uint64_t spawned = now_ns();
-  Process run = start_run("partition", {"--target", b, "--duration", "20s", "--health-url", url, "--interval", "300ms",
-                                        "--health-max-latency", "300ms"});
+  const uint64_t spawned = monotonic_ns();
+  ChildProcess run = start_run("partition", {"--target", b, "--duration", "20s", "--health-url", url, "--interval",
+                                             "300ms", "--health-max-latency", "300ms"});
   ASSERT_TRUE(wait_started(run));
   auto st = run.wait(10s);
   ASSERT_TRUE(st) << "the guardrail never tripped: " << run.describe();
   EXPECT_TRUE(st->is(7)) << run.describe();
-  const double took_s = static_cast<double>(now_ns() - spawned) / 1e9;
+  const double took_s = static_cast<double>(monotonic_ns() - spawned) / 1e9;
   EXPECT_LT(took_s, 8) << "one interval plus one probe timeout should suffice (the fault lasts 20 s)";
   auto ended = ended_event(run);
   ASSERT_TRUE(ended) << run.describe();
@@ -65,9 +65,9 @@ TEST_P(ExitCodes, GuardrailBreachExitsSevenAndEndsTheFault) {
 TEST_P(ExitCodes, HealthyGuardedRunExitsZero) {
   // The fault cuts the neighbour address; the guarded service stays healthy.
   start_server({"http-server", std::to_string(kHttpPort)});
-  const std::string url = std::string("http://") + TestNet::kAddrB + ":" + std::to_string(kHttpPort) + "/";
-  Process run = start_run(
-      "partition", {"--target", TestNet::kAddrB2, "--duration", "2s", "--health-url", url, "--interval", "300ms"});
+  const std::string url = std::string("http://") + kAddrB + ":" + std::to_string(kHttpPort) + "/";
+  ChildProcess run =
+      start_run("partition", {"--target", kAddrB2, "--duration", "2s", "--health-url", url, "--interval", "300ms"});
   ASSERT_TRUE(wait_started(run));
   auto st = run.wait(10s);
   ASSERT_TRUE(st) << run.describe();
@@ -79,13 +79,13 @@ TEST_P(ExitCodes, HealthyGuardedRunExitsZero) {
 }
 
 TEST_P(ExitCodes, DryRunChangesNothing) {
-  const std::string b = TestNet::kAddrB;
+  const std::string b = kAddrB;
   start_server({"udp-echo", std::to_string(kEchoPort)});
   auto r = faultctl({"run", "partition", "--target", b, "--duration", "30s", "--netns", net().a(), "--attach", attach(),
                      "--dry-run"});
   ASSERT_TRUE(r.status.is(0)) << r.describe();
   EXPECT_NE(r.out.find("nothing was changed"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find(TestNet::kDevA), std::string::npos) << "the plan names the device: " << r.out;
+  EXPECT_NE(r.out.find(kDevA), std::string::npos) << "the plan names the device: " << r.out;
   auto j = faultctl({"run", "partition", "--target", b, "--duration", "30s", "--netns", net().a(), "--attach", attach(),
                      "--dry-run", "--json"});
   ASSERT_TRUE(j.status.is(0)) << j.describe();
@@ -94,7 +94,7 @@ TEST_P(ExitCodes, DryRunChangesNothing) {
   EXPECT_EQ(plan["kind"], "partition") << j.out;
   EXPECT_TRUE(files_under(bpffs_root()).empty()) << "a dry run must not pin anything";
   EXPECT_TRUE(our_programs().empty()) << describe(our_programs());
-  EXPECT_FALSE(has_clsact(net().a(), TestNet::kDevA)) << qdiscs(net().a(), TestNet::kDevA);
+  EXPECT_FALSE(has_clsact(net().a(), kDevA)) << qdiscs(net().a(), kDevA);
   UdpProbe probe(net().a(), b, kEchoPort);
   EXPECT_TRUE(probe.reachable(500ms)) << "traffic must be untouched by a dry run";
 }

@@ -16,9 +16,13 @@
 #include <thread>
 
 #include "faultline/abi.h"
-#include "process.h"
+#include "selftests/lib/child_process.h"
 
 namespace fle2e {
+
+using fltest::run_command;
+using namespace std::chrono_literals;
+
 namespace {
 
 // The namespace inode a netfault program was loaded for: its .rodata holds

@@ -32,7 +32,7 @@ struct NetfaultProg {
 [[nodiscard]] std::vector<std::string> attached_netfault(const std::string& netns, const std::string& dev);
 
 // expires_ns (CLOCK_BOOTTIME) of a fault slot, read from the pinned fl_faults map,
-// converted to CLOCK_MONOTONIC so it compares with now_ns().
+// converted to CLOCK_MONOTONIC so it compares with monotonic_ns().
 [[nodiscard]] std::optional<uint64_t> fault_expiry_mono(const std::string& bpffs_root, uint32_t slot);
 
 // `tc qdisc show dev DEV` inside the namespace, and whether it lists a clsact.

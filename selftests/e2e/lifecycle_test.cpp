@@ -20,8 +20,8 @@ class Lifecycle : public E2eTest {
 };
 
 TEST_P(Lifecycle, StatusFromAnotherProcessShowsTheFaultAndItsCounters) {
-  const std::string b = TestNet::kAddrB;
-  Process run = start_run("loss", {"--target", b, "--percent", "50", "--duration", "3s"});
+  const std::string b = kAddrB;
+  ChildProcess run = start_run("loss", {"--target", b, "--percent", "50", "--duration", "3s"});
   auto started = wait_started(run);
   ASSERT_TRUE(started);
   const double loss = ping_loss(b, 40, "0.01");
@@ -63,11 +63,11 @@ TEST_P(Lifecycle, StatusFromAnotherProcessShowsTheFaultAndItsCounters) {
 
 // kill -9 leaves no userspace at all; the kernel still ends the fault at expires_ns.
 TEST_P(Lifecycle, KillNineMidRunAndTheKernelStillEndsTheFaultOnTime) {
-  const std::string b = TestNet::kAddrB;
+  const std::string b = kAddrB;
   UdpProbe probe(net().a(), b, kEchoPort);
   ASSERT_TRUE(probe.reachable(1s)) << "no baseline";
 
-  Process run = start_run("partition", {"--target", b, "--duration", "3s"});
+  ChildProcess run = start_run("partition", {"--target", b, "--duration", "3s"});
   auto started = wait_started(run);
   ASSERT_TRUE(started);
   // The exact instant the kernel will stop applying the fault, from the pinned entry.
@@ -101,21 +101,22 @@ TEST_P(Lifecycle, KillNineMidRunAndTheKernelStillEndsTheFaultOnTime) {
 }
 
 TEST_P(Lifecycle, AbortByIdEndsTheFaultAtOnce) {
-  const std::string b = TestNet::kAddrB;
+  const std::string b = kAddrB;
   UdpProbe probe(net().a(), b, kEchoPort);
-  Process run = start_run("partition", {"--target", b, "--duration", "30s"});
+  ChildProcess run = start_run("partition", {"--target", b, "--duration", "30s"});
   auto started = wait_started(run);
   ASSERT_TRUE(started);
   ASSERT_FALSE(probe.reachable(200ms)) << "the partition is not in effect";
 
-  const uint64_t spawned = now_ns();
-  Process abort = Process::spawn({FAULTCTL_PATH, "abort", std::to_string((*started)["id"].get<int>())}, faultctl_env());
+  const uint64_t spawned = monotonic_ns();
+  ChildProcess abort = ChildProcess::spawn({FAULTCTL_PATH, "abort", std::to_string((*started)["id"].get<int>())},
+                                           {.env = faultctl_env()});
   uint64_t abort_exited = 0;
   auto recovered = probe.first_answer(spawned + 5'000'000'000ULL, 1ms, [&] {
-    if (abort_exited == 0 && abort.poll_exit()) abort_exited = now_ns();
+    if (abort_exited == 0 && abort.poll_exit()) abort_exited = monotonic_ns();
   });
   auto ast = abort.wait(10s);
-  if (abort_exited == 0) abort_exited = now_ns();
+  if (abort_exited == 0) abort_exited = monotonic_ns();
   ASSERT_TRUE(ast && ast->is(0)) << abort.describe();
   ASSERT_TRUE(recovered) << "traffic did not recover after faultctl abort";
   std::printf("[ measure  ] abort ID (%s): recovered %.1f ms after faultctl abort started, %.1f ms after it exited\n",
@@ -132,27 +133,27 @@ TEST_P(Lifecycle, AbortByIdEndsTheFaultAtOnce) {
 }
 
 TEST_P(Lifecycle, AbortAllEndsEveryFaultAtOnce) {
-  const std::string b = TestNet::kAddrB, b2 = TestNet::kAddrB2;
+  const std::string b = kAddrB, b2 = kAddrB2;
   UdpProbe probe_b(net().a(), b, kEchoPort);
   UdpProbe probe_b2(net().a(), b2, kEchoPort);
   ASSERT_TRUE(probe_b.reachable(1s) && probe_b2.reachable(1s)) << "no baseline";
-  Process run1 = start_run("partition", {"--target", b, "--duration", "30s"});
+  ChildProcess run1 = start_run("partition", {"--target", b, "--duration", "30s"});
   ASSERT_TRUE(wait_started(run1));
-  Process run2 = start_run("flowdrop", {"--target", b2, "--duration", "30s"});
+  ChildProcess run2 = start_run("flowdrop", {"--target", b2, "--duration", "30s"});
   ASSERT_TRUE(wait_started(run2));
   ASSERT_FALSE(probe_b.reachable(200ms));
   ASSERT_FALSE(probe_b2.reachable(200ms));
 
-  const uint64_t spawned = now_ns();
-  Process abort = Process::spawn({FAULTCTL_PATH, "abort", "--all"}, faultctl_env());
+  const uint64_t spawned = monotonic_ns();
+  ChildProcess abort = ChildProcess::spawn({FAULTCTL_PATH, "abort", "--all"}, {.env = faultctl_env()});
   uint64_t abort_exited = 0;
   auto tick = [&] {
-    if (abort_exited == 0 && abort.poll_exit()) abort_exited = now_ns();
+    if (abort_exited == 0 && abort.poll_exit()) abort_exited = monotonic_ns();
   };
   auto rec_b = probe_b.first_answer(spawned + 5'000'000'000ULL, 1ms, tick);
   auto rec_b2 = probe_b2.first_answer(spawned + 5'000'000'000ULL, 1ms, tick);
   auto ast = abort.wait(10s);
-  if (abort_exited == 0) abort_exited = now_ns();
+  if (abort_exited == 0) abort_exited = monotonic_ns();
   ASSERT_TRUE(ast && ast->is(0)) << abort.describe();
   ASSERT_TRUE(rec_b) << "traffic to " << b << " did not recover after abort --all";
   ASSERT_TRUE(rec_b2) << "traffic to " << b2 << " did not recover after abort --all";
@@ -162,7 +163,7 @@ TEST_P(Lifecycle, AbortAllEndsEveryFaultAtOnce) {
   EXPECT_LE(ms_between(abort_exited, *rec_b), 100);
   EXPECT_LE(ms_between(spawned, *rec_b), 1000);
 
-  for (Process* run : {&run1, &run2}) {
+  for (ChildProcess* run : {&run1, &run2}) {
     auto st = run->wait(5s);
     ASSERT_TRUE(st) << "faultctl run did not notice abort --all: " << run->describe();
     EXPECT_TRUE(st->is(1)) << run->describe();
@@ -171,20 +172,20 @@ TEST_P(Lifecycle, AbortAllEndsEveryFaultAtOnce) {
 }
 
 TEST_P(Lifecycle, SigtermEndsTheFaultBeforeExit) {
-  const std::string b = TestNet::kAddrB;
+  const std::string b = kAddrB;
   UdpProbe probe(net().a(), b, kEchoPort);
-  Process run = start_run("partition", {"--target", b, "--duration", "30s"});
+  ChildProcess run = start_run("partition", {"--target", b, "--duration", "30s"});
   ASSERT_TRUE(wait_started(run));
   ASSERT_FALSE(probe.reachable(200ms));
 
-  const uint64_t signalled = now_ns();
+  const uint64_t signalled = monotonic_ns();
   run.signal(SIGTERM);
   uint64_t exited = 0;
   auto recovered = probe.first_answer(signalled + 5'000'000'000ULL, 1ms, [&] {
-    if (exited == 0 && run.poll_exit()) exited = now_ns();
+    if (exited == 0 && run.poll_exit()) exited = monotonic_ns();
   });
   auto st = run.wait(5s);
-  if (exited == 0) exited = now_ns();
+  if (exited == 0) exited = monotonic_ns();
   ASSERT_TRUE(st) << run.describe();
   EXPECT_TRUE(st->is(1)) << "SIGTERM is handled (interrupted, exit 1), not fatal: " << run.describe();
   ASSERT_TRUE(recovered) << "traffic did not recover after SIGTERM";

@@ -8,13 +8,13 @@ namespace {
 class Partition : public E2eTest {};
 
 TEST_P(Partition, BothDirectionsCutOnlyTheTarget) {
-  const std::string b = TestNet::kAddrB, b2 = TestNet::kAddrB2;
+  const std::string b = kAddrB, b2 = kAddrB2;
   start_server({"http-server", std::to_string(kHttpPort)});
   start_server({"udp-echo", std::to_string(kEchoPort)});
   UdpProbe probe_b(net().a(), b, kEchoPort);
   ASSERT_TRUE(probe_b.reachable(1s)) << "no baseline: udp-echo on " << b << " does not answer";
 
-  Process run = start_run("partition", {"--target", b, "--direction", "both", "--duration", "3s"});
+  ChildProcess run = start_run("partition", {"--target", b, "--direction", "both", "--duration", "3s"});
   ASSERT_TRUE(wait_started(run));
   EXPECT_EQ(ping_loss(b, 20, "0.01"), 100) << "ping to the partitioned address";
   auto tcp = testhost_on_a({"tcp-connect", b, std::to_string(kHttpPort), "--timeout-ms", "500"});
@@ -38,13 +38,14 @@ TEST_P(Partition, BothDirectionsCutOnlyTheTarget) {
 
 // Ingress only: requests reach host b (its sink counts them), every answer dies on the way back.
 TEST_P(Partition, IngressOnlyLetsRequestsOutAndDropsReplies) {
-  const std::string b = TestNet::kAddrB;
-  Process sink = spawn_testhost_on_b({"udp-sink", std::to_string(kSinkPort), "--expect-payload", "--timeout", "20"});
+  const std::string b = kAddrB;
+  ChildProcess sink =
+      spawn_testhost_on_b({"udp-sink", std::to_string(kSinkPort), "--expect-payload", "--timeout", "20"});
   ASSERT_TRUE(sink.wait_line_starting("ready", 5s)) << sink.describe();
 
   // Long enough that the sends and the pings all fall inside it on a loaded
   // machine (at 2 s a slow start once let the fault end mid-ping).
-  Process run = start_run("partition", {"--target", b, "--direction", "ingress", "--duration", "5s"});
+  ChildProcess run = start_run("partition", {"--target", b, "--direction", "ingress", "--duration", "5s"});
   ASSERT_TRUE(wait_started(run));
   auto udp = testhost_on_a({"udp-send", b, std::to_string(kSinkPort), "--count", "200", "--rate", "1000"});
   ASSERT_TRUE(udp.status.is(0)) << udp.describe();
@@ -64,10 +65,10 @@ TEST_P(Partition, IngressOnlyLetsRequestsOutAndDropsReplies) {
 class Flowdrop : public E2eTest {};
 
 TEST_P(Flowdrop, DropsOneAddressWhileTheNeighbourStillAnswers) {
-  const std::string b = TestNet::kAddrB, b2 = TestNet::kAddrB2;
+  const std::string b = kAddrB, b2 = kAddrB2;
   start_server({"http-server", std::to_string(kHttpPort)});
 
-  Process run = start_run("flowdrop", {"--target", b, "--duration", "3s"});
+  ChildProcess run = start_run("flowdrop", {"--target", b, "--duration", "3s"});
   ASSERT_TRUE(wait_started(run));
   EXPECT_EQ(ping_loss(b, 20, "0.01"), 100) << "ping to the dropped address " << b;
   EXPECT_EQ(ping_loss(b2, 20, "0.01"), 0) << "ping to the neighbour " << b2 << " on the same host";

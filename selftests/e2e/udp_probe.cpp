@@ -65,19 +65,19 @@ std::optional<uint64_t> UdpProbe::first_answer(uint64_t deadline_ns, Millis ever
   // delays this thread around the call.
   const uint64_t first = next_seq_;
   const uint64_t gap = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(every).count());
-  uint64_t next = now_ns();
+  uint64_t next = monotonic_ns();
   for (;;) {
-    uint64_t now = now_ns();
+    uint64_t now = monotonic_ns();
     if (now >= next) {
       if (now >= deadline_ns) return std::nullopt;
       uint64_t msg[2] = {next_seq_++, kMagic};
       (void)::send(fd_, msg, sizeof(msg), MSG_DONTWAIT);  // ENOBUFS would be a visible local drop: keep probing
-      sent_at_.push_back(now_ns());
+      sent_at_.push_back(monotonic_ns());
       next = now + gap;
     }
     if (on_tick) on_tick();
     pollfd p{fd_, POLLIN, 0};
-    uint64_t t = now_ns();
+    uint64_t t = monotonic_ns();
     uint64_t wait = next > t ? next - t : 0;
     timespec ts{static_cast<time_t>(wait / 1'000'000'000ULL), static_cast<long>(wait % 1'000'000'000ULL)};
     if (::ppoll(&p, 1, &ts, nullptr) != 1) continue;
@@ -90,7 +90,7 @@ std::optional<uint64_t> UdpProbe::first_answer(uint64_t deadline_ns, Millis ever
 
 bool UdpProbe::reachable(Millis window) {
   const uint64_t deadline =
-      now_ns() + static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(window).count());
+      monotonic_ns() + static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(window).count());
   return first_answer(deadline, 2ms).has_value();
 }
 

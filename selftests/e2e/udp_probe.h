@@ -8,9 +8,14 @@
 #include <string>
 #include <vector>
 
-#include "process.h"
+#include "selftests/lib/child_process.h"
+#include "selftests/lib/clock.h"
 
 namespace fle2e {
+
+using fltest::Millis;
+using fltest::monotonic_ns;
+using namespace std::chrono_literals;
 
 // A socket of the given type, created by a helper thread that entered the namespace
 // (a socket stays in the namespace it was made in). -1 with errno on failure.

@@ -18,17 +18,17 @@ TEST_P(Uninstall, LeavesNoProgramPinOrQdiscBehind) {
     GTEST_SKIP() << "\n*** SKIPPED: another Faultline state is live on this machine (" << describe(foreign)
                  << "); `faultctl uninstall` would remove it too. Run again when it is gone. ***";
   }
-  const std::string b = TestNet::kAddrB;
+  const std::string b = kAddrB;
   start_server({"udp-echo", std::to_string(kEchoPort)});
   UdpProbe probe(net().a(), b, kEchoPort);
-  Process run = start_run("partition", {"--target", b, "--direction", "both", "--duration", "60s"});
+  ChildProcess run = start_run("partition", {"--target", b, "--direction", "both", "--duration", "60s"});
   ASSERT_TRUE(wait_started(run));
   ASSERT_FALSE(probe.reachable(200ms)) << "the partition is not in effect";
   run.signal(SIGKILL);
   ASSERT_TRUE(run.wait(2s));
   ASSERT_FALSE(our_programs().empty()) << "the crashed run's programs should still be attached";
   if (attach() == "tc") {
-    ASSERT_TRUE(has_clsact(net().a(), TestNet::kDevA)) << qdiscs(net().a(), TestNet::kDevA);
+    ASSERT_TRUE(has_clsact(net().a(), kDevA)) << qdiscs(net().a(), kDevA);
   }
 
   auto r = faultctl({"uninstall"});
@@ -49,7 +49,7 @@ TEST_P(Uninstall, LeavesNoProgramPinOrQdiscBehind) {
   EXPECT_EQ(bpftool.out.find("name fl_egress"), std::string::npos) << bpftool.out;
   EXPECT_EQ(bpftool.out.find("name fl_ingress"), std::string::npos) << bpftool.out;
   EXPECT_TRUE(files_under(bpffs_root()).empty()) << "pins remain under " << bpffs_root();
-  for (const auto& [ns, dev] : {std::pair{net().a(), TestNet::kDevA}, std::pair{net().b(), TestNet::kDevB}}) {
+  for (const auto& [ns, dev] : {std::pair{net().a(), kDevA}, std::pair{net().b(), kDevB}}) {
     EXPECT_FALSE(has_clsact(ns, dev)) << qdiscs(ns, dev);
     for (const char* dir : {"ingress", "egress"}) {
       auto f = run_command({"ip", "netns", "exec", ns, "tc", "filter", "show", "dev", dev, dir});

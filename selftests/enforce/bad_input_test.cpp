@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "enforce_env.h"
+#include "selftests/lib/require_root.h"
 
 namespace flenf {
 namespace {
@@ -25,12 +26,12 @@ class BadInputs : public EnforceTest, public ::testing::WithParamInterface<BadIn
 
 TEST_P(BadInputs, OneLineNamingTheFlagExitTwoNothingCreated) {
   const BadInput& b = GetParam();
-  if (b.root) FLENF_REQUIRE_ROOT();
+  if (b.root) FL_REQUIRE_ROOT("cgroups and BPF programs");
   const std::string marker = "/tmp/" + unique_name("ran");
   std::vector<std::string> argv = {kFaultctl};
   for (const auto& a : b.args) argv.push_back(a == "MARK" ? marker : a);
-  Outcome r = run(argv, 20s);
-  EXPECT_TRUE(r.exit.is(2)) << r.describe();
+  CommandResult r = run(argv, 20s);
+  EXPECT_TRUE(r.status.is(2)) << r.describe();
   EXPECT_EQ(r.out, "") << r.describe();
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "expected exactly one line\n" << r.describe();
   EXPECT_TRUE(!r.err.empty() && r.err.back() == '\n') << r.describe();

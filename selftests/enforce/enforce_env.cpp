@@ -1,4 +1,4 @@
-// Child processes, namespaces, cgroups and loopback peers for the enforcement tests.
+// faultctl children, unique names, fl_probe results and loopback peers for the enforcement tests.
 #include "enforce_env.h"
 
 #include <arpa/inet.h>
@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "loader/bpffs.h"
+#include "selftests/lib/require_root.h"
 
 namespace flenf {
 namespace {
@@ -31,183 +32,17 @@ std::set<pid_t>& faultctl_pids() {
   return pids;
 }
 
-uint64_t mono_ms() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1'000'000;
-}
-
-Exit decode(int status) {
-  Exit e;
-  if (WIFEXITED(status)) {
-    e.exited = true;
-    e.code = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
-    e.sig = WTERMSIG(status);
-  }
-  return e;
-}
-
 }  // namespace
 
-std::string Exit::str() const {
-  return exited ? "exit " + std::to_string(code) : sig ? "killed by signal " + std::to_string(sig) : "not ended";
-}
-
-Child Child::spawn(const std::vector<std::string>& argv, const SpawnOptions& o) {
-  int out[2], err[2], in[2] = {-1, -1};
-  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
-  if (o.stdin_pipe && ::pipe2(in, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
-  // Prepared before fork: the child only makes async-signal-safe calls.
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  std::string procs = o.cgroup.empty() ? "" : o.cgroup + "/cgroup.procs";
-  pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error("fork");
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (!procs.empty()) {
-      int fd = ::open(procs.c_str(), O_WRONLY | O_CLOEXEC);
-      if (fd < 0 || ::write(fd, "0", 1) != 1) _exit(126);
-      ::close(fd);
-    }
-    ::dup2(out[1], STDOUT_FILENO);
-    ::dup2(err[1], STDERR_FILENO);
-    if (in[0] >= 0) {
-      ::dup2(in[0], STDIN_FILENO);
-    } else {
-      int null = ::open("/dev/null", O_RDONLY);
-      ::dup2(null, STDIN_FILENO);
-    }
-    ::execvp(args[0], args.data());
-    _exit(127);
-  }
-  ::close(out[1]);
-  ::close(err[1]);
-  if (in[0] >= 0) ::close(in[0]);
-  if (argv[0] == kFaultctl) faultctl_pids().insert(pid);
-  Child c;
-  c.pid_ = pid;
-  c.out_fd_ = out[0];
-  c.err_fd_ = err[0];
-  c.in_fd_ = in[1];
-  for (const auto& a : argv) c.cmdline_ += (c.cmdline_.empty() ? "" : " ") + a;
+ChildProcess spawn(const std::vector<std::string>& argv, SpawnOptions o) {
+  if (o.stop_grace == 0ms) o.stop_grace = 3000ms;
+  ChildProcess c = ChildProcess::spawn(argv, o);
+  if (argv[0] == kFaultctl) faultctl_pids().insert(c.pid());
   return c;
 }
 
-Child::Child(Child&& o) noexcept
-    : pid_(o.pid_), out_fd_(o.out_fd_), err_fd_(o.err_fd_), in_fd_(o.in_fd_), cmdline_(std::move(o.cmdline_)),
-      out_(std::move(o.out_)), err_(std::move(o.err_)), exit_(o.exit_) {
-  o.pid_ = -1;
-  o.out_fd_ = o.err_fd_ = o.in_fd_ = -1;
-}
-
-Child::~Child() {
-  stop();
-  for (int fd : {out_fd_, err_fd_, in_fd_}) {
-    if (fd >= 0) ::close(fd);
-  }
-}
-
-void Child::pump(int timeout_ms) {
-  pollfd p[2] = {{out_fd_, POLLIN, 0}, {err_fd_, POLLIN, 0}};
-  int n = ::poll(p, 2, timeout_ms);
-  if (n <= 0) return;
-  char buf[8192];
-  for (int i = 0; i < 2; ++i) {
-    if (p[i].fd < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-    ssize_t r = ::read(p[i].fd, buf, sizeof(buf));
-    if (r > 0) {
-      (i == 0 ? out_ : err_).append(buf, static_cast<size_t>(r));
-    } else {
-      ::close(p[i].fd);
-      (i == 0 ? out_fd_ : err_fd_) = -1;
-    }
-  }
-}
-
-bool Child::wait_for(const std::string& needle, Millis timeout, bool from_err) {
-  const uint64_t end = mono_ms() + static_cast<uint64_t>(timeout.count());
-  for (;;) {
-    if ((from_err ? err_ : out_).find(needle) != std::string::npos) return true;
-    if (out_fd_ < 0 && err_fd_ < 0) return false;
-    uint64_t now = mono_ms();
-    if (now >= end) return false;
-    pump(static_cast<int>(std::min<uint64_t>(end - now, 100)));
-  }
-}
-
-bool Child::wait_for_either(const std::string& needle, Millis timeout) {
-  const uint64_t end = mono_ms() + static_cast<uint64_t>(timeout.count());
-  for (;;) {
-    if (out_.find(needle) != std::string::npos || err_.find(needle) != std::string::npos) return true;
-    if (out_fd_ < 0 && err_fd_ < 0) return false;
-    uint64_t now = mono_ms();
-    if (now >= end) return false;
-    pump(static_cast<int>(std::min<uint64_t>(end - now, 100)));
-  }
-}
-
-void Child::write_stdin(const std::string& s) {
-  if (in_fd_ >= 0) (void)!::write(in_fd_, s.data(), s.size());
-}
-
-void Child::close_stdin() {
-  if (in_fd_ >= 0) ::close(in_fd_);
-  in_fd_ = -1;
-}
-
-std::optional<Exit> Child::wait(Millis timeout) {
-  if (exit_) return exit_;
-  if (pid_ < 0) return std::nullopt;
-  const uint64_t end = mono_ms() + static_cast<uint64_t>(timeout.count());
-  for (;;) {
-    int status = 0;
-    pid_t r = ::waitpid(pid_, &status, WNOHANG);
-    if (r == pid_) {
-      exit_ = decode(status);
-      // Drain what is left in the pipes (grandchildren may still hold them: bounded).
-      const uint64_t drain_end = mono_ms() + 2000;
-      while ((out_fd_ >= 0 || err_fd_ >= 0) && mono_ms() < drain_end) pump(50);
-      return exit_;
-    }
-    if (mono_ms() >= end) return std::nullopt;
-    if (out_fd_ >= 0 || err_fd_ >= 0) pump(20);
-    else ::usleep(20'000);
-  }
-}
-
-void Child::stop() {
-  if (pid_ < 0 || exit_) return;
-  close_stdin();
-  ::kill(pid_, SIGTERM);  // faultctl forwards it to its command and cleans up
-  if (wait(3000ms)) return;
-  ::kill(pid_, SIGKILL);
-  (void)wait(3000ms);
-}
-
-std::string Child::describe() const {
-  return "`" + cmdline_ + "` (" + (exit_ ? exit_->str() : "running") + ")\n--- stdout:\n" + out_ + "--- stderr:\n" + err_;
-}
-
-std::string Outcome::describe() const {
-  return "`" + cmdline + "` (" + exit.str() + ")\n--- stdout:\n" + out + "--- stderr:\n" + err;
-}
-
-Outcome run(const std::vector<std::string>& argv, Millis timeout, const SpawnOptions& o) {
-  Child c = Child::spawn(argv, o);
-  Outcome r;
-  auto e = c.wait(timeout);
-  if (!e) {
-    ::kill(c.pid(), SIGKILL);
-    e = c.wait(5000ms);
-  }
-  r.exit = e.value_or(Exit{});
-  r.out = c.out();
-  r.err = c.err();
-  for (const auto& a : argv) r.cmdline += (r.cmdline.empty() ? "" : " ") + a;
-  return r;
+CommandResult run(const std::vector<std::string>& argv, Millis timeout, SpawnOptions o) {
+  return spawn(argv, std::move(o)).finish(timeout);
 }
 
 std::string unique_name(const std::string& tag) {
@@ -215,84 +50,13 @@ std::string unique_name(const std::string& tag) {
   return "flenf" + std::to_string(::getpid() % 100000) + "x" + std::to_string(n++) + tag;
 }
 
-void ip(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {"ip"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  Outcome r = run(argv, 15s);
-  if (!r.exit.is(0)) throw std::runtime_error("ip failed: " + r.describe());
+std::string veth_addr(int subnet, char side) {
+  return "198.18." + std::to_string(subnet) + (side == 'a' ? ".1" : ".2");
 }
 
-Netns::Netns(const std::string& tag, bool local_ranges) : name_(unique_name(tag)) {
-  ip({"netns", "add", name_});
-  try {
-    ip({"-n", name_, "link", "set", "lo", "up"});
-    if (local_ranges) {
-      ip({"-n", name_, "route", "add", "local", "198.18.0.0/15", "dev", "lo"});
-      ip({"-n", name_, "-6", "route", "add", "local", "2001:2::/48", "dev", "lo"});
-    }
-  } catch (...) {
-    (void)run({"ip", "netns", "del", name_});
-    throw;
-  }
-}
-
-Netns::~Netns() { (void)run({"ip", "netns", "del", name_}); }
-
-uint32_t Netns::inode() const {
-  struct stat st {};
-  if (::stat(("/run/netns/" + name_).c_str(), &st) != 0) return 0;
-  return static_cast<uint32_t>(st.st_ino);
-}
-
-VethPair::VethPair(const Netns& a, const Netns& b, int subnet) : ns_a_(a.name()), subnet_(subnet) {
-  std::string base = "fle" + std::to_string(::getpid() % 100000) + "s" + std::to_string(subnet);
-  dev_a_ = base + "a";
-  std::string dev_b = base + "b";
-  ip({"link", "add", dev_a_, "netns", a.name(), "type", "veth", "peer", "name", dev_b, "netns", b.name()});
-  ip({"-n", a.name(), "addr", "add", addr_a() + "/24", "dev", dev_a_});
-  ip({"-n", b.name(), "addr", "add", addr_b() + "/24", "dev", dev_b});
-  ip({"-n", a.name(), "link", "set", dev_a_, "up"});
-  ip({"-n", b.name(), "link", "set", dev_b, "up"});
-}
-
-VethPair::~VethPair() { (void)run({"ip", "-n", ns_a_, "link", "del", dev_a_}); }
-
-const std::string& cgroup2_mount() {
-  static const std::string mount = [] {
-    std::ifstream in("/proc/mounts");
-    std::string dev, dir, type, rest;
-    while (in >> dev >> dir >> type && std::getline(in, rest)) {
-      if (type == "cgroup2") return dir;
-    }
-    return std::string();
-  }();
-  return mount;
-}
-
-Cgroup::Cgroup(const std::string& tag) {
-  if (cgroup2_mount().empty()) throw std::runtime_error("no cgroup v2 mount");
-  path_ = cgroup2_mount() + "/" + unique_name(tag);
-  if (::mkdir(path_.c_str(), 0755) != 0) throw std::runtime_error("mkdir " + path_ + ": " + strerror(errno));
-}
-
-Cgroup::~Cgroup() { remove_cgroup(path_); }
-
-std::string Cgroup::relative() const { return path_.substr(cgroup2_mount().size()); }
-
-std::vector<pid_t> Cgroup::procs() const {
-  std::ifstream in(path_ + "/cgroup.procs");
-  std::vector<pid_t> v;
-  for (pid_t p; in >> p;) v.push_back(p);
-  return v;
-}
-
-void remove_cgroup(const std::string& path) {
-  for (int i = 0; i < 100; ++i) {
-    if (::rmdir(path.c_str()) == 0 || errno == ENOENT) return;
-    std::ifstream in(path + "/cgroup.procs");
-    for (pid_t p; in >> p;) ::kill(p, SIGKILL);
-    ::usleep(20'000);
-  }
+VethEnd veth_end(int subnet, char side) {
+  return VethEnd{"fle" + std::to_string(::getpid() % 100000) + "s" + std::to_string(subnet) + side,
+                 {veth_addr(subnet, side) + "/24"}};
 }
 
 std::set<std::string> leftover_faultctl_cgroups() {
@@ -451,7 +215,7 @@ long TcpServer::accepted() const { return s_->accepted.load(); }
 // ---- fixture ---------------------------------------------------------------
 
 void EnforceTest::SetUp() {
-  FLENF_REQUIRE_ROOT();
+  FL_REQUIRE_ROOT("cgroups, BPF programs and network namespaces");
   if (cgroup2_mount().empty()) GTEST_SKIP() << "no cgroup v2 mount";
   forget_faultctl_pids();
   state_dir_ = "/tmp/" + unique_name("state");

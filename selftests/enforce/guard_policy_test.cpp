@@ -14,6 +14,8 @@
 namespace flenf {
 namespace {
 
+class GuardPolicyTest : public EnforceTest {};
+
 struct Probe {
   std::vector<std::string> args;  // fl_probe action
   std::string label;              // its RESULT label
@@ -37,7 +39,7 @@ struct Expect {
 };
 
 struct GuardRun {
-  Outcome guard;
+  CommandResult guard;
   std::map<std::string, Counts> inside, outside;
 };
 
@@ -51,19 +53,19 @@ GuardRun guard_and_outside(const std::vector<std::string>& flags, const Netns& n
   argv.insert(argv.end(), {"--", kProbe, "--netns", ns.name()});
   argv.insert(argv.end(), actions.begin(), actions.end());
   argv.push_back("hold");
-  Child g = Child::spawn(argv, {.stdin_pipe = true});
+  ChildProcess g = spawn(argv, {.stdin_pipe = true});
   GuardRun r;
   bool held = g.wait_for("HOLD", 20s);
   if (held) {
     std::vector<std::string> out = {kProbe, "--netns", ns.name()};
     out.insert(out.end(), actions.begin(), actions.end());
-    Outcome o = run(out, 20s);
-    EXPECT_TRUE(o.exit.is(0)) << o.describe();
+    CommandResult o = run(out, 20s);
+    EXPECT_TRUE(o.status.is(0)) << o.describe();
     r.outside = results(o.out);
   }
   g.close_stdin();
   auto e = g.wait(20s);
-  r.guard = {e.value_or(Exit{}), g.out(), g.err(), ""};
+  r.guard = {e.value_or(ExitStatus{}), g.out(), g.err(), ""};
   EXPECT_TRUE(held) << "the guarded probe never reached HOLD: " << g.describe();
   EXPECT_TRUE(e && e->is(0)) << g.describe();
   r.inside = results(g.out());
@@ -93,7 +95,7 @@ void check(const Case& c, const GuardRun& r) {
 class GuardMatrix : public EnforceTest, public ::testing::WithParamInterface<Case> {};
 
 TEST_P(GuardMatrix, InsideGetsThePolicyOutsideIsUntouched) {
-  Netns ns("m");
+  Netns ns(unique_name("m"), {.local_ranges = true});
   const Case& c = GetParam();
   GuardRun r = guard_and_outside(c.flags, ns, c.expect);
   check(c, r);
@@ -205,8 +207,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 // Same probes, same rule: monitor reports each would-be deny, enforce denies;
 // each names the rule, and the summary counts the attempts.
-TEST_F(EnforceTest, MonitorReportsWouldDenyEnforceDenies) {
-  Netns ns("mon");
+TEST_F(GuardPolicyTest, MonitorReportsWouldDenyEnforceDenies) {
+  Netns ns(unique_name("mon"), {.local_ranges = true});
   const std::vector<Expect> ex = {{tcp("198.18.0.1", "80"), ""}, {udp("198.18.0.1", "53"), ""},
                                   {sendto("198.18.0.1", "53"), ""}, {tcp("198.18.0.2", "80"), ""}};
   GuardRun mon = guard_and_outside({"--deny", "198.18.0.1"}, ns, ex);

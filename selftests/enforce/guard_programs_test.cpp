@@ -17,7 +17,7 @@
 namespace flenf {
 namespace {
 
-const std::string kPython = ::access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+class GuardTest : public EnforceTest {};
 
 // Connects (TCP) and sends (UDP) to 127.0.0.1:PORT, prints "tcp NAME" and "udp NAME"
 // where NAME is ok or the errno's symbolic name, as a Python program sees it.
@@ -51,62 +51,63 @@ bool is_dir(const std::string& p) {
   return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-TEST_F(EnforceTest, PythonSeesEpermAndTheChosenErrno) {
+TEST_F(GuardTest, PythonSeesEpermAndTheChosenErrno) {
   TcpServer server;
   const std::string script = python_client(server.port());
   const std::string deny = "127.0.0.1:" + std::to_string(server.port());
 
-  Outcome enforced = run({kFaultctl, "guard", "--enforce", "--deny", deny, "--", kPython, "-c", script});
-  EXPECT_TRUE(enforced.exit.is(0)) << enforced.describe();
+  CommandResult enforced = run({kFaultctl, "guard", "--enforce", "--deny", deny, "--", kPython, "-c", script});
+  EXPECT_TRUE(enforced.status.is(0)) << enforced.describe();
   EXPECT_NE(enforced.out.find("tcp EPERM\nudp EPERM\n"), std::string::npos) << enforced.describe();
 
-  Outcome chosen = run({kFaultctl, "guard", "--enforce", "--deny-errno", "EACCES", "--deny", deny, "--", kPython, "-c", script});
+  CommandResult chosen =
+      run({kFaultctl, "guard", "--enforce", "--deny-errno", "EACCES", "--deny", deny, "--", kPython, "-c", script});
   EXPECT_NE(chosen.out.find("tcp EACCES\nudp EACCES\n"), std::string::npos) << chosen.describe();
 
-  Outcome monitored = run({kFaultctl, "guard", "--deny", deny, "--", kPython, "-c", script});
+  CommandResult monitored = run({kFaultctl, "guard", "--deny", deny, "--", kPython, "-c", script});
   EXPECT_NE(monitored.out.find("tcp ok\nudp ok\n"), std::string::npos) << monitored.describe();
   EXPECT_NE(monitored.err.find("would-deny (--deny " + deny + ")"), std::string::npos) << monitored.describe();
 
   // Outside any guard, the same program reaches the server. Only the monitored
   // run and this one connect; the server thread accepts in its own time.
-  Outcome outside = run({kPython, "-c", script});
+  CommandResult outside = run({kPython, "-c", script});
   EXPECT_NE(outside.out.find("tcp ok\nudp ok\n"), std::string::npos) << outside.describe();
   for (int i = 0; i < 100 && server.accepted() < 2; ++i) ::usleep(20'000);
   EXPECT_EQ(server.accepted(), 2);
 }
 
-TEST_F(EnforceTest, CurlIsRefusedInsideAndServedOutsideAtTheSameTime) {
+TEST_F(GuardTest, CurlIsRefusedInsideAndServedOutsideAtTheSameTime) {
   TcpServer server(false, /*http=*/true);
   const std::string url = "http://127.0.0.1:" + std::to_string(server.port()) + "/";
   // The guarded shell runs curl, then waits on stdin: the policy is attached
   // while the curl outside runs.
-  Child g = Child::spawn({kFaultctl, "guard", "--enforce", "--deny", "127.0.0.1:" + std::to_string(server.port()), "--",
+  ChildProcess g = spawn({kFaultctl, "guard", "--enforce", "--deny", "127.0.0.1:" + std::to_string(server.port()), "--",
                           "sh", "-c", "curl -sS -v --max-time 5 " + url + "; echo curl-exit=$?; read x || true"},
                          {.stdin_pipe = true});
   ASSERT_TRUE(g.wait_for("curl-exit=", 20s)) << g.describe();
-  Outcome outside = run({"curl", "-sS", "--max-time", "5", url});
+  CommandResult outside = run({"curl", "-sS", "--max-time", "5", url});
   g.close_stdin();
   auto e = g.wait(20s);
   ASSERT_TRUE(e && e->is(0)) << g.describe();
   // curl's exit 7 is "failed to connect"; -v prints the errno text.
   EXPECT_NE(g.out().find("curl-exit=7"), std::string::npos) << g.describe();
   EXPECT_NE(g.err().find("Operation not permitted"), std::string::npos) << g.describe();
-  EXPECT_TRUE(outside.exit.is(0)) << outside.describe();
+  EXPECT_TRUE(outside.status.is(0)) << outside.describe();
   EXPECT_EQ(outside.out, "hello\n") << outside.describe();
 }
 
-TEST_F(EnforceTest, ExitCodeIsPassedThroughAndTheCgroupRemoved) {
-  Outcome r42 = run({kFaultctl, "guard", "--", "sh", "-c", "exit 42"});
-  EXPECT_TRUE(r42.exit.is(42)) << r42.describe();
-  Outcome killed = run({kFaultctl, "guard", "--enforce", "--", "sh", "-c", "kill -KILL $$"});
-  EXPECT_TRUE(killed.exit.is(128 + SIGKILL)) << killed.describe();
-  Outcome missing = run({kFaultctl, "guard", "--", "/nonexistent/flenf-command"});
-  EXPECT_TRUE(missing.exit.is(127)) << missing.describe();
+TEST_F(GuardTest, ExitCodeIsPassedThroughAndTheCgroupRemoved) {
+  CommandResult r42 = run({kFaultctl, "guard", "--", "sh", "-c", "exit 42"});
+  EXPECT_TRUE(r42.status.is(42)) << r42.describe();
+  CommandResult killed = run({kFaultctl, "guard", "--enforce", "--", "sh", "-c", "kill -KILL $$"});
+  EXPECT_TRUE(killed.status.is(128 + SIGKILL)) << killed.describe();
+  CommandResult missing = run({kFaultctl, "guard", "--", "/nonexistent/flenf-command"});
+  EXPECT_TRUE(missing.status.is(127)) << missing.describe();
   // The fixture checks after each test that no faultline-*-<pid> cgroup of ours is left.
 }
 
-TEST_F(EnforceTest, GuardCgroupHoldsTheCommandAndGoesAwayWithItsChildren) {
-  Child g = Child::spawn({kFaultctl, "guard", "--enforce", "--", "sh", "-c", "sleep 600 & " + kProbe + " hold"},
+TEST_F(GuardTest, GuardCgroupHoldsTheCommandAndGoesAwayWithItsChildren) {
+  ChildProcess g = spawn({kFaultctl, "guard", "--enforce", "--", "sh", "-c", "sleep 600 & " + kProbe + " hold"},
                          {.stdin_pipe = true});
   ASSERT_TRUE(g.wait_for("HOLD", 20s)) << g.describe();
   const std::string cg = cgroup2_mount() + "/faultline-guard-" + std::to_string(g.pid());
@@ -123,8 +124,8 @@ TEST_F(EnforceTest, GuardCgroupHoldsTheCommandAndGoesAwayWithItsChildren) {
   for (pid_t p : members) EXPECT_FALSE(alive(p)) << "pid " << p << " outlived the guard";
 }
 
-TEST_F(EnforceTest, SigtermIsForwardedToTheCommand) {
-  Child g = Child::spawn({kFaultctl, "guard", "--", kProbe, "hold"}, {.stdin_pipe = true});
+TEST_F(GuardTest, SigtermIsForwardedToTheCommand) {
+  ChildProcess g = spawn({kFaultctl, "guard", "--", kProbe, "hold"}, {.stdin_pipe = true});
   ASSERT_TRUE(g.wait_for("HOLD", 20s)) << g.describe();
   ::kill(g.pid(), SIGTERM);
   auto e = g.wait(10s);
@@ -132,14 +133,27 @@ TEST_F(EnforceTest, SigtermIsForwardedToTheCommand) {
   EXPECT_TRUE(e->is(128 + SIGTERM)) << g.describe();
 }
 
-TEST_F(EnforceTest, JsonLogHasOneLinePerDecision) {
-  Netns ns("json");
+TEST_F(GuardTest, JsonLogHasOneLinePerDecision) {
+  Netns ns(unique_name("json"), {.local_ranges = true});
   const std::string log = "/tmp/" + unique_name("guard.jsonl");
-  Outcome r = run({kFaultctl, "guard", "--enforce", "--default-deny", "--allow", "198.18.0.0/24:80", "--deny", "198.18.0.9",
-               "--json-log", log, "--", kProbe, "--netns", ns.name(), "connect", "tcp", "198.18.0.2", "80", "1", "connect",
-               "tcp", "198.18.0.9", "80", "1", "connect", "tcp", "198.18.1.1", "80", "1", "sendto", "2001:2::1", "53",
-               "1"});
-  EXPECT_TRUE(r.exit.is(0)) << r.describe();
+  CommandResult r = run({kFaultctl,    "guard",
+                         "--enforce",  "--default-deny",
+                         "--allow",    "198.18.0.0/24:80",
+                         "--deny",     "198.18.0.9",
+                         "--json-log", log,
+                         "--",         kProbe,
+                         "--netns",    ns.name(),
+                         "connect",    "tcp",
+                         "198.18.0.2", "80",
+                         "1",          "connect",
+                         "tcp",        "198.18.0.9",
+                         "80",         "1",
+                         "connect",    "tcp",
+                         "198.18.1.1", "80",
+                         "1",          "sendto",
+                         "2001:2::1",  "53",
+                         "1"});
+  EXPECT_TRUE(r.status.is(0)) << r.describe();
   std::ifstream in(log);
   ASSERT_TRUE(in.good()) << "no " << log << "\n" << r.describe();
   std::vector<nlohmann::json> lines;
@@ -180,12 +194,15 @@ TEST_F(EnforceTest, JsonLogHasOneLinePerDecision) {
 
 // Each allow/deny rule counts the calls it decided, in the kernel; the summary
 // lists them, and a rule that decided nothing shows 0.
-TEST_F(EnforceTest, SummaryCountsTheCallsEachRuleDecided) {
-  Netns ns("hits");
-  Outcome r = run({kFaultctl, "guard", "--enforce", "--allow", "198.18.0.0/24:80", "--deny", "198.18.0.9",
-                   "--deny", "198.18.5.0/24", "--", kProbe, "--netns", ns.name(), "connect", "tcp", "198.18.0.2", "80",
-                   "3", "connect", "tcp", "198.18.0.9", "80", "2", "connect", "tcp", "198.18.1.1", "80", "4"});
-  EXPECT_TRUE(r.exit.is(0)) << r.describe();
+TEST_F(GuardTest, SummaryCountsTheCallsEachRuleDecided) {
+  Netns ns(unique_name("hits"), {.local_ranges = true});
+  CommandResult r = run({kFaultctl,    "guard",      "--enforce", "--allow",       "198.18.0.0/24:80",
+                         "--deny",     "198.18.0.9", "--deny",    "198.18.5.0/24", "--",
+                         kProbe,       "--netns",    ns.name(),   "connect",       "tcp",
+                         "198.18.0.2", "80",         "3",         "connect",       "tcp",
+                         "198.18.0.9", "80",         "2",         "connect",       "tcp",
+                         "198.18.1.1", "80",         "4"});
+  EXPECT_TRUE(r.status.is(0)) << r.describe();
   EXPECT_NE(r.err.find("    --allow 198.18.0.0/24:80  3\n"), std::string::npos) << r.describe();
   EXPECT_NE(r.err.find("    --deny 198.18.0.9  2\n"), std::string::npos) << r.describe();
   EXPECT_NE(r.err.find("    --deny 198.18.5.0/24  0\n"), std::string::npos) << r.describe();
@@ -194,14 +211,30 @@ TEST_F(EnforceTest, SummaryCountsTheCallsEachRuleDecided) {
 // A sender inside the guard sends fixed-size datagrams to a receiver in this
 // process (outside the cgroup). The cap counts IP bytes (header included), so
 // exactly floor(cap / packet) datagrams may pass: the cap fires within one packet.
-TEST_F(EnforceTest, ExfilCapStopsWithinOnePacketAndSparesAllowedAndOutside) {
+TEST_F(GuardTest, ExfilCapStopsWithinOnePacketAndSparesAllowedAndOutside) {
   UdpReceiver capped, allowed;
   constexpr long kPayload = 572, kPacket = kPayload + 20 + 8, kCap = 10000, kSend = 40;
   const std::string cp = std::to_string(capped.port()), ap = std::to_string(allowed.port());
-  Child g = Child::spawn({kFaultctl, "guard", "--enforce", "--exfil-cap", std::to_string(kCap), "--allow",
-                          "127.0.0.1:" + ap + "/udp", "--", kProbe, "udpflood", "127.0.0.1", cp, std::to_string(kPayload),
-                          std::to_string(kSend), "udpflood", "127.0.0.1", ap, std::to_string(kPayload),
-                          std::to_string(kSend), "hold"},
+  ChildProcess g = spawn({kFaultctl,
+                          "guard",
+                          "--enforce",
+                          "--exfil-cap",
+                          std::to_string(kCap),
+                          "--allow",
+                          "127.0.0.1:" + ap + "/udp",
+                          "--",
+                          kProbe,
+                          "udpflood",
+                          "127.0.0.1",
+                          cp,
+                          std::to_string(kPayload),
+                          std::to_string(kSend),
+                          "udpflood",
+                          "127.0.0.1",
+                          ap,
+                          std::to_string(kPayload),
+                          std::to_string(kSend),
+                          "hold"},
                          {.stdin_pipe = true});
   ASSERT_TRUE(g.wait_for("HOLD", 30s)) << g.describe();
   // Past the cap for the guarded command, this process still gets through.
@@ -240,14 +273,14 @@ TEST_F(EnforceTest, ExfilCapStopsWithinOnePacketAndSparesAllowedAndOutside) {
 // still count against the cap (connected UDP, so the flow starts at connect()).
 // Monitor mode blocks nothing, the exfil cap included: it reports the crossing for
 // every destination no allow rule covers (a deny rule's match is no exemption).
-TEST_F(EnforceTest, ExfilCapInMonitorModeReportsAndDropsNothing) {
+TEST_F(GuardTest, ExfilCapInMonitorModeReportsAndDropsNothing) {
   UdpReceiver denied, plain;
   constexpr long kPayload = 572, kCap = 10000, kSend = 40;
   const std::string dp = std::to_string(denied.port()), pp = std::to_string(plain.port());
-  Outcome r = run({kFaultctl, "guard", "--exfil-cap", std::to_string(kCap), "--deny", "127.0.0.1:" + dp, "--", kProbe,
-                   "udpconnflood", "127.0.0.1", dp, std::to_string(kPayload), std::to_string(kSend), "udpconnflood",
-                   "127.0.0.1", pp, std::to_string(kPayload), std::to_string(kSend)});
-  ASSERT_TRUE(r.exit.is(0)) << r.describe();
+  CommandResult r = run({kFaultctl, "guard", "--exfil-cap", std::to_string(kCap), "--deny", "127.0.0.1:" + dp, "--",
+                         kProbe, "udpconnflood", "127.0.0.1", dp, std::to_string(kPayload), std::to_string(kSend),
+                         "udpconnflood", "127.0.0.1", pp, std::to_string(kPayload), std::to_string(kSend)});
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
   ::usleep(200'000);
   EXPECT_EQ(plain.datagrams(), kSend) << "monitor mode dropped packets\n" << r.describe();
   EXPECT_EQ(denied.datagrams(), kSend) << "monitor mode dropped packets\n" << r.describe();

@@ -15,8 +15,6 @@
 namespace flenf {
 namespace {
 
-const std::string kPython = ::access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
-
 // listener PROTO ADDR PORT: answers "pong " + what it got, prints ACCEPTED per
 // connection or datagram.
 const std::string kListener = R"(import socket, sys
@@ -77,8 +75,8 @@ std::vector<std::string> in_ns(const Netns& ns, std::vector<std::string> argv) {
 }
 
 struct RedirectRun {
-  Outcome guard;
-  Outcome outside;  // the same client, same namespace, outside the cgroup
+  CommandResult guard;
+  CommandResult outside;  // the same client, same namespace, outside the cgroup
   std::string listener;
 };
 
@@ -87,9 +85,9 @@ struct RedirectRun {
 RedirectRun redirect_run(const std::vector<std::string>& flags, const std::string& proto,
                          const std::string& listen_addr, const std::string& listen_port, const std::string& orig,
                          const std::string& orig_port) {
-  Netns ns("rd", /*local_ranges=*/false);
-  Child listener =
-      Child::spawn(in_ns(ns, {kPython, "-c", kListener, proto == "tcp" ? "tcp" : "udp", listen_addr, listen_port}));
+  Netns ns(unique_name("rd"));
+  ChildProcess listener =
+      spawn(in_ns(ns, {kPython, "-c", kListener, proto == "tcp" ? "tcp" : "udp", listen_addr, listen_port}));
   RedirectRun r;
   if (!listener.wait_for("LISTENING", 10s)) {
     ADD_FAILURE() << "the listener did not start: " << listener.describe();
@@ -99,12 +97,12 @@ RedirectRun redirect_run(const std::vector<std::string>& flags, const std::strin
   argv.insert(argv.end(), flags.begin(), flags.end());
   argv.push_back("--");
   for (const auto& a : in_ns(ns, {kPython, "-c", kClient, proto, orig, orig_port, "hold"})) argv.push_back(a);
-  Child g = Child::spawn(argv, {.stdin_pipe = true});
+  ChildProcess g = spawn(argv, {.stdin_pipe = true});
   bool held = g.wait_for("HOLD", 20s);
   if (held) r.outside = run(in_ns(ns, {kPython, "-c", kClient, proto, orig, orig_port}), 20s);
   g.close_stdin();
   auto e = g.wait(20s);
-  r.guard = {e.value_or(Exit{}), g.out(), g.err(), ""};
+  r.guard = {e.value_or(ExitStatus{}), g.out(), g.err(), ""};
   EXPECT_TRUE(held) << "the guarded client never reached HOLD: " << g.describe();
   EXPECT_TRUE(e && e->is(0)) << g.describe();
   (void)listener.wait(200ms);  // collect what it printed
@@ -164,9 +162,9 @@ TEST_F(GuardRedirect, UdpSendtoRepliesComeFromTheOriginal) {
 // reads as from its own original (the reply map is per socket and target).
 // Datagrams are counted one by one but reported once per socket and target.
 TEST_F(GuardRedirect, UdpOneSocketTwoOriginalsEachReplyFromItsOwn) {
-  Netns ns("rd", /*local_ranges=*/false);
-  Child a = Child::spawn(in_ns(ns, {kPython, "-c", kListener, "udp", "127.0.0.1", "15355"}));
-  Child b = Child::spawn(in_ns(ns, {kPython, "-c", kListener, "udp", "127.0.0.1", "15356"}));
+  Netns ns(unique_name("rd"));
+  ChildProcess a = spawn(in_ns(ns, {kPython, "-c", kListener, "udp", "127.0.0.1", "15355"}));
+  ChildProcess b = spawn(in_ns(ns, {kPython, "-c", kListener, "udp", "127.0.0.1", "15356"}));
   ASSERT_TRUE(a.wait_for("LISTENING", 10s)) << a.describe();
   ASSERT_TRUE(b.wait_for("LISTENING", 10s)) << b.describe();
   const std::string script = R"(import socket
@@ -180,10 +178,10 @@ for _ in range(3):
     got.append('%s from %s %d' % (data.decode(), src[0], src[1]))
 print('\n'.join(sorted(got)), flush=True)
 )";
-  Outcome g =
+  CommandResult g =
       run({kFaultctl, "guard", "--redirect", "192.0.2.61:53=127.0.0.1:15355", "--redirect",
            "192.0.2.62:53=127.0.0.1:15356", "--", "nsenter", "--net=/run/netns/" + ns.name(), kPython, "-c", script});
-  EXPECT_TRUE(g.exit.is(0)) << g.describe();
+  EXPECT_TRUE(g.status.is(0)) << g.describe();
   EXPECT_EQ(g.out, "pong a from 192.0.2.61 53\npong a from 192.0.2.61 53\npong b from 192.0.2.62 53\n") << g.describe();
   EXPECT_TRUE(has(g.err,
                   "redirected: 3 calls\n"

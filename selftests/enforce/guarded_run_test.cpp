@@ -40,8 +40,8 @@ std::optional<nlohmann::json> event(const std::string& out, const std::string& n
 }
 
 nlohmann::json status() {
-  Outcome s = run({kFaultctl, "status", "--json"});
-  EXPECT_TRUE(s.exit.is(0)) << s.describe();
+  CommandResult s = run({kFaultctl, "status", "--json"});
+  EXPECT_TRUE(s.status.is(0)) << s.describe();
   return nlohmann::json::parse(s.out, nullptr, false);
 }
 
@@ -58,10 +58,10 @@ class GuardedRunTest : public EnforceTest, public ::testing::WithParamInterface<
   void SetUp() override {
     EnforceTest::SetUp();
     if (IsSkipped()) return;
-    ns_.emplace("grun", false);
-    peer_.emplace("grunp", false);
-    veth_.emplace(*ns_, *peer_, 41);
-    cg_.emplace("grun");
+    ns_.emplace(unique_name("grun"));
+    peer_.emplace(unique_name("grunp"));
+    veth_.emplace(*ns_, veth_end(41, 'a'), *peer_, veth_end(41, 'b'));
+    cg_.emplace(unique_name("grun"));
   }
   void TearDown() override {
     cg_.reset();
@@ -76,7 +76,7 @@ class GuardedRunTest : public EnforceTest, public ::testing::WithParamInterface<
     std::vector<std::string> argv = {kFaultctl, "run"};
     const std::string& family = GetParam();
     if (family == "packet") {
-      argv.insert(argv.end(), {"loss", "--netns", ns_->name(), "--target", veth_->addr_b(), "--percent", "10"});
+      argv.insert(argv.end(), {"loss", "--netns", ns_->name(), "--target", veth_addr(41, 'b'), "--percent", "10"});
     } else if (family == "syscall") {
       argv.insert(argv.end(), {"syscall", "--syscall", "connect", "--errno", "ECONNREFUSED", "--cgroup", cg_->relative()});
     } else {
@@ -89,15 +89,15 @@ class GuardedRunTest : public EnforceTest, public ::testing::WithParamInterface<
 
   std::optional<Netns> ns_, peer_;
   std::optional<VethPair> veth_;
-  std::optional<Cgroup> cg_;
+  std::optional<TestCgroup> cg_;
 };
 
 TEST_P(GuardedRunTest, BreachedHealthGuardrailEndsTheFaultWithExit7) {
   // The packet fault's probe connects from the fault's namespace, where lo is up
   // and nothing listens either.
   const std::string url = "http://127.0.0.1:" + closed_port() + "/health";
-  Outcome r = run(run_argv({"--health-url", url, "--interval", "200ms"}), 60s);
-  EXPECT_TRUE(r.exit.is(7)) << r.describe();
+  CommandResult r = run(run_argv({"--health-url", url, "--interval", "200ms"}), 60s);
+  EXPECT_TRUE(r.status.is(7)) << r.describe();
   auto ended = event(r.out, "ended");
   ASSERT_TRUE(ended) << r.describe();
   EXPECT_EQ((*ended)["reason"], "guardrail") << ended->dump();
@@ -109,7 +109,7 @@ TEST_P(GuardedRunTest, BreachedHealthGuardrailEndsTheFaultWithExit7) {
 }
 
 TEST_P(GuardedRunTest, SighupEndsTheFaultWithExit1) {
-  Child f = Child::spawn(run_argv({}));
+  ChildProcess f = spawn(run_argv({}));
   ASSERT_TRUE(f.wait_for("\"started\"", 30s)) << f.describe();
   ASSERT_EQ(::kill(f.pid(), SIGHUP), 0);
   auto e = f.wait(30s);
@@ -125,14 +125,16 @@ TEST_P(GuardedRunTest, SighupEndsTheFaultWithExit1) {
 INSTANTIATE_TEST_SUITE_P(Family, GuardedRunTest, ::testing::Values("packet", "syscall", "resource"),
                          [](const auto& info) { return info.param; });
 
+class GuardedSyscallRunTest : public EnforceTest {};
+
 // A syscall fault around a command: the breach ends the fault at once (a
 // `fault_ended` line), the command runs to its end, and the run exits 7.
-TEST_F(EnforceTest, SyscallFaultAroundACommandEndsAtTheBreachAndWaitsForIt) {
+TEST_F(GuardedSyscallRunTest, SyscallFaultAroundACommandEndsAtTheBreachAndWaitsForIt) {
   const std::string url = "http://127.0.0.1:" + closed_port() + "/";
-  Outcome r = run({kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "ECONNREFUSED", "--duration", "30s",
+  CommandResult r = run({kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "ECONNREFUSED", "--duration", "30s",
                    "--health-url", url, "--interval", "200ms", "--json", "--", "sleep", "2"},
                   60s);
-  EXPECT_TRUE(r.exit.is(7)) << r.describe();
+  EXPECT_TRUE(r.status.is(7)) << r.describe();
   auto early = event(r.out, "fault_ended");
   ASSERT_TRUE(early) << r.describe();
   EXPECT_EQ((*early)["reason"], "guardrail") << early->dump();
@@ -143,23 +145,23 @@ TEST_F(EnforceTest, SyscallFaultAroundACommandEndsAtTheBreachAndWaitsForIt) {
 
 // --record, --hypothesis and the kernel-signal guardrail on a syscall fault:
 // the same record as a packet or host fault keeps, with a verdict.
-TEST_F(EnforceTest, SyscallFaultKeepsARecord) {
-  Cgroup cg("grunr");
+TEST_F(GuardedSyscallRunTest, SyscallFaultKeepsARecord) {
+  TestCgroup cg(unique_name("grunr"));
   const std::string dir = state_dir_ + "/record";
-  Outcome r = run({kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "ECONNREFUSED", "--duration", "2s",
+  CommandResult r = run({kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "ECONNREFUSED", "--duration", "2s",
                    "--cgroup", cg.relative(), "--kernel-signal", "tcp_retransmits", "--abort-above", "100000",
                    "--hypothesis", "connect errors do not make the host retransmit", "--steady-state", "1s",
                    "--record", dir, "--json"},
                   60s);
-  ASSERT_TRUE(r.exit.is(0)) << r.describe();
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
   ASSERT_TRUE(std::filesystem::exists(dir + "/hypothesis.json")) << r.describe();
   std::ifstream v(dir + "/verdict.json");
   auto verdict = nlohmann::json::parse(v, nullptr, false);
   ASSERT_TRUE(verdict.is_object()) << r.describe();
   EXPECT_EQ(verdict["verdict"], "held") << verdict.dump(2);
   EXPECT_EQ(verdict["outcome"], "completed") << verdict.dump(2);
-  Outcome report = run({kFaultctl, "report", dir});
-  EXPECT_TRUE(report.exit.is(0)) << report.describe();
+  CommandResult report = run({kFaultctl, "report", dir});
+  EXPECT_TRUE(report.status.is(0)) << report.describe();
 }
 
 }  // namespace
@@ -168,11 +170,13 @@ TEST_F(EnforceTest, SyscallFaultKeepsARecord) {
 namespace flenf {
 namespace {
 
+class RedactionTest : public EnforceTest {};
+
 // Secrets in the flags never reach the record, the JSON lines or the command
 // line kept in the record; --no-redact keeps them, and says so in the record.
-TEST_F(EnforceTest, RecordsAndJsonLinesAreRedacted) {
+TEST_F(RedactionTest, RecordsAndJsonLinesAreRedacted) {
   TcpServer health(false, true);
-  Cgroup cg("grunx");
+  TestCgroup cg(unique_name("grunx"));
   const std::string url = "http://127.0.0.1:" + std::to_string(health.port()) + "/h?token=S3CR3T-T0KEN";
   for (bool keep : {false, true}) {
     SCOPED_TRACE(keep ? "--no-redact" : "default");
@@ -182,8 +186,8 @@ TEST_F(EnforceTest, RecordsAndJsonLinesAreRedacted) {
                                      "--interval", "500ms", "--hypothesis", "API_KEY=hunter2 stays out",
                                      "--steady-state", "1s", "--record", dir, "--json"};
     if (keep) argv.push_back("--no-redact");
-    Outcome r = run(argv, 60s);
-    ASSERT_TRUE(r.exit.is(0)) << r.describe();
+    CommandResult r = run(argv, 60s);
+    ASSERT_TRUE(r.status.is(0)) << r.describe();
     std::ifstream h(dir + "/hypothesis.json");
     std::string text((std::istreambuf_iterator<char>(h)), std::istreambuf_iterator<char>());
     ASSERT_FALSE(text.empty()) << r.describe();
@@ -228,7 +232,7 @@ class KillSwitchTest : public GuardedRunTest {
 // The kill file ends a running fault of each family within a second, and no
 // new one starts while it exists (exit 2, nothing applied).
 TEST_P(KillSwitchTest, KillFileEndsTheFaultWithinASecondAndRefusesNewOnes) {
-  Child f = Child::spawn(run_argv({}));
+  ChildProcess f = spawn(run_argv({}));
   ASSERT_TRUE(f.wait_for("\"started\"", 30s)) << f.describe();
   const auto t0 = std::chrono::steady_clock::now();
   touch_kill_file();
@@ -243,16 +247,16 @@ TEST_P(KillSwitchTest, KillFileEndsTheFaultWithinASecondAndRefusesNewOnes) {
   EXPECT_NE(ended->value("detail", "").find("kill file"), std::string::npos) << ended->dump();
   EXPECT_TRUE(nothing_listed(status())) << status().dump(2);
 
-  Outcome again = run(run_argv({}), 30s);
-  EXPECT_TRUE(again.exit.is(2)) << again.describe();
+  CommandResult again = run(run_argv({}), 30s);
+  EXPECT_TRUE(again.status.is(2)) << again.describe();
   EXPECT_NE(again.err.find("kill file " + kill_file_ + " exists"), std::string::npos) << again.describe();
   EXPECT_TRUE(nothing_listed(status())) << status().dump(2);
 }
 
 TEST_P(KillSwitchTest, FaultlineDisabledRefusesEveryRun) {
   ::setenv("FAULTLINE_DISABLED", "1", 1);
-  Outcome r = run(run_argv({}), 30s);
-  EXPECT_TRUE(r.exit.is(2)) << r.describe();
+  CommandResult r = run(run_argv({}), 30s);
+  EXPECT_TRUE(r.status.is(2)) << r.describe();
   EXPECT_NE(r.err.find("FAULTLINE_DISABLED=1 is set"), std::string::npos) << r.describe();
   EXPECT_TRUE(nothing_listed(status())) << status().dump(2);
 }
@@ -260,25 +264,27 @@ TEST_P(KillSwitchTest, FaultlineDisabledRefusesEveryRun) {
 INSTANTIATE_TEST_SUITE_P(Family, KillSwitchTest, ::testing::Values("packet", "syscall", "resource"),
                          [](const auto& info) { return info.param; });
 
+class KillFileTest : public EnforceTest {};
+
 // Traffic recovers within a second of the kill file: connects from a cgroup
 // under a 100% ECONNREFUSED fault go through again.
-TEST_F(EnforceTest, TrafficRecoversWithinASecondOfTheKillFile) {
+TEST_F(KillFileTest, TrafficRecoversWithinASecondOfTheKillFile) {
   const std::string kill = state_dir_ + "/kill";
   ::setenv("FAULTLINE_KILL_FILE", kill.c_str(), 1);
   TcpServer server;
   const std::string port = std::to_string(server.port());
-  Cgroup cg("grunk");
-  Child f = Child::spawn({kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "ECONNREFUSED", "--duration",
+  TestCgroup cg(unique_name("grunk"));
+  ChildProcess f = spawn({kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "ECONNREFUSED", "--duration",
                           "60s", "--cgroup", cg.relative(), "--json"});
   ASSERT_TRUE(f.wait_for("\"started\"", 30s)) << f.describe();
   const std::vector<std::string> probe = {kProbe, "connect", "tcp", "127.0.0.1", port, "1"};
-  Outcome before = run(probe, 20s, {.cgroup = cg.path()});
+  CommandResult before = run(probe, 20s, {.cgroup = cg.path()});
   EXPECT_EQ(show(results(before.out)["tcp 127.0.0.1:" + port]), "ECONNREFUSED:1") << before.describe();
   const auto t0 = std::chrono::steady_clock::now();
   std::ofstream(kill) << "stop\n";
   long long ms = -1;
   for (int i = 0; i < 100; ++i) {
-    Outcome o = run(probe, 20s, {.cgroup = cg.path()});
+    CommandResult o = run(probe, 20s, {.cgroup = cg.path()});
     if (show(results(o.out)["tcp 127.0.0.1:" + port]) == "ok:1") {
       ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
       break;
@@ -300,10 +306,10 @@ namespace {
 
 // A host fault whose faultctl was killed is still reached by the kill file: its
 // detached reaper watches it too and reverts the fault.
-TEST_F(EnforceTest, KillFileReachesAResourceFaultWhoseFaultctlIsGone) {
+TEST_F(KillFileTest, KillFileReachesAResourceFaultWhoseFaultctlIsGone) {
   const std::string kill = state_dir_ + "/kill";
   ::setenv("FAULTLINE_KILL_FILE", kill.c_str(), 1);
-  Child f = Child::spawn({kFaultctl, "run", "cpu", "--cores", "1", "--load", "10", "--duration", "60s", "--json"});
+  ChildProcess f = spawn({kFaultctl, "run", "cpu", "--cores", "1", "--load", "10", "--duration", "60s", "--json"});
   ASSERT_TRUE(f.wait_for("\"started\"", 30s)) << f.describe();
   ASSERT_EQ(::kill(f.pid(), SIGKILL), 0);
   (void)f.wait(10s);

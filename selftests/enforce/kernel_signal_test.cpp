@@ -10,32 +10,36 @@
 namespace flenf {
 namespace {
 
+class KernelSignalTest : public EnforceTest {};
+
 // Retransmits per second. Under heavy loss one paced stream swings between 0.5
 // and 25/s as its RTO backs off (at 50% it once stayed under 2/s for 15 s,
 // deep in backoff); at 25% it keeps retransmitting. A clean one makes none, so
 // 1/s still tells the two apart with room on both sides.
 constexpr double kAbortAbove = 1;
 
-struct Stream {
+// Two namespaces, a veth pair between them on 198.18.<subnet>.0/24, and a TCP
+// stream from a to b.
+struct TcpStream {
+  const std::string addr_b;
   Netns a, b;
   VethPair link;
-  Child sink, sender;
-  Stream(const std::string& tag, int subnet, double seconds)
-      : a(tag + "a", false), b(tag + "b", false), link(a, b, subnet),
-        sink(Child::spawn({kProbe, "--netns", b.name(), "tcpsink", "5001"})),
-        sender(start_sender(seconds)) {}
+  ChildProcess sink, sender;
+  TcpStream(const std::string& tag, int subnet, double seconds)
+      : addr_b(veth_addr(subnet, 'b')), a(unique_name(tag + "a")), b(unique_name(tag + "b")),
+        link(a, veth_end(subnet, 'a'), b, veth_end(subnet, 'b')),
+        sink(spawn({kProbe, "--netns", b.name(), "tcpsink", "5001"})), sender(start_sender(seconds)) {}
 
  private:
-  Child start_sender(double seconds) {
+  ChildProcess start_sender(double seconds) {
     EXPECT_TRUE(sink.wait_for("LISTENING", 10s)) << sink.describe();
     // 2 MB/s: a clean path then carries it without a single retransmit.
-    return Child::spawn(
-        {kProbe, "--netns", a.name(), "tcpstream", link.addr_b(), "5001", std::to_string(seconds), "2000"});
+    return spawn({kProbe, "--netns", a.name(), "tcpstream", addr_b, "5001", std::to_string(seconds), "2000"});
   }
 };
 
-TEST_F(EnforceTest, RetransmitRateRisesAboveTheLimitUnderLoss) {
-  Stream lossy("ks", 77, 25), clean("kc", 78, 25);
+TEST_F(KernelSignalTest, RetransmitRateRisesAboveTheLimitUnderLoss) {
+  TcpStream lossy("ks", 77, 25), clean("kc", 78, 25);
   ASSERT_TRUE(lossy.sender.wait_for("STREAMING", 10s)) << lossy.sender.describe();
   ASSERT_TRUE(clean.sender.wait_for("STREAMING", 10s)) << clean.sender.describe();
 
@@ -59,8 +63,8 @@ TEST_F(EnforceTest, RetransmitRateRisesAboveTheLimitUnderLoss) {
     EXPECT_TRUE(c.healthy) << c.problem;
   }
 
-  Child loss = Child::spawn({kFaultctl, "run", "loss", "--percent", "25", "--netns", lossy.a.name(), "--target",
-                             lossy.link.addr_b(), "--duration", "15s"});
+  ChildProcess loss = spawn({kFaultctl, "run", "loss", "--percent", "25", "--netns", lossy.a.name(), "--target",
+                             lossy.addr_b, "--duration", "15s"});
   bool breached = false;
   double peak = 0;
   std::string problem;

@@ -20,7 +20,9 @@ namespace {
 class SessionTest : public EnforceTest {
  protected:
   void TearDown() override {
-    if (!state_dir_.empty()) EXPECT_TRUE(records().empty()) << "session records left behind";
+    if (!state_dir_.empty()) {
+      EXPECT_TRUE(records().empty()) << "session records left behind";
+    }
     EnforceTest::TearDown();
   }
   // The record files in the state folder.
@@ -33,8 +35,8 @@ class SessionTest : public EnforceTest {
     return out;
   }
   nlohmann::json status() const {
-    Outcome s = run({kFaultctl, "status", "--json"});
-    EXPECT_TRUE(s.exit.is(0)) << s.describe();
+    CommandResult s = run({kFaultctl, "status", "--json"});
+    EXPECT_TRUE(s.status.is(0)) << s.describe();
     auto j = nlohmann::json::parse(s.out, nullptr, false);
     EXPECT_FALSE(j.is_discarded()) << s.describe();
     return j;
@@ -54,7 +56,7 @@ std::vector<std::map<std::string, Counts>> phases(const std::string& out) {
 }
 
 // Waits until the child has printed `line` n times (10 s at most).
-bool wait_lines(Child& c, const std::string& line, int n) {
+bool wait_lines(ChildProcess& c, const std::string& line, int n) {
   for (int i = 0; i < 200; ++i) {
     size_t count = 0, at = 0;
     while ((at = c.out().find(line, at)) != std::string::npos) ++count, at += line.size();
@@ -67,10 +69,10 @@ bool wait_lines(Child& c, const std::string& line, int n) {
 TEST_F(SessionTest, AbortEndsASeccompFaultAndTheCommandRunsOn) {
   const std::string file = state_dir_ + "/f.txt";
   std::ofstream(file) << "x\n";
-  Child f = Child::spawn(
-      {kFaultctl, "run",  "syscall", "--syscall", "openat", "--errno", "EIO",  "--duration", "60s", "--json",
-       "--",      kProbe, "open",    file,        "5",      "wait",    "open", file,         "5",   "hold"},
-      {.stdin_pipe = true});
+  ChildProcess f =
+      spawn({kFaultctl, "run",  "syscall", "--syscall", "openat", "--errno", "EIO",  "--duration", "60s", "--json",
+             "--",      kProbe, "open",    file,        "5",      "wait",    "open", file,         "5",   "hold"},
+            {.stdin_pipe = true});
   ASSERT_TRUE(f.wait_for("WAITING", 30s)) << f.describe();
   auto st = status();
   ASSERT_EQ(st["syscall_faults"].size(), 1u) << st.dump();
@@ -80,8 +82,8 @@ TEST_F(SessionTest, AbortEndsASeccompFaultAndTheCommandRunsOn) {
   EXPECT_NE(s["summary"].get<std::string>().find("EIO on openat"), std::string::npos) << st.dump();
   const std::string id = s["id"];
 
-  Outcome a = run({kFaultctl, "abort", id});
-  EXPECT_TRUE(a.exit.is(0)) << a.describe();
+  CommandResult a = run({kFaultctl, "abort", id});
+  EXPECT_TRUE(a.status.is(0)) << a.describe();
   EXPECT_NE(a.out.find("fault " + id + " ended"), std::string::npos) << a.describe();
   EXPECT_TRUE(status()["syscall_faults"].empty()) << "an aborted fault is still listed";
 
@@ -103,22 +105,22 @@ TEST_F(SessionTest, AbortEndsASeccompFaultAndTheCommandRunsOn) {
 TEST_F(SessionTest, KillSwitchEndsACgroupFault) {
   TcpServer server;
   const std::string port = std::to_string(server.port());
-  Cgroup cg("sesscg");
-  Child f = Child::spawn({kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "ETIMEDOUT", "--duration",
+  TestCgroup cg(unique_name("sesscg"));
+  ChildProcess f = spawn({kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "ETIMEDOUT", "--duration",
                           "60s", "--cgroup", cg.relative()});
-  ASSERT_TRUE(f.wait_for_either("syscall fault s", 20s)) << f.describe();
+  ASSERT_TRUE(f.wait_for("syscall fault s", 20s, Stream::kEither)) << f.describe();
   const std::vector<std::string> probe = {kProbe, "connect", "tcp", "127.0.0.1", port, "3"};
-  Outcome before = run(probe, 20s, {.cgroup = cg.path()});
+  CommandResult before = run(probe, 20s, {.cgroup = cg.path()});
   EXPECT_EQ(show(results(before.out)["tcp 127.0.0.1:" + port]), "ETIMEDOUT:3") << before.describe() << f.describe();
   auto st = status();
   ASSERT_EQ(st["syscall_faults"].size(), 1u) << st.dump();
   EXPECT_EQ(st["syscall_faults"][0]["mechanism"], "cgroup");
   EXPECT_EQ(st["syscall_faults"][0]["counters"]["failed"], 3) << "per-fault counters from the kernel\n" << st.dump();
 
-  Outcome a = run({kFaultctl, "abort", "--all"});
-  EXPECT_TRUE(a.exit.is(0)) << a.describe();
+  CommandResult a = run({kFaultctl, "abort", "--all"});
+  EXPECT_TRUE(a.status.is(0)) << a.describe();
   EXPECT_NE(a.out.find("fault s"), std::string::npos) << a.describe();
-  Outcome after = run(probe, 20s, {.cgroup = cg.path()});
+  CommandResult after = run(probe, 20s, {.cgroup = cg.path()});
   EXPECT_EQ(show(results(after.out)["tcp 127.0.0.1:" + port]), "ok:3") << after.describe();
   auto e = f.wait(10s);
   ASSERT_TRUE(e && e->is(1)) << f.describe();
@@ -130,11 +132,11 @@ TEST_F(SessionTest, KillSwitchEndsACgroupFault) {
 TEST_F(SessionTest, GuardIsReleasedByNameOnly) {
   TcpServer server;
   const std::string port = std::to_string(server.port());
-  Child g =
-      Child::spawn({kFaultctl, "guard",     "--enforce", "--deny",  "127.0.0.0/8", "--",        kProbe, "connect",
-                    "tcp",     "127.0.0.1", port,        "2",       "wait",        "connect",   "tcp",  "127.0.0.1",
-                    port,      "2",         "wait",      "connect", "tcp",         "127.0.0.1", port,   "2"},
-                   {.stdin_pipe = true});
+  ChildProcess g =
+      spawn({kFaultctl, "guard",     "--enforce", "--deny",  "127.0.0.0/8", "--",        kProbe, "connect",
+             "tcp",     "127.0.0.1", port,        "2",       "wait",        "connect",   "tcp",  "127.0.0.1",
+             port,      "2",         "wait",      "connect", "tcp",         "127.0.0.1", port,   "2"},
+            {.stdin_pipe = true});
   ASSERT_TRUE(wait_lines(g, "WAITING\n", 1)) << g.describe();
   auto st = status();
   ASSERT_EQ(st["guards"].size(), 1u) << st.dump();
@@ -142,14 +144,14 @@ TEST_F(SessionTest, GuardIsReleasedByNameOnly) {
   EXPECT_EQ(id[0], 'g');
   EXPECT_EQ(st["guards"][0]["counters"]["denied"], 2) << st.dump();
 
-  Outcome all = run({kFaultctl, "abort", "--all"});
-  EXPECT_TRUE(all.exit.is(0)) << all.describe();
+  CommandResult all = run({kFaultctl, "abort", "--all"});
+  EXPECT_TRUE(all.status.is(0)) << all.describe();
   g.write_stdin("\n");
   ASSERT_TRUE(wait_lines(g, "WAITING\n", 2)) << g.describe();
   EXPECT_EQ(status()["guards"].size(), 1u) << "abort --all released a guard";
 
-  Outcome a = run({kFaultctl, "abort", id});
-  EXPECT_TRUE(a.exit.is(0)) << a.describe();
+  CommandResult a = run({kFaultctl, "abort", id});
+  EXPECT_TRUE(a.status.is(0)) << a.describe();
   EXPECT_NE(a.out.find("guard " + id + " released"), std::string::npos) << a.describe();
   g.write_stdin("\n");
   auto e = g.wait(30s);
@@ -170,10 +172,11 @@ TEST_F(SessionTest, GuardIsReleasedByNameOnly) {
 TEST_F(SessionTest, KilledGuardKeepsEnforcingUntilReleased) {
   TcpServer server;
   const std::string port = std::to_string(server.port());
-  Child g = Child::spawn({kFaultctl, "guard", "--enforce", "--deny", "127.0.0.0/8", "--", kProbe, "connect", "tcp",
-                          "127.0.0.1", port, "2", "wait", "connect", "tcp", "127.0.0.1", port, "2", "wait", "connect",
-                          "tcp", "127.0.0.1", port, "2"},
-                         {.stdin_pipe = true});
+  ChildProcess g =
+      spawn({kFaultctl, "guard",     "--enforce", "--deny",  "127.0.0.0/8", "--",        kProbe, "connect",
+             "tcp",     "127.0.0.1", port,        "2",       "wait",        "connect",   "tcp",  "127.0.0.1",
+             port,      "2",         "wait",      "connect", "tcp",         "127.0.0.1", port,   "2"},
+            {.stdin_pipe = true});
   ASSERT_TRUE(wait_lines(g, "WAITING\n", 1)) << g.describe();
   const std::string cgroup = cgroup2_mount() + "/faultline-guard-" + std::to_string(g.pid());
   ::kill(g.pid(), SIGKILL);
@@ -185,8 +188,8 @@ TEST_F(SessionTest, KilledGuardKeepsEnforcingUntilReleased) {
 
   g.write_stdin("\n");
   ASSERT_TRUE(wait_lines(g, "WAITING\n", 2)) << g.describe();
-  Outcome a = run({kFaultctl, "abort", id});
-  EXPECT_TRUE(a.exit.is(0)) << a.describe();
+  CommandResult a = run({kFaultctl, "abort", id});
+  EXPECT_TRUE(a.status.is(0)) << a.describe();
   EXPECT_NE(a.out.find("guard " + id + " released (its faultctl was gone)"), std::string::npos) << a.describe();
   EXPECT_FALSE(std::filesystem::exists(bpffs_root_ + "/guards/" + id)) << "abort left the pins";
   g.write_stdin("\n");
@@ -210,8 +213,8 @@ TEST_F(SessionTest, KilledGuardKeepsEnforcingUntilReleased) {
 // A killed guard whose command then ends: the next faultctl takes the pins,
 // the cgroup and the record away, with nobody releasing anything.
 TEST_F(SessionTest, KilledGuardIsSweptWhenItsCommandEnds) {
-  Child g = Child::spawn({kFaultctl, "guard", "--enforce", "--default-deny", "--", kProbe, "wait"},
-                         {.stdin_pipe = true});
+  ChildProcess g =
+      spawn({kFaultctl, "guard", "--enforce", "--default-deny", "--", kProbe, "wait"}, {.stdin_pipe = true});
   ASSERT_TRUE(wait_lines(g, "WAITING\n", 1)) << g.describe();
   const std::string cgroup = cgroup2_mount() + "/faultline-guard-" + std::to_string(g.pid());
   ::kill(g.pid(), SIGKILL);
@@ -231,25 +234,25 @@ TEST_F(SessionTest, KilledGuardIsSweptWhenItsCommandEnds) {
 // kill -9 of the owner takes its unpinned programs with it; the next faultctl
 // drops the record, and abort of it says it had already ended.
 TEST_F(SessionTest, KilledOwnerLeavesNoFaultBehind) {
-  Cgroup cg("sesskill");
-  Child f = Child::spawn({kFaultctl, "run", "syscall", "--syscall", "socket", "--errno", "EMFILE", "--duration", "60s",
+  TestCgroup cg(unique_name("sesskill"));
+  ChildProcess f = spawn({kFaultctl, "run", "syscall", "--syscall", "socket", "--errno", "EMFILE", "--duration", "60s",
                           "--cgroup", cg.relative()});
-  ASSERT_TRUE(f.wait_for_either("syscall fault s", 20s)) << f.describe();
+  ASSERT_TRUE(f.wait_for("syscall fault s", 20s, Stream::kEither)) << f.describe();
   ASSERT_EQ(records().size(), 1u);
   ::kill(f.pid(), SIGKILL);
   (void)f.wait(10s);
   EXPECT_TRUE(status()["syscall_faults"].empty());
   EXPECT_TRUE(records().empty()) << "status kept the record of a dead owner";
-  Outcome probe = run({kProbe, "socket", "tcp", "2"}, 20s, {.cgroup = cg.path()});
+  CommandResult probe = run({kProbe, "socket", "tcp", "2"}, 20s, {.cgroup = cg.path()});
   EXPECT_EQ(show(results(probe.out)["socket tcp"]), "ok:2") << probe.describe();
 }
 
 TEST_F(SessionTest, AbortOfAnUnknownSessionSaysSo) {
-  Outcome a = run({kFaultctl, "abort", "s999"});
-  EXPECT_TRUE(a.exit.is(2)) << a.describe();
+  CommandResult a = run({kFaultctl, "abort", "s999"});
+  EXPECT_TRUE(a.status.is(2)) << a.describe();
   EXPECT_NE(a.err.find("no active fault s999"), std::string::npos) << a.describe();
-  Outcome g = run({kFaultctl, "abort", "g999"});
-  EXPECT_TRUE(g.exit.is(2)) << g.describe();
+  CommandResult g = run({kFaultctl, "abort", "g999"});
+  EXPECT_TRUE(g.status.is(2)) << g.describe();
   EXPECT_NE(g.err.find("no active guard g999"), std::string::npos) << g.describe();
 }
 

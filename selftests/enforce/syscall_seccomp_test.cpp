@@ -40,14 +40,14 @@ SeccompRun seccomp_and_outside(const std::string& syscall, const std::string& er
                                    "--percent", percent, "--duration", "60s",      "--json",  "--",      kProbe};
   argv.insert(argv.end(), action.begin(), action.end());
   argv.push_back("hold");
-  Child f = Child::spawn(argv, {.stdin_pipe = true});
+  ChildProcess f = spawn(argv, {.stdin_pipe = true});
   SeccompRun r;
   bool held = f.wait_for("HOLD", 60s);
   if (held) {
     std::vector<std::string> o = {kProbe};
     o.insert(o.end(), action.begin(), action.end());
-    Outcome out = run(o, 30s);
-    EXPECT_TRUE(out.exit.is(0)) << out.describe();
+    CommandResult out = run(o, 30s);
+    EXPECT_TRUE(out.status.is(0)) << out.describe();
     r.outside = results(out.out)[label];
   }
   f.close_stdin();
@@ -72,13 +72,13 @@ SeccompRun seccomp_and_outside(const std::string& syscall, const std::string& er
 }
 
 TEST_F(SeccompTest, CatSeesEioOnOpenat) {
-  Outcome in = run({kFaultctl, "run", "syscall", "--syscall", "openat", "--errno", "EIO", "--percent", "100", "--duration",
-                "10s", "--", "cat", file_});
-  EXPECT_TRUE(in.exit.is(1)) << in.describe();
+  CommandResult in = run({kFaultctl, "run", "syscall", "--syscall", "openat", "--errno", "EIO", "--percent", "100",
+                          "--duration", "10s", "--", "cat", file_});
+  EXPECT_TRUE(in.status.is(1)) << in.describe();
   EXPECT_NE(in.err.find("cat: " + file_ + ": Input/output error"), std::string::npos) << in.describe();
   EXPECT_EQ(in.out.find("faultline"), std::string::npos) << in.describe();
-  Outcome out = run({"cat", file_});
-  EXPECT_TRUE(out.exit.is(0)) << out.describe();
+  CommandResult out = run({"cat", file_});
+  EXPECT_TRUE(out.status.is(0)) << out.describe();
   EXPECT_EQ(out.out, "faultline\n");
 }
 

@@ -9,7 +9,7 @@
 namespace flenf {
 namespace {
 
-const std::string kPython = ::access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+class SyscallSocketTest : public EnforceTest {};
 
 // `run syscall ... -- fl_probe ACTIONS hold`; once the probe holds, `outside`
 // runs the same ACTIONS outside the fault's scope. Returns (inside, outside).
@@ -20,14 +20,14 @@ std::pair<std::map<std::string, Counts>, std::map<std::string, Counts>> syscall_
   argv.insert(argv.end(), {"--duration", "60s", "--", kProbe});
   argv.insert(argv.end(), actions.begin(), actions.end());
   argv.push_back("hold");
-  Child f = Child::spawn(argv, {.stdin_pipe = true});
+  ChildProcess f = spawn(argv, {.stdin_pipe = true});
   std::map<std::string, Counts> outside;
   bool held = f.wait_for("HOLD", 30s);
   if (held) {
     std::vector<std::string> o = {kProbe};
     o.insert(o.end(), actions.begin(), actions.end());
-    Outcome r = run(o, 30s);
-    EXPECT_TRUE(r.exit.is(0)) << r.describe();
+    CommandResult r = run(o, 30s);
+    EXPECT_TRUE(r.status.is(0)) << r.describe();
     outside = results(r.out);
   }
   f.close_stdin();
@@ -38,7 +38,7 @@ std::pair<std::map<std::string, Counts>, std::map<std::string, Counts>> syscall_
   return {results(f.out()), outside};
 }
 
-TEST_F(EnforceTest, SocketFailsWithEachErrnoInsideOnly) {
+TEST_F(SyscallSocketTest, SocketFailsWithEachErrnoInsideOnly) {
   for (const char* err : {"EMFILE", "ENFILE", "EACCES", "ENOBUFS", "EAFNOSUPPORT"}) {
     SCOPED_TRACE(err);
     std::string log;
@@ -53,22 +53,22 @@ TEST_F(EnforceTest, SocketFailsWithEachErrnoInsideOnly) {
   }
 }
 
-TEST_F(EnforceTest, PythonSocketSeesEmfile) {
+TEST_F(SyscallSocketTest, PythonSocketSeesEmfile) {
   const std::string script =
       "import socket, errno\n"
       "try:\n"
       "    socket.socket(); print('socket ok')\n"
       "except OSError as e:\n"
       "    print('socket', errno.errorcode[e.errno])\n";
-  Outcome in = run({kFaultctl, "run", "syscall", "--syscall", "socket", "--errno", "EMFILE", "--percent", "100", "--duration",
-                "30s", "--", kPython, "-c", script});
-  EXPECT_TRUE(in.exit.is(0)) << in.describe();
+  CommandResult in = run({kFaultctl, "run", "syscall", "--syscall", "socket", "--errno", "EMFILE", "--percent", "100",
+                          "--duration", "30s", "--", kPython, "-c", script});
+  EXPECT_TRUE(in.status.is(0)) << in.describe();
   EXPECT_NE(in.out.find("socket EMFILE\n"), std::string::npos) << in.describe();
-  Outcome out = run({kPython, "-c", script});
+  CommandResult out = run({kPython, "-c", script});
   EXPECT_EQ(out.out, "socket ok\n") << out.describe();
 }
 
-TEST_F(EnforceTest, ConnectFailsWithEachErrnoAtFullRate) {
+TEST_F(SyscallSocketTest, ConnectFailsWithEachErrnoAtFullRate) {
   TcpServer server;
   const std::string port = std::to_string(server.port());
   for (const char* err : {"ECONNREFUSED", "ETIMEDOUT", "ENETUNREACH", "EHOSTUNREACH", "ECONNRESET", "EACCES"}) {
@@ -90,7 +90,7 @@ TEST_F(EnforceTest, ConnectFailsWithEachErrnoAtFullRate) {
 
 // Binomial: n = 400, p = 0.5, sd = 10. Five sd either way fails about once in
 // 1.7 million runs by chance; a broken percent (0, 100, or ignored) fails always.
-TEST_F(EnforceTest, ConnectFailsAtAPercent) {
+TEST_F(SyscallSocketTest, ConnectFailsAtAPercent) {
   TcpServer server;
   const std::string port = std::to_string(server.port());
   constexpr long n = 400;
@@ -106,39 +106,39 @@ TEST_F(EnforceTest, ConnectFailsAtAPercent) {
 
 // --cgroup: the fault applies to every member of an existing cgroup for its
 // duration, and ends on time (the in-kernel expiry, then the links go).
-TEST_F(EnforceTest, ConnectFaultOnACgroupEndsOnTime) {
+TEST_F(SyscallSocketTest, ConnectFaultOnACgroupEndsOnTime) {
   TcpServer server;
   const std::string port = std::to_string(server.port());
-  Cgroup cg("sc");
-  Child f = Child::spawn({kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "ECONNRESET", "--duration",
+  TestCgroup cg(unique_name("sc"));
+  ChildProcess f = spawn({kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "ECONNRESET", "--duration",
                           "4s", "--cgroup", cg.relative()});
-  ASSERT_TRUE(f.wait_for_either("syscall fault s", 20s)) << f.describe();
+  ASSERT_TRUE(f.wait_for("syscall fault s", 20s, Stream::kEither)) << f.describe();
   const std::vector<std::string> probe = {kProbe, "connect", "tcp", "127.0.0.1", port, "5"};
-  Outcome in = run(probe, 20s, {.cgroup = cg.path()});
-  Outcome out = run(probe);
+  CommandResult in = run(probe, 20s, {.cgroup = cg.path()});
+  CommandResult out = run(probe);
   EXPECT_EQ(show(results(in.out)["tcp 127.0.0.1:" + port]), "ECONNRESET:5") << in.describe() << f.describe();
   EXPECT_EQ(show(results(out.out)["tcp 127.0.0.1:" + port]), "ok:5") << out.describe();
   auto e = f.wait(20s);
   ASSERT_TRUE(e && e->is(0)) << f.describe();
   EXPECT_NE(f.describe().find("): 5 calls failed with ECONNRESET"), std::string::npos) << f.describe();
-  Outcome after = run(probe, 20s, {.cgroup = cg.path()});
+  CommandResult after = run(probe, 20s, {.cgroup = cg.path()});
   EXPECT_EQ(show(results(after.out)["tcp 127.0.0.1:" + port]), "ok:5") << "the fault outlived its duration\n"
                                                                        << after.describe();
 }
 
 // --pid: one process of a cgroup is hit, its neighbour in the same cgroup is not.
-TEST_F(EnforceTest, ConnectFaultOnOnePidSparesItsCgroupNeighbour) {
+TEST_F(SyscallSocketTest, ConnectFaultOnOnePidSparesItsCgroupNeighbour) {
   TcpServer server;
   const std::string port = std::to_string(server.port());
-  Cgroup cg("pid");
+  TestCgroup cg(unique_name("pid"));
   const std::vector<std::string> probe = {kProbe, "wait", "connect", "tcp", "127.0.0.1", port, "10"};
-  Child target = Child::spawn(probe, {.cgroup = cg.path(), .stdin_pipe = true});
-  Child neighbour = Child::spawn(probe, {.cgroup = cg.path(), .stdin_pipe = true});
+  ChildProcess target = spawn(probe, {.cgroup = cg.path(), .stdin_pipe = true});
+  ChildProcess neighbour = spawn(probe, {.cgroup = cg.path(), .stdin_pipe = true});
   ASSERT_TRUE(target.wait_for("WAITING", 10s)) << target.describe();
   ASSERT_TRUE(neighbour.wait_for("WAITING", 10s)) << neighbour.describe();
-  Child f = Child::spawn({kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "EHOSTUNREACH", "--duration",
+  ChildProcess f = spawn({kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "EHOSTUNREACH", "--duration",
                           "60s", "--pid", std::to_string(target.pid())});
-  ASSERT_TRUE(f.wait_for_either("syscall fault s", 20s)) << f.describe();
+  ASSERT_TRUE(f.wait_for("syscall fault s", 20s, Stream::kEither)) << f.describe();
   target.write_stdin("\n");
   neighbour.write_stdin("\n");
   ASSERT_TRUE(target.wait(10s)) << target.describe();
@@ -150,7 +150,7 @@ TEST_F(EnforceTest, ConnectFaultOnOnePidSparesItsCgroupNeighbour) {
 
 // Each socket syscall is failed alone: sendto fails, connect and bind do not;
 // then bind fails and sendto does not.
-TEST_F(EnforceTest, SendtoAndBindFailOnlyWhenChosen) {
+TEST_F(SyscallSocketTest, SendtoAndBindFailOnlyWhenChosen) {
   const std::vector<std::string> actions = {"sendto", "127.0.0.1", "9", "4", "sendto", "::1", "9", "2", "connect", "udp",
                                             "127.0.0.1", "9", "2", "bind", "tcp", "127.0.0.1", "3", "bind", "udp", "::1", "2"};
   std::string log;
@@ -169,13 +169,13 @@ TEST_F(EnforceTest, SendtoAndBindFailOnlyWhenChosen) {
   EXPECT_EQ(show(bout["bindudp [::1]:0"]), "ok:2");
 }
 
-TEST_F(EnforceTest, RunSyscallPassesTheExitCodeThrough) {
-  Outcome cgroup_way = run({kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "EIO", "--duration", "10s", "--",
-                        "sh", "-c", "exit 5"});
-  EXPECT_TRUE(cgroup_way.exit.is(5)) << cgroup_way.describe();
-  Outcome seccomp_way = run({kFaultctl, "run", "syscall", "--syscall", "unlink", "--errno", "EIO", "--duration", "10s", "--",
-                         "sh", "-c", "exit 6"});
-  EXPECT_TRUE(seccomp_way.exit.is(6)) << seccomp_way.describe();
+TEST_F(SyscallSocketTest, RunSyscallPassesTheExitCodeThrough) {
+  CommandResult cgroup_way = run({kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "EIO", "--duration",
+                                  "10s", "--", "sh", "-c", "exit 5"});
+  EXPECT_TRUE(cgroup_way.status.is(5)) << cgroup_way.describe();
+  CommandResult seccomp_way = run({kFaultctl, "run", "syscall", "--syscall", "unlink", "--errno", "EIO", "--duration",
+                                   "10s", "--", "sh", "-c", "exit 6"});
+  EXPECT_TRUE(seccomp_way.status.is(6)) << seccomp_way.describe();
 }
 
 }  // namespace

@@ -11,6 +11,8 @@
 namespace flenf {
 namespace {
 
+class TopTest : public EnforceTest {};
+
 void send_udp(uint16_t port, size_t size) {
   int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   sockaddr_in to{};
@@ -43,8 +45,8 @@ template <typename Traffic>
 nlohmann::json top_while(const std::vector<std::string>& extra, Traffic traffic) {
   std::vector<std::string> argv = {kFaultctl, "top", "--once", "--json", "--interval", "1s"};
   argv.insert(argv.end(), extra.begin(), extra.end());
-  Child top = Child::spawn(argv);
-  std::optional<Exit> e;
+  ChildProcess top = spawn(argv);
+  std::optional<ExitStatus> e;
   for (int i = 0; i < 400 && !e; ++i) {
     traffic();
     e = top.wait(50ms);
@@ -62,7 +64,7 @@ const nlohmann::json* flow(const nlohmann::json& top, const std::string& dest, c
   return nullptr;
 }
 
-TEST_F(EnforceTest, TopShowsHostDestinationsWithBytes) {
+TEST_F(TopTest, TopShowsHostDestinationsWithBytes) {
   TcpServer http(false, /*http=*/true);
   UdpReceiver udp;
   auto j = top_while({}, [&] {
@@ -81,11 +83,11 @@ TEST_F(EnforceTest, TopShowsHostDestinationsWithBytes) {
   EXPECT_EQ(u->value("bytes_out", 0) % 728, 0) << "whole 700-byte datagrams (IP bytes): " << u->dump();
 }
 
-TEST_F(EnforceTest, TopForOneCgroupCountsOnlyItsMembers) {
-  Cgroup cg("top");
+TEST_F(TopTest, TopForOneCgroupCountsOnlyItsMembers) {
+  TestCgroup cg(unique_name("top"));
   UdpReceiver inside_dest, outside_dest;
   // A sender in the cgroup for the whole run; this process (outside) sends too.
-  Child sender = Child::spawn({kProbe, "udpflood", "127.0.0.1", std::to_string(inside_dest.port()), "300", "20000"},
+  ChildProcess sender = spawn({kProbe, "udpflood", "127.0.0.1", std::to_string(inside_dest.port()), "300", "20000"},
                               {.cgroup = cg.path()});
   auto j = top_while({"--cgroup", cg.relative()}, [&] { send_udp(outside_dest.port(), 300); });
   sender.stop();

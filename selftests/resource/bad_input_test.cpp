@@ -28,7 +28,7 @@ class BadInput : public ResourceTest {
     full.insert(full.end(), args.begin(), args.end());
     auto o = run(full, 20s);
     SCOPED_TRACE(o.describe());
-    EXPECT_EQ(o.code, 2);
+    EXPECT_EQ(o.status.code, 2);
     EXPECT_NE(o.err.find(flag), std::string::npos) << "the error does not name " << flag;
     EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << "not exactly one line";
     EXPECT_TRUE(o.out.empty());
@@ -102,7 +102,7 @@ TEST_F(BadInput, AgainstTheRunningSystem) {
   ::kill(target_->pid(), SIGSTOP);
   ASSERT_TRUE(eventually([&] { return target_->state() == 'T'; }, 1000ms));
   auto o = run({"run", "process", "--pid", std::to_string(target_->pid()), "--action", "freeze", "--duration", "5s"});
-  EXPECT_EQ(o.code, 2) << o.describe();
+  EXPECT_EQ(o.status.code, 2) << o.describe();
   EXPECT_NE(o.err.find("already stopped"), std::string::npos) << o.describe();
   ::kill(target_->pid(), SIGCONT);
   EXPECT_GE(checked_, 18);
@@ -121,7 +121,7 @@ TEST_F(BadInput, ReportRefusesWhatIsNotARecord) {
                                                                 {"report", "--bogus", dir_},
                                                                 {"report", dir_, dir_}}) {
     auto o = run(args);
-    EXPECT_EQ(o.code, 2) << o.describe();
+    EXPECT_EQ(o.status.code, 2) << o.describe();
     EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.describe();
   }
 }

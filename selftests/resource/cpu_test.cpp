@@ -27,7 +27,7 @@ std::vector<pid_t> workers_of(const nlohmann::json& started) {
 TEST_F(CpuBurn, ShowsInProcStatWithinBounds) {
   const double load = 50;
   auto f = start({"run", "cpu", "--cores", "1", "--load", "50", "--duration", "6s", "--json"});
-  auto started = f->wait_event("started", 10s);
+  auto started = wait_event(*f, "started", 10s);
   ASSERT_TRUE(started) << f->describe();
   const int core = (*started)["plan"]["cores"][0];
   auto workers = workers_of(*started);
@@ -58,27 +58,27 @@ TEST_F(CpuBurn, ShowsInProcStatWithinBounds) {
 
 TEST_F(CpuBurn, AbortStopsTheWorkers) {
   auto f = start({"run", "cpu", "--cores", "1", "--load", "20", "--duration", "60s", "--json"});
-  auto started = f->wait_event("started", 10s);
+  auto started = wait_event(*f, "started", 10s);
   ASSERT_TRUE(started) << f->describe();
   auto workers = workers_of(*started);
   ASSERT_FALSE(workers.empty());
   auto a = run({"abort", (*started)["id"].get<std::string>()});
-  EXPECT_EQ(a.code, 0) << a.describe();
+  EXPECT_EQ(a.status.code, 0) << a.describe();
   for (pid_t w : workers)
     EXPECT_TRUE(eventually([&] { return !pid_alive(w); }, 2000ms)) << "worker " << w << " still runs";
   auto o = f->wait(5s);
   ASSERT_TRUE(o) << f->describe();
-  EXPECT_EQ(o->code, 1) << o->describe();
+  EXPECT_EQ(o->code, 1) << f->describe();
 }
 
 // PR_SET_PDEATHSIG: the burn stops the moment faultctl dies; the reaper then drops the state.
 TEST_F(CpuBurn, WorkersDieWithFaultctl) {
   auto f = start({"run", "cpu", "--cores", "1", "--load", "30", "--duration", "3s", "--json"});
-  auto started = f->wait_event("started", 10s);
+  auto started = wait_event(*f, "started", 10s);
   ASSERT_TRUE(started) << f->describe();
   auto workers = workers_of(*started);
   ASSERT_FALSE(workers.empty());
-  f->kill9();
+  f->kill_and_reap();
   for (pid_t w : workers)
     EXPECT_TRUE(eventually([&] { return !pid_alive(w); }, 1000ms)) << "worker " << w << " outlived faultctl";
   EXPECT_FALSE(state_files().empty()) << "the state stays until the reaper is due";

@@ -34,7 +34,7 @@ class DiskFill : public ResourceTest {
 TEST_F(DiskFill, ReachesTheFillLevelAndDeletesTheBalloon) {
   EXPECT_LT(fs_->use_percent(), 1);
   auto f = start(fill("75%", "3s"));
-  auto started = f->wait_event("started", 10s);
+  auto started = wait_event(*f, "started", 10s);
   ASSERT_TRUE(started) << f->describe();
   double use = fs_->use_percent();
   EXPECT_GE(use, 74.5) << "statvfs says " << use << "%";
@@ -50,7 +50,7 @@ TEST_F(DiskFill, SizeAddsThatMuch) {
   double before = fs_->use_percent();
   auto f = start(
       {"run", "disk", "--path", fs_->path(), "--size", "16MiB", "--min-free", "4MiB", "--duration", "2s", "--json"});
-  ASSERT_TRUE(f->wait_event("started", 10s)) << f->describe();
+  ASSERT_TRUE(wait_event(*f, "started", 10s)) << f->describe();
   EXPECT_NEAR(fs_->use_percent() - before, 25.0, 0.5) << "16MiB of 64MiB";
   ASSERT_TRUE(f->wait(10s)) << f->describe();
   EXPECT_FALSE(has_balloon());
@@ -58,29 +58,29 @@ TEST_F(DiskFill, SizeAddsThatMuch) {
 
 TEST_F(DiskFill, AbortDeletesTheBalloon) {
   auto f = start(fill("60%", "60s"));
-  auto started = f->wait_event("started", 10s);
+  auto started = wait_event(*f, "started", 10s);
   ASSERT_TRUE(started) << f->describe();
   ASSERT_TRUE(has_balloon());
   auto a = run({"abort", (*started)["id"].get<std::string>()});
-  EXPECT_EQ(a.code, 0) << a.describe();
+  EXPECT_EQ(a.status.code, 0) << a.describe();
   EXPECT_FALSE(has_balloon());
   ASSERT_TRUE(f->wait(5s)) << f->describe();
 }
 
 TEST_F(DiskFill, StatusListsItAndAbortAllEndsEveryResourceFault) {
   auto disk = start(fill("60%", "60s"));
-  auto d = disk->wait_event("started", 10s);
+  auto d = wait_event(*disk, "started", 10s);
   ASSERT_TRUE(d) << disk->describe();
   auto cpu = start({"run", "cpu", "--cores", "1", "--load", "10", "--duration", "60s", "--json"});
-  auto c = cpu->wait_event("started", 10s);
+  auto c = wait_event(*cpu, "started", 10s);
   ASSERT_TRUE(c) << cpu->describe();
   auto s = run({"status"});
-  EXPECT_EQ(s.code, 0) << s.describe();
+  EXPECT_EQ(s.status.code, 0) << s.describe();
   EXPECT_NE(s.out.find((*d)["id"].get<std::string>() + "    disk"), std::string::npos) << s.out;
   EXPECT_NE(s.out.find((*c)["id"].get<std::string>() + "    cpu"), std::string::npos) << s.out;
   auto a = run({"abort", "--all"});
   remove_bpffs_lock();
-  EXPECT_EQ(a.code, 0) << a.describe();
+  EXPECT_EQ(a.status.code, 0) << a.describe();
   EXPECT_NE(a.out.find("2 resource faults reverted"), std::string::npos) << a.describe();
   EXPECT_FALSE(has_balloon());
   for (const auto& w : (*c)["plan"]["workers"])
@@ -92,11 +92,11 @@ TEST_F(DiskFill, StatusListsItAndAbortAllEndsEveryResourceFault) {
 
 TEST_F(DiskFill, SigintRevertsAtOnce) {
   auto f = start(fill("60%", "60s"));
-  ASSERT_TRUE(f->wait_event("started", 10s)) << f->describe();
+  ASSERT_TRUE(wait_event(*f, "started", 10s)) << f->describe();
   ::kill(f->pid(), SIGINT);
   auto o = f->wait(5s);
   ASSERT_TRUE(o) << f->describe();
-  EXPECT_EQ(o->code, 1) << o->describe();
+  EXPECT_EQ(o->code, 1) << f->describe();
   EXPECT_FALSE(has_balloon());
   EXPECT_TRUE(state_files().empty());
 }
@@ -104,9 +104,9 @@ TEST_F(DiskFill, SigintRevertsAtOnce) {
 // kill -9 of faultctl: the fault holds until its expiry, then the reaper ends it.
 TEST_F(DiskFill, ReaperEndsItAfterFaultctlIsKilled) {
   auto f = start(fill("60%", "3s"));
-  ASSERT_TRUE(f->wait_event("started", 10s)) << f->describe();
+  ASSERT_TRUE(wait_event(*f, "started", 10s)) << f->describe();
   auto t0 = std::chrono::steady_clock::now();
-  f->kill9();
+  f->kill_and_reap();
   sleep_for(2000ms);
   EXPECT_TRUE(has_balloon()) << "the fault must hold until its expiry";
   ASSERT_TRUE(eventually([&] { return !has_balloon(); }, 1000ms + kGrace + 1000ms)) << "not ended by expiry + grace";
@@ -117,9 +117,9 @@ TEST_F(DiskFill, ReaperEndsItAfterFaultctlIsKilled) {
 // SIGTERM to the reaper (an orderly shutdown) reverts at once rather than leaving the fault.
 TEST_F(DiskFill, ReaperRevertsOnSigterm) {
   auto f = start(fill("60%", "60s"));
-  auto started = f->wait_event("started", 10s);
+  auto started = wait_event(*f, "started", 10s);
   ASSERT_TRUE(started) << f->describe();
-  f->kill9();
+  f->kill_and_reap();
   ::kill((*started)["reaper_pid"].get<pid_t>(), SIGTERM);
   // The state goes last, once the revert is complete (an unlink of a big file takes a moment).
   EXPECT_TRUE(eventually([&] { return state_files().empty(); }, 2000ms));
@@ -129,17 +129,17 @@ TEST_F(DiskFill, ReaperRevertsOnSigterm) {
 // The reaper killed too: nothing reverts until the next faultctl, whichever command it runs.
 TEST_F(DiskFill, NextFaultctlRevertsWhenTheReaperIsKilledToo) {
   auto f = start(fill("60%", "2s"));
-  auto started = f->wait_event("started", 10s);
+  auto started = wait_event(*f, "started", 10s);
   ASSERT_TRUE(started) << f->describe();
   const pid_t reaper = (*started)["reaper_pid"];
   ASSERT_TRUE(pid_alive(reaper));
-  f->kill9();
+  f->kill_and_reap();
   ::kill(reaper, SIGKILL);
   ASSERT_TRUE(eventually([&] { return !pid_alive(reaper); }, 1000ms));
   sleep_for(2000ms + kGrace + 500ms);
   ASSERT_TRUE(has_balloon()) << "something other than faultctl reverted it (the test would prove nothing)";
   auto s = run({"status"});
-  EXPECT_EQ(s.code, 0) << s.describe();
+  EXPECT_EQ(s.status.code, 0) << s.describe();
   EXPECT_NE(s.err.find("reverted fault " + (*started)["id"].get<std::string>()), std::string::npos) << s.describe();
   EXPECT_NE(s.err.find("reaper is gone"), std::string::npos) << s.describe();
   EXPECT_FALSE(has_balloon());
@@ -149,10 +149,10 @@ TEST_F(DiskFill, NextFaultctlRevertsWhenTheReaperIsKilledToo) {
 // The reaper killed while the fault is still due later: the next faultctl arms a new one.
 TEST_F(DiskFill, NextFaultctlRearmsALostReaper) {
   auto f = start(fill("60%", "4s"));
-  auto started = f->wait_event("started", 10s);
+  auto started = wait_event(*f, "started", 10s);
   ASSERT_TRUE(started) << f->describe();
   const pid_t reaper = (*started)["reaper_pid"];
-  f->kill9();
+  f->kill_and_reap();
   ::kill(reaper, SIGKILL);
   ASSERT_TRUE(eventually([&] { return !pid_alive(reaper); }, 1000ms));
   auto s = run({"status", "--json"});

@@ -18,7 +18,7 @@ std::string limit_file(const std::string& cgroup) {
 TEST_F(MemoryHog, HeldInItsCgroupAndReleased) {
   const uint64_t size = 64ULL << 20;
   auto f = start({"run", "memory", "--size", "64MiB", "--duration", "3s", "--json"});
-  auto started = f->wait_event("started", 20s);
+  auto started = wait_event(*f, "started", 20s);
   ASSERT_TRUE(started) << f->describe();
   const std::string cg = (*started)["plan"]["cgroup"];
   const pid_t hog = (*started)["plan"]["hog_pid"];
@@ -39,11 +39,11 @@ TEST_F(MemoryHog, HeldInItsCgroupAndReleased) {
 
 TEST_F(MemoryHog, ReleasedWhenFaultctlIsKilled) {
   auto f = start({"run", "memory", "--size", "32MiB", "--duration", "3s", "--json"});
-  auto started = f->wait_event("started", 20s);
+  auto started = wait_event(*f, "started", 20s);
   ASSERT_TRUE(started) << f->describe();
   const std::string cg = (*started)["plan"]["cgroup"];
   const pid_t hog = (*started)["plan"]["hog_pid"];
-  f->kill9();
+  f->kill_and_reap();
   EXPECT_TRUE(eventually([&] { return !pid_alive(hog); }, 1000ms)) << "the hog outlived faultctl";
   EXPECT_TRUE(eventually([&] { return !path_exists(cg); }, 3s + kGrace + 1000ms))
       << "the reaper left the cgroup " << cg;
@@ -52,11 +52,11 @@ TEST_F(MemoryHog, ReleasedWhenFaultctlIsKilled) {
 
 TEST_F(MemoryHog, AbortReleasesAtOnce) {
   auto f = start({"run", "memory", "--size", "32MiB", "--duration", "60s", "--json"});
-  auto started = f->wait_event("started", 20s);
+  auto started = wait_event(*f, "started", 20s);
   ASSERT_TRUE(started) << f->describe();
   const std::string cg = (*started)["plan"]["cgroup"];
   auto a = run({"abort", (*started)["id"].get<std::string>()});
-  EXPECT_EQ(a.code, 0) << a.describe();
+  EXPECT_EQ(a.status.code, 0) << a.describe();
   EXPECT_FALSE(path_exists(cg)) << "abort returned before the cgroup was gone";
   ASSERT_TRUE(f->wait(5s)) << f->describe();
 }

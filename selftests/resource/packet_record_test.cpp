@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "resource_env.h"
+#include "selftests/lib/netns_pair.h"
 
 namespace flres {
 namespace {
@@ -14,8 +15,10 @@ class PacketRecord : public ResourceTest {
   void SetUp() override {
     ResourceTest::SetUp();
     if (IsSkipped()) return;
-    net_.emplace(unique("rec"));
-    svc_.emplace([] { return HttpServer::Reply{200, 2}; }, NetnsPair::kAddrB, "/run/netns/" + net_->b());
+    const std::string veth = std::to_string(::getpid() % 100000);
+    net_.emplace(unique("rec"), fltest::VethEnd{"flra" + veth, {std::string(kAddrA) + "/24"}},
+                 fltest::VethEnd{"flrb" + veth, {std::string(kAddrB) + "/24"}});
+    svc_.emplace([] { return HttpServer::Reply{200, 2}; }, kAddrB, "/run/netns/" + net_->b());
     record_ = dir_ + "/record";
   }
   void TearDown() override {
@@ -55,14 +58,14 @@ class PacketRecord : public ResourceTest {
             "--json"};
   }
   nlohmann::json verdict() const { return nlohmann::json::parse(read_file(record_ + "/verdict.json")); }
-  std::optional<NetnsPair> net_;
+  std::optional<fltest::NetnsPair> net_;
   std::optional<HttpServer> svc_;
   std::string record_;
 };
 
 TEST_F(PacketRecord, HeldWhenTheFaultMissesTheService) {
   auto o = run(loss_to("198.19.213.99"));
-  ASSERT_EQ(o.code, 0) << o.describe();
+  ASSERT_EQ(o.status.code, 0) << o.describe();
   auto v = verdict();
   EXPECT_EQ(v["verdict"], "held") << v.dump(2);
   EXPECT_GE(v["phases"]["fault"]["samples"].get<int>(), 4);
@@ -70,12 +73,12 @@ TEST_F(PacketRecord, HeldWhenTheFaultMissesTheService) {
   auto h = nlohmann::json::parse(read_file(record_ + "/hypothesis.json"));
   EXPECT_EQ(h["fault"].value("kind", ""), "loss") << h.dump(2);
   EXPECT_FALSE(h["fault"].value("mechanism", "").empty()) << "the plan, as resolved, is part of the fingerprinted text";
-  EXPECT_EQ(run({"report", "--verify", record_}).code, 0);
+  EXPECT_EQ(run({"report", "--verify", record_}).status.code, 0);
 }
 
 TEST_F(PacketRecord, GuardrailAbortWhenTheServiceIsCutOff) {
-  auto o = run(loss_to(NetnsPair::kAddrB));
-  ASSERT_EQ(o.code, 7) << o.describe();
+  auto o = run(loss_to(kAddrB));
+  ASSERT_EQ(o.status.code, 7) << o.describe();
   auto v = verdict();
   EXPECT_EQ(v["verdict"], "aborted") << v.dump(2);
   EXPECT_EQ(v["outcome"], "guardrail");

@@ -25,14 +25,14 @@ TEST_F(ProcessFault, FreezeByPidStopsAndResumesAtTheEnd) {
   expect_running(target);
   auto f = start(
       {"run", "process", "--pid", std::to_string(target.pid()), "--action", "freeze", "--duration", "3s", "--json"});
-  auto started = f->wait_event("started", 10s);
+  auto started = wait_event(*f, "started", 10s);
   ASSERT_TRUE(started) << f->describe();
   EXPECT_EQ((*started)["plan"]["targets"][0]["method"], "sigstop") << "the target shares the root cgroup: SIGSTOP";
   EXPECT_EQ(target.state(), 'T');
   expect_frozen(target);
   auto o = f->wait(10s);
   ASSERT_TRUE(o) << f->describe();
-  EXPECT_EQ(o->code, 0) << o->describe();
+  EXPECT_EQ(o->code, 0) << f->describe();
   expect_running(target);
   EXPECT_TRUE(state_files().empty());
 }
@@ -41,8 +41,8 @@ TEST_F(ProcessFault, FreezeByCgroupUsesCgroupFreeze) {
   Counter target;
   TestCgroup cg(unique("freeze"));
   cg.add(target.pid());
-  auto f = start({"run", "process", "--cgroup", cg.dir(), "--action", "freeze", "--duration", "3s", "--json"});
-  auto started = f->wait_event("started", 10s);
+  auto f = start({"run", "process", "--cgroup", cg.path(), "--action", "freeze", "--duration", "3s", "--json"});
+  auto started = wait_event(*f, "started", 10s);
   ASSERT_TRUE(started) << f->describe();
   EXPECT_EQ((*started)["plan"]["targets"][0]["method"], "cgroup-freeze");
   EXPECT_TRUE(cg.frozen()) << "cgroup.events does not say frozen";
@@ -60,11 +60,11 @@ TEST_F(ProcessFault, PidWithACgroupOfItsOwnUsesCgroupFreeze) {
   cg.add(target.pid());
   auto o = run({"run", "process", "--pid", std::to_string(target.pid()), "--action", "freeze", "--duration", "2s",
                 "--dry-run", "--json"});
-  ASSERT_EQ(o.code, 0) << o.describe();
+  ASSERT_EQ(o.status.code, 0) << o.describe();
   auto j = json_lines(o.out);
   ASSERT_EQ(j.size(), 1u) << o.describe();
   EXPECT_EQ(j[0]["plan"]["targets"][0]["method"], "cgroup-freeze");
-  EXPECT_EQ(j[0]["plan"]["targets"][0]["cgroup"], cg.dir());
+  EXPECT_EQ(j[0]["plan"]["targets"][0]["cgroup"], cg.path());
   EXPECT_FALSE(cg.frozen()) << "--dry-run changed something";
   EXPECT_NE(target.state(), 'T');
 }
@@ -74,7 +74,7 @@ TEST_F(ProcessFault, FreezeByNameMatchesTheWholeName) {
   Counter target(name);
   Counter bystander(name + "x");  // a longer name: a whole-name pattern must not match it
   auto f = start({"run", "process", "--name", name, "--action", "freeze", "--duration", "2s", "--json"});
-  auto started = f->wait_event("started", 10s);
+  auto started = wait_event(*f, "started", 10s);
   ASSERT_TRUE(started) << f->describe();
   ASSERT_EQ((*started)["plan"]["targets"].size(), 1u) << started->dump();
   EXPECT_EQ((*started)["plan"]["targets"][0]["pid"], target.pid());
@@ -88,7 +88,7 @@ TEST_F(ProcessFault, KillSendsOneSignal) {
   Counter target;
   auto o = run({"run", "process", "--pid", std::to_string(target.pid()), "--action", "kill", "--signal", "TERM",
                 "--duration", "1s"});
-  EXPECT_EQ(o.code, 0) << o.describe();
+  EXPECT_EQ(o.status.code, 0) << o.describe();
   std::optional<int> sig;
   ASSERT_TRUE(eventually([&] { return (sig = target.ended_by_signal()).has_value(); }, 2000ms)) << "still running";
   EXPECT_EQ(*sig, SIGTERM);
@@ -98,23 +98,23 @@ TEST_F(ProcessFault, AbortResumesAtOnce) {
   Counter target;
   auto f = start(
       {"run", "process", "--pid", std::to_string(target.pid()), "--action", "freeze", "--duration", "60s", "--json"});
-  auto started = f->wait_event("started", 10s);
+  auto started = wait_event(*f, "started", 10s);
   ASSERT_TRUE(started) << f->describe();
   const std::string id = (*started)["id"];
   auto status = run({"status", "--json"});
-  ASSERT_EQ(status.code, 0) << status.describe();
+  ASSERT_EQ(status.status.code, 0) << status.describe();
   auto sj = json_lines(status.out);
   ASSERT_EQ(sj.size(), 1u) << status.describe();
   ASSERT_EQ(sj[0]["resource_faults"].size(), 1u) << status.describe();
   EXPECT_EQ(sj[0]["resource_faults"][0]["id"], id);
   EXPECT_TRUE(sj[0]["resource_faults"][0]["reaper_alive"].get<bool>());
   auto a = run({"abort", id});
-  EXPECT_EQ(a.code, 0) << a.describe();
+  EXPECT_EQ(a.status.code, 0) << a.describe();
   expect_running(target);
   auto o = f->wait(5s);
   ASSERT_TRUE(o) << f->describe();
-  EXPECT_EQ(o->code, 1) << "the owner reports it was ended from outside: " << o->describe();
-  EXPECT_NE(o->out.find("\"reason\":\"aborted\""), std::string::npos) << o->describe();
+  EXPECT_EQ(o->code, 1) << "the owner reports it was ended from outside: " << f->describe();
+  EXPECT_NE(f->out().find("\"reason\":\"aborted\""), std::string::npos) << f->describe();
 }
 
 // kill -9 of faultctl: the process stays frozen until expiry, then the reaper resumes it.
@@ -122,9 +122,9 @@ TEST_F(ProcessFault, ReaperResumesAfterFaultctlIsKilled) {
   Counter target;
   auto f = start(
       {"run", "process", "--pid", std::to_string(target.pid()), "--action", "freeze", "--duration", "4s", "--json"});
-  ASSERT_TRUE(f->wait_event("started", 10s)) << f->describe();
+  ASSERT_TRUE(wait_event(*f, "started", 10s)) << f->describe();
   auto t0 = std::chrono::steady_clock::now();
-  f->kill9();
+  f->kill_and_reap();
   sleep_for(1500ms);
   EXPECT_EQ(target.state(), 'T') << "the fault must outlive faultctl until its expiry";
   expect_frozen(target);

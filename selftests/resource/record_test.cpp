@@ -60,7 +60,7 @@ class Record : public ResourceTest {
 TEST_F(Record, HeldHypothesisIsRecordedAndVerifies) {
   HttpServer svc([] { return HttpServer::Reply{200, 5}; });
   auto o = run(experiment(svc.url(), "p99<300ms"));
-  ASSERT_EQ(o.code, 0) << o.describe();
+  ASSERT_EQ(o.status.code, 0) << o.describe();
   auto events = json_lines(o.out);
   auto find = [&](const std::string& e) {
     auto it =
@@ -89,13 +89,13 @@ TEST_F(Record, HeldHypothesisIsRecordedAndVerifies) {
   EXPECT_NE(h["command"].get<std::string>().find("--fill 60%"), std::string::npos);
 
   auto rep = run({"report", record_});
-  EXPECT_EQ(rep.code, 0) << rep.describe();
+  EXPECT_EQ(rep.status.code, 0) << rep.describe();
   EXPECT_NE(rep.out.find("verdict:     HELD"), std::string::npos) << rep.out;
   EXPECT_NE(rep.out.find("(verified)"), std::string::npos) << rep.out;
   auto ver = run({"report", "--verify", record_});
-  EXPECT_EQ(ver.code, 0) << ver.describe();
+  EXPECT_EQ(ver.status.code, 0) << ver.describe();
   auto rj = run({"report", record_, "--json"});
-  ASSERT_EQ(rj.code, 0) << rj.describe();
+  ASSERT_EQ(rj.status.code, 0) << rj.describe();
   EXPECT_EQ(nlohmann::json::parse(rj.out)["verdict"]["verdict"], "held");
 }
 
@@ -103,7 +103,7 @@ TEST_F(Record, RefutedHypothesisCarriesTheNumbers) {
   // Slow, not down: 400ms is inside the guardrail (1s) but outside the hypothesis.
   HttpServer svc([this] { return HttpServer::Reply{200, disk_pressure() ? 400 : 5}; });
   auto o = run(experiment(svc.url(), "p99<300ms"));
-  ASSERT_EQ(o.code, 8) << "exit 8: the hypothesis was refuted\n" << o.describe();
+  ASSERT_EQ(o.status.code, 8) << "exit 8: the hypothesis was refuted\n" << o.describe();
   auto v = verdict();
   EXPECT_EQ(v["verdict"], "refuted") << v.dump(2);
   double p99 = v["slo"]["fault"]["value"].get<double>();
@@ -113,10 +113,10 @@ TEST_F(Record, RefutedHypothesisCarriesTheNumbers) {
   EXPECT_FALSE(fs_->use_percent() > 1) << "the balloon is gone";
 
   auto rep = run({"report", record_});
-  EXPECT_EQ(rep.code, 0) << rep.describe();
+  EXPECT_EQ(rep.status.code, 0) << rep.describe();
   EXPECT_NE(rep.out.find("REFUTED"), std::string::npos) << rep.out;
   EXPECT_NE(rep.out.find("hypothesis: < 300ms"), std::string::npos) << rep.out;
-  EXPECT_EQ(run({"report", "--verify", record_}).code, 0);
+  EXPECT_EQ(run({"report", "--verify", record_}).status.code, 0);
 
   // Rewriting the hypothesis after the fact is caught.
   std::string h = read_file(record_ + "/hypothesis.json");
@@ -125,41 +125,41 @@ TEST_F(Record, RefutedHypothesisCarriesTheNumbers) {
   h.replace(at, 12, "within 500ms");
   std::ofstream(record_ + "/hypothesis.json") << h;
   auto ver = run({"report", "--verify", record_});
-  EXPECT_EQ(ver.code, 1) << ver.describe();
+  EXPECT_EQ(ver.status.code, 1) << ver.describe();
   EXPECT_NE(ver.out.find("hypothesis.json was changed"), std::string::npos) << ver.describe();
 }
 
 TEST_F(Record, GuardrailBreachAbortsWithExit7) {
   HttpServer svc([this] { return HttpServer::Reply{disk_pressure() ? 503 : 200, 5}; });
   auto f = start(experiment(svc.url(), ""));
-  ASSERT_TRUE(f->wait_event("started", 20s)) << f->describe();
-  auto ended = f->wait_event("ended", 10s);
+  ASSERT_TRUE(wait_event(*f, "started", 20s)) << f->describe();
+  auto ended = wait_event(*f, "ended", 10s);
   ASSERT_TRUE(ended) << f->describe();
   EXPECT_EQ((*ended)["reason"], "guardrail");
   EXPECT_LT(fs_->use_percent(), 1) << "the fault is reverted at the breach, before the after window";
   auto o = f->wait(20s);
   ASSERT_TRUE(o) << f->describe();
-  EXPECT_EQ(o->code, 7) << o->describe();
+  EXPECT_EQ(o->code, 7) << f->describe();
   auto v = verdict();
   EXPECT_EQ(v["verdict"], "aborted");
   EXPECT_EQ(v["outcome"], "guardrail");
   EXPECT_NE(v["reason"].get<std::string>().find("HTTP 503"), std::string::npos) << v.dump(2);
-  EXPECT_EQ(run({"report", "--verify", record_}).code, 0);
+  EXPECT_EQ(run({"report", "--verify", record_}).status.code, 0);
 }
 
 TEST_F(Record, RefusesToStartOutsideTheGuardrail) {
   HttpServer svc([] { return HttpServer::Reply{503, 0}; });
   auto f = start(experiment(svc.url(), "success>99%"));
   bool balloon_seen = false;
-  std::optional<Outcome> o;
+  std::optional<ExitStatus> o;
   while (!(o = f->wait(50ms))) balloon_seen = balloon_seen || fs_->use_percent() > 1;
-  EXPECT_EQ(o->code, 7) << o->describe();
+  EXPECT_EQ(o->code, 7) << f->describe();
   EXPECT_FALSE(balloon_seen) << "a fault was injected although the steady state was outside the guardrail";
   EXPECT_TRUE(state_files().empty());
   auto v = verdict();
   EXPECT_EQ(v["verdict"], "aborted");
   EXPECT_NE(v["reason"].get<std::string>().find("nothing was injected"), std::string::npos) << v.dump(2);
-  EXPECT_NE(o->err.find("refusing to inject"), std::string::npos) << o->describe();
+  EXPECT_NE(f->err().find("refusing to inject"), std::string::npos) << f->describe();
 }
 
 // The kernel signal alone can be the record's signal (and a resource fault's guardrail).
@@ -187,14 +187,14 @@ TEST_F(Record, KernelSignalAloneIsARecordSignal) {
                 "--slo",
                 "success>=99%",
                 "--json"});
-  if (o.code == 1 && o.err.find("kernel") != std::string::npos)
+  if (o.status.code == 1 && o.err.find("kernel") != std::string::npos)
     GTEST_SKIP() << "no kernel-signal support here: " << o.err;
-  ASSERT_EQ(o.code, 0) << o.describe();
+  ASSERT_EQ(o.status.code, 0) << o.describe();
   EXPECT_NE(o.out.find("\"event\":\"kernel_signal\""), std::string::npos) << o.describe();
   auto v = verdict();
   EXPECT_EQ(v["verdict"], "held") << v.dump(2);
   auto rec = run({"report", record_, "--json"});
-  ASSERT_EQ(rec.code, 0) << rec.describe();
+  ASSERT_EQ(rec.status.code, 0) << rec.describe();
   auto samples = nlohmann::json::parse(rec.out)["samples"];
   ASSERT_FALSE(samples.empty());
   EXPECT_TRUE(samples[0].contains("tcp_resets_per_s")) << samples[0].dump();
@@ -206,7 +206,7 @@ TEST_F(Record, NeverOverwritesARecord) {
   std::ofstream(record_ + "/hypothesis.json") << "{}";
   HttpServer svc([] { return HttpServer::Reply{200, 0}; });
   auto o = run(experiment(svc.url(), ""));
-  EXPECT_EQ(o.code, 2) << o.describe();
+  EXPECT_EQ(o.status.code, 2) << o.describe();
   EXPECT_NE(o.err.find("--record"), std::string::npos) << o.describe();
   EXPECT_EQ(svc.requests(), 0) << "refused before measuring anything";
 }

@@ -22,29 +22,11 @@
 #include <fstream>
 #include <sstream>
 
+#include "selftests/lib/require_root.h"
+
 extern char** environ;
 
 namespace flres {
-namespace {
-
-int g_counter = 0;
-
-Outcome decode(int status) {
-  Outcome o;
-  if (WIFEXITED(status)) o.code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) o.signal = WTERMSIG(status);
-  return o;
-}
-
-}  // namespace
-
-std::string Outcome::describe() const {
-  std::ostringstream o;
-  o << "$ " << cmdline << "\n  exit " << code;
-  if (signal) o << " (signal " << signal << ")";
-  o << "\n  stdout: " << out << "\n  stderr: " << err;
-  return o.str();
-}
 
 void sleep_for(Millis d) { std::this_thread::sleep_for(d); }
 
@@ -85,18 +67,6 @@ std::vector<nlohmann::json> json_lines(const std::string& text) {
   return out;
 }
 
-std::string v2_mount() {
-  std::istringstream in(read_file("/proc/self/mountinfo"));
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream ls(line);
-    std::vector<std::string> f;
-    for (std::string w; ls >> w;) f.push_back(w);
-    auto dash = std::find(f.begin(), f.end(), "-");
-    if (f.size() > 4 && dash != f.end() && dash + 1 != f.end() && *(dash + 1) == "cgroup2") return f[4];
-  }
-  return "";
-}
-
 CpuTimes cpu_times(int cpu) {
   std::istringstream in(read_file("/proc/stat"));
   std::string want = "cpu" + std::to_string(cpu);
@@ -116,108 +86,25 @@ CpuTimes cpu_times(int cpu) {
   return {};
 }
 
-Faultctl::Faultctl(const std::vector<std::string>& args, const std::vector<std::string>& env, const std::string& dir) {
-  int n = ++g_counter;
-  out_path_ = dir + "/faultctl-" + std::to_string(n) + ".out";
-  err_path_ = dir + "/faultctl-" + std::to_string(n) + ".err";
-  cmdline_ = "faultctl";
-  for (const auto& a : args) cmdline_ += " " + a;
-  std::vector<std::string> argv_s = {FAULTCTL_PATH};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<std::string> env_s;
-  for (char** e = environ; *e != nullptr; ++e) {
-    std::string kv = *e;
-    std::string key = kv.substr(0, kv.find('='));
-    bool overridden =
-        std::any_of(env.begin(), env.end(), [&](const std::string& x) { return x.rfind(key + "=", 0) == 0; });
-    if (!overridden) env_s.push_back(kv);
-  }
-  env_s.insert(env_s.end(), env.begin(), env.end());
-  std::vector<char*> argv, envp;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  for (auto& e : env_s) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  int out = ::open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  int err = ::open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  const pid_t parent = ::getpid();
-  pid_ = ::fork();
-  if (pid_ == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a crashed test leaves no faultctl behind (its reaper still cleans up)
-    if (::getppid() != parent) ::_exit(127);
-    ::setpgid(0, 0);
-    int devnull = ::open("/dev/null", O_RDONLY);
-    ::dup2(devnull, 0);
-    ::dup2(out, 1);
-    ::dup2(err, 2);
-    ::execve(argv[0], argv.data(), envp.data());
-    ::_exit(127);
-  }
-  ::close(out);
-  ::close(err);
-}
-
-Faultctl::~Faultctl() {
-  if (pid_ > 0 && !done_) {
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
-  }
-}
-
-std::string Faultctl::out() const { return read_file(out_path_); }
-std::string Faultctl::err() const { return read_file(err_path_); }
-
-std::string Faultctl::describe() const {
-  Outcome o = done_ ? *done_ : Outcome{};
-  o.cmdline = cmdline_;
-  o.out = out();
-  o.err = err();
-  return o.describe();
-}
-
-std::optional<nlohmann::json> Faultctl::wait_event(const std::string& event, Millis timeout) {
+std::optional<nlohmann::json> wait_event(ChildProcess& faultctl, const std::string& event, Millis timeout) {
   std::optional<nlohmann::json> found;
   (void)eventually(
       [&] {
-        for (const auto& j : json_lines(out())) {
+        for (const auto& j : json_lines(faultctl.out())) {
           if (j.value("event", "") == event) {
             found = j;
             return true;
           }
         }
-        if (!done_) {
-          int status = 0;
-          if (::waitpid(pid_, &status, WNOHANG) == pid_) done_ = decode(status);
-        }
-        return done_.has_value() && !found;  // ended without it: stop waiting
+        return !faultctl.running();  // ended without it: stop waiting
       },
       timeout);
-  return found;
-}
-
-std::optional<Outcome> Faultctl::wait(Millis timeout) {
-  if (!done_) {
-    (void)eventually(
-        [&] {
-          int status = 0;
-          if (::waitpid(pid_, &status, WNOHANG) != pid_) return false;
-          done_ = decode(status);
-          return true;
-        },
-        timeout, 10ms);
+  if (!found) {  // what it printed last, as it ended
+    for (const auto& j : json_lines(faultctl.out())) {
+      if (j.value("event", "") == event) return j;
+    }
   }
-  if (!done_) return std::nullopt;
-  Outcome o = *done_;
-  o.cmdline = cmdline_;
-  o.out = out();
-  o.err = err();
-  return o;
-}
-
-void Faultctl::kill9() {
-  ::kill(pid_, SIGKILL);
-  int status = 0;
-  if (::waitpid(pid_, &status, 0) == pid_) done_ = decode(status);
+  return found;
 }
 
 Counter::Counter(const std::string& comm) {
@@ -293,39 +180,8 @@ std::vector<std::string> Tmpfs::files() const {
   return out;
 }
 
-TestCgroup::TestCgroup(const std::string& name) {
-  std::string m = v2_mount();
-  if (m.empty()) throw std::runtime_error("no cgroup2 mount");
-  dir_ = m + "/" + name;
-  if (::mkdir(dir_.c_str(), 0755) != 0) throw std::runtime_error("mkdir " + dir_ + ": " + std::strerror(errno));
-}
-
-TestCgroup::~TestCgroup() {
-  std::ofstream(dir_ + "/cgroup.freeze") << "0";
-  for (int i = 0; i < 200; ++i) {
-    std::istringstream procs(read_file(dir_ + "/cgroup.procs"));
-    bool any = false;
-    for (pid_t p; procs >> p;) {
-      any = true;
-      ::kill(p, SIGKILL);
-    }
-    if (!any && ::rmdir(dir_.c_str()) == 0) return;
-    sleep_for(10ms);
-  }
-  ADD_FAILURE() << "could not remove test cgroup " << dir_;
-}
-
-void TestCgroup::add(pid_t pid) const {
-  std::ofstream f(dir_ + "/cgroup.procs");
-  f << pid;
-  f.flush();
-  if (!f) throw std::runtime_error("cannot move " + std::to_string(pid) + " into " + dir_);
-}
-
-bool TestCgroup::frozen() const { return read_file(dir_ + "/cgroup.events").find("frozen 1") != std::string::npos; }
-
 HttpServer::HttpServer(std::function<Reply()> decide, const std::string& addr, const std::string& netns_path)
-    : decide_(std::move(decide)), addr_(addr) {
+    : addr_(addr), decide_(std::move(decide)) {
   // A socket belongs to the namespace it was made in: enter for the socket() call only.
   int home = -1;
   if (!netns_path.empty()) {
@@ -360,35 +216,6 @@ HttpServer::~HttpServer() {
 
 std::string HttpServer::url() const { return "http://" + addr_ + ":" + std::to_string(port_) + "/health"; }
 
-namespace {
-void sh(const std::string& cmd) {
-  if (std::system((cmd + " >/dev/null 2>&1").c_str()) != 0) throw std::runtime_error("failed: " + cmd);
-}
-}  // namespace
-
-NetnsPair::NetnsPair(const std::string& prefix) : a_(prefix + "-a"), b_(prefix + "-b") {
-  std::string va = "flra" + std::to_string(::getpid() % 100000), vb = "flrb" + std::to_string(::getpid() % 100000);
-  try {
-    sh("ip netns add " + a_);
-    sh("ip netns add " + b_);
-    sh("ip link add " + va + " netns " + a_ + " type veth peer name " + vb + " netns " + b_);
-    sh("ip -n " + a_ + " addr add " + std::string(kAddrA) + "/24 dev " + va);
-    sh("ip -n " + b_ + " addr add " + std::string(kAddrB) + "/24 dev " + vb);
-    sh("ip -n " + a_ + " link set " + va + " up");
-    sh("ip -n " + b_ + " link set " + vb + " up");
-    sh("ip -n " + a_ + " link set lo up");
-    sh("ip -n " + b_ + " link set lo up");
-  } catch (...) {
-    std::system(("ip netns del " + a_ + " 2>/dev/null; ip netns del " + b_ + " 2>/dev/null").c_str());
-    throw;
-  }
-}
-
-NetnsPair::~NetnsPair() {
-  // Deleting a namespace deletes its end of the veth, and with it the peer.
-  std::system(("ip netns del " + a_ + " 2>/dev/null; ip netns del " + b_ + " 2>/dev/null").c_str());
-}
-
 void HttpServer::serve() {
   while (!stop_) {
     pollfd p{fd_, POLLIN, 0};
@@ -416,11 +243,7 @@ void HttpServer::serve() {
 }
 
 void ResourceTest::SetUp() {
-  if (::geteuid() != 0) {
-    GTEST_SKIP()
-        << "\n*** SKIPPED: resource fault tests need root (tmpfs mounts, cgroups, signals to other processes). "
-           "Run them as root: ctest -R '^resource\\.' ***\n";
-  }
+  FL_REQUIRE_ROOT("tmpfs mounts, cgroups and signals to other processes");
   static int n = 0;
   dir_ = "/tmp/fl-res-" + std::to_string(::getpid()) + "-" + std::to_string(++n);
   std::filesystem::remove_all(dir_);
@@ -435,8 +258,8 @@ void ResourceTest::TearDown() {
   auto left = state_files();
   EXPECT_TRUE(left.empty()) << "the test left " << left.size() << " resource fault(s) in the state folder";
   for (const auto& f : left) {  // whatever a failed test left, reverted
-    Outcome a = run({"abort", f.substr(0, f.size() - 5)}, 30s);
-    EXPECT_EQ(a.code, 0) << a.describe();
+    CommandResult a = run({"abort", f.substr(0, f.size() - 5)}, 30s);
+    EXPECT_EQ(a.status.code, 0) << a.describe();
   }
   EXPECT_TRUE(state_files().empty()) << "faultctl abort left state behind";
   // A reaper finishing its revert may unlink its lock file while we walk the
@@ -449,19 +272,20 @@ void ResourceTest::TearDown() {
   EXPECT_FALSE(std::filesystem::exists(dir_)) << "cannot remove " << dir_ << ": " << ec.message();
 }
 
-Outcome ResourceTest::run(const std::vector<std::string>& args, Millis timeout) {
-  Faultctl f(args, env_, dir_);
-  auto o = f.wait(timeout);
-  if (!o) {
-    ADD_FAILURE() << "faultctl did not finish within " << timeout.count() << "ms: " << f.describe();
-    f.kill9();
-    return Outcome{};
-  }
-  return *o;
+CommandResult ResourceTest::run(const std::vector<std::string>& args, Millis timeout) {
+  auto f = start(args);
+  if (!f->wait(timeout))
+    ADD_FAILURE() << "faultctl did not finish within " << timeout.count() << "ms: " << f->describe();
+  return f->finish(0ms);  // SIGKILL if it still runs
 }
 
-std::unique_ptr<Faultctl> ResourceTest::start(const std::vector<std::string>& args) {
-  return std::make_unique<Faultctl>(args, env_, dir_);
+std::unique_ptr<ChildProcess> ResourceTest::start(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {FAULTCTL_PATH};
+  argv.insert(argv.end(), args.begin(), args.end());
+  // A process group of its own, like a command started from a shell: a signal to
+  // the test's group does not reach it.
+  return std::make_unique<ChildProcess>(
+      ChildProcess::spawn(argv, {.env = env_, .output = fltest::Output::kFiles, .own_process_group = true}));
 }
 
 std::vector<std::string> ResourceTest::state_files() const {

@@ -14,39 +14,18 @@
 #include <thread>
 #include <vector>
 
+#include "selftests/lib/child_process.h"
+#include "selftests/lib/test_cgroup.h"
+
 namespace flres {
 
 using namespace std::chrono_literals;
-using Millis = std::chrono::milliseconds;
+using fltest::Millis;
 
-struct Outcome {
-  int code = -1;   // exit code, -1 when killed by a signal
-  int signal = 0;  // the signal that killed it
-  std::string out, err, cmdline;
-  [[nodiscard]] std::string describe() const;
-};
-
-// One faultctl process with stdout and stderr in files (nothing can block on a pipe).
-class Faultctl {
- public:
-  Faultctl(const std::vector<std::string>& args, const std::vector<std::string>& env, const std::string& dir);
-  Faultctl(Faultctl&&) = delete;
-  ~Faultctl();  // SIGKILL and reap if still running
-
-  [[nodiscard]] pid_t pid() const { return pid_; }
-  // The first JSON line on stdout whose "event" is this one.
-  [[nodiscard]] std::optional<nlohmann::json> wait_event(const std::string& event, Millis timeout);
-  [[nodiscard]] std::optional<Outcome> wait(Millis timeout);
-  void kill9();
-  [[nodiscard]] std::string out() const;
-  [[nodiscard]] std::string err() const;
-  [[nodiscard]] std::string describe() const;
-
- private:
-  pid_t pid_ = -1;
-  std::string out_path_, err_path_, cmdline_;
-  std::optional<Outcome> done_;
-};
+using fltest::ChildProcess;
+using fltest::CommandResult;
+using fltest::ExitStatus;
+using fltest::TestCgroup;
 
 // A process whose progress can be read: it increments a shared counter every 2 ms.
 class Counter {
@@ -79,19 +58,6 @@ class Tmpfs {
   bool mounted_ = false;
 };
 
-// A cgroup v2 directory of our own; its members are killed and it is removed at the end.
-class TestCgroup {
- public:
-  explicit TestCgroup(const std::string& name);
-  ~TestCgroup();
-  [[nodiscard]] const std::string& dir() const { return dir_; }
-  void add(pid_t pid) const;
-  [[nodiscard]] bool frozen() const;
-
- private:
-  std::string dir_;
-};
-
 // An HTTP service on 127.0.0.1 whose answer (status, delay) the test decides per request.
 class HttpServer {
  public:
@@ -117,20 +83,9 @@ class HttpServer {
   std::thread thread_;
 };
 
-// Two network namespaces joined by a veth pair (198.19.213.1 in a, .2 in b), for
-// recording packet faults. Removed, with the veth, at the end.
-class NetnsPair {
- public:
-  static constexpr const char* kAddrA = "198.19.213.1";
-  static constexpr const char* kAddrB = "198.19.213.2";
-  explicit NetnsPair(const std::string& prefix);
-  ~NetnsPair();
-  [[nodiscard]] const std::string& a() const { return a_; }
-  [[nodiscard]] const std::string& b() const { return b_; }
-
- private:
-  std::string a_, b_;
-};
+// The test hosts of packet-fault records: namespaces a and b joined by a veth pair.
+constexpr const char* kAddrA = "198.19.213.1";
+constexpr const char* kAddrB = "198.19.213.2";
 
 // Busy and total jiffies of one CPU from /proc/stat.
 struct CpuTimes {
@@ -142,7 +97,10 @@ struct CpuTimes {
 [[nodiscard]] std::string read_file(const std::string& p);
 [[nodiscard]] bool pid_alive(pid_t pid);  // exists and is not a zombie
 [[nodiscard]] std::vector<nlohmann::json> json_lines(const std::string& text);
-[[nodiscard]] std::string v2_mount();
+// The first JSON line on a faultctl's stdout whose "event" is this one; nothing at
+// the deadline or once it ended without one.
+[[nodiscard]] std::optional<nlohmann::json> wait_event(ChildProcess& faultctl, const std::string& event,
+                                                       Millis timeout);
 void sleep_for(Millis d);
 
 // Waits until pred holds; false at the deadline.
@@ -156,8 +114,10 @@ class ResourceTest : public ::testing::Test {
   void SetUp() override;
   void TearDown() override;
 
-  [[nodiscard]] Outcome run(const std::vector<std::string>& args, Millis timeout = 60s);
-  [[nodiscard]] std::unique_ptr<Faultctl> start(const std::vector<std::string>& args);
+  // faultctl ARGS... with the test's environment: to its end, or in the background.
+  // Its output goes to files: a faultctl nobody reads never blocks on a pipe.
+  [[nodiscard]] CommandResult run(const std::vector<std::string>& args, Millis timeout = 60s);
+  [[nodiscard]] std::unique_ptr<ChildProcess> start(const std::vector<std::string>& args);
   [[nodiscard]] std::vector<std::string> state_files() const;  // r*.json in the state folder
   [[nodiscard]] std::string unique(const std::string& what) const;
   // The state lock faultctl keeps beside bpffs, one file per root (loader/bpffs.cpp):

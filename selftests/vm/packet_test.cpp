@@ -7,16 +7,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
+#include "selftests/lib/netns_pair.h"
 #include "vm_util.h"
 
 namespace flvm {
 namespace {
 
-const std::string kNsA = "fl-vm-a", kNsB = "fl-vm-b";
+const std::string kNsA = "fl-vm-a", kNsB = "fl-vm-b";  // NetnsPair "fl-vm"
 const std::string kAddrA = "198.18.0.1", kAddrB = "198.18.0.2";
 
 double mono_s() {
@@ -25,29 +27,13 @@ double mono_s() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
-void must(const std::vector<std::string>& argv) {
-  auto r = run(argv);
-  ASSERT_EQ(r.code, 0) << "set-up step failed: " << r.out;
-}
-
 class ClsactPacket : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    (void)run({"ip", "netns", "del", kNsA});
-    (void)run({"ip", "netns", "del", kNsB});
-    must({"ip", "netns", "add", kNsA});
-    must({"ip", "netns", "add", kNsB});
-    must({"ip", "link", "add", "va", "netns", kNsA, "type", "veth", "peer", "name", "vb", "netns", kNsB});
-    must({"ip", "-n", kNsA, "addr", "add", kAddrA + "/24", "dev", "va"});
-    must({"ip", "-n", kNsB, "addr", "add", kAddrB + "/24", "dev", "vb"});
-    for (const auto& ns : {kNsA, kNsB}) must({"ip", "-n", ns, "link", "set", "lo", "up"});
-    must({"ip", "-n", kNsA, "link", "set", "va", "up"});
-    must({"ip", "-n", kNsB, "link", "set", "vb", "up"});
+    net_ = std::make_unique<fltest::NetnsPair>("fl-vm", fltest::VethEnd{"va", {kAddrA + "/24"}},
+                                               fltest::VethEnd{"vb", {kAddrB + "/24"}});
   }
-  static void TearDownTestSuite() {
-    (void)run({"ip", "netns", "del", kNsA});
-    (void)run({"ip", "netns", "del", kNsB});
-  }
+  static void TearDownTestSuite() { net_.reset(); }
   void SetUp() override {
     root_qdisc_before_ = root_qdisc();
     auto warm = ping(kNsA, kAddrB, 3, "0.2");
@@ -68,26 +54,27 @@ class ClsactPacket : public ::testing::Test {
   }
 
   // `faultctl run KIND --netns a --target b --json ARGS`, once started.
-  static Background start(const std::string& kind, const std::vector<std::string>& args) {
+  static ChildProcess start_run(const std::string& kind, const std::vector<std::string>& args) {
     std::vector<std::string> argv = {bin("faultctl"), "run", kind, "--netns", kNsA, "--target", kAddrB, "--json"};
     argv.insert(argv.end(), args.begin(), args.end());
-    Background b(argv);
-    EXPECT_TRUE(b.wait_for("\"started\"", 30'000)) << b.out();
+    ChildProcess b = start(argv);
+    EXPECT_TRUE(b.wait_for("\"started\"", 30s)) << b.out();
     EXPECT_NE(b.out().find("clsact"), std::string::npos) << "6.1 has no TCX: the fault must say it uses clsact: " << b.out();
     return b;
   }
   // Ends a run early (SIGTERM: the fault ends, faultctl exits 1) and waits for it.
-  static void stop(Background& b) {
+  static void stop(ChildProcess& b) {
     b.signal(SIGTERM);
-    auto code = b.wait(30'000);
+    auto code = b.wait(30s);
     EXPECT_TRUE(code.has_value()) << b.out();
   }
 
+  static inline std::unique_ptr<fltest::NetnsPair> net_;  // kNsA and kNsB
   std::string root_qdisc_before_;
 };
 
 TEST_F(ClsactPacket, PartitionDropsEverythingSilentlyAndHeals) {
-  auto f = start("partition", {"--duration", "30s"});
+  auto f = start_run("partition", {"--duration", "30s"});
   EXPECT_NE(qdiscs().find("clsact"), std::string::npos) << qdiscs();
   auto p = ping(kNsA, kAddrB, 10, "0.1");
   EXPECT_EQ(p.sent, 10) << p.raw;
@@ -100,13 +87,13 @@ TEST_F(ClsactPacket, PartitionDropsEverythingSilentlyAndHeals) {
 }
 
 TEST_F(ClsactPacket, LossDropsTheRequestedShare) {
-  Background sink({"nsenter", "--net=/run/netns/" + kNsB, bin("fl-vmprobe"), "udp-sink", "9000", "3"});
-  ASSERT_TRUE(sink.wait_for("ready", 10'000)) << sink.out();
-  auto f = start("loss", {"--percent", "30", "--duration", "60s"});
+  ChildProcess sink = start({"nsenter", "--net=/run/netns/" + kNsB, bin("fl-vmprobe"), "udp-sink", "9000", "3"});
+  ASSERT_TRUE(sink.wait_for("ready", 10s)) << sink.out();
+  auto f = start_run("loss", {"--percent", "30", "--duration", "60s"});
   auto udp = run_in(kNsA, {bin("fl-vmprobe"), "udp-send", kAddrB, "9000", "3000", "1000"});
   auto p = ping(kNsA, kAddrB, 200, "0.01");
   stop(f);
-  ASSERT_TRUE(sink.wait(20'000).has_value()) << sink.out();
+  ASSERT_TRUE(sink.wait(20s).has_value()) << sink.out();
   EXPECT_NE(udp.out.find("errors 0"), std::string::npos) << "loss must be silent to the sender: " << udp.out;
   long received = -1;
   std::sscanf(sink.out().c_str() + sink.out().find("received"), "received %ld", &received);
@@ -134,7 +121,7 @@ double timer_lateness_ms() {
 TEST_F(ClsactPacket, LatencyAddsTheRequestedDelay) {
   auto base = ping(kNsA, kAddrB, 30, "0.05");
   ASSERT_EQ(base.received, 30) << base.raw;
-  auto f = start("latency", {"--delay", "50ms", "--duration", "60s"});
+  auto f = start_run("latency", {"--delay", "50ms", "--duration", "60s"});
   EXPECT_NE(root_qdisc().find("qdisc fq"), std::string::npos) << "fq must be the root qdisc during the fault: " << qdiscs();
   auto p = ping(kNsA, kAddrB, 50, "0.1");
   stop(f);
@@ -156,7 +143,8 @@ TEST_F(ClsactPacket, LatencyAddsTheRequestedDelay) {
 
 TEST_F(ClsactPacket, NormalJitterHasTheRequestedSpread) {
   auto base = ping(kNsA, kAddrB, 20, "0.05");
-  auto f = start("latency", {"--delay", "50ms", "--jitter", "10ms", "--distribution", "normal", "--duration", "60s"});
+  auto f =
+      start_run("latency", {"--delay", "50ms", "--jitter", "10ms", "--distribution", "normal", "--duration", "60s"});
   auto p = ping(kNsA, kAddrB, 120, "0.1");
   stop(f);
   ASSERT_GE(p.received, 115) << p.raw;
@@ -175,7 +163,8 @@ TEST_F(ClsactPacket, NormalJitterHasTheRequestedSpread) {
 TEST_F(ClsactPacket, UniformJitterStaysWithinTheRange) {
   auto base = ping(kNsA, kAddrB, 20, "0.05");
   const double b = mean(base.rtt_ms);
-  auto f = start("latency", {"--delay", "50ms", "--jitter", "10ms", "--distribution", "uniform", "--duration", "60s"});
+  auto f =
+      start_run("latency", {"--delay", "50ms", "--jitter", "10ms", "--distribution", "uniform", "--duration", "60s"});
   auto p = ping(kNsA, kAddrB, 100, "0.1");
   stop(f);
   ASSERT_GE(p.received, 95) << p.raw;
@@ -207,19 +196,20 @@ uint64_t rx_bytes_b() {
 // Bytes on the wire (what the veth peer receives, headers included, as EDT counts
 // them) over a window in steady state, with TCP pushing as hard as it can.
 TEST_F(ClsactPacket, RateLimitHolds) {
-  Background sink({"nsenter", "--net=/run/netns/" + kNsB, bin("fl-vmprobe"), "tcp-sink", "9001"});
-  ASSERT_TRUE(sink.wait_for("ready", 10'000)) << sink.out();
-  auto f = start("bandwidth", {"--rate", "10mbit", "--duration", "60s"});
-  Background sender({"nsenter", "--net=/run/netns/" + kNsA, bin("fl-vmprobe"), "tcp-send", kAddrB, "9001", "9"});
+  ChildProcess sink = start({"nsenter", "--net=/run/netns/" + kNsB, bin("fl-vmprobe"), "tcp-sink", "9001"});
+  ASSERT_TRUE(sink.wait_for("ready", 10s)) << sink.out();
+  auto f = start_run("bandwidth", {"--rate", "10mbit", "--duration", "60s"});
+  ChildProcess sender =
+      start({"nsenter", "--net=/run/netns/" + kNsA, bin("fl-vmprobe"), "tcp-send", kAddrB, "9001", "9"});
   std::this_thread::sleep_for(std::chrono::seconds(2));
   const uint64_t b0 = rx_bytes_b();
   const double t0 = mono_s();
   std::this_thread::sleep_for(std::chrono::seconds(5));
   const uint64_t b1 = rx_bytes_b();
   const double t1 = mono_s();
-  ASSERT_TRUE(sender.wait(30'000).has_value()) << sender.out();
+  ASSERT_TRUE(sender.wait(30s).has_value()) << sender.out();
   stop(f);
-  (void)sink.wait(10'000);
+  (void)sink.wait(10s);
   const double mbit = static_cast<double>(b1 - b0) * 8 / (t1 - t0) / 1e6;
   EXPECT_NEAR(mbit, 10, 0.5) << "bytes " << b0 << " -> " << b1 << " in " << (t1 - t0) << " s";
   std::printf("vmtest-figure: bandwidth --rate 10mbit on clsact+fq: %.3f Mbit/s on the wire (%+.1f%%)\n", mbit,

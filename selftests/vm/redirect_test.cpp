@@ -13,11 +13,11 @@ namespace {
 bool has(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
 TEST(Redirect, TcpConnectReachesTheTargetAndGetpeernameShowsTheOriginal) {
-  Background echo({bin("fl-vmprobe"), "echo", "tcp", "18080"});
-  ASSERT_TRUE(echo.wait_for("ready", 10'000)) << echo.out();
+  ChildProcess echo = start({bin("fl-vmprobe"), "echo", "tcp", "18080"});
+  ASSERT_TRUE(echo.wait_for("ready", 10s)) << echo.out();
   auto r = run({bin("faultctl"), "guard", "--redirect", "192.0.2.10:80=127.0.0.1:18080", "--", bin("fl-vmprobe"),
                 "peer", "tcp", "192.0.2.10", "80"});
-  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.status.code, 0) << r.out;
   EXPECT_TRUE(has(r.out, "peer 192.0.2.10:80 reply pong ping\n")) << r.out;
   EXPECT_TRUE(has(r.out, "connect 192.0.2.10:80/tcp -> redirect to 127.0.0.1:18080 (rule 1:")) << r.out;
   auto outside = run({bin("fl-vmprobe"), "peer", "tcp", "192.0.2.10", "80"});
@@ -25,11 +25,11 @@ TEST(Redirect, TcpConnectReachesTheTargetAndGetpeernameShowsTheOriginal) {
 }
 
 TEST(Redirect, UdpSendtoReachesTheTargetAndTheReplyComesFromTheOriginal) {
-  Background echo({bin("fl-vmprobe"), "echo", "udp", "15353"});
-  ASSERT_TRUE(echo.wait_for("ready", 10'000)) << echo.out();
+  ChildProcess echo = start({bin("fl-vmprobe"), "echo", "udp", "15353"});
+  ASSERT_TRUE(echo.wait_for("ready", 10s)) << echo.out();
   auto r = run({bin("faultctl"), "guard", "--redirect", "192.0.2.53:53/udp=127.0.0.1:15353", "--", bin("fl-vmprobe"),
                 "peer", "udp", "192.0.2.53", "53"});
-  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.status.code, 0) << r.out;
   EXPECT_TRUE(has(r.out, "from 192.0.2.53:53 reply pong ping\n")) << r.out;
   auto outside = run({bin("fl-vmprobe"), "peer", "udp", "192.0.2.53", "53"});
   EXPECT_TRUE(has(outside.out, "error ENETUNREACH")) << outside.out;

@@ -21,20 +21,20 @@ namespace {
 const std::string kFile = "/tmp/fl-vm-data";
 
 // `faultctl run syscall ARGS --json` in the background, once it reports "started".
-Background start_fault(const std::vector<std::string>& args, const std::string& want_mechanism = "lsm") {
+ChildProcess start_fault(const std::vector<std::string>& args, const std::string& want_mechanism = "lsm") {
   std::vector<std::string> argv = {bin("faultctl"), "run", "syscall", "--json"};
   argv.insert(argv.end(), args.begin(), args.end());
-  Background b(argv);
-  EXPECT_TRUE(b.wait_for("\"started\"", 20'000)) << b.out();
+  ChildProcess b = start(argv);
+  EXPECT_TRUE(b.wait_for("\"started\"", 20s)) << b.out();
   EXPECT_NE(b.out().find("\"mechanism\":\"" + want_mechanism + "\""), std::string::npos) << b.out();
   return b;
 }
 
 // Waits for the fault to end by itself; returns its "ended" event.
-nlohmann::json ended(Background& b, int timeout_ms = 20'000) {
-  auto code = b.wait(timeout_ms);
+nlohmann::json ended(ChildProcess& b, Millis timeout = 20s) {
+  auto code = b.wait(timeout);
   EXPECT_TRUE(code.has_value()) << "faultctl did not end: " << b.out();
-  EXPECT_EQ(code.value_or(-1), 0) << b.out();
+  EXPECT_TRUE(code && code->is(0)) << b.out();
   std::istringstream in(b.out());
   nlohmann::json last;
   for (std::string line; std::getline(in, line);) {
@@ -55,7 +55,7 @@ TEST_F(LsmSyscall, DryRunChoosesLsmForFileSyscalls) {
   Probe target;
   auto r = run({bin("faultctl"), "run", "syscall", "--syscall", "openat,read,write,unlink,execve", "--errno", "EIO",
                 "--duration", "1s", "--pid", std::to_string(target.pid()), "--dry-run"});
-  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.status.code, 0) << r.out;
   EXPECT_NE(r.out.find("BPF LSM hooks"), std::string::npos) << r.out;
 }
 
@@ -78,17 +78,17 @@ TEST_F(LsmSyscall, StatusListsItAndAbortEndsIt) {
   auto f = start_fault({"--syscall", "openat", "--errno", "EIO", "--duration", "60s", "--pid", std::to_string(target.pid())});
   EXPECT_EQ(target.call("open " + kFile), "EIO");
   auto st = run({bin("faultctl"), "status", "--json"});
-  ASSERT_EQ(st.code, 0) << st.out;
+  ASSERT_EQ(st.status.code, 0) << st.out;
   auto j = nlohmann::json::parse(st.out, nullptr, false);
   ASSERT_TRUE(j.is_object() && j["syscall_faults"].size() == 1) << st.out;
   EXPECT_EQ(j["syscall_faults"][0]["mechanism"], "lsm") << st.out;
   EXPECT_EQ(j["syscall_faults"][0]["counters"]["failed"], 1) << st.out;
   const std::string id = j["syscall_faults"][0]["id"];
   auto a = run({bin("faultctl"), "abort", id});
-  EXPECT_EQ(a.code, 0) << a.out;
+  EXPECT_EQ(a.status.code, 0) << a.out;
   EXPECT_EQ(target.call("open " + kFile), "OK") << "the fault outlived its abort";
-  auto code = f.wait(10'000);
-  EXPECT_EQ(code.value_or(-1), 1) << "an aborted fault without a command exits 1\n" << f.out();
+  auto code = f.wait(10s);
+  EXPECT_TRUE(code && code->is(1)) << "an aborted fault without a command exits 1\n" << f.out();
   EXPECT_NE(f.out().find("\"reason\":\"aborted\""), std::string::npos) << f.out();
 }
 
@@ -184,9 +184,9 @@ TEST_F(LsmSyscall, PercentIsTheShareOfCallsFailed) {
   auto f = start_fault({"--syscall", "openat", "--errno", "EIO", "--percent", "30", "--duration", "10s", "--pid",
                         std::to_string(target.pid())});
   const int n = 4000;
-  const double failed = std::stod(target.call("openloop " + kFile + " " + std::to_string(n), 60'000));
+  const double failed = std::stod(target.call("openloop " + kFile + " " + std::to_string(n), 60s));
   f.signal(SIGINT);
-  (void)f.wait(10'000);
+  (void)f.wait(10s);
   // Binomial sd at 30% of 4000 is 29 calls (0.7%): 3% is more than four sd.
   EXPECT_NEAR(100.0 * failed / n, 30, 3) << failed << " of " << n << " opens failed";
   std::printf("vmtest-figure: --percent 30 on openat: %.1f%% of %d opens failed\n", 100.0 * failed / n, n);
@@ -209,7 +209,7 @@ TEST_F(LsmSyscall, KillingFaultctlEndsTheFaultAtOnce) {
   auto f = start_fault({"--syscall", "openat", "--errno", "EACCES", "--duration", "30s", "--pid", std::to_string(target.pid())});
   EXPECT_EQ(target.call("open " + kFile), "EACCES");
   f.signal(SIGKILL);
-  (void)f.wait(5'000);
+  (void)f.wait(5s);
   EXPECT_EQ(target.call("open " + kFile), "OK") << "the private, unpinned links go with their process";
 }
 
@@ -218,18 +218,18 @@ TEST_F(LsmSyscall, KillingFaultctlEndsTheFaultAtOnce) {
 TEST_F(LsmSyscall, WrappedCommandMeetsTheFaultInItsOwnCode) {
   auto r = run({bin("faultctl"), "run", "syscall", "--syscall", "openat", "--errno", "EIO", "--duration", "5s", "--",
                 bin("fl-vmprobe"), "once", "open", kFile});
-  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_EQ(r.status.code, 1) << r.out;
   EXPECT_NE(r.out.find("EIO"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("BPF LSM"), std::string::npos) << r.out;
   auto x = run({bin("faultctl"), "run", "syscall", "--syscall", "execve", "--errno", "EACCES", "--duration", "5s", "--",
                 bin("fl-vmprobe"), "once", "exec", "/bin/true"});
-  EXPECT_EQ(x.code, 1) << x.out;
+  EXPECT_EQ(x.status.code, 1) << x.out;
   EXPECT_NE(x.out.find("EACCES"), std::string::npos) << "the command starts; the exec it makes is denied: " << x.out;
 }
 
 TEST(Features, ReportBpfLsmAndTrampolines) {
   auto r = run({bin("faultctl"), "features"});
-  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.status.code, 0) << r.out;
   EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\nbpf_lsm\s+yes)"))) << r.out;
   EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\nfentry\s+yes)"))) << r.out;
   EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(any-syscall errno\s+(uses:\s+)?BPF LSM)"))) << r.out;

@@ -1,5 +1,5 @@
 // Helpers for the tests that run inside the qemu guest: run a command, keep one
-// in the background with its output in a file, and drive fl-vmprobe processes.
+// in the background with its output in a file, drive fl-vmprobe processes, ping.
 #pragma once
 
 #include <sys/types.h>
@@ -8,43 +8,27 @@
 #include <string>
 #include <vector>
 
+#include "selftests/lib/child_process.h"
+#include "selftests/lib/test_cgroup.h"
+
 namespace flvm {
 
 // Where the guest's /init put the binaries (FL_VM_BIN overrides).
 [[nodiscard]] std::string bin(const std::string& name);
 
-struct Ran {
-  int code = -1;  // exit code, 128 + signal, or -1 on timeout
-  std::string out;  // stdout and stderr together
-};
+using fltest::ChildProcess;
+using fltest::CommandResult;
+using fltest::Millis;
+using fltest::TestCgroup;
+using namespace std::chrono_literals;
 
-// Runs argv (a path or a name on PATH) to completion.
-[[nodiscard]] Ran run(const std::vector<std::string>& argv, int timeout_ms = 60'000);
+// Runs argv (a path or a name on PATH) to completion; stdout and stderr together in out.
+[[nodiscard]] CommandResult run(const std::vector<std::string>& argv, Millis timeout = 60s);
 // argv inside network namespace /run/netns/NS.
-[[nodiscard]] Ran run_in(const std::string& ns, const std::vector<std::string>& argv, int timeout_ms = 60'000);
-
-// A command in the background; stdout and stderr go to a file. Killed when destroyed.
-class Background {
- public:
-  explicit Background(const std::vector<std::string>& argv);
-  Background(Background&& o) noexcept;
-  Background(const Background&) = delete;
-  Background& operator=(const Background&) = delete;
-  ~Background();
-
-  [[nodiscard]] pid_t pid() const { return pid_; }
-  [[nodiscard]] std::string out() const;
-  // Waits until the output contains needle; false at the deadline or if the process exits first.
-  [[nodiscard]] bool wait_for(const std::string& needle, int timeout_ms);
-  // The exit code (128 + signal if killed), or nothing at the deadline.
-  [[nodiscard]] std::optional<int> wait(int timeout_ms);
-  void signal(int sig) const;
-
- private:
-  pid_t pid_ = -1;
-  std::string file_;
-  std::optional<int> code_;
-};
+[[nodiscard]] CommandResult run_in(const std::string& ns, const std::vector<std::string>& argv, Millis timeout = 60s);
+// argv in the background; stdout and stderr together in a file, so that it never
+// blocks on a pipe nobody reads. Killed when the ChildProcess dies.
+[[nodiscard]] ChildProcess start(const std::vector<std::string>& argv);
 
 // An fl-vmprobe `serve` process: one operation per call, answered with OK or an
 // errno name; "EOF" when the process went away (an exec that succeeded).
@@ -57,25 +41,12 @@ class Probe {
   ~Probe();
 
   [[nodiscard]] pid_t pid() const { return pid_; }
-  [[nodiscard]] std::string call(const std::string& op, int timeout_ms = 20'000);
+  [[nodiscard]] std::string call(const std::string& op, Millis timeout = 20s);
 
  private:
   pid_t pid_ = -1;
   int sock_ = -1;
 };
-
-// A cgroup v2 directory for a test, removed (after killing its members) at the end.
-class TestCgroup {
- public:
-  explicit TestCgroup(const std::string& rel);  // relative to the cgroup2 mount
-  ~TestCgroup();
-  [[nodiscard]] const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-[[nodiscard]] std::string cgroup2_mount();
 
 // ping from NS: per-echo RTTs in ms and the share lost (percent).
 struct PingResult {
