@@ -42,8 +42,8 @@ int loopback_listener(uint16_t* port) {
 
 // Runs a command to its end; throws with its output when it fails.
 void must_run(const std::vector<std::string>& argv) {
-  Outcome o = run(argv, 30s);
-  if (!o.exit.is(0)) throw std::runtime_error("failed: " + o.describe());
+  CommandResult o = run(argv, 30s);
+  if (!o.status.is(0)) throw std::runtime_error("failed: " + o.describe());
 }
 
 // argv as one sh command that execs it with its output in `log`: a server's
@@ -196,7 +196,7 @@ PrometheusServer::PrometheusServer(const std::string& dir, uint16_t exporter_por
                                           << "    static_configs:\n"
                                           << "      - targets: ['127.0.0.1:" << exporter_port << "']\n";
   port_ = free_loopback_port();
-  proc_.emplace(Child::spawn(
+  proc_.emplace(ChildProcess::spawn(
       exec_logged({"prometheus", "--config.file=" + dir_ + "/prometheus.yml", "--storage.tsdb.path=" + dir_ + "/data",
                    "--web.listen-address=127.0.0.1:" + std::to_string(port_), "--log.level=warn"},
                   dir_ + "/prometheus.log")));
@@ -261,7 +261,7 @@ void TestCa::issue(const std::string& name, const std::string& subject_alt_names
 }
 
 TlsServer::TlsServer(const std::string& cert, const std::string& key) : port_(free_loopback_port()) {
-  proc_.emplace(Child::spawn(exec_logged({"openssl", "s_server", "-accept", "127.0.0.1:" + std::to_string(port_),
+  proc_.emplace(ChildProcess::spawn(exec_logged({"openssl", "s_server", "-accept", "127.0.0.1:" + std::to_string(port_),
                                           "-cert", cert, "-key", key, "-www", "-quiet"},
                                          "/dev/null")));
   if (!wait_for_listener(port_, 10s)) throw std::runtime_error("openssl s_server did not listen");

@@ -91,7 +91,7 @@ class PrometheusServer {
  private:
   std::string dir_;
   uint16_t port_;
-  std::optional<Child> proc_;
+  std::optional<ChildProcess> proc_;
 };
 
 // A CA made for the test and server certificates signed by it (EC P-256, one
@@ -117,7 +117,7 @@ class TlsServer {
 
  private:
   uint16_t port_;
-  std::optional<Child> proc_;
+  std::optional<ChildProcess> proc_;
 };
 
 }  // namespace flenf

@@ -11,12 +11,12 @@ namespace flenf {
 namespace {
 
 // Refused connects to a port nobody listens on in the namespace: one reset each.
-Outcome refused_connects(const Netns& ns, int n) {
+CommandResult refused_connects(const Netns& ns, int n) {
   return run({kProbe, "--netns", ns.name(), "connect", "tcp", "127.0.0.1", "9", std::to_string(n)}, 30s);
 }
 
 TEST_F(EnforceTest, ProcfsCountsResetsPerNamespace) {
-  Netns a("psa", false), b("psb", false);
+  Netns a(unique_name("psa")), b(unique_name("psb"));
   faultline::KernelSignalConfig cfg;
   cfg.signal = "tcp_resets";
   cfg.abort_above = 20;
@@ -36,8 +36,8 @@ TEST_F(EnforceTest, ProcfsCountsResetsPerNamespace) {
   ::usleep(300'000);
   auto before = guard->sample();
   EXPECT_TRUE(before.healthy) << before.problem;
-  Outcome probe = refused_connects(a, 200);
-  ASSERT_TRUE(probe.exit.is(0)) << probe.describe();
+  CommandResult probe = refused_connects(a, 200);
+  ASSERT_TRUE(probe.status.is(0)) << probe.describe();
   ASSERT_EQ(count_of(results(probe.out)["tcp 127.0.0.1:9"], "ECONNREFUSED"), 200) << probe.describe();
   auto after = guard->sample();
   auto other = control->sample();
@@ -50,9 +50,9 @@ TEST_F(EnforceTest, ProcfsCountsResetsPerNamespace) {
 }
 
 TEST_F(EnforceTest, ARunSaysItCountsFromProcfsAndEndsOnResets) {
-  Netns ns("psr", false), peer("psrp", false);
-  VethPair veth(ns, peer, 44);
-  Child f = Child::spawn({kFaultctl, "run", "loss", "--netns", ns.name(), "--target", veth.addr_b(), "--percent", "10",
+  Netns ns(unique_name("psr")), peer(unique_name("psrp"));
+  VethPair veth(ns, veth_end(44, 'a'), peer, veth_end(44, 'b'));
+  ChildProcess f = ChildProcess::spawn({kFaultctl, "run", "loss", "--netns", ns.name(), "--target", veth_addr(44, 'b'), "--percent", "10",
                           "--duration", "60s", "--json", "--kernel-signal", "tcp_resets", "--abort-above", "20",
                           "--signal-source", "procfs"});
   ASSERT_TRUE(f.wait_for("\"started\"", 30s)) << f.describe();
@@ -64,8 +64,8 @@ TEST_F(EnforceTest, ARunSaysItCountsFromProcfsAndEndsOnResets) {
   EXPECT_EQ(k["counters"], "Tcp:OutRsts + Tcp:EstabResets - TcpExt:TCPAbortOn*") << k.dump();
   ASSERT_TRUE(f.wait_for("\"kernel_signal\"", 10s)) << f.describe();
   ASSERT_FALSE(f.wait_for("\"ended\"", 1500ms)) << "ended before any reset\n" << f.describe();
-  Outcome probe = refused_connects(ns, 300);
-  ASSERT_TRUE(probe.exit.is(0)) << probe.describe();
+  CommandResult probe = refused_connects(ns, 300);
+  ASSERT_TRUE(probe.status.is(0)) << probe.describe();
   auto e = f.wait(30s);
   ASSERT_TRUE(e && e->is(7)) << f.describe();
   auto ended = json_event(f.out(), "ended");

@@ -34,7 +34,7 @@ class PrometheusGuardrailTest : public EnforceTest {
     prom_.emplace(state_dir_ + "/prometheus", exporter_->port());
     ASSERT_TRUE(prom_->wait_ready(60s)) << "Prometheus did not become ready:\n" << prom_->log();
     ASSERT_TRUE(prom_->wait_for_value("fl_test_metric", 1, 30s)) << "the exporter was not scraped:\n" << prom_->log();
-    cg_.emplace("prom");
+    cg_.emplace(unique_name("prom"));
   }
   void TearDown() override {
     cg_.reset();
@@ -57,12 +57,12 @@ class PrometheusGuardrailTest : public EnforceTest {
 
   std::optional<Exporter> exporter_;
   std::optional<PrometheusServer> prom_;
-  std::optional<Cgroup> cg_;
+  std::optional<TestCgroup> cg_;
 };
 
 TEST_F(PrometheusGuardrailTest, AHealthyMetricLetsTheRunComplete) {
-  Outcome r = run(syscall_run("4s", prometheus_flags("fl_test_metric", "--abort-above", "10")), 60s);
-  ASSERT_TRUE(r.exit.is(0)) << r.describe() << prom_->log();
+  CommandResult r = run(syscall_run("4s", prometheus_flags("fl_test_metric", "--abort-above", "10")), 60s);
+  ASSERT_TRUE(r.status.is(0)) << r.describe() << prom_->log();
   auto readings = json_events_named(r.out, "prometheus");
   ASSERT_GE(readings.size(), 3u) << "a reading a second for 4s\n" << r.describe();
   for (const auto& e : readings) {
@@ -77,15 +77,15 @@ TEST_F(PrometheusGuardrailTest, AHealthyMetricLetsTheRunComplete) {
 // The query is asked once before the fault: a guardrail that cannot see now
 // would only be found out mid-fault. Nothing is injected.
 TEST_F(PrometheusGuardrailTest, AQueryThatFailsBeforeTheFaultInjectsNothing) {
-  Outcome empty = run(syscall_run("10s", prometheus_flags("fl_no_such_metric", "--abort-above", "1")), 60s);
-  EXPECT_TRUE(empty.exit.is(1)) << empty.describe();
+  CommandResult empty = run(syscall_run("10s", prometheus_flags("fl_no_such_metric", "--abort-above", "1")), 60s);
+  EXPECT_TRUE(empty.status.is(1)) << empty.describe();
   EXPECT_NE(empty.err.find("prometheus: the query fl_no_such_metric failed before the fault, so nothing was injected: "
                            "the query matched no series"),
             std::string::npos)
       << empty.describe();
   EXPECT_FALSE(json_event(empty.out, "started")) << empty.describe();
-  Outcome syntax = run(syscall_run("10s", prometheus_flags("sum(fl_test_metric", "--abort-above", "1")), 60s);
-  EXPECT_TRUE(syntax.exit.is(1)) << syntax.describe();
+  CommandResult syntax = run(syscall_run("10s", prometheus_flags("sum(fl_test_metric", "--abort-above", "1")), 60s);
+  EXPECT_TRUE(syntax.status.is(1)) << syntax.describe();
   EXPECT_NE(syntax.err.find("HTTP 400: Prometheus says bad_data: "), std::string::npos) << syntax.describe();
 }
 
@@ -101,9 +101,9 @@ class PrometheusFamilyTest : public PrometheusGuardrailTest, public ::testing::W
     PrometheusGuardrailTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
     if (GetParam() == "packet") {
-      ns_.emplace("promn", false);
-      peer_.emplace("promp", false);
-      veth_.emplace(*ns_, *peer_, 43);
+      ns_.emplace(unique_name("promn"));
+      peer_.emplace(unique_name("promp"));
+      veth_.emplace(*ns_, veth_end(43, 'a'), *peer_, veth_end(43, 'b'));
     }
   }
   void TearDown() override {
@@ -116,7 +116,7 @@ class PrometheusFamilyTest : public PrometheusGuardrailTest, public ::testing::W
     if (GetParam() == "syscall") return syscall_run("60s", extra);
     std::vector<std::string> argv = {kFaultctl, "run"};
     if (GetParam() == "packet")
-      argv.insert(argv.end(), {"loss", "--netns", ns_->name(), "--target", veth_->addr_b(), "--percent", "10"});
+      argv.insert(argv.end(), {"loss", "--netns", ns_->name(), "--target", veth_addr(43, 'b'), "--percent", "10"});
     else
       argv.insert(argv.end(), {"cpu", "--cores", "1", "--load", "10"});
     argv.insert(argv.end(), {"--duration", "60s", "--json"});
@@ -128,7 +128,7 @@ class PrometheusFamilyTest : public PrometheusGuardrailTest, public ::testing::W
 };
 
 TEST_P(PrometheusFamilyTest, AMovedMetricAbortsWithinTwoIntervals) {
-  Child f = Child::spawn(family_run(prometheus_flags("fl_test_metric", "--abort-above", "10")));
+  ChildProcess f = ChildProcess::spawn(family_run(prometheus_flags("fl_test_metric", "--abort-above", "10")));
   ASSERT_TRUE(f.wait_for("\"started\"", 30s)) << f.describe();
   // Two healthy readings first: the guardrail was reading, not just starting.
   ASSERT_TRUE(f.wait_for("\"value\":1.0", 10s)) << f.describe();
@@ -155,7 +155,7 @@ INSTANTIATE_TEST_SUITE_P(Family, PrometheusFamilyTest, ::testing::Values("packet
                          [](const auto& info) { return info.param; });
 
 TEST_F(PrometheusGuardrailTest, AStoppedPrometheusIsAQueryErrorThatAborts) {
-  Child f = Child::spawn(syscall_run("60s", {"--prometheus-url", prom_->url(), "--query", "fl_test_metric",
+  ChildProcess f = ChildProcess::spawn(syscall_run("60s", {"--prometheus-url", prom_->url(), "--query", "fl_test_metric",
                                              "--abort-above", "10", "--interval", "1s", "--query-errors", "2"}));
   ASSERT_TRUE(f.wait_for("\"started\"", 30s)) << f.describe();
   ASSERT_TRUE(f.wait_for("\"value\":1.0", 10s)) << f.describe();
@@ -190,7 +190,7 @@ TEST_F(PrometheusGuardrailTest, ABurnRateAbortsOnlyWhenBothWindowsBurn) {
   };
   ratios(0.5, 0.02);  // a 99% SLO: burn rates 50 and 2
   ASSERT_TRUE(prom_->wait_for_value("fl_test_error_ratio{window=\"1h\"}", 0.02, 15s)) << prom_->log();
-  Child f = Child::spawn(syscall_run(
+  ChildProcess f = ChildProcess::spawn(syscall_run(
       "60s", {"--prometheus-url", prom_->url(), "--slo-burn-rate", "fl_test_error_ratio{window=\"{window}\"}",
               "--slo-target", "99", "--burn-windows", "5m,1h", "--abort-above", "10", "--interval", "1s"}));
   ASSERT_TRUE(f.wait_for("\"started\"", 30s)) << f.describe();
@@ -232,7 +232,7 @@ TEST_F(PrometheusGuardrailTest, SeveralGuardrailsAtOnceSayWhichBreached) {
                                     "--hypothesis",     "connect errors in one cgroup move no metric",
                                     "--steady-state",   "2s",
                                     "--record",         dir};
-  Child f = Child::spawn(syscall_run("60s", flags));
+  ChildProcess f = ChildProcess::spawn(syscall_run("60s", flags));
   ASSERT_TRUE(f.wait_for("\"started\"", 30s)) << f.describe();
   auto started = json_event(f.out(), "started");
   ASSERT_TRUE(started) << f.describe();
@@ -270,8 +270,8 @@ TEST_F(PrometheusGuardrailTest, SeveralGuardrailsAtOnceSayWhichBreached) {
   }
   EXPECT_GE(fault_samples, 1);
   EXPECT_TRUE(breach_named) << "the breaching sample names its guardrail";
-  Outcome report = run({kFaultctl, "report", dir});
-  EXPECT_TRUE(report.exit.is(0)) << report.describe();
+  CommandResult report = run({kFaultctl, "report", dir});
+  EXPECT_TRUE(report.status.is(0)) << report.describe();
   EXPECT_NE(report.out.find("guardrail:   Prometheus " + prom_->url()), std::string::npos) << report.out;
 }
 
