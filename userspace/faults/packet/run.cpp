@@ -121,4 +121,16 @@ Status PacketRun::end(std::string_view reason) {
   return {};
 }
 
+std::optional<std::string> PacketRun::touched_nothing() const {
+  // The counters as the entry left them; a fault that never applied has none.
+  if (!final_stats_ || final_stats_->matched != 0) return std::nullopt;
+  std::string where;
+  for (const auto& d : plan_.devices) where += (where.empty() ? "" : ", ") + d.name;
+  const char* dir = plan_.spec.dir_mask == (FL_DIR_EGRESS | FL_DIR_INGRESS) ? "both directions"
+                    : plan_.spec.dir_mask == FL_DIR_EGRESS                  ? "egress"
+                                                                            : "ingress";
+  return "the fault matched no packet while it was on (" + std::string(dir) + " on " + where +
+         "): nothing was tested; check --target, --port, --proto and --direction against the traffic";
+}
+
 }  // namespace faultline
