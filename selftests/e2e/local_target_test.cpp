@@ -155,6 +155,21 @@ TEST_P(LocalTarget, TextSummaryOfAFaultThatMatchedNothing) {
   EXPECT_NE(r.err.find("WARNING: UNTESTED"), std::string::npos) << r.describe();
 }
 
+// The plan shows where each target is routed, and --dry-run attaches nothing.
+TEST_P(LocalTarget, DryRunShowsEachTargetsRoute) {
+  auto r = faultctl({"run", "loss", "--netns", net().a(), "--attach", attach(), "--target", "127.0.0.1,::1",
+                     "--target", TestNet::kAddrB, "--percent", "100", "--duration", "1s", "--dry-run"});
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_NE(r.out.find(std::string("devices: lo ") + TestNet::kDevA + " (routes)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("127.0.0.1 -> lo (local route)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("::1 -> lo (local route)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(std::string(TestNet::kAddrB) + " -> " + TestNet::kDevA + " (unicast route)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_TRUE(attached_netfault(net().a(), "lo").empty());
+  expect_nothing_left("after a dry run");
+}
+
 // A target without a route is bad input, and nothing is attached anywhere.
 TEST_P(LocalTarget, ATargetWithoutARouteIsBadInput) {
   for (const std::string& t : {"203.0.113.9", "2001:db8::9", "203.0.113.0/24"}) {

@@ -58,6 +58,11 @@ std::string PacketRun::dry_run_text() const {
   o << "dry run: would apply " << plan_.spec.summary() << " for " << format_duration(plan_.spec.duration_ns)
     << "\n  mechanism: " << plan_.mechanism << "\n  devices:";
   for (const auto& d : plan_.devices) o << " " << d.name;
+  o << " (" << plan_.device_choice << ")";
+  for (const auto& r : routes_json(plan_.routes, plan_.devices))
+    o << "\n    " << r["target"].get<std::string>() << " -> " << r["dev"].get<std::string>() << " ("
+      << r["type"].get<std::string>() << " route)";
+  if (plan_.routes.size() > 8) o << "\n    ... " << plan_.routes.size() - 8 << " more targets";
   o << "\n  fault: " << plan_.spec.to_json().dump() << "\n";
   return o.str();
 }
