@@ -481,6 +481,23 @@ static __always_inline int delay(struct __sk_buff *skb, const struct fl_fault *f
 	return TC_PASS;
 }
 
+/*
+ * On lo one packet passes our egress hook and then our ingress hook, and for a
+ * fault that covers both directions it can match twice (sent to the target,
+ * and received from it, when both ends are the target: 127.0.0.1 without a
+ * port). The egress decision is the one that counts: a packet a fault passed on
+ * lo egress is tagged, and lo ingress, attached because the fault covers
+ * ingress, lets it pass and removes the tag (the check at the top of handle()).
+ */
+static __always_inline int passed(struct __sk_buff *skb, const struct fl_fault *f,
+				  const struct fl_control *ctl, __u8 dir)
+{
+	if (dir == FL_DIR_EGRESS && skb->ifindex == LOOPBACK_IFINDEX &&
+	    (f->dir_mask & FL_DIR_INGRESS))
+		skb->mark |= ctl->dup_mark;
+	return TC_PASS;
+}
+
 static __always_inline int handle(struct __sk_buff *skb, __u8 dir)
 {
 	__u32 zero = 0, slot = 0;
@@ -545,7 +562,7 @@ static __always_inline int handle(struct __sk_buff *skb, __u8 dir)
 			return delay(skb, f, slot, st);
 		break;
 	}
-	return TC_PASS;
+	return passed(skb, f, ctl, dir);
 }
 
 SEC("tc")

@@ -41,7 +41,8 @@ cxxopts::Options make_options() {
   o.add_options()
       ("kind", "loss|partition|flowdrop|corrupt|duplicate|dns|latency|bandwidth", cxxopts::value<std::string>())
       ("netns", "network namespace: NAME, PATH or pid:N", cxxopts::value<std::string>())
-      ("dev", "one device (default: every non-loopback device)", cxxopts::value<std::string>())
+      ("dev", "one device, lo included (default: the devices the targets' routes leave through, lo for "
+              "this host's own addresses; every non-loopback device without a target)", cxxopts::value<std::string>())
       ("target", "remote IP, CIDR, HOST:PORT (repeatable, or comma-separated)", cxxopts::value<std::vector<std::string>>())
       ("source", "local address or CIDR", cxxopts::value<std::string>())
       ("port", "remote port N or range A-B", cxxopts::value<std::string>())
@@ -157,6 +158,8 @@ constexpr Example kExamples[] = {
      "--duration 1m"},
     {"cut a subnet off both ways on eth0",
      "faultctl run partition --dev eth0 --target 10.0.0.0/24 --direction both --duration 20s"},
+    {"cut a local service off, UDP and TCP (the route lookup attaches to lo)",
+     "faultctl run loss --target 127.0.0.1:5432 --percent 100 --duration 30s"},
     {"drop the DNS queries for example.com and its subdomains",
      "faultctl run dns --domains example.com --duration 30s"},
     {"cap the bandwidth to a host at 10 Mbit/s", "faultctl run bandwidth --target 10.0.0.2 --rate 10mbit --duration 2m"},

@@ -1,4 +1,5 @@
-// Minimal NETLINK_ROUTE client for root qdiscs and tc filters: request, ack, dump.
+// Minimal NETLINK_ROUTE client for root qdiscs, tc filters and route lookups:
+// request, ack, dump.
 #include "loader/rtnetlink.h"
 
 #include <linux/netlink.h>
@@ -145,6 +146,56 @@ Result<int> count_filters(uint32_t ifindex, uint32_t parent) {
         auto* tc = static_cast<tcmsg*>(NLMSG_DATA(h));
         if (tc->tcm_handle != 0) ++count;  // handle 0 rows describe the chain, not a filter
       }
+    }
+  }
+}
+
+Result<RouteLookup> RouteLookup::open() {
+  auto fd = open_rtnl();
+  if (!fd) return fd.error();
+  return RouteLookup(std::move(*fd));
+}
+
+Result<RouteAnswer> RouteLookup::get(int family, const std::array<uint8_t, 16>& addr) {
+  if (family != AF_INET && family != AF_INET6) return make_error(EAFNOSUPPORT, "route lookup: not an IP family");
+  const size_t alen = family == AF_INET ? 4 : 16;
+  struct {
+    nlmsghdr h;
+    rtmsg r;
+    char attrs[RTA_SPACE(16)];
+  } req{};
+  req.h.nlmsg_len = NLMSG_LENGTH(sizeof(rtmsg));
+  req.h.nlmsg_type = RTM_GETROUTE;
+  req.h.nlmsg_flags = NLM_F_REQUEST;
+  req.h.nlmsg_seq = ++seq_;
+  req.r.rtm_family = static_cast<uint8_t>(family);
+  req.r.rtm_dst_len = static_cast<uint8_t>(alen * 8);
+  auto* rta = reinterpret_cast<rtattr*>(reinterpret_cast<char*>(&req) + NLMSG_ALIGN(req.h.nlmsg_len));
+  rta->rta_type = RTA_DST;
+  rta->rta_len = static_cast<uint16_t>(RTA_LENGTH(alen));
+  std::memcpy(RTA_DATA(rta), addr.data(), alen);
+  req.h.nlmsg_len = NLMSG_ALIGN(req.h.nlmsg_len) + RTA_ALIGN(rta->rta_len);
+
+  if (::send(fd_.get(), &req, req.h.nlmsg_len, 0) < 0) return errno_error("cannot ask for a route");
+  std::vector<char> buf(8192);
+  for (;;) {
+    ssize_t n = ::recv(fd_.get(), buf.data(), buf.size(), 0);
+    if (n < 0) return errno_error("cannot read the route answer");
+    for (auto* h = reinterpret_cast<nlmsghdr*>(buf.data()); NLMSG_OK(h, n); h = NLMSG_NEXT(h, n)) {
+      if (h->nlmsg_seq != seq_) continue;  // a late answer to an earlier question
+      if (h->nlmsg_type == NLMSG_ERROR) {
+        auto* e = static_cast<nlmsgerr*>(NLMSG_DATA(h));
+        return make_error(e->error != 0 ? -e->error : EPROTO, "no route");
+      }
+      if (h->nlmsg_type != RTM_NEWROUTE) continue;
+      auto* r = static_cast<rtmsg*>(NLMSG_DATA(h));
+      RouteAnswer out;
+      out.type = r->rtm_type;
+      int len = static_cast<int>(h->nlmsg_len - NLMSG_LENGTH(sizeof(*r)));
+      for (auto* a = RTM_RTA(r); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
+        if (a->rta_type == RTA_OIF) std::memcpy(&out.oif, RTA_DATA(a), sizeof(out.oif));
+      }
+      return out;
     }
   }
 }

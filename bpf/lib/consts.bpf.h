@@ -22,6 +22,9 @@
 #define IPPROTO_DSTOPTS 60  /* destination options */
 
 /* linux/pkt_cls.h: what a tc program returns */
+/* lo is ifindex 1 in every network namespace (LOOPBACK_IFINDEX). */
+#define LOOPBACK_IFINDEX 1
+
 #define TC_PASS (-1) /* TC_ACT_UNSPEC / TCX_NEXT: let the next program decide */
 #define TC_SHOT 2
 #define TC_STOLEN 4

@@ -63,11 +63,15 @@ class PacketRecord : public ResourceTest {
   std::string record_;
 };
 
-TEST_F(PacketRecord, HeldWhenTheFaultMissesTheService) {
+// A fault on an address nobody sends to matched nothing: the guardrail held, but
+// the fault had no part in it, so the verdict is untested, not held.
+TEST_F(PacketRecord, UntestedWhenTheFaultMissesTheService) {
   auto o = run(loss_to("198.19.213.99"));
   ASSERT_EQ(o.status.code, 0) << o.describe();
   auto v = verdict();
-  EXPECT_EQ(v["verdict"], "held") << v.dump(2);
+  EXPECT_EQ(v["verdict"], "untested") << v.dump(2);
+  EXPECT_NE(v.value("untested", "").find("matched no packet"), std::string::npos) << v.dump(2);
+  EXPECT_NE(o.err.find("WARNING: UNTESTED"), std::string::npos) << o.describe();
   EXPECT_GE(v["phases"]["fault"]["samples"].get<int>(), 4);
   EXPECT_DOUBLE_EQ(v["phases"]["fault"]["success_percent"].get<double>(), 100);
   auto h = nlohmann::json::parse(read_file(record_ + "/hypothesis.json"));

@@ -167,6 +167,27 @@ TEST_F(RecordDir, RefutedWhenTheSloIsMissedDuringTheFault) {
   EXPECT_NE(out_.str().find("\"event\":\"verdict\""), std::string::npos) << "JSON lines on --json";
 }
 
+// A fault that touched nothing: neither held nor refuted, even with the SLO missed
+// (the fault had no part in it); the exit code stays that of a completed run.
+TEST_F(RecordDir, UntestedWhenTheFaultTouchedNothing) {
+  RecordedRun run(opts("p99<300ms"), constant(ok(5)), 50'000'000ULL, nullptr, out_, false);
+  ASSERT_TRUE(*run.before_fault({{"kind", "test"}}, kNever));
+  run.fault_started();
+  run.fault_sample({boottime_ns(), true, {{"latency_ms", 450}, {"status", 200}}, ""});
+  run.fault_ended();
+  const std::string why = "the fault matched no packet while it was on (egress on lo): nothing was tested";
+  EXPECT_EQ(run.after_fault(RunOutcome::Completed, why, kNever, why), HypothesisVerdict::Untested);
+  auto v = nlohmann::json::parse(read(dir_ + "/verdict.json"));
+  EXPECT_EQ(v["verdict"], "untested") << v.dump(2);
+  EXPECT_EQ(v["untested"], why);
+  EXPECT_EQ(v["reason"], why);
+  EXPECT_NE(out_.str().find("verdict: UNTESTED -- " + why), std::string::npos) << out_.str();
+  RunResult r;
+  r.verdict = HypothesisVerdict::Untested;
+  r.untested = why;
+  EXPECT_EQ(exit_code(r), 0) << "documented: an untested completed run exits 0";
+}
+
 TEST_F(RecordDir, GuardrailBreachIsAborted) {
   RecordedRun run(opts(), constant(ok(5)), 50'000'000ULL, nullptr, out_, false);
   ASSERT_TRUE(*run.before_fault({{"kind", "test"}}, kNever));

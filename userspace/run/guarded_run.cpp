@@ -280,12 +280,19 @@ RunResult guarded_run(RunnableFault& fault, Guardrails& guardrails, const RunOpt
     if (result.outcome == RunOutcome::Completed) result.outcome = RunOutcome::Failed;
     if (result.detail.empty()) result.detail = end_status.error().describe();
   }
+  // A fault that touched nothing tested nothing: never a quiet "completed".
+  result.untested = fault.touched_nothing();
+  if (result.untested && result.detail.empty()) result.detail = *result.untested;
   const std::string reason = outcome_name(result.outcome);
   if (p.json()) {
     nlohmann::json j{
         {"event", "ended"}, {"id", id_json(started->id)}, {"reason", reason}, {"exit_code", exit_code(result)}};
     if (!result.detail.empty()) j["detail"] = result.detail;
     if (!breached_by.empty()) j["guardrail"] = breached_by;
+    if (result.untested) {
+      j["untested"] = true;
+      j["warning"] = *result.untested;
+    }
     merge_fields(j, last.fields);
     p.emit(j);
   } else {
@@ -293,8 +300,11 @@ RunResult guarded_run(RunnableFault& fault, Guardrails& guardrails, const RunOpt
           "): " + last.text);
     if (result.outcome == RunOutcome::Guardrail) p.error("guardrail breached, fault ended: " + result.detail);
   }
+  // On stderr in both modes, so neither a --json consumer nor a log reader misses it.
+  if (result.untested) p.error("WARNING: UNTESTED: fault " + started->id + ": " + *result.untested);
   if (recorded) {
-    result.verdict = recorded->after_fault(result.outcome, result.detail.empty() ? reason : result.detail, stop);
+    result.verdict =
+        recorded->after_fault(result.outcome, result.detail.empty() ? reason : result.detail, stop, result.untested);
   }
   return result;
 }

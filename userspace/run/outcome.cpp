@@ -28,6 +28,8 @@ const char* hypothesis_verdict_name(HypothesisVerdict v) {
       return "refuted";
     case HypothesisVerdict::Aborted:
       return "aborted";
+    case HypothesisVerdict::Untested:
+      return "untested";
   }
   return "aborted";
 }

@@ -20,7 +20,10 @@ enum class RunOutcome {
 };
 [[nodiscard]] const char* outcome_name(RunOutcome o);  // "completed", "guardrail", ...
 
-enum class HypothesisVerdict { Held, Refuted, Aborted };
+// Untested: the run completed, but the fault touched nothing (a packet fault
+// that matched no packet), so the guardrail's and the SLO's figures say nothing
+// about it.
+enum class HypothesisVerdict { Held, Refuted, Aborted, Untested };
 [[nodiscard]] const char* hypothesis_verdict_name(HypothesisVerdict v);
 
 struct RunResult {
@@ -28,9 +31,14 @@ struct RunResult {
   std::string detail;                        // why, for people ("health check failed: HTTP 503")
   std::optional<HypothesisVerdict> verdict;  // with --record/--steady-state
   std::optional<int> command_exit;           // a wrapped command's own exit code
+  // Set when the fault touched nothing while it was on: why, for people ("the
+  // fault matched no packet for its whole duration"). The exit code stays that
+  // of the outcome; the verdict becomes untested.
+  std::optional<std::string> untested;
 };
 
-// 0 completed (a wrapped command's own code), 1 failed, interrupted or aborted
+// 0 completed (a wrapped command's own code; also when the fault touched
+// nothing: the verdict says untested), 1 failed, interrupted or aborted
 // (a wrapped command's own code: it ran on), 2 bad input, 7 guardrail, 8 refuted.
 [[nodiscard]] int exit_code(const RunResult& r);
 

@@ -226,7 +226,8 @@ void RecordedRun::fault_ended() {
   fault_end_wall_ = wall_seconds();
 }
 
-HypothesisVerdict RecordedRun::after_fault(RunOutcome outcome, const std::string& detail, const StopCheck& stop) {
+HypothesisVerdict RecordedRun::after_fault(RunOutcome outcome, const std::string& detail, const StopCheck& stop,
+                                           const std::optional<std::string>& untested) {
   if (fault_end_ns_ == 0) fault_ended();
   if (opts_.steady_state_ns > 0 && !stop()) {
     if (!json_) out_ << "observing recovery for " << format_duration(opts_.steady_state_ns) << std::endl;
@@ -247,7 +248,11 @@ HypothesisVerdict RecordedRun::after_fault(RunOutcome outcome, const std::string
       reason = "the run did not complete: " + detail;
       break;
     case RunOutcome::Completed:
-      if (opts_.slo) {
+      if (untested) {
+        // Whatever the guardrail and the SLO saw, the fault had no part in it.
+        v = HypothesisVerdict::Untested;
+        reason = *untested;
+      } else if (opts_.slo) {
         SloResult r = evaluate(*opts_.slo, fault_);
         v = r.met ? HypothesisVerdict::Held : HypothesisVerdict::Refuted;
         reason = std::string(r.met ? "within" : "outside") +
@@ -258,16 +263,17 @@ HypothesisVerdict RecordedRun::after_fault(RunOutcome outcome, const std::string
       }
       break;
   }
-  return write_verdict(v, reason, outcome, detail);
+  return write_verdict(v, reason, outcome, detail, untested);
 }
 
 HypothesisVerdict RecordedRun::write_verdict(HypothesisVerdict v, const std::string& reason, RunOutcome outcome,
-                                             const std::string& detail) {
+                                             const std::string& detail, const std::optional<std::string>& untested) {
   nlohmann::json j;
   j["verdict"] = hypothesis_verdict_name(v);
   j["reason"] = reason;
   j["outcome"] = outcome_name(outcome);
   if (!detail.empty()) j["detail"] = detail;
+  if (untested) j["untested"] = *untested;
   j["hypothesis"] = opts_.hypothesis;
   j["phases"] = {{"steady", summarize(steady_).to_json()},
                  {"fault", summarize(fault_).to_json()},

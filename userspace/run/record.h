@@ -45,6 +45,7 @@ struct RecordOptions {
 //                   hypothesis.json and its SHA-256 before anything is injected
 //   fault_sample()  every guardrail reading during the fault, appended and flushed
 //   after_fault()   the same window again after the revert, then verdict.json
+//                   (untested when the fault touched nothing)
 class RecordedRun {
  public:
   using Sampler = std::function<GuardrailReading()>;
@@ -57,7 +58,8 @@ class RecordedRun {
   void fault_started();
   void fault_sample(const GuardrailReading& s);
   void fault_ended();
-  [[nodiscard]] HypothesisVerdict after_fault(RunOutcome outcome, const std::string& detail, const StopCheck& stop);
+  [[nodiscard]] HypothesisVerdict after_fault(RunOutcome outcome, const std::string& detail, const StopCheck& stop,
+                                              const std::optional<std::string>& untested = std::nullopt);
 
   [[nodiscard]] const RecordOptions& options() const { return opts_; }
   // Why before_fault() refused to start ("" when it did not).
@@ -68,7 +70,7 @@ class RecordedRun {
   void append(const std::string& phase, const GuardrailReading& s);
   void emit(const nlohmann::json& event, const std::string& text);
   HypothesisVerdict write_verdict(HypothesisVerdict v, const std::string& reason, RunOutcome outcome,
-                                  const std::string& detail);
+                                  const std::string& detail, const std::optional<std::string>& untested = std::nullopt);
 
   RecordOptions opts_;
   Sampler sampler_;

@@ -60,6 +60,10 @@ class RunnableFault {
     (void)ended;
     (void)obs;
   }
+  // After end(): why the fault touched nothing while it was on (a packet fault
+  // that matched no packet), or nothing when it did or cannot tell. A run whose
+  // fault touched nothing tested nothing, and says so loudly.
+  [[nodiscard]] virtual std::optional<std::string> touched_nothing() const { return std::nullopt; }
   // A stop signal: true if the fault passed it to its wrapped command, which
   // then decides; false and the run ends the fault.
   virtual bool forward_signal(int sig) {

@@ -106,7 +106,7 @@ struct fl_dns_key {
 struct fl_control {
 	__u32 armed;      /* 0: every program is a pass-through (kill switch) */
 	__u32 generation; /* bumped on every change, for observers */
-	__u32 dup_mark;   /* skb->mark bit used to tag duplicates */
+	__u32 dup_mark;   /* skb->mark bit used to tag duplicates (and packets decided on lo egress) */
 	__u32 index;      /* FL_IDX_*: what userspace vouches for about the indexes */
 };
 

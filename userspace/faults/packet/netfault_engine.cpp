@@ -122,6 +122,11 @@ nlohmann::json FaultPlan::to_json() const {
   std::vector<std::string> names;
   for (const auto& d : devices) names.push_back(d.name);
   j["devices"] = names;
+  j["device_choice"] = device_choice;
+  if (!routes.empty()) {
+    j["routes"] = routes_json(routes, devices);
+    if (routes.size() > 8) j["routes_total"] = routes.size();
+  }
   j["mechanism"] = mechanism;
   j["index"] = {{"exact", compiled.exact.size()}, {"prefixes", compiled.prefixes.size()}, {"domains", compiled.dns.size()}};
   return j;
@@ -156,12 +161,25 @@ Result<FaultPlan> NetfaultEngine::plan(const FaultSpec& spec, AttachMode mode) c
     if (!inside) return inside.error();
     auto devs = list_devices();
     if (!devs) return devs.error();
-    for (const auto& d : *devs) {
-      if (!spec.dev.empty() && d.name != spec.dev) continue;
-      if (spec.dev.empty() && (d.loopback || !d.ethernet)) continue;
-      if (!d.ethernet && !d.loopback)
-        return make_error(ENOTSUP, "--dev " + d.name + ": not an Ethernet device; the packet parser expects Ethernet framing");
-      p.devices.push_back(d);
+    if (spec.dev.empty() && targets_are_routed(spec.targets)) {
+      // Where the targets' packets go: lo for this host's own addresses, the
+      // egress device otherwise. Nothing is attached where none can pass.
+      auto routes = route_targets(spec.targets, p.netns.display);
+      if (!routes) return routes.error();
+      auto chosen = devices_for_routes(*devs, *routes);
+      if (!chosen) return chosen.error();
+      p.routes = std::move(*routes);
+      p.devices = std::move(*chosen);
+      p.device_choice = "routes";
+    } else {
+      p.device_choice = spec.dev.empty() ? "every non-loopback Ethernet device" : "--dev";
+      for (const auto& d : *devs) {
+        if (!spec.dev.empty() && d.name != spec.dev) continue;
+        if (spec.dev.empty() && (d.loopback || !d.ethernet)) continue;
+        if (!d.ethernet && !d.loopback)
+          return make_error(ENOTSUP, "--dev " + d.name + ": not an Ethernet device; the packet parser expects Ethernet framing");
+        p.devices.push_back(d);
+      }
     }
   }
   if (p.devices.empty()) {

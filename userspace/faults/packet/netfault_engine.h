@@ -9,8 +9,9 @@
 #include "loader/bpffs.h"
 #include "loader/netfault_attachments.h"
 #include "loader/netns.h"
-#include "userspace/faults/packet/spec.h"
+#include "userspace/faults/packet/device_choice.h"
 #include "userspace/faults/packet/fault_table.h"
+#include "userspace/faults/packet/spec.h"
 
 namespace faultline {
 
@@ -19,6 +20,10 @@ struct FaultPlan {
   FaultSpec spec;
   NetnsRef netns;
   std::vector<NetDevice> devices;
+  // How the devices were chosen: "--dev", "routes" (one lookup per target), or
+  // "every non-loopback Ethernet device" (no target to look up).
+  std::string device_choice;
+  std::vector<TargetRoute> routes;  // with "routes": where each target goes
   uint64_t cgroup_id = 0;
   AttachMode requested = AttachMode::Auto;
   std::string mechanism;  // "tcx" or "tc clsact + cls_bpf"

@@ -58,6 +58,11 @@ std::string PacketRun::dry_run_text() const {
   o << "dry run: would apply " << plan_.spec.summary() << " for " << format_duration(plan_.spec.duration_ns)
     << "\n  mechanism: " << plan_.mechanism << "\n  devices:";
   for (const auto& d : plan_.devices) o << " " << d.name;
+  o << " (" << plan_.device_choice << ")";
+  for (const auto& r : routes_json(plan_.routes, plan_.devices))
+    o << "\n    " << r["target"].get<std::string>() << " -> " << r["dev"].get<std::string>() << " ("
+      << r["type"].get<std::string>() << " route)";
+  if (plan_.routes.size() > 8) o << "\n    ... " << plan_.routes.size() - 8 << " more targets";
   o << "\n  fault: " << plan_.spec.to_json().dump() << "\n";
   return o.str();
 }
@@ -119,6 +124,18 @@ Status PacketRun::end(std::string_view reason) {
   if (!st)
     return make_error(st.error().err, "the fault ended in the kernel, but cleaning up failed: " + st.error().message);
   return {};
+}
+
+std::optional<std::string> PacketRun::touched_nothing() const {
+  // The counters as the entry left them; a fault that never applied has none.
+  if (!final_stats_ || final_stats_->matched != 0) return std::nullopt;
+  std::string where;
+  for (const auto& d : plan_.devices) where += (where.empty() ? "" : ", ") + d.name;
+  const char* dir = plan_.spec.dir_mask == (FL_DIR_EGRESS | FL_DIR_INGRESS) ? "both directions"
+                    : plan_.spec.dir_mask == FL_DIR_EGRESS                  ? "egress"
+                                                                            : "ingress";
+  return "the fault matched no packet while it was on (" + std::string(dir) + " on " + where +
+         "): nothing was tested; check --target, --port, --proto and --direction against the traffic";
 }
 
 }  // namespace faultline

@@ -28,6 +28,7 @@ class PacketRun final : public RunnableFault {
   [[nodiscard]] std::optional<FaultEnding> check() override;
   [[nodiscard]] FaultObservation observe() override;
   [[nodiscard]] Status end(std::string_view reason) override;
+  [[nodiscard]] std::optional<std::string> touched_nothing() const override;
 
  private:
   explicit PacketRun(FaultPlan plan) : plan_(std::move(plan)) {}
