@@ -24,7 +24,7 @@ class LocalTarget : public E2eTest {
   // Waits for "started" and checks where the kernel has our programs: on lo
   // through the attach path under test, and not on the veth no packet to a
   // local address passes.
-  std::optional<nlohmann::json> wait_started_on_lo(Process& run) {
+  std::optional<nlohmann::json> wait_started_on_lo(ChildProcess& run) {
     auto line = run.wait_line(
         [](const std::string& l) {
           auto j = nlohmann::json::parse(l, nullptr, false);
@@ -41,9 +41,9 @@ class LocalTarget : public E2eTest {
     auto on_lo = attached_netfault(net().a(), "lo");
     EXPECT_FALSE(on_lo.empty()) << "nothing of ours is attached to lo";
     for (const auto& a : on_lo) EXPECT_EQ(a.rfind(attach() + " ", 0), 0u) << a;
-    EXPECT_TRUE(attached_netfault(net().a(), TestNet::kDevA).empty())
-        << "attached to " << TestNet::kDevA << ", which no packet to a local address passes: "
-        << ::testing::PrintToString(attached_netfault(net().a(), TestNet::kDevA));
+    EXPECT_TRUE(attached_netfault(net().a(), kDevA).empty())
+        << "attached to " << kDevA << ", which no packet to a local address passes: "
+        << ::testing::PrintToString(attached_netfault(net().a(), kDevA));
     return j;
   }
 
@@ -66,7 +66,7 @@ class LocalTarget : public E2eTest {
     ASSERT_GT(udp_answers(host), 20u) << "the local UDP service must answer before the fault";
     ASSERT_TRUE(tcp_exchange(host)) << "the local TCP service must answer before the fault";
 
-    Process run = start_run("loss", {"--target", target, "--percent", "100", "--duration", "6s"});
+    ChildProcess run = start_run("loss", {"--target", target, "--percent", "100", "--duration", "6s"});
     ASSERT_TRUE(wait_started_on_lo(run));
     EXPECT_EQ(udp_answers(host), 0u) << "UDP to " << target << " under 100% loss";
     EXPECT_FALSE(tcp_exchange(host)) << "TCP to " << target << " under 100% loss";
@@ -97,9 +97,9 @@ TEST_P(LocalTarget, LossCutsUdpAndTcpToALocalServiceOnIpv6) { loss_cuts_local_ud
 // whose target is both ends (127.0.0.1, no port) must still decide once per
 // packet: 50% loss loses about half, not three quarters.
 TEST_P(LocalTarget, APacketOnLoIsFaultedOnce) {
-  Process sink = spawn_testhost_on_a({"udp-sink", std::to_string(kLocalPort), "--timeout", "30"});
+  ChildProcess sink = spawn_testhost_on_a({"udp-sink", std::to_string(kLocalPort), "--timeout", "30"});
   ASSERT_TRUE(sink.wait_line_starting("ready", 5s)) << sink.describe();
-  Process run = start_run("loss", {"--target", "127.0.0.1", "--proto", "udp", "--direction", "both", "--percent",
+  ChildProcess run = start_run("loss", {"--target", "127.0.0.1", "--proto", "udp", "--direction", "both", "--percent",
                                    "50", "--duration", "8s"});
   ASSERT_TRUE(wait_started_on_lo(run));
   auto send = testhost_on_a({"udp-send", "127.0.0.1", std::to_string(kLocalPort), "--count", "2000", "--rate", "1000"});
@@ -130,10 +130,10 @@ TEST_P(LocalTarget, APacketOnLoIsFaultedOnce) {
 // address passes there: the run says "untested" loudly, exit 0.
 TEST_P(LocalTarget, DevWinsAndAFaultThatMatchedNothingSaysUntested) {
   start_server({"udp-echo", std::to_string(kLocalPort)}, false);
-  Process run = start_run("loss", {"--dev", TestNet::kDevA, "--target", "127.0.0.1:7311", "--percent", "100",
+  ChildProcess run = start_run("loss", {"--dev", kDevA, "--target", "127.0.0.1:7311", "--percent", "100",
                                    "--duration", "2s"});
   ASSERT_TRUE(wait_started(run));  // on fla, as asked
-  EXPECT_GT(udp_answers("127.0.0.1"), 20u) << "the fault is on " << TestNet::kDevA << ", not on lo";
+  EXPECT_GT(udp_answers("127.0.0.1"), 20u) << "the fault is on " << kDevA << ", not on lo";
   auto st = run.wait(15s);
   ASSERT_TRUE(st) << run.describe();
   EXPECT_TRUE(st->is(0)) << "an untested run keeps exit 0 (documented): " << run.describe();
@@ -148,7 +148,7 @@ TEST_P(LocalTarget, DevWinsAndAFaultThatMatchedNothingSaysUntested) {
 
 // The same in text mode, on a routed target no packet is sent to.
 TEST_P(LocalTarget, TextSummaryOfAFaultThatMatchedNothing) {
-  auto r = faultctl({"run", "partition", "--netns", net().a(), "--attach", attach(), "--target", TestNet::kAddrB2,
+  auto r = faultctl({"run", "partition", "--netns", net().a(), "--attach", attach(), "--target", kAddrB2,
                      "--duration", "1s"});
   EXPECT_TRUE(r.status.is(0)) << r.describe();
   EXPECT_NE(r.out.find("ended (completed: the fault matched no packet"), std::string::npos) << r.describe();
@@ -158,12 +158,12 @@ TEST_P(LocalTarget, TextSummaryOfAFaultThatMatchedNothing) {
 // The plan shows where each target is routed, and --dry-run attaches nothing.
 TEST_P(LocalTarget, DryRunShowsEachTargetsRoute) {
   auto r = faultctl({"run", "loss", "--netns", net().a(), "--attach", attach(), "--target", "127.0.0.1,::1",
-                     "--target", TestNet::kAddrB, "--percent", "100", "--duration", "1s", "--dry-run"});
+                     "--target", kAddrB, "--percent", "100", "--duration", "1s", "--dry-run"});
   ASSERT_TRUE(r.status.is(0)) << r.describe();
-  EXPECT_NE(r.out.find(std::string("devices: lo ") + TestNet::kDevA + " (routes)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(std::string("devices: lo ") + kDevA + " (routes)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("127.0.0.1 -> lo (local route)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("::1 -> lo (local route)"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find(std::string(TestNet::kAddrB) + " -> " + TestNet::kDevA + " (unicast route)"),
+  EXPECT_NE(r.out.find(std::string(kAddrB) + " -> " + kDevA + " (unicast route)"),
             std::string::npos)
       << r.out;
   EXPECT_TRUE(attached_netfault(net().a(), "lo").empty());
