@@ -170,7 +170,7 @@ constexpr Example kExamples[] = {
     {"an experiment: steady state, fault, verdict, all recorded in ./exp-latency",
      "faultctl run latency --target 10.0.0.2 --delay 200ms --duration 2m --health-url http://10.0.0.2:8080/healthz "
      "--hypothesis 'checkout p99 stays under 500ms' --slo 'p99<500ms' --record ./exp-latency"},
-    {"drop exactly the first 20 packets to 10.0.0.2:5432 once 10 s have passed, then let everything through",
+    {"10 s from now, drop the next 20 packets to 10.0.0.2:5432, then none",
      "faultctl run loss --target 10.0.0.2:5432 --percent 100 --max-injections 20 --start-after 10s --duration 1m"},
     {"print the plan as JSON, change nothing",
      "faultctl run corrupt --target 10.0.0.2 --percent 1 --duration 30s --dry-run --json"},

@@ -21,7 +21,7 @@ constexpr Example kExamples[] = {
      "faultctl run syscall --syscall connect --errno ECONNREFUSED --percent 30 --duration 1m --cgroup myapp"},
     {"10% of the reads and writes of a running process fail with EIO",
      "faultctl run syscall --syscall read,write --errno EIO --percent 10 --duration 1m --pid 4242"},
-    {"let a service start up: its first 50 opens pass, then 3 of them fail with EIO, and no more",
+    {"a service starts up: 50 opens pass, then 3 fail with EIO, no more",
      "faultctl run syscall --syscall openat --errno EIO --after 50 --max-injections 3 --duration 2m -- ./server"},
     {"the connects of the cgroup myapp start failing 20 s from now",
      "faultctl run syscall --syscall connect --errno ECONNREFUSED --start-after 20s --duration 1m --cgroup myapp"},
