@@ -76,6 +76,46 @@ TEST_F(SyscallBrakesTest, CgroupConnectAfterFiveCappedAtSeven) {
   EXPECT_TRUE(r.ended["cap"].contains("reached_at")) << r.ended.dump();
 }
 
+// Another shell's `faultctl status` sees the cap reached while the fault is on,
+// for the kernel rung (read from the policy map) and for seccomp (the owner's counters).
+TEST_F(SyscallBrakesTest, StatusShowsTheCapReachedWhileTheFaultIsOn) {
+  TcpServer server;
+  const std::string port = std::to_string(server.port());
+  struct Case {
+    std::vector<std::string> flags, actions;
+  };
+  for (const Case& c : {Case{{"--syscall", "connect", "--errno", "ECONNREFUSED", "--max-injections", "7"},
+                             {"connect", "tcp", "127.0.0.1", port, "15"}},
+                        Case{{"--syscall", "openat", "--errno", "EIO", "--max-injections", "7"}, {"open", file_, "15"}}}) {
+    SCOPED_TRACE(c.flags[1]);
+    std::vector<std::string> argv = {kFaultctl, "run", "syscall"};
+    argv.insert(argv.end(), c.flags.begin(), c.flags.end());
+    argv.insert(argv.end(), {"--duration", "60s", "--", kProbe});
+    argv.insert(argv.end(), c.actions.begin(), c.actions.end());
+    argv.push_back("hold");
+    Child f = Child::spawn(argv, {.stdin_pipe = true});
+    ASSERT_TRUE(f.wait_for("HOLD", 30s)) << f.describe();
+    // seccomp counters are refreshed by the owner once a second.
+    nlohmann::json fault;
+    for (int i = 0; i < 30; ++i) {
+      Outcome st = run({kFaultctl, "status", "--json"}, 30s);
+      auto j = nlohmann::json::parse(st.out, nullptr, false);
+      if (!j.is_discarded() && j["syscall_faults"].size() == 1) fault = j["syscall_faults"][0];
+      if (fault.is_object() && fault["counters"].value("cap_spared", 0) == 8) break;
+      ::usleep(100'000);
+    }
+    EXPECT_EQ(fault["counters"]["cap"], 7) << fault.dump();
+    EXPECT_EQ(fault["counters"]["failed"], 7) << fault.dump();
+    EXPECT_EQ(fault["counters"]["cap_spared"], 8) << fault.dump();
+    EXPECT_NE(fault.value("summary", "").find("at most 7 calls"), std::string::npos) << fault.dump();
+    Outcome table = run({kFaultctl, "status"}, 30s);
+    EXPECT_NE(table.out.find("cap reached: 7 injections (8 spared)"), std::string::npos) << table.describe();
+    f.close_stdin();
+    auto e = f.wait(30s);
+    EXPECT_TRUE(e && e->is(0)) << f.describe();
+  }
+}
+
 // socket(): only the cap, no --after: the first 3 fail, then all pass.
 TEST_F(SyscallBrakesTest, CgroupSocketCappedAtThree) {
   BrakedRun r = run_braked({"--syscall", "socket", "--errno", "EMFILE", "--max-injections", "3"},

@@ -88,7 +88,10 @@ std::optional<FaultEnding> SyscallRun::check() {
     if (plan_.mechanism == SyscallMechanism::SeccompNotify) {
       RungCounts c = rung_->counts();
       nlohmann::json counters{{"failed", c.injected}, {"passed", c.passed}};
-      if (spec_.max_injections) counters["cap_spared"] = c.cap_refused;
+      if (spec_.max_injections) {
+        counters["cap"] = spec_.max_injections;
+        counters["cap_spared"] = c.cap_refused;
+      }
       session_->set_counters(counters);
     }
     if (session_->abort_requested())
