@@ -1,5 +1,8 @@
 // --max-injections and --start-after with real traffic: UDP datagrams from host a
 // to a counting sink on host b; the sink's count says how many the fault took.
+#include <unistd.h>
+
+#include <cstring>
 #include <thread>
 
 #include "e2e_fixture.h"
@@ -79,6 +82,35 @@ TEST_P(InjectionCap, DelayedStartLetsTrafficPassUntilItsTime) {
   ASSERT_TRUE(ended_status) << run.describe();
   EXPECT_TRUE(ended_status->is(0)) << run.describe();
   expect_nothing_left("after the delayed fault completed");
+}
+
+// State whose programs were attached before fl_budget existed: simulated by
+// unpinning fl_budget under a running fault, so the attached programs keep a map
+// that is no longer the pinned one (the next faultctl pins a fresh fl_budget, as
+// it does for state from before the map). A capped fault must be refused there,
+// naming the flag and the device, and the running fault must go on untouched.
+TEST_P(InjectionCap, CapIsRefusedOnProgramsThatDoNotReadTheBudgetMap) {
+  const std::string b = TestNet::kAddrB;
+  Process run = start_run("partition", {"--target", b, "--duration", "5s"});
+  ASSERT_TRUE(wait_started(run));
+  ASSERT_EQ(::unlink((bpffs_root() + "/maps/fl_budget").c_str()), 0) << std::strerror(errno);
+  auto capped = faultctl({"run", "loss", "--netns", net().a(), "--attach", attach(), "--target", TestNet::kAddrB2,
+                          "--percent", "100", "--max-injections", "5", "--duration", "3s"});
+  EXPECT_FALSE(capped.status.is(0)) << capped.describe();
+  EXPECT_NE(capped.err.find("--max-injections: the program on " + std::string(TestNet::kDevA)), std::string::npos)
+      << capped.describe();
+  EXPECT_NE(capped.err.find("older faultctl"), std::string::npos) << capped.describe();
+  auto delayed = faultctl({"run", "loss", "--netns", net().a(), "--attach", attach(), "--target", TestNet::kAddrB2,
+                           "--percent", "100", "--start-after", "1s", "--duration", "3s"});
+  EXPECT_FALSE(delayed.status.is(0)) << delayed.describe();
+  EXPECT_NE(delayed.err.find("--start-after: the program on"), std::string::npos) << delayed.describe();
+  EXPECT_EQ(ping_loss(b, 5, "0.05"), 100) << "the running partition goes on";
+  auto st = faultctl({"status", "--json"});
+  EXPECT_EQ(last_json(st.out)["faults"].size(), 1u) << "nothing of the refused faults is left: " << st.describe();
+  auto ended = run.wait(10s);
+  ASSERT_TRUE(ended) << run.describe();
+  EXPECT_TRUE(ended->is(0)) << run.describe();
+  expect_nothing_left("after the refusals and the partition's end");
 }
 
 FLE2E_ON_BOTH_ATTACH_PATHS(InjectionCap);
