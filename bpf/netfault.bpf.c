@@ -73,6 +73,14 @@ struct {
 } fl_stats SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FL_MAX_FAULTS);
+	__type(key, __u32);
+	__type(value, struct fl_budget);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fl_budget SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, FL_DROP_REASON_MAX);
 	__type(key, __u32);
@@ -178,6 +186,42 @@ static __always_inline int applies(const struct fl_fault *f, const struct fl_pkt
 	return 1;
 }
 
+/* A fault with a delayed start is inert until then: as if it were not there,
+ * so a later fault in the same bucket may apply instead. */
+static __always_inline int started(const struct fl_fault *f, __u32 slot, __u64 now)
+{
+	struct fl_budget *b;
+
+	if (!(f->flags & FL_F_BUDGET))
+		return 1;
+	b = bpf_map_lookup_elem(&fl_budget, &slot);
+	return !b || now >= b->start_ns;
+}
+
+/* Whether the fault may inject once more, called once the fault has decided to
+ * act. Increment first, compare after: each CPU gets a distinct ticket from the
+ * atomic add, so tickets 0..max-1 inject and every later one passes; at most
+ * max injections happen however many CPUs race. A ticket whose action then
+ * fails (a corrupt on a packet with no payload, a duplicate the clone refuses)
+ * is spent all the same: the cap may be reached with fewer faults done. */
+static __always_inline int claim(const struct fl_fault *f, __u32 slot)
+{
+	struct fl_budget *b;
+	__u64 ticket;
+
+	if (!(f->flags & FL_F_BUDGET))
+		return 1;
+	b = bpf_map_lookup_elem(&fl_budget, &slot);
+	if (!b || !b->max)
+		return 1;
+	ticket = __sync_fetch_and_add(&b->claimed, 1);
+	if (ticket >= b->max)
+		return 0;
+	if (ticket + 1 == b->max)
+		b->reached_ns = bpf_ktime_get_boot_ns();
+	return 1;
+}
+
 static __always_inline struct fl_fault *pick(const struct fl_bucket *b, const struct fl_pkt *p,
 					     struct __sk_buff *skb, __u8 dir, __u64 now,
 					     __u32 *slot)
@@ -190,7 +234,7 @@ static __always_inline struct fl_fault *pick(const struct fl_bucket *b, const st
 			break;
 		s = b->slot[i];
 		f = bpf_map_lookup_elem(&fl_faults, &s);
-		if (f && applies(f, p, skb, dir, now)) {
+		if (f && applies(f, p, skb, dir, now) && started(f, s, now)) {
 			*slot = s;
 			return f;
 		}
@@ -334,8 +378,10 @@ static __always_inline struct fl_fault *find(struct __sk_buff *skb, __u32 index,
 		if (k && (s = bpf_map_lookup_elem(&fl_dns, k))) {
 			__u32 ds = *s;
 
+			__u64 now = bpf_ktime_get_boot_ns();
+
 			f = bpf_map_lookup_elem(&fl_faults, &ds);
-			if (f && applies(f, p, skb, dir, bpf_ktime_get_boot_ns())) {
+			if (f && applies(f, p, skb, dir, now) && started(f, ds, now)) {
 				*slot = ds;
 				return f;
 			}
@@ -537,28 +583,32 @@ static __always_inline int handle(struct __sk_buff *skb, __u8 dir)
 
 	switch (f->kind) {
 	case FL_KIND_LOSS:
-		if (decide_loss(f, slot))
+		if (decide_loss(f, slot) && claim(f, slot))
 			return drop(st, FL_DROP_LOSS, dir);
 		break;
 	case FL_KIND_PARTITION:
-		return drop(st, FL_DROP_PARTITION, dir);
+		if (claim(f, slot))
+			return drop(st, FL_DROP_PARTITION, dir);
+		break;
 	case FL_KIND_FLOWDROP:
-		return drop(st, FL_DROP_FLOWDROP, dir);
+		if (claim(f, slot))
+			return drop(st, FL_DROP_FLOWDROP, dir);
+		break;
 	case FL_KIND_DNS:
-		if (fl_chance(f->prob))
+		if (fl_chance(f->prob) && claim(f, slot))
 			return drop(st, FL_DROP_DNS, dir);
 		break;
 	case FL_KIND_CORRUPT:
-		if (fl_chance(f->prob))
+		if (fl_chance(f->prob) && claim(f, slot))
 			corrupt(skb, &p, st);
 		break;
 	case FL_KIND_DUPLICATE:
-		if (fl_chance(f->prob))
+		if (fl_chance(f->prob) && claim(f, slot))
 			duplicate(skb, st, ctl->dup_mark, dir);
 		break;
 	case FL_KIND_LATENCY:
 	case FL_KIND_BANDWIDTH:
-		if (dir == FL_DIR_EGRESS && fl_chance(f->prob))
+		if (dir == FL_DIR_EGRESS && fl_chance(f->prob) && claim(f, slot))
 			return delay(skb, f, slot, st);
 		break;
 	}

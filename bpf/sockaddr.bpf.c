@@ -349,7 +349,7 @@ static __always_inline int decide(struct bpf_sock_addr *ctx, __u8 op, int v6)
 	asm volatile("" : "+r"(type));
 	proto = type == SOCK_STREAM ? IPPROTO_TCP : type == SOCK_DGRAM ? IPPROTO_UDP : 0;
 
-	if ((p->inject_ops & FL_OP_BIT(op)) && fl_chance(p->inject_prob)) {
+	if ((p->inject_ops & FL_OP_BIT(op)) && fl_call_turn(&p->inject_budget, p->inject_prob)) {
 		st->injected++;
 		if (p->flags & FL_SA_EVENTS)
 			emit(op, FL_V_INJECT, FL_SA_RULE_DEFAULT, &a, port, proto, 0);
@@ -500,7 +500,7 @@ static __always_inline int bind_hook(struct bpf_sock_addr *ctx)
 	struct fl_sa_policy *p = policy();
 	struct fl_sa_stats *st;
 
-	if (!p || !(p->inject_ops & FL_OP_BIT(FL_OP_BIND)) || !fl_chance(p->inject_prob))
+	if (!p || !(p->inject_ops & FL_OP_BIT(FL_OP_BIND)) || !fl_call_turn(&p->inject_budget, p->inject_prob))
 		return 1;
 	st = stats();
 	if (st)
@@ -532,7 +532,7 @@ int fl_sock_create(struct bpf_sock *ctx)
 		return 1;
 	if (ctx->family != AF_INET && ctx->family != AF_INET6)
 		return 1; /* leave unix and netlink sockets alone */
-	if (!fl_chance(p->inject_prob))
+	if (!fl_call_turn(&p->inject_budget, p->inject_prob))
 		return 1;
 	st = stats();
 	if (st)

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cerrno>
+#include <cstdint>
 #include <source_location>
 #include <string>
 #include <string_view>
@@ -23,6 +24,21 @@ template <typename T>
   if (r) return r;
   const int err = r.error().err != 0 ? r.error().err : EINVAL;
   return input_error(err, "--" + std::string(flag) + std::string(separator) + r.error().message);
+}
+
+// A whole number for --FLAG within [min, max]: "--max-injections '-3': expected a
+// whole number from 1 to 1000000000". Signs, units, fractions and values past
+// max (however many digits) are refused, naming the flag.
+[[nodiscard]] inline Result<uint64_t> parse_count_flag(std::string_view flag, const std::string& s, uint64_t min,
+                                                       uint64_t max) {
+  const std::string range = "a whole number from " + std::to_string(min) + " to " + std::to_string(max);
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
+    return bad("--" + std::string(flag) + " '" + s + "': expected " + range);
+  if (s.size() > 19 || std::stoull(s) > max)
+    return bad("--" + std::string(flag) + " " + s + ": too large, expected " + range);
+  uint64_t v = std::stoull(s);
+  if (v < min) return bad("--" + std::string(flag) + " " + s + ": expected " + range);
+  return v;
 }
 
 }  // namespace faultline

@@ -58,6 +58,10 @@ cxxopts::Options make_options() {
       ("jitter", "delay variation (at most 10s)", cxxopts::value<std::string>())
       ("distribution", "normal|pareto|uniform", cxxopts::value<std::string>())
       ("rate", "bandwidth cap like 10mbit", cxxopts::value<std::string>())
+      ("max-injections", "stop injecting after N packets were faulted (counted in the kernel, over all CPUs)",
+       cxxopts::value<std::string>())
+      ("start-after", "install the fault now, inert until this long has passed (less than --duration)",
+       cxxopts::value<std::string>())
       ("attach", "tcx|tc (default: the best the kernel has)", cxxopts::value<std::string>())
       ("force", "allow a fault with no target (a whole device)")
       ("h,help", "this help");
@@ -169,6 +173,8 @@ constexpr Example kExamples[] = {
     {"an experiment: steady state, fault, verdict, all recorded in ./exp-latency",
      "faultctl run latency --target 10.0.0.2 --delay 200ms --duration 2m --health-url http://10.0.0.2:8080/healthz "
      "--hypothesis 'checkout p99 stays under 500ms' --slo 'p99<500ms' --record ./exp-latency"},
+    {"10 s from now, drop the next 20 packets to 10.0.0.2:5432, then none",
+     "faultctl run loss --target 10.0.0.2:5432 --percent 100 --max-injections 20 --start-after 10s --duration 1m"},
     {"print the plan as JSON, change nothing",
      "faultctl run corrupt --target 10.0.0.2 --percent 1 --duration 30s --dry-run --json"},
 };
@@ -298,6 +304,17 @@ Result<Parsed<PacketRunArgs>> parse_packet_args(const std::vector<std::string>& 
     auto v = with_flag("rate", parse_rate_bps(str("rate")));
     if (!v) return v.error();
     s.rate_bps = *v;
+  }
+  if (r.count("max-injections")) {
+    auto n = parse_count_flag("max-injections", str("max-injections"), 1, FaultCaps::kMaxInjections);
+    if (!n) return n.error();
+    s.max_injections = *n;
+  }
+  if (r.count("start-after")) {
+    auto d = with_flag("start-after", parse_duration_ns(str("start-after")));
+    if (!d) return d.error();
+    if (*d == 0) return bad("--start-after must be above 0 (leave it out to start at once)");
+    s.start_after_ns = *d;
   }
   s.force = r.count("force") > 0;
   if (r.count("attach")) {

@@ -68,6 +68,10 @@ bool print_session_status(std::ostream& out) {
     const Session& s = sessions[i];
     out << std::setw(6) << s.id << std::setw(9) << s.kind << std::setw(7) << left_text(s, now) << std::setw(9)
         << s.owner.pid << std::setw(static_cast<int>(width)) << counters[i] << s.summary << "\n";
+    const nlohmann::json c = session_counters(s);
+    if (c.contains("cap") && c.value("failed", uint64_t{0}) >= c["cap"].get<uint64_t>())
+      out << "      cap reached: " << c["cap"].dump() << " injections (" << c.value("cap_spared", uint64_t{0})
+          << " spared)\n";
     if (s.orphaned)
       out << "      orphaned: its faultctl is gone and its pinned hooks still enforce on " << s.cgroup
           << " until the cgroup is empty (faultctl abort " << s.id << " releases them)\n";

@@ -21,6 +21,10 @@ constexpr Example kExamples[] = {
      "faultctl run syscall --syscall connect --errno ECONNREFUSED --percent 30 --duration 1m --cgroup myapp"},
     {"10% of the reads and writes of a running process fail with EIO",
      "faultctl run syscall --syscall read,write --errno EIO --percent 10 --duration 1m --pid 4242"},
+    {"a service starts up: 50 opens pass, then 3 fail with EIO, no more",
+     "faultctl run syscall --syscall openat --errno EIO --after 50 --max-injections 3 --duration 2m -- ./server"},
+    {"the connects of the cgroup myapp start failing 20 s from now",
+     "faultctl run syscall --syscall connect --errno ECONNREFUSED --start-after 20s --duration 1m --cgroup myapp"},
     {"which mechanism would be used, and nothing changed",
      "faultctl run syscall --syscall openat --errno EACCES --duration 10s --dry-run -- cat /etc/hostname"},
 };
@@ -38,6 +42,10 @@ Result<Parsed<SyscallRunArgs>> parse_syscall_args(const std::vector<std::string>
       ("pid", "scope: one process", cxxopts::value<std::string>())
       ("include-loader", "seccomp, lsm: also fail the dynamic loader's library opens")
       ("via", "force a mechanism: cgroup, lsm or seccomp (default: the best available)", cxxopts::value<std::string>())
+      ("after", "let the first N matching calls through untouched, then fail at --percent", cxxopts::value<std::string>())
+      ("max-injections", "stop failing calls once N have failed", cxxopts::value<std::string>())
+      ("start-after", "let every call through until this long after the fault is armed (less than --duration)",
+       cxxopts::value<std::string>())
       ("h,help", "help");
   add_run_options(o);
   auto [flags, cmd] = split_command(args);
@@ -86,6 +94,25 @@ Result<Parsed<SyscallRunArgs>> parse_syscall_args(const std::vector<std::string>
     if (p.empty() || p.size() > 9 || p.find_first_not_of("0123456789") != std::string::npos || std::stoi(p) <= 1)
       return bad("--pid " + p + ": not a process id above 1");
     s.pid = std::stoi(p);
+  }
+  if (r->count("after")) {
+    auto n = parse_count_flag("after", (*r)["after"].as<std::string>(), 1, FaultCaps::kMaxInjections);
+    if (!n) return n.error();
+    s.after = *n;
+  }
+  if (r->count("max-injections")) {
+    auto n = parse_count_flag("max-injections", (*r)["max-injections"].as<std::string>(), 1, FaultCaps::kMaxInjections);
+    if (!n) return n.error();
+    s.max_injections = *n;
+  }
+  if (r->count("start-after")) {
+    auto sa = with_flag("start-after", parse_duration_ns((*r)["start-after"].as<std::string>()));
+    if (!sa) return sa.error();
+    if (*sa == 0) return bad("--start-after must be above 0 (leave it out to start at once)");
+    if (*sa >= s.duration_ns)
+      return bad("--start-after " + format_duration(*sa) + " is not shorter than --duration " +
+                 format_duration(s.duration_ns) + ": the fault would never start");
+    s.start_after_ns = *sa;
   }
   s.include_loader = r->count("include-loader") > 0;
   if (r->count("via")) {

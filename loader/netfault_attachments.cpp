@@ -94,6 +94,25 @@ std::optional<uint32_t> netfault_control_map(uint32_t prog_id) {
   return std::nullopt;
 }
 
+bool prog_uses_map(uint32_t prog_id, int map_fd) {
+  bpf_map_info want{};
+  uint32_t wlen = sizeof(want);
+  if (bpf_obj_get_info_by_fd(map_fd, &want, &wlen) != 0) return false;
+  int fd = bpf_prog_get_fd_by_id(prog_id);
+  if (fd < 0) return false;
+  UniqueFd prog(fd);
+  bpf_prog_info info{};
+  uint32_t len = sizeof(info);
+  if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0) return false;
+  std::vector<uint32_t> ids(info.nr_map_ids);
+  bpf_prog_info again{};
+  again.nr_map_ids = static_cast<uint32_t>(ids.size());
+  again.map_ids = reinterpret_cast<uint64_t>(ids.data());
+  len = sizeof(again);
+  if (bpf_obj_get_info_by_fd(fd, &again, &len) != 0) return false;
+  return std::find(ids.begin(), ids.end(), want.id) != ids.end();
+}
+
 int count_netfault_progs() {
   int n = 0;
   for (uint32_t id = 0; bpf_prog_get_next_id(id, &id) == 0;) n += is_netfault_prog(id) ? 1 : 0;

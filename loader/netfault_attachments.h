@@ -64,6 +64,10 @@ class NetfaultAttachments {
 // The id of the fl_control map a netfault program uses (which state it belongs to).
 [[nodiscard]] std::optional<uint32_t> netfault_control_map(uint32_t prog_id);
 
+// Whether a program (by id) references a map (by fd): programs attached by an
+// older faultctl do not use maps added since.
+[[nodiscard]] bool prog_uses_map(uint32_t prog_id, int map_fd);
+
 // Counts our programs loaded in the kernel, for tests and uninstall checks.
 [[nodiscard]] int count_netfault_progs();
 

@@ -26,6 +26,30 @@ static __always_inline int fl_chance(__u32 prob)
 	return prob == 0xFFFFFFFFU || bpf_get_prandom_u32() < prob;
 }
 
+/* Whether a syscall fault fails this matching call: inert before start_ns, then
+ * the first `after` calls pass, then the draw, then the cap. Each atomic add
+ * hands out a distinct ticket, so exactly `after` calls pass and at most `max`
+ * fail however many CPUs call at once. */
+static __always_inline int fl_call_turn(struct fl_call_budget *b, __u32 prob)
+{
+	__u64 ticket;
+
+	if (b->start_ns && bpf_ktime_get_boot_ns() < b->start_ns)
+		return 0;
+	if (b->after && __sync_fetch_and_add(&b->seen, 1) < b->after)
+		return 0;
+	if (!fl_chance(prob))
+		return 0;
+	if (!b->max)
+		return 1;
+	ticket = __sync_fetch_and_add(&b->claimed, 1);
+	if (ticket >= b->max)
+		return 0;
+	if (ticket + 1 == b->max)
+		b->reached_ns = bpf_ktime_get_boot_ns();
+	return 1;
+}
+
 /* For a caller that has already missed key: creates its entry from init and
  * returns the entry the map holds. BPF_NOEXIST, so that when another CPU
  * creates it first, that entry stands. NULL when the map is full. */

@@ -57,7 +57,7 @@ static __always_inline int fl_sc_draw(struct fl_sc_policy *p, __u32 op)
 		return 0;
 	if (st)
 		st->seen[op]++;
-	if (!fl_chance(p->prob))
+	if (!fl_call_turn(&p->budget, p->prob))
 		return 0;
 	if (st)
 		st->injected[op]++;

@@ -172,6 +172,7 @@ uint32_t NetfaultTest::add(const FaultSpec& spec, const AddOptions& opts) {
   CompiledFault c = compile_fault(spec, opts.netns_ino.value_or(netns_ino_), opts.ifindex, opts.cgroup_id);
   uint64_t now = boottime_ns();
   c.entry.expires_ns = opts.expires_ns.value_or(now + opts.lifetime_ns);
+  if (opts.start_after_ns) c.budget.start_ns = now + opts.start_after_ns;
   fl_meta meta{};
   meta.created_ns = now;
   meta.expires_ns = c.entry.expires_ns;

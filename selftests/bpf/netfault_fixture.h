@@ -47,6 +47,7 @@ struct AddOptions {
   std::optional<uint32_t> netns_ino;         // default: the fixture's namespace
   uint32_t ifindex = 0;
   uint64_t cgroup_id = 0;
+  uint64_t start_after_ns = 0;  // --start-after as the engine sets it: from now
 };
 
 class NetfaultTest : public ::testing::Test {

@@ -14,6 +14,7 @@
 #include "loader/bpffs.h"
 #include "base/unique_fd.h"
 #include "loader/netfault_object.h"
+#include "loader/netfault_attachments.h"
 #include "loader/netfault_maps.h"
 #include "netfault.skel.h"
 #include "selftests/lib/require_root.h"
@@ -134,6 +135,39 @@ TEST_F(RenamedPinsTest, UninstallOfStateFromBeforeTheRenameLeavesNoPin) {
   libbpf_set_print(prev);
   ASSERT_TRUE(st.ok()) << st.error().describe();
   EXPECT_FALSE(exists(layout_.root)) << "uninstall left pins or folders under " << layout_.root;
+}
+
+}  // namespace
+}  // namespace faultline::bpftest
+
+namespace faultline::bpftest {
+namespace {
+
+// State pinned before fl_budget existed: the next open pins the map and keeps
+// every other map; a program loaded against other state's fl_budget (as one
+// attached by an older faultctl, which has none) is told apart by the kernel's
+// map list, which is what refuses a capped fault on it.
+TEST_F(RenamedPinsTest, StateFromBeforeTheBudgetMapGetsItAndOldProgramsAreToldApart) {
+  auto before = NetfaultObject::load(layout_, 0, FL_EGRESS_DROP_REDIRECT);
+  ASSERT_TRUE(before.ok()) << before.error().describe();
+  const uint32_t faults = pinned_map_id(layout_.map("fl_faults"));
+  ASSERT_EQ(::unlink(layout_.map("fl_budget").c_str()), 0) << std::strerror(errno);
+
+  auto maps = NetfaultMaps::open(layout_, false);
+  ASSERT_TRUE(maps.ok()) << maps.error().describe();
+  EXPECT_TRUE(exists(layout_.map("fl_budget"))) << "opening old state pins the missing map";
+  EXPECT_EQ(pinned_map_id(layout_.map("fl_faults")), faults) << "the other maps are reused, not replaced";
+
+  bpf_prog_info info{};
+  uint32_t len = sizeof(info);
+  ASSERT_EQ(bpf_obj_get_info_by_fd(before->egress_fd(), &info, &len), 0);
+  EXPECT_FALSE(prog_uses_map(info.id, maps->budget())) << "the earlier program does not read the new fl_budget";
+  auto after = NetfaultObject::load(layout_, 0, FL_EGRESS_DROP_REDIRECT);
+  ASSERT_TRUE(after.ok()) << after.error().describe();
+  len = sizeof(info);
+  info = {};
+  ASSERT_EQ(bpf_obj_get_info_by_fd(after->egress_fd(), &info, &len), 0);
+  EXPECT_TRUE(prog_uses_map(info.id, maps->budget())) << "a program loaded now reads it";
 }
 
 }  // namespace

@@ -51,6 +51,35 @@ TEST(PacketArgs, GilbertElliottDefaults) {
   EXPECT_DOUBLE_EQ(r->spec.ge->loss_good, 0);
 }
 
+TEST(PacketArgs, CapAndDelayedStart) {
+  auto r = args_of(parse_packet_args(split(
+      "loss --target 10.0.0.1 --percent 100 --max-injections 20 --start-after 2s --duration 10s")));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->spec.max_injections, 20u);
+  EXPECT_EQ(r->spec.start_after_ns, 2'000'000'000ULL);
+  EXPECT_EQ(r->spec.to_json()["max_injections"], 20);
+  EXPECT_EQ(r->spec.to_json()["start_after"], "2s");
+  EXPECT_NE(r->spec.summary().find("at most 20 packets"), std::string::npos) << r->spec.summary();
+}
+
+TEST(PacketArgs, BadCapsAndStartsNameTheirFlag) {
+  for (const auto& [line, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"--max-injections 0", "--max-injections 0: expected a whole number from 1 to 1000000000"},
+           {"--max-injections=-1", "--max-injections '-1': expected a whole number"},
+           {"--max-injections 2.5", "--max-injections '2.5': expected a whole number"},
+           {"--max-injections 1000000001", "--max-injections 1000000001: too large"},
+           {"--max-injections 123456789012345678901234567890", "too large"},
+           {"--start-after 0s", "--start-after must be above 0"},
+           {"--start-after 1y", "--start-after"},
+           {"--start-after 10s", "--start-after 10s is not shorter than --duration 10s"},
+           {"--after 3", "after"},
+       }) {
+    auto r = args_of(parse_packet_args(split("loss --target 10.0.0.1 --percent 100 --duration 10s " + line)));
+    ASSERT_FALSE(r.ok()) << line;
+    EXPECT_NE(r.error().message.find(needle), std::string::npos) << line << " -> " << r.error().message;
+  }
+}
+
 TEST(PacketArgs, DnsDomainsAreNormalised) {
   auto r = args_of(parse_packet_args(split("dns --domains Example.COM.,api.test --duration 10s")));
   ASSERT_TRUE(r.ok()) << r.error().message;

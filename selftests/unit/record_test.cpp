@@ -188,6 +188,23 @@ TEST_F(RecordDir, UntestedWhenTheFaultTouchedNothing) {
   EXPECT_EQ(exit_code(r), 0) << "documented: an untested completed run exits 0";
 }
 
+TEST_F(RecordDir, VerdictKeepsWhatTheFaultCountedWithItsCap) {
+  RecordedRun run(opts(), constant(ok(5)), 50'000'000ULL, nullptr, out_, false);
+  ASSERT_TRUE(*run.before_fault({{"kind", "loss"}, {"max_injections", 20}}, kNever));
+  run.fault_started();
+  run.fault_sample({boottime_ns(), true, {{"latency_ms", 20}, {"status", 200}}, ""});
+  run.fault_ended();
+  run.fault_counted({{"counters", {{"matched", 500}, {"dropped", 20}}},
+                     {"cap", {{"max", 20}, {"injected", 20}, {"reached", true}, {"spared", 480}}}});
+  EXPECT_EQ(run.after_fault(RunOutcome::Completed, "", kNever), HypothesisVerdict::Held);
+  auto v = nlohmann::json::parse(read(dir_ + "/verdict.json"));
+  EXPECT_EQ(v["fault_counters"]["cap"]["reached"], true) << v.dump();
+  EXPECT_EQ(v["fault_counters"]["counters"]["dropped"], 20) << v.dump();
+  EXPECT_EQ(nlohmann::json::parse(read(dir_ + "/hypothesis.json"))["fault"]["max_injections"], 20)
+      << "the cap asked for is in the hypothesis, written before the fault";
+  EXPECT_TRUE(verify_record(dir_).intact);
+}
+
 TEST_F(RecordDir, GuardrailBreachIsAborted) {
   RecordedRun run(opts(), constant(ok(5)), 50'000'000ULL, nullptr, out_, false);
   ASSERT_TRUE(*run.before_fault({{"kind", "test"}}, kNever));

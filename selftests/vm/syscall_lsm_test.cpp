@@ -192,6 +192,34 @@ TEST_F(LsmSyscall, PercentIsTheShareOfCallsFailed) {
   std::printf("vmtest-figure: --percent 30 on openat: %.1f%% of %d opens failed\n", 100.0 * failed / n, n);
 }
 
+// The brakes in the LSM programs: 20 opens, --after 5, cap 7 at 100%: exactly 7
+// fail (calls 6-12), counted by the kernel; status shows the cap reached.
+TEST_F(LsmSyscall, AfterAndCapFailExactlyTheCalledFor) {
+  Probe target;
+  auto f = start_fault({"--syscall", "openat", "--errno", "EIO", "--after", "5", "--max-injections", "7", "--duration",
+                        "30s", "--pid", std::to_string(target.pid())});
+  EXPECT_EQ(target.call("openloop " + kFile + " 20", 60s), "7");
+  auto st = run({bin("faultctl"), "status", "--json"});
+  auto j = nlohmann::json::parse(st.out, nullptr, false);
+  ASSERT_TRUE(j.is_object() && j["syscall_faults"].size() == 1) << st.out;
+  EXPECT_EQ(j["syscall_faults"][0]["counters"]["cap"], 7) << st.out;
+  EXPECT_EQ(j["syscall_faults"][0]["counters"]["cap_spared"], 8) << st.out;
+  f.signal(SIGINT);
+  (void)f.wait(10s);
+  EXPECT_NE(f.out().find("\"reached\":true"), std::string::npos) << f.out();
+}
+
+TEST_F(LsmSyscall, StartAfterLetsEarlyCallsPass) {
+  Probe target;
+  auto f = start_fault({"--syscall", "openat", "--errno", "EIO", "--start-after", "2s", "--duration", "10s", "--pid",
+                        std::to_string(target.pid())});
+  EXPECT_EQ(target.call("open " + kFile), "OK") << "before --start-after";
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  EXPECT_EQ(target.call("open " + kFile), "EIO") << "after --start-after";
+  f.signal(SIGINT);
+  (void)f.wait(10s);
+}
+
 // The in-kernel deadman: a stopped faultctl cannot keep the fault alive.
 TEST_F(LsmSyscall, FaultEndsAtItsExpiryEvenIfFaultctlIsStopped) {
   Probe target;

@@ -271,7 +271,10 @@ RunResult guarded_run(RunnableFault& fault, Guardrails& guardrails, const RunOpt
   FaultObservation last = fault.observe();
   p.clear_status();
   end_now(outcome_name(ending->outcome));
-  if (recorded) recorded->fault_ended();
+  if (recorded) {
+    recorded->fault_ended();
+    recorded->fault_counted(last.fields);
+  }
   fault.describe_end(end_status.ok(), last);
   result.outcome = ending->outcome;
   result.detail = ending->detail;

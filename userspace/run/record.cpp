@@ -284,6 +284,7 @@ HypothesisVerdict RecordedRun::write_verdict(HypothesisVerdict v, const std::str
                          {"start_s", std::round(static_cast<double>(fault_start_ns_ - origin_ns_) / 1e6) / 1e3},
                          {"end_s", std::round(static_cast<double>(fault_end_ns_ - origin_ns_) / 1e6) / 1e3}};
   }
+  if (fault_counters_.is_object() && !fault_counters_.empty()) j["fault_counters"] = fault_counters_;
   bool recovered =
       !after_.empty() && std::all_of(after_.begin(), after_.end(), [](const GuardrailReading& s) { return s.healthy; });
   if (opts_.slo) {

@@ -58,6 +58,9 @@ class RecordedRun {
   void fault_started();
   void fault_sample(const GuardrailReading& s);
   void fault_ended();
+  // What the fault counted by its end (its last observation: counters, and a
+  // cap's state with when it was reached); kept in verdict.json as "fault_counters".
+  void fault_counted(nlohmann::json fields) { fault_counters_ = std::move(fields); }
   [[nodiscard]] HypothesisVerdict after_fault(RunOutcome outcome, const std::string& detail, const StopCheck& stop,
                                               const std::optional<std::string>& untested = std::nullopt);
 
@@ -81,6 +84,7 @@ class RecordedRun {
   uint64_t origin_ns_ = 0;  // t = 0 of the time series
   uint64_t fault_start_ns_ = 0, fault_end_ns_ = 0;
   double fault_start_wall_ = 0, fault_end_wall_ = 0;
+  nlohmann::json fault_counters_;
   std::string hypothesis_sha_;
   std::string refusal_;
   UniqueFd samples_fd_;

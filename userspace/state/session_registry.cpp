@@ -311,7 +311,45 @@ uint32_t map_id_of(int fd) {
   return info.id;
 }
 
+namespace {
+
+// A syscall fault's brakes as its kernel policy counts them (cgroup and LSM
+// rungs): the cap and how many calls it spared. Nothing without a cap, or for
+// a policy from before the brakes (a shorter value leaves budget zeroed).
+void add_cap_counters(const Session& s, nlohmann::json& counters) {
+  if (s.kind != "syscall" || s.policy_map_id == 0) return;
+  bpf_map_info info{};
+  auto fd = open_map(s.policy_map_id, {"fl_sa_policy", "fl_sc_policy"}, &info);
+  if (!fd) return;
+  uint32_t zero = 0;
+  fl_call_budget b{};
+  if (std::strcmp(info.name, "fl_sa_policy") == 0) {
+    fl_sa_policy p{};
+    if (bpf_map_lookup_elem(fd->get(), &zero, &p) != 0) return;
+    b = p.inject_budget;
+  } else {
+    fl_sc_policy p{};
+    if (bpf_map_lookup_elem(fd->get(), &zero, &p) != 0) return;
+    b = p.budget;
+  }
+  if (b.max == 0) return;
+  counters["cap"] = b.max;
+  counters["cap_spared"] = b.claimed > b.max ? b.claimed - b.max : 0;
+}
+
+nlohmann::json kernel_counters(const Session& s);
+
+}  // namespace
+
 nlohmann::json session_counters(const Session& s) {
+  nlohmann::json c = kernel_counters(s);
+  add_cap_counters(s, c);
+  return c;
+}
+
+namespace {
+
+nlohmann::json kernel_counters(const Session& s) {
   if (s.stats_map_id == 0) return s.counters;
   bpf_map_info info{};
   auto fd = open_map(s.stats_map_id, {"fl_sa_stats", "fl_sc_stats"}, &info);
@@ -335,5 +373,7 @@ nlohmann::json session_counters(const Session& s) {
   }
   return {{"failed", injected}, {"passed", seen - injected}};
 }
+
+}  // namespace
 
 }  // namespace faultline

@@ -74,6 +74,7 @@ enum fl_egress_drop {
 /* fl_fault.flags */
 #define FL_F_MATCH_LOCAL (1U << 0)   /* check local_addr/local_mask */
 #define FL_F_MATCH_REMOTE (1U << 1)  /* check remote_addr/remote_mask (DNS faults) */
+#define FL_F_BUDGET (1U << 2)        /* fl_budget holds a cap and/or a delayed start */
 
 /* Addresses are 16 bytes; IPv4 is stored IPv4-mapped (::ffff:a.b.c.d). */
 struct fl_addr {
@@ -178,6 +179,33 @@ struct fl_fault {
 	struct fl_addr remote_mask;
 };
 
+/* A fault's injection cap and delayed start (--max-injections, --start-after).
+ * A map of its own (fl_budget, indexed by slot like fl_faults) rather than new
+ * fl_fault fields: fl_faults keeps its value size, so state pinned by an older
+ * faultctl stays readable, and rewriting an fl_fault (deactivation) never
+ * resets the counter. Not per-CPU: `claimed` is bumped atomically by every CPU,
+ * so at most `max` injections happen in all. Programs read it only for a fault
+ * with FL_F_BUDGET, so uncapped faults pay nothing. */
+struct fl_budget {
+	__u64 max;        /* injections allowed in all; 0 = no cap */
+	__u64 claimed;    /* injections asked for; past max, the ones the cap refused */
+	__u64 start_ns;   /* CLOCK_BOOTTIME before which the fault is inert; 0 = at once */
+	__u64 reached_ns; /* CLOCK_BOOTTIME when injection number max was claimed; 0 = not yet */
+};
+
+/* A syscall fault's brakes (--after, --max-injections, --start-after), at the end
+ * of the policy of the socket hooks (fl_sa_policy) and of the syscall programs
+ * (fl_sc_policy). The counters are bumped atomically by every CPU, so the
+ * counts hold exactly however many threads call at once. */
+struct fl_call_budget {
+	__u64 after;      /* matching calls to let through untouched first; 0 = none */
+	__u64 max;        /* injections allowed in all; 0 = no cap */
+	__u64 start_ns;   /* CLOCK_BOOTTIME before which every call passes; 0 = at once */
+	__u64 seen;       /* matching calls once started (counted only with `after`) */
+	__u64 claimed;    /* injections asked for (counted only with `max`); past max, refused */
+	__u64 reached_ns; /* CLOCK_BOOTTIME when injection number max was claimed; 0 = not yet */
+};
+
 struct fl_fault_stats {
 	__u64 matched;
 	__u64 dropped;
@@ -247,6 +275,8 @@ static_assert(sizeof(struct fl_control) == 16, "fl_control");
 static_assert(sizeof(struct fl_exact_bloom_block) == 64, "fl_exact_bloom_block");
 static_assert(sizeof(struct fl_fault) == 152, "fl_fault");
 static_assert(sizeof(struct fl_fault_stats) == 48, "fl_fault_stats");
+static_assert(sizeof(struct fl_budget) == 32, "fl_budget");
+static_assert(sizeof(struct fl_call_budget) == 48, "fl_call_budget");
 static_assert(sizeof(struct fl_loss_state) == 8, "fl_loss_state");
 static_assert(sizeof(struct fl_meta) == 1016, "fl_meta");
 static_assert(sizeof(struct fl_attach_key) == 16, "fl_attach_key");

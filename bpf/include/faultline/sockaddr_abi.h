@@ -54,6 +54,9 @@ struct fl_sa_policy {
 	__u32 inject_errno;
 	__u32 armed;       /* 0: the programs pass everything (kill switch) */
 	__u32 pad;
+	/* Appended: a reader or writer of the shorter layout (a guard's map read by
+	 * ID) sees the same first 48 bytes. */
+	struct fl_call_budget inject_budget; /* brakes of errno injection */
 };
 
 struct fl_sa_key {
@@ -165,7 +168,7 @@ struct fl_sa_stats {
 #define FL_SA_RULE_DEFAULT 0xffff
 
 #ifdef __cplusplus
-static_assert(sizeof(struct fl_sa_policy) == 48, "fl_sa_policy");
+static_assert(sizeof(struct fl_sa_policy) == 96, "fl_sa_policy");
 static_assert(sizeof(struct fl_sa_key) == 20, "fl_sa_key");
 static_assert(sizeof(struct fl_sa_rule) == 8, "fl_sa_rule");
 static_assert(sizeof(struct fl_sa_bucket) == 72, "fl_sa_bucket");

@@ -34,6 +34,7 @@ struct fl_sc_policy {
 	__u32 flags;       /* FL_SC_* */
 	__u32 armed;       /* 0: pass everything (kill switch) */
 	__u32 pad;
+	struct fl_call_budget budget; /* --after, --max-injections, --start-after */
 };
 
 /* Per-CPU counters, per operation. */
@@ -43,7 +44,7 @@ struct fl_sc_stats {
 };
 
 #ifdef __cplusplus
-static_assert(sizeof(struct fl_sc_policy) == 48, "fl_sc_policy");
+static_assert(sizeof(struct fl_sc_policy) == 96, "fl_sc_policy");
 static_assert(sizeof(struct fl_sc_stats) == 16 * FL_SC_OP_MAX, "fl_sc_stats");
 #endif
 

@@ -19,6 +19,7 @@
 //     tcpsink PORT                  accepts on every address, drains, forever
 //     wait                          prints WAITING, then waits for a line on stdin
 //     hold                          prints HOLD, then waits for stdin to close
+//     sleep MS                      sleeps MS milliseconds (calls before and after a delayed start)
 //
 // Each action prints "RESULT <label> <ok or ERRNAME>:<count>..." (names sorted).
 #include <arpa/inet.h>
@@ -374,6 +375,13 @@ int main(int argc, char** argv) {
     } else if (act == "wait") {
       say("WAITING");
       if (!stdin_line()) die("stdin closed while waiting");
+    } else if (act == "sleep") {
+      need(1);
+      const long ms = count_arg(a[i]);
+      timespec ts{ms / 1000, (ms % 1000) * 1'000'000L};
+      while (::nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+      }
+      i += 1;
     } else if (act == "hold") {
       say("HOLD");
       while (stdin_line()) {

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <set>
 
+#include "base/clock.h"
 #include "loader/map_ops.h"
 
 namespace faultline {
@@ -164,6 +165,10 @@ Status FaultTable::add(uint32_t slot, const CompiledFault& f, const fl_meta& met
   FL_TRY(zero_percpu<fl_loss_state>(maps_.loss_state(), slot));
   fl_rate_state rs{};
   bpf_map_update_elem(maps_.rate(), &slot, &rs, BPF_ANY);
+  // Written whole (zeros without a cap) before the entry is active, so a slot's
+  // earlier counter never carries over.
+  if (bpf_map_update_elem(maps_.budget(), &slot, &f.budget, BPF_ANY) != 0)
+    return errno_error("cannot write the injection cap of fault slot " + std::to_string(slot));
 
   fl_fault inactive = f.entry;
   inactive.expires_ns = 0;
@@ -351,6 +356,8 @@ Status FaultTable::remove(uint32_t slot) {
   (void)summarise_indexes();
   fl_fault zero{};
   bpf_map_update_elem(maps_.faults(), &slot, &zero, BPF_ANY);
+  fl_budget no_budget{};
+  bpf_map_update_elem(maps_.budget(), &slot, &no_budget, BPF_ANY);
   bpf_map_delete_elem(maps_.meta(), &slot);
   return {};
 }
@@ -371,6 +378,32 @@ Result<fl_fault_stats> FaultTable::stats(uint32_t slot) const {
   });
 }
 
+fl_budget FaultTable::budget(uint32_t slot) const {
+  fl_budget b{};
+  bpf_map_lookup_elem(maps_.budget(), &slot, &b);
+  return b;
+}
+
+nlohmann::json cap_json(const fl_budget& b, uint64_t now_ns) {
+  if (b.max == 0) return nullptr;
+  nlohmann::json j{{"max", b.max}, {"injected", std::min(b.claimed, b.max)}, {"reached", b.claimed >= b.max}};
+  if (b.claimed >= b.max) {
+    j["spared"] = b.claimed - b.max;  // injections the cap refused
+    if (b.reached_ns != 0 && b.reached_ns <= now_ns)
+      j["reached_at"] = iso8601(wall_seconds() - static_cast<double>(now_ns - b.reached_ns) / 1e9);
+  }
+  return j;
+}
+
+std::string cap_text(const fl_budget& b, uint64_t now_ns) {
+  nlohmann::json j = cap_json(b, now_ns);
+  if (j.is_null()) return "";
+  if (!j["reached"].get<bool>()) return "cap " + std::to_string(b.max) + ": " + std::to_string(b.claimed) + " injected";
+  std::string t = "cap reached: " + std::to_string(b.max) + (b.max == 1 ? " injection" : " injections");
+  if (j.contains("reached_at")) t += " at " + j["reached_at"].get<std::string>();
+  return t + " (" + std::to_string(b.claimed - b.max) + " spared)";
+}
+
 std::vector<uint64_t> FaultTable::drop_reasons() const {
   std::vector<uint64_t> out(FL_DROP_REASON_MAX, 0);
   for (uint32_t r = 0; r < FL_DROP_REASON_MAX; ++r) out[r] = sum_percpu<uint64_t>(maps_.reasons(), r).value_or(0);
@@ -385,6 +418,7 @@ std::vector<FaultRow> FaultTable::list() const {
     if (bpf_map_lookup_elem(maps_.meta(), &slot, &r.meta) == 0) {
       bpf_map_lookup_elem(maps_.faults(), &slot, &r.fault);
       if (auto s = stats(slot)) r.stats = *s;
+      r.budget = budget(slot);
       rows.push_back(r);
     }
   });

@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "faultline/abi.h"
 #include "loader/mapped_map.h"
 #include "loader/netfault_maps.h"
@@ -17,6 +19,7 @@ namespace faultline {
 // A fault ready for the kernel: its entry and the index keys that lead to it.
 struct CompiledFault {
   fl_fault entry{};  // expires_ns is set when it is activated
+  fl_budget budget{};  // with FL_F_BUDGET in entry.flags; start_ns is set when it is activated
   std::vector<Prefix> exact;     // /32 and /128 targets -> fl_exact
   std::vector<Prefix> prefixes;  // shorter targets (and /0 for "every address") -> fl_prefix
   std::vector<fl_dns_key> dns;   // reversed domain keys -> fl_dns
@@ -33,7 +36,14 @@ struct FaultRow {
   fl_meta meta{};
   fl_fault fault{};
   fl_fault_stats stats{};
+  fl_budget budget{};
 };
+
+// The cap of a fault as people and JSON see it: {"max", "injected", "reached",
+// "reached_at", "spared"}; null without a cap. `now` on CLOCK_BOOTTIME.
+[[nodiscard]] nlohmann::json cap_json(const fl_budget& b, uint64_t now_ns);
+// "cap reached: 20 injections at 2026-...Z (13 spared)" or "cap 20: 7 injected"; empty without a cap.
+[[nodiscard]] std::string cap_text(const fl_budget& b, uint64_t now_ns);
 
 class FaultTable {
  public:
@@ -59,6 +69,7 @@ class FaultTable {
   [[nodiscard]] std::vector<FaultRow> list() const;
   [[nodiscard]] bool exists(uint32_t slot) const;
   [[nodiscard]] Result<fl_fault_stats> stats(uint32_t slot) const;
+  [[nodiscard]] fl_budget budget(uint32_t slot) const;
   [[nodiscard]] std::vector<uint64_t> drop_reasons() const;
 
  private:

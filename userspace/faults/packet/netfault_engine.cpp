@@ -65,6 +65,10 @@ CompiledFault compile_fault(const FaultSpec& s, uint32_t netns_ino, uint32_t ifi
     f.local_addr = s.source->addr;
     f.local_mask = s.source->mask();
   }
+  if (s.max_injections || s.start_after_ns) {
+    f.flags |= FL_F_BUDGET;
+    c.budget.max = s.max_injections;
+  }
   if (s.kind == FaultKind::Dns) {
     for (const auto& d : s.domains) c.dns.push_back(dns_key_for(d));
     if (!s.targets.empty()) {
@@ -112,6 +116,25 @@ Result<std::vector<uint32_t>> install_fq_if_needed(const FaultPlan& plan) {
     installed.push_back(d.ifindex);
   }
   return installed;
+}
+
+// A cap or a delayed start lives in fl_budget, which programs attached by an
+// older faultctl (state pinned before the map existed) never read: on them the
+// fault would inject without a cap, or at once. Each program that can serve the
+// fault must reference the map, as the kernel reports it.
+Status check_budget_readers(const NetfaultAttachments& att, const NetfaultMaps& maps, const FaultPlan& plan) {
+  const uint32_t ifindex = plan.compiled.entry.ifindex;
+  for (const auto& rec : att.list()) {
+    if (rec.key.netns_ino != plan.netns.inode || !(rec.key.dir & plan.spec.dir_mask)) continue;
+    if (ifindex != 0 && rec.key.ifindex != ifindex) continue;
+    if (prog_uses_map(rec.val.prog_id, maps.budget())) continue;
+    const char* flag = plan.spec.max_injections ? "--max-injections" : "--start-after";
+    return make_error(EOPNOTSUPP, std::string(flag) + ": the program on " + rec.val.ifname + " in netns " +
+                                      plan.netns.display +
+                                      " was attached by an older faultctl and cannot hold a fault back; end the "
+                                      "faults running there first (faultctl abort --all)");
+  }
+  return {};
 }
 
 }  // namespace
@@ -290,12 +313,20 @@ Result<AppliedFault> NetfaultEngine::apply(const FaultPlan& plan, uint32_t owner
     }
   }
 
+  if (plan.compiled.entry.flags & FL_F_BUDGET) {
+    if (auto st = check_budget_readers(att, *maps, plan); !st) {
+      if (FaultTable(*maps).list().empty()) (void)teardown_locked(*maps);
+      return st.error();
+    }
+  }
+
   FaultTable table(*maps);
   auto slot = table.allocate_slot();
   if (!slot) return slot.error();
   CompiledFault c = plan.compiled;
   uint64_t now = boottime_ns();
   c.entry.expires_ns = now + plan.spec.duration_ns;
+  if (plan.spec.start_after_ns) c.budget.start_ns = now + plan.spec.start_after_ns;
   fl_meta meta{};
   meta.created_ns = now;
   meta.expires_ns = c.entry.expires_ns;

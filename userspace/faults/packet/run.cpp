@@ -7,6 +7,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "base/clock.h"
 #include "base/units.h"
 
 namespace faultline {
@@ -109,14 +110,28 @@ fl_fault_stats PacketRun::stats() const {
   return s ? *s : fl_fault_stats{};
 }
 
+fl_budget PacketRun::budget() const {
+  if (final_budget_) return *final_budget_;
+  return table_->budget(applied_->slot);
+}
+
 FaultObservation PacketRun::observe() {
   fl_fault_stats st = stats();
-  return {{{"counters", counters(st)}}, counters_text(plan_.spec.kind, st)};
+  FaultObservation o{{{"counters", counters(st)}}, counters_text(plan_.spec.kind, st)};
+  const uint64_t now = boottime_ns();
+  fl_budget b = budget();
+  if (b.max) {
+    o.fields["cap"] = cap_json(b, now);
+    o.text += " | " + cap_text(b, now);
+  }
+  if (b.start_ns > now) o.text += " | starts in " + format_duration((b.start_ns - now) / 1'000'000'000ULL * 1'000'000'000ULL);
+  return o;
 }
 
 Status PacketRun::end(std::string_view reason) {
   if (final_stats_) return {};
   final_stats_ = stats();
+  final_budget_ = budget();
   // On a breach the entry is deactivated first: one map write, and every
   // program passes the fault's traffic from that instant.
   if (reason == "guardrail") (void)table_->deactivate(applied_->slot);

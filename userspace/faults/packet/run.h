@@ -33,6 +33,7 @@ class PacketRun final : public RunnableFault {
  private:
   explicit PacketRun(FaultPlan plan) : plan_(std::move(plan)) {}
   [[nodiscard]] fl_fault_stats stats() const;
+  [[nodiscard]] fl_budget budget() const;
 
   NetfaultEngine engine_;
   FaultPlan plan_;
@@ -40,6 +41,7 @@ class PacketRun final : public RunnableFault {
   std::optional<NetfaultMaps> maps_;
   std::optional<FaultTable> table_;
   std::optional<fl_fault_stats> final_stats_;  // kept when the entry goes
+  std::optional<fl_budget> final_budget_;
 };
 
 }  // namespace faultline

@@ -100,6 +100,11 @@ Status validate(const FaultSpec& s) {
     return make_error(ERANGE, "--delay " + format_duration(s.delay_ns) + " is over the cap of 60s");
   if (s.jitter_ns > FaultCaps::kMaxJitterNs)
     return make_error(ERANGE, "--jitter " + format_duration(s.jitter_ns) + " is over the cap of 10s");
+  if (s.max_injections > FaultCaps::kMaxInjections)
+    return make_error(ERANGE, "--max-injections " + std::to_string(s.max_injections) + " is over the cap of 1000000000");
+  if (s.start_after_ns >= s.duration_ns)
+    return make_error(EINVAL, "--start-after " + format_duration(s.start_after_ns) + " is not shorter than --duration " +
+                                  format_duration(s.duration_ns) + ": the fault would never start");
   if (s.domains.size() > FaultCaps::kMaxDomains) return make_error(ERANGE, "--domains lists more than 1024 names");
   if (s.ports.hi < s.ports.lo) return make_error(EINVAL, "--port: the range ends before it starts");
   if ((s.dir_mask & (FL_DIR_EGRESS | FL_DIR_INGRESS)) == 0) return make_error(EINVAL, "--direction selects nothing");
@@ -184,6 +189,8 @@ nlohmann::json FaultSpec::to_json() const {
     default:
       break;
   }
+  if (max_injections) j["max_injections"] = max_injections;
+  if (start_after_ns) j["start_after"] = format_duration(start_after_ns);
   j["duration"] = format_duration(duration_ns);
   return j;
 }
@@ -200,6 +207,8 @@ std::string FaultSpec::summary() const {
   }
   if (!domains.empty()) o << " for " << domains[0] << (domains.size() > 1 ? ",..." : "");
   if (!netns.empty()) o << " in netns " << netns;
+  if (max_injections) o << ", at most " << max_injections << (max_injections == 1 ? " packet" : " packets");
+  if (start_after_ns) o << ", from " << format_duration(start_after_ns) << " in";
   return o.str();
 }
 

@@ -38,6 +38,7 @@ struct FaultCaps {
   static constexpr uint64_t kMaxDelayNs = 60ULL * 1'000'000'000ULL;
   static constexpr uint64_t kMaxJitterNs = 10ULL * 1'000'000'000ULL;
   static constexpr size_t kMaxDomains = 1024;
+  static constexpr uint64_t kMaxInjections = 1'000'000'000ULL;
 };
 
 struct GeModel {  // percents
@@ -66,6 +67,8 @@ struct FaultSpec {
   uint64_t jitter_ns = 0;
   uint32_t dist = FL_DIST_NORMAL;
   uint64_t rate_bps = 0;
+  uint64_t max_injections = 0;  // 0 = no cap; else the fault stops injecting after this many
+  uint64_t start_after_ns = 0;  // the fault is installed but inert for this long
   bool force = false;
 
   [[nodiscard]] nlohmann::json to_json() const;

@@ -61,6 +61,7 @@ class CgroupRung final : public SyscallRung {
     pol.inject_ops = op_bits(spec.syscalls);
     pol.inject_prob = percent_to_prob(spec.percent);
     pol.inject_errno = static_cast<uint32_t>(spec.err);
+    pol.inject_budget = call_budget(spec, s.expires_ns - spec.duration_ns);
     uint32_t zero = 0;
     if (bpf_map_update_elem(obj_->policy_fd(), &zero, &pol, BPF_ANY) != 0)
       return errno_error("cannot arm the socket hooks' policy");
@@ -84,7 +85,11 @@ class CgroupRung final : public SyscallRung {
   RungCounts counts() const override {
     if (!obj_) return {};
     fl_sa_stats st = sum_sa_stats(obj_->stats_fd()).value_or(fl_sa_stats{});
-    return {st.injected, 0};
+    RungCounts c{st.injected, 0};
+    uint32_t zero = 0;
+    fl_sa_policy pol{};
+    if (bpf_map_lookup_elem(obj_->policy_fd(), &zero, &pol) == 0) add_budget_counts(c, pol.inject_budget);
+    return c;
   }
 
  private:

@@ -1,5 +1,6 @@
 // The LSM rung: BPF LSM hooks (file_open, file_permission, bprm_check_security,
 // socket_connect, inode_unlink) filtered in the kernel by cgroup or pid.
+#include <bpf/bpf.h>
 #include <signal.h>
 
 #include <optional>
@@ -50,6 +51,7 @@ class LsmRung final : public SyscallRung {
     pol.expires_ns = s.expires_ns;  // the in-kernel deadman
     pol.prob = percent_to_prob(spec.percent);
     pol.err = static_cast<uint32_t>(spec.err);
+    pol.budget = call_budget(spec, s.expires_ns - spec.duration_ns);
     pol.flags = spec.include_loader ? 0 : FL_SC_SKIP_LOADER;
     // A wrapped command's own execve is how it starts, not a call it makes:
     // exec faults are armed once it has exec'd (below).
@@ -63,6 +65,9 @@ class LsmRung final : public SyscallRung {
       FL_TRY(child->release());  // returns once the command has exec'd
       s.child.emplace(std::move(*child));
       if (pol.ops != cov.ops) {
+        // From the live policy: the counters of --after and the cap stay as counted.
+        uint32_t zero = 0;
+        (void)bpf_map_lookup_elem(obj_->policy_fd(), &zero, &pol);
         pol.ops = cov.ops;
         FL_TRY(obj_->set_policy(pol));
       }
@@ -87,6 +92,9 @@ class LsmRung final : public SyscallRung {
       }
       c.passed = seen - c.injected;
     }
+    uint32_t zero = 0;
+    fl_sc_policy pol{};
+    if (bpf_map_lookup_elem(obj_->policy_fd(), &zero, &pol) == 0) add_budget_counts(c, pol.budget);
     return c;
   }
 

@@ -60,7 +60,19 @@ std::string SyscallFaultSpec::describe() const {
   for (size_t i = 0; i < syscalls.size(); ++i) what += (i ? "," : "") + syscalls[i];
   std::ostringstream pct;
   pct << percent;
-  return what + " at " + pct.str() + "% for " + format_duration(duration_ns);
+  std::string d = what + " at " + pct.str() + "% for " + format_duration(duration_ns);
+  if (start_after_ns) d += ", from " + format_duration(start_after_ns) + " in";
+  if (after) d += ", after the first " + std::to_string(after) + (after == 1 ? " call" : " calls");
+  if (max_injections) d += ", at most " + std::to_string(max_injections) + (max_injections == 1 ? " call" : " calls");
+  return d;
+}
+
+nlohmann::json SyscallFaultSpec::brakes_json() const {
+  nlohmann::json j = nlohmann::json::object();
+  if (after) j["after"] = after;
+  if (max_injections) j["max_injections"] = max_injections;
+  if (start_after_ns) j["start_after"] = format_duration(start_after_ns);
+  return j;
 }
 
 LsmCoverage lsm_coverage(const std::vector<std::string>& syscalls) {

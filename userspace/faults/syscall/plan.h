@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "base/result.h"
 
 namespace faultline {
@@ -28,9 +30,15 @@ struct SyscallFaultSpec {
   std::vector<std::string> command;   // scope: a command we start
   bool include_loader = false;        // seccomp, LSM: also fail the dynamic loader's library opens
   std::string via;                    // force a rung: "cgroup", "lsm" or "seccomp"; "" = the best one
+  uint64_t after = 0;                 // the first N matching calls pass untouched
+  uint64_t max_injections = 0;        // 0 = no cap; else at most N calls fail
+  uint64_t start_after_ns = 0;        // every call passes until this long after arming
 
   // "EIO on openat,read at 30% for 10s": what the fault does, for people.
   [[nodiscard]] std::string describe() const;
+  // The brakes that are set, for the plan, the record and status: {"after",
+  // "max_injections", "start_after"}; empty when none is.
+  [[nodiscard]] nlohmann::json brakes_json() const;
 };
 
 struct SyscallPlan {

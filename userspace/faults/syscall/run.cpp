@@ -29,6 +29,7 @@ nlohmann::json SyscallRun::plan() const {
   if (!spec_.command.empty()) j["command"] = spec_.command;
   if (spec_.pid != 0) j["pid"] = spec_.pid;
   if (!spec_.cgroup.empty()) j["cgroup"] = spec_.cgroup;
+  j.update(spec_.brakes_json());
   return j;
 }
 
@@ -86,7 +87,12 @@ std::optional<FaultEnding> SyscallRun::check() {
     // Owner-kept counters (seccomp has no map for status to read).
     if (plan_.mechanism == SyscallMechanism::SeccompNotify) {
       RungCounts c = rung_->counts();
-      session_->set_counters({{"failed", c.injected}, {"passed", c.passed}});
+      nlohmann::json counters{{"failed", c.injected}, {"passed", c.passed}};
+      if (spec_.max_injections) {
+        counters["cap"] = spec_.max_injections;
+        counters["cap_spared"] = c.cap_refused;
+      }
+      session_->set_counters(counters);
     }
     if (session_->abort_requested())
       return FaultEnding{RunOutcome::AbortedFromOutside, "ended from outside (faultctl abort)", std::nullopt};
@@ -100,6 +106,24 @@ FaultObservation SyscallRun::observe() {
   o.fields = {{"injected", c.injected}, {"passed", c.passed}};
   o.text = std::to_string(c.injected) + " calls failed with " + errno_name(spec_.err) + ", " +
            std::to_string(c.passed) + " passed";
+  if (spec_.max_injections) {
+    const bool reached = c.reached_ns != 0 || c.injected >= spec_.max_injections;
+    nlohmann::json cap{{"max", spec_.max_injections}, {"injected", c.injected}, {"reached", reached}};
+    std::string t = "cap " + std::to_string(spec_.max_injections) + ": " + std::to_string(c.injected) + " injected";
+    if (reached) {
+      cap["spared"] = c.cap_refused;
+      t = "cap reached: " + std::to_string(spec_.max_injections) +
+          (spec_.max_injections == 1 ? " injection" : " injections");
+      const uint64_t now = boottime_ns();
+      if (c.reached_ns != 0 && c.reached_ns <= now) {
+        cap["reached_at"] = iso8601(wall_seconds() - static_cast<double>(now - c.reached_ns) / 1e9);
+        t += " at " + cap["reached_at"].get<std::string>();
+      }
+      t += " (" + std::to_string(c.cap_refused) + " spared)";
+    }
+    o.fields["cap"] = cap;
+    o.text += " | " + t;
+  }
   return o;
 }
 

@@ -10,6 +10,7 @@
 
 #include "base/child.h"
 #include "base/result.h"
+#include "faultline/abi.h"
 #include "userspace/faults/syscall/plan.h"
 
 namespace faultline {
@@ -27,7 +28,14 @@ struct RungStart {
 struct RungCounts {
   uint64_t injected = 0;
   uint64_t passed = 0;
+  uint64_t cap_refused = 0;  // calls the cap let through (--max-injections)
+  uint64_t reached_ns = 0;   // CLOCK_BOOTTIME when the cap was reached; 0 = not (yet)
 };
+
+// The kernel policy's brakes from the spec; start_ns counted from armed_ns.
+[[nodiscard]] fl_call_budget call_budget(const SyscallFaultSpec& spec, uint64_t armed_ns);
+// Counts from a kernel policy's brakes: how many calls the cap refused, and when it was reached.
+void add_budget_counts(RungCounts& c, const fl_call_budget& b);
 
 class SyscallRung {
  public:

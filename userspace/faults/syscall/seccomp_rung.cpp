@@ -118,7 +118,9 @@ class SeccompRung final : public SyscallRung {
     RungStart s;
     s.scope = "command " + spec.command[0] + " pid " + std::to_string(child->pid());
     s.how = "seccomp user notification";
-    end_ns_ = boottime_ns() + spec.duration_ns;
+    const uint64_t armed = boottime_ns();
+    end_ns_ = armed + spec.duration_ns;
+    start_ns_ = spec.start_after_ns ? armed + spec.start_after_ns : 0;
     s.expires_ns = end_ns_;
     s.event["pid"] = child->pid();
     s.child.emplace(std::move(*child));
@@ -128,7 +130,9 @@ class SeccompRung final : public SyscallRung {
 
   void disarm() override { disarmed_.store(true); }
 
-  RungCounts counts() const override { return {injected_.load(), passed_.load()}; }
+  RungCounts counts() const override {
+    return {injected_.load(), passed_.load(), cap_refused_.load(), reached_ns_.load()};
+  }
 
  private:
   // Answers every notification until the command and its children are gone
@@ -153,7 +157,9 @@ class SeccompRung final : public SyscallRung {
       if (p.revents & (POLLHUP | POLLERR | POLLNVAL)) break;
       std::memset(req, 0, sizeof(*req));
       if (seccomp_notify_receive(notify_.get(), req) != 0) continue;
-      bool inject = !disarmed_.load() && boottime_ns() < end_ns_ && uni(rng) < spec_.percent;
+      const uint64_t now = boottime_ns();
+      // In scope: armed, started, not over, and not the loader's own files.
+      bool inject = !disarmed_.load() && now < end_ns_ && now >= start_ns_;
       if (inject && !spec_.include_loader) {
         uint64_t arg = 0;
         int nr = req->data.nr;
@@ -174,6 +180,18 @@ class SeccompRung final : public SyscallRung {
           if (n > 0 && loader_path(std::string(target, static_cast<size_t>(n)))) inject = false;
         }
       }
+      // The brakes, in the kernel rungs' order: --after, the draw, the cap.
+      // One thread answers every call, so plain counters are exact.
+      if (inject && seen_++ < spec_.after) inject = false;
+      if (inject) inject = uni(rng) < spec_.percent;
+      if (inject && spec_.max_injections) {
+        if (claimed_++ >= spec_.max_injections) {
+          inject = false;
+          cap_refused_.fetch_add(1);
+        } else if (claimed_ == spec_.max_injections) {
+          reached_ns_.store(boottime_ns());
+        }
+      }
       std::memset(resp, 0, sizeof(*resp));
       resp->id = req->id;
       if (inject) {
@@ -190,10 +208,12 @@ class SeccompRung final : public SyscallRung {
 
   SyscallFaultSpec spec_;
   uint64_t end_ns_ = 0;
+  uint64_t start_ns_ = 0;          // --start-after: every call passes before it
+  uint64_t seen_ = 0, claimed_ = 0;  // serve() only: matching calls, injections asked for
   UniqueFd notify_;
   std::thread thread_;
   std::atomic<bool> stop_{false}, disarmed_{false};
-  std::atomic<uint64_t> injected_{0}, passed_{0};
+  std::atomic<uint64_t> injected_{0}, passed_{0}, cap_refused_{0}, reached_ns_{0};
 };
 
 }  // namespace
