@@ -3,6 +3,7 @@
 // source, several guardrails at once, and which guardrail each limit belongs to.
 #include <gtest/gtest.h>
 
+#include "ctl/flag_words.h"
 #include "ctl/run_flags.h"
 
 namespace faultline {
@@ -13,7 +14,7 @@ constexpr uint64_t kSecond = 1'000'000'000ULL;
 Result<RunFlags> parse(const std::vector<std::string>& args) {
   cxxopts::Options o("faultctl run", "");
   add_run_options(o);
-  auto r = parse_run_words(o, args);
+  auto r = parse_flag_words(o, args);
   if (!r) return r.error();
   return parse_run_flags(*r, "", 60 * kSecond, args);
 }
