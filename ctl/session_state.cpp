@@ -69,7 +69,7 @@ bool print_session_status(std::ostream& out) {
     out << std::setw(6) << s.id << std::setw(9) << s.kind << std::setw(7) << left_text(s, now) << std::setw(9)
         << s.owner.pid << std::setw(static_cast<int>(width)) << counters[i] << s.summary << "\n";
     if (s.orphaned)
-      out << "      orphaned: its faultctl is gone and its pinned hooks still enforce on " << s.cgroup
+      out << "      orphaned: its faultctl is gone and its pinned hooks still enforce on cgroup " << s.cgroup
           << " until the cgroup is empty (faultctl abort " << s.id << " releases them)\n";
   }
   return true;

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <ostream>
 
+#include "base/cgroup.h"
 #include "base/clock.h"
 #include "faultline/sockaddr_abi.h"
 #include "faultline/syscall_abi.h"
@@ -69,17 +70,25 @@ Status disarm(uint32_t map_id) {
   return {};
 }
 
-bool has_processes(const std::string& cgroup) {
-  if (cgroup.empty()) return false;
-  auto procs = read_text_file(cgroup + "/cgroup.procs");
+// A recorded cgroup as a directory in our view: a full path, or a name below
+// the hierarchy root (what a guard on a private cgroup2 mount records).
+std::string cgroup_dir(const std::string& recorded) {
+  if (recorded.empty() || recorded.rfind(cgroup_mounts().v2 + "/", 0) == 0) return recorded;
+  auto dir = resolve_cgroup_v2_dir(recorded, "the recorded cgroup");
+  return dir ? *dir : recorded;
+}
+
+bool has_processes(const std::string& recorded) {
+  if (recorded.empty()) return false;
+  auto procs = read_text_file(cgroup_dir(recorded) + "/cgroup.procs");
   return procs && procs->find_first_not_of(" \n") != std::string::npos;
 }
 
 // A guard's cgroup is removed only if it is one a guard made.
-void remove_guard_cgroup(const std::string& cgroup) {
-  auto slash = cgroup.rfind('/');
-  if (slash == std::string::npos || cgroup.compare(slash + 1, 16, "faultline-guard-") != 0) return;
-  ::rmdir(cgroup.c_str());
+void remove_guard_cgroup(const std::string& recorded) {
+  auto slash = recorded.rfind('/');
+  if (slash == std::string::npos || recorded.compare(slash + 1, 16, "faultline-guard-") != 0) return;
+  ::rmdir(cgroup_dir(recorded).c_str());
 }
 
 // What a dead owner left: dropped at once, or for a guard with pins, once its

@@ -29,7 +29,7 @@ struct Session : OwnedRecord {
   // A guard's links, pinned so that they outlive a killed owner (fail closed),
   // and the cgroup they are attached to.
   std::string pin_dir;
-  std::string cgroup;
+  std::string cgroup;  // below the v2 hierarchy root ("/faultline-guard-N"); older records: a full path
   bool released = false;  // `abort` let go of an orphan's pins; the record waits for its cgroup to empty
 
   // Not stored: the owner is gone but its pinned hooks still enforce.
