@@ -150,6 +150,7 @@ Result<std::optional<SessionOwner>> register_guard(const GuardOptions& opts, con
   if (auto st = obj.pin_links(dir); !st)
     return make_error(st.error().err, st.error().describe() + ": a guard that a kill would lift is not started");
   session->session().pin_dir = dir;
+  session->session().pin_mnt_ns = own_mount_ns();
   if (auto st = session->save(); !st) {
     obj.unpin_links();
     (void)remove_guard_pins(dir);

@@ -97,7 +97,11 @@ bool settle(const SessionRegistry& reg, Session& s, bool same_boot) {
   if (same_boot && (!s.pin_dir.empty() || s.released)) {
     if (has_processes(s.cgroup)) {
       struct stat st {};
-      s.orphaned = !s.released && ::stat(s.pin_dir.c_str(), &st) == 0;
+      // Pins made in another mount namespace may be out of our view: they
+      // stand for as long as the cgroup has processes (the command keeps that
+      // namespace alive), so the guard counts as orphaned without a look.
+      const bool out_of_view = s.pin_mnt_ns != 0 && s.pin_mnt_ns != own_mount_ns();
+      s.orphaned = !s.released && (::stat(s.pin_dir.c_str(), &st) == 0 || out_of_view);
       return true;
     }
     if (!s.pin_dir.empty() && !remove_guard_pins(s.pin_dir).ok()) return true;
@@ -110,6 +114,11 @@ bool settle(const SessionRegistry& reg, Session& s, bool same_boot) {
 }  // namespace
 
 std::string guard_pin_dir(const std::string& id) { return bpffs_layout().root + "/guards/" + id; }
+
+uint64_t own_mount_ns() {
+  struct stat st {};
+  return ::stat("/proc/self/ns/mnt", &st) == 0 ? st.st_ino : 0;
+}
 
 Status remove_guard_pins(const std::string& dir) {
   struct statfs fs {};
@@ -135,6 +144,7 @@ nlohmann::json Session::to_json() const {
   j["stats_map_id"] = stats_map_id;
   j["counters"] = counters;
   if (!pin_dir.empty()) j["pin_dir"] = pin_dir;
+  if (pin_mnt_ns != 0) j["pin_mnt_ns"] = pin_mnt_ns;
   if (!cgroup.empty()) j["cgroup"] = cgroup;
   if (released) j["released"] = true;
   return j;
@@ -150,6 +160,7 @@ Result<Session> Session::from_json(const nlohmann::json& j) {
     s.stats_map_id = j.value("stats_map_id", 0U);
     s.counters = j.value("counters", nlohmann::json::object());
     s.pin_dir = j.value("pin_dir", "");
+    s.pin_mnt_ns = j.value("pin_mnt_ns", uint64_t{0});
     s.cgroup = j.value("cgroup", "");
     s.released = j.value("released", false);
   } catch (const nlohmann::json::exception& e) {
