@@ -4,9 +4,11 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <linux/mount.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -74,10 +76,52 @@ CgroupMounts parse_cgroup_mounts(const std::string& mountinfo) {
   return m;
 }
 
+namespace {
+
+bool is_cgroup2(const std::string& dir) {
+  struct statfs fs {};
+  return ::statfs(dir.c_str(), &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC;
+}
+
+// A cgroup2 mount that is attached to no mount table (the new mount API), so
+// no namespace's mounts change; its fd stays open for the life of the process.
+Result<std::string> private_v2_mount() {
+#if defined(SYS_fsopen) && defined(SYS_fsconfig) && defined(SYS_fsmount)
+  UniqueFd fs(static_cast<int>(::syscall(SYS_fsopen, "cgroup2", FSOPEN_CLOEXEC)));
+  if (!fs) return errno_error("fsopen(cgroup2)");
+  if (::syscall(SYS_fsconfig, fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0)
+    return errno_error("fsconfig(cgroup2, create)");
+  int mnt = static_cast<int>(::syscall(SYS_fsmount, fs.get(), FSMOUNT_CLOEXEC, 0));
+  if (mnt < 0) return errno_error("fsmount(cgroup2)");
+  // /proc/PID/fd/N, not /proc/self: a record naming it must not mean another
+  // process's fd N once we are gone.
+  std::string dir = "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(mnt);
+  if (!is_cgroup2(dir)) dir = "/proc/self/fd/" + std::to_string(mnt);
+  if (!is_cgroup2(dir)) {
+    ::close(mnt);
+    return make_error(ENOENT, "the private cgroup2 mount is not reachable through /proc");
+  }
+  return dir;  // the fd is deliberately never closed
+#else
+  return make_error(ENOSYS, "built without the new mount API (fsopen)");
+#endif
+}
+
+}  // namespace
+
 const CgroupMounts& cgroup_mounts() {
   static const CgroupMounts m = [] {
     auto t = read_text_file("/proc/self/mountinfo");
-    return t ? parse_cgroup_mounts(*t) : CgroupMounts{};
+    CgroupMounts c = t ? parse_cgroup_mounts(*t) : CgroupMounts{};
+    if (!c.v2.empty()) return c;
+    if (auto own = private_v2_mount()) {
+      c.v2 = *own;
+      c.v2_private = true;
+      c.v2_found = "no cgroup2 mount in this mount namespace; a private one this process holds";
+    } else {
+      c.v2_found = "no cgroup2 mount in this mount namespace, and a private one failed: " + own.error().describe();
+    }
+    return c;
   }();
   return m;
 }
@@ -97,7 +141,7 @@ bool v2_has_controller(const std::string& controller) {
 Result<std::string> resolve_cgroup_v2_dir(const std::string& given, const std::string& flag) {
   const auto& m = cgroup_mounts();
   if (given.empty()) return make_error(EINVAL, flag + ": empty path");
-  if (m.v2.empty()) return make_error(ENOTSUP, flag + " " + given + ": this host has no cgroup v2 mount");
+  if (m.v2.empty()) return make_error(ENOTSUP, flag + " " + given + ": no cgroup v2 hierarchy: " + m.v2_found);
   std::string full = given;
   if (given.rfind(m.v2 + "/", 0) != 0 && given != m.v2) full = m.v2 + (given.front() == '/' ? "" : "/") + given;
   while (full.size() > 1 && full.back() == '/') full.pop_back();
@@ -188,6 +232,13 @@ Result<OpenCgroup> open_cgroup_v2(const std::string& given, const std::string& f
   return c;
 }
 
+std::string cgroup_v2_name(const std::string& full_path) {
+  const std::string& root = cgroup_mounts().v2;
+  if (root.empty() || full_path == root) return root.empty() ? full_path : "/";
+  if (full_path.rfind(root + "/", 0) != 0) return full_path;
+  return full_path.substr(root.size());
+}
+
 uint32_t cgroup_level(const std::string& full_path) {
   const std::string& root = cgroup_mounts().v2;
   std::string rel = full_path.rfind(root, 0) == 0 ? full_path.substr(root.size()) : full_path;
@@ -206,7 +257,7 @@ uint32_t cgroup_level(const std::string& full_path) {
 
 Result<ScopedCgroup> ScopedCgroup::create(const std::string& name) {
   const std::string& root = cgroup_mounts().v2;
-  if (root.empty()) return make_error(ENOTSUP, "no cgroup v2: no cgroup2 mount in /proc/self/mountinfo");
+  if (root.empty()) return make_error(ENOTSUP, "no cgroup v2 hierarchy: " + cgroup_mounts().v2_found);
   std::string path = root + "/" + name;
   if (::mkdir(path.c_str(), 0755) != 0) return errno_error("cannot create cgroup " + path);
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));

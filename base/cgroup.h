@@ -16,12 +16,22 @@ namespace faultline {
 
 struct CgroupMounts {
   std::string v2;                         // cgroup2 mount point, "" when there is none
+  // "" when v2 is a mount of this mount namespace; else what was done instead
+  // (or why there is none), for `faultctl features` and errors.
+  std::string v2_found;
+  bool v2_private = false;  // v2 is a mount only this process holds (/proc/PID/fd/N)
   std::map<std::string, std::string> v1;  // v1 controller (memory, freezer, ...) -> mount point
 };
 
 // Parses /proc/self/mountinfo text (exposed for tests).
 [[nodiscard]] CgroupMounts parse_cgroup_mounts(const std::string& mountinfo);
-// This host's mounts, read once.
+// The mounts this process can use, found once in /proc/self/mountinfo. When
+// that has no cgroup2 (`ip netns exec` remounts /sys; a container may not mount
+// it), v2 is a cgroup2 mount of our own that is attached nowhere
+// (fsopen/fsmount), reached as /proc/PID/fd/N: no mount table changes, and it
+// goes with this process. It is the root of our cgroup namespace's hierarchy,
+// as a mount would be, so cgroup ids, paths from /proc/PID/cgroup and BPF
+// attachment agree with every other view of it.
 [[nodiscard]] const CgroupMounts& cgroup_mounts();
 
 // Whether a controller is enabled on the v2 hierarchy (listed in its root cgroup.controllers).
@@ -55,6 +65,11 @@ struct OpenCgroup {
 };
 // resolve_cgroup_v2_dir(given, flag), then opened.
 [[nodiscard]] Result<OpenCgroup> open_cgroup_v2(const std::string& given, const std::string& flag);
+
+// A cgroup v2 directory as a path below the hierarchy root ("/a/b"), the name
+// every mount namespace shares (what records kept for other processes hold
+// when v2 is private); a path outside v2 comes back unchanged.
+[[nodiscard]] std::string cgroup_v2_name(const std::string& full_path);
 
 // Depth of a cgroup v2 directory below the hierarchy root (the root is 0), as
 // bpf_get_current_ancestor_cgroup_id() counts it.

@@ -22,6 +22,8 @@ constexpr Example kExamples[] = {
      "faultctl guard --redirect 10.9.9.9:80=127.0.0.1:18080 -- curl http://10.9.9.9/"},
     {"drop the egress to a destination outside 10/8 once it has had 10 MB",
      "faultctl guard --enforce --allow 10.0.0.0/8 --exfil-cap 10MB -- ./batch-job"},
+    {"the command runs in network namespace blue, under the same policy",
+     "faultctl guard --netns blue --enforce --deny 10.0.0.0/8 -- ./app"},
 };
 
 }  // namespace
@@ -37,6 +39,7 @@ Result<Parsed<GuardOptions>> parse_guard_args(const std::vector<std::string>& ar
       ("redirect", "DEST=TARGET: send what reaches DEST (CIDR[:PORT][/tcp|/udp]) to TARGET (ADDR:PORT), repeatable", cxxopts::value<std::vector<std::string>>())
       ("exfil-cap", "bytes to one destination no rule allows before its egress is dropped, e.g. 10MB", cxxopts::value<std::string>())
       ("json-log", "append every decision as a JSON line to FILE", cxxopts::value<std::string>())
+      ("netns", "run the command in this network namespace: NAME (ip netns), PATH or pid:N", cxxopts::value<std::string>())
       ("h,help", "help");
   auto [flags, cmd] = split_command(args);
   auto r = parse_flag_words(o, flags, kCommandAfterDashesHint);
@@ -80,6 +83,11 @@ Result<Parsed<GuardOptions>> parse_guard_args(const std::vector<std::string>& ar
   if (r->count("json-log")) {
     g.json_log = (*r)["json-log"].as<std::string>();
     if (g.json_log.empty()) return bad("--json-log: empty file name");
+  }
+  if (r->count("netns")) {
+    const std::string spec = (*r)["netns"].as<std::string>();
+    if (spec.empty()) return bad("--netns: empty name");
+    g.netns = spec;  // resolved by the guard before it makes anything
   }
   // Compile once now so overlap errors come before anything is created.
   for (auto v : {Verdict::Allow, Verdict::Deny}) {

@@ -73,7 +73,7 @@ bool print_session_status(std::ostream& out) {
       out << "      cap reached: " << c["cap"].dump() << " injections (" << c.value("cap_spared", uint64_t{0})
           << " spared)\n";
     if (s.orphaned)
-      out << "      orphaned: its faultctl is gone and its pinned hooks still enforce on " << s.cgroup
+      out << "      orphaned: its faultctl is gone and its pinned hooks still enforce on cgroup " << s.cgroup
           << " until the cgroup is empty (faultctl abort " << s.id << " releases them)\n";
   }
   return true;

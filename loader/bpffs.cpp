@@ -9,7 +9,9 @@
 #include <sys/statfs.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <functional>
+#include <sstream>
 
 namespace faultline {
 
@@ -19,18 +21,68 @@ BpffsLayout bpffs_layout() {
   return l;
 }
 
+namespace {
+
+// Whether the deepest existing folder on the way to path is on bpffs.
+bool lands_on_bpffs(std::string path) {
+  while (!path.empty()) {
+    struct statfs st {};
+    if (::statfs(path.c_str(), &st) == 0) return st.f_type == BPF_FS_MAGIC;
+    if (errno != ENOENT) return false;
+    auto slash = path.rfind('/');
+    if (slash == std::string::npos || slash == 0) return false;
+    path.resize(slash);
+  }
+  return false;
+}
+
+}  // namespace
+
+bool mount_on_propagates(const std::string& mountinfo, const std::string& dir) {
+  std::istringstream in(mountinfo);
+  size_t best = 0;
+  bool shared = false;
+  for (std::string line; std::getline(in, line);) {
+    // id parent major:minor root mount-point options [optional...] - ...
+    std::istringstream ls(line);
+    std::string id, parent, dev, root, mnt, opts, field;
+    if (!(ls >> id >> parent >> dev >> root >> mnt >> opts)) continue;
+    bool holds = mnt == "/" || dir == mnt || dir.rfind(mnt + "/", 0) == 0;
+    if (!holds || mnt.size() < best) continue;  // the last, longest mount holding dir is on top
+    best = mnt.size();
+    shared = false;
+    while (ls >> field && field != "-") shared = shared || field.rfind("shared:", 0) == 0;
+  }
+  return shared;
+}
+
+static Status mount_bpffs_if_missing() {
+  struct statfs st {};
+  if (::statfs("/sys/fs/bpf", &st) != 0) return errno_error("cannot stat /sys/fs/bpf");
+  if (st.f_type != BPF_FS_MAGIC && ::mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700") != 0)
+    return errno_error("cannot mount bpffs on /sys/fs/bpf");
+  return {};
+}
+
+Status ensure_pin_root(const std::string& root) {
+  if (lands_on_bpffs(root)) return {};
+  if (root.rfind("/sys/fs/bpf/", 0) != 0)
+    return make_error(ENOTSUP, root + " is not on bpffs");
+  std::ifstream in("/proc/self/mountinfo");
+  std::stringstream mountinfo;
+  mountinfo << in.rdbuf();
+  if (!in || mount_on_propagates(mountinfo.str(), "/sys/fs/bpf"))
+    return make_error(ENOTSUP, "no bpffs on /sys/fs/bpf, and a mount there would reach other mount namespaces");
+  return mount_bpffs_if_missing();
+}
+
 static Status mkdir_p(const std::string& path) {
   if (::mkdir(path.c_str(), 0700) == 0 || errno == EEXIST) return {};
   return errno_error("cannot create " + path);
 }
 
 Status ensure_bpffs(const BpffsLayout& layout) {
-  struct statfs st {};
-  if (::statfs("/sys/fs/bpf", &st) != 0) return errno_error("cannot stat /sys/fs/bpf");
-  if (st.f_type != BPF_FS_MAGIC) {
-    if (::mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700") != 0)
-      return errno_error("cannot mount bpffs on /sys/fs/bpf");
-  }
+  FL_TRY(mount_bpffs_if_missing());
   FL_TRY(mkdir_p(layout.root));
   FL_TRY(mkdir_p(layout.maps()));
   FL_TRY(mkdir_p(layout.links()));

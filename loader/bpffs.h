@@ -20,6 +20,20 @@ struct BpffsLayout {
 // The layout in use: FAULTLINE_BPFFS_ROOT overrides the root (tests run beside a live install).
 [[nodiscard]] BpffsLayout bpffs_layout();
 
+// Makes sure pins can go to `root` (a folder on bpffs, made or not): nothing to
+// do when the bpffs holding it is mounted; for a root under /sys/fs/bpf with no
+// bpffs there (`ip netns exec` remounts /sys without it; a container may not
+// mount it) it mounts one on /sys/fs/bpf, unless that mount would propagate to
+// other mount namespaces. Such a bpffs is this mount namespace's own: its pins
+// live as long as the namespace (any process in it), and faultctl in other
+// namespaces, the host's included, does not see them.
+[[nodiscard]] Status ensure_pin_root(const std::string& root);
+
+// Whether a mount on `dir` would propagate to other mount namespaces: the mount
+// holding dir in this /proc/self/mountinfo text (the last, longest mount point
+// above it) is in a shared peer group. Exposed for tests.
+[[nodiscard]] bool mount_on_propagates(const std::string& mountinfo, const std::string& dir);
+
 // Mounts bpffs on /sys/fs/bpf if nothing is mounted there, then creates our folders.
 [[nodiscard]] Status ensure_bpffs(const BpffsLayout& layout);
 

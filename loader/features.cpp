@@ -151,9 +151,10 @@ std::string read_file(const std::string& path) {
 }
 
 FeatureProbe probe_cgroup_v2() {
-  const std::string& mnt = cgroup_mounts().v2;
-  if (mnt.empty()) return {false, "no cgroup2 mount in /proc/self/mountinfo"};
-  return {true, "cgroup2 mounted at " + mnt};
+  const CgroupMounts& m = cgroup_mounts();
+  if (m.v2.empty()) return {false, m.v2_found};
+  if (!m.v2_found.empty()) return {true, m.v2_found + ": " + m.v2};
+  return {true, "cgroup2 mounted at " + m.v2};
 }
 
 FeatureProbe probe_lsm_listed() {

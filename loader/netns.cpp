@@ -2,6 +2,7 @@
 #include "loader/netns.h"
 
 #include <fcntl.h>
+#include <linux/nsfs.h>
 #include <net/if.h>
 #include <net/if_arp.h>
 #include <sched.h>
@@ -43,6 +44,9 @@ Result<NetnsRef> resolve_netns(const std::string& spec) {
   ::stat("/proc/self/ns/net", &self);
   if (st.st_dev != self.st_dev)
     return make_error(EINVAL, "--netns " + spec + ": " + ref.path + " is not a namespace file");
+  // /proc/N/ns/mnt is an nsfs file too; setns() would refuse it only later.
+  if (int type = ::ioctl(fd.get(), NS_GET_NSTYPE); type >= 0 && type != CLONE_NEWNET)
+    return make_error(EINVAL, "--netns " + spec + ": " + ref.path + " is a namespace file, but not of a network namespace");
   ref.inode = static_cast<uint32_t>(st.st_ino);
   return ref;
 }

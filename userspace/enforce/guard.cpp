@@ -17,13 +17,16 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <tuple>
 
 #include "base/child.h"
+#include "base/exit_code.h"
 #include "loader/bpffs.h"
 #include "loader/map_ops.h"
+#include "loader/netns.h"
 #include "loader/sockaddr_object.h"
 #include "base/errno_names.h"
 #include "userspace/state/session_registry.h"
@@ -126,18 +129,28 @@ Result<std::optional<SessionOwner>> register_guard(const GuardOptions& opts, con
                      (opts.rules.size() == 1 ? "" : "s");
   if (!opts.redirects.empty()) what += ", " + std::to_string(opts.redirects.size()) + " redirect";
   if (opts.exfil_cap) what += ", exfil cap " + std::to_string(opts.exfil_cap) + " B";
+  if (!opts.netns.empty()) what += ", netns " + opts.netns;
   s.summary = what + ", command " + opts.command[0];
   s.policy_map_id = map_id_of(obj.policy_fd());
   s.stats_map_id = map_id_of(obj.stats_fd());
-  s.cgroup = cg.path();
+  // The name below the hierarchy root, which every faultctl resolves in its own
+  // view (the mount point differs under `ip netns exec` and in containers).
+  s.cgroup = cgroup_v2_name(cg.path());
   auto session = register_session(std::move(s), log);
   if (!session) return session;
   const std::string dir = guard_pin_dir(session->id());
-  ::mkdir(bpffs_layout().root.c_str(), 0700);
-  ::mkdir((bpffs_layout().root + "/guards").c_str(), 0700);
+  // Inside `ip netns exec` or a container /sys/fs/bpf may be missing from our
+  // view: then the pins go to a bpffs of this mount namespace, which the
+  // command (in it too) keeps alive, so a kill still leaves the hooks on.
+  if (auto st = ensure_pin_root(dir); !st)
+    return make_error(st.error().err, st.error().describe() + ": a guard that a kill would lift is not started");
+  const std::string guards = dir.substr(0, dir.rfind('/'));
+  ::mkdir(guards.substr(0, guards.rfind('/')).c_str(), 0700);
+  ::mkdir(guards.c_str(), 0700);
   if (auto st = obj.pin_links(dir); !st)
     return make_error(st.error().err, st.error().describe() + ": a guard that a kill would lift is not started");
   session->session().pin_dir = dir;
+  session->session().pin_mnt_ns = own_mount_ns();
   if (auto st = session->save(); !st) {
     obj.unpin_links();
     (void)remove_guard_pins(dir);
@@ -149,6 +162,16 @@ Result<std::optional<SessionOwner>> register_guard(const GuardOptions& opts, con
 }  // namespace
 
 int Guard::run() {
+  // First, so that a bad --netns leaves nothing made.
+  NetnsRef netns;
+  if (!opts_.netns.empty()) {
+    auto ns = resolve_netns(opts_.netns);
+    if (!ns) {
+      log_ << "faultctl guard: " << ns.error().message << "\n";
+      return kExitBadInput;
+    }
+    netns = *ns;
+  }
   auto cg = ScopedCgroup::create("faultline-guard-" + std::to_string(::getpid()));
   if (!cg) {
     log_ << "faultctl guard: " << cg.error().describe() << "\n";
@@ -220,7 +243,17 @@ int Guard::run() {
   } unpin{*obj, session};
 
   // The command waits on a pipe until it is in the cgroup: nothing may escape it.
-  auto held = HeldChild::spawn(opts_.command, nullptr, "faultctl guard");
+  // With --netns it is forked from inside that namespace, and the cgroup hooks
+  // judge its sockets there as anywhere.
+  auto held = [&]() -> Result<HeldChild> {
+    std::optional<NetnsEnter> in_ns;
+    if (!netns.path.empty()) {
+      auto e = NetnsEnter::enter(netns);
+      if (!e) return e.error();
+      in_ns.emplace(std::move(*e));
+    }
+    return HeldChild::spawn(opts_.command, nullptr, "faultctl guard");
+  }();
   if (!held) {
     log_ << "faultctl guard: " << held.error().describe() << "\n";
     return 1;

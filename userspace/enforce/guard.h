@@ -18,6 +18,9 @@ struct GuardOptions {
   uint64_t exfil_cap = 0;     // bytes to one destination no allow rule covers
   int deny_errno = 1;         // EPERM
   std::string json_log;       // every decision as a JSON line, if set
+  // --netns NAME|PATH|pid:N: the command runs in that network namespace; "":
+  // ours. The policy follows the cgroup, so it applies there as anywhere.
+  std::string netns;
   std::vector<std::string> command;
 };
 
@@ -26,7 +29,8 @@ class Guard {
   Guard(GuardOptions opts, std::ostream& log) : opts_(std::move(opts)), log_(log) {}
 
   // Runs the command to its end; returns its exit code (128+signal if killed),
-  // or 1 if the guard itself could not be set up.
+  // 2 if --netns names no network namespace (before anything is made), or 1
+  // if the guard itself could not be set up.
   [[nodiscard]] int run();
 
  private:

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <ostream>
 
+#include "base/cgroup.h"
 #include "base/clock.h"
 #include "faultline/sockaddr_abi.h"
 #include "faultline/syscall_abi.h"
@@ -69,17 +70,25 @@ Status disarm(uint32_t map_id) {
   return {};
 }
 
-bool has_processes(const std::string& cgroup) {
-  if (cgroup.empty()) return false;
-  auto procs = read_text_file(cgroup + "/cgroup.procs");
+// A recorded cgroup as a directory in our view: a full path, or a name below
+// the hierarchy root (what a guard on a private cgroup2 mount records).
+std::string cgroup_dir(const std::string& recorded) {
+  if (recorded.empty() || recorded.rfind(cgroup_mounts().v2 + "/", 0) == 0) return recorded;
+  auto dir = resolve_cgroup_v2_dir(recorded, "the recorded cgroup");
+  return dir ? *dir : recorded;
+}
+
+bool has_processes(const std::string& recorded) {
+  if (recorded.empty()) return false;
+  auto procs = read_text_file(cgroup_dir(recorded) + "/cgroup.procs");
   return procs && procs->find_first_not_of(" \n") != std::string::npos;
 }
 
 // A guard's cgroup is removed only if it is one a guard made.
-void remove_guard_cgroup(const std::string& cgroup) {
-  auto slash = cgroup.rfind('/');
-  if (slash == std::string::npos || cgroup.compare(slash + 1, 16, "faultline-guard-") != 0) return;
-  ::rmdir(cgroup.c_str());
+void remove_guard_cgroup(const std::string& recorded) {
+  auto slash = recorded.rfind('/');
+  if (slash == std::string::npos || recorded.compare(slash + 1, 16, "faultline-guard-") != 0) return;
+  ::rmdir(cgroup_dir(recorded).c_str());
 }
 
 // What a dead owner left: dropped at once, or for a guard with pins, once its
@@ -88,7 +97,11 @@ bool settle(const SessionRegistry& reg, Session& s, bool same_boot) {
   if (same_boot && (!s.pin_dir.empty() || s.released)) {
     if (has_processes(s.cgroup)) {
       struct stat st {};
-      s.orphaned = !s.released && ::stat(s.pin_dir.c_str(), &st) == 0;
+      // Pins made in another mount namespace may be out of our view: they
+      // stand for as long as the cgroup has processes (the command keeps that
+      // namespace alive), so the guard counts as orphaned without a look.
+      const bool out_of_view = s.pin_mnt_ns != 0 && s.pin_mnt_ns != own_mount_ns();
+      s.orphaned = !s.released && (::stat(s.pin_dir.c_str(), &st) == 0 || out_of_view);
       return true;
     }
     if (!s.pin_dir.empty() && !remove_guard_pins(s.pin_dir).ok()) return true;
@@ -101,6 +114,11 @@ bool settle(const SessionRegistry& reg, Session& s, bool same_boot) {
 }  // namespace
 
 std::string guard_pin_dir(const std::string& id) { return bpffs_layout().root + "/guards/" + id; }
+
+uint64_t own_mount_ns() {
+  struct stat st {};
+  return ::stat("/proc/self/ns/mnt", &st) == 0 ? st.st_ino : 0;
+}
 
 Status remove_guard_pins(const std::string& dir) {
   struct statfs fs {};
@@ -126,6 +144,7 @@ nlohmann::json Session::to_json() const {
   j["stats_map_id"] = stats_map_id;
   j["counters"] = counters;
   if (!pin_dir.empty()) j["pin_dir"] = pin_dir;
+  if (pin_mnt_ns != 0) j["pin_mnt_ns"] = pin_mnt_ns;
   if (!cgroup.empty()) j["cgroup"] = cgroup;
   if (released) j["released"] = true;
   return j;
@@ -141,6 +160,7 @@ Result<Session> Session::from_json(const nlohmann::json& j) {
     s.stats_map_id = j.value("stats_map_id", 0U);
     s.counters = j.value("counters", nlohmann::json::object());
     s.pin_dir = j.value("pin_dir", "");
+    s.pin_mnt_ns = j.value("pin_mnt_ns", uint64_t{0});
     s.cgroup = j.value("cgroup", "");
     s.released = j.value("released", false);
   } catch (const nlohmann::json::exception& e) {

@@ -29,7 +29,10 @@ struct Session : OwnedRecord {
   // A guard's links, pinned so that they outlive a killed owner (fail closed),
   // and the cgroup they are attached to.
   std::string pin_dir;
-  std::string cgroup;
+  // The mount namespace (its inode) the pins were made in: a bpffs mounted
+  // there (under `ip netns exec`) is not in another namespace's view; 0: unknown.
+  uint64_t pin_mnt_ns = 0;
+  std::string cgroup;  // below the v2 hierarchy root ("/faultline-guard-N"); older records: a full path
   bool released = false;  // `abort` let go of an orphan's pins; the record waits for its cgroup to empty
 
   // Not stored: the owner is gone but its pinned hooks still enforce.
@@ -113,6 +116,8 @@ struct SessionAbort {
 
 // Where a guard pins its links: <bpffs root>/guards/<id>.
 [[nodiscard]] std::string guard_pin_dir(const std::string& id);
+// The inode of the calling process's mount namespace (0 if unreadable).
+[[nodiscard]] uint64_t own_mount_ns();
 // Removes a guard's pin folder (its links detach if nothing else holds them) and
 // the guards/ and root folders above it if they are left empty. Refuses a folder
 // that is not on bpffs.
