@@ -93,6 +93,27 @@ std::map<std::string, Counts> results(const std::string& out) {
   return r;
 }
 
+std::vector<std::map<std::string, Counts>> phases(const std::string& out) {
+  std::vector<std::map<std::string, Counts>> v;
+  size_t from = 0;
+  for (;;) {
+    size_t at = out.find("WAITING\n", from);
+    v.push_back(results(out.substr(from, at == std::string::npos ? std::string::npos : at - from)));
+    if (at == std::string::npos) return v;
+    from = at + 8;
+  }
+}
+
+bool wait_lines(ChildProcess& c, const std::string& line, int n) {
+  for (int i = 0; i < 200; ++i) {
+    size_t count = 0, at = 0;
+    while ((at = c.out().find(line, at)) != std::string::npos) ++count, at += line.size();
+    if (static_cast<int>(count) >= n) return true;
+    (void)c.wait_for("\x01", 50ms);  // never printed: reads output for 50 ms
+  }
+  return false;
+}
+
 std::string show(const Counts& c) {
   std::string s;
   for (const auto& [k, v] : c) s += (s.empty() ? "" : " ") + k + ":" + std::to_string(v);

@@ -71,6 +71,10 @@ using Counts = std::map<std::string, long>;
 [[nodiscard]] std::map<std::string, Counts> results(const std::string& out);
 [[nodiscard]] std::string show(const Counts& c);
 [[nodiscard]] long count_of(const Counts& c, const std::string& key);
+// fl_probe output split at each WAITING line: the results of each phase.
+[[nodiscard]] std::vector<std::map<std::string, Counts>> phases(const std::string& out);
+// Waits until the child has printed `line` n times (10 s at most).
+[[nodiscard]] bool wait_lines(ChildProcess& c, const std::string& line, int n);
 
 // A loopback UDP receiver on 127.0.0.1 in this (the test's) process, outside any
 // cgroup under test: counts datagrams and bytes on a thread.

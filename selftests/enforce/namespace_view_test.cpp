@@ -27,14 +27,14 @@ std::vector<std::string> cat(std::vector<std::string> a, const std::vector<std::
 class NetnsSink {
  public:
   NetnsSink(const Netns& ns, int port)
-      : child_(Child::spawn({kProbe, "--netns", ns.name(), "tcpsink", std::to_string(port)})) {
+      : child_(ChildProcess::spawn({kProbe, "--netns", ns.name(), "tcpsink", std::to_string(port)})) {
     ready_ = child_.wait_for("LISTENING", 10s);
   }
   [[nodiscard]] bool ready() const { return ready_; }
-  [[nodiscard]] std::string describe() const { return child_.describe(); }
+  [[nodiscard]] std::string describe() { return child_.describe(); }
 
  private:
-  Child child_;
+  ChildProcess child_;
   bool ready_ = false;
 };
 
@@ -43,12 +43,12 @@ class NamespaceViewTest : public EnforceTest {
   void SetUp() override {
     EnforceTest::SetUp();
     if (IsSkipped()) return;
-    ns_.emplace("view");
+    ns_.emplace(unique_name("view"));
     port_ = 20000 + static_cast<int>(::getpid() % 20000);
     sink_.emplace(*ns_, port_);
     ASSERT_TRUE(sink_->ready()) << sink_->describe();
     // Without a guard both destinations are reached: the test can tell a deny.
-    Outcome plain = run({kProbe, "--netns", ns_->name(), "connect", "tcp", "127.0.0.1", port(), "1", "connect", "tcp",
+    CommandResult plain = run({kProbe, "--netns", ns_->name(), "connect", "tcp", "127.0.0.1", port(), "1", "connect", "tcp",
                          "127.0.0.2", port(), "1"});
     auto r = results(plain.out);
     ASSERT_EQ(show(r["tcp " + allowed()]), "ok:1") << plain.describe();
@@ -76,7 +76,7 @@ class NamespaceViewTest : public EnforceTest {
   // looks around (given the pid argv started as); then checks what the probe
   // saw and the guard's exit.
   void expect_enforced(const std::vector<std::string>& argv, const std::function<void(pid_t)>& during = {}) {
-    Child g = Child::spawn(argv, {.stdin_pipe = true});
+    ChildProcess g = ChildProcess::spawn(argv, {.stdin_pipe = true});
     const bool held = g.wait_for("HOLD", 30s);
     if (held && during) during(g.pid());
     g.close_stdin();
@@ -132,28 +132,7 @@ TEST_F(NamespaceViewTest, GuardUnderIpNetnsExec) {
       << "the bpffs mount reached another ip netns exec";
 }
 
-// Waits until the child has printed `line` n times (10 s at most).
-bool wait_lines(Child& c, const std::string& line, int n) {
-  for (int i = 0; i < 200; ++i) {
-    size_t count = 0, at = 0;
-    while ((at = c.out().find(line, at)) != std::string::npos) ++count, at += line.size();
-    if (static_cast<int>(count) >= n) return true;
-    (void)c.wait_for("\x01", 50ms);  // never printed: reads output for 50 ms
-  }
-  return false;
-}
 
-// fl_probe RESULT lines between its WAITING lines.
-std::vector<std::map<std::string, Counts>> phases(const std::string& out) {
-  std::vector<std::map<std::string, Counts>> v;
-  size_t from = 0;
-  for (;;) {
-    size_t at = out.find("WAITING\n", from);
-    v.push_back(results(out.substr(from, at == std::string::npos ? std::string::npos : at - from)));
-    if (at == std::string::npos) return v;
-    from = at + 8;
-  }
-}
 
 // Killed under `ip netns exec`, the guard fails closed: its pins are in the
 // bpffs of its mount namespace, which the command keeps alive. The host's
@@ -164,7 +143,7 @@ TEST_F(NamespaceViewTest, KilledGuardUnderIpNetnsExecFailsClosed) {
   std::vector<std::string> argv = cat({"ip", "netns", "exec", ns_->name(), kFaultctl}, guard_args());
   argv.push_back(kProbe);
   for (int i = 0; i < 3; ++i) argv = cat(cat(argv, batch), {"wait"});
-  Child g = Child::spawn(argv, {.stdin_pipe = true});
+  ChildProcess g = ChildProcess::spawn(argv, {.stdin_pipe = true});
   ASSERT_TRUE(wait_lines(g, "WAITING\n", 1)) << g.describe();
   const std::string cgroup = cgroup2_mount() + "/faultline-guard-" + std::to_string(g.pid());
   // Whatever fails below, the probe and the cgroup the killed guard left go.
@@ -176,7 +155,7 @@ TEST_F(NamespaceViewTest, KilledGuardUnderIpNetnsExecFailsClosed) {
     }
   } sweep{cgroup};
   ::kill(g.pid(), SIGKILL);
-  Outcome st = run({kFaultctl, "status", "--json"});
+  CommandResult st = run({kFaultctl, "status", "--json"});
   auto j = nlohmann::json::parse(st.out, nullptr, false);
   ASSERT_TRUE(!j.is_discarded() && j["guards"].size() == 1u) << st.describe();
   const std::string id = j["guards"][0]["id"];
@@ -184,8 +163,8 @@ TEST_F(NamespaceViewTest, KilledGuardUnderIpNetnsExecFailsClosed) {
 
   g.write_stdin("\n");
   ASSERT_TRUE(wait_lines(g, "WAITING\n", 2)) << g.describe();
-  Outcome a = run({kFaultctl, "abort", id});
-  EXPECT_TRUE(a.exit.is(0)) << a.describe();
+  CommandResult a = run({kFaultctl, "abort", id});
+  EXPECT_TRUE(a.status.is(0)) << a.describe();
   g.write_stdin("\n");
   ASSERT_TRUE(wait_lines(g, "WAITING\n", 3)) << g.describe();
   auto p = phases(g.out());
@@ -198,7 +177,7 @@ TEST_F(NamespaceViewTest, KilledGuardUnderIpNetnsExecFailsClosed) {
   g.close_stdin();  // the probe reads EOF and exits; its cgroup empties
   bool gone = false;
   for (int i = 0; i < 100 && !gone; ++i) {
-    Outcome s = run({kFaultctl, "status", "--json"});
+    CommandResult s = run({kFaultctl, "status", "--json"});
     auto sj = nlohmann::json::parse(s.out, nullptr, false);
     struct stat sb {};
     gone = !sj.is_discarded() && sj["guards"].empty() && ::stat(cgroup.c_str(), &sb) != 0;
@@ -226,7 +205,7 @@ TEST_F(NamespaceViewTest, GuardNetnsByPathAndPid) {
   expect_enforced(cat(argv, probe()));
   // pid:N: the namespace of a process that is in it (the sink's probe is not
   // ours to name, so a sleeper of our own).
-  Child sleeper = Child::spawn({"ip", "netns", "exec", ns_->name(), kProbe, "hold"}, {.stdin_pipe = true});
+  ChildProcess sleeper = ChildProcess::spawn({"ip", "netns", "exec", ns_->name(), kProbe, "hold"}, {.stdin_pipe = true});
   ASSERT_TRUE(sleeper.wait_for("HOLD", 10s)) << sleeper.describe();
   argv[3] = "pid:" + std::to_string(sleeper.pid());
   expect_enforced(cat(argv, probe()));
@@ -235,7 +214,7 @@ TEST_F(NamespaceViewTest, GuardNetnsByPathAndPid) {
 }
 
 TEST_F(NamespaceViewTest, SyscallFaultUnderIpNetnsExec) {
-  Child f = Child::spawn({"ip", "netns", "exec", ns_->name(), kFaultctl, "run", "syscall", "--syscall", "connect",
+  ChildProcess f = ChildProcess::spawn({"ip", "netns", "exec", ns_->name(), kFaultctl, "run", "syscall", "--syscall", "connect",
                           "--errno", "ECONNRESET", "--duration", "30s", "--", kProbe, "connect", "tcp", "127.0.0.1",
                           port(), "3"});
   auto e = f.wait(60s);
@@ -284,9 +263,9 @@ TEST_F(NamespaceViewTest, GuardInPidAndMountNamespace) {
 }
 
 TEST_F(NamespaceViewTest, PrivateCgroupMountIsReported) {
-  Outcome r = run({"unshare", "-m", "-p", "-f", "--mount-proc", "sh", "-c",
+  CommandResult r = run({"unshare", "-m", "-p", "-f", "--mount-proc", "sh", "-c",
                    "umount -l /sys/fs/cgroup && exec '" + kFaultctl + "' features"});
-  EXPECT_TRUE(r.exit.is(0)) << r.describe();
+  EXPECT_TRUE(r.status.is(0)) << r.describe();
   EXPECT_NE(r.out.find("no cgroup2 mount in this mount namespace; a private one this process holds"), std::string::npos)
       << r.describe();
 }

@@ -43,28 +43,7 @@ class SessionTest : public EnforceTest {
   }
 };
 
-// Output of fl_probe split at each WAITING: the results of each phase.
-std::vector<std::map<std::string, Counts>> phases(const std::string& out) {
-  std::vector<std::map<std::string, Counts>> v;
-  size_t from = 0;
-  for (;;) {
-    size_t at = out.find("WAITING\n", from);
-    v.push_back(results(out.substr(from, at == std::string::npos ? std::string::npos : at - from)));
-    if (at == std::string::npos) return v;
-    from = at + 8;
-  }
-}
 
-// Waits until the child has printed `line` n times (10 s at most).
-bool wait_lines(ChildProcess& c, const std::string& line, int n) {
-  for (int i = 0; i < 200; ++i) {
-    size_t count = 0, at = 0;
-    while ((at = c.out().find(line, at)) != std::string::npos) ++count, at += line.size();
-    if (static_cast<int>(count) >= n) return true;
-    (void)c.wait_for("\x01", 50ms);  // never printed: reads output for 50 ms
-  }
-  return false;
-}
 
 TEST_F(SessionTest, AbortEndsASeccompFaultAndTheCommandRunsOn) {
   const std::string file = state_dir_ + "/f.txt";
