@@ -128,7 +128,7 @@ ChildProcess E2eTest::start_run(const std::string& kind, const std::vector<std::
   return ChildProcess::spawn(argv, {.env = faultctl_env()});
 }
 
-std::optional<nlohmann::json> E2eTest::wait_started(ChildProcess& run) {
+std::optional<nlohmann::json> E2eTest::started_line(ChildProcess& run) {
   auto line = run.wait_line(
       [](const std::string& l) {
         auto j = nlohmann::json::parse(l, nullptr, false);
@@ -139,9 +139,15 @@ std::optional<nlohmann::json> E2eTest::wait_started(ChildProcess& run) {
     ADD_FAILURE() << "faultctl run never reported \"started\": " << run.describe();
     return std::nullopt;
   }
+  return nlohmann::json::parse(*line);
+}
+
+std::optional<nlohmann::json> E2eTest::wait_started(ChildProcess& run) {
+  auto started = started_line(run);
+  if (!started) return std::nullopt;
   started_at_ = monotonic_ns();
-  auto j = nlohmann::json::parse(*line);
-  EXPECT_EQ(j.value("attach", ""), attach()) << *line;
+  const nlohmann::json& j = *started;
+  EXPECT_EQ(j.value("attach", ""), attach()) << j.dump();
   EXPECT_TRUE(attached_via_path()) << "after \"started\", the kernel lists on " << kDevA << ": "
                                    << ::testing::PrintToString(attached_netfault(net_->a(), kDevA));
   if (attach() == "tcx") {

@@ -61,6 +61,9 @@ class E2eTest : public ::testing::TestWithParam<std::string> {
   // Also checks the kernel: a program of ours is attached to host a's device
   // through the attach path under test (and, for TCX, no clsact was needed).
   [[nodiscard]] std::optional<nlohmann::json> wait_started(ChildProcess& run);
+  // The "started" line alone (15 s at most), without wait_started()'s checks of
+  // where the programs are; a test failure when it never comes.
+  [[nodiscard]] static std::optional<nlohmann::json> started_line(ChildProcess& run);
   // The run's "ended" event after it exits (nothing if absent).
   [[nodiscard]] static std::optional<nlohmann::json> ended_event(ChildProcess& run);
 

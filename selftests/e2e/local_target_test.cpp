@@ -25,19 +25,12 @@ class LocalTarget : public E2eTest {
   // through the attach path under test, and not on the veth no packet to a
   // local address passes.
   std::optional<nlohmann::json> wait_started_on_lo(ChildProcess& run) {
-    auto line = run.wait_line(
-        [](const std::string& l) {
-          auto j = nlohmann::json::parse(l, nullptr, false);
-          return j.is_object() && j.value("event", "") == "started";
-        },
-        15s);
-    if (!line) {
-      ADD_FAILURE() << "faultctl run never reported \"started\": " << run.describe();
-      return std::nullopt;
-    }
-    auto j = nlohmann::json::parse(*line);
-    EXPECT_EQ(j["devices"], nlohmann::json::array({"lo"})) << *line;
-    EXPECT_EQ(j.value("device_choice", ""), "routes") << *line;
+    auto started = started_line(run);
+    if (!started) return std::nullopt;
+    const nlohmann::json& j = *started;
+    const std::string line = j.dump();
+    EXPECT_EQ(j["devices"], nlohmann::json::array({"lo"})) << line;
+    EXPECT_EQ(j.value("device_choice", ""), "routes") << line;
     auto on_lo = attached_netfault(net().a(), "lo");
     EXPECT_FALSE(on_lo.empty()) << "nothing of ours is attached to lo";
     for (const auto& a : on_lo) EXPECT_EQ(a.rfind(attach() + " ", 0), 0u) << a;

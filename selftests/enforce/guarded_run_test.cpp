@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "enforce_env.h"
+#include "guardrail_env.h"
 
 namespace flenf {
 namespace {
@@ -20,23 +21,6 @@ namespace {
 std::string closed_port() {
   TcpServer s;
   return std::to_string(s.port());
-}
-
-std::vector<nlohmann::json> events(const std::string& out) {
-  std::vector<nlohmann::json> v;
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);) {
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_object() && j.contains("event")) v.push_back(j);
-  }
-  return v;
-}
-
-std::optional<nlohmann::json> event(const std::string& out, const std::string& name) {
-  for (const auto& j : events(out)) {
-    if (j.value("event", "") == name) return j;
-  }
-  return std::nullopt;
 }
 
 nlohmann::json status() {
@@ -98,12 +82,12 @@ TEST_P(GuardedRunTest, BreachedHealthGuardrailEndsTheFaultWithExit7) {
   const std::string url = "http://127.0.0.1:" + closed_port() + "/health";
   CommandResult r = run(run_argv({"--health-url", url, "--interval", "200ms"}), 60s);
   EXPECT_TRUE(r.status.is(7)) << r.describe();
-  auto ended = event(r.out, "ended");
+  auto ended = json_event(r.out, "ended");
   ASSERT_TRUE(ended) << r.describe();
   EXPECT_EQ((*ended)["reason"], "guardrail") << ended->dump();
   EXPECT_EQ((*ended)["exit_code"], 7) << ended->dump();
   EXPECT_NE(ended->value("detail", "").find("health check: "), std::string::npos) << ended->dump();
-  auto probe = event(r.out, "probe");
+  auto probe = json_event(r.out, "probe");
   ASSERT_TRUE(probe) << "every reading is a JSON line\n" << r.describe();
   EXPECT_EQ((*probe)["healthy"], false) << probe->dump();
 }
@@ -114,7 +98,7 @@ TEST_P(GuardedRunTest, SighupEndsTheFaultWithExit1) {
   ASSERT_EQ(::kill(f.pid(), SIGHUP), 0);
   auto e = f.wait(30s);
   ASSERT_TRUE(e && e->is(1)) << f.describe();
-  auto ended = event(f.out(), "ended");
+  auto ended = json_event(f.out(), "ended");
   ASSERT_TRUE(ended) << f.describe();
   EXPECT_EQ((*ended)["reason"], "interrupted") << ended->dump();
   EXPECT_EQ((*ended)["detail"], "by SIGHUP") << ended->dump();
@@ -135,10 +119,10 @@ TEST_F(GuardedSyscallRunTest, SyscallFaultAroundACommandEndsAtTheBreachAndWaitsF
                    "--health-url", url, "--interval", "200ms", "--json", "--", "sleep", "2"},
                   60s);
   EXPECT_TRUE(r.status.is(7)) << r.describe();
-  auto early = event(r.out, "fault_ended");
+  auto early = json_event(r.out, "fault_ended");
   ASSERT_TRUE(early) << r.describe();
   EXPECT_EQ((*early)["reason"], "guardrail") << early->dump();
-  auto ended = event(r.out, "ended");
+  auto ended = json_event(r.out, "ended");
   ASSERT_TRUE(ended) << r.describe();
   EXPECT_EQ((*ended)["exit_code"], 7) << ended->dump();
 }
@@ -241,7 +225,7 @@ TEST_P(KillSwitchTest, KillFileEndsTheFaultWithinASecondAndRefusesNewOnes) {
   ASSERT_TRUE(e && e->is(1)) << f.describe();
   EXPECT_LT(ms, 1000) << "the run must end within a second of the kill file";
   std::fprintf(stderr, "kill file -> %s run ended in %lld ms\n", GetParam().c_str(), static_cast<long long>(ms));
-  auto ended = event(f.out(), "ended");
+  auto ended = json_event(f.out(), "ended");
   ASSERT_TRUE(ended) << f.describe();
   EXPECT_EQ((*ended)["reason"], "aborted") << ended->dump();
   EXPECT_NE(ended->value("detail", "").find("kill file"), std::string::npos) << ended->dump();
