@@ -63,12 +63,14 @@ class SyscallPathTest : public EnforceTest {
 
   // faultctl run syscall --syscall openat --errno EIO --percent P --path PREFIX
   // --duration 60s --json -- python3 PROGRAM TARGET SIBLING OTHER, to completion.
-  PathRun run_python(const std::string& body, const std::string& percent, const std::string& prefix) {
+  PathRun run_python(const std::string& body, const std::string& percent, const std::string& prefix,
+                     const std::vector<std::string>& brakes = {}) {
     std::ofstream(program_) << kPathAttempt << body;
-    CommandResult o = run({kFaultctl, "run", "syscall", "--syscall", "openat", "--errno", "EIO", "--percent", percent,
-                           "--path", prefix, "--duration", "60s", "--json", "--", kPython, program_, target_, sibling_,
-                           other_},
-                          90s);
+    std::vector<std::string> argv = {kFaultctl, "run",  "syscall", "--syscall", "openat", "--errno", "EIO",
+                                     "--percent", percent, "--path", prefix,      "--duration", "60s",  "--json"};
+    argv.insert(argv.end(), brakes.begin(), brakes.end());
+    argv.insert(argv.end(), {"--", kPython, program_, target_, sibling_, other_});
+    CommandResult o = run(argv, 90s);
     EXPECT_TRUE(o.status.is(0)) << "python3 should start and end well under the fault\n" << o.describe();
     PathRun r;
     r.results = results(o.out);
@@ -155,6 +157,29 @@ attempt("untidy", lambda i: target.replace("/tmp/", "/tmp//./") + "//f3", 20)
   EXPECT_EQ(show(r.results["open sibling"]), "ok:50") << r.log;
   EXPECT_EQ(show(r.results["open target"]), "EIO:50") << r.log;
   EXPECT_EQ(show(r.results["open untidy"]), "EIO:20") << r.log;
+}
+
+// --after and --max-injections count only the calls under the prefix: python's
+// start-up opens and the opens elsewhere, interleaved, use up neither.
+TEST_F(SyscallPathTest, BrakesCountOnlyCallsUnderThePrefix) {
+  auto r = run_python(R"(target, sibling, other = sys.argv[1:4]
+seq = ""
+for i in range(30):
+    attempt("other", lambda j: os.path.join(other, "f%d" % (i % 10)), 1)
+    try:
+        open(os.path.join(target, "f%d" % (i % 10)), "rb").close()
+        seq += "."
+    except OSError:
+        seq += "E"
+print("SEQ " + seq, flush=True)
+)",
+                      "100", target_, {"--after", "10", "--max-injections", "5"});
+  ASSERT_TRUE(r.reached_code) << r.log;
+  EXPECT_NE(r.log.find("SEQ " + std::string(10, '.') + std::string(5, 'E') + std::string(15, '.') + "\n"),
+            std::string::npos)
+      << "expected 10 opens through, 5 failed, 15 through\n" << r.log;
+  EXPECT_EQ(show(r.results["open other"]), "ok:30") << r.log;
+  EXPECT_EQ(r.ended.value("injected", -1L), 5) << r.log;
 }
 
 }  // namespace
