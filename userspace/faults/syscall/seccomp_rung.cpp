@@ -5,9 +5,8 @@
 #include <poll.h>
 #include <seccomp.h>
 #include <sys/socket.h>
-#include <unistd.h>
-
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
