@@ -9,6 +9,7 @@
 #include "ctl/flag_error.h"
 #include "ctl/flag_words.h"
 #include "userspace/faults/packet/spec.h"
+#include "userspace/faults/syscall/path_args.h"
 #include "base/units.h"
 
 namespace faultline {
@@ -25,6 +26,8 @@ constexpr Example kExamples[] = {
      "faultctl run syscall --syscall openat --errno EIO --after 50 --max-injections 3 --duration 2m -- ./server"},
     {"the connects of the cgroup myapp start failing 20 s from now",
      "faultctl run syscall --syscall connect --errno ECONNREFUSED --start-after 20s --duration 1m --cgroup myapp"},
+    {"python3 starts; then 40% of its opens under /srv/data/ fail with EIO",
+     "faultctl run syscall --syscall openat --errno EIO --percent 40 --path /srv/data/ --duration 1m -- python3 app.py"},
     {"which mechanism would be used, and nothing changed",
      "faultctl run syscall --syscall openat --errno EACCES --duration 10s --dry-run -- cat /etc/hostname"},
 };
@@ -46,6 +49,9 @@ Result<Parsed<SyscallRunArgs>> parse_syscall_args(const std::vector<std::string>
       ("max-injections", "stop failing calls once N have failed", cxxopts::value<std::string>())
       ("start-after", "let every call through until this long after the fault is armed (less than --duration)",
        cxxopts::value<std::string>())
+      ("path", "file syscalls only: fail only calls naming a path under this absolute prefix (repeatable; "
+       "matched on whole components, relative paths resolved against the caller's cwd or dirfd; seccomp)",
+       cxxopts::value<std::vector<std::string>>())
       ("h,help", "help");
   add_run_options(o);
   auto [flags, cmd] = split_command(args);
@@ -113,6 +119,23 @@ Result<Parsed<SyscallRunArgs>> parse_syscall_args(const std::vector<std::string>
       return bad("--start-after " + format_duration(*sa) + " is not shorter than --duration " +
                  format_duration(s.duration_ns) + ": the fault would never start");
     s.start_after_ns = *sa;
+  }
+  if (r->count("path")) {
+    constexpr size_t kMaxPaths = 16;
+    for (const auto& p : (*r)["path"].as<std::vector<std::string>>()) {
+      if (p.empty()) return bad("--path: an empty prefix (give an absolute folder, e.g. --path /var/lib/app/)");
+      if (p.front() != '/') return bad("--path " + p + ": not absolute (a prefix starts with '/')");
+      if (p.size() >= 4096) return bad("--path: a prefix of " + std::to_string(p.size()) + " bytes, over PATH_MAX");
+      s.paths.push_back(normalize_path(p));
+    }
+    if (s.paths.size() > kMaxPaths) return bad("--path: at most " + std::to_string(kMaxPaths) + " prefixes");
+    for (const auto& n : s.syscalls) {
+      if (is_socket_syscall(n))
+        return bad("--path cannot apply to --syscall " + n + ": a socket syscall names no path");
+      if (path_args_of(n).empty())
+        return bad("--path cannot apply to --syscall " + n + ": it takes no path (file syscalls: " +
+                   path_syscall_names() + ")");
+    }
   }
   s.include_loader = r->count("include-loader") > 0;
   if (r->count("via")) {

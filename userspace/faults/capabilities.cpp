@@ -63,6 +63,18 @@ std::vector<Capability> capabilities(const Features& f) {
     caps.push_back(c);
   }
   {
+    // --path reads the path each call names; only the seccomp supervisor does.
+    Capability c{"syscall errno by path (--path)", {"BPF LSM", "seccomp user-notify (wrapped command)"}, "", ""};
+    const std::string lsm = "BPF LSM: the rung does not compare paths";
+    if (f.seccomp_notify.available) {
+      c.chosen = c.ladder[1];
+      c.why = lsm + "; seccomp reads each call's path from the command's memory, for a command faultctl starts";
+    } else {
+      c.why = lsm + "; seccomp: " + f.seccomp_notify.detail;
+    }
+    caps.push_back(c);
+  }
+  {
     Capability c{"file/exec enforcement", {"BPF LSM", "fanotify permission events"}, "", ""};
     c.why = std::string("not built yet; the kernel offers: BPF LSM ") + (f.bpf_lsm.available ? "yes" : "no (" + f.bpf_lsm.detail + ")") +
             ", fanotify " + (f.fanotify_perm.available ? "yes" : "no");

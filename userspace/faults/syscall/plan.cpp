@@ -64,6 +64,7 @@ std::string SyscallFaultSpec::describe() const {
   if (start_after_ns) d += ", from " + format_duration(start_after_ns) + " in";
   if (after) d += ", after the first " + std::to_string(after) + (after == 1 ? " call" : " calls");
   if (max_injections) d += ", at most " + std::to_string(max_injections) + (max_injections == 1 ? " call" : " calls");
+  for (size_t i = 0; i < paths.size(); ++i) d += (i ? " or " : ", under ") + paths[i];
   return d;
 }
 
@@ -106,6 +107,22 @@ Result<SyscallPlan> plan_syscall_fault(const SyscallFaultSpec& spec) {
   const LsmCoverage lsm = lsm_coverage(spec.syscalls);
   const bool lsm_serves = f.bpf_lsm.available && lsm.missing.empty() && (spec.command.empty() || f.cgroup_v2.available);
   const std::string lsm_why = "BPF LSM hooks (" + lsm.hooks + "); " + f.lsm_listed.detail;
+  // --path: only the seccomp rung reads the path a call names. The cgroup hooks
+  // see sockets, and the LSM program does not compare paths (yet): neither may
+  // take a --path fault and ignore the prefix.
+  if (!spec.paths.empty()) {
+    constexpr const char* kLsmNoPath = "the BPF LSM rung does not compare paths";
+    if (spec.via == "cgroup") return input_error(EINVAL, "--via cgroup cannot take --path: the cgroup socket hooks see no paths");
+    if (spec.via == "lsm") return input_error(EINVAL, std::string("--via lsm cannot take --path: ") + kLsmNoPath);
+    if (spec.command.empty())
+      return input_error(EINVAL, std::string("--path needs a command to wrap (-- COMMAND ARGS): only seccomp user "
+                                             "notification reads the paths of calls, and it serves a wrapped command (") +
+                                     kLsmNoPath + ")");
+    if (!f.seccomp_notify.available) return make_error(ENOTSUP, "--path: seccomp user notification: " + f.seccomp_notify.detail);
+    return SyscallPlan{SyscallMechanism::SeccompNotify, std::string("seccomp user notification for the wrapped command, "
+                                                                    "reading each call's path (--path; BPF LSM passed "
+                                                                    "over: ") + kLsmNoPath + ")"};
+  }
   if (spec.via == "cgroup") {
     if (!all_socket) return input_error(EINVAL, "--via cgroup serves only connect, socket, sendmsg, sendto and bind");
     if (!f.set_retval.available || !f.cgroup_v2.available) return make_error(ENOTSUP, "--via cgroup: " + cgroup_why);

@@ -33,6 +33,8 @@ struct SyscallFaultSpec {
   uint64_t after = 0;                 // the first N matching calls pass untouched
   uint64_t max_injections = 0;        // 0 = no cap; else at most N calls fail
   uint64_t start_after_ns = 0;        // every call passes until this long after arming
+  std::vector<std::string> paths;     // --path: normalized absolute prefixes; only calls naming a path
+                                      // under one are candidates (seccomp only: path_args.h)
 
   // "EIO on openat,read at 30% for 10s": what the fault does, for people.
   [[nodiscard]] std::string describe() const;

@@ -29,6 +29,7 @@ nlohmann::json SyscallRun::plan() const {
   if (!spec_.command.empty()) j["command"] = spec_.command;
   if (spec_.pid != 0) j["pid"] = spec_.pid;
   if (!spec_.cgroup.empty()) j["cgroup"] = spec_.cgroup;
+  if (!spec_.paths.empty()) j["paths"] = spec_.paths;
   j.update(spec_.brakes_json());
   return j;
 }

@@ -5,16 +5,22 @@
 #include <poll.h>
 #include <seccomp.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <climits>
 #include <cstring>
+#include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
 
 #include "base/clock.h"
 #include "base/unique_fd.h"
+#include "userspace/faults/syscall/path_args.h"
 #include "userspace/faults/syscall/rung.h"
 
 namespace faultline {
@@ -29,16 +35,60 @@ bool loader_path(const std::string& p) {
   return so != std::string::npos && (so + 3 == p.size() || p[so + 3] == '.');
 }
 
-std::string read_remote_string(pid_t pid, uint64_t addr) {
-  char path[64];
-  std::snprintf(path, sizeof(path), "/proc/%d/mem", pid);
-  UniqueFd mem(::open(path, O_RDONLY | O_CLOEXEC));
-  if (!mem) return {};
-  char buf[4096];
-  ssize_t n = ::pread(mem.get(), buf, sizeof(buf) - 1, static_cast<off_t>(addr));
-  if (n <= 0) return {};
-  buf[n] = '\0';
-  return std::string(buf, strnlen(buf, static_cast<size_t>(n)));
+// A NUL-terminated string in the caller's memory, at most PATH_MAX bytes, read
+// a page at a time (a string may end just before an unmapped page). None when
+// unreadable or unterminated (the kernel then fails the call with EFAULT or
+// ENAMETOOLONG itself).
+std::optional<std::string> read_remote_string(pid_t pid, uint64_t addr) {
+  constexpr size_t kPage = 4096;  // every page size is a multiple of it
+  std::string out;
+  char buf[kPage];
+  while (out.size() < PATH_MAX) {
+    const size_t want = std::min(kPage - addr % kPage, PATH_MAX - out.size());
+    iovec local{buf, want};
+    iovec remote{reinterpret_cast<void*>(addr), want};
+    const ssize_t n = ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
+    if (n <= 0) return std::nullopt;
+    const auto* nul = static_cast<const char*>(std::memchr(buf, '\0', static_cast<size_t>(n)));
+    if (nul != nullptr) return out.append(buf, static_cast<size_t>(nul - buf));
+    out.append(buf, static_cast<size_t>(n));
+    addr += static_cast<uint64_t>(n);
+  }
+  return std::nullopt;
+}
+
+// The target of a /proc/TID/ link (cwd, fd/N), if it is a path.
+std::optional<std::string> proc_link(pid_t tid, const std::string& what) {
+  const std::string link = "/proc/" + std::to_string(tid) + "/" + what;
+  char target[PATH_MAX];
+  const ssize_t n = ::readlink(link.c_str(), target, sizeof(target));
+  if (n <= 0 || n >= static_cast<ssize_t>(sizeof(target)) || target[0] != '/') return std::nullopt;
+  return std::string(target, static_cast<size_t>(n));
+}
+
+// The absolute, lexically normalized paths a file syscall names: each path
+// argument read from the caller, a relative one resolved against its dirfd
+// argument (AT_FDCWD: the calling thread's cwd) or the cwd. The base comes
+// from /proc, so it is the kernel's own (symlinks in it resolved); the part
+// the caller wrote is normalized without following symlinks. A path that
+// cannot be read or resolved is left out: it cannot match.
+std::vector<std::string> call_paths(const seccomp_notif& req, const std::vector<PathArg>& args) {
+  std::vector<std::string> out;
+  const auto tid = static_cast<pid_t>(req.pid);
+  for (const PathArg& a : args) {
+    const uint64_t ptr = req.data.args[a.path];
+    // A NULL path (utimensat) or "" (AT_EMPTY_PATH) names the dirfd itself.
+    std::optional<std::string> raw = ptr == 0 ? std::optional<std::string>(std::string()) : read_remote_string(tid, ptr);
+    if (!raw) continue;
+    if (!raw->empty() && raw->front() == '/') {
+      out.push_back(normalize_path(*raw));
+      continue;
+    }
+    const int dirfd = a.dirfd < 0 ? AT_FDCWD : static_cast<int>(req.data.args[a.dirfd]);
+    auto base = dirfd == AT_FDCWD ? proc_link(tid, "cwd") : proc_link(tid, "fd/" + std::to_string(dirfd));
+    if (base) out.push_back(resolve_path(*base, *raw));
+  }
+  return out;
 }
 
 // A file descriptor across a unix socket (SCM_RIGHTS): the filter's notify fd
@@ -151,6 +201,10 @@ class SeccompRung final : public SyscallRung {
     std::set<int> fd_calls;
     for (const char* n : {"read", "pread64", "readv", "preadv", "preadv2", "fstat", "close", "lseek"})
       fd_calls.insert(seccomp_syscall_resolve_name(n));
+    std::map<int, std::vector<PathArg>> path_args;  // --path: the path arguments of each listed syscall
+    if (!spec_.paths.empty()) {
+      for (const auto& s : spec_.syscalls) path_args[seccomp_syscall_resolve_name(s.c_str())] = path_args_of(s);
+    }
     while (!stop_.load()) {
       pollfd p{notify_.get(), POLLIN, 0};
       if (::poll(&p, 1, 100) <= 0) continue;
@@ -160,6 +214,21 @@ class SeccompRung final : public SyscallRung {
       const uint64_t now = boottime_ns();
       // In scope: armed, started, not over, and not the loader's own files.
       bool inject = !disarmed_.load() && now < end_ns_ && now >= start_ns_;
+      // --path: only a call naming a path under a prefix is a candidate; every
+      // other call continues and counts for nothing (not for --after either).
+      if (inject && !path_args.empty()) {
+        inject = false;
+        auto it = path_args.find(req->data.nr);
+        if (it != path_args.end()) {
+          const std::vector<std::string> named = call_paths(*req, it->second);
+          // Read from the caller's memory and /proc: trust it only if the call is still pending.
+          if (seccomp_notify_id_valid(notify_.get(), req->id) == 0) {
+            for (const auto& p : named) {
+              for (const auto& prefix : spec_.paths) inject = inject || under_prefix(p, prefix);
+            }
+          }
+        }
+      }
       if (inject && !spec_.include_loader) {
         uint64_t arg = 0;
         int nr = req->data.nr;
@@ -168,9 +237,9 @@ class SeccompRung final : public SyscallRung {
         else if (nr == openat_nr || nr == openat2_nr)
           arg = req->data.args[1];
         if (arg != 0) {
-          std::string path = read_remote_string(static_cast<pid_t>(req->pid), arg);
+          auto path = read_remote_string(static_cast<pid_t>(req->pid), arg);
           // The path was read from the caller's memory: trust it only if the call is still pending.
-          if (seccomp_notify_id_valid(notify_.get(), req->id) == 0 && loader_path(path)) inject = false;
+          if (path && seccomp_notify_id_valid(notify_.get(), req->id) == 0 && loader_path(*path)) inject = false;
         } else if (fd_calls.contains(nr)) {
           // read/pread/mmap of a library the loader opened: same exemption, by the fd's target.
           std::string link =
