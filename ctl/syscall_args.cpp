@@ -6,6 +6,7 @@
 #include <cxxopts.hpp>
 
 #include "base/errno_names.h"
+#include "base/seeded_random.h"
 #include "ctl/flag_error.h"
 #include "ctl/flag_words.h"
 #include "userspace/faults/packet/spec.h"
@@ -25,6 +26,8 @@ constexpr Example kExamples[] = {
      "faultctl run syscall --syscall openat --errno EIO --after 50 --max-injections 3 --duration 2m -- ./server"},
     {"the connects of the cgroup myapp start failing 20 s from now",
      "faultctl run syscall --syscall connect --errno ECONNREFUSED --start-after 20s --duration 1m --cgroup myapp"},
+    {"replay which of a command's opens failed: the same seed, the same calls, the same answers",
+     "faultctl run syscall --syscall openat --errno EIO --percent 20 --seed 42 --duration 1m -- ./server"},
     {"which mechanism would be used, and nothing changed",
      "faultctl run syscall --syscall openat --errno EACCES --duration 10s --dry-run -- cat /etc/hostname"},
 };
@@ -46,6 +49,8 @@ Result<Parsed<SyscallRunArgs>> parse_syscall_args(const std::vector<std::string>
       ("max-injections", "stop failing calls once N have failed", cxxopts::value<std::string>())
       ("start-after", "let every call through until this long after the fault is armed (less than --duration)",
        cxxopts::value<std::string>())
+      ("seed", "seed of the --percent draw, 0 to 2^64-1, to replay a run (seccomp only; default: drawn and "
+               "recorded where the rung can follow it)", cxxopts::value<std::string>())
       ("h,help", "help");
   add_run_options(o);
   auto [flags, cmd] = split_command(args);
@@ -113,6 +118,14 @@ Result<Parsed<SyscallRunArgs>> parse_syscall_args(const std::vector<std::string>
       return bad("--start-after " + format_duration(*sa) + " is not shorter than --duration " +
                  format_duration(s.duration_ns) + ": the fault would never start");
     s.start_after_ns = *sa;
+  }
+  if (r->count("seed")) {
+    auto seed = parse_seed_flag((*r)["seed"].as<std::string>());
+    if (!seed) return seed.error();
+    s.seed = *seed;
+  } else {
+    s.seed = draw_seed();
+    s.seed_drawn = true;
   }
   s.include_loader = r->count("include-loader") > 0;
   if (r->count("via")) {

@@ -20,8 +20,10 @@
 //     wait                          prints WAITING, then waits for a line on stdin
 //     hold                          prints HOLD, then waits for stdin to close
 //     sleep MS                      sleeps MS milliseconds (calls before and after a delayed start)
+//     opentrace PATH N              open PATH N times, and print the answer of each call in order
 //
-// Each action prints "RESULT <label> <ok or ERRNAME>:<count>..." (names sorted).
+// Each action prints "RESULT <label> <ok or ERRNAME>:<count>..." (names sorted);
+// opentrace also prints "TRACE <label> <ok or ERRNAME>,..." (one per call, in order).
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -66,16 +68,22 @@ std::string errname(int e) {
 
 class Tally {
  public:
-  void ok() { counts_["ok"]++; }
-  void fail(int e) { counts_[errname(e)]++; }
+  void ok() { note("ok"); }
+  void fail(int e) { note(errname(e)); }
   void print(const std::string& label) const {
     std::string line = "RESULT " + label;
     for (const auto& [k, v] : counts_) line += " " + k + ":" + std::to_string(v);
     say(line);
   }
+  void print_trace(const std::string& label) const { say("TRACE " + label + " " + trace_); }
 
  private:
+  void note(const std::string& what) {
+    counts_[what]++;
+    trace_ += (trace_.empty() ? "" : ",") + what;
+  }
   std::map<std::string, long> counts_;
+  std::string trace_;
 };
 
 struct Endpoint {
@@ -193,7 +201,7 @@ void do_socket(const std::string& kind, long n) {
 
 void do_file(const std::string& op, const std::string& path, long n) {
   Tally t;
-  if (op == "open") {
+  if (op == "open" || op == "opentrace") {
     for (long i = 0; i < n; ++i) {
       int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
       if (fd >= 0) {
@@ -216,6 +224,7 @@ void do_file(const std::string& op, const std::string& path, long n) {
     ::close(fd);
   }
   t.print(op + " " + path);
+  if (op == "opentrace") t.print_trace(op + " " + path);
 }
 
 void do_udpflood(const std::string& addr, const std::string& port, long size, long count, bool connected) {
@@ -357,7 +366,7 @@ int main(int argc, char** argv) {
       need(2);
       do_socket(a[i], count_arg(a[i + 1]));
       i += 2;
-    } else if (act == "open" || act == "read" || act == "write") {
+    } else if (act == "open" || act == "read" || act == "write" || act == "opentrace") {
       need(2);
       do_file(act, a[i], count_arg(a[i + 1]));
       i += 2;

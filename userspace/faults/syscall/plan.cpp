@@ -64,6 +64,7 @@ std::string SyscallFaultSpec::describe() const {
   if (start_after_ns) d += ", from " + format_duration(start_after_ns) + " in";
   if (after) d += ", after the first " + std::to_string(after) + (after == 1 ? " call" : " calls");
   if (max_injections) d += ", at most " + std::to_string(max_injections) + (max_injections == 1 ? " call" : " calls");
+  if (seed) d += ", seed " + std::to_string(*seed);
   return d;
 }
 
@@ -74,6 +75,8 @@ nlohmann::json SyscallFaultSpec::brakes_json() const {
   if (start_after_ns) j["start_after"] = format_duration(start_after_ns);
   return j;
 }
+
+bool seeds_honoured(SyscallMechanism m) { return m == SyscallMechanism::SeccompNotify; }
 
 LsmCoverage lsm_coverage(const std::vector<std::string>& syscalls) {
   LsmCoverage c;
@@ -106,15 +109,26 @@ Result<SyscallPlan> plan_syscall_fault(const SyscallFaultSpec& spec) {
   const LsmCoverage lsm = lsm_coverage(spec.syscalls);
   const bool lsm_serves = f.bpf_lsm.available && lsm.missing.empty() && (spec.command.empty() || f.cgroup_v2.available);
   const std::string lsm_why = "BPF LSM hooks (" + lsm.hooks + "); " + f.lsm_listed.detail;
+  // A given --seed with a real draw (below 100%) needs a rung that can follow
+  // it: the kernel rungs are passed over, and refused when forced.
+  const bool needs_seed = spec.seed && !spec.seed_drawn && spec.percent < 100;
+  const std::string no_seed = "--seed: the %s rung draws in the kernel with bpf_get_prandom_u32 and cannot follow a "
+                              "seed; only seccomp (a wrapped command, --via seccomp) can replay --percent";
+  auto seed_refusal = [&](const char* rung) {
+    std::string m = no_seed;
+    return input_error(EINVAL, m.replace(m.find("%s"), 2, rung));
+  };
   if (spec.via == "cgroup") {
     if (!all_socket) return input_error(EINVAL, "--via cgroup serves only connect, socket, sendmsg, sendto and bind");
     if (!f.set_retval.available || !f.cgroup_v2.available) return make_error(ENOTSUP, "--via cgroup: " + cgroup_why);
+    if (needs_seed) return seed_refusal("cgroup");
     return SyscallPlan{SyscallMechanism::CgroupSockAddr, cgroup_why};
   }
   if (spec.via == "lsm") {
     if (!f.bpf_lsm.available) return make_error(ENOTSUP, "--via lsm: " + f.bpf_lsm.detail);
     if (!lsm.missing.empty()) return make_error(ENOTSUP, "--via lsm: BPF LSM has no hook for " + lsm.missing);
     if (!lsm_serves) return make_error(ENOTSUP, "--via lsm: a command needs a cgroup v2: " + f.cgroup_v2.detail);
+    if (needs_seed) return seed_refusal("lsm");
     return SyscallPlan{SyscallMechanism::BpfLsm, lsm_why};
   }
   if (spec.via == "seccomp") {
@@ -122,8 +136,15 @@ Result<SyscallPlan> plan_syscall_fault(const SyscallFaultSpec& spec) {
     if (!f.seccomp_notify.available) return make_error(ENOTSUP, "--via seccomp: " + f.seccomp_notify.detail);
     return SyscallPlan{SyscallMechanism::SeccompNotify, "seccomp user notification for the wrapped command (forced)"};
   }
-  if (all_socket && f.set_retval.available && f.cgroup_v2.available)
-    return SyscallPlan{SyscallMechanism::CgroupSockAddr, cgroup_why};
+  const bool cgroup_serves = all_socket && f.set_retval.available && f.cgroup_v2.available;
+  if (needs_seed && (cgroup_serves || lsm_serves)) {
+    if (spec.command.empty()) return seed_refusal(cgroup_serves ? "cgroup" : "lsm");
+    if (!f.seccomp_notify.available) return make_error(ENOTSUP, "--seed: seccomp user notification: " + f.seccomp_notify.detail);
+    return SyscallPlan{SyscallMechanism::SeccompNotify,
+                       std::string("seccomp user notification for the wrapped command (--seed: the ") +
+                           (cgroup_serves ? "cgroup" : "lsm") + " rung that would serve draws without a seed)"};
+  }
+  if (cgroup_serves) return SyscallPlan{SyscallMechanism::CgroupSockAddr, cgroup_why};
   if (lsm_serves) return SyscallPlan{SyscallMechanism::BpfLsm, lsm_why};
   // The kprobe rung is built but not wired: no kernel we test on can run it.
   std::string ladder = "BPF LSM: " +

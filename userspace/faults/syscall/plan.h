@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,11 @@ struct SyscallFaultSpec {
   uint64_t after = 0;                 // the first N matching calls pass untouched
   uint64_t max_injections = 0;        // 0 = no cap; else at most N calls fail
   uint64_t start_after_ns = 0;        // every call passes until this long after arming
+  // The seed of the --percent draw (--seed, or drawn when not given). Only the
+  // seccomp rung draws from it; a kernel rung draws with bpf_get_prandom_u32,
+  // so a run there keeps no seed (see seeds_honoured()).
+  std::optional<uint64_t> seed;
+  bool seed_drawn = false;
 
   // "EIO on openat,read at 30% for 10s": what the fault does, for people.
   [[nodiscard]] std::string describe() const;
@@ -45,6 +51,10 @@ struct SyscallPlan {
   SyscallMechanism mechanism;
   std::string why;  // the ladder as decided, for --dry-run and logs
 };
+
+// Whether a mechanism's --percent draw follows a seed: seccomp's (in userspace)
+// does; the cgroup and LSM programs draw with bpf_get_prandom_u32.
+[[nodiscard]] bool seeds_honoured(SyscallMechanism m);
 
 // Which mechanism serves the request here, or why none can (bad input: the
 // request cannot be served on this kernel).
