@@ -179,7 +179,7 @@ constexpr Example kExamples[] = {
      "--hypothesis 'checkout p99 stays under 500ms' --slo 'p99<500ms' --record ./exp-latency"},
     {"10 s from now, drop the next 20 packets to 10.0.0.2:5432, then none",
      "faultctl run loss --target 10.0.0.2:5432 --percent 100 --max-injections 20 --start-after 10s --duration 1m"},
-    {"replay the loss decisions of an earlier run (its seed is in the started line and the record)",
+    {"replay an earlier run's loss decisions (its seed is in the started line)",
      "faultctl run loss --target 10.0.0.2 --percent 30 --seed 42 --duration 30s"},
     {"print the plan as JSON, change nothing",
      "faultctl run corrupt --target 10.0.0.2 --percent 1 --duration 30s --dry-run --json"},

@@ -26,7 +26,7 @@ constexpr Example kExamples[] = {
      "faultctl run syscall --syscall openat --errno EIO --after 50 --max-injections 3 --duration 2m -- ./server"},
     {"the connects of the cgroup myapp start failing 20 s from now",
      "faultctl run syscall --syscall connect --errno ECONNREFUSED --start-after 20s --duration 1m --cgroup myapp"},
-    {"replay which of a command's opens failed: the same seed, the same calls, the same answers",
+    {"replay which of a command's opens failed: same seed, same answers",
      "faultctl run syscall --syscall openat --errno EIO --percent 20 --seed 42 --duration 1m -- ./server"},
     {"which mechanism would be used, and nothing changed",
      "faultctl run syscall --syscall openat --errno EACCES --duration 10s --dry-run -- cat /etc/hostname"},
