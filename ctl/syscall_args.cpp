@@ -49,8 +49,8 @@ Result<Parsed<SyscallRunArgs>> parse_syscall_args(const std::vector<std::string>
       ("max-injections", "stop failing calls once N have failed", cxxopts::value<std::string>())
       ("start-after", "let every call through until this long after the fault is armed (less than --duration)",
        cxxopts::value<std::string>())
-      ("seed", "seed of the --percent draw, 0 to 2^64-1, to replay a run (seccomp only; default: drawn and "
-               "recorded where the rung can follow it)", cxxopts::value<std::string>())
+      ("seed", "seed of the --percent draw, 0 to 2^64-1, to replay a run (seccomp and cgroup rungs, not lsm; default: "
+               "drawn and recorded where the rung can follow it)", cxxopts::value<std::string>())
       ("h,help", "help");
   add_run_options(o);
   auto [flags, cmd] = split_command(args);

@@ -51,10 +51,10 @@ static __always_inline int fl_chance_rng(struct fl_rng *r, __u32 prob)
 }
 
 /* Whether a syscall fault fails this matching call: inert before start_ns, then
- * the first `after` calls pass, then the draw, then the cap. Each atomic add
- * hands out a distinct ticket, so exactly `after` calls pass and at most `max`
- * fail however many CPUs call at once. */
-static __always_inline int fl_call_turn(struct fl_call_budget *b, __u32 prob)
+ * the first `after` calls pass, then the draw (from r, a seeded generator, when
+ * given), then the cap. Each atomic add hands out a distinct ticket, so exactly
+ * `after` calls pass and at most `max` fail however many CPUs call at once. */
+static __always_inline int fl_call_turn(struct fl_call_budget *b, __u32 prob, struct fl_rng *r)
 {
 	__u64 ticket;
 
@@ -62,7 +62,7 @@ static __always_inline int fl_call_turn(struct fl_call_budget *b, __u32 prob)
 		return 0;
 	if (b->after && __sync_fetch_and_add(&b->seen, 1) < b->after)
 		return 0;
-	if (!fl_chance(prob))
+	if (!fl_chance_rng(r, prob))
 		return 0;
 	if (!b->max)
 		return 1;

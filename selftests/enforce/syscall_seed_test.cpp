@@ -1,6 +1,6 @@
-// --seed for syscall faults: the seccomp rung draws --percent from a seeded
-// generator, so a command making the same calls gets the same answers run after
-// run; the kernel rungs cannot follow a seed and say so instead of pretending.
+// --seed for syscall faults: the seccomp rung (in faultctl) and the cgroup rung
+// (fl_sa_rng in the kernel) draw --percent from a seeded generator, so a command
+// making the same calls gets the same answers run after run.
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -30,19 +30,22 @@ class SyscallSeedTest : public EnforceTest {
     EnforceTest::TearDown();
   }
 
-  // faultctl run syscall --syscall openat --errno EIO --percent 50 [FLAGS] --json
-  // -- fl_probe opentrace FILE 200, to completion.
-  SeededRun opens(const std::vector<std::string>& flags, int calls = 200) {
-    std::vector<std::string> argv = {kFaultctl, "run",       "syscall",  "--syscall", "openat", "--errno",
-                                     "EIO",     "--percent", "50",       "--duration", "60s",   "--json"};
+  // faultctl run syscall --syscall SYSCALL --errno ERR --percent 50 [FLAGS] --json
+  // -- fl_probe trace ACTION..., to completion; the trace of the action `label`.
+  SeededRun traced(const std::vector<std::string>& fault, const std::vector<std::string>& flags,
+                   const std::vector<std::string>& action, const std::string& label) {
+    std::vector<std::string> argv = {kFaultctl, "run", "syscall"};
+    argv.insert(argv.end(), fault.begin(), fault.end());
+    argv.insert(argv.end(), {"--percent", "50", "--duration", "60s", "--json"});
     argv.insert(argv.end(), flags.begin(), flags.end());
-    argv.insert(argv.end(), {"--", kProbe, "opentrace", file_, std::to_string(calls)});
+    argv.insert(argv.end(), {"--", kProbe, "trace"});
+    argv.insert(argv.end(), action.begin(), action.end());
     CommandResult o = run(argv, 60s);
     SeededRun r;
     r.ok = o.status.is(0);
     r.log = o.describe();
     std::istringstream lines(o.out);
-    const std::string prefix = "TRACE opentrace " + file_ + " ";
+    const std::string prefix = "TRACE " + label + " ";
     for (std::string l; std::getline(lines, l);) {
       if (l.rfind(prefix, 0) == 0) r.trace = l.substr(prefix.size());
       if (l.empty() || l.front() != '{') continue;
@@ -51,10 +54,18 @@ class SyscallSeedTest : public EnforceTest {
     }
     return r;
   }
+  // 200 opens of one file under EIO at 50%: the seccomp rung.
+  SeededRun opens(const std::vector<std::string>& flags) {
+    return traced({"--syscall", "openat", "--errno", "EIO"}, flags, {"open", file_, "200"}, "open " + file_);
+  }
+  // 200 TCP socket() calls under EMFILE at 50%: the cgroup rung.
+  SeededRun sockets(const std::vector<std::string>& flags) {
+    return traced({"--syscall", "socket", "--errno", "EMFILE"}, flags, {"socket", "tcp", "200"}, "socket tcp");
+  }
 
-  static size_t failures(const std::string& trace) {
+  static size_t failures(const std::string& trace, const std::string& err) {
     size_t n = 0;
-    for (size_t p = trace.find("EIO"); p != std::string::npos; p = trace.find("EIO", p + 1)) ++n;
+    for (size_t p = trace.find(err); p != std::string::npos; p = trace.find(err, p + 1)) ++n;
     return n;
   }
 
@@ -71,8 +82,8 @@ TEST_F(SyscallSeedTest, SeccompSameSeedGivesTheSameErrnoSequence) {
   ASSERT_FALSE(a.trace.empty()) << a.log;
   EXPECT_EQ(a.trace, b.trace) << "two runs of 200 opens at 50% under --seed 42";
   // 200 draws at 0.5: sd ~7, so 65..135 is far outside chance.
-  EXPECT_GE(failures(a.trace), 65u) << a.trace;
-  EXPECT_LE(failures(a.trace), 135u) << a.trace;
+  EXPECT_GE(failures(a.trace, "EIO"), 65u) << a.trace;
+  EXPECT_LE(failures(a.trace, "EIO"), 135u) << a.trace;
   SeededRun c = opens({"--seed", "43"});
   ASSERT_TRUE(c.ok) << c.log;
   EXPECT_NE(a.trace, c.trace) << "another seed, other answers";
@@ -94,34 +105,22 @@ TEST_F(SyscallSeedTest, DrawnSeedIsPrintedAndReplaysTheRun) {
   EXPECT_NE(text.out.find(", seed " + seed), std::string::npos) << "the dry-run plan names the seed\n" << text.describe();
 }
 
-TEST_F(SyscallSeedTest, KernelRungsCannotFollowASeedAndSaySo) {
-  // A given seed below 100%: the cgroup rung that would serve is passed over
-  // for seccomp when there is a command...
-  CommandResult cmd = run({kFaultctl, "run", "syscall", "--syscall", "socket", "--errno", "EMFILE", "--percent", "50",
-                           "--seed", "7", "--duration", "10s", "--dry-run", "--json", "--", kProbe, "socket", "tcp", "1"},
-                          30s);
-  EXPECT_TRUE(cmd.status.is(0)) << cmd.describe();
-  EXPECT_NE(cmd.out.find("\"mechanism\":\"seccomp\""), std::string::npos) << cmd.describe();
-  EXPECT_NE(cmd.out.find("\"seed\":\"7\""), std::string::npos) << cmd.describe();
-  // ... forced onto it, or with no command to wrap, it is refused.
-  for (const auto& extra : std::vector<std::vector<std::string>>{{"--via", "cgroup", "--", kProbe, "socket", "tcp", "1"},
-                                                                  {"--cgroup", "/"}}) {
-    std::vector<std::string> argv = {kFaultctl, "run",  "syscall", "--syscall",  "socket", "--errno", "EMFILE",
-                                     "--percent", "50", "--seed",  "7",          "--duration", "10s", "--dry-run"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    CommandResult o = run(argv, 30s);
-    EXPECT_TRUE(o.status.is(2)) << o.describe();
-    EXPECT_NE(o.err.find("--seed: the cgroup rung draws in the kernel"), std::string::npos) << o.describe();
-    EXPECT_EQ(o.out.find("RESULT"), std::string::npos) << "nothing may run\n" << o.describe();
-  }
-  // A drawn seed is not claimed for a rung that cannot follow it.
-  CommandResult drawn = run({kFaultctl, "run", "syscall", "--syscall", "socket", "--errno", "EMFILE", "--percent", "50",
-                             "--duration", "10s", "--dry-run", "--json", "--", kProbe, "socket", "tcp", "1"},
-                            30s);
-  EXPECT_TRUE(drawn.status.is(0)) << drawn.describe();
-  EXPECT_NE(drawn.out.find("\"mechanism\":\"cgroup\""), std::string::npos) << drawn.describe();
-  EXPECT_EQ(drawn.out.find("\"seed\""), std::string::npos) << drawn.describe();
-  EXPECT_NE(drawn.out.find("unseeded"), std::string::npos) << drawn.describe();
+TEST_F(SyscallSeedTest, CgroupRungSameSeedGivesTheSameErrnoSequence) {
+  SeededRun a = sockets({"--seed", "42"}), b = sockets({"--seed", "42"}), c = sockets({"--seed", "43"});
+  ASSERT_TRUE(a.ok && b.ok && c.ok) << a.log << b.log << c.log;
+  EXPECT_EQ(a.started.value("mechanism", ""), "cgroup") << a.log;
+  EXPECT_EQ(a.started.value("seed", ""), "42") << a.log;
+  ASSERT_FALSE(a.trace.empty()) << a.log;
+  EXPECT_EQ(a.trace, b.trace) << "two runs of 200 socket() calls at 50% under --seed 42, drawn in the kernel";
+  EXPECT_NE(a.trace, c.trace) << "another seed, other answers";
+  EXPECT_GE(failures(a.trace, "EMFILE"), 65u) << a.trace;
+  EXPECT_LE(failures(a.trace, "EMFILE"), 135u) << a.trace;
+  // A drawn seed on the cgroup rung is printed and replays too.
+  SeededRun drawn = sockets({});
+  ASSERT_TRUE(drawn.ok) << drawn.log;
+  EXPECT_EQ(drawn.started.value("seed_source", ""), "drawn") << drawn.log;
+  SeededRun replay = sockets({"--seed", drawn.started.value("seed", "")});
+  EXPECT_EQ(replay.trace, drawn.trace) << drawn.log << replay.log;
 }
 
 TEST_F(SyscallSeedTest, BadSeedsAreRefusedNamingTheFlag) {

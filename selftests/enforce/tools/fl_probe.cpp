@@ -20,10 +20,10 @@
 //     wait                          prints WAITING, then waits for a line on stdin
 //     hold                          prints HOLD, then waits for stdin to close
 //     sleep MS                      sleeps MS milliseconds (calls before and after a delayed start)
-//     opentrace PATH N              open PATH N times, and print the answer of each call in order
+//     trace                         from here on, each action also prints its answers in order
 //
 // Each action prints "RESULT <label> <ok or ERRNAME>:<count>..." (names sorted);
-// opentrace also prints "TRACE <label> <ok or ERRNAME>,..." (one per call, in order).
+// after `trace`, also "TRACE <label> <ok or ERRNAME>,..." (one per call, in order).
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -66,6 +66,8 @@ std::string errname(int e) {
   return n ? n : "E" + std::to_string(e);
 }
 
+bool g_trace = false;  // the `trace` action: print each action's answers in order
+
 class Tally {
  public:
   void ok() { note("ok"); }
@@ -74,8 +76,8 @@ class Tally {
     std::string line = "RESULT " + label;
     for (const auto& [k, v] : counts_) line += " " + k + ":" + std::to_string(v);
     say(line);
+    if (g_trace) say("TRACE " + label + " " + trace_);
   }
-  void print_trace(const std::string& label) const { say("TRACE " + label + " " + trace_); }
 
  private:
   void note(const std::string& what) {
@@ -201,7 +203,7 @@ void do_socket(const std::string& kind, long n) {
 
 void do_file(const std::string& op, const std::string& path, long n) {
   Tally t;
-  if (op == "open" || op == "opentrace") {
+  if (op == "open") {
     for (long i = 0; i < n; ++i) {
       int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
       if (fd >= 0) {
@@ -224,7 +226,6 @@ void do_file(const std::string& op, const std::string& path, long n) {
     ::close(fd);
   }
   t.print(op + " " + path);
-  if (op == "opentrace") t.print_trace(op + " " + path);
 }
 
 void do_udpflood(const std::string& addr, const std::string& port, long size, long count, bool connected) {
@@ -366,7 +367,7 @@ int main(int argc, char** argv) {
       need(2);
       do_socket(a[i], count_arg(a[i + 1]));
       i += 2;
-    } else if (act == "open" || act == "read" || act == "write" || act == "opentrace") {
+    } else if (act == "open" || act == "read" || act == "write") {
       need(2);
       do_file(act, a[i], count_arg(a[i + 1]));
       i += 2;
@@ -381,6 +382,8 @@ int main(int argc, char** argv) {
     } else if (act == "tcpsink") {
       need(1);
       do_tcpsink(a[i]);
+    } else if (act == "trace") {
+      g_trace = true;
     } else if (act == "wait") {
       say("WAITING");
       if (!stdin_line()) die("stdin closed while waiting");

@@ -76,7 +76,7 @@ nlohmann::json SyscallFaultSpec::brakes_json() const {
   return j;
 }
 
-bool seeds_honoured(SyscallMechanism m) { return m == SyscallMechanism::SeccompNotify; }
+bool seeds_honoured(SyscallMechanism m) { return m != SyscallMechanism::BpfLsm; }
 
 LsmCoverage lsm_coverage(const std::vector<std::string>& syscalls) {
   LsmCoverage c;
@@ -113,7 +113,8 @@ Result<SyscallPlan> plan_syscall_fault(const SyscallFaultSpec& spec) {
   // it: the kernel rungs are passed over, and refused when forced.
   const bool needs_seed = spec.seed && !spec.seed_drawn && spec.percent < 100;
   const std::string no_seed = "--seed: the %s rung draws in the kernel with bpf_get_prandom_u32 and cannot follow a "
-                              "seed; only seccomp (a wrapped command, --via seccomp) can replay --percent";
+                              "seed; the cgroup rung (socket syscalls) and seccomp (a wrapped command, --via "
+                              "seccomp) can replay --percent";
   auto seed_refusal = [&](const char* rung) {
     std::string m = no_seed;
     return input_error(EINVAL, m.replace(m.find("%s"), 2, rung));
@@ -121,7 +122,6 @@ Result<SyscallPlan> plan_syscall_fault(const SyscallFaultSpec& spec) {
   if (spec.via == "cgroup") {
     if (!all_socket) return input_error(EINVAL, "--via cgroup serves only connect, socket, sendmsg, sendto and bind");
     if (!f.set_retval.available || !f.cgroup_v2.available) return make_error(ENOTSUP, "--via cgroup: " + cgroup_why);
-    if (needs_seed) return seed_refusal("cgroup");
     return SyscallPlan{SyscallMechanism::CgroupSockAddr, cgroup_why};
   }
   if (spec.via == "lsm") {
@@ -137,12 +137,12 @@ Result<SyscallPlan> plan_syscall_fault(const SyscallFaultSpec& spec) {
     return SyscallPlan{SyscallMechanism::SeccompNotify, "seccomp user notification for the wrapped command (forced)"};
   }
   const bool cgroup_serves = all_socket && f.set_retval.available && f.cgroup_v2.available;
-  if (needs_seed && (cgroup_serves || lsm_serves)) {
-    if (spec.command.empty()) return seed_refusal(cgroup_serves ? "cgroup" : "lsm");
+  if (needs_seed && !cgroup_serves && lsm_serves) {
+    if (spec.command.empty()) return seed_refusal("lsm");
     if (!f.seccomp_notify.available) return make_error(ENOTSUP, "--seed: seccomp user notification: " + f.seccomp_notify.detail);
     return SyscallPlan{SyscallMechanism::SeccompNotify,
-                       std::string("seccomp user notification for the wrapped command (--seed: the ") +
-                           (cgroup_serves ? "cgroup" : "lsm") + " rung that would serve draws without a seed)"};
+                       "seccomp user notification for the wrapped command (--seed: the lsm rung that would serve "
+                       "draws without a seed)"};
   }
   if (cgroup_serves) return SyscallPlan{SyscallMechanism::CgroupSockAddr, cgroup_why};
   if (lsm_serves) return SyscallPlan{SyscallMechanism::BpfLsm, lsm_why};

@@ -34,9 +34,9 @@ struct SyscallFaultSpec {
   uint64_t after = 0;                 // the first N matching calls pass untouched
   uint64_t max_injections = 0;        // 0 = no cap; else at most N calls fail
   uint64_t start_after_ns = 0;        // every call passes until this long after arming
-  // The seed of the --percent draw (--seed, or drawn when not given). Only the
-  // seccomp rung draws from it; a kernel rung draws with bpf_get_prandom_u32,
-  // so a run there keeps no seed (see seeds_honoured()).
+  // The seed of the --percent draw (--seed, or drawn when not given). The
+  // seccomp and cgroup rungs draw from it; the LSM programs draw with
+  // bpf_get_prandom_u32, so a run there keeps no seed (see seeds_honoured()).
   std::optional<uint64_t> seed;
   bool seed_drawn = false;
 
@@ -53,7 +53,8 @@ struct SyscallPlan {
 };
 
 // Whether a mechanism's --percent draw follows a seed: seccomp's (in userspace)
-// does; the cgroup and LSM programs draw with bpf_get_prandom_u32.
+// and the cgroup hooks' (fl_sa_rng) do; the LSM programs draw with
+// bpf_get_prandom_u32.
 [[nodiscard]] bool seeds_honoured(SyscallMechanism m);
 
 // Which mechanism serves the request here, or why none can (bad input: the
