@@ -82,6 +82,14 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, FL_MAX_FAULTS);
+	__type(key, __u32);
+	__type(value, struct fl_rng);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fl_rng SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, FL_DROP_REASON_MAX);
 	__type(key, __u32);
 	__type(value, __u64);
@@ -405,25 +413,25 @@ static __always_inline struct fl_fault *find(struct __sk_buff *skb, __u32 index,
 /* Correlated loss repeats the last decision with P(correlation), else draws anew,
  * so the mean loss stays at prob while bursts lengthen to 1/((1-c)(1-p)).
  * Gilbert-Elliott moves between good and bad first, then draws that state's loss. */
-static __always_inline int decide_loss(const struct fl_fault *f, __u32 slot)
+static __always_inline int decide_loss(const struct fl_fault *f, __u32 slot, struct fl_rng *r)
 {
 	struct fl_loss_state *st = bpf_map_lookup_elem(&fl_loss_state, &slot);
 	int drop;
 
 	if (!st)
-		return fl_chance(f->prob);
+		return fl_chance_rng(r, f->prob);
 	if (f->loss_model == FL_LOSS_GE) {
 		if (st->ge_bad) {
-			if (fl_chance(f->ge_r))
+			if (fl_chance_rng(r, f->ge_r))
 				st->ge_bad = 0;
-		} else if (fl_chance(f->ge_p)) {
+		} else if (fl_chance_rng(r, f->ge_p)) {
 			st->ge_bad = 1;
 		}
-		drop = fl_chance(st->ge_bad ? f->ge_loss_bad : f->ge_loss_good);
-	} else if (f->correlation && fl_chance(f->correlation)) {
+		drop = fl_chance_rng(r, st->ge_bad ? f->ge_loss_bad : f->ge_loss_good);
+	} else if (f->correlation && fl_chance_rng(r, f->correlation)) {
 		drop = st->last_drop;
 	} else {
-		drop = fl_chance(f->prob);
+		drop = fl_chance_rng(r, f->prob);
 	}
 	st->last_drop = drop;
 	return drop;
@@ -451,7 +459,7 @@ static __always_inline int drop(struct fl_fault_stats *st, __u32 reason, __u8 di
 }
 
 static __always_inline void corrupt(struct __sk_buff *skb, const struct fl_pkt *p,
-				    struct fl_fault_stats *st)
+				    struct fl_fault_stats *st, struct fl_rng *r)
 {
 	__u32 off, len;
 	__u8 byte;
@@ -459,10 +467,10 @@ static __always_inline void corrupt(struct __sk_buff *skb, const struct fl_pkt *
 	if (!p->payload_off || skb->len <= p->payload_off)
 		return;
 	len = skb->len - p->payload_off;
-	off = p->payload_off + bpf_get_prandom_u32() % len;
+	off = p->payload_off + fl_draw(r) % len;
 	if (bpf_skb_load_bytes(skb, off, &byte, 1))
 		return;
-	byte ^= 1 << (bpf_get_prandom_u32() & 7);
+	byte ^= 1 << (fl_draw(r) & 7);
 	/* No checksum fix-up: a receiver that verifies sees a bad checksum, one
 	 * whose checksum is computed later (offload) sees the flipped bit. */
 	if (bpf_skb_store_bytes(skb, off, &byte, 1, 0) == 0)
@@ -481,7 +489,7 @@ static __always_inline void duplicate(struct __sk_buff *skb, struct fl_fault_sta
 	skb->mark = saved;
 }
 
-static __always_inline __s64 jitter_sample(const struct fl_fault *f)
+static __always_inline __s64 jitter_sample(const struct fl_fault *f, struct fl_rng *r)
 {
 	__u32 d = f->dist;
 	struct fl_dist_table *t;
@@ -492,19 +500,19 @@ static __always_inline __s64 jitter_sample(const struct fl_fault *f)
 	t = bpf_map_lookup_elem(&fl_dist, &d);
 	if (!t)
 		return 0;
-	v = t->v[bpf_get_prandom_u32() & (FL_DIST_SIZE - 1)];
+	v = t->v[fl_draw(r) & (FL_DIST_SIZE - 1)];
 	/* Arithmetic shift: BPF has no signed division. */
 	return ((__s64)v * (__s64)f->jitter_ns) >> FL_DIST_SHIFT;
 }
 
 static __always_inline int delay(struct __sk_buff *skb, const struct fl_fault *f, __u32 slot,
-				 struct fl_fault_stats *st)
+				 struct fl_fault_stats *st, struct fl_rng *r)
 {
 	__u64 mono = bpf_ktime_get_ns();
 	__u64 base = skb->tstamp > mono ? skb->tstamp : mono;
 
 	if (f->kind == FL_KIND_LATENCY) {
-		__s64 d = (__s64)f->delay_ns + jitter_sample(f);
+		__s64 d = (__s64)f->delay_ns + jitter_sample(f, r);
 
 		if (d <= 0)
 			return TC_PASS;
@@ -548,6 +556,7 @@ static __always_inline int handle(struct __sk_buff *skb, __u8 dir)
 {
 	__u32 zero = 0, slot = 0;
 	struct fl_fault_stats *st;
+	struct fl_rng *rng = NULL;
 	struct fl_control *ctl;
 	struct fl_fault *f;
 	struct fl_pkt p = {};
@@ -580,10 +589,15 @@ static __always_inline int handle(struct __sk_buff *skb, __u8 dir)
 		return TC_PASS;
 	st->matched++;
 	st->bytes += skb->len;
+	/* A seeded fault draws from this CPU's state of its generator; without a
+	 * state (never for a seeded fault: the array holds every slot) the kernel's
+	 * generator draws. */
+	if (f->flags & FL_F_SEEDED)
+		rng = bpf_map_lookup_elem(&fl_rng, &slot);
 
 	switch (f->kind) {
 	case FL_KIND_LOSS:
-		if (decide_loss(f, slot) && claim(f, slot))
+		if (decide_loss(f, slot, rng) && claim(f, slot))
 			return drop(st, FL_DROP_LOSS, dir);
 		break;
 	case FL_KIND_PARTITION:
@@ -595,21 +609,21 @@ static __always_inline int handle(struct __sk_buff *skb, __u8 dir)
 			return drop(st, FL_DROP_FLOWDROP, dir);
 		break;
 	case FL_KIND_DNS:
-		if (fl_chance(f->prob) && claim(f, slot))
+		if (fl_chance_rng(rng, f->prob) && claim(f, slot))
 			return drop(st, FL_DROP_DNS, dir);
 		break;
 	case FL_KIND_CORRUPT:
-		if (fl_chance(f->prob) && claim(f, slot))
-			corrupt(skb, &p, st);
+		if (fl_chance_rng(rng, f->prob) && claim(f, slot))
+			corrupt(skb, &p, st, rng);
 		break;
 	case FL_KIND_DUPLICATE:
-		if (fl_chance(f->prob) && claim(f, slot))
+		if (fl_chance_rng(rng, f->prob) && claim(f, slot))
 			duplicate(skb, st, ctl->dup_mark, dir);
 		break;
 	case FL_KIND_LATENCY:
 	case FL_KIND_BANDWIDTH:
-		if (dir == FL_DIR_EGRESS && fl_chance(f->prob) && claim(f, slot))
-			return delay(skb, f, slot, st);
+		if (dir == FL_DIR_EGRESS && fl_chance_rng(rng, f->prob) && claim(f, slot))
+			return delay(skb, f, slot, st, rng);
 		break;
 	}
 	return passed(skb, f, ctl, dir);

@@ -17,6 +17,18 @@ struct {
 	__type(value, struct fl_sa_policy);
 } fl_sa_policy SEC(".maps");
 
+/* The injection draw's seeded generator (--seed): one state shared by every CPU,
+ * not one per CPU as for packets. A process's calls may move between CPUs, and
+ * one stream in call order is what replays them; calls racing on two CPUs may
+ * read the same state, and their order was not reproducible anyway. Read only
+ * with FL_SA_SEEDED. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fl_rng);
+} fl_sa_rng SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
 	__uint(max_entries, FL_SA_MAX_PREFIXES);
@@ -108,6 +120,13 @@ static __always_inline struct fl_sa_policy *policy_in(int from_skb)
 	if (p->target_tgid && (bpf_get_current_pid_tgid() >> 32) != p->target_tgid)
 		return NULL;
 	return p;
+}
+
+static __always_inline struct fl_rng *seeded(const struct fl_sa_policy *p)
+{
+	__u32 zero = 0;
+
+	return (p->flags & FL_SA_SEEDED) ? bpf_map_lookup_elem(&fl_sa_rng, &zero) : NULL;
 }
 
 static __always_inline struct fl_sa_policy *policy(void)
@@ -349,7 +368,7 @@ static __always_inline int decide(struct bpf_sock_addr *ctx, __u8 op, int v6)
 	asm volatile("" : "+r"(type));
 	proto = type == SOCK_STREAM ? IPPROTO_TCP : type == SOCK_DGRAM ? IPPROTO_UDP : 0;
 
-	if ((p->inject_ops & FL_OP_BIT(op)) && fl_call_turn(&p->inject_budget, p->inject_prob)) {
+	if ((p->inject_ops & FL_OP_BIT(op)) && fl_call_turn(&p->inject_budget, p->inject_prob, seeded(p))) {
 		st->injected++;
 		if (p->flags & FL_SA_EVENTS)
 			emit(op, FL_V_INJECT, FL_SA_RULE_DEFAULT, &a, port, proto, 0);
@@ -500,7 +519,7 @@ static __always_inline int bind_hook(struct bpf_sock_addr *ctx)
 	struct fl_sa_policy *p = policy();
 	struct fl_sa_stats *st;
 
-	if (!p || !(p->inject_ops & FL_OP_BIT(FL_OP_BIND)) || !fl_call_turn(&p->inject_budget, p->inject_prob))
+	if (!p || !(p->inject_ops & FL_OP_BIT(FL_OP_BIND)) || !fl_call_turn(&p->inject_budget, p->inject_prob, seeded(p)))
 		return 1;
 	st = stats();
 	if (st)
@@ -532,7 +551,7 @@ int fl_sock_create(struct bpf_sock *ctx)
 		return 1;
 	if (ctx->family != AF_INET && ctx->family != AF_INET6)
 		return 1; /* leave unix and netlink sockets alone */
-	if (!fl_call_turn(&p->inject_budget, p->inject_prob))
+	if (!fl_call_turn(&p->inject_budget, p->inject_prob, seeded(p)))
 		return 1;
 	st = stats();
 	if (st)

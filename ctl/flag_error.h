@@ -2,6 +2,7 @@
 // its one-line message names the flag.
 #pragma once
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <source_location>
@@ -39,6 +40,18 @@ template <typename T>
   uint64_t v = std::stoull(s);
   if (v < min) return bad("--" + std::string(flag) + " " + s + ": expected " + range);
   return v;
+}
+
+// A --seed: any whole number a u64 holds, 0 to 18446744073709551615, in
+// decimal. Signs, spaces, fractions and values past 2^64 - 1 are refused.
+[[nodiscard]] inline Result<uint64_t> parse_seed_flag(const std::string& s) {
+  constexpr const char* range = "a whole number from 0 to 18446744073709551615";
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
+    return bad("--seed '" + s + "': expected " + std::string(range));
+  const std::string digits = s.substr(std::min(s.find_first_not_of('0'), s.size() - 1));
+  if (digits.size() > 20 || (digits.size() == 20 && digits > "18446744073709551615"))
+    return bad("--seed " + s + ": too large, expected " + std::string(range));
+  return static_cast<uint64_t>(std::stoull(digits));
 }
 
 }  // namespace faultline

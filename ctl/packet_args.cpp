@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "base/seeded_random.h"
 #include "ctl/flag_error.h"
 #include "ctl/flag_words.h"
 
@@ -18,13 +19,13 @@ namespace {
 // Flags beyond the common scope/guardrail set that each kind accepts.
 const std::map<FaultKind, std::set<std::string>>& kind_flags() {
   static const std::map<FaultKind, std::set<std::string>> m = {
-      {FaultKind::Loss, {"percent", "correlation", "loss-model"}},
+      {FaultKind::Loss, {"percent", "correlation", "loss-model", "seed"}},
       {FaultKind::Partition, {}},
       {FaultKind::Flowdrop, {}},
-      {FaultKind::Corrupt, {"percent"}},
-      {FaultKind::Duplicate, {"percent"}},
-      {FaultKind::Dns, {"domains", "percent"}},
-      {FaultKind::Latency, {"delay", "jitter", "distribution", "percent"}},
+      {FaultKind::Corrupt, {"percent", "seed"}},
+      {FaultKind::Duplicate, {"percent", "seed"}},
+      {FaultKind::Dns, {"domains", "percent", "seed"}},
+      {FaultKind::Latency, {"delay", "jitter", "distribution", "percent", "seed"}},
       {FaultKind::Bandwidth, {"rate"}},
   };
   return m;
@@ -32,7 +33,8 @@ const std::map<FaultKind, std::set<std::string>>& kind_flags() {
 
 const std::set<std::string>& specific_flags() {
   static const std::set<std::string> s = {"percent", "correlation", "loss-model", "domains",
-                                          "delay",   "jitter",      "distribution", "rate"};
+                                          "delay",   "jitter",      "distribution", "rate",
+                                          "seed"};
   return s;
 }
 
@@ -62,6 +64,8 @@ cxxopts::Options make_options() {
        cxxopts::value<std::string>())
       ("start-after", "install the fault now, inert until this long has passed (less than --duration)",
        cxxopts::value<std::string>())
+      ("seed", "seed of the fault's random decisions, 0 to 2^64-1, to replay a run (default: drawn, and "
+               "printed and recorded either way)", cxxopts::value<std::string>())
       ("attach", "tcx|tc (default: the best the kernel has)", cxxopts::value<std::string>())
       ("force", "allow a fault with no target (a whole device)")
       ("h,help", "this help");
@@ -175,6 +179,8 @@ constexpr Example kExamples[] = {
      "--hypothesis 'checkout p99 stays under 500ms' --slo 'p99<500ms' --record ./exp-latency"},
     {"10 s from now, drop the next 20 packets to 10.0.0.2:5432, then none",
      "faultctl run loss --target 10.0.0.2:5432 --percent 100 --max-injections 20 --start-after 10s --duration 1m"},
+    {"replay an earlier run's loss decisions (its seed is in the started line)",
+     "faultctl run loss --target 10.0.0.2 --percent 30 --seed 42 --duration 30s"},
     {"print the plan as JSON, change nothing",
      "faultctl run corrupt --target 10.0.0.2 --percent 1 --duration 30s --dry-run --json"},
 };
@@ -315,6 +321,14 @@ Result<Parsed<PacketRunArgs>> parse_packet_args(const std::vector<std::string>& 
     if (!d) return d.error();
     if (*d == 0) return bad("--start-after must be above 0 (leave it out to start at once)");
     s.start_after_ns = *d;
+  }
+  if (r.count("seed")) {
+    auto seed = parse_seed_flag(str("seed"));
+    if (!seed) return seed.error();
+    s.seed = *seed;
+  } else if (kind_is_random(s.kind)) {
+    s.seed = draw_seed();
+    s.seed_drawn = true;
   }
   s.force = r.count("force") > 0;
   if (r.count("attach")) {

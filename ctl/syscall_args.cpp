@@ -6,6 +6,7 @@
 #include <cxxopts.hpp>
 
 #include "base/errno_names.h"
+#include "base/seeded_random.h"
 #include "ctl/flag_error.h"
 #include "ctl/flag_words.h"
 #include "userspace/faults/packet/spec.h"
@@ -28,6 +29,8 @@ constexpr Example kExamples[] = {
      "faultctl run syscall --syscall connect --errno ECONNREFUSED --start-after 20s --duration 1m --cgroup myapp"},
     {"python3 starts; then 40% of its opens under /srv/data/ fail with EIO",
      "faultctl run syscall --syscall openat --errno EIO --percent 40 --path /srv/data/ --duration 1m -- python3 app.py"},
+    {"replay which of a command's opens failed: same seed, same answers",
+     "faultctl run syscall --syscall openat --errno EIO --percent 20 --seed 42 --duration 1m -- ./server"},
     {"which mechanism would be used, and nothing changed",
      "faultctl run syscall --syscall openat --errno EACCES --duration 10s --dry-run -- cat /etc/hostname"},
 };
@@ -52,6 +55,8 @@ Result<Parsed<SyscallRunArgs>> parse_syscall_args(const std::vector<std::string>
       ("path", "file syscalls only: fail only calls naming a path under this absolute prefix (repeatable; "
        "matched on whole components, relative paths resolved against the caller's cwd or dirfd; seccomp)",
        cxxopts::value<std::vector<std::string>>())
+      ("seed", "seed of the --percent draw, 0 to 2^64-1, to replay a run (seccomp and cgroup rungs, not lsm; default: "
+               "drawn and recorded where the rung can follow it)", cxxopts::value<std::string>())
       ("h,help", "help");
   add_run_options(o);
   auto [flags, cmd] = split_command(args);
@@ -136,6 +141,14 @@ Result<Parsed<SyscallRunArgs>> parse_syscall_args(const std::vector<std::string>
         return bad("--path cannot apply to --syscall " + n + ": it takes no path (file syscalls: " +
                    path_syscall_names() + ")");
     }
+  }
+  if (r->count("seed")) {
+    auto seed = parse_seed_flag((*r)["seed"].as<std::string>());
+    if (!seed) return seed.error();
+    s.seed = *seed;
+  } else {
+    s.seed = draw_seed();
+    s.seed_drawn = true;
   }
   s.include_loader = r->count("include-loader") > 0;
   if (r->count("via")) {

@@ -51,7 +51,8 @@ Status adopt_renamed_pins(const BpffsLayout& layout) {
 const std::vector<std::string>& NetfaultMaps::names() {
   static const std::vector<std::string> n = {"fl_control", "fl_faults",  "fl_exact",      "fl_prefix", "fl_dns",
                                              "fl_stats",   "fl_reasons", "fl_loss_state", "fl_rate",   "fl_dist",
-                                             "fl_meta",    "fl_attach",  "fl_exact_bloom", "fl_budget"};
+                                             "fl_meta",    "fl_attach",  "fl_exact_bloom", "fl_budget",
+                                             "fl_rng"};
   return n;
 }
 
@@ -76,18 +77,19 @@ Result<NetfaultMaps> NetfaultMaps::open(const BpffsLayout& layout, bool create) 
     if (!obj) return obj.error();
     m.created_ = true;
   } else if (::stat(layout.map("fl_exact_bloom").c_str(), &st) != 0 ||
-             ::stat(layout.map("fl_budget").c_str(), &st) != 0) {
-    // State pinned before the filter map (or the budget map) existed at all:
+             ::stat(layout.map("fl_budget").c_str(), &st) != 0 ||
+             ::stat(layout.map("fl_rng").c_str(), &st) != 0) {
+    // State pinned before the filter map (or the budget or generator map) existed at all:
     // loading the object once pins the missing map and reuses the rest. Its
     // control vouches for no filter yet; the programs attached back then never
-    // read fl_budget, which is why a capped or delayed fault checks them
-    // (prog_uses_map) before it relies on it.
+    // read fl_budget or fl_rng, which is why a capped, delayed or seeded fault
+    // checks them (prog_uses_map) before it relies on either.
     auto obj = NetfaultObject::load(layout, 0, 0, 0);
     if (!obj) return obj.error();
   }
   UniqueFd* fds[] = {&m.control_,    &m.faults_, &m.exact_, &m.prefix_, &m.dns_,    &m.stats_,      &m.reasons_,
                      &m.loss_state_, &m.rate_,   &m.dist_,  &m.meta_,   &m.attach_, &m.exact_bloom_,
-                     &m.budget_};
+                     &m.budget_, &m.rng_};
   for (size_t i = 0; i < names().size(); ++i) {
     int fd = bpf_obj_get(layout.map(names()[i]).c_str());
     if (fd < 0) return errno_error("cannot open pinned map " + layout.map(names()[i]));

@@ -34,6 +34,7 @@ class NetfaultMaps {
   [[nodiscard]] int meta() const { return meta_.get(); }
   [[nodiscard]] int attach() const { return attach_.get(); }
   [[nodiscard]] int budget() const { return budget_.get(); }
+  [[nodiscard]] int rng() const { return rng_.get(); }
 
   // Every pinned map name, for uninstall.
   static const std::vector<std::string>& names();
@@ -45,7 +46,7 @@ class NetfaultMaps {
   NetfaultMaps() = default;
   bool created_ = false;
   UniqueFd control_, faults_, exact_, prefix_, dns_, stats_, reasons_, loss_state_, rate_, dist_, meta_, attach_,
-      exact_bloom_, budget_;
+      exact_bloom_, budget_, rng_;
 };
 
 }  // namespace faultline

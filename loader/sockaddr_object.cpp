@@ -102,6 +102,7 @@ int SockaddrObject::deny_fd() const { return bpf_map__fd(skel_->maps.fl_sa_deny)
 int SockaddrObject::allow_fd() const { return bpf_map__fd(skel_->maps.fl_sa_allow); }
 int SockaddrObject::events_fd() const { return bpf_map__fd(skel_->maps.fl_sa_events); }
 int SockaddrObject::stats_fd() const { return bpf_map__fd(skel_->maps.fl_sa_stats); }
+int SockaddrObject::rng_fd() const { return bpf_map__fd(skel_->maps.fl_sa_rng); }
 int SockaddrObject::flows_fd() const { return bpf_map__fd(skel_->maps.fl_flows); }
 int SockaddrObject::redirect_fd() const { return bpf_map__fd(skel_->maps.fl_sa_redirect); }
 

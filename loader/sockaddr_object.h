@@ -48,6 +48,7 @@ class SockaddrObject {
   [[nodiscard]] int allow_fd() const;
   [[nodiscard]] int events_fd() const;
   [[nodiscard]] int stats_fd() const;
+  [[nodiscard]] int rng_fd() const;
   [[nodiscard]] int flows_fd() const;
   [[nodiscard]] int redirect_fd() const;
   // Hits of each allow/deny rule, summed over CPUs, by rule id.

@@ -26,11 +26,35 @@ static __always_inline int fl_chance(__u32 prob)
 	return prob == 0xFFFFFFFFU || bpf_get_prandom_u32() < prob;
 }
 
+/* 32 random bits: from a fault's seeded state (--seed) when it has one, else
+ * from the kernel's generator. xorshift64*, the same step as SeededRandom in
+ * base/seeded_random.h. The state is per CPU, so no other CPU races the
+ * read-modify-write; a program is not preempted by itself on one CPU. */
+static __always_inline __u32 fl_draw(struct fl_rng *r)
+{
+	__u64 x;
+
+	if (!r)
+		return bpf_get_prandom_u32();
+	x = r->state;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	r->state = x;
+	return (__u32)((x * 0x2545F4914F6CDD1DULL) >> 32);
+}
+
+/* fl_chance() with the fault's generator: "always" consumes no draw. */
+static __always_inline int fl_chance_rng(struct fl_rng *r, __u32 prob)
+{
+	return prob == 0xFFFFFFFFU || fl_draw(r) < prob;
+}
+
 /* Whether a syscall fault fails this matching call: inert before start_ns, then
- * the first `after` calls pass, then the draw, then the cap. Each atomic add
- * hands out a distinct ticket, so exactly `after` calls pass and at most `max`
- * fail however many CPUs call at once. */
-static __always_inline int fl_call_turn(struct fl_call_budget *b, __u32 prob)
+ * the first `after` calls pass, then the draw (from r, a seeded generator, when
+ * given), then the cap. Each atomic add hands out a distinct ticket, so exactly
+ * `after` calls pass and at most `max` fail however many CPUs call at once. */
+static __always_inline int fl_call_turn(struct fl_call_budget *b, __u32 prob, struct fl_rng *r)
 {
 	__u64 ticket;
 
@@ -38,7 +62,7 @@ static __always_inline int fl_call_turn(struct fl_call_budget *b, __u32 prob)
 		return 0;
 	if (b->after && __sync_fetch_and_add(&b->seen, 1) < b->after)
 		return 0;
-	if (!fl_chance(prob))
+	if (!fl_chance_rng(r, prob))
 		return 0;
 	if (!b->max)
 		return 1;

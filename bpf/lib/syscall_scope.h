@@ -57,7 +57,8 @@ static __always_inline int fl_sc_draw(struct fl_sc_policy *p, __u32 op)
 		return 0;
 	if (st)
 		st->seen[op]++;
-	if (!fl_call_turn(&p->budget, p->prob))
+	/* Unseeded: the LSM and override programs draw with bpf_get_prandom_u32. */
+	if (!fl_call_turn(&p->budget, p->prob, NULL))
 		return 0;
 	if (st)
 		st->injected[op]++;

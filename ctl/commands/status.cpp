@@ -68,6 +68,7 @@ int show_status(bool json) {
       f["counters"] = {{"matched", r.stats.matched}, {"dropped", r.stats.dropped}, {"corrupted", r.stats.corrupted},
                        {"duplicated", r.stats.duplicated}, {"delayed", r.stats.delayed}, {"bytes", r.stats.bytes}};
       if (r.budget.max) f["cap"] = cap_json(r.budget, now);
+      if (r.seed) f["seed"] = std::to_string(*r.seed);  // a string, as in the record
       if (r.budget.start_ns > now) f["starts_in_s"] = (r.budget.start_ns - now + 999'999'999ULL) / 1'000'000'000ULL;
       out["faults"].push_back(f);
     }
@@ -101,11 +102,14 @@ int show_status(bool json) {
     if (f.is_object()) {
       f.erase("kind");
       f.erase("duration");
+      f.erase("seed");  // on its own line, from the kernel's copy
+      f.erase("seed_source");
     }
     std::cout << std::setw(5) << r.slot << std::setw(11) << kind << std::setw(8) << left << std::setw(11) << r.stats.matched
               << std::setw(11) << r.stats.dropped << std::setw(11) << r.stats.corrupted + r.stats.duplicated + r.stats.delayed
               << (f.is_object() ? f.dump() : "") << "\n";
     if (r.budget.max) std::cout << std::setw(5) << "" << cap_text(r.budget, now) << "\n";
+    if (r.seed) std::cout << std::setw(5) << "" << "seed " << *r.seed << " (replay with --seed " << *r.seed << ")\n";
     if (r.budget.start_ns > now)
       std::cout << std::setw(5) << "" << "inert until its delayed start, in "
                 << (r.budget.start_ns - now + 999'999'999ULL) / 1'000'000'000ULL << "s\n";

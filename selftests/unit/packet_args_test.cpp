@@ -80,6 +80,53 @@ TEST(PacketArgs, BadCapsAndStartsNameTheirFlag) {
   }
 }
 
+TEST(PacketArgs, SeedGivenOrDrawnIsInThePlanAndTheSummary) {
+  auto r = args_of(parse_packet_args(split("loss --target 10.0.0.1 --percent 30 --seed 18446744073709551615 --duration 10s")));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->spec.seed, std::optional<uint64_t>(18446744073709551615ULL));
+  EXPECT_FALSE(r->spec.seed_drawn);
+  EXPECT_EQ(r->spec.to_json()["seed"], "18446744073709551615") << "a string: a double would round it";
+  EXPECT_EQ(r->spec.to_json()["seed_source"], "given");
+  EXPECT_NE(r->spec.summary().find(", seed 18446744073709551615"), std::string::npos) << r->spec.summary();
+  auto zero = args_of(parse_packet_args(split("corrupt --target 10.0.0.1 --percent 1 --seed 000 --duration 10s")));
+  ASSERT_TRUE(zero.ok()) << zero.error().message;
+  EXPECT_EQ(zero->spec.seed, std::optional<uint64_t>(0));
+  // Without --seed, every kind with a random decision draws one, and says so.
+  auto a = args_of(parse_packet_args(split("duplicate --target 10.0.0.1 --percent 5 --duration 10s")));
+  auto b = args_of(parse_packet_args(split("duplicate --target 10.0.0.1 --percent 5 --duration 10s")));
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(a->spec.seed.has_value());
+  EXPECT_TRUE(a->spec.seed_drawn);
+  EXPECT_EQ(a->spec.to_json()["seed_source"], "drawn");
+  EXPECT_NE(a->spec.seed, b->spec.seed) << "two draws of 64 bits";
+  // A kind that decides nothing at random has no seed to print.
+  auto p = args_of(parse_packet_args(split("partition --target 10.0.0.1 --duration 10s")));
+  ASSERT_TRUE(p.ok());
+  EXPECT_FALSE(p->spec.seed.has_value());
+  EXPECT_FALSE(p->spec.to_json().contains("seed"));
+}
+
+TEST(PacketArgs, BadSeedsNameTheFlag) {
+  for (const auto& [line, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"--seed forty-two", "--seed 'forty-two': expected a whole number from 0 to 18446744073709551615"},
+           {"--seed=-1", "--seed '-1': expected a whole number"},
+           {"--seed 4.2", "--seed '4.2': expected a whole number"},
+           {"--seed 0x2a", "--seed '0x2a': expected a whole number"},
+           {"--seed=", "--seed '': expected a whole number"},
+           {"--seed 18446744073709551616", "--seed 18446744073709551616: too large"},
+           {"--seed 99999999999999999999999", "--seed 99999999999999999999999: too large"},
+       }) {
+    auto r = args_of(parse_packet_args(split("loss --target 10.0.0.1 --percent 30 --duration 10s " + line)));
+    ASSERT_FALSE(r.ok()) << line;
+    EXPECT_NE(r.error().message.find(needle), std::string::npos) << line << " -> " << r.error().message;
+  }
+  for (const char* kind : {"partition --target 10.0.0.1", "flowdrop --target 10.0.0.1", "bandwidth --rate 1mbit --target 10.0.0.1"}) {
+    auto r = args_of(parse_packet_args(split(std::string(kind) + " --seed 42 --duration 10s")));
+    ASSERT_FALSE(r.ok()) << kind;
+    EXPECT_NE(r.error().message.find("--seed does not apply to a"), std::string::npos) << r.error().message;
+  }
+}
+
 TEST(PacketArgs, DnsDomainsAreNormalised) {
   auto r = args_of(parse_packet_args(split("dns --domains Example.COM.,api.test --duration 10s")));
   ASSERT_TRUE(r.ok()) << r.error().message;

@@ -75,6 +75,7 @@ enum fl_egress_drop {
 #define FL_F_MATCH_LOCAL (1U << 0)   /* check local_addr/local_mask */
 #define FL_F_MATCH_REMOTE (1U << 1)  /* check remote_addr/remote_mask (DNS faults) */
 #define FL_F_BUDGET (1U << 2)        /* fl_budget holds a cap and/or a delayed start */
+#define FL_F_SEEDED (1U << 3)        /* draws come from the fault's fl_rng state (--seed) */
 
 /* Addresses are 16 bytes; IPv4 is stored IPv4-mapped (::ffff:a.b.c.d). */
 struct fl_addr {
@@ -206,6 +207,18 @@ struct fl_call_budget {
 	__u64 reached_ns; /* CLOCK_BOOTTIME when injection number max was claimed; 0 = not yet */
 };
 
+/* A fault's seeded generator (--seed), one per CPU in the per-CPU map fl_rng,
+ * indexed by slot. Userspace writes every possible CPU's state before the fault
+ * is active (seeded_state(seed, cpu) in base/seeded_random.h); the programs
+ * step it (xorshift64*) per decision, so the same packets on the same CPU get
+ * the same decisions. A map of its own, like fl_budget, so fl_faults keeps its
+ * layout; read only for a fault with FL_F_SEEDED. `seed` is the same on every
+ * CPU, for status to print. */
+struct fl_rng {
+	__u64 state;
+	__u64 seed;
+};
+
 struct fl_fault_stats {
 	__u64 matched;
 	__u64 dropped;
@@ -276,6 +289,7 @@ static_assert(sizeof(struct fl_exact_bloom_block) == 64, "fl_exact_bloom_block")
 static_assert(sizeof(struct fl_fault) == 152, "fl_fault");
 static_assert(sizeof(struct fl_fault_stats) == 48, "fl_fault_stats");
 static_assert(sizeof(struct fl_budget) == 32, "fl_budget");
+static_assert(sizeof(struct fl_rng) == 16, "fl_rng");
 static_assert(sizeof(struct fl_call_budget) == 48, "fl_call_budget");
 static_assert(sizeof(struct fl_loss_state) == 8, "fl_loss_state");
 static_assert(sizeof(struct fl_meta) == 1016, "fl_meta");

@@ -19,6 +19,7 @@
 #define FL_SA_REDIRECT (1U << 4)      /* the redirect rules apply */
 #define FL_SA_HAS_DENY (1U << 5)      /* the deny trie holds rules (else its lookup is skipped) */
 #define FL_SA_HAS_ALLOW (1U << 6)     /* the allow trie holds rules */
+#define FL_SA_SEEDED (1U << 7)        /* the injection draw comes from fl_sa_rng (--seed) */
 
 /* Operations, for errno injection and events. */
 enum fl_sa_op {

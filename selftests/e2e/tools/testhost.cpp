@@ -38,15 +38,16 @@ constexpr const char* kUsage = R"(usage: fl-testhost [--netns NAME] COMMAND ...
 servers (print "ready ..." once listening; run until SIGTERM/SIGINT):
   http-server PORT                answer every GET with 200 and a short body
   udp-echo PORT                   send every datagram back
-  udp-sink PORT [--expect-payload] [--timeout S] [--idle S]
+  udp-sink PORT [--expect-payload] [--timeout S] [--idle S] [--list-missing N]
                                   count datagrams; with --expect-payload also
-                                  corrupted ones and duplicates; JSON summary at the end
+                                  corrupted ones and duplicates; JSON summary at the end;
+                                  --list-missing N: which of sequences 0..N-1 never came
   tcp-sink PORT                   accept connections, read and discard
   dns-server PORT [--quiet]       answer any A query with 198.18.0.99 (logs each query)
 
 clients (numeric addresses in 127/8, ::1, 198.18.0.0/15 or 2001:2::/48 only):
-  udp-send HOST PORT --count N [--rate R] [--size B] [--seq-start K]
-                                  numbered datagrams with a known pattern
+  udp-send HOST PORT --count N [--rate R] [--size B] [--seq-start K] [--cpu C]
+                                  numbered datagrams with a known pattern; --cpu pins the sender
   tcp-send HOST PORT --seconds S [--chunk B]
                                   write for S seconds; JSON summary
   tcp-connect HOST PORT [--timeout S | --timeout-ms MS]
@@ -471,7 +472,7 @@ int udp_echo(const Args& a) {
 }
 
 int udp_sink(const Args& a) {
-  a.only({"--expect-payload", "--timeout", "--idle"});
+  a.only({"--expect-payload", "--timeout", "--idle", "--list-missing"});
   uint16_t port = parse_port(a.pos(0, "PORT"));
   const bool expect = a.has("--expect-payload");
   const double timeout_s = a.num("--timeout", 0);
@@ -512,6 +513,17 @@ int udp_sink(const Args& a) {
     std::printf(",\"valid\":%llu,\"corrupted\":%llu,\"duplicates\":%llu,\"unique\":%zu",
                 static_cast<unsigned long long>(valid), static_cast<unsigned long long>(corrupted),
                 static_cast<unsigned long long>(duplicates), seen.size());
+    if (a.has("--list-missing")) {
+      const auto n = static_cast<uint64_t>(a.num("--list-missing", 0));
+      std::printf(",\"missing\":[");
+      bool first = true;
+      for (uint64_t q = 0; q < n; ++q) {
+        if (seen.contains(q)) continue;
+        std::printf("%s%llu", first ? "" : ",", static_cast<unsigned long long>(q));
+        first = false;
+      }
+      std::printf("]");
+    }
   }
   std::printf("}\n");
   std::fflush(stdout);
@@ -727,7 +739,7 @@ int tcp_send(const Args& a) {
 }
 
 int udp_send(const Args& a) {
-  a.only({"--count", "--rate", "--size", "--seq-start"});
+  a.only({"--count", "--rate", "--size", "--seq-start", "--cpu"});
   Endpoint e = destination(a.pos(0, "HOST"), parse_port(a.pos(1, "PORT")));
   if (!a.has("--count")) die("--count is required", kExitUsage);
   const auto count = static_cast<uint64_t>(a.num("--count", 0));
@@ -735,6 +747,14 @@ int udp_send(const Args& a) {
   const auto size = static_cast<size_t>(a.num("--size", 64));
   const auto first = static_cast<uint64_t>(a.num("--seq-start", 0));
   if (size < kHeader + 4 || size > 60000) die("--size must be within 16-60000", kExitUsage);
+  if (a.has("--cpu")) {
+    // Egress programs run on the sending CPU: one pinned sender keeps every
+    // datagram on one CPU's decision stream (what --seed replays).
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(static_cast<int>(a.num("--cpu", 0)), &one);
+    if (sched_setaffinity(0, sizeof(one), &one) != 0) die_errno("sched_setaffinity");
+  }
   Fd s(::socket(e.family(), SOCK_DGRAM | SOCK_CLOEXEC, 0));
   if (!s) die_errno("socket");
   const uint64_t gap = rate > 0 ? static_cast<uint64_t>(1e9 / rate) : 0;

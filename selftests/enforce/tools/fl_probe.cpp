@@ -20,8 +20,10 @@
 //     wait                          prints WAITING, then waits for a line on stdin
 //     hold                          prints HOLD, then waits for stdin to close
 //     sleep MS                      sleeps MS milliseconds (calls before and after a delayed start)
+//     trace                         from here on, each action also prints its answers in order
 //
-// Each action prints "RESULT <label> <ok or ERRNAME>:<count>..." (names sorted).
+// Each action prints "RESULT <label> <ok or ERRNAME>:<count>..." (names sorted);
+// after `trace`, also "TRACE <label> <ok or ERRNAME>,..." (one per call, in order).
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -64,18 +66,26 @@ std::string errname(int e) {
   return n ? n : "E" + std::to_string(e);
 }
 
+bool g_trace = false;  // the `trace` action: print each action's answers in order
+
 class Tally {
  public:
-  void ok() { counts_["ok"]++; }
-  void fail(int e) { counts_[errname(e)]++; }
+  void ok() { note("ok"); }
+  void fail(int e) { note(errname(e)); }
   void print(const std::string& label) const {
     std::string line = "RESULT " + label;
     for (const auto& [k, v] : counts_) line += " " + k + ":" + std::to_string(v);
     say(line);
+    if (g_trace) say("TRACE " + label + " " + trace_);
   }
 
  private:
+  void note(const std::string& what) {
+    counts_[what]++;
+    trace_ += (trace_.empty() ? "" : ",") + what;
+  }
   std::map<std::string, long> counts_;
+  std::string trace_;
 };
 
 struct Endpoint {
@@ -372,6 +382,8 @@ int main(int argc, char** argv) {
     } else if (act == "tcpsink") {
       need(1);
       do_tcpsink(a[i]);
+    } else if (act == "trace") {
+      g_trace = true;
     } else if (act == "wait") {
       say("WAITING");
       if (!stdin_line()) die("stdin closed while waiting");

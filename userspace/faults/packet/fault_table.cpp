@@ -13,6 +13,7 @@
 #include <set>
 
 #include "base/clock.h"
+#include "base/seeded_random.h"
 #include "loader/map_ops.h"
 
 namespace faultline {
@@ -169,6 +170,14 @@ Status FaultTable::add(uint32_t slot, const CompiledFault& f, const fl_meta& met
   // earlier counter never carries over.
   if (bpf_map_update_elem(maps_.budget(), &slot, &f.budget, BPF_ANY) != 0)
     return errno_error("cannot write the injection cap of fault slot " + std::to_string(slot));
+  // Every possible CPU's generator state, before the entry is active: the same
+  // seed gives each CPU the same stream in every run.
+  if (f.entry.flags & FL_F_SEEDED) {
+    std::vector<fl_rng> per_cpu(static_cast<size_t>(possible_cpus()));
+    for (size_t cpu = 0; cpu < per_cpu.size(); ++cpu) per_cpu[cpu] = {seeded_state(f.seed, cpu), f.seed};
+    if (bpf_map_update_elem(maps_.rng(), &slot, per_cpu.data(), BPF_ANY) != 0)
+      return errno_error("cannot write the seeded generator of fault slot " + std::to_string(slot));
+  }
 
   fl_fault inactive = f.entry;
   inactive.expires_ns = 0;
@@ -378,6 +387,14 @@ Result<fl_fault_stats> FaultTable::stats(uint32_t slot) const {
   });
 }
 
+std::optional<uint64_t> FaultTable::seed(uint32_t slot) const {
+  fl_fault f{};
+  if (bpf_map_lookup_elem(maps_.faults(), &slot, &f) != 0 || !(f.flags & FL_F_SEEDED)) return std::nullopt;
+  auto per_cpu = lookup_percpu<fl_rng>(maps_.rng(), slot);
+  if (!per_cpu || per_cpu->empty()) return std::nullopt;
+  return per_cpu->front().seed;
+}
+
 fl_budget FaultTable::budget(uint32_t slot) const {
   fl_budget b{};
   bpf_map_lookup_elem(maps_.budget(), &slot, &b);
@@ -419,6 +436,7 @@ std::vector<FaultRow> FaultTable::list() const {
       bpf_map_lookup_elem(maps_.faults(), &slot, &r.fault);
       if (auto s = stats(slot)) r.stats = *s;
       r.budget = budget(slot);
+      r.seed = seed(slot);
       rows.push_back(r);
     }
   });

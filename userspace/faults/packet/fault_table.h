@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -20,6 +21,7 @@ namespace faultline {
 struct CompiledFault {
   fl_fault entry{};  // expires_ns is set when it is activated
   fl_budget budget{};  // with FL_F_BUDGET in entry.flags; start_ns is set when it is activated
+  uint64_t seed = 0;   // with FL_F_SEEDED in entry.flags: every CPU's fl_rng state comes from it
   std::vector<Prefix> exact;     // /32 and /128 targets -> fl_exact
   std::vector<Prefix> prefixes;  // shorter targets (and /0 for "every address") -> fl_prefix
   std::vector<fl_dns_key> dns;   // reversed domain keys -> fl_dns
@@ -37,6 +39,7 @@ struct FaultRow {
   fl_fault fault{};
   fl_fault_stats stats{};
   fl_budget budget{};
+  std::optional<uint64_t> seed;  // as the kernel holds it (fl_rng), for a seeded fault
 };
 
 // The cap of a fault as people and JSON see it: {"max", "injected", "reached",
@@ -70,6 +73,8 @@ class FaultTable {
   [[nodiscard]] bool exists(uint32_t slot) const;
   [[nodiscard]] Result<fl_fault_stats> stats(uint32_t slot) const;
   [[nodiscard]] fl_budget budget(uint32_t slot) const;
+  // The seed a fault's generator started from; none for an unseeded fault.
+  [[nodiscard]] std::optional<uint64_t> seed(uint32_t slot) const;
   [[nodiscard]] std::vector<uint64_t> drop_reasons() const;
 
  private:

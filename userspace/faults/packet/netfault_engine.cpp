@@ -69,6 +69,10 @@ CompiledFault compile_fault(const FaultSpec& s, uint32_t netns_ino, uint32_t ifi
     f.flags |= FL_F_BUDGET;
     c.budget.max = s.max_injections;
   }
+  if (s.seed) {
+    f.flags |= FL_F_SEEDED;
+    c.seed = *s.seed;
+  }
   if (s.kind == FaultKind::Dns) {
     for (const auto& d : s.domains) c.dns.push_back(dns_key_for(d));
     if (!s.targets.empty()) {
@@ -133,6 +137,25 @@ Status check_budget_readers(const NetfaultAttachments& att, const NetfaultMaps& 
                                       plan.netns.display +
                                       " was attached by an older faultctl and cannot hold a fault back; end the "
                                       "faults running there first (faultctl abort --all)");
+  }
+  return {};
+}
+
+// A seeded fault's generator lives in fl_rng, which programs attached by an
+// older faultctl never read: they would draw from bpf_get_prandom_u32, and the
+// printed seed would replay nothing. Every fault with a random decision is
+// seeded (a drawn seed when none is given), so such a fault is refused there.
+Status check_rng_readers(const NetfaultAttachments& att, const NetfaultMaps& maps, const FaultPlan& plan) {
+  const uint32_t ifindex = plan.compiled.entry.ifindex;
+  for (const auto& rec : att.list()) {
+    if (rec.key.netns_ino != plan.netns.inode || !(rec.key.dir & plan.spec.dir_mask)) continue;
+    if (ifindex != 0 && rec.key.ifindex != ifindex) continue;
+    if (prog_uses_map(rec.val.prog_id, maps.rng())) continue;
+    return make_error(EOPNOTSUPP, "--seed " + std::to_string(plan.compiled.seed) + (plan.spec.seed_drawn ? " (drawn)" : "") +
+                                      ": the program on " + rec.val.ifname + " in netns " + plan.netns.display +
+                                      " was attached by an older faultctl and cannot draw from a seed, so this "
+                                      "fault could not be replayed; end the faults running there first (faultctl "
+                                      "abort --all)");
   }
   return {};
 }
@@ -315,6 +338,12 @@ Result<AppliedFault> NetfaultEngine::apply(const FaultPlan& plan, uint32_t owner
 
   if (plan.compiled.entry.flags & FL_F_BUDGET) {
     if (auto st = check_budget_readers(att, *maps, plan); !st) {
+      if (FaultTable(*maps).list().empty()) (void)teardown_locked(*maps);
+      return st.error();
+    }
+  }
+  if (plan.compiled.entry.flags & FL_F_SEEDED) {
+    if (auto st = check_rng_readers(att, *maps, plan); !st) {
       if (FaultTable(*maps).list().empty()) (void)teardown_locked(*maps);
       return st.error();
     }

@@ -68,6 +68,11 @@ const char* proto_name(uint8_t p) {
   }
 }
 
+bool kind_is_random(FaultKind k) {
+  return k == FaultKind::Loss || k == FaultKind::Corrupt || k == FaultKind::Duplicate || k == FaultKind::Dns ||
+         k == FaultKind::Latency;
+}
+
 Result<std::string> normalize_domain(const std::string& s) {
   std::string d = s;
   if (!d.empty() && d.back() == '.') d.pop_back();
@@ -105,6 +110,8 @@ Status validate(const FaultSpec& s) {
   if (s.start_after_ns >= s.duration_ns)
     return make_error(EINVAL, "--start-after " + format_duration(s.start_after_ns) + " is not shorter than --duration " +
                                   format_duration(s.duration_ns) + ": the fault would never start");
+  if (s.seed && !kind_is_random(s.kind))
+    return make_error(EINVAL, std::string("--seed: a ") + kind_name(s.kind) + " fault makes no random decision");
   if (s.domains.size() > FaultCaps::kMaxDomains) return make_error(ERANGE, "--domains lists more than 1024 names");
   if (s.ports.hi < s.ports.lo) return make_error(EINVAL, "--port: the range ends before it starts");
   if ((s.dir_mask & (FL_DIR_EGRESS | FL_DIR_INGRESS)) == 0) return make_error(EINVAL, "--direction selects nothing");
@@ -191,6 +198,12 @@ nlohmann::json FaultSpec::to_json() const {
   }
   if (max_injections) j["max_injections"] = max_injections;
   if (start_after_ns) j["start_after"] = format_duration(start_after_ns);
+  // A string: a 64-bit seed read as a JSON number by a double-based reader
+  // (jq, JavaScript) would come back as another seed.
+  if (seed) {
+    j["seed"] = std::to_string(*seed);
+    j["seed_source"] = seed_drawn ? "drawn" : "given";
+  }
   j["duration"] = format_duration(duration_ns);
   return j;
 }
@@ -209,6 +222,7 @@ std::string FaultSpec::summary() const {
   if (!netns.empty()) o << " in netns " << netns;
   if (max_injections) o << ", at most " << max_injections << (max_injections == 1 ? " packet" : " packets");
   if (start_after_ns) o << ", from " << format_duration(start_after_ns) << " in";
+  if (seed) o << ", seed " << *seed;
   return o.str();
 }
 

@@ -31,6 +31,8 @@ enum class FaultKind : uint8_t {
 [[nodiscard]] const std::vector<std::string>& kind_names();
 [[nodiscard]] const char* dist_name(uint32_t d);
 [[nodiscard]] const char* proto_name(uint8_t p);
+// Whether a kind makes random decisions (and so takes --seed).
+[[nodiscard]] bool kind_is_random(FaultKind k);
 
 // Server-style caps, the same wherever a fault comes from.
 struct FaultCaps {
@@ -69,6 +71,10 @@ struct FaultSpec {
   uint64_t rate_bps = 0;
   uint64_t max_injections = 0;  // 0 = no cap; else the fault stops injecting after this many
   uint64_t start_after_ns = 0;  // the fault is installed but inert for this long
+  // The seed of the fault's generator (--seed, or drawn when not given) for a
+  // kind with a random decision; none for partition, flowdrop and bandwidth.
+  std::optional<uint64_t> seed;
+  bool seed_drawn = false;  // drawn by faultctl rather than given
   bool force = false;
 
   [[nodiscard]] nlohmann::json to_json() const;

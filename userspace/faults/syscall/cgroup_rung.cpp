@@ -7,6 +7,7 @@
 
 #include "base/cgroup.h"
 #include "base/clock.h"
+#include "base/seeded_random.h"
 #include "base/units.h"
 #include "faultline/sockaddr_abi.h"
 #include "loader/sockaddr_object.h"
@@ -63,6 +64,13 @@ class CgroupRung final : public SyscallRung {
     pol.inject_errno = static_cast<uint32_t>(spec.err);
     pol.inject_budget = call_budget(spec, s.expires_ns - spec.duration_ns);
     uint32_t zero = 0;
+    if (spec.seed) {
+      // One stream (0) for the whole fault, in call order: see fl_sa_rng.
+      fl_rng rng{seeded_state(*spec.seed, 0), *spec.seed};
+      if (bpf_map_update_elem(obj_->rng_fd(), &zero, &rng, BPF_ANY) != 0)
+        return errno_error("cannot seed the socket hooks' generator");
+      pol.flags |= FL_SA_SEEDED;
+    }
     if (bpf_map_update_elem(obj_->policy_fd(), &zero, &pol, BPF_ANY) != 0)
       return errno_error("cannot arm the socket hooks' policy");
     FL_TRY(obj_->attach(cgroup_fd.get()));

@@ -65,6 +65,7 @@ std::string SyscallFaultSpec::describe() const {
   if (after) d += ", after the first " + std::to_string(after) + (after == 1 ? " call" : " calls");
   if (max_injections) d += ", at most " + std::to_string(max_injections) + (max_injections == 1 ? " call" : " calls");
   for (size_t i = 0; i < paths.size(); ++i) d += (i ? " or " : ", under ") + paths[i];
+  if (seed) d += ", seed " + std::to_string(*seed);
   return d;
 }
 
@@ -75,6 +76,8 @@ nlohmann::json SyscallFaultSpec::brakes_json() const {
   if (start_after_ns) j["start_after"] = format_duration(start_after_ns);
   return j;
 }
+
+bool seeds_honoured(SyscallMechanism m) { return m != SyscallMechanism::BpfLsm; }
 
 LsmCoverage lsm_coverage(const std::vector<std::string>& syscalls) {
   LsmCoverage c;
@@ -123,6 +126,16 @@ Result<SyscallPlan> plan_syscall_fault(const SyscallFaultSpec& spec) {
                                                                     "reading each call's path (--path; BPF LSM passed "
                                                                     "over: ") + kLsmNoPath + ")"};
   }
+  // A given --seed with a real draw (below 100%) needs a rung that can follow
+  // it: the kernel rungs are passed over, and refused when forced.
+  const bool needs_seed = spec.seed && !spec.seed_drawn && spec.percent < 100;
+  const std::string no_seed = "--seed: the %s rung draws in the kernel with bpf_get_prandom_u32 and cannot follow a "
+                              "seed; the cgroup rung (socket syscalls) and seccomp (a wrapped command, --via "
+                              "seccomp) can replay --percent";
+  auto seed_refusal = [&](const char* rung) {
+    std::string m = no_seed;
+    return input_error(EINVAL, m.replace(m.find("%s"), 2, rung));
+  };
   if (spec.via == "cgroup") {
     if (!all_socket) return input_error(EINVAL, "--via cgroup serves only connect, socket, sendmsg, sendto and bind");
     if (!f.set_retval.available || !f.cgroup_v2.available) return make_error(ENOTSUP, "--via cgroup: " + cgroup_why);
@@ -132,6 +145,7 @@ Result<SyscallPlan> plan_syscall_fault(const SyscallFaultSpec& spec) {
     if (!f.bpf_lsm.available) return make_error(ENOTSUP, "--via lsm: " + f.bpf_lsm.detail);
     if (!lsm.missing.empty()) return make_error(ENOTSUP, "--via lsm: BPF LSM has no hook for " + lsm.missing);
     if (!lsm_serves) return make_error(ENOTSUP, "--via lsm: a command needs a cgroup v2: " + f.cgroup_v2.detail);
+    if (needs_seed) return seed_refusal("lsm");
     return SyscallPlan{SyscallMechanism::BpfLsm, lsm_why};
   }
   if (spec.via == "seccomp") {
@@ -139,8 +153,15 @@ Result<SyscallPlan> plan_syscall_fault(const SyscallFaultSpec& spec) {
     if (!f.seccomp_notify.available) return make_error(ENOTSUP, "--via seccomp: " + f.seccomp_notify.detail);
     return SyscallPlan{SyscallMechanism::SeccompNotify, "seccomp user notification for the wrapped command (forced)"};
   }
-  if (all_socket && f.set_retval.available && f.cgroup_v2.available)
-    return SyscallPlan{SyscallMechanism::CgroupSockAddr, cgroup_why};
+  const bool cgroup_serves = all_socket && f.set_retval.available && f.cgroup_v2.available;
+  if (needs_seed && !cgroup_serves && lsm_serves) {
+    if (spec.command.empty()) return seed_refusal("lsm");
+    if (!f.seccomp_notify.available) return make_error(ENOTSUP, "--seed: seccomp user notification: " + f.seccomp_notify.detail);
+    return SyscallPlan{SyscallMechanism::SeccompNotify,
+                       "seccomp user notification for the wrapped command (--seed: the lsm rung that would serve "
+                       "draws without a seed)"};
+  }
+  if (cgroup_serves) return SyscallPlan{SyscallMechanism::CgroupSockAddr, cgroup_why};
   if (lsm_serves) return SyscallPlan{SyscallMechanism::BpfLsm, lsm_why};
   // The kprobe rung is built but not wired: no kernel we test on can run it.
   std::string ladder = "BPF LSM: " +

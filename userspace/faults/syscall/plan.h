@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,11 @@ struct SyscallFaultSpec {
   uint64_t start_after_ns = 0;        // every call passes until this long after arming
   std::vector<std::string> paths;     // --path: normalized absolute prefixes; only calls naming a path
                                       // under one are candidates (seccomp only: path_args.h)
+  // The seed of the --percent draw (--seed, or drawn when not given). The
+  // seccomp and cgroup rungs draw from it; the LSM programs draw with
+  // bpf_get_prandom_u32, so a run there keeps no seed (see seeds_honoured()).
+  std::optional<uint64_t> seed;
+  bool seed_drawn = false;
 
   // "EIO on openat,read at 30% for 10s": what the fault does, for people.
   [[nodiscard]] std::string describe() const;
@@ -47,6 +53,11 @@ struct SyscallPlan {
   SyscallMechanism mechanism;
   std::string why;  // the ladder as decided, for --dry-run and logs
 };
+
+// Whether a mechanism's --percent draw follows a seed: seccomp's (in userspace)
+// and the cgroup hooks' (fl_sa_rng) do; the LSM programs draw with
+// bpf_get_prandom_u32.
+[[nodiscard]] bool seeds_honoured(SyscallMechanism m);
 
 // Which mechanism serves the request here, or why none can (bad input: the
 // request cannot be served on this kernel).

@@ -15,7 +15,14 @@ namespace faultline {
 Result<std::unique_ptr<SyscallRun>> SyscallRun::plan(const SyscallFaultSpec& spec, std::ostream& warn) {
   auto p = plan_syscall_fault(spec);
   if (!p) return p.error();
-  return std::unique_ptr<SyscallRun>(new SyscallRun(spec, *p, warn));
+  SyscallFaultSpec s = spec;
+  // A drawn seed is kept only where the draw follows it: a kernel rung's run
+  // keeps none rather than one that would replay nothing.
+  if (s.seed && s.seed_drawn && !seeds_honoured(p->mechanism)) {
+    s.seed.reset();
+    if (s.percent < 100) p->why += "; unseeded: this rung draws with bpf_get_prandom_u32, so --percent cannot be replayed";
+  }
+  return std::unique_ptr<SyscallRun>(new SyscallRun(s, *p, warn));
 }
 
 nlohmann::json SyscallRun::plan() const {
@@ -31,6 +38,15 @@ nlohmann::json SyscallRun::plan() const {
   if (!spec_.cgroup.empty()) j["cgroup"] = spec_.cgroup;
   if (!spec_.paths.empty()) j["paths"] = spec_.paths;
   j.update(spec_.brakes_json());
+  j.update(seed_json());
+  return j;
+}
+
+nlohmann::json SyscallRun::seed_json() const {
+  nlohmann::json j = nlohmann::json::object();
+  if (!spec_.seed) return j;
+  j["seed"] = std::to_string(*spec_.seed);  // a string, as for packet faults
+  j["seed_source"] = spec_.seed_drawn ? "drawn" : "given";
   return j;
 }
 
@@ -75,6 +91,7 @@ Result<FaultStart> SyscallRun::apply() {
   f.event = started->event;
   f.event["mechanism"] = mechanism_name(plan_.mechanism);
   f.event["scope"] = started->scope;
+  f.event.update(seed_json());
   f.text = "syscall fault " + f.id + ": " + spec_.describe() + ", " + started->scope + " (" + started->how + ")";
   return f;
 }

@@ -22,6 +22,8 @@ class SyscallRun final : public RunnableFault {
 
   [[nodiscard]] std::string summary() const override { return spec_.describe(); }
   [[nodiscard]] nlohmann::json plan() const override;
+  // {"seed", "seed_source"} when the run is seeded; empty otherwise.
+  [[nodiscard]] nlohmann::json seed_json() const;
   [[nodiscard]] std::string dry_run_text() const override;
   [[nodiscard]] uint32_t netns_inode() const override;
   [[nodiscard]] Result<FaultStart> apply() override;

@@ -14,11 +14,12 @@
 #include <cstring>
 #include <map>
 #include <optional>
-#include <random>
 #include <set>
 #include <thread>
 
 #include "base/clock.h"
+#include "base/seeded_random.h"
+#include "base/units.h"
 #include "base/unique_fd.h"
 #include "userspace/faults/syscall/path_args.h"
 #include "userspace/faults/syscall/rung.h"
@@ -193,8 +194,10 @@ class SeccompRung final : public SyscallRung {
     seccomp_notif* req = nullptr;
     seccomp_notif_resp* resp = nullptr;
     if (seccomp_notify_alloc(&req, &resp) != 0) return;
-    std::mt19937_64 rng{std::random_device{}()};
-    std::uniform_real_distribution<double> uni(0, 100);
+    // One thread draws for every call, in the order the calls arrive: with the
+    // same seed, the same sequence of matching calls gets the same answers.
+    SeededRandom rng(spec_.seed.value_or(draw_seed()));
+    const uint32_t prob = percent_to_prob(spec_.percent);
     const int open_nr = seccomp_syscall_resolve_name("open");
     const int openat_nr = seccomp_syscall_resolve_name("openat");
     const int openat2_nr = seccomp_syscall_resolve_name("openat2");
@@ -252,7 +255,7 @@ class SeccompRung final : public SyscallRung {
       // The brakes, in the kernel rungs' order: --after, the draw, the cap.
       // One thread answers every call, so plain counters are exact.
       if (inject && seen_++ < spec_.after) inject = false;
-      if (inject) inject = uni(rng) < spec_.percent;
+      if (inject) inject = rng.chance(prob);
       if (inject && spec_.max_injections) {
         if (claimed_++ >= spec_.max_injections) {
           inject = false;
