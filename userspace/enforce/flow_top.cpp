@@ -26,7 +26,7 @@ namespace faultline {
 namespace {
 
 std::atomic<bool> g_stop{false};
-void on_signal(int) { g_stop.store(true); }
+void stop_on_signal(int) { g_stop.store(true); }
 
 struct Row {
   std::string dest;
@@ -97,7 +97,7 @@ int run_flow_top(const FlowTopOptions& o, std::ostream& out, std::ostream& err) 
     return 1;
   }
   struct sigaction sa {}, old_int {}, old_term {};
-  sa.sa_handler = on_signal;
+  sa.sa_handler = stop_on_signal;
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
   g_stop.store(false);

@@ -37,7 +37,7 @@ namespace faultline {
 namespace {
 
 std::atomic<int> g_forward{0};
-void on_signal(int sig) { g_forward.store(sig); }
+void forward_signal(int sig) { g_forward.store(sig); }
 
 const char* op_name(uint8_t op) {
   switch (op) {
@@ -267,7 +267,7 @@ int Guard::run() {
   // handler would kill the guard alone, leaving the command running unguarded
   // and its cgroup behind.
   struct sigaction sa {}, old_int {}, old_term {};
-  sa.sa_handler = on_signal;
+  sa.sa_handler = forward_signal;
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
   if (auto st = held->release(); !st) {
