@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "enforce_env.h"
+#include "guardrail_env.h"
 
 namespace flenf {
 namespace {
@@ -31,14 +32,8 @@ BrakedRun run_braked(const std::vector<std::string>& flags, const std::vector<st
   BrakedRun r;
   r.results = results(o.out);
   r.log = o.describe();
-  std::istringstream lines(o.out);
-  for (std::string l; std::getline(lines, l);) {
-    if (l.empty() || l.front() != '{') continue;
-    auto j = nlohmann::json::parse(l, nullptr, false);
-    if (j.is_discarded()) continue;
-    if (j.value("event", "") == "started") r.started = j;
-    if (j.value("event", "") == "ended") r.ended = j;
-  }
+  r.started = json_event(o.out, "started").value_or(nlohmann::json::object());
+  r.ended = json_event(o.out, "ended").value_or(nlohmann::json::object());
   return r;
 }
 

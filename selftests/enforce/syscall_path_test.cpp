@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "enforce_env.h"
+#include "guardrail_env.h"
 
 namespace flenf {
 namespace {
@@ -76,14 +77,8 @@ class SyscallPathTest : public EnforceTest {
     r.results = results(o.out);
     r.reached_code = o.out.find("STARTED\n") != std::string::npos;
     r.log = o.describe();
-    std::istringstream lines(o.out);
-    for (std::string l; std::getline(lines, l);) {
-      if (l.empty() || l.front() != '{') continue;
-      auto j = nlohmann::json::parse(l, nullptr, false);
-      if (j.is_discarded()) continue;
-      if (j.value("event", "") == "started") r.started = j;
-      if (j.value("event", "") == "ended") r.ended = j;
-    }
+    r.started = json_event(o.out, "started").value_or(nlohmann::json::object());
+    r.ended = json_event(o.out, "ended").value_or(nlohmann::json::object());
     EXPECT_EQ(r.started.value("mechanism", ""), "seccomp") << r.log;
     return r;
   }
