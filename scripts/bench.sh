@@ -79,6 +79,9 @@ for ns in "$NS_A" "$NS_B"; do
   ip -n "$ns" link set lo up
   ip -n "$ns" link set veth0 up
 done
+# Faults on the never-matching targets (NON_PEER and its neighbours) attach where
+# their route leads, as every packet fault does: route 198.19/16 over the veth.
+ip -n "$NS_A" route add 198.19.0.0/16 via "$ADDR_B" dev veth0
 ip netns exec "$NS_A" ping -c 1 -W 2 -q "$ADDR_B" >/dev/null || { echo "bench: veth pair does not pass traffic" >&2; exit 1; }
 
 FAILED=0
