@@ -207,27 +207,20 @@ static __always_inline int started(const struct fl_fault *f, __u32 slot, __u64 n
 }
 
 /* Whether the fault may inject once more, called once the fault has decided to
- * act. Increment first, compare after: each CPU gets a distinct ticket from the
- * atomic add, so tickets 0..max-1 inject and every later one passes; at most
- * max injections happen however many CPUs race. A ticket whose action then
- * fails (a corrupt on a packet with no payload, a duplicate the clone refuses)
- * is spent all the same: the cap may be reached with fewer faults done. */
+ * act (fl_take_ticket: at most max however many CPUs race). A ticket whose
+ * action then fails (a corrupt on a packet with no payload, a duplicate the
+ * clone refuses) is spent all the same: the cap may be reached with fewer
+ * faults done. */
 static __always_inline int claim(const struct fl_fault *f, __u32 slot)
 {
 	struct fl_budget *b;
-	__u64 ticket;
 
 	if (!(f->flags & FL_F_BUDGET))
 		return 1;
 	b = bpf_map_lookup_elem(&fl_budget, &slot);
-	if (!b || !b->max)
+	if (!b)
 		return 1;
-	ticket = __sync_fetch_and_add(&b->claimed, 1);
-	if (ticket >= b->max)
-		return 0;
-	if (ticket + 1 == b->max)
-		b->reached_ns = bpf_ktime_get_boot_ns();
-	return 1;
+	return fl_take_ticket(&b->claimed, b->max, &b->reached_ns);
 }
 
 static __always_inline struct fl_fault *pick(const struct fl_bucket *b, const struct fl_pkt *p,

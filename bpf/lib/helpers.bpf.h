@@ -50,28 +50,39 @@ static __always_inline int fl_chance_rng(struct fl_rng *r, __u32 prob)
 	return prob == 0xFFFFFFFFU || fl_draw(r) < prob;
 }
 
+/* One injection more under a cap of max (0 = no cap), counted in *claimed.
+ * Increment first, compare after: each CPU gets a distinct ticket from the
+ * atomic add, so tickets 0..max-1 inject and every later one passes; at most
+ * max injections happen however many CPUs race. The last ticket stamps
+ * *reached_ns. Shared by the packet faults' fl_budget and the syscall faults'
+ * fl_call_budget. */
+static __always_inline int fl_take_ticket(__u64 *claimed, __u64 max, __u64 *reached_ns)
+{
+	__u64 ticket;
+
+	if (!max)
+		return 1;
+	ticket = __sync_fetch_and_add(claimed, 1);
+	if (ticket >= max)
+		return 0;
+	if (ticket + 1 == max)
+		*reached_ns = bpf_ktime_get_boot_ns();
+	return 1;
+}
+
 /* Whether a syscall fault fails this matching call: inert before start_ns, then
  * the first `after` calls pass, then the draw (from r, a seeded generator, when
  * given), then the cap. Each atomic add hands out a distinct ticket, so exactly
  * `after` calls pass and at most `max` fail however many CPUs call at once. */
 static __always_inline int fl_call_turn(struct fl_call_budget *b, __u32 prob, struct fl_rng *r)
 {
-	__u64 ticket;
-
 	if (b->start_ns && bpf_ktime_get_boot_ns() < b->start_ns)
 		return 0;
 	if (b->after && __sync_fetch_and_add(&b->seen, 1) < b->after)
 		return 0;
 	if (!fl_chance_rng(r, prob))
 		return 0;
-	if (!b->max)
-		return 1;
-	ticket = __sync_fetch_and_add(&b->claimed, 1);
-	if (ticket >= b->max)
-		return 0;
-	if (ticket + 1 == b->max)
-		b->reached_ns = bpf_ktime_get_boot_ns();
-	return 1;
+	return fl_take_ticket(&b->claimed, b->max, &b->reached_ns);
 }
 
 /* For a caller that has already missed key: creates its entry from init and
