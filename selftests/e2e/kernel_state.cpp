@@ -12,6 +12,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <thread>
 
@@ -177,6 +178,27 @@ uint64_t snmp_counter(const std::string& netns, const std::string& table, const 
     }
   }
   return 0;
+}
+
+std::vector<std::string> tcp_connection_states(const std::string& netns) {
+  // The kernel's numbering of TCP states (include/net/tcp_states.h), 0x01..0x0C.
+  static constexpr const char* kStates[] = {"?",          "ESTABLISHED", "SYN_SENT", "SYN_RECV", "FIN_WAIT1",
+                                            "FIN_WAIT2",  "TIME_WAIT",   "CLOSE",    "CLOSE_WAIT", "LAST_ACK",
+                                            "LISTEN",     "CLOSING",     "NEW_SYN_RECV"};
+  auto r = run_command({"ip", "netns", "exec", netns, "cat", "/proc/net/tcp"}, {}, 10s);
+  std::vector<std::string> states;
+  std::istringstream in(r.out);
+  std::string line;
+  std::getline(in, line);  // the header
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string slot, local, remote, state;
+    if (!(f >> slot >> local >> remote >> state)) continue;
+    const unsigned long st = std::stoul(state, nullptr, 16);
+    if (st == 0x0A) continue;
+    states.push_back(st < std::size(kStates) ? kStates[st] : state);
+  }
+  return states;
 }
 
 std::vector<std::string> files_under(const std::string& root) {

@@ -42,6 +42,10 @@ struct NetfaultProg {
 // One counter of /proc/net/snmp as the namespace sees it, e.g. ("Udp", "InCsumErrors").
 [[nodiscard]] uint64_t snmp_counter(const std::string& netns, const std::string& table, const std::string& field);
 
+// The namespace's IPv4 TCP sockets that are not listening (/proc/net/tcp):
+// connections, including those closing or in TIME_WAIT.
+[[nodiscard]] std::vector<std::string> tcp_connection_states(const std::string& netns);
+
 // Every file and folder under root (empty when root does not exist).
 [[nodiscard]] std::vector<std::string> files_under(const std::string& root);
 

@@ -48,8 +48,10 @@ servers (print "ready ..." once listening; run until SIGTERM/SIGINT):
 clients (numeric addresses in 127/8, ::1, 198.18.0.0/15 or 2001:2::/48 only):
   udp-send HOST PORT --count N [--rate R] [--size B] [--seq-start K] [--cpu C]
                                   numbered datagrams with a known pattern; --cpu pins the sender
-  tcp-send HOST PORT --seconds S [--chunk B]
-                                  write for S seconds; JSON summary
+  tcp-send HOST PORT (--seconds S | --bytes N) [--chunk B] [--timeout S]
+                                  write for S seconds, or exactly N bytes, then
+                                  half-close and wait (at most --timeout, 30 s)
+                                  for the peer to close; JSON summary
   tcp-connect HOST PORT [--timeout S | --timeout-ms MS]
                                   exit 0 connected, 3 timeout, 1 refused/error
   http-get HOST PORT [--count N] [--interval-ms MS] [--timeout-ms MS] [--path P]
@@ -710,9 +712,12 @@ int tcp_connect(const Args& a) {
 }
 
 int tcp_send(const Args& a) {
-  a.only({"--seconds", "--chunk"});
+  a.only({"--seconds", "--bytes", "--chunk", "--timeout"});
   Endpoint e = destination(a.pos(0, "HOST"), parse_port(a.pos(1, "PORT")));
-  const double seconds = a.num("--seconds", 2);
+  if (a.has("--seconds") == a.has("--bytes")) die("give one of --seconds and --bytes", kExitUsage);
+  const double seconds = a.num("--seconds", 0);
+  const auto total = static_cast<uint64_t>(a.num("--bytes", 0));
+  const double timeout_s = a.num("--timeout", 30);
   const size_t chunk = static_cast<size_t>(std::max(1.0, a.num("--chunk", 1024)));
   Fd s(::socket(e.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!s) die_errno("socket");
@@ -722,17 +727,33 @@ int tcp_send(const Args& a) {
   setsockopt(s.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   std::string data(chunk, 'x');
   const uint64_t start = mono_ns();
-  const uint64_t end = start + static_cast<uint64_t>(seconds * 1e9);
+  const uint64_t end = start + static_cast<uint64_t>((a.has("--bytes") ? timeout_s : seconds) * 1e9);
   uint64_t bytes = 0;
-  while (!g_stop.load() && mono_ns() < end) {
+  while (!g_stop.load() && mono_ns() < end && (total == 0 || bytes < total)) {
     pollfd p{s.get(), POLLOUT, 0};
     if (::poll(&p, 1, 50) != 1) continue;
-    ssize_t n = ::send(s.get(), data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    const size_t want = total == 0 ? data.size() : static_cast<size_t>(std::min<uint64_t>(data.size(), total - bytes));
+    ssize_t n = ::send(s.get(), data.data(), want, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0 && errno != EAGAIN) die_errno("send");
     if (n > 0) bytes += static_cast<uint64_t>(n);
     // Small, paced writes: many segments, so loss is measured per packet, not per GSO burst.
     timespec pause{0, 200'000};
     nanosleep(&pause, nullptr);
+  }
+  if (total != 0) {
+    if (bytes < total) die("sent " + std::to_string(bytes) + " of " + std::to_string(total) + " bytes in time", kExitTimeout);
+    // Half-close and wait for the peer's close: every byte, and our FIN, was
+    // delivered and acknowledged by then.
+    if (::shutdown(s.get(), SHUT_WR) != 0) die_errno("shutdown");
+    char buf[4096];
+    for (;;) {
+      const uint64_t now = mono_ns();
+      if (g_stop.load() || now >= end) die("the peer did not close in time", kExitTimeout);
+      if (!wait_readable(s.get(), static_cast<int>(std::min<uint64_t>(200, (end - now) / 1'000'000 + 1)))) continue;
+      ssize_t n = ::recv(s.get(), buf, sizeof(buf), 0);
+      if (n == 0) break;
+      if (n < 0 && errno != EINTR) die_errno("recv");
+    }
   }
   std::printf("{\"bytes\":%llu,\"seconds\":%.3f}\n", static_cast<unsigned long long>(bytes), ms_since(start) / 1e3);
   return kExitOk;
