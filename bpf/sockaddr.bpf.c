@@ -80,6 +80,17 @@ struct {
 	__type(value, struct fl_sa_orig);
 } fl_sa_orig SEC(".maps");
 
+/* Redirected TCP connections by (client, target), for the proxy that accepts
+ * them: the one way for it to learn where the client asked to go. Filled at
+ * connect time by fl_sockops, taken (deleted) by the proxy; LRU, so connections
+ * no proxy accepted age out. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, FL_SA_MAX_REDIR_CONNS);
+	__type(key, struct fl_sa_conn_key);
+	__type(value, struct fl_sa_orig);
+} fl_sa_conns SEC(".maps");
+
 /* An unconnected UDP socket may send to several redirected destinations, so the
  * source a reply comes from is mapped back per (socket, target), not per socket. */
 struct {
@@ -498,6 +509,43 @@ static __always_inline int restore_source(struct bpf_sock_addr *ctx, int v6)
 	r = bpf_map_lookup_elem(&fl_sa_replies, &k);
 	if (r)
 		sa_set(ctx, &r->orig, r->orig_port, v6);
+	return 1;
+}
+
+/* A redirected TCP connect has picked its source address and port: file the
+ * connection under (client, target), where the proxy will look it up when it
+ * accepts. TCP_CONNECT_CB runs before the SYN leaves, so the entry is there
+ * before the proxy can see the connection. */
+SEC("sockops")
+int fl_sockops(struct bpf_sock_ops *ctx)
+{
+	struct fl_sa_conn_key k;
+	struct fl_sa_orig *o;
+	struct bpf_sock *sk;
+
+	if (ctx->op != BPF_SOCK_OPS_TCP_CONNECT_CB)
+		return 1;
+	sk = ctx->sk;
+	if (!sk)
+		return 1;
+	o = bpf_sk_storage_get(&fl_sa_orig, sk, 0, 0);
+	if (!o)
+		return 1;
+	__builtin_memset(&k, 0, sizeof(k));
+	if (ctx->family == AF_INET) {
+		fl_addr_from_v4(&k.client, ctx->local_ip4);
+	} else {
+		__u32 *w = (__u32 *)k.client.b;
+
+		w[0] = ctx->local_ip6[0];
+		w[1] = ctx->local_ip6[1];
+		w[2] = ctx->local_ip6[2];
+		w[3] = ctx->local_ip6[3];
+	}
+	k.client_port = bpf_htons((__u16)ctx->local_port);
+	k.target = o->target;
+	k.target_port = o->target_port;
+	bpf_map_update_elem(&fl_sa_conns, &k, o, BPF_ANY);
 	return 1;
 }
 

@@ -40,6 +40,7 @@ nlohmann::json session_status_json() {
                         {"owner_pid", s.owner.pid},
                         {"counters", session_counters(s)}};
     if (s.kind == "guard") j["orphaned"] = s.orphaned;
+    if (!s.pin_dir.empty()) j["pin_dir"] = s.pin_dir;  // a guard's pinned links (and redirected_conns)
     if (s.expires_ns != 0) {
       j["active"] = s.expires_ns > now;
       j["left_s"] = s.expires_ns > now ? (s.expires_ns - now) / 1'000'000'000ULL : 0;

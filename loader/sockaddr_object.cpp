@@ -3,10 +3,12 @@
 
 #include <bpf/bpf.h>
 #include <linux/magic.h>
+#include <netinet/in.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "loader/features.h"
 #include "loader/map_ops.h"
@@ -26,6 +28,42 @@ Result<fl_sa_stats> sum_sa_stats(int stats_fd) {
   });
   if (!sum) return make_error(sum.error().err, "cannot read the socket policy counters");
   return sum;
+}
+
+namespace {
+
+// An address as the programs key it: IPv4 mapped into ::ffff:0:0/96.
+bool key_addr(const sockaddr* sa, fl_addr* a, uint16_t* port_be) {
+  if (sa->sa_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(sa);
+    std::memset(a, 0, sizeof(*a));
+    a->b[10] = 0xff;
+    a->b[11] = 0xff;
+    std::memcpy(&a->b[12], &in->sin_addr, 4);
+    *port_be = in->sin_port;
+    return true;
+  }
+  if (sa->sa_family == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(sa);
+    std::memcpy(a->b, &in6->sin6_addr, 16);
+    *port_be = in6->sin6_port;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Result<std::optional<RedirectedConn>> take_redirected_conn(int conns_fd, const sockaddr* peer, const sockaddr* local) {
+  fl_sa_conn_key k{};
+  if (!key_addr(peer, &k.client, &k.client_port) || !key_addr(local, &k.target, &k.target_port))
+    return make_error(EAFNOSUPPORT, "a redirected connection is IPv4 or IPv6");
+  fl_sa_orig o{};
+  if (bpf_map_lookup_and_delete_elem(conns_fd, &k, &o) != 0) {
+    if (errno == ENOENT) return std::optional<RedirectedConn>{};
+    return errno_error("cannot read the redirected connections");
+  }
+  return std::optional<RedirectedConn>{RedirectedConn{o.orig, ntohs(o.orig_port)}};
 }
 
 SockaddrObject::SockaddrObject(BpfSkeleton<fl_sockaddr> skel) : skel_(std::move(skel)) {}
@@ -58,7 +96,7 @@ Status SockaddrObject::attach(int cgroup_fd, bool redirect) {
                                      skel_->progs.fl_skb_ingress};
   if (redirect) {
     progs.insert(progs.end(), {skel_->progs.fl_getpeername4, skel_->progs.fl_getpeername6, skel_->progs.fl_recvmsg4,
-                               skel_->progs.fl_recvmsg6});
+                               skel_->progs.fl_recvmsg6, skel_->progs.fl_sockops});
   }
   for (bpf_program* p : progs) {
     bpf_link* l = bpf_program__attach_cgroup(p, cgroup_fd);
@@ -87,12 +125,23 @@ Status SockaddrObject::pin_links(const std::string& dir) {
       return e;
     }
   }
+  if (std::find(link_names_.begin(), link_names_.end(), "fl_sockops") != link_names_.end()) {
+    const std::string path = dir + "/" + kRedirectedConnsPin;
+    if (int err = bpf_map__pin(skel_->maps.fl_sa_conns, path.c_str()); err != 0) {
+      Error e = make_error(-err, "cannot pin " + path);
+      unpin_links();
+      return e;
+    }
+    conns_pinned_ = true;
+  }
   return {};
 }
 
 void SockaddrObject::unpin_links() {
   if (pin_dir_.empty()) return;
   for (const auto& l : links_) (void)bpf_link__unpin(l.get());
+  if (conns_pinned_) (void)bpf_map__unpin(skel_->maps.fl_sa_conns, nullptr);
+  conns_pinned_ = false;
   ::rmdir(pin_dir_.c_str());
   pin_dir_.clear();
 }
@@ -105,6 +154,7 @@ int SockaddrObject::stats_fd() const { return bpf_map__fd(skel_->maps.fl_sa_stat
 int SockaddrObject::rng_fd() const { return bpf_map__fd(skel_->maps.fl_sa_rng); }
 int SockaddrObject::flows_fd() const { return bpf_map__fd(skel_->maps.fl_flows); }
 int SockaddrObject::redirect_fd() const { return bpf_map__fd(skel_->maps.fl_sa_redirect); }
+int SockaddrObject::redirected_conns_fd() const { return bpf_map__fd(skel_->maps.fl_sa_conns); }
 
 Result<std::vector<uint64_t>> SockaddrObject::rule_hits() const {
   const int fd = bpf_map__fd(skel_->maps.fl_sa_rule_hits);

@@ -2,7 +2,10 @@
 // so its programs detach when the owning process exits.
 #pragma once
 
+#include <sys/socket.h>
+
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +21,23 @@ namespace faultline {
 // The counters of a sockaddr instance (its fl_sa_stats map, by fd), summed over CPUs.
 [[nodiscard]] Result<fl_sa_stats> sum_sa_stats(int stats_fd);
 
+// Where the client of a redirected TCP connection asked to go.
+struct RedirectedConn {
+  fl_addr orig{};          // IPv4 mapped, as fl_addr always is
+  uint16_t orig_port = 0;  // host order
+};
+
+// The file name of a scope's connection map among its pinned links.
+inline constexpr const char* kRedirectedConnsPin = "redirected_conns";
+
+// Looks up, and takes (deletes), the connection a proxy has accepted in a
+// scope's connection map (SockaddrObject::redirected_conns_fd(), or the pin
+// kRedirectedConnsPin in the scope's pin folder): peer and local are the
+// accepted socket's getpeername() and getsockname(), AF_INET or AF_INET6
+// (v4-mapped or not). Nothing when the connection was not redirected there.
+[[nodiscard]] Result<std::optional<RedirectedConn>> take_redirected_conn(int conns_fd, const sockaddr* peer,
+                                                                         const sockaddr* local);
+
 class SockaddrObject {
  public:
   // rule_slots: how many allow/deny rules get a hit counter (ids 0..slots-1).
@@ -30,7 +50,8 @@ class SockaddrObject {
   // the cgroup; the links live as long as this object. With redirect, also the
   // getpeername and recvmsg hooks that hide a redirect from the application:
   // they cost every getpeername() and UDP recvfrom() of the cgroup a lookup, so
-  // only a scope with redirect rules gets them.
+  // only a scope with redirect rules gets them, with the sockops program that
+  // files each redirected TCP connection for the proxy (redirected_conns_fd).
   [[nodiscard]] Status attach(int cgroup_fd, bool redirect = false);
   void detach() {
     links_.clear();
@@ -38,8 +59,10 @@ class SockaddrObject {
   }
 
   // Pins every attached link in dir (created, mode 0700; it must be on bpffs), so
-  // that the hooks outlive this process: a killed guard keeps enforcing. The
-  // pins are removed by unpin_links(), or by whoever finds them orphaned.
+  // that the hooks outlive this process: a killed guard keeps enforcing. With
+  // redirect hooks attached, the connection map too (kRedirectedConnsPin), for
+  // a proxy in another process. The pins are removed by unpin_links(), or by
+  // whoever finds them orphaned.
   [[nodiscard]] Status pin_links(const std::string& dir);
   void unpin_links();
 
@@ -51,6 +74,7 @@ class SockaddrObject {
   [[nodiscard]] int rng_fd() const;
   [[nodiscard]] int flows_fd() const;
   [[nodiscard]] int redirect_fd() const;
+  [[nodiscard]] int redirected_conns_fd() const;
   // Hits of each allow/deny rule, summed over CPUs, by rule id.
   [[nodiscard]] Result<std::vector<uint64_t>> rule_hits() const;
 
@@ -60,6 +84,7 @@ class SockaddrObject {
   std::vector<BpfLink> links_;
   std::vector<std::string> link_names_;  // the program of each link, for its pin
   std::string pin_dir_;
+  bool conns_pinned_ = false;
 };
 
 }  // namespace faultline

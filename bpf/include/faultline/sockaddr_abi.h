@@ -10,6 +10,7 @@
 #define FL_SA_MAX_FLOWS 65536
 #define FL_SA_REDIR_SLOTS 8
 #define FL_SA_MAX_REDIR_REPLIES 16384 /* (socket, target) pairs whose replies are restored */
+#define FL_SA_MAX_REDIR_CONNS 65536   /* redirected TCP connections a proxy has not accepted yet */
 
 /* fl_sa_policy.flags */
 #define FL_SA_ENFORCE (1U << 0)       /* deny for real; else monitor (count, report) */
@@ -110,6 +111,18 @@ struct fl_sa_orig {
 	__u8 pad[4];
 };
 
+/* A redirected TCP connection as the proxy that accepts it sees it: the client
+ * (the accepted socket's peer) and the target (its local address), both known
+ * once the client's connect has picked its source port. The value is the
+ * client socket's fl_sa_orig: where the application asked to go. */
+struct fl_sa_conn_key {
+	struct fl_addr client;
+	struct fl_addr target;
+	__u16 client_port; /* network order */
+	__u16 target_port; /* network order */
+	__u8 pad[4];
+};
+
 /* Replies to a redirected unconnected UDP socket: (socket, target) -> original. */
 struct fl_sa_reply_key {
 	__u64 cookie; /* bpf_get_socket_cookie */
@@ -181,6 +194,7 @@ static_assert(sizeof(struct fl_sa_redir_rule) == 28, "fl_sa_redir_rule");
 static_assert(sizeof(struct fl_sa_redir_bucket) == 228, "fl_sa_redir_bucket");
 static_assert(sizeof(struct fl_sa_orig) == 40, "fl_sa_orig");
 static_assert(sizeof(struct fl_sa_reply_key) == 32, "fl_sa_reply_key");
+static_assert(sizeof(struct fl_sa_conn_key) == 40, "fl_sa_conn_key");
 static_assert(sizeof(struct fl_sa_reply) == 20, "fl_sa_reply");
 #endif
 
