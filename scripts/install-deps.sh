@@ -12,6 +12,9 @@ packages=(
   # the Prometheus guardrail tests run a real server (and promtool checks the example rules)
   prometheus
 )
+# The Toxiproxy client test runs the official Node.js client: Node.js from
+# Debian when the machine has none.
+command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 # `install-deps.sh vmtest` (make vmtest): also qemu and what the guest's initramfs is made of.
 if [ "${1:-}" = vmtest ]; then
   packages+=(qemu-system-x86 busybox-static cpio kmod lz4 xz-utils)
@@ -21,13 +24,23 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-
-if [ "$(id -u)" -ne 0 ]; then
-  echo "install-deps: missing packages: ${missing[*]}; run as root (or install them) first" >&2
-  exit 1
+if [ ${#missing[@]} -ne 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: missing packages: ${missing[*]}; run as root (or install them) first" >&2
+    exit 1
+  fi
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq -o DPkg::Lock::Timeout=600
+  apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=600 "${missing[@]}" >/dev/null
 fi
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq -o DPkg::Lock::Timeout=600
-apt-get install -y -qq --no-install-recommends -o DPkg::Lock::Timeout=600 "${missing[@]}" >/dev/null
+
+# Test-only clients from npm, pinned by the committed lockfiles under selftests/
+# (npm ci installs exactly what the lockfile says, or fails).
+root=$(cd "$(dirname "$0")/.." && pwd)
+for lock in "$root"/selftests/*/package-lock.json; do
+  dir=$(dirname "$lock")
+  [ -d "$dir/node_modules" ] && [ "$dir/node_modules/.package-lock.json" -nt "$lock" ] && continue
+  echo "install-deps: npm ci in ${dir#"$root"/}"
+  npm ci --prefix "$dir" --no-audit --no-fund --silent
+done
