@@ -7,6 +7,7 @@
 #   3. fl_bench_apply    faultctl run / abort to effect, seen by a 10 kHz UDP stream
 #   4. fl_bench_connect  connect() with the sockaddr programs (0 / 10k rules) vs none;
 #                        getppid() under seccomp user notification vs bare
+#   5. bench-proxy.sh    wrk/redis-benchmark direct vs haproxy vs faultd's proxy (its own table)
 #
 # Usage: scripts/bench.sh BUILD_DIR   (root; iperf3 from scripts/install-deps.sh)
 # Everything it creates is private to this run and removed on exit: two network
@@ -118,6 +119,10 @@ else
   echo "bench: $BUILD/bench/fl_bench_connect is missing; build first" >&2
   FAILED=1
 fi
+
+echo
+echo "== 5. TCP proxies: wrk against nginx and redis-benchmark against redis, direct vs haproxy (TCP mode) vs faultd's proxy"
+step "$(dirname "$0")/bench-proxy.sh" "$BUILD"
 
 echo
 echo "== summary ($(($(date +%s) - START)) s; $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); ratios within each repetition)"

@@ -11,6 +11,8 @@ packages=(
   iproute2 iputils-ping iperf3 curl openssl
   # the Prometheus guardrail tests run a real server (and promtool checks the example rules)
   prometheus
+  # make bench: the peers the proxy is measured against, and their load generators
+  nginx-light haproxy redis-server redis-tools wrk
 )
 # The Toxiproxy client test runs the official Node.js client: Node.js from
 # Debian when the machine has none.

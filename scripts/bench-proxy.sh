@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# make bench, section 5: TCP proxies side by side. wrk against nginx (a small
+# body and 1 MiB, one connection and 50) and redis-benchmark against
+# redis-server, each direct, through haproxy in TCP mode and through faultd's
+# proxy with no toxic, interleaved in the same run. Prints each figure with its
+# ratio to direct and the Faultline/haproxy ratio.
+#
+# Usage: scripts/bench-proxy.sh BUILD_DIR   (root; peers from scripts/install-deps.sh)
+# Everything runs in a network namespace of this run's own (its loopback only),
+# with private ports, config and data under a temporary folder; all of it is
+# removed on exit. The client runs on CPU 0; the server and the proxies on the
+# last CPU, so a proxy competes with the server it fronts, as on a real host.
+# BENCH_REPS (default 3) rounds; BENCH_PROXY_SECONDS (default 2) per wrk run.
+set -euo pipefail
+
+BUILD=$(cd "${1:?usage: scripts/bench-proxy.sh BUILD_DIR}" && pwd)
+REPS=${BENCH_REPS:-3}
+SECS=${BENCH_PROXY_SECONDS:-2}
+FAULTD=$BUILD/faultd
+for tool in nginx haproxy redis-server redis-benchmark wrk curl taskset; do
+  command -v "$tool" >/dev/null || { echo "bench-proxy: $tool is missing; run scripts/install-deps.sh" >&2; exit 1; }
+done
+[ -x "$FAULTD" ] || { echo "bench-proxy: $FAULTD is missing; build first" >&2; exit 1; }
+
+NS=flbench-proxy-$$
+DIR=$(mktemp -d /tmp/flbench-proxy.XXXXXX)
+CPU_CLIENT=0
+CPU_SERVER=$(($(nproc) - 1))
+# Ports inside the private namespace.
+P_NGINX=18080 P_REDIS=16379 P_HA_WEB=28080 P_HA_REDIS=26379 P_FL_WEB=38080 P_FL_REDIS=36379 P_API=18474
+
+cleanup() {
+  local rc=$?
+  set +e
+  if [ -e "/run/netns/$NS" ]; then
+    for pid in $(ip netns pids "$NS" 2>/dev/null); do kill "$pid" 2>/dev/null; done
+    sleep 0.3
+    for pid in $(ip netns pids "$NS" 2>/dev/null); do kill -9 "$pid" 2>/dev/null; done
+    ip netns del "$NS"
+  fi
+  rm -rf "$DIR"
+  exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+in_ns() { ip netns exec "$NS" "$@"; }
+on_server() { in_ns taskset -c "$CPU_SERVER" "$@"; }
+on_client() { in_ns taskset -c "$CPU_CLIENT" "$@"; }
+
+wait_port() {
+  for _ in $(seq 100); do
+    in_ns bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null && return 0
+    sleep 0.05
+  done
+  echo "bench-proxy: nothing listens on port $1 ($2)" >&2
+  return 1
+}
+
+ip netns add "$NS"
+ip -n "$NS" link set lo up
+mkdir -p "$DIR/www" "$DIR/tmp"
+head -c 1048576 /dev/urandom >"$DIR/www/big"
+printf 'ok\n' >"$DIR/www/small"
+chmod 755 "$DIR" "$DIR/www" && chmod 644 "$DIR/www/big" "$DIR/www/small"  # nginx's worker is not root
+
+cat >"$DIR/nginx.conf" <<CONF
+worker_processes 1;
+daemon off;
+pid $DIR/nginx.pid;
+error_log $DIR/nginx-error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $DIR/tmp/body;
+  proxy_temp_path $DIR/tmp/proxy;
+  fastcgi_temp_path $DIR/tmp/fastcgi;
+  uwsgi_temp_path $DIR/tmp/uwsgi;
+  scgi_temp_path $DIR/tmp/scgi;
+  keepalive_requests 1000000;
+  sendfile on;
+  server {
+    listen 127.0.0.1:$P_NGINX reuseport;
+    root $DIR/www;
+  }
+}
+CONF
+cat >"$DIR/haproxy.cfg" <<CONF
+global
+  nbthread 1
+  maxconn 4000
+defaults
+  mode tcp
+  timeout connect 5s
+  timeout client 60s
+  timeout server 60s
+listen web
+  bind 127.0.0.1:$P_HA_WEB
+  server nginx 127.0.0.1:$P_NGINX
+listen redis
+  bind 127.0.0.1:$P_HA_REDIS
+  server redis 127.0.0.1:$P_REDIS
+CONF
+on_server nginx -c "$DIR/nginx.conf" -p "$DIR" >/dev/null 2>&1 &
+on_server redis-server --port "$P_REDIS" --bind 127.0.0.1 --save '' --appendonly no --dir "$DIR" \
+  --daemonize no --logfile "$DIR/redis.log" >/dev/null 2>&1 &
+on_server haproxy -f "$DIR/haproxy.cfg" -db >"$DIR/haproxy.log" 2>&1 &
+# faultd with one proxy worker, as haproxy has one thread and nginx one worker.
+FAULTLINE_RUN_DIR=$DIR/run on_server "$FAULTD" --foreground --socket "$DIR/faultd.sock" --metrics off \
+  --toxiproxy "127.0.0.1:$P_API" --proxy-workers 1 >"$DIR/faultd.log" 2>&1 &
+wait_port "$P_NGINX" nginx
+wait_port "$P_REDIS" redis-server
+wait_port "$P_HA_WEB" haproxy
+wait_port "$P_API" "faultd's Toxiproxy API"
+for p in "web $P_FL_WEB $P_NGINX" "redis $P_FL_REDIS $P_REDIS"; do
+  set -- $p
+  in_ns curl -sf -X POST "http://127.0.0.1:$P_API/proxies" \
+    -d "{\"name\":\"$1\",\"listen\":\"127.0.0.1:$2\",\"upstream\":\"127.0.0.1:$3\"}" >/dev/null ||
+    { echo "bench-proxy: faultd refused the $1 proxy:" >&2; cat "$DIR/faultd.log" >&2; exit 1; }
+done
+wait_port "$P_FL_WEB" "faultd's web proxy"
+
+# Each path answers the whole body, directly and through each proxy.
+for port in $P_NGINX $P_HA_WEB $P_FL_WEB; do
+  for f in small big; do
+    got=$(in_ns curl -sf -o /dev/null -w '%{size_download}' "http://127.0.0.1:$port/$f") || got=error
+    [ "$got" = "$(stat -c %s "$DIR/www/$f")" ] ||
+      { echo "bench-proxy: GET /$f on port $port gave $got bytes" >&2; exit 1; }
+  done
+done
+
+# wrk PORT PATH CONNECTIONS -> "REQ_PER_S P50_US MB_PER_S"
+wrk_run() {
+  on_client wrk -t1 -c"$3" -d"${SECS}s" --latency "http://127.0.0.1:$1$2" 2>&1 | awk '
+    /Requests\/sec:/ { rps = $2 }
+    /Transfer\/sec:/ { v = $2; if (v ~ /GB$/) m = v * 1024; else if (v ~ /MB$/) m = v + 0; else if (v ~ /KB$/) m = v / 1024; else m = v / 1048576 }
+    /^ +50%/ { v = $2; if (v ~ /us$/) p = v + 0; else if (v ~ /ms$/) p = v * 1000; else p = v * 1e6 }
+    END { if (rps == "") exit 1; printf "%s %s %s\n", rps, p, m }'
+}
+# redis-benchmark PORT -> "GET_PER_S"
+redis_run() {
+  on_client redis-benchmark -h 127.0.0.1 -p "$1" -t get -n 100000 -c 50 -q --csv 2>/dev/null |
+    awk -F'"' '/"GET"/ { print $4 }'
+}
+
+declare -A R
+ROWS=("small c=1|/small|1" "small c=50|/small|50" "1MiB c=1|/big|1" "1MiB c=50|/big|50")
+TARGETS=("direct|$P_NGINX|$P_REDIS" "haproxy|$P_HA_WEB|$P_HA_REDIS" "faultline|$P_FL_WEB|$P_FL_REDIS")
+for rep in $(seq "$REPS"); do
+  for row in "${ROWS[@]}"; do
+    IFS='|' read -r name path conns <<<"$row"
+    for t in "${TARGETS[@]}"; do
+      IFS='|' read -r who web _ <<<"$t"
+      R["$name|$who"]+="$(wrk_run "$web" "$path" "$conns");"
+    done
+  done
+  for t in "${TARGETS[@]}"; do
+    IFS='|' read -r who _ redis <<<"$t"
+    R["redis|$who"]+="$(redis_run "$redis");"
+  done
+done
+
+# median of field F of the ';'-separated samples
+med() { tr ';' '\n' <<<"$1" | awk -v f="$2" 'NF { print $f }' | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", (b > 0) ? a / b : 0 }'; }
+
+echo "   (medians of $REPS rounds, ${SECS} s per wrk run; ratios against direct; F/H = Faultline over haproxy)"
+printf '   %-13s %12s %22s %22s %8s\n' "row" "direct" "haproxy" "faultline" "F/H"
+for row in "${ROWS[@]}"; do
+  name=${row%%|*}
+  d=$(med "${R[$name|direct]}" 1) h=$(med "${R[$name|haproxy]}" 1) f=$(med "${R[$name|faultline]}" 1)
+  printf '   %-13s %10.0f/s %12.0f/s (%s) %12.0f/s (%s) %8s\n' "$name" "$d" "$h" "$(ratio "$h" "$d")" "$f" \
+    "$(ratio "$f" "$d")" "$(ratio "$f" "$h")"
+  if [[ $name == *"c=1" ]]; then
+    d=$(med "${R[$name|direct]}" 2) h=$(med "${R[$name|haproxy]}" 2) f=$(med "${R[$name|faultline]}" 2)
+    printf '   %-13s %10.0fus %+13.0fus %+20.0fus\n' "  p50" "$d" "$(awk -v a="$h" -v b="$d" 'BEGIN{print a-b}')" \
+      "$(awk -v a="$f" -v b="$d" 'BEGIN{print a-b}')"
+  fi
+  if [[ $name == 1MiB* ]]; then
+    d=$(med "${R[$name|direct]}" 3) h=$(med "${R[$name|haproxy]}" 3) f=$(med "${R[$name|faultline]}" 3)
+    printf '   %-13s %8.0fMB/s %10.0fMB/s (%s) %10.0fMB/s (%s) %8s\n' "  throughput" "$d" "$h" "$(ratio "$h" "$d")" \
+      "$f" "$(ratio "$f" "$d")" "$(ratio "$f" "$h")"
+  fi
+done
+d=$(med "${R[redis|direct]}" 1) h=$(med "${R[redis|haproxy]}" 1) f=$(med "${R[redis|faultline]}" 1)
+printf '   %-13s %10.0f/s %12.0f/s (%s) %12.0f/s (%s) %8s\n' "redis GET c50" "$d" "$h" "$(ratio "$h" "$d")" "$f" \
+  "$(ratio "$f" "$d")" "$(ratio "$f" "$h")"
