@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <future>
+#include <optional>
 #include <unordered_map>
 
 namespace faultline {
@@ -153,7 +154,8 @@ void set_linger_zero(int fd) {
 
 using namespace relay;
 
-Result<UringSupport> probe_io_uring() {
+namespace {
+Result<UringSupport> probe_on_this_thread() {
   io_uring ring{};
   if (int rc = io_uring_queue_init(8, &ring, 0); rc < 0) return make_error(-rc, "io_uring_queue_init");
   UringSupport s;
@@ -198,6 +200,17 @@ Result<UringSupport> probe_io_uring() {
   }
   io_uring_queue_exit(&ring);
   return s;
+}
+}  // namespace
+
+// On a thread of its own: the kernel tears a ring down asynchronously and then
+// queues work on every task that used it (TWA_SIGNAL), which makes a blocking
+// call of that task with a timeout (SO_RCVTIMEO) fail with EINTR. A thread that
+// has exited is past caring.
+Result<UringSupport> probe_io_uring() {
+  std::optional<Result<UringSupport>> result;
+  std::thread([&] { result.emplace(probe_on_this_thread()); }).join();
+  return std::move(*result);
 }
 
 class RelayWorker::Loop {
@@ -760,7 +773,13 @@ class RelayWorker::Loop {
       }
       piece = std::min(piece, left);
     }
-    if (plan.rate_kbps > 0) p.bw_next_ns = std::max(p.bw_next_ns, now) + piece * 1'000'000ULL / uint64_t(plan.rate_kbps);
+    // Each piece is paid for from when the last one was due, not from when the timer
+    // woke us (that lateness would add up to a lower rate); after 100 ms of nothing
+    // to send the clock starts again from now, as no burst is owed.
+    if (plan.rate_kbps > 0) {
+      if (p.bw_next_ns + 100'000'000ULL < now) p.bw_next_ns = now;
+      p.bw_next_ns += piece * 1'000'000ULL / uint64_t(plan.rate_kbps);
+    }
     io_uring_sqe* s = sqe();
     io_uring_prep_send(s, c.dst(p), p.data + p.off, piece, MSG_NOSIGNAL);
     submit_op(s, p.send_op);
@@ -841,10 +860,23 @@ class RelayWorker::Loop {
 
 Result<std::unique_ptr<RelayWorker>> RelayWorker::start(const WorkerConfig& config) {
   auto loop = std::make_unique<Loop>(config);
-  FL_TRY(loop->init());
   std::unique_ptr<RelayWorker> w(new RelayWorker(std::move(loop)));
   Loop* l = w->loop_.get();
-  w->thread_ = std::thread([l] { l->run(); });
+  // The ring is made, registered and driven by the worker's own thread: the kernel
+  // runs completion work on the task that submits, and only that task touches it.
+  std::promise<Status> ready;
+  auto started = ready.get_future();
+  w->thread_ = std::thread([l, &ready] {
+    Status s = l->init();
+    bool ok = s.ok();
+    ready.set_value(std::move(s));
+    if (ok) l->run();
+  });
+  Status s = started.get();
+  if (!s) {
+    w->thread_.join();
+    return s.error();
+  }
   return w;
 }
 
