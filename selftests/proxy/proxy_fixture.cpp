@@ -219,11 +219,13 @@ ScriptServer::~ScriptServer() {
 
 // --- the proxy ----------------------------------------------------------------
 
-ProxyUnderTest start_proxy(uint16_t upstream_port, faultline::ReceiveMode mode, unsigned workers) {
+ProxyUnderTest start_proxy(uint16_t upstream_port, faultline::ReceiveMode mode, unsigned workers,
+                           faultline::AcceptMode accept) {
   ProxyUnderTest p;
   faultline::ProxyOptions options;
   options.workers = workers;
   options.receive = mode;
+  options.accept = accept;
   auto reg = faultline::ProxyRegistry::start(options);
   EXPECT_TRUE(reg.ok()) << (reg.ok() ? "" : reg.error().describe());
   if (!reg) return p;

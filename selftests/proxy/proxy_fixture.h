@@ -87,7 +87,8 @@ struct ProxyUnderTest {
 };
 [[nodiscard]] ProxyUnderTest start_proxy(uint16_t upstream_port,
                                          faultline::ReceiveMode mode = faultline::ReceiveMode::automatic,
-                                         unsigned workers = 2);
+                                         unsigned workers = 2,
+                                         faultline::AcceptMode accept = faultline::AcceptMode::automatic);
 
 // A toxic from its Toxiproxy JSON text; fails the test on bad input.
 [[nodiscard]] faultline::Toxic toxic(const std::string& json_text);

@@ -1,6 +1,6 @@
-// The relay without toxics, on both receive paths (provided buffer ring and plain
-// per-connection buffers): bytes exact both ways, half-close, resets, many
-// connections at once.
+// The relay without toxics, on both io_uring paths (provided buffer ring with
+// multishot accept; plain per-connection buffers with one accept per connection):
+// bytes exact both ways, half-close, resets, many connections at once.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
@@ -17,10 +17,15 @@ using fltest::UniqueFd;
 class RelayTest : public ::testing::TestWithParam<ReceiveMode> {
  protected:
   fltest::ProxyUnderTest proxy_for(uint16_t upstream) {
-    auto p = fltest::start_proxy(upstream, GetParam());
+    // Plain receive goes with one accept request per connection: the path of a
+    // kernel without buffer rings or multishot accept, proven on this one.
+    bool ring = GetParam() == ReceiveMode::buffer_ring;
+    auto p = fltest::start_proxy(upstream, GetParam(), 2,
+                                 ring ? faultline::AcceptMode::multishot : faultline::AcceptMode::single);
     if (p.registry) {
-      // The path asked for is the path taken, so both are proven on this kernel.
-      EXPECT_EQ(p.registry->io_paths().buffer_ring, GetParam() == ReceiveMode::buffer_ring);
+      // The path asked for is the path taken.
+      EXPECT_EQ(p.registry->io_paths().buffer_ring, ring);
+      EXPECT_EQ(p.registry->io_paths().multishot_accept, ring);
     }
     return p;
   }
@@ -142,5 +147,40 @@ INSTANTIATE_TEST_SUITE_P(ReceivePaths, RelayTest, ::testing::Values(ReceiveMode:
                          [](const auto& info) {
                            return std::string(info.param == ReceiveMode::buffer_ring ? "BufferRing" : "Plain");
                          });
+
+}  // namespace
+
+namespace {
+
+// More connections move data at once than the ring has buffers: a receive that
+// finds the ring empty (ENOBUFS) waits and tries again, nothing is lost.
+TEST(BufferRing, MoreBusyConnectionsThanBuffers) {
+  fltest::EchoServer echo;
+  faultline::ProxyOptions options;
+  options.workers = 1;
+  options.receive = ReceiveMode::buffer_ring;
+  options.ring_buffers = 4;
+  auto reg = faultline::ProxyRegistry::start(options);
+  ASSERT_TRUE(reg.ok()) << reg.error().describe();
+  auto info = (*reg)->create({"p", "127.0.0.1:0", "127.0.0.1:" + std::to_string(echo.port()), true});
+  ASSERT_TRUE(info.ok());
+  const int n = 16;
+  const size_t size = 2u << 20;
+  std::vector<std::future<bool>> results;
+  for (int i = 0; i < n; ++i) {
+    results.push_back(std::async(std::launch::async, [&, i] {
+      UniqueFd c = fltest::connect_loopback(fltest::port_of(info->listen_bound));
+      const std::string data = fltest::pattern(size, uint32_t(100 + i));
+      auto writer = std::async(std::launch::async, [&] {
+        fltest::send_all(c.get(), data);
+        ::shutdown(c.get(), SHUT_WR);
+      });
+      auto end = fltest::read_to_end(c.get());
+      writer.get();
+      return end.err == 0 && end.data == data;
+    }));
+  }
+  for (int i = 0; i < n; ++i) EXPECT_TRUE(results[i].get()) << "connection " << i << " lost or changed bytes";
+}
 
 }  // namespace

@@ -111,7 +111,15 @@ Result<std::unique_ptr<ProxyRegistry>> ProxyRegistry::start(const ProxyOptions& 
   auto support = probe_io_uring();
   if (!support) return support.error();
   WorkerConfig wc;
-  wc.multishot_accept = support->multishot_accept;
+  switch (options.accept) {
+    case AcceptMode::automatic: wc.multishot_accept = support->multishot_accept; break;
+    case AcceptMode::multishot:
+      if (!support->multishot_accept)
+        return input_error(EOPNOTSUPP, "proxy: accept mode multishot: this kernel's io_uring has no multishot accept");
+      wc.multishot_accept = true;
+      break;
+    case AcceptMode::single: wc.multishot_accept = false; break;
+  }
   switch (options.receive) {
     case ReceiveMode::automatic: wc.buffer_ring = support->buffer_ring; break;
     case ReceiveMode::buffer_ring:

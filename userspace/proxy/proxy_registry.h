@@ -34,9 +34,17 @@ enum class ReceiveMode : uint8_t {
   plain,        // plain recv into two fixed buffers owned by each connection
 };
 
+// How the workers accept.
+enum class AcceptMode : uint8_t {
+  automatic,  // multishot where the kernel has it, one accept request per connection otherwise
+  multishot,  // one request for every connection (5.19); refused if absent
+  single,     // one accept request per connection
+};
+
 struct ProxyOptions {
   unsigned workers = 0;              // io_uring event loops (threads); 0 = one per CPU
   ReceiveMode receive = ReceiveMode::automatic;
+  AcceptMode accept = AcceptMode::automatic;
   uint32_t buffer_size = 16384;      // bytes per receive buffer (a chunk is at most this)
   uint32_t ring_buffers = 1024;      // buffers per worker's ring (power of two)
   uint32_t ring_entries = 4096;      // submission queue entries per worker
