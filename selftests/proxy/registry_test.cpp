@@ -1,6 +1,7 @@
 // The registry's contract: toxics change open connections, disabling closes,
 // the errors the REST layer maps to status codes, stats.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 
 #include "selftests/lib/clock.h"
 #include "selftests/proxy/proxy_fixture.h"
@@ -119,6 +120,23 @@ TEST(ProxyRegistry, ErrorsCarryTheCodeTheApiMapsToAStatus) {
   EXPECT_EQ(r.list()[0].toxics.size(), 1u);
   ASSERT_TRUE(r.reset().ok());
   EXPECT_EQ(r.get("p")->toxics.size(), 0u);
+}
+
+TEST(ProxyRegistry, ListensOnIpv6) {
+  fltest::EchoServer echo;
+  auto reg = faultline::ProxyRegistry::start({.workers = 1});
+  ASSERT_TRUE(reg.ok());
+  auto info = (*reg)->create({"v6", "[::1]:0", "127.0.0.1:" + std::to_string(echo.port()), true});
+  ASSERT_TRUE(info.ok()) << info.error().describe();
+  EXPECT_EQ(info->listen_bound.rfind("[::1]:", 0), 0u) << info->listen_bound;
+  UniqueFd c(::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in6 a{};
+  a.sin6_family = AF_INET6;
+  a.sin6_addr = in6addr_loopback;
+  a.sin6_port = htons(fltest::port_of(info->listen_bound));
+  ASSERT_EQ(::connect(c.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << strerror(errno);
+  fltest::send_all(c.get(), "over six");
+  EXPECT_EQ(fltest::read_exact(c.get(), 8), "over six");
 }
 
 TEST(ProxyRegistry, StatsCountConnectionsAndBytesPerDirection) {

@@ -181,6 +181,11 @@ TEST(BufferRing, MoreBusyConnectionsThanBuffers) {
     }));
   }
   for (int i = 0; i < n; ++i) EXPECT_TRUE(results[i].get()) << "connection " << i << " lost or changed bytes";
+  auto stats = (*reg)->stats("p");
+  ASSERT_TRUE(stats.ok());
+  EXPECT_GT(stats->receives_without_buffer, 0u) << "the ring never ran dry: the retry path was not exercised";
+  std::printf("buffer ring of 4: %llu receives found it empty and were retried\n",
+              (unsigned long long)stats->receives_without_buffer);
 }
 
 }  // namespace

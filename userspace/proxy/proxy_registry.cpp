@@ -309,6 +309,7 @@ Result<ProxyStats> ProxyRegistry::stats(const std::string& name) const {
   s.connections_active = e.counters->active.load(std::memory_order_relaxed);
   s.bytes_upstream = e.counters->bytes_upstream.load(std::memory_order_relaxed);
   s.bytes_downstream = e.counters->bytes_downstream.load(std::memory_order_relaxed);
+  s.receives_without_buffer = e.counters->ring_empty.load(std::memory_order_relaxed);
   for (const auto& t : e.toxics) s.toxics.push_back({t.toxic.name, t.activations->load(std::memory_order_relaxed)});
   return s;
 }

@@ -90,6 +90,7 @@ struct ProxyStats {
   uint64_t connections_active = 0;
   uint64_t bytes_upstream = 0;    // client -> server, bytes sent upstream
   uint64_t bytes_downstream = 0;  // server -> client, bytes sent to clients
+  uint64_t receives_without_buffer = 0;  // the worker's buffer ring was empty (retried 1 ms later)
   std::vector<ToxicActivations> toxics;  // every current toxic, in order
 };
 

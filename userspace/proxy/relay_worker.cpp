@@ -255,6 +255,7 @@ class RelayWorker::Loop {
         dispatch(cqe->user_data, cqe->res, cqe->flags);
       }
       io_uring_cq_advance(&ring_, count);
+      bury_the_dead();
     }
     // The eventfd read is the last request: cancel it and see it end, so that the
     // kernel holds nothing of ours when the ring goes.
@@ -284,7 +285,6 @@ class RelayWorker::Loop {
     if (it == proxies_.end()) return;
     ProxyState* ps = it->second;
     proxies_.erase(it);
-    ps->stopping = true;
     if (Listener* l = ps->listener) {
       l->closing = true;
       // shutdown() ends the listening state now (new connections are refused at
@@ -299,6 +299,7 @@ class RelayWorker::Loop {
       close(*c, false);
       c = next;
     }
+    ps->stopping = true;
     maybe_free(ps);
   }
 
@@ -477,7 +478,18 @@ class RelayWorker::Loop {
 
   void maybe_free(ProxyState* ps) {
     if (!ps->stopping || ps->listener != nullptr || ps->connections != nullptr) return;
-    delete ps;
+    dead_proxies_.push_back(ps);
+  }
+
+  // What was freed during a batch of completions goes at its end: a caller up the
+  // stack (a loop over a proxy's connections, a toxic change visiting both
+  // directions) may still hold the pointer.
+  void bury_the_dead() {
+    for (Connection* c : dead_connections_) delete c;  // closes both sockets
+    live_ -= dead_connections_.size();
+    dead_connections_.clear();
+    for (ProxyState* ps : dead_proxies_) delete ps;
+    dead_proxies_.clear();
   }
 
   void new_connection(ProxyState& ps, int fd) {
@@ -561,9 +573,9 @@ class RelayWorker::Loop {
     if (c.prev != nullptr) c.prev->next = c.next;
     else ps->connections = c.next;
     if (c.next != nullptr) c.next->prev = c.prev;
+    c.prev = c.next = nullptr;
     ps->counters->active.fetch_sub(1, std::memory_order_relaxed);
-    delete &c;
-    --live_;
+    dead_connections_.push_back(&c);
     maybe_free(ps);
   }
 
@@ -694,6 +706,7 @@ class RelayWorker::Loop {
       return;
     }
     if (res == -ENOBUFS) {  // every provided buffer is in use: try again in 1 ms
+      c.proxy->counters->ring_empty.fetch_add(1, std::memory_order_relaxed);
       arm_timer_at(p.timer_op, now_ns() + 1'000'000);
       return;
     }
@@ -855,6 +868,8 @@ class RelayWorker::Loop {
   bool stopping_ = false;
   std::unordered_map<uint64_t, ProxyState*> proxies_;
   uint64_t live_ = 0;  // connections not yet freed
+  std::vector<Connection*> dead_connections_;
+  std::vector<ProxyState*> dead_proxies_;
   uint64_t rng_state_ = now_ns();
 };
 

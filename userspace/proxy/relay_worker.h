@@ -40,6 +40,7 @@ struct alignas(64) ProxyCounters {
   std::atomic<uint64_t> active{0};
   std::atomic<uint64_t> bytes_upstream{0};
   std::atomic<uint64_t> bytes_downstream{0};
+  std::atomic<uint64_t> ring_empty{0};
 };
 
 // What io_uring on this kernel offers, found by trying it once.
