@@ -101,7 +101,9 @@ TEST_P(IdleMemoryTest, TenThousandIdleConnections) {
   std::printf("idle memory (%s): RSS %.1f MiB before, %.1f MiB with %zu idle connections: %.2f KiB each; 10k -> %.1f MiB\n",
               GetParam() == ReceiveMode::buffer_ring ? "buffer ring" : "plain recv", double(before) / 1024.0,
               double(after) / 1024.0, n, per_conn, projected_mib);
-  if (GetParam() == ReceiveMode::buffer_ring) EXPECT_LE(projected_mib, 100.0);
+  if (GetParam() == ReceiveMode::buffer_ring) {
+    EXPECT_LE(projected_mib, 100.0);
+  }
   clients.clear();
   child.close_stdin();
   auto status = child.wait(std::chrono::seconds(10));

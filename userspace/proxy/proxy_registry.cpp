@@ -5,12 +5,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cerrno>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 
 #include "userspace/proxy/endpoint.h"
+#include "userspace/proxy/io_uring_probe.h"
 #include "userspace/proxy/relay_worker.h"
 
 namespace faultline {

@@ -27,23 +27,6 @@ uint64_t now_ns() {
   return uint64_t(ts.tv_sec) * 1'000'000'000ULL + uint64_t(ts.tv_nsec);
 }
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-// Whether a toxic applies to a connection: a draw fixed by the pair (connection,
-// toxic), so it is decided once per connection and raising the toxicity only adds
-// connections.
-bool toxic_applies(uint64_t conn_seed, uint64_t toxic_uid, double toxicity) {
-  if (toxicity >= 1.0) return true;
-  if (toxicity <= 0.0) return false;
-  double u = double(splitmix64(conn_seed ^ (toxic_uid * 0x2545f4914f6cdd1dULL)) >> 11) * 0x1.0p-53;
-  return u < toxicity;
-}
-
 enum class OpKind : uint8_t { wake, accept, accept_retry, connect, recv, send, timer, deadline };
 
 // One kind of request an object can have in flight (at most one of each), and the
@@ -53,22 +36,6 @@ struct Op {
   void* owner = nullptr;
   bool pending = false;
   __kernel_timespec ts{};  // read by the kernel at submission of a timeout
-};
-
-// The toxics one direction of one connection applies, folded from the set.
-struct Plan {
-  int64_t latency_ms = 0;
-  int64_t jitter_ms = 0;
-  int64_t rate_kbps = 0;  // 0: unlimited
-  bool slicer = false;
-  SlicerToxic slicer_v{};
-  int64_t limit_bytes = -1;  // -1: no limit
-  bool hold = false;         // a timeout toxic: nothing passes
-  int64_t slow_close_ms = 0;
-  uint64_t deadline_key = 0;  // the reset_peer or timeout whose clock runs (0: none)
-  int64_t deadline_ms = 0;
-  bool deadline_reset = false;
-  std::vector<uint64_t> uids;  // the toxics active here (for activation counts)
 };
 
 struct Connection;
@@ -91,7 +58,7 @@ struct Pipe {
   uint64_t sent = 0;
   uint64_t bw_next_ns = 0;
   const ToxicSet* seen = nullptr;
-  Plan plan;
+  DirectionPlan plan;
   uint64_t armed_key = 0;
   uint64_t deadline_at = 0;
   bool deadline_reset = false;
@@ -153,65 +120,6 @@ void set_linger_zero(int fd) {
 }  // namespace relay
 
 using namespace relay;
-
-namespace {
-Result<UringSupport> probe_on_this_thread() {
-  io_uring ring{};
-  if (int rc = io_uring_queue_init(8, &ring, 0); rc < 0) return make_error(-rc, "io_uring_queue_init");
-  UringSupport s;
-  // A provided buffer ring (5.19): register a one-page ring and take it back.
-  void* mem = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
-  if (mem != MAP_FAILED) {
-    io_uring_buf_reg reg{};
-    reg.ring_addr = reinterpret_cast<uint64_t>(mem);
-    reg.ring_entries = 8;
-    reg.bgid = 7;
-    if (io_uring_register_buf_ring(&ring, &reg, 0) == 0) {
-      s.buffer_ring = true;
-      (void)io_uring_unregister_buf_ring(&ring, 7);
-    }
-    ::munmap(mem, 4096);
-  }
-  // Multishot accept (5.19): arm one on a throwaway listener, then cancel it. An
-  // older kernel fails the accept with EINVAL; a newer one reports it cancelled.
-  UniqueFd lfd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in lo{};
-  lo.sin_family = AF_INET;
-  lo.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (lfd && ::bind(lfd.get(), reinterpret_cast<sockaddr*>(&lo), sizeof lo) == 0 && ::listen(lfd.get(), 1) == 0) {
-    io_uring_sqe* sqe = io_uring_get_sqe(&ring);
-    io_uring_prep_multishot_accept(sqe, lfd.get(), nullptr, nullptr, SOCK_CLOEXEC);
-    io_uring_sqe_set_data64(sqe, 1);
-    sqe = io_uring_get_sqe(&ring);
-    io_uring_prep_cancel64(sqe, 1, 0);
-    io_uring_sqe_set_data64(sqe, 2);
-    (void)io_uring_submit(&ring);
-    for (int seen = 0; seen < 2;) {
-      io_uring_cqe* cqe = nullptr;
-      if (io_uring_wait_cqe(&ring, &cqe) != 0) break;
-      if (cqe->user_data == 1 && !(cqe->flags & IORING_CQE_F_MORE)) {
-        s.multishot_accept = cqe->res == -ECANCELED;
-        ++seen;
-      } else if (cqe->user_data == 2) {
-        ++seen;
-      }
-      io_uring_cqe_seen(&ring, cqe);
-    }
-  }
-  io_uring_queue_exit(&ring);
-  return s;
-}
-}  // namespace
-
-// On a thread of its own: the kernel tears a ring down asynchronously and then
-// queues work on every task that used it (TWA_SIGNAL), which makes a blocking
-// call of that task with a timeout (SO_RCVTIMEO) fail with EINTR. A thread that
-// has exited is past caring.
-Result<UringSupport> probe_io_uring() {
-  std::optional<Result<UringSupport>> result;
-  std::thread([&] { result.emplace(probe_on_this_thread()); }).join();
-  return std::move(*result);
-}
 
 class RelayWorker::Loop {
  public:
@@ -587,43 +495,7 @@ class RelayWorker::Loop {
     const ToxicSet* set = p.conn->proxy->toxics.get();
     if (set == p.seen) return;
     p.seen = set;
-    Plan next;
-    for (const ToxicEntry& e : set->toxics) {
-      if (e.toxic.stream != p.stream || !toxic_applies(p.conn->seed, e.uid, e.toxic.toxicity)) continue;
-      next.uids.push_back(e.uid);
-      if (std::find(p.plan.uids.begin(), p.plan.uids.end(), e.uid) == p.plan.uids.end())
-        e.activations->fetch_add(1, std::memory_order_relaxed);
-      const auto& a = e.toxic.attributes;
-      if (const auto* t = std::get_if<LatencyToxic>(&a)) {
-        next.latency_ms += t->latency_ms;
-        next.jitter_ms += t->jitter_ms;
-      } else if (const auto* t = std::get_if<BandwidthToxic>(&a)) {
-        if (t->rate_kbps > 0) next.rate_kbps = next.rate_kbps > 0 ? std::min(next.rate_kbps, t->rate_kbps) : t->rate_kbps;
-      } else if (const auto* t = std::get_if<SlowCloseToxic>(&a)) {
-        next.slow_close_ms += t->delay_ms;
-      } else if (const auto* t = std::get_if<TimeoutToxic>(&a)) {
-        next.hold = true;
-        if (t->timeout_ms > 0 && next.deadline_key == 0) {
-          next.deadline_key = e.version;
-          next.deadline_ms = t->timeout_ms;
-          next.deadline_reset = false;
-        }
-      } else if (const auto* t = std::get_if<ResetPeerToxic>(&a)) {
-        if (next.deadline_key == 0 || !next.deadline_reset) {
-          next.deadline_key = e.version;
-          next.deadline_ms = t->timeout_ms;
-          next.deadline_reset = true;
-        }
-      } else if (const auto* t = std::get_if<SlicerToxic>(&a)) {
-        if (!next.slicer) {
-          next.slicer = true;
-          next.slicer_v = *t;
-        }
-      } else if (const auto* t = std::get_if<LimitDataToxic>(&a)) {
-        next.limit_bytes = next.limit_bytes < 0 ? t->bytes : std::min(next.limit_bytes, t->bytes);
-      }
-    }
-    p.plan = std::move(next);
+    p.plan = plan_direction(*set, p.stream, p.conn->seed, p.plan);
   }
 
   void toxics_changed(Pipe& p) {
@@ -749,7 +621,7 @@ class RelayWorker::Loop {
     if (c.closing || !c.connected) return;
     refresh_plan(p);
     if (p.send_op.pending || p.timer_op.pending || p.recv_op.pending) return;
-    const Plan& plan = p.plan;
+    const DirectionPlan& plan = p.plan;
     if (p.len == 0) {
       if (p.eof) finish_stream(p);
       else if (!plan.hold) arm_recv(p);

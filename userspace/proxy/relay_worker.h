@@ -16,24 +16,9 @@
 #include "base/unique_fd.h"
 #include "userspace/proxy/endpoint.h"
 #include "userspace/proxy/proxy_registry.h"
-#include "userspace/proxy/toxic.h"
+#include "userspace/proxy/toxic_plan.h"
 
 namespace faultline {
-
-// A toxic as the workers see it: `uid` survives updates of the toxic (so a
-// connection's toxicity draw stays the same), and so does its activation counter.
-struct ToxicEntry {
-  Toxic toxic;
-  uint64_t uid = 0;
-  uint64_t version = 0;  // new on every add or update: restarts the toxic's clocks
-  std::shared_ptr<std::atomic<uint64_t>> activations;
-};
-
-// Immutable once published: a worker swaps its pointer to a new set and every
-// connection notices the change at its next chunk (pointer comparison).
-struct ToxicSet {
-  std::vector<ToxicEntry> toxics;
-};
 
 struct alignas(64) ProxyCounters {
   std::atomic<uint64_t> accepted{0};
@@ -42,13 +27,6 @@ struct alignas(64) ProxyCounters {
   std::atomic<uint64_t> bytes_downstream{0};
   std::atomic<uint64_t> ring_empty{0};
 };
-
-// What io_uring on this kernel offers, found by trying it once.
-struct UringSupport {
-  bool buffer_ring = false;
-  bool multishot_accept = false;
-};
-[[nodiscard]] Result<UringSupport> probe_io_uring();
 
 struct WorkerConfig {
   bool buffer_ring = false;
