@@ -58,3 +58,24 @@ TEST(LatencyToxic, JitterStaysWithinItsBounds) {
 }
 
 }  // namespace
+
+namespace {
+
+// Each chunk waits from its own arrival, and a direction reads ahead while the
+// first waits: a megabyte under 50 ms moves at several buffers per delay.
+TEST(LatencyToxic, ABulkTransferIsNotOneBufferPerDelay) {
+  const size_t total = 1'000'000;
+  fltest::ScriptServer server([&](UniqueFd fd) { fltest::send_all(fd.get(), fltest::pattern(total, 9)); });
+  auto p = fltest::start_proxy(server.port(), faultline::ReceiveMode::buffer_ring);
+  ASSERT_TRUE(p.registry);
+  ASSERT_TRUE(p.registry->add_toxic("p", fltest::toxic(R"({"type":"latency","attributes":{"latency":50}})")).ok());
+  UniqueFd c = fltest::connect_loopback(p.port);
+  auto first = fltest::read_exact(c.get(), 1);
+  auto end = fltest::read_to_end(c.get());
+  ASSERT_EQ(first + end.data, fltest::pattern(total, 9));
+  // One 16 KiB buffer per 50 ms would take 3 s.
+  std::printf("latency 50 ms, 1 MB downstream: %.3f s after the first byte\n", end.seconds);
+  EXPECT_LT(end.seconds, 1.5);
+}
+
+}  // namespace

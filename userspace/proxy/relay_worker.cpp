@@ -1,7 +1,7 @@
-// The relay: accept, connect upstream, then per direction a pipe that receives one
-// chunk, runs it through the active toxics (delays as io_uring timeouts) and sends
-// it, reading the next chunk only when the last one is sent (backpressure, and at
-// most one buffer per direction per connection).
+// The relay: accept, connect upstream, then per direction a pipe that receives
+// chunks, runs each through the active toxics (delays as io_uring timeouts) and
+// sends it. A direction reads ahead only a few chunks (one with plain receive):
+// a slow reader stops reads from the other side, and memory stays bounded.
 #include "userspace/proxy/relay_worker.h"
 
 #include <liburing.h>
@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <future>
 #include <optional>
@@ -27,7 +28,7 @@ uint64_t now_ns() {
   return uint64_t(ts.tv_sec) * 1'000'000'000ULL + uint64_t(ts.tv_nsec);
 }
 
-enum class OpKind : uint8_t { wake, accept, accept_retry, connect, recv, send, timer, deadline };
+enum class OpKind : uint8_t { wake, accept, accept_retry, connect, recv, recv_retry, send, timer, deadline };
 
 // One kind of request an object can have in flight (at most one of each), and the
 // user_data of its completions. A cancel request carries user_data 0.
@@ -41,14 +42,28 @@ struct Op {
 struct Connection;
 struct ProxyState;
 
+// Bytes received and not yet sent: one receive's worth, in a buffer of the ring
+// (bid) or the pipe's own.
+struct Chunk {
+  char* data = nullptr;
+  uint32_t len = 0;
+  int32_t bid = -1;  // the provided buffer held, -1 for none
+  uint64_t arrived_ns = 0;
+};
+
+// With a buffer ring a direction reads ahead up to this many chunks while the
+// first waits out its delay (latency counts from each chunk's arrival, so a bulk
+// transfer under latency is not cut to one buffer per delay); with plain
+// receive it holds one, in its own buffer.
+constexpr uint8_t kRingChunksInFlight = 4;
+
 struct Pipe {
   Connection* conn = nullptr;
   Stream stream = Stream::upstream;
-  char* data = nullptr;
-  uint32_t len = 0;
-  uint32_t off = 0;
-  int32_t bid = -1;  // the provided buffer held, -1 for none
-  uint64_t arrived_ns = 0;
+  std::array<Chunk, kRingChunksInFlight> chunks{};  // a ring: head, then count-1 more
+  uint8_t head = 0;
+  uint8_t count = 0;
+  uint32_t off = 0;  // what of the head chunk is sent
   std::unique_ptr<char[]> own;  // plain receive mode only
   bool eof = false;
   bool shut = false;
@@ -63,6 +78,7 @@ struct Pipe {
   uint64_t deadline_at = 0;
   bool deadline_reset = false;
   Op recv_op{OpKind::recv};
+  Op retry_op{OpKind::recv_retry};  // a receive that found the ring empty, again in 1 ms
   Op send_op{OpKind::send};
   Op timer_op{OpKind::timer};
   Op deadline_op{OpKind::deadline};
@@ -86,7 +102,9 @@ struct Connection {
   [[nodiscard]] Pipe& other(const Pipe& p) { return &p == &up ? down : up; }
   [[nodiscard]] bool any_pending() const {
     for (const Pipe* p : {&up, &down})
-      if (p->recv_op.pending || p->send_op.pending || p->timer_op.pending || p->deadline_op.pending) return true;
+      if (p->recv_op.pending || p->retry_op.pending || p->send_op.pending || p->timer_op.pending ||
+          p->deadline_op.pending)
+        return true;
     return connect_op.pending;
   }
 };
@@ -337,8 +355,9 @@ class RelayWorker::Loop {
       }
       case OpKind::connect: on_connect(*static_cast<Connection*>(op.owner), res); break;
       case OpKind::recv: on_recv(*static_cast<Pipe*>(op.owner), res, flags); break;
+      case OpKind::recv_retry: on_timer(*static_cast<Pipe*>(op.owner), static_cast<Pipe*>(op.owner)->retry_op); break;
       case OpKind::send: on_send(*static_cast<Pipe*>(op.owner), res); break;
-      case OpKind::timer: on_timer(*static_cast<Pipe*>(op.owner)); break;
+      case OpKind::timer: on_timer(*static_cast<Pipe*>(op.owner), static_cast<Pipe*>(op.owner)->timer_op); break;
       case OpKind::deadline: on_deadline(*static_cast<Pipe*>(op.owner), res); break;
     }
   }
@@ -408,7 +427,7 @@ class RelayWorker::Loop {
     c->seed = splitmix64(rng_state_ += 0x9e3779b97f4a7c15ULL);
     for (Pipe* p : {&c->up, &c->down}) {
       p->conn = c;
-      p->recv_op.owner = p->send_op.owner = p->timer_op.owner = p->deadline_op.owner = p;
+      p->recv_op.owner = p->retry_op.owner = p->send_op.owner = p->timer_op.owner = p->deadline_op.owner = p;
     }
     c->down.stream = Stream::downstream;
     c->connect_op.owner = c;
@@ -466,6 +485,7 @@ class RelayWorker::Loop {
     cancel(c.connect_op);
     for (Pipe* p : {&c.up, &c.down}) {
       cancel(p->recv_op);
+      cancel(p->retry_op);
       cancel(p->send_op);
       cancel(p->timer_op);
       cancel(p->deadline_op);
@@ -476,7 +496,7 @@ class RelayWorker::Loop {
   void maybe_free(Connection& c) {
     if (!c.closing || c.any_pending()) return;
     for (Pipe* p : {&c.up, &c.down})
-      if (p->bid >= 0) recycle(p->bid);
+      while (p->count > 0) pop_chunk(*p);
     ProxyState* ps = c.proxy;
     if (c.prev != nullptr) c.prev->next = c.next;
     else ps->connections = c.next;
@@ -572,14 +592,17 @@ class RelayWorker::Loop {
   void on_recv(Pipe& p, int res, uint32_t flags) {
     p.recv_op.pending = false;
     Connection& c = *p.conn;
-    if (flags & IORING_CQE_F_BUFFER) p.bid = int32_t(flags >> IORING_CQE_BUFFER_SHIFT);
+    int32_t bid = (flags & IORING_CQE_F_BUFFER) ? int32_t(flags >> IORING_CQE_BUFFER_SHIFT) : -1;
+    if (c.closing || res <= 0) {
+      if (bid >= 0) recycle(bid);
+    }
     if (c.closing) {
       maybe_free(c);
       return;
     }
     if (res == -ENOBUFS) {  // every provided buffer is in use: try again in 1 ms
       c.proxy->counters->ring_empty.fetch_add(1, std::memory_order_relaxed);
-      arm_timer_at(p.timer_op, now_ns() + 1'000'000);
+      arm_timer_at(p.retry_op, now_ns() + 1'000'000);
       return;
     }
     if (res < 0) {  // ECONNRESET and the like: the other side gets an RST too
@@ -587,24 +610,27 @@ class RelayWorker::Loop {
       return;
     }
     if (res == 0) {
-      if (p.bid >= 0) release_chunk(p);
       p.eof = true;
       pump(p);
       return;
     }
-    p.data = p.bid >= 0 ? buffers_ + size_t(p.bid) * config_.buffer_size : p.own.get();
-    p.len = uint32_t(res);
-    p.off = 0;
-    p.arrived_ns = now_ns();
-    p.latency_done = false;
+    Chunk& chunk = p.chunks[(p.head + p.count) % kRingChunksInFlight];
+    chunk.data = bid >= 0 ? buffers_ + size_t(bid) * config_.buffer_size : p.own.get();
+    chunk.len = uint32_t(res);
+    chunk.bid = bid;
+    chunk.arrived_ns = now_ns();
+    ++p.count;
     pump(p);
   }
 
-  void release_chunk(Pipe& p) {
-    if (p.bid >= 0) recycle(p.bid);
-    p.bid = -1;
-    p.data = nullptr;
-    p.len = p.off = 0;
+  // The head chunk is sent (or dropped with its connection): its buffer goes back.
+  void pop_chunk(Pipe& p) {
+    Chunk& chunk = p.chunks[p.head];
+    if (chunk.bid >= 0) recycle(chunk.bid);
+    chunk = Chunk{};
+    p.head = uint8_t((p.head + 1) % kRingChunksInFlight);
+    --p.count;
+    p.off = 0;
     p.latency_done = false;
   }
 
@@ -620,21 +646,25 @@ class RelayWorker::Loop {
     Connection& c = *p.conn;
     if (c.closing || !c.connected) return;
     refresh_plan(p);
-    if (p.send_op.pending || p.timer_op.pending || p.recv_op.pending) return;
     const DirectionPlan& plan = p.plan;
-    if (p.len == 0) {
+    // The reading side: a receive while there is room (none under a timeout toxic).
+    uint8_t room = config_.buffer_ring ? kRingChunksInFlight : 1;
+    if (!p.recv_op.pending && !p.retry_op.pending && !p.eof && !plan.hold && p.count < room) arm_recv(p);
+    // The sending side: the head chunk, piece by piece.
+    if (p.send_op.pending || p.timer_op.pending) return;
+    if (p.count == 0) {
       if (p.eof) finish_stream(p);
-      else if (!plan.hold) arm_recv(p);
       return;
     }
-    if (plan.hold) return;  // a timeout toxic: the chunk waits (and nothing is read)
+    if (plan.hold) return;  // a timeout toxic: the chunks wait
+    const Chunk& chunk = p.chunks[p.head];
     uint64_t now = now_ns();
     if (!p.latency_done) {
       p.latency_done = true;
       int64_t delay_us = plan.latency_ms * 1000;
       if (plan.jitter_ms > 0) delay_us += uniform(-plan.jitter_ms * 1000, plan.jitter_ms * 1000);
-      if (delay_us > 0 && p.arrived_ns + uint64_t(delay_us) * 1000 > now) {
-        arm_timer_at(p.timer_op, p.arrived_ns + uint64_t(delay_us) * 1000);
+      if (delay_us > 0 && chunk.arrived_ns + uint64_t(delay_us) * 1000 > now) {
+        arm_timer_at(p.timer_op, chunk.arrived_ns + uint64_t(delay_us) * 1000);
         return;
       }
     }
@@ -642,7 +672,7 @@ class RelayWorker::Loop {
       arm_timer_at(p.timer_op, p.bw_next_ns);
       return;
     }
-    uint64_t piece = p.len - p.off;
+    uint64_t piece = chunk.len - p.off;
     if (plan.slicer) {
       int64_t size = uniform(plan.slicer_v.average_size - plan.slicer_v.size_variation,
                              plan.slicer_v.average_size + plan.slicer_v.size_variation);
@@ -666,7 +696,7 @@ class RelayWorker::Loop {
       p.bw_next_ns += piece * 1'000'000ULL / uint64_t(plan.rate_kbps);
     }
     io_uring_sqe* s = sqe();
-    io_uring_prep_send(s, c.dst(p), p.data + p.off, piece, MSG_NOSIGNAL);
+    io_uring_prep_send(s, c.dst(p), chunk.data + p.off, piece, MSG_NOSIGNAL);
     submit_op(s, p.send_op);
   }
 
@@ -689,8 +719,8 @@ class RelayWorker::Loop {
       close(c, false);
       return;
     }
-    if (p.off >= p.len) {
-      release_chunk(p);
+    if (p.off >= p.chunks[p.head].len) {
+      pop_chunk(p);
     } else if (p.plan.slicer && p.plan.slicer_v.delay_us > 0) {
       arm_timer_at(p.timer_op, now_ns() + uint64_t(p.plan.slicer_v.delay_us) * 1000);
       return;
@@ -698,8 +728,8 @@ class RelayWorker::Loop {
     pump(p);
   }
 
-  void on_timer(Pipe& p) {
-    p.timer_op.pending = false;
+  void on_timer(Pipe& p, Op& op) {
+    op.pending = false;
     Connection& c = *p.conn;
     if (c.closing) {
       maybe_free(c);
