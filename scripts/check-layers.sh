@@ -3,6 +3,7 @@
 #
 #   base  <-  loader  <-  userspace/{net,guardrails,state}  <-  userspace/run
 #         <-  userspace/faults/{packet,syscall,resource}, userspace/enforce  <-  ctl
+#   base  <-  userspace/proxy (its own library, faultline_proxy, under the rest)
 #
 # A layer includes only layers to its left (and the ABI headers, faultline/*.h,
 # which every C++ layer above base may use). Bpftool skeletons (*.skel.h) are
@@ -19,6 +20,7 @@ allowed_for() {
     base/*) echo '^base/' ;;
     loader/*) echo '^(base|loader|faultline)/|\.skel\.h$' ;;
     userspace/net/*) echo '^(base|faultline|userspace/net)/' ;;
+    userspace/proxy/*) echo '^(base|faultline|userspace/proxy)/' ;;
     userspace/guardrails/*) echo '^(base|loader|faultline|userspace/(net|guardrails))/' ;;
     userspace/state/*) echo '^(base|loader|faultline|userspace/state)/' ;;
     userspace/run/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|run))/' ;;

@@ -1,0 +1,103 @@
+// The toxic JSON of Toxiproxy: defaults, every type's attributes, and a bad-input
+// table whose errors name the field.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "userspace/proxy/toxic.h"
+
+namespace {
+
+using faultline::Toxic;
+using faultline::toxic_from_json;
+using json = nlohmann::json;
+
+TEST(ToxicJson, DefaultsAreToxiproxys) {
+  auto t = toxic_from_json(json::parse(R"({"type":"latency","attributes":{"latency":50}})"));
+  ASSERT_TRUE(t.ok()) << t.error().describe();
+  EXPECT_EQ(t->name, "latency_downstream");
+  EXPECT_EQ(t->stream, faultline::Stream::downstream);
+  EXPECT_EQ(t->toxicity, 1.0);
+  EXPECT_EQ(std::get<faultline::LatencyToxic>(t->attributes).latency_ms, 50);
+  EXPECT_EQ(std::get<faultline::LatencyToxic>(t->attributes).jitter_ms, 0);
+  auto up = toxic_from_json(json::parse(R"({"type":"noop","stream":"upstream"})"));
+  ASSERT_TRUE(up.ok());
+  EXPECT_EQ(up->name, "noop_upstream");
+}
+
+TEST(ToxicJson, EveryTypeRoundTripsWithItsAttributeNames) {
+  const char* bodies[] = {
+      R"({"name":"a","type":"latency","stream":"upstream","toxicity":0.5,"attributes":{"latency":100,"jitter":10}})",
+      R"({"name":"b","type":"bandwidth","stream":"downstream","toxicity":1.0,"attributes":{"rate":500}})",
+      R"({"name":"c","type":"slow_close","stream":"downstream","toxicity":1.0,"attributes":{"delay":300}})",
+      R"({"name":"d","type":"timeout","stream":"upstream","toxicity":1.0,"attributes":{"timeout":0}})",
+      R"({"name":"e","type":"reset_peer","stream":"downstream","toxicity":1.0,"attributes":{"timeout":250}})",
+      R"({"name":"f","type":"slicer","stream":"downstream","toxicity":1.0,"attributes":{"average_size":100,"size_variation":20,"delay":1000}})",
+      R"({"name":"g","type":"limit_data","stream":"downstream","toxicity":1.0,"attributes":{"bytes":12345}})",
+      R"({"name":"h","type":"noop","stream":"downstream","toxicity":0.25,"attributes":{}})",
+  };
+  for (const char* body : bodies) {
+    auto t = toxic_from_json(json::parse(body));
+    ASSERT_TRUE(t.ok()) << body << ": " << t.error().describe();
+    EXPECT_EQ(faultline::toxic_to_json(*t), json::parse(body)) << body;
+  }
+}
+
+TEST(ToxicJson, BadInputNamesTheField) {
+  struct Case {
+    const char* body;
+    const char* field;  // the error must name it
+  };
+  const Case cases[] = {
+      {R"({"attributes":{"latency":1}})", "\"type\": missing"},
+      {R"({"type":"lag"})", "\"type\": unknown type \"lag\""},
+      {R"({"type":7})", "\"type\": must be a string"},
+      {R"({"type":"latency","stream":"sideways"})", "\"stream\": unknown stream \"sideways\""},
+      {R"({"type":"latency","stream":1})", "\"stream\": must be a string"},
+      {R"({"type":"latency","toxicity":1.5})", "\"toxicity\": out of [0, 1]"},
+      {R"({"type":"latency","toxicity":-0.1})", "\"toxicity\": out of [0, 1]"},
+      {R"({"type":"latency","toxicity":"all"})", "\"toxicity\": must be a number"},
+      {R"({"type":"latency","attributes":{"latency":-5}})", "\"attributes.latency\": must not be negative"},
+      {R"({"type":"latency","attributes":{"jitter":-1}})", "\"attributes.jitter\": must not be negative"},
+      {R"({"type":"latency","attributes":{"latency":1.5}})", "\"attributes.latency\": must be an integer"},
+      {R"({"type":"latency","attributes":{"latency":"50ms"}})", "\"attributes.latency\": must be an integer"},
+      {R"({"type":"latency","attributes":{"rate":5}})", "\"attributes.rate\": not an attribute of a latency toxic"},
+      {R"({"type":"bandwidth","attributes":{"rate":-1}})", "\"attributes.rate\": must not be negative"},
+      {R"({"type":"slow_close","attributes":{"delay":-1}})", "\"attributes.delay\": must not be negative"},
+      {R"({"type":"timeout","attributes":{"timeout":-1}})", "\"attributes.timeout\": must not be negative"},
+      {R"({"type":"reset_peer","attributes":{"timeout":-1}})", "\"attributes.timeout\": must not be negative"},
+      {R"({"type":"limit_data","attributes":{"bytes":-1}})", "\"attributes.bytes\": must not be negative"},
+      {R"({"type":"slicer","attributes":{"average_size":0}})", "\"attributes.average_size\": must be at least 1"},
+      {R"({"type":"slicer","attributes":{"average_size":10,"size_variation":10}})", "\"attributes.size_variation\""},
+      {R"({"type":"slicer","attributes":{"average_size":10,"delay":-2}})", "\"attributes.delay\": must not be negative"},
+      {R"({"type":"noop","attributes":[]})", "\"attributes\": must be an object"},
+      {R"({"type":"noop","color":"red"})", "\"color\": unknown field"},
+      {R"({"type":"noop","name":3})", "\"name\": must be a string"},
+  };
+  for (const auto& c : cases) {
+    auto t = toxic_from_json(json::parse(c.body));
+    ASSERT_FALSE(t.ok()) << c.body << " was accepted";
+    EXPECT_TRUE(t.error().bad_input) << c.body;
+    EXPECT_EQ(t.error().err, EINVAL) << c.body;
+    EXPECT_NE(t.error().message.find(c.field), std::string::npos)
+        << c.body << ": expected the error to name " << c.field << ", got: " << t.error().message;
+  }
+  EXPECT_FALSE(toxic_from_json(json::parse("[1,2]")).ok());
+}
+
+TEST(ToxicJson, MergeKeepsWhatThePatchLeavesOut) {
+  auto t = toxic_from_json(json::parse(R"({"name":"lat","type":"latency","attributes":{"latency":100,"jitter":10}})"));
+  ASSERT_TRUE(t.ok());
+  auto m = faultline::toxic_merged(*t, json::parse(R"({"attributes":{"latency":200},"toxicity":0.5})"));
+  ASSERT_TRUE(m.ok()) << m.error().describe();
+  EXPECT_EQ(m->name, "lat");
+  EXPECT_EQ(m->toxicity, 0.5);
+  EXPECT_EQ(std::get<faultline::LatencyToxic>(m->attributes).latency_ms, 200);
+  EXPECT_EQ(std::get<faultline::LatencyToxic>(m->attributes).jitter_ms, 10);
+  auto bad = faultline::toxic_merged(*t, json::parse(R"({"type":"bandwidth"})"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("\"type\""), std::string::npos);
+  EXPECT_FALSE(faultline::toxic_merged(*t, json::parse(R"({"attributes":{"latency":-1}})")).ok());
+}
+
+}  // namespace

@@ -1,0 +1,81 @@
+// How a proxy's toxics combine on one direction of one connection, and the
+// per-connection toxicity draw.
+#include <gtest/gtest.h>
+
+#include "userspace/proxy/toxic_plan.h"
+
+namespace {
+
+using namespace faultline;
+
+ToxicEntry entry(uint64_t uid, Stream stream, ToxicAttributes a, double toxicity = 1.0) {
+  Toxic t;
+  t.name = "t" + std::to_string(uid);
+  t.stream = stream;
+  t.toxicity = toxicity;
+  t.attributes = a;
+  return ToxicEntry{t, uid, uid + 1000, std::make_shared<std::atomic<uint64_t>>(0)};
+}
+
+TEST(ToxicPlan, ToxicsOnOneStreamCombine) {
+  ToxicSet set;
+  set.toxics = {entry(1, Stream::downstream, LatencyToxic{50, 5}), entry(2, Stream::downstream, LatencyToxic{20, 1}),
+                entry(3, Stream::downstream, BandwidthToxic{300}), entry(4, Stream::downstream, BandwidthToxic{100}),
+                entry(5, Stream::downstream, LimitDataToxic{900}), entry(6, Stream::downstream, LimitDataToxic{700}),
+                entry(7, Stream::downstream, SlowCloseToxic{10}), entry(8, Stream::downstream, SlowCloseToxic{15}),
+                entry(9, Stream::upstream, LatencyToxic{1000, 0})};
+  auto plan = plan_direction(set, Stream::downstream, 42, {});
+  EXPECT_EQ(plan.latency_ms, 70);
+  EXPECT_EQ(plan.jitter_ms, 6);
+  EXPECT_EQ(plan.rate_kbps, 100);
+  EXPECT_EQ(plan.limit_bytes, 700);
+  EXPECT_EQ(plan.slow_close_ms, 25);
+  EXPECT_EQ(plan.uids.size(), 8u) << "the upstream toxic leaked into the downstream plan";
+  auto up = plan_direction(set, Stream::upstream, 42, {});
+  EXPECT_EQ(up.latency_ms, 1000);
+  EXPECT_EQ(up.limit_bytes, -1);
+  EXPECT_EQ(up.rate_kbps, 0);
+}
+
+TEST(ToxicPlan, ResetPeerClockWinsOverTimeout) {
+  ToxicSet set;
+  set.toxics = {entry(1, Stream::upstream, TimeoutToxic{500}), entry(2, Stream::upstream, ResetPeerToxic{300}),
+                entry(3, Stream::upstream, ResetPeerToxic{100})};
+  auto plan = plan_direction(set, Stream::upstream, 1, {});
+  EXPECT_TRUE(plan.hold);
+  EXPECT_TRUE(plan.deadline_reset);
+  EXPECT_EQ(plan.deadline_ms, 300);
+  EXPECT_EQ(plan.deadline_key, 1002u);
+  ToxicSet only_timeout;
+  only_timeout.toxics = {entry(1, Stream::upstream, TimeoutToxic{0})};
+  auto held = plan_direction(only_timeout, Stream::upstream, 1, {});
+  EXPECT_TRUE(held.hold);
+  EXPECT_EQ(held.deadline_key, 0u) << "timeout 0 holds forever: no clock";
+}
+
+TEST(ToxicPlan, ActivationsCountOncePerConnection) {
+  ToxicSet set;
+  set.toxics = {entry(1, Stream::downstream, NoopToxic{})};
+  auto first = plan_direction(set, Stream::downstream, 7, {});
+  auto again = plan_direction(set, Stream::downstream, 7, first);
+  EXPECT_EQ(set.toxics[0].activations->load(), 1u);
+  (void)again;
+}
+
+TEST(ToxicPlan, ToxicityIsADrawPerConnection) {
+  int applied = 0;
+  const int n = 100000;
+  for (int seed = 0; seed < n; ++seed) applied += toxic_applies(splitmix64(uint64_t(seed)), 77, 0.25) ? 1 : 0;
+  EXPECT_NEAR(applied, n / 4, 4 * 137);  // sd of Binomial(1e5, 0.25) is 137
+  for (int seed = 0; seed < 1000; ++seed) {
+    uint64_t s = splitmix64(uint64_t(seed));
+    EXPECT_EQ(toxic_applies(s, 77, 0.25), toxic_applies(s, 77, 0.25)) << "the draw is not fixed";
+    if (toxic_applies(s, 77, 0.25)) {
+      EXPECT_TRUE(toxic_applies(s, 77, 0.5)) << "raising the toxicity dropped a connection";
+    }
+    EXPECT_FALSE(toxic_applies(s, 77, 0.0));
+    EXPECT_TRUE(toxic_applies(s, 77, 1.0));
+  }
+}
+
+}  // namespace

@@ -1,0 +1,318 @@
+// The registry: the proxies and their toxics on the control path (one mutex), and
+// what each worker is told when they change.
+#include "userspace/proxy/proxy_registry.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+
+#include "userspace/proxy/endpoint.h"
+#include "userspace/proxy/io_uring_probe.h"
+#include "userspace/proxy/relay_worker.h"
+
+namespace faultline {
+
+struct ProxyEntry {
+  ProxyConfig config;
+  uint64_t id = 0;  // the workers' key; new on every (re)start
+  std::string listen_bound;
+  std::vector<ToxicEntry> toxics;
+  std::shared_ptr<ProxyCounters> counters = std::make_shared<ProxyCounters>();
+};
+
+namespace {
+long port_of_text(const std::string& host_port) {
+  return std::strtol(host_port.c_str() + host_port.rfind(':') + 1, nullptr, 10);
+}
+}  // namespace
+
+class ProxyRegistry::Impl {
+ public:
+  Impl(ProxyIoPaths paths, std::vector<std::unique_ptr<RelayWorker>> workers)
+      : paths_(paths), workers_(std::move(workers)) {}
+
+  ~Impl() {
+    // Workers close their proxies and connections as they stop.
+    workers_.clear();
+  }
+
+  ProxyIoPaths paths_;
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<RelayWorker>> workers_;
+  std::map<std::string, ProxyEntry> proxies_;
+  uint64_t next_id_ = 1;
+  uint64_t next_uid_ = 1;
+
+  Result<ProxyEntry*> find(const std::string& name) {
+    auto it = proxies_.find(name);
+    if (it == proxies_.end()) return make_error(ENOENT, "proxy not found");
+    return &it->second;
+  }
+
+  static ProxyInfo info(const ProxyEntry& e) {
+    ProxyInfo i{e.config, e.listen_bound, {}};
+    for (const auto& t : e.toxics) i.toxics.push_back(t.toxic);
+    return i;
+  }
+
+  std::shared_ptr<const ToxicSet> toxic_set(const ProxyEntry& e) {
+    auto set = std::make_shared<ToxicSet>();
+    set->toxics = e.toxics;
+    return set;
+  }
+
+  // Binds the listeners (so an address in use fails here, with nothing changed)
+  // and hands one to each worker.
+  Status start(ProxyEntry& e) {
+    auto upstream = resolve_endpoint(e.config.upstream, "upstream");
+    if (!upstream) return upstream.error();
+    auto listen = resolve_endpoint(e.config.listen, "listen");
+    if (!listen) return listen.error();
+    auto fds = reuseport_listeners(*listen, unsigned(workers_.size()));
+    if (!fds) return fds.error();
+    auto bound = local_address((*fds)[0].get());
+    if (!bound) return bound.error();
+    e.id = next_id_++;
+    e.listen_bound = endpoint_text(*bound);
+    // As Toxiproxy: the listen address becomes the one bound, so a proxy asked for
+    // port 0 keeps its port when it is disabled and enabled again.
+    if (port_of_text(e.config.listen) == 0) e.config.listen = e.listen_bound;
+    auto set = toxic_set(e);
+    for (size_t i = 0; i < workers_.size(); ++i)
+      workers_[i]->start_proxy(e.id, std::move((*fds)[i]), *upstream, set, e.counters);
+    return {};
+  }
+
+  void stop(ProxyEntry& e) {
+    if (e.id == 0) return;
+    for (auto& w : workers_) w->stop_proxy(e.id);
+    e.id = 0;
+    e.listen_bound.clear();
+  }
+
+  void publish_toxics(const ProxyEntry& e) {
+    if (e.id == 0) return;
+    auto set = toxic_set(e);
+    for (auto& w : workers_) w->set_toxics(e.id, set);
+  }
+
+  static Status check_config(const ProxyConfig& c) {
+    if (c.name.empty()) return input_error(EINVAL, "proxy: \"name\": missing or empty");
+    if (c.listen.empty()) return input_error(EINVAL, "proxy: \"listen\": missing or empty");
+    if (c.upstream.empty()) return input_error(EINVAL, "proxy: \"upstream\": missing or empty");
+    return {};
+  }
+};
+
+Result<std::unique_ptr<ProxyRegistry>> ProxyRegistry::start(const ProxyOptions& options) {
+  auto support = probe_io_uring();
+  if (!support) return support.error();
+  WorkerConfig wc;
+  switch (options.accept) {
+    case AcceptMode::automatic: wc.multishot_accept = support->multishot_accept; break;
+    case AcceptMode::multishot:
+      if (!support->multishot_accept)
+        return input_error(EOPNOTSUPP, "proxy: accept mode multishot: this kernel's io_uring has no multishot accept");
+      wc.multishot_accept = true;
+      break;
+    case AcceptMode::single: wc.multishot_accept = false; break;
+  }
+  switch (options.receive) {
+    case ReceiveMode::automatic: wc.buffer_ring = support->buffer_ring; break;
+    case ReceiveMode::buffer_ring:
+      if (!support->buffer_ring)
+        return input_error(EOPNOTSUPP, "proxy: receive mode buffer_ring: this kernel's io_uring has no provided buffer rings");
+      wc.buffer_ring = true;
+      break;
+    case ReceiveMode::plain: wc.buffer_ring = false; break;
+  }
+  if (options.buffer_size < 512) return input_error(EINVAL, "proxy: buffer_size below 512 bytes");
+  wc.buffer_size = options.buffer_size;
+  wc.ring_buffers = options.ring_buffers;
+  wc.ring_entries = options.ring_entries;
+  unsigned n = options.workers;
+  if (n == 0) {
+    long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+    n = cpus > 0 ? unsigned(cpus) : 1;
+  }
+  std::vector<std::unique_ptr<RelayWorker>> workers;
+  for (unsigned i = 0; i < n; ++i) {
+    auto w = RelayWorker::start(wc);
+    if (!w) return w.error();
+    workers.push_back(std::move(*w));
+  }
+  ProxyIoPaths paths{wc.buffer_ring, wc.multishot_accept, n};
+  return std::unique_ptr<ProxyRegistry>(new ProxyRegistry(std::make_unique<Impl>(paths, std::move(workers))));
+}
+
+ProxyRegistry::ProxyRegistry(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ProxyRegistry::~ProxyRegistry() = default;
+
+ProxyIoPaths ProxyRegistry::io_paths() const { return impl_->paths_; }
+
+Result<ProxyInfo> ProxyRegistry::create(const ProxyConfig& config) {
+  FL_TRY(Impl::check_config(config));
+  std::lock_guard lock(impl_->mu_);
+  if (impl_->proxies_.count(config.name) != 0) return make_error(EEXIST, "proxy already exists");
+  ProxyEntry e;
+  e.config = config;
+  if (config.enabled) FL_TRY(impl_->start(e));
+  auto& stored = impl_->proxies_[config.name] = std::move(e);
+  return Impl::info(stored);
+}
+
+Result<ProxyInfo> ProxyRegistry::get(const std::string& name) const {
+  std::lock_guard lock(impl_->mu_);
+  auto e = impl_->find(name);
+  if (!e) return e.error();
+  return Impl::info(**e);
+}
+
+std::vector<ProxyInfo> ProxyRegistry::list() const {
+  std::lock_guard lock(impl_->mu_);
+  std::vector<ProxyInfo> out;
+  for (const auto& [name, e] : impl_->proxies_) out.push_back(Impl::info(e));
+  return out;
+}
+
+Result<ProxyInfo> ProxyRegistry::update(const std::string& name, const ProxyUpdate& change) {
+  std::lock_guard lock(impl_->mu_);
+  auto found = impl_->find(name);
+  if (!found) return found.error();
+  ProxyEntry& e = **found;
+  ProxyConfig next = e.config;
+  if (change.listen) next.listen = *change.listen;
+  if (change.upstream) next.upstream = *change.upstream;
+  if (change.enabled) next.enabled = *change.enabled;
+  FL_TRY(Impl::check_config(next));
+  bool restart = next.listen != e.config.listen || next.upstream != e.config.upstream;
+  if (e.id != 0 && (restart || !next.enabled)) impl_->stop(e);
+  if (next.enabled && e.id == 0) {
+    // Judge the new addresses before giving up the old ones for good: on failure
+    // the proxy runs again as it was.
+    ProxyConfig previous = e.config;
+    e.config = next;
+    if (auto s = impl_->start(e); !s) {
+      e.config = previous;
+      if (previous.enabled) (void)impl_->start(e);
+      return s.error();
+    }
+    return Impl::info(e);
+  }
+  e.config = next;
+  return Impl::info(e);
+}
+
+Status ProxyRegistry::remove(const std::string& name) {
+  std::lock_guard lock(impl_->mu_);
+  auto found = impl_->find(name);
+  if (!found) return found.error();
+  impl_->stop(**found);
+  impl_->proxies_.erase(name);
+  return {};
+}
+
+void ProxyRegistry::remove_all() {
+  std::lock_guard lock(impl_->mu_);
+  for (auto& [name, e] : impl_->proxies_) impl_->stop(e);
+  impl_->proxies_.clear();
+}
+
+Status ProxyRegistry::reset() {
+  std::lock_guard lock(impl_->mu_);
+  Status first;
+  for (auto& [name, e] : impl_->proxies_) {
+    e.toxics.clear();
+    impl_->publish_toxics(e);
+    if (!e.config.enabled) {
+      e.config.enabled = true;
+      if (auto s = impl_->start(e); !s) {
+        e.config.enabled = false;
+        if (first.ok()) first = s;
+      }
+    }
+  }
+  return first;
+}
+
+Result<Toxic> ProxyRegistry::add_toxic(const std::string& proxy, const Toxic& toxic) {
+  FL_TRY(validate_toxic(toxic));
+  std::lock_guard lock(impl_->mu_);
+  auto found = impl_->find(proxy);
+  if (!found) return found.error();
+  ProxyEntry& e = **found;
+  for (const auto& t : e.toxics)
+    if (t.toxic.name == toxic.name) return make_error(EEXIST, "toxic already exists");
+  uint64_t uid = impl_->next_uid_++;
+  e.toxics.push_back(ToxicEntry{toxic, uid, uid, std::make_shared<std::atomic<uint64_t>>(0)});
+  impl_->publish_toxics(e);
+  return toxic;
+}
+
+Result<Toxic> ProxyRegistry::update_toxic(const std::string& proxy, const std::string& toxic, const Toxic& replacement) {
+  FL_TRY(validate_toxic(replacement));
+  std::lock_guard lock(impl_->mu_);
+  auto found = impl_->find(proxy);
+  if (!found) return found.error();
+  ProxyEntry& e = **found;
+  auto it = std::find_if(e.toxics.begin(), e.toxics.end(), [&](const ToxicEntry& t) { return t.toxic.name == toxic; });
+  if (it == e.toxics.end()) return make_error(ENOENT, "toxic not found");
+  if (replacement.name != toxic)
+    for (const auto& t : e.toxics)
+      if (t.toxic.name == replacement.name) return make_error(EEXIST, "toxic already exists");
+  it->toxic = replacement;
+  it->version = impl_->next_uid_++;
+  impl_->publish_toxics(e);
+  return replacement;
+}
+
+Status ProxyRegistry::remove_toxic(const std::string& proxy, const std::string& toxic) {
+  std::lock_guard lock(impl_->mu_);
+  auto found = impl_->find(proxy);
+  if (!found) return found.error();
+  ProxyEntry& e = **found;
+  auto it = std::find_if(e.toxics.begin(), e.toxics.end(), [&](const ToxicEntry& t) { return t.toxic.name == toxic; });
+  if (it == e.toxics.end()) return make_error(ENOENT, "toxic not found");
+  e.toxics.erase(it);
+  impl_->publish_toxics(e);
+  return {};
+}
+
+Result<Toxic> ProxyRegistry::get_toxic(const std::string& proxy, const std::string& toxic) const {
+  std::lock_guard lock(impl_->mu_);
+  auto found = impl_->find(proxy);
+  if (!found) return found.error();
+  for (const auto& t : (*found)->toxics)
+    if (t.toxic.name == toxic) return t.toxic;
+  return make_error(ENOENT, "toxic not found");
+}
+
+Status ProxyRegistry::clear_toxics(const std::string& proxy) {
+  std::lock_guard lock(impl_->mu_);
+  auto found = impl_->find(proxy);
+  if (!found) return found.error();
+  (*found)->toxics.clear();
+  impl_->publish_toxics(**found);
+  return {};
+}
+
+Result<ProxyStats> ProxyRegistry::stats(const std::string& name) const {
+  std::lock_guard lock(impl_->mu_);
+  auto found = impl_->find(name);
+  if (!found) return found.error();
+  const ProxyEntry& e = **found;
+  ProxyStats s;
+  s.connections_accepted = e.counters->accepted.load(std::memory_order_relaxed);
+  s.connections_active = e.counters->active.load(std::memory_order_relaxed);
+  s.bytes_upstream = e.counters->bytes_upstream.load(std::memory_order_relaxed);
+  s.bytes_downstream = e.counters->bytes_downstream.load(std::memory_order_relaxed);
+  s.receives_without_buffer = e.counters->ring_empty.load(std::memory_order_relaxed);
+  for (const auto& t : e.toxics) s.toxics.push_back({t.toxic.name, t.activations->load(std::memory_order_relaxed)});
+  return s;
+}
+
+}  // namespace faultline

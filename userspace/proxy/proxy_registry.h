@@ -1,0 +1,134 @@
+// The proxies of one process: named TCP relays with their toxics, run by io_uring
+// workers. This is the contract the Toxiproxy REST API and faultd build on.
+//
+// Thread safety: every member function may be called from any thread at any time
+// except from a worker (none of them calls back into user code). Calls are
+// serialised among themselves by one mutex on the control path; the workers never
+// take it. A call that changes a proxy returns once every worker has applied the
+// change: after remove() or update({.enabled = false}) the listener is closed and
+// every connection of the proxy is closed; after a toxic call, every open
+// connection of the proxy sees the new toxic set before its next chunk.
+//
+// Errors map onto Toxiproxy's status codes by Error::err:
+//   ENOENT  no such proxy or toxic                    404
+//   EEXIST  a proxy or toxic with that name exists    409
+//   EINVAL  (bad_input) bad name, address or toxic    400
+//   others  the system refused (bind: EADDRINUSE...)   500
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "userspace/proxy/toxic.h"
+
+namespace faultline {
+
+// How the workers receive.
+enum class ReceiveMode : uint8_t {
+  automatic,    // provided buffer rings where the kernel has them, plain otherwise
+  buffer_ring,  // provided buffer ring (IORING_REGISTER_PBUF_RING, 5.19); refused if absent
+  plain,        // plain recv into two fixed buffers owned by each connection
+};
+
+// How the workers accept.
+enum class AcceptMode : uint8_t {
+  automatic,  // multishot where the kernel has it, one accept request per connection otherwise
+  multishot,  // one request for every connection (5.19); refused if absent
+  single,     // one accept request per connection
+};
+
+struct ProxyOptions {
+  unsigned workers = 0;              // io_uring event loops (threads); 0 = one per CPU
+  ReceiveMode receive = ReceiveMode::automatic;
+  AcceptMode accept = AcceptMode::automatic;
+  uint32_t buffer_size = 16384;      // bytes per receive buffer (a chunk is at most this)
+  uint32_t ring_buffers = 1024;      // buffers per worker's ring (power of two)
+  uint32_t ring_entries = 4096;      // submission queue entries per worker
+};
+
+// What the workers run on, decided once at start from io_uring's own probe.
+struct ProxyIoPaths {
+  bool buffer_ring = false;       // receives use a provided buffer ring
+  bool multishot_accept = false;  // one accept request serves every connection
+  unsigned workers = 0;
+};
+
+// A proxy as created or changed. Addresses are "host:port" (IPv6 as "[::1]:80");
+// the host is a numeric address or a name resolved when the proxy is (re)started.
+struct ProxyConfig {
+  std::string name;      // non-empty, unique
+  std::string listen;    // port 0: the kernel picks one (see ProxyInfo::listen_bound)
+  std::string upstream;  // where each accepted connection is relayed to
+  bool enabled = true;   // false: no listener, no connections (Toxiproxy's "down")
+};
+
+// A partial change: absent members stay. Changing listen or upstream restarts the
+// proxy (its connections close, Toxiproxy's behaviour); toxics stay.
+struct ProxyUpdate {
+  std::optional<std::string> listen;
+  std::optional<std::string> upstream;
+  std::optional<bool> enabled;
+};
+
+struct ProxyInfo {
+  ProxyConfig config;
+  std::string listen_bound;  // the address listened on ("127.0.0.1:40123"); empty when disabled
+  std::vector<Toxic> toxics; // in the order they were added
+};
+
+struct ToxicActivations {
+  std::string toxic;
+  uint64_t connections = 0;  // connections the toxic was applied to (toxicity passed)
+};
+
+struct ProxyStats {
+  uint64_t connections_accepted = 0;
+  uint64_t connections_active = 0;
+  uint64_t bytes_upstream = 0;    // client -> server, bytes sent upstream
+  uint64_t bytes_downstream = 0;  // server -> client, bytes sent to clients
+  uint64_t receives_without_buffer = 0;  // the worker's buffer ring was empty (retried 1 ms later)
+  std::vector<ToxicActivations> toxics;  // every current toxic, in order
+};
+
+class ProxyRegistry {
+ public:
+  // Starts the workers (nothing listens until a proxy is created). Fails when
+  // io_uring is unavailable or options.receive cannot be honoured.
+  [[nodiscard]] static Result<std::unique_ptr<ProxyRegistry>> start(const ProxyOptions& options);
+  ~ProxyRegistry();  // closes every proxy and connection, joins the workers
+  ProxyRegistry(const ProxyRegistry&) = delete;
+  ProxyRegistry& operator=(const ProxyRegistry&) = delete;
+
+  [[nodiscard]] ProxyIoPaths io_paths() const;
+
+  [[nodiscard]] Result<ProxyInfo> create(const ProxyConfig& config);
+  [[nodiscard]] Result<ProxyInfo> get(const std::string& name) const;
+  [[nodiscard]] std::vector<ProxyInfo> list() const;  // by name
+  [[nodiscard]] Result<ProxyInfo> update(const std::string& name, const ProxyUpdate& change);
+  [[nodiscard]] Status remove(const std::string& name);
+  void remove_all();  // every proxy, as remove() each
+  // Toxiproxy's /reset: every proxy enabled again and every toxic removed.
+  [[nodiscard]] Status reset();
+
+  // Toxics of one proxy. add_toxic fails with EEXIST on a taken name; update_toxic
+  // replaces the toxic named `toxic` (its name may not change to a taken one).
+  [[nodiscard]] Result<Toxic> add_toxic(const std::string& proxy, const Toxic& toxic);
+  [[nodiscard]] Result<Toxic> update_toxic(const std::string& proxy, const std::string& toxic, const Toxic& replacement);
+  [[nodiscard]] Status remove_toxic(const std::string& proxy, const std::string& toxic);
+  [[nodiscard]] Result<Toxic> get_toxic(const std::string& proxy, const std::string& toxic) const;
+  [[nodiscard]] Status clear_toxics(const std::string& proxy);
+
+  [[nodiscard]] Result<ProxyStats> stats(const std::string& name) const;
+
+  class Impl;
+
+ private:
+  explicit ProxyRegistry(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace faultline

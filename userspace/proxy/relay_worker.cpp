@@ -1,0 +1,833 @@
+// The relay: accept, connect upstream, then per direction a pipe that receives
+// chunks, runs each through the active toxics (delays as io_uring timeouts) and
+// sends it. A direction reads ahead only a few chunks (one with plain receive):
+// a slow reader stops reads from the other side, and memory stays bounded.
+#include "userspace/proxy/relay_worker.h"
+
+#include <liburing.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <future>
+#include <optional>
+#include <unordered_map>
+
+namespace faultline {
+// Named, not anonymous: RelayWorker::Loop (declared in the header) holds these.
+namespace relay {
+
+uint64_t now_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1'000'000'000ULL + uint64_t(ts.tv_nsec);
+}
+
+enum class OpKind : uint8_t { wake, accept, accept_retry, connect, recv, recv_retry, send, timer, deadline };
+
+// One kind of request an object can have in flight (at most one of each), and the
+// user_data of its completions. A cancel request carries user_data 0.
+struct Op {
+  OpKind kind;
+  void* owner = nullptr;
+  bool pending = false;
+  __kernel_timespec ts{};  // read by the kernel at submission of a timeout
+};
+
+struct Connection;
+struct ProxyState;
+
+// Bytes received and not yet sent: one receive's worth, in a buffer of the ring
+// (bid) or the pipe's own.
+struct Chunk {
+  char* data = nullptr;
+  uint32_t len = 0;
+  int32_t bid = -1;  // the provided buffer held, -1 for none
+  uint64_t arrived_ns = 0;
+};
+
+// With a buffer ring a direction reads ahead up to this many chunks while the
+// first waits out its delay (latency counts from each chunk's arrival, so a bulk
+// transfer under latency is not cut to one buffer per delay); with plain
+// receive it holds one, in its own buffer.
+constexpr uint8_t kRingChunksInFlight = 4;
+
+struct Pipe {
+  Connection* conn = nullptr;
+  Stream stream = Stream::upstream;
+  std::array<Chunk, kRingChunksInFlight> chunks{};  // a ring: head, then count-1 more
+  uint8_t head = 0;
+  uint8_t count = 0;
+  uint32_t off = 0;  // what of the head chunk is sent
+  std::unique_ptr<char[]> own;  // plain receive mode only
+  bool eof = false;
+  bool shut = false;
+  bool latency_done = false;
+  bool slow_close_done = false;
+  bool deadline_cancelling = false;
+  uint64_t sent = 0;
+  uint64_t bw_next_ns = 0;
+  const ToxicSet* seen = nullptr;
+  DirectionPlan plan;
+  uint64_t armed_key = 0;
+  uint64_t deadline_at = 0;
+  bool deadline_reset = false;
+  Op recv_op{OpKind::recv};
+  Op retry_op{OpKind::recv_retry};  // a receive that found the ring empty, again in 1 ms
+  Op send_op{OpKind::send};
+  Op timer_op{OpKind::timer};
+  Op deadline_op{OpKind::deadline};
+};
+
+struct Connection {
+  ProxyState* proxy = nullptr;
+  UniqueFd client;
+  UniqueFd server;
+  Pipe up;    // client -> server
+  Pipe down;  // server -> client
+  uint64_t seed = 0;
+  bool connected = false;
+  bool closing = false;
+  Op connect_op{OpKind::connect};
+  Connection* prev = nullptr;
+  Connection* next = nullptr;
+
+  [[nodiscard]] int src(const Pipe& p) const { return &p == &up ? client.get() : server.get(); }
+  [[nodiscard]] int dst(const Pipe& p) const { return &p == &up ? server.get() : client.get(); }
+  [[nodiscard]] Pipe& other(const Pipe& p) { return &p == &up ? down : up; }
+  [[nodiscard]] bool any_pending() const {
+    for (const Pipe* p : {&up, &down})
+      if (p->recv_op.pending || p->retry_op.pending || p->send_op.pending || p->timer_op.pending ||
+          p->deadline_op.pending)
+        return true;
+    return connect_op.pending;
+  }
+};
+
+struct Listener {
+  ProxyState* proxy = nullptr;
+  UniqueFd fd;
+  bool closing = false;
+  Op accept_op{OpKind::accept};
+  Op retry_op{OpKind::accept_retry};
+};
+
+struct ProxyState {
+  uint64_t id = 0;
+  SocketAddress upstream;
+  std::shared_ptr<const ToxicSet> toxics;
+  std::shared_ptr<ProxyCounters> counters;
+  Listener* listener = nullptr;
+  Connection* connections = nullptr;  // intrusive list
+  bool stopping = false;
+};
+
+void set_int_opt(int fd, int level, int opt, int value) { (void)::setsockopt(fd, level, opt, &value, sizeof value); }
+
+void set_linger_zero(int fd) {
+  if (fd < 0) return;
+  linger l{1, 0};
+  (void)::setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+}
+
+}  // namespace relay
+
+using namespace relay;
+
+class RelayWorker::Loop {
+ public:
+  explicit Loop(const WorkerConfig& config) : config_(config) {}
+  ~Loop() { teardown(); }
+
+  Status init() {
+    io_uring_params params{};
+    params.flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN;
+    if (io_uring_queue_init_params(config_.ring_entries, &ring_, &params) < 0) {
+      params = {};
+      if (int rc = io_uring_queue_init_params(config_.ring_entries, &ring_, &params); rc < 0)
+        return make_error(-rc, "io_uring_queue_init");
+    }
+    ring_ready_ = true;
+    wake_fd_.reset(::eventfd(0, EFD_CLOEXEC));
+    if (!wake_fd_) return errno_error("eventfd");
+    if (config_.buffer_ring) FL_TRY(setup_buffer_ring());
+    return {};
+  }
+
+  void post(std::function<void(Loop&)> fn) {
+    {
+      std::lock_guard lock(mu_);
+      queue_.push_back(std::move(fn));
+    }
+    uint64_t one = 1;
+    (void)!::write(wake_fd_.get(), &one, sizeof one);
+  }
+
+  void run() {
+    arm_wake();
+    while (!(stopping_ && proxies_.empty() && live_ == 0)) {
+      int rc = io_uring_submit_and_wait(&ring_, 1);
+      if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) break;
+      unsigned head = 0;
+      unsigned count = 0;
+      io_uring_cqe* cqe = nullptr;
+      io_uring_for_each_cqe(&ring_, head, cqe) {
+        ++count;
+        dispatch(cqe->user_data, cqe->res, cqe->flags);
+      }
+      io_uring_cq_advance(&ring_, count);
+      bury_the_dead();
+    }
+    // The eventfd read is the last request: cancel it and see it end, so that the
+    // kernel holds nothing of ours when the ring goes.
+    if (wake_op_.pending) {
+      io_uring_prep_cancel64(sqe(), reinterpret_cast<uint64_t>(&wake_op_), 0);
+      while (wake_op_.pending) {
+        io_uring_cqe* cqe = nullptr;
+        if (io_uring_submit_and_wait(&ring_, 1) < 0 || io_uring_peek_cqe(&ring_, &cqe) != 0) break;
+        if (cqe->user_data == reinterpret_cast<uint64_t>(&wake_op_)) wake_op_.pending = false;
+        io_uring_cqe_seen(&ring_, cqe);
+      }
+    }
+  }
+
+  // Commands (run on the worker's thread).
+  void start_proxy(uint64_t id, UniqueFd fd, const SocketAddress& upstream, std::shared_ptr<const ToxicSet> toxics,
+                   std::shared_ptr<ProxyCounters> counters) {
+    auto* ps = new ProxyState{id, upstream, std::move(toxics), std::move(counters)};
+    proxies_[id] = ps;
+    auto* l = new Listener{ps, std::move(fd)};
+    ps->listener = l;
+    arm_accept(*l);
+  }
+
+  void stop_proxy(uint64_t id) {
+    auto it = proxies_.find(id);
+    if (it == proxies_.end()) return;
+    ProxyState* ps = it->second;
+    proxies_.erase(it);
+    if (Listener* l = ps->listener) {
+      l->closing = true;
+      // shutdown() ends the listening state now (new connections are refused at
+      // once); the accept request completes with an error and frees the listener.
+      (void)::shutdown(l->fd.get(), SHUT_RDWR);
+      cancel(l->accept_op);
+      cancel(l->retry_op);
+      maybe_free(*l);
+    }
+    for (Connection* c = ps->connections; c != nullptr;) {
+      Connection* next = c->next;
+      close(*c, false);
+      c = next;
+    }
+    ps->stopping = true;
+    maybe_free(ps);
+  }
+
+  void set_toxics(uint64_t id, std::shared_ptr<const ToxicSet> toxics) {
+    auto it = proxies_.find(id);
+    if (it == proxies_.end()) return;
+    it->second->toxics = std::move(toxics);
+    for (Connection* c = it->second->connections; c != nullptr;) {
+      Connection* next = c->next;
+      if (c->connected && !c->closing) {
+        toxics_changed(c->up);
+        if (!c->closing) toxics_changed(c->down);
+      }
+      c = next;
+    }
+  }
+
+  void stop_all() {
+    stopping_ = true;
+    std::vector<uint64_t> ids;
+    for (const auto& [id, ps] : proxies_) ids.push_back(id);
+    for (uint64_t id : ids) stop_proxy(id);
+  }
+
+ private:
+  Status setup_buffer_ring() {
+    uint32_t n = config_.ring_buffers;
+    if (n == 0 || (n & (n - 1)) != 0 || n > 32768) return input_error(EINVAL, "ring_buffers must be a power of two up to 32768");
+    br_bytes_ = (size_t(n) * sizeof(io_uring_buf) + 4095) & ~size_t(4095);
+    void* ring_mem = ::mmap(nullptr, br_bytes_, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+    if (ring_mem == MAP_FAILED) return errno_error("mmap buffer ring");
+    br_ = static_cast<io_uring_buf_ring*>(ring_mem);
+    // The buffers: untouched pages cost no memory, so idle workers stay small.
+    buffers_bytes_ = size_t(n) * config_.buffer_size;
+    void* bufs = ::mmap(nullptr, buffers_bytes_, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+    if (bufs == MAP_FAILED) return errno_error("mmap receive buffers");
+    buffers_ = static_cast<char*>(bufs);
+    io_uring_buf_ring_init(br_);
+    io_uring_buf_reg reg{};
+    reg.ring_addr = reinterpret_cast<uint64_t>(br_);
+    reg.ring_entries = n;
+    reg.bgid = kBufferGroup;
+    if (int rc = io_uring_register_buf_ring(&ring_, &reg, 0); rc < 0)
+      return make_error(-rc, "io_uring_register_buf_ring");
+    int mask = io_uring_buf_ring_mask(n);
+    for (uint32_t i = 0; i < n; ++i)
+      io_uring_buf_ring_add(br_, buffers_ + size_t(i) * config_.buffer_size, config_.buffer_size, i, mask, int(i));
+    io_uring_buf_ring_advance(br_, int(n));
+    return {};
+  }
+
+  void recycle(int32_t bid) {
+    io_uring_buf_ring_add(br_, buffers_ + size_t(bid) * config_.buffer_size, config_.buffer_size, bid,
+                          io_uring_buf_ring_mask(config_.ring_buffers), 0);
+    io_uring_buf_ring_advance(br_, 1);
+  }
+
+  void teardown() {
+    if (ring_ready_) io_uring_queue_exit(&ring_);
+    ring_ready_ = false;
+    if (br_ != nullptr) ::munmap(br_, br_bytes_);
+    if (buffers_ != nullptr) ::munmap(buffers_, buffers_bytes_);
+    br_ = nullptr;
+    buffers_ = nullptr;
+  }
+
+  io_uring_sqe* sqe() {
+    io_uring_sqe* s = io_uring_get_sqe(&ring_);
+    while (s == nullptr) {
+      (void)io_uring_submit(&ring_);
+      s = io_uring_get_sqe(&ring_);
+    }
+    return s;
+  }
+
+  void submit_op(io_uring_sqe* s, Op& op) {
+    op.pending = true;
+    io_uring_sqe_set_data(s, &op);
+  }
+
+  void cancel(Op& op) {
+    if (!op.pending) return;
+    io_uring_sqe* s = sqe();
+    io_uring_prep_cancel64(s, reinterpret_cast<uint64_t>(&op), 0);
+    io_uring_sqe_set_data64(s, 0);
+  }
+
+  void arm_timer_at(Op& op, uint64_t at_ns) {
+    op.ts.tv_sec = int64_t(at_ns / 1'000'000'000ULL);
+    op.ts.tv_nsec = int64_t(at_ns % 1'000'000'000ULL);
+    io_uring_sqe* s = sqe();
+    io_uring_prep_timeout(s, &op.ts, 0, IORING_TIMEOUT_ABS);
+    submit_op(s, op);
+  }
+
+  void arm_wake() {
+    io_uring_sqe* s = sqe();
+    io_uring_prep_read(s, wake_fd_.get(), &wake_value_, sizeof wake_value_, 0);
+    submit_op(s, wake_op_);
+  }
+
+  void on_wake(int res) {
+    wake_op_.pending = false;
+    if (res == -ECANCELED) return;
+    std::vector<std::function<void(Loop&)>> work;
+    {
+      std::lock_guard lock(mu_);
+      work.swap(queue_);
+    }
+    for (auto& fn : work) fn(*this);
+    // Armed until the very end, even after stop_all(): run() cancels it last.
+    arm_wake();
+  }
+
+  void dispatch(uint64_t user_data, int res, uint32_t flags) {
+    if (user_data == 0) return;  // a cancel request's own completion
+    Op& op = *reinterpret_cast<Op*>(user_data);
+    switch (op.kind) {
+      case OpKind::wake: on_wake(res); break;
+      case OpKind::accept: on_accept(*static_cast<Listener*>(op.owner), res, flags); break;
+      case OpKind::accept_retry: {
+        auto& l = *static_cast<Listener*>(op.owner);
+        l.retry_op.pending = false;
+        if (l.closing) maybe_free(l);
+        else arm_accept(l);
+        break;
+      }
+      case OpKind::connect: on_connect(*static_cast<Connection*>(op.owner), res); break;
+      case OpKind::recv: on_recv(*static_cast<Pipe*>(op.owner), res, flags); break;
+      case OpKind::recv_retry: on_timer(*static_cast<Pipe*>(op.owner), static_cast<Pipe*>(op.owner)->retry_op); break;
+      case OpKind::send: on_send(*static_cast<Pipe*>(op.owner), res); break;
+      case OpKind::timer: on_timer(*static_cast<Pipe*>(op.owner), static_cast<Pipe*>(op.owner)->timer_op); break;
+      case OpKind::deadline: on_deadline(*static_cast<Pipe*>(op.owner), res); break;
+    }
+  }
+
+  // --- accept and connect ---------------------------------------------------
+
+  void arm_accept(Listener& l) {
+    l.accept_op.owner = &l;
+    l.retry_op.owner = &l;
+    io_uring_sqe* s = sqe();
+    if (config_.multishot_accept)
+      io_uring_prep_multishot_accept(s, l.fd.get(), nullptr, nullptr, SOCK_CLOEXEC);
+    else
+      io_uring_prep_accept(s, l.fd.get(), nullptr, nullptr, SOCK_CLOEXEC);
+    submit_op(s, l.accept_op);
+  }
+
+  void on_accept(Listener& l, int res, uint32_t flags) {
+    bool more = (flags & IORING_CQE_F_MORE) != 0;
+    if (!more) l.accept_op.pending = false;
+    if (res >= 0) {
+      if (l.closing) ::close(res);
+      else new_connection(*l.proxy, res);
+    }
+    if (more) return;
+    if (l.closing) {
+      maybe_free(l);
+      return;
+    }
+    // Out of descriptors or memory: try again shortly rather than spin.
+    if (res == -EMFILE || res == -ENFILE || res == -ENOBUFS || res == -ENOMEM) {
+      arm_timer_at(l.retry_op, now_ns() + 10'000'000);
+      return;
+    }
+    arm_accept(l);
+  }
+
+  void maybe_free(Listener& l) {
+    if (l.accept_op.pending || l.retry_op.pending) return;
+    ProxyState* ps = l.proxy;
+    ps->listener = nullptr;
+    delete &l;
+    maybe_free(ps);
+  }
+
+  void maybe_free(ProxyState* ps) {
+    if (!ps->stopping || ps->listener != nullptr || ps->connections != nullptr) return;
+    dead_proxies_.push_back(ps);
+  }
+
+  // What was freed during a batch of completions goes at its end: a caller up the
+  // stack (a loop over a proxy's connections, a toxic change visiting both
+  // directions) may still hold the pointer.
+  void bury_the_dead() {
+    for (Connection* c : dead_connections_) delete c;  // closes both sockets
+    live_ -= dead_connections_.size();
+    dead_connections_.clear();
+    for (ProxyState* ps : dead_proxies_) delete ps;
+    dead_proxies_.clear();
+  }
+
+  void new_connection(ProxyState& ps, int fd) {
+    auto* c = new Connection;
+    ++live_;
+    c->proxy = &ps;
+    c->client.reset(fd);
+    c->seed = splitmix64(rng_state_ += 0x9e3779b97f4a7c15ULL);
+    for (Pipe* p : {&c->up, &c->down}) {
+      p->conn = c;
+      p->recv_op.owner = p->retry_op.owner = p->send_op.owner = p->timer_op.owner = p->deadline_op.owner = p;
+    }
+    c->down.stream = Stream::downstream;
+    c->connect_op.owner = c;
+    c->next = ps.connections;
+    if (ps.connections != nullptr) ps.connections->prev = c;
+    ps.connections = c;
+    ps.counters->accepted.fetch_add(1, std::memory_order_relaxed);
+    ps.counters->active.fetch_add(1, std::memory_order_relaxed);
+    set_int_opt(fd, IPPROTO_TCP, TCP_NODELAY, 1);
+    c->server.reset(::socket(ps.upstream.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!c->server) {
+      close(*c, false);
+      return;
+    }
+    set_int_opt(c->server.get(), IPPROTO_TCP, TCP_NODELAY, 1);
+    io_uring_sqe* s = sqe();
+    io_uring_prep_connect(s, c->server.get(), ps.upstream.get(), ps.upstream.length);
+    submit_op(s, c->connect_op);
+  }
+
+  void on_connect(Connection& c, int res) {
+    c.connect_op.pending = false;
+    if (c.closing) {
+      maybe_free(c);
+      return;
+    }
+    if (res < 0) {  // the upstream refused or is unreachable: the client is closed
+      close(c, false);
+      return;
+    }
+    c.connected = true;
+    if (!config_.buffer_ring) {
+      c.up.own.reset(new char[config_.buffer_size]);
+      c.down.own.reset(new char[config_.buffer_size]);
+    }
+    for (Pipe* p : {&c.up, &c.down}) {
+      if (c.closing) break;
+      refresh_plan(*p);
+      sync_deadline(*p);
+      pump(*p);
+    }
+  }
+
+  // --- closing --------------------------------------------------------------
+
+  // Closes both sides: with an RST (SO_LINGER 0) when `reset`, else a FIN. The
+  // connection is freed when its last request has completed.
+  void close(Connection& c, bool reset) {
+    if (c.closing) return;
+    c.closing = true;
+    if (reset) {
+      set_linger_zero(c.client.get());
+      set_linger_zero(c.server.get());
+    }
+    cancel(c.connect_op);
+    for (Pipe* p : {&c.up, &c.down}) {
+      cancel(p->recv_op);
+      cancel(p->retry_op);
+      cancel(p->send_op);
+      cancel(p->timer_op);
+      cancel(p->deadline_op);
+    }
+    maybe_free(c);
+  }
+
+  void maybe_free(Connection& c) {
+    if (!c.closing || c.any_pending()) return;
+    for (Pipe* p : {&c.up, &c.down})
+      while (p->count > 0) pop_chunk(*p);
+    ProxyState* ps = c.proxy;
+    if (c.prev != nullptr) c.prev->next = c.next;
+    else ps->connections = c.next;
+    if (c.next != nullptr) c.next->prev = c.prev;
+    c.prev = c.next = nullptr;
+    ps->counters->active.fetch_sub(1, std::memory_order_relaxed);
+    dead_connections_.push_back(&c);
+    maybe_free(ps);
+  }
+
+  // --- toxics ---------------------------------------------------------------
+
+  // Folds the proxy's current toxic set into the pipe's plan when the set changed
+  // since the pipe last looked (a pointer comparison per chunk).
+  void refresh_plan(Pipe& p) {
+    const ToxicSet* set = p.conn->proxy->toxics.get();
+    if (set == p.seen) return;
+    p.seen = set;
+    p.plan = plan_direction(*set, p.stream, p.conn->seed, p.plan);
+  }
+
+  void toxics_changed(Pipe& p) {
+    refresh_plan(p);
+    // A chunk waiting out a delay is judged again under the new toxics.
+    if (p.timer_op.pending) {
+      if (p.off == 0) p.latency_done = false;
+      cancel(p.timer_op);
+    }
+    sync_deadline(p);
+    pump(p);
+  }
+
+  // reset_peer and timeout run a clock per connection and direction from when the
+  // toxic first applies to it; a changed toxic (new version) starts it again.
+  void sync_deadline(Pipe& p) {
+    Connection& c = *p.conn;
+    if (c.closing) return;
+    uint64_t want = p.plan.deadline_key;
+    if (p.deadline_op.pending) {
+      if (p.armed_key != want && !p.deadline_cancelling) {
+        p.deadline_cancelling = true;
+        cancel(p.deadline_op);
+      }
+      return;
+    }
+    if (want == 0) {
+      p.armed_key = 0;
+      return;
+    }
+    uint64_t now = now_ns();
+    if (p.armed_key != want) {
+      p.armed_key = want;
+      p.deadline_at = now + uint64_t(p.plan.deadline_ms) * 1'000'000ULL;
+      p.deadline_reset = p.plan.deadline_reset;
+    }
+    if (p.deadline_at <= now) {
+      close(c, p.deadline_reset);
+      return;
+    }
+    arm_timer_at(p.deadline_op, p.deadline_at);
+  }
+
+  void on_deadline(Pipe& p, int res) {
+    p.deadline_op.pending = false;
+    p.deadline_cancelling = false;
+    Connection& c = *p.conn;
+    if (c.closing) {
+      maybe_free(c);
+      return;
+    }
+    if (res == -ETIME && p.armed_key != 0 && p.armed_key == p.plan.deadline_key) {
+      close(c, p.deadline_reset);
+      return;
+    }
+    sync_deadline(p);
+  }
+
+  // --- the data path --------------------------------------------------------
+
+  void arm_recv(Pipe& p) {
+    Connection& c = *p.conn;
+    io_uring_sqe* s = sqe();
+    if (config_.buffer_ring) {
+      io_uring_prep_recv(s, c.src(p), nullptr, config_.buffer_size, 0);
+      s->flags |= IOSQE_BUFFER_SELECT;
+      s->buf_group = kBufferGroup;
+    } else {
+      io_uring_prep_recv(s, c.src(p), p.own.get(), config_.buffer_size, 0);
+    }
+    submit_op(s, p.recv_op);
+  }
+
+  void on_recv(Pipe& p, int res, uint32_t flags) {
+    p.recv_op.pending = false;
+    Connection& c = *p.conn;
+    int32_t bid = (flags & IORING_CQE_F_BUFFER) ? int32_t(flags >> IORING_CQE_BUFFER_SHIFT) : -1;
+    if (c.closing || res <= 0) {
+      if (bid >= 0) recycle(bid);
+    }
+    if (c.closing) {
+      maybe_free(c);
+      return;
+    }
+    if (res == -ENOBUFS) {  // every provided buffer is in use: try again in 1 ms
+      c.proxy->counters->ring_empty.fetch_add(1, std::memory_order_relaxed);
+      arm_timer_at(p.retry_op, now_ns() + 1'000'000);
+      return;
+    }
+    if (res < 0) {  // ECONNRESET and the like: the other side gets an RST too
+      close(c, true);
+      return;
+    }
+    if (res == 0) {
+      p.eof = true;
+      pump(p);
+      return;
+    }
+    Chunk& chunk = p.chunks[(p.head + p.count) % kRingChunksInFlight];
+    chunk.data = bid >= 0 ? buffers_ + size_t(bid) * config_.buffer_size : p.own.get();
+    chunk.len = uint32_t(res);
+    chunk.bid = bid;
+    chunk.arrived_ns = now_ns();
+    ++p.count;
+    pump(p);
+  }
+
+  // The head chunk is sent (or dropped with its connection): its buffer goes back.
+  void pop_chunk(Pipe& p) {
+    Chunk& chunk = p.chunks[p.head];
+    if (chunk.bid >= 0) recycle(chunk.bid);
+    chunk = Chunk{};
+    p.head = uint8_t((p.head + 1) % kRingChunksInFlight);
+    --p.count;
+    p.off = 0;
+    p.latency_done = false;
+  }
+
+  int64_t uniform(int64_t lo, int64_t hi) {  // [lo, hi]
+    if (hi <= lo) return lo;
+    rng_state_ += 0x9e3779b97f4a7c15ULL;
+    return lo + int64_t(splitmix64(rng_state_) % uint64_t(hi - lo + 1));
+  }
+
+  // Moves the pipe on as far as its toxics allow: the next piece of the chunk
+  // in hand, or the next receive, or the end of the stream.
+  void pump(Pipe& p) {
+    Connection& c = *p.conn;
+    if (c.closing || !c.connected) return;
+    refresh_plan(p);
+    const DirectionPlan& plan = p.plan;
+    // The reading side: a receive while there is room (none under a timeout toxic).
+    uint8_t room = config_.buffer_ring ? kRingChunksInFlight : 1;
+    if (!p.recv_op.pending && !p.retry_op.pending && !p.eof && !plan.hold && p.count < room) arm_recv(p);
+    // The sending side: the head chunk, piece by piece.
+    if (p.send_op.pending || p.timer_op.pending) return;
+    if (p.count == 0) {
+      if (p.eof) finish_stream(p);
+      return;
+    }
+    if (plan.hold) return;  // a timeout toxic: the chunks wait
+    const Chunk& chunk = p.chunks[p.head];
+    uint64_t now = now_ns();
+    if (!p.latency_done) {
+      p.latency_done = true;
+      int64_t delay_us = plan.latency_ms * 1000;
+      if (plan.jitter_ms > 0) delay_us += uniform(-plan.jitter_ms * 1000, plan.jitter_ms * 1000);
+      if (delay_us > 0 && chunk.arrived_ns + uint64_t(delay_us) * 1000 > now) {
+        arm_timer_at(p.timer_op, chunk.arrived_ns + uint64_t(delay_us) * 1000);
+        return;
+      }
+    }
+    if (plan.rate_kbps > 0 && p.bw_next_ns > now) {
+      arm_timer_at(p.timer_op, p.bw_next_ns);
+      return;
+    }
+    uint64_t piece = chunk.len - p.off;
+    if (plan.slicer) {
+      int64_t size = uniform(plan.slicer_v.average_size - plan.slicer_v.size_variation,
+                             plan.slicer_v.average_size + plan.slicer_v.size_variation);
+      piece = std::min<uint64_t>(piece, uint64_t(std::max<int64_t>(size, 1)));
+    }
+    // Bandwidth: pieces of 20 ms worth at most, each paid for before the next.
+    if (plan.rate_kbps > 0) piece = std::min<uint64_t>(piece, uint64_t(std::max<int64_t>(plan.rate_kbps * 20, 1)));
+    if (plan.limit_bytes >= 0) {
+      uint64_t left = p.sent >= uint64_t(plan.limit_bytes) ? 0 : uint64_t(plan.limit_bytes) - p.sent;
+      if (left == 0) {
+        close(c, false);
+        return;
+      }
+      piece = std::min(piece, left);
+    }
+    // Each piece is paid for from when the last one was due, not from when the timer
+    // woke us (that lateness would add up to a lower rate); after 100 ms of nothing
+    // to send the clock starts again from now, as no burst is owed.
+    if (plan.rate_kbps > 0) {
+      if (p.bw_next_ns + 100'000'000ULL < now) p.bw_next_ns = now;
+      p.bw_next_ns += piece * 1'000'000ULL / uint64_t(plan.rate_kbps);
+    }
+    io_uring_sqe* s = sqe();
+    io_uring_prep_send(s, c.dst(p), chunk.data + p.off, piece, MSG_NOSIGNAL);
+    submit_op(s, p.send_op);
+  }
+
+  void on_send(Pipe& p, int res) {
+    p.send_op.pending = false;
+    Connection& c = *p.conn;
+    if (c.closing) {
+      maybe_free(c);
+      return;
+    }
+    if (res < 0) {  // the receiver is gone (EPIPE, ECONNRESET): reset the sender
+      close(c, true);
+      return;
+    }
+    p.off += uint32_t(res);
+    p.sent += uint64_t(res);
+    auto& counter = p.stream == Stream::upstream ? c.proxy->counters->bytes_upstream : c.proxy->counters->bytes_downstream;
+    counter.fetch_add(uint64_t(res), std::memory_order_relaxed);
+    if (p.plan.limit_bytes >= 0 && p.sent >= uint64_t(p.plan.limit_bytes)) {
+      close(c, false);
+      return;
+    }
+    if (p.off >= p.chunks[p.head].len) {
+      pop_chunk(p);
+    } else if (p.plan.slicer && p.plan.slicer_v.delay_us > 0) {
+      arm_timer_at(p.timer_op, now_ns() + uint64_t(p.plan.slicer_v.delay_us) * 1000);
+      return;
+    }
+    pump(p);
+  }
+
+  void on_timer(Pipe& p, Op& op) {
+    op.pending = false;
+    Connection& c = *p.conn;
+    if (c.closing) {
+      maybe_free(c);
+      return;
+    }
+    pump(p);
+  }
+
+  // The source ended (FIN) and everything before it was sent: the FIN goes on
+  // (after slow_close's delay); when both directions have ended the connection closes.
+  void finish_stream(Pipe& p) {
+    Connection& c = *p.conn;
+    if (p.shut) return;
+    if (p.plan.slow_close_ms > 0 && !p.slow_close_done) {
+      p.slow_close_done = true;
+      arm_timer_at(p.timer_op, now_ns() + uint64_t(p.plan.slow_close_ms) * 1'000'000ULL);
+      return;
+    }
+    p.shut = true;
+    (void)::shutdown(c.dst(p), SHUT_WR);
+    if (c.other(p).shut) close(c, false);
+  }
+
+  static constexpr uint16_t kBufferGroup = 1;
+
+  WorkerConfig config_;
+  io_uring ring_{};
+  bool ring_ready_ = false;
+  io_uring_buf_ring* br_ = nullptr;
+  size_t br_bytes_ = 0;
+  char* buffers_ = nullptr;
+  size_t buffers_bytes_ = 0;
+  UniqueFd wake_fd_;
+  uint64_t wake_value_ = 0;
+  Op wake_op_{OpKind::wake};
+  std::mutex mu_;
+  std::vector<std::function<void(Loop&)>> queue_;
+  bool stopping_ = false;
+  std::unordered_map<uint64_t, ProxyState*> proxies_;
+  uint64_t live_ = 0;  // connections not yet freed
+  std::vector<Connection*> dead_connections_;
+  std::vector<ProxyState*> dead_proxies_;
+  uint64_t rng_state_ = now_ns();
+};
+
+Result<std::unique_ptr<RelayWorker>> RelayWorker::start(const WorkerConfig& config) {
+  auto loop = std::make_unique<Loop>(config);
+  std::unique_ptr<RelayWorker> w(new RelayWorker(std::move(loop)));
+  Loop* l = w->loop_.get();
+  // The ring is made, registered and driven by the worker's own thread: the kernel
+  // runs completion work on the task that submits, and only that task touches it.
+  std::promise<Status> ready;
+  auto started = ready.get_future();
+  w->thread_ = std::thread([l, &ready] {
+    Status s = l->init();
+    bool ok = s.ok();
+    ready.set_value(std::move(s));
+    if (ok) l->run();
+  });
+  Status s = started.get();
+  if (!s) {
+    w->thread_.join();
+    return s.error();
+  }
+  return w;
+}
+
+RelayWorker::RelayWorker(std::unique_ptr<Loop> loop) : loop_(std::move(loop)) {}
+
+RelayWorker::~RelayWorker() {
+  if (thread_.joinable()) {
+    loop_->post([](Loop& l) { l.stop_all(); });
+    thread_.join();
+  }
+}
+
+void RelayWorker::call(std::function<void(Loop&)> fn) {
+  std::promise<void> done;
+  auto future = done.get_future();
+  loop_->post([&](Loop& l) {
+    fn(l);
+    done.set_value();
+  });
+  future.wait();
+}
+
+void RelayWorker::start_proxy(uint64_t id, UniqueFd listener, const SocketAddress& upstream,
+                              std::shared_ptr<const ToxicSet> toxics, std::shared_ptr<ProxyCounters> counters) {
+  auto fd = std::make_shared<UniqueFd>(std::move(listener));
+  call([&](Loop& l) { l.start_proxy(id, std::move(*fd), upstream, std::move(toxics), std::move(counters)); });
+}
+
+void RelayWorker::stop_proxy(uint64_t id) {
+  call([id](Loop& l) { l.stop_proxy(id); });
+}
+
+void RelayWorker::set_toxics(uint64_t id, std::shared_ptr<const ToxicSet> toxics) {
+  call([&](Loop& l) { l.set_toxics(id, std::move(toxics)); });
+}
+
+}  // namespace faultline

@@ -1,0 +1,61 @@
+// One io_uring event loop on its own thread: the listeners of every proxy (one
+// socket of each SO_REUSEPORT group), the connections they accept, and the toxics
+// applied chunk by chunk. Only the worker's thread touches its state; the control
+// path talks to it through a command queue woken by an eventfd.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "base/result.h"
+#include "base/unique_fd.h"
+#include "userspace/proxy/endpoint.h"
+#include "userspace/proxy/proxy_registry.h"
+#include "userspace/proxy/toxic_plan.h"
+
+namespace faultline {
+
+struct alignas(64) ProxyCounters {
+  std::atomic<uint64_t> accepted{0};
+  std::atomic<uint64_t> active{0};
+  std::atomic<uint64_t> bytes_upstream{0};
+  std::atomic<uint64_t> bytes_downstream{0};
+  std::atomic<uint64_t> ring_empty{0};
+};
+
+struct WorkerConfig {
+  bool buffer_ring = false;
+  bool multishot_accept = false;
+  uint32_t buffer_size = 16384;
+  uint32_t ring_buffers = 1024;
+  uint32_t ring_entries = 4096;
+};
+
+class RelayWorker {
+ public:
+  [[nodiscard]] static Result<std::unique_ptr<RelayWorker>> start(const WorkerConfig& config);
+  ~RelayWorker();  // stops the loop, closes everything it owns
+  RelayWorker(const RelayWorker&) = delete;
+  RelayWorker& operator=(const RelayWorker&) = delete;
+
+  // Each returns once the worker has applied it.
+  void start_proxy(uint64_t id, UniqueFd listener, const SocketAddress& upstream,
+                   std::shared_ptr<const ToxicSet> toxics, std::shared_ptr<ProxyCounters> counters);
+  void stop_proxy(uint64_t id);  // closes the listener and every connection
+  void set_toxics(uint64_t id, std::shared_ptr<const ToxicSet> toxics);
+
+  class Loop;
+
+ private:
+  explicit RelayWorker(std::unique_ptr<Loop> loop);
+  void call(std::function<void(Loop&)> fn);
+  std::unique_ptr<Loop> loop_;
+  std::thread thread_;
+};
+
+}  // namespace faultline

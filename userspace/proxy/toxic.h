@@ -1,0 +1,79 @@
+// Toxics: TCP stream faults with Toxiproxy's names, attributes and units, and their
+// JSON in Toxiproxy's shape ({"name","type","stream","toxicity","attributes":{...}}).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "base/result.h"
+
+namespace faultline {
+
+// upstream: client -> server; downstream: server -> client (Toxiproxy's words).
+enum class Stream : uint8_t { upstream, downstream };
+
+[[nodiscard]] std::string_view stream_name(Stream s);
+
+// Each toxic's attributes under Toxiproxy's JSON names; the member names carry the
+// unit. Integers, as Toxiproxy's (int64 attributes; a fraction is a 400 there too).
+struct LatencyToxic {    // "latency": every chunk waits latency +- jitter from its arrival
+  int64_t latency_ms = 0;  // "latency"
+  int64_t jitter_ms = 0;   // "jitter"
+};
+struct BandwidthToxic {  // "bandwidth": at most rate KB/s (KB = 1000 bytes); 0 = no limit
+  int64_t rate_kbps = 0;   // "rate"
+};
+struct SlowCloseToxic {  // "slow_close": the close (EOF) reaches the other side delay later
+  int64_t delay_ms = 0;    // "delay"
+};
+struct TimeoutToxic {    // "timeout": nothing passes; the connection closes after timeout
+  int64_t timeout_ms = 0;  // "timeout"; 0 = hold the data until the toxic is removed
+};
+struct ResetPeerToxic {  // "reset_peer": both sides get an RST after timeout
+  int64_t timeout_ms = 0;  // "timeout"; 0 = at once
+};
+struct SlicerToxic {     // "slicer": chunks cut into average_size +- size_variation bytes
+  int64_t average_size = 0;    // "average_size", bytes
+  int64_t size_variation = 0;  // "size_variation", bytes (< average_size)
+  int64_t delay_us = 0;        // "delay", microseconds between slices
+};
+struct LimitDataToxic {  // "limit_data": the connection closes after bytes on this stream
+  int64_t bytes = 0;       // "bytes"
+};
+struct NoopToxic {};     // "noop": passes everything (it only counts activations)
+
+using ToxicAttributes = std::variant<LatencyToxic, BandwidthToxic, SlowCloseToxic, TimeoutToxic,
+                                     ResetPeerToxic, SlicerToxic, LimitDataToxic, NoopToxic>;
+
+struct Toxic {
+  std::string name;                    // default "<type>_<stream>"
+  Stream stream = Stream::downstream;  // default downstream
+  double toxicity = 1.0;               // share of connections it applies to, [0, 1]
+  ToxicAttributes attributes = NoopToxic{};
+
+  // "latency", "bandwidth", ... (Toxiproxy's type names).
+  [[nodiscard]] std::string_view type() const;
+};
+
+// The toxic as Toxiproxy shows it, every attribute of its type present.
+[[nodiscard]] nlohmann::json toxic_to_json(const Toxic& t);
+
+// A toxic from a Toxiproxy request body. "type" is required; "name", "stream",
+// "toxicity" and every attribute are optional (defaults above, attributes 0).
+// Errors are bad input (Error::bad_input, err EINVAL) and name the field:
+// "toxic: \"stream\": unknown stream \"sideways\" (upstream or downstream)".
+[[nodiscard]] Result<Toxic> toxic_from_json(const nlohmann::json& body);
+
+// Toxiproxy's update of an existing toxic: the fields present in `patch` replace
+// the current ones ("attributes" member by member); "type" may be given only if
+// unchanged. The result is validated like a new toxic.
+[[nodiscard]] Result<Toxic> toxic_merged(const Toxic& current, const nlohmann::json& patch);
+
+// Validation of a toxic built in C++ (what toxic_from_json applies too).
+[[nodiscard]] Status validate_toxic(const Toxic& t);
+
+}  // namespace faultline

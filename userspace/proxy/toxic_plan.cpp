@@ -1,0 +1,62 @@
+// Folding a toxic set into one direction's plan.
+#include "userspace/proxy/toxic_plan.h"
+
+#include <algorithm>
+
+namespace faultline {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+bool toxic_applies(uint64_t conn_seed, uint64_t toxic_uid, double toxicity) {
+  if (toxicity >= 1.0) return true;
+  if (toxicity <= 0.0) return false;
+  double u = double(splitmix64(conn_seed ^ (toxic_uid * 0x2545f4914f6cdd1dULL)) >> 11) * 0x1.0p-53;
+  return u < toxicity;
+}
+
+DirectionPlan plan_direction(const ToxicSet& set, Stream stream, uint64_t conn_seed, const DirectionPlan& before) {
+  DirectionPlan next;
+  for (const ToxicEntry& e : set.toxics) {
+    if (e.toxic.stream != stream || !toxic_applies(conn_seed, e.uid, e.toxic.toxicity)) continue;
+    next.uids.push_back(e.uid);
+    if (std::find(before.uids.begin(), before.uids.end(), e.uid) == before.uids.end())
+      e.activations->fetch_add(1, std::memory_order_relaxed);
+    const auto& a = e.toxic.attributes;
+    if (const auto* t = std::get_if<LatencyToxic>(&a)) {
+      next.latency_ms += t->latency_ms;
+      next.jitter_ms += t->jitter_ms;
+    } else if (const auto* t = std::get_if<BandwidthToxic>(&a)) {
+      if (t->rate_kbps > 0) next.rate_kbps = next.rate_kbps > 0 ? std::min(next.rate_kbps, t->rate_kbps) : t->rate_kbps;
+    } else if (const auto* t = std::get_if<SlowCloseToxic>(&a)) {
+      next.slow_close_ms += t->delay_ms;
+    } else if (const auto* t = std::get_if<TimeoutToxic>(&a)) {
+      next.hold = true;
+      if (t->timeout_ms > 0 && next.deadline_key == 0) {
+        next.deadline_key = e.version;
+        next.deadline_ms = t->timeout_ms;
+        next.deadline_reset = false;
+      }
+    } else if (const auto* t = std::get_if<ResetPeerToxic>(&a)) {
+      if (!next.deadline_reset) {  // the first reset_peer, over any timeout
+        next.deadline_key = e.version;
+        next.deadline_ms = t->timeout_ms;
+        next.deadline_reset = true;
+      }
+    } else if (const auto* t = std::get_if<SlicerToxic>(&a)) {
+      if (!next.slicer) {
+        next.slicer = true;
+        next.slicer_v = *t;
+      }
+    } else if (const auto* t = std::get_if<LimitDataToxic>(&a)) {
+      next.limit_bytes = next.limit_bytes < 0 ? t->bytes : std::min(next.limit_bytes, t->bytes);
+    }
+  }
+  return next;
+}
+
+}  // namespace faultline

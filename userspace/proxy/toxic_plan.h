@@ -1,0 +1,61 @@
+// A proxy's toxics as the workers see them (an immutable set, swapped whole), and
+// what they fold into for one direction of one connection.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "userspace/proxy/toxic.h"
+
+namespace faultline {
+
+// A toxic with its identity: `uid` survives updates of the toxic (so a
+// connection's toxicity draw stays the same), and so does its activation counter;
+// `version` is new on every add or update and restarts the toxic's clocks.
+struct ToxicEntry {
+  Toxic toxic;
+  uint64_t uid = 0;
+  uint64_t version = 0;
+  std::shared_ptr<std::atomic<uint64_t>> activations;
+};
+
+// Immutable once published: a worker swaps its pointer to a new set and every
+// connection notices the change at its next chunk (pointer comparison).
+struct ToxicSet {
+  std::vector<ToxicEntry> toxics;
+};
+
+// What one direction of one connection does, the toxics that apply to it combined:
+// latencies and jitters add, the lowest rate wins, slow_close delays add, the
+// smallest limit wins, the first slicer applies, and a reset_peer's clock takes
+// precedence over a timeout's.
+struct DirectionPlan {
+  int64_t latency_ms = 0;
+  int64_t jitter_ms = 0;
+  int64_t rate_kbps = 0;  // 0: unlimited
+  bool slicer = false;
+  SlicerToxic slicer_v{};
+  int64_t limit_bytes = -1;  // -1: no limit
+  bool hold = false;         // a timeout toxic: nothing passes
+  int64_t slow_close_ms = 0;
+  uint64_t deadline_key = 0;  // the version of the reset_peer or timeout whose clock runs (0: none)
+  int64_t deadline_ms = 0;
+  bool deadline_reset = false;  // the clock ends in an RST (reset_peer), else a close (timeout)
+  std::vector<uint64_t> uids;   // the toxics that apply
+};
+
+// Whether a toxic applies to a connection: a draw fixed by the pair (connection
+// seed, toxic uid), so it is decided once per connection and raising the
+// toxicity only adds connections.
+[[nodiscard]] bool toxic_applies(uint64_t conn_seed, uint64_t toxic_uid, double toxicity);
+
+// The plan of one direction under `set`. Every toxic that applies and is not in
+// `before` (the plan it replaces) counts one activation.
+[[nodiscard]] DirectionPlan plan_direction(const ToxicSet& set, Stream stream, uint64_t conn_seed,
+                                           const DirectionPlan& before);
+
+[[nodiscard]] uint64_t splitmix64(uint64_t x);
+
+}  // namespace faultline
