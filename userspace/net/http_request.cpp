@@ -15,6 +15,33 @@ std::string header_name_lower(std::string_view s) {
   return out;
 }
 
+// RFC 9110 5.6.2 tchar. Debian builds http-parser without HTTP_PARSER_STRICT,
+// which lets a space into a field name ("Content Length: 5"): a name two
+// servers could read differently, so it is refused here.
+bool is_field_name_char(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  if (std::isalnum(u)) return true;
+  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+bool is_field_name(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (!is_field_name_char(c)) return false;
+  }
+  return true;
+}
+
+// The request target in visible ASCII only (the lenient parser also takes tabs,
+// form feeds and bytes over 0x7f).
+bool is_visible_target(std::string_view s) {
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u >= 0x7f) return false;
+  }
+  return true;
+}
+
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -167,15 +194,23 @@ struct HttpRequestParser::Impl {
     return count_head(n) ? 0 : 1;
   }
 
-  void end_header() {
-    if (!field.empty()) req.headers.emplace_back(header_name_lower(field), value);
+  // False (and the parser failed) for a field name that is not a token.
+  bool end_header() {
+    if (!field.empty() || in_value) {
+      if (!is_field_name(field)) {
+        owner->fail(400, "malformed request: a header name that is not a token");
+        return false;
+      }
+      req.headers.emplace_back(header_name_lower(field), value);
+    }
     field.clear();
     value.clear();
     in_value = false;
+    return true;
   }
 
   int on_field(const char* at, size_t n) {
-    if (in_value) end_header();
+    if (in_value && !end_header()) return 1;
     field.append(at, n);
     return count_head(n) ? 0 : 1;
   }
@@ -187,7 +222,7 @@ struct HttpRequestParser::Impl {
   }
 
   int headers_done() {
-    end_header();
+    if (!end_header()) return -1;
     if (parser.http_major != 1) {
       owner->fail(505, "only HTTP/1.x is served");
       return -1;
@@ -198,6 +233,10 @@ struct HttpRequestParser::Impl {
     if (http_parser_parse_url(url.data(), url.size(), parser.method == HTTP_CONNECT, &u) != 0 ||
         !(u.field_set & (1 << UF_PATH))) {
       owner->fail(400, "the request target is not a path");
+      return -1;
+    }
+    if (!is_visible_target(url)) {
+      owner->fail(400, "the request target has a byte that is not visible ASCII");
       return -1;
     }
     req.path = url.substr(u.field_data[UF_PATH].off, u.field_data[UF_PATH].len);
