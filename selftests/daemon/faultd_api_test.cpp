@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "faultd_env.h"
 
@@ -41,6 +42,20 @@ TEST_F(FaultdTest, FaultctlPrintsTheSameThroughFaultdAndStandalone) {
   const CommandResult all = faultctl({"abort", "--all"}, true);
   EXPECT_TRUE(all.status.is(0)) << all.describe();
   EXPECT_NE(all.out.find("all faults ended (kill switch)"), std::string::npos) << all.describe();
+}
+
+// A faultctl meant for another state (its own FAULTLINE_BPFFS_ROOT) that finds
+// this faultd's socket is told 409 and runs standalone on its own state.
+TEST_F(FaultdTest, AFaultctlForAnotherStateIsRefusedAndRunsStandalone) {
+  start_faultd();
+  std::vector<std::string> other = env();
+  other[0] = "FAULTLINE_BPFFS_ROOT=/sys/fs/bpf/fltest-faultd-other-" + std::to_string(::getpid());
+  const CommandResult r = fltest::run_command({FAULTCTL_PATH, "abort", "5"}, {.env = other}, 30s);
+  EXPECT_TRUE(r.status.is(2)) << r.describe();
+  EXPECT_EQ(r.err, "faultctl abort: no active fault 5\n");
+  EXPECT_EQ(served("POST /v1/faults/5/abort 409"), 1u) << faultd().err();
+  const Reply direct = request("GET", "/v1/status");
+  EXPECT_EQ(direct.status, 200) << "a client that names no state (curl) is served";
 }
 
 TEST_F(FaultdTest, StatusAndFeaturesAreTheJsonFaultctlPrints) {
@@ -218,6 +233,30 @@ TEST_F(FaultdTest, TheConfigFileSetsTheSocketAndMetricsOff) {
   EXPECT_TRUE(std::filesystem::exists(sock));
   d.stop(3000ms);
   EXPECT_FALSE(std::filesystem::exists(sock));
+}
+
+// Without --foreground faultd detaches: the command returns once the API serves.
+TEST_F(FaultdTest, WithoutForegroundItDetachesOnceServing) {
+  const CommandResult r = fltest::run_command({FAULTD_PATH, "--socket", socket_path(), "--metrics", "off"},
+                                              {.env = env()}, 20s);
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_EQ(request("GET", "/v1/status").status, 200) << "not serving when the command returned";
+  // The detached faultd, found by its own socket path on its command line.
+  pid_t daemon = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream f(e.path() / "cmdline");
+    std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (cmd.rfind(std::string(FAULTD_PATH) + '\0', 0) == 0 && cmd.find(socket_path()) != std::string::npos)
+      daemon = static_cast<pid_t>(std::stol(name));
+  }
+  ASSERT_NE(daemon, 0) << "no detached faultd found";
+  EXPECT_EQ(::getsid(daemon), daemon) << "not in a session of its own";
+  ASSERT_EQ(::kill(daemon, SIGTERM), 0);
+  for (int i = 0; i < 50 && std::filesystem::exists(socket_path()); ++i)
+    std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(std::filesystem::exists(socket_path())) << "the detached faultd did not stop on SIGTERM";
 }
 
 TEST_F(FaultdTest, ASecondFaultdOnTheSameSocketIsRefused) {

@@ -80,6 +80,22 @@ TEST_F(FaultdTest, MetricsCountARealFaultAndPrometheusScrapesThem) {
     EXPECT_TRUE(prom.wait_for_value("up{job=\"faultline_test\"}", 1, 10s)) << prom.log();
   }
 
+  // faultctl status with the fault running: the same document through faultd
+  // and standalone (but for the seconds left, which tick between the two).
+  auto status_doc = [&](bool through) {
+    CommandResult r = faultctl({"status", "--json"}, through);
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    if (j.is_object())
+      for (auto& f : j["faults"]) f.erase("left_s");
+    return j;
+  };
+  const size_t gets = served("GET /v1/status");
+  const nlohmann::json via = status_doc(true);
+  EXPECT_EQ(served("GET /v1/status"), gets + 1);
+  EXPECT_EQ(via, status_doc(false));
+  ASSERT_EQ(via["faults"].size(), 1u) << via.dump();
+  EXPECT_EQ(via["faults"][0]["counters"]["dropped"], 5) << via.dump();
+
   // faultctl abort through faultd ends the fault; the run says so and exits.
   const size_t before = served("POST");
   CommandResult abort = faultctl({"abort", fault}, true);

@@ -51,7 +51,7 @@ int serve_faultd(const FaultdConfig& config, const FaultdHooks& hooks) {
   });
   const HttpRouter api = local_api_router();
   const HttpRouter metrics = metrics_router();
-  if (auto st = server->listen_unix(config.socket_path, 0600, root_only(api.handler())); !st)
+  if (auto st = server->listen_unix(config.socket_path, 0600, root_only(same_state_only(api.handler()))); !st)
     return fail(hooks, st.error());
   std::string where = "API on " + config.socket_path;
   if (!config.metrics_address.empty()) {

@@ -6,10 +6,12 @@
 #include <sstream>
 
 #include "base/exit_code.h"
+#include "loader/bpffs.h"
 #include "userspace/daemon/metrics.h"
 #include "userspace/ops/abort_faults.h"
 #include "userspace/ops/features_report.h"
 #include "userspace/ops/status_report.h"
+#include "userspace/state/state_dir.h"
 
 namespace faultline {
 namespace {
@@ -79,6 +81,17 @@ HttpHandler root_only(HttpHandler inner) {
     if (!req.peer.has_credentials || req.peer.uid != 0)
       return HttpReply::error(403, "the faultd API serves root only (peer uid " +
                                        (req.peer.has_credentials ? std::to_string(req.peer.uid) : "unknown") + ")");
+    return inner(req);
+  };
+}
+
+HttpHandler same_state_only(HttpHandler inner) {
+  return [inner = std::move(inner), root = bpffs_layout().root, run = state_root()](const HttpRequest& req) {
+    const auto want_root = req.header(kBpffsRootHeader);
+    const auto want_run = req.header(kRunDirHeader);
+    if ((want_root && *want_root != root) || (want_run && *want_run != run))
+      return HttpReply::error(409, "this faultd serves the state at " + root + " and " + run + ", not " +
+                                       want_root.value_or(root) + " and " + want_run.value_or(run));
     return inner(req);
   };
 }

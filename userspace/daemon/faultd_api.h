@@ -14,4 +14,11 @@ namespace faultline {
 // Serves only peers whose credentials say uid 0; everyone else gets 403.
 [[nodiscard]] HttpHandler root_only(HttpHandler inner);
 
+// The state a client means (its FAULTLINE_BPFFS_ROOT and FAULTLINE_RUN_DIR), sent
+// as these headers: a faultd that serves another state answers 409, so a faultctl
+// pointed at a private root never reads or ends the host's faults through it.
+inline constexpr const char* kBpffsRootHeader = "x-faultline-bpffs-root";
+inline constexpr const char* kRunDirHeader = "x-faultline-run-dir";
+[[nodiscard]] HttpHandler same_state_only(HttpHandler inner);
+
 }  // namespace faultline

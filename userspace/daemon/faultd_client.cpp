@@ -11,6 +11,9 @@
 
 #include "base/clock.h"
 #include "base/unique_fd.h"
+#include "loader/bpffs.h"
+#include "userspace/daemon/faultd_api.h"
+#include "userspace/state/state_dir.h"
 
 namespace faultline {
 namespace {
@@ -62,9 +65,10 @@ std::optional<Result<HttpResponse>> call_faultd(const std::string& socket_path, 
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd) return std::nullopt;
   if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) return std::nullopt;
-  const std::string request = method + " " + target +
-                              " HTTP/1.1\r\nHost: faultd\r\nAccept: application/json\r\n"
-                              "Content-Length: 0\r\nConnection: close\r\n\r\n";
+  // The state this process means: faultd answers 409 if it serves another.
+  const std::string request = method + " " + target + " HTTP/1.1\r\nHost: faultd\r\nAccept: application/json\r\n" +
+                              kBpffsRootHeader + ": " + bpffs_layout().root + "\r\n" + kRunDirHeader + ": " +
+                              state_root() + "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
   return exchange(fd.get(), request, monotonic_ns() + timeout_ns);
 }
 

@@ -11,7 +11,9 @@
 namespace faultline {
 
 // The reply of faultd to one request, or nothing if faultd is not running at
-// path (no socket, nobody listening, not allowed to connect). An error once
+// path (no socket, nobody listening, not allowed to connect). The request names
+// this process's state (bpffs root, state folder): a faultd serving another
+// answers 409. An error once
 // connected: faultd broke off or answered past the deadline.
 [[nodiscard]] std::optional<Result<HttpResponse>> call_faultd(const std::string& socket_path, const std::string& method,
                                                               const std::string& target, uint64_t timeout_ns);
