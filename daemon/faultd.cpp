@@ -1,5 +1,7 @@
 // faultd: the host agent. Thin: the settings, detaching (unless --foreground),
 // the service manager's notifications and the log; the rest is serve_faultd().
+#include "userspace/daemon/faultd.h"
+
 #include <fcntl.h>
 #include <syslog.h>
 #include <systemd/sd-daemon.h>
@@ -11,7 +13,6 @@
 
 #include "base/exit_code.h"
 #include "loader/libbpf_log.h"
-#include "userspace/daemon/faultd.h"
 #include "userspace/daemon/faultd_config.h"
 
 namespace {

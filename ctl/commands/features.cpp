@@ -21,10 +21,11 @@ constexpr Example kExamples[] = {
 }  // namespace
 
 int cmd_features(const std::vector<std::string>& args) {
-  return run_command("faultctl features", parse_switches(args, {"--json"}, with_examples(kUsage, kExamples)), kRootNever,
-                     [](const Switches& s) {
+  return run_command("faultctl features", parse_switches(args, {"--json"}, with_examples(kUsage, kExamples)),
+                     kRootNever, [](const Switches& s) {
                        const bool json = s.has("--json");
-                       if (auto code = report_via_faultd(json ? "/v1/features" : "/v1/features?format=text")) return *code;
+                       if (auto code = report_via_faultd(json ? "/v1/features" : "/v1/features?format=text"))
+                         return *code;
                        return write_features(json, std::cout);
                      });
 }

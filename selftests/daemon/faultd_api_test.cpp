@@ -3,8 +3,8 @@
 #include <poll.h>
 #include <sys/fsuid.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,8 +22,8 @@ namespace {
 TEST_F(FaultdTest, FaultctlPrintsTheSameThroughFaultdAndStandalone) {
   start_faultd();
   const std::vector<std::vector<std::string>> commands = {
-      {"status"}, {"status", "--json"}, {"features"}, {"features", "--json"}, {"abort", "7"}, {"abort", "r9"},
-      {"abort", "s9"}, {"abort", "--all"}};
+      {"status"},     {"status", "--json"}, {"features"},    {"features", "--json"},
+      {"abort", "7"}, {"abort", "r9"},      {"abort", "s9"}, {"abort", "--all"}};
   for (const auto& args : commands) {
     const std::string what = args[0] == "abort" ? "POST" : "GET";
     const size_t before = served(what);
@@ -81,8 +81,7 @@ TEST_F(FaultdTest, RoutesAnswerWithTheirErrors) {
   const Reply runs = request("POST", "/v1/runs");
   EXPECT_EQ(runs.status, 501) << runs.body;
   EXPECT_NE(runs.body.find("not served yet"), std::string::npos) << runs.body;
-  const std::string wrong_method =
-      raw_exchange("DELETE /v1/status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  const std::string wrong_method = raw_exchange("DELETE /v1/status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(status_of(wrong_method), 405) << wrong_method;
   EXPECT_NE(wrong_method.find("\r\nAllow: GET\r\n"), std::string::npos) << wrong_method;
   EXPECT_EQ(request("GET", "/v1/nothing").status, 404);
@@ -117,7 +116,7 @@ TEST_F(FaultdTest, RoutesAnswerWithTheirErrors) {
 
 TEST_F(FaultdTest, TheSocketIsRootOnlyAndAnotherUidGets403) {
   start_faultd();
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(socket_path().c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   EXPECT_EQ(st.st_uid, 0u);
@@ -237,8 +236,8 @@ TEST_F(FaultdTest, TheConfigFileSetsTheSocketAndMetricsOff) {
 
 // Without --foreground faultd detaches: the command returns once the API serves.
 TEST_F(FaultdTest, WithoutForegroundItDetachesOnceServing) {
-  const CommandResult r = fltest::run_command({FAULTD_PATH, "--socket", socket_path(), "--metrics", "off"},
-                                              {.env = env()}, 20s);
+  const CommandResult r =
+      fltest::run_command({FAULTD_PATH, "--socket", socket_path(), "--metrics", "off"}, {.env = env()}, 20s);
   ASSERT_TRUE(r.status.is(0)) << r.describe();
   EXPECT_EQ(request("GET", "/v1/status").status, 200) << "not serving when the command returned";
   // The detached faultd, found by its own socket path on its command line.
@@ -254,15 +253,14 @@ TEST_F(FaultdTest, WithoutForegroundItDetachesOnceServing) {
   ASSERT_NE(daemon, 0) << "no detached faultd found";
   EXPECT_EQ(::getsid(daemon), daemon) << "not in a session of its own";
   ASSERT_EQ(::kill(daemon, SIGTERM), 0);
-  for (int i = 0; i < 50 && std::filesystem::exists(socket_path()); ++i)
-    std::this_thread::sleep_for(100ms);
+  for (int i = 0; i < 50 && std::filesystem::exists(socket_path()); ++i) std::this_thread::sleep_for(100ms);
   EXPECT_FALSE(std::filesystem::exists(socket_path())) << "the detached faultd did not stop on SIGTERM";
 }
 
 TEST_F(FaultdTest, ASecondFaultdOnTheSameSocketIsRefused) {
   start_faultd();
-  CommandResult r = fltest::run_command(
-      {FAULTD_PATH, "--foreground", "--socket", socket_path(), "--metrics", "off"}, {.env = env()}, 10s);
+  CommandResult r = fltest::run_command({FAULTD_PATH, "--foreground", "--socket", socket_path(), "--metrics", "off"},
+                                        {.env = env()}, 10s);
   EXPECT_TRUE(r.status.is(1)) << r.describe();
   EXPECT_NE(r.err.find("another server answers on"), std::string::npos) << r.err;
   EXPECT_TRUE(std::filesystem::exists(socket_path())) << "the second faultd removed the first one's socket";

@@ -110,8 +110,8 @@ std::string FaultdTest::raw_exchange(const std::string& bytes) const {
 }
 
 FaultdTest::Reply FaultdTest::request(const std::string& method, const std::string& target) const {
-  const std::string raw =
-      raw_exchange(method + " " + target + " HTTP/1.1\r\nHost: faultd\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+  const std::string raw = raw_exchange(method + " " + target +
+                                       " HTTP/1.1\r\nHost: faultd\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
   return Reply{status_of(raw), body_of(raw)};
 }
 

@@ -1,7 +1,9 @@
 // /metrics with a real packet fault in test-made namespaces: the counters move
 // with real traffic, promtool accepts the text, a real Prometheus scrapes it,
 // and the fault ends through faultd's abort.
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "faultd_env.h"
 #include "guardrail_env.h"
@@ -11,9 +13,8 @@ namespace fldaemon {
 namespace {
 
 std::string scrape(uint16_t port) {
-  CommandResult r = fltest::run_command({"curl", "-sS", "--max-time", "5", "http://127.0.0.1:" + std::to_string(port) +
-                                                                              "/metrics"},
-                                        {}, 10s);
+  CommandResult r = fltest::run_command(
+      {"curl", "-sS", "--max-time", "5", "http://127.0.0.1:" + std::to_string(port) + "/metrics"}, {}, 10s);
   return r.out;
 }
 
@@ -38,12 +39,11 @@ TEST_F(FaultdTest, MetricsCountARealFaultAndPrometheusScrapesThem) {
   ASSERT_NE(metrics_port(), 0) << faultd().err();
 
   // Every ICMP packet from a to b is lost: 5 pings, 5 drops.
-  ChildProcess run = ChildProcess::spawn(
-      {FAULTCTL_PATH, "run", "loss", "--netns", net->a(), "--target", "198.18.9.2", "--proto", "icmp", "--percent",
-       "100", "--duration", "60s", "--json"},
-      {.env = env(), .stop_grace = 5000ms});
-  auto started = run.wait_line([](const std::string& l) { return l.find("\"event\":\"started\"") != std::string::npos; },
-                               15s);
+  ChildProcess run = ChildProcess::spawn({FAULTCTL_PATH, "run", "loss", "--netns", net->a(), "--target", "198.18.9.2",
+                                          "--proto", "icmp", "--percent", "100", "--duration", "60s", "--json"},
+                                         {.env = env(), .stop_grace = 5000ms});
+  auto started =
+      run.wait_line([](const std::string& l) { return l.find("\"event\":\"started\"") != std::string::npos; }, 15s);
   ASSERT_TRUE(started) << run.describe();
   const auto id = nlohmann::json::parse(*started)["id"];
   ASSERT_TRUE(id.is_number()) << *started;
@@ -65,7 +65,8 @@ TEST_F(FaultdTest, MetricsCountARealFaultAndPrometheusScrapesThem) {
   // promtool's linter: the exposition format and the naming conventions.
   if (flenf::on_path("promtool")) {
     CommandResult lint = fltest::run_command(
-        {"sh", "-c", "curl -sS http://127.0.0.1:" + std::to_string(metrics_port()) + "/metrics | promtool check metrics"},
+        {"sh", "-c",
+         "curl -sS http://127.0.0.1:" + std::to_string(metrics_port()) + "/metrics | promtool check metrics"},
         {}, 20s);
     EXPECT_TRUE(lint.status.is(0)) << lint.describe();
   }
@@ -107,6 +108,40 @@ TEST_F(FaultdTest, MetricsCountARealFaultAndPrometheusScrapesThem) {
   CommandResult after = fltest::run_command(
       {"ip", "netns", "exec", net->a(), "ping", "-c", "2", "-i", "0.2", "-W", "1", "198.18.9.2"}, {}, 20s);
   EXPECT_TRUE(after.status.is(0)) << "the fault did not end: " << after.describe();
+}
+
+// A syscall fault's counters in /metrics, and the kill switch through faultd
+// ending it (a wrapped fl_probe: 5 opens fail with EIO while it waits).
+TEST_F(FaultdTest, SyscallFaultCountersAndAbortAllThroughFaultd) {
+  start_faultd();
+  const std::string file = dir() + "/f.txt";
+  std::ofstream(file) << "x\n";
+  ChildProcess f = ChildProcess::spawn({FAULTCTL_PATH, "run", "syscall", "--syscall", "openat", "--errno", "EIO",
+                                        "--duration", "60s", "--json", "--", PROBE_PATH, "open", file, "5", "wait",
+                                        "open", file, "1", "hold"},
+                                       {.env = env(), .stdin_pipe = true, .stop_grace = 5000ms});
+  ASSERT_TRUE(f.wait_for("WAITING", 30s)) << f.describe();
+  const nlohmann::json st = nlohmann::json::parse(faultctl({"status", "--json"}, true).out);
+  ASSERT_EQ(st["syscall_faults"].size(), 1u) << st.dump();
+  const std::string id = st["syscall_faults"][0]["id"];
+  const std::string mechanism = st["syscall_faults"][0]["mechanism"];
+  const std::string series = "faultline_syscall_fault_calls_total{fault=\"" + id + "\",mechanism=\"" + mechanism +
+                             "\",result=\"failed\"}";
+  double failed = -1;
+  for (int i = 0; i < 50 && failed != 5; ++i) {
+    failed = sample(scrape(metrics_port()), series);
+    if (failed != 5) std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_EQ(failed, 5) << scrape(metrics_port());
+
+  const CommandResult all = faultctl({"abort", "--all"}, true);
+  EXPECT_TRUE(all.status.is(0)) << all.describe();
+  EXPECT_NE(all.out.find("fault " + id + " ended"), std::string::npos) << all.describe();
+  EXPECT_NE(all.out.find("all faults ended (kill switch)"), std::string::npos) << all.describe();
+  EXPECT_EQ(served("POST /v1/abort-all 200"), 1u) << faultd().err();
+  f.write_stdin("\n");
+  EXPECT_TRUE(f.wait_for("HOLD", 30s)) << "the command did not run on after the kill switch: " << f.describe();
+  EXPECT_EQ(sample(scrape(metrics_port()), series), -1) << "an ended fault is still exported";
 }
 
 TEST_F(FaultdTest, MetricsOffListensNowhere) {

@@ -1,7 +1,10 @@
 // The HTTP server layer of the control APIs: the request parser's limits and
 // framing, the router's 404/405, and a real HttpServer on loopback (keep-alive,
 // pipelining, 408, idle close, many connections on one thread).
+#include "userspace/net/http_server.h"
+
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -9,11 +12,9 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <gtest/gtest.h>
 #include <thread>
 
 #include "userspace/net/http_router.h"
-#include "userspace/net/http_server.h"
 
 namespace {
 
@@ -26,8 +27,9 @@ HttpRequestParser::Limits small_limits() { return {.max_head = 256, .max_body = 
 
 TEST(HttpRequestParser, ReadsARequestInPiecesWithLowerCaseHeaders) {
   HttpRequestParser p(small_limits());
-  const std::string raw = "POST /v1/faults/3/abort?format=text&x=a%20b HTTP/1.1\r\nHost: h\r\nX-Mixed-Case: V\r\n"
-                          "Content-Length: 4\r\n\r\nbody";
+  const std::string raw =
+      "POST /v1/faults/3/abort?format=text&x=a%20b HTTP/1.1\r\nHost: h\r\nX-Mixed-Case: V\r\n"
+      "Content-Length: 4\r\n\r\nbody";
   size_t used = 0;
   for (size_t i = 0; i < raw.size() && p.state() == State::Reading; ++i) used += p.feed(raw.substr(i, 1));
   ASSERT_EQ(p.state(), State::Ready);
@@ -88,10 +90,10 @@ TEST(HttpRequestParser, RefusesWithTheRightStatus) {
 
 TEST(HttpRouter, MatchesParamsAndSays404Or405) {
   faultline::HttpRouter r;
-  r.add("POST", "/v1/faults/{id}/abort", [](const HttpRequest&, const faultline::PathParams& p) {
-    return HttpReply::text(200, p.at("id"));
-  });
-  r.add("GET", "/v1/status", [](const HttpRequest&, const faultline::PathParams&) { return HttpReply::text(200, "s"); });
+  r.add("POST", "/v1/faults/{id}/abort",
+        [](const HttpRequest&, const faultline::PathParams& p) { return HttpReply::text(200, p.at("id")); });
+  r.add("GET", "/v1/status",
+        [](const HttpRequest&, const faultline::PathParams&) { return HttpReply::text(200, "s"); });
   HttpRequest req;
   req.method = "POST";
   req.path = "/v1/faults/r%37/abort";
@@ -169,7 +171,9 @@ std::string read_replies(int fd, size_t want_replies, int timeout_ms = 3000) {
   return out;
 }
 
-void send_all(int fd, const std::string& s) { ASSERT_EQ(::send(fd, s.data(), s.size(), MSG_NOSIGNAL), (ssize_t)s.size()); }
+void send_all(int fd, const std::string& s) {
+  ASSERT_EQ(::send(fd, s.data(), s.size(), MSG_NOSIGNAL), (ssize_t)s.size());
+}
 
 TEST(HttpServer, KeepsConnectionsAliveAndAnswersPipelinesInOrder) {
   LoopbackServer srv({});

@@ -1,6 +1,8 @@
 // The Prometheus exposition text faultd serves, read back by a strict checker of
 // the text format 0.0.4: HELP then TYPE once per family before its samples,
 // valid names, escaped label values, counters named *_total, no series twice.
+#include "userspace/daemon/metrics_text.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,7 +11,6 @@
 #include <string>
 
 #include "userspace/daemon/metrics.h"
-#include "userspace/daemon/metrics_text.h"
 
 namespace {
 
@@ -133,11 +134,11 @@ TEST(MetricsText, WritesFamiliesAndEscapesLabelValues) {
 }
 
 TEST(MetricsText, TheCheckerRefusesWhatPrometheusWould) {
-  EXPECT_NE(exposition_violation("x_total 1\n"), "");  // no TYPE
-  EXPECT_NE(exposition_violation("# HELP x h\n# TYPE x counter\nx 1\n"), "");  // counter not *_total
+  EXPECT_NE(exposition_violation("x_total 1\n"), "");                                   // no TYPE
+  EXPECT_NE(exposition_violation("# HELP x h\n# TYPE x counter\nx 1\n"), "");           // counter not *_total
   EXPECT_NE(exposition_violation("# HELP x h\n# TYPE x gauge\nx{a=\"\\q\"} 1\n"), "");  // bad escape
   EXPECT_NE(exposition_violation("# HELP x h\n# TYPE x gauge\nx{a=\"1\"} 1\nx{a=\"1\"} 2\n"), "");  // twice
-  EXPECT_NE(exposition_violation("# HELP x h\n# TYPE x gauge\ny 1\n"), "");  // another family
+  EXPECT_NE(exposition_violation("# HELP x h\n# TYPE x gauge\ny 1\n"), "");                         // another family
   EXPECT_EQ(exposition_violation("# HELP x h\n# TYPE x gauge\nx{a=\"1\",b=\"\\\"\"} 1\n"), "");
 }
 

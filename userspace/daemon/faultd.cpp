@@ -44,8 +44,9 @@ int serve_faultd(const FaultdConfig& config, const FaultdHooks& hooks) {
   auto server = HttpServer::create();
   if (!server) return fail(hooks, server.error());
   server->set_log([&hooks](const HttpExchange& x) {
-    std::string who = x.peer.has_credentials ? "pid " + std::to_string(x.peer.pid) + " uid " + std::to_string(x.peer.uid)
-                                             : x.peer.address;
+    std::string who = x.peer.has_credentials
+                          ? "pid " + std::to_string(x.peer.pid) + " uid " + std::to_string(x.peer.uid)
+                          : x.peer.address;
     hooks.log("faultd: " + std::string(x.method) + " " + std::string(x.path) + " " + std::to_string(x.status) + " (" +
               who + ")");
   });

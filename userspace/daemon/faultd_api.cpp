@@ -30,7 +30,8 @@ HttpReply report(const HttpRequest& req, int (*write)(bool, std::ostream&)) {
   if (!json) return HttpReply::error(400, json.error().message);
   std::ostringstream out;
   const int code = write(*json, out);
-  if (code != kExitCompleted) return HttpReply::error(500, "the report failed (exit code " + std::to_string(code) + ")");
+  if (code != kExitCompleted)
+    return HttpReply::error(500, "the report failed (exit code " + std::to_string(code) + ")");
   return *json ? HttpReply::json(200, out.str()) : HttpReply::text(200, out.str());
 }
 
@@ -61,8 +62,9 @@ HttpRouter local_api_router() {
     return command_reply(code, out.str(), err.str());
   });
   r.add("POST", "/v1/runs", [](const HttpRequest&, const PathParams&) {
-    return HttpReply::error(501, "running experiments through faultd is not served yet: run them with faultctl run, "
-                                 "which works without faultd");
+    return HttpReply::error(501,
+                            "running experiments through faultd is not served yet: run them with faultctl run, "
+                            "which works without faultd");
   });
   return r;
 }

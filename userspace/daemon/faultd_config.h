@@ -12,9 +12,9 @@ namespace faultline {
 inline constexpr const char* kDefaultMetricsAddress = "127.0.0.1:9469";
 
 struct FaultdConfig {
-  std::string socket_path;                       // the local API; default <state dir>/faultd.sock
+  std::string socket_path;                               // the local API; default <state dir>/faultd.sock
   std::string metrics_address = kDefaultMetricsAddress;  // empty: no /metrics ("--metrics off")
-  bool foreground = false;                       // else detach once serving
+  bool foreground = false;                               // else detach once serving
 };
 
 // The local API's socket: FAULTLINE_FAULTD_SOCKET when set, else

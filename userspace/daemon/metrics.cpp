@@ -77,8 +77,7 @@ void packet_metrics(MetricsText& m) {
        &fl_fault_stats::matched},
       {"faultline_packet_fault_dropped_packets_total", "Packets the fault dropped", &fl_fault_stats::dropped},
       {"faultline_packet_fault_corrupted_packets_total", "Packets the fault corrupted", &fl_fault_stats::corrupted},
-      {"faultline_packet_fault_duplicated_packets_total", "Packets the fault duplicated",
-       &fl_fault_stats::duplicated},
+      {"faultline_packet_fault_duplicated_packets_total", "Packets the fault duplicated", &fl_fault_stats::duplicated},
       {"faultline_packet_fault_delayed_packets_total", "Packets the fault delayed", &fl_fault_stats::delayed},
       {"faultline_packet_fault_matched_bytes_total", "Bytes of the packets that matched the fault's scope",
        &fl_fault_stats::bytes},
@@ -115,15 +114,17 @@ void session_metrics(MetricsText& m) {
   std::vector<std::pair<const Session*, nlohmann::json>> counted;
   for (const auto& s : sessions) counted.emplace_back(&s, session_counters(s));
 
-  m.family("faultline_syscall_fault_calls_total", "counter", "Calls a syscall fault saw, by result (failed: the errno was injected)");
+  m.family("faultline_syscall_fault_calls_total", "counter",
+           "Calls a syscall fault saw, by result (failed: the errno was injected)");
   for (const auto& [s, c] : counted) {
     if (s->kind != "syscall") continue;
     for (const char* result : {"failed", "passed"}) {
-      if (c.contains(result)) m.sample({{"fault", s->id}, {"mechanism", s->mechanism}, {"result", result}},
-                                       counter_value(c, result));
+      if (c.contains(result))
+        m.sample({{"fault", s->id}, {"mechanism", s->mechanism}, {"result", result}}, counter_value(c, result));
     }
   }
-  m.family("faultline_syscall_fault_cap_spared_calls_total", "counter", "Calls a capped syscall fault spared once its cap was reached");
+  m.family("faultline_syscall_fault_cap_spared_calls_total", "counter",
+           "Calls a capped syscall fault spared once its cap was reached");
   for (const auto& [s, c] : counted) {
     if (s->kind == "syscall" && c.contains("cap_spared"))
       m.sample({{"fault", s->id}, {"mechanism", s->mechanism}}, counter_value(c, "cap_spared"));

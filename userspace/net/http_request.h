@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,7 +34,7 @@ struct HttpRequest {
   std::string query;   // after '?', as sent (still percent-encoded); empty if none
   std::vector<std::pair<std::string, std::string>> headers;  // names in lower case
   std::string body;                                          // de-chunked
-  bool keep_alive = true;  // HTTP/1.1 default, "Connection: close", HTTP/1.0 rules
+  bool keep_alive = true;                                    // HTTP/1.1 default, "Connection: close", HTTP/1.0 rules
   HttpPeer peer;
 
   // The first header of that name (lower case), if any.
@@ -53,6 +54,9 @@ struct HttpReply {
   // {"error": message, "status": status}: the one error envelope of our APIs.
   [[nodiscard]] static HttpReply error(int status, std::string_view message);
 };
+
+// What a listener does with each request: a router, or any function.
+using HttpHandler = std::function<HttpReply(const HttpRequest&)>;
 
 // "%41b" -> "Ab"; nothing on a malformed escape. With plus_is_space, '+' is ' '
 // (query strings).

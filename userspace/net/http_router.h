@@ -14,7 +14,6 @@ namespace faultline {
 
 // The {name} segments of the matched pattern, percent-decoded.
 using PathParams = std::map<std::string, std::string>;
-using HttpHandler = std::function<HttpReply(const HttpRequest&)>;
 using RouteHandler = std::function<HttpReply(const HttpRequest&, const PathParams&)>;
 
 class HttpRouter {

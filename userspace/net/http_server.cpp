@@ -97,8 +97,8 @@ struct HttpServer::Connection {
   std::string in;  // received, not yet parsed
   std::string out;
   size_t out_pos = 0;
-  bool closing = false;      // close once `out` is written
-  bool want_write = false;   // EPOLLOUT is registered
+  bool closing = false;     // close once `out` is written
+  bool want_write = false;  // EPOLLOUT is registered
   Clock::time_point last_activity = Clock::now();
   Clock::time_point request_start{};  // when the request under way began
 };
@@ -118,7 +118,7 @@ HttpServer::~HttpServer() {
   connections_.clear();
   for (const auto& l : listeners_) {
     if (!l->is_unix || !l->fd) continue;
-    struct stat st{};
+    struct stat st {};
     // Only the socket this server made: a newer server may have replaced it.
     if (::stat(l->unix_path.c_str(), &st) == 0 && st.st_dev == l->dev && st.st_ino == l->ino)
       ::unlink(l->unix_path.c_str());
@@ -134,7 +134,7 @@ Status HttpServer::listen_unix(const std::string& path, mode_t mode, HttpHandler
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd) return errno_error("socket(AF_UNIX)");
-  struct stat st{};
+  struct stat st {};
   if (::lstat(path.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode)) return input_error(EEXIST, path + " exists and is not a socket");
     UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -335,8 +335,8 @@ void HttpServer::expire_timeouts() {
   for (int fd : slow) {
     Connection& c = *connections_.at(fd);
     answer(c,
-           HttpReply::error(408, "the request was not whole within " +
-                                     std::to_string(limits_.request_timeout.count()) + " ms"),
+           HttpReply::error(
+               408, "the request was not whole within " + std::to_string(limits_.request_timeout.count()) + " ms"),
            true, "-", "-");
     flush(c);
   }
@@ -347,7 +347,7 @@ int HttpServer::next_timeout_ms() const {
   for (const auto& [fd, c] : connections_) {
     if (c->closing) continue;
     soonest = std::min(soonest, c->parser.in_request() ? c->request_start + limits_.request_timeout
-                                                        : c->last_activity + limits_.idle_timeout);
+                                                       : c->last_activity + limits_.idle_timeout);
   }
   if (soonest == Clock::time_point::max()) return -1;
   auto ms = std::chrono::ceil<std::chrono::milliseconds>(soonest - Clock::now()).count();

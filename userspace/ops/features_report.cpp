@@ -19,19 +19,27 @@ int write_features(bool json, std::ostream& out) {
     const char* name;
     const FeatureProbe* p;
   };
-  const Row probes[] = {{"bpf", &f.bpf_syscall},           {"tcx", &f.tcx},
-                        {"clsact", &f.clsact},             {"bpf_loop", &f.bpf_loop},
-                        {"sch_fq", &f.sch_fq},             {"cgroup_v2", &f.cgroup_v2},
-                        {"bpf_set_retval", &f.set_retval}, {"ringbuf", &f.ringbuf},
-                        {"lsm_bpf_listed", &f.lsm_listed}, {"bpf_lsm", &f.bpf_lsm},
-                        {"fentry", &f.fentry},             {"kprobe_override", &f.kprobe_override},
-                        {"seccomp_user_notif", &f.seccomp_notify}, {"fanotify_perm", &f.fanotify_perm},
+  const Row probes[] = {{"bpf", &f.bpf_syscall},
+                        {"tcx", &f.tcx},
+                        {"clsact", &f.clsact},
+                        {"bpf_loop", &f.bpf_loop},
+                        {"sch_fq", &f.sch_fq},
+                        {"cgroup_v2", &f.cgroup_v2},
+                        {"bpf_set_retval", &f.set_retval},
+                        {"ringbuf", &f.ringbuf},
+                        {"lsm_bpf_listed", &f.lsm_listed},
+                        {"bpf_lsm", &f.bpf_lsm},
+                        {"fentry", &f.fentry},
+                        {"kprobe_override", &f.kprobe_override},
+                        {"seccomp_user_notif", &f.seccomp_notify},
+                        {"fanotify_perm", &f.fanotify_perm},
                         {"io_uring", &f.io_uring}};
   if (json) {
     nlohmann::json j;
     for (const auto& r : probes) j["probes"][r.name] = {{"available", r.p->available}, {"detail", r.p->detail}};
     for (const auto& c : caps) {
-      j["capabilities"].push_back({{"capability", c.name}, {"ladder", c.ladder},
+      j["capabilities"].push_back({{"capability", c.name},
+                                   {"ladder", c.ladder},
                                    {"chosen", c.chosen.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.chosen)},
                                    {"why", c.why}});
     }
@@ -42,12 +50,12 @@ int write_features(bool json, std::ostream& out) {
     std::string ladder;
     for (const auto& l : c.ladder) ladder += (ladder.empty() ? "" : " > ") + l;
     out << c.name << "\n    uses:   " << (c.chosen.empty() ? "unavailable" : c.chosen) << "\n    ladder: " << ladder
-              << "\n    why:    " << c.why << "\n";
+        << "\n    why:    " << c.why << "\n";
   }
   out << "\nKERNEL PROBE          RESULT  DETAIL\n";
   for (const auto& r : probes) {
     out << std::left << std::setw(22) << r.name << std::setw(8) << (r.p->available ? "yes" : "no") << r.p->detail
-              << "\n";
+        << "\n";
   }
   return kExitCompleted;
 }

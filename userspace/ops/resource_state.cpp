@@ -3,8 +3,8 @@
 #include "userspace/ops/resource_state.h"
 
 #include <iomanip>
-#include <ostream>
 #include <optional>
+#include <ostream>
 
 #include "base/clock.h"
 #include "base/exit_code.h"

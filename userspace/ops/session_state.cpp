@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <iomanip>
-#include <ostream>
 #include <optional>
+#include <ostream>
 
 #include "base/clock.h"
 #include "base/exit_code.h"
@@ -100,12 +100,12 @@ int abort_session_command(const std::string& id, std::ostream& out, std::ostream
   }
   if (!r->owner_confirmed) {
     err << "faultctl abort: " << id << (r->disarmed_in_kernel ? " is disarmed in the kernel, but its" : ": its")
-              << " faultctl (pid " << s->owner.pid << ") did not confirm within 3 s\n";
+        << " faultctl (pid " << s->owner.pid << ") did not confirm within 3 s\n";
     return kExitFailure;
   }
   if (s->kind == "guard")
     out << "guard " << id << " released" << (is_alive(s->owner) ? "" : " (its faultctl was gone)")
-              << ": its command runs on unguarded (" << s->summary << ")\n";
+        << ": its command runs on unguarded (" << s->summary << ")\n";
   else
     out << "fault " << id << " ended (" << s->summary << ")\n";
   return kExitCompleted;

@@ -45,8 +45,9 @@ int write_status(bool json, std::ostream& out) {
       f["active"] = r.fault.expires_ns > now;
       f["left_s"] = r.fault.expires_ns > now ? (r.fault.expires_ns - now) / 1'000'000'000ULL : 0;
       f["owner_pid"] = r.meta.owner_pid;
-      f["counters"] = {{"matched", r.stats.matched}, {"dropped", r.stats.dropped}, {"corrupted", r.stats.corrupted},
-                       {"duplicated", r.stats.duplicated}, {"delayed", r.stats.delayed}, {"bytes", r.stats.bytes}};
+      f["counters"] = {{"matched", r.stats.matched},     {"dropped", r.stats.dropped},
+                       {"corrupted", r.stats.corrupted}, {"duplicated", r.stats.duplicated},
+                       {"delayed", r.stats.delayed},     {"bytes", r.stats.bytes}};
       if (r.budget.max) f["cap"] = cap_json(r.budget, now);
       if (r.seed) f["seed"] = std::to_string(*r.seed);  // a string, as in the record
       if (r.budget.start_ns > now) f["starts_in_s"] = (r.budget.start_ns - now + 999'999'999ULL) / 1'000'000'000ULL;
@@ -69,16 +70,17 @@ int write_status(bool json, std::ostream& out) {
       any = true;
     }
     if (any) out << "\n";
-    if (!print_session_status(out) && !any)
-      out << "no active faults" << (maps ? "" : " (nothing installed)") << "\n";
+    if (!print_session_status(out) && !any) out << "no active faults" << (maps ? "" : " (nothing installed)") << "\n";
     return kExitCompleted;
   }
   out << std::left << std::setw(5) << "ID" << std::setw(11) << "KIND" << std::setw(8) << "LEFT" << std::setw(11)
-            << "MATCHED" << std::setw(11) << "DROPPED" << std::setw(11) << "ALTERED" << "SCOPE\n";
+      << "MATCHED" << std::setw(11) << "DROPPED" << std::setw(11) << "ALTERED"
+      << "SCOPE\n";
   for (const auto& r : rows) {
     nlohmann::json f = nlohmann::json::parse(r.meta.spec, nullptr, false);
     std::string kind = f.is_object() ? f.value("kind", "?") : "?";
-    std::string left = r.fault.expires_ns > now ? std::to_string((r.fault.expires_ns - now) / 1'000'000'000ULL) + "s" : "ended";
+    std::string left =
+        r.fault.expires_ns > now ? std::to_string((r.fault.expires_ns - now) / 1'000'000'000ULL) + "s" : "ended";
     if (f.is_object()) {
       f.erase("kind");
       f.erase("duration");
@@ -86,13 +88,16 @@ int write_status(bool json, std::ostream& out) {
       f.erase("seed_source");
     }
     out << std::setw(5) << r.slot << std::setw(11) << kind << std::setw(8) << left << std::setw(11) << r.stats.matched
-              << std::setw(11) << r.stats.dropped << std::setw(11) << r.stats.corrupted + r.stats.duplicated + r.stats.delayed
-              << (f.is_object() ? f.dump() : "") << "\n";
+        << std::setw(11) << r.stats.dropped << std::setw(11) << r.stats.corrupted + r.stats.duplicated + r.stats.delayed
+        << (f.is_object() ? f.dump() : "") << "\n";
     if (r.budget.max) out << std::setw(5) << "" << cap_text(r.budget, now) << "\n";
-    if (r.seed) out << std::setw(5) << "" << "seed " << *r.seed << " (replay with --seed " << *r.seed << ")\n";
+    if (r.seed)
+      out << std::setw(5) << ""
+          << "seed " << *r.seed << " (replay with --seed " << *r.seed << ")\n";
     if (r.budget.start_ns > now)
-      out << std::setw(5) << "" << "inert until its delayed start, in "
-                << (r.budget.start_ns - now + 999'999'999ULL) / 1'000'000'000ULL << "s\n";
+      out << std::setw(5) << ""
+          << "inert until its delayed start, in " << (r.budget.start_ns - now + 999'999'999ULL) / 1'000'000'000ULL
+          << "s\n";
   }
   if (!armed) out << "kill switch is engaged: every program passes all packets\n";
   if (has_resource_faults()) {
@@ -103,6 +108,5 @@ int write_status(bool json, std::ostream& out) {
   (void)print_session_status(out);
   return kExitCompleted;
 }
-
 
 }  // namespace faultline

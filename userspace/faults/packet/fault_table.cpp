@@ -423,12 +423,18 @@ std::string cap_text(const fl_budget& b, uint64_t now_ns) {
 
 const char* drop_reason_name(uint32_t reason) {
   switch (reason) {
-    case FL_DROP_LOSS: return "loss";
-    case FL_DROP_PARTITION: return "partition";
-    case FL_DROP_FLOWDROP: return "flowdrop";
-    case FL_DROP_DNS: return "dns";
-    case FL_DROP_RATE_HORIZON: return "rate_horizon";
-    default: return "none";
+    case FL_DROP_LOSS:
+      return "loss";
+    case FL_DROP_PARTITION:
+      return "partition";
+    case FL_DROP_FLOWDROP:
+      return "flowdrop";
+    case FL_DROP_DNS:
+      return "dns";
+    case FL_DROP_RATE_HORIZON:
+      return "rate_horizon";
+    default:
+      return "none";
   }
 }
 
