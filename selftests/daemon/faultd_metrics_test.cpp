@@ -116,17 +116,17 @@ TEST_F(FaultdTest, SyscallFaultCountersAndAbortAllThroughFaultd) {
   start_faultd();
   const std::string file = dir() + "/f.txt";
   std::ofstream(file) << "x\n";
-  ChildProcess f = ChildProcess::spawn({FAULTCTL_PATH, "run", "syscall", "--syscall", "openat", "--errno", "EIO",
-                                        "--duration", "60s", "--json", "--", PROBE_PATH, "open", file, "5", "wait",
-                                        "open", file, "1", "hold"},
-                                       {.env = env(), .stdin_pipe = true, .stop_grace = 5000ms});
+  ChildProcess f = ChildProcess::spawn(
+      {FAULTCTL_PATH, "run",      "syscall", "--syscall", "openat", "--errno", "EIO",  "--duration", "60s", "--json",
+       "--",          PROBE_PATH, "open",    file,        "5",      "wait",    "open", file,         "1",   "hold"},
+      {.env = env(), .stdin_pipe = true, .stop_grace = 5000ms});
   ASSERT_TRUE(f.wait_for("WAITING", 30s)) << f.describe();
   const nlohmann::json st = nlohmann::json::parse(faultctl({"status", "--json"}, true).out);
   ASSERT_EQ(st["syscall_faults"].size(), 1u) << st.dump();
   const std::string id = st["syscall_faults"][0]["id"];
   const std::string mechanism = st["syscall_faults"][0]["mechanism"];
-  const std::string series = "faultline_syscall_fault_calls_total{fault=\"" + id + "\",mechanism=\"" + mechanism +
-                             "\",result=\"failed\"}";
+  const std::string series =
+      "faultline_syscall_fault_calls_total{fault=\"" + id + "\",mechanism=\"" + mechanism + "\",result=\"failed\"}";
   double failed = -1;
   for (int i = 0; i < 50 && failed != 5; ++i) {
     failed = sample(scrape(metrics_port()), series);

@@ -11,7 +11,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "userspace/net/http_router.h"
@@ -120,11 +123,18 @@ class LoopbackServer {
     router_.add("GET", "/hello", [](const HttpRequest& r, const faultline::PathParams&) {
       return HttpReply::text(200, "hello " + r.query);
     });
+    router_.add("GET", "/big", [](const HttpRequest&, const faultline::PathParams&) {
+      return HttpReply::text(200, std::string(1 << 20, 'x'));
+    });
     auto addr = server_->listen_tcp("127.0.0.1:0", router_.handler());
     if (!addr) throw std::runtime_error(addr.error().describe());
     port_ = static_cast<uint16_t>(std::stoul(addr->substr(addr->rfind(':') + 1)));
     stop_ = ::eventfd(0, EFD_CLOEXEC);
-    thread_ = std::thread([this] { (void)server_->run(stop_); });
+    thread_ = std::thread([this] {
+      tid_ = ::gettid();
+      (void)server_->run(stop_);
+    });
+    while (tid_ == 0) std::this_thread::yield();
   }
   ~LoopbackServer() {
     uint64_t one = 1;
@@ -132,8 +142,10 @@ class LoopbackServer {
     thread_.join();
     ::close(stop_);
   }
-  [[nodiscard]] int connect() const {
+  // rcvbuf: a small receive buffer, for a client whose replies back up.
+  [[nodiscard]] int connect(int rcvbuf = 0) const {
     int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (rcvbuf > 0) (void)::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(port_);
@@ -151,7 +163,24 @@ class LoopbackServer {
   uint16_t port_ = 0;
   int stop_ = -1;
   std::thread thread_;
+
+ public:
+  std::atomic<pid_t> tid_{0};  // the serving thread, for its CPU time
 };
+
+// CPU time (user + system) of one thread of ours, in clock ticks.
+long thread_cpu_ticks(pid_t tid) {
+  std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+  std::string field;
+  long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14) utime = std::stol(field);
+    if (i == 15) stime = std::stol(field);
+  }
+  return utime + stime;
+}
 
 // Reads until the peer closes or `want` bytes of replies ("HTTP/1.1" count) came, or 3 s.
 std::string read_replies(int fd, size_t want_replies, int timeout_ms = 3000) {
@@ -204,6 +233,51 @@ TEST(HttpServer, ASlowRequestGets408AndAnIdleConnectionIsClosed) {
   EXPECT_EQ(read_replies(idle, 0, 3000), "") << "closed without a word";
   ::close(slow);
   ::close(idle);
+}
+
+// A client that pipelines requests, half-closes and does not read the replies:
+// no busy loop while they wait (a level-triggered EOF would wake the loop
+// forever), and it is dropped once nothing has moved for the idle timeout.
+TEST(HttpServer, AClientThatDoesNotReadIsNotSpunOnAndIsDropped) {
+  faultline::HttpServerLimits limits;
+  limits.idle_timeout = std::chrono::milliseconds(1500);
+  LoopbackServer srv(limits);
+  int fd = srv.connect(4096);
+  ASSERT_GE(fd, 0);
+  // Four 1 MiB replies: more than the socket buffers take, less than the 4 MiB
+  // after which the server stops reading a client anyway.
+  std::string many;
+  for (int i = 0; i < 4; ++i) many += "GET /big HTTP/1.1\r\nHost: x\r\n\r\n";
+  send_all(fd, many);
+  ASSERT_EQ(::shutdown(fd, SHUT_WR), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const long before = thread_cpu_ticks(srv.tid_);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  const long spent = thread_cpu_ticks(srv.tid_) - before;
+  EXPECT_LE(spent, 10) << "the server thread used " << spent << " ticks of CPU in 1 s while waiting on the client";
+  // Dropped: reading now ends (the kernel's buffered bytes, then EOF or a reset).
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  std::string got = read_replies(fd, 0, 5000);
+  EXPECT_LT(got.size(), 4u << 20) << "every reply arrived: the connection was not dropped";
+  ::close(fd);
+}
+
+// Pipelined requests, then the client's half-close: every one is answered
+// before the server closes, even those that waited on unread replies.
+TEST(HttpServer, AHalfClosedClientGetsEveryAnswer) {
+  LoopbackServer srv({});
+  int fd = srv.connect();
+  ASSERT_GE(fd, 0);
+  std::string many;
+  for (int i = 0; i < 8; ++i) many += "GET /big HTTP/1.1\r\nHost: x\r\n\r\n";
+  send_all(fd, many);
+  ASSERT_EQ(::shutdown(fd, SHUT_WR), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const std::string got = read_replies(fd, 0, 10000);
+  size_t n = 0;
+  for (size_t at = got.find("HTTP/1.1 200"); at != std::string::npos; at = got.find("HTTP/1.1 200", at + 1)) ++n;
+  EXPECT_EQ(n, 8u);
+  ::close(fd);
 }
 
 TEST(HttpServer, ServesManyConnectionsAtOnceOnOneThread) {

@@ -97,8 +97,9 @@ struct HttpServer::Connection {
   std::string in;  // received, not yet parsed
   std::string out;
   size_t out_pos = 0;
-  bool closing = false;     // close once `out` is written
-  bool want_write = false;  // EPOLLOUT is registered
+  bool closing = false;                    // close once `out` is written
+  bool peer_done = false;                  // the client sent its last byte (EOF or an error)
+  uint32_t events = EPOLLIN | EPOLLRDHUP;  // what epoll watches for it now
   Clock::time_point last_activity = Clock::now();
   Clock::time_point request_start{};  // when the request under way began
 };
@@ -250,6 +251,9 @@ void HttpServer::process(Connection& c) {
     answer(c, reply, !req.keep_alive, req.method, req.path);
   }
   c.in.erase(0, pos);
+  // A client done sending gets the answers to every whole request it sent (a
+  // pipeline may wait on replies it has not read yet), then the close.
+  if (c.peer_done && !c.closing && c.out.size() - c.out_pos < kMaxPendingOut) c.closing = true;
 }
 
 void HttpServer::flush(Connection& c) {
@@ -257,6 +261,7 @@ void HttpServer::flush(Connection& c) {
     ssize_t n = ::send(c.fd.get(), c.out.data() + c.out_pos, c.out.size() - c.out_pos, MSG_NOSIGNAL);
     if (n > 0) {
       c.out_pos += static_cast<size_t>(n);
+      c.last_activity = Clock::now();
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
@@ -272,13 +277,20 @@ void HttpServer::flush(Connection& c) {
       return;
     }
   }
-  const bool want = c.out_pos < c.out.size();
-  if (want != c.want_write) {
+  // Level-triggered: watch for input only while it can be used, or a client
+  // that sends without reading its replies (or that hung up with replies
+  // pending) would wake the loop without end.
+  const bool pending = c.out_pos < c.out.size();
+  const bool can_read = !c.closing && !c.peer_done && c.out.size() - c.out_pos < kMaxPendingOut &&
+                        c.in.size() < limits_.request.max_head + limits_.request.max_body + kReadChunk;
+  const uint32_t want =
+      (can_read ? static_cast<uint32_t>(EPOLLIN | EPOLLRDHUP) : 0u) | (pending ? static_cast<uint32_t>(EPOLLOUT) : 0u);
+  if (want != c.events) {
     epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLRDHUP | (want ? static_cast<uint32_t>(EPOLLOUT) : 0u);
+    ev.events = want;
     ev.data.fd = c.fd.get();
     (void)epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, c.fd.get(), &ev);
-    c.want_write = want;
+    c.events = want;
   }
 }
 
@@ -298,11 +310,8 @@ void HttpServer::on_readable(Connection& c) {
     eof = true;  // closed (0) or failed
     break;
   }
+  if (eof) c.peer_done = true;
   process(c);
-  if (eof && !c.closing) {
-    // The client is done sending: answer what it asked, then close.
-    c.closing = true;
-  }
   flush(c);
 }
 
@@ -310,7 +319,7 @@ void HttpServer::on_writable(Connection& c) {
   const int fd = c.fd.get();
   flush(c);
   auto it = connections_.find(fd);
-  if (it != connections_.end() && !it->second->in.empty()) {
+  if (it != connections_.end() && (!it->second->in.empty() || it->second->peer_done)) {
     process(*it->second);
     flush(*it->second);
   }
@@ -325,10 +334,15 @@ void HttpServer::expire_timeouts() {
   const auto now = Clock::now();
   std::vector<int> idle, slow;
   for (const auto& [fd, c] : connections_) {
-    if (c->closing) continue;
+    // A closing connection waits only for its reply to be read: a client that
+    // does not read it is dropped after the idle timeout.
+    if (c->closing) {
+      if (now - c->last_activity >= limits_.idle_timeout) idle.push_back(fd);
+      continue;
+    }
     if (c->parser.in_request() && now - c->request_start >= limits_.request_timeout)
       slow.push_back(fd);
-    else if (!c->parser.in_request() && c->out.empty() && now - c->last_activity >= limits_.idle_timeout)
+    else if (!c->parser.in_request() && now - c->last_activity >= limits_.idle_timeout)
       idle.push_back(fd);
   }
   for (int fd : idle) close_connection(fd);
@@ -345,7 +359,10 @@ void HttpServer::expire_timeouts() {
 int HttpServer::next_timeout_ms() const {
   auto soonest = Clock::time_point::max();
   for (const auto& [fd, c] : connections_) {
-    if (c->closing) continue;
+    if (c->closing) {
+      soonest = std::min(soonest, c->last_activity + limits_.idle_timeout);
+      continue;
+    }
     soonest = std::min(soonest, c->parser.in_request() ? c->request_start + limits_.request_timeout
                                                        : c->last_activity + limits_.idle_timeout);
   }

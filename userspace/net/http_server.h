@@ -24,7 +24,8 @@ struct HttpServerLimits {
   HttpRequestParser::Limits request;
   // From the first byte of a request to its last: a slower client gets 408.
   std::chrono::milliseconds request_timeout{10'000};
-  // A keep-alive connection with no request under way is closed after this.
+  // A connection with no request under way and nothing read or written for
+  // this long is closed (an idle keep-alive, or a client not reading its reply).
   std::chrono::milliseconds idle_timeout{60'000};
   // Connections beyond this are accepted and closed at once.
   size_t max_connections = 256;
