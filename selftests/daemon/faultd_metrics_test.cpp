@@ -1,6 +1,6 @@
 // /metrics with a real packet fault in test-made namespaces: the counters move
 // with real traffic, promtool accepts the text, a real Prometheus scrapes it,
-// and the fault ends through faultd's abort.
+// the fault outlives a stop of faultd, and ends through the next faultd's abort.
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -97,7 +97,19 @@ TEST_F(FaultdTest, MetricsCountARealFaultAndPrometheusScrapesThem) {
   ASSERT_EQ(via["faults"].size(), 1u) << via.dump();
   EXPECT_EQ(via["faults"][0]["counters"]["dropped"], 5) << via.dump();
 
-  // faultctl abort through faultd ends the fault; the run says so and exits.
+  // Stopping faultd ends nothing: the fault is still there and still drops.
+  faultd().signal(SIGTERM);
+  ASSERT_TRUE(faultd().wait(5000ms)) << faultd().describe();
+  const nlohmann::json alone = status_doc(false);
+  ASSERT_EQ(alone["faults"].size(), 1u) << alone.dump();
+  EXPECT_EQ(alone["faults"][0]["active"], true) << alone.dump();
+  CommandResult still = fltest::run_command(
+      {"ip", "netns", "exec", net->a(), "ping", "-c", "2", "-i", "0.2", "-W", "1", "198.18.9.2"}, {}, 20s);
+  EXPECT_NE(still.out.find("100% packet loss"), std::string::npos)
+      << "the fault ended with faultd: " << still.describe();
+  start_faultd();
+
+  // faultctl abort through (the new) faultd ends the fault; the run says so and exits.
   const size_t before = served("POST");
   CommandResult abort = faultctl({"abort", fault}, true);
   EXPECT_TRUE(abort.status.is(0)) << abort.describe();
