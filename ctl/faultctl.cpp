@@ -8,8 +8,8 @@
 
 #include "base/exit_code.h"
 #include "ctl/commands/commands.h"
-#include "ctl/resource_state.h"
 #include "loader/libbpf_log.h"
+#include "userspace/ops/resource_state.h"
 
 namespace faultline {
 namespace {

@@ -2,7 +2,8 @@
 # Fails on an #include that goes against the layer order of docs/architecture.md:
 #
 #   base  <-  loader  <-  userspace/{net,guardrails,state}  <-  userspace/run
-#         <-  userspace/faults/{packet,syscall,resource}, userspace/enforce  <-  ctl
+#         <-  userspace/faults/{packet,syscall,resource}, userspace/enforce
+#         <-  userspace/ops  <-  userspace/daemon  <-  ctl, daemon (faultd's main)
 #   base  <-  userspace/proxy (its own library, faultline_proxy, under the rest)
 #
 # A layer includes only layers to its left (and the ABI headers, faultline/*.h,
@@ -31,7 +32,10 @@ allowed_for() {
       ;;
     userspace/faults/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|run))/|^userspace/faults/[^/]+$' ;;
     userspace/enforce/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|enforce))/' ;;
+    userspace/ops/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|run|faults|enforce|ops))/' ;;
+    userspace/daemon/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|run|faults|enforce|ops|daemon))/' ;;
     ctl/*) echo '^(base|loader|faultline|userspace|ctl)/' ;;
+    daemon/*) echo '^(base|loader|faultline|userspace)/' ;;
     *) return 1 ;;
   esac
 }
@@ -48,7 +52,7 @@ while IFS= read -r file; do
       bad=1
     fi
   done < <(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$file")
-done < <(git ls-files 'base/*' 'loader/*' 'userspace/*' 'ctl/*' | grep -E '\.(h|cpp)$'; git ls-files --others --exclude-standard 'base/*' 'loader/*' 'userspace/*' 'ctl/*' | grep -E '\.(h|cpp)$')
+done < <(git ls-files 'base/*' 'loader/*' 'userspace/*' 'ctl/*' 'daemon/*' | grep -E '\.(h|cpp)$'; git ls-files --others --exclude-standard 'base/*' 'loader/*' 'userspace/*' 'ctl/*' 'daemon/*' | grep -E '\.(h|cpp)$')
 
 if [ "$bad" -ne 0 ]; then
   echo "check-layers: FAILED" >&2

@@ -1,13 +1,10 @@
 // faultctl features: the kernel probes, and the mechanism each fault uses.
-#include <iomanip>
 #include <iostream>
-#include <nlohmann/json.hpp>
 
-#include "base/exit_code.h"
 #include "ctl/command.h"
 #include "ctl/commands/commands.h"
-#include "loader/features.h"
-#include "userspace/faults/capabilities.h"
+#include "ctl/faultd_route.h"
+#include "userspace/ops/features_report.h"
 
 namespace faultline {
 namespace {
@@ -21,51 +18,16 @@ constexpr Example kExamples[] = {
     {"the same as one JSON document", "faultctl features --json"},
 };
 
-int show_features(bool json) {
-  const Features& f = features();
-  auto caps = capabilities(f);
-  struct Row {
-    const char* name;
-    const FeatureProbe* p;
-  };
-  const Row probes[] = {{"bpf", &f.bpf_syscall},           {"tcx", &f.tcx},
-                        {"clsact", &f.clsact},             {"bpf_loop", &f.bpf_loop},
-                        {"sch_fq", &f.sch_fq},             {"cgroup_v2", &f.cgroup_v2},
-                        {"bpf_set_retval", &f.set_retval}, {"ringbuf", &f.ringbuf},
-                        {"lsm_bpf_listed", &f.lsm_listed}, {"bpf_lsm", &f.bpf_lsm},
-                        {"fentry", &f.fentry},             {"kprobe_override", &f.kprobe_override},
-                        {"seccomp_user_notif", &f.seccomp_notify}, {"fanotify_perm", &f.fanotify_perm},
-                        {"io_uring", &f.io_uring}};
-  if (json) {
-    nlohmann::json j;
-    for (const auto& r : probes) j["probes"][r.name] = {{"available", r.p->available}, {"detail", r.p->detail}};
-    for (const auto& c : caps) {
-      j["capabilities"].push_back({{"capability", c.name}, {"ladder", c.ladder},
-                                   {"chosen", c.chosen.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.chosen)},
-                                   {"why", c.why}});
-    }
-    std::cout << j.dump(2) << "\n";
-    return kExitCompleted;
-  }
-  for (const auto& c : caps) {
-    std::string ladder;
-    for (const auto& l : c.ladder) ladder += (ladder.empty() ? "" : " > ") + l;
-    std::cout << c.name << "\n    uses:   " << (c.chosen.empty() ? "unavailable" : c.chosen) << "\n    ladder: " << ladder
-              << "\n    why:    " << c.why << "\n";
-  }
-  std::cout << "\nKERNEL PROBE          RESULT  DETAIL\n";
-  for (const auto& r : probes) {
-    std::cout << std::left << std::setw(22) << r.name << std::setw(8) << (r.p->available ? "yes" : "no") << r.p->detail
-              << "\n";
-  }
-  return kExitCompleted;
-}
-
 }  // namespace
 
 int cmd_features(const std::vector<std::string>& args) {
-  return run_command("faultctl features", parse_switches(args, {"--json"}, with_examples(kUsage, kExamples)), kRootNever,
-                     [](const Switches& s) { return show_features(s.has("--json")); });
+  return run_command("faultctl features", parse_switches(args, {"--json"}, with_examples(kUsage, kExamples)),
+                     kRootNever, [](const Switches& s) {
+                       const bool json = s.has("--json");
+                       if (auto code = report_via_faultd(json ? "/v1/features" : "/v1/features?format=text"))
+                         return *code;
+                       return write_features(json, std::cout);
+                     });
 }
 
 }  // namespace faultline

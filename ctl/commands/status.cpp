@@ -1,17 +1,10 @@
 // faultctl status: the active faults of every family, and the guards.
-#include <bpf/bpf.h>
-
-#include <iomanip>
 #include <iostream>
-#include <nlohmann/json.hpp>
 
-#include "base/clock.h"
-#include "base/exit_code.h"
 #include "ctl/command.h"
 #include "ctl/commands/commands.h"
-#include "ctl/resource_state.h"
-#include "ctl/session_state.h"
-#include "userspace/faults/packet/netfault_engine.h"
+#include "ctl/faultd_route.h"
+#include "userspace/ops/status_report.h"
 
 namespace faultline {
 namespace {
@@ -26,109 +19,15 @@ constexpr Example kExamples[] = {
     {"the same as one JSON object, for a script", "faultctl status --json"},
 };
 
-const char* reason_name(uint32_t r) {
-  switch (r) {
-    case FL_DROP_LOSS: return "loss";
-    case FL_DROP_PARTITION: return "partition";
-    case FL_DROP_FLOWDROP: return "flowdrop";
-    case FL_DROP_DNS: return "dns";
-    case FL_DROP_RATE_HORIZON: return "rate_horizon";
-    default: return "none";
-  }
-}
-
-int show_status(bool json) {
-  NetfaultEngine engine;
-  (void)engine.reap();  // expired faults of dead owners go first
-  auto maps = NetfaultMaps::open(engine.layout(), false);
-  std::vector<FaultRow> rows;
-  std::vector<uint64_t> reasons;
-  uint32_t armed = 0;
-  if (maps) {
-    FaultTable table(*maps);
-    rows = table.list();
-    reasons = table.drop_reasons();
-    uint32_t zero = 0;
-    fl_control ctl{};
-    if (bpf_map_lookup_elem(maps->control(), &zero, &ctl) == 0) armed = ctl.armed;
-  }
-  uint64_t now = boottime_ns();
-  if (json) {
-    nlohmann::json out;
-    out["installed"] = maps.ok();
-    out["armed"] = armed != 0;
-    out["faults"] = nlohmann::json::array();
-    for (const auto& r : rows) {
-      nlohmann::json f = nlohmann::json::parse(r.meta.spec, nullptr, false);
-      if (f.is_discarded()) f = nlohmann::json::object();
-      f["id"] = r.slot;
-      f["active"] = r.fault.expires_ns > now;
-      f["left_s"] = r.fault.expires_ns > now ? (r.fault.expires_ns - now) / 1'000'000'000ULL : 0;
-      f["owner_pid"] = r.meta.owner_pid;
-      f["counters"] = {{"matched", r.stats.matched}, {"dropped", r.stats.dropped}, {"corrupted", r.stats.corrupted},
-                       {"duplicated", r.stats.duplicated}, {"delayed", r.stats.delayed}, {"bytes", r.stats.bytes}};
-      if (r.budget.max) f["cap"] = cap_json(r.budget, now);
-      if (r.seed) f["seed"] = std::to_string(*r.seed);  // a string, as in the record
-      if (r.budget.start_ns > now) f["starts_in_s"] = (r.budget.start_ns - now + 999'999'999ULL) / 1'000'000'000ULL;
-      out["faults"].push_back(f);
-    }
-    nlohmann::json rj = nlohmann::json::object();
-    for (uint32_t i = 1; i < reasons.size(); ++i) rj[reason_name(i)] = reasons[i];
-    out["drop_reasons"] = rj;
-    out["resource_faults"] = resource_status_json();
-    nlohmann::json sessions = session_status_json();
-    out["syscall_faults"] = sessions["syscall_faults"];
-    out["guards"] = sessions["guards"];
-    std::cout << out.dump() << "\n";
-    return kExitCompleted;
-  }
-  if (rows.empty()) {
-    bool any = false;
-    if (has_resource_faults()) {
-      print_resource_status(std::cout);
-      any = true;
-    }
-    if (any) std::cout << "\n";
-    if (!print_session_status(std::cout) && !any)
-      std::cout << "no active faults" << (maps ? "" : " (nothing installed)") << "\n";
-    return kExitCompleted;
-  }
-  std::cout << std::left << std::setw(5) << "ID" << std::setw(11) << "KIND" << std::setw(8) << "LEFT" << std::setw(11)
-            << "MATCHED" << std::setw(11) << "DROPPED" << std::setw(11) << "ALTERED" << "SCOPE\n";
-  for (const auto& r : rows) {
-    nlohmann::json f = nlohmann::json::parse(r.meta.spec, nullptr, false);
-    std::string kind = f.is_object() ? f.value("kind", "?") : "?";
-    std::string left = r.fault.expires_ns > now ? std::to_string((r.fault.expires_ns - now) / 1'000'000'000ULL) + "s" : "ended";
-    if (f.is_object()) {
-      f.erase("kind");
-      f.erase("duration");
-      f.erase("seed");  // on its own line, from the kernel's copy
-      f.erase("seed_source");
-    }
-    std::cout << std::setw(5) << r.slot << std::setw(11) << kind << std::setw(8) << left << std::setw(11) << r.stats.matched
-              << std::setw(11) << r.stats.dropped << std::setw(11) << r.stats.corrupted + r.stats.duplicated + r.stats.delayed
-              << (f.is_object() ? f.dump() : "") << "\n";
-    if (r.budget.max) std::cout << std::setw(5) << "" << cap_text(r.budget, now) << "\n";
-    if (r.seed) std::cout << std::setw(5) << "" << "seed " << *r.seed << " (replay with --seed " << *r.seed << ")\n";
-    if (r.budget.start_ns > now)
-      std::cout << std::setw(5) << "" << "inert until its delayed start, in "
-                << (r.budget.start_ns - now + 999'999'999ULL) / 1'000'000'000ULL << "s\n";
-  }
-  if (!armed) std::cout << "kill switch is engaged: every program passes all packets\n";
-  if (has_resource_faults()) {
-    std::cout << "\n";
-    print_resource_status(std::cout);
-  }
-  std::cout << "\n";
-  (void)print_session_status(std::cout);
-  return kExitCompleted;
-}
-
 }  // namespace
 
 int cmd_status(const std::vector<std::string>& args) {
   return run_command("faultctl status", parse_switches(args, {"--json"}, with_examples(kUsage, kExamples)), kRootNever,
-                     [](const Switches& s) { return show_status(s.has("--json")); });
+                     [](const Switches& s) {
+                       const bool json = s.has("--json");
+                       if (auto code = report_via_faultd(json ? "/v1/status" : "/v1/status?format=text")) return *code;
+                       return write_status(json, std::cout);
+                     });
 }
 
 }  // namespace faultline

@@ -6,9 +6,9 @@
 #include "base/exit_code.h"
 #include "ctl/command.h"
 #include "ctl/commands/commands.h"
-#include "ctl/resource_state.h"
-#include "ctl/session_state.h"
 #include "userspace/faults/packet/netfault_engine.h"
+#include "userspace/ops/resource_state.h"
+#include "userspace/ops/session_state.h"
 
 namespace faultline {
 namespace {

@@ -421,6 +421,23 @@ std::string cap_text(const fl_budget& b, uint64_t now_ns) {
   return t + " (" + std::to_string(b.claimed - b.max) + " spared)";
 }
 
+const char* drop_reason_name(uint32_t reason) {
+  switch (reason) {
+    case FL_DROP_LOSS:
+      return "loss";
+    case FL_DROP_PARTITION:
+      return "partition";
+    case FL_DROP_FLOWDROP:
+      return "flowdrop";
+    case FL_DROP_DNS:
+      return "dns";
+    case FL_DROP_RATE_HORIZON:
+      return "rate_horizon";
+    default:
+      return "none";
+  }
+}
+
 std::vector<uint64_t> FaultTable::drop_reasons() const {
   std::vector<uint64_t> out(FL_DROP_REASON_MAX, 0);
   for (uint32_t r = 0; r < FL_DROP_REASON_MAX; ++r) out[r] = sum_percpu<uint64_t>(maps_.reasons(), r).value_or(0);

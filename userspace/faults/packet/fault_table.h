@@ -47,6 +47,8 @@ struct FaultRow {
 [[nodiscard]] nlohmann::json cap_json(const fl_budget& b, uint64_t now_ns);
 // "cap reached: 20 injections at 2026-...Z (13 spared)" or "cap 20: 7 injected"; empty without a cap.
 [[nodiscard]] std::string cap_text(const fl_budget& b, uint64_t now_ns);
+// The name of a drop reason (FL_DROP_*) in status and metrics: "loss", "dns", ...
+[[nodiscard]] const char* drop_reason_name(uint32_t reason);
 
 class FaultTable {
  public:

@@ -10,11 +10,11 @@
 namespace faultline {
 namespace {
 
-struct KindName {
+struct ResourceKindName {
   ResourceKind kind;
   const char* name;
 };
-constexpr KindName kKinds[] = {{ResourceKind::Process, "process"},
+constexpr ResourceKindName kResourceKinds[] = {{ResourceKind::Process, "process"},
                                {ResourceKind::Cpu, "cpu"},
                                {ResourceKind::Memory, "memory"},
                                {ResourceKind::Disk, "disk"}};
@@ -40,14 +40,14 @@ std::string fmt(double v) {
 }  // namespace
 
 const char* resource_kind_name(ResourceKind k) {
-  for (const auto& e : kKinds) {
+  for (const auto& e : kResourceKinds) {
     if (e.kind == k) return e.name;
   }
   return "?";
 }
 
 std::optional<ResourceKind> resource_kind_from_name(const std::string& s) {
-  for (const auto& e : kKinds) {
+  for (const auto& e : kResourceKinds) {
     if (s == e.name) return e.kind;
   }
   return std::nullopt;

@@ -17,7 +17,7 @@ namespace faultline {
 bool print_session_status(std::ostream& out);
 
 // For faultctl abort sN|gN; an exit code.
-int abort_session_command(const std::string& id);
+int abort_session_command(const std::string& id, std::ostream& out, std::ostream& err);
 // The kill switch's share: ends every syscall fault (guards are enforcement,
 // not faults, and are left alone). The number ended, or the first failure.
 [[nodiscard]] Result<int> abort_all_syscall_faults(std::ostream& out);

@@ -18,9 +18,9 @@ void sweep_resource_state(std::ostream& err);
 void print_resource_status(std::ostream& out);
 [[nodiscard]] bool has_resource_faults();
 
-// For faultctl abort: "r7" ends one resource fault; an exit code.
+// For abort: "r7" ends one resource fault, saying so on out (or why not on err); an exit code.
 [[nodiscard]] bool is_resource_fault_id(const std::string& id);
-int abort_resource_fault(const std::string& id);
+int abort_resource_fault(const std::string& id, std::ostream& out, std::ostream& err);
 // Reverts every resource fault; the number reverted, or the first failure.
 [[nodiscard]] Result<int> abort_all_resource_faults();
 

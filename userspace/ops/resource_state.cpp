@@ -1,10 +1,10 @@
 // The resource side of the sweep, status, abort and uninstall: the state
 // folder's records, read and reverted through the resource fault store.
-#include "ctl/resource_state.h"
+#include "userspace/ops/resource_state.h"
 
 #include <iomanip>
-#include <iostream>
 #include <optional>
+#include <ostream>
 
 #include "base/clock.h"
 #include "base/exit_code.h"
@@ -83,23 +83,23 @@ bool is_resource_fault_id(const std::string& id) {
          id.find_first_not_of("0123456789", 1) == std::string::npos;
 }
 
-int abort_resource_fault(const std::string& id) {
+int abort_resource_fault(const std::string& id, std::ostream& out, std::ostream& err) {
   auto store = ResourceFaultStore::open(false);
   if (!store) {
-    std::cerr << "faultctl abort: no active fault " << id << "\n";
+    err << "faultctl abort: no active fault " << id << "\n";
     return kExitBadInput;
   }
   auto st = store->read(id);
   if (!st) {
-    std::cerr << "faultctl abort: no active fault " << id << "\n";
+    err << "faultctl abort: no active fault " << id << "\n";
     return kExitBadInput;
   }
   auto r = revert_fault(*store, id, "faultctl abort");
   if (!r) {
-    std::cerr << "faultctl abort: " << r.error().describe() << "\n";
+    err << "faultctl abort: " << r.error().describe() << "\n";
     return kExitFailure;
   }
-  std::cout << "fault " << id << " ended and reverted (" << st->summary << ")\n";
+  out << "fault " << id << " ended and reverted (" << st->summary << ")\n";
   return kExitCompleted;
 }
 

@@ -1,10 +1,10 @@
 // status / abort / uninstall for the sessions of userspace/state/session_registry.h.
-#include "ctl/session_state.h"
+#include "userspace/ops/session_state.h"
 
 #include <algorithm>
 #include <iomanip>
-#include <iostream>
 #include <optional>
+#include <ostream>
 
 #include "base/clock.h"
 #include "base/exit_code.h"
@@ -80,35 +80,35 @@ bool print_session_status(std::ostream& out) {
   return true;
 }
 
-int abort_session_command(const std::string& id) {
+int abort_session_command(const std::string& id, std::ostream& out, std::ostream& err) {
   auto reg = SessionRegistry::open(false);
   std::optional<Session> s;
   if (reg) {
     if (auto r = reg->read(id)) s = std::move(*r);
   }
   if (!s) {
-    std::cerr << "faultctl abort: no active " << (id[0] == 'g' ? "guard " : "fault ") << id << "\n";
+    err << "faultctl abort: no active " << (id[0] == 'g' ? "guard " : "fault ") << id << "\n";
     return kExitBadInput;
   }
   auto r = abort_session(*reg, id);
   if (!r) {
-    std::cerr << "faultctl abort: " << id << ": " << r.error().describe() << "\n";
+    err << "faultctl abort: " << id << ": " << r.error().describe() << "\n";
     return kExitFailure;
   }
   if (!r->was_running) {
-    std::cout << id << " had already ended (its faultctl, pid " << s->owner.pid << ", is gone)\n";
+    out << id << " had already ended (its faultctl, pid " << s->owner.pid << ", is gone)\n";
     return kExitCompleted;
   }
   if (!r->owner_confirmed) {
-    std::cerr << "faultctl abort: " << id << (r->disarmed_in_kernel ? " is disarmed in the kernel, but its" : ": its")
-              << " faultctl (pid " << s->owner.pid << ") did not confirm within 3 s\n";
+    err << "faultctl abort: " << id << (r->disarmed_in_kernel ? " is disarmed in the kernel, but its" : ": its")
+        << " faultctl (pid " << s->owner.pid << ") did not confirm within 3 s\n";
     return kExitFailure;
   }
   if (s->kind == "guard")
-    std::cout << "guard " << id << " released" << (is_alive(s->owner) ? "" : " (its faultctl was gone)")
-              << ": its command runs on unguarded (" << s->summary << ")\n";
+    out << "guard " << id << " released" << (is_alive(s->owner) ? "" : " (its faultctl was gone)")
+        << ": its command runs on unguarded (" << s->summary << ")\n";
   else
-    std::cout << "fault " << id << " ended (" << s->summary << ")\n";
+    out << "fault " << id << " ended (" << s->summary << ")\n";
   return kExitCompleted;
 }
 

@@ -1,0 +1,101 @@
+// faultd: the host agent. Thin: the settings, detaching (unless --foreground),
+// the service manager's notifications and the log; the rest is serve_faultd().
+#include "userspace/daemon/faultd.h"
+
+#include <fcntl.h>
+#include <syslog.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "base/exit_code.h"
+#include "loader/libbpf_log.h"
+#include "userspace/daemon/faultd_config.h"
+
+namespace {
+
+using namespace faultline;
+
+// Detached: the parent waits on a pipe until the child serves (it writes its
+// exit code there and exits 0) or cannot (a code other than 0, and its log
+// line is in syslog); the child runs on in a new session, stdio on /dev/null.
+int detach_and_serve(const FaultdConfig& config) {
+  int pipefd[2];
+  if (::pipe2(pipefd, O_CLOEXEC) != 0) {
+    std::cerr << "faultd: pipe: " << std::strerror(errno) << "\n";
+    return kExitFailure;
+  }
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    std::cerr << "faultd: fork: " << std::strerror(errno) << "\n";
+    return kExitFailure;
+  }
+  if (pid > 0) {
+    ::close(pipefd[1]);
+    unsigned char code = kExitFailure;
+    if (::read(pipefd[0], &code, 1) != 1) code = kExitFailure;
+    if (code != 0) std::cerr << "faultd: did not start (see the system log, ident faultd)\n";
+    return code;
+  }
+  ::close(pipefd[0]);
+  ::setsid();
+  const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null >= 0) {
+    ::dup2(null, 0);
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+  }
+  ::openlog("faultd", LOG_PID, LOG_DAEMON);
+  const int report = pipefd[1];
+  FaultdHooks hooks;
+  hooks.log = [](const std::string& line) { ::syslog(LOG_INFO, "%s", line.c_str()); };
+  hooks.ready = [report](const std::string& where) {
+    ::syslog(LOG_INFO, "faultd: serving: %s", where.c_str());
+    const unsigned char ok = 0;
+    (void)!::write(report, &ok, 1);
+    ::close(report);
+  };
+  hooks.stopping = [] { ::syslog(LOG_INFO, "faultd: stopping"); };
+  const int code = serve_faultd(config, hooks);
+  const auto byte = static_cast<unsigned char>(code);
+  (void)!::write(report, &byte, 1);  // fails harmlessly once ready closed it
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace faultline;
+  configure_libbpf_log();
+  auto args = parse_faultd_args(std::vector<std::string>(argv + 1, argv + argc));
+  if (!args) {
+    std::cerr << "faultd: " << args.error().describe() << "\n";
+    return args.error().bad_input ? kExitBadInput : kExitFailure;
+  }
+  if (args->help) {
+    std::cout << *args->help;
+    return kExitCompleted;
+  }
+  if (::geteuid() != 0) {
+    std::cerr << "faultd: needs root (it reads and ends faults in the pinned BPF state)\n";
+    return kExitFailure;
+  }
+  const FaultdConfig& config = args->config;
+  if (!config.foreground) return detach_and_serve(config);
+  FaultdHooks hooks;
+  hooks.log = [](const std::string& line) { std::cerr << line << std::endl; };
+  hooks.ready = [](const std::string& where) {
+    std::cerr << "faultd: serving: " << where << std::endl;
+    // Type=notify: systemd counts the service started from here. Outside
+    // systemd (no NOTIFY_SOCKET) this does nothing.
+    (void)sd_notify(0, "READY=1");
+  };
+  hooks.stopping = [] {
+    (void)sd_notify(0, "STOPPING=1");
+    std::cerr << "faultd: stopping" << std::endl;
+  };
+  return serve_faultd(config, hooks);
+}

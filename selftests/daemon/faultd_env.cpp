@@ -1,0 +1,128 @@
+// The daemon fixture: private state for every test, faultd as a child process.
+#include "faultd_env.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+
+#include "selftests/lib/require_root.h"
+
+namespace fldaemon {
+
+void FaultdTest::SetUp() {
+  FL_REQUIRE_ROOT("faultd serves root only and reads pinned BPF state");
+  ASSERT_EQ(::access(FAULTD_PATH, X_OK), 0) << "faultd not built at " << FAULTD_PATH;
+  char tmpl[] = "/tmp/fl-faultd-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  dir_ = tmpl;
+  run_dir_ = dir_ + "/run";
+  socket_ = dir_ + "/faultd.sock";
+  bpffs_root_ = "/sys/fs/bpf/fltest-faultd-" + std::to_string(::getpid());
+}
+
+void FaultdTest::TearDown() {
+  if (dir_.empty()) return;
+  if (faultd_) faultd_->stop(3000ms);
+  faultd_.reset();
+  // Whatever a test left in its private root: the kill switch, then uninstall.
+  if (std::filesystem::exists(bpffs_root_)) {
+    (void)fltest::run_command({FAULTCTL_PATH, "uninstall"}, {.env = standalone_env()}, 30s);
+    std::error_code ec;
+    std::filesystem::remove_all(bpffs_root_, ec);
+  }
+  ::unlink(("/run/faultline" + std::to_string(std::hash<std::string>{}(bpffs_root_) % 100000) + ".lock").c_str());
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
+}
+
+std::vector<std::string> FaultdTest::env() const {
+  return {"FAULTLINE_BPFFS_ROOT=" + bpffs_root_, "FAULTLINE_RUN_DIR=" + run_dir_, "FAULTLINE_FAULTD_SOCKET=" + socket_};
+}
+
+std::vector<std::string> FaultdTest::standalone_env() const {
+  return {"FAULTLINE_BPFFS_ROOT=" + bpffs_root_, "FAULTLINE_RUN_DIR=" + run_dir_,
+          "FAULTLINE_FAULTD_SOCKET=" + dir_ + "/nobody-serves.sock"};
+}
+
+void FaultdTest::start_faultd(const std::vector<std::string>& extra) {
+  std::vector<std::string> argv = {FAULTD_PATH, "--foreground", "--socket", socket_, "--metrics", "127.0.0.1:0"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  faultd_.emplace(ChildProcess::spawn(argv, {.env = env(), .stop_grace = 3000ms}));
+  ASSERT_TRUE(wait_serving(*faultd_)) << faultd_->describe();
+  const std::string& err = faultd_->err();
+  const size_t at = err.find("metrics on http://127.0.0.1:");
+  if (at != std::string::npos) metrics_port_ = static_cast<uint16_t>(std::stoul(err.substr(at + 28)));
+}
+
+bool wait_serving(ChildProcess& d) {
+  if (!d.wait_for("faultd: serving", 15s, fltest::Stream::kStderr)) return false;
+  const auto until = std::chrono::steady_clock::now() + 5s;
+  while (d.err().find('\n', d.err().find("faultd: serving")) == std::string::npos) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    (void)d.wait_for("\x01never", 20ms, fltest::Stream::kStderr);  // reads what came
+  }
+  return true;
+}
+
+size_t FaultdTest::served(const std::string& what) {
+  (void)faultd_->wait_for("\x01never", 50ms, fltest::Stream::kStderr);  // read what it logged so far
+  const std::string& err = faultd_->err();
+  size_t n = 0;
+  for (size_t at = err.find("faultd: " + what + " "); at != std::string::npos;
+       at = err.find("faultd: " + what + " ", at + 1))
+    ++n;
+  return n;
+}
+
+CommandResult FaultdTest::faultctl(const std::vector<std::string>& args, bool through_faultd) const {
+  std::vector<std::string> argv = {FAULTCTL_PATH};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return fltest::run_command(argv, {.env = through_faultd ? env() : standalone_env()}, 30s);
+}
+
+std::string FaultdTest::raw_exchange(const std::string& bytes) const {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return "";
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, socket_.c_str(), sizeof addr.sun_path - 1);
+  std::string out;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    (void)!::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    char buf[4096];
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;
+      ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      out.append(buf, static_cast<size_t>(n));
+    }
+  }
+  ::close(fd);
+  return out;
+}
+
+FaultdTest::Reply FaultdTest::request(const std::string& method, const std::string& target) const {
+  const std::string raw = raw_exchange(method + " " + target +
+                                       " HTTP/1.1\r\nHost: faultd\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+  return Reply{status_of(raw), body_of(raw)};
+}
+
+int status_of(const std::string& raw) {
+  if (raw.rfind("HTTP/1.1 ", 0) != 0 || raw.size() < 12) return 0;
+  return std::stoi(raw.substr(9, 3));
+}
+
+std::string body_of(const std::string& raw) {
+  const size_t end = raw.find("\r\n\r\n");
+  return end == std::string::npos ? "" : raw.substr(end + 4);
+}
+
+}  // namespace fldaemon

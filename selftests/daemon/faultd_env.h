@@ -1,0 +1,65 @@
+// The fixture of the daemon tests: a private bpffs root, state folder and
+// socket; faultd started as a real process; faultctl with or without it; raw
+// requests on the socket.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "selftests/lib/child_process.h"
+
+namespace fldaemon {
+
+using fltest::ChildProcess;
+using fltest::CommandResult;
+using namespace std::chrono_literals;
+
+class FaultdTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+
+  // FAULTLINE_BPFFS_ROOT, FAULTLINE_RUN_DIR and FAULTLINE_FAULTD_SOCKET: ours.
+  [[nodiscard]] std::vector<std::string> env() const;
+  // The same, with FAULTLINE_FAULTD_SOCKET at a path nobody serves: standalone.
+  [[nodiscard]] std::vector<std::string> standalone_env() const;
+  [[nodiscard]] const std::string& socket_path() const { return socket_; }
+  [[nodiscard]] const std::string& dir() const { return dir_; }
+
+  // faultd --foreground --socket <ours> --metrics 127.0.0.1:0 EXTRA..., waited
+  // for until it serves; the metrics port is read from its "serving" line.
+  void start_faultd(const std::vector<std::string>& extra = {});
+  [[nodiscard]] ChildProcess& faultd() { return *faultd_; }
+  [[nodiscard]] uint16_t metrics_port() const { return metrics_port_; }
+  // How many requests for `what` ("GET /v1/status") faultd has logged.
+  [[nodiscard]] size_t served(const std::string& what);
+
+  [[nodiscard]] CommandResult faultctl(const std::vector<std::string>& args, bool through_faultd) const;
+
+  // Sends raw bytes on a new connection to the socket and reads until the
+  // server closes (or 5 s pass): everything it answered.
+  [[nodiscard]] std::string raw_exchange(const std::string& bytes) const;
+  // One request with Connection: close; the status code and body.
+  struct Reply {
+    int status = 0;
+    std::string body;
+  };
+  [[nodiscard]] Reply request(const std::string& method, const std::string& target) const;
+
+ private:
+  std::string dir_, bpffs_root_, run_dir_, socket_;
+  std::optional<ChildProcess> faultd_;
+  uint16_t metrics_port_ = 0;
+};
+
+// Waits (15 s) for faultd's whole "faultd: serving: ..." line on its stderr.
+[[nodiscard]] bool wait_serving(ChildProcess& d);
+
+// The status code and body of one raw HTTP reply ("HTTP/1.1 200 OK\r\n...").
+[[nodiscard]] int status_of(const std::string& raw);
+[[nodiscard]] std::string body_of(const std::string& raw);
+
+}  // namespace fldaemon

@@ -1,0 +1,41 @@
+// faultd's settings: flags, and the same settings in a JSON config file.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+
+namespace faultline {
+
+inline constexpr const char* kDefaultMetricsAddress = "127.0.0.1:9469";
+
+struct FaultdConfig {
+  std::string socket_path;                               // the local API; default <state dir>/faultd.sock
+  std::string metrics_address = kDefaultMetricsAddress;  // empty: no /metrics ("--metrics off")
+  bool foreground = false;                               // else detach once serving
+};
+
+// The local API's socket: FAULTLINE_FAULTD_SOCKET when set, else
+// <state dir>/faultd.sock (/run/faultline/faultd.sock).
+[[nodiscard]] std::string default_faultd_socket();
+
+// What the command line asked: the settings, or the help text.
+struct FaultdArgs {
+  FaultdConfig config;
+  std::optional<std::string> help;
+};
+
+// faultd [--config FILE] [--foreground] [--socket PATH] [--metrics ADDR|off]:
+// the file first, then the flags over it. Bad input names the flag or the
+// file's field (an error with bad_input set: exit 2).
+[[nodiscard]] Result<FaultdArgs> parse_faultd_args(const std::vector<std::string>& args);
+
+// The config file, a JSON object: {"socket": PATH, "metrics": "HOST:PORT" | "off",
+// "foreground": bool}; what it sets replaces base's. Unknown fields are refused, by name.
+[[nodiscard]] Result<FaultdConfig> read_config_file(const std::string& path, FaultdConfig base);
+
+[[nodiscard]] std::string faultd_usage();
+
+}  // namespace faultline

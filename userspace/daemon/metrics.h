@@ -1,0 +1,13 @@
+// faultd's /metrics: what the pinned state says right now (packet fault
+// counters, drops by reason, map fill, syscall faults and guards), read at
+// every scrape. faultd keeps no counters of its own.
+#pragma once
+
+#include <string>
+
+namespace faultline {
+
+// The whole exposition text (Prometheus text format 0.0.4).
+[[nodiscard]] std::string collect_metrics();
+
+}  // namespace faultline

@@ -1,0 +1,414 @@
+// The epoll loop: accept, read, parse, answer, write, time out.
+#include "userspace/net/http_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+
+namespace faultline {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kReadChunk = 16 * 1024;
+// A client that does not read its replies stops being read once this much waits.
+constexpr size_t kMaxPendingOut = 4 * 1024 * 1024;
+
+// "HOST:PORT" -> a socket address; IPv6 in brackets.
+Result<sockaddr_storage> parse_tcp_address(const std::string& text, socklen_t& len) {
+  sockaddr_storage ss{};
+  size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon + 1 == text.size())
+    return input_error(EINVAL, "'" + text + "' is not HOST:PORT");
+  std::string host = text.substr(0, colon);
+  const std::string port_text = text.substr(colon + 1);
+  if (port_text.size() > 5 || port_text.find_first_not_of("0123456789") != std::string::npos ||
+      std::stoul(port_text) > 65535)
+    return input_error(EINVAL, "'" + text + "': the port is not a number from 0 to 65535");
+  const auto port = static_cast<uint16_t>(std::stoul(port_text));
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    auto* a6 = reinterpret_cast<sockaddr_in6*>(&ss);
+    a6->sin6_family = AF_INET6;
+    a6->sin6_port = htons(port);
+    if (inet_pton(AF_INET6, host.substr(1, host.size() - 2).c_str(), &a6->sin6_addr) != 1)
+      return input_error(EINVAL, "'" + text + "': not an IPv6 address in brackets");
+    len = sizeof(sockaddr_in6);
+    return ss;
+  }
+  auto* a4 = reinterpret_cast<sockaddr_in*>(&ss);
+  a4->sin_family = AF_INET;
+  a4->sin_port = htons(port);
+  if (inet_pton(AF_INET, host.c_str(), &a4->sin_addr) != 1)
+    return input_error(EINVAL, "'" + text + "': not an IPv4 address (or [IPv6])");
+  len = sizeof(sockaddr_in);
+  return ss;
+}
+
+std::string address_text(const sockaddr_storage& ss) {
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (ss.ss_family == AF_INET) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&ss);
+    inet_ntop(AF_INET, &a->sin_addr, buf, sizeof buf);
+    return std::string(buf) + ":" + std::to_string(ntohs(a->sin_port));
+  }
+  if (ss.ss_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(&ss);
+    inet_ntop(AF_INET6, &a->sin6_addr, buf, sizeof buf);
+    return "[" + std::string(buf) + "]:" + std::to_string(ntohs(a->sin6_port));
+  }
+  return "unix";
+}
+
+std::string serialize(const HttpReply& reply, bool close_after, bool head_only) {
+  std::string out = "HTTP/1.1 " + std::to_string(reply.status) + " " + http_reason(reply.status) + "\r\n";
+  for (const auto& [k, v] : reply.headers) out += k + ": " + v + "\r\n";
+  out += "Content-Length: " + std::to_string(reply.body.size()) + "\r\n";
+  if (close_after) out += "Connection: close\r\n";
+  out += "\r\n";
+  if (!head_only) out += reply.body;
+  return out;
+}
+
+}  // namespace
+
+struct HttpServer::Listener {
+  UniqueFd fd;
+  bool is_unix = false;
+  std::string unix_path;  // removed when the server goes, if still ours
+  dev_t dev = 0;
+  ino_t ino = 0;
+  HttpHandler handler;
+};
+
+struct HttpServer::Connection {
+  Connection(UniqueFd f, HttpHandler* h, HttpRequestParser::Limits lim) : fd(std::move(f)), handler(h), parser(lim) {}
+  UniqueFd fd;
+  HttpHandler* handler;
+  HttpPeer peer;
+  HttpRequestParser parser;
+  std::string in;  // received, not yet parsed
+  std::string out;
+  size_t out_pos = 0;
+  bool closing = false;                    // close once `out` is written
+  bool peer_done = false;                  // the client sent its last byte (EOF or an error)
+  uint32_t events = EPOLLIN | EPOLLRDHUP;  // what epoll watches for it now
+  Clock::time_point last_activity = Clock::now();
+  Clock::time_point request_start{};  // when the request under way began
+};
+
+Result<HttpServer> HttpServer::create(HttpServerLimits limits) {
+  HttpServer s;
+  s.limits_ = limits;
+  s.epoll_ = UniqueFd(epoll_create1(EPOLL_CLOEXEC));
+  if (!s.epoll_) return errno_error("epoll_create1");
+  return s;
+}
+
+HttpServer::HttpServer(HttpServer&&) noexcept = default;
+HttpServer& HttpServer::operator=(HttpServer&&) noexcept = default;
+
+HttpServer::~HttpServer() {
+  connections_.clear();
+  for (const auto& l : listeners_) {
+    if (!l->is_unix || !l->fd) continue;
+    struct stat st {};
+    // Only the socket this server made: a newer server may have replaced it.
+    if (::stat(l->unix_path.c_str(), &st) == 0 && st.st_dev == l->dev && st.st_ino == l->ino)
+      ::unlink(l->unix_path.c_str());
+  }
+}
+
+Status HttpServer::listen_unix(const std::string& path, mode_t mode, HttpHandler handler) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof addr.sun_path)
+    return input_error(ENAMETOOLONG, "unix socket path '" + path + "' is empty or longer than " +
+                                         std::to_string(sizeof addr.sun_path - 1) + " bytes");
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd) return errno_error("socket(AF_UNIX)");
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) return input_error(EEXIST, path + " exists and is not a socket");
+    UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (probe && ::connect(probe.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0)
+      return make_error(EADDRINUSE, "another server answers on " + path);
+    ::unlink(path.c_str());  // left by a server that is gone
+  }
+  // The mode is set at bind time by the umask: no moment where the socket is
+  // reachable with looser permissions.
+  const mode_t old = ::umask(static_cast<mode_t>(~mode & 0777));
+  const int rc = ::bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+  const int bind_errno = errno;
+  ::umask(old);
+  if (rc != 0) return make_error(bind_errno, "bind " + path);
+  if (::listen(fd.get(), 64) != 0) return errno_error("listen on " + path);
+  auto l = std::make_unique<Listener>();
+  if (::stat(path.c_str(), &st) == 0) {
+    l->dev = st.st_dev;
+    l->ino = st.st_ino;
+  }
+  l->fd = std::move(fd);
+  l->is_unix = true;
+  l->unix_path = path;
+  l->handler = std::move(handler);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = l->fd.get();
+  if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, l->fd.get(), &ev) != 0) return errno_error("epoll_ctl");
+  listeners_.push_back(std::move(l));
+  return {};
+}
+
+Result<std::string> HttpServer::listen_tcp(const std::string& address, HttpHandler handler) {
+  socklen_t len = 0;
+  auto ss = parse_tcp_address(address, len);
+  if (!ss) return ss.error();
+  UniqueFd fd(::socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd) return errno_error("socket");
+  const int one = 1;
+  (void)::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&*ss), len) != 0) return errno_error("bind " + address);
+  if (::listen(fd.get(), 64) != 0) return errno_error("listen on " + address);
+  sockaddr_storage bound{};
+  socklen_t blen = sizeof bound;
+  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &blen) != 0) return errno_error("getsockname");
+  auto l = std::make_unique<Listener>();
+  l->fd = std::move(fd);
+  l->handler = std::move(handler);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = l->fd.get();
+  if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, l->fd.get(), &ev) != 0) return errno_error("epoll_ctl");
+  listeners_.push_back(std::move(l));
+  return address_text(bound);
+}
+
+void HttpServer::accept_on(Listener& l) {
+  for (;;) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    UniqueFd fd(::accept4(l.fd.get(), reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (!fd) return;  // EAGAIN, or an error on one connection: the listener stays
+    if (connections_.size() >= limits_.max_connections) continue;  // closed at once
+    auto c = std::make_unique<Connection>(std::move(fd), &l.handler, limits_.request);
+    if (l.is_unix) {
+      ucred cred{};
+      socklen_t clen = sizeof cred;
+      if (::getsockopt(c->fd.get(), SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0) {
+        c->peer.has_credentials = true;
+        c->peer.pid = cred.pid;
+        c->peer.uid = cred.uid;
+        c->peer.gid = cred.gid;
+      }
+      c->peer.address = "unix";
+    } else {
+      c->peer.address = address_text(ss);
+    }
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.fd = c->fd.get();
+    if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, c->fd.get(), &ev) != 0) continue;
+    const int key = c->fd.get();
+    connections_.emplace(key, std::move(c));
+  }
+}
+
+void HttpServer::answer(Connection& c, const HttpReply& reply, bool close_after, std::string_view method,
+                        std::string_view path) {
+  c.out += serialize(reply, close_after, method == "HEAD");
+  if (close_after) c.closing = true;
+  if (log_) log_(HttpExchange{c.peer, method, path, reply.status});
+}
+
+void HttpServer::process(Connection& c) {
+  size_t pos = 0;
+  while (!c.closing && pos < c.in.size() && c.out.size() - c.out_pos < kMaxPendingOut) {
+    const bool was_in_request = c.parser.in_request();
+    pos += c.parser.feed(std::string_view(c.in).substr(pos));
+    if (!was_in_request && c.parser.in_request()) c.request_start = Clock::now();
+    if (c.parser.state() == HttpRequestParser::State::Failed) {
+      answer(c, HttpReply::error(c.parser.error_status(), c.parser.error_detail()), true, "-", "-");
+      break;
+    }
+    if (c.parser.state() != HttpRequestParser::State::Ready) break;  // needs more bytes
+    HttpRequest req = c.parser.take();
+    req.peer = c.peer;
+    HttpReply reply;
+    try {
+      reply = (*c.handler)(req);
+    } catch (const std::exception& e) {
+      reply = HttpReply::error(500, std::string("internal error: ") + e.what());
+    }
+    answer(c, reply, !req.keep_alive, req.method, req.path);
+  }
+  c.in.erase(0, pos);
+  // A client done sending gets the answers to every whole request it sent (a
+  // pipeline may wait on replies it has not read yet), then the close.
+  if (c.peer_done && !c.closing && c.out.size() - c.out_pos < kMaxPendingOut) c.closing = true;
+}
+
+void HttpServer::flush(Connection& c) {
+  while (c.out_pos < c.out.size()) {
+    ssize_t n = ::send(c.fd.get(), c.out.data() + c.out_pos, c.out.size() - c.out_pos, MSG_NOSIGNAL);
+    if (n > 0) {
+      c.out_pos += static_cast<size_t>(n);
+      c.last_activity = Clock::now();
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    close_connection(c.fd.get());  // the peer is gone
+    return;
+  }
+  if (c.out_pos == c.out.size()) {
+    c.out.clear();
+    c.out_pos = 0;
+    if (c.closing) {
+      close_connection(c.fd.get());
+      return;
+    }
+  }
+  // Level-triggered: watch for input only while it can be used, or a client
+  // that sends without reading its replies (or that hung up with replies
+  // pending) would wake the loop without end.
+  const bool pending = c.out_pos < c.out.size();
+  const bool can_read = !c.closing && !c.peer_done && c.out.size() - c.out_pos < kMaxPendingOut &&
+                        c.in.size() < limits_.request.max_head + limits_.request.max_body + kReadChunk;
+  const uint32_t want =
+      (can_read ? static_cast<uint32_t>(EPOLLIN | EPOLLRDHUP) : 0u) | (pending ? static_cast<uint32_t>(EPOLLOUT) : 0u);
+  if (want != c.events) {
+    epoll_event ev{};
+    ev.events = want;
+    ev.data.fd = c.fd.get();
+    (void)epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, c.fd.get(), &ev);
+    c.events = want;
+  }
+}
+
+void HttpServer::on_readable(Connection& c) {
+  const int fd = c.fd.get();
+  bool eof = false;
+  char buf[kReadChunk];
+  while (c.in.size() < limits_.request.max_head + limits_.request.max_body + kReadChunk) {
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n > 0) {
+      c.in.append(buf, static_cast<size_t>(n));
+      c.last_activity = Clock::now();
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    eof = true;  // closed (0) or failed
+    break;
+  }
+  if (eof) c.peer_done = true;
+  process(c);
+  flush(c);
+}
+
+void HttpServer::on_writable(Connection& c) {
+  const int fd = c.fd.get();
+  flush(c);
+  auto it = connections_.find(fd);
+  if (it != connections_.end() && (!it->second->in.empty() || it->second->peer_done)) {
+    process(*it->second);
+    flush(*it->second);
+  }
+}
+
+void HttpServer::close_connection(int fd) {
+  (void)epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
+  connections_.erase(fd);
+}
+
+void HttpServer::expire_timeouts() {
+  const auto now = Clock::now();
+  std::vector<int> idle, slow;
+  for (const auto& [fd, c] : connections_) {
+    // A closing connection waits only for its reply to be read: a client that
+    // does not read it is dropped after the idle timeout.
+    if (c->closing) {
+      if (now - c->last_activity >= limits_.idle_timeout) idle.push_back(fd);
+      continue;
+    }
+    if (c->parser.in_request() && now - c->request_start >= limits_.request_timeout)
+      slow.push_back(fd);
+    else if (!c->parser.in_request() && now - c->last_activity >= limits_.idle_timeout)
+      idle.push_back(fd);
+  }
+  for (int fd : idle) close_connection(fd);
+  for (int fd : slow) {
+    Connection& c = *connections_.at(fd);
+    answer(c,
+           HttpReply::error(
+               408, "the request was not whole within " + std::to_string(limits_.request_timeout.count()) + " ms"),
+           true, "-", "-");
+    flush(c);
+  }
+}
+
+int HttpServer::next_timeout_ms() const {
+  auto soonest = Clock::time_point::max();
+  for (const auto& [fd, c] : connections_) {
+    if (c->closing) {
+      soonest = std::min(soonest, c->last_activity + limits_.idle_timeout);
+      continue;
+    }
+    soonest = std::min(soonest, c->parser.in_request() ? c->request_start + limits_.request_timeout
+                                                       : c->last_activity + limits_.idle_timeout);
+  }
+  if (soonest == Clock::time_point::max()) return -1;
+  auto ms = std::chrono::ceil<std::chrono::milliseconds>(soonest - Clock::now()).count();
+  return static_cast<int>(std::clamp<int64_t>(ms, 0, INT_MAX));
+}
+
+Status HttpServer::run(int stop_fd) {
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = stop_fd;
+  if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, stop_fd, &ev) != 0) return errno_error("epoll_ctl (stop fd)");
+  bool stop = false;
+  while (!stop) {
+    epoll_event events[64];
+    int n = epoll_wait(epoll_.get(), events, 64, next_timeout_ms());
+    if (n < 0 && errno != EINTR) return errno_error("epoll_wait");
+    for (int i = 0; i < n; ++i) {
+      const int fd = events[i].data.fd;
+      if (fd == stop_fd) {
+        stop = true;
+        continue;
+      }
+      auto l = std::find_if(listeners_.begin(), listeners_.end(), [fd](const auto& x) { return x->fd.get() == fd; });
+      if (l != listeners_.end()) {
+        accept_on(**l);
+        continue;
+      }
+      auto it = connections_.find(fd);
+      if (it == connections_.end()) continue;  // closed earlier in this round
+      if (events[i].events & EPOLLOUT) {
+        on_writable(*it->second);
+        it = connections_.find(fd);
+        if (it == connections_.end()) continue;
+      }
+      if (events[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) on_readable(*it->second);
+    }
+    expire_timeouts();
+  }
+  (void)epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, stop_fd, nullptr);
+  for (auto it = connections_.begin(); it != connections_.end();) {
+    (void)epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, it->first, nullptr);
+    it = connections_.erase(it);
+  }
+  return {};
+}
+
+}  // namespace faultline

@@ -1,0 +1,84 @@
+// A small HTTP/1.1 server for control APIs (not the data path): one thread, one
+// epoll set, many connections, keep-alive and pipelining, the limits of
+// HttpRequestParser, listeners on unix sockets and TCP addresses, each with its
+// own handler (an HttpRouter, or any function from request to reply).
+#pragma once
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "base/unique_fd.h"
+#include "userspace/net/http_request.h"
+
+namespace faultline {
+
+struct HttpServerLimits {
+  HttpRequestParser::Limits request;
+  // From the first byte of a request to its last: a slower client gets 408.
+  std::chrono::milliseconds request_timeout{10'000};
+  // A connection with no request under way and nothing read or written for
+  // this long is closed (an idle keep-alive, or a client not reading its reply).
+  std::chrono::milliseconds idle_timeout{60'000};
+  // Connections beyond this are accepted and closed at once.
+  size_t max_connections = 256;
+};
+
+// One request answered, for a log line: who, what, which status.
+struct HttpExchange {
+  const HttpPeer& peer;
+  std::string_view method, path;
+  int status;
+};
+using HttpLog = std::function<void(const HttpExchange&)>;
+
+class HttpServer {
+ public:
+  [[nodiscard]] static Result<HttpServer> create(HttpServerLimits limits = {});
+  HttpServer(HttpServer&&) noexcept;
+  HttpServer& operator=(HttpServer&&) noexcept;
+  ~HttpServer();  // closes every connection and removes the unix sockets it made
+
+  // Listens on a unix socket at path, created with `mode`. A socket file left by
+  // a server that is gone is replaced; one that still answers is an error (EADDRINUSE).
+  [[nodiscard]] Status listen_unix(const std::string& path, mode_t mode, HttpHandler handler);
+  // Listens on "HOST:PORT" (an IPv4 address or a bracketed IPv6 one); port 0
+  // takes a free port. Returns the address bound ("127.0.0.1:40111").
+  [[nodiscard]] Result<std::string> listen_tcp(const std::string& address, HttpHandler handler);
+
+  // Called after every answered request (and every error the server answers itself).
+  void set_log(HttpLog log) { log_ = std::move(log); }
+
+  // Serves until stop_fd (an eventfd, a signalfd, a pipe) is readable; it is not
+  // read. Connections still open are closed on return.
+  [[nodiscard]] Status run(int stop_fd);
+
+ private:
+  struct Listener;
+  struct Connection;
+  HttpServer() = default;
+  void accept_on(Listener& l);
+  void on_readable(Connection& c);
+  void on_writable(Connection& c);
+  void process(Connection& c);
+  void answer(Connection& c, const HttpReply& reply, bool close_after, std::string_view method, std::string_view path);
+  void flush(Connection& c);
+  void close_connection(int fd);
+  void expire_timeouts();
+  [[nodiscard]] int next_timeout_ms() const;
+
+  HttpServerLimits limits_;
+  UniqueFd epoll_;
+  std::vector<std::unique_ptr<Listener>> listeners_;
+  std::map<int, std::unique_ptr<Connection>> connections_;
+  HttpLog log_;
+};
+
+}  // namespace faultline
