@@ -11,6 +11,7 @@
 #include "base/files.h"
 #include "base/unique_fd.h"
 #include "userspace/daemon/faultd_api.h"
+#include "userspace/daemon/proxy_faults.h"
 #include "userspace/net/http_server.h"
 #include "userspace/ops/features_report.h"
 #include "userspace/state/state_dir.h"
@@ -50,8 +51,17 @@ int serve_faultd(const FaultdConfig& config, const FaultdHooks& hooks) {
     hooks.log("faultd: " + std::string(x.method) + " " + std::string(x.path) + " " + std::to_string(x.status) + " (" +
               who + ")");
   });
-  const HttpRouter api = local_api_router();
-  const HttpRouter metrics = metrics_router();
+  // The proxies and Toxiproxy's API, unless --toxiproxy off.
+  std::unique_ptr<ProxyFaults> proxies;
+  if (!config.toxiproxy_address.empty()) {
+    ProxyOptions po;
+    po.workers = config.proxy_workers;
+    auto started = ProxyFaults::start(po, config.toxic_max_ns, hooks.log);
+    if (!started) return fail(hooks, started.error());
+    proxies = std::move(*started);
+  }
+  const HttpRouter api = local_api_router(proxies.get());
+  const HttpRouter metrics = metrics_router(proxies.get());
   if (auto st = server->listen_unix(config.socket_path, 0600, root_only(same_state_only(api.handler()))); !st)
     return fail(hooks, st.error());
   std::string where = "API on " + config.socket_path;
@@ -61,6 +71,16 @@ int serve_faultd(const FaultdConfig& config, const FaultdHooks& hooks) {
     where += ", metrics on http://" + *bound + "/metrics";
   } else {
     where += ", metrics off";
+  }
+  if (proxies) {
+    auto bound = server->listen_tcp(config.toxiproxy_address, proxies->toxiproxy_handler());
+    if (!bound) return fail(hooks, bound.error());
+    const ProxyIoPaths io = proxies->registry().io_paths();
+    where += ", Toxiproxy API on http://" + *bound + " (" + std::to_string(io.workers) + " proxy workers, " +
+             (io.buffer_ring ? "buffer ring" : "plain receive") + ", " +
+             (io.multishot_accept ? "multishot accept" : "one accept per connection") + ")";
+  } else {
+    where += ", Toxiproxy API off";
   }
   // Probe the kernel once now: /v1/features answers from the cache.
   {

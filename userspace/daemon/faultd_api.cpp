@@ -8,6 +8,7 @@
 #include "base/exit_code.h"
 #include "loader/bpffs.h"
 #include "userspace/daemon/metrics.h"
+#include "userspace/daemon/proxy_faults.h"
 #include "userspace/ops/abort_faults.h"
 #include "userspace/ops/features_report.h"
 #include "userspace/ops/status_report.h"
@@ -42,11 +43,29 @@ HttpReply command_reply(int code, const std::string& out, const std::string& err
   return HttpReply::json(status, j.dump() + "\n");
 }
 
+// The status report, and faultd's proxies after it: a "proxies" member in JSON,
+// a PROXIES section in text.
+HttpReply status_with_proxies(const HttpRequest& req, const ProxyFaults* proxies) {
+  HttpReply rep = report(req, write_status);
+  if (proxies == nullptr || rep.status != 200) return rep;
+  if (req.query_param("format").value_or("json") == "json") {
+    nlohmann::json j = nlohmann::json::parse(rep.body, nullptr, false);
+    if (!j.is_object()) return rep;
+    j["proxies"] = proxies->status_json();
+    rep.body = j.dump(2) + "\n";
+  } else {
+    const std::string more = proxies->status_text();
+    if (!more.empty()) rep.body += (rep.body.empty() || rep.body.back() == '\n' ? "" : "\n") + more;
+  }
+  return rep;
+}
+
 }  // namespace
 
-HttpRouter local_api_router() {
+HttpRouter local_api_router(ProxyFaults* proxies) {
   HttpRouter r;
-  r.add("GET", "/v1/status", [](const HttpRequest& req, const PathParams&) { return report(req, write_status); });
+  r.add("GET", "/v1/status",
+        [proxies](const HttpRequest& req, const PathParams&) { return status_with_proxies(req, proxies); });
   r.add("GET", "/v1/features", [](const HttpRequest& req, const PathParams&) { return report(req, write_features); });
   r.add("POST", "/v1/faults/{id}/abort", [](const HttpRequest&, const PathParams& p) {
     const std::string& id = p.at("id");
@@ -56,9 +75,13 @@ HttpRouter local_api_router() {
     const int code = abort_fault(id, out, err);
     return command_reply(code, out.str(), err.str());
   });
-  r.add("POST", "/v1/abort-all", [](const HttpRequest&, const PathParams&) {
+  r.add("POST", "/v1/abort-all", [proxies](const HttpRequest&, const PathParams&) {
     std::ostringstream out, err;
     const int code = abort_all_faults(out, err);
+    if (proxies != nullptr) {
+      if (size_t n = proxies->end_all("abort --all"); n > 0)
+        out << "faultd: " << n << " proxy faults ended (every toxic removed, every proxy up)\n";
+    }
     return command_reply(code, out.str(), err.str());
   });
   r.add("POST", "/v1/runs", [](const HttpRequest&, const PathParams&) {
@@ -69,10 +92,10 @@ HttpRouter local_api_router() {
   return r;
 }
 
-HttpRouter metrics_router() {
+HttpRouter metrics_router(const ProxyFaults* proxies) {
   HttpRouter r;
-  r.add("GET", "/metrics", [](const HttpRequest&, const PathParams&) {
-    HttpReply rep{200, {{"Content-Type", "text/plain; version=0.0.4; charset=utf-8"}}, collect_metrics()};
+  r.add("GET", "/metrics", [proxies](const HttpRequest&, const PathParams&) {
+    HttpReply rep{200, {{"Content-Type", "text/plain; version=0.0.4; charset=utf-8"}}, collect_metrics(proxies)};
     return rep;
   });
   return r;

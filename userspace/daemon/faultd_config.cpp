@@ -3,16 +3,18 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/units.h"
 #include "userspace/state/state_dir.h"
 
 namespace faultline {
 namespace {
 
-// /metrics serves on loopback only: it has no authentication.
-Result<std::string> metrics_address(const std::string& value, const std::string& where) {
+// /metrics and the Toxiproxy API serve on loopback only: they have no authentication.
+Result<std::string> loopback_address(const std::string& value, const std::string& where, const char* what) {
   if (value == "off") return std::string();
   const size_t colon = value.rfind(':');
   const std::string host = colon == std::string::npos ? "" : value.substr(0, colon);
@@ -22,8 +24,32 @@ Result<std::string> metrics_address(const std::string& value, const std::string&
     return input_error(EINVAL, where + ": '" + value + "' is not HOST:PORT (or off)");
   if (host.rfind("127.", 0) != 0 && host != "[::1]")
     return input_error(EINVAL, where + ": '" + value +
-                                   "' is not a loopback address (127.x.x.x or [::1]): /metrics has no authentication");
+                                   "' is not a loopback address (127.x.x.x or [::1]): " + what +
+                                   " has no authentication");
   return value;
+}
+
+Result<std::string> metrics_address(const std::string& value, const std::string& where) {
+  return loopback_address(value, where, "/metrics");
+}
+
+Result<std::string> toxiproxy_address(const std::string& value, const std::string& where) {
+  return loopback_address(value, where, "the Toxiproxy API");
+}
+
+Result<unsigned> proxy_workers(const std::string& value, const std::string& where) {
+  if (value.empty() || value.size() > 3 || value.find_first_not_of("0123456789") != std::string::npos ||
+      std::stoul(value) > 256)
+    return input_error(EINVAL, where + ": '" + value + "' is not a number of workers (0-256; 0: one per CPU)");
+  return static_cast<unsigned>(std::stoul(value));
+}
+
+Result<uint64_t> toxic_max(const std::string& value, const std::string& where) {
+  auto d = parse_duration_ns(value);
+  if (!d) return input_error(EINVAL, where + ": " + d.error().message);
+  if (*d < 1'000'000'000ULL || *d > 24ULL * 3600 * 1'000'000'000ULL)
+    return input_error(EINVAL, where + ": '" + value + "' is outside 1s-24h");
+  return *d;
 }
 
 Result<std::string> socket_path(const std::string& value, const std::string& where) {
@@ -41,6 +67,7 @@ std::string default_faultd_socket() {
 
 std::string faultd_usage() {
   return "usage: faultd [--config FILE] [--foreground] [--socket PATH] [--metrics HOST:PORT|off]\n"
+         "             [--toxiproxy HOST:PORT|off] [--proxy-workers N] [--toxic-max-duration D]\n"
          "  the Faultline host agent: the local API (JSON over HTTP/1.1 on a unix\n"
          "  socket, root only) and Prometheus /metrics on loopback\n"
          "  --config FILE      a JSON object with the same settings: {\"socket\": PATH,\n"
@@ -52,12 +79,20 @@ std::string faultd_usage() {
          default_faultd_socket() +
          ")\n"
          "  --metrics ADDR     where /metrics listens (default 127.0.0.1:9469); off: nowhere\n"
+         "  --toxiproxy ADDR   where Toxiproxy's REST API listens (default 127.0.0.1:8474,\n"
+         "                     loopback only); off: no API and no proxies\n"
+         "  --proxy-workers N  io_uring event loops of the proxies (default 0: one per CPU)\n"
+         "  --toxic-max-duration D\n"
+         "                     a toxic, or a proxy taken down, ends after D (default 1h,\n"
+         "                     1s-24h): no fault outlives its bound\n"
          "\n"
          "EXAMPLES\n"
          "  # in the foreground, with the defaults\n"
          "  faultd --foreground\n"
          "  # no metrics, a private socket\n"
-         "  faultd --foreground --metrics off --socket /tmp/faultd.sock\n";
+         "  faultd --foreground --metrics off --socket /tmp/faultd.sock\n"
+         "  # Toxiproxy's API on another port, one proxy worker\n"
+         "  faultd --foreground --toxiproxy 127.0.0.1:18474 --proxy-workers 1\n";
 }
 
 Result<FaultdConfig> read_config_file(const std::string& path, FaultdConfig base) {
@@ -83,8 +118,24 @@ Result<FaultdConfig> read_config_file(const std::string& path, FaultdConfig base
     } else if (key == "foreground") {
       if (!value.is_boolean()) return input_error(EINVAL, where + " must be true or false");
       base.foreground = value.get<bool>();
+    } else if (key == "toxiproxy") {
+      if (!value.is_string()) return input_error(EINVAL, where + " must be a string (HOST:PORT or off)");
+      auto a = toxiproxy_address(value.get<std::string>(), where);
+      if (!a) return a.error();
+      base.toxiproxy_address = *a;
+    } else if (key == "proxy_workers") {
+      if (!value.is_number_unsigned()) return input_error(EINVAL, where + " must be a whole number (0-256)");
+      auto w = proxy_workers(std::to_string(value.get<uint64_t>()), where);
+      if (!w) return w.error();
+      base.proxy_workers = *w;
+    } else if (key == "toxic_max_duration") {
+      if (!value.is_string()) return input_error(EINVAL, where + " must be a duration string (\"30m\")");
+      auto d = toxic_max(value.get<std::string>(), where);
+      if (!d) return d.error();
+      base.toxic_max_ns = *d;
     } else {
-      return input_error(EINVAL, path + ": unknown field \"" + key + "\" (socket, metrics, foreground)");
+      return input_error(EINVAL, path + ": unknown field \"" + key +
+                                     "\" (socket, metrics, foreground, toxiproxy, proxy_workers, toxic_max_duration)");
     }
   }
   return base;
@@ -93,8 +144,11 @@ Result<FaultdConfig> read_config_file(const std::string& path, FaultdConfig base
 Result<FaultdArgs> parse_faultd_args(const std::vector<std::string>& args) {
   FaultdArgs out;
   out.config.socket_path = default_faultd_socket();
-  std::optional<std::string> config_file, socket, metrics;
+  std::optional<std::string> config_file, socket, metrics, toxiproxy, workers, toxic_max_flag;
   bool foreground = false;
+  const std::map<std::string, std::optional<std::string>*> valued = {
+      {"--config", &config_file},  {"--socket", &socket},        {"--metrics", &metrics},
+      {"--toxiproxy", &toxiproxy}, {"--proxy-workers", &workers}, {"--toxic-max-duration", &toxic_max_flag}};
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](const char* flag) -> Result<std::string> {
@@ -107,14 +161,14 @@ Result<FaultdArgs> parse_faultd_args(const std::vector<std::string>& args) {
     }
     if (a == "--foreground") {
       foreground = true;
-    } else if (a == "--config" || a == "--socket" || a == "--metrics") {
-      auto v = value(a.c_str());
-      if (!v) return v.error();
-      (a == "--config" ? config_file : a == "--socket" ? socket : metrics) = *v;
-    } else if (a.rfind("--config=", 0) == 0 || a.rfind("--socket=", 0) == 0 || a.rfind("--metrics=", 0) == 0) {
-      const size_t eq = a.find('=');
-      const std::string flag = a.substr(0, eq), v = a.substr(eq + 1);
-      (flag == "--config" ? config_file : flag == "--socket" ? socket : metrics) = v;
+    } else if (auto slot = valued.find(a.substr(0, a.find('='))); slot != valued.end()) {
+      if (a.find('=') != std::string::npos) {
+        *slot->second = a.substr(a.find('=') + 1);
+      } else {
+        auto v = value(a.c_str());
+        if (!v) return v.error();
+        *slot->second = *v;
+      }
     } else {
       return input_error(EINVAL, "unknown argument '" + a + "' (see faultd --help)");
     }
@@ -133,6 +187,21 @@ Result<FaultdArgs> parse_faultd_args(const std::vector<std::string>& args) {
     auto m = metrics_address(*metrics, "--metrics");
     if (!m) return m.error();
     out.config.metrics_address = *m;
+  }
+  if (toxiproxy) {
+    auto a = toxiproxy_address(*toxiproxy, "--toxiproxy");
+    if (!a) return a.error();
+    out.config.toxiproxy_address = *a;
+  }
+  if (workers) {
+    auto w = proxy_workers(*workers, "--proxy-workers");
+    if (!w) return w.error();
+    out.config.proxy_workers = *w;
+  }
+  if (toxic_max_flag) {
+    auto d = toxic_max(*toxic_max_flag, "--toxic-max-duration");
+    if (!d) return d.error();
+    out.config.toxic_max_ns = *d;
   }
   if (foreground) out.config.foreground = true;
   return out;

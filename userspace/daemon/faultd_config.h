@@ -1,6 +1,7 @@
 // faultd's settings: flags, and the same settings in a JSON config file.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,11 +11,17 @@
 namespace faultline {
 
 inline constexpr const char* kDefaultMetricsAddress = "127.0.0.1:9469";
+inline constexpr const char* kDefaultToxiproxyAddress = "127.0.0.1:8474";
+inline constexpr uint64_t kDefaultToxicMaxNs = 3600ULL * 1'000'000'000ULL;  // 1h
 
 struct FaultdConfig {
   std::string socket_path;                               // the local API; default <state dir>/faultd.sock
   std::string metrics_address = kDefaultMetricsAddress;  // empty: no /metrics ("--metrics off")
   bool foreground = false;                               // else detach once serving
+  // Toxiproxy's REST API and the proxies it makes; empty: neither ("--toxiproxy off").
+  std::string toxiproxy_address = kDefaultToxiproxyAddress;
+  unsigned proxy_workers = 0;                 // io_uring event loops of the proxies; 0: one per CPU
+  uint64_t toxic_max_ns = kDefaultToxicMaxNs;  // a toxic (or a proxy taken down) ends after this
 };
 
 // The local API's socket: FAULTLINE_FAULTD_SOCKET when set, else
@@ -27,13 +34,15 @@ struct FaultdArgs {
   std::optional<std::string> help;
 };
 
-// faultd [--config FILE] [--foreground] [--socket PATH] [--metrics ADDR|off]:
+// faultd [--config FILE] [--foreground] [--socket PATH] [--metrics ADDR|off]
+// [--toxiproxy ADDR|off] [--proxy-workers N] [--toxic-max-duration D]:
 // the file first, then the flags over it. Bad input names the flag or the
 // file's field (an error with bad_input set: exit 2).
 [[nodiscard]] Result<FaultdArgs> parse_faultd_args(const std::vector<std::string>& args);
 
 // The config file, a JSON object: {"socket": PATH, "metrics": "HOST:PORT" | "off",
-// "foreground": bool}; what it sets replaces base's. Unknown fields are refused, by name.
+// "foreground": bool, "toxiproxy": "HOST:PORT" | "off", "proxy_workers": N,
+// "toxic_max_duration": "1h"}; what it sets replaces base's. Unknown fields are refused, by name.
 [[nodiscard]] Result<FaultdConfig> read_config_file(const std::string& path, FaultdConfig base);
 
 [[nodiscard]] std::string faultd_usage();

@@ -9,6 +9,7 @@
 #include "base/unique_fd.h"
 #include "loader/netfault_maps.h"
 #include "userspace/daemon/metrics_text.h"
+#include "userspace/daemon/proxy_faults.h"
 #include "userspace/faults/packet/fault_table.h"
 #include "userspace/faults/packet/netfault_engine.h"
 #include "userspace/state/session_registry.h"
@@ -140,10 +141,11 @@ void session_metrics(MetricsText& m) {
 
 }  // namespace
 
-std::string collect_metrics() {
+std::string collect_metrics(const ProxyFaults* proxies) {
   MetricsText m;
   packet_metrics(m);
   session_metrics(m);
+  if (proxies != nullptr) proxies->append_metrics(m);
   return m.text();
 }
 

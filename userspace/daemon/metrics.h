@@ -7,7 +7,10 @@
 
 namespace faultline {
 
-// The whole exposition text (Prometheus text format 0.0.4).
-[[nodiscard]] std::string collect_metrics();
+class ProxyFaults;
+
+// The whole exposition text (Prometheus text format 0.0.4); with proxies, their
+// families too (faultline_proxy_...).
+[[nodiscard]] std::string collect_metrics(const ProxyFaults* proxies = nullptr);
 
 }  // namespace faultline

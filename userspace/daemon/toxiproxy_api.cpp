@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 #include <string_view>
+#include <variant>
 
 namespace faultline {
 namespace {

@@ -11,7 +11,6 @@
 
 namespace faultline {
 
-inline constexpr const char* kDefaultToxiproxyAddress = "127.0.0.1:8474";
 // What /version answers in "version": the Toxiproxy API level we follow.
 inline constexpr const char* kToxiproxyApiVersion = "2.12.0";
 

@@ -1,0 +1,224 @@
+// The watcher reconciles what it bounds with what the registry holds every
+// 100 ms, so whatever made a toxic (create, populate, an update that renames)
+// it is bounded from when it was first seen; the kill file is read on the same
+// beat. Requests that would start a fault pass a gate first.
+#include "userspace/daemon/proxy_faults.h"
+
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "base/units.h"
+#include "userspace/daemon/toxiproxy_api.h"
+#include "userspace/state/kill_switch.h"
+
+namespace faultline {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kTick = std::chrono::milliseconds(100);
+
+std::string toxic_key(const std::string& name) { return "toxic " + name; }
+constexpr const char* kDown = "down";
+
+// Whether the request would start a fault: a toxic added or changed, or a
+// proxy made or set with "enabled": false.
+bool starts_fault(const HttpRequest& req) {
+  if (req.method != "POST" && req.method != "PATCH") return false;
+  if (req.path.find("/toxics") != std::string::npos) return true;
+  if (req.path.rfind("/proxies", 0) != 0 && req.path != "/populate") return false;
+  const nlohmann::json j = nlohmann::json::parse(req.body, nullptr, false);
+  auto disables = [](const nlohmann::json& p) {
+    return p.is_object() && p.contains("enabled") && p["enabled"] == false;
+  };
+  if (disables(j)) return true;
+  if (j.is_array()) {
+    for (const auto& p : j)
+      if (disables(p)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ProxyFaults>> ProxyFaults::start(const ProxyOptions& options, uint64_t toxic_max_ns, Log log) {
+  auto reg = ProxyRegistry::start(options);
+  if (!reg) return reg.error();
+  std::unique_ptr<ProxyFaults> pf(new ProxyFaults(std::move(*reg), toxic_max_ns, std::move(log)));
+  pf->watcher_ = std::thread([p = pf.get()] { p->watch(); });
+  return pf;
+}
+
+ProxyFaults::ProxyFaults(std::unique_ptr<ProxyRegistry> registry, uint64_t toxic_max_ns, Log log)
+    : registry_(std::move(registry)), toxic_max_ns_(toxic_max_ns), log_(std::move(log)) {
+  router_ = toxiproxy_router(*registry_);
+}
+
+ProxyFaults::~ProxyFaults() {
+  {
+    std::lock_guard<std::mutex> lock(stop_mu_);
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  if (watcher_.joinable()) watcher_.join();
+}
+
+HttpHandler ProxyFaults::toxiproxy_handler() {
+  return refuse_browsers([this](const HttpRequest& req) {
+    if (starts_fault(req)) {
+      if (auto why = fault_start_refused())
+        return HttpReply::error(403, "no fault may start: " + *why);
+    }
+    return router_.route(req);
+  });
+}
+
+size_t ProxyFaults::end_all(const std::string& why) {
+  size_t n = 0;
+  for (const ProxyInfo& p : registry_->list()) n += p.toxics.size() + (p.config.enabled ? 0 : 1);
+  if (n == 0) return 0;
+  if (auto st = registry_->reset(); !st) {
+    log_("faultd: cannot end the proxies' faults (" + why + "): " + st.error().describe());
+    return 0;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    started_.clear();
+  }
+  log_("faultd: " + why + ": " + std::to_string(n) + " proxy faults ended (every toxic removed, every proxy up)");
+  return n;
+}
+
+void ProxyFaults::watch() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(stop_mu_);
+      if (stop_cv_.wait_for(lock, kTick, [this] { return stopping_; })) return;
+    }
+    // The kill file: everything ends at once, and the gate refuses while it stays.
+    const bool kill = kill_file_present();
+    if (kill && !kill_file_seen_.exchange(true)) end_all("kill file " + kill_file_path());
+    if (!kill) kill_file_seen_ = false;
+
+    // Reconcile, then end what outlived its bound.
+    const auto now = Clock::now();
+    std::vector<std::pair<std::string, std::string>> expired;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      std::set<std::pair<std::string, std::string>> live;
+      for (const ProxyInfo& p : registry_->list()) {
+        for (const Toxic& t : p.toxics) live.insert({p.config.name, toxic_key(t.name)});
+        if (!p.config.enabled) live.insert({p.config.name, kDown});
+      }
+      for (auto it = started_.begin(); it != started_.end();)
+        it = live.contains(it->first) ? std::next(it) : started_.erase(it);
+      for (const auto& k : live) {
+        auto [it, fresh] = started_.try_emplace(k, now);
+        if (!fresh && now - it->second >= std::chrono::nanoseconds(toxic_max_ns_)) expired.push_back(k);
+      }
+    }
+    for (const auto& [proxy, what] : expired) {
+      Status st;
+      if (what == kDown) {
+        ProxyUpdate up;
+        up.enabled = true;
+        auto r = registry_->update(proxy, up);
+        if (!r) st = r.error();
+      } else {
+        st = registry_->remove_toxic(proxy, what.substr(6));
+      }
+      if (st || st.error().err == ENOENT) {
+        std::lock_guard<std::mutex> lock(mu_);
+        started_.erase({proxy, what});
+        log_("faultd: proxy " + proxy + ": " + what + " ended: it reached its bound of " +
+             format_duration(toxic_max_ns_) + " (--toxic-max-duration)");
+      } else {
+        log_("faultd: proxy " + proxy + ": cannot end " + what + ": " + st.error().describe());
+      }
+    }
+  }
+}
+
+nlohmann::json ProxyFaults::status_json() const {
+  nlohmann::json out = nlohmann::json::array();
+  const auto now = Clock::now();
+  std::lock_guard<std::mutex> lock(mu_);
+  auto ends_in = [&](const std::string& proxy, const std::string& what) -> int64_t {
+    auto it = started_.find({proxy, what});
+    const auto start = it == started_.end() ? now : it->second;
+    const auto left = std::chrono::nanoseconds(toxic_max_ns_) - (now - start);
+    return std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::seconds>(left).count());
+  };
+  for (const ProxyInfo& p : registry_->list()) {
+    nlohmann::json toxics = nlohmann::json::array();
+    for (const Toxic& t : p.toxics) {
+      nlohmann::json tj = toxic_to_json(t);
+      tj["left_s"] = ends_in(p.config.name, toxic_key(t.name));
+      toxics.push_back(std::move(tj));
+    }
+    nlohmann::json pj{{"name", p.config.name},
+                      {"listen", p.listen_bound.empty() ? p.config.listen : p.listen_bound},
+                      {"upstream", p.config.upstream},
+                      {"enabled", p.config.enabled},
+                      {"toxics", std::move(toxics)}};
+    if (!p.config.enabled) pj["down_left_s"] = ends_in(p.config.name, kDown);
+    if (auto st = registry_->stats(p.config.name)) {
+      pj["counters"] = {{"connections_accepted", st->connections_accepted},
+                        {"connections_active", st->connections_active},
+                        {"bytes_upstream", st->bytes_upstream},
+                        {"bytes_downstream", st->bytes_downstream}};
+    }
+    out.push_back(std::move(pj));
+  }
+  return out;
+}
+
+std::string ProxyFaults::status_text() const {
+  const nlohmann::json all = status_json();
+  if (all.empty()) return "";
+  std::ostringstream o;
+  o << "PROXIES (faultd; Toxiproxy API)\n";
+  for (const auto& p : all) {
+    o << "  " << p["name"].get<std::string>() << "  " << p["listen"].get<std::string>() << " -> "
+      << p["upstream"].get<std::string>();
+    if (!p["enabled"].get<bool>()) o << "  DOWN (ends in " << p["down_left_s"].get<int64_t>() << " s)";
+    if (p.contains("counters"))
+      o << "  connections " << p["counters"]["connections_active"] << " open, "
+        << p["counters"]["connections_accepted"] << " accepted";
+    o << "\n";
+    for (const auto& t : p["toxics"]) {
+      o << "    toxic " << t["name"].get<std::string>() << ": " << t["type"].get<std::string>() << " "
+        << t["stream"].get<std::string>() << " toxicity " << t["toxicity"].dump() << " " << t["attributes"].dump()
+        << " (ends in " << t["left_s"].get<int64_t>() << " s)\n";
+    }
+  }
+  return o.str();
+}
+
+void ProxyFaults::append_metrics(MetricsText& m) const {
+  const std::vector<ProxyInfo> proxies = registry_->list();
+  std::vector<std::pair<std::string, ProxyStats>> stats;
+  for (const ProxyInfo& p : proxies) {
+    if (auto st = registry_->stats(p.config.name)) stats.emplace_back(p.config.name, *st);
+  }
+  m.family("faultline_proxy_up", "gauge", "1 when the proxy listens (Toxiproxy's enabled), 0 when it is down");
+  for (const ProxyInfo& p : proxies) m.sample({{"proxy", p.config.name}}, p.config.enabled ? 1 : 0);
+  m.family("faultline_proxy_connections_accepted_total", "counter", "Connections the proxy accepted");
+  for (const auto& [name, st] : stats) m.sample({{"proxy", name}}, st.connections_accepted);
+  m.family("faultline_proxy_connections_active", "gauge", "Connections the proxy relays now");
+  for (const auto& [name, st] : stats) m.sample({{"proxy", name}}, st.connections_active);
+  m.family("faultline_proxy_bytes_total", "counter",
+           "Bytes the proxy relayed, upstream (client to server) and downstream (server to client)");
+  for (const auto& [name, st] : stats) {
+    m.sample({{"proxy", name}, {"direction", "upstream"}}, st.bytes_upstream);
+    m.sample({{"proxy", name}, {"direction", "downstream"}}, st.bytes_downstream);
+  }
+  m.family("faultline_proxy_toxic_activations_total", "counter",
+           "Connections a toxic was applied to (its toxicity drawn in favour)");
+  for (const auto& [name, st] : stats) {
+    for (const ToxicActivations& t : st.toxics) m.sample({{"proxy", name}, {"toxic", t.toxic}}, t.connections);
+  }
+}
+
+}  // namespace faultline
