@@ -38,7 +38,10 @@ TEST(BandwidthToxic, UpstreamRateWithinFivePercent) {
   });
   auto p = fltest::start_proxy(server.port());
   ASSERT_TRUE(p.registry);
-  ASSERT_TRUE(p.registry->add_toxic("p", fltest::toxic(R"({"type":"bandwidth","stream":"upstream","attributes":{"rate":1000}})")).ok());
+  ASSERT_TRUE(
+      p.registry
+          ->add_toxic("p", fltest::toxic(R"({"type":"bandwidth","stream":"upstream","attributes":{"rate":1000}})"))
+          .ok());
   UniqueFd c = fltest::connect_loopback(p.port);
   fltest::send_all(c.get(), fltest::pattern(total, 4));
   ::shutdown(c.get(), SHUT_WR);

@@ -58,7 +58,10 @@ TEST(LimitDataToxic, UpstreamLimitCountsWhatTheServerGets) {
   fltest::ScriptServer server([&](UniqueFd fd) { got.set_value(fltest::read_to_end(fd.get()).data.size()); });
   auto p = fltest::start_proxy(server.port());
   ASSERT_TRUE(p.registry);
-  ASSERT_TRUE(p.registry->add_toxic("p", fltest::toxic(R"({"type":"limit_data","stream":"upstream","attributes":{"bytes":1000}})")).ok());
+  ASSERT_TRUE(
+      p.registry
+          ->add_toxic("p", fltest::toxic(R"({"type":"limit_data","stream":"upstream","attributes":{"bytes":1000}})"))
+          .ok());
   UniqueFd c = fltest::connect_loopback(p.port);
   fltest::send_all(c.get(), fltest::pattern(5000, 8));
   EXPECT_EQ(got.get_future().get(), 1000u);

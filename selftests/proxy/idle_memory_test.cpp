@@ -2,8 +2,8 @@
 // own (fl-proxyhost, as it would in faultd), 10k connections are opened through it
 // and carry one echo each, then sit idle; its RSS is read before and after. The
 // issue's target: 10k idle proxied connections in at most 100 MiB for the whole daemon.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -78,9 +78,9 @@ TEST_P(IdleMemoryTest, TenThousandIdleConnections) {
     std::fprintf(stderr, "*** idle memory: a descriptor limit of %llu allows the proxy %zu connections, not 10k ***\n",
                  (unsigned long long)limit, n);
   EchoProcess echo;
-  auto child = fltest::ChildProcess::spawn(
-      {PROXYHOST_PATH, "127.0.0.1:" + std::to_string(echo.port()), GetParam() == ReceiveMode::buffer_ring ? "ring" : "plain"},
-      {.stdin_pipe = true});
+  auto child = fltest::ChildProcess::spawn({PROXYHOST_PATH, "127.0.0.1:" + std::to_string(echo.port()),
+                                            GetParam() == ReceiveMode::buffer_ring ? "ring" : "plain"},
+                                           {.stdin_pipe = true});
   auto line = child.wait_line_starting("listen ", std::chrono::seconds(10));
   ASSERT_TRUE(line) << child.describe();
   uint16_t port = fltest::port_of(*line);
@@ -98,9 +98,10 @@ TEST_P(IdleMemoryTest, TenThousandIdleConnections) {
   uint64_t after = rss_kib(child.pid());
   double per_conn = double(after - before) / double(n);
   double projected_mib = (double(before) + per_conn * 10'000) / 1024.0;
-  std::printf("idle memory (%s): RSS %.1f MiB before, %.1f MiB with %zu idle connections: %.2f KiB each; 10k -> %.1f MiB\n",
-              GetParam() == ReceiveMode::buffer_ring ? "buffer ring" : "plain recv", double(before) / 1024.0,
-              double(after) / 1024.0, n, per_conn, projected_mib);
+  std::printf(
+      "idle memory (%s): RSS %.1f MiB before, %.1f MiB with %zu idle connections: %.2f KiB each; 10k -> %.1f MiB\n",
+      GetParam() == ReceiveMode::buffer_ring ? "buffer ring" : "plain recv", double(before) / 1024.0,
+      double(after) / 1024.0, n, per_conn, projected_mib);
   if (GetParam() == ReceiveMode::buffer_ring) {
     EXPECT_LE(projected_mib, 100.0);
   }
@@ -111,8 +112,8 @@ TEST_P(IdleMemoryTest, TenThousandIdleConnections) {
   EXPECT_TRUE(status->is(0)) << child.describe();
 }
 
-INSTANTIATE_TEST_SUITE_P(ReceivePaths, IdleMemoryTest,
-                         ::testing::Values(ReceiveMode::buffer_ring, ReceiveMode::plain), [](const auto& info) {
+INSTANTIATE_TEST_SUITE_P(ReceivePaths, IdleMemoryTest, ::testing::Values(ReceiveMode::buffer_ring, ReceiveMode::plain),
+                         [](const auto& info) {
                            return std::string(info.param == ReceiveMode::buffer_ring ? "BufferRing" : "Plain");
                          });
 

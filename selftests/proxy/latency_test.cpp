@@ -43,7 +43,8 @@ TEST(LatencyToxic, JitterStaysWithinItsBounds) {
   fltest::EchoServer echo;
   auto p = fltest::start_proxy(echo.port());
   ASSERT_TRUE(p.registry);
-  ASSERT_TRUE(p.registry->add_toxic("p", fltest::toxic(R"({"type":"latency","attributes":{"latency":60,"jitter":20}})")).ok());
+  ASSERT_TRUE(
+      p.registry->add_toxic("p", fltest::toxic(R"({"type":"latency","attributes":{"latency":60,"jitter":20}})")).ok());
   UniqueFd c = fltest::connect_loopback(p.port);
   double lo = 1e9, hi = 0;
   for (int i = 0; i < 20; ++i) {

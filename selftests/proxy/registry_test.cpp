@@ -17,7 +17,9 @@ TEST(ProxyRegistry, ToxicChangesReachAnOpenConnection) {
   ASSERT_TRUE(p.registry);
   UniqueFd c = fltest::connect_loopback(p.port);
   EXPECT_LT(fltest::round_trip_ms(c.get()), 20.0);
-  ASSERT_TRUE(p.registry->add_toxic("p", fltest::toxic(R"({"name":"lag","type":"latency","attributes":{"latency":100}})")).ok());
+  ASSERT_TRUE(
+      p.registry->add_toxic("p", fltest::toxic(R"({"name":"lag","type":"latency","attributes":{"latency":100}})"))
+          .ok());
   double added = fltest::round_trip_ms(c.get());
   EXPECT_NEAR(added, 100.0, 5.0) << "the toxic added on the open connection";
   auto updated = fltest::toxic(R"({"name":"lag","type":"latency","attributes":{"latency":200}})");

@@ -14,9 +14,12 @@ TEST(SlicerToxic, ChunksComeInSlicesOfTheAskedSize) {
   fltest::ScriptServer server([&](UniqueFd fd) { fltest::send_all(fd.get(), fltest::pattern(total, 5)); });
   auto p = fltest::start_proxy(server.port());
   ASSERT_TRUE(p.registry);
-  ASSERT_TRUE(p.registry
-                  ->add_toxic("p", fltest::toxic(R"({"type":"slicer","attributes":{"average_size":100,"size_variation":20,"delay":2000}})"))
-                  .ok());
+  ASSERT_TRUE(
+      p.registry
+          ->add_toxic(
+              "p",
+              fltest::toxic(R"({"type":"slicer","attributes":{"average_size":100,"size_variation":20,"delay":2000}})"))
+          .ok());
   UniqueFd c = fltest::connect_loopback(p.port);
   uint64_t start = fltest::monotonic_ns();
   std::string got;

@@ -1,8 +1,8 @@
 // How a proxy's toxics combine on one direction of one connection, and the
 // per-connection toxicity draw.
-#include <gtest/gtest.h>
-
 #include "userspace/proxy/toxic_plan.h"
+
+#include <gtest/gtest.h>
 
 namespace {
 
@@ -22,7 +22,7 @@ TEST(ToxicPlan, ToxicsOnOneStreamCombine) {
   set.toxics = {entry(1, Stream::downstream, LatencyToxic{50, 5}), entry(2, Stream::downstream, LatencyToxic{20, 1}),
                 entry(3, Stream::downstream, BandwidthToxic{300}), entry(4, Stream::downstream, BandwidthToxic{100}),
                 entry(5, Stream::downstream, LimitDataToxic{900}), entry(6, Stream::downstream, LimitDataToxic{700}),
-                entry(7, Stream::downstream, SlowCloseToxic{10}), entry(8, Stream::downstream, SlowCloseToxic{15}),
+                entry(7, Stream::downstream, SlowCloseToxic{10}),  entry(8, Stream::downstream, SlowCloseToxic{15}),
                 entry(9, Stream::upstream, LatencyToxic{1000, 0})};
   auto plan = plan_direction(set, Stream::downstream, 42, {});
   EXPECT_EQ(plan.latency_ms, 70);

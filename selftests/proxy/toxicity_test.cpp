@@ -28,8 +28,10 @@ Cut count_cut_connections(double toxicity, int connections) {
     UniqueFd c = fltest::connect_loopback(p.port);
     fltest::send_all(c.get(), "0123456789");
     std::string back = fltest::read_exact(c.get(), 10);
-    if (back.size() == 1) ++result.cut;
-    else EXPECT_EQ(back, "0123456789");
+    if (back.size() == 1)
+      ++result.cut;
+    else
+      EXPECT_EQ(back, "0123456789");
   }
   auto stats = p.registry->stats("p");
   EXPECT_TRUE(stats.ok());

@@ -65,8 +65,7 @@ Result<std::vector<UniqueFd>> reuseport_listeners(const SocketAddress& at, unsig
     if (::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
         ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0)
       return errno_error("setsockopt SO_REUSEPORT");
-    if (::bind(fd.get(), bind_to.get(), bind_to.length) != 0)
-      return errno_error("bind " + endpoint_text(bind_to));
+    if (::bind(fd.get(), bind_to.get(), bind_to.length) != 0) return errno_error("bind " + endpoint_text(bind_to));
     if (::listen(fd.get(), 4096) != 0) return errno_error("listen " + endpoint_text(bind_to));
     // Port 0: the first bind picked the port; the others join it.
     if (i == 0) {

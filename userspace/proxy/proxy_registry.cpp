@@ -113,22 +113,31 @@ Result<std::unique_ptr<ProxyRegistry>> ProxyRegistry::start(const ProxyOptions& 
   if (!support) return support.error();
   WorkerConfig wc;
   switch (options.accept) {
-    case AcceptMode::automatic: wc.multishot_accept = support->multishot_accept; break;
+    case AcceptMode::automatic:
+      wc.multishot_accept = support->multishot_accept;
+      break;
     case AcceptMode::multishot:
       if (!support->multishot_accept)
         return input_error(EOPNOTSUPP, "proxy: accept mode multishot: this kernel's io_uring has no multishot accept");
       wc.multishot_accept = true;
       break;
-    case AcceptMode::single: wc.multishot_accept = false; break;
+    case AcceptMode::single:
+      wc.multishot_accept = false;
+      break;
   }
   switch (options.receive) {
-    case ReceiveMode::automatic: wc.buffer_ring = support->buffer_ring; break;
+    case ReceiveMode::automatic:
+      wc.buffer_ring = support->buffer_ring;
+      break;
     case ReceiveMode::buffer_ring:
       if (!support->buffer_ring)
-        return input_error(EOPNOTSUPP, "proxy: receive mode buffer_ring: this kernel's io_uring has no provided buffer rings");
+        return input_error(EOPNOTSUPP,
+                           "proxy: receive mode buffer_ring: this kernel's io_uring has no provided buffer rings");
       wc.buffer_ring = true;
       break;
-    case ReceiveMode::plain: wc.buffer_ring = false; break;
+    case ReceiveMode::plain:
+      wc.buffer_ring = false;
+      break;
   }
   if (options.buffer_size < 512) return input_error(EINVAL, "proxy: buffer_size below 512 bytes");
   wc.buffer_size = options.buffer_size;
@@ -253,7 +262,8 @@ Result<Toxic> ProxyRegistry::add_toxic(const std::string& proxy, const Toxic& to
   return toxic;
 }
 
-Result<Toxic> ProxyRegistry::update_toxic(const std::string& proxy, const std::string& toxic, const Toxic& replacement) {
+Result<Toxic> ProxyRegistry::update_toxic(const std::string& proxy, const std::string& toxic,
+                                          const Toxic& replacement) {
   FL_TRY(validate_toxic(replacement));
   std::lock_guard lock(impl_->mu_);
   auto found = impl_->find(proxy);

@@ -42,12 +42,12 @@ enum class AcceptMode : uint8_t {
 };
 
 struct ProxyOptions {
-  unsigned workers = 0;              // io_uring event loops (threads); 0 = one per CPU
+  unsigned workers = 0;  // io_uring event loops (threads); 0 = one per CPU
   ReceiveMode receive = ReceiveMode::automatic;
   AcceptMode accept = AcceptMode::automatic;
-  uint32_t buffer_size = 16384;      // bytes per receive buffer (a chunk is at most this)
-  uint32_t ring_buffers = 1024;      // buffers per worker's ring (power of two)
-  uint32_t ring_entries = 4096;      // submission queue entries per worker
+  uint32_t buffer_size = 16384;  // bytes per receive buffer (a chunk is at most this)
+  uint32_t ring_buffers = 1024;  // buffers per worker's ring (power of two)
+  uint32_t ring_entries = 4096;  // submission queue entries per worker
 };
 
 // What the workers run on, decided once at start from io_uring's own probe.
@@ -76,8 +76,8 @@ struct ProxyUpdate {
 
 struct ProxyInfo {
   ProxyConfig config;
-  std::string listen_bound;  // the address listened on ("127.0.0.1:40123"); empty when disabled
-  std::vector<Toxic> toxics; // in the order they were added
+  std::string listen_bound;   // the address listened on ("127.0.0.1:40123"); empty when disabled
+  std::vector<Toxic> toxics;  // in the order they were added
 };
 
 struct ToxicActivations {
@@ -88,8 +88,8 @@ struct ToxicActivations {
 struct ProxyStats {
   uint64_t connections_accepted = 0;
   uint64_t connections_active = 0;
-  uint64_t bytes_upstream = 0;    // client -> server, bytes sent upstream
-  uint64_t bytes_downstream = 0;  // server -> client, bytes sent to clients
+  uint64_t bytes_upstream = 0;           // client -> server, bytes sent upstream
+  uint64_t bytes_downstream = 0;         // server -> client, bytes sent to clients
   uint64_t receives_without_buffer = 0;  // the worker's buffer ring was empty (retried 1 ms later)
   std::vector<ToxicActivations> toxics;  // every current toxic, in order
 };
@@ -117,7 +117,8 @@ class ProxyRegistry {
   // Toxics of one proxy. add_toxic fails with EEXIST on a taken name; update_toxic
   // replaces the toxic named `toxic` (its name may not change to a taken one).
   [[nodiscard]] Result<Toxic> add_toxic(const std::string& proxy, const Toxic& toxic);
-  [[nodiscard]] Result<Toxic> update_toxic(const std::string& proxy, const std::string& toxic, const Toxic& replacement);
+  [[nodiscard]] Result<Toxic> update_toxic(const std::string& proxy, const std::string& toxic,
+                                           const Toxic& replacement);
   [[nodiscard]] Status remove_toxic(const std::string& proxy, const std::string& toxic);
   [[nodiscard]] Result<Toxic> get_toxic(const std::string& proxy, const std::string& toxic) const;
   [[nodiscard]] Status clear_toxics(const std::string& proxy);

@@ -63,7 +63,7 @@ struct Pipe {
   std::array<Chunk, kRingChunksInFlight> chunks{};  // a ring: head, then count-1 more
   uint8_t head = 0;
   uint8_t count = 0;
-  uint32_t off = 0;  // what of the head chunk is sent
+  uint32_t off = 0;             // what of the head chunk is sent
   std::unique_ptr<char[]> own;  // plain receive mode only
   bool eof = false;
   bool shut = false;
@@ -253,7 +253,8 @@ class RelayWorker::Loop {
  private:
   Status setup_buffer_ring() {
     uint32_t n = config_.ring_buffers;
-    if (n == 0 || (n & (n - 1)) != 0 || n > 32768) return input_error(EINVAL, "ring_buffers must be a power of two up to 32768");
+    if (n == 0 || (n & (n - 1)) != 0 || n > 32768)
+      return input_error(EINVAL, "ring_buffers must be a power of two up to 32768");
     br_bytes_ = (size_t(n) * sizeof(io_uring_buf) + 4095) & ~size_t(4095);
     void* ring_mem = ::mmap(nullptr, br_bytes_, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
     if (ring_mem == MAP_FAILED) return errno_error("mmap buffer ring");
@@ -344,21 +345,39 @@ class RelayWorker::Loop {
     if (user_data == 0) return;  // a cancel request's own completion
     Op& op = *reinterpret_cast<Op*>(user_data);
     switch (op.kind) {
-      case OpKind::wake: on_wake(res); break;
-      case OpKind::accept: on_accept(*static_cast<Listener*>(op.owner), res, flags); break;
+      case OpKind::wake:
+        on_wake(res);
+        break;
+      case OpKind::accept:
+        on_accept(*static_cast<Listener*>(op.owner), res, flags);
+        break;
       case OpKind::accept_retry: {
         auto& l = *static_cast<Listener*>(op.owner);
         l.retry_op.pending = false;
-        if (l.closing) maybe_free(l);
-        else arm_accept(l);
+        if (l.closing)
+          maybe_free(l);
+        else
+          arm_accept(l);
         break;
       }
-      case OpKind::connect: on_connect(*static_cast<Connection*>(op.owner), res); break;
-      case OpKind::recv: on_recv(*static_cast<Pipe*>(op.owner), res, flags); break;
-      case OpKind::recv_retry: on_timer(*static_cast<Pipe*>(op.owner), static_cast<Pipe*>(op.owner)->retry_op); break;
-      case OpKind::send: on_send(*static_cast<Pipe*>(op.owner), res); break;
-      case OpKind::timer: on_timer(*static_cast<Pipe*>(op.owner), static_cast<Pipe*>(op.owner)->timer_op); break;
-      case OpKind::deadline: on_deadline(*static_cast<Pipe*>(op.owner), res); break;
+      case OpKind::connect:
+        on_connect(*static_cast<Connection*>(op.owner), res);
+        break;
+      case OpKind::recv:
+        on_recv(*static_cast<Pipe*>(op.owner), res, flags);
+        break;
+      case OpKind::recv_retry:
+        on_timer(*static_cast<Pipe*>(op.owner), static_cast<Pipe*>(op.owner)->retry_op);
+        break;
+      case OpKind::send:
+        on_send(*static_cast<Pipe*>(op.owner), res);
+        break;
+      case OpKind::timer:
+        on_timer(*static_cast<Pipe*>(op.owner), static_cast<Pipe*>(op.owner)->timer_op);
+        break;
+      case OpKind::deadline:
+        on_deadline(*static_cast<Pipe*>(op.owner), res);
+        break;
     }
   }
 
@@ -379,8 +398,10 @@ class RelayWorker::Loop {
     bool more = (flags & IORING_CQE_F_MORE) != 0;
     if (!more) l.accept_op.pending = false;
     if (res >= 0) {
-      if (l.closing) ::close(res);
-      else new_connection(*l.proxy, res);
+      if (l.closing)
+        ::close(res);
+      else
+        new_connection(*l.proxy, res);
     }
     if (more) return;
     if (l.closing) {
@@ -498,8 +519,10 @@ class RelayWorker::Loop {
     for (Pipe* p : {&c.up, &c.down})
       while (p->count > 0) pop_chunk(*p);
     ProxyState* ps = c.proxy;
-    if (c.prev != nullptr) c.prev->next = c.next;
-    else ps->connections = c.next;
+    if (c.prev != nullptr)
+      c.prev->next = c.next;
+    else
+      ps->connections = c.next;
     if (c.next != nullptr) c.next->prev = c.prev;
     c.prev = c.next = nullptr;
     ps->counters->active.fetch_sub(1, std::memory_order_relaxed);
@@ -713,7 +736,8 @@ class RelayWorker::Loop {
     }
     p.off += uint32_t(res);
     p.sent += uint64_t(res);
-    auto& counter = p.stream == Stream::upstream ? c.proxy->counters->bytes_upstream : c.proxy->counters->bytes_downstream;
+    auto& counter =
+        p.stream == Stream::upstream ? c.proxy->counters->bytes_upstream : c.proxy->counters->bytes_downstream;
     counter.fetch_add(uint64_t(res), std::memory_order_relaxed);
     if (p.plan.limit_bytes >= 0 && p.sent >= uint64_t(p.plan.limit_bytes)) {
       close(c, false);

@@ -19,7 +19,9 @@ struct AttributeField {
 };
 
 // The JSON name of each attribute of a toxic type, over the member that holds it.
-std::vector<AttributeField> fields_of(LatencyToxic& t) { return {{"latency", &t.latency_ms}, {"jitter", &t.jitter_ms}}; }
+std::vector<AttributeField> fields_of(LatencyToxic& t) {
+  return {{"latency", &t.latency_ms}, {"jitter", &t.jitter_ms}};
+}
 std::vector<AttributeField> fields_of(BandwidthToxic& t) { return {{"rate", &t.rate_kbps}}; }
 std::vector<AttributeField> fields_of(SlowCloseToxic& t) { return {{"delay", &t.delay_ms}}; }
 std::vector<AttributeField> fields_of(TimeoutToxic& t) { return {{"timeout", &t.timeout_ms}}; }
@@ -75,8 +77,7 @@ Status apply_attributes(Toxic& t, const json& attrs) {
       if (key == f.json_name) field = &f;
     if (field == nullptr)
       return field_error("attributes." + key, "not an attribute of a " + std::string(t.type()) + " toxic");
-    if (!value.is_number_integer())
-      return field_error("attributes." + key, "must be an integer, got " + value.dump());
+    if (!value.is_number_integer()) return field_error("attributes." + key, "must be an integer, got " + value.dump());
     if (value.is_number_unsigned() && value.get<uint64_t>() > uint64_t(INT64_MAX))
       return field_error("attributes." + key, "out of range: " + value.dump());
     *field->value = value.get<int64_t>();
@@ -117,7 +118,9 @@ Status validate_toxic(const Toxic& t) {
     return field_error("toxicity", "out of [0, 1]: " + std::to_string(t.toxicity));
   Toxic copy = t;
   for (const auto& f : fields_of(copy.attributes))
-    if (*f.value < 0) return field_error("attributes." + std::string(f.json_name), "must not be negative, got " + std::to_string(*f.value));
+    if (*f.value < 0)
+      return field_error("attributes." + std::string(f.json_name),
+                         "must not be negative, got " + std::to_string(*f.value));
   if (const auto* s = std::get_if<SlicerToxic>(&t.attributes)) {
     if (s->average_size <= 0) return field_error("attributes.average_size", "must be at least 1 byte");
     if (s->size_variation >= s->average_size)
@@ -162,7 +165,8 @@ Result<Toxic> toxic_from_json(const json& body) {
 Result<Toxic> toxic_merged(const Toxic& current, const json& patch) {
   if (!patch.is_object()) return input_error(EINVAL, "toxic: the body must be a JSON object");
   if (auto type = patch.find("type"); type != patch.end() && (!type->is_string() || *type != current.type()))
-    return field_error("type", "cannot change the type of toxic \"" + current.name + "\" (" + std::string(current.type()) + ")");
+    return field_error(
+        "type", "cannot change the type of toxic \"" + current.name + "\" (" + std::string(current.type()) + ")");
   Toxic t = current;
   FL_TRY(apply_common(t, patch));
   if (auto a = patch.find("attributes"); a != patch.end()) FL_TRY(apply_attributes(t, *a));

@@ -3,11 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 #include <variant>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "base/result.h"
 
@@ -20,34 +19,34 @@ enum class Stream : uint8_t { upstream, downstream };
 
 // Each toxic's attributes under Toxiproxy's JSON names; the member names carry the
 // unit. Integers, as Toxiproxy's (int64 attributes; a fraction is a 400 there too).
-struct LatencyToxic {    // "latency": every chunk waits latency +- jitter from its arrival
+struct LatencyToxic {      // "latency": every chunk waits latency +- jitter from its arrival
   int64_t latency_ms = 0;  // "latency"
   int64_t jitter_ms = 0;   // "jitter"
 };
-struct BandwidthToxic {  // "bandwidth": at most rate KB/s (KB = 1000 bytes); 0 = no limit
-  int64_t rate_kbps = 0;   // "rate"
+struct BandwidthToxic {   // "bandwidth": at most rate KB/s (KB = 1000 bytes); 0 = no limit
+  int64_t rate_kbps = 0;  // "rate"
 };
 struct SlowCloseToxic {  // "slow_close": the close (EOF) reaches the other side delay later
-  int64_t delay_ms = 0;    // "delay"
+  int64_t delay_ms = 0;  // "delay"
 };
-struct TimeoutToxic {    // "timeout": nothing passes; the connection closes after timeout
+struct TimeoutToxic {      // "timeout": nothing passes; the connection closes after timeout
   int64_t timeout_ms = 0;  // "timeout"; 0 = hold the data until the toxic is removed
 };
-struct ResetPeerToxic {  // "reset_peer": both sides get an RST after timeout
+struct ResetPeerToxic {    // "reset_peer": both sides get an RST after timeout
   int64_t timeout_ms = 0;  // "timeout"; 0 = at once
 };
-struct SlicerToxic {     // "slicer": chunks cut into average_size +- size_variation bytes
+struct SlicerToxic {           // "slicer": chunks cut into average_size +- size_variation bytes
   int64_t average_size = 0;    // "average_size", bytes
   int64_t size_variation = 0;  // "size_variation", bytes (< average_size)
   int64_t delay_us = 0;        // "delay", microseconds between slices
 };
 struct LimitDataToxic {  // "limit_data": the connection closes after bytes on this stream
-  int64_t bytes = 0;       // "bytes"
+  int64_t bytes = 0;     // "bytes"
 };
-struct NoopToxic {};     // "noop": passes everything (it only counts activations)
+struct NoopToxic {};  // "noop": passes everything (it only counts activations)
 
-using ToxicAttributes = std::variant<LatencyToxic, BandwidthToxic, SlowCloseToxic, TimeoutToxic,
-                                     ResetPeerToxic, SlicerToxic, LimitDataToxic, NoopToxic>;
+using ToxicAttributes = std::variant<LatencyToxic, BandwidthToxic, SlowCloseToxic, TimeoutToxic, ResetPeerToxic,
+                                     SlicerToxic, LimitDataToxic, NoopToxic>;
 
 struct Toxic {
   std::string name;                    // default "<type>_<stream>"

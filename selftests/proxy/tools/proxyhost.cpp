@@ -24,8 +24,9 @@ int main(int argc, char** argv) {
   rl.rlim_cur = rl.rlim_max;
   ::setrlimit(RLIMIT_NOFILE, &rl);
   faultline::ProxyOptions options;
-  if (argc > 2) options.receive = std::strcmp(argv[2], "plain") == 0 ? faultline::ReceiveMode::plain
-                                                                       : faultline::ReceiveMode::buffer_ring;
+  if (argc > 2)
+    options.receive =
+        std::strcmp(argv[2], "plain") == 0 ? faultline::ReceiveMode::plain : faultline::ReceiveMode::buffer_ring;
   auto reg = faultline::ProxyRegistry::start(options);
   if (!reg) {
     std::fprintf(stderr, "fl-proxyhost: %s\n", reg.error().describe().c_str());
