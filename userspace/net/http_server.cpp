@@ -235,6 +235,9 @@ void HttpServer::process(Connection& c) {
     const bool was_in_request = c.parser.in_request();
     pos += c.parser.feed(std::string_view(c.in).substr(pos));
     if (!was_in_request && c.parser.in_request()) c.request_start = Clock::now();
+    // The head is whole and within limits; the client waits to send its body.
+    if (c.parser.take_continue_request() && c.parser.state() == HttpRequestParser::State::Reading)
+      c.out += "HTTP/1.1 100 Continue\r\n\r\n";
     if (c.parser.state() == HttpRequestParser::State::Failed) {
       answer(c, HttpReply::error(c.parser.error_status(), c.parser.error_detail()), true, "-", "-");
       break;
