@@ -280,6 +280,26 @@ TEST(HttpServer, AHalfClosedClientGetsEveryAnswer) {
   ::close(fd);
 }
 
+// Expect: 100-continue: the server says 100 once the head is accepted, and
+// answers the request once the body came; a body too large is refused at once.
+TEST(HttpServer, AnswersExpect100ContinueBeforeTheBody) {
+  LoopbackServer srv({});
+  int fd = srv.connect();
+  ASSERT_GE(fd, 0);
+  send_all(fd, "GET /hello?c HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n");
+  std::string interim = read_replies(fd, 1);
+  EXPECT_EQ(interim, "HTTP/1.1 100 Continue\r\n\r\n");
+  send_all(fd, "body");
+  std::string out = read_replies(fd, 1);
+  EXPECT_NE(out.find("hello c"), std::string::npos) << out;
+  ::close(fd);
+  fd = srv.connect();
+  send_all(fd, "POST /hello HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 99999999\r\n\r\n");
+  out = read_replies(fd, 0);
+  EXPECT_EQ(out.rfind("HTTP/1.1 413 ", 0), 0u) << out;
+  ::close(fd);
+}
+
 TEST(HttpServer, ServesManyConnectionsAtOnceOnOneThread) {
   LoopbackServer srv({});
   std::vector<int> fds;

@@ -21,9 +21,9 @@ Result<std::string> loopback_address(const std::string& value, const std::string
   const std::string port = colon == std::string::npos ? "" : value.substr(colon + 1);
   if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
       std::stoul(port) > 65535)
-    return input_error(EINVAL, where + ": '" + value + "' is not HOST:PORT (or off)");
+    return input_error(0, where + ": '" + value + "' is not HOST:PORT (or off)");
   if (host.rfind("127.", 0) != 0 && host != "[::1]")
-    return input_error(EINVAL, where + ": '" + value +
+    return input_error(0, where + ": '" + value +
                                    "' is not a loopback address (127.x.x.x or [::1]): " + what +
                                    " has no authentication");
   return value;
@@ -40,21 +40,21 @@ Result<std::string> toxiproxy_address(const std::string& value, const std::strin
 Result<unsigned> proxy_workers(const std::string& value, const std::string& where) {
   if (value.empty() || value.size() > 3 || value.find_first_not_of("0123456789") != std::string::npos ||
       std::stoul(value) > 256)
-    return input_error(EINVAL, where + ": '" + value + "' is not a number of workers (0-256; 0: one per CPU)");
+    return input_error(0, where + ": '" + value + "' is not a number of workers (0-256; 0: one per CPU)");
   return static_cast<unsigned>(std::stoul(value));
 }
 
 Result<uint64_t> toxic_max(const std::string& value, const std::string& where) {
   auto d = parse_duration_ns(value);
-  if (!d) return input_error(EINVAL, where + ": " + d.error().message);
+  if (!d) return input_error(0, where + ": " + d.error().message);
   if (*d < 1'000'000'000ULL || *d > 24ULL * 3600 * 1'000'000'000ULL)
-    return input_error(EINVAL, where + ": '" + value + "' is outside 1s-24h");
+    return input_error(0, where + ": '" + value + "' is outside 1s-24h");
   return *d;
 }
 
 Result<std::string> socket_path(const std::string& value, const std::string& where) {
-  if (value.empty() || value[0] != '/') return input_error(EINVAL, where + ": '" + value + "' is not an absolute path");
-  if (value.size() > 107) return input_error(ENAMETOOLONG, where + ": a unix socket path is at most 107 bytes");
+  if (value.empty() || value[0] != '/') return input_error(0, where + ": '" + value + "' is not an absolute path");
+  if (value.size() > 107) return input_error(0, where + ": a unix socket path is at most 107 bytes");
   return value;
 }
 
@@ -101,40 +101,40 @@ Result<FaultdConfig> read_config_file(const std::string& path, FaultdConfig base
   std::stringstream ss;
   ss << in.rdbuf();
   nlohmann::json j = nlohmann::json::parse(ss.str(), nullptr, false);
-  if (j.is_discarded()) return input_error(EINVAL, "--config " + path + ": not valid JSON");
-  if (!j.is_object()) return input_error(EINVAL, "--config " + path + ": not a JSON object");
+  if (j.is_discarded()) return input_error(0, "--config " + path + ": not valid JSON");
+  if (!j.is_object()) return input_error(0, "--config " + path + ": not a JSON object");
   for (const auto& [key, value] : j.items()) {
     const std::string where = path + ": \"" + key + "\"";
     if (key == "socket") {
-      if (!value.is_string()) return input_error(EINVAL, where + " must be a string (a path)");
+      if (!value.is_string()) return input_error(0, where + " must be a string (a path)");
       auto p = socket_path(value.get<std::string>(), where);
       if (!p) return p.error();
       base.socket_path = *p;
     } else if (key == "metrics") {
-      if (!value.is_string()) return input_error(EINVAL, where + " must be a string (HOST:PORT or off)");
+      if (!value.is_string()) return input_error(0, where + " must be a string (HOST:PORT or off)");
       auto a = metrics_address(value.get<std::string>(), where);
       if (!a) return a.error();
       base.metrics_address = *a;
     } else if (key == "foreground") {
-      if (!value.is_boolean()) return input_error(EINVAL, where + " must be true or false");
+      if (!value.is_boolean()) return input_error(0, where + " must be true or false");
       base.foreground = value.get<bool>();
     } else if (key == "toxiproxy") {
-      if (!value.is_string()) return input_error(EINVAL, where + " must be a string (HOST:PORT or off)");
+      if (!value.is_string()) return input_error(0, where + " must be a string (HOST:PORT or off)");
       auto a = toxiproxy_address(value.get<std::string>(), where);
       if (!a) return a.error();
       base.toxiproxy_address = *a;
     } else if (key == "proxy_workers") {
-      if (!value.is_number_unsigned()) return input_error(EINVAL, where + " must be a whole number (0-256)");
+      if (!value.is_number_unsigned()) return input_error(0, where + " must be a whole number (0-256)");
       auto w = proxy_workers(std::to_string(value.get<uint64_t>()), where);
       if (!w) return w.error();
       base.proxy_workers = *w;
     } else if (key == "toxic_max_duration") {
-      if (!value.is_string()) return input_error(EINVAL, where + " must be a duration string (\"30m\")");
+      if (!value.is_string()) return input_error(0, where + " must be a duration string (\"30m\")");
       auto d = toxic_max(value.get<std::string>(), where);
       if (!d) return d.error();
       base.toxic_max_ns = *d;
     } else {
-      return input_error(EINVAL, path + ": unknown field \"" + key +
+      return input_error(0, path + ": unknown field \"" + key +
                                      "\" (socket, metrics, foreground, toxiproxy, proxy_workers, toxic_max_duration)");
     }
   }
@@ -152,7 +152,7 @@ Result<FaultdArgs> parse_faultd_args(const std::vector<std::string>& args) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](const char* flag) -> Result<std::string> {
-      if (i + 1 >= args.size()) return input_error(EINVAL, std::string(flag) + " needs a value");
+      if (i + 1 >= args.size()) return input_error(0, std::string(flag) + " needs a value");
       return args[++i];
     };
     if (a == "-h" || a == "--help") {
@@ -170,7 +170,7 @@ Result<FaultdArgs> parse_faultd_args(const std::vector<std::string>& args) {
         *slot->second = *v;
       }
     } else {
-      return input_error(EINVAL, "unknown argument '" + a + "' (see faultd --help)");
+      return input_error(0, "unknown argument '" + a + "' (see faultd --help)");
     }
   }
   if (config_file) {

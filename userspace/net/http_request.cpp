@@ -256,6 +256,9 @@ struct HttpRequestParser::Impl {
     }
     if (u.field_set & (1 << UF_QUERY)) req.query = url.substr(u.field_data[UF_QUERY].off, u.field_data[UF_QUERY].len);
     req.keep_alive = http_should_keep_alive(&parser) != 0;
+    if (auto expect = req.header("expect");
+        expect && header_name_lower(*expect) == "100-continue" && parser.http_minor >= 1)
+      owner->continue_wanted_ = true;
     // A Content-Length over the limit is refused before any of the body is read.
     if (!(parser.flags & F_CHUNKED) && parser.content_length != ULLONG_MAX &&
         parser.content_length > owner->limits_.max_body) {
@@ -318,11 +321,14 @@ size_t HttpRequestParser::feed(std::string_view bytes) {
   return used;
 }
 
+bool HttpRequestParser::take_continue_request() { return std::exchange(continue_wanted_, false); }
+
 HttpRequest HttpRequestParser::take() {
   HttpRequest out = std::move(impl_->req);
   impl_->req = HttpRequest{};
   impl_->complete = false;
   started_ = false;
+  continue_wanted_ = false;
   state_ = State::Reading;
   return out;
 }

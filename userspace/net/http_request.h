@@ -93,6 +93,9 @@ class HttpRequestParser {
   [[nodiscard]] bool in_request() const { return started_ && state_ == State::Reading; }
   // The request, once Ready; the parser then reads the next one.
   [[nodiscard]] HttpRequest take();
+  // The request under way asked for "100 Continue" before sending its body
+  // (Expect: 100-continue): true once, when its head is whole.
+  [[nodiscard]] bool take_continue_request();
   // Once Failed: the status to answer with and why.
   [[nodiscard]] int error_status() const { return error_status_; }
   [[nodiscard]] const std::string& error_detail() const { return error_detail_; }
@@ -106,6 +109,7 @@ class HttpRequestParser {
   std::unique_ptr<Impl> impl_;
   State state_ = State::Reading;
   bool started_ = false;
+  bool continue_wanted_ = false;
   int error_status_ = 0;
   std::string error_detail_;
 };

@@ -27,19 +27,19 @@ Result<sockaddr_storage> parse_tcp_address(const std::string& text, socklen_t& l
   sockaddr_storage ss{};
   size_t colon = text.rfind(':');
   if (colon == std::string::npos || colon + 1 == text.size())
-    return input_error(EINVAL, "'" + text + "' is not HOST:PORT");
+    return input_error(0, "'" + text + "' is not HOST:PORT");
   std::string host = text.substr(0, colon);
   const std::string port_text = text.substr(colon + 1);
   if (port_text.size() > 5 || port_text.find_first_not_of("0123456789") != std::string::npos ||
       std::stoul(port_text) > 65535)
-    return input_error(EINVAL, "'" + text + "': the port is not a number from 0 to 65535");
+    return input_error(0, "'" + text + "': the port is not a number from 0 to 65535");
   const auto port = static_cast<uint16_t>(std::stoul(port_text));
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
     auto* a6 = reinterpret_cast<sockaddr_in6*>(&ss);
     a6->sin6_family = AF_INET6;
     a6->sin6_port = htons(port);
     if (inet_pton(AF_INET6, host.substr(1, host.size() - 2).c_str(), &a6->sin6_addr) != 1)
-      return input_error(EINVAL, "'" + text + "': not an IPv6 address in brackets");
+      return input_error(0, "'" + text + "': not an IPv6 address in brackets");
     len = sizeof(sockaddr_in6);
     return ss;
   }
@@ -47,7 +47,7 @@ Result<sockaddr_storage> parse_tcp_address(const std::string& text, socklen_t& l
   a4->sin_family = AF_INET;
   a4->sin_port = htons(port);
   if (inet_pton(AF_INET, host.c_str(), &a4->sin_addr) != 1)
-    return input_error(EINVAL, "'" + text + "': not an IPv4 address (or [IPv6])");
+    return input_error(0, "'" + text + "': not an IPv4 address (or [IPv6])");
   len = sizeof(sockaddr_in);
   return ss;
 }
@@ -130,7 +130,7 @@ Status HttpServer::listen_unix(const std::string& path, mode_t mode, HttpHandler
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.empty() || path.size() >= sizeof addr.sun_path)
-    return input_error(ENAMETOOLONG, "unix socket path '" + path + "' is empty or longer than " +
+    return input_error(0, "unix socket path '" + path + "' is empty or longer than " +
                                          std::to_string(sizeof addr.sun_path - 1) + " bytes");
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
@@ -235,6 +235,9 @@ void HttpServer::process(Connection& c) {
     const bool was_in_request = c.parser.in_request();
     pos += c.parser.feed(std::string_view(c.in).substr(pos));
     if (!was_in_request && c.parser.in_request()) c.request_start = Clock::now();
+    // The head is whole and within limits; the client waits to send its body.
+    if (c.parser.take_continue_request() && c.parser.state() == HttpRequestParser::State::Reading)
+      c.out += "HTTP/1.1 100 Continue\r\n\r\n";
     if (c.parser.state() == HttpRequestParser::State::Failed) {
       answer(c, HttpReply::error(c.parser.error_status(), c.parser.error_detail()), true, "-", "-");
       break;
