@@ -51,13 +51,16 @@ std::vector<std::string> FaultdTest::standalone_env() const {
 }
 
 void FaultdTest::start_faultd(const std::vector<std::string>& extra) {
-  std::vector<std::string> argv = {FAULTD_PATH, "--foreground", "--socket", socket_, "--metrics", "127.0.0.1:0"};
+  std::vector<std::string> argv = {FAULTD_PATH, "--foreground",   "--socket",        socket_, "--metrics",
+                                   "127.0.0.1:0", "--toxiproxy", "127.0.0.1:0", "--proxy-workers", "1"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   faultd_.emplace(ChildProcess::spawn(argv, {.env = env(), .stop_grace = 3000ms}));
   ASSERT_TRUE(wait_serving(*faultd_)) << faultd_->describe();
   const std::string& err = faultd_->err();
   const size_t at = err.find("metrics on http://127.0.0.1:");
   if (at != std::string::npos) metrics_port_ = static_cast<uint16_t>(std::stoul(err.substr(at + 28)));
+  const size_t tp = err.find("Toxiproxy API on http://127.0.0.1:");
+  if (tp != std::string::npos) toxiproxy_port_ = static_cast<uint16_t>(std::stoul(err.substr(tp + 34)));
 }
 
 bool wait_serving(ChildProcess& d) {

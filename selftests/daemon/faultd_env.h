@@ -29,11 +29,13 @@ class FaultdTest : public ::testing::Test {
   [[nodiscard]] const std::string& socket_path() const { return socket_; }
   [[nodiscard]] const std::string& dir() const { return dir_; }
 
-  // faultd --foreground --socket <ours> --metrics 127.0.0.1:0 EXTRA..., waited
-  // for until it serves; the metrics port is read from its "serving" line.
+  // faultd --foreground --socket <ours> --metrics 127.0.0.1:0 --toxiproxy
+  // 127.0.0.1:0 --proxy-workers 1 EXTRA..., waited for until it serves; the
+  // metrics and Toxiproxy API ports are read from its "serving" line.
   void start_faultd(const std::vector<std::string>& extra = {});
   [[nodiscard]] ChildProcess& faultd() { return *faultd_; }
   [[nodiscard]] uint16_t metrics_port() const { return metrics_port_; }
+  [[nodiscard]] uint16_t toxiproxy_port() const { return toxiproxy_port_; }
   // How many requests for `what` ("GET /v1/status") faultd has logged.
   [[nodiscard]] size_t served(const std::string& what);
 
@@ -53,6 +55,7 @@ class FaultdTest : public ::testing::Test {
   std::string dir_, bpffs_root_, run_dir_, socket_;
   std::optional<ChildProcess> faultd_;
   uint16_t metrics_port_ = 0;
+  uint16_t toxiproxy_port_ = 0;
 };
 
 // Waits (15 s) for faultd's whole "faultd: serving: ..." line on its stderr.

@@ -48,11 +48,14 @@ HttpReply command_reply(int code, const std::string& out, const std::string& err
 HttpReply status_with_proxies(const HttpRequest& req, const ProxyFaults* proxies) {
   HttpReply rep = report(req, write_status);
   if (proxies == nullptr || rep.status != 200) return rep;
+  // No proxy: the very report faultctl prints standalone.
+  nlohmann::json all = proxies->status_json();
+  if (all.empty()) return rep;
   if (req.query_param("format").value_or("json") == "json") {
     nlohmann::json j = nlohmann::json::parse(rep.body, nullptr, false);
     if (!j.is_object()) return rep;
-    j["proxies"] = proxies->status_json();
-    rep.body = j.dump(2) + "\n";
+    j["proxies"] = std::move(all);
+    rep.body = j.dump() + "\n";
   } else {
     const std::string more = proxies->status_text();
     if (!more.empty()) rep.body += (rep.body.empty() || rep.body.back() == '\n' ? "" : "\n") + more;
