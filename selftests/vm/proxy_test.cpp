@@ -24,9 +24,9 @@ namespace {
 using faultline::ProxyRegistry;
 using faultline::UniqueFd;
 
-// One exchange through "127.0.0.1:PORT": sends "ping", reads the reply; the
+// One ping through "127.0.0.1:PORT": sends "ping", reads the reply; the
 // milliseconds it took, or -1.
-double exchange(const std::string& addr, std::string* reply) {
+double timed_ping(const std::string& addr, std::string* reply) {
   const uint16_t port = static_cast<uint16_t>(std::stoi(addr.substr(addr.rfind(':') + 1)));
   UniqueFd s(::socket(AF_INET, SOCK_STREAM, 0));
   sockaddr_in to{};
@@ -61,13 +61,13 @@ TEST_P(VmProxy, RelaysAndDelaysOnThisKernel) {
   auto p = (*reg)->create({"echo", "127.0.0.1:0", "127.0.0.1:18090", true});
   ASSERT_TRUE(p) << p.error().describe();
   std::string reply;
-  ASSERT_GE(exchange(p->listen_bound, &reply), 0);
+  ASSERT_GE(timed_ping(p->listen_bound, &reply), 0);
   EXPECT_EQ(reply, "pong ping");
 
   faultline::Toxic t;
   t.attributes = faultline::LatencyToxic{200, 0};
   ASSERT_TRUE((*reg)->add_toxic("echo", t));
-  const double ms = exchange(p->listen_bound, &reply);
+  const double ms = timed_ping(p->listen_bound, &reply);
   EXPECT_EQ(reply, "pong ping");
   EXPECT_GE(ms, 195) << "200 ms of downstream latency";
   EXPECT_LE(ms, 200 * 1.05 + 50) << "200 ms of downstream latency (under emulation)";
