@@ -52,7 +52,7 @@ host_run() {
 			[ -s "$dir/bench.json" ] && echo "vmtest-bench: $(cat "$dir/bench.json")"
 		fi
 	} >"$dir/host.log" 2>&1 || rc=$?
-	grep -E '^\[ +(OK|FAILED|SKIPPED) +\] ' "$dir/host.log" | sed 's/^/  /' || true
+	grep -E '^\[ +(OK|FAILED|SKIPPED) +\] [^ ]+(, where .*)? \([0-9]+ ms\)$' "$dir/host.log" | sed 's/^/  /' || true
 	grep '^vmtest-na:' "$dir/host.log" | sed 's/^vmtest-na:/  not applicable:/' || true
 	if grep -q '^\[==========\] .* ran\.' "$dir/host.log"; then
 		printf 'ok\n%s\n' $(($(date +%s) - start)) >"$dir/host.status"

@@ -20,7 +20,7 @@ import subprocess
 import sys
 
 FORMAT = 1
-TEST_LINE = re.compile(r"^\[ +(OK|FAILED|SKIPPED) +\] ([A-Za-z0-9_/]+)\.([A-Za-z0-9_/]+) \((\d+) ms\)")
+TEST_LINE = re.compile(r"^\[ +(OK|FAILED|SKIPPED) +\] ([A-Za-z0-9_/]+)\.([A-Za-z0-9_/]+)(?:, where GetParam\(\) = .*)? \((\d+) ms\)$")
 NA_LINE = re.compile(r"^vmtest-na: ([A-Za-z0-9_/]+)\.([A-Za-z0-9_/]+): (.*)$")
 BOOTS = [("lsm-default", "default LSM list (bpf active)"), ("lsm-without-bpf", "lsm= without bpf")]
 

@@ -218,7 +218,7 @@ boot() {
 		-append "console=ttyS0 panic=-1 quiet $append" </dev/null >"$kwork/$which.qemu" 2>&1 || rc=$?
 	secs=$(($(date +%s) - start))
 	tr -d '\r' <"$log" >"$log.txt" && mv "$log.txt" "$log"
-	grep -E '^\[ +(OK|FAILED|SKIPPED) +\] [A-Za-z0-9_/]+\.[A-Za-z0-9_/]+ \(' "$log" | sed 's/^/  /' || true
+	grep -E '^\[ +(OK|FAILED|SKIPPED) +\] [A-Za-z0-9_/]+\.[A-Za-z0-9_/]+(, where .*)? \([0-9]+ ms\)$' "$log" | sed 's/^/  /' || true
 	grep '^vmtest-na:' "$log" | sed 's/^vmtest-na:/  not applicable:/' || true
 	grep '^vmtest-figure:' "$log" | sed 's/^vmtest-figure:/  figure:/' || true
 	line=$(grep -E '^vmtest-guest: [0-9]+ passed, [0-9]+ failed' "$log" | tail -1 || true)
