@@ -245,8 +245,9 @@ int main(int argc, char** argv) {
     else if (a == "--json") json_out = next();
     else if (a == "--root") g_root = next();
     else {
-      std::cerr << "usage: fl_bench_progrun [--root /sys/fs/bpf/flbench-PID] [--summary FILE] [--reps N>=3] [--repeat N]\n"
-                   "       [--rand-repeat N] [--no-random] [--quick] [--json FILE]\n";
+      std::cerr
+          << "usage: fl_bench_progrun [--root /sys/fs/bpf/flbench-PID] [--summary FILE] [--reps N>=3] [--repeat N]\n"
+             "       [--rand-repeat N] [--no-random] [--quick] [--json FILE]\n";
       return 2;
     }
   }
@@ -467,28 +468,29 @@ int main(int argc, char** argv) {
 
   const bool any_stages = std::any_of(cfgs.begin(), cfgs.end(), [](const Config& c) { return c.stages; });
   if (any_stages) {
-  std::cout << "\nwhere the ns go: the same path cut after each step, on the same maps; cumulative ns above the\n"
-            << "empty program (median), in brackets what the step adds. Beside it, two alternatives priced the same way:\n"
-            << "the parse done by hand with bare direct packet access (IPv4 only, no fallback copy), and a boot\n"
-            << "clock read per packet.\n";
-  std::cout << pad("index", 22) << pad("control map", 13) << pad("+ parse", 16) << pad("+ exact lookup", 16)
-            << pad("+ prefix lookup", 17) << pad("full netfault", 16) << pad("parse, direct", 15) << "clock read\n";
-  for (auto& c : cfgs) {
-    if (!c.stages) continue;
-    std::cout << pad(c.label, 22);
-    double prev = 0;
-    const size_t widths[] = {13, 16, 16, 17};
-    for (int s = 1; s <= 4; ++s) {
-      double v = diff("stage" + std::to_string(s) + ":" + c.key, "empty").median;
-      std::cout << pad(fmt(v, 1) + (s > 1 ? " (" + signed_fmt(v - prev) + ")" : ""), widths[s - 1]);
-      prev = v;
+    std::cout
+        << "\nwhere the ns go: the same path cut after each step, on the same maps; cumulative ns above the\n"
+        << "empty program (median), in brackets what the step adds. Beside it, two alternatives priced the same way:\n"
+        << "the parse done by hand with bare direct packet access (IPv4 only, no fallback copy), and a boot\n"
+        << "clock read per packet.\n";
+    std::cout << pad("index", 22) << pad("control map", 13) << pad("+ parse", 16) << pad("+ exact lookup", 16)
+              << pad("+ prefix lookup", 17) << pad("full netfault", 16) << pad("parse, direct", 15) << "clock read\n";
+    for (auto& c : cfgs) {
+      if (!c.stages) continue;
+      std::cout << pad(c.label, 22);
+      double prev = 0;
+      const size_t widths[] = {13, 16, 16, 17};
+      for (int s = 1; s <= 4; ++s) {
+        double v = diff("stage" + std::to_string(s) + ":" + c.key, "empty").median;
+        std::cout << pad(fmt(v, 1) + (s > 1 ? " (" + signed_fmt(v - prev) + ")" : ""), widths[s - 1]);
+        prev = v;
+      }
+      double full = diff("hot:" + c.key, "empty").median;
+      std::cout << pad(fmt(full, 1) + " (" + signed_fmt(full - prev) + ")", 16);
+      double ctl = diff("stage1:" + c.key, "empty").median, parse = diff("stage2:" + c.key, "empty").median;
+      std::cout << pad(signed_fmt(diff("parse_direct:" + c.key, "empty").median - ctl), 15)
+                << signed_fmt(diff("parse_clock:" + c.key, "empty").median - parse) << "\n";
     }
-    double full = diff("hot:" + c.key, "empty").median;
-    std::cout << pad(fmt(full, 1) + " (" + signed_fmt(full - prev) + ")", 16);
-    double ctl = diff("stage1:" + c.key, "empty").median, parse = diff("stage2:" + c.key, "empty").median;
-    std::cout << pad(signed_fmt(diff("parse_direct:" + c.key, "empty").median - ctl), 15)
-              << signed_fmt(diff("parse_clock:" + c.key, "empty").median - parse) << "\n";
-  }
   }
 
   auto add = [&](const std::string& what, const std::string& abs, const std::string& r, const std::string& target,
@@ -514,13 +516,14 @@ int main(int argc, char** argv) {
   if (!json_out.empty()) {
     // {"bench":"progrun","reps":N,"repeat":R,"empty_ns":X,"ratios":{"netfault, exact 0 / empty":{...}}}
     auto num = [](double v) { return std::isnan(v) ? std::string("null") : fmt(v, 3); };
-    std::string j = "{\"bench\":\"progrun\",\"reps\":" + std::to_string(reps) + ",\"repeat\":" + std::to_string(repeat) +
-                    ",\"empty_ns\":" + num(empty_s.median) + ",\"ratios\":{";
+    std::string j = "{\"bench\":\"progrun\",\"reps\":" + std::to_string(reps) +
+                    ",\"repeat\":" + std::to_string(repeat) + ",\"empty_ns\":" + num(empty_s.median) + ",\"ratios\":{";
     bool first = true;
     for (auto& c : cfgs) {
       Spread re = ratio("hot:" + c.key, "empty");
-      j += std::string(first ? "" : ",") + "\"prog-run per packet, netfault " + c.label + " / empty program\":{\"median\":" +
-           num(re.median) + ",\"min\":" + num(re.min) + ",\"max\":" + num(re.max) + "}";
+      j += std::string(first ? "" : ",") + "\"prog-run per packet, netfault " + c.label +
+           " / empty program\":{\"median\":" + num(re.median) + ",\"min\":" + num(re.min) + ",\"max\":" + num(re.max) +
+           "}";
       first = false;
     }
     j += "}}\n";

@@ -90,8 +90,8 @@ class PacketBase : public ::testing::Test {
   }
   // EDT faults need sch_fq: not applicable without it.
   static bool edt_missing() { return !probe_available("sch_fq"); }
-#define FLVM_REQUIRE_EDT()                                                                                    \
-  do {                                                                                                        \
+#define FLVM_REQUIRE_EDT()                                                                                   \
+  do {                                                                                                       \
     if (edt_missing()) FLVM_NOT_APPLICABLE("delay, jitter and rate need sch_fq: " + probe_detail("sch_fq")); \
   } while (0)
   // Ends a run early (SIGTERM: the fault ends, faultctl exits 1) and waits for it.
@@ -142,8 +142,8 @@ TEST_P(Packet, LossDropsTheRequestedShare) {
   // Binomial sd at 30% of 3000 is 0.84 points: 3.5 points is four sd.
   EXPECT_NEAR(udp_loss, 30, 3.5) << sink.out();
   EXPECT_NEAR(p.loss(), 30, 12) << p.raw;
-  std::printf("vmtest-figure: loss 30%% on %s: UDP %.1f%% of 3000, ICMP %.1f%% of %d\n", expected_attach().c_str(), udp_loss,
-              p.loss(), p.sent);
+  std::printf("vmtest-figure: loss 30%% on %s: UDP %.1f%% of 3000, ICMP %.1f%% of %d\n", expected_attach().c_str(),
+              udp_loss, p.loss(), p.sent);
 }
 
 // How late this (emulated) machine's timers fire: the mean overshoot of 20 sleeps
@@ -178,11 +178,11 @@ TEST_F(Edt, LatencyAddsTheRequestedDelay) {
   EXPECT_NEAR(added - late, 50, 2.5) << "requested 50 ms; timers " << late << " ms late; base RTT "
                                      << mean(base.rtt_ms) << " ms; " << p.raw;
   EXPECT_NEAR(added, 50, 7.5) << "requested 50 ms; base RTT " << mean(base.rtt_ms) << " ms; " << p.raw;
-  std::printf("vmtest-figure: latency --delay 50ms on %s+fq: mean added RTT %.2f ms (%+.1f%%), median %.2f ms, "
-              "guest timers %.2f ms late, base %.3f ms, n=%zu\n",
-              expected_attach().c_str(), added, 2 * (added - 50), added_median, late, mean(base.rtt_ms), p.rtt_ms.size());
+  std::printf(
+      "vmtest-figure: latency --delay 50ms on %s+fq: mean added RTT %.2f ms (%+.1f%%), median %.2f ms, "
+      "guest timers %.2f ms late, base %.3f ms, n=%zu\n",
+      expected_attach().c_str(), added, 2 * (added - 50), added_median, late, mean(base.rtt_ms), p.rtt_ms.size());
 }
-
 
 TEST_F(Edt, NormalJitterHasTheRequestedSpread) {
   FLVM_REQUIRE_EDT();
@@ -200,8 +200,10 @@ TEST_F(Edt, NormalJitterHasTheRequestedSpread) {
   // 120 samples: the IQR estimate is within about 11% of sigma (one se); 25% is more than two.
   EXPECT_NEAR(sigma, 10, 2.5) << "sigma of the added delay; sd " << sd;
   EXPECT_NEAR(med, 50, 4 + timer_lateness_ms()) << "median of the added delay; mean " << m;
-  std::printf("vmtest-figure: jitter normal 50ms+-10ms on %s: mean %.2f ms, median %.2f ms, sd %.2f ms, IQR sigma %.2f ms, n=%zu\n",
-              expected_attach().c_str(), m, med, sd, sigma, p.rtt_ms.size());
+  std::printf(
+      "vmtest-figure: jitter normal 50ms+-10ms on %s: mean %.2f ms, median %.2f ms, sd %.2f ms, IQR sigma %.2f ms, "
+      "n=%zu\n",
+      expected_attach().c_str(), m, med, sd, sigma, p.rtt_ms.size());
 }
 
 TEST_F(Edt, UniformJitterStaysWithinTheRange) {
@@ -226,9 +228,13 @@ TEST_F(Edt, UniformJitterStaysWithinTheRange) {
   EXPECT_LE(p95, 62 + late) << "uniform 50 +- 10 ms stays below 60 ms (plus timers " << late << " ms late); max " << hi;
   EXPECT_LE(lo, 44) << "the low end of the range must be reached";
   EXPECT_GE(p95, 55) << "the high end of the range must be reached";
-  EXPECT_NEAR(sd, 10 / std::sqrt(3.0), 1.5) << "sd of uniform(-10, 10) is 5.77 ms";
-  std::printf("vmtest-figure: jitter uniform 50ms+-10ms on %s: added %.1f..%.1f ms, sd %.2f ms, n=%zu\n",
-              expected_attach().c_str(), lo, hi, sd, p.rtt_ms.size());
+  // sd from the interquartile range (IQR / sqrt(3) for a uniform distribution), like
+  // the normal-jitter test: a few late timers on a loaded host inflate the plain sd
+  // (7-8.4 ms seen with one sample at +97 ms), not this.
+  const double sd_iqr = (percentile(added, 75) - percentile(added, 25)) / std::sqrt(3.0);
+  EXPECT_NEAR(sd_iqr, 10 / std::sqrt(3.0), 1.5) << "sd of uniform(-10, 10) is 5.77 ms; plain sd " << sd;
+  std::printf("vmtest-figure: jitter uniform 50ms+-10ms on %s: added %.1f..%.1f ms, sd %.2f ms, IQR sd %.2f ms, n=%zu\n",
+              expected_attach().c_str(), lo, hi, sd, sd_iqr, p.rtt_ms.size());
 }
 
 uint64_t rx_bytes_b() {
@@ -258,8 +264,8 @@ TEST_F(Edt, RateLimitHolds) {
   (void)sink.wait(10s);
   const double mbit = static_cast<double>(b1 - b0) * 8 / (t1 - t0) / 1e6;
   EXPECT_NEAR(mbit, 10, 0.5) << "bytes " << b0 << " -> " << b1 << " in " << (t1 - t0) << " s";
-  std::printf("vmtest-figure: bandwidth --rate 10mbit on %s+fq: %.3f Mbit/s on the wire (%+.1f%%)\n", expected_attach().c_str(),
-              mbit, 10 * (mbit - 10));
+  std::printf("vmtest-figure: bandwidth --rate 10mbit on %s+fq: %.3f Mbit/s on the wire (%+.1f%%)\n",
+              expected_attach().c_str(), mbit, 10 * (mbit - 10));
 }
 
 INSTANTIATE_TEST_SUITE_P(Attach, Packet, ::testing::Values(std::string("tcx"), std::string("tc")),

@@ -263,8 +263,8 @@ TEST_F(LsmSyscall, WrappedCommandMeetsTheFaultInItsOwnCode) {
 TEST(SeccompSyscall, WrappedCommandGetsTheErrno) {
   FLVM_REQUIRE_PROBE("seccomp_user_notif");
   write_file(kFile, "faultline\n");
-  auto r = run({bin("faultctl"), "run", "syscall", "--syscall", "openat", "--errno", "EROFS", "--duration", "5s", "--via",
-                "seccomp", "--", bin("fl-vmprobe"), "once", "open", kFile});
+  auto r = run({bin("faultctl"), "run", "syscall", "--syscall", "openat", "--errno", "EROFS", "--duration", "5s",
+                "--via", "seccomp", "--", bin("fl-vmprobe"), "once", "open", kFile});
   EXPECT_EQ(r.status.code, 1) << r.out;
   EXPECT_NE(r.out.find("EROFS"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("seccomp"), std::string::npos) << r.out;
@@ -290,7 +290,7 @@ TEST(Features, MechanismsFollowTheProbes) {
 }
 
 TEST(Features, ReportBpfLsmAndTrampolines) {
-  FLVM_REQUIRE_PROBE("lsm_bpf_listed");
+  FLVM_REQUIRE_PROBE("bpf_lsm");
   auto r = run({bin("faultctl"), "features"});
   EXPECT_EQ(r.status.code, 0) << r.out;
   EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\nbpf_lsm\s+yes)"))) << r.out;

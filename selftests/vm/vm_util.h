@@ -75,17 +75,17 @@ struct PingResult {
 // Marks the running test "not applicable here" with the reason from the probe:
 // a line `vmtest-na: Suite.Test: WHY` the host's report reads, then GTEST_SKIP.
 void announce_not_applicable(const std::string& why);
-#define FLVM_NOT_APPLICABLE(why)                \
-  do {                                          \
-    const std::string fl_na_why_ = (why);       \
-    ::flvm::announce_not_applicable(fl_na_why_); \
+#define FLVM_NOT_APPLICABLE(why)                           \
+  do {                                                     \
+    const std::string fl_na_why_ = (why);                  \
+    ::flvm::announce_not_applicable(fl_na_why_);           \
     GTEST_SKIP() << "not applicable here: " << fl_na_why_; \
   } while (0)
 // Not applicable unless the probe says yes.
-#define FLVM_REQUIRE_PROBE(probe)                                                                      \
-  do {                                                                                                 \
-    if (!::flvm::probe_available(probe))                                                               \
-      FLVM_NOT_APPLICABLE(std::string(probe) + " unavailable: " + ::flvm::probe_detail(probe));        \
+#define FLVM_REQUIRE_PROBE(probe)                                                               \
+  do {                                                                                          \
+    if (!::flvm::probe_available(probe))                                                        \
+      FLVM_NOT_APPLICABLE(std::string(probe) + " unavailable: " + ::flvm::probe_detail(probe)); \
   } while (0)
 
 void write_file(const std::string& path, const std::string& text);
