@@ -11,7 +11,7 @@
 # cannot be fetched or boot counts as one failure, named as such in the report).
 #
 # usage: scripts/vmtest.sh [BUILD_DIR]      (default: build)
-# env:   KERNELS                  the kernels, by name (default: "bookworm trixie"):
+# env:   KERNELS                  the kernels, by name (default: "host bookworm trixie"):
 #                                   bookworm  Debian 12's linux-image-cloud-amd64 (6.1), from the system's apt
 #                                   trixie    Debian 13's linux-image-cloud-amd64 (6.12), through a private
 #                                             apt configuration under the cache (the system's sources,
@@ -31,7 +31,7 @@ build=$(cd "$root_dir" && realpath "${1:-build}")
 cache=${FAULTLINE_VMTEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/faultline-vmtest}
 work=$build/vmtest
 boot_timeout=${FAULTLINE_VMTEST_TIMEOUT:-300}
-kernels=${KERNELS:-bookworm trixie}
+kernels=${KERNELS:-host bookworm trixie}
 bench=${FAULTLINE_VMTEST_BENCH:-1}
 meta=linux-image-cloud-amd64
 
