@@ -3,7 +3,7 @@ BUILD ?= build
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build test demo bench fuzz fmt lint clean
+.PHONY: all deps build test demo bench fuzz fmt lint clean vmtest kernel-report
 
 all: build
 
@@ -23,11 +23,18 @@ test: build
 	@scripts/check-layers.sh
 	@cd $(BUILD) && ctest --output-on-failure -j 1
 
-# A second kernel: Debian's stock cloud kernel under qemu (TCG), booted with BPF LSM
-# active and once more without it; scripts/vmtest.sh says what runs there.
+# The kernel matrix: each kernel of KERNELS (`host`: this machine's, no VM; Debian's
+# stock cloud kernels 6.1 and 6.12 under qemu (TCG), one after another, booted with
+# BPF LSM active and once more without it); writes $(BUILD)/kernel-report/report.{json,md}
+# and prints the summary table. scripts/vmtest.sh says what runs there.
+KERNELS ?= host bookworm trixie
 vmtest: build
 	@scripts/install-deps.sh vmtest
-	@scripts/vmtest.sh $(BUILD)
+	@KERNELS="$(KERNELS)" scripts/vmtest.sh $(BUILD)
+
+# The same report for this machine's kernel alone, no VM: $(BUILD)/kernel-report/host/.
+kernel-report: build
+	@scripts/kernel-report.sh --host $(BUILD)
 
 # The demo builds only what it runs: faultctl and the test host it serves traffic with.
 demo: deps $(BUILD)/build.ninja

@@ -2,6 +2,10 @@
 // BPF_PROG_TEST_RUN, for a non-matching IPv4 UDP packet, against an empty tc
 // program measured in the same repetitions.
 //
+// --quick (the in-guest run of scripts/vmtest.sh, under emulation): indexes up to
+// 100k only, 9 repetitions of 200k, no step-by-step or random-key programs. --json FILE
+// writes the ratios to the empty program (median, min, max over the repetitions).
+//
 // Every index size gets its own loaded program instance bound to its own
 // fl_exact / fl_prefix maps and its own fl_control / fl_exact_bloom summarising them
 // (all other maps are shared), all pinned under a
@@ -227,6 +231,8 @@ int main(int argc, char** argv) {
   int reps = 5;
   uint32_t repeat = 500'000, rand_repeat = 100'000;
   bool random_keys = true;
+  bool quick = false;
+  std::string json_out;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -235,12 +241,22 @@ int main(int argc, char** argv) {
     else if (a == "--repeat") repeat = static_cast<uint32_t>(std::atol(next().c_str()));
     else if (a == "--rand-repeat") rand_repeat = static_cast<uint32_t>(std::atol(next().c_str()));
     else if (a == "--no-random") random_keys = false;
+    else if (a == "--quick") quick = true;
+    else if (a == "--json") json_out = next();
     else if (a == "--root") g_root = next();
     else {
-      std::cerr << "usage: fl_bench_progrun [--root /sys/fs/bpf/flbench-PID] [--summary FILE] [--reps N>=3] [--repeat N]\n"
-                   "       [--rand-repeat N] [--no-random]\n";
+      std::cerr
+          << "usage: fl_bench_progrun [--root /sys/fs/bpf/flbench-PID] [--summary FILE] [--reps N>=3] [--repeat N]\n"
+             "       [--rand-repeat N] [--no-random] [--quick] [--json FILE]\n";
       return 2;
     }
+  }
+  if (quick) {
+    // Under emulation a repetition is descheduled now and then: more, longer
+    // repetitions keep the median ratio steady.
+    reps = 9;
+    repeat = std::min<uint32_t>(repeat, 200'000);
+    random_keys = false;
   }
   if (geteuid() != 0) {
     std::cerr << "fl_bench_progrun: needs root (BPF)\n";
@@ -313,12 +329,14 @@ int main(int argc, char** argv) {
     cfgs.push_back(std::move(c));
   };
   config("e0", "exact 0", 0, 0, "", "", false);
-  config("e10", "exact 10", 10, 0, "", "", true);
+  config("e10", "exact 10", 10, 0, "", "", !quick);
   config("e1k", "exact 1k", 1000, 0, "", "", false);
-  config("e100k", "exact 100k", 100'000, 0, "", "", true);
-  config("e1M", "exact 1M", 1'000'000, 0, "", "", false);
-  config("c10k", "cidr 10k /24", 0, kCidrCount, "e0", "", false);
-  config("e1Mc10k", "exact 1M + cidr 10k", 1'000'000, kCidrCount, "e1M", "c10k", true);
+  config("e100k", "exact 100k", 100'000, 0, "", "", !quick);
+  if (!quick) {
+    config("e1M", "exact 1M", 1'000'000, 0, "", "", false);
+    config("c10k", "cidr 10k /24", 0, kCidrCount, "e0", "", false);
+    config("e1Mc10k", "exact 1M + cidr 10k", 1'000'000, kCidrCount, "e1M", "c10k", true);
+  }
   std::map<std::string, Config*> by_key;
   std::cout << "populating the indexes (bpf_map_update_batch):\n";
   for (auto& c : cfgs) {
@@ -448,27 +466,31 @@ int main(int argc, char** argv) {
   row("empty", "empty tc program");
   for (auto& c : cfgs) row("hot:" + c.key, "netfault, " + c.label);
 
-  std::cout << "\nwhere the ns go: the same path cut after each step, on the same maps; cumulative ns above the\n"
-            << "empty program (median), in brackets what the step adds. Beside it, two alternatives priced the same way:\n"
-            << "the parse done by hand with bare direct packet access (IPv4 only, no fallback copy), and a boot\n"
-            << "clock read per packet.\n";
-  std::cout << pad("index", 22) << pad("control map", 13) << pad("+ parse", 16) << pad("+ exact lookup", 16)
-            << pad("+ prefix lookup", 17) << pad("full netfault", 16) << pad("parse, direct", 15) << "clock read\n";
-  for (auto& c : cfgs) {
-    if (!c.stages) continue;
-    std::cout << pad(c.label, 22);
-    double prev = 0;
-    const size_t widths[] = {13, 16, 16, 17};
-    for (int s = 1; s <= 4; ++s) {
-      double v = diff("stage" + std::to_string(s) + ":" + c.key, "empty").median;
-      std::cout << pad(fmt(v, 1) + (s > 1 ? " (" + signed_fmt(v - prev) + ")" : ""), widths[s - 1]);
-      prev = v;
+  const bool any_stages = std::any_of(cfgs.begin(), cfgs.end(), [](const Config& c) { return c.stages; });
+  if (any_stages) {
+    std::cout
+        << "\nwhere the ns go: the same path cut after each step, on the same maps; cumulative ns above the\n"
+        << "empty program (median), in brackets what the step adds. Beside it, two alternatives priced the same way:\n"
+        << "the parse done by hand with bare direct packet access (IPv4 only, no fallback copy), and a boot\n"
+        << "clock read per packet.\n";
+    std::cout << pad("index", 22) << pad("control map", 13) << pad("+ parse", 16) << pad("+ exact lookup", 16)
+              << pad("+ prefix lookup", 17) << pad("full netfault", 16) << pad("parse, direct", 15) << "clock read\n";
+    for (auto& c : cfgs) {
+      if (!c.stages) continue;
+      std::cout << pad(c.label, 22);
+      double prev = 0;
+      const size_t widths[] = {13, 16, 16, 17};
+      for (int s = 1; s <= 4; ++s) {
+        double v = diff("stage" + std::to_string(s) + ":" + c.key, "empty").median;
+        std::cout << pad(fmt(v, 1) + (s > 1 ? " (" + signed_fmt(v - prev) + ")" : ""), widths[s - 1]);
+        prev = v;
+      }
+      double full = diff("hot:" + c.key, "empty").median;
+      std::cout << pad(fmt(full, 1) + " (" + signed_fmt(full - prev) + ")", 16);
+      double ctl = diff("stage1:" + c.key, "empty").median, parse = diff("stage2:" + c.key, "empty").median;
+      std::cout << pad(signed_fmt(diff("parse_direct:" + c.key, "empty").median - ctl), 15)
+                << signed_fmt(diff("parse_clock:" + c.key, "empty").median - parse) << "\n";
     }
-    double full = diff("hot:" + c.key, "empty").median;
-    std::cout << pad(fmt(full, 1) + " (" + signed_fmt(full - prev) + ")", 16);
-    double ctl = diff("stage1:" + c.key, "empty").median, parse = diff("stage2:" + c.key, "empty").median;
-    std::cout << pad(signed_fmt(diff("parse_direct:" + c.key, "empty").median - ctl), 15)
-              << signed_fmt(diff("parse_clock:" + c.key, "empty").median - parse) << "\n";
   }
 
   auto add = [&](const std::string& what, const std::string& abs, const std::string& r, const std::string& target,
@@ -489,6 +511,28 @@ int main(int argc, char** argv) {
       add("hot key, exact 1M vs exact 10", fmt(ns.median, 1) + " ns (10: " + fmt(spread(cpu["hot:e10"]).median, 1) + ")",
           fmt_spread(r10, 2) + "x", "<= 1.2x", verdict(r10.median <= 1.2));
     }
+  }
+
+  if (!json_out.empty()) {
+    // {"bench":"progrun","reps":N,"repeat":R,"empty_ns":X,"ratios":{"netfault, exact 0 / empty":{...}}}
+    auto num = [](double v) { return std::isnan(v) ? std::string("null") : fmt(v, 3); };
+    std::string j = "{\"bench\":\"progrun\",\"reps\":" + std::to_string(reps) +
+                    ",\"repeat\":" + std::to_string(repeat) + ",\"empty_ns\":" + num(empty_s.median) + ",\"ratios\":{";
+    bool first = true;
+    for (auto& c : cfgs) {
+      Spread re = ratio("hot:" + c.key, "empty");
+      j += std::string(first ? "" : ",") + "\"prog-run per packet, netfault " + c.label +
+           " / empty program\":{\"median\":" + num(re.median) + ",\"min\":" + num(re.min) + ",\"max\":" + num(re.max) +
+           "}";
+      first = false;
+    }
+    j += "}}\n";
+    FILE* out = std::fopen(json_out.c_str(), "w");
+    if (out == nullptr || std::fputs(j.c_str(), out) < 0) {
+      std::cerr << "fl_bench_progrun: cannot write " << json_out << "\n";
+      return 1;
+    }
+    std::fclose(out);
   }
 
   if (random_keys) {

@@ -20,7 +20,8 @@ packages=(
 command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 # `install-deps.sh vmtest` (make vmtest): also qemu and what the guest's initramfs is made of.
 if [ "${1:-}" = vmtest ]; then
-  packages+=(qemu-system-x86 busybox-static cpio kmod lz4 xz-utils)
+  # python3: scripts/kernel-report.sh; debian-archive-keyring: the private apt lists of other releases
+  packages+=(qemu-system-x86 busybox-static cpio kmod lz4 xz-utils zstd python3 debian-archive-keyring)
 fi
 
 missing=()

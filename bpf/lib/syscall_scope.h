@@ -48,6 +48,27 @@ static __always_inline struct fl_sc_stats *fl_sc_counters(void)
 	return bpf_map_lookup_elem(&fl_sc_stats, &zero);
 }
 
+/* -err as a return value the verifier can bound. Since 6.12 (found on Debian 13's
+ * 6.12 under make vmtest) the verifier refuses an LSM program unless it proves
+ * R0 within [-MAX_ERRNO, 0], and it does not carry bounds through a negation: a
+ * plain -(int)err, err a u32 from the map, fails the load with "At program exit
+ * the register R0 has smin=0 smax=4294967295 should have been in [-4095, 0]".
+ * Two separate compares on the result bound it; the barriers keep clang from
+ * moving the first onto err or folding both into one check on another register. Userspace only
+ * stores errnos 1..4095; anything else turns into -EPERM (1). */
+static __always_inline int fl_sc_errno_ret(__u32 err)
+{
+	int r = -(int)err;
+
+	asm volatile("" : "+r"(r));
+	if (r > 0)
+		r = -1;
+	asm volatile("" : "+r"(r));
+	if (r < -4095)
+		r = -1;
+	return r;
+}
+
 /* Counts the call and draws: the errno to return (negative), or 0 to let it pass. */
 static __always_inline int fl_sc_draw(struct fl_sc_policy *p, __u32 op)
 {
@@ -62,7 +83,7 @@ static __always_inline int fl_sc_draw(struct fl_sc_policy *p, __u32 op)
 		return 0;
 	if (st)
 		st->injected[op]++;
-	return -(int)p->err;
+	return fl_sc_errno_ret(p->err);
 }
 
 #endif /* FAULTLINE_SYSCALL_SCOPE_H */

@@ -1,8 +1,10 @@
 #!/bin/sh
 # /init of the vmtest guest (scripts/vmtest.sh): mount what faultctl and the tests
 # need, load the modules (there is no on-demand module loader), print the
-# kernel's `faultctl features`, run the suite named by fl_suite= on the kernel
-# command line, print "vmtest-guest: N passed, M failed" and hand M to qemu.
+# kernel's `faultctl features` (text and JSON, between marker lines the host's
+# scripts/kernel-report.sh reads), run the suite named by fl_suite= on the kernel
+# command line, with fl_bench=1 the BPF_PROG_TEST_RUN benchmark, print
+# "vmtest-guest: N passed, M failed" and hand M to qemu.
 # busybox sh runs its own applets before $PATH: iproute2 is called by full path.
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
 mount -t proc proc /proc
@@ -25,25 +27,40 @@ for arg in $(cat /proc/cmdline); do
 	case $arg in
 	fl_suite=*) suite=${arg#fl_suite=} ;;
 	fl_filter=*) only=${arg#fl_filter=} ;;
+	fl_bench=*) bench=${arg#fl_bench=} ;;
+	fl_libbpf_log=1) export FAULTLINE_LIBBPF_LOG=1 ;; # the verifier's log of every load, for a failing one
 	esac
 done
 echo "vmtest-guest: kernel $(uname -r), active LSMs $(cat /sys/kernel/security/lsm), suite $suite"
 echo "===== faultctl features ====="
 /opt/faultline/faultctl features
 echo "===== end of faultctl features ====="
+echo "===== faultctl features --json ====="
+/opt/faultline/faultctl features --json
+echo "===== end of faultctl features --json ====="
 
 case $suite in
 nolsm) filter='NoBpfLsm.*' ;;
 *) filter="${only:-*}-NoBpfLsm.*" ;;
 esac
-/opt/faultline/vm_tests --gtest_filter="$filter" --gtest_color=no >/tmp/gtest.log 2>&1
-cat /tmp/gtest.log
+# Straight to the console as it runs: a boot cut by the host's timeout still shows
+# every test that finished.
+/opt/faultline/vm_tests --gtest_filter="$filter" --gtest_color=no 2>&1 | tee /tmp/gtest.log
 passed=$(sed -n 's/^\[  PASSED  \] \([0-9][0-9]*\) test.*/\1/p' /tmp/gtest.log)
 failed=$(sed -n 's/^\[  FAILED  \] \([0-9][0-9]*\) test.*listed below.*/\1/p' /tmp/gtest.log)
 passed=${passed:-0}
 failed=${failed:-0}
 # No summary at all: the test binary crashed or never ran.
 grep -q '^\[==========\] .* ran\.' /tmp/gtest.log || failed=$((failed + 1))
+# The benchmark: ratios measured in this guest's own run, so emulation speed cancels
+# out. Its figures are reported, never counted as passed or failed.
+if [ "${bench:-0}" = 1 ] && [ -x /opt/faultline/fl_bench_progrun ]; then
+	echo "===== fl_bench_progrun ====="
+	/opt/faultline/fl_bench_progrun --quick --json /tmp/bench.json >/tmp/bench.log 2>&1 || echo "vmtest-guest: fl_bench_progrun exited $?"
+	cat /tmp/bench.log
+	echo "===== end of fl_bench_progrun ====="
+	[ -s /tmp/bench.json ] && echo "vmtest-bench: $(cat /tmp/bench.json)"
+fi
 echo "vmtest-guest: $passed passed, $failed failed"
 sync
 code=$failed

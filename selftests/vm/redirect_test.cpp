@@ -1,8 +1,10 @@
-// faultctl guard --redirect on the second kernel (6.1): the sockaddr object, with
+// faultctl guard --redirect on each kernel of the matrix: the sockaddr object, with
 // its getpeername and recvmsg programs and socket-local storage, passes that
-// verifier, and a guarded client sent to an address with no route (the guest has
-// no network device but lo) lands on a local listener and sees the address it
-// asked for. The same client outside the guard is not redirected.
+// verifier, and a guarded client sent to a documentation address (no route in a
+// guest, which has no network device but lo; nobody answering on a host) lands on
+// a local listener and sees the address it asked for. The same client outside the
+// guard is not redirected: it gets an error (ENETUNREACH in a guest; on a host with
+// a default route EHOSTUNREACH or, for UDP, no reply) and never the reply.
 #include <gtest/gtest.h>
 
 #include "vm_util.h"
@@ -21,7 +23,8 @@ TEST(Redirect, TcpConnectReachesTheTargetAndGetpeernameShowsTheOriginal) {
   EXPECT_TRUE(has(r.out, "peer 192.0.2.10:80 reply pong ping\n")) << r.out;
   EXPECT_TRUE(has(r.out, "connect 192.0.2.10:80/tcp -> redirect to 127.0.0.1:18080 (rule 1:")) << r.out;
   auto outside = run({bin("fl-vmprobe"), "peer", "tcp", "192.0.2.10", "80"});
-  EXPECT_TRUE(has(outside.out, "error ENETUNREACH")) << outside.out;
+  EXPECT_TRUE(has(outside.out, "error ")) << outside.out;
+  EXPECT_FALSE(has(outside.out, "reply")) << outside.out;
 }
 
 TEST(Redirect, UdpSendtoReachesTheTargetAndTheReplyComesFromTheOriginal) {
@@ -32,7 +35,8 @@ TEST(Redirect, UdpSendtoReachesTheTargetAndTheReplyComesFromTheOriginal) {
   EXPECT_EQ(r.status.code, 0) << r.out;
   EXPECT_TRUE(has(r.out, "from 192.0.2.53:53 reply pong ping\n")) << r.out;
   auto outside = run({bin("fl-vmprobe"), "peer", "udp", "192.0.2.53", "53"});
-  EXPECT_TRUE(has(outside.out, "error ENETUNREACH")) << outside.out;
+  EXPECT_TRUE(has(outside.out, "error ")) << outside.out;
+  EXPECT_FALSE(has(outside.out, "reply")) << outside.out;
 }
 
 }  // namespace

@@ -47,7 +47,10 @@ nlohmann::json ended(ChildProcess& b, Millis timeout = 20s) {
 
 class LsmSyscall : public ::testing::Test {
  protected:
-  void SetUp() override { write_file(kFile, "faultline\n"); }
+  void SetUp() override {
+    FLVM_REQUIRE_PROBE("bpf_lsm");
+    write_file(kFile, "faultline\n");
+  }
   void TearDown() override { ::unlink(kFile.c_str()); }
 };
 
@@ -255,14 +258,44 @@ TEST_F(LsmSyscall, WrappedCommandMeetsTheFaultInItsOwnCode) {
   EXPECT_NE(x.out.find("EACCES"), std::string::npos) << "the command starts; the exec it makes is denied: " << x.out;
 }
 
+// seccomp user notification, forced with --via seccomp, on a kernel where BPF LSM
+// would be chosen: a wrapped command's open fails with the errno asked for.
+TEST(SeccompSyscall, WrappedCommandGetsTheErrno) {
+  FLVM_REQUIRE_PROBE("seccomp_user_notif");
+  write_file(kFile, "faultline\n");
+  auto r = run({bin("faultctl"), "run", "syscall", "--syscall", "openat", "--errno", "EROFS", "--duration", "5s",
+                "--via", "seccomp", "--", bin("fl-vmprobe"), "once", "open", kFile});
+  EXPECT_EQ(r.status.code, 1) << r.out;
+  EXPECT_NE(r.out.find("EROFS"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("seccomp"), std::string::npos) << r.out;
+  ::unlink(kFile.c_str());
+}
+
+// What the probes say must match what the kernel offers, and faultctl must pick
+// the best rung of each ladder: TCX where it attaches (6.6+), clsact otherwise.
+TEST(Features, MechanismsFollowTheProbes) {
+  auto r = run({bin("faultctl"), "features"});
+  EXPECT_EQ(r.status.code, 0) << r.out;
+  ASSERT_TRUE(features().contains("probes")) << "faultctl features --json gave no probes";
+  EXPECT_TRUE(probe_available("clsact")) << probe_detail("clsact");
+  EXPECT_EQ(capability_uses("packet faults"), probe_available("tcx") ? "tcx" : "tc clsact + cls_bpf");
+  if (probe_available("tcx")) {
+    EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(packet faults\s+(uses:\s+)?tcx)"))) << r.out;
+  } else {
+    EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(packet faults\s+(uses:\s+)?tc clsact)"))) << r.out;
+  }
+  if (probe_available("sch_fq")) {
+    EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(delay, jitter, rate\s+(uses:\s+)?EDT \+ sch_fq)"))) << r.out;
+  }
+}
+
 TEST(Features, ReportBpfLsmAndTrampolines) {
+  FLVM_REQUIRE_PROBE("bpf_lsm");
   auto r = run({bin("faultctl"), "features"});
   EXPECT_EQ(r.status.code, 0) << r.out;
   EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\nbpf_lsm\s+yes)"))) << r.out;
   EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\nfentry\s+yes)"))) << r.out;
   EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(any-syscall errno\s+(uses:\s+)?BPF LSM)"))) << r.out;
-  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(packet faults\s+(uses:\s+)?tc clsact)"))) << r.out;
-  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(delay, jitter, rate\s+(uses:\s+)?EDT \+ sch_fq)"))) << r.out;
 }
 
 }  // namespace

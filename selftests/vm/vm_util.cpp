@@ -2,6 +2,7 @@
 #include "vm_util.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -133,6 +134,43 @@ double percentile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
   size_t i = static_cast<size_t>(q / 100.0 * static_cast<double>(v.size() - 1) + 0.5);
   return v[std::min(i, v.size() - 1)];
+}
+
+const nlohmann::json& features() {
+  static const nlohmann::json j = [] {
+    auto r = run({bin("faultctl"), "features", "--json"});
+    auto parsed = nlohmann::json::parse(r.out, nullptr, false);
+    if (!parsed.is_object()) {
+      std::fprintf(stderr, "faultctl features --json gave no JSON (exit %d): %s\n", r.status.code, r.out.c_str());
+      return nlohmann::json::object();
+    }
+    return parsed;
+  }();
+  return j;
+}
+
+bool probe_available(const std::string& probe) {
+  const auto& p = features().value("probes", nlohmann::json::object());
+  return p.contains(probe) && p[probe].value("available", false);
+}
+
+std::string probe_detail(const std::string& probe) {
+  const auto& p = features().value("probes", nlohmann::json::object());
+  if (!p.contains(probe)) return "faultctl features has no probe named " + probe;
+  return p[probe].value("detail", "");
+}
+
+std::string capability_uses(const std::string& capability) {
+  for (const auto& c : features().value("capabilities", nlohmann::json::array())) {
+    if (c.value("capability", "") == capability) return c["chosen"].is_string() ? c["chosen"].get<std::string>() : "";
+  }
+  return "";
+}
+
+void announce_not_applicable(const std::string& why) {
+  const auto* t = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::printf("vmtest-na: %s.%s: %s\n", t->test_suite_name(), t->name(), why.c_str());
+  std::fflush(stdout);
 }
 
 void write_file(const std::string& path, const std::string& text) {

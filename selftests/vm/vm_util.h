@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,6 +63,30 @@ struct PingResult {
 [[nodiscard]] double stddev(const std::vector<double>& v);
 // The q-th percentile (0-100), nearest rank.
 [[nodiscard]] double percentile(std::vector<double> v, double q);
+
+// `faultctl features --json` in this guest, probed once.
+[[nodiscard]] const nlohmann::json& features();
+// A probe's verdict and detail: {available, detail}; absent probes are unavailable.
+[[nodiscard]] bool probe_available(const std::string& probe);
+[[nodiscard]] std::string probe_detail(const std::string& probe);
+// The mechanism faultctl chose for a capability ("" when none).
+[[nodiscard]] std::string capability_uses(const std::string& capability);
+
+// Marks the running test "not applicable here" with the reason from the probe:
+// a line `vmtest-na: Suite.Test: WHY` the host's report reads, then GTEST_SKIP.
+void announce_not_applicable(const std::string& why);
+#define FLVM_NOT_APPLICABLE(why)                           \
+  do {                                                     \
+    const std::string fl_na_why_ = (why);                  \
+    ::flvm::announce_not_applicable(fl_na_why_);           \
+    GTEST_SKIP() << "not applicable here: " << fl_na_why_; \
+  } while (0)
+// Not applicable unless the probe says yes.
+#define FLVM_REQUIRE_PROBE(probe)                                                               \
+  do {                                                                                          \
+    if (!::flvm::probe_available(probe))                                                        \
+      FLVM_NOT_APPLICABLE(std::string(probe) + " unavailable: " + ::flvm::probe_detail(probe)); \
+  } while (0)
 
 void write_file(const std::string& path, const std::string& text);
 [[nodiscard]] std::string read_file(const std::string& path);
