@@ -2,7 +2,8 @@
 # Fails on an #include that goes against the layer order of docs/architecture.md:
 #
 #   base  <-  loader  <-  userspace/{net,guardrails,state}  <-  userspace/run
-#         <-  userspace/faults/{packet,syscall,resource}, userspace/enforce  <-  ctl
+#         <-  userspace/faults/{packet,syscall,resource}, userspace/enforce
+#         <-  userspace/policy  <-  ctl
 #
 # A layer includes only layers to its left (and the ABI headers, faultline/*.h,
 # which every C++ layer above base may use). Bpftool skeletons (*.skel.h) are
@@ -10,6 +11,9 @@
 # enforcement and faults do not include each other. A file directly in
 # userspace/faults/ (the capability ladders, which span every family) belongs
 # to no family: it may use what a family may, and every family may use it.
+# The policy model sits on enforce (its compiler is the guard's) and includes
+# no fault family: the CLI checks a policy's experiments with the run parsers
+# (ctl/policy_faults.cpp).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +33,7 @@ allowed_for() {
       ;;
     userspace/faults/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|run))/|^userspace/faults/[^/]+$' ;;
     userspace/enforce/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|enforce))/' ;;
+    userspace/policy/*) echo '^(base|loader|faultline|userspace/(net|state|enforce|policy))/' ;;
     ctl/*) echo '^(base|loader|faultline|userspace|ctl)/' ;;
     *) return 1 ;;
   esac
