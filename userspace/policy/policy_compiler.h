@@ -40,7 +40,8 @@ struct CompiledPolicy {
   std::vector<std::string> faults; // "NAME (KIND)"
 };
 
-// The policy must have parsed without errors (parse_policy()). Fails only on
+// The policy must have parsed without errors (parse_policy()), and outlive the
+// result, which points into it. Fails only on
 // what parse_policy() checks too (overlaps beyond a bucket).
 [[nodiscard]] Result<CompiledPolicy> compile_policy(const Policy& p);
 

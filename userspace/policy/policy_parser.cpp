@@ -59,7 +59,7 @@ class Reader {
       const YAML::Node key = it->first;
       const SourceMark km = mark_of(key, f.mark);
       if (!key.IsScalar()) {
-        error(km, path, "a field name must be a plain word, found " + kind_text(key));
+        error(km, path.empty() ? "<document>" : path, "a field name must be a plain word, found " + kind_text(key));
         continue;
       }
       const std::string name = key.Scalar();
@@ -490,7 +490,7 @@ PolicyParse parse_policy(std::string_view text, const FaultChecker& check_fault)
   if (spec_it == f->by_name.end()) {
     rd.error(f->mark, "spec", "missing (required): spec with egress, faults or both");
   } else if (auto spec = rd.mapping(spec_it->second.second, "spec", rd.key_mark(*f, "spec"), kSpecFields)) {
-    if (spec->by_name.empty())
+    if (spec_it->second.second.size() == 0)
       rd.error(spec->mark, "spec", "names neither egress nor faults: the policy would change nothing");
     if (auto egress = rd.list(*spec, "spec", "egress", false)) {
       std::vector<EgressScope> scopes;
