@@ -1,8 +1,6 @@
 // faultctl policy validate|compile FILE: the policy file checked offline, and the
 // map images it compiles into, without touching the kernel.
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "ctl/command.h"
 #include "ctl/commands/commands.h"
@@ -29,9 +27,6 @@ constexpr Example kPolicyExamples[] = {
     {"what each scope would write into the sockaddr maps", "faultctl policy compile egress.yaml"},
     {"every entry, for a diff in CI", "faultctl policy compile egress.json --json"},
 };
-
-// A policy file is a few kilobytes; this bounds what an untrusted one costs.
-constexpr size_t kMaxPolicyBytes = 16 << 20;
 
 struct PolicyArgs {
   std::string action;  // validate, compile
@@ -60,20 +55,6 @@ Result<Parsed<PolicyArgs>> parse_policy_args(const std::vector<std::string>& arg
   return Parsed<PolicyArgs>(std::move(a));
 }
 
-Result<std::string> read_policy_file(const std::string& file) {
-  std::ostringstream text;
-  if (file == "-") {
-    text << std::cin.rdbuf();
-  } else {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) return input_error(errno, file + ": cannot read");
-    text << in.rdbuf();
-  }
-  if (text.str().size() > kMaxPolicyBytes)
-    return input_error(EFBIG, file + ": larger than " + std::to_string(kMaxPolicyBytes >> 20) + " MiB");
-  return text.str();
-}
-
 std::string summary(const Policy& p) {
   size_t rules = 0;
   if (p.egress) {
@@ -91,7 +72,7 @@ std::string summary(const Policy& p) {
 
 int run_policy(const PolicyArgs& a) {
   const std::string who = "faultctl policy " + a.action;
-  auto text = read_policy_file(a.file);
+  auto text = read_policy_text(a.file);
   if (!text) return report_error(who, text.error());
   const std::string shown = a.file == "-" ? "<stdin>" : a.file;
   PolicyParse parsed = parse_policy(*text, run_fault_checker());

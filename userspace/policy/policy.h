@@ -106,6 +106,10 @@ struct PolicyParse {
 // each experiment is checked too.
 [[nodiscard]] PolicyParse parse_policy(std::string_view text, const FaultChecker& check_fault = {});
 
+// The text of a policy file ("-": stdin), refused past kMaxPolicyBytes.
+inline constexpr size_t kMaxPolicyBytes = 16 << 20;
+[[nodiscard]] Result<std::string> read_policy_text(const std::string& file);
+
 // The known field names of one level of the file, for "did you mean".
 [[nodiscard]] std::string closest_name(std::string_view wrong, const std::vector<std::string>& known);
 

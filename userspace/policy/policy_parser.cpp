@@ -1,11 +1,15 @@
 // The policy file from YAML or JSON (one parser: JSON is YAML) into the model,
 // every error kept with the line and column yaml-cpp marks it at.
 #include <netinet/in.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iostream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "base/errno_names.h"
 #include "userspace/policy/policy.h"
@@ -413,11 +417,45 @@ void check_compilable(Reader& rd, const EgressScope& s, const std::string& path)
   }
 }
 
+// Aliases (*name) are refused before the tree is read: an alias repeats a
+// subtree without repeating its bytes, so a few nested ones make a small file
+// stand for millions of rules (and errors). A reviewed policy spells out each
+// rule anyway.
+class AliasFinder : public YAML::EventHandler {
+ public:
+  std::optional<SourceMark> first;
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override {
+    if (!first) first = SourceMark{m.line + 1, m.column + 1};
+  }
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
 }  // namespace policy_parse
 
 std::string PolicyDiagnostic::render(std::string_view file) const {
   return std::string(file) + ":" + std::to_string(mark.line) + ":" + std::to_string(mark.column) + ": " + path + ": " +
          reason;
+}
+
+Result<std::string> read_policy_text(const std::string& file) {
+  std::ostringstream text;
+  if (file == "-") {
+    text << std::cin.rdbuf();
+  } else {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) return input_error(errno, file + ": cannot read");
+    text << in.rdbuf();
+  }
+  if (text.str().size() > kMaxPolicyBytes)
+    return input_error(EFBIG, file + ": larger than " + std::to_string(kMaxPolicyBytes >> 20) + " MiB");
+  return text.str();
 }
 
 std::string EgressScope::label() const { return host_wide ? "all" : "cgroup " + cgroup; }
@@ -456,9 +494,19 @@ PolicyParse parse_policy(std::string_view text, const FaultChecker& check_fault)
   Reader rd;
   std::vector<YAML::Node> docs;
   try {
+    std::istringstream in{std::string(text)};
+    YAML::Parser parser(in);
+    AliasFinder aliases;
+    while (parser.HandleNextDocument(aliases)) {
+    }
+    if (aliases.first) {
+      out.errors.push_back({*aliases.first, "<document>", "an alias (*name): spell each value out in a policy file"});
+      return out;
+    }
     docs = YAML::LoadAll(std::string(text));
   } catch (const YAML::Exception& e) {
-    out.errors.push_back({{e.mark.line + 1, e.mark.column + 1}, "<document>", "not YAML or JSON: " + e.msg});
+    out.errors.push_back({{std::max(e.mark.line, 0) + 1, std::max(e.mark.column, 0) + 1}, "<document>",
+                          "not YAML or JSON: " + e.msg});
     return out;
   }
   if (docs.size() > 1) {
