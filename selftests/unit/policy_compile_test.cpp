@@ -74,7 +74,7 @@ TEST(PolicyExamples, YamlAndJsonAreValidAndCompileToTheSameImages) {
 }
 
 TEST(PolicyExamples, EveryExampleFileIsValid) {
-  for (const char* f : {"web-egress.yaml", "web-egress.json", "host-egress.yaml"}) {
+  for (const char* f : {"web-egress.yaml", "web-egress.json", "host-egress.yaml", "guard-egress.yaml"}) {
     SCOPED_TRACE(f);
     const std::string text = read_example(f);
     ASSERT_FALSE(text.empty()) << "missing docs/examples/policy/" << f;
