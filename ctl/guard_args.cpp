@@ -8,6 +8,7 @@
 #include "base/units.h"
 #include "ctl/flag_error.h"
 #include "ctl/flag_words.h"
+#include "ctl/policy_faults.h"
 #include "userspace/policy/policy_compiler.h"
 
 namespace faultline {
@@ -34,7 +35,7 @@ constexpr const char* kPolicyFlags[] = {"enforce", "default-deny", "allow", "den
 Status apply_policy_file(const std::string& file, GuardOptions& g) {
   auto text = read_policy_text(file);
   if (!text) return bad("--policy " + text.error().describe());
-  PolicyParse p = parse_policy(*text);
+  PolicyParse p = parse_policy_bounded(*text, {}, "faultctl guard", "--policy " + file);
   if (!p.ok()) {
     std::string more = p.errors.size() > 1 ? " (and " + std::to_string(p.errors.size() - 1) +
                                                  " more: faultctl policy validate " + file + ")"

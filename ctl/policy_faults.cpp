@@ -3,8 +3,14 @@
 // values go through its parser as the flags they name.
 #include "ctl/policy_faults.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <map>
+#include <mutex>
+#include <thread>
 #include <set>
 #include <sstream>
 #include <variant>
@@ -124,6 +130,29 @@ std::vector<std::string> run_words(const FaultEntry& e) {
     words.insert(words.end(), e.command.begin(), e.command.end());
   }
   return words;
+}
+
+PolicyParse parse_policy_bounded(std::string_view text, const FaultChecker& check, const std::string& who,
+                                 const std::string& file, int seconds) {
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread watchdog([&] {
+    std::unique_lock lock(m);
+    if (cv.wait_for(lock, std::chrono::seconds(seconds), [&] { return done; })) return;
+    const std::string line = who + ": " + file + ": the YAML parser did not finish in " + std::to_string(seconds) +
+                             " s (yaml-cpp 0.7 loops on some malformed flow mappings): fix the file's syntax\n";
+    (void)!::write(STDERR_FILENO, line.data(), line.size());
+    ::_exit(2);
+  });
+  PolicyParse p = parse_policy(text, check);
+  {
+    std::lock_guard lock(m);
+    done = true;
+  }
+  cv.notify_one();
+  watchdog.join();
+  return p;
 }
 
 FaultChecker run_fault_checker() {

@@ -75,7 +75,7 @@ int run_policy(const PolicyArgs& a) {
   auto text = read_policy_text(a.file);
   if (!text) return report_error(who, text.error());
   const std::string shown = a.file == "-" ? "<stdin>" : a.file;
-  PolicyParse parsed = parse_policy(*text, run_fault_checker());
+  PolicyParse parsed = parse_policy_bounded(*text, run_fault_checker(), who, shown);
   if (!parsed.ok()) {
     for (const auto& e : parsed.errors) std::cerr << e.render(shown) << "\n";
     return kExitBadInput;
