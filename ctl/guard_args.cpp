@@ -8,6 +8,8 @@
 #include "base/units.h"
 #include "ctl/flag_error.h"
 #include "ctl/flag_words.h"
+#include "ctl/policy_faults.h"
+#include "userspace/policy/policy_compiler.h"
 
 namespace faultline {
 namespace {
@@ -26,6 +28,48 @@ constexpr Example kExamples[] = {
      "faultctl guard --netns blue --enforce --deny 10.0.0.0/8 -- ./app"},
 };
 
+// The flags a policy file replaces: given with --policy, one of them is refused.
+constexpr const char* kPolicyFlags[] = {"enforce", "default-deny", "allow", "deny", "deny-errno", "exfil-cap"};
+
+// --policy FILE: the file's one egress scope as the guard's policy.
+Status apply_policy_file(const std::string& file, GuardOptions& g) {
+  auto text = read_policy_text(file);
+  if (!text) return bad("--policy " + text.error().describe());
+  PolicyParse p = parse_policy_bounded(*text, {}, "faultctl guard", "--policy " + file);
+  if (!p.ok()) {
+    std::string more = p.errors.size() > 1 ? " (and " + std::to_string(p.errors.size() - 1) +
+                                                 " more: faultctl policy validate " + file + ")"
+                                           : "";
+    return bad("--policy " + p.errors[0].render(file) + more);
+  }
+  const Policy& pol = p.policy;
+  if (pol.faults)
+    return bad("--policy " + file + ": spec.faults: the guard applies the egress section only (run experiments with "
+               "faultctl run)");
+  if (!pol.egress || pol.egress->size() != 1)
+    return bad("--policy " + file + ": spec.egress: the guard takes exactly one scope, found " +
+               std::to_string(pol.egress ? pol.egress->size() : 0));
+  const EgressScope& s = pol.egress->front();
+  if (!s.host_wide)
+    return bad("--policy " + file + ": spec.egress[0]: " + s.label() +
+               ": the guard judges the command's own cgroup, not another; write the scope as all: true");
+  for (size_t i = 0; i < s.rules.size(); ++i) {
+    if (!s.rules[i].cidr)
+      return bad("--policy " + file + ": spec.egress[0].rules[" + std::to_string(i) + "] " + s.rules[i].name +
+                 ": host rules are not enforced yet (names need DNS learning); write the addresses as cidr");
+  }
+  auto c = compile_policy(pol);
+  if (!c) return bad("--policy " + file + ": " + c.error().message);
+  const CompiledScope& cs = c->scopes.front();
+  g.enforce = s.mode == PolicyMode::Enforce;
+  g.default_deny = !s.default_allow;
+  g.deny_errno = s.deny_errno;
+  g.exfil_cap = s.exfil_cap;
+  g.rules = cs.egress_rules();
+  g.policy_name = pol.name;
+  return {};
+}
+
 }  // namespace
 
 Result<Parsed<GuardOptions>> parse_guard_args(const std::vector<std::string>& args) {
@@ -40,6 +84,8 @@ Result<Parsed<GuardOptions>> parse_guard_args(const std::vector<std::string>& ar
       ("exfil-cap", "bytes to one destination no rule allows before its egress is dropped, e.g. 10MB", cxxopts::value<std::string>())
       ("json-log", "append every decision as a JSON line to FILE", cxxopts::value<std::string>())
       ("netns", "run the command in this network namespace: NAME (ip netns), PATH or pid:N", cxxopts::value<std::string>())
+      ("policy", "the policy from a policy file (docs/policy.md): its one egress scope, all: true, instead of "
+                 "--enforce, --default-deny, --allow, --deny, --deny-errno and --exfil-cap", cxxopts::value<std::string>())
       ("h,help", "help");
   auto [flags, cmd] = split_command(args);
   auto r = parse_flag_words(o, flags, kCommandAfterDashesHint);
@@ -50,8 +96,17 @@ Result<Parsed<GuardOptions>> parse_guard_args(const std::vector<std::string>& ar
   GuardOptions g;
   if (cmd.empty()) return bad("missing the command: faultctl guard [flags] -- COMMAND ARGS");
   g.command = cmd;
-  g.enforce = r->count("enforce") > 0;
-  g.default_deny = r->count("default-deny") > 0;
+  if (r->count("policy")) {
+    for (const char* flag : kPolicyFlags) {
+      if (r->count(flag))
+        return bad(std::string("--") + flag + " comes from the policy file with --policy; write it there");
+    }
+    const std::string file = (*r)["policy"].as<std::string>();
+    if (file.empty()) return bad("--policy: empty file name");
+    FL_TRY(apply_policy_file(file, g));
+  }
+  g.enforce = g.enforce || r->count("enforce") > 0;
+  g.default_deny = g.default_deny || r->count("default-deny") > 0;
   for (const char* flag : {"deny", "allow"}) {
     if (!r->count(flag)) continue;
     for (const auto& t : (*r)[flag].as<std::vector<std::string>>()) {

@@ -3,6 +3,7 @@
 #
 #   base  <-  loader  <-  userspace/{net,guardrails,state}  <-  userspace/run
 #         <-  userspace/faults/{packet,syscall,resource}, userspace/enforce
+#         <-  userspace/policy (on enforce)
 #         <-  userspace/ops  <-  userspace/daemon  <-  ctl, daemon (faultd's main)
 #   base  <-  userspace/proxy (its own library, faultline_proxy, under the rest)
 #
@@ -12,6 +13,9 @@
 # enforcement and faults do not include each other. A file directly in
 # userspace/faults/ (the capability ladders, which span every family) belongs
 # to no family: it may use what a family may, and every family may use it.
+# The policy model sits on enforce (its compiler is the guard's) and includes
+# no fault family: the CLI checks a policy's experiments with the run parsers
+# (ctl/policy_faults.cpp).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,6 +38,7 @@ allowed_for() {
     userspace/enforce/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|enforce))/' ;;
     userspace/ops/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|run|faults|enforce|ops))/' ;;
     userspace/daemon/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|run|faults|enforce|ops|proxy|daemon))/' ;;
+    userspace/policy/*) echo '^(base|loader|faultline|userspace/(net|state|enforce|policy))/' ;;
     ctl/*) echo '^(base|loader|faultline|userspace|ctl)/' ;;
     daemon/*) echo '^(base|loader|faultline|userspace)/' ;;
     *) return 1 ;;

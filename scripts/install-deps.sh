@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   # build
   clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev cmake ninja-build g++ pkg-config libseccomp-dev
-  libcxxopts-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev libssl-dev liburing-dev
+  libcxxopts-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev libssl-dev liburing-dev libyaml-cpp-dev
   libhttp-parser-dev libsystemd-dev
   # run and test
   iproute2 iputils-ping iperf3 curl openssl

@@ -18,5 +18,6 @@ int cmd_abort(const std::vector<std::string>& args);
 int cmd_features(const std::vector<std::string>& args);
 int cmd_uninstall(const std::vector<std::string>& args);
 int cmd_report(const std::vector<std::string>& args);
+int cmd_policy(const std::vector<std::string>& args);   // policy validate|compile FILE
 
 }  // namespace faultline

@@ -79,6 +79,16 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         // faultctl guard
         BadInput{"guard_bad_ipv4", guard({"--enforce", "--deny", "300.1.1.1"}), "--deny 300.1.1.1"},
+        BadInput{"guard_policy_missing_file", guard({"--policy", "/nonexistent/policy.yaml"}),
+                 "--policy /nonexistent/policy.yaml: cannot read"},
+        BadInput{"guard_policy_and_flags",
+                 guard({"--policy", FAULTLINE_SOURCE_DIR "/docs/examples/policy/guard-egress.yaml", "--enforce"}),
+                 "--enforce comes from the policy file"},
+        BadInput{"guard_policy_with_experiments", guard({"--policy", FAULTLINE_SOURCE_DIR "/docs/examples/policy/web-egress.yaml"}),
+                 "spec.faults: the guard applies the egress section only"},
+        BadInput{"guard_policy_invalid",
+                 guard({"--policy", FAULTLINE_SOURCE_DIR "/selftests/fuzz/corpus/policy_parse/rule_host_wildcard_middle"}),
+                 "rule_host_wildcard_middle:10:42: spec.egress[0].rules[0].host: 'api.*.example.com'"},
         BadInput{"guard_prefix_too_long", guard({"--allow", "10.0.0.0/33"}), "--allow 10.0.0.0/33"},
         BadInput{"guard_ipv6_prefix_too_long", guard({"--deny", "2001:db8::/129"}), "--deny 2001:db8::/129"},
         BadInput{"guard_port_too_big", guard({"--deny", "10.0.0.1:70000"}), "--deny 10.0.0.1:70000"},

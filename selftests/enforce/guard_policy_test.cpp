@@ -6,6 +6,9 @@
 // and nothing listens, so an allowed TCP connect is refused by the stack
 // (ECONNREFUSED) and an allowed UDP connect or sendto succeeds; a denied one gets
 // the policy's errno (EPERM unless --deny-errno).
+#include <unistd.h>
+
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -232,6 +235,39 @@ TEST_F(GuardPolicyTest, MonitorReportsWouldDenyEnforceDenies) {
   EXPECT_NE(enf.guard.err.find("summary (enforce, default allow)"), std::string::npos) << enf.guard.describe();
   EXPECT_NE(enf.guard.err.find("denied: 3 attempts"), std::string::npos) << enf.guard.describe();
   for (const auto& [label, c] : enf.outside) EXPECT_EQ(count_of(c, "EPERM"), 0) << "outside: " << label;
+}
+
+// --policy FILE: the egress section of a policy file as the guard's policy. The
+// file's rules, ports lists, default, errno and mode decide exactly as the
+// same rules given as flags would; reports name the rules of the file.
+TEST_F(GuardPolicyTest, PolicyFileIsTheGuardsPolicy) {
+  Netns ns(unique_name("pf"), {.local_ranges = true});
+  const std::string file = "/tmp/" + unique_name("policy") + ".yaml";
+  {
+    std::ofstream f(file);
+    f << "apiVersion: faultline.dev/v1\nkind: Policy\nmetadata: {name: guard-file}\nspec:\n  egress:\n"
+         "    - all: true\n      mode: enforce\n      default_allow: false\n      deny_errno: EACCES\n"
+         "      rules:\n"
+         "        - {name: web, action: allow, cidr: 198.18.0.0/24, ports: [80, 8000-8001], proto: tcp}\n"
+         "        - {name: dns, action: allow, cidr: 198.18.0.53, ports: [53], proto: udp}\n"
+         "        - {name: not-this-one, action: deny, cidr: 198.18.0.9}\n";
+  }
+  const std::vector<Expect> ex = {{tcp("198.18.0.2", "80"), A},          {tcp("198.18.0.2", "8001"), A},
+                                  {tcp("198.18.0.2", "8002"), "EACCES"}, {tcp("198.18.0.9", "80"), "EACCES"},
+                                  {udp("198.18.0.53", "53"), A},         {sendto("198.18.0.2", "53"), "EACCES"},
+                                  {tcp("2001:2::1", "80"), "EACCES"}};
+  GuardRun r = guard_and_outside({"--policy", file}, ns, ex);
+  ::unlink(file.c_str());
+  check(Case{"policy_file", {}, ex}, r);
+  EXPECT_NE(r.guard.err.find("connect 198.18.0.2:80/tcp -> allow (rule web (ports 80): allow, policy guard-file)"),
+            std::string::npos)
+      << r.guard.describe();
+  EXPECT_NE(r.guard.err.find("connect 198.18.0.9:80/tcp -> deny (rule not-this-one: deny, policy guard-file)"),
+            std::string::npos)
+      << r.guard.describe();
+  EXPECT_NE(r.guard.err.find("summary (enforce, default deny)"), std::string::npos) << r.guard.describe();
+  EXPECT_NE(r.guard.err.find("    rule web (ports 8000-8001): allow, policy guard-file  1\n"), std::string::npos)
+      << r.guard.describe();
 }
 
 }  // namespace

@@ -66,6 +66,8 @@ std::string rule_text(const GuardOptions& o, uint16_t id) {
   if (id == FL_SA_RULE_DEFAULT || id >= o.rules.size())
     return o.default_deny ? "default deny" : "default allow";
   const auto& r = o.rules[id];
+  if (!o.policy_name.empty())
+    return "rule " + r.text + ": " + (r.verdict == Verdict::Allow ? "allow" : "deny") + ", policy " + o.policy_name;
   return std::string(r.verdict == Verdict::Allow ? "--allow " : "--deny ") + r.text;
 }
 
@@ -130,6 +132,7 @@ Result<std::optional<SessionOwner>> register_guard(const GuardOptions& opts, con
   if (!opts.redirects.empty()) what += ", " + std::to_string(opts.redirects.size()) + " redirect";
   if (opts.exfil_cap) what += ", exfil cap " + std::to_string(opts.exfil_cap) + " B";
   if (!opts.netns.empty()) what += ", netns " + opts.netns;
+  if (!opts.policy_name.empty()) what += ", policy " + opts.policy_name;
   s.summary = what + ", command " + opts.command[0];
   s.policy_map_id = map_id_of(obj.policy_fd());
   s.stats_map_id = map_id_of(obj.stats_fd());

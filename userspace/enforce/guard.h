@@ -14,6 +14,9 @@ struct GuardOptions {
   bool enforce = false;       // else monitor: report would-be denies, block nothing
   bool default_deny = false;  // no rule matched: deny (else allow)
   std::vector<EgressRule> rules;
+  // --policy FILE: the rules came from this policy (its metadata.name), and
+  // each rule's text is its name there; reports say "rule NAME".
+  std::string policy_name;
   std::vector<RedirectRule> redirects;  // --redirect, in order (rule N is the Nth)
   uint64_t exfil_cap = 0;     // bytes to one destination no allow rule covers
   int deny_errno = 1;         // EPERM

@@ -1,0 +1,597 @@
+// The policy file from YAML or JSON (one parser: JSON is YAML) into the model,
+// every error kept with the line and column yaml-cpp marks it at.
+#include <netinet/in.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "base/errno_names.h"
+#include "userspace/policy/policy.h"
+
+namespace faultline {
+namespace policy_parse {
+
+SourceMark mark_of(const YAML::Node& n, SourceMark fallback) {
+  const YAML::Mark m = n.Mark();
+  if (m.line < 0 || m.column < 0) return fallback;
+  return {m.line + 1, m.column + 1};
+}
+
+std::string kind_text(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Null: return "nothing";
+    case YAML::NodeType::Scalar: return "'" + n.Scalar() + "'";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Map: return "a mapping";
+    default: return "nothing";
+  }
+}
+
+// A plain (unquoted) scalar: numbers and true/false must be written plain.
+bool plain_scalar(const YAML::Node& n) { return n.IsScalar() && n.Tag() != "!"; }
+
+// The fields of one mapping, read once, checked against what the level knows.
+struct Fields {
+  std::map<std::string, std::pair<YAML::Node, YAML::Node>> by_name;  // name -> (key, value)
+  SourceMark mark;
+};
+
+class Reader {
+ public:
+  std::vector<PolicyDiagnostic> errors;
+
+  void error(SourceMark m, std::string path, std::string reason) {
+    errors.push_back({m, std::move(path), std::move(reason)});
+  }
+
+  // The fields of a mapping at path; unknown and repeated names are errors.
+  std::optional<Fields> mapping(const YAML::Node& n, const std::string& path, SourceMark parent,
+                                const std::vector<std::string>& known) {
+    if (!n.IsMap()) {
+      error(mark_of(n, parent), path, "expected a mapping, found " + kind_text(n));
+      return std::nullopt;
+    }
+    Fields f;
+    f.mark = mark_of(n, parent);
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      const YAML::Node key = it->first;
+      const SourceMark km = mark_of(key, f.mark);
+      if (!key.IsScalar()) {
+        error(km, path.empty() ? "<document>" : path, "a field name must be a plain word, found " + kind_text(key));
+        continue;
+      }
+      const std::string name = key.Scalar();
+      const std::string at = join(path, name);
+      if (std::find(known.begin(), known.end(), name) == known.end()) {
+        std::string why = "unknown field '" + name + "'";
+        if (auto near = closest_name(name, known); !near.empty()) why += " (did you mean '" + near + "'?)";
+        error(km, at, why);
+        continue;
+      }
+      const YAML::Node value = it->second;
+      if (!f.by_name.emplace(name, std::make_pair(key, value)).second)
+        error(km, at, "repeated field (each field once)");
+    }
+    return f;
+  }
+
+  static std::string join(const std::string& path, const std::string& name) {
+    return path.empty() ? name : path + "." + name;
+  }
+
+  // A required string field; nullopt (and an error) when missing or not a string.
+  std::optional<std::string> text(const Fields& f, const std::string& path, const std::string& name, bool required) {
+    auto it = f.by_name.find(name);
+    if (it == f.by_name.end()) {
+      if (required) error(f.mark, join(path, name), "missing (required)");
+      return std::nullopt;
+    }
+    const YAML::Node& v = it->second.second;
+    if (!v.IsScalar()) {
+      error(mark_of(v, mark_of(it->second.first, f.mark)), join(path, name), "expected text, found " + kind_text(v));
+      return std::nullopt;
+    }
+    return v.Scalar();
+  }
+
+  std::optional<bool> boolean(const Fields& f, const std::string& path, const std::string& name) {
+    auto it = f.by_name.find(name);
+    if (it == f.by_name.end()) return std::nullopt;
+    const YAML::Node& v = it->second.second;
+    if (plain_scalar(v) && (v.Scalar() == "true" || v.Scalar() == "false")) return v.Scalar() == "true";
+    error(mark_of(v, mark_of(it->second.first, f.mark)), join(path, name),
+          "expected true or false, found " + kind_text(v));
+    return std::nullopt;
+  }
+
+  SourceMark value_mark(const Fields& f, const std::string& name) const {
+    auto it = f.by_name.find(name);
+    if (it == f.by_name.end()) return f.mark;
+    return mark_of(it->second.second, mark_of(it->second.first, f.mark));
+  }
+
+  SourceMark key_mark(const Fields& f, const std::string& name) const {
+    auto it = f.by_name.find(name);
+    if (it == f.by_name.end()) return f.mark;
+    return mark_of(it->second.first, f.mark);
+  }
+
+  // A list field; nullopt (and an error) when it is not a list.
+  std::optional<YAML::Node> list(const Fields& f, const std::string& path, const std::string& name, bool required) {
+    auto it = f.by_name.find(name);
+    if (it == f.by_name.end()) {
+      if (required) error(f.mark, join(path, name), "missing (required)");
+      return std::nullopt;
+    }
+    const YAML::Node& v = it->second.second;
+    if (!v.IsSequence()) {
+      error(mark_of(v, mark_of(it->second.first, f.mark)), join(path, name),
+            "expected a list, found " + kind_text(v) + (v.IsNull() ? " (write [] for none)" : ""));
+      return std::nullopt;
+    }
+    return v;
+  }
+
+  void read_metadata(const YAML::Node& n, SourceMark parent, Policy& p);
+  void read_scope(const YAML::Node& n, const std::string& path, SourceMark parent, EgressScope& s);
+  void read_rule(const YAML::Node& n, const std::string& path, SourceMark parent, PolicyRule& r);
+  void read_fault(const YAML::Node& n, const std::string& path, SourceMark parent, FaultEntry& e);
+};
+
+// metadata.name and rule names: a word a report can show and a map can key.
+bool valid_name(const std::string& s, size_t max) {
+  if (s.empty() || s.size() > max) return false;
+  if (!std::isalnum(static_cast<unsigned char>(s.front()))) return false;
+  return s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") == std::string::npos;
+}
+
+// "api.example.com" or "*.example.com": labels of 1-63 letters, digits and
+// hyphens (not at either end), 253 characters at most, at least two labels.
+std::optional<std::string> host_problem(const std::string& h) {
+  std::string name = h.starts_with("*.") ? h.substr(2) : h;
+  if (name.find('*') != std::string::npos) return "a wildcard is only '*.' at the start (*.example.com)";
+  if (name.empty()) return "no name";
+  if (name.size() > 253) return "longer than 253 characters";
+  if (name.back() == '.') return "write the name without the trailing dot";
+  size_t start = 0, labels = 0;
+  while (start <= name.size()) {
+    size_t dot = name.find('.', start);
+    std::string label = name.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (label.empty()) return "an empty label (two dots in a row, or a leading dot)";
+    if (label.size() > 63) return "a label longer than 63 characters";
+    if (label.front() == '-' || label.back() == '-') return "a label starts or ends with '-'";
+    if (label.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") != std::string::npos)
+      return "'" + label + "': letters, digits and '-' only (lowercase)";
+    ++labels;
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  if (labels < 2 && h.starts_with("*.")) return "a wildcard needs a suffix of two labels at least (*.example.com)";
+  if (name.find_first_not_of("0123456789.") == std::string::npos) return "an address: write it as cidr";
+  return std::nullopt;
+}
+
+const std::vector<std::string> kTopFields = {"apiVersion", "kind", "metadata", "spec"};
+const std::vector<std::string> kMetadataFields = {"name", "description"};
+const std::vector<std::string> kSpecFields = {"egress", "faults"};
+const std::vector<std::string> kScopeFields = {"cgroup", "all", "mode", "default_allow", "deny_errno", "exfil_cap",
+                                               "rules"};
+const std::vector<std::string> kRuleFields = {"name", "action", "cidr", "host", "ports", "proto", "reason"};
+
+void Reader::read_metadata(const YAML::Node& n, SourceMark parent, Policy& p) {
+  auto f = mapping(n, "metadata", parent, kMetadataFields);
+  if (!f) return;
+  if (auto name = text(*f, "metadata", "name", true)) {
+    if (!valid_name(*name, 253))
+      error(value_mark(*f, "name"), "metadata.name",
+            "'" + *name + "': letters, digits, '-', '_' and '.', starting with a letter or digit, at most 253");
+    else
+      p.name = *name;
+  }
+  (void)text(*f, "metadata", "description", false);
+}
+
+void Reader::read_rule(const YAML::Node& n, const std::string& path, SourceMark parent, PolicyRule& r) {
+  auto f = mapping(n, path, parent, kRuleFields);
+  if (!f) return;
+  r.mark = f->mark;
+  if (auto name = text(*f, path, "name", true)) {
+    if (!valid_name(*name, 63))
+      error(value_mark(*f, "name"), path + ".name",
+            "'" + *name + "': letters, digits, '-', '_' and '.', starting with a letter or digit, at most 63");
+    r.name = *name;
+    r.name_mark = value_mark(*f, "name");
+  }
+  if (auto action = text(*f, path, "action", true)) {
+    if (*action == "allow") r.action = Verdict::Allow;
+    else if (*action == "deny") r.action = Verdict::Deny;
+    else error(value_mark(*f, "action"), path + ".action", "'" + *action + "': expected allow or deny");
+  }
+  const bool has_cidr = f->by_name.contains("cidr"), has_host = f->by_name.contains("host");
+  if (has_cidr && has_host) {
+    error(key_mark(*f, "host"), path, "give one of cidr and host, not both");
+  } else if (!has_cidr && !has_host) {
+    error(f->mark, path, "missing the destination: give cidr (10.0.0.0/8) or host (api.example.com, *.example.com)");
+  } else if (has_cidr) {
+    if (auto c = text(*f, path, "cidr", true)) {
+      auto p = parse_prefix(*c);
+      if (!p) error(value_mark(*f, "cidr"), path + ".cidr", p.error().message);
+      else r.cidr = *p;
+    }
+  } else if (auto h = text(*f, path, "host", true)) {
+    std::string lower = *h;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (auto why = host_problem(lower)) error(value_mark(*f, "host"), path + ".host", "'" + *h + "': " + *why);
+    else r.host = lower;
+  }
+  if (auto ports = list(*f, path, "ports", false)) {
+    if (ports->size() == 0) error(value_mark(*f, "ports"), path + ".ports", "an empty list: leave ports out for any port");
+    size_t i = 0;
+    for (const auto& item : *ports) {
+      const std::string at = path + ".ports[" + std::to_string(i++) + "]";
+      if (!item.IsScalar()) {
+        error(mark_of(item, value_mark(*f, "ports")), at, "expected a port (443) or a range (8000-8100), found " + kind_text(item));
+        continue;
+      }
+      auto pr = parse_port_range(item.Scalar());
+      if (!pr) error(mark_of(item, value_mark(*f, "ports")), at, pr.error().message);
+      else r.ports.push_back(*pr);
+    }
+  }
+  if (auto proto = text(*f, path, "proto", false)) {
+    if (*proto == "tcp") r.proto = IPPROTO_TCP;
+    else if (*proto == "udp") r.proto = IPPROTO_UDP;
+    else error(value_mark(*f, "proto"), path + ".proto", "'" + *proto + "': expected tcp or udp (leave it out for both)");
+  }
+  if (auto reason = text(*f, path, "reason", false)) r.reason = *reason;
+}
+
+void Reader::read_scope(const YAML::Node& n, const std::string& path, SourceMark parent, EgressScope& s) {
+  auto f = mapping(n, path, parent, kScopeFields);
+  if (!f) return;
+  s.mark = f->mark;
+  const bool has_cgroup = f->by_name.contains("cgroup"), has_all = f->by_name.contains("all");
+  if (has_cgroup && has_all) {
+    error(key_mark(*f, "all"), path, "give one of cgroup and all, not both");
+  } else if (!has_cgroup && !has_all) {
+    error(f->mark, path, "missing the scope: give cgroup: PATH or all: true");
+  } else if (has_all) {
+    if (auto all = boolean(*f, path, "all")) {
+      if (!*all) error(value_mark(*f, "all"), path + ".all", "all: false selects nothing: write all: true or cgroup: PATH");
+      s.host_wide = *all;
+    }
+  } else if (auto cg = text(*f, path, "cgroup", true)) {
+    if (cg->empty() || cg->front() != '/')
+      error(value_mark(*f, "cgroup"), path + ".cgroup",
+            "'" + *cg + "': a path below the cgroup2 root, starting with / (/system.slice/web.service)");
+    else if (cg->find("/../") != std::string::npos || cg->ends_with("/..") || cg->find("//") != std::string::npos)
+      error(value_mark(*f, "cgroup"), path + ".cgroup", "'" + *cg + "': no '..' or empty components");
+    else {
+      s.cgroup = *cg;
+      while (s.cgroup.size() > 1 && s.cgroup.back() == '/') s.cgroup.pop_back();
+    }
+  }
+  if (auto mode = text(*f, path, "mode", false)) {
+    if (*mode == "monitor") s.mode = PolicyMode::Monitor;
+    else if (*mode == "enforce") s.mode = PolicyMode::Enforce;
+    else error(value_mark(*f, "mode"), path + ".mode", "'" + *mode + "': expected monitor or enforce");
+  }
+  if (auto d = boolean(*f, path, "default_allow")) s.default_allow = *d;
+  if (auto e = text(*f, path, "deny_errno", false)) {
+    if (auto v = errno_from_name(*e)) s.deny_errno = *v;
+    else error(value_mark(*f, "deny_errno"), path + ".deny_errno",
+               "'" + *e + "': not a known errno name (EPERM, ECONNREFUSED, EACCES, ...)");
+  }
+  if (auto c = text(*f, path, "exfil_cap", false)) {
+    auto b = parse_size_bytes(*c);
+    if (!b) error(value_mark(*f, "exfil_cap"), path + ".exfil_cap", b.error().message);
+    else if (*b == 0) error(value_mark(*f, "exfil_cap"), path + ".exfil_cap", "must be above 0 (leave it out for no cap)");
+    else s.exfil_cap = *b;
+  }
+  if (auto rules = list(*f, path, "rules", false)) {
+    size_t i = 0;
+    std::map<std::string, size_t> names;
+    for (const auto& item : *rules) {
+      const std::string at = path + ".rules[" + std::to_string(i) + "]";
+      PolicyRule r;
+      const size_t before = errors.size();
+      read_rule(item, at, value_mark(*f, "rules"), r);
+      if (!r.name.empty()) {
+        auto [it, fresh] = names.emplace(r.name, i);
+        if (!fresh)
+          error(r.name_mark, at + ".name", "'" + r.name + "' is also the name of rules[" + std::to_string(it->second) + "]");
+      }
+      if (errors.size() == before) s.rules.push_back(std::move(r));
+      ++i;
+    }
+  }
+}
+
+void Reader::read_fault(const YAML::Node& n, const std::string& path, SourceMark parent, FaultEntry& e) {
+  if (!n.IsMap()) {
+    error(mark_of(n, parent), path, "expected a mapping, found " + kind_text(n));
+    return;
+  }
+  e.mark = mark_of(n, parent);
+  bool has_name = false, has_kind = false;
+  std::set<std::string> seen;
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    const YAML::Node key = it->first;
+    const YAML::Node v = it->second;
+    const SourceMark km = mark_of(key, e.mark);
+    if (!key.IsScalar()) {
+      error(km, path, "a field name must be a plain word, found " + kind_text(key));
+      continue;
+    }
+    const std::string name = key.Scalar();
+    const std::string at = path + "." + name;
+    if (!seen.insert(name).second) {
+      error(km, at, "repeated field (each field once)");
+      continue;
+    }
+    if (name == "name" || name == "kind") {
+      if (!v.IsScalar() || v.Scalar().empty()) {
+        error(mark_of(v, km), at, "expected text, found " + kind_text(v));
+        continue;
+      }
+      if (name == "name") {
+        has_name = true;
+        e.name = v.Scalar();
+        if (!valid_name(e.name, 63))
+          error(mark_of(v, km), at, "'" + e.name + "': letters, digits, '-', '_' and '.', starting with a letter or digit, at most 63");
+      } else {
+        has_kind = true;
+        e.kind = v.Scalar();
+        e.kind_mark = mark_of(v, km);
+      }
+      continue;
+    }
+    if (name == "command") {
+      if (!v.IsSequence() || v.size() == 0) {
+        error(mark_of(v, km), at, "expected the command as a non-empty list of words ([./app, --flag])");
+        continue;
+      }
+      for (const auto& w : v) {
+        if (!w.IsScalar()) {
+          error(mark_of(w, km), at, "expected a word, found " + kind_text(w));
+          continue;
+        }
+        e.command.push_back(w.Scalar());
+      }
+      continue;
+    }
+    FaultField field;
+    field.name = name;
+    field.mark = km;
+    if (v.IsScalar()) {
+      if (plain_scalar(v) && v.Scalar() == "true") field.is_switch = true;
+      field.values.push_back(v.Scalar());
+      field.value_marks.push_back(mark_of(v, km));
+    } else if (v.IsSequence() && v.size() > 0) {
+      field.is_list = true;
+      for (const auto& w : v) {
+        if (!w.IsScalar()) {
+          error(mark_of(w, km), at, "expected a value, found " + kind_text(w));
+          continue;
+        }
+        field.values.push_back(w.Scalar());
+        field.value_marks.push_back(mark_of(w, km));
+      }
+    } else {
+      error(mark_of(v, km), at, "expected a value or a non-empty list of values, found " + kind_text(v));
+      continue;
+    }
+    e.fields.push_back(std::move(field));
+  }
+  if (!has_name) error(e.mark, path + ".name", "missing (required)");
+  if (!has_kind) error(e.mark, path + ".kind", "missing (required): loss, latency, partition, ..., syscall, process, cpu, memory, disk");
+}
+
+// Overlaps the sockaddr tries cannot hold, found by compiling each scope's
+// address rules as the guard would.
+void check_compilable(Reader& rd, const EgressScope& s, const std::string& path) {
+  std::vector<EgressRule> expanded;
+  for (const auto& r : s.rules) {
+    if (!r.cidr) continue;
+    std::vector<PortRange> ports = r.ports.empty() ? std::vector<PortRange>{PortRange{}} : r.ports;
+    for (const auto& pr : ports) expanded.push_back({r.action, *r.cidr, pr, r.proto, r.name});
+  }
+  if (expanded.size() > 0xfffe) {
+    rd.error(s.mark, path + ".rules",
+             std::to_string(expanded.size()) + " address rules (one per port entry): at most 65534 per scope");
+    return;
+  }
+  for (auto v : {Verdict::Deny, Verdict::Allow}) {
+    auto t = compile_rules(expanded, v);
+    if (!t) rd.error(s.mark, path + ".rules", t.error().message + " (one rule per port entry counts)");
+    else if (t->entries.size() > FL_SA_MAX_PREFIXES)
+      rd.error(s.mark, path + ".rules", std::to_string(t->entries.size()) + " distinct " +
+                                            (v == Verdict::Deny ? "deny" : "allow") + " prefixes: at most " +
+                                            std::to_string(FL_SA_MAX_PREFIXES) + " per scope");
+  }
+}
+
+// Aliases (*name) are refused before the tree is read: an alias repeats a
+// subtree without repeating its bytes, so a few nested ones make a small file
+// stand for millions of rules (and errors). A reviewed policy spells out each
+// rule anyway.
+class AliasFinder : public YAML::EventHandler {
+ public:
+  std::optional<SourceMark> first;
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override {
+    if (!first) first = SourceMark{m.line + 1, m.column + 1};
+  }
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+}  // namespace policy_parse
+
+std::string PolicyDiagnostic::render(std::string_view file) const {
+  return std::string(file) + ":" + std::to_string(mark.line) + ":" + std::to_string(mark.column) + ": " + path + ": " +
+         reason;
+}
+
+Result<std::string> read_policy_text(const std::string& file) {
+  std::ostringstream text;
+  if (file == "-") {
+    text << std::cin.rdbuf();
+  } else {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) return input_error(errno, file + ": cannot read");
+    text << in.rdbuf();
+  }
+  if (text.str().size() > kMaxPolicyBytes)
+    return input_error(EFBIG, file + ": larger than " + std::to_string(kMaxPolicyBytes >> 20) + " MiB");
+  return text.str();
+}
+
+std::string EgressScope::label() const { return host_wide ? "all" : "cgroup " + cgroup; }
+
+std::string closest_name(std::string_view wrong, const std::vector<std::string>& known) {
+  // Levenshtein distance, case-insensitive; close means at most a third of the word.
+  auto lower = [](std::string_view s) {
+    std::string o(s);
+    std::transform(o.begin(), o.end(), o.begin(), [](unsigned char c) { return std::tolower(c); });
+    return o;
+  };
+  const std::string a = lower(wrong);
+  std::string best;
+  size_t best_d = std::max<size_t>(2, a.size() / 3) + 1;
+  for (const auto& k : known) {
+    const std::string b = lower(k);
+    std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      cur[0] = i;
+      for (size_t j = 1; j <= b.size(); ++j)
+        cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      std::swap(prev, cur);
+    }
+    if (prev[b.size()] < best_d) {
+      best_d = prev[b.size()];
+      best = k;
+    }
+  }
+  return best;
+}
+
+PolicyParse parse_policy(std::string_view text, const FaultChecker& check_fault) {
+  using namespace policy_parse;
+  PolicyParse out;
+  Reader rd;
+  std::vector<YAML::Node> docs;
+  try {
+    std::istringstream in{std::string(text)};
+    YAML::Parser parser(in);
+    AliasFinder aliases;
+    while (parser.HandleNextDocument(aliases)) {
+    }
+    if (aliases.first) {
+      out.errors.push_back({*aliases.first, "<document>", "an alias (*name): spell each value out in a policy file"});
+      return out;
+    }
+    docs = YAML::LoadAll(std::string(text));
+  } catch (const YAML::Exception& e) {
+    out.errors.push_back({{std::max(e.mark.line, 0) + 1, std::max(e.mark.column, 0) + 1}, "<document>",
+                          "not YAML or JSON: " + e.msg});
+    return out;
+  }
+  if (docs.size() > 1) {
+    out.errors.push_back({mark_of(docs[1], {1, 1}), "<document>", "one policy per file (found " +
+                                                                      std::to_string(docs.size()) + " documents)"});
+    return out;
+  }
+  if (docs.empty() || docs[0].IsNull()) {
+    out.errors.push_back({{1, 1}, "<document>", "empty: expected a Policy (apiVersion, kind, metadata, spec)"});
+    return out;
+  }
+  const SourceMark top{1, 1};
+  auto f = rd.mapping(docs[0], "", top, kTopFields);
+  if (!f) {
+    rd.errors.back().path = "<document>";
+    out.errors = std::move(rd.errors);
+    return out;
+  }
+  if (auto v = rd.text(*f, "", "apiVersion", true); v && *v != kPolicyApiVersion)
+    rd.error(rd.value_mark(*f, "apiVersion"), "apiVersion",
+             "'" + *v + "': expected " + std::string(kPolicyApiVersion));
+  if (auto k = rd.text(*f, "", "kind", true); k && *k != kPolicyKind)
+    rd.error(rd.value_mark(*f, "kind"), "kind", "'" + *k + "': expected " + std::string(kPolicyKind));
+  if (auto it = f->by_name.find("metadata"); it != f->by_name.end())
+    rd.read_metadata(it->second.second, rd.key_mark(*f, "metadata"), out.policy);
+  else
+    rd.error(f->mark, "metadata", "missing (required): metadata: {name: NAME}");
+  auto spec_it = f->by_name.find("spec");
+  if (spec_it == f->by_name.end()) {
+    rd.error(f->mark, "spec", "missing (required): spec with egress, faults or both");
+  } else if (auto spec = rd.mapping(spec_it->second.second, "spec", rd.key_mark(*f, "spec"), kSpecFields)) {
+    if (spec_it->second.second.size() == 0)
+      rd.error(spec->mark, "spec", "names neither egress nor faults: the policy would change nothing");
+    if (auto egress = rd.list(*spec, "spec", "egress", false)) {
+      std::vector<EgressScope> scopes;
+      std::map<std::string, size_t> labels;
+      size_t i = 0;
+      for (const auto& item : *egress) {
+        const std::string at = "spec.egress[" + std::to_string(i) + "]";
+        EgressScope s;
+        const size_t before = rd.errors.size();
+        rd.read_scope(item, at, rd.value_mark(*spec, "egress"), s);
+        if (rd.errors.size() == before) {
+          auto [it, fresh] = labels.emplace(s.label(), i);
+          if (!fresh)
+            rd.error(s.mark, at, s.label() + " is also the scope of spec.egress[" + std::to_string(it->second) +
+                                     "]: one scope each (merge their rules)");
+          else
+            check_compilable(rd, s, at);
+          scopes.push_back(std::move(s));
+        }
+        ++i;
+      }
+      out.policy.egress = std::move(scopes);
+    }
+    if (auto faults = rd.list(*spec, "spec", "faults", false)) {
+      std::vector<FaultEntry> entries;
+      std::map<std::string, size_t> names;
+      size_t i = 0;
+      for (const auto& item : *faults) {
+        const std::string at = "spec.faults[" + std::to_string(i) + "]";
+        FaultEntry e;
+        const size_t before = rd.errors.size();
+        rd.read_fault(item, at, rd.value_mark(*spec, "faults"), e);
+        if (!e.name.empty()) {
+          auto [it, fresh] = names.emplace(e.name, i);
+          if (!fresh)
+            rd.error(e.mark, at + ".name", "'" + e.name + "' is also the name of spec.faults[" +
+                                               std::to_string(it->second) + "]");
+        }
+        if (rd.errors.size() == before && check_fault) {
+          auto more = check_fault(e, at);
+          rd.errors.insert(rd.errors.end(), more.begin(), more.end());
+        }
+        entries.push_back(std::move(e));
+        ++i;
+      }
+      out.policy.faults = std::move(entries);
+    }
+  }
+  out.errors = std::move(rd.errors);
+  std::stable_sort(out.errors.begin(), out.errors.end(), [](const PolicyDiagnostic& a, const PolicyDiagnostic& b) {
+    return std::tie(a.mark.line, a.mark.column) < std::tie(b.mark.line, b.mark.column);
+  });
+  return out;
+}
+
+}  // namespace faultline
