@@ -3,12 +3,27 @@
 
 #include <cerrno>
 #include <cstring>
-#include <source_location>
 #include <string>
 #include <utility>
 #include <variant>
 
 namespace faultline {
+
+// Where an error was raised: std::source_location's two fields, from the
+// builtins gcc and clang share. (clang 14 over libstdc++ 12, the fuzz build,
+// has no std::source_location.) As a default argument, current() takes the
+// caller's file and line.
+struct SourceLocation {
+  [[nodiscard]] static constexpr SourceLocation current(const char* file = __builtin_FILE(),
+                                                        unsigned line = __builtin_LINE()) {
+    return SourceLocation{file, line};
+  }
+  [[nodiscard]] constexpr const char* file_name() const { return file_; }
+  [[nodiscard]] constexpr unsigned line() const { return line_; }
+
+  const char* file_ = "";
+  unsigned line_ = 0;
+};
 
 struct Error {
   int err = 0;  // errno-style code; 0 when the cause is not a system call
@@ -27,7 +42,7 @@ struct Error {
 };
 
 [[nodiscard]] inline Error make_error(int err, std::string message,
-                                      std::source_location loc = std::source_location::current()) {
+                                      SourceLocation loc = SourceLocation::current()) {
   std::string file = loc.file_name();
   if (auto slash = file.rfind('/'); slash != std::string::npos) file = file.substr(slash + 1);
   return Error{err < 0 ? -err : err, std::move(message), file + ":" + std::to_string(loc.line())};
@@ -35,7 +50,7 @@ struct Error {
 
 // The last errno as an Error, for a failed system call.
 [[nodiscard]] inline Error errno_error(std::string message,
-                                       std::source_location loc = std::source_location::current()) {
+                                       SourceLocation loc = SourceLocation::current()) {
   return make_error(errno, std::move(message), loc);
 }
 
@@ -47,7 +62,7 @@ struct Error {
 
 // A bad-input error raised where the input is judged.
 [[nodiscard]] inline Error input_error(int err, std::string message,
-                                       std::source_location loc = std::source_location::current()) {
+                                       SourceLocation loc = SourceLocation::current()) {
   return as_bad_input(make_error(err, std::move(message), loc));
 }
 

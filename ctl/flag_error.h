@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
-#include <source_location>
 #include <string>
 #include <string_view>
 
@@ -13,7 +12,7 @@
 
 namespace faultline {
 
-[[nodiscard]] inline Error bad(std::string message, std::source_location loc = std::source_location::current()) {
+[[nodiscard]] inline Error bad(std::string message, SourceLocation loc = SourceLocation::current()) {
   return input_error(EINVAL, std::move(message), loc);
 }
 
