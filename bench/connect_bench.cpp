@@ -42,6 +42,8 @@ struct Options {
   int cpu = -1;
   bool seccomp = true;
   std::string summary;
+  std::string json_out;  // --json FILE: the ratios, for the kernel report
+  std::vector<std::pair<std::string, Spread>> ratios;
   std::string faultctl = FAULTCTL_PATH;
 };
 
@@ -207,7 +209,7 @@ void tcp_connects(long iters, uint16_t port, std::vector<double>& t, Between bet
   }
 }
 
-int bench_connect(const Options& o) {
+int bench_connect(Options& o) {
   Listener listener;  // made before we enter the cgroup: its sockets stay outside it
   cpu_set_t all;
   sched_getaffinity(0, sizeof(all), &all);
@@ -303,6 +305,7 @@ int bench_connect(const Options& o) {
     std::printf("  %-4s %-31s %18s ns   %s x\n", proto, kVariantName[v], fmt_spread(abs, 0).c_str(),
                 v == kNone ? "1.00" : fmt_spread(rat, 3).c_str());
     if (v == kNone) return;
+    o.ratios.emplace_back(std::string(proto) + " connect(), " + kVariantName[v] + " / no program", rat);
     std::string tgt = target > 0 ? "<= " + fmt(target, 2) + "x no program" : "-";
     append_summary(o.summary, {"4 connect", std::string(proto) + " connect(), " + kVariantName[v], fmt_spread(abs, 0) + " ns",
                                fmt_spread(rat, 3) + "x", tgt, target > 0 ? verdict(rat.median <= target) : "report"});
@@ -349,7 +352,7 @@ double run_loop(const std::vector<std::string>& argv) {
   return std::atof(last.c_str() + 12);
 }
 
-int bench_seccomp(const Options& o) {
+int bench_seccomp(Options& o) {
   char self[PATH_MAX] = {};
   if (::readlink("/proc/self/exe", self, sizeof(self) - 1) <= 0) return 1;
   const std::string n = std::to_string(o.syscalls);
@@ -374,6 +377,7 @@ int bench_seccomp(const Options& o) {
     std::vector<double> ratio;
     for (int r = 0; r < o.reps; ++r) ratio.push_back(ns[v][r] / ns[kBare][r]);
     Spread abs = spread(ns[v]), rat = spread(ratio);
+    if (v != kBare) o.ratios.emplace_back(std::string("getppid(), ") + name[v] + " / bare", rat);
     std::printf("  %-40s %22s ns/call   %s x\n", name[v], fmt_spread(abs, 1).c_str(),
                 v == kBare ? "1.00" : fmt_spread(rat, 1).c_str());
     if (v != kBare)
@@ -416,9 +420,12 @@ int main(int argc, char** argv) {
       o.summary = next();
     } else if (a == "--no-seccomp") {
       o.seccomp = false;
+    } else if (a == "--json") {
+      o.json_out = next();
     } else {
       std::cerr << "usage: fl_bench_connect [--reps N>=3] [--udp-iters N] [--tcp-iters N] [--rules N] [--syscalls N]\n"
-                   "                        [--cpu N] [--faultctl PATH] [--summary FILE] [--no-seccomp]\n";
+                   "                        [--cpu N] [--faultctl PATH] [--summary FILE] [--no-seccomp]\n"
+                   "                        [--json FILE]\n";
       return 2;
     }
   }
@@ -430,5 +437,22 @@ int main(int argc, char** argv) {
             << " TCP connects per variant and rep)\n";
   int rc = bench_connect(o);
   if (rc == 0 && o.seccomp) rc = bench_seccomp(o);
+  if (rc == 0 && !o.json_out.empty()) {
+    // {"bench":"connect","reps":N,"ratios":{"UDP connect(), ... / no program":{"median":..,"min":..,"max":..}}}
+    auto num = [](double v) { return std::isnan(v) ? std::string("null") : fmt(v, 3); };
+    std::string j = "{\"bench\":\"connect\",\"reps\":" + std::to_string(o.reps) + ",\"ratios\":{";
+    for (size_t i = 0; i < o.ratios.size(); ++i) {
+      const auto& [name, r] = o.ratios[i];
+      j += std::string(i ? "," : "") + "\"" + name + "\":{\"median\":" + num(r.median) + ",\"min\":" + num(r.min) +
+           ",\"max\":" + num(r.max) + "}";
+    }
+    j += "}}\n";
+    FILE* out = std::fopen(o.json_out.c_str(), "w");
+    if (out == nullptr || std::fputs(j.c_str(), out) < 0) {
+      std::cerr << "fl_bench_connect: cannot write " << o.json_out << "\n";
+      return 1;
+    }
+    std::fclose(out);
+  }
   return rc;
 }

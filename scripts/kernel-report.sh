@@ -32,6 +32,7 @@ host_run() {
 		ln -sf "$build/$b" "$bin/$(basename "$b")"
 	done
 	[ -x "$build/bench/fl_bench_progrun" ] && ln -sf "$build/bench/fl_bench_progrun" "$bin/fl_bench_progrun"
+	[ -x "$build/bench/fl_bench_connect" ] && ln -sf "$build/bench/fl_bench_connect" "$bin/fl_bench_connect"
 	if [ "$(id -u)" -ne 0 ]; then
 		echo "kernel-report: the host's part needs root (BPF, network namespaces)" >&2
 		return 1
@@ -50,6 +51,14 @@ host_run() {
 			"$bin/fl_bench_progrun" --quick --json "$dir/bench.json" 2>&1 || echo "kernel-report: fl_bench_progrun exited $?"
 			echo "===== end of fl_bench_progrun ====="
 			[ -s "$dir/bench.json" ] && echo "vmtest-bench: $(cat "$dir/bench.json")"
+		fi
+		if [ -x "$bin/fl_bench_connect" ] && [ "${FAULTLINE_VMTEST_BENCH:-1}" = 1 ]; then
+			echo "===== fl_bench_connect ====="
+			"$bin/fl_bench_connect" --reps 3 --udp-iters 2000 --tcp-iters 300 --syscalls 20000 \
+				--faultctl "$bin/faultctl" --json "$dir/bench-connect.json" 2>&1 ||
+				echo "kernel-report: fl_bench_connect exited $?"
+			echo "===== end of fl_bench_connect ====="
+			[ -s "$dir/bench-connect.json" ] && echo "vmtest-bench: $(cat "$dir/bench-connect.json")"
 		fi
 	} >"$dir/host.log" 2>&1 || rc=$?
 	grep -E '^\[ +(OK|FAILED|SKIPPED) +\] [^ ]+(, where .*)? \([0-9]+ ms\)$' "$dir/host.log" | sed 's/^/  /' || true

@@ -76,10 +76,15 @@ def parse_log(text, boot):
             if line.startswith("vmtest-figure: "):
                 res["figures"].append(line[len("vmtest-figure: "):])
             elif line.startswith("vmtest-bench: "):
+                # One line per benchmark (per packet, connect): their ratios merged.
                 try:
-                    res["bench"] = json.loads(line[len("vmtest-bench: "):])
+                    b = json.loads(line[len("vmtest-bench: "):])
                 except ValueError:
-                    pass
+                    continue
+                if res["bench"] is None:
+                    res["bench"] = b
+                else:
+                    res["bench"].setdefault("ratios", {}).update(b.get("ratios") or {})
             continue
         verdict, suite, name, ms = m.groups()
         full = suite + "." + name

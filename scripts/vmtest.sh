@@ -168,6 +168,7 @@ build_common() {
 	copy_bin "$build/selftests/vm/vm_tests" /opt/faultline/vm_tests
 	copy_bin "$build/selftests/vm/fl-vmprobe" /opt/faultline/fl-vmprobe
 	[ "$bench" = 1 ] && copy_bin "$build/bench/fl_bench_progrun" /opt/faultline/fl_bench_progrun
+	[ "$bench" = 1 ] && [ -x "$build/bench/fl_bench_connect" ] && copy_bin "$build/bench/fl_bench_connect" /opt/faultline/fl_bench_connect
 	install -m 0755 "$build/selftests/vm/fl-vmexit" "$stage/opt/faultline/fl-vmexit"
 	copy_bin "$(command -v ip)" /usr/sbin/ip
 	copy_bin "$(command -v tc)" /usr/sbin/tc

@@ -61,6 +61,15 @@ if [ "${bench:-0}" = 1 ] && [ -x /opt/faultline/fl_bench_progrun ]; then
 	echo "===== end of fl_bench_progrun ====="
 	[ -s /tmp/bench.json ] && echo "vmtest-bench: $(cat /tmp/bench.json)"
 fi
+if [ "${bench:-0}" = 1 ] && [ -x /opt/faultline/fl_bench_connect ]; then
+	echo "===== fl_bench_connect ====="
+	/opt/faultline/fl_bench_connect --reps 3 --udp-iters 2000 --tcp-iters 300 --syscalls 20000 \
+		--faultctl /opt/faultline/faultctl --json /tmp/bench-connect.json >/tmp/bench-connect.log 2>&1 ||
+		echo "vmtest-guest: fl_bench_connect exited $?"
+	cat /tmp/bench-connect.log
+	echo "===== end of fl_bench_connect ====="
+	[ -s /tmp/bench-connect.json ] && echo "vmtest-bench: $(cat /tmp/bench-connect.json)"
+fi
 echo "vmtest-guest: $passed passed, $failed failed"
 sync
 code=$failed
