@@ -65,8 +65,10 @@ TEST_P(VmProxy, RelaysAndDelaysOnThisKernel) {
   EXPECT_EQ(reply, "pong ping");
 
   faultline::Toxic t;
+  t.name = "latency_downstream";
   t.attributes = faultline::LatencyToxic{200, 0};
-  ASSERT_TRUE((*reg)->add_toxic("echo", t));
+  auto added = (*reg)->add_toxic("echo", t);
+  ASSERT_TRUE(added) << added.error().describe();
   const double ms = timed_ping(p->listen_bound, &reply);
   EXPECT_EQ(reply, "pong ping");
   EXPECT_GE(ms, 195) << "200 ms of downstream latency";
