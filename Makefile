@@ -51,7 +51,7 @@ fuzz: deps
 	@ninja -C build-fuzz http_status_fuzz http_url_fuzz http_response_fuzz prometheus_answer_fuzz http_request_fuzz policy_parse_fuzz
 	@for t in http_status http_url http_response prometheus_answer http_request policy_parse; do \
 	  mkdir -p build-fuzz/corpus-$$t && cp selftests/fuzz/corpus/$$t/* build-fuzz/corpus-$$t/ && \
-	  build-fuzz/selftests/fuzz/$${t}_fuzz -max_total_time=$(FUZZ_SECONDS) build-fuzz/corpus-$$t || exit 1; \
+	  build-fuzz/selftests/fuzz/$${t}_fuzz -max_total_time=$(FUZZ_SECONDS) -timeout=10 build-fuzz/corpus-$$t || exit 1; \
 	done
 
 fmt:
