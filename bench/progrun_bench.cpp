@@ -186,6 +186,46 @@ double populate_cidr(int fd, uint32_t n) {
   return (mono_ns() - t0) / 1e6;
 }
 
+// Map writes, as ratios within each repetition so emulation speed cancels out:
+// one bpf_map_update_elem() per entry against a getppid() (the cost of a plain
+// syscall), and filling a hash map of fl_exact's shape one call per entry
+// against one bpf_map_update_batch() (per entry both).
+struct MapFillRatios {
+  Spread update_vs_syscall, single_vs_batch;
+};
+
+MapFillRatios map_fill_ratios(int reps, uint32_t n) {
+  LIBBPF_OPTS(bpf_map_create_opts, mo);
+  const int fd = bpf_map_create(BPF_MAP_TYPE_HASH, "flb_fill", sizeof(fl_addr), sizeof(fl_bucket), n, &mo);
+  if (fd < 0) die_errno("creating the map-fill hash map");
+  std::vector<fl_addr> keys(n);
+  std::vector<fl_bucket> vals(n, fl_bucket{});
+  for (uint32_t i = 0; i < n; ++i) keys[i] = v4_mapped(kExactBase + i);
+  std::vector<double> update_vs_syscall, single_vs_batch;
+  for (int r = 0; r < reps; ++r) {
+    uint64_t t0 = thread_cpu_ns();
+    for (uint32_t i = 0; i < n; ++i) (void)getppid();
+    const double syscall_ns = static_cast<double>(thread_cpu_ns() - t0) / n;
+    t0 = thread_cpu_ns();
+    for (uint32_t i = 0; i < n; ++i) {
+      if (bpf_map_update_elem(fd, &keys[i], &vals[i], BPF_ANY) != 0) die_errno("bpf_map_update_elem (map fill)");
+    }
+    const double single_ns = static_cast<double>(thread_cpu_ns() - t0) / n;
+    for (uint32_t i = 0; i < n; ++i) (void)bpf_map_delete_elem(fd, &keys[i]);
+    uint32_t count = n;
+    LIBBPF_OPTS(bpf_map_batch_opts, bo, .elem_flags = BPF_ANY);
+    t0 = thread_cpu_ns();
+    if (bpf_map_update_batch(fd, keys.data(), vals.data(), &count, &bo) != 0 || count != n)
+      die_errno("bpf_map_update_batch (map fill)");
+    const double batch_ns = static_cast<double>(thread_cpu_ns() - t0) / n;
+    for (uint32_t i = 0; i < n; ++i) (void)bpf_map_delete_elem(fd, &keys[i]);
+    update_vs_syscall.push_back(single_ns / syscall_ns);
+    single_vs_batch.push_back(single_ns / batch_ns);
+  }
+  close(fd);
+  return {spread(update_vs_syscall), spread(single_vs_batch)};
+}
+
 struct RunResult {
   double cpu_ns = NAN;  // thread CPU time of the syscall / repeat
   uint32_t kernel_ns = 0;  // the kernel's own average (integer ns, excludes reschedules)
@@ -513,6 +553,13 @@ int main(int argc, char** argv) {
     }
   }
 
+  const MapFillRatios fill = map_fill_ratios(reps, 20'000);
+  std::cout << "\nmap writes, 20k entries of fl_exact's shape, ratios within each repetition:\n"
+            << "  one bpf_map_update_elem / one getppid():            " << fmt_spread(fill.update_vs_syscall, 2) << " x\n"
+            << "  per entry, one call each / one bpf_map_update_batch: " << fmt_spread(fill.single_vs_batch, 2) << " x\n";
+  add("map update per entry vs getppid()", "-", fmt_spread(fill.update_vs_syscall, 2) + "x", "-", "report");
+  add("map fill, one call each vs one batch", "-", fmt_spread(fill.single_vs_batch, 2) + "x", "-", "report");
+
   if (!json_out.empty()) {
     // {"bench":"progrun","reps":N,"repeat":R,"empty_ns":X,"ratios":{"netfault, exact 0 / empty":{...}}}
     auto num = [](double v) { return std::isnan(v) ? std::string("null") : fmt(v, 3); };
@@ -525,6 +572,11 @@ int main(int argc, char** argv) {
            " / empty program\":{\"median\":" + num(re.median) + ",\"min\":" + num(re.min) + ",\"max\":" + num(re.max) +
            "}";
       first = false;
+    }
+    for (const auto& [name, r] : {std::pair{"map update, bpf_map_update_elem / getppid()", fill.update_vs_syscall},
+                                  std::pair{"map fill per entry, one update each / one batch", fill.single_vs_batch}}) {
+      j += std::string(",\"") + name + "\":{\"median\":" + num(r.median) + ",\"min\":" + num(r.min) +
+           ",\"max\":" + num(r.max) + "}";
     }
     j += "}}\n";
     FILE* out = std::fopen(json_out.c_str(), "w");
