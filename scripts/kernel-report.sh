@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The kernel report: what each kernel can do (faultctl features), what passed there
-# (the VM suite, grouped), and what the packet program costs there (in-guest
-# BPF_PROG_TEST_RUN ratios). scripts/vmtest.sh writes it for its matrix of kernels;
+# (the VM suite, grouped), and what the mechanisms cost there (in-guest
+# ratios: per packet, connect(), seccomp, map writes). scripts/vmtest.sh writes it for its matrix of kernels;
 # this script also runs the host's part alone and compares two reports.
 #
 # usage:
