@@ -151,17 +151,9 @@ nlohmann::json ProxyFaults::status_json() const {
     return std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::seconds>(left).count());
   };
   for (const ProxyInfo& p : registry_->list()) {
-    nlohmann::json toxics = nlohmann::json::array();
-    for (const Toxic& t : p.toxics) {
-      nlohmann::json tj = toxic_to_json(t);
-      tj["left_s"] = ends_in(p.config.name, toxic_key(t.name));
-      toxics.push_back(std::move(tj));
-    }
-    nlohmann::json pj{{"name", p.config.name},
-                      {"listen", p.listen_bound.empty() ? p.config.listen : p.listen_bound},
-                      {"upstream", p.config.upstream},
-                      {"enabled", p.config.enabled},
-                      {"toxics", std::move(toxics)}};
+    nlohmann::json pj = toxiproxy_proxy_json(p);
+    for (size_t i = 0; i < p.toxics.size(); ++i)
+      pj["toxics"][i]["left_s"] = ends_in(p.config.name, toxic_key(p.toxics[i].name));
     if (!p.config.enabled) pj["down_left_s"] = ends_in(p.config.name, kDown);
     if (auto st = registry_->stats(p.config.name)) {
       pj["counters"] = {{"connections_accepted", st->connections_accepted},

@@ -40,17 +40,6 @@ HttpReply registry_error(const Error& e, const char* not_found, const char* exis
 
 HttpReply json_reply(int status, const json& j) { return HttpReply::json(status, j.dump() + "\n"); }
 
-json proxy_json(const ProxyInfo& p) {
-  json toxics = json::array();
-  for (const Toxic& t : p.toxics) toxics.push_back(toxic_to_json(t));
-  // Toxiproxy shows the address it listens on once it does (port 0 resolved).
-  return json{{"name", p.config.name},
-              {"listen", p.listen_bound.empty() ? p.config.listen : p.listen_bound},
-              {"upstream", p.config.upstream},
-              {"enabled", p.config.enabled},
-              {"toxics", std::move(toxics)}};
-}
-
 // The body as a JSON value of the wanted kind, or the reply that refuses it.
 std::variant<json, HttpReply> parse_body(const HttpRequest& req, bool want_array) {
   if (req.body.empty()) return bad_body("empty body, expected a JSON " + std::string(want_array ? "array" : "object"));
@@ -110,7 +99,7 @@ HttpReply create_proxy(ProxyRegistry& reg, const HttpRequest& req) {
   if (auto* r = std::get_if<HttpReply>(&config)) return *r;
   auto made = reg.create(std::get<ProxyConfig>(config));
   if (!made) return registry_error(made.error(), kProxyNotFound, kProxyExists);
-  return json_reply(201, proxy_json(*made));
+  return json_reply(201, toxiproxy_proxy_json(*made));
 }
 
 HttpReply update_proxy(ProxyRegistry& reg, const HttpRequest& req, const std::string& name) {
@@ -139,7 +128,7 @@ HttpReply update_proxy(ProxyRegistry& reg, const HttpRequest& req, const std::st
   if (change.listen && *change.listen == current->listen_bound) change.listen.reset();
   auto updated = reg.update(name, change);
   if (!updated) return registry_error(updated.error(), kProxyNotFound, kProxyExists);
-  return json_reply(200, proxy_json(*updated));
+  return json_reply(200, toxiproxy_proxy_json(*updated));
 }
 
 // POST /populate: every proxy of the body judged first; then each is created,
@@ -186,9 +175,9 @@ HttpReply populate(ProxyRegistry& reg, const HttpRequest& req) {
           on.enabled = true;
           auto up = reg.update(c.name, on);
           if (!up) return undo(up.error());
-          out.push_back(proxy_json(*up));
+          out.push_back(toxiproxy_proxy_json(*up));
         } else {
-          out.push_back(proxy_json(*old));
+          out.push_back(toxiproxy_proxy_json(*old));
         }
         continue;
       }
@@ -198,7 +187,7 @@ HttpReply populate(ProxyRegistry& reg, const HttpRequest& req) {
     auto made = reg.create(c);
     if (!made) return undo(made.error());
     created.push_back(c.name);
-    out.push_back(proxy_json(*made));
+    out.push_back(toxiproxy_proxy_json(*made));
   }
   return json_reply(201, json{{"proxies", out}});
 }
@@ -243,7 +232,7 @@ HttpRouter toxiproxy_router(ProxyRegistry& reg) {
   });
   r.add("GET", "/proxies", [&reg](const HttpRequest&, const PathParams&) {
     json all = json::object();
-    for (const ProxyInfo& p : reg.list()) all[p.config.name] = proxy_json(p);
+    for (const ProxyInfo& p : reg.list()) all[p.config.name] = toxiproxy_proxy_json(p);
     return json_reply(200, all);
   });
   r.add("POST", "/proxies", [&reg](const HttpRequest& req, const PathParams&) { return create_proxy(reg, req); });
@@ -251,7 +240,7 @@ HttpRouter toxiproxy_router(ProxyRegistry& reg) {
   r.add("GET", "/proxies/{proxy}", [&reg](const HttpRequest&, const PathParams& p) {
     auto got = reg.get(p.at("proxy"));
     if (!got) return registry_error(got.error(), kProxyNotFound, kProxyExists);
-    return json_reply(200, proxy_json(*got));
+    return json_reply(200, toxiproxy_proxy_json(*got));
   });
   for (const char* method : {"POST", "PATCH"}) {
     r.add(method, "/proxies/{proxy}",
@@ -291,6 +280,17 @@ HttpRouter toxiproxy_router(ProxyRegistry& reg) {
     return json_reply(200, json{{"version", kToxiproxyApiVersion}});
   });
   return r;
+}
+
+json toxiproxy_proxy_json(const ProxyInfo& p) {
+  json toxics = json::array();
+  for (const Toxic& t : p.toxics) toxics.push_back(toxic_to_json(t));
+  // Toxiproxy shows the address it listens on once it does (port 0 resolved).
+  return json{{"name", p.config.name},
+              {"listen", p.listen_bound.empty() ? p.config.listen : p.listen_bound},
+              {"upstream", p.config.upstream},
+              {"enabled", p.config.enabled},
+              {"toxics", std::move(toxics)}};
 }
 
 HttpHandler refuse_browsers(HttpHandler inner) {

@@ -4,6 +4,7 @@
 // Toxiproxy 2.x. docs/proxy.md lists each route and where we differ.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 #include "userspace/net/http_router.h"
@@ -19,6 +20,10 @@ inline constexpr const char* kToxiproxyApiVersion = "2.12.0";
 //   GET|POST|PATCH|DELETE /proxies/{proxy}, GET|POST /proxies/{proxy}/toxics,
 //   GET|POST|PATCH|DELETE /proxies/{proxy}/toxics/{toxic}, GET /version.
 [[nodiscard]] HttpRouter toxiproxy_router(ProxyRegistry& proxies);
+
+// A proxy as Toxiproxy shows it: name, listen (the bound address once it
+// listens), upstream, enabled, toxics.
+[[nodiscard]] nlohmann::json toxiproxy_proxy_json(const ProxyInfo& p);
 
 // Toxiproxy's guard against a web page driving the API from a browser (a
 // cross-site request to 127.0.0.1:8474): a User-Agent starting with "Mozilla/"

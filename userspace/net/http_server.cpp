@@ -160,6 +160,10 @@ Status HttpServer::listen_unix(const std::string& path, mode_t mode, HttpHandler
   l->is_unix = true;
   l->unix_path = path;
   l->handler = std::move(handler);
+  return add_listener(std::move(l));
+}
+
+Status HttpServer::add_listener(std::unique_ptr<Listener> l) {
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.fd = l->fd.get();
@@ -184,11 +188,7 @@ Result<std::string> HttpServer::listen_tcp(const std::string& address, HttpHandl
   auto l = std::make_unique<Listener>();
   l->fd = std::move(fd);
   l->handler = std::move(handler);
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.fd = l->fd.get();
-  if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, l->fd.get(), &ev) != 0) return errno_error("epoll_ctl");
-  listeners_.push_back(std::move(l));
+  FL_TRY(add_listener(std::move(l)));
   return address_text(bound);
 }
 

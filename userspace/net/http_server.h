@@ -64,6 +64,8 @@ class HttpServer {
   struct Listener;
   struct Connection;
   HttpServer() = default;
+  // Watches the listener's fd and keeps it; the last step of listen_unix and listen_tcp.
+  [[nodiscard]] Status add_listener(std::unique_ptr<Listener> l);
   void accept_on(Listener& l);
   void on_readable(Connection& c);
   void on_writable(Connection& c);
