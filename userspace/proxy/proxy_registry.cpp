@@ -68,8 +68,12 @@ class ProxyRegistry::Impl {
   // Binds the listeners (so an address in use fails here, with nothing changed)
   // and hands one to each worker.
   Status start(ProxyEntry& e) {
-    auto upstream = resolve_endpoint(e.config.upstream, "upstream");
-    if (!upstream) return upstream.error();
+    ProxyRoute route{{}, e.config.original_destination, e.config.upstream_mark};
+    if (!route.original_destination) {
+      auto upstream = resolve_endpoint(e.config.upstream, "upstream");
+      if (!upstream) return upstream.error();
+      route.upstream = *upstream;
+    }
     auto listen = resolve_endpoint(e.config.listen, "listen");
     if (!listen) return listen.error();
     auto fds = reuseport_listeners(*listen, unsigned(workers_.size()));
@@ -83,7 +87,7 @@ class ProxyRegistry::Impl {
     if (port_of_text(e.config.listen) == 0) e.config.listen = e.listen_bound;
     auto set = toxic_set(e);
     for (size_t i = 0; i < workers_.size(); ++i)
-      workers_[i]->start_proxy(e.id, std::move((*fds)[i]), *upstream, set, e.counters);
+      workers_[i]->start_proxy(e.id, std::move((*fds)[i]), route, set, e.counters);
     return {};
   }
 
@@ -103,7 +107,8 @@ class ProxyRegistry::Impl {
   static Status check_config(const ProxyConfig& c) {
     if (c.name.empty()) return input_error(EINVAL, "proxy: \"name\": missing or empty");
     if (c.listen.empty()) return input_error(EINVAL, "proxy: \"listen\": missing or empty");
-    if (c.upstream.empty()) return input_error(EINVAL, "proxy: \"upstream\": missing or empty");
+    if (c.upstream.empty() && !c.original_destination)
+      return input_error(EINVAL, "proxy: \"upstream\": missing or empty");
     return {};
   }
 };
@@ -321,6 +326,7 @@ Result<ProxyStats> ProxyRegistry::stats(const std::string& name) const {
   s.bytes_upstream = e.counters->bytes_upstream.load(std::memory_order_relaxed);
   s.bytes_downstream = e.counters->bytes_downstream.load(std::memory_order_relaxed);
   s.receives_without_buffer = e.counters->ring_empty.load(std::memory_order_relaxed);
+  s.connections_unrouted = e.counters->unrouted.load(std::memory_order_relaxed);
   for (const auto& t : e.toxics) s.toxics.push_back({t.toxic.name, t.activations->load(std::memory_order_relaxed)});
   return s;
 }

@@ -17,12 +17,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "base/result.h"
+#include "userspace/proxy/endpoint.h"
 #include "userspace/proxy/toxic.h"
 
 namespace faultline {
@@ -64,6 +66,16 @@ struct ProxyConfig {
   std::string listen;    // port 0: the kernel picks one (see ProxyInfo::listen_bound)
   std::string upstream;  // where each accepted connection is relayed to
   bool enabled = true;   // false: no listener, no connections (Toxiproxy's "down")
+
+  // A transparent proxy: each accepted connection goes where its client asked to
+  // go, which this returns from the accepted socket (the kernel filed it when it
+  // redirected the connect; never a guess), and `upstream` is only a label.
+  // Nothing: the connection is closed with an RST and counted (unrouted). It runs
+  // on a worker thread for every connection: it must be quick and never block.
+  std::function<std::optional<SocketAddress>(int accepted_fd)> original_destination;
+  // SO_MARK of every connection opened upstream, 0 for none: a redirect exempts
+  // the mark (FL_PROXY_MARK), so the proxy is never sent back to itself.
+  uint32_t upstream_mark = 0;
 };
 
 // A partial change: absent members stay. Changing listen or upstream restarts the
@@ -91,6 +103,7 @@ struct ProxyStats {
   uint64_t bytes_upstream = 0;           // client -> server, bytes sent upstream
   uint64_t bytes_downstream = 0;         // server -> client, bytes sent to clients
   uint64_t receives_without_buffer = 0;  // the worker's buffer ring was empty (retried 1 ms later)
+  uint64_t connections_unrouted = 0;     // transparent: no original destination was found (closed)
   std::vector<ToxicActivations> toxics;  // every current toxic, in order
 };
 

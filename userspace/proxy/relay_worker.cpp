@@ -88,6 +88,7 @@ struct Connection {
   ProxyState* proxy = nullptr;
   UniqueFd client;
   UniqueFd server;
+  std::optional<SocketAddress> upstream;  // transparent: where the client asked to go
   Pipe up;    // client -> server
   Pipe down;  // server -> client
   uint64_t seed = 0;
@@ -119,7 +120,7 @@ struct Listener {
 
 struct ProxyState {
   uint64_t id = 0;
-  SocketAddress upstream;
+  ProxyRoute route;
   std::shared_ptr<const ToxicSet> toxics;
   std::shared_ptr<ProxyCounters> counters;
   Listener* listener = nullptr;
@@ -197,9 +198,9 @@ class RelayWorker::Loop {
   }
 
   // Commands (run on the worker's thread).
-  void start_proxy(uint64_t id, UniqueFd fd, const SocketAddress& upstream, std::shared_ptr<const ToxicSet> toxics,
+  void start_proxy(uint64_t id, UniqueFd fd, ProxyRoute route, std::shared_ptr<const ToxicSet> toxics,
                    std::shared_ptr<ProxyCounters> counters) {
-    auto* ps = new ProxyState{id, upstream, std::move(toxics), std::move(counters)};
+    auto* ps = new ProxyState{id, std::move(route), std::move(toxics), std::move(counters)};
     proxies_[id] = ps;
     auto* l = new Listener{ps, std::move(fd)};
     ps->listener = l;
@@ -458,14 +459,25 @@ class RelayWorker::Loop {
     ps.counters->accepted.fetch_add(1, std::memory_order_relaxed);
     ps.counters->active.fetch_add(1, std::memory_order_relaxed);
     set_int_opt(fd, IPPROTO_TCP, TCP_NODELAY, 1);
-    c->server.reset(::socket(ps.upstream.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
+    const SocketAddress* to = &ps.route.upstream;
+    if (ps.route.original_destination) {
+      c->upstream = ps.route.original_destination(fd);
+      if (!c->upstream) {
+        ps.counters->unrouted.fetch_add(1, std::memory_order_relaxed);
+        close(*c, true);
+        return;
+      }
+      to = &*c->upstream;
+    }
+    c->server.reset(::socket(to->family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (!c->server) {
       close(*c, false);
       return;
     }
     set_int_opt(c->server.get(), IPPROTO_TCP, TCP_NODELAY, 1);
+    if (ps.route.mark != 0) set_int_opt(c->server.get(), SOL_SOCKET, SO_MARK, int(ps.route.mark));
     io_uring_sqe* s = sqe();
-    io_uring_prep_connect(s, c->server.get(), ps.upstream.get(), ps.upstream.length);
+    io_uring_prep_connect(s, c->server.get(), to->get(), to->length);
     submit_op(s, c->connect_op);
   }
 
@@ -840,10 +852,12 @@ void RelayWorker::call(std::function<void(Loop&)> fn) {
   future.wait();
 }
 
-void RelayWorker::start_proxy(uint64_t id, UniqueFd listener, const SocketAddress& upstream,
-                              std::shared_ptr<const ToxicSet> toxics, std::shared_ptr<ProxyCounters> counters) {
+void RelayWorker::start_proxy(uint64_t id, UniqueFd listener, ProxyRoute route, std::shared_ptr<const ToxicSet> toxics,
+                              std::shared_ptr<ProxyCounters> counters) {
   auto fd = std::make_shared<UniqueFd>(std::move(listener));
-  call([&](Loop& l) { l.start_proxy(id, std::move(*fd), upstream, std::move(toxics), std::move(counters)); });
+  call([&](Loop& l) {
+    l.start_proxy(id, std::move(*fd), std::move(route), std::move(toxics), std::move(counters));
+  });
 }
 
 void RelayWorker::stop_proxy(uint64_t id) {
