@@ -266,6 +266,25 @@ TEST_F(RunTcpTest, NoConnectionIsUntested) {
   EXPECT_NE(r.err.find("UNTESTED"), std::string::npos) << r.describe();
 }
 
+// run latency --via proxy: the packet fault's flags, as a stream delay on what
+// this host sends to the target.
+TEST_F(RunTcpTest, LatencyViaProxy) {
+  const int port = echo_server("127.0.0.1");
+  ChildProcess fault = ChildProcess::spawn({kFaultctl, "run", "latency", "--target", "127.0.0.1", "--port",
+                                            std::to_string(port), "--delay", "100ms", "--via", "proxy", "--duration",
+                                            "60s"});
+  ASSERT_TRUE(fault.wait_for("tcp fault t", 15s) || fault.wait_for("tcp fault t", 1s, Stream::kStderr))
+      << fault.describe();
+  EXPECT_NE(fault.err().find("notice: --via proxy"), std::string::npos) << fault.describe();
+  nlohmann::json c = client("127.0.0.1", port, 3);
+  ASSERT_TRUE(c["error"].is_null()) << c.dump();
+  EXPECT_GE(min_of(c["rtt_ms"]), 100.0) << c.dump();
+  EXPECT_LE(max_of(c["rtt_ms"]), 140.0) << c.dump();
+  CommandResult ab = fltest::run_command({kFaultctl, "abort", "--all"}, {}, 20s);
+  EXPECT_TRUE(ab.status.is(0)) << ab.describe();
+  EXPECT_TRUE(fault.wait(20s)) << fault.describe();
+}
+
 struct BadInput {
   std::vector<std::string> args;
   std::string message;
@@ -300,6 +319,21 @@ TEST(RunTcpBadInput, EachNamesWhatIsWrong) {
       {{"--target", "127.0.0.1:80", "--toxic", "noop", "--duration", "10s", "--cgroup", "/no/such/flcgroup"},
        "--cgroup"},
   };
+  const std::vector<BadInput> via_proxy = {
+      {{"latency", "--target", "127.0.0.1", "--delay", "10ms", "--dev", "lo", "--via", "proxy"}, "--dev has no meaning"},
+      {{"latency", "--target", "127.0.0.1", "--delay", "10ms", "--proto", "udp", "--via", "proxy"}, "TCP only"},
+      {{"latency", "--target", "127.0.0.1", "--delay", "1500us", "--via", "proxy"}, "whole milliseconds"},
+      {{"latency", "--target", "127.0.0.1", "--delay", "10ms", "--via", "pigeon"}, "--via 'pigeon'"},
+      {{"loss", "--target", "127.0.0.1", "--percent", "10", "--via", "proxy"}, "--via does not apply to a loss"},
+  };
+  for (const auto& c : via_proxy) {
+    std::vector<std::string> argv = {kFaultctl, "run"};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    argv.insert(argv.end(), {"--duration", "10s"});
+    CommandResult r = fltest::run_command(argv, {}, 20s);
+    EXPECT_TRUE(r.status.is(2)) << r.describe();
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << "expected \"" << c.message << "\"\n" << r.describe();
+  }
   for (const auto& c : cases) {
     std::vector<std::string> argv = {kFaultctl, "run", "tcp"};
     argv.insert(argv.end(), c.args.begin(), c.args.end());
