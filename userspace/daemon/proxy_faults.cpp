@@ -140,6 +140,61 @@ void ProxyFaults::watch() {
   }
 }
 
+Result<ProxyFaults::Handover> ProxyFaults::handover() const {
+  auto all = registry_->listeners();
+  if (!all) return all.error();
+  Handover h;
+  h.state = nlohmann::json::array();
+  const auto now = Clock::now();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& p : *all) {
+    nlohmann::json pj = toxiproxy_proxy_json(p.info);
+    nlohmann::json ages = nlohmann::json::object();
+    for (const auto& [key, since] : started_) {
+      if (key.first == p.info.config.name)
+        ages[key.second] = std::chrono::duration_cast<std::chrono::milliseconds>(now - since).count();
+    }
+    pj["ages_ms"] = ages;
+    pj["listeners"] = nlohmann::json::array();
+    for (auto& fd : p.listeners) {
+      pj["listeners"].push_back(fd.get());
+      h.fds.push_back(std::move(fd));
+    }
+    h.state.push_back(std::move(pj));
+  }
+  return h;
+}
+
+Status ProxyFaults::adopt(const nlohmann::json& state) {
+  if (!state.is_array()) return make_error(EINVAL, "handover: \"proxies\" is not an array");
+  const auto now = Clock::now();
+  for (const auto& pj : state) {
+    try {
+      ProxyConfig c;
+      c.name = pj.at("name").get<std::string>();
+      c.listen = pj.at("listen").get<std::string>();
+      c.upstream = pj.at("upstream").get<std::string>();
+      c.enabled = pj.at("enabled").get<bool>();
+      std::vector<Toxic> toxics;
+      for (const auto& tj : pj.at("toxics")) {
+        auto t = toxic_from_json(tj);
+        if (!t) return make_error(EINVAL, "handover: proxy " + c.name + ": " + t.error().message);
+        toxics.push_back(*t);
+      }
+      std::vector<UniqueFd> fds;
+      for (const auto& fd : pj.at("listeners")) fds.emplace_back(fd.get<int>());
+      auto made = registry_->adopt(c, toxics, std::move(fds));
+      if (!made) return make_error(made.error().err, "handover: proxy " + c.name + ": " + made.error().describe());
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& [what, ms] : pj.at("ages_ms").items())
+        started_[{c.name, what}] = now - std::chrono::milliseconds(ms.get<int64_t>());
+    } catch (const nlohmann::json::exception& e) {
+      return make_error(EINVAL, std::string("handover: a proxy: ") + e.what());
+    }
+  }
+  return {};
+}
+
 nlohmann::json ProxyFaults::status_json() const {
   nlohmann::json out = nlohmann::json::array();
   const auto now = Clock::now();

@@ -53,6 +53,16 @@ class HttpServer {
   // takes a free port. Returns the address bound ("127.0.0.1:40111").
   [[nodiscard]] Result<std::string> listen_tcp(const std::string& address, HttpHandler handler);
 
+  // Listens on an inherited listening socket (a restart's handover), unix or TCP.
+  // A unix socket's file becomes this server's, removed when it goes.
+  // Returns the address ("127.0.0.1:9469", or the unix path).
+  [[nodiscard]] Result<std::string> adopt_listener(UniqueFd fd, HttpHandler handler);
+  // The listening sockets, in the order they were added (for a handover).
+  [[nodiscard]] std::vector<int> listener_fds() const;
+  // Stops listening, leaving the sockets, their listening state and their files
+  // to a successor that holds them too. Open connections are kept.
+  void release_listeners();
+
   // Called after every answered request (and every error the server answers itself).
   void set_log(HttpLog log) { log_ = std::move(log); }
 

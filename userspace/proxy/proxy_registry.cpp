@@ -2,6 +2,7 @@
 // what each worker is told when they change.
 #include "userspace/proxy/proxy_registry.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +23,8 @@ struct ProxyEntry {
   std::string listen_bound;
   std::vector<ToxicEntry> toxics;
   std::shared_ptr<ProxyCounters> counters = std::make_shared<ProxyCounters>();
+  std::vector<UniqueFd> listeners;  // our duplicates of the workers' sockets, for a handover
+  bool released = false;            // handed over: no longer accepting
 };
 
 namespace {
@@ -67,17 +70,29 @@ class ProxyRegistry::Impl {
 
   // Binds the listeners (so an address in use fails here, with nothing changed)
   // and hands one to each worker.
-  Status start(ProxyEntry& e) {
+  Status start(ProxyEntry& e, std::vector<UniqueFd> adopted = {}) {
     ProxyRoute route{{}, e.config.original_destination, e.config.upstream_mark};
     if (!route.original_destination) {
       auto upstream = resolve_endpoint(e.config.upstream, "upstream");
       if (!upstream) return upstream.error();
       route.upstream = *upstream;
     }
-    auto listen = resolve_endpoint(e.config.listen, "listen");
-    if (!listen) return listen.error();
-    auto fds = reuseport_listeners(*listen, unsigned(workers_.size()));
-    if (!fds) return fds.error();
+    Result<std::vector<UniqueFd>> fds = std::move(adopted);
+    if (fds->empty()) {
+      auto listen = resolve_endpoint(e.config.listen, "listen");
+      if (!listen) return listen.error();
+      fds = reuseport_listeners(*listen, unsigned(workers_.size()));
+      if (!fds) return fds.error();
+    } else if (fds->size() != workers_.size()) {
+      return make_error(EINVAL, "proxy " + e.config.name + ": " + std::to_string(fds->size()) +
+                                    " inherited listeners for " + std::to_string(workers_.size()) + " workers");
+    }
+    e.listeners.clear();
+    for (const auto& fd : *fds) {
+      UniqueFd d(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));
+      if (!d) return errno_error("proxy " + e.config.name + ": dup of a listener");
+      e.listeners.push_back(std::move(d));
+    }
     auto bound = local_address((*fds)[0].get());
     if (!bound) return bound.error();
     e.id = next_id_++;
@@ -94,6 +109,7 @@ class ProxyRegistry::Impl {
   void stop(ProxyEntry& e) {
     if (e.id == 0) return;
     for (auto& w : workers_) w->stop_proxy(e.id);
+    e.listeners.clear();
     e.id = 0;
     e.listen_bound.clear();
   }
@@ -329,6 +345,57 @@ Result<ProxyStats> ProxyRegistry::stats(const std::string& name) const {
   s.connections_unrouted = e.counters->unrouted.load(std::memory_order_relaxed);
   for (const auto& t : e.toxics) s.toxics.push_back({t.toxic.name, t.activations->load(std::memory_order_relaxed)});
   return s;
+}
+
+Result<std::vector<ProxyRegistry::Handover>> ProxyRegistry::listeners() const {
+  std::lock_guard lock(impl_->mu_);
+  std::vector<Handover> out;
+  for (const auto& [name, e] : impl_->proxies_) {
+    Handover h{Impl::info(e), {}};
+    if (!e.released) {
+      for (const auto& fd : e.listeners) {
+        UniqueFd d(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));
+        if (!d) return errno_error("proxy " + name + ": dup of a listener");
+        h.listeners.push_back(std::move(d));
+      }
+    }
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+Result<ProxyInfo> ProxyRegistry::adopt(const ProxyConfig& config, const std::vector<Toxic>& toxics,
+                                       std::vector<UniqueFd> listeners) {
+  std::lock_guard lock(impl_->mu_);
+  FL_TRY(Impl::check_config(config));
+  if (impl_->proxies_.contains(config.name)) return make_error(EEXIST, "proxy already exists");
+  ProxyEntry e;
+  e.config = config;
+  for (const auto& t : toxics) {
+    FL_TRY(validate_toxic(t));
+    const uint64_t uid = impl_->next_uid_++;
+    e.toxics.push_back(ToxicEntry{t, uid, uid, std::make_shared<std::atomic<uint64_t>>(0)});
+  }
+  if (config.enabled) FL_TRY(impl_->start(e, std::move(listeners)));
+  auto [it, inserted] = impl_->proxies_.emplace(config.name, std::move(e));
+  return Impl::info(it->second);
+}
+
+void ProxyRegistry::release_listeners() {
+  std::lock_guard lock(impl_->mu_);
+  for (auto& [name, e] : impl_->proxies_) {
+    if (e.id == 0 || e.released) continue;
+    for (auto& w : impl_->workers_) w->release_listener(e.id);
+    e.listeners.clear();
+    e.released = true;
+  }
+}
+
+uint64_t ProxyRegistry::open_connections() const {
+  std::lock_guard lock(impl_->mu_);
+  uint64_t n = 0;
+  for (const auto& [name, e] : impl_->proxies_) n += e.counters->active.load(std::memory_order_relaxed);
+  return n;
 }
 
 }  // namespace faultline

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/unique_fd.h"
 #include "userspace/proxy/endpoint.h"
 #include "userspace/proxy/toxic.h"
 
@@ -137,6 +138,22 @@ class ProxyRegistry {
   [[nodiscard]] Status clear_toxics(const std::string& proxy);
 
   [[nodiscard]] Result<ProxyStats> stats(const std::string& name) const;
+
+  // A restart's handover. listeners(): each enabled proxy's listening sockets
+  // (duplicates, one per worker, in order), for a successor; adopt(): a proxy
+  // made on inherited sockets (as many as this registry has workers) with its
+  // toxics; release_listeners(): every proxy stops accepting, leaving the
+  // sockets listening for the successor, and keeps its connections, which
+  // open_connections() counts down as they close.
+  struct Handover {
+    ProxyInfo info;
+    std::vector<UniqueFd> listeners;
+  };
+  [[nodiscard]] Result<std::vector<Handover>> listeners() const;
+  [[nodiscard]] Result<ProxyInfo> adopt(const ProxyConfig& config, const std::vector<Toxic>& toxics,
+                                        std::vector<UniqueFd> listeners);
+  void release_listeners();
+  [[nodiscard]] uint64_t open_connections() const;
 
   class Impl;
 

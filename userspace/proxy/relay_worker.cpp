@@ -114,6 +114,7 @@ struct Listener {
   ProxyState* proxy = nullptr;
   UniqueFd fd;
   bool closing = false;
+  bool released = false;  // handed to a successor: what is still accepted is relayed
   Op accept_op{OpKind::accept};
   Op retry_op{OpKind::accept_retry};
 };
@@ -228,6 +229,20 @@ class RelayWorker::Loop {
     }
     ps->stopping = true;
     maybe_free(ps);
+  }
+
+  // Stops accepting on the proxy's listener without shutdown(): a successor holds
+  // the same socket and accepts from now on. Connections stay.
+  void release_listener(uint64_t id) {
+    auto it = proxies_.find(id);
+    if (it == proxies_.end()) return;
+    if (Listener* l = it->second->listener) {
+      l->closing = true;
+      l->released = true;
+      cancel(l->accept_op);
+      cancel(l->retry_op);
+      maybe_free(*l);
+    }
   }
 
   void set_toxics(uint64_t id, std::shared_ptr<const ToxicSet> toxics) {
@@ -399,7 +414,7 @@ class RelayWorker::Loop {
     bool more = (flags & IORING_CQE_F_MORE) != 0;
     if (!more) l.accept_op.pending = false;
     if (res >= 0) {
-      if (l.closing)
+      if (l.closing && !l.released)
         ::close(res);
       else
         new_connection(*l.proxy, res);
@@ -858,6 +873,10 @@ void RelayWorker::start_proxy(uint64_t id, UniqueFd listener, ProxyRoute route, 
   call([&](Loop& l) {
     l.start_proxy(id, std::move(*fd), std::move(route), std::move(toxics), std::move(counters));
   });
+}
+
+void RelayWorker::release_listener(uint64_t id) {
+  call([id](Loop& l) { l.release_listener(id); });
 }
 
 void RelayWorker::stop_proxy(uint64_t id) {
