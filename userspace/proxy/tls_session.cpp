@@ -235,9 +235,9 @@ void TlsSession::flush_pending() {
     // A memory BIO takes every byte: SSL_write_ex writes all or fails.
     if (SSL_write_ex(ssl_, pending_out_.data(), pending_out_.size(), &n) == 1) pending_out_.erase(0, n);
   }
-  if (close_queued_ && pending_out_.empty()) {
-    SSL_shutdown(ssl_);
-    close_queued_ = false;
+  if (close_queued_ && !close_sent_ && pending_out_.empty()) {
+    SSL_shutdown(ssl_);  // close_notify into wbio; the peer's is read by advance()
+    close_sent_ = true;
   }
 }
 

@@ -138,6 +138,7 @@ class TlsSession {
   std::string plaintext_in_;
   std::string pending_out_;  // plaintext sent before the handshake completed
   bool close_queued_ = false;
+  bool close_sent_ = false;
   std::shared_ptr<const LeafCertificate> leaf_;
 };
 
