@@ -20,8 +20,6 @@
 namespace faultline {
 namespace {
 
-constexpr const char* kDefaultCaDir = "/var/lib/faultline/ca";
-
 PkeyPtr new_p256_key() { return PkeyPtr(EVP_EC_gen("P-256")); }
 
 // A random positive 127-bit serial (RFC 5280: at most 20 bytes, positive).

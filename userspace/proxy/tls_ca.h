@@ -16,7 +16,10 @@ struct evp_pkey_st;
 
 namespace faultline {
 
-// The CA folder: FAULTLINE_CA_DIR if set, else /var/lib/faultline/ca.
+// Where the CA lives unless told otherwise: root's, next to faultd's state.
+inline constexpr const char* kDefaultCaDir = "/var/lib/faultline/ca";
+
+// The CA folder: FAULTLINE_CA_DIR if set, else kDefaultCaDir.
 [[nodiscard]] std::string default_ca_dir();
 
 // The files of a CA folder (mode 0700, ours): ca.key (0600), ca.pem (0600: the
