@@ -137,6 +137,14 @@ TEST_F(CaDir, RotateKeepsThePreviousCertificate) {
   ASSERT_EQ(described->size(), 1u);
   EXPECT_EQ((*described)[0].sha256_fingerprint, old_fp);
   EXPECT_EQ(mode_of(files_.previous_cert()), 0600u);
+  // Clients are told to trust both during the overlap: the current one first.
+  auto trusted = faultline::ca_certificates_to_trust(files_);
+  ASSERT_TRUE(trusted.ok());
+  auto both = faultline::describe_pem_certificates(*trusted);
+  ASSERT_TRUE(both.ok());
+  ASSERT_EQ(both->size(), 2u);
+  EXPECT_EQ((*both)[0].sha256_fingerprint, rotated->info().sha256_fingerprint);
+  EXPECT_EQ((*both)[1].sha256_fingerprint, old_fp);
   // The old key is gone: the folder holds the new one only.
   auto loaded = CertificateAuthority::load(files_);
   ASSERT_TRUE(loaded.ok());

@@ -357,6 +357,14 @@ Result<std::string> previous_ca_pem(const CaFiles& files) {
   return read_text_file(files.previous_cert());
 }
 
+Result<std::string> ca_certificates_to_trust(const CaFiles& files) {
+  auto current = read_text_file(files.cert());
+  if (!current) return current.error();
+  auto previous = previous_ca_pem(files);
+  if (!previous) return previous.error();
+  return *current + *previous;
+}
+
 Result<std::vector<CertificateInfo>> describe_pem_certificates(const std::string& pem) {
   BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
   std::vector<CertificateInfo> out;

@@ -123,6 +123,10 @@ struct CaOpened {
 // The previous certificate's PEM, or "" when there was no rotation.
 [[nodiscard]] Result<std::string> previous_ca_pem(const CaFiles& files);
 
+// The certificates a client of termination must trust: the current CA's, then
+// the previous one's while a rotation's overlap lasts (what the trust files get).
+[[nodiscard]] Result<std::string> ca_certificates_to_trust(const CaFiles& files);
+
 // Every certificate of a PEM text, described (for show and tests).
 [[nodiscard]] Result<std::vector<CertificateInfo>> describe_pem_certificates(const std::string& pem);
 
