@@ -8,6 +8,7 @@
 
 #include "selftests/tls/tls_harness.h"
 #include "userspace/proxy/tls_leaf_cache.h"
+#include "userspace/proxy/tls_termination.h"
 #include "userspace/proxy/tls_trust_env.h"
 
 namespace {
@@ -261,6 +262,107 @@ TEST_F(SessionPair, NoSniAndNoFallbackIsRefused) {
   EXPECT_NE((*s)->error().find("sent no server name (SNI)"), std::string::npos) << (*s)->error();
   SSL_free(ssl);
   SSL_CTX_free(ctx);
+}
+
+// TlsTermination between a client session and an upstream session, in memory:
+// every byte each side has is moved until nothing moves.
+void pump(TlsSession& client, faultline::TlsTermination& t, TlsSession* upstream) {
+  for (int round = 0; round < 50; ++round) {
+    bool moved = false;
+    if (std::string b = client.take_ciphertext(); !b.empty()) {
+      moved = true;
+      (void)t.from_client(b);
+    }
+    if (std::string b = t.to_client(); !b.empty()) {
+      moved = true;
+      (void)client.feed_ciphertext(b);
+    }
+    if (upstream != nullptr) {
+      if (std::string b = t.to_upstream(); !b.empty()) {
+        moved = true;
+        (void)upstream->feed_ciphertext(b);
+      }
+      if (std::string b = upstream->take_ciphertext(); !b.empty()) {
+        moved = true;
+        (void)t.from_upstream(b);
+      }
+    }
+    if (!moved) return;
+  }
+}
+
+using Phase = faultline::TlsTermination::Phase;
+
+TEST_F(SessionPair, TerminationPhasesInMemory) {
+  faultline::TlsTermination t(server_ctx_, client_ctx_);
+  auto c = TlsSession::client(client_ctx_, "mem.fl.test");
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(t.upstream_connected().ok()) << "not before the hello";
+  pump(**c, t, nullptr);
+  ASSERT_EQ(t.phase(), Phase::kConnectUpstream) << t.error();
+  EXPECT_EQ(t.upstream_host(), "mem.fl.test");
+  EXPECT_EQ((*c)->state(), TlsState::kHandshaking) << "the client is not answered before the upstream is verified";
+  auto u = TlsSession::server(server_ctx_);  // the upstream: a leaf of the CA client_ctx_ trusts
+  ASSERT_TRUE(u.ok());
+  ASSERT_TRUE(t.upstream_connected().ok());
+  pump(**c, t, u->get());
+  ASSERT_EQ(t.phase(), Phase::kEstablished) << t.error();
+  ASSERT_EQ((*c)->state(), TlsState::kEstablished) << (*c)->error();
+  EXPECT_EQ(t.client_alpn(), "http/1.1");
+
+  ASSERT_TRUE((*c)->send_plaintext("GET / HTTP/1.1\r\n\r\n").ok());
+  pump(**c, t, u->get());
+  ASSERT_TRUE(t.send_to_upstream(t.take_from_client()).ok());
+  pump(**c, t, u->get());
+  EXPECT_EQ((*u)->take_plaintext(), "GET / HTTP/1.1\r\n\r\n");
+  ASSERT_TRUE((*u)->send_plaintext("HTTP/1.1 204 No Content\r\n\r\n").ok());
+  pump(**c, t, u->get());
+  ASSERT_TRUE(t.send_to_client(t.take_from_upstream()).ok());
+  pump(**c, t, u->get());
+  EXPECT_EQ((*c)->take_plaintext(), "HTTP/1.1 204 No Content\r\n\r\n");
+  (*c)->close();
+  pump(**c, t, u->get());
+  EXPECT_TRUE(t.client_done());
+  EXPECT_FALSE(t.upstream_done());
+}
+
+TEST_F(SessionPair, TerminationRefusesAnUnverifiedUpstreamWithAnAlert) {
+  auto other = CertificateAuthority::generate();
+  ASSERT_TRUE(other.ok());
+  auto other_server = TlsServerContext::create(
+      std::make_shared<faultline::LeafCache>(std::make_shared<CertificateAuthority>(std::move(*other))));
+  ASSERT_TRUE(other_server.ok());
+  faultline::TlsTermination t(server_ctx_, client_ctx_);
+  auto c = TlsSession::client(client_ctx_, "mem.fl.test");
+  auto u = TlsSession::server(*other_server);
+  ASSERT_TRUE(c.ok() && u.ok());
+  pump(**c, t, nullptr);
+  ASSERT_TRUE(t.upstream_connected().ok());
+  // The alert reaches the client through to_client(): capture it first.
+  for (int i = 0; i < 10 && t.phase() == Phase::kUpstreamHandshake; ++i) {
+    (void)(*u)->feed_ciphertext(t.to_upstream());
+    (void)t.from_upstream((*u)->take_ciphertext());
+  }
+  ASSERT_EQ(t.phase(), Phase::kFailed);
+  EXPECT_NE(t.error().find("upstream mem.fl.test: certificate refused"), std::string::npos) << t.error();
+  EXPECT_EQ(t.to_client(), faultline::tls_handshake_failure_alert());
+  (void)(*c)->feed_ciphertext(faultline::tls_handshake_failure_alert());
+  EXPECT_EQ((*c)->state(), TlsState::kFailed);
+  EXPECT_NE((*c)->error().find("handshake failure"), std::string::npos) << (*c)->error();
+}
+
+TEST_F(SessionPair, TerminationHandsBackWhatIsNotTls) {
+  faultline::TlsTermination t(server_ctx_, client_ctx_);
+  ASSERT_TRUE(t.from_client("GET / HT").ok());
+  EXPECT_EQ(t.phase(), Phase::kNotTls);
+  ASSERT_TRUE(t.from_client("TP/1.1\r\n").ok());
+  EXPECT_EQ(t.held_client_bytes(), "GET / HTTP/1.1\r\n");
+  EXPECT_NE(t.error().find("is not a TLS handshake record"), std::string::npos) << t.error();
+
+  faultline::TlsTermination broken(server_ctx_, client_ctx_);
+  EXPECT_FALSE(broken.from_client(std::string("\x16\x03\x01\x00\x00", 5)).ok());
+  EXPECT_EQ(broken.phase(), Phase::kFailed);
+  EXPECT_EQ(broken.error(), "client: record 1 is empty");
 }
 
 }  // namespace

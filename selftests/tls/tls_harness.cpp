@@ -1,5 +1,5 @@
-// The TLS tier's fixture: a blocking-socket, poll-driven pairing of two
-// TlsSessions (the io_uring relay does the same with completions).
+// The TLS tier's fixture: TlsTermination driven by poll() on blocking sockets
+// (the io_uring relay does the same with completions).
 #include "selftests/tls/tls_harness.h"
 
 #include <arpa/inet.h>
@@ -17,13 +17,11 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "userspace/proxy/tls_client_hello.h"
+#include "userspace/proxy/tls_termination.h"
 
 namespace fltest {
 namespace {
 
-using faultline::TlsSession;
-using faultline::TlsState;
 using faultline::UniqueFd;
 
 constexpr const char* kUpstreamScript = R"PY(
@@ -60,20 +58,6 @@ bool write_all_fd(int fd, const std::string& bytes) {
     off += static_cast<size_t>(n);
   }
   return true;
-}
-
-// One read: bytes, "" at EOF or error (eof set), nothing yet on timeout.
-std::optional<std::string> read_some(int fd, int timeout_ms, bool& eof) {
-  pollfd p{fd, POLLIN, 0};
-  const int r = ::poll(&p, 1, timeout_ms);
-  if (r <= 0) return std::nullopt;
-  char buf[16384];
-  ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
-  if (n <= 0) {
-    eof = true;
-    return std::string();
-  }
-  return std::string(buf, static_cast<size_t>(n));
 }
 
 UniqueFd connect_to(uint16_t port) {
@@ -206,91 +190,45 @@ bool LoopbackTerminator::wait_error(const std::string& needle) {
 
 void LoopbackTerminator::serve(UniqueFd client) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  // 1. The ClientHello, read without decrypting: the name to connect to and verify.
-  std::string hello_bytes;
-  faultline::ClientHelloScan scan;
-  bool eof = false;
-  while (scan.status == faultline::ClientHelloStatus::kNeedMore) {
-    if (eof || stop_ || std::chrono::steady_clock::now() > deadline) return record_error("client: no ClientHello");
-    if (auto b = read_some(client.get(), 100, eof)) hello_bytes += *b;
-    scan = faultline::scan_client_hello(std::span<const uint8_t>(
-        reinterpret_cast<const uint8_t*>(hello_bytes.data()), hello_bytes.size()));
-  }
-  if (scan.status != faultline::ClientHelloStatus::kParsed)
-    return record_error(std::string("client: ") + client_hello_status_name(scan.status) + ": " + scan.error);
-  const std::string host = scan.hello.server_name.empty() ? "127.0.0.1" : scan.hello.server_name;
-
-  // 2. The upstream, verified for that name before the client hears a word.
-  UniqueFd up = connect_to(upstream_port_);
-  if (!up) return record_error("upstream: connect failed");
-  auto upstream = TlsSession::client(client_, host);
-  if (!upstream) return record_error(upstream.error().describe());
-  TlsSession& u = **upstream;
-  while (u.state() == TlsState::kHandshaking && !stop_ && std::chrono::steady_clock::now() < deadline) {
-    if (!write_all_fd(up.get(), u.take_ciphertext())) break;
-    bool up_eof = false;
-    if (auto b = read_some(up.get(), 100, up_eof)) {
-      if (up_eof) u.peer_eof();
-      else (void)u.feed_ciphertext(*b);
-    }
-  }
-  if (u.state() != TlsState::kEstablished) {
-    (void)write_all_fd(up.get(), u.take_ciphertext());  // our alert to the upstream
-    record_error(u.state() == TlsState::kFailed ? u.error() : "upstream " + host + ": handshake did not finish");
-    // Fail closed: the client gets a fatal alert, never a connection to an unverified peer.
-    (void)write_all_fd(client.get(), faultline::tls_handshake_failure_alert());
-    return;
-  }
-
-  // 3. The client's handshake, with a leaf for its SNI; then plaintext both ways.
-  auto downstream = TlsSession::server(server_, "127.0.0.1");
-  if (!downstream) return record_error(downstream.error().describe());
-  TlsSession& d = **downstream;
-  (void)d.feed_ciphertext(hello_bytes);
-  bool client_eof = false, up_eof = false;
+  faultline::TlsTermination t(server_, client_, "127.0.0.1");
+  using Phase = faultline::TlsTermination::Phase;
+  UniqueFd up;
   bool alpn_recorded = false;
+  char buf[16384];
   while (!stop_ && std::chrono::steady_clock::now() < deadline) {
-    // Move what each side decrypted to the other, and every pending record out.
-    if (d.established() && !alpn_recorded) {
-      std::lock_guard lock(mu_);
-      alpns_.push_back(d.alpn());
-      alpn_recorded = true;
+    if (t.phase() == Phase::kConnectUpstream) {
+      up = connect_to(upstream_port_);
+      if (!up) return record_error("upstream: connect failed");
+      (void)t.upstream_connected();
     }
-    if (std::string p = d.take_plaintext(); !p.empty()) (void)u.send_plaintext(p);
-    if (std::string p = u.take_plaintext(); !p.empty()) (void)d.send_plaintext(p);
-    if (d.state() == TlsState::kClosed || client_eof) u.close();
-    if (u.state() == TlsState::kClosed || up_eof) d.close();
-    const bool wrote = write_all_fd(client.get(), d.take_ciphertext()) && write_all_fd(up.get(), u.take_ciphertext());
-    if (d.state() == TlsState::kFailed) {
-      record_error(d.error());
-      return;
+    if (t.phase() == Phase::kEstablished) {
+      if (!alpn_recorded) {
+        std::lock_guard lock(mu_);
+        alpns_.push_back(t.client_alpn());
+        alpn_recorded = true;
+      }
+      // No HTTP layer here: plaintext passes as it is.
+      if (std::string p = t.take_from_client(); !p.empty()) (void)t.send_to_upstream(p);
+      if (std::string p = t.take_from_upstream(); !p.empty()) (void)t.send_to_client(p);
+      if (t.client_done()) t.close_upstream();
+      if (t.upstream_done()) t.close_client();
     }
-    if (u.state() == TlsState::kFailed) {
-      record_error(u.error());
-      return;
-    }
-    if (!wrote || (client_eof && up_eof) || (d.state() == TlsState::kClosed && u.state() == TlsState::kClosed)) return;
-    pollfd p[2] = {{client.get(), static_cast<short>(client_eof ? 0 : POLLIN), 0},
-                   {up.get(), static_cast<short>(up_eof ? 0 : POLLIN), 0}};
+    const bool wrote = write_all_fd(client.get(), t.to_client()) && (!up || write_all_fd(up.get(), t.to_upstream()));
+    if (t.phase() == Phase::kFailed) return record_error(t.error());
+    if (t.phase() == Phase::kNotTls) return record_error(t.error());
+    if (!wrote || (t.client_done() && t.upstream_done())) return;
+    pollfd p[2] = {{client.get(), static_cast<short>(t.client_done() ? 0 : POLLIN), 0},
+                   {up ? up.get() : -1, static_cast<short>(t.upstream_done() ? 0 : POLLIN), 0}};
     if (::poll(p, 2, 100) <= 0) continue;
-    char buf[16384];
     if (p[0].revents != 0) {
       ssize_t n = ::recv(client.get(), buf, sizeof(buf), 0);
-      if (n <= 0) {
-        client_eof = true;
-        d.peer_eof();
-      } else {
-        (void)d.feed_ciphertext(std::string_view(buf, static_cast<size_t>(n)));
-      }
+      if (n <= 0) t.client_eof();
+      else (void)t.from_client(std::string_view(buf, static_cast<size_t>(n)));
     }
-    if (p[1].revents != 0) {
+    if (up && p[1].revents != 0) {
       ssize_t n = ::recv(up.get(), buf, sizeof(buf), 0);
-      if (n <= 0) {
-        up_eof = true;
-        u.peer_eof();
-      } else {
-        (void)u.feed_ciphertext(std::string_view(buf, static_cast<size_t>(n)));
-      }
+      if (n <= 0) t.upstream_eof();
+      else (void)t.from_upstream(std::string_view(buf, static_cast<size_t>(n)));
     }
   }
 }

@@ -1,7 +1,7 @@
-// The TLS tier's fixture: a terminator on loopback sockets built from the
-// proxy's TLS pieces exactly as a relay pairs them (ClientHello scan, upstream
-// session verified first, then the client's handshake with a minted leaf), and
-// an HTTPS upstream (python3) with a certificate of a test CA.
+// The TLS tier's fixture: a terminator on loopback sockets driving
+// TlsTermination as the relay would (the ClientHello scanned, the upstream
+// verified first, then the client's handshake with a minted leaf), and an
+// HTTPS upstream (python3) with a certificate of a test CA.
 #pragma once
 
 #include <atomic>
