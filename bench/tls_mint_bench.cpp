@@ -16,9 +16,12 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (a == "--summary") summary = next();
-    else if (a == "--reps") reps = std::max(3, std::atoi(next().c_str()));
-    else if (a == "--mints") per_rep = std::max(10, std::atoi(next().c_str()));
+    if (a == "--summary")
+      summary = next();
+    else if (a == "--reps")
+      reps = std::max(3, std::atoi(next().c_str()));
+    else if (a == "--mints")
+      per_rep = std::max(10, std::atoi(next().c_str()));
     else {
       std::cerr << "usage: fl_bench_tls_mint [--summary FILE] [--reps N>=3] [--mints N>=10]\n";
       return 2;
@@ -72,7 +75,6 @@ int main(int argc, char** argv) {
   append_summary(summary, {"6 tls", "leaf certificate mint (P-256)", fmt_spread(m, 3, " ms"),
                            fmt_spread(r, 3, "x of 5 ms"), "<= 5 ms", verdict(mint_met)});
   append_summary(summary, {"6 tls", "leaf certificate, cached", fmt_spread(c, 2, " us"),
-                           fmt(c.median / (m.median * 1000), 5) + "x of a mint", "~0 (<= 50 us)",
-                           verdict(cached_met)});
+                           fmt(c.median / (m.median * 1000), 5) + "x of a mint", "~0 (<= 50 us)", verdict(cached_met)});
   return mint_met && cached_met ? 0 : 1;
 }

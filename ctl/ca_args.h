@@ -11,9 +11,9 @@
 namespace faultline {
 
 struct CaArgs {
-  std::string action;  // init, show, export, rotate
-  std::string dir;     // --dir; empty: default_ca_dir() (FAULTLINE_CA_DIR or /var/lib/faultline/ca)
-  std::string out;     // export --out FILE; empty: stdout
+  std::string action;          // init, show, export, rotate
+  std::string dir;             // --dir; empty: default_ca_dir() (FAULTLINE_CA_DIR or /var/lib/faultline/ca)
+  std::string out;             // export --out FILE; empty: stdout
   bool with_previous = false;  // export --with-previous
   bool json = false;           // show --json
 };

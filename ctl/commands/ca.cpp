@@ -56,7 +56,8 @@ int show(const CaArgs& a, const CaFiles& files, const std::string& who) {
   auto prev = previous_info(files);
   if (!prev) return report_error(who, prev.error());
   if (a.json) {
-    nlohmann::json j = {{"dir", files.dir}, {"cert", files.cert()}, {"key", files.key()}, {"ca", info_json(ca->info())}};
+    nlohmann::json j = {
+        {"dir", files.dir}, {"cert", files.cert()}, {"key", files.key()}, {"ca", info_json(ca->info())}};
     if (*prev) j["previous"] = info_json(**prev);
     std::cout << j.dump(2) << "\n";
     return kExitCompleted;
@@ -70,8 +71,7 @@ int show(const CaArgs& a, const CaFiles& files, const std::string& who) {
 int init(const CaFiles& files, const std::string& who) {
   auto opened = open_or_create_ca(files);
   if (!opened) return report_error(who, opened.error());
-  std::cout << (opened->created ? "created the local CA in " : "the local CA already exists in ") << files.dir
-            << "\n";
+  std::cout << (opened->created ? "created the local CA in " : "the local CA already exists in ") << files.dir << "\n";
   print_info("Faultline local CA", opened->ca.info());
   print_files(files, false);
   return kExitCompleted;
@@ -117,7 +117,8 @@ int run_ca(const CaArgs& a) {
   // The default folder is root's (its key signs what wrapped commands trust);
   // a CA of one's own is one --dir away.
   if (files.dir == kDefaultCaDir && ::geteuid() != 0) {
-    std::cerr << who << ": the CA in " << kDefaultCaDir << " is root's: run as root (or --dir DIR for a CA of your own)\n";
+    std::cerr << who << ": the CA in " << kDefaultCaDir
+              << " is root's: run as root (or --dir DIR for a CA of your own)\n";
     return kExitFailure;
   }
   if (a.action == "init") return init(files, who);

@@ -14,8 +14,7 @@ namespace {
 using faultline::ClientHelloStatus;
 
 faultline::ClientHelloScan scan_text(const std::string& s) {
-  return faultline::scan_client_hello(
-      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(s.data()), s.size()));
+  return faultline::scan_client_hello(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(s.data()), s.size()));
 }
 
 // OpenSSL's first flight as a client of `host`: one record holding the ClientHello.
@@ -103,9 +102,9 @@ TEST(ClientHello, IpLiteralAndNoSniAndNoExtensions) {
 }
 
 TEST(ClientHello, OtherProtocolsAreNotTls) {
-  for (const std::string& s : {std::string("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), std::string("SSH-2.0-OpenSSH_9.2\r\n"),
-                               std::string("\x16\x02\x00", 3), std::string("\x16\x03\x07", 3),
-                               std::string("\x80\x2e\x01\x03\x01", 5)}) {
+  for (const std::string& s :
+       {std::string("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), std::string("SSH-2.0-OpenSSH_9.2\r\n"),
+        std::string("\x16\x02\x00", 3), std::string("\x16\x03\x07", 3), std::string("\x80\x2e\x01\x03\x01", 5)}) {
     auto r = scan_text(s);
     EXPECT_EQ(r.status, ClientHelloStatus::kNotTls) << "input " << s.size() << " bytes: " << r.error;
     EXPECT_FALSE(r.error.empty());
@@ -127,8 +126,7 @@ TEST(ClientHello, MalformedHellosNameWhatIsWrong) {
       {"record too large", "\x16\x03\x01" + u16(16385), "at most 16384"},
       {"not a ClientHello", record("\x02" + u24(4) + "abcd"), "not ClientHello"},
       {"hello too large", record("\x01" + u24(1 << 20)), "at most"},
-      {"alert between fragments", record(ok_msg.substr(0, 10)) + "\x15\x03\x03" + u16(2) + "\x02\x28",
-       "not handshake"},
+      {"alert between fragments", record(ok_msg.substr(0, 10)) + "\x15\x03\x03" + u16(2) + "\x02\x28", "not handshake"},
       {"truncated random", record(handshake("\x03\x03" + std::string(10, 'r'))), "random"},
       {"session id too long", record(handshake("\x03\x03" + std::string(32, 'r') + "\x21" + std::string(33, 's'))),
        "legacy_session_id of 33 bytes"},

@@ -41,7 +41,8 @@ class TerminationTest : public ::testing::Test {
   void start_upstream(const std::string& cert_host, const CertificateAuthority& signer) {
     auto leaf = signer.mint_leaf(cert_host);
     ASSERT_TRUE(leaf.ok());
-    upstream_ = std::make_unique<fltest::HttpsUpstream>(dir_, (*leaf)->cert_pem(), fltest::private_key_pem((*leaf)->key()));
+    upstream_ =
+        std::make_unique<fltest::HttpsUpstream>(dir_, (*leaf)->cert_pem(), fltest::private_key_pem((*leaf)->key()));
     ASSERT_TRUE(upstream_->started()) << upstream_->describe();
     upstream_leaf_ = *leaf;
   }
@@ -57,8 +58,8 @@ class TerminationTest : public ::testing::Test {
 
   CommandResult curl(const std::string& host, std::vector<std::string> extra) {
     const std::string port = std::to_string(terminator_->port());
-    std::vector<std::string> argv = {"curl", "-sS", "--max-time", "10", "--resolve", host + ":" + port + ":127.0.0.1",
-                                     "-w", "\\n%{http_version}"};
+    std::vector<std::string> argv = {
+        "curl", "-sS", "--max-time", "10", "--resolve", host + ":" + port + ":127.0.0.1", "-w", "\\n%{http_version}"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     argv.push_back("https://" + host + ":" + port + "/hello");
     // No inherited trust settings: the test says what curl trusts.
@@ -77,7 +78,8 @@ TEST_F(TerminationTest, CurlTrustingOurCaGetsTheUpstreamAnswerOverHttp11) {
   start_upstream("api.fl.test", *upstream_ca_);
   start_terminator();
   auto r = curl("api.fl.test", {"--cacert", dir_.file("our-ca.pem")});
-  ASSERT_TRUE(r.status.is(0)) << r.describe() << "\nterminator errors: " << ::testing::PrintToString(terminator_->errors());
+  ASSERT_TRUE(r.status.is(0)) << r.describe()
+                              << "\nterminator errors: " << ::testing::PrintToString(terminator_->errors());
   // curl offers h2 and http/1.1; termination answers http/1.1 only.
   EXPECT_EQ(r.out, "hello from upstream /hello\n1.1");
   EXPECT_EQ(upstream_->requests(), 1);
@@ -103,7 +105,8 @@ TEST_F(TerminationTest, PythonUrllibThroughTheTrustEnvironment) {
       {"python3", "-c",
        "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())", url},
       {.env = env}, 20s);
-  ASSERT_TRUE(r.status.is(0)) << r.describe() << "\nterminator errors: " << ::testing::PrintToString(terminator_->errors());
+  ASSERT_TRUE(r.status.is(0)) << r.describe()
+                              << "\nterminator errors: " << ::testing::PrintToString(terminator_->errors());
   EXPECT_EQ(r.out, "hello from upstream /py\n");
 
   // The same client without the environment trusts the system store alone: refused.

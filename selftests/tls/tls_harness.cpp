@@ -222,13 +222,17 @@ void LoopbackTerminator::serve(UniqueFd client) {
     if (::poll(p, 2, 100) <= 0) continue;
     if (p[0].revents != 0) {
       ssize_t n = ::recv(client.get(), buf, sizeof(buf), 0);
-      if (n <= 0) t.client_eof();
-      else (void)t.from_client(std::string_view(buf, static_cast<size_t>(n)));
+      if (n <= 0)
+        t.client_eof();
+      else
+        (void)t.from_client(std::string_view(buf, static_cast<size_t>(n)));
     }
     if (up && p[1].revents != 0) {
       ssize_t n = ::recv(up.get(), buf, sizeof(buf), 0);
-      if (n <= 0) t.upstream_eof();
-      else (void)t.from_upstream(std::string_view(buf, static_cast<size_t>(n)));
+      if (n <= 0)
+        t.upstream_eof();
+      else
+        (void)t.from_upstream(std::string_view(buf, static_cast<size_t>(n)));
     }
   }
 }

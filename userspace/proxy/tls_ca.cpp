@@ -57,13 +57,13 @@ std::string hostname_or_local() {
   return buf;
 }
 
-std::string pem_of(X509* x) {
+std::string x509_pem(X509* x) {
   BioPtr bio(BIO_new(BIO_s_mem()));
   if (!bio || PEM_write_bio_X509(bio.get(), x) != 1) return {};
   return bio_text(bio.get());
 }
 
-CertificateInfo describe(X509* x) {
+CertificateInfo describe_certificate(X509* x) {
   CertificateInfo info;
   BioPtr bio(BIO_new(BIO_s_mem()));
   if (bio && X509_NAME_print_ex(bio.get(), X509_get_subject_name(x), 0, XN_FLAG_RFC2253 & ~ASN1_STRFLGS_ESC_MSB) >= 0)
@@ -109,13 +109,13 @@ Status check_key_file_private(const std::string& path) {
   if ((st.st_mode & 077) != 0) {
     char mode[8];
     std::snprintf(mode, sizeof(mode), "%04o", st.st_mode & 07777);
-    return make_error(EPERM, "refusing CA key " + path + ": mode " + mode +
-                                 " lets others read it (chmod 600 it, or rotate the CA)");
+    return make_error(
+        EPERM, "refusing CA key " + path + ": mode " + mode + " lets others read it (chmod 600 it, or rotate the CA)");
   }
   return {};
 }
 
-bool file_exists(const std::string& path) {
+bool ca_file_exists(const std::string& path) {
   struct stat st {};
   return ::lstat(path.c_str(), &st) == 0;
 }
@@ -148,7 +148,7 @@ LeafCertificate::~LeafCertificate() {
   EVP_PKEY_free(key_);
 }
 
-std::string LeafCertificate::cert_pem() const { return pem_of(cert_); }
+std::string LeafCertificate::cert_pem() const { return x509_pem(cert_); }
 
 // --- CertificateAuthority ---
 
@@ -195,21 +195,20 @@ Result<CertificateAuthority> CertificateAuthority::generate(const CaValidity& va
   const long days = static_cast<long>(validity.ca.count() / 24);
   X509V3_CTX ctx;
   X509V3_set_ctx(&ctx, x.get(), x.get(), nullptr, nullptr, 0);
-  const bool ok =
-      X509_set_version(x.get(), 2) == 1 && set_random_serial(x.get()) &&
-      X509_gmtime_adj(X509_getm_notBefore(x.get()), -validity.backdate.count()) != nullptr &&
-      X509_time_adj_ex(X509_getm_notAfter(x.get()), static_cast<int>(days), 0, nullptr) != nullptr &&
-      X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>("Faultline"), -1,
-                                 -1, 0) == 1 &&
-      X509_NAME_add_entry_by_txt(name, "OU", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(host.c_str()),
-                                 -1, -1, 0) == 1 &&
-      X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(cn.c_str()), -1,
-                                 -1, 0) == 1 &&
-      X509_set_issuer_name(x.get(), name) == 1 && X509_set_pubkey(x.get(), key.get()) == 1 &&
-      add_conf_ext(x.get(), &ctx, NID_basic_constraints, "critical,CA:TRUE,pathlen:0") &&
-      add_conf_ext(x.get(), &ctx, NID_key_usage, "critical,keyCertSign,cRLSign") &&
-      add_conf_ext(x.get(), &ctx, NID_subject_key_identifier, "hash") &&
-      X509_sign(x.get(), key.get(), EVP_sha256()) > 0;
+  const bool ok = X509_set_version(x.get(), 2) == 1 && set_random_serial(x.get()) &&
+                  X509_gmtime_adj(X509_getm_notBefore(x.get()), -validity.backdate.count()) != nullptr &&
+                  X509_time_adj_ex(X509_getm_notAfter(x.get()), static_cast<int>(days), 0, nullptr) != nullptr &&
+                  X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8,
+                                             reinterpret_cast<const unsigned char*>("Faultline"), -1, -1, 0) == 1 &&
+                  X509_NAME_add_entry_by_txt(name, "OU", MBSTRING_UTF8,
+                                             reinterpret_cast<const unsigned char*>(host.c_str()), -1, -1, 0) == 1 &&
+                  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8,
+                                             reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0) == 1 &&
+                  X509_set_issuer_name(x.get(), name) == 1 && X509_set_pubkey(x.get(), key.get()) == 1 &&
+                  add_conf_ext(x.get(), &ctx, NID_basic_constraints, "critical,CA:TRUE,pathlen:0") &&
+                  add_conf_ext(x.get(), &ctx, NID_key_usage, "critical,keyCertSign,cRLSign") &&
+                  add_conf_ext(x.get(), &ctx, NID_subject_key_identifier, "hash") &&
+                  X509_sign(x.get(), key.get(), EVP_sha256()) > 0;
   if (!ok) return make_error(0, with_openssl_errors("cannot make the CA certificate"));
   return CertificateAuthority(x.release(), key.release(), validity);
 }
@@ -248,7 +247,7 @@ Status CertificateAuthority::save(const CaFiles& files) const {
   return write_file_atomic(files.cert(), cert_pem());
 }
 
-std::string CertificateAuthority::cert_pem() const { return pem_of(cert_); }
+std::string CertificateAuthority::cert_pem() const { return x509_pem(cert_); }
 
 std::string CertificateAuthority::key_pem() const {
   BioPtr bio(BIO_new(BIO_s_mem()));
@@ -256,7 +255,7 @@ std::string CertificateAuthority::key_pem() const {
   return bio_text(bio.get());
 }
 
-CertificateInfo CertificateAuthority::info() const { return describe(cert_); }
+CertificateInfo CertificateAuthority::info() const { return describe_certificate(cert_); }
 
 std::string leaf_host_problem(std::string_view host) {
   if (host.empty()) return "an empty host name";
@@ -265,8 +264,8 @@ std::string leaf_host_problem(std::string_view host) {
   unsigned char addr[16];
   if (::inet_pton(AF_INET, h.c_str(), addr) == 1 || ::inet_pton(AF_INET6, h.c_str(), addr) == 1) return {};
   for (char c : host) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-                    c == '.' || c == '_';
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_';
     if (!ok) return "'" + h + "' is not a host name or IP address (character '" + std::string(1, c) + "')";
   }
   if (host.front() == '.' || host.back() == '.' || h.find("..") != std::string::npos)
@@ -324,15 +323,16 @@ Result<std::shared_ptr<const LeafCertificate>> CertificateAuthority::mint_leaf(s
 }
 
 Result<CaOpened> open_or_create_ca(const CaFiles& files, const CaValidity& validity) {
-  const bool has_key = file_exists(files.key());
-  const bool has_cert = file_exists(files.cert());
+  const bool has_key = ca_file_exists(files.key());
+  const bool has_cert = ca_file_exists(files.cert());
   if (has_key && has_cert) {
     auto ca = CertificateAuthority::load(files);
     if (!ca) return ca.error();
     return CaOpened{std::move(*ca), false};
   }
   if (has_key != has_cert)
-    return make_error(ENOENT, "the CA folder " + files.dir + " has " + (has_key ? "ca.key but no ca.pem" : "ca.pem but no ca.key") +
+    return make_error(ENOENT, "the CA folder " + files.dir + " has " +
+                                  (has_key ? "ca.key but no ca.pem" : "ca.pem but no ca.key") +
                                   ": refusing to replace half a CA (move the folder away, then init)");
   auto ca = CertificateAuthority::generate(validity);
   if (!ca) return ca.error();
@@ -353,7 +353,7 @@ Result<CertificateAuthority> rotate_ca(const CaFiles& files, const CaValidity& v
 }
 
 Result<std::string> previous_ca_pem(const CaFiles& files) {
-  if (!file_exists(files.previous_cert())) return std::string();
+  if (!ca_file_exists(files.previous_cert())) return std::string();
   return read_text_file(files.previous_cert());
 }
 
@@ -368,7 +368,8 @@ Result<std::string> ca_certificates_to_trust(const CaFiles& files) {
 Result<std::vector<CertificateInfo>> describe_pem_certificates(const std::string& pem) {
   BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
   std::vector<CertificateInfo> out;
-  while (X509Ptr x{PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)}) out.push_back(describe(x.get()));
+  while (X509Ptr x{PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)})
+    out.push_back(describe_certificate(x.get()));
   ERR_clear_error();  // the end of the text reads as "no start line"
   if (out.empty()) return make_error(EINVAL, "no PEM certificate in the text");
   return out;

@@ -38,8 +38,8 @@ struct CertificateInfo {
   std::string sha256_fingerprint;  // "AB:CD:..." (32 bytes), as openssl x509 -fingerprint prints it
   std::string not_before;          // RFC 3339, UTC
   std::string not_after;
-  std::string key_type;            // "EC P-256"
-  std::string serial;              // hex
+  std::string key_type;  // "EC P-256"
+  std::string serial;    // hex
 };
 
 // A minted certificate with its private key, ready for a TLS server context.

@@ -25,17 +25,17 @@ enum class ClientHelloStatus {
 };
 
 struct ClientHello {
-  std::string server_name;          // SNI host_name, lower-cased; empty when none was sent
-  std::vector<std::string> alpn;    // the protocols offered, in the client's order
-  uint16_t legacy_version = 0;      // 0x0303 for TLS 1.2 and 1.3 clients
-  bool offers_tls13 = false;        // supported_versions lists 0x0304
-  size_t record_bytes = 0;          // bytes of the records that carried the hello
+  std::string server_name;        // SNI host_name, lower-cased; empty when none was sent
+  std::vector<std::string> alpn;  // the protocols offered, in the client's order
+  uint16_t legacy_version = 0;    // 0x0303 for TLS 1.2 and 1.3 clients
+  bool offers_tls13 = false;      // supported_versions lists 0x0304
+  size_t record_bytes = 0;        // bytes of the records that carried the hello
 };
 
 struct ClientHelloScan {
   ClientHelloStatus status = ClientHelloStatus::kNeedMore;
-  ClientHello hello;   // with kParsed
-  std::string error;   // with kMalformed and kNotTls: what was wrong, and at which byte
+  ClientHello hello;  // with kParsed
+  std::string error;  // with kMalformed and kNotTls: what was wrong, and at which byte
 };
 
 // Scans everything read from the client so far (from its first byte). Stateless:

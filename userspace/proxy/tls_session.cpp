@@ -13,19 +13,19 @@ namespace {
 // ALPN wire format of the one protocol termination speaks.
 constexpr unsigned char kAlpnHttp11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
 
-bool is_ip_literal(const std::string& host) {
+bool tls_is_ip_literal(const std::string& host) {
   unsigned char addr[16];
   return ::inet_pton(AF_INET, host.c_str(), addr) == 1 || ::inet_pton(AF_INET6, host.c_str(), addr) == 1;
 }
 
-TlsSession* session_of(SSL* ssl) { return static_cast<TlsSession*>(SSL_get_app_data(ssl)); }
+TlsSession* tls_session_of(SSL* ssl) { return static_cast<TlsSession*>(SSL_get_app_data(ssl)); }
 
 }  // namespace
 
 // The leaf by SNI: called by OpenSSL while it reads the ClientHello, before it
 // chooses a cipher, so the certificate set here is the one the client gets.
 int tls_servername_callback(SSL* ssl, int* alert, void* /*arg*/) {
-  TlsSession* s = session_of(ssl);
+  TlsSession* s = tls_session_of(ssl);
   if (s == nullptr) return SSL_TLSEXT_ERR_ALERT_FATAL;
   const char* sni = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
   std::string host = sni != nullptr ? sni : s->fallback_host_;
@@ -55,12 +55,11 @@ int tls_servername_callback(SSL* ssl, int* alert, void* /*arg*/) {
 int tls_alpn_callback(SSL* ssl, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
                       unsigned inlen, void* /*arg*/) {
   unsigned char* selected = nullptr;
-  if (SSL_select_next_proto(&selected, outlen, kAlpnHttp11, sizeof(kAlpnHttp11), in, inlen) ==
-      OPENSSL_NPN_NEGOTIATED) {
+  if (SSL_select_next_proto(&selected, outlen, kAlpnHttp11, sizeof(kAlpnHttp11), in, inlen) == OPENSSL_NPN_NEGOTIATED) {
     *out = selected;
     return SSL_TLSEXT_ERR_OK;
   }
-  if (TlsSession* s = session_of(ssl)) {
+  if (TlsSession* s = tls_session_of(ssl)) {
     std::string offered;
     for (unsigned i = 0; i < inlen && i + 1 + in[i] <= inlen; i += 1 + in[i])
       offered += (offered.empty() ? "" : ", ") + std::string(reinterpret_cast<const char*>(in + i + 1), in[i]);
@@ -140,8 +139,10 @@ Status TlsSession::init(SSL_CTX* ctx, bool server) {
   wbio_ = wbio;
   SSL_set_app_data(ssl_, this);
   is_server_ = server;
-  if (server) SSL_set_accept_state(ssl_);
-  else SSL_set_connect_state(ssl_);
+  if (server)
+    SSL_set_accept_state(ssl_);
+  else
+    SSL_set_connect_state(ssl_);
   return {};
 }
 
@@ -161,7 +162,7 @@ Result<std::unique_ptr<TlsSession>> TlsSession::client(std::shared_ptr<TlsClient
   s->server_name_ = std::string(host);
   FL_TRY(s->init(s->client_ctx_->native(), false));
   SSL* ssl = s->ssl_;
-  const bool ip = is_ip_literal(s->server_name_);
+  const bool ip = tls_is_ip_literal(s->server_name_);
   // The check that makes termination safe: the upstream's certificate must
   // name the host the client asked for. Set per session, never skipped.
   const bool named = ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), s->server_name_.c_str()) == 1

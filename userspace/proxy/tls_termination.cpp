@@ -17,8 +17,8 @@ Status TlsTermination::from_client(std::string_view bytes) {
   switch (phase_) {
     case Phase::kReadingHello: {
       held_.append(bytes);
-      const auto scan = scan_client_hello(
-          std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(held_.data()), held_.size()));
+      const auto scan =
+          scan_client_hello(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(held_.data()), held_.size()));
       if (scan.status == ClientHelloStatus::kNeedMore) return {};
       if (scan.status == ClientHelloStatus::kNotTls) {
         phase_ = Phase::kNotTls;
@@ -148,9 +148,7 @@ void TlsTermination::close_upstream() {
   if (upstream_) upstream_->close();
 }
 
-bool TlsTermination::client_done() const {
-  return client_eof_ || (client_ && client_->state() == TlsState::kClosed);
-}
+bool TlsTermination::client_done() const { return client_eof_ || (client_ && client_->state() == TlsState::kClosed); }
 
 bool TlsTermination::upstream_done() const {
   return upstream_eof_ || (upstream_ && upstream_->state() == TlsState::kClosed);

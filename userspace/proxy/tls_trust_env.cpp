@@ -17,8 +17,8 @@ Result<std::string> read_system_trust_store() {
     if (text && text->find("-----BEGIN CERTIFICATE-----") != std::string::npos) return text;
     tried += (tried.empty() ? "" : ", ") + path;
   }
-  return make_error(ENOENT, "no system trust store found (tried " + tried +
-                                "; Debian: apt-get install ca-certificates)");
+  return make_error(ENOENT,
+                    "no system trust store found (tried " + tried + "; Debian: apt-get install ca-certificates)");
 }
 
 Result<TrustFiles> write_trust_files(const std::string& dir, const std::string& ca_pems) {
