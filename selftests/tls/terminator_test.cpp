@@ -93,6 +93,25 @@ TEST_F(TerminationTest, CurlTrustingOurCaGetsTheUpstreamAnswerOverHttp11) {
   EXPECT_EQ(server_ctx_->leaves().stats().hits, 1u);
 }
 
+TEST_F(TerminationTest, Tls12ClientAndAClientWithoutSni) {
+  start_upstream("127.0.0.1", *upstream_ca_);  // an IP SAN: what a client by address checks
+  start_terminator();
+  const std::string url = "https://127.0.0.1:" + std::to_string(terminator_->port()) + "/by-address";
+  // curl sends no SNI for an address: the leaf and the upstream check use the
+  // connection's destination (the harness's fallback_host, 127.0.0.1).
+  auto r = fltest::run_command({"curl", "-sS", "--max-time", "10", "--cacert", dir_.file("our-ca.pem"), url},
+                               {.env = {"SSL_CERT_FILE=", "CURL_CA_BUNDLE="}}, 20s);
+  ASSERT_TRUE(r.status.is(0)) << r.describe()
+                              << "\nterminator errors: " << ::testing::PrintToString(terminator_->errors());
+  EXPECT_EQ(r.out, "hello from upstream /by-address");
+  auto tls12 = fltest::run_command(
+      {"curl", "-sSv", "--max-time", "10", "--tls-max", "1.2", "--cacert", dir_.file("our-ca.pem"), url},
+      {.env = {"SSL_CERT_FILE=", "CURL_CA_BUNDLE="}}, 20s);
+  ASSERT_TRUE(tls12.status.is(0)) << tls12.describe();
+  EXPECT_NE(tls12.err.find("SSL connection using TLSv1.2"), std::string::npos) << tls12.err;
+  EXPECT_EQ(upstream_->requests(), 2);
+}
+
 TEST_F(TerminationTest, PythonUrllibThroughTheTrustEnvironment) {
   start_upstream("localhost", *upstream_ca_);
   start_terminator();
