@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "userspace/proxy/tls_ca.h"
 #include "userspace/proxy/tls_leaf_cache.h"
@@ -81,6 +82,29 @@ TEST_F(CaDir, CreatedOnFirstUseWithPrivateModes) {
   ASSERT_TRUE(again.ok()) << again.error().describe();
   EXPECT_FALSE(again->created);
   EXPECT_EQ(again->ca.info().sha256_fingerprint, info.sha256_fingerprint);
+}
+
+TEST_F(CaDir, FirstUsesAtOnceMakeOneCa) {
+  std::vector<std::string> fingerprints(8);
+  std::vector<std::string> errors(8);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < fingerprints.size(); ++i) {
+    threads.emplace_back([&, i] {
+      auto opened = faultline::open_or_create_ca(files_);
+      if (opened)
+        fingerprints[i] = opened->ca.info().sha256_fingerprint;
+      else
+        errors[i] = opened.error().describe();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (size_t i = 0; i < fingerprints.size(); ++i) {
+    EXPECT_EQ(errors[i], "");
+    EXPECT_EQ(fingerprints[i], fingerprints[0]) << "thread " << i;
+  }
+  auto loaded = CertificateAuthority::load(files_);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().describe();
+  EXPECT_EQ(loaded->info().sha256_fingerprint, fingerprints[0]);
 }
 
 TEST_F(CaDir, LoadRefusesAKeyOthersCanRead) {

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include <ctime>
 
 #include "base/files.h"
+#include "base/unique_fd.h"
 #include "userspace/proxy/tls_openssl.h"
 
 namespace faultline {
@@ -130,6 +132,29 @@ Status make_ca_dir(const std::string& dir) {
   return ensure_private_dir(dir, true);
 }
 
+// The CA folder's lock (DIR/.lock, flock): creation and rotation hold it
+// exclusively, loading shared, so that two first uses at once (a guard and
+// faultd) cannot pair one's key with the other's certificate, and a load never
+// reads a rotation half done.
+class CaFolderLock {
+ public:
+  [[nodiscard]] static Result<CaFolderLock> take(const std::string& dir, int how) {
+    const std::string path = dir + "/.lock";
+    UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+    if (!fd) return errno_error("cannot open the CA lock " + path);
+    while (::flock(fd.get(), how) != 0) {
+      if (errno != EINTR) return errno_error("cannot lock " + path);
+    }
+    return CaFolderLock(std::move(fd));
+  }
+
+ private:
+  explicit CaFolderLock(UniqueFd fd) : fd_(std::move(fd)) {}
+  UniqueFd fd_;  // closing it releases the lock
+};
+
+Result<CertificateAuthority> load_unlocked(const CaFiles& files);
+
 }  // namespace
 
 std::string default_ca_dir() {
@@ -229,15 +254,25 @@ Result<CertificateAuthority> CertificateAuthority::from_pem(const std::string& c
 
 Result<CertificateAuthority> CertificateAuthority::load(const CaFiles& files) {
   FL_TRY(ensure_private_dir(files.dir, false));
+  auto lock = CaFolderLock::take(files.dir, LOCK_SH);
+  if (!lock) return lock.error();
+  return load_unlocked(files);
+}
+
+namespace {
+
+Result<CertificateAuthority> load_unlocked(const CaFiles& files) {
   FL_TRY(check_key_file_private(files.key()));
   auto cert = read_text_file(files.cert());
   if (!cert) return cert.error();
   auto key = read_text_file(files.key());
   if (!key) return key.error();
-  auto ca = from_pem(*cert, *key);
+  auto ca = CertificateAuthority::from_pem(*cert, *key);
   if (!ca) return make_error(ca.error().err, files.dir + ": " + ca.error().message);
   return ca;
 }
+
+}  // namespace
 
 Status CertificateAuthority::save(const CaFiles& files) const {
   FL_TRY(make_ca_dir(files.dir));
@@ -323,10 +358,13 @@ Result<std::shared_ptr<const LeafCertificate>> CertificateAuthority::mint_leaf(s
 }
 
 Result<CaOpened> open_or_create_ca(const CaFiles& files, const CaValidity& validity) {
+  FL_TRY(make_ca_dir(files.dir));
+  auto lock = CaFolderLock::take(files.dir, LOCK_EX);
+  if (!lock) return lock.error();
   const bool has_key = ca_file_exists(files.key());
   const bool has_cert = ca_file_exists(files.cert());
   if (has_key && has_cert) {
-    auto ca = CertificateAuthority::load(files);
+    auto ca = load_unlocked(files);
     if (!ca) return ca.error();
     return CaOpened{std::move(*ca), false};
   }
@@ -341,7 +379,10 @@ Result<CaOpened> open_or_create_ca(const CaFiles& files, const CaValidity& valid
 }
 
 Result<CertificateAuthority> rotate_ca(const CaFiles& files, const CaValidity& validity) {
-  auto old = CertificateAuthority::load(files);
+  FL_TRY(ensure_private_dir(files.dir, false));
+  auto lock = CaFolderLock::take(files.dir, LOCK_EX);
+  if (!lock) return lock.error();
+  auto old = load_unlocked(files);
   if (!old) return old.error();
   auto fresh = CertificateAuthority::generate(validity);
   if (!fresh) return fresh.error();
