@@ -1,6 +1,6 @@
 // ClientHello scanning (RFC 8446 4.1.2, RFC 6066 3, RFC 7301 3.1): records are
 // reassembled into the handshake message first, then the message is read with a
-// cursor that refuses to step past its end.
+// cursor that refuses to step past its end and keeps the first thing wrong.
 #include "userspace/proxy/tls_client_hello.h"
 
 #include <set>
@@ -17,29 +17,34 @@ constexpr uint16_t kExtServerName = 0;
 constexpr uint16_t kExtAlpn = 16;
 constexpr uint16_t kExtSupportedVersions = 43;
 
-// A failed read: which field, at which offset of the ClientHello body.
-struct HelloFormatError {
+// The first thing wrong with a ClientHello body; later reads see it and stop.
+struct HelloError {
   std::string what;
+  void fail(std::string why) {
+    if (what.empty()) what = std::move(why);
+  }
+  [[nodiscard]] bool failed() const { return !what.empty(); }
 };
 
-// Reads big-endian fields from a byte range; any read past its end throws
-// HelloFormatError naming the field (caught once, in scan_client_hello).
+// Reads big-endian fields from a byte range. A read past its end records the
+// field in the shared HelloError and yields zeros and empty ranges, and done()
+// turns true, so every loop over a cursor ends; the first error is the answer.
 class HelloCursor {
  public:
-  HelloCursor(std::span<const uint8_t> b, size_t base) : b_(b), base_(base) {}
+  HelloCursor(std::span<const uint8_t> b, size_t base, HelloError& err) : b_(b), base_(base), err_(&err) {}
 
-  [[nodiscard]] bool done() const { return at_ == b_.size(); }
+  [[nodiscard]] bool done() const { return err_->failed() || at_ == b_.size(); }
   [[nodiscard]] size_t offset() const { return base_ + at_; }
 
   uint32_t number(size_t width, const char* field) {
-    need(width, field);
+    if (!has(width, field)) return 0;
     uint32_t v = 0;
     for (size_t i = 0; i < width; ++i) v = (v << 8) | b_[at_ + i];
     at_ += width;
     return v;
   }
   std::span<const uint8_t> bytes(size_t n, const char* field) {
-    need(n, field);
+    if (!has(n, field)) return {};
     auto s = b_.subspan(at_, n);
     at_ += n;
     return s;
@@ -48,22 +53,23 @@ class HelloCursor {
   HelloCursor vec(size_t width, const char* field) {
     const size_t n = number(width, field);
     const size_t base = offset();
-    return HelloCursor(bytes(n, field), base);
+    return HelloCursor(bytes(n, field), base, *err_);
   }
 
  private:
-  void need(size_t n, const char* field) {
-    if (b_.size() - at_ < n)
-      throw HelloFormatError{std::string(field) + " at byte " + std::to_string(offset()) + " needs " +
-                             std::to_string(n) + " bytes, " + std::to_string(b_.size() - at_) + " left"};
+  bool has(size_t n, const char* field) {
+    if (err_->failed()) return false;
+    if (b_.size() - at_ >= n) return true;
+    err_->fail(std::string(field) + " at byte " + std::to_string(offset()) + " needs " + std::to_string(n) +
+               " bytes, " + std::to_string(b_.size() - at_) + " left");
+    return false;
   }
 
   std::span<const uint8_t> b_;
   size_t base_;
   size_t at_ = 0;
+  HelloError* err_;
 };
-
-[[noreturn]] void hello_malformed(std::string what) { throw HelloFormatError{std::move(what)}; }
 
 std::string hello_hex8(uint32_t v) {
   static constexpr char digits[] = "0123456789abcdef";
@@ -72,88 +78,104 @@ std::string hello_hex8(uint32_t v) {
 
 // RFC 6066: a DNS host name in ASCII, without a trailing dot. IP literals are not
 // allowed there but some clients send them; they pass, as the leaf's SAN takes them.
-std::string read_host_name(std::span<const uint8_t> name) {
-  if (name.empty()) hello_malformed("server_name: empty host_name");
-  if (name.size() > 255)
-    hello_malformed("server_name: host_name of " + std::to_string(name.size()) + " bytes (at most 255)");
+std::string read_host_name(std::span<const uint8_t> name, HelloError& err) {
+  if (name.empty() || name.size() > 255) {
+    err.fail("server_name: host_name of " + std::to_string(name.size()) + " bytes (1 to 255)");
+    return {};
+  }
   std::string out;
   out.reserve(name.size());
   for (uint8_t c : name) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
                     c == '.' || c == '_' || c == ':';
-    if (!ok) hello_malformed("server_name: byte " + hello_hex8(c) + " is not allowed in a host name");
+    if (!ok) {
+      err.fail("server_name: byte " + hello_hex8(c) + " is not allowed in a host name");
+      return {};
+    }
     out += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
   }
-  if (out.front() == '.' || out.back() == '.' || out.find("..") != std::string::npos)
-    hello_malformed("server_name: '" + out + "' has an empty label");
+  if (out.front() == '.' || out.back() == '.' || out.find("..") != std::string::npos) {
+    err.fail("server_name: '" + out + "' has an empty label");
+    return {};
+  }
   return out;
 }
 
-void read_server_name(HelloCursor ext, ClientHello& hello) {
+void read_server_name(HelloCursor ext, ClientHello& hello, HelloError& err) {
   HelloCursor list = ext.vec(2, "server_name_list");
-  if (!ext.done()) hello_malformed("server_name: bytes after server_name_list");
-  if (list.done()) hello_malformed("server_name: empty server_name_list");
+  if (!ext.done()) err.fail("server_name: bytes after server_name_list");
+  if (list.done() && !err.failed()) err.fail("server_name: empty server_name_list");
   while (!list.done()) {
     const uint32_t type = list.number(1, "server_name name_type");
     const size_t len = list.number(2, "server_name name length");
     auto name = list.bytes(len, "server_name name");
+    if (err.failed()) return;
     if (type != 0) continue;  // only host_name (0) is defined; others are skipped
-    if (!hello.server_name.empty()) hello_malformed("server_name: more than one host_name");
-    hello.server_name = read_host_name(name);
+    if (!hello.server_name.empty()) {
+      err.fail("server_name: more than one host_name");
+      return;
+    }
+    hello.server_name = read_host_name(name, err);
   }
 }
 
-void read_alpn(HelloCursor ext, ClientHello& hello) {
+void read_alpn(HelloCursor ext, ClientHello& hello, HelloError& err) {
   HelloCursor list = ext.vec(2, "ALPN protocol_name_list");
-  if (!ext.done()) hello_malformed("ALPN: bytes after protocol_name_list");
-  if (list.done()) hello_malformed("ALPN: empty protocol_name_list");
+  if (!ext.done()) err.fail("ALPN: bytes after protocol_name_list");
+  if (list.done() && !err.failed()) err.fail("ALPN: empty protocol_name_list");
   while (!list.done()) {
     const size_t len = list.number(1, "ALPN protocol name length");
-    if (len == 0) hello_malformed("ALPN: empty protocol name");
+    if (len == 0 && !err.failed()) {
+      err.fail("ALPN: empty protocol name");
+      return;
+    }
     auto name = list.bytes(len, "ALPN protocol name");
+    if (err.failed()) return;
     hello.alpn.emplace_back(name.begin(), name.end());
   }
 }
 
-void read_supported_versions(HelloCursor ext, ClientHello& hello) {
+void read_supported_versions(HelloCursor ext, ClientHello& hello, HelloError& err) {
   HelloCursor list = ext.vec(1, "supported_versions list");
-  if (!ext.done()) hello_malformed("supported_versions: bytes after the list");
+  if (!ext.done()) err.fail("supported_versions: bytes after the list");
   while (!list.done()) {
     if (list.number(2, "supported_versions version") == 0x0304) hello.offers_tls13 = true;
   }
 }
 
-ClientHello read_body(std::span<const uint8_t> body) {
+ClientHello read_body(std::span<const uint8_t> body, HelloError& err) {
   ClientHello hello;
-  HelloCursor c(body, 0);
+  HelloCursor c(body, 0, err);
   hello.legacy_version = static_cast<uint16_t>(c.number(2, "legacy_version"));
-  if ((hello.legacy_version >> 8) != 3)
-    hello_malformed("legacy_version " + hello_hex8(hello.legacy_version >> 8) +
-                    hello_hex8(hello.legacy_version & 0xff).substr(2) + " is not TLS");
+  if (!err.failed() && (hello.legacy_version >> 8) != 3)
+    err.fail("legacy_version " + hello_hex8(hello.legacy_version >> 8) +
+             hello_hex8(hello.legacy_version & 0xff).substr(2) + " is not TLS");
   c.bytes(32, "random");
   const size_t session_id = c.number(1, "legacy_session_id length");
-  if (session_id > 32) hello_malformed("legacy_session_id of " + std::to_string(session_id) + " bytes (at most 32)");
+  if (session_id > 32) err.fail("legacy_session_id of " + std::to_string(session_id) + " bytes (at most 32)");
   c.bytes(session_id, "legacy_session_id");
   const size_t suites = c.number(2, "cipher_suites length");
-  if (suites == 0 || suites % 2 != 0)
-    hello_malformed("cipher_suites of " + std::to_string(suites) + " bytes (a non-empty list of 2-byte suites)");
+  if (!err.failed() && (suites == 0 || suites % 2 != 0))
+    err.fail("cipher_suites of " + std::to_string(suites) + " bytes (a non-empty list of 2-byte suites)");
   c.bytes(suites, "cipher_suites");
   HelloCursor compression = c.vec(1, "legacy_compression_methods");
-  if (compression.done()) hello_malformed("legacy_compression_methods: empty");
+  if (compression.done() && !err.failed()) err.fail("legacy_compression_methods: empty");
   if (c.done()) return hello;  // a hello without extensions (TLS 1.0-era): no SNI, no ALPN
   HelloCursor exts = c.vec(2, "extensions");
-  if (!c.done()) hello_malformed("bytes after the extensions, at byte " + std::to_string(c.offset()));
+  if (!c.done()) err.fail("bytes after the extensions, at byte " + std::to_string(c.offset()));
   std::set<uint32_t> seen;
   while (!exts.done()) {
     const uint32_t type = exts.number(2, "extension type");
     HelloCursor data = exts.vec(2, "extension data");
-    if (!seen.insert(type).second) hello_malformed("extension " + std::to_string(type) + " appears twice");
-    if (type == kExtServerName)
-      read_server_name(data, hello);
+    if (err.failed()) break;
+    if (!seen.insert(type).second)
+      err.fail("extension " + std::to_string(type) + " appears twice");
+    else if (type == kExtServerName)
+      read_server_name(data, hello, err);
     else if (type == kExtAlpn)
-      read_alpn(data, hello);
+      read_alpn(data, hello, err);
     else if (type == kExtSupportedVersions)
-      read_supported_versions(data, hello);
+      read_supported_versions(data, hello, err);
   }
   return hello;
 }
@@ -221,14 +243,12 @@ ClientHelloScan scan_client_hello(std::span<const uint8_t> in) {
   if (hs.size() != message_end)
     return hello_result(ClientHelloStatus::kMalformed,
                         std::to_string(hs.size() - message_end) + " bytes after the ClientHello in its last record");
-  try {
-    ClientHelloScan r = hello_result(ClientHelloStatus::kParsed);
-    r.hello = read_body(std::span<const uint8_t>(hs).subspan(4));
-    r.hello.record_bytes = pos;
-    return r;
-  } catch (const HelloFormatError& e) {
-    return hello_result(ClientHelloStatus::kMalformed, "ClientHello: " + e.what);
-  }
+  HelloError err;
+  ClientHelloScan r = hello_result(ClientHelloStatus::kParsed);
+  r.hello = read_body(std::span<const uint8_t>(hs).subspan(4), err);
+  if (err.failed()) return hello_result(ClientHelloStatus::kMalformed, "ClientHello: " + err.what);
+  r.hello.record_bytes = pos;
+  return r;
 }
 
 const char* client_hello_status_name(ClientHelloStatus s) {
