@@ -26,7 +26,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     for (const auto& p : r.hello.alpn)
       if (p.empty() || p.size() > 255) __builtin_trap();
-  } else if (r.status != ClientHelloStatus::kNeedMore && r.error.empty()) {
+  } else if (r.status == ClientHelloStatus::kNeedMore) {
+    if (r.wanted <= size) __builtin_trap();  // more bytes are wanted than are there
+  } else if (r.error.empty()) {
     __builtin_trap();  // every refusal says why
   }
   return 0;

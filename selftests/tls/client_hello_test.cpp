@@ -69,6 +69,10 @@ TEST(ClientHello, EveryPrefixNeedsMoreAndTheWholeParses) {
   for (size_t n = 0; n < hello.size(); ++n) {
     auto r = scan_text(hello.substr(0, n));
     ASSERT_EQ(r.status, ClientHelloStatus::kNeedMore) << "prefix of " << n << " bytes: " << r.error;
+    // wanted: each of the first three bytes (any may say "not TLS"), the end of
+    // the record header, then the end of the record.
+    const size_t want = n < 3 ? n + 1 : n < 5 ? 5 : hello.size();
+    EXPECT_EQ(r.wanted, want) << "prefix of " << n << " bytes";
   }
   // Bytes after the hello (a client's next flight) do not change the answer.
   auto r = scan_text(hello + "\x17\x03\x03");
@@ -85,7 +89,9 @@ TEST(ClientHello, HelloFragmentedOverRecordsIsReassembled) {
     EXPECT_EQ(r.hello.server_name, "frag.example.test");
     EXPECT_EQ(r.hello.alpn, (std::vector<std::string>{"h2", "http/1.1"}));
     EXPECT_EQ(r.hello.record_bytes, two.size());
-    EXPECT_EQ(scan_text(two.substr(0, two.size() - 1)).status, ClientHelloStatus::kNeedMore);
+    auto short_one = scan_text(two.substr(0, two.size() - 1));
+    EXPECT_EQ(short_one.status, ClientHelloStatus::kNeedMore);
+    EXPECT_EQ(short_one.wanted, two.size());
   }
 }
 

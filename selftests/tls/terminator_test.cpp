@@ -373,6 +373,21 @@ TEST_F(SessionPair, TerminationRefusesAnUnverifiedUpstreamWithAnAlert) {
   EXPECT_NE((*c)->error().find("handshake failure"), std::string::npos) << (*c)->error();
 }
 
+TEST_F(SessionPair, TerminationReadsATrickledHello) {
+  faultline::TlsTermination t(server_ctx_, client_ctx_);
+  auto c = TlsSession::client(client_ctx_, "trickle.fl.test");
+  ASSERT_TRUE(c.ok());
+  const std::string hello = (*c)->take_ciphertext();
+  for (size_t i = 0; i + 1 < hello.size(); ++i) {
+    ASSERT_TRUE(t.from_client(hello.substr(i, 1)).ok());
+    ASSERT_EQ(t.phase(), Phase::kReadingHello) << "after byte " << i;
+  }
+  ASSERT_TRUE(t.from_client(hello.substr(hello.size() - 1)).ok());
+  EXPECT_EQ(t.phase(), Phase::kConnectUpstream) << t.error();
+  EXPECT_EQ(t.upstream_host(), "trickle.fl.test");
+  EXPECT_EQ(t.held_client_bytes(), hello);
+}
+
 TEST_F(SessionPair, TerminationHandsBackWhatIsNotTls) {
   faultline::TlsTermination t(server_ctx_, client_ctx_);
   ASSERT_TRUE(t.from_client("GET / HT").ok());

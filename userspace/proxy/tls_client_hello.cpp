@@ -187,6 +187,14 @@ ClientHelloScan hello_result(ClientHelloStatus s, std::string error = {}) {
   return r;
 }
 
+// Nothing can change until `total` bytes are in: the end of the record (or
+// record header) the scan stopped in.
+ClientHelloScan need_bytes(size_t total) {
+  ClientHelloScan r = hello_result(ClientHelloStatus::kNeedMore);
+  r.wanted = total;
+  return r;
+}
+
 }  // namespace
 
 ClientHelloScan scan_client_hello(std::span<const uint8_t> in) {
@@ -197,7 +205,8 @@ ClientHelloScan scan_client_hello(std::span<const uint8_t> in) {
   size_t records = 0;
   while (message_end == 0 || hs.size() < message_end) {
     const size_t left = in.size() - pos;
-    if (left == 0) return hello_result(ClientHelloStatus::kNeedMore);
+    // The first three bytes each may show it is not TLS: ask for them one by one.
+    if (left == 0) return need_bytes(records == 0 ? 1 : pos + kRecordHeader);
     if (in[pos] != kRecordHandshake) {
       if (records == 0)
         return hello_result(ClientHelloStatus::kNotTls,
@@ -212,7 +221,7 @@ ClientHelloScan scan_client_hello(std::span<const uint8_t> in) {
         return hello_result(ClientHelloStatus::kNotTls, "record version " + v + " is not TLS (0x0300-0x0304)");
       return hello_result(ClientHelloStatus::kMalformed, "record " + std::to_string(records + 1) + " has version " + v);
     }
-    if (left < kRecordHeader) return hello_result(ClientHelloStatus::kNeedMore);
+    if (left < kRecordHeader) return need_bytes(records == 0 && left < 3 ? left + 1 : pos + kRecordHeader);
     const size_t len = (size_t{in[pos + 3]} << 8) | in[pos + 4];
     if (len == 0)
       return hello_result(ClientHelloStatus::kMalformed, "record " + std::to_string(records + 1) + " is empty");
@@ -222,7 +231,7 @@ ClientHelloScan scan_client_hello(std::span<const uint8_t> in) {
     if (pos + kRecordHeader + len > kMaxClientHelloBytes)
       return hello_result(ClientHelloStatus::kMalformed,
                           "the ClientHello runs past " + std::to_string(kMaxClientHelloBytes) + " bytes of records");
-    if (left < kRecordHeader + len) return hello_result(ClientHelloStatus::kNeedMore);
+    if (left < kRecordHeader + len) return need_bytes(pos + kRecordHeader + len);
     hs.insert(hs.end(), in.begin() + pos + kRecordHeader, in.begin() + pos + kRecordHeader + len);
     pos += kRecordHeader + len;
     ++records;

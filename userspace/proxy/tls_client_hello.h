@@ -36,11 +36,15 @@ struct ClientHelloScan {
   ClientHelloStatus status = ClientHelloStatus::kNeedMore;
   ClientHello hello;  // with kParsed
   std::string error;  // with kMalformed and kNotTls: what was wrong, and at which byte
+  // With kNeedMore: scanning again before this many bytes (from the first) are
+  // in cannot change the answer. A relay that waits for them scans once per
+  // record, not once per read: a client trickling bytes costs no rescans.
+  size_t wanted = 0;
 };
 
 // Scans everything read from the client so far (from its first byte). Stateless:
 // a relay keeps the bytes (it forwards or decrypts them later anyway) and scans
-// again after each read until the status is not kNeedMore. Records split at any
+// again once `wanted` bytes are in, until the status is not kNeedMore. Records split at any
 // byte, and a hello fragmented over several records, are handled.
 [[nodiscard]] ClientHelloScan scan_client_hello(std::span<const uint8_t> bytes);
 

@@ -17,9 +17,13 @@ Status TlsTermination::from_client(std::string_view bytes) {
   switch (phase_) {
     case Phase::kReadingHello: {
       held_.append(bytes);
+      if (held_.size() < hello_wanted_) return {};  // the record is not complete yet
       const auto scan =
           scan_client_hello(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(held_.data()), held_.size()));
-      if (scan.status == ClientHelloStatus::kNeedMore) return {};
+      if (scan.status == ClientHelloStatus::kNeedMore) {
+        hello_wanted_ = scan.wanted;
+        return {};
+      }
       if (scan.status == ClientHelloStatus::kNotTls) {
         phase_ = Phase::kNotTls;
         error_ = "client: " + scan.error;

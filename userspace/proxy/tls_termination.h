@@ -80,7 +80,8 @@ class TlsTermination {
   std::string fallback_host_;
   Phase phase_ = Phase::kReadingHello;
   std::string error_;
-  std::string held_;  // the client's bytes until its session takes them
+  std::string held_;         // the client's bytes until its session takes them
+  size_t hello_wanted_ = 0;  // no rescan of held_ before it is this long
   ClientHello hello_;
   std::string upstream_host_;
   std::unique_ptr<TlsSession> upstream_;  // towards the upstream (client side of TLS)
