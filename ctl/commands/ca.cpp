@@ -45,12 +45,16 @@ void print_files(const CaFiles& files, bool has_previous) {
   if (has_previous) std::cout << "                " << files.previous_cert() << " (the CA before the last rotation)\n";
 }
 
-int show(const CaArgs& a, const CaFiles& files, const std::string& who) {
+// show and rotate need a CA: without one (neither file), say how to make it.
+bool no_ca_there(const CaFiles& files, const std::string& who) {
   struct stat st {};
-  if (::stat(files.cert().c_str(), &st) != 0 && ::stat(files.key().c_str(), &st) != 0) {
-    std::cerr << who << ": no CA in " << files.dir << " (faultctl ca init creates one)\n";
-    return kExitFailure;
-  }
+  if (::stat(files.cert().c_str(), &st) == 0 || ::stat(files.key().c_str(), &st) == 0) return false;
+  std::cerr << who << ": no CA in " << files.dir << " (faultctl ca init creates one)\n";
+  return true;
+}
+
+int show(const CaArgs& a, const CaFiles& files, const std::string& who) {
+  if (no_ca_there(files, who)) return kExitFailure;
   auto ca = CertificateAuthority::load(files);
   if (!ca) return report_error(who, ca.error());
   auto prev = previous_info(files);
@@ -99,6 +103,7 @@ int export_pem(const CaArgs& a, const CaFiles& files, const std::string& who) {
 }
 
 int rotate(const CaFiles& files, const std::string& who) {
+  if (no_ca_there(files, who)) return kExitFailure;
   auto before = CertificateAuthority::load(files);
   if (!before) return report_error(who, before.error());
   const CertificateInfo old = before->info();

@@ -105,6 +105,10 @@ TEST_F(CaCommand, LifeCycle) {
   EXPECT_NE(none.err.find("no CA in " + ca_dir() + " (faultctl ca init creates one)"), std::string::npos)
       << none.describe();
 
+  auto no_rotate = faultctl({"ca", "rotate", "--dir", ca_dir()});
+  EXPECT_TRUE(no_rotate.status.is(1)) << no_rotate.describe();
+  EXPECT_EQ(no_rotate.err, "faultctl ca rotate: no CA in " + ca_dir() + " (faultctl ca init creates one)\n");
+
   auto init = faultctl({"ca", "init", "--dir", ca_dir()});
   ASSERT_TRUE(init.status.is(0)) << init.describe();
   EXPECT_NE(init.out.find("created the local CA in " + ca_dir()), std::string::npos) << init.out;
