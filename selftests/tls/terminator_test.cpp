@@ -8,6 +8,7 @@
 
 #include "selftests/tls/tls_harness.h"
 #include "userspace/proxy/tls_leaf_cache.h"
+#include "userspace/proxy/tls_setup.h"
 #include "userspace/proxy/tls_termination.h"
 #include "userspace/proxy/tls_trust_env.h"
 
@@ -135,6 +136,42 @@ TEST_F(TerminationTest, PythonUrllibThroughTheTrustEnvironment) {
   EXPECT_FALSE(bare.status.is(0)) << bare.describe();
   EXPECT_NE(bare.err.find("CERTIFICATE_VERIFY_FAILED"), std::string::npos) << bare.describe();
   EXPECT_EQ(upstream_->requests(), 1);
+}
+
+TEST_F(TerminationTest, SetUpFromNothingThenCurlWithTheVariablesAlone) {
+  start_upstream("api.fl.test", *upstream_ca_);
+  faultline::TerminationOptions o;
+  o.ca.dir = dir_.file("state/ca");  // no CA yet: created on first use
+  o.trust_dir = dir_.path();
+  o.upstream.upstream_ca_file = dir_.file("upstream-ca.pem");
+  auto setup = faultline::set_up_termination(o);
+  ASSERT_TRUE(setup.ok()) << setup.error().describe();
+  EXPECT_TRUE(setup->ca_created);
+  EXPECT_EQ(setup->ca.key_type, "EC P-256");
+  terminator_ = std::make_unique<fltest::LoopbackTerminator>(setup->server, setup->client, upstream_->port());
+  std::vector<std::string> env;
+  for (const auto& [k, v] : setup->env) env.push_back(k + "=" + v);
+  const std::string port = std::to_string(terminator_->port());
+  // No --cacert: curl finds the bundle through CURL_CA_BUNDLE, as a wrapped command would.
+  auto r = fltest::run_command({"curl", "-sS", "--max-time", "10", "--resolve", "api.fl.test:" + port + ":127.0.0.1",
+                                "https://api.fl.test:" + port + "/env"},
+                               {.env = env}, 20s);
+  ASSERT_TRUE(r.status.is(0)) << r.describe()
+                              << "\nterminator errors: " << ::testing::PrintToString(terminator_->errors());
+  EXPECT_EQ(r.out, "hello from upstream /env");
+
+  // The second run finds the CA; a bad --upstream-ca is named, before any file is written.
+  auto again = faultline::set_up_termination(o);
+  ASSERT_TRUE(again.ok()) << again.error().describe();
+  EXPECT_FALSE(again->ca_created);
+  EXPECT_EQ(again->ca.sha256_fingerprint, setup->ca.sha256_fingerprint);
+  o.upstream.upstream_ca_file = dir_.file("missing.pem");
+  o.trust_dir = dir_.file("never-written");
+  auto bad = faultline::set_up_termination(o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(bad.error().bad_input);
+  EXPECT_NE(bad.error().message.find("TLS termination: upstream_ca " + dir_.file("missing.pem")), std::string::npos)
+      << bad.error().message;
 }
 
 TEST_F(TerminationTest, ClientNotTrustingOurCaFailsClosed) {
