@@ -34,6 +34,7 @@ constexpr Command kCommands[] = {
      cmd_run},
     {"guard", "run a command in a fresh cgroup under an egress policy\n(guard [flags] -- COMMAND ARGS)", cmd_guard},
     {"policy", "check a policy file, or compile it into map images, offline\n(policy validate|compile FILE)", cmd_policy},
+    {"ca", "the local CA of TLS termination: create, print, export, rotate\n(ca init|show|export|rotate)", cmd_ca},
     {"top", "destinations and traffic of a cgroup or the whole host, live", cmd_top},
     {"status", "list active faults (packet, resource, syscall, tcp) and guards", cmd_status},
     {"abort", "end one fault (N, rN, sN, tN) or release a guard (gN); --all: every fault", cmd_abort},

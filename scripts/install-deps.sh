@@ -10,6 +10,8 @@ packages=(
   libhttp-parser-dev libsystemd-dev
   # run and test
   iproute2 iputils-ping iperf3 curl openssl
+  # the TLS tests: python3's https server and urllib, the system trust store
+  python3 ca-certificates
   # the Prometheus guardrail tests run a real server (and promtool checks the example rules)
   prometheus
   # make bench: the peers the proxy is measured against, and their load generators

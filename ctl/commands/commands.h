@@ -20,5 +20,6 @@ int cmd_features(const std::vector<std::string>& args);
 int cmd_uninstall(const std::vector<std::string>& args);
 int cmd_report(const std::vector<std::string>& args);
 int cmd_policy(const std::vector<std::string>& args);   // policy validate|compile FILE
+int cmd_ca(const std::vector<std::string>& args);  // ca init|show|export|rotate
 
 }  // namespace faultline
