@@ -23,6 +23,8 @@
 #include <vector>
 
 #include "base/result.h"
+#include "userspace/proxy/http_fault.h"
+#include "userspace/proxy/http_session.h"
 #include "userspace/proxy/toxic.h"
 
 namespace faultline {
@@ -78,6 +80,9 @@ struct ProxyInfo {
   ProxyConfig config;
   std::string listen_bound;   // the address listened on ("127.0.0.1:40123"); empty when disabled
   std::vector<Toxic> toxics;  // in the order they were added
+  bool http = false;          // HTTP mode (docs/l7.md): on from the proxy's first HTTP fault
+  HttpLimits http_limits;
+  std::vector<HttpFault> http_faults;  // in the order they were added
 };
 
 struct ToxicActivations {
@@ -88,10 +93,11 @@ struct ToxicActivations {
 struct ProxyStats {
   uint64_t connections_accepted = 0;
   uint64_t connections_active = 0;
-  uint64_t bytes_upstream = 0;           // client -> server, bytes sent upstream
-  uint64_t bytes_downstream = 0;         // server -> client, bytes sent to clients
-  uint64_t receives_without_buffer = 0;  // the worker's buffer ring was empty (retried 1 ms later)
-  std::vector<ToxicActivations> toxics;  // every current toxic, in order
+  uint64_t bytes_upstream = 0;                // client -> server, bytes sent upstream
+  uint64_t bytes_downstream = 0;              // server -> client, bytes sent to clients
+  uint64_t receives_without_buffer = 0;       // the worker's buffer ring was empty (retried 1 ms later)
+  std::vector<ToxicActivations> toxics;       // every current toxic, in order
+  std::vector<ToxicActivations> http_faults;  // every current HTTP fault: the requests it took
 };
 
 class ProxyRegistry {
@@ -122,6 +128,16 @@ class ProxyRegistry {
   [[nodiscard]] Status remove_toxic(const std::string& proxy, const std::string& toxic);
   [[nodiscard]] Result<Toxic> get_toxic(const std::string& proxy, const std::string& toxic) const;
   [[nodiscard]] Status clear_toxics(const std::string& proxy);
+
+  // HTTP faults of one proxy (docs/l7.md). The first one (or set_http_limits)
+  // puts the proxy in HTTP mode for good: connections accepted from then on are
+  // parsed as HTTP/1.1, and each request meets the faults current when its head
+  // is complete. add_http_fault fails with EEXIST on a taken name.
+  [[nodiscard]] Result<HttpFault> add_http_fault(const std::string& proxy, const HttpFault& fault);
+  [[nodiscard]] Status remove_http_fault(const std::string& proxy, const std::string& fault);
+  [[nodiscard]] Result<HttpFault> get_http_fault(const std::string& proxy, const std::string& fault) const;
+  [[nodiscard]] Status clear_http_faults(const std::string& proxy);
+  [[nodiscard]] Status set_http_limits(const std::string& proxy, const HttpLimits& limits);
 
   [[nodiscard]] Result<ProxyStats> stats(const std::string& name) const;
 
