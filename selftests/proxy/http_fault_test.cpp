@@ -533,3 +533,35 @@ TEST_F(HttpFaultTest, FaultsChangeBetweenRequestsOfAnOpenConnection) {
 }
 
 }  // namespace
+
+namespace {
+
+// The plain-receive path (one buffer per direction, no read-ahead): pipelined
+// requests wait in the client's only buffer while the exchange before them ends.
+TEST(HttpFaultPlainReceive, PipeliningFaultsAndCutsWithOneBufferPerDirection) {
+  Upstream upstream;
+  auto proxy = fltest::start_proxy(upstream.port(), faultline::ReceiveMode::plain, 1, faultline::AcceptMode::single);
+  ASSERT_TRUE(proxy.registry);
+  auto f = faultline::http_fault_from_json(
+      nlohmann::json::parse(R"({"type":"status","match":{"path":"/x"},"attributes":{"status":503}})"));
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE(proxy.registry->add_http_fault("p", *f).ok());
+  auto cut = faultline::http_fault_from_json(
+      nlohmann::json::parse(R"({"type":"truncate","match":{"path":"/big"},"attributes":{"bytes":70000}})"));
+  ASSERT_TRUE(proxy.registry->add_http_fault("p", *cut).ok());
+  UniqueFd c = fltest::connect_loopback(proxy.port, 10000);
+  WireReader r(c.get());
+  fltest::send_all(c.get(), get("/a") + get("/x") + get("/chunked") + get("/x"));
+  std::vector<int> statuses;
+  for (int i = 0; i < 4; ++i) statuses.push_back(read_message(r, true).status);
+  EXPECT_EQ(statuses, (std::vector<int>{200, 503, 200, 503}));
+  fltest::send_all(c.get(), get("/big"));
+  std::string head;
+  ASSERT_TRUE(r.read_until("\r\n\r\n", head));
+  std::string body;
+  EXPECT_EQ(r.read_rest(body), 0);
+  EXPECT_EQ(body.size(), 70000u) << "the cut lands inside the fifth 16 KiB read";
+  EXPECT_EQ(upstream.requests(), 3);
+}
+
+}  // namespace
