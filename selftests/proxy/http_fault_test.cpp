@@ -565,3 +565,76 @@ TEST(HttpFaultPlainReceive, PipeliningFaultsAndCutsWithOneBufferPerDirection) {
 }
 
 }  // namespace
+
+namespace {
+
+// Many keep-alive connections at once on two workers, each mixing faulted and
+// clean requests (some pipelined): every answer is the right one, in order.
+TEST(HttpFaultLoad, ManyConnectionsMixFaultedAndCleanRequests) {
+  Upstream upstream;
+  auto proxy = fltest::start_proxy(upstream.port());
+  ASSERT_TRUE(proxy.registry);
+  auto f = faultline::http_fault_from_json(nlohmann::json::parse(
+      R"({"name":"third","type":"status","percent":30,"match":{"path":"/x"},"attributes":{"status":503,"body":"no"}})"));
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE(proxy.registry->add_http_fault("p", *f).ok());
+  constexpr int kClients = 24;
+  constexpr int kRounds = 40;
+  std::atomic<int> wrong{0};
+  std::atomic<int> faulted{0};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kClients; ++i) {
+    clients.emplace_back([&, i] {
+      UniqueFd c = fltest::connect_loopback(proxy.port, 10000);
+      WireReader r(c.get());
+      for (int k = 0; k < kRounds; ++k) {
+        const std::string tag = std::to_string(i) + "-" + std::to_string(k);
+        // Every other round two requests in one write.
+        const bool pipelined = k % 2 == 1;
+        std::string out = get("/x/" + tag);
+        if (pipelined) out += get("/chunked");
+        if (!send_quiet(c.get(), out)) {
+          ++wrong;
+          return;
+        }
+        Message m = read_message(r, true);
+        if (!m.complete || (m.status == 200 && m.body != "hello /x/" + tag + "\n") ||
+            (m.status == 503 && m.body != "no") || (m.status != 200 && m.status != 503))
+          ++wrong;
+        faulted += m.status == 503;
+        if (pipelined) {
+          Message m2 = read_message(r, true);
+          if (!m2.complete || m2.status != 200 || m2.body != "hello world!") ++wrong;
+        }
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  const int total = kClients * kRounds;
+  EXPECT_GT(faulted.load(), total / 5);
+  EXPECT_LT(faulted.load(), total * 2 / 5);
+  EXPECT_EQ(upstream.requests(), total - faulted.load() + kClients * kRounds / 2);
+}
+
+// A client that gives up during a hang (an SDK's own timeout) leaves nothing
+// behind once the hang ends.
+TEST(HttpFaultLoad, AClientLeavingDuringAHangIsCleanedUp) {
+  Upstream upstream;
+  auto proxy = fltest::start_proxy(upstream.port());
+  ASSERT_TRUE(proxy.registry);
+  auto f = faultline::http_fault_from_json(
+      nlohmann::json::parse(R"({"type":"llm","attributes":{"preset":"timeout","hang":300}})"));
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE(proxy.registry->add_http_fault("p", *f).ok());
+  for (int i = 0; i < 5; ++i) {
+    UniqueFd c = fltest::connect_loopback(proxy.port, 10000);
+    fltest::send_all(c.get(), get("/v1/messages"));
+  }  // closed at once
+  for (int i = 0; i < 50 && proxy.registry->stats("p")->connections_active > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(proxy.registry->stats("p")->connections_active, 0u);
+  EXPECT_EQ(upstream.requests(), 0);
+}
+
+}  // namespace
