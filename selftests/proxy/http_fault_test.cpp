@@ -313,6 +313,8 @@ TEST_F(HttpFaultTest, StatusFaultAnswersInsteadOfTheUpstreamAndKeepsTheConnectio
   fltest::send_all(c.get(), get("/payments/1"));  // GET: not matched
   Message m2 = read_message(r, true);
   EXPECT_EQ(m2.status, 200);
+  fltest::send_all(c.get(), "POST /paymentsX HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+  EXPECT_EQ(read_message(r, true).status, 200) << "a prefix is whole segments";
   fltest::send_all(c.get(),
                    "POST /payments/2 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n");
   Message m3 = read_message(r, true);
@@ -321,7 +323,7 @@ TEST_F(HttpFaultTest, StatusFaultAnswersInsteadOfTheUpstreamAndKeepsTheConnectio
   Message m4 = read_message(r, true);
   EXPECT_EQ(m4.status, 200);
   EXPECT_EQ(m4.body, "ok");
-  EXPECT_EQ(upstream_.requests(), 2) << "the faulted requests must not reach the upstream";
+  EXPECT_EQ(upstream_.requests(), 3) << "the faulted requests must not reach the upstream";
   EXPECT_EQ(hits("pay"), 2u);
 }
 
@@ -377,6 +379,7 @@ TEST_F(HttpFaultTest, MatchOnHostGlobAndHeaders) {
   EXPECT_EQ(status("API.example.com", "/v1/a/b/items", good), 429) << "glob * crosses /";
   EXPECT_EQ(status("other.example.com", "/v1/x/items", good), 200);
   EXPECT_EQ(status("api.example.com", "/v2/x/items", good), 200);
+  EXPECT_EQ(status("api.example.com", "/v1/x/itemsX", good), 200) << "a glob matches the whole path";
   EXPECT_EQ(status("api.example.com", "/v1/x/items", "X-Tenant: red\r\nUser-Agent: a-bot/1\r\n"), 200);
   EXPECT_EQ(status("api.example.com", "/v1/x/items", "X-Tenant: blue\r\nUser-Agent: curl\r\n"), 200);
 }

@@ -35,7 +35,7 @@ struct HeaderMatch {
 struct HttpMatch {
   std::string host;    // the Host header (or the upstream's host); with ":port" compared whole
   std::string method;  // "POST", exactly
-  std::string path;    // a prefix of the path, or a glob (fnmatch) when it has * ? or [
+  std::string path;    // a prefix of the path (whole segments), or a glob (fnmatch) when it has * ? or [
   std::vector<HeaderMatch> headers;
 };
 

@@ -47,10 +47,13 @@ bool host_matches(std::string_view want, std::string_view host) {
   return iequals_ascii(host_only(want), host_only(host));
 }
 
+// A prefix ends at a segment boundary: /payments takes /payments and
+// /payments/7, not /paymentsX (a prefix ending in / takes what follows it).
 bool path_matches(const std::string& want, std::string_view path) {
   if (want.empty()) return true;
   if (want.find_first_of("*?[") != std::string::npos) return ::fnmatch(want.c_str(), std::string(path).c_str(), 0) == 0;
-  return path.substr(0, want.size()) == want;
+  if (path.substr(0, want.size()) != want) return false;
+  return path.size() == want.size() || want.back() == '/' || path[want.size()] == '/';
 }
 
 // The SDKs' retry counter: 0 on the first attempt (or when absent).
