@@ -133,7 +133,11 @@ TEST_F(HttpFaultsApi, BadRequestsAreRefusedByNameAndChangeNothing) {
     EXPECT_EQ(j.is_object() ? j.value("error", "") : r.body, c.error) << c.method << " " << c.path << " " << c.body;
   }
   EXPECT_EQ(api_call(port, "GET", "/proxies/web/http_faults").body, before) << "a refused request changed the faults";
-  // Listed in faultd's status with its bound, and ended by abort --all.
+  // Counted in /metrics, listed in faultd's status with its bound, ended by abort --all.
+  const ApiReply metrics = api_call(metrics_port(), "GET", "/metrics");
+  EXPECT_NE(metrics.body.find("faultline_proxy_http_fault_requests_total{proxy=\"web\",fault=\"s\"} 0"),
+            std::string::npos)
+      << metrics.body;
   const CommandResult st = faultctl({"status"}, true);
   EXPECT_NE(st.out.find("http s: status"), std::string::npos) << st.out;
   const CommandResult ab = faultctl({"abort", "--all"}, true);
