@@ -133,6 +133,10 @@ TEST_F(HttpFaultsApi, BadRequestsAreRefusedByNameAndChangeNothing) {
     EXPECT_EQ(j.is_object() ? j.value("error", "") : r.body, c.error) << c.method << " " << c.path << " " << c.body;
   }
   EXPECT_EQ(api_call(port, "GET", "/proxies/web/http_faults").body, before) << "a refused request changed the faults";
+  const ApiReply limits = api_call(port, "POST", "/proxies/web/http_limits", R"({"head_timeout":500})");
+  EXPECT_EQ(limits.status, 200) << limits.body;
+  EXPECT_EQ(nlohmann::json::parse(api_call(port, "GET", "/proxies/web/http_limits").body),
+            (nlohmann::json{{"max_header_bytes", 32768}, {"max_headers", 100}, {"head_timeout", 500}}));
   // Counted in /metrics, listed in faultd's status with its bound, ended by abort --all.
   const ApiReply metrics = api_call(metrics_port(), "GET", "/metrics");
   EXPECT_NE(metrics.body.find("faultline_proxy_http_fault_requests_total{proxy=\"web\",fault=\"s\"} 0"),

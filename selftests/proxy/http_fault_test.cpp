@@ -197,6 +197,8 @@ class Upstream {
         out = "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" + fltest::pattern(100000, 3);
       } else if (path == "/nocontent") {
         out = "HTTP/1.1 204 No Content\r\n\r\n";
+      } else if (path == "/notmodified") {
+        out = "HTTP/1.1 304 Not Modified\r\nETag: \"v1\"\r\nContent-Length: 9\r\n\r\n";
       } else if (path == "/echo") {
         out = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(req.body.size()) + "\r\n\r\n" + req.body;
       } else {
@@ -456,6 +458,8 @@ TEST_F(HttpFaultTest, HeadNoContentContinueAndUpgradePassThrough) {
   EXPECT_EQ(h.header("content-length"), "9");
   fltest::send_all(c.get(), get("/nocontent"));
   EXPECT_EQ(read_message(r, true).status, 204);
+  fltest::send_all(c.get(), get("/notmodified", "If-None-Match: \"v1\"\r\n"));
+  EXPECT_EQ(read_message(r, true).status, 304) << "a 304's Content-Length announces no body";
   // Expect: 100-continue: the interim response comes through, then the body goes.
   fltest::send_all(c.get(), "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n");
   Message cont = read_message(r, true);
@@ -471,7 +475,7 @@ TEST_F(HttpFaultTest, HeadNoContentContinueAndUpgradePassThrough) {
   std::string raw;
   ASSERT_TRUE(r.read_n(19, raw));
   EXPECT_EQ(raw, "not http at all\r\n\r\n");
-  EXPECT_EQ(upstream_.requests(), 4);
+  EXPECT_EQ(upstream_.requests(), 5);
 }
 
 TEST_F(HttpFaultTest, LimitsAnswer431And408AndClose) {

@@ -124,8 +124,11 @@ struct HttpSession::Parse {
     HttpSession& s = of(p);
     if (s.resp_in_value_) s.resp_header_done();
     s.resp_in_value_ = false;
-    // A HEAD's response has no body, whatever its Content-Length says.
-    return s.head_method_ ? 1 : 0;
+    // A HEAD's response, a 1xx, 204 or 304 has no body, whatever its
+    // Content-Length says (a 304 may announce the length it would have had;
+    // http-parser alone would wait for those bytes).
+    const unsigned status = p->status_code;
+    return s.head_method_ || status / 100 == 1 || status == 204 || status == 304 ? 1 : 0;
   }
   static int resp_body(http_parser* p, const char* at, size_t len) {
     HttpSession& s = of(p);
