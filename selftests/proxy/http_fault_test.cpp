@@ -399,7 +399,7 @@ TEST_F(HttpFaultTest, DelayBeforeTheRequestAndBeforeTheResponse) {
     ASSERT_EQ(m.status, 200) << path;
     EXPECT_EQ(m.body, std::string("hello ") + path + "\n");
     if (std::string(path) == "/fast")
-      EXPECT_LT(ms, 100) << path;
+      EXPECT_LT(ms, 150) << path << ": no delay (the bound leaves room for a loaded machine)";
     else
       EXPECT_GE(ms, 195) << path;
   }
