@@ -309,6 +309,22 @@ async function streamCut(provider) {
   });
 }
 
+// An error preset on a streaming request: the SDK raises (or retries) before the
+// stream starts; attempts 1 recovers and the whole stream arrives.
+async function streamRetried(provider) {
+  await withFault({ type: "llm", attempts: 1, attributes: { preset: "overloaded" } }, async () => {
+    let got = 0;
+    const r = await attempt(async () => {
+      const stream = await ask(provider, { maxRetries: 2 }, true);
+      for await (const ev of stream) got++;
+    });
+    const want = provider === "anthropic" ? 8 : 5; // Anthropic: 9 events less the ping; OpenAI: 5 chunks before [DONE]
+    check(!r.error && got === want && calls.length === 2 && seen.length === 1 && seen[0].stream,
+      `${provider} overloaded on a stream, attempts 1: retried once, then the whole stream (${want} events)`,
+      { err: name(r.error), got, calls: calls.length, seen });
+  });
+}
+
 async function percent(provider) {
   await withFault({ type: "llm", percent: 50, attributes: { preset: "server-error" } }, async () => {
     let failed = 0;
@@ -330,7 +346,7 @@ async function main() {
   // connection the SDKs open is parsed.
   await callApi("POST", "/proxies/llm/http_faults", { name: "mode", type: "status", match: { path: "/nothing-here" }, attributes: { status: 500 } });
   for (const provider of ["anthropic", "openai"]) {
-    for (const c of [cleanPasses, overloaded, rateLimit, serverError, badGateway, timeout, streamCut, percent]) {
+    for (const c of [cleanPasses, overloaded, rateLimit, serverError, badGateway, timeout, streamCut, streamRetried, percent]) {
       try {
         await c(provider);
       } catch (e) {
