@@ -110,6 +110,14 @@ TEST_F(FaultdTest, SighupHandsOverWithoutRefusingAConnection) {
   TcpReply toxic = http(toxiproxy_port(), "POST", "/proxies/echo/toxics",
                         R"({"type":"latency","attributes":{"latency":5}})");
   ASSERT_EQ(toxic.status, 200) << toxic.body;
+  // A second proxy in HTTP mode: its fault goes over too.
+  TcpReply web = http(toxiproxy_port(), "POST", "/proxies",
+                      R"({"name":"web","listen":"127.0.0.1:0","upstream":"127.0.0.1:)" + std::to_string(echo.port()) +
+                          R"("})");
+  ASSERT_EQ(web.status, 201) << web.body;
+  TcpReply fault = http(toxiproxy_port(), "POST", "/proxies/web/http_faults",
+                        R"({"name":"down","type":"status","attributes":{"status":503}})");
+  ASSERT_EQ(fault.status, 200) << fault.body;
 
   // A connection from before the restart.
   const int held = connect_to(proxy_port);
@@ -165,6 +173,9 @@ TEST_F(FaultdTest, SighupHandsOverWithoutRefusingAConnection) {
   const auto pj = nlohmann::json::parse(proxies.body, nullptr, false);
   ASSERT_TRUE(pj.contains("echo")) << proxies.body;
   EXPECT_EQ(pj["echo"]["toxics"].size(), 1u) << proxies.body;
+  TcpReply faults = http(toxiproxy_port(), "GET", "/proxies/web/http_faults");
+  EXPECT_EQ(faults.status, 200) << faults.body;
+  EXPECT_NE(faults.body.find("\"down\""), std::string::npos) << "the HTTP fault did not go over: " << faults.body;
   EXPECT_EQ(request("GET", "/v1/status").status, 200) << "the local API after the restart";
   const int fd = connect_to(proxy_port);
   ASSERT_GE(fd, 0);

@@ -26,6 +26,8 @@
 #include "base/result.h"
 #include "base/unique_fd.h"
 #include "userspace/proxy/endpoint.h"
+#include "userspace/proxy/http_fault.h"
+#include "userspace/proxy/http_session.h"
 #include "userspace/proxy/toxic.h"
 
 namespace faultline {
@@ -91,6 +93,9 @@ struct ProxyInfo {
   ProxyConfig config;
   std::string listen_bound;   // the address listened on ("127.0.0.1:40123"); empty when disabled
   std::vector<Toxic> toxics;  // in the order they were added
+  bool http = false;          // HTTP mode (docs/l7.md): on from the proxy's first HTTP fault
+  HttpLimits http_limits;
+  std::vector<HttpFault> http_faults;  // in the order they were added
 };
 
 struct ToxicActivations {
@@ -101,11 +106,12 @@ struct ToxicActivations {
 struct ProxyStats {
   uint64_t connections_accepted = 0;
   uint64_t connections_active = 0;
-  uint64_t bytes_upstream = 0;           // client -> server, bytes sent upstream
-  uint64_t bytes_downstream = 0;         // server -> client, bytes sent to clients
-  uint64_t receives_without_buffer = 0;  // the worker's buffer ring was empty (retried 1 ms later)
-  uint64_t connections_unrouted = 0;     // transparent: no original destination was found (closed)
-  std::vector<ToxicActivations> toxics;  // every current toxic, in order
+  uint64_t bytes_upstream = 0;                // client -> server, bytes sent upstream
+  uint64_t bytes_downstream = 0;              // server -> client, bytes sent to clients
+  uint64_t receives_without_buffer = 0;       // the worker's buffer ring was empty (retried 1 ms later)
+  uint64_t connections_unrouted = 0;          // transparent: no original destination was found (closed)
+  std::vector<ToxicActivations> toxics;       // every current toxic, in order
+  std::vector<ToxicActivations> http_faults;  // every current HTTP fault: the requests it took
 };
 
 class ProxyRegistry {
@@ -137,12 +143,23 @@ class ProxyRegistry {
   [[nodiscard]] Result<Toxic> get_toxic(const std::string& proxy, const std::string& toxic) const;
   [[nodiscard]] Status clear_toxics(const std::string& proxy);
 
+  // HTTP faults of one proxy (docs/l7.md). The first one (or set_http_limits)
+  // puts the proxy in HTTP mode for good: connections accepted from then on are
+  // parsed as HTTP/1.1, and each request meets the faults current when its head
+  // is complete. add_http_fault fails with EEXIST on a taken name.
+  [[nodiscard]] Result<HttpFault> add_http_fault(const std::string& proxy, const HttpFault& fault);
+  [[nodiscard]] Status remove_http_fault(const std::string& proxy, const std::string& fault);
+  [[nodiscard]] Result<HttpFault> get_http_fault(const std::string& proxy, const std::string& fault) const;
+  [[nodiscard]] Status clear_http_faults(const std::string& proxy);
+  [[nodiscard]] Status set_http_limits(const std::string& proxy, const HttpLimits& limits);
+
   [[nodiscard]] Result<ProxyStats> stats(const std::string& name) const;
 
   // A restart's handover. listeners(): each enabled proxy's listening sockets
   // (duplicates, one per worker, in order), for a successor; adopt(): a proxy
   // made on inherited sockets (as many as this registry has workers) with its
-  // toxics; release_listeners(): every proxy stops accepting, leaving the
+  // toxics and HTTP faults and limits (info.listen_bound is ignored);
+  // release_listeners(): every proxy stops accepting, leaving the
   // sockets listening for the successor, and keeps its connections, which
   // open_connections() counts down as they close.
   struct Handover {
@@ -150,8 +167,7 @@ class ProxyRegistry {
     std::vector<UniqueFd> listeners;
   };
   [[nodiscard]] Result<std::vector<Handover>> listeners() const;
-  [[nodiscard]] Result<ProxyInfo> adopt(const ProxyConfig& config, const std::vector<Toxic>& toxics,
-                                        std::vector<UniqueFd> listeners);
+  [[nodiscard]] Result<ProxyInfo> adopt(const ProxyInfo& info, std::vector<UniqueFd> listeners);
   void release_listeners();
   [[nodiscard]] uint64_t open_connections() const;
 
