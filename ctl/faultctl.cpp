@@ -28,6 +28,8 @@ constexpr Command kCommands[] = {
      "  run tcp ...          TCP stream faults (latency, bandwidth, reset,\n"
      "                       ...) on the connections to a target, through\n"
      "                       a proxy the kernel redirects them to\n"
+     "  run http ...         HTTP faults (a status, a delay, a reset, a cut\n"
+     "                       response, an LLM provider's failure) per request\n"
      "  run process|cpu|memory|disk ...\n"
      "                       a host resource fault, reverted by a detached\n"
      "                       reaper even if faultctl dies",

@@ -7,11 +7,12 @@
 
 namespace faultline {
 
-int cmd_run(const std::vector<std::string>& args);           // dispatches to the four below
+int cmd_run(const std::vector<std::string>& args);           // dispatches to the five below
 int cmd_run_packet(const std::vector<std::string>& args);    // run KIND ...
 int cmd_run_syscall(const std::vector<std::string>& args);   // run syscall ... (args after "syscall")
 int cmd_run_resource(const std::vector<std::string>& args);  // run process|cpu|memory|disk ...
 int cmd_run_tcp(const std::vector<std::string>& args);       // run tcp ... (args after "tcp")
+int cmd_run_http(const std::vector<std::string>& args);      // run http ... (args after "http")
 int cmd_guard(const std::vector<std::string>& args);
 int cmd_top(const std::vector<std::string>& args);
 int cmd_status(const std::vector<std::string>& args);

@@ -285,6 +285,54 @@ TEST_F(RunTcpTest, LatencyViaProxy) {
   EXPECT_TRUE(fault.wait(20s)) << fault.describe();
 }
 
+// faultctl run http: a command's requests to a real HTTP server (python's
+// http.server) are answered per request: /api gets the fault's 503, / goes
+// through; an LLM preset answers with the provider's own status and envelope.
+const std::string kHttpClient = R"(import json, sys, urllib.request, urllib.error
+out = []
+for path in sys.argv[2:]:
+    try:
+        with urllib.request.urlopen('http://127.0.0.1:%s%s' % (sys.argv[1], path), timeout=10) as r:
+            out.append([path, r.status, ''])
+    except urllib.error.HTTPError as e:
+        out.append([path, e.code, e.read().decode()])
+print(json.dumps(out))
+)";
+
+TEST_F(RunTcpTest, HttpFaultsPerRequest) {
+  std::ofstream(dir_ + "/get.py") << kHttpClient;
+  servers_.push_back(ChildProcess::spawn({kPython, "-m", "http.server", "-b", "127.0.0.1", "0"}));
+  auto line = servers_.back().wait_line_starting("Serving HTTP on", 10s);
+  ASSERT_TRUE(line) << servers_.back().describe();
+  const auto at = line->find("port ");
+  ASSERT_NE(at, std::string::npos) << *line;
+  const int port = std::stoi(line->substr(at + 5));
+  CommandResult r = fltest::run_command(
+      {kFaultctl, "run", "http", "--target", "127.0.0.1:" + std::to_string(port), "--path", "/api", "--status", "503",
+       "--body", "down for maintenance", "--duration", "30s", "--", kPython, dir_ + "/get.py", std::to_string(port),
+       "/api/orders", "/", "/api"},
+      {}, 60s);
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  const auto got = nlohmann::json::parse(r.out.substr(0, r.out.find('\n')), nullptr, false);
+  ASSERT_TRUE(got.is_array() && got.size() == 3) << r.describe();
+  EXPECT_EQ(got[0], nlohmann::json::array({"/api/orders", 503, "down for maintenance"})) << r.describe();
+  EXPECT_EQ(got[1][1], 200) << r.describe();
+  EXPECT_EQ(got[2][1], 503) << r.describe();
+  EXPECT_NE(r.err.find("status on 2 requests"), std::string::npos) << r.describe();
+
+  CommandResult llm = fltest::run_command(
+      {kFaultctl, "run", "http", "--target", "127.0.0.1:" + std::to_string(port), "--llm", "rate-limit",
+       "--llm-provider", "openai", "--duration", "30s", "--", kPython, dir_ + "/get.py", std::to_string(port),
+       "/v1/chat/completions"},
+      {}, 60s);
+  ASSERT_TRUE(llm.status.is(0)) << llm.describe();
+  const auto l = nlohmann::json::parse(llm.out.substr(0, llm.out.find('\n')), nullptr, false);
+  ASSERT_TRUE(l.is_array() && l.size() == 1) << llm.describe();
+  EXPECT_EQ(l[0][1], 429) << llm.describe();
+  const auto envelope = nlohmann::json::parse(l[0][2].get<std::string>(), nullptr, false);
+  EXPECT_EQ(envelope["error"]["code"], "rate_limit_exceeded") << llm.describe();
+}
+
 struct BadInput {
   std::vector<std::string> args;
   std::string message;
@@ -326,6 +374,28 @@ TEST(RunTcpBadInput, EachNamesWhatIsWrong) {
       {{"latency", "--target", "127.0.0.1", "--delay", "10ms", "--via", "pigeon"}, "--via 'pigeon'"},
       {{"loss", "--target", "127.0.0.1", "--percent", "10", "--via", "proxy"}, "--via does not apply to a loss"},
   };
+  const std::vector<BadInput> http = {
+      {{"--target", "127.0.0.1:80", "--duration", "10s"}, "give exactly one fault"},
+      {{"--target", "127.0.0.1:80", "--status", "503", "--reset", "--duration", "10s"}, "give exactly one fault"},
+      {{"--target", "127.0.0.1:80", "--status", "42", "--duration", "10s"}, "--status 42"},
+      {{"--target", "127.0.0.1:80", "--delay", "2m", "--duration", "10s"}, "--delay 2m"},
+      {{"--target", "127.0.0.1:80", "--delay", "1s", "--delay-at", "later", "--duration", "10s"}, "--delay-at later"},
+      {{"--target", "127.0.0.1:80", "--reset", "--body", "x", "--duration", "10s"}, "--body does not apply"},
+      {{"--target", "127.0.0.1:80", "--llm", "melted", "--duration", "10s"}, "unknown preset \"melted\""},
+      {{"--target", "127.0.0.1:80", "--llm", "overloaded", "--llm-provider", "acme", "--duration", "10s"},
+       "unknown provider"},
+      {{"--target", "127.0.0.1:80", "--truncate", "-1", "--duration", "10s"}, "--truncate -1"},
+      {{"--target", "127.0.0.1:80", "--status", "503", "--percent", "130", "--duration", "10s"}, "--percent"},
+      {{"--target", "127.0.0.1:80", "--status", "503", "--attempts", "0", "--duration", "10s"}, "--attempts 0"},
+      {{"--status", "503", "--duration", "10s"}, "--target is required"},
+  };
+  for (const auto& c : http) {
+    std::vector<std::string> argv = {kFaultctl, "run", "http"};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    CommandResult r = fltest::run_command(argv, {}, 20s);
+    EXPECT_TRUE(r.status.is(2)) << r.describe();
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << "expected \"" << c.message << "\"\n" << r.describe();
+  }
   for (const auto& c : via_proxy) {
     std::vector<std::string> argv = {kFaultctl, "run"};
     argv.insert(argv.end(), c.args.begin(), c.args.end());

@@ -69,10 +69,10 @@ TcpRun::~TcpRun() { (void)end("the run is over"); }
 nlohmann::json TcpRun::plan() const {
   nlohmann::json dests = nlohmann::json::array();
   for (const auto& d : spec_.target.dests) dests.push_back(d.prefix.str());
-  nlohmann::json j{{"kind", "tcp"},
+  nlohmann::json j{{"kind", spec_.http() ? "http" : "tcp"},
                    {"target", spec_.target.text},
                    {"addresses", dests},
-                   {"toxics", spec_.toxics_json()},
+                   {spec_.http() ? "http_faults" : "toxics", spec_.toxics_json()},
                    {"scope", spec_.scope_text()},
                    {"duration_ms", spec_.duration_ns / 1'000'000},
                    {"drain_ms", spec_.drain_ns / 1'000'000},
@@ -148,6 +148,10 @@ Result<FaultStart> TcpRun::apply() {
       auto added = proxies_->add_toxic(pc.name, t);
       if (!added) return added.error();
     }
+    for (const auto& f : spec_.http_faults) {
+      auto added = proxies_->add_http_fault(pc.name, f);
+      if (!added) return added.error();
+    }
     proxy_names_.push_back(pc.name);
     listen_.push_back(info->listen_bound);
     auto bound = local_address_of(*info);
@@ -196,10 +200,10 @@ Result<FaultStart> TcpRun::apply() {
   nlohmann::json dests = nlohmann::json::array();
   for (const auto& d : spec_.target.dests) dests.push_back(d.prefix.str());
   f.event = {{"mechanism", "proxy"}, {"scope", spec_.scope_text()}, {"addresses", dests}, {"proxy", listen_},
-             {"toxics", spec_.toxics_json()}};
+             {spec_.http() ? "http_faults" : "toxics", spec_.toxics_json()}};
   std::string via;
   for (const auto& l : listen_) via += (via.empty() ? "" : ", ") + l;
-  f.text = "tcp fault " + id + ": " + spec_.describe() + " (redirected to the proxy on " + via + ")";
+  f.text = std::string(spec_.http() ? "http" : "tcp") + " fault " + id + ": " + spec_.describe() + " (redirected to the proxy on " + via + ")";
   return f;
 }
 
@@ -218,6 +222,13 @@ TcpRun::Counts TcpRun::counts() const {
     c.unrouted += st->connections_unrouted;
     c.bytes_up += st->bytes_upstream;
     c.bytes_down += st->bytes_downstream;
+    for (const auto& t : st->http_faults) {  // requests each HTTP fault took
+      auto it = std::find_if(c.toxics.begin(), c.toxics.end(), [&](const auto& x) { return x.toxic == t.toxic; });
+      if (it == c.toxics.end())
+        c.toxics.push_back(t);
+      else
+        it->connections += t.connections;
+    }
     for (const auto& t : st->toxics) {
       auto it = std::find_if(c.toxics.begin(), c.toxics.end(), [&](const auto& x) { return x.toxic == t.toxic; });
       if (it == c.toxics.end())
@@ -249,11 +260,12 @@ FaultObservation TcpRun::observe() {
   nlohmann::json toxics = nlohmann::json::object();
   for (const auto& t : c.toxics) toxics[t.toxic] = t.connections;
   o.fields = {{"redirected", c.redirected},     {"connections", c.accepted},  {"open", c.active},
-              {"bytes_upstream", c.bytes_up},  {"bytes_downstream", c.bytes_down}, {"toxic_connections", toxics}};
+              {"bytes_upstream", c.bytes_up},  {"bytes_downstream", c.bytes_down}, {spec_.http() ? "fault_requests" : "toxic_connections", toxics}};
   if (c.unrouted) o.fields["unrouted"] = c.unrouted;
   o.text = std::to_string(c.accepted) + " connections through the proxy (" + std::to_string(c.active) + " open), " +
            std::to_string(c.bytes_up) + " B up, " + std::to_string(c.bytes_down) + " B down";
-  for (const auto& t : c.toxics) o.text += " | " + t.toxic + " on " + std::to_string(t.connections);
+  for (const auto& t : c.toxics)
+    o.text += " | " + t.toxic + " on " + std::to_string(t.connections) + (spec_.http() ? " requests" : "");
   if (c.unrouted) o.text += " | " + std::to_string(c.unrouted) + " closed: no original destination";
   return o;
 }
@@ -267,7 +279,10 @@ Status TcpRun::end(std::string_view) {
   ended_ = true;
   at_end_ = c;
   if (proxies_) {
-    for (const auto& name : proxy_names_) (void)proxies_->clear_toxics(name);
+    for (const auto& name : proxy_names_) {
+      (void)proxies_->clear_toxics(name);
+      (void)proxies_->clear_http_faults(name);
+    }
   }
   if (session_) session_->end();
   return {};

@@ -253,12 +253,25 @@ std::string TcpFaultSpec::scope_text() const {
 
 nlohmann::json TcpFaultSpec::toxics_json() const {
   nlohmann::json out = nlohmann::json::array();
+  for (const auto& f : http_faults) out.push_back(http_fault_to_json(f));
   for (const auto& t : toxics) out.push_back(toxic_to_json(t));
   return out;
 }
 
 std::string TcpFaultSpec::describe() const {
   std::string out;
+  for (const auto& f : http_faults) {
+    std::string what(http_fault_type_name(f.type));
+    if (f.type == HttpFaultType::status) what += " " + std::to_string(f.status);
+    if (f.type == HttpFaultType::delay) what += " " + std::to_string(f.delay_ms) + "ms";
+    if (f.type == HttpFaultType::truncate) what += " after " + std::to_string(f.bytes) + " B";
+    if (f.type == HttpFaultType::abort_stream) what += " after " + std::to_string(f.events) + " events";
+    if (f.type == HttpFaultType::llm) what += " " + std::string(llm_preset_name(f.preset));
+    std::string on = f.match.method.empty() ? "" : f.match.method + " ";
+    on += f.match.path.empty() ? "every request" : f.match.path;
+    out += (out.empty() ? "HTTP " : ", ") + what + " on " + on;
+    if (f.percent < 100) out += " (" + std::to_string(int(std::lround(f.percent))) + "%)";
+  }
   for (const auto& t : toxics) {
     nlohmann::json j = toxic_to_json(t);
     std::string attrs;
@@ -267,7 +280,7 @@ std::string TcpFaultSpec::describe() const {
            std::string(stream_name(t.stream));
     if (t.toxicity < 1.0) out += " (" + std::to_string(int(std::lround(t.toxicity * 100))) + "% of connections)";
   }
-  return out + " on TCP to " + target.text + ", " + scope_text();
+  return out + (http() ? " to " : " on TCP to ") + target.text + ", " + scope_text();
 }
 
 }  // namespace faultline

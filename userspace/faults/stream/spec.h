@@ -9,6 +9,7 @@
 
 #include "base/result.h"
 #include "userspace/net/egress_rules.h"
+#include "userspace/proxy/http_fault.h"
 #include "userspace/proxy/toxic.h"
 
 namespace faultline {
@@ -40,9 +41,13 @@ struct TcpTarget {
 // next type are that toxic's.)
 [[nodiscard]] bool starts_toxic(const std::string& word);
 
+// A stream fault: toxics on the TCP connections to the target (faultctl run
+// tcp), or HTTP faults on the requests they carry (faultctl run http: the proxy
+// then speaks HTTP/1.1 on them, docs/l7.md).
 struct TcpFaultSpec {
   TcpTarget target;
   std::vector<Toxic> toxics;  // in the order given
+  std::vector<HttpFault> http_faults;
   uint64_t duration_ns = 0;
   // Scope: an existing cgroup v2 (path below the mount or absolute), a command run
   // in a fresh cgroup, or neither: host-wide (the root cgroup).
@@ -55,7 +60,8 @@ struct TcpFaultSpec {
   [[nodiscard]] std::string scope_text() const;
   // "latency 200ms±20ms downstream, reset_peer ... on TCP to db:5432, host-wide"
   [[nodiscard]] std::string describe() const;
-  [[nodiscard]] nlohmann::json toxics_json() const;
+  [[nodiscard]] nlohmann::json toxics_json() const;  // the toxics, or the HTTP faults
+  [[nodiscard]] bool http() const { return !http_faults.empty(); }
 };
 
 }  // namespace faultline
