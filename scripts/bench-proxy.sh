@@ -3,7 +3,10 @@
 # body and 1 MiB, one connection and 50) and redis-benchmark against
 # redis-server, each direct, through haproxy in TCP mode and through faultd's
 # proxy with no toxic, interleaved in the same run. Prints each figure with its
-# ratio to direct and the Faultline/haproxy ratio.
+# ratio to direct and the Faultline/haproxy ratio. Then HTTP (layer 7): wrk at
+# c=50 direct, through haproxy in HTTP mode, through faultd's proxy in HTTP mode
+# (no fault), and the same with an HTTP fault that matches no request (the cost
+# of a fault decision per request).
 #
 # Usage: scripts/bench-proxy.sh BUILD_DIR   (root; peers from scripts/install-deps.sh)
 # Everything runs in a network namespace of this run's own (its loopback only),
@@ -28,6 +31,7 @@ CPU_CLIENT=0
 CPU_SERVER=$(($(nproc) - 1))
 # Ports inside the private namespace.
 P_NGINX=18080 P_REDIS=16379 P_HA_WEB=28080 P_HA_REDIS=26379 P_FL_WEB=38080 P_FL_REDIS=36379 P_API=18474
+P_HA_L7=28081 P_FL_L7=38081 P_FL_L7F=38082
 
 cleanup() {
   local rc=$?
@@ -100,6 +104,10 @@ listen web
 listen redis
   bind 127.0.0.1:$P_HA_REDIS
   server redis 127.0.0.1:$P_REDIS
+listen web_http
+  mode http
+  bind 127.0.0.1:$P_HA_L7
+  server nginx 127.0.0.1:$P_NGINX
 CONF
 on_server nginx -c "$DIR/nginx.conf" -p "$DIR" >/dev/null 2>&1 &
 on_server redis-server --port "$P_REDIS" --bind 127.0.0.1 --save '' --appendonly no --dir "$DIR" \
@@ -119,9 +127,21 @@ for p in "web $P_FL_WEB $P_NGINX" "redis $P_FL_REDIS $P_REDIS"; do
     { echo "bench-proxy: faultd refused the $1 proxy:" >&2; cat "$DIR/faultd.log" >&2; exit 1; }
 done
 wait_port "$P_FL_WEB" "faultd's web proxy"
+# Layer 7: one proxy in HTTP mode with no fault, one with a fault no request matches.
+for p in "web_http $P_FL_L7" "web_fault $P_FL_L7F"; do
+  set -- $p
+  in_ns curl -sf -X POST "http://127.0.0.1:$P_API/proxies" \
+    -d "{\"name\":\"$1\",\"listen\":\"127.0.0.1:$2\",\"upstream\":\"127.0.0.1:$P_NGINX\"}" >/dev/null ||
+    { echo "bench-proxy: faultd refused the $1 proxy:" >&2; cat "$DIR/faultd.log" >&2; exit 1; }
+done
+in_ns curl -sf -X POST "http://127.0.0.1:$P_API/proxies/web_http/http_limits" -d '{"max_headers":100}' >/dev/null &&
+  in_ns curl -sf -X POST "http://127.0.0.1:$P_API/proxies/web_fault/http_faults" \
+    -d '{"name":"never","type":"status","match":{"path":"/never"},"attributes":{"status":503}}' >/dev/null ||
+  { echo "bench-proxy: faultd refused HTTP mode:" >&2; cat "$DIR/faultd.log" >&2; exit 1; }
+wait_port "$P_HA_L7" "haproxy in HTTP mode"
 
 # Each path answers the whole body, directly and through each proxy.
-for port in $P_NGINX $P_HA_WEB $P_FL_WEB; do
+for port in $P_NGINX $P_HA_WEB $P_FL_WEB $P_HA_L7 $P_FL_L7 $P_FL_L7F; do
   for f in small big; do
     got=$(in_ns curl -sf -o /dev/null -w '%{size_download}' "http://127.0.0.1:$port/$f") || got=error
     [ "$got" = "$(stat -c %s "$DIR/www/$f")" ] ||
@@ -158,6 +178,10 @@ for rep in $(seq "$REPS"); do
     IFS='|' read -r who _ redis <<<"$t"
     R["redis|$who"]+="$(redis_run "$redis");"
   done
+  for t in "direct|$P_NGINX" "haproxy|$P_HA_L7" "faultline|$P_FL_L7" "faultline_fault|$P_FL_L7F"; do
+    IFS='|' read -r who port <<<"$t"
+    R["l7|$who"]+="$(wrk_run "$port" /small 50);"
+  done
 done
 
 # median of field F of the ';'-separated samples
@@ -185,3 +209,9 @@ done
 d=$(med "${R[redis|direct]}" 1) h=$(med "${R[redis|haproxy]}" 1) f=$(med "${R[redis|faultline]}" 1)
 printf '   %-13s %10.0f/s %12.0f/s (%s) %12.0f/s (%s) %8s\n' "redis GET c50" "$d" "$h" "$(ratio "$h" "$d")" "$f" \
   "$(ratio "$f" "$d")" "$(ratio "$f" "$h")"
+echo "   HTTP (layer 7), small body, c=50, keep-alive: haproxy in HTTP mode; faultd's proxy in HTTP mode"
+d=$(med "${R[l7|direct]}" 1) h=$(med "${R[l7|haproxy]}" 1) f=$(med "${R[l7|faultline]}" 1) g=$(med "${R[l7|faultline_fault]}" 1)
+printf '   %-13s %10.0f/s %12.0f/s (%s) %12.0f/s (%s) %8s\n' "L7 no fault" "$d" "$h" "$(ratio "$h" "$d")" "$f" \
+  "$(ratio "$f" "$d")" "$(ratio "$f" "$h")"
+printf '   %-13s %10s %25s %12.0f/s (%s) %8s   (a fault that matches nothing: %s of no fault)\n' "L7 1 fault" "" "" "$g" \
+  "$(ratio "$g" "$d")" "$(ratio "$g" "$h")" "$(ratio "$g" "$f")"
