@@ -102,6 +102,11 @@ struct HttpServer::Connection {
   uint32_t events = EPOLLIN | EPOLLRDHUP;  // what epoll watches for it now
   Clock::time_point last_activity = Clock::now();
   Clock::time_point request_start{};  // when the request under way began
+  // A request whose handler answers later (HttpReply::later()): its exchange,
+  // and what its answer needs. Nothing more is read or parsed until then.
+  uint64_t awaiting = 0;
+  std::string awaiting_method, awaiting_path;
+  bool awaiting_close = false;
 };
 
 Result<HttpServer> HttpServer::create(HttpServerLimits limits) {
@@ -231,7 +236,7 @@ void HttpServer::answer(Connection& c, const HttpReply& reply, bool close_after,
 
 void HttpServer::process(Connection& c) {
   size_t pos = 0;
-  while (!c.closing && pos < c.in.size() && c.out.size() - c.out_pos < kMaxPendingOut) {
+  while (!c.closing && c.awaiting == 0 && pos < c.in.size() && c.out.size() - c.out_pos < kMaxPendingOut) {
     const bool was_in_request = c.parser.in_request();
     pos += c.parser.feed(std::string_view(c.in).substr(pos));
     if (!was_in_request && c.parser.in_request()) c.request_start = Clock::now();
@@ -245,15 +250,25 @@ void HttpServer::process(Connection& c) {
     if (c.parser.state() != HttpRequestParser::State::Ready) break;  // needs more bytes
     HttpRequest req = c.parser.take();
     req.peer = c.peer;
+    req.exchange = ++next_exchange_;
     HttpReply reply;
     try {
       reply = (*c.handler)(req);
     } catch (const std::exception& e) {
       reply = HttpReply::error(500, std::string("internal error: ") + e.what());
     }
+    if (reply.deferred) {
+      c.awaiting = req.exchange;
+      c.awaiting_method = req.method;
+      c.awaiting_path = req.path;
+      c.awaiting_close = !req.keep_alive;
+      awaiting_[req.exchange] = c.fd.get();
+      break;
+    }
     answer(c, reply, !req.keep_alive, req.method, req.path);
   }
   c.in.erase(0, pos);
+  if (c.awaiting != 0) return;
   // A client done sending gets the answers to every whole request it sent (a
   // pipeline may wait on replies it has not read yet), then the close.
   if (c.peer_done && !c.closing && c.out.size() - c.out_pos < kMaxPendingOut) c.closing = true;
@@ -284,10 +299,12 @@ void HttpServer::flush(Connection& c) {
   // that sends without reading its replies (or that hung up with replies
   // pending) would wake the loop without end.
   const bool pending = c.out_pos < c.out.size();
-  const bool can_read = !c.closing && !c.peer_done && c.out.size() - c.out_pos < kMaxPendingOut &&
+  const bool can_read = c.awaiting == 0 && !c.closing && !c.peer_done && c.out.size() - c.out_pos < kMaxPendingOut &&
                         c.in.size() < limits_.request.max_head + limits_.request.max_body + kReadChunk;
-  const uint32_t want =
-      (can_read ? static_cast<uint32_t>(EPOLLIN | EPOLLRDHUP) : 0u) | (pending ? static_cast<uint32_t>(EPOLLOUT) : 0u);
+  // A connection waiting for a later answer still hears its client hang up.
+  const uint32_t want = (can_read ? static_cast<uint32_t>(EPOLLIN | EPOLLRDHUP) : 0u) |
+                        (c.awaiting != 0 ? static_cast<uint32_t>(EPOLLRDHUP) : 0u) |
+                        (pending ? static_cast<uint32_t>(EPOLLOUT) : 0u);
   if (want != c.events) {
     epoll_event ev{};
     ev.events = want;
@@ -314,6 +331,11 @@ void HttpServer::on_readable(Connection& c) {
     break;
   }
   if (eof) c.peer_done = true;
+  if (c.awaiting != 0) {
+    // The client of a long poll hung up (or failed): nobody is left to answer.
+    if (eof) close_connection(fd);
+    return;
+  }
   process(c);
   flush(c);
 }
@@ -328,7 +350,41 @@ void HttpServer::on_writable(Connection& c) {
   }
 }
 
+void HttpServer::complete(uint64_t exchange, const HttpReply& reply) {
+  auto a = awaiting_.find(exchange);
+  if (a == awaiting_.end()) return;
+  const int fd = a->second;
+  awaiting_.erase(a);
+  auto it = connections_.find(fd);
+  if (it == connections_.end()) return;
+  Connection& c = *it->second;
+  c.awaiting = 0;
+  c.last_activity = Clock::now();
+  HttpReply final_reply = reply;
+  final_reply.deferred = false;
+  answer(c, final_reply, c.awaiting_close, c.awaiting_method, c.awaiting_path);
+  process(c);  // requests pipelined behind it
+  flush(c);
+}
+
+void HttpServer::after(std::chrono::milliseconds delay, std::function<void()> fn) {
+  timers_.emplace(Clock::now() + delay, std::move(fn));
+}
+
+void HttpServer::run_timers() {
+  const auto now = Clock::now();
+  // A timer may add timers: take the due ones out first.
+  std::vector<std::function<void()>> due;
+  while (!timers_.empty() && timers_.begin()->first <= now) {
+    due.push_back(std::move(timers_.begin()->second));
+    timers_.erase(timers_.begin());
+  }
+  for (auto& fn : due) fn();
+}
+
 void HttpServer::close_connection(int fd) {
+  if (auto it = connections_.find(fd); it != connections_.end() && it->second->awaiting != 0)
+    awaiting_.erase(it->second->awaiting);
   (void)epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
   connections_.erase(fd);
 }
@@ -337,6 +393,7 @@ void HttpServer::expire_timeouts() {
   const auto now = Clock::now();
   std::vector<int> idle, slow;
   for (const auto& [fd, c] : connections_) {
+    if (c->awaiting != 0) continue;  // its handler answers in its own time
     // A closing connection waits only for its reply to be read: a client that
     // does not read it is dropped after the idle timeout.
     if (c->closing) {
@@ -360,8 +417,9 @@ void HttpServer::expire_timeouts() {
 }
 
 int HttpServer::next_timeout_ms() const {
-  auto soonest = Clock::time_point::max();
+  auto soonest = timers_.empty() ? Clock::time_point::max() : timers_.begin()->first;
   for (const auto& [fd, c] : connections_) {
+    if (c->awaiting != 0) continue;
     if (c->closing) {
       soonest = std::min(soonest, c->last_activity + limits_.idle_timeout);
       continue;
@@ -404,6 +462,7 @@ Status HttpServer::run(int stop_fd) {
       }
       if (events[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) on_readable(*it->second);
     }
+    run_timers();
     expire_timeouts();
   }
   (void)epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, stop_fd, nullptr);

@@ -56,6 +56,15 @@ class HttpServer {
   // Called after every answered request (and every error the server answers itself).
   void set_log(HttpLog log) { log_ = std::move(log); }
 
+  // The answer to a request whose handler returned HttpReply::later(). Call
+  // it on the serving thread (from a handler or a timer); nothing happens if
+  // that request's connection is gone or it was answered already.
+  void complete(uint64_t exchange, const HttpReply& reply);
+  // Whether that request still waits for its answer (its client is still there).
+  [[nodiscard]] bool waiting(uint64_t exchange) const { return awaiting_.count(exchange) != 0; }
+  // Runs `fn` on the serving thread once `delay` has passed (a long poll's end).
+  void after(std::chrono::milliseconds delay, std::function<void()> fn);
+
   // Serves until stop_fd (an eventfd, a signalfd, a pipe) is readable; it is not
   // read. Connections still open are closed on return.
   [[nodiscard]] Status run(int stop_fd);
@@ -74,6 +83,7 @@ class HttpServer {
   void flush(Connection& c);
   void close_connection(int fd);
   void expire_timeouts();
+  void run_timers();
   [[nodiscard]] int next_timeout_ms() const;
 
   HttpServerLimits limits_;
@@ -81,6 +91,9 @@ class HttpServer {
   std::vector<std::unique_ptr<Listener>> listeners_;
   std::map<int, std::unique_ptr<Connection>> connections_;
   HttpLog log_;
+  uint64_t next_exchange_ = 0;
+  std::map<uint64_t, int> awaiting_;  // exchange -> fd of a connection waiting for complete()
+  std::multimap<std::chrono::steady_clock::time_point, std::function<void()>> timers_;
 };
 
 }  // namespace faultline
