@@ -1,7 +1,126 @@
-// faultcp: the control plane. The serve command comes with the API.
-#include <cstdio>
+// faultcp: the control plane. `faultcp serve` opens the database (migrating
+// it), listens, and serves the API until SIGTERM or SIGINT.
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
 
-int main() {
-  std::fprintf(stderr, "faultcp: the serve command is not built yet\n");
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include <cxxopts.hpp>
+
+#include "base/unique_fd.h"
+#include "cp/api/control_plane.h"
+#include "cp/storage/store.h"
+#include "userspace/net/http_server.h"
+
+namespace {
+
+constexpr const char* kDefaultListen = "127.0.0.1:8470";
+constexpr const char* kDefaultDatabase = "sqlite:/var/lib/faultline/faultcp.db";
+
+constexpr const char* kUsage = R"(usage: faultcp serve [--listen HOST:PORT] [--database URL] [options]
+
+Serves the control plane's REST API (docs/control-plane.md).
+
+  --listen HOST:PORT      where to listen (default 127.0.0.1:8470; [::1]:8470 for IPv6)
+  --database URL          sqlite:PATH (default sqlite:/var/lib/faultline/faultcp.db)
+                          or postgres://USER@HOST:PORT/DB (any libpq URI)
+  --poll-timeout-ms N     how long an agent's long poll is held (default 25000)
+  --lease-ms N            how long a dispatched experiment waits for its agent
+                          to start it before it fails (default 60000)
+
+EXAMPLES
+  faultcp serve
+  faultcp serve --listen 0.0.0.0:8470 --database postgres://faultcp@db.internal/faultcp
+)";
+
+int serve(int argc, char** argv) {
+  cxxopts::Options o("faultcp serve", "");
+  o.add_options()("listen", "", cxxopts::value<std::string>()->default_value(kDefaultListen))(
+      "database", "", cxxopts::value<std::string>()->default_value(kDefaultDatabase))(
+      "poll-timeout-ms", "", cxxopts::value<int64_t>()->default_value("25000"))(
+      "lease-ms", "", cxxopts::value<int64_t>()->default_value("60000"))("h,help", "");
+  cxxopts::ParseResult args;
+  try {
+    args = o.parse(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "faultcp serve: %s\n", e.what());
+    return 2;
+  }
+  if (args.count("help")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (!args.unmatched().empty()) {
+    std::fprintf(stderr, "faultcp serve: unexpected argument '%s'\n", args.unmatched().front().c_str());
+    return 2;
+  }
+  faultline::cp::ControlPlaneConfig config;
+  const int64_t poll = args["poll-timeout-ms"].as<int64_t>(), lease = args["lease-ms"].as<int64_t>();
+  if (poll < 0 || poll > 600'000) {
+    std::fprintf(stderr, "faultcp serve: --poll-timeout-ms must be within 0-600000\n");
+    return 2;
+  }
+  if (lease < 1000 || lease > 86'400'000) {
+    std::fprintf(stderr, "faultcp serve: --lease-ms must be within 1000-86400000\n");
+    return 2;
+  }
+  config.poll_timeout = std::chrono::milliseconds(poll);
+  config.lease = std::chrono::milliseconds(lease);
+
+  const std::string database = args["database"].as<std::string>();
+  auto store = faultline::cp::Store::open(database);
+  if (!store) {
+    std::fprintf(stderr, "faultcp serve: --database: %s\n", store.error().describe().c_str());
+    return store.error().bad_input ? 2 : 1;
+  }
+  faultline::HttpServerLimits limits;
+  limits.request.max_body = config.max_body;
+  // A long poll holds its connection quiet for poll_timeout: idle means longer.
+  limits.idle_timeout = std::max(limits.idle_timeout, config.poll_timeout + std::chrono::seconds(30));
+  limits.max_connections = 4096;
+  auto server = faultline::HttpServer::create(limits);
+  if (!server) {
+    std::fprintf(stderr, "faultcp serve: %s\n", server.error().describe().c_str());
+    return 1;
+  }
+  faultline::cp::ControlPlane api(**store, *server, config);
+  auto bound = server->listen_tcp(args["listen"].as<std::string>(), api.handler());
+  if (!bound) {
+    std::fprintf(stderr, "faultcp serve: --listen: %s\n", bound.error().describe().c_str());
+    return bound.error().bad_input ? 2 : 1;
+  }
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGINT);
+  sigprocmask(SIG_BLOCK, &mask, nullptr);
+  faultline::UniqueFd stop(signalfd(-1, &mask, SFD_CLOEXEC));
+  ::signal(SIGPIPE, SIG_IGN);
+  api.start();
+  const std::string backend = database.rfind("sqlite:", 0) == 0 ? database : "postgres";
+  std::printf("faultcp: listening on %s (database %s, schema version %lld)\n", bound->c_str(), backend.c_str(),
+              static_cast<long long>((*store)->schema_version().value_or(0)));
+  std::fflush(stdout);
+  auto ran = server->run(stop.get());
+  if (!ran) {
+    std::fprintf(stderr, "faultcp serve: %s\n", ran.error().describe().c_str());
+    return 1;
+  }
+  std::printf("faultcp: stopped\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "serve") return serve(argc - 1, argv + 1);
+  if (argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  std::fputs(kUsage, stderr);
   return 2;
 }

@@ -1,0 +1,112 @@
+// Experiments (create, list, show, abort) and the workspace kill switch.
+#include "cp/api/api_error.h"
+#include "cp/api/control_plane.h"
+#include "cp/api/experiment_spec.h"
+
+namespace faultline::cp {
+namespace {
+
+const std::vector<FieldRule> kCreateFields = {{"agent_id", JsonType::Integer, true}, {"spec", JsonType::Object, true}};
+constexpr int64_t kMaxList = 1000;
+
+}  // namespace
+
+HttpReply ControlPlane::create_experiment(const HttpRequest& req, const Principal& p) {
+  auto body = parse_body(req.body);
+  if (auto* e = std::get_if<ApiError>(&body)) return e->reply();
+  const auto& j = std::get<nlohmann::json>(body);
+  if (auto e = check_fields(j, kCreateFields)) return e->reply();
+  if (auto e = check_experiment_spec(j["spec"])) return e->reply();
+  const int64_t agent_id = j["agent_id"].get<int64_t>();
+  auto agent = store_.agent(p.workspace_id, agent_id);
+  if (!agent) return api_error(500, "storage: " + agent.error().describe());
+  if (!agent->has_value()) return api_error(404, "agent_id: no such agent", "agent_id");
+  auto ws = store_.workspace(p.workspace_id);
+  if (!ws) return api_error(500, "storage: " + ws.error().describe());
+  if (ws->has_value() && (*ws)->killed)
+    return api_error(409, "the workspace's kill switch is engaged: nothing starts until DELETE /v1/kill");
+  auto e = store_.insert_experiment(p.workspace_id, agent_id, j["spec"].dump(), now_ms());
+  if (!e) return api_error(500, "storage: " + e.error().describe());
+  audit(p, "experiment.create", "experiment:" + std::to_string(e->id), {{"agent_id", agent_id}, {"spec", j["spec"]}});
+  wake_agent(p.workspace_id, agent_id);
+  auto now = store_.experiment(p.workspace_id, e->id);  // the wake may have dispatched it already
+  const Experiment& shown = now.ok() && now->has_value() ? **now : *e;
+  auto out = experiment_json(shown);
+  return api_json(201, out);
+}
+
+HttpReply ControlPlane::list_experiments(const HttpRequest& req, const Principal& p) {
+  int64_t limit = 100;
+  if (auto l = req.query_param("limit")) {
+    if (l->empty() || l->size() > 4 || l->find_first_not_of("0123456789") != std::string::npos ||
+        std::stoll(*l) < 1 || std::stoll(*l) > kMaxList)
+      return api_error(400, "limit: must be 1-1000", "limit");
+    limit = std::stoll(*l);
+  }
+  auto rows = store_.experiments(p.workspace_id, limit);
+  if (!rows) return api_error(500, "storage: " + rows.error().describe());
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& e : *rows) list.push_back(experiment_json(e));
+  return api_json(200, {{"experiments", list}});
+}
+
+HttpReply ControlPlane::get_experiment(const PathParams& params, const Principal& p) {
+  const auto id = path_id(params);
+  if (!id) return api_error(404, "no such experiment");
+  auto e = store_.experiment(p.workspace_id, *id);
+  if (!e) return api_error(500, "storage: " + e.error().describe());
+  if (!e->has_value()) return api_error(404, "no such experiment");
+  return api_json(200, experiment_json(**e));
+}
+
+HttpReply ControlPlane::abort_experiment(const PathParams& params, const Principal& p) {
+  const auto id = path_id(params);
+  if (!id) return api_error(404, "no such experiment");
+  auto e = store_.experiment(p.workspace_id, *id);
+  if (!e) return api_error(500, "storage: " + e.error().describe());
+  if (!e->has_value()) return api_error(404, "no such experiment");
+  auto moved = store_.transition(p.workspace_id, *id, {"queued", "dispatched", "running"}, "cancelled",
+                                 "aborted by " + p.actor(), std::nullopt, now_ms());
+  if (!moved) return api_error(500, "storage: " + moved.error().describe());
+  if (!moved->has_value())
+    return api_error(409, "experiment " + std::to_string(*id) + " is " + (*e)->state + ": nothing to abort");
+  audit(p, "experiment.abort", "experiment:" + std::to_string(*id), {{"was", (*e)->state}});
+  wake_agent(p.workspace_id, (*moved)->agent_id);
+  return api_json(200, experiment_json(**moved));
+}
+
+HttpReply ControlPlane::engage_kill(const Principal& p) {
+  auto cancelled = store_.engage_kill(p.workspace_id, now_ms());
+  if (!cancelled) return api_error(500, "storage: " + cancelled.error().describe());
+  nlohmann::json ids = nlohmann::json::array();
+  std::set<int64_t> agents;
+  for (const auto& e : *cancelled) {
+    ids.push_back(e.id);
+    agents.insert(e.agent_id);
+  }
+  audit(p, "kill.engage", "workspace:" + std::to_string(p.workspace_id), {{"cancelled", ids}});
+  // Every agent holding a cancelled experiment hears it now, not at its next poll.
+  for (int64_t a : agents) wake_agent(p.workspace_id, a);
+  return api_json(200, {{"engaged", true}, {"cancelled", ids}});
+}
+
+HttpReply ControlPlane::release_kill(const Principal& p) {
+  auto done = store_.release_kill(p.workspace_id);
+  if (!done) return api_error(500, "storage: " + done.error().describe());
+  audit(p, "kill.release", "workspace:" + std::to_string(p.workspace_id));
+  // Experiments queued while engaged may be claimed now.
+  auto agents = store_.agents(p.workspace_id);
+  if (agents)
+    for (const auto& a : *agents) wake_agent(p.workspace_id, a.id);
+  return api_json(200, {{"engaged", false}});
+}
+
+HttpReply ControlPlane::kill_status(const Principal& p) {
+  auto ws = store_.workspace(p.workspace_id);
+  if (!ws || !ws->has_value()) return api_error(500, "storage: the workspace is gone");
+  nlohmann::json j{{"engaged", (*ws)->killed}};
+  j["since_ms"] = (*ws)->killed_ms ? nlohmann::json(*(*ws)->killed_ms) : nlohmann::json(nullptr);
+  return api_json(200, j);
+}
+
+}  // namespace faultline::cp
