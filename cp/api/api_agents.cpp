@@ -159,6 +159,9 @@ HttpReply ControlPlane::agent_event(const HttpRequest& req, const PathParams& pa
   const auto& j = std::get<nlohmann::json>(body);
   if (auto e = check_fields(j, kEventFields)) return e->reply();
   const auto type = j["type"].get<std::string>();
+  const bool final_type = type == "completed" || type == "aborted-by-slo" || type == "failed";
+  if (type != "running" && type != "progress" && type != "stopped" && !final_type)
+    return ApiError{400, "type", "must be running, progress, completed, aborted-by-slo, failed or stopped"}.reply();
   const std::string detail = j.value("detail", "");
   if (detail.size() > kMaxDetailChars) return ApiError{400, "detail", "is over 4096 characters"}.reply();
   std::optional<std::string> record;
@@ -170,9 +173,6 @@ HttpReply ControlPlane::agent_event(const HttpRequest& req, const PathParams& pa
   const Experiment& e = **exp;
   const std::string object = "experiment:" + std::to_string(exp_id);
 
-  const bool final_type = type == "completed" || type == "aborted-by-slo" || type == "failed";
-  if (type != "running" && type != "progress" && type != "stopped" && !final_type)
-    return ApiError{400, "type", "must be running, progress, completed, aborted-by-slo, failed or stopped"}.reply();
   // A cancelled experiment the agent still holds: any report that it ended
   // (or "stopped") confirms the stop; the state stays cancelled.
   if (e.stop_requested && (final_type || type == "stopped")) {

@@ -1,0 +1,70 @@
+// The faultcp binary: serve on each backend, answer /healthz, stop on SIGTERM,
+// start again on the same database (migrations applied once), refuse bad flags.
+#include <gtest/gtest.h>
+
+#include <csignal>
+
+#include "cp_client.h"
+#include "selftests/lib/child_process.h"
+
+namespace {
+
+using fltest::Backend;
+using namespace std::chrono_literals;
+
+class ServeTest : public ::testing::TestWithParam<Backend> {};
+
+uint16_t port_of(const std::string& line) {
+  const auto at = line.find("listening on 127.0.0.1:");
+  if (at == std::string::npos) return 0;
+  return static_cast<uint16_t>(std::stoul(line.substr(at + 23)));
+}
+
+TEST_P(ServeTest, ServesStopsOnSigtermAndRestartsOnTheSameDatabase) {
+  fltest::TestDatabase db(GetParam());
+  for (int round = 0; round < 2; ++round) {
+    auto cp = fltest::ChildProcess::spawn({FAULTCP_PATH, "serve", "--listen", "127.0.0.1:0", "--database", db.url()});
+    auto line = cp.wait_line_starting("faultcp: listening on", 20s);
+    ASSERT_TRUE(line.has_value()) << cp.describe();
+    EXPECT_NE(line->find("schema version 1"), std::string::npos) << *line;
+    const uint16_t port = port_of(*line);
+    auto h = fltest::cp_request(port, "GET", "/healthz");
+    EXPECT_EQ(h.status, 200) << h.describe();
+    if (round == 0) {
+      auto s = fltest::cp_request(port, "POST", "/v1/auth/signup", "",
+                                  R"({"email":"a@example.com","password":"correct horse battery","workspace":"w"})");
+      EXPECT_EQ(s.status, 201) << s.describe();
+    } else {
+      auto l = fltest::cp_request(port, "POST", "/v1/auth/login", "",
+                                  R"({"email":"a@example.com","password":"correct horse battery"})");
+      EXPECT_EQ(l.status, 200) << "the account did not survive a restart: " << l.describe();
+    }
+    cp.signal(SIGTERM);
+    auto st = cp.wait(10s);
+    ASSERT_TRUE(st.has_value()) << cp.describe();
+    EXPECT_TRUE(st->is(0)) << cp.describe();
+  }
+  auto store = db.open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->sql().query("SELECT COUNT(*) FROM schema_migrations")->at(0).at(0), "1");
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ServeTest, ::testing::Values(Backend::Sqlite, Backend::Postgres),
+                         [](const auto& info) { return fltest::backend_name(info.param); });
+
+TEST(ServeFlags, ABadDatabaseOrListenAddressIsExit2) {
+  auto bad_db = fltest::run_command({FAULTCP_PATH, "serve", "--database", "mysql://x"}, {}, 10s);
+  EXPECT_TRUE(bad_db.status.is(2)) << bad_db.describe();
+  EXPECT_NE(bad_db.err.find("--database"), std::string::npos) << bad_db.err;
+  auto bad_listen = fltest::run_command(
+      {FAULTCP_PATH, "serve", "--listen", "nowhere", "--database", "sqlite:/tmp/fl-cp-flags-test.db"}, {}, 10s);
+  EXPECT_TRUE(bad_listen.status.is(2)) << bad_listen.describe();
+  ::unlink("/tmp/fl-cp-flags-test.db");
+  ::unlink("/tmp/fl-cp-flags-test.db-wal");
+  ::unlink("/tmp/fl-cp-flags-test.db-shm");
+  auto help = fltest::run_command({FAULTCP_PATH, "serve", "--help"}, {}, 10s);
+  EXPECT_TRUE(help.status.is(0));
+  EXPECT_NE(help.out.find("EXAMPLES"), std::string::npos);
+}
+
+}  // namespace
