@@ -1,6 +1,7 @@
 // faultcp: the control plane. `faultcp serve` opens the database (migrating
 // it), listens, and serves the API until SIGTERM or SIGINT.
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -76,11 +77,20 @@ int serve(int argc, char** argv) {
     std::fprintf(stderr, "faultcp serve: --database: %s\n", store.error().describe().c_str());
     return store.error().bad_input ? 2 : 1;
   }
+  // Every agent holds a connection: the soft limit of 1024 descriptors is
+  // raised to the hard one, and the connection cap stays under it.
+  rlimit files{};
+  if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    (void)::setrlimit(RLIMIT_NOFILE, &files);
+  }
   faultline::HttpServerLimits limits;
   limits.request.max_body = config.max_body;
   // A long poll holds its connection quiet for poll_timeout: idle means longer.
   limits.idle_timeout = std::max(limits.idle_timeout, config.poll_timeout + std::chrono::seconds(30));
-  limits.max_connections = 4096;
+  limits.max_connections = ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur > 1064
+                               ? std::min<size_t>(65536, files.rlim_cur - 64)
+                               : 960;
   auto server = faultline::HttpServer::create(limits);
   if (!server) {
     std::fprintf(stderr, "faultcp serve: %s\n", server.error().describe().c_str());

@@ -44,6 +44,7 @@ HttpReply too_many(std::chrono::milliseconds wait, std::string_view what) {
 nlohmann::json token_json(const TokenRow& t) {
   nlohmann::json j{{"id", t.id}, {"kind", t.kind}, {"hint", t.hint}, {"name", t.name}, {"created_ms", t.created_ms}};
   j["revoked_ms"] = t.revoked_ms ? nlohmann::json(*t.revoked_ms) : nlohmann::json(nullptr);
+  j["expires_ms"] = t.expires_ms ? nlohmann::json(*t.expires_ms) : nlohmann::json(nullptr);
   j["agent_id"] = t.agent_id ? nlohmann::json(*t.agent_id) : nlohmann::json(nullptr);
   return j;
 }
@@ -84,7 +85,7 @@ HttpReply ControlPlane::signup(const HttpRequest& req) {
   auto minted = mint_token(TokenKind::Session);
   if (!minted) return api_error(500, minted.error().describe());
   auto row = store_.insert_token(user->workspace_id, "session", minted->hash, minted->hint, "signup", user->id,
-                                 std::nullopt, now_ms());
+                                 std::nullopt, now_ms(), now_ms() + config_.session_ttl.count());
   if (!row) return api_error(500, "storage: " + row.error().describe());
   audit_as(user->workspace_id, "user:" + std::to_string(user->id), "auth.signup", "user:" + std::to_string(user->id),
            {{"email", email}, {"workspace", workspace}});
@@ -126,7 +127,7 @@ HttpReply ControlPlane::login(const HttpRequest& req) {
   if (!minted) return api_error(500, minted.error().describe());
   const User& u = **user;
   auto row = store_.insert_token(u.workspace_id, "session", minted->hash, minted->hint, "login", u.id, std::nullopt,
-                                 now_ms());
+                                 now_ms(), now_ms() + config_.session_ttl.count());
   if (!row) return api_error(500, "storage: " + row.error().describe());
   audit_as(u.workspace_id, "user:" + std::to_string(u.id), "auth.login", "token:" + std::to_string(row->id),
            {{"address", addr}});

@@ -122,6 +122,7 @@ std::variant<Principal, HttpReply> ControlPlane::authenticate(const HttpRequest&
     return unauthorized("authorization: unknown token");
   const TokenRow& t = **row;
   if (t.revoked_ms) return unauthorized("authorization: the token was revoked");
+  if (t.expires_ms && now_ms() >= *t.expires_ms) return unauthorized("authorization: the token expired: log in again");
   bool allowed = false;
   for (auto k : kinds) allowed = allowed || k == *claimed;
   if (!allowed) {
@@ -172,15 +173,15 @@ HttpReply ControlPlane::metrics(const Principal& p) {
   out += "# TYPE faultcp_audit_append_failures_total counter\n";
   out += "faultcp_audit_append_failures_total " + std::to_string(audit_failures_) + "\n";
   // The caller's workspace only: a token never learns about another tenant.
-  auto agents = store_.agents(p.workspace_id);
-  auto experiments = store_.experiments(p.workspace_id, 1'000'000);
-  if (!agents || !experiments) return api_error(500, "storage: could not count");
+  auto agents = store_.agent_count(p.workspace_id);
+  auto counted = store_.experiments_by_state(p.workspace_id);
+  if (!agents || !counted) return api_error(500, "storage: could not count");
   out += "# HELP faultcp_agents Agents enrolled in this workspace.\n# TYPE faultcp_agents gauge\n";
-  out += "faultcp_agents " + std::to_string(agents->size()) + "\n";
+  out += "faultcp_agents " + std::to_string(*agents) + "\n";
   std::map<std::string, int64_t> by_state;
   for (const char* s : {"queued", "dispatched", "running", "completed", "aborted-by-slo", "failed", "cancelled"})
     by_state[s] = 0;
-  for (const auto& e : *experiments) ++by_state[e.state];
+  for (const auto& [state, n] : *counted) by_state[state] = n;
   out += "# HELP faultcp_experiments Experiments of this workspace, by state.\n# TYPE faultcp_experiments gauge\n";
   for (const auto& [state, n] : by_state)
     out += "faultcp_experiments{state=\"" + state + "\"} " + std::to_string(n) + "\n";

@@ -36,6 +36,7 @@ struct ControlPlaneConfig {
   RateLimit login_per_address{20, std::chrono::milliseconds(60'000)};  // attempts
   RateLimit login_per_account{5, std::chrono::milliseconds(300'000)};  // failures
   size_t max_body = 64 * 1024;                                          // the server's request limit
+  std::chrono::milliseconds session_ttl{12 * 3600 * 1000};              // a login's token lives this long
 };
 
 // Who a request comes from, as the auth layer resolved it.

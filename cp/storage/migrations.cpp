@@ -55,6 +55,7 @@ CREATE TABLE tokens (
   user_id BIGINT REFERENCES users(id),
   agent_id BIGINT REFERENCES agents(id),
   created_ms BIGINT NOT NULL,
+  expires_ms BIGINT,
   revoked_ms BIGINT
 );
 CREATE INDEX tokens_workspace ON tokens(workspace_id);

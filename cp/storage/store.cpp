@@ -20,10 +20,10 @@ std::string str(const std::optional<std::string>& v) { return v.value_or(""); }
 SqlValue opt_param(const std::optional<int64_t>& v) { return v ? SqlValue(*v) : SqlValue(std::monostate{}); }
 SqlValue opt_param(const std::optional<std::string>& v) { return v ? SqlValue(*v) : SqlValue(std::monostate{}); }
 
-const char* kTokenCols = "id, workspace_id, kind, hint, name, user_id, agent_id, created_ms, revoked_ms";
+const char* kTokenCols = "id, workspace_id, kind, hint, name, user_id, agent_id, created_ms, expires_ms, revoked_ms";
 TokenRow token_row(const SqlRow& r) {
   return TokenRow{num(r[0]), num(r[1]), str(r[2]), str(r[3]), str(r[4]), opt_num(r[5]), opt_num(r[6]),
-                  num(r[7]), opt_num(r[8])};
+                  num(r[7]), opt_num(r[8]), opt_num(r[9])};
 }
 
 const char* kAgentCols =
@@ -113,11 +113,13 @@ Result<std::optional<Workspace>> Store::workspace(int64_t id) {
 
 Result<TokenRow> Store::insert_token(int64_t ws, const std::string& kind, const std::string& hash,
                                      const std::string& hint, const std::string& name, std::optional<int64_t> user_id,
-                                     std::optional<int64_t> agent_id, int64_t now_ms) {
-  auto r = db_->query("INSERT INTO tokens (workspace_id, kind, hash, hint, name, user_id, agent_id, created_ms) "
-                      "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING" +
-                          cols(kTokenCols),
-                      {ws, kind, hash, hint, name, opt_param(user_id), opt_param(agent_id), now_ms});
+                                     std::optional<int64_t> agent_id, int64_t now_ms,
+                                     std::optional<int64_t> expires_ms) {
+  auto r = db_->query(
+      "INSERT INTO tokens (workspace_id, kind, hash, hint, name, user_id, agent_id, created_ms, expires_ms) "
+      "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING" +
+          cols(kTokenCols),
+      {ws, kind, hash, hint, name, opt_param(user_id), opt_param(agent_id), now_ms, opt_param(expires_ms)});
   if (!r) return r.error();
   return token_row(r->at(0));
 }
@@ -317,16 +319,16 @@ Result<std::vector<AuditEntry>> Store::audit(int64_t ws) {
   return out;
 }
 
-Result<std::map<std::string, int64_t>> Store::experiments_by_state() {
-  auto r = db_->query("SELECT state, COUNT(*) FROM experiments GROUP BY state");
+Result<std::map<std::string, int64_t>> Store::experiments_by_state(int64_t ws) {
+  auto r = db_->query("SELECT state, COUNT(*) FROM experiments WHERE workspace_id = $1 GROUP BY state", {ws});
   if (!r) return r.error();
   std::map<std::string, int64_t> out;
   for (const auto& row : *r) out[str(row[0])] = num(row[1]);
   return out;
 }
 
-Result<int64_t> Store::agent_count() {
-  auto r = db_->query("SELECT COUNT(*) FROM agents");
+Result<int64_t> Store::agent_count(int64_t ws) {
+  auto r = db_->query("SELECT COUNT(*) FROM agents WHERE workspace_id = $1", {ws});
   if (!r) return r.error();
   return num(r->at(0)[0]);
 }

@@ -42,6 +42,7 @@ struct TokenRow {
   std::string name;
   std::optional<int64_t> user_id, agent_id;
   int64_t created_ms = 0;
+  std::optional<int64_t> expires_ms;  // none: until revoked
   std::optional<int64_t> revoked_ms;
 };
 
@@ -98,7 +99,7 @@ class Store {
   [[nodiscard]] Result<TokenRow> insert_token(int64_t ws, const std::string& kind, const std::string& hash,
                                               const std::string& hint, const std::string& name,
                                               std::optional<int64_t> user_id, std::optional<int64_t> agent_id,
-                                              int64_t now_ms);
+                                              int64_t now_ms, std::optional<int64_t> expires_ms = std::nullopt);
   [[nodiscard]] Result<std::optional<TokenRow>> token_by_hash(const std::string& hash);
   [[nodiscard]] Result<std::vector<TokenRow>> tokens(int64_t ws);
   // False if no live token of that id is in the workspace.
@@ -145,9 +146,9 @@ class Store {
                                                 int64_t now_ms);
   [[nodiscard]] Result<std::vector<AuditEntry>> audit(int64_t ws);
 
-  // Counts for /metrics, over every workspace.
-  [[nodiscard]] Result<std::map<std::string, int64_t>> experiments_by_state();
-  [[nodiscard]] Result<int64_t> agent_count();
+  // Counts for /metrics.
+  [[nodiscard]] Result<std::map<std::string, int64_t>> experiments_by_state(int64_t ws);
+  [[nodiscard]] Result<int64_t> agent_count(int64_t ws);
 
  private:
   std::unique_ptr<SqlConnection> db_;

@@ -120,6 +120,18 @@ TEST_P(ApiTest, SignupLoginAndTokensWithRevocationOnTheNextRequest) {
   EXPECT_EQ(call("GET", "/v1/experiments").status, 401);
 }
 
+TEST_P(ApiTest, ASessionExpires) {
+  auto config = fltest::test_config();
+  config.session_ttl = std::chrono::milliseconds(500);
+  start(config);
+  Tenant t = tenant("brief", false);
+  EXPECT_EQ(call("GET", "/v1/agents", t.token).status, 200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  auto r = call("GET", "/v1/agents", t.token);
+  EXPECT_EQ(r.status, 401) << r.describe();
+  EXPECT_NE(r.body.find("expired"), std::string::npos) << r.body;
+}
+
 TEST_P(ApiTest, LoginIsRateLimitedPerAccountAndPerAddress) {
   auto config = fltest::test_config();
   config.login_per_account = {3, std::chrono::milliseconds(60'000)};

@@ -111,7 +111,8 @@ TEST_P(StorageTest, AnExperimentGoesThroughItsStates) {
   EXPECT_EQ((*done)->record, R"({"verdict":"held"})");
   EXPECT_FALSE((*done)->lease_until_ms.has_value());
   EXPECT_TRUE(faultline::cp::is_final_state((*done)->state));
-  EXPECT_EQ((*store_->experiments_by_state())["completed"], 1);
+  EXPECT_EQ((*store_->experiments_by_state(ws))["completed"], 1);
+  EXPECT_TRUE(store_->experiments_by_state(ws + 1000)->empty());
 }
 
 // Two connections (two faultcp replicas, or two pollers) race for the same
