@@ -21,13 +21,15 @@ namespace {
 constexpr const char* kDefaultListen = "127.0.0.1:8470";
 constexpr const char* kDefaultDatabase = "sqlite:/var/lib/faultline/faultcp.db";
 
-constexpr const char* kUsage = R"(usage: faultcp serve [--listen HOST:PORT] [--database URL] [options]
+constexpr const char* kUsage = R"(usage: faultcp serve [--listen HOST:PORT] [--database URL] [--tls-cert PEM --tls-key PEM] [options]
 
 Serves the control plane's REST API (docs/control-plane.md).
 
   --listen HOST:PORT      where to listen (default 127.0.0.1:8470; [::1]:8470 for IPv6)
   --database URL          sqlite:PATH (default sqlite:/var/lib/faultline/faultcp.db)
                           or postgres://USER@HOST:PORT/DB (any libpq URI)
+  --tls-cert PEM          serve HTTPS with this certificate chain (with --tls-key)
+  --tls-key PEM           the certificate's private key
   --poll-timeout-ms N     how long an agent's long poll is held (default 25000)
   --lease-ms N            how long a dispatched experiment waits for its agent
                           to start it before it fails (default 60000)
@@ -42,7 +44,8 @@ int serve(int argc, char** argv) {
   o.add_options()("listen", "", cxxopts::value<std::string>()->default_value(kDefaultListen))(
       "database", "", cxxopts::value<std::string>()->default_value(kDefaultDatabase))(
       "poll-timeout-ms", "", cxxopts::value<int64_t>()->default_value("25000"))(
-      "lease-ms", "", cxxopts::value<int64_t>()->default_value("60000"))("h,help", "");
+      "lease-ms", "", cxxopts::value<int64_t>()->default_value("60000"))(
+      "tls-cert", "", cxxopts::value<std::string>())("tls-key", "", cxxopts::value<std::string>())("h,help", "");
   cxxopts::ParseResult args;
   try {
     args = o.parse(argc, argv);
@@ -71,6 +74,19 @@ int serve(int argc, char** argv) {
   config.poll_timeout = std::chrono::milliseconds(poll);
   config.lease = std::chrono::milliseconds(lease);
 
+  if (args.count("tls-cert") != args.count("tls-key")) {
+    std::fprintf(stderr, "faultcp serve: --tls-cert and --tls-key go together\n");
+    return 2;
+  }
+  std::shared_ptr<faultline::TlsServerContext> tls;
+  if (args.count("tls-cert")) {
+    auto loaded = faultline::TlsServerContext::load(args["tls-cert"].as<std::string>(), args["tls-key"].as<std::string>());
+    if (!loaded) {
+      std::fprintf(stderr, "faultcp serve: %s\n", loaded.error().describe().c_str());
+      return 2;
+    }
+    tls = *loaded;
+  }
   const std::string database = args["database"].as<std::string>();
   auto store = faultline::cp::Store::open(database);
   if (!store) {
@@ -97,7 +113,8 @@ int serve(int argc, char** argv) {
     return 1;
   }
   faultline::cp::ControlPlane api(**store, *server, config);
-  auto bound = server->listen_tcp(args["listen"].as<std::string>(), api.handler());
+  auto bound = tls ? server->listen_tls(args["listen"].as<std::string>(), api.handler(), tls)
+                   : server->listen_tcp(args["listen"].as<std::string>(), api.handler());
   if (!bound) {
     std::fprintf(stderr, "faultcp serve: --listen: %s\n", bound.error().describe().c_str());
     return bound.error().bad_input ? 2 : 1;
@@ -111,7 +128,8 @@ int serve(int argc, char** argv) {
   ::signal(SIGPIPE, SIG_IGN);
   api.start();
   const std::string backend = database.rfind("sqlite:", 0) == 0 ? database : "postgres";
-  std::printf("faultcp: listening on %s (database %s, schema version %lld)\n", bound->c_str(), backend.c_str(),
+  std::printf("faultcp: listening on %s%s (database %s, schema version %lld)\n", bound->c_str(), tls ? " with TLS" : "",
+              backend.c_str(),
               static_cast<long long>((*store)->schema_version().value_or(0)));
   std::fflush(stdout);
   auto ran = server->run(stop.get());

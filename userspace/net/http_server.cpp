@@ -8,6 +8,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <climits>
@@ -86,11 +89,15 @@ struct HttpServer::Listener {
   dev_t dev = 0;
   ino_t ino = 0;
   HttpHandler handler;
+  std::shared_ptr<TlsServerContext> tls;  // null: plain HTTP
 };
 
 struct HttpServer::Connection {
   Connection(UniqueFd f, HttpHandler* h, HttpRequestParser::Limits lim) : fd(std::move(f)), handler(h), parser(lim) {}
   UniqueFd fd;
+  // The TLS session over fd (freed before fd closes); null for plain HTTP.
+  std::unique_ptr<SSL, void (*)(SSL*)> ssl{nullptr, SSL_free};
+  bool tls_wants_write = false;  // a read needs the socket writable first (handshake)
   HttpHandler* handler;
   HttpPeer peer;
   HttpRequestParser parser;
@@ -177,6 +184,14 @@ Status HttpServer::add_listener(std::unique_ptr<Listener> l) {
   return {};
 }
 
+Result<std::string> HttpServer::listen_tls(const std::string& address, HttpHandler handler,
+                                          std::shared_ptr<TlsServerContext> tls) {
+  if (!tls) return make_error(EINVAL, "listen_tls without a TLS context");
+  auto bound = listen_tcp(address, std::move(handler));
+  if (bound) listeners_.back()->tls = std::move(tls);
+  return bound;
+}
+
 Result<std::string> HttpServer::listen_tcp(const std::string& address, HttpHandler handler) {
   socklen_t len = 0;
   auto ss = parse_tcp_address(address, len);
@@ -217,6 +232,12 @@ void HttpServer::accept_on(Listener& l) {
       c->peer.address = "unix";
     } else {
       c->peer.address = address_text(ss);
+    }
+    if (l.tls) {
+      // The handshake runs inside the first reads (server side, accept state).
+      c->ssl.reset(SSL_new(l.tls->get()));
+      if (!c->ssl || SSL_set_fd(c->ssl.get(), c->fd.get()) != 1) continue;
+      SSL_set_accept_state(c->ssl.get());
     }
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLRDHUP;
@@ -276,7 +297,7 @@ void HttpServer::process(Connection& c) {
 
 void HttpServer::flush(Connection& c) {
   while (c.out_pos < c.out.size()) {
-    ssize_t n = ::send(c.fd.get(), c.out.data() + c.out_pos, c.out.size() - c.out_pos, MSG_NOSIGNAL);
+    ssize_t n = write_some(c, c.out.data() + c.out_pos, c.out.size() - c.out_pos);
     if (n > 0) {
       c.out_pos += static_cast<size_t>(n);
       c.last_activity = Clock::now();
@@ -304,7 +325,7 @@ void HttpServer::flush(Connection& c) {
   // A connection waiting for a later answer still hears its client hang up.
   const uint32_t want = (can_read ? static_cast<uint32_t>(EPOLLIN | EPOLLRDHUP) : 0u) |
                         (c.awaiting != 0 ? static_cast<uint32_t>(EPOLLRDHUP) : 0u) |
-                        (pending ? static_cast<uint32_t>(EPOLLOUT) : 0u);
+                        (pending || c.tls_wants_write ? static_cast<uint32_t>(EPOLLOUT) : 0u);
   if (want != c.events) {
     epoll_event ev{};
     ev.events = want;
@@ -319,7 +340,7 @@ void HttpServer::on_readable(Connection& c) {
   bool eof = false;
   char buf[kReadChunk];
   while (c.in.size() < limits_.request.max_head + limits_.request.max_body + kReadChunk) {
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    ssize_t n = read_some(c, buf, sizeof buf);
     if (n > 0) {
       c.in.append(buf, static_cast<size_t>(n));
       c.last_activity = Clock::now();
@@ -340,8 +361,39 @@ void HttpServer::on_readable(Connection& c) {
   flush(c);
 }
 
+ssize_t HttpServer::read_some(Connection& c, char* buf, size_t n) {
+  if (!c.ssl) return ::recv(c.fd.get(), buf, n, 0);
+  ERR_clear_error();
+  const int r = SSL_read(c.ssl.get(), buf, static_cast<int>(std::min<size_t>(n, INT_MAX)));
+  if (r > 0) return r;
+  switch (SSL_get_error(c.ssl.get(), r)) {
+    case SSL_ERROR_WANT_READ: errno = EAGAIN; return -1;
+    case SSL_ERROR_WANT_WRITE: c.tls_wants_write = true; errno = EAGAIN; return -1;
+    case SSL_ERROR_ZERO_RETURN: return 0;  // close_notify
+    default: errno = EIO; return -1;       // a failed handshake, a reset, garbage
+  }
+}
+
+ssize_t HttpServer::write_some(Connection& c, const char* buf, size_t n) {
+  if (!c.ssl) return ::send(c.fd.get(), buf, n, MSG_NOSIGNAL);
+  ERR_clear_error();
+  const int r = SSL_write(c.ssl.get(), buf, static_cast<int>(std::min<size_t>(n, INT_MAX)));
+  if (r > 0) return r;
+  switch (SSL_get_error(c.ssl.get(), r)) {
+    case SSL_ERROR_WANT_READ:
+    case SSL_ERROR_WANT_WRITE: errno = EAGAIN; return -1;
+    default: errno = EPIPE; return -1;
+  }
+}
+
 void HttpServer::on_writable(Connection& c) {
   const int fd = c.fd.get();
+  if (c.tls_wants_write) {
+    // The handshake (or a TLS record) waited for the socket to take bytes: read again.
+    c.tls_wants_write = false;
+    on_readable(c);
+    if (connections_.find(fd) == connections_.end()) return;
+  }
   flush(c);
   auto it = connections_.find(fd);
   if (it != connections_.end() && (!it->second->in.empty() || it->second->peer_done)) {

@@ -17,6 +17,7 @@
 #include "base/result.h"
 #include "base/unique_fd.h"
 #include "userspace/net/http_request.h"
+#include "userspace/net/tls_context.h"
 
 namespace faultline {
 
@@ -52,6 +53,10 @@ class HttpServer {
   // Listens on "HOST:PORT" (an IPv4 address or a bracketed IPv6 one); port 0
   // takes a free port. Returns the address bound ("127.0.0.1:40111").
   [[nodiscard]] Result<std::string> listen_tcp(const std::string& address, HttpHandler handler);
+  // The same over TLS (HTTPS). Writes to a peer that is gone raise SIGPIPE
+  // through OpenSSL: a process serving TLS ignores SIGPIPE.
+  [[nodiscard]] Result<std::string> listen_tls(const std::string& address, HttpHandler handler,
+                                               std::shared_ptr<TlsServerContext> tls);
 
   // Called after every answered request (and every error the server answers itself).
   void set_log(HttpLog log) { log_ = std::move(log); }
@@ -77,6 +82,10 @@ class HttpServer {
   [[nodiscard]] Status add_listener(std::unique_ptr<Listener> l);
   void accept_on(Listener& l);
   void on_readable(Connection& c);
+  // recv/send, through the connection's TLS session if it has one: -1 with
+  // errno EAGAIN when it would block, 0 at the peer's end.
+  static ssize_t read_some(Connection& c, char* buf, size_t n);
+  static ssize_t write_some(Connection& c, const char* buf, size_t n);
   void on_writable(Connection& c);
   void process(Connection& c);
   void answer(Connection& c, const HttpReply& reply, bool close_after, std::string_view method, std::string_view path);
