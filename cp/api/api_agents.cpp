@@ -1,4 +1,6 @@
 // Enrollment, the agents' long poll for work and their reports.
+#include <cstdio>
+
 #include "cp/api/api_error.h"
 #include "cp/api/control_plane.h"
 
@@ -37,15 +39,20 @@ HttpReply ControlPlane::register_agent(const HttpRequest& req, const Principal& 
   if (facts.hostname.empty()) return ApiError{400, "hostname", "is empty"}.reply();
   facts.features = j.value("features", nlohmann::json::object()).dump();
   if (facts.features.size() > 16 * 1024) return ApiError{400, "features", "is over 16 KiB"}.reply();
-  auto agent = store_.insert_agent(p.workspace_id, facts, now_ms());
-  if (!agent) return api_error(500, "storage: " + agent.error().describe());
   auto minted = mint_token(TokenKind::Agent);
   if (!minted) return api_error(500, minted.error().describe());
+  SqlTransaction tx(store_.sql());
+  if (auto begun = store_.begin(tx, p.workspace_id); !begun) return storage_error(begun.error());
+  auto agent = store_.insert_agent(p.workspace_id, facts, now_ms());
+  if (!agent) return storage_error(agent.error());
   auto row = store_.insert_token(p.workspace_id, "agent", minted->hash, minted->hint, facts.hostname, std::nullopt,
                                  agent->id, now_ms());
-  if (!row) return api_error(500, "storage: " + row.error().describe());
-  audit(p, "agent.register", "agent:" + std::to_string(agent->id),
-        {{"hostname", facts.hostname}, {"instance_id", facts.instance_id}, {"enrollment_token", p.token_id}});
+  if (!row) return storage_error(row.error());
+  if (auto a = audit(p, "agent.register", "agent:" + std::to_string(agent->id),
+                     {{"hostname", facts.hostname}, {"instance_id", facts.instance_id}, {"enrollment_token", p.token_id}});
+      !a)
+    return storage_error(a.error());
+  if (auto c = tx.commit(); !c) return storage_error(c.error());
   return api_json(201, {{"agent_id", agent->id}, {"token", minted->secret}});
 }
 
@@ -87,11 +94,14 @@ Result<std::optional<nlohmann::json>> ControlPlane::next_payload(int64_t ws, int
   // Claim only for a client still there: an experiment claimed for a poll
   // whose client hung up would wait out its lease and fail.
   if (exchange != 0 && !server_.waiting(exchange)) return std::optional<nlohmann::json>{};
+  SqlTransaction tx(store_.sql());
+  FL_TRY(store_.begin(tx, ws));
   auto claimed = store_.claim_next(ws, agent_id, now_ms(), now_ms() + config_.lease.count());
   if (!claimed) return claimed.error();
   if (!claimed->has_value()) return std::optional<nlohmann::json>{};
-  audit_as(ws, "agent:" + std::to_string(agent_id), "experiment.dispatch",
-           "experiment:" + std::to_string((*claimed)->id), {{"lease_until_ms", *(*claimed)->lease_until_ms}});
+  FL_TRY(audit_as(ws, "agent:" + std::to_string(agent_id), "experiment.dispatch",
+                  "experiment:" + std::to_string((*claimed)->id), {{"lease_until_ms", *(*claimed)->lease_until_ms}}));
+  FL_TRY(tx.commit());
   (*payload)["experiment"] = experiment_json(**claimed);
   return std::optional<nlohmann::json>(*payload);
 }
@@ -175,10 +185,14 @@ HttpReply ControlPlane::agent_event(const HttpRequest& req, const PathParams& pa
 
   // A cancelled experiment the agent still holds: any report that it ended
   // (or "stopped") confirms the stop; the state stays cancelled.
+  SqlTransaction tx(store_.sql());
+  if (auto begun = store_.begin(tx, p.workspace_id); !begun) return storage_error(begun.error());
   if (e.stop_requested && (final_type || type == "stopped")) {
     auto ok = store_.confirm_stop(p.workspace_id, exp_id, record, now_ms());
-    if (!ok) return api_error(500, "storage: " + ok.error().describe());
-    audit(p, "agent.event.stopped", object, {{"reported", type}, {"detail", detail}});
+    if (!ok) return storage_error(ok.error());
+    if (auto a = audit(p, "agent.event.stopped", object, {{"reported", type}, {"detail", detail}}); !a)
+      return storage_error(a.error());
+    if (auto c = tx.commit(); !c) return storage_error(c.error());
     auto now = store_.experiment(p.workspace_id, exp_id);
     return api_json(200, experiment_json(now.ok() && now->has_value() ? **now : e));
   }
@@ -197,23 +211,32 @@ HttpReply ControlPlane::agent_event(const HttpRequest& req, const PathParams& pa
     from = {"dispatched", "running"};
   }
   auto moved = store_.transition(p.workspace_id, exp_id, from, to, detail, record, now_ms());
-  if (!moved) return api_error(500, "storage: " + moved.error().describe());
+  if (!moved) return storage_error(moved.error());
   if (!moved->has_value())
     return api_error(409, "experiment " + std::to_string(exp_id) + " is " + e.state + ": cannot take '" + type + "'",
                      "type");
-  audit(p, "agent.event." + type, object, {{"detail", detail}});
+  if (auto a = audit(p, "agent.event." + type, object, {{"detail", detail}}); !a) return storage_error(a.error());
+  if (auto c = tx.commit(); !c) return storage_error(c.error());
   return api_json(200, experiment_json(**moved));
 }
 
 void ControlPlane::sweep_leases() {
-  auto expired = store_.expire_leases(now_ms());
-  if (expired) {
-    for (const auto& e : *expired)
-      audit_as(e.workspace_id, "faultcp", "experiment.lease_expired", "experiment:" + std::to_string(e.id),
-               {{"agent_id", e.agent_id}});
-  } else {
-    std::fprintf(stderr, "faultcp: lease sweep: %s\n", expired.error().describe().c_str());
-  }
+  auto fail_one = [this](const Experiment& e) -> Status {
+    SqlTransaction tx(store_.sql());
+    FL_TRY(store_.begin(tx, e.workspace_id));
+    auto failed = store_.expire_lease(e.workspace_id, e.id, now_ms());
+    if (!failed) return failed.error();
+    if (!failed->has_value()) return {};  // its agent said "running" meanwhile
+    FL_TRY(audit_as(e.workspace_id, "faultcp", "experiment.lease_expired", "experiment:" + std::to_string(e.id),
+                    {{"agent_id", e.agent_id}}));
+    return tx.commit();
+  };
+  auto expired = store_.expired_leases(now_ms());
+  if (!expired) std::fprintf(stderr, "faultcp: lease sweep: %s\n", expired.error().describe().c_str());
+  for (const auto& e : expired.value_or({}))
+    if (auto done = fail_one(e); !done)
+      std::fprintf(stderr, "faultcp: lease sweep, experiment %lld: %s\n", static_cast<long long>(e.id),
+                   done.error().describe().c_str());
   server_.after(config_.lease_sweep, [this] { sweep_leases(); });
 }
 

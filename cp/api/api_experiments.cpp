@@ -25,9 +25,15 @@ HttpReply ControlPlane::create_experiment(const HttpRequest& req, const Principa
   if (!ws) return api_error(500, "storage: " + ws.error().describe());
   if (ws->has_value() && (*ws)->killed)
     return api_error(409, "the workspace's kill switch is engaged: nothing starts until DELETE /v1/kill");
+  SqlTransaction tx(store_.sql());
+  if (auto begun = store_.begin(tx, p.workspace_id); !begun) return storage_error(begun.error());
   auto e = store_.insert_experiment(p.workspace_id, agent_id, j["spec"].dump(), now_ms());
-  if (!e) return api_error(500, "storage: " + e.error().describe());
-  audit(p, "experiment.create", "experiment:" + std::to_string(e->id), {{"agent_id", agent_id}, {"spec", j["spec"]}});
+  if (!e) return storage_error(e.error());
+  if (auto a = audit(p, "experiment.create", "experiment:" + std::to_string(e->id),
+                     {{"agent_id", agent_id}, {"spec", j["spec"]}});
+      !a)
+    return storage_error(a.error());
+  if (auto c = tx.commit(); !c) return storage_error(c.error());
   wake_agent(p.workspace_id, agent_id);
   auto now = store_.experiment(p.workspace_id, e->id);  // the wake may have dispatched it already
   const Experiment& shown = now.ok() && now->has_value() ? **now : *e;
@@ -65,35 +71,47 @@ HttpReply ControlPlane::abort_experiment(const PathParams& params, const Princip
   auto e = store_.experiment(p.workspace_id, *id);
   if (!e) return api_error(500, "storage: " + e.error().describe());
   if (!e->has_value()) return api_error(404, "no such experiment");
+  SqlTransaction tx(store_.sql());
+  if (auto begun = store_.begin(tx, p.workspace_id); !begun) return storage_error(begun.error());
   auto moved = store_.transition(p.workspace_id, *id, {"queued", "dispatched", "running"}, "cancelled",
                                  "aborted by " + p.actor(), std::nullopt, now_ms());
-  if (!moved) return api_error(500, "storage: " + moved.error().describe());
+  if (!moved) return storage_error(moved.error());
   if (!moved->has_value())
     return api_error(409, "experiment " + std::to_string(*id) + " is " + (*e)->state + ": nothing to abort");
-  audit(p, "experiment.abort", "experiment:" + std::to_string(*id), {{"was", (*e)->state}});
+  if (auto a = audit(p, "experiment.abort", "experiment:" + std::to_string(*id), {{"was", (*e)->state}}); !a)
+    return storage_error(a.error());
+  if (auto c = tx.commit(); !c) return storage_error(c.error());
   wake_agent(p.workspace_id, (*moved)->agent_id);
   return api_json(200, experiment_json(**moved));
 }
 
 HttpReply ControlPlane::engage_kill(const Principal& p) {
+  SqlTransaction tx(store_.sql());
+  if (auto begun = store_.begin(tx, p.workspace_id); !begun) return storage_error(begun.error());
   auto cancelled = store_.engage_kill(p.workspace_id, now_ms());
-  if (!cancelled) return api_error(500, "storage: " + cancelled.error().describe());
+  if (!cancelled) return storage_error(cancelled.error());
   nlohmann::json ids = nlohmann::json::array();
   std::set<int64_t> agents;
   for (const auto& e : *cancelled) {
     ids.push_back(e.id);
     agents.insert(e.agent_id);
   }
-  audit(p, "kill.engage", "workspace:" + std::to_string(p.workspace_id), {{"cancelled", ids}});
+  if (auto a = audit(p, "kill.engage", "workspace:" + std::to_string(p.workspace_id), {{"cancelled", ids}}); !a)
+    return storage_error(a.error());
+  if (auto c = tx.commit(); !c) return storage_error(c.error());
   // Every agent holding a cancelled experiment hears it now, not at its next poll.
   for (int64_t a : agents) wake_agent(p.workspace_id, a);
   return api_json(200, {{"engaged", true}, {"cancelled", ids}});
 }
 
 HttpReply ControlPlane::release_kill(const Principal& p) {
+  SqlTransaction tx(store_.sql());
+  if (auto begun = store_.begin(tx, p.workspace_id); !begun) return storage_error(begun.error());
   auto done = store_.release_kill(p.workspace_id);
-  if (!done) return api_error(500, "storage: " + done.error().describe());
-  audit(p, "kill.release", "workspace:" + std::to_string(p.workspace_id));
+  if (!done) return storage_error(done.error());
+  if (auto a = audit(p, "kill.release", "workspace:" + std::to_string(p.workspace_id)); !a)
+    return storage_error(a.error());
+  if (auto c = tx.commit(); !c) return storage_error(c.error());
   // Experiments queued while engaged may be claimed now.
   auto agents = store_.agents(p.workspace_id);
   if (agents)

@@ -73,6 +73,9 @@ HttpReply ControlPlane::signup(const HttpRequest& req) {
     return ApiError{400, "workspace", "must be 1-63 of a-z, 0-9 and '-', not starting with '-'"}.reply();
   auto hash = hash_password(password, config_.scrypt);
   if (!hash) return api_error(500, hash.error().describe());
+  SqlTransaction tx(store_.sql());
+  // Workspace 0 is no workspace: its lock serialises sign-ups.
+  if (auto begun = store_.begin(tx, 0); !begun) return storage_error(begun.error());
   auto user = store_.create_workspace(workspace, email, *hash, now_ms());
   if (!user) {
     if (user.error().err == kConflict) {
@@ -86,9 +89,12 @@ HttpReply ControlPlane::signup(const HttpRequest& req) {
   if (!minted) return api_error(500, minted.error().describe());
   auto row = store_.insert_token(user->workspace_id, "session", minted->hash, minted->hint, "signup", user->id,
                                  std::nullopt, now_ms(), now_ms() + config_.session_ttl.count());
-  if (!row) return api_error(500, "storage: " + row.error().describe());
-  audit_as(user->workspace_id, "user:" + std::to_string(user->id), "auth.signup", "user:" + std::to_string(user->id),
-           {{"email", email}, {"workspace", workspace}});
+  if (!row) return storage_error(row.error());
+  if (auto a = audit_as(user->workspace_id, "user:" + std::to_string(user->id), "auth.signup",
+                        "user:" + std::to_string(user->id), {{"email", email}, {"workspace", workspace}});
+      !a)
+    return storage_error(a.error());
+  if (auto c = tx.commit(); !c) return storage_error(c.error());
   return api_json(201, {{"token", minted->secret},
                         {"workspace_id", user->workspace_id},
                         {"workspace", workspace},
@@ -117,20 +123,26 @@ HttpReply ControlPlane::login(const HttpRequest& req) {
   const bool good = verify_password(password, user->has_value() ? (*user)->password_hash : kDecoy) && user->has_value();
   if (!good) {
     login_failures_by_account_.record(email, now);
+    // Logged on its own (there is no action to undo); a failure to log is counted.
     if (user->has_value())
-      audit_as((*user)->workspace_id, "anonymous", "auth.login_failed", "user:" + std::to_string((*user)->id),
-               {{"address", addr}});
+      (void)audit_as((*user)->workspace_id, "anonymous", "auth.login_failed", "user:" + std::to_string((*user)->id),
+                     {{"address", addr}});
     return api_error(401, "email or password is wrong");
   }
   login_failures_by_account_.clear(email);
   auto minted = mint_token(TokenKind::Session);
   if (!minted) return api_error(500, minted.error().describe());
   const User& u = **user;
+  SqlTransaction tx(store_.sql());
+  if (auto begun = store_.begin(tx, u.workspace_id); !begun) return storage_error(begun.error());
   auto row = store_.insert_token(u.workspace_id, "session", minted->hash, minted->hint, "login", u.id, std::nullopt,
                                  now_ms(), now_ms() + config_.session_ttl.count());
-  if (!row) return api_error(500, "storage: " + row.error().describe());
-  audit_as(u.workspace_id, "user:" + std::to_string(u.id), "auth.login", "token:" + std::to_string(row->id),
-           {{"address", addr}});
+  if (!row) return storage_error(row.error());
+  if (auto a = audit_as(u.workspace_id, "user:" + std::to_string(u.id), "auth.login",
+                        "token:" + std::to_string(row->id), {{"address", addr}});
+      !a)
+    return storage_error(a.error());
+  if (auto c = tx.commit(); !c) return storage_error(c.error());
   return api_json(200, {{"token", minted->secret}, {"workspace_id", u.workspace_id}, {"user_id", u.id}});
 }
 
@@ -148,10 +160,14 @@ HttpReply ControlPlane::create_token(const HttpRequest& req, const Principal& p)
   if (name.size() > 200) return ApiError{400, "name", "is over 200 characters"}.reply();
   auto minted = mint_token(*kind);
   if (!minted) return api_error(500, minted.error().describe());
+  SqlTransaction tx(store_.sql());
+  if (auto begun = store_.begin(tx, p.workspace_id); !begun) return storage_error(begun.error());
   auto row = store_.insert_token(p.workspace_id, kind_name, minted->hash, minted->hint, name, p.user_id, std::nullopt,
                                  now_ms());
-  if (!row) return api_error(500, "storage: " + row.error().describe());
-  audit(p, "token.create", "token:" + std::to_string(row->id), {{"kind", kind_name}, {"name", name}});
+  if (!row) return storage_error(row.error());
+  if (auto a = audit(p, "token.create", "token:" + std::to_string(row->id), {{"kind", kind_name}, {"name", name}}); !a)
+    return storage_error(a.error());
+  if (auto c = tx.commit(); !c) return storage_error(c.error());
   auto out = token_json(*row);
   out["token"] = minted->secret;
   return api_json(201, out);
@@ -168,10 +184,13 @@ HttpReply ControlPlane::list_tokens(const Principal& p) {
 HttpReply ControlPlane::revoke_token(const PathParams& params, const Principal& p) {
   const auto id = path_id(params);
   if (!id) return api_error(404, "no such token");
+  SqlTransaction tx(store_.sql());
+  if (auto begun = store_.begin(tx, p.workspace_id); !begun) return storage_error(begun.error());
   auto done = store_.revoke_token(p.workspace_id, *id, now_ms());
-  if (!done) return api_error(500, "storage: " + done.error().describe());
+  if (!done) return storage_error(done.error());
   if (!*done) return api_error(404, "no such token (or it was revoked already)");
-  audit(p, "token.revoke", "token:" + std::to_string(*id));
+  if (auto a = audit(p, "token.revoke", "token:" + std::to_string(*id)); !a) return storage_error(a.error());
+  if (auto c = tx.commit(); !c) return storage_error(c.error());
   return api_json(200, {{"id", *id}, {"revoked", true}});
 }
 

@@ -139,20 +139,24 @@ int64_t ControlPlane::now_ms() const {
       .count();
 }
 
-void ControlPlane::audit(const Principal& who, const std::string& action, const std::string& object,
-                         const nlohmann::json& detail) {
-  audit_as(who.workspace_id, who.actor(), action, object, detail);
+Status ControlPlane::audit(const Principal& who, const std::string& action, const std::string& object,
+                           const nlohmann::json& detail) {
+  return audit_as(who.workspace_id, who.actor(), action, object, detail);
 }
 
-void ControlPlane::audit_as(int64_t workspace_id, const std::string& actor, const std::string& action,
-                            const std::string& object, const nlohmann::json& detail) {
+Status ControlPlane::audit_as(int64_t workspace_id, const std::string& actor, const std::string& action,
+                              const std::string& object, const nlohmann::json& detail) {
   auto e = store_.append_audit(workspace_id, actor, action, object, detail.dump(), now_ms());
   if (!e) {
     ++audit_failures_;
     std::fprintf(stderr, "faultcp: audit append failed (%s %s): %s\n", action.c_str(), object.c_str(),
                  e.error().describe().c_str());
+    return e.error();
   }
+  return {};
 }
+
+HttpReply ControlPlane::storage_error(const Error& e) { return api_error(500, "storage: " + e.describe()); }
 
 HttpReply ControlPlane::healthz() {
   auto v = store_.schema_version();
@@ -169,7 +173,7 @@ HttpReply ControlPlane::metrics(const Principal& p) {
   out += "# HELP faultcp_long_polls_waiting Agent long polls held open now.\n";
   out += "# TYPE faultcp_long_polls_waiting gauge\n";
   out += "faultcp_long_polls_waiting " + std::to_string(polls_.size()) + "\n";
-  out += "# HELP faultcp_audit_append_failures_total Actions whose activity-log entry could not be written.\n";
+  out += "# HELP faultcp_audit_append_failures_total Activity-log appends that failed (their actions were undone).\n";
   out += "# TYPE faultcp_audit_append_failures_total counter\n";
   out += "faultcp_audit_append_failures_total " + std::to_string(audit_failures_) + "\n";
   // The caller's workspace only: a token never learns about another tenant.

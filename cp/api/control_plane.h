@@ -68,10 +68,14 @@ class ControlPlane {
   void add_open_route(const std::string& method, const std::string& pattern, RouteHandler handler);
   [[nodiscard]] std::variant<Principal, HttpReply> authenticate(const HttpRequest& req,
                                                                 const std::vector<TokenKind>& kinds);
-  void audit(const Principal& who, const std::string& action, const std::string& object,
-             const nlohmann::json& detail = nlohmann::json::object());
-  void audit_as(int64_t workspace_id, const std::string& actor, const std::string& action, const std::string& object,
-                const nlohmann::json& detail);
+  // Appends to the workspace's activity log. Called inside the action's
+  // transaction (Store::begin): a failure here is returned as a 500 and the
+  // transaction's end undoes the action, so no change goes unlogged.
+  [[nodiscard]] Status audit(const Principal& who, const std::string& action, const std::string& object,
+                             const nlohmann::json& detail = nlohmann::json::object());
+  [[nodiscard]] Status audit_as(int64_t workspace_id, const std::string& actor, const std::string& action,
+                                const std::string& object, const nlohmann::json& detail);
+  [[nodiscard]] static HttpReply storage_error(const Error& e);
   [[nodiscard]] int64_t now_ms() const;
 
   // Routes (api_identity.cpp, api_agents.cpp, api_experiments.cpp, api_audit.cpp).

@@ -56,13 +56,17 @@ class PostgresConnection final : public SqlConnection {
     return {};
   }
 
-  Status begin_exclusive(int64_t lock_key) override {
+  Status begin_outer(int64_t lock_key) override {
     FL_TRY(exec_script("BEGIN"));
-    auto r = query("SELECT pg_advisory_xact_lock($1)", {lock_key});
-    if (!r) {
-      rollback();
-      return r.error();
+    if (auto locked = lock_inner(lock_key); !locked) {
+      (void)exec_script("ROLLBACK");
+      return locked.error();
     }
+    return {};
+  }
+  Status lock_inner(int64_t lock_key) override {
+    auto r = query("SELECT pg_advisory_xact_lock($1)", {lock_key});
+    if (!r) return r.error();
     return {};
   }
 

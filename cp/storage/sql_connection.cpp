@@ -3,6 +3,42 @@
 
 namespace faultline::cp {
 
+Status SqlConnection::begin_exclusive(int64_t lock_key) {
+  if (depth_ > 0) {
+    FL_TRY(lock_inner(lock_key));
+    ++depth_;
+    return {};
+  }
+  FL_TRY(begin_outer(lock_key));
+  depth_ = 1;
+  doomed_ = false;
+  return {};
+}
+
+Status SqlConnection::commit() {
+  if (depth_ == 0) return make_error(0, "COMMIT outside a transaction");
+  if (--depth_ > 0) return {};
+  if (doomed_) {
+    (void)query("ROLLBACK");
+    return make_error(0, "rolled back: a step inside the transaction failed");
+  }
+  auto r = query("COMMIT");
+  if (!r) {
+    (void)query("ROLLBACK");
+    return r.error();
+  }
+  return {};
+}
+
+void SqlConnection::rollback() {
+  if (depth_ == 0) return;
+  if (--depth_ > 0) {
+    doomed_ = true;
+    return;
+  }
+  (void)query("ROLLBACK");
+}
+
 Result<std::unique_ptr<SqlConnection>> open_database(const std::string& url) {
   if (url.rfind("sqlite:", 0) == 0) {
     const std::string path = url.substr(7);

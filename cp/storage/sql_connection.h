@@ -33,8 +33,21 @@ class SqlConnection {
   [[nodiscard]] virtual Status exec_script(const std::string& sql) = 0;
   // BEGIN that serialises writers: BEGIN IMMEDIATE on SQLite; on PostgreSQL a
   // transaction holding the advisory lock `lock_key` until it ends.
-  [[nodiscard]] virtual Status begin_exclusive(int64_t lock_key) = 0;
-  void rollback() { (void)query("ROLLBACK"); }
+  // Transactions nest flat: an inner begin joins the outer transaction (taking
+  // its lock too, on PostgreSQL), an inner commit does nothing, an inner
+  // rollback dooms the outer one. So a store call that needs a transaction
+  // can run alone or inside a handler's (the action and its audit entry).
+  [[nodiscard]] Status begin_exclusive(int64_t lock_key);
+  [[nodiscard]] Status commit();
+  void rollback();
+
+ protected:
+  [[nodiscard]] virtual Status begin_outer(int64_t lock_key) = 0;
+  [[nodiscard]] virtual Status lock_inner(int64_t lock_key) = 0;
+
+ private:
+  int depth_ = 0;
+  bool doomed_ = false;
 };
 
 // "sqlite:PATH" or "postgres://..." / "postgresql://..." (a libpq URI).
@@ -58,10 +71,8 @@ class SqlTransaction {
     return {};
   }
   [[nodiscard]] Status commit() {
-    auto r = db_.query("COMMIT");
-    if (!r) return r.error();
     open_ = false;
-    return {};
+    return db_.commit();
   }
 
  private:

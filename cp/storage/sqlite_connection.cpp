@@ -64,11 +64,12 @@ class SqliteConnection final : public SqlConnection {
     return {};
   }
 
-  Status begin_exclusive(int64_t) override {
+  Status begin_outer(int64_t) override {
     auto r = query("BEGIN IMMEDIATE", {});
     if (!r) return r.error();
     return {};
   }
+  Status lock_inner(int64_t) override { return {}; }  // BEGIN IMMEDIATE holds the one write lock
 
  private:
   sqlite3* db_;

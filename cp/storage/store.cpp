@@ -281,16 +281,27 @@ Status Store::release_kill(int64_t ws) {
   return {};
 }
 
-Result<std::vector<Experiment>> Store::expire_leases(int64_t now_ms) {
-  auto r = db_->query("UPDATE experiments SET state = 'failed', detail = 'lease expired: the agent never said it "
-                      "started the experiment', updated_ms = $1, lease_until_ms = NULL "
-                      "WHERE state = 'dispatched' AND lease_until_ms < $1 RETURNING" +
-                          cols(kExperimentCols),
+Status Store::begin(SqlTransaction& tx, int64_t ws) { return tx.begin(kAuditLockBase + ws); }
+
+Result<std::vector<Experiment>> Store::expired_leases(int64_t now_ms) {
+  auto r = db_->query("SELECT" + cols(kExperimentCols) +
+                          "FROM experiments WHERE state = 'dispatched' AND lease_until_ms < $1 ORDER BY id",
                       {now_ms});
   if (!r) return r.error();
   std::vector<Experiment> out;
   for (const auto& row : *r) out.push_back(experiment_row(row));
   return out;
+}
+
+Result<std::optional<Experiment>> Store::expire_lease(int64_t ws, int64_t id, int64_t now_ms) {
+  auto r = db_->query("UPDATE experiments SET state = 'failed', detail = 'lease expired: the agent never said it "
+                      "started the experiment', updated_ms = $3, lease_until_ms = NULL "
+                      "WHERE workspace_id = $1 AND id = $2 AND state = 'dispatched' AND lease_until_ms < $3 RETURNING" +
+                          cols(kExperimentCols),
+                      {ws, id, now_ms});
+  if (!r) return r.error();
+  if (r->empty()) return std::optional<Experiment>{};
+  return std::optional<Experiment>(experiment_row(r->front()));
 }
 
 Result<AuditEntry> Store::append_audit(int64_t ws, const std::string& actor, const std::string& action,

@@ -135,9 +135,16 @@ class Store {
   // kill switch, in one transaction; returns the experiments it cancelled.
   [[nodiscard]] Result<std::vector<Experiment>> engage_kill(int64_t ws, int64_t now_ms);
   [[nodiscard]] Status release_kill(int64_t ws);
+
+  // Opens a transaction holding the workspace's write lock (the audit
+  // chain's): a handler's change and its audit entry commit together or not at all.
+  [[nodiscard]] Status begin(SqlTransaction& tx, int64_t ws);
   // Dispatched experiments whose lease ran out before their agent said it
-  // started them become failed: never queued again (at most once).
-  [[nodiscard]] Result<std::vector<Experiment>> expire_leases(int64_t now_ms);
+  // started them (to fail one by one with expire_lease): never queued again,
+  // so an experiment runs at most once.
+  [[nodiscard]] Result<std::vector<Experiment>> expired_leases(int64_t now_ms);
+  // Fails it if it is still dispatched with its lease run out; none otherwise.
+  [[nodiscard]] Result<std::optional<Experiment>> expire_lease(int64_t ws, int64_t id, int64_t now_ms);
 
   // Appends to the workspace's chain under a lock, so two writers (two
   // replicas) never fork it.

@@ -342,6 +342,31 @@ TEST_P(ApiTest, TheAuditTrailChainsEveryActionAndVerifyNamesAnEditedRow) {
   EXPECT_EQ(forged_check["bad_seq"], bundle["entries"][2]["seq"]) << forged_check;
 }
 
+// An action whose activity-log entry cannot be written does not happen: the
+// database is made to refuse audit rows, and the experiment is not stored.
+TEST_P(ApiTest, AnActionThatCannotBeAuditedIsUndone) {
+  Tenant t = tenant("atomic");
+  auto db = faultline::cp::open_database(server_->database_url());
+  ASSERT_TRUE(db.ok()) << db.error().describe();
+  const bool sqlite = GetParam() == Backend::Sqlite;
+  auto refuse = (*db)->exec_script(
+      sqlite ? "CREATE TRIGGER refuse_audit BEFORE INSERT ON audit BEGIN SELECT RAISE(ABORT, 'audit refused'); END;"
+             : "CREATE FUNCTION refuse_audit() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'audit refused'; END $$ "
+               "LANGUAGE plpgsql; CREATE TRIGGER refuse_audit BEFORE INSERT ON audit FOR EACH ROW EXECUTE FUNCTION "
+               "refuse_audit();");
+  ASSERT_TRUE(refuse.ok()) << refuse.error().describe();
+  auto r = call("POST", "/v1/experiments", t.token,
+                R"({"agent_id":)" + std::to_string(t.agent_id) + R"(,"spec":)" + latency_spec() + "}");
+  EXPECT_EQ(r.status, 500) << r.describe();
+  EXPECT_EQ(call("POST", "/v1/kill", t.token).status, 500);
+  ASSERT_TRUE((*db)->exec_script(sqlite ? "DROP TRIGGER refuse_audit;" : "DROP TRIGGER refuse_audit ON audit;").ok());
+  EXPECT_TRUE(call("GET", "/v1/experiments", t.token).json()["experiments"].empty()) << "stored without its audit entry";
+  EXPECT_EQ(call("GET", "/v1/kill", t.token).json()["engaged"], false) << "engaged without its audit entry";
+  auto m = call("GET", "/metrics", t.token).body;
+  EXPECT_NE(m.find("faultcp_audit_append_failures_total 2\n"), std::string::npos) << m;
+  EXPECT_EQ(call("POST", "/v1/audit/verify", t.token).json()["ok"], true);
+}
+
 // Bad input on the routes that take a body or a token: a 4xx whose JSON names
 // the field, and nothing stored (no experiment, no audit entry).
 TEST_P(ApiTest, BadInputIsRefusedNamingTheFieldAndNothingIsStored) {

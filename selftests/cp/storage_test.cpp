@@ -169,11 +169,50 @@ TEST_P(StorageTest, AnExpiredLeaseFailsTheExperimentAndNeverRequeuesIt) {
   auto [ws, agent] = workspace_with_agent("w");
   auto e = store_->insert_experiment(ws, agent, "{}", 1);
   ASSERT_TRUE(store_->claim_next(ws, agent, 2, 100)->has_value());
-  EXPECT_TRUE(store_->expire_leases(99)->empty());
-  auto expired = store_->expire_leases(101);
+  EXPECT_TRUE(store_->expired_leases(99)->empty());
+  auto expired = store_->expired_leases(101);
   ASSERT_EQ(expired->size(), 1u);
-  EXPECT_EQ(expired->at(0).state, "failed");
+  EXPECT_FALSE(store_->expire_lease(ws, e->id, 99)->has_value()) << "failed before its lease ended";
+  auto failed = store_->expire_lease(ws, e->id, 101);
+  ASSERT_TRUE(failed.ok() && failed->has_value());
+  EXPECT_EQ((*failed)->state, "failed");
+  EXPECT_TRUE(store_->expired_leases(102)->empty());
   EXPECT_FALSE(store_->claim_next(ws, agent, 102, 200)->has_value()) << "dispatched a second time";
+}
+
+// A handler's change and its audit entry are one transaction; store calls
+// that open their own join it, and a failure inside undoes all of it.
+TEST_P(StorageTest, NestedTransactionsCommitOrRollBackAsOne) {
+  auto [ws, agent] = workspace_with_agent("w");
+  {
+    faultline::cp::SqlTransaction tx(store_->sql());
+    ASSERT_TRUE(store_->begin(tx, ws).ok());
+    ASSERT_TRUE(store_->engage_kill(ws, 5).ok());  // opens (and commits) its own, nested
+    ASSERT_TRUE(store_->append_audit(ws, "user:1", "kill.engage", "", "{}", 5).ok());
+    // No commit: the scope's end rolls everything back.
+  }
+  EXPECT_FALSE((*store_->workspace(ws))->killed) << "an inner commit escaped the outer rollback";
+  EXPECT_TRUE(store_->audit(ws)->empty());
+  {
+    faultline::cp::SqlTransaction tx(store_->sql());
+    ASSERT_TRUE(store_->begin(tx, ws).ok());
+    ASSERT_TRUE(store_->engage_kill(ws, 6).ok());
+    ASSERT_TRUE(store_->append_audit(ws, "user:1", "kill.engage", "", "{}", 6).ok());
+    ASSERT_TRUE(tx.commit().ok());
+  }
+  EXPECT_TRUE((*store_->workspace(ws))->killed);
+  EXPECT_EQ(store_->audit(ws)->size(), 1u);
+  {
+    faultline::cp::SqlTransaction tx(store_->sql());
+    ASSERT_TRUE(store_->begin(tx, ws).ok());
+    ASSERT_TRUE(store_->release_kill(ws).ok());
+    {
+      faultline::cp::SqlTransaction inner(store_->sql());
+      ASSERT_TRUE(inner.begin(1).ok());
+    }  // an inner step gave up
+    EXPECT_FALSE(tx.commit().ok()) << "committed although a step inside failed";
+  }
+  EXPECT_TRUE((*store_->workspace(ws))->killed);
 }
 
 TEST_P(StorageTest, TheAuditChainVerifiesAndAnEditedRowIsNamed) {
