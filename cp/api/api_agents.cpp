@@ -73,15 +73,18 @@ HttpReply ControlPlane::get_agent(const PathParams& params, const Principal& p) 
   return api_json(200, agent_json(**a));
 }
 
-Result<nlohmann::json> ControlPlane::idle_payload(int64_t ws) {
+// "kill": the workspace's or the agent's own switch is engaged.
+Result<nlohmann::json> ControlPlane::idle_payload(int64_t ws, int64_t agent_id) {
   auto w = store_.workspace(ws);
   if (!w) return w.error();
-  return nlohmann::json{{"experiment", nullptr}, {"stop", nlohmann::json::array()},
-                        {"kill", w->has_value() && (*w)->killed}};
+  auto a = store_.agent(ws, agent_id);
+  if (!a) return a.error();
+  const bool killed = (w->has_value() && (*w)->killed) || (a->has_value() && (*a)->killed);
+  return nlohmann::json{{"experiment", nullptr}, {"stop", nlohmann::json::array()}, {"kill", killed}};
 }
 
 Result<std::optional<nlohmann::json>> ControlPlane::next_payload(int64_t ws, int64_t agent_id, uint64_t exchange) {
-  auto payload = idle_payload(ws);
+  auto payload = idle_payload(ws, agent_id);
   if (!payload) return payload.error();
   auto stops = store_.pending_stops(ws, agent_id);
   if (!stops) return stops.error();
@@ -121,7 +124,7 @@ HttpReply ControlPlane::next_for_agent(const HttpRequest& req, const PathParams&
   if (!ready) return api_error(500, "storage: " + ready.error().describe());
   if (ready->has_value()) return api_json(200, **ready);
   if (wait.count() == 0) {
-    auto idle = idle_payload(p.workspace_id);
+    auto idle = idle_payload(p.workspace_id, *id);
     if (!idle) return api_error(500, "storage: " + idle.error().describe());
     return api_json(200, *idle);
   }
@@ -137,7 +140,7 @@ void ControlPlane::end_poll(uint64_t exchange) {
   const Poll poll = it->second;
   polls_.erase(it);
   if (!server_.waiting(exchange)) return;
-  auto idle = idle_payload(poll.workspace_id);
+  auto idle = idle_payload(poll.workspace_id, poll.agent_id);
   server_.complete(exchange, idle ? api_json(200, *idle) : api_error(500, "storage: " + idle.error().describe()));
 }
 

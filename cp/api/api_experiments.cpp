@@ -25,6 +25,9 @@ HttpReply ControlPlane::create_experiment(const HttpRequest& req, const Principa
   if (!ws) return api_error(500, "storage: " + ws.error().describe());
   if (ws->has_value() && (*ws)->killed)
     return api_error(409, "the workspace's kill switch is engaged: nothing starts until DELETE /v1/kill");
+  if ((*agent)->killed)
+    return api_error(409, "agent_id: the agent's kill switch is engaged: nothing starts on it until DELETE "
+                          "/v1/kill?agent_id=" + std::to_string(agent_id), "agent_id");
   SqlTransaction tx(store_.sql());
   if (auto begun = store_.begin(tx, p.workspace_id); !begun) return storage_error(begun.error());
   auto e = store_.insert_experiment(p.workspace_id, agent_id, j["spec"].dump(), now_ms());
@@ -85,45 +88,95 @@ HttpReply ControlPlane::abort_experiment(const PathParams& params, const Princip
   return api_json(200, experiment_json(**moved));
 }
 
-HttpReply ControlPlane::engage_kill(const Principal& p) {
+// "?agent_id=N": the kill switch of that agent alone; none: the workspace's.
+// Unknown (or another workspace's) agent: 404.
+std::variant<std::optional<int64_t>, HttpReply> ControlPlane::kill_target(const HttpRequest& req, const Principal& p) {
+  auto q = req.query_param("agent_id");
+  if (!q) return std::optional<int64_t>{};
+  PathParams as_path{{"id", *q}};
+  const auto id = path_id(as_path);
+  if (!id) return api_error(404, "agent_id: no such agent", "agent_id");
+  auto a = store_.agent(p.workspace_id, *id);
+  if (!a) return storage_error(a.error());
+  if (!a->has_value()) return api_error(404, "agent_id: no such agent", "agent_id");
+  return std::optional<int64_t>(*id);
+}
+
+HttpReply ControlPlane::engage_kill(const HttpRequest& req, const Principal& p) {
+  auto target = kill_target(req, p);
+  if (auto* r = std::get_if<HttpReply>(&target)) return *r;
+  const auto agent = std::get<std::optional<int64_t>>(target);
   SqlTransaction tx(store_.sql());
   if (auto begun = store_.begin(tx, p.workspace_id); !begun) return storage_error(begun.error());
-  auto cancelled = store_.engage_kill(p.workspace_id, now_ms());
-  if (!cancelled) return storage_error(cancelled.error());
+  std::vector<Experiment> cancelled;
+  if (agent) {
+    auto c = store_.engage_agent_kill(p.workspace_id, *agent, now_ms());
+    if (!c) return storage_error(c.error());
+    if (!c->has_value()) return api_error(404, "agent_id: no such agent", "agent_id");
+    cancelled = std::move(**c);
+  } else {
+    auto c = store_.engage_kill(p.workspace_id, now_ms());
+    if (!c) return storage_error(c.error());
+    cancelled = std::move(*c);
+  }
   nlohmann::json ids = nlohmann::json::array();
   std::set<int64_t> agents;
-  for (const auto& e : *cancelled) {
+  for (const auto& e : cancelled) {
     ids.push_back(e.id);
     agents.insert(e.agent_id);
   }
-  if (auto a = audit(p, "kill.engage", "workspace:" + std::to_string(p.workspace_id), {{"cancelled", ids}}); !a)
-    return storage_error(a.error());
+  const std::string object =
+      agent ? "agent:" + std::to_string(*agent) : "workspace:" + std::to_string(p.workspace_id);
+  if (auto a = audit(p, "kill.engage", object, {{"cancelled", ids}}); !a) return storage_error(a.error());
   if (auto c = tx.commit(); !c) return storage_error(c.error());
   // Every agent holding a cancelled experiment hears it now, not at its next poll.
   for (int64_t a : agents) wake_agent(p.workspace_id, a);
-  return api_json(200, {{"engaged", true}, {"cancelled", ids}});
+  nlohmann::json out{{"engaged", true}, {"cancelled", ids}};
+  if (agent) out["agent_id"] = *agent;
+  return api_json(200, out);
 }
 
-HttpReply ControlPlane::release_kill(const Principal& p) {
+HttpReply ControlPlane::release_kill(const HttpRequest& req, const Principal& p) {
+  auto target = kill_target(req, p);
+  if (auto* r = std::get_if<HttpReply>(&target)) return *r;
+  const auto agent = std::get<std::optional<int64_t>>(target);
   SqlTransaction tx(store_.sql());
   if (auto begun = store_.begin(tx, p.workspace_id); !begun) return storage_error(begun.error());
-  auto done = store_.release_kill(p.workspace_id);
-  if (!done) return storage_error(done.error());
-  if (auto a = audit(p, "kill.release", "workspace:" + std::to_string(p.workspace_id)); !a)
-    return storage_error(a.error());
+  if (agent) {
+    auto done = store_.release_agent_kill(p.workspace_id, *agent);
+    if (!done) return storage_error(done.error());
+  } else if (auto done = store_.release_kill(p.workspace_id); !done) {
+    return storage_error(done.error());
+  }
+  const std::string object =
+      agent ? "agent:" + std::to_string(*agent) : "workspace:" + std::to_string(p.workspace_id);
+  if (auto a = audit(p, "kill.release", object); !a) return storage_error(a.error());
   if (auto c = tx.commit(); !c) return storage_error(c.error());
   // Experiments queued while engaged may be claimed now.
-  auto agents = store_.agents(p.workspace_id);
-  if (agents)
+  if (agent) {
+    wake_agent(p.workspace_id, *agent);
+  } else if (auto agents = store_.agents(p.workspace_id); agents) {
     for (const auto& a : *agents) wake_agent(p.workspace_id, a.id);
-  return api_json(200, {{"engaged", false}});
+  }
+  nlohmann::json out{{"engaged", false}};
+  if (agent) out["agent_id"] = *agent;
+  return api_json(200, out);
 }
 
-HttpReply ControlPlane::kill_status(const Principal& p) {
+HttpReply ControlPlane::kill_status(const HttpRequest& req, const Principal& p) {
+  auto target = kill_target(req, p);
+  if (auto* r = std::get_if<HttpReply>(&target)) return *r;
+  const auto agent = std::get<std::optional<int64_t>>(target);
   auto ws = store_.workspace(p.workspace_id);
   if (!ws || !ws->has_value()) return api_error(500, "storage: the workspace is gone");
   nlohmann::json j{{"engaged", (*ws)->killed}};
   j["since_ms"] = (*ws)->killed_ms ? nlohmann::json(*(*ws)->killed_ms) : nlohmann::json(nullptr);
+  if (agent) {
+    auto a = store_.agent(p.workspace_id, *agent);
+    if (!a || !a->has_value()) return api_error(500, "storage: the agent is gone");
+    j["agent_id"] = *agent;
+    j["agent_engaged"] = (*a)->killed;
+  }
   return api_json(200, j);
 }
 

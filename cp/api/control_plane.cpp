@@ -66,11 +66,11 @@ ControlPlane::ControlPlane(Store& store, HttpServer& server, ControlPlaneConfig 
             [this](const HttpRequest&, const PathParams& a, const Principal& p) { return abort_experiment(a, p); });
 
   add_route("POST", "/v1/kill", {TK::Session, TK::Api},
-            [this](const HttpRequest&, const PathParams&, const Principal& p) { return engage_kill(p); });
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return engage_kill(r, p); });
   add_route("DELETE", "/v1/kill", {TK::Session, TK::Api},
-            [this](const HttpRequest&, const PathParams&, const Principal& p) { return release_kill(p); });
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return release_kill(r, p); });
   add_route("GET", "/v1/kill", {TK::Session, TK::Api},
-            [this](const HttpRequest&, const PathParams&, const Principal& p) { return kill_status(p); });
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return kill_status(r, p); });
 
   add_route("GET", "/v1/audit/export", {TK::Session, TK::Api},
             [this](const HttpRequest&, const PathParams&, const Principal& p) { return audit_export(p); });
@@ -205,7 +205,8 @@ nlohmann::json agent_json(const Agent& a) {
           {"version", a.version},
           {"features", features.is_discarded() ? nlohmann::json::object() : features},
           {"created_ms", a.created_ms},
-          {"last_seen_ms", a.last_seen_ms}};
+          {"last_seen_ms", a.last_seen_ms},
+          {"killed", a.killed}};
 }
 
 nlohmann::json experiment_json(const Experiment& e) {

@@ -93,12 +93,14 @@ class ControlPlane {
   HttpReply list_experiments(const HttpRequest& req, const Principal& p);
   HttpReply get_experiment(const PathParams& params, const Principal& p);
   HttpReply abort_experiment(const PathParams& params, const Principal& p);
-  HttpReply engage_kill(const Principal& p);
-  HttpReply release_kill(const Principal& p);
-  HttpReply kill_status(const Principal& p);
+  HttpReply engage_kill(const HttpRequest& req, const Principal& p);
+  HttpReply release_kill(const HttpRequest& req, const Principal& p);
+  HttpReply kill_status(const HttpRequest& req, const Principal& p);
   HttpReply audit_export(const Principal& p);
   HttpReply audit_verify(const HttpRequest& req, const Principal& p);
   HttpReply audit_csv(const Principal& p);
+  [[nodiscard]] std::variant<std::optional<int64_t>, HttpReply> kill_target(const HttpRequest& req,
+                                                                            const Principal& p);
   HttpReply healthz();
   HttpReply metrics(const Principal& p);
 
@@ -106,7 +108,7 @@ class ControlPlane {
   // experiments to stop, whether the kill switch is engaged; none when there
   // is nothing new. Claims an experiment only for a poll still waiting.
   [[nodiscard]] Result<std::optional<nlohmann::json>> next_payload(int64_t ws, int64_t agent_id, uint64_t exchange);
-  [[nodiscard]] Result<nlohmann::json> idle_payload(int64_t ws);
+  [[nodiscard]] Result<nlohmann::json> idle_payload(int64_t ws, int64_t agent_id);
   // Answers the agent's waiting polls that now have something to say.
   void wake_agent(int64_t ws, int64_t agent_id);
   void end_poll(uint64_t exchange);

@@ -87,6 +87,10 @@ CREATE TABLE audit (
 );
 CREATE INDEX audit_workspace ON audit(workspace_id, seq);
 )sql",
+      // 2: the kill switch of one agent.
+      R"sql(
+ALTER TABLE agents ADD COLUMN killed BIGINT NOT NULL DEFAULT 0;
+)sql",
   };
   return m;
 }

@@ -27,10 +27,10 @@ TokenRow token_row(const SqlRow& r) {
 }
 
 const char* kAgentCols =
-    "id, workspace_id, hostname, kernel, instance_id, device, version, features, created_ms, last_seen_ms";
+    "id, workspace_id, hostname, kernel, instance_id, device, version, features, created_ms, last_seen_ms, killed";
 Agent agent_row(const SqlRow& r) {
-  return Agent{num(r[0]), num(r[1]), str(r[2]), str(r[3]), str(r[4]), str(r[5]),
-               str(r[6]), str(r[7]), num(r[8]), num(r[9])};
+  return Agent{num(r[0]), num(r[1]), str(r[2]), str(r[3]), str(r[4]),  str(r[5]),
+               str(r[6]), str(r[7]), num(r[8]), num(r[9]), num(r[10]) != 0};
 }
 
 const char* kExperimentCols =
@@ -211,8 +211,9 @@ Result<std::optional<Experiment>> Store::claim_next(int64_t ws, int64_t agent_id
   auto r = db_->query(
       "UPDATE experiments SET state = 'dispatched', updated_ms = $3, lease_until_ms = $4 "
       "WHERE id = (SELECT e.id FROM experiments e JOIN workspaces w ON w.id = e.workspace_id "
+      "            JOIN agents a ON a.id = e.agent_id "
       "            WHERE e.workspace_id = $1 AND e.agent_id = $2 AND e.state = 'queued' AND w.killed = 0 "
-      "            ORDER BY e.id LIMIT 1) "
+      "            AND a.killed = 0 ORDER BY e.id LIMIT 1) "
       "AND workspace_id = $1 AND state = 'queued' RETURNING" +
           cols(kExperimentCols),
       {ws, agent_id, now_ms, lease_until_ms});
@@ -273,6 +274,32 @@ Result<std::vector<Experiment>> Store::engage_kill(int64_t ws, int64_t now_ms) {
   std::vector<Experiment> out;
   for (const auto& row : *r) out.push_back(experiment_row(row));
   return out;
+}
+
+Result<std::optional<std::vector<Experiment>>> Store::engage_agent_kill(int64_t ws, int64_t agent_id,
+                                                                       int64_t now_ms) {
+  SqlTransaction tx(*db_);
+  FL_TRY(tx.begin(kKillLockBase + ws));
+  auto a = db_->query("UPDATE agents SET killed = 1 WHERE workspace_id = $1 AND id = $2 RETURNING id", {ws, agent_id});
+  if (!a) return a.error();
+  if (a->empty()) return std::optional<std::vector<Experiment>>{};
+  auto r = db_->query(
+      "UPDATE experiments SET detail = 'kill switch of the agent', updated_ms = $3, lease_until_ms = NULL, "
+      "stop_requested = CASE WHEN state IN ('dispatched', 'running') THEN 1 ELSE 0 END, state = 'cancelled' "
+      "WHERE workspace_id = $1 AND agent_id = $2 AND state IN ('queued', 'dispatched', 'running') RETURNING" +
+          cols(kExperimentCols),
+      {ws, agent_id, now_ms});
+  if (!r) return r.error();
+  FL_TRY(tx.commit());
+  std::vector<Experiment> out;
+  for (const auto& row : *r) out.push_back(experiment_row(row));
+  return std::optional<std::vector<Experiment>>(std::move(out));
+}
+
+Result<bool> Store::release_agent_kill(int64_t ws, int64_t agent_id) {
+  auto r = db_->query("UPDATE agents SET killed = 0 WHERE workspace_id = $1 AND id = $2 RETURNING id", {ws, agent_id});
+  if (!r) return r.error();
+  return !r->empty();
 }
 
 Status Store::release_kill(int64_t ws) {

@@ -53,6 +53,7 @@ struct Agent {
   std::string features;  // JSON text
   int64_t created_ms = 0;
   int64_t last_seen_ms = 0;
+  bool killed = false;  // its own kill switch (the workspace's is apart)
 };
 
 struct AgentFacts {
@@ -115,8 +116,8 @@ class Store {
   [[nodiscard]] Result<std::vector<Experiment>> experiments(int64_t ws, int64_t limit);
   [[nodiscard]] Result<std::optional<Experiment>> experiment(int64_t ws, int64_t id);
   // The agent's oldest queued experiment, now dispatched under a lease that
-  // ends at lease_until_ms; none if there is none or the workspace's kill
-  // switch is engaged. One conditional UPDATE: two pollers (two replicas)
+  // ends at lease_until_ms; none if there is none or the workspace's or the
+  // agent's kill switch is engaged. One conditional UPDATE: two pollers (two replicas)
   // can never both claim one experiment.
   [[nodiscard]] Result<std::optional<Experiment>> claim_next(int64_t ws, int64_t agent_id, int64_t now_ms,
                                                              int64_t lease_until_ms);
@@ -135,6 +136,11 @@ class Store {
   // kill switch, in one transaction; returns the experiments it cancelled.
   [[nodiscard]] Result<std::vector<Experiment>> engage_kill(int64_t ws, int64_t now_ms);
   [[nodiscard]] Status release_kill(int64_t ws);
+  // The same for one agent: its experiments end, it is given nothing new.
+  // None if the agent is not in the workspace.
+  [[nodiscard]] Result<std::optional<std::vector<Experiment>>> engage_agent_kill(int64_t ws, int64_t agent_id,
+                                                                                 int64_t now_ms);
+  [[nodiscard]] Result<bool> release_agent_kill(int64_t ws, int64_t agent_id);
 
   // Opens a transaction holding the workspace's write lock (the audit
   // chain's): a handler's change and its audit entry commit together or not at all.

@@ -174,6 +174,9 @@ TEST_P(ApiTest, EveryRouteAnswers404ForAnotherWorkspacesObjects) {
       {"POST", "/v1/experiments/" + B_EXP + "/abort", a.token, ""},
       {"POST", "/v1/experiments", a.token, R"({"agent_id":)" + B_AGENT + R"(,"spec":)" + latency_spec() + "}"},
       {"DELETE", "/v1/tokens/" + std::to_string(b_api), a.token, ""},
+      {"POST", "/v1/kill?agent_id=" + B_AGENT, a.token, ""},
+      {"DELETE", "/v1/kill?agent_id=" + B_AGENT, a.token, ""},
+      {"GET", "/v1/kill?agent_id=" + B_AGENT, a.token, ""},
   };
   for (const auto& c : walk) {
     auto r = call(c.method, c.path, c.token, c.body);
@@ -275,6 +278,40 @@ TEST_P(ApiTest, TheKillSwitchWakesAgentsAndHoldsNewExperiments) {
   EXPECT_EQ(call("GET", next_path(t, 0), t.agent_token).json()["experiment"]["id"], again);
 }
 
+// One agent's kill switch: its experiments end and its poll wakes; another
+// agent of the workspace goes on.
+TEST_P(ApiTest, AnAgentsOwnKillSwitchStopsItAlone) {
+  Tenant t = tenant("fleet");
+  Tenant other = t;
+  auto enr = call("POST", "/v1/tokens", t.token, R"({"kind":"enrollment"})").json().value("token", "");
+  auto reg = call("POST", "/v1/agents/register", enr, R"({"hostname":"second"})").json();
+  other.agent_id = reg.value("agent_id", int64_t{0});
+  other.agent_token = reg.value("token", "");
+  const int64_t mine = experiment(t);
+  const int64_t theirs = experiment(other);
+  ASSERT_EQ(call("GET", next_path(t, 0), t.agent_token).json()["experiment"]["id"], mine);
+  auto poll = std::async(std::launch::async, [&] { return call("GET", next_path(t), t.agent_token); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto kill = call("POST", "/v1/kill?agent_id=" + std::to_string(t.agent_id), t.token);
+  ASSERT_EQ(kill.status, 200) << kill.describe();
+  auto woke = poll.get().json();
+  EXPECT_EQ(woke["stop"], json::array({mine})) << woke;
+  EXPECT_EQ(woke["kill"], true);
+  EXPECT_EQ(event(t, mine, "stopped").status, 200);  // the agent confirms; stops come before new work
+  EXPECT_EQ(state_of(t, theirs), "queued") << "the other agent's experiment was cancelled";
+  EXPECT_EQ(call("GET", "/v1/kill", t.token).json()["engaged"], false) << "the workspace switch moved";
+  EXPECT_EQ(call("GET", "/v1/kill?agent_id=" + std::to_string(t.agent_id), t.token).json()["agent_engaged"], true);
+  auto refused = call("POST", "/v1/experiments", t.token,
+                      R"({"agent_id":)" + std::to_string(t.agent_id) + R"(,"spec":)" + latency_spec() + "}");
+  EXPECT_EQ(refused.status, 409) << refused.describe();
+  EXPECT_EQ(refused.json().value("field", ""), "agent_id");
+  EXPECT_EQ(call("GET", next_path(other, 0), other.agent_token).json()["experiment"]["id"], theirs);
+  EXPECT_EQ(call("DELETE", "/v1/kill?agent_id=" + std::to_string(t.agent_id), t.token).status, 200);
+  const int64_t again = experiment(t);
+  EXPECT_EQ(call("GET", next_path(t, 0), t.agent_token).json()["experiment"]["id"], again);
+  EXPECT_EQ(call("POST", "/v1/kill?agent_id=abc", t.token).status, 404);
+}
+
 TEST_P(ApiTest, AbortingADispatchedExperimentTellsItsAgent) {
   Tenant t = tenant("abort");
   const int64_t queued = experiment(t);
@@ -316,6 +353,7 @@ TEST_P(ApiTest, TheAuditTrailChainsEveryActionAndVerifyNamesAnEditedRow) {
   for (const auto& e : bundle["entries"]) actions.push_back(e["action"]);
   EXPECT_EQ(actions, (std::vector<std::string>{"auth.signup", "token.create", "agent.register", "experiment.create",
                                                "experiment.dispatch", "agent.event.running", "kill.engage"}));
+  EXPECT_EQ(bundle["entries"].back()["object"], "workspace:" + std::to_string(t.workspace_id));
   EXPECT_EQ(bundle["head"], bundle["entries"].back()["hash"]);
   auto ok = call("POST", "/v1/audit/verify", t.token);
   EXPECT_EQ(ok.json()["ok"], true) << ok.body;

@@ -5,6 +5,7 @@
 #include <csignal>
 #include <filesystem>
 
+#include "cp/storage/migrations.h"
 #include "cp_client.h"
 #include "selftests/lib/child_process.h"
 
@@ -27,7 +28,8 @@ TEST_P(ServeTest, ServesStopsOnSigtermAndRestartsOnTheSameDatabase) {
     auto cp = fltest::ChildProcess::spawn({FAULTCP_PATH, "serve", "--listen", "127.0.0.1:0", "--database", db.url()});
     auto line = cp.wait_line_starting("faultcp: listening on", 20s);
     ASSERT_TRUE(line.has_value()) << cp.describe();
-    EXPECT_NE(line->find("schema version 1"), std::string::npos) << *line;
+    EXPECT_NE(line->find("schema version " + std::to_string(faultline::cp::latest_schema_version())), std::string::npos)
+        << *line;
     const uint16_t port = port_of(*line);
     auto h = fltest::cp_request(port, "GET", "/healthz");
     EXPECT_EQ(h.status, 200) << h.describe();
@@ -47,7 +49,8 @@ TEST_P(ServeTest, ServesStopsOnSigtermAndRestartsOnTheSameDatabase) {
   }
   auto store = db.open();
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(store->sql().query("SELECT COUNT(*) FROM schema_migrations")->at(0).at(0), "1");
+  EXPECT_EQ(store->sql().query("SELECT COUNT(*) FROM schema_migrations")->at(0).at(0),
+            std::to_string(faultline::cp::latest_schema_version()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ServeTest, ::testing::Values(Backend::Sqlite, Backend::Postgres),

@@ -165,6 +165,26 @@ TEST_P(StorageTest, TheKillSwitchCancelsEverythingAndBlocksClaimsUntilReleased) 
   EXPECT_EQ((*after)->id, late->id);
 }
 
+TEST_P(StorageTest, AnAgentsKillSwitchStopsThatAgentOnly) {
+  auto [ws, agent] = workspace_with_agent("w");
+  auto second = store_->insert_agent(ws, {"h2", "", "", "", "", "{}"}, 1);
+  ASSERT_TRUE(second.ok());
+  auto mine = store_->insert_experiment(ws, agent, "{}", 2);
+  auto theirs = store_->insert_experiment(ws, second->id, "{}", 3);
+  auto cancelled = store_->engage_agent_kill(ws, agent, 4);
+  ASSERT_TRUE(cancelled.ok() && cancelled->has_value()) << (cancelled.ok() ? "" : cancelled.error().describe());
+  ASSERT_EQ((*cancelled)->size(), 1u);
+  EXPECT_EQ((*cancelled)->at(0).id, mine->id);
+  EXPECT_TRUE((*store_->agent(ws, agent))->killed);
+  EXPECT_FALSE((*store_->workspace(ws))->killed);
+  auto later = store_->insert_experiment(ws, agent, "{}", 5);
+  EXPECT_FALSE(store_->claim_next(ws, agent, 6, 100)->has_value()) << "a killed agent was given work";
+  EXPECT_EQ((*store_->claim_next(ws, second->id, 6, 100))->id, theirs->id);
+  EXPECT_FALSE(store_->engage_agent_kill(ws + 1000, agent, 7)->has_value()) << "another workspace's agent";
+  EXPECT_TRUE(*store_->release_agent_kill(ws, agent));
+  EXPECT_EQ((*store_->claim_next(ws, agent, 8, 100))->id, later->id);
+}
+
 TEST_P(StorageTest, AnExpiredLeaseFailsTheExperimentAndNeverRequeuesIt) {
   auto [ws, agent] = workspace_with_agent("w");
   auto e = store_->insert_experiment(ws, agent, "{}", 1);
