@@ -4,6 +4,7 @@
 // (hex hashes, JSON documents).
 #include "cp/storage/migrations.h"
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -106,7 +107,8 @@ std::string for_dialect(std::string sql, SqlDialect d) {
 
 int64_t latest_schema_version() { return static_cast<int64_t>(migrations().size()); }
 
-Result<int64_t> migrate(SqlConnection& db) {
+Result<int64_t> migrate(SqlConnection& db, int64_t up_to) {
+  up_to = std::min(up_to, latest_schema_version());
   FL_TRY(db.exec_script(
       "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, applied_ms BIGINT NOT NULL)"));
   SqlTransaction tx(db);
@@ -117,7 +119,7 @@ Result<int64_t> migrate(SqlConnection& db) {
   if (have > latest_schema_version())
     return make_error(0, "the database is at schema version " + std::to_string(have) + ", newer than this faultcp (" +
                              std::to_string(latest_schema_version()) + "): run a newer faultcp");
-  for (int64_t v = have + 1; v <= latest_schema_version(); ++v) {
+  for (int64_t v = have + 1; v <= up_to; ++v) {
     auto applied = db.exec_script(for_dialect(migrations()[static_cast<size_t>(v - 1)], db.dialect()));
     if (!applied) return make_error(0, "migration " + std::to_string(v) + ": " + applied.error().describe());
     const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -127,7 +129,7 @@ Result<int64_t> migrate(SqlConnection& db) {
     if (!mark) return mark.error();
   }
   FL_TRY(tx.commit());
-  return latest_schema_version();
+  return std::max(have, up_to);
 }
 
 }  // namespace faultline::cp

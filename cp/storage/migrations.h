@@ -10,7 +10,8 @@ namespace faultline::cp {
 
 // The version this build's schema has after migrate().
 [[nodiscard]] int64_t latest_schema_version();
-// Applies the missing migrations; returns the version the database is at.
-[[nodiscard]] Result<int64_t> migrate(SqlConnection& db);
+// Applies the missing migrations up to `up_to` (tests stop at an older
+// version to upgrade from it); returns the version the database is at.
+[[nodiscard]] Result<int64_t> migrate(SqlConnection& db, int64_t up_to = latest_schema_version());
 
 }  // namespace faultline::cp

@@ -50,6 +50,29 @@ TEST_P(StorageTest, MigrationsRunOnceAndAgainChangeNothing) {
   EXPECT_TRUE(kept->has_value()) << "data survives a restart";
 }
 
+// A database made by an older faultcp (schema 1) is upgraded on start and
+// keeps its rows; the new column takes its default.
+TEST_P(StorageTest, AnOlderSchemaIsUpgradedKeepingItsData) {
+  store_.reset();
+  fltest::TestDatabase old_db(GetParam());
+  auto conn = faultline::cp::open_database(old_db.url());
+  ASSERT_TRUE(conn.ok()) << conn.error().describe();
+  ASSERT_EQ(*faultline::cp::migrate(**conn, 1), 1);
+  ASSERT_TRUE((*conn)->query("INSERT INTO workspaces (name, created_ms) VALUES ('old', 1)").ok());
+  ASSERT_TRUE((*conn)->query("INSERT INTO agents (workspace_id, hostname, kernel, instance_id, device, version, "
+                             "features, created_ms, last_seen_ms) VALUES (1, 'h', '', '', '', '', '{}', 1, 1)")
+                  .ok());
+  EXPECT_FALSE((*conn)->query("SELECT killed FROM agents").ok()) << "schema 1 has no agents.killed";
+  conn->reset();
+  auto upgraded = old_db.open();
+  ASSERT_NE(upgraded, nullptr);
+  EXPECT_EQ(*upgraded->schema_version(), faultline::cp::latest_schema_version());
+  auto agent = upgraded->agent(1, 1);
+  ASSERT_TRUE(agent.ok() && agent->has_value()) << (agent.ok() ? "gone" : agent.error().describe());
+  EXPECT_EQ((*agent)->hostname, "h");
+  EXPECT_FALSE((*agent)->killed);
+}
+
 TEST_P(StorageTest, SignupRefusesATakenWorkspaceOrEmail) {
   ASSERT_TRUE(store_->create_workspace("acme", "a@example.com", "h", 1).ok());
   auto same_name = store_->create_workspace("acme", "b@example.com", "h", 1);
