@@ -6,10 +6,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cxxopts.hpp>
 #include <iostream>
 #include <string>
-
-#include <cxxopts.hpp>
 
 #include "base/unique_fd.h"
 #include "cp/api/control_plane.h"
@@ -21,7 +20,8 @@ namespace {
 constexpr const char* kDefaultListen = "127.0.0.1:8470";
 constexpr const char* kDefaultDatabase = "sqlite:/var/lib/faultline/faultcp.db";
 
-constexpr const char* kUsage = R"(usage: faultcp serve [--listen HOST:PORT] [--database URL] [--tls-cert PEM --tls-key PEM] [options]
+constexpr const char* kUsage =
+    R"(usage: faultcp serve [--listen HOST:PORT] [--database URL] [--tls-cert PEM --tls-key PEM] [options]
 
 Serves the control plane's REST API (docs/control-plane.md).
 
@@ -44,8 +44,8 @@ int serve(int argc, char** argv) {
   o.add_options()("listen", "", cxxopts::value<std::string>()->default_value(kDefaultListen))(
       "database", "", cxxopts::value<std::string>()->default_value(kDefaultDatabase))(
       "poll-timeout-ms", "", cxxopts::value<int64_t>()->default_value("25000"))(
-      "lease-ms", "", cxxopts::value<int64_t>()->default_value("60000"))(
-      "tls-cert", "", cxxopts::value<std::string>())("tls-key", "", cxxopts::value<std::string>())("h,help", "");
+      "lease-ms", "", cxxopts::value<int64_t>()->default_value("60000"))("tls-cert", "", cxxopts::value<std::string>())(
+      "tls-key", "", cxxopts::value<std::string>())("h,help", "");
   cxxopts::ParseResult args;
   try {
     args = o.parse(argc, argv);
@@ -80,7 +80,8 @@ int serve(int argc, char** argv) {
   }
   std::shared_ptr<faultline::TlsServerContext> tls;
   if (args.count("tls-cert")) {
-    auto loaded = faultline::TlsServerContext::load(args["tls-cert"].as<std::string>(), args["tls-key"].as<std::string>());
+    auto loaded =
+        faultline::TlsServerContext::load(args["tls-cert"].as<std::string>(), args["tls-key"].as<std::string>());
     if (!loaded) {
       std::fprintf(stderr, "faultcp serve: %s\n", loaded.error().describe().c_str());
       return 2;
@@ -129,8 +130,7 @@ int serve(int argc, char** argv) {
   api.start();
   const std::string backend = database.rfind("sqlite:", 0) == 0 ? database : "postgres";
   std::printf("faultcp: listening on %s%s (database %s, schema version %lld)\n", bound->c_str(), tls ? " with TLS" : "",
-              backend.c_str(),
-              static_cast<long long>((*store)->schema_version().value_or(0)));
+              backend.c_str(), static_cast<long long>((*store)->schema_version().value_or(0)));
   std::fflush(stdout);
   auto ran = server->run(stop.get());
   if (!ran) {

@@ -48,8 +48,9 @@ HttpReply ControlPlane::register_agent(const HttpRequest& req, const Principal& 
   auto row = store_.insert_token(p.workspace_id, "agent", minted->hash, minted->hint, facts.hostname, std::nullopt,
                                  agent->id, now_ms());
   if (!row) return storage_error(row.error());
-  if (auto a = audit(p, "agent.register", "agent:" + std::to_string(agent->id),
-                     {{"hostname", facts.hostname}, {"instance_id", facts.instance_id}, {"enrollment_token", p.token_id}});
+  if (auto a =
+          audit(p, "agent.register", "agent:" + std::to_string(agent->id),
+                {{"hostname", facts.hostname}, {"instance_id", facts.instance_id}, {"enrollment_token", p.token_id}});
       !a)
     return storage_error(a.error());
   if (auto c = tx.commit(); !c) return storage_error(c.error());
@@ -202,7 +203,8 @@ HttpReply ControlPlane::agent_event(const HttpRequest& req, const PathParams& pa
   if (e.stop_requested)
     return api_error(409, "experiment " + std::to_string(exp_id) + " was cancelled (" + e.detail + "): stop it",
                      "experiment_id");
-  if (type == "stopped") return api_error(409, "experiment " + std::to_string(exp_id) + " was not asked to stop", "type");
+  if (type == "stopped")
+    return api_error(409, "experiment " + std::to_string(exp_id) + " was not asked to stop", "type");
   std::vector<std::string> from;
   std::string to = type;
   if (type == "running") {

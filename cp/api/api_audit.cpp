@@ -18,10 +18,10 @@ std::string csv_cell(const std::string& s) {
 
 std::optional<AuditEntry> entry_from_json(const nlohmann::json& j) {
   try {
-    return AuditEntry{j.at("seq").get<int64_t>(),           0,
-                      j.at("at_ms").get<int64_t>(),         j.at("actor").get<std::string>(),
-                      j.at("action").get<std::string>(),    j.at("object").get<std::string>(),
-                      j.at("detail").get<std::string>(),    j.at("prev_hash").get<std::string>(),
+    return AuditEntry{j.at("seq").get<int64_t>(),        0,
+                      j.at("at_ms").get<int64_t>(),      j.at("actor").get<std::string>(),
+                      j.at("action").get<std::string>(), j.at("object").get<std::string>(),
+                      j.at("detail").get<std::string>(), j.at("prev_hash").get<std::string>(),
                       j.at("hash").get<std::string>()};
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;
@@ -95,12 +95,12 @@ HttpReply ControlPlane::audit_csv(const Principal& p) {
   if (!entries) return api_error(500, "storage: " + entries.error().describe());
   std::string out = "seq,at_ms,actor,action,object,detail,prev_hash,hash\r\n";
   for (const auto& e : *entries)
-    out += std::to_string(e.seq) + "," + std::to_string(e.at_ms) + "," + csv_cell(e.actor) + "," +
-           csv_cell(e.action) + "," + csv_cell(e.object) + "," + csv_cell(e.detail) + "," + e.prev_hash + "," +
-           e.hash + "\r\n";
-  HttpReply r{200, {{"Content-Type", "text/csv; charset=utf-8"},
-                    {"Content-Disposition", "attachment; filename=\"audit.csv\""}},
-              std::move(out)};
+    out += std::to_string(e.seq) + "," + std::to_string(e.at_ms) + "," + csv_cell(e.actor) + "," + csv_cell(e.action) +
+           "," + csv_cell(e.object) + "," + csv_cell(e.detail) + "," + e.prev_hash + "," + e.hash + "\r\n";
+  HttpReply r{
+      200,
+      {{"Content-Type", "text/csv; charset=utf-8"}, {"Content-Disposition", "attachment; filename=\"audit.csv\""}},
+      std::move(out)};
   return r;
 }
 

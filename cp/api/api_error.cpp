@@ -6,24 +6,36 @@ namespace {
 
 const char* type_name(JsonType t) {
   switch (t) {
-    case JsonType::String: return "a string";
-    case JsonType::Integer: return "an integer";
-    case JsonType::Number: return "a number";
-    case JsonType::Boolean: return "true or false";
-    case JsonType::Object: return "an object";
-    case JsonType::Array: return "an array";
+    case JsonType::String:
+      return "a string";
+    case JsonType::Integer:
+      return "an integer";
+    case JsonType::Number:
+      return "a number";
+    case JsonType::Boolean:
+      return "true or false";
+    case JsonType::Object:
+      return "an object";
+    case JsonType::Array:
+      return "an array";
   }
   return "?";
 }
 
 bool has_type(const nlohmann::json& v, JsonType t) {
   switch (t) {
-    case JsonType::String: return v.is_string();
-    case JsonType::Integer: return v.is_number_integer();
-    case JsonType::Number: return v.is_number();
-    case JsonType::Boolean: return v.is_boolean();
-    case JsonType::Object: return v.is_object();
-    case JsonType::Array: return v.is_array();
+    case JsonType::String:
+      return v.is_string();
+    case JsonType::Integer:
+      return v.is_number_integer();
+    case JsonType::Number:
+      return v.is_number();
+    case JsonType::Boolean:
+      return v.is_boolean();
+    case JsonType::Object:
+      return v.is_object();
+    case JsonType::Array:
+      return v.is_array();
   }
   return false;
 }

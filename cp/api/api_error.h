@@ -3,13 +3,12 @@
 // each a 400 that names the field, before anything is stored.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "userspace/net/http_request.h"
 
@@ -23,7 +22,9 @@ struct ApiError {
   int status = 400;
   std::string field;  // "spec.delay_ms"; empty when the body as a whole is wrong
   std::string message;
-  [[nodiscard]] HttpReply reply() const { return api_error(status, field.empty() ? message : field + ": " + message, field); }
+  [[nodiscard]] HttpReply reply() const {
+    return api_error(status, field.empty() ? message : field + ": " + message, field);
+  }
 };
 
 enum class JsonType { String, Integer, Number, Boolean, Object, Array };

@@ -26,8 +26,11 @@ HttpReply ControlPlane::create_experiment(const HttpRequest& req, const Principa
   if (ws->has_value() && (*ws)->killed)
     return api_error(409, "the workspace's kill switch is engaged: nothing starts until DELETE /v1/kill");
   if ((*agent)->killed)
-    return api_error(409, "agent_id: the agent's kill switch is engaged: nothing starts on it until DELETE "
-                          "/v1/kill?agent_id=" + std::to_string(agent_id), "agent_id");
+    return api_error(409,
+                     "agent_id: the agent's kill switch is engaged: nothing starts on it until DELETE "
+                     "/v1/kill?agent_id=" +
+                         std::to_string(agent_id),
+                     "agent_id");
   SqlTransaction tx(store_.sql());
   if (auto begun = store_.begin(tx, p.workspace_id); !begun) return storage_error(begun.error());
   auto e = store_.insert_experiment(p.workspace_id, agent_id, j["spec"].dump(), now_ms());
@@ -47,8 +50,8 @@ HttpReply ControlPlane::create_experiment(const HttpRequest& req, const Principa
 HttpReply ControlPlane::list_experiments(const HttpRequest& req, const Principal& p) {
   int64_t limit = 100;
   if (auto l = req.query_param("limit")) {
-    if (l->empty() || l->size() > 4 || l->find_first_not_of("0123456789") != std::string::npos ||
-        std::stoll(*l) < 1 || std::stoll(*l) > kMaxList)
+    if (l->empty() || l->size() > 4 || l->find_first_not_of("0123456789") != std::string::npos || std::stoll(*l) < 1 ||
+        std::stoll(*l) > kMaxList)
       return api_error(400, "limit: must be 1-1000", "limit");
     limit = std::stoll(*l);
   }
@@ -125,8 +128,7 @@ HttpReply ControlPlane::engage_kill(const HttpRequest& req, const Principal& p) 
     ids.push_back(e.id);
     agents.insert(e.agent_id);
   }
-  const std::string object =
-      agent ? "agent:" + std::to_string(*agent) : "workspace:" + std::to_string(p.workspace_id);
+  const std::string object = agent ? "agent:" + std::to_string(*agent) : "workspace:" + std::to_string(p.workspace_id);
   if (auto a = audit(p, "kill.engage", object, {{"cancelled", ids}}); !a) return storage_error(a.error());
   if (auto c = tx.commit(); !c) return storage_error(c.error());
   // Every agent holding a cancelled experiment hears it now, not at its next poll.
@@ -148,8 +150,7 @@ HttpReply ControlPlane::release_kill(const HttpRequest& req, const Principal& p)
   } else if (auto done = store_.release_kill(p.workspace_id); !done) {
     return storage_error(done.error());
   }
-  const std::string object =
-      agent ? "agent:" + std::to_string(*agent) : "workspace:" + std::to_string(p.workspace_id);
+  const std::string object = agent ? "agent:" + std::to_string(*agent) : "workspace:" + std::to_string(p.workspace_id);
   if (auto a = audit(p, "kill.release", object); !a) return storage_error(a.error());
   if (auto c = tx.commit(); !c) return storage_error(c.error());
   // Experiments queued while engaged may be claimed now.

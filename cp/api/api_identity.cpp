@@ -54,7 +54,8 @@ nlohmann::json token_json(const TokenRow& t) {
 HttpReply ControlPlane::signup(const HttpRequest& req) {
   const auto now = RateLimiter::Clock::now();
   const std::string addr = address_key(req.peer);
-  if (auto wait = login_by_address_.blocked_for(addr, now); wait.count() > 0) return too_many(wait, "from this address");
+  if (auto wait = login_by_address_.blocked_for(addr, now); wait.count() > 0)
+    return too_many(wait, "from this address");
   login_by_address_.record(addr, now);
   auto body = parse_body(req.body);
   if (auto* e = std::get_if<ApiError>(&body)) return e->reply();
@@ -65,8 +66,8 @@ HttpReply ControlPlane::signup(const HttpRequest& req) {
   const auto workspace = j["workspace"].get<std::string>();
   if (auto e = check_email(email)) return e->reply();
   if (password.size() < kMinPassword || password.size() > kMaxPassword)
-    return ApiError{400, "password", "must be " + std::to_string(kMinPassword) + " to " + std::to_string(kMaxPassword) +
-                                         " characters"}
+    return ApiError{400, "password",
+                    "must be " + std::to_string(kMinPassword) + " to " + std::to_string(kMaxPassword) + " characters"}
         .reply();
   if (workspace.empty() || workspace.size() > 63 || workspace.front() == '-' ||
       workspace.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") != std::string::npos)
@@ -104,7 +105,8 @@ HttpReply ControlPlane::signup(const HttpRequest& req) {
 HttpReply ControlPlane::login(const HttpRequest& req) {
   const auto now = RateLimiter::Clock::now();
   const std::string addr = address_key(req.peer);
-  if (auto wait = login_by_address_.blocked_for(addr, now); wait.count() > 0) return too_many(wait, "from this address");
+  if (auto wait = login_by_address_.blocked_for(addr, now); wait.count() > 0)
+    return too_many(wait, "from this address");
   login_by_address_.record(addr, now);
   auto body = parse_body(req.body);
   if (auto* e = std::get_if<ApiError>(&body)) return e->reply();

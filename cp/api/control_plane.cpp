@@ -128,8 +128,9 @@ std::variant<Principal, HttpReply> ControlPlane::authenticate(const HttpRequest&
   if (!allowed) {
     std::string names;
     for (auto k : kinds) names += std::string(names.empty() ? "" : " or ") + token_kind_name(k);
-    return api_error(403, std::string("authorization: this route takes a ") + names + " token, not " +
-                              token_kind_name(*claimed), "authorization");
+    return api_error(
+        403, std::string("authorization: this route takes a ") + names + " token, not " + token_kind_name(*claimed),
+        "authorization");
   }
   return Principal{t.workspace_id, *claimed, t.id, t.user_id, t.agent_id};
 }

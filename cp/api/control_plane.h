@@ -9,12 +9,11 @@
 #include <cstdint>
 #include <initializer_list>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <variant>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "cp/auth/crypto.h"
 #include "cp/auth/rate_limiter.h"
@@ -35,8 +34,8 @@ struct ControlPlaneConfig {
   ScryptParams scrypt{};
   RateLimit login_per_address{20, std::chrono::milliseconds(60'000)};  // attempts
   RateLimit login_per_account{5, std::chrono::milliseconds(300'000)};  // failures
-  size_t max_body = 64 * 1024;                                          // the server's request limit
-  std::chrono::milliseconds session_ttl{12 * 3600 * 1000};              // a login's token lives this long
+  size_t max_body = 64 * 1024;                                         // the server's request limit
+  std::chrono::milliseconds session_ttl{12 * 3600 * 1000};             // a login's token lives this long
 };
 
 // Who a request comes from, as the auth layer resolved it.
@@ -99,8 +98,7 @@ class ControlPlane {
   HttpReply audit_export(const Principal& p);
   HttpReply audit_verify(const HttpRequest& req, const Principal& p);
   HttpReply audit_csv(const Principal& p);
-  [[nodiscard]] std::variant<std::optional<int64_t>, HttpReply> kill_target(const HttpRequest& req,
-                                                                            const Principal& p);
+  [[nodiscard]] std::variant<std::optional<int64_t>, HttpReply> kill_target(const HttpRequest& req, const Principal& p);
   HttpReply healthz();
   HttpReply metrics(const Principal& p);
 

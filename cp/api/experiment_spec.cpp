@@ -36,14 +36,16 @@ constexpr int64_t kMaxJitterMs = static_cast<int64_t>(FaultCaps::kMaxJitterNs / 
 constexpr int64_t kMaxDurationSec = static_cast<int64_t>(FaultCaps::kMaxDurationNs / 1'000'000'000);
 static_assert(kMaxDelayMs == 60'000 && kMaxJitterMs == 10'000 && kMaxDurationSec == 3600);
 
-ApiError bad(const std::string& field, std::string message) { return ApiError{400, "spec." + field, std::move(message)}; }
+ApiError bad(const std::string& field, std::string message) {
+  return ApiError{400, "spec." + field, std::move(message)};
+}
 
 std::optional<ApiError> in_range(const nlohmann::json& spec, const char* field, int64_t lo, int64_t hi) {
   if (!spec.contains(field)) return std::nullopt;
   const auto v = spec[field].get<int64_t>();
   if (v < lo || v > hi)
-    return bad(field, "must be within " + std::to_string(lo) + "-" + std::to_string(hi) + " (got " +
-                          std::to_string(v) + ")");
+    return bad(field,
+               "must be within " + std::to_string(lo) + "-" + std::to_string(hi) + " (got " + std::to_string(v) + ")");
   return std::nullopt;
 }
 
@@ -82,7 +84,8 @@ std::optional<ApiError> check_experiment_spec(const nlohmann::json& spec) {
       return bad("target", "not an address or CIDR prefix: " + p.error().message);
   }
   const bool is_latency = *kind == FaultKind::Latency;
-  if (is_latency && spec.value("delay_ms", int64_t{0}) == 0) return bad("delay_ms", "a latency fault needs delay_ms > 0");
+  if (is_latency && spec.value("delay_ms", int64_t{0}) == 0)
+    return bad("delay_ms", "a latency fault needs delay_ms > 0");
   if (!is_latency && spec.contains("delay_ms")) return bad("delay_ms", "only a latency fault takes a delay");
   if (spec.contains("jitter_ms") && !spec.contains("delay_ms")) return bad("jitter_ms", "needs delay_ms");
   // A DNS fault is scoped by names (faultctl --domains), which a spec cannot carry yet.
@@ -94,11 +97,14 @@ std::optional<ApiError> check_experiment_spec(const nlohmann::json& spec) {
   if (spec.contains("health_max_latency_ms") && !spec.contains("health_url"))
     return bad("health_max_latency_ms", "needs health_url");
   if (spec.contains("query") != spec.contains("prometheus_url"))
-    return bad(spec.contains("query") ? "prometheus_url" : "query", "a Prometheus guardrail needs both prometheus_url and query");
-  if (spec.contains("query") && spec["query"].get<std::string>().size() > 4096) return bad("query", "is over 4096 bytes");
+    return bad(spec.contains("query") ? "prometheus_url" : "query",
+               "a Prometheus guardrail needs both prometheus_url and query");
+  if (spec.contains("query") && spec["query"].get<std::string>().size() > 4096)
+    return bad("query", "is over 4096 bytes");
   if (spec.contains("kernel_signal")) {
     const auto s = spec["kernel_signal"].get<std::string>();
-    if (s != "tcp_retransmits" && s != "tcp_resets") return bad("kernel_signal", "must be tcp_retransmits or tcp_resets");
+    if (s != "tcp_retransmits" && s != "tcp_resets")
+      return bad("kernel_signal", "must be tcp_retransmits or tcp_resets");
     if (!spec.contains("abort_above")) return bad("abort_above", "a kernel signal guardrail needs abort_above");
   }
   for (const char* limit : {"abort_above", "abort_below"}) {

@@ -5,9 +5,8 @@
 // before anything is stored or reaches an agent.
 #pragma once
 
-#include <optional>
-
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cp/api/api_error.h"
 

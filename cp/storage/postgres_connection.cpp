@@ -26,9 +26,9 @@ class PostgresConnection final : public SqlConnection {
         values[i] = t->c_str();
       }
     }
-    PgResult res(PQexecParams(conn_, sql.c_str(), static_cast<int>(params.size()), nullptr, values.data(), nullptr,
-                              nullptr, 0),
-                 PQclear);
+    PgResult res(
+        PQexecParams(conn_, sql.c_str(), static_cast<int>(params.size()), nullptr, values.data(), nullptr, nullptr, 0),
+        PQclear);
     const auto status = PQresultStatus(res.get());
     if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
       return make_error(0, std::string("postgres: ") + PQresultErrorMessage(res.get()) + " in: " + sql);

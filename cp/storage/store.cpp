@@ -22,14 +22,14 @@ SqlValue opt_param(const std::optional<std::string>& v) { return v ? SqlValue(*v
 
 const char* kTokenCols = "id, workspace_id, kind, hint, name, user_id, agent_id, created_ms, expires_ms, revoked_ms";
 TokenRow token_row(const SqlRow& r) {
-  return TokenRow{num(r[0]), num(r[1]), str(r[2]), str(r[3]), str(r[4]), opt_num(r[5]), opt_num(r[6]),
-                  num(r[7]), opt_num(r[8]), opt_num(r[9])};
+  return TokenRow{num(r[0]),     num(r[1]),     str(r[2]), str(r[3]),     str(r[4]),
+                  opt_num(r[5]), opt_num(r[6]), num(r[7]), opt_num(r[8]), opt_num(r[9])};
 }
 
 const char* kAgentCols =
     "id, workspace_id, hostname, kernel, instance_id, device, version, features, created_ms, last_seen_ms, killed";
 Agent agent_row(const SqlRow& r) {
-  return Agent{num(r[0]), num(r[1]), str(r[2]), str(r[3]), str(r[4]),  str(r[5]),
+  return Agent{num(r[0]), num(r[1]), str(r[2]), str(r[3]), str(r[4]),      str(r[5]),
                str(r[6]), str(r[7]), num(r[8]), num(r[9]), num(r[10]) != 0};
 }
 
@@ -78,9 +78,10 @@ Result<User> Store::create_workspace(const std::string& workspace, const std::st
                                      const std::string& password_hash, int64_t now_ms) {
   SqlTransaction tx(*db_);
   FL_TRY(tx.begin(kSignupLock));
-  auto taken = db_->query("SELECT (SELECT COUNT(*) FROM workspaces WHERE name = $1), "
-                          "(SELECT COUNT(*) FROM users WHERE email = $2)",
-                          {workspace, email});
+  auto taken = db_->query(
+      "SELECT (SELECT COUNT(*) FROM workspaces WHERE name = $1), "
+      "(SELECT COUNT(*) FROM users WHERE email = $2)",
+      {workspace, email});
   if (!taken) return taken.error();
   if (num(taken->at(0)[0]) != 0) return input_error(kConflict, "workspace: the name is taken");
   if (num(taken->at(0)[1]) != 0) return input_error(kConflict, "email: an account with this email exists");
@@ -140,18 +141,20 @@ Result<std::vector<TokenRow>> Store::tokens(int64_t ws) {
 }
 
 Result<bool> Store::revoke_token(int64_t ws, int64_t id, int64_t now_ms) {
-  auto r = db_->query("UPDATE tokens SET revoked_ms = $3 WHERE workspace_id = $1 AND id = $2 AND revoked_ms IS NULL "
-                      "RETURNING id",
-                      {ws, id, now_ms});
+  auto r = db_->query(
+      "UPDATE tokens SET revoked_ms = $3 WHERE workspace_id = $1 AND id = $2 AND revoked_ms IS NULL "
+      "RETURNING id",
+      {ws, id, now_ms});
   if (!r) return r.error();
   return !r->empty();
 }
 
 Result<Agent> Store::insert_agent(int64_t ws, const AgentFacts& f, int64_t now_ms) {
-  auto r = db_->query("INSERT INTO agents (workspace_id, hostname, kernel, instance_id, device, version, features, "
-                      "created_ms, last_seen_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) RETURNING" +
-                          cols(kAgentCols),
-                      {ws, f.hostname, f.kernel, f.instance_id, f.device, f.version, f.features, now_ms});
+  auto r = db_->query(
+      "INSERT INTO agents (workspace_id, hostname, kernel, instance_id, device, version, features, "
+      "created_ms, last_seen_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) RETURNING" +
+          cols(kAgentCols),
+      {ws, f.hostname, f.kernel, f.instance_id, f.device, f.version, f.features, now_ms});
   if (!r) return r.error();
   return agent_row(r->at(0));
 }
@@ -178,18 +181,19 @@ Status Store::touch_agent(int64_t ws, int64_t id, int64_t now_ms) {
 }
 
 Result<Experiment> Store::insert_experiment(int64_t ws, int64_t agent_id, const std::string& spec, int64_t now_ms) {
-  auto r = db_->query("INSERT INTO experiments (workspace_id, agent_id, spec, state, created_ms, updated_ms) "
-                      "VALUES ($1, $2, $3, 'queued', $4, $4) RETURNING" +
-                          cols(kExperimentCols),
-                      {ws, agent_id, spec, now_ms});
+  auto r = db_->query(
+      "INSERT INTO experiments (workspace_id, agent_id, spec, state, created_ms, updated_ms) "
+      "VALUES ($1, $2, $3, 'queued', $4, $4) RETURNING" +
+          cols(kExperimentCols),
+      {ws, agent_id, spec, now_ms});
   if (!r) return r.error();
   return experiment_row(r->at(0));
 }
 
 Result<std::vector<Experiment>> Store::experiments(int64_t ws, int64_t limit) {
-  auto r = db_->query("SELECT" + cols(kExperimentCols) +
-                          "FROM experiments WHERE workspace_id = $1 ORDER BY id DESC LIMIT $2",
-                      {ws, limit});
+  auto r = db_->query(
+      "SELECT" + cols(kExperimentCols) + "FROM experiments WHERE workspace_id = $1 ORDER BY id DESC LIMIT $2",
+      {ws, limit});
   if (!r) return r.error();
   std::vector<Experiment> out;
   for (const auto& row : *r) out.push_back(experiment_row(row));
@@ -197,8 +201,8 @@ Result<std::vector<Experiment>> Store::experiments(int64_t ws, int64_t limit) {
 }
 
 Result<std::optional<Experiment>> Store::experiment(int64_t ws, int64_t id) {
-  auto r = db_->query("SELECT" + cols(kExperimentCols) + "FROM experiments WHERE workspace_id = $1 AND id = $2",
-                      {ws, id});
+  auto r =
+      db_->query("SELECT" + cols(kExperimentCols) + "FROM experiments WHERE workspace_id = $1 AND id = $2", {ws, id});
   if (!r) return r.error();
   if (r->empty()) return std::optional<Experiment>{};
   return std::optional<Experiment>(experiment_row(r->front()));
@@ -223,9 +227,10 @@ Result<std::optional<Experiment>> Store::claim_next(int64_t ws, int64_t agent_id
 }
 
 Result<std::vector<int64_t>> Store::pending_stops(int64_t ws, int64_t agent_id) {
-  auto r = db_->query("SELECT id FROM experiments WHERE workspace_id = $1 AND agent_id = $2 AND stop_requested = 1 "
-                      "ORDER BY id",
-                      {ws, agent_id});
+  auto r = db_->query(
+      "SELECT id FROM experiments WHERE workspace_id = $1 AND agent_id = $2 AND stop_requested = 1 "
+      "ORDER BY id",
+      {ws, agent_id});
   if (!r) return r.error();
   std::vector<int64_t> out;
   for (const auto& row : *r) out.push_back(num(row[0]));
@@ -251,9 +256,10 @@ Result<std::optional<Experiment>> Store::transition(int64_t ws, int64_t id, cons
 }
 
 Result<bool> Store::confirm_stop(int64_t ws, int64_t id, const std::optional<std::string>& record, int64_t now_ms) {
-  auto r = db_->query("UPDATE experiments SET stop_requested = 0, record = COALESCE($3, record), updated_ms = $4 "
-                      "WHERE workspace_id = $1 AND id = $2 AND stop_requested = 1 RETURNING id",
-                      {ws, id, opt_param(record), now_ms});
+  auto r = db_->query(
+      "UPDATE experiments SET stop_requested = 0, record = COALESCE($3, record), updated_ms = $4 "
+      "WHERE workspace_id = $1 AND id = $2 AND stop_requested = 1 RETURNING id",
+      {ws, id, opt_param(record), now_ms});
   if (!r) return r.error();
   return !r->empty();
 }
@@ -276,8 +282,7 @@ Result<std::vector<Experiment>> Store::engage_kill(int64_t ws, int64_t now_ms) {
   return out;
 }
 
-Result<std::optional<std::vector<Experiment>>> Store::engage_agent_kill(int64_t ws, int64_t agent_id,
-                                                                       int64_t now_ms) {
+Result<std::optional<std::vector<Experiment>>> Store::engage_agent_kill(int64_t ws, int64_t agent_id, int64_t now_ms) {
   SqlTransaction tx(*db_);
   FL_TRY(tx.begin(kKillLockBase + ws));
   auto a = db_->query("UPDATE agents SET killed = 1 WHERE workspace_id = $1 AND id = $2 RETURNING id", {ws, agent_id});
@@ -321,11 +326,12 @@ Result<std::vector<Experiment>> Store::expired_leases(int64_t now_ms) {
 }
 
 Result<std::optional<Experiment>> Store::expire_lease(int64_t ws, int64_t id, int64_t now_ms) {
-  auto r = db_->query("UPDATE experiments SET state = 'failed', detail = 'lease expired: the agent never said it "
-                      "started the experiment', updated_ms = $3, lease_until_ms = NULL "
-                      "WHERE workspace_id = $1 AND id = $2 AND state = 'dispatched' AND lease_until_ms < $3 RETURNING" +
-                          cols(kExperimentCols),
-                      {ws, id, now_ms});
+  auto r = db_->query(
+      "UPDATE experiments SET state = 'failed', detail = 'lease expired: the agent never said it "
+      "started the experiment', updated_ms = $3, lease_until_ms = NULL "
+      "WHERE workspace_id = $1 AND id = $2 AND state = 'dispatched' AND lease_until_ms < $3 RETURNING" +
+          cols(kExperimentCols),
+      {ws, id, now_ms});
   if (!r) return r.error();
   if (r->empty()) return std::optional<Experiment>{};
   return std::optional<Experiment>(experiment_row(r->front()));
@@ -340,9 +346,10 @@ Result<AuditEntry> Store::append_audit(int64_t ws, const std::string& actor, con
   AuditEntry e{0, ws, now_ms, actor, action, object, detail_json, last->empty() ? kAuditGenesis : str(last->at(0)[0]),
                ""};
   e.hash = audit_entry_hash(e);
-  auto r = db_->query("INSERT INTO audit (workspace_id, at_ms, actor, action, object, detail, prev_hash, hash) "
-                      "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING seq",
-                      {ws, now_ms, actor, action, object, detail_json, e.prev_hash, e.hash});
+  auto r = db_->query(
+      "INSERT INTO audit (workspace_id, at_ms, actor, action, object, detail, prev_hash, hash) "
+      "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING seq",
+      {ws, now_ms, actor, action, object, detail_json, e.prev_hash, e.hash});
   if (!r) return r.error();
   e.seq = num(r->at(0)[0]);
   FL_TRY(tx.commit());

@@ -24,8 +24,7 @@ struct Tenant {
 const char* kPassword = "correct horse battery staple";
 
 std::string latency_spec(int delay_ms = 100) {
-  return R"({"kind":"latency","target":"10.0.0.0/8","delay_ms":)" + std::to_string(delay_ms) +
-         R"(,"duration_sec":30})";
+  return R"({"kind":"latency","target":"10.0.0.0/8","delay_ms":)" + std::to_string(delay_ms) + R"(,"duration_sec":30})";
 }
 
 class ApiTest : public ::testing::TestWithParam<Backend> {
@@ -52,8 +51,9 @@ class ApiTest : public ::testing::TestWithParam<Backend> {
     auto enr = call("POST", "/v1/tokens", t.token, R"({"kind":"enrollment","name":"fleet"})");
     EXPECT_EQ(enr.status, 201) << enr.describe();
     auto reg = call("POST", "/v1/agents/register", enr.json().value("token", ""),
-                    R"({"hostname":")" + name + R"(-host","kernel":"6.1.0","instance_id":"i-1","device":"eth0",)"
-                    R"("version":"0.1","features":{"tcx":true}})");
+                    R"({"hostname":")" + name +
+                        R"(-host","kernel":"6.1.0","instance_id":"i-1","device":"eth0",)"
+                        R"("version":"0.1","features":{"tcx":true}})");
     EXPECT_EQ(reg.status, 201) << reg.describe();
     t.agent_id = reg.json().value("agent_id", int64_t{0});
     t.agent_token = reg.json().value("token", "");
@@ -146,7 +146,7 @@ TEST_P(ApiTest, LoginIsRateLimitedPerAccountAndPerAddress) {
   EXPECT_NE(locked.head.find("Retry-After: "), std::string::npos) << locked.head;
   const auto two = json{{"email", "two@example.com"}, {"password", kPassword}}.dump();
   EXPECT_EQ(call("POST", "/v1/auth/login", "", two).status, 200) << "another account is not locked";  // 7
-  EXPECT_EQ(call("POST", "/v1/auth/login", "", two).status, 200);                                    // 8
+  EXPECT_EQ(call("POST", "/v1/auth/login", "", two).status, 200);                                     // 8
   EXPECT_EQ(call("POST", "/v1/auth/login", "", two).status, 429) << "the address is over its limit";
 }
 
@@ -398,7 +398,8 @@ TEST_P(ApiTest, AnActionThatCannotBeAuditedIsUndone) {
   EXPECT_EQ(r.status, 500) << r.describe();
   EXPECT_EQ(call("POST", "/v1/kill", t.token).status, 500);
   ASSERT_TRUE((*db)->exec_script(sqlite ? "DROP TRIGGER refuse_audit;" : "DROP TRIGGER refuse_audit ON audit;").ok());
-  EXPECT_TRUE(call("GET", "/v1/experiments", t.token).json()["experiments"].empty()) << "stored without its audit entry";
+  EXPECT_TRUE(call("GET", "/v1/experiments", t.token).json()["experiments"].empty())
+      << "stored without its audit entry";
   EXPECT_EQ(call("GET", "/v1/kill", t.token).json()["engaged"], false) << "engaged without its audit entry";
   auto m = call("GET", "/metrics", t.token).body;
   EXPECT_NE(m.find("faultcp_audit_append_failures_total 2\n"), std::string::npos) << m;
@@ -446,8 +447,8 @@ TEST_P(ApiTest, BadInputIsRefusedNamingTheFieldAndNothingIsStored) {
        "spec.kernel_signal"},
       {"event type", "POST", "/v1/agents/" + agent + "/events", R"({"experiment_id":1,"type":"exploded"})", 400,
        "type"},
-      {"event field type", "POST", "/v1/agents/" + agent + "/events", R"({"experiment_id":1.5,"type":"running"})",
-       400, "experiment_id"},
+      {"event field type", "POST", "/v1/agents/" + agent + "/events", R"({"experiment_id":1.5,"type":"running"})", 400,
+       "experiment_id"},
       {"token kind", "POST", "/v1/tokens", R"({"kind":"session"})", 400, "kind"},
       {"oversize body", "POST", "/v1/experiments", std::string(70 * 1024, ' '), 413, ""},
   };
@@ -458,7 +459,8 @@ TEST_P(ApiTest, BadInputIsRefusedNamingTheFieldAndNothingIsStored) {
     EXPECT_EQ(r.json().value("status", 0), c.status) << c.what << ": not the JSON error envelope: " << r.body;
     if (!c.field.empty()) EXPECT_EQ(r.json().value("field", ""), c.field) << c.what << ": " << r.body;
   }
-  EXPECT_TRUE(call("GET", "/v1/experiments", t.token).json()["experiments"].empty()) << "a refused experiment was stored";
+  EXPECT_TRUE(call("GET", "/v1/experiments", t.token).json()["experiments"].empty())
+      << "a refused experiment was stored";
   EXPECT_EQ(call("GET", "/v1/audit/export", t.token).json()["entries"].size(), audit_before);
   EXPECT_EQ(call("GET", "/v1/tokens", t.token).json()["tokens"].size(), 3u);
   // Bad tokens on every kind of route.

@@ -69,9 +69,11 @@ TEST_P(FleetTest, TheKillSwitchReachesEveryWaitingAgentWithinOneSecond) {
     ASSERT_EQ(exp.status, 201) << exp.describe();
     polls[i].experiment = exp.json()["id"];
     const std::string base = "/v1/agents/" + std::to_string(id);
-    ASSERT_EQ(server.call("GET", base + "/next?wait_ms=0", agent_token).json()["experiment"]["id"], polls[i].experiment);
-    ASSERT_EQ(server.call("POST", base + "/events", agent_token,
-                          R"({"experiment_id":)" + std::to_string(polls[i].experiment) + R"(,"type":"running"})")
+    ASSERT_EQ(server.call("GET", base + "/next?wait_ms=0", agent_token).json()["experiment"]["id"],
+              polls[i].experiment);
+    ASSERT_EQ(server
+                  .call("POST", base + "/events", agent_token,
+                        R"({"experiment_id":)" + std::to_string(polls[i].experiment) + R"(,"type":"running"})")
                   .status,
               200);
     agents.emplace_back(id, agent_token);

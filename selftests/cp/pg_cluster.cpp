@@ -67,13 +67,13 @@ PgCluster::PgCluster() : bin_(find_pg_bin()) {
                           {}, 120s);
   if (!init.status.is(0)) throw std::runtime_error("initdb failed: " + init.describe());
   // No TCP at all (listen_addresses ''); the port only names the socket file.
-  auto start = run_command(as_owner({bin_ + "/pg_ctl", "-D", dir_ + "/data", "-l", dir_ + "/log", "-w", "-t", "60",
-                                     "-o",
-                                     "-k " + dir_ + " -p " + std::to_string(port_) +
-                                         " -c listen_addresses='' -c fsync=off -c synchronous_commit=off "
-                                         "-c full_page_writes=off -c max_connections=50",
-                                     "start"}),
-                           {}, 90s);
+  auto start =
+      run_command(as_owner({bin_ + "/pg_ctl", "-D", dir_ + "/data", "-l", dir_ + "/log", "-w", "-t", "60", "-o",
+                            "-k " + dir_ + " -p " + std::to_string(port_) +
+                                " -c listen_addresses='' -c fsync=off -c synchronous_commit=off "
+                                "-c full_page_writes=off -c max_connections=50",
+                            "start"}),
+                  {}, 90s);
   if (!start.status.is(0)) throw std::runtime_error("pg_ctl start failed: " + start.describe());
   started_ = true;
 }

@@ -23,8 +23,8 @@ class PgCluster {
   [[nodiscard]] const std::string& bin_dir() const { return bin_; }
 
  private:
-  std::string bin_;   // /usr/lib/postgresql/15/bin
-  std::string dir_;   // the socket directory; the data in dir_/data
+  std::string bin_;  // /usr/lib/postgresql/15/bin
+  std::string dir_;  // the socket directory; the data in dir_/data
   int port_ = 0;
   bool as_nobody_ = false;
   bool started_ = false;

@@ -62,10 +62,10 @@ TEST(ServeTls, ServesHttpsWithTheGivenCertificate) {
   char tmpl[] = "/tmp/fl-cp-tls-XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
   const std::string dir = tmpl, cert = dir + "/cert.pem", key = dir + "/key.pem";
-  auto made = fltest::run_command({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                                   "-nodes", "-days", "1", "-subj", "/CN=localhost", "-addext",
-                                   "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert},
-                                  {}, 30s);
+  auto made = fltest::run_command(
+      {"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
+       "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert},
+      {}, 30s);
   ASSERT_TRUE(made.status.is(0)) << made.describe();
   auto cp = fltest::ChildProcess::spawn({FAULTCP_PATH, "serve", "--listen", "127.0.0.1:0", "--database",
                                          "sqlite:" + dir + "/db", "--tls-cert", cert, "--tls-key", key});
@@ -73,7 +73,8 @@ TEST(ServeTls, ServesHttpsWithTheGivenCertificate) {
   ASSERT_TRUE(line.has_value()) << cp.describe();
   EXPECT_NE(line->find("with TLS"), std::string::npos) << *line;
   const std::string port = std::to_string(port_of(*line));
-  auto https = fltest::run_command({"curl", "-sS", "--cacert", cert, "https://127.0.0.1:" + port + "/healthz"}, {}, 30s);
+  auto https =
+      fltest::run_command({"curl", "-sS", "--cacert", cert, "https://127.0.0.1:" + port + "/healthz"}, {}, 30s);
   EXPECT_TRUE(https.status.is(0)) << https.describe();
   EXPECT_NE(https.out.find("\"status\":\"ok\""), std::string::npos) << https.describe();
   auto signup = fltest::run_command({"curl", "-sS", "--cacert", cert, "-d",
@@ -83,15 +84,15 @@ TEST(ServeTls, ServesHttpsWithTheGivenCertificate) {
   EXPECT_NE(signup.out.find("flcp_sess_"), std::string::npos) << signup.describe();
   auto plain = fltest::cp_request(port_of(*line), "GET", "/healthz", "", "", 2000);
   EXPECT_EQ(plain.status, 0) << "plain HTTP answered on the TLS port: " << plain.describe();
-  auto again = fltest::run_command({"curl", "-sS", "--cacert", cert, "https://127.0.0.1:" + port + "/healthz"}, {}, 30s);
+  auto again =
+      fltest::run_command({"curl", "-sS", "--cacert", cert, "https://127.0.0.1:" + port + "/healthz"}, {}, 30s);
   EXPECT_TRUE(again.status.is(0)) << "a bad client broke the server: " << again.describe();
   cp.signal(SIGTERM);
   auto st = cp.wait(10s);
   ASSERT_TRUE(st.has_value());
   EXPECT_TRUE(st->is(0)) << cp.describe();
-  auto bad_key = fltest::run_command({FAULTCP_PATH, "serve", "--database", "sqlite:" + dir + "/db", "--tls-cert", cert,
-                                      "--tls-key", cert},
-                                     {}, 10s);
+  auto bad_key = fltest::run_command(
+      {FAULTCP_PATH, "serve", "--database", "sqlite:" + dir + "/db", "--tls-cert", cert, "--tls-key", cert}, {}, 10s);
   EXPECT_TRUE(bad_key.status.is(2)) << bad_key.describe();
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);

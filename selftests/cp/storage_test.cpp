@@ -59,8 +59,9 @@ TEST_P(StorageTest, AnOlderSchemaIsUpgradedKeepingItsData) {
   ASSERT_TRUE(conn.ok()) << conn.error().describe();
   ASSERT_EQ(*faultline::cp::migrate(**conn, 1), 1);
   ASSERT_TRUE((*conn)->query("INSERT INTO workspaces (name, created_ms) VALUES ('old', 1)").ok());
-  ASSERT_TRUE((*conn)->query("INSERT INTO agents (workspace_id, hostname, kernel, instance_id, device, version, "
-                             "features, created_ms, last_seen_ms) VALUES (1, 'h', '', '', '', '', '{}', 1, 1)")
+  ASSERT_TRUE((*conn)
+                  ->query("INSERT INTO agents (workspace_id, hostname, kernel, instance_id, device, version, "
+                          "features, created_ms, last_seen_ms) VALUES (1, 'h', '', '', '', '', '{}', 1, 1)")
                   .ok());
   EXPECT_FALSE((*conn)->query("SELECT killed FROM agents").ok()) << "schema 1 has no agents.killed";
   conn->reset();
@@ -276,9 +277,7 @@ TEST_P(StorageTest, TheAuditChainVerifiesAndAnEditedRowIsNamed) {
   EXPECT_TRUE(ok.ok) << ok.reason;
   EXPECT_EQ(ok.head, appended.back().hash);
   // Someone with the database edits the third entry.
-  ASSERT_TRUE(store_->sql()
-                  .query("UPDATE audit SET object = 'experiment:999' WHERE seq = $1", {appended[2].seq})
-                  .ok());
+  ASSERT_TRUE(store_->sql().query("UPDATE audit SET object = 'experiment:999' WHERE seq = $1", {appended[2].seq}).ok());
   auto bad = faultline::cp::verify_audit_chain(*store_->audit(ws));
   EXPECT_FALSE(bad.ok);
   EXPECT_EQ(bad.bad_seq, appended[2].seq) << bad.reason;
