@@ -6,45 +6,101 @@
 namespace faultline::cp {
 namespace {
 
-const std::vector<FieldRule> kCreateFields = {{"agent_id", JsonType::Integer, true}, {"spec", JsonType::Object, true}};
+const std::vector<FieldRule> kCreateFields = {
+    {"agent_id", JsonType::Integer}, {"selector", JsonType::Object}, {"spec", JsonType::Object, true}};
+const std::vector<FieldRule> kSelectorFields = {{"all", JsonType::Boolean}, {"hostnames", JsonType::Array}};
 constexpr int64_t kMaxList = 1000;
+constexpr size_t kMaxHostnames = 1000;
 
 }  // namespace
 
+// The agents an experiment is for: {"agent_id": N}, or a selector of the
+// workspace's agents ({"all": true} or {"hostnames": [...]}, each name
+// matching at least one agent). Refused before anything is stored.
+std::variant<std::vector<Agent>, HttpReply> ControlPlane::select_agents(const nlohmann::json& j, const Principal& p) {
+  if (j.contains("agent_id") == j.contains("selector"))
+    return ApiError{400, "agent_id", "give agent_id or selector (one of them)"}.reply();
+  if (j.contains("agent_id")) {
+    const int64_t agent_id = j["agent_id"].get<int64_t>();
+    auto agent = store_.agent(p.workspace_id, agent_id);
+    if (!agent) return storage_error(agent.error());
+    if (!agent->has_value()) return api_error(404, "agent_id: no such agent", "agent_id");
+    return std::vector<Agent>{**agent};
+  }
+  const auto& sel = j["selector"];
+  if (auto e = check_fields(sel, kSelectorFields, "selector.")) return e->reply();
+  if (sel.size() != 1) return ApiError{400, "selector", "takes one of all or hostnames"}.reply();
+  auto all = store_.agents(p.workspace_id);
+  if (!all) return storage_error(all.error());
+  if (sel.contains("all")) {
+    if (!sel["all"].get<bool>()) return ApiError{400, "selector.all", "must be true"}.reply();
+    if (all->empty()) return api_error(404, "selector: the workspace has no agents", "selector");
+    return std::move(*all);
+  }
+  const auto& names = sel["hostnames"];
+  if (names.empty() || names.size() > kMaxHostnames)
+    return ApiError{400, "selector.hostnames", "must list 1-1000 names"}.reply();
+  std::vector<Agent> chosen;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string field = "selector.hostnames[" + std::to_string(i) + "]";
+    if (!names[i].is_string()) return ApiError{400, field, "must be a string"}.reply();
+    const auto name = names[i].get<std::string>();
+    bool found = false;
+    for (const auto& a : *all)
+      if (a.hostname == name) {
+        found = true;
+        if (std::none_of(chosen.begin(), chosen.end(), [&](const Agent& c) { return c.id == a.id; }))
+          chosen.push_back(a);
+      }
+    if (!found) return api_error(404, field + ": no agent named '" + name + "'", field);
+  }
+  return chosen;
+}
+
+// One experiment per selected agent, all or none (one transaction with their
+// audit entries). {"agent_id": N} answers the experiment; a selector answers
+// {"experiments": [...]}.
 HttpReply ControlPlane::create_experiment(const HttpRequest& req, const Principal& p) {
   auto body = parse_body(req.body);
   if (auto* e = std::get_if<ApiError>(&body)) return e->reply();
   const auto& j = std::get<nlohmann::json>(body);
   if (auto e = check_fields(j, kCreateFields)) return e->reply();
   if (auto e = check_experiment_spec(j["spec"])) return e->reply();
-  const int64_t agent_id = j["agent_id"].get<int64_t>();
-  auto agent = store_.agent(p.workspace_id, agent_id);
-  if (!agent) return api_error(500, "storage: " + agent.error().describe());
-  if (!agent->has_value()) return api_error(404, "agent_id: no such agent", "agent_id");
+  auto selected = select_agents(j, p);
+  if (auto* r = std::get_if<HttpReply>(&selected)) return *r;
+  const auto& agents = std::get<std::vector<Agent>>(selected);
   auto ws = store_.workspace(p.workspace_id);
-  if (!ws) return api_error(500, "storage: " + ws.error().describe());
+  if (!ws) return storage_error(ws.error());
   if (ws->has_value() && (*ws)->killed)
     return api_error(409, "the workspace's kill switch is engaged: nothing starts until DELETE /v1/kill");
-  if ((*agent)->killed)
-    return api_error(409,
-                     "agent_id: the agent's kill switch is engaged: nothing starts on it until DELETE "
-                     "/v1/kill?agent_id=" +
-                         std::to_string(agent_id),
-                     "agent_id");
+  const std::string field = j.contains("agent_id") ? "agent_id" : "selector";
+  for (const auto& a : agents)
+    if (a.killed)
+      return api_error(409,
+                       field + ": the kill switch of agent " + std::to_string(a.id) + " (" + a.hostname +
+                           ") is engaged: nothing starts on it until DELETE /v1/kill?agent_id=" + std::to_string(a.id),
+                       field);
   SqlTransaction tx(store_.sql());
   if (auto begun = store_.begin(tx, p.workspace_id); !begun) return storage_error(begun.error());
-  auto e = store_.insert_experiment(p.workspace_id, agent_id, j["spec"].dump(), now_ms());
-  if (!e) return storage_error(e.error());
-  if (auto a = audit(p, "experiment.create", "experiment:" + std::to_string(e->id),
-                     {{"agent_id", agent_id}, {"spec", j["spec"]}});
-      !a)
-    return storage_error(a.error());
+  std::vector<int64_t> ids;
+  for (const auto& a : agents) {
+    auto e = store_.insert_experiment(p.workspace_id, a.id, j["spec"].dump(), now_ms());
+    if (!e) return storage_error(e.error());
+    nlohmann::json detail{{"agent_id", a.id}, {"spec", j["spec"]}};
+    if (j.contains("selector")) detail["selector"] = j["selector"];
+    if (auto logged = audit(p, "experiment.create", "experiment:" + std::to_string(e->id), detail); !logged)
+      return storage_error(logged.error());
+    ids.push_back(e->id);
+  }
   if (auto c = tx.commit(); !c) return storage_error(c.error());
-  wake_agent(p.workspace_id, agent_id);
-  auto now = store_.experiment(p.workspace_id, e->id);  // the wake may have dispatched it already
-  const Experiment& shown = now.ok() && now->has_value() ? **now : *e;
-  auto out = experiment_json(shown);
-  return api_json(201, out);
+  for (const auto& a : agents) wake_agent(p.workspace_id, a.id);
+  nlohmann::json created = nlohmann::json::array();
+  for (int64_t id : ids) {
+    auto now = store_.experiment(p.workspace_id, id);  // the wake may have dispatched it already
+    if (now.ok() && now->has_value()) created.push_back(experiment_json(**now));
+  }
+  if (j.contains("agent_id") && created.size() == 1) return api_json(201, created[0]);
+  return api_json(201, {{"experiments", created}});
 }
 
 HttpReply ControlPlane::list_experiments(const HttpRequest& req, const Principal& p) {

@@ -89,6 +89,8 @@ class ControlPlane {
   HttpReply next_for_agent(const HttpRequest& req, const PathParams& params, const Principal& p);
   HttpReply agent_event(const HttpRequest& req, const PathParams& params, const Principal& p);
   HttpReply create_experiment(const HttpRequest& req, const Principal& p);
+  [[nodiscard]] std::variant<std::vector<Agent>, HttpReply> select_agents(const nlohmann::json& body,
+                                                                          const Principal& p);
   HttpReply list_experiments(const HttpRequest& req, const Principal& p);
   HttpReply get_experiment(const PathParams& params, const Principal& p);
   HttpReply abort_experiment(const PathParams& params, const Principal& p);

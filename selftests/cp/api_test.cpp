@@ -278,6 +278,34 @@ TEST_P(ApiTest, TheKillSwitchWakesAgentsAndHoldsNewExperiments) {
   EXPECT_EQ(call("GET", next_path(t, 0), t.agent_token).json()["experiment"]["id"], again);
 }
 
+// A selector makes one experiment per matching agent of the workspace, all
+// or none; another workspace's agents are never matched.
+TEST_P(ApiTest, ASelectorStartsOneExperimentPerMatchingAgent) {
+  Tenant t = tenant("sel");
+  Tenant elsewhere = tenant("other");  // its agent is "other-host"
+  auto enr = call("POST", "/v1/tokens", t.token, R"({"kind":"enrollment"})").json().value("token", "");
+  const int64_t second = call("POST", "/v1/agents/register", enr, R"({"hostname":"sel-two"})").json()["agent_id"];
+  const std::string spec = R"("spec":{"kind":"loss","target":"10.0.0.1","percent":10,"duration_sec":5})";
+  auto all = call("POST", "/v1/experiments", t.token, R"({"selector":{"all":true},)" + spec + "}");
+  ASSERT_EQ(all.status, 201) << all.describe();
+  ASSERT_EQ(all.json()["experiments"].size(), 2u) << all.body;
+  EXPECT_EQ(all.json()["experiments"][0]["agent_id"], t.agent_id);
+  EXPECT_EQ(all.json()["experiments"][1]["agent_id"], second);
+  auto named = call("POST", "/v1/experiments", t.token, R"({"selector":{"hostnames":["sel-two"]},)" + spec + "}");
+  ASSERT_EQ(named.status, 201) << named.describe();
+  ASSERT_EQ(named.json()["experiments"].size(), 1u);
+  EXPECT_EQ(named.json()["experiments"][0]["agent_id"], second);
+  auto foreign = call("POST", "/v1/experiments", t.token, R"({"selector":{"hostnames":["other-host"]},)" + spec + "}");
+  EXPECT_EQ(foreign.status, 404) << "matched another workspace's agent: " << foreign.describe();
+  EXPECT_EQ(call("GET", "/v1/experiments", t.token).json()["experiments"].size(), 3u);
+  EXPECT_TRUE(call("GET", "/v1/experiments", elsewhere.token).json()["experiments"].empty());
+  // An agent under its own kill switch refuses the whole selection.
+  ASSERT_EQ(call("POST", "/v1/kill?agent_id=" + std::to_string(second), t.token).status, 200);
+  auto held = call("POST", "/v1/experiments", t.token, R"({"selector":{"all":true},)" + spec + "}");
+  EXPECT_EQ(held.status, 409) << held.describe();
+  EXPECT_EQ(held.json().value("field", ""), "selector");
+}
+
 // One agent's kill switch: its experiments end and its poll wakes; another
 // agent of the workspace goes on.
 TEST_P(ApiTest, AnAgentsOwnKillSwitchStopsItAlone) {
@@ -426,7 +454,20 @@ TEST_P(ApiTest, BadInputIsRefusedNamingTheFieldAndNothingIsStored) {
       {"not an object", "POST", "/v1/experiments", "[1,2]", 400, "body"},
       {"empty body", "POST", "/v1/experiments", "", 400, "body"},
       {"wrong type", "POST", "/v1/experiments", R"({"agent_id":"1","spec":{}})", 400, "agent_id"},
-      {"unknown field", "POST", "/v1/experiments", R"({"agent_id":1,"spec":{},"selector":"all"})", 400, "selector"},
+      {"unknown field", "POST", "/v1/experiments", R"({"agent_id":1,"spec":{},"agents":"all"})", 400, "agents"},
+      {"agent and selector", "POST", "/v1/experiments",
+       R"({"agent_id":)" + agent +
+           R"(,"selector":{"all":true},"spec":{"kind":"loss","target":"10.0.0.1","duration_sec":3}})",
+       400, "agent_id"},
+      {"selector field", "POST", "/v1/experiments",
+       R"({"selector":{"labels":["x"]},"spec":{"kind":"loss","target":"10.0.0.1","duration_sec":3}})", 400,
+       "selector.labels"},
+      {"selector hostname type", "POST", "/v1/experiments",
+       R"({"selector":{"hostnames":["strict-host",7]},"spec":{"kind":"loss","target":"10.0.0.1","duration_sec":3}})",
+       400, "selector.hostnames[1]"},
+      {"selector unknown host", "POST", "/v1/experiments",
+       R"({"selector":{"hostnames":["strict-host","nohost"]},"spec":{"kind":"loss","target":"10.0.0.1","duration_sec":3}})",
+       404, "selector.hostnames[1]"},
       {"missing spec", "POST", "/v1/experiments", R"({"agent_id":1})", 400, "spec"},
       {"unknown spec field", "POST", "/v1/experiments", spec_with(R"("delay_ms":5,"bogus":1)"), 400, "spec.bogus"},
       {"delay cap", "POST", "/v1/experiments", spec_with(R"("delay_ms":60001)"), 400, "spec.delay_ms"},
