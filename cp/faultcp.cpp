@@ -3,9 +3,12 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <cxxopts.hpp>
 #include <iostream>
 #include <string>
@@ -18,7 +21,7 @@
 namespace {
 
 constexpr const char* kDefaultListen = "127.0.0.1:8470";
-constexpr const char* kDefaultDatabase = "sqlite:/var/lib/faultline/faultcp.db";
+constexpr const char* kDefaultDatabase = "sqlite:/var/lib/faultcp/faultcp.db";
 
 constexpr const char* kUsage =
     R"(usage: faultcp serve [--listen HOST:PORT] [--database URL] [--tls-cert PEM --tls-key PEM] [options]
@@ -26,7 +29,8 @@ constexpr const char* kUsage =
 Serves the control plane's REST API (docs/control-plane.md).
 
   --listen HOST:PORT      where to listen (default 127.0.0.1:8470; [::1]:8470 for IPv6)
-  --database URL          sqlite:PATH (default sqlite:/var/lib/faultline/faultcp.db)
+  --database URL          sqlite:PATH (default sqlite:/var/lib/faultcp/faultcp.db; its folder
+                          is created, mode 0700, if missing)
                           or postgres://USER@HOST:PORT/DB (any libpq URI)
   --tls-cert PEM          serve HTTPS with this certificate chain (with --tls-key)
   --tls-key PEM           the certificate's private key
@@ -89,6 +93,19 @@ int serve(int argc, char** argv) {
     tls = *loaded;
   }
   const std::string database = args["database"].as<std::string>();
+  // Everything faultcp creates (the SQLite file, its WAL) is its own alone.
+  ::umask(0077);
+  if (database.rfind("sqlite:", 0) == 0) {
+    // The database's folder, one level, private: the file holds password hashes.
+    const std::string path = database.substr(7);
+    const auto slash = path.rfind('/');
+    if (slash != std::string::npos && slash > 0 && ::mkdir(path.substr(0, slash).c_str(), 0700) != 0 &&
+        errno != EEXIST) {
+      std::fprintf(stderr, "faultcp serve: --database: cannot create %s: %s\n", path.substr(0, slash).c_str(),
+                   std::strerror(errno));
+      return 1;
+    }
+  }
   auto store = faultline::cp::Store::open(database);
   if (!store) {
     std::fprintf(stderr, "faultcp serve: --database: %s\n", store.error().describe().c_str());

@@ -1,6 +1,7 @@
 // The faultcp binary: serve on each backend, answer /healthz, stop on SIGTERM,
 // start again on the same database (migrations applied once), refuse bad flags.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <csignal>
 #include <filesystem>
@@ -68,10 +69,17 @@ TEST(ServeTls, ServesHttpsWithTheGivenCertificate) {
       {}, 30s);
   ASSERT_TRUE(made.status.is(0)) << made.describe();
   auto cp = fltest::ChildProcess::spawn({FAULTCP_PATH, "serve", "--listen", "127.0.0.1:0", "--database",
-                                         "sqlite:" + dir + "/db", "--tls-cert", cert, "--tls-key", key});
+                                         "sqlite:" + dir + "/state/db", "--tls-cert", cert, "--tls-key", key});
   auto line = cp.wait_line_starting("faultcp: listening on", 20s);
   ASSERT_TRUE(line.has_value()) << cp.describe();
   EXPECT_NE(line->find("with TLS"), std::string::npos) << *line;
+  // The database's folder is made, and it and the file are private (password hashes).
+  struct stat folder {
+  }, file{};
+  ASSERT_EQ(::stat((dir + "/state").c_str(), &folder), 0);
+  ASSERT_EQ(::stat((dir + "/state/db").c_str(), &file), 0);
+  EXPECT_EQ(folder.st_mode & 0777, 0700u);
+  EXPECT_EQ(file.st_mode & 0077, 0u) << std::oct << file.st_mode;
   const std::string port = std::to_string(port_of(*line));
   auto https =
       fltest::run_command({"curl", "-sS", "--cacert", cert, "https://127.0.0.1:" + port + "/healthz"}, {}, 30s);
