@@ -326,6 +326,7 @@ void HttpServer::flush(Connection& c) {
   const uint32_t want = (can_read ? static_cast<uint32_t>(EPOLLIN | EPOLLRDHUP) : 0u) |
                         (c.awaiting != 0 ? static_cast<uint32_t>(EPOLLRDHUP) : 0u) |
                         (pending || c.tls_wants_write ? static_cast<uint32_t>(EPOLLOUT) : 0u);
+  if (can_read && c.ssl && SSL_pending(c.ssl.get()) > 0) tls_pending_.insert(c.fd.get());
   if (want != c.events) {
     epoll_event ev{};
     ev.events = want;
@@ -437,6 +438,7 @@ void HttpServer::run_timers() {
 void HttpServer::close_connection(int fd) {
   if (auto it = connections_.find(fd); it != connections_.end() && it->second->awaiting != 0)
     awaiting_.erase(it->second->awaiting);
+  tls_pending_.erase(fd);
   (void)epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
   connections_.erase(fd);
 }
@@ -469,6 +471,7 @@ void HttpServer::expire_timeouts() {
 }
 
 int HttpServer::next_timeout_ms() const {
+  if (!tls_pending_.empty()) return 0;
   auto soonest = timers_.empty() ? Clock::time_point::max() : timers_.begin()->first;
   for (const auto& [fd, c] : connections_) {
     if (c->awaiting != 0) continue;
@@ -514,6 +517,10 @@ Status HttpServer::run(int stop_fd) {
       }
       if (events[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) on_readable(*it->second);
     }
+    std::set<int> pending;
+    pending.swap(tls_pending_);
+    for (int fd : pending)
+      if (auto it = connections_.find(fd); it != connections_.end()) on_readable(*it->second);
     run_timers();
     expire_timeouts();
   }

@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -103,6 +104,10 @@ class HttpServer {
   uint64_t next_exchange_ = 0;
   std::map<uint64_t, int> awaiting_;  // exchange -> fd of a connection waiting for complete()
   std::multimap<std::chrono::steady_clock::time_point, std::function<void()>> timers_;
+  // TLS connections with decrypted bytes still inside OpenSSL when reading
+  // stopped (the input cap): the socket will not signal them, so they are read
+  // again after the current round of events.
+  std::set<int> tls_pending_;
 };
 
 }  // namespace faultline
