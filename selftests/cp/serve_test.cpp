@@ -54,6 +54,59 @@ TEST_P(ServeTest, ServesStopsOnSigtermAndRestartsOnTheSameDatabase) {
             std::to_string(faultline::cp::latest_schema_version()));
 }
 
+// kill -9 of faultcp while an experiment is dispatched: after the restart it
+// is not handed out again (at most once), its agent's reports still land, and
+// an experiment still queued is dispatched exactly once.
+TEST_P(ServeTest, AfterKill9ADispatchedExperimentIsNeverDispatchedAgain) {
+  fltest::TestDatabase db(GetParam());
+  auto start = [&] {
+    auto cp = fltest::ChildProcess::spawn({FAULTCP_PATH, "serve", "--listen", "127.0.0.1:0", "--database", db.url()});
+    auto line = cp.wait_line_starting("faultcp: listening on", 20s);
+    if (!line) ADD_FAILURE() << cp.describe();
+    return std::make_pair(std::move(cp), line ? port_of(*line) : uint16_t{0});
+  };
+  auto [first, port] = start();
+  ASSERT_NE(port, 0);
+  auto signup = fltest::cp_request(port, "POST", "/v1/auth/signup", "",
+                                   R"({"email":"a@example.com","password":"correct horse battery","workspace":"w"})");
+  const std::string token = signup.json().value("token", "");
+  const std::string enroll =
+      fltest::cp_request(port, "POST", "/v1/tokens", token, R"({"kind":"enrollment"})").json().value("token", "");
+  auto reg = fltest::cp_request(port, "POST", "/v1/agents/register", enroll, R"({"hostname":"h"})").json();
+  const std::string agent = std::to_string(reg.value("agent_id", 0)), agent_token = reg.value("token", "");
+  const std::string spec = R"(,"spec":{"kind":"loss","target":"10.0.0.1","duration_sec":5}})";
+  const int64_t running = fltest::cp_request(port, "POST", "/v1/experiments", token, R"({"agent_id":)" + agent + spec)
+                              .json()
+                              .value("id", int64_t{0});
+  const int64_t queued = fltest::cp_request(port, "POST", "/v1/experiments", token, R"({"agent_id":)" + agent + spec)
+                             .json()
+                             .value("id", int64_t{0});
+  const std::string next = "/v1/agents/" + agent + "/next?wait_ms=0";
+  ASSERT_EQ(fltest::cp_request(port, "GET", next, agent_token).json()["experiment"]["id"], running);
+  first.kill_and_reap();
+
+  auto [second, port2] = start();
+  ASSERT_NE(port2, 0);
+  auto after = fltest::cp_request(port2, "GET", next, agent_token).json();
+  EXPECT_EQ(after["experiment"]["id"], queued) << "after the restart: " << after;
+  EXPECT_TRUE(fltest::cp_request(port2, "GET", next, agent_token).json()["experiment"].is_null())
+      << "an experiment was dispatched twice";
+  const std::string events = "/v1/agents/" + agent + "/events";
+  EXPECT_EQ(fltest::cp_request(port2, "POST", events, agent_token,
+                               R"({"experiment_id":)" + std::to_string(running) + R"(,"type":"running"})")
+                .status,
+            200);
+  EXPECT_EQ(fltest::cp_request(port2, "POST", events, agent_token,
+                               R"({"experiment_id":)" + std::to_string(running) + R"(,"type":"completed"})")
+                .status,
+            200);
+  EXPECT_EQ(fltest::cp_request(port2, "GET", "/v1/experiments/" + std::to_string(running), token).json()["status"],
+            "completed");
+  EXPECT_EQ(fltest::cp_request(port2, "POST", "/v1/audit/verify", token).json()["ok"], true);
+  second.signal(SIGTERM);
+  EXPECT_TRUE(second.wait(10s).has_value());
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, ServeTest, ::testing::Values(Backend::Sqlite, Backend::Postgres),
                          [](const auto& info) { return fltest::backend_name(info.param); });
 
