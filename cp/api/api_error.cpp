@@ -61,6 +61,9 @@ std::variant<nlohmann::json, ApiError> parse_body(const std::string& body, bool 
     return j;
   } catch (const nlohmann::json::parse_error& e) {
     return ApiError{400, "body", "malformed JSON at byte " + std::to_string(e.byte)};
+  } catch (const nlohmann::json::exception& e) {
+    // A number out of range (1e999) is out_of_range, not parse_error (found by cp_body_fuzz).
+    return ApiError{400, "body", "unreadable JSON: a number out of range"};
   }
 }
 
@@ -70,7 +73,8 @@ std::optional<ApiError> check_fields(const nlohmann::json& obj, const std::vecto
     const FieldRule* rule = nullptr;
     for (const auto& r : rules)
       if (key == r.name) rule = &r;
-    if (rule == nullptr) return ApiError{400, path + key, "unknown field"};
+    // An empty member name is named as "" (a field that names nothing helps no one).
+    if (rule == nullptr) return ApiError{400, path + (key.empty() ? "\"\"" : key), "unknown field"};
     if (!has_type(value, rule->type)) return ApiError{400, path + key, std::string("must be ") + type_name(rule->type)};
   }
   for (const auto& r : rules)

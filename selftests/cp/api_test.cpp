@@ -452,6 +452,10 @@ TEST_P(ApiTest, BadInputIsRefusedNamingTheFieldAndNothingIsStored) {
   const std::vector<Case> cases = {
       {"malformed JSON", "POST", "/v1/experiments", R"({"agent_id":)", 400, "body"},
       {"not an object", "POST", "/v1/experiments", "[1,2]", 400, "body"},
+      // Both found by cp_body_fuzz: a number out of range was a 500, an empty
+      // member name an error naming no field.
+      {"number out of range", "POST", "/v1/experiments", R"({"agent_id":1e999,"spec":{}})", 400, "body"},
+      {"empty member name", "POST", "/v1/experiments", R"({"":1,"agent_id":1,"spec":{}})", 400, "\"\""},
       {"empty body", "POST", "/v1/experiments", "", 400, "body"},
       {"wrong type", "POST", "/v1/experiments", R"({"agent_id":"1","spec":{}})", 400, "agent_id"},
       {"unknown field", "POST", "/v1/experiments", R"({"agent_id":1,"spec":{},"agents":"all"})", 400, "agents"},
