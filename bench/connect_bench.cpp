@@ -26,7 +26,7 @@
 #include "faultline/sockaddr_abi.h"
 #include "loader/sockaddr_object.h"
 #include "base/cgroup.h"
-#include "userspace/enforce/egress_policy.h"
+#include "userspace/net/egress_rules.h"
 
 namespace {
 

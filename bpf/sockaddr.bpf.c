@@ -308,6 +308,9 @@ static __always_inline void redirect(struct bpf_sock_addr *ctx, struct fl_sa_pol
 
 	if (!(p->flags & FL_SA_REDIRECT))
 		return;
+	/* The proxy's own connections upstream: sent where they asked to go. */
+	if (p->exempt_mark && ctx->sk && ctx->sk->mark == p->exempt_mark)
+		return;
 	r = redirect_rule(a, port, proto);
 	if (!r)
 		return;

@@ -82,10 +82,10 @@ int serve(int argc, char** argv) {
     std::fprintf(stderr, "faultcp serve: --tls-cert and --tls-key go together\n");
     return 2;
   }
-  std::shared_ptr<faultline::TlsServerContext> tls;
+  std::shared_ptr<faultline::HttpTlsContext> tls;
   if (args.count("tls-cert")) {
     auto loaded =
-        faultline::TlsServerContext::load(args["tls-cert"].as<std::string>(), args["tls-key"].as<std::string>());
+        faultline::HttpTlsContext::load(args["tls-cert"].as<std::string>(), args["tls-key"].as<std::string>());
     if (!loaded) {
       std::fprintf(stderr, "faultcp serve: %s\n", loaded.error().describe().c_str());
       return 2;

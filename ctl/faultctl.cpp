@@ -25,15 +25,19 @@ constexpr Command kCommands[] = {
      "apply a fault for a fixed duration, guarded:\n"
      "  run KIND ...         a packet fault: loss, latency, partition, ...\n"
      "  run syscall ...      make syscalls fail with an errno\n"
+     "  run tcp ...          TCP stream faults (latency, bandwidth, reset,\n"
+     "                       ...) on the connections to a target, through\n"
+     "                       a proxy the kernel redirects them to\n"
      "  run process|cpu|memory|disk ...\n"
      "                       a host resource fault, reverted by a detached\n"
      "                       reaper even if faultctl dies",
      cmd_run},
     {"guard", "run a command in a fresh cgroup under an egress policy\n(guard [flags] -- COMMAND ARGS)", cmd_guard},
     {"policy", "check a policy file, or compile it into map images, offline\n(policy validate|compile FILE)", cmd_policy},
+    {"ca", "the local CA of TLS termination: create, print, export, rotate\n(ca init|show|export|rotate)", cmd_ca},
     {"top", "destinations and traffic of a cgroup or the whole host, live", cmd_top},
-    {"status", "list active faults (packet, resource, syscall) and guards", cmd_status},
-    {"abort", "end one fault (N, rN, sN) or release a guard (gN); --all: every fault", cmd_abort},
+    {"status", "list active faults (packet, resource, syscall, tcp) and guards", cmd_status},
+    {"abort", "end one fault (N, rN, sN, tN) or release a guard (gN); --all: every fault", cmd_abort},
     {"report", "print an experiment record (report DIR); --verify checks it", cmd_report},
     {"features", "what this kernel supports and which mechanism each fault uses", cmd_features},
     {"uninstall", "remove every program, link, filter, qdisc and pin of Faultline,\nand revert every resource fault",

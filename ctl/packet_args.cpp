@@ -25,8 +25,8 @@ const std::map<FaultKind, std::set<std::string>>& kind_flags() {
       {FaultKind::Corrupt, {"percent", "seed"}},
       {FaultKind::Duplicate, {"percent", "seed"}},
       {FaultKind::Dns, {"domains", "percent", "seed"}},
-      {FaultKind::Latency, {"delay", "jitter", "distribution", "percent", "seed"}},
-      {FaultKind::Bandwidth, {"rate"}},
+      {FaultKind::Latency, {"delay", "jitter", "distribution", "percent", "seed", "via"}},
+      {FaultKind::Bandwidth, {"rate", "via"}},
   };
   return m;
 }
@@ -34,7 +34,7 @@ const std::map<FaultKind, std::set<std::string>>& kind_flags() {
 const std::set<std::string>& specific_flags() {
   static const std::set<std::string> s = {"percent", "correlation", "loss-model", "domains",
                                           "delay",   "jitter",      "distribution", "rate",
-                                          "seed"};
+                                          "seed",    "via"};
   return s;
 }
 
@@ -67,6 +67,8 @@ cxxopts::Options make_options() {
       ("seed", "seed of the fault's random decisions, 0 to 2^64-1, to replay a run (default: drawn, and "
                "printed and recorded either way)", cxxopts::value<std::string>())
       ("attach", "tcx|tc (default: the best the kernel has)", cxxopts::value<std::string>())
+      ("via", "latency, bandwidth: edt (every packet, needs sch_fq) or proxy (TCP streams through the proxy; the "
+              "default on a kernel without sch_fq)", cxxopts::value<std::string>())
       ("force", "allow a fault with no target (a whole device)")
       ("h,help", "this help");
   add_run_options(o);
@@ -337,6 +339,13 @@ Result<Parsed<PacketRunArgs>> parse_packet_args(const std::vector<std::string>& 
     else if (a == "tc") o.attach = AttachMode::Tc;
     else return bad("--attach '" + a + "': expected tcx or tc");
   }
+  if (r.count("via")) {
+    std::string v = str("via");
+    if (v == "edt") o.via = PacketVia::Edt;
+    else if (v == "proxy") o.via = PacketVia::Proxy;
+    else return bad("--via '" + v + "': expected edt (packets, on fq) or proxy (TCP streams)");
+  }
+  for (const auto& kv : r.arguments()) o.given.push_back(kv.key());
   if (auto v = validate(s); !v) return v.error();
   auto flags = parse_run_flags(r, s.netns, s.duration_ns, args);
   if (!flags) return flags.error();

@@ -13,9 +13,15 @@
 
 namespace faultline {
 
+// latency and bandwidth: packets paced by EDT on fq, or TCP streams through
+// the proxy (`--via proxy`; chosen automatically on a kernel without sch_fq).
+enum class PacketVia { Auto, Edt, Proxy };
+
 struct PacketRunArgs {
   FaultSpec spec;
   AttachMode attach = AttachMode::Auto;
+  PacketVia via = PacketVia::Auto;
+  std::vector<std::string> given;  // every flag given, without "--", for the proxy's checks
   RunFlags flags;
 };
 

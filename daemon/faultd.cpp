@@ -7,6 +7,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -22,7 +23,12 @@ using namespace faultline;
 // Detached: the parent waits on a pipe until the child serves (it writes its
 // exit code there and exits 0) or cannot (a code other than 0, and its log
 // line is in syslog); the child runs on in a new session, stdio on /dev/null.
-int detach_and_serve(const FaultdConfig& config) {
+void notify_handed_over(pid_t successor) {
+  // The successor is the service's main process now (systemctl reload).
+  (void)sd_notifyf(0, "MAINPID=%d\nREADY=1", int(successor));
+}
+
+int detach_and_serve(const FaultdConfig& config, const std::vector<std::string>& argv) {
   int pipefd[2];
   if (::pipe2(pipefd, O_CLOEXEC) != 0) {
     std::cerr << "faultd: pipe: " << std::strerror(errno) << "\n";
@@ -59,6 +65,8 @@ int detach_and_serve(const FaultdConfig& config) {
     ::close(report);
   };
   hooks.stopping = [] { ::syslog(LOG_INFO, "faultd: stopping"); };
+  hooks.argv = argv;
+  hooks.handed_over = notify_handed_over;
   const int code = serve_faultd(config, hooks);
   const auto byte = static_cast<unsigned char>(code);
   (void)!::write(report, &byte, 1);  // fails harmlessly once ready closed it
@@ -84,8 +92,23 @@ int main(int argc, char** argv) {
     return kExitFailure;
   }
   const FaultdConfig& config = args->config;
-  if (!config.foreground) return detach_and_serve(config);
+  const std::vector<std::string> self(argv, argv + argc);
+  // A successor (SIGHUP) is already detached, or not, as its predecessor was.
+  const bool successor = std::getenv(kFaultdHandoverEnv) != nullptr;
+  if (!config.foreground && !successor) return detach_and_serve(config, self);
   FaultdHooks hooks;
+  hooks.argv = self;
+  hooks.handed_over = notify_handed_over;
+  if (!config.foreground) {  // a detached faultd's successor: syslog, as before
+    ::openlog("faultd", LOG_PID, LOG_DAEMON);
+    hooks.log = [](const std::string& line) { ::syslog(LOG_INFO, "%s", line.c_str()); };
+    hooks.ready = [](const std::string& where) {
+      ::syslog(LOG_INFO, "faultd: serving: %s", where.c_str());
+      (void)sd_notify(0, "READY=1");
+    };
+    hooks.stopping = [] { ::syslog(LOG_INFO, "faultd: stopping"); };
+    return serve_faultd(config, hooks);
+  }
   hooks.log = [](const std::string& line) { std::cerr << line << std::endl; };
   hooks.ready = [](const std::string& where) {
     std::cerr << "faultd: serving: " << where << std::endl;

@@ -98,6 +98,15 @@ Status SockaddrObject::attach(int cgroup_fd, bool redirect) {
     progs.insert(progs.end(), {skel_->progs.fl_getpeername4, skel_->progs.fl_getpeername6, skel_->progs.fl_recvmsg4,
                                skel_->progs.fl_recvmsg6, skel_->progs.fl_sockops});
   }
+  return attach_programs(cgroup_fd, progs);
+}
+
+Status SockaddrObject::attach_tcp_redirect(int cgroup_fd) {
+  return attach_programs(cgroup_fd, {skel_->progs.fl_connect4, skel_->progs.fl_connect6, skel_->progs.fl_getpeername4,
+                                     skel_->progs.fl_getpeername6, skel_->progs.fl_sockops});
+}
+
+Status SockaddrObject::attach_programs(int cgroup_fd, const std::vector<bpf_program*>& progs) {
   for (bpf_program* p : progs) {
     bpf_link* l = bpf_program__attach_cgroup(p, cgroup_fd);
     if (l == nullptr) {

@@ -15,6 +15,7 @@
 #include "base/result.h"
 
 struct fl_sockaddr;  // the bpftool skeleton
+struct bpf_program;
 
 namespace faultline {
 
@@ -53,6 +54,10 @@ class SockaddrObject {
   // only a scope with redirect rules gets them, with the sockops program that
   // files each redirected TCP connection for the proxy (redirected_conns_fd).
   [[nodiscard]] Status attach(int cgroup_fd, bool redirect = false);
+  // Only what a redirect of TCP connections needs (connect, getpeername and
+  // sockops): a TCP stream fault's interception, cheap enough for the root
+  // cgroup (host-wide). No policy, accounting or byte counting hooks.
+  [[nodiscard]] Status attach_tcp_redirect(int cgroup_fd);
   void detach() {
     links_.clear();
     link_names_.clear();
@@ -80,6 +85,7 @@ class SockaddrObject {
 
  private:
   explicit SockaddrObject(BpfSkeleton<fl_sockaddr> skel);
+  [[nodiscard]] Status attach_programs(int cgroup_fd, const std::vector<bpf_program*>& progs);
   BpfSkeleton<fl_sockaddr> skel_;
   std::vector<BpfLink> links_;
   std::vector<std::string> link_names_;  // the program of each link, for its pin

@@ -8,6 +8,7 @@
 #   4. fl_bench_connect  connect() with the sockaddr programs (0 / 10k rules) vs none;
 #                        getppid() under seccomp user notification vs bare
 #   5. bench-proxy.sh    wrk/redis-benchmark direct vs haproxy vs faultd's proxy (its own table)
+#   6. fl_bench_tls_mint TLS termination's leaf certificate: minted (target <= 5 ms) vs cached (~0)
 #
 # Usage: scripts/bench.sh BUILD_DIR   (root; iperf3 from scripts/install-deps.sh)
 # Everything it creates is private to this run and removed on exit: two network
@@ -123,6 +124,15 @@ fi
 echo
 echo "== 5. TCP proxies: wrk against nginx and redis-benchmark against redis, direct vs haproxy (TCP mode) vs faultd's proxy"
 step "$(dirname "$0")/bench-proxy.sh" "$BUILD"
+
+echo
+echo "== 6. TLS termination: a leaf certificate minted for a new server name vs one from the cache"
+if [ -x "$BUILD/bench/fl_bench_tls_mint" ]; then
+  step taskset -c "$CPU_SERVER" "$BUILD/bench/fl_bench_tls_mint" --reps "$REPS" --summary "$SUMMARY"
+else
+  echo "bench: $BUILD/bench/fl_bench_tls_mint is missing; build first" >&2
+  FAILED=1
+fi
 
 echo
 echo "== summary ($(($(date +%s) - START)) s; $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); ratios within each repetition)"

@@ -2,10 +2,11 @@
 # Fails on an #include that goes against the layer order of docs/architecture.md:
 #
 #   base  <-  loader  <-  userspace/{net,guardrails,state}  <-  userspace/run
-#         <-  userspace/faults/{packet,syscall,resource}, userspace/enforce
+#         <-  userspace/faults/{packet,syscall,resource,stream}, userspace/enforce
 #         <-  userspace/policy (on enforce)
 #         <-  userspace/ops  <-  userspace/daemon  <-  ctl, daemon (faultd's main)
-#   base  <-  userspace/proxy (its own library, faultline_proxy, under the rest)
+#   base  <-  userspace/proxy (its own library, faultline_proxy, under the rest;
+#             faults/stream, daemon, ctl use it)
 #   base, userspace/net  <-  cp (faultcp; plus userspace/faults/packet/spec.h for the caps)
 #
 # A layer includes only layers to its left (and the ABI headers, faultline/*.h,
@@ -30,6 +31,9 @@ allowed_for() {
     userspace/guardrails/*) echo '^(base|loader|faultline|userspace/(net|guardrails))/' ;;
     userspace/state/*) echo '^(base|loader|faultline|userspace/state)/' ;;
     userspace/run/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|run))/' ;;
+    userspace/faults/stream/*)
+      echo '^(base|loader|faultline|userspace/(net|guardrails|state|run|proxy|faults/stream))/|^userspace/faults/[^/]+$'
+      ;;
     userspace/faults/*/*)
       local family=${1#userspace/faults/}
       family=${family%%/*}

@@ -7,10 +7,11 @@
 
 namespace faultline {
 
-int cmd_run(const std::vector<std::string>& args);           // dispatches to the three below
+int cmd_run(const std::vector<std::string>& args);           // dispatches to the four below
 int cmd_run_packet(const std::vector<std::string>& args);    // run KIND ...
 int cmd_run_syscall(const std::vector<std::string>& args);   // run syscall ... (args after "syscall")
 int cmd_run_resource(const std::vector<std::string>& args);  // run process|cpu|memory|disk ...
+int cmd_run_tcp(const std::vector<std::string>& args);       // run tcp ... (args after "tcp")
 int cmd_guard(const std::vector<std::string>& args);
 int cmd_top(const std::vector<std::string>& args);
 int cmd_status(const std::vector<std::string>& args);
@@ -19,5 +20,6 @@ int cmd_features(const std::vector<std::string>& args);
 int cmd_uninstall(const std::vector<std::string>& args);
 int cmd_report(const std::vector<std::string>& args);
 int cmd_policy(const std::vector<std::string>& args);   // policy validate|compile FILE
+int cmd_ca(const std::vector<std::string>& args);  // ca init|show|export|rotate
 
 }  // namespace faultline

@@ -30,7 +30,7 @@ int uninstall() {
   } else if (*res > 0) {
     std::cout << *res << " resource fault" << (*res == 1 ? "" : "s") << " reverted\n";
   }
-  if (auto n = abort_all_syscall_faults(std::cout); !n) {
+  if (auto n = abort_all_session_faults(std::cout); !n) {
     std::cerr << "faultctl uninstall: " << n.error().describe() << "\n";
     return kExitFailure;
   }

@@ -1,6 +1,8 @@
 // The daemon fixture: private state for every test, faultd as a child process.
 #include "faultd_env.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -61,6 +63,38 @@ void FaultdTest::start_faultd(const std::vector<std::string>& extra) {
   if (at != std::string::npos) metrics_port_ = static_cast<uint16_t>(std::stoul(err.substr(at + 28)));
   const size_t tp = err.find("Toxiproxy API on http://127.0.0.1:");
   if (tp != std::string::npos) toxiproxy_port_ = static_cast<uint16_t>(std::stoul(err.substr(tp + 34)));
+}
+
+TcpReply http(uint16_t port, const std::string& method, const std::string& path, const std::string& body,
+              const std::string& extra_headers) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  TcpReply r;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return r;
+  }
+  std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" + extra_headers;
+  if (!body.empty() || method == "POST" || method == "PATCH")
+    req += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+  req += "\r\n" + body;
+  (void)!::send(fd, req.data(), req.size(), MSG_NOSIGNAL);
+  std::string raw;
+  char buf[4096];
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 10000) <= 0) break;
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    raw.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  r.status = status_of(raw);
+  r.body = body_of(raw);
+  return r;
 }
 
 bool wait_serving(ChildProcess& d) {

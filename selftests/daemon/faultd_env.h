@@ -58,6 +58,14 @@ class FaultdTest : public ::testing::Test {
   uint16_t toxiproxy_port_ = 0;
 };
 
+// One HTTP request on a new loopback TCP connection to port (Connection: close).
+struct TcpReply {
+  int status = 0;  // 0: no answer
+  std::string body;
+};
+[[nodiscard]] TcpReply http(uint16_t port, const std::string& method, const std::string& path,
+                            const std::string& body = "", const std::string& extra_headers = "");
+
 // Waits (15 s) for faultd's whole "faultd: serving: ..." line on its stderr.
 [[nodiscard]] bool wait_serving(ChildProcess& d);
 

@@ -22,42 +22,6 @@ namespace {
 
 // One HTTP/1.1 request on a new TCP connection to 127.0.0.1:port (Connection:
 // close); the status and body of the answer, status 0 if none came.
-struct TcpReply {
-  int status = 0;
-  std::string body;
-};
-
-TcpReply http(uint16_t port, const std::string& method, const std::string& path, const std::string& body = "",
-              const std::string& extra_headers = "") {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  TcpReply r;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return r;
-  }
-  std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" + extra_headers;
-  if (!body.empty() || method == "POST" || method == "PATCH")
-    req += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
-  req += "\r\n" + body;
-  (void)!::send(fd, req.data(), req.size(), MSG_NOSIGNAL);
-  std::string raw;
-  char buf[4096];
-  for (;;) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 10000) <= 0) break;
-    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) break;
-    raw.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  r.status = status_of(raw);
-  r.body = body_of(raw);
-  return r;
-}
 
 // A real upstream: accepts on 127.0.0.1 (a free port), answers "hello\n" to
 // whatever a connection sends first, then closes it.

@@ -6,7 +6,7 @@
 #include "base/units.h"
 #include "userspace/net/address.h"
 #include "userspace/guardrails/http.h"
-#include "userspace/enforce/egress_policy.h"
+#include "userspace/net/egress_rules.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string in(reinterpret_cast<const char*>(data), size);

@@ -114,5 +114,29 @@ TEST(VmRedirectHandoff, TheListenerLearnsTheOriginalDestination) {
   EXPECT_EQ(seen, "192.0.2.10:80");
 }
 
+// faultctl run tcp on this kernel: a command's connect is redirected to
+// faultctl's proxy, which connects to the original destination and cuts the
+// reply after 4 bytes (limit_data); host-wide, the proxy's own connect carries
+// FL_PROXY_MARK and is not redirected back to it (the mark read on this
+// verifier), and reset_peer resets the client.
+TEST(VmRunTcp, InterceptsACommandAndTheHost) {
+  ChildProcess echo = start({bin("fl-vmprobe"), "echo", "tcp", "18092"});
+  ASSERT_TRUE(echo.wait_for("ready", 10s)) << echo.out();
+  auto cmd = run({bin("faultctl"), "run", "tcp", "--target", "127.0.0.1:18092", "--toxic", "limit_data=4", "--duration",
+                  "30s", "--", bin("fl-vmprobe"), "peer", "tcp", "127.0.0.1", "18092"});
+  EXPECT_EQ(cmd.status.code, 0) << cmd.out << cmd.err;
+  EXPECT_NE(cmd.out.find("peer 127.0.0.1:18092 reply pong\n"), std::string::npos) << cmd.out << cmd.err;
+
+  ChildProcess fault = start({bin("faultctl"), "run", "tcp", "--target", "127.0.0.1:18092", "--toxic", "reset_peer=0",
+                              "--duration", "60s"});
+  ASSERT_TRUE(fault.wait_for("tcp fault t", 20s)) << fault.out();
+  auto reset = run({bin("fl-vmprobe"), "peer", "tcp", "127.0.0.1", "18092"});
+  EXPECT_NE(reset.out.find("error ECONNRESET"), std::string::npos) << reset.out;
+  auto ab = run({bin("faultctl"), "abort", "--all"});
+  EXPECT_EQ(ab.status.code, 0) << ab.out << ab.err;
+  auto after = run({bin("fl-vmprobe"), "peer", "tcp", "127.0.0.1", "18092"});
+  EXPECT_NE(after.out.find("peer 127.0.0.1:18092 reply pong ping"), std::string::npos) << after.out;
+}
+
 }  // namespace
 }  // namespace flvm

@@ -31,6 +31,7 @@ std::string errname(int e) {
     case ENOBUFS: return "ENOBUFS";
     case ENETUNREACH: return "ENETUNREACH";
     case EAGAIN: return "EAGAIN";
+    case ECONNRESET: return "ECONNRESET";
     default: return "errno" + std::to_string(e);
   }
 }

@@ -1,12 +1,21 @@
-// Listeners, the stop signals as an fd the server watches, the ready line.
+// Listeners, the stop and restart signals as an fd the server watches, the
+// ready line, and the handover to a successor.
 #include "userspace/daemon/faultd.h"
 
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/clock.h"
 #include "base/exit_code.h"
 #include "base/files.h"
 #include "base/unique_fd.h"
@@ -19,27 +28,129 @@
 namespace faultline {
 namespace {
 
+constexpr int kHandoverVersion = 1;
+constexpr int kSuccessorStartMs = 15'000;
+
 int fail(const FaultdHooks& hooks, const Error& e) {
   hooks.log("faultd: " + e.describe());
   return e.bad_input ? kExitBadInput : kExitFailure;
 }
 
+// A successor's inherited state, taken once (the variable is cleared, so a
+// later restart of this process starts from its own state).
+Result<std::optional<nlohmann::json>> take_handover() {
+  const char* env = std::getenv(kFaultdHandoverEnv);
+  if (env == nullptr) return std::optional<nlohmann::json>{};
+  const int fd = std::atoi(env);
+  ::unsetenv(kFaultdHandoverEnv);
+  UniqueFd memfd(fd);
+  if (fd <= 2 || ::lseek(fd, 0, SEEK_SET) != 0) return make_error(EBADF, "the handover state is not readable");
+  std::string text;
+  char buf[8192];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) return errno_error("reading the handover state");
+    if (n == 0) break;
+    text.append(buf, size_t(n));
+  }
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || j.value("version", 0) != kHandoverVersion)
+    return make_error(EINVAL, "the handover state is not one this faultd reads");
+  return std::optional<nlohmann::json>(std::move(j));
+}
+
+int inherited_fd(const nlohmann::json& state, const char* key) {
+  return state.contains(key) && state[key].is_number_integer() ? state[key].get<int>() : -1;
+}
+
+// Starts a successor with the listeners and the state; returns its pid once it
+// serves, or why it did not.
+Result<pid_t> start_successor(const FaultdHooks& hooks, HttpServer& server, ProxyFaults* proxies,
+                              const std::vector<std::string>& names) {
+  nlohmann::json state{{"version", kHandoverVersion}};
+  std::vector<int> pass;
+  const std::vector<int> fds = server.listener_fds();
+  for (size_t i = 0; i < fds.size() && i < names.size(); ++i) {
+    state[names[i]] = fds[i];
+    pass.push_back(fds[i]);
+  }
+  std::optional<ProxyFaults::Handover> ph;
+  if (proxies != nullptr) {
+    auto h = proxies->handover();
+    if (!h) return h.error();
+    ph = std::move(*h);
+    state["proxies"] = ph->state;
+    state["proxy_workers"] = proxies->registry().io_paths().workers;
+    for (const auto& fd : ph->fds) pass.push_back(fd.get());
+  }
+  int ready[2];
+  if (::pipe2(ready, O_CLOEXEC) != 0) return errno_error("pipe");
+  UniqueFd ready_r(ready[0]), ready_w(ready[1]);
+  state["ready"] = ready_w.get();
+  pass.push_back(ready_w.get());
+  UniqueFd memfd(::memfd_create("faultd-handover", MFD_CLOEXEC));
+  if (!memfd) return errno_error("memfd_create");
+  const std::string text = state.dump();
+  if (::write(memfd.get(), text.data(), text.size()) != ssize_t(text.size())) return errno_error("writing the handover");
+  pass.push_back(memfd.get());
+
+  // Everything the child needs is made before fork: after it, only calls that
+  // are safe in a copy of a threaded process (fcntl, execve).
+  std::vector<std::string> env_text;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::string_view(*e).starts_with(std::string(kFaultdHandoverEnv) + "=")) continue;
+    env_text.emplace_back(*e);
+  }
+  env_text.push_back(std::string(kFaultdHandoverEnv) + "=" + std::to_string(memfd.get()));
+  std::vector<char*> envp, argv;
+  for (auto& s : env_text) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = hooks.argv;
+  for (auto& s : args) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) return errno_error("fork");
+  if (pid == 0) {
+    for (int fd : pass) (void)::fcntl(fd, F_SETFD, 0);
+    ::execve("/proc/self/exe", argv.data(), envp.data());
+    ::_exit(127);
+  }
+  ready_w.reset();
+  memfd.reset();
+  pollfd p{ready_r.get(), POLLIN, 0};
+  char byte = 0;
+  if (::poll(&p, 1, kSuccessorStartMs) == 1 && ::read(ready_r.get(), &byte, 1) == 1) return pid;
+  int status = 0;
+  std::string why = "it did not say it serves within " + std::to_string(kSuccessorStartMs / 1000) + " s";
+  if (::waitpid(pid, &status, WNOHANG) == pid)
+    why = WIFEXITED(status) ? "it exited with code " + std::to_string(WEXITSTATUS(status)) : "it was killed";
+  else
+    ::kill(pid, SIGKILL), (void)::waitpid(pid, &status, 0);
+  return make_error(ECHILD, "the new faultd did not start: " + why);
+}
+
 }  // namespace
 
 int serve_faultd(const FaultdConfig& config, const FaultdHooks& hooks) {
-  // SIGTERM and SIGINT become readable on an fd; SIGPIPE is ignored (a client
-  // that hangs up mid-reply is only a closed connection).
-  sigset_t stop_set;
-  sigemptyset(&stop_set);
-  sigaddset(&stop_set, SIGTERM);
-  sigaddset(&stop_set, SIGINT);
-  if (sigprocmask(SIG_BLOCK, &stop_set, nullptr) != 0) return fail(hooks, errno_error("sigprocmask"));
+  // SIGTERM, SIGINT and SIGHUP become readable on an fd; SIGPIPE is ignored (a
+  // client that hangs up mid-reply is only a closed connection).
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
+  if (sigprocmask(SIG_BLOCK, &signals, nullptr) != 0) return fail(hooks, errno_error("sigprocmask"));
   ::signal(SIGPIPE, SIG_IGN);
-  UniqueFd stop(signalfd(-1, &stop_set, SFD_CLOEXEC | SFD_NONBLOCK));
-  if (!stop) return fail(hooks, errno_error("signalfd"));
+  UniqueFd sigfd(signalfd(-1, &signals, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!sigfd) return fail(hooks, errno_error("signalfd"));
+
+  auto inherited = take_handover();
+  if (!inherited) return fail(hooks, inherited.error());
+  const nlohmann::json state = inherited->value_or(nlohmann::json::object());
+  const bool successor = inherited->has_value();
 
   const std::string dir = std::filesystem::path(config.socket_path).parent_path().string();
-  if (dir == state_root()) {
+  if (dir == state_root() && !successor) {
     if (auto st = ensure_private_dir(dir, true); !st) return fail(hooks, st.error());
   }
   auto server = HttpServer::create();
@@ -51,29 +162,56 @@ int serve_faultd(const FaultdConfig& config, const FaultdHooks& hooks) {
     hooks.log("faultd: " + std::string(x.method) + " " + std::string(x.path) + " " + std::to_string(x.status) + " (" +
               who + ")");
   });
-  // The proxies and Toxiproxy's API, unless --toxiproxy off.
+  // The proxies and Toxiproxy's API, unless --toxiproxy off (a successor keeps
+  // what its predecessor had: the listening sockets cannot change across it).
   std::unique_ptr<ProxyFaults> proxies;
-  if (!config.toxiproxy_address.empty()) {
+  const bool with_proxies = successor ? inherited_fd(state, "toxiproxy") >= 0 : !config.toxiproxy_address.empty();
+  if (with_proxies) {
     ProxyOptions po;
-    po.workers = config.proxy_workers;
+    po.workers = successor ? state.value("proxy_workers", config.proxy_workers) : config.proxy_workers;
     auto started = ProxyFaults::start(po, config.toxic_max_ns, hooks.log);
     if (!started) return fail(hooks, started.error());
     proxies = std::move(*started);
+    if (successor) {
+      if (auto st = proxies->adopt(state.value("proxies", nlohmann::json::array())); !st)
+        return fail(hooks, st.error());
+    }
   }
   const HttpRouter api = local_api_router(proxies.get());
   const HttpRouter metrics = metrics_router(proxies.get());
-  if (auto st = server->listen_unix(config.socket_path, 0600, root_only(same_state_only(api.handler()))); !st)
-    return fail(hooks, st.error());
-  std::string where = "API on " + config.socket_path;
-  if (!config.metrics_address.empty()) {
-    auto bound = server->listen_tcp(config.metrics_address, metrics.handler());
+  // The listeners, in the order a handover names them.
+  std::vector<std::string> names;
+  auto listen = [&](const char* name, auto bind, HttpHandler handler) -> Result<std::string> {
+    names.push_back(name);
+    if (successor) {
+      const int fd = inherited_fd(state, name);
+      if (fd < 0) return make_error(EINVAL, std::string("the handover has no ") + name + " listener");
+      return server->adopt_listener(UniqueFd(fd), std::move(handler));
+    }
+    return bind(std::move(handler));
+  };
+  auto api_at = listen(
+      "api",
+      [&](HttpHandler h) -> Result<std::string> {
+        FL_TRY(server->listen_unix(config.socket_path, 0600, std::move(h)));
+        return config.socket_path;
+      },
+      root_only(same_state_only(api.handler())));
+  if (!api_at) return fail(hooks, api_at.error());
+  std::string where = "API on " + *api_at;
+  if (successor ? inherited_fd(state, "metrics") >= 0 : !config.metrics_address.empty()) {
+    auto bound = listen(
+        "metrics", [&](HttpHandler h) { return server->listen_tcp(config.metrics_address, std::move(h)); },
+        metrics.handler());
     if (!bound) return fail(hooks, bound.error());
     where += ", metrics on http://" + *bound + "/metrics";
   } else {
     where += ", metrics off";
   }
   if (proxies) {
-    auto bound = server->listen_tcp(config.toxiproxy_address, proxies->toxiproxy_handler());
+    auto bound = listen(
+        "toxiproxy", [&](HttpHandler h) { return server->listen_tcp(config.toxiproxy_address, std::move(h)); },
+        proxies->toxiproxy_handler());
     if (!bound) return fail(hooks, bound.error());
     const ProxyIoPaths io = proxies->registry().io_paths();
     where += ", Toxiproxy API on http://" + *bound + " (" + std::to_string(io.workers) + " proxy workers, " +
@@ -87,10 +225,57 @@ int serve_faultd(const FaultdConfig& config, const FaultdHooks& hooks) {
     std::ostringstream discard;
     (void)write_features(true, discard);
   }
+  if (successor) where += "; took over from the previous faultd";
   hooks.ready(where);
-  auto st = server->run(stop.get());
+  if (successor) {
+    const int ready = inherited_fd(state, "ready");
+    const char ok = 1;
+    if (ready >= 0) {
+      (void)!::write(ready, &ok, 1);
+      ::close(ready);
+    }
+  }
+
+  for (;;) {
+    auto st = server->run(sigfd.get());
+    if (!st) {
+      hooks.stopping();
+      return fail(hooks, st.error());
+    }
+    signalfd_siginfo si{};
+    if (::read(sigfd.get(), &si, sizeof si) != sizeof si) continue;
+    if (si.ssi_signo != SIGHUP) break;
+    if (hooks.argv.empty()) {
+      hooks.log("faultd: SIGHUP ignored (no command line to restart with)");
+      continue;
+    }
+    hooks.log("faultd: SIGHUP: starting a new faultd and handing it the listeners");
+    auto next = start_successor(hooks, *server, proxies.get(), names);
+    if (!next) {
+      hooks.log("faultd: restart failed, still serving: " + next.error().describe());
+      continue;
+    }
+    // The successor accepts from here on; we relay what we have.
+    server->release_listeners();
+    if (proxies) proxies->release_listeners();
+    if (hooks.handed_over) hooks.handed_over(*next);
+    const uint64_t open = proxies ? proxies->registry().open_connections() : 0;
+    hooks.log("faultd: pid " + std::to_string(*next) + " took over; relaying " + std::to_string(open) +
+              " open connections here for at most " + std::to_string(config.restart_drain_ns / 1'000'000'000ULL) +
+              " s");
+    const uint64_t deadline = monotonic_ns() + config.restart_drain_ns;
+    bool stop_now = false;
+    while (proxies && proxies->registry().open_connections() > 0 && monotonic_ns() < deadline && !stop_now) {
+      pollfd p{sigfd.get(), POLLIN, 0};
+      if (::poll(&p, 1, 50) == 1 && ::read(sigfd.get(), &si, sizeof si) == sizeof si &&
+          (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT))
+        stop_now = true;
+    }
+    const uint64_t left = proxies ? proxies->registry().open_connections() : 0;
+    hooks.log("faultd: drained; " + std::to_string(left) + " connections still open are closed; exiting");
+    return kExitCompleted;
+  }
   hooks.stopping();
-  if (!st) return fail(hooks, st.error());
   return kExitCompleted;
 }
 

@@ -1,22 +1,44 @@
 // faultd's life: listen on the local API socket and /metrics, say it is ready,
 // serve until SIGTERM or SIGINT, remove the socket. It holds nothing that a
 // running fault needs: faults live in pinned maps and end by their deadline.
+//
+// SIGHUP (systemctl reload) restarts it without refusing a connection: a new
+// faultd is started from the same binary and arguments and handed, across
+// exec, every listening socket (the API's, /metrics', Toxiproxy's and each
+// proxy's) with the proxies' state (toxics, and how long each has run, so its
+// bound keeps counting). Once the successor serves, the old process stops
+// accepting, relays the connections it already has for at most
+// --restart-drain, and exits. A successor that does not start leaves the old
+// one serving as before.
 #pragma once
+
+#include <sys/types.h>
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "userspace/daemon/faultd_config.h"
 
 namespace faultline {
 
+// The environment variable that names, in a successor, the descriptor of the
+// handover state (a memfd of JSON).
+inline constexpr const char* kFaultdHandoverEnv = "FAULTLINE_FAULTD_HANDOVER";
+
 struct FaultdHooks {
   std::function<void(const std::string&)> ready;  // serving; the argument says where
   std::function<void()> stopping;                 // a stop signal came; closing
   std::function<void(const std::string&)> log;    // one line, no newline
+  // SIGHUP: the command line that starts a successor (argv[0] is replaced by
+  // this binary, /proc/self/exe); empty: SIGHUP is ignored.
+  std::vector<std::string> argv;
+  // The successor serves; this process drains and exits (systemd: MAINPID=).
+  std::function<void(pid_t)> handed_over;
 };
 
-// Serves in this process until SIGTERM or SIGINT; the exit code (0 after a
+// Serves in this process until SIGTERM or SIGINT, or until a successor took
+// over (SIGHUP) and the connections left here drained; the exit code (0 after a
 // clean stop, 1 when it could not start, 2 on bad input such as a bad address).
 [[nodiscard]] int serve_faultd(const FaultdConfig& config, const FaultdHooks& hooks);
 

@@ -52,6 +52,13 @@ Result<uint64_t> toxic_max(const std::string& value, const std::string& where) {
   return *d;
 }
 
+Result<uint64_t> restart_drain(const std::string& value, const std::string& where) {
+  auto d = parse_duration_ns(value);
+  if (!d) return input_error(0, where + ": " + d.error().message);
+  if (*d > 3600ULL * 1'000'000'000ULL) return input_error(0, where + ": '" + value + "' is over 1h");
+  return *d;
+}
+
 Result<std::string> socket_path(const std::string& value, const std::string& where) {
   if (value.empty() || value[0] != '/') return input_error(0, where + ": '" + value + "' is not an absolute path");
   if (value.size() > 107) return input_error(0, where + ": a unix socket path is at most 107 bytes");
@@ -68,6 +75,7 @@ std::string default_faultd_socket() {
 std::string faultd_usage() {
   return "usage: faultd [--config FILE] [--foreground] [--socket PATH] [--metrics HOST:PORT|off]\n"
          "             [--toxiproxy HOST:PORT|off] [--proxy-workers N] [--toxic-max-duration D]\n"
+         "             [--restart-drain D]\n"
          "  the Faultline host agent: the local API (JSON over HTTP/1.1 on a unix\n"
          "  socket, root only) and Prometheus /metrics on loopback\n"
          "  --config FILE      a JSON object with the same settings: {\"socket\": PATH,\n"
@@ -85,6 +93,9 @@ std::string faultd_usage() {
          "  --toxic-max-duration D\n"
          "                     a toxic, or a proxy taken down, ends after D (default 1h,\n"
          "                     1s-24h): no fault outlives its bound\n"
+         "  --restart-drain D  on SIGHUP (systemctl reload) a new faultd takes over the\n"
+         "                     listeners and the proxies; the old one relays the\n"
+         "                     connections it has for at most D (default 30s, up to 1h)\n"
          "\n"
          "EXAMPLES\n"
          "  # in the foreground, with the defaults\n"
@@ -133,9 +144,15 @@ Result<FaultdConfig> read_config_file(const std::string& path, FaultdConfig base
       auto d = toxic_max(value.get<std::string>(), where);
       if (!d) return d.error();
       base.toxic_max_ns = *d;
+    } else if (key == "restart_drain") {
+      if (!value.is_string()) return input_error(0, where + " must be a duration string (\"30s\")");
+      auto d = restart_drain(value.get<std::string>(), where);
+      if (!d) return d.error();
+      base.restart_drain_ns = *d;
     } else {
       return input_error(0, path + ": unknown field \"" + key +
-                                     "\" (socket, metrics, foreground, toxiproxy, proxy_workers, toxic_max_duration)");
+                                     "\" (socket, metrics, foreground, toxiproxy, proxy_workers, toxic_max_duration, "
+                                     "restart_drain)");
     }
   }
   return base;
@@ -144,11 +161,12 @@ Result<FaultdConfig> read_config_file(const std::string& path, FaultdConfig base
 Result<FaultdArgs> parse_faultd_args(const std::vector<std::string>& args) {
   FaultdArgs out;
   out.config.socket_path = default_faultd_socket();
-  std::optional<std::string> config_file, socket, metrics, toxiproxy, workers, toxic_max_flag;
+  std::optional<std::string> config_file, socket, metrics, toxiproxy, workers, toxic_max_flag, drain_flag;
   bool foreground = false;
   const std::map<std::string, std::optional<std::string>*> valued = {
       {"--config", &config_file},  {"--socket", &socket},        {"--metrics", &metrics},
-      {"--toxiproxy", &toxiproxy}, {"--proxy-workers", &workers}, {"--toxic-max-duration", &toxic_max_flag}};
+      {"--toxiproxy", &toxiproxy}, {"--proxy-workers", &workers}, {"--toxic-max-duration", &toxic_max_flag},
+      {"--restart-drain", &drain_flag}};
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](const char* flag) -> Result<std::string> {
@@ -202,6 +220,11 @@ Result<FaultdArgs> parse_faultd_args(const std::vector<std::string>& args) {
     auto d = toxic_max(*toxic_max_flag, "--toxic-max-duration");
     if (!d) return d.error();
     out.config.toxic_max_ns = *d;
+  }
+  if (drain_flag) {
+    auto d = restart_drain(*drain_flag, "--restart-drain");
+    if (!d) return d.error();
+    out.config.restart_drain_ns = *d;
   }
   if (foreground) out.config.foreground = true;
   return out;

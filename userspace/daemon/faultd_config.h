@@ -22,6 +22,9 @@ struct FaultdConfig {
   std::string toxiproxy_address = kDefaultToxiproxyAddress;
   unsigned proxy_workers = 0;                 // io_uring event loops of the proxies; 0: one per CPU
   uint64_t toxic_max_ns = kDefaultToxicMaxNs;  // a toxic (or a proxy taken down) ends after this
+  // SIGHUP (systemctl reload): how long the old process relays the connections
+  // it had, after its successor took the listeners, before it closes the rest.
+  uint64_t restart_drain_ns = 30'000'000'000ULL;
 };
 
 // The local API's socket: FAULTLINE_FAULTD_SOCKET when set, else
@@ -35,14 +38,14 @@ struct FaultdArgs {
 };
 
 // faultd [--config FILE] [--foreground] [--socket PATH] [--metrics ADDR|off]
-// [--toxiproxy ADDR|off] [--proxy-workers N] [--toxic-max-duration D]:
+// [--toxiproxy ADDR|off] [--proxy-workers N] [--toxic-max-duration D] [--restart-drain D]:
 // the file first, then the flags over it. Bad input names the flag or the
 // file's field (an error with bad_input set: exit 2).
 [[nodiscard]] Result<FaultdArgs> parse_faultd_args(const std::vector<std::string>& args);
 
 // The config file, a JSON object: {"socket": PATH, "metrics": "HOST:PORT" | "off",
 // "foreground": bool, "toxiproxy": "HOST:PORT" | "off", "proxy_workers": N,
-// "toxic_max_duration": "1h"}; what it sets replaces base's. Unknown fields are refused, by name.
+// "toxic_max_duration": "1h", "restart_drain": "30s"}; what it sets replaces base's. Unknown fields are refused, by name.
 [[nodiscard]] Result<FaultdConfig> read_config_file(const std::string& path, FaultdConfig base);
 
 [[nodiscard]] std::string faultd_usage();

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "base/units.h"
+#include "userspace/daemon/http_faults_api.h"
 #include "userspace/daemon/toxiproxy_api.h"
 #include "userspace/state/kill_switch.h"
 
@@ -20,13 +21,14 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kTick = std::chrono::milliseconds(100);
 
 std::string toxic_key(const std::string& name) { return "toxic " + name; }
+std::string http_key(const std::string& name) { return "http " + name; }
 constexpr const char* kDown = "down";
 
 // Whether the request would start a fault: a toxic added or changed, or a
 // proxy made or set with "enabled": false.
 bool starts_fault(const HttpRequest& req) {
   if (req.method != "POST" && req.method != "PATCH") return false;
-  if (req.path.find("/toxics") != std::string::npos) return true;
+  if (req.path.find("/toxics") != std::string::npos || req.path.find("/http_faults") != std::string::npos) return true;
   if (req.path.rfind("/proxies", 0) != 0 && req.path != "/populate") return false;
   const nlohmann::json j = nlohmann::json::parse(req.body, nullptr, false);
   auto disables = [](const nlohmann::json& p) {
@@ -53,6 +55,7 @@ Result<std::unique_ptr<ProxyFaults>> ProxyFaults::start(const ProxyOptions& opti
 ProxyFaults::ProxyFaults(std::unique_ptr<ProxyRegistry> registry, uint64_t toxic_max_ns, Log log)
     : registry_(std::move(registry)), toxic_max_ns_(toxic_max_ns), log_(std::move(log)) {
   router_ = toxiproxy_router(*registry_);
+  add_http_fault_routes(router_, *registry_);
 }
 
 ProxyFaults::~ProxyFaults() {
@@ -67,8 +70,7 @@ ProxyFaults::~ProxyFaults() {
 HttpHandler ProxyFaults::toxiproxy_handler() {
   return refuse_browsers([this](const HttpRequest& req) {
     if (starts_fault(req)) {
-      if (auto why = fault_start_refused())
-        return HttpReply::error(403, "no fault may start: " + *why);
+      if (auto why = fault_start_refused()) return HttpReply::error(403, "no fault may start: " + *why);
     }
     return router_.route(req);
   });
@@ -76,7 +78,7 @@ HttpHandler ProxyFaults::toxiproxy_handler() {
 
 size_t ProxyFaults::end_all(const std::string& why) {
   size_t n = 0;
-  for (const ProxyInfo& p : registry_->list()) n += p.toxics.size() + (p.config.enabled ? 0 : 1);
+  for (const ProxyInfo& p : registry_->list()) n += p.toxics.size() + p.http_faults.size() + (p.config.enabled ? 0 : 1);
   if (n == 0) return 0;
   if (auto st = registry_->reset(); !st) {
     log_("faultd: cannot end the proxies' faults (" + why + "): " + st.error().describe());
@@ -86,7 +88,8 @@ size_t ProxyFaults::end_all(const std::string& why) {
     std::lock_guard<std::mutex> lock(mu_);
     started_.clear();
   }
-  log_("faultd: " + why + ": " + std::to_string(n) + " proxy faults ended (every toxic removed, every proxy up)");
+  log_("faultd: " + why + ": " + std::to_string(n) +
+       " proxy faults ended (every toxic and HTTP fault removed, every proxy up)");
   return n;
 }
 
@@ -109,6 +112,7 @@ void ProxyFaults::watch() {
       std::set<std::pair<std::string, std::string>> live;
       for (const ProxyInfo& p : registry_->list()) {
         for (const Toxic& t : p.toxics) live.insert({p.config.name, toxic_key(t.name)});
+        for (const HttpFault& f : p.http_faults) live.insert({p.config.name, http_key(f.name)});
         if (!p.config.enabled) live.insert({p.config.name, kDown});
       }
       for (auto it = started_.begin(); it != started_.end();)
@@ -125,6 +129,8 @@ void ProxyFaults::watch() {
         up.enabled = true;
         auto r = registry_->update(proxy, up);
         if (!r) st = r.error();
+      } else if (what.rfind("http ", 0) == 0) {
+        st = registry_->remove_http_fault(proxy, what.substr(5));
       } else {
         st = registry_->remove_toxic(proxy, what.substr(6));
       }
@@ -138,6 +144,76 @@ void ProxyFaults::watch() {
       }
     }
   }
+}
+
+Result<ProxyFaults::Handover> ProxyFaults::handover() const {
+  auto all = registry_->listeners();
+  if (!all) return all.error();
+  Handover h;
+  h.state = nlohmann::json::array();
+  const auto now = Clock::now();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& p : *all) {
+    nlohmann::json pj = toxiproxy_proxy_json(p.info);
+    nlohmann::json ages = nlohmann::json::object();
+    for (const auto& [key, since] : started_) {
+      if (key.first == p.info.config.name)
+        ages[key.second] = std::chrono::duration_cast<std::chrono::milliseconds>(now - since).count();
+    }
+    pj["ages_ms"] = ages;
+    pj["http"] = p.info.http;
+    pj["http_limits"] = {{"max_header_bytes", p.info.http_limits.max_header_bytes},
+                         {"max_headers", p.info.http_limits.max_headers},
+                         {"head_timeout_ms", p.info.http_limits.head_timeout_ms}};
+    pj["http_faults"] = nlohmann::json::array();
+    for (const HttpFault& f : p.info.http_faults) pj["http_faults"].push_back(http_fault_to_json(f));
+    pj["listeners"] = nlohmann::json::array();
+    for (auto& fd : p.listeners) {
+      pj["listeners"].push_back(fd.get());
+      h.fds.push_back(std::move(fd));
+    }
+    h.state.push_back(std::move(pj));
+  }
+  return h;
+}
+
+Status ProxyFaults::adopt(const nlohmann::json& state) {
+  if (!state.is_array()) return make_error(EINVAL, "handover: \"proxies\" is not an array");
+  const auto now = Clock::now();
+  for (const auto& pj : state) {
+    try {
+      ProxyInfo info;
+      ProxyConfig& c = info.config;
+      c.name = pj.at("name").get<std::string>();
+      c.listen = pj.at("listen").get<std::string>();
+      c.upstream = pj.at("upstream").get<std::string>();
+      c.enabled = pj.at("enabled").get<bool>();
+      for (const auto& tj : pj.at("toxics")) {
+        auto t = toxic_from_json(tj);
+        if (!t) return make_error(EINVAL, "handover: proxy " + c.name + ": " + t.error().message);
+        info.toxics.push_back(*t);
+      }
+      info.http = pj.at("http").get<bool>();
+      const auto& lim = pj.at("http_limits");
+      info.http_limits = {lim.at("max_header_bytes").get<uint32_t>(), lim.at("max_headers").get<uint32_t>(),
+                          lim.at("head_timeout_ms").get<uint32_t>()};
+      for (const auto& fj : pj.at("http_faults")) {
+        auto f = http_fault_from_json(fj);
+        if (!f) return make_error(EINVAL, "handover: proxy " + c.name + ": " + f.error().message);
+        info.http_faults.push_back(*f);
+      }
+      std::vector<UniqueFd> fds;
+      for (const auto& fd : pj.at("listeners")) fds.emplace_back(fd.get<int>());
+      auto made = registry_->adopt(info, std::move(fds));
+      if (!made) return make_error(made.error().err, "handover: proxy " + c.name + ": " + made.error().describe());
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& [what, ms] : pj.at("ages_ms").items())
+        started_[{c.name, what}] = now - std::chrono::milliseconds(ms.get<int64_t>());
+    } catch (const nlohmann::json::exception& e) {
+      return make_error(EINVAL, std::string("handover: a proxy: ") + e.what());
+    }
+  }
+  return {};
 }
 
 nlohmann::json ProxyFaults::status_json() const {
@@ -155,6 +231,14 @@ nlohmann::json ProxyFaults::status_json() const {
     for (size_t i = 0; i < p.toxics.size(); ++i)
       pj["toxics"][i]["left_s"] = ends_in(p.config.name, toxic_key(p.toxics[i].name));
     if (!p.config.enabled) pj["down_left_s"] = ends_in(p.config.name, kDown);
+    if (!p.http_faults.empty()) {
+      pj["http_faults"] = nlohmann::json::array();
+      for (const HttpFault& f : p.http_faults) {
+        nlohmann::json fj = http_fault_to_json(f);
+        fj["left_s"] = ends_in(p.config.name, http_key(f.name));
+        pj["http_faults"].push_back(std::move(fj));
+      }
+    }
     if (auto st = registry_->stats(p.config.name)) {
       pj["counters"] = {{"connections_accepted", st->connections_accepted},
                         {"connections_active", st->connections_active},
@@ -176,13 +260,20 @@ std::string ProxyFaults::status_text() const {
       << p["upstream"].get<std::string>();
     if (!p["enabled"].get<bool>()) o << "  DOWN (ends in " << p["down_left_s"].get<int64_t>() << " s)";
     if (p.contains("counters"))
-      o << "  connections " << p["counters"]["connections_active"] << " open, "
-        << p["counters"]["connections_accepted"] << " accepted";
+      o << "  connections " << p["counters"]["connections_active"] << " open, " << p["counters"]["connections_accepted"]
+        << " accepted";
     o << "\n";
     for (const auto& t : p["toxics"]) {
       o << "    toxic " << t["name"].get<std::string>() << ": " << t["type"].get<std::string>() << " "
         << t["stream"].get<std::string>() << " toxicity " << t["toxicity"].dump() << " " << t["attributes"].dump()
         << " (ends in " << t["left_s"].get<int64_t>() << " s)\n";
+    }
+    if (p.contains("http_faults")) {
+      for (const auto& f : p["http_faults"]) {
+        o << "    http " << f["name"].get<std::string>() << ": " << f["type"].get<std::string>() << " match "
+          << f["match"].dump() << " percent " << f["percent"].dump() << " " << f["attributes"].dump() << " (ends in "
+          << f["left_s"].get<int64_t>() << " s)\n";
+      }
     }
   }
   return o.str();
@@ -210,6 +301,11 @@ void ProxyFaults::append_metrics(MetricsText& m) const {
            "Connections a toxic was applied to (its toxicity drawn in favour)");
   for (const auto& [name, st] : stats) {
     for (const ToxicActivations& t : st.toxics) m.sample({{"proxy", name}, {"toxic", t.toxic}}, t.connections);
+  }
+  m.family("faultline_proxy_http_fault_requests_total", "counter",
+           "Requests an HTTP fault was applied to (matched, and its percent and attempts drawn in favour)");
+  for (const auto& [name, st] : stats) {
+    for (const ToxicActivations& f : st.http_faults) m.sample({{"proxy", name}, {"fault", f.toxic}}, f.connections);
   }
 }
 

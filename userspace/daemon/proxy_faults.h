@@ -11,10 +11,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
+
+#include "base/unique_fd.h"
 
 #include "userspace/daemon/metrics_text.h"
 #include "userspace/net/http_router.h"
@@ -49,6 +52,20 @@ class ProxyFaults {
   void append_metrics(MetricsText& m) const;
 
   [[nodiscard]] ProxyRegistry& registry() { return *registry_; }
+
+  // A restart's handover. The predecessor's handover(): every proxy with its
+  // toxics, how long each of its faults has run (the bound keeps counting in the
+  // successor), and its listening sockets, whose descriptors the state names
+  // ("listeners") and `fds` holds. The successor's adopt(): the same proxies on
+  // those inherited sockets. release_listeners(): the predecessor stops
+  // accepting (the successor does now) and drains what it has.
+  struct Handover {
+    nlohmann::json state;
+    std::vector<UniqueFd> fds;
+  };
+  [[nodiscard]] Result<Handover> handover() const;
+  [[nodiscard]] Status adopt(const nlohmann::json& state);
+  void release_listeners() { registry_->release_listeners(); }
 
  private:
   ProxyFaults(std::unique_ptr<ProxyRegistry> registry, uint64_t toxic_max_ns, Log log);

@@ -156,6 +156,8 @@ HttpReply populate(ProxyRegistry& reg, const HttpRequest& req) {
     for (const ProxyInfo& old : replaced) {
       if (auto back = reg.create(old.config); back) {
         for (const Toxic& t : old.toxics) (void)reg.add_toxic(old.config.name, t);
+        if (old.http) (void)reg.set_http_limits(old.config.name, old.http_limits);
+        for (const HttpFault& f : old.http_faults) (void)reg.add_http_fault(old.config.name, f);
       }
     }
     HttpReply r = registry_error(e, kProxyNotFound, kProxyExists);

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "userspace/enforce/egress_policy.h"
+#include "userspace/net/egress_rules.h"
 
 namespace faultline {
 

@@ -25,9 +25,13 @@ std::vector<Capability> capabilities(const Features& f) {
     if (f.sch_fq.available && !caps[0].chosen.empty()) {
       c.chosen = "EDT + sch_fq";
       c.why = f.sch_fq.detail;
-    } else {
+    } else if (f.cgroup_v2.available) {
+      c.chosen = c.ladder[1];
       c.why = "sch_fq is missing (" + f.sch_fq.detail +
-              "); the TCP-stream alternative in the proxy is not built yet";
+              "): latency and bandwidth run through the proxy (--via proxy; TCP only, per stream)";
+    } else {
+      c.why = "sch_fq is missing (" + f.sch_fq.detail + "), and the proxy's redirect needs cgroup v2 (" +
+              f.cgroup_v2.detail + ")";
     }
     caps.push_back(c);
   }

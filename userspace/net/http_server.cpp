@@ -2,6 +2,7 @@
 #include "userspace/net/http_server.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -89,7 +90,7 @@ struct HttpServer::Listener {
   dev_t dev = 0;
   ino_t ino = 0;
   HttpHandler handler;
-  std::shared_ptr<TlsServerContext> tls;  // null: plain HTTP
+  std::shared_ptr<HttpTlsContext> tls;  // null: plain HTTP
 };
 
 struct HttpServer::Connection {
@@ -185,11 +186,51 @@ Status HttpServer::add_listener(std::unique_ptr<Listener> l) {
 }
 
 Result<std::string> HttpServer::listen_tls(const std::string& address, HttpHandler handler,
-                                          std::shared_ptr<TlsServerContext> tls) {
+                                          std::shared_ptr<HttpTlsContext> tls) {
   if (!tls) return make_error(EINVAL, "listen_tls without a TLS context");
   auto bound = listen_tcp(address, std::move(handler));
   if (bound) listeners_.back()->tls = std::move(tls);
   return bound;
+}
+
+Result<std::string> HttpServer::adopt_listener(UniqueFd fd, HttpHandler handler) {
+  sockaddr_storage bound{};
+  socklen_t blen = sizeof bound;
+  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &blen) != 0)
+    return errno_error("an inherited listener: getsockname");
+  int listening = 0;
+  socklen_t ol = sizeof listening;
+  if (::getsockopt(fd.get(), SOL_SOCKET, SO_ACCEPTCONN, &listening, &ol) != 0 || !listening)
+    return make_error(EINVAL, "an inherited descriptor is not a listening socket");
+  const int fl = ::fcntl(fd.get(), F_GETFL);
+  if (fl < 0 || ::fcntl(fd.get(), F_SETFL, fl | O_NONBLOCK) != 0 || ::fcntl(fd.get(), F_SETFD, FD_CLOEXEC) != 0)
+    return errno_error("an inherited listener: fcntl");
+  std::string where = bound.ss_family == AF_UNIX ? reinterpret_cast<sockaddr_un*>(&bound)->sun_path
+                                                 : address_text(bound);
+  auto l = std::make_unique<Listener>();
+  // A unix socket's file is ours from now on: removed when we go, if still it.
+  struct stat st {};
+  if (bound.ss_family == AF_UNIX && !where.empty() && ::stat(where.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
+    l->is_unix = true;
+    l->unix_path = where;
+    l->dev = st.st_dev;
+    l->ino = st.st_ino;
+  }
+  l->fd = std::move(fd);
+  l->handler = std::move(handler);
+  FL_TRY(add_listener(std::move(l)));
+  return where;
+}
+
+std::vector<int> HttpServer::listener_fds() const {
+  std::vector<int> out;
+  for (const auto& l : listeners_) out.push_back(l->fd.get());
+  return out;
+}
+
+void HttpServer::release_listeners() {
+  for (const auto& l : listeners_) (void)epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, l->fd.get(), nullptr);
+  listeners_.clear();  // closes our descriptors; no shutdown(), no unlink()
 }
 
 Result<std::string> HttpServer::listen_tcp(const std::string& address, HttpHandler handler) {

@@ -57,7 +57,17 @@ class HttpServer {
   // The same over TLS (HTTPS). Writes to a peer that is gone raise SIGPIPE
   // through OpenSSL: a process serving TLS ignores SIGPIPE.
   [[nodiscard]] Result<std::string> listen_tls(const std::string& address, HttpHandler handler,
-                                               std::shared_ptr<TlsServerContext> tls);
+                                               std::shared_ptr<HttpTlsContext> tls);
+
+  // Listens on an inherited listening socket (a restart's handover), unix or TCP.
+  // A unix socket's file becomes this server's, removed when it goes.
+  // Returns the address ("127.0.0.1:9469", or the unix path).
+  [[nodiscard]] Result<std::string> adopt_listener(UniqueFd fd, HttpHandler handler);
+  // The listening sockets, in the order they were added (for a handover).
+  [[nodiscard]] std::vector<int> listener_fds() const;
+  // Stops listening, leaving the sockets, their listening state and their files
+  // to a successor that holds them too. Open connections are kept.
+  void release_listeners();
 
   // Called after every answered request (and every error the server answers itself).
   void set_log(HttpLog log) { log_ = std::move(log); }

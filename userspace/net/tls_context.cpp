@@ -18,11 +18,11 @@ std::string openssl_error() {
 
 }  // namespace
 
-Result<std::shared_ptr<TlsServerContext>> TlsServerContext::load(const std::string& cert_chain_pem,
-                                                                 const std::string& key_pem) {
+Result<std::shared_ptr<HttpTlsContext>> HttpTlsContext::load(const std::string& cert_chain_pem,
+                                                             const std::string& key_pem) {
   SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
   if (ctx == nullptr) return make_error(0, "SSL_CTX_new: " + openssl_error());
-  std::shared_ptr<TlsServerContext> owner(new TlsServerContext(ctx));
+  std::shared_ptr<HttpTlsContext> owner(new HttpTlsContext(ctx));
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
   // The server's write buffer is a std::string that grows between retries.
   SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
@@ -36,6 +36,6 @@ Result<std::shared_ptr<TlsServerContext>> TlsServerContext::load(const std::stri
   return owner;
 }
 
-TlsServerContext::~TlsServerContext() { SSL_CTX_free(ctx_); }
+HttpTlsContext::~HttpTlsContext() { SSL_CTX_free(ctx_); }
 
 }  // namespace faultline

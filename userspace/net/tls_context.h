@@ -11,18 +11,18 @@ struct ssl_ctx_st;
 
 namespace faultline {
 
-class TlsServerContext {
+class HttpTlsContext {
  public:
   // Refuses a missing or unreadable file, and a key that does not match the certificate.
-  [[nodiscard]] static Result<std::shared_ptr<TlsServerContext>> load(const std::string& cert_chain_pem,
-                                                                      const std::string& key_pem);
-  ~TlsServerContext();
-  TlsServerContext(const TlsServerContext&) = delete;
-  TlsServerContext& operator=(const TlsServerContext&) = delete;
+  [[nodiscard]] static Result<std::shared_ptr<HttpTlsContext>> load(const std::string& cert_chain_pem,
+                                                                    const std::string& key_pem);
+  ~HttpTlsContext();
+  HttpTlsContext(const HttpTlsContext&) = delete;
+  HttpTlsContext& operator=(const HttpTlsContext&) = delete;
   [[nodiscard]] ssl_ctx_st* get() const { return ctx_; }
 
  private:
-  explicit TlsServerContext(ssl_ctx_st* ctx) : ctx_(ctx) {}
+  explicit HttpTlsContext(ssl_ctx_st* ctx) : ctx_(ctx) {}
   ssl_ctx_st* ctx_;
 };
 

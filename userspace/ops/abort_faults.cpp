@@ -56,7 +56,7 @@ int abort_all_faults(std::ostream& out, std::ostream& err) {
     return kExitFailure;
   }
   if (*res > 0) out << *res << " resource fault" << (*res == 1 ? "" : "s") << " reverted\n";
-  if (auto n = abort_all_syscall_faults(out); !n) {
+  if (auto n = abort_all_session_faults(out); !n) {
     err << "faultctl abort: " << n.error().describe() << "\n";
     return kExitFailure;
   }

@@ -29,7 +29,9 @@ std::string counters_text(const nlohmann::json& c) {
 }  // namespace
 
 nlohmann::json session_status_json() {
-  nlohmann::json out = {{"syscall_faults", nlohmann::json::array()}, {"guards", nlohmann::json::array()}};
+  nlohmann::json out = {{"syscall_faults", nlohmann::json::array()},
+                        {"tcp_faults", nlohmann::json::array()},
+                        {"guards", nlohmann::json::array()}};
   auto reg = SessionRegistry::open(false);
   if (!reg) return out;
   const uint64_t now = boottime_ns();
@@ -45,7 +47,7 @@ nlohmann::json session_status_json() {
       j["active"] = s.expires_ns > now;
       j["left_s"] = s.expires_ns > now ? (s.expires_ns - now) / 1'000'000'000ULL : 0;
     }
-    out[s.kind == "guard" ? "guards" : "syscall_faults"].push_back(j);
+    out[s.kind == "guard" ? "guards" : s.kind == "tcp" ? "tcp_faults" : "syscall_faults"].push_back(j);
   }
   return out;
 }
@@ -112,13 +114,13 @@ int abort_session_command(const std::string& id, std::ostream& out, std::ostream
   return kExitCompleted;
 }
 
-Result<int> abort_all_syscall_faults(std::ostream& out) {
+Result<int> abort_all_session_faults(std::ostream& out) {
   auto reg = SessionRegistry::open(false);
   if (!reg) return 0;
   int n = 0;
   std::optional<Error> first;
   for (const auto& s : reg->list()) {
-    if (s.kind != "syscall") continue;
+    if (s.kind != "syscall" && s.kind != "tcp") continue;
     auto r = abort_session(*reg, s.id);
     if (!r) {
       if (!first) first = make_error(r.error().err, s.id + ": " + r.error().describe());

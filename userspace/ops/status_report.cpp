@@ -59,6 +59,7 @@ int write_status(bool json, std::ostream& out) {
     doc["resource_faults"] = resource_status_json();
     nlohmann::json sessions = session_status_json();
     doc["syscall_faults"] = sessions["syscall_faults"];
+    doc["tcp_faults"] = sessions["tcp_faults"];
     doc["guards"] = sessions["guards"];
     out << doc.dump() << "\n";
     return kExitCompleted;

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "base/units.h"
-#include "userspace/enforce/egress_policy.h"
+#include "userspace/net/egress_rules.h"
 #include "userspace/net/address.h"
 
 namespace faultline {

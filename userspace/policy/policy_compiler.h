@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "faultline/sockaddr_abi.h"
-#include "userspace/enforce/egress_policy.h"
+#include "userspace/net/egress_rules.h"
 #include "userspace/policy/policy.h"
 
 namespace faultline {

@@ -2,6 +2,7 @@
 // what each worker is told when they change.
 #include "userspace/proxy/proxy_registry.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,12 +22,22 @@ struct ProxyEntry {
   uint64_t id = 0;  // the workers' key; new on every (re)start
   std::string listen_bound;
   std::vector<ToxicEntry> toxics;
+  bool http = false;
+  HttpLimits http_limits;
+  std::vector<HttpFaultEntry> http_faults;
   std::shared_ptr<ProxyCounters> counters = std::make_shared<ProxyCounters>();
+  std::vector<UniqueFd> listeners;  // our duplicates of the workers' sockets, for a handover
+  bool released = false;            // handed over: no longer accepting
 };
 
 namespace {
 long port_of_text(const std::string& host_port) {
   return std::strtol(host_port.c_str() + host_port.rfind(':') + 1, nullptr, 10);
+}
+
+std::string host_of_text(const std::string& host_port) {
+  size_t colon = host_port.rfind(':');
+  return colon == std::string::npos ? host_port : host_port.substr(0, colon);
 }
 }  // namespace
 
@@ -56,24 +67,50 @@ class ProxyRegistry::Impl {
   static ProxyInfo info(const ProxyEntry& e) {
     ProxyInfo i{e.config, e.listen_bound, {}};
     for (const auto& t : e.toxics) i.toxics.push_back(t.toxic);
+    i.http = e.http;
+    i.http_limits = e.http_limits;
+    for (const auto& f : e.http_faults) i.http_faults.push_back(f.fault);
     return i;
   }
 
   std::shared_ptr<const ToxicSet> toxic_set(const ProxyEntry& e) {
     auto set = std::make_shared<ToxicSet>();
     set->toxics = e.toxics;
+    if (e.http) {
+      auto rules = std::make_shared<HttpRules>();
+      rules->faults = e.http_faults;
+      rules->limits = e.http_limits;
+      rules->upstream_host = host_of_text(e.config.upstream);
+      set->http = std::move(rules);
+    }
     return set;
   }
 
   // Binds the listeners (so an address in use fails here, with nothing changed)
   // and hands one to each worker.
-  Status start(ProxyEntry& e) {
-    auto upstream = resolve_endpoint(e.config.upstream, "upstream");
-    if (!upstream) return upstream.error();
-    auto listen = resolve_endpoint(e.config.listen, "listen");
-    if (!listen) return listen.error();
-    auto fds = reuseport_listeners(*listen, unsigned(workers_.size()));
-    if (!fds) return fds.error();
+  Status start(ProxyEntry& e, std::vector<UniqueFd> adopted = {}) {
+    ProxyRoute route{{}, e.config.original_destination, e.config.upstream_mark};
+    if (!route.original_destination) {
+      auto upstream = resolve_endpoint(e.config.upstream, "upstream");
+      if (!upstream) return upstream.error();
+      route.upstream = *upstream;
+    }
+    Result<std::vector<UniqueFd>> fds = std::move(adopted);
+    if (fds->empty()) {
+      auto listen = resolve_endpoint(e.config.listen, "listen");
+      if (!listen) return listen.error();
+      fds = reuseport_listeners(*listen, unsigned(workers_.size()));
+      if (!fds) return fds.error();
+    } else if (fds->size() != workers_.size()) {
+      return make_error(EINVAL, "proxy " + e.config.name + ": " + std::to_string(fds->size()) +
+                                    " inherited listeners for " + std::to_string(workers_.size()) + " workers");
+    }
+    e.listeners.clear();
+    for (const auto& fd : *fds) {
+      UniqueFd d(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));
+      if (!d) return errno_error("proxy " + e.config.name + ": dup of a listener");
+      e.listeners.push_back(std::move(d));
+    }
     auto bound = local_address((*fds)[0].get());
     if (!bound) return bound.error();
     e.id = next_id_++;
@@ -83,13 +120,14 @@ class ProxyRegistry::Impl {
     if (port_of_text(e.config.listen) == 0) e.config.listen = e.listen_bound;
     auto set = toxic_set(e);
     for (size_t i = 0; i < workers_.size(); ++i)
-      workers_[i]->start_proxy(e.id, std::move((*fds)[i]), *upstream, set, e.counters);
+      workers_[i]->start_proxy(e.id, std::move((*fds)[i]), route, set, e.counters);
     return {};
   }
 
   void stop(ProxyEntry& e) {
     if (e.id == 0) return;
     for (auto& w : workers_) w->stop_proxy(e.id);
+    e.listeners.clear();
     e.id = 0;
     e.listen_bound.clear();
   }
@@ -103,7 +141,8 @@ class ProxyRegistry::Impl {
   static Status check_config(const ProxyConfig& c) {
     if (c.name.empty()) return input_error(EINVAL, "proxy: \"name\": missing or empty");
     if (c.listen.empty()) return input_error(EINVAL, "proxy: \"listen\": missing or empty");
-    if (c.upstream.empty()) return input_error(EINVAL, "proxy: \"upstream\": missing or empty");
+    if (c.upstream.empty() && !c.original_destination)
+      return input_error(EINVAL, "proxy: \"upstream\": missing or empty");
     return {};
   }
 };
@@ -236,6 +275,7 @@ Status ProxyRegistry::reset() {
   Status first;
   for (auto& [name, e] : impl_->proxies_) {
     e.toxics.clear();
+    e.http_faults.clear();
     impl_->publish_toxics(e);
     if (!e.config.enabled) {
       e.config.enabled = true;
@@ -321,8 +361,127 @@ Result<ProxyStats> ProxyRegistry::stats(const std::string& name) const {
   s.bytes_upstream = e.counters->bytes_upstream.load(std::memory_order_relaxed);
   s.bytes_downstream = e.counters->bytes_downstream.load(std::memory_order_relaxed);
   s.receives_without_buffer = e.counters->ring_empty.load(std::memory_order_relaxed);
+  s.connections_unrouted = e.counters->unrouted.load(std::memory_order_relaxed);
   for (const auto& t : e.toxics) s.toxics.push_back({t.toxic.name, t.activations->load(std::memory_order_relaxed)});
+  for (const auto& f : e.http_faults) s.http_faults.push_back({f.fault.name, f.hits->load(std::memory_order_relaxed)});
   return s;
+}
+
+Result<std::vector<ProxyRegistry::Handover>> ProxyRegistry::listeners() const {
+  std::lock_guard lock(impl_->mu_);
+  std::vector<Handover> out;
+  for (const auto& [name, e] : impl_->proxies_) {
+    Handover h{Impl::info(e), {}};
+    if (!e.released) {
+      for (const auto& fd : e.listeners) {
+        UniqueFd d(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));
+        if (!d) return errno_error("proxy " + name + ": dup of a listener");
+        h.listeners.push_back(std::move(d));
+      }
+    }
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+Result<ProxyInfo> ProxyRegistry::adopt(const ProxyInfo& info, std::vector<UniqueFd> listeners) {
+  const ProxyConfig& config = info.config;
+  std::lock_guard lock(impl_->mu_);
+  FL_TRY(Impl::check_config(config));
+  if (impl_->proxies_.contains(config.name)) return make_error(EEXIST, "proxy already exists");
+  ProxyEntry e;
+  e.config = config;
+  for (const auto& t : info.toxics) {
+    FL_TRY(validate_toxic(t));
+    const uint64_t uid = impl_->next_uid_++;
+    e.toxics.push_back(ToxicEntry{t, uid, uid, std::make_shared<std::atomic<uint64_t>>(0)});
+  }
+  for (const auto& f : info.http_faults) {
+    FL_TRY(validate_http_fault(f));
+    e.http_faults.push_back(HttpFaultEntry{f, std::make_shared<std::atomic<uint64_t>>(0)});
+  }
+  e.http = info.http;
+  e.http_limits = info.http_limits;
+  // The set the workers start with carries the HTTP faults: no connection
+  // accepted on the inherited sockets misses them.
+  if (config.enabled) FL_TRY(impl_->start(e, std::move(listeners)));
+  auto [it, inserted] = impl_->proxies_.emplace(config.name, std::move(e));
+  return Impl::info(it->second);
+}
+
+void ProxyRegistry::release_listeners() {
+  std::lock_guard lock(impl_->mu_);
+  for (auto& [name, e] : impl_->proxies_) {
+    if (e.id == 0 || e.released) continue;
+    for (auto& w : impl_->workers_) w->release_listener(e.id);
+    e.listeners.clear();
+    e.released = true;
+  }
+}
+
+uint64_t ProxyRegistry::open_connections() const {
+  std::lock_guard lock(impl_->mu_);
+  uint64_t n = 0;
+  for (const auto& [name, e] : impl_->proxies_) n += e.counters->active.load(std::memory_order_relaxed);
+  return n;
+}
+
+Result<HttpFault> ProxyRegistry::add_http_fault(const std::string& proxy, const HttpFault& fault) {
+  FL_TRY(validate_http_fault(fault));
+  std::lock_guard lock(impl_->mu_);
+  auto found = impl_->find(proxy);
+  if (!found) return found.error();
+  ProxyEntry& e = **found;
+  for (const auto& f : e.http_faults)
+    if (f.fault.name == fault.name) return make_error(EEXIST, "http fault already exists");
+  e.http = true;
+  e.http_faults.push_back(HttpFaultEntry{fault, std::make_shared<std::atomic<uint64_t>>(0)});
+  impl_->publish_toxics(e);
+  return fault;
+}
+
+Status ProxyRegistry::remove_http_fault(const std::string& proxy, const std::string& fault) {
+  std::lock_guard lock(impl_->mu_);
+  auto found = impl_->find(proxy);
+  if (!found) return found.error();
+  ProxyEntry& e = **found;
+  auto it = std::find_if(e.http_faults.begin(), e.http_faults.end(),
+                         [&](const HttpFaultEntry& f) { return f.fault.name == fault; });
+  if (it == e.http_faults.end()) return make_error(ENOENT, "http fault not found");
+  e.http_faults.erase(it);
+  impl_->publish_toxics(e);
+  return {};
+}
+
+Result<HttpFault> ProxyRegistry::get_http_fault(const std::string& proxy, const std::string& fault) const {
+  std::lock_guard lock(impl_->mu_);
+  auto found = impl_->find(proxy);
+  if (!found) return found.error();
+  for (const auto& f : (*found)->http_faults)
+    if (f.fault.name == fault) return f.fault;
+  return make_error(ENOENT, "http fault not found");
+}
+
+Status ProxyRegistry::clear_http_faults(const std::string& proxy) {
+  std::lock_guard lock(impl_->mu_);
+  auto found = impl_->find(proxy);
+  if (!found) return found.error();
+  (*found)->http_faults.clear();
+  impl_->publish_toxics(**found);
+  return {};
+}
+
+Status ProxyRegistry::set_http_limits(const std::string& proxy, const HttpLimits& limits) {
+  if (limits.max_header_bytes < 1024 || limits.max_headers == 0)
+    return input_error(EINVAL, "http limits: max_header_bytes must be at least 1024 and max_headers at least 1");
+  std::lock_guard lock(impl_->mu_);
+  auto found = impl_->find(proxy);
+  if (!found) return found.error();
+  ProxyEntry& e = **found;
+  e.http = true;
+  e.http_limits = limits;
+  impl_->publish_toxics(e);
+  return {};
 }
 
 }  // namespace faultline

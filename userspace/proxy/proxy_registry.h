@@ -17,12 +17,17 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "base/result.h"
+#include "base/unique_fd.h"
+#include "userspace/proxy/endpoint.h"
+#include "userspace/proxy/http_fault.h"
+#include "userspace/proxy/http_session.h"
 #include "userspace/proxy/toxic.h"
 
 namespace faultline {
@@ -64,6 +69,16 @@ struct ProxyConfig {
   std::string listen;    // port 0: the kernel picks one (see ProxyInfo::listen_bound)
   std::string upstream;  // where each accepted connection is relayed to
   bool enabled = true;   // false: no listener, no connections (Toxiproxy's "down")
+
+  // A transparent proxy: each accepted connection goes where its client asked to
+  // go, which this returns from the accepted socket (the kernel filed it when it
+  // redirected the connect; never a guess), and `upstream` is only a label.
+  // Nothing: the connection is closed with an RST and counted (unrouted). It runs
+  // on a worker thread for every connection: it must be quick and never block.
+  std::function<std::optional<SocketAddress>(int accepted_fd)> original_destination;
+  // SO_MARK of every connection opened upstream, 0 for none: a redirect exempts
+  // the mark (FL_PROXY_MARK), so the proxy is never sent back to itself.
+  uint32_t upstream_mark = 0;
 };
 
 // A partial change: absent members stay. Changing listen or upstream restarts the
@@ -78,6 +93,9 @@ struct ProxyInfo {
   ProxyConfig config;
   std::string listen_bound;   // the address listened on ("127.0.0.1:40123"); empty when disabled
   std::vector<Toxic> toxics;  // in the order they were added
+  bool http = false;          // HTTP mode (docs/l7.md): on from the proxy's first HTTP fault
+  HttpLimits http_limits;
+  std::vector<HttpFault> http_faults;  // in the order they were added
 };
 
 struct ToxicActivations {
@@ -88,10 +106,12 @@ struct ToxicActivations {
 struct ProxyStats {
   uint64_t connections_accepted = 0;
   uint64_t connections_active = 0;
-  uint64_t bytes_upstream = 0;           // client -> server, bytes sent upstream
-  uint64_t bytes_downstream = 0;         // server -> client, bytes sent to clients
-  uint64_t receives_without_buffer = 0;  // the worker's buffer ring was empty (retried 1 ms later)
-  std::vector<ToxicActivations> toxics;  // every current toxic, in order
+  uint64_t bytes_upstream = 0;                // client -> server, bytes sent upstream
+  uint64_t bytes_downstream = 0;              // server -> client, bytes sent to clients
+  uint64_t receives_without_buffer = 0;       // the worker's buffer ring was empty (retried 1 ms later)
+  uint64_t connections_unrouted = 0;          // transparent: no original destination was found (closed)
+  std::vector<ToxicActivations> toxics;       // every current toxic, in order
+  std::vector<ToxicActivations> http_faults;  // every current HTTP fault: the requests it took
 };
 
 class ProxyRegistry {
@@ -123,7 +143,33 @@ class ProxyRegistry {
   [[nodiscard]] Result<Toxic> get_toxic(const std::string& proxy, const std::string& toxic) const;
   [[nodiscard]] Status clear_toxics(const std::string& proxy);
 
+  // HTTP faults of one proxy (docs/l7.md). The first one (or set_http_limits)
+  // puts the proxy in HTTP mode for good: connections accepted from then on are
+  // parsed as HTTP/1.1, and each request meets the faults current when its head
+  // is complete. add_http_fault fails with EEXIST on a taken name.
+  [[nodiscard]] Result<HttpFault> add_http_fault(const std::string& proxy, const HttpFault& fault);
+  [[nodiscard]] Status remove_http_fault(const std::string& proxy, const std::string& fault);
+  [[nodiscard]] Result<HttpFault> get_http_fault(const std::string& proxy, const std::string& fault) const;
+  [[nodiscard]] Status clear_http_faults(const std::string& proxy);
+  [[nodiscard]] Status set_http_limits(const std::string& proxy, const HttpLimits& limits);
+
   [[nodiscard]] Result<ProxyStats> stats(const std::string& name) const;
+
+  // A restart's handover. listeners(): each enabled proxy's listening sockets
+  // (duplicates, one per worker, in order), for a successor; adopt(): a proxy
+  // made on inherited sockets (as many as this registry has workers) with its
+  // toxics and HTTP faults and limits (info.listen_bound is ignored);
+  // release_listeners(): every proxy stops accepting, leaving the
+  // sockets listening for the successor, and keeps its connections, which
+  // open_connections() counts down as they close.
+  struct Handover {
+    ProxyInfo info;
+    std::vector<UniqueFd> listeners;
+  };
+  [[nodiscard]] Result<std::vector<Handover>> listeners() const;
+  [[nodiscard]] Result<ProxyInfo> adopt(const ProxyInfo& info, std::vector<UniqueFd> listeners);
+  void release_listeners();
+  [[nodiscard]] uint64_t open_connections() const;
 
   class Impl;
 

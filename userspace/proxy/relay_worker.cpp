@@ -1,7 +1,9 @@
 // The relay: accept, connect upstream, then per direction a pipe that receives
 // chunks, runs each through the active toxics (delays as io_uring timeouts) and
 // sends it. A direction reads ahead only a few chunks (one with plain receive):
-// a slow reader stops reads from the other side, and memory stays bounded.
+// a slow reader stops reads from the other side, and memory stays bounded. A
+// connection of a proxy in HTTP mode goes through an HttpSession instead of
+// the stream toxics (pump_http).
 #include "userspace/proxy/relay_worker.h"
 
 #include <liburing.h>
@@ -16,7 +18,11 @@
 #include <cerrno>
 #include <future>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <unordered_map>
+
+#include "userspace/proxy/http_session.h"
 
 namespace faultline {
 // Named, not anonymous: RelayWorker::Loop (declared in the header) holds these.
@@ -28,7 +34,7 @@ uint64_t now_ns() {
   return uint64_t(ts.tv_sec) * 1'000'000'000ULL + uint64_t(ts.tv_nsec);
 }
 
-enum class OpKind : uint8_t { wake, accept, accept_retry, connect, recv, recv_retry, send, timer, deadline };
+enum class OpKind : uint8_t { wake, accept, accept_retry, connect, recv, recv_retry, send, timer, deadline, http_head };
 
 // One kind of request an object can have in flight (at most one of each), and the
 // user_data of its completions. A cancel request carries user_data 0.
@@ -82,18 +88,32 @@ struct Pipe {
   Op send_op{OpKind::send};
   Op timer_op{OpKind::timer};
   Op deadline_op{OpKind::deadline};
+  // HTTP mode: bytes of the head chunk to send before the session is asked
+  // again; bytes of the proxy's own to send first (a request head upstream, an
+  // answer downstream); close once the budget is sent (a cut response).
+  size_t budget = 0;
+  std::string out;
+  size_t out_off = 0;
+  bool sending_out = false;
+  bool out_is_answer = false;
+  bool close_after_budget = false;
 };
 
 struct Connection {
   ProxyState* proxy = nullptr;
   UniqueFd client;
   UniqueFd server;
+  std::optional<SocketAddress> upstream;  // transparent: where the client asked to go
   Pipe up;    // client -> server
   Pipe down;  // server -> client
   uint64_t seed = 0;
   bool connected = false;
   bool closing = false;
   Op connect_op{OpKind::connect};
+  std::unique_ptr<HttpSession> http;   // HTTP mode
+  Op http_head_op{OpKind::http_head};  // the request-head clock (408)
+  uint64_t head_serial = 0;
+  uint64_t head_deadline_ns = 0;
   Connection* prev = nullptr;
   Connection* next = nullptr;
 
@@ -105,7 +125,7 @@ struct Connection {
       if (p->recv_op.pending || p->retry_op.pending || p->send_op.pending || p->timer_op.pending ||
           p->deadline_op.pending)
         return true;
-    return connect_op.pending;
+    return connect_op.pending || http_head_op.pending;
   }
 };
 
@@ -113,13 +133,14 @@ struct Listener {
   ProxyState* proxy = nullptr;
   UniqueFd fd;
   bool closing = false;
+  bool released = false;  // handed to a successor: what is still accepted is relayed
   Op accept_op{OpKind::accept};
   Op retry_op{OpKind::accept_retry};
 };
 
 struct ProxyState {
   uint64_t id = 0;
-  SocketAddress upstream;
+  ProxyRoute route;
   std::shared_ptr<const ToxicSet> toxics;
   std::shared_ptr<ProxyCounters> counters;
   Listener* listener = nullptr;
@@ -197,9 +218,9 @@ class RelayWorker::Loop {
   }
 
   // Commands (run on the worker's thread).
-  void start_proxy(uint64_t id, UniqueFd fd, const SocketAddress& upstream, std::shared_ptr<const ToxicSet> toxics,
+  void start_proxy(uint64_t id, UniqueFd fd, ProxyRoute route, std::shared_ptr<const ToxicSet> toxics,
                    std::shared_ptr<ProxyCounters> counters) {
-    auto* ps = new ProxyState{id, upstream, std::move(toxics), std::move(counters)};
+    auto* ps = new ProxyState{id, std::move(route), std::move(toxics), std::move(counters)};
     proxies_[id] = ps;
     auto* l = new Listener{ps, std::move(fd)};
     ps->listener = l;
@@ -227,6 +248,20 @@ class RelayWorker::Loop {
     }
     ps->stopping = true;
     maybe_free(ps);
+  }
+
+  // Stops accepting on the proxy's listener without shutdown(): a successor holds
+  // the same socket and accepts from now on. Connections stay.
+  void release_listener(uint64_t id) {
+    auto it = proxies_.find(id);
+    if (it == proxies_.end()) return;
+    if (Listener* l = it->second->listener) {
+      l->closing = true;
+      l->released = true;
+      cancel(l->accept_op);
+      cancel(l->retry_op);
+      maybe_free(*l);
+    }
   }
 
   void set_toxics(uint64_t id, std::shared_ptr<const ToxicSet> toxics) {
@@ -378,6 +413,9 @@ class RelayWorker::Loop {
       case OpKind::deadline:
         on_deadline(*static_cast<Pipe*>(op.owner), res);
         break;
+      case OpKind::http_head:
+        on_head_clock(*static_cast<Connection*>(op.owner));
+        break;
     }
   }
 
@@ -398,7 +436,7 @@ class RelayWorker::Loop {
     bool more = (flags & IORING_CQE_F_MORE) != 0;
     if (!more) l.accept_op.pending = false;
     if (res >= 0) {
-      if (l.closing)
+      if (l.closing && !l.released)
         ::close(res);
       else
         new_connection(*l.proxy, res);
@@ -452,20 +490,33 @@ class RelayWorker::Loop {
     }
     c->down.stream = Stream::downstream;
     c->connect_op.owner = c;
+    c->http_head_op.owner = c;
+    if (ps.toxics->http) c->http = std::make_unique<HttpSession>(ps.toxics->http->upstream_host, c->seed);
     c->next = ps.connections;
     if (ps.connections != nullptr) ps.connections->prev = c;
     ps.connections = c;
     ps.counters->accepted.fetch_add(1, std::memory_order_relaxed);
     ps.counters->active.fetch_add(1, std::memory_order_relaxed);
     set_int_opt(fd, IPPROTO_TCP, TCP_NODELAY, 1);
-    c->server.reset(::socket(ps.upstream.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
+    const SocketAddress* to = &ps.route.upstream;
+    if (ps.route.original_destination) {
+      c->upstream = ps.route.original_destination(fd);
+      if (!c->upstream) {
+        ps.counters->unrouted.fetch_add(1, std::memory_order_relaxed);
+        close(*c, true);
+        return;
+      }
+      to = &*c->upstream;
+    }
+    c->server.reset(::socket(to->family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (!c->server) {
       close(*c, false);
       return;
     }
     set_int_opt(c->server.get(), IPPROTO_TCP, TCP_NODELAY, 1);
+    if (ps.route.mark != 0) set_int_opt(c->server.get(), SOL_SOCKET, SO_MARK, int(ps.route.mark));
     io_uring_sqe* s = sqe();
-    io_uring_prep_connect(s, c->server.get(), ps.upstream.get(), ps.upstream.length);
+    io_uring_prep_connect(s, c->server.get(), to->get(), to->length);
     submit_op(s, c->connect_op);
   }
 
@@ -504,6 +555,7 @@ class RelayWorker::Loop {
       set_linger_zero(c.server.get());
     }
     cancel(c.connect_op);
+    cancel(c.http_head_op);
     for (Pipe* p : {&c.up, &c.down}) {
       cancel(p->recv_op);
       cancel(p->retry_op);
@@ -543,8 +595,9 @@ class RelayWorker::Loop {
 
   void toxics_changed(Pipe& p) {
     refresh_plan(p);
-    // A chunk waiting out a delay is judged again under the new toxics.
-    if (p.timer_op.pending) {
+    // A chunk waiting out a delay is judged again under the new toxics (an HTTP
+    // connection's delays are its faults', decided per request: they stay).
+    if (p.timer_op.pending && !p.conn->http) {
       if (p.off == 0) p.latency_done = false;
       cancel(p.timer_op);
     }
@@ -668,6 +721,10 @@ class RelayWorker::Loop {
   void pump(Pipe& p) {
     Connection& c = *p.conn;
     if (c.closing || !c.connected) return;
+    if (c.http) {
+      pump_http(p);
+      return;
+    }
     refresh_plan(p);
     const DirectionPlan& plan = p.plan;
     // The reading side: a receive while there is room (none under a timeout toxic).
@@ -734,11 +791,15 @@ class RelayWorker::Loop {
       close(c, true);
       return;
     }
-    p.off += uint32_t(res);
-    p.sent += uint64_t(res);
     auto& counter =
         p.stream == Stream::upstream ? c.proxy->counters->bytes_upstream : c.proxy->counters->bytes_downstream;
     counter.fetch_add(uint64_t(res), std::memory_order_relaxed);
+    if (c.http) {
+      http_sent(p, size_t(res));
+      return;
+    }
+    p.off += uint32_t(res);
+    p.sent += uint64_t(res);
     if (p.plan.limit_bytes >= 0 && p.sent >= uint64_t(p.plan.limit_bytes)) {
       close(c, false);
       return;
@@ -760,6 +821,176 @@ class RelayWorker::Loop {
       return;
     }
     pump(p);
+  }
+
+  // --- HTTP mode ------------------------------------------------------------
+
+  const HttpRules& http_rules(const Connection& c) {
+    static const HttpRules kNone;
+    const auto& rules = c.proxy->toxics->http;
+    return rules ? *rules : kNone;
+  }
+
+  // Drops the first n unsent bytes of the pipe's chunks (taken by the session
+  // or discarded); emptied chunks give their buffers back.
+  void http_advance(Pipe& p, size_t n) {
+    while (n > 0 && p.count > 0) {
+      const Chunk& chunk = p.chunks[p.head];
+      size_t take = std::min<size_t>(n, chunk.len - p.off);
+      p.off += uint32_t(take);
+      n -= take;
+      if (p.off >= chunk.len) pop_chunk(p);
+    }
+  }
+
+  void http_arm_recv(Pipe& p) {
+    uint8_t room = config_.buffer_ring ? kRingChunksInFlight : 1;
+    if (!p.recv_op.pending && !p.retry_op.pending && !p.eof && p.count < room) arm_recv(p);
+  }
+
+  void http_send(Pipe& p, const char* data, size_t len) {
+    Connection& c = *p.conn;
+    io_uring_sqe* s = sqe();
+    io_uring_prep_send(s, c.dst(p), data, len, MSG_NOSIGNAL);
+    submit_op(s, p.send_op);
+  }
+
+  // The request-head clock: a head begun and not complete in time is answered 408.
+  void sync_head_clock(Connection& c) {
+    const uint32_t limit_ms = http_rules(c).limits.head_timeout_ms;
+    if (limit_ms == 0 || !c.http->in_head() || c.closing) return;
+    if (c.head_serial != c.http->head_serial()) {
+      c.head_serial = c.http->head_serial();
+      c.head_deadline_ns = now_ns() + uint64_t(limit_ms) * 1'000'000ULL;
+    }
+    if (!c.http_head_op.pending) arm_timer_at(c.http_head_op, c.head_deadline_ns);
+  }
+
+  void on_head_clock(Connection& c) {
+    c.http_head_op.pending = false;
+    if (c.closing) {
+      maybe_free(c);
+      return;
+    }
+    if (!c.http->in_head()) return;
+    if (c.head_serial == c.http->head_serial() && now_ns() >= c.head_deadline_ns) {
+      c.http->head_timed_out();
+      pump(c.up);
+      return;
+    }
+    sync_head_clock(c);
+  }
+
+  // Moves an HTTP connection's direction on: what is in hand is sent first (a
+  // forward budget, then the proxy's own bytes), then the session says what to
+  // do with the bytes held. A session step that lets the other direction move
+  // (an exchange ended, a head went out) pumps it too.
+  void pump_http(Pipe& p) {
+    Connection& c = *p.conn;
+    HttpSession& session = *c.http;
+    const bool client_side = &p == &c.up;
+    http_arm_recv(p);
+    if (p.send_op.pending || p.timer_op.pending) return;
+    if (p.budget > 0) {
+      const Chunk& chunk = p.chunks[p.head];
+      p.sending_out = false;
+      http_send(p, chunk.data + p.off, std::min<size_t>(p.budget, chunk.len - p.off));
+      return;
+    }
+    if (p.close_after_budget) {
+      close(c, false);
+      return;
+    }
+    if (p.out_off < p.out.size()) {
+      p.sending_out = true;
+      http_send(p, p.out.data() + p.out_off, p.out.size() - p.out_off);
+      return;
+    }
+    for (;;) {
+      std::string_view input;
+      if (p.count > 0) {
+        const Chunk& chunk = p.chunks[p.head];
+        input = std::string_view(chunk.data + p.off, chunk.len - p.off);
+      }
+      const HttpStep step = client_side ? session.client_step(input, http_rules(c)) : session.server_step(input);
+      bool again = false;
+      switch (step.act) {
+        case HttpAct::consume:
+        case HttpAct::drop:
+          http_advance(p, step.bytes);
+          again = true;
+          break;
+        case HttpAct::forward:
+        case HttpAct::cut:
+          p.close_after_budget = step.act == HttpAct::cut;
+          if (step.bytes == 0) {
+            if (p.close_after_budget) close(c, false);
+            break;
+          }
+          p.budget = step.bytes;
+          p.sending_out = false;
+          http_send(p, input.data(), std::min<size_t>(step.bytes, input.size()));
+          break;
+        case HttpAct::send_head:
+          p.out = session.head();
+          p.out_off = 0;
+          p.out_is_answer = false;
+          session.head_sent();
+          p.sending_out = true;
+          http_send(p, p.out.data(), p.out.size());
+          break;
+        case HttpAct::respond:
+          c.down.out = session.take_answer();
+          c.down.out_off = 0;
+          c.down.out_is_answer = true;
+          pump(c.down);
+          break;
+        case HttpAct::sleep:
+          arm_timer_at(p.timer_op, now_ns() + step.delay_ms * 1'000'000ULL);
+          break;
+        case HttpAct::reset:
+          close(c, true);
+          return;
+        case HttpAct::more:
+        case HttpAct::wait:
+          // The source ended and nothing of it is left: its FIN goes on, unless the
+          // proxy still owes the client an answer of its own.
+          if (p.count == 0 && p.eof && (client_side || (!session.holds_client() && p.out.empty()))) {
+            finish_stream(p);
+            if (c.closing) return;
+          }
+          break;
+      }
+      if (c.closing) return;
+      if (!again) break;
+    }
+    http_arm_recv(p);
+    if (client_side) sync_head_clock(c);
+    if (session.take_kick()) pump(c.other(p));
+  }
+
+  void http_sent(Pipe& p, size_t n) {
+    Connection& c = *p.conn;
+    if (!p.sending_out) {
+      http_advance(p, n);
+      p.budget -= std::min(p.budget, n);
+    } else {
+      p.out_off += n;
+      if (p.out_off >= p.out.size()) {
+        p.out.clear();
+        p.out_off = 0;
+        if (p.out_is_answer) {
+          p.out_is_answer = false;
+          c.http->answer_sent();
+          if (c.http->answer_closes()) {
+            close(c, false);
+            return;
+          }
+        }
+      }
+    }
+    pump(p);
+    if (!c.closing && c.http->take_kick()) pump(c.other(p));
   }
 
   // The source ended (FIN) and everything before it was sent: the FIN goes on
@@ -840,10 +1071,16 @@ void RelayWorker::call(std::function<void(Loop&)> fn) {
   future.wait();
 }
 
-void RelayWorker::start_proxy(uint64_t id, UniqueFd listener, const SocketAddress& upstream,
-                              std::shared_ptr<const ToxicSet> toxics, std::shared_ptr<ProxyCounters> counters) {
+void RelayWorker::start_proxy(uint64_t id, UniqueFd listener, ProxyRoute route, std::shared_ptr<const ToxicSet> toxics,
+                              std::shared_ptr<ProxyCounters> counters) {
   auto fd = std::make_shared<UniqueFd>(std::move(listener));
-  call([&](Loop& l) { l.start_proxy(id, std::move(*fd), upstream, std::move(toxics), std::move(counters)); });
+  call([&](Loop& l) {
+    l.start_proxy(id, std::move(*fd), std::move(route), std::move(toxics), std::move(counters));
+  });
+}
+
+void RelayWorker::release_listener(uint64_t id) {
+  call([id](Loop& l) { l.release_listener(id); });
 }
 
 void RelayWorker::stop_proxy(uint64_t id) {

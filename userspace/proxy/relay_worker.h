@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -26,6 +27,15 @@ struct alignas(64) ProxyCounters {
   std::atomic<uint64_t> bytes_upstream{0};
   std::atomic<uint64_t> bytes_downstream{0};
   std::atomic<uint64_t> ring_empty{0};
+  std::atomic<uint64_t> unrouted{0};
+};
+
+// Where a proxy's accepted connections go: one upstream, or (transparent) where
+// each client asked to go.
+struct ProxyRoute {
+  SocketAddress upstream;
+  std::function<std::optional<SocketAddress>(int accepted_fd)> original_destination;
+  uint32_t mark = 0;  // SO_MARK of the upstream sockets; 0 = none
 };
 
 struct WorkerConfig {
@@ -44,9 +54,10 @@ class RelayWorker {
   RelayWorker& operator=(const RelayWorker&) = delete;
 
   // Each returns once the worker has applied it.
-  void start_proxy(uint64_t id, UniqueFd listener, const SocketAddress& upstream,
-                   std::shared_ptr<const ToxicSet> toxics, std::shared_ptr<ProxyCounters> counters);
+  void start_proxy(uint64_t id, UniqueFd listener, ProxyRoute route, std::shared_ptr<const ToxicSet> toxics,
+                   std::shared_ptr<ProxyCounters> counters);
   void stop_proxy(uint64_t id);  // closes the listener and every connection
+  void release_listener(uint64_t id);  // stops accepting (no shutdown: a successor has the socket)
   void set_toxics(uint64_t id, std::shared_ptr<const ToxicSet> toxics);
 
   class Loop;

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "userspace/proxy/http_session.h"
 #include "userspace/proxy/toxic.h"
 
 namespace faultline {
@@ -25,6 +26,9 @@ struct ToxicEntry {
 // connection notices the change at its next chunk (pointer comparison).
 struct ToxicSet {
   std::vector<ToxicEntry> toxics;
+  // Set once the proxy is in HTTP mode (it got an HTTP fault): connections
+  // accepted from then on are parsed as HTTP/1.1 (docs/l7.md).
+  std::shared_ptr<const HttpRules> http;
 };
 
 // What one direction of one connection does, the toxics that apply to it combined:

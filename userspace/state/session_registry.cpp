@@ -171,7 +171,7 @@ Result<Session> Session::from_json(const nlohmann::json& j) {
 }
 
 bool is_session_id(const std::string& id) {
-  return id.size() >= 2 && id.size() <= 12 && (id[0] == 's' || id[0] == 'g') &&
+  return id.size() >= 2 && id.size() <= 12 && (id[0] == 's' || id[0] == 'g' || id[0] == 't') &&
          id.find_first_not_of("0123456789", 1) == std::string::npos;
 }
 
@@ -184,7 +184,7 @@ Result<SessionRegistry> SessionRegistry::open(bool create) {
 }
 
 Result<std::string> SessionRegistry::allocate_id(const std::string& kind) const {
-  const std::string prefix = kind == "guard" ? "g" : "s";
+  const std::string prefix = kind == "guard" ? "g" : kind == "tcp" ? "t" : "s";
   return next_id(dir_ + "/.next-" + prefix, prefix);
 }
 
@@ -214,7 +214,7 @@ std::vector<Session> SessionRegistry::list() const {
     if (!n.ends_with(".json")) continue;
     std::string id = n.substr(0, n.size() - 5);
     if (!is_session_id(id)) continue;
-    ids.push_back({{id[0] == 's' ? 0 : 1, std::strtoull(id.c_str() + 1, nullptr, 10)}, id});
+    ids.push_back({{id[0] == 's' ? 0 : id[0] == 't' ? 1 : 2, std::strtoull(id.c_str() + 1, nullptr, 10)}, id});
   }
   ::closedir(d);
   std::sort(ids.begin(), ids.end());
@@ -378,6 +378,11 @@ nlohmann::json kernel_counters(const Session& s) {
     auto t = sum_sa_stats(fd->get());
     if (!t) return s.counters;
     if (s.kind == "syscall") return {{"failed", t->injected}};
+    if (s.kind == "tcp") {  // the owner keeps the proxy's counters; the kernel the redirects
+      nlohmann::json c = s.counters;
+      c["redirected"] = t->redirected;
+      return c;
+    }
     return {{"allowed", t->allowed},
             {"denied", t->denied},
             {"would_deny", t->would_deny},

@@ -18,11 +18,11 @@
 
 namespace faultline {
 
-// The core (id "s3" | "g2", never reused; kind "syscall" | "guard"; summary:
+// The core (id "s3" | "t4" | "g2", never reused; kind "syscall" | "tcp" | "guard"; summary:
 // what, where, how; owner; expires_ns, 0 for a guard, which lasts as long as its
 // command) is OwnedRecord's.
 struct Session : OwnedRecord {
-  std::string mechanism;  // "cgroup" | "lsm" | "seccomp" | "guard"
+  std::string mechanism;  // "cgroup" | "lsm" | "seccomp" | "proxy" | "guard"
   uint32_t policy_map_id = 0;  // the kernel policy holding the `armed` switch; 0: none (seccomp)
   uint32_t stats_map_id = 0;   // its per-CPU counters; 0: `counters` below
   nlohmann::json counters = nlohmann::json::object();  // kept by the owner when no map holds them
@@ -42,7 +42,7 @@ struct Session : OwnedRecord {
   [[nodiscard]] static Result<Session> from_json(const nlohmann::json& j);
 };
 
-// "s" + digits (a syscall fault) or "g" + digits (a guard).
+// "s" + digits (a syscall fault), "t" + digits (a TCP stream fault) or "g" + digits (a guard).
 [[nodiscard]] bool is_session_id(const std::string& id);
 
 class SessionRegistry {

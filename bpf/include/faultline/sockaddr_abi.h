@@ -55,11 +55,15 @@ struct fl_sa_policy {
 	__u32 inject_prob; /* P(fail) scaled to 2^32 - 1 */
 	__u32 inject_errno;
 	__u32 armed;       /* 0: the programs pass everything (kill switch) */
-	__u32 pad;
+	__u32 exempt_mark; /* a socket with this SO_MARK is never redirected; 0 = none */
 	/* Appended: a reader or writer of the shorter layout (a guard's map read by
 	 * ID) sees the same first 48 bytes. */
 	struct fl_call_budget inject_budget; /* brakes of errno injection */
 };
+
+/* The SO_MARK the proxy sets on the connections it opens upstream, so that a
+ * redirect to the proxy (exempt_mark) never sends the proxy back to itself. */
+#define FL_PROXY_MARK 0x464c5058u /* "FLPX" */
 
 struct fl_sa_key {
 	__u32 prefixlen; /* over addr, 0..128 (IPv4-mapped) */

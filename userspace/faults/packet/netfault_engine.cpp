@@ -248,7 +248,7 @@ Result<FaultPlan> NetfaultEngine::plan(const FaultSpec& spec, AttachMode mode) c
     if (!f.sch_fq.available)
       return make_error(ENOTSUP, std::string(kind_name(spec.kind)) +
                                      " needs the fq qdisc (sch_fq) for EDT pacing, and this kernel has none (" +
-                                     f.sch_fq.detail + "). The TCP-stream delay in the proxy (--via proxy) is the planned alternative; it is not built yet");
+                                     f.sch_fq.detail + "); --via proxy delays or paces TCP streams instead");
     p.mechanism += " + EDT on fq";
   }
   p.compiled = compile_fault(spec, p.netns.inode, spec.dev.empty() ? 0 : p.devices.front().ifindex, p.cgroup_id);

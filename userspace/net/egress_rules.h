@@ -1,5 +1,7 @@
-// Egress rules (allow/deny by address, CIDR, port, protocol) and their compilation
-// into the sockaddr programs' LPM tries.
+// Egress rules (allow/deny by address, CIDR, port, protocol), redirect rules, and
+// their compilation into the sockaddr programs' LPM tries. Shared vocabulary: the
+// guard and policy files (enforcement) compile their rules here, and a TCP stream
+// fault its redirect of the target to the proxy.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // Rule parsing and the covering-set compilation for the sockaddr tries.
-#include "userspace/enforce/egress_policy.h"
+#include "userspace/net/egress_rules.h"
 
 #include <arpa/inet.h>
 #include <bpf/bpf.h>

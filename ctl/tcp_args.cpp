@@ -1,0 +1,117 @@
+// `faultctl run tcp` flags: cxxopts tokenises, we explain.
+#include "ctl/tcp_args.h"
+
+#include <cxxopts.hpp>
+#include <map>
+
+#include "base/units.h"
+#include "ctl/flag_error.h"
+#include "ctl/flag_words.h"
+#include "userspace/faults/packet/spec.h"
+
+namespace faultline {
+namespace {
+
+constexpr Example kExamples[] = {
+    {"the replies of every TCP connection of the host to the database come 200 ms (±20 ms) late",
+     "faultctl run tcp --target 10.0.0.5:5432 --toxic latency=200ms,jitter=20ms --duration 1m"},
+    {"30% of the connections of the cgroup myapp to api.internal:443 are reset after 500 ms",
+     "faultctl run tcp --target api.internal:443 --toxic reset_peer=500ms --toxicity 0.3 --cgroup myapp --duration 5m"},
+    {"uploads of one command crawl at 50 KB/s",
+     "faultctl run tcp --target 127.0.0.1:9000 --toxic bandwidth=50KB/s --direction upstream --duration 2m -- ./upload.sh"},
+    {"replies cut into 16-byte slices 1 ms apart, and closed after 1 MB",
+     "faultctl run tcp --target [::1]:8080 --toxic slicer=16B,delay=1ms --toxic limit_data=1MB --duration 30s"},
+    {"what would be intercepted, and nothing changed",
+     "faultctl run tcp --target db.internal:5432 --toxic timeout=0 --duration 10s --dry-run"},
+};
+
+}  // namespace
+
+Result<Parsed<TcpRunArgs>> parse_tcp_args(const std::vector<std::string>& args) {
+  cxxopts::Options o("faultctl run tcp", "TCP stream faults (toxics) on the connections to a target, through a proxy.");
+  o.add_options()
+      ("target", "HOST:PORT whose TCP connections are intercepted (HOST: address, CIDR or name; PORT: one or A-B)",
+       cxxopts::value<std::string>())
+      ("toxic", "TYPE=VALUE[,KEY=VALUE...]: latency, bandwidth, slow_close, timeout, reset_peer, slicer, "
+                "limit_data, noop (repeatable; see docs/proxy.md)", cxxopts::value<std::vector<std::string>>())
+      ("direction", "the toxics' default stream: downstream (server to client, default) or upstream",
+       cxxopts::value<std::string>())
+      ("toxicity", "the toxics' default share of connections, 0 to 1 (default 1)", cxxopts::value<std::string>())
+      ("duration", "how long (required, at most 1h)", cxxopts::value<std::string>())
+      ("cgroup", "scope: an existing cgroup v2 (default: host-wide)", cxxopts::value<std::string>())
+      ("drain", "after the end, how long open connections may finish clean before they are closed (default 5s)",
+       cxxopts::value<std::string>())
+      ("h,help", "help");
+  add_run_options(o);
+  auto [flags, cmd] = split_command(args);
+  auto r = parse_flag_words(o, flags, kCommandAfterDashesHint);
+  if (!r) return r.error();
+  if (r->count("help"))
+    return Parsed<TcpRunArgs>(
+        HelpText{with_examples(o.help({"", "guardrail", "experiment record", "output"}) +
+                                   "\n  -- COMMAND ARGS   scope: a command to run under the fault\n",
+                               kExamples)});
+  TcpRunArgs a;
+  TcpFaultSpec& s = a.spec;
+  s.command = cmd;
+  if (!r->count("target")) return bad("--target is required (HOST:PORT, e.g. --target 10.0.0.5:5432)");
+  auto t = parse_tcp_target((*r)["target"].as<std::string>());
+  if (!t) return t.error();
+  s.target = std::move(*t);
+  Stream stream = Stream::downstream;
+  if (r->count("direction")) {
+    std::string d = (*r)["direction"].as<std::string>();
+    if (d != "upstream" && d != "downstream")
+      return bad("--direction " + d + ": upstream (client to server) or downstream (server to client)");
+    stream = d == "upstream" ? Stream::upstream : Stream::downstream;
+  }
+  double toxicity = 1.0;
+  if (r->count("toxicity")) {
+    std::string v = (*r)["toxicity"].as<std::string>();
+    char* end = nullptr;
+    toxicity = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0' || !(toxicity >= 0 && toxicity <= 1))
+      return bad("--toxicity " + v + ": a share of connections from 0 to 1 (e.g. 0.3)");
+  }
+  if (!r->count("toxic")) return bad("--toxic is required (e.g. --toxic latency=200ms or --toxic reset_peer=0)");
+  // cxxopts splits a vector flag's values at commas: put each toxic together again.
+  std::vector<std::string> toxic_texts;
+  for (const auto& w : (*r)["toxic"].as<std::vector<std::string>>()) {
+    if (toxic_texts.empty() || starts_toxic(w))
+      toxic_texts.push_back(w);
+    else
+      toxic_texts.back() += "," + w;
+  }
+  std::map<std::string, int> taken;
+  for (const auto& w : toxic_texts) {
+    auto x = parse_toxic_words(w, stream, toxicity);
+    if (!x) return x.error();
+    // Two toxics of one type and stream: the second is "<type>_<stream>_2".
+    if (int n = ++taken[x->name]; n > 1) x->name += "_" + std::to_string(n);
+    s.toxics.push_back(std::move(*x));
+  }
+  if (s.toxics.size() > 16) return bad("--toxic: at most 16 toxics");
+  if (!r->count("duration")) return bad("--duration is required (at most 1h), e.g. --duration 1m");
+  auto d = with_flag("duration", parse_duration_ns((*r)["duration"].as<std::string>()));
+  if (!d) return d.error();
+  if (*d > FaultCaps::kMaxDurationNs) return bad("--duration is over the cap of 1h");
+  if (*d < 100'000'000ULL) return bad("--duration must be at least 100ms");
+  s.duration_ns = *d;
+  if (r->count("cgroup")) {
+    s.cgroup = (*r)["cgroup"].as<std::string>();
+    if (s.cgroup.empty()) return bad("--cgroup: empty path");
+    if (!cmd.empty()) return bad("give one scope: --cgroup PATH or -- COMMAND ARGS (neither: host-wide)");
+  }
+  if (r->count("drain")) {
+    auto dr = with_flag("drain", parse_duration_ns((*r)["drain"].as<std::string>()));
+    if (!dr) return dr.error();
+    if (*dr > 600'000'000'000ULL) return bad("--drain is over the cap of 10m");
+    s.drain_ns = *dr;
+  }
+  auto run = parse_run_flags(*r, "", s.duration_ns, args);
+  if (!run) return run.error();
+  a.flags = std::move(*run);
+  return Parsed<TcpRunArgs>(std::move(a));
+}
+
+}  // namespace faultline

@@ -1,0 +1,157 @@
+// One HTTP/1.1 connection through the proxy, as a state machine over the bytes
+// each side sends: requests and responses parsed incrementally (Node's
+// http-parser), one exchange at a time (a pipelined request waits in the
+// client's buffer until the response before it is complete), each request
+// matched against the proxy's HTTP faults when its head is complete. No I/O:
+// the relay asks it what to do with the bytes it holds (client_step,
+// server_step) and does it, so the fuzz target drives it the same way.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "userspace/proxy/http_fault.h"
+
+struct http_parser;
+
+namespace faultline {
+
+// What protects the proxy from a client: a head bigger than max_header_bytes or
+// with more than max_headers fields is answered 431, a head not complete
+// head_timeout_ms after its first byte 408 (both close the connection).
+struct HttpLimits {
+  uint32_t max_header_bytes = 32768;
+  uint32_t max_headers = 100;
+  uint32_t head_timeout_ms = 10'000;
+};
+
+// A fault as the workers hold it: its counter survives updates of the set.
+struct HttpFaultEntry {
+  HttpFault fault;
+  std::shared_ptr<std::atomic<uint64_t>> hits;  // requests it was applied to
+};
+
+// A proxy's HTTP mode: its faults in the order added and its limits. Immutable
+// once published (part of the ToxicSet the workers swap).
+struct HttpRules {
+  std::vector<HttpFaultEntry> faults;
+  HttpLimits limits;
+  std::string upstream_host;  // what a request without a Host header is matched on
+};
+
+enum class HttpAct : uint8_t {
+  more,       // nothing to do until more bytes arrive
+  consume,    // the session took the first `bytes` of the input (a request head): drop them
+  forward,    // send the first `bytes` of the input on
+  drop,       // discard the first `bytes` of the input
+  send_head,  // send head() to the server, then call head_sent()
+  respond,    // send take_answer() to the client, then call answer_sent()
+  sleep,      // wait delay_ms, then step again
+  reset,      // close both sides with an RST
+  cut,        // send the first `bytes` of the input, then close both sides (FIN)
+  wait,       // nothing until the other direction has moved (the exchange must finish)
+};
+
+struct HttpStep {
+  HttpAct act = HttpAct::more;
+  size_t bytes = 0;
+  uint64_t delay_ms = 0;
+};
+
+class HttpSession {
+ public:
+  // `upstream_host`: the Host a request without one is matched on.
+  HttpSession(std::string upstream_host, uint64_t seed);
+  ~HttpSession();
+  HttpSession(const HttpSession&) = delete;
+  HttpSession& operator=(const HttpSession&) = delete;
+
+  // The next thing to do with `input`, the bytes from the client not yet
+  // handled (possibly empty). `rules` are the proxy's current faults.
+  [[nodiscard]] HttpStep client_step(std::string_view input, const HttpRules& rules);
+  // The same for bytes from the server.
+  [[nodiscard]] HttpStep server_step(std::string_view input);
+
+  [[nodiscard]] const std::string& head() const { return head_; }
+  void head_sent();
+  [[nodiscard]] std::string take_answer() { return std::move(answer_); }
+  // The answer is out: the connection closes when answer_closes(), else the
+  // next request may come.
+  void answer_sent();
+  [[nodiscard]] bool answer_closes() const { return answer_close_; }
+
+  // The request-head clock (408): in_head() while a head has begun and is not
+  // complete; head_serial() names that head. head_timed_out() makes the 408.
+  [[nodiscard]] bool in_head() const;
+  [[nodiscard]] uint64_t head_serial() const { return serial_; }
+  void head_timed_out();
+
+  // An answer of the proxy's own is due or being sent: the server's end of
+  // stream must wait for it.
+  [[nodiscard]] bool holds_client() const;
+  // The other direction may be able to move now (read once).
+  [[nodiscard]] bool take_kick() { return std::exchange(kick_, false); }
+
+  // Callbacks of the parsers (http-parser's C callbacks land here).
+  struct Parse;
+
+ private:
+  enum class Req : uint8_t { head, decided, body, drain, answer_due, answered, done, tunnel, closed };
+  enum class Action : uint8_t { pass, status, delay_request, delay_response, reset, truncate, abort_stream };
+
+  void decide(const HttpRules& rules);
+  void make_answer(int status, const std::vector<std::pair<std::string, std::string>>& headers, const std::string& body,
+                   bool close);
+  void exchange_done();
+  void resp_header_done();
+  [[nodiscard]] std::string header(std::string_view lower_name) const;
+
+  std::unique_ptr<http_parser> req_;
+  std::unique_ptr<http_parser> resp_;
+  std::string upstream_host_;
+  uint64_t rng_;
+  Req state_ = Req::head;
+  uint64_t serial_ = 1;
+  bool kick_ = false;
+
+  // The request being read.
+  std::string head_;
+  std::string url_;
+  std::vector<std::pair<std::string, std::string>> headers_;  // names lower case
+  bool in_value_ = false;
+  bool head_complete_ = false;
+  bool req_complete_ = false;
+  bool upgrade_ = false;
+  bool head_method_ = false;
+
+  // What this exchange does.
+  Action action_ = Action::pass;
+  uint64_t delay_ms_ = 0;
+  bool slept_ = false;
+  int64_t limit_ = 0;  // truncate: body bytes; abort_stream: events
+  std::string answer_;
+  bool answer_close_ = false;
+
+  // The response being read.
+  bool exchange_open_ = false;  // the head went to the server: its response may come
+  bool resp_complete_ = false;
+  bool resp_slept_ = false;
+  bool tunnel_ = false;
+  std::string resp_field_;
+  std::string resp_value_;
+  bool resp_in_value_ = false;
+  bool sse_ = false;
+  const char* exec_base_ = nullptr;
+  size_t cut_at_ = std::string::npos;
+  int64_t body_seen_ = 0;
+  int64_t events_seen_ = 0;
+  size_t line_len_ = 0;
+  bool event_has_data_ = false;
+};
+
+}  // namespace faultline

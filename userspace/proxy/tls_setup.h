@@ -1,0 +1,40 @@
+// Everything a run with --terminate-tls sets up before its first connection, in
+// one call: the CA (created on first use), the leaf cache and both TLS contexts,
+// and the trust files and variables for the wrapped command.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/result.h"
+#include "userspace/proxy/tls_ca.h"
+#include "userspace/proxy/tls_leaf_cache.h"
+#include "userspace/proxy/tls_session.h"
+#include "userspace/proxy/tls_trust_env.h"
+
+namespace faultline {
+
+struct TerminationOptions {
+  CaFiles ca{default_ca_dir()};
+  std::string trust_dir;      // where the wrapped command's trust files go (the run's folder)
+  TlsClientOptions upstream;  // upstream_ca_file: --upstream-ca
+  LeafCacheOptions leaves;
+};
+
+struct TerminationSetup {
+  std::shared_ptr<TlsServerContext> server;  // for TlsTermination, towards clients
+  std::shared_ptr<TlsClientContext> client;  // for TlsTermination, towards upstreams
+  CertificateInfo ca;                        // for the run's record and its first lines
+  bool ca_created = false;
+  TrustFiles trust;
+  std::vector<std::pair<std::string, std::string>> env;  // for the wrapped command
+};
+
+// Errors name the step: "TLS termination: CA /var/lib/faultline/ca: ...",
+// "TLS termination: upstream_ca FILE: ...". Nothing is left half made but the
+// CA, which is meant to outlive the run.
+[[nodiscard]] Result<TerminationSetup> set_up_termination(const TerminationOptions& options);
+
+}  // namespace faultline
