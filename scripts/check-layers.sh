@@ -7,6 +7,7 @@
 #         <-  userspace/ops  <-  userspace/daemon  <-  ctl, daemon (faultd's main)
 #   base  <-  userspace/proxy (its own library, faultline_proxy, under the rest;
 #             faults/stream, daemon, ctl use it)
+#   base, userspace/net  <-  cp (faultcp; plus userspace/faults/packet/spec.h for the caps)
 #
 # A layer includes only layers to its left (and the ABI headers, faultline/*.h,
 # which every C++ layer above base may use). Bpftool skeletons (*.skel.h) are
@@ -45,6 +46,10 @@ allowed_for() {
     userspace/policy/*) echo '^(base|loader|faultline|userspace/(net|state|enforce|policy))/' ;;
     ctl/*) echo '^(base|loader|faultline|userspace|ctl)/' ;;
     daemon/*) echo '^(base|loader|faultline|userspace)/' ;;
+    # The control plane serves HTTP with userspace/net and checks experiment
+    # specs against the packet faults' own caps and kind names (spec.h, a
+    # header of constants and declarations): nothing else of the host side.
+    cp/*) echo '^(base|faultline|userspace/net|cp)/|^userspace/faults/packet/spec\.h$' ;;
     *) return 1 ;;
   esac
 }
@@ -61,7 +66,7 @@ while IFS= read -r file; do
       bad=1
     fi
   done < <(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$file")
-done < <(git ls-files 'base/*' 'loader/*' 'userspace/*' 'ctl/*' 'daemon/*' | grep -E '\.(h|cpp)$'; git ls-files --others --exclude-standard 'base/*' 'loader/*' 'userspace/*' 'ctl/*' 'daemon/*' | grep -E '\.(h|cpp)$')
+done < <(git ls-files 'base/*' 'loader/*' 'userspace/*' 'ctl/*' 'daemon/*' 'cp/*' | grep -E '\.(h|cpp)$'; git ls-files --others --exclude-standard 'base/*' 'loader/*' 'userspace/*' 'ctl/*' 'daemon/*' 'cp/*' | grep -E '\.(h|cpp)$')
 
 if [ "$bad" -ne 0 ]; then
   echo "check-layers: FAILED" >&2

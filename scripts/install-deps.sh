@@ -8,12 +8,16 @@ packages=(
   clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev cmake ninja-build g++ pkg-config libseccomp-dev
   libcxxopts-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev libssl-dev liburing-dev libyaml-cpp-dev
   libhttp-parser-dev libsystemd-dev
+  # faultcp's storage backends: SQLite (embedded) and PostgreSQL's client library
+  libsqlite3-dev libpq-dev
   # run and test
   iproute2 iputils-ping iperf3 curl openssl
   # the TLS tests: python3's https server and urllib, the system trust store
   python3 ca-certificates
   # the Prometheus guardrail tests run a real server (and promtool checks the example rules)
   prometheus
+  # faultcp's storage suite starts a throw-away PostgreSQL cluster (initdb, pg_ctl)
+  postgresql
   # make bench: the peers the proxy is measured against, and their load generators
   nginx-light haproxy redis-server redis-tools wrk
 )

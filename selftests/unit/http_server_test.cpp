@@ -126,6 +126,14 @@ class LoopbackServer {
     router_.add("GET", "/big", [](const HttpRequest&, const faultline::PathParams&) {
       return HttpReply::text(200, std::string(1 << 20, 'x'));
     });
+    // A long poll: answered by a timer of the serving thread 300 ms later.
+    router_.add("GET", "/later", [this](const HttpRequest& r, const faultline::PathParams&) {
+      const uint64_t exchange = r.exchange;
+      server_->after(std::chrono::milliseconds(300), [this, exchange] {
+        server_->complete(exchange, HttpReply::text(200, "later " + std::to_string(exchange)));
+      });
+      return HttpReply::later();
+    });
     auto addr = server_->listen_tcp("127.0.0.1:0", router_.handler());
     if (!addr) throw std::runtime_error(addr.error().describe());
     port_ = static_cast<uint16_t>(std::stoul(addr->substr(addr->rfind(':') + 1)));
@@ -298,6 +306,36 @@ TEST(HttpServer, AnswersExpect100ContinueBeforeTheBody) {
   out = read_replies(fd, 0);
   EXPECT_EQ(out.rfind("HTTP/1.1 413 ", 0), 0u) << out;
   ::close(fd);
+}
+
+// A reply given later (a long poll) holds its connection's pipeline, not the
+// server: another connection is answered meanwhile; a client that hangs up
+// while it waits is closed without the server spinning.
+TEST(HttpServer, AnswersALaterReplyInOrderWhileServingOthers) {
+  LoopbackServer srv({});
+  int waiting = srv.connect();
+  int other = srv.connect();
+  ASSERT_GE(waiting, 0);
+  ASSERT_GE(other, 0);
+  const auto start = std::chrono::steady_clock::now();
+  send_all(waiting, "GET /later HTTP/1.1\r\n\r\nGET /hello?after HTTP/1.1\r\n\r\n");
+  send_all(other, "GET /hello?now HTTP/1.1\r\n\r\n");
+  EXPECT_NE(read_replies(other, 1).find("hello now"), std::string::npos);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(250)) << "the other client waited";
+  const std::string out = read_replies(waiting, 2);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(300));
+  EXPECT_NE(out.find("later "), std::string::npos) << out;
+  EXPECT_LT(out.find("later "), out.find("hello after")) << out;
+  // Hung up while waiting: the timer finds nobody, and nothing spins.
+  int gone = srv.connect();
+  send_all(gone, "GET /later HTTP/1.1\r\n\r\n");
+  ::close(gone);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const long before = thread_cpu_ticks(srv.tid_);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_LE(thread_cpu_ticks(srv.tid_) - before, 10);
+  ::close(waiting);
+  ::close(other);
 }
 
 TEST(HttpServer, ServesManyConnectionsAtOnceOnOneThread) {

@@ -81,6 +81,12 @@ HttpReply HttpReply::text(int status, std::string body) {
   return HttpReply{status, {{"Content-Type", "text/plain; charset=utf-8"}}, std::move(body)};
 }
 
+HttpReply HttpReply::later() {
+  HttpReply r;
+  r.deferred = true;
+  return r;
+}
+
 HttpReply HttpReply::error(int status, std::string_view message) {
   return json(status, "{\"error\":" + json_quote(message) + ",\"status\":" + std::to_string(status) + "}\n");
 }

@@ -36,6 +36,9 @@ struct HttpRequest {
   std::string body;                                          // de-chunked
   bool keep_alive = true;                                    // HTTP/1.1 default, "Connection: close", HTTP/1.0 rules
   HttpPeer peer;
+  // Which request this is, unique within its HttpServer: the key of a reply
+  // given later (HttpReply::later(), HttpServer::complete()).
+  uint64_t exchange = 0;
 
   // The first header of that name (lower case), if any.
   [[nodiscard]] std::optional<std::string> header(std::string_view lower_name) const;
@@ -48,11 +51,16 @@ struct HttpReply {
   int status = 200;
   std::vector<std::pair<std::string, std::string>> headers;  // Content-Length is added when sent
   std::string body;
+  // No answer yet: the handler keeps req.exchange and answers through
+  // HttpServer::complete() (a long poll). The connection reads nothing more
+  // until then; a client that hangs up meanwhile is closed.
+  bool deferred = false;
 
   [[nodiscard]] static HttpReply json(int status, std::string body);
   [[nodiscard]] static HttpReply text(int status, std::string body);
   // {"error": message, "status": status}: the one error envelope of our APIs.
   [[nodiscard]] static HttpReply error(int status, std::string_view message);
+  [[nodiscard]] static HttpReply later();
 };
 
 // What a listener does with each request: a router, or any function.

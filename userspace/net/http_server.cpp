@@ -9,6 +9,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <climits>
@@ -87,11 +90,15 @@ struct HttpServer::Listener {
   dev_t dev = 0;
   ino_t ino = 0;
   HttpHandler handler;
+  std::shared_ptr<HttpTlsContext> tls;  // null: plain HTTP
 };
 
 struct HttpServer::Connection {
   Connection(UniqueFd f, HttpHandler* h, HttpRequestParser::Limits lim) : fd(std::move(f)), handler(h), parser(lim) {}
   UniqueFd fd;
+  // The TLS session over fd (freed before fd closes); null for plain HTTP.
+  std::unique_ptr<SSL, void (*)(SSL*)> ssl{nullptr, SSL_free};
+  bool tls_wants_write = false;  // a read needs the socket writable first (handshake)
   HttpHandler* handler;
   HttpPeer peer;
   HttpRequestParser parser;
@@ -103,6 +110,11 @@ struct HttpServer::Connection {
   uint32_t events = EPOLLIN | EPOLLRDHUP;  // what epoll watches for it now
   Clock::time_point last_activity = Clock::now();
   Clock::time_point request_start{};  // when the request under way began
+  // A request whose handler answers later (HttpReply::later()): its exchange,
+  // and what its answer needs. Nothing more is read or parsed until then.
+  uint64_t awaiting = 0;
+  std::string awaiting_method, awaiting_path;
+  bool awaiting_close = false;
 };
 
 Result<HttpServer> HttpServer::create(HttpServerLimits limits) {
@@ -171,6 +183,14 @@ Status HttpServer::add_listener(std::unique_ptr<Listener> l) {
   if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, l->fd.get(), &ev) != 0) return errno_error("epoll_ctl");
   listeners_.push_back(std::move(l));
   return {};
+}
+
+Result<std::string> HttpServer::listen_tls(const std::string& address, HttpHandler handler,
+                                          std::shared_ptr<HttpTlsContext> tls) {
+  if (!tls) return make_error(EINVAL, "listen_tls without a TLS context");
+  auto bound = listen_tcp(address, std::move(handler));
+  if (bound) listeners_.back()->tls = std::move(tls);
+  return bound;
 }
 
 Result<std::string> HttpServer::adopt_listener(UniqueFd fd, HttpHandler handler) {
@@ -254,6 +274,12 @@ void HttpServer::accept_on(Listener& l) {
     } else {
       c->peer.address = address_text(ss);
     }
+    if (l.tls) {
+      // The handshake runs inside the first reads (server side, accept state).
+      c->ssl.reset(SSL_new(l.tls->get()));
+      if (!c->ssl || SSL_set_fd(c->ssl.get(), c->fd.get()) != 1) continue;
+      SSL_set_accept_state(c->ssl.get());
+    }
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLRDHUP;
     ev.data.fd = c->fd.get();
@@ -272,7 +298,7 @@ void HttpServer::answer(Connection& c, const HttpReply& reply, bool close_after,
 
 void HttpServer::process(Connection& c) {
   size_t pos = 0;
-  while (!c.closing && pos < c.in.size() && c.out.size() - c.out_pos < kMaxPendingOut) {
+  while (!c.closing && c.awaiting == 0 && pos < c.in.size() && c.out.size() - c.out_pos < kMaxPendingOut) {
     const bool was_in_request = c.parser.in_request();
     pos += c.parser.feed(std::string_view(c.in).substr(pos));
     if (!was_in_request && c.parser.in_request()) c.request_start = Clock::now();
@@ -286,15 +312,25 @@ void HttpServer::process(Connection& c) {
     if (c.parser.state() != HttpRequestParser::State::Ready) break;  // needs more bytes
     HttpRequest req = c.parser.take();
     req.peer = c.peer;
+    req.exchange = ++next_exchange_;
     HttpReply reply;
     try {
       reply = (*c.handler)(req);
     } catch (const std::exception& e) {
       reply = HttpReply::error(500, std::string("internal error: ") + e.what());
     }
+    if (reply.deferred) {
+      c.awaiting = req.exchange;
+      c.awaiting_method = req.method;
+      c.awaiting_path = req.path;
+      c.awaiting_close = !req.keep_alive;
+      awaiting_[req.exchange] = c.fd.get();
+      break;
+    }
     answer(c, reply, !req.keep_alive, req.method, req.path);
   }
   c.in.erase(0, pos);
+  if (c.awaiting != 0) return;
   // A client done sending gets the answers to every whole request it sent (a
   // pipeline may wait on replies it has not read yet), then the close.
   if (c.peer_done && !c.closing && c.out.size() - c.out_pos < kMaxPendingOut) c.closing = true;
@@ -302,7 +338,7 @@ void HttpServer::process(Connection& c) {
 
 void HttpServer::flush(Connection& c) {
   while (c.out_pos < c.out.size()) {
-    ssize_t n = ::send(c.fd.get(), c.out.data() + c.out_pos, c.out.size() - c.out_pos, MSG_NOSIGNAL);
+    ssize_t n = write_some(c, c.out.data() + c.out_pos, c.out.size() - c.out_pos);
     if (n > 0) {
       c.out_pos += static_cast<size_t>(n);
       c.last_activity = Clock::now();
@@ -325,10 +361,13 @@ void HttpServer::flush(Connection& c) {
   // that sends without reading its replies (or that hung up with replies
   // pending) would wake the loop without end.
   const bool pending = c.out_pos < c.out.size();
-  const bool can_read = !c.closing && !c.peer_done && c.out.size() - c.out_pos < kMaxPendingOut &&
+  const bool can_read = c.awaiting == 0 && !c.closing && !c.peer_done && c.out.size() - c.out_pos < kMaxPendingOut &&
                         c.in.size() < limits_.request.max_head + limits_.request.max_body + kReadChunk;
-  const uint32_t want =
-      (can_read ? static_cast<uint32_t>(EPOLLIN | EPOLLRDHUP) : 0u) | (pending ? static_cast<uint32_t>(EPOLLOUT) : 0u);
+  // A connection waiting for a later answer still hears its client hang up.
+  const uint32_t want = (can_read ? static_cast<uint32_t>(EPOLLIN | EPOLLRDHUP) : 0u) |
+                        (c.awaiting != 0 ? static_cast<uint32_t>(EPOLLRDHUP) : 0u) |
+                        (pending || c.tls_wants_write ? static_cast<uint32_t>(EPOLLOUT) : 0u);
+  if (can_read && c.ssl && SSL_pending(c.ssl.get()) > 0) tls_pending_.insert(c.fd.get());
   if (want != c.events) {
     epoll_event ev{};
     ev.events = want;
@@ -343,7 +382,7 @@ void HttpServer::on_readable(Connection& c) {
   bool eof = false;
   char buf[kReadChunk];
   while (c.in.size() < limits_.request.max_head + limits_.request.max_body + kReadChunk) {
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    ssize_t n = read_some(c, buf, sizeof buf);
     if (n > 0) {
       c.in.append(buf, static_cast<size_t>(n));
       c.last_activity = Clock::now();
@@ -355,12 +394,48 @@ void HttpServer::on_readable(Connection& c) {
     break;
   }
   if (eof) c.peer_done = true;
+  if (c.awaiting != 0) {
+    // The client of a long poll hung up (or failed): nobody is left to answer.
+    if (eof) close_connection(fd);
+    return;
+  }
   process(c);
   flush(c);
 }
 
+ssize_t HttpServer::read_some(Connection& c, char* buf, size_t n) {
+  if (!c.ssl) return ::recv(c.fd.get(), buf, n, 0);
+  ERR_clear_error();
+  const int r = SSL_read(c.ssl.get(), buf, static_cast<int>(std::min<size_t>(n, INT_MAX)));
+  if (r > 0) return r;
+  switch (SSL_get_error(c.ssl.get(), r)) {
+    case SSL_ERROR_WANT_READ: errno = EAGAIN; return -1;
+    case SSL_ERROR_WANT_WRITE: c.tls_wants_write = true; errno = EAGAIN; return -1;
+    case SSL_ERROR_ZERO_RETURN: return 0;  // close_notify
+    default: errno = EIO; return -1;       // a failed handshake, a reset, garbage
+  }
+}
+
+ssize_t HttpServer::write_some(Connection& c, const char* buf, size_t n) {
+  if (!c.ssl) return ::send(c.fd.get(), buf, n, MSG_NOSIGNAL);
+  ERR_clear_error();
+  const int r = SSL_write(c.ssl.get(), buf, static_cast<int>(std::min<size_t>(n, INT_MAX)));
+  if (r > 0) return r;
+  switch (SSL_get_error(c.ssl.get(), r)) {
+    case SSL_ERROR_WANT_READ:
+    case SSL_ERROR_WANT_WRITE: errno = EAGAIN; return -1;
+    default: errno = EPIPE; return -1;
+  }
+}
+
 void HttpServer::on_writable(Connection& c) {
   const int fd = c.fd.get();
+  if (c.tls_wants_write) {
+    // The handshake (or a TLS record) waited for the socket to take bytes: read again.
+    c.tls_wants_write = false;
+    on_readable(c);
+    if (connections_.find(fd) == connections_.end()) return;
+  }
   flush(c);
   auto it = connections_.find(fd);
   if (it != connections_.end() && (!it->second->in.empty() || it->second->peer_done)) {
@@ -369,7 +444,42 @@ void HttpServer::on_writable(Connection& c) {
   }
 }
 
+void HttpServer::complete(uint64_t exchange, const HttpReply& reply) {
+  auto a = awaiting_.find(exchange);
+  if (a == awaiting_.end()) return;
+  const int fd = a->second;
+  awaiting_.erase(a);
+  auto it = connections_.find(fd);
+  if (it == connections_.end()) return;
+  Connection& c = *it->second;
+  c.awaiting = 0;
+  c.last_activity = Clock::now();
+  HttpReply final_reply = reply;
+  final_reply.deferred = false;
+  answer(c, final_reply, c.awaiting_close, c.awaiting_method, c.awaiting_path);
+  process(c);  // requests pipelined behind it
+  flush(c);
+}
+
+void HttpServer::after(std::chrono::milliseconds delay, std::function<void()> fn) {
+  timers_.emplace(Clock::now() + delay, std::move(fn));
+}
+
+void HttpServer::run_timers() {
+  const auto now = Clock::now();
+  // A timer may add timers: take the due ones out first.
+  std::vector<std::function<void()>> due;
+  while (!timers_.empty() && timers_.begin()->first <= now) {
+    due.push_back(std::move(timers_.begin()->second));
+    timers_.erase(timers_.begin());
+  }
+  for (auto& fn : due) fn();
+}
+
 void HttpServer::close_connection(int fd) {
+  if (auto it = connections_.find(fd); it != connections_.end() && it->second->awaiting != 0)
+    awaiting_.erase(it->second->awaiting);
+  tls_pending_.erase(fd);
   (void)epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
   connections_.erase(fd);
 }
@@ -378,6 +488,7 @@ void HttpServer::expire_timeouts() {
   const auto now = Clock::now();
   std::vector<int> idle, slow;
   for (const auto& [fd, c] : connections_) {
+    if (c->awaiting != 0) continue;  // its handler answers in its own time
     // A closing connection waits only for its reply to be read: a client that
     // does not read it is dropped after the idle timeout.
     if (c->closing) {
@@ -401,8 +512,10 @@ void HttpServer::expire_timeouts() {
 }
 
 int HttpServer::next_timeout_ms() const {
-  auto soonest = Clock::time_point::max();
+  if (!tls_pending_.empty()) return 0;
+  auto soonest = timers_.empty() ? Clock::time_point::max() : timers_.begin()->first;
   for (const auto& [fd, c] : connections_) {
+    if (c->awaiting != 0) continue;
     if (c->closing) {
       soonest = std::min(soonest, c->last_activity + limits_.idle_timeout);
       continue;
@@ -445,6 +558,11 @@ Status HttpServer::run(int stop_fd) {
       }
       if (events[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) on_readable(*it->second);
     }
+    std::set<int> pending;
+    pending.swap(tls_pending_);
+    for (int fd : pending)
+      if (auto it = connections_.find(fd); it != connections_.end()) on_readable(*it->second);
+    run_timers();
     expire_timeouts();
   }
   (void)epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, stop_fd, nullptr);

@@ -11,12 +11,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "base/result.h"
 #include "base/unique_fd.h"
 #include "userspace/net/http_request.h"
+#include "userspace/net/tls_context.h"
 
 namespace faultline {
 
@@ -52,6 +54,10 @@ class HttpServer {
   // Listens on "HOST:PORT" (an IPv4 address or a bracketed IPv6 one); port 0
   // takes a free port. Returns the address bound ("127.0.0.1:40111").
   [[nodiscard]] Result<std::string> listen_tcp(const std::string& address, HttpHandler handler);
+  // The same over TLS (HTTPS). Writes to a peer that is gone raise SIGPIPE
+  // through OpenSSL: a process serving TLS ignores SIGPIPE.
+  [[nodiscard]] Result<std::string> listen_tls(const std::string& address, HttpHandler handler,
+                                               std::shared_ptr<HttpTlsContext> tls);
 
   // Listens on an inherited listening socket (a restart's handover), unix or TCP.
   // A unix socket's file becomes this server's, removed when it goes.
@@ -66,6 +72,15 @@ class HttpServer {
   // Called after every answered request (and every error the server answers itself).
   void set_log(HttpLog log) { log_ = std::move(log); }
 
+  // The answer to a request whose handler returned HttpReply::later(). Call
+  // it on the serving thread (from a handler or a timer); nothing happens if
+  // that request's connection is gone or it was answered already.
+  void complete(uint64_t exchange, const HttpReply& reply);
+  // Whether that request still waits for its answer (its client is still there).
+  [[nodiscard]] bool waiting(uint64_t exchange) const { return awaiting_.count(exchange) != 0; }
+  // Runs `fn` on the serving thread once `delay` has passed (a long poll's end).
+  void after(std::chrono::milliseconds delay, std::function<void()> fn);
+
   // Serves until stop_fd (an eventfd, a signalfd, a pipe) is readable; it is not
   // read. Connections still open are closed on return.
   [[nodiscard]] Status run(int stop_fd);
@@ -78,12 +93,17 @@ class HttpServer {
   [[nodiscard]] Status add_listener(std::unique_ptr<Listener> l);
   void accept_on(Listener& l);
   void on_readable(Connection& c);
+  // recv/send, through the connection's TLS session if it has one: -1 with
+  // errno EAGAIN when it would block, 0 at the peer's end.
+  static ssize_t read_some(Connection& c, char* buf, size_t n);
+  static ssize_t write_some(Connection& c, const char* buf, size_t n);
   void on_writable(Connection& c);
   void process(Connection& c);
   void answer(Connection& c, const HttpReply& reply, bool close_after, std::string_view method, std::string_view path);
   void flush(Connection& c);
   void close_connection(int fd);
   void expire_timeouts();
+  void run_timers();
   [[nodiscard]] int next_timeout_ms() const;
 
   HttpServerLimits limits_;
@@ -91,6 +111,13 @@ class HttpServer {
   std::vector<std::unique_ptr<Listener>> listeners_;
   std::map<int, std::unique_ptr<Connection>> connections_;
   HttpLog log_;
+  uint64_t next_exchange_ = 0;
+  std::map<uint64_t, int> awaiting_;  // exchange -> fd of a connection waiting for complete()
+  std::multimap<std::chrono::steady_clock::time_point, std::function<void()>> timers_;
+  // TLS connections with decrypted bytes still inside OpenSSL when reading
+  // stopped (the input cap): the socket will not signal them, so they are read
+  // again after the current round of events.
+  std::set<int> tls_pending_;
 };
 
 }  // namespace faultline

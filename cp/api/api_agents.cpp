@@ -1,0 +1,248 @@
+// Enrollment, the agents' long poll for work and their reports.
+#include <cstdio>
+
+#include "cp/api/api_error.h"
+#include "cp/api/control_plane.h"
+
+namespace faultline::cp {
+namespace {
+
+const std::vector<FieldRule> kRegisterFields = {
+    {"hostname", JsonType::String, true}, {"kernel", JsonType::String},  {"instance_id", JsonType::String},
+    {"device", JsonType::String},         {"version", JsonType::String}, {"features", JsonType::Object},
+};
+const std::vector<FieldRule> kEventFields = {
+    {"experiment_id", JsonType::Integer, true},
+    {"type", JsonType::String, true},
+    {"detail", JsonType::String},
+    {"record", JsonType::Object},
+};
+constexpr size_t kMaxFactChars = 256;
+constexpr size_t kMaxDetailChars = 4096;
+
+}  // namespace
+
+HttpReply ControlPlane::register_agent(const HttpRequest& req, const Principal& p) {
+  auto body = parse_body(req.body);
+  if (auto* e = std::get_if<ApiError>(&body)) return e->reply();
+  const auto& j = std::get<nlohmann::json>(body);
+  if (auto e = check_fields(j, kRegisterFields)) return e->reply();
+  AgentFacts facts;
+  for (auto [field, out] : {std::pair<const char*, std::string*>{"hostname", &facts.hostname},
+                            {"kernel", &facts.kernel},
+                            {"instance_id", &facts.instance_id},
+                            {"device", &facts.device},
+                            {"version", &facts.version}}) {
+    *out = j.value(field, "");
+    if (out->size() > kMaxFactChars) return ApiError{400, field, "is over 256 characters"}.reply();
+  }
+  if (facts.hostname.empty()) return ApiError{400, "hostname", "is empty"}.reply();
+  facts.features = j.value("features", nlohmann::json::object()).dump();
+  if (facts.features.size() > 16 * 1024) return ApiError{400, "features", "is over 16 KiB"}.reply();
+  auto minted = mint_token(TokenKind::Agent);
+  if (!minted) return api_error(500, minted.error().describe());
+  SqlTransaction tx(store_.sql());
+  if (auto begun = store_.begin(tx, p.workspace_id); !begun) return storage_error(begun.error());
+  auto agent = store_.insert_agent(p.workspace_id, facts, now_ms());
+  if (!agent) return storage_error(agent.error());
+  auto row = store_.insert_token(p.workspace_id, "agent", minted->hash, minted->hint, facts.hostname, std::nullopt,
+                                 agent->id, now_ms());
+  if (!row) return storage_error(row.error());
+  if (auto a =
+          audit(p, "agent.register", "agent:" + std::to_string(agent->id),
+                {{"hostname", facts.hostname}, {"instance_id", facts.instance_id}, {"enrollment_token", p.token_id}});
+      !a)
+    return storage_error(a.error());
+  if (auto c = tx.commit(); !c) return storage_error(c.error());
+  return api_json(201, {{"agent_id", agent->id}, {"token", minted->secret}});
+}
+
+HttpReply ControlPlane::list_agents(const Principal& p) {
+  auto rows = store_.agents(p.workspace_id);
+  if (!rows) return api_error(500, "storage: " + rows.error().describe());
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& a : *rows) list.push_back(agent_json(a));
+  return api_json(200, {{"agents", list}});
+}
+
+HttpReply ControlPlane::get_agent(const PathParams& params, const Principal& p) {
+  const auto id = path_id(params);
+  if (!id) return api_error(404, "no such agent");
+  auto a = store_.agent(p.workspace_id, *id);
+  if (!a) return api_error(500, "storage: " + a.error().describe());
+  if (!a->has_value()) return api_error(404, "no such agent");
+  return api_json(200, agent_json(**a));
+}
+
+// "kill": the workspace's or the agent's own switch is engaged.
+Result<nlohmann::json> ControlPlane::idle_payload(int64_t ws, int64_t agent_id) {
+  auto w = store_.workspace(ws);
+  if (!w) return w.error();
+  auto a = store_.agent(ws, agent_id);
+  if (!a) return a.error();
+  const bool killed = (w->has_value() && (*w)->killed) || (a->has_value() && (*a)->killed);
+  return nlohmann::json{{"experiment", nullptr}, {"stop", nlohmann::json::array()}, {"kill", killed}};
+}
+
+Result<std::optional<nlohmann::json>> ControlPlane::next_payload(int64_t ws, int64_t agent_id, uint64_t exchange) {
+  auto payload = idle_payload(ws, agent_id);
+  if (!payload) return payload.error();
+  auto stops = store_.pending_stops(ws, agent_id);
+  if (!stops) return stops.error();
+  // Stops first: an agent told to stop and to start in one answer would
+  // start before it read the rest.
+  if (!stops->empty()) {
+    (*payload)["stop"] = *stops;
+    return std::optional<nlohmann::json>(*payload);
+  }
+  // Claim only for a client still there: an experiment claimed for a poll
+  // whose client hung up would wait out its lease and fail.
+  if (exchange != 0 && !server_.waiting(exchange)) return std::optional<nlohmann::json>{};
+  SqlTransaction tx(store_.sql());
+  FL_TRY(store_.begin(tx, ws));
+  auto claimed = store_.claim_next(ws, agent_id, now_ms(), now_ms() + config_.lease.count());
+  if (!claimed) return claimed.error();
+  if (!claimed->has_value()) return std::optional<nlohmann::json>{};
+  FL_TRY(audit_as(ws, "agent:" + std::to_string(agent_id), "experiment.dispatch",
+                  "experiment:" + std::to_string((*claimed)->id), {{"lease_until_ms", *(*claimed)->lease_until_ms}}));
+  FL_TRY(tx.commit());
+  (*payload)["experiment"] = experiment_json(**claimed);
+  return std::optional<nlohmann::json>(*payload);
+}
+
+HttpReply ControlPlane::next_for_agent(const HttpRequest& req, const PathParams& params, const Principal& p) {
+  const auto id = path_id(params);
+  // An agent token speaks for its own agent only.
+  if (!id || !p.agent_id || *id != *p.agent_id) return api_error(404, "no such agent");
+  auto wait = config_.poll_timeout;
+  if (auto w = req.query_param("wait_ms")) {
+    if (w->empty() || w->size() > 9 || w->find_first_not_of("0123456789") != std::string::npos)
+      return api_error(400, "wait_ms: must be a number of milliseconds", "wait_ms");
+    wait = std::min(wait, std::chrono::milliseconds(std::stoll(*w)));
+  }
+  (void)store_.touch_agent(p.workspace_id, *id, now_ms());
+  auto ready = next_payload(p.workspace_id, *id, 0);
+  if (!ready) return api_error(500, "storage: " + ready.error().describe());
+  if (ready->has_value()) return api_json(200, **ready);
+  if (wait.count() == 0) {
+    auto idle = idle_payload(p.workspace_id, *id);
+    if (!idle) return api_error(500, "storage: " + idle.error().describe());
+    return api_json(200, *idle);
+  }
+  polls_[req.exchange] = Poll{p.workspace_id, *id};
+  const uint64_t exchange = req.exchange;
+  server_.after(wait, [this, exchange] { end_poll(exchange); });
+  return HttpReply::later();
+}
+
+void ControlPlane::end_poll(uint64_t exchange) {
+  auto it = polls_.find(exchange);
+  if (it == polls_.end()) return;  // answered already
+  const Poll poll = it->second;
+  polls_.erase(it);
+  if (!server_.waiting(exchange)) return;
+  auto idle = idle_payload(poll.workspace_id, poll.agent_id);
+  server_.complete(exchange, idle ? api_json(200, *idle) : api_error(500, "storage: " + idle.error().describe()));
+}
+
+void ControlPlane::wake_agent(int64_t ws, int64_t agent_id) {
+  std::vector<uint64_t> mine;
+  for (const auto& [exchange, poll] : polls_)
+    if (poll.workspace_id == ws && poll.agent_id == agent_id) mine.push_back(exchange);
+  for (uint64_t exchange : mine) {
+    if (!server_.waiting(exchange)) {
+      polls_.erase(exchange);  // the client hung up
+      continue;
+    }
+    auto payload = next_payload(ws, agent_id, exchange);
+    if (!payload) {
+      polls_.erase(exchange);
+      server_.complete(exchange, api_error(500, "storage: " + payload.error().describe()));
+    } else if (payload->has_value()) {
+      polls_.erase(exchange);
+      server_.complete(exchange, api_json(200, **payload));
+    }
+  }
+}
+
+HttpReply ControlPlane::agent_event(const HttpRequest& req, const PathParams& params, const Principal& p) {
+  const auto id = path_id(params);
+  if (!id || !p.agent_id || *id != *p.agent_id) return api_error(404, "no such agent");
+  auto body = parse_body(req.body);
+  if (auto* e = std::get_if<ApiError>(&body)) return e->reply();
+  const auto& j = std::get<nlohmann::json>(body);
+  if (auto e = check_fields(j, kEventFields)) return e->reply();
+  const auto type = j["type"].get<std::string>();
+  const bool final_type = type == "completed" || type == "aborted-by-slo" || type == "failed";
+  if (type != "running" && type != "progress" && type != "stopped" && !final_type)
+    return ApiError{400, "type", "must be running, progress, completed, aborted-by-slo, failed or stopped"}.reply();
+  const std::string detail = j.value("detail", "");
+  if (detail.size() > kMaxDetailChars) return ApiError{400, "detail", "is over 4096 characters"}.reply();
+  std::optional<std::string> record;
+  if (j.contains("record")) record = j["record"].dump();
+  const int64_t exp_id = j["experiment_id"].get<int64_t>();
+  auto exp = store_.experiment(p.workspace_id, exp_id);
+  if (!exp) return api_error(500, "storage: " + exp.error().describe());
+  if (!exp->has_value() || (*exp)->agent_id != *id) return api_error(404, "no such experiment", "experiment_id");
+  const Experiment& e = **exp;
+  const std::string object = "experiment:" + std::to_string(exp_id);
+
+  // A cancelled experiment the agent still holds: any report that it ended
+  // (or "stopped") confirms the stop; the state stays cancelled.
+  SqlTransaction tx(store_.sql());
+  if (auto begun = store_.begin(tx, p.workspace_id); !begun) return storage_error(begun.error());
+  if (e.stop_requested && (final_type || type == "stopped")) {
+    auto ok = store_.confirm_stop(p.workspace_id, exp_id, record, now_ms());
+    if (!ok) return storage_error(ok.error());
+    if (auto a = audit(p, "agent.event.stopped", object, {{"reported", type}, {"detail", detail}}); !a)
+      return storage_error(a.error());
+    if (auto c = tx.commit(); !c) return storage_error(c.error());
+    auto now = store_.experiment(p.workspace_id, exp_id);
+    return api_json(200, experiment_json(now.ok() && now->has_value() ? **now : e));
+  }
+  if (e.stop_requested)
+    return api_error(409, "experiment " + std::to_string(exp_id) + " was cancelled (" + e.detail + "): stop it",
+                     "experiment_id");
+  if (type == "stopped")
+    return api_error(409, "experiment " + std::to_string(exp_id) + " was not asked to stop", "type");
+  std::vector<std::string> from;
+  std::string to = type;
+  if (type == "running") {
+    from = {"dispatched"};
+  } else if (type == "progress") {
+    from = {"running"};
+    to = "running";
+  } else {
+    from = {"dispatched", "running"};
+  }
+  auto moved = store_.transition(p.workspace_id, exp_id, from, to, detail, record, now_ms());
+  if (!moved) return storage_error(moved.error());
+  if (!moved->has_value())
+    return api_error(409, "experiment " + std::to_string(exp_id) + " is " + e.state + ": cannot take '" + type + "'",
+                     "type");
+  if (auto a = audit(p, "agent.event." + type, object, {{"detail", detail}}); !a) return storage_error(a.error());
+  if (auto c = tx.commit(); !c) return storage_error(c.error());
+  return api_json(200, experiment_json(**moved));
+}
+
+void ControlPlane::sweep_leases() {
+  auto fail_one = [this](const Experiment& e) -> Status {
+    SqlTransaction tx(store_.sql());
+    FL_TRY(store_.begin(tx, e.workspace_id));
+    auto failed = store_.expire_lease(e.workspace_id, e.id, now_ms());
+    if (!failed) return failed.error();
+    if (!failed->has_value()) return {};  // its agent said "running" meanwhile
+    FL_TRY(audit_as(e.workspace_id, "faultcp", "experiment.lease_expired", "experiment:" + std::to_string(e.id),
+                    {{"agent_id", e.agent_id}}));
+    return tx.commit();
+  };
+  auto expired = store_.expired_leases(now_ms());
+  if (!expired) std::fprintf(stderr, "faultcp: lease sweep: %s\n", expired.error().describe().c_str());
+  for (const auto& e : expired.value_or({}))
+    if (auto done = fail_one(e); !done)
+      std::fprintf(stderr, "faultcp: lease sweep, experiment %lld: %s\n", static_cast<long long>(e.id),
+                   done.error().describe().c_str());
+  server_.after(config_.lease_sweep, [this] { sweep_leases(); });
+}
+
+}  // namespace faultline::cp

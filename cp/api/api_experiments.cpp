@@ -1,0 +1,240 @@
+// Experiments (create, list, show, abort) and the workspace kill switch.
+#include "cp/api/api_error.h"
+#include "cp/api/control_plane.h"
+#include "cp/api/experiment_spec.h"
+
+namespace faultline::cp {
+namespace {
+
+const std::vector<FieldRule> kCreateFields = {
+    {"agent_id", JsonType::Integer}, {"selector", JsonType::Object}, {"spec", JsonType::Object, true}};
+const std::vector<FieldRule> kSelectorFields = {{"all", JsonType::Boolean}, {"hostnames", JsonType::Array}};
+constexpr int64_t kMaxList = 1000;
+constexpr size_t kMaxHostnames = 1000;
+
+}  // namespace
+
+// The agents an experiment is for: {"agent_id": N}, or a selector of the
+// workspace's agents ({"all": true} or {"hostnames": [...]}, each name
+// matching at least one agent). Refused before anything is stored.
+std::variant<std::vector<Agent>, HttpReply> ControlPlane::select_agents(const nlohmann::json& j, const Principal& p) {
+  if (j.contains("agent_id") == j.contains("selector"))
+    return ApiError{400, "agent_id", "give agent_id or selector (one of them)"}.reply();
+  if (j.contains("agent_id")) {
+    const int64_t agent_id = j["agent_id"].get<int64_t>();
+    auto agent = store_.agent(p.workspace_id, agent_id);
+    if (!agent) return storage_error(agent.error());
+    if (!agent->has_value()) return api_error(404, "agent_id: no such agent", "agent_id");
+    return std::vector<Agent>{**agent};
+  }
+  const auto& sel = j["selector"];
+  if (auto e = check_fields(sel, kSelectorFields, "selector.")) return e->reply();
+  if (sel.size() != 1) return ApiError{400, "selector", "takes one of all or hostnames"}.reply();
+  auto all = store_.agents(p.workspace_id);
+  if (!all) return storage_error(all.error());
+  if (sel.contains("all")) {
+    if (!sel["all"].get<bool>()) return ApiError{400, "selector.all", "must be true"}.reply();
+    if (all->empty()) return api_error(404, "selector: the workspace has no agents", "selector");
+    return std::move(*all);
+  }
+  const auto& names = sel["hostnames"];
+  if (names.empty() || names.size() > kMaxHostnames)
+    return ApiError{400, "selector.hostnames", "must list 1-1000 names"}.reply();
+  std::vector<Agent> chosen;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string field = "selector.hostnames[" + std::to_string(i) + "]";
+    if (!names[i].is_string()) return ApiError{400, field, "must be a string"}.reply();
+    const auto name = names[i].get<std::string>();
+    bool found = false;
+    for (const auto& a : *all)
+      if (a.hostname == name) {
+        found = true;
+        if (std::none_of(chosen.begin(), chosen.end(), [&](const Agent& c) { return c.id == a.id; }))
+          chosen.push_back(a);
+      }
+    if (!found) return api_error(404, field + ": no agent named '" + name + "'", field);
+  }
+  return chosen;
+}
+
+// One experiment per selected agent, all or none (one transaction with their
+// audit entries). {"agent_id": N} answers the experiment; a selector answers
+// {"experiments": [...]}.
+HttpReply ControlPlane::create_experiment(const HttpRequest& req, const Principal& p) {
+  auto body = parse_body(req.body);
+  if (auto* e = std::get_if<ApiError>(&body)) return e->reply();
+  const auto& j = std::get<nlohmann::json>(body);
+  if (auto e = check_fields(j, kCreateFields)) return e->reply();
+  if (auto e = check_experiment_spec(j["spec"])) return e->reply();
+  auto selected = select_agents(j, p);
+  if (auto* r = std::get_if<HttpReply>(&selected)) return *r;
+  const auto& agents = std::get<std::vector<Agent>>(selected);
+  auto ws = store_.workspace(p.workspace_id);
+  if (!ws) return storage_error(ws.error());
+  if (ws->has_value() && (*ws)->killed)
+    return api_error(409, "the workspace's kill switch is engaged: nothing starts until DELETE /v1/kill");
+  const std::string field = j.contains("agent_id") ? "agent_id" : "selector";
+  for (const auto& a : agents)
+    if (a.killed)
+      return api_error(409,
+                       field + ": the kill switch of agent " + std::to_string(a.id) + " (" + a.hostname +
+                           ") is engaged: nothing starts on it until DELETE /v1/kill?agent_id=" + std::to_string(a.id),
+                       field);
+  SqlTransaction tx(store_.sql());
+  if (auto begun = store_.begin(tx, p.workspace_id); !begun) return storage_error(begun.error());
+  std::vector<int64_t> ids;
+  for (const auto& a : agents) {
+    auto e = store_.insert_experiment(p.workspace_id, a.id, j["spec"].dump(), now_ms());
+    if (!e) return storage_error(e.error());
+    nlohmann::json detail{{"agent_id", a.id}, {"spec", j["spec"]}};
+    if (j.contains("selector")) detail["selector"] = j["selector"];
+    if (auto logged = audit(p, "experiment.create", "experiment:" + std::to_string(e->id), detail); !logged)
+      return storage_error(logged.error());
+    ids.push_back(e->id);
+  }
+  if (auto c = tx.commit(); !c) return storage_error(c.error());
+  for (const auto& a : agents) wake_agent(p.workspace_id, a.id);
+  nlohmann::json created = nlohmann::json::array();
+  for (int64_t id : ids) {
+    auto now = store_.experiment(p.workspace_id, id);  // the wake may have dispatched it already
+    if (now.ok() && now->has_value()) created.push_back(experiment_json(**now));
+  }
+  if (j.contains("agent_id") && created.size() == 1) return api_json(201, created[0]);
+  return api_json(201, {{"experiments", created}});
+}
+
+HttpReply ControlPlane::list_experiments(const HttpRequest& req, const Principal& p) {
+  int64_t limit = 100;
+  if (auto l = req.query_param("limit")) {
+    if (l->empty() || l->size() > 4 || l->find_first_not_of("0123456789") != std::string::npos || std::stoll(*l) < 1 ||
+        std::stoll(*l) > kMaxList)
+      return api_error(400, "limit: must be 1-1000", "limit");
+    limit = std::stoll(*l);
+  }
+  auto rows = store_.experiments(p.workspace_id, limit);
+  if (!rows) return api_error(500, "storage: " + rows.error().describe());
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& e : *rows) list.push_back(experiment_json(e));
+  return api_json(200, {{"experiments", list}});
+}
+
+HttpReply ControlPlane::get_experiment(const PathParams& params, const Principal& p) {
+  const auto id = path_id(params);
+  if (!id) return api_error(404, "no such experiment");
+  auto e = store_.experiment(p.workspace_id, *id);
+  if (!e) return api_error(500, "storage: " + e.error().describe());
+  if (!e->has_value()) return api_error(404, "no such experiment");
+  return api_json(200, experiment_json(**e));
+}
+
+HttpReply ControlPlane::abort_experiment(const PathParams& params, const Principal& p) {
+  const auto id = path_id(params);
+  if (!id) return api_error(404, "no such experiment");
+  auto e = store_.experiment(p.workspace_id, *id);
+  if (!e) return api_error(500, "storage: " + e.error().describe());
+  if (!e->has_value()) return api_error(404, "no such experiment");
+  SqlTransaction tx(store_.sql());
+  if (auto begun = store_.begin(tx, p.workspace_id); !begun) return storage_error(begun.error());
+  auto moved = store_.transition(p.workspace_id, *id, {"queued", "dispatched", "running"}, "cancelled",
+                                 "aborted by " + p.actor(), std::nullopt, now_ms());
+  if (!moved) return storage_error(moved.error());
+  if (!moved->has_value())
+    return api_error(409, "experiment " + std::to_string(*id) + " is " + (*e)->state + ": nothing to abort");
+  if (auto a = audit(p, "experiment.abort", "experiment:" + std::to_string(*id), {{"was", (*e)->state}}); !a)
+    return storage_error(a.error());
+  if (auto c = tx.commit(); !c) return storage_error(c.error());
+  wake_agent(p.workspace_id, (*moved)->agent_id);
+  return api_json(200, experiment_json(**moved));
+}
+
+// "?agent_id=N": the kill switch of that agent alone; none: the workspace's.
+// Unknown (or another workspace's) agent: 404.
+std::variant<std::optional<int64_t>, HttpReply> ControlPlane::kill_target(const HttpRequest& req, const Principal& p) {
+  auto q = req.query_param("agent_id");
+  if (!q) return std::optional<int64_t>{};
+  PathParams as_path{{"id", *q}};
+  const auto id = path_id(as_path);
+  if (!id) return api_error(404, "agent_id: no such agent", "agent_id");
+  auto a = store_.agent(p.workspace_id, *id);
+  if (!a) return storage_error(a.error());
+  if (!a->has_value()) return api_error(404, "agent_id: no such agent", "agent_id");
+  return std::optional<int64_t>(*id);
+}
+
+HttpReply ControlPlane::engage_kill(const HttpRequest& req, const Principal& p) {
+  auto target = kill_target(req, p);
+  if (auto* r = std::get_if<HttpReply>(&target)) return *r;
+  const auto agent = std::get<std::optional<int64_t>>(target);
+  SqlTransaction tx(store_.sql());
+  if (auto begun = store_.begin(tx, p.workspace_id); !begun) return storage_error(begun.error());
+  std::vector<Experiment> cancelled;
+  if (agent) {
+    auto c = store_.engage_agent_kill(p.workspace_id, *agent, now_ms());
+    if (!c) return storage_error(c.error());
+    if (!c->has_value()) return api_error(404, "agent_id: no such agent", "agent_id");
+    cancelled = std::move(**c);
+  } else {
+    auto c = store_.engage_kill(p.workspace_id, now_ms());
+    if (!c) return storage_error(c.error());
+    cancelled = std::move(*c);
+  }
+  nlohmann::json ids = nlohmann::json::array();
+  std::set<int64_t> agents;
+  for (const auto& e : cancelled) {
+    ids.push_back(e.id);
+    agents.insert(e.agent_id);
+  }
+  const std::string object = agent ? "agent:" + std::to_string(*agent) : "workspace:" + std::to_string(p.workspace_id);
+  if (auto a = audit(p, "kill.engage", object, {{"cancelled", ids}}); !a) return storage_error(a.error());
+  if (auto c = tx.commit(); !c) return storage_error(c.error());
+  // Every agent holding a cancelled experiment hears it now, not at its next poll.
+  for (int64_t a : agents) wake_agent(p.workspace_id, a);
+  nlohmann::json out{{"engaged", true}, {"cancelled", ids}};
+  if (agent) out["agent_id"] = *agent;
+  return api_json(200, out);
+}
+
+HttpReply ControlPlane::release_kill(const HttpRequest& req, const Principal& p) {
+  auto target = kill_target(req, p);
+  if (auto* r = std::get_if<HttpReply>(&target)) return *r;
+  const auto agent = std::get<std::optional<int64_t>>(target);
+  SqlTransaction tx(store_.sql());
+  if (auto begun = store_.begin(tx, p.workspace_id); !begun) return storage_error(begun.error());
+  if (agent) {
+    auto done = store_.release_agent_kill(p.workspace_id, *agent);
+    if (!done) return storage_error(done.error());
+  } else if (auto done = store_.release_kill(p.workspace_id); !done) {
+    return storage_error(done.error());
+  }
+  const std::string object = agent ? "agent:" + std::to_string(*agent) : "workspace:" + std::to_string(p.workspace_id);
+  if (auto a = audit(p, "kill.release", object); !a) return storage_error(a.error());
+  if (auto c = tx.commit(); !c) return storage_error(c.error());
+  // Experiments queued while engaged may be claimed now.
+  if (agent) {
+    wake_agent(p.workspace_id, *agent);
+  } else if (auto agents = store_.agents(p.workspace_id); agents) {
+    for (const auto& a : *agents) wake_agent(p.workspace_id, a.id);
+  }
+  nlohmann::json out{{"engaged", false}};
+  if (agent) out["agent_id"] = *agent;
+  return api_json(200, out);
+}
+
+HttpReply ControlPlane::kill_status(const HttpRequest& req, const Principal& p) {
+  auto target = kill_target(req, p);
+  if (auto* r = std::get_if<HttpReply>(&target)) return *r;
+  const auto agent = std::get<std::optional<int64_t>>(target);
+  auto ws = store_.workspace(p.workspace_id);
+  if (!ws || !ws->has_value()) return api_error(500, "storage: the workspace is gone");
+  nlohmann::json j{{"engaged", (*ws)->killed}};
+  j["since_ms"] = (*ws)->killed_ms ? nlohmann::json(*(*ws)->killed_ms) : nlohmann::json(nullptr);
+  if (agent) {
+    auto a = store_.agent(p.workspace_id, *agent);
+    if (!a || !a->has_value()) return api_error(500, "storage: the agent is gone");
+    j["agent_id"] = *agent;
+    j["agent_engaged"] = (*a)->killed;
+  }
+  return api_json(200, j);
+}
+
+}  // namespace faultline::cp

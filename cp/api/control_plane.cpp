@@ -1,0 +1,238 @@
+// The route table, the auth layer, the activity log hook, /healthz and /metrics.
+#include "cp/api/control_plane.h"
+
+#include <cstdio>
+
+#include "cp/api/api_error.h"
+#include "cp/storage/migrations.h"
+
+namespace faultline::cp {
+
+using TK = TokenKind;
+
+std::string Principal::actor() const {
+  if (agent_id) return "agent:" + std::to_string(*agent_id);
+  if (user_id && kind == TokenKind::Session) return "user:" + std::to_string(*user_id);
+  return "token:" + std::to_string(token_id);
+}
+
+std::optional<int64_t> path_id(const PathParams& params, const std::string& name) {
+  auto it = params.find(name);
+  if (it == params.end() || it->second.empty() || it->second.size() > 18 ||
+      it->second.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  return std::stoll(it->second);
+}
+
+ControlPlane::ControlPlane(Store& store, HttpServer& server, ControlPlaneConfig config)
+    : store_(store),
+      server_(server),
+      config_(config),
+      login_by_address_(config.login_per_address),
+      login_failures_by_account_(config.login_per_account) {
+  server_.set_log([this](const HttpExchange& x) { ++responses_by_code_[x.status]; });
+
+  add_open_route("GET", "/healthz", [this](const HttpRequest&, const PathParams&) { return healthz(); });
+  add_open_route("POST", "/v1/auth/signup", [this](const HttpRequest& r, const PathParams&) { return signup(r); });
+  add_open_route("POST", "/v1/auth/login", [this](const HttpRequest& r, const PathParams&) { return login(r); });
+
+  add_route("GET", "/metrics", {TK::Session, TK::Api},
+            [this](const HttpRequest&, const PathParams&, const Principal& p) { return metrics(p); });
+  add_route("POST", "/v1/tokens", {TK::Session},
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return create_token(r, p); });
+  add_route("GET", "/v1/tokens", {TK::Session, TK::Api},
+            [this](const HttpRequest&, const PathParams&, const Principal& p) { return list_tokens(p); });
+  add_route("DELETE", "/v1/tokens/{id}", {TK::Session, TK::Api},
+            [this](const HttpRequest&, const PathParams& a, const Principal& p) { return revoke_token(a, p); });
+
+  add_route("POST", "/v1/agents/register", {TK::Enrollment},
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return register_agent(r, p); });
+  add_route("GET", "/v1/agents", {TK::Session, TK::Api},
+            [this](const HttpRequest&, const PathParams&, const Principal& p) { return list_agents(p); });
+  add_route("GET", "/v1/agents/{id}", {TK::Session, TK::Api},
+            [this](const HttpRequest&, const PathParams& a, const Principal& p) { return get_agent(a, p); });
+  add_route("GET", "/v1/agents/{id}/next", {TK::Agent},
+            [this](const HttpRequest& r, const PathParams& a, const Principal& p) { return next_for_agent(r, a, p); });
+  add_route("POST", "/v1/agents/{id}/events", {TK::Agent},
+            [this](const HttpRequest& r, const PathParams& a, const Principal& p) { return agent_event(r, a, p); });
+
+  add_route("POST", "/v1/experiments", {TK::Session, TK::Api},
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return create_experiment(r, p); });
+  add_route("GET", "/v1/experiments", {TK::Session, TK::Api},
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return list_experiments(r, p); });
+  add_route("GET", "/v1/experiments/{id}", {TK::Session, TK::Api},
+            [this](const HttpRequest&, const PathParams& a, const Principal& p) { return get_experiment(a, p); });
+  add_route("POST", "/v1/experiments/{id}/abort", {TK::Session, TK::Api},
+            [this](const HttpRequest&, const PathParams& a, const Principal& p) { return abort_experiment(a, p); });
+
+  add_route("POST", "/v1/kill", {TK::Session, TK::Api},
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return engage_kill(r, p); });
+  add_route("DELETE", "/v1/kill", {TK::Session, TK::Api},
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return release_kill(r, p); });
+  add_route("GET", "/v1/kill", {TK::Session, TK::Api},
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return kill_status(r, p); });
+
+  add_route("GET", "/v1/audit/export", {TK::Session, TK::Api},
+            [this](const HttpRequest&, const PathParams&, const Principal& p) { return audit_export(p); });
+  add_route("POST", "/v1/audit/verify", {TK::Session, TK::Api},
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return audit_verify(r, p); });
+  add_route("GET", "/v1/audit.csv", {TK::Session, TK::Api},
+            [this](const HttpRequest&, const PathParams&, const Principal& p) { return audit_csv(p); });
+}
+
+void ControlPlane::start() {
+  server_.after(config_.lease_sweep, [this] { sweep_leases(); });
+}
+
+void ControlPlane::add_open_route(const std::string& method, const std::string& pattern, RouteHandler handler) {
+  router_.add(method, pattern, std::move(handler));
+}
+
+void ControlPlane::add_route(const std::string& method, const std::string& pattern,
+                             std::initializer_list<TokenKind> kinds, Handler handler) {
+  std::vector<TokenKind> allowed(kinds);
+  router_.add(method, pattern,
+              [this, allowed, handler = std::move(handler)](const HttpRequest& req, const PathParams& params) {
+                auto who = authenticate(req, allowed);
+                if (auto* reply = std::get_if<HttpReply>(&who)) return *reply;
+                return handler(req, params, std::get<Principal>(who));
+              });
+}
+
+// The one place a request's workspace comes from: the token's row. Handlers
+// get it in the Principal and pass it to every store call.
+std::variant<Principal, HttpReply> ControlPlane::authenticate(const HttpRequest& req,
+                                                              const std::vector<TokenKind>& kinds) {
+  auto unauthorized = [](std::string_view why) {
+    HttpReply r = api_error(401, why, "authorization");
+    r.headers.emplace_back("WWW-Authenticate", "Bearer");
+    return r;
+  };
+  const auto header = req.header("authorization");
+  if (!header) return unauthorized("authorization: a bearer token is required");
+  constexpr std::string_view kBearer = "Bearer ";
+  if (header->size() <= kBearer.size() || header->compare(0, kBearer.size(), kBearer) != 0)
+    return unauthorized("authorization: expected 'Bearer TOKEN'");
+  const std::string token = header->substr(kBearer.size());
+  const auto claimed = token_kind_of(token);
+  if (!claimed) return unauthorized("authorization: not a faultcp token");
+  auto row = store_.token_by_hash(token_hash(token));
+  if (!row) return api_error(500, "storage: " + row.error().describe());
+  if (!row->has_value() || token_kind_from_name((*row)->kind) != claimed)
+    return unauthorized("authorization: unknown token");
+  const TokenRow& t = **row;
+  if (t.revoked_ms) return unauthorized("authorization: the token was revoked");
+  if (t.expires_ms && now_ms() >= *t.expires_ms) return unauthorized("authorization: the token expired: log in again");
+  bool allowed = false;
+  for (auto k : kinds) allowed = allowed || k == *claimed;
+  if (!allowed) {
+    std::string names;
+    for (auto k : kinds) names += std::string(names.empty() ? "" : " or ") + token_kind_name(k);
+    return api_error(
+        403, std::string("authorization: this route takes a ") + names + " token, not " + token_kind_name(*claimed),
+        "authorization");
+  }
+  return Principal{t.workspace_id, *claimed, t.id, t.user_id, t.agent_id};
+}
+
+int64_t ControlPlane::now_ms() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Status ControlPlane::audit(const Principal& who, const std::string& action, const std::string& object,
+                           const nlohmann::json& detail) {
+  return audit_as(who.workspace_id, who.actor(), action, object, detail);
+}
+
+Status ControlPlane::audit_as(int64_t workspace_id, const std::string& actor, const std::string& action,
+                              const std::string& object, const nlohmann::json& detail) {
+  auto e = store_.append_audit(workspace_id, actor, action, object, detail.dump(), now_ms());
+  if (!e) {
+    ++audit_failures_;
+    std::fprintf(stderr, "faultcp: audit append failed (%s %s): %s\n", action.c_str(), object.c_str(),
+                 e.error().describe().c_str());
+    return e.error();
+  }
+  return {};
+}
+
+HttpReply ControlPlane::storage_error(const Error& e) { return api_error(500, "storage: " + e.describe()); }
+
+HttpReply ControlPlane::healthz() {
+  auto v = store_.schema_version();
+  if (!v) return api_error(503, "storage: " + v.error().describe());
+  return api_json(200, {{"status", "ok"}, {"schema_version", *v}});
+}
+
+HttpReply ControlPlane::metrics(const Principal& p) {
+  std::string out;
+  out += "# HELP faultcp_http_responses_total HTTP responses sent, by status code.\n";
+  out += "# TYPE faultcp_http_responses_total counter\n";
+  for (const auto& [code, n] : responses_by_code_)
+    out += "faultcp_http_responses_total{code=\"" + std::to_string(code) + "\"} " + std::to_string(n) + "\n";
+  out += "# HELP faultcp_long_polls_waiting Agent long polls held open now.\n";
+  out += "# TYPE faultcp_long_polls_waiting gauge\n";
+  out += "faultcp_long_polls_waiting " + std::to_string(polls_.size()) + "\n";
+  out += "# HELP faultcp_audit_append_failures_total Activity-log appends that failed (their actions were undone).\n";
+  out += "# TYPE faultcp_audit_append_failures_total counter\n";
+  out += "faultcp_audit_append_failures_total " + std::to_string(audit_failures_) + "\n";
+  // The caller's workspace only: a token never learns about another tenant.
+  auto agents = store_.agent_count(p.workspace_id);
+  auto counted = store_.experiments_by_state(p.workspace_id);
+  if (!agents || !counted) return api_error(500, "storage: could not count");
+  out += "# HELP faultcp_agents Agents enrolled in this workspace.\n# TYPE faultcp_agents gauge\n";
+  out += "faultcp_agents " + std::to_string(*agents) + "\n";
+  std::map<std::string, int64_t> by_state;
+  for (const char* s : {"queued", "dispatched", "running", "completed", "aborted-by-slo", "failed", "cancelled"})
+    by_state[s] = 0;
+  for (const auto& [state, n] : *counted) by_state[state] = n;
+  out += "# HELP faultcp_experiments Experiments of this workspace, by state.\n# TYPE faultcp_experiments gauge\n";
+  for (const auto& [state, n] : by_state)
+    out += "faultcp_experiments{state=\"" + state + "\"} " + std::to_string(n) + "\n";
+  HttpReply r = HttpReply::text(200, out);
+  for (auto& [k, v] : r.headers)
+    if (k == "Content-Type") v = "text/plain; version=0.0.4; charset=utf-8";
+  return r;
+}
+
+nlohmann::json agent_json(const Agent& a) {
+  auto features = nlohmann::json::parse(a.features, nullptr, false);
+  return {{"id", a.id},
+          {"hostname", a.hostname},
+          {"kernel", a.kernel},
+          {"instance_id", a.instance_id},
+          {"device", a.device},
+          {"version", a.version},
+          {"features", features.is_discarded() ? nlohmann::json::object() : features},
+          {"created_ms", a.created_ms},
+          {"last_seen_ms", a.last_seen_ms},
+          {"killed", a.killed}};
+}
+
+nlohmann::json experiment_json(const Experiment& e) {
+  auto spec = nlohmann::json::parse(e.spec, nullptr, false);
+  nlohmann::json record = nullptr;
+  if (e.record) {
+    record = nlohmann::json::parse(*e.record, nullptr, false);
+    if (record.is_discarded()) record = nullptr;
+  }
+  nlohmann::json j{{"id", e.id},
+                   {"agent_id", e.agent_id},
+                   {"status", e.state},
+                   {"detail", e.detail},
+                   {"spec", spec.is_discarded() ? nlohmann::json::object() : spec},
+                   {"record", record},
+                   {"created_ms", e.created_ms},
+                   {"updated_ms", e.updated_ms},
+                   {"stop_requested", e.stop_requested}};
+  j["lease_until_ms"] = e.lease_until_ms ? nlohmann::json(*e.lease_until_ms) : nlohmann::json(nullptr);
+  return j;
+}
+
+nlohmann::json audit_entry_json(const AuditEntry& e) {
+  return {{"seq", e.seq},       {"at_ms", e.at_ms},   {"actor", e.actor},         {"action", e.action},
+          {"object", e.object}, {"detail", e.detail}, {"prev_hash", e.prev_hash}, {"hash", e.hash}};
+}
+
+}  // namespace faultline::cp

@@ -1,0 +1,139 @@
+// faultcp's API: the routes, the auth layer in front of them (one place that
+// turns a bearer token into the caller's workspace, which every store call
+// then takes), the agents' long polls and the activity log. Runs on the
+// serving thread of one HttpServer: handlers, long-poll wake-ups and timers
+// never run at once, so the store and the waiters need no locks.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "cp/auth/crypto.h"
+#include "cp/auth/rate_limiter.h"
+#include "cp/auth/tokens.h"
+#include "cp/storage/store.h"
+#include "userspace/net/http_router.h"
+#include "userspace/net/http_server.h"
+
+namespace faultline::cp {
+
+struct ControlPlaneConfig {
+  // How long GET /v1/agents/{id}/next holds a request that has nothing to say.
+  std::chrono::milliseconds poll_timeout{25'000};
+  // How long a dispatched experiment may wait for its agent to say "running"
+  // before it fails (it is never dispatched again).
+  std::chrono::milliseconds lease{60'000};
+  std::chrono::milliseconds lease_sweep{1'000};
+  ScryptParams scrypt{};
+  RateLimit login_per_address{20, std::chrono::milliseconds(60'000)};  // attempts
+  RateLimit login_per_account{5, std::chrono::milliseconds(300'000)};  // failures
+  size_t max_body = 64 * 1024;                                         // the server's request limit
+  std::chrono::milliseconds session_ttl{12 * 3600 * 1000};             // a login's token lives this long
+};
+
+// Who a request comes from, as the auth layer resolved it.
+struct Principal {
+  int64_t workspace_id = 0;
+  TokenKind kind = TokenKind::Session;
+  int64_t token_id = 0;
+  std::optional<int64_t> user_id, agent_id;
+  [[nodiscard]] std::string actor() const;  // "user:3", "token:9", "agent:4"
+};
+
+class ControlPlane {
+ public:
+  // The server must outlive this; the ControlPlane sets its request log.
+  ControlPlane(Store& store, HttpServer& server, ControlPlaneConfig config);
+  ControlPlane(const ControlPlane&) = delete;
+  ControlPlane& operator=(const ControlPlane&) = delete;
+
+  // The handler of the API listener (this must outlive the server's run()).
+  [[nodiscard]] HttpHandler handler() const { return router_.handler(); }
+  // Arms the timers (the lease sweep); call once before the server runs.
+  void start();
+
+ private:
+  using Handler = std::function<HttpReply(const HttpRequest&, const PathParams&, const Principal&)>;
+  // The auth layer: a route that takes a bearer token of one of `kinds`.
+  void add_route(const std::string& method, const std::string& pattern, std::initializer_list<TokenKind> kinds,
+                 Handler handler);
+  void add_open_route(const std::string& method, const std::string& pattern, RouteHandler handler);
+  [[nodiscard]] std::variant<Principal, HttpReply> authenticate(const HttpRequest& req,
+                                                                const std::vector<TokenKind>& kinds);
+  // Appends to the workspace's activity log. Called inside the action's
+  // transaction (Store::begin): a failure here is returned as a 500 and the
+  // transaction's end undoes the action, so no change goes unlogged.
+  [[nodiscard]] Status audit(const Principal& who, const std::string& action, const std::string& object,
+                             const nlohmann::json& detail = nlohmann::json::object());
+  [[nodiscard]] Status audit_as(int64_t workspace_id, const std::string& actor, const std::string& action,
+                                const std::string& object, const nlohmann::json& detail);
+  [[nodiscard]] static HttpReply storage_error(const Error& e);
+  [[nodiscard]] int64_t now_ms() const;
+
+  // Routes (api_identity.cpp, api_agents.cpp, api_experiments.cpp, api_audit.cpp).
+  HttpReply signup(const HttpRequest& req);
+  HttpReply login(const HttpRequest& req);
+  HttpReply create_token(const HttpRequest& req, const Principal& p);
+  HttpReply list_tokens(const Principal& p);
+  HttpReply revoke_token(const PathParams& params, const Principal& p);
+  HttpReply register_agent(const HttpRequest& req, const Principal& p);
+  HttpReply list_agents(const Principal& p);
+  HttpReply get_agent(const PathParams& params, const Principal& p);
+  HttpReply next_for_agent(const HttpRequest& req, const PathParams& params, const Principal& p);
+  HttpReply agent_event(const HttpRequest& req, const PathParams& params, const Principal& p);
+  HttpReply create_experiment(const HttpRequest& req, const Principal& p);
+  [[nodiscard]] std::variant<std::vector<Agent>, HttpReply> select_agents(const nlohmann::json& body,
+                                                                          const Principal& p);
+  HttpReply list_experiments(const HttpRequest& req, const Principal& p);
+  HttpReply get_experiment(const PathParams& params, const Principal& p);
+  HttpReply abort_experiment(const PathParams& params, const Principal& p);
+  HttpReply engage_kill(const HttpRequest& req, const Principal& p);
+  HttpReply release_kill(const HttpRequest& req, const Principal& p);
+  HttpReply kill_status(const HttpRequest& req, const Principal& p);
+  HttpReply audit_export(const Principal& p);
+  HttpReply audit_verify(const HttpRequest& req, const Principal& p);
+  HttpReply audit_csv(const Principal& p);
+  [[nodiscard]] std::variant<std::optional<int64_t>, HttpReply> kill_target(const HttpRequest& req, const Principal& p);
+  HttpReply healthz();
+  HttpReply metrics(const Principal& p);
+
+  // Long polls (api_agents.cpp). What an agent is told: an experiment to run,
+  // experiments to stop, whether the kill switch is engaged; none when there
+  // is nothing new. Claims an experiment only for a poll still waiting.
+  [[nodiscard]] Result<std::optional<nlohmann::json>> next_payload(int64_t ws, int64_t agent_id, uint64_t exchange);
+  [[nodiscard]] Result<nlohmann::json> idle_payload(int64_t ws, int64_t agent_id);
+  // Answers the agent's waiting polls that now have something to say.
+  void wake_agent(int64_t ws, int64_t agent_id);
+  void end_poll(uint64_t exchange);
+  void sweep_leases();
+
+  Store& store_;
+  HttpServer& server_;
+  ControlPlaneConfig config_;
+  HttpRouter router_;
+  RateLimiter login_by_address_;
+  RateLimiter login_failures_by_account_;
+  struct Poll {
+    int64_t workspace_id;
+    int64_t agent_id;
+  };
+  std::map<uint64_t, Poll> polls_;  // exchange -> the waiting agent
+  std::map<int, uint64_t> responses_by_code_;
+  uint64_t audit_failures_ = 0;
+};
+
+// JSON of the stored objects, as the API shows them.
+[[nodiscard]] nlohmann::json agent_json(const Agent& a);
+[[nodiscard]] nlohmann::json experiment_json(const Experiment& e);
+[[nodiscard]] nlohmann::json audit_entry_json(const AuditEntry& e);
+// A path's {id}: digits only; anything else is "not found".
+[[nodiscard]] std::optional<int64_t> path_id(const PathParams& params, const std::string& name = "id");
+
+}  // namespace faultline::cp

@@ -1,0 +1,121 @@
+// The spec's fields, caps and combinations. The caps are the packet faults'
+// (FaultCaps in userspace/faults/packet/spec.h), so the server and faultctl
+// refuse the same values.
+#include "cp/api/experiment_spec.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "userspace/faults/packet/spec.h"
+#include "userspace/net/address.h"
+
+namespace faultline::cp {
+namespace {
+
+const std::vector<FieldRule> kSpecFields = {
+    {"kind", JsonType::String, true},
+    {"dev", JsonType::String},
+    {"target", JsonType::String},
+    {"delay_ms", JsonType::Integer},
+    {"jitter_ms", JsonType::Integer},
+    {"percent", JsonType::Number},
+    {"duration_sec", JsonType::Integer, true},
+    {"grace_sec", JsonType::Integer},
+    {"interval_sec", JsonType::Integer},
+    {"health_url", JsonType::String},
+    {"health_max_latency_ms", JsonType::Integer},
+    {"prometheus_url", JsonType::String},
+    {"query", JsonType::String},
+    {"abort_above", JsonType::Number},
+    {"abort_below", JsonType::Number},
+    {"kernel_signal", JsonType::String},
+};
+
+constexpr int64_t kMaxDelayMs = static_cast<int64_t>(FaultCaps::kMaxDelayNs / 1'000'000);
+constexpr int64_t kMaxJitterMs = static_cast<int64_t>(FaultCaps::kMaxJitterNs / 1'000'000);
+constexpr int64_t kMaxDurationSec = static_cast<int64_t>(FaultCaps::kMaxDurationNs / 1'000'000'000);
+static_assert(kMaxDelayMs == 60'000 && kMaxJitterMs == 10'000 && kMaxDurationSec == 3600);
+
+ApiError bad(const std::string& field, std::string message) {
+  return ApiError{400, "spec." + field, std::move(message)};
+}
+
+std::optional<ApiError> in_range(const nlohmann::json& spec, const char* field, int64_t lo, int64_t hi) {
+  if (!spec.contains(field)) return std::nullopt;
+  const auto v = spec[field].get<int64_t>();
+  if (v < lo || v > hi)
+    return bad(field,
+               "must be within " + std::to_string(lo) + "-" + std::to_string(hi) + " (got " + std::to_string(v) + ")");
+  return std::nullopt;
+}
+
+bool is_http_url(const std::string& s) {
+  return (s.rfind("http://", 0) == 0 && s.size() > 7) || (s.rfind("https://", 0) == 0 && s.size() > 8);
+}
+
+}  // namespace
+
+std::optional<ApiError> check_experiment_spec(const nlohmann::json& spec) {
+  if (auto e = check_fields(spec, kSpecFields, "spec.")) return e;
+  const auto kind_text = spec["kind"].get<std::string>();
+  const auto kind = kind_from_name(kind_text);
+  if (!kind) {
+    std::string names;
+    for (const auto& n : kind_names()) names += (names.empty() ? "" : ", ") + n;
+    return bad("kind", "'" + kind_text + "' is not a packet fault kind (" + names + ")");
+  }
+  if (auto e = in_range(spec, "duration_sec", 1, kMaxDurationSec)) return e;
+  if (auto e = in_range(spec, "delay_ms", 0, kMaxDelayMs)) return e;
+  if (auto e = in_range(spec, "jitter_ms", 0, kMaxJitterMs)) return e;
+  if (auto e = in_range(spec, "grace_sec", 0, kMaxDurationSec)) return e;
+  if (auto e = in_range(spec, "interval_sec", 1, kMaxDurationSec)) return e;
+  if (auto e = in_range(spec, "health_max_latency_ms", 1, kMaxDelayMs)) return e;
+  if (spec.contains("percent")) {
+    const double p = spec["percent"].get<double>();
+    if (!std::isfinite(p) || p < 0 || p > 100) return bad("percent", "must be within 0-100");
+  }
+  if (spec.contains("dev")) {
+    const auto dev = spec["dev"].get<std::string>();
+    if (dev.empty() || dev.size() > 15 || dev.find('/') != std::string::npos)
+      return bad("dev", "must be a device name of 1-15 characters");
+  }
+  if (spec.contains("target")) {
+    if (auto p = parse_prefix(spec["target"].get<std::string>()); !p)
+      return bad("target", "not an address or CIDR prefix: " + p.error().message);
+  }
+  const bool is_latency = *kind == FaultKind::Latency;
+  if (is_latency && spec.value("delay_ms", int64_t{0}) == 0)
+    return bad("delay_ms", "a latency fault needs delay_ms > 0");
+  if (!is_latency && spec.contains("delay_ms")) return bad("delay_ms", "only a latency fault takes a delay");
+  if (spec.contains("jitter_ms") && !spec.contains("delay_ms")) return bad("jitter_ms", "needs delay_ms");
+  // A DNS fault is scoped by names (faultctl --domains), which a spec cannot carry yet.
+  if (*kind == FaultKind::Dns) return bad("kind", "dns faults are not taken by the control plane yet");
+  if (!spec.contains("target")) return bad("target", "is required: the address or prefix the fault acts on");
+  for (const char* url : {"health_url", "prometheus_url"})
+    if (spec.contains(url) && !is_http_url(spec[url].get<std::string>()))
+      return bad(url, "must be an http:// or https:// URL");
+  if (spec.contains("health_max_latency_ms") && !spec.contains("health_url"))
+    return bad("health_max_latency_ms", "needs health_url");
+  if (spec.contains("query") != spec.contains("prometheus_url"))
+    return bad(spec.contains("query") ? "prometheus_url" : "query",
+               "a Prometheus guardrail needs both prometheus_url and query");
+  if (spec.contains("query") && spec["query"].get<std::string>().size() > 4096)
+    return bad("query", "is over 4096 bytes");
+  if (spec.contains("kernel_signal")) {
+    const auto s = spec["kernel_signal"].get<std::string>();
+    if (s != "tcp_retransmits" && s != "tcp_resets")
+      return bad("kernel_signal", "must be tcp_retransmits or tcp_resets");
+    if (!spec.contains("abort_above")) return bad("abort_above", "a kernel signal guardrail needs abort_above");
+  }
+  for (const char* limit : {"abort_above", "abort_below"}) {
+    if (!spec.contains(limit)) continue;
+    if (!spec.contains("query") && !spec.contains("kernel_signal"))
+      return bad(limit, "needs a guardrail to read: query (with prometheus_url) or kernel_signal");
+    if (!std::isfinite(spec[limit].get<double>())) return bad(limit, "must be a finite number");
+  }
+  if (spec.contains("abort_below") && spec.contains("kernel_signal") && !spec.contains("query"))
+    return bad("abort_below", "a kernel signal guardrail takes abort_above only");
+  return std::nullopt;
+}
+
+}  // namespace faultline::cp

@@ -1,0 +1,92 @@
+// PostgreSQL behind SqlConnection (libpq): parameters sent as text with their
+// types left to the server, results read as text.
+#include <libpq-fe.h>
+
+#include "cp/storage/sql_connection.h"
+
+namespace faultline::cp {
+namespace {
+
+using PgResult = std::unique_ptr<PGresult, void (*)(PGresult*)>;
+
+class PostgresConnection final : public SqlConnection {
+ public:
+  explicit PostgresConnection(PGconn* conn) : conn_(conn) {}
+  ~PostgresConnection() override { PQfinish(conn_); }
+  SqlDialect dialect() const override { return SqlDialect::Postgres; }
+
+  Result<std::vector<SqlRow>> query(const std::string& sql, const std::vector<SqlValue>& params) override {
+    std::vector<std::string> text(params.size());
+    std::vector<const char*> values(params.size(), nullptr);
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (const auto* n = std::get_if<int64_t>(&params[i])) {
+        text[i] = std::to_string(*n);
+        values[i] = text[i].c_str();
+      } else if (const auto* t = std::get_if<std::string>(&params[i])) {
+        values[i] = t->c_str();
+      }
+    }
+    PgResult res(
+        PQexecParams(conn_, sql.c_str(), static_cast<int>(params.size()), nullptr, values.data(), nullptr, nullptr, 0),
+        PQclear);
+    const auto status = PQresultStatus(res.get());
+    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
+      return make_error(0, std::string("postgres: ") + PQresultErrorMessage(res.get()) + " in: " + sql);
+    std::vector<SqlRow> rows;
+    const int n = PQntuples(res.get()), cols = PQnfields(res.get());
+    rows.reserve(static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r) {
+      SqlRow row;
+      for (int c = 0; c < cols; ++c) {
+        if (PQgetisnull(res.get(), r, c))
+          row.emplace_back(std::nullopt);
+        else
+          row.emplace_back(std::string(PQgetvalue(res.get(), r, c), static_cast<size_t>(PQgetlength(res.get(), r, c))));
+      }
+      rows.push_back(std::move(row));
+    }
+    return rows;
+  }
+
+  Status exec_script(const std::string& sql) override {
+    PgResult res(PQexec(conn_, sql.c_str()), PQclear);
+    const auto status = PQresultStatus(res.get());
+    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
+      return make_error(0, std::string("postgres: ") + PQresultErrorMessage(res.get()));
+    return {};
+  }
+
+  Status begin_outer(int64_t lock_key) override {
+    FL_TRY(exec_script("BEGIN"));
+    if (auto locked = lock_inner(lock_key); !locked) {
+      (void)exec_script("ROLLBACK");
+      return locked.error();
+    }
+    return {};
+  }
+  Status lock_inner(int64_t lock_key) override {
+    auto r = query("SELECT pg_advisory_xact_lock($1)", {lock_key});
+    if (!r) return r.error();
+    return {};
+  }
+
+ private:
+  PGconn* conn_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<SqlConnection>> open_postgres(const std::string& conninfo) {
+  PGconn* conn = PQconnectdb(conninfo.c_str());
+  if (PQstatus(conn) != CONNECTION_OK) {
+    std::string msg = conn ? PQerrorMessage(conn) : "out of memory";
+    PQfinish(conn);
+    while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+    return make_error(0, "postgres: cannot connect: " + msg);
+  }
+  auto c = std::make_unique<PostgresConnection>(conn);
+  FL_TRY(c->exec_script("SET client_min_messages = warning"));
+  return std::unique_ptr<SqlConnection>(std::move(c));
+}
+
+}  // namespace faultline::cp

@@ -1,0 +1,101 @@
+// SQLite behind SqlConnection: one file, WAL journal, foreign keys on, a busy
+// timeout so that a second process (sqlite3 on the command line, a test) waits
+// instead of failing.
+#include <sqlite3.h>
+
+#include "cp/storage/sql_connection.h"
+
+namespace faultline::cp {
+namespace {
+
+class SqliteConnection final : public SqlConnection {
+ public:
+  explicit SqliteConnection(sqlite3* db) : db_(db) {}
+  ~SqliteConnection() override { sqlite3_close_v2(db_); }
+  SqlDialect dialect() const override { return SqlDialect::Sqlite; }
+
+  Result<std::vector<SqlRow>> query(const std::string& sql, const std::vector<SqlValue>& params) override {
+    sqlite3_stmt* raw = nullptr;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), static_cast<int>(sql.size()), &raw, nullptr) != SQLITE_OK)
+      return make_error(0, std::string("sqlite: ") + sqlite3_errmsg(db_) + " in: " + sql);
+    std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> stmt(raw, sqlite3_finalize);
+    // $N is a named parameter to SQLite: bound by name, so a query may use
+    // them in any order, as PostgreSQL allows.
+    for (size_t i = 0; i < params.size(); ++i) {
+      const std::string name = "$" + std::to_string(i + 1);
+      const int idx = sqlite3_bind_parameter_index(raw, name.c_str());
+      if (idx == 0) continue;  // not used by this statement
+      int rc = SQLITE_OK;
+      if (const auto* n = std::get_if<int64_t>(&params[i]))
+        rc = sqlite3_bind_int64(raw, idx, *n);
+      else if (const auto* t = std::get_if<std::string>(&params[i]))
+        rc = sqlite3_bind_text(raw, idx, t->data(), static_cast<int>(t->size()), SQLITE_TRANSIENT);
+      else
+        rc = sqlite3_bind_null(raw, idx);
+      if (rc != SQLITE_OK) return make_error(0, std::string("sqlite bind: ") + sqlite3_errmsg(db_));
+    }
+    std::vector<SqlRow> rows;
+    for (;;) {
+      const int rc = sqlite3_step(raw);
+      if (rc == SQLITE_DONE) break;
+      if (rc != SQLITE_ROW) return make_error(0, std::string("sqlite: ") + sqlite3_errmsg(db_) + " in: " + sql);
+      SqlRow row;
+      const int n = sqlite3_column_count(raw);
+      for (int c = 0; c < n; ++c) {
+        if (sqlite3_column_type(raw, c) == SQLITE_NULL) {
+          row.emplace_back(std::nullopt);
+        } else {
+          const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(raw, c));
+          row.emplace_back(std::string(text, static_cast<size_t>(sqlite3_column_bytes(raw, c))));
+        }
+      }
+      rows.push_back(std::move(row));
+    }
+    return rows;
+  }
+
+  Status exec_script(const std::string& sql) override {
+    char* err = nullptr;
+    if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+      std::string msg = err ? err : "unknown error";
+      sqlite3_free(err);
+      return make_error(0, "sqlite: " + msg);
+    }
+    return {};
+  }
+
+  Status begin_outer(int64_t) override {
+    auto r = query("BEGIN IMMEDIATE", {});
+    if (!r) return r.error();
+    return {};
+  }
+  Status lock_inner(int64_t) override { return {}; }  // BEGIN IMMEDIATE holds the one write lock
+
+ private:
+  sqlite3* db_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<SqlConnection>> open_sqlite(const std::string& path) {
+  sqlite3* db = nullptr;
+  const int rc =
+      sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+    sqlite3_close_v2(db);
+    return make_error(0, "sqlite: cannot open " + path + ": " + msg);
+  }
+  auto conn = std::make_unique<SqliteConnection>(db);
+  sqlite3_busy_timeout(db, 5000);
+  // WAL: readers do not block the writer; synchronous=NORMAL is durable
+  // across a process crash (not a power loss) in WAL mode, and much cheaper.
+  auto wal = conn->query("PRAGMA journal_mode=WAL", {});
+  if (!wal) return wal.error();
+  if (wal->empty() || !(*wal)[0][0] || *(*wal)[0][0] != "wal")
+    return make_error(0, "sqlite: " + path + " does not take the WAL journal mode");
+  FL_TRY(conn->exec_script("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"));
+  return std::unique_ptr<SqlConnection>(std::move(conn));
+}
+
+}  // namespace faultline::cp

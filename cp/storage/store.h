@@ -1,0 +1,170 @@
+// The control plane's storage interface: every read and write faultcp makes,
+// over one SqlConnection (SQLite or PostgreSQL; the same SQL for both). Every
+// call on a workspace's objects takes the workspace id and matches it in SQL:
+// an object of another workspace is "not found", never returned.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "cp/audit/audit_chain.h"
+#include "cp/storage/sql_connection.h"
+
+namespace faultline::cp {
+
+// Error.err of a write refused because the name or email is taken.
+inline constexpr int kConflict = EEXIST;
+
+struct Workspace {
+  int64_t id = 0;
+  std::string name;
+  bool killed = false;
+  std::optional<int64_t> killed_ms;
+};
+
+struct User {
+  int64_t id = 0;
+  int64_t workspace_id = 0;
+  std::string email;
+  std::string password_hash;
+};
+
+struct TokenRow {
+  int64_t id = 0;
+  int64_t workspace_id = 0;
+  std::string kind;  // "session", "api", "enrollment", "agent"
+  std::string hint;  // the token's first characters, to tell tokens apart in a list
+  std::string name;
+  std::optional<int64_t> user_id, agent_id;
+  int64_t created_ms = 0;
+  std::optional<int64_t> expires_ms;  // none: until revoked
+  std::optional<int64_t> revoked_ms;
+};
+
+struct Agent {
+  int64_t id = 0;
+  int64_t workspace_id = 0;
+  std::string hostname, kernel, instance_id, device, version;
+  std::string features;  // JSON text
+  int64_t created_ms = 0;
+  int64_t last_seen_ms = 0;
+  bool killed = false;  // its own kill switch (the workspace's is apart)
+};
+
+struct AgentFacts {
+  std::string hostname, kernel, instance_id, device, version;
+  std::string features = "{}";
+};
+
+// States: queued -> dispatched -> running -> completed | aborted-by-slo | failed,
+// and cancelled from any state before those (abort, kill switch).
+struct Experiment {
+  int64_t id = 0;
+  int64_t workspace_id = 0;
+  int64_t agent_id = 0;
+  std::string spec;  // JSON text
+  std::string state;
+  std::string detail;
+  std::optional<std::string> record;  // JSON text the agent reported
+  int64_t created_ms = 0;
+  int64_t updated_ms = 0;
+  std::optional<int64_t> lease_until_ms;
+  bool stop_requested = false;  // cancelled while on an agent, which has not confirmed the stop
+};
+
+[[nodiscard]] bool is_final_state(const std::string& state);
+
+class Store {
+ public:
+  // Opens the database and migrates it to this build's schema.
+  [[nodiscard]] static Result<std::unique_ptr<Store>> open(const std::string& url);
+  explicit Store(std::unique_ptr<SqlConnection> db) : db_(std::move(db)) {}
+
+  [[nodiscard]] SqlConnection& sql() { return *db_; }
+  [[nodiscard]] Result<int64_t> schema_version();
+
+  // Identity. A new workspace and its first user in one transaction; kConflict
+  // if the workspace name or the email is taken.
+  [[nodiscard]] Result<User> create_workspace(const std::string& workspace, const std::string& email,
+                                              const std::string& password_hash, int64_t now_ms);
+  [[nodiscard]] Result<std::optional<User>> user_by_email(const std::string& email);
+  [[nodiscard]] Result<std::optional<Workspace>> workspace(int64_t id);
+
+  // Tokens are stored as their SHA-256; the lookup by hash is the one query
+  // not scoped by a workspace, because it is how a request's workspace is found.
+  [[nodiscard]] Result<TokenRow> insert_token(int64_t ws, const std::string& kind, const std::string& hash,
+                                              const std::string& hint, const std::string& name,
+                                              std::optional<int64_t> user_id, std::optional<int64_t> agent_id,
+                                              int64_t now_ms, std::optional<int64_t> expires_ms = std::nullopt);
+  [[nodiscard]] Result<std::optional<TokenRow>> token_by_hash(const std::string& hash);
+  [[nodiscard]] Result<std::vector<TokenRow>> tokens(int64_t ws);
+  // False if no live token of that id is in the workspace.
+  [[nodiscard]] Result<bool> revoke_token(int64_t ws, int64_t id, int64_t now_ms);
+
+  [[nodiscard]] Result<Agent> insert_agent(int64_t ws, const AgentFacts& facts, int64_t now_ms);
+  [[nodiscard]] Result<std::vector<Agent>> agents(int64_t ws);
+  [[nodiscard]] Result<std::optional<Agent>> agent(int64_t ws, int64_t id);
+  [[nodiscard]] Status touch_agent(int64_t ws, int64_t id, int64_t now_ms);
+
+  [[nodiscard]] Result<Experiment> insert_experiment(int64_t ws, int64_t agent_id, const std::string& spec,
+                                                     int64_t now_ms);
+  [[nodiscard]] Result<std::vector<Experiment>> experiments(int64_t ws, int64_t limit);
+  [[nodiscard]] Result<std::optional<Experiment>> experiment(int64_t ws, int64_t id);
+  // The agent's oldest queued experiment, now dispatched under a lease that
+  // ends at lease_until_ms; none if there is none or the workspace's or the
+  // agent's kill switch is engaged. One conditional UPDATE: two pollers (two replicas)
+  // can never both claim one experiment.
+  [[nodiscard]] Result<std::optional<Experiment>> claim_next(int64_t ws, int64_t agent_id, int64_t now_ms,
+                                                             int64_t lease_until_ms);
+  // Experiments cancelled while on this agent whose stop it has not confirmed.
+  [[nodiscard]] Result<std::vector<int64_t>> pending_stops(int64_t ws, int64_t agent_id);
+  // Moves an experiment from one of `from` to `to` (detail and record as
+  // given, the lease ended); none if it is not in one of those states.
+  [[nodiscard]] Result<std::optional<Experiment>> transition(int64_t ws, int64_t id,
+                                                             const std::vector<std::string>& from,
+                                                             const std::string& to, const std::string& detail,
+                                                             const std::optional<std::string>& record, int64_t now_ms);
+  // The agent confirmed a cancelled experiment stopped (its record kept).
+  [[nodiscard]] Result<bool> confirm_stop(int64_t ws, int64_t id, const std::optional<std::string>& record,
+                                          int64_t now_ms);
+  // Cancels every experiment of the workspace not yet final and engages its
+  // kill switch, in one transaction; returns the experiments it cancelled.
+  [[nodiscard]] Result<std::vector<Experiment>> engage_kill(int64_t ws, int64_t now_ms);
+  [[nodiscard]] Status release_kill(int64_t ws);
+  // The same for one agent: its experiments end, it is given nothing new.
+  // None if the agent is not in the workspace.
+  [[nodiscard]] Result<std::optional<std::vector<Experiment>>> engage_agent_kill(int64_t ws, int64_t agent_id,
+                                                                                 int64_t now_ms);
+  [[nodiscard]] Result<bool> release_agent_kill(int64_t ws, int64_t agent_id);
+
+  // Opens a transaction holding the workspace's write lock (the audit
+  // chain's): a handler's change and its audit entry commit together or not at all.
+  [[nodiscard]] Status begin(SqlTransaction& tx, int64_t ws);
+  // Dispatched experiments whose lease ran out before their agent said it
+  // started them (to fail one by one with expire_lease): never queued again,
+  // so an experiment runs at most once.
+  [[nodiscard]] Result<std::vector<Experiment>> expired_leases(int64_t now_ms);
+  // Fails it if it is still dispatched with its lease run out; none otherwise.
+  [[nodiscard]] Result<std::optional<Experiment>> expire_lease(int64_t ws, int64_t id, int64_t now_ms);
+
+  // Appends to the workspace's chain under a lock, so two writers (two
+  // replicas) never fork it.
+  [[nodiscard]] Result<AuditEntry> append_audit(int64_t ws, const std::string& actor, const std::string& action,
+                                                const std::string& object, const std::string& detail_json,
+                                                int64_t now_ms);
+  [[nodiscard]] Result<std::vector<AuditEntry>> audit(int64_t ws);
+
+  // Counts for /metrics.
+  [[nodiscard]] Result<std::map<std::string, int64_t>> experiments_by_state(int64_t ws);
+  [[nodiscard]] Result<int64_t> agent_count(int64_t ws);
+
+ private:
+  std::unique_ptr<SqlConnection> db_;
+};
+
+}  // namespace faultline::cp

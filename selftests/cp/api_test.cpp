@@ -1,0 +1,539 @@
+// faultcp's API over HTTP on both backends: identity and tokens, the login
+// rate limits, workspace isolation on every route, the agents' long poll,
+// the experiment life cycle, the kill switch, the audit chain and bad input.
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "cp_client.h"
+
+namespace {
+
+using fltest::Backend;
+using fltest::CpReply;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+struct Tenant {
+  std::string token;  // a session token
+  int64_t workspace_id = 0;
+  int64_t agent_id = 0;
+  std::string agent_token;
+};
+
+const char* kPassword = "correct horse battery staple";
+
+std::string latency_spec(int delay_ms = 100) {
+  return R"({"kind":"latency","target":"10.0.0.0/8","delay_ms":)" + std::to_string(delay_ms) + R"(,"duration_sec":30})";
+}
+
+class ApiTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  void start(faultline::cp::ControlPlaneConfig config = fltest::test_config()) {
+    server_ = std::make_unique<fltest::CpServer>(GetParam(), config);
+  }
+  void SetUp() override { start(); }
+
+  CpReply call(const std::string& method, const std::string& path, const std::string& token = "",
+               const std::string& body = "", int timeout_ms = 10'000) {
+    return server_->call(method, path, token, body, timeout_ms);
+  }
+
+  // A workspace with its first user, and (with_agent) one enrolled agent.
+  Tenant tenant(const std::string& name, bool with_agent = true) {
+    Tenant t;
+    auto r = call("POST", "/v1/auth/signup", "",
+                  json{{"email", name + "@example.com"}, {"password", kPassword}, {"workspace", name}}.dump());
+    EXPECT_EQ(r.status, 201) << r.describe();
+    t.token = r.json().value("token", "");
+    t.workspace_id = r.json().value("workspace_id", int64_t{0});
+    if (!with_agent) return t;
+    auto enr = call("POST", "/v1/tokens", t.token, R"({"kind":"enrollment","name":"fleet"})");
+    EXPECT_EQ(enr.status, 201) << enr.describe();
+    auto reg = call("POST", "/v1/agents/register", enr.json().value("token", ""),
+                    R"({"hostname":")" + name +
+                        R"(-host","kernel":"6.1.0","instance_id":"i-1","device":"eth0",)"
+                        R"("version":"0.1","features":{"tcx":true}})");
+    EXPECT_EQ(reg.status, 201) << reg.describe();
+    t.agent_id = reg.json().value("agent_id", int64_t{0});
+    t.agent_token = reg.json().value("token", "");
+    return t;
+  }
+
+  int64_t experiment(const Tenant& t, const std::string& spec = latency_spec()) {
+    auto r = call("POST", "/v1/experiments", t.token,
+                  R"({"agent_id":)" + std::to_string(t.agent_id) + R"(,"spec":)" + spec + "}");
+    EXPECT_EQ(r.status, 201) << r.describe();
+    return r.json().value("id", int64_t{0});
+  }
+
+  std::string next_path(const Tenant& t, int wait_ms = -1) {
+    return "/v1/agents/" + std::to_string(t.agent_id) + "/next" +
+           (wait_ms >= 0 ? "?wait_ms=" + std::to_string(wait_ms) : "");
+  }
+  CpReply event(const Tenant& t, int64_t exp, const std::string& type, const std::string& extra = "") {
+    return call("POST", "/v1/agents/" + std::to_string(t.agent_id) + "/events", t.agent_token,
+                R"({"experiment_id":)" + std::to_string(exp) + R"(,"type":")" + type + "\"" + extra + "}");
+  }
+  std::string state_of(const Tenant& t, int64_t exp) {
+    return call("GET", "/v1/experiments/" + std::to_string(exp), t.token).json().value("status", "");
+  }
+
+  std::unique_ptr<fltest::CpServer> server_;
+};
+
+TEST_P(ApiTest, SignupLoginAndTokensWithRevocationOnTheNextRequest) {
+  Tenant t = tenant("acme", false);
+  EXPECT_EQ(t.token.rfind("flcp_sess_", 0), 0u) << t.token;
+  EXPECT_EQ(call("GET", "/v1/agents", t.token).status, 200);
+  auto dup = call("POST", "/v1/auth/signup", "",
+                  json{{"email", "other@example.com"}, {"password", kPassword}, {"workspace", "acme"}}.dump());
+  EXPECT_EQ(dup.status, 409) << dup.describe();
+  EXPECT_EQ(dup.json().value("field", ""), "workspace");
+
+  auto wrong = call("POST", "/v1/auth/login", "", json{{"email", "acme@example.com"}, {"password", "nope"}}.dump());
+  EXPECT_EQ(wrong.status, 401) << wrong.describe();
+  auto unknown = call("POST", "/v1/auth/login", "", json{{"email", "who@example.com"}, {"password", "x"}}.dump());
+  EXPECT_EQ(unknown.status, 401);
+  EXPECT_EQ(unknown.json().value("error", ""), wrong.json().value("error", "")) << "says which emails exist";
+  auto ok = call("POST", "/v1/auth/login", "", json{{"email", "ACME@example.com"}, {"password", kPassword}}.dump());
+  ASSERT_EQ(ok.status, 200) << ok.describe();
+  const std::string session2 = ok.json().value("token", "");
+  EXPECT_NE(session2, t.token);
+
+  auto api = call("POST", "/v1/tokens", session2, R"({"kind":"api","name":"ci"})");
+  ASSERT_EQ(api.status, 201) << api.describe();
+  const std::string api_token = api.json().value("token", "");
+  EXPECT_EQ(api_token.rfind("flcp_api_", 0), 0u);
+  EXPECT_EQ(call("GET", "/v1/experiments", api_token).status, 200);
+  EXPECT_EQ(call("POST", "/v1/tokens", api_token, R"({"kind":"api"})").status, 403) << "an API token minted tokens";
+  auto list = call("GET", "/v1/tokens", t.token).json();
+  ASSERT_EQ(list["tokens"].size(), 3u);
+  for (const auto& row : list["tokens"]) EXPECT_FALSE(row.contains("token")) << "a list shows a secret: " << row;
+  auto revoked = call("DELETE", "/v1/tokens/" + std::to_string(api.json().value("id", 0)), t.token);
+  EXPECT_EQ(revoked.status, 200) << revoked.describe();
+  auto after = call("GET", "/v1/experiments", api_token);
+  EXPECT_EQ(after.status, 401) << "a revoked token still works: " << after.describe();
+  EXPECT_NE(after.body.find("revoked"), std::string::npos) << after.body;
+  EXPECT_EQ(call("GET", "/v1/experiments", "flcp_api_" + std::string(43, 'A')).status, 401);
+  EXPECT_EQ(call("GET", "/v1/experiments", "not-a-token").status, 401);
+  EXPECT_EQ(call("GET", "/v1/experiments").status, 401);
+}
+
+TEST_P(ApiTest, ASessionExpires) {
+  auto config = fltest::test_config();
+  config.session_ttl = std::chrono::milliseconds(500);
+  start(config);
+  Tenant t = tenant("brief", false);
+  EXPECT_EQ(call("GET", "/v1/agents", t.token).status, 200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  auto r = call("GET", "/v1/agents", t.token);
+  EXPECT_EQ(r.status, 401) << r.describe();
+  EXPECT_NE(r.body.find("expired"), std::string::npos) << r.body;
+}
+
+TEST_P(ApiTest, LoginIsRateLimitedPerAccountAndPerAddress) {
+  auto config = fltest::test_config();
+  config.login_per_account = {3, std::chrono::milliseconds(60'000)};
+  config.login_per_address = {8, std::chrono::milliseconds(60'000)};
+  start(config);
+  (void)tenant("one", false);  // 1 of the address's 8
+  (void)tenant("two", false);  // 2
+  const auto wrong = json{{"email", "one@example.com"}, {"password", "wrong password"}}.dump();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(call("POST", "/v1/auth/login", "", wrong).status, 401);  // 5
+  auto locked = call("POST", "/v1/auth/login", "", json{{"email", "one@example.com"}, {"password", kPassword}}.dump());
+  EXPECT_EQ(locked.status, 429) << "the account's failures did not lock it: " << locked.describe();  // 6
+  EXPECT_NE(locked.head.find("Retry-After: "), std::string::npos) << locked.head;
+  const auto two = json{{"email", "two@example.com"}, {"password", kPassword}}.dump();
+  EXPECT_EQ(call("POST", "/v1/auth/login", "", two).status, 200) << "another account is not locked";  // 7
+  EXPECT_EQ(call("POST", "/v1/auth/login", "", two).status, 200);                                     // 8
+  EXPECT_EQ(call("POST", "/v1/auth/login", "", two).status, 429) << "the address is over its limit";
+}
+
+// Workspace A's tokens against every route that names an object, given B's
+// objects: 404 each time (not 403, not B's data), and B's objects unchanged.
+TEST_P(ApiTest, EveryRouteAnswers404ForAnotherWorkspacesObjects) {
+  Tenant a = tenant("alpha");
+  Tenant b = tenant("bravo");
+  const int64_t b_exp = experiment(b);
+  const int64_t a_exp = experiment(a);
+  auto b_api = call("POST", "/v1/tokens", b.token, R"({"kind":"api"})").json().value("id", int64_t{0});
+  const std::string B_AGENT = std::to_string(b.agent_id), B_EXP = std::to_string(b_exp);
+  struct Case {
+    std::string method, path, token, body;
+  };
+  const std::vector<Case> walk = {
+      {"GET", "/v1/agents/" + B_AGENT, a.token, ""},
+      {"GET", "/v1/agents/" + B_AGENT + "/next?wait_ms=0", a.agent_token, ""},
+      {"POST", "/v1/agents/" + B_AGENT + "/events", a.agent_token,
+       R"({"experiment_id":)" + B_EXP + R"(,"type":"running"})"},
+      // A's own agent reporting on B's experiment.
+      {"POST", "/v1/agents/" + std::to_string(a.agent_id) + "/events", a.agent_token,
+       R"({"experiment_id":)" + B_EXP + R"(,"type":"running"})"},
+      {"GET", "/v1/experiments/" + B_EXP, a.token, ""},
+      {"POST", "/v1/experiments/" + B_EXP + "/abort", a.token, ""},
+      {"POST", "/v1/experiments", a.token, R"({"agent_id":)" + B_AGENT + R"(,"spec":)" + latency_spec() + "}"},
+      {"DELETE", "/v1/tokens/" + std::to_string(b_api), a.token, ""},
+      {"POST", "/v1/kill?agent_id=" + B_AGENT, a.token, ""},
+      {"DELETE", "/v1/kill?agent_id=" + B_AGENT, a.token, ""},
+      {"GET", "/v1/kill?agent_id=" + B_AGENT, a.token, ""},
+  };
+  for (const auto& c : walk) {
+    auto r = call(c.method, c.path, c.token, c.body);
+    EXPECT_EQ(r.status, 404) << c.method << " " << c.path << " -> " << r.describe();
+    EXPECT_EQ(r.body.find("bravo"), std::string::npos) << r.body;
+  }
+  // The lists and exports of A hold nothing of B.
+  for (const std::string path : {"/v1/agents", "/v1/experiments", "/v1/tokens", "/v1/audit/export", "/v1/audit.csv"}) {
+    auto r = call("GET", path, a.token);
+    EXPECT_EQ(r.status, 200) << path;
+    EXPECT_EQ(r.body.find("bravo"), std::string::npos) << path << " shows B: " << r.body;
+  }
+  auto mine = call("GET", "/v1/experiments", a.token).json()["experiments"];
+  ASSERT_EQ(mine.size(), 1u);
+  EXPECT_EQ(mine[0]["id"], a_exp);
+  // A's kill switch is A's alone.
+  EXPECT_EQ(call("POST", "/v1/kill", a.token).status, 200);
+  EXPECT_EQ(state_of(b, b_exp), "queued") << "A's calls changed B's experiment";
+  EXPECT_EQ(call("GET", "/v1/tokens", b.token).json()["tokens"].size(), 4u) << "B's API token was revoked";
+  auto b_kill = call("GET", "/v1/kill", b.token).json();
+  EXPECT_EQ(b_kill["engaged"], false);
+  // And an agent's token is for its own agent's routes only.
+  EXPECT_EQ(call("GET", "/v1/experiments", a.agent_token).status, 403);
+}
+
+TEST_P(ApiTest, AnAgentLongPollsForWorkAndReportsItThroughToTheEnd) {
+  Tenant t = tenant("ops");
+  const auto start = Clock::now();
+  auto poll = std::async(std::launch::async, [&] { return call("GET", next_path(t), t.agent_token); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto created = Clock::now();
+  const int64_t exp = experiment(t);
+  CpReply got = poll.get();
+  const auto latency = Clock::now() - created;
+  ASSERT_EQ(got.status, 200) << got.describe();
+  EXPECT_EQ(got.json()["experiment"]["id"], exp) << got.body;
+  EXPECT_EQ(got.json()["experiment"]["status"], "dispatched");
+  EXPECT_EQ(got.json()["experiment"]["spec"]["delay_ms"], 100);
+  EXPECT_LT(latency, std::chrono::milliseconds(500)) << "the poll was not woken by the new experiment";
+  EXPECT_GE(Clock::now() - start, std::chrono::milliseconds(300));
+  // Claimed once: the next poll has nothing and waits out its time.
+  const auto idle_start = Clock::now();
+  auto idle = call("GET", next_path(t), t.agent_token);
+  EXPECT_EQ(idle.status, 200);
+  EXPECT_TRUE(idle.json()["experiment"].is_null()) << idle.body;
+  EXPECT_GE(Clock::now() - idle_start, std::chrono::milliseconds(1400)) << "the long poll did not wait";
+
+  EXPECT_EQ(event(t, exp, "completed", R"(,"detail":"too early")").status, 200)
+      << "dispatched -> completed is allowed (a run that ended at once)";
+  EXPECT_EQ(state_of(t, exp), "completed");
+  const int64_t exp2 = experiment(t);
+  ASSERT_EQ(call("GET", next_path(t, 0), t.agent_token).json()["experiment"]["id"], exp2);
+  EXPECT_EQ(event(t, exp2, "progress").status, 409) << "progress before running";
+  EXPECT_EQ(event(t, exp2, "running").status, 200);
+  EXPECT_EQ(state_of(t, exp2), "running");
+  EXPECT_EQ(event(t, exp2, "progress", R"(,"record":{"samples":3})").status, 200);
+  auto done = event(t, exp2, "aborted-by-slo",
+                    R"(,"detail":"p99 over 300 ms","record":{"verdict":"refuted","samples":[1,2,3]})");
+  ASSERT_EQ(done.status, 200) << done.describe();
+  auto shown = call("GET", "/v1/experiments/" + std::to_string(exp2), t.token).json();
+  EXPECT_EQ(shown["status"], "aborted-by-slo");
+  EXPECT_EQ(shown["detail"], "p99 over 300 ms");
+  EXPECT_EQ(shown["record"]["verdict"], "refuted");
+  EXPECT_EQ(event(t, exp2, "running").status, 409) << "a final state was left";
+  auto agents = call("GET", "/v1/agents", t.token).json()["agents"];
+  ASSERT_EQ(agents.size(), 1u);
+  EXPECT_EQ(agents[0]["features"]["tcx"], true);
+  EXPECT_EQ(agents[0]["kernel"], "6.1.0");
+}
+
+// The kill switch: the agent's open poll is answered at once with the
+// experiment to stop; nothing new starts until it is released.
+TEST_P(ApiTest, TheKillSwitchWakesAgentsAndHoldsNewExperiments) {
+  Tenant t = tenant("kill");
+  const int64_t exp = experiment(t);
+  ASSERT_EQ(call("GET", next_path(t, 0), t.agent_token).json()["experiment"]["id"], exp);
+  ASSERT_EQ(event(t, exp, "running").status, 200);
+  auto poll = std::async(std::launch::async, [&] { return call("GET", next_path(t), t.agent_token); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto killed = Clock::now();
+  auto kill = call("POST", "/v1/kill", t.token);
+  ASSERT_EQ(kill.status, 200) << kill.describe();
+  CpReply woke = poll.get();
+  EXPECT_LT(Clock::now() - killed, std::chrono::milliseconds(500)) << "the kill did not wake the poll";
+  EXPECT_EQ(woke.json()["stop"], json::array({exp})) << woke.body;
+  EXPECT_EQ(woke.json()["kill"], true);
+  EXPECT_EQ(state_of(t, exp), "cancelled");
+  auto refused = call("POST", "/v1/experiments", t.token,
+                      R"({"agent_id":)" + std::to_string(t.agent_id) + R"(,"spec":)" + latency_spec() + "}");
+  EXPECT_EQ(refused.status, 409) << refused.describe();
+  // The agent's late "completed" confirms the stop; the state stays cancelled.
+  auto confirm = event(t, exp, "completed", R"(,"record":{"verdict":"held"})");
+  EXPECT_EQ(confirm.status, 200) << confirm.describe();
+  EXPECT_EQ(state_of(t, exp), "cancelled");
+  EXPECT_TRUE(call("GET", next_path(t, 0), t.agent_token).json()["stop"].empty());
+  EXPECT_EQ(call("DELETE", "/v1/kill", t.token).status, 200);
+  EXPECT_EQ(call("GET", "/v1/kill", t.token).json()["engaged"], false);
+  const int64_t again = experiment(t);
+  EXPECT_EQ(call("GET", next_path(t, 0), t.agent_token).json()["experiment"]["id"], again);
+}
+
+// A selector makes one experiment per matching agent of the workspace, all
+// or none; another workspace's agents are never matched.
+TEST_P(ApiTest, ASelectorStartsOneExperimentPerMatchingAgent) {
+  Tenant t = tenant("sel");
+  Tenant elsewhere = tenant("other");  // its agent is "other-host"
+  auto enr = call("POST", "/v1/tokens", t.token, R"({"kind":"enrollment"})").json().value("token", "");
+  const int64_t second = call("POST", "/v1/agents/register", enr, R"({"hostname":"sel-two"})").json()["agent_id"];
+  const std::string spec = R"("spec":{"kind":"loss","target":"10.0.0.1","percent":10,"duration_sec":5})";
+  auto all = call("POST", "/v1/experiments", t.token, R"({"selector":{"all":true},)" + spec + "}");
+  ASSERT_EQ(all.status, 201) << all.describe();
+  ASSERT_EQ(all.json()["experiments"].size(), 2u) << all.body;
+  EXPECT_EQ(all.json()["experiments"][0]["agent_id"], t.agent_id);
+  EXPECT_EQ(all.json()["experiments"][1]["agent_id"], second);
+  auto named = call("POST", "/v1/experiments", t.token, R"({"selector":{"hostnames":["sel-two"]},)" + spec + "}");
+  ASSERT_EQ(named.status, 201) << named.describe();
+  ASSERT_EQ(named.json()["experiments"].size(), 1u);
+  EXPECT_EQ(named.json()["experiments"][0]["agent_id"], second);
+  auto foreign = call("POST", "/v1/experiments", t.token, R"({"selector":{"hostnames":["other-host"]},)" + spec + "}");
+  EXPECT_EQ(foreign.status, 404) << "matched another workspace's agent: " << foreign.describe();
+  EXPECT_EQ(call("GET", "/v1/experiments", t.token).json()["experiments"].size(), 3u);
+  EXPECT_TRUE(call("GET", "/v1/experiments", elsewhere.token).json()["experiments"].empty());
+  // An agent under its own kill switch refuses the whole selection.
+  ASSERT_EQ(call("POST", "/v1/kill?agent_id=" + std::to_string(second), t.token).status, 200);
+  auto held = call("POST", "/v1/experiments", t.token, R"({"selector":{"all":true},)" + spec + "}");
+  EXPECT_EQ(held.status, 409) << held.describe();
+  EXPECT_EQ(held.json().value("field", ""), "selector");
+}
+
+// One agent's kill switch: its experiments end and its poll wakes; another
+// agent of the workspace goes on.
+TEST_P(ApiTest, AnAgentsOwnKillSwitchStopsItAlone) {
+  Tenant t = tenant("fleet");
+  Tenant other = t;
+  auto enr = call("POST", "/v1/tokens", t.token, R"({"kind":"enrollment"})").json().value("token", "");
+  auto reg = call("POST", "/v1/agents/register", enr, R"({"hostname":"second"})").json();
+  other.agent_id = reg.value("agent_id", int64_t{0});
+  other.agent_token = reg.value("token", "");
+  const int64_t mine = experiment(t);
+  const int64_t theirs = experiment(other);
+  ASSERT_EQ(call("GET", next_path(t, 0), t.agent_token).json()["experiment"]["id"], mine);
+  auto poll = std::async(std::launch::async, [&] { return call("GET", next_path(t), t.agent_token); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto kill = call("POST", "/v1/kill?agent_id=" + std::to_string(t.agent_id), t.token);
+  ASSERT_EQ(kill.status, 200) << kill.describe();
+  auto woke = poll.get().json();
+  EXPECT_EQ(woke["stop"], json::array({mine})) << woke;
+  EXPECT_EQ(woke["kill"], true);
+  EXPECT_EQ(event(t, mine, "stopped").status, 200);  // the agent confirms; stops come before new work
+  EXPECT_EQ(state_of(t, theirs), "queued") << "the other agent's experiment was cancelled";
+  EXPECT_EQ(call("GET", "/v1/kill", t.token).json()["engaged"], false) << "the workspace switch moved";
+  EXPECT_EQ(call("GET", "/v1/kill?agent_id=" + std::to_string(t.agent_id), t.token).json()["agent_engaged"], true);
+  auto refused = call("POST", "/v1/experiments", t.token,
+                      R"({"agent_id":)" + std::to_string(t.agent_id) + R"(,"spec":)" + latency_spec() + "}");
+  EXPECT_EQ(refused.status, 409) << refused.describe();
+  EXPECT_EQ(refused.json().value("field", ""), "agent_id");
+  EXPECT_EQ(call("GET", next_path(other, 0), other.agent_token).json()["experiment"]["id"], theirs);
+  EXPECT_EQ(call("DELETE", "/v1/kill?agent_id=" + std::to_string(t.agent_id), t.token).status, 200);
+  const int64_t again = experiment(t);
+  EXPECT_EQ(call("GET", next_path(t, 0), t.agent_token).json()["experiment"]["id"], again);
+  EXPECT_EQ(call("POST", "/v1/kill?agent_id=abc", t.token).status, 404);
+}
+
+TEST_P(ApiTest, AbortingADispatchedExperimentTellsItsAgent) {
+  Tenant t = tenant("abort");
+  const int64_t queued = experiment(t);
+  EXPECT_EQ(call("POST", "/v1/experiments/" + std::to_string(queued) + "/abort", t.token).status, 200);
+  EXPECT_EQ(state_of(t, queued), "cancelled");
+  EXPECT_EQ(call("POST", "/v1/experiments/" + std::to_string(queued) + "/abort", t.token).status, 409);
+  EXPECT_TRUE(call("GET", next_path(t, 0), t.agent_token).json()["experiment"].is_null()) << "a cancelled one ran";
+  const int64_t exp = experiment(t);
+  ASSERT_EQ(call("GET", next_path(t, 0), t.agent_token).json()["experiment"]["id"], exp);
+  auto poll = std::async(std::launch::async, [&] { return call("GET", next_path(t), t.agent_token); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(call("POST", "/v1/experiments/" + std::to_string(exp) + "/abort", t.token).status, 200);
+  EXPECT_EQ(poll.get().json()["stop"], json::array({exp}));
+  EXPECT_EQ(event(t, exp, "running").status, 409) << "a cancelled experiment started";
+  EXPECT_EQ(event(t, exp, "stopped").status, 200);
+}
+
+TEST_P(ApiTest, ALeaseThatRunsOutFailsTheExperimentForGood) {
+  auto config = fltest::test_config();
+  config.lease = std::chrono::milliseconds(400);
+  start(config);
+  Tenant t = tenant("lease");
+  const int64_t exp = experiment(t);
+  ASSERT_EQ(call("GET", next_path(t, 0), t.agent_token).json()["experiment"]["id"], exp);
+  std::this_thread::sleep_for(std::chrono::milliseconds(900));
+  EXPECT_EQ(state_of(t, exp), "failed");
+  EXPECT_TRUE(call("GET", next_path(t, 0), t.agent_token).json()["experiment"].is_null()) << "dispatched twice";
+  EXPECT_EQ(event(t, exp, "running").status, 409);
+}
+
+TEST_P(ApiTest, TheAuditTrailChainsEveryActionAndVerifyNamesAnEditedRow) {
+  Tenant t = tenant("audit");
+  const int64_t exp = experiment(t);
+  ASSERT_EQ(call("GET", next_path(t, 0), t.agent_token).json()["experiment"]["id"], exp);
+  ASSERT_EQ(event(t, exp, "running").status, 200);
+  ASSERT_EQ(call("POST", "/v1/kill", t.token).status, 200);
+  auto bundle = call("GET", "/v1/audit/export", t.token).json();
+  std::vector<std::string> actions;
+  for (const auto& e : bundle["entries"]) actions.push_back(e["action"]);
+  EXPECT_EQ(actions, (std::vector<std::string>{"auth.signup", "token.create", "agent.register", "experiment.create",
+                                               "experiment.dispatch", "agent.event.running", "kill.engage"}));
+  EXPECT_EQ(bundle["entries"].back()["object"], "workspace:" + std::to_string(t.workspace_id));
+  EXPECT_EQ(bundle["head"], bundle["entries"].back()["hash"]);
+  auto ok = call("POST", "/v1/audit/verify", t.token);
+  EXPECT_EQ(ok.json()["ok"], true) << ok.body;
+  EXPECT_EQ(call("POST", "/v1/audit/verify", t.token, json{{"bundle", bundle}}.dump()).json()["ok"], true);
+  auto csv = call("GET", "/v1/audit.csv", t.token);
+  EXPECT_EQ(csv.body.rfind("seq,at_ms,actor,action,object,detail,prev_hash,hash\r\n", 0), 0u);
+  EXPECT_EQ(std::count(csv.body.begin(), csv.body.end(), '\n'), 8);
+
+  // Someone with database access rewrites what the agent did.
+  const int64_t edited = bundle["entries"][5]["seq"];
+  auto db = faultline::cp::open_database(server_->database_url());
+  ASSERT_TRUE(db.ok()) << db.error().describe();
+  ASSERT_TRUE((*db)->query("UPDATE audit SET action = 'agent.event.completed' WHERE seq = $1", {edited}).ok());
+  auto bad = call("POST", "/v1/audit/verify", t.token).json();
+  EXPECT_EQ(bad["ok"], false);
+  EXPECT_EQ(bad["bad_seq"], edited) << bad;
+  // An exported bundle edited, or cut short, fails on its own too.
+  auto cut = bundle;
+  cut["entries"].erase(cut["entries"].size() - 1);
+  EXPECT_EQ(call("POST", "/v1/audit/verify", t.token, json{{"bundle", cut}}.dump()).json()["ok"], false);
+  auto forged = bundle;
+  forged["entries"][2]["detail"] = "{}";
+  auto forged_check = call("POST", "/v1/audit/verify", t.token, json{{"bundle", forged}}.dump()).json();
+  EXPECT_EQ(forged_check["bad_seq"], bundle["entries"][2]["seq"]) << forged_check;
+}
+
+// An action whose activity-log entry cannot be written does not happen: the
+// database is made to refuse audit rows, and the experiment is not stored.
+TEST_P(ApiTest, AnActionThatCannotBeAuditedIsUndone) {
+  Tenant t = tenant("atomic");
+  auto db = faultline::cp::open_database(server_->database_url());
+  ASSERT_TRUE(db.ok()) << db.error().describe();
+  const bool sqlite = GetParam() == Backend::Sqlite;
+  auto refuse = (*db)->exec_script(
+      sqlite ? "CREATE TRIGGER refuse_audit BEFORE INSERT ON audit BEGIN SELECT RAISE(ABORT, 'audit refused'); END;"
+             : "CREATE FUNCTION refuse_audit() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'audit refused'; END $$ "
+               "LANGUAGE plpgsql; CREATE TRIGGER refuse_audit BEFORE INSERT ON audit FOR EACH ROW EXECUTE FUNCTION "
+               "refuse_audit();");
+  ASSERT_TRUE(refuse.ok()) << refuse.error().describe();
+  auto r = call("POST", "/v1/experiments", t.token,
+                R"({"agent_id":)" + std::to_string(t.agent_id) + R"(,"spec":)" + latency_spec() + "}");
+  EXPECT_EQ(r.status, 500) << r.describe();
+  EXPECT_EQ(call("POST", "/v1/kill", t.token).status, 500);
+  ASSERT_TRUE((*db)->exec_script(sqlite ? "DROP TRIGGER refuse_audit;" : "DROP TRIGGER refuse_audit ON audit;").ok());
+  EXPECT_TRUE(call("GET", "/v1/experiments", t.token).json()["experiments"].empty())
+      << "stored without its audit entry";
+  EXPECT_EQ(call("GET", "/v1/kill", t.token).json()["engaged"], false) << "engaged without its audit entry";
+  auto m = call("GET", "/metrics", t.token).body;
+  EXPECT_NE(m.find("faultcp_audit_append_failures_total 2\n"), std::string::npos) << m;
+  EXPECT_EQ(call("POST", "/v1/audit/verify", t.token).json()["ok"], true);
+}
+
+// Bad input on the routes that take a body or a token: a 4xx whose JSON names
+// the field, and nothing stored (no experiment, no audit entry).
+TEST_P(ApiTest, BadInputIsRefusedNamingTheFieldAndNothingIsStored) {
+  Tenant t = tenant("strict");
+  const std::string agent = std::to_string(t.agent_id);
+  auto spec_with = [&](const std::string& fields) {
+    return R"({"agent_id":)" + agent + R"(,"spec":{"kind":"latency","target":"10.0.0.1","duration_sec":30,)" + fields +
+           "}}";
+  };
+  const size_t audit_before = call("GET", "/v1/audit/export", t.token).json()["entries"].size();
+  struct Case {
+    std::string what, method, path, body;
+    int status;
+    std::string field;
+  };
+  const std::vector<Case> cases = {
+      {"malformed JSON", "POST", "/v1/experiments", R"({"agent_id":)", 400, "body"},
+      {"not an object", "POST", "/v1/experiments", "[1,2]", 400, "body"},
+      // Both found by cp_body_fuzz: a number out of range was a 500, an empty
+      // member name an error naming no field.
+      {"number out of range", "POST", "/v1/experiments", R"({"agent_id":1e999,"spec":{}})", 400, "body"},
+      {"empty member name", "POST", "/v1/experiments", R"({"":1,"agent_id":1,"spec":{}})", 400, "\"\""},
+      {"empty body", "POST", "/v1/experiments", "", 400, "body"},
+      {"wrong type", "POST", "/v1/experiments", R"({"agent_id":"1","spec":{}})", 400, "agent_id"},
+      {"unknown field", "POST", "/v1/experiments", R"({"agent_id":1,"spec":{},"agents":"all"})", 400, "agents"},
+      {"agent and selector", "POST", "/v1/experiments",
+       R"({"agent_id":)" + agent +
+           R"(,"selector":{"all":true},"spec":{"kind":"loss","target":"10.0.0.1","duration_sec":3}})",
+       400, "agent_id"},
+      {"selector field", "POST", "/v1/experiments",
+       R"({"selector":{"labels":["x"]},"spec":{"kind":"loss","target":"10.0.0.1","duration_sec":3}})", 400,
+       "selector.labels"},
+      {"selector hostname type", "POST", "/v1/experiments",
+       R"({"selector":{"hostnames":["strict-host",7]},"spec":{"kind":"loss","target":"10.0.0.1","duration_sec":3}})",
+       400, "selector.hostnames[1]"},
+      {"selector unknown host", "POST", "/v1/experiments",
+       R"({"selector":{"hostnames":["strict-host","nohost"]},"spec":{"kind":"loss","target":"10.0.0.1","duration_sec":3}})",
+       404, "selector.hostnames[1]"},
+      {"missing spec", "POST", "/v1/experiments", R"({"agent_id":1})", 400, "spec"},
+      {"unknown spec field", "POST", "/v1/experiments", spec_with(R"("delay_ms":5,"bogus":1)"), 400, "spec.bogus"},
+      {"delay cap", "POST", "/v1/experiments", spec_with(R"("delay_ms":60001)"), 400, "spec.delay_ms"},
+      {"jitter cap", "POST", "/v1/experiments", spec_with(R"("delay_ms":5,"jitter_ms":10001)"), 400, "spec.jitter_ms"},
+      {"percent", "POST", "/v1/experiments", spec_with(R"("delay_ms":5,"percent":101)"), 400, "spec.percent"},
+      {"duration cap", "POST", "/v1/experiments",
+       R"({"agent_id":)" + agent + R"(,"spec":{"kind":"loss","target":"10.0.0.1","duration_sec":3601}})", 400,
+       "spec.duration_sec"},
+      {"kind", "POST", "/v1/experiments", spec_with(R"("delay_ms":5,"kind":"meteor")"), 400, "spec.kind"},
+      {"target", "POST", "/v1/experiments",
+       R"({"agent_id":)" + agent + R"(,"spec":{"kind":"loss","target":"10.0.0.300","duration_sec":3}})", 400,
+       "spec.target"},
+      {"guardrail half", "POST", "/v1/experiments", spec_with(R"("delay_ms":5,"query":"up")"), 400,
+       "spec.prometheus_url"},
+      {"health url", "POST", "/v1/experiments", spec_with(R"("delay_ms":5,"health_url":"ftp://x")"), 400,
+       "spec.health_url"},
+      {"kernel signal", "POST", "/v1/experiments", spec_with(R"("delay_ms":5,"kernel_signal":"tcp_loss")"), 400,
+       "spec.kernel_signal"},
+      {"event type", "POST", "/v1/agents/" + agent + "/events", R"({"experiment_id":1,"type":"exploded"})", 400,
+       "type"},
+      {"event field type", "POST", "/v1/agents/" + agent + "/events", R"({"experiment_id":1.5,"type":"running"})", 400,
+       "experiment_id"},
+      {"token kind", "POST", "/v1/tokens", R"({"kind":"session"})", 400, "kind"},
+      {"oversize body", "POST", "/v1/experiments", std::string(70 * 1024, ' '), 413, ""},
+  };
+  for (const auto& c : cases) {
+    const std::string& token = c.path.find("/events") != std::string::npos ? t.agent_token : t.token;
+    auto r = call(c.method, c.path, token, c.body);
+    EXPECT_EQ(r.status, c.status) << c.what << ": " << r.describe();
+    EXPECT_EQ(r.json().value("status", 0), c.status) << c.what << ": not the JSON error envelope: " << r.body;
+    if (!c.field.empty()) EXPECT_EQ(r.json().value("field", ""), c.field) << c.what << ": " << r.body;
+  }
+  EXPECT_TRUE(call("GET", "/v1/experiments", t.token).json()["experiments"].empty())
+      << "a refused experiment was stored";
+  EXPECT_EQ(call("GET", "/v1/audit/export", t.token).json()["entries"].size(), audit_before);
+  EXPECT_EQ(call("GET", "/v1/tokens", t.token).json()["tokens"].size(), 3u);
+  // Bad tokens on every kind of route.
+  for (const std::string& bad : {std::string(""), std::string("flcp_sess_nope"), t.token + "x"}) {
+    auto r = call("GET", "/v1/experiments", bad);
+    EXPECT_EQ(r.status, 401) << r.describe();
+    EXPECT_EQ(r.json().value("field", ""), "authorization");
+  }
+  EXPECT_EQ(call("POST", "/v1/agents/register", t.token, R"({"hostname":"h"})").status, 403)
+      << "a session token enrolled an agent";
+}
+
+TEST_P(ApiTest, HealthzIsOpenAndMetricsSpeakPrometheus) {
+  auto h = call("GET", "/healthz");
+  EXPECT_EQ(h.status, 200) << h.describe();
+  EXPECT_EQ(h.json()["status"], "ok");
+  EXPECT_EQ(call("GET", "/metrics").status, 401);
+  Tenant t = tenant("metrics");
+  (void)experiment(t);
+  auto m = call("GET", "/metrics", t.token);
+  EXPECT_EQ(m.status, 200);
+  EXPECT_NE(m.head.find("text/plain; version=0.0.4"), std::string::npos) << m.head;
+  EXPECT_NE(m.body.find("faultcp_experiments{state=\"queued\"} 1\n"), std::string::npos) << m.body;
+  EXPECT_NE(m.body.find("faultcp_agents 1\n"), std::string::npos) << m.body;
+  EXPECT_NE(m.body.find("# TYPE faultcp_http_responses_total counter\n"), std::string::npos) << m.body;
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ApiTest, ::testing::Values(Backend::Sqlite, Backend::Postgres),
+                         [](const auto& info) { return fltest::backend_name(info.param); });
+
+}  // namespace
