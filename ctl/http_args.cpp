@@ -51,13 +51,8 @@ Result<Parsed<TcpRunArgs>> parse_http_args(const std::vector<std::string>& args)
       ("retry-after", "--llm rate-limit: the retry-after seconds (default 1)", cxxopts::value<std::string>())
       ("percent", "share of matching requests faulted (default 100)", cxxopts::value<std::string>())
       ("attempts", "fault only the first N attempts of a request (the SDKs' x-stainless-retry-count)",
-       cxxopts::value<std::string>())
-      ("duration", "how long (required, at most 1h)", cxxopts::value<std::string>())
-      ("cgroup", "scope: an existing cgroup v2 (default: host-wide)", cxxopts::value<std::string>())
-      ("drain", "after the end, how long open connections may finish clean before they are closed (default 5s)",
-       cxxopts::value<std::string>())
-      ("h,help", "help");
-  add_run_options(o);
+       cxxopts::value<std::string>());
+  add_stream_run_options(o);
   auto [flags, cmd] = split_command(args);
   auto r = parse_flag_words(o, flags, kCommandAfterDashesHint);
   if (!r) return r.error();
@@ -164,26 +159,7 @@ Result<Parsed<TcpRunArgs>> parse_http_args(const std::vector<std::string>& args)
   if (auto v = validate_http_fault(f); !v) return input_error(EINVAL, v.error().message);
   s.http_faults.push_back(std::move(f));
 
-  if (!r->count("duration")) return bad("--duration is required (at most 1h), e.g. --duration 1m");
-  auto d = with_flag("duration", parse_duration_ns(str("duration")));
-  if (!d) return d.error();
-  if (*d > FaultCaps::kMaxDurationNs) return bad("--duration is over the cap of 1h");
-  if (*d < 100'000'000ULL) return bad("--duration must be at least 100ms");
-  s.duration_ns = *d;
-  if (r->count("cgroup")) {
-    s.cgroup = str("cgroup");
-    if (s.cgroup.empty()) return bad("--cgroup: empty path");
-    if (!cmd.empty()) return bad("give one scope: --cgroup PATH or -- COMMAND ARGS (neither: host-wide)");
-  }
-  if (r->count("drain")) {
-    auto dr = with_flag("drain", parse_duration_ns(str("drain")));
-    if (!dr) return dr.error();
-    if (*dr > 600'000'000'000ULL) return bad("--drain is over the cap of 10m");
-    s.drain_ns = *dr;
-  }
-  auto run = parse_run_flags(*r, "", s.duration_ns, args);
-  if (!run) return run.error();
-  a.flags = std::move(*run);
+  FL_TRY(parse_stream_run_flags(*r, args, a));
   return Parsed<TcpRunArgs>(std::move(a));
 }
 

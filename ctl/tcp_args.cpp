@@ -36,13 +36,8 @@ Result<Parsed<TcpRunArgs>> parse_tcp_args(const std::vector<std::string>& args) 
                 "limit_data, noop (repeatable; see docs/proxy.md)", cxxopts::value<std::vector<std::string>>())
       ("direction", "the toxics' default stream: downstream (server to client, default) or upstream",
        cxxopts::value<std::string>())
-      ("toxicity", "the toxics' default share of connections, 0 to 1 (default 1)", cxxopts::value<std::string>())
-      ("duration", "how long (required, at most 1h)", cxxopts::value<std::string>())
-      ("cgroup", "scope: an existing cgroup v2 (default: host-wide)", cxxopts::value<std::string>())
-      ("drain", "after the end, how long open connections may finish clean before they are closed (default 5s)",
-       cxxopts::value<std::string>())
-      ("h,help", "help");
-  add_run_options(o);
+      ("toxicity", "the toxics' default share of connections, 0 to 1 (default 1)", cxxopts::value<std::string>());
+  add_stream_run_options(o);
   auto [flags, cmd] = split_command(args);
   auto r = parse_flag_words(o, flags, kCommandAfterDashesHint);
   if (!r) return r.error();
@@ -91,27 +86,43 @@ Result<Parsed<TcpRunArgs>> parse_tcp_args(const std::vector<std::string>& args) 
     s.toxics.push_back(std::move(*x));
   }
   if (s.toxics.size() > 16) return bad("--toxic: at most 16 toxics");
-  if (!r->count("duration")) return bad("--duration is required (at most 1h), e.g. --duration 1m");
-  auto d = with_flag("duration", parse_duration_ns((*r)["duration"].as<std::string>()));
+  FL_TRY(parse_stream_run_flags(*r, args, a));
+  return Parsed<TcpRunArgs>(std::move(a));
+}
+
+void add_stream_run_options(cxxopts::Options& o) {
+  o.add_options()
+      ("duration", "how long (required, at most 1h)", cxxopts::value<std::string>())
+      ("cgroup", "scope: an existing cgroup v2 (default: host-wide)", cxxopts::value<std::string>())
+      ("drain", "after the end, how long open connections may finish clean before they are closed (default 5s)",
+       cxxopts::value<std::string>())
+      ("h,help", "help");
+  add_run_options(o);
+}
+
+Status parse_stream_run_flags(const cxxopts::ParseResult& r, const std::vector<std::string>& args, TcpRunArgs& a) {
+  TcpFaultSpec& s = a.spec;
+  if (!r.count("duration")) return bad("--duration is required (at most 1h), e.g. --duration 1m");
+  auto d = with_flag("duration", parse_duration_ns(r["duration"].as<std::string>()));
   if (!d) return d.error();
   if (*d > FaultCaps::kMaxDurationNs) return bad("--duration is over the cap of 1h");
   if (*d < 100'000'000ULL) return bad("--duration must be at least 100ms");
   s.duration_ns = *d;
-  if (r->count("cgroup")) {
-    s.cgroup = (*r)["cgroup"].as<std::string>();
+  if (r.count("cgroup")) {
+    s.cgroup = r["cgroup"].as<std::string>();
     if (s.cgroup.empty()) return bad("--cgroup: empty path");
-    if (!cmd.empty()) return bad("give one scope: --cgroup PATH or -- COMMAND ARGS (neither: host-wide)");
+    if (!s.command.empty()) return bad("give one scope: --cgroup PATH or -- COMMAND ARGS (neither: host-wide)");
   }
-  if (r->count("drain")) {
-    auto dr = with_flag("drain", parse_duration_ns((*r)["drain"].as<std::string>()));
+  if (r.count("drain")) {
+    auto dr = with_flag("drain", parse_duration_ns(r["drain"].as<std::string>()));
     if (!dr) return dr.error();
     if (*dr > 600'000'000'000ULL) return bad("--drain is over the cap of 10m");
     s.drain_ns = *dr;
   }
-  auto run = parse_run_flags(*r, "", s.duration_ns, args);
+  auto run = parse_run_flags(r, "", s.duration_ns, args);
   if (!run) return run.error();
   a.flags = std::move(*run);
-  return Parsed<TcpRunArgs>(std::move(a));
+  return {};
 }
 
 }  // namespace faultline

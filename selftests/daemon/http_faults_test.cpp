@@ -16,43 +16,6 @@
 namespace fldaemon {
 namespace {
 
-struct ApiReply {
-  int status = 0;
-  std::string body;
-};
-
-// One request to the Toxiproxy API on 127.0.0.1:port (Connection: close).
-ApiReply api_call(uint16_t port, const std::string& method, const std::string& path, const std::string& body = "") {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ApiReply r;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return r;
-  }
-  std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
-  if (method == "POST")
-    req += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
-  req += "\r\n" + body;
-  (void)!::send(fd, req.data(), req.size(), MSG_NOSIGNAL);
-  std::string raw;
-  char buf[4096];
-  for (;;) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 10000) <= 0) break;
-    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n <= 0) break;
-    raw.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  r.status = status_of(raw);
-  r.body = body_of(raw);
-  return r;
-}
-
 class HttpFaultsApi : public FaultdTest {};
 
 TEST_F(HttpFaultsApi, TheOfficialSdksMeetEveryLlmPreset) {
@@ -72,12 +35,12 @@ TEST_F(HttpFaultsApi, BadRequestsAreRefusedByNameAndChangeNothing) {
   start_faultd();
   const uint16_t port = toxiproxy_port();
   ASSERT_NE(port, 0) << faultd().err();
-  ASSERT_EQ(api_call(port, "POST", "/proxies", R"({"name":"web","upstream":"127.0.0.1:9"})").status, 201);
+  ASSERT_EQ(http(port, "POST", "/proxies", R"({"name":"web","upstream":"127.0.0.1:9"})").status, 201);
   ASSERT_EQ(
-      api_call(port, "POST", "/proxies/web/http_faults", R"({"name":"s","type":"status","attributes":{"status":503}})")
+      http(port, "POST", "/proxies/web/http_faults", R"({"name":"s","type":"status","attributes":{"status":503}})")
           .status,
       200);
-  const std::string before = api_call(port, "GET", "/proxies/web/http_faults").body;
+  const std::string before = http(port, "GET", "/proxies/web/http_faults").body;
   struct Case {
     std::string method, path, body;
     int status;
@@ -127,18 +90,18 @@ TEST_F(HttpFaultsApi, BadRequestsAreRefusedByNameAndChangeNothing) {
        "http limits: \"header_timeout\": unknown field (max_header_bytes, max_headers, head_timeout)"},
   };
   for (const Case& c : cases) {
-    const ApiReply r = api_call(port, c.method, c.path, c.body);
+    const TcpReply r = http(port, c.method, c.path, c.body);
     EXPECT_EQ(r.status, c.status) << c.method << " " << c.path << " " << c.body << ": " << r.body;
     const auto j = nlohmann::json::parse(r.body, nullptr, false);
     EXPECT_EQ(j.is_object() ? j.value("error", "") : r.body, c.error) << c.method << " " << c.path << " " << c.body;
   }
-  EXPECT_EQ(api_call(port, "GET", "/proxies/web/http_faults").body, before) << "a refused request changed the faults";
-  const ApiReply limits = api_call(port, "POST", "/proxies/web/http_limits", R"({"head_timeout":500})");
+  EXPECT_EQ(http(port, "GET", "/proxies/web/http_faults").body, before) << "a refused request changed the faults";
+  const TcpReply limits = http(port, "POST", "/proxies/web/http_limits", R"({"head_timeout":500})");
   EXPECT_EQ(limits.status, 200) << limits.body;
-  EXPECT_EQ(nlohmann::json::parse(api_call(port, "GET", "/proxies/web/http_limits").body),
+  EXPECT_EQ(nlohmann::json::parse(http(port, "GET", "/proxies/web/http_limits").body),
             (nlohmann::json{{"max_header_bytes", 32768}, {"max_headers", 100}, {"head_timeout", 500}}));
   // Counted in /metrics, listed in faultd's status with its bound, ended by abort --all.
-  const ApiReply metrics = api_call(metrics_port(), "GET", "/metrics");
+  const TcpReply metrics = http(metrics_port(), "GET", "/metrics");
   EXPECT_NE(metrics.body.find("faultline_proxy_http_fault_requests_total{proxy=\"web\",fault=\"s\"} 0"),
             std::string::npos)
       << metrics.body;
@@ -146,7 +109,7 @@ TEST_F(HttpFaultsApi, BadRequestsAreRefusedByNameAndChangeNothing) {
   EXPECT_NE(st.out.find("http s: status"), std::string::npos) << st.out;
   const CommandResult ab = faultctl({"abort", "--all"}, true);
   EXPECT_TRUE(ab.status.is(0)) << ab.describe();
-  EXPECT_EQ(api_call(port, "GET", "/proxies/web/http_faults").body, "[]\n");
+  EXPECT_EQ(http(port, "GET", "/proxies/web/http_faults").body, "[]\n");
 }
 
 }  // namespace
