@@ -196,12 +196,14 @@ TEST_F(RunTcpTest, LatencyOnACommandsConnections) {
   EXPECT_NE(r.err.find("1 connections through the proxy"), std::string::npos) << r.describe();
 }
 
-// Host-wide on an IPv6 target: reset_peer=0 resets the client's connection;
+// Host-wide on an IPv6 target: reset_peer resets the client's connection;
 // status lists the fault; abort ends it, and connections go direct again.
 TEST_F(RunTcpTest, HostWideResetOnIpv6ThenAbort) {
   const int port = echo_server("::1");
-  ChildProcess fault =
-      start_fault({"--target", "[::1]:" + std::to_string(port), "--toxic", "reset_peer=0", "--duration", "60s"});
+  // The reply is held (timeout=0) until the reset 300 ms in: the client is in
+  // recv() when it comes, so it sees ECONNRESET, never a race with its send.
+  ChildProcess fault = start_fault({"--target", "[::1]:" + std::to_string(port), "--toxic", "timeout=0", "--toxic",
+                                    "reset_peer=300ms", "--duration", "60s"});
   nlohmann::json c = client("::1", port, 1);
   EXPECT_EQ(c["error"], "ConnectionResetError") << c.dump();
   nlohmann::json st = status();

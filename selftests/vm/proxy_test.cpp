@@ -127,8 +127,10 @@ TEST(VmRunTcp, InterceptsACommandAndTheHost) {
   EXPECT_EQ(cmd.status.code, 0) << cmd.out << cmd.err;
   EXPECT_NE(cmd.out.find("peer 127.0.0.1:18092 reply pong\n"), std::string::npos) << cmd.out << cmd.err;
 
-  ChildProcess fault = start({bin("faultctl"), "run", "tcp", "--target", "127.0.0.1:18092", "--toxic", "reset_peer=0",
-                              "--duration", "60s"});
+  // The reply is held (timeout=0) until the reset 300 ms in, so the client is
+  // waiting in recv() when it comes: ECONNRESET there, not a race with its send.
+  ChildProcess fault = start({bin("faultctl"), "run", "tcp", "--target", "127.0.0.1:18092", "--toxic", "timeout=0",
+                              "--toxic", "reset_peer=300ms", "--duration", "60s"});
   ASSERT_TRUE(fault.wait_for("tcp fault t", 20s)) << fault.out();
   auto reset = run({bin("fl-vmprobe"), "peer", "tcp", "127.0.0.1", "18092"});
   EXPECT_NE(reset.out.find("error ECONNRESET"), std::string::npos) << reset.out;
