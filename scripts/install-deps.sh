@@ -20,6 +20,14 @@ packages=(
   postgresql
   # make bench: the peers the proxy is measured against, and their load generators
   nginx-light haproxy redis-server redis-tools wrk
+  # faultd <-> faultcp payloads are protobuf-lite messages (cp/proto/)
+  protobuf-compiler libprotobuf-dev
+  # the dashboard's test drives headless Chromium
+  chromium
+  # the policy's DNS-learning test runs dnsmasq as the resolver in a test namespace
+  dnsmasq-base
+  # make bench: the egress policy compared with the firewalls operators run now
+  iptables nftables ipset
 )
 # The Toxiproxy client test runs the official Node.js client: Node.js from
 # Debian when the machine has none.
