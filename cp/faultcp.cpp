@@ -144,7 +144,10 @@ int serve(int argc, char** argv) {
   sigprocmask(SIG_BLOCK, &mask, nullptr);
   faultline::UniqueFd stop(signalfd(-1, &mask, SFD_CLOEXEC));
   ::signal(SIGPIPE, SIG_IGN);
-  api.start();
+  if (auto started = api.start(); !started) {
+    std::fprintf(stderr, "faultcp serve: %s\n", started.error().describe().c_str());
+    return 1;
+  }
   const std::string backend = database.rfind("sqlite:", 0) == 0 ? database : "postgres";
   std::printf("faultcp: listening on %s%s (database %s, schema version %lld)\n", bound->c_str(), tls ? " with TLS" : "",
               backend.c_str(), static_cast<long long>((*store)->schema_version().value_or(0)));

@@ -146,6 +146,14 @@ void ControlPlane::end_poll(uint64_t exchange) {
 }
 
 void ControlPlane::wake_agent(int64_t ws, int64_t agent_id) {
+  // Another replica may hold this agent's poll: tell them all (PostgreSQL).
+  if (auto told = store_.notify(kWakeChannel, replica_ + " " + std::to_string(ws) + " " + std::to_string(agent_id));
+      !told)
+    std::fprintf(stderr, "faultcp: NOTIFY: %s\n", told.error().describe().c_str());
+  wake_local(ws, agent_id);
+}
+
+void ControlPlane::wake_local(int64_t ws, int64_t agent_id) {
   std::vector<uint64_t> mine;
   for (const auto& [exchange, poll] : polls_)
     if (poll.workspace_id == ws && poll.agent_id == agent_id) mine.push_back(exchange);
@@ -222,6 +230,12 @@ HttpReply ControlPlane::agent_event(const HttpRequest& req, const PathParams& pa
                      "type");
   if (auto a = audit(p, "agent.event." + type, object, {{"detail", detail}}); !a) return storage_error(a.error());
   if (auto c = tx.commit(); !c) return storage_error(c.error());
+  if (type == "running")
+    fire_experiment_webhook(**moved, "experiment.start", p.actor());
+  else if (type == "aborted-by-slo")
+    fire_experiment_webhook(**moved, "experiment.abort", p.actor());
+  else if (final_type)
+    fire_experiment_webhook(**moved, "experiment.end", p.actor());
   return api_json(200, experiment_json(**moved));
 }
 

@@ -144,6 +144,7 @@ HttpReply ControlPlane::abort_experiment(const PathParams& params, const Princip
     return storage_error(a.error());
   if (auto c = tx.commit(); !c) return storage_error(c.error());
   wake_agent(p.workspace_id, (*moved)->agent_id);
+  fire_experiment_webhook(**moved, "experiment.abort", p.actor());
   return api_json(200, experiment_json(**moved));
 }
 
@@ -191,6 +192,13 @@ HttpReply ControlPlane::engage_kill(const HttpRequest& req, const Principal& p) 
   for (int64_t a : agents) wake_agent(p.workspace_id, a);
   nlohmann::json out{{"engaged", true}, {"cancelled", ids}};
   if (agent) out["agent_id"] = *agent;
+  fire_webhook(p.workspace_id, "kill",
+               agent ? "Kill switch engaged on agent " + std::to_string(*agent) : "Kill switch engaged",
+               "by " + p.actor() + ": " + std::to_string(cancelled.size()) + " experiment(s) cancelled",
+               {{"scope", agent ? "agent" : "workspace"},
+                {"agent_id", agent ? nlohmann::json(*agent) : nlohmann::json(nullptr)},
+                {"cancelled", ids},
+                {"by", p.actor()}});
   return api_json(200, out);
 }
 

@@ -1,7 +1,10 @@
 // The route table, the auth layer, the activity log hook, /healthz and /metrics.
 #include "cp/api/control_plane.h"
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <sstream>
 
 #include "cp/api/api_error.h"
 #include "cp/storage/migrations.h"
@@ -78,10 +81,70 @@ ControlPlane::ControlPlane(Store& store, HttpServer& server, ControlPlaneConfig 
             [this](const HttpRequest& r, const PathParams&, const Principal& p) { return audit_verify(r, p); });
   add_route("GET", "/v1/audit.csv", {TK::Session, TK::Api},
             [this](const HttpRequest&, const PathParams&, const Principal& p) { return audit_csv(p); });
+
+  add_route("PUT", "/v1/webhooks", {TK::Session, TK::Api},
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return put_webhooks(r, p); });
+  add_route("GET", "/v1/webhooks", {TK::Session, TK::Api},
+            [this](const HttpRequest&, const PathParams&, const Principal& p) { return get_webhooks(p); });
+  // Signed with the workspace's alert secret, not a bearer token (api_webhooks.cpp).
+  add_open_route("POST", "/webhooks/alert", [this](const HttpRequest& r, const PathParams&) { return alert(r); });
+
+  // The dashboard's files are public; what it shows comes from the API under
+  // the session token it signs in for (api_dashboard.cpp).
+  add_open_route("GET", "/dashboard", [](const HttpRequest&, const PathParams&) {
+    HttpReply r = HttpReply::text(302, "");
+    r.headers.emplace_back("Location", "/dashboard/");
+    return r;
+  });
+  add_open_route("GET", "/dashboard/",
+                 [](const HttpRequest&, const PathParams&) { return dashboard_file("index.html"); });
+  add_open_route("GET", "/dashboard/{file}",
+                 [](const HttpRequest&, const PathParams& a) { return dashboard_file(a.at("file")); });
 }
 
-void ControlPlane::start() {
+Status ControlPlane::start() {
   server_.after(config_.lease_sweep, [this] { sweep_leases(); });
+  auto sender = WebhookSender::start(config_.webhook_retry);
+  if (!sender) return sender.error();
+  webhooks_ = std::move(*sender);
+  FL_TRY(server_.watch(webhooks_->event_fd(), [this] { webhook_outcomes(); }));
+  auto nonce = random_base64url(9);
+  if (!nonce) return nonce.error();
+  replica_ = *nonce;
+  auto listener = store_.listen(kWakeChannel);
+  if (!listener) return listener.error();
+  listener_ = std::move(*listener);
+  if (listener_) FL_TRY(server_.watch(listener_->fd(), [this] { take_notifications(); }));
+  return {};
+}
+
+void ControlPlane::take_notifications() {
+  auto got = listener_->take();
+  if (!got) {
+    // The listener's connection broke: until it is back, wake-ups from other
+    // replicas are missed (agents still get their work at their next poll).
+    std::fprintf(stderr, "faultcp: %s; reconnecting in 1 s\n", got.error().describe().c_str());
+    server_.unwatch(listener_->fd());
+    listener_.reset();
+    server_.after(std::chrono::milliseconds(1000), [this] { reopen_listener(); });
+    return;
+  }
+  for (const auto& payload : *got) {
+    std::istringstream in(payload);
+    std::string replica;
+    int64_t ws = 0, agent = 0;
+    if (!(in >> replica >> ws >> agent) || replica == replica_) continue;
+    wake_local(ws, agent);
+  }
+}
+
+void ControlPlane::reopen_listener() {
+  auto listener = store_.listen(kWakeChannel);
+  if (listener && *listener && server_.watch((*listener)->fd(), [this] { take_notifications(); })) {
+    listener_ = std::move(*listener);
+    return;
+  }
+  server_.after(std::chrono::milliseconds(1000), [this] { reopen_listener(); });
 }
 
 void ControlPlane::add_open_route(const std::string& method, const std::string& pattern, RouteHandler handler) {
@@ -227,6 +290,7 @@ nlohmann::json experiment_json(const Experiment& e) {
                    {"updated_ms", e.updated_ms},
                    {"stop_requested", e.stop_requested}};
   j["lease_until_ms"] = e.lease_until_ms ? nlohmann::json(*e.lease_until_ms) : nlohmann::json(nullptr);
+  j["started_ms"] = e.started_ms ? nlohmann::json(*e.started_ms) : nlohmann::json(nullptr);
   return j;
 }
 

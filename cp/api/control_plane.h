@@ -11,6 +11,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -19,10 +20,14 @@
 #include "cp/auth/rate_limiter.h"
 #include "cp/auth/tokens.h"
 #include "cp/storage/store.h"
+#include "cp/webhooks/webhook_sender.h"
 #include "userspace/net/http_router.h"
 #include "userspace/net/http_server.h"
 
 namespace faultline::cp {
+
+// The NOTIFY channel every replica on one PostgreSQL database listens on.
+inline constexpr const char* kWakeChannel = "faultcp_wake";
 
 struct ControlPlaneConfig {
   // How long GET /v1/agents/{id}/next holds a request that has nothing to say.
@@ -36,6 +41,8 @@ struct ControlPlaneConfig {
   RateLimit login_per_account{5, std::chrono::milliseconds(300'000)};  // failures
   size_t max_body = 64 * 1024;                                         // the server's request limit
   std::chrono::milliseconds session_ttl{12 * 3600 * 1000};             // a login's token lives this long
+  WebhookRetryPolicy webhook_retry{};
+  std::chrono::seconds alert_window{60};  // an inbound alert's timestamp, either way of the clock
 };
 
 // Who a request comes from, as the auth layer resolved it.
@@ -56,8 +63,10 @@ class ControlPlane {
 
   // The handler of the API listener (this must outlive the server's run()).
   [[nodiscard]] HttpHandler handler() const { return router_.handler(); }
-  // Arms the timers (the lease sweep); call once before the server runs.
-  void start();
+  // Arms the timers (the lease sweep), starts the webhook sender and, on
+  // PostgreSQL, listens for the other replicas' wake-ups; call once before
+  // the server runs.
+  [[nodiscard]] Status start();
 
  private:
   using Handler = std::function<HttpReply(const HttpRequest&, const PathParams&, const Principal&)>;
@@ -101,6 +110,11 @@ class ControlPlane {
   HttpReply audit_verify(const HttpRequest& req, const Principal& p);
   HttpReply audit_csv(const Principal& p);
   [[nodiscard]] std::variant<std::optional<int64_t>, HttpReply> kill_target(const HttpRequest& req, const Principal& p);
+  HttpReply put_webhooks(const HttpRequest& req, const Principal& p);
+  HttpReply get_webhooks(const Principal& p);
+  HttpReply alert(const HttpRequest& req);
+  [[nodiscard]] static nlohmann::json webhook_json(const WebhookConfig& c);
+  [[nodiscard]] static HttpReply dashboard_file(const std::string& name);
   HttpReply healthz();
   HttpReply metrics(const Principal& p);
 
@@ -109,8 +123,21 @@ class ControlPlane {
   // is nothing new. Claims an experiment only for a poll still waiting.
   [[nodiscard]] Result<std::optional<nlohmann::json>> next_payload(int64_t ws, int64_t agent_id, uint64_t exchange);
   [[nodiscard]] Result<nlohmann::json> idle_payload(int64_t ws, int64_t agent_id);
-  // Answers the agent's waiting polls that now have something to say.
+  // Answers the agent's waiting polls that now have something to say, here
+  // and (PostgreSQL) on every other replica through a NOTIFY.
   void wake_agent(int64_t ws, int64_t agent_id);
+  void wake_local(int64_t ws, int64_t agent_id);
+  // The other replicas' wake-ups ("REPLICA WS AGENT"), read from the listener.
+  void take_notifications();
+  void reopen_listener();
+
+  // Outbound webhooks (api_webhooks.cpp): queued for the sender thread unless
+  // the workspace does not want the trigger or it is cooling down.
+  void fire_webhook(int64_t ws, const std::string& trigger, const std::string& title, const std::string& text,
+                    const nlohmann::json& fields);
+  void fire_experiment_webhook(const Experiment& e, const std::string& trigger, const std::string& by);
+  // Writes the sender's outcomes (delivered, failed after its retries) to the activity log.
+  void webhook_outcomes();
   void end_poll(uint64_t exchange);
   void sweep_leases();
 
@@ -127,6 +154,11 @@ class ControlPlane {
   std::map<uint64_t, Poll> polls_;  // exchange -> the waiting agent
   std::map<int, uint64_t> responses_by_code_;
   uint64_t audit_failures_ = 0;
+  std::unique_ptr<WebhookSender> webhooks_;
+  std::map<std::pair<int64_t, std::string>, int64_t> last_fired_ms_;  // (workspace, trigger) -> last delivery queued
+  uint64_t next_delivery_ = 0;
+  std::unique_ptr<SqlListener> listener_;
+  std::string replica_;  // this process's name in NOTIFY payloads (its own are skipped)
 };
 
 // JSON of the stored objects, as the API shows them.

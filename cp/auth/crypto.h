@@ -14,6 +14,8 @@ namespace faultline::cp {
 // n random bytes from the OpenSSL CSPRNG, as unpadded base64url.
 [[nodiscard]] Result<std::string> random_base64url(size_t n);
 [[nodiscard]] bool constant_time_equal(std::string_view a, std::string_view b);
+// HMAC-SHA256 of data under key, as lower-case hex (webhook signatures).
+[[nodiscard]] std::string hmac_sha256_hex(std::string_view key, std::string_view data);
 
 // scrypt (RFC 7914) through EVP_KDF. N = 2^log_n; memory is 128 * r * N bytes
 // (32 MiB at log_n 15, r 8). The result carries its parameters and salt:

@@ -92,6 +92,28 @@ CREATE INDEX audit_workspace ON audit(workspace_id, seq);
       R"sql(
 ALTER TABLE agents ADD COLUMN killed BIGINT NOT NULL DEFAULT 0;
 )sql",
+      // 3: webhooks: a workspace's outbound hook and inbound alert secret, and
+      // the signatures of the alerts taken (a replay is refused on every replica);
+      // when an experiment started running (the dashboard's time left).
+      R"sql(
+ALTER TABLE experiments ADD COLUMN started_ms BIGINT;
+CREATE TABLE webhooks (
+  workspace_id BIGINT PRIMARY KEY REFERENCES workspaces(id),
+  url TEXT NOT NULL,
+  secret TEXT NOT NULL,
+  alert_secret TEXT NOT NULL,
+  triggers TEXT NOT NULL,
+  cooldown_sec BIGINT NOT NULL,
+  updated_ms BIGINT NOT NULL
+);
+CREATE TABLE alert_signatures (
+  workspace_id BIGINT NOT NULL REFERENCES workspaces(id),
+  signature TEXT NOT NULL,
+  at_ms BIGINT NOT NULL,
+  PRIMARY KEY (workspace_id, signature)
+);
+CREATE INDEX alert_signatures_at ON alert_signatures(at_ms);
+)sql",
   };
   return m;
 }

@@ -74,7 +74,51 @@ class PostgresConnection final : public SqlConnection {
   PGconn* conn_;
 };
 
+class PostgresListener final : public SqlListener {
+ public:
+  explicit PostgresListener(PGconn* conn) : conn_(conn) {}
+  ~PostgresListener() override { PQfinish(conn_); }
+  int fd() const override { return PQsocket(conn_); }
+  Result<std::vector<std::string>> take() override {
+    if (PQconsumeInput(conn_) == 0) {
+      std::string msg = PQerrorMessage(conn_);
+      while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+      return make_error(0, "postgres listener: " + msg);
+    }
+    std::vector<std::string> out;
+    while (PGnotify* n = PQnotifies(conn_)) {
+      out.emplace_back(n->extra);
+      PQfreemem(n);
+    }
+    return out;
+  }
+
+ private:
+  PGconn* conn_;
+};
+
 }  // namespace
+
+Result<std::unique_ptr<SqlListener>> listen_postgres(const std::string& conninfo, const std::string& channel) {
+  PGconn* conn = PQconnectdb(conninfo.c_str());
+  if (PQstatus(conn) != CONNECTION_OK) {
+    std::string msg = conn ? PQerrorMessage(conn) : "out of memory";
+    PQfinish(conn);
+    while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+    return make_error(0, "postgres listener: cannot connect: " + msg);
+  }
+  auto listener = std::make_unique<PostgresListener>(conn);
+  // The channel is one of faultcp's own names, never a user's: quoted as an identifier anyway.
+  char* quoted = PQescapeIdentifier(conn, channel.c_str(), channel.size());
+  if (quoted == nullptr) return make_error(0, "postgres listener: cannot quote the channel");
+  PgResult res(PQexec(conn, ("LISTEN " + std::string(quoted)).c_str()), PQclear);
+  PQfreemem(quoted);
+  if (PQresultStatus(res.get()) != PGRES_COMMAND_OK)
+    return make_error(0, std::string("postgres listener: LISTEN: ") + PQresultErrorMessage(res.get()));
+  if (PQsetnonblocking(conn, 1) != 0)
+    return make_error(0, "postgres listener: cannot make the connection non-blocking");
+  return std::unique_ptr<SqlListener>(std::move(listener));
+}
 
 Result<std::unique_ptr<SqlConnection>> open_postgres(const std::string& conninfo) {
   PGconn* conn = PQconnectdb(conninfo.c_str());

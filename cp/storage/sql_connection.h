@@ -50,6 +50,18 @@ class SqlConnection {
   bool doomed_ = false;
 };
 
+// A connection of its own that LISTENs (PostgreSQL): fd() turns readable when
+// notifications came; take() reads their payloads without blocking.
+class SqlListener {
+ public:
+  virtual ~SqlListener() = default;
+  [[nodiscard]] virtual int fd() const = 0;
+  // The payloads that arrived; an error if the connection broke.
+  [[nodiscard]] virtual Result<std::vector<std::string>> take() = 0;
+};
+[[nodiscard]] Result<std::unique_ptr<SqlListener>> listen_postgres(const std::string& conninfo,
+                                                                   const std::string& channel);
+
 // "sqlite:PATH" or "postgres://..." / "postgresql://..." (a libpq URI).
 [[nodiscard]] Result<std::unique_ptr<SqlConnection>> open_database(const std::string& url);
 [[nodiscard]] Result<std::unique_ptr<SqlConnection>> open_sqlite(const std::string& path);

@@ -1,6 +1,8 @@
 // The store's queries: one SQL text for both backends, workspace in every WHERE.
 #include "cp/storage/store.h"
 
+#include <algorithm>
+
 #include "cp/storage/migrations.h"
 
 namespace faultline::cp {
@@ -34,10 +36,11 @@ Agent agent_row(const SqlRow& r) {
 }
 
 const char* kExperimentCols =
-    "id, workspace_id, agent_id, spec, state, detail, record, created_ms, updated_ms, lease_until_ms, stop_requested";
+    "id, workspace_id, agent_id, spec, state, detail, record, created_ms, updated_ms, lease_until_ms, stop_requested, "
+    "started_ms";
 Experiment experiment_row(const SqlRow& r) {
-  return Experiment{num(r[0]), num(r[1]), num(r[2]), str(r[3]),     str(r[4]),      str(r[5]),
-                    r[6],      num(r[7]), num(r[8]), opt_num(r[9]), num(r[10]) != 0};
+  return Experiment{num(r[0]), num(r[1]), num(r[2]), str(r[3]),     str(r[4]),       str(r[5]),
+                    r[6],      num(r[7]), num(r[8]), opt_num(r[9]), num(r[10]) != 0, opt_num(r[11])};
 }
 
 const char* kAuditCols = "seq, workspace_id, at_ms, actor, action, object, detail, prev_hash, hash";
@@ -65,7 +68,7 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& url) {
   if (!db) return db.error();
   auto v = migrate(**db);
   if (!v) return v.error();
-  return std::make_unique<Store>(std::move(*db));
+  return std::make_unique<Store>(std::move(*db), url);
 }
 
 Result<int64_t> Store::schema_version() {
@@ -246,6 +249,7 @@ Result<std::optional<Experiment>> Store::transition(int64_t ws, int64_t id, cons
   auto r = db_->query(
       "UPDATE experiments SET state = $3, detail = $4, record = COALESCE($5, record), updated_ms = $6, "
       "lease_until_ms = CASE WHEN $3 = 'running' THEN lease_until_ms ELSE NULL END, "
+      "started_ms = CASE WHEN $3 = 'running' AND state = 'dispatched' THEN $6 ELSE started_ms END, "
       "stop_requested = CASE WHEN $3 = 'cancelled' AND state IN ('dispatched', 'running') THEN 1 ELSE 0 END "
       "WHERE workspace_id = $1 AND id = $2 AND state IN (" +
           placeholders(7, from.size()) + ") RETURNING" + cols(kExperimentCols),
@@ -376,6 +380,81 @@ Result<int64_t> Store::agent_count(int64_t ws) {
   auto r = db_->query("SELECT COUNT(*) FROM agents WHERE workspace_id = $1", {ws});
   if (!r) return r.error();
   return num(r->at(0)[0]);
+}
+
+// Webhooks. Triggers are kept as one comma-separated column (a handful of
+// fixed names, never queried by value).
+Result<std::optional<WebhookConfig>> Store::webhook(int64_t ws) {
+  auto r = db_->query(
+      "SELECT url, secret, alert_secret, triggers, cooldown_sec, updated_ms FROM webhooks WHERE workspace_id = $1",
+      {ws});
+  if (!r) return r.error();
+  if (r->empty()) return std::optional<WebhookConfig>{};
+  const auto& row = r->front();
+  WebhookConfig c{str(row[0]), str(row[1]), str(row[2]), {}, num(row[4]), num(row[5])};
+  const std::string triggers = str(row[3]);
+  for (size_t at = 0; at < triggers.size();) {
+    const size_t comma = std::min(triggers.find(',', at), triggers.size());
+    if (comma > at) c.triggers.push_back(triggers.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return std::optional<WebhookConfig>(std::move(c));
+}
+
+Status Store::put_webhook(int64_t ws, const WebhookConfig& c) {
+  std::string triggers;
+  for (const auto& t : c.triggers) triggers += (triggers.empty() ? "" : ",") + t;
+  auto r = db_->query(
+      "INSERT INTO webhooks (workspace_id, url, secret, alert_secret, triggers, cooldown_sec, updated_ms) "
+      "VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (workspace_id) DO UPDATE SET url = excluded.url, "
+      "secret = excluded.secret, alert_secret = excluded.alert_secret, triggers = excluded.triggers, "
+      "cooldown_sec = excluded.cooldown_sec, updated_ms = excluded.updated_ms",
+      {ws, c.url, c.secret, c.alert_secret, triggers, c.cooldown_sec, c.updated_ms});
+  if (!r) return r.error();
+  return {};
+}
+
+Result<std::optional<Workspace>> Store::workspace_by_name(const std::string& name) {
+  auto r = db_->query("SELECT id, name, killed, killed_ms FROM workspaces WHERE name = $1", {name});
+  if (!r) return r.error();
+  if (r->empty()) return std::optional<Workspace>{};
+  const auto& row = r->front();
+  return std::optional<Workspace>(Workspace{num(row[0]), str(row[1]), num(row[2]) != 0, opt_num(row[3])});
+}
+
+Result<bool> Store::remember_alert_signature(int64_t ws, const std::string& signature, int64_t now_ms,
+                                             int64_t forget_before_ms) {
+  auto pruned = db_->query("DELETE FROM alert_signatures WHERE at_ms < $1", {forget_before_ms});
+  if (!pruned) return pruned.error();
+  auto r = db_->query(
+      "INSERT INTO alert_signatures (workspace_id, signature, at_ms) VALUES ($1, $2, $3) "
+      "ON CONFLICT (workspace_id, signature) DO NOTHING RETURNING at_ms",
+      {ws, signature, now_ms});
+  if (!r) return r.error();
+  return !r->empty();
+}
+
+Result<std::vector<Experiment>> Store::active_experiments(int64_t ws) {
+  auto r = db_->query("SELECT" + cols(kExperimentCols) +
+                          "FROM experiments WHERE workspace_id = $1 AND state IN ('queued', 'dispatched', 'running') "
+                          "ORDER BY id",
+                      {ws});
+  if (!r) return r.error();
+  std::vector<Experiment> out;
+  for (const auto& row : *r) out.push_back(experiment_row(row));
+  return out;
+}
+
+Status Store::notify(const std::string& channel, const std::string& payload) {
+  if (db_->dialect() != SqlDialect::Postgres) return {};
+  auto r = db_->query("SELECT pg_notify($1, $2)", {channel, payload});
+  if (!r) return r.error();
+  return {};
+}
+
+Result<std::unique_ptr<SqlListener>> Store::listen(const std::string& channel) {
+  if (db_->dialect() != SqlDialect::Postgres) return std::unique_ptr<SqlListener>{};
+  return listen_postgres(url_, channel);
 }
 
 }  // namespace faultline::cp

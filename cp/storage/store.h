@@ -74,16 +74,28 @@ struct Experiment {
   int64_t created_ms = 0;
   int64_t updated_ms = 0;
   std::optional<int64_t> lease_until_ms;
-  bool stop_requested = false;  // cancelled while on an agent, which has not confirmed the stop
+  bool stop_requested = false;        // cancelled while on an agent, which has not confirmed the stop
+  std::optional<int64_t> started_ms;  // when its agent said "running" (migration 3)
 };
 
 [[nodiscard]] bool is_final_state(const std::string& state);
+
+// A workspace's webhooks: where its events are posted (signed with `secret`)
+// and the secret inbound alerts are signed with (empty: alerts refused).
+struct WebhookConfig {
+  std::string url;
+  std::string secret;
+  std::string alert_secret;
+  std::vector<std::string> triggers;
+  int64_t cooldown_sec = 0;
+  int64_t updated_ms = 0;
+};
 
 class Store {
  public:
   // Opens the database and migrates it to this build's schema.
   [[nodiscard]] static Result<std::unique_ptr<Store>> open(const std::string& url);
-  explicit Store(std::unique_ptr<SqlConnection> db) : db_(std::move(db)) {}
+  explicit Store(std::unique_ptr<SqlConnection> db, std::string url = "") : db_(std::move(db)), url_(std::move(url)) {}
 
   [[nodiscard]] SqlConnection& sql() { return *db_; }
   [[nodiscard]] Result<int64_t> schema_version();
@@ -159,12 +171,30 @@ class Store {
                                                 int64_t now_ms);
   [[nodiscard]] Result<std::vector<AuditEntry>> audit(int64_t ws);
 
+  // Webhooks (migration 3).
+  [[nodiscard]] Result<std::optional<WebhookConfig>> webhook(int64_t ws);
+  [[nodiscard]] Status put_webhook(int64_t ws, const WebhookConfig& config);
+  [[nodiscard]] Result<std::optional<Workspace>> workspace_by_name(const std::string& name);
+  // Records an inbound alert's signature; false if it was recorded already (a
+  // replay). Signatures older than `forget_before_ms` are dropped first.
+  [[nodiscard]] Result<bool> remember_alert_signature(int64_t ws, const std::string& signature, int64_t now_ms,
+                                                      int64_t forget_before_ms);
+  // The workspace's experiments not yet final (an alert's candidates).
+  [[nodiscard]] Result<std::vector<Experiment>> active_experiments(int64_t ws);
+
+  // Cross-replica wake-ups: on PostgreSQL a NOTIFY on `channel` (delivered at
+  // commit when inside a transaction); nothing on SQLite (one replica).
+  [[nodiscard]] Status notify(const std::string& channel, const std::string& payload);
+  // A second connection LISTENing on `channel`; none on SQLite.
+  [[nodiscard]] Result<std::unique_ptr<SqlListener>> listen(const std::string& channel);
+
   // Counts for /metrics.
   [[nodiscard]] Result<std::map<std::string, int64_t>> experiments_by_state(int64_t ws);
   [[nodiscard]] Result<int64_t> agent_count(int64_t ws);
 
  private:
   std::unique_ptr<SqlConnection> db_;
+  std::string url_;  // to open the listener's own connection
 };
 
 }  // namespace faultline::cp

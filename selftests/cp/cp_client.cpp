@@ -19,7 +19,8 @@ nlohmann::json CpReply::json() const {
 }
 
 CpReply cp_request(uint16_t port, const std::string& method, const std::string& path, const std::string& token,
-                   const std::string& body, int timeout_ms) {
+                   const std::string& body, int timeout_ms,
+                   const std::vector<std::pair<std::string, std::string>>& headers) {
   CpReply reply;
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in a{};
@@ -32,6 +33,7 @@ CpReply cp_request(uint16_t port, const std::string& method, const std::string& 
   }
   std::string req = method + " " + path + " HTTP/1.1\r\nHost: test\r\nConnection: close\r\n";
   if (!token.empty()) req += "Authorization: Bearer " + token + "\r\n";
+  for (const auto& [k, v] : headers) req += k + ": " + v + "\r\n";
   if (!body.empty() || method == "POST" || method == "PUT")
     req += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
   req += "\r\n" + body;
@@ -82,7 +84,7 @@ CpServer::CpServer(Backend backend, faultline::cp::ControlPlaneConfig config) : 
   auto addr = server_->listen_tcp("127.0.0.1:0", api_->handler());
   if (!addr) throw std::runtime_error(addr.error().describe());
   port_ = static_cast<uint16_t>(std::stoul(addr->substr(addr->rfind(':') + 1)));
-  api_->start();
+  if (auto started = api_->start(); !started) throw std::runtime_error(started.error().describe());
   stop_ = ::eventfd(0, EFD_CLOEXEC);
   thread_ = std::thread([this] { (void)server_->run(stop_); });
 }

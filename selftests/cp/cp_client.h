@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "cp/api/control_plane.h"
 #include "cp_env.h"
@@ -26,7 +28,8 @@ struct CpReply {
 // METHOD path with an optional bearer token and body; status 0 if the
 // connection failed or no whole reply came within the timeout.
 [[nodiscard]] CpReply cp_request(uint16_t port, const std::string& method, const std::string& path,
-                                 const std::string& token = "", const std::string& body = "", int timeout_ms = 10'000);
+                                 const std::string& token = "", const std::string& body = "", int timeout_ms = 10'000,
+                                 const std::vector<std::pair<std::string, std::string>>& headers = {});
 
 // The control plane on 127.0.0.1:<port>, its database fresh for the test.
 class CpServer {

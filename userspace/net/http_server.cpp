@@ -528,6 +528,19 @@ int HttpServer::next_timeout_ms() const {
   return static_cast<int>(std::clamp<int64_t>(ms, 0, INT_MAX));
 }
 
+Status HttpServer::watch(int fd, std::function<void()> fn) {
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = fd;
+  if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev) != 0) return errno_error("epoll_ctl (watch)");
+  watched_[fd] = std::move(fn);
+  return {};
+}
+
+void HttpServer::unwatch(int fd) {
+  if (watched_.erase(fd) != 0) (void)epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
+}
+
 Status HttpServer::run(int stop_fd) {
   epoll_event ev{};
   ev.events = EPOLLIN;
@@ -542,6 +555,11 @@ Status HttpServer::run(int stop_fd) {
       const int fd = events[i].data.fd;
       if (fd == stop_fd) {
         stop = true;
+        continue;
+      }
+      if (auto w = watched_.find(fd); w != watched_.end()) {
+        auto fn = w->second;  // it may unwatch itself
+        fn();
         continue;
       }
       auto l = std::find_if(listeners_.begin(), listeners_.end(), [fd](const auto& x) { return x->fd.get() == fd; });

@@ -81,6 +81,12 @@ class HttpServer {
   // Runs `fn` on the serving thread once `delay` has passed (a long poll's end).
   void after(std::chrono::milliseconds delay, std::function<void()> fn);
 
+  // Runs `fn` on the serving thread whenever `fd` is readable (level-triggered:
+  // fn must read what woke it). For what other threads or other sockets hand
+  // to the serving thread: an eventfd, a database's notification socket.
+  [[nodiscard]] Status watch(int fd, std::function<void()> fn);
+  void unwatch(int fd);
+
   // Serves until stop_fd (an eventfd, a signalfd, a pipe) is readable; it is not
   // read. Connections still open are closed on return.
   [[nodiscard]] Status run(int stop_fd);
@@ -118,6 +124,7 @@ class HttpServer {
   // stopped (the input cap): the socket will not signal them, so they are read
   // again after the current round of events.
   std::set<int> tls_pending_;
+  std::map<int, std::function<void()>> watched_;
 };
 
 }  // namespace faultline

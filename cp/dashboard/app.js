@@ -1,0 +1,185 @@
+// faultcp's dashboard: signs in with POST /v1/auth/login, keeps the session
+// token in this tab's sessionStorage, and redraws agents, experiments, the kill
+// switch and the audit trail from the REST API every second. Every value is
+// written as text (textContent), never as markup.
+'use strict';
+
+const $ = (id) => document.getElementById(id);
+let token = sessionStorage.getItem('faultcp-token') || '';
+let timer = null;
+
+async function api(method, path, body) {
+  const headers = { Authorization: 'Bearer ' + token };
+  const init = { method, headers };
+  if (body !== undefined) {
+    headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  const r = await fetch(path, init);
+  const text = await r.text();
+  let json = null;
+  try { json = JSON.parse(text); } catch (e) { json = null; }
+  if (r.status === 401) signOut();
+  if (!r.ok) throw new Error((json && json.error) || r.status + ' ' + r.statusText);
+  return json;
+}
+
+function row(cells) {
+  const tr = document.createElement('tr');
+  for (const c of cells) {
+    const td = document.createElement('td');
+    if (c instanceof Node) td.appendChild(c); else td.textContent = c === null || c === undefined ? '' : String(c);
+    tr.appendChild(td);
+  }
+  return tr;
+}
+
+function fill(tableId, rows) {
+  const body = $(tableId).querySelector('tbody');
+  body.replaceChildren(...rows);
+}
+
+function ago(ms) {
+  const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
+  return s < 60 ? s + ' s ago' : Math.round(s / 60) + ' min ago';
+}
+
+function timeLeft(e) {
+  if (e.status !== 'running' || !e.started_ms) return '';
+  const left = e.started_ms + (e.spec.duration_sec || 0) * 1000 - Date.now();
+  return Math.max(0, Math.round(left / 1000)) + ' s';
+}
+
+function counters(e) {
+  const c = e.record && e.record.counters;
+  if (!c || typeof c !== 'object') return '';
+  return Object.entries(c).map(([k, v]) => k + '=' + v).join(' ');
+}
+
+async function refresh() {
+  try {
+    const [agents, experiments, kill, audit] = await Promise.all([
+      api('GET', '/v1/agents'), api('GET', '/v1/experiments?limit=50'), api('GET', '/v1/kill'),
+      api('GET', '/v1/audit/export'),
+    ]);
+    const hosts = new Map(agents.agents.map((a) => [a.id, a.hostname]));
+    fill('agents', agents.agents.map((a) => row([
+      a.id, a.hostname, a.kernel, a.version,
+      Object.entries(a.features || {}).filter(([, v]) => v === true).map(([k]) => k).join(', '),
+      ago(a.last_seen_ms), a.killed ? 'engaged' : '',
+    ])));
+    const select = $('start-agent');
+    const chosen = select.value;
+    select.replaceChildren(...agents.agents.map((a) => {
+      const o = document.createElement('option');
+      o.value = a.id;
+      o.textContent = a.id + ' ' + a.hostname;
+      return o;
+    }));
+    if (chosen) select.value = chosen;
+
+    fill('experiments', experiments.experiments.map((e) => {
+      const state = document.createElement('span');
+      state.className = 'state state-' + e.status;
+      state.textContent = e.status;
+      let abort = '';
+      if (['queued', 'dispatched', 'running'].includes(e.status)) {
+        abort = document.createElement('button');
+        abort.textContent = 'Abort';
+        abort.className = 'abort';
+        abort.onclick = () => api('POST', '/v1/experiments/' + e.id + '/abort').then(refresh, showError);
+      }
+      const tr = row([e.id, hosts.get(e.agent_id) || e.agent_id, e.spec.kind, state, timeLeft(e), counters(e),
+        (e.record && e.record.verdict) || '', e.detail, abort]);
+      tr.dataset.id = e.id;
+      tr.dataset.status = e.status;
+      return tr;
+    }));
+
+    const ks = $('kill-state');
+    ks.textContent = kill.engaged ? 'engaged' : 'released';
+    ks.className = kill.engaged ? 'engaged' : '';
+    $('kill').hidden = kill.engaged;
+    $('release').hidden = !kill.engaged;
+
+    const entries = audit.entries.slice(-50).reverse();
+    fill('audit', entries.map((a) => row([a.seq, new Date(a.at_ms).toISOString(), a.actor, a.action, a.object])));
+    $('audit-verify').textContent = audit.entries.length + ' entries, head ' + String(audit.head).slice(0, 12);
+  } catch (err) {
+    showError(err);
+  }
+}
+
+function showError(err) {
+  $('start-error').textContent = err.message;
+}
+
+function signedIn(who) {
+  $('signin-view').hidden = true;
+  $('app').hidden = false;
+  $('signout').hidden = false;
+  $('whoami').textContent = who || '';
+  refresh();
+  timer = setInterval(refresh, 1000);
+}
+
+function signOut() {
+  token = '';
+  sessionStorage.removeItem('faultcp-token');
+  if (timer) clearInterval(timer);
+  $('app').hidden = true;
+  $('signin-view').hidden = false;
+  $('signout').hidden = true;
+}
+
+$('signin').addEventListener('submit', async (ev) => {
+  ev.preventDefault();
+  $('signin-error').textContent = '';
+  const r = await fetch('/v1/auth/login', {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ email: $('email').value, password: $('password').value }),
+  });
+  const j = await r.json().catch(() => ({}));
+  if (!r.ok) {
+    $('signin-error').textContent = j.error || 'sign-in failed';
+    return;
+  }
+  token = j.token;
+  sessionStorage.setItem('faultcp-token', token);
+  signedIn($('email').value);
+});
+
+$('signout').addEventListener('click', signOut);
+
+$('start').addEventListener('submit', async (ev) => {
+  ev.preventDefault();
+  $('start-error').textContent = '';
+  const kind = $('start-kind').value;
+  const spec = { kind, target: $('start-target').value, duration_sec: Number($('start-duration').value) };
+  if (kind === 'latency') spec.delay_ms = Number($('start-delay').value);
+  if (['loss', 'corrupt', 'duplicate', 'flowdrop'].includes(kind)) spec.percent = Number($('start-percent').value);
+  try {
+    await api('POST', '/v1/experiments', { agent_id: Number($('start-agent').value), spec });
+    refresh();
+  } catch (err) {
+    showError(err);
+  }
+});
+
+$('kill').addEventListener('click', async () => {
+  if (!confirm('Stop every experiment of this workspace and start nothing new until released?')) return;
+  try {
+    await api('POST', '/v1/kill');
+  } catch (err) {
+    showError(err);
+  }
+  refresh();
+});
+
+$('release').addEventListener('click', async () => {
+  if (!confirm('Release the kill switch? Queued experiments may start.')) return;
+  await api('DELETE', '/v1/kill').catch(showError);
+  refresh();
+});
+
+if (token) signedIn('');

@@ -1,0 +1,97 @@
+// Two faultcp processes on one PostgreSQL database serve one fleet: an agent
+// long-polling replica A is handed an experiment created through replica B,
+// and is told to stop when the kill switch is engaged on B, each within the
+// kill switch's bound (1 s), woken through LISTEN/NOTIFY rather than at the
+// poll's end.
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <future>
+
+#include "cp_client.h"
+#include "selftests/lib/child_process.h"
+
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+struct Replica {
+  fltest::ChildProcess process;
+  uint16_t port = 0;
+};
+
+Replica start_replica(const std::string& url) {
+  // A poll held 20 s: an answer within a second can only come from a wake-up.
+  auto cp = fltest::ChildProcess::spawn(
+      {FAULTCP_PATH, "serve", "--listen", "127.0.0.1:0", "--database", url, "--poll-timeout-ms", "20000"});
+  auto line = cp.wait_line_starting("faultcp: listening on", 20s);
+  if (!line) ADD_FAILURE() << cp.describe();
+  const auto at = line ? line->find("127.0.0.1:") : std::string::npos;
+  const uint16_t port = at == std::string::npos ? 0 : static_cast<uint16_t>(std::stoul(line->substr(at + 10)));
+  return Replica{std::move(cp), port};
+}
+
+TEST(Replicas, AnAgentPollingOneReplicaHearsWorkAndTheKillFromTheOther) {
+  fltest::TestDatabase db(fltest::Backend::Postgres);
+  auto a = start_replica(db.url());
+  auto b = start_replica(db.url());
+  ASSERT_NE(a.port, 0);
+  ASSERT_NE(b.port, 0);
+  auto signup = fltest::cp_request(b.port, "POST", "/v1/auth/signup", "",
+                                   R"({"email":"r@example.com","password":"correct horse battery","workspace":"r"})");
+  const std::string token = signup.json().value("token", "");
+  const std::string enroll =
+      fltest::cp_request(b.port, "POST", "/v1/tokens", token, R"({"kind":"enrollment"})").json().value("token", "");
+  auto reg = fltest::cp_request(a.port, "POST", "/v1/agents/register", enroll, R"({"hostname":"web-1"})").json();
+  const std::string agent = std::to_string(reg.value("agent_id", 0)), agent_token = reg.value("token", "");
+  const std::string next = "/v1/agents/" + agent + "/next";
+  ASSERT_FALSE(agent_token.empty()) << reg;
+
+  // Work created on B reaches the poll held by A.
+  auto poll =
+      std::async(std::launch::async, [&] { return fltest::cp_request(a.port, "GET", next, agent_token, "", 25'000); });
+  std::this_thread::sleep_for(300ms);  // the poll is held
+  const auto created_at = std::chrono::steady_clock::now();
+  auto created = fltest::cp_request(
+      b.port, "POST", "/v1/experiments", token,
+      R"({"agent_id":)" + agent + R"(,"spec":{"kind":"loss","target":"10.0.0.1","duration_sec":30}})");
+  ASSERT_EQ(created.status, 201) << created.describe();
+  const int64_t id = created.json().value("id", int64_t{0});
+  ASSERT_EQ(poll.wait_for(5s), std::future_status::ready) << "replica A's poll was not woken";
+  const auto got = poll.get();
+  const auto dispatch_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - created_at).count();
+  ASSERT_EQ(got.status, 200) << got.describe();
+  EXPECT_EQ(got.json()["experiment"]["id"], id) << got.describe();
+  EXPECT_LT(dispatch_ms, 1000) << "dispatch across replicas took " << dispatch_ms << " ms";
+  ASSERT_EQ(fltest::cp_request(a.port, "POST", "/v1/agents/" + agent + "/events", agent_token,
+                               R"({"experiment_id":)" + std::to_string(id) + R"(,"type":"running"})")
+                .status,
+            200);
+
+  // The kill engaged on B stops the experiment on the agent polling A.
+  auto held =
+      std::async(std::launch::async, [&] { return fltest::cp_request(a.port, "GET", next, agent_token, "", 25'000); });
+  std::this_thread::sleep_for(300ms);
+  const auto killed_at = std::chrono::steady_clock::now();
+  ASSERT_EQ(fltest::cp_request(b.port, "POST", "/v1/kill", token).status, 200);
+  ASSERT_EQ(held.wait_for(5s), std::future_status::ready) << "replica A's poll did not hear the kill";
+  const auto stop = held.get();
+  const auto kill_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - killed_at).count();
+  EXPECT_EQ(stop.json()["stop"], json::array({id})) << stop.describe();
+  EXPECT_EQ(stop.json()["kill"], true) << stop.describe();
+  EXPECT_LT(kill_ms, 1000) << "the kill across replicas took " << kill_ms << " ms";
+  std::printf("replicas: dispatch B -> agent on A %lld ms, kill B -> agent on A %lld ms\n",
+              static_cast<long long>(dispatch_ms), static_cast<long long>(kill_ms));
+  EXPECT_EQ(fltest::cp_request(a.port, "POST", "/v1/audit/verify", token).json()["ok"], true);
+  for (auto* r : {&a, &b}) {
+    r->process.signal(SIGTERM);
+    auto st = r->process.wait(10s);
+    ASSERT_TRUE(st.has_value()) << r->process.describe();
+    EXPECT_TRUE(st->is(0)) << r->process.describe();
+  }
+}
+
+}  // namespace
