@@ -3,7 +3,7 @@ BUILD ?= build
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build test demo bench fuzz fmt lint clean vmtest kernel-report
+.PHONY: all deps build test demo bench fuzz fmt lint clean vmtest kernel-report install
 
 all: build
 
@@ -61,6 +61,14 @@ lint: $(BUILD)/build.ninja
 	@scripts/check-layers.sh
 	@clang-format --dry-run --Werror $$(git ls-files '*.cpp' '*.h' | grep -v '^vmlinux/' | grep -v '^bpf/')
 	@clang-tidy -p $(BUILD) --quiet $$(git ls-files 'loader/*.cpp' 'userspace/*.cpp' 'ctl/*.cpp')
+
+# faultctl, faultd (sbin), faultcp, the systemd units (ExecStart rewritten to
+# PREFIX), the docs and the Kubernetes manifest, under DESTDIR/PREFIX.
+PREFIX ?= /usr/local
+DESTDIR ?=
+install: $(BUILD)/build.ninja
+	@ninja -C $(BUILD) -j $(JOBS) faultctl faultd faultcp
+	@DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
 
 clean:
 	@rm -rf $(BUILD)

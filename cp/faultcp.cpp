@@ -14,6 +14,7 @@
 #include <string>
 
 #include "base/unique_fd.h"
+#include "base/version.h"
 #include "cp/api/control_plane.h"
 #include "cp/storage/store.h"
 #include "userspace/net/http_server.h"
@@ -25,6 +26,7 @@ constexpr const char* kDefaultDatabase = "sqlite:/var/lib/faultcp/faultcp.db";
 
 constexpr const char* kUsage =
     R"(usage: faultcp serve [--listen HOST:PORT] [--database URL] [--tls-cert PEM --tls-key PEM] [options]
+       faultcp version
 
 Serves the control plane's REST API (docs/control-plane.md).
 
@@ -165,6 +167,10 @@ int serve(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "serve") return serve(argc - 1, argv + 1);
+  if (argc == 2 && (std::string(argv[1]) == "version" || std::string(argv[1]) == "--version")) {
+    std::printf("faultcp %s\n", faultline::version_string());
+    return 0;
+  }
   if (argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
     std::fputs(kUsage, stdout);
     return 0;

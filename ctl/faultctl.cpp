@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/exit_code.h"
+#include "base/version.h"
 #include "ctl/commands/commands.h"
 #include "loader/libbpf_log.h"
 #include "userspace/ops/resource_state.h"
@@ -35,7 +36,8 @@ constexpr Command kCommands[] = {
      "                       reaper even if faultctl dies",
      cmd_run},
     {"guard", "run a command in a fresh cgroup under an egress policy\n(guard [flags] -- COMMAND ARGS)", cmd_guard},
-    {"policy", "check a policy file, or compile it into map images, offline\n(policy validate|compile FILE)", cmd_policy},
+    {"policy", "check a policy file, or compile it into map images, offline\n(policy validate|compile FILE)",
+     cmd_policy},
     {"ca", "the local CA of TLS termination: create, print, export, rotate\n(ca init|show|export|rotate)", cmd_ca},
     {"top", "destinations and traffic of a cgroup or the whole host, live", cmd_top},
     {"status", "list active faults (packet, resource, syscall, tcp) and guards", cmd_status},
@@ -44,6 +46,7 @@ constexpr Command kCommands[] = {
     {"features", "what this kernel supports and which mechanism each fault uses", cmd_features},
     {"uninstall", "remove every program, link, filter, qdisc and pin of Faultline,\nand revert every resource fault",
      cmd_uninstall},
+    {"version", "print faultctl's version", nullptr},
 };
 
 constexpr std::string_view kUsageEnd = R"(
@@ -89,6 +92,10 @@ int main(int argc, char** argv) {
   }
   std::string name = args[0];
   args.erase(args.begin());
+  if (name == "version" || name == "--version") {
+    std::cout << "faultctl " << version_string() << "\n";
+    return kExitCompleted;
+  }
   // Resource faults cannot expire in the kernel: every invocation reverts the
   // overdue ones whose reaper died, and re-arms faults that lost their reaper.
   sweep_resource_state(std::cerr);

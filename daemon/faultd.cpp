@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/exit_code.h"
+#include "base/version.h"
 #include "loader/libbpf_log.h"
 #include "userspace/daemon/faultd_config.h"
 
@@ -78,6 +79,10 @@ int detach_and_serve(const FaultdConfig& config, const std::vector<std::string>&
 int main(int argc, char** argv) {
   using namespace faultline;
   configure_libbpf_log();
+  if (argc == 2 && (std::string(argv[1]) == "version" || std::string(argv[1]) == "--version")) {
+    std::cout << "faultd " << version_string() << "\n";
+    return kExitCompleted;
+  }
   auto args = parse_faultd_args(std::vector<std::string>(argv + 1, argv + argc));
   if (!args) {
     std::cerr << "faultd: " << args.error().describe() << "\n";
