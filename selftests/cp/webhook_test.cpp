@@ -7,10 +7,13 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <csignal>
+#include <filesystem>
 #include <mutex>
 
 #include "cp/auth/crypto.h"
 #include "cp_client.h"
+#include "selftests/lib/child_process.h"
 
 namespace {
 
@@ -25,17 +28,20 @@ const char* kAlertSecret = "alert-secret-abcdefghijklmnop";
 // thread; answers 500 to the first `fail_first` requests, then 200.
 class HookReceiver {
  public:
-  explicit HookReceiver(int fail_first = 0) : fail_first_(fail_first) {
+  // With `tls`, an HTTPS receiver.
+  explicit HookReceiver(int fail_first = 0, std::shared_ptr<faultline::HttpTlsContext> tls = nullptr)
+      : fail_first_(fail_first) {
     auto s = faultline::HttpServer::create();
     if (!s) throw std::runtime_error(s.error().describe());
     server_.emplace(std::move(*s));
-    auto addr = server_->listen_tcp("127.0.0.1:0", [this](const faultline::HttpRequest& r) {
+    auto handler = [this](const faultline::HttpRequest& r) {
       std::lock_guard lock(mu_);
       got_.push_back(r);
       return faultline::HttpReply::json(static_cast<int>(got_.size()) <= fail_first_ ? 500 : 200, "{}");
-    });
+    };
+    auto addr = tls ? server_->listen_tls("127.0.0.1:0", handler, tls) : server_->listen_tcp("127.0.0.1:0", handler);
     if (!addr) throw std::runtime_error(addr.error().describe());
-    url_ = "http://" + *addr + "/hook";
+    url_ = std::string(tls ? "https://" : "http://") + *addr + "/hook";
     stop_ = ::eventfd(0, EFD_CLOEXEC);
     thread_ = std::thread([this] { (void)server_->run(stop_); });
   }
@@ -373,6 +379,59 @@ TEST_P(WebhookTest, ABadAlertIsRefusedNamingWhatIsWrongAndAbortsNothing) {
   EXPECT_EQ(audit_actions(token, "alert.received").size(), 1u);
   EXPECT_GE(audit_actions(token, "alert.refused").size(), 6u);
   EXPECT_TRUE(audit_actions(other, "alert.received").empty());
+}
+
+// https://: the sender verifies the receiver's certificate against the CA
+// store (here SSL_CERT_FILE, a certificate made for the test) and its name.
+TEST(WebhookTls, AnHttpsReceiverGetsTheSignedEvent) {
+  char tmpl[] = "/tmp/fl-cp-hook-tls-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl, cert = dir + "/cert.pem", key = dir + "/key.pem";
+  auto made = fltest::run_command(
+      {"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
+       "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert},
+      {}, 30s);
+  ASSERT_TRUE(made.status.is(0)) << made.describe();
+  auto tls = faultline::HttpTlsContext::load(cert, key);
+  ASSERT_TRUE(tls.ok()) << tls.error().describe();
+  ::signal(SIGPIPE, SIG_IGN);
+  ::setenv("SSL_CERT_FILE", cert.c_str(), 1);
+  {
+    HookReceiver hook(0, *tls);
+    auto config = fltest::test_config();
+    config.webhook_retry.max_attempts = 1;
+    fltest::CpServer server(fltest::Backend::Sqlite, config);
+    auto signup = server.call("POST", "/v1/auth/signup", "",
+                              R"({"email":"t@example.com","password":"correct horse battery","workspace":"t"})");
+    const std::string token = signup.json().value("token", "");
+    ASSERT_EQ(server
+                  .call("PUT", "/v1/webhooks", token,
+                        json{{"url", hook.url()}, {"secret", kHookSecret}, {"triggers", {"kill"}}}.dump())
+                  .status,
+              200);
+    ASSERT_EQ(server.call("POST", "/v1/kill", token).status, 200);
+    auto reqs = hook.wait_for(1);
+    ASSERT_EQ(reqs.size(), 1u) << "no delivery over https";
+    expect_signed(reqs[0], kHookSecret);
+    EXPECT_EQ(json::parse(reqs[0].body)["trigger"], "kill");
+    // A certificate the CA store does not vouch for: nothing is sent, the
+    // failure is in the activity log.
+    ::unsetenv("SSL_CERT_FILE");
+    ASSERT_EQ(server.call("DELETE", "/v1/kill", token).status, 200);
+    ASSERT_EQ(server.call("POST", "/v1/kill", token).status, 200);
+    std::string error;
+    for (int i = 0; i < 200 && error.empty(); ++i) {
+      std::this_thread::sleep_for(20ms);
+      const json bundle = server.call("GET", "/v1/audit/export", token).json();
+      for (const auto& e : bundle["entries"])
+        if (e["action"] == "webhook.failed") error = json::parse(e["detail"].get<std::string>()).value("error", "");
+    }
+    EXPECT_NE(error.find("TLS"), std::string::npos) << "an unverified receiver was not refused: '" << error << "'";
+    EXPECT_EQ(hook.requests().size(), 1u);
+  }
+  ::unsetenv("SSL_CERT_FILE");
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, WebhookTest, ::testing::Values(Backend::Sqlite, Backend::Postgres),
