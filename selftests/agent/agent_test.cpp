@@ -309,6 +309,79 @@ TEST_P(AgentTest, BadFlagsAreNamedAndNothingStarts) {
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/run/cp-agent.json"));
 }
 
+// faultctl --control-plane: a remote run follows its experiment to the end and
+// exits as a local run would; list, watch and abort; refusals named.
+TEST_P(AgentTest, FaultctlRunsListsWatchesAndAbortsThroughTheControlPlane) {
+  auto p = pair("198.18.75.1", "198.18.75.2");
+  start_faultd();
+  const int64_t agent = wait_agent();
+  ASSERT_GT(agent, 0) << faultd_->describe();
+  auto api = call("POST", "/v1/tokens", session_, R"({"kind":"api","name":"ci"})");
+  ASSERT_EQ(api.status, 201) << api.describe();
+  const std::string token = api.json().value("token", "");
+  const std::string url = "http://127.0.0.1:" + std::to_string(port_);
+  auto faultctl = [&](std::vector<std::string> args, std::vector<std::string> extra_env = {}) {
+    args.insert(args.begin(), FAULTCTL_PATH);
+    auto e = env();
+    e.insert(e.end(), extra_env.begin(), extra_env.end());
+    return fltest::run_command(args, {.env = e}, 60s);
+  };
+  const std::vector<std::string> fault = {"run",     "partition", "--target", "198.18.75.2",
+                                          "--netns", p->a(),      "--dev",    "fla" + tag_};
+  auto with = [&](std::vector<std::string> head, const std::vector<std::string>& tail) {
+    head.insert(head.end(), tail.begin(), tail.end());
+    return head;
+  };
+
+  // Traffic for the partition to drop while it is on.
+  auto pings = ChildProcess::spawn({"ip", "netns", "exec", p->a(), "ping", "-i", "0.2", "-c", "40", "198.18.75.2"},
+                                   {.output = fltest::Output::kFiles});
+  auto run = faultctl(with(with({"--control-plane", url, "--token", token}, fault),
+                           {"--duration", "2s", "--agent", std::to_string(agent)}));
+  EXPECT_TRUE(run.status.is(0)) << run.describe();
+  EXPECT_NE(run.out.find("submitted to agent " + std::to_string(agent)), std::string::npos) << run.describe();
+  EXPECT_NE(run.out.find("ended (completed)"), std::string::npos) << run.describe();
+  EXPECT_EQ(run.out.find("\"dropped\":0"), std::string::npos) << "nothing dropped: " << run.describe();
+  pings.kill_and_reap();
+
+  // FAULTLINE_CP and FAULTLINE_CP_TOKEN instead of the flags.
+  const std::vector<std::string> cp_env = {"FAULTLINE_CP=" + url, "FAULTLINE_CP_TOKEN=" + token};
+  auto list = faultctl({"list"}, cp_env);
+  EXPECT_TRUE(list.status.is(0)) << list.describe();
+  EXPECT_NE(list.out.find("completed"), std::string::npos) << list.describe();
+  EXPECT_NE(list.out.find("198.18.75.2"), std::string::npos) << list.describe();
+
+  auto detached = faultctl(with(fault, {"--duration", "60s", "--agent", std::to_string(agent), "--detach"}), cp_env);
+  ASSERT_TRUE(detached.status.is(0)) << detached.describe();
+  const auto at = detached.out.find("experiment ");
+  ASSERT_NE(at, std::string::npos) << detached.describe();
+  const std::string id = std::to_string(std::stoll(detached.out.substr(at + 11)));
+  ASSERT_EQ(wait_state(std::stoll(id), {"running"}, 10s), "running") << faultd_->describe();
+  auto abort = faultctl({"abort", id}, cp_env);
+  EXPECT_TRUE(abort.status.is(0)) << abort.describe();
+  auto watch = faultctl({"watch", id, "--json"}, cp_env);
+  EXPECT_TRUE(watch.status.is(1)) << "an experiment aborted from outside exits 1, as a local run does: "
+                                  << watch.describe();
+  EXPECT_NE(watch.out.find("\"state\":\"cancelled\""), std::string::npos) << watch.describe();
+  EXPECT_TRUE(eventually([&] { return faults_on() == 0; }, 3s));
+
+  // Refusals: a flag a spec cannot carry (here, before anything is sent), a
+  // host faultcp does not know (its 404 names the entry), a bad token.
+  auto seed = faultctl({"run", "loss", "--target", "198.18.75.2", "--percent", "50", "--duration", "2s", "--seed", "1",
+                        "--agent", std::to_string(agent)},
+                       cp_env);
+  EXPECT_TRUE(seed.status.is(2)) << seed.describe();
+  EXPECT_NE(seed.err.find("--seed cannot be sent to the control plane"), std::string::npos) << seed.describe();
+  auto nohost = faultctl(with(fault, {"--duration", "2s", "--hostname", "nohost"}), cp_env);
+  EXPECT_TRUE(nohost.status.is(2)) << nohost.describe();
+  EXPECT_NE(nohost.err.find("selector.hostnames[0]"), std::string::npos) << nohost.describe();
+  auto bad = faultctl({"list"}, {"FAULTLINE_CP=" + url, "FAULTLINE_CP_TOKEN=flcp_api_nope"});
+  EXPECT_TRUE(bad.status.is(1)) << bad.describe();
+  EXPECT_NE(bad.err.find("answered 401"), std::string::npos) << bad.describe();
+  auto nocp = faultctl({"watch", id});
+  EXPECT_TRUE(nocp.status.is(2)) << nocp.describe();
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, AgentTest, ::testing::Values(Backend::Sqlite, Backend::Postgres),
                          [](const auto& info) { return fltest::backend_name(info.param); });
 
