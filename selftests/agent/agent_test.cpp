@@ -309,6 +309,27 @@ TEST_P(AgentTest, BadFlagsAreNamedAndNothingStarts) {
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/run/cp-agent.json"));
 }
 
+// SIGTERM of faultd mid-run: the fault ends, the run is reported failed before
+// faultd exits, and faultd exits 0.
+TEST_P(AgentTest, SigtermOfFaultdEndsTheRunAndReportsIt) {
+  auto p = pair("198.18.76.1", "198.18.76.2");
+  start_faultd();
+  const int64_t agent = wait_agent();
+  ASSERT_GT(agent, 0) << faultd_->describe();
+  const int64_t id = submit(agent, *p, "198.18.76.2", 120);
+  ASSERT_EQ(wait_state(id, {"running"}, 10s), "running") << faultd_->describe();
+  ASSERT_TRUE(eventually([&] { return faults_on() == 1; }, 3s)) << faultd_->describe();
+  faultd_->signal(SIGTERM);
+  auto st = faultd_->wait(10s);
+  ASSERT_TRUE(st.has_value()) << faultd_->describe();
+  EXPECT_TRUE(st->is(0)) << faultd_->describe();
+  EXPECT_EQ(faults_on(), 0u);
+  EXPECT_TRUE(reaches(*p, "198.18.76.2"));
+  const auto e = experiment(id);
+  EXPECT_EQ(e.value("status", ""), "failed") << e.dump();
+  EXPECT_NE(e.value("detail", "").find("faultd is stopping"), std::string::npos) << e.dump();
+}
+
 // faultctl --control-plane: a remote run follows its experiment to the end and
 // exits as a local run would; list, watch and abort; refusals named.
 TEST_P(AgentTest, FaultctlRunsListsWatchesAndAbortsThroughTheControlPlane) {
@@ -436,6 +457,15 @@ TEST(AgentTls, RegistersOverHttpsWithThePrivateCaOnly) {
        "--control-plane", url, "--enroll-token", enroll, "--control-plane-ca", cert},
       {.env = env, .output = fltest::Output::kFiles, .stop_grace = 5000ms});
   EXPECT_TRUE(eventually([&] { return agents() == 1; }, 15s)) << d.describe();
+  // faultctl over https with the same private root (FAULTLINE_CP_CA), and without it.
+  const std::vector<std::string> cp_env = {"FAULTLINE_CP=" + url, "FAULTLINE_CP_TOKEN=" + session};
+  auto with_ca = cp_env;
+  with_ca.push_back("FAULTLINE_CP_CA=" + cert);
+  auto list = fltest::run_command({FAULTCTL_PATH, "list"}, {.env = with_ca}, 30s);
+  EXPECT_TRUE(list.status.is(0)) << list.describe();
+  auto untrusted = fltest::run_command({FAULTCTL_PATH, "list"}, {.env = cp_env}, 30s);
+  EXPECT_TRUE(untrusted.status.is(1)) << untrusted.describe();
+  EXPECT_NE(untrusted.err.find("certificate verify failed"), std::string::npos) << untrusted.describe();
   d.stop(5000ms);
   cp.stop(5000ms);
   std::error_code ec;
