@@ -1,6 +1,7 @@
 // faultctl: the operator's command line. Thin: every command is library code,
 // one file each in ctl/commands/, registered here once.
 #include <algorithm>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <string_view>
@@ -54,6 +55,15 @@ experiments: --hypothesis TEXT --record DIR [--steady-state 30s] [--slo p99<300m
 
 exit codes: 0 done (hypothesis held), 1 failure, 2 bad input, 7 aborted by the
 guardrail (or refused: steady state outside it), 8 hypothesis refuted
+
+on a control plane (faultcp): faultctl --control-plane URL --token TOKEN COMMAND
+  (or FAULTLINE_CP, FAULTLINE_CP_TOKEN; FAULTLINE_CP_CA: a PEM CA for https)
+  run KIND ... --agent ID | --hostname NAME [--detach]
+                       submit a packet fault to an agent and follow it to
+                       its end: the same exit codes as a local run
+  list [--json]        the workspace's experiments
+  watch ID [--json]    follow one to its end (its exit code)
+  abort ID             cancel one; its agent ends it at once
 )";
 
 std::string usage() {
@@ -90,11 +100,41 @@ int main(int argc, char** argv) {
     std::cout << usage();
     return args.empty() ? kExitBadInput : kExitCompleted;
   }
+  // The control plane: global flags before the command, or the environment.
+  std::string cp_url, cp_token;
+  if (const char* e = std::getenv("FAULTLINE_CP"); e && *e) cp_url = e;
+  if (const char* e = std::getenv("FAULTLINE_CP_TOKEN"); e && *e) cp_token = e;
+  while (!args.empty() && (args[0].rfind("--control-plane", 0) == 0 || args[0].rfind("--token", 0) == 0)) {
+    const std::string flag = args[0].substr(0, args[0].find('='));
+    if (flag != "--control-plane" && flag != "--token") break;
+    std::string value;
+    if (args[0].find('=') != std::string::npos) {
+      value = args[0].substr(args[0].find('=') + 1);
+      args.erase(args.begin());
+    } else if (args.size() >= 2) {
+      value = args[1];
+      args.erase(args.begin(), args.begin() + 2);
+    } else {
+      std::cerr << "faultctl: " << flag << " needs a value\n";
+      return kExitBadInput;
+    }
+    (flag == "--token" ? cp_token : cp_url) = value;
+  }
+  if (args.empty()) {
+    std::cerr << "faultctl: a command is needed after the control plane's flags (run, list, watch, abort)\n";
+    return kExitBadInput;
+  }
   std::string name = args[0];
   args.erase(args.begin());
   if (name == "version" || name == "--version") {
     std::cout << "faultctl " << version_string() << "\n";
     return kExitCompleted;
+  }
+  const bool remote_command = name == "run" || name == "list" || name == "watch" || name == "abort";
+  if (!cp_url.empty() && remote_command) return cmd_remote(name, args, cp_url, cp_token);
+  if (name == "list" || name == "watch") {
+    std::cerr << "faultctl: " << name << " asks a control plane: give --control-plane URL (or FAULTLINE_CP)\n";
+    return kExitBadInput;
   }
   // Resource faults cannot expire in the kernel: every invocation reverts the
   // overdue ones whose reaper died, and re-arms faults that lost their reaper.

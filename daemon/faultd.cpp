@@ -103,6 +103,7 @@ int main(int argc, char** argv) {
   if (!config.foreground && !successor) return detach_and_serve(config, self);
   FaultdHooks hooks;
   hooks.argv = self;
+  hooks.version = version_string();
   hooks.handed_over = notify_handed_over;
   if (!config.foreground) {  // a detached faultd's successor: syslog, as before
     ::openlog("faultd", LOG_PID, LOG_DAEMON);

@@ -9,6 +9,9 @@
 #                        getppid() under seccomp user notification vs bare
 #   5. bench-proxy.sh    wrk/redis-benchmark direct vs haproxy vs faultd's proxy (its own table)
 #   6. fl_bench_tls_mint TLS termination's leaf certificate: minted (target <= 5 ms) vs cached (~0)
+#   7. fl_bench_cp_fleet faultcp with 1000 simulated agents, SQLite and PostgreSQL: dispatch p50/p99
+#                        (target p99 <= 100 ms), kill to every agent (<= 1 s), listing req/s, RSS per
+#                        agent; PostgreSQL as a ratio of SQLite (its own table; BENCH_CP_AGENTS=N)
 #
 # Usage: scripts/bench.sh BUILD_DIR   (root; iperf3 from scripts/install-deps.sh)
 # Everything it creates is private to this run and removed on exit: two network
@@ -131,6 +134,15 @@ if [ -x "$BUILD/bench/fl_bench_tls_mint" ]; then
   step taskset -c "$CPU_SERVER" "$BUILD/bench/fl_bench_tls_mint" --reps "$REPS" --summary "$SUMMARY"
 else
   echo "bench: $BUILD/bench/fl_bench_tls_mint is missing; build first" >&2
+  FAILED=1
+fi
+
+echo
+echo "== 7. faultcp: 1000 simulated agents long-polling one faultcp, SQLite vs PostgreSQL"
+if [ -x "$BUILD/bench/fl_bench_cp_fleet" ]; then
+  step "$BUILD/bench/fl_bench_cp_fleet"
+else
+  echo "bench: $BUILD/bench/fl_bench_cp_fleet is missing; build first" >&2
   FAILED=1
 fi
 

@@ -29,6 +29,9 @@ const std::vector<FieldRule> kSpecFields = {
     {"abort_above", JsonType::Number},
     {"abort_below", JsonType::Number},
     {"kernel_signal", JsonType::String},
+    {"netns", JsonType::String},
+    {"hypothesis", JsonType::String},
+    {"steady_state_sec", JsonType::Integer},
 };
 
 constexpr int64_t kMaxDelayMs = static_cast<int64_t>(FaultCaps::kMaxDelayNs / 1'000'000);
@@ -68,7 +71,8 @@ std::optional<ApiError> check_experiment_spec(const nlohmann::json& spec) {
   if (auto e = in_range(spec, "delay_ms", 0, kMaxDelayMs)) return e;
   if (auto e = in_range(spec, "jitter_ms", 0, kMaxJitterMs)) return e;
   if (auto e = in_range(spec, "grace_sec", 0, kMaxDurationSec)) return e;
-  if (auto e = in_range(spec, "interval_sec", 1, kMaxDurationSec)) return e;
+  // faultctl's --interval cap (100ms-10m), in whole seconds.
+  if (auto e = in_range(spec, "interval_sec", 1, 600)) return e;
   if (auto e = in_range(spec, "health_max_latency_ms", 1, kMaxDelayMs)) return e;
   if (spec.contains("percent")) {
     const double p = spec["percent"].get<double>();
@@ -94,6 +98,11 @@ std::optional<ApiError> check_experiment_spec(const nlohmann::json& spec) {
   for (const char* url : {"health_url", "prometheus_url"})
     if (spec.contains(url) && !is_http_url(spec[url].get<std::string>()))
       return bad(url, "must be an http:// or https:// URL");
+  // A packet fault ends in the kernel at its deadline: there is no revert for a
+  // grace to wait on (that is a resource fault's reaper, not taken here yet).
+  if (spec.contains("grace_sec")) return bad("grace_sec", "packet faults have no grace: they end at their deadline");
+  if (spec.contains("interval_sec") && !spec.contains("health_url") && !spec.contains("query"))
+    return bad("interval_sec", "sets how often health_url and query are read: give one of them");
   if (spec.contains("health_max_latency_ms") && !spec.contains("health_url"))
     return bad("health_max_latency_ms", "needs health_url");
   if (spec.contains("query") != spec.contains("prometheus_url"))
@@ -115,6 +124,23 @@ std::optional<ApiError> check_experiment_spec(const nlohmann::json& spec) {
   }
   if (spec.contains("abort_below") && spec.contains("kernel_signal") && !spec.contains("query"))
     return bad("abort_below", "a kernel signal guardrail takes abort_above only");
+  if (spec.contains("netns")) {
+    // faultctl --netns: a name under /run/netns or a path to an nsfs file.
+    const auto ns = spec["netns"].get<std::string>();
+    if (ns.empty() || ns.size() > 255 || ns.find("..") != std::string::npos ||
+        ns.find_first_of(std::string("\0\n", 2)) != std::string::npos)
+      return bad("netns", "must be a network namespace name or path of 1-255 characters");
+  }
+  const bool guarded = spec.contains("health_url") || spec.contains("query") || spec.contains("kernel_signal");
+  if (spec.contains("hypothesis")) {
+    const auto h = spec["hypothesis"].get<std::string>();
+    if (h.empty() || h.size() > 4096) return bad("hypothesis", "must be 1-4096 characters");
+    if (!guarded)
+      return bad("hypothesis", "a recorded hypothesis needs a guardrail signal: health_url, query or kernel_signal");
+  }
+  if (auto e = in_range(spec, "steady_state_sec", 0, 600)) return e;
+  if (spec.contains("steady_state_sec") && !spec.contains("hypothesis"))
+    return bad("steady_state_sec", "needs hypothesis (the steady state is measured for the record)");
   return std::nullopt;
 }
 

@@ -19,6 +19,7 @@
 #include "base/exit_code.h"
 #include "base/files.h"
 #include "base/unique_fd.h"
+#include "userspace/daemon/cp_agent.h"
 #include "userspace/daemon/faultd_api.h"
 #include "userspace/daemon/proxy_faults.h"
 #include "userspace/net/http_server.h"
@@ -225,6 +226,21 @@ int serve_faultd(const FaultdConfig& config, const FaultdHooks& hooks) {
     std::ostringstream discard;
     (void)write_features(true, discard);
   }
+  // The control plane's agent: the state file read and reconciled now (bad
+  // input is said before faultd counts as started); it polls on its own threads.
+  std::unique_ptr<ControlPlaneAgent> agent;
+  auto start_agent = [&]() -> Status {
+    if (config.control_plane.empty()) return {};
+    auto a = ControlPlaneAgent::start(
+        AgentSettings{config.control_plane, config.enroll_token, config.control_plane_ca, config.agent_state,
+                      hooks.version},
+        hooks.log);
+    if (!a) return a.error();
+    agent = std::move(*a);
+    return {};
+  };
+  if (auto st = start_agent(); !st) return fail(hooks, st.error());
+  if (agent) where += ", agent of " + config.control_plane;
   if (successor) where += "; took over from the previous faultd";
   hooks.ready(where);
   if (successor) {
@@ -250,9 +266,14 @@ int serve_faultd(const FaultdConfig& config, const FaultdHooks& hooks) {
       continue;
     }
     hooks.log("faultd: SIGHUP: starting a new faultd and handing it the listeners");
+    // One agent polls at a time: this one ends its runs (reported failed) and
+    // the successor takes over the state file.
+    if (agent) agent->stop(), agent.reset();
     auto next = start_successor(hooks, *server, proxies.get(), names);
     if (!next) {
       hooks.log("faultd: restart failed, still serving: " + next.error().describe());
+      if (auto st = start_agent(); !st)
+        hooks.log("faultd: the control-plane agent did not start again: " + st.error().describe());
       continue;
     }
     // The successor accepts from here on; we relay what we have.
@@ -276,6 +297,7 @@ int serve_faultd(const FaultdConfig& config, const FaultdHooks& hooks) {
     return kExitCompleted;
   }
   hooks.stopping();
+  if (agent) agent->stop();
   return kExitCompleted;
 }
 

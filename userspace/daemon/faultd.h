@@ -35,6 +35,9 @@ struct FaultdHooks {
   std::vector<std::string> argv;
   // The successor serves; this process drains and exits (systemd: MAINPID=).
   std::function<void(pid_t)> handed_over;
+  // What this faultd reports as its version (to the control plane): the
+  // binary's version string, which lives with main, not in this library.
+  std::string version;
 };
 
 // Serves in this process until SIGTERM or SIGINT, or until a successor took

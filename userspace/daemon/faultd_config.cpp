@@ -1,6 +1,8 @@
 // Flags and the config file of faultd, judged before anything starts.
 #include "userspace/daemon/faultd_config.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -75,7 +77,8 @@ std::string default_faultd_socket() {
 std::string faultd_usage() {
   return "usage: faultd [--config FILE] [--foreground] [--socket PATH] [--metrics HOST:PORT|off]\n"
          "             [--toxiproxy HOST:PORT|off] [--proxy-workers N] [--toxic-max-duration D]\n"
-         "             [--restart-drain D]\n"
+         "             [--restart-drain D] [--control-plane URL [--enroll-token TOKEN]\n"
+         "             [--control-plane-ca FILE] [--agent-state FILE]]\n"
          "  the Faultline host agent: the local API (JSON over HTTP/1.1 on a unix\n"
          "  socket, root only) and Prometheus /metrics on loopback\n"
          "  --config FILE      a JSON object with the same settings: {\"socket\": PATH,\n"
@@ -96,6 +99,17 @@ std::string faultd_usage() {
          "  --restart-drain D  on SIGHUP (systemctl reload) a new faultd takes over the\n"
          "                     listeners and the proxies; the old one relays the\n"
          "                     connections it has for at most D (default 30s, up to 1h)\n"
+         "  --control-plane URL\n"
+         "                     take experiments from faultcp at URL (http:// or https://):\n"
+         "                     register, long-poll for work, run it, report\n"
+         "  --enroll-token TOKEN\n"
+         "                     the enrollment token (flcp_enr_...) to register with, once;\n"
+         "                     FAULTLINE_ENROLL_TOKEN too (keeps it out of ps)\n"
+         "  --control-plane-ca FILE\n"
+         "                     PEM CA an https --control-plane is checked against (instead\n"
+         "                     of the system trust store)\n"
+         "  --agent-state FILE the agent id and token, and the experiments under way\n"
+         "                     (default <state dir>/cp-agent.json, mode 0600)\n"
          "\n"
          "EXAMPLES\n"
          "  # in the foreground, with the defaults\n"
@@ -103,7 +117,9 @@ std::string faultd_usage() {
          "  # no metrics, a private socket\n"
          "  faultd --foreground --metrics off --socket /tmp/faultd.sock\n"
          "  # Toxiproxy's API on another port, one proxy worker\n"
-         "  faultd --foreground --toxiproxy 127.0.0.1:18474 --proxy-workers 1\n";
+         "  faultd --foreground --toxiproxy 127.0.0.1:18474 --proxy-workers 1\n"
+         "  # an agent of a control plane, enrolled once with a token\n"
+         "  FAULTLINE_ENROLL_TOKEN=flcp_enr_... faultd --control-plane https://cp.example.com:8470\n";
 }
 
 Result<FaultdConfig> read_config_file(const std::string& path, FaultdConfig base) {
@@ -162,11 +178,15 @@ Result<FaultdArgs> parse_faultd_args(const std::vector<std::string>& args) {
   FaultdArgs out;
   out.config.socket_path = default_faultd_socket();
   std::optional<std::string> config_file, socket, metrics, toxiproxy, workers, toxic_max_flag, drain_flag;
+  std::optional<std::string> control_plane, enroll_token, control_plane_ca, agent_state;
   bool foreground = false;
   const std::map<std::string, std::optional<std::string>*> valued = {
-      {"--config", &config_file},  {"--socket", &socket},        {"--metrics", &metrics},
-      {"--toxiproxy", &toxiproxy}, {"--proxy-workers", &workers}, {"--toxic-max-duration", &toxic_max_flag},
-      {"--restart-drain", &drain_flag}};
+      {"--config", &config_file},        {"--socket", &socket},
+      {"--metrics", &metrics},           {"--toxiproxy", &toxiproxy},
+      {"--proxy-workers", &workers},     {"--toxic-max-duration", &toxic_max_flag},
+      {"--restart-drain", &drain_flag},  {"--control-plane", &control_plane},
+      {"--enroll-token", &enroll_token}, {"--control-plane-ca", &control_plane_ca},
+      {"--agent-state", &agent_state}};
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](const char* flag) -> Result<std::string> {
@@ -227,6 +247,34 @@ Result<FaultdArgs> parse_faultd_args(const std::vector<std::string>& args) {
     out.config.restart_drain_ns = *d;
   }
   if (foreground) out.config.foreground = true;
+  if (!control_plane) {
+    for (const auto& [flag, given] : {std::pair<const char*, bool>{"--enroll-token", enroll_token.has_value()},
+                                      {"--control-plane-ca", control_plane_ca.has_value()},
+                                      {"--agent-state", agent_state.has_value()}})
+      if (given)
+        return input_error(0, std::string(flag) + " configures the control-plane agent: give --control-plane too");
+    return out;
+  }
+  if (!enroll_token)
+    if (const char* env = std::getenv("FAULTLINE_ENROLL_TOKEN"); env && *env) enroll_token = env;
+  if (control_plane->rfind("http://", 0) != 0 && control_plane->rfind("https://", 0) != 0)
+    return input_error(0, "--control-plane '" + *control_plane + "' is not an http:// or https:// URL");
+  out.config.control_plane = *control_plane;
+  if (enroll_token) {
+    if (enroll_token->rfind("flcp_enr_", 0) != 0)
+      return input_error(0, "--enroll-token: not an enrollment token (they start flcp_enr_)");
+    out.config.enroll_token = *enroll_token;
+  }
+  if (control_plane_ca) {
+    if (::access(control_plane_ca->c_str(), R_OK) != 0)
+      return input_error(0, "--control-plane-ca " + *control_plane_ca + ": cannot be read");
+    out.config.control_plane_ca = *control_plane_ca;
+  }
+  if (agent_state) {
+    if (agent_state->empty() || (*agent_state)[0] != '/')
+      return input_error(0, "--agent-state '" + *agent_state + "' is not an absolute path");
+    out.config.agent_state = *agent_state;
+  }
   return out;
 }
 

@@ -25,6 +25,11 @@ struct FaultdConfig {
   // SIGHUP (systemctl reload): how long the old process relays the connections
   // it had, after its successor took the listeners, before it closes the rest.
   uint64_t restart_drain_ns = 30'000'000'000ULL;
+  // The control plane (faultcp) this faultd takes experiments from; empty: none.
+  std::string control_plane;     // --control-plane URL
+  std::string enroll_token;      // --enroll-token, or FAULTLINE_ENROLL_TOKEN
+  std::string control_plane_ca;  // --control-plane-ca FILE
+  std::string agent_state;       // --agent-state FILE; empty: <state dir>/cp-agent.json
 };
 
 // The local API's socket: FAULTLINE_FAULTD_SOCKET when set, else

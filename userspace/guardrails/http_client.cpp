@@ -41,22 +41,27 @@ bool is_ip_literal(const std::string& host) {
 // One connection: a socket, TLS on it if asked, and the deadline everything waits against.
 class Connection {
  public:
-  Connection(UniqueFd fd, uint64_t deadline, uint64_t timeout)
-      : fd_(std::move(fd)), deadline_(deadline), timeout_(timeout) {}
+  Connection(UniqueFd fd, uint64_t deadline, uint64_t timeout, int cancel_fd)
+      : fd_(std::move(fd)), deadline_(deadline), timeout_(timeout), cancel_fd_(cancel_fd) {}
 
-  // Waits for the socket; false at the deadline.
-  bool wait(short events) const {
+  // Waits for the socket; false at the deadline or once the cancel fd is readable.
+  bool wait(short events) {
     for (;;) {
       uint64_t now = monotonic_ns();
       if (now >= deadline_) return false;
-      pollfd p{fd_.get(), events, 0};
+      pollfd p[2] = {{fd_.get(), events, 0}, {cancel_fd_, POLLIN, 0}};
       int left_ms = static_cast<int>((deadline_ - now + 999'999) / 1'000'000);
-      int rc = ::poll(&p, 1, left_ms);
-      if (rc == 1) return true;
+      int rc = ::poll(p, cancel_fd_ >= 0 ? 2 : 1, left_ms);
+      if (rc > 0 && cancel_fd_ >= 0 && (p[1].revents & POLLIN)) {
+        cancelled_ = true;
+        return false;
+      }
+      if (rc > 0) return true;
       if (rc < 0 && errno != EINTR) return false;
     }
   }
   Error late(const std::string& stage) const {
+    if (cancelled_) return make_error(ECANCELED, stage + ": cancelled");
     return make_error(ETIMEDOUT, stage + " within " + format_duration(timeout_));
   }
 
@@ -161,6 +166,8 @@ class Connection {
  private:
   UniqueFd fd_;
   uint64_t deadline_, timeout_;
+  int cancel_fd_ = -1;
+  bool cancelled_ = false;
   std::unique_ptr<SSL, SslFree> ssl_;
 };
 
@@ -189,6 +196,10 @@ Result<HttpClient> HttpClient::create(HttpClientOptions o) {
 }
 
 Result<HttpAnswer> HttpClient::get(const HttpUrl& url, uint64_t timeout_ns) const {
+  return call(url, HttpCall{}, timeout_ns);
+}
+
+Result<HttpAnswer> HttpClient::call(const HttpUrl& url, const HttpCall& what, uint64_t timeout_ns) const {
   const uint64_t start = monotonic_ns();
   const uint64_t deadline = start + timeout_ns;
   if (url.tls && !tls_) return make_error(EINVAL, "https URL given to a client made without TLS");
@@ -221,7 +232,7 @@ Result<HttpAnswer> HttpClient::get(const HttpUrl& url, uint64_t timeout_ns) cons
     ::getnameinfo(a->ai_addr, a->ai_addrlen, host, sizeof(host), nullptr, 0, NI_NUMERICHOST);
     std::string where =
         a->ai_family == AF_INET6 ? "[" + std::string(host) + "]:" + port : std::string(host) + ":" + port;
-    Connection c(std::move(sock), deadline, timeout_ns);
+    Connection c(std::move(sock), deadline, timeout_ns, what.cancel_fd);
     if (auto st = c.connect(a->ai_addr, a->ai_addrlen, where); !st) {
       last = st.error();
       if (last.err == ETIMEDOUT) return last;
@@ -232,8 +243,13 @@ Result<HttpAnswer> HttpClient::get(const HttpUrl& url, uint64_t timeout_ns) cons
   if (!conn) return last;
   if (url.tls) FL_TRY(conn->handshake(tls_.get(), url.host));
 
-  const std::string req = "GET " + url.path + " HTTP/1.1\r\nHost: " + url.host_header() +
-                          "\r\nUser-Agent: faultline-guardrail\r\nAccept: */*\r\nConnection: close\r\n\r\n";
+  std::string req = what.method + " " + url.path + " HTTP/1.1\r\nHost: " + url.host_header() +
+                    "\r\nUser-Agent: faultline\r\nAccept: */*\r\nConnection: close\r\n";
+  for (const auto& [name, value] : what.headers) req += name + ": " + value + "\r\n";
+  if (!what.body.empty() || what.method == "POST" || what.method == "PUT")
+    req += "Content-Length: " + std::to_string(what.body.size()) + "\r\n";
+  req += "\r\n";
+  req += what.body;
   FL_TRY(conn->send_all(req));
 
   HttpResponseReader reader(HttpResponseReader::Limits{.max_head = 64 * 1024, .max_body = o_.max_body});

@@ -7,6 +7,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/result.h"
 #include "loader/netns.h"
@@ -26,6 +28,15 @@ struct HttpClientOptions {
   size_t max_body = 4 * 1024 * 1024;
 };
 
+// One request of any method (the control plane's agent and client POST JSON).
+struct HttpCall {
+  std::string method = "GET";
+  std::vector<std::pair<std::string, std::string>> headers;  // added after Host
+  std::string body;                                          // sent with Content-Length when not empty
+  // Readable: the call gives up at once (ECANCELED), e.g. a long poll at a stop.
+  int cancel_fd = -1;
+};
+
 struct HttpAnswer {
   HttpResponse response;
   uint64_t latency_ns = 0;  // from the start of the call to the whole response
@@ -43,6 +54,8 @@ class HttpClient {
   // subjectAltName) and chain to the trust store; there is no way to turn that off.
   // An answer of any status is an answer: the caller judges it.
   [[nodiscard]] Result<HttpAnswer> get(const HttpUrl& url, uint64_t timeout_ns) const;
+  // The same for any method, headers and body; url.path carries the target.
+  [[nodiscard]] Result<HttpAnswer> call(const HttpUrl& url, const HttpCall& what, uint64_t timeout_ns) const;
 
   [[nodiscard]] const HttpClientOptions& options() const { return o_; }
 

@@ -1,0 +1,400 @@
+// faultctl --control-plane URL: run (submit and follow), list, watch and abort
+// experiments on faultcp's agents. A remote run takes the `faultctl run KIND`
+// flags (the same parser), turned into the experiment spec; its end maps to
+// the exit codes of a local run.
+#include <unistd.h>
+
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "base/exit_code.h"
+#include "base/units.h"
+#include "ctl/command.h"
+#include "ctl/commands/commands.h"
+#include "ctl/packet_args.h"
+#include "userspace/guardrails/http_client.h"
+
+namespace faultline {
+namespace {
+
+constexpr uint64_t kCallTimeoutNs = 15'000'000'000ULL;
+constexpr auto kWatchEvery = std::chrono::milliseconds(250);
+
+// The run flags an experiment spec carries; any other is refused by name.
+const std::vector<std::string> kCarried = {
+    "kind",          "target",         "dev",          "netns",       "percent",
+    "delay",         "jitter",         "duration",     "health-url",  "health-max-latency",
+    "interval",      "prometheus-url", "query",        "abort-above", "abort-below",
+    "kernel-signal", "hypothesis",     "steady-state", "json"};
+
+struct Remote {
+  HttpUrl base;
+  std::string token;
+  HttpClient client;
+
+  // One call; an answer of any status, or why there was none.
+  Result<HttpAnswer> call(const std::string& method, const std::string& path, const std::string& body = "") const {
+    HttpUrl u = base;
+    u.path = base.path + path;
+    HttpCall c;
+    c.method = method;
+    c.headers = {{"Authorization", "Bearer " + token}};
+    if (!body.empty()) c.headers.emplace_back("Content-Type", "application/json");
+    c.body = body;
+    return client.call(u, c, kCallTimeoutNs);
+  }
+};
+
+// faultcp's error envelope as one line, and the exit code it means: 2 for
+// what the request got wrong (400, 404, 413), 1 otherwise.
+int refused(const std::string& who, const HttpAnswer& a) {
+  auto j = nlohmann::json::parse(a.response.body, nullptr, false);
+  std::string msg = !j.is_discarded() && j.is_object() && j.contains("error") && j["error"].is_string()
+                        ? j["error"].get<std::string>()
+                        : a.response.body.substr(0, 300);
+  const int code = a.response.status.code;
+  std::cerr << who << ": the control plane answered " << code << ": " << msg << "\n";
+  return code == 400 || code == 404 || code == 413 ? kExitBadInput : kExitFailure;
+}
+
+bool is_final(const std::string& s) {
+  return s == "completed" || s == "aborted-by-slo" || s == "failed" || s == "cancelled";
+}
+
+// The exit code a local run would have given: the agent's own (its record
+// carries what guarded_run() returned) when it reported one, else by state.
+int exit_code_of(const nlohmann::json& e) {
+  const std::string state = e.value("status", "");
+  const auto& rec = e.contains("record") ? e["record"] : nlohmann::json();
+  if (state != "cancelled" && rec.is_object() && rec.contains("exit_code") && rec["exit_code"].is_number_integer())
+    return rec["exit_code"].get<int>();
+  if (state == "completed") return kExitCompleted;
+  if (state == "aborted-by-slo") return kExitGuardrail;
+  return kExitFailure;  // failed, cancelled (an abort, as a local run aborted from outside)
+}
+
+// Follows experiment id to its end: a line per state (JSON lines with json),
+// the agent's progress, the end; returns the exit code.
+int follow(const Remote& r, int64_t id, bool json) {
+  const std::string who = "faultctl watch";
+  std::string last_state;
+  nlohmann::json last_progress;
+  int failures = 0;
+  for (;;) {
+    auto a = r.call("GET", "/v1/experiments/" + std::to_string(id));
+    if (!a) {
+      if (++failures >= 40) {  // 10 s without faultcp
+        std::cerr << who << ": " << a.error().describe() << "\n";
+        return kExitFailure;
+      }
+      std::this_thread::sleep_for(kWatchEvery);
+      continue;
+    }
+    failures = 0;
+    if (a->response.status.code != 200) return refused(who, *a);
+    auto e = nlohmann::json::parse(a->response.body, nullptr, false);
+    if (e.is_discarded() || !e.is_object()) {
+      std::cerr << who << ": the control plane's answer is not JSON\n";
+      return kExitFailure;
+    }
+    const std::string state = e.value("status", "");
+    if (state != last_state) {
+      last_state = state;
+      if (json) {
+        std::cout
+            << nlohmann::json{{"event", "state"}, {"id", id}, {"state", state}, {"agent_id", e["agent_id"]}}.dump()
+            << std::endl;
+      } else if (!is_final(state)) {
+        std::cout << "experiment " << id << ": " << state << std::endl;
+      }
+    }
+    const auto& rec = e.contains("record") ? e["record"] : nlohmann::json();
+    if (!is_final(state) && rec.is_object() && rec.contains("progress") && rec["progress"] != last_progress) {
+      last_progress = rec["progress"];
+      if (json) {
+        nlohmann::json p = last_progress;
+        p["experiment"] = id;
+        std::cout << p.dump() << std::endl;
+      } else {
+        std::cerr << "experiment " << id << ": " << last_progress.value("left_s", 0) << "s left"
+                  << (last_progress.contains("counters") ? " | " + last_progress["counters"].dump() : "") << std::endl;
+      }
+    }
+    if (is_final(state)) {
+      const int code = exit_code_of(e);
+      if (json) {
+        nlohmann::json end{{"event", "ended"}, {"id", id}, {"state", state}, {"exit_code", code}};
+        if (!e.value("detail", "").empty()) end["detail"] = e["detail"];
+        if (rec.is_object()) end["record"] = rec;
+        std::cout << end.dump() << std::endl;
+      } else {
+        std::string counters;
+        if (rec.is_object() && rec.contains("ended") && rec["ended"].contains("counters"))
+          counters = ": " + rec["ended"]["counters"].dump();
+        std::cout << "experiment " << id << " ended (" << state
+                  << (e.value("detail", "").empty() ? "" : ": " + e.value("detail", "")) << ")" << counters << "\n";
+        if (rec.is_object() && rec.contains("verdict"))
+          std::cout << "verdict: " << rec["verdict"].get<std::string>() << "\n";
+      }
+      return code;
+    }
+    std::this_thread::sleep_for(kWatchEvery);
+  }
+}
+
+// Whole milliseconds or seconds of a duration flag, for the spec's integer fields.
+Result<uint64_t> whole(uint64_t ns, uint64_t unit, const std::string& flag) {
+  if (ns % unit != 0)
+    return input_error(0, flag + " " + format_duration(ns) + ": the control plane takes whole " +
+                              (unit == 1'000'000ULL ? "milliseconds" : "seconds"));
+  return ns / unit;
+}
+
+Result<nlohmann::json> spec_of(const PacketRunArgs& a) {
+  for (const auto& g : a.given)
+    if (std::find(kCarried.begin(), kCarried.end(), g) == kCarried.end())
+      return input_error(0, "--" + g +
+                                " cannot be sent to the control plane: an experiment spec carries --target, "
+                                "--dev, --netns, --percent, --delay, --jitter, --duration, the guardrails "
+                                "(--health-url, --health-max-latency, --interval, --prometheus-url, --query, "
+                                "--kernel-signal, --abort-above/--abort-below) and --hypothesis, --steady-state");
+  const FaultSpec& s = a.spec;
+  if (s.targets.size() != 1) return input_error(0, "--target: the control plane takes one address or prefix");
+  nlohmann::json spec{{"kind", kind_name(s.kind)}, {"target", s.targets[0].str()}};
+  auto secs = whole(s.duration_ns, 1'000'000'000ULL, "--duration");
+  if (!secs) return secs.error();
+  spec["duration_sec"] = *secs;
+  if (!s.dev.empty()) spec["dev"] = s.dev;
+  if (!s.netns.empty()) spec["netns"] = s.netns;
+  auto given = [&](const char* f) { return std::find(a.given.begin(), a.given.end(), f) != a.given.end(); };
+  if (given("percent")) spec["percent"] = s.percent;
+  if (s.delay_ns) {
+    auto ms = whole(s.delay_ns, 1'000'000ULL, "--delay");
+    if (!ms) return ms.error();
+    spec["delay_ms"] = *ms;
+  }
+  if (s.jitter_ns) {
+    auto ms = whole(s.jitter_ns, 1'000'000ULL, "--jitter");
+    if (!ms) return ms.error();
+    spec["jitter_ms"] = *ms;
+  }
+  const GuardrailOptions& g = a.flags.guardrails;
+  if (g.health) {
+    spec["health_url"] = g.health->url;
+    if (given("health-max-latency")) {
+      auto ms = whole(g.health->max_latency_ns, 1'000'000ULL, "--health-max-latency");
+      if (!ms) return ms.error();
+      spec["health_max_latency_ms"] = *ms;
+    }
+    if (given("interval")) {
+      auto sec = whole(g.health->interval_ns, 1'000'000'000ULL, "--interval");
+      if (!sec) return sec.error();
+      spec["interval_sec"] = *sec;
+    }
+  }
+  if (g.prometheus) {
+    spec["prometheus_url"] = g.prometheus->polling.endpoint.url;
+    spec["query"] = g.prometheus->query;
+    if (g.prometheus->abort_above) spec["abort_above"] = *g.prometheus->abort_above;
+    if (g.prometheus->abort_below) spec["abort_below"] = *g.prometheus->abort_below;
+    if (given("interval") && !g.health) {
+      auto sec = whole(g.prometheus->polling.interval_ns, 1'000'000'000ULL, "--interval");
+      if (!sec) return sec.error();
+      spec["interval_sec"] = *sec;
+    }
+  }
+  if (g.kernel_signal) {
+    if (g.prometheus && g.prometheus->abort_above)
+      return input_error(0, "--abort-above: an experiment spec has one; give it to --kernel-signal or to --query");
+    spec["kernel_signal"] = g.kernel_signal->signal;
+    spec["abort_above"] = g.kernel_signal->abort_above;
+  }
+  if (a.flags.record) {
+    if (!a.flags.record->hypothesis.empty()) spec["hypothesis"] = a.flags.record->hypothesis;
+    if (given("steady-state")) {
+      auto sec = whole(a.flags.record->steady_state_ns, 1'000'000'000ULL, "--steady-state");
+      if (!sec) return sec.error();
+      spec["steady_state_sec"] = *sec;
+    }
+  }
+  return spec;
+}
+
+int remote_run(const Remote& r, std::vector<std::string> args) {
+  const std::string who = "faultctl run";
+  if (!args.empty() && (args[0] == "syscall" || args[0] == "tcp" || args[0] == "http" || args[0] == "process" ||
+                        args[0] == "cpu" || args[0] == "memory" || args[0] == "disk")) {
+    std::cerr << who << ": the control plane runs packet faults only, not " << args[0] << "\n";
+    return kExitBadInput;
+  }
+  // Where it runs: --agent ID or --hostname NAME (repeatable); --detach: submit only.
+  std::optional<int64_t> agent;
+  std::vector<std::string> hostnames;
+  bool detach = false;
+  std::vector<std::string> rest;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& w = args[i];
+    if (w == "--detach") {
+      detach = true;
+    } else if (w == "--agent" || w == "--hostname") {
+      if (i + 1 >= args.size()) {
+        std::cerr << who << ": " << w << " needs a value\n";
+        return kExitBadInput;
+      }
+      const std::string v = args[++i];
+      if (w == "--hostname") {
+        hostnames.push_back(v);
+      } else if (v.empty() || v.size() > 18 || v.find_first_not_of("0123456789") != std::string::npos) {
+        std::cerr << who << ": --agent '" << v << "': not an agent id\n";
+        return kExitBadInput;
+      } else {
+        agent = std::stoll(v);
+      }
+    } else {
+      rest.push_back(w);
+    }
+  }
+  return run_command(who, parse_packet_args(rest), kRootNever, [&](PacketRunArgs& a) -> int {
+    if (agent.has_value() == !hostnames.empty()) {
+      std::cerr << who << ": name where it runs: --agent ID or --hostname NAME (repeatable), one of them\n";
+      return kExitBadInput;
+    }
+    if (a.flags.dry_run) {
+      std::cerr << who << ": --dry-run is local; the control plane checks a spec when it is submitted\n";
+      return kExitBadInput;
+    }
+    auto spec = spec_of(a);
+    if (!spec) return report_error(who, spec.error());
+    nlohmann::json body{{"spec", *spec}};
+    if (agent)
+      body["agent_id"] = *agent;
+    else
+      body["selector"] = {{"hostnames", hostnames}};
+    auto answer = r.call("POST", "/v1/experiments", body.dump());
+    if (!answer) {
+      std::cerr << who << ": " << answer.error().describe() << "\n";
+      return kExitFailure;
+    }
+    if (answer->response.status.code != 201) return refused(who, *answer);
+    auto j = nlohmann::json::parse(answer->response.body, nullptr, false);
+    std::vector<nlohmann::json> made;
+    if (j.contains("experiments")) {
+      for (const auto& e : j["experiments"]) made.push_back(e);
+    } else {
+      made.push_back(j);
+    }
+    for (const auto& e : made) {
+      if (a.flags.json)
+        std::cout << nlohmann::json{{"event", "submitted"},
+                                    {"id", e["id"]},
+                                    {"agent_id", e["agent_id"]},
+                                    {"state", e["status"]}}
+                         .dump()
+                  << std::endl;
+      else
+        std::cout << "experiment " << e.value("id", 0) << " submitted to agent " << e.value("agent_id", 0) << " ("
+                  << e.value("status", "") << ")" << std::endl;
+    }
+    if (detach) return kExitCompleted;
+    // Followed one after the other; the exit code is the first that is not 0.
+    int first = kExitCompleted;
+    for (const auto& e : made) {
+      const int code = follow(r, e.value("id", int64_t{0}), a.flags.json);
+      if (first == kExitCompleted) first = code;
+    }
+    return first;
+  });
+}
+
+int remote_list(const Remote& r, const std::vector<std::string>& args) {
+  const std::string who = "faultctl list";
+  return run_command(who, parse_switches(args, {"--json"}, "usage: faultctl --control-plane URL list [--json]\n"),
+                     kRootNever, [&](Switches& s) -> int {
+                       auto a = r.call("GET", "/v1/experiments?limit=100");
+                       if (!a) {
+                         std::cerr << who << ": " << a.error().describe() << "\n";
+                         return kExitFailure;
+                       }
+                       if (a->response.status.code != 200) return refused(who, *a);
+                       auto j = nlohmann::json::parse(a->response.body, nullptr, false);
+                       if (s.has("--json")) {
+                         std::cout << j.dump() << "\n";
+                         return kExitCompleted;
+                       }
+                       std::cout << std::left << std::setw(6) << "ID" << std::setw(7) << "AGENT" << std::setw(16)
+                                 << "STATE" << std::setw(11) << "KIND" << std::setw(20) << "TARGET"
+                                 << "DETAIL\n";
+                       for (const auto& e : j.value("experiments", nlohmann::json::array())) {
+                         const auto& spec = e.value("spec", nlohmann::json::object());
+                         std::cout << std::setw(6) << e.value("id", 0) << std::setw(7) << e.value("agent_id", 0)
+                                   << std::setw(16) << e.value("status", "") << std::setw(11) << spec.value("kind", "")
+                                   << std::setw(20) << spec.value("target", "") << e.value("detail", "") << "\n";
+                       }
+                       return kExitCompleted;
+                     });
+}
+
+Result<int64_t> experiment_id(const std::string& who, const std::vector<std::string>& args) {
+  if (args.size() != 1 || args[0].empty() || args[0].size() > 18 ||
+      args[0].find_first_not_of("0123456789") != std::string::npos)
+    return input_error(0, "usage: faultctl --control-plane URL " + who + " EXPERIMENT-ID");
+  return std::stoll(args[0]);
+}
+
+}  // namespace
+
+int cmd_remote(const std::string& name, const std::vector<std::string>& args, const std::string& url,
+               const std::string& token) {
+  const std::string who = "faultctl " + name;
+  auto base = parse_http_url(url);
+  if (!base || base->path.find('?') != std::string::npos) {
+    std::cerr << who << ": --control-plane " << url << ": "
+              << (base ? "give faultcp's base URL, without a query" : base.error().message) << "\n";
+    return kExitBadInput;
+  }
+  while (!base->path.empty() && base->path.back() == '/') base->path.pop_back();
+  if (token.empty()) {
+    std::cerr << who << ": the control plane needs a token: --token or FAULTLINE_CP_TOKEN (an API or session token)\n";
+    return kExitBadInput;
+  }
+  HttpClientOptions o;
+  o.tls = base->tls;
+  if (const char* ca = std::getenv("FAULTLINE_CP_CA"); ca && *ca) {
+    o.ca_file = ca;
+    o.ca_flag = "FAULTLINE_CP_CA";
+  }
+  auto client = HttpClient::create(o);
+  if (!client) return report_error(who, client.error());
+  const Remote r{*base, token, std::move(*client)};
+  if (name == "run") return remote_run(r, args);
+  if (name == "list") return remote_list(r, args);
+  if (name == "watch" || name == "abort") {
+    const bool json = std::find(args.begin(), args.end(), "--json") != args.end();
+    std::vector<std::string> words;
+    for (const auto& a : args)
+      if (a != "--json") words.push_back(a);
+    auto id = experiment_id(name, words);
+    if (!id) {
+      std::cerr << who << ": " << id.error().message << "\n";
+      return kExitBadInput;
+    }
+    if (name == "watch") return follow(r, *id, json);
+    auto a = r.call("POST", "/v1/experiments/" + std::to_string(*id) + "/abort");
+    if (!a) {
+      std::cerr << who << ": " << a.error().describe() << "\n";
+      return kExitFailure;
+    }
+    if (a->response.status.code != 200) return refused(who, *a);
+    if (json)
+      std::cout << a->response.body << "\n";
+    else
+      std::cout << "experiment " << *id << " cancelled; its agent ends it at once\n";
+    return kExitCompleted;
+  }
+  std::cerr << who << ": not a command of the control plane (run, list, watch, abort)\n";
+  return kExitBadInput;
+}
+
+}  // namespace faultline

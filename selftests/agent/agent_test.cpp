@@ -1,0 +1,475 @@
+// faultd as an agent of a real faultcp (the binaries, on SQLite and on
+// PostgreSQL): it enrolls, runs a dispatched partition on a veth of a test
+// namespace (the packets really stop), reports the record, ends the fault
+// within a second of the kill switch, and reconciles after kill -9 of either
+// side without running anything twice. HTTPS to faultcp with a private CA.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <thread>
+
+#include "cp_client.h"
+#include "selftests/lib/child_process.h"
+#include "selftests/lib/netns_pair.h"
+#include "selftests/lib/require_root.h"
+
+namespace {
+
+using fltest::Backend;
+using fltest::ChildProcess;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+uint16_t free_tcp_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    ::close(fd);
+    return 0;
+  }
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// Polls pred every 50 ms until it holds or the deadline passes.
+bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds within) {
+  const auto end = Clock::now() + within;
+  while (Clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return pred();
+}
+
+class AgentTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    FL_REQUIRE_ROOT("faultd runs packet faults (BPF, a test namespace)");
+    char tmpl[] = "/tmp/fl-agent-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    tag_ = std::to_string(::getpid() % 100000) + std::to_string(++counter_);
+    bpffs_root_ = "/sys/fs/bpf/fltest-agent-" + tag_;
+    db_.emplace(GetParam());
+    port_ = free_tcp_port();
+    ASSERT_NE(port_, 0);
+    start_faultcp();
+    auto signup = call("POST", "/v1/auth/signup", "",
+                       R"({"email":"a@example.com","password":"correct horse battery","workspace":"w"})");
+    ASSERT_EQ(signup.status, 201) << signup.describe();
+    session_ = signup.json().value("token", "");
+    auto enr = call("POST", "/v1/tokens", session_, R"({"kind":"enrollment","name":"fleet"})");
+    ASSERT_EQ(enr.status, 201) << enr.describe();
+    enroll_ = enr.json().value("token", "");
+  }
+
+  void TearDown() override {
+    if (dir_.empty()) return;
+    if (faultd_) faultd_->stop(5000ms);
+    faultd_.reset();
+    if (faultcp_) faultcp_->stop(5000ms);
+    faultcp_.reset();
+    if (std::filesystem::exists(bpffs_root_)) {
+      (void)fltest::run_command({FAULTCTL_PATH, "uninstall"}, {.env = env()}, 30s);
+      std::error_code ec;
+      std::filesystem::remove_all(bpffs_root_, ec);
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  [[nodiscard]] std::vector<std::string> env() const {
+    return {"FAULTLINE_BPFFS_ROOT=" + bpffs_root_, "FAULTLINE_RUN_DIR=" + dir_ + "/run",
+            "FAULTLINE_FAULTD_SOCKET=" + dir_ + "/faultd.sock", "FAULTLINE_ENROLL_TOKEN="};
+  }
+
+  void start_faultcp() {
+    faultcp_.emplace(ChildProcess::spawn({FAULTCP_PATH, "serve", "--listen", "127.0.0.1:" + std::to_string(port_),
+                                          "--database", db_->url(), "--lease-ms", "10000"},
+                                         {.output = fltest::Output::kFiles}));
+    ASSERT_TRUE(faultcp_->wait_for("faultcp: listening on", 30s, fltest::Stream::kEither)) << faultcp_->describe();
+  }
+
+  void start_faultd(bool with_token = true) {
+    std::vector<std::string> argv = {
+        FAULTD_PATH, "--foreground", "--socket", dir_ + "/faultd.sock", "--metrics",
+        "off",       "--toxiproxy",  "off",      "--control-plane",     "http://127.0.0.1:" + std::to_string(port_)};
+    if (with_token) argv.insert(argv.end(), {"--enroll-token", enroll_});
+    faultd_.emplace(ChildProcess::spawn(argv, {.env = env(), .output = fltest::Output::kFiles, .stop_grace = 5000ms}));
+    ASSERT_TRUE(faultd_->wait_for("faultd: serving:", 30s, fltest::Stream::kStderr)) << faultd_->describe();
+  }
+
+  [[nodiscard]] fltest::CpReply call(const std::string& method, const std::string& path, const std::string& token,
+                                     const std::string& body = "") const {
+    return fltest::cp_request(port_, method, path, token, body, 10'000);
+  }
+
+  // The one agent of the workspace, once registered.
+  int64_t wait_agent() {
+    int64_t id = 0;
+    eventually(
+        [&] {
+          auto list = call("GET", "/v1/agents", session_).json();
+          if (!list.contains("agents") || list["agents"].empty()) return false;
+          id = list["agents"][0].value("id", int64_t{0});
+          return true;
+        },
+        15s);
+    return id;
+  }
+
+  nlohmann::json experiment(int64_t id) {
+    return call("GET", "/v1/experiments/" + std::to_string(id), session_).json();
+  }
+
+  std::string wait_state(int64_t id, const std::vector<std::string>& states, std::chrono::milliseconds within) {
+    std::string state;
+    eventually(
+        [&] {
+          state = experiment(id).value("status", experiment(id).value("state", ""));
+          return std::find(states.begin(), states.end(), state) != states.end();
+        },
+        within);
+    return state;
+  }
+
+  // Partition toward the far end of the test pair, on the near end's veth.
+  int64_t submit(int64_t agent, const fltest::NetnsPair& pair, const std::string& far_ip, int duration_sec) {
+    nlohmann::json body{{"agent_id", agent},
+                        {"spec",
+                         {{"kind", "partition"},
+                          {"target", far_ip},
+                          {"netns", pair.a()},
+                          {"dev", "fla" + tag_},
+                          {"duration_sec", duration_sec}}}};
+    auto r = call("POST", "/v1/experiments", session_, body.dump());
+    EXPECT_EQ(r.status, 201) << r.describe();
+    return r.json().value("id", int64_t{0});
+  }
+
+  // One ping from the near namespace: true if it was answered.
+  bool reaches(const fltest::NetnsPair& pair, const std::string& ip) const {
+    auto r = fltest::run_command({"ip", "netns", "exec", pair.a(), "ping", "-c", "1", "-W", "1", ip}, {}, 5s);
+    return r.status.is(0);
+  }
+
+  // faultctl status --json in our private state: the packet faults on now.
+  size_t faults_on() const {
+    auto r = fltest::run_command({FAULTCTL_PATH, "status", "--json"}, {.env = env()}, 10s);
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    if (j.is_discarded() || !j.contains("faults")) return 0;
+    return j["faults"].size();
+  }
+
+  std::unique_ptr<fltest::NetnsPair> pair(const std::string& near_ip, const std::string& far_ip) {
+    return std::make_unique<fltest::NetnsPair>("flag" + tag_, fltest::VethEnd{"fla" + tag_, {near_ip + "/24"}},
+                                               fltest::VethEnd{"flb" + tag_, {far_ip + "/24"}},
+                                               fltest::NetnsOptions{.ipv6 = false});
+  }
+
+  static inline int counter_ = 0;
+  std::string dir_, tag_, bpffs_root_, session_, enroll_;
+  std::optional<fltest::TestDatabase> db_;
+  uint16_t port_ = 0;
+  std::optional<ChildProcess> faultcp_, faultd_;
+};
+
+TEST_P(AgentTest, EnrollsRunsADispatchedPartitionAndReportsTheRecord) {
+  auto p = pair("198.18.71.1", "198.18.71.2");
+  ASSERT_TRUE(reaches(*p, "198.18.71.2")) << "the test pair does not pass traffic before any fault";
+  start_faultd();
+  const int64_t agent = wait_agent();
+  ASSERT_GT(agent, 0) << faultd_->describe();
+  auto a = call("GET", "/v1/agents/" + std::to_string(agent), session_).json();
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  EXPECT_EQ(a.value("hostname", ""), host) << a.dump();
+  EXPECT_FALSE(a.value("kernel", "").empty()) << a.dump();
+  // The token is kept in a root-only file of faultd's state.
+  struct stat st {};
+  ASSERT_EQ(::stat((dir_ + "/run/cp-agent.json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+
+  const int64_t id = submit(agent, *p, "198.18.71.2", 4);
+  ASSERT_EQ(wait_state(id, {"running"}, 10s), "running") << experiment(id).dump() << faultd_->describe();
+  EXPECT_TRUE(eventually([&] { return !reaches(*p, "198.18.71.2"); }, 3s)) << "the partition is not in effect";
+  ASSERT_EQ(wait_state(id, {"completed", "failed", "aborted-by-slo"}, 15s), "completed")
+      << experiment(id).dump() << faultd_->describe();
+  const auto e = experiment(id);
+  const auto& rec = e["record"];
+  EXPECT_EQ(rec.value("outcome", ""), "completed") << e.dump();
+  EXPECT_EQ(rec.value("exit_code", -1), 0) << e.dump();
+  ASSERT_TRUE(rec.contains("ended")) << e.dump();
+  EXPECT_GT(rec["ended"]["counters"].value("dropped", 0), 0) << "no packet was dropped: " << e.dump();
+  EXPECT_TRUE(reaches(*p, "198.18.71.2")) << "the partition outlived its experiment";
+  EXPECT_EQ(faults_on(), 0u);
+}
+
+TEST_P(AgentTest, TheKillSwitchEndsTheFaultWithinOneSecond) {
+  auto p = pair("198.18.72.1", "198.18.72.2");
+  start_faultd();
+  const int64_t agent = wait_agent();
+  ASSERT_GT(agent, 0) << faultd_->describe();
+  const int64_t id = submit(agent, *p, "198.18.72.2", 120);
+  ASSERT_EQ(wait_state(id, {"running"}, 10s), "running") << experiment(id).dump() << faultd_->describe();
+  ASSERT_TRUE(eventually([&] { return faults_on() == 1; }, 3s)) << faultd_->describe();
+  ASSERT_FALSE(reaches(*p, "198.18.72.2"));
+  const auto t0 = Clock::now();
+  auto k = call("POST", "/v1/kill", session_);
+  ASSERT_EQ(k.status, 200) << k.describe();
+  ASSERT_TRUE(eventually([&] { return faults_on() == 0; }, 5s)) << faultd_->describe();
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+  std::cout << "kill switch to fault gone: " << ms << " ms (" << fltest::backend_name(GetParam()) << ")\n";
+  EXPECT_LE(ms, 1000) << "the kill switch took over a second to end the fault";
+  EXPECT_TRUE(reaches(*p, "198.18.72.2"));
+  // The stop is confirmed with the run's record; the experiment stays cancelled.
+  EXPECT_TRUE(eventually([&] { return experiment(id).contains("record") && !experiment(id)["record"].is_null(); }, 5s))
+      << experiment(id).dump();
+  EXPECT_EQ(experiment(id).value("status", ""), "cancelled") << experiment(id).dump();
+  // While engaged nothing new starts; released, work flows again.
+  EXPECT_EQ(call("DELETE", "/v1/kill", session_).status, 200);
+  const int64_t next = submit(agent, *p, "198.18.72.2", 1);
+  EXPECT_EQ(wait_state(next, {"completed", "failed"}, 15s), "completed") << experiment(next).dump();
+}
+
+TEST_P(AgentTest, Kill9OfFaultdMidRunEndsTheFaultAtRestartAndNeverRunsItAgain) {
+  auto p = pair("198.18.73.1", "198.18.73.2");
+  start_faultd();
+  const int64_t agent = wait_agent();
+  ASSERT_GT(agent, 0) << faultd_->describe();
+  const int64_t id = submit(agent, *p, "198.18.73.2", 120);
+  ASSERT_EQ(wait_state(id, {"running"}, 10s), "running") << faultd_->describe();
+  ASSERT_TRUE(eventually([&] { return faults_on() == 1; }, 3s)) << faultd_->describe();
+  faultd_->kill_and_reap();
+  // The fault is in pinned maps: it outlives the process (to its deadline).
+  EXPECT_FALSE(reaches(*p, "198.18.73.2"));
+  EXPECT_EQ(faults_on(), 1u);
+  start_faultd(/*with_token=*/false);  // registered already: the state file has its token
+  EXPECT_EQ(wait_state(id, {"failed", "completed"}, 10s), "failed") << experiment(id).dump() << faultd_->describe();
+  EXPECT_NE(experiment(id).value("detail", "").find("not run again"), std::string::npos) << experiment(id).dump();
+  EXPECT_EQ(faults_on(), 0u) << "the fault of the killed run is still on";
+  EXPECT_TRUE(reaches(*p, "198.18.73.2"));
+  // Still the one agent, and the experiment was started once.
+  EXPECT_EQ(call("GET", "/v1/agents", session_).json()["agents"].size(), 1u);
+  EXPECT_EQ(faultd_->err().find("experiment " + std::to_string(id) + " starts"), std::string::npos)
+      << faultd_->describe();
+}
+
+TEST_P(AgentTest, Kill9OfFaultcpMidRunIsReconciledFromTheAgent) {
+  auto p = pair("198.18.74.1", "198.18.74.2");
+  start_faultd();
+  const int64_t agent = wait_agent();
+  ASSERT_GT(agent, 0) << faultd_->describe();
+  const int64_t id = submit(agent, *p, "198.18.74.2", 3);
+  ASSERT_EQ(wait_state(id, {"running"}, 10s), "running") << faultd_->describe();
+  faultcp_->kill_and_reap();
+  // The run goes on without faultcp and ends on its own.
+  EXPECT_TRUE(faultd_->wait_for("experiment " + std::to_string(id) + " completed", 15s, fltest::Stream::kStderr))
+      << faultd_->describe();
+  EXPECT_EQ(faults_on(), 0u);
+  start_faultcp();
+  EXPECT_EQ(wait_state(id, {"completed", "failed"}, 15s), "completed") << experiment(id).dump() << faultd_->describe();
+  EXPECT_EQ(experiment(id)["record"].value("outcome", ""), "completed") << experiment(id).dump();
+}
+
+TEST_P(AgentTest, BadFlagsAreNamedAndNothingStarts) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{"--control-plane", "ftp://127.0.0.1:1"}, "not an http:// or https:// URL"},
+      {{"--enroll-token", enroll_}, "give --control-plane too"},
+      {{"--control-plane", "http://127.0.0.1:1"}, "--enroll-token (or FAULTLINE_ENROLL_TOKEN) is needed"},
+      {{"--control-plane", "http://127.0.0.1:1", "--enroll-token", "flcp_api_x"}, "not an enrollment token"},
+      {{"--control-plane", "http://127.0.0.1:1", "--enroll-token", enroll_, "--control-plane-ca", dir_ + "/none.pem"},
+       "--control-plane-ca " + dir_ + "/none.pem: cannot be read"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> argv = {FAULTD_PATH, "--foreground", "--socket",    dir_ + "/faultd.sock",
+                                     "--metrics", "off",          "--toxiproxy", "off"};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    auto r = fltest::run_command(argv, {.env = env()}, 20s);
+    EXPECT_TRUE(r.status.is(2)) << r.describe();
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.describe();
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/run/cp-agent.json"));
+}
+
+// SIGTERM of faultd mid-run: the fault ends, the run is reported failed before
+// faultd exits, and faultd exits 0.
+TEST_P(AgentTest, SigtermOfFaultdEndsTheRunAndReportsIt) {
+  auto p = pair("198.18.76.1", "198.18.76.2");
+  start_faultd();
+  const int64_t agent = wait_agent();
+  ASSERT_GT(agent, 0) << faultd_->describe();
+  const int64_t id = submit(agent, *p, "198.18.76.2", 120);
+  ASSERT_EQ(wait_state(id, {"running"}, 10s), "running") << faultd_->describe();
+  ASSERT_TRUE(eventually([&] { return faults_on() == 1; }, 3s)) << faultd_->describe();
+  faultd_->signal(SIGTERM);
+  auto st = faultd_->wait(10s);
+  ASSERT_TRUE(st.has_value()) << faultd_->describe();
+  EXPECT_TRUE(st->is(0)) << faultd_->describe();
+  EXPECT_EQ(faults_on(), 0u);
+  EXPECT_TRUE(reaches(*p, "198.18.76.2"));
+  const auto e = experiment(id);
+  EXPECT_EQ(e.value("status", ""), "failed") << e.dump();
+  EXPECT_NE(e.value("detail", "").find("faultd is stopping"), std::string::npos) << e.dump();
+}
+
+// faultctl --control-plane: a remote run follows its experiment to the end and
+// exits as a local run would; list, watch and abort; refusals named.
+TEST_P(AgentTest, FaultctlRunsListsWatchesAndAbortsThroughTheControlPlane) {
+  auto p = pair("198.18.75.1", "198.18.75.2");
+  start_faultd();
+  const int64_t agent = wait_agent();
+  ASSERT_GT(agent, 0) << faultd_->describe();
+  auto api = call("POST", "/v1/tokens", session_, R"({"kind":"api","name":"ci"})");
+  ASSERT_EQ(api.status, 201) << api.describe();
+  const std::string token = api.json().value("token", "");
+  const std::string url = "http://127.0.0.1:" + std::to_string(port_);
+  auto faultctl = [&](std::vector<std::string> args, std::vector<std::string> extra_env = {}) {
+    args.insert(args.begin(), FAULTCTL_PATH);
+    auto e = env();
+    e.insert(e.end(), extra_env.begin(), extra_env.end());
+    return fltest::run_command(args, {.env = e}, 60s);
+  };
+  const std::vector<std::string> fault = {"run",     "partition", "--target", "198.18.75.2",
+                                          "--netns", p->a(),      "--dev",    "fla" + tag_};
+  auto with = [&](std::vector<std::string> head, const std::vector<std::string>& tail) {
+    head.insert(head.end(), tail.begin(), tail.end());
+    return head;
+  };
+
+  // Traffic for the partition to drop while it is on.
+  auto pings = ChildProcess::spawn({"ip", "netns", "exec", p->a(), "ping", "-i", "0.2", "-c", "40", "198.18.75.2"},
+                                   {.output = fltest::Output::kFiles});
+  auto run = faultctl(with(with({"--control-plane", url, "--token", token}, fault),
+                           {"--duration", "2s", "--agent", std::to_string(agent)}));
+  EXPECT_TRUE(run.status.is(0)) << run.describe();
+  EXPECT_NE(run.out.find("submitted to agent " + std::to_string(agent)), std::string::npos) << run.describe();
+  EXPECT_NE(run.out.find("ended (completed)"), std::string::npos) << run.describe();
+  EXPECT_EQ(run.out.find("\"dropped\":0"), std::string::npos) << "nothing dropped: " << run.describe();
+  pings.kill_and_reap();
+
+  // FAULTLINE_CP and FAULTLINE_CP_TOKEN instead of the flags.
+  const std::vector<std::string> cp_env = {"FAULTLINE_CP=" + url, "FAULTLINE_CP_TOKEN=" + token};
+  auto list = faultctl({"list"}, cp_env);
+  EXPECT_TRUE(list.status.is(0)) << list.describe();
+  EXPECT_NE(list.out.find("completed"), std::string::npos) << list.describe();
+  EXPECT_NE(list.out.find("198.18.75.2"), std::string::npos) << list.describe();
+
+  auto detached = faultctl(with(fault, {"--duration", "60s", "--agent", std::to_string(agent), "--detach"}), cp_env);
+  ASSERT_TRUE(detached.status.is(0)) << detached.describe();
+  const auto at = detached.out.find("experiment ");
+  ASSERT_NE(at, std::string::npos) << detached.describe();
+  const std::string id = std::to_string(std::stoll(detached.out.substr(at + 11)));
+  ASSERT_EQ(wait_state(std::stoll(id), {"running"}, 10s), "running") << faultd_->describe();
+  auto abort = faultctl({"abort", id}, cp_env);
+  EXPECT_TRUE(abort.status.is(0)) << abort.describe();
+  auto watch = faultctl({"watch", id, "--json"}, cp_env);
+  EXPECT_TRUE(watch.status.is(1)) << "an experiment aborted from outside exits 1, as a local run does: "
+                                  << watch.describe();
+  EXPECT_NE(watch.out.find("\"state\":\"cancelled\""), std::string::npos) << watch.describe();
+  EXPECT_TRUE(eventually([&] { return faults_on() == 0; }, 3s));
+
+  // Refusals: a flag a spec cannot carry (here, before anything is sent), a
+  // host faultcp does not know (its 404 names the entry), a bad token.
+  auto seed = faultctl({"run", "loss", "--target", "198.18.75.2", "--percent", "50", "--duration", "2s", "--seed", "1",
+                        "--agent", std::to_string(agent)},
+                       cp_env);
+  EXPECT_TRUE(seed.status.is(2)) << seed.describe();
+  EXPECT_NE(seed.err.find("--seed cannot be sent to the control plane"), std::string::npos) << seed.describe();
+  auto nohost = faultctl(with(fault, {"--duration", "2s", "--hostname", "nohost"}), cp_env);
+  EXPECT_TRUE(nohost.status.is(2)) << nohost.describe();
+  EXPECT_NE(nohost.err.find("selector.hostnames[0]"), std::string::npos) << nohost.describe();
+  auto bad = faultctl({"list"}, {"FAULTLINE_CP=" + url, "FAULTLINE_CP_TOKEN=flcp_api_nope"});
+  EXPECT_TRUE(bad.status.is(1)) << bad.describe();
+  EXPECT_NE(bad.err.find("answered 401"), std::string::npos) << bad.describe();
+  auto nocp = faultctl({"watch", id});
+  EXPECT_TRUE(nocp.status.is(2)) << nocp.describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, AgentTest, ::testing::Values(Backend::Sqlite, Backend::Postgres),
+                         [](const auto& info) { return fltest::backend_name(info.param); });
+
+// HTTPS to faultcp: the certificate is verified against --control-plane-ca;
+// without it (the system store) the agent does not register.
+TEST(AgentTls, RegistersOverHttpsWithThePrivateCaOnly) {
+  FL_REQUIRE_ROOT("faultd runs as root");
+  char tmpl[] = "/tmp/fl-agent-tls-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl, cert = dir + "/cert.pem", key = dir + "/key.pem";
+  auto made = fltest::run_command(
+      {"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
+       "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert},
+      {}, 30s);
+  ASSERT_TRUE(made.status.is(0)) << made.describe();
+  const std::string port = std::to_string(free_tcp_port());
+  auto cp = ChildProcess::spawn({FAULTCP_PATH, "serve", "--listen", "127.0.0.1:" + port, "--database",
+                                 "sqlite:" + dir + "/db/faultcp.db", "--tls-cert", cert, "--tls-key", key},
+                                {.output = fltest::Output::kFiles});
+  ASSERT_TRUE(cp.wait_for("faultcp: listening on", 30s, fltest::Stream::kEither)) << cp.describe();
+  const std::string url = "https://127.0.0.1:" + port;
+  auto curl = [&](const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"curl", "-sS", "--cacert", cert};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return nlohmann::json::parse(fltest::run_command(argv, {}, 30s).out, nullptr, false);
+  };
+  const auto session = curl({"-d", R"({"email":"a@example.com","password":"correct horse battery","workspace":"w"})",
+                             url + "/v1/auth/signup"})
+                           .value("token", "");
+  const auto enroll =
+      curl({"-H", "Authorization: Bearer " + session, "-d", R"({"kind":"enrollment"})", url + "/v1/tokens"})
+          .value("token", "");
+  ASSERT_FALSE(enroll.empty());
+  const std::vector<std::string> env = {
+      "FAULTLINE_BPFFS_ROOT=/sys/fs/bpf/fltest-agent-tls-" + std::to_string(::getpid()),
+      "FAULTLINE_RUN_DIR=" + dir + "/run"};
+  auto agents = [&] {
+    auto j = curl({"-H", "Authorization: Bearer " + session, url + "/v1/agents"});
+    return j.contains("agents") ? j["agents"].size() : size_t{0};
+  };
+  {
+    // The system trust store does not know this self-signed certificate.
+    auto d = ChildProcess::spawn({FAULTD_PATH, "--foreground", "--socket", dir + "/faultd.sock", "--metrics", "off",
+                                  "--toxiproxy", "off", "--control-plane", url, "--enroll-token", enroll},
+                                 {.env = env, .output = fltest::Output::kFiles, .stop_grace = 5000ms});
+    EXPECT_TRUE(d.wait_for("certificate verify failed", 15s, fltest::Stream::kStderr)) << d.describe();
+    d.stop(5000ms);
+    EXPECT_EQ(agents(), 0u);
+  }
+  auto d = ChildProcess::spawn(
+      {FAULTD_PATH, "--foreground", "--socket", dir + "/faultd.sock", "--metrics", "off", "--toxiproxy", "off",
+       "--control-plane", url, "--enroll-token", enroll, "--control-plane-ca", cert},
+      {.env = env, .output = fltest::Output::kFiles, .stop_grace = 5000ms});
+  EXPECT_TRUE(eventually([&] { return agents() == 1; }, 15s)) << d.describe();
+  // faultctl over https with the same private root (FAULTLINE_CP_CA), and without it.
+  const std::vector<std::string> cp_env = {"FAULTLINE_CP=" + url, "FAULTLINE_CP_TOKEN=" + session};
+  auto with_ca = cp_env;
+  with_ca.push_back("FAULTLINE_CP_CA=" + cert);
+  auto list = fltest::run_command({FAULTCTL_PATH, "list"}, {.env = with_ca}, 30s);
+  EXPECT_TRUE(list.status.is(0)) << list.describe();
+  auto untrusted = fltest::run_command({FAULTCTL_PATH, "list"}, {.env = cp_env}, 30s);
+  EXPECT_TRUE(untrusted.status.is(1)) << untrusted.describe();
+  EXPECT_NE(untrusted.err.find("certificate verify failed"), std::string::npos) << untrusted.describe();
+  d.stop(5000ms);
+  cp.stop(5000ms);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
+}  // namespace
