@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/exit_code.h"
+#include "ctl/served_run.h"
 #include "loader/libbpf_log.h"
 #include "userspace/daemon/faultd_config.h"
 
@@ -67,6 +68,7 @@ int detach_and_serve(const FaultdConfig& config, const std::vector<std::string>&
   hooks.stopping = [] { ::syslog(LOG_INFO, "faultd: stopping"); };
   hooks.argv = argv;
   hooks.handed_over = notify_handed_over;
+  hooks.run = serve_faultd_run;
   const int code = serve_faultd(config, hooks);
   const auto byte = static_cast<unsigned char>(code);
   (void)!::write(report, &byte, 1);  // fails harmlessly once ready closed it
@@ -99,7 +101,8 @@ int main(int argc, char** argv) {
   FaultdHooks hooks;
   hooks.argv = self;
   hooks.handed_over = notify_handed_over;
-  if (!config.foreground) {  // a detached faultd's successor: syslog, as before
+  hooks.run = serve_faultd_run;  // `faultctl run`, by faultctl's own code
+  if (!config.foreground) {      // a detached faultd's successor: syslog, as before
     ::openlog("faultd", LOG_PID, LOG_DAEMON);
     hooks.log = [](const std::string& line) { ::syslog(LOG_INFO, "%s", line.c_str()); };
     hooks.ready = [](const std::string& where) {

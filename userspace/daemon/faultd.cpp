@@ -177,7 +177,10 @@ int serve_faultd(const FaultdConfig& config, const FaultdHooks& hooks) {
         return fail(hooks, st.error());
     }
   }
-  const HttpRouter api = local_api_router(proxies.get());
+  // Runs served for faultctl, each on its own thread once its connection is taken over.
+  std::unique_ptr<RunService> runs;
+  if (hooks.run) runs = std::make_unique<RunService>(*server, hooks.run, hooks.log);
+  const HttpRouter api = local_api_router(proxies.get(), runs.get());
   const HttpRouter metrics = metrics_router(proxies.get());
   // The listeners, in the order a handover names them.
   std::vector<std::string> names;
@@ -262,20 +265,26 @@ int serve_faultd(const FaultdConfig& config, const FaultdHooks& hooks) {
     const uint64_t open = proxies ? proxies->registry().open_connections() : 0;
     hooks.log("faultd: pid " + std::to_string(*next) + " took over; relaying " + std::to_string(open) +
               " open connections here for at most " + std::to_string(config.restart_drain_ns / 1'000'000'000ULL) +
-              " s");
+              " s" + (runs && runs->active() > 0 ? " and watching " + std::to_string(runs->active()) + " runs" : ""));
     const uint64_t deadline = monotonic_ns() + config.restart_drain_ns;
     bool stop_now = false;
-    while (proxies && proxies->registry().open_connections() > 0 && monotonic_ns() < deadline && !stop_now) {
+    // Runs still on are watched here until they end or the drain does; then
+    // their faults are left on in the kernel, to end at their expiry.
+    auto busy = [&] { return (proxies && proxies->registry().open_connections() > 0) || (runs && runs->active() > 0); };
+    while (busy() && monotonic_ns() < deadline && !stop_now) {
       pollfd p{sigfd.get(), POLLIN, 0};
       if (::poll(&p, 1, 50) == 1 && ::read(sigfd.get(), &si, sizeof si) == sizeof si &&
           (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT))
         stop_now = true;
     }
     const uint64_t left = proxies ? proxies->registry().open_connections() : 0;
+    if (runs) runs->leave_all();
     hooks.log("faultd: drained; " + std::to_string(left) + " connections still open are closed; exiting");
     return kExitCompleted;
   }
   hooks.stopping();
+  // A stop never ends a run's fault: it stays on in the kernel until its expiry.
+  if (runs) runs->leave_all();
   return kExitCompleted;
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "userspace/daemon/faultd_config.h"
+#include "userspace/daemon/run_service.h"
 
 namespace faultline {
 
@@ -35,6 +36,9 @@ struct FaultdHooks {
   std::vector<std::string> argv;
   // The successor serves; this process drains and exits (systemd: MAINPID=).
   std::function<void(pid_t)> handed_over;
+  // Runs faultctl sends (POST /v1/runs), as faultctl would run them; empty:
+  // the route answers 501 and faultctl runs standalone.
+  RunExecutor run;
 };
 
 // Serves in this process until SIGTERM or SIGINT, or until a successor took
