@@ -3,8 +3,11 @@
 // ends when faultctl is interrupted or killed, another faultctl sees and ends
 // it, and a faultd that stops leaves it on in the kernel until its expiry.
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -32,9 +35,10 @@ class RunViaFaultdTest : public FaultdTest {
       FAIL() << e.what();
     }
   }
+  // faultd and what it kept attached go before the namespaces.
   void TearDown() override {
-    net_.reset();
     FaultdTest::TearDown();
+    net_.reset();
   }
 
   // `faultctl run ARGS` with or without faultd, to its end.
@@ -190,6 +194,35 @@ TEST_F(RunViaFaultdTest, AFaultdThatStopsLeavesTheFaultToItsExpiry) {
   // Past its expiry the kernel ignores it and the next faultctl reaps it.
   std::this_thread::sleep_for(4500ms);
   EXPECT_EQ(faults_on(), 0u);
+}
+
+// The pinned links under the state's root, by name, with their inodes: a link
+// pinned anew (a new attachment) has a new inode.
+std::map<std::string, ino_t> pinned_links(const std::string& root) {
+  std::map<std::string, ino_t> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(root + "/links", ec)) {
+    struct stat st {};
+    if (::stat(e.path().c_str(), &st) == 0) out[e.path().filename().string()] = st.st_ino;
+  }
+  return out;
+}
+
+TEST_F(RunViaFaultdTest, FaultdKeepsWhatItsRunsAttachedUntilItStops) {
+  start_faultd();
+  const std::vector<std::string> args = {"partition", "--netns", ns(), "--target", kRunB, "--duration", "1s"};
+  const CommandResult first = run(args, true);
+  ASSERT_TRUE(first.status.is(0)) << first.describe();
+  const auto kept = pinned_links(bpffs_root());
+  EXPECT_FALSE(kept.empty()) << "faultd gave up the attachment of its run when the fault ended";
+  const CommandResult second = run(args, true);
+  EXPECT_TRUE(second.status.is(0)) << second.describe();
+  EXPECT_EQ(pinned_links(bpffs_root()), kept) << "the second run attached anew";
+  EXPECT_EQ(runs_served(), 2u) << faultd().err();
+  // Stopped, faultd tears the idle state down, as any faultctl would.
+  faultd().stop(5000ms);
+  EXPECT_TRUE(pinned_links(bpffs_root()).empty());
+  EXPECT_FALSE(std::filesystem::exists(bpffs_root() + "/maps/fl_attach"));
 }
 
 }  // namespace

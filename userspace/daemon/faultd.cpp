@@ -21,6 +21,7 @@
 #include "base/unique_fd.h"
 #include "userspace/daemon/faultd_api.h"
 #include "userspace/daemon/proxy_faults.h"
+#include "userspace/faults/packet/netfault_engine.h"
 #include "userspace/net/http_server.h"
 #include "userspace/ops/features_report.h"
 #include "userspace/state/state_dir.h"
@@ -177,6 +178,19 @@ int serve_faultd(const FaultdConfig& config, const FaultdHooks& hooks) {
         return fail(hooks, st.error());
     }
   }
+  // Serving runs, faultd keeps the programs its runs attached (and the maps)
+  // when their last fault ends: the next run does not load them again. Given
+  // back when it stops, once every run's thread is done (this is destroyed
+  // after `runs`): an idle state is then torn down as any faultctl would.
+  struct IdleStateRelease {
+    bool kept;
+    ~IdleStateRelease() {
+      if (!kept) return;
+      NetfaultEngine::keep_idle_state(false);
+      (void)NetfaultEngine().reap();
+    }
+  } release_idle_state{static_cast<bool>(hooks.run)};
+  if (hooks.run) NetfaultEngine::keep_idle_state(true);
   // Runs served for faultctl, each on its own thread once its connection is taken over.
   std::unique_ptr<RunService> runs;
   if (hooks.run) runs = std::make_unique<RunService>(*server, hooks.run, hooks.log);

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 
 #include "base/cgroup.h"
@@ -378,6 +379,14 @@ Result<AppliedFault> NetfaultEngine::apply(const FaultPlan& plan, uint32_t owner
   return AppliedFault{*slot, c.entry.expires_ns, attach_mode_name(*mode)};
 }
 
+namespace {
+
+std::atomic<bool> g_keep_idle_state{false};
+
+}  // namespace
+
+void NetfaultEngine::keep_idle_state(bool keep) { g_keep_idle_state = keep; }
+
 Status NetfaultEngine::end(uint32_t slot) {
   auto lock = NetfaultStateLock::acquire(layout_);
   if (!lock) return lock.error();
@@ -386,7 +395,7 @@ Status NetfaultEngine::end(uint32_t slot) {
   FaultTable table(*maps);
   FL_TRY(table.remove(slot));
   FL_TRY(reap_locked(*maps));
-  if (table.list().empty()) return teardown_locked(*maps);
+  if (table.list().empty() && !g_keep_idle_state) return teardown_locked(*maps);
   return {};
 }
 
@@ -414,7 +423,7 @@ Result<int> NetfaultEngine::reap() {
   if (!maps) return 0;
   auto reaped = reap_locked(*maps);
   if (!reaped) return reaped.error();
-  if (FaultTable(*maps).list().empty()) FL_TRY(teardown_locked(*maps));
+  if (FaultTable(*maps).list().empty() && !g_keep_idle_state) FL_TRY(teardown_locked(*maps));
   return *reaped;
 }
 
