@@ -205,6 +205,9 @@ int serve_faultd(const FaultdConfig& config, const FaultdHooks& hooks) {
       if (fd < 0) return make_error(EINVAL, std::string("the handover has no ") + name + " listener");
       return server->adopt_listener(UniqueFd(fd), std::move(handler));
     }
+    // Kept by the service manager from the previous start: still listening.
+    if (auto kept = hooks.listeners.find(name); kept != hooks.listeners.end())
+      return server->adopt_listener(UniqueFd(kept->second), std::move(handler));
     return bind(std::move(handler));
   };
   auto api_at = listen(
@@ -243,6 +246,16 @@ int serve_faultd(const FaultdConfig& config, const FaultdHooks& hooks) {
     (void)write_features(true, discard);
   }
   if (successor) where += "; took over from the previous faultd";
+  // The service manager keeps the listeners across a stop and a start (a
+  // successor's are the same sockets, kept already).
+  bool listeners_stored = !hooks.listeners.empty();
+  if (hooks.store_listener && !successor) {
+    const std::vector<int> fds = server->listener_fds();
+    for (size_t i = 0; i < fds.size() && i < names.size(); ++i) {
+      if (hooks.store_listener(names[i], fds[i])) listeners_stored = true;
+    }
+    if (listeners_stored) where += "; listeners kept by the service manager across restarts";
+  }
   hooks.ready(where);
   if (successor) {
     const int ready = inherited_fd(state, "ready");
@@ -299,6 +312,9 @@ int serve_faultd(const FaultdConfig& config, const FaultdHooks& hooks) {
   hooks.stopping();
   // A stop never ends a run's fault: it stays on in the kernel until its expiry.
   if (runs) runs->leave_all();
+  // The service manager holds the listeners for the next start: connections
+  // wait in their queues meanwhile, and the API socket's file stays.
+  if (listeners_stored) server->release_listeners();
   return kExitCompleted;
 }
 
