@@ -599,7 +599,7 @@ int main(int argc, char** argv) {
     rx.join();
     return 1;
   }
-  std::vector<Trial> cold, warm, cold_fd, warm_fd;
+  std::vector<Trial> cold, warm, cold_fd, warm_fd, kept_fd;
   std::cout << "apply/revert: UDP datagram every 0.1 ms " << o.client_ns << " -> " << o.server_ns << " " << o.server_ip
             << ":" << o.port << ", partition on " << o.server_ip << "; " << o.trials << " cold and " << o.trials
             << " warm trials, alternating" << (with_faultd ? ", each standalone and through faultd" : "") << "\n";
@@ -637,6 +637,29 @@ int main(int argc, char** argv) {
         ++failures;
       }
     }
+    if (with_faultd) {
+      // No other fault, but faultd kept what its previous run attached (a
+      // standalone run in this situation is cold): primed by a short run
+      // through faultd when the last trial was a standalone one.
+      setenv("FAULTLINE_FAULTD_SOCKET", faultd_socket.c_str(), 1);
+      if (!installed(root)) {
+        Child prime =
+            spawn({o.faultctl, "run", "partition", "--target", o.non_peer, "--netns", o.client_ns, "--duration", "1s"},
+                  Out::Null, true);
+        wait_child(prime, 20'000);
+      }
+      Trial t = trial(o);
+      setenv("FAULTLINE_FAULTD_SOCKET", nobody_socket.c_str(), 1);
+      std::cout << "  trial " << i + 1 << " kept faultd: ";
+      if (t.ok) {
+        std::cout << "apply " << fmt(t.apply_ms, 1) << " ms, revert " << fmt(t.revert_ms, 1) << " ms; faultctl --help "
+                  << fmt(t.spawn_ms, 1) << " ms\n";
+        kept_fd.push_back(t);
+      } else {
+        std::cout << "failed: " << t.why << "\n";
+        ++failures;
+      }
+    }
   }
   stop_faultd();
   g_stop.store(true);
@@ -653,6 +676,7 @@ int main(int argc, char** argv) {
   if (with_faultd) {
     cases.push_back({"cold faultd", &cold_fd});
     cases.push_back({"warm faultd", &warm_fd});
+    cases.push_back({"kept faultd", &kept_fd});
   }
   for (auto [name, v] : cases) {
     std::cout << name << std::string(name[4] == '\0' ? 3 : 1, ' ') << v->size() << "  "
@@ -704,7 +728,9 @@ int main(int argc, char** argv) {
   if (with_faultd) {
     for (auto [name, via, alone] :
          {std::tuple<std::string, std::vector<Trial>*, std::vector<Trial>*>{"cold", &cold_fd, &cold},
-          {"warm", &warm_fd, &warm}}) {
+          {"warm", &warm_fd, &warm},
+          // kept: no other fault, as in a standalone cold run
+          {"kept by faultd from its previous run (vs standalone cold)", &kept_fd, &cold}}) {
       Spread a = col(*via, &Trial::apply_ms), r = col(*via, &Trial::revert_ms);
       append_summary(
           o.summary,
