@@ -218,7 +218,13 @@ TEST_F(RunViaFaultdTest, FaultdKeepsWhatItsRunsAttachedUntilItStops) {
   const CommandResult second = run(args, true);
   EXPECT_TRUE(second.status.is(0)) << second.describe();
   EXPECT_EQ(pinned_links(bpffs_root()), kept) << "the second run attached anew";
-  EXPECT_EQ(runs_served(), 2u) << faultd().err();
+  // The kept state takes what a torn-down one would: another attach mode.
+  std::vector<std::string> tc = args;
+  tc.insert(tc.end(), {"--attach", "tc"});
+  const CommandResult other_mode = run(tc, true);
+  EXPECT_TRUE(other_mode.status.is(0)) << other_mode.describe();
+  EXPECT_NE(other_mode.out.find("via tc"), std::string::npos) << other_mode.describe();
+  EXPECT_EQ(runs_served(), 3u) << faultd().err();
   // Stopped, faultd tears the idle state down, as any faultctl would.
   faultd().stop(5000ms);
   EXPECT_TRUE(pinned_links(bpffs_root()).empty());
