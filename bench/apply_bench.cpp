@@ -17,6 +17,12 @@
 //
 // --breakdown first times the same steps in-process through the library, to say
 // where the apply time goes.
+//
+// --faultd PATH: the bench starts faultd on a private socket, and every trial
+// runs twice, interleaved: standalone (FAULTLINE_FAULTD_SOCKET at a path nobody
+// serves) and through faultd (faultctl run and abort served by it, the fault
+// applied by faultd's resident process, its features probed once at its start).
+// The faultd rows say their ratio to the standalone ones of the same run.
 #include <arpa/inet.h>
 #include <bpf/libbpf.h>
 #include <fcntl.h>
@@ -26,12 +32,15 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <thread>
+#include <tuple>
 
 #include "bench/bench_util.h"
 #include "loader/bpffs.h"
@@ -50,6 +59,7 @@ namespace {
 struct Opts {
   std::string client_ns, server_ns, server_ip = "198.18.0.2", non_peer = "198.19.255.254";
   std::string faultctl, summary;
+  std::string faultd;  // with it, every trial also runs through faultd
   int trials = 5;
   int port = 9911;
   bool breakdown = true;
@@ -62,6 +72,21 @@ std::unique_ptr<std::atomic<uint64_t>[]> g_send, g_recv;
 std::atomic<uint64_t> g_next_seq{0};
 std::atomic<bool> g_stop{false};
 Child g_bg;
+Child g_faultd;
+
+int socket_unix_connect(const std::string& path) {
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  if (path.size() >= sizeof a.sun_path) return -1;
+  std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
 
 bool enter_netns(const std::string& name) {
   int fd = open(("/run/netns/" + name).c_str(), O_RDONLY | O_CLOEXEC);
@@ -278,7 +303,31 @@ void stop_background() {
 void on_signal(int) {
   g_stop.store(true);
   stop_background();
+  if (g_faultd.pid > 0) kill(g_faultd.pid, SIGTERM);
   _exit(130);
+}
+
+// faultd on a private socket, waited for until the socket answers connect().
+bool start_faultd(const Opts& o, const std::string& socket) {
+  g_faultd =
+      spawn({o.faultd, "--foreground", "--socket", socket, "--metrics", "off", "--toxiproxy", "off"}, Out::Null, true);
+  if (g_faultd.pid <= 0) return false;
+  for (int i = 0; i < 300; ++i) {
+    int fd = socket_unix_connect(socket);
+    if (fd >= 0) {
+      close(fd);
+      return true;
+    }
+    sleep_ms(50);
+  }
+  return false;
+}
+
+void stop_faultd() {
+  if (g_faultd.pid <= 0) return;
+  kill(g_faultd.pid, SIGTERM);
+  wait_child(g_faultd, 20'000);
+  g_faultd.pid = -1;
 }
 
 // ---- in-process breakdown of one cold and one warm apply, and of the abort ----
@@ -497,10 +546,12 @@ int main(int argc, char** argv) {
     else if (a == "--trials") o.trials = std::max(3, std::atoi(next().c_str()));
     else if (a == "--port") o.port = std::atoi(next().c_str());
     else if (a == "--no-breakdown") o.breakdown = false;
+    else if (a == "--faultd") o.faultd = next();
     else {
-      std::cerr << "usage: fl_bench_apply --client-ns A --server-ns B --faultctl PATH [--server-ip IP] [--non-peer IP]\n"
-                   "       [--trials N>=3] [--port N] [--no-breakdown] [--summary FILE]\n"
-                   "FAULTLINE_BPFFS_ROOT must name a private state for the faultctl runs.\n";
+      std::cerr
+          << "usage: fl_bench_apply --client-ns A --server-ns B --faultctl PATH [--server-ip IP] [--non-peer IP]\n"
+             "       [--trials N>=3] [--port N] [--no-breakdown] [--summary FILE] [--faultd PATH]\n"
+             "FAULTLINE_BPFFS_ROOT must name a private state for the faultctl runs.\n";
       return 2;
     }
   }
@@ -534,40 +585,83 @@ int main(int argc, char** argv) {
   }
   sleep_ms(300);
 
-  std::vector<Trial> cold, warm;
+  // Standalone faultctl never finds a faultd here; with --faultd, every trial
+  // also runs through the one the bench started.
+  const std::string faultd_socket = "/tmp/flbench-faultd-" + std::to_string(getpid()) + ".sock";
+  const std::string nobody_socket = faultd_socket + ".nobody";
+  setenv("FAULTLINE_FAULTD_SOCKET", nobody_socket.c_str(), 1);
+  const bool with_faultd = !o.faultd.empty();
+  if (with_faultd && !start_faultd(o, faultd_socket)) {
+    std::cerr << "fl_bench_apply: faultd did not start on " << faultd_socket << "\n";
+    stop_faultd();
+    g_stop.store(true);
+    tx.join();
+    rx.join();
+    return 1;
+  }
+  std::vector<Trial> cold, warm, cold_fd, warm_fd, kept_fd;
   std::cout << "apply/revert: UDP datagram every 0.1 ms " << o.client_ns << " -> " << o.server_ns << " " << o.server_ip
             << ":" << o.port << ", partition on " << o.server_ip << "; " << o.trials << " cold and " << o.trials
-            << " warm trials, alternating\n";
+            << " warm trials, alternating" << (with_faultd ? ", each standalone and through faultd" : "") << "\n";
   int failures = 0;
-  for (int i = 0; i < o.trials && failures < o.trials; ++i) {
-    for (int k = 0; k < 2; ++k) {
-      bool is_warm = (i + k) % 2 == 1;
+  const int modes = with_faultd ? 2 : 1;
+  for (int i = 0; i < o.trials && failures < o.trials * modes; ++i) {
+    for (int k = 0; k < 2 * modes; ++k) {
+      const bool is_warm = (i + k) % 2 == 1;
+      const bool via_faultd = with_faultd && (i + k / 2) % 2 == 1;
       if (installed(root)) {  // leftovers from an earlier failure: start clean
         Child c = spawn({o.faultctl, "abort", "--all"}, Out::Null, true);
         wait_child(c);
       }
+      // The background fault only holds the attachment: always standalone.
       if (is_warm && !start_background(o)) {
         std::cerr << "fl_bench_apply: the background fault did not apply\n";
         stop_background();
         ++failures;
         continue;
       }
+      if (via_faultd) setenv("FAULTLINE_FAULTD_SOCKET", faultd_socket.c_str(), 1);
       Trial t = trial(o);
+      setenv("FAULTLINE_FAULTD_SOCKET", nobody_socket.c_str(), 1);
       if (is_warm) stop_background();
-      std::cout << "  trial " << i + 1 << " " << (is_warm ? "warm" : "cold") << ": ";
+      std::cout << "  trial " << i + 1 << " " << (is_warm ? "warm" : "cold") << (via_faultd ? " faultd" : "") << ": ";
       if (t.ok) {
         std::cout << "apply " << fmt(t.apply_ms, 1) << " ms (send gap " << fmt(t.apply_res_ms, 2) << "), revert "
                   << fmt(t.revert_ms, 1) << " ms (gap " << fmt(t.revert_res_ms, 2) << "); \"applied\" printed at "
                   << fmt(t.applied_line_ms, 1) << " ms, abort exited at " << fmt(t.abort_exit_ms, 1)
                   << " ms; faultctl --help " << fmt(t.spawn_ms, 1) << " ms; CPU used: run " << fmt(t.apply_cpu_ms, 1)
                   << " ms, abort " << fmt(t.abort_cpu_ms, 1) << " ms\n";
-        (is_warm ? warm : cold).push_back(t);
+        (via_faultd ? (is_warm ? warm_fd : cold_fd) : (is_warm ? warm : cold)).push_back(t);
+      } else {
+        std::cout << "failed: " << t.why << "\n";
+        ++failures;
+      }
+    }
+    if (with_faultd) {
+      // No other fault, but faultd kept what its previous run attached (a
+      // standalone run in this situation is cold): primed by a short run
+      // through faultd when the last trial was a standalone one.
+      setenv("FAULTLINE_FAULTD_SOCKET", faultd_socket.c_str(), 1);
+      if (!installed(root)) {
+        Child prime =
+            spawn({o.faultctl, "run", "partition", "--target", o.non_peer, "--netns", o.client_ns, "--duration", "1s"},
+                  Out::Null, true);
+        wait_child(prime, 20'000);
+      }
+      Trial t = trial(o);
+      setenv("FAULTLINE_FAULTD_SOCKET", nobody_socket.c_str(), 1);
+      std::cout << "  trial " << i + 1 << " kept faultd: ";
+      if (t.ok) {
+        std::cout << "apply " << fmt(t.apply_ms, 1) << " ms, revert " << fmt(t.revert_ms, 1) << " ms; faultctl --help "
+                  << fmt(t.spawn_ms, 1) << " ms\n";
+        kept_fd.push_back(t);
       } else {
         std::cout << "failed: " << t.why << "\n";
         ++failures;
       }
     }
   }
+  stop_faultd();
   g_stop.store(true);
   tx.join();
   rx.join();
@@ -578,8 +672,15 @@ int main(int argc, char** argv) {
     return spread(out);
   };
   std::cout << "\n" << "case   n  apply ms (median [min-max])   revert ms              \"applied\" line ms     abort exit ms         faultctl --help ms\n";
-  for (auto [name, v] : {std::pair<const char*, std::vector<Trial>*>{"cold", &cold}, {"warm", &warm}}) {
-    std::cout << name << "   " << v->size() << "  " << fmt_spread(col(*v, &Trial::apply_ms), 1)
+  std::vector<std::pair<const char*, std::vector<Trial>*>> cases = {{"cold", &cold}, {"warm", &warm}};
+  if (with_faultd) {
+    cases.push_back({"cold faultd", &cold_fd});
+    cases.push_back({"warm faultd", &warm_fd});
+    cases.push_back({"kept faultd", &kept_fd});
+  }
+  for (auto [name, v] : cases) {
+    std::cout << name << std::string(name[4] == '\0' ? 3 : 1, ' ') << v->size() << "  "
+              << fmt_spread(col(*v, &Trial::apply_ms), 1)
               << std::string(29 - std::min<size_t>(28, fmt_spread(col(*v, &Trial::apply_ms), 1).size()), ' ')
               << fmt_spread(col(*v, &Trial::revert_ms), 1)
               << std::string(23 - std::min<size_t>(22, fmt_spread(col(*v, &Trial::revert_ms), 1).size()), ' ')
@@ -591,7 +692,7 @@ int main(int argc, char** argv) {
   }
   std::cout << "CPU time used by the processes themselves (load-independent; run: its live threads until \"applied\";\n"
             << "abort: start to exit, from wait4):\n";
-  for (auto [name, v] : {std::pair<const char*, std::vector<Trial>*>{"cold", &cold}, {"warm", &warm}}) {
+  for (auto [name, v] : cases) {
     std::cout << "  " << name << ": faultctl run " << fmt_spread(col(*v, &Trial::apply_cpu_ms), 1) << " ms, faultctl abort "
               << fmt_spread(col(*v, &Trial::abort_cpu_ms), 1) << " ms\n";
   }
@@ -619,10 +720,34 @@ int main(int argc, char** argv) {
                                fmt_spread(ratio(*v, &Trial::revert_ms), 1) + "x start", "<= 5 ms",
                                r.n == 0 ? "FAILED" : verdict(r.median <= 5.0)});
   }
+  // Through faultd, next to standalone measured in the same run (interleaved).
+  auto medians_ratio = [&](const std::vector<Trial>& via, const std::vector<Trial>& alone, double Trial::*m) {
+    const Spread a = col(via, m), b = col(alone, m);
+    return a.n == 0 || b.n == 0 ? std::string("-") : fmt(a.median / b.median, 2) + "x standalone";
+  };
+  if (with_faultd) {
+    for (auto [name, via, alone] :
+         {std::tuple<std::string, std::vector<Trial>*, std::vector<Trial>*>{"cold", &cold_fd, &cold},
+          {"warm", &warm_fd, &warm},
+          // kept: no other fault, as in a standalone cold run
+          {"kept by faultd from its previous run (vs standalone cold)", &kept_fd, &cold}}) {
+      Spread a = col(*via, &Trial::apply_ms), r = col(*via, &Trial::revert_ms);
+      append_summary(
+          o.summary,
+          {"3 apply", "apply, " + name + ", through faultd (faultctl run -> fault in effect)",
+           fmt_spread(a, 1) + " ms (standalone " + fmt(col(*alone, &Trial::apply_ms).median, 1) + " ms)",
+           medians_ratio(*via, *alone, &Trial::apply_ms), "<= 20 ms", a.n == 0 ? "FAILED" : verdict(a.median <= 20.0)});
+      append_summary(
+          o.summary,
+          {"3 apply", "revert, " + name + ", through faultd (faultctl abort -> traffic back)",
+           fmt_spread(r, 1) + " ms (standalone " + fmt(col(*alone, &Trial::revert_ms).median, 1) + " ms)",
+           medians_ratio(*via, *alone, &Trial::revert_ms), "<= 5 ms", r.n == 0 ? "FAILED" : verdict(r.median <= 5.0)});
+    }
+  }
   std::vector<Trial> all = cold;
   all.insert(all.end(), warm.begin(), warm.end());
   append_summary(o.summary, {"3 apply", "baseline (start): exec -> exit of faultctl --help",
                              fmt_spread(col(all, &Trial::spawn_ms), 1) + " ms; CPU " + fmt(col(all, &Trial::spawn_cpu_ms).median, 1) + " ms",
                              "1.0x", "-", "report"});
-  return failures > o.trials ? 1 : 0;
+  return failures > o.trials * modes ? 1 : 0;
 }

@@ -2,10 +2,15 @@
 // default socket, a 10 s deadline; anything but a proper answer means standalone.
 #include "ctl/faultd_route.h"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <iostream>
 
+#include "base/exit_code.h"
 #include "userspace/daemon/faultd_client.h"
 #include "userspace/daemon/faultd_config.h"
+#include "userspace/run/stop_signals.h"
 
 namespace faultline {
 namespace {
@@ -29,6 +34,34 @@ std::optional<int> command_via_faultd(const std::string& target) {
   std::cout << out->out << std::flush;
   std::cerr << out->err << std::flush;
   return out->exit_code;
+}
+
+std::optional<int> run_via_faultd(const std::vector<std::string>& args) {
+  const nlohmann::json request{{"args", args}, {"terminal", ::isatty(STDERR_FILENO) != 0}};
+  std::optional<ServedRunEnd> end;
+  int unserved_signal = 0;
+  {
+    // The signals are ours from before the request: one that comes while
+    // faultd starts the run is forwarded once the stream is there.
+    StopSignals signals(true);
+    ServedRunOutput print{[](const std::string& s) { std::cout << s << std::flush; },
+                          [](const std::string& s) { std::cerr << s << std::flush; }};
+    end = call_faultd_run(default_faultd_socket(), request, signals, print, kTimeoutNs);
+    if (!end) unserved_signal = signals.take();
+  }
+  if (!end) {
+    // Nothing was applied; a signal that came meanwhile does what it does
+    // to a standalone faultctl before its run starts.
+    if (unserved_signal != 0) ::raise(unserved_signal);
+    return std::nullopt;
+  }
+  if (end->exit_code) return *end->exit_code;
+  if (!end->left.empty()) {
+    std::cerr << "faultctl run: " << end->left << "\n";
+  } else {
+    std::cerr << "faultctl run: " << end->broken << " (faultctl status shows whether the fault is still on)\n";
+  }
+  return kExitFailure;
 }
 
 }  // namespace faultline

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace faultline {
 
@@ -14,5 +15,12 @@ namespace faultline {
 // POST target to faultd; print its output and errors as the command would: the
 // exit code, or nothing when faultd is not there.
 [[nodiscard]] std::optional<int> command_via_faultd(const std::string& target);
+
+// `faultctl run` through faultd: args are the words after "run", already parsed
+// here and fit to be served (see run_packet.cpp). faultd prints what the run
+// prints, here, as it comes; SIGINT, SIGTERM and SIGHUP go to faultd, which
+// ends the fault as a standalone run would. The exit code, or nothing when
+// faultd did not take the run (then nothing was applied: run standalone).
+[[nodiscard]] std::optional<int> run_via_faultd(const std::vector<std::string>& args);
 
 }  // namespace faultline

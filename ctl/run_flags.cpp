@@ -139,9 +139,13 @@ Result<RunFlags> parse_run_flags(const cxxopts::ParseResult& r, const std::strin
 }
 
 int run_fault(RunnableFault& fault, const RunFlags& flags, const std::string& who) {
+  return run_fault(fault, flags, who, RunIo{std::cout, std::cerr});
+}
+
+int run_fault(RunnableFault& fault, const RunFlags& flags, const std::string& who, const RunIo& io) {
   auto guardrails = make_guardrails(flags.guardrails, fault.netns_inode());
   if (!guardrails) {
-    std::cerr << who << ": " << guardrails.error().describe() << "\n";
+    io.err << who << ": " << guardrails.error().describe() << "\n";
     return guardrails.error().bad_input ? kExitBadInput : kExitFailure;
   }
   RunOptions o;
@@ -150,7 +154,9 @@ int run_fault(RunnableFault& fault, const RunFlags& flags, const std::string& wh
   o.dry_run = flags.dry_run;
   o.who = who;
   o.redactor = flags.redactor;
-  return exit_code(guarded_run(fault, *guardrails, o, std::cout, std::cerr));
+  o.stop = io.stop;
+  o.terminal = io.terminal;
+  return exit_code(guarded_run(fault, *guardrails, o, io.out, io.err));
 }
 
 Result<std::optional<HealthProbeConfig>> parse_health_flags(const cxxopts::ParseResult& r, const std::string& netns) {

@@ -13,6 +13,7 @@
 
 #include "base/result.h"
 #include "userspace/guardrails/guardrail_options.h"
+#include "userspace/run/guarded_run.h"
 #include "userspace/run/record.h"
 #include "userspace/run/runnable_fault.h"
 
@@ -38,6 +39,8 @@ void add_run_options(cxxopts::Options& o);
 // Builds the guardrails for the fault, runs it under guarded_run() and returns
 // the exit code (the contract of base/exit_code.h). who prefixes error lines.
 [[nodiscard]] int run_fault(RunnableFault& fault, const RunFlags& flags, const std::string& who);
+// The same, printing to io and stopped by its signals (a run faultd serves).
+[[nodiscard]] int run_fault(RunnableFault& fault, const RunFlags& flags, const std::string& who, const RunIo& io);
 
 // One --abort-above or --abort-below, as written.
 struct GuardrailLimit {

@@ -3,17 +3,20 @@
 #include "userspace/daemon/faultd.h"
 
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <syslog.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "base/exit_code.h"
 #include "base/version.h"
+#include "ctl/served_run.h"
 #include "loader/libbpf_log.h"
 #include "userspace/daemon/faultd_config.h"
 
@@ -24,6 +27,40 @@ using namespace faultline;
 // Detached: the parent waits on a pipe until the child serves (it writes its
 // exit code there and exits 0) or cannot (a code other than 0, and its log
 // line is in syslog); the child runs on in a new session, stdio on /dev/null.
+// The listeners systemd passed (LISTEN_FDS, named by FileDescriptorStore's
+// FDNAME= when they come from its store); others are closed.
+std::map<std::string, int> listeners_from_systemd() {
+  std::map<std::string, int> out;
+  char** names = nullptr;
+  const int n = sd_listen_fds_with_names(1, &names);
+  for (int i = 0; i < n; ++i) {
+    const int fd = SD_LISTEN_FDS_START + i;
+    const std::string name = names != nullptr && names[i] != nullptr ? names[i] : "";
+    if ((name == "api" || name == "metrics" || name == "toxiproxy") && out.count(name) == 0 &&
+        sd_is_socket(fd, AF_UNSPEC, SOCK_STREAM, 1) > 0) {
+      (void)::fcntl(fd, F_SETFD, FD_CLOEXEC);
+      out[name] = fd;
+    } else {
+      ::close(fd);
+    }
+  }
+  if (names != nullptr) {
+    for (int i = 0; i < n; ++i) std::free(names[i]);
+    std::free(names);
+  }
+  return out;
+}
+
+// Under systemd with a file descriptor store (FileDescriptorStoreMax=, which
+// systemd 254+ announces as $FDSTORE; the unit sets it for older ones), each
+// listener is handed to it to keep across a stop and a start.
+bool store_listener(const std::string& name, int fd) {
+  const char* store = std::getenv("FDSTORE");
+  if (std::getenv("NOTIFY_SOCKET") == nullptr || store == nullptr || std::atoi(store) <= 0) return false;
+  const std::string msg = "FDSTORE=1\nFDNAME=" + name;
+  return sd_pid_notify_with_fds(0, 0, msg.c_str(), &fd, 1) > 0;
+}
+
 void notify_handed_over(pid_t successor) {
   // The successor is the service's main process now (systemctl reload).
   (void)sd_notifyf(0, "MAINPID=%d\nREADY=1", int(successor));
@@ -68,6 +105,9 @@ int detach_and_serve(const FaultdConfig& config, const std::vector<std::string>&
   hooks.stopping = [] { ::syslog(LOG_INFO, "faultd: stopping"); };
   hooks.argv = argv;
   hooks.handed_over = notify_handed_over;
+  hooks.run = serve_faultd_run;
+  hooks.listeners = listeners_from_systemd();
+  hooks.store_listener = store_listener;
   const int code = serve_faultd(config, hooks);
   const auto byte = static_cast<unsigned char>(code);
   (void)!::write(report, &byte, 1);  // fails harmlessly once ready closed it
@@ -105,7 +145,10 @@ int main(int argc, char** argv) {
   hooks.argv = self;
   hooks.version = version_string();
   hooks.handed_over = notify_handed_over;
-  if (!config.foreground) {  // a detached faultd's successor: syslog, as before
+  hooks.run = serve_faultd_run;  // `faultctl run`, by faultctl's own code
+  hooks.listeners = listeners_from_systemd();
+  hooks.store_listener = store_listener;
+  if (!config.foreground) {      // a detached faultd's successor: syslog, as before
     ::openlog("faultd", LOG_PID, LOG_DAEMON);
     hooks.log = [](const std::string& line) { ::syslog(LOG_INFO, "%s", line.c_str()); };
     hooks.ready = [](const std::string& where) {

@@ -4,7 +4,8 @@
 #
 #   1. fl_bench_progrun  netfault egress per packet (BPF_PROG_TEST_RUN) vs an empty tc program
 #   2. fl_bench_veth     iperf3 TCP / 64-byte UDP over veth, program attached vs not
-#   3. fl_bench_apply    faultctl run / abort to effect, seen by a 10 kHz UDP stream
+#   3. fl_bench_apply    faultctl run / abort to effect, seen by a 10 kHz UDP stream,
+#                        standalone and through faultd (interleaved; the ratio of the two)
 #   4. fl_bench_connect  connect() with the sockaddr programs (0 / 10k rules) vs none;
 #                        getppid() under seccomp user notification vs bare
 #   5. bench-proxy.sh    wrk/redis-benchmark direct vs haproxy vs faultd's proxy (its own table)
@@ -112,8 +113,16 @@ step "$BUILD/bench/fl_bench_veth" --client-ns "$NS_A" --server-ns "$NS_B" --serv
 
 echo
 echo "== 3. time to apply and to revert a fault (faultctl run / abort)"
+# Through faultd too: the bench starts its own on a private socket (same bpffs state).
+APPLY_FAULTD=()
+if [ -x "$BUILD/faultd" ]; then
+  APPLY_FAULTD=(--faultd "$BUILD/faultd")
+else
+  echo "bench: $BUILD/faultd is missing: the apply bench runs standalone only" >&2
+  FAILED=1
+fi
 step "$BUILD/bench/fl_bench_apply" --client-ns "$NS_A" --server-ns "$NS_B" --server-ip "$ADDR_B" --non-peer "$NON_PEER" \
-  --faultctl "$FAULTCTL" --trials "$REPS" --summary "$SUMMARY"
+  --faultctl "$FAULTCTL" --trials "$REPS" --summary "$SUMMARY" "${APPLY_FAULTD[@]}"
 
 echo
 echo "== 4. connect() with the sockaddr programs (0 and 10k missing rules) vs none; a syscall under seccomp user notification vs bare"

@@ -4,7 +4,7 @@
 #   base  <-  loader  <-  userspace/{net,guardrails,state}  <-  userspace/run
 #         <-  userspace/faults/{packet,syscall,resource,stream}, userspace/enforce
 #         <-  userspace/policy (on enforce)
-#         <-  userspace/ops  <-  userspace/daemon  <-  ctl, daemon (faultd's main)
+#         <-  userspace/ops  <-  userspace/daemon  <-  ctl  <-  daemon (faultd's main)
 #   base  <-  userspace/proxy (its own library, faultline_proxy, under the rest;
 #             faults/stream, daemon, ctl use it)
 #   base, userspace/net  <-  cp (faultcp; plus userspace/faults/packet/spec.h for the caps)
@@ -17,7 +17,8 @@
 # to no family: it may use what a family may, and every family may use it.
 # The policy model sits on enforce (its compiler is the guard's) and includes
 # no fault family: the CLI checks a policy's experiments with the run parsers
-# (ctl/policy_faults.cpp).
+# (ctl/policy_faults.cpp). faultd's main hands the daemon faultctl's run code
+# (ctl/served_run.h), so a run served by faultd is parsed and run as faultctl runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,7 +46,7 @@ allowed_for() {
     userspace/daemon/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|run|faults|enforce|ops|proxy|daemon))/' ;;
     userspace/policy/*) echo '^(base|loader|faultline|userspace/(net|state|enforce|policy))/' ;;
     ctl/*) echo '^(base|loader|faultline|userspace|ctl)/' ;;
-    daemon/*) echo '^(base|loader|faultline|userspace)/' ;;
+    daemon/*) echo '^(base|loader|faultline|userspace|ctl)/' ;;
     # The control plane serves HTTP with userspace/net and checks experiment
     # specs against the packet faults' own caps and kind names (spec.h, a
     # header of constants and declarations): nothing else of the host side.

@@ -28,6 +28,7 @@ class FaultdTest : public ::testing::Test {
   [[nodiscard]] std::vector<std::string> standalone_env() const;
   [[nodiscard]] const std::string& socket_path() const { return socket_; }
   [[nodiscard]] const std::string& dir() const { return dir_; }
+  [[nodiscard]] const std::string& bpffs_root() const { return bpffs_root_; }
 
   // faultd --foreground --socket <ours> --metrics 127.0.0.1:0 --toxiproxy
   // 127.0.0.1:0 --proxy-workers 1 EXTRA..., waited for until it serves; the

@@ -22,6 +22,7 @@
 #include "userspace/daemon/cp_agent.h"
 #include "userspace/daemon/faultd_api.h"
 #include "userspace/daemon/proxy_faults.h"
+#include "userspace/faults/packet/netfault_engine.h"
 #include "userspace/net/http_server.h"
 #include "userspace/ops/features_report.h"
 #include "userspace/state/state_dir.h"
@@ -178,7 +179,23 @@ int serve_faultd(const FaultdConfig& config, const FaultdHooks& hooks) {
         return fail(hooks, st.error());
     }
   }
-  const HttpRouter api = local_api_router(proxies.get());
+  // Serving runs, faultd keeps the programs its runs attached (and the maps)
+  // when their last fault ends: the next run does not load them again. Given
+  // back when it stops, once every run's thread is done (this is destroyed
+  // after `runs`): an idle state is then torn down as any faultctl would.
+  struct IdleStateRelease {
+    bool kept;
+    ~IdleStateRelease() {
+      if (!kept) return;
+      NetfaultEngine::keep_idle_state(false);
+      (void)NetfaultEngine().reap();
+    }
+  } release_idle_state{static_cast<bool>(hooks.run)};
+  if (hooks.run) NetfaultEngine::keep_idle_state(true);
+  // Runs served for faultctl, each on its own thread once its connection is taken over.
+  std::unique_ptr<RunService> runs;
+  if (hooks.run) runs = std::make_unique<RunService>(*server, hooks.run, hooks.log);
+  const HttpRouter api = local_api_router(proxies.get(), runs.get());
   const HttpRouter metrics = metrics_router(proxies.get());
   // The listeners, in the order a handover names them.
   std::vector<std::string> names;
@@ -189,6 +206,9 @@ int serve_faultd(const FaultdConfig& config, const FaultdHooks& hooks) {
       if (fd < 0) return make_error(EINVAL, std::string("the handover has no ") + name + " listener");
       return server->adopt_listener(UniqueFd(fd), std::move(handler));
     }
+    // Kept by the service manager from the previous start: still listening.
+    if (auto kept = hooks.listeners.find(name); kept != hooks.listeners.end())
+      return server->adopt_listener(UniqueFd(kept->second), std::move(handler));
     return bind(std::move(handler));
   };
   auto api_at = listen(
@@ -242,6 +262,16 @@ int serve_faultd(const FaultdConfig& config, const FaultdHooks& hooks) {
   if (auto st = start_agent(); !st) return fail(hooks, st.error());
   if (agent) where += ", agent of " + config.control_plane;
   if (successor) where += "; took over from the previous faultd";
+  // The service manager keeps the listeners across a stop and a start (a
+  // successor's are the same sockets, kept already).
+  bool listeners_stored = !hooks.listeners.empty();
+  if (hooks.store_listener && !successor) {
+    const std::vector<int> fds = server->listener_fds();
+    for (size_t i = 0; i < fds.size() && i < names.size(); ++i) {
+      if (hooks.store_listener(names[i], fds[i])) listeners_stored = true;
+    }
+    if (listeners_stored) where += "; listeners kept by the service manager across restarts";
+  }
   hooks.ready(where);
   if (successor) {
     const int ready = inherited_fd(state, "ready");
@@ -283,20 +313,29 @@ int serve_faultd(const FaultdConfig& config, const FaultdHooks& hooks) {
     const uint64_t open = proxies ? proxies->registry().open_connections() : 0;
     hooks.log("faultd: pid " + std::to_string(*next) + " took over; relaying " + std::to_string(open) +
               " open connections here for at most " + std::to_string(config.restart_drain_ns / 1'000'000'000ULL) +
-              " s");
+              " s" + (runs && runs->active() > 0 ? " and watching " + std::to_string(runs->active()) + " runs" : ""));
     const uint64_t deadline = monotonic_ns() + config.restart_drain_ns;
     bool stop_now = false;
-    while (proxies && proxies->registry().open_connections() > 0 && monotonic_ns() < deadline && !stop_now) {
+    // Runs still on are watched here until they end or the drain does; then
+    // their faults are left on in the kernel, to end at their expiry.
+    auto busy = [&] { return (proxies && proxies->registry().open_connections() > 0) || (runs && runs->active() > 0); };
+    while (busy() && monotonic_ns() < deadline && !stop_now) {
       pollfd p{sigfd.get(), POLLIN, 0};
       if (::poll(&p, 1, 50) == 1 && ::read(sigfd.get(), &si, sizeof si) == sizeof si &&
           (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT))
         stop_now = true;
     }
     const uint64_t left = proxies ? proxies->registry().open_connections() : 0;
+    if (runs) runs->leave_all();
     hooks.log("faultd: drained; " + std::to_string(left) + " connections still open are closed; exiting");
     return kExitCompleted;
   }
   hooks.stopping();
+  // A stop never ends a run's fault: it stays on in the kernel until its expiry.
+  if (runs) runs->leave_all();
+  // The service manager holds the listeners for the next start: connections
+  // wait in their queues meanwhile, and the API socket's file stays.
+  if (listeners_stored) server->release_listeners();
   if (agent) agent->stop();
   return kExitCompleted;
 }

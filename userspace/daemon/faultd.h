@@ -15,10 +15,12 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "userspace/daemon/faultd_config.h"
+#include "userspace/daemon/run_service.h"
 
 namespace faultline {
 
@@ -38,6 +40,18 @@ struct FaultdHooks {
   // What this faultd reports as its version (to the control plane): the
   // binary's version string, which lives with main, not in this library.
   std::string version;
+  // Runs faultctl sends (POST /v1/runs), as faultctl would run them; empty:
+  // the route answers 501 and faultctl runs standalone.
+  RunExecutor run;
+  // Listening sockets the service manager passed at start, by name ("api",
+  // "metrics", "toxiproxy"; systemd's LISTEN_FDS from its file descriptor
+  // store): used as they are instead of binding anew, so a stop and a start
+  // (systemctl restart) refuses no connection.
+  std::map<std::string, int> listeners;
+  // Hands each listener, once it listens, to the service manager to keep
+  // across a stop and a start; true if it keeps them. Then a stop leaves the
+  // sockets, and the API socket's file, to the next start.
+  std::function<bool(const std::string& name, int fd)> store_listener;
 };
 
 // Serves in this process until SIGTERM or SIGINT, or until a successor took

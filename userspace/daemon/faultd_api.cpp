@@ -9,6 +9,7 @@
 #include "loader/bpffs.h"
 #include "userspace/daemon/metrics.h"
 #include "userspace/daemon/proxy_faults.h"
+#include "userspace/daemon/run_service.h"
 #include "userspace/ops/abort_faults.h"
 #include "userspace/ops/features_report.h"
 #include "userspace/ops/status_report.h"
@@ -65,7 +66,7 @@ HttpReply status_with_proxies(const HttpRequest& req, const ProxyFaults* proxies
 
 }  // namespace
 
-HttpRouter local_api_router(ProxyFaults* proxies) {
+HttpRouter local_api_router(ProxyFaults* proxies, RunService* runs) {
   HttpRouter r;
   r.add("GET", "/v1/status",
         [proxies](const HttpRequest& req, const PathParams&) { return status_with_proxies(req, proxies); });
@@ -87,7 +88,8 @@ HttpRouter local_api_router(ProxyFaults* proxies) {
     }
     return command_reply(code, out.str(), err.str());
   });
-  r.add("POST", "/v1/runs", [](const HttpRequest&, const PathParams&) {
+  r.add("POST", "/v1/runs", [runs](const HttpRequest& req, const PathParams&) {
+    if (runs != nullptr) return runs->start(req);
     return HttpReply::error(501,
                             "running experiments through faultd is not served yet: run them with faultctl run, "
                             "which works without faultd");

@@ -7,11 +7,13 @@
 namespace faultline {
 
 class ProxyFaults;
+class RunService;
 
 // GET /v1/status, GET /v1/features, POST /v1/faults/{id}/abort,
-// POST /v1/abort-all, and POST /v1/runs (501: not served yet). With proxies
-// (faultd's Toxiproxy API), status lists them and abort-all ends their faults.
-[[nodiscard]] HttpRouter local_api_router(ProxyFaults* proxies = nullptr);
+// POST /v1/abort-all, and POST /v1/runs (a stream, through runs; 501 without).
+// With proxies (faultd's Toxiproxy API), status lists them and abort-all ends
+// their faults.
+[[nodiscard]] HttpRouter local_api_router(ProxyFaults* proxies = nullptr, RunService* runs = nullptr);
 // GET /metrics.
 [[nodiscard]] HttpRouter metrics_router(const ProxyFaults* proxies = nullptr);
 // Serves only peers whose credentials say uid 0; everyone else gets 403.

@@ -2,11 +2,14 @@
 // or nothing when no faultd answers there (then faultctl works standalone).
 #pragma once
 
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
 #include "base/result.h"
 #include "userspace/guardrails/http.h"
+#include "userspace/run/stop_signals.h"
 
 namespace faultline {
 
@@ -26,5 +29,23 @@ struct CommandOutput {
   std::string err;
 };
 [[nodiscard]] std::optional<CommandOutput> command_output(const HttpResponse& reply);
+
+// A run faultd serves (POST /v1/runs, the stream of userspace/daemon/run_service.h):
+// what it printed goes to `out` and `err` as it comes, each stop signal from
+// `stop` goes to faultd. How it ended:
+struct ServedRunEnd {
+  std::optional<int> exit_code;  // the run's exit code
+  std::string left;              // or: faultd stopped and left the fault on (why, for people)
+  std::string broken;            // or: the stream broke off (how)
+};
+struct ServedRunOutput {
+  std::function<void(const std::string&)> out, err;
+};
+// Nothing when faultd did not take the run (no faultd, another state, an old
+// faultd that answers 501, no answer in time): nothing was applied, and
+// faultctl runs it standalone.
+[[nodiscard]] std::optional<ServedRunEnd> call_faultd_run(const std::string& socket_path, const nlohmann::json& request,
+                                                          StopSource& stop, const ServedRunOutput& print,
+                                                          uint64_t head_timeout_ns);
 
 }  // namespace faultline

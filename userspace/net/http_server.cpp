@@ -476,6 +476,21 @@ void HttpServer::run_timers() {
   for (auto& fn : due) fn();
 }
 
+Result<HttpServer::TakenConnection> HttpServer::take_connection(uint64_t exchange) {
+  auto a = awaiting_.find(exchange);
+  if (a == awaiting_.end()) return make_error(ENOENT, "the request is answered or its client is gone");
+  auto it = connections_.find(a->second);
+  if (it == connections_.end()) return make_error(ENOENT, "the request's connection is gone");
+  if (it->second->ssl) return make_error(ENOTSUP, "a TLS connection cannot be handed over");
+  if (log_) log_(HttpExchange{it->second->peer, it->second->awaiting_method, it->second->awaiting_path, 200});
+  TakenConnection t{std::move(it->second->fd), std::move(it->second->in)};
+  awaiting_.erase(a);
+  tls_pending_.erase(it->first);
+  (void)epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, t.fd.get(), nullptr);
+  connections_.erase(it);
+  return t;
+}
+
 void HttpServer::close_connection(int fd) {
   if (auto it = connections_.find(fd); it != connections_.end() && it->second->awaiting != 0)
     awaiting_.erase(it->second->awaiting);

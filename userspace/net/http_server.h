@@ -78,6 +78,16 @@ class HttpServer {
   void complete(uint64_t exchange, const HttpReply& reply);
   // Whether that request still waits for its answer (its client is still there).
   [[nodiscard]] bool waiting(uint64_t exchange) const { return awaiting_.count(exchange) != 0; }
+  // Hands the connection of a request still waiting for its answer to the
+  // caller, who answers on it in its own time (a stream of output) and closes
+  // it; the server forgets it. Plain HTTP only (a TLS session stays here). The
+  // bytes received after the request and not parsed come with it. Call it on
+  // the serving thread, after the handler returned HttpReply::later().
+  struct TakenConnection {
+    UniqueFd fd;
+    std::string unread;
+  };
+  [[nodiscard]] Result<TakenConnection> take_connection(uint64_t exchange);
   // Runs `fn` on the serving thread once `delay` has passed (a long poll's end).
   void after(std::chrono::milliseconds delay, std::function<void()> fn);
 

@@ -47,7 +47,7 @@ class Printer {
         out_(out),
         err_(err),
         info_(command ? err : out),
-        tty_(!o.json && ::isatty(STDERR_FILENO)) {}
+        tty_(!o.json && o.terminal.value_or(::isatty(STDERR_FILENO) != 0)) {}
 
   void emit(const nlohmann::json& j) const { out_ << redact_json(redactor_, j).dump() << std::endl; }
   [[nodiscard]] bool json() const { return json_; }
@@ -125,7 +125,8 @@ RunResult guarded_run(RunnableFault& fault, Guardrails& guardrails, const RunOpt
     if (auto st = g->arm(); !st) return fail(RunOutcome::Failed, st.error().describe());
   }
 
-  StopSignals signals(true);
+  std::optional<StopSignals> own_signals;
+  StopSource& signals = opts.stop != nullptr ? *opts.stop : own_signals.emplace(true);
   auto stop = [&] { return signals.pending() != 0; };
   std::optional<RecordedRun> recorded;
   if (opts.record) {

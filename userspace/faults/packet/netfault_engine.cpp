@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 
 #include "base/cgroup.h"
@@ -21,6 +22,9 @@
 
 namespace faultline {
 namespace {
+
+// Set in a resident process (faultd): see NetfaultEngine::keep_idle_state().
+std::atomic<bool> g_keep_idle_state{false};
 
 Result<uint64_t> resolve_cgroup(const std::string& path) {
   auto dir = resolve_cgroup_v2_dir(path, "--cgroup");
@@ -310,6 +314,13 @@ Result<AppliedFault> NetfaultEngine::apply(const FaultPlan& plan, uint32_t owner
     (void)fresh.reconcile_orphans(layout_.root == BpffsLayout{}.root);
   }
   FL_TRY(reap_locked(*maps));
+  // An idle state kept by a resident process must not refuse what a torn-down
+  // one would take: another attach mode in a namespace it had attached.
+  if (g_keep_idle_state && plan.requested != AttachMode::Auto && FaultTable(*maps).list().empty()) {
+    NetfaultAttachments idle(layout_, *maps);
+    const uint32_t in_use = idle.mode_in_use(plan.netns, plan.devices, plan.spec.dir_mask);
+    if (in_use != 0 && in_use != attach_mode_value(plan.requested)) FL_TRY(idle.detach_all(plan.netns.inode));
+  }
 
   std::vector<uint32_t> fq_installed;
   if (plan.spec.kind == FaultKind::Latency || plan.spec.kind == FaultKind::Bandwidth) {
@@ -378,6 +389,8 @@ Result<AppliedFault> NetfaultEngine::apply(const FaultPlan& plan, uint32_t owner
   return AppliedFault{*slot, c.entry.expires_ns, attach_mode_name(*mode)};
 }
 
+void NetfaultEngine::keep_idle_state(bool keep) { g_keep_idle_state = keep; }
+
 Status NetfaultEngine::end(uint32_t slot) {
   auto lock = NetfaultStateLock::acquire(layout_);
   if (!lock) return lock.error();
@@ -386,7 +399,7 @@ Status NetfaultEngine::end(uint32_t slot) {
   FaultTable table(*maps);
   FL_TRY(table.remove(slot));
   FL_TRY(reap_locked(*maps));
-  if (table.list().empty()) return teardown_locked(*maps);
+  if (table.list().empty() && !g_keep_idle_state) return teardown_locked(*maps);
   return {};
 }
 
@@ -414,7 +427,7 @@ Result<int> NetfaultEngine::reap() {
   if (!maps) return 0;
   auto reaped = reap_locked(*maps);
   if (!reaped) return reaped.error();
-  if (FaultTable(*maps).list().empty()) FL_TRY(teardown_locked(*maps));
+  if (FaultTable(*maps).list().empty() && !g_keep_idle_state) FL_TRY(teardown_locked(*maps));
   return *reaped;
 }
 

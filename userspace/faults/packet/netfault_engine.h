@@ -54,7 +54,8 @@ class NetfaultEngine {
   // Installs what is missing (maps, programs on the devices), then adds the fault.
   [[nodiscard]] Result<AppliedFault> apply(const FaultPlan& plan, uint32_t owner_pid);
 
-  // Removes one fault now; tears everything down when it was the last.
+  // Removes one fault now; tears everything down when it was the last (unless
+  // this process keeps an idle state: keep_idle_state()).
   [[nodiscard]] Status end(uint32_t slot);
 
   // Kill switch first (every program passes at once), then removes all faults.
@@ -69,6 +70,13 @@ class NetfaultEngine {
   [[nodiscard]] Status uninstall();
 
   [[nodiscard]] const BpffsLayout& layout() const { return layout_; }
+
+  // A resident process (faultd, which runs faults for faultctl) keeps the
+  // maps and the attachments its runs made when the last fault ends, so its
+  // next run skips loading, verifying and attaching the programs. Any other
+  // process's end or reap still tears an idle state down, as do abort_all()
+  // and uninstall(); a resident that stops calls reap() with this off.
+  static void keep_idle_state(bool keep);
 
  private:
   [[nodiscard]] Status teardown_locked(NetfaultMaps& maps, bool foreign_too = false);

@@ -1,0 +1,77 @@
+// Runs that faultd serves (POST /v1/runs): each on its own thread, over the
+// connection the server hands over, printing what `faultctl run` would print,
+// line by line, as JSON frames; the client's forwarded signals and its hanging
+// up stop the run as a signal stops a standalone one.
+//
+// The stream, after the request (`{"args": [words after "run"], "terminal": bool}`):
+//   faultd -> faultctl  "HTTP/1.1 200 OK" and a head, then one JSON object per line:
+//                       {"out": TEXT} | {"err": TEXT}   what the run printed, in order
+//                       {"exit_code": N}                 the last line: the run is over
+//                       {"left": TEXT}                   the last line: faultd stopped and
+//                                                        left the fault on in the kernel
+//   faultctl -> faultd  "signal N\n" for each stop signal it received; closing the
+//                       connection is a SIGHUP.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "userspace/net/http_server.h"
+#include "userspace/run/guarded_run.h"
+#include "userspace/run/runnable_fault.h"
+
+namespace faultline {
+
+// What a served run prints to and hears from, and the fault it watches.
+class RunStreams {
+ public:
+  virtual ~RunStreams() = default;
+  [[nodiscard]] virtual const RunIo& io() = 0;
+  // The fault as the run must watch it: the same fault, except that when
+  // faultd stops it leaves the fault on in the kernel (to end at its expiry)
+  // instead of ending it. Valid for the length of the run.
+  [[nodiscard]] virtual RunnableFault& hold(RunnableFault& fault) = 0;
+};
+
+// Runs one request as `faultctl run` would (its parsers and run loop live in
+// faultctl's code, which faultd's main hands in) and returns the exit code.
+using RunExecutor = std::function<int(const nlohmann::json& request, RunStreams& streams)>;
+
+class RunService {
+ public:
+  RunService(HttpServer& server, RunExecutor exec, std::function<void(const std::string&)> log)
+      : server_(server), exec_(std::move(exec)), log_(std::move(log)) {}
+  ~RunService();  // leave_all(), then waits for every run's thread
+  RunService(const RunService&) = delete;
+  RunService& operator=(const RunService&) = delete;
+
+  // POST /v1/runs: a body that is not a run request gets 400; otherwise the
+  // connection is taken over and the run starts on its own thread.
+  [[nodiscard]] HttpReply start(const HttpRequest& req);
+  // Runs still on.
+  [[nodiscard]] size_t active() const;
+  // faultd stops: every run stops watching and leaves its fault on in the
+  // kernel, where it ends at its expiry (faultctl abort ends it sooner); each
+  // client is told so.
+  void leave_all();
+
+  struct Run;
+
+ private:
+  void reap_finished();
+
+  HttpServer& server_;
+  RunExecutor exec_;
+  std::function<void(const std::string&)> log_;
+  mutable std::mutex mu_;
+  std::list<std::shared_ptr<Run>> runs_;
+  std::atomic<bool> leaving_{false};
+};
+
+}  // namespace faultline
