@@ -32,7 +32,7 @@ constexpr Example kExamples[] = {
     {"TLS ended with the local CA (the command trusts it): 30% of /v1/ get 503",
      "faultctl guard --terminate-tls --fault-host localhost:8443 --fault-path /v1/ --fault-status 503 "
      "--fault-pct 30 -- curl https://localhost:8443/v1/items"},
-    {"a plain-HTTP model API stand-in is overloaded; only 10/8, loopback reachable",
+    {"a plain-HTTP model API stand-in is overloaded; only 10/8 and lo reachable",
      "faultctl guard --enforce --default-deny --allow 10.0.0.0/8 --allow 127.0.0.0/8 --fault-host 127.0.0.1:8089 "
      "--fault-llm overloaded -- node agent.js"},
 };
