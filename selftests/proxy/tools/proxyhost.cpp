@@ -61,14 +61,13 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "fl-proxyhost: %s\n", ca.error().describe().c_str());
         return 1;
       }
-      auto server = faultline::TlsServerContext::create(std::make_shared<faultline::LeafCache>(
-          std::make_shared<faultline::CertificateAuthority>(std::move(ca->ca))));
+      auto server = faultline::TlsServerContext::create(
+          std::make_shared<faultline::LeafCache>(std::make_shared<faultline::CertificateAuthority>(std::move(ca->ca))));
       faultline::TlsClientOptions o;
       o.upstream_ca_file = argv[5];
       auto client = faultline::TlsClientContext::create(o);
       if (!server || !client) {
-        std::fprintf(stderr, "fl-proxyhost: %s\n",
-                     (!server ? server.error() : client.error()).describe().c_str());
+        std::fprintf(stderr, "fl-proxyhost: %s\n", (!server ? server.error() : client.error()).describe().c_str());
         return 1;
       }
       tls.mode = faultline::HttpTlsMode::terminate;
