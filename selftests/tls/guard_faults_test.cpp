@@ -270,6 +270,37 @@ TEST_F(GuardFaultsRun, TerminatedStatusFaultSeenByCurlTrustingOnlyWhatTheGuardHa
   EXPECT_EQ(r.err.find("/tmp/faultline-guard-tls"), std::string::npos);
 }
 
+// python's urllib (SSL_CERT_FILE) and node (NODE_EXTRA_CA_CERTS) trust the CA
+// through the variables the guard sets, and nothing else of the test's.
+TEST_F(GuardFaultsRun, PythonUrllibAndNodeTrustTheCaThroughTheVariables) {
+  const std::string url = "https://api.fl.test:" + port_;
+  const std::string py =
+      "import socket, sys, urllib.request, urllib.error\n"
+      "real = socket.getaddrinfo\n"
+      "socket.getaddrinfo = lambda h, *a, **k: real('127.0.0.1' if h == 'api.fl.test' else h, *a, **k)\n"
+      "for p in ('/fail', '/ok'):\n"
+      "    try:\n"
+      "        r = urllib.request.urlopen(sys.argv[1] + p, timeout=10)\n"
+      "        print('python', r.status, r.read().decode())\n"
+      "    except urllib.error.HTTPError as e:\n"
+      "        print('python', e.code)\n";
+  const std::string js =
+      "const https = require('https');\n"
+      "const get = (p) => new Promise((ok, no) => https.get({host: '127.0.0.1', port: process.argv[1], path: p,\n"
+      "  servername: 'api.fl.test', headers: {Host: 'api.fl.test'}}, (r) => { let b = '';\n"
+      "  r.on('data', (d) => b += d); r.on('end', () => ok(r.statusCode + ' ' + b)); }).on('error', no));\n"
+      "(async () => { for (const p of ['/fail', '/ok']) console.log('node', await get(p)); })()\n"
+      "  .catch((e) => { console.log('node error', e.code || e.message); process.exit(1); });\n";
+  auto r = faultctl({"guard", "--terminate-tls", "--upstream-ca", dir_.file("upstream-ca.pem"), "--fault-host",
+                     "127.0.0.1:" + port_, "--fault-path", "/fail", "--fault-status", "503", "--", "sh", "-c",
+                     "python3 -c \"$1\" \"$2\" && node -e \"$3\" \"$4\"", "sh", py, url, js, port_});
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_NE(r.out.find("python 503\npython 200 hello from upstream /ok\n"), std::string::npos) << r.describe();
+  EXPECT_NE(r.out.find("node 503 \nnode 200 hello from upstream /ok\n"), std::string::npos) << r.describe();
+  EXPECT_NE(r.err.find("f1_status  2"), std::string::npos) << r.err;
+  EXPECT_EQ(upstream_->requests(), 2);
+}
+
 TEST_F(GuardFaultsRun, PassThroughDelayBySniIsMeasured) {
   std::vector<std::string> args = {"guard", "--fault-host", "127.0.0.1:" + port_, "--fault-delay", "1s", "--"};
   for (const auto& a : curl({"/slow"}, {"--cacert", dir_.file("upstream-ca.pem")})) args.push_back(a);

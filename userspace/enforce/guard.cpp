@@ -261,10 +261,11 @@ int Guard::run() {
       in_ns.emplace(std::move(*e));
     }
     std::function<bool()> prepare;
-    if (child_env) prepare = [env = child_env.get()] {
-      env->apply();
-      return true;
-    };
+    if (child_env)
+      prepare = [env = child_env.get()] {
+        env->apply();
+        return true;
+      };
     return HeldChild::spawn(opts_.command, prepare, "faultctl guard");
   }();
   if (!held) {
