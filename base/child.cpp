@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <string_view>
 
 namespace faultline {
 
@@ -92,5 +93,20 @@ int HeldChild::wait() {
   exit_ = exit_code_of_status(status);
   return *exit_;
 }
+
+ChildEnvironment::ChildEnvironment(const std::vector<std::pair<std::string, std::string>>& set) {
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    const std::string_view name = entry.substr(0, entry.find('='));
+    bool replaced = false;
+    for (const auto& [k, v] : set) replaced = replaced || k == name;
+    if (!replaced) entries_.emplace_back(entry);
+  }
+  for (const auto& [k, v] : set) entries_.push_back(k + "=" + v);
+  for (std::string& e : entries_) pointers_.push_back(e.data());
+  pointers_.push_back(nullptr);
+}
+
+void ChildEnvironment::apply() const { environ = const_cast<char**>(pointers_.data()); }
 
 }  // namespace faultline

@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/result.h"
@@ -40,6 +41,22 @@ class HeldChild {
   UniqueFd go_;     // write end: one byte lets the child go
   UniqueFd execd_;  // read end: EOF once the child exec'd (close-on-exec in the child)
   std::optional<int> exit_;
+};
+
+// The environment a child execs with: ours, with `set` added or replacing the
+// variables of the same name. Built before the fork, because the child of a
+// threaded process must not allocate; apply() (from the child's prepare) only
+// points environ at it. Neither copied nor moved: environ points into it.
+class ChildEnvironment {
+ public:
+  explicit ChildEnvironment(const std::vector<std::pair<std::string, std::string>>& set);
+  ChildEnvironment(const ChildEnvironment&) = delete;
+  ChildEnvironment& operator=(const ChildEnvironment&) = delete;
+  void apply() const;
+
+ private:
+  std::vector<std::string> entries_;
+  std::vector<char*> pointers_;
 };
 
 // A wait status as a shell would report it: the exit code, or 128 + the signal.

@@ -5,6 +5,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <system_error>
+
 #include "base/unique_fd.h"
 
 namespace faultline {
@@ -75,6 +80,25 @@ Status write_text_file(const std::string& path, const std::string& text) {
   if (n < 0) return errno_error("cannot write '" + text + "' to " + path);
   if (static_cast<size_t>(n) != text.size()) return make_error(EIO, "short write to " + path);
   return {};
+}
+
+Result<TempFolder> TempFolder::create(const std::string& prefix) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = std::string(tmp != nullptr && tmp[0] == '/' ? tmp : "/tmp") + "/" + prefix + "-XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr) return errno_error("mkdtemp " + pattern);
+  // Readable by a wrapped command that runs as another user; written by us only.
+  if (::chmod(pattern.c_str(), 0755) != 0) {
+    const int e = errno;
+    ::rmdir(pattern.c_str());
+    return make_error(e, "chmod " + pattern);
+  }
+  return TempFolder(pattern);
+}
+
+TempFolder::~TempFolder() {
+  if (path_.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
 }
 
 }  // namespace faultline

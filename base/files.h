@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 
 #include "base/result.h"
 
@@ -21,5 +22,21 @@ namespace faultline {
 // The folder exists (made mode 0700 if create), is a directory, is ours and
 // nobody else can write to it: its files tell root what to kill and delete.
 [[nodiscard]] Status ensure_private_dir(const std::string& path, bool create);
+
+// A fresh folder under $TMPDIR (or /tmp), mode 0755, removed with what is in it
+// when the object goes: files a run hands to the command it wraps.
+class TempFolder {
+ public:
+  [[nodiscard]] static Result<TempFolder> create(const std::string& prefix);
+  TempFolder(TempFolder&& o) noexcept : path_(std::exchange(o.path_, {})) {}
+  TempFolder& operator=(TempFolder&&) = delete;
+  TempFolder(const TempFolder&) = delete;
+  ~TempFolder();
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+ private:
+  explicit TempFolder(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
 
 }  // namespace faultline

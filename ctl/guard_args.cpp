@@ -9,6 +9,7 @@
 #include "ctl/flag_error.h"
 #include "ctl/flag_words.h"
 #include "ctl/policy_faults.h"
+#include "ctl/tls_flags.h"
 #include "userspace/policy/policy_compiler.h"
 
 namespace faultline {
@@ -26,6 +27,14 @@ constexpr Example kExamples[] = {
      "faultctl guard --enforce --allow 10.0.0.0/8 --exfil-cap 10MB -- ./batch-job"},
     {"the command runs in network namespace blue, under the same policy",
      "faultctl guard --netns blue --enforce --deny 10.0.0.0/8 -- ./app"},
+    {"HTTPS (port 443 by default), not terminated: its connections wait 2 s",
+     "faultctl guard --fault-host 127.0.0.1 --fault-delay 2s -- ./client"},
+    {"TLS ended with the local CA (the command trusts it): 30% of /v1/ get 503",
+     "faultctl guard --terminate-tls --fault-host localhost:8443 --fault-path /v1/ --fault-status 503 "
+     "--fault-pct 30 -- curl https://localhost:8443/v1/items"},
+    {"a plain-HTTP model API stand-in is overloaded; only 10/8 and lo reachable",
+     "faultctl guard --enforce --default-deny --allow 10.0.0.0/8 --allow 127.0.0.0/8 --fault-host 127.0.0.1:8089 "
+     "--fault-llm overloaded -- node agent.js"},
 };
 
 // The flags a policy file replaces: given with --policy, one of them is refused.
@@ -44,7 +53,8 @@ Status apply_policy_file(const std::string& file, GuardOptions& g) {
   }
   const Policy& pol = p.policy;
   if (pol.faults)
-    return bad("--policy " + file + ": spec.faults: the guard applies the egress section only (run experiments with "
+    return bad("--policy " + file +
+               ": spec.faults: the guard applies the egress section only (run experiments with "
                "faultctl run)");
   if (!pol.egress || pol.egress->size() != 1)
     return bad("--policy " + file + ": spec.egress: the guard takes exactly one scope, found " +
@@ -70,30 +80,107 @@ Status apply_policy_file(const std::string& file, GuardOptions& g) {
   return {};
 }
 
+// The HTTP faults: the --fault-* flags (one fault, first) and --faults FILE.
+Status parse_fault_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
+  GuardFaults& gf = a.faults;
+  auto str = [&](const char* f) { return r[f].as<std::string>(); };
+  gf.terminate_tls = r.count("terminate-tls") > 0;
+  GuardFaultWords w;
+  bool any = false;
+  for (auto [flag, slot] :
+       std::initializer_list<std::pair<const char*, std::optional<std::string>*>>{{"fault-host", &w.host},
+                                                                                  {"fault-path", &w.path},
+                                                                                  {"fault-status", &w.status},
+                                                                                  {"fault-delay", &w.delay},
+                                                                                  {"fault-truncate", &w.truncate},
+                                                                                  {"fault-llm", &w.llm},
+                                                                                  {"fault-pct", &w.pct}}) {
+    if (r.count(flag)) {
+      *slot = str(flag);
+      any = true;
+    }
+  }
+  w.reset = r.count("fault-reset") > 0;
+  any = any || w.reset;
+  if (any) {
+    auto name = [](const std::string& field) { return "--fault-" + field; };
+    auto f = guard_fault_from_words(w, gf.terminate_tls, 0, "", name);
+    if (!f) return f.error();
+    gf.faults.push_back(std::move(*f));
+  }
+  if (r.count("faults")) {
+    const std::string file = str("faults");
+    if (file.empty()) return bad("--faults: empty file name");
+    auto more = parse_guard_faults_file(file, gf.terminate_tls, gf.faults.size());
+    if (!more) return more.error();
+    for (auto& f : *more) gf.faults.push_back(std::move(f));
+  }
+  if (gf.faults.empty()) {
+    for (const char* flag : {"terminate-tls", "upstream-ca"})
+      if (r.count(flag))
+        return bad(std::string("--") + flag +
+                   " applies to HTTP faults: add --fault-host H with a --fault-* fault, "
+                   "or --faults FILE");
+    return {};
+  }
+  FL_TRY(check_upstream_ca(gf.terminate_tls, r.count("upstream-ca") > 0,
+                           r.count("upstream-ca") ? str("upstream-ca") : std::string()));
+  if (r.count("upstream-ca")) gf.upstream_ca = str("upstream-ca");
+  if (!a.guard.netns.empty())
+    return bad(
+        "--netns with HTTP faults: the faults' proxy runs in faultctl's network namespace, which a command in "
+        "another cannot reach; run the guard inside that namespace instead (ip netns exec NS faultctl guard ...)");
+  return {};
+}
+
 }  // namespace
 
-Result<Parsed<GuardOptions>> parse_guard_args(const std::vector<std::string>& args) {
+Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args) {
   cxxopts::Options o("faultctl guard", "Run a command in a fresh cgroup under an egress policy.");
-  o.add_options()
-      ("enforce", "block denied destinations (default: monitor, log only)")
-      ("default-deny", "deny what no rule allows (default: allow)")
-      ("allow", "CIDR[:PORT][/tcp|/udp], repeatable", cxxopts::value<std::vector<std::string>>())
-      ("deny", "CIDR[:PORT][/tcp|/udp], repeatable", cxxopts::value<std::vector<std::string>>())
-      ("deny-errno", "errno a denied connect gets (default EPERM)", cxxopts::value<std::string>())
-      ("redirect", "DEST=TARGET: send what reaches DEST (CIDR[:PORT][/tcp|/udp]) to TARGET (ADDR:PORT), repeatable", cxxopts::value<std::vector<std::string>>())
-      ("exfil-cap", "bytes to one destination no rule allows before its egress is dropped, e.g. 10MB", cxxopts::value<std::string>())
-      ("json-log", "append every decision as a JSON line to FILE", cxxopts::value<std::string>())
-      ("netns", "run the command in this network namespace: NAME (ip netns), PATH or pid:N", cxxopts::value<std::string>())
-      ("policy", "the policy from a policy file (docs/policy.md): its one egress scope, all: true, instead of "
-                 "--enforce, --default-deny, --allow, --deny, --deny-errno and --exfil-cap", cxxopts::value<std::string>())
-      ("h,help", "help");
+  o.add_options()("enforce", "block denied destinations (default: monitor, log only)")(
+      "default-deny", "deny what no rule allows (default: allow)")("allow", "CIDR[:PORT][/tcp|/udp], repeatable",
+                                                                   cxxopts::value<std::vector<std::string>>())(
+      "deny", "CIDR[:PORT][/tcp|/udp], repeatable", cxxopts::value<std::vector<std::string>>())(
+      "deny-errno", "errno a denied connect gets (default EPERM)", cxxopts::value<std::string>())(
+      "redirect", "DEST=TARGET: send what reaches DEST (CIDR[:PORT][/tcp|/udp]) to TARGET (ADDR:PORT), repeatable",
+      cxxopts::value<std::vector<std::string>>())(
+      "exfil-cap", "bytes to one destination no rule allows before its egress is dropped, e.g. 10MB",
+      cxxopts::value<std::string>())("json-log", "append every decision as a JSON line to FILE",
+                                     cxxopts::value<std::string>())(
+      "netns", "run the command in this network namespace: NAME (ip netns), PATH or pid:N",
+      cxxopts::value<std::string>())(
+      "policy",
+      "the policy from a policy file (docs/policy.md): its one egress scope, all: true, instead of "
+      "--enforce, --default-deny, --allow, --deny, --deny-errno and --exfil-cap",
+      cxxopts::value<std::string>())(
+      "fault-host", "HTTP fault: the host whose requests are faulted, NAME or ADDRESS[:PORT] (port 443 by default)",
+      cxxopts::value<std::string>())(
+      "fault-path", "HTTP fault: only requests under this path (a prefix of whole segments, or a glob)",
+      cxxopts::value<std::string>())("fault-status", "HTTP fault: answer this status (200-599) instead of forwarding",
+                                     cxxopts::value<std::string>())(
+      "fault-delay", "HTTP fault: hold each request this long (1ms-60s)", cxxopts::value<std::string>())(
+      "fault-reset", "HTTP fault: reset the connection (RST) once the request is read (TLS: once its ClientHello is)")(
+      "fault-truncate", "HTTP fault: forward, then cut the response body after N bytes", cxxopts::value<std::string>())(
+      "fault-llm",
+      "HTTP fault: a model provider's failure: overloaded, rate-limit, server-error, bad-gateway, "
+      "timeout, stream-cut",
+      cxxopts::value<std::string>())("fault-pct", "HTTP fault: the share of matching requests faulted (default 100)",
+                                     cxxopts::value<std::string>())(
+      "faults", "HTTP faults from a YAML or JSON file: a list of {host, path, status|delay|reset|truncate|llm, pct}",
+      cxxopts::value<std::string>())(
+      "terminate-tls",
+      "end the command's TLS to the faulted hosts with a leaf of the local CA (faultctl ca), which "
+      "the command is told to trust; without it a TLS connection takes --fault-delay and --fault-reset only")(
+      "upstream-ca", "--terminate-tls: a PEM file of roots the upstream may also chain to",
+      cxxopts::value<std::string>())("h,help", "help");
   auto [flags, cmd] = split_command(args);
   auto r = parse_flag_words(o, flags, kCommandAfterDashesHint);
   if (!r) return r.error();
   if (r->count("help"))
-    return Parsed<GuardOptions>(
+    return Parsed<GuardArgs>(
         HelpText{with_examples(o.help() + "\n  -- COMMAND ARGS   the command to guard\n", kExamples)});
-  GuardOptions g;
+  GuardArgs args_out;
+  GuardOptions& g = args_out.guard;
   if (cmd.empty()) return bad("missing the command: faultctl guard [flags] -- COMMAND ARGS");
   g.command = cmd;
   if (r->count("policy")) {
@@ -150,7 +237,8 @@ Result<Parsed<GuardOptions>> parse_guard_args(const std::vector<std::string>& ar
     if (!t) return bad(t.error().message);
   }
   if (auto t = compile_redirects(g.redirects); !t) return bad(t.error().message);
-  return Parsed<GuardOptions>(std::move(g));
+  FL_TRY(parse_fault_flags(*r, args_out));
+  return Parsed<GuardArgs>(std::move(args_out));
 }
 
 }  // namespace faultline

@@ -5,12 +5,21 @@
 #include <vector>
 
 #include "base/result.h"
+#include "ctl/guard_faults.h"
 #include "ctl/help.h"
 #include "userspace/enforce/guard.h"
 
 namespace faultline {
 
+// The guard, and the HTTP faults its command's requests meet (--fault-*,
+// --faults FILE): composed here, in ctl/, because the guard (enforce) may not
+// use the proxy (ctl/commands/guard.cpp runs both).
+struct GuardArgs {
+  GuardOptions guard;
+  GuardFaults faults;
+};
+
 // args are what follows "guard": flags, then "--" and the command to guard.
-[[nodiscard]] Result<Parsed<GuardOptions>> parse_guard_args(const std::vector<std::string>& args);
+[[nodiscard]] Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args);
 
 }  // namespace faultline

@@ -7,6 +7,7 @@
 #include "base/units.h"
 #include "ctl/flag_error.h"
 #include "ctl/flag_words.h"
+#include "ctl/tls_flags.h"
 #include "userspace/faults/packet/spec.h"
 
 namespace faultline {
@@ -23,35 +24,50 @@ constexpr Example kExamples[] = {
     {"the model provider is overloaded for the first 2 attempts of each request (a plain-HTTP stand-in)",
      "faultctl run http --target 127.0.0.1:8089 --llm overloaded --llm-provider anthropic --attempts 2 --duration 1m "
      "-- node agent.js"},
+    {"HTTPS without termination: connections whose SNI is api.example.com wait 2 s (port 443 is TLS)",
+     "faultctl run http --target api.example.com:443 --host api.example.com --delay 2s --duration 1m -- ./client"},
+    {"HTTPS terminated with the local CA (the command is told to trust it): 503 on /v1/charges",
+     "faultctl run http --target api.example.com:443 --terminate-tls --path /v1/charges --status 503 --duration 1m "
+     "-- python3 client.py"},
+    {"an internal HTTPS service on another port, its private root trusted for the upstream side",
+     "faultctl run http --target 10.0.0.9:8443 --terminate-tls --upstream-ca /etc/pki/internal-root.pem --reset "
+     "--percent 10 --duration 5m"},
 };
 
 }  // namespace
 
 Result<Parsed<TcpRunArgs>> parse_http_args(const std::vector<std::string>& args) {
   cxxopts::Options o("faultctl run http",
-                     "HTTP/1.1 faults on the requests to a target (plain HTTP), through a proxy the kernel redirects "
-                     "its connections to.");
-  o.add_options()
-      ("target", "HOST:PORT of the HTTP service (HOST: address, CIDR or name)", cxxopts::value<std::string>())
-      ("method", "match: only this method (GET, POST, ...)", cxxopts::value<std::string>())
-      ("path", "match: a path prefix (whole segments) or a glob (* ? [)", cxxopts::value<std::string>())
-      ("host", "match: the Host header (default: any)", cxxopts::value<std::string>())
-      ("status", "answer this status instead of forwarding (100-599)", cxxopts::value<std::string>())
-      ("body", "--status: the body", cxxopts::value<std::string>())
-      ("content-type", "--status: the body's type (default text/plain)", cxxopts::value<std::string>())
-      ("delay", "hold each request this long (at most 60s)", cxxopts::value<std::string>())
-      ("delay-at", "--delay: request (before it is forwarded, default) or response", cxxopts::value<std::string>())
-      ("reset", "reset the connection (RST) mid-request")
-      ("truncate", "forward, then cut the response body after N bytes and close", cxxopts::value<std::string>())
-      ("abort-stream", "SSE: forward N events, then cut the stream", cxxopts::value<std::string>())
-      ("llm", "a model provider's failure: overloaded, rate-limit, server-error, bad-gateway, timeout, stream-cut",
-       cxxopts::value<std::string>())
-      ("llm-provider", "--llm: anthropic or openai (default: from the host, headers and path)",
-       cxxopts::value<std::string>())
-      ("retry-after", "--llm rate-limit: the retry-after seconds (default 1)", cxxopts::value<std::string>())
-      ("percent", "share of matching requests faulted (default 100)", cxxopts::value<std::string>())
-      ("attempts", "fault only the first N attempts of a request (the SDKs' x-stainless-retry-count)",
-       cxxopts::value<std::string>());
+                     "HTTP/1.1 faults on the requests to a target (plain HTTP, or TLS: matched by SNI, or "
+                     "terminated with the local CA), through a proxy the kernel redirects its connections to.");
+  o.add_options()("target", "HOST:PORT of the HTTP service (HOST: address, CIDR or name)",
+                  cxxopts::value<std::string>())("method", "match: only this method (GET, POST, ...)",
+                                                 cxxopts::value<std::string>())(
+      "path", "match: a path prefix (whole segments) or a glob (* ? [)", cxxopts::value<std::string>())(
+      "host", "match: the Host header (default: any)", cxxopts::value<std::string>())(
+      "status", "answer this status instead of forwarding (100-599)", cxxopts::value<std::string>())(
+      "body", "--status: the body", cxxopts::value<std::string>())(
+      "content-type", "--status: the body's type (default text/plain)", cxxopts::value<std::string>())(
+      "delay", "hold each request this long (at most 60s)", cxxopts::value<std::string>())(
+      "delay-at", "--delay: request (before it is forwarded, default) or response", cxxopts::value<std::string>())(
+      "reset", "reset the connection (RST) mid-request")(
+      "truncate", "forward, then cut the response body after N bytes and close", cxxopts::value<std::string>())(
+      "abort-stream", "SSE: forward N events, then cut the stream", cxxopts::value<std::string>())(
+      "llm", "a model provider's failure: overloaded, rate-limit, server-error, bad-gateway, timeout, stream-cut",
+      cxxopts::value<std::string>())("llm-provider",
+                                     "--llm: anthropic or openai (default: from the host, headers and path)",
+                                     cxxopts::value<std::string>())(
+      "retry-after", "--llm rate-limit: the retry-after seconds (default 1)", cxxopts::value<std::string>())(
+      "percent", "share of matching requests faulted (default 100)", cxxopts::value<std::string>())(
+      "attempts", "fault only the first N attempts of a request (the SDKs' x-stainless-retry-count)",
+      cxxopts::value<std::string>())(
+      "tls",
+      "the target speaks TLS, not terminated (implied by port 443): faults match the SNI, --delay and --reset only")(
+      "terminate-tls",
+      "end the clients' TLS with a leaf of the local CA (faultctl ca) and re-encrypt to the "
+      "verified upstream: every fault applies; a command is told to trust the CA")(
+      "upstream-ca", "--terminate-tls: a PEM file of roots the upstream may also chain to",
+      cxxopts::value<std::string>());
   add_stream_run_options(o);
   auto [flags, cmd] = split_command(args);
   auto r = parse_flag_words(o, flags, kCommandAfterDashesHint);
@@ -74,11 +90,12 @@ Result<Parsed<TcpRunArgs>> parse_http_args(const std::vector<std::string>& args)
   int kinds = 0;
   for (const char* k : {"status", "delay", "reset", "truncate", "abort-stream", "llm"}) kinds += r->count(k) ? 1 : 0;
   if (kinds != 1)
-    return bad("give exactly one fault: --status N, --delay D, --reset, --truncate N, --abort-stream N or --llm PRESET");
+    return bad(
+        "give exactly one fault: --status N, --delay D, --reset, --truncate N, --abort-stream N or --llm PRESET");
   auto count = [&](const char* flag, int64_t lo, int64_t hi) -> Result<int64_t> {
     const std::string v = str(flag);
-    if (v.empty() || v.size() > 12 || v.find_first_not_of("0123456789") != std::string::npos ||
-        std::stoll(v) < lo || std::stoll(v) > hi)
+    if (v.empty() || v.size() > 12 || v.find_first_not_of("0123456789") != std::string::npos || std::stoll(v) < lo ||
+        std::stoll(v) > hi)
       return bad(std::string("--") + flag + " " + v + ": a whole number from " + std::to_string(lo) + " to " +
                  std::to_string(hi));
     return std::stoll(v);
@@ -119,8 +136,9 @@ Result<Parsed<TcpRunArgs>> parse_http_args(const std::vector<std::string>& args)
     auto j = nlohmann::json{{"type", "llm"}, {"attributes", {{"preset", str("llm")}}}};
     if (r->count("llm-provider")) j["attributes"]["provider"] = str("llm-provider");
     auto parsed = http_fault_from_json(j);
-    if (!parsed) return bad("--llm " + str("llm") + (r->count("llm-provider") ? " --llm-provider " + str("llm-provider") : "") +
-                            ": " + parsed.error().message);
+    if (!parsed)
+      return bad("--llm " + str("llm") + (r->count("llm-provider") ? " --llm-provider " + str("llm-provider") : "") +
+                 ": " + parsed.error().message);
     f.preset = parsed->preset;
     f.provider = parsed->provider;
     f.events = parsed->events;
@@ -131,12 +149,12 @@ Result<Parsed<TcpRunArgs>> parse_http_args(const std::vector<std::string>& args)
       f.retry_after_s = *n;
     }
   }
-  for (const auto& [flag, applies] : std::vector<std::pair<const char*, bool>>{
-           {"body", f.type == HttpFaultType::status},
-           {"content-type", f.type == HttpFaultType::status},
-           {"delay-at", f.type == HttpFaultType::delay},
-           {"llm-provider", f.type == HttpFaultType::llm},
-           {"retry-after", f.type == HttpFaultType::llm}}) {
+  for (const auto& [flag, applies] :
+       std::vector<std::pair<const char*, bool>>{{"body", f.type == HttpFaultType::status},
+                                                 {"content-type", f.type == HttpFaultType::status},
+                                                 {"delay-at", f.type == HttpFaultType::delay},
+                                                 {"llm-provider", f.type == HttpFaultType::llm},
+                                                 {"retry-after", f.type == HttpFaultType::llm}}) {
     if (r->count(flag) && !applies)
       return bad(std::string("--") + flag + " does not apply to a " + std::string(http_fault_type_name(f.type)) +
                  " fault");
@@ -157,6 +175,26 @@ Result<Parsed<TcpRunArgs>> parse_http_args(const std::vector<std::string>& args)
   f.name = f.type == HttpFaultType::llm ? "llm_" + std::string(llm_preset_name(f.preset))
                                         : std::string(http_fault_type_name(f.type));
   if (auto v = validate_http_fault(f); !v) return input_error(EINVAL, v.error().message);
+  s.terminate_tls = r->count("terminate-tls") > 0;
+  if (s.terminate_tls && r->count("tls"))
+    return bad("--tls and --terminate-tls: pick one (--tls passes TLS through, --terminate-tls ends it)");
+  FL_TRY(check_upstream_ca(s.terminate_tls, r->count("upstream-ca") > 0,
+                           r->count("upstream-ca") ? str("upstream-ca") : std::string()));
+  if (r->count("upstream-ca")) s.upstream_ca = str("upstream-ca");
+  if (!s.terminate_tls && target_is_tls(s.target, r->count("tls") > 0)) {
+    // The flag that asks for the plaintext, in the order needs_plaintext() judges.
+    std::string flag;
+    if (f.type == HttpFaultType::abort_stream)
+      flag = "--abort-stream";
+    else if (f.type != HttpFaultType::delay && f.type != HttpFaultType::reset)
+      flag = "--" + std::string(http_fault_type_name(f.type));
+    else if (f.where == DelayPoint::response)
+      flag = "--delay-at response";
+    else
+      for (const char* k : {"method", "path", "attempts"})
+        if (flag.empty() && r->count(k)) flag = std::string("--") + k;
+    FL_TRY(check_fault_on_tls(f, flag, s.target.text));
+  }
   s.http_faults.push_back(std::move(f));
 
   FL_TRY(parse_stream_run_flags(*r, args, a));

@@ -6,7 +6,12 @@
 # ratio to direct and the Faultline/haproxy ratio. Then HTTP (layer 7): wrk at
 # c=50 direct, through haproxy in HTTP mode, through faultd's proxy in HTTP mode
 # (no fault), and the same with an HTTP fault that matches no request (the cost
-# of a fault decision per request).
+# of a fault decision per request). Then TLS, small body, c=50, keep-alive,
+# against nginx over TLS: pass-through (haproxy in TCP mode; Faultline's proxy in
+# HTTP mode with TLS pass-through and an SNI delay fault that matches no client,
+# fl-proxyhost) and termination with re-encryption to the verified upstream
+# (haproxy; Faultline's terminating proxy with a status fault that matches no
+# path). wrk does not verify certificates; each path is checked with curl first.
 #
 # Usage: scripts/bench-proxy.sh BUILD_DIR   (root; peers from scripts/install-deps.sh)
 # Everything runs in a network namespace of this run's own (its loopback only),
@@ -20,10 +25,12 @@ BUILD=$(cd "${1:?usage: scripts/bench-proxy.sh BUILD_DIR}" && pwd)
 REPS=${BENCH_REPS:-3}
 SECS=${BENCH_PROXY_SECONDS:-2}
 FAULTD=$BUILD/faultd
-for tool in nginx haproxy redis-server redis-benchmark wrk curl taskset; do
+PROXYHOST=$BUILD/selftests/proxy/fl-proxyhost
+for tool in nginx haproxy redis-server redis-benchmark wrk curl taskset openssl; do
   command -v "$tool" >/dev/null || { echo "bench-proxy: $tool is missing; run scripts/install-deps.sh" >&2; exit 1; }
 done
 [ -x "$FAULTD" ] || { echo "bench-proxy: $FAULTD is missing; build first" >&2; exit 1; }
+[ -x "$PROXYHOST" ] || { echo "bench-proxy: $PROXYHOST is missing; build first" >&2; exit 1; }
 
 NS=flbench-proxy-$$
 DIR=$(mktemp -d /tmp/flbench-proxy.XXXXXX)
@@ -32,6 +39,8 @@ CPU_SERVER=$(($(nproc) - 1))
 # Ports inside the private namespace.
 P_NGINX=18080 P_REDIS=16379 P_HA_WEB=28080 P_HA_REDIS=26379 P_FL_WEB=38080 P_FL_REDIS=36379 P_API=18474
 P_HA_L7=28081 P_FL_L7=38081 P_FL_L7F=38082
+P_NGINX_TLS=18443 P_HA_TLS_PASS=28443 P_HA_TLS_TERM=28444
+TLS_HOST=bench.fl.test  # in the namespace's own hosts file (/etc/netns/NS/hosts, read by ip netns exec)
 
 cleanup() {
   local rc=$?
@@ -42,7 +51,7 @@ cleanup() {
     for pid in $(ip netns pids "$NS" 2>/dev/null); do kill -9 "$pid" 2>/dev/null; done
     ip netns del "$NS"
   fi
-  rm -rf "$DIR"
+  rm -rf "$DIR" "/etc/netns/$NS"
   exit $rc
 }
 trap cleanup EXIT
@@ -67,6 +76,21 @@ mkdir -p "$DIR/www" "$DIR/tmp"
 head -c 1048576 /dev/urandom >"$DIR/www/big"
 printf 'ok\n' >"$DIR/www/small"
 chmod 755 "$DIR" "$DIR/www" && chmod 644 "$DIR/www/big" "$DIR/www/small"  # nginx's worker is not root
+mkdir -p "/etc/netns/$NS"
+printf '127.0.0.1 localhost\n127.0.0.1 %s\n' "$TLS_HOST" >"/etc/netns/$NS/hosts"
+# The upstream's CA and leaf (EC P-256, as the local CA mints), haproxy's
+# front certificate (the same leaf), all for this run only.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=flbench CA $$" \
+  -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign \
+  -keyout "$DIR/ca.key" -out "$DIR/ca.pem" 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$TLS_HOST" \
+  -keyout "$DIR/up.key" -out "$DIR/up.csr" 2>/dev/null
+printf 'subjectAltName=DNS:%s\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n' \
+  "$TLS_HOST" >"$DIR/up.ext"
+openssl x509 -req -in "$DIR/up.csr" -CA "$DIR/ca.pem" -CAkey "$DIR/ca.key" -CAcreateserial -days 2 \
+  -extfile "$DIR/up.ext" -out "$DIR/up.pem" 2>/dev/null
+cat "$DIR/up.pem" "$DIR/up.key" >"$DIR/front.pem"
+chmod 644 "$DIR/up.key"  # nginx reads it as root before dropping privileges; this folder is the run's
 
 cat >"$DIR/nginx.conf" <<CONF
 worker_processes 1;
@@ -85,6 +109,12 @@ http {
   sendfile on;
   server {
     listen 127.0.0.1:$P_NGINX reuseport;
+    root $DIR/www;
+  }
+  server {
+    listen 127.0.0.1:$P_NGINX_TLS ssl reuseport;
+    ssl_certificate $DIR/up.pem;
+    ssl_certificate_key $DIR/up.key;
     root $DIR/www;
   }
 }
@@ -108,6 +138,13 @@ listen web_http
   mode http
   bind 127.0.0.1:$P_HA_L7
   server nginx 127.0.0.1:$P_NGINX
+listen tls_pass
+  bind 127.0.0.1:$P_HA_TLS_PASS
+  server nginx 127.0.0.1:$P_NGINX_TLS
+listen tls_term
+  mode http
+  bind 127.0.0.1:$P_HA_TLS_TERM ssl crt $DIR/front.pem alpn http/1.1
+  server nginx 127.0.0.1:$P_NGINX_TLS ssl verify required ca-file $DIR/ca.pem sni str($TLS_HOST) verifyhost $TLS_HOST alpn http/1.1
 CONF
 on_server nginx -c "$DIR/nginx.conf" -p "$DIR" >/dev/null 2>&1 &
 on_server redis-server --port "$P_REDIS" --bind 127.0.0.1 --save '' --appendonly no --dir "$DIR" \
@@ -139,6 +176,25 @@ in_ns curl -sf -X POST "http://127.0.0.1:$P_API/proxies/web_http/http_limits" -d
     -d '{"name":"never","type":"status","match":{"path":"/never"},"attributes":{"status":503}}' >/dev/null ||
   { echo "bench-proxy: faultd refused HTTP mode:" >&2; cat "$DIR/faultd.log" >&2; exit 1; }
 wait_port "$P_HA_L7" "haproxy in HTTP mode"
+# Faultline's TLS proxies, each alone in a process (faultd's API has no TLS
+# mode): they run until the fifo's writer (this shell) goes.
+mkfifo "$DIR/hold"
+on_server "$PROXYHOST" "127.0.0.1:$P_NGINX_TLS" ring sni <"$DIR/hold" >"$DIR/fl-pass.out" 2>&1 &
+on_server "$PROXYHOST" "127.0.0.1:$P_NGINX_TLS" ring terminate "$DIR/flca" "$DIR/ca.pem" <"$DIR/hold" \
+  >"$DIR/fl-term.out" 2>&1 &
+exec 9>"$DIR/hold"
+listen_port() {
+  for _ in $(seq 100); do
+    grep -q '^listen ' "$1" 2>/dev/null && { sed -n 's/^listen .*:\([0-9]*\)$/\1/p' "$1"; return 0; }
+    sleep 0.05
+  done
+  echo "bench-proxy: fl-proxyhost did not start:" >&2
+  cat "$1" >&2
+  return 1
+}
+P_FL_TLS_PASS=$(listen_port "$DIR/fl-pass.out")
+P_FL_TLS_TERM=$(listen_port "$DIR/fl-term.out")
+wait_port "$P_HA_TLS_TERM" "haproxy terminating TLS"
 
 # Each path answers the whole body, directly and through each proxy.
 for port in $P_NGINX $P_HA_WEB $P_FL_WEB $P_HA_L7 $P_FL_L7 $P_FL_L7F; do
@@ -149,9 +205,18 @@ for port in $P_NGINX $P_HA_WEB $P_FL_WEB $P_HA_L7 $P_FL_L7 $P_FL_L7F; do
   done
 done
 
-# wrk PORT PATH CONNECTIONS -> "REQ_PER_S P50_US MB_PER_S"
+# Over TLS: each path gives the whole body to curl trusting only the CA that should sign it.
+for t in "$P_NGINX_TLS|$DIR/ca.pem" "$P_HA_TLS_PASS|$DIR/ca.pem" "$P_FL_TLS_PASS|$DIR/ca.pem" \
+  "$P_HA_TLS_TERM|$DIR/ca.pem" "$P_FL_TLS_TERM|$DIR/flca/ca.pem"; do
+  IFS='|' read -r port ca <<<"$t"
+  got=$(in_ns curl -sf --cacert "$ca" -o /dev/null -w '%{size_download}' "https://$TLS_HOST:$port/small") || got=error
+  [ "$got" = "$(stat -c %s "$DIR/www/small")" ] ||
+    { echo "bench-proxy: GET https://$TLS_HOST:$port/small gave $got bytes" >&2; cat "$DIR"/fl-*.out >&2; exit 1; }
+done
+
+# wrk PORT PATH CONNECTIONS [BASE] -> "REQ_PER_S P50_US MB_PER_S" (BASE: default http://127.0.0.1)
 wrk_run() {
-  on_client wrk -t1 -c"$3" -d"${SECS}s" --latency "http://127.0.0.1:$1$2" 2>&1 | awk '
+  on_client wrk -t1 -c"$3" -d"${SECS}s" --latency "${4:-http://127.0.0.1}:$1$2" 2>&1 | awk '
     /Requests\/sec:/ { rps = $2 }
     /Transfer\/sec:/ { v = $2; if (v ~ /GB$/) m = v * 1024; else if (v ~ /MB$/) m = v + 0; else if (v ~ /KB$/) m = v / 1024; else m = v / 1048576 }
     /^ +50%/ { v = $2; if (v ~ /us$/) p = v + 0; else if (v ~ /ms$/) p = v * 1000; else p = v * 1e6 }
@@ -181,6 +246,11 @@ for rep in $(seq "$REPS"); do
   for t in "direct|$P_NGINX" "haproxy|$P_HA_L7" "faultline|$P_FL_L7" "faultline_fault|$P_FL_L7F"; do
     IFS='|' read -r who port <<<"$t"
     R["l7|$who"]+="$(wrk_run "$port" /small 50);"
+  done
+  for t in "tls_pass|direct|$P_NGINX_TLS" "tls_pass|haproxy|$P_HA_TLS_PASS" "tls_pass|faultline|$P_FL_TLS_PASS" \
+    "tls_term|direct|$P_NGINX_TLS" "tls_term|haproxy|$P_HA_TLS_TERM" "tls_term|faultline|$P_FL_TLS_TERM"; do
+    IFS='|' read -r row who port <<<"$t"
+    R["$row|$who"]+="$(wrk_run "$port" /small 50 "https://$TLS_HOST");"
   done
 done
 
@@ -215,3 +285,11 @@ printf '   %-13s %10.0f/s %12.0f/s (%s) %12.0f/s (%s) %8s\n' "L7 no fault" "$d" 
   "$(ratio "$f" "$d")" "$(ratio "$f" "$h")"
 printf '   %-13s %10s %25s %12.0f/s (%s) %8s   (a fault that matches nothing: %s of no fault)\n' "L7 1 fault" "" "" "$g" \
   "$(ratio "$g" "$d")" "$(ratio "$g" "$h")" "$(ratio "$g" "$f")"
+echo "   TLS, small body, c=50, keep-alive, to nginx over TLS: pass-through (haproxy TCP mode; Faultline with an"
+echo "   SNI fault matching no client), and terminating + re-encrypting to the verified upstream (both)"
+for row in "tls_pass|TLS pass" "tls_term|TLS terminate"; do
+  IFS='|' read -r key label <<<"$row"
+  d=$(med "${R[$key|direct]}" 1) h=$(med "${R[$key|haproxy]}" 1) f=$(med "${R[$key|faultline]}" 1)
+  printf '   %-13s %10.0f/s %12.0f/s (%s) %12.0f/s (%s) %8s\n' "$label" "$d" "$h" "$(ratio "$h" "$d")" "$f" \
+    "$(ratio "$f" "$d")" "$(ratio "$f" "$h")"
+done

@@ -15,7 +15,9 @@
 #include <climits>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
@@ -245,6 +247,9 @@ int Guard::run() {
     }
   } unpin{*obj, session};
 
+  // Built before the fork (the child must not allocate).
+  std::unique_ptr<ChildEnvironment> child_env;
+  if (!opts_.env.empty()) child_env = std::make_unique<ChildEnvironment>(opts_.env);
   // The command waits on a pipe until it is in the cgroup: nothing may escape it.
   // With --netns it is forked from inside that namespace, and the cgroup hooks
   // judge its sockets there as anywhere.
@@ -255,7 +260,13 @@ int Guard::run() {
       if (!e) return e.error();
       in_ns.emplace(std::move(*e));
     }
-    return HeldChild::spawn(opts_.command, nullptr, "faultctl guard");
+    std::function<bool()> prepare;
+    if (child_env)
+      prepare = [env = child_env.get()] {
+        env->apply();
+        return true;
+      };
+    return HeldChild::spawn(opts_.command, prepare, "faultctl guard");
   }();
   if (!held) {
     log_ << "faultctl guard: " << held.error().describe() << "\n";

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "userspace/net/egress_rules.h"
@@ -18,13 +19,16 @@ struct GuardOptions {
   // each rule's text is its name there; reports say "rule NAME".
   std::string policy_name;
   std::vector<RedirectRule> redirects;  // --redirect, in order (rule N is the Nth)
-  uint64_t exfil_cap = 0;     // bytes to one destination no allow rule covers
-  int deny_errno = 1;         // EPERM
-  std::string json_log;       // every decision as a JSON line, if set
+  uint64_t exfil_cap = 0;               // bytes to one destination no allow rule covers
+  int deny_errno = 1;                   // EPERM
+  std::string json_log;                 // every decision as a JSON line, if set
   // --netns NAME|PATH|pid:N: the command runs in that network namespace; "":
   // ours. The policy follows the cgroup, so it applies there as anywhere.
   std::string netns;
   std::vector<std::string> command;
+  // Variables added to (or replacing in) the command's environment: what a
+  // caller that serves the command (HTTP faults under --terminate-tls) tells it.
+  std::vector<std::pair<std::string, std::string>> env;
 };
 
 class Guard {

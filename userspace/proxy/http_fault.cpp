@@ -260,6 +260,18 @@ std::string_view llm_provider_name(LlmProvider p) {
   return "";
 }
 
+std::string needs_plaintext(const HttpFault& f) {
+  if (f.type != HttpFaultType::delay && f.type != HttpFaultType::reset)
+    return "a " + std::string(http_fault_type_name(f.type)) + " fault needs the request's content";
+  if (f.type == HttpFaultType::delay && f.where == DelayPoint::response)
+    return "a delay before the response needs to see the response";
+  if (!f.match.method.empty()) return "matching on the method needs the request's content";
+  if (!f.match.path.empty()) return "matching on the path needs the request's content";
+  if (!f.match.headers.empty()) return "matching on headers needs the request's content";
+  if (f.attempts > 0) return "attempts are counted from a request header";
+  return {};
+}
+
 Status validate_http_fault(const HttpFault& f) {
   if (f.name.empty()) return fault_field_error("name", "must not be empty");
   if (!(f.percent >= 0 && f.percent <= 100)) return fault_field_error("percent", "must be 0..100");

@@ -73,4 +73,9 @@ struct HttpFault {
 
 [[nodiscard]] Status validate_http_fault(const HttpFault& f);
 
+// Why the fault cannot apply to a TLS connection that is not terminated, where
+// the proxy reads only the ClientHello (docs/tls.md): only `delay` (before the
+// request) and `reset`, matched on the host (the SNI); "" when it can.
+[[nodiscard]] std::string needs_plaintext(const HttpFault& f);
+
 }  // namespace faultline

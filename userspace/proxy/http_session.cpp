@@ -243,6 +243,22 @@ void HttpSession::head_timed_out() {
   state_ = Req::answer_due;
 }
 
+const HttpFaultEntry* fault_by_sni(const HttpRules& rules, std::string_view sni, uint16_t port, uint64_t& rng) {
+  const std::string host = std::string(sni) + ":" + std::to_string(port);
+  for (const HttpFaultEntry& e : rules.faults) {
+    const HttpFault& f = e.fault;
+    if (!needs_plaintext(f).empty()) continue;
+    if (!f.match.host.empty() && !host_matches(f.match.host, host)) continue;
+    if (f.percent < 100) {
+      rng += 0x9e3779b97f4a7c15ULL;
+      if (double(splitmix64(rng) % 1'000'000) / 10'000.0 >= f.percent) continue;
+    }
+    e.hits->fetch_add(1, std::memory_order_relaxed);
+    return &e;
+  }
+  return nullptr;
+}
+
 // The first fault whose match, attempts and percent take this request.
 void HttpSession::decide(const HttpRules& rules) {
   action_ = Action::pass;

@@ -21,6 +21,9 @@ struct http_parser;
 
 namespace faultline {
 
+class TlsServerContext;
+class TlsClientContext;
+
 // What protects the proxy from a client: a head bigger than max_header_bytes or
 // with more than max_headers fields is answered 431, a head not complete
 // head_timeout_ms after its first byte 408 (both close the connection).
@@ -36,13 +39,34 @@ struct HttpFaultEntry {
   std::shared_ptr<std::atomic<uint64_t>> hits;  // requests it was applied to
 };
 
+// What an HTTP proxy does with a connection whose first bytes are a TLS
+// ClientHello (docs/tls.md). off: nothing (the bytes are not HTTP: 400);
+// sni: pass-through, matched by the SNI for the faults needs_plaintext()
+// allows, then relayed untouched; terminate: the client's TLS ended with a leaf
+// of the local CA, the upstream's verified, HTTP faults on the plaintext.
+enum class HttpTlsMode : uint8_t { off, sni, terminate };
+
+struct HttpTls {
+  HttpTlsMode mode = HttpTlsMode::off;
+  std::shared_ptr<TlsServerContext> server;  // terminate: towards clients
+  std::shared_ptr<TlsClientContext> client;  // terminate: towards upstreams
+};
+
 // A proxy's HTTP mode: its faults in the order added and its limits. Immutable
 // once published (part of the ToxicSet the workers swap).
 struct HttpRules {
   std::vector<HttpFaultEntry> faults;
   HttpLimits limits;
   std::string upstream_host;  // what a request without a Host header is matched on
+  HttpTls tls;
 };
+
+// A TLS connection not terminated: the first fault that can apply without the
+// plaintext (needs_plaintext() empty) whose host matches `host` (the SNI, with
+// ":port" the connection's destination port) and whose percent takes it
+// (drawn from rng); its counter is counted. nullptr: none.
+[[nodiscard]] const HttpFaultEntry* fault_by_sni(const HttpRules& rules, std::string_view sni, uint16_t port,
+                                                 uint64_t& rng);
 
 enum class HttpAct : uint8_t {
   more,       // nothing to do until more bytes arrive

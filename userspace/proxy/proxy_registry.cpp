@@ -24,6 +24,7 @@ struct ProxyEntry {
   std::vector<ToxicEntry> toxics;
   bool http = false;
   HttpLimits http_limits;
+  HttpTls http_tls;
   std::vector<HttpFaultEntry> http_faults;
   std::shared_ptr<ProxyCounters> counters = std::make_shared<ProxyCounters>();
   std::vector<UniqueFd> listeners;  // our duplicates of the workers' sockets, for a handover
@@ -69,6 +70,7 @@ class ProxyRegistry::Impl {
     for (const auto& t : e.toxics) i.toxics.push_back(t.toxic);
     i.http = e.http;
     i.http_limits = e.http_limits;
+    i.http_tls = e.http_tls;
     for (const auto& f : e.http_faults) i.http_faults.push_back(f.fault);
     return i;
   }
@@ -80,6 +82,7 @@ class ProxyRegistry::Impl {
       auto rules = std::make_shared<HttpRules>();
       rules->faults = e.http_faults;
       rules->limits = e.http_limits;
+      rules->tls = e.http_tls;
       rules->upstream_host = host_of_text(e.config.upstream);
       set->http = std::move(rules);
     }
@@ -402,6 +405,7 @@ Result<ProxyInfo> ProxyRegistry::adopt(const ProxyInfo& info, std::vector<Unique
   }
   e.http = info.http;
   e.http_limits = info.http_limits;
+  e.http_tls = info.http_tls;
   // The set the workers start with carries the HTTP faults: no connection
   // accepted on the inherited sockets misses them.
   if (config.enabled) FL_TRY(impl_->start(e, std::move(listeners)));
@@ -480,6 +484,19 @@ Status ProxyRegistry::set_http_limits(const std::string& proxy, const HttpLimits
   ProxyEntry& e = **found;
   e.http = true;
   e.http_limits = limits;
+  impl_->publish_toxics(e);
+  return {};
+}
+
+Status ProxyRegistry::set_http_tls(const std::string& proxy, const HttpTls& tls) {
+  if (tls.mode == HttpTlsMode::terminate && (!tls.server || !tls.client))
+    return input_error(EINVAL, "http tls: terminate needs both TLS contexts (set_up_termination)");
+  std::lock_guard lock(impl_->mu_);
+  auto found = impl_->find(proxy);
+  if (!found) return found.error();
+  ProxyEntry& e = **found;
+  e.http = true;
+  e.http_tls = tls;
   impl_->publish_toxics(e);
   return {};
 }

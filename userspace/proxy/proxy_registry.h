@@ -95,6 +95,7 @@ struct ProxyInfo {
   std::vector<Toxic> toxics;  // in the order they were added
   bool http = false;          // HTTP mode (docs/l7.md): on from the proxy's first HTTP fault
   HttpLimits http_limits;
+  HttpTls http_tls;                    // what a TLS client meets (docs/tls.md)
   std::vector<HttpFault> http_faults;  // in the order they were added
 };
 
@@ -152,6 +153,10 @@ class ProxyRegistry {
   [[nodiscard]] Result<HttpFault> get_http_fault(const std::string& proxy, const std::string& fault) const;
   [[nodiscard]] Status clear_http_faults(const std::string& proxy);
   [[nodiscard]] Status set_http_limits(const std::string& proxy, const HttpLimits& limits);
+  // What the proxy does with a connection that opens with a TLS ClientHello
+  // (HttpTlsMode); puts it in HTTP mode like the above. Connections accepted
+  // from then on see it.
+  [[nodiscard]] Status set_http_tls(const std::string& proxy, const HttpTls& tls);
 
   [[nodiscard]] Result<ProxyStats> stats(const std::string& name) const;
 

@@ -3,7 +3,10 @@
 // sends it. A direction reads ahead only a few chunks (one with plain receive):
 // a slow reader stops reads from the other side, and memory stays bounded. A
 // connection of a proxy in HTTP mode goes through an HttpSession instead of
-// the stream toxics (pump_http).
+// the stream toxics (pump_http). With TLS on (HttpRules::tls) the client's
+// first bytes are scanned for a ClientHello first (pump_hello): a TLS
+// connection is then faulted by its SNI and relayed untouched, or terminated
+// (TlsTermination between the sockets and the HttpSession, tls_* below).
 #include "userspace/proxy/relay_worker.h"
 
 #include <liburing.h>
@@ -18,11 +21,14 @@
 #include <cerrno>
 #include <future>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 
 #include "userspace/proxy/http_session.h"
+#include "userspace/proxy/tls_client_hello.h"
+#include "userspace/proxy/tls_termination.h"
 
 namespace faultline {
 // Named, not anonymous: RelayWorker::Loop (declared in the header) holds these.
@@ -97,6 +103,23 @@ struct Pipe {
   bool sending_out = false;
   bool out_is_answer = false;
   bool close_after_budget = false;
+  // Terminated TLS: the plaintext read from this pipe's source (the session's
+  // input), and the records owed to its destination; a send of plaintext is
+  // counted as sent (owed_plain) once its records are. fin_after_wire: the
+  // destination gets its FIN once the records before it are out.
+  std::string plain;
+  size_t plain_off = 0;
+  std::string wire;
+  size_t wire_off = 0;
+  size_t owed_plain = 0;
+  bool fin_after_wire = false;
+};
+
+// With TLS on: where a connection stands before its first byte is judged.
+enum class Hello : uint8_t {
+  none,      // judged (or TLS is off): the connection is HTTP, a stream, or terminated
+  reading,   // the client's first bytes are held and scanned
+  delaying,  // a TLS connection not terminated, held by an SNI delay fault
 };
 
 struct Connection {
@@ -104,8 +127,8 @@ struct Connection {
   UniqueFd client;
   UniqueFd server;
   std::optional<SocketAddress> upstream;  // transparent: where the client asked to go
-  Pipe up;    // client -> server
-  Pipe down;  // server -> client
+  Pipe up;                                // client -> server
+  Pipe down;                              // server -> client
   uint64_t seed = 0;
   bool connected = false;
   bool closing = false;
@@ -114,6 +137,10 @@ struct Connection {
   Op http_head_op{OpKind::http_head};  // the request-head clock (408)
   uint64_t head_serial = 0;
   uint64_t head_deadline_ns = 0;
+  Hello hello = Hello::none;
+  std::string held;  // the client's first bytes while scanned (then a chunk of their own)
+  size_t hello_wanted = 0;
+  std::unique_ptr<TlsTermination> tls;  // terminated
   Connection* prev = nullptr;
   Connection* next = nullptr;
 
@@ -491,7 +518,10 @@ class RelayWorker::Loop {
     c->down.stream = Stream::downstream;
     c->connect_op.owner = c;
     c->http_head_op.owner = c;
-    if (ps.toxics->http) c->http = std::make_unique<HttpSession>(ps.toxics->http->upstream_host, c->seed);
+    if (ps.toxics->http) {
+      c->http = std::make_unique<HttpSession>(ps.toxics->http->upstream_host, c->seed);
+      if (ps.toxics->http->tls.mode != HttpTlsMode::off) c->hello = Hello::reading;
+    }
     c->next = ps.connections;
     if (ps.connections != nullptr) ps.connections->prev = c;
     ps.connections = c;
@@ -597,7 +627,7 @@ class RelayWorker::Loop {
     refresh_plan(p);
     // A chunk waiting out a delay is judged again under the new toxics (an HTTP
     // connection's delays are its faults', decided per request: they stay).
-    if (p.timer_op.pending && !p.conn->http) {
+    if (p.timer_op.pending && !p.conn->http && p.conn->hello == Hello::none) {
       if (p.off == 0) p.latency_done = false;
       cancel(p.timer_op);
     }
@@ -687,6 +717,14 @@ class RelayWorker::Loop {
     }
     if (res == 0) {
       p.eof = true;
+      if (c.tls) {
+        if (&p == &c.up)
+          c.tls->client_eof();
+        else
+          c.tls->upstream_eof();
+        tls_after(c);
+        return;
+      }
       pump(p);
       return;
     }
@@ -696,6 +734,10 @@ class RelayWorker::Loop {
     chunk.bid = bid;
     chunk.arrived_ns = now_ns();
     ++p.count;
+    if (c.tls) {
+      tls_in(p);
+      return;
+    }
     pump(p);
   }
 
@@ -721,6 +763,11 @@ class RelayWorker::Loop {
   void pump(Pipe& p) {
     Connection& c = *p.conn;
     if (c.closing || !c.connected) return;
+    if (c.hello != Hello::none) {
+      if (&p == &c.up) pump_hello(c);
+      return;  // the server's bytes wait until the client's first ones are judged
+    }
+    if (c.tls && c.tls->phase() == TlsTermination::Phase::kFailed) return;  // the alert goes, then the close
     if (c.http) {
       pump_http(p);
       return;
@@ -794,6 +841,10 @@ class RelayWorker::Loop {
     auto& counter =
         p.stream == Stream::upstream ? c.proxy->counters->bytes_upstream : c.proxy->counters->bytes_downstream;
     counter.fetch_add(uint64_t(res), std::memory_order_relaxed);
+    if (c.tls) {
+      wire_sent(p, size_t(res));
+      return;
+    }
     if (c.http) {
       http_sent(p, size_t(res));
       return;
@@ -834,6 +885,17 @@ class RelayWorker::Loop {
   // Drops the first n unsent bytes of the pipe's chunks (taken by the session
   // or discarded); emptied chunks give their buffers back.
   void http_advance(Pipe& p, size_t n) {
+    if (p.conn->tls) {
+      p.plain_off = std::min(p.plain.size(), p.plain_off + n);
+      if (p.plain_off == p.plain.size()) {
+        p.plain.clear();
+        p.plain_off = 0;
+      } else if (p.plain_off > kTlsBacklog) {  // a stream never fully consumed: drop what was
+        p.plain.erase(0, p.plain_off);
+        p.plain_off = 0;
+      }
+      return;
+    }
     while (n > 0 && p.count > 0) {
       const Chunk& chunk = p.chunks[p.head];
       size_t take = std::min<size_t>(n, chunk.len - p.off);
@@ -845,11 +907,27 @@ class RelayWorker::Loop {
 
   void http_arm_recv(Pipe& p) {
     uint8_t room = config_.buffer_ring ? kRingChunksInFlight : 1;
+    // Terminated: the plaintext and records a read can add stay bounded.
+    if (p.conn->tls && (p.plain.size() - p.plain_off > kTlsBacklog || p.conn->up.wire.size() > kTlsBacklog ||
+                        p.conn->down.wire.size() > kTlsBacklog))
+      return;
     if (!p.recv_op.pending && !p.retry_op.pending && !p.eof && p.count < room) arm_recv(p);
   }
 
   void http_send(Pipe& p, const char* data, size_t len) {
     Connection& c = *p.conn;
+    if (c.tls) {  // encrypted for the pipe's destination; counted as sent once its records are
+      const std::string_view plain(data, len);
+      const Status st = &p == &c.up ? c.tls->send_to_upstream(plain) : c.tls->send_to_client(plain);
+      if (!st) {
+        close(c, true);
+        return;
+      }
+      p.owed_plain = len;
+      tls_collect(c);
+      flush_wire(p);
+      return;
+    }
     io_uring_sqe* s = sqe();
     io_uring_prep_send(s, c.dst(p), data, len, MSG_NOSIGNAL);
     submit_op(s, p.send_op);
@@ -892,9 +970,9 @@ class RelayWorker::Loop {
     http_arm_recv(p);
     if (p.send_op.pending || p.timer_op.pending) return;
     if (p.budget > 0) {
-      const Chunk& chunk = p.chunks[p.head];
+      const std::string_view in = held_input(p);
       p.sending_out = false;
-      http_send(p, chunk.data + p.off, std::min<size_t>(p.budget, chunk.len - p.off));
+      http_send(p, in.data(), std::min<size_t>(p.budget, in.size()));
       return;
     }
     if (p.close_after_budget) {
@@ -907,11 +985,7 @@ class RelayWorker::Loop {
       return;
     }
     for (;;) {
-      std::string_view input;
-      if (p.count > 0) {
-        const Chunk& chunk = p.chunks[p.head];
-        input = std::string_view(chunk.data + p.off, chunk.len - p.off);
-      }
+      const std::string_view input = held_input(p);
       const HttpStep step = client_side ? session.client_step(input, http_rules(c)) : session.server_step(input);
       bool again = false;
       switch (step.act) {
@@ -955,7 +1029,7 @@ class RelayWorker::Loop {
         case HttpAct::wait:
           // The source ended and nothing of it is left: its FIN goes on, unless the
           // proxy still owes the client an answer of its own.
-          if (p.count == 0 && p.eof && (client_side || (!session.holds_client() && p.out.empty()))) {
+          if (input.empty() && p.eof && (client_side || (!session.holds_client() && p.out.empty()))) {
             finish_stream(p);
             if (c.closing) return;
           }
@@ -1004,11 +1078,228 @@ class RelayWorker::Loop {
       return;
     }
     p.shut = true;
+    if (c.tls) {  // close_notify first, then the FIN once the records before it are out
+      if (&p == &c.up)
+        c.tls->close_upstream();
+      else
+        c.tls->close_client();
+      tls_collect(c);
+      p.fin_after_wire = true;
+      flush_wire(p);
+      if (!p.fin_after_wire && !c.other(p).fin_after_wire && c.other(p).shut) close(c, false);
+      return;
+    }
     (void)::shutdown(c.dst(p), SHUT_WR);
     if (c.other(p).shut) close(c, false);
   }
 
+  // --- TLS ------------------------------------------------------------------
+
+  // The bytes the session reads next: the head chunk's, or (terminated) the plaintext.
+  static std::string_view held_input(const Pipe& p) {
+    if (p.conn->tls) return std::string_view(p.plain).substr(p.plain_off);
+    if (p.count == 0) return {};
+    const Chunk& chunk = p.chunks[p.head];
+    return {chunk.data + p.off, chunk.len - p.off};
+  }
+
+  // The original destination (transparent) or the proxy's upstream.
+  static const SocketAddress& destination(const Connection& c) {
+    return c.upstream ? *c.upstream : c.proxy->route.upstream;
+  }
+
+  static std::string address_only(const SocketAddress& a) {
+    std::string text = endpoint_text(a);
+    text.erase(text.rfind(':'));
+    if (!text.empty() && text.front() == '[') text = text.substr(1, text.size() - 2);
+    return text;
+  }
+
+  static uint16_t port_of(const SocketAddress& a) {
+    const std::string text = endpoint_text(a);
+    return uint16_t(std::stoul(text.substr(text.rfind(':') + 1)));
+  }
+
+  // The client's first bytes, with TLS on: held (they are copied once, at most
+  // kMaxClientHelloBytes, which the scanner enforces) until they are known to be
+  // a ClientHello or not; then the connection is HTTP, a TLS stream faulted by
+  // its SNI, or terminated.
+  void pump_hello(Connection& c) {
+    Pipe& p = c.up;
+    if (c.hello == Hello::delaying) {
+      if (!p.timer_op.pending) hello_judged(c);
+      return;
+    }
+    while (p.count > 0) {
+      const std::string_view in = held_input(p);
+      c.held.append(in.data(), in.size());
+      pop_chunk(p);
+    }
+    if (!c.held.empty() && c.held.size() >= c.hello_wanted) {
+      const auto scan =
+          scan_client_hello(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(c.held.data()), c.held.size()));
+      switch (scan.status) {
+        case ClientHelloStatus::kNeedMore:
+          c.hello_wanted = scan.wanted;
+          break;
+        case ClientHelloStatus::kNotTls:  // plain HTTP: the session reads the bytes held
+          hello_judged(c);
+          return;
+        case ClientHelloStatus::kMalformed:  // nothing a real client sends
+          close(c, false);
+          return;
+        case ClientHelloStatus::kParsed:
+          hello_parsed(c, scan.hello);
+          return;
+      }
+    }
+    if (p.eof) {
+      close(c, false);
+      return;
+    }
+    if (!p.recv_op.pending && !p.retry_op.pending) arm_recv(p);
+  }
+
+  void hello_parsed(Connection& c, const ClientHello& hello) {
+    const HttpRules& rules = http_rules(c);
+    if (rules.tls.mode == HttpTlsMode::terminate && rules.tls.server && rules.tls.client) {
+      c.hello = Hello::none;
+      // A client that sent no SNI connected by address: its leaf, and the
+      // upstream's check, are for that address.
+      c.tls = std::make_unique<TlsTermination>(rules.tls.server, rules.tls.client, address_only(destination(c)));
+      Status st = c.tls->from_client(c.held);
+      c.held = std::string();
+      if (st && c.tls->phase() == TlsTermination::Phase::kConnectUpstream) st = c.tls->upstream_connected();
+      tls_after(c);
+      return;
+    }
+    // Pass-through: the bytes go on untouched, after the fault (if any) the
+    // SNI takes; a client without SNI is matched on the address it connected to.
+    const std::string name = hello.server_name.empty() ? address_only(destination(c)) : hello.server_name;
+    c.http.reset();
+    const HttpFaultEntry* f = fault_by_sni(rules, name, port_of(destination(c)), c.seed);
+    if (f != nullptr && f->fault.type == HttpFaultType::reset) {
+      close(c, true);
+      return;
+    }
+    if (f != nullptr && f->fault.type == HttpFaultType::delay) {
+      c.hello = Hello::delaying;
+      arm_timer_at(c.up.timer_op, now_ns() + uint64_t(f->fault.delay_ms) * 1'000'000ULL);
+      return;
+    }
+    hello_judged(c);
+  }
+
+  // The held bytes go back to the client pipe as a chunk of their own (every
+  // chunk was taken, so there is room), and the connection moves on as what it is.
+  void hello_judged(Connection& c) {
+    c.hello = Hello::none;
+    Pipe& p = c.up;
+    if (!c.held.empty()) {
+      Chunk& chunk = p.chunks[p.head];
+      chunk = Chunk{c.held.data(), uint32_t(c.held.size()), -1, now_ns()};
+      p.count = 1;
+      p.off = 0;
+    }
+    pump(c.up);
+    if (!c.closing) pump(c.down);
+  }
+
+  // Ciphertext read (the pipe's chunks) goes into the termination.
+  void tls_in(Pipe& p) {
+    Connection& c = *p.conn;
+    Status st;
+    while (p.count > 0 && st) {
+      const std::string_view in = held_input_chunk(p);
+      st = &p == &c.up ? c.tls->from_client(in) : c.tls->from_upstream(in);
+      pop_chunk(p);
+    }
+    tls_after(c);
+  }
+
+  static std::string_view held_input_chunk(const Pipe& p) {
+    const Chunk& chunk = p.chunks[p.head];
+    return {chunk.data + p.off, chunk.len - p.off};
+  }
+
+  // Moves what the termination made: records to each socket's pipe, plaintext
+  // to each session's input. No pumping (a send in progress may call it).
+  void tls_collect(Connection& c) {
+    c.up.wire += c.tls->to_upstream();
+    c.down.wire += c.tls->to_client();
+    c.up.plain += c.tls->take_from_client();
+    c.down.plain += c.tls->take_from_upstream();
+  }
+
+  void flush_wire(Pipe& p) {
+    Connection& c = *p.conn;
+    if (p.send_op.pending || c.closing) return;
+    if (p.wire_off < p.wire.size()) {
+      io_uring_sqe* s = sqe();
+      io_uring_prep_send(s, c.dst(p), p.wire.data() + p.wire_off, p.wire.size() - p.wire_off, MSG_NOSIGNAL);
+      submit_op(s, p.send_op);
+      return;
+    }
+    p.wire.clear();
+    p.wire_off = 0;
+    if (p.fin_after_wire) {
+      p.fin_after_wire = false;
+      (void)::shutdown(c.dst(p), SHUT_WR);
+    }
+  }
+
+  // After bytes went into the termination: a failed handshake sends the client
+  // its alert and closes; else records go out and both sessions step.
+  void tls_after(Connection& c) {
+    tls_collect(c);
+    if (c.tls->phase() == TlsTermination::Phase::kFailed) {
+      c.up.wire.clear();  // nothing more reaches an upstream that failed
+      c.up.eof = c.down.eof = true;
+      if (c.down.wire.empty() && !c.down.send_op.pending) {
+        close(c, false);
+        return;
+      }
+      c.down.owed_plain = 0;
+      c.down.fin_after_wire = true;
+      flush_wire(c.down);
+      return;
+    }
+    if (c.tls->client_done()) c.up.eof = true;
+    if (c.tls->upstream_done()) c.down.eof = true;
+    flush_wire(c.up);
+    flush_wire(c.down);
+    if (c.tls->phase() != TlsTermination::Phase::kEstablished) {
+      for (Pipe* p : {&c.up, &c.down})
+        if (!c.closing && !p->eof && !p->recv_op.pending && !p->retry_op.pending && p->count == 0) arm_recv(*p);
+      return;
+    }
+    pump(c.up);
+    if (!c.closing) pump(c.down);
+  }
+
+  void wire_sent(Pipe& p, size_t n) {
+    Connection& c = *p.conn;
+    p.wire_off += n;
+    flush_wire(p);
+    if (p.send_op.pending || c.closing) return;
+    if (c.tls->phase() == TlsTermination::Phase::kFailed) {
+      if (&p == &c.down) close(c, false);
+      return;
+    }
+    if (p.shut && c.other(p).shut && !c.other(p).fin_after_wire) {
+      close(c, false);
+      return;
+    }
+    if (size_t owed = std::exchange(p.owed_plain, 0); owed > 0) {
+      http_sent(p, owed);
+      if (!c.closing) pump(c.other(p));
+      return;
+    }
+    tls_after(c);
+  }
+
   static constexpr uint16_t kBufferGroup = 1;
+  static constexpr size_t kTlsBacklog = 256 * 1024;  // plaintext or records held per direction before reads pause
 
   WorkerConfig config_;
   io_uring ring_{};
@@ -1074,9 +1365,7 @@ void RelayWorker::call(std::function<void(Loop&)> fn) {
 void RelayWorker::start_proxy(uint64_t id, UniqueFd listener, ProxyRoute route, std::shared_ptr<const ToxicSet> toxics,
                               std::shared_ptr<ProxyCounters> counters) {
   auto fd = std::make_shared<UniqueFd>(std::move(listener));
-  call([&](Loop& l) {
-    l.start_proxy(id, std::move(*fd), std::move(route), std::move(toxics), std::move(counters));
-  });
+  call([&](Loop& l) { l.start_proxy(id, std::move(*fd), std::move(route), std::move(toxics), std::move(counters)); });
 }
 
 void RelayWorker::release_listener(uint64_t id) {

@@ -16,6 +16,7 @@
 #include "base/clock.h"
 #include "faultline/sockaddr_abi.h"
 #include "loader/netns.h"
+#include "userspace/proxy/tls_setup.h"
 
 namespace faultline {
 namespace {
@@ -77,8 +78,9 @@ nlohmann::json TcpRun::plan() const {
                    {"duration_ms", spec_.duration_ns / 1'000'000},
                    {"drain_ms", spec_.drain_ns / 1'000'000},
                    {"mechanism", "proxy"},
-                   {"why", "TCP connects of the scope to the target are redirected in the kernel (cgroup connect4/6) "
-                           "to a proxy in this process, which applies the toxics"}};
+                   {"why",
+                    "TCP connects of the scope to the target are redirected in the kernel (cgroup connect4/6) "
+                    "to a proxy in this process, which applies the toxics"}};
   if (!spec_.command.empty()) j["command"] = spec_.command;
   if (!spec_.cgroup.empty()) j["cgroup"] = spec_.cgroup;
   return j;
@@ -122,6 +124,26 @@ Result<FaultStart> TcpRun::apply() {
   if (!obj) return obj.error();
   obj_.emplace(std::move(*obj));
 
+  // TLS: termination's CA, contexts and the command's trust files come first,
+  // so a CA that cannot be made stops the run before any redirect.
+  HttpTls tls;
+  tls.mode = HttpTlsMode::sni;
+  if (spec_.terminate_tls) {
+    auto folder = TempFolder::create("faultline-tls");
+    if (!folder) return folder.error();
+    trust_dir_.emplace(std::move(*folder));
+    TerminationOptions to;
+    to.trust_dir = trust_dir_->path();
+    to.upstream.upstream_ca_file = spec_.upstream_ca;
+    auto setup = set_up_termination(to);
+    if (!setup) return setup.error();
+    tls.mode = HttpTlsMode::terminate;
+    tls.server = setup->server;
+    tls.client = setup->client;
+    child_env_ = std::make_unique<ChildEnvironment>(setup->env);
+    if (setup->ca_created) warn_ << "faultctl run http: created the local CA " << setup->ca.subject << "\n";
+  }
+
   ProxyOptions po;
   po.workers = 1;
   auto proxies = ProxyRegistry::start(po);
@@ -152,6 +174,7 @@ Result<FaultStart> TcpRun::apply() {
       auto added = proxies_->add_http_fault(pc.name, f);
       if (!added) return added.error();
     }
+    if (spec_.http()) FL_TRY(proxies_->set_http_tls(pc.name, tls));
     proxy_names_.push_back(pc.name);
     listen_.push_back(info->listen_bound);
     auto bound = local_address_of(*info);
@@ -180,7 +203,13 @@ Result<FaultStart> TcpRun::apply() {
   FL_TRY(obj_->attach_tcp_redirect(cgroup_fd.get()));
 
   if (fresh_) {
-    auto child = HeldChild::spawn(spec_.command, nullptr, "faultctl run tcp");
+    std::function<bool()> prepare;
+    if (child_env_)
+      prepare = [env = child_env_.get()] {
+        env->apply();
+        return true;
+      };
+    auto child = HeldChild::spawn(spec_.command, prepare, "faultctl run tcp");
     if (!child) return child.error();
     FL_TRY(fresh_->join(child->pid()));
     FL_TRY(child->release());
@@ -199,11 +228,15 @@ Result<FaultStart> TcpRun::apply() {
   f.until_command_exits = child_.has_value();
   nlohmann::json dests = nlohmann::json::array();
   for (const auto& d : spec_.target.dests) dests.push_back(d.prefix.str());
-  f.event = {{"mechanism", "proxy"}, {"scope", spec_.scope_text()}, {"addresses", dests}, {"proxy", listen_},
+  f.event = {{"mechanism", "proxy"},
+             {"scope", spec_.scope_text()},
+             {"addresses", dests},
+             {"proxy", listen_},
              {spec_.http() ? "http_faults" : "toxics", spec_.toxics_json()}};
   std::string via;
   for (const auto& l : listen_) via += (via.empty() ? "" : ", ") + l;
-  f.text = std::string(spec_.http() ? "http" : "tcp") + " fault " + id + ": " + spec_.describe() + " (redirected to the proxy on " + via + ")";
+  f.text = std::string(spec_.http() ? "http" : "tcp") + " fault " + id + ": " + spec_.describe() +
+           " (redirected to the proxy on " + via + ")";
   return f;
 }
 
@@ -259,8 +292,12 @@ FaultObservation TcpRun::observe() {
   FaultObservation o;
   nlohmann::json toxics = nlohmann::json::object();
   for (const auto& t : c.toxics) toxics[t.toxic] = t.connections;
-  o.fields = {{"redirected", c.redirected},     {"connections", c.accepted},  {"open", c.active},
-              {"bytes_upstream", c.bytes_up},  {"bytes_downstream", c.bytes_down}, {spec_.http() ? "fault_requests" : "toxic_connections", toxics}};
+  o.fields = {{"redirected", c.redirected},
+              {"connections", c.accepted},
+              {"open", c.active},
+              {"bytes_upstream", c.bytes_up},
+              {"bytes_downstream", c.bytes_down},
+              {spec_.http() ? "fault_requests" : "toxic_connections", toxics}};
   if (c.unrouted) o.fields["unrouted"] = c.unrouted;
   o.text = std::to_string(c.accepted) + " connections through the proxy (" + std::to_string(c.active) + " open), " +
            std::to_string(c.bytes_up) + " B up, " + std::to_string(c.bytes_down) + " B down";

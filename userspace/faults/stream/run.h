@@ -22,6 +22,7 @@
 
 #include "base/cgroup.h"
 #include "base/child.h"
+#include "base/files.h"
 #include "loader/sockaddr_object.h"
 #include "userspace/faults/stream/spec.h"
 #include "userspace/proxy/proxy_registry.h"
@@ -69,6 +70,8 @@ class TcpRun final : public RunnableFault {
   std::vector<std::string> proxy_names_;  // one per address family of the target
   std::vector<std::string> listen_;       // what each listens on
   std::optional<SockaddrObject> obj_;
+  std::optional<TempFolder> trust_dir_;          // --terminate-tls: the command's trust files
+  std::unique_ptr<ChildEnvironment> child_env_;  // and the variables that name them
   std::optional<HeldChild> child_;
   std::optional<SessionOwner> session_;
   Counts at_end_;

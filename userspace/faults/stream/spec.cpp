@@ -61,7 +61,8 @@ Result<int64_t> duration_in(const std::string& toxic, const std::string& key, co
 Result<int64_t> bytes_of(const std::string& toxic, const std::string& key, const std::string& value) {
   auto b = parse_size_bytes(value);
   if (!b) return input_error(EINVAL, "--toxic " + toxic + ": " + key + "=" + value + ": " + b.error().message);
-  if (*b > (uint64_t{1} << 62)) return input_error(EINVAL, "--toxic " + toxic + ": " + key + "=" + value + ": too large");
+  if (*b > (uint64_t{1} << 62))
+    return input_error(EINVAL, "--toxic " + toxic + ": " + key + "=" + value + ": too large");
   return int64_t(*b);
 }
 
@@ -82,7 +83,7 @@ Result<int64_t> rate_kbps(const std::string& toxic, const std::string& value) {
   return int64_t(std::stoull(v) * scale);
 }
 
-constexpr const char* kToxicTypes[] = {"latency",   "bandwidth", "slow_close", "timeout",
+constexpr const char* kToxicTypes[] = {"latency",    "bandwidth", "slow_close", "timeout",
                                        "reset_peer", "slicer",    "limit_data", "noop"};
 
 }  // namespace
@@ -280,7 +281,8 @@ std::string TcpFaultSpec::describe() const {
            std::string(stream_name(t.stream));
     if (t.toxicity < 1.0) out += " (" + std::to_string(int(std::lround(t.toxicity * 100))) + "% of connections)";
   }
-  return out + (http() ? " to " : " on TCP to ") + target.text + ", " + scope_text();
+  return out + (http() ? " to " : " on TCP to ") + target.text + (terminate_tls ? " (TLS terminated)" : "") + ", " +
+         scope_text();
 }
 
 }  // namespace faultline

@@ -18,8 +18,8 @@ namespace faultline {
 // is an address, a CIDR, or a name (every address it resolves to, at parse time);
 // PORT one port or a range A-B. IPv6 in brackets: "[::1]:443".
 struct TcpTarget {
-  std::string text;                    // as written
-  std::vector<EgressRule> dests;       // one per address or prefix, proto TCP
+  std::string text;               // as written
+  std::vector<EgressRule> dests;  // one per address or prefix, proto TCP
 };
 
 [[nodiscard]] Result<TcpTarget> parse_tcp_target(const std::string& text);
@@ -33,8 +33,7 @@ struct TcpTarget {
 // plus, for any type, direction=upstream|downstream and toxicity=0..1 (else the
 // defaults given, from --direction and --toxicity). The name is "<type>_<stream>",
 // or "<type>_<stream>_N" for the Nth toxic of the same type and stream.
-[[nodiscard]] Result<Toxic> parse_toxic_words(const std::string& text, Stream default_stream,
-                                              double default_toxicity);
+[[nodiscard]] Result<Toxic> parse_toxic_words(const std::string& text, Stream default_stream, double default_toxicity);
 
 // Whether a word ("latency=200ms", "noop") starts a toxic: its key is a type.
 // (A command line split at commas is regrouped with it: the words up to the
@@ -48,6 +47,12 @@ struct TcpFaultSpec {
   TcpTarget target;
   std::vector<Toxic> toxics;  // in the order given
   std::vector<HttpFault> http_faults;
+  // TLS on the HTTP faults' connections (docs/tls.md): a ClientHello is always
+  // recognised (pass-through: matched by SNI for delay and reset); with
+  // terminate_tls the proxy ends it with a leaf of the local CA and verifies the
+  // upstream against the system store plus upstream_ca.
+  bool terminate_tls = false;
+  std::string upstream_ca;  // a PEM file of roots added for the upstream (--upstream-ca)
   uint64_t duration_ns = 0;
   // Scope: an existing cgroup v2 (path below the mount or absolute), a command run
   // in a fresh cgroup, or neither: host-wide (the root cgroup).

@@ -1,0 +1,137 @@
+// The guard's fault proxy: started before the guard, so the redirect never
+// points at nothing; stopped after it, so the command's last requests finish.
+#include "ctl/guard_fault_proxy.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cstring>
+#include <map>
+#include <ostream>
+
+#include "userspace/enforce/redirected_conns.h"
+#include "userspace/net/address.h"
+#include "userspace/proxy/tls_setup.h"
+
+namespace faultline {
+namespace {
+
+// Where the client asked to go: the guard's sockops program filed it in the
+// kernel when it redirected the connect (never a guess).
+std::optional<SocketAddress> original_destination(int fd) {
+  auto conn = find_redirected_conn(fd);
+  if (!conn || !*conn) return std::nullopt;
+  SocketAddress out;
+  const fl_addr& a = (*conn)->orig;
+  if (is_v4_mapped(a)) {
+    auto* in = reinterpret_cast<sockaddr_in*>(&out.storage);
+    in->sin_family = AF_INET;
+    in->sin_port = htons((*conn)->orig_port);
+    std::memcpy(&in->sin_addr, &a.b[12], 4);
+    out.length = sizeof(sockaddr_in);
+  } else {
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&out.storage);
+    in6->sin6_family = AF_INET6;
+    in6->sin6_port = htons((*conn)->orig_port);
+    std::memcpy(&in6->sin6_addr, a.b, 16);
+    out.length = sizeof(sockaddr_in6);
+  }
+  return out;
+}
+
+}  // namespace
+
+GuardFaultProxy::~GuardFaultProxy() = default;
+
+Result<std::unique_ptr<GuardFaultProxy>> GuardFaultProxy::start(const GuardFaults& faults, std::ostream& log) {
+  std::unique_ptr<GuardFaultProxy> p(new GuardFaultProxy);
+  HttpTls tls;
+  tls.mode = HttpTlsMode::sni;
+  if (faults.terminate_tls) {
+    auto folder = TempFolder::create("faultline-guard-tls");
+    if (!folder) return folder.error();
+    p->trust_dir_.emplace(std::move(*folder));
+    TerminationOptions to;
+    to.trust_dir = p->trust_dir_->path();
+    to.upstream.upstream_ca_file = faults.upstream_ca;
+    auto setup = set_up_termination(to);
+    if (!setup) return setup.error();
+    tls.mode = HttpTlsMode::terminate;
+    tls.server = setup->server;
+    tls.client = setup->client;
+    p->env_ = setup->env;
+    log << "faultline guard: TLS to the faulted hosts is terminated with " << (setup->ca_created ? "the new " : "")
+        << "local CA " << setup->ca.subject << "; the command trusts it through";
+    for (const auto& [k, v] : p->env_) log << " " << k;
+    log << "\n";
+  }
+  ProxyOptions po;
+  po.workers = 1;
+  auto reg = ProxyRegistry::start(po);
+  if (!reg) return reg.error();
+  p->proxies_ = std::move(*reg);
+
+  bool has_v4 = false, has_v6 = false;
+  for (const auto& f : faults.faults)
+    for (const auto& d : f.target.dests) (d.prefix.v4 ? has_v4 : has_v6) = true;
+  for (bool v4 : {true, false}) {
+    if (v4 ? !has_v4 : !has_v6) continue;
+    ProxyConfig pc;
+    pc.name = v4 ? "guard-faults-v4" : "guard-faults-v6";
+    pc.listen = v4 ? "127.0.0.1:0" : "[::1]:0";
+    pc.upstream = "transparent";
+    pc.original_destination = original_destination;
+    auto info = p->proxies_->create(pc);
+    if (!info) return info.error();
+    for (const auto& f : faults.faults) {
+      auto added = p->proxies_->add_http_fault(pc.name, f.fault);
+      if (!added) return added.error();
+    }
+    FL_TRY(p->proxies_->set_http_tls(pc.name, tls));
+    p->names_.push_back(pc.name);
+    const std::string& bound = info->listen_bound;
+    std::string host = bound.substr(0, bound.rfind(':'));
+    if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+    auto at = parse_prefix(host);
+    if (!at) return at.error();
+    const auto port = uint16_t(std::stoul(bound.substr(bound.rfind(':') + 1)));
+    // One redirect per address and port, however many faults share it.
+    std::map<std::string, bool> seen;
+    for (const auto& f : faults.faults) {
+      for (const auto& d : f.target.dests) {
+        if (d.prefix.v4 != v4) continue;
+        const std::string key = d.prefix.str() + ":" + std::to_string(d.ports.lo);
+        if (seen[key]) continue;
+        seen[key] = true;
+        RedirectRule r;
+        r.dest = d;
+        r.target = at->addr;
+        r.target_port = port;
+        r.text = f.target.text + " (--fault-host)";
+        p->redirects_.push_back(r);
+      }
+    }
+  }
+  return p;
+}
+
+void GuardFaultProxy::print_summary(std::ostream& log) const {
+  std::map<std::string, uint64_t> hits;
+  std::vector<std::string> order;
+  uint64_t unrouted = 0;
+  for (const auto& name : names_) {
+    auto st = proxies_->stats(name);
+    if (!st) continue;
+    unrouted += st->connections_unrouted;
+    for (const auto& f : st->http_faults) {
+      if (!hits.contains(f.toxic)) order.push_back(f.toxic);
+      hits[f.toxic] += f.connections;
+    }
+  }
+  log << "  HTTP faults (requests, or TLS connections by SNI, each took):\n";
+  for (const auto& n : order) log << "    " << n << "  " << hits[n] << "\n";
+  if (unrouted != 0)
+    log << "  connections the proxy could not place (no original destination filed; closed): " << unrouted << "\n";
+}
+
+}  // namespace faultline
