@@ -5,12 +5,10 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include <cstring>
 #include <map>
 #include <ostream>
 
 #include "userspace/enforce/redirected_conns.h"
-#include "userspace/net/address.h"
 #include "userspace/proxy/tls_setup.h"
 
 namespace faultline {
@@ -21,22 +19,7 @@ namespace {
 std::optional<SocketAddress> original_destination(int fd) {
   auto conn = find_redirected_conn(fd);
   if (!conn || !*conn) return std::nullopt;
-  SocketAddress out;
-  const fl_addr& a = (*conn)->orig;
-  if (is_v4_mapped(a)) {
-    auto* in = reinterpret_cast<sockaddr_in*>(&out.storage);
-    in->sin_family = AF_INET;
-    in->sin_port = htons((*conn)->orig_port);
-    std::memcpy(&in->sin_addr, &a.b[12], 4);
-    out.length = sizeof(sockaddr_in);
-  } else {
-    auto* in6 = reinterpret_cast<sockaddr_in6*>(&out.storage);
-    in6->sin6_family = AF_INET6;
-    in6->sin6_port = htons((*conn)->orig_port);
-    std::memcpy(&in6->sin6_addr, a.b, 16);
-    out.length = sizeof(sockaddr_in6);
-  }
-  return out;
+  return socket_address((*conn)->orig.b, (*conn)->orig_port);
 }
 
 }  // namespace

@@ -48,6 +48,26 @@ std::string endpoint_text(const SocketAddress& a) {
   return "[" + std::string(host) + "]:" + std::to_string(ntohs(in6->sin6_port));
 }
 
+SocketAddress socket_address(const uint8_t (&addr16)[16], uint16_t port) {
+  SocketAddress out;
+  in6_addr a6;
+  std::memcpy(&a6, addr16, sizeof a6);
+  if (IN6_IS_ADDR_V4MAPPED(&a6)) {
+    auto* in = reinterpret_cast<sockaddr_in*>(&out.storage);
+    in->sin_family = AF_INET;
+    in->sin_port = htons(port);
+    std::memcpy(&in->sin_addr, addr16 + 12, 4);
+    out.length = sizeof(sockaddr_in);
+  } else {
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&out.storage);
+    in6->sin6_family = AF_INET6;
+    in6->sin6_port = htons(port);
+    in6->sin6_addr = a6;
+    out.length = sizeof(sockaddr_in6);
+  }
+  return out;
+}
+
 Result<SocketAddress> local_address(int fd) {
   SocketAddress a;
   a.length = sizeof a.storage;

@@ -4,6 +4,7 @@
 
 #include <sys/socket.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,11 @@ struct SocketAddress {
 // `count` listening sockets on one address and port, in one SO_REUSEPORT group (the
 // kernel spreads connections over them); port 0 is picked once for all of them.
 [[nodiscard]] Result<std::vector<UniqueFd>> reuseport_listeners(const SocketAddress& at, unsigned count);
+
+// An address in the kernel's 16-byte form (IPv4 as v4-mapped IPv6, as the BPF
+// maps file it) and a port in host order, as a socket address: AF_INET for a
+// v4-mapped address, AF_INET6 otherwise.
+[[nodiscard]] SocketAddress socket_address(const uint8_t (&addr16)[16], uint16_t port);
 
 // The address a socket is bound to.
 [[nodiscard]] Result<SocketAddress> local_address(int fd);

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
 #include <nlohmann/json.hpp>
 #include <ostream>
 
@@ -33,22 +32,7 @@ std::optional<SocketAddress> original_of(int conns_fd, int accepted_fd) {
     return std::nullopt;
   auto conn = take_redirected_conn(conns_fd, reinterpret_cast<sockaddr*>(&peer), reinterpret_cast<sockaddr*>(&local));
   if (!conn || !*conn) return std::nullopt;
-  SocketAddress out;
-  const fl_addr& a = (*conn)->orig;
-  if (is_v4_mapped(a)) {
-    auto* in = reinterpret_cast<sockaddr_in*>(&out.storage);
-    in->sin_family = AF_INET;
-    in->sin_port = htons((*conn)->orig_port);
-    std::memcpy(&in->sin_addr, &a.b[12], 4);
-    out.length = sizeof(sockaddr_in);
-  } else {
-    auto* in6 = reinterpret_cast<sockaddr_in6*>(&out.storage);
-    in6->sin6_family = AF_INET6;
-    in6->sin6_port = htons((*conn)->orig_port);
-    std::memcpy(&in6->sin6_addr, a.b, 16);
-    out.length = sizeof(sockaddr_in6);
-  }
-  return out;
+  return socket_address((*conn)->orig.b, (*conn)->orig_port);
 }
 
 // Where a proxy listens, as a redirect target: the address (IPv4-mapped for
