@@ -36,6 +36,7 @@ constexpr Command kCommands[] = {
      cmd_run},
     {"guard", "run a command in a fresh cgroup under an egress policy\n(guard [flags] -- COMMAND ARGS)", cmd_guard},
     {"policy", "check, compile, apply, export or diff an egress policy file\n(policy validate|compile|apply|delete|export|diff)", cmd_policy},
+    {"apply", "apply a Policy file, or run a Chaos Mesh NetworkChaos on this host\n(apply -f FILE [--dry-run])", cmd_apply},
     {"ca", "the local CA of TLS termination: create, print, export, rotate\n(ca init|show|export|rotate)", cmd_ca},
     {"top", "destinations and traffic of a cgroup or the whole host, live", cmd_top},
     {"status", "list active faults (packet, resource, syscall, tcp) and guards", cmd_status},

@@ -21,6 +21,7 @@ int cmd_features(const std::vector<std::string>& args);
 int cmd_uninstall(const std::vector<std::string>& args);
 int cmd_report(const std::vector<std::string>& args);
 int cmd_policy(const std::vector<std::string>& args);   // policy validate|compile|apply|delete|export|diff
+int cmd_apply(const std::vector<std::string>& args);    // apply -f FILE: a Policy or a Chaos Mesh NetworkChaos
 int cmd_ca(const std::vector<std::string>& args);  // ca init|show|export|rotate
 
 }  // namespace faultline
