@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 
 #include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "userspace/policy/policy_writer.h"
@@ -15,12 +16,6 @@ namespace {
 const EgressScope* scope_by_label(const std::vector<EgressScope>& v, const std::string& label) {
   for (const auto& s : v)
     if (s.label() == label) return &s;
-  return nullptr;
-}
-
-const PolicyRule* rule_by_name(const EgressScope& s, const std::string& name) {
-  for (const auto& r : s.rules)
-    if (r.name == name) return &r;
   return nullptr;
 }
 
@@ -67,15 +62,19 @@ std::vector<EgressChange> diff_egress(const std::vector<EgressScope>& live, cons
     }
     if (scope_settings(*l) != scope_settings(n))
       out.push_back({K::ScopeChanged, n.label(), "", scope_settings(*l), scope_settings(n)});
+    // By name, through an index: a scope may hold tens of thousands of rules.
+    std::map<std::string_view, const PolicyRule*> live_rules, next_rules;
+    for (const auto& r : l->rules) live_rules.emplace(r.name, &r);
+    for (const auto& r : n.rules) next_rules.emplace(r.name, &r);
     for (const auto& r : n.rules) {
-      const PolicyRule* o = rule_by_name(*l, r.name);
-      if (!o)
+      auto o = live_rules.find(r.name);
+      if (o == live_rules.end())
         out.push_back({K::RuleAdded, n.label(), r.name, "", rule_full(r)});
-      else if (rule_full(*o) != rule_full(r))
-        out.push_back({K::RuleChanged, n.label(), r.name, rule_full(*o), rule_full(r)});
+      else if (rule_full(*o->second) != rule_full(r))
+        out.push_back({K::RuleChanged, n.label(), r.name, rule_full(*o->second), rule_full(r)});
     }
     for (const auto& r : l->rules)
-      if (!rule_by_name(n, r.name)) out.push_back({K::RuleRemoved, n.label(), r.name, rule_full(r), ""});
+      if (!next_rules.contains(r.name)) out.push_back({K::RuleRemoved, n.label(), r.name, rule_full(r), ""});
   }
   for (const auto& l : live) {
     if (scope_by_label(next, l.label())) continue;
