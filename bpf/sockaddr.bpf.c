@@ -140,12 +140,16 @@ struct {
 	__type(value, struct fl_sa_policy);
 } fl_sa_gpolicy SEC(".maps");
 
+/* The inner map templates give sizes, not BTF types: userspace creates each
+ * generation's maps without BTF, and 6.1 compares an inner map with the
+ * template field by field, BTF-derived ones included (its timer offset), so a
+ * template with BTF would refuse them (EINVAL). */
 struct fl_sa_gtrie {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
 	__uint(max_entries, 1); /* each generation's own is sized to its policy */
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct fl_sa_key);
-	__type(value, struct fl_sa_bucket);
+	__uint(key_size, sizeof(struct fl_sa_key));
+	__uint(value_size, sizeof(struct fl_sa_bucket));
 };
 
 struct {
@@ -168,8 +172,8 @@ struct fl_sa_ghits_inner {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1); /* BPF_F_INNER_MAP: each generation's is sized to its rules */
 	__uint(map_flags, BPF_F_INNER_MAP);
-	__type(key, __u32);
-	__type(value, __u64);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u64));
 };
 
 struct {
