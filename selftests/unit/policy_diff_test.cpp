@@ -40,6 +40,11 @@ TEST(PolicyWriter, JsonAndYamlReadBackAsTheSamePolicy) {
   EXPECT_EQ(policy_json_text(parse_or_fail(json)), json);
   EXPECT_EQ(policy_json_text(parse_or_fail(yaml)), json) << yaml;
   EXPECT_EQ(policy_yaml_text(parse_or_fail(yaml)), yaml);
+  auto stored = policy_from_canonical_json(json);  // how apply reads its stored text back
+  ASSERT_TRUE(stored) << stored.error().message;
+  EXPECT_EQ(policy_json_text(*stored), json);
+  EXPECT_EQ(policy_yaml_text(*stored), yaml);
+  EXPECT_FALSE(policy_from_canonical_json("{\"spec\": {\"egress\": [{}]}, \"metadata\": {\"name\": \"x\"}}"));
   EXPECT_NE(yaml.find("          ports: [5432, 8000-8100]\n"), std::string::npos) << yaml;
   EXPECT_NE(yaml.find("    - all: true\n      mode: \"monitor\"\n"), std::string::npos) << yaml;
   EXPECT_NE(json.find("\"exfil_cap\": 10000000"), std::string::npos) << json;

@@ -6,6 +6,8 @@
 // detached.
 #include "userspace/policy/policy_apply.h"
 
+#include <sys/stat.h>
+
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -54,11 +56,10 @@ Result<std::optional<LivePolicy>> read_live_locked(const AppliedPolicyPins& pins
   auto src = gens->source(*g);
   if (!src) return src.error();
   if (src->empty()) return std::optional<LivePolicy>{};
-  PolicyParse parsed = parse_policy(*src);
-  if (!parsed.ok())
-    return make_error(EINVAL,
-                      "the applied policy's stored source does not parse: " + parsed.errors[0].render("<applied>"));
-  return std::optional<LivePolicy>{LivePolicy{*src, std::move(parsed.policy), *g}};
+  auto parsed = policy_from_canonical_json(*src);
+  if (!parsed)
+    return make_error(EINVAL, "the applied policy's stored text does not read back: " + parsed.error().message);
+  return std::optional<LivePolicy>{LivePolicy{*src, std::move(*parsed), *g}};
 }
 
 Result<ApplyOutcome> apply_locked(const BpffsLayout& layout, const Policy& p, bool dry_run) {
@@ -152,6 +153,10 @@ Result<ApplyOutcome> apply_locked(const BpffsLayout& layout, const Policy& p, bo
 }  // namespace
 
 Result<std::optional<LivePolicy>> read_live_policy(const BpffsLayout& layout) {
+  // Nothing pinned, nothing to read: and no lock file made in /run by every
+  // status of a layout that never had a policy.
+  struct stat st {};
+  if (::stat(applied_policy_pins(layout).gen().c_str(), &st) != 0) return std::optional<LivePolicy>{};
   auto lock = AppliedPolicyLock::acquire(layout, false);
   if (!lock) return lock.error();
   return read_live_locked(applied_policy_pins(layout));
@@ -168,10 +173,9 @@ Status check_appliable(const Policy& p) {
     for (size_t j = 0; j < s.rules.size(); ++j) {
       const PolicyRule& r = s.rules[j];
       if (!r.cidr)
-        return input_error(0, "spec.egress[" + std::to_string(i) + "].rules[" + std::to_string(j) + "] (" +
-                                       r.name +
-                                       "): host rules are not enforced yet (no DNS learning): write the "
-                                       "addresses as cidr rules");
+        return input_error(0, "spec.egress[" + std::to_string(i) + "].rules[" + std::to_string(j) + "] (" + r.name +
+                                  "): host rules are not enforced yet (no DNS learning): write the "
+                                  "addresses as cidr rules");
     }
     if (!s.host_wide) {
       auto dir = resolve_cgroup_v2_dir(s.cgroup, "spec.egress[" + std::to_string(i) + "].cgroup");
@@ -184,8 +188,8 @@ Status check_appliable(const Policy& p) {
     for (const auto* t : {&s.deny, &s.allow}) {
       if (t->entries.size() > FL_SA_MAX_PREFIXES)
         return input_error(0, s.scope->label() + ": " + std::to_string(t->entries.size()) +
-                                      " prefixes in one trie, more than the " + std::to_string(FL_SA_MAX_PREFIXES) +
-                                      " the programs' maps hold");
+                                  " prefixes in one trie, more than the " + std::to_string(FL_SA_MAX_PREFIXES) +
+                                  " the programs' maps hold");
     }
   }
   const std::string text = policy_json_text(p);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/errno_names.h"
+#include "base/units.h"
 
 namespace faultline {
 namespace {
@@ -114,6 +115,57 @@ std::string policy_yaml_text(const Policy& p) {
   std::string out;
   yaml_map(policy_doc(p), 0, false, out);
   return out;
+}
+
+Result<Policy> policy_from_canonical_json(std::string_view text) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  const auto bad = [](const std::string& why) { return make_error(EINVAL, "stored policy text: " + why); };
+  if (j.is_discarded() || !j.is_object() || !j.contains("spec") || !j["spec"].contains("egress"))
+    return bad("not a canonical policy document");
+  try {
+    Policy p;
+    p.name = j.at("metadata").at("name").get<std::string>();
+    std::vector<EgressScope> scopes;
+    for (const auto& js : j["spec"]["egress"]) {
+      EgressScope s;
+      s.host_wide = js.value("all", false);
+      s.cgroup = js.value("cgroup", "");
+      s.mode = js.at("mode").get<std::string>() == "enforce" ? PolicyMode::Enforce : PolicyMode::Monitor;
+      s.default_allow = js.at("default_allow").get<bool>();
+      auto e = errno_from_name(js.at("deny_errno").get<std::string>());
+      if (!e) return bad("deny_errno");
+      s.deny_errno = *e;
+      s.exfil_cap = js.value("exfil_cap", uint64_t{0});
+      for (const auto& jr : js.at("rules")) {
+        PolicyRule r;
+        r.name = jr.at("name").get<std::string>();
+        r.action = jr.at("action").get<std::string>() == "allow" ? Verdict::Allow : Verdict::Deny;
+        if (jr.contains("cidr")) {
+          auto c = parse_prefix(jr["cidr"].get<std::string>());
+          if (!c) return bad("cidr " + jr["cidr"].get<std::string>());
+          r.cidr = *c;
+        } else {
+          r.host = jr.at("host").get<std::string>();
+        }
+        if (jr.contains("ports")) {
+          for (const auto& jp : jr["ports"]) {
+            auto pr = parse_port_range(jp.is_string() ? jp.get<std::string>() : std::to_string(jp.get<unsigned>()));
+            if (!pr) return bad("ports");
+            r.ports.push_back(*pr);
+          }
+        }
+        const std::string proto = jr.value("proto", "");
+        r.proto = proto == "tcp" ? IPPROTO_TCP : proto == "udp" ? IPPROTO_UDP : 0;
+        r.reason = jr.value("reason", "");
+        s.rules.push_back(std::move(r));
+      }
+      scopes.push_back(std::move(s));
+    }
+    p.egress = std::move(scopes);
+    return p;
+  } catch (const nlohmann::json::exception& e) {
+    return bad(e.what());
+  }
 }
 
 std::string rule_summary(const PolicyRule& r) {
