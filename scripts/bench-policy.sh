@@ -24,8 +24,13 @@ CG2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
 CG=/flbench-pol-$ID
 export FAULTLINE_BPFFS_ROOT=/sys/fs/bpf/flbench-pol-$ID
 export FAULTLINE_RUN_DIR=$TMP/run
+LOCKS_BEFORE=$(ls /run/faultline*.policy.lock 2>/dev/null || true)
 cleanup() {
   "$FAULTCTL" policy delete >/dev/null 2>&1 || true
+  # The lock file faultctl made for this run's private bpffs root.
+  for l in /run/faultline*.policy.lock; do
+    [ -e "$l" ] && ! grep -qxF "$l" <<<"$LOCKS_BEFORE" && rm -f "$l"
+  done
   rm -rf "$FAULTLINE_BPFFS_ROOT" 2>/dev/null || true
   ip netns del "$NS" 2>/dev/null || true
   rmdir "$CG2$CG" 2>/dev/null || true
