@@ -114,14 +114,118 @@ struct {
 	__type(value, __u64);
 } fl_sa_rule_hits SEC(".maps");
 
+/* An applied policy (faultctl policy apply) is kept in two generations: the
+ * policy value, both tries and the rule counters of each, side by side. Every
+ * hook reads the live generation from fl_sa_gen once, first, and takes all of
+ * them from that generation, so the one write that flips fl_sa_gen switches
+ * every hook of every applied scope at once (the map is shared by all of them);
+ * userspace builds the other generation beside the live one before the flip
+ * and deletes the old one after an RCU grace period. The tries are inner maps
+ * so that each generation is sized to its policy. Set by the loader before
+ * load; a guard's, a syscall fault's and top's instances read the single maps
+ * above and never these (the verifier drops the branch). */
+const volatile __u32 fl_sa_generations = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} fl_sa_gen SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct fl_sa_policy);
+} fl_sa_gpolicy SEC(".maps");
+
+/* The inner map templates give sizes, not BTF types: userspace creates each
+ * generation's maps without BTF, and 6.1 compares an inner map with the
+ * template field by field, BTF-derived ones included (its timer offset), so a
+ * template with BTF would refuse them (EINVAL). */
+struct fl_sa_gtrie {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, 1); /* each generation's own is sized to its policy */
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(key_size, sizeof(struct fl_sa_key));
+	__uint(value_size, sizeof(struct fl_sa_bucket));
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__array(values, struct fl_sa_gtrie);
+} fl_sa_gdeny SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__array(values, struct fl_sa_gtrie);
+} fl_sa_gallow SEC(".maps");
+
+/* A shared array, not per CPU: the kernel refuses BPF_F_INNER_MAP (an inner
+ * map of any size) on per-CPU arrays, so the hits are added atomically. */
+struct fl_sa_ghits_inner {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* BPF_F_INNER_MAP: each generation's is sized to its rules */
+	__uint(map_flags, BPF_F_INNER_MAP);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u64));
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__array(values, struct fl_sa_ghits_inner);
+} fl_sa_ghits SEC(".maps");
+
+/* The maps one call is decided with: the instance's own, or those of the live
+ * generation of an applied policy. */
+struct sa_view {
+	struct fl_sa_policy *p;
+	void *deny;
+	void *allow;
+	void *hits; /* NULL: not counted */
+};
+
 /* The scope's policy if it applies to this call, else NULL. The precise clock
  * is the dearest thing on this path (a TSC read, slow under a hypervisor), so
  * it is read only for a policy that can expire; a guard's or top's cannot. */
-static __always_inline struct fl_sa_policy *policy_in(int from_skb)
+static __always_inline struct fl_sa_policy *policy_in(int from_skb, struct sa_view *v)
 {
 	__u32 zero = 0;
-	struct fl_sa_policy *p = bpf_map_lookup_elem(&fl_sa_policy, &zero);
+	struct fl_sa_policy *p;
 
+	if (fl_sa_generations) {
+		__u32 *live = bpf_map_lookup_elem(&fl_sa_gen, &zero);
+		__u32 g;
+
+		if (!live)
+			return NULL;
+		void *deny, *allow;
+
+		g = *live;
+		p = bpf_map_lookup_elem(&fl_sa_gpolicy, &g);
+		deny = bpf_map_lookup_elem(&fl_sa_gdeny, &g);
+		allow = bpf_map_lookup_elem(&fl_sa_gallow, &g);
+		/* A generation with a policy has both of its tries in place; a
+		 * slot without them (deleted, or never filled) judges nothing. */
+		if (!deny || !allow)
+			return NULL;
+		v->deny = deny;
+		v->allow = allow;
+		v->hits = bpf_map_lookup_elem(&fl_sa_ghits, &g);
+	} else {
+		p = bpf_map_lookup_elem(&fl_sa_policy, &zero);
+		v->deny = &fl_sa_deny;
+		v->allow = &fl_sa_allow;
+		v->hits = &fl_sa_rule_hits;
+	}
+	v->p = p;
 	if (!p || !p->armed)
 		return NULL;
 	if (p->expires_ns != FL_SA_NO_EXPIRY && bpf_ktime_get_boot_ns() >= p->expires_ns)
@@ -140,9 +244,9 @@ static __always_inline struct fl_rng *seeded(const struct fl_sa_policy *p)
 	return (p->flags & FL_SA_SEEDED) ? bpf_map_lookup_elem(&fl_sa_rng, &zero) : NULL;
 }
 
-static __always_inline struct fl_sa_policy *policy(void)
+static __always_inline struct fl_sa_policy *policy(struct sa_view *v)
 {
-	return policy_in(0);
+	return policy_in(0, v);
 }
 
 /* A flow's last-seen stamp: coarse (a jiffy), and no TSC read (see policy_in()). */
@@ -359,7 +463,8 @@ static __always_inline int fail_with(__u32 err)
  * allow rules, then the default. Returns 1 to let the call proceed. */
 static __always_inline int decide(struct bpf_sock_addr *ctx, __u8 op, int v6)
 {
-	struct fl_sa_policy *p = policy();
+	struct sa_view v;
+	struct fl_sa_policy *p = policy(&v);
 	struct fl_sa_stats *st;
 	struct fl_addr a;
 	__u16 port;
@@ -392,20 +497,20 @@ static __always_inline int decide(struct bpf_sock_addr *ctx, __u8 op, int v6)
 	denied = 0;
 	if (p->flags & FL_SA_POLICY) {
 		if (p->flags & FL_SA_HAS_DENY)
-			rule = match(&fl_sa_deny, &a, port, proto);
+			rule = match(v.deny, &a, port, proto);
 		denied = rule >= 0;
 		if (!denied) {
 			if (p->flags & FL_SA_HAS_ALLOW)
-				rule = match(&fl_sa_allow, &a, port, proto);
+				rule = match(v.allow, &a, port, proto);
 			if (rule < 0)
 				denied = !(p->flags & FL_SA_DEFAULT_ALLOW);
 		}
 		if (rule >= 0) {
 			__u32 id = rule;
-			__u64 *hits = bpf_map_lookup_elem(&fl_sa_rule_hits, &id);
+			__u64 *hits = v.hits ? bpf_map_lookup_elem(v.hits, &id) : NULL;
 
 			if (hits)
-				(*hits)++;
+				__sync_fetch_and_add(hits, 1);
 		}
 	}
 	/* A connect that goes ahead (allowed, or only monitored) opens a flow. */
@@ -567,7 +672,8 @@ int fl_recvmsg6(struct bpf_sock_addr *ctx)
 /* bind only takes errno injection: a policy is about where traffic goes. */
 static __always_inline int bind_hook(struct bpf_sock_addr *ctx)
 {
-	struct fl_sa_policy *p = policy();
+	struct sa_view v;
+	struct fl_sa_policy *p = policy(&v);
 	struct fl_sa_stats *st;
 
 	if (!p || !(p->inject_ops & FL_OP_BIT(FL_OP_BIND)) || !fl_call_turn(&p->inject_budget, p->inject_prob, seeded(p)))
@@ -595,7 +701,8 @@ int fl_bind6(struct bpf_sock_addr *ctx)
 SEC("cgroup/sock_create")
 int fl_sock_create(struct bpf_sock *ctx)
 {
-	struct fl_sa_policy *p = policy();
+	struct sa_view v;
+	struct fl_sa_policy *p = policy(&v);
 	struct fl_sa_stats *st;
 
 	if (!p || !(p->inject_ops & FL_OP_BIT(FL_OP_SOCKET)))
@@ -649,7 +756,8 @@ static __always_inline int flow_of(struct __sk_buff *skb, int egress, struct fl_
 SEC("cgroup_skb/egress")
 int fl_skb_egress(struct __sk_buff *skb)
 {
-	struct fl_sa_policy *p = policy_in(1);
+	struct sa_view v;
+	struct fl_sa_policy *p = policy_in(1, &v);
 	struct fl_flow_key k;
 	struct fl_flow *f;
 
@@ -661,7 +769,7 @@ int fl_skb_egress(struct __sk_buff *skb)
 
 		/* Not seen at connect (UDP, or a socket made before us): ask the
 		 * allow rules once, so the cap spares allowed destinations. */
-		init.allowed = (p->flags & FL_SA_HAS_ALLOW) && match(&fl_sa_allow, &k.addr, k.port, k.proto) >= 0;
+		init.allowed = (p->flags & FL_SA_HAS_ALLOW) && match(v.allow, &k.addr, k.port, k.proto) >= 0;
 		f = fl_create_and_lookup(&fl_flows, &k, &init);
 		if (!f)
 			return 1;
@@ -692,10 +800,11 @@ int fl_skb_egress(struct __sk_buff *skb)
 SEC("cgroup_skb/ingress")
 int fl_skb_ingress(struct __sk_buff *skb)
 {
+	struct sa_view v;
 	struct fl_flow_key k;
 	struct fl_flow *f;
 
-	if (!policy_in(1) || flow_of(skb, 0, &k))
+	if (!policy_in(1, &v) || flow_of(skb, 0, &k))
 		return 1;
 	f = bpf_map_lookup_elem(&fl_flows, &k);
 	if (!f)

@@ -82,6 +82,43 @@ Result<SockaddrObject> SockaddrObject::load(uint32_t rule_slots) {
   return SockaddrObject(std::move(skel));
 }
 
+Result<SockaddrObject> SockaddrObject::load_applied(int gen_fd) {
+  auto opened = BpfSkeleton<fl_sockaddr>::open("sockaddr");
+  if (!opened) return opened.error();
+  BpfSkeleton<fl_sockaddr>& skel = *opened;
+  skel->rodata->fl_skb_task_helpers = skb_task_helpers().available;
+  skel->rodata->fl_sa_generations = 1;
+  if (int err = bpf_map__reuse_fd(skel->maps.fl_sa_gen, gen_fd); err != 0)
+    return make_error(-err, "cannot share the applied policy's generation map");
+  FL_TRY(skel.load("the sockaddr BPF programs"));
+  return SockaddrObject(std::move(skel));
+}
+
+Status SockaddrObject::attach_applied(int cgroup_fd) {
+  return attach_programs(cgroup_fd, {skel_->progs.fl_connect4, skel_->progs.fl_connect6, skel_->progs.fl_sendmsg4,
+                                     skel_->progs.fl_sendmsg6, skel_->progs.fl_skb_egress,
+                                     skel_->progs.fl_skb_ingress});
+}
+
+Status SockaddrObject::pin_applied(const std::string& dir) {
+  FL_TRY(pin_links(dir));
+  const std::pair<bpf_map*, const char*> maps[] = {
+      {skel_->maps.fl_sa_gpolicy, "fl_sa_gpolicy"}, {skel_->maps.fl_sa_gdeny, "fl_sa_gdeny"},
+      {skel_->maps.fl_sa_gallow, "fl_sa_gallow"},   {skel_->maps.fl_sa_ghits, "fl_sa_ghits"},
+      {skel_->maps.fl_sa_stats, "fl_sa_stats"},     {skel_->maps.fl_flows, "fl_flows"}};
+  for (const auto& [m, name] : maps) {
+    const std::string path = dir + "/" + name;
+    if (int err = bpf_map__pin(m, path.c_str()); err != 0) {
+      Error e = make_error(-err, "cannot pin " + path);
+      for (const auto& [m2, name2] : maps) (void)bpf_map__unpin(m2, (dir + "/" + name2).c_str());
+      unpin_links();
+      return e;
+    }
+  }
+  pin_dir_.clear();  // the pins stay after this object
+  return {};
+}
+
 SockaddrObject::~SockaddrObject() {
   // An orderly end takes the pins with it; only a killed process leaves them.
   if (!links_.empty()) unpin_links();
@@ -164,6 +201,10 @@ int SockaddrObject::rng_fd() const { return bpf_map__fd(skel_->maps.fl_sa_rng); 
 int SockaddrObject::flows_fd() const { return bpf_map__fd(skel_->maps.fl_flows); }
 int SockaddrObject::redirect_fd() const { return bpf_map__fd(skel_->maps.fl_sa_redirect); }
 int SockaddrObject::redirected_conns_fd() const { return bpf_map__fd(skel_->maps.fl_sa_conns); }
+int SockaddrObject::gpolicy_fd() const { return bpf_map__fd(skel_->maps.fl_sa_gpolicy); }
+int SockaddrObject::gdeny_fd() const { return bpf_map__fd(skel_->maps.fl_sa_gdeny); }
+int SockaddrObject::gallow_fd() const { return bpf_map__fd(skel_->maps.fl_sa_gallow); }
+int SockaddrObject::ghits_fd() const { return bpf_map__fd(skel_->maps.fl_sa_ghits); }
 
 Result<std::vector<uint64_t>> SockaddrObject::rule_hits() const {
   const int fd = bpf_map__fd(skel_->maps.fl_sa_rule_hits);

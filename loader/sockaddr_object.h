@@ -43,6 +43,10 @@ class SockaddrObject {
  public:
   // rule_slots: how many allow/deny rules get a hit counter (ids 0..slots-1).
   [[nodiscard]] static Result<SockaddrObject> load(uint32_t rule_slots = 1);
+  // An instance for an applied policy (faultctl policy apply): the hooks take
+  // the policy, tries and counters of the generation gen_fd names (the one
+  // fl_sa_gen map every applied scope shares), not the single maps.
+  [[nodiscard]] static Result<SockaddrObject> load_applied(int gen_fd);
   SockaddrObject(SockaddrObject&&) noexcept;
   SockaddrObject& operator=(SockaddrObject&&) noexcept;
   ~SockaddrObject();
@@ -58,6 +62,13 @@ class SockaddrObject {
   // sockops): a TCP stream fault's interception, cheap enough for the root
   // cgroup (host-wide). No policy, accounting or byte counting hooks.
   [[nodiscard]] Status attach_tcp_redirect(int cgroup_fd);
+  // What an applied policy judges: connect, sendmsg and the cgroup_skb
+  // accounting (the exfil cap). No errno injection, no redirect.
+  [[nodiscard]] Status attach_applied(int cgroup_fd);
+  // Pins the generation maps of an applied instance beside its links (see
+  // pin_links), and lets every pin outlive this object: an applied policy
+  // stays when faultctl exits.
+  [[nodiscard]] Status pin_applied(const std::string& dir);
   void detach() {
     links_.clear();
     link_names_.clear();
@@ -80,6 +91,10 @@ class SockaddrObject {
   [[nodiscard]] int flows_fd() const;
   [[nodiscard]] int redirect_fd() const;
   [[nodiscard]] int redirected_conns_fd() const;
+  [[nodiscard]] int gpolicy_fd() const;
+  [[nodiscard]] int gdeny_fd() const;
+  [[nodiscard]] int gallow_fd() const;
+  [[nodiscard]] int ghits_fd() const;
   // Hits of each allow/deny rule, summed over CPUs, by rule id.
   [[nodiscard]] Result<std::vector<uint64_t>> rule_hits() const;
 

@@ -9,14 +9,16 @@
 #include "userspace/faults/packet/netfault_engine.h"
 #include "userspace/ops/resource_state.h"
 #include "userspace/ops/session_state.h"
+#include "userspace/policy/policy_apply.h"
 
 namespace faultline {
 namespace {
 
 constexpr const char* kUsage =
     "usage: faultctl uninstall\n"
-    "  remove every program, link, filter, qdisc and pin of Faultline and revert\n"
-    "  every resource fault; running guards are named and left alone\n";
+    "  remove every program, link, filter, qdisc and pin of Faultline (the applied\n"
+    "  egress policy too) and revert every resource fault; running guards are named\n"
+    "  and left alone\n";
 
 constexpr Example kExamples[] = {
     {"leave nothing of Faultline behind", "faultctl uninstall"},
@@ -33,6 +35,14 @@ int uninstall() {
   if (auto n = abort_all_session_faults(std::cout); !n) {
     std::cerr << "faultctl uninstall: " << n.error().describe() << "\n";
     return kExitFailure;
+  }
+  // The applied policy is pinned state of ours like the rest.
+  if (auto removed = delete_policy(bpffs_layout(), false); !removed) {
+    std::cerr << "faultctl uninstall: " << removed.error().describe() << "\n";
+    return kExitFailure;
+  } else if (removed->changed) {
+    std::cout << "applied egress policy removed (" << removed->changes.size() << " scope"
+              << (removed->changes.size() == 1 ? "" : "s") << ")\n";
   }
   NetfaultEngine engine;
   if (auto st = engine.uninstall(); !st) {

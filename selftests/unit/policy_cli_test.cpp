@@ -1,4 +1,4 @@
-// faultctl policy validate|compile as an operator runs them: exit codes, where
+// faultctl policy validate|compile (and the words of the others) as an operator runs them: exit codes, where
 // each kind of output goes, and that nothing needs root or the kernel.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -76,12 +76,21 @@ TEST(PolicyCli, StdinAndBadWords) {
   auto missing = fltest::run_command({kCtl, "policy", "validate", "/nonexistent/policy.yaml"});
   EXPECT_TRUE(missing.status.is(2)) << missing.describe();
   EXPECT_EQ(missing.err, "faultctl policy validate: /nonexistent/policy.yaml: cannot read: No such file or directory\n");
-  auto action = fltest::run_command({kCtl, "policy", "apply", "x.yaml"});
+  auto action = fltest::run_command({kCtl, "policy", "suggestions", "x.yaml"});
   EXPECT_TRUE(action.status.is(2)) << action.describe();
-  EXPECT_NE(action.err.find("unknown action 'apply'"), std::string::npos) << action.describe();
+  EXPECT_NE(action.err.find("unknown action 'suggestions'"), std::string::npos) << action.describe();
   auto json = fltest::run_command({kCtl, "policy", "validate", "x.yaml", "--json"});
   EXPECT_TRUE(json.status.is(2)) << json.describe();
-  EXPECT_EQ(json.err, "faultctl policy: --json is an option of compile\n");
+  EXPECT_EQ(json.err, "faultctl policy: --json is an option of compile (export: --format json)\n");
+  auto dry = fltest::run_command({kCtl, "policy", "export", "--dry-run"});
+  EXPECT_TRUE(dry.status.is(2)) << dry.describe();
+  EXPECT_EQ(dry.err, "faultctl policy: --dry-run is an option of apply and delete\n");
+  auto format = fltest::run_command({kCtl, "policy", "export", "--format", "xml"});
+  EXPECT_TRUE(format.status.is(2)) << format.describe();
+  EXPECT_EQ(format.err, "faultctl policy: --format 'xml': expected yaml or json\n");
+  auto file = fltest::run_command({kCtl, "policy", "delete", "x.yaml"});
+  EXPECT_TRUE(file.status.is(2)) << file.describe();
+  EXPECT_EQ(file.err, "faultctl policy: unexpected argument 'x.yaml' (delete takes no file)\n");
   auto help = fltest::run_command({kCtl, "policy", "--help"});
   EXPECT_TRUE(help.status.is(0)) << help.describe();
   EXPECT_NE(help.out.find("EXAMPLES:"), std::string::npos);

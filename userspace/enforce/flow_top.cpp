@@ -57,7 +57,8 @@ void render(const std::vector<Row>& rows, const FlowTopOptions& o, std::ostream&
                    {"bytes_in", r.f.bytes_in}, {"packets_out", r.f.packets_out}, {"packets_in", r.f.packets_in},
                    {"last_seen_s_ago", r.f.last_seen_ns && now > r.f.last_seen_ns ? (now - r.f.last_seen_ns) / 1'000'000'000ULL : 0}});
     }
-    out << nlohmann::json{{"scope", o.cgroup.empty() ? "host" : o.cgroup}, {"flows", j}}.dump() << std::endl;
+    out << nlohmann::json{{"scope", o.cgroup.empty() ? "host" : o.cgroup}, {"time", wall_seconds()}, {"flows", j}}.dump()
+        << std::endl;
     return;
   }
   if (clear) out << "\033[H\033[2J";

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -25,6 +26,7 @@
 #include <tuple>
 
 #include "base/child.h"
+#include "base/clock.h"
 #include "base/exit_code.h"
 #include "loader/bpffs.h"
 #include "loader/map_ops.h"
@@ -90,6 +92,9 @@ int on_event(void* ctx, void* data, size_t size) {
     nlohmann::json j{{"op", op_name(e->op)}, {"destination", ep}, {"proto", proto_text(e->proto)},
                      {"verdict", decision_name(e->verdict)}, {"rule", rule}, {"pid", e->pid},
                      {"comm", std::string(e->comm, strnlen(e->comm, sizeof(e->comm)))}};
+    // Wall clock seconds of the decision, for `faultctl policy suggest --window`.
+    const uint64_t boot_now = boottime_ns();
+    j["time"] = std::round((wall_seconds() - static_cast<double>(boot_now > e->ts_ns ? boot_now - e->ts_ns : 0) / 1e9) * 1000) / 1000;
     if (e->verdict == FL_V_EXFIL || e->verdict == FL_V_WOULD_EXFIL) j["bytes"] = e->bytes;
     if (e->verdict == FL_V_REDIRECT && e->rule < sink->opts->redirects.size())
       j["redirect_to"] = sink->opts->redirects[e->rule].target_text();

@@ -14,6 +14,7 @@
 #include "userspace/faults/packet/netfault_engine.h"
 #include "userspace/ops/resource_state.h"
 #include "userspace/ops/session_state.h"
+#include "userspace/policy/policy_apply.h"
 
 namespace faultline {
 
@@ -33,6 +34,13 @@ int write_status(bool json, std::ostream& out) {
     if (bpf_map_lookup_elem(maps->control(), &zero, &ctl) == 0) armed = ctl.armed;
   }
   uint64_t now = boottime_ns();
+  const std::vector<std::string> applied = applied_policy_lines(engine.layout());
+  auto print_applied = [&] {
+    if (applied.empty()) return false;
+    out << "applied egress policy (faultctl policy export shows it):\n";
+    for (const auto& l : applied) out << "  " << l << "\n";
+    return true;
+  };
   if (json) {
     nlohmann::json doc;
     doc["installed"] = maps.ok();
@@ -61,6 +69,7 @@ int write_status(bool json, std::ostream& out) {
     doc["syscall_faults"] = sessions["syscall_faults"];
     doc["tcp_faults"] = sessions["tcp_faults"];
     doc["guards"] = sessions["guards"];
+    doc["applied_policy"] = applied;
     out << doc.dump() << "\n";
     return kExitCompleted;
   }
@@ -71,7 +80,9 @@ int write_status(bool json, std::ostream& out) {
       any = true;
     }
     if (any) out << "\n";
-    if (!print_session_status(out) && !any) out << "no active faults" << (maps ? "" : " (nothing installed)") << "\n";
+    if (!print_session_status(out) && !any && applied.empty())
+      out << "no active faults" << (maps ? "" : " (nothing installed)") << "\n";
+    (void)print_applied();
     return kExitCompleted;
   }
   out << std::left << std::setw(5) << "ID" << std::setw(11) << "KIND" << std::setw(8) << "LEFT" << std::setw(11)
@@ -107,6 +118,7 @@ int write_status(bool json, std::ostream& out) {
   }
   out << "\n";
   (void)print_session_status(out);
+  (void)print_applied();
   return kExitCompleted;
 }
 

@@ -187,8 +187,9 @@ Result<CompiledPolicy> compile_policy(const Policy& p) {
           "innermost scope decide is not yet implemented");
     if (!p.egress->empty())
       out.notes.push_back(
-          "nothing writes these images yet: faultctl policy apply is not implemented; faultctl guard --policy "
-          "FILE applies one scope's rules to one command");
+          "faultctl policy apply FILE writes these images, one instance of the programs per scope, each trie "
+          "sized to its entries with headroom (host rules refused); faultctl guard --policy FILE applies one "
+          "scope's rules to one command");
   }
   if (p.faults) {
     for (const auto& f : *p.faults) out.faults.push_back(f.name + " (" + f.kind + ")");

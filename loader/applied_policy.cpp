@@ -1,0 +1,289 @@
+// Applied policy pins: the shared generation map, the source per generation,
+// and each scope's instance, its inner maps built beside the live ones.
+#include "loader/applied_policy.h"
+
+#include <bpf/bpf.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/membarrier.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <thread>
+
+#include "loader/map_ops.h"
+#include "loader/sockaddr_object.h"
+
+namespace faultline {
+namespace {
+
+constexpr uint32_t kSourceChunk = 4096;  // bytes per entry of a source map
+
+UniqueFd pinned(const std::string& path) { return UniqueFd(bpf_obj_get(path.c_str())); }
+
+Status mkdir_one(const std::string& path) {
+  if (::mkdir(path.c_str(), 0700) == 0 || errno == EEXIST) return {};
+  return errno_error("cannot create " + path);
+}
+
+// An inner map for a map-of-maps slot; template_only makes the outer's template.
+Result<UniqueFd> create_map(bpf_map_type type, const char* name, uint32_t key, uint32_t value, uint32_t entries,
+                            uint32_t flags) {
+  LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = flags);
+  int fd = bpf_map_create(type, name, key, value, entries, &o);
+  if (fd < 0) return errno_error(std::string("cannot create map ") + name);
+  return UniqueFd(fd);
+}
+
+Status put_inner(int outer_fd, uint32_t gen, int inner_fd, const char* what) {
+  if (bpf_map_update_elem(outer_fd, &gen, &inner_fd, BPF_ANY) != 0)
+    return errno_error(std::string("cannot install the new ") + what);
+  return {};
+}
+
+// The inner map in a map-of-maps slot, opened by its id; an empty fd if none.
+Result<UniqueFd> inner_of(int outer_fd, uint32_t gen) {
+  uint32_t id = 0;
+  if (bpf_map_lookup_elem(outer_fd, &gen, &id) != 0) {
+    if (errno == ENOENT) return UniqueFd();
+    return errno_error("cannot read a generation slot");
+  }
+  int fd = bpf_map_get_fd_by_id(id);
+  if (fd < 0) {
+    if (errno == ENOENT) return UniqueFd();
+    return errno_error("cannot open map id " + std::to_string(id));
+  }
+  return UniqueFd(fd);
+}
+
+}  // namespace
+
+AppliedPolicyPins applied_policy_pins(const BpffsLayout& layout) { return {layout.root + "/policy"}; }
+
+std::string applied_policy_lock_path(const BpffsLayout& layout) {
+  return "/run/faultline" + std::to_string(std::hash<std::string>{}(layout.root) % 100000) + ".policy.lock";
+}
+
+Result<AppliedPolicyLock> AppliedPolicyLock::acquire(const BpffsLayout& layout, bool exclusive) {
+  const std::string path = applied_policy_lock_path(layout);
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  if (!fd) return errno_error("cannot open lock file " + path);
+  if (::flock(fd.get(), exclusive ? LOCK_EX : LOCK_SH) != 0) return errno_error("cannot lock " + path);
+  return AppliedPolicyLock(std::move(fd));
+}
+
+uint32_t applied_trie_capacity(size_t entries) {
+  const size_t want = std::max<size_t>(entries + entries / 4, entries + 16);
+  return static_cast<uint32_t>(std::min<size_t>(want, FL_SA_MAX_PREFIXES + FL_SA_MAX_PREFIXES / 4));
+}
+
+Result<PolicyGenerations> PolicyGenerations::open(const AppliedPolicyPins& pins, bool create) {
+  UniqueFd gen = pinned(pins.gen()), source = pinned(pins.source());
+  if (gen && source) return PolicyGenerations(std::move(gen), std::move(source));
+  if (!create) return make_error(ENOENT, "no applied policy");
+  FL_TRY(ensure_pin_root(pins.dir));
+  const std::string root = pins.dir.substr(0, pins.dir.rfind('/'));
+  FL_TRY(mkdir_one(root));
+  FL_TRY(mkdir_one(pins.dir));
+  FL_TRY(mkdir_one(pins.scopes()));
+  if (!gen) {
+    auto g = create_map(BPF_MAP_TYPE_ARRAY, "fl_sa_gen", 4, 4, 1, 0);
+    if (!g) return g.error();
+    if (bpf_obj_pin(g->get(), pins.gen().c_str()) != 0) return errno_error("cannot pin " + pins.gen());
+    gen = std::move(*g);
+  }
+  if (!source) {
+    auto tmpl = create_map(BPF_MAP_TYPE_ARRAY, "fl_pol_src_t", 4, kSourceChunk, 1, BPF_F_INNER_MAP);
+    if (!tmpl) return tmpl.error();
+    LIBBPF_OPTS(bpf_map_create_opts, o, .inner_map_fd = static_cast<__u32>(tmpl->get()));
+    int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY_OF_MAPS, "fl_pol_source", 4, 4, 2, &o);
+    if (fd < 0) return errno_error("cannot create the policy source map");
+    source.reset(fd);
+    if (bpf_obj_pin(fd, pins.source().c_str()) != 0) return errno_error("cannot pin " + pins.source());
+  }
+  return PolicyGenerations(std::move(gen), std::move(source));
+}
+
+Result<uint32_t> PolicyGenerations::live() const {
+  uint32_t zero = 0, g = 0;
+  if (bpf_map_lookup_elem(gen_.get(), &zero, &g) != 0) return errno_error("cannot read the live generation");
+  return g & 1;
+}
+
+Status PolicyGenerations::flip(uint32_t to) const {
+  uint32_t zero = 0;
+  if (bpf_map_update_elem(gen_.get(), &zero, &to, BPF_ANY) != 0) return errno_error("cannot switch the generation");
+  return {};
+}
+
+Status PolicyGenerations::put_source(uint32_t gen, const std::string& text) const {
+  const uint32_t chunks = static_cast<uint32_t>((text.size() + kSourceChunk - 1) / kSourceChunk);
+  auto m = create_map(BPF_MAP_TYPE_ARRAY, "fl_pol_src", 4, kSourceChunk, chunks + 1, BPF_F_INNER_MAP);
+  if (!m) return m.error();
+  std::vector<char> buf(kSourceChunk, 0);
+  const uint64_t len = text.size();
+  std::memcpy(buf.data(), &len, sizeof(len));
+  uint32_t k = 0;
+  if (bpf_map_update_elem(m->get(), &k, buf.data(), BPF_ANY) != 0) return errno_error("cannot store the policy source");
+  for (uint32_t i = 0; i < chunks; ++i) {
+    std::fill(buf.begin(), buf.end(), 0);
+    const size_t off = static_cast<size_t>(i) * kSourceChunk;
+    std::memcpy(buf.data(), text.data() + off, std::min<size_t>(kSourceChunk, text.size() - off));
+    k = i + 1;
+    if (bpf_map_update_elem(m->get(), &k, buf.data(), BPF_ANY) != 0)
+      return errno_error("cannot store the policy source");
+  }
+  return put_inner(source_.get(), gen, m->get(), "policy source");
+}
+
+Result<std::string> PolicyGenerations::source(uint32_t gen) const {
+  auto m = inner_of(source_.get(), gen);
+  if (!m) return m.error();
+  if (!*m) return std::string();
+  std::vector<char> buf(kSourceChunk);
+  uint32_t k = 0;
+  if (bpf_map_lookup_elem(m->get(), &k, buf.data()) != 0) return errno_error("cannot read the policy source");
+  uint64_t len = 0;
+  std::memcpy(&len, buf.data(), sizeof(len));
+  std::string out;
+  out.reserve(len);
+  for (k = 1; out.size() < len; ++k) {
+    if (bpf_map_lookup_elem(m->get(), &k, buf.data()) != 0) return errno_error("cannot read the policy source");
+    out.append(buf.data(), std::min<size_t>(kSourceChunk, len - out.size()));
+  }
+  return out;
+}
+
+Status PolicyGenerations::clear_source(uint32_t gen) const {
+  if (bpf_map_delete_elem(source_.get(), &gen) != 0 && errno != ENOENT)
+    return errno_error("cannot delete an old policy source");
+  return {};
+}
+
+Result<AppliedScope> AppliedScope::create(const std::string& dir, int gen_fd, int cgroup_fd) {
+  auto obj = SockaddrObject::load_applied(gen_fd);
+  if (!obj) return obj.error();
+  FL_TRY(obj->attach_applied(cgroup_fd));
+  FL_TRY(obj->pin_applied(dir));
+  return open(dir);
+}
+
+Result<AppliedScope> AppliedScope::open(const std::string& dir) {
+  UniqueFd p = pinned(dir + "/fl_sa_gpolicy"), d = pinned(dir + "/fl_sa_gdeny"), a = pinned(dir + "/fl_sa_gallow"),
+           h = pinned(dir + "/fl_sa_ghits"), s = pinned(dir + "/fl_sa_stats");
+  if (!p || !d || !a || !h || !s) return errno_error("cannot open the pinned maps in " + dir);
+  return AppliedScope(std::move(p), std::move(d), std::move(a), std::move(h), std::move(s));
+}
+
+Status AppliedScope::fill(uint32_t gen, const ScopeImage& img) const {
+  if (img.deny.size() > FL_SA_MAX_PREFIXES || img.allow.size() > FL_SA_MAX_PREFIXES)
+    return make_error(E2BIG, "more than " + std::to_string(FL_SA_MAX_PREFIXES) + " prefixes in one trie");
+  // Disarmed first: the slot is not live, and stays unjudged until complete.
+  fl_sa_policy off{};
+  if (bpf_map_update_elem(gpolicy_.get(), &gen, &off, BPF_ANY) != 0) return errno_error("cannot reset a generation");
+  struct Trie {
+    const std::vector<std::pair<fl_sa_key, fl_sa_bucket>>& entries;
+    int outer;
+    const char* name;
+  };
+  for (const Trie& t : {Trie{img.deny, gdeny_.get(), "fl_sa_deny"}, Trie{img.allow, gallow_.get(), "fl_sa_allow"}}) {
+    auto m = create_map(BPF_MAP_TYPE_LPM_TRIE, t.name, sizeof(fl_sa_key), sizeof(fl_sa_bucket),
+                        applied_trie_capacity(t.entries.size()), BPF_F_NO_PREALLOC);
+    if (!m) return m.error();
+    for (const auto& [k, b] : t.entries) {
+      if (bpf_map_update_elem(m->get(), &k, &b, BPF_ANY) != 0)
+        return errno_error(std::string("cannot fill the new ") + t.name);
+    }
+    FL_TRY(put_inner(t.outer, gen, m->get(), t.name));
+  }
+  auto hits =
+      create_map(BPF_MAP_TYPE_ARRAY, "fl_sa_rule_hits", 4, 8, std::max<uint32_t>(img.rules, 1), BPF_F_INNER_MAP);
+  if (!hits) return hits.error();
+  FL_TRY(put_inner(ghits_.get(), gen, hits->get(), "rule counters"));
+  if (bpf_map_update_elem(gpolicy_.get(), &gen, &img.policy, BPF_ANY) != 0)
+    return errno_error("cannot write the new generation's policy");
+  return {};
+}
+
+Status AppliedScope::clear(uint32_t gen) const {
+  fl_sa_policy off{};
+  if (bpf_map_update_elem(gpolicy_.get(), &gen, &off, BPF_ANY) != 0) return errno_error("cannot reset a generation");
+  for (int fd : {gdeny_.get(), gallow_.get(), ghits_.get()}) {
+    if (bpf_map_delete_elem(fd, &gen) != 0 && errno != ENOENT) return errno_error("cannot delete an old generation");
+  }
+  return {};
+}
+
+Result<fl_sa_policy> AppliedScope::policy(uint32_t gen) const {
+  fl_sa_policy p{};
+  if (bpf_map_lookup_elem(gpolicy_.get(), &gen, &p) != 0) return errno_error("cannot read a generation's policy");
+  return p;
+}
+
+Result<fl_sa_stats> AppliedScope::stats() const { return sum_sa_stats(stats_.get()); }
+
+Result<std::vector<uint64_t>> AppliedScope::rule_hits(uint32_t gen) const {
+  auto m = inner_of(ghits_.get(), gen);
+  if (!m) return m.error();
+  std::vector<uint64_t> out;
+  if (!*m) return out;
+  bpf_map_info info{};
+  uint32_t len = sizeof(info);
+  if (bpf_obj_get_info_by_fd(m->get(), &info, &len) != 0) return errno_error("cannot read the rule counters");
+  out.resize(info.max_entries);
+  for (uint32_t id = 0; id < info.max_entries; ++id) {
+    if (bpf_map_lookup_elem(m->get(), &id, &out[id]) != 0) return errno_error("cannot read the rule counters");
+  }
+  return out;
+}
+
+Status remove_applied_scope(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return errno == ENOENT ? Status{} : errno_error("cannot open " + dir);
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(d)) {
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.emplace_back(e->d_name);
+  }
+  ::closedir(d);
+  for (const auto& n : names) {
+    if (::unlink((dir + "/" + n).c_str()) != 0 && errno != ENOENT) return errno_error("cannot remove " + dir + "/" + n);
+  }
+  if (::rmdir(dir.c_str()) != 0 && errno != ENOENT) return errno_error("cannot remove " + dir);
+  return {};
+}
+
+std::vector<std::string> applied_scope_keys(const AppliedPolicyPins& pins) {
+  std::vector<std::string> keys;
+  DIR* d = ::opendir(pins.scopes().c_str());
+  if (d == nullptr) return keys;
+  while (dirent* e = ::readdir(d)) {
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) keys.emplace_back(e->d_name);
+  }
+  ::closedir(d);
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+void remove_applied_policy_pins(const AppliedPolicyPins& pins) {
+  ::unlink(pins.gen().c_str());
+  ::unlink(pins.source().c_str());
+  ::rmdir(pins.scopes().c_str());
+  ::rmdir(pins.dir.c_str());
+}
+
+void wait_for_policy_readers() {
+  // The cgroup hooks run under rcu_read_lock: a grace period after the flip,
+  // no hook still holds the old generation. membarrier(GLOBAL) waits for one
+  // (synchronize_rcu) on a machine of more than one CPU; where it is refused
+  // (nohz_full) or skips it (one CPU), a pause far longer than any hook.
+  if (::syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) != 0 || ::sysconf(_SC_NPROCESSORS_ONLN) < 2)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+}
+
+}  // namespace faultline

@@ -1,0 +1,147 @@
+// Chaos Mesh NetworkChaos documents, shaped like the examples of Chaos Mesh's
+// documentation (written here, adapted to a host: no pod selector, external
+// targets), read as the faultctl run words they mean; and what a host agent
+// cannot honour, refused at its line and column with what to write instead.
+#include "userspace/policy/chaos_mesh.h"
+
+#include <gtest/gtest.h>
+
+#include "selftests/lib/child_process.h"
+
+namespace faultline {
+namespace {
+
+std::string words_of(const ChaosMeshRead& r) {
+  std::string s;
+  for (const auto& w : r.fault.words) s += (s.empty() ? "" : " ") + w;
+  return s;
+}
+
+std::string errors_of(const ChaosMeshRead& r) {
+  std::string s;
+  for (const auto& e : r.errors) s += e.render("F") + "\n";
+  return s;
+}
+
+constexpr const char* kHead = "apiVersion: chaos-mesh.org/v1alpha1\nkind: NetworkChaos\nmetadata:\n  name: ";
+
+struct Translation {
+  const char* name;
+  std::string body;  // after metadata.name
+  std::string words;
+};
+
+TEST(ChaosMesh, DocumentationShapedExamplesBecomeRunWords) {
+  const std::vector<Translation> cases = {
+      {"delay",
+       "delay\nspec:\n  action: delay\n  mode: all\n  direction: to\n  externalTargets: ['10.0.5.10']\n"
+       "  delay:\n    latency: '10ms'\n    correlation: '100'\n    jitter: '0ms'\n  duration: '30s'\n",
+       "latency --target 10.0.5.10 --direction egress --duration 30s --delay 10ms"},
+      {"delay with jitter",
+       "delay-jitter\nspec:\n  action: delay\n  externalTargets: ['10.0.5.0/24']\n"
+       "  delay:\n    latency: '90ms'\n    jitter: '10ms'\n  duration: '2m'\n",
+       "latency --target 10.0.5.0/24 --duration 2m --delay 90ms --jitter 10ms"},
+      {"loss",
+       "loss\nspec:\n  action: loss\n  mode: all\n  externalTargets: ['192.0.2.10', 'www.example.com']\n"
+       "  loss:\n    loss: '25'\n    correlation: '25'\n  direction: both\n  duration: '10s'\n",
+       "loss --target 192.0.2.10 --target www.example.com --direction both --duration 10s --percent 25 --correlation "
+       "25"},
+      {"duplicate",
+       "duplicate\nspec:\n  action: duplicate\n  externalTargets: ['198.51.100.7']\n"
+       "  duplicate:\n    duplicate: '40'\n    correlation: '0'\n  duration: '30s'\n",
+       "duplicate --target 198.51.100.7 --duration 30s --percent 40"},
+      {"corrupt",
+       "corrupt\nspec:\n  action: corrupt\n  externalTargets: ['198.51.100.7']\n  direction: from\n"
+       "  corrupt:\n    corrupt: '40'\n  duration: '30s'\n",
+       "corrupt --target 198.51.100.7 --direction ingress --duration 30s --percent 40"},
+      {"partition",
+       "partition\nspec:\n  action: partition\n  mode: all\n  direction: to\n"
+       "  externalTargets: ['10.0.9.0/24']\n  duration: '1m'\n",
+       "partition --target 10.0.9.0/24 --direction egress --duration 1m"},
+      {"bandwidth",
+       "bandwidth\nspec:\n  action: bandwidth\n  externalTargets: ['10.0.5.10']\n  device: eth0\n"
+       "  bandwidth:\n    rate: '1mbps'\n    limit: 20971520\n    buffer: 10000\n  duration: '30s'\n",
+       "bandwidth --target 10.0.5.10 --dev eth0 --duration 30s --rate 1mbps"},
+  };
+  for (const auto& c : cases) {
+    ChaosMeshRead r = read_network_chaos(std::string(kHead) + c.body);
+    EXPECT_TRUE(r.ok()) << c.name << ":\n" << errors_of(r);
+    EXPECT_EQ(words_of(r), c.words) << c.name;
+  }
+  ChaosMeshRead bw = read_network_chaos(std::string(kHead) + cases.back().body);
+  ASSERT_EQ(bw.fault.notes.size(), 2u);
+  EXPECT_EQ(bw.fault.notes[0],
+            "spec.bandwidth.limit (a tc tbf queue size) has no equivalent in Faultline's pacing and is not used");
+}
+
+TEST(ChaosMesh, WhatAHostCannotHonourIsRefusedWhereItIsWritten) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"x\nspec:\n  action: delay\n  mode: one\n  selector:\n    namespaces: [default]\n    labelSelectors:\n"
+       "      'app': 'web-show'\n  delay: {latency: '10ms'}\n  externalTargets: ['10.0.0.1']\n  duration: 30s\n",
+       "F:7:9: spec.mode: 'one' picks pods: pod selectors cannot be honoured by a host agent; leave mode out (or all)\n"
+       "F:8:3: spec.selector: pod selectors cannot be honoured by a host agent: Faultline acts on this host's own "
+       "traffic. Remove it, name the peers in spec.externalTargets, and to narrow the fault to one workload run it "
+       "with faultctl run --cgroup PATH\n"},
+      {"x\nspec:\n  action: loss\n  target:\n    selector: {namespaces: [db]}\n    mode: all\n  loss: {loss: '5'}\n"
+       "  duration: 30s\n",
+       "F:6:3: spec.externalTargets: required here: the peers (addresses, CIDRs or host names) the fault hits; a "
+       "host's whole traffic is not a target\n"
+       "F:7:3: spec.target: a pod selector for the other side: write the peers' addresses (or names) in "
+       "spec.externalTargets\n"},
+      {"x\nspec:\n  action: netem\n  externalTargets: ['10.0.0.1']\n  duration: 30s\n",
+       "F:6:11: spec.action: 'netem': Faultline imports delay, loss, duplicate, corrupt, partition and bandwidth "
+       "(netem: write one NetworkChaos per effect)\n"},
+      {"x\nspec:\n  action: loss\n  externalTargets: ['10.0.0.1']\n  loss: {loss: '5'}\n",
+       "F:6:3: spec.duration: required here: a Faultline fault always ends (at most 1h); Chaos Mesh's "
+       "run-until-deleted has no equivalent without a controller\n"},
+      {"x\nspec:\n  action: duplicate\n  externalTargets: ['10.0.0.1']\n  duplicate: {duplicate: '5', correlation: "
+       "'25'}\n"
+       "  duration: 30s\n",
+       "F:8:44: spec.duplicate.correlation: '25': Faultline decides each packet independently for duplicate "
+       "(correlation 0); correlated decisions are for loss\n"},
+      {"x\nspec:\n  action: delay\n  externalTargets: ['10.0.0.1']\n  delay: {latency: 10ms, reorder: {reorder: '5'}}\n"
+       "  direction: sideways\n  duration: 30s\n",
+       "F:8:35: spec.delay.reorder: reordering is not a Faultline fault; leave it out\n"
+       "F:9:14: spec.direction: 'sideways': expected to, from or both\n"},
+      {"x\nspec:\n  action: loss\n  externalTargets: ['10.0.0.1']\n  loss: {loss: 'lots'}\n  scheduler: {cron: '@every "
+       "1m'}\n"
+       "  duration: 30s\n",
+       "F:8:16: spec.loss.loss: 'lots': expected a percent, like \"25\"\n"
+       "F:9:3: spec.scheduler: not a field Faultline reads from a NetworkChaos\n"},
+  };
+  for (const auto& [body, want] : cases) {
+    ChaosMeshRead r = read_network_chaos(std::string(kHead) + body);
+    EXPECT_FALSE(r.ok()) << body;
+    EXPECT_EQ(errors_of(r), want) << body;
+  }
+  EXPECT_EQ(errors_of(read_network_chaos("apiVersion: chaos-mesh.org/v1alpha1\nkind: PodChaos\nmetadata: {name: p}\n"
+                                         "spec: {action: pod-kill}\n")),
+            "F:2:7: kind: expected NetworkChaos (other Chaos Mesh kinds: use faultctl run "
+            "syscall|process|cpu|memory|disk)\n");
+  EXPECT_EQ(errors_of(read_network_chaos("a: [\n")).substr(0, 20), "F:2:1: <document>: n");
+}
+
+// faultctl apply -f: the run parser's refusal lands on the field; --dry-run
+// prints the run command and the plan.
+TEST(ChaosMesh, ApplyDryRunAndRefusalsThroughTheCli) {
+  char path[] = "/tmp/fl-chaos-XXXXXX";
+  int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string doc = std::string(kHead) +
+                          "loss\nspec:\n  action: loss\n  externalTargets: ['192.0.2.10']\n  loss: {loss: '250'}\n"
+                          "  duration: 30s\n";
+  ASSERT_EQ(::write(fd, doc.data(), doc.size()), static_cast<ssize_t>(doc.size()));
+  ::close(fd);
+  auto r = fltest::run_command({FAULTCTL_PATH, "apply", "-f", path, "--dry-run"});
+  ::unlink(path);
+  EXPECT_TRUE(r.status.is(2)) << r.describe();
+  EXPECT_NE(r.err.find(std::string(path) + ":8:16: spec.loss.loss: --percent: '250' is outside 0-100\n"),
+            std::string::npos)
+      << r.err;
+  auto missing = fltest::run_command({FAULTCTL_PATH, "apply"});
+  EXPECT_TRUE(missing.status.is(2)) << missing.describe();
+  EXPECT_EQ(missing.err, "faultctl apply: missing -f FILE\n");
+}
+
+}  // namespace
+}  // namespace faultline
