@@ -22,6 +22,7 @@
 #include "cp_client.h"
 #include "cp_env.h"
 #include "selftests/lib/child_process.h"
+#include "selftests/lib/loopback_port.h"
 
 namespace {
 
@@ -34,18 +35,6 @@ int agents_wanted() {
 }
 
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
-
-uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  (void)::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  (void)::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 // A held GET /v1/agents/{id}/next (Connection: close: the answer ends at EOF).
 int open_poll(uint16_t port, int64_t agent, const std::string& token) {
@@ -118,7 +107,7 @@ Figures run(fltest::Backend backend) {
   Figures f;
   const int n = agents_wanted();
   fltest::TestDatabase db(backend);
-  const uint16_t port = free_port();
+  const uint16_t port = fltest::free_loopback_port();
   auto cp = fltest::ChildProcess::spawn({FAULTCP_PATH, "serve", "--listen", "127.0.0.1:" + std::to_string(port),
                                          "--database", db.url(), "--poll-timeout-ms", "120000", "--lease-ms", "600000"},
                                         {.output = fltest::Output::kFiles});

@@ -19,6 +19,7 @@
 
 #include "cp_client.h"
 #include "selftests/lib/child_process.h"
+#include "selftests/lib/loopback_port.h"
 #include "selftests/lib/netns_pair.h"
 #include "selftests/lib/require_root.h"
 
@@ -28,21 +29,6 @@ using fltest::Backend;
 using fltest::ChildProcess;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-
-uint16_t free_tcp_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    ::close(fd);
-    return 0;
-  }
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 // Polls pred every 50 ms until it holds or the deadline passes.
 bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds within) {
@@ -64,7 +50,7 @@ class AgentTest : public ::testing::TestWithParam<Backend> {
     tag_ = std::to_string(::getpid() % 100000) + std::to_string(++counter_);
     bpffs_root_ = "/sys/fs/bpf/fltest-agent-" + tag_;
     db_.emplace(GetParam());
-    port_ = free_tcp_port();
+    port_ = fltest::free_loopback_port();
     ASSERT_NE(port_, 0);
     start_faultcp();
     auto signup = call("POST", "/v1/auth/signup", "",
@@ -418,7 +404,7 @@ TEST(AgentTls, RegistersOverHttpsWithThePrivateCaOnly) {
        "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert},
       {}, 30s);
   ASSERT_TRUE(made.status.is(0)) << made.describe();
-  const std::string port = std::to_string(free_tcp_port());
+  const std::string port = std::to_string(fltest::free_loopback_port());
   auto cp = ChildProcess::spawn({FAULTCP_PATH, "serve", "--listen", "127.0.0.1:" + port, "--database",
                                  "sqlite:" + dir + "/db/faultcp.db", "--tls-cert", cert, "--tls-key", key},
                                 {.output = fltest::Output::kFiles});

@@ -13,6 +13,7 @@
 
 #include "cp/storage/sql_connection.h"
 #include "selftests/lib/child_process.h"
+#include "selftests/lib/loopback_port.h"
 
 namespace fltest {
 namespace {
@@ -30,28 +31,13 @@ std::string find_pg_bin() {
   return found;
 }
 
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    ::close(fd);
-    throw std::runtime_error("no free port");
-  }
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
 }  // namespace
 
 PgCluster::PgCluster() : bin_(find_pg_bin()) {
   char tmpl[] = "/tmp/fl-pg-XXXXXX";
   if (::mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");
   dir_ = tmpl;
-  port_ = free_port();
+  port_ = fltest::free_loopback_port();
   as_nobody_ = ::geteuid() == 0;
   if (as_nobody_) {
     const passwd* pw = ::getpwnam("nobody");
