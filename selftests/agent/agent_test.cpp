@@ -22,6 +22,7 @@
 #include "selftests/lib/loopback_port.h"
 #include "selftests/lib/netns_pair.h"
 #include "selftests/lib/require_root.h"
+#include "selftests/lib/test_cert.h"
 
 namespace {
 
@@ -399,10 +400,7 @@ TEST(AgentTls, RegistersOverHttpsWithThePrivateCaOnly) {
   char tmpl[] = "/tmp/fl-agent-tls-XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
   const std::string dir = tmpl, cert = dir + "/cert.pem", key = dir + "/key.pem";
-  auto made = fltest::run_command(
-      {"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
-       "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert},
-      {}, 30s);
+  auto made = fltest::make_self_signed_cert(cert, key, "localhost");
   ASSERT_TRUE(made.status.is(0)) << made.describe();
   const std::string port = std::to_string(fltest::free_loopback_port());
   auto cp = ChildProcess::spawn({FAULTCP_PATH, "serve", "--listen", "127.0.0.1:" + port, "--database",

@@ -9,6 +9,7 @@
 #include "cp/storage/migrations.h"
 #include "cp_client.h"
 #include "selftests/lib/child_process.h"
+#include "selftests/lib/test_cert.h"
 
 namespace {
 
@@ -116,10 +117,7 @@ TEST(ServeTls, ServesHttpsWithTheGivenCertificate) {
   char tmpl[] = "/tmp/fl-cp-tls-XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
   const std::string dir = tmpl, cert = dir + "/cert.pem", key = dir + "/key.pem";
-  auto made = fltest::run_command(
-      {"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
-       "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert},
-      {}, 30s);
+  auto made = fltest::make_self_signed_cert(cert, key, "localhost");
   ASSERT_TRUE(made.status.is(0)) << made.describe();
   auto cp = fltest::ChildProcess::spawn({FAULTCP_PATH, "serve", "--listen", "127.0.0.1:0", "--database",
                                          "sqlite:" + dir + "/state/db", "--tls-cert", cert, "--tls-key", key});

@@ -14,6 +14,7 @@
 #include "cp/auth/crypto.h"
 #include "cp_client.h"
 #include "selftests/lib/child_process.h"
+#include "selftests/lib/test_cert.h"
 
 namespace {
 
@@ -387,10 +388,7 @@ TEST(WebhookTls, AnHttpsReceiverGetsTheSignedEvent) {
   char tmpl[] = "/tmp/fl-cp-hook-tls-XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
   const std::string dir = tmpl, cert = dir + "/cert.pem", key = dir + "/key.pem";
-  auto made = fltest::run_command(
-      {"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
-       "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert},
-      {}, 30s);
+  auto made = fltest::make_self_signed_cert(cert, key, "127.0.0.1");
   ASSERT_TRUE(made.status.is(0)) << made.describe();
   auto tls = faultline::HttpTlsContext::load(cert, key);
   ASSERT_TRUE(tls.ok()) << tls.error().describe();
