@@ -87,14 +87,16 @@ Status parse_fault_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
   gf.terminate_tls = r.count("terminate-tls") > 0;
   GuardFaultWords w;
   bool any = false;
-  for (auto [flag, slot] :
-       std::initializer_list<std::pair<const char*, std::optional<std::string>*>>{{"fault-host", &w.host},
-                                                                                  {"fault-path", &w.path},
-                                                                                  {"fault-status", &w.status},
-                                                                                  {"fault-delay", &w.delay},
-                                                                                  {"fault-truncate", &w.truncate},
-                                                                                  {"fault-llm", &w.llm},
-                                                                                  {"fault-pct", &w.pct}}) {
+  for (auto [flag, slot] : std::initializer_list<std::pair<const char*, std::optional<std::string>*>>{
+           {"fault-host", &w.host},
+           {"fault-path", &w.path},
+           {"fault-status", &w.status},
+           {"fault-delay", &w.delay},
+           {"fault-truncate", &w.truncate},
+           {"fault-llm", &w.llm},
+           {"fault-llm-provider", &w.llm_provider},
+           {"fault-pct", &w.pct},
+           {"fault-attempts", &w.attempts}}) {
     if (r.count(flag)) {
       *slot = str(flag);
       any = true;
@@ -164,10 +166,17 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       "fault-llm",
       "HTTP fault: a model provider's failure: overloaded, rate-limit, server-error, bad-gateway, "
       "timeout, stream-cut",
+      cxxopts::value<std::string>())(
+      "fault-llm-provider", "HTTP fault: --fault-llm as anthropic or openai answers (default: from the host's name)",
       cxxopts::value<std::string>())("fault-pct", "HTTP fault: the share of matching requests faulted (default 100)",
                                      cxxopts::value<std::string>())(
-      "faults", "HTTP faults from a YAML or JSON file: a list of {host, path, status|delay|reset|truncate|llm, pct}",
-      cxxopts::value<std::string>())(
+      "fault-attempts",
+      "HTTP fault: only the first N attempts of each request (1-100, the SDKs' x-stainless-retry-count)",
+      cxxopts::value<std::string>())("faults",
+                                     "HTTP faults from a YAML or JSON file: a list of {host, path, "
+                                     "status|delay|reset|truncate|llm, llm-provider, pct, "
+                                     "attempts}",
+                                     cxxopts::value<std::string>())(
       "terminate-tls",
       "end the command's TLS to the faulted hosts with a leaf of the local CA (faultctl ca), which "
       "the command is told to trust; without it a TLS connection takes --fault-delay and --fault-reset only")(

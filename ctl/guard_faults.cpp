@@ -109,14 +109,24 @@ Result<GuardFault> guard_fault_from_words(const GuardFaultWords& w, bool termina
     f.bytes = *n;
   } else {
     f.type = HttpFaultType::llm;
-    auto parsed = http_fault_from_json(nlohmann::json{{"type", "llm"}, {"attributes", {{"preset", *w.llm}}}});
+    auto j = nlohmann::json{{"type", "llm"}, {"attributes", {{"preset", *w.llm}}}};
+    if (w.llm_provider) j["attributes"]["provider"] = *w.llm_provider;
+    auto parsed = http_fault_from_json(j);
     if (!parsed)
       return bad(name("llm") + " " + *w.llm +
-                 ": not a preset (overloaded, rate-limit, server-error, bad-gateway, timeout, stream-cut)");
+                 (w.llm_provider ? " " + name("llm-provider") + " " + *w.llm_provider : "") + ": " +
+                 parsed.error().message);
     f.preset = parsed->preset;
     f.provider = parsed->provider;
     f.events = parsed->events;
     f.delay_ms = parsed->delay_ms;
+  }
+  if (w.llm_provider && f.type != HttpFaultType::llm)
+    return bad(name("llm-provider") + " applies to an llm fault only (the provider whose errors it answers)");
+  if (w.attempts) {
+    auto n = whole(name("attempts"), *w.attempts, 1, 100);
+    if (!n) return n.error();
+    f.attempts = *n;
   }
   if (w.path) {
     if (w.path->empty() || (*w.path)[0] != '/')
@@ -133,9 +143,9 @@ Result<GuardFault> guard_fault_from_words(const GuardFaultWords& w, bool termina
                                          : std::string(http_fault_type_name(f.type)));
   if (auto v = validate_http_fault(f); !v) return bad(name("host") + " " + *w.host + ": " + v.error().message);
   if (!terminate && target_is_tls(g.target, false)) {
-    std::string flag = f.type == HttpFaultType::delay || f.type == HttpFaultType::reset
-                           ? name("path")
-                           : name(f.type == HttpFaultType::llm ? "llm" : std::string(http_fault_type_name(f.type)));
+    // The field that asks for the plaintext, in the order needs_plaintext() judges.
+    std::string flag = name(f.type == HttpFaultType::llm ? "llm" : std::string(http_fault_type_name(f.type)));
+    if (f.type == HttpFaultType::delay || f.type == HttpFaultType::reset) flag = name(w.path ? "path" : "attempts");
     FL_TRY(check_fault_on_tls(f, flag, hp->host + ":" + hp->port));
   }
   return g;
@@ -195,14 +205,18 @@ Result<std::vector<GuardFault>> parse_guard_faults_file(const std::string& file,
         w.truncate = v;
       else if (key == "llm")
         w.llm = v;
+      else if (key == "llm-provider")
+        w.llm_provider = v;
       else if (key == "pct")
         w.pct = v;
+      else if (key == "attempts")
+        w.attempts = v;
       else if (key == "reset") {
         if (v != "true" && v != "false") return bad(at(kv.second) + ": " + field + ": true or false, got " + v);
         w.reset = v == "true";
       } else {
         return bad(at(kv.first) + ": " + field +
-                   ": unknown field (host, path, status, delay, reset, truncate, llm, pct)");
+                   ": unknown field (host, path, status, delay, reset, truncate, llm, llm-provider, pct, attempts)");
       }
     }
     auto name = [&](const std::string& key) {

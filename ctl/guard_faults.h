@@ -30,7 +30,7 @@ struct GuardFaults {
 // One fault as written, from the flags (field names "--fault-host") or from an
 // entry of the file (field names "FILE:LINE:COL: faults[2].host").
 struct GuardFaultWords {
-  std::optional<std::string> host, path, status, delay, truncate, llm, pct;
+  std::optional<std::string> host, path, status, delay, truncate, llm, llm_provider, pct, attempts;
   bool reset = false;
 };
 
@@ -43,7 +43,8 @@ struct GuardFaultWords {
                                                         const std::function<std::string(const std::string&)>& name);
 
 // --faults FILE: a list of faults, or {faults: [...]}; each entry a mapping of
-// host, path, status, delay, reset, truncate, llm, pct. Errors are
+// host, path, status, delay, reset, truncate, llm, llm-provider, pct,
+// attempts. Errors are
 // "FILE:LINE:COLUMN: faults[N].FIELD: reason".
 [[nodiscard]] Result<std::vector<GuardFault>> parse_guard_faults_file(const std::string& file, bool terminate,
                                                                       size_t first_index);

@@ -75,6 +75,14 @@ TEST_F(GuardFaultsParse, EveryBadFaultFlagIsNamed) {
       {{"--fault-host", "127.0.0.1", "--fault-truncate", "10"}, "--fault-truncate on 127.0.0.1:443"},
       {{"--fault-host", "127.0.0.1", "--fault-reset", "--fault-path", "/x"},
        "--fault-path on 127.0.0.1:443: matching on the path needs the request's content"},
+      {{"--fault-host", "127.0.0.1:80", "--fault-llm", "overloaded", "--fault-llm-provider", "gemini"},
+       "--fault-llm overloaded --fault-llm-provider gemini: "},
+      {{"--fault-host", "127.0.0.1:80", "--fault-status", "503", "--fault-llm-provider", "openai"},
+       "--fault-llm-provider applies to an llm fault only"},
+      {{"--fault-host", "127.0.0.1:80", "--fault-reset", "--fault-attempts", "0"},
+       "--fault-attempts 0: a whole number from 1 to 100"},
+      {{"--fault-host", "127.0.0.1:80", "--fault-reset", "--fault-attempts", "many"}, "--fault-attempts many"},
+      {{"--fault-host", "127.0.0.1", "--fault-reset", "--fault-attempts", "2"}, "--fault-attempts on 127.0.0.1:443"},
       {{"--terminate-tls"}, "--terminate-tls applies to HTTP faults"},
       {{"--upstream-ca", "x.pem"}, "--upstream-ca applies to HTTP faults"},
       {{"--fault-host", "127.0.0.1", "--fault-reset", "--upstream-ca", dir_.file("ca.pem")},
@@ -114,6 +122,8 @@ TEST_F(GuardFaultsParse, EveryBadFaultsFileIsNamedWithItsLine) {
       {"[{\"host\": \"127.0.0.1:80\", \"status\": 503, \"pct\": \"x\"}]", "faults[0].pct x"},
       {"{\"faults\": [{\"host\": \"127.0.0.1:80\", \"delay\": \"forever\"}]}", "faults[0].delay forever"},
       {"- host: 127.0.0.1:80\n  status: 503\n  bad: [", "not YAML or JSON"},
+      {"- host: 127.0.0.1:80\n  llm: overloaded\n  llm-provider: acme\n", "faults[0].llm-provider acme: "},
+      {"- host: 127.0.0.1:80\n  reset: true\n  attempts: 101\n", ":3:13: faults[0].attempts 101: a whole number"},
   };
   int i = 0;
   for (const auto& [text, says] : table) {
@@ -131,7 +141,9 @@ TEST_F(GuardFaultsParse, GoodFaultsParseFromFlagsAndFiles) {
   fltest::write_file(dir_.file("f.yaml"),
                      "faults:\n  - host: 127.0.0.1:8080\n    path: /a\n    status: 502\n    pct: 50\n"
                      "  - host: 127.0.0.1\n    reset: true\n");
-  fltest::write_file(dir_.file("f.json"), R"([{"host": "[::1]:8443", "llm": "rate-limit", "path": "/v1/"}])");
+  fltest::write_file(dir_.file("f.json"),
+                     R"([{"host": "[::1]:8443", "llm": "rate-limit", "llm-provider": "openai", "path": "/v1/",
+                          "attempts": 2}])");
   auto r = faultline::parse_guard_args(
       {"--fault-host", "127.0.0.1:9", "--fault-delay", "250ms", "--faults", dir_.file("f.yaml"), "--", "true"});
   ASSERT_TRUE(r.ok()) << r.error().message;
@@ -153,6 +165,14 @@ TEST_F(GuardFaultsParse, GoodFaultsParseFromFlagsAndFiles) {
   EXPECT_TRUE(b.faults.terminate_tls);
   EXPECT_EQ(b.faults.upstream_ca, dir_.file("ca.pem"));
   EXPECT_EQ(b.faults.faults[0].fault.preset, faultline::LlmPreset::rate_limit);
+  EXPECT_EQ(b.faults.faults[0].fault.provider, faultline::LlmProvider::openai);
+  EXPECT_EQ(b.faults.faults[0].fault.attempts, 2);
+  auto f = faultline::parse_guard_args({"--fault-host", "127.0.0.1:9", "--fault-llm", "overloaded",
+                                        "--fault-llm-provider", "anthropic", "--fault-attempts", "3", "--", "true"});
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  const auto& c = std::get<faultline::GuardArgs>(*f).faults.faults.at(0).fault;
+  EXPECT_EQ(c.provider, faultline::LlmProvider::anthropic);
+  EXPECT_EQ(c.attempts, 3);
 }
 
 TEST_F(GuardFaultsParse, RunHttpTlsFlagsAreCheckedByName) {
