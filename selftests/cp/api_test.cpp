@@ -512,7 +512,9 @@ TEST_P(ApiTest, BadInputIsRefusedNamingTheFieldAndNothingIsStored) {
     auto r = call(c.method, c.path, token, c.body);
     EXPECT_EQ(r.status, c.status) << c.what << ": " << r.describe();
     EXPECT_EQ(r.json().value("status", 0), c.status) << c.what << ": not the JSON error envelope: " << r.body;
-    if (!c.field.empty()) EXPECT_EQ(r.json().value("field", ""), c.field) << c.what << ": " << r.body;
+    if (!c.field.empty()) {
+      EXPECT_EQ(r.json().value("field", ""), c.field) << c.what << ": " << r.body;
+    }
   }
   EXPECT_TRUE(call("GET", "/v1/experiments", t.token).json()["experiments"].empty())
       << "a refused experiment was stored";
