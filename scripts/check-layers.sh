@@ -8,6 +8,8 @@
 #   base  <-  userspace/proxy (its own library, faultline_proxy, under the rest;
 #             faults/stream, daemon, ctl use it)
 #   base, userspace/net  <-  cp (faultcp; plus userspace/faults/packet/spec.h for the caps)
+#   base  <-  cp/proto (the agent wire format, faultline_cp_proto; cp and
+#             userspace/daemon use it)
 #
 # A layer includes only layers to its left (and the ABI headers, faultline/*.h,
 # which every C++ layer above base may use). Bpftool skeletons (*.skel.h) are
@@ -43,13 +45,18 @@ allowed_for() {
     userspace/faults/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|run))/|^userspace/faults/[^/]+$' ;;
     userspace/enforce/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|enforce))/' ;;
     userspace/ops/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|run|faults|enforce|policy|ops))/' ;;
-    userspace/daemon/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|run|faults|enforce|ops|proxy|daemon))/' ;;
+    # faultd's agent speaks faultcp's wire format: cp/proto (the messages and
+    # their codec, a library of its own) and nothing else of cp/.
+    userspace/daemon/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|run|faults|enforce|ops|proxy|daemon)|cp/proto)/' ;;
     userspace/policy/*) echo '^(base|loader|faultline|userspace/(net|state|enforce|policy))/' ;;
     ctl/*) echo '^(base|loader|faultline|userspace|ctl)/' ;;
     daemon/*) echo '^(base|loader|faultline|userspace|ctl)/' ;;
     # The control plane serves HTTP with userspace/net and checks experiment
     # specs against the packet faults' own caps and kind names (spec.h, a
     # header of constants and declarations): nothing else of the host side.
+    # The agent wire format (faultline_cp_proto) is under both faultcp and
+    # faultd: base and itself only.
+    cp/proto/*) echo '^(base|cp/proto)/' ;;
     cp/*) echo '^(base|faultline|userspace/net|cp)/|^userspace/faults/packet/spec\.h$' ;;
     *) return 1 ;;
   esac

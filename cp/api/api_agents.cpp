@@ -3,6 +3,7 @@
 
 #include "cp/api/api_error.h"
 #include "cp/api/control_plane.h"
+#include "cp/proto/agent_wire.h"
 
 namespace faultline::cp {
 namespace {
@@ -20,10 +21,38 @@ const std::vector<FieldRule> kEventFields = {
 constexpr size_t kMaxFactChars = 256;
 constexpr size_t kMaxDetailChars = 4096;
 
+// The agent routes speak protobuf (cp/proto/agent.proto) to faultd and JSON to
+// people and scripts: a body of Content-Type application/x-protobuf is decoded
+// into the object its JSON form would be (the same field checks follow), and an
+// answer is a protobuf message when Accept lists application/x-protobuf.
+// Errors are JSON either way.
+std::variant<nlohmann::json, ApiError> agent_body(const HttpRequest& req, wire::Decoded (*decode)(std::string_view)) {
+  auto type = req.header("content-type");
+  if (!type || !wire::is_protobuf_type(*type)) return parse_body(req.body);
+  auto d = decode(req.body);
+  if (auto* e = std::get_if<wire::WireError>(&d)) return ApiError{400, e->field, e->message};
+  return std::get<nlohmann::json>(std::move(d));
+}
+
+bool wants_protobuf(const HttpRequest& req) {
+  auto accept = req.header("accept");
+  return accept && wire::accepts_protobuf(*accept);
+}
+
+HttpReply agent_answer(bool protobuf, int status, const nlohmann::json& j,
+                       std::string (*encode)(const nlohmann::json&)) {
+  if (!protobuf) return api_json(status, j);
+  HttpReply r;
+  r.status = status;
+  r.headers = {{"Content-Type", std::string(wire::kProtobufType)}};
+  r.body = encode(j);
+  return r;
+}
+
 }  // namespace
 
 HttpReply ControlPlane::register_agent(const HttpRequest& req, const Principal& p) {
-  auto body = parse_body(req.body);
+  auto body = agent_body(req, wire::decode_register);
   if (auto* e = std::get_if<ApiError>(&body)) return e->reply();
   const auto& j = std::get<nlohmann::json>(body);
   if (auto e = check_fields(j, kRegisterFields)) return e->reply();
@@ -54,7 +83,8 @@ HttpReply ControlPlane::register_agent(const HttpRequest& req, const Principal& 
       !a)
     return storage_error(a.error());
   if (auto c = tx.commit(); !c) return storage_error(c.error());
-  return api_json(201, {{"agent_id", agent->id}, {"token", minted->secret}});
+  return agent_answer(wants_protobuf(req), 201, {{"agent_id", agent->id}, {"token", minted->secret}},
+                      wire::encode_register_reply);
 }
 
 HttpReply ControlPlane::list_agents(const Principal& p) {
@@ -123,13 +153,14 @@ HttpReply ControlPlane::next_for_agent(const HttpRequest& req, const PathParams&
   (void)store_.touch_agent(p.workspace_id, *id, now_ms());
   auto ready = next_payload(p.workspace_id, *id, 0);
   if (!ready) return api_error(500, "storage: " + ready.error().describe());
-  if (ready->has_value()) return api_json(200, **ready);
+  const bool protobuf = wants_protobuf(req);
+  if (ready->has_value()) return agent_answer(protobuf, 200, **ready, wire::encode_next_reply);
   if (wait.count() == 0) {
     auto idle = idle_payload(p.workspace_id, *id);
     if (!idle) return api_error(500, "storage: " + idle.error().describe());
-    return api_json(200, *idle);
+    return agent_answer(protobuf, 200, *idle, wire::encode_next_reply);
   }
-  polls_[req.exchange] = Poll{p.workspace_id, *id};
+  polls_[req.exchange] = Poll{p.workspace_id, *id, protobuf};
   const uint64_t exchange = req.exchange;
   server_.after(wait, [this, exchange] { end_poll(exchange); });
   return HttpReply::later();
@@ -142,7 +173,8 @@ void ControlPlane::end_poll(uint64_t exchange) {
   polls_.erase(it);
   if (!server_.waiting(exchange)) return;
   auto idle = idle_payload(poll.workspace_id, poll.agent_id);
-  server_.complete(exchange, idle ? api_json(200, *idle) : api_error(500, "storage: " + idle.error().describe()));
+  server_.complete(exchange, idle ? agent_answer(poll.protobuf, 200, *idle, wire::encode_next_reply)
+                                  : api_error(500, "storage: " + idle.error().describe()));
 }
 
 void ControlPlane::wake_agent(int64_t ws, int64_t agent_id) {
@@ -154,10 +186,10 @@ void ControlPlane::wake_agent(int64_t ws, int64_t agent_id) {
 }
 
 void ControlPlane::wake_local(int64_t ws, int64_t agent_id) {
-  std::vector<uint64_t> mine;
+  std::vector<std::pair<uint64_t, bool>> mine;
   for (const auto& [exchange, poll] : polls_)
-    if (poll.workspace_id == ws && poll.agent_id == agent_id) mine.push_back(exchange);
-  for (uint64_t exchange : mine) {
+    if (poll.workspace_id == ws && poll.agent_id == agent_id) mine.emplace_back(exchange, poll.protobuf);
+  for (auto [exchange, protobuf] : mine) {
     if (!server_.waiting(exchange)) {
       polls_.erase(exchange);  // the client hung up
       continue;
@@ -168,7 +200,7 @@ void ControlPlane::wake_local(int64_t ws, int64_t agent_id) {
       server_.complete(exchange, api_error(500, "storage: " + payload.error().describe()));
     } else if (payload->has_value()) {
       polls_.erase(exchange);
-      server_.complete(exchange, api_json(200, **payload));
+      server_.complete(exchange, agent_answer(protobuf, 200, **payload, wire::encode_next_reply));
     }
   }
 }
@@ -176,7 +208,7 @@ void ControlPlane::wake_local(int64_t ws, int64_t agent_id) {
 HttpReply ControlPlane::agent_event(const HttpRequest& req, const PathParams& params, const Principal& p) {
   const auto id = path_id(params);
   if (!id || !p.agent_id || *id != *p.agent_id) return api_error(404, "no such agent");
-  auto body = parse_body(req.body);
+  auto body = agent_body(req, wire::decode_event);
   if (auto* e = std::get_if<ApiError>(&body)) return e->reply();
   const auto& j = std::get<nlohmann::json>(body);
   if (auto e = check_fields(j, kEventFields)) return e->reply();
@@ -206,7 +238,8 @@ HttpReply ControlPlane::agent_event(const HttpRequest& req, const PathParams& pa
       return storage_error(a.error());
     if (auto c = tx.commit(); !c) return storage_error(c.error());
     auto now = store_.experiment(p.workspace_id, exp_id);
-    return api_json(200, experiment_json(now.ok() && now->has_value() ? **now : e));
+    return agent_answer(wants_protobuf(req), 200, experiment_json(now.ok() && now->has_value() ? **now : e),
+                        wire::encode_event_reply);
   }
   if (e.stop_requested)
     return api_error(409, "experiment " + std::to_string(exp_id) + " was cancelled (" + e.detail + "): stop it",
@@ -236,7 +269,7 @@ HttpReply ControlPlane::agent_event(const HttpRequest& req, const PathParams& pa
     fire_experiment_webhook(**moved, "experiment.abort", p.actor());
   else if (final_type)
     fire_experiment_webhook(**moved, "experiment.end", p.actor());
-  return api_json(200, experiment_json(**moved));
+  return agent_answer(wants_protobuf(req), 200, experiment_json(**moved), wire::encode_event_reply);
 }
 
 void ControlPlane::sweep_leases() {

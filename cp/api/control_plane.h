@@ -150,6 +150,7 @@ class ControlPlane {
   struct Poll {
     int64_t workspace_id;
     int64_t agent_id;
+    bool protobuf = false;  // the agent's Accept: the answer as a NextReply
   };
   std::map<uint64_t, Poll> polls_;  // exchange -> the waiting agent
   std::map<int, uint64_t> responses_by_code_;

@@ -5,6 +5,8 @@
 
 #include <future>
 
+#include "cp/proto/agent.pb.h"
+#include "cp/proto/agent_wire.h"
 #include "cp_client.h"
 
 namespace {
@@ -543,6 +545,137 @@ TEST_P(ApiTest, HealthzIsOpenAndMetricsSpeakPrometheus) {
   EXPECT_NE(m.body.find("faultcp_experiments{state=\"queued\"} 1\n"), std::string::npos) << m.body;
   EXPECT_NE(m.body.find("faultcp_agents 1\n"), std::string::npos) << m.body;
   EXPECT_NE(m.body.find("# TYPE faultcp_http_responses_total counter\n"), std::string::npos) << m.body;
+}
+
+// The agent routes in protobuf (cp/proto/agent.proto), as faultd speaks them:
+// register, the long poll and the events, each answered in protobuf when asked.
+TEST_P(ApiTest, AgentRoutesSpeakProtobuf) {
+  Tenant t = tenant("proto", false);
+  auto enr = call("POST", "/v1/tokens", t.token, R"({"kind":"enrollment","name":"fleet"})");
+  ASSERT_EQ(enr.status, 201) << enr.describe();
+  const std::vector<std::pair<std::string, std::string>> proto = {{"Content-Type", "application/x-protobuf"},
+                                                                  {"Accept", "application/x-protobuf"}};
+  faultline::cp::RegisterRequest req;
+  req.set_hostname("pb-host");
+  req.set_kernel("6.1.0");
+  req.set_features_json(R"({"tcx":true})");
+  auto reg = fltest::cp_request(server_->port(), "POST", "/v1/agents/register", enr.json().value("token", ""),
+                                req.SerializeAsString(), 10'000, proto);
+  ASSERT_EQ(reg.status, 201) << reg.describe();
+  EXPECT_NE(reg.head.find("application/x-protobuf"), std::string::npos) << reg.head;
+  faultline::cp::RegisterReply answer;
+  ASSERT_TRUE(answer.ParseFromString(reg.body));
+  t.agent_id = answer.agent_id();
+  t.agent_token = answer.token();
+  ASSERT_GT(t.agent_id, 0);
+  auto agent = call("GET", "/v1/agents/" + std::to_string(t.agent_id), t.token).json();
+  EXPECT_EQ(agent.value("hostname", ""), "pb-host") << agent.dump();
+  EXPECT_EQ(agent.value("kernel", ""), "6.1.0") << agent.dump();
+
+  const int64_t exp = experiment(t);
+  auto next = fltest::cp_request(server_->port(), "GET", next_path(t, 0), t.agent_token, "", 10'000, {proto.back()});
+  ASSERT_EQ(next.status, 200) << next.describe();
+  faultline::cp::NextReply work;
+  ASSERT_TRUE(work.ParseFromString(next.body)) << next.describe();
+  ASSERT_TRUE(work.has_experiment());
+  EXPECT_EQ(work.experiment().id(), exp);
+  EXPECT_TRUE(work.experiment().has_lease_until_ms());
+  EXPECT_FALSE(work.kill());
+  EXPECT_EQ(json::parse(work.experiment().spec_json()), json::parse(latency_spec()));
+
+  const std::string events = "/v1/agents/" + std::to_string(t.agent_id) + "/events";
+  faultline::cp::Event running;
+  running.set_experiment_id(exp);
+  running.set_type("running");
+  auto r =
+      fltest::cp_request(server_->port(), "POST", events, t.agent_token, running.SerializeAsString(), 10'000, proto);
+  ASSERT_EQ(r.status, 200) << r.describe();
+  faultline::cp::EventReply state;
+  ASSERT_TRUE(state.ParseFromString(r.body));
+  EXPECT_EQ(state.status(), "running");
+  faultline::cp::Event done;
+  done.set_experiment_id(exp);
+  done.set_type("completed");
+  done.set_record_json(R"({"verdict":"held"})");
+  r = fltest::cp_request(server_->port(), "POST", events, t.agent_token, done.SerializeAsString(), 10'000,
+                         {proto.front()});  // no Accept: the answer is JSON
+  ASSERT_EQ(r.status, 200) << r.describe();
+  EXPECT_EQ(r.json().value("status", ""), "completed") << r.body;
+  auto stored = call("GET", "/v1/experiments/" + std::to_string(exp), t.token).json();
+  EXPECT_EQ(stored["record"], json({{"verdict", "held"}})) << stored.dump();
+
+  // An idle poll, held and answered in protobuf.
+  auto idle = fltest::cp_request(server_->port(), "GET", next_path(t, 200), t.agent_token, "", 10'000, {proto.back()});
+  ASSERT_EQ(idle.status, 200) << idle.describe();
+  faultline::cp::NextReply none;
+  ASSERT_TRUE(none.ParseFromString(idle.body));
+  EXPECT_FALSE(none.has_experiment());
+}
+
+// Every malformed protobuf body is a 400 JSON error naming what is wrong, and
+// nothing is stored; the JSON form of the same routes still works.
+TEST_P(ApiTest, MalformedProtobufBodiesAreRefusedByName) {
+  Tenant t = tenant("badproto");
+  auto enr = call("POST", "/v1/tokens", t.token, R"({"kind":"enrollment","name":"more"})");
+  ASSERT_EQ(enr.status, 201) << enr.describe();
+  const std::string enroll = enr.json().value("token", "");
+  const int64_t exp = experiment(t);
+  const std::string events = "/v1/agents/" + std::to_string(t.agent_id) + "/events";
+  const auto audit_before = call("GET", "/v1/audit/export", t.token).json()["entries"].size();
+
+  faultline::cp::RegisterRequest good;
+  good.set_hostname("h");
+  good.set_features_json(R"({"a":1})");
+  const std::string whole = good.SerializeAsString();
+  faultline::cp::RegisterRequest not_json = good;
+  not_json.set_features_json("[1,2]");
+  faultline::cp::Event ev;
+  ev.set_experiment_id(exp);
+  ev.set_type("running");
+  faultline::cp::Event no_id;
+  no_id.set_type("running");
+  faultline::cp::Event bad_type = ev;
+  bad_type.set_type("exploded");
+  struct Case {
+    const char* what;
+    std::string path;
+    std::string token;
+    std::string body;
+    int status;
+    std::string field;
+  };
+  const std::vector<Case> cases = {
+      {"truncated", "/v1/agents/register", enroll, whole.substr(0, whole.size() - 3), 400, "features_json"},
+      {"truncated tag", "/v1/agents/register", enroll, std::string("\x80", 1), 400, "body"},
+      {"wrong wire type", "/v1/agents/register", enroll, std::string("\x08\x01", 2), 400, "hostname"},
+      {"unknown field", "/v1/agents/register", enroll, whole + std::string("\x78\x01", 2), 400, "body"},
+      {"features not an object", "/v1/agents/register", enroll, not_json.SerializeAsString(), 400, "features_json"},
+      {"not UTF-8", "/v1/agents/register", enroll, std::string("\x0a\x01h\x12\x02\xff\xfe", 7), 400, "kernel"},
+      {"empty register", "/v1/agents/register", enroll, "", 400, "hostname"},
+      {"event id as a string", "/v1/agents/" + std::to_string(t.agent_id) + "/events", t.agent_token,
+       std::string("\x0a\x01\x31", 3) + std::string("\x12\x07running", 9), 400, "experiment_id"},
+      {"event without an id", events, t.agent_token, no_id.SerializeAsString(), 400, "experiment_id"},
+      {"event type", events, t.agent_token, bad_type.SerializeAsString(), 400, "type"},
+      {"record not JSON", events, t.agent_token, ev.SerializeAsString() + std::string("\x22\x01{", 3), 400,
+       "record_json"},
+      {"oversize", "/v1/agents/register", enroll, std::string(70 * 1024, '\x0a'), 413, ""},
+  };
+  const std::vector<std::pair<std::string, std::string>> proto = {{"Content-Type", "application/x-protobuf"},
+                                                                  {"Accept", "application/x-protobuf"}};
+  for (const auto& c : cases) {
+    auto r = fltest::cp_request(server_->port(), "POST", c.path, c.token, c.body, 10'000, proto);
+    EXPECT_EQ(r.status, c.status) << c.what << ": " << r.describe();
+    EXPECT_EQ(r.json().value("status", 0), c.status) << c.what << ": not the JSON error envelope: " << r.body;
+    if (!c.field.empty()) EXPECT_EQ(r.json().value("field", ""), c.field) << c.what << ": " << r.body;
+  }
+  EXPECT_EQ(call("GET", "/v1/agents", t.token).json()["agents"].size(), 1u) << "a refused agent was stored";
+  EXPECT_EQ(state_of(t, exp), "queued") << "a refused event moved the experiment";
+  EXPECT_EQ(call("GET", "/v1/audit/export", t.token).json()["entries"].size(), audit_before);
+
+  // JSON on the same routes, as people and scripts send it.
+  auto reg = call("POST", "/v1/agents/register", enroll, R"({"hostname":"json-host"})");
+  EXPECT_EQ(reg.status, 201) << reg.describe();
+  EXPECT_GT(reg.json().value("agent_id", int64_t{0}), 0) << reg.body;
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ApiTest, ::testing::Values(Backend::Sqlite, Backend::Postgres),

@@ -13,6 +13,7 @@
 
 #include "base/clock.h"
 #include "base/files.h"
+#include "cp/proto/agent_wire.h"
 #include "userspace/ops/abort_faults.h"
 #include "userspace/ops/features_report.h"
 #include "userspace/ops/status_report.h"
@@ -86,6 +87,29 @@ std::string status_text(const Result<HttpAnswer>& a) {
   if (!a) return a.error().describe();
   std::string body = a->response.body.substr(0, 300);
   return "HTTP " + std::to_string(a->response.status.code) + " " + body;
+}
+
+// faultcp's answer on an agent route: a protobuf message (what this agent asks
+// for), or JSON from a faultcp that answers only JSON.
+std::optional<nlohmann::json> answer_json(const HttpAnswer& a, cp::wire::Decoded (*decode)(std::string_view)) {
+  auto type = a.response.header("content-type");
+  if (type && cp::wire::is_protobuf_type(*type)) {
+    auto d = decode(a.response.body);
+    if (auto* j = std::get_if<nlohmann::json>(&d)) return std::move(*j);
+    return std::nullopt;
+  }
+  auto j = nlohmann::json::parse(a.response.body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  return j;
+}
+
+HttpCall agent_call(const std::string& method, const std::string& token, std::string body) {
+  HttpCall c;
+  c.method = method;
+  c.headers = {{"Authorization", "Bearer " + token}, {"Accept", std::string(cp::wire::kProtobufType)}};
+  if (!body.empty()) c.headers.emplace_back("Content-Type", std::string(cp::wire::kProtobufType));
+  c.body = std::move(body);
+  return c;
 }
 
 bool is_2xx(const Result<HttpAnswer>& a) { return a && a->response.status.code / 100 == 2; }
@@ -215,22 +239,17 @@ Result<HttpAnswer> ControlPlaneAgent::send(const std::string& method, const std:
                                            const std::string& body, uint64_t timeout_ms) const {
   HttpUrl u = base_;
   u.path = base_.path + path;
-  HttpCall c;
-  c.method = method;
-  c.headers = {{"Authorization", "Bearer " + token}};
-  if (!body.empty()) c.headers.emplace_back("Content-Type", "application/json");
-  c.body = body;
+  HttpCall c = agent_call(method, token, body);
   c.cancel_fd = stop_fd_.get();
   return client_.call(u, c, timeout_ms * 1'000'000ULL);
 }
 
 Status ControlPlaneAgent::enroll() {
   const nlohmann::json facts = host_facts(s_.version);
-  auto a = send("POST", "/v1/agents/register", s_.enroll_token, facts.dump(), kCallTimeoutMs);
+  auto a = send("POST", "/v1/agents/register", s_.enroll_token, cp::wire::encode_register(facts), kCallTimeoutMs);
   if (!is_2xx(a)) return make_error(EPROTO, "registering with " + s_.control_plane + ": " + status_text(a));
-  auto j = nlohmann::json::parse(a->response.body, nullptr, false);
-  if (j.is_discarded() || !j.contains("agent_id") || !j["agent_id"].is_number_integer() || !j.contains("token") ||
-      !j["token"].is_string())
+  const auto j = answer_json(*a, cp::wire::decode_register_reply).value_or(nlohmann::json::object());
+  if (!j.contains("agent_id") || !j["agent_id"].is_number_integer() || !j.contains("token") || !j["token"].is_string())
     return make_error(EPROTO, "registering with " + s_.control_plane +
                                   ": not an answer faultcp gives: " + a->response.body.substr(0, 200));
   std::lock_guard<std::mutex> lock(mu_);
@@ -282,15 +301,15 @@ void ControlPlaneAgent::poll_loop() {
       failed("polling " + s_.control_plane + ": " + status_text(a));
       continue;
     }
-    auto j = nlohmann::json::parse(a->response.body, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
-      failed("polling " + s_.control_plane + ": the answer is not a JSON object");
+    auto j = answer_json(*a, cp::wire::decode_next_reply);
+    if (!j) {
+      failed("polling " + s_.control_plane + ": the answer is not a NextReply (nor a JSON object)");
       continue;
     }
     if (!last_error_.empty()) log_("faultd: control plane: " + s_.control_plane + " answers again");
     last_error_.clear();
     retry = 0;
-    handle(j);
+    handle(*j);
   }
 }
 
@@ -364,7 +383,7 @@ void ControlPlaneAgent::begin(const nlohmann::json& experiment) {
   }
   const std::string events = "/v1/agents/" + std::to_string(agent_id) + "/events";
   auto a =
-      send("POST", events, token, nlohmann::json{{"experiment_id", id}, {"type", "running"}}.dump(), kCallTimeoutMs);
+      send("POST", events, token, cp::wire::encode_event({{"experiment_id", id}, {"type", "running"}}), kCallTimeoutMs);
   std::lock_guard<std::mutex> lock(mu_);
   if (!is_2xx(a)) {
     state_.runs.erase(id);
@@ -460,9 +479,8 @@ void ControlPlaneAgent::report_loop() {
       // Best effort: a progress report lost is replaced by the next one.
       (void)send(
           "POST", path, token,
-          nlohmann::json{
-              {"experiment_id", progress->first}, {"type", "progress"}, {"record", {{"progress", progress->second}}}}
-              .dump(),
+          cp::wire::encode_event(
+              {{"experiment_id", progress->first}, {"type", "progress"}, {"record", {{"progress", progress->second}}}}),
           kCallTimeoutMs);
       continue;
     }
@@ -471,10 +489,7 @@ void ControlPlaneAgent::report_loop() {
     if (!next->record.empty()) body["record"] = next->record;
     HttpUrl u = base_;
     u.path = base_.path + path;
-    HttpCall c;
-    c.method = "POST";
-    c.headers = {{"Authorization", "Bearer " + token}, {"Content-Type", "application/json"}};
-    c.body = body.dump();
+    const HttpCall c = agent_call("POST", token, cp::wire::encode_event(body));
     auto a = client_.call(u, c, kCallTimeoutMs * 1'000'000ULL);  // not cancelled by a stop: it is the last word
     std::lock_guard<std::mutex> lock(mu_);
     if (is_2xx(a) || is_refusal(a)) {

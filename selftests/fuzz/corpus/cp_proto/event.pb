@@ -1,0 +1,1 @@
+	completedok"{"verdict":"held"}

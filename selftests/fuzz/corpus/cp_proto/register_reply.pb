@@ -1,0 +1,1 @@
+flcp_agent_x
