@@ -2,7 +2,8 @@
 /* Helper programs for fl_bench_progrun, run with BPF_PROG_TEST_RUN only.
  *
  * flb_stage_*: the netfault egress path cut after each step (control map, parse,
- * exact-address lookup, prefix lookup) on the same pinned maps, so the cost of
+ * exact-address lookup, prefix lookup as netfault makes it: hash probes per
+ * length or the trie, lib/prefix_index.bpf.h) on the same pinned maps, so the cost of
  * each step is the difference between two neighbours. The parse is netfault's
  * own, from lib/packet_parse.bpf.h.
  *
@@ -18,6 +19,7 @@
 #include "lib/consts.bpf.h"
 #include "lib/helpers.bpf.h"
 #include "lib/packet_parse.bpf.h"
+#include "lib/prefix_index.bpf.h"
 
 /* The netfault maps this object shares, found by pin name (definitions must
  * match bpf/netfault.bpf.c for libbpf to reuse them). */
@@ -39,15 +41,6 @@ struct {
 } fl_exact SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(max_entries, FL_MAX_PREFIXES);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct fl_lpm_key);
-	__type(value, struct fl_bucket);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} fl_prefix SEC(".maps");
-
-struct {
 	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
 	__uint(max_entries, 1);
 	__uint(key_size, sizeof(__u32));
@@ -67,7 +60,6 @@ static __always_inline int stage(struct __sk_buff *skb, int level)
 {
 	struct fl_pkt p = {};
 	struct fl_control *ctl;
-	struct fl_lpm_key lk;
 	__u32 zero = 0;
 	__u64 now;
 	int l4;
@@ -98,9 +90,7 @@ static __always_inline int stage(struct __sk_buff *skb, int level)
 		return 2;
 	if (level < 4)
 		return TC_PASS;
-	lk.prefixlen = 128;
-	lk.addr = p.remote;
-	if (bpf_map_lookup_elem(&fl_prefix, &lk))
+	if (fl_prefix_find(&p.remote, ctl->index))
 		return 2;
 	return TC_PASS;
 }

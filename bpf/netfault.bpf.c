@@ -7,6 +7,7 @@
 #include "lib/consts.bpf.h"
 #include "lib/helpers.bpf.h"
 #include "lib/packet_parse.bpf.h"
+#include "lib/prefix_index.bpf.h"
 
 /* Set by the loader before load: one program instance per network namespace. */
 const volatile __u32 fl_netns_ino = 0;
@@ -45,15 +46,6 @@ struct {
 	__type(value, struct fl_exact_bloom_block);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } fl_exact_bloom SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(max_entries, FL_MAX_PREFIXES);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct fl_lpm_key);
-	__type(value, struct fl_bucket);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} fl_prefix SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
@@ -367,7 +359,6 @@ static __always_inline int exact_may_hold(__u32 index, const struct fl_addr *a)
 static __always_inline struct fl_fault *find(struct __sk_buff *skb, __u32 index, int exact,
 					     const struct fl_pkt *p, __u8 dir, __u32 *slot)
 {
-	struct fl_lpm_key lk;
 	struct fl_bucket *b;
 	struct fl_fault *f;
 
@@ -395,9 +386,7 @@ static __always_inline struct fl_fault *find(struct __sk_buff *skb, __u32 index,
 	}
 	if (index & FL_IDX_NO_PREFIX)
 		return NULL;
-	lk.prefixlen = 128;
-	lk.addr = p->remote;
-	b = bpf_map_lookup_elem(&fl_prefix, &lk);
+	b = fl_prefix_find(&p->remote, index);
 	if (b)
 		return pick(b, p, skb, dir, bpf_ktime_get_boot_ns(), slot);
 	return NULL;

@@ -49,10 +49,10 @@ Status adopt_renamed_pins(const BpffsLayout& layout) {
 }  // namespace
 
 const std::vector<std::string>& NetfaultMaps::names() {
-  static const std::vector<std::string> n = {"fl_control", "fl_faults",  "fl_exact",      "fl_prefix", "fl_dns",
-                                             "fl_stats",   "fl_reasons", "fl_loss_state", "fl_rate",   "fl_dist",
-                                             "fl_meta",    "fl_attach",  "fl_exact_bloom", "fl_budget",
-                                             "fl_rng"};
+  static const std::vector<std::string> n = {
+      "fl_control",     "fl_faults",     "fl_exact", "fl_prefix",      "fl_dns",         "fl_stats",
+      "fl_reasons",     "fl_loss_state", "fl_rate",  "fl_dist",        "fl_meta",        "fl_attach",
+      "fl_exact_bloom", "fl_budget",     "fl_rng",   "fl_prefix_hash", "fl_prefix_lens", "fl_prefix_bloom"};
   return n;
 }
 
@@ -77,9 +77,11 @@ Result<NetfaultMaps> NetfaultMaps::open(const BpffsLayout& layout, bool create) 
     if (!obj) return obj.error();
     m.created_ = true;
   } else if (::stat(layout.map("fl_exact_bloom").c_str(), &st) != 0 ||
-             ::stat(layout.map("fl_budget").c_str(), &st) != 0 ||
-             ::stat(layout.map("fl_rng").c_str(), &st) != 0) {
-    // State pinned before the filter map (or the budget or generator map) existed at all:
+             ::stat(layout.map("fl_budget").c_str(), &st) != 0 || ::stat(layout.map("fl_rng").c_str(), &st) != 0 ||
+             ::stat(layout.map("fl_prefix_hash").c_str(), &st) != 0 ||
+             ::stat(layout.map("fl_prefix_lens").c_str(), &st) != 0 ||
+             ::stat(layout.map("fl_prefix_bloom").c_str(), &st) != 0) {
+    // State pinned before the filter map (or the budget, generator or prefix-mirror map) existed at all:
     // loading the object once pins the missing map and reuses the rest. Its
     // control vouches for no filter yet; the programs attached back then never
     // read fl_budget or fl_rng, which is why a capped, delayed or seeded fault
@@ -87,9 +89,9 @@ Result<NetfaultMaps> NetfaultMaps::open(const BpffsLayout& layout, bool create) 
     auto obj = NetfaultObject::load(layout, 0, 0, 0);
     if (!obj) return obj.error();
   }
-  UniqueFd* fds[] = {&m.control_,    &m.faults_, &m.exact_, &m.prefix_, &m.dns_,    &m.stats_,      &m.reasons_,
-                     &m.loss_state_, &m.rate_,   &m.dist_,  &m.meta_,   &m.attach_, &m.exact_bloom_,
-                     &m.budget_, &m.rng_};
+  UniqueFd* fds[] = {&m.control_,     &m.faults_,     &m.exact_, &m.prefix_,      &m.dns_,         &m.stats_,
+                     &m.reasons_,     &m.loss_state_, &m.rate_,  &m.dist_,        &m.meta_,        &m.attach_,
+                     &m.exact_bloom_, &m.budget_,     &m.rng_,   &m.prefix_hash_, &m.prefix_lens_, &m.prefix_bloom_};
   for (size_t i = 0; i < names().size(); ++i) {
     int fd = bpf_obj_get(layout.map(names()[i]).c_str());
     if (fd < 0) return errno_error("cannot open pinned map " + layout.map(names()[i]));

@@ -24,6 +24,10 @@ class NetfaultMaps {
   [[nodiscard]] int faults() const { return faults_.get(); }
   [[nodiscard]] int exact() const { return exact_.get(); }
   [[nodiscard]] int prefix() const { return prefix_.get(); }
+  // fl_prefix's hash mirror and its list of lengths (FL_IDX_PREFIX_HASH); FaultTable keeps them.
+  [[nodiscard]] int prefix_hash() const { return prefix_hash_.get(); }
+  [[nodiscard]] int prefix_lens() const { return prefix_lens_.get(); }
+  [[nodiscard]] int prefix_bloom() const { return prefix_bloom_.get(); }
   [[nodiscard]] int exact_bloom() const { return exact_bloom_.get(); }
   [[nodiscard]] int dns() const { return dns_.get(); }
   [[nodiscard]] int stats() const { return stats_.get(); }
@@ -46,7 +50,7 @@ class NetfaultMaps {
   NetfaultMaps() = default;
   bool created_ = false;
   UniqueFd control_, faults_, exact_, prefix_, dns_, stats_, reasons_, loss_state_, rate_, dist_, meta_, attach_,
-      exact_bloom_, budget_, rng_;
+      exact_bloom_, budget_, rng_, prefix_hash_, prefix_lens_, prefix_bloom_;
 };
 
 }  // namespace faultline

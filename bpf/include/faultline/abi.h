@@ -119,6 +119,25 @@ struct fl_control {
 #define FL_IDX_EXACT_FILTER (1U << 0) /* fl_exact_bloom has the bit of every fl_exact key */
 #define FL_IDX_NO_PREFIX (1U << 1)    /* fl_prefix holds no key */
 #define FL_IDX_NO_DNS (1U << 2)       /* fl_dns holds no key */
+#define FL_IDX_PREFIX_HASH (1U << 3)  /* fl_prefix_hash mirrors fl_prefix, fl_prefix_lens lists its lengths,
+                                       fl_prefix_bloom has the bit of every fl_prefix_hash key */
+
+/* The prefix index without the trie walk. fl_prefix (the LPM trie) stays the
+ * one written by faults; fl_prefix_hash holds the same keys, each masked to its
+ * length, with the same buckets, and fl_prefix_lens the distinct lengths
+ * present, longest first. While the lengths fit in FL_PREFIX_HASH_LENS the
+ * program probes the hash once per length, longest first, and the first hit is
+ * the trie's longest match (same key, same bucket); a probe is made only when
+ * fl_prefix_bloom has the bit of (length, masked address). With more lengths (or a
+ * control that does not vouch for the mirror) it walks the trie. A hash probe
+ * that misses costs ~10 ns, a filter check ~1, a trie walk over 10k prefixes tens. */
+#define FL_PREFIX_HASH_LENS 8
+
+struct fl_prefix_lens {
+	__u32 n; /* lengths in len[], 0..FL_PREFIX_HASH_LENS */
+	__u8 len[FL_PREFIX_HASH_LENS]; /* over the 16-byte mapped address, descending */
+	__u8 pad[4];
+};
 
 /* fl_exact_bloom: a one-hash Bloom filter over the fl_exact keys, so that most
  * packets to an address in no fault skip the hash lookup (an inlined array
@@ -150,6 +169,20 @@ static inline __u32 fl_exact_bloom_hash(__u32 w0, __u32 w1, __u32 w2, __u32 w3)
 	h *= 0xC2B2AE35U;
 	h ^= h >> 16;
 	return h >> (32 - FL_EXACT_BLOOM_HASH_BITS);
+}
+
+/* fl_prefix_bloom: the same kind of filter over the fl_prefix_hash keys (length
+ * and masked address), 2^20 bits (128 KiB): a hash probe is made only for a
+ * length whose bit is set, so a packet that matches no prefix pays a few
+ * multiplies and inlined array reads per listed length instead of a hash
+ * lookup each. Its blocks are fl_exact_bloom_block, back to back (mmapable). */
+#define FL_PREFIX_BLOOM_HASH_BITS 20
+#define FL_PREFIX_BLOOM_BLOCKS (1U << (FL_PREFIX_BLOOM_HASH_BITS - 9))
+
+static inline __u32 fl_prefix_bloom_hash(__u32 len, __u32 w0, __u32 w1, __u32 w2, __u32 w3)
+{
+	return fl_exact_bloom_hash(w0 ^ (len * 0x27D4EB2FU), w1, w2, w3) >>
+	       (FL_EXACT_BLOOM_HASH_BITS - FL_PREFIX_BLOOM_HASH_BITS);
 }
 
 struct fl_fault {
@@ -285,6 +318,7 @@ static_assert(sizeof(struct fl_lpm_key) == 20, "fl_lpm_key");
 static_assert(sizeof(struct fl_bucket) == 32, "fl_bucket");
 static_assert(sizeof(struct fl_dns_key) == 260, "fl_dns_key");
 static_assert(sizeof(struct fl_control) == 16, "fl_control");
+static_assert(sizeof(struct fl_prefix_lens) == 16, "fl_prefix_lens");
 static_assert(sizeof(struct fl_exact_bloom_block) == 64, "fl_exact_bloom_block");
 static_assert(sizeof(struct fl_fault) == 152, "fl_fault");
 static_assert(sizeof(struct fl_fault_stats) == 48, "fl_fault_stats");

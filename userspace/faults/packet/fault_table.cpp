@@ -2,6 +2,8 @@
 // lists, after its own faults, the faults of every shorter prefix covering it,
 // sorted by (prefix length, specificity) descending, so one LPM lookup in the
 // program finds every candidate in order and the first that applies wins.
+// fl_prefix is the only prefix index written key by key; write_index() makes
+// fl_prefix_hash / fl_prefix_bloom / fl_prefix_lens its mirror (the program's fast path).
 #include "userspace/faults/packet/fault_table.h"
 
 #include <bpf/bpf.h>
@@ -10,6 +12,7 @@
 #include <atomic>
 #include <bit>
 #include <cstring>
+#include <functional>
 #include <set>
 
 #include "base/clock.h"
@@ -251,18 +254,83 @@ Result<MappedMap> FaultTable::map_filter() const {
   return MappedMap::map(maps_.exact_bloom(), kFilterWords * sizeof(uint64_t));
 }
 
+// fl_prefix_hash is made to hold every fl_prefix key (masked to its length)
+// with the same bucket, fl_prefix_bloom the filter bit of each, and
+// fl_prefix_lens the lengths present, longest first.
+// Order keeps every packet's answer the trie's: a key is written before its
+// length is listed, a length is unlisted before its keys go (stale_out, deleted
+// by the caller once the control is written). Returns whether the lengths fit
+// the list (FL_PREFIX_HASH_LENS), i.e. whether the control may vouch for it.
+Result<bool> FaultTable::mirror_prefixes(std::vector<fl_lpm_key>& stale_out) const {
+  std::set<fl_lpm_key, bool (*)(const fl_lpm_key&, const fl_lpm_key&)> want(
+      [](const fl_lpm_key& a, const fl_lpm_key& b) { return std::memcmp(&a, &b, sizeof(a)) < 0; });
+  std::set<uint32_t, std::greater<>> lens;
+  for (const auto& k : map_keys<fl_lpm_key>(maps_.prefix())) {
+    fl_bucket b{};
+    if (bpf_map_lookup_elem(maps_.prefix(), &k, &b) != 0) continue;
+    fl_lpm_key hk{};
+    hk.prefixlen = k.prefixlen;
+    const fl_addr m = from_key(k).mask();
+    for (int i = 0; i < 16; ++i) hk.addr.b[i] = k.addr.b[i] & m.b[i];
+    fl_bucket have{};
+    if (bpf_map_lookup_elem(maps_.prefix_hash(), &hk, &have) != 0 || std::memcmp(&have, &b, sizeof(b)) != 0) {
+      if (bpf_map_update_elem(maps_.prefix_hash(), &hk, &b, BPF_ANY) != 0)
+        return errno_error("cannot write the prefix index's hash mirror at " + from_key(k).str());
+    }
+    want.insert(hk);
+    lens.insert(k.prefixlen);
+  }
+  for (const auto& k : map_keys<fl_lpm_key>(maps_.prefix_hash())) {
+    if (!want.contains(k)) stale_out.push_back(k);
+  }
+  // The filter whole from the wanted keys, stored word by word where it differs:
+  // a packet reads one word, old or new, and either has the bit of every key
+  // still wanted; a new key's bit is in before its length is listed below.
+  constexpr size_t kWords = size_t{FL_PREFIX_BLOOM_BLOCKS} * (FL_EXACT_BLOOM_BLOCK_BITS / 64);
+  std::vector<uint64_t> bits(kWords);
+  for (const auto& k : want) {
+    uint32_t w[4];
+    std::memcpy(w, k.addr.b, sizeof(w));
+    uint32_t h = fl_prefix_bloom_hash(k.prefixlen, w[0], w[1], w[2], w[3]);
+    bits[h / 64] |= 1ULL << (h % 64);
+  }
+  auto filter = MappedMap::map(maps_.prefix_bloom(), kWords * sizeof(uint64_t));
+  if (!filter) return filter.error();
+  uint64_t* have = filter->as<uint64_t>();
+  for (size_t i = 0; i < kWords; ++i) {
+    std::atomic_ref<uint64_t> word(have[i]);
+    if (word.load(std::memory_order_relaxed) != bits[i]) word.store(bits[i], std::memory_order_relaxed);
+  }
+  if (lens.size() > FL_PREFIX_HASH_LENS) return false;
+  fl_prefix_lens pl{};
+  for (uint32_t len : lens) pl.len[pl.n++] = static_cast<uint8_t>(len);
+  uint32_t zero = 0;
+  fl_prefix_lens cur{};
+  if (bpf_map_lookup_elem(maps_.prefix_lens(), &zero, &cur) != 0 || std::memcmp(&cur, &pl, sizeof(pl)) != 0) {
+    if (bpf_map_update_elem(maps_.prefix_lens(), &zero, &pl, BPF_ANY) != 0)
+      return errno_error("cannot write the prefix lengths list");
+  }
+  return true;
+}
+
 // The control gets its FL_IDX_* bits; written only when they change.
 Status FaultTable::write_index(bool filter_valid) const {
   uint32_t index = filter_valid ? FL_IDX_EXACT_FILTER : 0;
   if (map_is_empty<fl_lpm_key>(maps_.prefix())) index |= FL_IDX_NO_PREFIX;
   if (map_is_empty<fl_dns_key>(maps_.dns())) index |= FL_IDX_NO_DNS;
+  std::vector<fl_lpm_key> stale;
+  auto hashed = mirror_prefixes(stale);
+  if (!hashed) return hashed.error();
+  if (*hashed) index |= FL_IDX_PREFIX_HASH;
   uint32_t zero = 0;
   fl_control ctl{};
   if (bpf_map_lookup_elem(maps_.control(), &zero, &ctl) != 0) return errno_error("cannot read the control map");
-  if (ctl.index == index) return {};
-  ctl.index = index;  // only the index: armed (the kill switch) stays as read
-  if (bpf_map_update_elem(maps_.control(), &zero, &ctl, BPF_ANY) != 0)
-    return errno_error("cannot update the control map");
+  if (ctl.index != index) {
+    ctl.index = index;  // only the index: armed (the kill switch) stays as read
+    if (bpf_map_update_elem(maps_.control(), &zero, &ctl, BPF_ANY) != 0)
+      return errno_error("cannot update the control map");
+  }
+  for (const auto& k : stale) bpf_map_delete_elem(maps_.prefix_hash(), &k);
   return {};
 }
 

@@ -86,6 +86,7 @@ class FaultTable {
   void purge_index(uint32_t slot, const fl_meta& meta);
   [[nodiscard]] Result<MappedMap> map_filter() const;
   [[nodiscard]] Status write_index(bool filter_valid) const;
+  [[nodiscard]] Result<bool> mirror_prefixes(std::vector<fl_lpm_key>& stale_out) const;
   [[nodiscard]] Status index_new_exact(const std::vector<Prefix>& exact) const;
   const NetfaultMaps& maps_;
 };
