@@ -51,7 +51,12 @@ HttpReply agent_answer(bool protobuf, int status, const nlohmann::json& j,
 
 }  // namespace
 
+void ControlPlane::count_agent_request(const HttpRequest& req) {
+  ++(wants_protobuf(req) ? agent_requests_protobuf_ : agent_requests_json_);
+}
+
 HttpReply ControlPlane::register_agent(const HttpRequest& req, const Principal& p) {
+  count_agent_request(req);
   auto body = agent_body(req, wire::decode_register);
   if (auto* e = std::get_if<ApiError>(&body)) return e->reply();
   const auto& j = std::get<nlohmann::json>(body);
@@ -141,6 +146,7 @@ Result<std::optional<nlohmann::json>> ControlPlane::next_payload(int64_t ws, int
 }
 
 HttpReply ControlPlane::next_for_agent(const HttpRequest& req, const PathParams& params, const Principal& p) {
+  count_agent_request(req);
   const auto id = path_id(params);
   // An agent token speaks for its own agent only.
   if (!id || !p.agent_id || *id != *p.agent_id) return api_error(404, "no such agent");
@@ -206,6 +212,7 @@ void ControlPlane::wake_local(int64_t ws, int64_t agent_id) {
 }
 
 HttpReply ControlPlane::agent_event(const HttpRequest& req, const PathParams& params, const Principal& p) {
+  count_agent_request(req);
   const auto id = path_id(params);
   if (!id || !p.agent_id || *id != *p.agent_id) return api_error(404, "no such agent");
   auto body = agent_body(req, wire::decode_event);

@@ -237,6 +237,10 @@ HttpReply ControlPlane::metrics(const Principal& p) {
   out += "# HELP faultcp_long_polls_waiting Agent long polls held open now.\n";
   out += "# TYPE faultcp_long_polls_waiting gauge\n";
   out += "faultcp_long_polls_waiting " + std::to_string(polls_.size()) + "\n";
+  out += "# HELP faultcp_agent_requests_total Requests to the agent routes, by the format asked for.\n";
+  out += "# TYPE faultcp_agent_requests_total counter\n";
+  out += "faultcp_agent_requests_total{format=\"json\"} " + std::to_string(agent_requests_json_) + "\n";
+  out += "faultcp_agent_requests_total{format=\"protobuf\"} " + std::to_string(agent_requests_protobuf_) + "\n";
   out += "# HELP faultcp_audit_append_failures_total Activity-log appends that failed (their actions were undone).\n";
   out += "# TYPE faultcp_audit_append_failures_total counter\n";
   out += "faultcp_audit_append_failures_total " + std::to_string(audit_failures_) + "\n";

@@ -154,6 +154,10 @@ class ControlPlane {
   };
   std::map<uint64_t, Poll> polls_;  // exchange -> the waiting agent
   std::map<int, uint64_t> responses_by_code_;
+  // Requests to the agent routes by the answer's format (Accept): JSON for
+  // people and scripts, protobuf for faultd.
+  uint64_t agent_requests_json_ = 0, agent_requests_protobuf_ = 0;
+  void count_agent_request(const HttpRequest& req);
   uint64_t audit_failures_ = 0;
   std::unique_ptr<WebhookSender> webhooks_;
   std::map<std::pair<int64_t, std::string>, int64_t> last_fired_ms_;  // (workspace, trigger) -> last delivery queued

@@ -203,6 +203,10 @@ TEST_P(AgentTest, EnrollsRunsADispatchedPartitionAndReportsTheRecord) {
   EXPECT_GT(rec["ended"]["counters"].value("dropped", 0), 0) << "no packet was dropped: " << e.dump();
   EXPECT_TRUE(reaches(*p, "198.18.71.2")) << "the partition outlived its experiment";
   EXPECT_EQ(faults_on(), 0u);
+  // faultd spoke protobuf on every agent route: registration, polls, events.
+  const std::string m = call("GET", "/metrics", session_).body;
+  EXPECT_NE(m.find("faultcp_agent_requests_total{format=\"json\"} 0\n"), std::string::npos) << m;
+  EXPECT_EQ(m.find("faultcp_agent_requests_total{format=\"protobuf\"} 0\n"), std::string::npos) << m;
 }
 
 TEST_P(AgentTest, TheKillSwitchEndsTheFaultWithinOneSecond) {
