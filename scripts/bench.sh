@@ -13,6 +13,8 @@
 #   7. fl_bench_cp_fleet faultcp with 1000 simulated agents, SQLite and PostgreSQL: dispatch p50/p99
 #                        (target p99 <= 100 ms), kill to every agent (<= 1 s), listing req/s, RSS per
 #                        agent; PostgreSQL as a ratio of SQLite (its own table; BENCH_CP_AGENTS=N)
+#   8. bench-policy.sh   time to load N denied addresses: faultctl policy apply vs iptables-restore
+#                        (legacy, nft), nft -f (one set), ipset restore, in a throw-away netns (its own table)
 #
 # Usage: scripts/bench.sh BUILD_DIR   (root; iperf3 from scripts/install-deps.sh)
 # Everything it creates is private to this run and removed on exit: two network
@@ -154,6 +156,10 @@ else
   echo "bench: $BUILD/bench/fl_bench_cp_fleet is missing; build first" >&2
   FAILED=1
 fi
+
+echo
+echo "== 8. egress policy: time to load N denied addresses, faultctl policy apply vs the firewalls"
+step "$(dirname "$0")/bench-policy.sh" "$BUILD"
 
 echo
 echo "== summary ($(($(date +%s) - START)) s; $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); ratios within each repetition)"
