@@ -110,12 +110,14 @@ Result<GuardFault> guard_fault_from_words(const GuardFaultWords& w, bool termina
   } else {
     f.type = HttpFaultType::llm;
     auto j = nlohmann::json{{"type", "llm"}, {"attributes", {{"preset", *w.llm}}}};
+    if (!http_fault_from_json(j))
+      return bad(name("llm") + " " + *w.llm +
+                 ": not a preset (overloaded, rate-limit, server-error, bad-gateway, timeout, stream-cut)");
     if (w.llm_provider) j["attributes"]["provider"] = *w.llm_provider;
     auto parsed = http_fault_from_json(j);
     if (!parsed)
-      return bad(name("llm") + " " + *w.llm +
-                 (w.llm_provider ? " " + name("llm-provider") + " " + *w.llm_provider : "") + ": " +
-                 parsed.error().message);
+      return bad(name("llm-provider") + " " + w.llm_provider.value_or("") +
+                 ": not a provider (anthropic, openai; omitted: the one the host's name says)");
     f.preset = parsed->preset;
     f.provider = parsed->provider;
     f.events = parsed->events;

@@ -76,7 +76,7 @@ TEST_F(GuardFaultsParse, EveryBadFaultFlagIsNamed) {
       {{"--fault-host", "127.0.0.1", "--fault-reset", "--fault-path", "/x"},
        "--fault-path on 127.0.0.1:443: matching on the path needs the request's content"},
       {{"--fault-host", "127.0.0.1:80", "--fault-llm", "overloaded", "--fault-llm-provider", "gemini"},
-       "--fault-llm overloaded --fault-llm-provider gemini: "},
+       "--fault-llm-provider gemini: not a provider (anthropic, openai"},
       {{"--fault-host", "127.0.0.1:80", "--fault-status", "503", "--fault-llm-provider", "openai"},
        "--fault-llm-provider applies to an llm fault only"},
       {{"--fault-host", "127.0.0.1:80", "--fault-reset", "--fault-attempts", "0"},
@@ -122,7 +122,8 @@ TEST_F(GuardFaultsParse, EveryBadFaultsFileIsNamedWithItsLine) {
       {"[{\"host\": \"127.0.0.1:80\", \"status\": 503, \"pct\": \"x\"}]", "faults[0].pct x"},
       {"{\"faults\": [{\"host\": \"127.0.0.1:80\", \"delay\": \"forever\"}]}", "faults[0].delay forever"},
       {"- host: 127.0.0.1:80\n  status: 503\n  bad: [", "not YAML or JSON"},
-      {"- host: 127.0.0.1:80\n  llm: overloaded\n  llm-provider: acme\n", "faults[0].llm-provider acme: "},
+      {"- host: 127.0.0.1:80\n  llm: overloaded\n  llm-provider: acme\n",
+       "faults[0].llm-provider acme: not a provider"},
       {"- host: 127.0.0.1:80\n  reset: true\n  attempts: 101\n", ":3:13: faults[0].attempts 101: a whole number"},
   };
   int i = 0;
