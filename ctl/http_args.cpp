@@ -2,7 +2,9 @@
 // (validate_http_fault) judges the values, we name the flag.
 #include "ctl/http_args.h"
 
+#include <cctype>
 #include <cxxopts.hpp>
+#include <string_view>
 
 #include "base/units.h"
 #include "ctl/flag_error.h"
@@ -17,6 +19,8 @@ constexpr Example kExamples[] = {
     {"30% of the POSTs to /payments on the payments service answer 503, for 5 minutes",
      "faultctl run http --target payments.internal:8080 --method POST --path /payments --status 503 --percent 30 "
      "--duration 5m"},
+    {"only one tenant's requests answer 503 (the header's name without case, its value exactly)",
+     "faultctl run http --target 10.0.0.9:8080 --header-equals X-Tenant=blue --status 503 --duration 5m"},
     {"every request of one command to its API waits 2 s before it is forwarded",
      "faultctl run http --target 127.0.0.1:8080 --delay 2s --duration 1m -- ./integration-tests"},
     {"responses of the cgroup myapp's /reports requests cut after 512 bytes",
@@ -45,6 +49,10 @@ Result<Parsed<TcpRunArgs>> parse_http_args(const std::vector<std::string>& args)
                                                  cxxopts::value<std::string>())(
       "path", "match: a path prefix (whole segments) or a glob (* ? [)", cxxopts::value<std::string>())(
       "host", "match: the Host header (default: any)", cxxopts::value<std::string>())(
+      "header-equals", "match: a request header equal to a value, NAME=VALUE (repeatable)",
+      cxxopts::value<std::vector<std::string>>())("header-contains",
+                                                  "match: a request header containing a value, NAME=VALUE (repeatable)",
+                                                  cxxopts::value<std::vector<std::string>>())(
       "status", "answer this status instead of forwarding (100-599)", cxxopts::value<std::string>())(
       "body", "--status: the body", cxxopts::value<std::string>())(
       "content-type", "--status: the body's type (default text/plain)", cxxopts::value<std::string>())(
@@ -162,6 +170,24 @@ Result<Parsed<TcpRunArgs>> parse_http_args(const std::vector<std::string>& args)
   if (r->count("method")) f.match.method = str("method");
   if (r->count("path")) f.match.path = str("path");
   if (r->count("host")) f.match.host = str("host");
+  for (const char* flag : {"header-equals", "header-contains"}) {
+    if (!r->count(flag)) continue;
+    for (const std::string& word : (*r)[flag].as<std::vector<std::string>>()) {
+      const size_t eq = word.find('=');
+      const std::string name = word.substr(0, eq);
+      // A header name is an HTTP token (RFC 9110 5.1): letters, digits and !#$%&'*+-.^_`|~
+      const bool token = !name.empty() && name.find_first_not_of(
+                                              "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                              "0123456789!#$%&'*+-.^_`|~") == std::string::npos;
+      if (eq == std::string::npos || !token)
+        return bad(std::string("--") + flag + " " + word + ": expected NAME=VALUE, NAME a header name");
+      HeaderMatch h;
+      for (char c : name) h.name += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      h.has_equals = std::string_view(flag) == "header-equals";
+      (h.has_equals ? h.equals : h.contains) = word.substr(eq + 1);
+      f.match.headers.push_back(std::move(h));
+    }
+  }
   if (r->count("percent")) {
     auto p = with_flag("percent", parse_percent(str("percent")));
     if (!p) return p.error();
@@ -191,7 +217,7 @@ Result<Parsed<TcpRunArgs>> parse_http_args(const std::vector<std::string>& args)
     else if (f.where == DelayPoint::response)
       flag = "--delay-at response";
     else
-      for (const char* k : {"method", "path", "attempts"})
+      for (const char* k : {"method", "path", "header-equals", "header-contains", "attempts"})
         if (flag.empty() && r->count(k)) flag = std::string("--") + k;
     FL_TRY(check_fault_on_tls(f, flag, s.target.text));
   }

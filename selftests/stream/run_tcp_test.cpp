@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "selftests/lib/child_process.h"
@@ -118,8 +119,8 @@ class RunTcpTest : public ::testing::Test {
 
   std::vector<std::string> client_argv(const std::string& out, const std::string& addr, int port, int rounds,
                                        double pause = 0, bool v6 = false) {
-    std::vector<std::string> a = {kPython, dir_ + "/client.py", out, addr, std::to_string(port),
-                                  std::to_string(rounds), std::to_string(pause)};
+    std::vector<std::string> a = {
+        kPython, dir_ + "/client.py", out, addr, std::to_string(port), std::to_string(rounds), std::to_string(pause)};
     if (v6) a.push_back("v6");
     return a;
   }
@@ -176,12 +177,14 @@ double min_of(const nlohmann::json& a) {
 TEST_F(RunTcpTest, LatencyOnACommandsConnections) {
   const int port = echo_server("127.0.0.1");
   const std::string out = dir_ + "/cmd.json";
-  std::vector<std::string> args = {kFaultctl, "run", "tcp", "--target", "127.0.0.1:" + std::to_string(port),
-                                   "--toxic", "latency=200ms", "--duration", "30s", "--"};
+  std::vector<std::string> args = {
+      kFaultctl, "run",           "tcp",        "--target", "127.0.0.1:" + std::to_string(port),
+      "--toxic", "latency=200ms", "--duration", "30s",      "--"};
   for (const auto& a : client_argv(out, "127.0.0.1", port, 4)) args.push_back(a);
   ChildProcess fault = ChildProcess::spawn(args);
   // Meanwhile, from outside the command's cgroup: direct.
-  ASSERT_TRUE(fault.wait_for("tcp fault t", 15s, Stream::kStderr) || fault.wait_for("tcp fault t", 1s)) << fault.describe();
+  ASSERT_TRUE(fault.wait_for("tcp fault t", 15s, Stream::kStderr) || fault.wait_for("tcp fault t", 1s))
+      << fault.describe();
   nlohmann::json outside = client("127.0.0.1", port, 3);
   CommandResult r = fault.finish(60s);
   ASSERT_TRUE(r.status.is(0)) << r.describe();
@@ -226,8 +229,8 @@ TEST_F(RunTcpTest, HostWideResetOnIpv6ThenAbort) {
 // intercepted too, and the peer it sees is the mapped target.
 TEST_F(RunTcpTest, V4MappedConnectIsIntercepted) {
   const int port = echo_server("127.0.0.1");
-  ChildProcess fault = start_fault(
-      {"--target", "127.0.0.1:" + std::to_string(port), "--toxic", "latency=100ms", "--duration", "60s"});
+  ChildProcess fault =
+      start_fault({"--target", "127.0.0.1:" + std::to_string(port), "--toxic", "latency=100ms", "--duration", "60s"});
   nlohmann::json c = client("::ffff:127.0.0.1", port, 2, true);
   ASSERT_TRUE(c["error"].is_null()) << c.dump();
   EXPECT_EQ(c["peer"], nlohmann::json::array({"::ffff:127.0.0.1", port}));
@@ -241,8 +244,8 @@ TEST_F(RunTcpTest, V4MappedConnectIsIntercepted) {
 // from then on) and is not cut; the run ends on time by itself.
 TEST_F(RunTcpTest, ExpiryReleasesOpenConnections) {
   const int port = echo_server("127.0.0.1");
-  ChildProcess fault = start_fault(
-      {"--target", "127.0.0.1:" + std::to_string(port), "--toxic", "latency=150ms", "--duration", "2s"});
+  ChildProcess fault =
+      start_fault({"--target", "127.0.0.1:" + std::to_string(port), "--toxic", "latency=150ms", "--duration", "2s"});
   // 8 round trips 0.5 s apart: the first ones under the fault, the last ones after it.
   const std::string out = dir_ + "/held.json";
   CommandResult r = fltest::run_command(client_argv(out, "127.0.0.1", port, 8, 0.5), {}, 30s);
@@ -272,9 +275,9 @@ TEST_F(RunTcpTest, NoConnectionIsUntested) {
 // this host sends to the target.
 TEST_F(RunTcpTest, LatencyViaProxy) {
   const int port = echo_server("127.0.0.1");
-  ChildProcess fault = ChildProcess::spawn({kFaultctl, "run", "latency", "--target", "127.0.0.1", "--port",
-                                            std::to_string(port), "--delay", "100ms", "--via", "proxy", "--duration",
-                                            "60s"});
+  ChildProcess fault =
+      ChildProcess::spawn({kFaultctl, "run", "latency", "--target", "127.0.0.1", "--port", std::to_string(port),
+                           "--delay", "100ms", "--via", "proxy", "--duration", "60s"});
   ASSERT_TRUE(fault.wait_for("tcp fault t", 15s) || fault.wait_for("tcp fault t", 1s, Stream::kStderr))
       << fault.describe();
   EXPECT_NE(fault.err().find("notice: --via proxy"), std::string::npos) << fault.describe();
@@ -309,11 +312,27 @@ TEST_F(RunTcpTest, HttpFaultsPerRequest) {
   const auto at = line->find("port ");
   ASSERT_NE(at, std::string::npos) << *line;
   const int port = std::stoi(line->substr(at + 5));
-  CommandResult r = fltest::run_command(
-      {kFaultctl, "run", "http", "--target", "127.0.0.1:" + std::to_string(port), "--path", "/api", "--status", "503",
-       "--body", "down for maintenance", "--duration", "30s", "--", kPython, dir_ + "/get.py", std::to_string(port),
-       "/api/orders", "/", "/api"},
-      {}, 60s);
+  CommandResult r = fltest::run_command({kFaultctl,
+                                         "run",
+                                         "http",
+                                         "--target",
+                                         "127.0.0.1:" + std::to_string(port),
+                                         "--path",
+                                         "/api",
+                                         "--status",
+                                         "503",
+                                         "--body",
+                                         "down for maintenance",
+                                         "--duration",
+                                         "30s",
+                                         "--",
+                                         kPython,
+                                         dir_ + "/get.py",
+                                         std::to_string(port),
+                                         "/api/orders",
+                                         "/",
+                                         "/api"},
+                                        {}, 60s);
   ASSERT_TRUE(r.status.is(0)) << r.describe();
   const auto got = nlohmann::json::parse(r.out.substr(0, r.out.find('\n')), nullptr, false);
   ASSERT_TRUE(got.is_array() && got.size() == 3) << r.describe();
@@ -322,17 +341,29 @@ TEST_F(RunTcpTest, HttpFaultsPerRequest) {
   EXPECT_EQ(got[2][1], 503) << r.describe();
   EXPECT_NE(r.err.find("status on 2 requests"), std::string::npos) << r.describe();
 
-  CommandResult llm = fltest::run_command(
-      {kFaultctl, "run", "http", "--target", "127.0.0.1:" + std::to_string(port), "--llm", "rate-limit",
-       "--llm-provider", "openai", "--duration", "30s", "--", kPython, dir_ + "/get.py", std::to_string(port),
-       "/v1/chat/completions"},
-      {}, 60s);
+  CommandResult llm = fltest::run_command({kFaultctl, "run", "http", "--target", "127.0.0.1:" + std::to_string(port),
+                                           "--llm", "rate-limit", "--llm-provider", "openai", "--duration", "30s", "--",
+                                           kPython, dir_ + "/get.py", std::to_string(port), "/v1/chat/completions"},
+                                          {}, 60s);
   ASSERT_TRUE(llm.status.is(0)) << llm.describe();
   const auto l = nlohmann::json::parse(llm.out.substr(0, llm.out.find('\n')), nullptr, false);
   ASSERT_TRUE(l.is_array() && l.size() == 1) << llm.describe();
   EXPECT_EQ(l[0][1], 429) << llm.describe();
   const auto envelope = nlohmann::json::parse(l[0][2].get<std::string>(), nullptr, false);
   EXPECT_EQ(envelope["error"]["code"], "rate_limit_exceeded") << llm.describe();
+
+  // Headers: urllib's User-Agent contains "Python-urllib" (faulted); no request
+  // carries X-Tenant (not faulted).
+  for (const auto& [flag, match, want] : std::vector<std::tuple<std::string, std::string, int>>{
+           {"--header-contains", "User-Agent=Python-urllib", 503}, {"--header-equals", "X-Tenant=blue", 200}}) {
+    CommandResult h = fltest::run_command(
+        {kFaultctl, "run", "http", "--target", "127.0.0.1:" + std::to_string(port), flag, match, "--status", "503",
+         "--duration", "30s", "--", kPython, dir_ + "/get.py", std::to_string(port), "/"},
+        {}, 60s);
+    const auto g = nlohmann::json::parse(h.out.substr(0, h.out.find('\n')), nullptr, false);
+    ASSERT_TRUE(g.is_array() && g.size() == 1) << h.describe();
+    EXPECT_EQ(g[0][1], want) << flag << " " << match << "\n" << h.describe();
+  }
 }
 
 struct BadInput {
@@ -370,7 +401,8 @@ TEST(RunTcpBadInput, EachNamesWhatIsWrong) {
        "--cgroup"},
   };
   const std::vector<BadInput> via_proxy = {
-      {{"latency", "--target", "127.0.0.1", "--delay", "10ms", "--dev", "lo", "--via", "proxy"}, "--dev has no meaning"},
+      {{"latency", "--target", "127.0.0.1", "--delay", "10ms", "--dev", "lo", "--via", "proxy"},
+       "--dev has no meaning"},
       {{"latency", "--target", "127.0.0.1", "--delay", "10ms", "--proto", "udp", "--via", "proxy"}, "TCP only"},
       {{"latency", "--target", "127.0.0.1", "--delay", "1500us", "--via", "proxy"}, "whole milliseconds"},
       {{"latency", "--target", "127.0.0.1", "--delay", "10ms", "--via", "pigeon"}, "--via 'pigeon'"},
@@ -390,6 +422,12 @@ TEST(RunTcpBadInput, EachNamesWhatIsWrong) {
       {{"--target", "127.0.0.1:80", "--status", "503", "--percent", "130", "--duration", "10s"}, "--percent"},
       {{"--target", "127.0.0.1:80", "--status", "503", "--attempts", "0", "--duration", "10s"}, "--attempts 0"},
       {{"--status", "503", "--duration", "10s"}, "--target is required"},
+      {{"--target", "127.0.0.1:80", "--status", "503", "--header-equals", "x-tenant", "--duration", "10s"},
+       "--header-equals x-tenant: expected NAME=VALUE"},
+      {{"--target", "127.0.0.1:80", "--status", "503", "--header-contains", "bad name=1", "--duration", "10s"},
+       "--header-contains bad name=1: expected NAME=VALUE, NAME a header name"},
+      {{"--target", "127.0.0.1:443", "--reset", "--header-equals", "x-tenant=a", "--duration", "10s"},
+       "--header-equals on 127.0.0.1:443: matching on headers needs the request's content"},
   };
   for (const auto& c : http) {
     std::vector<std::string> argv = {kFaultctl, "run", "http"};
