@@ -38,15 +38,8 @@ double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std
 
 // A held GET /v1/agents/{id}/next (Connection: close: the answer ends at EOF).
 int open_poll(uint16_t port, int64_t agent, const std::string& token) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
+  const int fd = fltest::connect_loopback(port);
+  if (fd < 0) return -1;
   const std::string req = "GET /v1/agents/" + std::to_string(agent) +
                           "/next HTTP/1.1\r\nHost: b\r\nConnection: close\r\nAuthorization: Bearer " + token +
                           "\r\n\r\n";

@@ -11,6 +11,8 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "selftests/lib/loopback_port.h"
+
 namespace fltest {
 
 nlohmann::json CpReply::json() const {
@@ -22,15 +24,8 @@ CpReply cp_request(uint16_t port, const std::string& method, const std::string& 
                    const std::string& body, int timeout_ms,
                    const std::vector<std::pair<std::string, std::string>>& headers) {
   CpReply reply;
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return reply;
-  }
+  const int fd = fltest::connect_loopback(port);
+  if (fd < 0) return reply;
   std::string req = method + " " + path + " HTTP/1.1\r\nHost: test\r\nConnection: close\r\n";
   if (!token.empty()) req += "Authorization: Bearer " + token + "\r\n";
   for (const auto& [k, v] : headers) req += k + ": " + v + "\r\n";

@@ -11,6 +11,7 @@
 #include <cstdio>
 
 #include "cp_client.h"
+#include "selftests/lib/loopback_port.h"
 
 namespace {
 
@@ -27,15 +28,8 @@ struct HeldPoll {
 };
 
 int open_poll(uint16_t port, const std::string& path, const std::string& token) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
+  const int fd = fltest::connect_loopback(port);
+  if (fd < 0) return -1;
   const std::string req =
       "GET " + path + " HTTP/1.1\r\nHost: t\r\nConnection: close\r\nAuthorization: Bearer " + token + "\r\n\r\n";
   if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {

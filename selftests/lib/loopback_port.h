@@ -10,4 +10,7 @@ namespace fltest {
 // The port, or throws std::runtime_error when no socket could be bound.
 [[nodiscard]] uint16_t free_loopback_port();
 
+// A TCP socket connected to 127.0.0.1:port (blocking, close-on-exec), or -1.
+[[nodiscard]] int connect_loopback(uint16_t port);
+
 }  // namespace fltest

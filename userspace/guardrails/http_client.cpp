@@ -8,6 +8,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <poll.h>
+#include <strings.h>
 #include <sys/socket.h>
 
 #include <cstring>
@@ -243,8 +244,12 @@ Result<HttpAnswer> HttpClient::call(const HttpUrl& url, const HttpCall& what, ui
   if (!conn) return last;
   if (url.tls) FL_TRY(conn->handshake(tls_.get(), url.host));
 
+  // Accept: */* unless the caller names what it accepts (a second Accept
+  // field would be read first-wins by some servers, ours included).
+  bool accept_given = false;
+  for (const auto& h : what.headers) accept_given = accept_given || strcasecmp(h.first.c_str(), "accept") == 0;
   std::string req = what.method + " " + url.path + " HTTP/1.1\r\nHost: " + url.host_header() +
-                    "\r\nUser-Agent: faultline\r\nAccept: */*\r\nConnection: close\r\n";
+                    "\r\nUser-Agent: faultline\r\n" + (accept_given ? "" : "Accept: */*\r\n") + "Connection: close\r\n";
   for (const auto& [name, value] : what.headers) req += name + ": " + value + "\r\n";
   if (!what.body.empty() || what.method == "POST" || what.method == "PUT")
     req += "Content-Length: " + std::to_string(what.body.size()) + "\r\n";
