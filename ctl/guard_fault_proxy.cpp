@@ -28,23 +28,13 @@ GuardFaultProxy::~GuardFaultProxy() = default;
 
 Result<std::unique_ptr<GuardFaultProxy>> GuardFaultProxy::start(const GuardFaults& faults, std::ostream& log) {
   std::unique_ptr<GuardFaultProxy> p(new GuardFaultProxy);
-  HttpTls tls;
-  tls.mode = HttpTlsMode::sni;
-  if (faults.terminate_tls) {
-    auto folder = TempFolder::create("faultline-guard-tls");
-    if (!folder) return folder.error();
-    p->trust_dir_.emplace(std::move(*folder));
-    TerminationOptions to;
-    to.trust_dir = p->trust_dir_->path();
-    to.upstream.upstream_ca_file = faults.upstream_ca;
-    auto setup = set_up_termination(to);
-    if (!setup) return setup.error();
-    tls.mode = HttpTlsMode::terminate;
-    tls.server = setup->server;
-    tls.client = setup->client;
-    p->env_ = setup->env;
-    log << "faultline guard: TLS to the faulted hosts is terminated with " << (setup->ca_created ? "the new " : "")
-        << "local CA " << setup->ca.subject << "; the command trusts it through";
+  auto tls = set_up_run_tls(faults.terminate_tls, faults.upstream_ca, "faultline-guard-tls");
+  if (!tls) return tls.error();
+  if (tls->trust_dir) p->trust_dir_.emplace(std::move(*tls->trust_dir));
+  if (const auto& t = tls->termination) {
+    p->env_ = t->env;
+    log << "faultline guard: TLS to the faulted hosts is terminated with " << (t->ca_created ? "the new " : "")
+        << "local CA " << t->ca.subject << "; the command trusts it through";
     for (const auto& [k, v] : p->env_) log << " " << k;
     log << "\n";
   }
@@ -70,14 +60,10 @@ Result<std::unique_ptr<GuardFaultProxy>> GuardFaultProxy::start(const GuardFault
       auto added = p->proxies_->add_http_fault(pc.name, f.fault);
       if (!added) return added.error();
     }
-    FL_TRY(p->proxies_->set_http_tls(pc.name, tls));
+    FL_TRY(p->proxies_->set_http_tls(pc.name, tls->http));
     p->names_.push_back(pc.name);
-    const std::string& bound = info->listen_bound;
-    std::string host = bound.substr(0, bound.rfind(':'));
-    if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-    auto at = parse_prefix(host);
-    if (!at) return at.error();
-    const auto port = uint16_t(std::stoul(bound.substr(bound.rfind(':') + 1)));
+    auto bound = parse_address_port(info->listen_bound);
+    if (!bound) return bound.error();
     // One redirect per address and port, however many faults share it.
     std::map<std::string, bool> seen;
     for (const auto& f : faults.faults) {
@@ -88,8 +74,8 @@ Result<std::unique_ptr<GuardFaultProxy>> GuardFaultProxy::start(const GuardFault
         seen[key] = true;
         RedirectRule r;
         r.dest = d;
-        r.target = at->addr;
-        r.target_port = port;
+        r.target = bound->first;
+        r.target_port = bound->second;
         r.text = f.target.text + " (--fault-host)";
         p->redirects_.push_back(r);
       }

@@ -193,7 +193,8 @@ TEST_F(RunTcpTest, LatencyOnACommandsConnections) {
   EXPECT_EQ(c["peer"], nlohmann::json::array({"127.0.0.1", port})) << "getpeername shows the target, not the proxy";
   ASSERT_EQ(c["rtt_ms"].size(), 4u);
   EXPECT_GE(min_of(c["rtt_ms"]), 200.0) << c.dump();
-  EXPECT_LE(max_of(c["rtt_ms"]), 240.0) << c.dump();
+  // Under 2x the delay: once per round trip, never twice (slack for a loaded machine).
+  EXPECT_LT(max_of(c["rtt_ms"]), 360.0) << c.dump();
   ASSERT_TRUE(outside["error"].is_null()) << outside.dump();
   EXPECT_LT(max_of(outside["rtt_ms"]), 100.0) << "a connection from outside the scope was delayed: " << outside.dump();
   EXPECT_NE(r.err.find("1 connections through the proxy"), std::string::npos) << r.describe();
@@ -284,7 +285,7 @@ TEST_F(RunTcpTest, LatencyViaProxy) {
   nlohmann::json c = client("127.0.0.1", port, 3);
   ASSERT_TRUE(c["error"].is_null()) << c.dump();
   EXPECT_GE(min_of(c["rtt_ms"]), 100.0) << c.dump();
-  EXPECT_LE(max_of(c["rtt_ms"]), 140.0) << c.dump();
+  EXPECT_LT(max_of(c["rtt_ms"]), 180.0) << c.dump() << ": once per round trip, never twice";
   CommandResult ab = fltest::run_command({kFaultctl, "abort", "--all"}, {}, 20s);
   EXPECT_TRUE(ab.status.is(0)) << ab.describe();
   EXPECT_TRUE(fault.wait(20s)) << fault.describe();

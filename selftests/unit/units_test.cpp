@@ -55,6 +55,22 @@ TEST(Units, Prefixes) {
   EXPECT_FALSE(parse_prefix("10.0.0.1/x").ok());
 }
 
+TEST(Units, AddressAndPort) {
+  auto v4 = parse_address_port("127.0.0.1:40123");
+  ASSERT_TRUE(v4.ok()) << v4.error().message;
+  EXPECT_EQ(addr_text(v4->first), "127.0.0.1");
+  EXPECT_EQ(v4->second, 40123);
+  auto v6 = parse_address_port("[::1]:80");
+  ASSERT_TRUE(v6.ok()) << v6.error().message;
+  EXPECT_EQ(addr_text(v6->first), "::1");
+  EXPECT_EQ(v6->second, 80);
+  for (const char* bad : {"127.0.0.1", "127.0.0.1:", "127.0.0.1:x", "127.0.0.1:65536", "10.0.0.0/8:80", "name:80"}) {
+    auto r = parse_address_port(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.error().message.find(bad), std::string::npos) << r.error().message;
+  }
+}
+
 TEST(Units, Ports) {
   EXPECT_EQ(parse_port_range("80")->hi, 80);
   EXPECT_EQ(parse_port_range("1-65535")->hi, 65535);

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 
 namespace faultline {
@@ -87,6 +88,21 @@ bool prefix_covers(const Prefix& a, const Prefix& b) {
     if ((b.addr.b[i] & m.b[i]) != a.addr.b[i]) return false;
   }
   return true;
+}
+
+Result<std::pair<fl_addr, uint16_t>> parse_address_port(const std::string& text) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos) return input_error(EINVAL, "\"" + text + "\" is not an address and port");
+  std::string host = text.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  auto prefix = parse_prefix(host);
+  const std::string digits = text.substr(colon + 1);
+  unsigned port = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
+  if (!prefix || !prefix->exact() || digits.empty() || ec != std::errc{} || end != digits.data() + digits.size() ||
+      port > 65535)
+    return input_error(EINVAL, "\"" + text + "\" is not an address and port");
+  return std::pair{prefix->addr, uint16_t(port)};
 }
 
 }  // namespace faultline

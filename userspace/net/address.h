@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "base/result.h"
 #include "faultline/abi.h"
@@ -28,6 +29,10 @@ struct Prefix {
 
 // "10.0.0.1", "10.0.0.0/8", "fd00::1", "fd00::/64". Host bits must be zero.
 [[nodiscard]] Result<Prefix> parse_prefix(const std::string& s);
+
+// A numeric "127.0.0.1:40123" or "[::1]:80" (a listener's bound address) in the
+// kernel's form: the address (IPv4 v4-mapped) and the port.
+[[nodiscard]] Result<std::pair<fl_addr, uint16_t>> parse_address_port(const std::string& text);
 
 // Whether a covers b (a is shorter or equal, and b lies inside it).
 [[nodiscard]] bool prefix_covers(const Prefix& a, const Prefix& b);

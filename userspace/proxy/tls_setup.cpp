@@ -37,4 +37,23 @@ Result<TerminationSetup> set_up_termination(const TerminationOptions& options) {
   return setup;
 }
 
+Result<RunTls> set_up_run_tls(bool terminate, const std::string& upstream_ca, const std::string& folder_prefix) {
+  RunTls tls;
+  tls.http.mode = HttpTlsMode::sni;
+  if (!terminate) return tls;
+  auto folder = TempFolder::create(folder_prefix);
+  if (!folder) return folder.error();
+  tls.trust_dir.emplace(std::move(*folder));
+  TerminationOptions options;
+  options.trust_dir = tls.trust_dir->path();
+  options.upstream.upstream_ca_file = upstream_ca;
+  auto setup = set_up_termination(options);
+  if (!setup) return setup.error();
+  tls.http.mode = HttpTlsMode::terminate;
+  tls.http.server = setup->server;
+  tls.http.client = setup->client;
+  tls.termination.emplace(std::move(*setup));
+  return tls;
+}
+
 }  // namespace faultline

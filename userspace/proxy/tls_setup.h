@@ -8,7 +8,9 @@
 #include <utility>
 #include <vector>
 
+#include "base/files.h"
 #include "base/result.h"
+#include "userspace/proxy/http_session.h"
 #include "userspace/proxy/tls_ca.h"
 #include "userspace/proxy/tls_leaf_cache.h"
 #include "userspace/proxy/tls_session.h"
@@ -36,5 +38,17 @@ struct TerminationSetup {
 // "TLS termination: upstream_ca FILE: ...". Nothing is left half made but the
 // CA, which is meant to outlive the run.
 [[nodiscard]] Result<TerminationSetup> set_up_termination(const TerminationOptions& options);
+
+// How the HTTP proxies of one run (faultctl run http, the guard's --fault-*)
+// meet TLS: by SNI, or with --terminate-tls terminated, the wrapped command's
+// trust files in a folder of the run's own that goes with it.
+struct RunTls {
+  HttpTls http;                             // for ProxyRegistry::set_http_tls
+  std::optional<TempFolder> trust_dir;      // terminate: the trust files' folder
+  std::optional<TerminationSetup> termination;  // terminate: the CA and the command's variables
+};
+// folder_prefix names the trust folder ("faultline-tls"); upstream_ca is --upstream-ca.
+[[nodiscard]] Result<RunTls> set_up_run_tls(bool terminate, const std::string& upstream_ca,
+                                            const std::string& folder_prefix);
 
 }  // namespace faultline

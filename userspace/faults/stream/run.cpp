@@ -35,18 +35,6 @@ std::optional<SocketAddress> original_of(int conns_fd, int accepted_fd) {
   return socket_address((*conn)->orig.b, (*conn)->orig_port);
 }
 
-// Where a proxy listens, as a redirect target: the address (IPv4-mapped for
-// IPv4) and the port the kernel picked.
-Result<std::pair<fl_addr, uint16_t>> local_address_of(const ProxyInfo& info) {
-  const std::string& text = info.listen_bound;
-  auto colon = text.rfind(':');
-  std::string host = text.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-  auto p = parse_prefix(host);
-  if (!p || colon == std::string::npos) return make_error(EINVAL, "the proxy listens on " + text + ", not an address");
-  return std::pair{p->addr, uint16_t(std::stoul(text.substr(colon + 1)))};
-}
-
 }  // namespace
 
 TcpRun::~TcpRun() { (void)end("the run is over"); }
@@ -110,22 +98,12 @@ Result<FaultStart> TcpRun::apply() {
 
   // TLS: termination's CA, contexts and the command's trust files come first,
   // so a CA that cannot be made stops the run before any redirect.
-  HttpTls tls;
-  tls.mode = HttpTlsMode::sni;
-  if (spec_.terminate_tls) {
-    auto folder = TempFolder::create("faultline-tls");
-    if (!folder) return folder.error();
-    trust_dir_.emplace(std::move(*folder));
-    TerminationOptions to;
-    to.trust_dir = trust_dir_->path();
-    to.upstream.upstream_ca_file = spec_.upstream_ca;
-    auto setup = set_up_termination(to);
-    if (!setup) return setup.error();
-    tls.mode = HttpTlsMode::terminate;
-    tls.server = setup->server;
-    tls.client = setup->client;
-    child_env_ = std::make_unique<ChildEnvironment>(setup->env);
-    if (setup->ca_created) warn_ << "faultctl run http: created the local CA " << setup->ca.subject << "\n";
+  auto tls = set_up_run_tls(spec_.terminate_tls, spec_.upstream_ca, "faultline-tls");
+  if (!tls) return tls.error();
+  if (tls->trust_dir) trust_dir_.emplace(std::move(*tls->trust_dir));
+  if (const auto& t = tls->termination) {
+    child_env_ = std::make_unique<ChildEnvironment>(t->env);
+    if (t->ca_created) warn_ << "faultctl run http: created the local CA " << t->ca.subject << "\n";
   }
 
   ProxyOptions po;
@@ -158,10 +136,10 @@ Result<FaultStart> TcpRun::apply() {
       auto added = proxies_->add_http_fault(pc.name, f);
       if (!added) return added.error();
     }
-    if (spec_.http()) FL_TRY(proxies_->set_http_tls(pc.name, tls));
+    if (spec_.http()) FL_TRY(proxies_->set_http_tls(pc.name, tls->http));
     proxy_names_.push_back(pc.name);
     listen_.push_back(info->listen_bound);
-    auto bound = local_address_of(*info);
+    auto bound = parse_address_port(info->listen_bound);
     if (!bound) return bound.error();
     for (const auto& d : spec_.target.dests) {
       if (d.prefix.v4 != v4) continue;
