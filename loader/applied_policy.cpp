@@ -66,12 +66,8 @@ Result<UniqueFd> inner_of(int outer_fd, uint32_t gen) {
 
 AppliedPolicyPins applied_policy_pins(const BpffsLayout& layout) { return {layout.root + "/policy"}; }
 
-std::string applied_policy_lock_path(const BpffsLayout& layout) {
-  return "/run/faultline" + std::to_string(std::hash<std::string>{}(layout.root) % 100000) + ".policy.lock";
-}
-
 Result<AppliedPolicyLock> AppliedPolicyLock::acquire(const BpffsLayout& layout, bool exclusive) {
-  const std::string path = applied_policy_lock_path(layout);
+  const std::string path = policy_lock_path(layout);
   UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
   if (!fd) return errno_error("cannot open lock file " + path);
   if (::flock(fd.get(), exclusive ? LOCK_EX : LOCK_SH) != 0) return errno_error("cannot lock " + path);

@@ -26,8 +26,8 @@ struct AppliedPolicyPins {
 };
 [[nodiscard]] AppliedPolicyPins applied_policy_pins(const BpffsLayout& layout);
 
-// The lock serialising applies, deletes and exports of one layout (outside bpffs).
-[[nodiscard]] std::string applied_policy_lock_path(const BpffsLayout& layout);
+// The lock serialising applies, deletes and exports of one layout: the file
+// of policy_lock_path() (loader/bpffs.h).
 class AppliedPolicyLock {
  public:
   [[nodiscard]] static Result<AppliedPolicyLock> acquire(const BpffsLayout& layout, bool exclusive);

@@ -7,6 +7,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -93,6 +94,11 @@ void remove_bpffs_dirs(const BpffsLayout& layout) {
   ::rmdir(layout.maps().c_str());
   ::rmdir(layout.links().c_str());
   ::rmdir(layout.root.c_str());
+}
+
+void remove_layout_locks(const BpffsLayout& layout) {
+  ::unlink(state_lock_path(layout).c_str());
+  ::unlink(policy_lock_path(layout).c_str());
 }
 
 Result<NetfaultStateLock> NetfaultStateLock::acquire(const BpffsLayout& layout) {

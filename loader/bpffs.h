@@ -40,11 +40,19 @@ struct BpffsLayout {
 // Removes the folders of the layout (they must be empty of pins by then).
 void remove_bpffs_dirs(const BpffsLayout& layout);
 
-// The lock file of a layout (outside bpffs, so that removing the pin folders
-// never races it). Whoever makes a throw-away layout removes it afterwards.
+// The lock files of a layout, outside bpffs so that removing the pin folders
+// never races them: one serialises changes to the packet-fault state, the other
+// policy applies. Whoever makes a throw-away layout (a test, a bench) removes
+// both afterwards with remove_layout_locks().
 [[nodiscard]] inline std::string state_lock_path(const BpffsLayout& layout) {
   return "/run/faultline" + std::to_string(std::hash<std::string>{}(layout.root) % 100000) + ".lock";
 }
+[[nodiscard]] inline std::string policy_lock_path(const BpffsLayout& layout) {
+  return "/run/faultline" + std::to_string(std::hash<std::string>{}(layout.root) % 100000) + ".policy.lock";
+}
+// Unlinks both. Only for a layout nobody uses any more: a process waiting on
+// the old file would otherwise hold a lock nobody else can see.
+void remove_layout_locks(const BpffsLayout& layout);
 
 // An exclusive advisory lock serialising every change to the pinned netfault
 // state (packet faults; resource faults lock their own store).

@@ -23,6 +23,7 @@
 #include "selftests/lib/netns_pair.h"
 #include "selftests/lib/require_root.h"
 #include "selftests/lib/test_cert.h"
+#include "selftests/lib/test_bpffs.h"
 
 namespace {
 
@@ -71,9 +72,8 @@ class AgentTest : public ::testing::TestWithParam<Backend> {
     faultcp_.reset();
     if (std::filesystem::exists(bpffs_root_)) {
       (void)fltest::run_command({FAULTCTL_PATH, "uninstall"}, {.env = env()}, 30s);
-      std::error_code ec;
-      std::filesystem::remove_all(bpffs_root_, ec);
     }
+    fltest::remove_test_bpffs_root(bpffs_root_);
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
   }

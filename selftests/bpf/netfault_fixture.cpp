@@ -100,6 +100,7 @@ void sweep_dead_roots() {
     l.root = root;
     for (const auto& name : NetfaultMaps::names()) ::unlink(l.map(name).c_str());
     remove_bpffs_dirs(l);
+    remove_layout_locks(l);
   }
 }
 
@@ -149,6 +150,7 @@ void NetfaultTest::TearDown() {
   if (loaded_) {
     for (const auto& name : NetfaultMaps::names()) ::unlink(layout_.map(name).c_str());
     remove_bpffs_dirs(layout_);
+    remove_layout_locks(layout_);
     struct stat st {};
     EXPECT_NE(::stat(layout_.root.c_str(), &st), 0) << "left behind: " << layout_.root;
   }

@@ -70,7 +70,7 @@ class RenamedPinsTest : public ::testing::Test {
     for (const auto& name : NetfaultMaps::names()) ::unlink(layout_.map(name).c_str());
     for (const auto& name : NetfaultMaps::retired_names()) ::unlink(layout_.map(name).c_str());
     remove_bpffs_dirs(layout_);
-    ::unlink(state_lock_path(layout_).c_str());
+    remove_layout_locks(layout_);
     EXPECT_FALSE(exists(layout_.root)) << "left behind: " << layout_.root;
   }
 

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "faultd_env.h"
+#include "selftests/lib/test_bpffs.h"
 
 namespace fldaemon {
 namespace {
@@ -49,8 +50,10 @@ TEST_F(FaultdTest, FaultctlPrintsTheSameThroughFaultdAndStandalone) {
 TEST_F(FaultdTest, AFaultctlForAnotherStateIsRefusedAndRunsStandalone) {
   start_faultd();
   std::vector<std::string> other = env();
-  other[0] = "FAULTLINE_BPFFS_ROOT=/sys/fs/bpf/fltest-faultd-other-" + std::to_string(::getpid());
+  const std::string other_root = "/sys/fs/bpf/fltest-faultd-other-" + std::to_string(::getpid());
+  other[0] = "FAULTLINE_BPFFS_ROOT=" + other_root;
   const CommandResult r = fltest::run_command({FAULTCTL_PATH, "abort", "5"}, {.env = other}, 30s);
+  fltest::remove_test_bpffs_root(other_root);
   EXPECT_TRUE(r.status.is(2)) << r.describe();
   EXPECT_EQ(r.err, "faultctl abort: no active fault 5\n");
   EXPECT_EQ(served("POST /v1/faults/5/abort 409"), 1u) << faultd().err();

@@ -14,6 +14,7 @@
 #include <functional>
 
 #include "selftests/lib/require_root.h"
+#include "selftests/lib/test_bpffs.h"
 
 namespace fldaemon {
 
@@ -35,10 +36,8 @@ void FaultdTest::TearDown() {
   // Whatever a test left in its private root: the kill switch, then uninstall.
   if (std::filesystem::exists(bpffs_root_)) {
     (void)fltest::run_command({FAULTCTL_PATH, "uninstall"}, {.env = standalone_env()}, 30s);
-    std::error_code ec;
-    std::filesystem::remove_all(bpffs_root_, ec);
   }
-  ::unlink(("/run/faultline" + std::to_string(std::hash<std::string>{}(bpffs_root_) % 100000) + ".lock").c_str());
+  fltest::remove_test_bpffs_root(bpffs_root_);
   std::error_code ec;
   std::filesystem::remove_all(dir_, ec);
 }

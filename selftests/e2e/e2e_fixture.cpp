@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "selftests/lib/require_root.h"
+#include "loader/bpffs.h"
 
 #ifndef FAULTCTL_PATH
 #error "FAULTCTL_PATH must name the faultctl binary (set by CMake)"
@@ -20,11 +21,6 @@
 
 namespace fle2e {
 namespace {
-
-// The state lock faultctl keeps beside bpffs (see loader/bpffs.cpp): one file per root.
-std::string lock_file_of(const std::string& root) {
-  return "/run/faultline" + std::to_string(std::hash<std::string>{}(root) % 100000) + ".lock";
-}
 
 std::string join(const std::vector<std::string>& v) {
   std::string s;
@@ -89,7 +85,7 @@ void E2eTest::TearDown() {
     ::rmdir(bpffs_root_.c_str());
   }
   net_.reset();  // deleting the namespaces takes the veth, its qdiscs and TCX links with it
-  ::unlink(lock_file_of(bpffs_root_).c_str());
+  faultline::remove_layout_locks({bpffs_root_});
 }
 
 std::vector<NetfaultProg> E2eTest::our_programs() const {

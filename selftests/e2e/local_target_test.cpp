@@ -165,7 +165,7 @@ TEST_P(LocalTarget, DryRunShowsEachTargetsRoute) {
 
 // A target without a route is bad input, and nothing is attached anywhere.
 TEST_P(LocalTarget, ATargetWithoutARouteIsBadInput) {
-  for (const std::string& t : {"203.0.113.9", "2001:db8::9", "203.0.113.0/24"}) {
+  for (const std::string t : {"203.0.113.9", "2001:db8::9", "203.0.113.0/24"}) {
     auto r = faultctl({"run", "loss", "--netns", net().a(), "--attach", attach(), "--target", t, "--percent", "100",
                        "--duration", "1s"});
     EXPECT_TRUE(r.status.is(2)) << r.describe();

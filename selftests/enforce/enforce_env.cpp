@@ -23,6 +23,7 @@
 
 #include "loader/bpffs.h"
 #include "selftests/lib/require_root.h"
+#include "selftests/lib/test_bpffs.h"
 
 namespace flenf {
 namespace {
@@ -256,8 +257,7 @@ void EnforceTest::TearDown() {
   if (state_dir_.empty()) return;
   std::error_code ec;
   std::filesystem::remove_all(state_dir_, ec);
-  std::filesystem::remove_all(bpffs_root_, ec);
-  ::unlink(faultline::state_lock_path({bpffs_root_}).c_str());
+  fltest::remove_test_bpffs_root(bpffs_root_);
   ::unsetenv("FAULTLINE_RUN_DIR");
   ::unsetenv("FAULTLINE_BPFFS_ROOT");
 }

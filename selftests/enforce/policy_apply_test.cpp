@@ -23,7 +23,6 @@ class PolicyApplyTest : public EnforceTest {
     if (!bpffs_root_.empty()) {
       // Every path removes the applied policy, before the fixture drops the pins.
       (void)run({kFaultctl, "policy", "delete"});
-      ::unlink(faultline::applied_policy_lock_path({bpffs_root_}).c_str());
     }
     for (const auto& f : files_) ::unlink(f.c_str());
     EnforceTest::TearDown();

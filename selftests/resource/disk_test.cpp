@@ -79,7 +79,6 @@ TEST_F(DiskFill, StatusListsItAndAbortAllEndsEveryResourceFault) {
   EXPECT_NE(s.out.find((*d)["id"].get<std::string>() + "    disk"), std::string::npos) << s.out;
   EXPECT_NE(s.out.find((*c)["id"].get<std::string>() + "    cpu"), std::string::npos) << s.out;
   auto a = run({"abort", "--all"});
-  remove_bpffs_lock();
   EXPECT_EQ(a.status.code, 0) << a.describe();
   EXPECT_NE(a.out.find("2 resource faults reverted"), std::string::npos) << a.describe();
   EXPECT_FALSE(has_balloon());

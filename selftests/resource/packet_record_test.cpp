@@ -26,7 +26,6 @@ class PacketRecord : public ResourceTest {
     net_.reset();
     if (!bpffs_root_.empty()) {
       EXPECT_FALSE(path_exists(bpffs_root_)) << "the packet fault left pins behind in " << bpffs_root_;
-      remove_bpffs_lock();
     }
     ResourceTest::TearDown();
   }

@@ -23,6 +23,7 @@
 #include <sstream>
 
 #include "selftests/lib/require_root.h"
+#include "selftests/lib/test_bpffs.h"
 
 extern char** environ;
 
@@ -270,6 +271,7 @@ void ResourceTest::TearDown() {
     if (std::filesystem::exists(dir_)) ::usleep(50'000);
   }
   EXPECT_FALSE(std::filesystem::exists(dir_)) << "cannot remove " << dir_ << ": " << ec.message();
+  fltest::remove_test_bpffs_root(bpffs_root_);
 }
 
 CommandResult ResourceTest::run(const std::vector<std::string>& args, Millis timeout) {
@@ -297,10 +299,6 @@ std::vector<std::string> ResourceTest::state_files() const {
     if (n[0] == 'r' && n.ends_with(".json")) out.push_back(n);
   }
   return out;
-}
-
-void ResourceTest::remove_bpffs_lock() const {
-  ::unlink(("/run/faultline" + std::to_string(std::hash<std::string>{}(bpffs_root_) % 100000) + ".lock").c_str());
 }
 
 std::string ResourceTest::unique(const std::string& what) const {

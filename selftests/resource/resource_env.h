@@ -120,9 +120,6 @@ class ResourceTest : public ::testing::Test {
   [[nodiscard]] std::unique_ptr<ChildProcess> start(const std::vector<std::string>& args);
   [[nodiscard]] std::vector<std::string> state_files() const;  // r*.json in the state folder
   [[nodiscard]] std::string unique(const std::string& what) const;
-  // The state lock faultctl keeps beside bpffs, one file per root (loader/bpffs.cpp):
-  // commands that touch packet state create it; a test that runs them removes it.
-  void remove_bpffs_lock() const;
 
   std::string dir_;
   std::string bpffs_root_;  // FAULTLINE_BPFFS_ROOT: packet faults of a test never touch a live install

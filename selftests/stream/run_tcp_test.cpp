@@ -21,6 +21,7 @@
 #include "selftests/lib/child_process.h"
 #include "selftests/lib/require_root.h"
 #include "selftests/lib/test_cgroup.h"
+#include "selftests/lib/test_bpffs.h"
 
 namespace {
 
@@ -104,7 +105,7 @@ class RunTcpTest : public ::testing::Test {
     for (auto& s : servers_) s.stop();
     std::error_code ec;
     if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
-    if (!bpffs_.empty()) std::filesystem::remove_all(bpffs_, ec);
+    fltest::remove_test_bpffs_root(bpffs_);
     ::unsetenv("FAULTLINE_RUN_DIR");
     ::unsetenv("FAULTLINE_BPFFS_ROOT");
   }

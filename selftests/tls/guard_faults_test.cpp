@@ -14,6 +14,7 @@
 #include "selftests/lib/child_process.h"
 #include "selftests/lib/require_root.h"
 #include "selftests/tls/tls_harness.h"
+#include "selftests/lib/test_bpffs.h"
 
 namespace {
 
@@ -234,8 +235,7 @@ class GuardFaultsRun : public ::testing::Test {
             "FAULTLINE_BPFFS_ROOT=" + bpffs_, "SSL_CERT_FILE=", "CURL_CA_BUNDLE="};
   }
   void TearDown() override {
-    std::error_code ec;
-    if (!bpffs_.empty()) std::filesystem::remove_all(bpffs_, ec);
+    fltest::remove_test_bpffs_root(bpffs_);
   }
 
   CommandResult faultctl(std::vector<std::string> args) {
