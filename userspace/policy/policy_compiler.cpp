@@ -159,8 +159,9 @@ std::vector<MapRow> rows_of(const CompiledScope& c) {
       {"fl_sa_allow", "lpm_trie", c.allow.entries.size(), sizeof(fl_sa_key), sizeof(fl_sa_bucket),
        FL_SA_MAX_PREFIXES, ""},
       // Sized to the rule list when loaded; zeroed counters, one value per CPU.
-      {"fl_sa_rule_hits", "percpu_array", std::max<size_t>(c.rules.size(), 1), sizeof(uint32_t), sizeof(uint64_t),
-       std::max<size_t>(c.rules.size(), 1), "zeroed counters; the value is per CPU"},
+      // Address rules, then host rules.
+      {"fl_sa_rule_hits", "percpu_array", std::max<size_t>(c.rule_count(), 1), sizeof(uint32_t), sizeof(uint64_t),
+       std::max<size_t>(c.rule_count(), 1), "zeroed counters; the value is per CPU"},
       {"fl_dns_watch", "hash", c.watched.size(), sizeof(fl_dns_watch_key), sizeof(fl_dns_watch), FL_DNS_MAX_WATCH,
        "host rules: watched names, this generation's"},
   };
