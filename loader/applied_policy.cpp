@@ -16,7 +16,6 @@
 #include <cstring>
 #include <functional>
 #include <thread>
-#include <ctime>
 
 #include "loader/map_ops.h"
 #include "loader/sockaddr_object.h"
@@ -334,12 +333,6 @@ Result<fl_dns_stats> AppliedScope::dns_stats() const {
   });
   if (!sum) return make_error(sum.error().err, "cannot read the DNS learning counters");
   return sum;
-}
-
-uint64_t boottime_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_BOOTTIME, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 Result<fl_sa_policy> AppliedScope::policy(uint32_t gen) const {

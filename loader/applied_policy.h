@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/clock.h"  // boottime_ns(): the clock learned addresses expire by
 #include "base/result.h"
 #include "base/unique_fd.h"
 #include "faultline/dns_abi.h"
@@ -117,9 +118,6 @@ class AppliedScope {
   UniqueFd gpolicy_, gdeny_, gallow_, ghits_, stats_;
   UniqueFd watch_, learn_, dns_stats_;  // empty in a scope pinned before host rules existed
 };
-
-// CLOCK_BOOTTIME in ns: the clock learned addresses expire by.
-[[nodiscard]] uint64_t boottime_ns();
 
 // Removes a scope's pins (its links detach) and its folder.
 [[nodiscard]] Status remove_applied_scope(const std::string& dir);
