@@ -133,5 +133,58 @@ TEST_F(DnsLearningApplyTest, FirstConnectAfterEachLookupIsDecidedByTheLearnedAdd
   EXPECT_EQ(count_of(c["tcp 10.253.0.11:80"], "ECONNREFUSED"), 3) << control.describe();
 }
 
+// Entries in a pinned learned-addresses map, expired or not.
+size_t learned_entries(const std::string& pin) {
+  int fd = bpf_obj_get(pin.c_str());
+  if (fd < 0) return 0;
+  size_t n = 0;
+  fl_addr k{}, next{};
+  const void* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    ++n;
+    k = next;
+    prev = &k;
+  }
+  ::close(fd);
+  return n;
+}
+
+// Seeding and expiry: apply resolves an exact name (localhost, from
+// /etc/hosts) so the first connect needs no DNS answer; once the clamp's
+// 2 s have passed the address decides nothing (the connect that finds it
+// expired deletes it), and an apply reaps the expired ones.
+TEST_F(DnsLearningApplyTest, ApplySeedsExactNamesAndExpiredAddressesDecideNothing) {
+  TestCgroup cg(unique_name("dnss"));
+  TcpServer srv;
+  const std::string port = std::to_string(srv.port());
+  auto policy = [&](const std::string& host) {
+    return "apiVersion: faultline.dev/v1\nkind: Policy\nmetadata:\n  name: dns-seed\nspec:\n  egress:\n"
+           "    - cgroup: " + cg.relative() + "\n"
+           "      mode: enforce\n      default_allow: false\n      dns_ttl_min: 2s\n      dns_ttl_max: 2s\n"
+           "      rules:\n"
+           "        - {name: local, action: allow, host: " + host + ", ports: [" + port + "], proto: tcp}\n";
+  };
+  auto applied = run({kFaultctl, "policy", "apply", file(policy("localhost"))});
+  ASSERT_TRUE(applied.status.is(0)) << applied.describe();
+  const std::string label = "tcp 127.0.0.1:" + port;
+  auto seeded = run({kProbe, "connect", "tcp", "127.0.0.1", port, "2"}, 30s, {.cgroup = cg.path()});
+  EXPECT_EQ(count_of(results(seeded.out)[label], "ok"), 2) << seeded.describe();
+  const std::string pin = bpffs_root_ + "/policy/scopes/" + scope_pin_key(cg.relative()) + "/fl_dns_learn";
+  EXPECT_GE(learned_entries(pin), 1u);
+
+  ::usleep(2'500'000);
+  auto expired = run({kProbe, "connect", "tcp", "127.0.0.1", port, "2"}, 30s, {.cgroup = cg.path()});
+  EXPECT_EQ(count_of(results(expired.out)[label], "EPERM"), 2) << expired.describe();
+  auto status = run({kFaultctl, "status"});
+  EXPECT_NE(status.out.find("host rules: 0 learned addresses"), std::string::npos) << status.out;
+  EXPECT_NE(status.out.find("expired 1"), std::string::npos) << status.out;
+
+  // Whatever else was seeded (::1) has expired too: the next apply (a name
+  // that seeds nothing) reaps it.
+  auto again = run({kFaultctl, "policy", "apply", file(policy("nothing.invalid"))});
+  ASSERT_TRUE(again.status.is(0)) << again.describe();
+  EXPECT_EQ(learned_entries(pin), 0u);
+}
+
 }  // namespace
 }  // namespace flenf
