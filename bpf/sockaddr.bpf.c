@@ -6,6 +6,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 #include "faultline/sockaddr_abi.h"
+#include "faultline/dns_abi.h"
 #include "lib/consts.bpf.h"
 #include "lib/helpers.bpf.h"
 #include "lib/skb_header.h"
@@ -187,6 +188,7 @@ struct {
  * generation of an applied policy. */
 struct sa_view {
 	struct fl_sa_policy *p;
+	__u32 gen; /* the live generation (applied instances) */
 	void *deny;
 	void *allow;
 	void *hits; /* NULL: not counted */
@@ -209,6 +211,7 @@ static __always_inline struct fl_sa_policy *policy_in(int from_skb, struct sa_vi
 		void *deny, *allow;
 
 		g = *live;
+		v->gen = g;
 		p = bpf_map_lookup_elem(&fl_sa_gpolicy, &g);
 		deny = bpf_map_lookup_elem(&fl_sa_gdeny, &g);
 		allow = bpf_map_lookup_elem(&fl_sa_gallow, &g);
@@ -322,6 +325,8 @@ static __always_inline int match(void *trie, const struct fl_addr *a, __u16 port
 	}
 	return -1;
 }
+
+#include "lib/dns_learn.bpf.h"
 
 /* v4 hooks may read only user_ip4 and v6 hooks only user_ip6, so the family is
  * a constant of each entry point, not a runtime branch. */
@@ -498,10 +503,14 @@ static __always_inline int decide(struct bpf_sock_addr *ctx, __u8 op, int v6)
 	if (p->flags & FL_SA_POLICY) {
 		if (p->flags & FL_SA_HAS_DENY)
 			rule = match(v.deny, &a, port, proto);
+		if (rule < 0)
+			rule = host_match(&v, &a, port, proto, 1);
 		denied = rule >= 0;
 		if (!denied) {
 			if (p->flags & FL_SA_HAS_ALLOW)
 				rule = match(v.allow, &a, port, proto);
+			if (rule < 0)
+				rule = host_match(&v, &a, port, proto, 0);
 			if (rule < 0)
 				denied = !(p->flags & FL_SA_DEFAULT_ALLOW);
 		}

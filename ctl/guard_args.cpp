@@ -66,7 +66,10 @@ Status apply_policy_file(const std::string& file, GuardOptions& g) {
   for (size_t i = 0; i < s.rules.size(); ++i) {
     if (!s.rules[i].cidr)
       return bad("--policy " + file + ": spec.egress[0].rules[" + std::to_string(i) + "] " + s.rules[i].name +
-                 ": host rules are not enforced yet (names need DNS learning); write the addresses as cidr");
+                 " (host " + s.rules[i].host +
+                 "): a guard does not learn addresses from DNS answers; host rules are enforced by an applied "
+                 "policy (faultctl policy apply FILE, with a cgroup: scope for the command's cgroup), or write "
+                 "the addresses as cidr rules here");
   }
   auto c = compile_policy(pol);
   if (!c) return bad("--policy " + file + ": " + c.error().message);

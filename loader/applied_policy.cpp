@@ -62,6 +62,22 @@ Result<UniqueFd> inner_of(int outer_fd, uint32_t gen) {
   return UniqueFd(fd);
 }
 
+// Deletes the watched names of one generation.
+Status clear_watch(int fd, uint32_t gen) {
+  std::vector<fl_dns_watch_key> gone;
+  fl_dns_watch_key key{}, next{};
+  const void* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    if (next.gen == gen) gone.push_back(next);
+    key = next;
+    prev = &key;
+  }
+  for (const auto& k : gone) {
+    if (bpf_map_delete_elem(fd, &k) != 0 && errno != ENOENT) return errno_error("cannot delete an old watched name");
+  }
+  return {};
+}
+
 }  // namespace
 
 AppliedPolicyPins applied_policy_pins(const BpffsLayout& layout) { return {layout.root + "/policy"}; }
@@ -174,7 +190,9 @@ Result<AppliedScope> AppliedScope::open(const std::string& dir) {
   UniqueFd p = pinned(dir + "/fl_sa_gpolicy"), d = pinned(dir + "/fl_sa_gdeny"), a = pinned(dir + "/fl_sa_gallow"),
            h = pinned(dir + "/fl_sa_ghits"), s = pinned(dir + "/fl_sa_stats");
   if (!p || !d || !a || !h || !s) return errno_error("cannot open the pinned maps in " + dir);
-  return AppliedScope(std::move(p), std::move(d), std::move(a), std::move(h), std::move(s));
+  UniqueFd w = pinned(dir + "/fl_dns_watch"), l = pinned(dir + "/fl_dns_learn"), ds = pinned(dir + "/fl_dns_stats");
+  return AppliedScope(std::move(p), std::move(d), std::move(a), std::move(h), std::move(s), std::move(w), std::move(l),
+                      std::move(ds));
 }
 
 Status AppliedScope::fill(uint32_t gen, const ScopeImage& img) const {
@@ -198,6 +216,19 @@ Status AppliedScope::fill(uint32_t gen, const ScopeImage& img) const {
     }
     FL_TRY(put_inner(t.outer, gen, m->get(), t.name));
   }
+  if (!img.watch.empty()) {
+    if (!watch_)
+      return make_error(ENOTSUP, "this scope was applied by a faultctl without host rules: delete the policy "
+                                 "(faultctl policy delete) and apply it again");
+    // Replaces whatever an interrupted apply left in this (idle) generation.
+    FL_TRY(clear_watch(watch_.get(), gen));
+    for (const auto& [k0, w] : img.watch) {
+      fl_dns_watch_key k = k0;
+      k.gen = gen;
+      if (bpf_map_update_elem(watch_.get(), &k, &w, BPF_ANY) != 0)
+        return errno_error("cannot write the new generation's watched names");
+    }
+  }
   auto hits =
       create_map(BPF_MAP_TYPE_ARRAY, "fl_sa_rule_hits", 4, 8, std::max<uint32_t>(img.rules, 1), BPF_F_INNER_MAP);
   if (!hits) return hits.error();
@@ -213,7 +244,91 @@ Status AppliedScope::clear(uint32_t gen) const {
   for (int fd : {gdeny_.get(), gallow_.get(), ghits_.get()}) {
     if (bpf_map_delete_elem(fd, &gen) != 0 && errno != ENOENT) return errno_error("cannot delete an old generation");
   }
+  if (watch_) FL_TRY(clear_watch(watch_.get(), gen));
   return {};
+}
+
+Status AppliedScope::learn(const fl_addr& addr, uint64_t hash, uint8_t wild, uint64_t expires_ns) const {
+  if (!learn_) return make_error(ENOTSUP, "this scope has no learned addresses map (applied by an older faultctl)");
+  fl_dns_learned cur{};
+  if (bpf_map_lookup_elem(learn_.get(), &addr, &cur) != 0 && errno != ENOENT)
+    return errno_error("cannot read a learned address");
+  // The kernel's choice of slot (dns_learn_step): the same name, else the
+  // slot to expire first.
+  int slot = 0;
+  for (int k = 0; k < FL_DNS_LEARN_SLOTS; ++k) {
+    if (cur.n[k].hash == hash && cur.n[k].wild == wild) {
+      slot = k;
+      break;
+    }
+    if (cur.n[k].expires_ns < cur.n[slot].expires_ns) slot = k;
+  }
+  if (cur.n[slot].hash == hash && cur.n[slot].wild == wild && cur.n[slot].expires_ns > expires_ns) return {};
+  cur.n[slot] = fl_dns_learn_slot{};
+  cur.n[slot].hash = hash;
+  cur.n[slot].wild = wild;
+  cur.n[slot].expires_ns = expires_ns;
+  if (bpf_map_update_elem(learn_.get(), &addr, &cur, BPF_ANY) != 0) return errno_error("cannot write a learned address");
+  return {};
+}
+
+namespace {
+
+bool any_alive(const fl_dns_learned& l, uint64_t now_ns) {
+  for (const auto& s : l.n) {
+    if (s.expires_ns > now_ns) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Result<size_t> AppliedScope::reap_learned(uint64_t now_ns) const {
+  if (!learn_) return size_t{0};
+  std::vector<fl_addr> dead;
+  fl_addr key{}, next{};
+  const void* prev = nullptr;
+  while (bpf_map_get_next_key(learn_.get(), prev, &next) == 0) {
+    fl_dns_learned l{};
+    if (bpf_map_lookup_elem(learn_.get(), &next, &l) == 0 && !any_alive(l, now_ns)) dead.push_back(next);
+    key = next;
+    prev = &key;
+  }
+  size_t n = 0;
+  for (const auto& a : dead) {
+    // Learned again since it was read: keep it.
+    fl_dns_learned l{};
+    if (bpf_map_lookup_elem(learn_.get(), &a, &l) == 0 && any_alive(l, now_ns)) continue;
+    if (bpf_map_delete_elem(learn_.get(), &a) == 0) ++n;
+  }
+  return n;
+}
+
+Result<size_t> AppliedScope::learned_count(uint64_t now_ns) const {
+  if (!learn_) return size_t{0};
+  size_t n = 0;
+  fl_addr key{}, next{};
+  const void* prev = nullptr;
+  while (bpf_map_get_next_key(learn_.get(), prev, &next) == 0) {
+    fl_dns_learned l{};
+    if (bpf_map_lookup_elem(learn_.get(), &next, &l) == 0 && any_alive(l, now_ns)) ++n;
+    key = next;
+    prev = &key;
+  }
+  return n;
+}
+
+Result<fl_dns_stats> AppliedScope::dns_stats() const {
+  if (!dns_stats_) return fl_dns_stats{};
+  auto sum = sum_percpu<fl_dns_stats>(dns_stats_.get(), 0, [](fl_dns_stats& t, const fl_dns_stats& p) {
+    t.answers += p.answers;
+    t.matched += p.matched;
+    t.malformed += p.malformed;
+    t.learned += p.learned;
+    t.expired += p.expired;
+  });
+  if (!sum) return make_error(sum.error().err, "cannot read the DNS learning counters");
+  return sum;
 }
 
 Result<fl_sa_policy> AppliedScope::policy(uint32_t gen) const {

@@ -8,8 +8,10 @@
 #include <utility>
 #include <vector>
 
+#include "base/clock.h"  // boottime_ns(): the clock learned addresses expire by
 #include "base/result.h"
 #include "base/unique_fd.h"
+#include "faultline/dns_abi.h"
 #include "faultline/sockaddr_abi.h"
 #include "loader/bpffs.h"
 
@@ -43,6 +45,8 @@ struct ScopeImage {
   fl_sa_policy policy{};
   std::vector<std::pair<fl_sa_key, fl_sa_bucket>> deny, allow;
   uint32_t rules = 0;
+  // Watched names of host rules (the key's gen is set by fill()).
+  std::vector<std::pair<fl_dns_watch_key, fl_dns_watch>> watch;
 };
 
 // A trie of n entries is created with room for this many: headroom, so a map
@@ -91,14 +95,28 @@ class AppliedScope {
   // Per rule id; empty when the generation has no counters.
   [[nodiscard]] Result<std::vector<uint64_t>> rule_hits(uint32_t gen) const;
 
+  // Host rules. Learns (seeds) addr under a watched name until expires_ns
+  // (CLOCK_BOOTTIME), as the kernel does from a DNS answer.
+  [[nodiscard]] Status learn(const fl_addr& addr, uint64_t hash, uint8_t wild, uint64_t expires_ns) const;
+  // Deletes the learned addresses whose every name has expired by now_ns; how many.
+  [[nodiscard]] Result<size_t> reap_learned(uint64_t now_ns) const;
+  // Learned addresses with at least one name alive at now_ns.
+  [[nodiscard]] Result<size_t> learned_count(uint64_t now_ns) const;
+  [[nodiscard]] Result<fl_dns_stats> dns_stats() const;
+
  private:
-  AppliedScope(UniqueFd gpolicy, UniqueFd gdeny, UniqueFd gallow, UniqueFd ghits, UniqueFd stats)
+  AppliedScope(UniqueFd gpolicy, UniqueFd gdeny, UniqueFd gallow, UniqueFd ghits, UniqueFd stats, UniqueFd watch,
+               UniqueFd learn, UniqueFd dns_stats)
       : gpolicy_(std::move(gpolicy)),
         gdeny_(std::move(gdeny)),
         gallow_(std::move(gallow)),
         ghits_(std::move(ghits)),
-        stats_(std::move(stats)) {}
+        stats_(std::move(stats)),
+        watch_(std::move(watch)),
+        learn_(std::move(learn)),
+        dns_stats_(std::move(dns_stats)) {}
   UniqueFd gpolicy_, gdeny_, gallow_, ghits_, stats_;
+  UniqueFd watch_, learn_, dns_stats_;  // empty in a scope pinned before host rules existed
 };
 
 // Removes a scope's pins (its links detach) and its folder.

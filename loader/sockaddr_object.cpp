@@ -78,6 +78,10 @@ Result<SockaddrObject> SockaddrObject::load(uint32_t rule_slots) {
     return make_error(-err, "cannot size the rule counters");
   // Without the task helpers, the packet programs load without their process filter.
   skel->rodata->fl_skb_task_helpers = skb_task_helpers().available;
+  // Host rules exist only in applied policies: no room for learned addresses
+  // here (an LRU map is preallocated).
+  if (int err = bpf_map__set_max_entries(skel->maps.fl_dns_learn, 64); err != 0)
+    return make_error(-err, "cannot size the learned addresses map");
   FL_TRY(skel.load("the sockaddr BPF programs"));
   return SockaddrObject(std::move(skel));
 }
@@ -97,7 +101,7 @@ Result<SockaddrObject> SockaddrObject::load_applied(int gen_fd) {
 Status SockaddrObject::attach_applied(int cgroup_fd) {
   return attach_programs(cgroup_fd, {skel_->progs.fl_connect4, skel_->progs.fl_connect6, skel_->progs.fl_sendmsg4,
                                      skel_->progs.fl_sendmsg6, skel_->progs.fl_skb_egress,
-                                     skel_->progs.fl_skb_ingress});
+                                     skel_->progs.fl_skb_ingress, skel_->progs.fl_dns_ingress});
 }
 
 Status SockaddrObject::pin_applied(const std::string& dir) {
@@ -105,7 +109,9 @@ Status SockaddrObject::pin_applied(const std::string& dir) {
   const std::pair<bpf_map*, const char*> maps[] = {
       {skel_->maps.fl_sa_gpolicy, "fl_sa_gpolicy"}, {skel_->maps.fl_sa_gdeny, "fl_sa_gdeny"},
       {skel_->maps.fl_sa_gallow, "fl_sa_gallow"},   {skel_->maps.fl_sa_ghits, "fl_sa_ghits"},
-      {skel_->maps.fl_sa_stats, "fl_sa_stats"},     {skel_->maps.fl_flows, "fl_flows"}};
+      {skel_->maps.fl_sa_stats, "fl_sa_stats"},     {skel_->maps.fl_flows, "fl_flows"},
+      {skel_->maps.fl_dns_watch, "fl_dns_watch"},   {skel_->maps.fl_dns_learn, "fl_dns_learn"},
+      {skel_->maps.fl_dns_stats, "fl_dns_stats"}};
   for (const auto& [m, name] : maps) {
     const std::string path = dir + "/" + name;
     if (int err = bpf_map__pin(m, path.c_str()); err != 0) {
@@ -217,5 +223,11 @@ Result<std::vector<uint64_t>> SockaddrObject::rule_hits() const {
   }
   return out;
 }
+
+int SockaddrObject::dns_watch_fd() const { return bpf_map__fd(skel_->maps.fl_dns_watch); }
+int SockaddrObject::dns_learn_fd() const { return bpf_map__fd(skel_->maps.fl_dns_learn); }
+int SockaddrObject::dns_stats_fd() const { return bpf_map__fd(skel_->maps.fl_dns_stats); }
+int SockaddrObject::dns_ingress_fd() const { return bpf_program__fd(skel_->progs.fl_dns_ingress); }
+int SockaddrObject::gen_fd() const { return bpf_map__fd(skel_->maps.fl_sa_gen); }
 
 }  // namespace faultline

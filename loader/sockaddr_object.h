@@ -63,7 +63,8 @@ class SockaddrObject {
   // cgroup (host-wide). No policy, accounting or byte counting hooks.
   [[nodiscard]] Status attach_tcp_redirect(int cgroup_fd);
   // What an applied policy judges: connect, sendmsg and the cgroup_skb
-  // accounting (the exfil cap). No errno injection, no redirect.
+  // accounting (the exfil cap), and the DNS answers its host rules learn
+  // addresses from (fl_dns_ingress). No errno injection, no redirect.
   [[nodiscard]] Status attach_applied(int cgroup_fd);
   // Pins the generation maps of an applied instance beside its links (see
   // pin_links), and lets every pin outlive this object: an applied policy
@@ -95,6 +96,14 @@ class SockaddrObject {
   [[nodiscard]] int gdeny_fd() const;
   [[nodiscard]] int gallow_fd() const;
   [[nodiscard]] int ghits_fd() const;
+  [[nodiscard]] int gen_fd() const;
+  // Host rules of an applied instance (bpf/lib/dns_learn.bpf.h): the watched
+  // names, the learned addresses, the learning counters, and the learning
+  // program (for BPF_PROG_TEST_RUN).
+  [[nodiscard]] int dns_watch_fd() const;
+  [[nodiscard]] int dns_learn_fd() const;
+  [[nodiscard]] int dns_stats_fd() const;
+  [[nodiscard]] int dns_ingress_fd() const;
   // Hits of each allow/deny rule, summed over CPUs, by rule id.
   [[nodiscard]] Result<std::vector<uint64_t>> rule_hits() const;
 

@@ -185,8 +185,6 @@ TEST_F(PolicyApplyTest, BadInputExitsTwoAndAppliesNothing) {
   const std::vector<Case> cases = {
       {"    - cgroup: /flenf-no-such-cgroup\n      rules: []\n",
        "spec.egress[0].cgroup /flenf-no-such-cgroup: no cgroup v2 directory"},
-      {"    - all: true\n      rules:\n        - {name: h, action: deny, host: api.example.com}\n",
-       "spec.egress[0].rules[0] (h): host rules are not enforced yet"},
       {"    - all: true\n      rules: []\n  faults:\n    - {name: l, kind: loss, target: [192.0.2.1], percent: 5, "
        "duration: 1s}\n",
        "spec.faults: apply writes the egress section only"},

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "bpf/lib/dns_parse.h"
 #include "ctl/policy_faults.h"
 #include "userspace/policy/policy_compiler.h"
 
@@ -115,18 +116,64 @@ TEST(PolicyCompile, ImagesAreTheGuardsForTheSameRules) {
   EXPECT_EQ(host.r[0].id, 3);
   EXPECT_EQ(host.r[0].port_lo, 22);
   EXPECT_EQ(app.rules[host.r[0].id].policy_rule, 2u);  // ssh-bastion
-  EXPECT_EQ(app.policy.flags, FL_SA_POLICY | FL_SA_ENFORCE | FL_SA_HAS_DENY | FL_SA_HAS_ALLOW);
+  EXPECT_EQ(app.policy.flags, FL_SA_POLICY | FL_SA_ENFORCE | FL_SA_HAS_DENY | FL_SA_HAS_ALLOW | FL_SA_HAS_HOSTS);
   EXPECT_EQ(app.policy.deny_errno, static_cast<uint32_t>(ECONNREFUSED));
   EXPECT_EQ(app.policy.exfil_cap, 1048576u);
   EXPECT_EQ(app.policy.expires_ns, FL_SA_NO_EXPIRY);
   EXPECT_EQ(app.policy.armed, 1u);
-  // The host rule is said to be missing, not silently dropped.
-  ASSERT_EQ(app.not_compiled.size(), 1u);
-  EXPECT_NE(app.not_compiled[0].find("api (allow api.example.com)"), std::string::npos) << app.not_compiled[0];
-  EXPECT_NE(app.not_compiled[0].find("not yet implemented"), std::string::npos);
+  // The host rule: a watched name, exact, its allow bucket holding the rule
+  // with the id after the 4 address rules, the scope's default TTL clamp.
+  EXPECT_TRUE(app.not_compiled.empty());
+  ASSERT_EQ(app.host_rules.size(), 1u);
+  EXPECT_EQ(app.host_rules[0].id, 4u);
+  EXPECT_EQ(app.host_rules[0].policy_rule, 3u);
+  EXPECT_EQ(app.rule_count(), 5u);
+  ASSERT_EQ(app.watched.size(), 1u);
+  const WatchedName& w = app.watched[0];
+  EXPECT_EQ(w.name, "api.example.com");
+  EXPECT_EQ(w.key.wild, 0);
+  EXPECT_EQ(w.key.hash, fl_dns_hash_text("api.example.com", 15));
+  EXPECT_EQ(w.value.deny.n, 0);
+  ASSERT_EQ(w.value.allow.n, 1);
+  EXPECT_EQ(w.value.allow.r[0].id, 4);
+  EXPECT_EQ(w.value.ttl_min, 30u);
+  EXPECT_EQ(w.value.ttl_max, 3600u);
   // all + /app nest: the scope-chain limit is named.
   ASSERT_FALSE(c->notes.empty());
   EXPECT_NE(c->notes[0].find("most specific scope"), std::string::npos) << c->notes[0];
+}
+
+TEST(PolicyCompile, WildcardAndExactHostRulesShareNothingButTheirSuffix) {
+  Policy p = parsed_ok(R"(apiVersion: faultline.dev/v1
+kind: Policy
+metadata: {name: hosts}
+spec:
+  egress:
+    - all: true
+      dns_ttl_min: 1m
+      dns_ttl_max: 2h
+      rules:
+        - {name: any-svc, action: allow, host: "*.svc.example.com", ports: [443, 8443]}
+        - {name: svc, action: deny, host: svc.example.com, proto: udp}
+        - {name: no-admin, action: deny, host: "*.svc.example.com", ports: [22]}
+)");
+  auto c = compile_policy(p);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  const CompiledScope& s = c->scopes[0];
+  ASSERT_EQ(s.watched.size(), 2u);
+  EXPECT_EQ(s.watched[0].key.hash, s.watched[1].key.hash) << "the same name, exact and as a suffix";
+  EXPECT_EQ(s.watched[0].key.wild, 1);
+  EXPECT_EQ(s.watched[1].key.wild, 0);
+  EXPECT_EQ(s.watched[0].value.allow.n, 2);  // one slot per ports entry
+  EXPECT_EQ(s.watched[0].value.deny.n, 1);
+  EXPECT_EQ(s.watched[0].value.deny.r[0].port_lo, 22);
+  EXPECT_EQ(s.watched[1].value.deny.r[0].proto, IPPROTO_UDP);
+  EXPECT_EQ(s.watched[0].value.ttl_min, 60u);
+  EXPECT_EQ(s.watched[0].value.ttl_max, 7200u);
+  EXPECT_EQ(s.rule_count(), 4u);
+  EXPECT_NE(compiled_text(*c).find("host rules: 4 on 2 watched names (*.svc.example.com, svc.example.com)"),
+            std::string::npos)
+      << compiled_text(*c);
 }
 
 TEST(PolicyCompile, JsonListsEveryEntryWithItsBytes) {
@@ -136,7 +183,7 @@ TEST(PolicyCompile, JsonListsEveryEntryWithItsBytes) {
   auto j = nlohmann::json::parse(compiled_json(*c));
   ASSERT_EQ(j["scopes"].size(), 2u);
   const auto& maps = j["scopes"][1]["maps"];
-  ASSERT_EQ(maps.size(), 4u);
+  ASSERT_EQ(maps.size(), 5u);
   EXPECT_EQ(maps[0]["name"], "fl_sa_policy");
   EXPECT_EQ(maps[0]["items"][0]["value_hex"].get<std::string>().size(), 2 * sizeof(fl_sa_policy));
   EXPECT_EQ(maps[1]["name"], "fl_sa_deny");
@@ -147,7 +194,12 @@ TEST(PolicyCompile, JsonListsEveryEntryWithItsBytes) {
   EXPECT_EQ(maps[2]["name"], "fl_sa_allow");
   EXPECT_EQ(maps[2]["entries"], 2);
   EXPECT_EQ(maps[3]["name"], "fl_sa_rule_hits");
-  EXPECT_EQ(maps[3]["entries"], 4);
+  EXPECT_EQ(maps[3]["entries"], 5);  // 4 address rules and the host rule
+  EXPECT_EQ(maps[4]["name"], "fl_dns_watch");
+  EXPECT_EQ(maps[4]["entries"], 1);
+  EXPECT_EQ(maps[4]["items"][0]["key"]["name"], "api.example.com");
+  EXPECT_EQ(maps[4]["items"][0]["value"]["allow"]["rules"][0]["rule"], "api");
+  EXPECT_EQ(maps[4]["items"][0]["value_hex"].get<std::string>().size(), 2 * sizeof(fl_dns_watch));
   EXPECT_EQ(j["scopes"][1]["rule_ids"][1]["ports"], "8000-8100");
 }
 

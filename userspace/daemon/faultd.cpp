@@ -10,8 +10,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
+#include <stop_token>
+#include <thread>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -25,10 +30,30 @@
 #include "userspace/faults/packet/netfault_engine.h"
 #include "userspace/net/http_server.h"
 #include "userspace/ops/features_report.h"
+#include "userspace/policy/policy_apply.h"
 #include "userspace/state/state_dir.h"
 
 namespace faultline {
 namespace {
+
+// Reaps expired learned addresses (reap_learned_addresses) every minute on a
+// thread of its own, until destroyed.
+class LearnedAddressReaper {
+ public:
+  LearnedAddressReaper()
+      : thread_([](std::stop_token stop) {
+          std::mutex mu;
+          std::condition_variable_any cv;
+          std::unique_lock lock(mu);
+          while (!cv.wait_for(lock, stop, std::chrono::minutes(1), [] { return false; }) &&
+                 !stop.stop_requested())
+            (void)reap_learned_addresses(bpffs_layout());
+        }) {}
+
+ private:
+  std::jthread thread_;
+};
+
 
 constexpr int kHandoverVersion = 1;
 constexpr int kSuccessorStartMs = 15'000;
@@ -272,6 +297,9 @@ int serve_faultd(const FaultdConfig& config, const FaultdHooks& hooks) {
     }
     if (listeners_stored) where += "; listeners kept by the service manager across restarts";
   }
+  // Host rules of an applied policy: the learned addresses whose every name
+  // has expired are deleted every minute (the programs ignore them already).
+  LearnedAddressReaper reaper;
   hooks.ready(where);
   if (successor) {
     const int ready = inherited_fd(state, "ready");

@@ -57,6 +57,10 @@ struct EgressScope {
   bool default_allow = true;
   int deny_errno = 1;      // EPERM
   uint64_t exfil_cap = 0;  // bytes; 0 = off
+  // Host rules: the TTL of an address learned from a DNS answer, clamped to
+  // [dns_ttl_min, dns_ttl_max] seconds (docs/policy.md, "Host rules").
+  uint32_t dns_ttl_min = 30;
+  uint32_t dns_ttl_max = 3600;
   std::vector<PolicyRule> rules;
   SourceMark mark;
   // "all" or "cgroup /system.slice/web.service"

@@ -6,9 +6,17 @@
 // detached.
 #include "userspace/policy/policy_apply.h"
 
+#include <netdb.h>
+#include <netinet/in.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
 #include <map>
+#include <mutex>
+#include <thread>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -41,8 +49,86 @@ ScopeImage image_of(const CompiledScope& c) {
   img.policy = c.policy;
   img.deny = c.deny.entries;
   img.allow = c.allow.entries;
-  img.rules = static_cast<uint32_t>(c.rules.size());
+  img.rules = c.rule_count();
+  for (const auto& w : c.watched) img.watch.emplace_back(w.key, w.value);
   return img;
+}
+
+// The addresses of each exact host name, resolved once (getaddrinfo, the
+// host's resolver) to seed the learned map: the first connect after an apply
+// is decided even if the application's lookup never crosses the scope (a
+// cache it shares, an answer from before the apply). All names at once, each
+// on its own thread, and at most kSeedBudget in all: a name whose resolution
+// takes longer is not seeded (its addresses are learned from the next
+// answer the scope receives).
+constexpr auto kSeedBudget = std::chrono::seconds(2);
+
+std::map<std::string, std::vector<fl_addr>> resolve_for_seed(const std::vector<std::string>& names) {
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::map<std::string, std::vector<fl_addr>> out;
+    size_t left = 0;
+  };
+  auto shared = std::make_shared<Shared>();
+  shared->left = names.size();
+  for (const auto& name : names) {
+    std::thread([shared, name] {
+      std::vector<fl_addr> addrs;
+      addrinfo hints{};
+      hints.ai_family = AF_UNSPEC;
+      hints.ai_socktype = SOCK_STREAM;
+      addrinfo* res = nullptr;
+      if (::getaddrinfo(name.c_str(), nullptr, &hints, &res) == 0) {
+        for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
+          fl_addr k{};
+          if (a->ai_family == AF_INET) {
+            k.b[10] = 0xff;
+            k.b[11] = 0xff;
+            std::memcpy(&k.b[12], &reinterpret_cast<const sockaddr_in*>(a->ai_addr)->sin_addr, 4);
+          } else if (a->ai_family == AF_INET6) {
+            std::memcpy(k.b, &reinterpret_cast<const sockaddr_in6*>(a->ai_addr)->sin6_addr, 16);
+          } else {
+            continue;
+          }
+          addrs.push_back(k);
+        }
+        ::freeaddrinfo(res);
+      }
+      std::lock_guard lock(shared->mu);
+      shared->out[name] = std::move(addrs);
+      --shared->left;
+      shared->cv.notify_all();
+    }).detach();
+  }
+  std::unique_lock lock(shared->mu);
+  shared->cv.wait_for(lock, kSeedBudget, [&] { return shared->left == 0; });
+  return shared->out;
+}
+
+// Seeds each scope's learned map with the addresses of its exact host names,
+// for the scope's dns_ttl_min (getaddrinfo gives no TTL).
+void seed_learned(const CompiledPolicy& compiled, const std::vector<std::pair<const CompiledScope*, AppliedScope*>>& scopes) {
+  std::vector<std::string> names;
+  for (const auto& [c, s] : scopes) {
+    for (const auto& w : c->watched) {
+      if (!w.key.wild) names.push_back(w.name);
+    }
+  }
+  (void)compiled;
+  if (names.empty()) return;
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  const auto resolved = resolve_for_seed(names);
+  const uint64_t now = boottime_ns();
+  for (const auto& [c, s] : scopes) {
+    for (const auto& w : c->watched) {
+      auto it = w.key.wild ? resolved.end() : resolved.find(w.name);
+      if (it == resolved.end()) continue;
+      for (const auto& a : it->second)
+        (void)s->learn(a, w.key.hash, w.key.wild, now + uint64_t{w.value.ttl_min} * 1000000000ULL);
+    }
+  }
 }
 
 Result<std::optional<LivePolicy>> read_live_locked(const AppliedPolicyPins& pins) {
@@ -127,6 +213,15 @@ Result<ApplyOutcome> apply_locked(const BpffsLayout& layout, const Policy& p, bo
     held.push_back({dir, created, std::move(*opened)});
     if (auto st = held.back().scope.fill(next, image_of(c)); !st) return roll_back(st.error());
   }
+  // Host rules: addresses resolved now, before the switch, and the expired
+  // learned addresses of every scope reaped (faultd reaps them too).
+  {
+    std::vector<std::pair<const CompiledScope*, AppliedScope*>> seeds;
+    for (size_t i = 0; i < held.size(); ++i) seeds.emplace_back(&compiled->scopes[i], &held[i].scope);
+    seed_learned(*compiled, seeds);
+    const uint64_t now = boottime_ns();
+    for (auto& h : held) (void)h.scope.reap_learned(now);
+  }
   // Scopes the file drops judge nothing in the next generation.
   for (const auto& key : applied_scope_keys(pins)) {
     if (kept.contains(key)) continue;
@@ -170,13 +265,6 @@ Status check_appliable(const Policy& p) {
   if (!p.egress) return input_error(0, "spec.egress: the file has no egress section: nothing to apply");
   for (size_t i = 0; i < p.egress->size(); ++i) {
     const EgressScope& s = (*p.egress)[i];
-    for (size_t j = 0; j < s.rules.size(); ++j) {
-      const PolicyRule& r = s.rules[j];
-      if (!r.cidr)
-        return input_error(0, "spec.egress[" + std::to_string(i) + "].rules[" + std::to_string(j) + "] (" + r.name +
-                                  "): host rules are not enforced yet (no DNS learning): write the "
-                                  "addresses as cidr rules");
-    }
     if (!s.host_wide) {
       auto dir = resolve_cgroup_v2_dir(s.cgroup, "spec.egress[" + std::to_string(i) + "].cgroup");
       if (!dir) return as_bad_input(dir.error());
@@ -191,6 +279,10 @@ Status check_appliable(const Policy& p) {
                                   " prefixes in one trie, more than the " + std::to_string(FL_SA_MAX_PREFIXES) +
                                   " the programs' maps hold");
     }
+    if (s.watched.size() > FL_DNS_MAX_WATCH / 2)
+      return input_error(0, s.scope->label() + ": " + std::to_string(s.watched.size()) +
+                                " watched host names, more than the " + std::to_string(FL_DNS_MAX_WATCH / 2) +
+                                " a generation's map holds");
   }
   const std::string text = policy_json_text(p);
   if (text.size() > kMaxPolicyBytes) return input_error(0, "the policy is larger than 16 MiB once written out");
@@ -219,6 +311,24 @@ Result<ApplyOutcome> delete_policy(const BpffsLayout& layout, bool dry_run) {
   return out;
 }
 
+Result<size_t> reap_learned_addresses(const BpffsLayout& layout) {
+  const AppliedPolicyPins pins = applied_policy_pins(layout);
+  struct stat st {};
+  if (::stat(pins.gen().c_str(), &st) != 0) return size_t{0};
+  auto lock = AppliedPolicyLock::acquire(layout, false);
+  if (!lock) return lock.error();
+  size_t n = 0;
+  const uint64_t now = boottime_ns();
+  for (const auto& key : applied_scope_keys(pins)) {
+    auto s = AppliedScope::open(pins.scope(key));
+    if (!s) continue;
+    auto r = s->reap_learned(now);
+    if (!r) return r.error();
+    n += *r;
+  }
+  return n;
+}
+
 std::vector<std::string> applied_policy_lines(const BpffsLayout& layout) {
   std::vector<std::string> out;
   auto live = read_live_policy(layout);
@@ -231,6 +341,14 @@ std::vector<std::string> applied_policy_lines(const BpffsLayout& layout) {
       if (auto st = sc->stats())
         line += " allowed " + std::to_string(st->allowed) + " denied " + std::to_string(st->denied) + " would_deny " +
                 std::to_string(st->would_deny) + " exfil_dropped " + std::to_string(st->exfil_dropped);
+      const bool hosts = std::any_of(s.rules.begin(), s.rules.end(), [](const PolicyRule& r) { return !r.cidr; });
+      auto learned = sc->learned_count(boottime_ns());
+      auto ds = sc->dns_stats();
+      if (hosts && learned && ds)
+        line += "; host rules: " + std::to_string(*learned) + " learned addresses, dns answers " +
+                std::to_string(ds->answers) + " matched " + std::to_string(ds->matched) + " malformed " +
+                std::to_string(ds->malformed) + " learned " + std::to_string(ds->learned) + " expired " +
+                std::to_string(ds->expired);
     }
     out.push_back(line);
   }

@@ -32,14 +32,17 @@ struct ApplyOutcome {
 };
 
 // Checks what apply would refuse, touching nothing: a policy with spec.faults
-// (apply runs no experiments), host rules (not enforced yet), a cgroup that
-// does not exist, maps that would overflow. Bad input errors.
+// (apply runs no experiments), a cgroup that does not exist, maps that would
+// overflow. Bad input errors.
 [[nodiscard]] Status check_appliable(const Policy& p);
 
 // Applies p.egress (which must be present): the scopes of the file replace the
 // live ones, scopes no longer in it are removed, `egress: []` removes them all.
 // The same file again changes nothing. dry_run: what would change, nothing done.
 [[nodiscard]] Result<ApplyOutcome> apply_policy(const BpffsLayout& layout, const Policy& p, bool dry_run);
+// Deletes the learned addresses (host rules) whose every name has expired, in
+// every applied scope; how many. apply does it too; faultd every minute.
+[[nodiscard]] Result<size_t> reap_learned_addresses(const BpffsLayout& layout);
 // Removes the applied policy (every scope and pin); nothing applied: unchanged.
 [[nodiscard]] Result<ApplyOutcome> delete_policy(const BpffsLayout& layout, bool dry_run);
 

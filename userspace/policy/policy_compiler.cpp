@@ -6,9 +6,11 @@
 #include <netinet/in.h>
 
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "base/errno_names.h"
+#include "bpf/lib/dns_parse.h"
 
 namespace faultline {
 
@@ -35,18 +37,56 @@ std::string ports_text(const PortRange& p) {
 
 std::string rule_proto_name(uint8_t p) { return p == IPPROTO_TCP ? "tcp" : p == IPPROTO_UDP ? "udp" : "any"; }
 
+// Host rules -> watched names: one entry per name (exact, or the suffix of a
+// `*.suffix` rule), its deny and allow buckets listing every host rule of that
+// name, one slot per ports entry, as the tries' buckets do.
+Status compile_hosts(const EgressScope& s, CompiledScope& c) {
+  std::map<std::pair<uint64_t, uint8_t>, size_t> at;
+  for (size_t i = 0; i < s.rules.size(); ++i) {
+    const PolicyRule& r = s.rules[i];
+    if (r.cidr) continue;
+    const std::string bare = r.wildcard() ? r.host.substr(2) : r.host;
+    const uint8_t wild = r.wildcard() ? 1 : 0;
+    const uint64_t h = fl_dns_hash_text(bare.data(), bare.size());
+    auto [it, fresh] = at.emplace(std::make_pair(h, wild), c.watched.size());
+    if (fresh) {
+      WatchedName w;
+      w.name = r.host;
+      w.key.hash = h;
+      w.key.wild = wild;
+      w.value.ttl_min = s.dns_ttl_min;
+      w.value.ttl_max = s.dns_ttl_max;
+      c.watched.push_back(w);
+    }
+    WatchedName& w = c.watched[it->second];
+    if (w.name != r.host) return make_error(EINVAL, s.label() + ": host names " + w.name + " and " + r.host + " hash alike");
+    fl_sa_bucket& b = r.action == Verdict::Deny ? w.value.deny : w.value.allow;
+    std::vector<PortRange> ports = r.ports.empty() ? std::vector<PortRange>{PortRange{}} : r.ports;
+    for (const auto& pr : ports) {
+      if (b.n >= FL_SA_RULE_SLOTS)
+        return make_error(E2BIG, s.label() + ": more than " + std::to_string(FL_SA_RULE_SLOTS) + " " +
+                                     (r.action == Verdict::Deny ? "deny" : "allow") + " rules (one per ports entry) for host " +
+                                     r.host);
+      const uint32_t id = static_cast<uint32_t>(c.rules.size() + c.host_rules.size());
+      c.host_rules.push_back({i, id, pr});
+      fl_sa_rule& slot = b.r[b.n++];
+      slot.port_lo = pr.lo;
+      slot.port_hi = pr.hi;
+      slot.proto = r.proto;
+      slot.id = static_cast<uint16_t>(id);
+    }
+  }
+  return {};
+}
+
 Result<CompiledScope> compile_scope(const EgressScope& s) {
   CompiledScope c;
   c.scope = &s;
   c.attach = s.host_wide ? "the root cgroup (every process of the host)"
                          : "cgroup " + s.cgroup + " (and every cgroup below it)";
-  std::vector<std::string> hosts;
   for (size_t i = 0; i < s.rules.size(); ++i) {
     const PolicyRule& r = s.rules[i];
-    if (!r.cidr) {
-      hosts.push_back(r.name + " (" + (r.action == Verdict::Allow ? "allow " : "deny ") + r.host + ")");
-      continue;
-    }
+    if (!r.cidr) continue;
     std::vector<PortRange> ports = r.ports.empty() ? std::vector<PortRange>{PortRange{}} : r.ports;
     for (const auto& pr : ports) {
       EgressRule e{r.action, *r.cidr, pr, r.proto, r.name};
@@ -54,7 +94,8 @@ Result<CompiledScope> compile_scope(const EgressScope& s) {
       c.rules.push_back({i, e});
     }
   }
-  if (c.rules.size() > 0xfffe) return make_error(E2BIG, s.label() + ": more than 65534 address rules");
+  FL_TRY(compile_hosts(s, c));
+  if (c.rule_count() > 0xfffe) return make_error(E2BIG, s.label() + ": more than 65534 address and host rules");
   const auto er = c.egress_rules();
   auto deny = compile_rules(er, Verdict::Deny);
   if (!deny) return deny.error();
@@ -70,16 +111,7 @@ Result<CompiledScope> compile_scope(const EgressScope& s) {
   c.policy.deny_errno = static_cast<uint32_t>(s.deny_errno);
   c.policy.flags = FL_SA_POLICY | (s.mode == PolicyMode::Enforce ? FL_SA_ENFORCE : 0) |
                    (s.default_allow ? FL_SA_DEFAULT_ALLOW : 0) | (c.deny.entries.empty() ? 0 : FL_SA_HAS_DENY) |
-                   (c.allow.entries.empty() ? 0 : FL_SA_HAS_ALLOW);
-  if (!hosts.empty()) {
-    std::string list;
-    for (const auto& h : hosts) list += (list.empty() ? "" : ", ") + h;
-    c.not_compiled.push_back(
-        std::to_string(hosts.size()) + " host rule" + (hosts.size() == 1 ? "" : "s") + " (" + list +
-        "): a name is enforced by the addresses it resolves to, resolved at apply time and learned from DNS "
-        "answers in the kernel; not yet implemented, so no map holds them" +
-        (!s.default_allow ? " (with default_allow false, these hosts are denied by the default today)" : ""));
-  }
+                   (c.allow.entries.empty() ? 0 : FL_SA_HAS_ALLOW) | (c.watched.empty() ? 0 : FL_SA_HAS_HOSTS);
   return c;
 }
 
@@ -96,6 +128,7 @@ std::string flags_text(uint32_t f) {
   add(FL_SA_HAS_DENY, "HAS_DENY");
   add(FL_SA_HAS_ALLOW, "HAS_ALLOW");
   add(FL_SA_SEEDED, "SEEDED");
+  add(FL_SA_HAS_HOSTS, "HAS_HOSTS");
   return out.empty() ? "0" : out;
 }
 
@@ -126,8 +159,11 @@ std::vector<MapRow> rows_of(const CompiledScope& c) {
       {"fl_sa_allow", "lpm_trie", c.allow.entries.size(), sizeof(fl_sa_key), sizeof(fl_sa_bucket),
        FL_SA_MAX_PREFIXES, ""},
       // Sized to the rule list when loaded; zeroed counters, one value per CPU.
-      {"fl_sa_rule_hits", "percpu_array", std::max<size_t>(c.rules.size(), 1), sizeof(uint32_t), sizeof(uint64_t),
-       std::max<size_t>(c.rules.size(), 1), "zeroed counters; the value is per CPU"},
+      // Address rules, then host rules.
+      {"fl_sa_rule_hits", "percpu_array", std::max<size_t>(c.rule_count(), 1), sizeof(uint32_t), sizeof(uint64_t),
+       std::max<size_t>(c.rule_count(), 1), "zeroed counters; the value is per CPU"},
+      {"fl_dns_watch", "hash", c.watched.size(), sizeof(fl_dns_watch_key), sizeof(fl_dns_watch), FL_DNS_MAX_WATCH,
+       "host rules: watched names, this generation's"},
   };
 }
 
@@ -140,9 +176,10 @@ nlohmann::json bucket_json(const CompiledScope& c, const fl_sa_bucket& b) {
   nlohmann::json rules = nlohmann::json::array();
   for (int i = 0; i < b.n; ++i) {
     const fl_sa_rule& r = b.r[i];
-    const CompiledRuleId& id = c.rules.at(r.id);
+    const size_t policy_rule =
+        r.id < c.rules.size() ? c.rules.at(r.id).policy_rule : c.host_rules.at(r.id - c.rules.size()).policy_rule;
     rules.push_back({{"id", r.id},
-                     {"rule", c.scope->rules[id.policy_rule].name},
+                     {"rule", c.scope->rules[policy_rule].name},
                      {"port_lo", r.port_lo},
                      {"port_hi", r.port_hi},
                      {"proto", rule_proto_name(r.proto)}});
@@ -188,7 +225,8 @@ Result<CompiledPolicy> compile_policy(const Policy& p) {
     if (!p.egress->empty())
       out.notes.push_back(
           "faultctl policy apply FILE writes these images, one instance of the programs per scope, each trie "
-          "sized to its entries with headroom (host rules refused); faultctl guard --policy FILE applies one "
+          "sized to its entries with headroom, host rules as watched names whose addresses the kernel learns "
+          "from DNS answers; faultctl guard --policy FILE applies one "
           "scope's rules to one command");
   }
   if (p.faults) {
@@ -222,6 +260,13 @@ std::string compiled_text(const CompiledPolicy& c) {
     for (const auto& r : sc.rules) cidr_rules += r.cidr ? 1 : 0;
     o += "  address rules: " + std::to_string(s.rules.size()) + " (from " + std::to_string(cidr_rules) +
          " cidr rule" + (cidr_rules == 1 ? "" : "s") + ", one per ports entry)\n";
+    if (!s.watched.empty()) {
+      o += "  host rules: " + std::to_string(s.host_rules.size()) + " on " + std::to_string(s.watched.size()) +
+           " watched name" + (s.watched.size() == 1 ? "" : "s") + " (";
+      for (size_t i = 0; i < s.watched.size(); ++i) o += (i ? ", " : "") + s.watched[i].name;
+      o += "); addresses learned from DNS answers, TTL clamped to " + std::to_string(sc.dns_ttl_min) + "s-" +
+           std::to_string(sc.dns_ttl_max) + "s\n";
+    }
     for (const auto& n : s.not_compiled) o += "  not compiled: " + n + "\n";
   }
   if (!c.faults.empty()) {
@@ -263,6 +308,17 @@ std::string compiled_json(const CompiledPolicy& c) {
         m["items"] = trie_items(s, s.deny);
       } else if (name == "fl_sa_allow") {
         m["items"] = trie_items(s, s.allow);
+      } else if (name == "fl_dns_watch") {
+        m["items"] = nlohmann::json::array();
+        for (const auto& w : s.watched)
+          m["items"].push_back({{"key", {{"name", w.name}, {"hash", hex_of(w.key.hash)}, {"wild", w.key.wild}}},
+                                {"value",
+                                 {{"deny", bucket_json(s, w.value.deny)},
+                                  {"allow", bucket_json(s, w.value.allow)},
+                                  {"ttl_min", w.value.ttl_min},
+                                  {"ttl_max", w.value.ttl_max}}},
+                                {"key_hex", hex_of(w.key)},
+                                {"value_hex", hex_of(w.value)}});
       } else {
         m["items"] = nlohmann::json::array();  // zeroed counters
       }
@@ -277,6 +333,15 @@ std::string compiled_json(const CompiledPolicy& c) {
                      {"cidr", r.rule.prefix.str()},
                      {"ports", ports_text(r.rule.ports)},
                      {"proto", rule_proto_name(r.rule.proto)}});
+    }
+    for (const auto& h : s.host_rules) {
+      const PolicyRule& r = sc.rules[h.policy_rule];
+      ids.push_back({{"id", h.id},
+                     {"rule", r.name},
+                     {"action", r.action == Verdict::Allow ? "allow" : "deny"},
+                     {"host", r.host},
+                     {"ports", ports_text(h.ports)},
+                     {"proto", rule_proto_name(r.proto)}});
     }
     scopes.push_back({{"scope", sc.label()},
                       {"attach", s.attach},

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "faultline/dns_abi.h"
 #include "faultline/sockaddr_abi.h"
 #include "userspace/net/egress_rules.h"
 #include "userspace/policy/policy.h"
@@ -22,15 +23,34 @@ struct CompiledRuleId {
   EgressRule rule;
 };
 
+// One host rule as the watched names hold it, once per entry of its ports
+// list; ids follow the address rules' (CompiledScope::rules).
+struct CompiledHostRule {
+  size_t policy_rule = 0;
+  uint32_t id = 0;
+  PortRange ports;
+};
+
+// A watched name of a scope (fl_dns_watch; the generation is set at apply).
+struct WatchedName {
+  std::string name;  // "api.example.com", or "*.example.com"
+  fl_dns_watch_key key{};
+  fl_dns_watch value{};
+};
+
 struct CompiledScope {
   const EgressScope* scope = nullptr;
   std::string attach;  // where the programs would be attached
   fl_sa_policy policy{};
   std::vector<CompiledRuleId> rules;
   CompiledTrie deny, allow;
+  std::vector<CompiledHostRule> host_rules;
+  std::vector<WatchedName> watched;
   std::vector<std::string> not_compiled;  // what the maps cannot hold, in words
   // The rules as the guard takes them (GuardOptions::rules), ids as above.
   [[nodiscard]] std::vector<EgressRule> egress_rules() const;
+  // Rule counters: address rules, then host rules.
+  [[nodiscard]] uint32_t rule_count() const { return static_cast<uint32_t>(rules.size() + host_rules.size()); }
 };
 
 struct CompiledPolicy {

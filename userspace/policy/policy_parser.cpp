@@ -180,8 +180,22 @@ std::optional<std::string> host_problem(const std::string& h) {
 const std::vector<std::string> kTopFields = {"apiVersion", "kind", "metadata", "spec"};
 const std::vector<std::string> kMetadataFields = {"name", "description"};
 const std::vector<std::string> kSpecFields = {"egress", "faults"};
-const std::vector<std::string> kScopeFields = {"cgroup", "all", "mode", "default_allow", "deny_errno", "exfil_cap",
-                                               "rules"};
+const std::vector<std::string> kScopeFields = {"cgroup",    "all",         "mode",        "default_allow", "deny_errno",
+                                               "exfil_cap", "dns_ttl_min", "dns_ttl_max", "rules"};
+
+// A DNS TTL bound: a duration in whole seconds, 1s to 7d.
+std::optional<uint32_t> ttl_seconds(const std::string& v, std::string& why) {
+  auto ns = parse_duration_ns(v);
+  if (!ns) {
+    why = ns.error().message;
+    return std::nullopt;
+  }
+  if (*ns % 1000000000ULL != 0 || *ns < 1000000000ULL || *ns > 7ULL * 86400 * 1000000000ULL) {
+    why = "'" + v + "': whole seconds from 1s to 7d";
+    return std::nullopt;
+  }
+  return static_cast<uint32_t>(*ns / 1000000000ULL);
+}
 const std::vector<std::string> kRuleFields = {"name", "action", "cidr", "host", "ports", "proto", "reason"};
 
 void Reader::read_metadata(const YAML::Node& n, SourceMark parent, Policy& p) {
@@ -294,6 +308,22 @@ void Reader::read_scope(const YAML::Node& n, const std::string& path, SourceMark
     else if (*b == 0) error(value_mark(*f, "exfil_cap"), path + ".exfil_cap", "must be above 0 (leave it out for no cap)");
     else s.exfil_cap = *b;
   }
+  bool ttl_ok = true;
+  for (const char* field : {"dns_ttl_min", "dns_ttl_max"}) {
+    if (auto t = text(*f, path, field, false)) {
+      std::string why;
+      auto sec = ttl_seconds(*t, why);
+      if (!sec) {
+        error(value_mark(*f, field), path + "." + field, why);
+        ttl_ok = false;
+      } else {
+        (std::string(field) == "dns_ttl_min" ? s.dns_ttl_min : s.dns_ttl_max) = *sec;
+      }
+    }
+  }
+  if (ttl_ok && s.dns_ttl_min > s.dns_ttl_max)
+    error(value_mark(*f, f->by_name.contains("dns_ttl_max") ? "dns_ttl_max" : "dns_ttl_min"), path + ".dns_ttl_max",
+          "below dns_ttl_min (" + std::to_string(s.dns_ttl_min) + "s): the clamp would be empty");
   if (auto rules = list(*f, path, "rules", false)) {
     size_t i = 0;
     std::map<std::string, size_t> names;

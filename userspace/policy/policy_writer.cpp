@@ -50,6 +50,9 @@ nlohmann::ordered_json scope_doc(const EgressScope& s) {
   j["default_allow"] = s.default_allow;
   j["deny_errno"] = errno_name(s.deny_errno);
   if (s.exfil_cap) j["exfil_cap"] = s.exfil_cap;
+  const EgressScope defaults;
+  if (s.dns_ttl_min != defaults.dns_ttl_min) j["dns_ttl_min"] = std::to_string(s.dns_ttl_min) + "s";
+  if (s.dns_ttl_max != defaults.dns_ttl_max) j["dns_ttl_max"] = std::to_string(s.dns_ttl_max) + "s";
   j["rules"] = nlohmann::ordered_json::array();
   for (const auto& r : s.rules) j["rules"].push_back(rule_doc(r));
   return j;
@@ -136,6 +139,12 @@ Result<Policy> policy_from_canonical_json(std::string_view text) {
       if (!e) return bad("deny_errno");
       s.deny_errno = *e;
       s.exfil_cap = js.value("exfil_cap", uint64_t{0});
+      for (const char* field : {"dns_ttl_min", "dns_ttl_max"}) {
+        if (!js.contains(field)) continue;
+        auto ns = parse_duration_ns(js[field].get<std::string>());
+        if (!ns) return bad(field);
+        (std::string(field) == "dns_ttl_min" ? s.dns_ttl_min : s.dns_ttl_max) = static_cast<uint32_t>(*ns / 1000000000ULL);
+      }
       for (const auto& jr : js.at("rules")) {
         PolicyRule r;
         r.name = jr.at("name").get<std::string>();
@@ -181,7 +190,10 @@ std::string rule_summary(const PolicyRule& r) {
 std::string scope_settings(const EgressScope& s) {
   return std::string(s.mode == PolicyMode::Enforce ? "enforce" : "monitor") + ", default " +
          (s.default_allow ? "allow" : "deny") + ", deny errno " + errno_name(s.deny_errno) +
-         (s.exfil_cap ? ", exfil cap " + std::to_string(s.exfil_cap) + " B" : "");
+         (s.exfil_cap ? ", exfil cap " + std::to_string(s.exfil_cap) + " B" : "") +
+         (s.dns_ttl_min != EgressScope{}.dns_ttl_min || s.dns_ttl_max != EgressScope{}.dns_ttl_max
+              ? ", dns ttl " + std::to_string(s.dns_ttl_min) + "s-" + std::to_string(s.dns_ttl_max) + "s"
+              : "");
 }
 
 }  // namespace faultline

@@ -21,6 +21,7 @@
 #define FL_SA_HAS_DENY (1U << 5)      /* the deny trie holds rules (else its lookup is skipped) */
 #define FL_SA_HAS_ALLOW (1U << 6)     /* the allow trie holds rules */
 #define FL_SA_SEEDED (1U << 7)        /* the injection draw comes from fl_sa_rng (--seed) */
+#define FL_SA_HAS_HOSTS (1U << 8)     /* host rules: learned addresses apply (see dns_abi.h) */
 
 /* Operations, for errno injection and events. */
 enum fl_sa_op {

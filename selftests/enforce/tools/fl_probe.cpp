@@ -21,11 +21,19 @@
 //     hold                          prints HOLD, then waits for stdin to close
 //     sleep MS                      sleeps MS milliseconds (calls before and after a delayed start)
 //     trace                         from here on, each action also prints its answers in order
+//     resolveconnect RESOLVER PORT N PIN NAME...
+//                                   N rounds of, for each NAME: empty the pinned map
+//                                   PIN (learned addresses; "-" for none), ask RESOLVER
+//                                   (port 53, UDP) for NAME's A record, connect TCP to
+//                                   its first address at PORT at once, close. Labels
+//                                   "resolve NAME" and "connect NAME"
 //
 // Each action prints "RESULT <label> <ok or ERRNAME>:<count>..." (names sorted);
 // after `trace`, also "TRACE <label> <ok or ERRNAME>,..." (one per call, in order).
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/bpf.h>
+#include <sys/syscall.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
@@ -130,6 +138,113 @@ double now_s() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+// Every key of a pinned BPF hash map with 16-byte keys, deleted (raw bpf(2):
+// this binary links no libbpf).
+void empty_pinned_map(const std::string& pin) {
+  bpf_attr get{};
+  get.pathname = reinterpret_cast<uint64_t>(pin.c_str());
+  const int fd = static_cast<int>(::syscall(__NR_bpf, BPF_OBJ_GET, &get, sizeof(get)));
+  if (fd < 0) die("cannot open the pinned map " + pin + ": " + errname(errno));
+  unsigned char key[16];
+  for (;;) {
+    bpf_attr next{};
+    next.map_fd = static_cast<uint32_t>(fd);
+    next.key = 0;
+    next.next_key = reinterpret_cast<uint64_t>(key);
+    if (::syscall(__NR_bpf, BPF_MAP_GET_NEXT_KEY, &next, sizeof(next)) != 0) break;
+    bpf_attr del{};
+    del.map_fd = static_cast<uint32_t>(fd);
+    del.key = reinterpret_cast<uint64_t>(key);
+    if (::syscall(__NR_bpf, BPF_MAP_DELETE_ELEM, &del, sizeof(del)) != 0) break;
+  }
+  ::close(fd);
+}
+
+// One A query on a connected UDP socket; the first A record's address, or an errno.
+int resolve_a(const Endpoint& resolver, const std::string& name, in_addr* out) {
+  int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return errno;
+  timeval tv{2, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&resolver.ss), resolver.len) != 0) {
+    int e = errno;
+    ::close(fd);
+    return e;
+  }
+  static uint16_t id = 1;
+  std::vector<uint8_t> q = {static_cast<uint8_t>(id >> 8), static_cast<uint8_t>(id), 1, 0, 0, 1, 0, 0, 0, 0, 0, 0};
+  ++id;
+  size_t start = 0;
+  for (size_t i = 0; i <= name.size(); ++i) {
+    if (i == name.size() || name[i] == '.') {
+      q.push_back(static_cast<uint8_t>(i - start));
+      q.insert(q.end(), name.begin() + static_cast<long>(start), name.begin() + static_cast<long>(i));
+      start = i + 1;
+    }
+  }
+  q.insert(q.end(), {0, 0, 1, 0, 1});
+  if (::send(fd, q.data(), q.size(), 0) != static_cast<ssize_t>(q.size())) {
+    int e = errno;
+    ::close(fd);
+    return e;
+  }
+  uint8_t r[1500];
+  ssize_t n = ::recv(fd, r, sizeof(r), 0);
+  int e = errno;
+  ::close(fd);
+  if (n < 0) return e;
+  // Skip the question (as sent), then walk the answers for the first A.
+  size_t off = q.size();
+  const unsigned an = (static_cast<unsigned>(r[6]) << 8) | r[7];
+  for (unsigned i = 0; i < an; ++i) {
+    while (off < static_cast<size_t>(n) && r[off] != 0 && (r[off] & 0xc0) != 0xc0) off += r[off] + 1u;
+    off += off < static_cast<size_t>(n) && r[off] == 0 ? 1 : 2;
+    if (off + 10 > static_cast<size_t>(n)) break;
+    const unsigned type = (static_cast<unsigned>(r[off]) << 8) | r[off + 1];
+    const unsigned rdlen = (static_cast<unsigned>(r[off + 8]) << 8) | r[off + 9];
+    off += 10;
+    if (off + rdlen > static_cast<size_t>(n)) break;
+    if (type == 1 && rdlen == 4) {
+      std::memcpy(out, r + off, 4);
+      return 0;
+    }
+    off += rdlen;
+  }
+  return ENODATA;
+}
+
+void do_resolveconnect(const std::string& resolver, const std::string& port, long n, const std::string& pin,
+                       const std::vector<std::string>& names) {
+  const Endpoint dns = endpoint(resolver, "53");
+  std::vector<Tally> resolved(names.size()), connected(names.size());
+  for (long round = 0; round < n; ++round) {
+    for (size_t k = 0; k < names.size(); ++k) {
+      if (pin != "-") empty_pinned_map(pin);
+      in_addr a{};
+      if (int e = resolve_a(dns, names[k], &a); e != 0) {
+        resolved[k].fail(e);
+        continue;
+      }
+      resolved[k].ok();
+      sockaddr_in to{};
+      to.sin_family = AF_INET;
+      to.sin_addr = a;
+      to.sin_port = htons(static_cast<uint16_t>(std::atoi(port.c_str())));
+      int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (fd < 0) die("socket: " + errname(errno));
+      if (::connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof(to)) == 0)
+        connected[k].ok();
+      else
+        connected[k].fail(errno);
+      ::close(fd);
+    }
+  }
+  for (size_t k = 0; k < names.size(); ++k) {
+    resolved[k].print("resolve " + names[k]);
+    connected[k].print("connect " + names[k]);
+  }
 }
 
 void do_connect(const std::string& proto, const std::string& addr, const std::string& port, long n) {
@@ -347,7 +462,16 @@ int main(int argc, char** argv) {
   if (i >= a.size()) die("no action (see the comment at the top of fl_probe.cpp)");
   while (i < a.size()) {
     const std::string act = a[i++];
-    if (act == "connect") {
+    if (act == "resolveconnect") {
+      need(4);
+      const std::string resolver = a[i], port = a[i + 1], pin = a[i + 3];
+      const long n = count_arg(a[i + 2]);
+      i += 4;
+      std::vector<std::string> names;
+      while (i < a.size() && a[i].find('.') != std::string::npos) names.push_back(a[i++]);
+      if (names.empty()) die("resolveconnect needs at least one NAME");
+      do_resolveconnect(resolver, port, n, pin, names);
+    } else if (act == "connect") {
       need(4);
       do_connect(a[i], a[i + 1], a[i + 2], count_arg(a[i + 3]));
       i += 4;
