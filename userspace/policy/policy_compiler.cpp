@@ -54,7 +54,8 @@ Result<CompiledScope> compile_scope(const EgressScope& s) {
       c.rules.push_back({i, e});
     }
   }
-  if (c.rules.size() > 0xfffe) return make_error(E2BIG, s.label() + ": more than 65534 address rules");
+  if (c.rules.size() > FL_SA_MAX_RULES)
+    return make_error(E2BIG, s.label() + ": more than " + std::to_string(FL_SA_MAX_RULES) + " address rules");
   const auto er = c.egress_rules();
   auto deny = compile_rules(er, Verdict::Deny);
   if (!deny) return deny.error();
