@@ -611,9 +611,10 @@ Result<std::string> read_policy_text(const std::string& file) {
     text = std::move(in).str();
   } else {
     // Read in one go: a stream copy of a 10 MB policy costs more than parsing it.
-    std::ifstream in(file, std::ios::binary | std::ios::ate);
+    std::ifstream in(file, std::ios::binary);
     if (!in) return input_error(errno, file + ": cannot read");
-    const std::streamoff size = in.tellg();
+    in.seekg(0, std::ios::end);  // fails on a pipe (/dev/stdin): then size -1
+    const std::streamoff size = in ? static_cast<std::streamoff>(in.tellg()) : -1;
     if (size > static_cast<std::streamoff>(kMaxPolicyBytes))
       return input_error(EFBIG, file + ": larger than " + std::to_string(kMaxPolicyBytes >> 20) + " MiB");
     if (size > 0) {
