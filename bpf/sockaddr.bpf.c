@@ -265,7 +265,7 @@ static __always_inline struct fl_sa_stats *stats(void)
 	return bpf_map_lookup_elem(&fl_sa_stats, &zero);
 }
 
-static __always_inline void emit_in(int from_skb, __u8 op, __u8 verdict, __u16 rule,
+static __always_inline void emit_in(int from_skb, __u8 op, __u8 verdict, __u32 rule,
 				    const struct fl_addr *a, __u16 port, __u8 proto, __u64 bytes)
 {
 	struct fl_sa_event *e = bpf_ringbuf_reserve(&fl_sa_events, sizeof(*e), 0);
@@ -297,7 +297,7 @@ static __always_inline void emit_in(int from_skb, __u8 op, __u8 verdict, __u16 r
 	bpf_ringbuf_submit(e, 0);
 }
 
-static __always_inline void emit(__u8 op, __u8 verdict, __u16 rule, const struct fl_addr *a,
+static __always_inline void emit(__u8 op, __u8 verdict, __u32 rule, const struct fl_addr *a,
 				 __u16 port, __u8 proto, __u64 bytes)
 {
 	emit_in(0, op, verdict, rule, a, port, proto, bytes);

@@ -78,6 +78,43 @@ Status clear_watch(int fd, uint32_t gen) {
   return {};
 }
 
+// A new (unshared) trie filled with BPF_MAP_UPDATE_BATCH, in chunks: one
+// syscall per chunk instead of one per prefix (6.18 takes batches on LPM
+// tries through the generic loop: about half the time of single updates at
+// 100k). A kernel without batch operations on the trie type gets single
+// updates.
+Status fill_trie(int fd, const std::vector<std::pair<fl_sa_key, fl_sa_bucket>>& entries, const char* name) {
+  constexpr size_t kChunk = 16384;
+  std::vector<fl_sa_key> keys;
+  std::vector<fl_sa_bucket> values;
+  size_t done = 0;
+  bool batch = true;
+  while (batch && done < entries.size()) {
+    const size_t n = std::min(kChunk, entries.size() - done);
+    keys.resize(n);
+    values.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      keys[i] = entries[done + i].first;
+      values[i] = entries[done + i].second;
+    }
+    uint32_t count = static_cast<uint32_t>(n);
+    LIBBPF_OPTS(bpf_map_batch_opts, o, .elem_flags = BPF_ANY);
+    if (bpf_map_update_batch(fd, keys.data(), values.data(), &count, &o) == 0) {
+      done += n;
+      continue;
+    }
+    if (errno != EINVAL && errno != ENOTSUP && errno != EOPNOTSUPP && errno != 524 /* ENOTSUPP */)
+      return errno_error(std::string("cannot fill the new ") + name);
+    done += count;  // written before the refusal, if any; the rest one by one
+    batch = false;
+  }
+  for (; done < entries.size(); ++done) {
+    if (bpf_map_update_elem(fd, &entries[done].first, &entries[done].second, BPF_ANY) != 0)
+      return errno_error(std::string("cannot fill the new ") + name);
+  }
+  return {};
+}
+
 }  // namespace
 
 AppliedPolicyPins applied_policy_pins(const BpffsLayout& layout) { return {layout.root + "/policy"}; }
@@ -210,10 +247,7 @@ Status AppliedScope::fill(uint32_t gen, const ScopeImage& img) const {
     auto m = create_map(BPF_MAP_TYPE_LPM_TRIE, t.name, sizeof(fl_sa_key), sizeof(fl_sa_bucket),
                         applied_trie_capacity(t.entries.size()), BPF_F_NO_PREALLOC);
     if (!m) return m.error();
-    for (const auto& [k, b] : t.entries) {
-      if (bpf_map_update_elem(m->get(), &k, &b, BPF_ANY) != 0)
-        return errno_error(std::string("cannot fill the new ") + t.name);
-    }
+    FL_TRY(fill_trie(m->get(), t.entries, t.name));
     FL_TRY(put_inner(t.outer, gen, m->get(), t.name));
   }
   if (!img.watch.empty()) {

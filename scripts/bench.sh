@@ -13,8 +13,10 @@
 #   7. fl_bench_cp_fleet faultcp with 1000 simulated agents, SQLite and PostgreSQL: dispatch p50/p99
 #                        (target p99 <= 100 ms), kill to every agent (<= 1 s), listing req/s, RSS per
 #                        agent; PostgreSQL as a ratio of SQLite (its own table; BENCH_CP_AGENTS=N)
-#   8. bench-policy.sh   time to load N denied addresses: faultctl policy apply vs iptables-restore
-#                        (legacy, nft), nft -f (one set), ipset restore, in a throw-away netns (its own table)
+#   8. bench-policy.sh   N = 10, 1k, 10k, 100k denied addresses: the time to load them (faultctl policy
+#                        apply vs iptables-restore legacy and nft, nft -f one set, ipset restore), and UDP
+#                        (unconnected sendto) / TCP throughput to an allowed peer over veth with each loaded;
+#                        ratios against Faultline, targets MET/MISSED (its own tables; ~5 min)
 #
 # Usage: scripts/bench.sh BUILD_DIR   (root; iperf3 from scripts/install-deps.sh)
 # Everything it creates is private to this run and removed on exit: two network
@@ -158,7 +160,7 @@ else
 fi
 
 echo
-echo "== 8. egress policy: time to load N denied addresses, faultctl policy apply vs the firewalls"
+echo "== 8. egress policy vs the firewalls: time to load N denied addresses, and throughput with them loaded"
 step "$(dirname "$0")/bench-policy.sh" "$BUILD"
 
 echo

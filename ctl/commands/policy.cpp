@@ -273,8 +273,12 @@ int run_policy(const PolicyArgs& a) {
   }
   if (a.action == "diff") return run_diff(a, parsed.policy, who);
   if (a.action == "apply") {
-    if (auto st = check_appliable(parsed.policy); !st) return report_error(who, st.error());
-    if (::geteuid() != 0) return needs_root(who);
+    // apply_policy() checks the same before it locks; without root, the
+    // check alone (so a file's problems come before "needs root").
+    if (::geteuid() != 0) {
+      if (auto st = check_appliable(parsed.policy); !st) return report_error(who, st.error());
+      return needs_root(who);
+    }
     const std::string name = parsed.policy.egress->empty() ? "" : parsed.policy.name;
     return print_outcome(who, name, apply_policy(bpffs_layout(), parsed.policy, a.dry_run), a.dry_run);
   }

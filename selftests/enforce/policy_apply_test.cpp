@@ -1,8 +1,9 @@
 // faultctl policy apply / delete / export / diff against the kernel: a cgroup
 // scope enforcing with no faultctl running, the same file twice, export ->
 // apply -> export, the host-wide scope (a deny for a TEST-NET address only),
-// bad input that leaves nothing, and 100 applies under a hammer of connects
-// that never see a decision neither policy makes.
+// bad input that leaves nothing, a scope of 70k rules whose last decides, and
+// 100 applies under a hammer of connects that never see a decision neither
+// policy makes.
 #include <sys/stat.h>
 
 #include <atomic>
@@ -94,6 +95,35 @@ TEST_F(PolicyApplyTest, CgroupScopeEnforcesWithNoFaultctlRunning) {
   EXPECT_FALSE(pinned_policy()) << "delete leaves no pin";
   auto after = run({kProbe, "connect", "tcp", "127.0.0.1", std::to_string(s2.port()), "2"}, 30s, {.cgroup = cg.path()});
   EXPECT_EQ(count_of(results(after.out)[tcp_label(s2.port())], "ok"), 2) << after.describe();
+}
+
+// Rule ids are 32-bit: a scope of 70,000 address rules (JSON, the reader's
+// fast path) is applied whole, and the rule past id 65535 decides.
+TEST_F(PolicyApplyTest, ScopeOfSeventyThousandRulesAndTheLastDecides) {
+  TestCgroup cg(unique_name("pa"));
+  TcpServer s1, s2;
+  std::string text = "{\"apiVersion\": \"faultline.dev/v1\", \"kind\": \"Policy\", \"metadata\": {\"name\": \"wide\"},"
+                     " \"spec\": {\"egress\": [{\"cgroup\": \"" + cg.relative() +
+                     "\", \"mode\": \"enforce\", \"default_allow\": true, \"deny_errno\": \"ENETUNREACH\", \"rules\": [\n";
+  constexpr int kRules = 70000;
+  for (int i = 0; i < kRules - 1; ++i)
+    text += "{\"name\": \"r" + std::to_string(i) + "\", \"action\": \"deny\", \"cidr\": \"10." +
+            std::to_string(i >> 16) + "." + std::to_string((i >> 8) & 255) + "." + std::to_string(i & 255) + "/32\"},\n";
+  text += "{\"name\": \"last\", \"action\": \"deny\", \"cidr\": \"127.0.0.1/32\", \"ports\": [" +
+          std::to_string(s2.port()) + "], \"proto\": \"tcp\"}\n]}]}}\n";
+  auto applied = run({kFaultctl, "policy", "apply", file(text)}, 120s);
+  ASSERT_TRUE(applied.status.is(0)) << applied.err << applied.out.substr(0, 400);
+  EXPECT_NE(applied.out.find("applied policy wide: generation 1, 1 scope"), std::string::npos)
+      << applied.out.substr(0, 400);
+  auto inside = run({kProbe, "connect", "tcp", "127.0.0.1", std::to_string(s1.port()), "2", "connect", "tcp",
+                     "127.0.0.1", std::to_string(s2.port()), "2"},
+                    30s, {.cgroup = cg.path()});
+  auto r = results(inside.out);
+  EXPECT_EQ(count_of(r[tcp_label(s1.port())], "ok"), 2) << inside.describe();
+  EXPECT_EQ(count_of(r[tcp_label(s2.port())], "ENETUNREACH"), 2) << inside.describe();
+  auto status = run({kFaultctl, "status"});
+  EXPECT_NE(status.out.find("(policy wide, 70000 rules) allowed 2 denied 2"), std::string::npos)
+      << status.describe();
 }
 
 TEST_F(PolicyApplyTest, SameFileTwiceChangesNothingAndExportRoundTrips) {

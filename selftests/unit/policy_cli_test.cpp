@@ -65,7 +65,7 @@ TEST(PolicyCli, CompileJsonIsOneDocumentWithEveryScope) {
 TEST(PolicyCli, CompileTextNamesMapsEntriesAndBytes) {
   auto r = fltest::run_command({kCtl, "policy", "compile", kExamples + "web-egress.yaml"});
   ASSERT_TRUE(r.status.is(0)) << r.describe();
-  EXPECT_NE(r.out.find("  fl_sa_deny       lpm_trie             1     20       72        92\n"), std::string::npos)
+  EXPECT_NE(r.out.find("  fl_sa_deny       lpm_trie             1     20      104       124\n"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("host rules: 1 on 1 watched name (api.payments.example.com)"), std::string::npos) << r.out;
 }

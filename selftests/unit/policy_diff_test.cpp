@@ -50,6 +50,46 @@ TEST(PolicyWriter, JsonAndYamlReadBackAsTheSamePolicy) {
   EXPECT_NE(json.find("\"exfil_cap\": 10000000"), std::string::npos) << json;
 }
 
+TEST(PolicyWriter, DirectJsonIsTheDocumentsBytes) {
+  const Policy p = parse_or_fail(kWriterPolicy);
+  EXPECT_EQ(policy_json_text(p), policy_json_text_by_document(p));
+  Policy none = p;
+  none.egress = std::vector<EgressScope>{};
+  EXPECT_EQ(policy_json_text(none), policy_json_text_by_document(none));
+  Policy odd = p;
+  (*odd.egress)[0].rules[0].reason = "tab\there, \x01 control, \"quoted\", back\\slash, caf\xc3\xa9";
+  (*odd.egress)[0].rules[1].ports = {PortRange{53, 53}};
+  (*odd.egress)[1].rules = (*odd.egress)[0].rules;
+  EXPECT_EQ(policy_json_text(odd), policy_json_text_by_document(odd));
+}
+
+// A JSON file is read by the fast path (nlohmann) into the same model the
+// YAML reader makes of it; with an error, the diagnostics are yaml-cpp's,
+// with their line and column.
+TEST(PolicyParseJson, FastPathReadsTheSamePolicyAsYaml) {
+  const Policy p = parse_or_fail(kWriterPolicy);
+  const std::string json = policy_json_text(p);
+  EXPECT_EQ(policy_json_text(parse_or_fail(json)), json);
+  EXPECT_EQ(policy_yaml_text(parse_or_fail(json)), policy_yaml_text(p));
+  // A repeated field: nlohmann would keep the last; the YAML reader reports it.
+  std::string repeated = json;
+  repeated.replace(repeated.find("\"mode\": \"enforce\""), 17, "\"mode\": \"enforce\", \"mode\": \"monitor\"");
+  PolicyParse r = parse_policy(repeated);
+  ASSERT_FALSE(r.errors.empty());
+  EXPECT_NE(r.errors[0].render("F").find("repeated field"), std::string::npos) << r.errors[0].render("F");
+  // An error found by the reader comes with yaml-cpp's line and column.
+  std::string bad = json;
+  bad.replace(bad.find("\"10.0.5.0/24\""), 13, "\"10.0.5.0/33\"");
+  PolicyParse b = parse_policy(bad);
+  ASSERT_EQ(b.errors.size(), 1u);
+  EXPECT_GT(b.errors[0].mark.line, 1) << b.errors[0].render("F");
+  EXPECT_NE(b.errors[0].path.find("cidr"), std::string::npos) << b.errors[0].render("F");
+  // Numbers and booleans keep their YAML meaning: a quoted "true" is text.
+  std::string quoted = json;
+  quoted.replace(quoted.find("\"default_allow\": false"), 23, "\"default_allow\": \"false\"");
+  EXPECT_FALSE(parse_policy(quoted).errors.empty());
+}
+
 TEST(PolicyDiff, NamesAddedRemovedAndChangedRulesAndScopes) {
   const Policy live = parse_or_fail(kWriterPolicy);
   const std::string next_text = R"(apiVersion: faultline.dev/v1

@@ -66,7 +66,7 @@ struct EventSink {
   std::map<std::string, uint64_t> redirected;  // "endpoint -> target" -> redirects reported
 };
 
-std::string rule_text(const GuardOptions& o, uint16_t id) {
+std::string rule_text(const GuardOptions& o, uint32_t id) {
   if (id == FL_SA_RULE_DEFAULT || id >= o.rules.size())
     return o.default_deny ? "default deny" : "default allow";
   const auto& r = o.rules[id];

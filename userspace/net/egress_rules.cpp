@@ -75,13 +75,16 @@ Result<CompiledTrie> compile_covers(const std::vector<EgressRule>& rules, Verdic
   // Rules of this verdict grouped by prefix length, keyed by network address, so
   // the covers of a prefix are found with one probe per distinct length
   // (at most 129) instead of a scan of every rule.
-  std::map<uint8_t, std::map<std::string, std::vector<uint16_t>>> by_len;
+  std::map<uint8_t, std::map<std::string, std::vector<uint32_t>>> by_len;
   for (size_t i = 0; i < rules.size(); ++i) {
     if (rules[i].verdict != v) continue;
     const Prefix& p = rules[i].prefix;
-    by_len[p.plen][std::string(reinterpret_cast<const char*>(p.addr.b), 16)].push_back(static_cast<uint16_t>(i));
+    by_len[p.plen][std::string(reinterpret_cast<const char*>(p.addr.b), 16)].push_back(static_cast<uint32_t>(i));
   }
   CompiledTrie out;
+  size_t prefixes = 0;
+  for (const auto& [plen, keys] : by_len) prefixes += keys.size();
+  out.entries.reserve(prefixes);
   for (const auto& [plen, keys] : by_len) {
     for (const auto& [addr, own] : keys) {
       Prefix prefix;
@@ -99,7 +102,7 @@ Result<CompiledTrie> compile_covers(const std::vector<EgressRule>& rules, Verdic
         for (int i = 0; i < 16; ++i) cover.addr.b[i] &= m.b[i];
         auto hit = it->second.find(std::string(reinterpret_cast<const char*>(cover.addr.b), 16));
         if (hit == it->second.end()) continue;
-        for (uint16_t id : hit->second) {
+        for (uint32_t id : hit->second) {
           if (++count > FL_SA_RULE_SLOTS)
             return make_error(ENOSPC, "more than " + std::to_string(FL_SA_RULE_SLOTS) + " " + noun +
                                           " rules overlap on " + prefix.str());

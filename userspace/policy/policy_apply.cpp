@@ -148,14 +148,54 @@ Result<std::optional<LivePolicy>> read_live_locked(const AppliedPolicyPins& pins
   return std::optional<LivePolicy>{LivePolicy{*src, std::move(*parsed), *g}};
 }
 
-Result<ApplyOutcome> apply_locked(const BpffsLayout& layout, const Policy& p, bool dry_run) {
+// What apply writes, made once per apply: the compiled images and the
+// canonical text (both take a while at 100k rules).
+struct Prepared {
+  CompiledPolicy compiled;
+  std::string source;  // "" for no scopes
+};
+
+Result<Prepared> prepare(const Policy& p) {
+  if (p.faults)
+    return input_error(EINVAL,
+                       "spec.faults: apply writes the egress section only and runs no experiments; run them "
+                       "with faultctl run, or leave spec.faults out of the file you apply");
+  if (!p.egress) return input_error(0, "spec.egress: the file has no egress section: nothing to apply");
+  for (size_t i = 0; i < p.egress->size(); ++i) {
+    const EgressScope& s = (*p.egress)[i];
+    if (!s.host_wide) {
+      auto dir = resolve_cgroup_v2_dir(s.cgroup, "spec.egress[" + std::to_string(i) + "].cgroup");
+      if (!dir) return as_bad_input(dir.error());
+    }
+  }
+  auto c = compile_policy(p);
+  if (!c) return as_bad_input(c.error());
+  for (const auto& s : c->scopes) {
+    for (const auto* t : {&s.deny, &s.allow}) {
+      if (t->entries.size() > FL_SA_MAX_PREFIXES)
+        return input_error(0, s.scope->label() + ": " + std::to_string(t->entries.size()) +
+                                  " prefixes in one trie, more than the " + std::to_string(FL_SA_MAX_PREFIXES) +
+                                  " the programs' maps hold");
+    }
+    if (s.watched.size() > FL_DNS_MAX_WATCH / 2)
+      return input_error(0, s.scope->label() + ": " + std::to_string(s.watched.size()) +
+                                " watched host names, more than the " + std::to_string(FL_DNS_MAX_WATCH / 2) +
+                                " a generation's map holds");
+  }
+  Prepared out{std::move(*c), p.egress->empty() ? std::string() : policy_json_text(p)};
+  if (out.source.size() > kMaxPolicyBytes)
+    return input_error(0, "the policy is larger than 16 MiB once written out");
+  return out;
+}
+
+Result<ApplyOutcome> apply_locked(const BpffsLayout& layout, const Policy& p, const Prepared& prep, bool dry_run) {
   const AppliedPolicyPins pins = applied_policy_pins(layout);
   const std::vector<EgressScope>& next_scopes = *p.egress;
   auto live = read_live_locked(pins);
   if (!live) return live.error();
   const std::vector<EgressScope> none;
   const std::vector<EgressScope>& live_scopes = *live && (*live)->policy.egress ? *(*live)->policy.egress : none;
-  const std::string source = next_scopes.empty() ? std::string() : policy_json_text(p);
+  const std::string& source = prep.source;
 
   ApplyOutcome out;
   out.changes = diff_egress(live_scopes, next_scopes);
@@ -167,8 +207,7 @@ Result<ApplyOutcome> apply_locked(const BpffsLayout& layout, const Policy& p, bo
     return out;
   }
 
-  auto compiled = compile_policy(p);
-  if (!compiled) return as_bad_input(compiled.error());
+  const CompiledPolicy* compiled = &prep.compiled;
   auto gens = PolicyGenerations::open(pins, true);
   if (!gens) return gens.error();
   auto cur = gens->live();
@@ -258,42 +297,17 @@ Result<std::optional<LivePolicy>> read_live_policy(const BpffsLayout& layout) {
 }
 
 Status check_appliable(const Policy& p) {
-  if (p.faults)
-    return input_error(EINVAL,
-                       "spec.faults: apply writes the egress section only and runs no experiments; run them "
-                       "with faultctl run, or leave spec.faults out of the file you apply");
-  if (!p.egress) return input_error(0, "spec.egress: the file has no egress section: nothing to apply");
-  for (size_t i = 0; i < p.egress->size(); ++i) {
-    const EgressScope& s = (*p.egress)[i];
-    if (!s.host_wide) {
-      auto dir = resolve_cgroup_v2_dir(s.cgroup, "spec.egress[" + std::to_string(i) + "].cgroup");
-      if (!dir) return as_bad_input(dir.error());
-    }
-  }
-  auto c = compile_policy(p);
-  if (!c) return as_bad_input(c.error());
-  for (const auto& s : c->scopes) {
-    for (const auto* t : {&s.deny, &s.allow}) {
-      if (t->entries.size() > FL_SA_MAX_PREFIXES)
-        return input_error(0, s.scope->label() + ": " + std::to_string(t->entries.size()) +
-                                  " prefixes in one trie, more than the " + std::to_string(FL_SA_MAX_PREFIXES) +
-                                  " the programs' maps hold");
-    }
-    if (s.watched.size() > FL_DNS_MAX_WATCH / 2)
-      return input_error(0, s.scope->label() + ": " + std::to_string(s.watched.size()) +
-                                " watched host names, more than the " + std::to_string(FL_DNS_MAX_WATCH / 2) +
-                                " a generation's map holds");
-  }
-  const std::string text = policy_json_text(p);
-  if (text.size() > kMaxPolicyBytes) return input_error(0, "the policy is larger than 16 MiB once written out");
+  auto prep = prepare(p);
+  if (!prep) return prep.error();
   return {};
 }
 
 Result<ApplyOutcome> apply_policy(const BpffsLayout& layout, const Policy& p, bool dry_run) {
-  FL_TRY(check_appliable(p));
+  auto prep = prepare(p);
+  if (!prep) return prep.error();
   auto lock = AppliedPolicyLock::acquire(layout, true);
   if (!lock) return lock.error();
-  return apply_locked(layout, p, dry_run);
+  return apply_locked(layout, p, *prep, dry_run);
 }
 
 Result<ApplyOutcome> delete_policy(const BpffsLayout& layout, bool dry_run) {
@@ -301,7 +315,9 @@ Result<ApplyOutcome> delete_policy(const BpffsLayout& layout, bool dry_run) {
   if (!lock) return lock.error();
   Policy empty;
   empty.egress = std::vector<EgressScope>{};
-  auto out = apply_locked(layout, empty, dry_run);
+  auto prep = prepare(empty);
+  if (!prep) return prep.error();
+  auto out = apply_locked(layout, empty, *prep, dry_run);
   if (out && !dry_run) {
     // Leftovers of an apply that was interrupted before its switch.
     const AppliedPolicyPins pins = applied_policy_pins(layout);

@@ -73,7 +73,7 @@ Status compile_hosts(const EgressScope& s, CompiledScope& c) {
       slot.port_lo = pr.lo;
       slot.port_hi = pr.hi;
       slot.proto = r.proto;
-      slot.id = static_cast<uint16_t>(id);
+      slot.id = id;
     }
   }
   return {};
@@ -95,7 +95,8 @@ Result<CompiledScope> compile_scope(const EgressScope& s) {
     }
   }
   FL_TRY(compile_hosts(s, c));
-  if (c.rule_count() > 0xfffe) return make_error(E2BIG, s.label() + ": more than 65534 address and host rules");
+  if (c.rule_count() > FL_SA_MAX_RULES)
+    return make_error(E2BIG, s.label() + ": more than " + std::to_string(FL_SA_MAX_RULES) + " address and host rules");
   const auto er = c.egress_rules();
   auto deny = compile_rules(er, Verdict::Deny);
   if (!deny) return deny.error();

@@ -57,6 +57,7 @@ std::vector<EgressChange> diff_egress(const std::vector<EgressScope>& live, cons
     if (!l) {
       out.push_back(
           {K::ScopeAdded, n.label(), "", "", scope_settings(n) + ", " + std::to_string(n.rules.size()) + " rules"});
+      out.reserve(out.size() + n.rules.size());
       for (const auto& r : n.rules) out.push_back({K::RuleAdded, n.label(), r.name, "", rule_full(r)});
       continue;
     }

@@ -4,6 +4,8 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <fstream>
 #include <iostream>
@@ -36,14 +38,165 @@ std::string kind_text(const YAML::Node& n) {
 // A plain (unquoted) scalar: numbers and true/false must be written plain.
 bool plain_scalar(const YAML::Node& n) { return n.IsScalar() && n.Tag() != "!"; }
 
+// A strict JSON document read by nlohmann (ordered: the file's order of
+// fields), seen through the few calls of YAML::Node the Reader makes, so a
+// JSON file is read by the same Reader at a fraction of yaml-cpp's time. It
+// has no marks: a document with any error is read again through yaml-cpp,
+// whose errors carry the line and column.
+using OJson = nlohmann::ordered_json;
+
+struct JNode {
+  const OJson* j = nullptr;        // a value
+  const std::string* key = nullptr;  // or a mapping's key (a scalar)
+
+  [[nodiscard]] bool IsMap() const { return !key && j && j->is_object(); }
+  [[nodiscard]] bool IsSequence() const { return !key && j && j->is_array(); }
+  [[nodiscard]] bool IsNull() const { return !key && (!j || j->is_null()); }
+  [[nodiscard]] bool IsScalar() const { return key || (j && (j->is_string() || j->is_number() || j->is_boolean())); }
+  [[nodiscard]] YAML::NodeType::value Type() const {
+    return IsMap() ? YAML::NodeType::Map
+           : IsSequence() ? YAML::NodeType::Sequence
+           : IsScalar() ? YAML::NodeType::Scalar
+                        : YAML::NodeType::Null;
+  }
+  // As yaml-cpp gives it: a string's text, a number as written (integers
+  // only: a document with a fraction or exponent is left to yaml-cpp).
+  [[nodiscard]] std::string Scalar() const {
+    if (key) return *key;
+    if (!j) return {};
+    if (j->is_string()) return j->get_ref<const std::string&>();
+    if (j->is_boolean()) return j->get<bool>() ? "true" : "false";
+    if (j->is_number()) return j->dump();
+    return {};
+  }
+  // "!" for a quoted scalar (every JSON string), as yaml-cpp tags them.
+  [[nodiscard]] std::string Tag() const { return key || (j && j->is_string()) ? "!" : "?"; }
+  [[nodiscard]] size_t size() const { return !key && j && j->is_structured() ? j->size() : 0; }
+
+  class Iter;
+  [[nodiscard]] Iter begin() const;
+  [[nodiscard]] Iter end() const;
+};
+
+// Iteration as yaml-cpp's: a sequence's items are nodes, a mapping's are
+// (first, second) pairs.
+struct JItem : JNode {
+  JNode first, second;
+};
+
+class JNode::Iter {
+ public:
+  Iter(OJson::const_iterator it, bool map) : it_(it), map_(map) {}
+  const JItem& operator*() const { return fill(); }
+  const JItem* operator->() const { return &fill(); }
+  Iter& operator++() {
+    ++it_;
+    return *this;
+  }
+  bool operator==(const Iter& o) const { return it_ == o.it_; }
+  bool operator!=(const Iter& o) const { return it_ != o.it_; }
+
+ private:
+  const JItem& fill() const {
+    if (map_) {
+      cur_.first = JNode{nullptr, &it_.key()};
+      cur_.second = JNode{&it_.value(), nullptr};
+    } else {
+      cur_.j = &*it_;
+    }
+    return cur_;
+  }
+  OJson::const_iterator it_;
+  bool map_;
+  mutable JItem cur_;
+};
+
+const OJson& structured_or_empty(const JNode& n) {
+  static const OJson empty = OJson::array();
+  return n.IsMap() || n.IsSequence() ? *n.j : empty;
+}
+JNode::Iter JNode::begin() const {
+  const OJson& v = structured_or_empty(*this);
+  return Iter(v.cbegin(), v.is_object());
+}
+JNode::Iter JNode::end() const {
+  const OJson& v = structured_or_empty(*this);
+  return Iter(v.cend(), v.is_object());
+}
+
+SourceMark mark_of(const JNode&, SourceMark fallback) { return fallback; }
+
+std::string kind_text(const JNode& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Scalar: return "'" + n.Scalar() + "'";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Map: return "a mapping";
+    default: return "nothing";
+  }
+}
+
+bool plain_scalar(const JNode& n) { return n.IsScalar() && n.Tag() != "!"; }
+
+// The document when the text is strict JSON the fast path may read: an
+// object at the top, every mapping's fields distinct (nlohmann keeps the last
+// of a repeated one, yaml-cpp's reader reports it), no fractional number.
+// What the fast path leaves to yaml-cpp, found in one SAX pass (nlohmann's
+// DOM parser keeps the last of a repeated field silently, and its callback
+// parser rescans a list at every item's end: quadratic at 100k rules).
+struct StrictJsonCheck {
+  std::vector<std::vector<std::string>> keys;  // per open mapping (a few fields each)
+  bool fallback = false;
+  bool null() { return true; }
+  bool boolean(bool) { return true; }
+  bool number_integer(OJson::number_integer_t) { return true; }
+  bool number_unsigned(OJson::number_unsigned_t) { return true; }
+  bool number_float(OJson::number_float_t, const std::string&) { return !(fallback = true); }
+  bool string(std::string&) { return true; }
+  bool binary(OJson::binary_t&) { return !(fallback = true); }
+  bool start_object(std::size_t) {
+    keys.emplace_back();
+    return true;
+  }
+  bool key(std::string& k) {
+    auto& seen = keys.back();
+    // A policy's mappings have a few fields; a wide one (an error anyway) goes to yaml-cpp.
+    if (seen.size() >= 64 || std::find(seen.begin(), seen.end(), k) != seen.end()) return !(fallback = true);
+    seen.push_back(k);
+    return true;
+  }
+  bool end_object() {
+    keys.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t) { return true; }
+  bool end_array() { return true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) { return !(fallback = true); }
+};
+
+// The document when the text is strict JSON the fast path may read: an
+// object at the top, every mapping's fields distinct, no fractional number.
+std::optional<OJson> strict_json(std::string_view text) {
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos || text[first] != '{') return std::nullopt;
+  StrictJsonCheck check;
+  if (!OJson::sax_parse(text.begin(), text.end(), &check) || check.fallback) return std::nullopt;
+  OJson j = OJson::parse(text.begin(), text.end(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  return j;
+}
+
 // The fields of one mapping, read once, checked against what the level knows.
+template <class N>
 struct Fields {
-  std::map<std::string, std::pair<YAML::Node, YAML::Node>> by_name;  // name -> (key, value)
+  std::map<std::string, std::pair<N, N>> by_name;  // name -> (key, value)
   SourceMark mark;
 };
 
+template <class N>
 class Reader {
  public:
+  using Fields = policy_parse::Fields<N>;
+
   std::vector<PolicyDiagnostic> errors;
 
   void error(SourceMark m, std::string path, std::string reason) {
@@ -51,7 +204,7 @@ class Reader {
   }
 
   // The fields of a mapping at path; unknown and repeated names are errors.
-  std::optional<Fields> mapping(const YAML::Node& n, const std::string& path, SourceMark parent,
+  std::optional<Fields> mapping(const N& n, const std::string& path, SourceMark parent,
                                 const std::vector<std::string>& known) {
     if (!n.IsMap()) {
       error(mark_of(n, parent), path, "expected a mapping, found " + kind_text(n));
@@ -60,7 +213,7 @@ class Reader {
     Fields f;
     f.mark = mark_of(n, parent);
     for (auto it = n.begin(); it != n.end(); ++it) {
-      const YAML::Node key = it->first;
+      const N key = it->first;
       const SourceMark km = mark_of(key, f.mark);
       if (!key.IsScalar()) {
         error(km, path.empty() ? "<document>" : path, "a field name must be a plain word, found " + kind_text(key));
@@ -74,7 +227,7 @@ class Reader {
         error(km, at, why);
         continue;
       }
-      const YAML::Node value = it->second;
+      const N value = it->second;
       if (!f.by_name.emplace(name, std::make_pair(key, value)).second)
         error(km, at, "repeated field (each field once)");
     }
@@ -92,7 +245,7 @@ class Reader {
       if (required) error(f.mark, join(path, name), "missing (required)");
       return std::nullopt;
     }
-    const YAML::Node& v = it->second.second;
+    const N& v = it->second.second;
     if (!v.IsScalar()) {
       error(mark_of(v, mark_of(it->second.first, f.mark)), join(path, name), "expected text, found " + kind_text(v));
       return std::nullopt;
@@ -103,7 +256,7 @@ class Reader {
   std::optional<bool> boolean(const Fields& f, const std::string& path, const std::string& name) {
     auto it = f.by_name.find(name);
     if (it == f.by_name.end()) return std::nullopt;
-    const YAML::Node& v = it->second.second;
+    const N& v = it->second.second;
     if (plain_scalar(v) && (v.Scalar() == "true" || v.Scalar() == "false")) return v.Scalar() == "true";
     error(mark_of(v, mark_of(it->second.first, f.mark)), join(path, name),
           "expected true or false, found " + kind_text(v));
@@ -123,13 +276,13 @@ class Reader {
   }
 
   // A list field; nullopt (and an error) when it is not a list.
-  std::optional<YAML::Node> list(const Fields& f, const std::string& path, const std::string& name, bool required) {
+  std::optional<N> list(const Fields& f, const std::string& path, const std::string& name, bool required) {
     auto it = f.by_name.find(name);
     if (it == f.by_name.end()) {
       if (required) error(f.mark, join(path, name), "missing (required)");
       return std::nullopt;
     }
-    const YAML::Node& v = it->second.second;
+    const N& v = it->second.second;
     if (!v.IsSequence()) {
       error(mark_of(v, mark_of(it->second.first, f.mark)), join(path, name),
             "expected a list, found " + kind_text(v) + (v.IsNull() ? " (write [] for none)" : ""));
@@ -138,10 +291,10 @@ class Reader {
     return v;
   }
 
-  void read_metadata(const YAML::Node& n, SourceMark parent, Policy& p);
-  void read_scope(const YAML::Node& n, const std::string& path, SourceMark parent, EgressScope& s);
-  void read_rule(const YAML::Node& n, const std::string& path, SourceMark parent, PolicyRule& r);
-  void read_fault(const YAML::Node& n, const std::string& path, SourceMark parent, FaultEntry& e);
+  void read_metadata(const N& n, SourceMark parent, Policy& p);
+  void read_scope(const N& n, const std::string& path, SourceMark parent, EgressScope& s);
+  void read_rule(const N& n, const std::string& path, SourceMark parent, PolicyRule& r);
+  void read_fault(const N& n, const std::string& path, SourceMark parent, FaultEntry& e);
 };
 
 // metadata.name and rule names: a word a report can show and a map can key.
@@ -198,7 +351,8 @@ std::optional<uint32_t> ttl_seconds(const std::string& v, std::string& why) {
 }
 const std::vector<std::string> kRuleFields = {"name", "action", "cidr", "host", "ports", "proto", "reason"};
 
-void Reader::read_metadata(const YAML::Node& n, SourceMark parent, Policy& p) {
+template <class N>
+void Reader<N>::read_metadata(const N& n, SourceMark parent, Policy& p) {
   auto f = mapping(n, "metadata", parent, kMetadataFields);
   if (!f) return;
   if (auto name = text(*f, "metadata", "name", true)) {
@@ -211,7 +365,8 @@ void Reader::read_metadata(const YAML::Node& n, SourceMark parent, Policy& p) {
   (void)text(*f, "metadata", "description", false);
 }
 
-void Reader::read_rule(const YAML::Node& n, const std::string& path, SourceMark parent, PolicyRule& r) {
+template <class N>
+void Reader<N>::read_rule(const N& n, const std::string& path, SourceMark parent, PolicyRule& r) {
   auto f = mapping(n, path, parent, kRuleFields);
   if (!f) return;
   r.mark = f->mark;
@@ -266,7 +421,8 @@ void Reader::read_rule(const YAML::Node& n, const std::string& path, SourceMark 
   if (auto reason = text(*f, path, "reason", false)) r.reason = *reason;
 }
 
-void Reader::read_scope(const YAML::Node& n, const std::string& path, SourceMark parent, EgressScope& s) {
+template <class N>
+void Reader<N>::read_scope(const N& n, const std::string& path, SourceMark parent, EgressScope& s) {
   auto f = mapping(n, path, parent, kScopeFields);
   if (!f) return;
   s.mark = f->mark;
@@ -325,6 +481,7 @@ void Reader::read_scope(const YAML::Node& n, const std::string& path, SourceMark
     error(value_mark(*f, f->by_name.contains("dns_ttl_max") ? "dns_ttl_max" : "dns_ttl_min"), path + ".dns_ttl_max",
           "below dns_ttl_min (" + std::to_string(s.dns_ttl_min) + "s): the clamp would be empty");
   if (auto rules = list(*f, path, "rules", false)) {
+    s.rules.reserve(rules->size());
     size_t i = 0;
     std::map<std::string, size_t> names;
     for (const auto& item : *rules) {
@@ -343,7 +500,8 @@ void Reader::read_scope(const YAML::Node& n, const std::string& path, SourceMark
   }
 }
 
-void Reader::read_fault(const YAML::Node& n, const std::string& path, SourceMark parent, FaultEntry& e) {
+template <class N>
+void Reader<N>::read_fault(const N& n, const std::string& path, SourceMark parent, FaultEntry& e) {
   if (!n.IsMap()) {
     error(mark_of(n, parent), path, "expected a mapping, found " + kind_text(n));
     return;
@@ -352,8 +510,8 @@ void Reader::read_fault(const YAML::Node& n, const std::string& path, SourceMark
   bool has_name = false, has_kind = false;
   std::set<std::string> seen;
   for (auto it = n.begin(); it != n.end(); ++it) {
-    const YAML::Node key = it->first;
-    const YAML::Node v = it->second;
+    const N key = it->first;
+    const N v = it->second;
     const SourceMark km = mark_of(key, e.mark);
     if (!key.IsScalar()) {
       error(km, path, "a field name must be a plain word, found " + kind_text(key));
@@ -425,16 +583,17 @@ void Reader::read_fault(const YAML::Node& n, const std::string& path, SourceMark
 
 // Overlaps the sockaddr tries cannot hold, found by compiling each scope's
 // address rules as the guard would.
-void check_compilable(Reader& rd, const EgressScope& s, const std::string& path) {
+template <class R>
+void check_compilable(R& rd, const EgressScope& s, const std::string& path) {
   std::vector<EgressRule> expanded;
   for (const auto& r : s.rules) {
     if (!r.cidr) continue;
     std::vector<PortRange> ports = r.ports.empty() ? std::vector<PortRange>{PortRange{}} : r.ports;
     for (const auto& pr : ports) expanded.push_back({r.action, *r.cidr, pr, r.proto, r.name});
   }
-  if (expanded.size() > 0xfffe) {
-    rd.error(s.mark, path + ".rules",
-             std::to_string(expanded.size()) + " address rules (one per port entry): at most 65534 per scope");
+  if (expanded.size() > FL_SA_MAX_RULES) {
+    rd.error(s.mark, path + ".rules", std::to_string(expanded.size()) + " address rules (one per port entry): at most " +
+                                          std::to_string(FL_SA_MAX_RULES) + " per scope");
     return;
   }
   for (auto v : {Verdict::Deny, Verdict::Allow}) {
@@ -475,17 +634,34 @@ std::string PolicyDiagnostic::render(std::string_view file) const {
 }
 
 Result<std::string> read_policy_text(const std::string& file) {
-  std::ostringstream text;
+  std::string text;
   if (file == "-") {
-    text << std::cin.rdbuf();
+    std::ostringstream in;
+    in << std::cin.rdbuf();
+    text = std::move(in).str();
   } else {
+    // Read in one go: a stream copy of a 10 MB policy costs more than parsing it.
     std::ifstream in(file, std::ios::binary);
     if (!in) return input_error(errno, file + ": cannot read");
-    text << in.rdbuf();
+    in.seekg(0, std::ios::end);  // fails on a pipe (/dev/stdin): then size -1
+    const std::streamoff size = in ? static_cast<std::streamoff>(in.tellg()) : -1;
+    if (size > static_cast<std::streamoff>(kMaxPolicyBytes))
+      return input_error(EFBIG, file + ": larger than " + std::to_string(kMaxPolicyBytes >> 20) + " MiB");
+    if (size > 0) {
+      text.resize(static_cast<size_t>(size));
+      in.seekg(0);
+      if (!in.read(text.data(), size)) return input_error(errno, file + ": cannot read");
+    } else {
+      std::ostringstream rest;  // not a regular file (a pipe): no size up front
+      in.clear();
+      in.seekg(0);
+      rest << in.rdbuf();
+      text = std::move(rest).str();
+    }
   }
-  if (text.str().size() > kMaxPolicyBytes)
+  if (text.size() > kMaxPolicyBytes)
     return input_error(EFBIG, file + ": larger than " + std::to_string(kMaxPolicyBytes >> 20) + " MiB");
-  return text.str();
+  return text;
 }
 
 std::string EgressScope::label() const { return host_wide ? "all" : "cgroup " + cgroup; }
@@ -518,42 +694,18 @@ std::string closest_name(std::string_view wrong, const std::vector<std::string>&
   return best;
 }
 
-PolicyParse parse_policy(std::string_view text, const FaultChecker& check_fault) {
-  using namespace policy_parse;
-  PolicyParse out;
-  Reader rd;
-  std::vector<YAML::Node> docs;
-  try {
-    std::istringstream in{std::string(text)};
-    YAML::Parser parser(in);
-    AliasFinder aliases;
-    while (parser.HandleNextDocument(aliases)) {
-    }
-    if (aliases.first) {
-      out.errors.push_back({*aliases.first, "<document>", "an alias (*name): spell each value out in a policy file"});
-      return out;
-    }
-    docs = YAML::LoadAll(std::string(text));
-  } catch (const YAML::Exception& e) {
-    out.errors.push_back({{std::max(e.mark.line, 0) + 1, std::max(e.mark.column, 0) + 1}, "<document>",
-                          "not YAML or JSON: " + e.msg});
-    return out;
-  }
-  if (docs.size() > 1) {
-    out.errors.push_back({mark_of(docs[1], {1, 1}), "<document>", "one policy per file (found " +
-                                                                      std::to_string(docs.size()) + " documents)"});
-    return out;
-  }
-  if (docs.empty() || docs[0].IsNull()) {
-    out.errors.push_back({{1, 1}, "<document>", "empty: expected a Policy (apiVersion, kind, metadata, spec)"});
-    return out;
-  }
+namespace policy_parse {
+
+// The document's model and every problem in it; the caller sorts the errors.
+template <class N>
+void read_document(const N& doc, const FaultChecker& check_fault, PolicyParse& out) {
+  Reader<N> rd;
   const SourceMark top{1, 1};
-  auto f = rd.mapping(docs[0], "", top, kTopFields);
+  auto f = rd.mapping(doc, "", top, kTopFields);
   if (!f) {
     rd.errors.back().path = "<document>";
     out.errors = std::move(rd.errors);
-    return out;
+    return;
   }
   if (auto v = rd.text(*f, "", "apiVersion", true); v && *v != kPolicyApiVersion)
     rd.error(rd.value_mark(*f, "apiVersion"), "apiVersion",
@@ -618,6 +770,52 @@ PolicyParse parse_policy(std::string_view text, const FaultChecker& check_fault)
     }
   }
   out.errors = std::move(rd.errors);
+}
+
+}  // namespace policy_parse
+
+PolicyParse parse_policy(std::string_view text, const FaultChecker& check_fault) {
+  using namespace policy_parse;
+  PolicyParse out;
+  // Strict JSON first (a written-out or generated policy; yaml-cpp takes
+  // seconds over 100k rules); any error, or anything the fast path leaves to
+  // yaml-cpp, is read again from the start below, so marks come from there.
+  if (auto j = strict_json(text)) {
+    read_document(JNode{&*j, nullptr}, check_fault, out);
+    if (out.errors.empty()) return out;
+    out = PolicyParse{};
+  }
+  std::vector<YAML::Node> docs;
+  try {
+    // Aliases are looked for only where there could be one: an alias names
+    // an anchor (&name), and yaml-cpp refuses one that names none.
+    if (text.find('&') != std::string_view::npos) {
+      std::istringstream in{std::string(text)};
+      YAML::Parser parser(in);
+      AliasFinder aliases;
+      while (parser.HandleNextDocument(aliases)) {
+      }
+      if (aliases.first) {
+        out.errors.push_back({*aliases.first, "<document>", "an alias (*name): spell each value out in a policy file"});
+        return out;
+      }
+    }
+    docs = YAML::LoadAll(std::string(text));
+  } catch (const YAML::Exception& e) {
+    out.errors.push_back({{std::max(e.mark.line, 0) + 1, std::max(e.mark.column, 0) + 1}, "<document>",
+                          "not YAML or JSON: " + e.msg});
+    return out;
+  }
+  if (docs.size() > 1) {
+    out.errors.push_back({mark_of(docs[1], {1, 1}), "<document>", "one policy per file (found " +
+                                                                      std::to_string(docs.size()) + " documents)"});
+    return out;
+  }
+  if (docs.empty() || docs[0].IsNull()) {
+    out.errors.push_back({{1, 1}, "<document>", "empty: expected a Policy (apiVersion, kind, metadata, spec)"});
+    return out;
+  }
+  read_document(docs[0], check_fault, out);
   std::stable_sort(out.errors.begin(), out.errors.end(), [](const PolicyDiagnostic& a, const PolicyDiagnostic& b) {
     return std::tie(a.mark.line, a.mark.column) < std::tie(b.mark.line, b.mark.column);
   });

@@ -12,6 +12,9 @@ namespace faultline {
 
 // One JSON document, fields in the file's order, two-space indent, newline-terminated.
 [[nodiscard]] std::string policy_json_text(const Policy& p);
+// policy_json_text() as it was first written, through an nlohmann document:
+// what the tests hold the direct writer to.
+[[nodiscard]] std::string policy_json_text_by_document(const Policy& p);
 // The same document in block YAML (strings double-quoted).
 [[nodiscard]] std::string policy_yaml_text(const Policy& p);
 

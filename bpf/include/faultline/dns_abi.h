@@ -56,7 +56,7 @@ struct fl_dns_stats {
 
 #ifdef __cplusplus
 static_assert(sizeof(struct fl_dns_watch_key) == 16, "fl_dns_watch_key");
-static_assert(sizeof(struct fl_dns_watch) == 152, "fl_dns_watch");
+static_assert(sizeof(struct fl_dns_watch) == 216, "fl_dns_watch");
 static_assert(sizeof(struct fl_dns_learned) == 96, "fl_dns_learned");
 static_assert(sizeof(struct fl_dns_stats) == 40, "fl_dns_stats");
 #endif

@@ -6,7 +6,8 @@
 #include "faultline/abi.h"
 
 #define FL_SA_RULE_SLOTS 8
-#define FL_SA_MAX_PREFIXES 65536
+#define FL_SA_MAX_PREFIXES 1048576 /* per trie; tries are created without preallocation */
+#define FL_SA_MAX_RULES 1048576    /* address rules (ids) per scope */
 #define FL_SA_MAX_FLOWS 65536
 #define FL_SA_REDIR_SLOTS 8
 #define FL_SA_MAX_REDIR_REPLIES 16384 /* (socket, target) pairs whose replies are restored */
@@ -75,8 +76,8 @@ struct fl_sa_rule {
 	__u16 port_lo; /* 0..0 = any port */
 	__u16 port_hi;
 	__u8 proto;    /* 0 = any */
-	__u8 pad;
-	__u16 id;      /* index into the userspace rule list, for reporting */
+	__u8 pad[3];
+	__u32 id;      /* index into the userspace rule list, for reporting (< FL_SA_MAX_RULES) */
 };
 
 /* Rules of one verdict whose prefix covers the key, longest first. */
@@ -146,12 +147,12 @@ struct fl_sa_event {
 	__u64 ts_ns;
 	__u64 bytes; /* exfil events: bytes sent to the destination so far */
 	__u32 pid;
-	__u16 rule;  /* 0xffff: the default decided */
+	__u32 rule;  /* FL_SA_RULE_DEFAULT: the default decided */
 	__u16 port;
 	__u8 op;      /* enum fl_sa_op */
 	__u8 verdict; /* enum fl_sa_verdict */
 	__u8 proto;
-	__u8 pad[5];
+	__u8 pad[3];
 	struct fl_addr addr;
 	char comm[16];
 };
@@ -184,13 +185,13 @@ struct fl_sa_stats {
 	__u64 redirected; /* connects and datagrams sent to a redirect target */
 };
 
-#define FL_SA_RULE_DEFAULT 0xffff
+#define FL_SA_RULE_DEFAULT 0xffffffffU
 
 #ifdef __cplusplus
 static_assert(sizeof(struct fl_sa_policy) == 96, "fl_sa_policy");
 static_assert(sizeof(struct fl_sa_key) == 20, "fl_sa_key");
-static_assert(sizeof(struct fl_sa_rule) == 8, "fl_sa_rule");
-static_assert(sizeof(struct fl_sa_bucket) == 72, "fl_sa_bucket");
+static_assert(sizeof(struct fl_sa_rule) == 12, "fl_sa_rule");
+static_assert(sizeof(struct fl_sa_bucket) == 104, "fl_sa_bucket");
 static_assert(sizeof(struct fl_sa_event) == 64, "fl_sa_event");
 static_assert(sizeof(struct fl_flow_key) == 20, "fl_flow_key");
 static_assert(sizeof(struct fl_flow) == 56, "fl_flow");
