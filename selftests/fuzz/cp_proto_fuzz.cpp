@@ -20,7 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                 {decode_register_reply, encode_register_reply},
                                 {decode_next_reply, encode_next_reply},
                                 {decode_event, encode_event},
-                                {decode_event_reply, encode_event_reply}};
+                                {decode_event_reply, encode_event_reply},
+                                {decode_policy_report, encode_policy_report}};
   for (const auto& p : kPairs) {
     auto d = p.decode(bytes);
     if (auto* e = std::get_if<WireError>(&d)) {

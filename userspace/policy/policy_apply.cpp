@@ -162,7 +162,7 @@ Result<std::optional<LivePolicy>> read_live_policy(const BpffsLayout& layout) {
   return read_live_locked(applied_policy_pins(layout));
 }
 
-Status check_appliable(const Policy& p) {
+Status check_appliable(const Policy& p, bool on_this_host) {
   if (p.faults)
     return input_error(EINVAL,
                        "spec.faults: apply writes the egress section only and runs no experiments; run them "
@@ -177,7 +177,7 @@ Status check_appliable(const Policy& p) {
                                   "): host rules are not enforced yet (no DNS learning): write the "
                                   "addresses as cidr rules");
     }
-    if (!s.host_wide) {
+    if (!s.host_wide && on_this_host) {
       auto dir = resolve_cgroup_v2_dir(s.cgroup, "spec.egress[" + std::to_string(i) + "].cgroup");
       if (!dir) return as_bad_input(dir.error());
     }
