@@ -23,6 +23,8 @@
 #include "selftests/lib/netns_pair.h"
 #include "selftests/lib/require_root.h"
 #include "selftests/lib/test_cert.h"
+#include "selftests/lib/test_cgroup.h"
+#include "userspace/policy/policy_apply.h"
 
 namespace {
 
@@ -70,6 +72,7 @@ class AgentTest : public ::testing::TestWithParam<Backend> {
     if (faultcp_) faultcp_->stop(5000ms);
     faultcp_.reset();
     if (std::filesystem::exists(bpffs_root_)) {
+      (void)fltest::run_command({FAULTCTL_PATH, "policy", "delete"}, {.env = env()}, 30s);
       (void)fltest::run_command({FAULTCTL_PATH, "uninstall"}, {.env = env()}, 30s);
       std::error_code ec;
       std::filesystem::remove_all(bpffs_root_, ec);
@@ -90,11 +93,12 @@ class AgentTest : public ::testing::TestWithParam<Backend> {
     ASSERT_TRUE(faultcp_->wait_for("faultcp: listening on", 30s, fltest::Stream::kEither)) << faultcp_->describe();
   }
 
-  void start_faultd(bool with_token = true) {
+  void start_faultd(bool with_token = true, const std::vector<std::string>& extra = {}) {
     std::vector<std::string> argv = {
         FAULTD_PATH, "--foreground", "--socket", dir_ + "/faultd.sock", "--metrics",
         "off",       "--toxiproxy",  "off",      "--control-plane",     "http://127.0.0.1:" + std::to_string(port_)};
     if (with_token) argv.insert(argv.end(), {"--enroll-token", enroll_});
+    argv.insert(argv.end(), extra.begin(), extra.end());
     faultd_.emplace(ChildProcess::spawn(argv, {.env = env(), .output = fltest::Output::kFiles, .stop_grace = 5000ms}));
     ASSERT_TRUE(faultd_->wait_for("faultd: serving:", 30s, fltest::Stream::kStderr)) << faultd_->describe();
   }
@@ -276,6 +280,95 @@ TEST_P(AgentTest, Kill9OfFaultcpMidRunIsReconciledFromTheAgent) {
   EXPECT_EQ(experiment(id)["record"].value("outcome", ""), "completed") << experiment(id).dump();
 }
 
+// A policy bundle from faultcp, on a cgroup of the test's own (a deny of a
+// TEST-NET address: nothing of the machine's egress changes): faultd with the
+// matching label applies it (live in the kernel under the test's bpffs root),
+// replaces it with the next version, keeps it when a version fails on the
+// host (reported with the reason), does not re-apply it after a restart, and
+// removes it when a version's selector leaves it out.
+TEST_P(AgentTest, APolicyFromFaultcpIsAppliedReplacedReportedAndRemovedWhenNotSelected) {
+  fltest::TestCgroup cg("flagpol" + tag_);
+  start_faultd(true, {"--label", "role=web", "--label", "zone=eu-1"});
+  const int64_t agent = wait_agent();
+  ASSERT_NE(agent, 0);
+  const auto row = [&] { return call("GET", "/v1/agents/" + std::to_string(agent), session_).json(); };
+  EXPECT_EQ(row()["labels"], nlohmann::json::parse(R"({"role":"web","zone":"eu-1"})"));
+  const faultline::BpffsLayout layout{bpffs_root_};
+  auto put = [&](const std::string& name, const std::string& cgroup, const std::string& cidr,
+                 const std::string& role) {
+    const std::string yaml = "apiVersion: faultline.dev/v1\nkind: Policy\nmetadata: {name: " + name +
+                             "}\nspec:\n  egress:\n    - cgroup: " + cgroup +
+                             "\n      mode: enforce\n      rules:\n        - {name: testnet, action: deny, cidr: " +
+                             cidr + "}\n";
+    auto r = call("PUT", "/v1/policy", session_,
+                  nlohmann::json{{"policy", yaml}, {"selector", {{"labels", {{"role", role}}}}}}.dump());
+    EXPECT_EQ(r.status, 201) << r.describe();
+    return r.json().value("version", int64_t{0});
+  };
+  auto reported = [&](int64_t version) {
+    nlohmann::json a;
+    eventually(
+        [&] {
+          a = row();
+          return a["policy_reported_version"] == version;
+        },
+        15s);
+    return a;
+  };
+  auto live_name = [&]() -> std::string {
+    auto live = faultline::read_live_policy(layout);
+    if (!live) return "error: " + live.error().describe();
+    return *live ? (*live)->policy.name : "";
+  };
+
+  const auto t1 = Clock::now();
+  const int64_t v1 = put("agent-pol-one", cg.relative(), "192.0.2.1/32", "web");
+  auto a = reported(v1);
+  std::printf("policy: version %lld applied and reported in %lld ms\n", static_cast<long long>(v1),
+              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t1).count()));
+  EXPECT_EQ(a["policy_status"], "applied") << a << faultd_->describe();
+  EXPECT_EQ(a["policy_version"], v1);
+  EXPECT_EQ(live_name(), "agent-pol-one");
+  auto exported = fltest::run_command({FAULTCTL_PATH, "policy", "export", "--format", "json"}, {.env = env()}, 10s);
+  EXPECT_NE(exported.out.find("192.0.2.1"), std::string::npos) << exported.out << exported.err;
+
+  const int64_t v2 = put("agent-pol-two", cg.relative(), "192.0.2.2/32", "web");
+  a = reported(v2);
+  EXPECT_EQ(a["policy_status"], "applied") << a;
+  EXPECT_EQ(a["policy_version"], v2);
+  EXPECT_EQ(live_name(), "agent-pol-two");
+  auto live = faultline::read_live_policy(layout);
+  ASSERT_TRUE(live.ok() && live->has_value());
+  EXPECT_EQ((*live)->policy.egress->at(0).rules.at(0).cidr->str(), "192.0.2.2");
+
+  // A cgroup this host does not have: refused on the host, reported, the old policy stays.
+  const int64_t v3 = put("agent-pol-bad", "/fl-no-such-" + tag_, "192.0.2.3/32", "web");
+  a = reported(v3);
+  EXPECT_EQ(a["policy_status"], "failed") << a;
+  EXPECT_EQ(a["policy_version"], v2) << a;
+  EXPECT_NE(a["policy_detail"].get<std::string>().find("cgroup"), std::string::npos) << a;
+  EXPECT_EQ(live_name(), "agent-pol-two");
+
+  // Back to a good version, then a restart of faultd: nothing is applied again.
+  const int64_t v4 = put("agent-pol-two", cg.relative(), "192.0.2.2/32", "web");
+  ASSERT_EQ(reported(v4)["policy_status"], "applied");
+  faultd_->stop(5000ms);
+  faultd_.reset();
+  start_faultd(false, {"--label", "role=web", "--label", "zone=eu-1"});
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_EQ(faultd_->describe().find("policy version"), std::string::npos)
+      << "faultd handled a policy again after its restart: " << faultd_->describe();
+  EXPECT_EQ(row()["policy_version"], v4);
+
+  // A version for other agents: this one removes what it applied.
+  const int64_t v5 = put("agent-pol-db", cg.relative(), "192.0.2.5/32", "db");
+  a = reported(v5);
+  EXPECT_EQ(a["policy_status"], "not-selected") << a;
+  EXPECT_TRUE(a["policy_version"].is_null()) << a;
+  EXPECT_EQ(live_name(), "") << "the policy of other agents was applied, or the old one left";
+  EXPECT_EQ(call("POST", "/v1/audit/verify", session_).json()["ok"], true);
+}
+
 TEST_P(AgentTest, BadFlagsAreNamedAndNothingStarts) {
   struct Case {
     std::vector<std::string> args;
@@ -288,6 +381,12 @@ TEST_P(AgentTest, BadFlagsAreNamedAndNothingStarts) {
       {{"--control-plane", "http://127.0.0.1:1", "--enroll-token", "flcp_api_x"}, "not an enrollment token"},
       {{"--control-plane", "http://127.0.0.1:1", "--enroll-token", enroll_, "--control-plane-ca", dir_ + "/none.pem"},
        "--control-plane-ca " + dir_ + "/none.pem: cannot be read"},
+      {{"--label", "role=web"}, "--label configures the control-plane agent: give --control-plane too"},
+      {{"--control-plane", "http://127.0.0.1:1", "--enroll-token", enroll_, "--label", "role"}, "expected KEY=VALUE"},
+      {{"--control-plane", "http://127.0.0.1:1", "--enroll-token", enroll_, "--label", "-x=1"}, "KEY is 1-63"},
+      {{"--control-plane", "http://127.0.0.1:1", "--enroll-token", enroll_, "--label", "a=b c"}, "VALUE is 0-63"},
+      {{"--control-plane", "http://127.0.0.1:1", "--enroll-token", enroll_, "--label", "a=1", "--label", "a=2"},
+       "given twice"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> argv = {FAULTD_PATH, "--foreground", "--socket",    dir_ + "/faultd.sock",
