@@ -13,6 +13,7 @@
 #include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <optional>
 #include <thread>
@@ -360,8 +361,37 @@ TEST_P(AgentTest, APolicyFromFaultcpIsAppliedReplacedReportedAndRemovedWhenNotSe
       << "faultd handled a policy again after its restart: " << faultd_->describe();
   EXPECT_EQ(row()["policy_version"], v4);
 
-  // A version for other agents: this one removes what it applied.
-  const int64_t v5 = put("agent-pol-db", cg.relative(), "192.0.2.5/32", "db");
+  // faultctl against the control plane: a dry run names this agent and stores nothing.
+  const std::string file = dir_ + "/db.yaml";
+  {
+    std::ofstream out(file);
+    out << "apiVersion: faultline.dev/v1\nkind: Policy\nmetadata: {name: agent-pol-db}\nspec:\n  egress:\n"
+           "    - cgroup: "
+        << cg.relative() << "\n      rules:\n        - {name: testnet, action: deny, cidr: 192.0.2.5/32}\n";
+  }
+  const std::vector<std::string> cp_flags = {FAULTCTL_PATH, "--control-plane", "http://127.0.0.1:" + std::to_string(port_),
+                                             "--token", session_, "policy"};
+  auto ctl = [&](std::vector<std::string> words) {
+    std::vector<std::string> argv = cp_flags;
+    argv.insert(argv.end(), words.begin(), words.end());
+    return fltest::run_command(argv, {.env = env()}, 20s);
+  };
+  auto dry = ctl({"apply", file, "--dry-run", "--label", "role=web"});
+  EXPECT_TRUE(dry.status.is(0)) << dry.describe();
+  EXPECT_NE(dry.out.find("dry run: would store version " + std::to_string(v4 + 1)), std::string::npos) << dry.out;
+  EXPECT_NE(dry.out.find("(" + std::to_string(agent) + ")"), std::string::npos) << dry.out;
+  EXPECT_EQ(call("GET", "/v1/policy", session_).json()["version"], v4) << "the dry run stored a version";
+  auto got = ctl({"get"});
+  EXPECT_TRUE(got.status.is(0)) << got.describe();
+  EXPECT_NE(got.out.find("agent-pol-two"), std::string::npos) << got.out;
+  auto bad = ctl({"put", file, "--label", "role"});
+  EXPECT_TRUE(bad.status.is(2)) << bad.describe();
+
+  // A version for other agents (put by faultctl): this one removes what it applied.
+  auto put_db = ctl({"put", file, "--label", "role=db"});
+  ASSERT_TRUE(put_db.status.is(0)) << put_db.describe();
+  const int64_t v5 = v4 + 1;
+  EXPECT_NE(put_db.out.find("stored version " + std::to_string(v5)), std::string::npos) << put_db.out;
   a = reported(v5);
   EXPECT_EQ(a["policy_status"], "not-selected") << a;
   EXPECT_TRUE(a["policy_version"].is_null()) << a;
