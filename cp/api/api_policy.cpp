@@ -16,10 +16,6 @@
 namespace faultline::cp {
 namespace {
 
-const std::vector<FieldRule> kPutFields = {{"policy", JsonType::Object, false},
-                                           {"selector", JsonType::Object},
-                                           {"dry_run", JsonType::Boolean}};
-
 bool is_yaml_type(const std::optional<std::string>& type) {
   if (!type) return false;
   const std::string t = type->substr(0, type->find(';'));

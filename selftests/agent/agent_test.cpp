@@ -397,6 +397,10 @@ TEST_P(AgentTest, APolicyFromFaultcpIsAppliedReplacedReportedAndRemovedWhenNotSe
   EXPECT_TRUE(a["policy_version"].is_null()) << a;
   EXPECT_EQ(live_name(), "") << "the policy of other agents was applied, or the old one left";
   EXPECT_EQ(call("POST", "/v1/audit/verify", session_).json()["ok"], true);
+  // Labels, policies and reports went as protobuf (RegisterRequest.labels,
+  // NextReply.policy, PolicyStatus): faultd asked for JSON on no agent route.
+  const std::string m = call("GET", "/metrics", session_).body;
+  EXPECT_NE(m.find("faultcp_agent_requests_total{format=\"json\"} 0\n"), std::string::npos) << m;
 }
 
 TEST_P(AgentTest, BadFlagsAreNamedAndNothingStarts) {
