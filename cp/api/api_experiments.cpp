@@ -46,7 +46,8 @@ std::variant<std::vector<Agent>, HttpReply> ControlPlane::select_agents(const nl
   for (const auto& a : *all)
     if (sel.matches(a)) chosen.push_back(a);
   if (chosen.empty())
-    return api_error(404, "selector: no agent of the workspace matches", sel.labels.empty() ? "selector" : "selector.labels");
+    return api_error(404, "selector: no agent of the workspace matches",
+                     sel.labels.empty() ? "selector" : "selector.labels");
   return chosen;
 }
 

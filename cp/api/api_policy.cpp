@@ -52,7 +52,7 @@ nlohmann::json summary_json(const Policy& p, const CompiledPolicy& c) {
 // field ("policy.spec.egress[0].cidr" in the envelope, "spec.egress[0].cidr"
 // for a bare file) and, where the text was given, its line and column.
 std::variant<ControlPlane::StagedPolicy, HttpReply> ControlPlane::read_bundle(const HttpRequest& req,
-                                                                             const Principal& p) {
+                                                                              const Principal& p) {
   StagedPolicy out;
   std::string text, prefix;
   bool text_given = true;
@@ -195,8 +195,7 @@ HttpReply ControlPlane::get_policy(const HttpRequest& req, const Principal& p, b
   }
   auto b = store_.policy(p.workspace_id, version);
   if (!b) return storage_error(b.error());
-  if (!b->has_value())
-    return api_error(404, version ? "no such policy version" : "no policy: PUT /v1/policy sets one");
+  if (!b->has_value()) return api_error(404, version ? "no such policy version" : "no policy: PUT /v1/policy sets one");
   if (!as_file) return api_json(200, policy_bundle_json(**b));
   // The file as `faultctl policy export` prints it: PUT it back (or give it to
   // faultctl policy apply) and the same bundle results.
@@ -224,12 +223,8 @@ HttpReply ControlPlane::apply_policy_route(const HttpRequest& req, const Princip
   nlohmann::json selected = nlohmann::json::array(), left = nlohmann::json::array();
   for (const auto& a : *agents)
     (selector.matches(a) ? selected : left).push_back({{"id", a.id}, {"hostname", a.hostname}});
-  nlohmann::json out{{"dry_run", s.dry_run},
-                     {"name", s.name},
-                     {"selector", s.selector},
-                     {"agents", selected},
-                     {"not_selected", left},
-                     {"summary", s.summary}};
+  nlohmann::json out{{"dry_run", s.dry_run}, {"name", s.name},       {"selector", s.selector},
+                     {"agents", selected},   {"not_selected", left}, {"summary", s.summary}};
   if (s.dry_run) {
     out["changed"] = !s.same_as_latest;
     out["version"] = s.same_as_latest ? s.latest_version.value_or(0) : s.latest_version.value_or(0) + 1;

@@ -41,8 +41,12 @@ struct FieldSpec {
 };
 
 const std::vector<FieldSpec> kLabelEntry = {{1, "key", Len}, {2, "value", Len}};
-const std::vector<FieldSpec> kRegister = {{1, "hostname", Len}, {2, "kernel", Len},  {3, "instance_id", Len},
-                                          {4, "device", Len},   {5, "version", Len}, {6, "features_json", Len},
+const std::vector<FieldSpec> kRegister = {{1, "hostname", Len},
+                                          {2, "kernel", Len},
+                                          {3, "instance_id", Len},
+                                          {4, "device", Len},
+                                          {5, "version", Len},
+                                          {6, "features_json", Len},
                                           {7, "labels", Len, false, &kLabelEntry}};
 const std::vector<FieldSpec> kRegisterReply = {{1, "agent_id", Varint}, {2, "token", Len}};
 const std::vector<FieldSpec> kExperiment = {

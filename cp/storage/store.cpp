@@ -32,9 +32,9 @@ const char* kAgentCols =
     "id, workspace_id, hostname, kernel, instance_id, device, version, features, created_ms, last_seen_ms, killed, "
     "labels, policy_version, policy_reported, policy_status, policy_detail, policy_reported_ms";
 Agent agent_row(const SqlRow& r) {
-  return Agent{num(r[0]),      num(r[1]),      str(r[2]),      str(r[3]),  str(r[4]),  str(r[5]),
-               str(r[6]),      str(r[7]),      num(r[8]),      num(r[9]),  num(r[10]) != 0,
-               str(r[11]),     opt_num(r[12]), opt_num(r[13]), str(r[14]), str(r[15]), opt_num(r[16])};
+  return Agent{num(r[0]),      num(r[1]),      str(r[2]),  str(r[3]),  str(r[4]),       str(r[5]),
+               str(r[6]),      str(r[7]),      num(r[8]),  num(r[9]),  num(r[10]) != 0, str(r[11]),
+               opt_num(r[12]), opt_num(r[13]), str(r[14]), str(r[15]), opt_num(r[16])};
 }
 
 const char* kPolicyCols = "workspace_id, version, name, policy, selector, created_ms, created_by";

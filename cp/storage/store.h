@@ -85,7 +85,7 @@ struct PolicyBundle {
 
 // What an agent says of its policy.
 struct PolicyReport {
-  int64_t about_version = 0;              // the version it was given
+  int64_t about_version = 0;               // the version it was given
   std::optional<int64_t> running_version;  // the version live on the host now
   std::string status;                      // applied, failed, not-selected
   std::string detail;

@@ -393,8 +393,7 @@ int remote_policy(const Remote& r, const std::vector<std::string>& args) {
       std::cerr << who << " " << action << ": " << a.error().describe() << "\n";
       return kExitFailure;
     }
-    if (a->response.status.code != ok_status && a->response.status.code != 200)
-      return refused(who + " " + action, *a);
+    if (a->response.status.code != ok_status && a->response.status.code != 200) return refused(who + " " + action, *a);
     return std::nullopt;
   };
   if (action == "get" || action == "export") {

@@ -295,12 +295,11 @@ TEST_P(AgentTest, APolicyFromFaultcpIsAppliedReplacedReportedAndRemovedWhenNotSe
   const auto row = [&] { return call("GET", "/v1/agents/" + std::to_string(agent), session_).json(); };
   EXPECT_EQ(row()["labels"], nlohmann::json::parse(R"({"role":"web","zone":"eu-1"})"));
   const faultline::BpffsLayout layout{bpffs_root_};
-  auto put = [&](const std::string& name, const std::string& cgroup, const std::string& cidr,
-                 const std::string& role) {
-    const std::string yaml = "apiVersion: faultline.dev/v1\nkind: Policy\nmetadata: {name: " + name +
-                             "}\nspec:\n  egress:\n    - cgroup: " + cgroup +
-                             "\n      mode: enforce\n      rules:\n        - {name: testnet, action: deny, cidr: " +
-                             cidr + "}\n";
+  auto put = [&](const std::string& name, const std::string& cgroup, const std::string& cidr, const std::string& role) {
+    const std::string yaml =
+        "apiVersion: faultline.dev/v1\nkind: Policy\nmetadata: {name: " + name +
+        "}\nspec:\n  egress:\n    - cgroup: " + cgroup +
+        "\n      mode: enforce\n      rules:\n        - {name: testnet, action: deny, cidr: " + cidr + "}\n";
     auto r = call("PUT", "/v1/policy", session_,
                   nlohmann::json{{"policy", yaml}, {"selector", {{"labels", {{"role", role}}}}}}.dump());
     EXPECT_EQ(r.status, 201) << r.describe();
@@ -369,8 +368,8 @@ TEST_P(AgentTest, APolicyFromFaultcpIsAppliedReplacedReportedAndRemovedWhenNotSe
            "    - cgroup: "
         << cg.relative() << "\n      rules:\n        - {name: testnet, action: deny, cidr: 192.0.2.5/32}\n";
   }
-  const std::vector<std::string> cp_flags = {FAULTCTL_PATH, "--control-plane", "http://127.0.0.1:" + std::to_string(port_),
-                                             "--token", session_, "policy"};
+  const std::vector<std::string> cp_flags = {
+      FAULTCTL_PATH, "--control-plane", "http://127.0.0.1:" + std::to_string(port_), "--token", session_, "policy"};
   auto ctl = [&](std::vector<std::string> words) {
     std::vector<std::string> argv = cp_flags;
     argv.insert(argv.end(), words.begin(), words.end());

@@ -175,8 +175,9 @@ TEST_P(ApiTest, EveryRouteAnswers404ForAnotherWorkspacesObjects) {
   const int64_t a_exp = experiment(a);
   auto b_api = call("POST", "/v1/tokens", b.token, R"({"kind":"api"})").json().value("id", int64_t{0});
   ASSERT_EQ(call("PUT", "/v1/policy", b.token,
-                 nlohmann::json{{"policy", "apiVersion: faultline.dev/v1\nkind: Policy\nmetadata: {name: bravo-egress}\n"
-                                           "spec: {egress: [{all: true, rules: []}]}\n"}}
+                 nlohmann::json{{"policy",
+                                 "apiVersion: faultline.dev/v1\nkind: Policy\nmetadata: {name: bravo-egress}\n"
+                                 "spec: {egress: [{all: true, rules: []}]}\n"}}
                      .dump())
                 .status,
             201);
@@ -765,7 +766,8 @@ TEST_P(ApiTest, PolicyBundlesAreVersionedAndExportRoundTrips) {
   EXPECT_TRUE(reread.ok()) << exported.body;
 
   // A new policy, or the same with another selector, is a new version.
-  auto v2 = call("PUT", "/v1/policy", t.token, bundle(egress_yaml("web-egress", "192.0.2.2/32"), R"({"labels":{"role":"web"}})"));
+  auto v2 = call("PUT", "/v1/policy", t.token,
+                 bundle(egress_yaml("web-egress", "192.0.2.2/32"), R"({"labels":{"role":"web"}})"));
   EXPECT_EQ(v2.status, 201) << v2.describe();
   EXPECT_EQ(v2.json()["version"], 2);
   auto v3 = call("PUT", "/v1/policy", t.token, bundle(egress_yaml("web-egress", "192.0.2.2/32"), R"({"all":true})"));
@@ -808,7 +810,7 @@ TEST_P(ApiTest, BadPolicyBundlesAreRefusedNamingTheFieldAndNothingIsStored) {
       {"not JSON", "{", ""},
       {"no policy", R"({"selector":{"all":true}})", "policy"},
       {"policy a number", R"({"policy":7})", "policy"},
-      {"unknown member", bundle(good) .substr(0, bundle(good).size() - 1) + R"(,"extra":1})", "extra"},
+      {"unknown member", bundle(good).substr(0, bundle(good).size() - 1) + R"(,"extra":1})", "extra"},
       {"bad cidr", bundle(bad_cidr), "policy.spec.egress[0].rules[0].cidr", true},
       {"unknown field", bundle(typo), "policy.spec.egress[0].mdoe", true},
       {"not YAML", bundle("apiVersion: [\n"), "policy.<document>", false},
@@ -902,16 +904,18 @@ TEST_P(ApiTest, APolicyReachesAgentsAtTheirNextPollAndEachReportsItsVersion) {
   // Version 2 fails on the host: the old one stays, the error is shown.
   ASSERT_EQ(call("PUT", "/v1/policy", t.token, bundle(egress_yaml("web-egress", "192.0.2.9/32"))).status, 201);
   EXPECT_EQ(call("GET", web_next + "?wait_ms=0", web_token).json()["policy"]["version"], 2);
-  EXPECT_EQ(report(web, web_token,
-                   R"({"version":2,"status":"failed","running_version":1,"detail":"spec.egress[0].cgroup: no such cgroup"})")
-                .status,
-            200);
+  EXPECT_EQ(
+      report(web, web_token,
+             R"({"version":2,"status":"failed","running_version":1,"detail":"spec.egress[0].cgroup: no such cgroup"})")
+          .status,
+      200);
   w = agent_row(t.token, web);
   EXPECT_EQ(w["policy_version"], 1) << w;
   EXPECT_EQ(w["policy_status"], "failed");
   EXPECT_EQ(w["policy_reported_version"], 2);
   EXPECT_NE(w["policy_detail"].get<std::string>().find("no such cgroup"), std::string::npos);
-  EXPECT_FALSE(call("GET", web_next + "?wait_ms=0", web_token).json().contains("policy")) << "a failure is not retried in a loop";
+  EXPECT_FALSE(call("GET", web_next + "?wait_ms=0", web_token).json().contains("policy"))
+      << "a failure is not retried in a loop";
 
   // Reports are checked.
   EXPECT_EQ(report(web, web_token, R"({"version":2,"status":"done"})").status, 400);
@@ -920,8 +924,9 @@ TEST_P(ApiTest, APolicyReachesAgentsAtTheirNextPollAndEachReportsItsVersion) {
   EXPECT_EQ(report(db, web_token, R"({"version":2,"status":"applied"})").status, 404) << "another agent's route";
 
   // A dry run says who would get it and what it compiles to; it stores nothing.
-  auto dry = call("POST", "/v1/policy/apply", t.token,
-                  json{{"policy", egress_yaml("db-egress")}, {"selector", {{"hostnames", {"db-1"}}}}, {"dry_run", true}}.dump());
+  auto dry = call(
+      "POST", "/v1/policy/apply", t.token,
+      json{{"policy", egress_yaml("db-egress")}, {"selector", {{"hostnames", {"db-1"}}}}, {"dry_run", true}}.dump());
   ASSERT_EQ(dry.status, 200) << dry.describe();
   EXPECT_EQ(dry.json()["dry_run"], true);
   EXPECT_EQ(dry.json()["changed"], true);

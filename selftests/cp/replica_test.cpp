@@ -97,11 +97,12 @@ TEST(Replicas, AnAgentPollingOneReplicaHearsWorkAndTheKillFromTheOther) {
       std::async(std::launch::async, [&] { return fltest::cp_request(a.port, "GET", next, agent_token, "", 25'000); });
   std::this_thread::sleep_for(300ms);
   const auto put_at = std::chrono::steady_clock::now();
-  auto put = fltest::cp_request(
-      b.port, "PUT", "/v1/policy", token,
-      json{{"policy", "apiVersion: faultline.dev/v1\nkind: Policy\nmetadata: {name: fleet}\n"
-                      "spec: {egress: [{all: true, rules: [{name: t, action: deny, cidr: 192.0.2.1}]}]}\n"}}
-          .dump());
+  auto put =
+      fltest::cp_request(b.port, "PUT", "/v1/policy", token,
+                         json{{"policy",
+                               "apiVersion: faultline.dev/v1\nkind: Policy\nmetadata: {name: fleet}\n"
+                               "spec: {egress: [{all: true, rules: [{name: t, action: deny, cidr: 192.0.2.1}]}]}\n"}}
+                             .dump());
   ASSERT_EQ(put.status, 201) << put.describe();
   ASSERT_EQ(policy_poll.wait_for(5s), std::future_status::ready) << "replica A's poll did not hear the policy";
   const auto given = policy_poll.get();

@@ -80,8 +80,8 @@ Result<std::pair<std::string, std::string>> agent_label(const std::string& flag)
   };
   if (key.empty() || key.size() > 63 || !std::isalnum(static_cast<unsigned char>(key[0])) ||
       !std::all_of(key.begin(), key.end(), [&](char c) { return ok(c, true); }))
-    return input_error(0, "--label " + flag +
-                              ": KEY is 1-63 of letters, digits and . _ - /, starting with a letter or digit");
+    return input_error(
+        0, "--label " + flag + ": KEY is 1-63 of letters, digits and . _ - /, starting with a letter or digit");
   if (value.size() > 63 || !std::all_of(value.begin(), value.end(), [&](char c) { return ok(c, false); }))
     return input_error(0, "--label " + flag + ": VALUE is 0-63 of letters, digits and . _ -");
   return std::make_pair(key, value);
