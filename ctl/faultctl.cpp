@@ -67,6 +67,11 @@ on a control plane (faultcp): faultctl --control-plane URL --token TOKEN COMMAND
   list [--json]        the workspace's experiments
   watch ID [--json]    follow one to its end (its exit code)
   abort ID             cancel one; its agent ends it at once
+  policy put|apply FILE [--dry-run] [--all | --label K=V ... | --hostname H ...]
+  policy get | export [--format yaml|json]
+                       the workspace's policy bundle, versioned; its agents
+                       apply it at their next poll (needs --control-plane
+                       on the command line: without it, policy is this host's)
 )";
 
 std::string usage() {
@@ -107,6 +112,7 @@ int main(int argc, char** argv) {
   std::string cp_url, cp_token;
   if (const char* e = std::getenv("FAULTLINE_CP"); e && *e) cp_url = e;
   if (const char* e = std::getenv("FAULTLINE_CP_TOKEN"); e && *e) cp_token = e;
+  bool cp_flag_given = false;
   while (!args.empty() && (args[0].rfind("--control-plane", 0) == 0 || args[0].rfind("--token", 0) == 0)) {
     const std::string flag = args[0].substr(0, args[0].find('='));
     if (flag != "--control-plane" && flag != "--token") break;
@@ -122,6 +128,7 @@ int main(int argc, char** argv) {
       return kExitBadInput;
     }
     (flag == "--token" ? cp_token : cp_url) = value;
+    if (flag == "--control-plane") cp_flag_given = true;
   }
   if (args.empty()) {
     std::cerr << "faultctl: a command is needed after the control plane's flags (run, list, watch, abort)\n";
@@ -133,7 +140,12 @@ int main(int argc, char** argv) {
     std::cout << "faultctl " << version_string() << "\n";
     return kExitCompleted;
   }
-  const bool remote_command = name == "run" || name == "list" || name == "watch" || name == "abort";
+  // `policy put|get|export|apply` are the control plane's with --control-plane
+  // on the command line (FAULTLINE_CP alone does not turn a host's own
+  // `policy export|apply` into the workspace's).
+  const bool remote_policy = name == "policy" && cp_flag_given && !args.empty() &&
+                             (args[0] == "put" || args[0] == "get" || args[0] == "export" || args[0] == "apply");
+  const bool remote_command = name == "run" || name == "list" || name == "watch" || name == "abort" || remote_policy;
   if (!cp_url.empty() && remote_command) return cmd_remote(name, args, cp_url, cp_token);
   if (name == "list" || name == "watch") {
     std::cerr << "faultctl: " << name << " asks a control plane: give --control-plane URL (or FAULTLINE_CP)\n";

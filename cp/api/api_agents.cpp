@@ -1,6 +1,7 @@
 // Enrollment, the agents' long poll for work and their reports.
 #include <cstdio>
 
+#include "cp/api/agent_selector.h"
 #include "cp/api/api_error.h"
 #include "cp/api/control_plane.h"
 #include "cp/proto/agent_wire.h"
@@ -11,6 +12,13 @@ namespace {
 const std::vector<FieldRule> kRegisterFields = {
     {"hostname", JsonType::String, true}, {"kernel", JsonType::String},  {"instance_id", JsonType::String},
     {"device", JsonType::String},         {"version", JsonType::String}, {"features", JsonType::Object},
+    {"labels", JsonType::Object},
+};
+const std::vector<FieldRule> kPolicyReportFields = {
+    {"version", JsonType::Integer, true},
+    {"status", JsonType::String, true},
+    {"running_version", JsonType::Integer},
+    {"detail", JsonType::String},
 };
 const std::vector<FieldRule> kEventFields = {
     {"experiment_id", JsonType::Integer, true},
@@ -73,6 +81,10 @@ HttpReply ControlPlane::register_agent(const HttpRequest& req, const Principal& 
   if (facts.hostname.empty()) return ApiError{400, "hostname", "is empty"}.reply();
   facts.features = j.value("features", nlohmann::json::object()).dump();
   if (facts.features.size() > 16 * 1024) return ApiError{400, "features", "is over 16 KiB"}.reply();
+  if (j.contains("labels")) {
+    if (auto e = check_labels(j["labels"], "labels")) return e->reply();
+    facts.labels = j["labels"].dump();
+  }
   auto minted = mint_token(TokenKind::Agent);
   if (!minted) return api_error(500, minted.error().describe());
   SqlTransaction tx(store_.sql());
@@ -82,9 +94,11 @@ HttpReply ControlPlane::register_agent(const HttpRequest& req, const Principal& 
   auto row = store_.insert_token(p.workspace_id, "agent", minted->hash, minted->hint, facts.hostname, std::nullopt,
                                  agent->id, now_ms());
   if (!row) return storage_error(row.error());
-  if (auto a =
-          audit(p, "agent.register", "agent:" + std::to_string(agent->id),
-                {{"hostname", facts.hostname}, {"instance_id", facts.instance_id}, {"enrollment_token", p.token_id}});
+  if (auto a = audit(p, "agent.register", "agent:" + std::to_string(agent->id),
+                     {{"hostname", facts.hostname},
+                      {"instance_id", facts.instance_id},
+                      {"labels", nlohmann::json::parse(facts.labels)},
+                      {"enrollment_token", p.token_id}});
       !a)
     return storage_error(a.error());
   if (auto c = tx.commit(); !c) return storage_error(c.error());
@@ -128,6 +142,15 @@ Result<std::optional<nlohmann::json>> ControlPlane::next_payload(int64_t ws, int
   // start before it read the rest.
   if (!stops->empty()) {
     (*payload)["stop"] = *stops;
+    return std::optional<nlohmann::json>(*payload);
+  }
+  // A policy version the agent has not reported on comes next, alone: the
+  // agent applies it (or removes what it applied, when not selected), reports,
+  // and polls again for work.
+  auto policy = policy_for_agent(ws, agent_id);
+  if (!policy) return policy.error();
+  if (policy->has_value()) {
+    (*payload)["policy"] = **policy;
     return std::optional<nlohmann::json>(*payload);
   }
   // Claim only for a client still there: an experiment claimed for a poll
@@ -193,14 +216,19 @@ void ControlPlane::wake_agent(int64_t ws, int64_t agent_id) {
 
 void ControlPlane::wake_local(int64_t ws, int64_t agent_id) {
   std::vector<std::pair<uint64_t, bool>> mine;
+  std::vector<int64_t> agent_of;
   for (const auto& [exchange, poll] : polls_)
-    if (poll.workspace_id == ws && poll.agent_id == agent_id) mine.emplace_back(exchange, poll.protobuf);
-  for (auto [exchange, protobuf] : mine) {
+    if (poll.workspace_id == ws && (poll.agent_id == agent_id || agent_id == kEveryAgent)) {
+      mine.emplace_back(exchange, poll.protobuf);
+      agent_of.push_back(poll.agent_id);
+    }
+  for (size_t i = 0; i < mine.size(); ++i) {
+    const auto [exchange, protobuf] = mine[i];
     if (!server_.waiting(exchange)) {
       polls_.erase(exchange);  // the client hung up
       continue;
     }
-    auto payload = next_payload(ws, agent_id, exchange);
+    auto payload = next_payload(ws, agent_of[i], exchange);
     if (!payload) {
       polls_.erase(exchange);
       server_.complete(exchange, api_error(500, "storage: " + payload.error().describe()));
@@ -277,6 +305,62 @@ HttpReply ControlPlane::agent_event(const HttpRequest& req, const PathParams& pa
   else if (final_type)
     fire_experiment_webhook(**moved, "experiment.end", p.actor());
   return agent_answer(wants_protobuf(req), 200, experiment_json(**moved), wire::encode_event_reply);
+}
+
+Result<std::optional<nlohmann::json>> ControlPlane::policy_for_agent(int64_t ws, int64_t agent_id) {
+  auto bundle = store_.policy(ws);
+  if (!bundle) return bundle.error();
+  if (!bundle->has_value()) return std::optional<nlohmann::json>{};
+  auto agent = store_.agent(ws, agent_id);
+  if (!agent) return agent.error();
+  if (!agent->has_value()) return std::optional<nlohmann::json>{};
+  const PolicyBundle& b = **bundle;
+  const Agent& a = **agent;
+  if (a.policy_reported && *a.policy_reported == b.version) return std::optional<nlohmann::json>{};
+  auto sel = parse_selector(nlohmann::json::parse(b.selector, nullptr, false), "selector");
+  const auto* s = std::get_if<AgentSelector>(&sel);
+  const bool selected = s != nullptr && s->matches(a);
+  return std::optional<nlohmann::json>(
+      nlohmann::json{{"version", b.version}, {"selected", selected}, {"text", selected ? b.policy : ""}});
+}
+
+HttpReply ControlPlane::agent_policy_report(const HttpRequest& req, const PathParams& params, const Principal& p) {
+  count_agent_request(req);
+  const auto id = path_id(params);
+  if (!id || !p.agent_id || *id != *p.agent_id) return api_error(404, "no such agent");
+  auto body = agent_body(req, wire::decode_policy_report);
+  if (auto* e = std::get_if<ApiError>(&body)) return e->reply();
+  const auto& j = std::get<nlohmann::json>(body);
+  if (auto e = check_fields(j, kPolicyReportFields)) return e->reply();
+  PolicyReport r;
+  r.about_version = j["version"].get<int64_t>();
+  r.status = j["status"].get<std::string>();
+  r.detail = j.value("detail", "");
+  if (j.contains("running_version")) r.running_version = j["running_version"].get<int64_t>();
+  if (r.status != "applied" && r.status != "failed" && r.status != "not-selected")
+    return ApiError{400, "status", "must be applied, failed or not-selected"}.reply();
+  if (r.detail.size() > kMaxDetailChars) return ApiError{400, "detail", "is over 4096 characters"}.reply();
+  auto about = store_.policy(p.workspace_id, r.about_version);
+  if (!about) return storage_error(about.error());
+  if (!about->has_value()) return api_error(404, "version: no such policy version", "version");
+  if (r.running_version) {
+    auto running = store_.policy(p.workspace_id, *r.running_version);
+    if (!running) return storage_error(running.error());
+    if (!running->has_value()) return api_error(404, "running_version: no such policy version", "running_version");
+  }
+  SqlTransaction tx(store_.sql());
+  if (auto begun = store_.begin(tx, p.workspace_id); !begun) return storage_error(begun.error());
+  auto kept = store_.report_policy(p.workspace_id, *id, r, now_ms());
+  if (!kept) return storage_error(kept.error());
+  if (!*kept) return api_error(404, "no such agent");
+  nlohmann::json detail{{"version", r.about_version}, {"detail", r.detail}};
+  detail["running_version"] = r.running_version ? nlohmann::json(*r.running_version) : nlohmann::json(nullptr);
+  if (auto a = audit(p, "agent.policy." + r.status, "policy:" + std::to_string(r.about_version), detail); !a)
+    return storage_error(a.error());
+  if (auto c = tx.commit(); !c) return storage_error(c.error());
+  nlohmann::json out{{"version", r.about_version}, {"status", r.status}, {"detail", r.detail}};
+  if (r.running_version) out["running_version"] = *r.running_version;
+  return agent_answer(wants_protobuf(req), 200, out, wire::encode_policy_report);
 }
 
 void ControlPlane::sweep_leases() {

@@ -1,4 +1,5 @@
 // Experiments (create, list, show, abort) and the workspace kill switch.
+#include "cp/api/agent_selector.h"
 #include "cp/api/api_error.h"
 #include "cp/api/control_plane.h"
 #include "cp/api/experiment_spec.h"
@@ -8,15 +9,14 @@ namespace {
 
 const std::vector<FieldRule> kCreateFields = {
     {"agent_id", JsonType::Integer}, {"selector", JsonType::Object}, {"spec", JsonType::Object, true}};
-const std::vector<FieldRule> kSelectorFields = {{"all", JsonType::Boolean}, {"hostnames", JsonType::Array}};
 constexpr int64_t kMaxList = 1000;
-constexpr size_t kMaxHostnames = 1000;
 
 }  // namespace
 
 // The agents an experiment is for: {"agent_id": N}, or a selector of the
-// workspace's agents ({"all": true} or {"hostnames": [...]}, each name
-// matching at least one agent). Refused before anything is stored.
+// workspace's agents (agent_selector.h: {"all": true}, or hostnames, each
+// naming at least one agent, and/or labels), matching at least one agent.
+// Refused before anything is stored.
 std::variant<std::vector<Agent>, HttpReply> ControlPlane::select_agents(const nlohmann::json& j, const Principal& p) {
   if (j.contains("agent_id") == j.contains("selector"))
     return ApiError{400, "agent_id", "give agent_id or selector (one of them)"}.reply();
@@ -27,33 +27,27 @@ std::variant<std::vector<Agent>, HttpReply> ControlPlane::select_agents(const nl
     if (!agent->has_value()) return api_error(404, "agent_id: no such agent", "agent_id");
     return std::vector<Agent>{**agent};
   }
-  const auto& sel = j["selector"];
-  if (auto e = check_fields(sel, kSelectorFields, "selector.")) return e->reply();
-  if (sel.size() != 1) return ApiError{400, "selector", "takes one of all or hostnames"}.reply();
+  auto parsed = parse_selector(j["selector"], "selector");
+  if (auto* e = std::get_if<ApiError>(&parsed)) return e->reply();
+  const auto& sel = std::get<AgentSelector>(parsed);
   auto all = store_.agents(p.workspace_id);
   if (!all) return storage_error(all.error());
-  if (sel.contains("all")) {
-    if (!sel["all"].get<bool>()) return ApiError{400, "selector.all", "must be true"}.reply();
+  if (sel.all) {
     if (all->empty()) return api_error(404, "selector: the workspace has no agents", "selector");
     return std::move(*all);
   }
-  const auto& names = sel["hostnames"];
-  if (names.empty() || names.size() > kMaxHostnames)
-    return ApiError{400, "selector.hostnames", "must list 1-1000 names"}.reply();
+  // Each hostname must name an agent (a typo is not silently skipped).
+  for (size_t i = 0; i < sel.hostnames.size(); ++i)
+    if (std::none_of(all->begin(), all->end(), [&](const Agent& a) { return a.hostname == sel.hostnames[i]; })) {
+      const std::string field = "selector.hostnames[" + std::to_string(i) + "]";
+      return api_error(404, field + ": no agent named '" + sel.hostnames[i] + "'", field);
+    }
   std::vector<Agent> chosen;
-  for (size_t i = 0; i < names.size(); ++i) {
-    const std::string field = "selector.hostnames[" + std::to_string(i) + "]";
-    if (!names[i].is_string()) return ApiError{400, field, "must be a string"}.reply();
-    const auto name = names[i].get<std::string>();
-    bool found = false;
-    for (const auto& a : *all)
-      if (a.hostname == name) {
-        found = true;
-        if (std::none_of(chosen.begin(), chosen.end(), [&](const Agent& c) { return c.id == a.id; }))
-          chosen.push_back(a);
-      }
-    if (!found) return api_error(404, field + ": no agent named '" + name + "'", field);
-  }
+  for (const auto& a : *all)
+    if (sel.matches(a)) chosen.push_back(a);
+  if (chosen.empty())
+    return api_error(404, "selector: no agent of the workspace matches",
+                     sel.labels.empty() ? "selector" : "selector.labels");
   return chosen;
 }
 

@@ -82,6 +82,18 @@ ControlPlane::ControlPlane(Store& store, HttpServer& server, ControlPlaneConfig 
   add_route("GET", "/v1/audit.csv", {TK::Session, TK::Api},
             [this](const HttpRequest&, const PathParams&, const Principal& p) { return audit_csv(p); });
 
+  add_route("GET", "/v1/policy", {TK::Session, TK::Api},
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return get_policy(r, p, false); });
+  add_route("PUT", "/v1/policy", {TK::Session, TK::Api},
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return put_policy(r, p); });
+  add_route("GET", "/v1/policy/export", {TK::Session, TK::Api},
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return get_policy(r, p, true); });
+  add_route("POST", "/v1/policy/apply", {TK::Session, TK::Api},
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return apply_policy_route(r, p); });
+  add_route(
+      "POST", "/v1/agents/{id}/policy", {TK::Agent},
+      [this](const HttpRequest& r, const PathParams& a, const Principal& p) { return agent_policy_report(r, a, p); });
+
   add_route("PUT", "/v1/webhooks", {TK::Session, TK::Api},
             [this](const HttpRequest& r, const PathParams&, const Principal& p) { return put_webhooks(r, p); });
   add_route("GET", "/v1/webhooks", {TK::Session, TK::Api},
@@ -263,18 +275,32 @@ HttpReply ControlPlane::metrics(const Principal& p) {
   return r;
 }
 
+namespace {
+nlohmann::json labels_json(const std::string& text) {
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  return j.is_discarded() || !j.is_object() ? nlohmann::json::object() : j;
+}
+}  // namespace
+
 nlohmann::json agent_json(const Agent& a) {
   auto features = nlohmann::json::parse(a.features, nullptr, false);
-  return {{"id", a.id},
-          {"hostname", a.hostname},
-          {"kernel", a.kernel},
-          {"instance_id", a.instance_id},
-          {"device", a.device},
-          {"version", a.version},
-          {"features", features.is_discarded() ? nlohmann::json::object() : features},
-          {"created_ms", a.created_ms},
-          {"last_seen_ms", a.last_seen_ms},
-          {"killed", a.killed}};
+  return {
+      {"id", a.id},
+      {"hostname", a.hostname},
+      {"kernel", a.kernel},
+      {"instance_id", a.instance_id},
+      {"device", a.device},
+      {"version", a.version},
+      {"features", features.is_discarded() ? nlohmann::json::object() : features},
+      {"created_ms", a.created_ms},
+      {"last_seen_ms", a.last_seen_ms},
+      {"killed", a.killed},
+      {"labels", labels_json(a.labels)},
+      {"policy_version", a.policy_version ? nlohmann::json(*a.policy_version) : nlohmann::json(nullptr)},
+      {"policy_status", a.policy_status},
+      {"policy_detail", a.policy_detail},
+      {"policy_reported_version", a.policy_reported ? nlohmann::json(*a.policy_reported) : nlohmann::json(nullptr)},
+      {"policy_reported_ms", a.policy_reported_ms ? nlohmann::json(*a.policy_reported_ms) : nlohmann::json(nullptr)}};
 }
 
 nlohmann::json experiment_json(const Experiment& e) {

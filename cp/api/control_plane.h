@@ -28,6 +28,8 @@ namespace faultline::cp {
 
 // The NOTIFY channel every replica on one PostgreSQL database listens on.
 inline constexpr const char* kWakeChannel = "faultcp_wake";
+// The agent id of a wake-up for every agent of a workspace (a new policy).
+inline constexpr int64_t kEveryAgent = 0;
 
 struct ControlPlaneConfig {
   // How long GET /v1/agents/{id}/next holds a request that has nothing to say.
@@ -118,6 +120,29 @@ class ControlPlane {
   HttpReply healthz();
   HttpReply metrics(const Principal& p);
 
+  // Policy distribution (api_policy.cpp). A bundle read from a body and
+  // checked (parse_policy, check_appliable off-host, compile_policy).
+  struct StagedPolicy {
+    std::string name;
+    std::string text;  // canonical (policy_json_text)
+    nlohmann::json selector;
+    nlohmann::json summary;
+    bool dry_run = false;
+    bool same_as_latest = false;
+    std::optional<int64_t> latest_version;
+  };
+  [[nodiscard]] std::variant<StagedPolicy, HttpReply> read_bundle(const HttpRequest& req, const Principal& p);
+  [[nodiscard]] std::variant<PolicyBundle, HttpReply> store_bundle(const StagedPolicy& s, const Principal& p,
+                                                                   const std::string& action, bool& created);
+  HttpReply put_policy(const HttpRequest& req, const Principal& p);
+  HttpReply get_policy(const HttpRequest& req, const Principal& p, bool as_file);
+  HttpReply apply_policy_route(const HttpRequest& req, const Principal& p);
+  // POST /v1/agents/{id}/policy: what the agent made of the version it was given.
+  HttpReply agent_policy_report(const HttpRequest& req, const PathParams& params, const Principal& p);
+  // The newest bundle for this agent when it has not reported on that version
+  // yet: {version, selected, text} (text empty when not selected); none otherwise.
+  [[nodiscard]] Result<std::optional<nlohmann::json>> policy_for_agent(int64_t ws, int64_t agent_id);
+
   // Long polls (api_agents.cpp). What an agent is told: an experiment to run,
   // experiments to stop, whether the kill switch is engaged; none when there
   // is nothing new. Claims an experiment only for a poll still waiting.
@@ -170,6 +195,7 @@ class ControlPlane {
 [[nodiscard]] nlohmann::json agent_json(const Agent& a);
 [[nodiscard]] nlohmann::json experiment_json(const Experiment& e);
 [[nodiscard]] nlohmann::json audit_entry_json(const AuditEntry& e);
+[[nodiscard]] nlohmann::json policy_bundle_json(const PolicyBundle& b);
 // A path's {id}: digits only; anything else is "not found".
 [[nodiscard]] std::optional<int64_t> path_id(const PathParams& params, const std::string& name = "id");
 

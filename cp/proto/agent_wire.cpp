@@ -40,13 +40,24 @@ struct FieldSpec {
   const std::vector<FieldSpec>* nested = nullptr;
 };
 
-const std::vector<FieldSpec> kRegister = {{1, "hostname", Len}, {2, "kernel", Len},  {3, "instance_id", Len},
-                                          {4, "device", Len},   {5, "version", Len}, {6, "features_json", Len}};
+const std::vector<FieldSpec> kLabelEntry = {{1, "key", Len}, {2, "value", Len}};
+const std::vector<FieldSpec> kRegister = {{1, "hostname", Len},
+                                          {2, "kernel", Len},
+                                          {3, "instance_id", Len},
+                                          {4, "device", Len},
+                                          {5, "version", Len},
+                                          {6, "features_json", Len},
+                                          {7, "labels", Len, false, &kLabelEntry}};
 const std::vector<FieldSpec> kRegisterReply = {{1, "agent_id", Varint}, {2, "token", Len}};
 const std::vector<FieldSpec> kExperiment = {
     {1, "id", Varint}, {2, "spec_json", Len}, {3, "lease_until_ms", Varint}, {4, "status", Len}};
-const std::vector<FieldSpec> kNextReply = {
-    {1, "experiment", Len, false, &kExperiment}, {2, "stop", Varint, true}, {3, "kill", Varint}};
+const std::vector<FieldSpec> kAgentPolicy = {{1, "version", Varint}, {2, "selected", Varint}, {3, "text", Len}};
+const std::vector<FieldSpec> kNextReply = {{1, "experiment", Len, false, &kExperiment},
+                                           {2, "stop", Varint, true},
+                                           {3, "kill", Varint},
+                                           {4, "policy", Len, false, &kAgentPolicy}};
+const std::vector<FieldSpec> kPolicyStatus = {
+    {1, "version", Varint}, {2, "status", Len}, {3, "running_version", Varint}, {4, "detail", Len}};
 const std::vector<FieldSpec> kEvent = {
     {1, "experiment_id", Varint}, {2, "type", Len}, {3, "detail", Len}, {4, "record_json", Len}};
 const std::vector<FieldSpec> kEventReply = {{1, "experiment_id", Varint}, {2, "status", Len}, {3, "detail", Len}};
@@ -202,6 +213,10 @@ Decoded decode_register(std::string_view bytes) {
     if (auto* e = std::get_if<WireError>(&f)) return *e;
     j["features"] = std::get<nlohmann::json>(f);
   }
+  if (!m.labels().empty()) {
+    j["labels"] = nlohmann::json::object();
+    for (const auto& [k, v] : m.labels()) j["labels"][k] = v;
+  }
   return j;
 }
 
@@ -226,7 +241,31 @@ Decoded decode_next_reply(std::string_view bytes) {
     e["lease_until_ms"] = x.has_lease_until_ms() ? nlohmann::json(x.lease_until_ms()) : nlohmann::json(nullptr);
     j["experiment"] = std::move(e);
   }
+  if (m.has_policy())
+    j["policy"] = {{"version", m.policy().version()}, {"selected", m.policy().selected()}, {"text", m.policy().text()}};
   return j;
+}
+
+Decoded decode_policy_report(std::string_view bytes) {
+  auto p = parse<PolicyStatus>(bytes, kPolicyStatus);
+  if (auto* e = std::get_if<WireError>(&p)) return *e;
+  const auto& m = std::get<PolicyStatus>(p);
+  nlohmann::json j = nlohmann::json::object();
+  if (m.version() != 0) j["version"] = m.version();
+  put(j, "status", m.status());
+  put(j, "detail", m.detail());
+  if (m.has_running_version()) j["running_version"] = m.running_version();
+  return j;
+}
+
+std::string encode_policy_report(const nlohmann::json& j) {
+  PolicyStatus m;
+  m.set_version(num(j, "version"));
+  m.set_status(str(j, "status"));
+  m.set_detail(str(j, "detail"));
+  if (j.is_object() && j.contains("running_version") && j["running_version"].is_number_integer())
+    m.set_running_version(j["running_version"].get<int64_t>());
+  return m.SerializeAsString();
 }
 
 Decoded decode_event(std::string_view bytes) {
@@ -260,6 +299,9 @@ std::string encode_register(const nlohmann::json& j) {
   m.set_device(str(j, "device"));
   m.set_version(str(j, "version"));
   if (auto f = obj_text(j, "features")) m.set_features_json(*f);
+  if (j.is_object() && j.contains("labels") && j["labels"].is_object())
+    for (const auto& [k, v] : j["labels"].items())
+      if (v.is_string()) (*m.mutable_labels())[k] = v.get<std::string>();
   return m.SerializeAsString();
 }
 
@@ -284,6 +326,13 @@ std::string encode_next_reply(const nlohmann::json& j) {
     e->set_status(str(x, "status"));
     if (x.contains("lease_until_ms") && x["lease_until_ms"].is_number_integer())
       e->set_lease_until_ms(x["lease_until_ms"].get<int64_t>());
+  }
+  if (j.is_object() && j.contains("policy") && j["policy"].is_object()) {
+    const auto& x = j["policy"];
+    auto* pol = m.mutable_policy();
+    pol->set_version(num(x, "version"));
+    pol->set_selected(x.contains("selected") && x["selected"].is_boolean() && x["selected"].get<bool>());
+    pol->set_text(str(x, "text"));
   }
   return m.SerializeAsString();
 }

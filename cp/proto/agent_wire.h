@@ -32,6 +32,7 @@ using Decoded = std::variant<nlohmann::json, WireError>;
 [[nodiscard]] Decoded decode_next_reply(std::string_view bytes);      // -> {experiment | null, stop, kill}
 [[nodiscard]] Decoded decode_event(std::string_view bytes);           // -> {experiment_id, type, detail, record}
 [[nodiscard]] Decoded decode_event_reply(std::string_view bytes);     // -> {id, status, detail}
+[[nodiscard]] Decoded decode_policy_report(std::string_view bytes);   // -> {version, status, running_version, detail}
 
 // Members of the wrong JSON type are left out (the decoder's checks, or the
 // route's, then name them).
@@ -40,6 +41,7 @@ using Decoded = std::variant<nlohmann::json, WireError>;
 [[nodiscard]] std::string encode_next_reply(const nlohmann::json& j);
 [[nodiscard]] std::string encode_event(const nlohmann::json& j);
 [[nodiscard]] std::string encode_event_reply(const nlohmann::json& j);
+[[nodiscard]] std::string encode_policy_report(const nlohmann::json& j);
 
 // Content-Type names protobuf (parameters ignored); Accept lists it.
 [[nodiscard]] bool is_protobuf_type(std::string_view content_type);

@@ -114,6 +114,28 @@ CREATE TABLE alert_signatures (
 );
 CREATE INDEX alert_signatures_at ON alert_signatures(at_ms);
 )sql",
+      // 4: policy distribution: a workspace's policy bundles, one row per
+      // version (the newest is the one agents run), and per agent its labels
+      // and what it last reported of its policy (the version it runs, the
+      // version the report was about, and how that went).
+      R"sql(
+CREATE TABLE policies (
+  workspace_id BIGINT NOT NULL REFERENCES workspaces(id),
+  version BIGINT NOT NULL,
+  name TEXT NOT NULL,
+  policy TEXT NOT NULL,
+  selector TEXT NOT NULL,
+  created_ms BIGINT NOT NULL,
+  created_by TEXT NOT NULL,
+  PRIMARY KEY (workspace_id, version)
+);
+ALTER TABLE agents ADD COLUMN labels TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE agents ADD COLUMN policy_version BIGINT;
+ALTER TABLE agents ADD COLUMN policy_reported BIGINT;
+ALTER TABLE agents ADD COLUMN policy_status TEXT NOT NULL DEFAULT '';
+ALTER TABLE agents ADD COLUMN policy_detail TEXT NOT NULL DEFAULT '';
+ALTER TABLE agents ADD COLUMN policy_reported_ms BIGINT;
+)sql",
   };
   return m;
 }

@@ -29,10 +29,17 @@ TokenRow token_row(const SqlRow& r) {
 }
 
 const char* kAgentCols =
-    "id, workspace_id, hostname, kernel, instance_id, device, version, features, created_ms, last_seen_ms, killed";
+    "id, workspace_id, hostname, kernel, instance_id, device, version, features, created_ms, last_seen_ms, killed, "
+    "labels, policy_version, policy_reported, policy_status, policy_detail, policy_reported_ms";
 Agent agent_row(const SqlRow& r) {
-  return Agent{num(r[0]), num(r[1]), str(r[2]), str(r[3]), str(r[4]),      str(r[5]),
-               str(r[6]), str(r[7]), num(r[8]), num(r[9]), num(r[10]) != 0};
+  return Agent{num(r[0]),      num(r[1]),      str(r[2]),  str(r[3]),  str(r[4]),       str(r[5]),
+               str(r[6]),      str(r[7]),      num(r[8]),  num(r[9]),  num(r[10]) != 0, str(r[11]),
+               opt_num(r[12]), opt_num(r[13]), str(r[14]), str(r[15]), opt_num(r[16])};
+}
+
+const char* kPolicyCols = "workspace_id, version, name, policy, selector, created_ms, created_by";
+PolicyBundle policy_row(const SqlRow& r) {
+  return PolicyBundle{num(r[0]), num(r[1]), str(r[2]), str(r[3]), str(r[4]), num(r[5]), str(r[6])};
 }
 
 const char* kExperimentCols =
@@ -155,9 +162,9 @@ Result<bool> Store::revoke_token(int64_t ws, int64_t id, int64_t now_ms) {
 Result<Agent> Store::insert_agent(int64_t ws, const AgentFacts& f, int64_t now_ms) {
   auto r = db_->query(
       "INSERT INTO agents (workspace_id, hostname, kernel, instance_id, device, version, features, "
-      "created_ms, last_seen_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) RETURNING" +
+      "created_ms, last_seen_ms, labels) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9) RETURNING" +
           cols(kAgentCols),
-      {ws, f.hostname, f.kernel, f.instance_id, f.device, f.version, f.features, now_ms});
+      {ws, f.hostname, f.kernel, f.instance_id, f.device, f.version, f.features, now_ms, f.labels});
   if (!r) return r.error();
   return agent_row(r->at(0));
 }
@@ -181,6 +188,38 @@ Status Store::touch_agent(int64_t ws, int64_t id, int64_t now_ms) {
   auto r = db_->query("UPDATE agents SET last_seen_ms = $3 WHERE workspace_id = $1 AND id = $2", {ws, id, now_ms});
   if (!r) return r.error();
   return {};
+}
+
+Result<std::optional<PolicyBundle>> Store::policy(int64_t ws, std::optional<int64_t> version) {
+  auto r = version ? db_->query("SELECT" + cols(kPolicyCols) + "FROM policies WHERE workspace_id = $1 AND version = $2",
+                                {ws, *version})
+                   : db_->query("SELECT" + cols(kPolicyCols) +
+                                    "FROM policies WHERE workspace_id = $1 ORDER BY version DESC LIMIT 1",
+                                {ws});
+  if (!r) return r.error();
+  if (r->empty()) return std::optional<PolicyBundle>{};
+  return std::optional<PolicyBundle>(policy_row(r->front()));
+}
+
+Result<PolicyBundle> Store::insert_policy(int64_t ws, const std::string& name, const std::string& policy,
+                                          const std::string& selector, int64_t now_ms, const std::string& created_by) {
+  auto r = db_->query(
+      "INSERT INTO policies (workspace_id, version, name, policy, selector, created_ms, created_by) "
+      "VALUES ($1, (SELECT COALESCE(MAX(version), 0) + 1 FROM policies WHERE workspace_id = $1), $2, $3, $4, $5, $6) "
+      "RETURNING" +
+          cols(kPolicyCols),
+      {ws, name, policy, selector, now_ms, created_by});
+  if (!r) return r.error();
+  return policy_row(r->at(0));
+}
+
+Result<bool> Store::report_policy(int64_t ws, int64_t agent_id, const PolicyReport& rep, int64_t now_ms) {
+  auto r = db_->query(
+      "UPDATE agents SET policy_reported = $3, policy_version = $4, policy_status = $5, policy_detail = $6, "
+      "policy_reported_ms = $7 WHERE workspace_id = $1 AND id = $2 RETURNING id",
+      {ws, agent_id, rep.about_version, opt_param(rep.running_version), rep.status, rep.detail, now_ms});
+  if (!r) return r.error();
+  return !r->empty();
 }
 
 Result<Experiment> Store::insert_experiment(int64_t ws, int64_t agent_id, const std::string& spec, int64_t now_ms) {

@@ -54,11 +54,41 @@ struct Agent {
   int64_t created_ms = 0;
   int64_t last_seen_ms = 0;
   bool killed = false;  // its own kill switch (the workspace's is apart)
+  // Migration 4: the labels it registered with (a JSON object of strings), and
+  // its last policy report: the version it runs (none: no policy of the
+  // control plane), the version that report was about, "applied", "failed"
+  // or "not-selected", and the agent's words (a failure's error).
+  std::string labels = "{}";
+  std::optional<int64_t> policy_version, policy_reported;
+  std::string policy_status, policy_detail;
+  std::optional<int64_t> policy_reported_ms;
 };
 
 struct AgentFacts {
   std::string hostname, kernel, instance_id, device, version;
   std::string features = "{}";
+  std::string labels = "{}";
+};
+
+// One version of a workspace's policy bundle (migration 4): the policy file in
+// its canonical JSON (policy_json_text) and the selector of the agents that
+// run it (JSON text). The newest version is the one agents are given.
+struct PolicyBundle {
+  int64_t workspace_id = 0;
+  int64_t version = 0;
+  std::string name;
+  std::string policy;
+  std::string selector;
+  int64_t created_ms = 0;
+  std::string created_by;
+};
+
+// What an agent says of its policy.
+struct PolicyReport {
+  int64_t about_version = 0;               // the version it was given
+  std::optional<int64_t> running_version;  // the version live on the host now
+  std::string status;                      // applied, failed, not-selected
+  std::string detail;
 };
 
 // States: queued -> dispatched -> running -> completed | aborted-by-slo | failed,
@@ -170,6 +200,16 @@ class Store {
                                                 const std::string& object, const std::string& detail_json,
                                                 int64_t now_ms);
   [[nodiscard]] Result<std::vector<AuditEntry>> audit(int64_t ws);
+
+  // Policy bundles (migration 4). The newest version (none: never set); one
+  // version; a new version, numbered after the newest (inside Store::begin, so
+  // two replicas never take one number).
+  [[nodiscard]] Result<std::optional<PolicyBundle>> policy(int64_t ws, std::optional<int64_t> version = std::nullopt);
+  [[nodiscard]] Result<PolicyBundle> insert_policy(int64_t ws, const std::string& name, const std::string& policy,
+                                                   const std::string& selector, int64_t now_ms,
+                                                   const std::string& created_by);
+  // Keeps an agent's policy report; false if the agent is not in the workspace.
+  [[nodiscard]] Result<bool> report_policy(int64_t ws, int64_t agent_id, const PolicyReport& r, int64_t now_ms);
 
   // Webhooks (migration 3).
   [[nodiscard]] Result<std::optional<WebhookConfig>> webhook(int64_t ws);

@@ -1,5 +1,6 @@
 // faultctl --control-plane URL: run (submit and follow), list, watch and abort
-// experiments on faultcp's agents. A remote run takes the `faultctl run KIND`
+// experiments on faultcp's agents; put, get, export and apply the workspace's
+// policy bundle. A remote run takes the `faultctl run KIND`
 // flags (the same parser), turned into the experiment spec; its end maps to
 // the exit codes of a local run.
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include "ctl/commands/commands.h"
 #include "ctl/packet_args.h"
 #include "userspace/guardrails/http_client.h"
+#include "userspace/policy/policy.h"
 
 namespace faultline {
 namespace {
@@ -336,6 +338,104 @@ int remote_list(const Remote& r, const std::vector<std::string>& args) {
                      });
 }
 
+// faultctl --control-plane URL policy put|apply FILE [--dry-run] [--all |
+// --label K=V ... | --hostname H ...], get, export [--format yaml|json]: the
+// workspace's policy bundle (docs/control-plane.md, "Policy"). No selector
+// flag keeps the selector of the newest version (all agents at first).
+int remote_policy(const Remote& r, const std::vector<std::string>& args) {
+  const std::string who = "faultctl policy";
+  const char* usage =
+      "usage: faultctl --control-plane URL policy put FILE [--all | --label K=V... | --hostname H...]\n"
+      "       faultctl --control-plane URL policy apply FILE [--dry-run] [--all | --label K=V... | --hostname H...]\n"
+      "       faultctl --control-plane URL policy get\n"
+      "       faultctl --control-plane URL policy export [--format yaml|json]\n";
+  auto bad = [&](const std::string& why) {
+    std::cerr << who << ": " << why << "\n" << usage;
+    return kExitBadInput;
+  };
+  if (args.empty()) return bad("missing the action");
+  const std::string action = args[0];
+  std::string file, format = "json";
+  bool dry_run = false, all = false;
+  nlohmann::json labels = nlohmann::json::object(), hostnames = nlohmann::json::array();
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> std::optional<std::string> {
+      if (i + 1 >= args.size()) return std::nullopt;
+      return args[++i];
+    };
+    if (a == "--dry-run" && action == "apply") {
+      dry_run = true;
+    } else if (a == "--all" && (action == "put" || action == "apply")) {
+      all = true;
+    } else if ((a == "--label" || a == "--hostname") && (action == "put" || action == "apply")) {
+      auto v = value();
+      if (!v) return bad(a + " needs a value");
+      if (a == "--hostname") {
+        hostnames.push_back(*v);
+      } else {
+        const auto eq = v->find('=');
+        if (eq == std::string::npos) return bad("--label " + *v + ": expected KEY=VALUE");
+        labels[v->substr(0, eq)] = v->substr(eq + 1);
+      }
+    } else if (a == "--format" && action == "export") {
+      auto v = value();
+      if (!v || (*v != "yaml" && *v != "json")) return bad("--format takes yaml or json");
+      format = *v;
+    } else if (!a.empty() && a[0] != '-' && file.empty() && (action == "put" || action == "apply")) {
+      file = a;
+    } else {
+      return bad("unexpected argument '" + a + "'");
+    }
+  }
+  auto answer = [&](const Result<HttpAnswer>& a, int ok_status) -> std::optional<int> {
+    if (!a) {
+      std::cerr << who << " " << action << ": " << a.error().describe() << "\n";
+      return kExitFailure;
+    }
+    if (a->response.status.code != ok_status && a->response.status.code != 200) return refused(who + " " + action, *a);
+    return std::nullopt;
+  };
+  if (action == "get" || action == "export") {
+    auto a = r.call("GET", action == "get" ? "/v1/policy" : "/v1/policy/export?format=" + format);
+    if (auto code = answer(a, 200)) return *code;
+    if (action == "get") {
+      std::cout << nlohmann::json::parse(a->response.body, nullptr, false).dump(2) << "\n";
+    } else {
+      std::cout << a->response.body;
+    }
+    return kExitCompleted;
+  }
+  if (action != "put" && action != "apply") return bad("not a policy action of the control plane: " + action);
+  if (file.empty()) return bad("missing the policy FILE");
+  if (all && (!labels.empty() || !hostnames.empty())) return bad("--all takes no --label or --hostname beside it");
+  auto text = read_policy_text(file);
+  if (!text) return report_error(who, text.error());
+  nlohmann::json body{{"policy", *text}};
+  if (all) body["selector"] = {{"all", true}};
+  if (!labels.empty()) body["selector"]["labels"] = labels;
+  if (!hostnames.empty()) body["selector"]["hostnames"] = hostnames;
+  if (dry_run) body["dry_run"] = true;
+  auto a = r.call(action == "put" ? "PUT" : "POST", action == "put" ? "/v1/policy" : "/v1/policy/apply", body.dump());
+  if (auto code = answer(a, 201)) return *code;
+  auto j = nlohmann::json::parse(a->response.body, nullptr, false);
+  if (j.is_discarded()) j = nlohmann::json::object();
+  const std::string version = j.contains("version") ? j["version"].dump() : "?";
+  if (dry_run) {
+    std::cout << "dry run: " << (j.value("changed", false) ? "would store version " : "unchanged, version ") << version;
+  } else {
+    std::cout << (j.value("changed", false) ? "stored version " : "unchanged, version ") << version;
+  }
+  std::cout << " of policy " << j.value("name", "") << ", selector " << j.value("selector", nlohmann::json()).dump();
+  if (j.contains("agents")) {
+    std::cout << "; agents:";
+    if (j["agents"].empty()) std::cout << " none yet";
+    for (const auto& ag : j["agents"]) std::cout << " " << ag.value("hostname", "") << " (" << ag.value("id", 0) << ")";
+  }
+  std::cout << "\n";
+  return kExitCompleted;
+}
+
 Result<int64_t> experiment_id(const std::string& who, const std::vector<std::string>& args) {
   if (args.size() != 1 || args[0].empty() || args[0].size() > 18 ||
       args[0].find_first_not_of("0123456789") != std::string::npos)
@@ -370,6 +470,7 @@ int cmd_remote(const std::string& name, const std::vector<std::string>& args, co
   const Remote r{*base, token, std::move(*client)};
   if (name == "run") return remote_run(r, args);
   if (name == "list") return remote_list(r, args);
+  if (name == "policy") return remote_policy(r, args);
   if (name == "watch" || name == "abort") {
     const bool json = std::find(args.begin(), args.end(), "--json") != args.end();
     std::vector<std::string> words;
@@ -393,7 +494,7 @@ int cmd_remote(const std::string& name, const std::vector<std::string>& args, co
       std::cout << "experiment " << *id << " cancelled; its agent ends it at once\n";
     return kExitCompleted;
   }
-  std::cerr << who << ": not a command of the control plane (run, list, watch, abort)\n";
+  std::cerr << who << ": not a command of the control plane (run, list, watch, abort, policy)\n";
   return kExitBadInput;
 }
 

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <optional>
 #include <thread>
@@ -24,6 +25,8 @@
 #include "selftests/lib/require_root.h"
 #include "selftests/lib/test_cert.h"
 #include "selftests/lib/test_bpffs.h"
+#include "selftests/lib/test_cgroup.h"
+#include "userspace/policy/policy_apply.h"
 
 namespace {
 
@@ -71,6 +74,7 @@ class AgentTest : public ::testing::TestWithParam<Backend> {
     if (faultcp_) faultcp_->stop(5000ms);
     faultcp_.reset();
     if (std::filesystem::exists(bpffs_root_)) {
+      (void)fltest::run_command({FAULTCTL_PATH, "policy", "delete"}, {.env = env()}, 30s);
       (void)fltest::run_command({FAULTCTL_PATH, "uninstall"}, {.env = env()}, 30s);
     }
     fltest::remove_test_bpffs_root(bpffs_root_);
@@ -90,11 +94,12 @@ class AgentTest : public ::testing::TestWithParam<Backend> {
     ASSERT_TRUE(faultcp_->wait_for("faultcp: listening on", 30s, fltest::Stream::kEither)) << faultcp_->describe();
   }
 
-  void start_faultd(bool with_token = true) {
+  void start_faultd(bool with_token = true, const std::vector<std::string>& extra = {}) {
     std::vector<std::string> argv = {
         FAULTD_PATH, "--foreground", "--socket", dir_ + "/faultd.sock", "--metrics",
         "off",       "--toxiproxy",  "off",      "--control-plane",     "http://127.0.0.1:" + std::to_string(port_)};
     if (with_token) argv.insert(argv.end(), {"--enroll-token", enroll_});
+    argv.insert(argv.end(), extra.begin(), extra.end());
     faultd_.emplace(ChildProcess::spawn(argv, {.env = env(), .output = fltest::Output::kFiles, .stop_grace = 5000ms}));
     ASSERT_TRUE(faultd_->wait_for("faultd: serving:", 30s, fltest::Stream::kStderr)) << faultd_->describe();
   }
@@ -276,6 +281,127 @@ TEST_P(AgentTest, Kill9OfFaultcpMidRunIsReconciledFromTheAgent) {
   EXPECT_EQ(experiment(id)["record"].value("outcome", ""), "completed") << experiment(id).dump();
 }
 
+// A policy bundle from faultcp, on a cgroup of the test's own (a deny of a
+// TEST-NET address: nothing of the machine's egress changes): faultd with the
+// matching label applies it (live in the kernel under the test's bpffs root),
+// replaces it with the next version, keeps it when a version fails on the
+// host (reported with the reason), does not re-apply it after a restart, and
+// removes it when a version's selector leaves it out.
+TEST_P(AgentTest, APolicyFromFaultcpIsAppliedReplacedReportedAndRemovedWhenNotSelected) {
+  fltest::TestCgroup cg("flagpol" + tag_);
+  start_faultd(true, {"--label", "role=web", "--label", "zone=eu-1"});
+  const int64_t agent = wait_agent();
+  ASSERT_NE(agent, 0);
+  const auto row = [&] { return call("GET", "/v1/agents/" + std::to_string(agent), session_).json(); };
+  EXPECT_EQ(row()["labels"], nlohmann::json::parse(R"({"role":"web","zone":"eu-1"})"));
+  const faultline::BpffsLayout layout{bpffs_root_};
+  auto put = [&](const std::string& name, const std::string& cgroup, const std::string& cidr, const std::string& role) {
+    const std::string yaml =
+        "apiVersion: faultline.dev/v1\nkind: Policy\nmetadata: {name: " + name +
+        "}\nspec:\n  egress:\n    - cgroup: " + cgroup +
+        "\n      mode: enforce\n      rules:\n        - {name: testnet, action: deny, cidr: " + cidr + "}\n";
+    auto r = call("PUT", "/v1/policy", session_,
+                  nlohmann::json{{"policy", yaml}, {"selector", {{"labels", {{"role", role}}}}}}.dump());
+    EXPECT_EQ(r.status, 201) << r.describe();
+    return r.json().value("version", int64_t{0});
+  };
+  auto reported = [&](int64_t version) {
+    nlohmann::json a;
+    eventually(
+        [&] {
+          a = row();
+          return a["policy_reported_version"] == version;
+        },
+        15s);
+    return a;
+  };
+  auto live_name = [&]() -> std::string {
+    auto live = faultline::read_live_policy(layout);
+    if (!live) return "error: " + live.error().describe();
+    return *live ? (*live)->policy.name : "";
+  };
+
+  const auto t1 = Clock::now();
+  const int64_t v1 = put("agent-pol-one", cg.relative(), "192.0.2.1/32", "web");
+  auto a = reported(v1);
+  std::printf("policy: version %lld applied and reported in %lld ms\n", static_cast<long long>(v1),
+              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t1).count()));
+  EXPECT_EQ(a["policy_status"], "applied") << a << faultd_->describe();
+  EXPECT_EQ(a["policy_version"], v1);
+  EXPECT_EQ(live_name(), "agent-pol-one");
+  auto exported = fltest::run_command({FAULTCTL_PATH, "policy", "export", "--format", "json"}, {.env = env()}, 10s);
+  EXPECT_NE(exported.out.find("192.0.2.1"), std::string::npos) << exported.out << exported.err;
+
+  const int64_t v2 = put("agent-pol-two", cg.relative(), "192.0.2.2/32", "web");
+  a = reported(v2);
+  EXPECT_EQ(a["policy_status"], "applied") << a;
+  EXPECT_EQ(a["policy_version"], v2);
+  EXPECT_EQ(live_name(), "agent-pol-two");
+  auto live = faultline::read_live_policy(layout);
+  ASSERT_TRUE(live.ok() && live->has_value());
+  EXPECT_EQ((*live)->policy.egress->at(0).rules.at(0).cidr->str(), "192.0.2.2");
+
+  // A cgroup this host does not have: refused on the host, reported, the old policy stays.
+  const int64_t v3 = put("agent-pol-bad", "/fl-no-such-" + tag_, "192.0.2.3/32", "web");
+  a = reported(v3);
+  EXPECT_EQ(a["policy_status"], "failed") << a;
+  EXPECT_EQ(a["policy_version"], v2) << a;
+  EXPECT_NE(a["policy_detail"].get<std::string>().find("cgroup"), std::string::npos) << a;
+  EXPECT_EQ(live_name(), "agent-pol-two");
+
+  // Back to a good version, then a restart of faultd: nothing is applied again.
+  const int64_t v4 = put("agent-pol-two", cg.relative(), "192.0.2.2/32", "web");
+  ASSERT_EQ(reported(v4)["policy_status"], "applied");
+  faultd_->stop(5000ms);
+  faultd_.reset();
+  start_faultd(false, {"--label", "role=web", "--label", "zone=eu-1"});
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_EQ(faultd_->describe().find("policy version"), std::string::npos)
+      << "faultd handled a policy again after its restart: " << faultd_->describe();
+  EXPECT_EQ(row()["policy_version"], v4);
+
+  // faultctl against the control plane: a dry run names this agent and stores nothing.
+  const std::string file = dir_ + "/db.yaml";
+  {
+    std::ofstream out(file);
+    out << "apiVersion: faultline.dev/v1\nkind: Policy\nmetadata: {name: agent-pol-db}\nspec:\n  egress:\n"
+           "    - cgroup: "
+        << cg.relative() << "\n      rules:\n        - {name: testnet, action: deny, cidr: 192.0.2.5/32}\n";
+  }
+  const std::vector<std::string> cp_flags = {
+      FAULTCTL_PATH, "--control-plane", "http://127.0.0.1:" + std::to_string(port_), "--token", session_, "policy"};
+  auto ctl = [&](std::vector<std::string> words) {
+    std::vector<std::string> argv = cp_flags;
+    argv.insert(argv.end(), words.begin(), words.end());
+    return fltest::run_command(argv, {.env = env()}, 20s);
+  };
+  auto dry = ctl({"apply", file, "--dry-run", "--label", "role=web"});
+  EXPECT_TRUE(dry.status.is(0)) << dry.describe();
+  EXPECT_NE(dry.out.find("dry run: would store version " + std::to_string(v4 + 1)), std::string::npos) << dry.out;
+  EXPECT_NE(dry.out.find("(" + std::to_string(agent) + ")"), std::string::npos) << dry.out;
+  EXPECT_EQ(call("GET", "/v1/policy", session_).json()["version"], v4) << "the dry run stored a version";
+  auto got = ctl({"get"});
+  EXPECT_TRUE(got.status.is(0)) << got.describe();
+  EXPECT_NE(got.out.find("agent-pol-two"), std::string::npos) << got.out;
+  auto bad = ctl({"put", file, "--label", "role"});
+  EXPECT_TRUE(bad.status.is(2)) << bad.describe();
+
+  // A version for other agents (put by faultctl): this one removes what it applied.
+  auto put_db = ctl({"put", file, "--label", "role=db"});
+  ASSERT_TRUE(put_db.status.is(0)) << put_db.describe();
+  const int64_t v5 = v4 + 1;
+  EXPECT_NE(put_db.out.find("stored version " + std::to_string(v5)), std::string::npos) << put_db.out;
+  a = reported(v5);
+  EXPECT_EQ(a["policy_status"], "not-selected") << a;
+  EXPECT_TRUE(a["policy_version"].is_null()) << a;
+  EXPECT_EQ(live_name(), "") << "the policy of other agents was applied, or the old one left";
+  EXPECT_EQ(call("POST", "/v1/audit/verify", session_).json()["ok"], true);
+  // Labels, policies and reports went as protobuf (RegisterRequest.labels,
+  // NextReply.policy, PolicyStatus): faultd asked for JSON on no agent route.
+  const std::string m = call("GET", "/metrics", session_).body;
+  EXPECT_NE(m.find("faultcp_agent_requests_total{format=\"json\"} 0\n"), std::string::npos) << m;
+}
+
 TEST_P(AgentTest, BadFlagsAreNamedAndNothingStarts) {
   struct Case {
     std::vector<std::string> args;
@@ -288,6 +414,12 @@ TEST_P(AgentTest, BadFlagsAreNamedAndNothingStarts) {
       {{"--control-plane", "http://127.0.0.1:1", "--enroll-token", "flcp_api_x"}, "not an enrollment token"},
       {{"--control-plane", "http://127.0.0.1:1", "--enroll-token", enroll_, "--control-plane-ca", dir_ + "/none.pem"},
        "--control-plane-ca " + dir_ + "/none.pem: cannot be read"},
+      {{"--label", "role=web"}, "--label configures the control-plane agent: give --control-plane too"},
+      {{"--control-plane", "http://127.0.0.1:1", "--enroll-token", enroll_, "--label", "role"}, "expected KEY=VALUE"},
+      {{"--control-plane", "http://127.0.0.1:1", "--enroll-token", enroll_, "--label", "-x=1"}, "KEY is 1-63"},
+      {{"--control-plane", "http://127.0.0.1:1", "--enroll-token", enroll_, "--label", "a=b c"}, "VALUE is 0-63"},
+      {{"--control-plane", "http://127.0.0.1:1", "--enroll-token", enroll_, "--label", "a=1", "--label", "a=2"},
+       "given twice"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> argv = {FAULTD_PATH, "--foreground", "--socket",    dir_ + "/faultd.sock",

@@ -8,6 +8,7 @@
 #include "cp/proto/agent.pb.h"
 #include "cp/proto/agent_wire.h"
 #include "cp_client.h"
+#include "userspace/policy/policy.h"
 
 namespace {
 
@@ -79,6 +80,19 @@ class ApiTest : public ::testing::TestWithParam<Backend> {
   }
   std::string state_of(const Tenant& t, int64_t exp) {
     return call("GET", "/v1/experiments/" + std::to_string(exp), t.token).json().value("status", "");
+  }
+
+  int64_t register_agent(const std::string& token, const std::string& host, const std::string& labels,
+                         std::string* agent_token) {
+    auto enr = call("POST", "/v1/tokens", token, R"({"kind":"enrollment"})").json().value("token", "");
+    auto reg = call("POST", "/v1/agents/register", enr, R"({"hostname":")" + host + R"(","labels":)" + labels + "}");
+    EXPECT_EQ(reg.status, 201) << reg.describe();
+    if (agent_token) *agent_token = reg.json().value("token", "");
+    return reg.json().value("agent_id", int64_t{0});
+  }
+
+  json agent_row(const std::string& token, int64_t id) {
+    return call("GET", "/v1/agents/" + std::to_string(id), token).json();
   }
 
   std::unique_ptr<fltest::CpServer> server_;
@@ -160,6 +174,13 @@ TEST_P(ApiTest, EveryRouteAnswers404ForAnotherWorkspacesObjects) {
   const int64_t b_exp = experiment(b);
   const int64_t a_exp = experiment(a);
   auto b_api = call("POST", "/v1/tokens", b.token, R"({"kind":"api"})").json().value("id", int64_t{0});
+  ASSERT_EQ(call("PUT", "/v1/policy", b.token,
+                 nlohmann::json{{"policy",
+                                 "apiVersion: faultline.dev/v1\nkind: Policy\nmetadata: {name: bravo-egress}\n"
+                                 "spec: {egress: [{all: true, rules: []}]}\n"}}
+                     .dump())
+                .status,
+            201);
   const std::string B_AGENT = std::to_string(b.agent_id), B_EXP = std::to_string(b_exp);
   struct Case {
     std::string method, path, token, body;
@@ -179,12 +200,23 @@ TEST_P(ApiTest, EveryRouteAnswers404ForAnotherWorkspacesObjects) {
       {"POST", "/v1/kill?agent_id=" + B_AGENT, a.token, ""},
       {"DELETE", "/v1/kill?agent_id=" + B_AGENT, a.token, ""},
       {"GET", "/v1/kill?agent_id=" + B_AGENT, a.token, ""},
+      // B has a policy, A none: A sees no policy and its agent cannot report on B's.
+      {"GET", "/v1/policy", a.token, ""},
+      {"GET", "/v1/policy?version=1", a.token, ""},
+      {"GET", "/v1/policy/export", a.token, ""},
+      {"POST", "/v1/agents/" + B_AGENT + "/policy", a.agent_token, R"({"version":1,"status":"applied"})"},
+      {"POST", "/v1/agents/" + std::to_string(a.agent_id) + "/policy", a.agent_token,
+       R"({"version":1,"status":"applied"})"},
   };
   for (const auto& c : walk) {
     auto r = call(c.method, c.path, c.token, c.body);
     EXPECT_EQ(r.status, 404) << c.method << " " << c.path << " -> " << r.describe();
     EXPECT_EQ(r.body.find("bravo"), std::string::npos) << r.body;
   }
+  EXPECT_FALSE(call("GET", "/v1/agents/" + std::to_string(a.agent_id) + "/next?wait_ms=0", a.agent_token)
+                   .json()
+                   .contains("policy"))
+      << "A's agent was handed B's policy";
   // The lists and exports of A hold nothing of B.
   for (const std::string path : {"/v1/agents", "/v1/experiments", "/v1/tokens", "/v1/audit/export", "/v1/audit.csv"}) {
     auto r = call("GET", path, a.token);
@@ -676,6 +708,250 @@ TEST_P(ApiTest, MalformedProtobufBodiesAreRefusedByName) {
   auto reg = call("POST", "/v1/agents/register", enroll, R"({"hostname":"json-host"})");
   EXPECT_EQ(reg.status, 201) << reg.describe();
   EXPECT_GT(reg.json().value("agent_id", int64_t{0}), 0) << reg.body;
+}
+
+// --- Policy distribution (api_policy.cpp) and agent labels. ---
+
+std::string egress_yaml(const std::string& name, const std::string& cidr = "192.0.2.1/32") {
+  return "apiVersion: faultline.dev/v1\nkind: Policy\nmetadata:\n  name: " + name +
+         "\nspec:\n  egress:\n    - cgroup: /fl-test/web\n      mode: enforce\n      rules:\n"
+         "        - {name: block, action: deny, cidr: " +
+         cidr + ", ports: [443], proto: tcp}\n";
+}
+
+std::string bundle(const std::string& policy_yaml, const std::string& selector = "") {
+  json j{{"policy", policy_yaml}};
+  if (!selector.empty()) j["selector"] = json::parse(selector);
+  return j.dump();
+}
+
+// PUT stores a version (the same bundle again stores nothing), GET shows the
+// newest or any version, export gives the file back and PUTting it back (JSON
+// or YAML) changes nothing: the round trip keeps the selector.
+TEST_P(ApiTest, PolicyBundlesAreVersionedAndExportRoundTrips) {
+  Tenant t = tenant("pol", false);
+  auto none = call("GET", "/v1/policy", t.token);
+  EXPECT_EQ(none.status, 404) << none.describe();
+  EXPECT_EQ(call("GET", "/v1/policy/export", t.token).status, 404);
+  auto put = call("PUT", "/v1/policy", t.token, bundle(egress_yaml("web-egress"), R"({"labels":{"role":"web"}})"));
+  ASSERT_EQ(put.status, 201) << put.describe();
+  EXPECT_EQ(put.json()["version"], 1);
+  EXPECT_EQ(put.json()["changed"], true);
+  EXPECT_EQ(put.json()["selector"], json::parse(R"({"labels":{"role":"web"}})"));
+  auto again = call("PUT", "/v1/policy", t.token, bundle(egress_yaml("web-egress"), R"({"labels":{"role":"web"}})"));
+  EXPECT_EQ(again.status, 200) << again.describe();
+  EXPECT_EQ(again.json()["version"], 1);
+  EXPECT_EQ(again.json()["changed"], false);
+  auto got = call("GET", "/v1/policy", t.token).json();
+  EXPECT_EQ(got["version"], 1);
+  EXPECT_EQ(got["name"], "web-egress");
+  EXPECT_EQ(got["policy"]["spec"]["egress"][0]["cgroup"], "/fl-test/web") << got;
+
+  auto exported = call("GET", "/v1/policy/export", t.token);
+  ASSERT_EQ(exported.status, 200) << exported.describe();
+  EXPECT_NE(exported.head.find("X-Faultline-Policy-Version: 1"), std::string::npos) << exported.head;
+  // The file back as it came (a JSON document with apiVersion): the same bundle.
+  auto back = call("PUT", "/v1/policy", t.token, exported.body);
+  EXPECT_EQ(back.status, 200) << back.describe();
+  EXPECT_EQ(back.json()["changed"], false);
+  EXPECT_EQ(back.json()["selector"]["labels"]["role"], "web") << "a bare file keeps the selector";
+  auto yaml = call("GET", "/v1/policy/export?format=yaml", t.token);
+  ASSERT_EQ(yaml.status, 200);
+  auto yaml_back = fltest::cp_request(server_->port(), "PUT", "/v1/policy", t.token, yaml.body, 10'000,
+                                      {{"Content-Type", "application/yaml"}});
+  EXPECT_EQ(yaml_back.status, 200) << yaml_back.describe();
+  EXPECT_EQ(yaml_back.json()["changed"], false);
+  // And the exported file is what faultctl policy validate reads.
+  faultline::PolicyParse reread = faultline::parse_policy(exported.body);
+  EXPECT_TRUE(reread.ok()) << exported.body;
+
+  // A new policy, or the same with another selector, is a new version.
+  auto v2 = call("PUT", "/v1/policy", t.token,
+                 bundle(egress_yaml("web-egress", "192.0.2.2/32"), R"({"labels":{"role":"web"}})"));
+  EXPECT_EQ(v2.status, 201) << v2.describe();
+  EXPECT_EQ(v2.json()["version"], 2);
+  auto v3 = call("PUT", "/v1/policy", t.token, bundle(egress_yaml("web-egress", "192.0.2.2/32"), R"({"all":true})"));
+  EXPECT_EQ(v3.json()["version"], 3) << v3.describe();
+  EXPECT_EQ(call("GET", "/v1/policy?version=1", t.token).json()["policy"]["spec"]["egress"][0]["rules"][0]["cidr"],
+            "192.0.2.1");
+  EXPECT_EQ(call("GET", "/v1/policy?version=9", t.token).status, 404);
+  EXPECT_EQ(call("GET", "/v1/policy", t.token).json()["version"], 3);
+  // Every stored version is in the activity log, none of the unchanged PUTs.
+  int puts = 0;
+  const json log = call("GET", "/v1/audit/export", t.token).json();
+  for (const auto& e : log["entries"])
+    if (e["action"] == "policy.put") ++puts;
+  EXPECT_EQ(puts, 3) << log.dump();
+  EXPECT_EQ(call("POST", "/v1/audit/verify", t.token).json()["ok"], true);
+}
+
+// The same parser and apply checks as faultctl: a bad bundle is a 400 naming
+// the field (with line and column when the text was given), and nothing is stored.
+TEST_P(ApiTest, BadPolicyBundlesAreRefusedNamingTheFieldAndNothingIsStored) {
+  Tenant t = tenant("badpol", false);
+  const std::string good = egress_yaml("ok");
+  std::string bad_cidr = egress_yaml("x");
+  bad_cidr.replace(bad_cidr.find("192.0.2.1/32"), 12, "192.0.2.300/32");
+  std::string typo = egress_yaml("x");
+  typo.replace(typo.find("mode:"), 5, "mdoe:");
+  const std::string with_faults =
+      "apiVersion: faultline.dev/v1\nkind: Policy\nmetadata: {name: f}\nspec:\n  faults:\n"
+      "    - {name: l, kind: loss, target: 10.0.0.1, percent: 5, duration: 10s}\n";
+  struct Case {
+    std::string what, body;
+    std::string field;
+    bool line = false;
+    std::string content_type = "";
+  };
+  const std::vector<Case> cases = {
+      {"not JSON", "{", ""},
+      {"no policy", R"({"selector":{"all":true}})", "policy"},
+      {"policy a number", R"({"policy":7})", "policy"},
+      {"unknown member", bundle(good).substr(0, bundle(good).size() - 1) + R"(,"extra":1})", "extra"},
+      {"bad cidr", bundle(bad_cidr), "policy.spec.egress[0].rules[0].cidr", true},
+      {"unknown field", bundle(typo), "policy.spec.egress[0].mdoe", true},
+      {"not YAML", bundle("apiVersion: [\n"), "policy.<document>", false},
+      {"faults", bundle(with_faults), "policy.spec.faults"},
+      {"selector all false", bundle(good, R"({"all":false})"), "selector.all"},
+      {"selector all and labels", bundle(good, R"({"all":true,"labels":{"a":"b"}})"), "selector"},
+      {"selector label key", bundle(good, R"({"labels":{"no spaces":"b"}})"), "selector.labels.no spaces"},
+      {"selector label value", bundle(good, R"({"labels":{"role":7}})"), "selector.labels.role"},
+      {"selector hostnames empty", bundle(good, R"({"hostnames":[]})"), "selector.hostnames"},
+      {"selector unknown", bundle(good, R"({"zones":["a"]})"), "selector.zones"},
+      {"bare file, bad cidr", bad_cidr, "spec.egress[0].rules[0].cidr", true, "application/yaml"},
+      {"dry_run on PUT", json{{"policy", good}, {"dry_run", true}}.dump(), "dry_run"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::pair<std::string, std::string>> headers;
+    if (!c.content_type.empty()) headers.emplace_back("Content-Type", c.content_type);
+    auto r = fltest::cp_request(server_->port(), "PUT", "/v1/policy", t.token, c.body, 10'000, headers);
+    EXPECT_EQ(r.status, 400) << c.what << ": " << r.describe();
+    if (!c.field.empty()) {
+      EXPECT_EQ(r.json().value("field", ""), c.field) << c.what << ": " << r.describe();
+    }
+    if (c.line) {
+      EXPECT_NE(r.json().value("error", "").find("(line "), std::string::npos) << c.what << ": " << r.describe();
+      EXPECT_TRUE(r.json()["errors"][0].contains("line")) << c.what << ": " << r.describe();
+    }
+    // apply checks the same, dry run or not.
+    auto dry = fltest::cp_request(server_->port(), "POST", "/v1/policy/apply", t.token, c.body, 10'000, headers);
+    if (c.what != "dry_run on PUT") {
+      EXPECT_EQ(dry.status, 400) << "apply: " << c.what << ": " << dry.describe();
+    }
+  }
+  EXPECT_EQ(call("GET", "/v1/policy", t.token).status, 404) << "a refused bundle was stored";
+  const json log = call("GET", "/v1/audit/export", t.token).json();
+  ASSERT_FALSE(log["entries"].empty());
+  for (const auto& e : log["entries"])
+    EXPECT_EQ(e["action"].get<std::string>().rfind("policy.", 0), std::string::npos) << e;
+  // Agents' labels follow the same rules at registration.
+  auto enr = call("POST", "/v1/tokens", t.token, R"({"kind":"enrollment"})").json().value("token", "");
+  auto reg = call("POST", "/v1/agents/register", enr, R"({"hostname":"h","labels":{"role":"a b"}})");
+  EXPECT_EQ(reg.status, 400) << reg.describe();
+  EXPECT_EQ(reg.json().value("field", ""), "labels.role");
+  EXPECT_TRUE(call("GET", "/v1/agents", t.token).json()["agents"].empty());
+}
+
+// An agent polling is handed the newest version at once (a held poll is
+// woken), selected or not; it reports what it made of it, and is not handed
+// that version again; GET /v1/agents shows per agent what it runs.
+TEST_P(ApiTest, APolicyReachesAgentsAtTheirNextPollAndEachReportsItsVersion) {
+  Tenant t = tenant("dist", false);
+  std::string web_token, db_token;
+  const int64_t web = register_agent(t.token, "web-1", R"({"role":"web","zone":"eu"})", &web_token);
+  const int64_t db = register_agent(t.token, "db-1", R"({"role":"db"})", &db_token);
+  EXPECT_EQ(agent_row(t.token, web)["labels"], json::parse(R"({"role":"web","zone":"eu"})"));
+  EXPECT_TRUE(agent_row(t.token, web)["policy_version"].is_null());
+  const std::string web_next = "/v1/agents/" + std::to_string(web) + "/next";
+  const std::string db_next = "/v1/agents/" + std::to_string(db) + "/next";
+  auto report = [&](int64_t agent, const std::string& token, const std::string& body) {
+    return call("POST", "/v1/agents/" + std::to_string(agent) + "/policy", token, body);
+  };
+
+  auto held = std::async(std::launch::async, [&] { return call("GET", web_next, web_token); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto put_at = Clock::now();
+  auto put = call("PUT", "/v1/policy", t.token, bundle(egress_yaml("web-egress"), R"({"labels":{"role":"web"}})"));
+  ASSERT_EQ(put.status, 201) << put.describe();
+  auto woke = held.get();
+  EXPECT_LT(Clock::now() - put_at, std::chrono::milliseconds(500)) << "the new policy did not wake the poll";
+  ASSERT_TRUE(woke.json().contains("policy")) << woke.body;
+  EXPECT_EQ(woke.json()["policy"]["version"], 1);
+  EXPECT_EQ(woke.json()["policy"]["selected"], true);
+  faultline::PolicyParse given = faultline::parse_policy(woke.json()["policy"]["text"].get<std::string>());
+  ASSERT_TRUE(given.ok()) << woke.body;
+  EXPECT_EQ(given.policy.name, "web-egress");
+  auto db_poll = call("GET", db_next + "?wait_ms=0", db_token).json();
+  EXPECT_EQ(db_poll["policy"]["selected"], false) << db_poll;
+  EXPECT_EQ(db_poll["policy"]["text"], "");
+
+  EXPECT_EQ(report(web, web_token, R"({"version":1,"status":"applied","running_version":1})").status, 200);
+  EXPECT_EQ(report(db, db_token, R"({"version":1,"status":"not-selected"})").status, 200);
+  EXPECT_FALSE(call("GET", web_next + "?wait_ms=0", web_token).json().contains("policy")) << "handed again";
+  EXPECT_FALSE(call("GET", db_next + "?wait_ms=0", db_token).json().contains("policy"));
+  auto w = agent_row(t.token, web);
+  EXPECT_EQ(w["policy_version"], 1) << w;
+  EXPECT_EQ(w["policy_status"], "applied");
+  auto d = agent_row(t.token, db);
+  EXPECT_TRUE(d["policy_version"].is_null()) << d;
+  EXPECT_EQ(d["policy_status"], "not-selected");
+  EXPECT_EQ(d["policy_reported_version"], 1);
+
+  // Version 2 fails on the host: the old one stays, the error is shown.
+  ASSERT_EQ(call("PUT", "/v1/policy", t.token, bundle(egress_yaml("web-egress", "192.0.2.9/32"))).status, 201);
+  EXPECT_EQ(call("GET", web_next + "?wait_ms=0", web_token).json()["policy"]["version"], 2);
+  EXPECT_EQ(
+      report(web, web_token,
+             R"({"version":2,"status":"failed","running_version":1,"detail":"spec.egress[0].cgroup: no such cgroup"})")
+          .status,
+      200);
+  w = agent_row(t.token, web);
+  EXPECT_EQ(w["policy_version"], 1) << w;
+  EXPECT_EQ(w["policy_status"], "failed");
+  EXPECT_EQ(w["policy_reported_version"], 2);
+  EXPECT_NE(w["policy_detail"].get<std::string>().find("no such cgroup"), std::string::npos);
+  EXPECT_FALSE(call("GET", web_next + "?wait_ms=0", web_token).json().contains("policy"))
+      << "a failure is not retried in a loop";
+
+  // Reports are checked.
+  EXPECT_EQ(report(web, web_token, R"({"version":2,"status":"done"})").status, 400);
+  EXPECT_EQ(report(web, web_token, R"({"version":9,"status":"applied"})").status, 404);
+  EXPECT_EQ(report(web, web_token, R"({"status":"applied"})").status, 400);
+  EXPECT_EQ(report(db, web_token, R"({"version":2,"status":"applied"})").status, 404) << "another agent's route";
+
+  // A dry run says who would get it and what it compiles to; it stores nothing.
+  auto dry = call(
+      "POST", "/v1/policy/apply", t.token,
+      json{{"policy", egress_yaml("db-egress")}, {"selector", {{"hostnames", {"db-1"}}}}, {"dry_run", true}}.dump());
+  ASSERT_EQ(dry.status, 200) << dry.describe();
+  EXPECT_EQ(dry.json()["dry_run"], true);
+  EXPECT_EQ(dry.json()["changed"], true);
+  EXPECT_EQ(dry.json()["version"], 3);
+  ASSERT_EQ(dry.json()["agents"].size(), 1u) << dry.body;
+  EXPECT_EQ(dry.json()["agents"][0]["hostname"], "db-1");
+  EXPECT_EQ(dry.json()["not_selected"].size(), 1u);
+  EXPECT_EQ(dry.json()["summary"]["scopes"][0]["scope"], "cgroup /fl-test/web") << dry.body;
+  EXPECT_EQ(dry.json()["summary"]["scopes"][0]["deny_prefixes"], 1);
+  EXPECT_EQ(call("GET", "/v1/policy", t.token).json()["version"], 2) << "a dry run stored a version";
+  auto applied = call("POST", "/v1/policy/apply", t.token,
+                      json{{"policy", egress_yaml("db-egress")}, {"selector", {{"hostnames", {"db-1"}}}}}.dump());
+  EXPECT_EQ(applied.status, 201) << applied.describe();
+  EXPECT_EQ(applied.json()["version"], 3);
+  EXPECT_EQ(call("GET", db_next + "?wait_ms=0", db_token).json()["policy"]["selected"], true);
+  EXPECT_EQ(call("GET", web_next + "?wait_ms=0", web_token).json()["policy"]["selected"], false);
+
+  // Experiments select by labels too: one per agent matching all of them.
+  const std::string spec = R"("spec":{"kind":"loss","target":"10.0.0.1","percent":10,"duration_sec":5})";
+  auto by_label = call("POST", "/v1/experiments", t.token, R"({"selector":{"labels":{"role":"web"}},)" + spec + "}");
+  ASSERT_EQ(by_label.status, 201) << by_label.describe();
+  ASSERT_EQ(by_label.json()["experiments"].size(), 1u);
+  EXPECT_EQ(by_label.json()["experiments"][0]["agent_id"], web);
+  auto both = call("POST", "/v1/experiments", t.token,
+                   R"({"selector":{"labels":{"role":"web"},"hostnames":["db-1"]},)" + spec + "}");
+  EXPECT_EQ(both.status, 404) << "hostnames and labels must both match: " << both.describe();
+  auto nobody = call("POST", "/v1/experiments", t.token, R"({"selector":{"labels":{"role":"cache"}},)" + spec + "}");
+  EXPECT_EQ(nobody.status, 404) << nobody.describe();
+  EXPECT_EQ(nobody.json().value("field", ""), "selector.labels");
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ApiTest, ::testing::Values(Backend::Sqlite, Backend::Postgres),

@@ -2,7 +2,7 @@
 // long-polling replica A is handed an experiment created through replica B,
 // and is told to stop when the kill switch is engaged on B, each within the
 // kill switch's bound (1 s), woken through LISTEN/NOTIFY rather than at the
-// poll's end.
+// poll's end; and is given a policy put on B the same way.
 #include <gtest/gtest.h>
 
 #include <csignal>
@@ -85,6 +85,33 @@ TEST(Replicas, AnAgentPollingOneReplicaHearsWorkAndTheKillFromTheOther) {
   EXPECT_LT(kill_ms, 1000) << "the kill across replicas took " << kill_ms << " ms";
   std::printf("replicas: dispatch B -> agent on A %lld ms, kill B -> agent on A %lld ms\n",
               static_cast<long long>(dispatch_ms), static_cast<long long>(kill_ms));
+
+  // A policy put on B reaches the agent polling A (a wake-up for every agent
+  // of the workspace), within the same bound. (The stop confirmed first: a
+  // stop is answered before anything else.)
+  ASSERT_EQ(fltest::cp_request(a.port, "POST", "/v1/agents/" + agent + "/events", agent_token,
+                               R"({"experiment_id":)" + std::to_string(id) + R"(,"type":"stopped"})")
+                .status,
+            200);
+  auto policy_poll =
+      std::async(std::launch::async, [&] { return fltest::cp_request(a.port, "GET", next, agent_token, "", 25'000); });
+  std::this_thread::sleep_for(300ms);
+  const auto put_at = std::chrono::steady_clock::now();
+  auto put =
+      fltest::cp_request(b.port, "PUT", "/v1/policy", token,
+                         json{{"policy",
+                               "apiVersion: faultline.dev/v1\nkind: Policy\nmetadata: {name: fleet}\n"
+                               "spec: {egress: [{all: true, rules: [{name: t, action: deny, cidr: 192.0.2.1}]}]}\n"}}
+                             .dump());
+  ASSERT_EQ(put.status, 201) << put.describe();
+  ASSERT_EQ(policy_poll.wait_for(5s), std::future_status::ready) << "replica A's poll did not hear the policy";
+  const auto given = policy_poll.get();
+  const auto policy_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - put_at).count();
+  EXPECT_EQ(given.json()["policy"]["version"], 1) << given.describe();
+  EXPECT_EQ(given.json()["policy"]["selected"], true) << given.describe();
+  EXPECT_LT(policy_ms, 1000) << "the policy across replicas took " << policy_ms << " ms";
+  std::printf("replicas: policy put on B -> agent on A %lld ms\n", static_cast<long long>(policy_ms));
   EXPECT_EQ(fltest::cp_request(a.port, "POST", "/v1/audit/verify", token).json()["ok"], true);
   for (auto* r : {&a, &b}) {
     r->process.signal(SIGTERM);

@@ -117,6 +117,43 @@ TEST_P(StorageTest, ObjectsOfAnotherWorkspaceAreNotFound) {
   EXPECT_EQ((*store_->experiment(a, e->id))->state, "queued") << "b's calls changed a's experiment";
 }
 
+// Policy versions are numbered per workspace; an agent's labels and policy
+// report are kept, and scoped to its workspace.
+TEST_P(StorageTest, PolicyVersionsPerWorkspaceAndAgentPolicyReports) {
+  auto [a, agent_a] = workspace_with_agent("pa");
+  auto [b, agent_b] = workspace_with_agent("pb");
+  EXPECT_FALSE(store_->policy(a)->has_value());
+  auto v1 = store_->insert_policy(a, "one", "{\"p\":1}", R"({"all":true})", 10, "user:1");
+  ASSERT_TRUE(v1.ok()) << v1.error().describe();
+  EXPECT_EQ(v1->version, 1);
+  auto v2 = store_->insert_policy(a, "two", "{\"p\":2}", R"({"labels":{"role":"web"}})", 11, "user:1");
+  ASSERT_TRUE(v2.ok()) << v2.error().describe();
+  EXPECT_EQ(v2->version, 2);
+  auto other = store_->insert_policy(b, "b", "{}", R"({"all":true})", 12, "user:2");
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other->version, 1) << "versions are per workspace";
+  EXPECT_EQ((*store_->policy(a))->name, "two");
+  EXPECT_EQ((*store_->policy(a, 1))->policy, "{\"p\":1}");
+  EXPECT_FALSE(store_->policy(a, 3)->has_value());
+  EXPECT_EQ((*store_->policy(b))->name, "b");
+
+  faultline::cp::AgentFacts f{"web-1", "6.1.0", "i-w", "eth0", "1.0", "{}", R"({"role":"web"})"};
+  auto labelled = store_->insert_agent(a, f, 20);
+  ASSERT_TRUE(labelled.ok()) << labelled.error().describe();
+  EXPECT_EQ((*store_->agent(a, labelled->id))->labels, R"({"role":"web"})");
+  EXPECT_EQ((*store_->agent(a, agent_a))->labels, "{}");
+  faultline::cp::PolicyReport r{2, 1, "failed", "no such cgroup"};
+  EXPECT_TRUE(*store_->report_policy(a, labelled->id, r, 30));
+  EXPECT_FALSE(*store_->report_policy(b, labelled->id, r, 30)) << "another workspace's agent";
+  auto got = **store_->agent(a, labelled->id);
+  EXPECT_EQ(got.policy_reported, 2);
+  EXPECT_EQ(got.policy_version, 1);
+  EXPECT_EQ(got.policy_status, "failed");
+  EXPECT_EQ(got.policy_detail, "no such cgroup");
+  EXPECT_EQ(got.policy_reported_ms, 30);
+  EXPECT_FALSE((*store_->agent(b, agent_b))->policy_reported.has_value());
+}
+
 TEST_P(StorageTest, AnExperimentGoesThroughItsStates) {
   auto [ws, agent] = workspace_with_agent("w");
   auto e = store_->insert_experiment(ws, agent, R"({"kind":"latency","delay_ms":100})", 10);

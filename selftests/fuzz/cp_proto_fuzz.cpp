@@ -16,11 +16,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Decoded (*decode)(std::string_view);
     std::string (*encode)(const nlohmann::json&);
   };
-  static const Pair kPairs[] = {{decode_register, encode_register},
-                                {decode_register_reply, encode_register_reply},
-                                {decode_next_reply, encode_next_reply},
-                                {decode_event, encode_event},
-                                {decode_event_reply, encode_event_reply}};
+  static const Pair kPairs[] = {
+      {decode_register, encode_register},       {decode_register_reply, encode_register_reply},
+      {decode_next_reply, encode_next_reply},   {decode_event, encode_event},
+      {decode_event_reply, encode_event_reply}, {decode_policy_report, encode_policy_report}};
   for (const auto& p : kPairs) {
     auto d = p.decode(bytes);
     if (auto* e = std::get_if<WireError>(&d)) {

@@ -10,6 +10,7 @@ namespace faultline {
 
 nlohmann::json AgentState::to_json() const {
   nlohmann::json j{{"control_plane", control_plane}, {"agent_id", agent_id}, {"token", token}};
+  if (policy_version != 0) j["policy_version"] = policy_version;
   j["runs"] = nlohmann::json::object();
   for (const auto& [id, r] : runs)
     j["runs"][std::to_string(id)] = {{"phase", r.phase}, {"fault_id", r.fault_id}, {"owner_pid", r.owner_pid}};
@@ -34,6 +35,7 @@ Result<AgentState> load_agent_state(const std::string& path) {
     s.control_plane = j.at("control_plane").get<std::string>();
     s.agent_id = j.at("agent_id").get<int64_t>();
     s.token = j.at("token").get<std::string>();
+    s.policy_version = j.value("policy_version", int64_t{0});
     const nlohmann::json runs = j.value("runs", nlohmann::json::object());
     const nlohmann::json outbox = j.value("outbox", nlohmann::json::array());
     for (const auto& [id, r] : runs.items())

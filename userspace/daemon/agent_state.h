@@ -39,6 +39,9 @@ struct AgentState {
   std::string token;          // flcp_agent_...
   std::map<int64_t, AgentRun> runs;
   std::vector<AgentReport> outbox;
+  // The control plane's policy version this faultd applied and left live (0:
+  // none): reported as what it runs, and removed when a version leaves it out.
+  int64_t policy_version = 0;
 
   [[nodiscard]] nlohmann::json to_json() const;
 };

@@ -14,9 +14,11 @@
 #include "base/clock.h"
 #include "base/files.h"
 #include "cp/proto/agent_wire.h"
+#include "loader/bpffs.h"
 #include "userspace/ops/abort_faults.h"
 #include "userspace/ops/features_report.h"
 #include "userspace/ops/status_report.h"
+#include "userspace/policy/policy_apply.h"
 #include "userspace/state/state_dir.h"
 
 namespace faultline {
@@ -50,7 +52,7 @@ std::string default_route_device() {
   return "";
 }
 
-nlohmann::json host_facts(const std::string& version) {
+nlohmann::json host_facts(const std::string& version, const std::map<std::string, std::string>& labels) {
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   utsname u{};
@@ -66,7 +68,8 @@ nlohmann::json host_facts(const std::string& version) {
           {"instance_id", trimmed_file("/etc/machine-id")},
           {"device", default_route_device()},
           {"version", version.empty() ? "unknown" : version},
-          {"features", features}};
+          {"features", features},
+          {"labels", labels}};
 }
 
 // The packet faults still on whose owner was the faultd of that pid (gone now).
@@ -245,7 +248,7 @@ Result<HttpAnswer> ControlPlaneAgent::send(const std::string& method, const std:
 }
 
 Status ControlPlaneAgent::enroll() {
-  const nlohmann::json facts = host_facts(s_.version);
+  const nlohmann::json facts = host_facts(s_.version, s_.labels);
   auto a = send("POST", "/v1/agents/register", s_.enroll_token, cp::wire::encode_register(facts), kCallTimeoutMs);
   if (!is_2xx(a)) return make_error(EPROTO, "registering with " + s_.control_plane + ": " + status_text(a));
   const auto j = answer_json(*a, cp::wire::decode_register_reply).value_or(nlohmann::json::object());
@@ -314,6 +317,7 @@ void ControlPlaneAgent::poll_loop() {
 }
 
 void ControlPlaneAgent::handle(const nlohmann::json& answer) {
+  if (answer.contains("policy") && answer["policy"].is_object()) take_policy(answer["policy"]);
   const bool kill = answer.value("kill", false);
   std::vector<int64_t> stops;
   if (answer.contains("stop") && answer["stop"].is_array())
@@ -358,6 +362,63 @@ void ControlPlaneAgent::handle(const nlohmann::json& answer) {
     return;
   }
   if (answer.contains("experiment") && answer["experiment"].is_object()) begin(answer["experiment"]);
+}
+
+void ControlPlaneAgent::take_policy(const nlohmann::json& given) {
+  const int64_t version = given.value("version", int64_t{0});
+  if (version <= 0) return;
+  const bool selected = given.value("selected", false);
+  int64_t running = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    running = state_.policy_version;
+  }
+  std::string status = selected ? "applied" : "not-selected", detail;
+  const BpffsLayout layout = bpffs_layout();
+  if (selected) {
+    PolicyParse parsed = parse_policy(given.value("text", ""));
+    Status done;
+    if (!parsed.ok()) {
+      done = input_error(0, parsed.errors[0].render("policy"));
+    } else if (auto outcome = apply_policy(layout, parsed.policy, false); !outcome) {
+      done = outcome.error();
+    } else {
+      running = version;
+      detail = outcome->changed ? "generation " + std::to_string(outcome->generation) : "already live";
+    }
+    if (!done) {
+      status = "failed";
+      detail = done.error().describe().substr(0, 4000);
+    }
+  } else if (running != 0) {
+    // Left out now: what this agent applied for the control plane goes.
+    if (auto outcome = delete_policy(layout, false); !outcome) {
+      status = "failed";
+      detail = "removing policy version " + std::to_string(running) + ": " + outcome.error().describe().substr(0, 3900);
+    } else {
+      running = 0;
+    }
+  }
+  log_("faultd: control plane: policy version " + std::to_string(version) + ": " + status +
+       (detail.empty() ? "" : " (" + detail + ")"));
+  int64_t agent_id = 0;
+  std::string token;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (state_.policy_version != running) {
+      state_.policy_version = running;
+      save();
+    }
+    agent_id = state_.agent_id;
+    token = state_.token;
+  }
+  nlohmann::json report{{"version", version}, {"status", status}, {"detail", detail}};
+  if (running != 0) report["running_version"] = running;
+  auto a = send("POST", "/v1/agents/" + std::to_string(agent_id) + "/policy", token,
+                cp::wire::encode_policy_report(report), kCallTimeoutMs);
+  // Not taken: faultcp gives the version again at the next poll, and applying
+  // the same file again changes nothing.
+  if (!is_2xx(a)) log_("faultd: control plane: the policy report was not taken: " + status_text(a));
 }
 
 void ControlPlaneAgent::begin(const nlohmann::json& experiment) {

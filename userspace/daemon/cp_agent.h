@@ -10,7 +10,8 @@
 // on and reports the experiment failed. A final report is written to the state
 // file before it is sent and kept until faultcp took it (or refused it for
 // good), so a faultcp that was down when a run ended learns its end when it is
-// back.
+// back. A policy version it is given is applied (or removed) and reported
+// before it polls again.
 #pragma once
 
 #include <atomic>
@@ -37,6 +38,7 @@ struct AgentSettings {
   std::string ca_file;        // --control-plane-ca: the one CA trusted for https
   std::string state_path;     // the state file (default <state dir>/cp-agent.json)
   std::string version;        // faultd's version, reported at registration
+  std::map<std::string, std::string> labels;  // --label, sent at registration
 };
 
 // <state dir>/cp-agent.json.
@@ -66,6 +68,11 @@ class ControlPlaneAgent {
   [[nodiscard]] Status enroll();
   void handle(const nlohmann::json& answer);
   void begin(const nlohmann::json& experiment);
+  // A policy version from faultcp ({version, selected, text}): applied with
+  // apply_policy (atomic; the same file again is a no-op), or the one applied
+  // before removed when the version leaves this agent out; then reported. A
+  // failure leaves the live policy as it was and is reported with the reason.
+  void take_policy(const nlohmann::json& policy);
   void end_run(int64_t id, const RemoteEnding& e);
   void queue_report(AgentReport r);          // under mu_
   void save();                               // under mu_

@@ -276,10 +276,9 @@ int serve_faultd(const FaultdConfig& config, const FaultdHooks& hooks) {
   std::unique_ptr<ControlPlaneAgent> agent;
   auto start_agent = [&]() -> Status {
     if (config.control_plane.empty()) return {};
-    auto a = ControlPlaneAgent::start(
-        AgentSettings{config.control_plane, config.enroll_token, config.control_plane_ca, config.agent_state,
-                      hooks.version},
-        hooks.log);
+    auto a = ControlPlaneAgent::start(AgentSettings{config.control_plane, config.enroll_token, config.control_plane_ca,
+                                                    config.agent_state, hooks.version, config.labels},
+                                      hooks.log);
     if (!a) return a.error();
     agent = std::move(*a);
     return {};

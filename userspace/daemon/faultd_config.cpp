@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -67,6 +69,24 @@ Result<std::string> socket_path(const std::string& value, const std::string& whe
   return value;
 }
 
+// KEY=VALUE with faultcp's rules (cp/api/agent_selector.h): refused here, by
+// flag, rather than by faultcp at registration.
+Result<std::pair<std::string, std::string>> agent_label(const std::string& flag) {
+  const auto eq = flag.find('=');
+  if (eq == std::string::npos) return input_error(0, "--label " + flag + ": expected KEY=VALUE");
+  const std::string key = flag.substr(0, eq), value = flag.substr(eq + 1);
+  auto ok = [](char c, bool in_key) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' || (in_key && c == '/');
+  };
+  if (key.empty() || key.size() > 63 || !std::isalnum(static_cast<unsigned char>(key[0])) ||
+      !std::all_of(key.begin(), key.end(), [&](char c) { return ok(c, true); }))
+    return input_error(
+        0, "--label " + flag + ": KEY is 1-63 of letters, digits and . _ - /, starting with a letter or digit");
+  if (value.size() > 63 || !std::all_of(value.begin(), value.end(), [&](char c) { return ok(c, false); }))
+    return input_error(0, "--label " + flag + ": VALUE is 0-63 of letters, digits and . _ -");
+  return std::make_pair(key, value);
+}
+
 }  // namespace
 
 std::string default_faultd_socket() {
@@ -78,7 +98,7 @@ std::string faultd_usage() {
   return "usage: faultd [--config FILE] [--foreground] [--socket PATH] [--metrics HOST:PORT|off]\n"
          "             [--toxiproxy HOST:PORT|off] [--proxy-workers N] [--toxic-max-duration D]\n"
          "             [--restart-drain D] [--control-plane URL [--enroll-token TOKEN]\n"
-         "             [--control-plane-ca FILE] [--agent-state FILE]]\n"
+         "             [--control-plane-ca FILE] [--agent-state FILE] [--label KEY=VALUE]...]\n"
          "  the Faultline host agent: the local API (JSON over HTTP/1.1 on a unix\n"
          "  socket, root only) and Prometheus /metrics on loopback\n"
          "  --config FILE      a JSON object with the same settings: {\"socket\": PATH,\n"
@@ -110,6 +130,10 @@ std::string faultd_usage() {
          "                     of the system trust store)\n"
          "  --agent-state FILE the agent id and token, and the experiments under way\n"
          "                     (default <state dir>/cp-agent.json, mode 0600)\n"
+         "  --label KEY=VALUE  a label of this agent (repeatable, at most 32), sent when it\n"
+         "                     registers; experiments and policies select agents by label.\n"
+         "                     KEY: 1-63 of A-Z a-z 0-9 . _ - / (first a letter or digit);\n"
+         "                     VALUE: 0-63 of A-Z a-z 0-9 . _ -\n"
          "\n"
          "EXAMPLES\n"
          "  # in the foreground, with the defaults\n"
@@ -180,6 +204,7 @@ Result<FaultdArgs> parse_faultd_args(const std::vector<std::string>& args) {
   std::optional<std::string> config_file, socket, metrics, toxiproxy, workers, toxic_max_flag, drain_flag;
   std::optional<std::string> control_plane, enroll_token, control_plane_ca, agent_state;
   bool foreground = false;
+  std::vector<std::string> label_flags;
   const std::map<std::string, std::optional<std::string>*> valued = {
       {"--config", &config_file},        {"--socket", &socket},
       {"--metrics", &metrics},           {"--toxiproxy", &toxiproxy},
@@ -199,6 +224,14 @@ Result<FaultdArgs> parse_faultd_args(const std::vector<std::string>& args) {
     }
     if (a == "--foreground") {
       foreground = true;
+    } else if (a == "--label" || a.rfind("--label=", 0) == 0) {
+      if (a == "--label") {
+        auto v = value("--label");
+        if (!v) return v.error();
+        label_flags.push_back(*v);
+      } else {
+        label_flags.push_back(a.substr(8));
+      }
     } else if (auto slot = valued.find(a.substr(0, a.find('='))); slot != valued.end()) {
       if (a.find('=') != std::string::npos) {
         *slot->second = a.substr(a.find('=') + 1);
@@ -250,7 +283,8 @@ Result<FaultdArgs> parse_faultd_args(const std::vector<std::string>& args) {
   if (!control_plane) {
     for (const auto& [flag, given] : {std::pair<const char*, bool>{"--enroll-token", enroll_token.has_value()},
                                       {"--control-plane-ca", control_plane_ca.has_value()},
-                                      {"--agent-state", agent_state.has_value()}})
+                                      {"--agent-state", agent_state.has_value()},
+                                      {"--label", !label_flags.empty()}})
       if (given)
         return input_error(0, std::string(flag) + " configures the control-plane agent: give --control-plane too");
     return out;
@@ -270,6 +304,14 @@ Result<FaultdArgs> parse_faultd_args(const std::vector<std::string>& args) {
       return input_error(0, "--control-plane-ca " + *control_plane_ca + ": cannot be read");
     out.config.control_plane_ca = *control_plane_ca;
   }
+  for (const auto& l : label_flags) {
+    auto got = agent_label(l);
+    if (!got) return got.error();
+    if (out.config.labels.count(got->first))
+      return input_error(0, "--label " + l + ": the key " + got->first + " is given twice");
+    out.config.labels.insert(*got);
+  }
+  if (out.config.labels.size() > 32) return input_error(0, "--label: at most 32 labels");
   if (agent_state) {
     if (agent_state->empty() || (*agent_state)[0] != '/')
       return input_error(0, "--agent-state '" + *agent_state + "' is not an absolute path");

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,6 +31,7 @@ struct FaultdConfig {
   std::string enroll_token;      // --enroll-token, or FAULTLINE_ENROLL_TOKEN
   std::string control_plane_ca;  // --control-plane-ca FILE
   std::string agent_state;       // --agent-state FILE; empty: <state dir>/cp-agent.json
+  std::map<std::string, std::string> labels;  // --label KEY=VALUE (repeatable), sent at registration
 };
 
 // The local API's socket: FAULTLINE_FAULTD_SOCKET when set, else

@@ -155,7 +155,9 @@ struct Prepared {
   std::string source;  // "" for no scopes
 };
 
-Result<Prepared> prepare(const Policy& p) {
+// Everything apply refuses, checked before anything changes; on_this_host:
+// the scopes' cgroups are looked for (faultcp checks bundles for other hosts).
+Result<Prepared> prepare(const Policy& p, bool on_this_host = true) {
   if (p.faults)
     return input_error(EINVAL,
                        "spec.faults: apply writes the egress section only and runs no experiments; run them "
@@ -163,7 +165,7 @@ Result<Prepared> prepare(const Policy& p) {
   if (!p.egress) return input_error(0, "spec.egress: the file has no egress section: nothing to apply");
   for (size_t i = 0; i < p.egress->size(); ++i) {
     const EgressScope& s = (*p.egress)[i];
-    if (!s.host_wide) {
+    if (!s.host_wide && on_this_host) {
       auto dir = resolve_cgroup_v2_dir(s.cgroup, "spec.egress[" + std::to_string(i) + "].cgroup");
       if (!dir) return as_bad_input(dir.error());
     }
@@ -296,8 +298,8 @@ Result<std::optional<LivePolicy>> read_live_policy(const BpffsLayout& layout) {
   return read_live_locked(applied_policy_pins(layout));
 }
 
-Status check_appliable(const Policy& p) {
-  auto prep = prepare(p);
+Status check_appliable(const Policy& p, bool on_this_host) {
+  auto prep = prepare(p, on_this_host);
   if (!prep) return prep.error();
   return {};
 }

@@ -33,8 +33,9 @@ struct ApplyOutcome {
 
 // Checks what apply would refuse, touching nothing: a policy with spec.faults
 // (apply runs no experiments), a cgroup that does not exist, maps that would
-// overflow. Bad input errors.
-[[nodiscard]] Status check_appliable(const Policy& p);
+// overflow. Bad input errors. Off this host (faultcp judging a bundle for its
+// agents) the cgroups are not looked for: they are the agents' to find.
+[[nodiscard]] Status check_appliable(const Policy& p, bool on_this_host = true);
 
 // Applies p.egress (which must be present): the scopes of the file replace the
 // live ones, scopes no longer in it are removed, `egress: []` removes them all.

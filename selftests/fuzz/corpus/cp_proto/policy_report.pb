@@ -1,0 +1,1 @@
+failed"%spec.egress[0].cgroup: no such cgroup

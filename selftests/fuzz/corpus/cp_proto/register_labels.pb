@@ -1,0 +1,4 @@
+
+web-1:
+roleweb:
+zoneeu-1
