@@ -21,7 +21,6 @@ class DnsLearningApplyTest : public EnforceTest {
   void TearDown() override {
     if (!bpffs_root_.empty()) {
       (void)run({kFaultctl, "policy", "delete"});
-      ::unlink(faultline::applied_policy_lock_path({bpffs_root_}).c_str());
     }
     for (const auto& f : files_) ::unlink(f.c_str());
     EnforceTest::TearDown();
