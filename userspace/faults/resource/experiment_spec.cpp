@@ -12,10 +12,10 @@
 namespace faultline {
 namespace {
 
-constexpr const char* kFields[] = {"pid",   "name", "cgroup", "action", "signal", "force",
-                                   "cores", "load", "size",   "path",   "fill",   "min_free"};
+constexpr const char* kResourceFields[] = {"pid",   "name", "cgroup", "action", "signal", "force",
+                                           "cores", "load", "size",   "path",   "fill",   "min_free"};
 
-constexpr FlagField kFlagFields[] = {
+constexpr FlagField kResourceFlagFields[] = {
     {"duration", "duration_sec"},
     {"pid", "pid"},
     {"name", "name"},
@@ -31,7 +31,7 @@ constexpr FlagField kFlagFields[] = {
     {"min-free", "min_free"},
 };
 
-Result<uint64_t> size_field(const nlohmann::json& spec, const char* f) {
+Result<uint64_t> resource_size_field(const nlohmann::json& spec, const char* f) {
   auto text = spec_string(spec, f);
   if (!text) return text.error();
   auto b = parse_size_bytes(*text);
@@ -41,7 +41,7 @@ Result<uint64_t> size_field(const nlohmann::json& spec, const char* f) {
 
 }  // namespace
 
-std::span<const char* const> resource_spec_fields() { return kFields; }
+std::span<const char* const> resource_spec_fields() { return kResourceFields; }
 
 Result<ResourceSpec> resource_spec_from_json(const nlohmann::json& spec) {
   if (!spec.is_object() || !spec.contains("kind") || !spec["kind"].is_string())
@@ -50,7 +50,7 @@ Result<ResourceSpec> resource_spec_from_json(const nlohmann::json& spec) {
   if (!kind) return spec_field_error("kind", "not a resource fault kind (process, cpu, memory, disk)");
   ResourceSpec s;
   s.kind = *kind;
-  for (const auto& [flag, f] : kFlagFields)
+  for (const auto& [flag, f] : kResourceFlagFields)
     if (spec.contains(f) && std::string(flag) != "duration" && !resource_kind_takes(s.kind, flag))
       return spec_field_error(f, std::string("does not apply to a ") + resource_kind_name(s.kind) + " fault");
   if (!spec.contains("duration_sec")) return spec_field_error("duration_sec", "is required");
@@ -109,12 +109,12 @@ Result<ResourceSpec> resource_spec_from_json(const nlohmann::json& spec) {
   if (s.kind == ResourceKind::Memory && !spec.contains("size"))
     return spec_field_error("size", "is required for a memory fault, e.g. \"512MB\"");
   if (spec.contains("size")) {
-    auto b = size_field(spec, "size");
+    auto b = resource_size_field(spec, "size");
     if (!b) return b.error();
     s.size_bytes = *b;
   }
   if (spec.contains("min_free")) {
-    auto b = size_field(spec, "min_free");
+    auto b = resource_size_field(spec, "min_free");
     if (!b) return b.error();
     s.min_free_bytes = *b;
   }
@@ -123,7 +123,7 @@ Result<ResourceSpec> resource_spec_from_json(const nlohmann::json& spec) {
     if (!f) return f.error();
     s.fill_percent = *f;
   }
-  if (auto v = validate(s); !v) return spec_error_from_flags(v.error(), kFlagFields, "kind");
+  if (auto v = validate(s); !v) return spec_error_from_flags(v.error(), kResourceFlagFields, "kind");
   return s;
 }
 

@@ -11,11 +11,11 @@
 namespace faultline {
 namespace {
 
-constexpr const char* kFields[] = {"syscall", "errno", "percent",        "cgroup",         "pid",
-                                   "via",     "after", "max_injections", "start_after_ms", "include_loader"};
+constexpr const char* kSyscallFields[] = {"syscall", "errno", "percent",        "cgroup",         "pid",
+                                          "via",     "after", "max_injections", "start_after_ms", "include_loader"};
 
 // The flags validate() names, and the fields that carry them.
-constexpr FlagField kFlagFields[] = {
+constexpr FlagField kSyscallFlagFields[] = {
     {"syscall", "syscall"},
     {"errno", "errno"},
     {"percent", "percent"},
@@ -31,7 +31,7 @@ constexpr FlagField kFlagFields[] = {
 
 }  // namespace
 
-std::span<const char* const> syscall_spec_fields() { return kFields; }
+std::span<const char* const> syscall_spec_fields() { return kSyscallFields; }
 
 Result<SyscallFaultSpec> syscall_spec_from_json(const nlohmann::json& spec) {
   if (!spec.is_object()) return input_error(EINVAL, "spec: not a JSON object");
@@ -105,7 +105,7 @@ Result<SyscallFaultSpec> syscall_spec_from_json(const nlohmann::json& spec) {
   }
   if (s.cgroup.empty() == (s.pid == 0))
     return spec_field_error(s.cgroup.empty() ? "cgroup" : "pid", "give exactly one scope: cgroup or pid");
-  if (auto v = validate(s); !v) return spec_error_from_flags(v.error(), kFlagFields, "syscall");
+  if (auto v = validate(s); !v) return spec_error_from_flags(v.error(), kSyscallFlagFields, "syscall");
   s.seed = draw_seed();
   s.seed_drawn = true;
   return s;
