@@ -54,13 +54,13 @@ allowed_for() {
     daemon/*) echo '^(base|loader|faultline|userspace|ctl)/' ;;
     # The control plane serves HTTP with userspace/net and checks experiment
     # specs against the packet faults' own caps and kind names (spec.h, a
-    # header of constants and declarations), and the syscall and resource
-    # families' spec readers (experiment_spec.h, spec_fields.h: the checks
+    # header of constants and declarations), and the syscall, resource and
+    # stream families' spec readers (experiment_spec.h, spec_fields.h: the checks
     # faultctl and faultd make too): nothing else of the host side.
     # The agent wire format (faultline_cp_proto) is under both faultcp and
     # faultd: base and itself only.
     cp/proto/*) echo '^(base|cp/proto)/' ;;
-    cp/*) echo '^(base|faultline|userspace/net|cp)/|^userspace/faults/packet/spec\.h$|^userspace/faults/(syscall|resource)/experiment_spec\.h$|^userspace/faults/spec_fields\.h$' ;;
+    cp/*) echo '^(base|faultline|userspace/net|cp)/|^userspace/faults/packet/spec\.h$|^userspace/faults/(syscall|resource|stream)/experiment_spec\.h$|^userspace/faults/spec_fields\.h$' ;;
     *) return 1 ;;
   esac
 }

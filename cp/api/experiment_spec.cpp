@@ -10,6 +10,7 @@
 #include "userspace/faults/packet/spec.h"
 #include "userspace/faults/resource/experiment_spec.h"
 #include "userspace/faults/spec_fields.h"
+#include "userspace/faults/stream/experiment_spec.h"
 #include "userspace/faults/syscall/experiment_spec.h"
 #include "userspace/net/address.h"
 
@@ -127,10 +128,12 @@ std::optional<ApiError> check_family_spec(const nlohmann::json& spec, std::span<
   nlohmann::json common = spec;
   for (const char* f : family) common.erase(f);
   if (auto e = check_fields(common, kCommonFields, "spec.")) return e;
-  const bool syscall = spec["kind"] == "syscall";
+  const auto kind = spec["kind"].get<std::string>();
   Status read = {};
-  if (syscall) {
+  if (kind == "syscall") {
     if (auto s = syscall_spec_from_json(spec); !s) read = s.error();
+  } else if (kind == "tcp") {
+    if (auto t = tcp_spec_from_json(spec); !t) read = t.error();
   } else if (auto r = resource_spec_from_json(spec); !r) {
     read = r.error();
   }
@@ -148,6 +151,7 @@ std::optional<ApiError> check_experiment_spec(const nlohmann::json& spec) {
   if (spec.is_object() && spec.contains("kind") && spec["kind"].is_string()) {
     const auto k = spec["kind"].get<std::string>();
     if (k == "syscall") return check_family_spec(spec, syscall_spec_fields());
+    if (k == "tcp") return check_family_spec(spec, tcp_spec_fields());
     if (is_resource_kind(k)) return check_family_spec(spec, resource_spec_fields());
   }
   if (auto e = check_fields(spec, kSpecFields, "spec.")) return e;
@@ -156,7 +160,8 @@ std::optional<ApiError> check_experiment_spec(const nlohmann::json& spec) {
   if (!kind) {
     std::string names;
     for (const auto& n : kind_names()) names += (names.empty() ? "" : ", ") + n;
-    return bad("kind", "'" + kind_text + "' is not a fault kind (" + names + "; syscall; process, cpu, memory, disk)");
+    return bad("kind",
+               "'" + kind_text + "' is not a fault kind (" + names + "; syscall; tcp; process, cpu, memory, disk)");
   }
   if (auto e = in_range(spec, "duration_sec", 1, kMaxDurationSec)) return e;
   if (auto e = in_range(spec, "delay_ms", 0, kMaxDelayMs)) return e;

@@ -532,7 +532,7 @@ TEST_P(ApiTest, BadInputIsRefusedNamingTheFieldAndNothingIsStored) {
       << "a session token enrolled an agent";
 }
 
-// Syscall and resource experiments (issue 14, section 3): the `faultctl run`
+// Syscall, resource and tcp experiments (issue 14, section 3): the `faultctl run`
 // flags in snake_case, each cap of the CLI refused naming the field (the
 // checks are the CLI's own, userspace/faults/*/spec_check.h and validate()),
 // nothing stored; good specs of each kind are taken.
@@ -588,7 +588,29 @@ TEST_P(ApiTest, SyscallAndResourceSpecsAreCheckedPerKind) {
       {"disk min free", R"({"kind":"disk","path":"/var/tmp","fill":90,"min_free":"1KiB","duration_sec":5})",
        "spec.min_free"},
       {"hypothesis without a signal", cpu + R"("hypothesis":"p99 holds"})", "spec.hypothesis"},
-      {"not yet a kind", R"({"kind":"tcp","duration_sec":5})", "spec.kind"},
+      // tcp
+      {"tcp target", R"({"kind":"tcp","target":"10.0.0.5","toxic":["latency=1s"],"duration_sec":5})", "spec.target"},
+      {"tcp target name", R"({"kind":"tcp","target":"db.internal:5432","toxic":["noop"],"duration_sec":5})",
+       "spec.target"},
+      {"tcp toxic required", R"({"kind":"tcp","target":"10.0.0.5:5432","duration_sec":5})", "spec.toxic"},
+      {"tcp toxic", R"({"kind":"tcp","target":"10.0.0.5:5432","toxic":["latency=fast"],"duration_sec":5})",
+       "spec.toxic"},
+      {"tcp toxic type", R"({"kind":"tcp","target":"10.0.0.5:5432","toxic":["noop",7],"duration_sec":5})",
+       "spec.toxic[1]"},
+      {"tcp toxics cap",
+       R"({"kind":"tcp","target":"10.0.0.5:5432","toxic":["noop","noop","noop","noop","noop","noop","noop","noop",)"
+       R"("noop","noop","noop","noop","noop","noop","noop","noop","noop"],"duration_sec":5})",
+       "spec.toxic"},
+      {"tcp toxicity", R"({"kind":"tcp","target":"10.0.0.5:5432","toxic":["noop"],"toxicity":1.5,"duration_sec":5})",
+       "spec.toxicity"},
+      {"tcp direction", R"({"kind":"tcp","target":"10.0.0.5:5432","toxic":["noop"],"direction":"up","duration_sec":5})",
+       "spec.direction"},
+      {"tcp drain cap",
+       R"({"kind":"tcp","target":"10.0.0.5:5432","toxic":["noop"],"drain_ms":600001,"duration_sec":5})",
+       "spec.drain_ms"},
+      {"tcp duration cap", R"({"kind":"tcp","target":"10.0.0.5:5432","toxic":["noop"],"duration_sec":3601})",
+       "spec.duration_sec"},
+      {"not yet a kind", R"({"kind":"http","duration_sec":5})", "spec.kind"},
   };
   for (const auto& c : cases) {
     auto r = post(c.spec);
@@ -597,16 +619,18 @@ TEST_P(ApiTest, SyscallAndResourceSpecsAreCheckedPerKind) {
   }
   EXPECT_TRUE(call("GET", "/v1/experiments", t.token).json()["experiments"].empty())
       << "a refused experiment was stored";
-  for (const std::string good :
+  for (const std::string& good :
        {sc + R"("cgroup":"app","percent":30,"via":"cgroup","after":2,"max_injections":5,"start_after_ms":500})",
         sc + R"("pid":4242,"health_url":"http://127.0.0.1:8080/","hypothesis":"retries hold"})",
         cpu + R"("load":50,"cgroup":"app"})", std::string(R"({"kind":"memory","size":"64MiB","duration_sec":5})"),
         std::string(R"({"kind":"process","name":"nginx","action":"kill","signal":"TERM","duration_sec":5})"),
-        std::string(R"({"kind":"disk","path":"/var/tmp","size":"10MB","min_free":"1GiB","duration_sec":5})")}) {
+        std::string(R"({"kind":"disk","path":"/var/tmp","size":"10MB","min_free":"1GiB","duration_sec":5})"),
+        std::string(R"({"kind":"tcp","target":"10.0.0.5:5432","toxic":["latency=200ms,jitter=20ms","reset_peer=1s"],)"
+                    R"("direction":"upstream","toxicity":0.3,"cgroup":"app","drain_ms":1000,"duration_sec":60})")}) {
     auto r = post(good);
     EXPECT_EQ(r.status, 201) << good << ": " << r.describe();
   }
-  EXPECT_EQ(call("GET", "/v1/experiments", t.token).json()["experiments"].size(), 6u);
+  EXPECT_EQ(call("GET", "/v1/experiments", t.token).json()["experiments"].size(), 7u);
 }
 
 TEST_P(ApiTest, HealthzIsOpenAndMetricsSpeakPrometheus) {
