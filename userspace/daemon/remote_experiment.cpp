@@ -15,6 +15,8 @@
 #include "userspace/faults/resource/experiment_spec.h"
 #include "userspace/faults/resource/run.h"
 #include "userspace/faults/spec_fields.h"
+#include "userspace/faults/stream/experiment_spec.h"
+#include "userspace/faults/stream/run.h"
 #include "userspace/faults/syscall/experiment_spec.h"
 #include "userspace/faults/syscall/run.h"
 #include "userspace/guardrails/http.h"
@@ -205,8 +207,9 @@ Result<RemotePlan> plan_remote_experiment(const nlohmann::json& spec, const std:
   if (!kind_text) return kind_text.error();
   std::string netns;  // where the health probe and kernel signal look: the fault's namespace
   const bool is_syscall = *kind_text == "syscall";
-  if (is_syscall || is_resource_kind(*kind_text)) {
-    const auto family = is_syscall ? syscall_spec_fields() : resource_spec_fields();
+  const bool is_tcp = *kind_text == "tcp";
+  if (is_syscall || is_tcp || is_resource_kind(*kind_text)) {
+    const auto family = is_syscall ? syscall_spec_fields() : is_tcp ? tcp_spec_fields() : resource_spec_fields();
     for (const auto& [key, value] : spec.items()) {
       if (std::find(std::begin(kCommon), std::end(kCommon), key) == std::end(kCommon) &&
           std::find(family.begin(), family.end(), key) == family.end())
@@ -216,6 +219,10 @@ Result<RemotePlan> plan_remote_experiment(const nlohmann::json& spec, const std:
       auto sc = syscall_spec_from_json(spec);
       if (!sc) return sc.error();
       p.fault = std::move(*sc);
+    } else if (is_tcp) {
+      auto tc = tcp_spec_from_json(spec);
+      if (!tc) return tc.error();
+      p.fault = std::move(*tc);
     } else {
       auto rs = resource_spec_from_json(spec);
       if (!rs) return rs.error();
@@ -320,6 +327,7 @@ void RemoteExperiment::run(const nlohmann::json& spec, const std::string& record
   // The kind's run, planned as `faultctl run` plans it (nothing touched yet).
   std::ostringstream warnings;  // a syscall fault's "not registered" line, for the detail
   Result<std::unique_ptr<RunnableFault>> fault = input_error(EINVAL, "no fault");
+  TcpRun* tcp = nullptr;  // a tcp run's connections may drain after the record
   if (const auto* packet = std::get_if<FaultSpec>(&plan->fault)) {
     if (auto f = PacketRun::plan(*packet, AttachMode::Auto); f)
       fault = std::unique_ptr<RunnableFault>(std::move(*f));
@@ -330,6 +338,9 @@ void RemoteExperiment::run(const nlohmann::json& spec, const std::string& record
       fault = std::unique_ptr<RunnableFault>(std::move(*f));
     else
       fault = f.error();
+  } else if (const auto* tc = std::get_if<TcpFaultSpec>(&plan->fault)) {
+    tcp = new TcpRun(*tc, warnings);
+    fault = std::unique_ptr<RunnableFault>(tcp);
   } else if (const auto* rs = std::get_if<ResourceSpec>(&plan->fault)) {
     if (auto f = ResourceRun::plan(*rs); f) {
       if (plan->record) (*f)->set_record_dir(record_dir);
@@ -415,6 +426,11 @@ void RemoteExperiment::run(const nlohmann::json& spec, const std::string& record
   r["samples"] = samples;
   r["sample_count"] = sample_count;
   while (r.dump().size() > kMaxRecordBytes && !r["samples"].empty()) r["samples"].erase(r["samples"].begin());
+  // As faultctl run tcp: the connections released at the end may finish (at
+  // most the spec's drain time) before the report; the fault itself is off.
+  if (tcp != nullptr) {
+    if (const size_t left = tcp->drain(); left != 0) r["drain_closed"] = left;
+  }
   finish(ending);
 }
 
