@@ -18,6 +18,7 @@
 #include "ctl/packet_args.h"
 #include "ctl/resource_args.h"
 #include "ctl/syscall_args.h"
+#include "ctl/tcp_args.h"
 #include "userspace/guardrails/http_client.h"
 
 namespace faultline {
@@ -331,10 +332,50 @@ Result<nlohmann::json> resource_spec_of(const ResourceRunArgs& a, const std::vec
   return spec;
 }
 
+Result<nlohmann::json> tcp_spec_of(const TcpRunArgs& a, const std::vector<std::string>& args) {
+  const auto given = given_flags(args);
+  FL_TRY(refuse_uncarried(given, {"target", "toxic", "direction", "toxicity", "cgroup", "drain", "duration"},
+                          "--target, --toxic, --direction, --toxicity, --cgroup, --drain, --duration"));
+  auto has = [&](const char* f) { return std::find(given.begin(), given.end(), f) != given.end(); };
+  const TcpFaultSpec& s = a.spec;
+  // The --toxic texts as written (cxxopts splits them at commas).
+  std::vector<std::string> toxics;
+  for (size_t i = 0; i < args.size() && args[i] != "--"; ++i) {
+    if (args[i] == "--toxic" && i + 1 < args.size())
+      toxics.push_back(args[++i]);
+    else if (args[i].rfind("--toxic=", 0) == 0)
+      toxics.push_back(args[i].substr(8));
+  }
+  nlohmann::json spec{{"kind", "tcp"}, {"target", s.target.text}, {"toxic", toxics}};
+  auto secs = whole(s.duration_ns, 1'000'000'000ULL, "--duration");
+  if (!secs) return secs.error();
+  spec["duration_sec"] = *secs;
+  for (const char* f : {"direction", "toxicity"}) {
+    for (size_t i = 0; i + 1 < args.size() && args[i] != "--"; ++i) {
+      if (args[i] != std::string("--") + f) continue;
+      if (std::string(f) == "toxicity") {
+        spec[f] = std::strtod(args[i + 1].c_str(), nullptr);  // parsed and checked by parse_tcp_args
+      } else {
+        spec[f] = args[i + 1];
+      }
+    }
+    if (has(f) && !spec.contains(f))
+      return input_error(0, std::string("--") + f + ": give it as --" + f + " VALUE for the control plane");
+  }
+  if (!s.cgroup.empty()) spec["cgroup"] = s.cgroup;
+  if (has("drain")) {
+    auto ms = whole(s.drain_ns, 1'000'000ULL, "--drain");
+    if (!ms) return ms.error();
+    spec["drain_ms"] = *ms;
+  }
+  FL_TRY(add_run_flags(spec, a.flags, has));
+  return spec;
+}
+
 int remote_run(const Remote& r, std::vector<std::string> args) {
   const std::string who = "faultctl run";
-  if (!args.empty() && (args[0] == "tcp" || args[0] == "http")) {
-    std::cerr << who << ": the control plane runs packet, syscall and resource faults, not " << args[0] << "\n";
+  if (!args.empty() && args[0] == "http") {
+    std::cerr << who << ": the control plane runs packet, syscall, tcp and resource faults, not http\n";
     return kExitBadInput;
   }
   // Where it runs: --agent ID or --hostname NAME (repeatable); --detach: submit only.
@@ -418,6 +459,11 @@ int remote_run(const Remote& r, std::vector<std::string> args) {
     const std::vector<std::string> words(rest.begin() + 1, rest.end());
     return run_command(who, parse_syscall_args(words), kRootNever,
                        [&](SyscallRunArgs& a) { return submit(a.flags, [&] { return syscall_spec_of(a, words); }); });
+  }
+  if (!rest.empty() && rest[0] == "tcp") {
+    const std::vector<std::string> words(rest.begin() + 1, rest.end());
+    return run_command(who, parse_tcp_args(words), kRootNever,
+                       [&](TcpRunArgs& a) { return submit(a.flags, [&] { return tcp_spec_of(a, words); }); });
   }
   if (!rest.empty() && is_resource_kind(rest[0]))
     return run_command(who, parse_resource_args(rest), kRootNever,
