@@ -543,6 +543,67 @@ TEST_P(AgentKindsTest, AResourceExperimentStartsAndEndsCleanly) {
   sleeper.kill_and_reap();
 }
 
+// A TCP latency toxic on a test cgroup's connections to a loopback echo server:
+// the round trips slow down while it runs, and the abort restores them.
+TEST_P(AgentKindsTest, ATcpToxicOnACgroupSlowsItsConnectionsUntilAborted) {
+  fltest::TestCgroup cg("fltest-agent-tcp-" + tag_);
+  const std::string echo =
+      "import socket, threading\n"
+      "srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+      "srv.bind(('127.0.0.1', 0)); srv.listen(64); print('PORT', srv.getsockname()[1], flush=True)\n"
+      "def echo(c):\n"
+      "    with c:\n"
+      "        while True:\n"
+      "            b = c.recv(4096)\n"
+      "            if not b: return\n"
+      "            c.sendall(b)\n"
+      "while True:\n"
+      "    c, _ = srv.accept(); threading.Thread(target=echo, args=(c,), daemon=True).start()\n";
+  auto server = ChildProcess::spawn({"python3", "-c", echo});
+  auto line = server.wait_line_starting("PORT ", 10s);
+  ASSERT_TRUE(line) << server.describe();
+  const std::string port = line->substr(5);
+  // One connection, one timed round trip, from the cgroup: milliseconds, or -1.
+  auto rtt = [&] {
+    const std::string client =
+        "import socket, time\n"
+        "t = time.monotonic(); s = socket.create_connection(('127.0.0.1', " +
+        port +
+        "), timeout=10)\n"
+        "s.sendall(b'ping'); got = b''\n"
+        "while len(got) < 4: got += s.recv(16)\n"
+        "print(int((time.monotonic() - t) * 1000))\n";
+    auto r = fltest::run_command({"python3", "-c", client}, {.cgroup = cg.path()}, 20s);
+    return r.status.is(0) ? std::stoi(r.out) : -1;
+  };
+  ASSERT_GE(rtt(), 0);
+  ASSERT_LT(rtt(), 300);
+  start_faultd();
+  const int64_t agent = wait_agent();
+  ASSERT_GT(agent, 0) << faultd_->describe();
+  const int64_t id = submit_spec(agent, {{"kind", "tcp"},
+                                         {"target", "127.0.0.1:" + port},
+                                         {"toxic", {"latency=400ms"}},
+                                         {"cgroup", cg.relative()},
+                                         {"drain_ms", 0},
+                                         {"duration_sec", 120}});
+  ASSERT_EQ(wait_state(id, {"running", "failed"}, 10s), "running") << experiment(id).dump() << faultd_->describe();
+  int slow = -1;
+  EXPECT_TRUE(eventually([&] { return (slow = rtt()) >= 400; }, 5s)) << slow << faultd_->describe();
+  EXPECT_TRUE(eventually([&] { return status()["tcp_faults"].size() == 1; }, 3s)) << status().dump();
+  ASSERT_EQ(call("POST", "/v1/experiments/" + std::to_string(id) + "/abort", session_).status, 200);
+  int fast = -1;
+  EXPECT_TRUE(eventually([&] { return (fast = rtt()) >= 0 && fast < 300; }, 5s)) << fast << faultd_->describe();
+  EXPECT_TRUE(eventually([&] { return experiment(id).contains("record") && !experiment(id)["record"].is_null(); }, 5s))
+      << experiment(id).dump();
+  auto e = experiment(id);
+  EXPECT_EQ(e.value("status", ""), "cancelled") << e.dump();
+  EXPECT_EQ(e["record"].value("outcome", ""), "aborted") << e.dump();
+  EXPECT_TRUE(status()["tcp_faults"].empty()) << status().dump();
+  EXPECT_EQ(attached(cg).find("fl_"), std::string::npos) << attached(cg);
+  server.kill_and_reap();
+}
+
 // faultctl --control-plane run syscall|cpu: the flags become the spec; a flag
 // a spec cannot carry is refused by name before anything is sent.
 TEST_P(AgentKindsTest, FaultctlRunsSyscallAndResourceFaultsRemotely) {
@@ -566,8 +627,13 @@ TEST_P(AgentKindsTest, FaultctlRunsSyscallAndResourceFaultsRemotely) {
                        "--agent", std::to_string(agent)});
   EXPECT_TRUE(cpu.status.is(0)) << cpu.describe() << faultd_->describe();
   EXPECT_NE(cpu.out.find("ended (completed)"), std::string::npos) << cpu.describe();
+  auto tcp_run = faultctl({"run", "tcp", "--target", "127.0.0.1:9", "--toxic", "latency=200ms,jitter=20ms", "--toxic",
+                           "reset_peer=1s", "--direction", "upstream", "--cgroup", cg.relative(), "--duration", "1s",
+                           "--agent", std::to_string(agent), "--detach"});
+  EXPECT_TRUE(tcp_run.status.is(0)) << tcp_run.describe();
   auto list = call("GET", "/v1/experiments", session_).json();
-  ASSERT_EQ(list["experiments"].size(), 2u) << list.dump();
+  ASSERT_EQ(list["experiments"].size(), 3u) << list.dump();
+  int64_t tcp_id = 0;
   bool seen_sc = false, seen_cpu = false;
   for (const auto& x : list["experiments"]) {
     const auto& s = x["spec"];
@@ -577,6 +643,12 @@ TEST_P(AgentKindsTest, FaultctlRunsSyscallAndResourceFaultsRemotely) {
       EXPECT_EQ(s.value("errno", ""), "ECONNREFUSED") << s.dump();
       EXPECT_EQ(s.value("percent", 0.0), 50.0) << s.dump();
       EXPECT_EQ(s.value("cgroup", ""), cg.relative()) << s.dump();
+    }
+    if (s.value("kind", "") == "tcp") {
+      tcp_id = x.value("id", int64_t{0});
+      EXPECT_EQ(s["toxic"], nlohmann::json({"latency=200ms,jitter=20ms", "reset_peer=1s"})) << s.dump();
+      EXPECT_EQ(s.value("direction", ""), "upstream") << s.dump();
+      EXPECT_EQ(s.value("target", ""), "127.0.0.1:9") << s.dump();
     }
     if (s.value("kind", "") == "cpu") {
       seen_cpu = true;
@@ -594,10 +666,16 @@ TEST_P(AgentKindsTest, FaultctlRunsSyscallAndResourceFaultsRemotely) {
                         "--cgroup", cg.relative(), "--duration", "2s", "--agent", std::to_string(agent)});
   EXPECT_TRUE(seed.status.is(2)) << seed.describe();
   EXPECT_NE(seed.err.find("--seed cannot be sent to the control plane"), std::string::npos) << seed.describe();
+  auto http = faultctl({"run", "http", "--target", "127.0.0.1:1", "--fault", "status=503", "--duration", "2s",
+                        "--agent", std::to_string(agent)});
+  EXPECT_TRUE(http.status.is(2)) << http.describe();
   auto tcp = faultctl({"run", "tcp", "--target", "127.0.0.1:1", "--toxic", "latency=1ms", "--duration", "2s", "--agent",
-                       std::to_string(agent)});
+                       std::to_string(agent), "--", "true"});
   EXPECT_TRUE(tcp.status.is(2)) << tcp.describe();
-  EXPECT_EQ(call("GET", "/v1/experiments", session_).json()["experiments"].size(), 2u);
+  EXPECT_NE(tcp.err.find("-- COMMAND cannot be sent"), std::string::npos) << tcp.describe();
+  EXPECT_EQ(call("GET", "/v1/experiments", session_).json()["experiments"].size(), 3u);
+  // The detached tcp run ends on its own.
+  EXPECT_EQ(wait_state(tcp_id, {"completed", "failed"}, 15s), "completed") << list.dump() << faultd_->describe();
 }
 
 INSTANTIATE_TEST_SUITE_P(Sqlite, AgentKindsTest, ::testing::Values(Backend::Sqlite),
