@@ -325,7 +325,7 @@ void RemoteExperiment::run(const nlohmann::json& spec, const std::string& record
     return finish(ending);
   }
   // The kind's run, planned as `faultctl run` plans it (nothing touched yet).
-  std::ostringstream warnings;  // a syscall fault's "not registered" line, for the detail
+  std::ostringstream warnings;  // a syscall or tcp fault's "not registered" line, for the record
   Result<std::unique_ptr<RunnableFault>> fault = input_error(EINVAL, "no fault");
   TcpRun* tcp = nullptr;  // a tcp run's connections may drain after the record
   if (const auto* packet = std::get_if<FaultSpec>(&plan->fault)) {
@@ -339,8 +339,9 @@ void RemoteExperiment::run(const nlohmann::json& spec, const std::string& record
     else
       fault = f.error();
   } else if (const auto* tc = std::get_if<TcpFaultSpec>(&plan->fault)) {
-    tcp = new TcpRun(*tc, warnings);
-    fault = std::unique_ptr<RunnableFault>(tcp);
+    auto t = std::make_unique<TcpRun>(*tc, warnings);
+    tcp = t.get();
+    fault = std::unique_ptr<RunnableFault>(std::move(t));
   } else if (const auto* rs = std::get_if<ResourceSpec>(&plan->fault)) {
     if (auto f = ResourceRun::plan(*rs); f) {
       if (plan->record) (*f)->set_record_dir(record_dir);
