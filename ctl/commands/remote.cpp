@@ -472,6 +472,16 @@ int remote_run(const Remote& r, std::vector<std::string> args) {
                      [&](PacketRunArgs& a) { return submit(a.flags, [&] { return spec_of(a); }); });
 }
 
+// What an experiment acts on, for the TARGET column: the target of a packet or
+// tcp fault, else a syscall or resource fault's cgroup, pid, name or path.
+std::string scope_of(const nlohmann::json& spec) {
+  for (const char* f : {"target", "cgroup", "name", "path"})
+    if (spec.contains(f) && spec[f].is_string()) return spec[f].get<std::string>();
+  if (spec.contains("pid") && spec["pid"].is_number_integer())
+    return "pid " + std::to_string(spec["pid"].get<int64_t>());
+  return "";
+}
+
 int remote_list(const Remote& r, const std::vector<std::string>& args) {
   const std::string who = "faultctl list";
   return run_command(who, parse_switches(args, {"--json"}, "usage: faultctl --control-plane URL list [--json]\n"),
@@ -494,7 +504,7 @@ int remote_list(const Remote& r, const std::vector<std::string>& args) {
                          const auto& spec = e.value("spec", nlohmann::json::object());
                          std::cout << std::setw(6) << e.value("id", 0) << std::setw(7) << e.value("agent_id", 0)
                                    << std::setw(16) << e.value("status", "") << std::setw(11) << spec.value("kind", "")
-                                   << std::setw(20) << spec.value("target", "") << e.value("detail", "") << "\n";
+                                   << std::setw(20) << scope_of(spec) << e.value("detail", "") << "\n";
                        }
                        return kExitCompleted;
                      });
