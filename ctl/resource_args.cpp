@@ -2,8 +2,6 @@
 #include "ctl/resource_args.h"
 
 #include <cxxopts.hpp>
-#include <map>
-#include <set>
 
 #include "base/units.h"
 #include "ctl/flag_error.h"
@@ -11,22 +9,6 @@
 
 namespace faultline {
 namespace {
-
-const std::map<ResourceKind, std::set<std::string>>& kind_flags() {
-  static const std::map<ResourceKind, std::set<std::string>> m = {
-      {ResourceKind::Process, {"pid", "name", "cgroup", "action", "signal", "force"}},
-      {ResourceKind::Cpu, {"cores", "load", "cgroup"}},
-      {ResourceKind::Memory, {"size"}},
-      {ResourceKind::Disk, {"path", "fill", "size", "min-free"}},
-  };
-  return m;
-}
-
-const std::set<std::string>& specific_flags() {
-  static const std::set<std::string> s = {"pid",   "name", "cgroup", "action", "signal", "force",
-                                          "cores", "load", "size",   "path",   "fill",   "min-free"};
-  return s;
-}
 
 cxxopts::Options make_options() {
   cxxopts::Options o("faultctl run", "Apply a host resource fault for a fixed duration, guarded, with a deadman.");
@@ -105,8 +87,8 @@ Result<Parsed<ResourceRunArgs>> parse_resource_args(const std::vector<std::strin
   ResourceRunArgs o;
   ResourceSpec& s = o.spec;
   s.kind = *kind;
-  for (const auto& flag : specific_flags()) {
-    if (r.count(flag) && !kind_flags().at(s.kind).contains(flag))
+  for (const auto& flag : resource_specific_flags()) {
+    if (r.count(flag) && !resource_kind_takes(s.kind, flag))
       return bad("--" + flag + " does not apply to a " + resource_kind_name(s.kind) + " fault");
   }
   auto str = [&](const char* f) { return r[f].as<std::string>(); };
@@ -119,7 +101,7 @@ Result<Parsed<ResourceRunArgs>> parse_resource_args(const std::vector<std::strin
   switch (s.kind) {
     case ResourceKind::Process: {
       if (r.count("pid")) {
-        auto p = parse_count("pid", str("pid"), 4'194'304);
+        auto p = parse_count("pid", str("pid"), ResourceCaps::kMaxPid);
         if (!p) return p.error();
         s.pid = static_cast<int>(*p);
       }
@@ -151,7 +133,7 @@ Result<Parsed<ResourceRunArgs>> parse_resource_args(const std::vector<std::strin
     }
     case ResourceKind::Cpu: {
       if (!r.count("cores")) return bad("--cores is required for a cpu fault");
-      auto c = parse_count("cores", str("cores"), 4096);
+      auto c = parse_count("cores", str("cores"), ResourceCaps::kMaxCores);
       if (!c) return c.error();
       s.cores = static_cast<unsigned>(*c);
       if (r.count("load")) {

@@ -1,17 +1,15 @@
 // `faultctl run syscall` flags: cxxopts tokenises, we explain.
 #include "ctl/syscall_args.h"
 
-#include <seccomp.h>
-
 #include <cxxopts.hpp>
 
 #include "base/errno_names.h"
 #include "base/seeded_random.h"
+#include "base/units.h"
 #include "ctl/flag_error.h"
 #include "ctl/flag_words.h"
-#include "userspace/faults/packet/spec.h"
 #include "userspace/faults/syscall/path_args.h"
-#include "base/units.h"
+#include "userspace/faults/syscall/spec_check.h"
 
 namespace faultline {
 namespace {
@@ -72,11 +70,8 @@ Result<Parsed<SyscallRunArgs>> parse_syscall_args(const std::vector<std::string>
   s.command = cmd;
   if (!r->count("syscall")) return bad("--syscall is required (e.g. --syscall connect or --syscall openat,read)");
   for (const auto& n : (*r)["syscall"].as<std::vector<std::string>>()) {
-    if (n.empty()) return bad("--syscall: an empty name");
-    if (!is_socket_syscall(n) && seccomp_syscall_resolve_name(n.c_str()) == __NR_SCMP_ERROR)
-      return bad("--syscall " + n + ": no such syscall on this architecture");
-    if (n == "exit" || n == "exit_group" || n == "rt_sigreturn")
-      return bad("--syscall " + n + ": cannot be failed (it does not return)");
+    if (const std::string why = syscall_name_problem(n); !why.empty())
+      return bad(n.empty() ? "--syscall: " + why : "--syscall " + n + ": " + why);
     s.syscalls.push_back(n);
   }
   if (!r->count("errno")) return bad("--errno is required (e.g. --errno EIO)");
@@ -91,8 +86,6 @@ Result<Parsed<SyscallRunArgs>> parse_syscall_args(const std::vector<std::string>
   if (!r->count("duration")) return bad("--duration is required (at most 1h), e.g. --duration 30s");
   auto d = with_flag("duration", parse_duration_ns((*r)["duration"].as<std::string>()));
   if (!d) return d.error();
-  if (*d > FaultCaps::kMaxDurationNs) return bad("--duration is over the cap of 1h");
-  if (*d < 100'000'000ULL) return bad("--duration must be at least 100ms");
   s.duration_ns = *d;
   int scopes = (r->count("cgroup") ? 1 : 0) + (r->count("pid") ? 1 : 0) + (cmd.empty() ? 0 : 1);
   if (scopes != 1) return bad("give exactly one scope: --cgroup PATH, --pid PID, or -- COMMAND ARGS");
@@ -107,12 +100,13 @@ Result<Parsed<SyscallRunArgs>> parse_syscall_args(const std::vector<std::string>
     s.pid = std::stoi(p);
   }
   if (r->count("after")) {
-    auto n = parse_count_flag("after", (*r)["after"].as<std::string>(), 1, FaultCaps::kMaxInjections);
+    auto n = parse_count_flag("after", (*r)["after"].as<std::string>(), 1, SyscallCaps::kMaxInjections);
     if (!n) return n.error();
     s.after = *n;
   }
   if (r->count("max-injections")) {
-    auto n = parse_count_flag("max-injections", (*r)["max-injections"].as<std::string>(), 1, FaultCaps::kMaxInjections);
+    auto n =
+        parse_count_flag("max-injections", (*r)["max-injections"].as<std::string>(), 1, SyscallCaps::kMaxInjections);
     if (!n) return n.error();
     s.max_injections = *n;
   }
@@ -120,26 +114,15 @@ Result<Parsed<SyscallRunArgs>> parse_syscall_args(const std::vector<std::string>
     auto sa = with_flag("start-after", parse_duration_ns((*r)["start-after"].as<std::string>()));
     if (!sa) return sa.error();
     if (*sa == 0) return bad("--start-after must be above 0 (leave it out to start at once)");
-    if (*sa >= s.duration_ns)
-      return bad("--start-after " + format_duration(*sa) + " is not shorter than --duration " +
-                 format_duration(s.duration_ns) + ": the fault would never start");
     s.start_after_ns = *sa;
   }
   if (r->count("path")) {
-    constexpr size_t kMaxPaths = 16;
+    // Checked as given (validate() below: empty, absolute, length, count, syscalls), kept normalized.
     for (const auto& p : (*r)["path"].as<std::vector<std::string>>()) {
-      if (p.empty()) return bad("--path: an empty prefix (give an absolute folder, e.g. --path /var/lib/app/)");
-      if (p.front() != '/') return bad("--path " + p + ": not absolute (a prefix starts with '/')");
-      if (p.size() >= 4096) return bad("--path: a prefix of " + std::to_string(p.size()) + " bytes, over PATH_MAX");
+      SyscallFaultSpec given = s;
+      given.paths = {p};
+      if (auto v = validate(given); !v) return input_error(EINVAL, v.error().message);
       s.paths.push_back(normalize_path(p));
-    }
-    if (s.paths.size() > kMaxPaths) return bad("--path: at most " + std::to_string(kMaxPaths) + " prefixes");
-    for (const auto& n : s.syscalls) {
-      if (is_socket_syscall(n))
-        return bad("--path cannot apply to --syscall " + n + ": a socket syscall names no path");
-      if (path_args_of(n).empty())
-        return bad("--path cannot apply to --syscall " + n + ": it takes no path (file syscalls: " +
-                   path_syscall_names() + ")");
     }
   }
   if (r->count("seed")) {
@@ -153,9 +136,9 @@ Result<Parsed<SyscallRunArgs>> parse_syscall_args(const std::vector<std::string>
   s.include_loader = r->count("include-loader") > 0;
   if (r->count("via")) {
     s.via = (*r)["via"].as<std::string>();
-    if (s.via != "cgroup" && s.via != "lsm" && s.via != "seccomp")
-      return bad("--via " + s.via + ": one of cgroup, lsm, seccomp");
   }
+  // The caps and combinations faultcp and faultd check too (spec_check.h).
+  if (auto v = validate(s); !v) return input_error(EINVAL, v.error().message);
   auto run = parse_run_flags(*r, "", s.duration_ns, args);
   if (!run) return run.error();
   a.flags = std::move(*run);

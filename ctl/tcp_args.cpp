@@ -2,12 +2,11 @@
 #include "ctl/tcp_args.h"
 
 #include <cxxopts.hpp>
-#include <map>
 
 #include "base/units.h"
 #include "ctl/flag_error.h"
 #include "ctl/flag_words.h"
-#include "userspace/faults/packet/spec.h"
+#include "userspace/faults/stream/spec_check.h"
 
 namespace faultline {
 namespace {
@@ -77,15 +76,9 @@ Result<Parsed<TcpRunArgs>> parse_tcp_args(const std::vector<std::string>& args) 
     else
       toxic_texts.back() += "," + w;
   }
-  std::map<std::string, int> taken;
-  for (const auto& w : toxic_texts) {
-    auto x = parse_toxic_words(w, stream, toxicity);
-    if (!x) return x.error();
-    // Two toxics of one type and stream: the second is "<type>_<stream>_2".
-    if (int n = ++taken[x->name]; n > 1) x->name += "_" + std::to_string(n);
-    s.toxics.push_back(std::move(*x));
-  }
-  if (s.toxics.size() > 16) return bad("--toxic: at most 16 toxics");
+  auto toxics = parse_toxics(toxic_texts, stream, toxicity);
+  if (!toxics) return toxics.error();
+  s.toxics = std::move(*toxics);
   FL_TRY(parse_stream_run_flags(*r, args, a));
   return Parsed<TcpRunArgs>(std::move(a));
 }
@@ -105,20 +98,18 @@ Status parse_stream_run_flags(const cxxopts::ParseResult& r, const std::vector<s
   if (!r.count("duration")) return bad("--duration is required (at most 1h), e.g. --duration 1m");
   auto d = with_flag("duration", parse_duration_ns(r["duration"].as<std::string>()));
   if (!d) return d.error();
-  if (*d > FaultCaps::kMaxDurationNs) return bad("--duration is over the cap of 1h");
-  if (*d < 100'000'000ULL) return bad("--duration must be at least 100ms");
   s.duration_ns = *d;
   if (r.count("cgroup")) {
     s.cgroup = r["cgroup"].as<std::string>();
     if (s.cgroup.empty()) return bad("--cgroup: empty path");
-    if (!s.command.empty()) return bad("give one scope: --cgroup PATH or -- COMMAND ARGS (neither: host-wide)");
   }
   if (r.count("drain")) {
     auto dr = with_flag("drain", parse_duration_ns(r["drain"].as<std::string>()));
     if (!dr) return dr.error();
-    if (*dr > 600'000'000'000ULL) return bad("--drain is over the cap of 10m");
     s.drain_ns = *dr;
   }
+  // The caps faultcp and faultd check too (userspace/faults/stream/spec_check.h).
+  if (auto v = validate(s); !v) return input_error(EINVAL, v.error().message);
   auto run = parse_run_flags(r, "", s.duration_ns, args);
   if (!run) return run.error();
   a.flags = std::move(*run);

@@ -7,7 +7,8 @@
 #         <-  userspace/ops  <-  userspace/daemon  <-  ctl  <-  daemon (faultd's main)
 #   base  <-  userspace/proxy (its own library, faultline_proxy, under the rest;
 #             faults/stream, daemon, ctl use it)
-#   base, userspace/net  <-  cp (faultcp; plus userspace/faults/packet/spec.h for the caps)
+#   base, userspace/net  <-  cp (faultcp; plus userspace/faults/packet/spec.h for the caps,
+#             and the families' experiment_spec.h readers)
 #   base  <-  cp/proto (the agent wire format, faultline_cp_proto; cp and
 #             userspace/daemon use it)
 #
@@ -53,11 +54,13 @@ allowed_for() {
     daemon/*) echo '^(base|loader|faultline|userspace|ctl)/' ;;
     # The control plane serves HTTP with userspace/net and checks experiment
     # specs against the packet faults' own caps and kind names (spec.h, a
-    # header of constants and declarations): nothing else of the host side.
+    # header of constants and declarations), and the syscall, resource and
+    # stream families' spec readers (experiment_spec.h, spec_fields.h: the checks
+    # faultctl and faultd make too): nothing else of the host side.
     # The agent wire format (faultline_cp_proto) is under both faultcp and
     # faultd: base and itself only.
     cp/proto/*) echo '^(base|cp/proto)/' ;;
-    cp/*) echo '^(base|faultline|userspace/net|cp)/|^userspace/faults/packet/spec\.h$' ;;
+    cp/*) echo '^(base|faultline|userspace/net|cp)/|^userspace/faults/packet/spec\.h$|^userspace/faults/(syscall|resource|stream)/experiment_spec\.h$|^userspace/faults/spec_fields\.h$' ;;
     *) return 1 ;;
   esac
 }

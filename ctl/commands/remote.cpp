@@ -5,16 +5,21 @@
 // the exit codes of a local run.
 #include <unistd.h>
 
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
 #include <thread>
 
+#include "base/errno_names.h"
 #include "base/exit_code.h"
 #include "base/units.h"
 #include "ctl/command.h"
 #include "ctl/commands/commands.h"
 #include "ctl/packet_args.h"
+#include "ctl/resource_args.h"
+#include "ctl/syscall_args.h"
+#include "ctl/tcp_args.h"
 #include "userspace/guardrails/http_client.h"
 #include "userspace/policy/policy.h"
 
@@ -24,12 +29,14 @@ namespace {
 constexpr uint64_t kCallTimeoutNs = 15'000'000'000ULL;
 constexpr auto kWatchEvery = std::chrono::milliseconds(250);
 
-// The run flags an experiment spec carries; any other is refused by name.
-const std::vector<std::string> kCarried = {
-    "kind",          "target",         "dev",          "netns",       "percent",
-    "delay",         "jitter",         "duration",     "health-url",  "health-max-latency",
-    "interval",      "prometheus-url", "query",        "abort-above", "abort-below",
-    "kernel-signal", "hypothesis",     "steady-state", "json"};
+// The packet run flags an experiment spec carries, and those of every kind
+// (guardrails, record, output); any other is refused by name.
+const std::vector<std::string> kCarried = {"kind", "target", "dev", "netns", "percent", "delay", "jitter", "duration"};
+const std::vector<std::string> kCarriedRun = {"health-url", "health-max-latency", "interval",    "prometheus-url",
+                                              "query",      "abort-above",        "abort-below", "kernel-signal",
+                                              "hypothesis", "steady-state",       "json"};
+
+Status add_run_flags(nlohmann::json& spec, const RunFlags& flags, const std::function<bool(const char*)>& given);
 
 struct Remote {
   HttpUrl base;
@@ -156,7 +163,8 @@ Result<uint64_t> whole(uint64_t ns, uint64_t unit, const std::string& flag) {
 
 Result<nlohmann::json> spec_of(const PacketRunArgs& a) {
   for (const auto& g : a.given)
-    if (std::find(kCarried.begin(), kCarried.end(), g) == kCarried.end())
+    if (std::find(kCarried.begin(), kCarried.end(), g) == kCarried.end() &&
+        std::find(kCarriedRun.begin(), kCarriedRun.end(), g) == kCarriedRun.end())
       return input_error(0, "--" + g +
                                 " cannot be sent to the control plane: an experiment spec carries --target, "
                                 "--dev, --netns, --percent, --delay, --jitter, --duration, the guardrails "
@@ -182,7 +190,13 @@ Result<nlohmann::json> spec_of(const PacketRunArgs& a) {
     if (!ms) return ms.error();
     spec["jitter_ms"] = *ms;
   }
-  const GuardrailOptions& g = a.flags.guardrails;
+  FL_TRY(add_run_flags(spec, a.flags, given));
+  return spec;
+}
+
+// The guardrails and the record of every kind's spec (the flags of run_flags.h).
+Status add_run_flags(nlohmann::json& spec, const RunFlags& flags, const std::function<bool(const char*)>& given) {
+  const GuardrailOptions& g = flags.guardrails;
   if (g.health) {
     spec["health_url"] = g.health->url;
     if (given("health-max-latency")) {
@@ -213,22 +227,157 @@ Result<nlohmann::json> spec_of(const PacketRunArgs& a) {
     spec["kernel_signal"] = g.kernel_signal->signal;
     spec["abort_above"] = g.kernel_signal->abort_above;
   }
-  if (a.flags.record) {
-    if (!a.flags.record->hypothesis.empty()) spec["hypothesis"] = a.flags.record->hypothesis;
+  if (flags.record) {
+    if (!flags.record->hypothesis.empty()) spec["hypothesis"] = flags.record->hypothesis;
     if (given("steady-state")) {
-      auto sec = whole(a.flags.record->steady_state_ns, 1'000'000'000ULL, "--steady-state");
+      auto sec = whole(flags.record->steady_state_ns, 1'000'000'000ULL, "--steady-state");
       if (!sec) return sec.error();
       spec["steady_state_sec"] = *sec;
     }
   }
+  return {};
+}
+
+// The flags given on a command line ("--cores 2", "--cores=2"), without "--";
+// "--" itself when a command follows.
+std::vector<std::string> given_flags(const std::vector<std::string>& args) {
+  std::vector<std::string> g;
+  for (const auto& w : args) {
+    if (w == "--") {
+      g.push_back("--");
+      break;
+    }
+    if (w.rfind("--", 0) == 0)
+      g.push_back(w.substr(2, w.find('=') == std::string::npos ? std::string::npos : w.find('=') - 2));
+  }
+  return g;
+}
+
+// A flag of `given` that a spec of this kind cannot carry, named.
+Status refuse_uncarried(const std::vector<std::string>& given, const std::vector<std::string>& carried,
+                        const std::string& kind_flags) {
+  for (const auto& g : given) {
+    if (g == "--")
+      return input_error(0,
+                         "-- COMMAND cannot be sent to the control plane: an experiment names a cgroup or pid, "
+                         "faultd starts no command");
+    if (std::find(carried.begin(), carried.end(), g) == carried.end() &&
+        std::find(kCarriedRun.begin(), kCarriedRun.end(), g) == kCarriedRun.end())
+      return input_error(0, "--" + g + " cannot be sent to the control plane: an experiment spec carries " +
+                                kind_flags +
+                                ", the guardrails (--health-url, --health-max-latency, --interval, "
+                                "--prometheus-url, --query, --kernel-signal, --abort-above/--abort-below) and "
+                                "--hypothesis, --steady-state");
+  }
+  return {};
+}
+
+Result<nlohmann::json> syscall_spec_of(const SyscallRunArgs& a, const std::vector<std::string>& args) {
+  const auto given = given_flags(args);
+  FL_TRY(refuse_uncarried(given,
+                          {"syscall", "errno", "percent", "duration", "cgroup", "pid", "via", "after", "max-injections",
+                           "start-after", "include-loader"},
+                          "--syscall, --errno, --percent, --duration, --cgroup or --pid, --via, --after, "
+                          "--max-injections, --start-after, --include-loader"));
+  auto has = [&](const char* f) { return std::find(given.begin(), given.end(), f) != given.end(); };
+  const SyscallFaultSpec& s = a.spec;
+  std::string names;
+  for (const auto& n : s.syscalls) names += (names.empty() ? "" : ",") + n;
+  nlohmann::json spec{{"kind", "syscall"}, {"syscall", names}, {"errno", errno_name(s.err)}};
+  auto secs = whole(s.duration_ns, 1'000'000'000ULL, "--duration");
+  if (!secs) return secs.error();
+  spec["duration_sec"] = *secs;
+  if (has("percent")) spec["percent"] = s.percent;
+  if (!s.cgroup.empty()) spec["cgroup"] = s.cgroup;
+  if (s.pid != 0) spec["pid"] = s.pid;
+  if (!s.via.empty()) spec["via"] = s.via;
+  if (s.after) spec["after"] = s.after;
+  if (s.max_injections) spec["max_injections"] = s.max_injections;
+  if (s.start_after_ns) {
+    auto ms = whole(s.start_after_ns, 1'000'000ULL, "--start-after");
+    if (!ms) return ms.error();
+    spec["start_after_ms"] = *ms;
+  }
+  if (s.include_loader) spec["include_loader"] = true;
+  FL_TRY(add_run_flags(spec, a.flags, has));
+  return spec;
+}
+
+Result<nlohmann::json> resource_spec_of(const ResourceRunArgs& a, const std::vector<std::string>& args) {
+  const auto given = given_flags(args);
+  std::vector<std::string> carried = {"duration"};
+  for (const auto& f : resource_specific_flags()) carried.push_back(f);
+  FL_TRY(refuse_uncarried(given, carried, "--duration and the flags of the kind"));
+  auto has = [&](const char* f) { return std::find(given.begin(), given.end(), f) != given.end(); };
+  const ResourceSpec& s = a.spec;
+  nlohmann::json spec{{"kind", resource_kind_name(s.kind)}};
+  auto secs = whole(s.duration_ns, 1'000'000'000ULL, "--duration");
+  if (!secs) return secs.error();
+  spec["duration_sec"] = *secs;
+  if (s.pid) spec["pid"] = *s.pid;
+  if (!s.name.empty()) spec["name"] = s.name;
+  if (!s.cgroup.empty()) spec["cgroup"] = s.cgroup;
+  if (s.kind == ResourceKind::Process) {
+    spec["action"] = s.action == ProcessAction::Freeze ? "freeze" : "kill";
+    if (has("signal")) spec["signal"] = signal_name(s.signal);
+    if (s.force) spec["force"] = true;
+  }
+  if (s.kind == ResourceKind::Cpu) {
+    spec["cores"] = s.cores;
+    if (has("load")) spec["load"] = s.load;
+  }
+  if (has("size")) spec["size"] = std::to_string(s.size_bytes);
+  if (!s.path.empty()) spec["path"] = s.path;
+  if (s.fill_percent) spec["fill"] = *s.fill_percent;
+  if (has("min-free")) spec["min_free"] = std::to_string(s.min_free_bytes);
+  FL_TRY(add_run_flags(spec, a.flags, has));
+  return spec;
+}
+
+Result<nlohmann::json> tcp_spec_of(const TcpRunArgs& a, const std::vector<std::string>& args) {
+  const auto given = given_flags(args);
+  FL_TRY(refuse_uncarried(given, {"target", "toxic", "direction", "toxicity", "cgroup", "drain", "duration"},
+                          "--target, --toxic, --direction, --toxicity, --cgroup, --drain, --duration"));
+  auto has = [&](const char* f) { return std::find(given.begin(), given.end(), f) != given.end(); };
+  const TcpFaultSpec& s = a.spec;
+  // The --toxic texts as written (cxxopts splits them at commas).
+  std::vector<std::string> toxics;
+  for (size_t i = 0; i < args.size() && args[i] != "--"; ++i) {
+    if (args[i] == "--toxic" && i + 1 < args.size())
+      toxics.push_back(args[++i]);
+    else if (args[i].rfind("--toxic=", 0) == 0)
+      toxics.push_back(args[i].substr(8));
+  }
+  nlohmann::json spec{{"kind", "tcp"}, {"target", s.target.text}, {"toxic", toxics}};
+  auto secs = whole(s.duration_ns, 1'000'000'000ULL, "--duration");
+  if (!secs) return secs.error();
+  spec["duration_sec"] = *secs;
+  for (const char* f : {"direction", "toxicity"}) {
+    for (size_t i = 0; i + 1 < args.size() && args[i] != "--"; ++i) {
+      if (args[i] != std::string("--") + f) continue;
+      if (std::string(f) == "toxicity") {
+        spec[f] = std::strtod(args[i + 1].c_str(), nullptr);  // parsed and checked by parse_tcp_args
+      } else {
+        spec[f] = args[i + 1];
+      }
+    }
+    if (has(f) && !spec.contains(f))
+      return input_error(0, std::string("--") + f + ": give it as --" + f + " VALUE for the control plane");
+  }
+  if (!s.cgroup.empty()) spec["cgroup"] = s.cgroup;
+  if (has("drain")) {
+    auto ms = whole(s.drain_ns, 1'000'000ULL, "--drain");
+    if (!ms) return ms.error();
+    spec["drain_ms"] = *ms;
+  }
+  FL_TRY(add_run_flags(spec, a.flags, has));
   return spec;
 }
 
 int remote_run(const Remote& r, std::vector<std::string> args) {
   const std::string who = "faultctl run";
-  if (!args.empty() && (args[0] == "syscall" || args[0] == "tcp" || args[0] == "http" || args[0] == "process" ||
-                        args[0] == "cpu" || args[0] == "memory" || args[0] == "disk")) {
-    std::cerr << who << ": the control plane runs packet faults only, not " << args[0] << "\n";
+  if (!args.empty() && args[0] == "http") {
+    std::cerr << who << ": the control plane runs packet, syscall, tcp and resource faults, not http\n";
     return kExitBadInput;
   }
   // Where it runs: --agent ID or --hostname NAME (repeatable); --detach: submit only.
@@ -258,16 +407,16 @@ int remote_run(const Remote& r, std::vector<std::string> args) {
       rest.push_back(w);
     }
   }
-  return run_command(who, parse_packet_args(rest), kRootNever, [&](PacketRunArgs& a) -> int {
+  auto submit = [&](const RunFlags& flags, const std::function<Result<nlohmann::json>()>& make_spec) -> int {
     if (agent.has_value() == !hostnames.empty()) {
       std::cerr << who << ": name where it runs: --agent ID or --hostname NAME (repeatable), one of them\n";
       return kExitBadInput;
     }
-    if (a.flags.dry_run) {
+    if (flags.dry_run) {
       std::cerr << who << ": --dry-run is local; the control plane checks a spec when it is submitted\n";
       return kExitBadInput;
     }
-    auto spec = spec_of(a);
+    auto spec = make_spec();
     if (!spec) return report_error(who, spec.error());
     nlohmann::json body{{"spec", *spec}};
     if (agent)
@@ -288,7 +437,7 @@ int remote_run(const Remote& r, std::vector<std::string> args) {
       made.push_back(j);
     }
     for (const auto& e : made) {
-      if (a.flags.json)
+      if (flags.json)
         std::cout << nlohmann::json{{"event", "submitted"},
                                     {"id", e["id"]},
                                     {"agent_id", e["agent_id"]},
@@ -303,11 +452,36 @@ int remote_run(const Remote& r, std::vector<std::string> args) {
     // Followed one after the other; the exit code is the first that is not 0.
     int first = kExitCompleted;
     for (const auto& e : made) {
-      const int code = follow(r, e.value("id", int64_t{0}), a.flags.json);
+      const int code = follow(r, e.value("id", int64_t{0}), flags.json);
       if (first == kExitCompleted) first = code;
     }
     return first;
-  });
+  };
+  if (!rest.empty() && rest[0] == "syscall") {
+    const std::vector<std::string> words(rest.begin() + 1, rest.end());
+    return run_command(who, parse_syscall_args(words), kRootNever,
+                       [&](SyscallRunArgs& a) { return submit(a.flags, [&] { return syscall_spec_of(a, words); }); });
+  }
+  if (!rest.empty() && rest[0] == "tcp") {
+    const std::vector<std::string> words(rest.begin() + 1, rest.end());
+    return run_command(who, parse_tcp_args(words), kRootNever,
+                       [&](TcpRunArgs& a) { return submit(a.flags, [&] { return tcp_spec_of(a, words); }); });
+  }
+  if (!rest.empty() && is_resource_kind(rest[0]))
+    return run_command(who, parse_resource_args(rest), kRootNever,
+                       [&](ResourceRunArgs& a) { return submit(a.flags, [&] { return resource_spec_of(a, rest); }); });
+  return run_command(who, parse_packet_args(rest), kRootNever,
+                     [&](PacketRunArgs& a) { return submit(a.flags, [&] { return spec_of(a); }); });
+}
+
+// What an experiment acts on, for the TARGET column: the target of a packet or
+// tcp fault, else a syscall or resource fault's cgroup, pid, name or path.
+std::string scope_of(const nlohmann::json& spec) {
+  for (const char* f : {"target", "cgroup", "name", "path"})
+    if (spec.contains(f) && spec[f].is_string()) return spec[f].get<std::string>();
+  if (spec.contains("pid") && spec["pid"].is_number_integer())
+    return "pid " + std::to_string(spec["pid"].get<int64_t>());
+  return "";
 }
 
 int remote_list(const Remote& r, const std::vector<std::string>& args) {
@@ -332,7 +506,7 @@ int remote_list(const Remote& r, const std::vector<std::string>& args) {
                          const auto& spec = e.value("spec", nlohmann::json::object());
                          std::cout << std::setw(6) << e.value("id", 0) << std::setw(7) << e.value("agent_id", 0)
                                    << std::setw(16) << e.value("status", "") << std::setw(11) << spec.value("kind", "")
-                                   << std::setw(20) << spec.value("target", "") << e.value("detail", "") << "\n";
+                                   << std::setw(20) << scope_of(spec) << e.value("detail", "") << "\n";
                        }
                        return kExitCompleted;
                      });

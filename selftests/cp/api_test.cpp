@@ -564,6 +564,107 @@ TEST_P(ApiTest, BadInputIsRefusedNamingTheFieldAndNothingIsStored) {
       << "a session token enrolled an agent";
 }
 
+// Syscall, resource and tcp experiments (issue 14, section 3): the `faultctl run`
+// flags in snake_case, each cap of the CLI refused naming the field (the
+// checks are the CLI's own, userspace/faults/*/spec_check.h and validate()),
+// nothing stored; good specs of each kind are taken.
+TEST_P(ApiTest, SyscallAndResourceSpecsAreCheckedPerKind) {
+  Tenant t = tenant("kinds");
+  const std::string agent = std::to_string(t.agent_id);
+  auto post = [&](const std::string& spec) {
+    return call("POST", "/v1/experiments", t.token, R"({"agent_id":)" + agent + R"(,"spec":)" + spec + "}");
+  };
+  const std::string sc = R"({"kind":"syscall","syscall":"connect","errno":"ECONNREFUSED","duration_sec":30,)";
+  const std::string cpu = R"({"kind":"cpu","cores":1,"duration_sec":30,)";
+  struct Case {
+    std::string what, spec, field;
+  };
+  const std::vector<Case> cases = {
+      // syscall
+      {"syscall required", R"({"kind":"syscall","errno":"EIO","duration_sec":3,"cgroup":"x"})", "spec.syscall"},
+      {"no such syscall", sc + R"("cgroup":"x","syscall":"connect,nosuchcall"})", "spec.syscall"},
+      {"a syscall that does not return", sc + R"("cgroup":"x","syscall":"exit_group"})", "spec.syscall"},
+      {"errno name", sc + R"("cgroup":"x","errno":"EWHAT"})", "spec.errno"},
+      {"errno type", sc + R"("cgroup":"x","errno":5})", "spec.errno"},
+      {"percent", sc + R"("cgroup":"x","percent":100.5})", "spec.percent"},
+      {"syscall duration cap", sc + R"("cgroup":"x","duration_sec":3601})", "spec.duration_sec"},
+      {"no scope", sc + R"("percent":50})", "spec.cgroup"},
+      {"two scopes", sc + R"("cgroup":"x","pid":4242})", "spec.pid"},
+      {"pid 1", sc + R"("pid":1})", "spec.pid"},
+      {"empty cgroup", sc + R"("cgroup":""})", "spec.cgroup"},
+      {"via", sc + R"("cgroup":"x","via":"kprobe"})", "spec.via"},
+      {"via seccomp needs a command", sc + R"("cgroup":"x","via":"seccomp"})", "spec.via"},
+      {"after cap", sc + R"("cgroup":"x","after":1000000001})", "spec.after"},
+      {"max injections cap", sc + R"("cgroup":"x","max_injections":0})", "spec.max_injections"},
+      {"start after the end", sc + R"("cgroup":"x","start_after_ms":30000})", "spec.start_after_ms"},
+      {"a command", sc + R"("cgroup":"x","command":["curl"]})", "spec.command"},
+      {"a packet field", sc + R"("cgroup":"x","target":"10.0.0.1"})", "spec.target"},
+      {"a guardrail on a syscall fault", sc + R"("cgroup":"x","query":"up"})", "spec.prometheus_url"},
+      // resource
+      {"cores cap", cpu + R"("cores":4097})", "spec.cores"},
+      {"no cores", cpu + R"("cores":0})", "spec.cores"},
+      {"load", cpu + R"("load":150})", "spec.load"},
+      {"resource duration floor", cpu + R"("duration_sec":0})", "spec.duration_sec"},
+      {"a field of another kind", cpu + R"("size":"1GiB"})", "spec.size"},
+      {"memory size", R"({"kind":"memory","size":"12 parsecs","duration_sec":5})", "spec.size"},
+      {"memory floor", R"({"kind":"memory","size":"1KiB","duration_sec":5})", "spec.size"},
+      {"memory size required", R"({"kind":"memory","duration_sec":5})", "spec.size"},
+      {"process action", R"({"kind":"process","pid":4242,"action":"stop","duration_sec":5})", "spec.action"},
+      {"process signal with freeze",
+       R"({"kind":"process","pid":4242,"action":"freeze","signal":"TERM","duration_sec":5})", "spec.signal"},
+      {"process pid cap", R"({"kind":"process","pid":4194305,"action":"kill","duration_sec":5})", "spec.pid"},
+      {"process one target", R"({"kind":"process","pid":4242,"name":"nginx","action":"kill","duration_sec":5})",
+       "spec.pid"},
+      {"disk fill", R"({"kind":"disk","path":"/var/tmp","fill":100,"duration_sec":5})", "spec.fill"},
+      {"disk fill or size", R"({"kind":"disk","path":"/var/tmp","duration_sec":5})", "spec.fill"},
+      {"disk min free", R"({"kind":"disk","path":"/var/tmp","fill":90,"min_free":"1KiB","duration_sec":5})",
+       "spec.min_free"},
+      {"hypothesis without a signal", cpu + R"("hypothesis":"p99 holds"})", "spec.hypothesis"},
+      // tcp
+      {"tcp target", R"({"kind":"tcp","target":"10.0.0.5","toxic":["latency=1s"],"duration_sec":5})", "spec.target"},
+      {"tcp target name", R"({"kind":"tcp","target":"db.internal:5432","toxic":["noop"],"duration_sec":5})",
+       "spec.target"},
+      {"tcp toxic required", R"({"kind":"tcp","target":"10.0.0.5:5432","duration_sec":5})", "spec.toxic"},
+      {"tcp toxic", R"({"kind":"tcp","target":"10.0.0.5:5432","toxic":["latency=fast"],"duration_sec":5})",
+       "spec.toxic"},
+      {"tcp toxic type", R"({"kind":"tcp","target":"10.0.0.5:5432","toxic":["noop",7],"duration_sec":5})",
+       "spec.toxic[1]"},
+      {"tcp toxics cap",
+       R"({"kind":"tcp","target":"10.0.0.5:5432","toxic":["noop","noop","noop","noop","noop","noop","noop","noop",)"
+       R"("noop","noop","noop","noop","noop","noop","noop","noop","noop"],"duration_sec":5})",
+       "spec.toxic"},
+      {"tcp toxicity", R"({"kind":"tcp","target":"10.0.0.5:5432","toxic":["noop"],"toxicity":1.5,"duration_sec":5})",
+       "spec.toxicity"},
+      {"tcp direction", R"({"kind":"tcp","target":"10.0.0.5:5432","toxic":["noop"],"direction":"up","duration_sec":5})",
+       "spec.direction"},
+      {"tcp drain cap",
+       R"({"kind":"tcp","target":"10.0.0.5:5432","toxic":["noop"],"drain_ms":600001,"duration_sec":5})",
+       "spec.drain_ms"},
+      {"tcp duration cap", R"({"kind":"tcp","target":"10.0.0.5:5432","toxic":["noop"],"duration_sec":3601})",
+       "spec.duration_sec"},
+      {"not yet a kind", R"({"kind":"http","duration_sec":5})", "spec.kind"},
+  };
+  for (const auto& c : cases) {
+    auto r = post(c.spec);
+    EXPECT_EQ(r.status, 400) << c.what << ": " << r.describe();
+    EXPECT_EQ(r.json().value("field", ""), c.field) << c.what << ": " << r.body;
+  }
+  EXPECT_TRUE(call("GET", "/v1/experiments", t.token).json()["experiments"].empty())
+      << "a refused experiment was stored";
+  for (const std::string& good :
+       {sc + R"("cgroup":"app","percent":30,"via":"cgroup","after":2,"max_injections":5,"start_after_ms":500})",
+        sc + R"("pid":4242,"health_url":"http://127.0.0.1:8080/","hypothesis":"retries hold"})",
+        cpu + R"("load":50,"cgroup":"app"})", std::string(R"({"kind":"memory","size":"64MiB","duration_sec":5})"),
+        std::string(R"({"kind":"process","name":"nginx","action":"kill","signal":"TERM","duration_sec":5})"),
+        std::string(R"({"kind":"disk","path":"/var/tmp","size":"10MB","min_free":"1GiB","duration_sec":5})"),
+        std::string(R"({"kind":"tcp","target":"10.0.0.5:5432","toxic":["latency=200ms,jitter=20ms","reset_peer=1s"],)"
+                    R"("direction":"upstream","toxicity":0.3,"cgroup":"app","drain_ms":1000,"duration_sec":60})")}) {
+    auto r = post(good);
+    EXPECT_EQ(r.status, 201) << good << ": " << r.describe();
+  }
+  EXPECT_EQ(call("GET", "/v1/experiments", t.token).json()["experiments"].size(), 7u);
+}
+
 TEST_P(ApiTest, HealthzIsOpenAndMetricsSpeakPrometheus) {
   auto h = call("GET", "/healthz");
   EXPECT_EQ(h.status, 200) << h.describe();

@@ -1,6 +1,7 @@
 // One experiment the control plane dispatched to this host: its spec (the
 // faultcp experiment model, cp/api/experiment_spec.h) read into the same
-// FaultSpec and guardrails `faultctl run` builds from its flags, run on its own
+// fault spec (packet, syscall, resource or tcp) and guardrails `faultctl run` builds
+// from its flags, run on its own
 // thread under guarded_run(), its JSON lines turned into progress reports, and
 // stoppable from outside (the control plane's abort or kill switch).
 #pragma once
@@ -14,17 +15,24 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <variant>
 
 #include "base/result.h"
 #include "userspace/faults/packet/spec.h"
+#include "userspace/faults/resource/spec.h"
+#include "userspace/faults/stream/spec.h"
+#include "userspace/faults/syscall/plan.h"
 #include "userspace/guardrails/guardrail_options.h"
 #include "userspace/run/record.h"
 
 namespace faultline {
 
-// What a spec asks for, in the terms of a local run.
+// What a spec asks for, in the terms of a local run: a packet fault (its
+// kind), a syscall fault ("syscall") or a resource fault ("process", "cpu",
+// "memory", "disk") or a TCP stream fault ("tcp"), read by the family's
+// experiment_spec.h as faultcp does.
 struct RemotePlan {
-  FaultSpec fault;
+  std::variant<FaultSpec, SyscallFaultSpec, ResourceSpec, TcpFaultSpec> fault;
   GuardrailOptions guardrails;
   std::optional<RecordOptions> record;  // with a hypothesis
 };

@@ -91,6 +91,26 @@ std::string signal_name(int sig) {
   return "signal " + std::to_string(sig);
 }
 
+const std::vector<std::string>& resource_specific_flags() {
+  static const std::vector<std::string> v = {"pid",   "name", "cgroup", "action", "signal", "force",
+                                             "cores", "load", "size",   "path",   "fill",   "min-free"};
+  return v;
+}
+
+bool resource_kind_takes(ResourceKind k, const std::string& f) {
+  switch (k) {
+    case ResourceKind::Process:
+      return f == "pid" || f == "name" || f == "cgroup" || f == "action" || f == "signal" || f == "force";
+    case ResourceKind::Cpu:
+      return f == "cores" || f == "load" || f == "cgroup";
+    case ResourceKind::Memory:
+      return f == "size";
+    case ResourceKind::Disk:
+      return f == "path" || f == "fill" || f == "size" || f == "min-free";
+  }
+  return false;
+}
+
 Status validate(const ResourceSpec& s) {
   if (s.duration_ns == 0) return make_error(EINVAL, "--duration is required (at most 1h), e.g. --duration 30s");
   if (s.duration_ns > ResourceCaps::kMaxDurationNs)
@@ -102,10 +122,16 @@ Status validate(const ResourceSpec& s) {
       if (given == 0) return make_error(EINVAL, "--pid, --name or --cgroup is required: which processes to hit");
       if (given > 1) return make_error(EINVAL, "--pid, --name and --cgroup exclude each other; give one");
       if (s.pid && *s.pid <= 0) return make_error(EINVAL, "--pid must be a positive process ID");
+      if (s.pid && static_cast<uint64_t>(*s.pid) > ResourceCaps::kMaxPid)
+        return make_error(ERANGE,
+                          "--pid " + std::to_string(*s.pid) + ": at most " + std::to_string(ResourceCaps::kMaxPid));
       break;
     }
     case ResourceKind::Cpu:
       if (s.cores == 0) return make_error(EINVAL, "--cores must be at least 1");
+      if (s.cores > ResourceCaps::kMaxCores)
+        return make_error(
+            ERANGE, "--cores " + std::to_string(s.cores) + ": at most " + std::to_string(ResourceCaps::kMaxCores));
       if (s.load <= 0 || s.load > 100) return make_error(ERANGE, "--load must be above 0 and at most 100 (percent)");
       break;
     case ResourceKind::Memory:

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 
@@ -25,7 +26,13 @@ struct ResourceCaps {
   static constexpr uint64_t kDefaultMinFreeBytes = 256ULL << 20;
   static constexpr uint64_t kMinMinFreeBytes = 1ULL << 20;
   static constexpr size_t kMaxProcessTargets = 64;  // more than this from one --name needs --force
+  static constexpr uint64_t kMaxPid = 4'194'304;    // PID_MAX_LIMIT
+  static constexpr uint64_t kMaxCores = 4096;
 };
+
+// The kind-specific flags ("pid", "min-free", ...), and whether a kind takes one.
+[[nodiscard]] const std::vector<std::string>& resource_specific_flags();
+[[nodiscard]] bool resource_kind_takes(ResourceKind k, const std::string& flag);
 
 struct ResourceSpec {
   ResourceKind kind = ResourceKind::Cpu;

@@ -1,0 +1,24 @@
+// A resource experiment of faultcp's spec model ("kind": "process", "cpu",
+// "memory" or "disk", as `faultctl run KIND`) read into the ResourceSpec the
+// CLI builds from its flags: the fields are the flags in snake_case (pid,
+// name, cgroup, action, signal, force; cores, load; size; path, fill,
+// min_free; duration_sec), sizes written as the flags take them ("512MiB"),
+// checked by the same validate().
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <span>
+
+#include "base/result.h"
+#include "userspace/faults/resource/spec.h"
+
+namespace faultline {
+
+// Every resource field a spec may carry (besides kind, duration_sec and the
+// guardrails); which of them a kind takes is checked by the reader.
+[[nodiscard]] std::span<const char* const> resource_spec_fields();
+
+// Reads and checks them (errors "spec.<field>: why", bad input).
+[[nodiscard]] Result<ResourceSpec> resource_spec_from_json(const nlohmann::json& spec);
+
+}  // namespace faultline

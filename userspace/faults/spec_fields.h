@@ -1,0 +1,48 @@
+// Reading an experiment spec (faultcp's JSON model of a `faultctl run`) with
+// errors that name the field: "spec.errno: not a known errno name". The fault
+// families' spec readers (experiment_spec.h in each) build on these, and turn
+// the errors of their own validate() -- which name the `faultctl run` flag
+// ("--cores must be at least 1") -- into the same form, so the CLI, faultcp and
+// faultd refuse the same values with one set of checks.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+
+#include "base/result.h"
+
+namespace faultline {
+
+// A flag of `faultctl run` and the spec field that carries it ("start-after",
+// "start_after_ms").
+struct FlagField {
+  const char* flag;
+  const char* field;
+};
+
+// An error naming spec.field: "spec.<field>: why" (bad input).
+[[nodiscard]] Error spec_field_error(const std::string& field, const std::string& why);
+
+// An error of a validate() that names flags, rewritten for a spec: every
+// "--flag" of the table becomes "spec.<field>", and the message is prefixed
+// with the first field named ("spec.cores: must be at least 1"). `fallback` is
+// the field when the message names none of the table's flags.
+[[nodiscard]] Error spec_error_from_flags(const Error& e, std::span<const FlagField> table,
+                                          const std::string& fallback);
+
+// The field an error of the form "spec.<field>: why" names ("spec.cores"), or "".
+[[nodiscard]] std::string spec_error_field(const Error& e);
+
+// Typed reads of one field of a spec object (present: the caller checks).
+[[nodiscard]] Result<std::string> spec_string(const nlohmann::json& spec, const char* field);
+[[nodiscard]] Result<uint64_t> spec_uint(const nlohmann::json& spec, const char* field, uint64_t lo, uint64_t hi);
+[[nodiscard]] Result<double> spec_number(const nlohmann::json& spec, const char* field);
+[[nodiscard]] Result<bool> spec_bool(const nlohmann::json& spec, const char* field);
+
+// Refuses a member not in `known` ("spec.x: not a field of a <what> experiment").
+[[nodiscard]] Status spec_known_fields(const nlohmann::json& spec, std::span<const char* const> known,
+                                       const std::string& what);
+
+}  // namespace faultline

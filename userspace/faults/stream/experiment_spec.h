@@ -1,0 +1,23 @@
+// A TCP experiment of faultcp's spec model ("kind": "tcp") read into the
+// TcpFaultSpec `faultctl run tcp` builds from its flags: target, toxic (an
+// array of --toxic texts), direction, toxicity, cgroup, drain_ms and
+// duration_sec, checked by the same parse_toxics() and validate(). The target's
+// host is an address or CIDR prefix (a name would be resolved where the spec is
+// read, not where the fault runs); no command to wrap.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <span>
+
+#include "base/result.h"
+#include "userspace/faults/stream/spec.h"
+
+namespace faultline {
+
+// The tcp fields of a spec (besides kind, duration_sec and the guardrails).
+[[nodiscard]] std::span<const char* const> tcp_spec_fields();
+
+// Reads and checks them (errors "spec.<field>: why", bad input).
+[[nodiscard]] Result<TcpFaultSpec> tcp_spec_from_json(const nlohmann::json& spec);
+
+}  // namespace faultline

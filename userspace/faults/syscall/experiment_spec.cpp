@@ -1,0 +1,114 @@
+// "kind": "syscall" -> SyscallFaultSpec, checked with the CLI's validate().
+#include "userspace/faults/syscall/experiment_spec.h"
+
+#include <climits>
+
+#include "base/errno_names.h"
+#include "base/seeded_random.h"
+#include "userspace/faults/spec_fields.h"
+#include "userspace/faults/syscall/spec_check.h"
+
+namespace faultline {
+namespace {
+
+constexpr const char* kSyscallFields[] = {"syscall", "errno", "percent",        "cgroup",         "pid",
+                                          "via",     "after", "max_injections", "start_after_ms", "include_loader"};
+
+// The flags validate() names, and the fields that carry them.
+constexpr FlagField kSyscallFlagFields[] = {
+    {"syscall", "syscall"},
+    {"errno", "errno"},
+    {"percent", "percent"},
+    {"duration", "duration_sec"},
+    {"cgroup", "cgroup"},
+    {"pid", "pid"},
+    {"via", "via"},
+    {"after", "after"},
+    {"max-injections", "max_injections"},
+    {"start-after", "start_after_ms"},
+    {"include-loader", "include_loader"},
+};
+
+}  // namespace
+
+std::span<const char* const> syscall_spec_fields() { return kSyscallFields; }
+
+Result<SyscallFaultSpec> syscall_spec_from_json(const nlohmann::json& spec) {
+  if (!spec.is_object()) return input_error(EINVAL, "spec: not a JSON object");
+  SyscallFaultSpec s;
+  if (!spec.contains("syscall"))
+    return spec_field_error("syscall", "is required (e.g. \"connect\" or \"openat,read\")");
+  auto names = spec_string(spec, "syscall");
+  if (!names) return names.error();
+  // Comma-separated, as --syscall takes them.
+  for (size_t at = 0;;) {
+    const size_t comma = names->find(',', at);
+    s.syscalls.push_back(names->substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  if (s.syscalls.size() > 64) return spec_field_error("syscall", "at most 64 names");
+  if (!spec.contains("errno")) return spec_field_error("errno", "is required (e.g. \"EIO\")");
+  auto err_name = spec_string(spec, "errno");
+  if (!err_name) return err_name.error();
+  auto e = errno_from_name(*err_name);
+  if (!e) return spec_field_error("errno", *err_name + ": not a known errno name (EIO, EACCES, ECONNREFUSED, ...)");
+  s.err = *e;
+  if (spec.contains("percent")) {
+    auto p = spec_number(spec, "percent");
+    if (!p) return p.error();
+    s.percent = *p;
+  }
+  if (!spec.contains("duration_sec")) return spec_field_error("duration_sec", "is required");
+  auto d = spec_uint(spec, "duration_sec", 1, SyscallCaps::kMaxDurationNs / 1'000'000'000ULL);
+  if (!d) return d.error();
+  s.duration_ns = *d * 1'000'000'000ULL;
+  if (spec.contains("cgroup")) {
+    auto c = spec_string(spec, "cgroup");
+    if (!c) return c.error();
+    if (c->empty()) return spec_field_error("cgroup", "empty path");
+    s.cgroup = *c;
+  }
+  if (spec.contains("pid")) {
+    auto p = spec_uint(spec, "pid", 1, INT_MAX);
+    if (!p) return p.error();
+    s.pid = static_cast<int>(*p);
+  }
+  if (spec.contains("via")) {
+    auto v = spec_string(spec, "via");
+    if (!v) return v.error();
+    if (*v == "seccomp")
+      return spec_field_error("via",
+                              "seccomp serves a command faultctl starts and wraps; an experiment names a cgroup "
+                              "or pid (cgroup or lsm)");
+    s.via = *v;
+  }
+  if (spec.contains("after")) {
+    auto n = spec_uint(spec, "after", 1, SyscallCaps::kMaxInjections);
+    if (!n) return n.error();
+    s.after = *n;
+  }
+  if (spec.contains("max_injections")) {
+    auto n = spec_uint(spec, "max_injections", 1, SyscallCaps::kMaxInjections);
+    if (!n) return n.error();
+    s.max_injections = *n;
+  }
+  if (spec.contains("start_after_ms")) {
+    auto n = spec_uint(spec, "start_after_ms", 1, SyscallCaps::kMaxDurationNs / 1'000'000ULL);
+    if (!n) return n.error();
+    s.start_after_ns = *n * 1'000'000ULL;
+  }
+  if (spec.contains("include_loader")) {
+    auto b = spec_bool(spec, "include_loader");
+    if (!b) return b.error();
+    s.include_loader = *b;
+  }
+  if (s.cgroup.empty() == (s.pid == 0))
+    return spec_field_error(s.cgroup.empty() ? "cgroup" : "pid", "give exactly one scope: cgroup or pid");
+  if (auto v = validate(s); !v) return spec_error_from_flags(v.error(), kSyscallFlagFields, "syscall");
+  s.seed = draw_seed();
+  s.seed_drawn = true;
+  return s;
+}
+
+}  // namespace faultline
