@@ -53,7 +53,6 @@ CG=/flbench-pol-$ID          # the policy's scope
 CG_OFF=/flbench-pol-off-$ID  # a sibling with no policy
 export FAULTLINE_BPFFS_ROOT=/sys/fs/bpf/flbench-pol-$ID
 export FAULTLINE_RUN_DIR=$TMP/run
-LOCKS_BEFORE=$(ls /run/faultline*.policy.lock 2>/dev/null || true)
 cleanup() {
   set +e
   for ns in "$NS_A" "$NS_B"; do
@@ -61,11 +60,8 @@ cleanup() {
       for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null; done
     fi
   done
-  "$FAULTCTL" policy delete >/dev/null 2>&1
-  # The lock file faultctl made for this run's private bpffs root.
-  for l in /run/faultline*.policy.lock; do
-    [ -e "$l" ] && ! grep -qxF "$l" <<<"$LOCKS_BEFORE" && rm -f "$l"
-  done
+  # The applied policy, and the lock files of this run's private bpffs root.
+  "$FAULTCTL" uninstall >/dev/null 2>&1
   rm -rf "$FAULTLINE_BPFFS_ROOT" 2>/dev/null
   for ns in "$NS" "$NS_A" "$NS_B"; do ip netns del "$ns" 2>/dev/null; done
   for c in "$CG" "$CG_OFF"; do

@@ -67,6 +67,7 @@ cleanup() {
   # Ends every fault of this run's state and detaches its programs (only ours:
   # the state lives under our own FAULTLINE_BPFFS_ROOT).
   [ -d "$FAULTLINE_BPFFS_ROOT" ] && "$FAULTCTL" abort --all >/dev/null 2>&1
+  "$FAULTCTL" uninstall >/dev/null 2>&1 # and the lock files of this private root
   for d in "$PROGRUN_ROOT" "$FAULTLINE_BPFFS_ROOT" "$FAULTLINE_BPFFS_ROOT"-breakdown "$FAULTLINE_BPFFS_ROOT"-breakdown-load; do
     [ -e "$d" ] && rm -rf "$d"
   done

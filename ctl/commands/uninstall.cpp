@@ -18,7 +18,8 @@ constexpr const char* kUsage =
     "usage: faultctl uninstall\n"
     "  remove every program, link, filter, qdisc and pin of Faultline (the applied\n"
     "  egress policy too) and revert every resource fault; running guards are named\n"
-    "  and left alone\n";
+    "  and left alone; with FAULTLINE_BPFFS_ROOT (a private layout), its lock\n"
+    "  files under /run too\n";
 
 constexpr Example kExamples[] = {
     {"leave nothing of Faultline behind", "faultctl uninstall"},
@@ -69,6 +70,10 @@ int uninstall() {
     for (const auto& g : guards) std::cout << "  " << g << "\n";
     return kExitCompleted;
   }
+  // A private layout (FAULTLINE_BPFFS_ROOT: a test's, a bench's) is gone for
+  // good: its lock files under /run go with it. The host's stay, as a waiter
+  // on a removed lock file would hold a lock nobody else sees.
+  if (const BpffsLayout layout = bpffs_layout(); layout.root != BpffsLayout{}.root) remove_layout_locks(layout);
   std::cout << "Faultline uninstalled: no programs, links, filters or pins remain\n";
   return kExitCompleted;
 }

@@ -799,7 +799,9 @@ TEST_P(ApiTest, MalformedProtobufBodiesAreRefusedByName) {
     auto r = fltest::cp_request(server_->port(), "POST", c.path, c.token, c.body, 10'000, proto);
     EXPECT_EQ(r.status, c.status) << c.what << ": " << r.describe();
     EXPECT_EQ(r.json().value("status", 0), c.status) << c.what << ": not the JSON error envelope: " << r.body;
-    if (!c.field.empty()) EXPECT_EQ(r.json().value("field", ""), c.field) << c.what << ": " << r.body;
+    if (!c.field.empty()) {
+      EXPECT_EQ(r.json().value("field", ""), c.field) << c.what << ": " << r.body;
+    }
   }
   EXPECT_EQ(call("GET", "/v1/agents", t.token).json()["agents"].size(), 1u) << "a refused agent was stored";
   EXPECT_EQ(state_of(t, exp), "queued") << "a refused event moved the experiment";

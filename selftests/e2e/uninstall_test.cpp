@@ -1,10 +1,12 @@
 // faultctl uninstall after a crash (kill -9 mid-run): the kernel must be left
 // with no netfault program at all, nothing pinned, no clsact on the devices.
 #include <signal.h>
+#include <unistd.h>
 
 #include <thread>
 
 #include "e2e_fixture.h"
+#include "loader/bpffs.h"
 
 namespace fle2e {
 namespace {
@@ -49,6 +51,8 @@ TEST_P(Uninstall, LeavesNoProgramPinOrQdiscBehind) {
   EXPECT_EQ(bpftool.out.find("name fl_egress"), std::string::npos) << bpftool.out;
   EXPECT_EQ(bpftool.out.find("name fl_ingress"), std::string::npos) << bpftool.out;
   EXPECT_TRUE(files_under(bpffs_root()).empty()) << "pins remain under " << bpffs_root();
+  const std::string lock = faultline::state_lock_path({bpffs_root()});
+  EXPECT_NE(::access(lock.c_str(), F_OK), 0) << "a private root's lock file outlives its uninstall: " << lock;
   for (const auto& [ns, dev] : {std::pair{net().a(), kDevA}, std::pair{net().b(), kDevB}}) {
     EXPECT_FALSE(has_clsact(ns, dev)) << qdiscs(ns, dev);
     for (const char* dir : {"ingress", "egress"}) {
