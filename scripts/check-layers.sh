@@ -8,7 +8,8 @@
 #   base  <-  userspace/proxy (its own library, faultline_proxy, under the rest;
 #             faults/stream, daemon, ctl use it)
 #   base, userspace/net  <-  cp (faultcp; plus userspace/faults/packet/spec.h for the caps,
-#             and the families' experiment_spec.h readers)
+#             the families' experiment_spec.h readers, and userspace/policy's
+#             headers: faultcp checks a policy bundle with faultctl's own validator)
 #   base  <-  cp/proto (the agent wire format, faultline_cp_proto; cp and
 #             userspace/daemon use it)
 #
@@ -20,7 +21,10 @@
 # to no family: it may use what a family may, and every family may use it.
 # The policy model sits on enforce (its compiler is the guard's) and includes
 # no fault family: the CLI checks a policy's experiments with the run parsers
-# (ctl/policy_faults.cpp). faultd's main hands the daemon faultctl's run code
+# (ctl/policy_faults.cpp). Its DNS answer parser is bpf/lib/dns_parse.h, the
+# one C core the kernel program runs too (no BPF helper in it). userspace/daemon
+# sits on userspace/policy: faultd reaps learned addresses and applies the
+# bundles faultcp sends. faultd's main hands the daemon faultctl's run code
 # (ctl/served_run.h), so a run served by faultd is parsed and run as faultctl runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,8 +52,8 @@ allowed_for() {
     userspace/ops/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|run|faults|enforce|policy|ops))/' ;;
     # faultd's agent speaks faultcp's wire format: cp/proto (the messages and
     # their codec, a library of its own) and nothing else of cp/.
-    userspace/daemon/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|run|faults|enforce|ops|proxy|daemon)|cp/proto)/' ;;
-    userspace/policy/*) echo '^(base|loader|faultline|userspace/(net|state|enforce|policy))/' ;;
+    userspace/daemon/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|run|faults|enforce|policy|ops|proxy|daemon)|cp/proto)/' ;;
+    userspace/policy/*) echo '^(base|loader|faultline|userspace/(net|state|enforce|policy))/|^bpf/lib/dns_parse\.h$' ;;
     ctl/*) echo '^(base|loader|faultline|userspace|ctl)/' ;;
     daemon/*) echo '^(base|loader|faultline|userspace|ctl)/' ;;
     # The control plane serves HTTP with userspace/net and checks experiment
@@ -60,7 +64,7 @@ allowed_for() {
     # The agent wire format (faultline_cp_proto) is under both faultcp and
     # faultd: base and itself only.
     cp/proto/*) echo '^(base|cp/proto)/' ;;
-    cp/*) echo '^(base|faultline|userspace/net|cp)/|^userspace/faults/packet/spec\.h$|^userspace/faults/(syscall|resource|stream)/experiment_spec\.h$|^userspace/faults/spec_fields\.h$' ;;
+    cp/*) echo '^(base|faultline|userspace/(net|policy)|cp)/|^userspace/faults/packet/spec\.h$|^userspace/faults/(syscall|resource|stream)/experiment_spec\.h$|^userspace/faults/spec_fields\.h$' ;;
     *) return 1 ;;
   esac
 }
