@@ -17,28 +17,6 @@
 namespace faultline::cp {
 namespace {
 
-const std::vector<FieldRule> kSpecFields = {
-    {"kind", JsonType::String, true},
-    {"dev", JsonType::String},
-    {"target", JsonType::String},
-    {"delay_ms", JsonType::Integer},
-    {"jitter_ms", JsonType::Integer},
-    {"percent", JsonType::Number},
-    {"duration_sec", JsonType::Integer, true},
-    {"grace_sec", JsonType::Integer},
-    {"interval_sec", JsonType::Integer},
-    {"health_url", JsonType::String},
-    {"health_max_latency_ms", JsonType::Integer},
-    {"prometheus_url", JsonType::String},
-    {"query", JsonType::String},
-    {"abort_above", JsonType::Number},
-    {"abort_below", JsonType::Number},
-    {"kernel_signal", JsonType::String},
-    {"netns", JsonType::String},
-    {"hypothesis", JsonType::String},
-    {"steady_state_sec", JsonType::Integer},
-};
-
 // The fields of every kind: the run's length, its guardrails and record.
 const std::vector<FieldRule> kCommonFields = {
     {"kind", JsonType::String, true},
@@ -54,6 +32,19 @@ const std::vector<FieldRule> kCommonFields = {
     {"hypothesis", JsonType::String},
     {"steady_state_sec", JsonType::Integer},
 };
+
+// A packet fault's: the common ones and its own.
+const std::vector<FieldRule> kSpecFields = [] {
+  std::vector<FieldRule> f = kCommonFields;
+  f.insert(f.end(), {{"dev", JsonType::String},
+                     {"target", JsonType::String},
+                     {"delay_ms", JsonType::Integer},
+                     {"jitter_ms", JsonType::Integer},
+                     {"percent", JsonType::Number},
+                     {"grace_sec", JsonType::Integer},
+                     {"netns", JsonType::String}});
+  return f;
+}();
 
 constexpr int64_t kMaxDelayMs = static_cast<int64_t>(FaultCaps::kMaxDelayNs / 1'000'000);
 constexpr int64_t kMaxJitterMs = static_cast<int64_t>(FaultCaps::kMaxJitterNs / 1'000'000);

@@ -16,23 +16,7 @@
 namespace flenf {
 namespace {
 
-class DnsLearningApplyTest : public EnforceTest {
- protected:
-  void TearDown() override {
-    if (!bpffs_root_.empty()) {
-      (void)run({kFaultctl, "policy", "delete"});
-    }
-    for (const auto& f : files_) ::unlink(f.c_str());
-    EnforceTest::TearDown();
-  }
-  std::string file(const std::string& text) {
-    const std::string path = "/tmp/" + unique_name("dnspol") + ".yaml";
-    std::ofstream(path) << text;
-    files_.push_back(path);
-    return path;
-  }
-  std::vector<std::string> files_;
-};
+using DnsLearningApplyTest = PolicyFileTest;
 
 std::string scope_pin_key(const std::string& cgroup) {
   std::string k = "cg";

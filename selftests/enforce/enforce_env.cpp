@@ -262,4 +262,18 @@ void EnforceTest::TearDown() {
   ::unsetenv("FAULTLINE_BPFFS_ROOT");
 }
 
+void PolicyFileTest::TearDown() {
+  // Every path removes the applied policy, before the fixture drops the pins.
+  if (!bpffs_root_.empty()) (void)run({kFaultctl, "policy", "delete"});
+  for (const auto& f : files_) ::unlink(f.c_str());
+  EnforceTest::TearDown();
+}
+
+std::string PolicyFileTest::file(const std::string& text) {
+  const std::string path = "/tmp/" + unique_name("pol") + ".yaml";
+  std::ofstream(path) << text;
+  files_.push_back(path);
+  return path;
+}
+
 }  // namespace flenf

@@ -125,4 +125,14 @@ class EnforceTest : public ::testing::Test {
   std::string bpffs_root_;   // FAULTLINE_BPFFS_ROOT
 };
 
+// A test that applies policy files: each file() is written under /tmp and
+// removed at the end, and the applied policy is deleted before the pins go.
+class PolicyFileTest : public EnforceTest {
+ protected:
+  void TearDown() override;
+  // The path of a new policy file holding text.
+  std::string file(const std::string& text);
+  std::vector<std::string> files_;
+};
+
 }  // namespace flenf

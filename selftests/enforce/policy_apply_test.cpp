@@ -18,30 +18,12 @@
 namespace flenf {
 namespace {
 
-class PolicyApplyTest : public EnforceTest {
+class PolicyApplyTest : public PolicyFileTest {
  protected:
-  void TearDown() override {
-    if (!bpffs_root_.empty()) {
-      // Every path removes the applied policy, before the fixture drops the pins.
-      (void)run({kFaultctl, "policy", "delete"});
-    }
-    for (const auto& f : files_) ::unlink(f.c_str());
-    EnforceTest::TearDown();
-  }
-
-  std::string file(const std::string& text) {
-    const std::string path = "/tmp/" + unique_name("pol") + ".yaml";
-    std::ofstream(path) << text;
-    files_.push_back(path);
-    return path;
-  }
-
   [[nodiscard]] bool pinned_policy() const {
     struct stat st {};
     return ::stat((bpffs_root_ + "/policy").c_str(), &st) == 0;
   }
-
-  std::vector<std::string> files_;
 };
 
 std::string header(const std::string& name) {

@@ -103,4 +103,21 @@ Status spec_known_fields(const nlohmann::json& spec, std::span<const char* const
   return {};
 }
 
+Result<uint64_t> spec_duration_ns(const nlohmann::json& spec, uint64_t min_ns, uint64_t max_ns) {
+  if (!spec.contains("duration_sec")) return spec_field_error("duration_sec", "is required");
+  constexpr uint64_t kSecond = 1'000'000'000ULL;
+  auto d = spec_uint(spec, "duration_sec", (min_ns + kSecond - 1) / kSecond, max_ns / kSecond);
+  if (!d) return d.error();
+  return *d * kSecond;
+}
+
+Status spec_optional_path(const nlohmann::json& spec, const char* field, std::string& out) {
+  if (!spec.contains(field)) return {};
+  auto v = spec_string(spec, field);
+  if (!v) return v.error();
+  if (v->empty()) return spec_field_error(field, "is empty");
+  out = *v;
+  return {};
+}
+
 }  // namespace faultline

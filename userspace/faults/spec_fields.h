@@ -41,6 +41,11 @@ struct FlagField {
 [[nodiscard]] Result<double> spec_number(const nlohmann::json& spec, const char* field);
 [[nodiscard]] Result<bool> spec_bool(const nlohmann::json& spec, const char* field);
 
+// The required duration_sec, within [min_ns, max_ns] in whole seconds, in ns.
+[[nodiscard]] Result<uint64_t> spec_duration_ns(const nlohmann::json& spec, uint64_t min_ns, uint64_t max_ns);
+// An optional non-empty string field ("cgroup", "path") into out; absent: out untouched.
+[[nodiscard]] Status spec_optional_path(const nlohmann::json& spec, const char* field, std::string& out);
+
 // Refuses a member not in `known` ("spec.x: not a field of a <what> experiment").
 [[nodiscard]] Status spec_known_fields(const nlohmann::json& spec, std::span<const char* const> known,
                                        const std::string& what);

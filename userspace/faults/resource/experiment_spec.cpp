@@ -53,23 +53,17 @@ Result<ResourceSpec> resource_spec_from_json(const nlohmann::json& spec) {
   for (const auto& [flag, f] : kResourceFlagFields)
     if (spec.contains(f) && std::string(flag) != "duration" && !resource_kind_takes(s.kind, flag))
       return spec_field_error(f, std::string("does not apply to a ") + resource_kind_name(s.kind) + " fault");
-  if (!spec.contains("duration_sec")) return spec_field_error("duration_sec", "is required");
-  auto d = spec_uint(spec, "duration_sec", ResourceCaps::kMinDurationNs / 1'000'000'000ULL,
-                     ResourceCaps::kMaxDurationNs / 1'000'000'000ULL);
+  auto d = spec_duration_ns(spec, ResourceCaps::kMinDurationNs, ResourceCaps::kMaxDurationNs);
   if (!d) return d.error();
-  s.duration_ns = *d * 1'000'000'000ULL;
+  s.duration_ns = *d;
   if (spec.contains("pid")) {
     auto p = spec_uint(spec, "pid", 0, INT32_MAX);  // validate() names the cap
     if (!p) return p.error();
     s.pid = static_cast<int>(*p);
   }
-  for (const char* f : {"name", "cgroup", "path"}) {
-    if (!spec.contains(f)) continue;
-    auto v = spec_string(spec, f);
-    if (!v) return v.error();
-    if (v->empty()) return spec_field_error(f, "is empty");
-    (std::string(f) == "name" ? s.name : std::string(f) == "cgroup" ? s.cgroup : s.path) = *v;
-  }
+  FL_TRY(spec_optional_path(spec, "name", s.name));
+  FL_TRY(spec_optional_path(spec, "cgroup", s.cgroup));
+  FL_TRY(spec_optional_path(spec, "path", s.path));
   if (s.kind == ResourceKind::Process) {
     if (!spec.contains("action")) return spec_field_error("action", "is required for a process fault: freeze or kill");
     auto a = spec_string(spec, "action");

@@ -67,16 +67,10 @@ Result<TcpFaultSpec> tcp_spec_from_json(const nlohmann::json& spec) {
   auto toxics = parse_toxics(texts, stream, toxicity);
   if (!toxics) return spec_error_from_flags(toxics.error(), kTcpFlagFields, "toxic");
   s.toxics = std::move(*toxics);
-  if (!spec.contains("duration_sec")) return spec_field_error("duration_sec", "is required");
-  auto d = spec_uint(spec, "duration_sec", 1, StreamCaps::kMaxDurationNs / 1'000'000'000ULL);
+  auto d = spec_duration_ns(spec, 1, StreamCaps::kMaxDurationNs);
   if (!d) return d.error();
-  s.duration_ns = *d * 1'000'000'000ULL;
-  if (spec.contains("cgroup")) {
-    auto c = spec_string(spec, "cgroup");
-    if (!c) return c.error();
-    if (c->empty()) return spec_field_error("cgroup", "empty path");
-    s.cgroup = *c;
-  }
+  s.duration_ns = *d;
+  FL_TRY(spec_optional_path(spec, "cgroup", s.cgroup));
   if (spec.contains("drain_ms")) {
     auto dr = spec_uint(spec, "drain_ms", 0, UINT64_MAX / 1'000'000ULL);
     if (!dr) return dr.error();

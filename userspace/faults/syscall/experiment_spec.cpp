@@ -59,16 +59,10 @@ Result<SyscallFaultSpec> syscall_spec_from_json(const nlohmann::json& spec) {
     if (!p) return p.error();
     s.percent = *p;
   }
-  if (!spec.contains("duration_sec")) return spec_field_error("duration_sec", "is required");
-  auto d = spec_uint(spec, "duration_sec", 1, SyscallCaps::kMaxDurationNs / 1'000'000'000ULL);
+  auto d = spec_duration_ns(spec, 1, SyscallCaps::kMaxDurationNs);
   if (!d) return d.error();
-  s.duration_ns = *d * 1'000'000'000ULL;
-  if (spec.contains("cgroup")) {
-    auto c = spec_string(spec, "cgroup");
-    if (!c) return c.error();
-    if (c->empty()) return spec_field_error("cgroup", "empty path");
-    s.cgroup = *c;
-  }
+  s.duration_ns = *d;
+  FL_TRY(spec_optional_path(spec, "cgroup", s.cgroup));
   if (spec.contains("pid")) {
     auto p = spec_uint(spec, "pid", 1, INT_MAX);
     if (!p) return p.error();
