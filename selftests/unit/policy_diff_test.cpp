@@ -61,6 +61,11 @@ TEST(PolicyWriter, DirectJsonIsTheDocumentsBytes) {
   (*odd.egress)[0].rules[1].ports = {PortRange{53, 53}};
   (*odd.egress)[1].rules = (*odd.egress)[0].rules;
   EXPECT_EQ(policy_json_text(odd), policy_json_text_by_document(odd));
+  Policy ttl = p;  // host rules' TTL clamp, written only when not the default
+  (*ttl.egress)[0].dns_ttl_min = 5;
+  (*ttl.egress)[1].dns_ttl_max = 600;
+  EXPECT_EQ(policy_json_text(ttl), policy_json_text_by_document(ttl));
+  EXPECT_NE(policy_json_text(ttl).find("\"dns_ttl_min\": \"5s\""), std::string::npos) << policy_json_text(ttl);
 }
 
 // A JSON file is read by the fast path (nlohmann) into the same model the

@@ -193,6 +193,15 @@ std::string policy_json_text(const Policy& p) {
         j.key("exfil_cap");
         j.out += std::to_string(s.exfil_cap);
       }
+      // As scope_doc(): the TTL clamp only when it is not the default.
+      if (s.dns_ttl_min != EgressScope{}.dns_ttl_min) {
+        j.key("dns_ttl_min");
+        j.str(std::to_string(s.dns_ttl_min) + "s");
+      }
+      if (s.dns_ttl_max != EgressScope{}.dns_ttl_max) {
+        j.key("dns_ttl_max");
+        j.str(std::to_string(s.dns_ttl_max) + "s");
+      }
       j.key("rules");
       j.open('[');
       for (const auto& r : s.rules) {
