@@ -8,10 +8,14 @@
 #include "ctl/flag_error.h"
 #include "ctl/flag_words.h"
 #include "ctl/tls_flags.h"
+#include "userspace/faults/packet/spec.h"
 #include "userspace/faults/stream/spec_check.h"
 
 namespace faultline {
 namespace {
+
+// run http --delay and run/guard latency share one cap.
+static_assert(StreamCaps::kMaxHttpDelayNs == FaultCaps::kMaxDelayNs);
 
 constexpr Example kExamples[] = {
     {"30% of the POSTs to /payments on the payments service answer 503, for 5 minutes",

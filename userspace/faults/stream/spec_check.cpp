@@ -10,7 +10,6 @@
 #include <utility>
 
 #include "base/units.h"
-#include "userspace/faults/packet/spec.h"
 
 namespace faultline {
 
@@ -100,7 +99,7 @@ Status http_fault_from_flags(const HttpFlagValues& v, TcpFaultSpec& s) {
     f.type = HttpFaultType::delay;
     auto d = parse_duration_ns(str("delay"));
     if (!d) return bad_flag("--delay: " + d.error().message);
-    if (*d == 0 || *d > FaultCaps::kMaxDelayNs || *d % 1'000'000 != 0)
+    if (*d == 0 || *d > StreamCaps::kMaxHttpDelayNs || *d % 1'000'000 != 0)
       return bad_flag("--delay " + str("delay") + ": whole milliseconds, from 1ms to 60s");
     f.delay_ms = int64_t(*d / 1'000'000);
     if (has("delay-at")) {

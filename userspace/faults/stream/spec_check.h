@@ -18,6 +18,9 @@ struct StreamCaps {
   static constexpr uint64_t kMinDurationNs = 100'000'000ULL;              // 100ms
   static constexpr uint64_t kMaxDrainNs = 600ULL * 1'000'000'000ULL;      // 10m
   static constexpr size_t kMaxToxics = 16;
+  // An HTTP --delay: the packet latency cap (FaultCaps::kMaxDelayNs, which
+  // faults/packet/ holds; ctl/http_args.cpp asserts they agree).
+  static constexpr uint64_t kMaxHttpDelayNs = 60ULL * 1'000'000'000ULL;  // 60s
 };
 
 // Each --toxic text ("latency=200ms,jitter=20ms") parsed with the defaults of
