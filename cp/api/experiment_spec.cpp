@@ -163,8 +163,8 @@ std::optional<ApiError> check_experiment_spec(const nlohmann::json& spec) {
   if (!kind) {
     std::string names;
     for (const auto& n : kind_names()) names += (names.empty() ? "" : ", ") + n;
-    return bad("kind",
-               "'" + kind_text + "' is not a fault kind (" + names + "; syscall; tcp; http; process, cpu, memory, disk)");
+    return bad("kind", "'" + kind_text + "' is not a fault kind (" + names +
+                           "; syscall; tcp; http; process, cpu, memory, disk)");
   }
   if (auto e = in_range(spec, "duration_sec", 1, kMaxDurationSec)) return e;
   if (auto e = in_range(spec, "delay_ms", 0, kMaxDelayMs)) return e;

@@ -377,11 +377,11 @@ Result<nlohmann::json> tcp_spec_of(const TcpRunArgs& a, const std::vector<std::s
 
 Result<nlohmann::json> http_spec_of(const TcpRunArgs& a, const std::vector<std::string>& args) {
   const auto given = given_flags(args);
-  FL_TRY(refuse_uncarried(given,
-                          {"target", "method", "path", "host", "header-equals", "header-contains", "status", "body",
-                           "content-type", "delay", "delay-at", "reset", "truncate", "abort-stream", "llm",
-                           "llm-provider", "retry-after", "percent", "attempts", "tls", "terminate-tls", "upstream-ca",
-                           "cgroup", "drain", "duration"},
+  FL_TRY(refuse_uncarried(given, {"target",          "method",      "path",     "host",         "header-equals",
+                                  "header-contains", "status",      "body",     "content-type", "delay",
+                                  "delay-at",        "reset",       "truncate", "abort-stream", "llm",
+                                  "llm-provider",    "retry-after", "percent",  "attempts",     "tls",
+                                  "terminate-tls",   "upstream-ca", "cgroup",   "drain",        "duration"},
                           "--target, the fault (--status, --delay, --reset, --truncate, --abort-stream, --llm) and "
                           "its flags, the match (--method, --path, --host, --header-equals, --header-contains), "
                           "--percent, --attempts, --tls, --terminate-tls, --upstream-ca, --cgroup, --drain, "

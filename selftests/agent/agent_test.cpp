@@ -821,9 +821,9 @@ TEST_P(AgentKindsTest, FaultctlRunsSyscallAndResourceFaultsRemotely) {
                            "reset_peer=1s", "--direction", "upstream", "--cgroup", cg.relative(), "--duration", "1s",
                            "--agent", std::to_string(agent), "--detach"});
   EXPECT_TRUE(tcp_run.status.is(0)) << tcp_run.describe();
-  auto http_run = faultctl({"run", "http", "--target", "127.0.0.1:9", "--path", "/pay", "--status", "503",
-                            "--percent", "30", "--header-equals", "X-Tenant=blue", "--cgroup", cg.relative(),
-                            "--duration", "1s", "--agent", std::to_string(agent), "--detach"});
+  auto http_run = faultctl({"run", "http", "--target", "127.0.0.1:9", "--path", "/pay", "--status", "503", "--percent",
+                            "30", "--header-equals", "X-Tenant=blue", "--cgroup", cg.relative(), "--duration", "1s",
+                            "--agent", std::to_string(agent), "--detach"});
   EXPECT_TRUE(http_run.status.is(0)) << http_run.describe();
   auto list = call("GET", "/v1/experiments", session_).json();
   ASSERT_EQ(list["experiments"].size(), 4u) << list.dump();

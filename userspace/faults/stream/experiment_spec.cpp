@@ -20,10 +20,9 @@ constexpr FlagField kTcpFlagFields[] = {
 };
 
 constexpr const char* kHttpFields[] = {
-    "target",   "method",      "path",          "host",         "header_equals", "header_contains",
-    "status",   "body",        "content_type",  "delay_ms",     "delay_at",      "reset",
-    "truncate", "abort_stream", "llm",          "llm_provider", "retry_after",   "percent",
-    "attempts", "tls",         "terminate_tls", "upstream_ca",  "cgroup",        "drain_ms"};
+    "target",       "method",   "path",     "host",  "header_equals", "header_contains", "status", "body",
+    "content_type", "delay_ms", "delay_at", "reset", "truncate",      "abort_stream",    "llm",    "llm_provider",
+    "retry_after",  "percent",  "attempts", "tls",   "terminate_tls", "upstream_ca",     "cgroup", "drain_ms"};
 
 // The fields that are `faultctl run http` flags (besides target, cgroup, drain_ms).
 struct HttpFieldFlag {
@@ -31,33 +30,55 @@ struct HttpFieldFlag {
   const char* flag;
 };
 constexpr HttpFieldFlag kHttpWords[] = {
-    {"method", "method"},           {"path", "path"},
-    {"host", "host"},               {"header_equals", "header-equals"},
-    {"header_contains", "header-contains"}, {"status", "status"},
-    {"body", "body"},               {"content_type", "content-type"},
-    {"delay_ms", "delay"},          {"delay_at", "delay-at"},
-    {"reset", "reset"},             {"truncate", "truncate"},
-    {"abort_stream", "abort-stream"}, {"llm", "llm"},
-    {"llm_provider", "llm-provider"}, {"retry_after", "retry-after"},
-    {"percent", "percent"},         {"attempts", "attempts"},
-    {"tls", "tls"},                 {"terminate_tls", "terminate-tls"},
+    {"method", "method"},
+    {"path", "path"},
+    {"host", "host"},
+    {"header_equals", "header-equals"},
+    {"header_contains", "header-contains"},
+    {"status", "status"},
+    {"body", "body"},
+    {"content_type", "content-type"},
+    {"delay_ms", "delay"},
+    {"delay_at", "delay-at"},
+    {"reset", "reset"},
+    {"truncate", "truncate"},
+    {"abort_stream", "abort-stream"},
+    {"llm", "llm"},
+    {"llm_provider", "llm-provider"},
+    {"retry_after", "retry-after"},
+    {"percent", "percent"},
+    {"attempts", "attempts"},
+    {"tls", "tls"},
+    {"terminate_tls", "terminate-tls"},
     {"upstream_ca", "upstream-ca"},
 };
 
 // The flags the checks name, and their fields.
 constexpr FlagField kHttpFlagFields[] = {
-    {"duration", "duration_sec"},  {"target", "target"},
-    {"method", "method"},          {"path", "path"},
-    {"host", "host"},              {"header-equals", "header_equals"},
-    {"header-contains", "header_contains"}, {"status", "status"},
-    {"body", "body"},              {"content-type", "content_type"},
-    {"delay", "delay_ms"},         {"delay-at", "delay_at"},
-    {"reset", "reset"},            {"truncate", "truncate"},
-    {"abort-stream", "abort_stream"}, {"llm", "llm"},
-    {"llm-provider", "llm_provider"}, {"retry-after", "retry_after"},
-    {"percent", "percent"},        {"attempts", "attempts"},
-    {"tls", "tls"},                {"terminate-tls", "terminate_tls"},
-    {"upstream-ca", "upstream_ca"}, {"cgroup", "cgroup"},
+    {"duration", "duration_sec"},
+    {"target", "target"},
+    {"method", "method"},
+    {"path", "path"},
+    {"host", "host"},
+    {"header-equals", "header_equals"},
+    {"header-contains", "header_contains"},
+    {"status", "status"},
+    {"body", "body"},
+    {"content-type", "content_type"},
+    {"delay", "delay_ms"},
+    {"delay-at", "delay_at"},
+    {"reset", "reset"},
+    {"truncate", "truncate"},
+    {"abort-stream", "abort_stream"},
+    {"llm", "llm"},
+    {"llm-provider", "llm_provider"},
+    {"retry-after", "retry_after"},
+    {"percent", "percent"},
+    {"attempts", "attempts"},
+    {"tls", "tls"},
+    {"terminate-tls", "terminate_tls"},
+    {"upstream-ca", "upstream_ca"},
+    {"cgroup", "cgroup"},
     {"drain", "drain_ms"},
 };
 

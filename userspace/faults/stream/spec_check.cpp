@@ -50,8 +50,7 @@ Error bad_flag(std::string message) { return input_error(EINVAL, std::move(messa
 Status check_upstream_ca_flags(bool terminate, bool given, const std::string& file) {
   if (!given) return {};
   if (!terminate)
-    return bad_flag(
-        "--upstream-ca needs --terminate-tls: without termination the client verifies the upstream itself");
+    return bad_flag("--upstream-ca needs --terminate-tls: without termination the client verifies the upstream itself");
   if (file.empty()) return bad_flag("--upstream-ca: empty file name");
   return {};
 }
@@ -184,7 +183,8 @@ Status http_fault_from_flags(const HttpFlagValues& v, TcpFaultSpec& s) {
   s.terminate_tls = has("terminate-tls");
   if (s.terminate_tls && has("tls"))
     return bad_flag("--tls and --terminate-tls: pick one (--tls passes TLS through, --terminate-tls ends it)");
-  if (auto ca = check_upstream_ca_flags(s.terminate_tls, has("upstream-ca"), has("upstream-ca") ? str("upstream-ca") : "");
+  if (auto ca =
+          check_upstream_ca_flags(s.terminate_tls, has("upstream-ca"), has("upstream-ca") ? str("upstream-ca") : "");
       !ca)
     return ca.error();
   if (has("upstream-ca")) s.upstream_ca = str("upstream-ca");
