@@ -1,19 +1,21 @@
-// `faultctl run http` flags: cxxopts tokenises, the fault's own validation
-// (validate_http_fault) judges the values, we name the flag.
+// `faultctl run http` flags: cxxopts tokenises, http_fault_from_flags() (the
+// checks faultcp and faultd make too) and the fault's own validation
+// (validate_http_fault) judge the values, naming the flag.
 #include "ctl/http_args.h"
 
-#include <cctype>
 #include <cxxopts.hpp>
-#include <string_view>
 
-#include "base/units.h"
 #include "ctl/flag_error.h"
 #include "ctl/flag_words.h"
 #include "ctl/tls_flags.h"
 #include "userspace/faults/packet/spec.h"
+#include "userspace/faults/stream/spec_check.h"
 
 namespace faultline {
 namespace {
+
+// run http --delay and run/guard latency share one cap.
+static_assert(StreamCaps::kMaxHttpDelayNs == FaultCaps::kMaxDelayNs);
 
 constexpr Example kExamples[] = {
     {"30% of the POSTs to /payments on the payments service answer 503, for 5 minutes",
@@ -94,134 +96,19 @@ Result<Parsed<TcpRunArgs>> parse_http_args(const std::vector<std::string>& args)
   if (!t) return t.error();
   s.target = std::move(*t);
 
-  HttpFault f;
-  int kinds = 0;
-  for (const char* k : {"status", "delay", "reset", "truncate", "abort-stream", "llm"}) kinds += r->count(k) ? 1 : 0;
-  if (kinds != 1)
-    return bad(
-        "give exactly one fault: --status N, --delay D, --reset, --truncate N, --abort-stream N or --llm PRESET");
-  auto count = [&](const char* flag, int64_t lo, int64_t hi) -> Result<int64_t> {
-    const std::string v = str(flag);
-    if (v.empty() || v.size() > 12 || v.find_first_not_of("0123456789") != std::string::npos || std::stoll(v) < lo ||
-        std::stoll(v) > hi)
-      return bad(std::string("--") + flag + " " + v + ": a whole number from " + std::to_string(lo) + " to " +
-                 std::to_string(hi));
-    return std::stoll(v);
-  };
-  if (r->count("status")) {
-    f.type = HttpFaultType::status;
-    auto n = count("status", 100, 599);
-    if (!n) return n.error();
-    f.status = *n;
-    if (r->count("body")) f.body = str("body");
-    if (r->count("content-type")) f.content_type = str("content-type");
-  } else if (r->count("delay")) {
-    f.type = HttpFaultType::delay;
-    auto d = with_flag("delay", parse_duration_ns(str("delay")));
-    if (!d) return d.error();
-    if (*d == 0 || *d > FaultCaps::kMaxDelayNs || *d % 1'000'000 != 0)
-      return bad("--delay " + str("delay") + ": whole milliseconds, from 1ms to 60s");
-    f.delay_ms = int64_t(*d / 1'000'000);
-    if (r->count("delay-at")) {
-      const std::string at = str("delay-at");
-      if (at != "request" && at != "response") return bad("--delay-at " + at + ": request or response");
-      f.where = at == "request" ? DelayPoint::request : DelayPoint::response;
-    }
-  } else if (r->count("reset")) {
-    f.type = HttpFaultType::reset;
-  } else if (r->count("truncate")) {
-    f.type = HttpFaultType::truncate;
-    auto n = count("truncate", 0, int64_t{1} << 40);
-    if (!n) return n.error();
-    f.bytes = *n;
-  } else if (r->count("abort-stream")) {
-    f.type = HttpFaultType::abort_stream;
-    auto n = count("abort-stream", 0, 1'000'000);
-    if (!n) return n.error();
-    f.events = *n;
-  } else {
-    f.type = HttpFaultType::llm;
-    auto j = nlohmann::json{{"type", "llm"}, {"attributes", {{"preset", str("llm")}}}};
-    if (r->count("llm-provider")) j["attributes"]["provider"] = str("llm-provider");
-    auto parsed = http_fault_from_json(j);
-    if (!parsed)
-      return bad("--llm " + str("llm") + (r->count("llm-provider") ? " --llm-provider " + str("llm-provider") : "") +
-                 ": " + parsed.error().message);
-    f.preset = parsed->preset;
-    f.provider = parsed->provider;
-    f.events = parsed->events;
-    f.delay_ms = parsed->delay_ms;
-    if (r->count("retry-after")) {
-      auto n = count("retry-after", 0, 3600);
-      if (!n) return n.error();
-      f.retry_after_s = *n;
-    }
-  }
-  for (const auto& [flag, applies] :
-       std::vector<std::pair<const char*, bool>>{{"body", f.type == HttpFaultType::status},
-                                                 {"content-type", f.type == HttpFaultType::status},
-                                                 {"delay-at", f.type == HttpFaultType::delay},
-                                                 {"llm-provider", f.type == HttpFaultType::llm},
-                                                 {"retry-after", f.type == HttpFaultType::llm}}) {
-    if (r->count(flag) && !applies)
-      return bad(std::string("--") + flag + " does not apply to a " + std::string(http_fault_type_name(f.type)) +
-                 " fault");
-  }
-  if (r->count("method")) f.match.method = str("method");
-  if (r->count("path")) f.match.path = str("path");
-  if (r->count("host")) f.match.host = str("host");
-  for (const char* flag : {"header-equals", "header-contains"}) {
-    if (!r->count(flag)) continue;
-    for (const std::string& word : (*r)[flag].as<std::vector<std::string>>()) {
-      const size_t eq = word.find('=');
-      const std::string name = word.substr(0, eq);
-      // A header name is an HTTP token (RFC 9110 5.1): letters, digits and !#$%&'*+-.^_`|~
-      const bool token = !name.empty() && name.find_first_not_of(
-                                              "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                              "0123456789!#$%&'*+-.^_`|~") == std::string::npos;
-      if (eq == std::string::npos || !token)
-        return bad(std::string("--") + flag + " " + word + ": expected NAME=VALUE, NAME a header name");
-      HeaderMatch h;
-      for (char c : name) h.name += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      h.has_equals = std::string_view(flag) == "header-equals";
-      (h.has_equals ? h.equals : h.contains) = word.substr(eq + 1);
-      f.match.headers.push_back(std::move(h));
-    }
-  }
-  if (r->count("percent")) {
-    auto p = with_flag("percent", parse_percent(str("percent")));
-    if (!p) return p.error();
-    f.percent = *p;
-  }
-  if (r->count("attempts")) {
-    auto n = count("attempts", 1, 100);
-    if (!n) return n.error();
-    f.attempts = *n;
-  }
-  f.name = f.type == HttpFaultType::llm ? "llm_" + std::string(llm_preset_name(f.preset))
-                                        : std::string(http_fault_type_name(f.type));
-  if (auto v = validate_http_fault(f); !v) return input_error(EINVAL, v.error().message);
-  s.terminate_tls = r->count("terminate-tls") > 0;
-  if (s.terminate_tls && r->count("tls"))
-    return bad("--tls and --terminate-tls: pick one (--tls passes TLS through, --terminate-tls ends it)");
-  FL_TRY(check_upstream_ca(s.terminate_tls, r->count("upstream-ca") > 0,
-                           r->count("upstream-ca") ? str("upstream-ca") : std::string()));
-  if (r->count("upstream-ca")) s.upstream_ca = str("upstream-ca");
-  if (!s.terminate_tls && target_is_tls(s.target, r->count("tls") > 0)) {
-    // The flag that asks for the plaintext, in the order needs_plaintext() judges.
-    std::string flag;
-    if (f.type == HttpFaultType::abort_stream)
-      flag = "--abort-stream";
-    else if (f.type != HttpFaultType::delay && f.type != HttpFaultType::reset)
-      flag = "--" + std::string(http_fault_type_name(f.type));
-    else if (f.where == DelayPoint::response)
-      flag = "--delay-at response";
-    else
-      for (const char* k : {"method", "path", "header-equals", "header-contains", "attempts"})
-        if (flag.empty() && r->count(k)) flag = std::string("--") + k;
-    FL_TRY(check_fault_on_tls(f, flag, s.target.text));
-  }
-  s.http_faults.push_back(std::move(f));
+  // The fault, match and TLS flags as written, judged by the checks faultcp and
+  // faultd make too (userspace/faults/stream/spec_check.h); then the
+  // --upstream-ca file is loaded here, as termination will load it.
+  HttpFlagValues v;
+  for (const char* k : {"method", "path", "host", "status", "body", "content-type", "delay", "delay-at", "truncate",
+                        "abort-stream", "llm", "llm-provider", "retry-after", "percent", "attempts", "upstream-ca"})
+    if (r->count(k)) v.given[k] = {str(k)};
+  for (const char* k : {"reset", "tls", "terminate-tls"})
+    if (r->count(k)) v.given[k] = {""};
+  for (const char* k : {"header-equals", "header-contains"})
+    if (r->count(k)) v.given[k] = (*r)[k].as<std::vector<std::string>>();
+  FL_TRY(http_fault_from_flags(v, s));
+  FL_TRY(check_upstream_ca(s.terminate_tls, r->count("upstream-ca") > 0, s.upstream_ca));
 
   FL_TRY(parse_stream_run_flags(*r, args, a));
   return Parsed<TcpRunArgs>(std::move(a));

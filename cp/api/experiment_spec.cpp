@@ -125,6 +125,8 @@ std::optional<ApiError> check_family_spec(const nlohmann::json& spec, std::span<
     if (auto s = syscall_spec_from_json(spec); !s) read = s.error();
   } else if (kind == "tcp") {
     if (auto t = tcp_spec_from_json(spec); !t) read = t.error();
+  } else if (kind == "http") {
+    if (auto h = http_spec_from_json(spec); !h) read = h.error();
   } else if (auto r = resource_spec_from_json(spec); !r) {
     read = r.error();
   }
@@ -143,6 +145,7 @@ std::optional<ApiError> check_experiment_spec(const nlohmann::json& spec) {
     const auto k = spec["kind"].get<std::string>();
     if (k == "syscall") return check_family_spec(spec, syscall_spec_fields());
     if (k == "tcp") return check_family_spec(spec, tcp_spec_fields());
+    if (k == "http") return check_family_spec(spec, http_spec_fields());
     if (is_resource_kind(k)) return check_family_spec(spec, resource_spec_fields());
   }
   if (auto e = check_fields(spec, kSpecFields, "spec.")) return e;
@@ -151,8 +154,8 @@ std::optional<ApiError> check_experiment_spec(const nlohmann::json& spec) {
   if (!kind) {
     std::string names;
     for (const auto& n : kind_names()) names += (names.empty() ? "" : ", ") + n;
-    return bad("kind",
-               "'" + kind_text + "' is not a fault kind (" + names + "; syscall; tcp; process, cpu, memory, disk)");
+    return bad("kind", "'" + kind_text + "' is not a fault kind (" + names +
+                           "; syscall; tcp; http; process, cpu, memory, disk)");
   }
   if (auto e = in_range(spec, "duration_sec", 1, kMaxDurationSec)) return e;
   if (auto e = in_range(spec, "delay_ms", 0, kMaxDelayMs)) return e;

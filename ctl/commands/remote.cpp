@@ -16,6 +16,7 @@
 #include "base/units.h"
 #include "ctl/command.h"
 #include "ctl/commands/commands.h"
+#include "ctl/http_args.h"
 #include "ctl/packet_args.h"
 #include "ctl/resource_args.h"
 #include "ctl/syscall_args.h"
@@ -374,12 +375,83 @@ Result<nlohmann::json> tcp_spec_of(const TcpRunArgs& a, const std::vector<std::s
   return spec;
 }
 
+Result<nlohmann::json> http_spec_of(const TcpRunArgs& a, const std::vector<std::string>& args) {
+  const auto given = given_flags(args);
+  FL_TRY(refuse_uncarried(given, {"target",          "method",      "path",     "host",         "header-equals",
+                                  "header-contains", "status",      "body",     "content-type", "delay",
+                                  "delay-at",        "reset",       "truncate", "abort-stream", "llm",
+                                  "llm-provider",    "retry-after", "percent",  "attempts",     "tls",
+                                  "terminate-tls",   "upstream-ca", "cgroup",   "drain",        "duration"},
+                          "--target, the fault (--status, --delay, --reset, --truncate, --abort-stream, --llm) and "
+                          "its flags, the match (--method, --path, --host, --header-equals, --header-contains), "
+                          "--percent, --attempts, --tls, --terminate-tls, --upstream-ca, --cgroup, --drain, "
+                          "--duration"));
+  auto has = [&](const char* f) { return std::find(given.begin(), given.end(), f) != given.end(); };
+  // A flag's value as written (the last of --flag V or --flag=V).
+  auto written = [&](const std::string& f) {
+    std::string v;
+    for (size_t i = 0; i < args.size() && args[i] != "--"; ++i) {
+      if (args[i] == "--" + f && i + 1 < args.size())
+        v = args[++i];
+      else if (args[i].rfind("--" + f + "=", 0) == 0)
+        v = args[i].substr(f.size() + 3);
+    }
+    return v;
+  };
+  const TcpFaultSpec& s = a.spec;
+  const HttpFault& f = s.http_faults.front();  // parse_http_args made exactly one
+  nlohmann::json spec{{"kind", "http"}, {"target", s.target.text}};
+  auto secs = whole(s.duration_ns, 1'000'000'000ULL, "--duration");
+  if (!secs) return secs.error();
+  spec["duration_sec"] = *secs;
+  switch (f.type) {
+    case HttpFaultType::status:
+      spec["status"] = f.status;
+      if (has("body")) spec["body"] = f.body;
+      if (has("content-type")) spec["content_type"] = f.content_type;
+      break;
+    case HttpFaultType::delay:
+      spec["delay_ms"] = f.delay_ms;
+      if (has("delay-at")) spec["delay_at"] = written("delay-at");
+      break;
+    case HttpFaultType::reset:
+      spec["reset"] = true;
+      break;
+    case HttpFaultType::truncate:
+      spec["truncate"] = f.bytes;
+      break;
+    case HttpFaultType::abort_stream:
+      spec["abort_stream"] = f.events;
+      break;
+    case HttpFaultType::llm:
+      spec["llm"] = written("llm");
+      if (has("llm-provider")) spec["llm_provider"] = written("llm-provider");
+      if (has("retry-after")) spec["retry_after"] = f.retry_after_s;
+      break;
+  }
+  if (has("method")) spec["method"] = f.match.method;
+  if (has("path")) spec["path"] = f.match.path;
+  if (has("host")) spec["host"] = f.match.host;
+  for (const auto& h : f.match.headers)
+    spec[h.has_equals ? "header_equals" : "header_contains"].push_back(h.name + "=" +
+                                                                       (h.has_equals ? h.equals : h.contains));
+  if (has("percent")) spec["percent"] = f.percent;
+  if (has("attempts")) spec["attempts"] = f.attempts;
+  if (has("tls")) spec["tls"] = true;
+  if (s.terminate_tls) spec["terminate_tls"] = true;
+  if (!s.upstream_ca.empty()) spec["upstream_ca"] = s.upstream_ca;
+  if (!s.cgroup.empty()) spec["cgroup"] = s.cgroup;
+  if (has("drain")) {
+    auto ms = whole(s.drain_ns, 1'000'000ULL, "--drain");
+    if (!ms) return ms.error();
+    spec["drain_ms"] = *ms;
+  }
+  FL_TRY(add_run_flags(spec, a.flags, has));
+  return spec;
+}
+
 int remote_run(const Remote& r, std::vector<std::string> args) {
   const std::string who = "faultctl run";
-  if (!args.empty() && args[0] == "http") {
-    std::cerr << who << ": the control plane runs packet, syscall, tcp and resource faults, not http\n";
-    return kExitBadInput;
-  }
   // Where it runs: --agent ID or --hostname NAME (repeatable); --detach: submit only.
   std::optional<int64_t> agent;
   std::vector<std::string> hostnames;
@@ -466,6 +538,11 @@ int remote_run(const Remote& r, std::vector<std::string> args) {
     const std::vector<std::string> words(rest.begin() + 1, rest.end());
     return run_command(who, parse_tcp_args(words), kRootNever,
                        [&](TcpRunArgs& a) { return submit(a.flags, [&] { return tcp_spec_of(a, words); }); });
+  }
+  if (!rest.empty() && rest[0] == "http") {
+    const std::vector<std::string> words(rest.begin() + 1, rest.end());
+    return run_command(who, parse_http_args(words), kRootNever,
+                       [&](TcpRunArgs& a) { return submit(a.flags, [&] { return http_spec_of(a, words); }); });
   }
   if (!rest.empty() && is_resource_kind(rest[0]))
     return run_command(who, parse_resource_args(rest), kRootNever,

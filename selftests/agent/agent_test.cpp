@@ -735,7 +735,66 @@ TEST_P(AgentKindsTest, ATcpToxicOnACgroupSlowsItsConnectionsUntilAborted) {
   server.kill_and_reap();
 }
 
-// faultctl --control-plane run syscall|cpu: the flags become the spec; a flag
+// An HTTP status fault on a test cgroup's requests to a loopback HTTP server:
+// its requests to /fail answer 503 while it runs (the others pass), and the
+// abort restores them, nothing left on the cgroup.
+TEST_P(AgentKindsTest, AnHttpStatusFaultOnACgroupIsSeenUntilAborted) {
+  fltest::TestCgroup cg("fltest-agent-http-" + tag_);
+  const std::string web =
+      "import http.server\n"
+      "class H(http.server.BaseHTTPRequestHandler):\n"
+      "    protocol_version = 'HTTP/1.1'\n"
+      "    def do_GET(self):\n"
+      "        self.send_response(200); self.send_header('Content-Length', '2'); self.end_headers()\n"
+      "        self.wfile.write(b'ok')\n"
+      "    def log_message(self, *a): pass\n"
+      "srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), H)\n"
+      "print('PORT', srv.server_address[1], flush=True); srv.serve_forever()\n";
+  auto server = ChildProcess::spawn({"python3", "-c", web});
+  auto line = server.wait_line_starting("PORT ", 10s);
+  ASSERT_TRUE(line) << server.describe();
+  const std::string port = line->substr(5);
+  // The status of a GET of `path` from the cgroup (a new connection each), or -1.
+  auto get = [&](const std::string& path) {
+    const std::string client =
+        "import http.client\n"
+        "c = http.client.HTTPConnection('127.0.0.1', " +
+        port +
+        ", timeout=10)\n"
+        "c.request('GET', '" +
+        path + "'); print(c.getresponse().status)\n";
+    auto r = fltest::run_command({"python3", "-c", client}, {.cgroup = cg.path()}, 20s);
+    return r.status.is(0) ? std::stoi(r.out) : -1;
+  };
+  ASSERT_EQ(get("/fail"), 200);
+  start_faultd();
+  const int64_t agent = wait_agent();
+  ASSERT_GT(agent, 0) << faultd_->describe();
+  const int64_t id = submit_spec(agent, {{"kind", "http"},
+                                         {"target", "127.0.0.1:" + port},
+                                         {"path", "/fail"},
+                                         {"status", 503},
+                                         {"body", "injected"},
+                                         {"cgroup", cg.relative()},
+                                         {"drain_ms", 0},
+                                         {"duration_sec", 120}});
+  ASSERT_EQ(wait_state(id, {"running", "failed"}, 10s), "running") << experiment(id).dump() << faultd_->describe();
+  int failed = -1;
+  EXPECT_TRUE(eventually([&] { return (failed = get("/fail")) == 503; }, 5s)) << failed << faultd_->describe();
+  EXPECT_EQ(get("/ok"), 200) << "a request the match does not take was faulted";
+  ASSERT_EQ(call("POST", "/v1/experiments/" + std::to_string(id) + "/abort", session_).status, 200);
+  int back = -1;
+  EXPECT_TRUE(eventually([&] { return (back = get("/fail")) == 200; }, 5s)) << back << faultd_->describe();
+  EXPECT_TRUE(eventually([&] { return experiment(id).contains("record") && !experiment(id)["record"].is_null(); }, 5s))
+      << experiment(id).dump();
+  auto e = experiment(id);
+  EXPECT_EQ(e.value("status", ""), "cancelled") << e.dump();
+  EXPECT_EQ(e["record"].value("outcome", ""), "aborted") << e.dump();
+  EXPECT_EQ(attached(cg).find("fl_"), std::string::npos) << attached(cg);
+  server.kill_and_reap();
+}
+
+// faultctl --control-plane run syscall|cpu|tcp|http: the flags become the spec; a flag
 // a spec cannot carry is refused by name before anything is sent.
 TEST_P(AgentKindsTest, FaultctlRunsSyscallAndResourceFaultsRemotely) {
   fltest::TestCgroup cg("fltest-agent-ctl-" + tag_);
@@ -762,9 +821,13 @@ TEST_P(AgentKindsTest, FaultctlRunsSyscallAndResourceFaultsRemotely) {
                            "reset_peer=1s", "--direction", "upstream", "--cgroup", cg.relative(), "--duration", "1s",
                            "--agent", std::to_string(agent), "--detach"});
   EXPECT_TRUE(tcp_run.status.is(0)) << tcp_run.describe();
+  auto http_run = faultctl({"run", "http", "--target", "127.0.0.1:9", "--path", "/pay", "--status", "503", "--percent",
+                            "30", "--header-equals", "X-Tenant=blue", "--cgroup", cg.relative(), "--duration", "1s",
+                            "--agent", std::to_string(agent), "--detach"});
+  EXPECT_TRUE(http_run.status.is(0)) << http_run.describe();
   auto list = call("GET", "/v1/experiments", session_).json();
-  ASSERT_EQ(list["experiments"].size(), 3u) << list.dump();
-  int64_t tcp_id = 0;
+  ASSERT_EQ(list["experiments"].size(), 4u) << list.dump();
+  int64_t tcp_id = 0, http_id = 0;
   bool seen_sc = false, seen_cpu = false;
   for (const auto& x : list["experiments"]) {
     const auto& s = x["spec"];
@@ -780,6 +843,14 @@ TEST_P(AgentKindsTest, FaultctlRunsSyscallAndResourceFaultsRemotely) {
       EXPECT_EQ(s["toxic"], nlohmann::json({"latency=200ms,jitter=20ms", "reset_peer=1s"})) << s.dump();
       EXPECT_EQ(s.value("direction", ""), "upstream") << s.dump();
       EXPECT_EQ(s.value("target", ""), "127.0.0.1:9") << s.dump();
+    }
+    if (s.value("kind", "") == "http") {
+      http_id = x.value("id", int64_t{0});
+      EXPECT_EQ(s.value("status", 0), 503) << s.dump();
+      EXPECT_EQ(s.value("path", ""), "/pay") << s.dump();
+      EXPECT_EQ(s.value("percent", 0.0), 30.0) << s.dump();
+      EXPECT_EQ(s["header_equals"], nlohmann::json({"x-tenant=blue"})) << s.dump();
+      EXPECT_EQ(s.value("cgroup", ""), cg.relative()) << s.dump();
     }
     if (s.value("kind", "") == "cpu") {
       seen_cpu = true;
@@ -797,16 +868,23 @@ TEST_P(AgentKindsTest, FaultctlRunsSyscallAndResourceFaultsRemotely) {
                         "--cgroup", cg.relative(), "--duration", "2s", "--agent", std::to_string(agent)});
   EXPECT_TRUE(seed.status.is(2)) << seed.describe();
   EXPECT_NE(seed.err.find("--seed cannot be sent to the control plane"), std::string::npos) << seed.describe();
-  auto http = faultctl({"run", "http", "--target", "127.0.0.1:1", "--fault", "status=503", "--duration", "2s",
-                        "--agent", std::to_string(agent)});
+  auto http = faultctl({"run", "http", "--target", "127.0.0.1:1", "--status", "503", "--duration", "2s", "--agent",
+                        std::to_string(agent), "--", "true"});
   EXPECT_TRUE(http.status.is(2)) << http.describe();
+  EXPECT_NE(http.err.find("-- COMMAND cannot be sent"), std::string::npos) << http.describe();
+  auto http_redact = faultctl({"run", "http", "--target", "127.0.0.1:1", "--status", "503", "--redact-pattern", "tok",
+                               "--duration", "2s", "--agent", std::to_string(agent)});
+  EXPECT_TRUE(http_redact.status.is(2)) << http_redact.describe();
+  EXPECT_NE(http_redact.err.find("--redact-pattern cannot be sent to the control plane"), std::string::npos)
+      << http_redact.describe();
   auto tcp = faultctl({"run", "tcp", "--target", "127.0.0.1:1", "--toxic", "latency=1ms", "--duration", "2s", "--agent",
                        std::to_string(agent), "--", "true"});
   EXPECT_TRUE(tcp.status.is(2)) << tcp.describe();
   EXPECT_NE(tcp.err.find("-- COMMAND cannot be sent"), std::string::npos) << tcp.describe();
-  EXPECT_EQ(call("GET", "/v1/experiments", session_).json()["experiments"].size(), 3u);
-  // The detached tcp run ends on its own.
+  EXPECT_EQ(call("GET", "/v1/experiments", session_).json()["experiments"].size(), 4u);
+  // The detached tcp and http runs end on their own.
   EXPECT_EQ(wait_state(tcp_id, {"completed", "failed"}, 15s), "completed") << list.dump() << faultd_->describe();
+  EXPECT_EQ(wait_state(http_id, {"completed", "failed"}, 15s), "completed") << list.dump() << faultd_->describe();
 }
 
 INSTANTIATE_TEST_SUITE_P(Sqlite, AgentKindsTest, ::testing::Values(Backend::Sqlite),

@@ -564,7 +564,7 @@ TEST_P(ApiTest, BadInputIsRefusedNamingTheFieldAndNothingIsStored) {
       << "a session token enrolled an agent";
 }
 
-// Syscall, resource and tcp experiments (issue 14, section 3): the `faultctl run`
+// Syscall, resource, tcp and http experiments (issue 14, section 3): the `faultctl run`
 // flags in snake_case, each cap of the CLI refused naming the field (the
 // checks are the CLI's own, userspace/faults/*/spec_check.h and validate()),
 // nothing stored; good specs of each kind are taken.
@@ -642,7 +642,52 @@ TEST_P(ApiTest, SyscallAndResourceSpecsAreCheckedPerKind) {
        "spec.drain_ms"},
       {"tcp duration cap", R"({"kind":"tcp","target":"10.0.0.5:5432","toxic":["noop"],"duration_sec":3601})",
        "spec.duration_sec"},
-      {"not yet a kind", R"({"kind":"http","duration_sec":5})", "spec.kind"},
+      // http
+      {"http target name", R"({"kind":"http","target":"api.internal:8080","status":503,"duration_sec":5})",
+       "spec.target"},
+      {"http one fault", R"({"kind":"http","target":"10.0.0.5:8080","duration_sec":5})", "spec.status"},
+      {"http two faults", R"({"kind":"http","target":"10.0.0.5:8080","status":503,"reset":true,"duration_sec":5})",
+       "spec.status"},
+      {"http status range", R"({"kind":"http","target":"10.0.0.5:8080","status":42,"duration_sec":5})", "spec.status"},
+      {"http status type", R"({"kind":"http","target":"10.0.0.5:8080","status":"503","duration_sec":5})",
+       "spec.status"},
+      {"http delay cap", R"({"kind":"http","target":"10.0.0.5:8080","delay_ms":60001,"duration_sec":5})",
+       "spec.delay_ms"},
+      {"http delay_at", R"({"kind":"http","target":"10.0.0.5:8080","delay_ms":10,"delay_at":"later","duration_sec":5})",
+       "spec.delay_at"},
+      {"http body without status",
+       R"({"kind":"http","target":"10.0.0.5:8080","reset":true,"body":"x","duration_sec":5})", "spec.body"},
+      {"http llm preset", R"({"kind":"http","target":"10.0.0.5:8080","llm":"sleepy","duration_sec":5})", "spec.llm"},
+      {"http percent", R"({"kind":"http","target":"10.0.0.5:8080","status":503,"percent":101,"duration_sec":5})",
+       "spec.percent"},
+      {"http attempts", R"({"kind":"http","target":"10.0.0.5:8080","status":503,"attempts":0,"duration_sec":5})",
+       "spec.attempts"},
+      {"http header",
+       R"({"kind":"http","target":"10.0.0.5:8080","status":503,"header_equals":["X Tenant=blue"],)"
+       R"("duration_sec":5})",
+       "spec.header_equals"},
+      {"http header type",
+       R"({"kind":"http","target":"10.0.0.5:8080","status":503,"header_contains":"a=b",)"
+       R"("duration_sec":5})",
+       "spec.header_contains"},
+      {"http status on tls", R"({"kind":"http","target":"10.0.0.5:443","status":503,"duration_sec":5})", "spec.status"},
+      {"http path on declared tls",
+       R"({"kind":"http","target":"10.0.0.5:8443","tls":true,"delay_ms":5,"path":"/x","duration_sec":5})", "spec.path"},
+      {"http tls and termination",
+       R"({"kind":"http","target":"10.0.0.5:443","tls":true,"terminate_tls":true,"reset":true,"duration_sec":5})",
+       "spec.tls"},
+      {"http upstream ca without termination",
+       R"({"kind":"http","target":"10.0.0.5:8080","reset":true,"upstream_ca":"/etc/ca.pem","duration_sec":5})",
+       "spec.upstream_ca"},
+      {"http drain cap", R"({"kind":"http","target":"10.0.0.5:8080","reset":true,"drain_ms":600001,"duration_sec":5})",
+       "spec.drain_ms"},
+      {"http duration cap", R"({"kind":"http","target":"10.0.0.5:8080","reset":true,"duration_sec":3601})",
+       "spec.duration_sec"},
+      {"http a command", R"({"kind":"http","target":"10.0.0.5:8080","reset":true,"command":["curl"],"duration_sec":5})",
+       "spec.command"},
+      {"http a tcp field", R"({"kind":"http","target":"10.0.0.5:8080","reset":true,"toxic":["noop"],"duration_sec":5})",
+       "spec.toxic"},
+      {"not a kind", R"({"kind":"grpc","duration_sec":5})", "spec.kind"},
   };
   for (const auto& c : cases) {
     auto r = post(c.spec);
@@ -658,11 +703,20 @@ TEST_P(ApiTest, SyscallAndResourceSpecsAreCheckedPerKind) {
         std::string(R"({"kind":"process","name":"nginx","action":"kill","signal":"TERM","duration_sec":5})"),
         std::string(R"({"kind":"disk","path":"/var/tmp","size":"10MB","min_free":"1GiB","duration_sec":5})"),
         std::string(R"({"kind":"tcp","target":"10.0.0.5:5432","toxic":["latency=200ms,jitter=20ms","reset_peer=1s"],)"
-                    R"("direction":"upstream","toxicity":0.3,"cgroup":"app","drain_ms":1000,"duration_sec":60})")}) {
+                    R"("direction":"upstream","toxicity":0.3,"cgroup":"app","drain_ms":1000,"duration_sec":60})"),
+        std::string(R"({"kind":"http","target":"10.0.0.5:8080","method":"POST","path":"/payments","status":503,)"
+                    R"("body":"down","content_type":"text/plain","percent":30,"attempts":2,)"
+                    R"("header_equals":["X-Tenant=blue"],"header_contains":["User-Agent=curl"],"cgroup":"app",)"
+                    R"("drain_ms":1000,"duration_sec":60})"),
+        std::string(R"({"kind":"http","target":"10.0.0.0/24:443","host":"api.example.com","delay_ms":2000,)"
+                    R"("duration_sec":60})"),
+        std::string(R"({"kind":"http","target":"10.0.0.9:8443","terminate_tls":true,)"
+                    R"("upstream_ca":"/etc/pki/internal-root.pem","llm":"rate-limit","llm_provider":"anthropic",)"
+                    R"("retry_after":3,"duration_sec":60})")}) {
     auto r = post(good);
     EXPECT_EQ(r.status, 201) << good << ": " << r.describe();
   }
-  EXPECT_EQ(call("GET", "/v1/experiments", t.token).json()["experiments"].size(), 7u);
+  EXPECT_EQ(call("GET", "/v1/experiments", t.token).json()["experiments"].size(), 10u);
 }
 
 TEST_P(ApiTest, HealthzIsOpenAndMetricsSpeakPrometheus) {

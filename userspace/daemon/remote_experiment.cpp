@@ -208,8 +208,12 @@ Result<RemotePlan> plan_remote_experiment(const nlohmann::json& spec, const std:
   std::string netns;  // where the health probe and kernel signal look: the fault's namespace
   const bool is_syscall = *kind_text == "syscall";
   const bool is_tcp = *kind_text == "tcp";
-  if (is_syscall || is_tcp || is_resource_kind(*kind_text)) {
-    const auto family = is_syscall ? syscall_spec_fields() : is_tcp ? tcp_spec_fields() : resource_spec_fields();
+  const bool is_http = *kind_text == "http";
+  if (is_syscall || is_tcp || is_http || is_resource_kind(*kind_text)) {
+    const auto family = is_syscall ? syscall_spec_fields()
+                        : is_tcp   ? tcp_spec_fields()
+                        : is_http  ? http_spec_fields()
+                                   : resource_spec_fields();
     for (const auto& [key, value] : spec.items()) {
       if (std::find(std::begin(kCommon), std::end(kCommon), key) == std::end(kCommon) &&
           std::find(family.begin(), family.end(), key) == family.end())
@@ -219,6 +223,10 @@ Result<RemotePlan> plan_remote_experiment(const nlohmann::json& spec, const std:
       auto sc = syscall_spec_from_json(spec);
       if (!sc) return sc.error();
       p.fault = std::move(*sc);
+    } else if (is_http) {
+      auto hs = http_spec_from_json(spec);  // the same TcpFaultSpec `faultctl run http` builds
+      if (!hs) return hs.error();
+      p.fault = std::move(*hs);
     } else if (is_tcp) {
       auto tc = tcp_spec_from_json(spec);
       if (!tc) return tc.error();

@@ -1,6 +1,6 @@
 // One experiment the control plane dispatched to this host: its spec (the
 // faultcp experiment model, cp/api/experiment_spec.h) read into the same
-// fault spec (packet, syscall, resource or tcp) and guardrails `faultctl run` builds
+// fault spec (packet, syscall, resource, tcp or http) and guardrails `faultctl run` builds
 // from its flags, run on its own
 // thread under guarded_run(), its JSON lines turned into progress reports, and
 // stoppable from outside (the control plane's abort or kill switch).
@@ -29,7 +29,7 @@ namespace faultline {
 
 // What a spec asks for, in the terms of a local run: a packet fault (its
 // kind), a syscall fault ("syscall") or a resource fault ("process", "cpu",
-// "memory", "disk") or a TCP stream fault ("tcp"), read by the family's
+// "memory", "disk") or a TCP stream fault ("tcp", "http"), read by the family's
 // experiment_spec.h as faultcp does.
 struct RemotePlan {
   std::variant<FaultSpec, SyscallFaultSpec, ResourceSpec, TcpFaultSpec> fault;

@@ -1,4 +1,4 @@
-// A TCP experiment of faultcp's spec model ("kind": "tcp") read into the
+// A TCP or HTTP experiment of faultcp's spec model ("kind": "tcp") read into the
 // TcpFaultSpec `faultctl run tcp` builds from its flags: target, toxic (an
 // array of --toxic texts), direction, toxicity, cgroup, drain_ms and
 // duration_sec, checked by the same parse_toxics() and validate(). The target's
@@ -19,5 +19,16 @@ namespace faultline {
 
 // Reads and checks them (errors "spec.<field>: why", bad input).
 [[nodiscard]] Result<TcpFaultSpec> tcp_spec_from_json(const nlohmann::json& spec);
+
+// An HTTP experiment ("kind": "http"): the `faultctl run http` flags in
+// snake_case -- target (address or CIDR, no name), one fault (status with body
+// and content_type, delay_ms with delay_at, reset, truncate, abort_stream, or
+// llm with llm_provider and retry_after), the match (method, path, host,
+// header_equals and header_contains: arrays of NAME=VALUE texts), percent,
+// attempts, tls, terminate_tls, upstream_ca (a file on the agent's host),
+// cgroup, drain_ms -- each written as the flag's text and judged by the same
+// http_fault_from_flags() and validate(). No command to wrap.
+[[nodiscard]] std::span<const char* const> http_spec_fields();
+[[nodiscard]] Result<TcpFaultSpec> http_spec_from_json(const nlohmann::json& spec);
 
 }  // namespace faultline
