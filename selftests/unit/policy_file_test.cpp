@@ -1,6 +1,6 @@
 // The policy file: a table of malformed policies, each with the exact errors
-// `faultctl policy validate` prints (line, column, field path, reason), and the
-// valid examples of docs/examples/policy in YAML and JSON.
+// `faultctl policy validate` prints (line, column, field path, reason). The
+// examples of docs/examples/policy are read in policy_compile_test.cpp.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -300,13 +300,6 @@ INSTANTIATE_TEST_SUITE_P(PolicyFile, Malformed, ::testing::ValuesIn(kMalformed),
                          [](const ::testing::TestParamInfo<MalformedPolicy>& i) { return std::string(i.param.name); });
 
 TEST(PolicyFile, TheTableHoldsAtLeastFortyCases) { EXPECT_GE(std::size(kMalformed), 40u); }
-
-std::string example_text(const std::string& name) {
-  std::ifstream in(std::string(FAULTLINE_SOURCE_DIR) + "/docs/examples/policy/" + name);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 TEST(PolicyFile, ErrorsAreCollectedNotJustTheFirst) {
   PolicyParse p = parse_policy("apiVersion: faultline.dev/v1\nkind: Policy\nmetadata:\n  name: t\nspec:\n  egress:\n    - all: true\n      mode: on\n      rules:\n        - {name: a, action: deny, cidr: 10.0.0.0/40}\n  faults:\n    - {name: f, kind: loss, target: 10.0.0.2, percent: 101, duration: 30s}\n", run_fault_checker());
