@@ -133,14 +133,14 @@ static __attribute__((noinline)) long dns_match_step(__u64 i, void *ctx)
 	if (!s || i >= s->qlabels || m->n >= FL_DNS_LEARN_SLOTS)
 		return 1;
 	__builtin_memset(&k, 0, sizeof(k));
-	k.hash = s->suffix[i & (FL_DNS_LABELS - 1)];
+	k.hash = s->suffix[FL_DNS_IDX(i, FL_DNS_LABELS)];
 	k.gen = m->gen;
 	k.wild = i > 0;
 	w = bpf_map_lookup_elem(&fl_dns_watch, &k);
 	if (!w)
 		return 0;
-	m->hash[m->n & (FL_DNS_LEARN_SLOTS - 1)] = k.hash;
-	m->wild[m->n & (FL_DNS_LEARN_SLOTS - 1)] = k.wild;
+	m->hash[FL_DNS_IDX(m->n, FL_DNS_LEARN_SLOTS)] = k.hash;
+	m->wild[FL_DNS_IDX(m->n, FL_DNS_LEARN_SLOTS)] = k.wild;
 	m->ttl_min = w->ttl_min;
 	m->ttl_max = w->ttl_max;
 	m->n++;
@@ -159,8 +159,8 @@ static __attribute__((noinline)) long dns_learn_step(__u64 i, void *ctx)
 
 	if (!s || i >= s->naddrs)
 		return 1;
-	a = s->addr[i & (FL_DNS_MAX_ADDRS - 1)];
-	ttl = s->ttl[i & (FL_DNS_MAX_ADDRS - 1)];
+	a = s->addr[FL_DNS_IDX(i, FL_DNS_MAX_ADDRS)];
+	ttl = s->ttl[FL_DNS_IDX(i, FL_DNS_MAX_ADDRS)];
 	if (ttl < m->ttl_min)
 		ttl = m->ttl_min;
 	if (ttl > m->ttl_max)
@@ -186,9 +186,9 @@ static __attribute__((noinline)) long dns_learn_step(__u64 i, void *ctx)
 		}
 		if (slot < 0)
 			slot = oldest; /* an empty or expired slot, else the one to expire first */
-		cur.n[slot & (FL_DNS_LEARN_SLOTS - 1)].hash = m->hash[j];
-		cur.n[slot & (FL_DNS_LEARN_SLOTS - 1)].wild = m->wild[j];
-		cur.n[slot & (FL_DNS_LEARN_SLOTS - 1)].expires_ns = exp;
+		cur.n[FL_DNS_IDX(slot, FL_DNS_LEARN_SLOTS)].hash = m->hash[j];
+		cur.n[FL_DNS_IDX(slot, FL_DNS_LEARN_SLOTS)].wild = m->wild[j];
+		cur.n[FL_DNS_IDX(slot, FL_DNS_LEARN_SLOTS)].expires_ns = exp;
 	}
 	if (bpf_map_update_elem(&fl_dns_learn, &a, &cur, BPF_ANY) == 0) {
 		st = dns_stats();

@@ -83,6 +83,15 @@ struct fl_dns_scratch {
 static __always_inline struct fl_dns_scratch *fl_dns_scratch_get(void);
 #define FL_DNS_S(ctx) fl_dns_scratch_get()
 #define FL_DNS_LOOP(n, fn, s) bpf_loop((n), (fn), NULL, 0)
+/* x masked to an index below n (a power of two), the mask kept: the compiler
+ * drops a mask it can prove redundant after a bound check, and an older
+ * verifier (6.1) may have lost that check's bound through a stack spill. */
+#define FL_DNS_IDX(x, n)                          \
+	({                                        \
+		__u32 fl_idx_ = (__u32)(x);       \
+		asm volatile("" : "+r"(fl_idx_)); \
+		fl_idx_ & ((n) - 1);              \
+	})
 #define FL_DNS_STEP static __attribute__((noinline)) long
 #define FL_DNS_INLINE static __always_inline
 #else
@@ -94,13 +103,14 @@ static __always_inline struct fl_dns_scratch *fl_dns_scratch_get(void);
 				break;                               \
 		}                                                    \
 	} while (0)
+#define FL_DNS_IDX(x, n) ((__u32)(x) & ((n) - 1))
 #define FL_DNS_STEP static long
 #define FL_DNS_INLINE static inline
 #endif
 
 FL_DNS_INLINE __u8 fl_dns_at(const struct fl_dns_scratch *s, __u32 off)
 {
-	return s->msg[off & (FL_DNS_BUF - 1)];
+	return s->msg[FL_DNS_IDX(off, FL_DNS_BUF)];
 }
 
 FL_DNS_INLINE __u32 fl_dns_u16(const struct fl_dns_scratch *s, __u32 off)
@@ -167,7 +177,7 @@ FL_DNS_STEP fl_dns_name_step(__u64 i, void *ctx)
 	/* the wire name with its root byte is at most 255 */
 	if (st->out + 1 + c + 1 > 255 || st->nlab >= FL_DNS_LABELS - 1)
 		goto bad;
-	s->lab[st->nlab & (FL_DNS_LABELS - 1)] = (__u8)st->out;
+	s->lab[FL_DNS_IDX(st->nlab, FL_DNS_LABELS)] = (__u8)st->out;
 	st->nlab++;
 	s->name[st->out & 255] = (__u8)c;
 	st->out++;
@@ -195,12 +205,12 @@ FL_DNS_STEP fl_dns_hash_step(__u64 i, void *ctx)
 	st = &s->ns;
 	if (st->li < 0)
 		return 1;
-	at = s->lab[(__u32)st->li & (FL_DNS_LABELS - 1)];
+	at = s->lab[FL_DNS_IDX((__u32)st->li, FL_DNS_LABELS)];
 	span = (__u32)s->name[at & 255] + 1;
 	st->hash = (st->hash ^ s->name[(at + st->k) & 255]) * FL_DNS_HASH_PRIME;
 	st->k++;
 	if (st->k >= span) {
-		s->suffix[(__u32)st->li & (FL_DNS_LABELS - 1)] = st->hash;
+		s->suffix[FL_DNS_IDX((__u32)st->li, FL_DNS_LABELS)] = st->hash;
 		st->k = 0;
 		st->li--;
 	}
@@ -306,7 +316,7 @@ FL_DNS_STEP fl_dns_answer_step(__u64 i, void *ctx)
 			goto bad;
 		if (n >= FL_DNS_MAX_ADDRS)
 			return 0; /* kept: the first FL_DNS_MAX_ADDRS */
-		a = &s->addr[n & (FL_DNS_MAX_ADDRS - 1)];
+		a = &s->addr[FL_DNS_IDX(n, FL_DNS_MAX_ADDRS)];
 		__builtin_memset(a, 0, sizeof(*a));
 		if (type == 1) {
 			a->b[10] = 0xff;
@@ -317,7 +327,7 @@ FL_DNS_STEP fl_dns_answer_step(__u64 i, void *ctx)
 			for (int j = 0; j < 16; j++)
 				a->b[j] = fl_dns_at(s, rdata + j);
 		}
-		s->ttl[n & (FL_DNS_MAX_ADDRS - 1)] = ttl;
+		s->ttl[FL_DNS_IDX(n, FL_DNS_MAX_ADDRS)] = ttl;
 		s->naddrs = n + 1;
 	} else if (type == 5) { /* CNAME: its target joins the chain */
 		__u32 end = fl_dns_read_name(s, rdata, &nlab);
@@ -325,7 +335,7 @@ FL_DNS_STEP fl_dns_answer_step(__u64 i, void *ctx)
 		if (end != rdata + rdlen)
 			goto bad;
 		if (s->nchain < FL_DNS_CHAIN) {
-			s->chain[s->nchain & (FL_DNS_CHAIN - 1)] = s->suffix[0];
+			s->chain[FL_DNS_IDX(s->nchain, FL_DNS_CHAIN)] = s->suffix[0];
 			s->nchain++;
 		}
 	}

@@ -335,6 +335,18 @@ Result<nlohmann::json> resource_spec_of(const ResourceRunArgs& a, const std::vec
   return spec;
 }
 
+// What tcp and http specs share: the cgroup, the drain and the run's flags.
+Status add_stream_fields(nlohmann::json& spec, const TcpFaultSpec& s, const RunFlags& flags,
+                         const std::function<bool(const char*)>& has) {
+  if (!s.cgroup.empty()) spec["cgroup"] = s.cgroup;
+  if (has("drain")) {
+    auto ms = whole(s.drain_ns, 1'000'000ULL, "--drain");
+    if (!ms) return ms.error();
+    spec["drain_ms"] = *ms;
+  }
+  return add_run_flags(spec, flags, has);
+}
+
 Result<nlohmann::json> tcp_spec_of(const TcpRunArgs& a, const std::vector<std::string>& args) {
   const auto given = given_flags(args);
   FL_TRY(refuse_uncarried(given, {"target", "toxic", "direction", "toxicity", "cgroup", "drain", "duration"},
@@ -365,13 +377,7 @@ Result<nlohmann::json> tcp_spec_of(const TcpRunArgs& a, const std::vector<std::s
     if (has(f) && !spec.contains(f))
       return input_error(0, std::string("--") + f + ": give it as --" + f + " VALUE for the control plane");
   }
-  if (!s.cgroup.empty()) spec["cgroup"] = s.cgroup;
-  if (has("drain")) {
-    auto ms = whole(s.drain_ns, 1'000'000ULL, "--drain");
-    if (!ms) return ms.error();
-    spec["drain_ms"] = *ms;
-  }
-  FL_TRY(add_run_flags(spec, a.flags, has));
+  FL_TRY(add_stream_fields(spec, s, a.flags, has));
   return spec;
 }
 
@@ -440,13 +446,7 @@ Result<nlohmann::json> http_spec_of(const TcpRunArgs& a, const std::vector<std::
   if (has("tls")) spec["tls"] = true;
   if (s.terminate_tls) spec["terminate_tls"] = true;
   if (!s.upstream_ca.empty()) spec["upstream_ca"] = s.upstream_ca;
-  if (!s.cgroup.empty()) spec["cgroup"] = s.cgroup;
-  if (has("drain")) {
-    auto ms = whole(s.drain_ns, 1'000'000ULL, "--drain");
-    if (!ms) return ms.error();
-    spec["drain_ms"] = *ms;
-  }
-  FL_TRY(add_run_flags(spec, a.flags, has));
+  FL_TRY(add_stream_fields(spec, s, a.flags, has));
   return spec;
 }
 

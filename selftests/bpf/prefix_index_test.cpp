@@ -193,7 +193,9 @@ TEST_F(PrefixIndexTest, ManyLengthsFallBackToTheTrie) {
   EXPECT_EQ(both_paths("29.0.0.1", 80, all), slots[9]);
   EXPECT_EQ(both_paths("29.0.0.64", 80, all), -1);
   for (size_t i = 0; i < slots.size(); ++i) {
-    if (i != 1 && i != 3) ASSERT_TRUE(table().remove(slots[i]));
+    if (i != 1 && i != 3) {
+      ASSERT_TRUE(table().remove(slots[i]));
+    }
   }
   ASSERT_TRUE(table().remove(nested));
   EXPECT_EQ(mirror_keys(), 0u) << "no key is left in the mirror";
