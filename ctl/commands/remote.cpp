@@ -254,6 +254,11 @@ std::vector<std::string> given_flags(const std::vector<std::string>& args) {
   return g;
 }
 
+// Whether a flag (without its dashes) is among those given_flags() found.
+std::function<bool(const char*)> given_test(const std::vector<std::string>& given) {
+  return [&given](const char* f) { return std::find(given.begin(), given.end(), f) != given.end(); };
+}
+
 // A flag of `given` that a spec of this kind cannot carry, named.
 Status refuse_uncarried(const std::vector<std::string>& given, const std::vector<std::string>& carried,
                         const std::string& kind_flags) {
@@ -280,7 +285,7 @@ Result<nlohmann::json> syscall_spec_of(const SyscallRunArgs& a, const std::vecto
                            "start-after", "include-loader"},
                           "--syscall, --errno, --percent, --duration, --cgroup or --pid, --via, --after, "
                           "--max-injections, --start-after, --include-loader"));
-  auto has = [&](const char* f) { return std::find(given.begin(), given.end(), f) != given.end(); };
+  const auto has = given_test(given);
   const SyscallFaultSpec& s = a.spec;
   std::string names;
   for (const auto& n : s.syscalls) names += (names.empty() ? "" : ",") + n;
@@ -309,7 +314,7 @@ Result<nlohmann::json> resource_spec_of(const ResourceRunArgs& a, const std::vec
   std::vector<std::string> carried = {"duration"};
   for (const auto& f : resource_specific_flags()) carried.push_back(f);
   FL_TRY(refuse_uncarried(given, carried, "--duration and the flags of the kind"));
-  auto has = [&](const char* f) { return std::find(given.begin(), given.end(), f) != given.end(); };
+  const auto has = given_test(given);
   const ResourceSpec& s = a.spec;
   nlohmann::json spec{{"kind", resource_kind_name(s.kind)}};
   auto secs = whole(s.duration_ns, 1'000'000'000ULL, "--duration");
@@ -351,7 +356,7 @@ Result<nlohmann::json> tcp_spec_of(const TcpRunArgs& a, const std::vector<std::s
   const auto given = given_flags(args);
   FL_TRY(refuse_uncarried(given, {"target", "toxic", "direction", "toxicity", "cgroup", "drain", "duration"},
                           "--target, --toxic, --direction, --toxicity, --cgroup, --drain, --duration"));
-  auto has = [&](const char* f) { return std::find(given.begin(), given.end(), f) != given.end(); };
+  const auto has = given_test(given);
   const TcpFaultSpec& s = a.spec;
   // The --toxic texts as written (cxxopts splits them at commas).
   std::vector<std::string> toxics;
@@ -392,7 +397,7 @@ Result<nlohmann::json> http_spec_of(const TcpRunArgs& a, const std::vector<std::
                           "its flags, the match (--method, --path, --host, --header-equals, --header-contains), "
                           "--percent, --attempts, --tls, --terminate-tls, --upstream-ca, --cgroup, --drain, "
                           "--duration"));
-  auto has = [&](const char* f) { return std::find(given.begin(), given.end(), f) != given.end(); };
+  const auto has = given_test(given);
   // A flag's value as written (the last of --flag V or --flag=V).
   auto written = [&](const std::string& f) {
     std::string v;
