@@ -179,7 +179,8 @@ TEST_P(StorageTest, AnExperimentGoesThroughItsStates) {
 // Two connections (two faultcp replicas, or two pollers) race for the same
 // queued experiments: each is claimed by exactly one.
 TEST_P(StorageTest, TwoClaimersNeverGetTheSameExperiment) {
-  auto [ws, agent] = workspace_with_agent("w");
+  const auto ids = workspace_with_agent("w");  // not a structured binding: the lambda captures them
+  const int64_t ws = ids.first, agent = ids.second;
   constexpr int kExperiments = 20;
   for (int i = 0; i < kExperiments; ++i) ASSERT_TRUE(store_->insert_experiment(ws, agent, "{}", i).ok());
   auto other = db_->open();

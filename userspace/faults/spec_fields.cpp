@@ -96,7 +96,8 @@ Result<bool> spec_bool(const nlohmann::json& spec, const char* field) {
 
 Status spec_known_fields(const nlohmann::json& spec, std::span<const char* const> known, const std::string& what) {
   if (!spec.is_object()) return input_error(EINVAL, "spec: not a JSON object");
-  for (const auto& [key, value] : spec.items()) {
+  for (const auto& item : spec.items()) {
+    const std::string& key = item.key();
     if (std::find_if(known.begin(), known.end(), [&](const char* k) { return key == k; }) == known.end())
       return spec_field_error(key, "not a field of a " + what + " experiment");
   }
