@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <memory>
 
+#include "base/openssl_errors.h"
 #include "base/unique_fd.h"
 
 namespace faultline::cp {
@@ -73,13 +74,6 @@ void bound_io(int fd, Clock::time_point deadline) {
   timeval tv{left / 1000, (left % 1000) * 1000};
   (void)::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   (void)::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-}
-
-std::string tls_error(const char* what) {
-  char buf[256] = "";
-  ERR_error_string_n(ERR_get_error(), buf, sizeof(buf));
-  ERR_clear_error();
-  return std::string(what) + ": " + buf;
 }
 
 // The bytes of a connection, plain or through a TLS session.
@@ -162,16 +156,17 @@ Result<int> post_webhook(const WebhookUrl& url, const std::vector<std::pair<std:
   Channel ch{fd->get()};
   if (url.tls) {
     ctx.reset(SSL_CTX_new(TLS_client_method()));
-    if (!ctx) return make_error(0, tls_error("SSL_CTX_new"));
+    if (!ctx) return make_error(0, with_openssl_errors("SSL_CTX_new"));
     SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
     SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
-    if (SSL_CTX_set_default_verify_paths(ctx.get()) != 1) return make_error(0, tls_error("the system's CA store"));
+    if (SSL_CTX_set_default_verify_paths(ctx.get()) != 1)
+      return make_error(0, with_openssl_errors("the system's CA store"));
     ssl.reset(SSL_new(ctx.get()));
-    if (!ssl) return make_error(0, tls_error("SSL_new"));
+    if (!ssl) return make_error(0, with_openssl_errors("SSL_new"));
     SSL_set_fd(ssl.get(), fd->get());
     SSL_set_tlsext_host_name(ssl.get(), url.host.c_str());
-    if (SSL_set1_host(ssl.get(), url.host.c_str()) != 1) return make_error(0, tls_error("SSL_set1_host"));
-    if (SSL_connect(ssl.get()) != 1) return make_error(0, tls_error(("TLS with " + url.host).c_str()));
+    if (SSL_set1_host(ssl.get(), url.host.c_str()) != 1) return make_error(0, with_openssl_errors("SSL_set1_host"));
+    if (SSL_connect(ssl.get()) != 1) return make_error(0, with_openssl_errors("TLS with " + url.host));
     ch.ssl = ssl.get();
   }
   const bool v6 = url.host.find(':') != std::string::npos;

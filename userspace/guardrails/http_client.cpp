@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "base/clock.h"
+#include "base/openssl_errors.h"
 #include "base/unique_fd.h"
 #include "base/units.h"
 
@@ -23,16 +24,6 @@ namespace {
 struct SslFree {
   void operator()(SSL* s) const { SSL_free(s); }
 };
-
-// The last OpenSSL error queued on this thread, and the queue cleared.
-std::string openssl_error() {
-  unsigned long e = ERR_get_error();
-  ERR_clear_error();
-  if (e == 0) return "no OpenSSL error queued";
-  char buf[256];
-  ERR_error_string_n(e, buf, sizeof(buf));
-  return buf;
-}
 
 bool is_ip_literal(const std::string& host) {
   unsigned char buf[sizeof(in6_addr)];
@@ -78,7 +69,7 @@ class Connection {
 
   Status handshake(SSL_CTX* ctx, const std::string& host) {
     ssl_.reset(SSL_new(ctx));
-    if (!ssl_) return make_error(ENOMEM, "TLS: " + openssl_error());
+    if (!ssl_) return make_error(ENOMEM, with_openssl_errors("TLS"));
     SSL_set_fd(ssl_.get(), fd_.get());
     if (is_ip_literal(host)) {
       // No SNI for an address (RFC 6066 3); the certificate must name the address.
@@ -101,7 +92,7 @@ class Connection {
       long verify = SSL_get_verify_result(ssl_.get());
       if (verify != X509_V_OK)
         return make_error(0, std::string("TLS: certificate verify failed: ") + X509_verify_cert_error_string(verify));
-      return make_error(0, "TLS handshake failed: " + openssl_error());
+      return make_error(0, with_openssl_errors("TLS handshake failed"));
     }
   }
 
@@ -117,7 +108,7 @@ class Connection {
         if (rc <= 0) {
           int e = SSL_get_error(ssl_.get(), rc);
           if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE)
-            return make_error(0, "TLS write: " + openssl_error());
+            return make_error(0, with_openssl_errors("TLS write"));
           want = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
           n = 0;
         }
@@ -149,7 +140,8 @@ class Connection {
         int e = SSL_get_error(ssl_.get(), rc);
         if (e == SSL_ERROR_ZERO_RETURN) return false;
         if (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0) return false;  // closed without close_notify
-        if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) return make_error(0, "TLS read: " + openssl_error());
+        if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE)
+          return make_error(0, with_openssl_errors("TLS read"));
         want = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
       } else {
         ssize_t n = ::recv(fd_.get(), buf, sizeof(buf), 0);
@@ -178,7 +170,7 @@ Result<HttpClient> HttpClient::create(HttpClientOptions o) {
   HttpClient c(std::move(o));
   if (!c.o_.tls) return c;
   std::shared_ptr<SSL_CTX> ctx(SSL_CTX_new(TLS_client_method()), SSL_CTX_free);
-  if (!ctx) return make_error(ENOMEM, "TLS: " + openssl_error());
+  if (!ctx) return make_error(ENOMEM, with_openssl_errors("TLS"));
   SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
   SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
   // Many servers close without a close_notify; a body framed by its length or
@@ -186,10 +178,10 @@ Result<HttpClient> HttpClient::create(HttpClientOptions o) {
   SSL_CTX_set_options(ctx.get(), SSL_OP_IGNORE_UNEXPECTED_EOF);
   if (c.o_.ca_file.empty()) {
     if (SSL_CTX_set_default_verify_paths(ctx.get()) != 1)
-      return make_error(ENOENT, "TLS: cannot load the system trust store: " + openssl_error());
+      return make_error(ENOENT, with_openssl_errors("TLS: cannot load the system trust store"));
   } else if (SSL_CTX_load_verify_locations(ctx.get(), c.o_.ca_file.c_str(), nullptr) != 1) {
-    return input_error(
-        EINVAL, c.o_.ca_flag + " " + c.o_.ca_file + ": no PEM certificate could be loaded (" + openssl_error() + ")");
+    return input_error(EINVAL,
+                       with_openssl_errors(c.o_.ca_flag + " " + c.o_.ca_file + ": no PEM certificate could be loaded"));
   }
   ERR_clear_error();
   c.tls_ = std::move(ctx);

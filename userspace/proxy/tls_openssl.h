@@ -13,6 +13,8 @@
 #include <memory>
 #include <string>
 
+#include "base/openssl_errors.h"
+
 namespace faultline {
 
 template <typename T, void (*Free)(T*)>
@@ -27,25 +29,6 @@ using SslPtr = std::unique_ptr<SSL, OsslFree<SSL, SSL_free>>;
 using ExtPtr = std::unique_ptr<X509_EXTENSION, OsslFree<X509_EXTENSION, X509_EXTENSION_free>>;
 using GeneralNamesPtr = std::unique_ptr<GENERAL_NAMES, OsslFree<GENERAL_NAMES, GENERAL_NAMES_free>>;
 using BignumPtr = std::unique_ptr<BIGNUM, OsslFree<BIGNUM, BN_free>>;
-
-// Drains this thread's OpenSSL error queue into "reason; reason" (empty if none).
-[[nodiscard]] inline std::string take_openssl_errors() {
-  std::string out;
-  while (unsigned long e = ERR_get_error()) {
-    char buf[256];
-    ERR_error_string_n(e, buf, sizeof(buf));
-    const char* reason = ERR_reason_error_string(e);
-    if (!out.empty()) out += "; ";
-    out += reason != nullptr ? reason : buf;
-  }
-  return out;
-}
-
-// "what: OpenSSL's reasons", or what alone when the queue is empty.
-[[nodiscard]] inline std::string with_openssl_errors(const std::string& what) {
-  const std::string reasons = take_openssl_errors();
-  return reasons.empty() ? what : what + ": " + reasons;
-}
 
 // A memory BIO's contents as a string.
 [[nodiscard]] inline std::string bio_text(BIO* bio) {
