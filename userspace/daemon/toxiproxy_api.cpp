@@ -9,6 +9,8 @@
 #include <string_view>
 #include <variant>
 
+#include "userspace/faults/stream/spec.h"
+
 namespace faultline {
 namespace {
 
@@ -23,9 +25,6 @@ constexpr const char* kToxicNotFound = "toxic not found";
 constexpr const char* kToxicExists = "toxic already exists";
 constexpr const char* kInvalidStream = "stream was invalid, can be either upstream or downstream";
 constexpr const char* kInvalidToxicType = "invalid toxic type";
-
-constexpr std::string_view kToxicTypes[] = {"latency",    "bandwidth", "slow_close", "timeout",
-                                            "reset_peer", "slicer",    "limit_data", "noop"};
 
 HttpReply bad_body(const std::string& why) { return HttpReply::error(400, std::string(kBadBody) + ": " + why); }
 
@@ -85,9 +84,8 @@ std::optional<HttpReply> precheck_toxic(const json& j) {
   }
   if (j.contains("type")) {
     const json& t = j["type"];
-    bool known = false;
-    for (std::string_view name : kToxicTypes) known = known || (t.is_string() && t.get_ref<const std::string&>() == name);
-    if (!known) return HttpReply::error(400, kInvalidToxicType);
+    if (!t.is_string() || !is_toxic_type(t.get_ref<const std::string&>()))
+      return HttpReply::error(400, kInvalidToxicType);
   }
   return std::nullopt;
 }

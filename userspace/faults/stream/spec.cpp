@@ -83,15 +83,16 @@ Result<int64_t> rate_kbps(const std::string& toxic, const std::string& value) {
   return int64_t(std::stoull(v) * scale);
 }
 
-constexpr const char* kToxicTypes[] = {"latency",    "bandwidth", "slow_close", "timeout",
-                                       "reset_peer", "slicer",    "limit_data", "noop"};
+constexpr std::string_view kToxicTypes[] = {"latency",    "bandwidth", "slow_close", "timeout",
+                                            "reset_peer", "slicer",    "limit_data", "noop"};
 
 }  // namespace
 
-bool starts_toxic(const std::string& word) {
-  const std::string key = word.substr(0, word.find('='));
-  return std::find(std::begin(kToxicTypes), std::end(kToxicTypes), key) != std::end(kToxicTypes);
+bool is_toxic_type(std::string_view name) {
+  return std::find(std::begin(kToxicTypes), std::end(kToxicTypes), name) != std::end(kToxicTypes);
 }
+
+bool starts_toxic(const std::string& word) { return is_toxic_type(std::string_view(word).substr(0, word.find('='))); }
 
 Result<TcpTarget> parse_tcp_target(const std::string& text) {
   if (text.empty()) return target_error(text, "empty (expected HOST:PORT, e.g. db.internal:5432 or [::1]:443)");

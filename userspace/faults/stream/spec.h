@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.h"
@@ -39,6 +40,9 @@ struct TcpTarget {
 // (A command line split at commas is regrouped with it: the words up to the
 // next type are that toxic's.)
 [[nodiscard]] bool starts_toxic(const std::string& word);
+
+// Whether name is one of Toxiproxy's toxic types ("latency", ..., "noop").
+[[nodiscard]] bool is_toxic_type(std::string_view name);
 
 // A stream fault: toxics on the TCP connections to the target (faultctl run
 // tcp), or HTTP faults on the requests they carry (faultctl run http: the proxy
