@@ -15,7 +15,7 @@
 namespace faultline {
 namespace {
 
-constexpr Example kExamples[] = {
+constexpr Example kGuardExamples[] = {
     {"monitor: nothing is blocked; traffic outside 10/8 is logged as would-deny",
      "faultctl guard --default-deny --allow 10.0.0.0/8 --json-log guard.jsonl -- ./integration-tests.sh"},
     {"reach only the database and DNS; refuse the rest with ECONNREFUSED",
@@ -190,7 +190,7 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
   if (!r) return r.error();
   if (r->count("help"))
     return Parsed<GuardArgs>(
-        HelpText{with_examples(o.help() + "\n  -- COMMAND ARGS   the command to guard\n", kExamples)});
+        HelpText{with_examples(o.help() + "\n  -- COMMAND ARGS   the command to guard\n", kGuardExamples)});
   GuardArgs args_out;
   GuardOptions& g = args_out.guard;
   if (cmd.empty()) return bad("missing the command: faultctl guard [flags] -- COMMAND ARGS");

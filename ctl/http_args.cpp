@@ -17,7 +17,7 @@ namespace {
 // run http --delay and run/guard latency share one cap.
 static_assert(StreamCaps::kMaxHttpDelayNs == FaultCaps::kMaxDelayNs);
 
-constexpr Example kExamples[] = {
+constexpr Example kHttpExamples[] = {
     {"30% of the POSTs to /payments on the payments service answer 503, for 5 minutes",
      "faultctl run http --target payments.internal:8080 --method POST --path /payments --status 503 --percent 30 "
      "--duration 5m"},
@@ -86,7 +86,7 @@ Result<Parsed<TcpRunArgs>> parse_http_args(const std::vector<std::string>& args)
     return Parsed<TcpRunArgs>(
         HelpText{with_examples(o.help({"", "guardrail", "experiment record", "output"}) +
                                    "\n  -- COMMAND ARGS   scope: a command to run under the fault\n",
-                               kExamples)});
+                               kHttpExamples)});
   auto str = [&](const char* f) { return (*r)[f].as<std::string>(); };
   TcpRunArgs a;
   TcpFaultSpec& s = a.spec;

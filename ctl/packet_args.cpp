@@ -38,7 +38,7 @@ const std::set<std::string>& specific_flags() {
   return s;
 }
 
-cxxopts::Options make_options() {
+cxxopts::Options packet_options() {
   cxxopts::Options o("faultctl run", "Apply a packet fault for a fixed duration, guarded.");
   o.add_options()
       ("kind", "loss|partition|flowdrop|corrupt|duplicate|dns|latency|bandwidth", cxxopts::value<std::string>())
@@ -159,7 +159,7 @@ constexpr const char* kKinds =
     "\n  KIND: loss, partition, flowdrop, corrupt, duplicate, dns, latency, bandwidth\n"
     "  other faults: faultctl run syscall --help; faultctl run process|cpu|memory|disk --help\n";
 
-constexpr Example kExamples[] = {
+constexpr Example kPacketExamples[] = {
     {"drop 30% of the packets to 10.0.0.2 for 30 s", "faultctl run loss --target 10.0.0.2 --percent 30 --duration 30s"},
     {"bursty loss: Gilbert-Elliott, 1% into the bad state, 20% back out",
      "faultctl run loss --target 10.0.0.0/8 --loss-model ge:1,20 --duration 2m"},
@@ -172,7 +172,8 @@ constexpr Example kExamples[] = {
      "faultctl run loss --target 127.0.0.1:5432 --percent 100 --duration 30s"},
     {"drop the DNS queries for example.com and its subdomains",
      "faultctl run dns --domains example.com --duration 30s"},
-    {"cap the bandwidth to a host at 10 Mbit/s", "faultctl run bandwidth --target 10.0.0.2 --rate 10mbit --duration 2m"},
+    {"cap the bandwidth to a host at 10 Mbit/s",
+     "faultctl run bandwidth --target 10.0.0.2 --rate 10mbit --duration 2m"},
     {"end at once if the health check is not answered within 1 s",
      "faultctl run loss --target 10.0.0.2 --percent 10 --duration 5m --health-url http://10.0.0.2:8080/healthz "
      "--health-max-latency 1s"},
@@ -190,11 +191,12 @@ constexpr Example kExamples[] = {
 }  // namespace
 
 std::string packet_run_usage() {
-  return with_examples(make_options().help({"", "guardrail", "experiment record", "output"}) + kKinds, kExamples);
+  return with_examples(packet_options().help({"", "guardrail", "experiment record", "output"}) + kKinds,
+                       kPacketExamples);
 }
 
 Result<Parsed<PacketRunArgs>> parse_packet_args(const std::vector<std::string>& args) {
-  auto options = make_options();
+  auto options = packet_options();
   auto parsed = parse_flag_words(options, args);
   if (!parsed) return parsed.error();
   const cxxopts::ParseResult& r = *parsed;

@@ -10,7 +10,7 @@
 namespace faultline {
 namespace {
 
-cxxopts::Options make_options() {
+cxxopts::Options resource_options() {
   cxxopts::Options o("faultctl run", "Apply a host resource fault for a fixed duration, guarded, with a deadman.");
   // clang-format off
   o.add_options()
@@ -51,7 +51,7 @@ Result<uint64_t> parse_count(const std::string& flag, const std::string& s, uint
 // The unit parsers' messages begin with the value: "--size '1x' has an unknown unit".
 constexpr std::string_view kBeforeValue = " ";
 
-constexpr Example kExamples[] = {
+constexpr Example kResourceExamples[] = {
     {"burn 2 cores at 80% for a minute", "faultctl run cpu --cores 2 --load 80 --duration 1m"},
     {"hold 2 GiB of memory", "faultctl run memory --size 2GiB --duration 5m"},
     {"fill the file system of /var/lib/app to 95%, leaving at least 1 GiB free",
@@ -68,13 +68,13 @@ constexpr Example kExamples[] = {
 }  // namespace
 
 std::string resource_run_usage() {
-  return with_examples(
-      make_options().help({"", "process", "cpu", "memory, disk", "disk", "guardrail", "experiment record", "output"}),
-      kExamples);
+  return with_examples(resource_options().help(
+                           {"", "process", "cpu", "memory, disk", "disk", "guardrail", "experiment record", "output"}),
+                       kResourceExamples);
 }
 
 Result<Parsed<ResourceRunArgs>> parse_resource_args(const std::vector<std::string>& args) {
-  auto options = make_options();
+  auto options = resource_options();
   auto parsed = parse_flag_words(options, args);
   if (!parsed) return parsed.error();
   const cxxopts::ParseResult& r = *parsed;

@@ -14,7 +14,7 @@
 namespace faultline {
 namespace {
 
-constexpr Example kExamples[] = {
+constexpr Example kSyscallExamples[] = {
     {"every connect() of one command fails with ECONNREFUSED",
      "faultctl run syscall --syscall connect --errno ECONNREFUSED --duration 30s -- curl http://10.0.0.2/"},
     {"30% of the connects in the cgroup myapp fail, for a minute",
@@ -26,7 +26,8 @@ constexpr Example kExamples[] = {
     {"the connects of the cgroup myapp start failing 20 s from now",
      "faultctl run syscall --syscall connect --errno ECONNREFUSED --start-after 20s --duration 1m --cgroup myapp"},
     {"python3 starts; then 40% of its opens under /srv/data/ fail with EIO",
-     "faultctl run syscall --syscall openat --errno EIO --percent 40 --path /srv/data/ --duration 1m -- python3 app.py"},
+     "faultctl run syscall --syscall openat --errno EIO --percent 40 --path /srv/data/ --duration 1m -- python3 "
+     "app.py"},
     {"replay which of a command's opens failed: same seed, same answers",
      "faultctl run syscall --syscall openat --errno EIO --percent 20 --seed 42 --duration 1m -- ./server"},
     {"which mechanism would be used, and nothing changed",
@@ -64,7 +65,7 @@ Result<Parsed<SyscallRunArgs>> parse_syscall_args(const std::vector<std::string>
     return Parsed<SyscallRunArgs>(
         HelpText{with_examples(o.help({"", "guardrail", "experiment record", "output"}) +
                                    "\n  -- COMMAND ARGS   scope: a command to run under the fault\n",
-                               kExamples)});
+                               kSyscallExamples)});
   SyscallRunArgs a;
   SyscallFaultSpec& s = a.spec;
   s.command = cmd;

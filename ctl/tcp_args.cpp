@@ -11,13 +11,14 @@
 namespace faultline {
 namespace {
 
-constexpr Example kExamples[] = {
+constexpr Example kTcpExamples[] = {
     {"the replies of every TCP connection of the host to the database come 200 ms (±20 ms) late",
      "faultctl run tcp --target 10.0.0.5:5432 --toxic latency=200ms,jitter=20ms --duration 1m"},
     {"30% of the connections of the cgroup myapp to api.internal:443 are reset after 500 ms",
      "faultctl run tcp --target api.internal:443 --toxic reset_peer=500ms --toxicity 0.3 --cgroup myapp --duration 5m"},
     {"uploads of one command crawl at 50 KB/s",
-     "faultctl run tcp --target 127.0.0.1:9000 --toxic bandwidth=50KB/s --direction upstream --duration 2m -- ./upload.sh"},
+     "faultctl run tcp --target 127.0.0.1:9000 --toxic bandwidth=50KB/s --direction upstream --duration 2m -- "
+     "./upload.sh"},
     {"replies cut into 16-byte slices 1 ms apart, and closed after 1 MB",
      "faultctl run tcp --target [::1]:8080 --toxic slicer=16B,delay=1ms --toxic limit_data=1MB --duration 30s"},
     {"what would be intercepted, and nothing changed",
@@ -44,7 +45,7 @@ Result<Parsed<TcpRunArgs>> parse_tcp_args(const std::vector<std::string>& args) 
     return Parsed<TcpRunArgs>(
         HelpText{with_examples(o.help({"", "guardrail", "experiment record", "output"}) +
                                    "\n  -- COMMAND ARGS   scope: a command to run under the fault\n",
-                               kExamples)});
+                               kTcpExamples)});
   TcpRunArgs a;
   TcpFaultSpec& s = a.spec;
   s.command = cmd;

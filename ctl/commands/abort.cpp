@@ -10,13 +10,13 @@
 namespace faultline {
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kAbortUsage =
     "usage: faultctl abort ID | --all\n"
     "  ID: end one fault (N, rN or sN, see faultctl status) or release a guard (gN)\n"
     "  --all: the kill switch: end every packet and syscall fault, revert every\n"
     "  resource fault and remove Faultline from every device; guards stay\n";
 
-constexpr Example kExamples[] = {
+constexpr Example kAbortExamples[] = {
     {"end packet fault 3 (IDs from faultctl status)", "faultctl abort 3"},
     {"end resource fault r2: its changes are reverted", "faultctl abort r2"},
     {"release guard g1: its command runs on, unguarded", "faultctl abort g1"},
@@ -31,7 +31,7 @@ struct AbortArgs {
 
 Result<Parsed<AbortArgs>> parse_abort_args(const std::vector<std::string>& args) {
   if (args.size() == 1 && (args[0] == "-h" || args[0] == "--help"))
-    return Parsed<AbortArgs>(HelpText{with_examples(kUsage, kExamples)});
+    return Parsed<AbortArgs>(HelpText{with_examples(kAbortUsage, kAbortExamples)});
   if (args.size() != 1) return bad("give one fault ID (see faultctl status) or --all");
   const std::string& id = args[0];
   if (id == "--all") return Parsed<AbortArgs>(AbortArgs{true, ""});

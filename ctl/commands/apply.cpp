@@ -18,7 +18,7 @@
 namespace faultline {
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kApplyUsage =
     "usage: faultctl apply -f FILE [--dry-run]\n"
     "  FILE is a Faultline Policy (applied as faultctl policy apply FILE) or a Chaos\n"
     "  Mesh NetworkChaos (chaos-mesh.org/v1alpha1: delay, loss, duplicate, corrupt,\n"
@@ -28,7 +28,7 @@ constexpr const char* kUsage =
     "  the run command it becomes and its plan, nothing applied. Reference:\n"
     "  docs/policy.md (Chaos Mesh import)\n";
 
-constexpr Example kExamples[] = {
+constexpr Example kApplyExamples[] = {
     {"a Chaos Mesh delay experiment against an external peer, on this host", "faultctl apply -f network-delay.yaml"},
     {"what it becomes, nothing applied", "faultctl apply -f network-delay.yaml --dry-run"},
     {"a Faultline policy file (the same as faultctl policy apply)", "faultctl apply -f egress.yaml"},
@@ -43,7 +43,7 @@ Result<Parsed<ApplyArgs>> parse_apply_args(const std::vector<std::string>& args)
   ApplyArgs a;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& w = args[i];
-    if (w == "-h" || w == "--help") return Parsed<ApplyArgs>(HelpText{with_examples(kUsage, kExamples)});
+    if (w == "-h" || w == "--help") return Parsed<ApplyArgs>(HelpText{with_examples(kApplyUsage, kApplyExamples)});
     if (w == "--dry-run") {
       a.dry_run = true;
     } else if (w == "-f" || w == "--filename") {

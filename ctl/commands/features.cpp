@@ -9,11 +9,11 @@
 namespace faultline {
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kFeaturesUsage =
     "usage: faultctl features [--json]\n"
     "  what this kernel supports, probed, and which mechanism each fault uses\n";
 
-constexpr Example kExamples[] = {
+constexpr Example kFeaturesExamples[] = {
     {"each fault's mechanism and why, then every kernel probe", "faultctl features"},
     {"the same as one JSON document", "faultctl features --json"},
 };
@@ -21,8 +21,9 @@ constexpr Example kExamples[] = {
 }  // namespace
 
 int cmd_features(const std::vector<std::string>& args) {
-  return run_command("faultctl features", parse_switches(args, {"--json"}, with_examples(kUsage, kExamples)),
-                     kRootNever, [](const Switches& s) {
+  return run_command("faultctl features",
+                     parse_switches(args, {"--json"}, with_examples(kFeaturesUsage, kFeaturesExamples)), kRootNever,
+                     [](const Switches& s) {
                        const bool json = s.has("--json");
                        if (auto code = report_via_faultd(json ? "/v1/features" : "/v1/features?format=text"))
                          return *code;

@@ -14,12 +14,12 @@
 namespace faultline {
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kReportUsage =
     "usage: faultctl report DIR [--json]   |   faultctl report --verify DIR\n"
     "  an experiment record (the --record DIR of a run) for people; --verify\n"
     "  recomputes its fingerprints\n";
 
-constexpr Example kExamples[] = {
+constexpr Example kReportExamples[] = {
     {"the record of a run with --record ./exp-latency: hypothesis, phases, verdict", "faultctl report ./exp-latency"},
     {"check its fingerprints: exit 0 if nothing was changed since it was written",
      "faultctl report --verify ./exp-latency"},
@@ -41,7 +41,7 @@ Result<Parsed<ReportArgs>> parse_report_args(const std::vector<std::string>& arg
     else if (a == "--verify")
       r.verify = true;
     else if (a == "-h" || a == "--help")
-      return Parsed<ReportArgs>(HelpText{with_examples(kUsage, kExamples)});
+      return Parsed<ReportArgs>(HelpText{with_examples(kReportUsage, kReportExamples)});
     else if (!a.empty() && a[0] == '-')
       return bad("unknown flag '" + a + "'");
     else if (!r.dir.empty())

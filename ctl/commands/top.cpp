@@ -10,12 +10,12 @@
 namespace faultline {
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kTopUsage =
     "usage: faultctl top [--cgroup PATH] [--interval 2s] [--once] [--json]\n"
     "  destinations (host:port) with connects and bytes each way, busiest first,\n"
     "  for one cgroup v2 or the whole host, counted from the moment top starts\n";
 
-constexpr Example kExamples[] = {
+constexpr Example kTopExamples[] = {
     {"the whole host, refreshed every 2 s", "faultctl top"},
     {"one service's cgroup (a path under the cgroup v2 mount), every 5 s",
      "faultctl top --cgroup system.slice/nginx.service --interval 5s"},
@@ -47,7 +47,7 @@ Result<Parsed<FlowTopOptions>> parse_top_args(const std::vector<std::string>& ar
         return bad("--interval " + *v + ": a duration from 100ms to 1h");
       o.interval_ns = *d;
     } else if (a == "-h" || a == "--help") {
-      return Parsed<FlowTopOptions>(HelpText{with_examples(kUsage, kExamples)});
+      return Parsed<FlowTopOptions>(HelpText{with_examples(kTopUsage, kTopExamples)});
     } else {
       return bad("unknown argument '" + a + "'");
     }

@@ -14,14 +14,14 @@
 namespace faultline {
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kUninstallUsage =
     "usage: faultctl uninstall\n"
     "  remove every program, link, filter, qdisc and pin of Faultline (the applied\n"
     "  egress policy too) and revert every resource fault; running guards are named\n"
     "  and left alone; with FAULTLINE_BPFFS_ROOT (a private layout), its lock\n"
     "  files under /run too\n";
 
-constexpr Example kExamples[] = {
+constexpr Example kUninstallExamples[] = {
     {"leave nothing of Faultline behind", "faultctl uninstall"},
 };
 
@@ -81,8 +81,8 @@ int uninstall() {
 }  // namespace
 
 int cmd_uninstall(const std::vector<std::string>& args) {
-  return run_command("faultctl uninstall", parse_switches(args, {}, with_examples(kUsage, kExamples)), kRootNever,
-                     [](const Switches&) { return uninstall(); });
+  return run_command("faultctl uninstall", parse_switches(args, {}, with_examples(kUninstallUsage, kUninstallExamples)),
+                     kRootNever, [](const Switches&) { return uninstall(); });
 }
 
 }  // namespace faultline

@@ -21,10 +21,10 @@ bool is_faultline_helper(const ProcessInfo& p) {
 }
 
 // The processes we never touch without --force, and why.
-struct Guard {
+struct ProtectedProcesses {
   int self = ::getpid();
   std::set<int> ancestors;
-  Guard() {
+  ProtectedProcesses() {
     for (int a : ancestors_of(self)) ancestors.insert(a);
   }
   // "" when the process may be hit.
@@ -65,10 +65,11 @@ bool cgroup_frozen(const std::string& dir) {
 
 Result<std::unique_ptr<ProcessFault>> ProcessFault::plan(const ResourceSpec& spec) {
   std::unique_ptr<ProcessFault> f(new ProcessFault(spec));
-  const Guard guard;
+  const ProtectedProcesses protected_procs;
   const bool freeze = spec.action == ProcessAction::Freeze;
   auto add = [&](const ProcessInfo& p, const std::string& flag) -> Status {
-    if (auto why = guard.refusal(p, spec.force); !why.empty()) return make_error(EPERM, flag + ": refusing " + why);
+    if (auto why = protected_procs.refusal(p, spec.force); !why.empty())
+      return make_error(EPERM, flag + ": refusing " + why);
     Target t{p, freeze ? "sigstop" : "signal", ""};
     if (freeze) {
       if (p.stopped())
@@ -97,7 +98,7 @@ Result<std::unique_ptr<ProcessFault>> ProcessFault::plan(const ResourceSpec& spe
     }
     for (int pid : list_pids()) {
       auto p = read_process(pid);
-      if (!p || p->state == 'Z' || pid == guard.self || is_faultline_helper(*p)) continue;
+      if (!p || p->state == 'Z' || pid == protected_procs.self || is_faultline_helper(*p)) continue;
       std::string a0 = p->kernel_thread() ? "" : argv0_basename(pid);
       if (!std::regex_match(p->comm, re) && (a0.empty() || !std::regex_match(a0, re))) continue;
       FL_TRY(add(*p, flag));
@@ -118,8 +119,8 @@ Result<std::unique_ptr<ProcessFault>> ProcessFault::plan(const ResourceSpec& spe
       auto p = read_process(pid);
       if (!p) continue;
       // Freezing the cgroup faultctl runs in would freeze faultctl and its reaper: never, even with --force.
-      if (pid == guard.self) return make_error(EPERM, flag + ": refusing, it holds faultctl itself");
-      if (auto why = guard.refusal(*p, spec.force); !why.empty())
+      if (pid == protected_procs.self) return make_error(EPERM, flag + ": refusing, it holds faultctl itself");
+      if (auto why = protected_procs.refusal(*p, spec.force); !why.empty())
         return make_error(EPERM, flag + ": refusing, it holds " + why);
       f->targets_.push_back({*p, freeze ? "cgroup-freeze" : "signal", freeze ? *dir : ""});
     }
