@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "loader/features.h"
 #include "loader/map_ops.h"
@@ -66,22 +67,36 @@ uint32_t attach_mode_value(AttachMode mode) {
   return mode == AttachMode::Tcx ? FL_ATTACH_TCX : mode == AttachMode::Tc ? FL_ATTACH_TC : 0;
 }
 
+namespace {
+
+// The program's info (name, ...) and the ids of the maps it uses; nullopt when
+// the program is gone.
+std::optional<std::pair<bpf_prog_info, std::vector<uint32_t>>> prog_info_and_maps(int prog_fd) {
+  bpf_prog_info info{};
+  uint32_t len = sizeof(info);
+  if (bpf_obj_get_info_by_fd(prog_fd, &info, &len) != 0) return std::nullopt;
+  std::vector<uint32_t> ids(info.nr_map_ids);
+  bpf_prog_info again{};
+  again.nr_map_ids = static_cast<uint32_t>(ids.size());
+  again.map_ids = reinterpret_cast<uint64_t>(ids.data());
+  len = sizeof(again);
+  if (bpf_obj_get_info_by_fd(prog_fd, &again, &len) != 0) return std::nullopt;
+  ids.resize(std::min<size_t>(ids.size(), again.nr_map_ids));
+  return std::pair{info, std::move(ids)};
+}
+
+}  // namespace
+
 bool is_netfault_prog(uint32_t prog_id) { return netfault_control_map(prog_id).has_value(); }
 
 std::optional<uint32_t> netfault_control_map(uint32_t prog_id) {
   int fd = bpf_prog_get_fd_by_id(prog_id);
   if (fd < 0) return std::nullopt;
   UniqueFd prog(fd);
-  bpf_prog_info info{};
-  uint32_t len = sizeof(info);
-  if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0) return std::nullopt;
+  auto got = prog_info_and_maps(fd);
+  if (!got) return std::nullopt;
+  const auto& [info, ids] = *got;
   if (std::strcmp(info.name, "fl_egress") != 0 && std::strcmp(info.name, "fl_ingress") != 0) return std::nullopt;
-  std::vector<uint32_t> ids(info.nr_map_ids);
-  bpf_prog_info again{};
-  again.nr_map_ids = static_cast<uint32_t>(ids.size());
-  again.map_ids = reinterpret_cast<uint64_t>(ids.data());
-  len = sizeof(again);
-  if (bpf_obj_get_info_by_fd(fd, &again, &len) != 0) return std::nullopt;
   for (uint32_t id : ids) {
     int mfd = bpf_map_get_fd_by_id(id);
     if (mfd < 0) continue;
@@ -101,22 +116,27 @@ bool prog_uses_map(uint32_t prog_id, int map_fd) {
   int fd = bpf_prog_get_fd_by_id(prog_id);
   if (fd < 0) return false;
   UniqueFd prog(fd);
-  bpf_prog_info info{};
-  uint32_t len = sizeof(info);
-  if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0) return false;
-  std::vector<uint32_t> ids(info.nr_map_ids);
-  bpf_prog_info again{};
-  again.nr_map_ids = static_cast<uint32_t>(ids.size());
-  again.map_ids = reinterpret_cast<uint64_t>(ids.data());
-  len = sizeof(again);
-  if (bpf_obj_get_info_by_fd(fd, &again, &len) != 0) return false;
-  return std::find(ids.begin(), ids.end(), want.id) != ids.end();
+  auto got = prog_info_and_maps(fd);
+  return got && std::find(got->second.begin(), got->second.end(), want.id) != got->second.end();
 }
 
-int count_netfault_progs() {
+int count_netfault_progs(std::optional<uint32_t> control_map_id) {
   int n = 0;
-  for (uint32_t id = 0; bpf_prog_get_next_id(id, &id) == 0;) n += is_netfault_prog(id) ? 1 : 0;
+  for (uint32_t id = 0; bpf_prog_get_next_id(id, &id) == 0;) {
+    const auto control = netfault_control_map(id);
+    n += control && (!control_map_id || *control == *control_map_id) ? 1 : 0;
+  }
   return n;
+}
+
+std::optional<uint32_t> pinned_control_map_id(const BpffsLayout& layout) {
+  const int fd = bpf_obj_get(layout.map("fl_control").c_str());
+  if (fd < 0) return std::nullopt;
+  UniqueFd map(fd);
+  bpf_map_info info{};
+  uint32_t len = sizeof(info);
+  if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0) return std::nullopt;
+  return info.id;
 }
 
 std::string NetfaultAttachments::link_pin(const fl_attach_key& k) const {

@@ -68,7 +68,11 @@ class NetfaultAttachments {
 // older faultctl do not use maps added since.
 [[nodiscard]] bool prog_uses_map(uint32_t prog_id, int map_fd);
 
-// Counts our programs loaded in the kernel, for tests and uninstall checks.
-[[nodiscard]] int count_netfault_progs();
+// Counts the netfault programs loaded in the kernel: all of them, or with a map
+// id, those of the state whose fl_control map it is (uninstall's check).
+[[nodiscard]] int count_netfault_progs(std::optional<uint32_t> control_map_id = std::nullopt);
+
+// The id of the layout's pinned fl_control map; nullopt when nothing is pinned.
+[[nodiscard]] std::optional<uint32_t> pinned_control_map_id(const BpffsLayout& layout);
 
 }  // namespace faultline

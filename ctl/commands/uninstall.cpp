@@ -45,6 +45,16 @@ int uninstall() {
     std::cout << "applied egress policy removed (" << removed->changes.size() << " scope"
               << (removed->changes.size() == 1 ? "" : "s") << ")\n";
   }
+  // The programs to see gone: on the host's layout, every netfault program (it
+  // sweeps those of lost pins too); on a private one (a test's, a bench's), only
+  // those of its own state, whose fl_control map is its own: a neighbour's stay.
+  const BpffsLayout layout = bpffs_layout();
+  const bool private_layout = layout.root != BpffsLayout{}.root;
+  const std::optional<uint32_t> own_control = private_layout ? pinned_control_map_id(layout) : std::nullopt;
+  auto programs_left = [&] {
+    if (!private_layout) return count_netfault_progs();
+    return own_control ? count_netfault_progs(own_control) : 0;
+  };
   NetfaultEngine engine;
   if (auto st = engine.uninstall(); !st) {
     std::cerr << "faultctl uninstall: " << st.error().describe() << "\n";
@@ -52,10 +62,10 @@ int uninstall() {
   }
   // A removed tc filter lets go of its program only after an RCU grace period,
   // so a program can still be listed for a moment: give the kernel up to 2 s.
-  int left = count_netfault_progs();
+  int left = programs_left();
   for (int i = 0; i < 40 && left > 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    left = count_netfault_progs();
+    left = programs_left();
   }
   if (left > 0) {
     std::cerr << "faultctl uninstall: " << left << " netfault programs are still loaded (held by another process?)\n";
@@ -73,7 +83,7 @@ int uninstall() {
   // A private layout (FAULTLINE_BPFFS_ROOT: a test's, a bench's) is gone for
   // good: its lock files under /run go with it. The host's stay, as a waiter
   // on a removed lock file would hold a lock nobody else sees.
-  if (const BpffsLayout layout = bpffs_layout(); layout.root != BpffsLayout{}.root) remove_layout_locks(layout);
+  if (private_layout) remove_layout_locks(layout);
   std::cout << "Faultline uninstalled: no programs, links, filters or pins remain\n";
   return kExitCompleted;
 }

@@ -3,10 +3,12 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <thread>
 
 #include "e2e_fixture.h"
 #include "loader/bpffs.h"
+#include "selftests/lib/test_bpffs.h"
 
 namespace fle2e {
 namespace {
@@ -14,11 +16,11 @@ namespace {
 class Uninstall : public E2eTest {};
 
 TEST_P(Uninstall, LeavesNoProgramPinOrQdiscBehind) {
-  // uninstall also sweeps netfault programs of other states (lost pins, another
-  // FAULTLINE_BPFFS_ROOT, a real install); never do that to someone else's.
+  // The test wants no netfault program at all left in the kernel afterwards,
+  // which another live state (a real install, another test's root) would keep.
   if (auto foreign = netfault_programs(); !foreign.empty()) {
     GTEST_SKIP() << "\n*** SKIPPED: another Faultline state is live on this machine (" << describe(foreign)
-                 << "); `faultctl uninstall` would remove it too. Run again when it is gone. ***";
+                 << "), and this test counts every netfault program. Run again when it is gone. ***";
   }
   const std::string b = kAddrB;
   start_server({"udp-echo", std::to_string(kEchoPort)});
@@ -62,6 +64,31 @@ TEST_P(Uninstall, LeavesNoProgramPinOrQdiscBehind) {
   }
   auto status = faultctl({"status"});
   EXPECT_NE(status.out.find("nothing installed"), std::string::npos) << status.describe();
+}
+
+// faultctl uninstall of a private layout (FAULTLINE_BPFFS_ROOT: a test's, a
+// bench's) beside another live state: it waits for its own programs only, and
+// leaves the neighbour's fault in effect.
+TEST_P(Uninstall, APrivateLayoutLeavesItsNeighbourAlone) {
+  const std::string b = kAddrB;
+  start_server({"udp-echo", std::to_string(kEchoPort)});
+  UdpProbe probe(net().a(), b, kEchoPort);
+  ChildProcess run = start_run("partition", {"--target", b, "--direction", "both", "--duration", "60s"});
+  ASSERT_TRUE(wait_started(run));
+  ASSERT_FALSE(probe.reachable(200ms)) << "the partition is not in effect";
+
+  const std::string other = bpffs_root() + "-neighbour";
+  const auto started = std::chrono::steady_clock::now();
+  auto r = run_command({FAULTCTL_PATH, "uninstall"}, {.env = {"FAULTLINE_BPFFS_ROOT=" + other}}, 20s);
+  const auto took = std::chrono::steady_clock::now() - started;
+  fltest::remove_test_bpffs_root(other);
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_NE(r.out.find("uninstalled"), std::string::npos) << r.out;
+  EXPECT_LT(took, 1500ms) << "it waited for programs that are not its own";
+  EXPECT_FALSE(our_programs().empty()) << "the neighbour's programs were detached";
+  EXPECT_FALSE(probe.reachable(200ms)) << "the neighbour's partition must stay in effect";
+  ASSERT_TRUE(faultctl({"abort", "--all"}).status.is(0));
+  EXPECT_TRUE(run.wait(5s));
 }
 
 FLE2E_ON_BOTH_ATTACH_PATHS(Uninstall);
