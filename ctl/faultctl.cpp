@@ -10,6 +10,7 @@
 #include "base/exit_code.h"
 #include "base/version.h"
 #include "ctl/commands/commands.h"
+#include "ctl/global_flags.h"
 #include "loader/libbpf_log.h"
 #include "userspace/ops/resource_state.h"
 
@@ -109,26 +110,10 @@ int main(int argc, char** argv) {
     return args.empty() ? kExitBadInput : kExitCompleted;
   }
   // The control plane: global flags before the command, or the environment.
-  std::string cp_url, cp_token;
-  if (const char* e = std::getenv("FAULTLINE_CP"); e && *e) cp_url = e;
-  if (const char* e = std::getenv("FAULTLINE_CP_TOKEN"); e && *e) cp_token = e;
-  bool cp_flag_given = false;
-  while (!args.empty() && (args[0].rfind("--control-plane", 0) == 0 || args[0].rfind("--token", 0) == 0)) {
-    const std::string flag = args[0].substr(0, args[0].find('='));
-    if (flag != "--control-plane" && flag != "--token") break;
-    std::string value;
-    if (args[0].find('=') != std::string::npos) {
-      value = args[0].substr(args[0].find('=') + 1);
-      args.erase(args.begin());
-    } else if (args.size() >= 2) {
-      value = args[1];
-      args.erase(args.begin(), args.begin() + 2);
-    } else {
-      std::cerr << "faultctl: " << flag << " needs a value\n";
-      return kExitBadInput;
-    }
-    (flag == "--token" ? cp_token : cp_url) = value;
-    if (flag == "--control-plane") cp_flag_given = true;
+  auto global = take_global_flags(args, [](const char* name) { return std::getenv(name); });
+  if (!global) {
+    std::cerr << "faultctl: " << global.error().message << "\n";
+    return kExitBadInput;
   }
   if (args.empty()) {
     std::cerr << "faultctl: a command is needed after the control plane's flags (run, list, watch, abort)\n";
@@ -143,10 +128,10 @@ int main(int argc, char** argv) {
   // `policy put|get|export|apply` are the control plane's with --control-plane
   // on the command line (FAULTLINE_CP alone does not turn a host's own
   // `policy export|apply` into the workspace's).
-  const bool remote_policy = name == "policy" && cp_flag_given && !args.empty() &&
+  const bool remote_policy = name == "policy" && global->cp_flag_given && !args.empty() &&
                              (args[0] == "put" || args[0] == "get" || args[0] == "export" || args[0] == "apply");
   const bool remote_command = name == "run" || name == "list" || name == "watch" || name == "abort" || remote_policy;
-  if (!cp_url.empty() && remote_command) return cmd_remote(name, args, cp_url, cp_token);
+  if (!global->cp_url.empty() && remote_command) return cmd_remote(name, args, global->cp_url, global->cp_token);
   if (name == "list" || name == "watch") {
     std::cerr << "faultctl: " << name << " asks a control plane: give --control-plane URL (or FAULTLINE_CP)\n";
     return kExitBadInput;

@@ -6,6 +6,8 @@
 
 #include <variant>
 
+#include "ctl/global_flags.h"
+
 namespace faultline {
 namespace {
 
@@ -65,6 +67,67 @@ TEST(RunCommand, ADryRunNeedsNoRoot) {
   EXPECT_TRUE(root_needed(unless, Args{Flags{false}}));
   EXPECT_FALSE(root_needed(kRootNever, Args{}));
   EXPECT_TRUE(root_needed(RootNeed{RootNeed::When::Always, "needs root"}, Args{Flags{true}}));
+}
+
+// faultctl [--control-plane URL] [--token TOKEN] COMMAND: the flags before the
+// command are taken off; the environment stands in for a flag not given.
+const char* no_env(const char*) { return nullptr; }
+
+TEST(GlobalFlags, BothFormsAreTakenOffAndTheCommandStays) {
+  std::vector<std::string> args = {
+      "--control-plane", "http://127.0.0.1:7070", "--token=fl_api_x", "run", "--token", "t"};
+  auto r = take_global_flags(args, no_env);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->cp_url, "http://127.0.0.1:7070");
+  EXPECT_EQ(r->cp_token, "fl_api_x");
+  EXPECT_TRUE(r->cp_flag_given);
+  EXPECT_EQ(args, (std::vector<std::string>{"run", "--token", "t"})) << "a command's own flags are not global";
+}
+
+TEST(GlobalFlags, TheEnvironmentStandsInAndAFlagWins) {
+  auto env = [](const char* name) -> const char* {
+    const std::string n = name;
+    return n == "FAULTLINE_CP" ? "http://from-env:1" : n == "FAULTLINE_CP_TOKEN" ? "env-token" : nullptr;
+  };
+  std::vector<std::string> args = {"list"};
+  auto from_env = take_global_flags(args, env);
+  ASSERT_TRUE(from_env.ok());
+  EXPECT_EQ(from_env->cp_url, "http://from-env:1");
+  EXPECT_EQ(from_env->cp_token, "env-token");
+  EXPECT_FALSE(from_env->cp_flag_given) << "FAULTLINE_CP alone is not the flag";
+
+  args = {"--token", "flag-token", "list"};
+  auto flag = take_global_flags(args, env);
+  ASSERT_TRUE(flag.ok());
+  EXPECT_EQ(flag->cp_token, "flag-token");
+  EXPECT_EQ(flag->cp_url, "http://from-env:1");
+  EXPECT_EQ(args, std::vector<std::string>{"list"});
+}
+
+TEST(GlobalFlags, AMissingOrEmptyValueIsBadInputAndNothingIsTaken) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--control-plane"}, "--control-plane"},
+      {{"--token"}, "--token"},
+      {{"--token="}, "--token"},
+      {{"--control-plane", ""}, "--control-plane"},
+      {{"--token", "x", "--control-plane"}, "--control-plane"},
+  };
+  for (const auto& [words, flag] : cases) {
+    std::vector<std::string> args = words;
+    auto r = take_global_flags(args, no_env);
+    ASSERT_FALSE(r.ok()) << flag;
+    EXPECT_TRUE(r.error().bad_input);
+    EXPECT_EQ(r.error().message.rfind(flag, 0), 0u) << r.error().message;
+    EXPECT_EQ(args, words) << "args are left as they were";
+  }
+}
+
+TEST(GlobalFlags, ALookAlikeIsNotAGlobalFlag) {
+  std::vector<std::string> args = {"--tokens", "x", "run"};
+  auto r = take_global_flags(args, no_env);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->cp_token.empty());
+  EXPECT_EQ(args.front(), "--tokens") << "left for the command parser to refuse";
 }
 
 }  // namespace
