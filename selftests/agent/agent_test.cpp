@@ -558,6 +558,31 @@ class AgentKindsTest : public AgentTest {
   std::string attached(const fltest::TestCgroup& cg) const {
     return fltest::run_command({"bpftool", "cgroup", "show", cg.path()}, {}, 10s).out;
   }
+  // A python3 server on loopback whose script prints "PORT <n>" once it
+  // listens; port is "" if it never did.
+  struct LoopbackServer {
+    ChildProcess process;
+    std::string port;
+  };
+  static LoopbackServer start_loopback_server(const std::string& script) {
+    auto process = ChildProcess::spawn({"python3", "-c", script});
+    auto line = process.wait_line_starting("PORT ", 10s);
+    return {std::move(process), line ? line->substr(5) : ""};
+  }
+  // A python3 client run in the cgroup that prints one number: it, or -1.
+  static int python_number_from(const fltest::TestCgroup& cg, const std::string& script) {
+    auto r = fltest::run_command({"python3", "-c", script}, {.cgroup = cg.path()}, 20s);
+    return r.status.is(0) ? std::stoi(r.out) : -1;
+  }
+  // The experiment was aborted by the API: cancelled, with a record that says so.
+  void expect_aborted(int64_t id) {
+    EXPECT_TRUE(
+        eventually([&] { return experiment(id).contains("record") && !experiment(id)["record"].is_null(); }, 5s))
+        << experiment(id).dump();
+    auto e = experiment(id);
+    EXPECT_EQ(e.value("status", ""), "cancelled") << e.dump();
+    EXPECT_EQ(e["record"].value("outcome", ""), "aborted") << e.dump();
+  }
 };
 
 // A loopback listener, so that a connect that fails failed by the fault.
@@ -690,22 +715,19 @@ TEST_P(AgentKindsTest, ATcpToxicOnACgroupSlowsItsConnectionsUntilAborted) {
       "            c.sendall(b)\n"
       "while True:\n"
       "    c, _ = srv.accept(); threading.Thread(target=echo, args=(c,), daemon=True).start()\n";
-  auto server = ChildProcess::spawn({"python3", "-c", echo});
-  auto line = server.wait_line_starting("PORT ", 10s);
-  ASSERT_TRUE(line) << server.describe();
-  const std::string port = line->substr(5);
+  auto server = start_loopback_server(echo);
+  ASSERT_FALSE(server.port.empty()) << server.process.describe();
+  const std::string port = server.port;
   // One connection, one timed round trip, from the cgroup: milliseconds, or -1.
   auto rtt = [&] {
-    const std::string client =
-        "import socket, time\n"
-        "t = time.monotonic(); s = socket.create_connection(('127.0.0.1', " +
-        port +
-        "), timeout=10)\n"
-        "s.sendall(b'ping'); got = b''\n"
-        "while len(got) < 4: got += s.recv(16)\n"
-        "print(int((time.monotonic() - t) * 1000))\n";
-    auto r = fltest::run_command({"python3", "-c", client}, {.cgroup = cg.path()}, 20s);
-    return r.status.is(0) ? std::stoi(r.out) : -1;
+    return python_number_from(cg,
+                              "import socket, time\n"
+                              "t = time.monotonic(); s = socket.create_connection(('127.0.0.1', " +
+                                  port +
+                                  "), timeout=10)\n"
+                                  "s.sendall(b'ping'); got = b''\n"
+                                  "while len(got) < 4: got += s.recv(16)\n"
+                                  "print(int((time.monotonic() - t) * 1000))\n");
   };
   ASSERT_GE(rtt(), 0);
   ASSERT_LT(rtt(), 300);
@@ -725,14 +747,10 @@ TEST_P(AgentKindsTest, ATcpToxicOnACgroupSlowsItsConnectionsUntilAborted) {
   ASSERT_EQ(call("POST", "/v1/experiments/" + std::to_string(id) + "/abort", session_).status, 200);
   int fast = -1;
   EXPECT_TRUE(eventually([&] { return (fast = rtt()) >= 0 && fast < 300; }, 5s)) << fast << faultd_->describe();
-  EXPECT_TRUE(eventually([&] { return experiment(id).contains("record") && !experiment(id)["record"].is_null(); }, 5s))
-      << experiment(id).dump();
-  auto e = experiment(id);
-  EXPECT_EQ(e.value("status", ""), "cancelled") << e.dump();
-  EXPECT_EQ(e["record"].value("outcome", ""), "aborted") << e.dump();
+  expect_aborted(id);
   EXPECT_TRUE(status()["tcp_faults"].empty()) << status().dump();
   EXPECT_EQ(attached(cg).find("fl_"), std::string::npos) << attached(cg);
-  server.kill_and_reap();
+  server.process.kill_and_reap();
 }
 
 // An HTTP status fault on a test cgroup's requests to a loopback HTTP server:
@@ -750,21 +768,18 @@ TEST_P(AgentKindsTest, AnHttpStatusFaultOnACgroupIsSeenUntilAborted) {
       "    def log_message(self, *a): pass\n"
       "srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), H)\n"
       "print('PORT', srv.server_address[1], flush=True); srv.serve_forever()\n";
-  auto server = ChildProcess::spawn({"python3", "-c", web});
-  auto line = server.wait_line_starting("PORT ", 10s);
-  ASSERT_TRUE(line) << server.describe();
-  const std::string port = line->substr(5);
+  auto server = start_loopback_server(web);
+  ASSERT_FALSE(server.port.empty()) << server.process.describe();
+  const std::string port = server.port;
   // The status of a GET of `path` from the cgroup (a new connection each), or -1.
   auto get = [&](const std::string& path) {
-    const std::string client =
-        "import http.client\n"
-        "c = http.client.HTTPConnection('127.0.0.1', " +
-        port +
-        ", timeout=10)\n"
-        "c.request('GET', '" +
-        path + "'); print(c.getresponse().status)\n";
-    auto r = fltest::run_command({"python3", "-c", client}, {.cgroup = cg.path()}, 20s);
-    return r.status.is(0) ? std::stoi(r.out) : -1;
+    return python_number_from(cg,
+                              "import http.client\n"
+                              "c = http.client.HTTPConnection('127.0.0.1', " +
+                                  port +
+                                  ", timeout=10)\n"
+                                  "c.request('GET', '" +
+                                  path + "'); print(c.getresponse().status)\n");
   };
   ASSERT_EQ(get("/fail"), 200);
   start_faultd();
@@ -785,13 +800,9 @@ TEST_P(AgentKindsTest, AnHttpStatusFaultOnACgroupIsSeenUntilAborted) {
   ASSERT_EQ(call("POST", "/v1/experiments/" + std::to_string(id) + "/abort", session_).status, 200);
   int back = -1;
   EXPECT_TRUE(eventually([&] { return (back = get("/fail")) == 200; }, 5s)) << back << faultd_->describe();
-  EXPECT_TRUE(eventually([&] { return experiment(id).contains("record") && !experiment(id)["record"].is_null(); }, 5s))
-      << experiment(id).dump();
-  auto e = experiment(id);
-  EXPECT_EQ(e.value("status", ""), "cancelled") << e.dump();
-  EXPECT_EQ(e["record"].value("outcome", ""), "aborted") << e.dump();
+  expect_aborted(id);
   EXPECT_EQ(attached(cg).find("fl_"), std::string::npos) << attached(cg);
-  server.kill_and_reap();
+  server.process.kill_and_reap();
 }
 
 // faultctl --control-plane run syscall|cpu|tcp|http: the flags become the spec; a flag

@@ -141,6 +141,39 @@ class ProxyRegistry::Impl {
     for (auto& w : workers_) w->set_toxics(e.id, set);
   }
 
+  // One of a proxy's named lists, its toxics (&ProxyEntry::toxics,
+  // &ToxicEntry::toxic) or its HTTP faults (&ProxyEntry::http_faults,
+  // &HttpFaultEntry::fault): the item called `name`, removed, or all cleared.
+  // The callers hold mu_; a change is published to the workers.
+  template <auto kList, auto kItem>
+  auto get_named(const std::string& proxy, const std::string& name, const char* not_found)
+      -> Result<std::remove_cvref_t<decltype((std::declval<ProxyEntry&>().*kList).front().*kItem)>> {
+    auto found = find(proxy);
+    if (!found) return found.error();
+    for (const auto& entry : (*found)->*kList)
+      if ((entry.*kItem).name == name) return entry.*kItem;
+    return make_error(ENOENT, not_found);
+  }
+  template <auto kList, auto kItem>
+  Status remove_named(const std::string& proxy, const std::string& name, const char* not_found) {
+    auto found = find(proxy);
+    if (!found) return found.error();
+    auto& list = (*found)->*kList;
+    auto it = std::find_if(list.begin(), list.end(), [&](const auto& entry) { return (entry.*kItem).name == name; });
+    if (it == list.end()) return make_error(ENOENT, not_found);
+    list.erase(it);
+    publish_toxics(**found);
+    return {};
+  }
+  template <auto kList>
+  Status clear_list(const std::string& proxy) {
+    auto found = find(proxy);
+    if (!found) return found.error();
+    ((*found)->*kList).clear();
+    publish_toxics(**found);
+    return {};
+  }
+
   static Status check_config(const ProxyConfig& c) {
     if (c.name.empty()) return input_error(EINVAL, "proxy: \"name\": missing or empty");
     if (c.listen.empty()) return input_error(EINVAL, "proxy: \"listen\": missing or empty");
@@ -325,32 +358,17 @@ Result<Toxic> ProxyRegistry::update_toxic(const std::string& proxy, const std::s
 
 Status ProxyRegistry::remove_toxic(const std::string& proxy, const std::string& toxic) {
   std::lock_guard lock(impl_->mu_);
-  auto found = impl_->find(proxy);
-  if (!found) return found.error();
-  ProxyEntry& e = **found;
-  auto it = std::find_if(e.toxics.begin(), e.toxics.end(), [&](const ToxicEntry& t) { return t.toxic.name == toxic; });
-  if (it == e.toxics.end()) return make_error(ENOENT, "toxic not found");
-  e.toxics.erase(it);
-  impl_->publish_toxics(e);
-  return {};
+  return impl_->remove_named<&ProxyEntry::toxics, &ToxicEntry::toxic>(proxy, toxic, "toxic not found");
 }
 
 Result<Toxic> ProxyRegistry::get_toxic(const std::string& proxy, const std::string& toxic) const {
   std::lock_guard lock(impl_->mu_);
-  auto found = impl_->find(proxy);
-  if (!found) return found.error();
-  for (const auto& t : (*found)->toxics)
-    if (t.toxic.name == toxic) return t.toxic;
-  return make_error(ENOENT, "toxic not found");
+  return impl_->get_named<&ProxyEntry::toxics, &ToxicEntry::toxic>(proxy, toxic, "toxic not found");
 }
 
 Status ProxyRegistry::clear_toxics(const std::string& proxy) {
   std::lock_guard lock(impl_->mu_);
-  auto found = impl_->find(proxy);
-  if (!found) return found.error();
-  (*found)->toxics.clear();
-  impl_->publish_toxics(**found);
-  return {};
+  return impl_->clear_list<&ProxyEntry::toxics>(proxy);
 }
 
 Result<ProxyStats> ProxyRegistry::stats(const std::string& name) const {
@@ -446,33 +464,17 @@ Result<HttpFault> ProxyRegistry::add_http_fault(const std::string& proxy, const 
 
 Status ProxyRegistry::remove_http_fault(const std::string& proxy, const std::string& fault) {
   std::lock_guard lock(impl_->mu_);
-  auto found = impl_->find(proxy);
-  if (!found) return found.error();
-  ProxyEntry& e = **found;
-  auto it = std::find_if(e.http_faults.begin(), e.http_faults.end(),
-                         [&](const HttpFaultEntry& f) { return f.fault.name == fault; });
-  if (it == e.http_faults.end()) return make_error(ENOENT, "http fault not found");
-  e.http_faults.erase(it);
-  impl_->publish_toxics(e);
-  return {};
+  return impl_->remove_named<&ProxyEntry::http_faults, &HttpFaultEntry::fault>(proxy, fault, "http fault not found");
 }
 
 Result<HttpFault> ProxyRegistry::get_http_fault(const std::string& proxy, const std::string& fault) const {
   std::lock_guard lock(impl_->mu_);
-  auto found = impl_->find(proxy);
-  if (!found) return found.error();
-  for (const auto& f : (*found)->http_faults)
-    if (f.fault.name == fault) return f.fault;
-  return make_error(ENOENT, "http fault not found");
+  return impl_->get_named<&ProxyEntry::http_faults, &HttpFaultEntry::fault>(proxy, fault, "http fault not found");
 }
 
 Status ProxyRegistry::clear_http_faults(const std::string& proxy) {
   std::lock_guard lock(impl_->mu_);
-  auto found = impl_->find(proxy);
-  if (!found) return found.error();
-  (*found)->http_faults.clear();
-  impl_->publish_toxics(**found);
-  return {};
+  return impl_->clear_list<&ProxyEntry::http_faults>(proxy);
 }
 
 Status ProxyRegistry::set_http_limits(const std::string& proxy, const HttpLimits& limits) {
