@@ -3,7 +3,7 @@ BUILD ?= build
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build test demo bench fuzz fmt lint clean vmtest kernel-report install
+.PHONY: all deps build test demo bench build-time fuzz fmt lint clean vmtest kernel-report install
 
 all: build
 
@@ -43,6 +43,11 @@ demo: deps $(BUILD)/build.ninja
 
 bench: build
 	@scripts/bench.sh $(BUILD)
+
+# The compile-time budget: a from-scratch build in a throw-away folder, the
+# compile time per target (docs/code-map.md, "Building, and its compile time").
+build-time: deps
+	@scripts/build-time.sh $(JOBS)
 
 # libFuzzer runs of every parser of untrusted bytes (clang, ASan, UBSan), 30 s each.
 FUZZ_SECONDS ?= 30
