@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "e2e_fixture.h"
@@ -13,7 +14,19 @@
 namespace fle2e {
 namespace {
 
-class Uninstall : public E2eTest {};
+class Uninstall : public E2eTest {
+ protected:
+  // B's echo server, and a partition to B both ways by `faultctl run`, in effect.
+  void start_partition() {
+    start_server({"udp-echo", std::to_string(kEchoPort)});
+    probe_.emplace(net().a(), kAddrB, kEchoPort);
+    run_.emplace(start_run("partition", {"--target", kAddrB, "--direction", "both", "--duration", "60s"}));
+    ASSERT_TRUE(wait_started(*run_));
+    ASSERT_FALSE(probe_->reachable(200ms)) << "the partition is not in effect";
+  }
+  std::optional<UdpProbe> probe_;
+  std::optional<ChildProcess> run_;
+};
 
 TEST_P(Uninstall, LeavesNoProgramPinOrQdiscBehind) {
   // The test wants no netfault program at all left in the kernel afterwards,
@@ -22,14 +35,9 @@ TEST_P(Uninstall, LeavesNoProgramPinOrQdiscBehind) {
     GTEST_SKIP() << "\n*** SKIPPED: another Faultline state is live on this machine (" << describe(foreign)
                  << "), and this test counts every netfault program. Run again when it is gone. ***";
   }
-  const std::string b = kAddrB;
-  start_server({"udp-echo", std::to_string(kEchoPort)});
-  UdpProbe probe(net().a(), b, kEchoPort);
-  ChildProcess run = start_run("partition", {"--target", b, "--direction", "both", "--duration", "60s"});
-  ASSERT_TRUE(wait_started(run));
-  ASSERT_FALSE(probe.reachable(200ms)) << "the partition is not in effect";
-  run.signal(SIGKILL);
-  ASSERT_TRUE(run.wait(2s));
+  ASSERT_NO_FATAL_FAILURE(start_partition());
+  run_->signal(SIGKILL);
+  ASSERT_TRUE(run_->wait(2s));
   ASSERT_FALSE(our_programs().empty()) << "the crashed run's programs should still be attached";
   if (attach() == "tc") {
     ASSERT_TRUE(has_clsact(net().a(), kDevA)) << qdiscs(net().a(), kDevA);
@@ -38,7 +46,7 @@ TEST_P(Uninstall, LeavesNoProgramPinOrQdiscBehind) {
   auto r = faultctl({"uninstall"});
   ASSERT_TRUE(r.status.is(0)) << r.describe();
   EXPECT_NE(r.out.find("uninstalled"), std::string::npos) << r.out;
-  EXPECT_TRUE(probe.reachable(100ms)) << "traffic must pass right after uninstall";
+  EXPECT_TRUE(probe_->reachable(100ms)) << "traffic must pass right after uninstall";
 
   // The kernel's own list, twice: through the bpf syscall, and through bpftool.
   std::vector<NetfaultProg> left;
@@ -70,13 +78,7 @@ TEST_P(Uninstall, LeavesNoProgramPinOrQdiscBehind) {
 // bench's) beside another live state: it waits for its own programs only, and
 // leaves the neighbour's fault in effect.
 TEST_P(Uninstall, APrivateLayoutLeavesItsNeighbourAlone) {
-  const std::string b = kAddrB;
-  start_server({"udp-echo", std::to_string(kEchoPort)});
-  UdpProbe probe(net().a(), b, kEchoPort);
-  ChildProcess run = start_run("partition", {"--target", b, "--direction", "both", "--duration", "60s"});
-  ASSERT_TRUE(wait_started(run));
-  ASSERT_FALSE(probe.reachable(200ms)) << "the partition is not in effect";
-
+  ASSERT_NO_FATAL_FAILURE(start_partition());
   const std::string other = bpffs_root() + "-neighbour";
   const auto started = std::chrono::steady_clock::now();
   auto r = run_command({FAULTCTL_PATH, "uninstall"}, {.env = {"FAULTLINE_BPFFS_ROOT=" + other}}, 20s);
@@ -86,9 +88,9 @@ TEST_P(Uninstall, APrivateLayoutLeavesItsNeighbourAlone) {
   EXPECT_NE(r.out.find("uninstalled"), std::string::npos) << r.out;
   EXPECT_LT(took, 1500ms) << "it waited for programs that are not its own";
   EXPECT_FALSE(our_programs().empty()) << "the neighbour's programs were detached";
-  EXPECT_FALSE(probe.reachable(200ms)) << "the neighbour's partition must stay in effect";
+  EXPECT_FALSE(probe_->reachable(200ms)) << "the neighbour's partition must stay in effect";
   ASSERT_TRUE(faultctl({"abort", "--all"}).status.is(0));
-  EXPECT_TRUE(run.wait(5s));
+  EXPECT_TRUE(run_->wait(5s));
 }
 
 FLE2E_ON_BOTH_ATTACH_PATHS(Uninstall);
