@@ -94,6 +94,19 @@ Result<bool> spec_bool(const nlohmann::json& spec, const char* field) {
   return spec[field].get<bool>();
 }
 
+Result<std::vector<std::string>> spec_strings(const nlohmann::json& spec, const char* field, const std::string& shape,
+                                              const std::string& example) {
+  const nlohmann::json& x = spec[field];
+  if (!x.is_array() || x.empty()) return spec_field_error(field, "an array of " + shape + " texts, e.g. " + example);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (!x[i].is_string())
+      return spec_field_error(std::string(field) + "[" + std::to_string(i) + "]", "must be a string (" + shape + ")");
+    out.push_back(x[i].get<std::string>());
+  }
+  return out;
+}
+
 Status spec_known_fields(const nlohmann::json& spec, std::span<const char* const> known, const std::string& what) {
   if (!spec.is_object()) return input_error(EINVAL, "spec: not a JSON object");
   for (const auto& item : spec.items()) {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "base/result.h"
 
@@ -40,6 +41,10 @@ struct FlagField {
 [[nodiscard]] Result<uint64_t> spec_uint(const nlohmann::json& spec, const char* field, uint64_t lo, uint64_t hi);
 [[nodiscard]] Result<double> spec_number(const nlohmann::json& spec, const char* field);
 [[nodiscard]] Result<bool> spec_bool(const nlohmann::json& spec, const char* field);
+// A non-empty array of strings, each a `shape` ("NAME=VALUE"); `example` is a
+// whole value the errors show ("[\"X-Tenant=blue\"]").
+[[nodiscard]] Result<std::vector<std::string>> spec_strings(const nlohmann::json& spec, const char* field,
+                                                            const std::string& shape, const std::string& example);
 
 // The required duration_sec, within [min_ns, max_ns] in whole seconds, in ns.
 [[nodiscard]] Result<uint64_t> spec_duration_ns(const nlohmann::json& spec, uint64_t min_ns, uint64_t max_ns);

@@ -102,8 +102,10 @@ std::string tcp_host_of(const std::string& t) {
   return colon == std::string::npos ? t : t.substr(0, colon);
 }
 
-// spec.target: HOST:PORT whose host is an address or CIDR prefix.
-Result<TcpTarget> stream_target_of(const nlohmann::json& spec, const std::string& example) {
+// The start of both stream kinds' readers: a JSON object whose spec.target is
+// HOST:PORT with an address or CIDR prefix as host, into a spec with that target.
+Result<TcpFaultSpec> stream_spec_with_target(const nlohmann::json& spec, const std::string& example) {
+  if (!spec.is_object()) return input_error(EINVAL, "spec: not a JSON object");
   if (!spec.contains("target")) return spec_field_error("target", "is required (HOST:PORT, e.g. " + example + ")");
   auto target = spec_string(spec, "target");
   if (!target) return target.error();
@@ -113,7 +115,9 @@ Result<TcpTarget> stream_target_of(const nlohmann::json& spec, const std::string
                                           "by whoever reads the spec, not where the fault runs)");
   auto t = parse_tcp_target(*target);
   if (!t) return spec_field_error("target", t.error().message);
-  return std::move(*t);
+  TcpFaultSpec s;
+  s.target = std::move(*t);
+  return s;
 }
 
 // duration_sec, cgroup and drain_ms (the flags parse_stream_run_flags reads).
@@ -135,12 +139,9 @@ Status stream_run_fields(const nlohmann::json& spec, TcpFaultSpec& s) {
 std::span<const char* const> tcp_spec_fields() { return kTcpFields; }
 
 Result<TcpFaultSpec> tcp_spec_from_json(const nlohmann::json& spec) {
-  if (!spec.is_object()) return input_error(EINVAL, "spec: not a JSON object");
-  TcpFaultSpec s;
-  if (auto t = stream_target_of(spec, "\"10.0.0.5:5432\""); !t)
-    return t.error();
-  else
-    s.target = std::move(*t);
+  auto started = stream_spec_with_target(spec, "\"10.0.0.5:5432\"");
+  if (!started) return started.error();
+  TcpFaultSpec s = std::move(*started);
   Stream stream = Stream::downstream;
   if (spec.contains("direction")) {
     auto d = spec_string(spec, "direction");
@@ -156,15 +157,11 @@ Result<TcpFaultSpec> tcp_spec_from_json(const nlohmann::json& spec) {
     if (*x < 0 || *x > 1) return spec_field_error("toxicity", "a share of connections from 0 to 1 (e.g. 0.3)");
     toxicity = *x;
   }
-  if (!spec.contains("toxic") || !spec["toxic"].is_array() || spec["toxic"].empty())
-    return spec_field_error("toxic", "is required: an array of --toxic texts, e.g. [\"latency=200ms,jitter=20ms\"]");
-  std::vector<std::string> texts;
-  for (size_t i = 0; i < spec["toxic"].size(); ++i) {
-    if (!spec["toxic"][i].is_string())
-      return spec_field_error("toxic[" + std::to_string(i) + "]", "must be a string (TYPE=VALUE[,KEY=VALUE...])");
-    texts.push_back(spec["toxic"][i].get<std::string>());
-  }
-  auto toxics = parse_toxics(texts, stream, toxicity);
+  constexpr const char* kToxicExample = "[\"latency=200ms,jitter=20ms\"]";
+  if (!spec.contains("toxic")) return spec_field_error("toxic", std::string("is required, e.g. ") + kToxicExample);
+  auto texts = spec_strings(spec, "toxic", "TYPE=VALUE[,KEY=VALUE...]", kToxicExample);
+  if (!texts) return texts.error();
+  auto toxics = parse_toxics(*texts, stream, toxicity);
   if (!toxics) return spec_error_from_flags(toxics.error(), kTcpFlagFields, "toxic");
   s.toxics = std::move(*toxics);
   FL_TRY(stream_run_fields(spec, s));
@@ -175,12 +172,9 @@ Result<TcpFaultSpec> tcp_spec_from_json(const nlohmann::json& spec) {
 std::span<const char* const> http_spec_fields() { return kHttpFields; }
 
 Result<TcpFaultSpec> http_spec_from_json(const nlohmann::json& spec) {
-  if (!spec.is_object()) return input_error(EINVAL, "spec: not a JSON object");
-  TcpFaultSpec s;
-  if (auto t = stream_target_of(spec, "\"10.0.0.5:8080\""); !t)
-    return t.error();
-  else
-    s.target = std::move(*t);
+  auto started = stream_spec_with_target(spec, "\"10.0.0.5:8080\"");
+  if (!started) return started.error();
+  TcpFaultSpec s = std::move(*started);
   // Each field as its flag's text, for the checks of `faultctl run http`.
   HttpFlagValues v;
   for (const auto& [field, flag] : kHttpWords) {
@@ -204,13 +198,9 @@ Result<TcpFaultSpec> http_spec_from_json(const nlohmann::json& spec) {
       if (!b) return b.error();
       if (*b) v.given[flag] = {""};
     } else {
-      if (!x.is_array() || x.empty())
-        return spec_field_error(field, "an array of NAME=VALUE texts, e.g. [\"X-Tenant=blue\"]");
-      for (size_t i = 0; i < x.size(); ++i) {
-        if (!x[i].is_string())
-          return spec_field_error(std::string(field) + "[" + std::to_string(i) + "]", "must be a string (NAME=VALUE)");
-        v.given[flag].push_back(x[i].get<std::string>());
-      }
+      auto texts = spec_strings(spec, field, "NAME=VALUE", "[\"X-Tenant=blue\"]");
+      if (!texts) return texts.error();
+      v.given[flag] = std::move(*texts);
     }
   }
   if (auto h = http_fault_from_flags(v, s); !h) return spec_error_from_flags(h.error(), kHttpFlagFields, "kind");
