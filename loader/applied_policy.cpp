@@ -216,7 +216,7 @@ Status PolicyGenerations::clear_source(uint32_t gen) const {
 }
 
 Result<AppliedScope> AppliedScope::create(const std::string& dir, int gen_fd, int cgroup_fd) {
-  auto obj = SockaddrObject::load_applied(gen_fd);
+  auto obj = SockaddrObject::load_applied(gen_fd, dns_learner_probe().available);
   if (!obj) return obj.error();
   FL_TRY(obj->attach_applied(cgroup_fd));
   FL_TRY(obj->pin_applied(dir));
@@ -229,7 +229,7 @@ Result<AppliedScope> AppliedScope::open(const std::string& dir) {
   if (!p || !d || !a || !h || !s) return errno_error("cannot open the pinned maps in " + dir);
   UniqueFd w = pinned(dir + "/fl_dns_watch"), l = pinned(dir + "/fl_dns_learn"), ds = pinned(dir + "/fl_dns_stats");
   return AppliedScope(std::move(p), std::move(d), std::move(a), std::move(h), std::move(s), std::move(w), std::move(l),
-                      std::move(ds));
+                      std::move(ds), ::access((dir + "/fl_dns_ingress").c_str(), F_OK) == 0);
 }
 
 Status AppliedScope::fill(uint32_t gen, const ScopeImage& img) const {
@@ -254,6 +254,11 @@ Status AppliedScope::fill(uint32_t gen, const ScopeImage& img) const {
     if (!watch_)
       return make_error(ENOTSUP, "this scope was applied by a faultctl without host rules: delete the policy "
                                  "(faultctl policy delete) and apply it again");
+    if (!has_learner_)
+      return make_error(ENOTSUP,
+                        "this scope was applied without the DNS learner (fl_dns_ingress did not load "
+                        "then), so host rules would learn nothing: delete the policy (faultctl policy "
+                        "delete) and apply it again");
     // Replaces whatever an interrupted apply left in this (idle) generation.
     FL_TRY(clear_watch(watch_.get(), gen));
     for (const auto& [k0, w] : img.watch) {

@@ -80,6 +80,9 @@ class PolicyGenerations {
 class AppliedScope {
  public:
   // Loads an instance sharing gen_fd, attaches it to the cgroup, pins it in dir.
+  // With the DNS learner when it loads on this kernel; else without it (the
+  // scope then judges address rules only, and fill() refuses host rules), so
+  // that a policy of address rules never depends on the learner.
   [[nodiscard]] static Result<AppliedScope> create(const std::string& dir, int gen_fd, int cgroup_fd);
   [[nodiscard]] static Result<AppliedScope> open(const std::string& dir);
 
@@ -103,10 +106,12 @@ class AppliedScope {
   // Learned addresses with at least one name alive at now_ns.
   [[nodiscard]] Result<size_t> learned_count(uint64_t now_ns) const;
   [[nodiscard]] Result<fl_dns_stats> dns_stats() const;
+  // Whether fl_dns_ingress is attached to this scope (its link is pinned).
+  [[nodiscard]] bool has_dns_learner() const { return has_learner_; }
 
  private:
   AppliedScope(UniqueFd gpolicy, UniqueFd gdeny, UniqueFd gallow, UniqueFd ghits, UniqueFd stats, UniqueFd watch,
-               UniqueFd learn, UniqueFd dns_stats)
+               UniqueFd learn, UniqueFd dns_stats, bool has_learner)
       : gpolicy_(std::move(gpolicy)),
         gdeny_(std::move(gdeny)),
         gallow_(std::move(gallow)),
@@ -114,9 +119,11 @@ class AppliedScope {
         stats_(std::move(stats)),
         watch_(std::move(watch)),
         learn_(std::move(learn)),
-        dns_stats_(std::move(dns_stats)) {}
+        dns_stats_(std::move(dns_stats)),
+        has_learner_(has_learner) {}
   UniqueFd gpolicy_, gdeny_, gallow_, ghits_, stats_;
   UniqueFd watch_, learn_, dns_stats_;  // empty in a scope pinned before host rules existed
+  bool has_learner_ = false;
 };
 
 // Removes a scope's pins (its links detach) and its folder.

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "base/result.h"
+#include "loader/verifier_cost.h"
 
 namespace faultline {
 
@@ -30,7 +31,10 @@ class BpfSkeleton {
   // `what` names the programs in the error ("the netfault BPF programs"); the
   // object's name does when it is empty.
   [[nodiscard]] Status load(std::string_view what = {}) {
-    if (int err = Skel::load(skel_.get()); err != 0)
+    VerifierCostRecorder::before_load(skel_->obj);
+    const int err = Skel::load(skel_.get());
+    VerifierCostRecorder::after_load(skel_->obj, name_, err);
+    if (err != 0)
       return make_error(err, "cannot load " + (what.empty() ? name_ : std::string(what)) +
                                  " (set FAULTLINE_LIBBPF_LOG=1 for the verifier log)");
     return {};

@@ -6,10 +6,12 @@
 #include <netinet/in.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/utsname.h>
 
 #include <algorithm>
 #include <cstring>
 
+#include "base/unique_fd.h"
 #include "loader/features.h"
 #include "loader/map_ops.h"
 #include "sockaddr.skel.h"
@@ -86,12 +88,13 @@ Result<SockaddrObject> SockaddrObject::load(uint32_t rule_slots) {
   return SockaddrObject(std::move(skel));
 }
 
-Result<SockaddrObject> SockaddrObject::load_applied(int gen_fd) {
+Result<SockaddrObject> SockaddrObject::load_applied(int gen_fd, bool dns_learner) {
   auto opened = BpfSkeleton<fl_sockaddr>::open("sockaddr");
   if (!opened) return opened.error();
   BpfSkeleton<fl_sockaddr>& skel = *opened;
   skel->rodata->fl_skb_task_helpers = skb_task_helpers().available;
   skel->rodata->fl_sa_generations = 1;
+  bpf_program__set_autoload(skel->progs.fl_dns_ingress, dns_learner);
   if (int err = bpf_map__reuse_fd(skel->maps.fl_sa_gen, gen_fd); err != 0)
     return make_error(-err, "cannot share the applied policy's generation map");
   FL_TRY(skel.load("the sockaddr BPF programs"));
@@ -99,9 +102,27 @@ Result<SockaddrObject> SockaddrObject::load_applied(int gen_fd) {
 }
 
 Status SockaddrObject::attach_applied(int cgroup_fd) {
-  return attach_programs(cgroup_fd, {skel_->progs.fl_connect4, skel_->progs.fl_connect6, skel_->progs.fl_sendmsg4,
-                                     skel_->progs.fl_sendmsg6, skel_->progs.fl_skb_egress,
-                                     skel_->progs.fl_skb_ingress, skel_->progs.fl_dns_ingress});
+  std::vector<bpf_program*> progs = {skel_->progs.fl_connect4, skel_->progs.fl_connect6,   skel_->progs.fl_sendmsg4,
+                                     skel_->progs.fl_sendmsg6, skel_->progs.fl_skb_egress, skel_->progs.fl_skb_ingress};
+  if (bpf_program__fd(skel_->progs.fl_dns_ingress) >= 0) progs.push_back(skel_->progs.fl_dns_ingress);
+  return attach_programs(cgroup_fd, progs);
+}
+
+const FeatureProbe& dns_learner_probe() {
+  static const FeatureProbe p = [] {
+    utsname u{};
+    const std::string kernel = ::uname(&u) == 0 ? std::string(u.release) : std::string("this kernel");
+    const int gen = bpf_map_create(BPF_MAP_TYPE_ARRAY, "fl_sa_gen", 4, 4, 1, nullptr);
+    if (gen < 0)
+      return FeatureProbe{
+          false, "cannot create a BPF map to probe the DNS learner on " + kernel + ": " + std::strerror(errno)};
+    UniqueFd gen_fd(gen);
+    auto obj = SockaddrObject::load_applied(gen_fd.get(), true);
+    if (!obj)
+      return FeatureProbe{false, "fl_dns_ingress does not load on kernel " + kernel + ": " + obj.error().describe()};
+    return FeatureProbe{true, "fl_dns_ingress loads on kernel " + kernel};
+  }();
+  return p;
 }
 
 Status SockaddrObject::pin_applied(const std::string& dir) {

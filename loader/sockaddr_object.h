@@ -9,10 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
 #include "faultline/sockaddr_abi.h"
 #include "loader/bpf_link.h"
 #include "loader/bpf_skeleton.h"
-#include "base/result.h"
+#include "loader/features.h"
 
 struct fl_sockaddr;  // the bpftool skeleton
 struct bpf_program;
@@ -39,14 +40,22 @@ inline constexpr const char* kRedirectedConnsPin = "redirected_conns";
 [[nodiscard]] Result<std::optional<RedirectedConn>> take_redirected_conn(int conns_fd, const sockaddr* peer,
                                                                          const sockaddr* local);
 
+// Whether the DNS learner (fl_dns_ingress, the program host rules learn
+// addresses with) loads on this kernel: a real load of an applied instance,
+// once per process. The detail names the kernel and, when it does not load,
+// the loader's error.
+[[nodiscard]] const FeatureProbe& dns_learner_probe();
+
 class SockaddrObject {
  public:
   // rule_slots: how many allow/deny rules get a hit counter (ids 0..slots-1).
   [[nodiscard]] static Result<SockaddrObject> load(uint32_t rule_slots = 1);
   // An instance for an applied policy (faultctl policy apply): the hooks take
   // the policy, tries and counters of the generation gen_fd names (the one
-  // fl_sa_gen map every applied scope shares), not the single maps.
-  [[nodiscard]] static Result<SockaddrObject> load_applied(int gen_fd);
+  // fl_sa_gen map every applied scope shares), not the single maps. Without
+  // dns_learner, fl_dns_ingress is not loaded (nor attached): the instance
+  // judges address rules only, and host rules learn nothing.
+  [[nodiscard]] static Result<SockaddrObject> load_applied(int gen_fd, bool dns_learner = true);
   SockaddrObject(SockaddrObject&&) noexcept;
   SockaddrObject& operator=(SockaddrObject&&) noexcept;
   ~SockaddrObject();
@@ -64,7 +73,7 @@ class SockaddrObject {
   [[nodiscard]] Status attach_tcp_redirect(int cgroup_fd);
   // What an applied policy judges: connect, sendmsg and the cgroup_skb
   // accounting (the exfil cap), and the DNS answers its host rules learn
-  // addresses from (fl_dns_ingress). No errno injection, no redirect.
+  // addresses from (fl_dns_ingress, when loaded). No errno injection, no redirect.
   [[nodiscard]] Status attach_applied(int cgroup_fd);
   // Pins the generation maps of an applied instance beside its links (see
   // pin_links), and lets every pin outlive this object: an applied policy

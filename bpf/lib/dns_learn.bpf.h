@@ -112,7 +112,9 @@ static __always_inline int host_match(const struct sa_view *v, const struct fl_a
 }
 
 /* The watched names a question matches: its whole name exactly, and each
- * strict suffix as a wildcard (`*.suffix`). */
+ * strict suffix as a wildcard (`*.suffix`). Per CPU in a map, like the
+ * parser's scratch: to the verifier its fields are unknown, so each step of a
+ * loop over it looks the same and is checked once. */
 struct dns_match {
 	__u64 hash[FL_DNS_LEARN_SLOTS];
 	__u8 wild[FL_DNS_LEARN_SLOTS];
@@ -123,79 +125,105 @@ struct dns_match {
 	__u64 now;
 };
 
-static __attribute__((noinline)) long dns_match_step(__u64 i, void *ctx)
-{
-	struct dns_match *m = ctx;
-	struct fl_dns_scratch *s = fl_dns_scratch_get();
-	struct fl_dns_watch_key k;
-	struct fl_dns_watch *w;
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct dns_match);
+} fl_dns_mscr SEC(".maps");
 
-	if (!s || i >= s->qlabels || m->n >= FL_DNS_LEARN_SLOTS)
-		return 1;
-	__builtin_memset(&k, 0, sizeof(k));
-	k.hash = s->suffix[FL_DNS_IDX(i, FL_DNS_LABELS)];
-	k.gen = m->gen;
-	k.wild = i > 0;
-	w = bpf_map_lookup_elem(&fl_dns_watch, &k);
-	if (!w)
-		return 0;
-	m->hash[FL_DNS_IDX(m->n, FL_DNS_LEARN_SLOTS)] = k.hash;
-	m->wild[FL_DNS_IDX(m->n, FL_DNS_LEARN_SLOTS)] = k.wild;
-	m->ttl_min = w->ttl_min;
-	m->ttl_max = w->ttl_max;
-	m->n++;
-	return 0;
+static __always_inline struct dns_match *dns_match_get(void) {
+  __u32 zero = 0;
+
+  return bpf_map_lookup_elem(&fl_dns_mscr, &zero);
 }
 
-/* One address of the answer, learned under every matched name. */
-static __attribute__((noinline)) long dns_learn_step(__u64 i, void *ctx)
-{
-	struct dns_match *m = ctx;
-	struct fl_dns_scratch *s = fl_dns_scratch_get();
-	struct fl_dns_learned cur, *old;
-	struct fl_dns_stats *st;
-	struct fl_addr a;
-	__u64 ttl, exp;
+static __attribute__((noinline)) long dns_match_step(__u64 i, void *ctx) {
+  struct fl_dns_scratch *s = fl_dns_scratch_get();
+  struct dns_match *m = dns_match_get();
+  struct fl_dns_watch_key k;
+  struct fl_dns_watch *w;
 
-	if (!s || i >= s->naddrs)
-		return 1;
-	a = s->addr[FL_DNS_IDX(i, FL_DNS_MAX_ADDRS)];
-	ttl = s->ttl[FL_DNS_IDX(i, FL_DNS_MAX_ADDRS)];
-	if (ttl < m->ttl_min)
-		ttl = m->ttl_min;
-	if (ttl > m->ttl_max)
-		ttl = m->ttl_max;
-	exp = m->now + ttl * 1000000000ULL;
-	old = bpf_map_lookup_elem(&fl_dns_learn, &a);
-	if (old)
-		cur = *old;
-	else
-		__builtin_memset(&cur, 0, sizeof(cur));
-	for (int j = 0; j < FL_DNS_LEARN_SLOTS; j++) {
-		int slot = -1, oldest = 0;
+  (void)ctx;
+  if (!s || !m || i >= s->qlabels || m->n >= FL_DNS_LEARN_SLOTS) return 1;
+  __builtin_memset(&k, 0, sizeof(k));
+  k.hash = s->suffix[FL_DNS_IDX(i, FL_DNS_LABELS)];
+  k.gen = m->gen;
+  k.wild = i > 0;
+  w = bpf_map_lookup_elem(&fl_dns_watch, &k);
+  if (!w) return 0;
+  m->hash[FL_DNS_IDX(m->n, FL_DNS_LEARN_SLOTS)] = k.hash;
+  m->wild[FL_DNS_IDX(m->n, FL_DNS_LEARN_SLOTS)] = k.wild;
+  m->ttl_min = w->ttl_min;
+  m->ttl_max = w->ttl_max;
+  m->n++;
+  return 0;
+}
 
-		if (j >= m->n)
-			break;
-		for (int k = 0; k < FL_DNS_LEARN_SLOTS; k++) {
-			if (cur.n[k].hash == m->hash[j] && cur.n[k].wild == m->wild[j]) {
-				slot = k;
-				break;
-			}
-			if (cur.n[k].expires_ns < cur.n[oldest].expires_ns)
-				oldest = k;
-		}
-		if (slot < 0)
-			slot = oldest; /* an empty or expired slot, else the one to expire first */
-		cur.n[FL_DNS_IDX(slot, FL_DNS_LEARN_SLOTS)].hash = m->hash[j];
-		cur.n[FL_DNS_IDX(slot, FL_DNS_LEARN_SLOTS)].wild = m->wild[j];
-		cur.n[FL_DNS_IDX(slot, FL_DNS_LEARN_SLOTS)].expires_ns = exp;
-	}
-	if (bpf_map_update_elem(&fl_dns_learn, &a, &cur, BPF_ANY) == 0) {
-		st = dns_stats();
-		if (st)
-			st->learned++;
-	}
-	return 0;
+/* The i-th address of the answer, learned under every matched name.
+ *
+ * A global function (not static): the verifier checks it once, on its own,
+ * with i unknown, and its callers see only an unknown return value. As a
+ * static callback of bpf_loop it was checked in its caller's state, once per
+ * combination of the slot each name took (constants on the stack), and since
+ * 6.7 the verifier re-walks a callback until its states converge: that
+ * product reached the 1M-instruction limit on one 6.18 build (issue 24).
+ *
+ * The entry is updated in place, slot by slot, not copied and replaced: the
+ * stack copy is what made the states differ. A connect on another CPU may see
+ * a slot half written: a slot being taken over gets its expiry cleared first,
+ * so it is ignored (never matched under a wrong name) until complete. */
+__attribute__((noinline)) int fl_dns_learn_one(__u32 i) {
+  struct fl_dns_scratch *s = fl_dns_scratch_get();
+  struct dns_match *m = dns_match_get();
+  struct fl_dns_learned *l;
+  struct fl_dns_stats *st;
+  struct fl_addr a;
+  __u64 ttl, exp;
+
+  if (!s || !m || i >= s->naddrs || i >= FL_DNS_MAX_ADDRS) return 1;
+  a = s->addr[FL_DNS_IDX(i, FL_DNS_MAX_ADDRS)];
+  ttl = s->ttl[FL_DNS_IDX(i, FL_DNS_MAX_ADDRS)];
+  if (ttl < m->ttl_min) ttl = m->ttl_min;
+  if (ttl > m->ttl_max) ttl = m->ttl_max;
+  exp = m->now + ttl * 1000000000ULL;
+  l = bpf_map_lookup_elem(&fl_dns_learn, &a);
+  if (!l) {
+    struct fl_dns_learned empty;
+
+    __builtin_memset(&empty, 0, sizeof(empty));
+    bpf_map_update_elem(&fl_dns_learn, &a, &empty, BPF_NOEXIST);
+    l = bpf_map_lookup_elem(&fl_dns_learn, &a);
+    if (!l) return 0;
+  }
+  for (int j = 0; j < FL_DNS_LEARN_SLOTS; j++) {
+    int slot = -1, oldest = 0;
+
+    if (j >= m->n) break;
+    for (int k = 0; k < FL_DNS_LEARN_SLOTS; k++) {
+      if (l->n[k].hash == m->hash[j] && l->n[k].wild == m->wild[j]) {
+        slot = k;
+        break;
+      }
+      if (l->n[k].expires_ns < l->n[oldest].expires_ns) oldest = k;
+    }
+    if (slot < 0) {
+      /* an empty or expired slot, else the one to expire first */
+      slot = oldest;
+      l->n[slot].expires_ns = 0;
+      l->n[slot].hash = m->hash[j];
+      l->n[slot].wild = m->wild[j];
+    }
+    l->n[slot].expires_ns = exp;
+  }
+  st = dns_stats();
+  if (st) st->learned++;
+  return 0;
+}
+
+static __attribute__((noinline)) long dns_learn_step(__u64 i, void *ctx) {
+  (void)ctx;
+  return fl_dns_learn_one((__u32)i) ? 1 : 0;
 }
 
 /* The UDP payload of a response from port 53, or 0. */
@@ -237,27 +265,28 @@ int fl_dns_ingress(struct __sk_buff *skb)
 	struct fl_dns_scratch *s;
 	struct fl_dns_stats *st;
 	struct fl_sa_policy *p;
-	struct dns_match m;
-	__u32 zero = 0, *live, off, len = 0, ancount = 0, q;
+        struct dns_match *m;
+        __u32 zero = 0, *live, off, len = 0, ancount = 0, q, gen;
 
-	if (!fl_sa_generations)
+        if (!fl_sa_generations)
 		return 1;
 	live = bpf_map_lookup_elem(&fl_sa_gen, &zero);
 	if (!live)
 		return 1;
-	__builtin_memset(&m, 0, sizeof(m));
-	m.gen = *live;
-	p = bpf_map_lookup_elem(&fl_sa_gpolicy, &m.gen);
-	if (!p || !p->armed || !(p->flags & FL_SA_HAS_HOSTS))
+        gen = *live;
+        p = bpf_map_lookup_elem(&fl_sa_gpolicy, &gen);
+        if (!p || !p->armed || !(p->flags & FL_SA_HAS_HOSTS))
 		return 1;
 	off = dns_payload(skb, &len);
 	if (!off || len < 12)
 		return 1;
 	s = fl_dns_scratch_get();
 	st = dns_stats();
-	if (!s || !st)
-		return 1;
-	if (len > FL_DNS_BUF)
+        m = dns_match_get();
+        if (!s || !st || !m) return 1;
+        __builtin_memset(m, 0, sizeof(*m));
+        m->gen = gen;
+        if (len > FL_DNS_BUF)
 		len = FL_DNS_BUF; /* the rest is not read: records past it count as cut short */
 	if (bpf_skb_load_bytes(skb, off, s->msg, len))
 		return 1;
@@ -266,17 +295,16 @@ int fl_dns_ingress(struct __sk_buff *skb)
 	q = fl_dns_question(s, &ancount);
 	if (!q)
 		return 1;
-	bpf_loop(FL_DNS_LABELS, dns_match_step, &m, 0);
-	if (!m.n)
-		return 1;
-	st->matched++;
+        bpf_loop(FL_DNS_LABELS, dns_match_step, NULL, 0);
+        if (!m->n) return 1;
+        st->matched++;
 	if (fl_dns_answers(s, q, ancount)) {
 		st->malformed++;
 		return 1;
 	}
-	m.now = bpf_ktime_get_boot_ns();
-	bpf_loop(FL_DNS_MAX_ADDRS, dns_learn_step, &m, 0);
-	return 1;
+        m->now = bpf_ktime_get_boot_ns();
+        bpf_loop(FL_DNS_MAX_ADDRS, dns_learn_step, NULL, 0);
+        return 1;
 }
 
 #endif /* FAULTLINE_DNS_LEARN_BPF_H */

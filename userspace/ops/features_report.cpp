@@ -8,6 +8,7 @@
 
 #include "base/exit_code.h"
 #include "loader/features.h"
+#include "loader/sockaddr_object.h"
 #include "userspace/faults/capabilities.h"
 
 namespace faultline {
@@ -15,6 +16,14 @@ namespace faultline {
 int write_features(bool json, std::ostream& out) {
   const Features& f = features();
   auto caps = capabilities(f);
+  // Host rules of an applied policy (spec.egress[].rules[].host) learn their
+  // addresses with a program of their own: its row says whether it loads here.
+  const FeatureProbe& learner = dns_learner_probe();
+  caps.push_back(
+      Capability{"DNS-learned host rules (policy apply)",
+                 {"cgroup_skb DNS learner (fl_dns_ingress)"},
+                 learner.available ? "cgroup_skb DNS learner (fl_dns_ingress)" : "",
+                 learner.available ? learner.detail : learner.detail + "; address rules (cidr) still apply"});
   struct Row {
     const char* name;
     const FeatureProbe* p;
@@ -33,7 +42,8 @@ int write_features(bool json, std::ostream& out) {
                         {"kprobe_override", &f.kprobe_override},
                         {"seccomp_user_notif", &f.seccomp_notify},
                         {"fanotify_perm", &f.fanotify_perm},
-                        {"io_uring", &f.io_uring}};
+                        {"io_uring", &f.io_uring},
+                        {"dns_learner", &learner}};
   if (json) {
     nlohmann::json j;
     for (const auto& r : probes) j["probes"][r.name] = {{"available", r.p->available}, {"detail", r.p->detail}};

@@ -15,13 +15,14 @@
 #include <condition_variable>
 #include <cstring>
 #include <map>
-#include <mutex>
-#include <thread>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "base/cgroup.h"
 #include "loader/applied_policy.h"
+#include "loader/sockaddr_object.h"
 #include "userspace/policy/policy_compiler.h"
 #include "userspace/policy/policy_writer.h"
 
@@ -183,6 +184,13 @@ Result<Prepared> prepare(const Policy& p, bool on_this_host = true) {
       return input_error(0, s.scope->label() + ": " + std::to_string(s.watched.size()) +
                                 " watched host names, more than the " + std::to_string(FL_DNS_MAX_WATCH / 2) +
                                 " a generation's map holds");
+    // Host rules learn their addresses in the kernel: refused whole, before
+    // anything changes, where the learner does not load (address rules alone
+    // do not need it and apply without it).
+    if (!s.watched.empty() && on_this_host && !dns_learner_probe().available)
+      return input_error(0, s.scope->label() + ": host rules need the DNS learner, and " + dns_learner_probe().detail +
+                                "; nothing was applied: write this scope's rules as addresses (cidr), or apply on a "
+                                "kernel where `faultctl features` lists DNS-learned host rules as available");
   }
   Prepared out{std::move(*c), p.egress->empty() ? std::string() : policy_json_text(p)};
   if (out.source.size() > kMaxPolicyBytes)
