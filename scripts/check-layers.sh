@@ -3,13 +3,16 @@
 #
 #   base  <-  loader  <-  userspace/{net,guardrails,state}  <-  userspace/run
 #         <-  userspace/faults/{packet,syscall,resource,stream}, userspace/enforce
-#         <-  userspace/policy (on enforce)
+#         <-  userspace/policy (on enforce and guard)
 #         <-  userspace/ops  <-  userspace/daemon  <-  ctl  <-  daemon (faultd's main)
 #   base  <-  userspace/proxy (its own library, faultline_proxy, under the rest;
 #             faults/stream, daemon, ctl use it)
 #   base, userspace/net  <-  cp (faultcp; plus userspace/faults/packet/spec.h for the caps,
 #             the families' experiment_spec.h readers, and userspace/policy's
 #             headers: faultcp checks a policy bundle with faultctl's own validator)
+#   base, userspace/net, userspace/proxy  <-  userspace/guard (the AI-agent
+#             guard's decisions, denial answers, activity chain: no BPF, no I/O
+#             loop; the policy file reads its section, so policy sits on guard)
 #   base  <-  cp/proto (the agent wire format, faultline_cp_proto; cp and
 #             userspace/daemon use it)
 #
@@ -36,6 +39,9 @@ allowed_for() {
     loader/*) echo '^(base|loader|faultline)/|\.skel\.h$' ;;
     userspace/net/*) echo '^(base|faultline|userspace/net)/' ;;
     userspace/proxy/*) echo '^(base|faultline|userspace/proxy)/' ;;
+    # The guard's decision library: it answers in the proxy's own response
+    # format (http_answer.h) and judges CIDR patterns with net's egress rules.
+    userspace/guard/*) echo '^(base|faultline|userspace/(net|proxy|guard))/' ;;
     userspace/guardrails/*) echo '^(base|loader|faultline|userspace/(net|guardrails))/' ;;
     userspace/state/*) echo '^(base|loader|faultline|userspace/state)/' ;;
     userspace/run/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|run))/' ;;
@@ -49,11 +55,11 @@ allowed_for() {
       ;;
     userspace/faults/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|run))/|^userspace/faults/[^/]+$' ;;
     userspace/enforce/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|enforce))/' ;;
-    userspace/ops/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|run|faults|enforce|policy|ops))/' ;;
+    userspace/ops/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|run|faults|enforce|guard|policy|ops))/' ;;
     # faultd's agent speaks faultcp's wire format: cp/proto (the messages and
     # their codec, a library of its own) and nothing else of cp/.
-    userspace/daemon/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|run|faults|enforce|policy|ops|proxy|daemon)|cp/proto)/' ;;
-    userspace/policy/*) echo '^(base|loader|faultline|userspace/(net|state|enforce|policy))/|^bpf/lib/dns_parse\.h$' ;;
+    userspace/daemon/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|run|faults|enforce|guard|policy|ops|proxy|daemon)|cp/proto)/' ;;
+    userspace/policy/*) echo '^(base|loader|faultline|userspace/(net|state|enforce|guard|policy))/|^bpf/lib/dns_parse\.h$' ;;
     ctl/*) echo '^(base|loader|faultline|userspace|ctl)/' ;;
     daemon/*) echo '^(base|loader|faultline|userspace|ctl)/' ;;
     # The control plane serves HTTP with userspace/net and checks experiment
@@ -64,7 +70,7 @@ allowed_for() {
     # The agent wire format (faultline_cp_proto) is under both faultcp and
     # faultd: base and itself only.
     cp/proto/*) echo '^(base|cp/proto)/' ;;
-    cp/*) echo '^(base|faultline|userspace/(net|policy)|cp)/|^userspace/faults/packet/spec\.h$|^userspace/faults/(syscall|resource|stream)/experiment_spec\.h$|^userspace/faults/spec_fields\.h$' ;;
+    cp/*) echo '^(base|faultline|userspace/(net|guard|policy)|cp)/|^userspace/faults/packet/spec\.h$|^userspace/faults/(syscall|resource|stream)/experiment_spec\.h$|^userspace/faults/spec_fields\.h$' ;;
     *) return 1 ;;
   esac
 }

@@ -165,6 +165,10 @@ std::string summary(const Policy& p) {
   out += ", ";
   out += p.faults ? std::to_string(p.faults->size()) + " experiment" + (p.faults->size() == 1 ? "" : "s")
                   : "experiments left alone";
+  if (p.guard)
+    out += ", guard section (" + std::to_string(p.guard->rules.size()) + " rule" +
+           (p.guard->rules.size() == 1 ? "" : "s") + ", " +
+           (p.guard->mode == GuardMode::Enforce ? "enforce" : "monitor") + ")";
   return out;
 }
 

@@ -66,7 +66,7 @@ const MalformedPolicy kMalformed[] = {
      {"F:1:1: spec: missing (required): spec with egress, faults or both"}},
     {"spec_empty",
      "apiVersion: faultline.dev/v1\nkind: Policy\nmetadata:\n  name: t\nspec: {}\n",
-     {"F:5:7: spec: names neither egress nor faults: the policy would change nothing"}},
+     {"F:5:7: spec: names none of egress, faults and guard: the policy would change nothing"}},
     {"spec_unknown_field",
      FL_HEAD "  egres: []\n",
      {"F:6:3: spec.egres: unknown field 'egres' (did you mean 'egress'?)"}},

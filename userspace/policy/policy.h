@@ -1,6 +1,7 @@
 // The policy file (faultline.dev/v1, kind Policy): its model, the parser that
 // reads it from YAML or JSON with a line:column for every error, and the
-// precedence rule that decides one call against it.
+// precedence rule that decides one call against it. Its guard section's model
+// is the guard's own (userspace/guard), read here with the rest of the file.
 #pragma once
 
 #include <cstdint>
@@ -11,8 +12,9 @@
 #include <vector>
 
 #include "base/units.h"
-#include "userspace/net/egress_rules.h"
+#include "userspace/guard/guard_policy.h"
 #include "userspace/net/address.h"
+#include "userspace/net/egress_rules.h"
 
 namespace faultline {
 
@@ -92,6 +94,9 @@ struct Policy {
   std::string name;
   std::optional<std::vector<EgressScope>> egress;  // absent: the live egress policy is left alone
   std::optional<std::vector<FaultEntry>> faults;   // absent: the live experiments are left alone
+  // spec.guard: the AI-agent guard's request rules (userspace/guard), read by
+  // a guard at start; policy apply leaves it to the guard.
+  std::optional<GuardPolicy> guard;
 };
 
 // Checks one experiment's fields the way `faultctl run` checks its flags; path

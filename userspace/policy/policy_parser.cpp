@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "base/errno_names.h"
+#include "userspace/policy/guard_section.h"
 #include "userspace/policy/policy.h"
 
 namespace faultline {
@@ -295,6 +296,8 @@ class Reader {
   void read_scope(const N& n, const std::string& path, SourceMark parent, EgressScope& s);
   void read_rule(const N& n, const std::string& path, SourceMark parent, PolicyRule& r);
   void read_fault(const N& n, const std::string& path, SourceMark parent, FaultEntry& e);
+  void read_guard(const N& n, const std::string& path, SourceMark parent, GuardPolicy& g);
+  void read_guard_rule(const N& n, const std::string& path, SourceMark parent, GuardRule& r);
 };
 
 // metadata.name and rule names: a word a report can show and a map can key.
@@ -332,7 +335,10 @@ std::optional<std::string> host_problem(const std::string& h) {
 
 const std::vector<std::string> kTopFields = {"apiVersion", "kind", "metadata", "spec"};
 const std::vector<std::string> kMetadataFields = {"name", "description"};
-const std::vector<std::string> kSpecFields = {"egress", "faults"};
+const std::vector<std::string> kSpecFields = {"egress", "faults", "guard"};
+const std::vector<std::string> kGuardFields = {"mode", "default_allow", "rules"};
+const std::vector<std::string> kGuardRuleFields = {"name", "action", "reason",    "host",
+                                                   "path", "method", "llm_model", "llm_max_tokens_over"};
 const std::vector<std::string> kScopeFields = {"cgroup",    "all",         "mode",        "default_allow", "deny_errno",
                                                "exfil_cap", "dns_ttl_min", "dns_ttl_max", "rules"};
 
@@ -581,6 +587,101 @@ void Reader<N>::read_fault(const N& n, const std::string& path, SourceMark paren
   if (!has_kind) error(e.mark, path + ".kind", "missing (required): loss, latency, partition, ..., syscall, process, cpu, memory, disk");
 }
 
+// spec.guard, or the bare section ({mode, default_allow, rules}) at path "".
+template <class N>
+void Reader<N>::read_guard(const N& n, const std::string& path, SourceMark parent, GuardPolicy& g) {
+  auto f = mapping(n, path, parent, kGuardFields);
+  if (!f) return;
+  if (auto mode = text(*f, path, "mode", false)) {
+    if (*mode == "monitor")
+      g.mode = GuardMode::Monitor;
+    else if (*mode == "enforce")
+      g.mode = GuardMode::Enforce;
+    else
+      error(value_mark(*f, "mode"), join(path, "mode"), "'" + *mode + "': expected monitor or enforce");
+  }
+  if (auto d = boolean(*f, path, "default_allow")) g.default_allow = *d;
+  auto rules = list(*f, path, "rules", false);
+  if (!rules) return;
+  const std::string rules_path = join(path, "rules");
+  std::map<std::string, size_t> names;
+  size_t i = 0;
+  for (const auto& item : *rules) {
+    const std::string at = rules_path + "[" + std::to_string(i) + "]";
+    GuardRule r;
+    const size_t before = errors.size();
+    read_guard_rule(item, at, value_mark(*f, "rules"), r);
+    if (!r.name.empty()) {
+      auto [it, fresh] = names.emplace(r.name, i);
+      if (!fresh)
+        error(mark_of(item, value_mark(*f, "rules")), at + ".name",
+              "'" + r.name + "' is also the name of rules[" + std::to_string(it->second) + "]");
+    }
+    if (errors.size() == before) g.rules.push_back(std::move(r));
+    ++i;
+  }
+}
+
+template <class N>
+void Reader<N>::read_guard_rule(const N& n, const std::string& path, SourceMark parent, GuardRule& r) {
+  auto f = mapping(n, path, parent, kGuardRuleFields);
+  if (!f) return;
+  if (auto name = text(*f, path, "name", true)) {
+    if (!valid_name(*name, 63))
+      error(value_mark(*f, "name"), path + ".name",
+            "'" + *name + "': letters, digits, '-', '_' and '.', starting with a letter or digit, at most 63");
+    else
+      r.name = *name;
+  }
+  if (auto action = text(*f, path, "action", true)) {
+    if (auto v = guard_verdict_from_name(*action))
+      r.action = *v;
+    else
+      error(value_mark(*f, "action"), path + ".action", "'" + *action + "': expected allow, deny or approve");
+  }
+  if (auto reason = text(*f, path, "reason", false)) r.reason = *reason;
+  if (auto host = text(*f, path, "host", false)) {
+    auto m = parse_host_matcher(*host);
+    if (!m)
+      error(value_mark(*f, "host"), path + ".host", m.error().message);
+    else
+      r.host = std::move(*m);
+  }
+  if (auto sub = text(*f, path, "path", false)) {
+    if (sub->empty())
+      error(value_mark(*f, "path"), path + ".path", "empty: leave path out to match any path");
+    else
+      r.path = *sub;
+  }
+  if (auto method = text(*f, path, "method", false)) {
+    auto m = parse_method(*method);
+    if (!m)
+      error(value_mark(*f, "method"), path + ".method", m.error().message);
+    else
+      r.method = std::move(*m);
+  }
+  if (auto model = text(*f, path, "llm_model", false)) {
+    if (model->empty() || *model == "*")
+      error(value_mark(*f, "llm_model"), path + ".llm_model", "'" + *model + "': a model name, or a prefix and '*'");
+    else
+      r.llm_model = *model;
+  }
+  if (auto it = f->by_name.find("llm_max_tokens_over"); it != f->by_name.end()) {
+    const N& v = it->second.second;
+    const std::string digits = v.IsScalar() ? v.Scalar() : "";
+    if (!plain_scalar(v) || digits.empty() || digits.size() > 18 ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      error(value_mark(*f, "llm_max_tokens_over"), path + ".llm_max_tokens_over",
+            "expected a whole number of tokens, found " + kind_text(v));
+    else
+      r.llm_max_tokens_over = std::stoull(digits);
+  }
+  if (!f->by_name.contains("host") && !f->by_name.contains("path") && !f->by_name.contains("method") &&
+      !f->by_name.contains("llm_model") && !f->by_name.contains("llm_max_tokens_over"))
+    error(f->mark, path,
+          "no matcher: give host, path, method, llm_model or llm_max_tokens_over (default_allow decides the rest)");
+}
+
 // Overlaps the sockaddr tries cannot hold, found by compiling each scope's
 // address rules as the guard would.
 template <class R>
@@ -721,7 +822,7 @@ void read_document(const N& doc, const FaultChecker& check_fault, PolicyParse& o
     rd.error(f->mark, "spec", "missing (required): spec with egress, faults or both");
   } else if (auto spec = rd.mapping(spec_it->second.second, "spec", rd.key_mark(*f, "spec"), kSpecFields)) {
     if (spec_it->second.second.size() == 0)
-      rd.error(spec->mark, "spec", "names neither egress nor faults: the policy would change nothing");
+      rd.error(spec->mark, "spec", "names none of egress, faults and guard: the policy would change nothing");
     if (auto egress = rd.list(*spec, "spec", "egress", false)) {
       std::vector<EgressScope> scopes;
       std::map<std::string, size_t> labels;
@@ -768,6 +869,8 @@ void read_document(const N& doc, const FaultChecker& check_fault, PolicyParse& o
       }
       out.policy.faults = std::move(entries);
     }
+    if (auto it = spec->by_name.find("guard"); it != spec->by_name.end())
+      rd.read_guard(it->second.second, "spec.guard", rd.key_mark(*spec, "guard"), out.policy.guard.emplace());
   }
   out.errors = std::move(rd.errors);
 }
@@ -820,6 +923,80 @@ PolicyParse parse_policy(std::string_view text, const FaultChecker& check_fault)
     return std::tie(a.mark.line, a.mark.column) < std::tie(b.mark.line, b.mark.column);
   });
   return out;
+}
+
+namespace policy_parse {
+
+// A document is a whole Policy when it says so (its top-level fields); else
+// it is the bare guard section.
+template <class N>
+bool policy_document(const N& doc) {
+  if (!doc.IsMap()) return false;
+  for (auto it = doc.begin(); it != doc.end(); ++it) {
+    const std::string key = it->first.IsScalar() ? it->first.Scalar() : "";
+    if (key == "apiVersion" || key == "kind" || key == "spec") return true;
+  }
+  return false;
+}
+
+// A whole Policy's guard section: the file read as a policy, spec.guard required.
+GuardSectionParse guard_of_policy(std::string_view text) {
+  PolicyParse p = parse_policy(text);
+  GuardSectionParse out;
+  out.errors = std::move(p.errors);
+  if (out.errors.empty() && !p.policy.guard)
+    out.errors.push_back({{1, 1}, "spec.guard", "missing: this policy has no guard section"});
+  if (p.policy.guard) out.policy = std::move(*p.policy.guard);
+  return out;
+}
+
+template <class N>
+GuardSectionParse bare_guard(const N& doc) {
+  Reader<N> rd;
+  GuardSectionParse out;
+  rd.read_guard(doc, "", {1, 1}, out.policy);
+  if (!rd.errors.empty() && rd.errors.front().path.empty()) rd.errors.front().path = "<document>";
+  out.errors = std::move(rd.errors);
+  std::stable_sort(out.errors.begin(), out.errors.end(), [](const PolicyDiagnostic& a, const PolicyDiagnostic& b) {
+    return std::tie(a.mark.line, a.mark.column) < std::tie(b.mark.line, b.mark.column);
+  });
+  return out;
+}
+
+}  // namespace policy_parse
+
+Result<GuardPolicy> parse_guard_section(const nlohmann::json& j) {
+  using namespace policy_parse;
+  // Read through the policy file's Reader over nlohmann's ordered form, so
+  // errors name fields in the order written and no check is written twice.
+  const OJson doc = OJson::parse(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  GuardSectionParse parsed =
+      policy_document(JNode{&doc, nullptr}) ? guard_of_policy(doc.dump()) : bare_guard(JNode{&doc, nullptr});
+  if (parsed.ok()) return std::move(parsed.policy);
+  std::string lines;
+  for (const auto& e : parsed.errors) lines += (lines.empty() ? "" : "\n") + e.path + ": " + e.reason;
+  return input_error(EINVAL, lines);
+}
+
+GuardSectionParse parse_guard_text(std::string_view text) {
+  using namespace policy_parse;
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(std::string(text));
+  } catch (const YAML::Exception& e) {
+    GuardSectionParse out;
+    out.errors.push_back(
+        {{std::max(e.mark.line, 0) + 1, std::max(e.mark.column, 0) + 1}, "<document>", "not YAML or JSON: " + e.msg});
+    return out;
+  }
+  if (docs.size() != 1 || docs[0].IsNull()) {
+    GuardSectionParse out;
+    out.errors.push_back(
+        {{1, 1}, "<document>", "expected one guard section ({mode, default_allow, rules}) or one Policy"});
+    return out;
+  }
+  // A Policy goes through parse_policy whole (its alias refusal and every check).
+  return policy_document(docs[0]) ? guard_of_policy(text) : bare_guard(docs[0]);
 }
 
 }  // namespace faultline

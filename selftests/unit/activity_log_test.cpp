@@ -1,0 +1,228 @@
+// The activity chain: what the writer appends verifies, resumes across
+// writers, and every kind of tampering is found at the right first entry.
+#include "userspace/guard/activity_log.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace faultline {
+namespace {
+
+class ActivityLogTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/fl-activity-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    path_ = dir_ + "/activity.jsonl";
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // alice 3 entries, bob 2, interleaved: lines alice1 bob1 alice2 bob2 alice3.
+  void write_sample() {
+    auto w = ActivityWriter::open(path_);
+    ASSERT_TRUE(w.ok()) << w.error().message;
+    for (const char* who : {"alice", "bob", "alice", "bob", "alice"}) {
+      ActivityEntry e;
+      e.identity = who;
+      e.kind = "request";
+      e.method = "POST";
+      e.host = "api.anthropic.com";
+      e.path = "/v1/messages?api_key=sk-123&x=1";
+      e.verdict = "allow";
+      e.llm = ActivityLlm{"claude-sonnet-4", 10, 20, 3, 4};
+      auto r = w->append(e);
+      ASSERT_TRUE(r.ok()) << r.error().message;
+    }
+  }
+
+  std::vector<std::string> lines() const {
+    std::ifstream in(path_);
+    std::vector<std::string> out;
+    for (std::string l; std::getline(in, l);) out.push_back(l);
+    return out;
+  }
+  void rewrite(const std::vector<std::string>& ls) const {
+    std::ofstream out(path_, std::ios::trunc);
+    for (const auto& l : ls) out << l << "\n";
+  }
+  ActivityVerdict verify() const {
+    auto v = verify_activity(path_);
+    EXPECT_TRUE(v.ok()) << v.error().message;
+    return v.ok() ? *v : ActivityVerdict{};
+  }
+
+  std::string dir_, path_;
+};
+
+TEST_F(ActivityLogTest, WrittenChainVerifies) {
+  write_sample();
+  const ActivityVerdict v = verify();
+  EXPECT_TRUE(v.intact()) << v.first_bad->describe();
+  EXPECT_EQ(v.entries, 5u);
+  EXPECT_EQ(v.identities, 2u);
+
+  const auto ls = lines();
+  ASSERT_EQ(ls.size(), 5u);
+  const auto first = nlohmann::ordered_json::parse(ls[0]);
+  std::vector<std::string> keys;
+  for (const auto& [k, value] : first.items()) keys.push_back(k);
+  EXPECT_EQ(keys, (std::vector<std::string>{"seq", "ts", "identity", "kind", "method", "host", "path", "verdict",
+                                            "rule", "llm", "prev", "hash"}));
+  EXPECT_EQ(first["seq"], 1);
+  EXPECT_EQ(first["prev"], "");
+  EXPECT_EQ(first["hash"].get<std::string>().size(), 64u);
+  EXPECT_EQ(first["path"], "/v1/messages?api_key=[REDACTED]&x=1") << "the path is redacted before hashing";
+  EXPECT_EQ(first["llm"]["reasoning"], 4);
+  const auto alice2 = nlohmann::json::parse(ls[2]);
+  EXPECT_EQ(alice2["seq"], 2);
+  EXPECT_EQ(alice2["prev"].get<std::string>(), first["hash"].get<std::string>())
+      << "prev is the same identity's previous hash";
+  const auto bob1 = nlohmann::json::parse(ls[1]);
+  EXPECT_EQ(bob1["seq"], 1);
+  EXPECT_EQ(bob1["prev"], "");
+}
+
+TEST_F(ActivityLogTest, HashIsOverTheCanonicalLine) {
+  ActivityEntry e;
+  e.seq = 1;
+  e.ts = "2025-06-01T12:00:00.000Z";
+  e.identity = "alice";
+  e.kind = "request";
+  e.verdict = "deny";
+  EXPECT_EQ(activity_canonical_line(e),
+            R"({"seq":1,"ts":"2025-06-01T12:00:00.000Z","identity":"alice","kind":"request","method":"","host":"",)"
+            R"("path":"","verdict":"deny","rule":"","llm":null,"prev":""})");
+  e.hash = activity_hash(e);
+  ActivityChain chain;
+  EXPECT_TRUE(std::holds_alternative<ActivityEntry>(chain.check_line(activity_line(e))));
+}
+
+TEST_F(ActivityLogTest, WriterResumesEachChain) {
+  write_sample();
+  {
+    auto w = ActivityWriter::open(path_, ActivityWriter::Options{1, Redactor{}});
+    ASSERT_TRUE(w.ok()) << w.error().message;
+    ActivityEntry e;
+    e.identity = "bob";
+    e.kind = "llm";
+    auto r = w->append(e);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->seq, 3u);
+  }
+  const ActivityVerdict v = verify();
+  EXPECT_TRUE(v.intact()) << v.first_bad->describe();
+  EXPECT_EQ(v.entries, 6u);
+}
+
+TEST_F(ActivityLogTest, EditedFieldIsAHashMismatch) {
+  write_sample();
+  auto ls = lines();
+  auto j = nlohmann::ordered_json::parse(ls[2]);
+  j["verdict"] = "deny";
+  ls[2] = j.dump();
+  rewrite(ls);
+  const ActivityVerdict v = verify();
+  ASSERT_FALSE(v.intact());
+  EXPECT_EQ(v.first_bad->line, 3u);
+  EXPECT_EQ(v.first_bad->identity, "alice");
+  EXPECT_EQ(v.first_bad->seq, 2u);
+  EXPECT_NE(v.first_bad->problem.find("hash mismatch"), std::string::npos) << v.first_bad->problem;
+  EXPECT_EQ(v.entries, 2u) << "the entries before it";
+}
+
+TEST_F(ActivityLogTest, RehashedEditIsAPrevMismatch) {
+  write_sample();
+  auto ls = lines();
+  auto j = nlohmann::json::parse(ls[0]);
+  ActivityChain scratch;
+  auto e = std::get<ActivityEntry>(scratch.check_line(ls[0]));
+  e.verdict = "deny";
+  e.hash = activity_hash(e);  // a forger who recomputes the hash
+  ls[0] = activity_line(e);
+  rewrite(ls);
+  const ActivityVerdict v = verify();
+  ASSERT_FALSE(v.intact());
+  EXPECT_EQ(v.first_bad->line, 3u) << v.first_bad->describe();
+  EXPECT_EQ(v.first_bad->identity, "alice");
+  EXPECT_NE(v.first_bad->problem.find("prev does not match"), std::string::npos) << v.first_bad->problem;
+}
+
+TEST_F(ActivityLogTest, DeletedLineIsASeqGap) {
+  write_sample();
+  auto ls = lines();
+  ls.erase(ls.begin() + 1);  // bob's first
+  rewrite(ls);
+  const ActivityVerdict v = verify();
+  ASSERT_FALSE(v.intact());
+  EXPECT_EQ(v.first_bad->line, 3u) << v.first_bad->describe();  // bob's second, now line 3
+  EXPECT_EQ(v.first_bad->identity, "bob");
+  EXPECT_EQ(v.first_bad->seq, 2u);
+  EXPECT_NE(v.first_bad->problem.find("seq 2 where 1 was expected"), std::string::npos) << v.first_bad->problem;
+}
+
+TEST_F(ActivityLogTest, ReorderedLinesOfOneIdentity) {
+  write_sample();
+  auto ls = lines();
+  std::swap(ls[2], ls[4]);  // alice's second and third
+  rewrite(ls);
+  const ActivityVerdict v = verify();
+  ASSERT_FALSE(v.intact());
+  EXPECT_EQ(v.first_bad->line, 3u) << v.first_bad->describe();
+  EXPECT_EQ(v.first_bad->identity, "alice");
+  EXPECT_EQ(v.first_bad->seq, 3u);
+  EXPECT_NE(v.first_bad->problem.find("seq 3 where 2 was expected"), std::string::npos) << v.first_bad->problem;
+}
+
+TEST_F(ActivityLogTest, BadJsonAndBadShape) {
+  write_sample();
+  auto ls = lines();
+  ls[3] = ls[3].substr(0, ls[3].size() / 2);  // a torn line
+  rewrite(ls);
+  ActivityVerdict v = verify();
+  ASSERT_FALSE(v.intact());
+  EXPECT_EQ(v.first_bad->line, 4u);
+  EXPECT_EQ(v.first_bad->problem, "not JSON");
+
+  ls = lines();
+  auto j = nlohmann::ordered_json::parse(lines()[0]);
+  j["extra"] = 1;  // a field outside the hash would go unnoticed: refused
+  ls[0] = j.dump();
+  rewrite(ls);
+  v = verify();
+  ASSERT_FALSE(v.intact());
+  EXPECT_EQ(v.first_bad->line, 1u);
+  EXPECT_EQ(v.first_bad->identity, "alice");
+  EXPECT_EQ(v.first_bad->problem, "unknown field 'extra'");
+  EXPECT_EQ(v.first_bad->describe(), "line 1 (identity alice, seq 1): unknown field 'extra'");
+}
+
+TEST_F(ActivityLogTest, WriterRefusesABrokenChainAndATornTail) {
+  write_sample();
+  auto ls = lines();
+  ls.erase(ls.begin());
+  rewrite(ls);
+  auto w = ActivityWriter::open(path_);
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.error().message.find("never extended"), std::string::npos) << w.error().message;
+
+  std::ofstream(path_, std::ios::trunc) << "{\"seq\":1";
+  w = ActivityWriter::open(path_);
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.error().message.find("torn"), std::string::npos) << w.error().message;
+}
+
+TEST_F(ActivityLogTest, MissingFileIsBadInput) {
+  auto v = verify_activity(dir_ + "/none.jsonl");
+  ASSERT_FALSE(v.ok());
+  EXPECT_TRUE(v.error().bad_input);
+}
+
+}  // namespace
+}  // namespace faultline

@@ -1,0 +1,308 @@
+// The guard's rules: each matcher, the decision order, unknown LLM facts, and
+// the command line's patterns (their shapes and their refusals).
+#include "userspace/guard/guard_rule.h"
+
+#include <gtest/gtest.h>
+
+#include "userspace/guard/guard_policy.h"
+
+namespace faultline {
+namespace {
+
+HostMatcher host(std::string_view text) {
+  auto m = parse_host_matcher(text);
+  EXPECT_TRUE(m.ok()) << text << ": " << (m.ok() ? "" : m.error().message);
+  return m.ok() ? *m : HostMatcher{};
+}
+
+RequestFacts request(std::string method, std::string host_name, uint16_t port, std::string path) {
+  RequestFacts f;
+  f.method = std::move(method);
+  f.host = std::move(host_name);
+  f.port = port;
+  f.path = std::move(path);
+  return f;
+}
+
+GuardRule rule(std::string name, GuardVerdict action) {
+  GuardRule r;
+  r.name = std::move(name);
+  r.action = action;
+  return r;
+}
+
+TEST(GuardHost, ExactIsCaseInsensitiveAndIgnoresTrailingDot) {
+  const HostMatcher m = host("API.Example.com");
+  EXPECT_TRUE(m.matches("api.example.com", 443));
+  EXPECT_TRUE(m.matches("API.EXAMPLE.COM.", 80));
+  EXPECT_FALSE(m.matches("x.api.example.com", 443));
+  EXPECT_FALSE(m.matches("example.com", 443));
+}
+
+TEST(GuardHost, WildcardMatchesStrictSubdomainsOnly) {
+  const HostMatcher m = host("*.example.com");
+  EXPECT_TRUE(m.matches("a.example.com", 443));
+  EXPECT_TRUE(m.matches("a.b.Example.COM", 443));
+  EXPECT_FALSE(m.matches("example.com", 443)) << "the apex is not a subdomain";
+  EXPECT_FALSE(m.matches("badexample.com", 443)) << "a suffix without its dot is another name";
+  EXPECT_FALSE(m.matches(".example.com", 443));
+  EXPECT_FALSE(m.matches("example.com.evil.net", 443));
+}
+
+TEST(GuardHost, PortIsMatchedWhenGiven) {
+  const HostMatcher m = host("api.example.com:8443");
+  EXPECT_TRUE(m.matches("api.example.com", 8443));
+  EXPECT_FALSE(m.matches("api.example.com", 443));
+  const HostMatcher w = host("*.example.com:443");
+  EXPECT_TRUE(w.matches("a.example.com", 443));
+  EXPECT_FALSE(w.matches("a.example.com", 80));
+  const HostMatcher v6 = host("[::1]:443");
+  EXPECT_TRUE(v6.matches("::1", 443));
+  EXPECT_TRUE(v6.matches("[::1]", 443));
+  EXPECT_EQ(v6.text(), "[::1]:443");
+  EXPECT_EQ(w.text(), "*.example.com:443");
+}
+
+TEST(GuardHost, BadHostsSayWhy) {
+  for (std::string_view bad :
+       {"", "*", "*.", "a.*.com", "ex*ample.com", "api.example.com:0", "api.example.com:99999", "api.example.com:x",
+        "https://api.example.com", "a..b", "-a.com", "a b.com", "::1:443", "[::1", "[::1]x"}) {
+    auto m = parse_host_matcher(bad);
+    EXPECT_FALSE(m.ok()) << "'" << bad << "' was accepted";
+    if (!m.ok())
+      EXPECT_NE(m.error().message.find("'" + std::string(bad) + "'"), std::string::npos) << m.error().message;
+  }
+}
+
+TEST(GuardRuleMatch, PathIsASubstringAndMethodIsExact) {
+  GuardPolicy p;
+  GuardRule r = rule("no-secrets", GuardVerdict::Deny);
+  r.path = "/secrets/";
+  r.method = "POST";
+  p.rules.push_back(r);
+  EXPECT_EQ(decide(p, request("post", "h.example", 80, "/v1/secrets/x?y=1")).verdict, GuardVerdict::Deny);
+  EXPECT_EQ(decide(p, request("GET", "h.example", 80, "/v1/secrets/x")).verdict, GuardVerdict::Allow);
+  EXPECT_EQ(decide(p, request("POST", "h.example", 80, "/v1/secret/x")).verdict, GuardVerdict::Allow);
+}
+
+TEST(GuardRuleMatch, MatchersAreAnded) {
+  GuardPolicy p;
+  GuardRule r = rule("prod-writes", GuardVerdict::Deny);
+  r.host = host("*.example.com");
+  r.method = "DELETE";
+  r.path = "/prod/";
+  p.rules.push_back(r);
+  EXPECT_EQ(decide(p, request("DELETE", "a.example.com", 443, "/prod/1")).verdict, GuardVerdict::Deny);
+  EXPECT_EQ(decide(p, request("DELETE", "example.com", 443, "/prod/1")).verdict, GuardVerdict::Allow);
+  EXPECT_EQ(decide(p, request("GET", "a.example.com", 443, "/prod/1")).verdict, GuardVerdict::Allow);
+  EXPECT_EQ(decide(p, request("DELETE", "a.example.com", 443, "/dev/1")).verdict, GuardVerdict::Allow);
+}
+
+TEST(GuardRuleMatch, LlmModelAndMaxTokens) {
+  GuardPolicy p;
+  GuardRule opus = rule("no-opus", GuardVerdict::Deny);
+  opus.llm_model = "claude-opus-*";
+  GuardRule big = rule("big-answers", GuardVerdict::Approve);
+  big.llm_max_tokens_over = 4096;
+  p.rules = {opus, big};
+  RequestFacts f = request("POST", "api.anthropic.com", 443, "/v1/messages");
+  f.llm_model = "claude-opus-4";
+  f.llm_max_tokens = 100;
+  EXPECT_EQ(decide(p, f).rule, "no-opus");
+  f.llm_model = "claude-sonnet-4";
+  EXPECT_EQ(decide(p, f).verdict, GuardVerdict::Allow);
+  f.llm_max_tokens = 4096;
+  EXPECT_EQ(decide(p, f).verdict, GuardVerdict::Allow) << "4096 is not over 4096";
+  f.llm_max_tokens = 4097;
+  EXPECT_EQ(decide(p, f).verdict, GuardVerdict::Approve);
+  // No LLM facts at all (not an LLM request): the rules needing them do not match.
+  EXPECT_EQ(decide(p, request("GET", "example.com", 443, "/")).verdict, GuardVerdict::Allow);
+}
+
+TEST(GuardDecide, DenyThenApproveThenAllowThenDefault) {
+  GuardPolicy p;
+  p.default_allow = false;
+  GuardRule allow = rule("allow-all-example", GuardVerdict::Allow);
+  allow.host = host("*.example.com");
+  GuardRule approve = rule("approve-writes", GuardVerdict::Approve);
+  approve.method = "POST";
+  GuardRule deny = rule("deny-admin", GuardVerdict::Deny);
+  deny.path = "/admin";
+  p.rules = {allow, approve, deny};  // written in the opposite order of precedence
+
+  GuardDecision d = decide(p, request("POST", "a.example.com", 443, "/admin/x"));
+  EXPECT_EQ(d.verdict, GuardVerdict::Deny);
+  EXPECT_EQ(d.rule, "deny-admin");
+  d = decide(p, request("POST", "a.example.com", 443, "/x"));
+  EXPECT_EQ(d.verdict, GuardVerdict::Approve);
+  EXPECT_EQ(d.rule, "approve-writes");
+  d = decide(p, request("GET", "a.example.com", 443, "/x"));
+  EXPECT_EQ(d.verdict, GuardVerdict::Allow);
+  EXPECT_EQ(d.rule, "allow-all-example");
+  d = decide(p, request("GET", "other.net", 443, "/x"));
+  EXPECT_EQ(d.verdict, GuardVerdict::Deny);
+  EXPECT_EQ(d.rule, "");
+  EXPECT_NE(d.reason.find("default"), std::string::npos) << d.reason;
+  EXPECT_FALSE(d.enforced);
+  p.mode = GuardMode::Enforce;
+  EXPECT_TRUE(decide(p, request("GET", "other.net", 443, "/x")).enforced);
+}
+
+TEST(GuardDecide, FirstRuleOfAnActionInOrderWritten) {
+  GuardPolicy p;
+  GuardRule a = rule("first", GuardVerdict::Deny);
+  a.path = "/a";
+  a.reason = "the first";
+  GuardRule b = rule("second", GuardVerdict::Deny);
+  b.path = "/a/b";
+  p.rules = {a, b};
+  const GuardDecision d = decide(p, request("GET", "h", 80, "/a/b"));
+  EXPECT_EQ(d.rule, "first");
+  EXPECT_EQ(d.reason, "the first");
+}
+
+TEST(GuardDecide, UnknownLlmFactsFailSafe) {
+  GuardPolicy p;
+  p.mode = GuardMode::Enforce;
+  GuardRule deny = rule("no-opus", GuardVerdict::Deny);
+  deny.host = host("api.anthropic.com");
+  deny.llm_model = "claude-opus-4";
+  deny.reason = "too expensive";
+  GuardRule allow = rule("sonnet-ok", GuardVerdict::Allow);
+  allow.llm_model = "claude-sonnet-4";
+  p.rules = {allow, deny};
+  RequestFacts f = request("POST", "api.anthropic.com", 443, "/v1/messages");
+  f.llm_facts_unparseable = true;
+  GuardDecision d = decide(p, f);
+  EXPECT_EQ(d.verdict, GuardVerdict::Deny);
+  EXPECT_EQ(d.rule, "no-opus");
+  EXPECT_TRUE(d.llm_facts_unknown);
+  EXPECT_EQ(d.reason, "llm facts unknown: body is not JSON; too expensive");
+  // Its other matchers still decide: another host is not denied by it.
+  f.host = "api.openai.com";
+  d = decide(p, f);
+  EXPECT_EQ(d.verdict, GuardVerdict::Allow);
+  EXPECT_EQ(d.rule, "") << "an allow rule never matches on unknown facts";
+  // Monitor reports what enforce would do.
+  p.mode = GuardMode::Monitor;
+  f.host = "api.anthropic.com";
+  d = decide(p, f);
+  EXPECT_EQ(d.verdict, GuardVerdict::Deny);
+  EXPECT_FALSE(d.enforced);
+}
+
+TEST(GuardDecide, AKnownMatchIsPreferredToAnUnknownOne) {
+  GuardPolicy p;
+  GuardRule by_model = rule("by-model", GuardVerdict::Deny);
+  by_model.llm_model = "x";
+  GuardRule by_path = rule("by-path", GuardVerdict::Deny);
+  by_path.path = "/v1/";
+  p.rules = {by_model, by_path};
+  RequestFacts f = request("POST", "h", 443, "/v1/messages");
+  f.llm_facts_unparseable = true;
+  const GuardDecision d = decide(p, f);
+  EXPECT_EQ(d.rule, "by-path");
+  EXPECT_FALSE(d.llm_facts_unknown);
+}
+
+TEST(GuardRule, NeedsPlaintext) {
+  GuardRule r = rule("r", GuardVerdict::Deny);
+  r.host = host("*.example.com:443");
+  EXPECT_FALSE(needs_plaintext(r));
+  for (auto set : {+[](GuardRule& x) { x.path = "/p"; }, +[](GuardRule& x) { x.method = "GET"; },
+                   +[](GuardRule& x) { x.llm_model = "m"; }, +[](GuardRule& x) { x.llm_max_tokens_over = 1; }}) {
+    GuardRule copy = r;
+    set(copy);
+    EXPECT_TRUE(needs_plaintext(copy));
+  }
+}
+
+GuardRule as_rule(const Result<CliPattern>& p) {
+  EXPECT_TRUE(p.ok()) << (p.ok() ? "" : p.error().message);
+  if (!p.ok() || !std::holds_alternative<GuardRule>(*p)) {
+    ADD_FAILURE() << "not a request rule";
+    return {};
+  }
+  return std::get<GuardRule>(*p);
+}
+
+TEST(GuardPattern, PathHostAndMethod) {
+  const GuardRule path = as_rule(parse_cli_pattern(GuardVerdict::Deny, "/secrets/"));
+  EXPECT_EQ(path.path, "/secrets/");
+  EXPECT_FALSE(path.host);
+  EXPECT_EQ(path.action, GuardVerdict::Deny);
+  EXPECT_EQ(path.name, "--deny /secrets/");
+
+  const GuardRule exact = as_rule(parse_cli_pattern(GuardVerdict::Allow, "api.example.com"));
+  ASSERT_TRUE(exact.host);
+  EXPECT_EQ(exact.host->text(), "api.example.com");
+  EXPECT_FALSE(needs_plaintext(exact));
+
+  const GuardRule wild = as_rule(parse_cli_pattern(GuardVerdict::Allow, "*.Example.com:8443"));
+  ASSERT_TRUE(wild.host);
+  EXPECT_TRUE(wild.host->wildcard);
+  EXPECT_EQ(wild.host->port, 8443);
+
+  const GuardRule post = as_rule(parse_cli_pattern(GuardVerdict::Approve, "POST /v1/prod/"));
+  EXPECT_EQ(post.method, "POST");
+  EXPECT_EQ(post.path, "/v1/prod/");
+  EXPECT_EQ(post.action, GuardVerdict::Approve);
+
+  const GuardRule del = as_rule(parse_cli_pattern(GuardVerdict::Deny, "delete *.example.com"));
+  EXPECT_EQ(del.method, "DELETE");
+  ASSERT_TRUE(del.host);
+  EXPECT_TRUE(del.path.empty());
+
+  const GuardRule method_only = as_rule(parse_cli_pattern(GuardVerdict::Deny, "DELETE"));
+  EXPECT_EQ(method_only.method, "DELETE");
+  EXPECT_FALSE(method_only.host);
+
+  const GuardRule host_path = as_rule(parse_cli_pattern(GuardVerdict::Deny, "api.example.com/v1/admin"));
+  ASSERT_TRUE(host_path.host);
+  EXPECT_EQ(host_path.host->name, "api.example.com");
+  EXPECT_EQ(host_path.path, "/v1/admin");
+}
+
+TEST(GuardPattern, CidrsStayKernelRules) {
+  for (std::string_view cidr : {"10.0.0.0/8", "10.0.0.5", "10.0.0.5:5432/tcp", "fd00::/8", "[2001:db8::1]:443"}) {
+    auto p = parse_cli_pattern(GuardVerdict::Deny, cidr);
+    ASSERT_TRUE(p.ok()) << cidr << ": " << p.error().message;
+    ASSERT_TRUE(std::holds_alternative<CidrPattern>(*p)) << cidr << " was read as a request rule";
+    EXPECT_EQ(std::get<CidrPattern>(*p).rule.verdict, Verdict::Deny);
+  }
+  auto allow = parse_cli_pattern(GuardVerdict::Allow, "192.168.0.0/16");
+  ASSERT_TRUE(allow.ok());
+  EXPECT_EQ(std::get<CidrPattern>(*allow).rule.verdict, Verdict::Allow);
+}
+
+TEST(GuardPattern, BadPatternsAreOneLineNamingThem) {
+  struct Case {
+    GuardVerdict action;
+    std::string_view pattern;
+    std::string_view why;  // a part of the message
+  };
+  for (const Case& c : std::initializer_list<Case>{
+           {GuardVerdict::Deny, "", "empty"},
+           {GuardVerdict::Deny, "   ", "empty"},
+           {GuardVerdict::Approve, "10.0.0.0/8", "approval"},
+           {GuardVerdict::Deny, "POST 10.0.0.0/8", "no method"},
+           {GuardVerdict::Deny, "P0ST /x", "method"},
+           {GuardVerdict::Deny, "POST /x /y", "one method and one pattern"},
+           {GuardVerdict::Allow, "ex*ample.com", "wildcard"},
+           {GuardVerdict::Allow, "api.example.com:70000", "port"},
+           {GuardVerdict::Allow, "https://api.example.com/", "scheme"},
+           {GuardVerdict::Allow, "a..b/x", "empty label"},
+       }) {
+    auto p = parse_cli_pattern(c.action, c.pattern);
+    ASSERT_FALSE(p.ok()) << "'" << c.pattern << "' was accepted";
+    const std::string& m = p.error().message;
+    EXPECT_TRUE(p.error().bad_input);
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+    EXPECT_EQ(m.rfind("--" + std::string(guard_verdict_name(c.action)) + " '" + std::string(c.pattern) + "': ", 0), 0u)
+        << m;
+    EXPECT_NE(m.find(c.why), std::string::npos) << m;
+  }
+}
+
+}  // namespace
+}  // namespace faultline

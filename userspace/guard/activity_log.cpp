@@ -1,0 +1,272 @@
+// The activity chain: canonical lines, their SHA-256, the per-identity check,
+// and the appending writer.
+#include "userspace/guard/activity_log.h"
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <ctime>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace faultline {
+// File-local names are unique in the library: it compiles as unity batches.
+namespace activity_log_detail {
+
+using OrderedJson = nlohmann::ordered_json;
+
+constexpr std::array<std::string_view, 12> kFields = {"seq",  "ts",      "identity", "kind", "method", "host",
+                                                      "path", "verdict", "rule",     "llm",  "prev",   "hash"};
+constexpr std::array<std::string_view, 5> kLlmFields = {"model", "in", "out", "cache", "reasoning"};
+
+std::string sha256_hex(std::string_view data) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr) != 1) return "";
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(len * 2);
+  for (unsigned int i = 0; i < len; ++i) {
+    out += kHex[md[i] >> 4];
+    out += kHex[md[i] & 0xf];
+  }
+  return out;
+}
+
+OrderedJson canonical_object(const ActivityEntry& e) {
+  OrderedJson llm = nullptr;
+  if (e.llm)
+    llm = OrderedJson{{"model", e.llm->model},
+                      {"in", e.llm->in},
+                      {"out", e.llm->out},
+                      {"cache", e.llm->cache},
+                      {"reasoning", e.llm->reasoning}};
+  return OrderedJson{{"seq", e.seq},       {"ts", e.ts},     {"identity", e.identity}, {"kind", e.kind},
+                     {"method", e.method}, {"host", e.host}, {"path", e.path},         {"verdict", e.verdict},
+                     {"rule", e.rule},     {"llm", llm},     {"prev", e.prev}};
+}
+
+std::string dump(const OrderedJson& j) { return j.dump(-1, ' ', false, OrderedJson::error_handler_t::replace); }
+
+// The entry a parsed line holds, or what is wrong with its shape.
+std::variant<ActivityEntry, std::string> entry_of(const nlohmann::json& j) {
+  if (!j.is_object()) return std::string("not a JSON object");
+  for (const auto& [key, value] : j.items())
+    if (std::find(kFields.begin(), kFields.end(), key) == kFields.end()) return "unknown field '" + key + "'";
+  for (std::string_view f : kFields)
+    if (!j.contains(f)) return "missing field '" + std::string(f) + "'";
+  ActivityEntry e;
+  if (!j["seq"].is_number_unsigned() || j["seq"].get<uint64_t>() == 0) return std::string("seq is not a number from 1");
+  e.seq = j["seq"].get<uint64_t>();
+  for (auto [name, into] : {std::pair{"ts", &e.ts}, std::pair{"identity", &e.identity}, std::pair{"kind", &e.kind},
+                            std::pair{"method", &e.method}, std::pair{"host", &e.host}, std::pair{"path", &e.path},
+                            std::pair{"verdict", &e.verdict}, std::pair{"rule", &e.rule}, std::pair{"prev", &e.prev},
+                            std::pair{"hash", &e.hash}}) {
+    if (!j[name].is_string()) return std::string(name) + " is not text";
+    *into = j[name].get<std::string>();
+  }
+  if (e.identity.empty()) return std::string("identity is empty");
+  const auto& llm = j["llm"];
+  if (!llm.is_null()) {
+    if (!llm.is_object()) return std::string("llm is neither an object nor null");
+    for (const auto& [key, value] : llm.items())
+      if (std::find(kLlmFields.begin(), kLlmFields.end(), key) == kLlmFields.end())
+        return "unknown field 'llm." + key + "'";
+    ActivityLlm l;
+    if (!llm.contains("model") || !llm["model"].is_string()) return std::string("llm.model is not text");
+    l.model = llm["model"].get<std::string>();
+    for (auto [name, into] : {std::pair{"in", &l.in}, std::pair{"out", &l.out}, std::pair{"cache", &l.cache},
+                              std::pair{"reasoning", &l.reasoning}}) {
+      if (!llm.contains(name) || !llm[name].is_number_unsigned())
+        return "llm." + std::string(name) + " is not a token count";
+      *into = llm[name].get<uint64_t>();
+    }
+    e.llm = std::move(l);
+  }
+  return e;
+}
+
+}  // namespace activity_log_detail
+
+std::string activity_canonical_line(const ActivityEntry& e) {
+  return activity_log_detail::dump(activity_log_detail::canonical_object(e));
+}
+
+std::string activity_hash(const ActivityEntry& e) {
+  return activity_log_detail::sha256_hex(activity_canonical_line(e));
+}
+
+std::string activity_line(const ActivityEntry& e) {
+  auto j = activity_log_detail::canonical_object(e);
+  j["hash"] = e.hash;
+  return activity_log_detail::dump(j);
+}
+
+std::string ActivityFault::describe() const {
+  std::string s = "line " + std::to_string(line);
+  if (!identity.empty() || seq) {
+    s += " (";
+    if (!identity.empty()) s += "identity " + identity;
+    if (seq) s += std::string(identity.empty() ? "" : ", ") + "seq " + std::to_string(*seq);
+    s += ")";
+  }
+  return s + ": " + problem;
+}
+
+std::variant<ActivityEntry, ActivityFault> ActivityChain::check_line(std::string_view line) {
+  using namespace activity_log_detail;
+  ActivityFault fault;
+  fault.line = ++lines_;
+  if (line.empty()) {
+    fault.problem = "an empty line";
+    return fault;
+  }
+  const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+  if (j.is_discarded()) {
+    fault.problem = "not JSON";
+    return fault;
+  }
+  // Name the entry as well as the line says, even when its shape is wrong.
+  if (j.is_object() && j.contains("identity") && j["identity"].is_string())
+    fault.identity = j["identity"].get<std::string>();
+  if (j.is_object() && j.contains("seq") && j["seq"].is_number_unsigned()) fault.seq = j["seq"].get<uint64_t>();
+  auto parsed = entry_of(j);
+  if (auto* why = std::get_if<std::string>(&parsed)) {
+    fault.problem = *why;
+    return fault;
+  }
+  ActivityEntry& e = std::get<ActivityEntry>(parsed);
+  if (activity_hash(e) != e.hash) {
+    fault.problem = "hash mismatch: the entry was changed after it was written";
+    return fault;
+  }
+  const Head head = [&] {
+    auto it = heads_.find(e.identity);
+    return it == heads_.end() ? Head{} : it->second;
+  }();
+  if (e.seq != head.seq + 1) {
+    fault.problem = "seq " + std::to_string(e.seq) + " where " + std::to_string(head.seq + 1) +
+                    " was expected (an entry before it was deleted or moved)";
+    return fault;
+  }
+  if (e.prev != head.hash) {
+    fault.problem = head.seq == 0 ? "prev is not empty on the identity's first entry"
+                                  : "prev does not match the hash of seq " + std::to_string(head.seq) +
+                                        " (that entry was replaced)";
+    return fault;
+  }
+  heads_[e.identity] = Head{e.seq, e.hash};
+  ++entries_;
+  return std::move(e);
+}
+
+uint64_t ActivityChain::last_seq(const std::string& identity) const {
+  auto it = heads_.find(identity);
+  return it == heads_.end() ? 0 : it->second.seq;
+}
+
+std::string ActivityChain::last_hash(const std::string& identity) const {
+  auto it = heads_.find(identity);
+  return it == heads_.end() ? "" : it->second.hash;
+}
+
+Result<ActivityVerdict> verify_activity(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return input_error(errno, path + ": cannot read");
+  ActivityChain chain;
+  ActivityVerdict v;
+  std::string line;
+  while (std::getline(in, line)) {
+    auto checked = chain.check_line(line);
+    if (auto* fault = std::get_if<ActivityFault>(&checked)) {
+      v.first_bad = std::move(*fault);
+      break;
+    }
+  }
+  if (in.bad()) return input_error(EIO, path + ": cannot read");
+  v.entries = chain.entries();
+  v.identities = chain.identities();
+  return v;
+}
+
+std::string activity_timestamp_now() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  std::tm tm{};
+  ::gmtime_r(&ts.tv_sec, &tm);
+  char buf[40];
+  const size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  std::snprintf(buf + n, sizeof buf - n, ".%03ldZ", ts.tv_nsec / 1000000);
+  return buf;
+}
+
+ActivityWriter::ActivityWriter(UniqueFd fd, std::string path, Options options, ActivityChain chain)
+    : fd_(std::move(fd)), path_(std::move(path)), options_(std::move(options)), chain_(std::move(chain)) {}
+
+ActivityWriter::~ActivityWriter() {
+  if (fd_.valid() && unsynced_ > 0) (void)::fdatasync(fd_.get());
+}
+
+Result<ActivityWriter> ActivityWriter::open(const std::string& path, Options options) {
+  if (options.sync_every == 0) options.sync_every = 1;
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
+  if (!fd) return input_error(errno, path + ": cannot open the activity log");
+  // Resume every identity's chain from the file as it is.
+  std::string text;
+  char buf[65536];
+  for (ssize_t n; (n = ::pread(fd.get(), buf, sizeof buf, static_cast<off_t>(text.size()))) != 0;) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno_error(path + ": cannot read the activity log");
+    }
+    text.append(buf, static_cast<size_t>(n));
+  }
+  if (!text.empty() && text.back() != '\n')
+    return input_error(EINVAL, path +
+                                   ": its last line is torn (no newline at its end): move the file aside "
+                                   "(faultctl activity verify names the line)");
+  ActivityChain chain;
+  for (size_t start = 0; start < text.size();) {
+    const size_t nl = text.find('\n', start);
+    auto checked = chain.check_line(std::string_view(text).substr(start, nl - start));
+    if (auto* fault = std::get_if<ActivityFault>(&checked))
+      return input_error(EINVAL, path + ": " + fault->describe() + ": a broken chain is never extended");
+    start = nl + 1;
+  }
+  return ActivityWriter(std::move(fd), path, std::move(options), std::move(chain));
+}
+
+Result<ActivityEntry> ActivityWriter::append(ActivityEntry e) {
+  if (e.identity.empty()) return input_error(EINVAL, "an activity entry without an identity");
+  std::lock_guard guard(*lock_);
+  if (e.ts.empty()) e.ts = activity_timestamp_now();
+  e.path = options_.redactor.text(e.path);
+  e.seq = chain_.last_seq(e.identity) + 1;
+  e.prev = chain_.last_hash(e.identity);
+  e.hash = activity_hash(e);
+  const std::string line = activity_line(e) + "\n";
+  const ssize_t n = ::write(fd_.get(), line.data(), line.size());
+  if (n != static_cast<ssize_t>(line.size()))
+    return n < 0 ? errno_error(path_ + ": cannot append to the activity log")
+                 : make_error(EIO, path_ + ": a short write to the activity log");
+  // The chain learns the entry written through the same check a verifier makes.
+  auto checked = chain_.check_line(std::string_view(line).substr(0, line.size() - 1));
+  if (auto* fault = std::get_if<ActivityFault>(&checked))
+    return make_error(EINVAL, path_ + ": an entry written does not verify: " + fault->problem);
+  if (++unsynced_ >= options_.sync_every) FL_TRY(sync());
+  return e;
+}
+
+Status ActivityWriter::sync() {
+  if (unsynced_ == 0) return {};
+  if (::fdatasync(fd_.get()) != 0) return errno_error(path_ + ": cannot sync the activity log");
+  unsynced_ = 0;
+  return {};
+}
+
+}  // namespace faultline

@@ -1,0 +1,142 @@
+// The guard's activity log: one JSON line per decision, chained per identity
+// by SHA-256, so an edited, deleted or reordered entry is found by
+// verify_activity() (and `faultctl activity verify FILE`).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "base/redact.h"
+#include "base/result.h"
+#include "base/unique_fd.h"
+
+namespace faultline {
+
+// An LLM call's model and billed tokens.
+struct ActivityLlm {
+  std::string model;
+  uint64_t in = 0;         // input tokens
+  uint64_t out = 0;        // output tokens
+  uint64_t cache = 0;      // input tokens read from the provider's cache
+  uint64_t reasoning = 0;  // output tokens spent reasoning
+};
+
+// One line of the log. The canonical line is the JSON object of every field
+// but `hash`, in this order, compact (nlohmann's dump, invalid UTF-8
+// replaced): {"seq","ts","identity","kind","method","host","path","verdict",
+// "rule","llm" (an object, or null),"prev"}. hash = lowercase hex SHA-256 of
+// it; the line written is the same object with "hash" last.
+struct ActivityEntry {
+  uint64_t seq = 0;      // per identity, from 1
+  std::string ts;        // UTC, RFC 3339 with milliseconds ("2025-06-01T12:00:00.123Z")
+  std::string identity;  // who made the request ("user@host", a token's name)
+  std::string kind;      // "request" (a decision), "llm" (an LLM call's usage)
+  std::string method;
+  std::string host;
+  std::string path;     // redacted before it is hashed
+  std::string verdict;  // "allow", "deny", "approve"
+  std::string rule;     // "" for the default
+  std::optional<ActivityLlm> llm;
+  std::string prev;  // the hash of this identity's previous entry; "" for its first
+  std::string hash;
+};
+
+// The canonical line of an entry (without its hash), and its hash.
+[[nodiscard]] std::string activity_canonical_line(const ActivityEntry& e);
+[[nodiscard]] std::string activity_hash(const ActivityEntry& e);
+// The line as written: the canonical fields and the hash.
+[[nodiscard]] std::string activity_line(const ActivityEntry& e);
+
+// The first entry of a log that breaks its chain.
+struct ActivityFault {
+  size_t line = 0;  // 1-based
+  std::optional<uint64_t> seq;
+  std::string identity;  // "" when the line does not say
+  std::string problem;   // "not JSON: ...", "seq 4 where 3 was expected", "prev does not match ...", "hash mismatch"
+  [[nodiscard]] std::string describe() const;  // "line 7 (identity alice, seq 4): ..."
+};
+
+// Reads a log line by line, keeping each identity's last seq and hash: the
+// one check both verify_activity() and the writer's resume make.
+class ActivityChain {
+ public:
+  // The next line (without its newline); the entry, or what is wrong with it
+  // (the chain state is left as it was).
+  [[nodiscard]] std::variant<ActivityEntry, ActivityFault> check_line(std::string_view line);
+  // The seq and hash the next entry of an identity chains to.
+  [[nodiscard]] uint64_t last_seq(const std::string& identity) const;
+  [[nodiscard]] std::string last_hash(const std::string& identity) const;
+  [[nodiscard]] size_t entries() const { return entries_; }
+  [[nodiscard]] size_t identities() const { return heads_.size(); }
+
+ private:
+  struct Head {
+    uint64_t seq = 0;
+    std::string hash;
+  };
+  std::map<std::string, Head, std::less<>> heads_;
+  size_t lines_ = 0;
+  size_t entries_ = 0;
+};
+
+struct ActivityVerdict {
+  size_t entries = 0;
+  size_t identities = 0;
+  std::optional<ActivityFault> first_bad;  // nullopt: every chain is intact
+  [[nodiscard]] bool intact() const { return !first_bad; }
+};
+
+// Checks every line of a log. An error (bad input) only when the file cannot
+// be read; a broken chain is a verdict. What a file alone cannot show: the
+// tail of a chain cut off (its last entries deleted), and lines of different
+// identities reordered (each chain is still whole); faultcp's copy catches
+// the first.
+[[nodiscard]] Result<ActivityVerdict> verify_activity(const std::string& path);
+
+// Appends entries to a log file, continuing each identity's chain from what
+// the file already holds (a file whose chains are broken is refused: the
+// writer never extends a broken chain; nor a file whose last line is torn).
+//
+// Durability: each line is one write(2) on an O_APPEND descriptor, so lines
+// from this writer are never interleaved or half-written by a process crash;
+// fdatasync(2) runs every `sync_every` entries and at close, so a power loss
+// loses at most the entries since the last sync (at worst leaving a torn last
+// line, which verify reports as not JSON). sync_every = 1 syncs each entry.
+// Thread-safe: append() takes a lock.
+class ActivityWriter {
+ public:
+  struct Options {
+    size_t sync_every = 64;
+    Redactor redactor;  // applied to path before hashing
+  };
+  [[nodiscard]] static Result<ActivityWriter> open(const std::string& path, Options options);
+  [[nodiscard]] static Result<ActivityWriter> open(const std::string& path) { return open(path, Options{}); }
+  ActivityWriter(ActivityWriter&&) noexcept = default;
+  ActivityWriter& operator=(ActivityWriter&&) noexcept = default;
+  ~ActivityWriter();
+
+  // Fills seq, prev and hash (and ts when empty: now), redacts path, writes
+  // the line; returns the entry as written.
+  [[nodiscard]] Result<ActivityEntry> append(ActivityEntry entry);
+  [[nodiscard]] Status sync();
+
+ private:
+  ActivityWriter(UniqueFd fd, std::string path, Options options, ActivityChain chain);
+  UniqueFd fd_;
+  std::string path_;
+  Options options_;
+  ActivityChain chain_;
+  size_t unsynced_ = 0;
+  std::unique_ptr<std::mutex> lock_ = std::make_unique<std::mutex>();
+};
+
+// Now as an entry's ts.
+[[nodiscard]] std::string activity_timestamp_now();
+
+}  // namespace faultline

@@ -1,0 +1,79 @@
+// The guard's decision: deny, then approve, then allow, then the default.
+#include "userspace/guard/guard_policy.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace faultline {
+// File-local names are unique in the library: it compiles as unity batches.
+namespace guard_policy_detail {
+
+enum class Match : uint8_t { No, Yes, OnUnknownFacts };
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](unsigned char x, unsigned char y) {
+           return std::tolower(x) == std::tolower(y);
+         });
+}
+
+bool model_matches(std::string_view pattern, std::string_view model) {
+  if (pattern.ends_with('*')) {
+    pattern.remove_suffix(1);
+    return model.size() >= pattern.size() && iequals(model.substr(0, pattern.size()), pattern);
+  }
+  return iequals(pattern, model);
+}
+
+Match match(const GuardRule& r, const RequestFacts& f) {
+  if (r.host && !r.host->matches(f.host, f.port)) return Match::No;
+  if (!r.method.empty() && !iequals(r.method, f.method)) return Match::No;
+  if (!r.path.empty() && f.path.find(r.path) == std::string::npos) return Match::No;
+  bool unknown = false;
+  if (!r.llm_model.empty()) {
+    if (f.llm_model) {
+      if (!model_matches(r.llm_model, *f.llm_model)) return Match::No;
+    } else if (f.llm_facts_unparseable) {
+      unknown = true;
+    } else {
+      return Match::No;
+    }
+  }
+  if (r.llm_max_tokens_over) {
+    if (f.llm_max_tokens) {
+      if (*f.llm_max_tokens <= *r.llm_max_tokens_over) return Match::No;
+    } else if (f.llm_facts_unparseable) {
+      unknown = true;
+    } else {
+      return Match::No;
+    }
+  }
+  return unknown ? Match::OnUnknownFacts : Match::Yes;
+}
+
+}  // namespace guard_policy_detail
+
+GuardDecision decide(const GuardPolicy& policy, const RequestFacts& facts) {
+  using guard_policy_detail::Match;
+  const bool enforced = policy.mode == GuardMode::Enforce;
+  for (GuardVerdict action : {GuardVerdict::Deny, GuardVerdict::Approve, GuardVerdict::Allow}) {
+    const GuardRule* on_unknown = nullptr;
+    for (const GuardRule& r : policy.rules) {
+      if (r.action != action) continue;
+      const Match m = guard_policy_detail::match(r, facts);
+      if (m == Match::Yes) return GuardDecision{action, r.name, r.reason, enforced, false};
+      // Fail safe: unknown facts may deny or hold a request, never let it through.
+      if (m == Match::OnUnknownFacts && action != GuardVerdict::Allow && !on_unknown) on_unknown = &r;
+    }
+    if (on_unknown) {
+      std::string reason(kLlmFactsUnknownReason);
+      if (!on_unknown->reason.empty()) reason += "; " + on_unknown->reason;
+      return GuardDecision{action, on_unknown->name, std::move(reason), enforced, true};
+    }
+  }
+  return GuardDecision{
+      policy.default_allow ? GuardVerdict::Allow : GuardVerdict::Deny, "",
+      policy.default_allow ? "no rule matched: allowed by default" : "no rule matched: denied by default", enforced,
+      false};
+}
+
+}  // namespace faultline

@@ -1,0 +1,65 @@
+// The guard's policy (mode, default, rules) and its one decision: what a
+// request's facts get, whatever protocol carried it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "userspace/guard/guard_rule.h"
+
+namespace faultline {
+
+// Monitor decides and records; enforce also acts on the verdict.
+enum class GuardMode : uint8_t { Monitor, Enforce };
+
+struct GuardPolicy {
+  GuardMode mode = GuardMode::Monitor;
+  bool default_allow = true;
+  std::vector<GuardRule> rules;  // in the order written; decide() takes them by action
+};
+
+// What a session knows of one request when it asks for a decision.
+struct RequestFacts {
+  std::string method;  // "GET"; "CONNECT" for a tunnel the guard does not terminate
+  std::string host;    // without the port ("api.example.com", "10.0.0.5", "::1")
+  uint16_t port = 0;
+  std::string path;  // the request target's path and query; empty when unseen
+  bool tls_terminated = false;
+  std::optional<std::string> llm_model;
+  std::optional<uint64_t> llm_max_tokens;
+  // The request went to an LLM endpoint but its body is not JSON, so the LLM
+  // facts are unknown (not merely absent).
+  bool llm_facts_unparseable = false;
+};
+
+struct GuardDecision {
+  GuardVerdict verdict = GuardVerdict::Allow;
+  std::string rule;                // the rule's name; "" when the default decided
+  std::string reason;              // the rule's reason, the default's, or why unknown facts matched
+  bool enforced = false;           // the policy enforces (else the verdict is reported only)
+  bool llm_facts_unknown = false;  // the rule matched because its LLM facts were unknown
+};
+
+// The decision: every deny rule first, then approve, then allow, in the order
+// written within each action; the first that matches decides, else the
+// default. Matchers of a rule are ANDed.
+//
+// Unknown LLM facts fail safe: when the body of an LLM request is not JSON
+// (llm_facts_unparseable), a deny or approve rule whose llm_model or
+// llm_max_tokens_over cannot be checked counts as matching (its other
+// matchers still must), and the reason says so; an allow rule never matches
+// on unknown facts. A rule that matches on the facts it can check is
+// preferred to one matching only on unknown facts. This holds in monitor mode
+// too, so that monitor reports what enforce would do.
+//
+// A tunnel seen only by its host (not terminated, no path) never matches a
+// rule that needs the path or the method: the caller refuses such rules at
+// start for HTTPS it does not terminate (needs_plaintext()).
+[[nodiscard]] GuardDecision decide(const GuardPolicy& policy, const RequestFacts& facts);
+
+// The reason given when a rule matched on unknown LLM facts.
+inline constexpr std::string_view kLlmFactsUnknownReason = "llm facts unknown: body is not JSON";
+
+}  // namespace faultline

@@ -1,0 +1,83 @@
+// One rule of the AI-agent guard: what a request must look like (host, path,
+// method, LLM facts, all ANDed) and what the guard does with it; plus the
+// `--allow/--deny/--approve P` patterns of the command line.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "base/result.h"
+#include "userspace/net/egress_rules.h"
+
+namespace faultline {
+
+// What the guard does with a request. Deny and approve are final answers
+// (approve holds the request until a person, or the timeout, decides).
+enum class GuardVerdict : uint8_t { Allow, Deny, Approve };
+
+[[nodiscard]] std::string_view guard_verdict_name(GuardVerdict v);  // "allow", "deny", "approve"
+[[nodiscard]] std::optional<GuardVerdict> guard_verdict_from_name(std::string_view name);
+
+// A host as a rule names it: "api.example.com" (exactly that name),
+// "*.example.com" (its strict subdomains: a.example.com, a.b.example.com; not
+// example.com, not badexample.com), either with ":PORT" (only that port).
+// Names compare case-insensitively, without a trailing dot.
+struct HostMatcher {
+  std::string name;  // lowercase; for a wildcard, the suffix without "*."
+  bool wildcard = false;
+  std::optional<uint16_t> port;
+
+  [[nodiscard]] bool matches(std::string_view host, uint16_t request_port) const;
+  [[nodiscard]] std::string text() const;  // as it would be written back
+};
+
+// "api.example.com", "*.example.com", "api.example.com:8443", "10.0.0.5",
+// "[::1]:443". An error says why (the caller prefixes the field or flag).
+[[nodiscard]] Result<HostMatcher> parse_host_matcher(std::string_view text);
+
+struct GuardRule {
+  std::string name;
+  GuardVerdict action = GuardVerdict::Deny;
+  std::string reason;
+  // The matchers; an unset one matches anything. A rule has one at least.
+  std::optional<HostMatcher> host;
+  std::string path;       // a substring of the request target (path and query)
+  std::string method;     // uppercase; compared case-insensitively
+  std::string llm_model;  // the request's model, exactly, or a prefix when it ends in '*' ("claude-opus-*")
+  std::optional<uint64_t> llm_max_tokens_over;  // the request asks for more output tokens than this
+
+  [[nodiscard]] bool has_matcher() const;
+  [[nodiscard]] bool needs_llm_facts() const { return !llm_model.empty() || llm_max_tokens_over.has_value(); }
+};
+
+// A rule that needs what only the request's bytes say (its path, method or
+// LLM facts): on HTTPS these are seen only with TLS terminated, so the caller
+// refuses such a rule at start when it does not terminate TLS.
+[[nodiscard]] bool needs_plaintext(const GuardRule& rule);
+
+// An HTTP method as a rule names it: letters only, uppercased ("post" -> "POST").
+[[nodiscard]] Result<std::string> parse_method(std::string_view text);
+
+// A CIDR pattern of the command line: the kernel judges it by address (an
+// egress rule of the cgroup), not the guard by request.
+struct CidrPattern {
+  EgressRule rule;
+};
+
+// `--allow P`, `--deny P`, `--approve P`:
+//   /secrets/                 a path substring (a pattern with '/')
+//   api.example.com           a host: exact, *.suffix, host:port
+//   api.example.com/v1/       a host and a path substring
+//   'POST /v1/prod/'          an optional method first ('POST', 'DELETE *.example.com')
+//   POST                      a method alone
+//   10.0.0.0/8, 10.0.0.5:443  a CIDR (v4 or v6, with the kernel rule's port and
+//                             protocol forms): returned as a CidrPattern
+// The rule is named after the flag and the pattern ("--deny /secrets/"). A bad
+// pattern is one error line naming the flag and the pattern.
+using CliPattern = std::variant<GuardRule, CidrPattern>;
+[[nodiscard]] Result<CliPattern> parse_cli_pattern(GuardVerdict action, std::string_view pattern);
+
+}  // namespace faultline
