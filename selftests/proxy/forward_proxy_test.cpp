@@ -132,6 +132,7 @@ class ForwardProxyTest : public ::testing::Test {
   void start(std::string proxy_authorization = {}) {
     faultline::ProxyOptions po;
     po.workers = 2;
+    po.receive = receive_;
     auto reg = faultline::ProxyRegistry::start(po);
     ASSERT_TRUE(reg.ok()) << reg.error().describe();
     proxies_ = std::move(*reg);
@@ -198,6 +199,7 @@ class ForwardProxyTest : public ::testing::Test {
     return fltest::read_to_end(fd.get());
   }
 
+  faultline::ReceiveMode receive_ = faultline::ReceiveMode::automatic;
   std::shared_ptr<TestJudge> judge_ = std::make_shared<TestJudge>();
   std::unique_ptr<faultline::ProxyRegistry> proxies_;
   uint16_t port_ = 0;
@@ -388,6 +390,47 @@ TEST_F(ForwardProxyTest, TerminatedTunnelJudgesEachInnerRequestWithItsPath) {
   ASSERT_TRUE(denied.status.is(0)) << denied.describe();
   EXPECT_EQ(denied.out, "{\"error\":\"denied by test judge\"}[403]");
   EXPECT_EQ(tls_upstream_->requests(), 1);
+}
+
+TEST_F(ForwardProxyTest, HeldConnectIsWithdrawnOrForwarded) {
+  start();
+  start_tls(true);
+  const std::string url = "https://127.0.0.1:" + std::to_string(tls_upstream_->port()) + "/after-approval";
+  judge_->decide = [](const RequestHead& h, const HeldRequest&) {
+    return h.stage == RequestStage::connect ? RequestVerdict::hold() : RequestVerdict::forward();
+  };
+  // The client gives up: the CONNECT is withdrawn.
+  auto gone = curl(url, {"--cacert", dir_.file("our-ca.pem")}, "1");
+  EXPECT_FALSE(gone.status.is(0)) << gone.describe();
+  auto first = judge_->wait_head(1);
+  ASSERT_TRUE(first);
+  EXPECT_TRUE(judge_->wait_withdrawn(first->id));
+  // Approved while the client waits: the tunnel opens, the inner request is judged and served.
+  auto client = std::async(std::launch::async, [&] { return curl(url, {"--cacert", dir_.file("our-ca.pem")}); });
+  auto second = judge_->wait_head(2);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->stage, RequestStage::connect);
+  EXPECT_TRUE(judge_->hold_of(second->id).complete(RequestVerdict::forward()));
+  auto r = client.get();
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_EQ(r.out, "hello from upstream /after-approval[200]");
+  auto inner = judge_->wait_head(3);
+  ASSERT_TRUE(inner);
+  EXPECT_EQ(inner->target, "/after-approval");
+}
+
+TEST_F(ForwardProxyTest, PlainReceiveModeForwardsAndTerminatesToo) {
+  receive_ = faultline::ReceiveMode::plain;
+  PlainUpstream up;
+  start();
+  start_tls(true);
+  auto plain = curl(up_url(up.port(), "/plain"));
+  ASSERT_TRUE(plain.status.is(0)) << plain.describe();
+  EXPECT_EQ(plain.out, "upstream saw GET /plain HTTP/1.1[200]");
+  auto tls = curl("https://127.0.0.1:" + std::to_string(tls_upstream_->port()) + "/tls",
+                  {"--cacert", dir_.file("our-ca.pem")});
+  ASSERT_TRUE(tls.status.is(0)) << tls.describe();
+  EXPECT_EQ(tls.out, "hello from upstream /tls[200]");
 }
 
 // The proxy's own answers: a 400 naming what is wrong, then a FIN (never a reset).

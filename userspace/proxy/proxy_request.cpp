@@ -37,7 +37,9 @@ std::string_view url_authority(std::string_view url) {
   const size_t slashes = url.find("//");
   if (slashes == std::string_view::npos) return {};
   std::string_view rest = url.substr(slashes + 2);
-  return rest.substr(0, rest.find_first_of("/?#"));
+  rest = rest.substr(0, rest.find_first_of("/?#"));
+  if (const size_t at = rest.rfind('@'); at != std::string_view::npos) rest.remove_prefix(at + 1);  // userinfo
+  return rest;
 }
 
 // The port as written after the authority's last ':' (outside an IPv6
