@@ -224,8 +224,8 @@ std::string HttpSession::header(std::string_view lower_name) const {
 bool HttpSession::in_head() const { return state_ == Req::head && !head_.empty(); }
 
 bool HttpSession::holds_client() const {
-  return state_ == Req::drain || state_ == Req::answer_due || state_ == Req::answered ||
-         (state_ == Req::decided && action_ == Action::status);
+  return state_ == Req::judging || state_ == Req::connect_rest || state_ == Req::drain || state_ == Req::answer_due ||
+         state_ == Req::answered || (state_ == Req::decided && action_ == Action::status);
 }
 
 void HttpSession::make_answer(int status, const std::vector<std::pair<std::string, std::string>>& headers,
@@ -346,7 +346,8 @@ HttpStep HttpSession::client_step(std::string_view input, const HttpRules& rules
         const auto err = HTTP_PARSER_ERRNO(req_.get());
         if (err != HPE_OK && err != HPE_PAUSED) {
           action_ = Action::status;
-          make_answer(400, {{"Content-Type", "text/plain"}}, "malformed request\n", true);
+          make_answer(400, {{"Content-Type", "text/plain"}},
+                      std::string("malformed request: ") + http_errno_description(err) + "\n", true);
           state_ = Req::answer_due;
           return {HttpAct::drop, input.size()};
         }
@@ -359,10 +360,26 @@ HttpStep HttpSession::client_step(std::string_view input, const HttpRules& rules
         }
         if (head_complete_) {
           http_parser_pause(req_.get(), 0);
-          decide(rules);
-          state_ = Req::decided;
+          if (judged_) {
+            judge_asked_ = false;
+            state_ = Req::judging;
+          } else {
+            decide(rules);
+            state_ = Req::decided;
+          }
         }
         return {HttpAct::consume, n};
+      }
+      case Req::judging:
+        if (judge_asked_) return {HttpAct::wait};
+        judge_asked_ = true;
+        return {HttpAct::judge};
+      case Req::connect_rest: {
+        // The CONNECT head's last LF (held back by the pause at headers
+        // complete) belongs to the head, not to the tunnel.
+        state_ = Req::answer_due;
+        if (!input.empty() && input.front() == '\n') return {HttpAct::drop, 1};
+        continue;
       }
       case Req::decided:
         switch (action_) {
@@ -437,6 +454,33 @@ HttpStep HttpSession::client_step(std::string_view input, const HttpRules& rules
   }
 }
 
+std::string HttpSession::method() const { return http_method_str(static_cast<http_method>(req_->method)); }
+
+void HttpSession::verdict_forward(const HttpRules& rules) {
+  if (state_ != Req::judging) return;
+  decide(rules);
+  state_ = Req::decided;
+}
+
+void HttpSession::verdict_answer(std::string response, bool close) {
+  if (state_ != Req::judging) return;
+  action_ = Action::status;
+  delay_ms_ = 0;
+  answer_close_ = close || upgrade_ || !header("expect").empty() || !http_should_keep_alive(req_.get());
+  answer_ = std::move(response);
+  state_ = Req::drain;
+}
+
+void HttpSession::tunnel_established() {
+  if (state_ != Req::judging) return;
+  action_ = Action::status;
+  delay_ms_ = 0;
+  answer_ = "HTTP/1.1 200 Connection established\r\n\r\n";
+  answer_close_ = false;
+  connect_ok_ = true;
+  state_ = Req::connect_rest;
+}
+
 void HttpSession::head_sent() {
   exchange_open_ = true;
   if (state_ == Req::tunnel) tunnel_ = true;
@@ -444,7 +488,7 @@ void HttpSession::head_sent() {
 }
 
 void HttpSession::answer_sent() {
-  if (answer_close_) {
+  if (answer_close_ || connect_ok_) {
     state_ = Req::closed;
     return;
   }

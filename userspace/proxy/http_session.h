@@ -79,6 +79,7 @@ enum class HttpAct : uint8_t {
   reset,      // close both sides with an RST
   cut,        // send the first `bytes` of the input, then close both sides (FIN)
   wait,       // nothing until the other direction has moved (the exchange must finish)
+  judge,      // (judged sessions) the head is complete: hand it to the judge, then a verdict_*()
 };
 
 struct HttpStep {
@@ -94,6 +95,30 @@ class HttpSession {
   ~HttpSession();
   HttpSession(const HttpSession&) = delete;
   HttpSession& operator=(const HttpSession&) = delete;
+
+  // Every request head waits for a verdict (the forward proxy's RequestJudge,
+  // request_judge.h): client_step says judge once, then wait until one of
+  // verdict_forward(), verdict_answer() or tunnel_established() is called.
+  void judge_requests() { judged_ = true; }
+  [[nodiscard]] bool awaiting_verdict() const { return state_ == Req::judging; }
+  // The request whose head is complete: its method ("GET"), target as written,
+  // fields (names lower case), whether it is an upgrade (CONNECT is one).
+  [[nodiscard]] std::string method() const;
+  [[nodiscard]] const std::string& url() const { return url_; }
+  [[nodiscard]] const std::vector<std::pair<std::string, std::string>>& headers() const { return headers_; }
+  // The verdicts. forward: the proxy's HTTP faults are matched, then the head
+  // goes on (as replaced, if it was). answer: `response` goes to the client
+  // once the request's body is read (dropped); the connection closes after it
+  // when `close` or the request cannot be kept alive.
+  void verdict_forward(const HttpRules& rules);
+  void verdict_answer(std::string response, bool close);
+  // The head the upstream gets instead (origin-form), ending as head() does.
+  void replace_head(std::string head) { head_ = std::move(head); }
+  // A CONNECT whose upstream is connected: "200 Connection established" is the
+  // answer; once it is sent (answer_sent()) tunnel_ready() and the session is
+  // done: the bytes after it are the tunnel's.
+  void tunnel_established();
+  [[nodiscard]] bool tunnel_ready() const { return connect_ok_ && state_ == Req::closed; }
 
   // The next thing to do with `input`, the bytes from the client not yet
   // handled (possibly empty). `rules` are the proxy's current faults.
@@ -125,7 +150,19 @@ class HttpSession {
   struct Parse;
 
  private:
-  enum class Req : uint8_t { head, decided, body, drain, answer_due, answered, done, tunnel, closed };
+  enum class Req : uint8_t {
+    head,
+    judging,
+    decided,
+    body,
+    drain,
+    connect_rest,
+    answer_due,
+    answered,
+    done,
+    tunnel,
+    closed
+  };
   enum class Action : uint8_t { pass, status, delay_request, delay_response, reset, truncate, abort_stream };
 
   void decide(const HttpRules& rules);
@@ -142,6 +179,9 @@ class HttpSession {
   Req state_ = Req::head;
   uint64_t serial_ = 1;
   bool kick_ = false;
+  bool judged_ = false;
+  bool judge_asked_ = false;
+  bool connect_ok_ = false;
 
   // The request being read.
   std::string head_;

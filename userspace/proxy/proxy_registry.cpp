@@ -93,7 +93,11 @@ class ProxyRegistry::Impl {
   // and hands one to each worker.
   Status start(ProxyEntry& e, std::vector<UniqueFd> adopted = {}) {
     ProxyRoute route{{}, e.config.original_destination, e.config.upstream_mark};
-    if (!route.original_destination) {
+    if (e.config.forward) {
+      route.judge = e.config.forward->judge;
+      route.proxy_authorization = e.config.forward->proxy_authorization;
+      route.name = e.config.name;
+    } else if (!route.original_destination) {
       auto upstream = resolve_endpoint(e.config.upstream, "upstream");
       if (!upstream) return upstream.error();
       route.upstream = *upstream;
@@ -177,6 +181,11 @@ class ProxyRegistry::Impl {
   static Status check_config(const ProxyConfig& c) {
     if (c.name.empty()) return input_error(EINVAL, "proxy: \"name\": missing or empty");
     if (c.listen.empty()) return input_error(EINVAL, "proxy: \"listen\": missing or empty");
+    if (c.forward) {
+      if (!c.forward->judge) return input_error(EINVAL, "proxy: forward mode needs a request judge");
+      if (c.original_destination) return input_error(EINVAL, "proxy: forward mode is not transparent");
+      return {};
+    }
     if (c.upstream.empty() && !c.original_destination)
       return input_error(EINVAL, "proxy: \"upstream\": missing or empty");
     return {};

@@ -2,7 +2,8 @@
 // workers. This is the contract the Toxiproxy REST API and faultd build on.
 //
 // Thread safety: every member function may be called from any thread at any time
-// except from a worker (none of them calls back into user code). Calls are
+// except from a worker (user code a worker calls: a transparent proxy's
+// original_destination, a forward proxy's RequestJudge; neither may call here). Calls are
 // serialised among themselves by one mutex on the control path; the workers never
 // take it. A call that changes a proxy returns once every worker has applied the
 // change: after remove() or update({.enabled = false}) the listener is closed and
@@ -28,6 +29,7 @@
 #include "userspace/proxy/endpoint.h"
 #include "userspace/proxy/http_fault.h"
 #include "userspace/proxy/http_session.h"
+#include "userspace/proxy/request_judge.h"
 #include "userspace/proxy/toxic.h"
 
 namespace faultline {
@@ -62,6 +64,17 @@ struct ProxyIoPaths {
   unsigned workers = 0;
 };
 
+// An explicit forward proxy (clients set HTTP_PROXY / HTTPS_PROXY to it): each
+// request names where it goes (GET http://host:port/path, CONNECT host:port)
+// and is judged before anything leaves (docs/proxy.md, "Forward proxy").
+struct ForwardProxy {
+  std::shared_ptr<RequestJudge> judge;  // required; shared by every worker (thread-safe)
+  // Non-empty: every request must carry exactly this Proxy-Authorization
+  // ("Basic dXNlcjpzZWNyZXQ=", "Bearer T"; the scheme's case is free), else it
+  // is answered 407 with Proxy-Authenticate before the judge sees it.
+  std::string proxy_authorization;
+};
+
 // A proxy as created or changed. Addresses are "host:port" (IPv6 as "[::1]:80");
 // the host is a numeric address or a name resolved when the proxy is (re)started.
 struct ProxyConfig {
@@ -79,6 +92,11 @@ struct ProxyConfig {
   // SO_MARK of every connection opened upstream, 0 for none: a redirect exempts
   // the mark (FL_PROXY_MARK), so the proxy is never sent back to itself.
   uint32_t upstream_mark = 0;
+  // A forward proxy: `upstream` may be empty (only a label), and
+  // original_destination must be unset. Connections are parsed as HTTP/1.1
+  // from their first byte; the HTTP faults and TLS (set_http_tls: terminate
+  // opens CONNECT tunnels) of the proxy apply to what is forwarded.
+  std::optional<ForwardProxy> forward;
 };
 
 // A partial change: absent members stay. Changing listen or upstream restarts the

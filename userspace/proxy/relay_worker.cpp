@@ -6,10 +6,16 @@
 // the stream toxics (pump_http). With TLS on (HttpRules::tls) the client's
 // first bytes are scanned for a ClientHello first (pump_hello): a TLS
 // connection is then faulted by its SNI and relayed untouched, or terminated
-// (TlsTermination between the sockets and the HttpSession, tls_* below).
+// (TlsTermination between the sockets and the HttpSession, tls_* below). A
+// forward proxy's connection has no upstream until its first request is
+// judged: the target is resolved (numeric at once, names on a resolver
+// thread) and connected, then the request goes on as in HTTP mode, or a
+// CONNECT becomes a tunnel (forward_* below).
 #include "userspace/proxy/relay_worker.h"
 
+#include <arpa/inet.h>
 #include <liburing.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/eventfd.h>
@@ -19,6 +25,9 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
 #include <future>
 #include <optional>
 #include <span>
@@ -26,7 +35,9 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "userspace/proxy/http_answer.h"
 #include "userspace/proxy/http_session.h"
+#include "userspace/proxy/proxy_request.h"
 #include "userspace/proxy/tls_client_hello.h"
 #include "userspace/proxy/tls_termination.h"
 
@@ -120,7 +131,120 @@ enum class Hello : uint8_t {
   none,      // judged (or TLS is off): the connection is HTTP, a stream, or terminated
   reading,   // the client's first bytes are held and scanned
   delaying,  // a TLS connection not terminated, held by an SNI delay fault
+  judging,   // a forward proxy's tunnel: its SNI waits for the judge's verdict
 };
+
+// What a forward proxy's connection waits for (nothing while it relays).
+enum class Await : uint8_t { none, verdict, resolve, connect };
+
+// Request ids are unique in the process (every worker, every proxy).
+std::atomic<uint64_t> g_next_request_id{1};
+
+// getaddrinfo off the workers' threads: one thread per worker, started at the
+// first name (numeric hosts never come here), answering through `done` (which
+// posts to the worker). Joined when the worker goes.
+class NameResolver {
+ public:
+  using Done = std::function<void(Result<SocketAddress>)>;
+  ~NameResolver() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  void resolve(std::string host, uint16_t port, Done done) {
+    {
+      std::lock_guard lock(mu_);
+      work_.push_back({std::move(host), port, std::move(done)});
+      if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  struct Job {
+    std::string host;
+    uint16_t port;
+    Done done;
+  };
+  void run() {
+    for (;;) {
+      Job job;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [this] { return stop_ || !work_.empty(); });
+        if (stop_) return;
+        job = std::move(work_.front());
+        work_.pop_front();
+      }
+      addrinfo hints{};
+      hints.ai_family = AF_UNSPEC;
+      hints.ai_socktype = SOCK_STREAM;
+      addrinfo* res = nullptr;
+      const std::string port = std::to_string(job.port);
+      const int rc = ::getaddrinfo(job.host.c_str(), port.c_str(), &hints, &res);
+      if (rc != 0 || res == nullptr) {
+        job.done(make_error(0, "cannot resolve " + job.host + ": " + ::gai_strerror(rc)));
+        continue;
+      }
+      SocketAddress a;
+      std::memcpy(&a.storage, res->ai_addr, res->ai_addrlen);
+      a.length = res->ai_addrlen;
+      ::freeaddrinfo(res);
+      job.done(a);
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> work_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// A numeric host (IPv4, IPv6 without brackets) as an address at once.
+std::optional<SocketAddress> numeric_address(const std::string& host, uint16_t port) {
+  SocketAddress a;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&a.storage);
+  if (::inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(port);
+    a.length = sizeof(sockaddr_in);
+    return a;
+  }
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&a.storage);
+  if (::inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(port);
+    a.length = sizeof(sockaddr_in6);
+    return a;
+  }
+  return std::nullopt;
+}
+
+// The proxy's own answers in forward mode: plain text naming what is wrong.
+std::string forward_text_answer(int status, const std::string& text, HeaderList extra = {}) {
+  extra.emplace_back("Content-Type", "text/plain");
+  return compose_http_response(status, extra, text + "\n", false);
+}
+
+// Proxy-Authorization as configured: the scheme without case, the rest exact
+// (compared in constant time).
+bool forward_credentials_ok(std::string_view want, std::string_view got) {
+  const size_t ws = want.find(' ');
+  const size_t gs = got.find(' ');
+  if (ws == std::string_view::npos || gs == std::string_view::npos || ws != gs) return false;
+  for (size_t i = 0; i < ws; ++i)
+    if (std::tolower(static_cast<unsigned char>(want[i])) != std::tolower(static_cast<unsigned char>(got[i])))
+      return false;
+  std::string_view a = want.substr(ws + 1);
+  std::string_view b = got.substr(gs + 1);
+  while (!b.empty() && b.front() == ' ') b.remove_prefix(1);
+  unsigned diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) diff |= unsigned(a[i] ^ (i < b.size() ? b[i] : 0));
+  return diff == 0;
+}
 
 struct Connection {
   ProxyState* proxy = nullptr;
@@ -141,6 +265,19 @@ struct Connection {
   std::string held;  // the client's first bytes while scanned (then a chunk of their own)
   size_t hello_wanted = 0;
   std::unique_ptr<TlsTermination> tls;  // terminated
+  std::string sni;                      // the ClientHello's, once parsed (pass-through)
+  // A forward proxy's connection (ProxyRoute::judge).
+  bool forward = false;
+  SocketAddress peer;         // the client
+  Await await = Await::none;  // request_id names what is awaited
+  uint64_t request_id = 0;
+  std::optional<ProxyTarget> target;  // where the upstream is (or is being) connected
+  bool connect_request = false;       // the request awaited is a CONNECT
+  bool inner = false;                 // c.http reads the requests inside a CONNECT tunnel
+  UniqueFd connecting;                // the upstream socket until its connect completes
+  bool observe_wanted = false;        // the forward verdict asked to see the response
+  uint64_t observe_id = 0;            // a response the judge asked to see
+  uint64_t observe_serial = 0;
   Connection* prev = nullptr;
   Connection* next = nullptr;
 
@@ -190,7 +327,11 @@ using namespace relay;
 class RelayWorker::Loop {
  public:
   explicit Loop(const WorkerConfig& config) : config_(config) {}
-  ~Loop() { teardown(); }
+  ~Loop() {
+    if (inbox_) inbox_->close();
+    resolver_.reset();
+    teardown();
+  }
 
   Status init() {
     io_uring_params params{};
@@ -204,6 +345,11 @@ class RelayWorker::Loop {
     wake_fd_.reset(::eventfd(0, EFD_CLOEXEC));
     if (!wake_fd_) return errno_error("eventfd");
     if (config_.buffer_ring) FL_TRY(setup_buffer_ring());
+    // Verdicts on held requests come back through the command queue, so the
+    // eventfd the ring always watches wakes the worker: no polling, no timer.
+    inbox_ = std::make_shared<HeldVerdictInbox>([this](uint64_t id, RequestVerdict v) {
+      post([id, v = std::move(v)](Loop& l) mutable { l.on_held_verdict(id, std::move(v)); });
+    });
     return {};
   }
 
@@ -518,9 +664,10 @@ class RelayWorker::Loop {
     c->down.stream = Stream::downstream;
     c->connect_op.owner = c;
     c->http_head_op.owner = c;
-    if (ps.toxics->http) {
-      c->http = std::make_unique<HttpSession>(ps.toxics->http->upstream_host, c->seed);
-      if (ps.toxics->http->tls.mode != HttpTlsMode::off) c->hello = Hello::reading;
+    if (ps.toxics->http || ps.route.judge) {
+      c->http = std::make_unique<HttpSession>(ps.toxics->http ? ps.toxics->http->upstream_host : "", c->seed);
+      if (ps.toxics->http && ps.toxics->http->tls.mode != HttpTlsMode::off && !ps.route.judge)
+        c->hello = Hello::reading;
     }
     c->next = ps.connections;
     if (ps.connections != nullptr) ps.connections->prev = c;
@@ -528,6 +675,19 @@ class RelayWorker::Loop {
     ps.counters->accepted.fetch_add(1, std::memory_order_relaxed);
     ps.counters->active.fetch_add(1, std::memory_order_relaxed);
     set_int_opt(fd, IPPROTO_TCP, TCP_NODELAY, 1);
+    if (ps.route.judge) {  // a forward proxy: the first request names the upstream
+      c->forward = true;
+      c->connected = true;
+      c->peer.length = sizeof c->peer.storage;
+      if (::getpeername(fd, reinterpret_cast<sockaddr*>(&c->peer.storage), &c->peer.length) != 0) c->peer = {};
+      c->http->judge_requests();
+      if (!config_.buffer_ring) {
+        c->up.own.reset(new char[config_.buffer_size]);
+        c->down.own.reset(new char[config_.buffer_size]);
+      }
+      pump(c->up);
+      return;
+    }
     const SocketAddress* to = &ps.route.upstream;
     if (ps.route.original_destination) {
       c->upstream = ps.route.original_destination(fd);
@@ -556,6 +716,10 @@ class RelayWorker::Loop {
       maybe_free(c);
       return;
     }
+    if (c.forward) {
+      on_forward_connect(c, res);
+      return;
+    }
     if (res < 0) {  // the upstream refused or is unreachable: the client is closed
       close(c, false);
       return;
@@ -580,6 +744,12 @@ class RelayWorker::Loop {
   void close(Connection& c, bool reset) {
     if (c.closing) return;
     c.closing = true;
+    if (c.await != Await::none) {  // a held request's client went away: the judge drops it
+      awaiting_.erase(c.request_id);
+      if (c.await == Await::verdict) c.proxy->route.judge->withdrawn(c.request_id);
+      c.await = Await::none;
+    }
+    end_observation(c);
     if (reset) {
       set_linger_zero(c.client.get());
       set_linger_zero(c.server.get());
@@ -906,6 +1076,7 @@ class RelayWorker::Loop {
   }
 
   void http_arm_recv(Pipe& p) {
+    if (&p == &p.conn->down && !p.conn->server) return;  // a forward proxy's, before its upstream
     uint8_t room = config_.buffer_ring ? kRingChunksInFlight : 1;
     // Terminated: the plaintext and records a read can add stay bounded.
     if (p.conn->tls && (p.plain.size() - p.plain_off > kTlsBacklog || p.conn->up.wire.size() > kTlsBacklog ||
@@ -989,6 +1160,11 @@ class RelayWorker::Loop {
       const HttpStep step = client_side ? session.client_step(input, http_rules(c)) : session.server_step(input);
       bool again = false;
       switch (step.act) {
+        case HttpAct::judge:
+          judge_request(c);
+          if (c.closing) return;
+          again = true;
+          break;
         case HttpAct::consume:
         case HttpAct::drop:
           http_advance(p, step.bytes);
@@ -1003,6 +1179,8 @@ class RelayWorker::Loop {
           }
           p.budget = step.bytes;
           p.sending_out = false;
+          if (!client_side && c.observe_id != 0)
+            observe(c, input.substr(0, std::min(step.bytes, input.size())), step.act == HttpAct::cut);
           http_send(p, input.data(), std::min<size_t>(step.bytes, input.size()));
           break;
         case HttpAct::send_head:
@@ -1027,6 +1205,12 @@ class RelayWorker::Loop {
           return;
         case HttpAct::more:
         case HttpAct::wait:
+          // A forward proxy's client gone while its request waits (a verdict,
+          // its upstream): nothing will be sent to it.
+          if (client_side && p.eof && c.await != Await::none) {
+            close(c, false);
+            return;
+          }
           // The source ended and nothing of it is left: its FIN goes on, unless the
           // proxy still owes the client an answer of its own.
           if (input.empty() && p.eof && (client_side || (!session.holds_client() && p.out.empty()))) {
@@ -1056,6 +1240,10 @@ class RelayWorker::Loop {
         if (p.out_is_answer) {
           p.out_is_answer = false;
           c.http->answer_sent();
+          if (c.http->tunnel_ready()) {  // a CONNECT's 200 is out: the tunnel begins
+            enter_tunnel(c);
+            return;
+          }
           if (c.http->answer_closes()) {
             close(c, false);
             return;
@@ -1089,8 +1277,233 @@ class RelayWorker::Loop {
       if (!p.fin_after_wire && !c.other(p).fin_after_wire && c.other(p).shut) close(c, false);
       return;
     }
+    if (!c.server) {  // a forward proxy's client ended before any upstream
+      close(c, false);
+      return;
+    }
     (void)::shutdown(c.dst(p), SHUT_WR);
     if (c.other(p).shut) close(c, false);
+  }
+
+  // --- forward proxy ----------------------------------------------------------
+
+  // A request head is complete: the proxy's own checks (credentials, the
+  // target), then the judge. Never pumps (the session's loop is the caller).
+  void judge_request(Connection& c) {
+    HttpSession& s = *c.http;
+    const ProxyRoute& route = c.proxy->route;
+    end_observation(c);  // a new exchange: the last one's response is over
+    RequestHead h;
+    h.proxy = route.name;
+    h.method = s.method();
+    h.headers = s.headers();
+    h.peer = c.peer;
+    if (c.inner) {  // inside a CONNECT tunnel: the authority is the tunnel's
+      h.stage = RequestStage::inner;
+      h.scheme = c.tls ? "https" : "http";
+      h.tls_terminated = c.tls != nullptr;
+      h.host = c.tls && !c.tls->hello().server_name.empty() ? c.tls->hello().server_name : c.target->host;
+      h.port = c.target->port;
+      h.target = s.url();
+      if (!h.target.empty() && h.target.front() != '/') {  // absolute-form inside the tunnel
+        if (auto t = parse_proxy_target("GET", h.target); t) h.target = t->origin;
+      }
+    } else {
+      if (!route.proxy_authorization.empty()) {
+        std::string got;
+        for (const auto& [k, v] : h.headers)
+          if (k == "proxy-authorization") got = v;
+        if (!forward_credentials_ok(route.proxy_authorization, got)) {
+          const std::string scheme = route.proxy_authorization.substr(0, route.proxy_authorization.find(' '));
+          s.verdict_answer(forward_text_answer(407, "proxy authentication required (" + scheme + ")",
+                                               {{"Proxy-Authenticate", scheme + " realm=\"faultline\""}}),
+                           true);
+          return;
+        }
+      }
+      // The upstream was told "Connection: close": a client that sends a second
+      // request here is closed (a FIN before any byte of an answer: clients
+      // retry that on a new connection, which is judged anew).
+      if (c.server) {
+        close(c, false);
+        return;
+      }
+      auto t = parse_proxy_target(h.method, s.url());
+      if (!t) {
+        s.verdict_answer(forward_text_answer(400, t.error().message), true);
+        return;
+      }
+      c.target = *t;
+      c.connect_request = h.method == "CONNECT";
+      h.stage = c.connect_request ? RequestStage::connect : RequestStage::request;
+      h.scheme = t->scheme;
+      h.host = t->host;
+      h.port = t->port;
+      h.target = t->origin;
+    }
+    h.id = g_next_request_id.fetch_add(1, std::memory_order_relaxed);
+    c.request_id = h.id;
+    apply_verdict(c, h.id, route.judge->judge(h, HeldRequest(inbox_, h.id)));
+  }
+
+  // Does what a verdict says, given now or later (on_held_verdict). Never pumps.
+  void apply_verdict(Connection& c, uint64_t id, RequestVerdict v) {
+    c.await = Await::none;
+    switch (v.kind) {
+      case RequestVerdict::Kind::hold:
+        c.await = Await::verdict;
+        c.request_id = id;
+        awaiting_[id] = &c;
+        return;
+      case RequestVerdict::Kind::answer:
+        if (c.hello == Hello::judging) {  // an SNI: nothing HTTP can be said inside TLS, the tunnel ends
+          close(c, false);
+          return;
+        }
+        c.http->verdict_answer(std::move(v.response), v.close);
+        return;
+      case RequestVerdict::Kind::forward:
+        if (c.hello == Hello::judging) {
+          c.hello = Hello::reading;
+          sni_pass(c);
+          return;
+        }
+        c.observe_wanted = v.observe_response;
+        if (c.inner) {
+          forward_proceed(c);
+          return;
+        }
+        start_upstream(c);
+        return;
+    }
+  }
+
+  // The upstream is there: the request goes on (origin-form), or a CONNECT is
+  // answered 200 and becomes a tunnel once that is sent.
+  void forward_proceed(Connection& c) {
+    HttpSession& s = *c.http;
+    if (std::exchange(c.observe_wanted, false) && !(c.connect_request && !c.inner)) {
+      c.observe_id = c.request_id;
+      c.observe_serial = s.head_serial();
+    }
+    if (!c.inner && c.connect_request) {
+      s.tunnel_established();
+      return;
+    }
+    if (!c.inner) s.replace_head(origin_form_head(s.head(), c.target->origin));
+    s.verdict_forward(http_rules(c));
+  }
+
+  // Resolves the target (numeric at once, a name on the resolver thread), then connects.
+  void start_upstream(Connection& c) {
+    const ProxyTarget& t = *c.target;
+    c.await = Await::resolve;
+    awaiting_[c.request_id] = &c;
+    if (auto a = numeric_address(t.host, t.port)) {
+      upstream_resolved(c, *a);
+      return;
+    }
+    if (!resolver_) resolver_ = std::make_unique<NameResolver>();
+    const uint64_t id = c.request_id;
+    resolver_->resolve(t.host, t.port, [this, id](Result<SocketAddress> r) {
+      post([id, r = std::move(r)](Loop& l) mutable { l.on_resolved(id, std::move(r)); });
+    });
+  }
+
+  void on_resolved(uint64_t id, Result<SocketAddress> r) {
+    auto it = awaiting_.find(id);
+    if (it == awaiting_.end() || it->second->await != Await::resolve) return;  // the client left
+    Connection& c = *it->second;
+    if (!r)
+      fail_upstream(c, r.error().describe());
+    else
+      upstream_resolved(c, *r);
+    pump_both(c);
+  }
+
+  void upstream_resolved(Connection& c, const SocketAddress& a) {
+    c.upstream = a;
+    c.connecting.reset(::socket(a.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!c.connecting) {
+      fail_upstream(c, "cannot reach " + c.target->authority() + ": socket: " + std::strerror(errno));
+      return;
+    }
+    set_int_opt(c.connecting.get(), IPPROTO_TCP, TCP_NODELAY, 1);
+    if (c.proxy->route.mark != 0) set_int_opt(c.connecting.get(), SOL_SOCKET, SO_MARK, int(c.proxy->route.mark));
+    c.await = Await::connect;
+    io_uring_sqe* s = sqe();
+    io_uring_prep_connect(s, c.connecting.get(), c.upstream->get(), c.upstream->length);
+    submit_op(s, c.connect_op);
+  }
+
+  void on_forward_connect(Connection& c, int res) {
+    awaiting_.erase(c.request_id);
+    c.await = Await::none;
+    if (res < 0) {
+      c.connecting.reset();
+      fail_upstream(c, "cannot reach " + c.target->authority() + ": " + std::strerror(-res));
+    } else {
+      c.server = std::move(c.connecting);
+      refresh_plan(c.up);
+      refresh_plan(c.down);
+      forward_proceed(c);
+    }
+    pump_both(c);
+  }
+
+  // The upstream cannot be had: 502 naming it, and the connection closes.
+  void fail_upstream(Connection& c, const std::string& why) {
+    awaiting_.erase(c.request_id);
+    c.await = Await::none;
+    c.observe_wanted = false;
+    c.http->verdict_answer(forward_text_answer(502, why), true);
+  }
+
+  // A held request's verdict, delivered through the command queue.
+  void on_held_verdict(uint64_t id, RequestVerdict v) {
+    auto it = awaiting_.find(id);
+    if (it == awaiting_.end() || it->second->await != Await::verdict) return;  // withdrawn, or closed
+    Connection& c = *it->second;
+    awaiting_.erase(it);
+    apply_verdict(c, id, std::move(v));
+    if (!c.closing && c.hello == Hello::none) pump_both(c);
+  }
+
+  void pump_both(Connection& c) {
+    if (c.closing) return;
+    pump(c.up);
+    if (!c.closing) pump(c.down);
+  }
+
+  // The CONNECT's 200 is sent: the client's next bytes are the tunnel's. Its
+  // ClientHello is scanned: terminated (each inner request judged by a new
+  // session) when the proxy terminates TLS, else judged by SNI and relayed.
+  void enter_tunnel(Connection& c) {
+    const HttpRules& rules = http_rules(c);
+    if (rules.tls.mode == HttpTlsMode::terminate && rules.tls.server && rules.tls.client) {
+      c.http = std::make_unique<HttpSession>(c.target->authority(), c.seed);
+      c.http->judge_requests();
+      c.inner = true;
+    }
+    c.hello = Hello::reading;
+    c.held.clear();
+    c.hello_wanted = 0;
+    for (Pipe* p : {&c.up, &c.down}) {
+      refresh_plan(*p);
+      sync_deadline(*p);
+    }
+    pump_both(c);
+  }
+
+  // The response bytes of a request forwarded with observe_response.
+  void observe(Connection& c, std::string_view bytes, bool last) {
+    c.proxy->route.judge->on_response_bytes(c.observe_id, bytes, false);
+    if (last || c.http->head_serial() != c.observe_serial) end_observation(c);
+  }
+
+  void end_observation(Connection& c) {
+    if (c.observe_id == 0) return;
+    c.proxy->route.judge->on_response_bytes(std::exchange(c.observe_id, 0), {}, true);
   }
 
   // --- TLS ------------------------------------------------------------------
@@ -1130,6 +1543,13 @@ class RelayWorker::Loop {
       if (!p.timer_op.pending) hello_judged(c);
       return;
     }
+    if (c.hello == Hello::judging) {  // the SNI's verdict is awaited: watch for the client leaving
+      if (p.eof)
+        close(c, false);
+      else if (!p.recv_op.pending && !p.retry_op.pending && p.count == 0)
+        arm_recv(p);
+      return;
+    }
     while (p.count > 0) {
       const std::string_view in = held_input(p);
       c.held.append(in.data(), in.size());
@@ -1166,16 +1586,38 @@ class RelayWorker::Loop {
       c.hello = Hello::none;
       // A client that sent no SNI connected by address: its leaf, and the
       // upstream's check, are for that address.
-      c.tls = std::make_unique<TlsTermination>(rules.tls.server, rules.tls.client, address_only(destination(c)));
+      c.tls = std::make_unique<TlsTermination>(rules.tls.server, rules.tls.client,
+                                               c.forward ? c.target->host : address_only(destination(c)));
       Status st = c.tls->from_client(c.held);
       c.held = std::string();
       if (st && c.tls->phase() == TlsTermination::Phase::kConnectUpstream) st = c.tls->upstream_connected();
       tls_after(c);
       return;
     }
-    // Pass-through: the bytes go on untouched, after the fault (if any) the
-    // SNI takes; a client without SNI is matched on the address it connected to.
-    const std::string name = hello.server_name.empty() ? address_only(destination(c)) : hello.server_name;
+    c.sni = hello.server_name;
+    if (c.forward && !c.sni.empty()) {  // a tunnel's SNI is judged too (it may name another host)
+      RequestHead h;
+      h.id = g_next_request_id.fetch_add(1, std::memory_order_relaxed);
+      h.proxy = c.proxy->route.name;
+      h.stage = RequestStage::tls_sni;
+      h.method = "CONNECT";
+      h.scheme = "https";
+      h.host = c.sni;
+      h.port = c.target->port;
+      h.peer = c.peer;
+      c.request_id = h.id;
+      c.hello = Hello::judging;
+      apply_verdict(c, h.id, c.proxy->route.judge->judge(h, HeldRequest(inbox_, h.id)));
+      return;
+    }
+    sni_pass(c);
+  }
+
+  // Pass-through: the bytes go on untouched, after the fault (if any) the
+  // SNI takes; a client without SNI is matched on the address it connected to.
+  void sni_pass(Connection& c) {
+    const HttpRules& rules = http_rules(c);
+    const std::string name = c.sni.empty() ? address_only(destination(c)) : c.sni;
     c.http.reset();
     const HttpFaultEntry* f = fault_by_sni(rules, name, port_of(destination(c)), c.seed);
     if (f != nullptr && f->fault.type == HttpFaultType::reset) {
@@ -1319,6 +1761,9 @@ class RelayWorker::Loop {
   std::vector<Connection*> dead_connections_;
   std::vector<ProxyState*> dead_proxies_;
   uint64_t rng_state_ = now_ns();
+  std::shared_ptr<HeldVerdictInbox> inbox_;
+  std::unique_ptr<NameResolver> resolver_;
+  std::unordered_map<uint64_t, Connection*> awaiting_;  // forward: by request id
 };
 
 Result<std::unique_ptr<RelayWorker>> RelayWorker::start(const WorkerConfig& config) {

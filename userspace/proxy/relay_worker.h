@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "base/unique_fd.h"
 #include "userspace/proxy/endpoint.h"
 #include "userspace/proxy/proxy_registry.h"
+#include "userspace/proxy/request_judge.h"
 #include "userspace/proxy/toxic_plan.h"
 
 namespace faultline {
@@ -36,6 +38,11 @@ struct ProxyRoute {
   SocketAddress upstream;
   std::function<std::optional<SocketAddress>(int accepted_fd)> original_destination;
   uint32_t mark = 0;  // SO_MARK of the upstream sockets; 0 = none
+  // A forward proxy (ProxyConfig::forward): no upstream until a request names
+  // one, every request judged. `name` is the proxy's, for RequestHead::proxy.
+  std::shared_ptr<RequestJudge> judge;
+  std::string proxy_authorization;
+  std::string name;
 };
 
 struct WorkerConfig {
