@@ -45,6 +45,9 @@ host_run() {
 		echo "===== faultctl features --json ====="
 		"$bin/faultctl" features --json
 		echo "===== end of faultctl features --json ====="
+		echo "===== faultctl features --verifier-cost --json ====="
+		"$bin/faultctl" features --verifier-cost --json || true
+		echo "===== end of faultctl features --verifier-cost --json ====="
 		FL_VM_BIN=$bin "$bin/vm_tests" --gtest_filter="$filter" --gtest_color=no 2>&1 || true
 		if [ -x "$bin/fl_bench_progrun" ] && [ "${FAULTLINE_VMTEST_BENCH:-1}" = 1 ]; then
 			echo "===== fl_bench_progrun ====="

@@ -55,7 +55,8 @@ def read(path, default=""):
 
 def parse_log(text, boot):
     """One serial log (or the host run's log): features, tests, figures, bench."""
-    res = {"tests": [], "figures": [], "features": None, "bench": None, "release": None, "lsm": None}
+    res = {"tests": [], "figures": [], "features": None, "bench": None, "release": None, "lsm": None,
+           "verifier": None}
     m = re.search(r"^vmtest-guest: kernel (\S+), active LSMs (\S*), suite", text, re.M)
     if m:
         res["release"], res["lsm"] = m.group(1), m.group(2)
@@ -65,6 +66,13 @@ def parse_log(text, boot):
             res["features"] = json.loads(fj)
         except ValueError:
             res["features"] = None
+    vj = between(text, "===== faultctl features --verifier-cost --json =====",
+                 "===== end of faultctl features --verifier-cost --json =====")
+    if vj:
+        try:
+            res["verifier"] = json.loads(vj)
+        except ValueError:
+            res["verifier"] = None
     na = {}
     for line in text.splitlines():
         m = NA_LINE.match(line)
@@ -142,7 +150,7 @@ def collect_kernel(kdir, name):
         status = st[0] if st else "no status"
         r = parse_log(text, boot)
         b = {"what": desc, "status": status, "seconds": int(st[1]) if len(st) > 1 and st[1].isdigit() else None,
-             "release": r["release"], "lsm": r["lsm"], "features": r["features"]}
+             "release": r["release"], "lsm": r["lsm"], "features": r["features"], "verifier": r["verifier"]}
         k["boots"][boot] = b
         tests += r["tests"]
         figures += r["figures"]
@@ -154,11 +162,36 @@ def collect_kernel(kdir, name):
     first = k["boots"].get("lsm-default") or k["boots"].get("host") or {}
     k["release"] = first.get("release")
     k["features"] = first.get("features")
+    k["verifier"] = verifier_programs(first.get("verifier"))
     k["status"] = "tested"
     k["tests"] = tests
     k["groups"] = summarise_groups(tests)
     k["figures"] = figures
     return k
+
+
+def verifier_programs(doc):
+    """faultctl features --verifier-cost --json -> {"object program": {insns, share, us}}, and
+    {"object": "not loaded: why"} for an object that did not load on that kernel."""
+    if not doc:
+        return None
+    out = {}
+    for o in doc.get("objects") or []:
+        if not o.get("loaded"):
+            out[o["object"]] = {"error": o.get("error", ""), "expected": o.get("expected", True)}
+            continue
+        for p in o.get("programs") or []:
+            out["%s %s" % (o["object"], p["program"])] = {"insns": p["verified_insns"],
+                                                          "share": p["share_of_limit"], "us": p["verify_us"]}
+    return out
+
+
+def verifier_largest(k):
+    best = None
+    for name, v in (k.get("verifier") or {}).items():
+        if "share" in v and (best is None or v["share"] > best[1]["share"]):
+            best = (name, v)
+    return best
 
 
 def git_describe(root):
@@ -214,9 +247,18 @@ def ratio_cell(k, key):
     return "%.2fx [%.2f-%.2f]" % (r["median"], r["min"], r["max"])
 
 
+def verifier_cell(k, name):
+    v = (k.get("verifier") or {}).get(name)
+    if v is None:
+        return "-"
+    if "error" in v:
+        return "not loaded" if not v.get("expected", True) else "NOT LOADED"
+    return "%d (%.1f%%)" % (v["insns"], 100 * v["share"])
+
+
 def rows(report):
     ks = report["kernels"]
-    caps, probes, groups, ratios = [], [], [], []
+    caps, probes, groups, ratios, progs = [], [], [], [], []
     for k in ks:
         f = k.get("features") or {}
         for c in f.get("capabilities") or []:
@@ -231,6 +273,9 @@ def rows(report):
         for r in ((k.get("bench") or {}).get("ratios") or {}):
             if r not in ratios:
                 ratios.append(r)
+        for v in (k.get("verifier") or {}):
+            if v not in progs:
+                progs.append(v)
     out = []
     for c in caps:
         out.append(("capability", c, [capability_cell(k, c) if k["status"] == "tested" else "-" for k in ks]))
@@ -240,6 +285,14 @@ def rows(report):
         out.append(("tests", g, [group_cell(k, g) for k in ks]))
     for r in ratios:
         out.append(("benchmark", r, [ratio_cell(k, r) for k in ks]))
+    for v in progs:
+        out.append(("verifier", v, [verifier_cell(k, v) for k in ks]))
+    if progs:
+        cells = []
+        for k in ks:
+            b = verifier_largest(k)
+            cells.append("-" if b is None else "%.1f%% (%s)" % (100 * b[1]["share"], b[0]))
+        out.append(("verifier", "largest share of the 1M limit", cells))
     out.append(("run", "status", [k["status"] if k["status"] == "tested" else "unavailable: " + k.get("why", "")
                                   for k in ks]))
     out.append(("run", "seconds", [str(k.get("seconds")) if k.get("seconds") is not None else "-" for k in ks]))
@@ -276,7 +329,7 @@ def md_table(report, kinds=None):
         if kinds and kind not in kinds:
             continue
         label = {"capability": "%s", "probe": "probe `%s`", "tests": "tests: %s", "benchmark": "%s",
-                 "run": "%s"}[kind] % name
+                 "verifier": "verifier: %s", "run": "%s"}[kind] % name
         lines.append("| " + md_escape(label) + " | " + " | ".join(md_escape(c) for c in cells) + " |")
     return "\n".join(lines)
 
@@ -362,6 +415,11 @@ def cmd_collect(work, out, generator):
                 print("FAILED on %s: %s%s" % (k["name"], t["name"], (" (" + t["why"] + ")") if t.get("why") else ""))
         if k["status"] != "tested":
             print("NOT TESTED: %s: %s" % (k["name"], k.get("why", "")))
+        b = verifier_largest(k)
+        if b is not None:
+            print("verifier on %s: largest %s, %d insns, %.1f%% of the limit%s" % (
+                k["name"], b[0], b[1]["insns"], 100 * b[1]["share"],
+                " (OVER THE %d%% BUDGET)" % int(100 * VERIFIER_BUDGET) if b[1]["share"] > VERIFIER_BUDGET else ""))
     print("report: %s/report.json, %s/report.md" % (out, out))
     print("%d passed, %d failed (%d not applicable)" % (p, f, n))
     return 1 if f else 0
@@ -380,6 +438,9 @@ def load_kernels(arg):
             sys.exit("kernel-report: no kernel %s in %s (it has: %s)" % (sel, path, ", ".join(
                 k["name"] for k in rep["kernels"])))
     return ks
+
+
+VERIFIER_BUDGET = 0.25
 
 
 def compare_pair(a, b):
@@ -427,8 +488,25 @@ def compare_pair(a, b):
             print("  ~ ratio     %s: %.2fx [%.2f-%.2f] -> %.2fx [%.2f-%.2f] (%+.0f%%)" % (
                 r, x["median"], x["min"], x["max"], y["median"], y["min"], y["max"],
                 100 * (y["median"] / x["median"] - 1)))
+    # Verifier cost: a program that grew by more than 20%, or passed the budget (a quarter of the limit).
+    va, vb = a.get("verifier") or {}, b.get("verifier") or {}
+    for p in list(va) + [p for p in vb if p not in va]:
+        x, y = va.get(p) or {}, vb.get(p) or {}
+        if "insns" not in y:
+            if "insns" in x:
+                changes += 1
+                print("  - verifier  %s: loaded in %s, not in %s" % (p, la, lb))
+            continue
+        if y["share"] > VERIFIER_BUDGET:
+            changes += 1
+            print("  ! verifier  %s: %d insns, %.1f%% of the limit, over the %d%% budget" % (
+                p, y["insns"], 100 * y["share"], int(100 * VERIFIER_BUDGET)))
+        elif "insns" in x and x["insns"] and y["insns"] > 1.2 * x["insns"]:
+            changes += 1
+            print("  ! verifier  %s: %d -> %d insns (%+.0f%%, more than 20%%)" % (
+                p, x["insns"], y["insns"], 100 * (y["insns"] / x["insns"] - 1)))
     if changes == 0:
-        print("  no capability, mechanism, test group or ratio differs")
+        print("  no capability, mechanism, test group, ratio or verifier cost differs")
     return changes
 
 

@@ -38,6 +38,10 @@ echo "===== end of faultctl features ====="
 echo "===== faultctl features --json ====="
 /opt/faultline/faultctl features --json
 echo "===== end of faultctl features --json ====="
+# What the verifier spends on each program here (exit 1 over budget: the report says so).
+echo "===== faultctl features --verifier-cost --json ====="
+/opt/faultline/faultctl features --verifier-cost --json || true
+echo "===== end of faultctl features --verifier-cost --json ====="
 
 case $suite in
 nolsm) filter='NoBpfLsm.*' ;;
