@@ -163,6 +163,7 @@ def collect_kernel(kdir, name):
     k["release"] = first.get("release")
     k["features"] = first.get("features")
     k["verifier"] = verifier_programs(first.get("verifier"))
+    tests += verifier_budget_tests(k["verifier"], next(iter(k["boots"]), "host"))
     k["status"] = "tested"
     k["tests"] = tests
     k["groups"] = summarise_groups(tests)
@@ -184,6 +185,30 @@ def verifier_programs(doc):
             out["%s %s" % (o["object"], p["program"])] = {"insns": p["verified_insns"],
                                                           "share": p["share_of_limit"], "us": p["verify_us"]}
     return out
+
+
+VERIFIER_FAIL_SHARE = 0.5
+
+
+def verifier_budget_tests(progs, boot):
+    """The budget as a test of the kernel's run (the same check as bpf.VerifierBudget in make
+    test, from the one measurement faultctl features --verifier-cost made in the guest): every
+    program at most half the limit, and every object that should load there loaded."""
+    t = {"name": "VerifierBudget.EveryProgramUnderHalfTheLimit", "group": "VerifierBudget", "boot": boot, "ms": 0}
+    if progs is None:
+        t.update(result="failed", why="no faultctl features --verifier-cost section in the log")
+        return [t]
+    bad = []
+    for name, v in sorted(progs.items()):
+        if "error" in v and v.get("expected", True):
+            bad.append("%s did not load: %s" % (name, v["error"]))
+        elif "share" in v and v["share"] > VERIFIER_FAIL_SHARE:
+            bad.append("%s: %d insns, %.1f%% of the limit" % (name, v["insns"], 100 * v["share"]))
+    if bad:
+        t.update(result="failed", why="; ".join(bad))
+    else:
+        t["result"] = "passed"
+    return [t]
 
 
 def verifier_largest(k):

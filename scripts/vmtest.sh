@@ -20,7 +20,7 @@
 #        FAULTLINE_VMTEST_CACHE   where kernels and the private apt state are kept
 #                                 (default ~/.cache/faultline-vmtest)
 #        FAULTLINE_VMTEST_KERNEL  bookworm only: a package name to use instead of resolving the current one
-#        FAULTLINE_VMTEST_TIMEOUT seconds per boot before qemu is stopped and the boot reported as cut (default 300)
+#        FAULTLINE_VMTEST_TIMEOUT seconds per boot before qemu is stopped and the boot reported as cut (default 420)
 #        FAULTLINE_VMTEST_FILTER  a gtest filter for the first boot's suite (e.g. 'Packet*')
 #        FAULTLINE_VMTEST_BENCH   0 to leave the in-guest benchmark out
 #        FAULTLINE_VMTEST_LIBBPF_LOG 1: faultctl prints libbpf's and the verifier's log in the guest
@@ -30,7 +30,7 @@ root_dir=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "$root_dir" && realpath "${1:-build}")
 cache=${FAULTLINE_VMTEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/faultline-vmtest}
 work=$build/vmtest
-boot_timeout=${FAULTLINE_VMTEST_TIMEOUT:-300}
+boot_timeout=${FAULTLINE_VMTEST_TIMEOUT:-420}
 kernels=${KERNELS:-host bookworm trixie}
 bench=${FAULTLINE_VMTEST_BENCH:-1}
 meta=linux-image-cloud-amd64
