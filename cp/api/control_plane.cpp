@@ -299,6 +299,10 @@ HttpReply ControlPlane::metrics(const Principal& p) {
   out += "# HELP faultcp_long_polls_waiting Agent long polls held open now.\n";
   out += "# TYPE faultcp_long_polls_waiting gauge\n";
   out += "faultcp_long_polls_waiting " + std::to_string(polls_.size()) + "\n";
+  out +=
+      "# HELP faultcp_guard_waits Guard long polls (a held request's decision, a new guard section) held open now.\n";
+  out += "# TYPE faultcp_guard_waits gauge\n";
+  out += "faultcp_guard_waits " + std::to_string(guard_waits_.size()) + "\n";
   out += "# HELP faultcp_agent_requests_total Requests to the agent routes, by the format asked for.\n";
   out += "# TYPE faultcp_agent_requests_total counter\n";
   out += "faultcp_agent_requests_total{format=\"json\"} " + std::to_string(agent_requests_json_) + "\n";
