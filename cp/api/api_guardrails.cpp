@@ -319,10 +319,20 @@ HttpReply ControlPlane::put_guard_policy(const HttpRequest& req, const Principal
   const auto& j = std::get<nlohmann::json>(body);
   auto parsed = parse_guard_section(j);
   if (!parsed) {
+    // One line per problem, "FIELD.PATH: reason": the first names the field,
+    // every one is listed as the policy bundle route lists them.
     const std::string& m = parsed.error().message;
-    const std::string first = m.substr(0, m.find('\n'));
-    const auto colon = first.find(": ");
-    return api_error(400, m, colon == std::string::npos ? "body" : first.substr(0, colon));
+    nlohmann::json errors = nlohmann::json::array();
+    for (size_t start = 0; start < m.size();) {
+      const size_t nl = std::min(m.find('\n', start), m.size());
+      const std::string line = m.substr(start, nl - start);
+      const auto colon = line.find(": ");
+      errors.push_back({{"field", colon == std::string::npos ? "body" : line.substr(0, colon)},
+                        {"reason", colon == std::string::npos ? line : line.substr(colon + 2)}});
+      start = nl + 1;
+    }
+    const std::string field = errors.empty() ? "body" : errors[0]["field"].get<std::string>();
+    return api_json(400, {{"error", m}, {"status", 400}, {"field", field}, {"errors", errors}});
   }
   const nlohmann::json section = j.contains("spec") ? j["spec"]["guard"] : j;
   const std::string text = section.dump();

@@ -413,7 +413,12 @@ TEST_P(GuardrailsTest, BadInputIsRefusedNamingWhatIsWrong) {
         << row.method << " " << row.path << ": field '" << field << "', expected '" << row.field
         << "': " << r.describe().substr(0, 300);
   }
+  auto two = call("PUT", "/v1/guardrails/policy", t.token, R"({"rules":[{"name":"x","action":"deny","hots":"h"}]})");
+  ASSERT_EQ(two.status, 400) << two.describe();
+  ASSERT_GE(two.json()["errors"].size(), 2u) << two.body;  // the typo, and the rule left without a matcher
+  EXPECT_EQ(two.json()["errors"][0]["field"], "rules[0].hots");
   EXPECT_TRUE(call("GET", "/v1/guardrails/activity", t.token).json()["entries"].empty()) << "bad input was stored";
+  EXPECT_EQ(call("GET", "/v1/guardrails/policy", t.token).status, 404) << "a bad section was stored";
   EXPECT_TRUE(call("GET", "/v1/guardrails/approvals", t.token).json()["approvals"].empty());
 }
 
