@@ -94,6 +94,49 @@ ControlPlane::ControlPlane(Store& store, HttpServer& server, ControlPlaneConfig 
       "POST", "/v1/agents/{id}/policy", {TK::Agent},
       [this](const HttpRequest& r, const PathParams& a, const Principal& p) { return agent_policy_report(r, a, p); });
 
+  // The AI-agent guard. Guards (an agent token, or a person's session when
+  // run by hand) post activity and held requests and long-poll decisions and
+  // their section; people (session and API tokens) read and decide. An agent
+  // token never decides, so a guard cannot approve its own held requests.
+  const std::initializer_list<TK> guard_side = {TK::Agent, TK::Session};
+  const std::initializer_list<TK> people = {TK::Session, TK::Api};
+  add_route("POST", "/v1/guardrails/approvals", guard_side,
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return post_guard_approval(r, p); });
+  add_route("GET", "/v1/guardrails/approvals", people,
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return list_guard_approvals(r, p); });
+  add_route("GET", "/v1/guardrails/approvals/{id}/decision", guard_side,
+            [this](const HttpRequest& r, const PathParams& a, const Principal& p) {
+              return guard_approval_decision(r, a, p);
+            });
+  add_route("POST", "/v1/guardrails/approvals/{id}/approve", people,
+            [this](const HttpRequest& r, const PathParams& a, const Principal& p) {
+              return decide_guard_approval(r, a, p, true);
+            });
+  add_route("POST", "/v1/guardrails/approvals/{id}/deny", people,
+            [this](const HttpRequest& r, const PathParams& a, const Principal& p) {
+              return decide_guard_approval(r, a, p, false);
+            });
+  add_route(
+      "DELETE", "/v1/guardrails/approvals/{id}", guard_side,
+      [this](const HttpRequest&, const PathParams& a, const Principal& p) { return withdraw_guard_approval(a, p); });
+  add_route("POST", "/v1/guardrails/activity", guard_side,
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return post_guard_activity(r, p); });
+  add_route("GET", "/v1/guardrails/activity", people,
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return list_guard_activity(r, p); });
+  add_route(
+      "GET", "/v1/guardrails/activity/summary", people,
+      [this](const HttpRequest& r, const PathParams&, const Principal& p) { return guard_activity_summary(r, p); });
+  add_route("GET", "/v1/guardrails/usage", people,
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return guard_usage(r, p); });
+  add_route("PUT", "/v1/guardrails/policy", people,
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return put_guard_policy(r, p); });
+  add_route("GET", "/v1/guardrails/policy", {TK::Agent, TK::Session, TK::Api},
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return get_guard_policy(r, p); });
+  add_route("PUT", "/v1/guardrails/proctor", people,
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return put_guard_proctor(r, p); });
+  add_route("GET", "/v1/guardrails/proctor", people,
+            [this](const HttpRequest&, const PathParams&, const Principal& p) { return get_guard_proctor(p); });
+
   add_route("PUT", "/v1/webhooks", {TK::Session, TK::Api},
             [this](const HttpRequest& r, const PathParams&, const Principal& p) { return put_webhooks(r, p); });
   add_route("GET", "/v1/webhooks", {TK::Session, TK::Api},
@@ -142,11 +185,18 @@ void ControlPlane::take_notifications() {
     return;
   }
   for (const auto& payload : *got) {
+    // "REPLICA WS AGENT" for an agent; "REPLICA WS approval ID" and
+    // "REPLICA WS guard-policy VERSION" for the guards' waits.
     std::istringstream in(payload);
-    std::string replica;
-    int64_t ws = 0, agent = 0;
-    if (!(in >> replica >> ws >> agent) || replica == replica_) continue;
-    wake_local(ws, agent);
+    std::string replica, what;
+    int64_t ws = 0, id = 0;
+    if (!(in >> replica >> ws >> what) || replica == replica_) continue;
+    if (what == "approval" || what == "guard-policy") {
+      if (in >> id) wake_guard_local(ws, what == "guard-policy", id);
+      continue;
+    }
+    std::istringstream agent(what);
+    if (agent >> id) wake_local(ws, id);
   }
 }
 
@@ -249,6 +299,10 @@ HttpReply ControlPlane::metrics(const Principal& p) {
   out += "# HELP faultcp_long_polls_waiting Agent long polls held open now.\n";
   out += "# TYPE faultcp_long_polls_waiting gauge\n";
   out += "faultcp_long_polls_waiting " + std::to_string(polls_.size()) + "\n";
+  out +=
+      "# HELP faultcp_guard_waits Guard long polls (a held request's decision, a new guard section) held open now.\n";
+  out += "# TYPE faultcp_guard_waits gauge\n";
+  out += "faultcp_guard_waits " + std::to_string(guard_waits_.size()) + "\n";
   out += "# HELP faultcp_agent_requests_total Requests to the agent routes, by the format asked for.\n";
   out += "# TYPE faultcp_agent_requests_total counter\n";
   out += "faultcp_agent_requests_total{format=\"json\"} " + std::to_string(agent_requests_json_) + "\n";

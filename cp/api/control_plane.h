@@ -166,6 +166,38 @@ class ControlPlane {
   void end_poll(uint64_t exchange);
   void sweep_leases();
 
+  // The AI-agent guard's side (api_guardrails.cpp: approvals, the guard
+  // section, the proctor's settings; api_guard_activity.cpp: activity).
+  // Guards post and long-poll; people list and decide.
+  HttpReply post_guard_approval(const HttpRequest& req, const Principal& p);
+  HttpReply list_guard_approvals(const HttpRequest& req, const Principal& p);
+  HttpReply guard_approval_decision(const HttpRequest& req, const PathParams& params, const Principal& p);
+  HttpReply decide_guard_approval(const HttpRequest& req, const PathParams& params, const Principal& p, bool approve);
+  HttpReply withdraw_guard_approval(const PathParams& params, const Principal& p);
+  HttpReply put_guard_policy(const HttpRequest& req, const Principal& p);
+  HttpReply get_guard_policy(const HttpRequest& req, const Principal& p);
+  HttpReply put_guard_proctor(const HttpRequest& req, const Principal& p);
+  HttpReply get_guard_proctor(const Principal& p);
+  HttpReply post_guard_activity(const HttpRequest& req, const Principal& p);
+  HttpReply list_guard_activity(const HttpRequest& req, const Principal& p);
+  HttpReply guard_activity_summary(const HttpRequest& req, const Principal& p);
+  HttpReply guard_usage(const HttpRequest& req, const Principal& p);
+  // A guard's held request: an approval's decision, or a guard section newer
+  // than `id` (a version). Answered by a decision, a new version or the timer.
+  struct GuardWait {
+    int64_t workspace_id = 0;
+    bool policy = false;  // false: approval `id`; true: a version after `id`
+    int64_t id = 0;
+  };
+  // The answer a guard's wait gets now; none while it should keep waiting.
+  [[nodiscard]] std::optional<HttpReply> guard_wait_answer(const GuardWait& w, bool timed_out);
+  // Answers the waits a decision or a new version concerns, here and (a
+  // NOTIFY "REPLICA WS approval ID" / "REPLICA WS guard-policy VERSION") on
+  // every other replica.
+  void wake_guard(int64_t ws, bool policy, int64_t id);
+  void wake_guard_local(int64_t ws, bool policy, int64_t id);
+  void end_guard_wait(uint64_t exchange);
+
   Store& store_;
   HttpServer& server_;
   ControlPlaneConfig config_;
@@ -178,6 +210,7 @@ class ControlPlane {
     bool protobuf = false;  // the agent's Accept: the answer as a NextReply
   };
   std::map<uint64_t, Poll> polls_;  // exchange -> the waiting agent
+  std::map<uint64_t, GuardWait> guard_waits_;  // exchange -> the waiting guard
   std::map<int, uint64_t> responses_by_code_;
   // Requests to the agent routes by the answer's format (Accept): JSON for
   // people and scripts, protobuf for faultd.

@@ -1,12 +1,15 @@
 // faultcp's dashboard: signs in with POST /v1/auth/login, keeps the session
 // token in this tab's sessionStorage, and redraws agents, experiments, the kill
-// switch and the audit trail from the REST API every second. Every value is
+// switch and the audit trail from the REST API every second, and the guard's
+// approvals, activity and usage every half second (a held request waits for a
+// person: it shows, and its activity goes live, in under a second). Every value is
 // written as text (textContent), never as markup.
 'use strict';
 
 const $ = (id) => document.getElementById(id);
 let token = sessionStorage.getItem('faultcp-token') || '';
 let timer = null;
+let guardTimer = null;
 
 async function api(method, path, body) {
   const headers = { Authorization: 'Bearer ' + token };
@@ -110,6 +113,51 @@ async function refresh() {
   }
 }
 
+async function refreshGuard() {
+  try {
+    const [approvals, activity, usage] = await Promise.all([
+      api('GET', '/v1/guardrails/approvals?limit=50'), api('GET', '/v1/guardrails/activity?limit=50'),
+      api('GET', '/v1/guardrails/usage?window=7d'),
+    ]);
+    drawGuard(approvals, activity, usage);
+  } catch (err) {
+    showError(err);
+  }
+}
+
+// The guard: held requests with Approve/Deny while pending, the newest
+// activity entries, and LLM usage per identity and model.
+function drawGuard(approvals, activity, usage) {
+  $('approvals-pending').textContent = String(approvals.pending);
+  fill('approvals', approvals.approvals.map((a) => {
+    const buttons = document.createElement('span');
+    if (a.state === 'pending') {
+      for (const [label, verb] of [['Approve', 'approve'], ['Deny', 'deny']]) {
+        const b = document.createElement('button');
+        b.textContent = label;
+        b.className = verb;
+        b.onclick = () => api('POST', '/v1/guardrails/approvals/' + a.id + '/' + verb, {}).then(refreshGuard, showError);
+        buttons.appendChild(b);
+      }
+    }
+    const tr = row([a.id, a.identity, a.method + ' ' + a.host + a.path, a.rule, a.reason,
+      new Date(a.expires_ms).toISOString(), a.state + (a.decided_by ? ' by ' + a.decided_by : ''), buttons]);
+    tr.dataset.id = a.id;
+    tr.dataset.state = a.state;
+    return tr;
+  }));
+  fill('activity', activity.entries.map((e) => {
+    const llm = e.llm ? e.llm.model + ' in=' + e.llm.in + ' out=' + e.llm.out : '';
+    const tr = row([e.ts, e.identity, e.seq, e.method + ' ' + e.host + e.path, e.verdict, e.rule, llm,
+      e.chain === 'ok' ? 'ok' : e.chain + ': ' + e.chain_detail]);
+    tr.dataset.verdict = e.verdict;
+    tr.className = e.chain === 'ok' ? '' : 'flagged';
+    return tr;
+  }));
+  fill('usage', usage.usage.map((u) => row([u.identity, u.model, u.calls, u.input_tokens, u.output_tokens,
+    u.cache_tokens])));
+}
+
 function showError(err) {
   $('start-error').textContent = err.message;
 }
@@ -120,13 +168,16 @@ function signedIn(who) {
   $('signout').hidden = false;
   $('whoami').textContent = who || '';
   refresh();
+  refreshGuard();
   timer = setInterval(refresh, 1000);
+  guardTimer = setInterval(refreshGuard, 500);
 }
 
 function signOut() {
   token = '';
   sessionStorage.removeItem('faultcp-token');
   if (timer) clearInterval(timer);
+  if (guardTimer) clearInterval(guardTimer);
   $('app').hidden = true;
   $('signin-view').hidden = false;
   $('signout').hidden = true;

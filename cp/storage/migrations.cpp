@@ -136,6 +136,78 @@ ALTER TABLE agents ADD COLUMN policy_status TEXT NOT NULL DEFAULT '';
 ALTER TABLE agents ADD COLUMN policy_detail TEXT NOT NULL DEFAULT '';
 ALTER TABLE agents ADD COLUMN policy_reported_ms BIGINT;
 )sql",
+      // 5: the AI-agent guard: its activity entries as the guard wrote them
+      // (one per workspace, identity and seq, with what the chain check made
+      // of each), held requests waiting for a person, the workspace's guard
+      // section by version, and the proctor's settings.
+      R"sql(
+CREATE TABLE guard_activity (
+  id {id},
+  workspace_id BIGINT NOT NULL REFERENCES workspaces(id),
+  identity TEXT NOT NULL,
+  seq BIGINT NOT NULL,
+  ts TEXT NOT NULL,
+  at_ms BIGINT NOT NULL,
+  kind TEXT NOT NULL,
+  method TEXT NOT NULL,
+  host TEXT NOT NULL,
+  path TEXT NOT NULL,
+  verdict TEXT NOT NULL,
+  rule TEXT NOT NULL,
+  llm_model TEXT,
+  llm_in BIGINT,
+  llm_out BIGINT,
+  llm_cache BIGINT,
+  llm_reasoning BIGINT,
+  prev TEXT NOT NULL,
+  hash TEXT NOT NULL,
+  chain TEXT NOT NULL,
+  chain_detail TEXT NOT NULL,
+  received_ms BIGINT NOT NULL,
+  reporter TEXT NOT NULL,
+  UNIQUE (workspace_id, identity, seq)
+);
+CREATE INDEX guard_activity_recent ON guard_activity(workspace_id, id);
+CREATE INDEX guard_activity_time ON guard_activity(workspace_id, at_ms);
+CREATE TABLE guard_approvals (
+  id {id},
+  workspace_id BIGINT NOT NULL REFERENCES workspaces(id),
+  request_id TEXT NOT NULL,
+  identity TEXT NOT NULL,
+  method TEXT NOT NULL,
+  host TEXT NOT NULL,
+  path TEXT NOT NULL,
+  rule TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  created_ms BIGINT NOT NULL,
+  expires_ms BIGINT NOT NULL,
+  posted_by TEXT NOT NULL,
+  state TEXT NOT NULL,
+  decided_by TEXT NOT NULL DEFAULT '',
+  decision_reason TEXT NOT NULL DEFAULT '',
+  decided_ms BIGINT,
+  UNIQUE (workspace_id, request_id)
+);
+CREATE INDEX guard_approvals_state ON guard_approvals(workspace_id, state, id);
+CREATE TABLE guard_policies (
+  workspace_id BIGINT NOT NULL REFERENCES workspaces(id),
+  version BIGINT NOT NULL,
+  section TEXT NOT NULL,
+  created_ms BIGINT NOT NULL,
+  created_by TEXT NOT NULL,
+  PRIMARY KEY (workspace_id, version)
+);
+CREATE TABLE guard_proctor (
+  workspace_id BIGINT PRIMARY KEY REFERENCES workspaces(id),
+  enabled BIGINT NOT NULL,
+  model TEXT NOT NULL,
+  url TEXT NOT NULL,
+  api_key TEXT NOT NULL,
+  timeout_ms BIGINT NOT NULL,
+  updated_ms BIGINT NOT NULL,
+  updated_by TEXT NOT NULL
+);
+)sql",
   };
   return m;
 }

@@ -14,6 +14,7 @@
 #include "base/result.h"
 #include "cp/audit/audit_chain.h"
 #include "cp/storage/sql_connection.h"
+#include "userspace/guard/activity_log.h"
 
 namespace faultline::cp {
 
@@ -119,6 +120,74 @@ struct WebhookConfig {
   std::vector<std::string> triggers;
   int64_t cooldown_sec = 0;
   int64_t updated_ms = 0;
+};
+
+// One guard activity entry as faultcp keeps it (migration 5): the entry as the
+// guard wrote and hashed it, its time in milliseconds, and what the chain
+// check made of it: "ok", "gap" (the identity's previous seq has not
+// arrived), "bad-prev" (prev is not the previous entry's hash) or "bad-hash"
+// (the entry does not hash to its hash). A flagged entry is kept, never dropped.
+struct GuardActivityRow {
+  int64_t id = 0;
+  ActivityEntry entry;
+  int64_t at_ms = 0;
+  std::string chain = "ok";
+  std::string chain_detail;
+  int64_t received_ms = 0;
+  std::string reporter;  // the actor that posted it ("agent:4", "user:1")
+};
+
+// Which activity entries to list: newest first, ids below `before_id`.
+struct GuardActivityFilter {
+  std::optional<std::string> identity, verdict, host;
+  std::optional<int64_t> since_ms, until_ms;  // on the entry's ts
+  std::optional<int64_t> before_id;           // the paging cursor
+  int64_t limit = 100;
+};
+
+struct GuardIdentitySummary {
+  std::string identity;
+  int64_t requests = 0, denied = 0, held = 0, approved = 0, llm_calls = 0;
+  int64_t tokens_in = 0, tokens_out = 0, tokens_cache = 0, tokens_reasoning = 0;
+  int64_t flagged = 0;  // entries whose chain check failed
+  int64_t last_seq = 0;
+  int64_t last_at_ms = 0;
+};
+
+struct GuardUsageRow {
+  std::string identity, model;
+  int64_t calls = 0, tokens_in = 0, tokens_out = 0, tokens_cache = 0, tokens_reasoning = 0;
+};
+
+// A request a guard holds until a person decides (migration 5). States:
+// pending -> approved | denied (a person), withdrawn (the guard); a pending
+// one past expires_ms reads as "expired" and can no longer be decided.
+struct GuardApproval {
+  int64_t id = 0;
+  int64_t workspace_id = 0;
+  std::string request_id, identity, method, host, path, rule, reason;
+  int64_t created_ms = 0, expires_ms = 0;
+  std::string posted_by;
+  std::string state = "pending";
+  std::string decided_by, decision_reason;
+  std::optional<int64_t> decided_ms;
+};
+
+// One version of a workspace's guard section (canonical JSON text).
+struct GuardPolicyVersion {
+  int64_t version = 0;
+  std::string section;
+  int64_t created_ms = 0;
+  std::string created_by;
+};
+
+// The proctor's settings; api_key is stored and never shown.
+struct GuardProctor {
+  bool enabled = false;
+  std::string model, url, api_key;
+  int64_t timeout_ms = 10'000;
+  int64_t updated_ms = 0;
+  std::string updated_by;
 };
 
 class Store {
@@ -231,6 +300,37 @@ class Store {
   // Counts for /metrics.
   [[nodiscard]] Result<std::map<std::string, int64_t>> experiments_by_state(int64_t ws);
   [[nodiscard]] Result<int64_t> agent_count(int64_t ws);
+
+  // The AI-agent guard (migration 5, guard_store.cpp). Activity: one entry of
+  // an identity by seq; a new entry (none: that (identity, seq) is stored
+  // already); a stored entry's chain verdict; a page; per-identity totals;
+  // LLM usage per identity and model since a time; each identity's highest seq.
+  [[nodiscard]] Result<std::optional<GuardActivityRow>> guard_activity_at(int64_t ws, const std::string& identity,
+                                                                          int64_t seq);
+  [[nodiscard]] Result<std::optional<int64_t>> insert_guard_activity(int64_t ws, const GuardActivityRow& row);
+  [[nodiscard]] Status set_guard_activity_chain(int64_t ws, int64_t id, const std::string& chain,
+                                                const std::string& detail);
+  [[nodiscard]] Result<std::vector<GuardActivityRow>> guard_activity(int64_t ws, const GuardActivityFilter& f);
+  [[nodiscard]] Result<std::vector<GuardIdentitySummary>> guard_activity_summary(int64_t ws,
+                                                                                 std::optional<int64_t> since_ms,
+                                                                                 std::optional<int64_t> until_ms);
+  [[nodiscard]] Result<std::vector<GuardUsageRow>> guard_usage(int64_t ws, int64_t since_ms);
+  // Approvals: a new one (an existing one of the same request_id is returned
+  // as it is, with false: a guard's retry); one; the newest `limit`, pending
+  // first; a pending, unexpired one moved to `to` (none: it was not).
+  [[nodiscard]] Result<std::pair<GuardApproval, bool>> insert_guard_approval(int64_t ws, const GuardApproval& a);
+  [[nodiscard]] Result<std::optional<GuardApproval>> guard_approval(int64_t ws, int64_t id);
+  [[nodiscard]] Result<std::vector<GuardApproval>> guard_approvals(int64_t ws, int64_t limit, int64_t now_ms);
+  [[nodiscard]] Result<std::optional<GuardApproval>> settle_guard_approval(int64_t ws, int64_t id,
+                                                                           const std::string& to, const std::string& by,
+                                                                           const std::string& reason, int64_t now_ms);
+  // The guard section: the newest version or one version; a new version.
+  [[nodiscard]] Result<std::optional<GuardPolicyVersion>> guard_policy(int64_t ws,
+                                                                       std::optional<int64_t> version = std::nullopt);
+  [[nodiscard]] Result<GuardPolicyVersion> insert_guard_policy(int64_t ws, const std::string& section, int64_t now_ms,
+                                                               const std::string& created_by);
+  [[nodiscard]] Result<std::optional<GuardProctor>> guard_proctor(int64_t ws);
+  [[nodiscard]] Status put_guard_proctor(int64_t ws, const GuardProctor& p);
 
  private:
   std::unique_ptr<SqlConnection> db_;

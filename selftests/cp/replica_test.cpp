@@ -2,7 +2,8 @@
 // long-polling replica A is handed an experiment created through replica B,
 // and is told to stop when the kill switch is engaged on B, each within the
 // kill switch's bound (1 s), woken through LISTEN/NOTIFY rather than at the
-// poll's end; and is given a policy put on B the same way.
+// poll's end; and is given a policy put on B the same way. A guard waiting on
+// A hears a decision and a new guard section made on B the same way.
 #include <gtest/gtest.h>
 
 #include <csignal>
@@ -118,6 +119,69 @@ TEST(Replicas, AnAgentPollingOneReplicaHearsWorkAndTheKillFromTheOther) {
     auto st = r->process.wait(10s);
     ASSERT_TRUE(st.has_value()) << r->process.describe();
     EXPECT_TRUE(st->is(0)) << r->process.describe();
+  }
+}
+
+TEST(Replicas, AGuardWaitingOnOneReplicaHearsADecisionAndANewSectionFromTheOther) {
+  fltest::TestDatabase db(fltest::Backend::Postgres);
+  auto a = start_replica(db.url());
+  auto b = start_replica(db.url());
+  ASSERT_NE(a.port, 0);
+  ASSERT_NE(b.port, 0);
+  auto signup = fltest::cp_request(b.port, "POST", "/v1/auth/signup", "",
+                                   R"({"email":"g@example.com","password":"correct horse battery","workspace":"g"})");
+  const std::string token = signup.json().value("token", "");
+  const std::string enroll =
+      fltest::cp_request(b.port, "POST", "/v1/tokens", token, R"({"kind":"enrollment"})").json().value("token", "");
+  const std::string guard = fltest::cp_request(a.port, "POST", "/v1/agents/register", enroll, R"({"hostname":"g"})")
+                                .json()
+                                .value("token", "");
+  const auto expires =
+      std::chrono::duration_cast<std::chrono::milliseconds>((std::chrono::system_clock::now() + 60s).time_since_epoch())
+          .count();
+  auto held = fltest::cp_request(a.port, "POST", "/v1/guardrails/approvals", guard,
+                                 json{{"request_id", "r-1"},
+                                      {"identity", "alice"},
+                                      {"host", "api.prod.example.com"},
+                                      {"expires_at", std::to_string(expires)}}
+                                     .dump());
+  ASSERT_EQ(held.status, 201) << held.describe();
+  const std::string id = std::to_string(held.json().value("id", int64_t{0}));
+
+  auto wait = std::async(std::launch::async, [&] {
+    return fltest::cp_request(a.port, "GET", "/v1/guardrails/approvals/" + id + "/decision?wait=30s", guard, "",
+                              35'000);
+  });
+  std::this_thread::sleep_for(300ms);
+  const auto decided_at = std::chrono::steady_clock::now();
+  ASSERT_EQ(fltest::cp_request(b.port, "POST", "/v1/guardrails/approvals/" + id + "/approve", token).status, 200);
+  ASSERT_EQ(wait.wait_for(5s), std::future_status::ready) << "replica A's guard did not hear the decision";
+  const auto decision = wait.get();
+  const auto decision_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - decided_at).count();
+  EXPECT_EQ(decision.json()["decision"], "approve") << decision.describe();
+  EXPECT_LT(decision_ms, 1000) << "the decision across replicas took " << decision_ms << " ms";
+
+  auto section = std::async(std::launch::async, [&] {
+    return fltest::cp_request(a.port, "GET", "/v1/guardrails/policy?since_version=0&wait=30s", guard, "", 35'000);
+  });
+  std::this_thread::sleep_for(300ms);
+  const auto put_at = std::chrono::steady_clock::now();
+  ASSERT_EQ(fltest::cp_request(b.port, "PUT", "/v1/guardrails/policy", token,
+                               R"({"mode":"enforce","rules":[{"name":"n","action":"deny","host":"evil.example.com"}]})")
+                .status,
+            201);
+  ASSERT_EQ(section.wait_for(5s), std::future_status::ready) << "replica A's guard did not hear the new section";
+  const auto given = section.get();
+  const auto section_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - put_at).count();
+  EXPECT_EQ(given.json()["version"], 1) << given.describe();
+  EXPECT_LT(section_ms, 1000) << "the guard section across replicas took " << section_ms << " ms";
+  std::printf("replicas: approval decided on B -> guard on A %lld ms, guard section put on B -> guard on A %lld ms\n",
+              static_cast<long long>(decision_ms), static_cast<long long>(section_ms));
+  for (auto* r : {&a, &b}) {
+    r->process.signal(SIGTERM);
+    EXPECT_TRUE(r->process.wait(10s).has_value()) << r->process.describe();
   }
 }
 

@@ -1,0 +1,165 @@
+// The guard's side of faultcp's dashboard in Debian's headless Chromium: a
+// real faultcp on loopback, a stand-in guard speaking the guard routes (an
+// agent token, activity batches hashed as the guard hashes them, a held
+// request and its long poll), and the page driven as a person would: the held
+// request appears, Approve makes the guard's waiting poll return "approve"
+// within a second, new activity shows in under a second, usage per identity.
+'use strict';
+
+const { spawn } = require('node:child_process');
+const crypto = require('node:crypto');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const readline = require('node:readline');
+const puppeteer = require('puppeteer-core');
+
+const FAULTCP = process.env.FAULTCP;
+const ARTIFACTS = process.env.ARTIFACTS || path.join(os.tmpdir(), 'faultcp-dashboard');
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const EMAIL = 'ops@example.com';
+const PASSWORD = 'correct horse battery staple';
+
+function fail(msg) {
+  throw new Error(msg);
+}
+
+async function startFaultcp(dir) {
+  const cp = spawn(FAULTCP, ['serve', '--listen', '127.0.0.1:0', '--database', 'sqlite:' + path.join(dir, 'cp.db')],
+    { stdio: ['ignore', 'pipe', 'inherit'] });
+  const lines = readline.createInterface({ input: cp.stdout });
+  const port = await new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error('faultcp did not start in 20 s')), 20000);
+    lines.on('line', (l) => {
+      const m = /listening on 127\.0\.0\.1:(\d+)/.exec(l);
+      if (m) { clearTimeout(t); resolve(Number(m[1])); }
+    });
+    cp.on('exit', (code) => reject(new Error('faultcp exited ' + code)));
+  });
+  return { cp, base: 'http://127.0.0.1:' + port };
+}
+
+async function call(base, method, p, token, body) {
+  const headers = {};
+  if (token) headers.Authorization = 'Bearer ' + token;
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  const r = await fetch(base + p, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const j = await r.json().catch(() => null);
+  if (!r.ok) fail(method + ' ' + p + ': ' + r.status + ' ' + JSON.stringify(j));
+  return j;
+}
+
+// The guard's activity chain (userspace/guard/activity_log.h): the canonical
+// line is the entry without its hash, compact, fields in this order.
+function makeChain() {
+  const heads = new Map();
+  return (identity, fields) => {
+    const head = heads.get(identity) || { seq: 0, hash: '' };
+    const e = {
+      seq: head.seq + 1, ts: new Date().toISOString(), identity, kind: fields.llm ? 'llm' : 'request',
+      method: fields.method || 'GET', host: fields.host, path: fields.path || '/', verdict: fields.verdict || 'allow',
+      rule: fields.rule || '', llm: fields.llm || null, prev: head.hash,
+    };
+    e.hash = crypto.createHash('sha256').update(JSON.stringify(e)).digest('hex');
+    heads.set(identity, { seq: e.seq, hash: e.hash });
+    return e;
+  };
+}
+
+async function main() {
+  if (!FAULTCP) fail('FAULTCP (the faultcp binary) is not set');
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fl-guard-dashboard-'));
+  const { cp, base } = await startFaultcp(dir);
+  let browser = null;
+  try {
+    const signup = await call(base, 'POST', '/v1/auth/signup', '', { email: EMAIL, password: PASSWORD, workspace: 'ops' });
+    const enroll = await call(base, 'POST', '/v1/tokens', signup.token, { kind: 'enrollment', name: 'guards' });
+    const guard = (await call(base, 'POST', '/v1/agents/register', enroll.token, { hostname: 'laptop-7' })).token;
+    const entry = makeChain();
+    const posted = await call(base, 'POST', '/v1/guardrails/activity', guard, { entries: [
+      entry('alice@laptop-7', { host: 'github.com', path: '/acme/app' }),
+      entry('alice@laptop-7', { method: 'POST', host: 'evil.example.com', path: '/upload', verdict: 'deny', rule: 'no-exfil' }),
+      entry('alice@laptop-7', { method: 'POST', host: 'api.anthropic.com', path: '/v1/messages',
+        llm: { model: 'claude-sonnet-4', in: 1200, out: 340, cache: 800, reasoning: 0 } }),
+    ] });
+    if (posted.stored !== 3 || posted.flagged.length) fail('the activity did not land cleanly: ' + JSON.stringify(posted));
+    const held = await call(base, 'POST', '/v1/guardrails/approvals', guard, {
+      request_id: 'r-1', identity: 'alice@laptop-7', method: 'POST', host: 'api.prod.example.com', path: '/v1/deploy',
+      rule: 'prod-writes', reason: 'writes to prod need a person', expires_at: new Date(Date.now() + 120000).toISOString(),
+    });
+
+    browser = await puppeteer.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      userDataDir: path.join(dir, 'profile'),
+      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run'],
+    });
+    const page = await browser.newPage();
+    await page.setViewport({ width: 1280, height: 1400 });
+    const foreign = [];
+    page.on('request', (r) => { if (!r.url().startsWith(base)) foreign.push(r.url()); });
+    const pageErrors = [];
+    page.on('pageerror', (e) => pageErrors.push(e.message));
+
+    await page.goto(base + '/dashboard', { waitUntil: 'load' });
+    await page.type('#email', EMAIL);
+    await page.type('#password', PASSWORD);
+    await page.click('#signin button[type=submit]');
+    await page.waitForSelector('#app:not([hidden])', { timeout: 10000 });
+    const pendingRow = '#approvals tbody tr[data-id="' + held.id + '"][data-state="pending"]';
+    await page.waitForSelector(pendingRow + ' button.approve', { timeout: 5000 });
+    await page.waitForFunction(() => {
+      const a = document.querySelector('#activity tbody').textContent;
+      const u = document.querySelector('#usage tbody').textContent;
+      return a.includes('evil.example.com') && a.includes('no-exfil') && u.includes('claude-sonnet-4') && u.includes('1200');
+    }, { timeout: 5000 });
+    await page.screenshot({ path: path.join(ARTIFACTS, 'guard-01-held.png'), fullPage: true });
+    console.log('the held request, the activity and the usage are shown');
+
+    // The guard waits on its long poll; a person presses Approve.
+    const poll = (async () => {
+      const r = await call(base, 'GET', '/v1/guardrails/approvals/' + held.id + '/decision?wait=30s', guard);
+      return { r, at: Date.now() };
+    })();
+    await new Promise((r) => setTimeout(r, 300));
+    const clicked = Date.now();
+    await page.click(pendingRow + ' button.approve');
+    const { r: decision, at } = await poll;
+    const waited = at - clicked;
+    if (decision.decision !== 'approve') fail('the poll returned ' + JSON.stringify(decision));
+    if (waited >= 1000) fail('the decision reached the waiting poll after ' + waited + ' ms');
+    console.log('Approve reached the guard\'s waiting poll in ' + waited + ' ms');
+    await page.waitForSelector('#approvals tbody tr[data-id="' + held.id + '"][data-state="approved"]', { timeout: 2000 });
+
+    // New activity goes live in under a second.
+    const sent = Date.now();
+    await call(base, 'POST', '/v1/guardrails/activity', guard, { entries: [
+      entry('alice@laptop-7', { method: 'POST', host: 'api.prod.example.com', path: '/v1/deploy', verdict: 'approve', rule: 'prod-writes' }),
+    ] });
+    await page.waitForFunction(() => document.querySelector('#activity tbody').textContent.includes('/v1/deploy'),
+      { timeout: 3000, polling: 20 });
+    const shown = Date.now() - sent;
+    if (shown >= 1000) fail('new activity took ' + shown + ' ms to show');
+    console.log('new activity shown in ' + shown + ' ms');
+    await page.screenshot({ path: path.join(ARTIFACTS, 'guard-02-approved.png'), fullPage: true });
+
+    const audit = await call(base, 'GET', '/v1/audit/export', signup.token);
+    const approvedBy = audit.entries.find((e) => e.action === 'guardrail.approval.approve');
+    if (!approvedBy || !approvedBy.actor.startsWith('user:')) fail('no audit entry names who approved: ' + JSON.stringify(approvedBy));
+    if (!audit.entries.some((e) => e.action === 'guardrail.block')) fail('the block was not mirrored into the audit log');
+    if (foreign.length) fail('the page fetched from elsewhere: ' + foreign.join(', '));
+    if (pageErrors.length) fail('page errors: ' + pageErrors.join('; '));
+    console.log('PASS: guard dashboard (screenshots in ' + ARTIFACTS + ')');
+  } finally {
+    if (browser) await browser.close();
+    cp.kill('SIGTERM');
+    await new Promise((r) => cp.once('exit', r));
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().then(() => process.exit(0), (e) => {
+  console.error('FAIL: ' + (e && e.stack ? e.stack : e));
+  process.exit(1);
+});
