@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -49,8 +50,14 @@ std::string guard_ca_dir() {
   if (::geteuid() == 0) return kDefaultCaDir;
   if (const char* x = std::getenv("XDG_DATA_HOME"); x != nullptr && x[0] == '/')
     return std::string(x) + "/faultline/ca";
+  // A HOME that is not ours (setpriv, su without -) cannot hold it: the
+  // guard's runtime folder can (a CA per boot where /tmp is cleared).
   const char* home = std::getenv("HOME");
-  return std::string(home != nullptr && home[0] == '/' ? home : "/tmp") + "/.local/share/faultline/ca";
+  struct stat st {};
+  if (home != nullptr && home[0] == '/' && ::stat(home, &st) == 0 && st.st_uid == ::geteuid())
+    return std::string(home) + "/.local/share/faultline/ca";
+  auto dir = guard_socket_dir(true);
+  return (dir ? *dir : "/tmp/faultline-" + std::to_string(::geteuid())) + "/ca";
 }
 
 Result<GuardPolicy> read_guard_policy_file(const std::string& file) {

@@ -68,8 +68,9 @@ class GuardCapture {
 [[nodiscard]] Status check_guard_policy_runnable(const GuardPolicy& policy, bool terminate_tls);
 
 // The CA folder of a guard that terminates TLS: FAULTLINE_CA_DIR, else root's
-// (/var/lib/faultline/ca), else the user's $XDG_DATA_HOME/faultline/ca
-// (~/.local/share/faultline/ca).
+// (/var/lib/faultline/ca), else the user's $XDG_DATA_HOME/faultline/ca, else
+// ~/.local/share/faultline/ca when HOME is ours, else the runtime folder's ca/
+// (where the approvals sockets are).
 [[nodiscard]] std::string guard_ca_dir();
 
 }  // namespace faultline

@@ -299,6 +299,26 @@ TEST_F(GuardWireTest, ClientThatLeavesWithdrawsItsHeldRequest) {
   EXPECT_EQ(up.requests(), 0);
 }
 
+TEST_F(GuardWireTest, SighupReloadsThePolicyFileAndABadFileKeepsTheOld) {
+  CountingUpstream up;
+  const std::string file = dir_.file("guard.json");
+  fltest::write_file(file, R"({"mode":"enforce","rules":[{"name":"loopback","action":"allow","host":"127.0.0.1"}]})");
+  ASSERT_EQ(::chmod(file.c_str(), 0666), 0);
+  const std::string get = "curl -sS --max-time 20 -o /dev/null -w '%{http_code} ' " + up.url("/r") + "; ";
+  const std::string hup = "kill -HUP $PPID; sleep 0.5; ";
+  auto r = guard(
+      {"--policy", file},
+      {"sh", "-c",
+       get + R"(printf '{"mode":"enforce","rules":[{"name":"no-loopback","action":"deny","host":"127.0.0.1"}]}' > )" +
+           file + "; " + hup + get + "printf 'rules: [' > " + file + "; " + hup + get});
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_EQ(r.out, "200 403 403 ");
+  EXPECT_EQ(up.requests(), 1);
+  EXPECT_NE(r.err.find("SIGHUP: policy reloaded from " + file + ": enforce, default allow, 1 rule"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("SIGHUP: the policy stays as it was: " + file + ":"), std::string::npos) << r.err;
+}
+
 TEST_F(GuardWireTest, ModelSdksRaiseTheirPermissionErrorOnceAndNothingGoesUpstream) {
   const std::string sdk_dir = LLM_SDK_DIR;
   if (::access((sdk_dir + "/node_modules/@anthropic-ai/sdk").c_str(), R_OK) != 0)
