@@ -301,6 +301,15 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
         args_out.requests = true;
         continue;
       }
+      // Address-shaped (a digit or '[' first, hex digits and address signs
+      // only): the kernel rule's parser says what is wrong with it, rather
+      // than it being taken as a host name ("300.1.1.1").
+      if (action != GuardVerdict::Approve && !t.empty() &&
+          (std::isdigit(static_cast<unsigned char>(t[0])) || t[0] == '[') &&
+          t.find_first_not_of("0123456789abcdefABCDEF:.[]/-tcpud") == std::string::npos) {
+        if (auto kernel = parse_rule(action == GuardVerdict::Allow ? Verdict::Allow : Verdict::Deny, t); !kernel)
+          return kernel.error();
+      }
       auto pattern = parse_cli_pattern(action, t);
       if (!pattern) return bad(pattern.error().message);
       if (auto* cidr = std::get_if<CidrPattern>(&*pattern)) {
