@@ -44,6 +44,8 @@ constexpr Command kCommands[] = {
     {"apply", "apply a Policy file, or run a Chaos Mesh NetworkChaos on this host\n(apply -f FILE [--dry-run])",
      cmd_apply},
     {"ca", "the local CA of TLS termination: create, print, export, rotate\n(ca init|show|export|rotate)", cmd_ca},
+    {"approvals", "the requests running guards hold for approval\n(approvals list | approve ID | deny ID [--reason R])",
+     cmd_approvals},
     {"activity", "check the guard's activity log, chain by chain\n(activity verify FILE)", cmd_activity},
     {"top", "destinations and traffic of a cgroup or the whole host, live", cmd_top},
     {"status", "list active faults (packet, resource, syscall, tcp) and guards", cmd_status},

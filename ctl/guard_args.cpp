@@ -2,7 +2,12 @@
 // once here, so that its errors come before anything is created.
 #include "ctl/guard_args.h"
 
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cctype>
 #include <cxxopts.hpp>
+#include <utility>
 
 #include "base/errno_names.h"
 #include "base/units.h"
@@ -16,6 +21,11 @@ namespace faultline {
 namespace {
 
 constexpr Example kGuardExamples[] = {
+    {"any user: the command's HTTP(S) through the guard's proxy; /secrets/ refused with a 403, the rest logged",
+     "faultctl guard --enforce --deny /secrets/ --terminate-tls --json-log activity.jsonl -- ./agent.sh"},
+    {"any user: only api.anthropic.com; POSTs to the prod API wait for faultctl approvals approve ID",
+     "faultctl guard --enforce --default-deny --allow api.anthropic.com --approve 'POST api.prod.example.com' "
+     "--allow api.prod.example.com -- claude -p hi"},
     {"monitor: nothing is blocked; traffic outside 10/8 is logged as would-deny",
      "faultctl guard --default-deny --allow 10.0.0.0/8 --json-log guard.jsonl -- ./integration-tests.sh"},
     {"reach only the database and DNS; refuse the rest with ECONNREFUSED",
@@ -38,13 +48,29 @@ constexpr Example kGuardExamples[] = {
 };
 
 // The flags a policy file replaces: given with --policy, one of them is refused.
-constexpr const char* kPolicyFlags[] = {"enforce", "default-deny", "allow", "deny", "deny-errno", "exfil-cap"};
+constexpr const char* kPolicyFlags[] = {"enforce", "default-deny", "allow",    "deny",
+                                        "approve", "deny-errno",   "exfil-cap"};
 
-// --policy FILE: the file's one egress scope as the guard's policy.
-Status apply_policy_file(const std::string& file, GuardOptions& g) {
+// Flags the kernel side alone can honour: refused without root.
+constexpr const char* kRootFlags[] = {"redirect", "exfil-cap", "deny-errno", "netns", "faults", "fault-host"};
+
+// --policy FILE: a Policy's guard section for the request guard (or the bare
+// section), and its one egress scope for the kernel's side.
+Status apply_policy_file(const std::string& file, GuardArgs& a) {
+  GuardOptions& g = a.guard;
   auto text = read_policy_text(file);
   if (!text) return bad("--policy " + text.error().describe());
   PolicyParse p = parse_policy_bounded(*text, {}, "faultctl guard", "--policy " + file);
+  if (!p.ok() && p.policy.guard == std::nullopt) {
+    // The bare section ({mode, default_allow, rules}) is no Policy document.
+    auto bare = read_guard_policy_file(file);
+    if (bare) {
+      a.requests = true;
+      a.capture.policy = std::move(*bare);
+      a.capture.policy_file = file;
+      return {};
+    }
+  }
   if (!p.ok()) {
     std::string more = p.errors.size() > 1 ? " (and " + std::to_string(p.errors.size() - 1) +
                                                  " more: faultctl policy validate " + file + ")"
@@ -56,6 +82,12 @@ Status apply_policy_file(const std::string& file, GuardOptions& g) {
     return bad("--policy " + file +
                ": spec.faults: the guard applies the egress section only (run experiments with "
                "faultctl run)");
+  if (pol.guard) {
+    a.requests = true;
+    a.capture.policy = *pol.guard;
+    a.capture.policy_file = file;
+    if (!pol.egress) return {};
+  }
   if (!pol.egress || pol.egress->size() != 1)
     return bad("--policy " + file + ": spec.egress: the guard takes exactly one scope, found " +
                std::to_string(pol.egress ? pol.egress->size() : 0));
@@ -121,11 +153,11 @@ Status parse_fault_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
     for (auto& f : *more) gf.faults.push_back(std::move(f));
   }
   if (gf.faults.empty()) {
-    for (const char* flag : {"terminate-tls", "upstream-ca"})
-      if (r.count(flag))
-        return bad(std::string("--") + flag +
-                   " applies to HTTP faults: add --fault-host H with a --fault-* fault, "
-                   "or --faults FILE");
+    // Without faults, --terminate-tls is the request guard's (its path rules on HTTPS).
+    if (r.count("upstream-ca") && !gf.terminate_tls) return bad("--upstream-ca applies to --terminate-tls");
+    a.capture.terminate_tls = gf.terminate_tls;
+    if (r.count("upstream-ca")) a.capture.upstream_ca = str("upstream-ca");
+    gf.terminate_tls = false;
     return {};
   }
   FL_TRY(check_upstream_ca(gf.terminate_tls, r.count("upstream-ca") > 0,
@@ -138,25 +170,61 @@ Status parse_fault_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
   return {};
 }
 
+// "127.0.0.1:8080", "POST [::1]:443": an address (no prefix length) as a host
+// rule of the request guard, when the kernel would not take it: as a user, for
+// --approve, or with a method. Nothing for every other pattern.
+std::optional<GuardRule> address_host_rule(const char* flag, GuardVerdict action, const std::string& text, bool root) {
+  std::string rest = text;
+  std::string method;
+  if (const size_t sp = text.find(' '); sp != std::string::npos) {
+    auto m = parse_method(text.substr(0, sp));
+    if (!m) return std::nullopt;
+    method = *m;
+    rest = text.substr(text.find_first_not_of(' ', sp));
+  }
+  if (rest.empty() || rest.find('/') != std::string::npos) return std::nullopt;
+  if (!(std::isdigit(static_cast<unsigned char>(rest[0])) || rest[0] == '[')) return std::nullopt;
+  if (root && action != GuardVerdict::Approve && method.empty()) return std::nullopt;
+  auto host = parse_host_matcher(rest);
+  if (!host) return std::nullopt;
+  GuardRule rule;
+  rule.name = std::string("--") + flag + " " + text;
+  rule.action = action;
+  rule.method = method;
+  rule.host = std::move(*host);
+  return rule;
+}
+
 }  // namespace
 
 Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args) {
   cxxopts::Options o("faultctl guard", "Run a command in a fresh cgroup under an egress policy.");
-  o.add_options()("enforce", "block denied destinations (default: monitor, log only)")(
-      "default-deny", "deny what no rule allows (default: allow)")("allow", "CIDR[:PORT][/tcp|/udp], repeatable",
-                                                                   cxxopts::value<std::vector<std::string>>())(
-      "deny", "CIDR[:PORT][/tcp|/udp], repeatable", cxxopts::value<std::vector<std::string>>())(
-      "deny-errno", "errno a denied connect gets (default EPERM)", cxxopts::value<std::string>())(
-      "redirect", "DEST=TARGET: send what reaches DEST (CIDR[:PORT][/tcp|/udp]) to TARGET (ADDR:PORT), repeatable",
+  o.add_options()("enforce", "act on the verdicts (default: monitor, decide and log only)")(
+      "default-deny", "deny what no rule allows (default: allow)")(
+      "allow",
+      "P: allow what matches: a host (api.example.com, *.example.com, host:port), a path (/v1/), "
+      "'METHOD host/path', or a CIDR (root: a kernel rule), repeatable",
+      cxxopts::value<std::vector<std::string>>())("deny", "P: deny what matches (the forms of --allow), repeatable",
+                                                  cxxopts::value<std::vector<std::string>>())(
+      "approve", "P: hold what matches until faultctl approvals approve|deny ID or --approve-timeout (no CIDR)",
       cxxopts::value<std::vector<std::string>>())(
-      "exfil-cap", "bytes to one destination no rule allows before its egress is dropped, e.g. 10MB",
-      cxxopts::value<std::string>())("json-log", "append every decision as a JSON line to FILE",
-                                     cxxopts::value<std::string>())(
-      "netns", "run the command in this network namespace: NAME (ip netns), PATH or pid:N",
+      "approve-timeout", "a held request is denied after this long (default 120s)", cxxopts::value<std::string>())(
+      "identity", "who the activity log and approvals name (default USER@HOST)", cxxopts::value<std::string>())(
+      "no-proxy-loopback", "let the command reach localhost, 127.0.0.1 and ::1 without the guard (NO_PROXY)")(
+      "deny-errno", "root: errno a connect the kernel denies gets (default EPERM)", cxxopts::value<std::string>())(
+      "redirect",
+      "root: DEST=TARGET: send what reaches DEST (CIDR[:PORT][/tcp|/udp]) to TARGET (ADDR:PORT), repeatable",
+      cxxopts::value<std::vector<std::string>>())(
+      "exfil-cap", "root: bytes to one destination no rule allows before its egress is dropped, e.g. 10MB",
       cxxopts::value<std::string>())(
+      "json-log", "append every decision as a JSON line to FILE (the request guard: the hash-chained activity log)",
+      cxxopts::value<std::string>())("netns",
+                                     "root: run the command in this network namespace: NAME (ip netns), PATH or pid:N",
+                                     cxxopts::value<std::string>())(
       "policy",
-      "the policy from a policy file (docs/policy.md): its one egress scope, all: true, instead of "
-      "--enforce, --default-deny, --allow, --deny, --deny-errno and --exfil-cap",
+      "the policy from a policy file (docs/policy.md): its guard section (or the bare {mode, default_allow, "
+      "rules}; re-read on SIGHUP) and, as root, its one egress scope (all: true), instead of --enforce, "
+      "--default-deny, --allow, --deny, --approve, --deny-errno and --exfil-cap",
       cxxopts::value<std::string>())(
       "fault-host", "HTTP fault: the host whose requests are faulted, NAME or ADDRESS[:PORT] (port 443 by default)",
       cxxopts::value<std::string>())(
@@ -181,8 +249,8 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
                                      "attempts}",
                                      cxxopts::value<std::string>())(
       "terminate-tls",
-      "end the command's TLS to the faulted hosts with a leaf of the local CA (faultctl ca), which "
-      "the command is told to trust; without it a TLS connection takes --fault-delay and --fault-reset only")(
+      "end the command's TLS with a leaf of the local CA, which the command is told to trust: the guard then "
+      "judges HTTPS by path and method too (with --fault-*: the faulted hosts' TLS)")(
       "upstream-ca", "--terminate-tls: a PEM file of roots the upstream may also chain to",
       cxxopts::value<std::string>())("h,help", "help");
   auto [flags, cmd] = split_command(args);
@@ -193,8 +261,11 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
         HelpText{with_examples(o.help() + "\n  -- COMMAND ARGS   the command to guard\n", kGuardExamples)});
   GuardArgs args_out;
   GuardOptions& g = args_out.guard;
+  GuardCaptureOptions& cap = args_out.capture;
+  const bool root = ::geteuid() == 0;
   if (cmd.empty()) return bad("missing the command: faultctl guard [flags] -- COMMAND ARGS");
   g.command = cmd;
+  cap.command = cmd[0];
   if (r->count("policy")) {
     for (const char* flag : kPolicyFlags) {
       if (r->count(flag))
@@ -202,19 +273,78 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
     }
     const std::string file = (*r)["policy"].as<std::string>();
     if (file.empty()) return bad("--policy: empty file name");
-    FL_TRY(apply_policy_file(file, g));
+    FL_TRY(apply_policy_file(file, args_out));
+    if (!root && !g.rules.empty())
+      return bad("--policy " + file + ": spec.egress: its rules are judged in the kernel, which needs root");
+  }
+  if (!root) {
+    for (const char* flag : kRootFlags)
+      if (r->count(flag))
+        return bad(std::string("--") + flag + " acts in the kernel, which needs root (the request guard as " +
+                   "a user takes --allow, --deny and --approve with hosts and paths)");
   }
   g.enforce = g.enforce || r->count("enforce") > 0;
   g.default_deny = g.default_deny || r->count("default-deny") > 0;
-  for (const char* flag : {"deny", "allow"}) {
+  if (r->count("enforce")) cap.policy.mode = GuardMode::Enforce;
+  if (r->count("default-deny")) cap.policy.default_allow = false;
+  for (const char* flag : {"deny", "approve", "allow"}) {
     if (!r->count(flag)) continue;
+    const GuardVerdict action = std::string(flag) == "allow"  ? GuardVerdict::Allow
+                                : std::string(flag) == "deny" ? GuardVerdict::Deny
+                                                              : GuardVerdict::Approve;
     for (const auto& t : (*r)[flag].as<std::vector<std::string>>()) {
-      auto rule = parse_rule(std::string(flag) == "allow" ? Verdict::Allow : Verdict::Deny, t);
-      if (!rule) return rule.error();
-      g.rules.push_back(*rule);
+      // An address alone (127.0.0.1:8080, [::1]), with a method or not, is the
+      // request's host when the kernel cannot take it: as a user, for --approve,
+      // or after a method. A prefix (10.0.0.0/8) stays the kernel's.
+      if (auto rule = address_host_rule(flag, action, t, root)) {
+        cap.policy.rules.push_back(std::move(*rule));
+        args_out.requests = true;
+        continue;
+      }
+      // Address-shaped (a digit or '[' first, hex digits and address signs
+      // only): the kernel rule's parser says what is wrong with it, rather
+      // than it being taken as a host name ("300.1.1.1").
+      if (action != GuardVerdict::Approve && !t.empty() &&
+          (std::isdigit(static_cast<unsigned char>(t[0])) || t[0] == '[') &&
+          t.find_first_not_of("0123456789abcdefABCDEF:.[]/-tcpud") == std::string::npos) {
+        if (auto kernel = parse_rule(action == GuardVerdict::Allow ? Verdict::Allow : Verdict::Deny, t); !kernel)
+          return kernel.error();
+      }
+      auto pattern = parse_cli_pattern(action, t);
+      if (!pattern) return bad(pattern.error().message);
+      if (auto* cidr = std::get_if<CidrPattern>(&*pattern)) {
+        if (!root)
+          return bad(std::string("--") + flag + " " + t +
+                     ": a CIDR is judged by address in the kernel, which needs root; as a user, name the host");
+        g.rules.push_back(cidr->rule);
+      } else {
+        cap.policy.rules.push_back(std::get<GuardRule>(std::move(*pattern)));
+        args_out.requests = true;
+      }
     }
   }
   if (g.rules.size() > 0xfffe) return bad("too many rules (at most 65534)");
+  if (r->count("approve-timeout")) {
+    auto ns = with_flag("approve-timeout", parse_duration_ns((*r)["approve-timeout"].as<std::string>()));
+    if (!ns) return ns.error();
+    if (*ns < 1'000'000) return bad("--approve-timeout must be at least 1ms");
+    cap.approve_timeout = std::chrono::milliseconds(*ns / 1'000'000);
+    args_out.requests = true;
+  }
+  if (r->count("identity")) {
+    cap.identity = (*r)["identity"].as<std::string>();
+    if (cap.identity.empty()) return bad("--identity: empty");
+    args_out.requests = true;
+  } else {
+    const passwd* pw = ::getpwuid(::geteuid());
+    char host[256] = {};
+    (void)::gethostname(host, sizeof host - 1);
+    cap.identity = std::string(pw != nullptr ? pw->pw_name : std::to_string(::geteuid())) + "@" + host;
+  }
+  if (r->count("no-proxy-loopback")) {
+    cap.no_proxy_loopback = true;
+    args_out.requests = true;
+  }
   if (r->count("redirect")) {
     for (const auto& t : (*r)["redirect"].as<std::vector<std::string>>()) {
       auto rule = parse_redirect(t);
@@ -250,6 +380,23 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
   }
   if (auto t = compile_redirects(g.redirects); !t) return bad(t.error().message);
   FL_TRY(parse_fault_flags(*r, args_out));
+  // As a user the request guard is all there is; as root it is asked for.
+  if (cap.terminate_tls) args_out.requests = true;
+  if (!root) args_out.requests = true;
+  if (args_out.requests) {
+    if (!args_out.faults.faults.empty())
+      return bad(
+          "--fault-* with the request guard (host and path rules, --approve, --identity, ...): not "
+          "supported together yet; run the faults under a guard with CIDR rules only");
+    if (!g.redirects.empty()) return bad("--redirect with the request guard: not supported together yet");
+    if (!g.netns.empty())
+      return bad(
+          "--netns with the request guard: its proxy runs in faultctl's network namespace, which a "
+          "command in another cannot reach; run the guard inside that namespace instead");
+    FL_TRY(check_guard_policy_runnable(cap.policy, cap.terminate_tls));
+    // --json-log is the request guard's activity log: one chained file.
+    cap.json_log = std::exchange(g.json_log, std::string());
+  }
   return Parsed<GuardArgs>(std::move(args_out));
 }
 

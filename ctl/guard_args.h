@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "ctl/guard_capture.h"
 #include "ctl/guard_faults.h"
 #include "ctl/help.h"
 #include "userspace/enforce/guard.h"
@@ -15,8 +16,14 @@ namespace faultline {
 // --faults FILE): composed here, in ctl/, because the guard (enforce) may not
 // use the proxy (ctl/commands/guard.cpp runs both).
 struct GuardArgs {
-  GuardOptions guard;
+  GuardOptions guard;  // the kernel's side: the cgroup, CIDR rules, redirects (root)
   GuardFaults faults;
+  // The request guard (issue 26): the proxy the command is pointed at, judged
+  // by host, path and method. Always as a user; as root when a request rule,
+  // --approve, --identity, --terminate-tls without faults, --approve-timeout,
+  // --no-proxy-loopback or a policy's guard section asks for it.
+  bool requests = false;
+  GuardCaptureOptions capture;
 };
 
 // args are what follows "guard": flags, then "--" and the command to guard.

@@ -1,16 +1,110 @@
-// faultctl guard ... -- CMD: run a command in a fresh cgroup under an egress
-// policy, and with --fault-* / --faults its HTTP requests through a fault
-// proxy in this process (composed here: the guard may not use the proxy).
+// faultctl guard ... -- CMD: as any user, the command's HTTP(S) through the
+// request guard's proxy (host, path and method rules, approvals, the activity
+// log); as root also a fresh cgroup under an egress policy in the kernel, which
+// when enforcing refuses egress that bypasses the proxy; with --fault-* /
+// --faults its HTTP requests through a fault proxy in this process (composed
+// here: the kernel's guard may not use the proxy).
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+
+#include "base/child.h"
+#include "base/clock.h"
 #include "ctl/command.h"
 #include "ctl/commands/commands.h"
 #include "ctl/guard_args.h"
+#include "ctl/guard_capture.h"
 #include "ctl/guard_fault_proxy.h"
 
 namespace faultline {
+namespace guard_command_impl {
+
+std::atomic<int> g_signal{0};
+void remember_signal(int sig) { g_signal.store(sig); }
+
+// The command as a child of ours, signals passed on, its exit code (as a user:
+// no cgroup to put it in).
+int run_wrapped(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env) {
+  ChildEnvironment child_env(env);
+  auto held = HeldChild::spawn(
+      argv,
+      [&child_env] {
+        child_env.apply();
+        return true;
+      },
+      "faultctl guard");
+  if (!held) {
+    std::cerr << "faultctl guard: " << held.error().describe() << "\n";
+    return 1;
+  }
+  struct sigaction sa {
+  }, old_int{}, old_term{};
+  sa.sa_handler = remember_signal;
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  if (auto st = held->release(); !st) {
+    std::cerr << "faultctl guard: " << st.error().describe() << "\n";
+    return 127;
+  }
+  int code = 1;
+  for (;;) {
+    if (int sig = g_signal.exchange(0); sig != 0) ::kill(held->pid(), sig);
+    if (auto c = held->poll_exit()) {
+      code = *c;
+      break;
+    }
+    sleep_ms(20);
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  return code;
+}
+
+// The kernel's side of a root request guard: everything but the guard's own
+// proxy (and the operator's CIDR allows) is refused, so nothing bypasses it.
+Status fence_to_proxy(GuardOptions& g, bool enforce, uint16_t port) {
+  auto proxy = parse_rule(Verdict::Allow, "127.0.0.1:" + std::to_string(port) + "/tcp");
+  if (!proxy) return proxy.error();
+  proxy->text = "127.0.0.1:" + std::to_string(port) + "/tcp (the guard's proxy)";
+  g.rules.insert(g.rules.begin(), *proxy);
+  g.enforce = enforce;
+  g.default_deny = true;
+  for (auto v : {Verdict::Allow, Verdict::Deny})
+    if (auto t = compile_rules(g.rules, v); !t) return make_error(EINVAL, t.error().message);
+  return {};
+}
+
+}  // namespace guard_command_impl
+
+using namespace guard_command_impl;
 
 int cmd_guard(const std::vector<std::string>& args) {
-  constexpr RootNeed root{RootNeed::When::Always, "needs root (a cgroup and cgroup BPF programs)"};
-  return run_command("faultctl guard", parse_guard_args(args), root, [](GuardArgs& a) -> int {
+  // Root is checked by the parser: as a user the request guard runs alone.
+  return run_command("faultctl guard", parse_guard_args(args), kRootNever, [](GuardArgs& a) -> int {
+    std::unique_ptr<GuardCapture> capture;
+    if (a.requests) {
+      auto started = GuardCapture::start(std::move(a.capture), std::cerr);
+      if (!started) {
+        std::cerr << "faultctl guard: " << started.error().describe() << "\n";
+        return started.error().bad_input ? int(kExitBadInput) : 1;
+      }
+      capture = std::move(*started);
+      if (::geteuid() != 0) {
+        const int code = run_wrapped(a.guard.command, capture->env());
+        capture->print_summary(std::cerr);
+        return code;
+      }
+      const bool enforce = capture->judge().policy()->mode == GuardMode::Enforce;
+      if (auto st = fence_to_proxy(a.guard, enforce, capture->proxy_port()); !st) {
+        std::cerr << "faultctl guard: " << st.error().message << "\n";
+        return int(kExitBadInput);
+      }
+      std::cerr << "faultline guard: root: the command's cgroup reaches only the guard's proxy"
+                << (enforce ? "; egress that bypasses it is refused in the kernel\n"
+                            : " (monitor: egress that bypasses it is logged as would-deny)\n");
+      a.guard.env.insert(a.guard.env.end(), capture->env().begin(), capture->env().end());
+    }
     std::unique_ptr<GuardFaultProxy> faults;
     if (!a.faults.empty()) {
       auto started = GuardFaultProxy::start(a.faults, std::cerr);
@@ -29,6 +123,7 @@ int cmd_guard(const std::vector<std::string>& args) {
     Guard g(std::move(a.guard), std::cerr);
     const int code = g.run();
     if (faults) faults->print_summary(std::cerr);
+    if (capture) capture->print_summary(std::cerr);
     return code;
   });
 }

@@ -1,0 +1,234 @@
+// The request guard's pieces started in the order a request meets them
+// (activity log, judge, approvals socket, proxy) and stopped in reverse, so
+// that no request is judged by a judge that is gone.
+#include "ctl/guard_capture.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <ostream>
+#include <thread>
+
+#include "ctl/policy_faults.h"
+#include "userspace/policy/guard_section.h"
+#include "userspace/proxy/tls_setup.h"
+
+namespace faultline {
+namespace guard_capture_impl {
+
+// One write per line: workers log concurrently, and the command shares stderr.
+void write_line(const std::string& line) {
+  const std::string s = line + "\n";
+  (void)!::write(STDERR_FILENO, s.data(), s.size());
+}
+
+// SIGHUP -> one byte on a pipe -> the reload thread (a handler may do no more).
+int g_reload_pipe = -1;
+void on_sighup(int) {
+  if (g_reload_pipe >= 0) {
+    const char b = 1;
+    (void)!::write(g_reload_pipe, &b, 1);
+  }
+}
+
+std::string policy_line(const GuardPolicy& p) {
+  return std::string(p.mode == GuardMode::Enforce ? "enforce" : "monitor") + ", default " +
+         (p.default_allow ? "allow" : "deny") + ", " + std::to_string(p.rules.size()) + " rule" +
+         (p.rules.size() == 1 ? "" : "s");
+}
+
+}  // namespace guard_capture_impl
+
+using namespace guard_capture_impl;
+
+std::string guard_ca_dir() {
+  if (const char* e = std::getenv("FAULTLINE_CA_DIR"); e != nullptr && e[0] != '\0') return e;
+  if (::geteuid() == 0) return kDefaultCaDir;
+  if (const char* x = std::getenv("XDG_DATA_HOME"); x != nullptr && x[0] == '/')
+    return std::string(x) + "/faultline/ca";
+  // A HOME that is not ours (setpriv, su without -) cannot hold it: the
+  // guard's runtime folder can (a CA per boot where /tmp is cleared).
+  const char* home = std::getenv("HOME");
+  struct stat st {};
+  if (home != nullptr && home[0] == '/' && ::stat(home, &st) == 0 && st.st_uid == ::geteuid())
+    return std::string(home) + "/.local/share/faultline/ca";
+  auto dir = guard_socket_dir(true);
+  return (dir ? *dir : "/tmp/faultline-" + std::to_string(::geteuid())) + "/ca";
+}
+
+Result<GuardPolicy> read_guard_policy_file(const std::string& file) {
+  auto text = read_policy_text(file);
+  if (!text) return input_error(text.error().err, text.error().describe());
+  GuardSectionParse p = parse_guard_text(*text);
+  if (!p.ok()) {
+    std::string more = p.errors.size() > 1 ? " (and " + std::to_string(p.errors.size() - 1) +
+                                                 " more: faultctl policy validate " + file + ")"
+                                           : "";
+    return input_error(EINVAL, p.errors[0].render(file) + more);
+  }
+  return p.policy;
+}
+
+Status check_guard_policy_runnable(const GuardPolicy& policy, bool terminate_tls) {
+  for (const GuardRule& r : policy.rules) {
+    if (r.needs_llm_facts())
+      return input_error(EINVAL, "rule " + r.name +
+                                     ": llm_model and llm_max_tokens_over need the guard's LLM facts scan, which "
+                                     "is not wired yet (issue 26 section 4): write a host or path rule");
+    if (!terminate_tls && needs_plaintext(r))
+      return input_error(EINVAL, "rule " + r.name +
+                                     ": matches on the request's path or method, which HTTPS shows only when its "
+                                     "TLS is terminated: add --terminate-tls (the command then trusts the local "
+                                     "CA), or match on the host alone");
+  }
+  return {};
+}
+
+Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions options, std::ostream& log) {
+  std::unique_ptr<GuardCapture> c(new GuardCapture);
+  c->options_ = std::move(options);
+  const GuardCaptureOptions& o = c->options_;
+
+  HttpTls http_tls;
+  http_tls.mode = HttpTlsMode::sni;
+  std::vector<std::pair<std::string, std::string>> trust_env;
+  if (o.terminate_tls) {
+    auto folder = TempFolder::create("faultline-guard-tls");
+    if (!folder) return folder.error();
+    c->trust_dir_.emplace(std::move(*folder));
+    TerminationOptions t;
+    t.ca = CaFiles{guard_ca_dir()};
+    t.trust_dir = c->trust_dir_->path();
+    t.upstream.upstream_ca_file = o.upstream_ca;
+    auto setup = set_up_termination(t);
+    if (!setup) return setup.error();
+    http_tls.mode = HttpTlsMode::terminate;
+    http_tls.server = setup->server;
+    http_tls.client = setup->client;
+    trust_env = setup->env;
+    trust_env.emplace_back("GIT_SSL_CAINFO", setup->trust.bundle);
+    log << "faultline guard: HTTPS is terminated with " << (setup->ca_created ? "the new " : "") << "local CA "
+        << setup->ca.subject << " (" << t.ca.dir << "); the command trusts it through";
+    for (const auto& [k, v] : trust_env) log << " " << k;
+    log << "\n";
+  }
+
+  std::shared_ptr<ActivityWriter> activity;
+  if (!o.json_log.empty()) {
+    auto w = ActivityWriter::open(o.json_log);
+    if (!w) return make_error(w.error().err, "--json-log " + o.json_log + ": " + w.error().describe());
+    activity = std::make_shared<ActivityWriter>(std::move(*w));
+  }
+  GuardJudgeOptions jo;
+  jo.identity = o.identity;
+  jo.terminate_tls = o.terminate_tls;
+  jo.approve_timeout = o.approve_timeout;
+  jo.approval_prefix = std::to_string(::getpid());
+  jo.activity = activity;
+  jo.log = write_line;
+  c->judge_ = std::make_shared<GuardJudge>(std::make_shared<const GuardPolicy>(o.policy), std::move(jo));
+
+  auto dir = guard_socket_dir(true);
+  if (!dir) return make_error(dir.error().err, "the approvals socket's folder: " + dir.error().describe());
+  auto sock = ApprovalSocket::start(guard_socket_path(*dir, ::getpid()), c->judge_->approvals(),
+                                    GuardAbout{::getpid(), o.identity, o.command});
+  if (!sock) return make_error(sock.error().err, "the approvals socket: " + sock.error().describe());
+  c->approvals_ = std::move(*sock);
+
+  ProxyOptions po;
+  po.workers = 1;
+  auto reg = ProxyRegistry::start(po);
+  if (!reg) return reg.error();
+  c->proxies_ = std::move(*reg);
+  ProxyConfig pc;
+  pc.name = "guard";
+  pc.listen = "127.0.0.1:0";
+  pc.forward = ForwardProxy{c->judge_, {}};
+  auto info = c->proxies_->create(pc);
+  if (!info) return info.error();
+  FL_TRY(c->proxies_->set_http_tls(pc.name, http_tls));
+  auto bound = parse_address_port(info->listen_bound);
+  if (!bound) return bound.error();
+  c->port_ = bound->second;
+
+  const std::string url = "http://" + info->listen_bound;
+  for (const char* k : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}) c->env_.emplace_back(k, url);
+  // An inherited NO_PROXY would let the command around the guard: replaced.
+  const std::string no_proxy = o.no_proxy_loopback ? "localhost,127.0.0.1,::1" : "";
+  c->env_.emplace_back("NO_PROXY", no_proxy);
+  c->env_.emplace_back("no_proxy", no_proxy);
+  for (auto& kv : trust_env) c->env_.push_back(std::move(kv));
+
+  log << "faultline guard: " << policy_line(o.policy) << ", identity " << o.identity << "; the command's HTTP and "
+      << "HTTPS go through the guard's proxy " << info->listen_bound
+      << " (HTTP_PROXY, HTTPS_PROXY, http_proxy, https_proxy)"
+      << (o.no_proxy_loopback ? ", loopback excepted (NO_PROXY)" : "") << "\n"
+      << "faultline guard: approvals: faultctl approvals list (socket " << c->approvals_->path() << ")\n";
+  if (::geteuid() != 0)
+    log << "faultline guard: not root: a process that ignores the proxy variables is NOT seen by the guard "
+           "(run as root to refuse such egress in the kernel)\n";
+  log << std::flush;
+
+  if (!o.policy_file.empty()) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0) {
+      g_reload_pipe = fds[1];
+      struct sigaction sa {};
+      sa.sa_handler = on_sighup;
+      sa.sa_flags = SA_RESTART;
+      ::sigaction(SIGHUP, &sa, nullptr);
+      // The read end: a thread that lives as long as the process (it holds no
+      // resource the exit must release; a detached reader of a pipe).
+      std::thread([fd = fds[0], self = c.get()] {
+        for (;;) {
+          pollfd p{fd, POLLIN, 0};
+          if (::poll(&p, 1, -1) < 0) continue;
+          char buf[64];
+          while (::read(fd, buf, sizeof buf) > 0) {
+          }
+          self->reload();
+        }
+      }).detach();
+    }
+  }
+  return c;
+}
+
+void GuardCapture::reload() {
+  auto p = read_guard_policy_file(options_.policy_file);
+  Status ok = p ? check_guard_policy_runnable(*p, options_.terminate_tls) : Status(p.error());
+  if (!ok) {
+    write_line("faultline guard: SIGHUP: the policy stays as it was: " + ok.error().message);
+    return;
+  }
+  write_line("faultline guard: SIGHUP: policy reloaded from " + options_.policy_file + ": " + policy_line(*p));
+  judge_->reload(std::make_shared<const GuardPolicy>(std::move(*p)));
+}
+
+GuardCapture::~GuardCapture() {
+  // SIGHUP no longer reaches this object (the reload thread stays parked on its pipe).
+  if (!options_.policy_file.empty()) {
+    ::signal(SIGHUP, SIG_IGN);
+    g_reload_pipe = -1;
+  }
+  // The proxy first (no new requests), then the approvals API; the judge last.
+  proxies_.reset();
+  approvals_.reset();
+}
+
+void GuardCapture::print_summary(std::ostream& log) const {
+  const GuardCounts n = judge_->counts();
+  const auto pol = judge_->policy();
+  log << "faultline guard: requests summary (" << policy_line(*pol) << ", identity " << options_.identity << ")\n"
+      << "  requests " << n.requests << "  allowed " << n.allowed << "  denied " << n.denied << "  held " << n.held
+      << "  approved " << n.approved << "\n";
+  if (pol->mode == GuardMode::Monitor)
+    log << "  monitor: would have denied " << n.would_deny << ", would have held " << n.would_hold << "\n";
+  if (!options_.json_log.empty()) log << "  activity log: " << options_.json_log << "\n";
+}
+
+}  // namespace faultline

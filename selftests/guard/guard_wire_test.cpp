@@ -1,0 +1,359 @@
+// faultctl guard as the AI-agent guard, as a user would run it: the real
+// faultctl (as nobody when the test runs as root) with real curl and python3
+// through its proxy variables: allow, deny (403 JSON, the upstream sees
+// nothing), path rules on terminated HTTPS, the start-time refusals, monitor,
+// approvals (approved within a second, timed out, withdrawn), the activity log
+// verified; as root, egress bypassing the proxy refused in the kernel. Loopback only.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "selftests/lib/child_process.h"
+#include "selftests/lib/require_root.h"
+#include "selftests/proxy/proxy_fixture.h"
+#include "selftests/tls/tls_harness.h"
+#include "userspace/proxy/tls_ca.h"
+
+namespace {
+
+using fltest::ChildProcess;
+using fltest::CommandResult;
+using fltest::UniqueFd;
+using namespace std::chrono_literals;
+
+const std::string kFaultctl = FAULTCTL_PATH;
+
+// An HTTP/1.1 upstream that answers "upstream saw <request line>" and counts.
+class CountingUpstream {
+ public:
+  CountingUpstream()
+      : server_([this](UniqueFd fd) {
+          std::string head;
+          char b[4096];
+          while (head.find("\r\n\r\n") == std::string::npos) {
+            ssize_t n = ::recv(fd.get(), b, sizeof b, 0);
+            if (n <= 0) return;
+            head.append(b, size_t(n));
+          }
+          {
+            std::lock_guard lock(mu_);
+            ++requests_;
+          }
+          const std::string body = "upstream saw " + head.substr(0, head.find("\r\n"));
+          fltest::send_all(fd.get(), "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: " +
+                                         std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+        }) {}
+  [[nodiscard]] uint16_t port() const { return server_.port(); }
+  [[nodiscard]] std::string url(const std::string& path) const {
+    return "http://127.0.0.1:" + std::to_string(port()) + path;
+  }
+  int requests() {
+    std::lock_guard lock(mu_);
+    return requests_;
+  }
+
+ private:
+  std::mutex mu_;
+  int requests_ = 0;
+  fltest::ScriptServer server_;
+};
+
+// faultctl as an unprivileged user: nobody through setpriv when we are root.
+std::vector<std::string> as_user(std::vector<std::string> argv) {
+  if (::geteuid() != 0) return argv;
+  std::vector<std::string> out = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"};
+  out.insert(out.end(), argv.begin(), argv.end());
+  return out;
+}
+
+class GuardWireTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // nobody writes the activity log, the CA and the trust files here.
+    ASSERT_EQ(::chmod(dir_.path().c_str(), 0777), 0);
+    env_ = {"FAULTLINE_CA_DIR=" + dir_.file("ca"),
+            "XDG_RUNTIME_DIR=",
+            "NO_PROXY=",
+            "no_proxy=",
+            "HTTP_PROXY=",
+            "HTTPS_PROXY=",
+            "http_proxy=",
+            "https_proxy=",
+            "SSL_CERT_FILE=",
+            "CURL_CA_BUNDLE="};
+  }
+
+  std::vector<std::string> guard_argv(std::vector<std::string> flags, std::vector<std::string> cmd, bool user = true) {
+    std::vector<std::string> argv = {kFaultctl, "guard"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.push_back("--");
+    argv.insert(argv.end(), cmd.begin(), cmd.end());
+    return user ? as_user(argv) : argv;
+  }
+  CommandResult guard(std::vector<std::string> flags, std::vector<std::string> cmd, bool user = true) {
+    return fltest::run_command(guard_argv(std::move(flags), std::move(cmd), user), {.env = env_}, 60s);
+  }
+  ChildProcess guard_child(std::vector<std::string> flags, std::vector<std::string> cmd) {
+    return ChildProcess::spawn(guard_argv(std::move(flags), std::move(cmd)), {.env = env_});
+  }
+  CommandResult faultctl(std::vector<std::string> args) {
+    std::vector<std::string> argv = {kFaultctl};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return fltest::run_command(as_user(argv), {.env = env_}, 20s);
+  }
+  static std::vector<std::string> curl(const std::string& url) {
+    return {"curl", "-sS", "--max-time", "20", "-w", "[%{http_code}]", url};
+  }
+
+  fltest::TempDir dir_;
+  std::vector<std::string> env_;
+};
+
+// The body before "[code]" as JSON.
+nlohmann::json body_json(const std::string& out) {
+  return nlohmann::json::parse(out.substr(0, out.rfind('[')), nullptr, false);
+}
+
+TEST_F(GuardWireTest, AllowedHostReachesItsUpstreamAsAUser) {
+  CountingUpstream up;
+  auto r = guard({"--enforce", "--default-deny", "--allow", "127.0.0.1:" + std::to_string(up.port())},
+                 curl(up.url("/ok?x=1")));
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_EQ(r.out, "upstream saw GET /ok?x=1 HTTP/1.1[200]");
+  EXPECT_EQ(up.requests(), 1);
+  EXPECT_NE(r.err.find("a process that ignores the proxy variables is NOT seen"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("-> allow (rule --allow 127.0.0.1:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("requests 1  allowed 1  denied 0"), std::string::npos) << r.err;
+}
+
+TEST_F(GuardWireTest, DeniedHostGets403JsonAndTheUpstreamSeesNothing) {
+  CountingUpstream up;
+  const std::string host = "127.0.0.1:" + std::to_string(up.port());
+  auto r = guard({"--enforce", "--deny", host}, curl(up.url("/anything")));
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  ASSERT_EQ(r.out.substr(r.out.rfind('[')), "[403]") << r.out;
+  auto j = body_json(r.out);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  EXPECT_EQ(j["error"], "denied by policy");
+  EXPECT_EQ(j["rule"], "--deny " + host);
+  EXPECT_FALSE(j["reason"].get<std::string>().empty());
+  EXPECT_EQ(j["request_id"].get<std::string>().rfind("req_", 0), 0u) << j.dump();
+  EXPECT_EQ(up.requests(), 0);
+}
+
+TEST_F(GuardWireTest, PythonUrllibIsJudgedThroughTheVariables) {
+  CountingUpstream up;
+  const std::string script =
+      "import urllib.request, urllib.error, sys\n"
+      "try:\n"
+      "  urllib.request.urlopen(sys.argv[1], timeout=20)\n"
+      "  print('reached')\n"
+      "except urllib.error.HTTPError as e:\n"
+      "  print(e.code, e.read().decode())\n";
+  auto r = guard({"--enforce", "--default-deny"}, {"python3", "-c", script, up.url("/x")});
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_EQ(r.out.rfind("403 ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("\"rule\":\"\""), std::string::npos) << r.out;  // the default decided
+  EXPECT_EQ(up.requests(), 0);
+}
+
+TEST_F(GuardWireTest, PathRuleWithoutTerminateTlsIsRefusedAtStart) {
+  auto r = guard({"--enforce", "--deny", "/secrets/"}, {"true"});
+  EXPECT_TRUE(r.status.is(2)) << r.describe();
+  EXPECT_NE(r.err.find("rule --deny /secrets/"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--terminate-tls"), std::string::npos) << r.err;
+}
+
+TEST_F(GuardWireTest, CidrRuleAsAUserIsRefusedAtStart) {
+  auto r = guard({"--enforce", "--deny", "10.0.0.0/8"}, {"true"});
+  EXPECT_TRUE(r.status.is(2)) << r.describe();
+  EXPECT_NE(r.err.find("needs root"), std::string::npos) << r.err;
+}
+
+TEST_F(GuardWireTest, PathRuleJudgesTerminatedHttps) {
+  auto ours = faultline::CertificateAuthority::generate();
+  ASSERT_TRUE(ours.ok());
+  auto leaf = ours->mint_leaf("127.0.0.1");
+  ASSERT_TRUE(leaf.ok());
+  fltest::write_file(dir_.file("upstream-ca.pem"), ours->cert_pem());
+  ASSERT_EQ(::chmod(dir_.file("upstream-ca.pem").c_str(), 0644), 0);
+  fltest::HttpsUpstream up(dir_, (*leaf)->cert_pem(), fltest::private_key_pem((*leaf)->key()));
+  ASSERT_TRUE(up.started()) << up.describe();
+  const std::string base = "https://127.0.0.1:" + std::to_string(up.port());
+  auto r = guard({"--enforce", "--terminate-tls", "--upstream-ca", dir_.file("upstream-ca.pem"), "--deny", "/secrets/"},
+                 {"sh", "-c",
+                  "curl -sS --max-time 20 -w '[%{http_code}]\\n' " + base +
+                      "/public/a; curl -sS --max-time 20 -w '[%{http_code}]' " + base + "/v1/secrets/k"});
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  const std::string first = r.out.substr(0, r.out.find('\n'));
+  const std::string second = r.out.substr(r.out.find('\n') + 1);
+  EXPECT_NE(first.find("[200]"), std::string::npos) << r.out;
+  ASSERT_EQ(second.substr(second.rfind('[')), "[403]") << r.out;
+  auto j = body_json(second);
+  EXPECT_EQ(j["rule"], "--deny /secrets/") << second;
+  EXPECT_EQ(up.requests(), 1);  // only /public/a
+  EXPECT_NE(r.err.find("the command trusts it through"), std::string::npos) << r.err;
+}
+
+TEST_F(GuardWireTest, MonitorForwardsLogsWouldDenyAndTheActivityLogVerifies) {
+  CountingUpstream up;
+  const std::string host = "127.0.0.1:" + std::to_string(up.port());
+  const std::string log = dir_.file("activity.jsonl");
+  auto r = guard({"--deny", host, "--identity", "agent-7", "--json-log", log},
+                 {"sh", "-c", "curl -sS --max-time 20 " + up.url("/a") + "; curl -sS --max-time 20 " + up.url("/b")});
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_EQ(r.out, "upstream saw GET /a HTTP/1.1upstream saw GET /b HTTP/1.1");
+  EXPECT_EQ(up.requests(), 2);
+  EXPECT_NE(r.err.find("would deny (rule --deny " + host), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("would have denied 2"), std::string::npos) << r.err;
+  std::string text;
+  {
+    std::ifstream in(log);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  auto first = nlohmann::json::parse(text.substr(0, text.find('\n')));
+  EXPECT_EQ(first["identity"], "agent-7");
+  EXPECT_EQ(first["verdict"], "deny");
+  EXPECT_EQ(first["rule"], "--deny " + host);
+  EXPECT_EQ(first["path"], "/a");
+  auto v = faultctl({"activity", "verify", log});
+  EXPECT_TRUE(v.status.is(0)) << v.describe();
+  EXPECT_NE(v.out.find("intact, 2 entries of 1 identities"), std::string::npos) << v.out;
+}
+
+// The id the guard printed for a held request ("held for approval 123.1").
+std::optional<std::string> held_id(ChildProcess& g) {
+  if (!g.wait_for("held for approval ", 20s, fltest::Stream::kStderr)) return std::nullopt;
+  std::smatch m;
+  const std::string err = g.err();
+  if (!std::regex_search(err, m, std::regex("held for approval ([0-9]+\\.[0-9]+)"))) return std::nullopt;
+  return m[1].str();
+}
+
+TEST_F(GuardWireTest, HeldRequestApprovedReachesItsUpstreamWithinASecond) {
+  CountingUpstream up;
+  auto g = guard_child({"--enforce", "--approve", "127.0.0.1:" + std::to_string(up.port())}, curl(up.url("/deploy")));
+  auto id = held_id(g);
+  ASSERT_TRUE(id) << g.describe();
+  auto list = faultctl({"approvals", "list"});
+  ASSERT_TRUE(list.status.is(0)) << list.describe();
+  EXPECT_NE(list.out.find(*id), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("/deploy"), std::string::npos) << list.out;
+  EXPECT_EQ(up.requests(), 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto ok = faultctl({"approvals", "approve", *id});
+  ASSERT_TRUE(ok.status.is(0)) << ok.describe();
+  EXPECT_EQ(ok.out, *id + ": approved\n");
+  auto end = g.finish(20s);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_TRUE(end.status.is(0)) << end.describe();
+  EXPECT_EQ(end.out, "upstream saw GET /deploy HTTP/1.1[200]");
+  EXPECT_LT(took, 1500ms);  // approve's own process start included
+  EXPECT_NE(end.err.find("held 1  approved 1"), std::string::npos) << end.err;
+}
+
+TEST_F(GuardWireTest, HeldRequestDeniedByAPersonGetsTheReason) {
+  CountingUpstream up;
+  auto g = guard_child({"--enforce", "--terminate-tls", "--approve", "POST 127.0.0.1:" + std::to_string(up.port())},
+                       {"curl", "-sS", "--max-time", "20", "-w", "[%{http_code}]", "-d", "x", up.url("/prod")});
+  auto id = held_id(g);
+  ASSERT_TRUE(id) << g.describe();
+  auto no = faultctl({"approvals", "deny", *id, "--reason", "not during the freeze"});
+  ASSERT_TRUE(no.status.is(0)) << no.describe();
+  auto end = g.finish(20s);
+  ASSERT_TRUE(end.status.is(0)) << end.describe();
+  EXPECT_NE(end.out.find("not during the freeze"), std::string::npos) << end.out;
+  EXPECT_NE(end.out.find("[403]"), std::string::npos) << end.out;
+  EXPECT_EQ(up.requests(), 0);
+  auto again = faultctl({"approvals", "approve", *id});
+  EXPECT_TRUE(again.status.is(1)) << again.describe();
+}
+
+TEST_F(GuardWireTest, ApprovalTimeoutDenies) {
+  CountingUpstream up;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = guard({"--enforce", "--approve-timeout", "1s", "--approve", "127.0.0.1:" + std::to_string(up.port())},
+                 curl(up.url("/slow")));
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 1s);
+  ASSERT_NE(r.out.find("[403]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("no approval within the timeout"), std::string::npos) << r.out;
+  EXPECT_EQ(up.requests(), 0);
+}
+
+TEST_F(GuardWireTest, ClientThatLeavesWithdrawsItsHeldRequest) {
+  CountingUpstream up;
+  auto g = guard_child(
+      {"--enforce", "--approve", "127.0.0.1:" + std::to_string(up.port())},
+      {"sh", "-c", "curl -sS --max-time 1 " + up.url("/w") + "; sleep 1; " + kFaultctl + " approvals list"});
+  auto end = g.finish(30s);
+  EXPECT_NE(end.err.find("-> withdrawn (the client went away)"), std::string::npos) << end.describe();
+  EXPECT_NE(end.out.find("nothing waits for approval"), std::string::npos) << end.describe();
+  EXPECT_EQ(up.requests(), 0);
+}
+
+TEST_F(GuardWireTest, SighupReloadsThePolicyFileAndABadFileKeepsTheOld) {
+  CountingUpstream up;
+  const std::string file = dir_.file("guard.json");
+  fltest::write_file(file, R"({"mode":"enforce","rules":[{"name":"loopback","action":"allow","host":"127.0.0.1"}]})");
+  ASSERT_EQ(::chmod(file.c_str(), 0666), 0);
+  const std::string get = "curl -sS --max-time 20 -o /dev/null -w '%{http_code} ' " + up.url("/r") + "; ";
+  const std::string hup = "kill -HUP $PPID; sleep 0.5; ";
+  auto r = guard(
+      {"--policy", file},
+      {"sh", "-c",
+       get + R"(printf '{"mode":"enforce","rules":[{"name":"no-loopback","action":"deny","host":"127.0.0.1"}]}' > )" +
+           file + "; " + hup + get + "printf 'rules: [' > " + file + "; " + hup + get});
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_EQ(r.out, "200 403 403 ");
+  EXPECT_EQ(up.requests(), 1);
+  EXPECT_NE(r.err.find("SIGHUP: policy reloaded from " + file + ": enforce, default allow, 1 rule"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("SIGHUP: the policy stays as it was: " + file + ":"), std::string::npos) << r.err;
+}
+
+TEST_F(GuardWireTest, ModelSdksRaiseTheirPermissionErrorOnceAndNothingGoesUpstream) {
+  const std::string sdk_dir = LLM_SDK_DIR;
+  if (::access((sdk_dir + "/node_modules/@anthropic-ai/sdk").c_str(), R_OK) != 0)
+    GTEST_SKIP() << "*** SKIPPED: " << sdk_dir << "/node_modules missing: run scripts/install-deps.sh ***";
+  CountingUpstream standin;
+  auto r = guard({"--enforce", "--deny", "127.0.0.1:" + std::to_string(standin.port())},
+                 {"node", sdk_dir + "/guard_sdk_test.js", "http://127.0.0.1:" + std::to_string(standin.port())});
+  EXPECT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_NE(r.out.find("ok anthropic: exactly one attempt"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ok openai: exactly one attempt"), std::string::npos) << r.out;
+  EXPECT_EQ(standin.requests(), 0);
+}
+
+TEST_F(GuardWireTest, RootRefusesEgressThatBypassesTheProxy) {
+  FL_REQUIRE_ROOT("a cgroup and cgroup BPF programs");
+  CountingUpstream up;
+  const std::string raw =
+      "import socket, sys\n"
+      "try:\n"
+      "  socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=5)\n"
+      "  print('raw reached')\n"
+      "except OSError as e:\n"
+      "  print('raw refused', e.errno)\n";
+  // --identity asks for the request guard as root (a CIDR-only guard is the kernel's alone).
+  auto r = guard({"--enforce", "--identity", "root-test"},
+                 {"sh", "-c",
+                  "curl -sS --noproxy '*' --max-time 5 " + up.url("/bypass") + " || echo curl-refused; python3 -c \"" +
+                      raw + "\" " + std::to_string(up.port()) + "; curl -sS --max-time 20 " + up.url("/proxied")},
+                 /*user=*/false);
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_NE(r.out.find("curl-refused"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("raw refused 1"), std::string::npos) << r.out;  // EPERM
+  EXPECT_NE(r.out.find("upstream saw GET /proxied"), std::string::npos) << r.out;
+  EXPECT_EQ(up.requests(), 1);
+  EXPECT_NE(r.err.find("egress that bypasses it is refused in the kernel"), std::string::npos) << r.err;
+}
+
+}  // namespace
