@@ -61,7 +61,7 @@ Result<TcpFaultSpec> stream_fault_for(const FaultSpec& spec, const std::vector<s
     return input_error(EINVAL, "--via proxy: only latency and bandwidth faults run through the proxy");
   }
   x.name = std::string(x.type()) + "_upstream";
-  if (auto s = validate_toxic(x); !s) return input_error(EINVAL, "--via proxy: " + s.error().message);
+  if (auto s = validate_toxic_strict(x); !s) return input_error(EINVAL, "--via proxy: " + s.error().message);
   t.toxics.push_back(x);
   return t;
 }

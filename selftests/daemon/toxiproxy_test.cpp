@@ -126,10 +126,8 @@ TEST_F(Toxiproxy, BadRequestsGetToxiproxysErrorsAndChangeNothing) {
       {"POST", "/proxies", "{}", "", 400, "missing required field: name"},
       {"POST", "/proxies", R"({"name":"x"})", "", 400, "missing required field: upstream"},
       {"POST", "/proxies", "not json", "", 400, "bad request body: not JSON"},
-      {"POST", "/proxies", "", "", 400, "bad request body: empty body, expected a JSON object"},
+      {"POST", "/proxies", "", "", 400, "bad request body: EOF"},
       {"POST", "/proxies", "[1]", "", 400, "bad request body: expected a JSON object, got array"},
-      {"POST", "/proxies", R"({"name":"x","upstream":")" + up + R"(","colour":"red"})", "", 400,
-       "bad request body: unknown field \"colour\" (name, listen, upstream, enabled)"},
       {"POST", "/proxies", R"({"name":"x","upstream":")" + up + R"(","enabled":"yes"})", "", 400,
        "bad request body: \"enabled\" must be true or false"},
       {"POST", "/proxies", R"({"name":"web","listen":"127.0.0.1:0","upstream":")" + up + "\"}", "", 409,
@@ -137,9 +135,7 @@ TEST_F(Toxiproxy, BadRequestsGetToxiproxysErrorsAndChangeNothing) {
       {"GET", "/proxies/nope", "", "", 404, "proxy not found"},
       {"DELETE", "/proxies/nope", "", "", 404, "proxy not found"},
       {"POST", "/proxies/nope/toxics", R"({"type":"latency"})", "", 404, "proxy not found"},
-      {"POST", "/proxies/web", R"({"name":"other"})", "", 400,
-       "bad request body: a proxy cannot be renamed (delete it and create another)"},
-      {"POST", "/proxies/web", R"({"upstream":""})", "", 400, "bad request body: \"upstream\" must be a non-empty string"},
+      {"POST", "/proxies/web", R"({"upstream":""})", "", 400, "missing required field: upstream"},
       {"POST", "/proxies/web/toxics", R"({"type":"sideways"})", "", 400, "invalid toxic type"},
       {"POST", "/proxies/web/toxics", R"({"attributes":{}})", "", 400, "invalid toxic type"},
       {"POST", "/proxies/web/toxics", R"({"type":"latency","stream":"sideways"})", "", 400,
@@ -148,9 +144,7 @@ TEST_F(Toxiproxy, BadRequestsGetToxiproxysErrorsAndChangeNothing) {
        "toxic already exists"},
       {"GET", "/proxies/web/toxics/nope", "", "", 404, "toxic not found"},
       {"DELETE", "/proxies/web/toxics/nope", "", "", 404, "toxic not found"},
-      {"POST", "/populate", R"([{"name":"a","upstream":")" + up + R"("},{"name":"a","upstream":")" + up + "\"}]", "",
-       400, "bad request body: proxy \"a\" is given twice"},
-      {"POST", "/populate", R"([{"name":"b"}])", "", 400, "missing required field: upstream"},
+      {"POST", "/populate", R"([{"name":"b"}])", "", 400, "missing required field: upstream at proxy 1"},
       {"GET", "/proxies", "", "User-Agent: Mozilla/5.0 (X11; Linux x86_64)\r\n", 403, "User agent not allowed"},
       {"PUT", "/proxies", "", "", 405, "PUT is not allowed on /proxies (allowed: GET, POST)"},
   };
@@ -161,13 +155,13 @@ TEST_F(Toxiproxy, BadRequestsGetToxiproxysErrorsAndChangeNothing) {
     EXPECT_TRUE(j.is_object() && j.value("status", 0) == c.status && j.value("error", "") == c.error)
         << c.method << " " << c.path << " " << c.body << " -> " << r.body << " (want error \"" << c.error << "\")";
   }
-  // Toxic attributes judged by the toxic model: each names the field.
-  for (const std::string& body : {std::string(R"({"type":"latency","attributes":{"latency":-5}})"),
-                                  std::string(R"({"type":"latency","toxicity":1.5})"),
+  // A toxic attribute of the wrong type: Toxiproxy's decoder error, ours names the field.
+  for (const std::string& body : {std::string(R"({"type":"latency","name":"l","attributes":{"latency":1.5}})"),
                                   std::string(R"({"type":"bandwidth","attributes":{"rate":"fast"}})")}) {
     const TcpReply r = http(port, "POST", "/proxies/web/toxics", body);
     EXPECT_EQ(r.status, 400) << body << " -> " << r.body;
-    EXPECT_NE(json_of(r).value("error", "").find("toxic: \""), std::string::npos) << body << " -> " << r.body;
+    EXPECT_EQ(json_of(r).value("error", "").rfind("bad request body: toxic: \"attributes.", 0), 0u)
+        << body << " -> " << r.body;
   }
   EXPECT_EQ(http(port, "GET", "/proxies").body, before) << "a refused request changed something";
   EXPECT_EQ(through(listen), "hello\n") << "the proxy still relays";

@@ -116,7 +116,7 @@ TEST(ProxyRegistry, ErrorsCarryTheCodeTheApiMapsToAStatus) {
   EXPECT_EQ(r.remove_toxic("p", "nope").error().err, ENOENT);
   EXPECT_EQ(r.get_toxic("p", "noop_downstream")->name, "noop_downstream");
   auto bad_toxic = t;
-  bad_toxic.toxicity = 2;
+  bad_toxic.name = "";
   EXPECT_TRUE(r.add_toxic("p", bad_toxic).error().bad_input);
   ASSERT_EQ(r.list().size(), 1u);
   EXPECT_EQ(r.list()[0].toxics.size(), 1u);

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <climits>
+
 namespace {
 
 using namespace faultline;
@@ -75,6 +78,55 @@ TEST(ToxicPlan, ToxicityIsADrawPerConnection) {
     }
     EXPECT_FALSE(toxic_applies(s, 77, 0.0));
     EXPECT_TRUE(toxic_applies(s, 77, 1.0));
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// Toxiproxy takes any int64; the plan reads a negative one as 0 and caps the
+// rest, so nothing the API accepts can wrap a clock.
+TEST(ToxicPlan, NegativeAndHugeValuesAreReadSafely) {
+  ToxicSet set;
+  set.toxics = {entry(1, Stream::downstream, LatencyToxic{-50, -5}),
+                entry(2, Stream::downstream, LatencyToxic{INT64_MAX, INT64_MAX}),
+                entry(3, Stream::downstream, BandwidthToxic{-1}), entry(4, Stream::downstream, LimitDataToxic{-3}),
+                entry(5, Stream::downstream, ResetPeerToxic{INT64_MAX})};
+  const DirectionPlan p = plan_direction(set, Stream::downstream, 7, {});
+  EXPECT_EQ(p.latency_ms, kToxicMaxMs);
+  EXPECT_EQ(p.jitter_ms, kToxicMaxMs);
+  EXPECT_EQ(p.rate_kbps, 0) << "a negative rate is no limit, as Toxiproxy's";
+  EXPECT_EQ(p.limit_bytes, 0) << "a negative limit passes nothing, as Toxiproxy's";
+  EXPECT_EQ(p.deadline_ms, kToxicMaxMs);
+  set.toxics = {entry(1, Stream::downstream, LatencyToxic{-50, 0})};
+  EXPECT_EQ(plan_direction(set, Stream::downstream, 7, {}).latency_ms, 0);
+}
+
+// The slicer: a piece is never longer than average + variation once split,
+// never empty, never past the chunk, whatever the sizes (Toxiproxy panics or
+// recurses forever on some of these).
+TEST(ToxicPlan, SlicerSplitsWithinTheVariationAndAlwaysEnds) {
+  struct Case {
+    int64_t average, variation;
+  } cases[] = {{1000, 1000}, {10, 500}, {0, 0}, {-10, -3}, {100, 20}, {1, 0}, {4096, 0}, {INT64_MAX, INT64_MAX}};
+  for (const Case& c : cases) {
+    const SlicerToxic s{c.average, c.variation, 0};
+    const uint64_t bound =
+        uint64_t(std::clamp<int64_t>(c.average, 0, 1 << 30) + std::clamp<int64_t>(c.variation, 0, 1 << 30));
+    for (uint64_t len : {1ULL, 2ULL, 3ULL, 999ULL, 2001ULL, 16384ULL, 65536ULL}) {
+      uint64_t left = len, draw = len * 31 + uint64_t(c.average), slices = 0;
+      while (left > 0) {
+        const uint64_t piece = split_slice(left, s, draw = splitmix64(draw));
+        ASSERT_GE(piece, 1u) << c.average << "/" << c.variation << " len " << len;
+        ASSERT_LE(piece, left);
+        ASSERT_TRUE(piece <= std::max<uint64_t>(bound, 1)) << c.average << "/" << c.variation << " piece " << piece;
+        left -= piece;
+        ++slices;
+      }
+      if (c.average == 1000 && c.variation == 1000 && len <= 2000)
+        EXPECT_EQ(slices, 1u) << "within the variation: not split";
+    }
   }
 }
 

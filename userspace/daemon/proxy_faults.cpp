@@ -104,6 +104,8 @@ void ProxyFaults::watch() {
     if (kill && !kill_file_seen_.exchange(true)) end_all("kill file " + kill_file_path());
     if (!kill) kill_file_seen_ = false;
 
+    log_upstream_failures();
+
     // Reconcile, then end what outlived its bound.
     const auto now = Clock::now();
     std::vector<std::pair<std::string, std::string>> expired;
@@ -144,6 +146,26 @@ void ProxyFaults::watch() {
       }
     }
   }
+}
+
+// A connection whose upstream cannot be had is closed after accept, as in
+// Toxiproxy; the log says so once per tick and proxy (a client retrying in a
+// loop makes one line per 100 ms, not one per connection), with the last reason.
+void ProxyFaults::log_upstream_failures() {
+  std::map<std::string, uint64_t> now;
+  for (const ProxyInfo& p : registry_->list()) {
+    auto st = registry_->stats(p.config.name);
+    if (!st) continue;
+    const uint64_t failed = st->upstream_unresolved + st->upstream_unreachable;
+    now[p.config.name] = failed;
+    auto seen = upstream_failures_logged_.find(p.config.name);
+    const uint64_t before = seen == upstream_failures_logged_.end() ? 0 : seen->second;
+    if (failed > before)
+      log_("faultd: proxy " + p.config.name + ": " + std::to_string(failed - before) +
+           " connection(s) closed after accept, the upstream " + p.config.upstream +
+           " could not be reached: " + st->last_upstream_failure);
+  }
+  upstream_failures_logged_ = std::move(now);
 }
 
 Result<ProxyFaults::Handover> ProxyFaults::handover() const {
@@ -296,6 +318,13 @@ void ProxyFaults::append_metrics(MetricsText& m) const {
   for (const auto& [name, st] : stats) {
     m.sample({{"proxy", name}, {"direction", "upstream"}}, st.bytes_upstream);
     m.sample({{"proxy", name}, {"direction", "downstream"}}, st.bytes_downstream);
+  }
+  m.family("faultline_proxy_upstream_failures_total", "counter",
+           "Connections closed after accept because the upstream could not be had: its name did not resolve "
+           "(reason=\"resolve\") or the connect failed (reason=\"connect\")");
+  for (const auto& [name, st] : stats) {
+    m.sample({{"proxy", name}, {"reason", "resolve"}}, st.upstream_unresolved);
+    m.sample({{"proxy", name}, {"reason", "connect"}}, st.upstream_unreachable);
   }
   m.family("faultline_proxy_toxic_activations_total", "counter",
            "Connections a toxic was applied to (its toxicity drawn in favour)");

@@ -72,6 +72,7 @@ class ProxyFaults {
   void watch();
   void note_started(const std::string& proxy, const std::string& what);
   void note_ended(const std::string& proxy, const std::string& what);
+  void log_upstream_failures();
 
   std::unique_ptr<ProxyRegistry> registry_;
   const uint64_t toxic_max_ns_;
@@ -81,6 +82,8 @@ class ProxyFaults {
   mutable std::mutex mu_;
   std::map<std::pair<std::string, std::string>, std::chrono::steady_clock::time_point> started_;
   std::atomic<bool> kill_file_seen_{false};
+  // The watcher's own: per proxy, the upstream failures already logged.
+  std::map<std::string, uint64_t> upstream_failures_logged_;
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
   bool stopping_ = false;

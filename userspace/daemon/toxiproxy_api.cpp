@@ -1,11 +1,13 @@
 // Toxiproxy's REST API: each route parses and judges its whole body before it
 // changes anything, then makes one registry call (populate: several, undone on
-// failure). Errors are Toxiproxy's envelope, codes and messages.
+// failure). What is accepted, and with which code, follows Toxiproxy's api.go,
+// proxy_collection.go and toxic_collection.go (its JSON decoder ignores unknown
+// members and null; it judges no toxic attribute); errors are its envelope.
 #include "userspace/daemon/toxiproxy_api.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <set>
 #include <string_view>
 #include <variant>
 
@@ -37,11 +39,19 @@ HttpReply registry_error(const Error& e, const char* not_found, const char* exis
   return HttpReply::error(500, e.describe());
 }
 
+// A proxy that cannot start (its listen address is bad or taken): Toxiproxy
+// passes net.Listen's error on as a 500.
+HttpReply proxy_start_error(const Error& e) {
+  if (e.err == ENOENT) return HttpReply::error(404, kProxyNotFound);
+  if (e.err == EEXIST) return HttpReply::error(409, kProxyExists);
+  return HttpReply::error(500, e.message.empty() ? e.describe() : e.message);
+}
+
 HttpReply json_reply(int status, const json& j) { return HttpReply::json(status, j.dump() + "\n"); }
 
 // The body as a JSON value of the wanted kind, or the reply that refuses it.
 std::variant<json, HttpReply> parse_body(const HttpRequest& req, bool want_array) {
-  if (req.body.empty()) return bad_body("empty body, expected a JSON " + std::string(want_array ? "array" : "object"));
+  if (req.body.empty()) return bad_body("EOF");  // Go's decoder on an empty body
   json j = json::parse(req.body, nullptr, false);
   if (j.is_discarded()) return bad_body("not JSON");
   if (want_array ? !j.is_array() : !j.is_object())
@@ -50,44 +60,57 @@ std::variant<json, HttpReply> parse_body(const HttpRequest& req, bool want_array
 }
 
 // One proxy of a create or populate body: name, listen, upstream, enabled.
-// Unknown members are refused by name (a misspelt "upstrem" would otherwise be
-// a proxy to nowhere); "toxics" only when empty, toxics have their own route.
-std::variant<ProxyConfig, HttpReply> proxy_config(const json& j, const std::string& where) {
-  if (!j.is_object()) return bad_body(where + "a proxy is a JSON object, got " + std::string(j.type_name()));
+// As Toxiproxy's decoder: other members (its "toxics" among them) are ignored,
+// null is absent, a member of the wrong type is a bad body. `at` names the
+// proxy in a populate (" at proxy 2").
+std::variant<ProxyConfig, HttpReply> proxy_config(const json& j, const std::string& at) {
+  if (!j.is_object()) return bad_body("a proxy is a JSON object, got " + std::string(j.type_name()) + at);
   ProxyConfig c;
   c.listen = "127.0.0.1:0";  // Toxiproxy would listen on every address; loopback is the safe default
   for (const auto& [key, v] : j.items()) {
+    if (v.is_null()) continue;
     if (key == "name" || key == "listen" || key == "upstream") {
-      if (!v.is_string()) return bad_body(where + "\"" + key + "\" must be a string");
+      if (!v.is_string()) return bad_body("\"" + key + "\" must be a string" + at);
       (key == "name" ? c.name : key == "listen" ? c.listen : c.upstream) = v.get<std::string>();
     } else if (key == "enabled") {
-      if (!v.is_boolean()) return bad_body(where + "\"enabled\" must be true or false");
+      if (!v.is_boolean()) return bad_body("\"enabled\" must be true or false" + at);
       c.enabled = v.get<bool>();
-    } else if (key == "toxics") {
-      if (!v.is_array() || !v.empty())
-        return bad_body(where + "\"toxics\" are added with POST /proxies/{name}/toxics, not with the proxy");
-    } else {
-      return bad_body(where + "unknown field \"" + key + "\" (name, listen, upstream, enabled)");
     }
   }
-  if (c.name.empty()) return HttpReply::error(400, std::string(kMissingField) + ": name");
-  if (c.upstream.empty()) return HttpReply::error(400, std::string(kMissingField) + ": upstream");
+  if (c.listen.empty()) c.listen = "127.0.0.1:0";
+  if (c.name.empty()) return HttpReply::error(400, std::string(kMissingField) + ": name" + at);
+  if (c.upstream.empty()) return HttpReply::error(400, std::string(kMissingField) + ": upstream" + at);
   return c;
 }
 
-// The members Toxiproxy judges itself, with its own messages; the rest is
-// toxic_from_json's (attributes, toxicity, name).
-std::optional<HttpReply> precheck_toxic(const json& j) {
-  if (j.contains("stream")) {
-    const json& s = j["stream"];
-    if (!s.is_string() || (s != "upstream" && s != "downstream")) return HttpReply::error(400, kInvalidStream);
+// A new toxic judged in Toxiproxy's order: the body decodes (a member of the
+// wrong type is a bad body), the stream is valid, the type is known, the name
+// is free (409 before any attribute is read), then the attributes decode.
+std::variant<Toxic, HttpReply> judge_new_toxic(const ProxyRegistry& reg, const std::string& proxy, const json& j) {
+  for (const char* key : {"name", "type", "stream"}) {
+    if (auto v = j.find(key); v != j.end() && !v->is_null() && !v->is_string())
+      return bad_body(std::string("\"") + key + "\" must be a string");
   }
-  if (j.contains("type")) {
-    const json& t = j["type"];
-    if (!t.is_string() || !is_toxic_type(t.get_ref<const std::string&>()))
-      return HttpReply::error(400, kInvalidToxicType);
+  if (auto v = j.find("toxicity"); v != j.end() && !v->is_null() && !v->is_number())
+    return bad_body("\"toxicity\" must be a number");
+  if (auto v = j.find("stream"); v != j.end() && v->is_string()) {
+    json probe = json{{"type", "noop"}, {"stream", *v}};
+    if (!toxic_from_json(probe)) return HttpReply::error(400, kInvalidStream);
   }
-  return std::nullopt;
+  auto t = j.find("type");
+  if (t == j.end() || !t->is_string() || !is_toxic_type(t->get_ref<const std::string&>()))
+    return HttpReply::error(400, kInvalidToxicType);
+  // The name a toxic gets: its own, or <type>_<stream> (the stream as given).
+  std::string name = j.value("name", json()).is_string() ? j["name"].get<std::string>() : "";
+  if (name.empty())
+    name = t->get<std::string>() + "_" +
+           (j.contains("stream") && j["stream"].is_string() ? j["stream"].get<std::string>() : "downstream");
+  if (reg.get_toxic(proxy, name)) return HttpReply::error(409, kToxicExists);
+  json body = j;
+  body["name"] = name;
+  auto toxic = toxic_from_json(body);
+  if (!toxic) return bad_body(toxic.error().message);
+  return *toxic;
 }
 
 HttpReply create_proxy(ProxyRegistry& reg, const HttpRequest& req) {
@@ -96,7 +119,7 @@ HttpReply create_proxy(ProxyRegistry& reg, const HttpRequest& req) {
   auto config = proxy_config(std::get<json>(body), "");
   if (auto* r = std::get_if<HttpReply>(&config)) return *r;
   auto made = reg.create(std::get<ProxyConfig>(config));
-  if (!made) return registry_error(made.error(), kProxyNotFound, kProxyExists);
+  if (!made) return proxy_start_error(made.error());
   return json_reply(201, toxiproxy_proxy_json(*made));
 }
 
@@ -105,46 +128,49 @@ HttpReply update_proxy(ProxyRegistry& reg, const HttpRequest& req, const std::st
   if (!current) return registry_error(current.error(), kProxyNotFound, kProxyExists);
   auto body = parse_body(req, false);
   if (auto* r = std::get_if<HttpReply>(&body)) return *r;
+  // As Toxiproxy's: listen, upstream and enabled are read; the rest (a name,
+  // the toxics a client shows back) is ignored, null is absent.
   ProxyUpdate change;
   for (const auto& [key, v] : std::get<json>(body).items()) {
+    if (v.is_null()) continue;
     if (key == "listen" || key == "upstream") {
-      if (!v.is_string() || v.get_ref<const std::string&>().empty())
-        return bad_body("\"" + key + "\" must be a non-empty string");
+      if (!v.is_string()) return bad_body("\"" + key + "\" must be a string");
       (key == "listen" ? change.listen : change.upstream) = v.get<std::string>();
     } else if (key == "enabled") {
       if (!v.is_boolean()) return bad_body("\"enabled\" must be true or false");
       change.enabled = v.get<bool>();
-    } else if (key == "name") {
-      if (v != name) return bad_body("a proxy cannot be renamed (delete it and create another)");
-    } else if (key == "toxics") {
-      if (!v.is_array()) return bad_body("\"toxics\" must be an array");  // shown back by clients; not changed here
-    } else {
-      return bad_body("unknown field \"" + key + "\" (listen, upstream, enabled)");
     }
   }
+  if (change.listen && change.listen->empty()) change.listen = "127.0.0.1:0";  // as a new proxy's
+  // Toxiproxy would keep an empty upstream; a proxy to nowhere is refused here.
+  if (change.upstream && change.upstream->empty())
+    return HttpReply::error(400, std::string(kMissingField) + ": upstream");
   // An address Toxiproxy shows back (the bound one) is no change.
   if (change.listen && *change.listen == current->listen_bound) change.listen.reset();
   auto updated = reg.update(name, change);
-  if (!updated) return registry_error(updated.error(), kProxyNotFound, kProxyExists);
+  if (!updated) return proxy_start_error(updated.error());
   return json_reply(200, toxiproxy_proxy_json(*updated));
 }
 
 // POST /populate: every proxy of the body judged first; then each is created,
-// kept (the same listen and upstream) or replaced. A failure undoes what this
-// call did: created proxies removed, replaced ones restored with their toxics.
+// kept as it is (the same listen and upstream, as Toxiproxy keeps it) or
+// replaced. A name given twice: the later entry wins. A failure undoes what
+// this call did (created proxies removed, replaced ones restored with their
+// toxics), where Toxiproxy would leave the proxies made before it.
 HttpReply populate(ProxyRegistry& reg, const HttpRequest& req) {
   auto body = parse_body(req, true);
   if (auto* r = std::get_if<HttpReply>(&body)) return *r;
   const json& list = std::get<json>(body);
   std::vector<ProxyConfig> wanted;
-  std::set<std::string> names;
   for (size_t i = 0; i < list.size(); ++i) {
-    auto c = proxy_config(list[i], "proxy " + std::to_string(i) + ": ");
+    auto c = proxy_config(list[i], " at proxy " + std::to_string(i + 1));
     if (auto* r = std::get_if<HttpReply>(&c)) return *r;
     ProxyConfig config = std::get<ProxyConfig>(c);
-    config.enabled = true;  // Toxiproxy's populate starts every proxy
-    if (!names.insert(config.name).second) return bad_body("proxy \"" + config.name + "\" is given twice");
-    wanted.push_back(std::move(config));
+    auto same = std::find_if(wanted.begin(), wanted.end(), [&](const ProxyConfig& w) { return w.name == config.name; });
+    if (same != wanted.end())
+      *same = std::move(config);
+    else
+      wanted.push_back(std::move(config));
   }
   std::vector<std::string> created;
   std::vector<ProxyInfo> replaced;
@@ -158,7 +184,7 @@ HttpReply populate(ProxyRegistry& reg, const HttpRequest& req) {
         for (const HttpFault& f : old.http_faults) (void)reg.add_http_fault(old.config.name, f);
       }
     }
-    HttpReply r = registry_error(e, kProxyNotFound, kProxyExists);
+    HttpReply r = proxy_start_error(e);
     json j = json::parse(r.body, nullptr, false);
     if (j.is_object()) {
       j["proxies"] = json::array();
@@ -170,15 +196,7 @@ HttpReply populate(ProxyRegistry& reg, const HttpRequest& req) {
     if (auto old = reg.get(c.name); old) {
       if (old->config.upstream == c.upstream &&
           (old->config.listen == c.listen || old->listen_bound == c.listen)) {
-        if (!old->config.enabled) {
-          ProxyUpdate on;
-          on.enabled = true;
-          auto up = reg.update(c.name, on);
-          if (!up) return undo(up.error());
-          out.push_back(toxiproxy_proxy_json(*up));
-        } else {
-          out.push_back(toxiproxy_proxy_json(*old));
-        }
+        out.push_back(toxiproxy_proxy_json(*old));
         continue;
       }
       if (auto st = reg.remove(c.name); !st) return undo(st.error());
@@ -196,12 +214,9 @@ HttpReply create_toxic(ProxyRegistry& reg, const HttpRequest& req, const std::st
   if (auto p = reg.get(proxy); !p) return registry_error(p.error(), kProxyNotFound, kProxyExists);
   auto body = parse_body(req, false);
   if (auto* r = std::get_if<HttpReply>(&body)) return *r;
-  const json& j = std::get<json>(body);
-  if (auto r = precheck_toxic(j)) return *r;
-  if (!j.contains("type")) return HttpReply::error(400, kInvalidToxicType);
-  auto toxic = toxic_from_json(j);
-  if (!toxic) return HttpReply::error(400, toxic.error().message);
-  auto added = reg.add_toxic(proxy, *toxic);
+  auto toxic = judge_new_toxic(reg, proxy, std::get<json>(body));
+  if (auto* r = std::get_if<HttpReply>(&toxic)) return *r;
+  auto added = reg.add_toxic(proxy, std::get<Toxic>(toxic));
   if (!added) return registry_error(added.error(), kProxyNotFound, kToxicExists);
   return json_reply(200, toxic_to_json(*added));
 }
@@ -213,10 +228,8 @@ HttpReply update_toxic(ProxyRegistry& reg, const HttpRequest& req, const std::st
   if (!current) return registry_error(current.error(), kToxicNotFound, kToxicExists);
   auto body = parse_body(req, false);
   if (auto* r = std::get_if<HttpReply>(&body)) return *r;
-  const json& j = std::get<json>(body);
-  if (auto r = precheck_toxic(j)) return *r;
-  auto merged = toxic_merged(*current, j);
-  if (!merged) return HttpReply::error(400, merged.error().message);
+  auto merged = toxic_merged(*current, std::get<json>(body));
+  if (!merged) return bad_body(merged.error().message);
   auto updated = reg.update_toxic(proxy, name, *merged);
   if (!updated) return registry_error(updated.error(), kToxicNotFound, kToxicExists);
   return json_reply(200, toxic_to_json(*updated));

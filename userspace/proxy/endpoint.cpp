@@ -10,7 +10,7 @@
 
 namespace faultline {
 
-Result<SocketAddress> resolve_endpoint(const std::string& text, const std::string& what) {
+Result<HostPort> split_endpoint(const std::string& text, const std::string& what) {
   auto colon = text.rfind(':');
   if (colon == std::string::npos || colon + 1 == text.size())
     return input_error(EINVAL, what + ": \"" + text + "\" is not host:port");
@@ -22,6 +22,33 @@ Result<SocketAddress> resolve_endpoint(const std::string& text, const std::strin
   if (*end != '\0' || port_num < 0 || port_num > 65535)
     return input_error(EINVAL, what + ": bad port \"" + port + "\" in \"" + text + "\"");
   if (host.empty()) host = "0.0.0.0";
+  return HostPort{host, uint16_t(port_num)};
+}
+
+std::optional<SocketAddress> numeric_socket_address(const std::string& host, uint16_t port) {
+  SocketAddress a;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&a.storage);
+  if (::inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(port);
+    a.length = sizeof(sockaddr_in);
+    return a;
+  }
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&a.storage);
+  if (::inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(port);
+    a.length = sizeof(sockaddr_in6);
+    return a;
+  }
+  return std::nullopt;
+}
+
+Result<SocketAddress> resolve_endpoint(const std::string& text, const std::string& what) {
+  auto hp = split_endpoint(text, what);
+  if (!hp) return hp.error();
+  const std::string& host = hp->host;
+  const std::string port = std::to_string(hp->port);
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_NUMERICSERV;

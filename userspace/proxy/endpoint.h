@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,17 @@ struct SocketAddress {
   [[nodiscard]] const sockaddr* get() const { return reinterpret_cast<const sockaddr*>(&storage); }
   [[nodiscard]] int family() const { return storage.ss_family; }
 };
+
+// "host:port", "[v6]:port" or ":port" split without resolving anything: the
+// host unbracketed ("0.0.0.0" when empty) and the port. Bad input names `what`.
+struct HostPort {
+  std::string host;
+  uint16_t port = 0;
+};
+[[nodiscard]] Result<HostPort> split_endpoint(const std::string& text, const std::string& what);
+
+// A numeric host (IPv4, IPv6 without brackets) as an address; nothing for a name.
+[[nodiscard]] std::optional<SocketAddress> numeric_socket_address(const std::string& host, uint16_t port);
 
 // Resolves "host:port", "[v6]:port" or ":port" (every IPv4 address). The host is
 // numeric or a name (getaddrinfo; the first TCP address wins). Bad input names `what`.

@@ -98,9 +98,18 @@ class ProxyRegistry::Impl {
       route.proxy_authorization = e.config.forward->proxy_authorization;
       route.name = e.config.name;
     } else if (!route.original_destination) {
-      auto upstream = resolve_endpoint(e.config.upstream, "upstream");
-      if (!upstream) return upstream.error();
-      route.upstream = *upstream;
+      // Never resolved here: a name is resolved per connection (the proxy may
+      // come before its upstream, as in Toxiproxy), and text that is no
+      // address at all fails each connection, with the reason counted.
+      auto hp = split_endpoint(e.config.upstream, "upstream");
+      if (!hp) {
+        route.upstream_unusable = hp.error().message;
+      } else if (auto numeric = numeric_socket_address(hp->host, hp->port)) {
+        route.upstream = *numeric;
+      } else {
+        route.upstream_host = hp->host;
+        route.upstream_port = hp->port;
+      }
     }
     Result<std::vector<UniqueFd>> fds = std::move(adopted);
     if (fds->empty()) {
@@ -392,6 +401,12 @@ Result<ProxyStats> ProxyRegistry::stats(const std::string& name) const {
   s.bytes_downstream = e.counters->bytes_downstream.load(std::memory_order_relaxed);
   s.receives_without_buffer = e.counters->ring_empty.load(std::memory_order_relaxed);
   s.connections_unrouted = e.counters->unrouted.load(std::memory_order_relaxed);
+  s.upstream_unresolved = e.counters->upstream_unresolved.load(std::memory_order_relaxed);
+  s.upstream_unreachable = e.counters->upstream_unreachable.load(std::memory_order_relaxed);
+  {
+    std::lock_guard why(e.counters->why_mu);
+    s.last_upstream_failure = e.counters->last_upstream_failure;
+  }
   for (const auto& t : e.toxics) s.toxics.push_back({t.toxic.name, t.activations->load(std::memory_order_relaxed)});
   for (const auto& f : e.http_faults) s.http_faults.push_back({f.fault.name, f.hits->load(std::memory_order_relaxed)});
   return s;

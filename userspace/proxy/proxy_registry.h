@@ -75,8 +75,11 @@ struct ForwardProxy {
   std::string proxy_authorization;
 };
 
-// A proxy as created or changed. Addresses are "host:port" (IPv6 as "[::1]:80");
-// the host is a numeric address or a name resolved when the proxy is (re)started.
+// A proxy as created or changed. Addresses are "host:port" (IPv6 as "[::1]:80").
+// The listen host is resolved when the proxy is (re)started; the upstream is
+// never judged then: a name is resolved for each connection, so it may not
+// exist yet, and text that is no address makes each connection fail (counted
+// in ProxyStats), as in Toxiproxy.
 struct ProxyConfig {
   std::string name;      // non-empty, unique
   std::string listen;    // port 0: the kernel picks one (see ProxyInfo::listen_bound)
@@ -129,6 +132,12 @@ struct ProxyStats {
   uint64_t bytes_downstream = 0;              // server -> client, bytes sent to clients
   uint64_t receives_without_buffer = 0;       // the worker's buffer ring was empty (retried 1 ms later)
   uint64_t connections_unrouted = 0;          // transparent: no original destination was found (closed)
+  // Connections closed after accept because the upstream could not be had (as
+  // Toxiproxy closes them): its name did not resolve (or is no host:port), or
+  // the connect failed; and why the last such connection failed.
+  uint64_t upstream_unresolved = 0;
+  uint64_t upstream_unreachable = 0;
+  std::string last_upstream_failure;
   std::vector<ToxicActivations> toxics;       // every current toxic, in order
   std::vector<ToxicActivations> http_faults;  // every current HTTP fault: the requests it took
 };

@@ -203,26 +203,6 @@ class NameResolver {
   std::thread thread_;
 };
 
-// A numeric host (IPv4, IPv6 without brackets) as an address at once.
-std::optional<SocketAddress> numeric_address(const std::string& host, uint16_t port) {
-  SocketAddress a;
-  auto* v4 = reinterpret_cast<sockaddr_in*>(&a.storage);
-  if (::inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
-    v4->sin_family = AF_INET;
-    v4->sin_port = htons(port);
-    a.length = sizeof(sockaddr_in);
-    return a;
-  }
-  auto* v6 = reinterpret_cast<sockaddr_in6*>(&a.storage);
-  if (::inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
-    v6->sin6_family = AF_INET6;
-    v6->sin6_port = htons(port);
-    a.length = sizeof(sockaddr_in6);
-    return a;
-  }
-  return std::nullopt;
-}
-
 // The proxy's own answers in forward mode: plain text naming what is wrong.
 std::string forward_text_answer(int status, const std::string& text, HeaderList extra = {}) {
   extra.emplace_back("Content-Type", "text/plain");
@@ -688,7 +668,6 @@ class RelayWorker::Loop {
       pump(c->up);
       return;
     }
-    const SocketAddress* to = &ps.route.upstream;
     if (ps.route.original_destination) {
       c->upstream = ps.route.original_destination(fd);
       if (!c->upstream) {
@@ -696,18 +675,51 @@ class RelayWorker::Loop {
         close(*c, true);
         return;
       }
-      to = &*c->upstream;
+    } else if (!ps.route.upstream_unusable.empty()) {
+      upstream_lost(*c, ps.counters->upstream_unresolved, ps.route.upstream_unusable);
+      return;
+    } else if (!ps.route.upstream_host.empty()) {
+      resolve_upstream(*c);
+      return;
+    } else {
+      c->upstream = ps.route.upstream;
     }
-    c->server.reset(::socket(to->family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (!c->server) {
-      close(*c, false);
+    connect_upstream(*c);
+  }
+
+  // A named upstream, per connection as Toxiproxy dials it: the connection
+  // waits (its client's bytes stay in the kernel) until the name resolves.
+  void resolve_upstream(Connection& c) {
+    const uint64_t id = g_next_request_id.fetch_add(1, std::memory_order_relaxed);
+    c.request_id = id;
+    c.await = Await::resolve;
+    awaiting_[id] = &c;
+    if (!resolver_) resolver_ = std::make_unique<NameResolver>();
+    resolver_->resolve(c.proxy->route.upstream_host, c.proxy->route.upstream_port, [this, id](Result<SocketAddress> r) {
+      post([id, r = std::move(r)](Loop& l) mutable { l.on_resolved(id, std::move(r)); });
+    });
+  }
+
+  void connect_upstream(Connection& c) {
+    const SocketAddress& to = *c.upstream;
+    c.server.reset(::socket(to.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!c.server) {
+      upstream_lost(c, c.proxy->counters->upstream_unreachable,
+                    "cannot reach " + endpoint_text(to) + ": socket: " + std::strerror(errno));
       return;
     }
-    set_int_opt(c->server.get(), IPPROTO_TCP, TCP_NODELAY, 1);
-    if (ps.route.mark != 0) set_int_opt(c->server.get(), SOL_SOCKET, SO_MARK, int(ps.route.mark));
+    set_int_opt(c.server.get(), IPPROTO_TCP, TCP_NODELAY, 1);
+    if (c.proxy->route.mark != 0) set_int_opt(c.server.get(), SOL_SOCKET, SO_MARK, int(c.proxy->route.mark));
     io_uring_sqe* s = sqe();
-    io_uring_prep_connect(s, c->server.get(), to->get(), to->length);
-    submit_op(s, c->connect_op);
+    io_uring_prep_connect(s, c.server.get(), to.get(), to.length);
+    submit_op(s, c.connect_op);
+  }
+
+  // The client was accepted and its upstream cannot be had: it is closed (a
+  // FIN, as Toxiproxy closes it), counted, and the reason kept for the log.
+  void upstream_lost(Connection& c, std::atomic<uint64_t>& counter, std::string why) {
+    c.proxy->counters->upstream_failed(counter, std::move(why));
+    close(c, false);
   }
 
   void on_connect(Connection& c, int res) {
@@ -721,7 +733,9 @@ class RelayWorker::Loop {
       return;
     }
     if (res < 0) {  // the upstream refused or is unreachable: the client is closed
-      close(c, false);
+      upstream_lost(c, c.proxy->counters->upstream_unreachable,
+                    "cannot reach " + (c.upstream ? endpoint_text(*c.upstream) : c.proxy->route.upstream_host) + ": " +
+                        std::strerror(-res));
       return;
     }
     c.connected = true;
@@ -970,11 +984,7 @@ class RelayWorker::Loop {
       return;
     }
     uint64_t piece = chunk.len - p.off;
-    if (plan.slicer) {
-      int64_t size = uniform(plan.slicer_v.average_size - plan.slicer_v.size_variation,
-                             plan.slicer_v.average_size + plan.slicer_v.size_variation);
-      piece = std::min<uint64_t>(piece, uint64_t(std::max<int64_t>(size, 1)));
-    }
+    if (plan.slicer) piece = split_slice(piece, plan.slicer_v, uint64_t(uniform(0, INT64_MAX - 1)));
     // Bandwidth: pieces of 20 ms worth at most, each paid for before the next.
     if (plan.rate_kbps > 0) piece = std::min<uint64_t>(piece, uint64_t(std::max<int64_t>(plan.rate_kbps * 20, 1)));
     if (plan.limit_bytes >= 0) {
@@ -1399,7 +1409,7 @@ class RelayWorker::Loop {
     const ProxyTarget& t = *c.target;
     c.await = Await::resolve;
     awaiting_[c.request_id] = &c;
-    if (auto a = numeric_address(t.host, t.port)) {
+    if (auto a = numeric_socket_address(t.host, t.port)) {
       upstream_resolved(c, *a);
       return;
     }
@@ -1414,6 +1424,17 @@ class RelayWorker::Loop {
     auto it = awaiting_.find(id);
     if (it == awaiting_.end() || it->second->await != Await::resolve) return;  // the client left
     Connection& c = *it->second;
+    if (!c.forward) {  // a proxy's named upstream
+      awaiting_.erase(it);
+      c.await = Await::none;
+      if (!r) {
+        upstream_lost(c, c.proxy->counters->upstream_unresolved, r.error().describe());
+        return;
+      }
+      c.upstream = *r;
+      connect_upstream(c);
+      return;
+    }
     if (!r)
       fail_upstream(c, r.error().describe());
     else

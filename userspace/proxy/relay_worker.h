@@ -30,6 +30,20 @@ struct alignas(64) ProxyCounters {
   std::atomic<uint64_t> bytes_downstream{0};
   std::atomic<uint64_t> ring_empty{0};
   std::atomic<uint64_t> unrouted{0};
+  // Connections closed after accept because their upstream could not be had:
+  // its name did not resolve (or the text is no host:port), or the connect failed.
+  std::atomic<uint64_t> upstream_unresolved{0};
+  std::atomic<uint64_t> upstream_unreachable{0};
+  // Why the last one failed, for the log and the API ("cannot resolve db: ...").
+  std::mutex why_mu;
+  std::string last_upstream_failure;
+  void upstream_failed(std::atomic<uint64_t>& counter, std::string why) {
+    {
+      std::lock_guard lock(why_mu);
+      last_upstream_failure = std::move(why);
+    }
+    counter.fetch_add(1, std::memory_order_relaxed);
+  }
 };
 
 // Where a proxy's accepted connections go: one upstream, or (transparent) where
@@ -43,6 +57,14 @@ struct ProxyRoute {
   std::shared_ptr<RequestJudge> judge;
   std::string proxy_authorization;
   std::string name;
+  // A named upstream ("db:5432"): resolved for each connection off the
+  // worker's thread, as Toxiproxy dials each one, so a proxy may be made before
+  // its upstream exists. Empty: `upstream` is numeric.
+  std::string upstream_host;
+  uint16_t upstream_port = 0;
+  // Non-empty: the upstream text is no address at all ("nonsense"); Toxiproxy
+  // takes it too, and each connection is closed after accept with this reason.
+  std::string upstream_unusable;
 };
 
 struct WorkerConfig {

@@ -2,6 +2,7 @@
 #include "userspace/proxy/toxic.h"
 
 #include <array>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -59,14 +60,16 @@ std::string type_list() {
 
 Result<Stream> parse_stream(const json& v) {
   if (!v.is_string()) return field_error("stream", "must be a string (upstream or downstream)");
-  const auto& s = v.get_ref<const std::string&>();
+  std::string s = v.get<std::string>();
+  for (char& ch : s) ch = char(std::tolower(static_cast<unsigned char>(ch)));
   if (s == "upstream") return Stream::upstream;
   if (s == "downstream") return Stream::downstream;
-  return field_error("stream", "unknown stream \"" + s + "\" (upstream or downstream)");
+  return field_error("stream", "unknown stream \"" + v.get<std::string>() + "\" (upstream or downstream)");
 }
 
-// Applies the members of `attrs` (an object) to `t`'s attributes; unknown names and
-// non-integers are errors.
+// Applies the members of `attrs` (an object) to `t`'s attributes as Toxiproxy's
+// decoder does: a member the type does not have is ignored, null leaves the
+// value, anything but an int64 is an error.
 Status apply_attributes(Toxic& t, const json& attrs) {
   if (attrs.is_null()) return {};
   if (!attrs.is_object()) return field_error("attributes", "must be an object");
@@ -75,8 +78,7 @@ Status apply_attributes(Toxic& t, const json& attrs) {
     AttributeField* field = nullptr;
     for (auto& f : fields)
       if (key == f.json_name) field = &f;
-    if (field == nullptr)
-      return field_error("attributes." + key, "not an attribute of a " + std::string(t.type()) + " toxic");
+    if (field == nullptr || value.is_null()) continue;
     if (!value.is_number_integer()) return field_error("attributes." + key, "must be an integer, got " + value.dump());
     if (value.is_number_unsigned() && value.get<uint64_t>() > uint64_t(INT64_MAX))
       return field_error("attributes." + key, "out of range: " + value.dump());
@@ -85,10 +87,12 @@ Status apply_attributes(Toxic& t, const json& attrs) {
   return {};
 }
 
-// Applies the top-level fields of `body` except "type" and "attributes".
+// Applies the top-level fields of `body` except "type" and "attributes". As
+// Toxiproxy: null leaves a field as it is, an unknown field is ignored, the
+// stream's case is free.
 Status apply_common(Toxic& t, const json& body) {
   for (const auto& [key, value] : body.items()) {
-    if (key == "type" || key == "attributes") continue;
+    if (value.is_null()) continue;
     if (key == "name") {
       if (!value.is_string()) return field_error("name", "must be a string");
       t.name = value.get<std::string>();
@@ -97,10 +101,8 @@ Status apply_common(Toxic& t, const json& body) {
       if (!s) return s.error();
       t.stream = *s;
     } else if (key == "toxicity") {
-      if (!value.is_number()) return field_error("toxicity", "must be a number in [0, 1], got " + value.dump());
+      if (!value.is_number()) return field_error("toxicity", "must be a number, got " + value.dump());
       t.toxicity = value.get<double>();
-    } else {
-      return field_error(key, "unknown field (name, type, stream, toxicity, attributes)");
     }
   }
   return {};
@@ -112,9 +114,19 @@ std::string_view stream_name(Stream s) { return s == Stream::upstream ? "upstrea
 
 std::string_view Toxic::type() const { return kTypes[attributes.index()].first; }
 
+// Toxiproxy judges no attribute value: a negative one acts as 0 there (and in
+// plan_direction here), a slicer of any sizes is run (split_slice keeps it
+// safe where Toxiproxy's recursion would panic), a toxicity past 1 always
+// applies and one below 0 never does. Only what cannot be a toxic is refused.
 Status validate_toxic(const Toxic& t) {
   if (t.name.empty()) return field_error("name", "must not be empty");
-  if (!std::isfinite(t.toxicity) || t.toxicity < 0.0 || t.toxicity > 1.0)
+  if (!std::isfinite(t.toxicity)) return field_error("toxicity", "must be a finite number");
+  return {};
+}
+
+Status validate_toxic_strict(const Toxic& t) {
+  FL_TRY(validate_toxic(t));
+  if (t.toxicity < 0.0 || t.toxicity > 1.0)
     return field_error("toxicity", "out of [0, 1]: " + std::to_string(t.toxicity));
   Toxic copy = t;
   for (const auto& f : fields_of(copy.attributes))
@@ -123,8 +135,6 @@ Status validate_toxic(const Toxic& t) {
                          "must not be negative, got " + std::to_string(*f.value));
   if (const auto* s = std::get_if<SlicerToxic>(&t.attributes)) {
     if (s->average_size <= 0) return field_error("attributes.average_size", "must be at least 1 byte");
-    if (s->size_variation >= s->average_size)
-      return field_error("attributes.size_variation", "must be smaller than average_size");
   }
   return {};
 }
@@ -164,11 +174,12 @@ Result<Toxic> toxic_from_json(const json& body) {
 
 Result<Toxic> toxic_merged(const Toxic& current, const json& patch) {
   if (!patch.is_object()) return input_error(EINVAL, "toxic: the body must be a JSON object");
-  if (auto type = patch.find("type"); type != patch.end() && (!type->is_string() || *type != current.type()))
-    return field_error(
-        "type", "cannot change the type of toxic \"" + current.name + "\" (" + std::string(current.type()) + ")");
+  // Toxiproxy's update reads only these two; name, type and stream stay.
   Toxic t = current;
-  FL_TRY(apply_common(t, patch));
+  if (auto v = patch.find("toxicity"); v != patch.end() && !v->is_null()) {
+    if (!v->is_number()) return field_error("toxicity", "must be a number, got " + v->dump());
+    t.toxicity = v->get<double>();
+  }
   if (auto a = patch.find("attributes"); a != patch.end()) FL_TRY(apply_attributes(t, *a));
   FL_TRY(validate_toxic(t));
   return t;

@@ -19,6 +19,8 @@ enum class Stream : uint8_t { upstream, downstream };
 
 // Each toxic's attributes under Toxiproxy's JSON names; the member names carry the
 // unit. Integers, as Toxiproxy's (int64 attributes; a fraction is a 400 there too).
+// Any int64 is accepted, as Toxiproxy does; the relay reads a negative value as
+// 0 and caps durations (plan_direction), so no value can wrap a clock.
 struct LatencyToxic {      // "latency": every chunk waits latency +- jitter from its arrival
   int64_t latency_ms = 0;  // "latency"
   int64_t jitter_ms = 0;   // "jitter"
@@ -37,7 +39,7 @@ struct ResetPeerToxic {    // "reset_peer": both sides get an RST after timeout
 };
 struct SlicerToxic {           // "slicer": chunks cut into average_size +- size_variation bytes
   int64_t average_size = 0;    // "average_size", bytes
-  int64_t size_variation = 0;  // "size_variation", bytes (< average_size)
+  int64_t size_variation = 0;  // "size_variation", bytes (any: a chunk is only split past average + variation)
   int64_t delay_us = 0;        // "delay", microseconds between slices
 };
 struct LimitDataToxic {  // "limit_data": the connection closes after bytes on this stream
@@ -61,18 +63,26 @@ struct Toxic {
 // The toxic as Toxiproxy shows it, every attribute of its type present.
 [[nodiscard]] nlohmann::json toxic_to_json(const Toxic& t);
 
-// A toxic from a Toxiproxy request body. "type" is required; "name", "stream",
-// "toxicity" and every attribute are optional (defaults above, attributes 0).
-// Errors are bad input (Error::bad_input, err EINVAL) and name the field:
-// "toxic: \"stream\": unknown stream \"sideways\" (upstream or downstream)".
+// A toxic from a Toxiproxy request body, accepted as Toxiproxy's decoder does:
+// "type" is required; "name", "stream" (any case), "toxicity" and every
+// attribute are optional (defaults above, attributes 0, null = absent); unknown
+// members are ignored. Errors are bad input (Error::bad_input, err EINVAL) and
+// name the field: "toxic: \"stream\": unknown stream \"sideways\" (upstream or
+// downstream)".
 [[nodiscard]] Result<Toxic> toxic_from_json(const nlohmann::json& body);
 
-// Toxiproxy's update of an existing toxic: the fields present in `patch` replace
-// the current ones ("attributes" member by member); "type" may be given only if
-// unchanged. The result is validated like a new toxic.
+// Toxiproxy's update of an existing toxic: "toxicity" and "attributes" (member
+// by member) replace the current ones; every other field (name, type, stream)
+// is ignored, as Toxiproxy ignores it.
 [[nodiscard]] Result<Toxic> toxic_merged(const Toxic& current, const nlohmann::json& patch);
 
-// Validation of a toxic built in C++ (what toxic_from_json applies too).
+// What a toxic must be to be kept: a name and a finite toxicity (what
+// toxic_from_json and the registry apply; Toxiproxy judges no more).
 [[nodiscard]] Status validate_toxic(const Toxic& t);
+
+// Faultline's own front ends (faultctl flags) ask more, since a negative or
+// empty value there is a typo: nothing negative, toxicity in [0, 1], a slicer
+// of at least 1 byte.
+[[nodiscard]] Status validate_toxic_strict(const Toxic& t);
 
 }  // namespace faultline

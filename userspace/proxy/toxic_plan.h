@@ -62,4 +62,18 @@ struct DirectionPlan {
 
 [[nodiscard]] uint64_t splitmix64(uint64_t x);
 
+// The longest duration a toxic attribute stands for here (about 31 years):
+// each is capped at it, and sums saturate at it, so no value a client sends
+// wraps a nanosecond clock (Toxiproxy's would). Larger is "forever" anyway.
+inline constexpr int64_t kToxicMaxMs = 1'000'000'000'000;
+
+// The slicer: the length of the next slice of a `len`-byte piece. A piece no
+// longer than average_size + size_variation passes whole (Toxiproxy's rule: it
+// stops splitting within the variation); a longer one is cut into slices of
+// average_size +- size_variation (uniform from `draw`), at least 1 byte. Any
+// sizes are safe: Toxiproxy's recursive cut can fall outside the piece when the
+// variation passes the average, and recurses forever on a 0 average, where
+// here the slice is kept within [1, len].
+[[nodiscard]] uint64_t split_slice(uint64_t len, const SlicerToxic& s, uint64_t draw);
+
 }  // namespace faultline

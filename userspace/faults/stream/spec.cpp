@@ -243,7 +243,7 @@ Result<Toxic> parse_toxic_words(const std::string& text, Stream default_stream, 
     }
   }
   t.name = std::string(t.type()) + "_" + std::string(stream_name(t.stream));
-  if (auto s = validate_toxic(t); !s) return input_error(EINVAL, flag + s.error().message);
+  if (auto s = validate_toxic_strict(t); !s) return input_error(EINVAL, flag + s.error().message);
   return t;
 }
 
