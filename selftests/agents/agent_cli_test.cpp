@@ -3,7 +3,8 @@
 // server (standin.js) that speaks its provider's streaming API and records every
 // request. Their HOME is a temporary folder, telemetry and update checks are off,
 // and any proxy-able traffic that is not loopback goes to a dead port: nothing
-// leaves 127.0.0.1.
+// leaves 127.0.0.1. Under `faultctl guard` (root) the LLM fault's attempt
+// counting is proven with Claude Code, which retries in its own loop.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -14,6 +15,8 @@
 
 #include "base/files.h"
 #include "selftests/lib/child_process.h"
+#include "selftests/lib/require_root.h"
+#include "selftests/lib/test_bpffs.h"
 
 namespace {
 
@@ -153,6 +156,34 @@ TEST_F(AgentCli, CodexExecAnswersFromTheStandIn) {
     EXPECT_EQ(q["stream"], true);
   }
   std::printf("codex exec: %zu request(s), %lld ms\n", reqs.size(), static_cast<long long>(ms.count()));
+}
+
+// ---- under faultctl guard, as root -------------------------------------------
+
+// Claude Code retries an overloaded answer in its own loop, sending
+// x-stainless-retry-count: 0 every time: the fault's attempts are counted by
+// the request's fingerprint, so exactly two attempts are faulted and the third
+// reaches the stand-in.
+TEST_F(AgentCli, GuardFaultsClaudeCodeExactlyTheAttemptsAsked) {
+  FL_REQUIRE_ROOT("faultctl guard (a cgroup and cgroup BPF programs)");
+  start_standin("anthropic");
+  const std::string bpffs = "/sys/fs/bpf/fl-agent-cli-" + std::to_string(::getpid());
+  auto env = claude_env(false);
+  env.insert(env.end(), {"FAULTLINE_RUN_DIR=" + home() + "/run", "FAULTLINE_CA_DIR=" + home() + "/ca",
+                         "FAULTLINE_BPFFS_ROOT=" + bpffs});
+  const auto t0 = std::chrono::steady_clock::now();
+  CommandResult r = fltest::run_command(
+      {FAULTCTL_PATH, "guard", "--fault-host", "127.0.0.1:" + std::to_string(port_), "--fault-llm", "overloaded",
+       "--fault-llm-provider", "anthropic", "--fault-attempts", "2", "--", kClaude, "-p", "hi"},
+      {.env = env, .stop_grace = 5000ms}, 60s);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+  fltest::remove_test_bpffs_root(bpffs);
+  ASSERT_TRUE(r.status.is(0)) << r.describe() << "\nstand-in:\n" << standin_->describe();
+  EXPECT_NE(r.out.find(kAnswer), std::string::npos) << r.describe();
+  EXPECT_NE(r.err.find("llm_overloaded  2"), std::string::npos) << r.err;
+  const auto reqs = requests();
+  EXPECT_EQ(reqs.size(), 1u) << "the stand-in saw " << reqs.size() << " request(s)";
+  std::printf("faultctl guard --fault-attempts 2 -- claude -p hi: %lld ms\n", static_cast<long long>(ms.count()));
 }
 
 }  // namespace
