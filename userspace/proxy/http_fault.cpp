@@ -268,7 +268,7 @@ std::string needs_plaintext(const HttpFault& f) {
   if (!f.match.method.empty()) return "matching on the method needs the request's content";
   if (!f.match.path.empty()) return "matching on the path needs the request's content";
   if (!f.match.headers.empty()) return "matching on headers needs the request's content";
-  if (f.attempts > 0) return "attempts are counted from a request header";
+  if (f.attempts > 0) return "attempts are counted from the request's header and body";
   return {};
 }
 

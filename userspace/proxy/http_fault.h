@@ -44,7 +44,7 @@ struct HttpFault {
   HttpFaultType type = HttpFaultType::status;
   HttpMatch match;
   double percent = 100;  // share of matching requests faulted, [0, 100]
-  int64_t attempts = 0;  // > 0: only requests whose x-stainless-retry-count is below it
+  int64_t attempts = 0;  // > 0: only the first N attempts of each request (AttemptCounter, docs/l7.md)
 
   // status: the answer sent instead of forwarding the request.
   int64_t status = 0;

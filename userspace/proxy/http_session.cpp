@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cctype>
 #include <ctime>
+#include <limits>
 
 #include "userspace/proxy/http_answer.h"
 #include "userspace/proxy/toxic_plan.h"
@@ -67,6 +68,9 @@ int64_t retry_count(const std::string& value) {
   return n;
 }
 
+// How much of a body is held to fingerprint it (docs/l7.md, "Counting attempts").
+constexpr size_t kMaxCollectedBytes = 16u << 20;
+
 }  // namespace
 
 // http-parser's callbacks: parser->data is the session.
@@ -97,6 +101,11 @@ struct HttpSession::Parse {
     s.upgrade_ = p->upgrade != 0;
     s.head_method_ = p->method == HTTP_HEAD;
     http_parser_pause(p, 1);
+    return 0;
+  }
+  static int req_body(http_parser* p, const char* at, size_t len) {
+    HttpSession& s = of(p);
+    if (s.state_ == Req::collect) s.body_hash_.update(std::string_view(at, len));
     return 0;
   }
   static int req_message_complete(http_parser* p) {
@@ -175,6 +184,7 @@ struct HttpSession::Parse {
       x.on_header_field = req_field;
       x.on_header_value = req_value;
       x.on_headers_complete = req_headers_complete;
+      x.on_body = req_body;
       x.on_message_complete = req_message_complete;
       return x;
     }();
@@ -224,8 +234,8 @@ std::string HttpSession::header(std::string_view lower_name) const {
 bool HttpSession::in_head() const { return state_ == Req::head && !head_.empty(); }
 
 bool HttpSession::holds_client() const {
-  return state_ == Req::judging || state_ == Req::connect_rest || state_ == Req::drain || state_ == Req::answer_due ||
-         state_ == Req::answered || (state_ == Req::decided && action_ == Action::status);
+  return state_ == Req::judging || state_ == Req::collect || state_ == Req::connect_rest || state_ == Req::drain ||
+         state_ == Req::answer_due || state_ == Req::answered || (state_ == Req::decided && action_ == Action::status);
 }
 
 void HttpSession::make_answer(int status, const std::vector<std::pair<std::string, std::string>>& headers,
@@ -259,33 +269,77 @@ const HttpFaultEntry* fault_by_sni(const HttpRules& rules, std::string_view sni,
   return nullptr;
 }
 
-// The first fault whose match, attempts and percent take this request.
-void HttpSession::decide(const HttpRules& rules) {
-  action_ = Action::pass;
-  delay_ms_ = 0;
-  slept_ = false;
-  const std::string host_header = header("host");
-  const std::string_view host = host_header.empty() ? std::string_view(upstream_host_) : std::string_view(host_header);
+// The request's host, path and method as the faults match them.
+HttpSession::RequestView HttpSession::request_view() const {
+  RequestView v;
+  v.host = header("host");
+  if (v.host.empty()) v.host = upstream_host_;
   std::string_view path = url_;
   if (size_t q = path.find_first_of("?#"); q != std::string_view::npos) path = path.substr(0, q);
   if (path.rfind("http://", 0) == 0 || path.rfind("https://", 0) == 0) {  // absolute form
     size_t slash = path.find('/', path.find("//") + 2);
     path = slash == std::string_view::npos ? std::string_view("/") : path.substr(slash);
   }
-  const char* method = http_method_str(static_cast<http_method>(req_->method));
+  v.path = std::string(path);
+  v.method = http_method_str(static_cast<http_method>(req_->method));
+  return v;
+}
+
+bool HttpSession::head_matches(const HttpMatch& m, const RequestView& v) const {
+  if (!m.host.empty() && !host_matches(m.host, v.host)) return false;
+  if (!m.method.empty() && m.method != v.method) return false;
+  if (!path_matches(m.path, v.path)) return false;
+  return std::all_of(m.headers.begin(), m.headers.end(), [&](const HeaderMatch& h) {
+    for (const auto& [k, v] : headers_)
+      if (k == h.name && (h.has_equals ? v == h.equals : v.find(h.contains) != std::string::npos)) return true;
+    return false;
+  });
+}
+
+// A body is read before deciding only when it can change the decision: a fault
+// counting attempts matches the head and there is a body. Not when the client
+// waits for 100 Continue before sending it (it would wait forever) or the
+// request upgrades the connection.
+bool HttpSession::fault_needs_body(const HttpRules& rules) const {
+  if (upgrade_ || !header("expect").empty()) return false;
+  const bool has_body = (req_->flags & F_CHUNKED) != 0 ||
+                        (req_->content_length > 0 && req_->content_length != std::numeric_limits<uint64_t>::max());
+  if (!has_body) return false;
+  const RequestView v = request_view();
+  return std::any_of(rules.faults.begin(), rules.faults.end(),
+                     [&](const HttpFaultEntry& e) { return e.fault.attempts > 0 && head_matches(e.fault.match, v); });
+}
+
+void HttpSession::decide_or_collect(const HttpRules& rules) {
+  body_hash_ = BodyHash();
+  if (fault_needs_body(rules)) {
+    state_ = Req::collect;
+    return;
+  }
+  decide(rules);
+  state_ = Req::decided;
+}
+
+// The first fault whose match, attempts and percent take this request.
+void HttpSession::decide(const HttpRules& rules) {
+  action_ = Action::pass;
+  delay_ms_ = 0;
+  slept_ = false;
+  const RequestView view = request_view();
+  const std::string_view host = view.host;
+  const std::string_view path = view.path;
   for (const HttpFaultEntry& e : rules.faults) {
     const HttpFault& f = e.fault;
-    const HttpMatch& m = f.match;
-    if (!m.host.empty() && !host_matches(m.host, host)) continue;
-    if (!m.method.empty() && m.method != method) continue;
-    if (!path_matches(m.path, path)) continue;
-    bool headers_ok = std::all_of(m.headers.begin(), m.headers.end(), [&](const HeaderMatch& h) {
-      for (const auto& [k, v] : headers_)
-        if (k == h.name && (h.has_equals ? v == h.equals : v.find(h.contains) != std::string::npos)) return true;
-      return false;
-    });
-    if (!headers_ok) continue;
-    if (f.attempts > 0 && retry_count(header("x-stainless-retry-count")) >= f.attempts) continue;
+    if (!head_matches(f.match, view)) continue;
+    if (f.attempts > 0) {
+      const RequestFingerprint fp{client_, view.method, view.path, body_hash_.value()};
+      const int64_t n =
+          e.attempts->attempt(fp, retry_count(header("x-stainless-retry-count")), AttemptCounter::Clock::now());
+      if (n >= f.attempts) {
+        e.attempts->settle(fp);
+        continue;
+      }
+    }
     if (f.percent < 100) {
       rng_ += 0x9e3779b97f4a7c15ULL;
       if (double(splitmix64(rng_) % 1'000'000) / 10'000.0 >= f.percent) continue;
@@ -364,10 +418,28 @@ HttpStep HttpSession::client_step(std::string_view input, const HttpRules& rules
             judge_asked_ = false;
             state_ = Req::judging;
           } else {
-            decide(rules);
-            state_ = Req::decided;
+            decide_or_collect(rules);
           }
         }
+        return {HttpAct::consume, n};
+      }
+      case Req::collect: {
+        // The body goes into head_ as it came, to be sent with it (or dropped
+        // with it) once decided; a body past the cap is decided on its start.
+        if (req_complete_ || head_.size() > kMaxCollectedBytes) {
+          decide(rules);
+          state_ = Req::decided;
+          continue;
+        }
+        if (input.empty()) return {HttpAct::more};
+        size_t n = http_parser_execute(req_.get(), &Parse::request_settings(), input.data(), input.size());
+        const auto err = HTTP_PARSER_ERRNO(req_.get());
+        if (err != HPE_OK && err != HPE_PAUSED) {  // decided as it is; Req::body relays the rest untouched
+          decide(rules);
+          state_ = Req::decided;
+          continue;
+        }
+        head_.append(input.data(), n);
         return {HttpAct::consume, n};
       }
       case Req::judging:
@@ -458,8 +530,7 @@ std::string HttpSession::method() const { return http_method_str(static_cast<htt
 
 void HttpSession::verdict_forward(const HttpRules& rules) {
   if (state_ != Req::judging) return;
-  decide(rules);
-  state_ = Req::decided;
+  decide_or_collect(rules);
 }
 
 void HttpSession::verdict_answer(std::string response, bool close) {

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "userspace/proxy/attempt_counter.h"
 #include "userspace/proxy/http_fault.h"
 
 struct http_parser;
@@ -33,10 +34,12 @@ struct HttpLimits {
   uint32_t head_timeout_ms = 10'000;
 };
 
-// A fault as the workers hold it: its counter survives updates of the set.
+// A fault as the workers hold it: its counters survive updates of the set.
 struct HttpFaultEntry {
   HttpFault fault;
   std::shared_ptr<std::atomic<uint64_t>> hits;  // requests it was applied to
+  // Which attempt each request is (fault.attempts), over every connection.
+  std::shared_ptr<AttemptCounter> attempts = std::make_shared<AttemptCounter>();
 };
 
 // What an HTTP proxy does with a connection whose first bytes are a TLS
@@ -100,6 +103,9 @@ class HttpSession {
   // request_judge.h): client_step says judge once, then wait until one of
   // verdict_forward(), verdict_answer() or tunnel_established() is called.
   void judge_requests() { judged_ = true; }
+  // Who sent the requests (the peer's address without its port): part of the
+  // fingerprint that counts a fault's attempts.
+  void set_client(std::string client) { client_ = std::move(client); }
   [[nodiscard]] bool awaiting_verdict() const { return state_ == Req::judging; }
   // The request whose head is complete: its method ("GET"), target as written,
   // fields (names lower case), whether it is an upgrade (CONNECT is one).
@@ -153,6 +159,7 @@ class HttpSession {
   enum class Req : uint8_t {
     head,
     judging,
+    collect,  // a fault counts attempts by fingerprint: the body is read (and held) before deciding
     decided,
     body,
     drain,
@@ -165,7 +172,16 @@ class HttpSession {
   };
   enum class Action : uint8_t { pass, status, delay_request, delay_response, reset, truncate, abort_stream };
 
+  struct RequestView {
+    std::string host, path, method;
+  };
+  [[nodiscard]] RequestView request_view() const;
+  [[nodiscard]] bool head_matches(const HttpMatch& m, const RequestView& v) const;
   void decide(const HttpRules& rules);
+  // After the head: decide now, or first read the body when a fault that
+  // counts attempts may take the request (its fingerprint hashes the body).
+  void decide_or_collect(const HttpRules& rules);
+  [[nodiscard]] bool fault_needs_body(const HttpRules& rules) const;
   void make_answer(int status, const std::vector<std::pair<std::string, std::string>>& headers, const std::string& body,
                    bool close);
   void exchange_done();
@@ -192,6 +208,8 @@ class HttpSession {
   bool req_complete_ = false;
   bool upgrade_ = false;
   bool head_method_ = false;
+  std::string client_;
+  BodyHash body_hash_;  // of the body read in Req::collect
 
   // What this exchange does.
   Action action_ = Action::pass;

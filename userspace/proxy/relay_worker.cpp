@@ -45,6 +45,20 @@ namespace faultline {
 // Named, not anonymous: RelayWorker::Loop (declared in the header) holds these.
 namespace relay {
 
+// The client of a connection for the attempt counter: its address without the
+// port (a retry may come on a new connection); "" when the socket cannot say.
+std::string relay_peer_host(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return {};
+  char buf[INET6_ADDRSTRLEN] = {};
+  const void* addr = ss.ss_family == AF_INET6
+                         ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&ss)->sin6_addr)
+                         : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&ss)->sin_addr);
+  if (::inet_ntop(ss.ss_family, addr, buf, sizeof buf) == nullptr) return {};
+  return buf;
+}
+
 uint64_t now_ns() {
   timespec ts{};
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -646,6 +660,7 @@ class RelayWorker::Loop {
     c->http_head_op.owner = c;
     if (ps.toxics->http || ps.route.judge) {
       c->http = std::make_unique<HttpSession>(ps.toxics->http ? ps.toxics->http->upstream_host : "", c->seed);
+      c->http->set_client(relay_peer_host(fd));
       if (ps.toxics->http && ps.toxics->http->tls.mode != HttpTlsMode::off && !ps.route.judge)
         c->hello = Hello::reading;
     }
@@ -1503,6 +1518,7 @@ class RelayWorker::Loop {
     const HttpRules& rules = http_rules(c);
     if (rules.tls.mode == HttpTlsMode::terminate && rules.tls.server && rules.tls.client) {
       c.http = std::make_unique<HttpSession>(c.target->authority(), c.seed);
+      c.http->set_client(relay_peer_host(c.client.get()));
       c.http->judge_requests();
       c.inner = true;
     }
