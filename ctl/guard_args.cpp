@@ -252,6 +252,13 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       "end the command's TLS with a leaf of the local CA, which the command is told to trust: the guard then "
       "judges HTTPS by path and method too (with --fault-*: the faulted hosts' TLS)")(
       "upstream-ca", "--terminate-tls: a PEM file of roots the upstream may also chain to",
+      cxxopts::value<std::string>())(
+      "gateway",
+      "no command: one guard for agents on other hosts, listening on --addr; each request needs a "
+      "--gateway-token (Proxy-Authorization Basic ID:TOKEN or Bearer TOKEN) and is judged as its identity")(
+      "gateway-token", "ID=TOKEN: an agent's token and the identity it names, repeatable (--gateway)",
+      cxxopts::value<std::vector<std::string>>())(
+      "addr", "--gateway: the address to listen on, ADDR:PORT ([::]:3128, 10.0.0.2:3128)",
       cxxopts::value<std::string>())("h,help", "help");
   auto [flags, cmd] = split_command(args);
   auto r = parse_flag_words(o, flags, kCommandAfterDashesHint);
@@ -263,9 +270,32 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
   GuardOptions& g = args_out.guard;
   GuardCaptureOptions& cap = args_out.capture;
   const bool root = ::geteuid() == 0;
-  if (cmd.empty()) return bad("missing the command: faultctl guard [flags] -- COMMAND ARGS");
-  g.command = cmd;
-  cap.command = cmd[0];
+  if (r->count("gateway")) {
+    if (!cmd.empty()) return bad("--gateway runs no command (agents on other hosts send their requests to --addr)");
+    for (const char* flag :
+         {"redirect", "exfil-cap", "deny-errno", "netns", "faults", "fault-host", "no-proxy-loopback"})
+      if (r->count(flag)) return bad(std::string("--") + flag + " applies to a guarded command, not to --gateway");
+    if (!r->count("addr")) return bad("--gateway needs --addr ADDR:PORT to listen on");
+    if (!r->count("gateway-token"))
+      return bad("--gateway needs one --gateway-token ID=TOKEN at least (every request must carry a token)");
+    cap.gateway = true;
+    cap.listen = (*r)["addr"].as<std::string>();
+    cap.command = "gateway";
+    for (const auto& t : (*r)["gateway-token"].as<std::vector<std::string>>()) {
+      auto token = parse_gateway_token(t);
+      if (!token) return token.error();
+      for (const auto& other : cap.gateway_tokens)
+        if (other.token == token->token) return bad("--gateway-token: two identities share one token");
+      cap.gateway_tokens.push_back(std::move(*token));
+    }
+    args_out.requests = true;
+  } else {
+    for (const char* flag : {"gateway-token", "addr"})
+      if (r->count(flag)) return bad(std::string("--") + flag + " applies to --gateway");
+    if (cmd.empty()) return bad("missing the command: faultctl guard [flags] -- COMMAND ARGS");
+    g.command = cmd;
+    cap.command = cmd[0];
+  }
   if (r->count("policy")) {
     for (const char* flag : kPolicyFlags) {
       if (r->count(flag))
@@ -296,7 +326,7 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       // An address alone (127.0.0.1:8080, [::1]), with a method or not, is the
       // request's host when the kernel cannot take it: as a user, for --approve,
       // or after a method. A prefix (10.0.0.0/8) stays the kernel's.
-      if (auto rule = address_host_rule(flag, action, t, root)) {
+      if (auto rule = address_host_rule(flag, action, t, root && !cap.gateway)) {
         cap.policy.rules.push_back(std::move(*rule));
         args_out.requests = true;
         continue;
@@ -313,6 +343,9 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       auto pattern = parse_cli_pattern(action, t);
       if (!pattern) return bad(pattern.error().message);
       if (auto* cidr = std::get_if<CidrPattern>(&*pattern)) {
+        if (cap.gateway)
+          return bad(std::string("--") + flag + " " + t +
+                     ": a CIDR is a kernel rule for a guarded command; a gateway judges requests by host");
         if (!root)
           return bad(std::string("--") + flag + " " + t +
                      ": a CIDR is judged by address in the kernel, which needs root; as a user, name the host");
@@ -324,6 +357,8 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
     }
   }
   if (g.rules.size() > 0xfffe) return bad("too many rules (at most 65534)");
+  if (cap.gateway && !g.rules.empty())
+    return bad("--gateway: the policy's egress rules are kernel rules for a guarded command; a gateway has none");
   if (r->count("approve-timeout")) {
     auto ns = with_flag("approve-timeout", parse_duration_ns((*r)["approve-timeout"].as<std::string>()));
     if (!ns) return ns.error();

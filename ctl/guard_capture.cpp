@@ -13,8 +13,11 @@
 #include <ostream>
 #include <thread>
 
+#include "base/files.h"
 #include "ctl/policy_faults.h"
+#include "userspace/enforce/redirected_conns.h"
 #include "userspace/policy/guard_section.h"
+#include "userspace/proxy/http_answer.h"
 #include "userspace/proxy/tls_setup.h"
 
 namespace faultline {
@@ -33,6 +36,34 @@ void on_sighup(int) {
     const char b = 1;
     (void)!::write(g_reload_pipe, &b, 1);
   }
+}
+
+// Where a connection the kernel redirected to the guard's proxy was going.
+// One the command made to the proxy itself (its proxy variables; the redirect
+// covers every TCP destination, the proxy's too) is a forward proxy client.
+std::optional<SocketAddress> redirected_destination(int fd) {
+  auto conn = find_redirected_conn(fd);
+  if (!conn || !*conn) return std::nullopt;
+  SocketAddress orig = socket_address((*conn)->orig.b, (*conn)->orig_port);
+  SocketAddress local;
+  local.length = sizeof local.storage;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local.storage), &local.length) == 0 &&
+      endpoint_text(local) == endpoint_text(orig))
+    return std::nullopt;
+  return orig;
+}
+
+// The gateway's one unauthenticated answer: the CA agents must trust when it
+// terminates TLS (a bootstrap: fetch it, then send requests with a token).
+std::optional<std::string> gateway_own_answer(const std::string& ca_pem, std::string_view method,
+                                              std::string_view target) {
+  if (target != "/__faultline/ca.crt") return std::nullopt;
+  if (method != "GET" && method != "HEAD") return std::nullopt;
+  if (ca_pem.empty())
+    return compose_http_response(404, {{"Content-Type", "text/plain"}},
+                                 "this gateway does not terminate TLS (--terminate-tls): it has no CA to trust\n",
+                                 false);
+  return compose_http_response(200, {{"Content-Type", "application/x-pem-file"}}, ca_pem, false);
 }
 
 std::string policy_line(const GuardPolicy& p) {
@@ -95,6 +126,7 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
 
   HttpTls http_tls;
   http_tls.mode = HttpTlsMode::sni;
+  std::string ca_pem;
   std::vector<std::pair<std::string, std::string>> trust_env;
   if (o.terminate_tls) {
     auto folder = TempFolder::create("faultline-guard-tls");
@@ -111,6 +143,11 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
     http_tls.client = setup->client;
     trust_env = setup->env;
     trust_env.emplace_back("GIT_SSL_CAINFO", setup->trust.bundle);
+    if (o.gateway) {
+      auto pem = read_text_file(t.ca.cert());
+      if (!pem) return make_error(pem.error().err, "the CA " + t.ca.cert() + ": " + pem.error().describe());
+      ca_pem = std::move(*pem);
+    }
     log << "faultline guard: HTTPS is terminated with " << (setup->ca_created ? "the new " : "") << "local CA "
         << setup->ca.subject << " (" << t.ca.dir << "); the command trusts it through";
     for (const auto& [k, v] : trust_env) log << " " << k;
@@ -146,14 +183,42 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
   c->proxies_ = std::move(*reg);
   ProxyConfig pc;
   pc.name = "guard";
-  pc.listen = "127.0.0.1:0";
-  pc.forward = ForwardProxy{c->judge_, {}};
+  pc.listen = o.listen.empty() ? "127.0.0.1:0" : o.listen;
+  pc.forward = ForwardProxy{c->judge_, {}, {}, {}};
+  if (o.gateway) {
+    pc.forward->authenticate = [tokens = o.gateway_tokens](std::string_view authorization) {
+      return gateway_identity(tokens, authorization);
+    };
+    pc.forward->own_answer = [ca_pem](std::string_view method, std::string_view target) {
+      return gateway_own_answer(ca_pem, method, target);
+    };
+  }
+  if (o.transparent) pc.original_destination = redirected_destination;
   auto info = c->proxies_->create(pc);
   if (!info) return info.error();
   FL_TRY(c->proxies_->set_http_tls(pc.name, http_tls));
   auto bound = parse_address_port(info->listen_bound);
   if (!bound) return bound.error();
   c->port_ = bound->second;
+  c->address_ = info->listen_bound;
+  if (o.transparent) {
+    auto redirect_to = [&](const std::string& dest, const std::string& listen) -> Status {
+      auto r = parse_redirect(dest + "=" + listen);
+      if (!r) return r.error();
+      r->text = dest + " (the guard's transparent capture)";
+      c->redirects_.push_back(*r);
+      return {};
+    };
+    FL_TRY(redirect_to("0.0.0.0/0:1-65535/tcp", info->listen_bound));
+    // IPv6 where loopback has it; without, the command's IPv6 TCP stays fenced.
+    ProxyConfig v6 = pc;
+    v6.name = "guard-v6";
+    v6.listen = "[::1]:0";
+    if (auto info6 = c->proxies_->create(v6)) {
+      FL_TRY(c->proxies_->set_http_tls(v6.name, http_tls));
+      FL_TRY(redirect_to("[::/0]:1-65535/tcp", info6->listen_bound));
+    }
+  }
 
   const std::string url = "http://" + info->listen_bound;
   for (const char* k : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}) c->env_.emplace_back(k, url);
@@ -163,15 +228,24 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
   c->env_.emplace_back("no_proxy", no_proxy);
   for (auto& kv : trust_env) c->env_.push_back(std::move(kv));
 
-  log << "faultline guard: " << policy_line(o.policy) << ", identity " << o.identity << "; the command's HTTP and "
-      << "HTTPS go through the guard's proxy " << info->listen_bound
-      << " (HTTP_PROXY, HTTPS_PROXY, http_proxy, https_proxy)"
-      << (o.no_proxy_loopback ? ", loopback excepted (NO_PROXY)" : "") << "\n"
-      << "faultline guard: approvals: faultctl approvals list (socket " << c->approvals_->path() << ")\n";
-  if (::geteuid() != 0)
-    log << "faultline guard: not root: a process that ignores the proxy variables is NOT seen by the guard "
-           "(run as root to refuse such egress in the kernel)\n";
-  log << std::flush;
+  if (o.gateway) {
+    log << "faultline guard: gateway: " << policy_line(o.policy) << ", " << o.gateway_tokens.size()
+        << " token(s); agents send requests through http://" << info->listen_bound
+        << " with Proxy-Authorization (Basic ID:TOKEN or Bearer TOKEN; 407 without)"
+        << (o.terminate_tls ? "; the CA to trust: http://" + info->listen_bound + "/__faultline/ca.crt" : "") << "\n"
+        << "faultline guard: approvals: faultctl approvals list (socket " << c->approvals_->path() << ")\n"
+        << std::flush;
+  } else {
+    log << "faultline guard: " << policy_line(o.policy) << ", identity " << o.identity << "; the command's HTTP and "
+        << "HTTPS go through the guard's proxy " << info->listen_bound
+        << " (HTTP_PROXY, HTTPS_PROXY, http_proxy, https_proxy)"
+        << (o.no_proxy_loopback ? ", loopback excepted (NO_PROXY)" : "") << "\n"
+        << "faultline guard: approvals: faultctl approvals list (socket " << c->approvals_->path() << ")\n";
+    if (::geteuid() != 0)
+      log << "faultline guard: not root: a process that ignores the proxy variables is NOT seen by the guard "
+             "(run as root to capture such egress)\n";
+    log << std::flush;
+  }
 
   if (!o.policy_file.empty()) {
     int fds[2];

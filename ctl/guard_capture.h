@@ -14,8 +14,10 @@
 
 #include "base/files.h"
 #include "base/result.h"
+#include "ctl/guard_gateway.h"
 #include "userspace/guard/approval_socket.h"
 #include "userspace/guard/guard_judge.h"
+#include "userspace/net/egress_rules.h"
 #include "userspace/proxy/proxy_registry.h"
 
 namespace faultline {
@@ -30,6 +32,16 @@ struct GuardCaptureOptions {
   std::string json_log;  // the activity log; "" for none
   bool no_proxy_loopback = false;
   std::string command;  // for the approvals API ("curl")
+  // As root: the proxy also takes the command's TCP connections the kernel
+  // redirects to it (redirects()), judged by what they carry (Host, SNI, or
+  // their destination alone). A second listener on [::1] takes IPv6 ones.
+  bool transparent = false;
+  // --gateway: the proxy listens on `listen` for agents on other hosts, each
+  // request must carry one of the tokens (407 otherwise) and is judged as the
+  // token's identity; the CA is served at /__faultline/ca.crt without one.
+  bool gateway = false;
+  std::string listen;  // "" for 127.0.0.1:0
+  std::vector<GatewayToken> gateway_tokens;
 };
 
 class GuardCapture {
@@ -42,6 +54,10 @@ class GuardCapture {
   // The command's variables: the proxy's four, NO_PROXY, and the CA's.
   [[nodiscard]] const std::vector<std::pair<std::string, std::string>>& env() const { return env_; }
   [[nodiscard]] uint16_t proxy_port() const { return port_; }
+  [[nodiscard]] const std::string& proxy_address() const { return address_; }
+  // With transparent: every TCP destination to the proxy's listener of its
+  // family (for the kernel's side; an IPv6 one only when [::1] could be bound).
+  [[nodiscard]] const std::vector<RedirectRule>& redirects() const { return redirects_; }
   [[nodiscard]] GuardJudge& judge() { return *judge_; }
   // Re-reads the policy file (SIGHUP): the new guard section, or one line
   // naming the error while the old policy stays.
@@ -56,6 +72,8 @@ class GuardCapture {
   std::unique_ptr<ApprovalSocket> approvals_;
   std::unique_ptr<ProxyRegistry> proxies_;
   uint16_t port_ = 0;
+  std::string address_;
+  std::vector<RedirectRule> redirects_;
   std::vector<std::pair<std::string, std::string>> env_;
 };
 

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <fstream>
+#include <sstream>
 
 #include "base/child.h"
 #include "base/clock.h"
@@ -61,18 +63,65 @@ int run_wrapped(const std::vector<std::string>& argv, const std::vector<std::pai
   return code;
 }
 
-// The kernel's side of a root request guard: everything but the guard's own
-// proxy (and the operator's CIDR allows) is refused, so nothing bypasses it.
-Status fence_to_proxy(GuardOptions& g, bool enforce, uint16_t port) {
-  auto proxy = parse_rule(Verdict::Allow, "127.0.0.1:" + std::to_string(port) + "/tcp");
-  if (!proxy) return proxy.error();
-  proxy->text = "127.0.0.1:" + std::to_string(port) + "/tcp (the guard's proxy)";
-  g.rules.insert(g.rules.begin(), *proxy);
+// The resolvers the command's libc asks (/etc/resolv.conf's nameservers):
+// transparent capture needs names resolved by the command itself, and DNS to
+// anywhere else stays a fenced channel.
+std::vector<std::string> resolv_conf_nameservers() {
+  std::vector<std::string> out;
+  std::ifstream in("/etc/resolv.conf");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::string key, addr;
+    if (words >> key >> addr && key == "nameserver") out.push_back(addr);
+  }
+  return out;
+}
+
+// The kernel's side of a root request guard: every TCP connect is let through
+// the policy and redirected to the guard's proxy (transparent capture, judged
+// there by request), DNS to the system's resolvers is allowed, and everything
+// else (other UDP, other protocols) is refused, so nothing bypasses the guard.
+Status capture_in_kernel(GuardOptions& g, bool enforce, const GuardCapture& capture) {
+  std::vector<EgressRule> allows;
+  for (const char* tcp : {"0.0.0.0/0:1-65535/tcp", "[::/0]:1-65535/tcp"}) {
+    auto r = parse_rule(Verdict::Allow, tcp);
+    if (!r) return r.error();
+    r->text = std::string(tcp) + " (redirected to the guard's proxy)";
+    allows.push_back(*r);
+  }
+  for (const std::string& ns : resolv_conf_nameservers()) {
+    const std::string text = (ns.find(':') != std::string::npos ? "[" + ns + "]" : ns) + ":53/udp";
+    auto r = parse_rule(Verdict::Allow, text);
+    if (!r) continue;  // a scoped IPv6 resolver (fe80::1%eth0): not allowed, said below
+    r->text = text + " (a resolver of /etc/resolv.conf)";
+    allows.push_back(*r);
+  }
+  g.rules.insert(g.rules.begin(), allows.begin(), allows.end());
+  g.redirects.insert(g.redirects.end(), capture.redirects().begin(), capture.redirects().end());
   g.enforce = enforce;
   g.default_deny = true;
   for (auto v : {Verdict::Allow, Verdict::Deny})
     if (auto t = compile_rules(g.rules, v); !t) return make_error(EINVAL, t.error().message);
+  if (auto t = compile_redirects(g.redirects); !t) return make_error(EINVAL, t.error().message);
   return {};
+}
+
+bool capture_gateway(const GuardArgs& a) { return a.capture.gateway; }
+
+// --gateway: no command; the proxy serves until SIGINT or SIGTERM, then the summary.
+int run_gateway(GuardCapture& capture) {
+  struct sigaction sa {
+  }, old_int{}, old_term{};
+  sa.sa_handler = remember_signal;
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  while (g_signal.load() == 0) sleep_ms(50);
+  std::cerr << "faultline guard: gateway: " << (g_signal.load() == SIGINT ? "SIGINT" : "SIGTERM") << ", stopping\n";
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  capture.print_summary(std::cerr);
+  return 0;
 }
 
 }  // namespace guard_command_impl
@@ -84,25 +133,29 @@ int cmd_guard(const std::vector<std::string>& args) {
   return run_command("faultctl guard", parse_guard_args(args), kRootNever, [](GuardArgs& a) -> int {
     std::unique_ptr<GuardCapture> capture;
     if (a.requests) {
+      a.capture.transparent = ::geteuid() == 0 && !a.capture.gateway;
       auto started = GuardCapture::start(std::move(a.capture), std::cerr);
       if (!started) {
         std::cerr << "faultctl guard: " << started.error().describe() << "\n";
         return started.error().bad_input ? int(kExitBadInput) : 1;
       }
       capture = std::move(*started);
+      if (capture_gateway(a)) return run_gateway(*capture);
       if (::geteuid() != 0) {
         const int code = run_wrapped(a.guard.command, capture->env());
         capture->print_summary(std::cerr);
         return code;
       }
       const bool enforce = capture->judge().policy()->mode == GuardMode::Enforce;
-      if (auto st = fence_to_proxy(a.guard, enforce, capture->proxy_port()); !st) {
+      if (auto st = capture_in_kernel(a.guard, enforce, *capture); !st) {
         std::cerr << "faultctl guard: " << st.error().message << "\n";
         return int(kExitBadInput);
       }
-      std::cerr << "faultline guard: root: the command's cgroup reaches only the guard's proxy"
-                << (enforce ? "; egress that bypasses it is refused in the kernel\n"
-                            : " (monitor: egress that bypasses it is logged as would-deny)\n");
+      std::cerr << "faultline guard: root: every TCP connection of the command is captured transparently "
+                   "(redirected to the guard's proxy, judged by Host, SNI or destination); DNS goes to the "
+                   "system's resolvers only"
+                << (enforce ? "; other egress (UDP, other protocols) is refused in the kernel\n"
+                            : " (monitor: other egress is logged as would-deny)\n");
       a.guard.env.insert(a.guard.env.end(), capture->env().begin(), capture->env().end());
     }
     std::unique_ptr<GuardFaultProxy> faults;

@@ -44,11 +44,19 @@ std::string host_port(const RequestHead& head) {
   return (v6 ? "[" + head.host + "]" : head.host) + ":" + std::to_string(head.port);
 }
 
-// "GET http://h:p/x", "CONNECT h:443", "GET https://h:p/x" (terminated).
+// "GET http://h:p/x", "CONNECT h:443", "GET https://h:p/x" (terminated),
+// "TCP 10.0.0.5:5432"; a redirected connection names where it really goes.
 std::string request_text(const RequestHead& head) {
+  std::string text;
   if (head.stage == RequestStage::connect || head.stage == RequestStage::tls_sni)
-    return std::string(head.stage == RequestStage::tls_sni ? "TLS SNI " : "CONNECT ") + host_port(head);
-  return head.method + " " + head.scheme + "://" + host_port(head) + head.target;
+    text = std::string(head.stage == RequestStage::tls_sni ? "TLS SNI " : "CONNECT ") + host_port(head);
+  else if (head.stage == RequestStage::stream)
+    text = "TCP " + host_port(head);
+  else
+    text = head.method + " " + head.scheme + "://" + host_port(head) + head.target;
+  if (head.transparent) text += " (redirected, to " + head.destination + ")";
+  if (!head.identity.empty()) text += " [" + head.identity + "]";
+  return text;
 }
 
 bool has_header(const RequestHead& head, std::string_view name) {
@@ -64,8 +72,9 @@ RequestFacts request_facts(const RequestHead& head) {
   f.host = head.host;
   f.port = head.port;
   f.tls_terminated = head.tls_terminated;
-  if (head.stage == RequestStage::connect || head.stage == RequestStage::tls_sni) {
-    f.method = "CONNECT";  // a tunnel: host and port only, no path
+  if (head.stage == RequestStage::connect || head.stage == RequestStage::tls_sni ||
+      head.stage == RequestStage::stream) {
+    f.method = "CONNECT";  // a tunnel or a stream: host and port only, no path
   } else {
     f.method = head.method;
     f.path = head.target;
@@ -94,7 +103,7 @@ void GuardJudge::record(const RequestHead& head, GuardVerdict verdict, const std
                         const std::string& what) {
   if (options_.activity) {
     ActivityEntry e;
-    e.identity = options_.identity;
+    e.identity = head.identity.empty() ? options_.identity : head.identity;
     e.kind = "request";
     e.method = head.method;
     e.host = head.port == 80 || head.port == 443 ? head.host : host_port(head);
@@ -156,7 +165,7 @@ RequestVerdict GuardJudge::judge(const RequestHead& head, HeldRequest later) {
   held_.fetch_add(1, std::memory_order_relaxed);
   PendingApproval p;
   p.request_id = head.id;
-  p.identity = options_.identity;
+  p.identity = head.identity.empty() ? options_.identity : head.identity;
   p.method = head.method;
   p.host = host_port(head);
   p.path = head.target;

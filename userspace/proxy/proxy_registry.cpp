@@ -96,6 +96,8 @@ class ProxyRegistry::Impl {
     if (e.config.forward) {
       route.judge = e.config.forward->judge;
       route.proxy_authorization = e.config.forward->proxy_authorization;
+      route.authenticate = e.config.forward->authenticate;
+      route.own_answer = e.config.forward->own_answer;
       route.name = e.config.name;
     } else if (!route.original_destination) {
       // Never resolved here: a name is resolved per connection (the proxy may
@@ -192,7 +194,6 @@ class ProxyRegistry::Impl {
     if (c.listen.empty()) return input_error(EINVAL, "proxy: \"listen\": missing or empty");
     if (c.forward) {
       if (!c.forward->judge) return input_error(EINVAL, "proxy: forward mode needs a request judge");
-      if (c.original_destination) return input_error(EINVAL, "proxy: forward mode is not transparent");
       return {};
     }
     if (c.upstream.empty() && !c.original_destination)

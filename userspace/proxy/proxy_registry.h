@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.h"
@@ -73,6 +74,16 @@ struct ForwardProxy {
   // ("Basic dXNlcjpzZWNyZXQ=", "Bearer T"; the scheme's case is free), else it
   // is answered 407 with Proxy-Authenticate before the judge sees it.
   std::string proxy_authorization;
+  // Set: every request's Proxy-Authorization (the field's value, "" when
+  // absent) is handed to it instead; nothing back is the same 407 (with a
+  // Basic challenge), an identity names the request's sender
+  // (RequestHead::identity). Runs on a worker: quick, never blocking.
+  std::function<std::optional<std::string>(std::string_view authorization)> authenticate;
+  // Set: a request in origin-form (made to the proxy itself, not through it:
+  // "GET /__faultline/ca.crt") is offered here first, before any
+  // authentication; a complete HTTP response is sent as is (and the
+  // connection closes), nothing is the usual 400.
+  std::function<std::optional<std::string>(std::string_view method, std::string_view target)> own_answer;
 };
 
 // A proxy as created or changed. Addresses are "host:port" (IPv6 as "[::1]:80").
@@ -95,10 +106,15 @@ struct ProxyConfig {
   // SO_MARK of every connection opened upstream, 0 for none: a redirect exempts
   // the mark (FL_PROXY_MARK), so the proxy is never sent back to itself.
   uint32_t upstream_mark = 0;
-  // A forward proxy: `upstream` may be empty (only a label), and
-  // original_destination must be unset. Connections are parsed as HTTP/1.1
-  // from their first byte; the HTTP faults and TLS (set_http_tls: terminate
-  // opens CONNECT tunnels) of the proxy apply to what is forwarded.
+  // A forward proxy: `upstream` may be empty (only a label). Connections are
+  // parsed as HTTP/1.1 from their first byte; the HTTP faults and TLS
+  // (set_http_tls: terminate opens CONNECT tunnels) of the proxy apply to
+  // what is forwarded. With original_destination set too, a connection it
+  // names a destination for (the kernel redirected it here) is judged
+  // transparently instead, and goes nowhere else: plain HTTP per request
+  // (origin-form, by its Host), TLS by its SNI (or terminated and judged per
+  // inner request), anything else once by that address and port
+  // (RequestHead::transparent). Proxy-Authorization is not asked of those.
   std::optional<ForwardProxy> forward;
 };
 

@@ -142,10 +142,21 @@ struct Pipe {
 
 // With TLS on: where a connection stands before its first byte is judged.
 enum class Hello : uint8_t {
-  none,      // judged (or TLS is off): the connection is HTTP, a stream, or terminated
-  reading,   // the client's first bytes are held and scanned
-  delaying,  // a TLS connection not terminated, held by an SNI delay fault
-  judging,   // a forward proxy's tunnel: its SNI waits for the judge's verdict
+  none,        // judged (or TLS is off): the connection is HTTP, a stream, or terminated
+  reading,     // the client's first bytes are held and scanned
+  delaying,    // a TLS connection not terminated, held by an SNI delay fault
+  judging,     // a forward proxy's tunnel: its SNI waits for the judge's verdict
+  connecting,  // a redirected connection let through: its upstream is being connected
+};
+
+// What a redirected connection to a forward proxy becomes once its upstream
+// (its original destination) is connected.
+enum class Transparent : uint8_t {
+  off,        // not redirected (a client of the forward proxy), or not yet known
+  http,       // plain HTTP: each request judged by its Host
+  stream,     // neither HTTP nor TLS: judged once by address and port, then relayed
+  sni,        // TLS not terminated: judged by its SNI, then relayed
+  terminate,  // TLS terminated: each inner request judged
 };
 
 // What a forward proxy's connection waits for (nothing while it relays).
@@ -262,6 +273,9 @@ struct Connection {
   std::string sni;                      // the ClientHello's, once parsed (pass-through)
   // A forward proxy's connection (ProxyRoute::judge).
   bool forward = false;
+  Transparent transparent = Transparent::off;
+  bool redirected = false;    // the kernel redirected it here: c.target is its original destination
+  std::string identity;       // who authenticated (ProxyRoute::authenticate), for the tunnel's later heads
   SocketAddress peer;         // the client
   Await await = Await::none;  // request_id names what is awaited
   uint64_t request_id = 0;
@@ -679,6 +693,16 @@ class RelayWorker::Loop {
       if (!config_.buffer_ring) {
         c->up.own.reset(new char[config_.buffer_size]);
         c->down.own.reset(new char[config_.buffer_size]);
+      }
+      // Redirected by the kernel: where it goes is known, what it is is not
+      // yet (HTTP, TLS or anything else: its first bytes tell).
+      if (ps.route.original_destination) {
+        if (auto dest = ps.route.original_destination(fd)) {
+          c->redirected = true;
+          c->upstream = *dest;
+          c->target = ProxyTarget{"http", address_only(*dest), port_of(*dest), ""};
+          c->hello = Hello::reading;
+        }
       }
       pump(c->up);
       return;
@@ -1330,11 +1354,33 @@ class RelayWorker::Loop {
       h.host = c.tls && !c.tls->hello().server_name.empty() ? c.tls->hello().server_name : c.target->host;
       h.port = c.target->port;
       h.target = s.url();
+      h.transparent = c.redirected;
+      if (c.redirected) h.destination = c.target->authority();
       if (!h.target.empty() && h.target.front() != '/') {  // absolute-form inside the tunnel
         if (auto t = parse_proxy_target("GET", h.target); t) h.target = t->origin;
       }
+    } else if (c.redirected) {
+      if (!judge_redirected_request(c, h)) return;
     } else {
-      if (!route.proxy_authorization.empty()) {
+      if (route.own_answer && !s.url().empty() && s.url().front() == '/') {
+        if (auto own = route.own_answer(h.method, s.url())) {
+          s.verdict_answer(std::move(*own), true);
+          return;
+        }
+      }
+      if (route.authenticate) {
+        std::string got;
+        for (const auto& [k, v] : h.headers)
+          if (k == "proxy-authorization") got = v;
+        auto who = route.authenticate(got);
+        if (!who) {
+          s.verdict_answer(forward_text_answer(407, "proxy authentication required (Basic or Bearer)",
+                                               {{"Proxy-Authenticate", "Basic realm=\"faultline\""}}),
+                           true);
+          return;
+        }
+        c.identity = std::move(*who);
+      } else if (!route.proxy_authorization.empty()) {
         std::string got;
         for (const auto& [k, v] : h.headers)
           if (k == "proxy-authorization") got = v;
@@ -1366,6 +1412,7 @@ class RelayWorker::Loop {
       h.port = t->port;
       h.target = t->origin;
     }
+    h.identity = c.identity;
     h.id = g_next_request_id.fetch_add(1, std::memory_order_relaxed);
     c.request_id = h.id;
     apply_verdict(c, h.id, route.judge->judge(h, HeldRequest(inbox_, h.id)));
@@ -1388,6 +1435,11 @@ class RelayWorker::Loop {
         c.http->verdict_answer(std::move(v.response), v.close);
         return;
       case RequestVerdict::Kind::forward:
+        if (c.hello == Hello::judging && c.redirected) {  // connected only now that it is let through
+          c.hello = Hello::connecting;
+          start_upstream(c);
+          return;
+        }
         if (c.hello == Hello::judging) {
           c.hello = Hello::reading;
           sni_pass(c);
@@ -1406,6 +1458,10 @@ class RelayWorker::Loop {
   // The upstream is there: the request goes on (origin-form), or a CONNECT is
   // answered 200 and becomes a tunnel once that is sent.
   void forward_proceed(Connection& c) {
+    if (c.redirected && !c.inner && c.transparent != Transparent::http) {  // its destination is connected
+      transparent_connected(c);
+      return;
+    }
     HttpSession& s = *c.http;
     if (std::exchange(c.observe_wanted, false) && !(c.connect_request && !c.inner)) {
       c.observe_id = c.request_id;
@@ -1492,6 +1548,11 @@ class RelayWorker::Loop {
     awaiting_.erase(c.request_id);
     c.await = Await::none;
     c.observe_wanted = false;
+    if (c.redirected && c.transparent != Transparent::http) {  // no HTTP to answer in: closed, as a refused connect
+      c.proxy->counters->upstream_failed(c.proxy->counters->upstream_unreachable, why);
+      close(c, false);
+      return;
+    }
     c.http->verdict_answer(forward_text_answer(502, why), true);
   }
 
@@ -1530,6 +1591,117 @@ class RelayWorker::Loop {
       sync_deadline(*p);
     }
     pump_both(c);
+  }
+
+  // --- transparent (a forward proxy the kernel redirects connections to) ------
+
+  // A plain HTTP request on a redirected connection: origin-form, judged by
+  // its Host's name (an address, or no Host, is judged as the destination's
+  // address: the client cannot pass one address off as another), and sent to
+  // the destination whatever the Host says. false: answered already.
+  bool judge_redirected_request(Connection& c, RequestHead& h) {
+    HttpSession& s = *c.http;
+    if (c.server) {  // one upstream exchange per connection, as in forward mode (a FIN; the client retries)
+      close(c, false);
+      return false;
+    }
+    if (h.method == "CONNECT") {
+      s.verdict_answer(forward_text_answer(400, "CONNECT on a connection that was not made to a proxy"), true);
+      return false;
+    }
+    std::string origin = s.url();
+    if (!origin.empty() && origin.front() != '/') {  // absolute-form sent to the destination itself
+      if (auto t = parse_proxy_target(h.method, origin); t) origin = t->origin;
+    }
+    c.target->origin = origin.empty() ? "/" : origin;
+    c.connect_request = false;
+    h.stage = RequestStage::request;
+    h.scheme = "http";
+    h.host = c.target->host;
+    std::string host;
+    for (const auto& [k, v] : h.headers)
+      if (k == "host") host = v;
+    if (auto name = host_name_of(host); !name.empty() && !numeric_socket_address(name, 1)) h.host = name;
+    h.port = c.target->port;
+    h.target = c.target->origin;
+    h.transparent = true;
+    h.destination = c.target->authority();
+    return true;
+  }
+
+  // The name of a Host field ("api.example.com:8080" -> "api.example.com",
+  // "[::1]:80" -> "::1"), lower case; empty when it has none.
+  static std::string host_name_of(std::string_view host) {
+    std::string out;
+    if (!host.empty() && host.front() == '[') {
+      const size_t end = host.find(']');
+      if (end == std::string_view::npos) return {};
+      out = std::string(host.substr(1, end - 1));
+    } else {
+      out = std::string(host.substr(0, host.find(':')));
+    }
+    while (!out.empty() && out.back() == '.') out.pop_back();
+    for (char& ch : out) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+    return out;
+  }
+
+  // The first bytes of a request line ("GET /", "POST /x", "OPTIONS *"): a
+  // method token, then a space. Anything else is a stream of its own.
+  static bool looks_like_http(std::string_view in) {
+    size_t i = 0;
+    while (i < in.size() && i < 24 && std::isupper(static_cast<unsigned char>(in[i]))) ++i;
+    return i > 0 && i < in.size() && in[i] == ' ';
+  }
+
+  // A redirected connection that is neither HTTP nor TLS: judged once by its
+  // destination; let through, it is relayed as bytes.
+  void judge_stream(Connection& c) {
+    c.transparent = Transparent::stream;
+    judge_transparent_tunnel(c, RequestStage::stream, c.target->host);
+  }
+
+  void judge_transparent_tunnel(Connection& c, RequestStage stage, const std::string& host) {
+    RequestHead h;
+    h.id = g_next_request_id.fetch_add(1, std::memory_order_relaxed);
+    h.proxy = c.proxy->route.name;
+    h.stage = stage;
+    h.method = "CONNECT";
+    h.scheme = stage == RequestStage::tls_sni ? "https" : "tcp";
+    h.host = host;
+    h.port = c.target->port;
+    h.peer = c.peer;
+    h.transparent = true;
+    h.destination = c.target->authority();
+    c.request_id = h.id;
+    c.hello = Hello::judging;
+    apply_verdict(c, h.id, c.proxy->route.judge->judge(h, HeldRequest(inbox_, h.id)));
+  }
+
+  // The destination is connected: the held first bytes go on as what the
+  // connection is (a stream, TLS by SNI, or TLS terminated here).
+  void transparent_connected(Connection& c) {
+    c.hello = Hello::reading;
+    switch (c.transparent) {
+      case Transparent::stream:
+        c.http.reset();
+        hello_judged(c);
+        return;
+      case Transparent::sni:
+        sni_pass(c);
+        return;
+      case Transparent::terminate: {
+        c.http = std::make_unique<HttpSession>(c.target->authority(), c.seed);
+        c.http->judge_requests();
+        c.inner = true;
+        const auto scan =
+            scan_client_hello(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(c.held.data()), c.held.size()));
+        hello_parsed(c, scan.hello);
+        return;
+      }
+      case Transparent::off:
+      case Transparent::http:
+        return;
+    }
   }
 
   // The response bytes of a request forwarded with observe_response.
@@ -1580,6 +1752,7 @@ class RelayWorker::Loop {
       if (!p.timer_op.pending) hello_judged(c);
       return;
     }
+    if (c.hello == Hello::connecting) return;  // the client's bytes wait in the kernel
     if (c.hello == Hello::judging) {  // the SNI's verdict is awaited: watch for the client leaving
       if (p.eof)
         close(c, false);
@@ -1600,6 +1773,13 @@ class RelayWorker::Loop {
           c.hello_wanted = scan.wanted;
           break;
         case ClientHelloStatus::kNotTls:  // plain HTTP: the session reads the bytes held
+          if (c.redirected && !c.inner && c.transparent == Transparent::off) {
+            if (!looks_like_http(c.held)) {
+              judge_stream(c);
+              return;
+            }
+            c.transparent = Transparent::http;
+          }
           hello_judged(c);
           return;
         case ClientHelloStatus::kMalformed:  // nothing a real client sends
@@ -1619,6 +1799,20 @@ class RelayWorker::Loop {
 
   void hello_parsed(Connection& c, const ClientHello& hello) {
     const HttpRules& rules = http_rules(c);
+    if (c.redirected && c.transparent == Transparent::off) {
+      const bool terminate = rules.tls.mode == HttpTlsMode::terminate && rules.tls.server && rules.tls.client;
+      if (terminate) {  // as a terminated CONNECT: the inner requests are judged, after the upstream is there
+        c.transparent = Transparent::terminate;
+        c.hello = Hello::connecting;
+        c.request_id = g_next_request_id.fetch_add(1, std::memory_order_relaxed);
+        start_upstream(c);
+        return;
+      }
+      c.transparent = Transparent::sni;
+      c.sni = hello.server_name;
+      judge_transparent_tunnel(c, RequestStage::tls_sni, c.sni.empty() ? c.target->host : c.sni);
+      return;
+    }
     if (rules.tls.mode == HttpTlsMode::terminate && rules.tls.server && rules.tls.client) {
       c.hello = Hello::none;
       // A client that sent no SNI connected by address: its leaf, and the
@@ -1642,6 +1836,7 @@ class RelayWorker::Loop {
       h.host = c.sni;
       h.port = c.target->port;
       h.peer = c.peer;
+      h.identity = c.identity;
       c.request_id = h.id;
       c.hello = Hello::judging;
       apply_verdict(c, h.id, c.proxy->route.judge->judge(h, HeldRequest(inbox_, h.id)));

@@ -56,6 +56,8 @@ struct ProxyRoute {
   // one, every request judged. `name` is the proxy's, for RequestHead::proxy.
   std::shared_ptr<RequestJudge> judge;
   std::string proxy_authorization;
+  std::function<std::optional<std::string>(std::string_view)> authenticate;  // ForwardProxy::authenticate
+  std::function<std::optional<std::string>(std::string_view, std::string_view)> own_answer;  // ForwardProxy's
   std::string name;
   // A named upstream ("db:5432"): resolved for each connection off the
   // worker's thread, as Toxiproxy dials each one, so a proxy may be made before

@@ -24,6 +24,7 @@ enum class RequestStage : uint8_t {
   connect,  // a CONNECT: host and port only (target empty)
   tls_sni,  // the ClientHello inside a CONNECT tunnel not terminated: host is its SNI
   inner,    // a request inside a terminated CONNECT tunnel: the full path is known
+  stream,   // a redirected connection that is neither HTTP nor TLS: its destination only
 };
 
 // One request as the judge sees it. Headers are as received, names in lower case
@@ -40,6 +41,17 @@ struct RequestHead {
   std::vector<std::pair<std::string, std::string>> headers;
   bool tls_terminated = false;  // the proxy reads the plaintext (inner)
   SocketAddress peer;           // the client's address
+  // The kernel redirected the connection to the proxy (ProxyConfig's
+  // original_destination with forward): `destination` is where the client
+  // connected ("10.0.0.5:80", "[::1]:443"), and the upstream is always that
+  // address, whatever Host or SNI say. `host` is the Host header's name (plain
+  // HTTP), the SNI (TLS), or the destination's address when the client named
+  // none (or named an address: the real one is judged); `port` the destination's.
+  bool transparent = false;
+  std::string destination;
+  // Who the proxy's authentication said sent it (ForwardProxy::authenticate);
+  // empty when the proxy asks none (the judge's own identity then).
+  std::string identity;
 };
 
 // What the session does with a request. answer: `response` is a complete HTTP
