@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "userspace/proxy/http_fault.h"
+#include "userspace/proxy/request_judge.h"
 
 struct http_parser;
 
@@ -31,6 +32,9 @@ struct HttpLimits {
   uint32_t max_header_bytes = 32768;
   uint32_t max_headers = 100;
   uint32_t head_timeout_ms = 10'000;
+  // A judge that asks for a request's body (RequestVerdict::need_body) gets
+  // at most this much of it held; past it, it decides on what it has.
+  uint32_t max_body_hold_bytes = 4u << 20;
 };
 
 // A fault as the workers hold it: its counter survives updates of the set.
@@ -69,17 +73,18 @@ struct HttpRules {
                                                  uint64_t& rng);
 
 enum class HttpAct : uint8_t {
-  more,       // nothing to do until more bytes arrive
-  consume,    // the session took the first `bytes` of the input (a request head): drop them
-  forward,    // send the first `bytes` of the input on
-  drop,       // discard the first `bytes` of the input
-  send_head,  // send head() to the server, then call head_sent()
-  respond,    // send take_answer() to the client, then call answer_sent()
-  sleep,      // wait delay_ms, then step again
-  reset,      // close both sides with an RST
-  cut,        // send the first `bytes` of the input, then close both sides (FIN)
-  wait,       // nothing until the other direction has moved (the exchange must finish)
-  judge,      // (judged sessions) the head is complete: hand it to the judge, then a verdict_*()
+  more,        // nothing to do until more bytes arrive
+  consume,     // the session took the first `bytes` of the input (a request head): drop them
+  forward,     // send the first `bytes` of the input on
+  drop,        // discard the first `bytes` of the input
+  send_head,   // send head() to the server, then call head_sent()
+  respond,     // send take_answer() to the client, then call answer_sent()
+  sleep,       // wait delay_ms, then step again
+  reset,       // close both sides with an RST
+  cut,         // send the first `bytes` of the input, then close both sides (FIN)
+  wait,        // nothing until the other direction has moved (the exchange must finish)
+  judge,       // (judged sessions) the head is complete: hand it to the judge, then a verdict_*()
+  judge_body,  // (judged sessions) take_body_chunk() for the judge, then body_more() or a verdict_*()
 };
 
 struct HttpStep {
@@ -100,7 +105,7 @@ class HttpSession {
   // request_judge.h): client_step says judge once, then wait until one of
   // verdict_forward(), verdict_answer() or tunnel_established() is called.
   void judge_requests() { judged_ = true; }
-  [[nodiscard]] bool awaiting_verdict() const { return state_ == Req::judging; }
+  [[nodiscard]] bool awaiting_verdict() const { return state_ == Req::judging || state_ == Req::body_judging; }
   // The request whose head is complete: its method ("GET"), target as written,
   // fields (names lower case), whether it is an upgrade (CONNECT is one).
   [[nodiscard]] std::string method() const;
@@ -114,6 +119,25 @@ class HttpSession {
   void verdict_answer(std::string response, bool close);
   // The head the upstream gets instead (origin-form), ending as head() does.
   void replace_head(std::string head) { head_ = std::move(head); }
+
+  // The body stage (RequestVerdict::need_body): the request's body is read
+  // and held (its bytes as received, and de-chunked for the judge), and
+  // client_step says judge_body with each new piece, until a verdict_*(); a
+  // forward then sends the head and the held bytes before the rest.
+  void verdict_need_body();
+  struct BodyPiece {
+    std::string bytes;  // de-chunked body bytes since the last take
+    bool end = false;   // the whole body, or the cap reached (over_cap)
+    bool over_cap = false;
+  };
+  [[nodiscard]] BodyPiece take_body_chunk();
+  void body_more();  // the judge wants more: reading goes on
+  [[nodiscard]] bool in_body_stage() const { return state_ == Req::body_hold || state_ == Req::body_judging; }
+  // What a forward verdict changes in the request sent upstream, applied by
+  // verdict_forward: header fields set, and a held whole body transformed
+  // (Content-Length set to its new length, Transfer-Encoding dropped).
+  void plan_forward(std::vector<std::pair<std::string, std::string>> set_headers,
+                    std::shared_ptr<ByteTransformer> request_body);
   // A CONNECT whose upstream is connected: "200 Connection established" is the
   // answer; once it is sent (answer_sent()) tunnel_ready() and the session is
   // done: the bytes after it are the tunnel's.
@@ -140,6 +164,9 @@ class HttpSession {
   [[nodiscard]] uint64_t head_serial() const { return serial_; }
   void head_timed_out();
 
+  // The current response is complete (its exchange may still wait for the request).
+  [[nodiscard]] bool response_done() const { return resp_complete_; }
+
   // An answer of the proxy's own is due or being sent: the server's end of
   // stream must wait for it.
   [[nodiscard]] bool holds_client() const;
@@ -153,6 +180,8 @@ class HttpSession {
   enum class Req : uint8_t {
     head,
     judging,
+    body_hold,     // reading the body for the judge
+    body_judging,  // a piece of it is with the judge (or its verdict is awaited)
     decided,
     body,
     drain,
@@ -166,6 +195,8 @@ class HttpSession {
   enum class Action : uint8_t { pass, status, delay_request, delay_response, reset, truncate, abort_stream };
 
   void decide(const HttpRules& rules);
+  void apply_forward_plan();
+  void reset_body_stage();
   void make_answer(int status, const std::vector<std::pair<std::string, std::string>>& headers, const std::string& body,
                    bool close);
   void exchange_done();
@@ -192,6 +223,17 @@ class HttpSession {
   bool req_complete_ = false;
   bool upgrade_ = false;
   bool head_method_ = false;
+
+  // The body stage.
+  bool collecting_ = false;  // the parser's body bytes go to body_all_ and body_new_
+  std::string held_raw_;     // the body's bytes as received (framing included)
+  std::string body_all_;     // de-chunked, whole
+  std::string body_new_;     // de-chunked, not yet taken
+  bool body_end_ = false;
+  bool body_over_cap_ = false;
+  bool body_held_ = false;  // the body stage ran for this request
+  std::vector<std::pair<std::string, std::string>> plan_headers_;
+  std::shared_ptr<ByteTransformer> plan_body_;
 
   // What this exchange does.
   Action action_ = Action::pass;
