@@ -48,8 +48,8 @@ constexpr Example kGuardExamples[] = {
 };
 
 // The flags a policy file replaces: given with --policy, one of them is refused.
-constexpr const char* kPolicyFlags[] = {"enforce", "default-deny", "allow",    "deny",
-                                        "approve", "deny-errno",   "exfil-cap"};
+constexpr const char* kPolicyFlags[] = {"enforce",    "default-deny", "allow",      "deny",      "approve",
+                                        "deny-errno", "exfil-cap",    "deny-model", "max-tokens"};
 
 // Flags the kernel side alone can honour: refused without root.
 constexpr const char* kRootFlags[] = {"redirect", "exfil-cap", "deny-errno", "netns", "faults", "fault-host"};
@@ -195,6 +195,78 @@ std::optional<GuardRule> address_host_rule(const char* flag, GuardVerdict action
   return rule;
 }
 
+// --deny-model, --max-tokens (rules), --llm-host, --route-model and the budget.
+Status parse_llm_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
+  GuardCaptureOptions& cap = a.capture;
+  bool any = false;
+  if (r.count("deny-model")) {
+    for (const auto& m : r["deny-model"].as<std::vector<std::string>>()) {
+      if (m.empty() || m.size() > LlmRequestScanner::kMaxModelBytes)
+        return bad("--deny-model '" + m + "': a model name");
+      GuardRule rule;
+      rule.name = "--deny-model " + m;
+      rule.action = GuardVerdict::Deny;
+      rule.reason = "model " + m + " is denied";
+      rule.llm_model = m;
+      cap.policy.rules.push_back(std::move(rule));
+      any = true;
+    }
+  }
+  if (r.count("max-tokens")) {
+    auto n = parse_count_flag("max-tokens", r["max-tokens"].as<std::string>(), 1, 100'000'000);
+    if (!n) return n.error();
+    GuardRule rule;
+    rule.name = "--max-tokens " + std::to_string(*n);
+    rule.action = GuardVerdict::Deny;
+    rule.reason = "asks for more than " + std::to_string(*n) + " output tokens";
+    rule.llm_max_tokens_over = *n;
+    cap.policy.rules.push_back(std::move(rule));
+    any = true;
+  }
+  if (r.count("llm-host")) {
+    for (const auto& h : r["llm-host"].as<std::vector<std::string>>()) {
+      if (h.empty() || h.find_first_of("/ ") != std::string::npos) return bad("--llm-host '" + h + "': a host name");
+      cap.llm_hosts.push_back(h);
+    }
+    any = true;
+  }
+  if (r.count("route-model")) {
+    for (const auto& t : r["route-model"].as<std::vector<std::string>>()) {
+      auto route = with_flag("route-model", parse_model_route(t));
+      if (!route) return route.error();
+      cap.routes.push_back(*route);
+    }
+    any = true;
+  }
+  if (r.count("llm-token-budget")) {
+    auto n = parse_count_flag("llm-token-budget", r["llm-token-budget"].as<std::string>(), 1, 1'000'000'000'000);
+    if (!n) return n.error();
+    cap.budget.tokens = *n;
+    any = true;
+  }
+  if (r.count("llm-request-budget")) {
+    auto n = parse_count_flag("llm-request-budget", r["llm-request-budget"].as<std::string>(), 1, 1'000'000'000);
+    if (!n) return n.error();
+    cap.budget.requests = *n;
+    any = true;
+  }
+  const bool budget = cap.budget.tokens || cap.budget.requests;
+  if (r.count("llm-budget-window")) {
+    if (!budget) return bad("--llm-budget-window applies to --llm-token-budget or --llm-request-budget");
+    auto w = with_flag("llm-budget-window", parse_budget_window(r["llm-budget-window"].as<std::string>()));
+    if (!w) return w.error();
+    cap.budget.window = *w;
+  }
+  if (r.count("llm-default-reserve")) {
+    if (!cap.budget.tokens) return bad("--llm-default-reserve applies to --llm-token-budget");
+    auto n = parse_count_flag("llm-default-reserve", r["llm-default-reserve"].as<std::string>(), 1, 100'000'000);
+    if (!n) return n.error();
+    cap.budget.default_reserve = *n;
+  }
+  if (any) a.requests = true;
+  return {};
+}
+
 }  // namespace
 
 Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args) {
@@ -259,7 +331,23 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       "gateway-token", "ID=TOKEN: an agent's token and the identity it names, repeatable (--gateway)",
       cxxopts::value<std::vector<std::string>>())(
       "addr", "--gateway: the address to listen on, ADDR:PORT ([::]:3128, 10.0.0.2:3128)",
-      cxxopts::value<std::string>())("h,help", "help");
+      cxxopts::value<std::string>())(
+      "llm-host",
+      "H: the LLM host whose /v1/messages, /v1/chat/completions and /v1/responses calls are read (model, "
+      "tokens, usage), repeatable; a host, *.suffix or host:port (default: any host on those paths)",
+      cxxopts::value<std::vector<std::string>>())(
+      "deny-model", "M: deny LLM calls asking for model M (exactly, or a prefix ending in *), repeatable",
+      cxxopts::value<std::vector<std::string>>())(
+      "max-tokens", "N: deny LLM calls asking for more than N output tokens", cxxopts::value<std::string>())(
+      "route-model", "FROM=TO: send LLM calls asking for model FROM as TO (logged as such), repeatable",
+      cxxopts::value<std::vector<std::string>>())(
+      "llm-token-budget", "N: output tokens per identity and window; calls that do not fit get 429",
+      cxxopts::value<std::string>())("llm-request-budget", "N: LLM calls per identity and window",
+                                     cxxopts::value<std::string>())(
+      "llm-budget-window", "D: the budget's window, aligned to the epoch (default 1h; 30m, 1d, 90s)",
+      cxxopts::value<std::string>())("llm-default-reserve",
+                                     "N: what a call without max tokens reserves of the token budget (default 4096)",
+                                     cxxopts::value<std::string>())("h,help", "help");
   auto [flags, cmd] = split_command(args);
   auto r = parse_flag_words(o, flags, kCommandAfterDashesHint);
   if (!r) return r.error();
@@ -376,6 +464,7 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
     (void)::gethostname(host, sizeof host - 1);
     cap.identity = std::string(pw != nullptr ? pw->pw_name : std::to_string(::geteuid())) + "@" + host;
   }
+  FL_TRY(parse_llm_flags(*r, args_out));
   if (r->count("no-proxy-loopback")) {
     cap.no_proxy_loopback = true;
     args_out.requests = true;

@@ -91,6 +91,18 @@ std::string guard_ca_dir() {
   return (dir ? *dir : "/tmp/faultline-" + std::to_string(::geteuid())) + "/ca";
 }
 
+std::string guard_state_dir() {
+  if (const char* e = std::getenv("FAULTLINE_STATE_DIR"); e != nullptr && e[0] != '\0') return e;
+  if (::geteuid() == 0) return "/var/lib/faultline";
+  if (const char* x = std::getenv("XDG_STATE_HOME"); x != nullptr && x[0] == '/') return std::string(x) + "/faultline";
+  const char* home = std::getenv("HOME");
+  struct stat st {};
+  if (home != nullptr && home[0] == '/' && ::stat(home, &st) == 0 && st.st_uid == ::geteuid())
+    return std::string(home) + "/.local/state/faultline";
+  auto dir = guard_socket_dir(true);
+  return dir ? *dir : "/tmp/faultline-" + std::to_string(::geteuid());
+}
+
 Result<GuardPolicy> read_guard_policy_file(const std::string& file) {
   auto text = read_policy_text(file);
   if (!text) return input_error(text.error().err, text.error().describe());
@@ -106,15 +118,13 @@ Result<GuardPolicy> read_guard_policy_file(const std::string& file) {
 
 Status check_guard_policy_runnable(const GuardPolicy& policy, bool terminate_tls) {
   for (const GuardRule& r : policy.rules) {
-    if (r.needs_llm_facts())
-      return input_error(EINVAL, "rule " + r.name +
-                                     ": llm_model and llm_max_tokens_over need the guard's LLM facts scan, which "
-                                     "is not wired yet (issue 26 section 4): write a host or path rule");
-    if (!terminate_tls && needs_plaintext(r))
-      return input_error(EINVAL, "rule " + r.name +
-                                     ": matches on the request's path or method, which HTTPS shows only when its "
-                                     "TLS is terminated: add --terminate-tls (the command then trusts the local "
-                                     "CA), or match on the host alone");
+    if (!terminate_tls && needs_plaintext(r)) {
+      const std::string what =
+          r.needs_llm_facts() ? "an LLM call's model or max tokens" : "the request's path or method";
+      return input_error(EINVAL, "rule " + r.name + ": matches on " + what +
+                                     ", which HTTPS shows only when its TLS is terminated: add --terminate-tls (the "
+                                     "command then trusts the local CA), or match on the host alone");
+    }
   }
   return {};
 }
@@ -160,7 +170,26 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
     if (!w) return make_error(w.error().err, "--json-log " + o.json_log + ": " + w.error().describe());
     activity = std::make_shared<ActivityWriter>(std::move(*w));
   }
+  if (o.budget.tokens || o.budget.requests) {
+    const std::string dir = guard_state_dir();
+    // ~/.local/state may not exist yet: its parents too (an existing one is left as it is).
+    for (size_t i = 1; i <= dir.size(); ++i)
+      if (i == dir.size() || dir[i] == '/') (void)::mkdir(dir.substr(0, i).c_str(), 0700);
+    auto store = LocalBudgetStore::open(o.budget, dir);
+    if (!store) return make_error(store.error().err, "the LLM budget: " + store.error().describe());
+    c->budget_ = std::move(*store);
+    const BudgetCharge now = c->budget_->charged(o.identity);
+    log << "faultline guard: LLM budget for " << o.identity << ": "
+        << (o.budget.tokens ? std::to_string(*o.budget.tokens) + " output tokens" : std::string("no token limit"))
+        << ", " << (o.budget.requests ? std::to_string(*o.budget.requests) + " calls" : std::string("no call limit"))
+        << " per " << o.budget.window.count() << "s window (used " << now.tokens << " tokens, " << now.requests
+        << " calls; state " << c->budget_->state_path() << ")\n";
+  }
   GuardJudgeOptions jo;
+  jo.llm_hosts = o.llm_hosts;
+  jo.routes = o.routes;
+  jo.budget = c->budget_;
+  jo.budget_limits = o.budget;
   jo.identity = o.identity;
   jo.terminate_tls = o.terminate_tls;
   jo.approve_timeout = o.approve_timeout;
@@ -292,6 +321,10 @@ GuardCapture::~GuardCapture() {
   // The proxy first (no new requests), then the approvals API; the judge last.
   proxies_.reset();
   approvals_.reset();
+  if (budget_) {
+    if (auto st = budget_->flush(); !st)
+      write_line("faultline guard: the LLM budget's state: " + st.error().describe());
+  }
 }
 
 void GuardCapture::print_summary(std::ostream& log) const {
@@ -302,6 +335,8 @@ void GuardCapture::print_summary(std::ostream& log) const {
       << "  approved " << n.approved << "\n";
   if (pol->mode == GuardMode::Monitor)
     log << "  monitor: would have denied " << n.would_deny << ", would have held " << n.would_hold << "\n";
+  if (n.llm_calls > 0)
+    log << "  llm calls " << n.llm_calls << "  tokens in " << n.llm_in << "  out " << n.llm_out << "\n";
   if (!options_.json_log.empty()) log << "  activity log: " << options_.json_log << "\n";
 }
 

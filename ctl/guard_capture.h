@@ -42,6 +42,10 @@ struct GuardCaptureOptions {
   bool gateway = false;
   std::string listen;  // "" for 127.0.0.1:0
   std::vector<GatewayToken> gateway_tokens;
+  // The LLM layer (docs/guard.md, "LLM facts, usage and budgets").
+  std::vector<std::string> llm_hosts;  // --llm-host
+  std::vector<LlmModelRoute> routes;   // --route-model
+  LlmBudgetLimits budget;              // --llm-token-budget, --llm-request-budget, --llm-budget-window, ...
 };
 
 class GuardCapture {
@@ -70,6 +74,7 @@ class GuardCapture {
   std::optional<TempFolder> trust_dir_;
   std::shared_ptr<GuardJudge> judge_;
   std::unique_ptr<ApprovalSocket> approvals_;
+  std::shared_ptr<LocalBudgetStore> budget_;
   std::unique_ptr<ProxyRegistry> proxies_;
   uint16_t port_ = 0;
   std::string address_;
@@ -82,7 +87,7 @@ class GuardCapture {
 [[nodiscard]] Result<GuardPolicy> read_guard_policy_file(const std::string& file);
 
 // Why a policy cannot run as given: a rule needing plaintext without
-// --terminate-tls, a rule needing the LLM facts scan. Nothing when it can.
+// --terminate-tls (a path, a method, or an LLM call's facts). Nothing when it can.
 [[nodiscard]] Status check_guard_policy_runnable(const GuardPolicy& policy, bool terminate_tls);
 
 // The CA folder of a guard that terminates TLS: FAULTLINE_CA_DIR, else root's
@@ -90,5 +95,11 @@ class GuardCapture {
 // ~/.local/share/faultline/ca when HOME is ours, else the runtime folder's ca/
 // (where the approvals sockets are).
 [[nodiscard]] std::string guard_ca_dir();
+
+// Where the guard keeps state across restarts (the LLM budget's window):
+// FAULTLINE_STATE_DIR, else root's /var/lib/faultline, else
+// $XDG_STATE_HOME/faultline, else ~/.local/state/faultline when HOME is ours,
+// else the runtime folder.
+[[nodiscard]] std::string guard_state_dir();
 
 }  // namespace faultline

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <thread>
 
 #include "selftests/lib/child_process.h"
 #include "selftests/lib/require_root.h"
@@ -87,7 +88,8 @@ class GuardWireTest : public ::testing::Test {
             "http_proxy=",
             "https_proxy=",
             "SSL_CERT_FILE=",
-            "CURL_CA_BUNDLE="};
+            "CURL_CA_BUNDLE=",
+            "FAULTLINE_STATE_DIR=" + dir_.file("state")};
   }
 
   std::vector<std::string> guard_argv(std::vector<std::string> flags, std::vector<std::string> cmd, bool user = true) {
@@ -359,6 +361,265 @@ TEST_F(GuardWireTest, RootJudgesTcpThatBypassesTheProxyAndRefusesUdp) {
   EXPECT_EQ(up.requests(), 2);
   EXPECT_NE(r.err.find("GET " + up.url("/bypass") + " (redirected, to 127.0.0.1:"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("other egress (UDP, other protocols) is refused in the kernel"), std::string::npos) << r.err;
+}
+
+// --- LLM facts, usage and budgets ---------------------------------------------
+
+// A stand-in model server: reads one request (head and Content-Length body),
+// keeps it, waits `delay`, and answers as the provider of its path would:
+// /v1/messages a JSON message with usage (in 10, out 5); /v1/chat/completions
+// with "stream": true an SSE stream (chunked) whose usage chunk is sent only
+// when the request asked for it (include_usage), else a JSON completion.
+class LlmStandIn {
+ public:
+  explicit LlmStandIn(std::chrono::milliseconds delay = 0ms)
+      : delay_(delay), server_([this](UniqueFd fd) { serve(std::move(fd)); }) {}
+  [[nodiscard]] uint16_t port() const { return server_.port(); }
+  [[nodiscard]] std::string url(const std::string& path) const {
+    return "http://127.0.0.1:" + std::to_string(port()) + path;
+  }
+  int requests() {
+    std::lock_guard lock(mu_);
+    return int(bodies_.size());
+  }
+  std::vector<std::string> bodies() {
+    std::lock_guard lock(mu_);
+    return bodies_;
+  }
+  std::vector<std::string> heads() {
+    std::lock_guard lock(mu_);
+    return heads_;
+  }
+
+  static std::string chat_stream(bool with_usage) {
+    auto chunk = [](const std::string& data) {
+      const std::string event = "data: " + data + "\n\n";
+      char size[16];
+      std::snprintf(size, sizeof size, "%zx", event.size());
+      return std::string(size) + "\r\n" + event + "\r\n";
+    };
+    std::string out = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+    out += chunk(
+        R"({"id":"c1","object":"chat.completion.chunk","model":"gpt-test","choices":[{"index":0,"delta":{"content":"Hel"}}]})");
+    out += chunk(
+        R"({"id":"c1","object":"chat.completion.chunk","model":"gpt-test","choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":"stop"}]})");
+    if (with_usage)
+      out += chunk(
+          R"({"id":"c1","object":"chat.completion.chunk","model":"gpt-test","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":2,"total_tokens":14}})");
+    out += chunk("[DONE]");
+    return out + "0\r\n\r\n";
+  }
+
+ private:
+  void serve(UniqueFd fd) {
+    std::string got;
+    char b[65536];
+    size_t want = std::string::npos;
+    for (;;) {
+      if (want == std::string::npos) {
+        const size_t end = got.find("\r\n\r\n");
+        if (end != std::string::npos) {
+          std::string head = got.substr(0, end);
+          for (char& c : head) c = char(std::tolower(static_cast<unsigned char>(c)));
+          const size_t cl = head.find("content-length: ");
+          want = end + 4 + (cl == std::string::npos ? 0 : std::stoul(head.substr(cl + 16)));
+        }
+      }
+      if (want != std::string::npos && got.size() >= want) break;
+      ssize_t n = ::recv(fd.get(), b, sizeof b, 0);
+      if (n <= 0) return;
+      got.append(b, size_t(n));
+    }
+    const std::string head = got.substr(0, got.find("\r\n\r\n"));
+    const std::string body = got.substr(got.find("\r\n\r\n") + 4);
+    {
+      std::lock_guard lock(mu_);
+      heads_.push_back(head);
+      bodies_.push_back(body);
+    }
+    std::this_thread::sleep_for(delay_);
+    auto j = nlohmann::json::parse(body, nullptr, false);
+    const std::string model = j.is_object() && j.contains("model") ? j["model"].get<std::string>() : "unknown";
+    if (head.find("/v1/chat/completions") != std::string::npos && j.is_object() && j.value("stream", false)) {
+      const bool usage = j.contains("stream_options") && j["stream_options"].value("include_usage", false);
+      fltest::send_all(fd.get(), chat_stream(usage));
+      return;
+    }
+    nlohmann::json answer;
+    if (head.find("/v1/chat/completions") != std::string::npos)
+      answer = {{"id", "c1"},
+                {"object", "chat.completion"},
+                {"model", model},
+                {"choices",
+                 {{{"index", 0}, {"message", {{"role", "assistant"}, {"content", "hi"}}}, {"finish_reason", "stop"}}}},
+                {"usage", {{"prompt_tokens", 12}, {"completion_tokens", 3}, {"total_tokens", 15}}}};
+    else
+      answer = {{"id", "msg_1"},
+                {"type", "message"},
+                {"role", "assistant"},
+                {"model", model},
+                {"content", {{{"type", "text"}, {"text", "hi"}}}},
+                {"stop_reason", "end_turn"},
+                {"usage", {{"input_tokens", 10}, {"output_tokens", 5}}}};
+    const std::string text = answer.dump();
+    fltest::send_all(fd.get(), "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                                   std::to_string(text.size()) + "\r\nConnection: close\r\n\r\n" + text);
+  }
+
+  std::chrono::milliseconds delay_;
+  std::mutex mu_;
+  std::vector<std::string> heads_;
+  std::vector<std::string> bodies_;
+  fltest::ScriptServer server_;
+};
+
+// curl POSTing JSON through the guard's proxy (the variables it sets).
+std::vector<std::string> curl_post(const std::string& url, const std::string& body) {
+  return {"curl",          "-sS", "--max-time", "20", "-w", "[%{http_code}]", "-H", "content-type: application/json",
+          "--data-binary", body,  url};
+}
+
+std::vector<nlohmann::json> activity_lines(const std::string& file) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+TEST_F(GuardWireTest, DeniedModelRaisesTheSdksPermissionErrorOnceAndNothingGoesUpstream) {
+  const std::string sdk_dir = LLM_SDK_DIR;
+  if (::access((sdk_dir + "/node_modules/@anthropic-ai/sdk").c_str(), R_OK) != 0)
+    GTEST_SKIP() << "*** SKIPPED: " << sdk_dir << "/node_modules missing: run scripts/install-deps.sh ***";
+  LlmStandIn standin;
+  auto r = guard({"--enforce", "--terminate-tls", "--deny-model", "claude-test", "--deny-model", "gpt-*"},
+                 {"node", sdk_dir + "/guard_sdk_test.js", "http://127.0.0.1:" + std::to_string(standin.port())});
+  EXPECT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_NE(r.out.find("ok anthropic: PermissionDeniedError"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ok anthropic: exactly one attempt"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ok openai: exactly one attempt"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("deny (rule --deny-model claude-test: model claude-test is denied) model claude-test"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(standin.requests(), 0);
+}
+
+TEST_F(GuardWireTest, MaxTokensDeniesACallAskingForMoreAndLetsTheRestThrough) {
+  LlmStandIn standin;
+  auto r = guard({"--enforce", "--terminate-tls", "--max-tokens", "1000"},
+                 {"sh", "-c",
+                  "curl -sS --max-time 20 -w '[%{http_code}]\\n' --data-binary "
+                  "'{\"model\":\"claude-test\",\"max_tokens\":5000,\"messages\":[]}' " +
+                      standin.url("/v1/messages") +
+                      "; curl -sS --max-time 20 -w '[%{http_code}]\\n' --data-binary "
+                      "'{\"messages\":[],\"max_tokens\":100,\"model\":\"claude-test\"}' " +
+                      standin.url("/v1/messages")});
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_NE(r.out.find("permission_error"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("asks for more than 1000 output tokens"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[403]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[200]"), std::string::npos) << r.out;
+  EXPECT_EQ(standin.requests(), 1);
+}
+
+TEST_F(GuardWireTest, UnparseableBodyOnAnLlmPathIsDeniedByAnLlmRuleWithTheReason) {
+  LlmStandIn standin;
+  auto r = guard({"--enforce", "--terminate-tls", "--deny-model", "claude-opus-*"},
+                 curl_post(standin.url("/v1/messages"), "this is not json"));
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_NE(r.out.find("[403]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("llm facts unknown: body is not JSON"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("llm facts unknown"), std::string::npos) << r.err;
+  EXPECT_EQ(standin.requests(), 0);
+}
+
+TEST_F(GuardWireTest, RouteModelRewritesWhatTheStandInSeesAndTheActivitySaysSo) {
+  LlmStandIn standin;
+  const std::string log = dir_.file("route.jsonl");
+  auto r = guard(
+      {"--terminate-tls", "--route-model", "claude-big=claude-small", "--json-log", log},
+      curl_post(
+          standin.url("/v1/messages"),
+          R"({"messages":[{"role":"user","content":"the model is claude-big"}],"model":"claude-big","max_tokens":64})"));
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_NE(r.out.find("[200]"), std::string::npos) << r.out;
+  ASSERT_EQ(standin.requests(), 1);
+  const auto sent = nlohmann::json::parse(standin.bodies()[0]);
+  EXPECT_EQ(sent["model"], "claude-small");
+  EXPECT_EQ(sent["messages"][0]["content"], "the model is claude-big");  // only the top-level model
+  EXPECT_NE(standin.heads()[0].find("Accept-Encoding: identity"), std::string::npos) << standin.heads()[0];
+  EXPECT_NE(r.err.find("route-model claude-big -> claude-small"), std::string::npos) << r.err;
+  bool routed = false;
+  for (const auto& e : activity_lines(log))
+    if (e["kind"] == "route" && e["llm"]["model"] == "claude-small") routed = true;
+  EXPECT_TRUE(routed);
+}
+
+TEST_F(GuardWireTest, UsageIsPrintedAndLoggedPerCallAndTheLogVerifies) {
+  LlmStandIn standin;
+  const std::string log = dir_.file("usage.jsonl");
+  auto r = guard({"--terminate-tls", "--json-log", log},
+                 curl_post(standin.url("/v1/messages"), R"({"model":"claude-test","max_tokens":64,"messages":[]})"));
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_NE(r.err.find("llm: claude-test in=10 out=5"), std::string::npos) << r.err;
+  bool usage = false;
+  for (const auto& e : activity_lines(log))
+    if (e["kind"] == "llm" && e["llm"]["model"] == "claude-test" && e["llm"]["in"] == 10 && e["llm"]["out"] == 5)
+      usage = true;
+  EXPECT_TRUE(usage);
+  auto v = faultctl({"activity", "verify", log});
+  EXPECT_TRUE(v.status.is(0)) << v.describe();
+}
+
+TEST_F(GuardWireTest, ChatStreamGetsIncludeUsageAndTheClientSeesTheStreamItWouldHaveSeen) {
+  LlmStandIn standin;
+  const std::string log = dir_.file("stream.jsonl");
+  const std::string body = R"({"model":"gpt-test","stream":true,"messages":[{"role":"user","content":"hi"}]})";
+  const std::vector<std::string> client = {"curl", "-sS",           "-N", "--max-time",
+                                           "20",   "--data-binary", body, standin.url("/v1/chat/completions")};
+  auto direct = fltest::run_command(client, {.env = env_}, 30s);
+  ASSERT_TRUE(direct.status.is(0)) << direct.describe();
+  auto r = guard({"--terminate-tls", "--json-log", log}, client);
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_EQ(r.out, direct.out);  // byte for byte: the usage chunk the guard asked for is removed
+  EXPECT_EQ(r.out.find("usage"), std::string::npos) << r.out;
+  ASSERT_EQ(standin.requests(), 2);
+  EXPECT_NE(standin.bodies()[1].find(R"("stream_options":{"include_usage":true})"), std::string::npos)
+      << standin.bodies()[1];
+  EXPECT_NE(r.err.find("llm: gpt-test in=12 out=2"), std::string::npos) << r.err;
+  bool usage = false;
+  for (const auto& e : activity_lines(log))
+    if (e["kind"] == "llm" && e["llm"]["in"] == 12 && e["llm"]["out"] == 2) usage = true;
+  EXPECT_TRUE(usage);
+}
+
+TEST_F(GuardWireTest, BudgetForTenAdmitsExactlyTenOfTwentyConcurrentCallsAndARestartKeepsTheCharge) {
+  // Every call in flight at once (the stand-in answers after 1.5 s), so
+  // admission alone decides: reserve-then-settle cannot overshoot.
+  LlmStandIn standin(1500ms);
+  const std::string call =
+      "curl -sS -o /dev/null --max-time 30 -w '%{http_code}\\n' --data-binary "
+      "'{\"model\":\"claude-test\",\"max_tokens\":100,\"messages\":[]}' " +
+      standin.url("/v1/messages");
+  const std::vector<std::string> flags = {
+      "--enforce", "--terminate-tls", "--llm-token-budget", "1000", "--llm-request-budget", "10", "--llm-budget-window",
+      "1d"};
+  auto r = guard(flags, {"sh", "-c", "for i in $(seq 20); do " + call + " & done; wait"});
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  auto count = [](const std::string& out, const std::string& code) {
+    size_t n = 0;
+    for (size_t at = out.find(code); at != std::string::npos; at = out.find(code, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count(r.out, "200"), 10u) << r.out;
+  EXPECT_EQ(count(r.out, "429"), 10u) << r.out;
+  EXPECT_EQ(standin.requests(), 10);
+  // The budget's denial: the provider's own, not to be retried.
+  auto denial = guard(flags, curl_post(standin.url("/v1/messages"), R"({"model":"claude-test","max_tokens":100})"));
+  ASSERT_TRUE(denial.status.is(0)) << denial.describe();
+  EXPECT_NE(denial.out.find("[429]"), std::string::npos) << denial.out;
+  EXPECT_NE(denial.out.find("rate_limit_error"), std::string::npos) << denial.out;
+  EXPECT_NE(denial.err.find("used 50 tokens, 10 calls"), std::string::npos) << denial.err;  // settled to out=5 each
+  EXPECT_EQ(standin.requests(), 10);
 }
 
 }  // namespace

@@ -63,9 +63,59 @@ bool has_header(const RequestHead& head, std::string_view name) {
   return std::any_of(head.headers.begin(), head.headers.end(), [&](const auto& h) { return h.first == name; });
 }
 
+// --llm-host: a host (any port), *.suffix (strict subdomains), or host:port.
+bool llm_host_matches(std::string_view want, const RequestHead& head) {
+  if (want.size() > 2 && want.substr(0, 2) == "*.") return iends_with(head.host, want.substr(1));
+  if (iequals(want, head.host)) return true;
+  return iequals(want, host_port(head));
+}
+
+// The request rewrite as the proxy's body transformer.
+class RewriteTransformer final : public ByteTransformer {
+ public:
+  RewriteTransformer(LlmEndpoint endpoint, std::vector<LlmModelRoute> routes, bool inject)
+      : rewriter_(endpoint, std::move(routes), inject) {}
+  std::string feed(std::string_view bytes) override { return rewriter_.feed(bytes); }
+  std::string finish() override { return rewriter_.finish(); }
+
+ private:
+  LlmRequestRewriter rewriter_;
+};
+
+// The client's view of a chat stream whose usage chunk the guard asked for.
+class StreamFilterTransformer final : public ByteTransformer {
+ public:
+  std::string feed(std::string_view bytes) override { return filter_.feed(bytes); }
+  std::string finish() override { return filter_.finish(); }
+
+ private:
+  LlmStreamFilter filter_;
+};
+
+// The first route whose `from` is the model, as the rewriter takes it.
+const LlmModelRoute* route_for(const std::vector<LlmModelRoute>& routes, const std::optional<std::string>& model) {
+  if (!model) return nullptr;
+  for (const LlmModelRoute& r : routes)
+    if (r.from == *model) return &r;
+  return nullptr;
+}
+
 }  // namespace guard_judge_impl
 
 using namespace guard_judge_impl;
+
+struct GuardJudge::LlmCall {
+  RequestHead head;
+  LlmEndpoint endpoint = LlmEndpoint::None;
+  std::shared_ptr<const GuardPolicy> policy;  // the version its head was judged under
+  LlmRequestScanner scan;
+  LlmRequestFacts facts;
+  std::string rule;  // the rule that let it through ("" the default)
+  std::optional<BudgetReservation> reservation;
+  std::unique_ptr<LlmUsageReader> usage;
+  std::string model;        // as sent upstream (routed)
+  std::string routed_from;  // --route-model applied: the model asked for
+};
 
 RequestFacts request_facts(const RequestHead& head) {
   RequestFacts f;
@@ -95,25 +145,26 @@ GuardJudge::GuardJudge(std::shared_ptr<const GuardPolicy> policy, GuardJudgeOpti
 void GuardJudge::reload(std::shared_ptr<const GuardPolicy> policy) { policy_.store(std::move(policy)); }
 
 GuardCounts GuardJudge::counts() const {
-  return {requests_.load(), allowed_.load(), denied_.load(), held_.load(),
-          approved_.load(), would_deny_.load(), would_hold_.load()};
+  return {requests_.load(),   allowed_.load(),    denied_.load(),    held_.load(),   approved_.load(),
+          would_deny_.load(), would_hold_.load(), llm_calls_.load(), llm_in_.load(), llm_out_.load()};
 }
 
-void GuardJudge::record(const RequestHead& head, GuardVerdict verdict, const std::string& rule,
-                        const std::string& what) {
+void GuardJudge::record(const RequestHead& head, GuardVerdict verdict, const std::string& rule, const std::string& what,
+                        std::optional<ActivityLlm> llm, std::string_view kind) {
   if (options_.activity) {
     ActivityEntry e;
     e.identity = head.identity.empty() ? options_.identity : head.identity;
-    e.kind = "request";
+    e.kind = std::string(kind);
     e.method = head.method;
     e.host = head.port == 80 || head.port == 443 ? head.host : host_port(head);
     e.path = head.target;
     e.verdict = std::string(guard_verdict_name(verdict));
     e.rule = rule;
+    e.llm = std::move(llm);
     if (auto st = options_.activity->append(std::move(e)); !st && options_.log)
       options_.log("faultline guard: activity log: " + st.error().describe());
   }
-  if (options_.log) options_.log("faultline guard: " + request_text(head) + " -> " + what);
+  if (options_.log && !what.empty()) options_.log("faultline guard: " + request_text(head) + " -> " + what);
 }
 
 RequestVerdict GuardJudge::judge(const RequestHead& head, HeldRequest later) {
@@ -134,22 +185,97 @@ RequestVerdict GuardJudge::judge(const RequestHead& head, HeldRequest later) {
     }
   }
   const std::shared_ptr<const GuardPolicy> policy = policy_.load();  // this request's one version
-  const GuardDecision d = decide(*policy, request_facts(head));
+  if (is_llm_call(head)) {  // decided once its body's facts are read (judge_body)
+    auto call = std::make_shared<LlmCall>();
+    call->head = head;
+    call->endpoint = llm_endpoint_for_target(head.target);
+    call->policy = policy;
+    std::lock_guard lock(calls_mu_);
+    calls_[head.id] = std::move(call);
+    return RequestVerdict::need_body();
+  }
+  return decide_request(head, request_facts(head), *policy, std::move(later), nullptr);
+}
+
+bool GuardJudge::is_llm_call(const RequestHead& head) const {
+  if (head.stage != RequestStage::request && head.stage != RequestStage::inner) return false;
+  if (head.method != "POST" || llm_endpoint_for_target(head.target) == LlmEndpoint::None) return false;
+  if (options_.llm_hosts.empty()) return true;
+  return std::any_of(options_.llm_hosts.begin(), options_.llm_hosts.end(),
+                     [&](const std::string& h) { return llm_host_matches(h, head); });
+}
+
+std::shared_ptr<GuardJudge::LlmCall> GuardJudge::take_call(uint64_t id) {
+  std::lock_guard lock(calls_mu_);
+  auto it = calls_.find(id);
+  return it == calls_.end() ? nullptr : it->second;
+}
+
+void GuardJudge::drop_call(uint64_t id) {
+  std::shared_ptr<LlmCall> call;
+  {
+    std::lock_guard lock(calls_mu_);
+    auto it = calls_.find(id);
+    if (it == calls_.end()) return;
+    call = std::move(it->second);
+    calls_.erase(it);
+  }
+  // Nothing of it reached the upstream: what it reserved is given back.
+  if (call->reservation && options_.budget) (void)options_.budget->release(*call->reservation);
+}
+
+RequestVerdict GuardJudge::judge_body(uint64_t request_id, const RequestBodyChunk& chunk, HeldRequest later) {
+  std::shared_ptr<LlmCall> call = take_call(request_id);
+  if (!call) return RequestVerdict::forward();
+  if (!chunk.bytes.empty()) (void)call->scan.feed(chunk.bytes);
+  if (!chunk.end) return RequestVerdict::need_body();
+  if (!chunk.over_cap) (void)call->scan.finish();
+  RequestFacts facts = request_facts(call->head);
+  call->facts = call->scan.facts();
+  // Over the cap the facts are unknown: rules that need them fail safe.
+  facts.llm_facts_unparseable = chunk.over_cap || call->scan.state() == LlmScanState::unparseable;
+  if (!facts.llm_facts_unparseable) {
+    facts.llm_model = call->facts.model;
+    facts.llm_max_tokens = call->facts.max_tokens;
+  } else if (options_.log) {
+    options_.log("faultline guard: " + request_text(call->head) + ": llm facts unknown: " +
+                 (chunk.over_cap ? std::string("the body is over the proxy's hold")
+                                 : std::string(call->scan.why_unparseable())));
+  }
+  return decide_request(call->head, facts, *call->policy, std::move(later), call);
+}
+
+RequestVerdict GuardJudge::decide_request(const RequestHead& head, const RequestFacts& facts, const GuardPolicy& policy,
+                                          HeldRequest later, std::shared_ptr<LlmCall> call) {
+  const GuardDecision d = decide(policy, facts);
   requests_.fetch_add(1, std::memory_order_relaxed);
   const std::string rule_text = d.rule.empty() ? "the default" : "rule " + d.rule;
   const std::string why = rule_text + (d.reason.empty() ? "" : ": " + d.reason);
-  if (d.verdict == GuardVerdict::Allow) {
-    allowed_.fetch_add(1, std::memory_order_relaxed);
-    record(head, d.verdict, d.rule, "allow (" + rule_text + ")");
-    return RequestVerdict::forward();
+  std::optional<ActivityLlm> asked;  // the model the call asked for, on its decision's line
+  std::string model_text;
+  if (call && facts.llm_model) {
+    asked = ActivityLlm{*facts.llm_model};
+    model_text = " model " + *facts.llm_model;
   }
-  if (!d.enforced) {
-    (d.verdict == GuardVerdict::Deny ? would_deny_ : would_hold_).fetch_add(1, std::memory_order_relaxed);
+  if (call) call->rule = d.rule;
+  if (d.verdict == GuardVerdict::Allow || !d.enforced) {
+    // An LLM call meets its budget first: a budget denial is its one decision line.
+    RequestVerdict v = call ? forward_llm(call, policy.mode == GuardMode::Enforce) : RequestVerdict::forward();
+    if (v.kind == RequestVerdict::Kind::answer) return v;
     allowed_.fetch_add(1, std::memory_order_relaxed);
-    record(head, d.verdict, d.rule,
-           std::string(d.verdict == GuardVerdict::Deny ? "would deny" : "would hold for approval") + " (" + why +
-               "; monitor: forwarded)");
-    return RequestVerdict::forward();
+    if (d.verdict == GuardVerdict::Allow) {
+      record(head, d.verdict, d.rule, "allow (" + rule_text + ")" + model_text, asked);
+    } else {
+      (d.verdict == GuardVerdict::Deny ? would_deny_ : would_hold_).fetch_add(1, std::memory_order_relaxed);
+      record(head, d.verdict, d.rule,
+             std::string(d.verdict == GuardVerdict::Deny ? "would deny" : "would hold for approval") + " (" + why +
+                 "; monitor: forwarded)" + model_text,
+             asked);
+    }
+    if (call && !call->routed_from.empty())
+      record(head, GuardVerdict::Allow, d.rule, "route-model " + call->routed_from + " -> " + call->model,
+             ActivityLlm{call->model}, "route");
+    return v;
   }
   Denial denial;
   denial.rule = d.rule;
@@ -158,7 +284,8 @@ RequestVerdict GuardJudge::judge(const RequestHead& head, HeldRequest later) {
   const DenialFormat format = denial_format_for_request(head.host, head.target, has_header(head, "anthropic-version"));
   if (d.verdict == GuardVerdict::Deny) {
     denied_.fetch_add(1, std::memory_order_relaxed);
-    record(head, d.verdict, d.rule, "deny (" + why + ")");
+    if (call) drop_call(head.id);
+    record(head, d.verdict, d.rule, "deny (" + why + ")" + model_text, asked);
     return RequestVerdict::answer(denial_response(denial, format, false), true);
   }
   // Approve: held until a person, the timeout or the client's leaving settles it.
@@ -174,16 +301,21 @@ RequestVerdict GuardJudge::judge(const RequestHead& head, HeldRequest later) {
   // The settle runs on the deciding thread; `this` outlives it (the queue is
   // a member, and its destructor settles what is left).
   const std::string id = approvals_.add(
-      std::move(p), [this, head, later, denial, format, rule = d.rule](ApprovalOutcome o, const std::string& reason) {
+      std::move(p),
+      [this, head, later, denial, format, rule = d.rule, call](ApprovalOutcome o, const std::string& reason) {
         switch (o) {
           case ApprovalOutcome::Approved:
             approved_.fetch_add(1, std::memory_order_relaxed);
             record(head, GuardVerdict::Allow, rule, "approved" + (reason.empty() ? "" : " (" + reason + ")"));
-            (void)later.complete(RequestVerdict::forward());
+            (void)later.complete(call ? forward_llm(call, true) : RequestVerdict::forward());
+            if (call && !call->routed_from.empty())
+              record(head, GuardVerdict::Allow, rule, "route-model " + call->routed_from + " -> " + call->model,
+                     ActivityLlm{call->model}, "route");
             return;
           case ApprovalOutcome::Denied:
           case ApprovalOutcome::TimedOut: {
             denied_.fetch_add(1, std::memory_order_relaxed);
+            if (call) drop_call(head.id);
             Denial dn = denial;
             if (o == ApprovalOutcome::Denied)
               dn.reason = "denied by a person" + (reason.empty() ? "" : ": " + reason);
@@ -194,7 +326,9 @@ RequestVerdict GuardJudge::judge(const RequestHead& head, HeldRequest later) {
             return;
           }
           case ApprovalOutcome::Withdrawn:
-            if (options_.log) options_.log("faultline guard: " + request_text(head) + " -> withdrawn (the client went away)");
+            if (call) drop_call(head.id);
+            if (options_.log)
+              options_.log("faultline guard: " + request_text(head) + " -> withdrawn (the client went away)");
             return;
         }
       });
@@ -203,6 +337,87 @@ RequestVerdict GuardJudge::judge(const RequestHead& head, HeldRequest later) {
   return RequestVerdict::hold();
 }
 
-void GuardJudge::withdrawn(uint64_t request_id) { (void)approvals_.withdraw(request_id); }
+RequestVerdict GuardJudge::forward_llm(const std::shared_ptr<LlmCall>& call, bool enforce) {
+  const RequestHead& head = call->head;
+  const LlmRequestFacts& facts = call->facts;
+  const bool parsed = call->scan.state() != LlmScanState::unparseable && call->scan.object_ended();
+  if (options_.budget) {
+    // Reserve the call's ceiling now, so parallel calls cannot overshoot;
+    // settled to the billed output when its usage comes.
+    auto admission = options_.budget->reserve(options_.identity, budget_ceiling(facts, options_.budget_limits));
+    const std::string why = !admission ? admission.error().describe() : admission->reason;
+    if (admission && admission->admitted) {
+      call->reservation = admission->reservation;
+    } else if (enforce) {
+      denied_.fetch_add(1, std::memory_order_relaxed);
+      drop_call(head.id);
+      Denial dn;
+      dn.cause = DenialCause::Budget;
+      dn.reason = why;
+      dn.request_id = "req_" + options_.approval_prefix + "_" + std::to_string(head.id);
+      record(head, GuardVerdict::Deny, "budget", "deny (budget: " + why + ")");
+      return RequestVerdict::answer(
+          denial_response(dn, denial_format_for_request(head.host, head.target, has_header(head, "anthropic-version")),
+                          false),
+          true);
+    } else if (options_.log) {
+      options_.log("faultline guard: " + request_text(head) + " -> would deny (budget: " + why +
+                   "; monitor: forwarded)");
+    }
+  }
+  RequestVerdict v = RequestVerdict::forward(true);
+  // Answers stay readable for their usage: no compression.
+  v.set_headers.emplace_back("Accept-Encoding", "identity");
+  call->model = facts.model.value_or("");
+  const LlmModelRoute* route = parsed ? route_for(options_.routes, facts.model) : nullptr;
+  // The rewriter adds include_usage to a chat stream that did not set stream_options.
+  const bool inject = parsed && call->endpoint == LlmEndpoint::OpenAIChat && facts.stream.value_or(false) &&
+                      !facts.stream_options_present;
+  if (route || inject) v.request_body = std::make_shared<RewriteTransformer>(call->endpoint, options_.routes, inject);
+  if (inject) v.response_body = std::make_shared<StreamFilterTransformer>();
+  if (route) {
+    call->model = route->to;
+    call->routed_from = route->from;
+  }
+  call->usage = std::make_unique<LlmUsageReader>(call->endpoint);
+  return v;
+}
+
+void GuardJudge::on_response_bytes(uint64_t request_id, std::string_view bytes, bool end) {
+  std::shared_ptr<LlmCall> call = take_call(request_id);
+  if (!call || !call->usage) return;
+  if (!bytes.empty()) call->usage->feed(bytes);
+  if (!end) return;
+  {
+    std::lock_guard lock(calls_mu_);
+    calls_.erase(request_id);
+  }
+  LlmUsageReader& r = *call->usage;
+  r.finish();
+  const std::optional<LlmUsage> u = r.usage();
+  if (options_.budget && call->reservation) {
+    if (u)
+      (void)options_.budget->settle(*call->reservation, u->output);
+    else if (r.status() == 0)  // nothing came back: taken as not having reached the upstream
+      (void)options_.budget->release(*call->reservation);
+    // else: an answer without usage stays charged at its reservation
+  }
+  if (!u) return;
+  llm_calls_.fetch_add(1, std::memory_order_relaxed);
+  llm_in_.fetch_add(u->input, std::memory_order_relaxed);
+  llm_out_.fetch_add(u->output, std::memory_order_relaxed);
+  const std::string model = u->model.empty() ? call->model : u->model;
+  ActivityLlm a{model, u->input, u->output, u->cache_read, u->reasoning};
+  record(call->head, GuardVerdict::Allow, call->rule, "", a, "llm");
+  if (options_.log)
+    options_.log("llm: " + model + " in=" + std::to_string(u->input) + " out=" + std::to_string(u->output) +
+                 (u->cache_read ? " cache=" + std::to_string(u->cache_read) : "") +
+                 (u->reasoning ? " reasoning=" + std::to_string(u->reasoning) : ""));
+}
+
+void GuardJudge::withdrawn(uint64_t request_id) {
+  (void)approvals_.withdraw(request_id);
+  drop_call(request_id);  // a body stage the client left
+}
 
 }  // namespace faultline

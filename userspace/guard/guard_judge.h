@@ -12,11 +12,16 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <vector>
 
 #include "userspace/guard/activity_log.h"
 #include "userspace/guard/approval_queue.h"
 #include "userspace/guard/guard_answer.h"
 #include "userspace/guard/guard_policy.h"
+#include "userspace/guard/llm_budget.h"
+#include "userspace/guard/llm_request_scan.h"
+#include "userspace/guard/llm_usage.h"
 #include "userspace/proxy/request_judge.h"
 
 namespace faultline {
@@ -32,6 +37,16 @@ struct GuardJudgeOptions {
   // One line per decision for people (stderr); may be empty. Called on a
   // worker thread: it must be quick.
   std::function<void(const std::string&)> log;
+
+  // The LLM layer. A POST to /v1/messages, /v1/chat/completions or
+  // /v1/responses on an LLM host has its body scanned for the facts
+  // (model, max tokens) before it is decided, its answer read for usage.
+  // llm_hosts: --llm-host (a host, *.suffix, or host:port); empty: any host
+  // on those paths (a stand-in, a gateway, the providers' own).
+  std::vector<std::string> llm_hosts;
+  std::vector<LlmModelRoute> routes;    // --route-model
+  std::shared_ptr<BudgetStore> budget;  // null: no budget
+  LlmBudgetLimits budget_limits;        // what a call reserves (its ceiling, else the default)
 };
 
 // What the guard did, for its summary at exit.
@@ -43,6 +58,9 @@ struct GuardCounts {
   uint64_t approved = 0;    // held, then approved
   uint64_t would_deny = 0;  // monitor: what enforce would have denied
   uint64_t would_hold = 0;  // monitor: what enforce would have held
+  uint64_t llm_calls = 0;   // LLM calls whose answer was read
+  uint64_t llm_in = 0;      // their input and output tokens
+  uint64_t llm_out = 0;
 };
 
 class GuardJudge final : public RequestJudge {
@@ -57,11 +75,32 @@ class GuardJudge final : public RequestJudge {
   [[nodiscard]] GuardCounts counts() const;
 
   [[nodiscard]] RequestVerdict judge(const RequestHead& head, HeldRequest later) override;
+  [[nodiscard]] RequestVerdict judge_body(uint64_t request_id, const RequestBodyChunk& chunk,
+                                          HeldRequest later) override;
   void withdrawn(uint64_t request_id) override;
+  void on_response_bytes(uint64_t request_id, std::string_view bytes, bool end) override;
+
+  // One LLM call from its head to its answer's end.
+  struct LlmCall;
 
  private:
+  [[nodiscard]] bool is_llm_call(const RequestHead& head) const;
+  // The policy's decision on the facts, and what follows: a forward, a
+  // denial, a hold. `call` is set for an LLM call.
+  [[nodiscard]] RequestVerdict decide_request(const RequestHead& head, const RequestFacts& facts,
+                                              const GuardPolicy& policy, HeldRequest later,
+                                              std::shared_ptr<LlmCall> call);
+  // An LLM call allowed by the policy: the budget's admission, then the
+  // forward with its rewrite, its usage reading and its stream filter.
+  [[nodiscard]] RequestVerdict forward_llm(const std::shared_ptr<LlmCall>& call, bool enforce);
+  std::shared_ptr<LlmCall> take_call(uint64_t id);
+  void drop_call(uint64_t id);
+
   // The activity line and the log line of one decision.
-  void record(const RequestHead& head, GuardVerdict verdict, const std::string& rule, const std::string& what);
+  // `llm`: the call's model and tokens (kind "llm": its usage line); `what`
+  // "" logs nothing for people.
+  void record(const RequestHead& head, GuardVerdict verdict, const std::string& rule, const std::string& what,
+              std::optional<ActivityLlm> llm = std::nullopt, std::string_view kind = "request");
 
   std::atomic<std::shared_ptr<const GuardPolicy>> policy_;
   GuardJudgeOptions options_;
@@ -72,6 +111,9 @@ class GuardJudge final : public RequestJudge {
   // again only when it names another host (one tunnel, one decision).
   std::mutex tunnels_mu_;
   std::map<std::string, std::string> tunnel_hosts_;
+  std::mutex calls_mu_;
+  std::unordered_map<uint64_t, std::shared_ptr<LlmCall>> calls_;
+  std::atomic<uint64_t> llm_calls_{0}, llm_in_{0}, llm_out_{0};
 };
 
 // The facts the policy decides on, from a head.

@@ -71,6 +71,37 @@ int64_t retry_count(const std::string& value) {
 // How much of a body is held to fingerprint it (docs/l7.md, "Counting attempts").
 constexpr size_t kMaxCollectedBytes = 16u << 20;
 
+bool ends_with_text(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+// The head with `fields` set (a field of the same name, any case, replaced;
+// else added after the others) and the fields named in `drop` removed. The
+// head may lack its last LF (the parser's pause): it ends as it did.
+std::string set_head_fields(std::string_view head, const std::vector<std::pair<std::string, std::string>>& fields,
+                            std::initializer_list<std::string_view> drop = {}) {
+  size_t end = head.find('\n');
+  while (end != std::string_view::npos && end + 1 < head.size() && head[end + 1] != '\r' && head[end + 1] != '\n')
+    end = head.find('\n', end + 1);
+  if (end == std::string_view::npos) return std::string(head);
+  std::string out;
+  out.reserve(head.size() + 64);
+  size_t at = head.find('\n') + 1;  // past the request line
+  out.append(head.substr(0, at));
+  while (at <= end) {
+    const size_t nl = head.find('\n', at);
+    const std::string_view line = head.substr(at, nl - at + 1);
+    const std::string_view name = line.substr(0, line.find(':'));
+    bool skip = std::any_of(drop.begin(), drop.end(), [&](std::string_view d) { return iequals_ascii(d, name); }) ||
+                std::any_of(fields.begin(), fields.end(), [&](const auto& f) { return iequals_ascii(f.first, name); });
+    if (!skip) out.append(line);
+    at = nl + 1;
+  }
+  for (const auto& [k, v] : fields) out.append(k).append(": ").append(v).append("\r\n");
+  out.append(head.substr(end + 1));
+  return out;
+}
+
 }  // namespace
 
 // http-parser's callbacks: parser->data is the session.
@@ -106,6 +137,10 @@ struct HttpSession::Parse {
   static int req_body(http_parser* p, const char* at, size_t len) {
     HttpSession& s = of(p);
     if (s.state_ == Req::collect) s.body_hash_.update(std::string_view(at, len));
+    if (s.collecting_) {
+      s.body_all_.append(at, len);
+      s.body_new_.append(at, len);
+    }
     return 0;
   }
   static int req_message_complete(http_parser* p) {
@@ -234,7 +269,8 @@ std::string HttpSession::header(std::string_view lower_name) const {
 bool HttpSession::in_head() const { return state_ == Req::head && !head_.empty(); }
 
 bool HttpSession::holds_client() const {
-  return state_ == Req::judging || state_ == Req::collect || state_ == Req::connect_rest || state_ == Req::drain ||
+  return state_ == Req::judging || state_ == Req::collect || state_ == Req::body_hold ||
+         state_ == Req::body_judging || state_ == Req::connect_rest || state_ == Req::drain ||
          state_ == Req::answer_due || state_ == Req::answered || (state_ == Req::decided && action_ == Action::status);
 }
 
@@ -446,6 +482,42 @@ HttpStep HttpSession::client_step(std::string_view input, const HttpRules& rules
         if (judge_asked_) return {HttpAct::wait};
         judge_asked_ = true;
         return {HttpAct::judge};
+      case Req::body_hold: {
+        // The body for the judge: held as received, never forwarded yet. Only
+        // up to the cap is read; the rest waits in the client's buffer.
+        const size_t cap = rules.limits.max_body_hold_bytes;
+        if (!req_complete_ && held_raw_.size() >= cap) body_end_ = body_over_cap_ = true;
+        if (req_complete_) body_end_ = true;
+        if (body_end_) {
+          state_ = Req::body_judging;
+          judge_asked_ = false;
+          continue;
+        }
+        if (input.empty()) return {HttpAct::more};
+        const std::string_view in = input.substr(0, cap - held_raw_.size());
+        collecting_ = true;
+        size_t n = http_parser_execute(req_.get(), &Parse::request_settings(), in.data(), in.size());
+        collecting_ = false;
+        const auto err = HTTP_PARSER_ERRNO(req_.get());
+        if (err != HPE_OK && err != HPE_PAUSED) {
+          action_ = Action::status;
+          make_answer(400, {{"Content-Type", "text/plain"}},
+                      std::string("malformed request body: ") + http_errno_description(err) + "\n", true);
+          state_ = Req::answer_due;
+          return {HttpAct::drop, input.size()};
+        }
+        held_raw_.append(in.data(), n);
+        if (req_complete_) body_end_ = true;
+        if (!body_new_.empty() || body_end_) {
+          state_ = Req::body_judging;
+          judge_asked_ = false;
+        }
+        return {HttpAct::consume, n};
+      }
+      case Req::body_judging:
+        if (judge_asked_) return {HttpAct::wait};
+        judge_asked_ = true;
+        return {HttpAct::judge_body};
       case Req::connect_rest: {
         // The CONNECT head's last LF (held back by the pause at headers
         // complete) belongs to the head, not to the tunnel.
@@ -528,13 +600,83 @@ HttpStep HttpSession::client_step(std::string_view input, const HttpRules& rules
 
 std::string HttpSession::method() const { return http_method_str(static_cast<http_method>(req_->method)); }
 
-void HttpSession::verdict_forward(const HttpRules& rules) {
+void HttpSession::verdict_need_body() {
   if (state_ != Req::judging) return;
-  decide_or_collect(rules);
+  reset_body_stage();
+  body_held_ = true;
+  state_ = Req::body_hold;
+}
+
+HttpSession::BodyPiece HttpSession::take_body_chunk() {
+  BodyPiece piece{std::exchange(body_new_, {}), body_end_, body_over_cap_};
+  return piece;
+}
+
+void HttpSession::body_more() {
+  if (state_ == Req::body_judging && !body_end_) state_ = Req::body_hold;
+}
+
+void HttpSession::plan_forward(std::vector<std::pair<std::string, std::string>> set_headers,
+                               std::shared_ptr<ByteTransformer> request_body) {
+  plan_headers_ = std::move(set_headers);
+  plan_body_ = std::move(request_body);
+}
+
+void HttpSession::reset_body_stage() {
+  held_raw_ = {};
+  body_all_ = {};
+  body_new_ = {};
+  body_end_ = body_over_cap_ = body_held_ = false;
+  plan_headers_.clear();
+  plan_body_.reset();
+}
+
+// The head as it goes upstream, followed by the body held for the judge: as
+// received, or (held whole, with a transformer) transformed and re-framed
+// with its new Content-Length.
+void HttpSession::apply_forward_plan() {
+  std::string raw = std::move(held_raw_);
+  std::string lf;  // the head's last LF, read with the body (the parser paused before it)
+  if (!raw.empty() && raw.front() == '\n' && !ends_with_text(head_, "\n\n") && !ends_with_text(head_, "\n\r\n")) {
+    lf = "\n";
+    raw.erase(0, 1);
+  }
+  if (plan_body_ && body_held_ && body_end_ && !body_over_cap_) {
+    std::string body = plan_body_->feed(body_all_);
+    body += plan_body_->finish();
+    auto fields = plan_headers_;
+    fields.emplace_back("Content-Length", std::to_string(body.size()));
+    head_ = set_head_fields(head_, fields, {"transfer-encoding"}) + lf + body;
+  } else {
+    if (!plan_headers_.empty()) head_ = set_head_fields(head_, plan_headers_);
+    head_ += lf;
+    head_ += raw;
+  }
+  body_all_ = {};
+  body_new_ = {};
+  plan_headers_.clear();
+  plan_body_.reset();
+}
+
+void HttpSession::verdict_forward(const HttpRules& rules) {
+  if (state_ != Req::judging && state_ != Req::body_judging) return;
+  if (!body_held_) {
+    apply_forward_plan();
+    decide_or_collect(rules);
+    return;
+  }
+  // The judge held the body: a fault counting attempts fingerprints it as
+  // received, before any transformer rewrites it.
+  body_hash_ = BodyHash();
+  body_hash_.update(body_all_);
+  apply_forward_plan();
+  decide(rules);
+  state_ = Req::decided;
 }
 
 void HttpSession::verdict_answer(std::string response, bool close) {
-  if (state_ != Req::judging) return;
+  if (state_ != Req::judging && state_ != Req::body_judging) return;
+  reset_body_stage();
   action_ = Action::status;
   delay_ms_ = 0;
   answer_close_ = close || upgrade_ || !header("expect").empty() || !http_should_keep_alive(req_.get());
@@ -588,6 +730,7 @@ void HttpSession::exchange_done() {
   http_parser_pause(req_.get(), 0);
   http_parser_pause(resp_.get(), 0);
   head_method_ = false;
+  reset_body_stage();
   state_ = Req::head;
   ++serial_;
   kick_ = true;

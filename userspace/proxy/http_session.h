@@ -17,6 +17,7 @@
 
 #include "userspace/proxy/attempt_counter.h"
 #include "userspace/proxy/http_fault.h"
+#include "userspace/proxy/request_judge.h"
 
 struct http_parser;
 
@@ -32,6 +33,9 @@ struct HttpLimits {
   uint32_t max_header_bytes = 32768;
   uint32_t max_headers = 100;
   uint32_t head_timeout_ms = 10'000;
+  // A judge that asks for a request's body (RequestVerdict::need_body) gets
+  // at most this much of it held; past it, it decides on what it has.
+  uint32_t max_body_hold_bytes = 4u << 20;
 };
 
 // A fault as the workers hold it: its counters survive updates of the set.
@@ -72,17 +76,18 @@ struct HttpRules {
                                                  uint64_t& rng);
 
 enum class HttpAct : uint8_t {
-  more,       // nothing to do until more bytes arrive
-  consume,    // the session took the first `bytes` of the input (a request head): drop them
-  forward,    // send the first `bytes` of the input on
-  drop,       // discard the first `bytes` of the input
-  send_head,  // send head() to the server, then call head_sent()
-  respond,    // send take_answer() to the client, then call answer_sent()
-  sleep,      // wait delay_ms, then step again
-  reset,      // close both sides with an RST
-  cut,        // send the first `bytes` of the input, then close both sides (FIN)
-  wait,       // nothing until the other direction has moved (the exchange must finish)
-  judge,      // (judged sessions) the head is complete: hand it to the judge, then a verdict_*()
+  more,        // nothing to do until more bytes arrive
+  consume,     // the session took the first `bytes` of the input (a request head): drop them
+  forward,     // send the first `bytes` of the input on
+  drop,        // discard the first `bytes` of the input
+  send_head,   // send head() to the server, then call head_sent()
+  respond,     // send take_answer() to the client, then call answer_sent()
+  sleep,       // wait delay_ms, then step again
+  reset,       // close both sides with an RST
+  cut,         // send the first `bytes` of the input, then close both sides (FIN)
+  wait,        // nothing until the other direction has moved (the exchange must finish)
+  judge,       // (judged sessions) the head is complete: hand it to the judge, then a verdict_*()
+  judge_body,  // (judged sessions) take_body_chunk() for the judge, then body_more() or a verdict_*()
 };
 
 struct HttpStep {
@@ -106,7 +111,7 @@ class HttpSession {
   // Who sent the requests (the peer's address without its port): part of the
   // fingerprint that counts a fault's attempts.
   void set_client(std::string client) { client_ = std::move(client); }
-  [[nodiscard]] bool awaiting_verdict() const { return state_ == Req::judging; }
+  [[nodiscard]] bool awaiting_verdict() const { return state_ == Req::judging || state_ == Req::body_judging; }
   // The request whose head is complete: its method ("GET"), target as written,
   // fields (names lower case), whether it is an upgrade (CONNECT is one).
   [[nodiscard]] std::string method() const;
@@ -120,6 +125,25 @@ class HttpSession {
   void verdict_answer(std::string response, bool close);
   // The head the upstream gets instead (origin-form), ending as head() does.
   void replace_head(std::string head) { head_ = std::move(head); }
+
+  // The body stage (RequestVerdict::need_body): the request's body is read
+  // and held (its bytes as received, and de-chunked for the judge), and
+  // client_step says judge_body with each new piece, until a verdict_*(); a
+  // forward then sends the head and the held bytes before the rest.
+  void verdict_need_body();
+  struct BodyPiece {
+    std::string bytes;  // de-chunked body bytes since the last take
+    bool end = false;   // the whole body, or the cap reached (over_cap)
+    bool over_cap = false;
+  };
+  [[nodiscard]] BodyPiece take_body_chunk();
+  void body_more();  // the judge wants more: reading goes on
+  [[nodiscard]] bool in_body_stage() const { return state_ == Req::body_hold || state_ == Req::body_judging; }
+  // What a forward verdict changes in the request sent upstream, applied by
+  // verdict_forward: header fields set, and a held whole body transformed
+  // (Content-Length set to its new length, Transfer-Encoding dropped).
+  void plan_forward(std::vector<std::pair<std::string, std::string>> set_headers,
+                    std::shared_ptr<ByteTransformer> request_body);
   // A CONNECT whose upstream is connected: "200 Connection established" is the
   // answer; once it is sent (answer_sent()) tunnel_ready() and the session is
   // done: the bytes after it are the tunnel's.
@@ -146,6 +170,9 @@ class HttpSession {
   [[nodiscard]] uint64_t head_serial() const { return serial_; }
   void head_timed_out();
 
+  // The current response is complete (its exchange may still wait for the request).
+  [[nodiscard]] bool response_done() const { return resp_complete_; }
+
   // An answer of the proxy's own is due or being sent: the server's end of
   // stream must wait for it.
   [[nodiscard]] bool holds_client() const;
@@ -160,6 +187,8 @@ class HttpSession {
     head,
     judging,
     collect,  // a fault counts attempts by fingerprint: the body is read (and held) before deciding
+    body_hold,     // reading the body for the judge
+    body_judging,  // a piece of it is with the judge (or its verdict is awaited)
     decided,
     body,
     drain,
@@ -182,6 +211,8 @@ class HttpSession {
   // counts attempts may take the request (its fingerprint hashes the body).
   void decide_or_collect(const HttpRules& rules);
   [[nodiscard]] bool fault_needs_body(const HttpRules& rules) const;
+  void apply_forward_plan();
+  void reset_body_stage();
   void make_answer(int status, const std::vector<std::pair<std::string, std::string>>& headers, const std::string& body,
                    bool close);
   void exchange_done();
@@ -210,6 +241,17 @@ class HttpSession {
   bool head_method_ = false;
   std::string client_;
   BodyHash body_hash_;  // of the body read in Req::collect
+
+  // The body stage.
+  bool collecting_ = false;  // the parser's body bytes go to body_all_ and body_new_
+  std::string held_raw_;     // the body's bytes as received (framing included)
+  std::string body_all_;     // de-chunked, whole
+  std::string body_new_;     // de-chunked, not yet taken
+  bool body_end_ = false;
+  bool body_over_cap_ = false;
+  bool body_held_ = false;  // the body stage ran for this request
+  std::vector<std::pair<std::string, std::string>> plan_headers_;
+  std::shared_ptr<ByteTransformer> plan_body_;
 
   // What this exchange does.
   Action action_ = Action::pass;

@@ -160,7 +160,8 @@ enum class Transparent : uint8_t {
 };
 
 // What a forward proxy's connection waits for (nothing while it relays).
-enum class Await : uint8_t { none, verdict, resolve, connect };
+// body: the request's body is being read for RequestJudge::judge_body.
+enum class Await : uint8_t { none, verdict, resolve, connect, body };
 
 // Request ids are unique in the process (every worker, every proxy).
 std::atomic<uint64_t> g_next_request_id{1};
@@ -286,6 +287,11 @@ struct Connection {
   bool observe_wanted = false;        // the forward verdict asked to see the response
   uint64_t observe_id = 0;            // a response the judge asked to see
   uint64_t observe_serial = 0;
+  // The forward verdict's response transformer: wanted until the request goes
+  // on, then applied to that exchange's response.
+  std::shared_ptr<ByteTransformer> response_wanted;
+  std::shared_ptr<ByteTransformer> response_tf;
+  uint64_t response_tf_serial = 0;
   Connection* prev = nullptr;
   Connection* next = nullptr;
 
@@ -799,7 +805,7 @@ class RelayWorker::Loop {
     c.closing = true;
     if (c.await != Await::none) {  // a held request's client went away: the judge drops it
       awaiting_.erase(c.request_id);
-      if (c.await == Await::verdict) c.proxy->route.judge->withdrawn(c.request_id);
+      if (c.await == Await::verdict || c.await == Await::body) c.proxy->route.judge->withdrawn(c.request_id);
       c.await = Await::none;
     }
     end_observation(c);
@@ -1195,13 +1201,13 @@ class RelayWorker::Loop {
       http_send(p, in.data(), std::min<size_t>(p.budget, in.size()));
       return;
     }
-    if (p.close_after_budget) {
-      close(c, false);
-      return;
-    }
     if (p.out_off < p.out.size()) {
       p.sending_out = true;
       http_send(p, p.out.data() + p.out_off, p.out.size() - p.out_off);
+      return;
+    }
+    if (p.close_after_budget) {
+      close(c, false);
       return;
     }
     for (;;) {
@@ -1211,6 +1217,11 @@ class RelayWorker::Loop {
       switch (step.act) {
         case HttpAct::judge:
           judge_request(c);
+          if (c.closing) return;
+          again = true;
+          break;
+        case HttpAct::judge_body:
+          judge_body(c);
           if (c.closing) return;
           again = true;
           break;
@@ -1226,10 +1237,16 @@ class RelayWorker::Loop {
             if (p.close_after_budget) close(c, false);
             break;
           }
-          p.budget = step.bytes;
-          p.sending_out = false;
           if (!client_side && c.observe_id != 0)
             observe(c, input.substr(0, std::min(step.bytes, input.size())), step.act == HttpAct::cut);
+          if (!client_side && c.response_tf) {  // the client gets what the transformer makes of them
+            transform_response(p, input.substr(0, std::min(step.bytes, input.size())), step.act == HttpAct::cut);
+            if (c.closing) return;
+            again = p.out.empty() && !p.close_after_budget;
+            break;
+          }
+          p.budget = step.bytes;
+          p.sending_out = false;
           http_send(p, input.data(), std::min<size_t>(step.bytes, input.size()));
           break;
         case HttpAct::send_head:
@@ -1260,6 +1277,18 @@ class RelayWorker::Loop {
             close(c, false);
             return;
           }
+          // A response that ends with the upstream's FIN: what its transformer held goes first.
+          if (!client_side && input.empty() && p.eof && c.response_tf) {
+            p.out = c.response_tf->finish();
+            p.out_off = 0;
+            p.out_is_answer = false;
+            c.response_tf.reset();
+            if (!p.out.empty()) {
+              p.sending_out = true;
+              http_send(p, p.out.data(), p.out.size());
+              break;
+            }
+          }
           // The source ended and nothing of it is left: its FIN goes on, unless the
           // proxy still owes the client an answer of its own.
           if (input.empty() && p.eof && (client_side || (!session.holds_client() && p.out.empty()))) {
@@ -1272,7 +1301,14 @@ class RelayWorker::Loop {
       if (!again) break;
     }
     http_arm_recv(p);
-    if (client_side) sync_head_clock(c);
+    if (client_side) {
+      sync_head_clock(c);
+      // The body stage ended without a verdict (a body the parser refused): the judge drops it.
+      if (c.await == Await::body && !session.in_body_stage()) {
+        c.await = Await::none;
+        c.proxy->route.judge->withdrawn(c.request_id);
+      }
+    }
     if (session.take_kick()) pump(c.other(p));
   }
 
@@ -1418,9 +1454,37 @@ class RelayWorker::Loop {
     apply_verdict(c, h.id, route.judge->judge(h, HeldRequest(inbox_, h.id)));
   }
 
+  // A piece of a body the judge asked for: more, or its final verdict. Never pumps.
+  void judge_body(Connection& c) {
+    HttpSession::BodyPiece piece = c.http->take_body_chunk();
+    const RequestBodyChunk chunk{piece.bytes, piece.end, piece.over_cap};
+    const uint64_t id = c.request_id;
+    RequestVerdict v = c.proxy->route.judge->judge_body(id, chunk, HeldRequest(inbox_, id));
+    if (v.kind == RequestVerdict::Kind::need_body) {
+      if (!piece.end) {
+        c.http->body_more();
+        return;
+      }
+      // A judge that will not decide on the whole body: refused, never let through.
+      v = RequestVerdict::answer(forward_text_answer(500, "the request's judge gave no verdict on its body"), true);
+    }
+    apply_verdict(c, id, std::move(v));
+  }
+
   // Does what a verdict says, given now or later (on_held_verdict). Never pumps.
   void apply_verdict(Connection& c, uint64_t id, RequestVerdict v) {
     c.await = Await::none;
+    if (v.kind == RequestVerdict::Kind::need_body) {
+      // A body is read only for a request the session holds at its head (not
+      // an SNI, nor a CONNECT, nor a verdict completing a hold).
+      if (c.hello != Hello::judging && !(c.connect_request && !c.inner) && c.http->awaiting_verdict() &&
+          !c.http->in_body_stage()) {
+        c.http->verdict_need_body();
+        c.await = Await::body;
+        return;
+      }
+      v.kind = RequestVerdict::Kind::forward;
+    }
     switch (v.kind) {
       case RequestVerdict::Kind::hold:
         c.await = Await::verdict;
@@ -1446,11 +1510,15 @@ class RelayWorker::Loop {
           return;
         }
         c.observe_wanted = v.observe_response;
+        c.response_wanted = std::move(v.response_body);
+        c.http->plan_forward(std::move(v.set_headers), std::move(v.request_body));
         if (c.inner) {
           forward_proceed(c);
           return;
         }
         start_upstream(c);
+        return;
+      case RequestVerdict::Kind::need_body:  // taken as forward above
         return;
     }
   }
@@ -1467,6 +1535,9 @@ class RelayWorker::Loop {
       c.observe_id = c.request_id;
       c.observe_serial = s.head_serial();
     }
+    c.response_tf = std::exchange(c.response_wanted, nullptr);
+    if (c.connect_request && !c.inner) c.response_tf.reset();
+    c.response_tf_serial = s.head_serial();
     if (!c.inner && c.connect_request) {
       s.tunnel_established();
       return;
@@ -1547,7 +1618,9 @@ class RelayWorker::Loop {
   void fail_upstream(Connection& c, const std::string& why) {
     awaiting_.erase(c.request_id);
     c.await = Await::none;
-    c.observe_wanted = false;
+    c.response_wanted.reset();
+    // A judge that asked to see the response learns that none came.
+    if (std::exchange(c.observe_wanted, false)) c.proxy->route.judge->on_response_bytes(c.request_id, {}, true);
     if (c.redirected && c.transparent != Transparent::http) {  // no HTTP to answer in: closed, as a refused connect
       c.proxy->counters->upstream_failed(c.proxy->counters->upstream_unreachable, why);
       close(c, false);
@@ -1708,6 +1781,29 @@ class RelayWorker::Loop {
   void observe(Connection& c, std::string_view bytes, bool last) {
     c.proxy->route.judge->on_response_bytes(c.observe_id, bytes, false);
     if (last || c.http->head_serial() != c.observe_serial) end_observation(c);
+  }
+
+  // Response bytes the session let through, given to the verdict's
+  // transformer; its output goes to the client as the proxy's own bytes. At
+  // the response's end (or a cut) what it still holds follows.
+  void transform_response(Pipe& p, std::string_view bytes, bool cut) {
+    Connection& c = *p.conn;
+    std::string out = c.response_tf->feed(bytes);
+    if (cut || c.http->response_done() || c.http->head_serial() != c.response_tf_serial) {
+      out += c.response_tf->finish();
+      c.response_tf.reset();
+    }
+    http_advance(p, bytes.size());
+    p.close_after_budget = cut;
+    if (out.empty()) {
+      if (cut) close(c, false);
+      return;
+    }
+    p.out = std::move(out);
+    p.out_off = 0;
+    p.out_is_answer = false;
+    p.sending_out = true;
+    http_send(p, p.out.data(), p.out.size());
   }
 
   void end_observation(Connection& c) {

@@ -54,22 +54,75 @@ struct RequestHead {
   std::string identity;
 };
 
+// A byte stream rewritten as it passes: fed pieces in order, returns the
+// bytes to send in their place (possibly none while it holds some back);
+// finish() at the stream's end returns what it still held. Used on one
+// worker thread at a time (the connection's), never concurrently.
+class ByteTransformer {
+ public:
+  virtual ~ByteTransformer() = default;
+  [[nodiscard]] virtual std::string feed(std::string_view bytes) = 0;
+  [[nodiscard]] virtual std::string finish() = 0;
+};
+
+// One piece of a request body for RequestJudge::judge_body: the body's bytes
+// as the client meant them (chunked framing removed), in order.
+struct RequestBodyChunk {
+  std::string_view bytes;  // the body bytes since the last call (may be empty)
+  bool end = false;        // the judge gets no more: decide now (need_body is then taken as a refusal)
+  bool over_cap = false;   // end because the body is longer than the proxy holds (HttpLimits::max_body_hold_bytes)
+};
+
 // What the session does with a request. answer: `response` is a complete HTTP
 // response (head and body) the proxy sends as is; with `close` (or a request
 // that cannot be kept alive) the connection ends after it, otherwise the
 // client's next request is read. A verdict is final: never a reset.
+// need_body: the judge wants the request's body before it decides
+// (judge() only; a request without a body then gets one judge_body call with
+// `end` and no bytes). The session holds the body it reads (framing and all)
+// and sends nothing upstream until a final verdict.
 struct RequestVerdict {
-  enum class Kind : uint8_t { forward, answer, hold };
+  enum class Kind : uint8_t { forward, answer, hold, need_body };
   Kind kind = Kind::forward;
   std::string response;           // answer only
   bool close = true;              // answer only
   bool observe_response = false;  // forward only: the response's bytes go to on_response_bytes
+  // forward only: header fields set in the head sent upstream (replacing a
+  // field of the same name, else added), e.g. Accept-Encoding: identity.
+  std::vector<std::pair<std::string, std::string>> set_headers;
+  // forward only, after need_body with the body held whole (its judge_body
+  // saw `end` without `over_cap`): the body goes upstream through it, with
+  // the head's Content-Length set to the result's length (Transfer-Encoding
+  // dropped). Ignored for a body not held whole.
+  std::shared_ptr<ByteTransformer> request_body;
+  // forward only: the upstream's raw response bytes (head, then the body with
+  // its framing) go through it, and the client gets what it returns (the
+  // framing is then its business: LlmStreamFilter re-frames chunks).
+  // on_response_bytes still sees the raw bytes.
+  std::shared_ptr<ByteTransformer> response_body;
 
-  [[nodiscard]] static RequestVerdict forward(bool observe = false) { return {Kind::forward, {}, true, observe}; }
-  [[nodiscard]] static RequestVerdict answer(std::string response, bool close = true) {
-    return {Kind::answer, std::move(response), close, false};
+  [[nodiscard]] static RequestVerdict forward(bool observe = false) {
+    RequestVerdict v;
+    v.observe_response = observe;
+    return v;
   }
-  [[nodiscard]] static RequestVerdict hold() { return {Kind::hold, {}, true, false}; }
+  [[nodiscard]] static RequestVerdict answer(std::string response, bool close = true) {
+    RequestVerdict v;
+    v.kind = Kind::answer;
+    v.response = std::move(response);
+    v.close = close;
+    return v;
+  }
+  [[nodiscard]] static RequestVerdict hold() {
+    RequestVerdict v;
+    v.kind = Kind::hold;
+    return v;
+  }
+  [[nodiscard]] static RequestVerdict need_body() {
+    RequestVerdict v;
+    v.kind = Kind::need_body;
+    return v;
+  }
 };
 
 class HeldVerdictInbox;
@@ -103,15 +156,31 @@ class RequestJudge {
   // The verdict on a complete request head. `later` completes a hold().
   [[nodiscard]] virtual RequestVerdict judge(const RequestHead& head, HeldRequest later) = 0;
 
-  // A held request whose client went away (disconnect, or its proxy stopped)
-  // before the verdict came: an approval queue drops it. Never called for a
-  // request that was not held, nor after its verdict was applied.
+  // The body of a request judge() answered need_body for, piece by piece as
+  // it arrives (never blocking: the worker goes on with other connections
+  // between calls). need_body: more, please; forward, answer or hold: the
+  // final verdict (a hold is completed through `later` as for judge()).
+  // Default: forward.
+  [[nodiscard]] virtual RequestVerdict judge_body(uint64_t request_id, const RequestBodyChunk& chunk,
+                                                  HeldRequest later) {
+    (void)request_id;
+    (void)chunk;
+    (void)later;
+    return RequestVerdict::forward();
+  }
+
+  // A held request, or one whose body is being read for judge_body, whose
+  // client went away (disconnect, or its proxy stopped) before the verdict
+  // came: an approval queue drops it. Never called for a request without a
+  // verdict pending, nor after its verdict was applied.
   virtual void withdrawn(uint64_t request_id) { (void)request_id; }
 
   // The response to a request forwarded with observe_response: its bytes as the
   // upstream sent them (head, then body; chunked framing kept; plaintext when
   // TLS is terminated), in order, piece by piece as they pass, then one call
   // with `end` true (the exchange is over, or the connection closed mid-way).
+  // A forwarded request whose upstream could not be reached gets the `end`
+  // call alone (no bytes: nothing reached the upstream).
   // Runs on the worker: copy what is needed, never block. For later reading of
   // LLM usage; the default ignores them.
   virtual void on_response_bytes(uint64_t request_id, std::string_view bytes, bool end) {
