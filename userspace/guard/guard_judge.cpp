@@ -156,6 +156,7 @@ RequestVerdict GuardJudge::judge(const RequestHead& head, HeldRequest later) {
   held_.fetch_add(1, std::memory_order_relaxed);
   PendingApproval p;
   p.request_id = head.id;
+  p.denial_id = denial.request_id;
   p.identity = options_.identity;
   p.method = head.method;
   p.host = host_port(head);
