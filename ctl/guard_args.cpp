@@ -252,6 +252,13 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       "end the command's TLS with a leaf of the local CA, which the command is told to trust: the guard then "
       "judges HTTPS by path and method too (with --fault-*: the faulted hosts' TLS)")(
       "upstream-ca", "--terminate-tls: a PEM file of roots the upstream may also chain to",
+      cxxopts::value<std::string>())(
+      "control-plane",
+      "URL: faultcp (or FAULTLINE_CP): the workspace's guard policy is the policy (instead of --policy and the "
+      "rule flags), held requests are decided there too, the activity is reported there",
+      cxxopts::value<std::string>())("token", "T: --control-plane's token, an agent token (or FAULTLINE_CP_TOKEN)",
+                                     cxxopts::value<std::string>())(
+      "state-dir", "with --control-plane: the activity spool, the default activity log, the last policy",
       cxxopts::value<std::string>())("h,help", "help");
   auto [flags, cmd] = split_command(args);
   auto r = parse_flag_words(o, flags, kCommandAfterDashesHint);
@@ -266,6 +273,28 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
   if (cmd.empty()) return bad("missing the command: faultctl guard [flags] -- COMMAND ARGS");
   g.command = cmd;
   cap.command = cmd[0];
+  if (r->count("control-plane")) {
+    cap.cp_url = (*r)["control-plane"].as<std::string>();
+    if (cap.cp_url.empty()) return bad("--control-plane: empty URL");
+    // The workspace decides: a local rule could loosen it (an allow shadows its
+    // default deny), and two sources would leave open which one holds.
+    for (const char* flag : kPolicyFlags)
+      if (r->count(flag))
+        return bad(
+            std::string("--") + flag +
+            " with --control-plane (or FAULTLINE_CP): the workspace's guard policy is the policy (put it with PUT "
+            "/v1/guardrails/policy); run without --control-plane for local rules");
+    if (r->count("policy"))
+      return bad("--policy with --control-plane (or FAULTLINE_CP): the workspace's guard policy is the policy");
+    if (r->count("token")) cap.cp_token = (*r)["token"].as<std::string>();
+    if (r->count("state-dir")) cap.state_dir = (*r)["state-dir"].as<std::string>();
+    if (r->count("state-dir") && cap.state_dir.empty()) return bad("--state-dir: empty");
+    if (cap.cp_token.empty())
+      return bad("--control-plane needs --token (or FAULTLINE_CP_TOKEN): an agent token of the workspace");
+    args_out.requests = true;
+  } else if (r->count("token") || r->count("state-dir")) {
+    return bad(std::string(r->count("token") ? "--token" : "--state-dir") + " goes with --control-plane");
+  }
   if (r->count("policy")) {
     for (const char* flag : kPolicyFlags) {
       if (r->count(flag))

@@ -19,6 +19,12 @@
 #include "userspace/proxy/proxy_registry.h"
 
 namespace faultline {
+class GuardActivityReporter;
+class GuardApprovalRelay;
+class GuardPolicySync;
+}  // namespace faultline
+
+namespace faultline {
 
 struct GuardCaptureOptions {
   GuardPolicy policy;
@@ -30,6 +36,12 @@ struct GuardCaptureOptions {
   std::string json_log;  // the activity log; "" for none
   bool no_proxy_loopback = false;
   std::string command;  // for the approvals API ("curl")
+  // With faultcp (--control-plane URL --token T): the workspace's guard
+  // section is the policy, held requests are posted there too, and the
+  // activity goes there, spooled in state_dir while faultcp is down.
+  std::string cp_url;
+  std::string cp_token;
+  std::string state_dir;  // --state-dir, else guard_state_dir()
 };
 
 class GuardCapture {
@@ -52,7 +64,12 @@ class GuardCapture {
   GuardCapture() = default;
   GuardCaptureOptions options_;
   std::optional<TempFolder> trust_dir_;
+  // Declared before the judge: the judge (its activity writer, its queue's
+  // last settles) goes first, then these, each stopped in ~GuardCapture.
+  std::unique_ptr<GuardActivityReporter> reporter_;
+  std::shared_ptr<GuardApprovalRelay> relay_;
   std::shared_ptr<GuardJudge> judge_;
+  std::unique_ptr<GuardPolicySync> policy_sync_;
   std::unique_ptr<ApprovalSocket> approvals_;
   std::unique_ptr<ProxyRegistry> proxies_;
   uint16_t port_ = 0;
@@ -72,5 +89,12 @@ class GuardCapture {
 // ~/.local/share/faultline/ca when HOME is ours, else the runtime folder's ca/
 // (where the approvals sockets are).
 [[nodiscard]] std::string guard_ca_dir();
+
+// Where a guard keeps what outlives it with faultcp (the activity spool, the
+// default activity log, the last workspace policy): /var/lib/faultline/guard
+// for root, else $XDG_STATE_HOME/faultline/guard, else
+// ~/.local/state/faultline/guard when HOME is ours, else the runtime folder's
+// state/ (where the approvals sockets are).
+[[nodiscard]] std::string guard_state_dir();
 
 }  // namespace faultline
