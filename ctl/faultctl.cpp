@@ -139,6 +139,19 @@ int main(int argc, char** argv) {
     std::cerr << "faultctl: " << name << " asks a control plane: give --control-plane URL (or FAULTLINE_CP)\n";
     return kExitBadInput;
   }
+  // The guard reports to the control plane given before it (or FAULTLINE_CP):
+  // handed on as its own flags, which win when it has them too.
+  if (name == "guard" && !global->cp_url.empty()) {
+    const auto dashes = std::find(args.begin(), args.end(), "--");
+    auto has = [&](const std::string& flag) {
+      return std::any_of(args.begin(), dashes,
+                         [&](const std::string& a) { return a == flag || a.rfind(flag + "=", 0) == 0; });
+    };
+    std::vector<std::string> front;
+    if (!has("--control-plane")) front.push_back("--control-plane=" + global->cp_url);
+    if (!has("--token") && !global->cp_token.empty()) front.push_back("--token=" + global->cp_token);
+    args.insert(args.begin(), front.begin(), front.end());
+  }
   // Resource faults cannot expire in the kernel: every invocation reverts the
   // overdue ones whose reaper died, and re-arms faults that lost their reaper.
   sweep_resource_state(std::cerr);

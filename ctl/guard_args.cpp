@@ -347,7 +347,15 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       "llm-budget-window", "D: the budget's window, aligned to the epoch (default 1h; 30m, 1d, 90s)",
       cxxopts::value<std::string>())("llm-default-reserve",
                                      "N: what a call without max tokens reserves of the token budget (default 4096)",
-                                     cxxopts::value<std::string>())("h,help", "help");
+                                     cxxopts::value<std::string>())(
+      "control-plane",
+      "URL: faultcp (or FAULTLINE_CP): the workspace's guard policy is the policy (instead of --policy and the "
+      "rule flags), held requests are decided there too, the activity is reported there",
+      cxxopts::value<std::string>())("token", "T: --control-plane's token, an agent token (or FAULTLINE_CP_TOKEN)",
+                                     cxxopts::value<std::string>())(
+      "state-dir", "DIR: what outlives the guard (the LLM budget's window; with --control-plane the activity spool, "
+      "the default activity log, the last policy)",
+      cxxopts::value<std::string>())("h,help", "help");
   auto [flags, cmd] = split_command(args);
   auto r = parse_flag_words(o, flags, kCommandAfterDashesHint);
   if (!r) return r.error();
@@ -383,6 +391,30 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
     if (cmd.empty()) return bad("missing the command: faultctl guard [flags] -- COMMAND ARGS");
     g.command = cmd;
     cap.command = cmd[0];
+  }
+  if (r->count("control-plane")) {
+    cap.cp_url = (*r)["control-plane"].as<std::string>();
+    if (cap.cp_url.empty()) return bad("--control-plane: empty URL");
+    // The workspace decides: a local rule could loosen it (an allow shadows its
+    // default deny), and two sources would leave open which one holds.
+    for (const char* flag : kPolicyFlags)
+      if (r->count(flag))
+        return bad(
+            std::string("--") + flag +
+            " with --control-plane (or FAULTLINE_CP): the workspace's guard policy is the policy (put it with PUT "
+            "/v1/guardrails/policy); run without --control-plane for local rules");
+    if (r->count("policy"))
+      return bad("--policy with --control-plane (or FAULTLINE_CP): the workspace's guard policy is the policy");
+    if (r->count("token")) cap.cp_token = (*r)["token"].as<std::string>();
+    if (cap.cp_token.empty())
+      return bad("--control-plane needs --token (or FAULTLINE_CP_TOKEN): an agent token of the workspace");
+    args_out.requests = true;
+  } else if (r->count("token")) {
+    return bad("--token goes with --control-plane");
+  }
+  if (r->count("state-dir")) {
+    cap.state_dir = (*r)["state-dir"].as<std::string>();
+    if (cap.state_dir.empty()) return bad("--state-dir: empty");
   }
   if (r->count("policy")) {
     for (const char* flag : kPolicyFlags) {

@@ -9,11 +9,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
+#include <filesystem>
 #include <ostream>
 #include <thread>
 
 #include "base/files.h"
+#include "ctl/guard_activity_reporter.h"
+#include "ctl/guard_approval_relay.h"
+#include "ctl/guard_policy_sync.h"
 #include "ctl/policy_faults.h"
 #include "userspace/enforce/redirected_conns.h"
 #include "userspace/policy/guard_section.h"
@@ -72,6 +77,21 @@ std::string policy_line(const GuardPolicy& p) {
          (p.rules.size() == 1 ? "" : "s");
 }
 
+// An identity as part of a file name: letters, digits and "@._-" kept.
+std::string file_word(const std::string& identity) {
+  std::string out;
+  for (char ch : identity)
+    out += std::isalnum(static_cast<unsigned char>(ch)) || ch == '@' || ch == '.' || ch == '_' || ch == '-' ? ch : '_';
+  return out.substr(0, 120);
+}
+
+Status make_state_dir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return make_error(ec.value(), "--state-dir " + dir + ": " + ec.message());
+  return ensure_private_dir(dir, false);
+}
+
 }  // namespace guard_capture_impl
 
 using namespace guard_capture_impl;
@@ -93,14 +113,15 @@ std::string guard_ca_dir() {
 
 std::string guard_state_dir() {
   if (const char* e = std::getenv("FAULTLINE_STATE_DIR"); e != nullptr && e[0] != '\0') return e;
-  if (::geteuid() == 0) return "/var/lib/faultline";
-  if (const char* x = std::getenv("XDG_STATE_HOME"); x != nullptr && x[0] == '/') return std::string(x) + "/faultline";
+  if (::geteuid() == 0) return "/var/lib/faultline/guard";
+  if (const char* x = std::getenv("XDG_STATE_HOME"); x != nullptr && x[0] == '/')
+    return std::string(x) + "/faultline/guard";
   const char* home = std::getenv("HOME");
   struct stat st {};
   if (home != nullptr && home[0] == '/' && ::stat(home, &st) == 0 && st.st_uid == ::geteuid())
-    return std::string(home) + "/.local/state/faultline";
+    return std::string(home) + "/.local/state/faultline/guard";
   auto dir = guard_socket_dir(true);
-  return dir ? *dir : "/tmp/faultline-" + std::to_string(::geteuid());
+  return (dir ? *dir : "/tmp/faultline-" + std::to_string(::geteuid())) + "/state";
 }
 
 Result<GuardPolicy> read_guard_policy_file(const std::string& file) {
@@ -164,14 +185,45 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
     log << "\n";
   }
 
+  // With faultcp: the workspace's section is the policy (the flags refused
+  // local rules), and the activity log defaults to one in the state folder so
+  // that the chain faultcp holds continues across restarts of the guard.
+  std::shared_ptr<const GuardCpLink> link;
+  std::optional<WorkspaceGuardPolicy> workspace;
+  ActivityWriter::Options wo;
+  if (!o.cp_url.empty()) {
+    auto l = GuardCpLink::create(o.cp_url, o.cp_token);
+    if (!l) return l.error();
+    link = std::make_shared<const GuardCpLink>(std::move(*l));
+    GuardCaptureOptions& m = c->options_;
+    if (m.state_dir.empty()) m.state_dir = guard_state_dir();
+    FL_TRY(make_state_dir(m.state_dir));
+    auto w = fetch_workspace_guard_policy(*link, m.state_dir + "/cp-guard-policy.json", o.terminate_tls);
+    if (!w) return w.error();
+    workspace = std::move(*w);
+    if (workspace->policy) m.policy = *workspace->policy;
+    if (m.json_log.empty()) m.json_log = m.state_dir + "/activity-" + file_word(o.identity) + ".jsonl";
+    auto spool = ActivitySpool::open(m.state_dir + "/cp-spool-" + file_word(o.identity) + ".jsonl");
+    if (!spool) return spool.error();
+    const size_t spooled = (*spool)->size();
+    c->reporter_ = GuardActivityReporter::start(link, std::move(*spool), write_line);
+    wo.on_append = [r = c->reporter_.get()](const ActivityEntry& e, const std::string& line) { r->add(e, line); };
+    log << "faultline guard: faultcp " << link->text() << ": "
+        << (workspace->policy
+                ? "the workspace's guard policy v" + std::to_string(workspace->version) +
+                      (workspace->from == "faultcp" ? "" : " (faultcp unreachable: cached in " + workspace->from + ")")
+                : std::string("no workspace guard policy yet (monitor, default allow until one is put)"))
+        << "; held requests are posted there too; activity reported (spool " << m.state_dir << ", " << spooled
+        << " line" << (spooled == 1 ? "" : "s") << " from before)\n";
+  }
   std::shared_ptr<ActivityWriter> activity;
   if (!o.json_log.empty()) {
-    auto w = ActivityWriter::open(o.json_log);
+    auto w = ActivityWriter::open(o.json_log, wo);
     if (!w) return make_error(w.error().err, "--json-log " + o.json_log + ": " + w.error().describe());
     activity = std::make_shared<ActivityWriter>(std::move(*w));
   }
   if (o.budget.tokens || o.budget.requests) {
-    const std::string dir = guard_state_dir();
+    const std::string dir = o.state_dir.empty() ? guard_state_dir() : o.state_dir;
     // ~/.local/state may not exist yet: its parents too (an existing one is left as it is).
     for (size_t i = 1; i <= dir.size(); ++i)
       if (i == dir.size() || dir[i] == '/') (void)::mkdir(dir.substr(0, i).c_str(), 0700);
@@ -197,6 +249,12 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
   jo.activity = activity;
   jo.log = write_line;
   c->judge_ = std::make_shared<GuardJudge>(std::make_shared<const GuardPolicy>(o.policy), std::move(jo));
+  if (link) {
+    c->relay_ = std::make_shared<GuardApprovalRelay>(link, c->judge_->approvals(), write_line);
+    c->judge_->approvals().set_listener(c->relay_);
+    c->policy_sync_ = std::make_unique<GuardPolicySync>(
+        link, c->judge_, workspace->version, o.state_dir + "/cp-guard-policy.json", o.terminate_tls, write_line);
+  }
 
   auto dir = guard_socket_dir(true);
   if (!dir) return make_error(dir.error().err, "the approvals socket's folder: " + dir.error().describe());
@@ -318,13 +376,19 @@ GuardCapture::~GuardCapture() {
     ::signal(SIGHUP, SIG_IGN);
     g_reload_pipe = -1;
   }
-  // The proxy first (no new requests), then the approvals API; the judge last.
+  // The proxy first (no new requests), then the approvals API; the judge
+  // (its last activity lines) before the reporter that sends them.
   proxies_.reset();
   approvals_.reset();
   if (budget_) {
     if (auto st = budget_->flush(); !st)
       write_line("faultline guard: the LLM budget's state: " + st.error().describe());
   }
+  policy_sync_.reset();
+  if (relay_) relay_->stop();
+  judge_.reset();
+  relay_.reset();
+  reporter_.reset();
 }
 
 void GuardCapture::print_summary(std::ostream& log) const {

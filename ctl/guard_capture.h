@@ -21,6 +21,12 @@
 #include "userspace/proxy/proxy_registry.h"
 
 namespace faultline {
+class GuardActivityReporter;
+class GuardApprovalRelay;
+class GuardPolicySync;
+}  // namespace faultline
+
+namespace faultline {
 
 struct GuardCaptureOptions {
   GuardPolicy policy;
@@ -46,6 +52,12 @@ struct GuardCaptureOptions {
   std::vector<std::string> llm_hosts;  // --llm-host
   std::vector<LlmModelRoute> routes;   // --route-model
   LlmBudgetLimits budget;              // --llm-token-budget, --llm-request-budget, --llm-budget-window, ...
+  // With faultcp (--control-plane URL --token T): the workspace's guard
+  // section is the policy, held requests are posted there too, and the
+  // activity goes there, spooled in state_dir while faultcp is down.
+  std::string cp_url;
+  std::string cp_token;
+  std::string state_dir;  // --state-dir, else guard_state_dir()
 };
 
 class GuardCapture {
@@ -72,7 +84,12 @@ class GuardCapture {
   GuardCapture() = default;
   GuardCaptureOptions options_;
   std::optional<TempFolder> trust_dir_;
+  // Declared before the judge: the judge (its activity writer, its queue's
+  // last settles) goes first, then these, each stopped in ~GuardCapture.
+  std::unique_ptr<GuardActivityReporter> reporter_;
+  std::shared_ptr<GuardApprovalRelay> relay_;
   std::shared_ptr<GuardJudge> judge_;
+  std::unique_ptr<GuardPolicySync> policy_sync_;
   std::unique_ptr<ApprovalSocket> approvals_;
   std::shared_ptr<LocalBudgetStore> budget_;
   std::unique_ptr<ProxyRegistry> proxies_;
@@ -96,10 +113,11 @@ class GuardCapture {
 // (where the approvals sockets are).
 [[nodiscard]] std::string guard_ca_dir();
 
-// Where the guard keeps state across restarts (the LLM budget's window):
-// FAULTLINE_STATE_DIR, else root's /var/lib/faultline, else
-// $XDG_STATE_HOME/faultline, else ~/.local/state/faultline when HOME is ours,
-// else the runtime folder.
+// Where a guard keeps what outlives it: the LLM budget's window, and with
+// faultcp the activity spool, the default activity log and the last workspace
+// policy. FAULTLINE_STATE_DIR, else /var/lib/faultline/guard for root, else
+// $XDG_STATE_HOME/faultline/guard, else ~/.local/state/faultline/guard when
+// HOME is ours, else the runtime folder's state/ (where the approvals sockets are).
 [[nodiscard]] std::string guard_state_dir();
 
 }  // namespace faultline

@@ -258,6 +258,7 @@ Result<ActivityEntry> ActivityWriter::append(ActivityEntry e) {
   auto checked = chain_.check_line(std::string_view(line).substr(0, line.size() - 1));
   if (auto* fault = std::get_if<ActivityFault>(&checked))
     return make_error(EINVAL, path_ + ": an entry written does not verify: " + fault->problem);
+  if (options_.on_append) options_.on_append(e, line);
   if (++unsynced_ >= options_.sync_every) FL_TRY(sync());
   return e;
 }

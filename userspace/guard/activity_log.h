@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -114,6 +115,10 @@ class ActivityWriter {
   struct Options {
     size_t sync_every = 64;
     Redactor redactor;  // applied to path before hashing
+    // Called with each entry and its line (with the newline) once written,
+    // under the writer's lock: a reporter sees every identity's lines in seq
+    // order. It must be quick and must not call back into the writer.
+    std::function<void(const ActivityEntry&, const std::string& line)> on_append;
   };
   [[nodiscard]] static Result<ActivityWriter> open(const std::string& path, Options options);
   [[nodiscard]] static Result<ActivityWriter> open(const std::string& path) { return open(path, Options{}); }

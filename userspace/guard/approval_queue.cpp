@@ -19,7 +19,7 @@ ApprovalQueue::~ApprovalQueue() {
   }
   cv_.notify_all();
   timer_.join();
-  for (auto& [id, e] : left) e.settle(ApprovalOutcome::TimedOut, "the guard stopped");
+  for (auto& [id, e] : left) settle(e, ApprovalOutcome::TimedOut, "the guard stopped");
 }
 
 std::string ApprovalQueue::add(PendingApproval pending, ApprovalSettle settle) {
@@ -30,9 +30,10 @@ std::string ApprovalQueue::add(PendingApproval pending, ApprovalSettle settle) {
     pending.id = id;
     pending.created = std::chrono::system_clock::now();
     pending.deadline = pending.created + timeout_;
-    held_.emplace(id, Entry{std::move(pending), std::move(settle)});
+    held_.emplace(id, Entry{pending, std::move(settle)});
   }
   cv_.notify_all();
+  if (listener_) listener_->held(pending);
   return id;
 }
 
@@ -61,7 +62,7 @@ Result<PendingApproval> ApprovalQueue::decide(const std::string& id, bool approv
     e = take_locked(id);
   }
   if (!e) return input_error(ENOENT, "no request " + id + " is waiting for approval");
-  e->settle(approve ? ApprovalOutcome::Approved : ApprovalOutcome::Denied, reason);
+  settle(*e, approve ? ApprovalOutcome::Approved : ApprovalOutcome::Denied, reason);
   return e->pending;
 }
 
@@ -77,8 +78,13 @@ bool ApprovalQueue::withdraw(uint64_t request_id) {
     }
   }
   if (!e) return false;
-  e->settle(ApprovalOutcome::Withdrawn, "the client went away");
+  settle(*e, ApprovalOutcome::Withdrawn, "the client went away");
   return true;
+}
+
+void ApprovalQueue::settle(Entry& e, ApprovalOutcome o, const std::string& reason) {
+  e.settle(o, reason);
+  if (listener_) listener_->settled(e.pending, o);
 }
 
 void ApprovalQueue::run_timer() {
@@ -98,7 +104,7 @@ void ApprovalQueue::run_timer() {
     }
     if (!due.empty()) {
       lock.unlock();
-      for (auto& e : due) e.settle(ApprovalOutcome::TimedOut, "no decision within the approval timeout");
+      for (auto& e : due) settle(e, ApprovalOutcome::TimedOut, "no decision within the approval timeout");
       lock.lock();
       continue;
     }

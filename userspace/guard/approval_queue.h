@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -21,6 +22,7 @@ namespace faultline {
 struct PendingApproval {
   std::string id;  // "<guard pid>.<n>": names the guard too, so any guard's client finds it
   uint64_t request_id = 0;  // the proxy's RequestHead::id
+  std::string denial_id;    // the request_id its denial would carry ("req_<pid>_<n>"): faultcp's key
   std::string identity;
   std::string method;
   std::string host;  // with ":port"
@@ -36,6 +38,16 @@ enum class ApprovalOutcome : uint8_t { Approved, Denied, TimedOut, Withdrawn };
 // How a held request ends; called once, outside the queue's lock, on the
 // thread that settled it (a decision's, the timer's, a withdrawal's).
 using ApprovalSettle = std::function<void(ApprovalOutcome, const std::string& reason)>;
+
+// Told of every hold and every ending, outside the queue's lock, after the
+// request's own settle ran: how a second decision path (faultcp) follows the
+// local queue. settled comes once per held, on the settling thread.
+class ApprovalListener {
+ public:
+  virtual ~ApprovalListener() = default;
+  virtual void held(const PendingApproval& p) = 0;
+  virtual void settled(const PendingApproval& p, ApprovalOutcome outcome) = 0;
+};
 
 class ApprovalQueue {
  public:
@@ -54,6 +66,8 @@ class ApprovalQueue {
   // The client of a held request went away: dropped without a verdict.
   bool withdraw(uint64_t request_id);
   [[nodiscard]] std::chrono::milliseconds timeout() const { return timeout_; }
+  // Set before the first add(); may be null.
+  void set_listener(std::shared_ptr<ApprovalListener> listener) { listener_ = std::move(listener); }
 
  private:
   struct Entry {
@@ -61,6 +75,7 @@ class ApprovalQueue {
     ApprovalSettle settle;
   };
   void run_timer();
+  void settle(Entry& e, ApprovalOutcome o, const std::string& reason);
   // Removes one entry under the lock; the caller settles it after unlocking.
   [[nodiscard]] std::optional<Entry> take_locked(const std::string& id);
 
@@ -71,6 +86,7 @@ class ApprovalQueue {
   bool stopping_ = false;
   uint64_t next_ = 0;
   std::map<std::string, Entry> held_;  // by id
+  std::shared_ptr<ApprovalListener> listener_;
   std::thread timer_;
 };
 

@@ -292,6 +292,7 @@ RequestVerdict GuardJudge::decide_request(const RequestHead& head, const Request
   held_.fetch_add(1, std::memory_order_relaxed);
   PendingApproval p;
   p.request_id = head.id;
+  p.denial_id = denial.request_id;
   p.identity = head.identity.empty() ? options_.identity : head.identity;
   p.method = head.method;
   p.host = host_port(head);

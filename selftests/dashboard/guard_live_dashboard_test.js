@@ -1,0 +1,159 @@
+// A real guard in faultcp's dashboard, in Debian's headless Chromium: faultctl
+// guard (as nobody when run as root) reports to a real faultcp on loopback, its
+// command's request is held by the workspace's approve rule, the held request
+// shows in the dashboard's queue, and clicking Approve lets it through to its
+// upstream within a second of the click.
+'use strict';
+
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const http = require('node:http');
+const os = require('node:os');
+const path = require('node:path');
+const readline = require('node:readline');
+const puppeteer = require('puppeteer-core');
+
+const FAULTCP = process.env.FAULTCP;
+const FAULTCTL = process.env.FAULTCTL;
+const ARTIFACTS = process.env.ARTIFACTS || path.join(os.tmpdir(), 'faultcp-dashboard');
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const EMAIL = 'ops@example.com';
+const PASSWORD = 'correct horse battery staple';
+
+function fail(msg) {
+  throw new Error(msg);
+}
+
+async function startFaultcp(dir) {
+  const cp = spawn(FAULTCP, ['serve', '--listen', '127.0.0.1:0', '--database', 'sqlite:' + path.join(dir, 'cp.db')],
+    { stdio: ['ignore', 'pipe', 'inherit'] });
+  const lines = readline.createInterface({ input: cp.stdout });
+  const port = await new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error('faultcp did not start in 20 s')), 20000);
+    lines.on('line', (l) => {
+      const m = /listening on 127\.0\.0\.1:(\d+)/.exec(l);
+      if (m) { clearTimeout(t); resolve(Number(m[1])); }
+    });
+    cp.on('exit', (code) => reject(new Error('faultcp exited ' + code)));
+  });
+  return { cp, base: 'http://127.0.0.1:' + port };
+}
+
+async function call(base, method, p, token, body) {
+  const headers = {};
+  if (token) headers.Authorization = 'Bearer ' + token;
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  const r = await fetch(base + p, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const j = await r.json().catch(() => null);
+  if (!r.ok) fail(method + ' ' + p + ': ' + r.status + ' ' + JSON.stringify(j));
+  return j;
+}
+
+// An upstream that remembers when each request reached it.
+async function startUpstream() {
+  const seen = [];
+  const server = http.createServer((req, res) => {
+    seen.push({ at: Date.now(), url: req.url });
+    res.end('up');
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  return { server, seen, host: '127.0.0.1:' + server.address().port };
+}
+
+async function until(pred, ms, what) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await pred();
+    if (v) return v;
+    if (Date.now() > end) fail('timed out waiting for ' + what);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function main() {
+  if (!FAULTCP || !FAULTCTL) fail('FAULTCP and FAULTCTL (the binaries) must be set');
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fl-guard-live-dashboard-'));
+  fs.chmodSync(dir, 0o777);  // nobody's guard keeps its state and CA here
+  const { cp, base } = await startFaultcp(dir);
+  const up = await startUpstream();
+  let browser = null;
+  let guard = null;
+  try {
+    const signup = await call(base, 'POST', '/v1/auth/signup', '', { email: EMAIL, password: PASSWORD, workspace: 'ops' });
+    const enroll = await call(base, 'POST', '/v1/tokens', signup.token, { kind: 'enrollment', name: 'guards' });
+    const agent = (await call(base, 'POST', '/v1/agents/register', enroll.token, { hostname: 'laptop-7' })).token;
+    await call(base, 'PUT', '/v1/guardrails/policy', signup.token, {
+      mode: 'enforce', default_allow: true,
+      rules: [{ name: 'deploys', action: 'approve', host: up.host, reason: 'a person looks at deploys' }],
+    });
+
+    const argv = [FAULTCTL, 'guard', '--control-plane', base, '--token', agent, '--state-dir', path.join(dir, 'state'),
+      '--identity', 'alice@laptop-7', '--',
+      'curl', '-sS', '--max-time', '30', '-w', '[%{http_code}]', 'http://' + up.host + '/deploy'];
+    const asUser = process.getuid() === 0
+      ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '--', ...argv] : argv;
+    const env = { ...process.env, FAULTLINE_CA_DIR: path.join(dir, 'ca'), XDG_RUNTIME_DIR: '', NO_PROXY: '',
+      no_proxy: '', HTTP_PROXY: '', HTTPS_PROXY: '', http_proxy: '', https_proxy: '', FAULTLINE_CP: '',
+      FAULTLINE_CP_TOKEN: '' };
+    guard = spawn(asUser[0], asUser.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    guard.stdout.on('data', (d) => { out += d; });
+    guard.stderr.on('data', (d) => { err += d; });
+    const exited = new Promise((r) => guard.once('exit', (code) => r(code)));
+
+    const held = await until(async () => {
+      const list = await call(base, 'GET', '/v1/guardrails/approvals', signup.token);
+      return list.approvals.find((a) => a.state === 'pending');
+    }, 15000, 'the guard\'s held request in faultcp (guard stderr: ' + err + ')');
+    if (held.identity !== 'alice@laptop-7' || held.path !== '/deploy') fail('held: ' + JSON.stringify(held));
+
+    browser = await puppeteer.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      userDataDir: path.join(dir, 'profile'),
+      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run'],
+    });
+    const page = await browser.newPage();
+    await page.setViewport({ width: 1280, height: 1400 });
+    const pageErrors = [];
+    page.on('pageerror', (e) => pageErrors.push(e.message));
+    await page.goto(base + '/dashboard', { waitUntil: 'load' });
+    await page.type('#email', EMAIL);
+    await page.type('#password', PASSWORD);
+    await page.click('#signin button[type=submit]');
+    await page.waitForSelector('#app:not([hidden])', { timeout: 10000 });
+    const pendingRow = '#approvals tbody tr[data-id="' + held.id + '"][data-state="pending"]';
+    await page.waitForSelector(pendingRow + ' button.approve', { timeout: 5000 });
+    const rowText = await page.$eval(pendingRow, (tr) => tr.textContent);
+    if (!rowText.includes('/deploy') || !rowText.includes('alice@laptop-7')) fail('the row shows ' + rowText);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'guard-live-01-held.png'), fullPage: true });
+    if (up.seen.length) fail('the upstream was reached before the approval');
+
+    const clicked = Date.now();
+    await page.click(pendingRow + ' button.approve');
+    await until(() => up.seen.length > 0, 5000, 'the approved request at its upstream');
+    const waited = up.seen[0].at - clicked;
+    if (waited >= 1000) fail('the approved request reached its upstream ' + waited + ' ms after the click');
+    console.log('Approve in the dashboard -> the request at its upstream in ' + waited + ' ms');
+    const code = await exited;
+    if (code !== 0 || out !== 'up[200]') fail('the guarded curl: exit ' + code + ', out ' + out + '\n' + err);
+    await page.waitForSelector('#approvals tbody tr[data-id="' + held.id + '"][data-state="approved"]', { timeout: 2000 });
+    await page.screenshot({ path: path.join(ARTIFACTS, 'guard-live-02-approved.png'), fullPage: true });
+    if (pageErrors.length) fail('page errors: ' + pageErrors.join('; '));
+    console.log('PASS: a real guard approved from the dashboard (screenshots in ' + ARTIFACTS + ')');
+  } finally {
+    if (browser) await browser.close();
+    if (guard && guard.exitCode === null) guard.kill('SIGKILL');
+    up.server.close();
+    cp.kill('SIGTERM');
+    await new Promise((r) => cp.once('exit', r));
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().then(() => process.exit(0), (e) => {
+  console.error('FAIL: ' + (e && e.stack ? e.stack : e));
+  process.exit(1);
+});

@@ -1,0 +1,391 @@
+// faultctl guard with faultcp, as a user would run it: the real faultcp
+// (SQLite, loopback) and the real faultctl guard (as nobody when the test runs
+// as root) with real curl through its proxy: the workspace's policy enforced
+// and a new version live within a second, held requests decided through
+// faultcp's API within a second, the first decision winning, and the activity
+// chain delivered exactly once through a faultcp killed with -9 and restarts
+// of the guard. Loopback only.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "selftests/lib/child_process.h"
+#include "selftests/proxy/proxy_fixture.h"
+#include "selftests/tls/tls_harness.h"
+#include "userspace/guardrails/http_client.h"
+
+namespace {
+
+using fltest::ChildProcess;
+using fltest::UniqueFd;
+using nlohmann::json;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+const std::string kFaultctl = FAULTCTL_PATH;
+const std::string kFaultcp = FAULTCP_PATH;
+
+// An upstream that answers 200 "up" and counts what reached it.
+class Upstream {
+ public:
+  Upstream()
+      : server_([this](UniqueFd fd) {
+          std::string head;
+          char b[4096];
+          while (head.find("\r\n\r\n") == std::string::npos) {
+            ssize_t n = ::recv(fd.get(), b, sizeof b, 0);
+            if (n <= 0) return;
+            head.append(b, size_t(n));
+          }
+          requests_.fetch_add(1);
+          fltest::send_all(fd.get(), "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nup");
+        }) {}
+  [[nodiscard]] std::string host() const { return "127.0.0.1:" + std::to_string(server_.port()); }
+  [[nodiscard]] std::string url(const std::string& path) const { return "http://" + host() + path; }
+  [[nodiscard]] int requests() const { return requests_.load(); }
+
+ private:
+  std::atomic<int> requests_{0};
+  fltest::ScriptServer server_;
+};
+
+struct Reply {
+  int status = 0;
+  json body = json::object();
+};
+
+// faultcp on 127.0.0.1: started on a free port, restarted on the same one
+// (its guards keep their URL), its SQLite database in the test's folder.
+class Faultcp {
+ public:
+  explicit Faultcp(std::string db) : db_(std::move(db)) {}
+  void start() {
+    const std::string listen = "127.0.0.1:" + std::to_string(port_);
+    proc_.emplace(ChildProcess::spawn({kFaultcp, "serve", "--listen", listen, "--database", "sqlite:" + db_}));
+    auto line = proc_->wait_line_starting("faultcp: listening on", 20s);
+    ASSERT_TRUE(line) << proc_->describe();
+    port_ = static_cast<uint16_t>(std::stoul(line->substr(line->find("127.0.0.1:") + 10)));
+  }
+  void kill9() { proc_->kill_and_reap(); }
+  void stop() {
+    if (proc_) proc_->stop();
+  }
+  [[nodiscard]] std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  Reply call(const std::string& method, const std::string& path, const std::string& token, const json& body = {}) {
+    auto client = faultline::HttpClient::create({});
+    auto u = faultline::parse_http_url(url() + path);
+    faultline::HttpCall c;
+    c.method = method;
+    c.headers = {{"Authorization", "Bearer " + token}};
+    if (!body.is_null()) {
+      c.body = body.dump();
+      c.headers.emplace_back("Content-Type", "application/json");
+    }
+    auto a = client->call(*u, c, 10'000'000'000ULL);
+    if (!a) return {};
+    auto j = json::parse(a->response.body, nullptr, false);
+    return {a->response.status.code, j.is_object() ? j : json::object()};
+  }
+
+ private:
+  std::string db_;
+  uint16_t port_ = 0;
+  std::optional<ChildProcess> proc_;
+};
+
+std::vector<std::string> as_user(std::vector<std::string> argv) {
+  if (::geteuid() != 0) return argv;
+  std::vector<std::string> out = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"};
+  out.insert(out.end(), argv.begin(), argv.end());
+  return out;
+}
+
+// Polls until pred holds or the deadline; true if it held.
+bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds within) {
+  const auto end = Clock::now() + within;
+  while (Clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return pred();
+}
+
+class GuardCpTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(::chmod(dir_.path().c_str(), 0777), 0);
+    cp_.start();
+    auto signup = cp_.call("POST", "/v1/auth/signup", "",
+                           {{"email", "a@example.com"}, {"password", "correct horse battery"}, {"workspace", "w"}});
+    ASSERT_EQ(signup.status, 201) << signup.body;
+    session_ = signup.body.value("token", "");
+    const std::string enroll =
+        cp_.call("POST", "/v1/tokens", session_, {{"kind", "enrollment"}}).body.value("token", "");
+    agent_ = cp_.call("POST", "/v1/agents/register", enroll, {{"hostname", "laptop-7"}}).body.value("token", "");
+    ASSERT_FALSE(agent_.empty());
+    env_ = {"FAULTLINE_CA_DIR=" + dir_.file("ca"),
+            "XDG_RUNTIME_DIR=",
+            "NO_PROXY=",
+            "no_proxy=",
+            "HTTP_PROXY=",
+            "HTTPS_PROXY=",
+            "http_proxy=",
+            "https_proxy=",
+            "FAULTLINE_CP=",
+            "FAULTLINE_CP_TOKEN="};
+  }
+  void TearDown() override { cp_.stop(); }
+
+  void put_policy(const json& section) {
+    auto r = cp_.call("PUT", "/v1/guardrails/policy", session_, section);
+    ASSERT_TRUE(r.status == 201 || r.status == 200) << r.status << " " << r.body;
+  }
+  std::vector<std::string> guard_argv(std::vector<std::string> extra, std::vector<std::string> cmd) {
+    std::vector<std::string> argv = {kFaultctl,    "guard",          "--control-plane", cp_.url(),
+                                     "--token",    agent_,           "--state-dir",     dir_.file("state"),
+                                     "--identity", "alice@laptop-7", "--json-log",      dir_.file("act.jsonl")};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    argv.push_back("--");
+    argv.insert(argv.end(), cmd.begin(), cmd.end());
+    return as_user(argv);
+  }
+  ChildProcess guard(std::vector<std::string> extra, std::vector<std::string> cmd) {
+    return ChildProcess::spawn(guard_argv(std::move(extra), std::move(cmd)), {.env = env_, .stop_grace = 5s});
+  }
+  // A command that asks url every 50 ms, one status code a line, until STOP exists.
+  std::vector<std::string> loop(const std::string& url) {
+    return {"sh", "-c",
+            "while [ ! -e " + dir_.file("STOP") + " ]; do curl -s -o /dev/null --max-time 10 -w '%{http_code}\\n' " +
+                url + "; sleep 0.05; done"};
+  }
+  void stop_loop() { std::ofstream(dir_.file("STOP")) << "\n"; }
+  // The one approval faultcp holds pending for this workspace.
+  std::optional<json> pending_approval() {
+    std::optional<json> found;
+    eventually(
+        [&] {
+          auto r = cp_.call("GET", "/v1/guardrails/approvals", session_);
+          for (const auto& a : r.body.value("approvals", json::array()))
+            if (a.value("state", "") == "pending") found = a;
+          return found.has_value();
+        },
+        10s);
+    return found;
+  }
+
+  fltest::TempDir dir_;
+  Faultcp cp_{dir_.file("cp.db")};
+  std::string session_, agent_;
+  std::vector<std::string> env_;
+};
+
+TEST_F(GuardCpTest, TheWorkspacePolicyIsEnforcedAndANewVersionIsLiveWithinASecond) {
+  Upstream up;
+  put_policy({{"mode", "enforce"},
+              {"default_allow", true},
+              {"rules", {{{"name", "no-up"}, {"action", "deny"}, {"host", up.host()}, {"reason", "not now"}}}}});
+  auto g = guard({}, loop(up.url("/x")));
+  ASSERT_TRUE(g.wait_line([](const std::string& l) { return l == "403"; }, 20s)) << g.describe();
+  EXPECT_EQ(up.requests(), 0);
+  const auto t0 = Clock::now();
+  put_policy({{"mode", "enforce"}, {"default_allow", true}, {"rules", json::array()}});
+  ASSERT_TRUE(g.wait_line([](const std::string& l) { return l == "200"; }, 5s)) << g.describe();
+  const auto took = Clock::now() - t0;
+  EXPECT_LT(took, 1000ms) << "the new version took "
+                          << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+  stop_loop();
+  auto end = g.finish(20s);
+  EXPECT_TRUE(end.status.is(0)) << end.describe();
+  EXPECT_NE(end.err.find("the workspace's guard policy v1"), std::string::npos) << end.err;
+  EXPECT_NE(end.err.find("guard policy v2 is live: enforce, default allow, 0 rules"), std::string::npos) << end.err;
+}
+
+TEST_F(GuardCpTest, LocalRuleFlagsAreRefusedWithAControlPlane) {
+  auto r = fltest::run_command(guard_argv({"--deny", "example.com"}, {"true"}), {.env = env_}, 20s);
+  EXPECT_TRUE(r.status.is(2)) << r.describe();
+  EXPECT_NE(r.err.find("--deny with --control-plane"), std::string::npos) << r.err;
+}
+
+TEST_F(GuardCpTest, HeldRequestApprovedThroughFaultcpReachesItsUpstreamWithinASecond) {
+  Upstream up;
+  put_policy({{"mode", "enforce"}, {"rules", {{{"name", "ask"}, {"action", "approve"}, {"host", up.host()}}}}});
+  auto g = guard({}, {"curl", "-sS", "--max-time", "20", "-w", "[%{http_code}]", up.url("/deploy")});
+  auto a = pending_approval();
+  ASSERT_TRUE(a) << g.describe();
+  EXPECT_EQ((*a)["identity"], "alice@laptop-7");
+  EXPECT_EQ((*a)["path"], "/deploy");
+  EXPECT_EQ((*a)["rule"], "ask");
+  EXPECT_EQ((*a)["request_id"].get<std::string>().rfind("req_", 0), 0u) << *a;
+  EXPECT_EQ(up.requests(), 0);
+  const std::string id = std::to_string((*a)["id"].get<int64_t>());
+  const auto t0 = Clock::now();
+  auto ok = cp_.call("POST", "/v1/guardrails/approvals/" + id + "/approve", session_, {{"reason", "checked"}});
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  ASSERT_TRUE(eventually([&] { return up.requests() == 1; }, 5s)) << g.describe();
+  const auto took = Clock::now() - t0;
+  EXPECT_LT(took, 1000ms) << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+  auto end = g.finish(20s);
+  ASSERT_TRUE(end.status.is(0)) << end.describe();
+  EXPECT_EQ(end.out, "up[200]");
+  EXPECT_NE(end.err.find("held 1  approved 1"), std::string::npos) << end.err;
+}
+
+TEST_F(GuardCpTest, HeldRequestDeniedThroughFaultcpGetsTheDenial) {
+  Upstream up;
+  put_policy({{"mode", "enforce"}, {"rules", {{{"name", "ask"}, {"action", "approve"}, {"host", up.host()}}}}});
+  auto g = guard({}, {"curl", "-sS", "--max-time", "20", "-w", "[%{http_code}]", up.url("/deploy")});
+  auto a = pending_approval();
+  ASSERT_TRUE(a) << g.describe();
+  const std::string id = std::to_string((*a)["id"].get<int64_t>());
+  const auto t0 = Clock::now();
+  auto no = cp_.call("POST", "/v1/guardrails/approvals/" + id + "/deny", session_, {{"reason", "not today"}});
+  ASSERT_EQ(no.status, 200) << no.body;
+  ASSERT_TRUE(g.wait_for("[403]", 5s)) << g.describe();
+  EXPECT_LT(Clock::now() - t0, 1000ms);
+  auto end = g.finish(20s);
+  EXPECT_NE(end.out.find("denied by a person: not today"), std::string::npos) << end.out;
+  EXPECT_NE(end.out.find((*a)["request_id"].get<std::string>()), std::string::npos) << end.out;
+  EXPECT_EQ(up.requests(), 0);
+}
+
+TEST_F(GuardCpTest, ALocalDecisionWinsAndWithdrawsTheFaultcpCopy) {
+  Upstream up;
+  put_policy({{"mode", "enforce"}, {"rules", {{{"name", "ask"}, {"action", "approve"}, {"host", up.host()}}}}});
+  auto g = guard({}, {"curl", "-sS", "--max-time", "20", "-w", "[%{http_code}]", up.url("/deploy")});
+  auto a = pending_approval();
+  ASSERT_TRUE(a) << g.describe();
+  // The local id is "<guard pid>.<n>"; the request id names the same pid.
+  const std::string rid = (*a)["request_id"].get<std::string>();
+  const std::string pid = rid.substr(4, rid.rfind('_') - 4);
+  auto list = fltest::run_command(as_user({kFaultctl, "approvals", "list", "--json"}), {.env = env_}, 20s);
+  ASSERT_TRUE(list.status.is(0)) << list.describe();
+  std::string local;
+  for (const auto& p : json::parse(list.out))
+    if (p.value("id", "").rfind(pid + ".", 0) == 0) local = p["id"];
+  ASSERT_FALSE(local.empty()) << list.out;
+  auto ok = fltest::run_command(as_user({kFaultctl, "approvals", "approve", local}), {.env = env_}, 20s);
+  ASSERT_TRUE(ok.status.is(0)) << ok.describe();
+  auto end = g.finish(20s);
+  EXPECT_EQ(end.out, "up[200]") << end.describe();
+  const std::string id = std::to_string((*a)["id"].get<int64_t>());
+  EXPECT_TRUE(eventually(
+      [&] {
+        return cp_.call("GET", "/v1/guardrails/approvals/" + id + "/decision", agent_).body.value("state", "") ==
+               "withdrawn";
+      },
+      5s));
+  auto late = cp_.call("POST", "/v1/guardrails/approvals/" + id + "/approve", session_, json::object());
+  EXPECT_EQ(late.status, 409) << late.body;
+}
+
+TEST_F(GuardCpTest, AClientThatLeavesWithdrawsTheFaultcpCopy) {
+  Upstream up;
+  put_policy({{"mode", "enforce"}, {"rules", {{{"name", "ask"}, {"action", "approve"}, {"host", up.host()}}}}});
+  auto g = guard({}, {"sh", "-c", "curl -sS --max-time 2 " + up.url("/w") + "; sleep 1"});
+  auto a = pending_approval();
+  ASSERT_TRUE(a) << g.describe();
+  auto end = g.finish(20s);
+  EXPECT_NE(end.err.find("-> withdrawn (the client went away)"), std::string::npos) << end.describe();
+  const std::string id = std::to_string((*a)["id"].get<int64_t>());
+  EXPECT_TRUE(eventually(
+      [&] {
+        return cp_.call("GET", "/v1/guardrails/approvals/" + id + "/decision", agent_).body.value("state", "") ==
+               "withdrawn";
+      },
+      5s));
+  EXPECT_EQ(up.requests(), 0);
+}
+
+// Every line of the local log, by (identity, seq): its hash.
+std::map<std::pair<std::string, uint64_t>, std::string> local_lines(const std::string& path) {
+  std::map<std::pair<std::string, uint64_t>, std::string> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto j = json::parse(line);
+    out[{j["identity"], j["seq"]}] = j["hash"];
+  }
+  return out;
+}
+
+TEST_F(GuardCpTest, TheActivityChainArrivesExactlyOnceThroughFaultcpAndGuardRestarts) {
+  Upstream up;
+  put_policy({{"mode", "enforce"},
+              {"default_allow", true},
+              {"rules", {{{"name", "no-secrets"}, {"action", "deny"}, {"host", up.host()}, {"path", "/secret"}}}}});
+  auto stored = [&] {
+    return cp_.call("GET", "/v1/guardrails/activity?limit=1000", session_).body.value("entries", json::array());
+  };
+  // 1. faultcp up: the activity flows as it happens.
+  // The path rule needs the request's bytes: --terminate-tls (plain HTTP is
+  // judged by path either way).
+  const std::vector<std::string> tls = {"--terminate-tls"};
+  auto g = guard(tls, loop(up.url("/a")));
+  ASSERT_TRUE(eventually([&] { return stored().size() >= 5; }, 10s)) << g.describe();
+  // 2. faultcp killed: the guard keeps judging and spools.
+  cp_.kill9();
+  const int before = up.requests();
+  ASSERT_TRUE(eventually([&] { return up.requests() >= before + 10; }, 10s)) << g.describe();
+  struct stat st {};
+  ASSERT_EQ(::stat(dir_.file("state/cp-spool-alice@laptop-7.jsonl").c_str(), &st), 0);
+  EXPECT_GT(st.st_size, 0) << "nothing spooled while faultcp was down";
+  // 3. faultcp back (the same port and database): the spool is delivered.
+  cp_.start();
+  stop_loop();
+  auto end = g.finish(20s);
+  ASSERT_TRUE(end.status.is(0)) << end.describe();
+  EXPECT_NE(end.err.find("activity not delivered"), std::string::npos) << end.err;
+  EXPECT_TRUE(eventually([&] { return stored().size() == local_lines(dir_.file("act.jsonl")).size(); }, 10s));
+  // 4. faultcp down again; a guard run ends with its line spooled; the next
+  //    guard of the identity (faultcp back) delivers it with its own.
+  ::unlink(dir_.file("STOP").c_str());
+  cp_.kill9();
+  auto cached =
+      fltest::run_command(guard_argv(tls, {"curl", "-sS", "-o", "/dev/null", up.url("/secret/1")}), {.env = env_}, 30s);
+  ASSERT_TRUE(cached.status.is(0)) << cached.describe();
+  EXPECT_NE(cached.err.find("cached in"), std::string::npos) << cached.err;
+  EXPECT_NE(cached.err.find("not delivered yet, kept in"), std::string::npos) << cached.err;
+  cp_.start();
+  auto next =
+      fltest::run_command(guard_argv(tls, {"curl", "-sS", "-o", "/dev/null", up.url("/b")}), {.env = env_}, 30s);
+  ASSERT_TRUE(next.status.is(0)) << next.describe();
+  EXPECT_NE(next.err.find("1 line from before"), std::string::npos) << next.err;
+
+  const auto local = local_lines(dir_.file("act.jsonl"));
+  auto verify = fltest::run_command({kFaultctl, "activity", "verify", dir_.file("act.jsonl")}, {}, 20s);
+  EXPECT_TRUE(verify.status.is(0)) << verify.describe();
+  json all;
+  ASSERT_TRUE(eventually(
+      [&] {
+        all = stored();
+        return all.size() == local.size();
+      },
+      10s))
+      << all.size() << " stored of " << local.size();
+  std::set<std::pair<std::string, uint64_t>> seen;
+  bool denied = false;
+  for (const auto& e : all) {
+    const std::pair<std::string, uint64_t> key{e["identity"], e["seq"]};
+    EXPECT_TRUE(seen.insert(key).second) << "stored twice: " << e;
+    auto it = local.find(key);
+    ASSERT_NE(it, local.end()) << "not in the local log: " << e;
+    EXPECT_EQ(e["hash"], it->second);
+    EXPECT_EQ(e["chain"], "ok") << e;
+    denied = denied || e["verdict"] == "deny";
+  }
+  EXPECT_TRUE(denied) << "the denial made while faultcp was down is missing";
+  struct stat spool {};
+  EXPECT_TRUE(::stat(dir_.file("state/cp-spool-alice@laptop-7.jsonl").c_str(), &spool) != 0 || spool.st_size == 0);
+}
+
+}  // namespace
