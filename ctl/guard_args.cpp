@@ -21,11 +21,11 @@ namespace faultline {
 namespace {
 
 constexpr Example kGuardExamples[] = {
-    {"any user: the command's HTTP(S) through the guard's proxy; /secrets/ refused with a 403, the rest logged",
+    {"any user: HTTP(S) through the guard's proxy; /secrets/ gets a 403",
      "faultctl guard --enforce --deny /secrets/ --terminate-tls --json-log activity.jsonl -- ./agent.sh"},
-    {"any user: only api.anthropic.com; POSTs to the prod API wait for faultctl approvals approve ID",
-     "faultctl guard --enforce --default-deny --allow api.anthropic.com --approve 'POST api.prod.example.com' "
-     "--allow api.prod.example.com -- claude -p hi"},
+    {"any user: only two hosts; POSTs to prod wait for faultctl approvals",
+     "faultctl guard --enforce --default-deny --terminate-tls --allow api.anthropic.com "
+     "--approve 'POST api.prod.example.com' --allow api.prod.example.com -- claude -p hi"},
     {"monitor: nothing is blocked; traffic outside 10/8 is logged as would-deny",
      "faultctl guard --default-deny --allow 10.0.0.0/8 --json-log guard.jsonl -- ./integration-tests.sh"},
     {"reach only the database and DNS; refuse the rest with ECONNREFUSED",

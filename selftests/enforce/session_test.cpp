@@ -5,6 +5,7 @@
 // a killed owner's record is dropped.
 #include <signal.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -159,7 +160,13 @@ TEST_F(SessionTest, KilledGuardKeepsEnforcingUntilReleased) {
   ASSERT_TRUE(wait_lines(g, "WAITING\n", 1)) << g.describe();
   const std::string cgroup = cgroup2_mount() + "/faultline-guard-" + std::to_string(g.pid());
   ::kill(g.pid(), SIGKILL);
+  // Orphaned once the killed guard is gone, not merely signalled: until it is
+  // reaped its pid still answers, so a loaded machine may show it alive a while.
   auto st = status();
+  for (auto deadline = std::chrono::steady_clock::now() + 10s;
+       st["guards"].size() == 1 && st["guards"][0]["orphaned"] != true && std::chrono::steady_clock::now() < deadline;
+       st = status())
+    std::this_thread::sleep_for(50ms);
   ASSERT_EQ(st["guards"].size(), 1u) << st.dump();
   EXPECT_EQ(st["guards"][0]["orphaned"], true) << st.dump();
   const std::string id = st["guards"][0]["id"];

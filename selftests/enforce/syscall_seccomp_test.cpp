@@ -75,9 +75,12 @@ TEST_F(SeccompTest, CatSeesEioOnOpenat) {
   CommandResult in = run({kFaultctl, "run", "syscall", "--syscall", "openat", "--errno", "EIO", "--percent", "100",
                           "--duration", "10s", "--", "cat", file_});
   EXPECT_TRUE(in.status.is(1)) << in.describe();
-  // cat writes "cat: " and the rest of its message in two writes, and faultctl's
-  // progress line shares the stream: it may fall between them.
-  EXPECT_NE(in.err.find(file_ + ": Input/output error"), std::string::npos) << in.describe();
+  // cat writes its message in pieces ("cat: ", the path, ": Input/output
+  // error"), and faultctl's progress line shares the stream: it may fall
+  // between any two of them.
+  EXPECT_NE(in.err.find("cat: "), std::string::npos) << in.describe();
+  EXPECT_NE(in.err.find(file_), std::string::npos) << in.describe();
+  EXPECT_NE(in.err.find(": Input/output error"), std::string::npos) << in.describe();
   EXPECT_EQ(in.out.find("faultline"), std::string::npos) << in.describe();
   CommandResult out = run({"cat", file_});
   EXPECT_TRUE(out.status.is(0)) << out.describe();

@@ -388,7 +388,6 @@ TEST(RunTcpBadInput, EachNamesWhatIsWrong) {
       {{"--target", "127.0.0.1:80", "--toxic", "latency=1s,size=3", "--duration", "10s"}, "'size' does not apply"},
       {{"--target", "127.0.0.1:80", "--toxic", "latency=1s,jitter=1s,jitter=2s", "--duration", "10s"}, "given twice"},
       {{"--target", "127.0.0.1:80", "--toxic", "bandwidth=fast", "--duration", "10s"}, "KB/s"},
-      {{"--target", "127.0.0.1:80", "--toxic", "slicer=10B,variation=20B", "--duration", "10s"}, "size_variation"},
       {{"--target", "127.0.0.1:80", "--toxic", "noop=3", "--duration", "10s"}, "noop takes no value"},
       {{"--target", "127.0.0.1:80", "--toxic", "noop,direction=left", "--duration", "10s"}, "direction=left"},
       {{"--target", "127.0.0.1:80", "--toxic", "noop,toxicity=2", "--duration", "10s"}, "toxicity=2"},
