@@ -84,7 +84,7 @@ TEST_F(GuardFaultsParse, EveryBadFaultFlagIsNamed) {
        "--fault-attempts 0: a whole number from 1 to 100"},
       {{"--fault-host", "127.0.0.1:80", "--fault-reset", "--fault-attempts", "many"}, "--fault-attempts many"},
       {{"--fault-host", "127.0.0.1", "--fault-reset", "--fault-attempts", "2"}, "--fault-attempts on 127.0.0.1:443"},
-      {{"--upstream-ca", "x.pem"}, "--upstream-ca applies to HTTP faults"},
+      {{"--upstream-ca", "x.pem"}, "--upstream-ca applies to --terminate-tls"},
       {{"--fault-host", "127.0.0.1", "--fault-reset", "--upstream-ca", dir_.file("ca.pem")},
        "--upstream-ca needs --terminate-tls"},
       {{"--terminate-tls", "--fault-host", "127.0.0.1", "--fault-reset", "--upstream-ca", dir_.file("not-pem.txt")},
