@@ -46,6 +46,9 @@ GuardActivityReporter::~GuardActivityReporter() {
 void GuardActivityReporter::add(const ActivityEntry& e, const std::string& line) {
   if (auto st = spool_->append({e.identity, e.seq, line}); !st)
     log_("faultline guard: faultcp: " + st.error().describe());
+  // Through the sender's mutex: a wake between its check of the spool and its
+  // wait would otherwise be lost, and the line wait for the next one.
+  { std::lock_guard lock(mu_); }
   wake_.notify_one();
 }
 

@@ -553,6 +553,10 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
     // --json-log is the request guard's activity log: one chained file.
     cap.json_log = std::exchange(g.json_log, std::string());
   }
+  if (!cap.state_dir.empty() && cap.cp_url.empty() && !cap.budget.tokens && !cap.budget.requests)
+    return bad(
+        "--state-dir keeps the LLM budget's window and the faultcp spool: it applies to "
+        "--llm-token-budget, --llm-request-budget or --control-plane");
   return Parsed<GuardArgs>(std::move(args_out));
 }
 

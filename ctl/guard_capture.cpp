@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -35,7 +36,7 @@ void write_line(const std::string& line) {
 }
 
 // SIGHUP -> one byte on a pipe -> the reload thread (a handler may do no more).
-int g_reload_pipe = -1;
+volatile sig_atomic_t g_reload_pipe = -1;
 void on_sighup(int) {
   if (g_reload_pipe >= 0) {
     const char b = 1;
@@ -336,24 +337,26 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
 
   if (!o.policy_file.empty()) {
     int fds[2];
-    if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0) {
+    c->reload_stop_ = UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (c->reload_stop_ && ::pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0) {
+      c->reload_pipe_[0] = UniqueFd(fds[0]);
+      c->reload_pipe_[1] = UniqueFd(fds[1]);
       g_reload_pipe = fds[1];
       struct sigaction sa {};
       sa.sa_handler = on_sighup;
       sa.sa_flags = SA_RESTART;
       ::sigaction(SIGHUP, &sa, nullptr);
-      // The read end: a thread that lives as long as the process (it holds no
-      // resource the exit must release; a detached reader of a pipe).
-      std::thread([fd = fds[0], self = c.get()] {
+      c->reload_thread_ = std::thread([self = c.get(), fd = fds[0], stop = c->reload_stop_.get()] {
         for (;;) {
-          pollfd p{fd, POLLIN, 0};
-          if (::poll(&p, 1, -1) < 0) continue;
+          pollfd p[2] = {{fd, POLLIN, 0}, {stop, POLLIN, 0}};
+          if (::poll(p, 2, -1) < 0) continue;
+          if (p[1].revents != 0) return;  // the destructor: no reload after it began
           char buf[64];
           while (::read(fd, buf, sizeof buf) > 0) {
           }
           self->reload();
         }
-      }).detach();
+      });
     }
   }
   return c;
@@ -371,10 +374,16 @@ void GuardCapture::reload() {
 }
 
 GuardCapture::~GuardCapture() {
-  // SIGHUP no longer reaches this object (the reload thread stays parked on its pipe).
+  // SIGHUP no longer reaches this object, and the reload thread has ended
+  // (a reload under way finishes first) before anything it uses goes.
   if (!options_.policy_file.empty()) {
     ::signal(SIGHUP, SIG_IGN);
     g_reload_pipe = -1;
+  }
+  if (reload_thread_.joinable()) {
+    const uint64_t one = 1;
+    (void)!::write(reload_stop_.get(), &one, sizeof one);
+    reload_thread_.join();
   }
   // The proxy first (no new requests), then the approvals API; the judge
   // (its last activity lines) before the reporter that sends them.

@@ -9,11 +9,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "base/files.h"
 #include "base/result.h"
+#include "base/unique_fd.h"
 #include "ctl/guard_gateway.h"
 #include "userspace/guard/approval_socket.h"
 #include "userspace/guard/guard_judge.h"
@@ -97,6 +99,11 @@ class GuardCapture {
   std::string address_;
   std::vector<RedirectRule> redirects_;
   std::vector<std::pair<std::string, std::string>> env_;
+  // SIGHUP: the handler writes to reload_pipe_[1]; reload_thread_ reads it
+  // and reloads, until reload_stop_ is written (the destructor joins it first).
+  UniqueFd reload_pipe_[2];
+  UniqueFd reload_stop_;
+  std::thread reload_thread_;
 };
 
 // The guard section of a policy file: a Policy's spec.guard, or the bare

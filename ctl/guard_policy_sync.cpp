@@ -56,6 +56,16 @@ Result<WorkspaceGuardPolicy> fetch_workspace_guard_policy(const GuardCpLink& lin
                                                           bool terminate_tls) {
   auto a = link.call("GET", "/v1/guardrails/policy");
   if (a && a->response.status.code == 404) {
+    // No section put yet, or a URL that is not faultcp's (a front proxy's 404
+    // looks the same): a policy this guard saw before is never replaced by
+    // "none" on the word of a 404 (fail closed); the cache is kept and run.
+    if (!cache_path.empty() && ::access(cache_path.c_str(), F_OK) == 0) {
+      if (auto text = read_text_file(cache_path); text) {
+        auto j = nlohmann::json::parse(*text, nullptr, false);
+        if (j.is_object() && j.contains("policy") && !j["policy"].is_null())
+          return read_policy_version(j, terminate_tls, cache_path + " (faultcp answered 404 for the policy)");
+      }
+    }
     write_policy_cache(cache_path, {{"version", 0}, {"policy", nullptr}});
     return WorkspaceGuardPolicy{0, std::nullopt, "faultcp"};
   }

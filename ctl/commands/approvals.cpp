@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include <charconv>
 #include <cstring>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -179,11 +180,13 @@ int cmd_approvals(const std::vector<std::string>& args) {
     }
     // PID.N: the guard's socket is named by its pid.
     const std::string pid = a.id.substr(0, a.id.find('.'));
-    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) {
+    int pid_number = 0;
+    const auto [end, ec] = std::from_chars(pid.data(), pid.data() + pid.size(), pid_number);
+    if (pid.empty() || ec != std::errc() || end != pid.data() + pid.size() || pid_number <= 0) {
       std::cerr << who << ": " << a.id << ": an ID is PID.N, as faultctl approvals list shows it\n";
       return int(kExitBadInput);
     }
-    const std::string path = guard_socket_path(*dir, std::stoi(pid));
+    const std::string path = guard_socket_path(*dir, pid_number);
     const std::string body = a.reason.empty() ? "" : nlohmann::json{{"reason", a.reason}}.dump();
     auto r = call_guard(path, "POST", "/v1/approvals/" + a.id + "/" + a.verb, body);
     if (!r) {

@@ -99,7 +99,7 @@ Status capture_in_kernel(GuardOptions& g, bool enforce, const GuardCapture& capt
   }
   g.rules.insert(g.rules.begin(), allows.begin(), allows.end());
   g.redirects.insert(g.redirects.end(), capture.redirects().begin(), capture.redirects().end());
-  g.enforce = enforce;
+  g.enforce = g.enforce || enforce;  // an egress scope of --policy that enforces keeps doing so
   g.default_deny = true;
   for (auto v : {Verdict::Allow, Verdict::Deny})
     if (auto t = compile_rules(g.rules, v); !t) return make_error(EINVAL, t.error().message);
@@ -156,6 +156,12 @@ int cmd_guard(const std::vector<std::string>& args) {
                    "system's resolvers only"
                 << (enforce ? "; other egress (UDP, other protocols) is refused in the kernel\n"
                             : " (monitor: other egress is logged as would-deny)\n");
+      // The kernel fence's mode is set here, once: a policy that turns to
+      // enforce later (SIGHUP, faultcp) judges requests, not the fence.
+      if (!a.guard.enforce && (!a.capture.policy_file.empty() || !a.capture.cp_url.empty()))
+        std::cerr << "faultline guard: the kernel fence stays in monitor for this run: a policy reloaded "
+                     "later as enforce (SIGHUP, faultcp) denies requests but does not refuse UDP or other "
+                     "protocols until the guard is restarted\n";
       a.guard.env.insert(a.guard.env.end(), capture->env().begin(), capture->env().end());
     }
     std::unique_ptr<GuardFaultProxy> faults;

@@ -213,15 +213,17 @@ std::shared_ptr<GuardJudge::LlmCall> GuardJudge::take_call(uint64_t id) {
 
 void GuardJudge::drop_call(uint64_t id) {
   std::shared_ptr<LlmCall> call;
+  std::optional<BudgetReservation> reservation;
   {
     std::lock_guard lock(calls_mu_);
     auto it = calls_.find(id);
     if (it == calls_.end()) return;
     call = std::move(it->second);
     calls_.erase(it);
+    reservation = call->reservation;  // read under the lock forward_llm sets it under
   }
   // Nothing of it reached the upstream: what it reserved is given back.
-  if (call->reservation && options_.budget) (void)options_.budget->release(*call->reservation);
+  if (reservation && options_.budget) (void)options_.budget->release(*reservation);
 }
 
 RequestVerdict GuardJudge::judge_body(uint64_t request_id, const RequestBodyChunk& chunk, HeldRequest later) {
@@ -345,10 +347,20 @@ RequestVerdict GuardJudge::forward_llm(const std::shared_ptr<LlmCall>& call, boo
   if (options_.budget) {
     // Reserve the call's ceiling now, so parallel calls cannot overshoot;
     // settled to the billed output when its usage comes.
-    auto admission = options_.budget->reserve(options_.identity, budget_ceiling(facts, options_.budget_limits));
+    // The budget is the request's identity's: in gateway mode, its token's.
+    const std::string& who = head.identity.empty() ? options_.identity : head.identity;
+    auto admission = options_.budget->reserve(who, budget_ceiling(facts, options_.budget_limits));
     const std::string why = !admission ? admission.error().describe() : admission->reason;
     if (admission && admission->admitted) {
-      call->reservation = admission->reservation;
+      // Kept only while the call is: a client that left meanwhile (withdrawn,
+      // drop_call) gets its reservation back here, under the same lock.
+      bool tracked = false;
+      {
+        std::lock_guard lock(calls_mu_);
+        tracked = calls_.contains(head.id);
+        if (tracked) call->reservation = admission->reservation;
+      }
+      if (!tracked) (void)options_.budget->release(admission->reservation);
     } else if (enforce) {
       denied_.fetch_add(1, std::memory_order_relaxed);
       drop_call(head.id);

@@ -104,7 +104,6 @@ class GuardJudge final : public RequestJudge {
 
   std::atomic<std::shared_ptr<const GuardPolicy>> policy_;
   GuardJudgeOptions options_;
-  ApprovalQueue approvals_;
   std::atomic<uint64_t> requests_{0}, allowed_{0}, denied_{0}, held_{0}, approved_{0}, would_deny_{0},
       would_hold_{0};
   // A tunnel's CONNECT host by the client's address, so that its SNI is judged
@@ -114,6 +113,9 @@ class GuardJudge final : public RequestJudge {
   std::mutex calls_mu_;
   std::unordered_map<uint64_t, std::shared_ptr<LlmCall>> calls_;
   std::atomic<uint64_t> llm_calls_{0}, llm_in_{0}, llm_out_{0};
+  // Last, so destroyed first: its destructor settles what is left, and the
+  // settle callbacks use the members above (counters, calls_, the log).
+  ApprovalQueue approvals_;
 };
 
 // The facts the policy decides on, from a head.

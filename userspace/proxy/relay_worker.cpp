@@ -809,6 +809,10 @@ class RelayWorker::Loop {
       c.await = Await::none;
     }
     end_observation(c);
+    // A forward verdict whose response was to be observed, closed before the
+    // upstream answered (still resolving or connecting): the judge learns that
+    // no response came, so what it reserved for the call is released.
+    if (std::exchange(c.observe_wanted, false)) c.proxy->route.judge->on_response_bytes(c.request_id, {}, true);
     if (reset) {
       set_linger_zero(c.client.get());
       set_linger_zero(c.server.get());
