@@ -18,6 +18,7 @@
 #include "selftests/lib/netns_pair.h"
 #include "selftests/lib/require_root.h"
 #include "selftests/proxy/proxy_fixture.h"
+#include "selftests/proxy/seen_upstream.h"
 #include "selftests/tls/tls_harness.h"
 #include "userspace/proxy/tls_ca.h"
 
@@ -25,43 +26,12 @@ namespace {
 
 using fltest::ChildProcess;
 using fltest::CommandResult;
+using fltest::SeenUpstream;
 using fltest::UniqueFd;
 using namespace std::chrono_literals;
 
 const std::string kFaultctl = FAULTCTL_PATH;
 
-// An HTTP/1.1 upstream on 127.0.0.1 that answers "upstream saw <request line>" and counts.
-class SeenUpstream {
- public:
-  SeenUpstream()
-      : server_([this](UniqueFd fd) {
-          std::string head;
-          char b[4096];
-          while (head.find("\r\n\r\n") == std::string::npos) {
-            ssize_t n = ::recv(fd.get(), b, sizeof b, 0);
-            if (n <= 0) return;
-            head.append(b, size_t(n));
-          }
-          {
-            std::lock_guard lock(mu_);
-            ++requests_;
-          }
-          const std::string body = "upstream saw " + head.substr(0, head.find("\r\n"));
-          fltest::send_all(fd.get(), "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: " +
-                                         std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
-        }) {}
-  [[nodiscard]] uint16_t port() const { return server_.port(); }
-  [[nodiscard]] std::string hostport() const { return "127.0.0.1:" + std::to_string(port()); }
-  int requests() {
-    std::lock_guard lock(mu_);
-    return requests_;
-  }
-
- private:
-  std::mutex mu_;
-  int requests_ = 0;
-  fltest::ScriptServer server_;
-};
 
 // A raw socket (no proxy variables read) that writes one HTTP request, or
 // other bytes, and prints the answer's first line ("closed" when none).

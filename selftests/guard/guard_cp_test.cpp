@@ -21,6 +21,7 @@
 
 #include "selftests/lib/child_process.h"
 #include "selftests/proxy/proxy_fixture.h"
+#include "selftests/proxy/seen_upstream.h"
 #include "selftests/tls/tls_harness.h"
 #include "userspace/guardrails/http_client.h"
 
@@ -35,29 +36,7 @@ using Clock = std::chrono::steady_clock;
 const std::string kFaultctl = FAULTCTL_PATH;
 const std::string kFaultcp = FAULTCP_PATH;
 
-// An upstream that answers 200 "up" and counts what reached it.
-class Upstream {
- public:
-  Upstream()
-      : server_([this](UniqueFd fd) {
-          std::string head;
-          char b[4096];
-          while (head.find("\r\n\r\n") == std::string::npos) {
-            ssize_t n = ::recv(fd.get(), b, sizeof b, 0);
-            if (n <= 0) return;
-            head.append(b, size_t(n));
-          }
-          requests_.fetch_add(1);
-          fltest::send_all(fd.get(), "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nup");
-        }) {}
-  [[nodiscard]] std::string host() const { return "127.0.0.1:" + std::to_string(server_.port()); }
-  [[nodiscard]] std::string url(const std::string& path) const { return "http://" + host() + path; }
-  [[nodiscard]] int requests() const { return requests_.load(); }
-
- private:
-  std::atomic<int> requests_{0};
-  fltest::ScriptServer server_;
-};
+using Upstream = fltest::SeenUpstream;
 
 struct Reply {
   int status = 0;
@@ -236,7 +215,7 @@ TEST_F(GuardCpTest, HeldRequestApprovedThroughFaultcpReachesItsUpstreamWithinASe
   EXPECT_LT(took, 1000ms) << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
   auto end = g.finish(20s);
   ASSERT_TRUE(end.status.is(0)) << end.describe();
-  EXPECT_EQ(end.out, "up[200]");
+  EXPECT_EQ(end.out, "upstream saw GET /deploy HTTP/1.1[200]");
   EXPECT_NE(end.err.find("held 1  approved 1"), std::string::npos) << end.err;
 }
 
@@ -276,7 +255,7 @@ TEST_F(GuardCpTest, ALocalDecisionWinsAndWithdrawsTheFaultcpCopy) {
   auto ok = fltest::run_command(as_user({kFaultctl, "approvals", "approve", local}), {.env = env_}, 20s);
   ASSERT_TRUE(ok.status.is(0)) << ok.describe();
   auto end = g.finish(20s);
-  EXPECT_EQ(end.out, "up[200]") << end.describe();
+  EXPECT_EQ(end.out, "upstream saw GET /deploy HTTP/1.1[200]") << end.describe();
   const std::string id = std::to_string((*a)["id"].get<int64_t>());
   EXPECT_TRUE(eventually(
       [&] {

@@ -19,6 +19,7 @@
 #include "selftests/lib/child_process.h"
 #include "selftests/lib/require_root.h"
 #include "selftests/proxy/proxy_fixture.h"
+#include "selftests/proxy/seen_upstream.h"
 #include "selftests/tls/tls_harness.h"
 #include "userspace/proxy/tls_ca.h"
 
@@ -31,40 +32,7 @@ using namespace std::chrono_literals;
 
 const std::string kFaultctl = FAULTCTL_PATH;
 
-// An HTTP/1.1 upstream that answers "upstream saw <request line>" and counts.
-class CountingUpstream {
- public:
-  CountingUpstream()
-      : server_([this](UniqueFd fd) {
-          std::string head;
-          char b[4096];
-          while (head.find("\r\n\r\n") == std::string::npos) {
-            ssize_t n = ::recv(fd.get(), b, sizeof b, 0);
-            if (n <= 0) return;
-            head.append(b, size_t(n));
-          }
-          {
-            std::lock_guard lock(mu_);
-            ++requests_;
-          }
-          const std::string body = "upstream saw " + head.substr(0, head.find("\r\n"));
-          fltest::send_all(fd.get(), "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: " +
-                                         std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
-        }) {}
-  [[nodiscard]] uint16_t port() const { return server_.port(); }
-  [[nodiscard]] std::string url(const std::string& path) const {
-    return "http://127.0.0.1:" + std::to_string(port()) + path;
-  }
-  int requests() {
-    std::lock_guard lock(mu_);
-    return requests_;
-  }
-
- private:
-  std::mutex mu_;
-  int requests_ = 0;
-  fltest::ScriptServer server_;
-};
+using CountingUpstream = fltest::SeenUpstream;
 
 // faultctl as an unprivileged user: nobody through setpriv when we are root.
 std::vector<std::string> as_user(std::vector<std::string> argv) {

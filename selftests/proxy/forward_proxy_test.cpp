@@ -15,6 +15,7 @@
 
 #include "selftests/lib/child_process.h"
 #include "selftests/proxy/proxy_fixture.h"
+#include "selftests/proxy/seen_upstream.h"
 #include "selftests/tls/tls_harness.h"
 #include "userspace/proxy/proxy_registry.h"
 #include "userspace/proxy/tls_leaf_cache.h"
@@ -94,38 +95,7 @@ class TestJudge : public faultline::RequestJudge {
   std::set<uint64_t> ended_;
 };
 
-// A plain HTTP/1.1 upstream: one request per connection, answered
-// "upstream saw <request line>"; every request head it read is kept.
-class PlainUpstream {
- public:
-  PlainUpstream()
-      : server_([this](UniqueFd fd) {
-          std::string head;
-          char b[4096];
-          while (head.find("\r\n\r\n") == std::string::npos) {
-            ssize_t n = ::recv(fd.get(), b, sizeof b, 0);
-            if (n <= 0) return;
-            head.append(b, size_t(n));
-          }
-          {
-            std::lock_guard lock(mu_);
-            heads_.push_back(head);
-          }
-          const std::string body = "upstream saw " + head.substr(0, head.find("\r\n"));
-          fltest::send_all(fd.get(), "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: " +
-                                         std::to_string(body.size()) + "\r\n\r\n" + body);
-        }) {}
-  [[nodiscard]] uint16_t port() const { return server_.port(); }
-  std::vector<std::string> heads() {
-    std::lock_guard lock(mu_);
-    return heads_;
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<std::string> heads_;
-  fltest::ScriptServer server_;
-};
+using PlainUpstream = fltest::SeenUpstream;
 
 class ForwardProxyTest : public ::testing::Test {
  protected:
