@@ -6,48 +6,13 @@
 // within a second, new activity shows in under a second, usage per identity.
 'use strict';
 
-const { spawn } = require('node:child_process');
 const crypto = require('node:crypto');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const readline = require('node:readline');
 const puppeteer = require('puppeteer-core');
+const { FAULTCP, ARTIFACTS, CHROMIUM, EMAIL, PASSWORD, fail, startFaultcp, call } = require('./faultcp_harness');
 
-const FAULTCP = process.env.FAULTCP;
-const ARTIFACTS = process.env.ARTIFACTS || path.join(os.tmpdir(), 'faultcp-dashboard');
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-const EMAIL = 'ops@example.com';
-const PASSWORD = 'correct horse battery staple';
-
-function fail(msg) {
-  throw new Error(msg);
-}
-
-async function startFaultcp(dir) {
-  const cp = spawn(FAULTCP, ['serve', '--listen', '127.0.0.1:0', '--database', 'sqlite:' + path.join(dir, 'cp.db')],
-    { stdio: ['ignore', 'pipe', 'inherit'] });
-  const lines = readline.createInterface({ input: cp.stdout });
-  const port = await new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error('faultcp did not start in 20 s')), 20000);
-    lines.on('line', (l) => {
-      const m = /listening on 127\.0\.0\.1:(\d+)/.exec(l);
-      if (m) { clearTimeout(t); resolve(Number(m[1])); }
-    });
-    cp.on('exit', (code) => reject(new Error('faultcp exited ' + code)));
-  });
-  return { cp, base: 'http://127.0.0.1:' + port };
-}
-
-async function call(base, method, p, token, body) {
-  const headers = {};
-  if (token) headers.Authorization = 'Bearer ' + token;
-  if (body !== undefined) headers['Content-Type'] = 'application/json';
-  const r = await fetch(base + p, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  const j = await r.json().catch(() => null);
-  if (!r.ok) fail(method + ' ' + p + ': ' + r.status + ' ' + JSON.stringify(j));
-  return j;
-}
 
 // The guard's activity chain (userspace/guard/activity_log.h): the canonical
 // line is the entry without its hash, compact, fields in this order.
@@ -70,7 +35,7 @@ async function main() {
   if (!FAULTCP) fail('FAULTCP (the faultcp binary) is not set');
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fl-guard-dashboard-'));
-  const { cp, base } = await startFaultcp(dir);
+  const { cp, base } = await startFaultcp(path.join(dir, 'cp.db'));
   let browser = null;
   try {
     const signup = await call(base, 'POST', '/v1/auth/signup', '', { email: EMAIL, password: PASSWORD, workspace: 'ops' });

@@ -10,44 +10,10 @@ const fs = require('node:fs');
 const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
-const readline = require('node:readline');
 const puppeteer = require('puppeteer-core');
+const { FAULTCP, ARTIFACTS, CHROMIUM, EMAIL, PASSWORD, fail, startFaultcp, call } = require('./faultcp_harness');
 
-const FAULTCP = process.env.FAULTCP;
 const FAULTCTL = process.env.FAULTCTL;
-const ARTIFACTS = process.env.ARTIFACTS || path.join(os.tmpdir(), 'faultcp-dashboard');
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-const EMAIL = 'ops@example.com';
-const PASSWORD = 'correct horse battery staple';
-
-function fail(msg) {
-  throw new Error(msg);
-}
-
-async function startFaultcp(dir) {
-  const cp = spawn(FAULTCP, ['serve', '--listen', '127.0.0.1:0', '--database', 'sqlite:' + path.join(dir, 'cp.db')],
-    { stdio: ['ignore', 'pipe', 'inherit'] });
-  const lines = readline.createInterface({ input: cp.stdout });
-  const port = await new Promise((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error('faultcp did not start in 20 s')), 20000);
-    lines.on('line', (l) => {
-      const m = /listening on 127\.0\.0\.1:(\d+)/.exec(l);
-      if (m) { clearTimeout(t); resolve(Number(m[1])); }
-    });
-    cp.on('exit', (code) => reject(new Error('faultcp exited ' + code)));
-  });
-  return { cp, base: 'http://127.0.0.1:' + port };
-}
-
-async function call(base, method, p, token, body) {
-  const headers = {};
-  if (token) headers.Authorization = 'Bearer ' + token;
-  if (body !== undefined) headers['Content-Type'] = 'application/json';
-  const r = await fetch(base + p, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  const j = await r.json().catch(() => null);
-  if (!r.ok) fail(method + ' ' + p + ': ' + r.status + ' ' + JSON.stringify(j));
-  return j;
-}
 
 // An upstream that remembers when each request reached it.
 async function startUpstream() {
@@ -75,7 +41,7 @@ async function main() {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fl-guard-live-dashboard-'));
   fs.chmodSync(dir, 0o777);  // nobody's guard keeps its state and CA here
-  const { cp, base } = await startFaultcp(dir);
+  const { cp, base } = await startFaultcp(path.join(dir, 'cp.db'));
   const up = await startUpstream();
   let browser = null;
   let guard = null;
