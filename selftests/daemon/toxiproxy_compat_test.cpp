@@ -15,50 +15,14 @@
 #include <thread>
 
 #include "faultd_env.h"
+#include "hello_server.h"
 
 namespace fldaemon {
 namespace {
 
 using json = nlohmann::json;
 
-// An upstream answering "hello\n" to the first bytes of each connection.
-class CompatUpstream {
- public:
-  CompatUpstream() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    (void)::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    (void)::listen(fd_, 64);
-    socklen_t len = sizeof a;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-    thread_ = std::thread([this] {
-      while (!stop_) {
-        pollfd p{fd_, POLLIN, 0};
-        if (::poll(&p, 1, 100) != 1) continue;
-        int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-        if (c < 0) continue;
-        char b[256];
-        if (::recv(c, b, sizeof b, 0) > 0) (void)!::send(c, "hello\n", 6, MSG_NOSIGNAL);
-        ::close(c);
-      }
-    });
-  }
-  ~CompatUpstream() {
-    stop_ = true;
-    thread_.join();
-    ::close(fd_);
-  }
-  [[nodiscard]] uint16_t port() const { return port_; }
-
- private:
-  int fd_ = -1;
-  uint16_t port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
+using CompatUpstream = fltest::HelloServer;
 
 uint16_t port_of(const std::string& hostport) {
   return static_cast<uint16_t>(std::stoi(hostport.substr(hostport.rfind(':') + 1)));

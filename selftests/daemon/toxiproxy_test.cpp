@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "faultd_env.h"
+#include "hello_server.h"
 
 namespace fldaemon {
 namespace {
@@ -23,45 +24,7 @@ namespace {
 // One HTTP/1.1 request on a new TCP connection to 127.0.0.1:port (Connection:
 // close); the status and body of the answer, status 0 if none came.
 
-// A real upstream: accepts on 127.0.0.1 (a free port), answers "hello\n" to
-// whatever a connection sends first, then closes it.
-class HelloServer {
- public:
-  HelloServer() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    (void)::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    (void)::listen(fd_, 64);
-    socklen_t len = sizeof a;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-    thread_ = std::thread([this] {
-      while (!stop_) {
-        pollfd p{fd_, POLLIN, 0};
-        if (::poll(&p, 1, 100) != 1) continue;
-        int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-        if (c < 0) continue;
-        char b[256];
-        if (::recv(c, b, sizeof b, 0) > 0) (void)!::send(c, "hello\n", 6, MSG_NOSIGNAL);
-        ::close(c);
-      }
-    });
-  }
-  ~HelloServer() {
-    stop_ = true;
-    thread_.join();
-    ::close(fd_);
-  }
-  [[nodiscard]] std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
-
- private:
-  int fd_ = -1;
-  uint16_t port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
+using fltest::HelloServer;
 
 // "ping" through the proxy at listen ("127.0.0.1:P"); what came back.
 std::string through(const std::string& listen) {
