@@ -14,6 +14,8 @@ packages=(
   iproute2 iputils-ping iperf3 curl openssl
   # the TLS tests: python3's https server and urllib, the system trust store
   python3 ca-certificates
+  # the guard's agent tests: a python agent using requests (selftests/agents)
+  python3-requests
   # the Prometheus guardrail tests run a real server (and promtool checks the example rules)
   prometheus
   # faultcp's storage suite starts a throw-away PostgreSQL cluster (initdb, pg_ctl)

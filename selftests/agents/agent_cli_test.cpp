@@ -3,15 +3,23 @@
 // server (standin.js) that speaks its provider's streaming API and records every
 // request. Their HOME is a temporary folder, telemetry and update checks are off,
 // and any proxy-able traffic that is not loopback goes to a dead port: nothing
-// leaves 127.0.0.1. Under `faultctl guard` (root) the LLM fault's attempt
-// counting is proven with Claude Code, which retries in its own loop.
+// leaves 127.0.0.1. Under `faultctl guard` as a user (nobody when the test is
+// root), through the proxy variables: the activity log with model and tokens, a
+// denied model, an exhausted budget and an approval, for both CLIs where they
+// apply, and a python agent using requests. Under `faultctl guard` (root) the
+// LLM fault's attempt counting is proven with Claude Code, which retries in its
+// own loop.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
+#include <thread>
 
 #include "base/files.h"
 #include "selftests/lib/child_process.h"
@@ -95,7 +103,7 @@ class AgentCli : public ::testing::Test {
 
   // Codex: a provider of its own in CODEX_HOME/config.toml (the Responses API
   // at the stand-in), analytics, feedback and the update check off.
-  [[nodiscard]] std::vector<std::string> codex_env() const {
+  [[nodiscard]] std::vector<std::string> codex_env(const std::string& provider_extra = "") const {
     const std::string codex_home = home() + "/codex";
     std::filesystem::create_directories(codex_home);
     write_text(codex_home + "/config.toml",
@@ -110,7 +118,7 @@ class AgentCli : public ::testing::Test {
                    std::to_string(port_) +
                    "/v1\"\n"
                    "env_key = \"OPENAI_API_KEY\"\n"
-                   "wire_api = \"responses\"\n");
+                   "wire_api = \"responses\"\n" + provider_extra);
     auto env = base_env(true);
     env.insert(env.end(), {"CODEX_HOME=" + codex_home, "OPENAI_API_KEY=sk-standin", "OPENAI_BASE_URL="});
     return env;
@@ -156,6 +164,282 @@ TEST_F(AgentCli, CodexExecAnswersFromTheStandIn) {
     EXPECT_EQ(q["stream"], true);
   }
   std::printf("codex exec: %zu request(s), %lld ms\n", reqs.size(), static_cast<long long>(ms.count()));
+}
+
+// ---- under faultctl guard as a user: the proxy variables -----------------------
+
+// faultctl (and so the CLI it runs) as an unprivileged user: nobody through
+// setpriv when the test runs as root, as in guard_wire_test.cpp.
+std::vector<std::string> as_user(std::vector<std::string> argv) {
+  if (::geteuid() != 0) return argv;
+  std::vector<std::string> out = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"};
+  out.insert(out.end(), argv.begin(), argv.end());
+  return out;
+}
+
+// The real CLIs run by `faultctl guard` as a user: no cgroup, no BPF; they
+// reach the stand-in only through the proxy variables the guard sets (it sets
+// NO_PROXY empty, so loopback is proxied too).
+class GuardedAgentCli : public AgentCli {
+ protected:
+  void SetUp() override {
+    AgentCli::SetUp();
+    if (HasFatalFailure() || IsSkipped()) return;
+    // nobody writes the CLI's HOME, the activity log, the CA, the budget state
+    // and the approval socket (XDG_RUNTIME_DIR: its own, so `approvals list`
+    // sees this guard only).
+    ASSERT_EQ(::chmod(home().c_str(), 0777), 0);
+    for (const char* d : {"/xdg", "/state"}) {  // the CA folder: the guard makes its own
+      std::filesystem::create_directories(home() + d);
+      ASSERT_EQ(::chmod((home() + d).c_str(), 0777), 0);
+    }
+  }
+
+  // `env` with the guard's own settings; no proxy variable of ours (the guard
+  // sets them) and no NO_PROXY that would let the CLI around it.
+  [[nodiscard]] std::vector<std::string> guarded(std::vector<std::string> env) const {
+    std::vector<std::string> out;
+    for (auto& e : env) {
+      const std::string k = e.substr(0, e.find('='));
+      if (k == "NO_PROXY" || k == "no_proxy" || k == "HTTP_PROXY" || k == "HTTPS_PROXY" || k == "http_proxy" ||
+          k == "https_proxy" || k == "ALL_PROXY")
+        continue;
+      out.push_back(std::move(e));
+    }
+    out.insert(out.end(), {"XDG_RUNTIME_DIR=" + home() + "/xdg", "FAULTLINE_STATE_DIR=" + home() + "/state",
+                           "FAULTLINE_CA_DIR=" + home() + "/ca", "SSL_CERT_FILE=", "CURL_CA_BUNDLE="});
+    return out;
+  }
+
+  [[nodiscard]] std::vector<std::string> guard_argv(const std::vector<std::string>& flags,
+                                                    const std::vector<std::string>& cmd) const {
+    std::vector<std::string> argv = {FAULTCTL_PATH, "guard"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.push_back("--");
+    argv.insert(argv.end(), cmd.begin(), cmd.end());
+    return as_user(argv);
+  }
+
+  CommandResult guard(const std::vector<std::string>& flags, const std::vector<std::string>& cmd,
+                      const std::vector<std::string>& env) {
+    const auto t0 = std::chrono::steady_clock::now();
+    CommandResult r = fltest::run_command(guard_argv(flags, cmd), {.env = guarded(env), .stop_grace = 3000ms}, 40s);
+    last_ms_ = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+    return r;
+  }
+
+  CommandResult faultctl(std::vector<std::string> args) {
+    args.insert(args.begin(), FAULTCTL_PATH);
+    return fltest::run_command(as_user(args), {.env = guarded(claude_env(false))}, 20s);
+  }
+
+  [[nodiscard]] std::string standin_host() const { return "127.0.0.1:" + std::to_string(port_); }
+
+  [[nodiscard]] static std::vector<nlohmann::json> activity(const std::string& file) {
+    std::vector<nlohmann::json> out;
+    std::ifstream in(file);
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+    return out;
+  }
+
+  long long last_ms_ = 0;
+};
+
+// The model Claude Code 2.1.332 asks for by default in print mode (the
+// monitor test below checks it, so a lockfile bump says so here first).
+const std::string kClaudeModel = "claude-opus-5-5";
+
+TEST_F(GuardedAgentCli, ClaudeCodeInMonitorIsLoggedWithItsModelAndTokens) {
+  start_standin("anthropic");
+  const std::string log = home() + "/activity.jsonl";
+  CommandResult r = guard({"--json-log", log, "--identity", "claude-agent"}, {kClaude, "-p", "hi"}, claude_env(false));
+  ASSERT_TRUE(r.status.is(0)) << r.describe() << "\nstand-in:\n" << standin_->describe();
+  EXPECT_NE(r.out.find(kAnswer), std::string::npos) << r.describe();
+  const auto reqs = requests();
+  ASSERT_GE(reqs.size(), 1u);
+  // Through the guard's proxy: it saw every call the stand-in saw.
+  EXPECT_NE(r.err.find("requests " + std::to_string(reqs.size()) + "  allowed " + std::to_string(reqs.size())),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(reqs[0]["model"], kClaudeModel) << reqs[0].dump();
+  size_t llm = 0;
+  for (const auto& e : activity(log)) {
+    EXPECT_EQ(e["host"], standin_host()) << "nothing but the stand-in: " << e.dump();
+    if (e["kind"] == "llm") {
+      ++llm;
+      EXPECT_EQ(e["llm"]["model"], kClaudeModel) << e.dump();
+      EXPECT_EQ(e["llm"]["in"], 7) << e.dump();
+      EXPECT_EQ(e["llm"]["out"], 5) << e.dump();
+      EXPECT_EQ(e["identity"], "claude-agent") << e.dump();
+    }
+  }
+  EXPECT_EQ(llm, reqs.size()) << r.err;
+  EXPECT_NE(r.err.find("llm: " + kClaudeModel + " in=7 out=5"), std::string::npos) << r.err;
+  auto v = faultctl({"activity", "verify", log});
+  EXPECT_TRUE(v.status.is(0)) << v.describe();
+  std::printf("guard (monitor) -- claude -p hi: %zu request(s), %lld ms\n", reqs.size(), last_ms_);
+}
+
+TEST_F(GuardedAgentCli, ClaudeCodeDeniedModelEndsWithThePermissionMessageAndNoRetry) {
+  start_standin("anthropic");
+  CommandResult r = guard({"--enforce", "--terminate-tls", "--deny-model", kClaudeModel}, {kClaude, "-p", "hi"},
+                          claude_env(false));
+  EXPECT_FALSE(r.status.is(0)) << r.describe();
+  const std::string all = r.out + r.err;
+  EXPECT_NE(all.find("model " + kClaudeModel + " is denied"), std::string::npos) << r.describe();
+  EXPECT_EQ(all.find(kAnswer), std::string::npos) << r.describe();
+  EXPECT_EQ(requests().size(), 0u) << standin_->describe();
+  // Exactly one attempt: the guard judged one request.
+  EXPECT_NE(r.err.find("requests 1  allowed 0  denied 1"), std::string::npos) << r.err;
+  std::printf("guard --deny-model -- claude -p hi: exit %s, %lld ms; it said: %s\n", r.status.str().c_str(), last_ms_,
+              (r.out + r.err).c_str());
+}
+
+TEST_F(GuardedAgentCli, ClaudeCodeOverItsRequestBudgetEndsWith429AndNoRetry) {
+  start_standin("anthropic");
+  const std::vector<std::string> flags = {"--enforce", "--llm-request-budget", "1", "--llm-budget-window", "1d"};
+  CommandResult first = guard(flags, {kClaude, "-p", "hi"}, claude_env(false));
+  ASSERT_TRUE(first.status.is(0)) << first.describe() << "\nstand-in:\n" << standin_->describe();
+  EXPECT_NE(first.out.find(kAnswer), std::string::npos) << first.describe();
+  const size_t after_first = requests().size();
+  ASSERT_EQ(after_first, 1u);
+  const long long first_ms = last_ms_;
+  CommandResult second = guard(flags, {kClaude, "-p", "hi"}, claude_env(false));
+  EXPECT_FALSE(second.status.is(0)) << second.describe();
+  const std::string all = second.out + second.err;
+  EXPECT_NE(all.find("429"), std::string::npos) << second.describe();
+  EXPECT_NE(all.find("budget"), std::string::npos) << second.describe();
+  EXPECT_EQ(requests().size(), after_first) << "the second run reached the stand-in";
+  EXPECT_NE(second.err.find("requests 1  allowed 0  denied 1"), std::string::npos) << second.err;
+  std::printf("guard --llm-request-budget 1 -- claude -p hi: first %lld ms, second exit %s in %lld ms; it said: %s\n",
+              first_ms, second.status.str().c_str(), last_ms_, all.c_str());
+}
+
+TEST_F(GuardedAgentCli, ClaudeCodeHeldForApprovalFinishesOnceApproved) {
+  start_standin("anthropic");
+  ChildProcess g = ChildProcess::spawn(guard_argv({"--enforce", "--approve", standin_host()}, {kClaude, "-p", "hi"}),
+                                       {.env = guarded(claude_env(false)), .stop_grace = 3000ms});
+  ASSERT_TRUE(g.wait_for("held for approval ", 20s, fltest::Stream::kStderr)) << g.describe();
+  auto list = faultctl({"approvals", "list", "--json"});
+  ASSERT_TRUE(list.status.is(0)) << list.describe();
+  auto held = nlohmann::json::parse(list.out, nullptr, false);
+  ASSERT_TRUE(held.is_array() && held.size() == 1) << list.out;
+  EXPECT_EQ(held[0]["host"], standin_host()) << list.out;
+  EXPECT_EQ(requests().size(), 0u);  // held: nothing reached the stand-in yet
+  const std::string id = held[0]["id"].get<std::string>();
+  auto ok = faultctl({"approvals", "approve", id});
+  ASSERT_TRUE(ok.status.is(0)) << ok.describe();
+  CommandResult end = g.finish(30s);
+  ASSERT_TRUE(end.status.is(0)) << end.describe() << "\nstand-in:\n" << standin_->describe();
+  EXPECT_NE(end.out.find(kAnswer), std::string::npos) << end.describe();
+  EXPECT_EQ(requests().size(), 1u);
+  EXPECT_NE(end.err.find("held 1  approved 1"), std::string::npos) << end.err;
+}
+
+// Codex honours HTTP_PROXY/http_proxy (reqwest) for its provider's base URL,
+// and through HTTPS_PROXY also tries github.com, api.github.com and
+// chatgpt.com even with analytics and the update check off: under the guard
+// it runs enforcing with only the stand-in allowed, so nothing leaves loopback
+// (those CONNECTs get the 403 and Codex carries on).
+TEST_F(GuardedAgentCli, CodexExecIsLoggedWithItsModelAndTokens) {
+  start_standin("openai");
+  const std::string log = home() + "/activity.jsonl";
+  auto env = codex_env();
+  std::filesystem::permissions(home() + "/codex", std::filesystem::perms::all);
+  CommandResult r = guard({"--enforce", "--default-deny", "--allow", standin_host(), "--json-log", log},
+                          {kCodex, "exec", "--skip-git-repo-check", "-C", home(), "say hi"}, env);
+  ASSERT_TRUE(r.status.is(0)) << r.describe() << "\nstand-in:\n" << standin_->describe();
+  EXPECT_NE(r.out.find(kAnswer), std::string::npos) << r.describe();
+  const auto reqs = requests();
+  ASSERT_GE(reqs.size(), 1u);
+  size_t llm = 0;
+  for (const auto& e : activity(log)) {
+    if (e["host"] != standin_host()) {
+      EXPECT_EQ(e["verdict"], "deny") << e.dump();
+      std::printf("codex also tried %s %s: denied\n", e.value("method", "").c_str(), e.value("host", "").c_str());
+      continue;
+    }
+    if (e["kind"] == "llm") {
+      ++llm;
+      EXPECT_EQ(e["llm"]["model"], "gpt-standin") << e.dump();
+      EXPECT_EQ(e["llm"]["in"], 7) << e.dump();
+      EXPECT_EQ(e["llm"]["out"], 5) << e.dump();
+    }
+  }
+  EXPECT_EQ(llm, reqs.size()) << r.err;
+  EXPECT_NE(r.err.find("llm: gpt-standin in=7 out=5"), std::string::npos) << r.err;
+  auto v = faultctl({"activity", "verify", log});
+  EXPECT_TRUE(v.status.is(0)) << v.describe();
+  std::printf("guard -- codex exec: %zu request(s), %lld ms\n", reqs.size(), last_ms_);
+}
+
+// Codex does not read x-should-retry: it takes a refused stream for a dropped
+// one and reconnects `stream_max_retries` times (5 by default, with backoff)
+// before it reports the 403. Bounded, nothing upstream, but six attempts: with
+// `stream_max_retries = 0` in the provider it is exactly one.
+TEST_F(GuardedAgentCli, CodexExecDeniedModelEndsWithThePermissionMessageAndBoundedRetries) {
+  start_standin("openai");
+  auto run = [&](const std::string& extra, const std::string& log) {
+    auto env = codex_env(extra);
+    std::filesystem::permissions(home() + "/codex", std::filesystem::perms::all);
+    return guard({"--enforce", "--terminate-tls", "--default-deny", "--allow", standin_host(), "--deny-model",
+                  "gpt-standin", "--json-log", log},
+                 {kCodex, "exec", "--skip-git-repo-check", "-C", home(), "say hi"}, env);
+  };
+  auto attempts = [&](const std::string& log) {
+    size_t n = 0;
+    for (const auto& e : activity(log))
+      if (e["host"] == standin_host()) {
+        EXPECT_EQ(e["verdict"], "deny") << e.dump();
+        ++n;
+      }
+    return n;
+  };
+  for (const auto& [extra, want] : {std::pair<std::string, size_t>{"", 6}, {"stream_max_retries = 0\n", 1}}) {
+    const std::string log = home() + "/activity-" + std::to_string(want) + ".jsonl";
+    CommandResult r = run(extra, log);
+    EXPECT_FALSE(r.status.is(0)) << r.describe();
+    EXPECT_NE(r.err.find("unexpected status 403 Forbidden: Faultline guard: denied by rule '--deny-model gpt-standin'"),
+              std::string::npos)
+        << r.describe();
+    const size_t n = attempts(log);
+    EXPECT_EQ(n, want) << extra << r.err;
+    std::printf("guard --deny-model -- codex exec (%s): exit %s, %zu attempt(s), %lld ms\n",
+                extra.empty() ? "defaults" : "stream_max_retries = 0", r.status.str().c_str(), n, last_ms_);
+  }
+  EXPECT_EQ(requests().size(), 0u) << standin_->describe();
+}
+
+// A python agent with requests (Debian's python3-requests): it reads the
+// proxy variables, so an allowed host answers and a denied one gets the 403 JSON.
+TEST_F(GuardedAgentCli, PythonRequestsAgentAllowedPassesDeniedGets403Json) {
+  if (fltest::run_command({"python3", "-c", "import requests"}, {}, 10s).status.is(0) == false)
+    GTEST_SKIP() << "*** SKIPPED: python3-requests is not installed: run scripts/install-deps.sh ***";
+  start_standin("anthropic");
+  const std::string agent =
+      "import requests, sys, json\n"
+      "ok = requests.post(sys.argv[1] + '/v1/messages', json={'model': 'claude-x', 'max_tokens': 8,"
+      " 'messages': [{'role': 'user', 'content': 'hi'}]}, timeout=20)\n"
+      "print('allowed', ok.status_code, ok.json()['content'][0]['text'])\n"
+      "no = requests.get(sys.argv[2] + '/exfil', timeout=20)\n"
+      "print('denied', no.status_code, json.dumps(no.json()))\n";
+  const std::string denied_host = "127.0.0.1:9";  // nothing listens: the guard answers
+  CommandResult r =
+      guard({"--enforce", "--default-deny", "--allow", standin_host()},
+            {"python3", "-c", agent, "http://" + standin_host(), "http://" + denied_host}, claude_env(false));
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_NE(r.out.find("allowed 200 " + kAnswer), std::string::npos) << r.out;
+  const auto at = r.out.find("denied 403 ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  auto j = nlohmann::json::parse(r.out.substr(at + 11, r.out.find('\n', at) - at - 11), nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  EXPECT_EQ(j["error"], "denied by policy");
+  EXPECT_EQ(j["rule"], "");  // the default decided
+  EXPECT_FALSE(j["reason"].get<std::string>().empty());
+  EXPECT_EQ(j["request_id"].get<std::string>().rfind("req_", 0), 0u) << j.dump();
+  EXPECT_EQ(requests().size(), 1u);
+  std::printf("guard -- python requests agent: %lld ms\n", last_ms_);
 }
 
 // ---- under faultctl guard, as root -------------------------------------------
