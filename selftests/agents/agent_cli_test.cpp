@@ -23,6 +23,7 @@
 
 #include "base/files.h"
 #include "selftests/lib/child_process.h"
+#include "selftests/lib/clock.h"
 #include "selftests/lib/require_root.h"
 #include "selftests/lib/test_bpffs.h"
 
@@ -299,6 +300,7 @@ TEST_F(GuardedAgentCli, ClaudeCodeDeniedModelEndsWithThePermissionMessageAndNoRe
 TEST_F(GuardedAgentCli, ClaudeCodeOverItsRequestBudgetEndsWith429AndNoRetry) {
   start_standin("anthropic");
   const std::vector<std::string> flags = {"--enforce", "--llm-request-budget", "1", "--llm-budget-window", "1d"};
+  fltest::wait_clear_of_window_edge(std::chrono::hours(24));  // both runs in one window
   CommandResult first = guard(flags, {kClaude, "-p", "hi"}, claude_env(false));
   ASSERT_TRUE(first.status.is(0)) << first.describe() << "\nstand-in:\n" << standin_->describe();
   EXPECT_NE(first.out.find(kAnswer), std::string::npos) << first.describe();

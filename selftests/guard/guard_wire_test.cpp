@@ -18,6 +18,7 @@
 
 #include "selftests/lib/child_process.h"
 #include "selftests/lib/require_root.h"
+#include "selftests/lib/clock.h"
 #include "selftests/proxy/proxy_fixture.h"
 #include "selftests/proxy/seen_upstream.h"
 #include "selftests/tls/tls_harness.h"
@@ -571,6 +572,7 @@ TEST_F(GuardWireTest, BudgetForTenAdmitsExactlyTenOfTwentyConcurrentCallsAndARes
   const std::vector<std::string> flags = {
       "--enforce", "--terminate-tls", "--llm-token-budget", "1000", "--llm-request-budget", "10", "--llm-budget-window",
       "1d"};
+  fltest::wait_clear_of_window_edge(std::chrono::hours(24));  // this run and the restart in one window
   auto r = guard(flags, {"sh", "-c", "for i in $(seq 20); do " + call + " & done; wait"});
   ASSERT_TRUE(r.status.is(0)) << r.describe();
   auto count = [](const std::string& out, const std::string& code) {
