@@ -263,6 +263,11 @@ Status parse_llm_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
     if (!n) return n.error();
     cap.budget.default_reserve = *n;
   }
+  if (r.count("replay")) {
+    cap.replay_dir = r["replay"].as<std::string>();
+    if (cap.replay_dir.empty()) return bad("--replay: empty folder name");
+    any = true;
+  }
   if (any) a.requests = true;
   return {};
 }
@@ -341,9 +346,11 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       "max-tokens", "N: deny LLM calls asking for more than N output tokens", cxxopts::value<std::string>())(
       "route-model", "FROM=TO: send LLM calls asking for model FROM as TO (logged as such), repeatable",
       cxxopts::value<std::vector<std::string>>())(
-      "llm-token-budget", "N: output tokens per identity and window; calls that do not fit get 429",
-      cxxopts::value<std::string>())("llm-request-budget", "N: LLM calls per identity and window",
+      "replay", "DIR: record LLM answers in DIR on a miss, answer a repeated call from its recording (byte-exact)",
+      cxxopts::value<std::string>())("llm-token-budget",
+                                     "N: output tokens per identity and window; calls that do not fit get 429",
                                      cxxopts::value<std::string>())(
+      "llm-request-budget", "N: LLM calls per identity and window", cxxopts::value<std::string>())(
       "llm-budget-window", "D: the budget's window, aligned to the epoch (default 1h; 30m, 1d, 90s)",
       cxxopts::value<std::string>())("llm-default-reserve",
                                      "N: what a call without max tokens reserves of the token budget (default 4096)",
@@ -353,7 +360,8 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       "rule flags), held requests are decided there too, the activity is reported there",
       cxxopts::value<std::string>())("token", "T: --control-plane's token, an agent token (or FAULTLINE_CP_TOKEN)",
                                      cxxopts::value<std::string>())(
-      "state-dir", "DIR: what outlives the guard (the LLM budget's window; with --control-plane the activity spool, "
+      "state-dir",
+      "DIR: what outlives the guard (the LLM budget's window; with --control-plane the activity spool, "
       "the default activity log, the last policy)",
       cxxopts::value<std::string>())("h,help", "help");
   auto [flags, cmd] = split_command(args);
