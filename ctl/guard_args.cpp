@@ -268,6 +268,28 @@ Status parse_llm_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
     if (cap.replay_dir.empty()) return bad("--replay: empty folder name");
     any = true;
   }
+  if (r.count("cache")) {
+    if (r.count("replay"))
+      return bad(
+          "--cache and --replay are exclusive: --replay answers from its folder for ever, --cache from memory "
+          "for --cache-ttl");
+    if (r.count("cache-mode") && r["cache-mode"].as<std::string>() != "exact")
+      return bad("--cache-mode " + r["cache-mode"].as<std::string>() +
+                 ": only exact is built (similar is not: docs/guard.md, \"Record and replay\")");
+    std::chrono::milliseconds ttl = std::chrono::minutes(10);
+    if (r.count("cache-ttl")) {
+      const std::string text = r["cache-ttl"].as<std::string>();
+      auto ns = parse_duration_ns(text);
+      if (!ns) return bad("--cache-ttl '" + text + "': " + ns.error().message);
+      if (*ns < 1'000'000) return bad("--cache-ttl '" + text + "': at least 1ms");
+      ttl = std::chrono::milliseconds(*ns / 1'000'000);
+    }
+    cap.cache_ttl = ttl;
+    any = true;
+  } else {
+    for (const char* flag : {"cache-ttl", "cache-mode"})
+      if (r.count(flag)) return bad(std::string("--") + flag + " applies to --cache");
+  }
   if (any) a.requests = true;
   return {};
 }
@@ -347,10 +369,13 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       "route-model", "FROM=TO: send LLM calls asking for model FROM as TO (logged as such), repeatable",
       cxxopts::value<std::vector<std::string>>())(
       "replay", "DIR: record LLM answers in DIR on a miss, answer a repeated call from its recording (byte-exact)",
-      cxxopts::value<std::string>())("llm-token-budget",
-                                     "N: output tokens per identity and window; calls that do not fit get 429",
+      cxxopts::value<std::string>())(
+      "cache", "answer a repeated LLM call (same method, path and JSON body) from memory (not with --replay)")(
+      "cache-ttl", "D: how long --cache keeps an answer (default 10m; 30s, 1h)", cxxopts::value<std::string>())(
+      "cache-mode", "exact (the only mode built)", cxxopts::value<std::string>())(
+      "llm-token-budget", "N: output tokens per identity and window; calls that do not fit get 429",
+      cxxopts::value<std::string>())("llm-request-budget", "N: LLM calls per identity and window",
                                      cxxopts::value<std::string>())(
-      "llm-request-budget", "N: LLM calls per identity and window", cxxopts::value<std::string>())(
       "llm-budget-window", "D: the budget's window, aligned to the epoch (default 1h; 30m, 1d, 90s)",
       cxxopts::value<std::string>())("llm-default-reserve",
                                      "N: what a call without max tokens reserves of the token budget (default 4096)",

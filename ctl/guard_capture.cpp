@@ -248,6 +248,12 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
     log << "faultline guard: --replay " << o.replay_dir
         << ": LLM calls with a recording there are answered from it (nothing upstream), the others recorded\n";
   }
+  if (o.cache_ttl) {
+    jo.replay = std::make_shared<ReplayStore>(*o.cache_ttl);
+    log << "faultline guard: --cache: a repeated LLM call (same method, path and JSON body) is answered from "
+           "memory for "
+        << o.cache_ttl->count() << "ms after its answer came (exact match only)\n";
+  }
   jo.llm_hosts = o.llm_hosts;
   jo.routes = o.routes;
   jo.budget = c->budget_;

@@ -55,6 +55,7 @@ struct GuardCaptureOptions {
   std::vector<LlmModelRoute> routes;   // --route-model
   LlmBudgetLimits budget;              // --llm-token-budget, --llm-request-budget, --llm-budget-window, ...
   std::string replay_dir;              // --replay DIR: record then replay LLM answers ("" off)
+  std::optional<std::chrono::milliseconds> cache_ttl;  // --cache [--cache-ttl D]: exact, in memory
   // With faultcp (--control-plane URL --token T): the workspace's guard
   // section is the policy, held requests are posted there too, and the
   // activity goes there, spooled in state_dir while faultcp is down.

@@ -740,4 +740,58 @@ TEST_F(GuardWireTest, ReplayGivesCurlTheRecordedBytesExactlyAndKeysOnTheNormalis
   EXPECT_EQ(standin.requests(), 2);
 }
 
+// --- --cache (exact, in memory) ---------------------------------------------------
+
+TEST_F(GuardWireTest, CacheAnswersTheSdksRepeatedCallsFromMemoryWithinOneGuard) {
+  const std::string sdk_dir = LLM_SDK_DIR;
+  if (::access((sdk_dir + "/node_modules/@anthropic-ai/sdk").c_str(), R_OK) != 0)
+    GTEST_SKIP() << "*** SKIPPED: " << sdk_dir << "/node_modules missing: run scripts/install-deps.sh ***";
+  LlmStandIn standin;
+  const std::string log = dir_.file("cache.jsonl");
+  const std::string script = "node " + sdk_dir + "/guard_replay_sdk_test.js " + standin.url("") + " ";
+  auto r = guard({"--terminate-tls", "--cache", "--json-log", log},
+                 {"sh", "-c", script + dir_.file("a.json") + " && " + script + dir_.file("b.json")});
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_EQ(standin.requests(), 2);  // the JSON call and the stream, once each
+  EXPECT_EQ(r.out, "text json: hi\ntext stream: Hello there\ntext json: hi\ntext stream: Hello there\n") << r.out;
+  auto read = [](const std::string& f) {
+    std::ifstream in(f);
+    return nlohmann::json::parse(in, nullptr, false);
+  };
+  const auto a = read(dir_.file("a.json"));
+  ASSERT_TRUE(a.is_array() && a.size() == 2) << a;
+  EXPECT_EQ(a, read(dir_.file("b.json")));
+  int cached = 0, hits = 0;
+  for (const auto& e : activity_lines(log)) {
+    cached += e["kind"] == "cached";
+    hits += e["kind"] == "cache-hit";
+  }
+  EXPECT_EQ(cached, 2);
+  EXPECT_EQ(hits, 2);
+  EXPECT_NE(r.err.find("-> cache hit the cache ("), std::string::npos) << r.err;
+}
+
+TEST_F(GuardWireTest, CacheTtlEndsAnAnswersLifeAndTheFlagsAreChecked) {
+  LlmStandIn standin;
+  const std::string post =
+      "curl -sS --max-time 20 -w '[%{http_code}]\\n' --data-binary "
+      "'{\"model\":\"claude-test\",\"max_tokens\":16,\"messages\":[]}' " +
+      standin.url("/v1/messages");
+  auto r = guard({"--terminate-tls", "--cache", "--cache-ttl", "1500ms"},
+                 {"sh", "-c", post + "; " + post + "; sleep 2; " + post});
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_EQ(standin.requests(), 2);  // the second from memory, the third after the TTL
+  const std::string one = r.out.substr(0, r.out.find('\n') + 1);
+  EXPECT_EQ(r.out, one + one + one);
+
+  auto both = guard({"--cache", "--replay", dir_.file("r")}, {"true"});
+  EXPECT_TRUE(both.status.is(2)) << both.describe();
+  EXPECT_NE(both.err.find("--cache and --replay are exclusive"), std::string::npos) << both.err;
+  auto similar = guard({"--cache", "--cache-mode", "similar"}, {"true"});
+  EXPECT_TRUE(similar.status.is(2)) << similar.describe();
+  EXPECT_NE(similar.err.find("only exact is built"), std::string::npos) << similar.err;
+  auto ttl = guard({"--cache-ttl", "1m"}, {"true"});
+  EXPECT_TRUE(ttl.status.is(2)) << ttl.describe();
+}
+
 }  // namespace

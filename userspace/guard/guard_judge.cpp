@@ -412,15 +412,15 @@ std::optional<RequestVerdict> GuardJudge::replay_or_record(const std::shared_ptr
   const RequestHead& head = call->head;
   if (!call->body_whole) {
     if (options_.log)
-      options_.log("faultline guard: " + request_text(head) +
-                   ": --replay: the body is over the proxy's hold, neither replayed nor recorded");
+      options_.log("faultline guard: " + request_text(head) + ": " + store_flag() +
+                   ": the body is over the proxy's hold, neither answered from nor kept");
     return std::nullopt;
   }
   const std::string key = llm_replay_key(head.method, head.target, call->body);
   auto found = options_.replay->find(key);
   if (!found) {  // a broken recording is left alone (not overwritten) and the call forwarded
     if (options_.log)
-      options_.log("faultline guard: " + request_text(head) + ": --replay: " + found.error().describe() +
+      options_.log("faultline guard: " + request_text(head) + ": " + store_flag() + ": " + found.error().describe() +
                    " (forwarded, not recorded)");
     return std::nullopt;
   }
@@ -451,25 +451,35 @@ void GuardJudge::record_llm_extras(const RequestHead& head, const LlmCall& call)
   if (!call.routed_from.empty())
     record(head, GuardVerdict::Allow, call.rule, "route-model " + call.routed_from + " -> " + call.model,
            ActivityLlm{call.model}, "route");
-  if (!call.replayed_from.empty())
-    record(head, GuardVerdict::Allow, call.rule, "replayed " + call.replayed_from, ActivityLlm{call.model}, "replayed");
+  if (!call.replayed_from.empty()) {
+    const bool cache = options_.replay->memory_only();
+    record(head, GuardVerdict::Allow, call.rule, (cache ? "cache hit " : "replayed ") + call.replayed_from,
+           ActivityLlm{call.model}, cache ? "cache-hit" : "replayed");
+  }
 }
+
+std::string GuardJudge::store_flag() const { return options_.replay->memory_only() ? "--cache" : "--replay"; }
 
 void GuardJudge::save_recording(LlmCall& call) {
   std::unique_ptr<ReplayRecording> rec = std::move(call.recording);
   if (!replay_answer_complete(rec->bytes())) {
     if (options_.log)
-      options_.log("faultline guard: " + request_text(call.head) +
-                   " -> not recorded (--replay: not a whole 2xx answer)");
+      options_.log("faultline guard: " + request_text(call.head) + " -> not kept (" + store_flag() +
+                   ": not a whole 2xx answer)");
     return;
   }
   const std::string path = options_.replay->path_for(rec->key);
   // Once per new key, on the worker: an atomic write (and its fsync).
   if (auto st = options_.replay->save(std::move(*rec)); !st) {
-    if (options_.log) options_.log("faultline guard: --replay: " + st.error().describe());
+    if (options_.log) options_.log("faultline guard: " + store_flag() + ": " + st.error().describe());
     return;
   }
-  record(call.head, GuardVerdict::Allow, call.rule, "recorded " + path, ActivityLlm{call.model}, "recorded");
+  if (options_.replay->memory_only())
+    record(call.head, GuardVerdict::Allow, call.rule,
+           "cached for " + std::to_string(options_.replay->ttl().count()) + "ms in " + path, ActivityLlm{call.model},
+           "cached");
+  else
+    record(call.head, GuardVerdict::Allow, call.rule, "recorded " + path, ActivityLlm{call.model}, "recorded");
 }
 
 void GuardJudge::on_response_bytes(uint64_t request_id, std::string_view bytes, bool end) {

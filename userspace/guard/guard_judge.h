@@ -48,9 +48,10 @@ struct GuardJudgeOptions {
   std::vector<LlmModelRoute> routes;    // --route-model
   std::shared_ptr<BudgetStore> budget;  // null: no budget
   LlmBudgetLimits budget_limits;        // what a call reserves (its ceiling, else the default)
-  // --replay DIR: an allowed LLM call whose key has a recording is answered
-  // from it (nothing goes upstream, no budget is charged); any other is
-  // forwarded and its whole 2xx answer recorded. Null: off.
+  // --replay DIR (or --cache: the same in memory, with a TTL): an allowed
+  // LLM call whose key has a recording is answered from it (nothing goes
+  // upstream, no budget is charged); any other is forwarded and its whole
+  // 2xx answer recorded. Null: off.
   std::shared_ptr<ReplayStore> replay;
 };
 
@@ -105,6 +106,7 @@ class GuardJudge final : public RequestJudge {
   void record_llm_extras(const RequestHead& head, const LlmCall& call);
   // --replay, a miss's answer at its end: kept when it is a whole 2xx answer.
   void save_recording(LlmCall& call);
+  [[nodiscard]] std::string store_flag() const;  // "--replay" or "--cache", for the lines
   std::shared_ptr<LlmCall> take_call(uint64_t id);
   void drop_call(uint64_t id);
 

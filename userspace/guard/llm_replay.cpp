@@ -2,6 +2,7 @@
 // and files, no proxy knowledge (the judge decides when to record or replay).
 #include "userspace/guard/llm_replay.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <nlohmann/json.hpp>
@@ -163,13 +164,21 @@ Result<ReplayRecording> parse_replay_recording(std::string_view text) {
   return r;
 }
 
-std::string ReplayStore::path_for(std::string_view key) const { return dir_ + "/" + std::string(key) + ".json"; }
+std::string ReplayStore::path_for(std::string_view key) const {
+  if (memory_only()) return "the cache (" + std::string(key.substr(0, 12)) + ")";
+  return dir_ + "/" + std::string(key) + ".json";
+}
 
 Result<std::optional<ReplayRecording>> ReplayStore::find(const std::string& key) {
   {
     std::lock_guard lock(mu_);
-    if (auto it = loaded_.find(key); it != loaded_.end()) return std::optional<ReplayRecording>(it->second);
+    if (auto it = loaded_.find(key); it != loaded_.end()) {
+      if (it->second.expires > std::chrono::steady_clock::now())
+        return std::optional<ReplayRecording>(it->second.recording);
+      loaded_.erase(it);
+    }
   }
+  if (memory_only()) return std::optional<ReplayRecording>();
   const std::string path = path_for(key);
   auto text = read_text_file(path);
   if (!text) {
@@ -179,16 +188,30 @@ Result<std::optional<ReplayRecording>> ReplayStore::find(const std::string& key)
   auto r = parse_replay_recording(*text);
   if (!r) return make_error(r.error().err, path + ": " + r.error().message);
   std::lock_guard lock(mu_);
-  loaded_[key] = *r;
+  loaded_[key] = Kept{*r, std::chrono::steady_clock::time_point::max()};
   return std::optional<ReplayRecording>(std::move(*r));
 }
 
 Status ReplayStore::save(ReplayRecording r) {
+  const auto now = std::chrono::steady_clock::now();
+  if (memory_only()) {
+    std::lock_guard lock(mu_);
+    std::erase_if(loaded_, [&](const auto& kv) { return kv.second.expires <= now; });
+    if (loaded_.size() >= kMaxCached && !loaded_.contains(r.key)) {
+      auto first = std::min_element(loaded_.begin(), loaded_.end(),
+                                    [](const auto& a, const auto& b) { return a.second.expires < b.second.expires; });
+      loaded_.erase(first);
+    }
+    std::string key = r.key;
+    loaded_[key] = Kept{std::move(r), now + ttl_};
+    return {};
+  }
   const std::string path = path_for(r.key);
   if (auto st = write_file_atomic(path, replay_recording_json(r)); !st)
     return make_error(st.error().err, path + ": " + st.error().describe());
   std::lock_guard lock(mu_);
-  loaded_[r.key] = std::move(r);
+  std::string key = r.key;
+  loaded_[key] = Kept{std::move(r), std::chrono::steady_clock::time_point::max()};
   return {};
 }
 

@@ -1,7 +1,9 @@
-// VCR-style record and replay of LLM calls (faultctl guard --replay DIR): a
-// call's key, its answer as the upstream sent it, and the folder it is kept in.
+// VCR-style record and replay of LLM calls (faultctl guard --replay DIR, and
+// the in-memory --cache): a call's key, its answer as the upstream sent it,
+// and the store it is kept in.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -45,20 +47,33 @@ struct ReplayRecording {
 [[nodiscard]] std::string replay_recording_json(const ReplayRecording& r);
 [[nodiscard]] Result<ReplayRecording> parse_replay_recording(std::string_view text);
 
-// DIR/<key>.json, read on first use and kept in memory; written atomically.
+// --replay: DIR/<key>.json, read on first use and kept in memory, written
+// atomically, never expiring. --cache: memory only, each answer kept `ttl`
+// after it was stored, at most kMaxCached answers (the one expiring first
+// goes to make room).
 class ReplayStore {
  public:
+  static constexpr size_t kMaxCached = 1024;
   explicit ReplayStore(std::string dir) : dir_(std::move(dir)) {}
+  explicit ReplayStore(std::chrono::milliseconds ttl) : ttl_(ttl) {}
+  [[nodiscard]] bool memory_only() const { return dir_.empty(); }
   [[nodiscard]] const std::string& dir() const { return dir_; }
+  [[nodiscard]] std::chrono::milliseconds ttl() const { return ttl_; }
   [[nodiscard]] std::string path_for(std::string_view key) const;
-  // Nothing when the key has no recording; an error for one that cannot be read.
+  // Nothing when the key has no recording (or its time is up); an error for
+  // a file that cannot be read.
   [[nodiscard]] Result<std::optional<ReplayRecording>> find(const std::string& key);
   [[nodiscard]] Status save(ReplayRecording r);
 
  private:
+  struct Kept {
+    ReplayRecording recording;
+    std::chrono::steady_clock::time_point expires;  // max(): never (a folder's)
+  };
   std::string dir_;
+  std::chrono::milliseconds ttl_{0};
   std::mutex mu_;
-  std::map<std::string, ReplayRecording> loaded_;
+  std::map<std::string, Kept> loaded_;
 };
 
 }  // namespace faultline
