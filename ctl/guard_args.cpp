@@ -263,6 +263,33 @@ Status parse_llm_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
     if (!n) return n.error();
     cap.budget.default_reserve = *n;
   }
+  if (r.count("replay")) {
+    cap.replay_dir = r["replay"].as<std::string>();
+    if (cap.replay_dir.empty()) return bad("--replay: empty folder name");
+    any = true;
+  }
+  if (r.count("cache")) {
+    if (r.count("replay"))
+      return bad(
+          "--cache and --replay are exclusive: --replay answers from its folder for ever, --cache from memory "
+          "for --cache-ttl");
+    if (r.count("cache-mode") && r["cache-mode"].as<std::string>() != "exact")
+      return bad("--cache-mode " + r["cache-mode"].as<std::string>() +
+                 ": only exact is built (similar is not: docs/guard.md, \"Record and replay\")");
+    std::chrono::milliseconds ttl = std::chrono::minutes(10);
+    if (r.count("cache-ttl")) {
+      const std::string text = r["cache-ttl"].as<std::string>();
+      auto ns = parse_duration_ns(text);
+      if (!ns) return bad("--cache-ttl '" + text + "': " + ns.error().message);
+      if (*ns < 1'000'000) return bad("--cache-ttl '" + text + "': at least 1ms");
+      ttl = std::chrono::milliseconds(*ns / 1'000'000);
+    }
+    cap.cache_ttl = ttl;
+    any = true;
+  } else {
+    for (const char* flag : {"cache-ttl", "cache-mode"})
+      if (r.count(flag)) return bad(std::string("--") + flag + " applies to --cache");
+  }
   if (any) a.requests = true;
   return {};
 }
@@ -341,6 +368,11 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       "max-tokens", "N: deny LLM calls asking for more than N output tokens", cxxopts::value<std::string>())(
       "route-model", "FROM=TO: send LLM calls asking for model FROM as TO (logged as such), repeatable",
       cxxopts::value<std::vector<std::string>>())(
+      "replay", "DIR: record LLM answers in DIR on a miss, answer a repeated call from its recording (byte-exact)",
+      cxxopts::value<std::string>())(
+      "cache", "answer a repeated LLM call (same method, path and JSON body) from memory (not with --replay)")(
+      "cache-ttl", "D: how long --cache keeps an answer (default 10m; 30s, 1h)", cxxopts::value<std::string>())(
+      "cache-mode", "exact (the only mode built)", cxxopts::value<std::string>())(
       "llm-token-budget", "N: output tokens per identity and window; calls that do not fit get 429",
       cxxopts::value<std::string>())("llm-request-budget", "N: LLM calls per identity and window",
                                      cxxopts::value<std::string>())(
@@ -353,7 +385,8 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       "rule flags), held requests are decided there too, the activity is reported there",
       cxxopts::value<std::string>())("token", "T: --control-plane's token, an agent token (or FAULTLINE_CP_TOKEN)",
                                      cxxopts::value<std::string>())(
-      "state-dir", "DIR: what outlives the guard (the LLM budget's window; with --control-plane the activity spool, "
+      "state-dir",
+      "DIR: what outlives the guard (the LLM budget's window; with --control-plane the activity spool, "
       "the default activity log, the last policy)",
       cxxopts::value<std::string>())("h,help", "help");
   auto [flags, cmd] = split_command(args);

@@ -239,6 +239,21 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
         << " calls; state " << c->budget_->state_path() << ")\n";
   }
   GuardJudgeOptions jo;
+  if (!o.replay_dir.empty()) {
+    if (::mkdir(o.replay_dir.c_str(), 0700) != 0 && errno != EEXIST)
+      return errno_error("--replay " + o.replay_dir + ": cannot make the folder");
+    if (::access(o.replay_dir.c_str(), W_OK | X_OK) != 0)
+      return errno_error("--replay " + o.replay_dir + ": not a folder this user can write to");
+    jo.replay = std::make_shared<ReplayStore>(o.replay_dir);
+    log << "faultline guard: --replay " << o.replay_dir
+        << ": LLM calls with a recording there are answered from it (nothing upstream), the others recorded\n";
+  }
+  if (o.cache_ttl) {
+    jo.replay = std::make_shared<ReplayStore>(*o.cache_ttl);
+    log << "faultline guard: --cache: a repeated LLM call (same method, path and JSON body) is answered from "
+           "memory for "
+        << o.cache_ttl->count() << "ms after its answer came (exact match only)\n";
+  }
   jo.llm_hosts = o.llm_hosts;
   jo.routes = o.routes;
   jo.budget = c->budget_;

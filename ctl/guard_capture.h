@@ -54,6 +54,8 @@ struct GuardCaptureOptions {
   std::vector<std::string> llm_hosts;  // --llm-host
   std::vector<LlmModelRoute> routes;   // --route-model
   LlmBudgetLimits budget;              // --llm-token-budget, --llm-request-budget, --llm-budget-window, ...
+  std::string replay_dir;              // --replay DIR: record then replay LLM answers ("" off)
+  std::optional<std::chrono::milliseconds> cache_ttl;  // --cache [--cache-ttl D]: exact, in memory
   // With faultcp (--control-plane URL --token T): the workspace's guard
   // section is the policy, held requests are posted there too, and the
   // activity goes there, spooled in state_dir while faultcp is down.

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -336,7 +337,9 @@ TEST_F(GuardWireTest, RootJudgesTcpThatBypassesTheProxyAndRefusesUdp) {
 
 // A stand-in model server: reads one request (head and Content-Length body),
 // keeps it, waits `delay`, and answers as the provider of its path would:
-// /v1/messages a JSON message with usage (in 10, out 5); /v1/chat/completions
+// /v1/messages a JSON message with usage (in 10, out 5), or with "stream":
+// true an Anthropic SSE stream (chunked, 100 ms between events) saying
+// "Hello there"; /v1/chat/completions
 // with "stream": true an SSE stream (chunked) whose usage chunk is sent only
 // when the request asked for it (include_usage), else a JSON completion.
 class LlmStandIn {
@@ -414,6 +417,10 @@ class LlmStandIn {
       fltest::send_all(fd.get(), chat_stream(usage));
       return;
     }
+    if (head.find("/v1/messages") != std::string::npos && j.is_object() && j.value("stream", false)) {
+      send_messages_stream(fd.get(), model);
+      return;
+    }
     nlohmann::json answer;
     if (head.find("/v1/chat/completions") != std::string::npos)
       answer = {{"id", "c1"},
@@ -433,6 +440,36 @@ class LlmStandIn {
     const std::string text = answer.dump();
     fltest::send_all(fd.get(), "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
                                    std::to_string(text.size()) + "\r\nConnection: close\r\n\r\n" + text);
+  }
+
+  static void send_messages_stream(int fd, const std::string& model) {
+    fltest::send_all(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n");
+    auto event = [&](const std::string& type, const nlohmann::json& data) {
+      const std::string e = "event: " + type + "\ndata: " + data.dump() + "\n\n";
+      char size[16];
+      std::snprintf(size, sizeof size, "%zx", e.size());
+      fltest::send_all(fd, std::string(size) + "\r\n" + e + "\r\n");
+      std::this_thread::sleep_for(100ms);
+    };
+    event("message_start", {{"type", "message_start"},
+                            {"message",
+                             {{"id", "msg_s1"},
+                              {"type", "message"},
+                              {"role", "assistant"},
+                              {"model", model},
+                              {"content", nlohmann::json::array()},
+                              {"stop_reason", nullptr},
+                              {"usage", {{"input_tokens", 10}, {"output_tokens", 1}}}}}});
+    event("content_block_start",
+          {{"type", "content_block_start"}, {"index", 0}, {"content_block", {{"type", "text"}, {"text", ""}}}});
+    for (const char* piece : {"Hello", " there"})
+      event("content_block_delta",
+            {{"type", "content_block_delta"}, {"index", 0}, {"delta", {{"type", "text_delta"}, {"text", piece}}}});
+    event("content_block_stop", {{"type", "content_block_stop"}, {"index", 0}});
+    event("message_delta",
+          {{"type", "message_delta"}, {"delta", {{"stop_reason", "end_turn"}}}, {"usage", {{"output_tokens", 2}}}});
+    event("message_stop", {{"type", "message_stop"}});
+    fltest::send_all(fd, "0\r\n\r\n");
   }
 
   std::chrono::milliseconds delay_;
@@ -590,6 +627,141 @@ TEST_F(GuardWireTest, BudgetForTenAdmitsExactlyTenOfTwentyConcurrentCallsAndARes
   EXPECT_NE(denial.out.find("rate_limit_error"), std::string::npos) << denial.out;
   EXPECT_NE(denial.err.find("used 50 tokens, 10 calls"), std::string::npos) << denial.err;  // settled to out=5 each
   EXPECT_EQ(standin.requests(), 10);
+}
+
+// --- --replay -------------------------------------------------------------------
+
+TEST_F(GuardWireTest, ReplayRecordsThenAnswersTheSdkFromTheRecordingByteForByte) {
+  const std::string sdk_dir = LLM_SDK_DIR;
+  if (::access((sdk_dir + "/node_modules/@anthropic-ai/sdk").c_str(), R_OK) != 0)
+    GTEST_SKIP() << "*** SKIPPED: " << sdk_dir << "/node_modules missing: run scripts/install-deps.sh ***";
+  LlmStandIn standin;
+  const std::string dir = dir_.file("replay");
+  const std::string log = dir_.file("replay.jsonl");
+  auto run = [&](const std::string& out) {
+    return guard({"--terminate-tls", "--replay", dir, "--json-log", log},
+                 {"node", sdk_dir + "/guard_replay_sdk_test.js", standin.url(""), out});
+  };
+  auto first = run(dir_.file("first.json"));
+  ASSERT_TRUE(first.status.is(0)) << first.describe();
+  EXPECT_EQ(standin.requests(), 2);  // the JSON call and the stream, each once
+  EXPECT_NE(first.out.find("text json: hi\n"), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("text stream: Hello there\n"), std::string::npos) << first.out;
+  EXPECT_NE(first.err.find("recorded " + dir + "/"), std::string::npos) << first.err;
+  EXPECT_EQ(first.err.find("replayed "), std::string::npos) << first.err;
+
+  auto second = run(dir_.file("second.json"));
+  ASSERT_TRUE(second.status.is(0)) << second.describe();
+  EXPECT_EQ(standin.requests(), 2);  // nothing more reached the stand-in
+  EXPECT_EQ(second.out, first.out);  // the SDK parsed the same text from the replay
+  EXPECT_NE(second.err.find("replayed " + dir + "/"), std::string::npos) << second.err;
+  EXPECT_EQ(second.err.find("recorded "), std::string::npos) << second.err;
+
+  auto read = [](const std::string& f) {
+    std::ifstream in(f);
+    return nlohmann::json::parse(in, nullptr, false);
+  };
+  const auto a = read(dir_.file("first.json")), b = read(dir_.file("second.json"));
+  ASSERT_TRUE(a.is_array() && a.size() == 2) << a;
+  EXPECT_EQ(a, b);  // status, content type and body bytes, both calls
+  EXPECT_EQ(a[1]["type"], "text/event-stream");
+
+  // The recordings: one file per call, the stream's pieces with their arrival times.
+  int files = 0;
+  bool timed = false;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    ++files;
+    const auto rec = read(e.path().string());
+    ASSERT_TRUE(rec.is_object()) << e.path();
+    EXPECT_EQ(rec["key"].get<std::string>() + ".json", e.path().filename().string());
+    if (rec["chunks"].size() > 3 && rec["chunks"].back()["at_ms"].get<uint64_t>() >= 500) timed = true;
+  }
+  EXPECT_EQ(files, 2);
+  EXPECT_TRUE(timed) << "the stream's recording keeps its pieces' arrival times";
+  int recorded = 0, replayed = 0;
+  for (const auto& e : activity_lines(log)) {
+    recorded += e["kind"] == "recorded";
+    replayed += e["kind"] == "replayed";
+  }
+  EXPECT_EQ(recorded, 2);
+  EXPECT_EQ(replayed, 2);
+  auto v = faultctl({"activity", "verify", log});
+  EXPECT_TRUE(v.status.is(0)) << v.describe();
+}
+
+TEST_F(GuardWireTest, ReplayGivesCurlTheRecordedBytesExactlyAndKeysOnTheNormalisedBody) {
+  LlmStandIn standin;
+  const std::string dir = dir_.file("replay");
+  auto call = [&](const std::string& body) {
+    return guard({"--terminate-tls", "--replay", dir}, {"curl", "-sS", "-i", "--raw", "-N", "--max-time", "20",
+                                                        "--data-binary", body, standin.url("/v1/messages")});
+  };
+  auto first = call(R"({"model":"claude-test","max_tokens":16,"stream":true,"messages":[]})");
+  ASSERT_TRUE(first.status.is(0)) << first.describe();
+  // The same request with its keys in another order and spaces: the same key.
+  auto second = call(R"({ "messages": [], "stream": true, "max_tokens": 16, "model": "claude-test" })");
+  ASSERT_TRUE(second.status.is(0)) << second.describe();
+  EXPECT_EQ(standin.requests(), 1);
+  EXPECT_EQ(second.out, first.out);  // head, chunk framing and events, byte for byte
+  EXPECT_NE(first.out.find("Transfer-Encoding: chunked"), std::string::npos) << first.out;
+  // Another body is another key: forwarded and recorded.
+  auto third = call(R"({"model":"claude-test","max_tokens":17,"stream":true,"messages":[]})");
+  ASSERT_TRUE(third.status.is(0)) << third.describe();
+  EXPECT_EQ(standin.requests(), 2);
+}
+
+// --- --cache (exact, in memory) ---------------------------------------------------
+
+TEST_F(GuardWireTest, CacheAnswersTheSdksRepeatedCallsFromMemoryWithinOneGuard) {
+  const std::string sdk_dir = LLM_SDK_DIR;
+  if (::access((sdk_dir + "/node_modules/@anthropic-ai/sdk").c_str(), R_OK) != 0)
+    GTEST_SKIP() << "*** SKIPPED: " << sdk_dir << "/node_modules missing: run scripts/install-deps.sh ***";
+  LlmStandIn standin;
+  const std::string log = dir_.file("cache.jsonl");
+  const std::string script = "node " + sdk_dir + "/guard_replay_sdk_test.js " + standin.url("") + " ";
+  auto r = guard({"--terminate-tls", "--cache", "--json-log", log},
+                 {"sh", "-c", script + dir_.file("a.json") + " && " + script + dir_.file("b.json")});
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_EQ(standin.requests(), 2);  // the JSON call and the stream, once each
+  EXPECT_EQ(r.out, "text json: hi\ntext stream: Hello there\ntext json: hi\ntext stream: Hello there\n") << r.out;
+  auto read = [](const std::string& f) {
+    std::ifstream in(f);
+    return nlohmann::json::parse(in, nullptr, false);
+  };
+  const auto a = read(dir_.file("a.json"));
+  ASSERT_TRUE(a.is_array() && a.size() == 2) << a;
+  EXPECT_EQ(a, read(dir_.file("b.json")));
+  int cached = 0, hits = 0;
+  for (const auto& e : activity_lines(log)) {
+    cached += e["kind"] == "cached";
+    hits += e["kind"] == "cache-hit";
+  }
+  EXPECT_EQ(cached, 2);
+  EXPECT_EQ(hits, 2);
+  EXPECT_NE(r.err.find("-> cache hit the cache ("), std::string::npos) << r.err;
+}
+
+TEST_F(GuardWireTest, CacheTtlEndsAnAnswersLifeAndTheFlagsAreChecked) {
+  LlmStandIn standin;
+  const std::string post =
+      "curl -sS --max-time 20 -w '[%{http_code}]\\n' --data-binary "
+      "'{\"model\":\"claude-test\",\"max_tokens\":16,\"messages\":[]}' " +
+      standin.url("/v1/messages");
+  auto r = guard({"--terminate-tls", "--cache", "--cache-ttl", "1500ms"},
+                 {"sh", "-c", post + "; " + post + "; sleep 2; " + post});
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_EQ(standin.requests(), 2);  // the second from memory, the third after the TTL
+  const std::string one = r.out.substr(0, r.out.find('\n') + 1);
+  EXPECT_EQ(r.out, one + one + one);
+
+  auto both = guard({"--cache", "--replay", dir_.file("r")}, {"true"});
+  EXPECT_TRUE(both.status.is(2)) << both.describe();
+  EXPECT_NE(both.err.find("--cache and --replay are exclusive"), std::string::npos) << both.err;
+  auto similar = guard({"--cache", "--cache-mode", "similar"}, {"true"});
+  EXPECT_TRUE(similar.status.is(2)) << similar.describe();
+  EXPECT_NE(similar.err.find("only exact is built"), std::string::npos) << similar.err;
+  auto ttl = guard({"--cache-ttl", "1m"}, {"true"});
+  EXPECT_TRUE(ttl.status.is(2)) << ttl.describe();
 }
 
 }  // namespace

@@ -115,6 +115,13 @@ struct GuardJudge::LlmCall {
   std::unique_ptr<LlmUsageReader> usage;
   std::string model;        // as sent upstream (routed)
   std::string routed_from;  // --route-model applied: the model asked for
+  // --replay: the body as the client sent it (held whole: body_whole), the
+  // recording being made on a miss, or the file a hit was answered from.
+  std::string body;
+  bool body_whole = false;
+  std::unique_ptr<ReplayRecording> recording;
+  std::chrono::steady_clock::time_point forwarded_at;
+  std::string replayed_from;
 };
 
 RequestFacts request_facts(const RequestHead& head) {
@@ -229,9 +236,13 @@ void GuardJudge::drop_call(uint64_t id) {
 RequestVerdict GuardJudge::judge_body(uint64_t request_id, const RequestBodyChunk& chunk, HeldRequest later) {
   std::shared_ptr<LlmCall> call = take_call(request_id);
   if (!call) return RequestVerdict::forward();
-  if (!chunk.bytes.empty()) (void)call->scan.feed(chunk.bytes);
+  if (!chunk.bytes.empty()) {
+    (void)call->scan.feed(chunk.bytes);
+    if (options_.replay) call->body.append(chunk.bytes);
+  }
   if (!chunk.end) return RequestVerdict::need_body();
   if (!chunk.over_cap) (void)call->scan.finish();
+  call->body_whole = !chunk.over_cap;
   RequestFacts facts = request_facts(call->head);
   call->facts = call->scan.facts();
   // Over the cap the facts are unknown: rules that need them fail safe.
@@ -263,7 +274,7 @@ RequestVerdict GuardJudge::decide_request(const RequestHead& head, const Request
   if (d.verdict == GuardVerdict::Allow || !d.enforced) {
     // An LLM call meets its budget first: a budget denial is its one decision line.
     RequestVerdict v = call ? forward_llm(call, policy.mode == GuardMode::Enforce) : RequestVerdict::forward();
-    if (v.kind == RequestVerdict::Kind::answer) return v;
+    if (v.kind == RequestVerdict::Kind::answer && !(call && !call->replayed_from.empty())) return v;
     allowed_.fetch_add(1, std::memory_order_relaxed);
     if (d.verdict == GuardVerdict::Allow) {
       record(head, d.verdict, d.rule, "allow (" + rule_text + ")" + model_text, asked);
@@ -274,9 +285,7 @@ RequestVerdict GuardJudge::decide_request(const RequestHead& head, const Request
                  "; monitor: forwarded)" + model_text,
              asked);
     }
-    if (call && !call->routed_from.empty())
-      record(head, GuardVerdict::Allow, d.rule, "route-model " + call->routed_from + " -> " + call->model,
-             ActivityLlm{call->model}, "route");
+    if (call) record_llm_extras(head, *call);
     return v;
   }
   Denial denial;
@@ -311,9 +320,7 @@ RequestVerdict GuardJudge::decide_request(const RequestHead& head, const Request
             approved_.fetch_add(1, std::memory_order_relaxed);
             record(head, GuardVerdict::Allow, rule, "approved" + (reason.empty() ? "" : " (" + reason + ")"));
             (void)later.complete(call ? forward_llm(call, true) : RequestVerdict::forward());
-            if (call && !call->routed_from.empty())
-              record(head, GuardVerdict::Allow, rule, "route-model " + call->routed_from + " -> " + call->model,
-                     ActivityLlm{call->model}, "route");
+            if (call) record_llm_extras(head, *call);
             return;
           case ApprovalOutcome::Denied:
           case ApprovalOutcome::TimedOut: {
@@ -344,6 +351,13 @@ RequestVerdict GuardJudge::forward_llm(const std::shared_ptr<LlmCall>& call, boo
   const RequestHead& head = call->head;
   const LlmRequestFacts& facts = call->facts;
   const bool parsed = call->scan.state() != LlmScanState::unparseable && call->scan.object_ended();
+  // The rewriter adds include_usage to a chat stream that did not set
+  // stream_options, and the client's view of its answer is filtered.
+  const bool inject = parsed && call->endpoint == LlmEndpoint::OpenAIChat && facts.stream.value_or(false) &&
+                      !facts.stream_options_present;
+  // A replayed call never reaches the upstream: it reserves nothing.
+  if (options_.replay)
+    if (auto answer = replay_or_record(call, inject)) return std::move(*answer);
   if (options_.budget) {
     // Reserve the call's ceiling now, so parallel calls cannot overshoot;
     // settled to the billed output when its usage comes.
@@ -383,9 +397,6 @@ RequestVerdict GuardJudge::forward_llm(const std::shared_ptr<LlmCall>& call, boo
   v.set_headers.emplace_back("Accept-Encoding", "identity");
   call->model = facts.model.value_or("");
   const LlmModelRoute* route = parsed ? route_for(options_.routes, facts.model) : nullptr;
-  // The rewriter adds include_usage to a chat stream that did not set stream_options.
-  const bool inject = parsed && call->endpoint == LlmEndpoint::OpenAIChat && facts.stream.value_or(false) &&
-                      !facts.stream_options_present;
   if (route || inject) v.request_body = std::make_shared<RewriteTransformer>(call->endpoint, options_.routes, inject);
   if (inject) v.response_body = std::make_shared<StreamFilterTransformer>();
   if (route) {
@@ -393,18 +404,101 @@ RequestVerdict GuardJudge::forward_llm(const std::shared_ptr<LlmCall>& call, boo
     call->routed_from = route->from;
   }
   call->usage = std::make_unique<LlmUsageReader>(call->endpoint);
+  call->forwarded_at = std::chrono::steady_clock::now();
   return v;
+}
+
+std::optional<RequestVerdict> GuardJudge::replay_or_record(const std::shared_ptr<LlmCall>& call, bool filter) {
+  const RequestHead& head = call->head;
+  if (!call->body_whole) {
+    if (options_.log)
+      options_.log("faultline guard: " + request_text(head) + ": " + store_flag() +
+                   ": the body is over the proxy's hold, neither answered from nor kept");
+    return std::nullopt;
+  }
+  const std::string key = llm_replay_key(head.method, head.target, call->body);
+  auto found = options_.replay->find(key);
+  if (!found) {  // a broken recording is left alone (not overwritten) and the call forwarded
+    if (options_.log)
+      options_.log("faultline guard: " + request_text(head) + ": " + store_flag() + ": " + found.error().describe() +
+                   " (forwarded, not recorded)");
+    return std::nullopt;
+  }
+  if (!*found) {
+    call->recording = std::make_unique<ReplayRecording>();
+    call->recording->key = key;
+    call->recording->method = head.method;
+    call->recording->target = head.target;
+    return std::nullopt;
+  }
+  // The answer as the upstream sent it; a chat stream the guard asked usage
+  // for is filtered as it was then, piece by piece.
+  std::string bytes;
+  if (filter) {
+    LlmStreamFilter f;
+    for (const ReplayChunk& c : (*found)->chunks) bytes += f.feed(c.bytes);
+    bytes += f.finish();
+  } else {
+    bytes = (*found)->bytes();
+  }
+  call->model = call->facts.model.value_or("");
+  call->replayed_from = options_.replay->path_for(key);
+  drop_call(head.id);  // nothing reserved, nothing to read
+  return RequestVerdict::answer(std::move(bytes), true);
+}
+
+void GuardJudge::record_llm_extras(const RequestHead& head, const LlmCall& call) {
+  if (!call.routed_from.empty())
+    record(head, GuardVerdict::Allow, call.rule, "route-model " + call.routed_from + " -> " + call.model,
+           ActivityLlm{call.model}, "route");
+  if (!call.replayed_from.empty()) {
+    const bool cache = options_.replay->memory_only();
+    record(head, GuardVerdict::Allow, call.rule, (cache ? "cache hit " : "replayed ") + call.replayed_from,
+           ActivityLlm{call.model}, cache ? "cache-hit" : "replayed");
+  }
+}
+
+std::string GuardJudge::store_flag() const { return options_.replay->memory_only() ? "--cache" : "--replay"; }
+
+void GuardJudge::save_recording(LlmCall& call) {
+  std::unique_ptr<ReplayRecording> rec = std::move(call.recording);
+  if (!replay_answer_complete(rec->bytes())) {
+    if (options_.log)
+      options_.log("faultline guard: " + request_text(call.head) + " -> not kept (" + store_flag() +
+                   ": not a whole 2xx answer)");
+    return;
+  }
+  const std::string path = options_.replay->path_for(rec->key);
+  // Once per new key, on the worker: an atomic write (and its fsync).
+  if (auto st = options_.replay->save(std::move(*rec)); !st) {
+    if (options_.log) options_.log("faultline guard: " + store_flag() + ": " + st.error().describe());
+    return;
+  }
+  if (options_.replay->memory_only())
+    record(call.head, GuardVerdict::Allow, call.rule,
+           "cached for " + std::to_string(options_.replay->ttl().count()) + "ms in " + path, ActivityLlm{call.model},
+           "cached");
+  else
+    record(call.head, GuardVerdict::Allow, call.rule, "recorded " + path, ActivityLlm{call.model}, "recorded");
 }
 
 void GuardJudge::on_response_bytes(uint64_t request_id, std::string_view bytes, bool end) {
   std::shared_ptr<LlmCall> call = take_call(request_id);
   if (!call || !call->usage) return;
-  if (!bytes.empty()) call->usage->feed(bytes);
+  if (!bytes.empty()) {
+    call->usage->feed(bytes);
+    if (call->recording) {
+      const auto at = std::chrono::steady_clock::now() - call->forwarded_at;
+      call->recording->chunks.push_back(
+          {uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(at).count()), std::string(bytes)});
+    }
+  }
   if (!end) return;
   {
     std::lock_guard lock(calls_mu_);
     calls_.erase(request_id);
   }
+  if (call->recording) save_recording(*call);
   LlmUsageReader& r = *call->usage;
   r.finish();
   const std::optional<LlmUsage> u = r.usage();

@@ -20,6 +20,7 @@
 #include "userspace/guard/guard_answer.h"
 #include "userspace/guard/guard_policy.h"
 #include "userspace/guard/llm_budget.h"
+#include "userspace/guard/llm_replay.h"
 #include "userspace/guard/llm_request_scan.h"
 #include "userspace/guard/llm_usage.h"
 #include "userspace/proxy/request_judge.h"
@@ -47,6 +48,11 @@ struct GuardJudgeOptions {
   std::vector<LlmModelRoute> routes;    // --route-model
   std::shared_ptr<BudgetStore> budget;  // null: no budget
   LlmBudgetLimits budget_limits;        // what a call reserves (its ceiling, else the default)
+  // --replay DIR (or --cache: the same in memory, with a TTL): an allowed
+  // LLM call whose key has a recording is answered from it (nothing goes
+  // upstream, no budget is charged); any other is forwarded and its whole
+  // 2xx answer recorded. Null: off.
+  std::shared_ptr<ReplayStore> replay;
 };
 
 // What the guard did, for its summary at exit.
@@ -93,6 +99,14 @@ class GuardJudge final : public RequestJudge {
   // An LLM call allowed by the policy: the budget's admission, then the
   // forward with its rewrite, its usage reading and its stream filter.
   [[nodiscard]] RequestVerdict forward_llm(const std::shared_ptr<LlmCall>& call, bool enforce);
+  // --replay: the call's recorded answer as an answer verdict, or nothing
+  // (then a recording is started when the call can be keyed).
+  [[nodiscard]] std::optional<RequestVerdict> replay_or_record(const std::shared_ptr<LlmCall>& call, bool filter);
+  // The lines that follow an LLM call's allow line: its route, its replay.
+  void record_llm_extras(const RequestHead& head, const LlmCall& call);
+  // --replay, a miss's answer at its end: kept when it is a whole 2xx answer.
+  void save_recording(LlmCall& call);
+  [[nodiscard]] std::string store_flag() const;  // "--replay" or "--cache", for the lines
   std::shared_ptr<LlmCall> take_call(uint64_t id);
   void drop_call(uint64_t id);
 

@@ -1,0 +1,70 @@
+// The Anthropic SDK through `faultctl guard --replay DIR`, once to record and
+// once to replay: a JSON message and an SSE stream, each parsed by the SDK as
+// it would parse a real answer. Prints "text json: ..." and "text stream: ...";
+// writes what the client got (status, headers that frame it, body bytes) to
+// OUT so the C++ test compares two runs byte for byte. Node 20's fetch ignores
+// HTTP_PROXY: the SDK gets a fetch that sends absolute-form requests to it.
+//
+//   node guard_replay_sdk_test.js BASE_URL OUT
+'use strict';
+const fs = require('node:fs');
+const http = require('node:http');
+const Anthropic = require('@anthropic-ai/sdk');
+
+const [base, out] = process.argv.slice(2);
+const proxy = process.env.HTTP_PROXY || process.env.http_proxy;
+if (!base || !out || !proxy) {
+  console.error('usage: HTTP_PROXY=... node guard_replay_sdk_test.js BASE_URL OUT');
+  process.exit(2);
+}
+
+const got = [];  // what the client got, per call
+function proxyFetch(url, init = {}) {
+  const p = new URL(proxy);
+  const headers = {};
+  new Headers(init.headers || {}).forEach((v, k) => (headers[k] = v));
+  // With a length, not chunked: the stand-in reads bodies by Content-Length.
+  if (init.body) headers['content-length'] = String(Buffer.byteLength(init.body));
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+        {host: p.hostname, port: p.port, method: init.method || 'GET', path: String(url), headers},
+        (res) => {
+          const chunks = [];
+          res.on('data', (c) => chunks.push(c));
+          res.on('end', () => {
+            const body = Buffer.concat(chunks);
+            got.push({status: res.statusCode, type: res.headers['content-type'], body: body.toString('base64')});
+            const h = new Headers();
+            for (const [k, v] of Object.entries(res.headers)) h.set(k, Array.isArray(v) ? v.join(', ') : v);
+            resolve(new Response(body, {status: res.statusCode, headers: h}));
+          });
+          res.on('error', reject);
+        },
+    );
+    req.on('error', reject);
+    if (init.body) req.write(init.body);
+    req.end();
+  });
+}
+
+async function main() {
+  const anthropic = new Anthropic({apiKey: 'test-key', baseURL: base, fetch: proxyFetch, maxRetries: 0});
+  const message = await anthropic.messages.create({
+    model: 'claude-test',
+    max_tokens: 16,
+    messages: [{role: 'user', content: 'say hi'}],
+  });
+  console.log('text json: ' + message.content.map((b) => b.text).join(''));
+  const stream = anthropic.messages.stream({
+    model: 'claude-test',
+    max_tokens: 16,
+    messages: [{role: 'user', content: 'stream hi'}],
+  });
+  console.log('text stream: ' + (await stream.finalText()));
+  fs.writeFileSync(out, JSON.stringify(got));
+}
+
+main().catch((e) => {
+  console.error('FAILED: ' + (e && e.stack ? e.stack : e));
+  process.exit(1);
+});

@@ -1,0 +1,79 @@
+// VCR-style record and replay of LLM calls (faultctl guard --replay DIR, and
+// the in-memory --cache): a call's key, its answer as the upstream sent it,
+// and the store it is kept in.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+
+namespace faultline {
+
+// Lowercase hex SHA-256 of "METHOD\nTARGET\n" and the body normalised: a JSON
+// body re-serialised by nlohmann::json (keys sorted, no spaces, numbers as
+// parsed), any other body as is. The host is not in it.
+[[nodiscard]] std::string llm_replay_key(std::string_view method, std::string_view target, std::string_view body);
+
+// One piece of a recorded answer and when it arrived (ms after the call was forwarded).
+struct ReplayChunk {
+  uint64_t at_ms = 0;
+  std::string bytes;
+};
+
+// An answer as the upstream sent it: status line, headers, body with its
+// framing (chunked kept), in the pieces it arrived in.
+struct ReplayRecording {
+  std::string key;
+  std::string method;
+  std::string target;
+  std::vector<ReplayChunk> chunks;
+  [[nodiscard]] std::string bytes() const;
+};
+
+// Whether raw response bytes are a whole 2xx answer worth recording: the head
+// ended, and the body reached its Content-Length or its last chunk (a body
+// ended by the connection's close is taken whole).
+[[nodiscard]] bool replay_answer_complete(std::string_view raw);
+
+// The file's text ({"key","method","target","chunks":[{"at_ms","text"|"hex"}]})
+// and back: a piece that is valid UTF-8 is kept as text, else as hex.
+[[nodiscard]] std::string replay_recording_json(const ReplayRecording& r);
+[[nodiscard]] Result<ReplayRecording> parse_replay_recording(std::string_view text);
+
+// --replay: DIR/<key>.json, read on first use and kept in memory, written
+// atomically, never expiring. --cache: memory only, each answer kept `ttl`
+// after it was stored, at most kMaxCached answers (the one expiring first
+// goes to make room).
+class ReplayStore {
+ public:
+  static constexpr size_t kMaxCached = 1024;
+  explicit ReplayStore(std::string dir) : dir_(std::move(dir)) {}
+  explicit ReplayStore(std::chrono::milliseconds ttl) : ttl_(ttl) {}
+  [[nodiscard]] bool memory_only() const { return dir_.empty(); }
+  [[nodiscard]] const std::string& dir() const { return dir_; }
+  [[nodiscard]] std::chrono::milliseconds ttl() const { return ttl_; }
+  [[nodiscard]] std::string path_for(std::string_view key) const;
+  // Nothing when the key has no recording (or its time is up); an error for
+  // a file that cannot be read.
+  [[nodiscard]] Result<std::optional<ReplayRecording>> find(const std::string& key);
+  [[nodiscard]] Status save(ReplayRecording r);
+
+ private:
+  struct Kept {
+    ReplayRecording recording;
+    std::chrono::steady_clock::time_point expires;  // max(): never (a folder's)
+  };
+  std::string dir_;
+  std::chrono::milliseconds ttl_{0};
+  std::mutex mu_;
+  std::map<std::string, Kept> loaded_;
+};
+
+}  // namespace faultline
