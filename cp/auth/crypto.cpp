@@ -88,19 +88,6 @@ Result<std::vector<unsigned char>> scrypt(std::string_view password, const std::
 
 }  // namespace
 
-std::string sha256_hex(std::string_view data) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
-  static const char hex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < len; ++i) {
-    out += hex[md[i] >> 4];
-    out += hex[md[i] & 15];
-  }
-  return out;
-}
-
 Result<std::string> random_base64url(size_t n) {
   std::vector<unsigned char> buf(n);
   if (RAND_bytes(buf.data(), static_cast<int>(n)) != 1) return make_error(0, "RAND_bytes failed");

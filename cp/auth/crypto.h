@@ -7,10 +7,11 @@
 #include <string_view>
 
 #include "base/result.h"
+#include "base/sha256.h"
 
 namespace faultline::cp {
 
-[[nodiscard]] std::string sha256_hex(std::string_view data);
+using faultline::sha256_hex;  // base/sha256.h
 // n random bytes from the OpenSSL CSPRNG, as unpadded base64url.
 [[nodiscard]] Result<std::string> random_base64url(size_t n);
 [[nodiscard]] bool constant_time_equal(std::string_view a, std::string_view b);

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/sha256.h"
 namespace faultline {
 // File-local names are unique in the library: it compiles as unity batches.
 namespace activity_log_detail {
@@ -23,20 +24,6 @@ using OrderedJson = nlohmann::ordered_json;
 constexpr std::array<std::string_view, 12> kFields = {"seq",  "ts",      "identity", "kind", "method", "host",
                                                       "path", "verdict", "rule",     "llm",  "prev",   "hash"};
 constexpr std::array<std::string_view, 5> kLlmFields = {"model", "in", "out", "cache", "reasoning"};
-
-std::string sha256_hex(std::string_view data) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr) != 1) return "";
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(len * 2);
-  for (unsigned int i = 0; i < len; ++i) {
-    out += kHex[md[i] >> 4];
-    out += kHex[md[i] & 0xf];
-  }
-  return out;
-}
 
 OrderedJson canonical_object(const ActivityEntry& e) {
   OrderedJson llm = nullptr;
@@ -97,9 +84,7 @@ std::string activity_canonical_line(const ActivityEntry& e) {
   return activity_log_detail::dump(activity_log_detail::canonical_object(e));
 }
 
-std::string activity_hash(const ActivityEntry& e) {
-  return activity_log_detail::sha256_hex(activity_canonical_line(e));
-}
+std::string activity_hash(const ActivityEntry& e) { return sha256_hex(activity_canonical_line(e)); }
 
 std::string activity_line(const ActivityEntry& e) {
   auto j = activity_log_detail::canonical_object(e);

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/files.h"
-#include "userspace/run/record.h"
+#include "base/sha256.h"
 
 namespace faultline {
 // File-local names are unique in the library: it compiles as unity batches.

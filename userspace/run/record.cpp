@@ -56,15 +56,6 @@ std::string hostname() {
 
 }  // namespace
 
-std::string sha256_hex(std::string_view data) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr) != 1) return "";
-  std::ostringstream o;
-  for (unsigned int i = 0; i < len; ++i) o << std::hex << std::setw(2) << std::setfill('0') << static_cast<int>(md[i]);
-  return o.str();
-}
-
 Status check_record_dir(const std::string& dir) {
   if (dir.empty()) return make_error(EINVAL, "--record: empty path");
   struct stat st {};

@@ -13,16 +13,15 @@
 #include <string_view>
 #include <vector>
 
-#include "base/unique_fd.h"
-#include "base/result.h"
 #include "base/redact.h"
+#include "base/result.h"
+#include "base/sha256.h"
+#include "base/unique_fd.h"
 #include "userspace/guardrails/guardrail.h"
 #include "userspace/run/outcome.h"
 #include "userspace/run/slo.h"
 
 namespace faultline {
-
-[[nodiscard]] std::string sha256_hex(std::string_view data);
 
 struct RecordOptions {
   std::string hypothesis;
