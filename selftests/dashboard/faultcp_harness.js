@@ -35,11 +35,21 @@ async function startFaultcp(dbFile, extra = []) {
 }
 
 // One REST call; a status other than 2xx fails the test, naming the route.
+// A GET whose pooled keep-alive connection the server closed just as it was
+// reused (undici's "other side closed") is sent once more on a new one; other
+// methods are not repeated.
 async function call(base, method, p, token, body) {
   const headers = {};
   if (token) headers.Authorization = 'Bearer ' + token;
   if (body !== undefined) headers['Content-Type'] = 'application/json';
-  const r = await fetch(base + p, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const send = () => fetch(base + p, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  let r;
+  try {
+    r = await send();
+  } catch (e) {
+    if (method !== 'GET' || !e.cause || e.cause.code !== 'UND_ERR_SOCKET') throw e;
+    r = await send();
+  }
   const j = await r.json().catch(() => null);
   if (!r.ok) fail(method + ' ' + p + ': ' + r.status + ' ' + JSON.stringify(j));
   return j;
