@@ -232,7 +232,10 @@ TEST_F(Edt, UniformJitterStaysWithinTheRange) {
   // the normal-jitter test: a few late timers on a loaded host inflate the plain sd
   // (7-8.4 ms seen with one sample at +97 ms), not this.
   const double sd_iqr = (percentile(added, 75) - percentile(added, 25)) / std::sqrt(3.0);
-  EXPECT_NEAR(sd_iqr, 10 / std::sqrt(3.0), 1.5) << "sd of uniform(-10, 10) is 5.77 ms; plain sd " << sd;
+  // The quartiles of ~100 samples move about 1 ms each by chance alone, and TCG's
+  // late timers push the upper one further: 2 ms (the IQR within 3.5 ms) holds a
+  // correct jitter; none (0) or a doubled range (11.5) still fail.
+  EXPECT_NEAR(sd_iqr, 10 / std::sqrt(3.0), 2.0) << "sd of uniform(-10, 10) is 5.77 ms; plain sd " << sd;
   std::printf("vmtest-figure: jitter uniform 50ms+-10ms on %s: added %.1f..%.1f ms, sd %.2f ms, IQR sd %.2f ms, n=%zu\n",
               expected_attach().c_str(), lo, hi, sd, sd_iqr, p.rtt_ms.size());
 }
