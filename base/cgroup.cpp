@@ -270,8 +270,7 @@ Result<ScopedCgroup> ScopedCgroup::create(const std::string& name) {
   return ScopedCgroup(path, std::move(fd), st.st_ino);
 }
 
-ScopedCgroup::ScopedCgroup(ScopedCgroup&& o) noexcept
-    : path_(std::move(o.path_)), fd_(std::move(o.fd_)), id_(o.id_) {
+ScopedCgroup::ScopedCgroup(ScopedCgroup&& o) noexcept : path_(std::move(o.path_)), fd_(std::move(o.fd_)), id_(o.id_) {
   o.path_.clear();
 }
 

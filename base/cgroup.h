@@ -15,11 +15,11 @@
 namespace faultline {
 
 struct CgroupMounts {
-  std::string v2;                         // cgroup2 mount point, "" when there is none
+  std::string v2;  // cgroup2 mount point, "" when there is none
   // "" when v2 is a mount of this mount namespace; else what was done instead
   // (or why there is none), for `faultctl features` and errors.
   std::string v2_found;
-  bool v2_private = false;  // v2 is a mount only this process holds (/proc/PID/fd/N)
+  bool v2_private = false;                // v2 is a mount only this process holds (/proc/PID/fd/N)
   std::map<std::string, std::string> v1;  // v1 controller (memory, freezer, ...) -> mount point
 };
 

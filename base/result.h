@@ -41,16 +41,14 @@ struct Error {
   }
 };
 
-[[nodiscard]] inline Error make_error(int err, std::string message,
-                                      SourceLocation loc = SourceLocation::current()) {
+[[nodiscard]] inline Error make_error(int err, std::string message, SourceLocation loc = SourceLocation::current()) {
   std::string file = loc.file_name();
   if (auto slash = file.rfind('/'); slash != std::string::npos) file = file.substr(slash + 1);
   return Error{err < 0 ? -err : err, std::move(message), file + ":" + std::to_string(loc.line())};
 }
 
 // The last errno as an Error, for a failed system call.
-[[nodiscard]] inline Error errno_error(std::string message,
-                                       SourceLocation loc = SourceLocation::current()) {
+[[nodiscard]] inline Error errno_error(std::string message, SourceLocation loc = SourceLocation::current()) {
   return make_error(errno, std::move(message), loc);
 }
 
@@ -61,8 +59,7 @@ struct Error {
 }
 
 // A bad-input error raised where the input is judged.
-[[nodiscard]] inline Error input_error(int err, std::string message,
-                                       SourceLocation loc = SourceLocation::current()) {
+[[nodiscard]] inline Error input_error(int err, std::string message, SourceLocation loc = SourceLocation::current()) {
   return as_bad_input(make_error(err, std::move(message), loc));
 }
 
@@ -109,8 +106,8 @@ using Status = Result<void>;
 }  // namespace faultline
 
 // Propagate an error from an expression returning Result/Status.
-#define FL_TRY(expr)                              \
-  do {                                            \
-    auto fl_try_r_ = (expr);                      \
+#define FL_TRY(expr)                               \
+  do {                                             \
+    auto fl_try_r_ = (expr);                       \
     if (!fl_try_r_.ok()) return fl_try_r_.error(); \
   } while (0)

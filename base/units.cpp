@@ -38,14 +38,22 @@ Result<uint64_t> parse_duration_ns(const std::string& s) {
   std::string unit;
   if (!split_number(s, v, unit)) return make_error(EINVAL, "'" + s + "' is not a duration (like 30s, 500ms, 2m)");
   double scale = 0;
-  if (unit == "ns") scale = 1;
-  else if (unit == "us") scale = 1e3;
-  else if (unit == "ms") scale = 1e6;
-  else if (unit == "s") scale = 1e9;
-  else if (unit == "m") scale = 60e9;
-  else if (unit == "h") scale = 3600e9;
-  else if (unit.empty()) return make_error(EINVAL, "'" + s + "' has no unit (write 30s, 500ms, 2m or 1h)");
-  else return make_error(EINVAL, "'" + s + "' has an unknown unit '" + unit + "' (ns, us, ms, s, m, h)");
+  if (unit == "ns")
+    scale = 1;
+  else if (unit == "us")
+    scale = 1e3;
+  else if (unit == "ms")
+    scale = 1e6;
+  else if (unit == "s")
+    scale = 1e9;
+  else if (unit == "m")
+    scale = 60e9;
+  else if (unit == "h")
+    scale = 3600e9;
+  else if (unit.empty())
+    return make_error(EINVAL, "'" + s + "' has no unit (write 30s, 500ms, 2m or 1h)");
+  else
+    return make_error(EINVAL, "'" + s + "' has an unknown unit '" + unit + "' (ns, us, ms, s, m, h)");
   double ns = v * scale;
   if (ns > 1e18) return make_error(ERANGE, "'" + s + "' is too long");
   return static_cast<uint64_t>(std::llround(ns));
@@ -53,10 +61,14 @@ Result<uint64_t> parse_duration_ns(const std::string& s) {
 
 std::string format_duration(uint64_t ns) {
   std::ostringstream o;
-  if (ns >= 60'000'000'000ULL && ns % 60'000'000'000ULL == 0) o << ns / 60'000'000'000ULL << "m";
-  else if (ns >= 1'000'000'000ULL) o << static_cast<double>(ns) / 1e9 << "s";
-  else if (ns >= 1'000'000ULL) o << static_cast<double>(ns) / 1e6 << "ms";
-  else o << static_cast<double>(ns) / 1e3 << "us";
+  if (ns >= 60'000'000'000ULL && ns % 60'000'000'000ULL == 0)
+    o << ns / 60'000'000'000ULL << "m";
+  else if (ns >= 1'000'000'000ULL)
+    o << static_cast<double>(ns) / 1e9 << "s";
+  else if (ns >= 1'000'000ULL)
+    o << static_cast<double>(ns) / 1e6 << "ms";
+  else
+    o << static_cast<double>(ns) / 1e3 << "us";
   return o.str();
 }
 
@@ -81,15 +93,25 @@ Result<uint64_t> parse_rate_bps(const std::string& s) {
   std::string unit;
   if (!split_number(s, v, unit)) return make_error(EINVAL, "'" + s + "' is not a rate (like 10mbit, 1gbit, 500kbit)");
   double bits = 0;
-  if (unit == "bit") bits = 1;
-  else if (unit == "kbit") bits = 1e3;
-  else if (unit == "mbit") bits = 1e6;
-  else if (unit == "gbit") bits = 1e9;
-  else if (unit == "bps") bits = 8;
-  else if (unit == "kbps") bits = 8e3;
-  else if (unit == "mbps") bits = 8e6;
-  else if (unit == "gbps") bits = 8e9;
-  else return make_error(EINVAL, "'" + s + "' needs a unit: bit, kbit, mbit, gbit (bits/s) or bps, kbps, mbps, gbps (bytes/s)");
+  if (unit == "bit")
+    bits = 1;
+  else if (unit == "kbit")
+    bits = 1e3;
+  else if (unit == "mbit")
+    bits = 1e6;
+  else if (unit == "gbit")
+    bits = 1e9;
+  else if (unit == "bps")
+    bits = 8;
+  else if (unit == "kbps")
+    bits = 8e3;
+  else if (unit == "mbps")
+    bits = 8e6;
+  else if (unit == "gbps")
+    bits = 8e9;
+  else
+    return make_error(EINVAL,
+                      "'" + s + "' needs a unit: bit, kbit, mbit, gbit (bits/s) or bps, kbps, mbps, gbps (bytes/s)");
   double r = v * bits;
   if (r < 8000) return make_error(ERANGE, "'" + s + "' is below the minimum of 8kbit");
   if (r > 400e9) return make_error(ERANGE, "'" + s + "' is above the maximum of 400gbit");
@@ -101,16 +123,26 @@ Result<uint64_t> parse_size_bytes(const std::string& s) {
   std::string unit;
   if (!split_number(s, v, unit)) return make_error(EINVAL, "'" + s + "' is not a size (like 10MB, 512KiB, 2GB)");
   double scale = 0;
-  if (unit.empty() || unit == "b") scale = 1;
-  else if (unit == "kb" || unit == "k") scale = 1e3;
-  else if (unit == "mb" || unit == "m") scale = 1e6;
-  else if (unit == "gb" || unit == "g") scale = 1e9;
-  else if (unit == "tb" || unit == "t") scale = 1e12;
-  else if (unit == "kib") scale = 1024.0;
-  else if (unit == "mib") scale = 1024.0 * 1024;
-  else if (unit == "gib") scale = 1024.0 * 1024 * 1024;
-  else if (unit == "tib") scale = 1024.0 * 1024 * 1024 * 1024;
-  else return make_error(EINVAL, "'" + s + "' has an unknown unit '" + unit + "' (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)");
+  if (unit.empty() || unit == "b")
+    scale = 1;
+  else if (unit == "kb" || unit == "k")
+    scale = 1e3;
+  else if (unit == "mb" || unit == "m")
+    scale = 1e6;
+  else if (unit == "gb" || unit == "g")
+    scale = 1e9;
+  else if (unit == "tb" || unit == "t")
+    scale = 1e12;
+  else if (unit == "kib")
+    scale = 1024.0;
+  else if (unit == "mib")
+    scale = 1024.0 * 1024;
+  else if (unit == "gib")
+    scale = 1024.0 * 1024 * 1024;
+  else if (unit == "tib")
+    scale = 1024.0 * 1024 * 1024 * 1024;
+  else
+    return make_error(EINVAL, "'" + s + "' has an unknown unit '" + unit + "' (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)");
   double bytes = v * scale;
   if (bytes > 1e18) return make_error(ERANGE, "'" + s + "' is too large");
   return static_cast<uint64_t>(std::llround(bytes));

@@ -65,7 +65,7 @@ struct Opts {
   bool breakdown = true;
 };
 
-constexpr uint64_t kPeriodNs = 100'000;  // one datagram every 0.1 ms
+constexpr uint64_t kPeriodNs = 100'000;   // one datagram every 0.1 ms
 constexpr size_t kMaxSeq = 10'000 * 400;  // 400 s of traffic
 
 std::unique_ptr<std::atomic<uint64_t>[]> g_send, g_recv;
@@ -175,7 +175,7 @@ void sender(const Opts& o, std::atomic<int>* ready) {
 struct Trial {
   bool ok = false;
   std::string why;
-  double apply_ms = NAN, apply_res_ms = NAN;    // upper bound, and the send gap before it
+  double apply_ms = NAN, apply_res_ms = NAN;  // upper bound, and the send gap before it
   double revert_ms = NAN, revert_res_ms = NAN;
   double applied_line_ms = NAN;  // exec -> "fault N applied" read from its stdout
   double abort_exit_ms = NAN;    // exec -> faultctl abort exited
@@ -215,8 +215,9 @@ Trial trial(const Opts& o) {
     return t;
   }
   sleep_ms(50);
-  Child run = spawn({o.faultctl, "run", "partition", "--target", o.server_ip, "--netns", o.client_ns, "--duration", "30s"},
-                    Out::Capture, true);
+  Child run =
+      spawn({o.faultctl, "run", "partition", "--target", o.server_ip, "--netns", o.client_ns, "--duration", "30s"},
+            Out::Capture, true);
   const uint64_t t0 = run.exec_ns;
   std::string line;
   unsigned id = 0;
@@ -471,12 +472,14 @@ std::vector<Step> breakdown(const Opts& o, const std::string& root, std::vector<
     for (const auto& n : NetfaultMaps::names()) unlink(tmp.map(n).c_str());
     remove_bpffs_dirs(tmp);
   }
-  process_steps.push_back({"one netfault object load (open, maps, BTF, verify both), median of 3", spread(loads).median});
+  process_steps.push_back(
+      {"one netfault object load (open, maps, BTF, verify both), median of 3", spread(loads).median});
   process_steps.push_back({"  of which the verifier on fl_egress (" + fmt(spread(ieg).median, 0) + " insns processed)",
                            spread(veg).median});
   process_steps.push_back({"  of which the verifier on fl_ingress (" + fmt(spread(iin).median, 0) + " insns processed)",
                            spread(vin).median});
-  process_steps.push_back({"the same object with no programs (maps created, BTF, CO-RE), median of 3", spread(maps_only).median});
+  process_steps.push_back(
+      {"the same object with no programs (maps created, BTF, CO-RE), median of 3", spread(maps_only).median});
   // Pieces of features(): it parses the vmlinux BTF twice (LSM and fentry probes)
   // and runs three probes on threads in fresh network namespaces.
   std::vector<double> btf, netns;
@@ -489,9 +492,10 @@ std::vector<Step> breakdown(const Opts& o, const std::string& root, std::vector<
     th.join();
     netns.push_back(ms_since(t));
   }
-  process_steps.push_back({"libbpf_find_vmlinux_btf_id (parses vmlinux BTF; features() does it 2x), median of 3",
-                           spread(btf).median});
-  process_steps.push_back({"a thread in a fresh network namespace (features() makes 3), median of 3", spread(netns).median});
+  process_steps.push_back(
+      {"libbpf_find_vmlinux_btf_id (parses vmlinux BTF; features() does it 2x), median of 3", spread(btf).median});
+  process_steps.push_back(
+      {"a thread in a fresh network namespace (features() makes 3), median of 3", spread(netns).median});
   std::vector<double> spawn_true, spawn_status, spawn_help, cpu_true, cpu_help, cpu_status;
   for (int i = 0; i < 5; ++i) {
     double cpu = NAN;
@@ -510,10 +514,12 @@ std::vector<Step> breakdown(const Opts& o, const std::string& root, std::vector<
   }
   process_steps.push_back({"exec -> exit of /bin/true, median of 5 (CPU " + fmt(spread(cpu_true).median, 2) + " ms)",
                            spread(spawn_true).median});
-  process_steps.push_back({"exec -> exit of `faultctl --help`, process start only (CPU " + fmt(spread(cpu_help).median, 2) + " ms)",
-                           spread(spawn_help).median});
-  process_steps.push_back({"exec -> exit of `faultctl status`, nothing installed (CPU " + fmt(spread(cpu_status).median, 2) + " ms)",
-                           spread(spawn_status).median});
+  process_steps.push_back(
+      {"exec -> exit of `faultctl --help`, process start only (CPU " + fmt(spread(cpu_help).median, 2) + " ms)",
+       spread(spawn_help).median});
+  process_steps.push_back(
+      {"exec -> exit of `faultctl status`, nothing installed (CPU " + fmt(spread(cpu_status).median, 2) + " ms)",
+       spread(spawn_status).median});
   return cold;
 }
 
@@ -537,16 +543,26 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (a == "--client-ns") o.client_ns = next();
-    else if (a == "--server-ns") o.server_ns = next();
-    else if (a == "--server-ip") o.server_ip = next();
-    else if (a == "--non-peer") o.non_peer = next();
-    else if (a == "--faultctl") o.faultctl = next();
-    else if (a == "--summary") o.summary = next();
-    else if (a == "--trials") o.trials = std::max(3, std::atoi(next().c_str()));
-    else if (a == "--port") o.port = std::atoi(next().c_str());
-    else if (a == "--no-breakdown") o.breakdown = false;
-    else if (a == "--faultd") o.faultd = next();
+    if (a == "--client-ns")
+      o.client_ns = next();
+    else if (a == "--server-ns")
+      o.server_ns = next();
+    else if (a == "--server-ip")
+      o.server_ip = next();
+    else if (a == "--non-peer")
+      o.non_peer = next();
+    else if (a == "--faultctl")
+      o.faultctl = next();
+    else if (a == "--summary")
+      o.summary = next();
+    else if (a == "--trials")
+      o.trials = std::max(3, std::atoi(next().c_str()));
+    else if (a == "--port")
+      o.port = std::atoi(next().c_str());
+    else if (a == "--no-breakdown")
+      o.breakdown = false;
+    else if (a == "--faultd")
+      o.faultd = next();
     else {
       std::cerr
           << "usage: fl_bench_apply --client-ns A --server-ns B --faultctl PATH [--server-ip IP] [--non-peer IP]\n"
@@ -671,7 +687,9 @@ int main(int argc, char** argv) {
     for (const auto& t : v) out.push_back(t.*m);
     return spread(out);
   };
-  std::cout << "\n" << "case   n  apply ms (median [min-max])   revert ms              \"applied\" line ms     abort exit ms         faultctl --help ms\n";
+  std::cout << "\n"
+            << "case   n  apply ms (median [min-max])   revert ms              \"applied\" line ms     abort exit ms   "
+               "      faultctl --help ms\n";
   std::vector<std::pair<const char*, std::vector<Trial>*>> cases = {{"cold", &cold}, {"warm", &warm}};
   if (with_faultd) {
     cases.push_back({"cold faultd", &cold_fd});
@@ -693,14 +711,16 @@ int main(int argc, char** argv) {
   std::cout << "CPU time used by the processes themselves (load-independent; run: its live threads until \"applied\";\n"
             << "abort: start to exit, from wait4):\n";
   for (auto [name, v] : cases) {
-    std::cout << "  " << name << ": faultctl run " << fmt_spread(col(*v, &Trial::apply_cpu_ms), 1) << " ms, faultctl abort "
-              << fmt_spread(col(*v, &Trial::abort_cpu_ms), 1) << " ms\n";
+    std::cout << "  " << name << ": faultctl run " << fmt_spread(col(*v, &Trial::apply_cpu_ms), 1)
+              << " ms, faultctl abort " << fmt_spread(col(*v, &Trial::abort_cpu_ms), 1) << " ms\n";
   }
   if (o.breakdown && !cold_steps.empty()) {
     std::cout << "\nwhere the apply time goes (the same library calls in this process, one pass; ms):\n";
     print_steps("cold apply (nothing installed):", cold_steps, true);
-    print_steps("warm apply (attachment held by another fault; features() already cached here, a new faultctl\n"
-                "process probes again: add the features() line above):", warm_steps, true);
+    print_steps(
+        "warm apply (attachment held by another fault; features() already cached here, a new faultctl\n"
+        "process probes again: add the features() line above):",
+        warm_steps, true);
     print_steps("abort of one fault:", abort_steps, false);
     print_steps("for scale:", process_steps, false);
   }
@@ -747,7 +767,8 @@ int main(int argc, char** argv) {
   std::vector<Trial> all = cold;
   all.insert(all.end(), warm.begin(), warm.end());
   append_summary(o.summary, {"3 apply", "baseline (start): exec -> exit of faultctl --help",
-                             fmt_spread(col(all, &Trial::spawn_ms), 1) + " ms; CPU " + fmt(col(all, &Trial::spawn_cpu_ms).median, 1) + " ms",
+                             fmt_spread(col(all, &Trial::spawn_ms), 1) + " ms; CPU " +
+                                 fmt(col(all, &Trial::spawn_cpu_ms).median, 1) + " ms",
                              "1.0x", "-", "report"});
   return failures > o.trials * modes ? 1 : 0;
 }

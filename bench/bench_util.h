@@ -5,10 +5,10 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/mman.h>
-#include <sys/resource.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -92,7 +92,7 @@ inline std::string verdict(bool met) { return met ? "MET" : "MISSED"; }
 // A child process with its stdout on a pipe we read (or inherited when !capture).
 struct Child {
   pid_t pid = -1;
-  int out = -1;  // read end of its stdout
+  int out = -1;          // read end of its stdout
   uint64_t exec_ns = 0;  // CLOCK_MONOTONIC just before the spawn (the execve follows)
 };
 

@@ -22,10 +22,10 @@
 #include <set>
 #include <thread>
 
+#include "base/cgroup.h"
 #include "bench_util.h"
 #include "faultline/sockaddr_abi.h"
 #include "loader/sockaddr_object.h"
-#include "base/cgroup.h"
 #include "userspace/net/egress_rules.h"
 
 namespace {
@@ -87,8 +87,8 @@ class OwnCgroup {
 // ---- program variants ----------------------------------------------------------
 
 enum Variant { kNone, kDisarmed, kEmpty, kRules, kRulesEvents, kVariants };
-const char* kVariantName[kVariants] = {"no program", "programs, disarmed", "programs, 0 rules",
-                                       "programs, 10k rules", "10k rules, decisions streamed"};
+const char* kVariantName[kVariants] = {"no program", "programs, disarmed", "programs, 0 rules", "programs, 10k rules",
+                                       "10k rules, decisions streamed"};
 
 // Deny rules that never match loopback: random /32 and /24 anywhere but 127/8.
 std::vector<faultline::EgressRule> missing_rules(int n) {
@@ -239,7 +239,8 @@ int bench_connect(Options& o) {
     std::cerr << "connect bench: " << tries.error().describe() << "\n";
     return 1;
   }
-  std::cout << "  " << rules.size() << " deny rules (random /32 and /24 outside 127/8, all missing) compiled and loaded in "
+  std::cout << "  " << rules.size()
+            << " deny rules (random /32 and /24 outside 127/8, all missing) compiled and loaded in "
             << fmt((mono_ns() - t0) / 1e9, 2) << " s\n";
   if (!write_policy(*empty, false) || !write_policy(*ruled, false, true, *tries)) {
     std::cerr << "connect bench: cannot write the policy\n";
@@ -247,7 +248,12 @@ int bench_connect(Options& o) {
   }
   long drained = 0;
   std::unique_ptr<ring_buffer, RingBufferFree> rb(ring_buffer__new(
-      ruled->events_fd(), [](void* ctx, void*, size_t) { ++*static_cast<long*>(ctx); return 0; }, &drained, nullptr));
+      ruled->events_fd(),
+      [](void* ctx, void*, size_t) {
+        ++*static_cast<long*>(ctx);
+        return 0;
+      },
+      &drained, nullptr));
 
   // Each repetition is kRounds rounds; each round runs every variant for a slice
   // of the calls, in a rotating order, so that drift on this shared machine
@@ -307,20 +313,22 @@ int bench_connect(Options& o) {
     if (v == kNone) return;
     o.ratios.emplace_back(std::string(proto) + " connect(), " + kVariantName[v] + " / no program", rat);
     std::string tgt = target > 0 ? "<= " + fmt(target, 2) + "x no program" : "-";
-    append_summary(o.summary, {"4 connect", std::string(proto) + " connect(), " + kVariantName[v], fmt_spread(abs, 0) + " ns",
-                               fmt_spread(rat, 3) + "x", tgt, target > 0 ? verdict(rat.median <= target) : "report"});
+    append_summary(o.summary,
+                   {"4 connect", std::string(proto) + " connect(), " + kVariantName[v], fmt_spread(abs, 0) + " ns",
+                    fmt_spread(rat, 3) + "x", tgt, target > 0 ? verdict(rat.median <= target) : "report"});
   };
-  std::printf("\n  connect() on loopback from this benchmark's cgroup: median ns per call in each repetition,\n"
-              "  [min-max] over %d repetitions; ratio against no program in the same repetition\n",
-              o.reps);
+  std::printf(
+      "\n  connect() on loopback from this benchmark's cgroup: median ns per call in each repetition,\n"
+      "  [min-max] over %d repetitions; ratio against no program in the same repetition\n",
+      o.reps);
   for (int v = 0; v < kVariants; ++v) row("UDP", udp, v, v == kRules ? 1.05 : 0);
   for (int v = 0; v < kVariants; ++v) row("TCP", tcp, v, v == kRules ? 1.05 : 0);
   std::vector<double> rules_cost;
   for (int r = 0; r < o.reps; ++r) rules_cost.push_back(udp[kRules][r] / udp[kEmpty][r]);
   std::printf("  10k rules against 0 rules (the cost of the rules themselves), UDP: %s x\n",
               fmt_spread(spread(rules_cost), 3).c_str());
-  append_summary(o.summary, {"4 connect", "UDP connect(), 10k rules vs 0 rules", "-", fmt_spread(spread(rules_cost), 3) + "x",
-                             "-", "report"});
+  append_summary(o.summary, {"4 connect", "UDP connect(), 10k rules vs 0 rules", "-",
+                             fmt_spread(spread(rules_cost), 3) + "x", "-", "report"});
   if (drained == 0) std::printf("  (note: the streamed variant delivered no decisions)\n");
   return 0;
 }
@@ -358,8 +366,8 @@ int bench_seccomp(Options& o) {
   const std::string n = std::to_string(o.syscalls);
   const std::vector<std::string> helper = {self, "--syscall-loop", "getppid", n};
   auto wrapped = [&](const std::string& sc) {
-    std::vector<std::string> v = {o.faultctl, "run",      "syscall", "--syscall", sc,    "--errno", "EIO",
-                                  "--percent", "0",       "--duration", "10m",     "--"};
+    std::vector<std::string> v = {o.faultctl, "run",       "syscall", "--syscall",  sc,    "--errno",
+                                  "EIO",      "--percent", "0",       "--duration", "10m", "--"};
     v.insert(v.end(), helper.begin(), helper.end());
     return v;
   };
@@ -372,7 +380,8 @@ int bench_seccomp(Options& o) {
       ns[v].push_back(run_loop(v == kBare ? helper : wrapped(v == kOther ? "openat" : "getppid")));
     }
   }
-  std::printf("\n  %s getppid() calls in a helper, timed inside it; median [min-max] over %d repetitions\n", n.c_str(), o.reps);
+  std::printf("\n  %s getppid() calls in a helper, timed inside it; median [min-max] over %d repetitions\n", n.c_str(),
+              o.reps);
   for (int v = 0; v < kN; ++v) {
     std::vector<double> ratio;
     for (int r = 0; r < o.reps; ++r) ratio.push_back(ns[v][r] / ns[kBare][r]);
@@ -386,9 +395,10 @@ int bench_seccomp(Options& o) {
   }
   std::vector<double> price;
   for (int r = 0; r < o.reps; ++r) price.push_back((ns[kListed][r] - ns[kBare][r]) / 1000.0);
-  std::printf("  price of the universal fallback: %s us per intercepted syscall (notify, wake the supervisor,\n"
-              "  its answer, resume); calls the filter does not list pay only the filter\n",
-              fmt_spread(spread(price), 1).c_str());
+  std::printf(
+      "  price of the universal fallback: %s us per intercepted syscall (notify, wake the supervisor,\n"
+      "  its answer, resume); calls the filter does not list pay only the filter\n",
+      fmt_spread(spread(price), 1).c_str());
   return 0;
 }
 
@@ -433,8 +443,8 @@ int main(int argc, char** argv) {
     std::cerr << "connect bench: needs root (a cgroup, cgroup BPF programs, seccomp supervision)\n";
     return 1;
   }
-  std::cout << "connect() with the sockaddr programs (" << o.reps << " reps, " << o.udp_iters << " UDP and " << o.tcp_iters
-            << " TCP connects per variant and rep)\n";
+  std::cout << "connect() with the sockaddr programs (" << o.reps << " reps, " << o.udp_iters << " UDP and "
+            << o.tcp_iters << " TCP connects per variant and rep)\n";
   int rc = bench_connect(o);
   if (rc == 0 && o.seccomp) rc = bench_seccomp(o);
   if (rc == 0 && !o.json_out.empty()) {

@@ -36,8 +36,8 @@ using namespace flbench;
 
 namespace {
 
-constexpr uint16_t kFlowdropSlot = 10000;  // CIDR faults use slots 0..9999
-constexpr uint32_t kCidrCount = 10000;     // must match FLB_CIDR_COUNT in bench_progs.bpf.c
+constexpr uint16_t kFlowdropSlot = 10000;    // CIDR faults use slots 0..9999
+constexpr uint32_t kCidrCount = 10000;       // must match FLB_CIDR_COUNT in bench_progs.bpf.c
 constexpr uint32_t kExactBase = 0x0a800000;  // 10.128.0.0: exact entries count up from here
 constexpr uint32_t kCidrBase = 0x0a000000;   // 10.0.0.0/24, 10.0.2.0/25, ... (every other /24)
 constexpr uint32_t kCidrLens = 4;            // prefix i is /(24 + i % 4): four distinct lengths
@@ -55,8 +55,10 @@ void remove_tree(const std::string& dir) {
     for (const auto& n : names) {
       std::string p = dir + "/" + n;
       struct stat st {};
-      if (lstat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) remove_tree(p);
-      else unlink(p.c_str());
+      if (lstat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        remove_tree(p);
+      else
+        unlink(p.c_str());
     }
   }
   rmdir(dir.c_str());
@@ -118,10 +120,10 @@ std::vector<uint8_t> probe_packet() {
 [[noreturn]] void die_errno(const std::string& what) { die(what, errno_error("")); }
 
 struct Config {
-  std::string key;       // directory name
-  std::string label;     // what the table says
-  uint32_t exact = 0;    // flowdrop addresses in fl_exact
-  uint32_t cidr = 0;     // /24../27 faults in fl_prefix
+  std::string key;                      // directory name
+  std::string label;                    // what the table says
+  uint32_t exact = 0;                   // flowdrop addresses in fl_exact
+  uint32_t cidr = 0;                    // /24../27 faults in fl_prefix
   bool force_trie = false;              // its control does not vouch for the hash mirror: the trie walk (as before it)
   std::string exact_from, prefix_from;  // reuse another config's filled map
   BpffsLayout layout;
@@ -230,7 +232,7 @@ MapFillRatios map_fill_ratios(int reps, uint32_t n) {
 }
 
 struct RunResult {
-  double cpu_ns = NAN;  // thread CPU time of the syscall / repeat
+  double cpu_ns = NAN;     // thread CPU time of the syscall / repeat
   uint32_t kernel_ns = 0;  // the kernel's own average (integer ns, excludes reschedules)
   int retval = 0;
 };
@@ -279,14 +281,22 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (a == "--summary") summary = next();
-    else if (a == "--reps") reps = std::max(3, std::atoi(next().c_str()));
-    else if (a == "--repeat") repeat = static_cast<uint32_t>(std::atol(next().c_str()));
-    else if (a == "--rand-repeat") rand_repeat = static_cast<uint32_t>(std::atol(next().c_str()));
-    else if (a == "--no-random") random_keys = false;
-    else if (a == "--quick") quick = true;
-    else if (a == "--json") json_out = next();
-    else if (a == "--root") g_root = next();
+    if (a == "--summary")
+      summary = next();
+    else if (a == "--reps")
+      reps = std::max(3, std::atoi(next().c_str()));
+    else if (a == "--repeat")
+      repeat = static_cast<uint32_t>(std::atol(next().c_str()));
+    else if (a == "--rand-repeat")
+      rand_repeat = static_cast<uint32_t>(std::atol(next().c_str()));
+    else if (a == "--no-random")
+      random_keys = false;
+    else if (a == "--quick")
+      quick = true;
+    else if (a == "--json")
+      json_out = next();
+    else if (a == "--root")
+      g_root = next();
     else {
       std::cerr
           << "usage: fl_bench_progrun [--root /sys/fs/bpf/flbench-PID] [--summary FILE] [--reps N>=3] [--repeat N]\n"
@@ -342,7 +352,8 @@ int main(int argc, char** argv) {
     CompiledFault flowdrop = compile_fault(fd, ino, 0, 0);
     flowdrop.entry.expires_ns = expires;
     uint32_t slot = kFlowdropSlot;
-    if (bpf_map_update_elem(maps->faults(), &slot, &flowdrop.entry, BPF_ANY) != 0) die_errno("writing the flowdrop slot");
+    if (bpf_map_update_elem(maps->faults(), &slot, &flowdrop.entry, BPF_ANY) != 0)
+      die_errno("writing the flowdrop slot");
     FaultSpec part;
     part.kind = FaultKind::Partition;
     part.targets = {*parse_prefix("10.0.0.0/24")};
@@ -354,7 +365,8 @@ int main(int argc, char** argv) {
     for (uint32_t i = 0; i < kCidrCount; ++i) slots[i] = i;
     uint32_t count = kCidrCount;
     LIBBPF_OPTS(bpf_map_batch_opts, o, .elem_flags = BPF_ANY);
-    if (bpf_map_update_batch(maps->faults(), slots.data(), entries.data(), &count, &o) != 0) die_errno("writing CIDR slots");
+    if (bpf_map_update_batch(maps->faults(), slots.data(), entries.data(), &count, &o) != 0)
+      die_errno("writing CIDR slots");
   }
 
   std::vector<Config> cfgs;
@@ -422,7 +434,8 @@ int main(int argc, char** argv) {
       if (!maps) die("opening pins of " + c.label, maps.error());
       if (auto st = initialise_maps(*maps); !st) die("initialise_maps for " + c.label, st.error());
       uint64_t t0 = mono_ns();
-      if (auto st = FaultTable(*maps).summarise_indexes(); !st) die("summarising the indexes of " + c.label, st.error());
+      if (auto st = FaultTable(*maps).summarise_indexes(); !st)
+        die("summarising the indexes of " + c.label, st.error());
       if ((c.exact > 0 && c.exact_from.empty()) || (c.cidr > 0 && c.prefix_from.empty()))
         std::cout << "  " << pad(c.label, 22) << "index summary (filter and prefix mirror rebuilt from every key) in "
                   << fmt((mono_ns() - t0) / 1e6, 1) << " ms\n";
@@ -477,7 +490,8 @@ int main(int argc, char** argv) {
   }
   if (random_keys) {
     probes.push_back({"randbase", bpf_program__fd(rand_base->progs.flb_rand_dst), rand_repeat});
-    for (auto& c : cfgs) probes.push_back({"rand:" + c.key, bpf_program__fd(c.helper->progs.flb_rand_dst), rand_repeat});
+    for (auto& c : cfgs)
+      probes.push_back({"rand:" + c.key, bpf_program__fd(c.helper->progs.flb_rand_dst), rand_repeat});
   }
 
   const auto pkt = probe_packet();
@@ -485,7 +499,8 @@ int main(int argc, char** argv) {
   for (const auto& p : probes) {
     auto r = test_run(p.fd, pkt, 1000);
     if (r.retval != -1) {
-      std::cerr << "fl_bench_progrun: " << p.id << " returned " << r.retval << " for the probe packet; expected -1 (no match)\n";
+      std::cerr << "fl_bench_progrun: " << p.id << " returned " << r.retval
+                << " for the probe packet; expected -1 (no match)\n";
       return 1;
     }
   }
@@ -505,8 +520,12 @@ int main(int argc, char** argv) {
     for (int i = 0; i < reps; ++i) v.push_back(op(cpu[a][i], cpu[b][i]));
     return spread(v);
   };
-  auto ratio = [&](const std::string& a, const std::string& b) { return per_rep(a, b, [](double x, double y) { return x / y; }); };
-  auto diff = [&](const std::string& a, const std::string& b) { return per_rep(a, b, [](double x, double y) { return x - y; }); };
+  auto ratio = [&](const std::string& a, const std::string& b) {
+    return per_rep(a, b, [](double x, double y) { return x / y; });
+  };
+  auto diff = [&](const std::string& a, const std::string& b) {
+    return per_rep(a, b, [](double x, double y) { return x - y; });
+  };
 
   std::cout << "\nBPF_PROG_TEST_RUN, netfault egress, one non-matching IPv4 UDP packet (198.18.0.1 -> 10.0.1.7:9000)\n"
             << reps << " interleaved repetitions of repeat=" << repeat
@@ -549,7 +568,9 @@ int main(int argc, char** argv) {
   }
 
   auto add = [&](const std::string& what, const std::string& abs, const std::string& r, const std::string& target,
-                 const std::string& verdict_s) { append_summary(summary, {"1 prog-run", what, abs, r, target, verdict_s}); };
+                 const std::string& verdict_s) {
+    append_summary(summary, {"1 prog-run", what, abs, r, target, verdict_s});
+  };
   const Spread empty_s = spread(cpu["empty"]);
   for (auto& c : cfgs) {
     const std::string id = "hot:" + c.key;
@@ -563,15 +584,18 @@ int main(int argc, char** argv) {
     }
     if (c.key == "e1M") {
       Spread r10 = ratio(id, "hot:e10");
-      add("hot key, exact 1M vs exact 10", fmt(ns.median, 1) + " ns (10: " + fmt(spread(cpu["hot:e10"]).median, 1) + ")",
-          fmt_spread(r10, 2) + "x", "<= 1.2x", verdict(r10.median <= 1.2));
+      add("hot key, exact 1M vs exact 10",
+          fmt(ns.median, 1) + " ns (10: " + fmt(spread(cpu["hot:e10"]).median, 1) + ")", fmt_spread(r10, 2) + "x",
+          "<= 1.2x", verdict(r10.median <= 1.2));
     }
   }
 
   const MapFillRatios fill = map_fill_ratios(reps, 20'000);
   std::cout << "\nmap writes, 20k entries of fl_exact's shape, ratios within each repetition:\n"
-            << "  one bpf_map_update_elem / one getppid():            " << fmt_spread(fill.update_vs_syscall, 2) << " x\n"
-            << "  per entry, one call each / one bpf_map_update_batch: " << fmt_spread(fill.single_vs_batch, 2) << " x\n";
+            << "  one bpf_map_update_elem / one getppid():            " << fmt_spread(fill.update_vs_syscall, 2)
+            << " x\n"
+            << "  per entry, one call each / one bpf_map_update_batch: " << fmt_spread(fill.single_vs_batch, 2)
+            << " x\n";
   add("map update per entry vs getppid()", "-", fmt_spread(fill.update_vs_syscall, 2) + "x", "-", "report");
   add("map fill, one call each vs one batch", "-", fmt_spread(fill.single_vs_batch, 2) + "x", "-", "report");
 
@@ -605,7 +629,8 @@ int main(int argc, char** argv) {
   if (random_keys) {
     std::cout << "\nrandom keys: a wrapper writes a random non-matching destination (10.0.<odd>.x), then tail calls\n"
               << "netfault; minus the same wrapper tail-calling the empty program (repeat=" << rand_repeat << "):\n";
-    std::cout << pad("index", 24) << pad("wrapper+netfault ns", 22) << pad("netfault ns (diff)", 24) << "x exact 10 (diffs)\n";
+    std::cout << pad("index", 24) << pad("wrapper+netfault ns", 22) << pad("netfault ns (diff)", 24)
+              << "x exact 10 (diffs)\n";
     std::cout << pad("(baseline wrapper)", 24) << fmt_spread(spread(cpu["randbase"]), 1) << "\n";
     std::map<std::string, Spread> d;
     for (auto& c : cfgs) d[c.key] = diff("rand:" + c.key, "randbase");
@@ -615,8 +640,8 @@ int main(int argc, char** argv) {
       std::vector<double> rr;
       for (int i = 0; i < reps; ++i) rr.push_back((cpu["rand:" + c.key][i] - cpu["randbase"][i]) / d10[i]);
       Spread r = spread(rr);
-      std::cout << pad(c.label, 24) << pad(fmt_spread(spread(cpu["rand:" + c.key]), 1), 22) << pad(fmt_spread(d[c.key], 1), 24)
-                << fmt_spread(r, 2) << "\n";
+      std::cout << pad(c.label, 24) << pad(fmt_spread(spread(cpu["rand:" + c.key]), 1), 22)
+                << pad(fmt_spread(d[c.key], 1), 24) << fmt_spread(r, 2) << "\n";
       if (c.key == "e100k" || c.key == "e1M" || c.key == "e1Mc10k" || c.key == "e10")
         add("random keys, " + c.label + " (netfault part)", fmt(d[c.key].median, 1) + " ns/pkt",
             c.key == "e10" ? "1.00x (ref)" : fmt_spread(r, 2) + "x vs exact 10", "-", "report");

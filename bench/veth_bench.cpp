@@ -52,8 +52,10 @@ struct Sample {
 
 // One iperf3 client run; retried once (the server may still be finishing the last test).
 nlohmann::json iperf(const Opts& o, bool udp) {
-  std::vector<std::string> argv = {"ip", "netns", "exec", o.client_ns, "taskset", "-c", o.client_cpu,
-                                   "iperf3", "-c", o.server_ip, "-p", o.port, "-t", std::to_string(o.seconds), "-J"};
+  std::vector<std::string> argv = {
+      "ip",     "netns", "exec",      o.client_ns, "taskset", "-c", o.client_cpu,
+      "iperf3", "-c",    o.server_ip, "-p",        o.port,    "-t", std::to_string(o.seconds),
+      "-J"};
   if (udp) {
     for (const char* a : {"-u", "-b", "0", "-l", "64"}) argv.push_back(a);
   }
@@ -117,18 +119,30 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (a == "--client-ns") o.client_ns = next();
-    else if (a == "--server-ns") o.server_ns = next();
-    else if (a == "--server-ip") o.server_ip = next();
-    else if (a == "--non-peer") o.non_peer = next();
-    else if (a == "--faultctl") o.faultctl = next();
-    else if (a == "--summary") o.summary = next();
-    else if (a == "--client-cpu") o.client_cpu = next();
-    else if (a == "--server-cpu") o.server_cpu = next();
-    else if (a == "--port") o.port = next();
-    else if (a == "--reps") o.reps = std::max(3, std::atoi(next().c_str()));
-    else if (a == "--seconds") o.seconds = std::max(1, std::atoi(next().c_str()));
-    else if (a == "--no-udp") o.udp = false;
+    if (a == "--client-ns")
+      o.client_ns = next();
+    else if (a == "--server-ns")
+      o.server_ns = next();
+    else if (a == "--server-ip")
+      o.server_ip = next();
+    else if (a == "--non-peer")
+      o.non_peer = next();
+    else if (a == "--faultctl")
+      o.faultctl = next();
+    else if (a == "--summary")
+      o.summary = next();
+    else if (a == "--client-cpu")
+      o.client_cpu = next();
+    else if (a == "--server-cpu")
+      o.server_cpu = next();
+    else if (a == "--port")
+      o.port = next();
+    else if (a == "--reps")
+      o.reps = std::max(3, std::atoi(next().c_str()));
+    else if (a == "--seconds")
+      o.seconds = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--no-udp")
+      o.udp = false;
     else {
       std::cerr << "usage: fl_bench_veth --client-ns A --server-ns B --faultctl PATH [--server-ip IP] [--non-peer IP]\n"
                    "       [--client-cpu N] [--server-cpu N] [--reps N>=3] [--seconds N] [--no-udp] [--summary FILE]\n"
@@ -167,8 +181,11 @@ int main(int argc, char** argv) {
         none.push_back(measure(o));
       }
       const Sample& s = with ? attached.back() : none.back();
-      std::cout << "  rep " << r + 1 << " " << (with ? "attached" : "none    ") << "  TCP " << fmt(s.tcp_gbps, 2) << " Gbit/s";
-      if (o.udp) std::cout << "  UDP64 sent " << fmt(s.udp_tx_pps / 1e3, 0) << " kpps, received " << fmt(s.udp_rx_pps / 1e3, 0) << " kpps";
+      std::cout << "  rep " << r + 1 << " " << (with ? "attached" : "none    ") << "  TCP " << fmt(s.tcp_gbps, 2)
+                << " Gbit/s";
+      if (o.udp)
+        std::cout << "  UDP64 sent " << fmt(s.udp_tx_pps / 1e3, 0) << " kpps, received " << fmt(s.udp_rx_pps / 1e3, 0)
+                  << " kpps";
       std::cout << std::endl;
     }
   }
@@ -184,8 +201,8 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < none.size() && i < attached.size(); ++i) out.push_back(attached[i].*m / none[i].*m);
     return spread(out);
   };
-  std::cout << "\nattached = the netfault program on the client's veth egress (" << how
-            << "), loss fault on " << o.non_peer << " (never matches)\n";
+  std::cout << "\nattached = the netfault program on the client's veth egress (" << how << "), loss fault on "
+            << o.non_peer << " (never matches)\n";
   std::cout << "metric                      none                  attached              attached/none (per rep)\n";
   auto line = [&](const char* name, double Sample::*m, double scale, int prec) {
     auto a = spread(col(none, m)), b = spread(col(attached, m));
@@ -197,7 +214,8 @@ int main(int argc, char** argv) {
     std::string n = name;
     std::cout << n << std::string(28 - std::min<size_t>(27, n.size()), ' ') << fmt_spread(a, prec)
               << std::string(22 - std::min<size_t>(21, fmt_spread(a, prec).size()), ' ') << fmt_spread(b, prec)
-              << std::string(22 - std::min<size_t>(21, fmt_spread(b, prec).size()), ' ') << fmt_spread(ratio(m), 3) << "\n";
+              << std::string(22 - std::min<size_t>(21, fmt_spread(b, prec).size()), ' ') << fmt_spread(ratio(m), 3)
+              << "\n";
     return std::make_pair(a, b);
   };
   auto tcp = line("TCP Gbit/s", &Sample::tcp_gbps, 1, 2);

@@ -31,8 +31,7 @@ Result<WorkspaceGuardPolicy> read_policy_version(const nlohmann::json& j, bool t
     return input_error(
         0, "the workspace's guard policy v" + std::to_string(w.version) + ": " + p.errors[0].render("faultcp"));
   if (auto st = check_guard_policy_runnable(p.policy, terminate_tls); !st)
-    return input_error(0,
-                       "the workspace's guard policy v" + std::to_string(w.version) + ": " + st.error().message);
+    return input_error(0, "the workspace's guard policy v" + std::to_string(w.version) + ": " + st.error().message);
   w.policy = std::move(p.policy);
   return w;
 }

@@ -32,45 +32,48 @@ const std::map<FaultKind, std::set<std::string>>& kind_flags() {
 }
 
 const std::set<std::string>& specific_flags() {
-  static const std::set<std::string> s = {"percent", "correlation", "loss-model", "domains",
-                                          "delay",   "jitter",      "distribution", "rate",
-                                          "seed",    "via"};
+  static const std::set<std::string> s = {"percent", "correlation",  "loss-model", "domains", "delay",
+                                          "jitter",  "distribution", "rate",       "seed",    "via"};
   return s;
 }
 
 cxxopts::Options packet_options() {
   cxxopts::Options o("faultctl run", "Apply a packet fault for a fixed duration, guarded.");
-  o.add_options()
-      ("kind", "loss|partition|flowdrop|corrupt|duplicate|dns|latency|bandwidth", cxxopts::value<std::string>())
-      ("netns", "network namespace: NAME, PATH or pid:N", cxxopts::value<std::string>())
-      ("dev", "one device, lo included (default: the devices the targets' routes leave through, lo for "
-              "this host's own addresses; every non-loopback device without a target)", cxxopts::value<std::string>())
-      ("target", "remote IP, CIDR, HOST:PORT (repeatable, or comma-separated)", cxxopts::value<std::vector<std::string>>())
-      ("source", "local address or CIDR", cxxopts::value<std::string>())
-      ("port", "remote port N or range A-B", cxxopts::value<std::string>())
-      ("proto", "tcp|udp|icmp", cxxopts::value<std::string>())
-      ("direction", "egress|ingress|both (default egress)", cxxopts::value<std::string>())
-      ("cgroup", "cgroup v2 path (egress)", cxxopts::value<std::string>())
-      ("percent", "probability in percent", cxxopts::value<std::string>())
-      ("correlation", "percent chance to repeat the previous decision", cxxopts::value<std::string>())
-      ("loss-model", "ge:p[,r[,1-h[,1-k]]] Gilbert-Elliott, percents", cxxopts::value<std::string>())
-      ("domains", "names to block (and their subdomains)", cxxopts::value<std::vector<std::string>>())
-      ("duration", "how long (required, at most 1h)", cxxopts::value<std::string>())
-      ("delay", "added delay (at most 60s)", cxxopts::value<std::string>())
-      ("jitter", "delay variation (at most 10s)", cxxopts::value<std::string>())
-      ("distribution", "normal|pareto|uniform", cxxopts::value<std::string>())
-      ("rate", "bandwidth cap like 10mbit", cxxopts::value<std::string>())
-      ("max-injections", "stop injecting after N packets were faulted (counted in the kernel, over all CPUs)",
-       cxxopts::value<std::string>())
-      ("start-after", "install the fault now, inert until this long has passed (less than --duration)",
-       cxxopts::value<std::string>())
-      ("seed", "seed of the fault's random decisions, 0 to 2^64-1, to replay a run (default: drawn, and "
-               "printed and recorded either way)", cxxopts::value<std::string>())
-      ("attach", "tcx|tc (default: the best the kernel has)", cxxopts::value<std::string>())
-      ("via", "latency, bandwidth: edt (every packet, needs sch_fq) or proxy (TCP streams through the proxy; the "
-              "default on a kernel without sch_fq)", cxxopts::value<std::string>())
-      ("force", "allow a fault with no target (a whole device)")
-      ("h,help", "this help");
+  o.add_options()("kind", "loss|partition|flowdrop|corrupt|duplicate|dns|latency|bandwidth",
+                  cxxopts::value<std::string>())("netns", "network namespace: NAME, PATH or pid:N",
+                                                 cxxopts::value<std::string>())(
+      "dev",
+      "one device, lo included (default: the devices the targets' routes leave through, lo for "
+      "this host's own addresses; every non-loopback device without a target)",
+      cxxopts::value<std::string>())("target", "remote IP, CIDR, HOST:PORT (repeatable, or comma-separated)",
+                                     cxxopts::value<std::vector<std::string>>())(
+      "source", "local address or CIDR", cxxopts::value<std::string>())("port", "remote port N or range A-B",
+                                                                        cxxopts::value<std::string>())(
+      "proto", "tcp|udp|icmp", cxxopts::value<std::string>())("direction", "egress|ingress|both (default egress)",
+                                                              cxxopts::value<std::string>())(
+      "cgroup", "cgroup v2 path (egress)", cxxopts::value<std::string>())("percent", "probability in percent",
+                                                                          cxxopts::value<std::string>())(
+      "correlation", "percent chance to repeat the previous decision", cxxopts::value<std::string>())(
+      "loss-model", "ge:p[,r[,1-h[,1-k]]] Gilbert-Elliott, percents", cxxopts::value<std::string>())(
+      "domains", "names to block (and their subdomains)", cxxopts::value<std::vector<std::string>>())(
+      "duration", "how long (required, at most 1h)", cxxopts::value<std::string>())(
+      "delay", "added delay (at most 60s)", cxxopts::value<std::string>())("jitter", "delay variation (at most 10s)",
+                                                                           cxxopts::value<std::string>())(
+      "distribution", "normal|pareto|uniform", cxxopts::value<std::string>())("rate", "bandwidth cap like 10mbit",
+                                                                              cxxopts::value<std::string>())(
+      "max-injections", "stop injecting after N packets were faulted (counted in the kernel, over all CPUs)",
+      cxxopts::value<std::string>())("start-after",
+                                     "install the fault now, inert until this long has passed (less than --duration)",
+                                     cxxopts::value<std::string>())(
+      "seed",
+      "seed of the fault's random decisions, 0 to 2^64-1, to replay a run (default: drawn, and "
+      "printed and recorded either way)",
+      cxxopts::value<std::string>())("attach", "tcx|tc (default: the best the kernel has)",
+                                     cxxopts::value<std::string>())(
+      "via",
+      "latency, bandwidth: edt (every packet, needs sch_fq) or proxy (TCP streams through the proxy; the "
+      "default on a kernel without sch_fq)",
+      cxxopts::value<std::string>())("force", "allow a fault with no target (a whole device)")("h,help", "this help");
   add_run_options(o);
   o.parse_positional({"kind"});
   o.positional_help("KIND");
@@ -114,11 +117,15 @@ Status parse_target(const std::string& t, FaultSpec& spec, std::optional<uint16_
       return bad("--target " + t + ": not an address, and the name does not resolve (" + gai_strerror(rc) + ")");
     for (auto* a = res; a != nullptr; a = a->ai_next) {
       char buf[64] = {};
-      if (a->ai_family == AF_INET) inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr, buf, sizeof(buf));
-      else if (a->ai_family == AF_INET6) inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr, buf, sizeof(buf));
-      else continue;
+      if (a->ai_family == AF_INET)
+        inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr, buf, sizeof(buf));
+      else if (a->ai_family == AF_INET6)
+        inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr, buf, sizeof(buf));
+      else
+        continue;
       auto p = parse_prefix(buf);
-      if (p && std::none_of(spec.targets.begin(), spec.targets.end(), [&](const Prefix& x) { return x.str() == p->str(); }))
+      if (p &&
+          std::none_of(spec.targets.begin(), spec.targets.end(), [&](const Prefix& x) { return x.str() == p->str(); }))
         spec.targets.push_back(*p);
     }
     freeaddrinfo(res);
@@ -201,12 +208,18 @@ Result<Parsed<PacketRunArgs>> parse_packet_args(const std::vector<std::string>& 
   if (!parsed) return parsed.error();
   const cxxopts::ParseResult& r = *parsed;
   if (r.count("help")) return Parsed<PacketRunArgs>(HelpText{packet_run_usage()});
-  if (!r.count("kind")) return bad("missing the fault kind: one of loss, partition, flowdrop, corrupt, duplicate, dns, latency, bandwidth (packet) or process, cpu, memory, disk (host)");
+  if (!r.count("kind"))
+    return bad(
+        "missing the fault kind: one of loss, partition, flowdrop, corrupt, duplicate, dns, latency, bandwidth "
+        "(packet) or process, cpu, memory, disk (host)");
 
   PacketRunArgs o;
   FaultSpec& s = o.spec;
   auto kind = kind_from_name(r["kind"].as<std::string>());
-  if (!kind) return bad("unknown fault kind '" + r["kind"].as<std::string>() + "' (loss, partition, flowdrop, corrupt, duplicate, dns, latency, bandwidth; process, cpu, memory, disk)");
+  if (!kind)
+    return bad(
+        "unknown fault kind '" + r["kind"].as<std::string>() +
+        "' (loss, partition, flowdrop, corrupt, duplicate, dns, latency, bandwidth; process, cpu, memory, disk)");
   s.kind = *kind;
   for (const auto& flag : specific_flags()) {
     if (r.count(flag) && !kind_flags().at(s.kind).contains(flag))
@@ -247,18 +260,27 @@ Result<Parsed<PacketRunArgs>> parse_packet_args(const std::vector<std::string>& 
   }
   if (r.count("proto")) {
     std::string p = str("proto");
-    if (p == "tcp") s.proto = IPPROTO_TCP;
-    else if (p == "udp") s.proto = IPPROTO_UDP;
-    else if (p == "icmp") s.proto = IPPROTO_ICMP;
-    else return bad("--proto '" + p + "': expected tcp, udp or icmp");
-    if (s.proto == IPPROTO_ICMP && s.ports.hi != 0) return bad("--proto icmp has no ports; drop --port or the :PORT of --target");
+    if (p == "tcp")
+      s.proto = IPPROTO_TCP;
+    else if (p == "udp")
+      s.proto = IPPROTO_UDP;
+    else if (p == "icmp")
+      s.proto = IPPROTO_ICMP;
+    else
+      return bad("--proto '" + p + "': expected tcp, udp or icmp");
+    if (s.proto == IPPROTO_ICMP && s.ports.hi != 0)
+      return bad("--proto icmp has no ports; drop --port or the :PORT of --target");
   }
   if (r.count("direction")) {
     std::string d = str("direction");
-    if (d == "egress") s.dir_mask = FL_DIR_EGRESS;
-    else if (d == "ingress") s.dir_mask = FL_DIR_INGRESS;
-    else if (d == "both") s.dir_mask = FL_DIR_EGRESS | FL_DIR_INGRESS;
-    else return bad("--direction '" + d + "': expected egress, ingress or both");
+    if (d == "egress")
+      s.dir_mask = FL_DIR_EGRESS;
+    else if (d == "ingress")
+      s.dir_mask = FL_DIR_INGRESS;
+    else if (d == "both")
+      s.dir_mask = FL_DIR_EGRESS | FL_DIR_INGRESS;
+    else
+      return bad("--direction '" + d + "': expected egress, ingress or both");
   }
   if (r.count("cgroup")) {
     s.cgroup = str("cgroup");
@@ -305,10 +327,14 @@ Result<Parsed<PacketRunArgs>> parse_packet_args(const std::vector<std::string>& 
   if (r.count("distribution")) {
     if (!r.count("jitter")) return bad("--distribution shapes --jitter; give --jitter too");
     std::string d = str("distribution");
-    if (d == "normal") s.dist = FL_DIST_NORMAL;
-    else if (d == "pareto") s.dist = FL_DIST_PARETO;
-    else if (d == "uniform") s.dist = FL_DIST_UNIFORM;
-    else return bad("--distribution '" + d + "': expected normal, pareto or uniform");
+    if (d == "normal")
+      s.dist = FL_DIST_NORMAL;
+    else if (d == "pareto")
+      s.dist = FL_DIST_PARETO;
+    else if (d == "uniform")
+      s.dist = FL_DIST_UNIFORM;
+    else
+      return bad("--distribution '" + d + "': expected normal, pareto or uniform");
   }
   if (r.count("rate")) {
     auto v = with_flag("rate", parse_rate_bps(str("rate")));
@@ -337,15 +363,21 @@ Result<Parsed<PacketRunArgs>> parse_packet_args(const std::vector<std::string>& 
   s.force = r.count("force") > 0;
   if (r.count("attach")) {
     std::string a = str("attach");
-    if (a == "tcx") o.attach = AttachMode::Tcx;
-    else if (a == "tc") o.attach = AttachMode::Tc;
-    else return bad("--attach '" + a + "': expected tcx or tc");
+    if (a == "tcx")
+      o.attach = AttachMode::Tcx;
+    else if (a == "tc")
+      o.attach = AttachMode::Tc;
+    else
+      return bad("--attach '" + a + "': expected tcx or tc");
   }
   if (r.count("via")) {
     std::string v = str("via");
-    if (v == "edt") o.via = PacketVia::Edt;
-    else if (v == "proxy") o.via = PacketVia::Proxy;
-    else return bad("--via '" + v + "': expected edt (packets, on fq) or proxy (TCP streams)");
+    if (v == "edt")
+      o.via = PacketVia::Edt;
+    else if (v == "proxy")
+      o.via = PacketVia::Proxy;
+    else
+      return bad("--via '" + v + "': expected edt (packets, on fq) or proxy (TCP streams)");
   }
   for (const auto& kv : r.arguments()) o.given.push_back(kv.key());
   if (auto v = validate(s); !v) return v.error();

@@ -67,11 +67,10 @@ Result<TcpFaultSpec> stream_fault_for(const FaultSpec& spec, const std::vector<s
 }
 
 std::string stream_fault_notice(const FaultSpec& spec, bool chosen_automatically) {
-  std::string out = chosen_automatically
-                        ? "notice: this kernel has no sch_fq (EDT pacing), so this " +
-                              std::string(spec.kind == FaultKind::Latency ? "latency" : "bandwidth") +
-                              " fault runs through the proxy (--via proxy) instead: "
-                        : "notice: --via proxy: ";
+  std::string out = chosen_automatically ? "notice: this kernel has no sch_fq (EDT pacing), so this " +
+                                               std::string(spec.kind == FaultKind::Latency ? "latency" : "bandwidth") +
+                                               " fault runs through the proxy (--via proxy) instead: "
+                                         : "notice: --via proxy: ";
   out += "TCP connections this host opens to the target";
   out += spec.cgroup.empty() ? "" : " from cgroup " + spec.cgroup;
   out += spec.kind == FaultKind::Latency ? " have what they send delayed" : " have what they send paced";

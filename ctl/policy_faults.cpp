@@ -10,9 +10,9 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
-#include <thread>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <variant>
 
 #include "ctl/packet_args.h"
@@ -53,9 +53,15 @@ const std::map<std::string, bool>& flags_of(FaultFamily f) {
     }
   };
   switch (f) {
-    case FaultFamily::Packet: take(parse_packet_args({"--help"})); break;
-    case FaultFamily::Syscall: take(parse_syscall_args({"--help"})); break;
-    case FaultFamily::Resource: take(parse_resource_args({"--help"})); break;
+    case FaultFamily::Packet:
+      take(parse_packet_args({"--help"}));
+      break;
+    case FaultFamily::Syscall:
+      take(parse_syscall_args({"--help"}));
+      break;
+    case FaultFamily::Resource:
+      take(parse_resource_args({"--help"}));
+      break;
   }
   std::map<std::string, bool> flags;
   std::istringstream lines(help);
@@ -82,8 +88,8 @@ const FaultField* named_field(const FaultEntry& e, const std::string& message) {
     const std::string flag = "--" + f.name;
     for (size_t at = message.find(flag); at != std::string::npos; at = message.find(flag, at + 1)) {
       const size_t end = at + flag.size();
-      const bool whole = end == message.size() || !(std::isalnum(static_cast<unsigned char>(message[end])) ||
-                                                     message[end] == '-');
+      const bool whole =
+          end == message.size() || !(std::isalnum(static_cast<unsigned char>(message[end])) || message[end] == '-');
       if (whole && at < best_at) {
         best = &f;
         best_at = at;
@@ -161,8 +167,12 @@ FaultChecker run_fault_checker() {
     auto fam = family_of(e.kind);
     if (!fam) {
       std::string why = "unknown fault kind '" + e.kind + "'";
-      if (auto near = closest_name(e.kind, all_kinds()); !near.empty()) why += " (did you mean '" + near + "'?)";
-      else why += " (loss, partition, flowdrop, corrupt, duplicate, dns, latency, bandwidth, syscall, process, cpu, memory, disk)";
+      if (auto near = closest_name(e.kind, all_kinds()); !near.empty())
+        why += " (did you mean '" + near + "'?)";
+      else
+        why +=
+            " (loss, partition, flowdrop, corrupt, duplicate, dns, latency, bandwidth, syscall, process, cpu, memory, "
+            "disk)";
       out.push_back({e.kind_mark, path + ".kind", why});
       return out;
     }
@@ -191,8 +201,9 @@ FaultChecker run_fault_checker() {
         for (size_t i = 0; i < f.values.size(); ++i) {
           if (auto host = host_target(f.values[i]))
             out.push_back({f.value_marks[i], f.is_list ? at + "[" + std::to_string(i) + "]" : at,
-                           "'" + *host + "' is a host name: a policy names fault targets by address or CIDR "
-                           "(resolving names when the policy is read is not implemented)"});
+                           "'" + *host +
+                               "' is a host name: a policy names fault targets by address or CIDR "
+                               "(resolving names when the policy is read is not implemented)"});
         }
       }
     }
@@ -202,9 +213,15 @@ FaultChecker run_fault_checker() {
     const auto words = run_words(e);
     Status st;
     switch (*fam) {
-      case FaultFamily::Packet: if (auto r = parse_packet_args(words); !r) st = r.error(); break;
-      case FaultFamily::Syscall: if (auto r = parse_syscall_args(words); !r) st = r.error(); break;
-      case FaultFamily::Resource: if (auto r = parse_resource_args(words); !r) st = r.error(); break;
+      case FaultFamily::Packet:
+        if (auto r = parse_packet_args(words); !r) st = r.error();
+        break;
+      case FaultFamily::Syscall:
+        if (auto r = parse_syscall_args(words); !r) st = r.error();
+        break;
+      case FaultFamily::Resource:
+        if (auto r = parse_resource_args(words); !r) st = r.error();
+        break;
     }
     if (!st) {
       const std::string& m = st.error().message;

@@ -20,7 +20,8 @@ Result<std::optional<uint64_t>> interval_flag(const cxxopts::ParseResult& r, con
   if (!r.count(flag)) return std::optional<uint64_t>{};
   auto d = with_flag(flag, parse_duration_ns(r[flag].as<std::string>()));
   if (!d) return d.error();
-  if (*d < 100'000'000ULL || *d > 600'000'000'000ULL) return bad(std::string("--") + flag + " must be within 100ms-10m");
+  if (*d < 100'000'000ULL || *d > 600'000'000'000ULL)
+    return bad(std::string("--") + flag + " must be within 100ms-10m");
   return std::optional<uint64_t>(*d);
 }
 
@@ -109,8 +110,9 @@ Result<RunFlags> parse_run_flags(const cxxopts::ParseResult& r, const std::strin
   auto limits = bind_limits(r);
   if (!limits) return limits.error();
   if (r.count("interval") && !r.count("health-url") && !r.count("prometheus-url"))
-    return bad("--interval sets how often the health probe and Prometheus are asked; give --health-url or "
-               "--prometheus-url too");
+    return bad(
+        "--interval sets how often the health probe and Prometheus are asked; give --health-url or "
+        "--prometheus-url too");
   auto health = parse_health_flags(r, probe_netns);
   if (!health) return health.error();
   f.guardrails.health = *health;
@@ -205,7 +207,8 @@ Result<std::optional<KernelSignalConfig>> parse_kernel_signal_flags(const cxxopt
   const auto& own = limits.kernel_signal;
   if (own.empty()) return bad("--kernel-signal needs --abort-above N (events per second)");
   for (const auto& l : own) {
-    if (l.flag != "--abort-above") return bad("--abort-below does not limit --kernel-signal: a rate is limited from above");
+    if (l.flag != "--abort-above")
+      return bad("--abort-below does not limit --kernel-signal: a rate is limited from above");
   }
   if (own.size() > 1) return bad("--kernel-signal takes one --abort-above");
   auto v = parse_number(own[0]);
@@ -230,15 +233,19 @@ Status parse_prometheus_flags(const cxxopts::ParseResult& r, const GuardrailLimi
   auto str = [&](const char* f) { return r[f].as<std::string>(); };
   const bool query = r.count("query") > 0, burn = r.count("slo-burn-rate") > 0;
   if (!r.count("prometheus-url")) {
-    if (query || burn) return bad(std::string("--") + (query ? "query" : "slo-burn-rate") + " asks Prometheus: give --prometheus-url too");
+    if (query || burn)
+      return bad(std::string("--") + (query ? "query" : "slo-burn-rate") +
+                 " asks Prometheus: give --prometheus-url too");
     for (const char* f : {"prometheus-ca", "prometheus-interval", "query-errors"}) {
-      if (r.count(f)) return bad(std::string("--") + f + " configures the Prometheus guardrails; give --prometheus-url too");
+      if (r.count(f))
+        return bad(std::string("--") + f + " configures the Prometheus guardrails; give --prometheus-url too");
     }
   } else if (!query && !burn) {
     return bad("--prometheus-url needs something to ask: --query PROMQL or --slo-burn-rate EXPR");
   }
   for (const char* f : {"slo-target", "burn-windows"}) {
-    if (r.count(f) && !burn) return bad(std::string("--") + f + " configures --slo-burn-rate; give --slo-burn-rate too");
+    if (r.count(f) && !burn)
+      return bad(std::string("--") + f + " configures --slo-burn-rate; give --slo-burn-rate too");
   }
   if (!query && !burn) return {};
 
@@ -250,7 +257,8 @@ Status parse_prometheus_flags(const cxxopts::ParseResult& r, const GuardrailLimi
     return bad("--prometheus-url " + polling.endpoint.url + ": give the server's base URL, without a query");
   if (r.count("prometheus-ca")) {
     polling.endpoint.ca_file = str("prometheus-ca");
-    if (!u->tls) return bad("--prometheus-ca is for an https:// --prometheus-url; " + polling.endpoint.url + " is plain http");
+    if (!u->tls)
+      return bad("--prometheus-ca is for an https:// --prometheus-url; " + polling.endpoint.url + " is plain http");
     if (::access(polling.endpoint.ca_file.c_str(), R_OK) != 0)
       return bad("--prometheus-ca " + polling.endpoint.ca_file + ": cannot be read");
   }
@@ -259,8 +267,10 @@ Status parse_prometheus_flags(const cxxopts::ParseResult& r, const GuardrailLimi
   if (!shared) return shared.error();
   auto own = interval_flag(r, "prometheus-interval");
   if (!own) return own.error();
-  if (*own) polling.interval_ns = **own;
-  else if (*shared) polling.interval_ns = **shared;
+  if (*own)
+    polling.interval_ns = **own;
+  else if (*shared)
+    polling.interval_ns = **shared;
   if (r.count("query-errors")) {
     std::string n = str("query-errors");
     if (n.empty() || n.size() > 3 || n.find_first_not_of("0123456789") != std::string::npos || std::stoi(n) > 100)
@@ -293,13 +303,16 @@ Status parse_prometheus_flags(const cxxopts::ParseResult& r, const GuardrailLimi
     for (const auto& kv : r.arguments()) {
       if (kv.key() == "slo-burn-rate") exprs.push_back(kv.value());
     }
-    if (exprs.size() > 2) return bad("--slo-burn-rate: once with {window}, or twice (the fast window's query, then the slow one's)");
+    if (exprs.size() > 2)
+      return bad("--slo-burn-rate: once with {window}, or twice (the fast window's query, then the slow one's)");
     b.fast_expression = exprs[0];
     if (exprs.size() == 2) {
       b.slow_expression = exprs[1];
-      if (r.count("burn-windows")) return bad("--burn-windows fills {window} in one --slo-burn-rate; with two, each query names its own window");
+      if (r.count("burn-windows"))
+        return bad("--burn-windows fills {window} in one --slo-burn-rate; with two, each query names its own window");
     } else if (exprs[0].find("{window}") == std::string::npos) {
-      return bad("--slo-burn-rate '" + exprs[0] + "' has no {window} for the windows of --burn-windows; write one "
+      return bad("--slo-burn-rate '" + exprs[0] +
+                 "' has no {window} for the windows of --burn-windows; write one "
                  "(job:slo_errors_per_request:ratio_rate{window}) or give --slo-burn-rate twice (fast, then slow)");
     }
     if (r.count("burn-windows")) {
@@ -316,11 +329,13 @@ Status parse_prometheus_flags(const cxxopts::ParseResult& r, const GuardrailLimi
     if (r.count("slo-target")) {
       auto t = with_flag("slo-target", parse_percent(str("slo-target")));
       if (!t) return t.error();
-      if (!(*t > 0 && *t < 100)) return bad("--slo-target '" + str("slo-target") + "': a percentage above 0 and below 100");
+      if (!(*t > 0 && *t < 100))
+        return bad("--slo-target '" + str("slo-target") + "': a percentage above 0 and below 100");
       b.slo_target = *t;
     }
     const auto& own_limits = limits.burn_rate;
-    if (own_limits.empty()) return bad("--slo-burn-rate needs --abort-above N (a burn rate: 14.4 spends a 30-day budget in 2 days)");
+    if (own_limits.empty())
+      return bad("--slo-burn-rate needs --abort-above N (a burn rate: 14.4 spends a 30-day budget in 2 days)");
     if (own_limits.size() > 1 || own_limits[0].flag != "--abort-above")
       return bad("--slo-burn-rate takes one --abort-above (a burn rate), and no --abort-below");
     auto v = parse_number(own_limits[0]);

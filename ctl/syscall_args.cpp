@@ -38,25 +38,27 @@ constexpr Example kSyscallExamples[] = {
 
 Result<Parsed<SyscallRunArgs>> parse_syscall_args(const std::vector<std::string>& args) {
   cxxopts::Options o("faultctl run syscall", "Make syscalls fail with an errno.");
-  o.add_options()
-      ("syscall", "syscall names, comma-separated", cxxopts::value<std::vector<std::string>>())
-      ("errno", "errno name, e.g. EIO, ECONNREFUSED", cxxopts::value<std::string>())
-      ("percent", "share of calls to fail (default 100)", cxxopts::value<std::string>())
-      ("duration", "how long (required, at most 1h)", cxxopts::value<std::string>())
-      ("cgroup", "scope: an existing cgroup v2", cxxopts::value<std::string>())
-      ("pid", "scope: one process", cxxopts::value<std::string>())
-      ("include-loader", "seccomp, lsm: also fail the dynamic loader's library opens")
-      ("via", "force a mechanism: cgroup, lsm or seccomp (default: the best available)", cxxopts::value<std::string>())
-      ("after", "let the first N matching calls through untouched, then fail at --percent", cxxopts::value<std::string>())
-      ("max-injections", "stop failing calls once N have failed", cxxopts::value<std::string>())
-      ("start-after", "let every call through until this long after the fault is armed (less than --duration)",
-       cxxopts::value<std::string>())
-      ("path", "file syscalls only: fail only calls naming a path under this absolute prefix (repeatable; "
-       "matched on whole components, relative paths resolved against the caller's cwd or dirfd; seccomp)",
-       cxxopts::value<std::vector<std::string>>())
-      ("seed", "seed of the --percent draw, 0 to 2^64-1, to replay a run (seccomp and cgroup rungs, not lsm; default: "
-               "drawn and recorded where the rung can follow it)", cxxopts::value<std::string>())
-      ("h,help", "help");
+  o.add_options()("syscall", "syscall names, comma-separated", cxxopts::value<std::vector<std::string>>())(
+      "errno", "errno name, e.g. EIO, ECONNREFUSED", cxxopts::value<std::string>())(
+      "percent", "share of calls to fail (default 100)", cxxopts::value<std::string>())(
+      "duration", "how long (required, at most 1h)", cxxopts::value<std::string>())(
+      "cgroup", "scope: an existing cgroup v2", cxxopts::value<std::string>())("pid", "scope: one process",
+                                                                               cxxopts::value<std::string>())(
+      "include-loader", "seccomp, lsm: also fail the dynamic loader's library opens")(
+      "via", "force a mechanism: cgroup, lsm or seccomp (default: the best available)", cxxopts::value<std::string>())(
+      "after", "let the first N matching calls through untouched, then fail at --percent",
+      cxxopts::value<std::string>())("max-injections", "stop failing calls once N have failed",
+                                     cxxopts::value<std::string>())(
+      "start-after", "let every call through until this long after the fault is armed (less than --duration)",
+      cxxopts::value<std::string>())(
+      "path",
+      "file syscalls only: fail only calls naming a path under this absolute prefix (repeatable; "
+      "matched on whole components, relative paths resolved against the caller's cwd or dirfd; seccomp)",
+      cxxopts::value<std::vector<std::string>>())(
+      "seed",
+      "seed of the --percent draw, 0 to 2^64-1, to replay a run (seccomp and cgroup rungs, not lsm; default: "
+      "drawn and recorded where the rung can follow it)",
+      cxxopts::value<std::string>())("h,help", "help");
   add_run_options(o);
   auto [flags, cmd] = split_command(args);
   auto r = parse_flag_words(o, flags, kCommandAfterDashesHint);
@@ -77,7 +79,9 @@ Result<Parsed<SyscallRunArgs>> parse_syscall_args(const std::vector<std::string>
   }
   if (!r->count("errno")) return bad("--errno is required (e.g. --errno EIO)");
   auto e = errno_from_name((*r)["errno"].as<std::string>());
-  if (!e) return bad("--errno " + (*r)["errno"].as<std::string>() + ": not a known errno name (EIO, EACCES, ECONNREFUSED, ...)");
+  if (!e)
+    return bad("--errno " + (*r)["errno"].as<std::string>() +
+               ": not a known errno name (EIO, EACCES, ECONNREFUSED, ...)");
   s.err = *e;
   if (r->count("percent")) {
     auto p = with_flag("percent", parse_percent((*r)["percent"].as<std::string>()));

@@ -29,14 +29,16 @@ constexpr Example kTcpExamples[] = {
 
 Result<Parsed<TcpRunArgs>> parse_tcp_args(const std::vector<std::string>& args) {
   cxxopts::Options o("faultctl run tcp", "TCP stream faults (toxics) on the connections to a target, through a proxy.");
-  o.add_options()
-      ("target", "HOST:PORT whose TCP connections are intercepted (HOST: address, CIDR or name; PORT: one or A-B)",
-       cxxopts::value<std::string>())
-      ("toxic", "TYPE=VALUE[,KEY=VALUE...]: latency, bandwidth, slow_close, timeout, reset_peer, slicer, "
-                "limit_data, noop (repeatable; see docs/proxy.md)", cxxopts::value<std::vector<std::string>>())
-      ("direction", "the toxics' default stream: downstream (server to client, default) or upstream",
-       cxxopts::value<std::string>())
-      ("toxicity", "the toxics' default share of connections, 0 to 1 (default 1)", cxxopts::value<std::string>());
+  o.add_options()("target",
+                  "HOST:PORT whose TCP connections are intercepted (HOST: address, CIDR or name; PORT: one or A-B)",
+                  cxxopts::value<std::string>())(
+      "toxic",
+      "TYPE=VALUE[,KEY=VALUE...]: latency, bandwidth, slow_close, timeout, reset_peer, slicer, "
+      "limit_data, noop (repeatable; see docs/proxy.md)",
+      cxxopts::value<std::vector<std::string>>())(
+      "direction", "the toxics' default stream: downstream (server to client, default) or upstream",
+      cxxopts::value<std::string>())("toxicity", "the toxics' default share of connections, 0 to 1 (default 1)",
+                                     cxxopts::value<std::string>());
   add_stream_run_options(o);
   auto [flags, cmd] = split_command(args);
   auto r = parse_flag_words(o, flags, kCommandAfterDashesHint);
@@ -85,12 +87,10 @@ Result<Parsed<TcpRunArgs>> parse_tcp_args(const std::vector<std::string>& args) 
 }
 
 void add_stream_run_options(cxxopts::Options& o) {
-  o.add_options()
-      ("duration", "how long (required, at most 1h)", cxxopts::value<std::string>())
-      ("cgroup", "scope: an existing cgroup v2 (default: host-wide)", cxxopts::value<std::string>())
-      ("drain", "after the end, how long open connections may finish clean before they are closed (default 5s)",
-       cxxopts::value<std::string>())
-      ("h,help", "help");
+  o.add_options()("duration", "how long (required, at most 1h)", cxxopts::value<std::string>())(
+      "cgroup", "scope: an existing cgroup v2 (default: host-wide)", cxxopts::value<std::string>())(
+      "drain", "after the end, how long open connections may finish clean before they are closed (default 5s)",
+      cxxopts::value<std::string>())("h,help", "help");
   add_run_options(o);
 }
 

@@ -148,7 +148,7 @@ int main(int argc, char** argv) {
   hooks.run = serve_faultd_run;  // `faultctl run`, by faultctl's own code
   hooks.listeners = listeners_from_systemd();
   hooks.store_listener = store_listener;
-  if (!config.foreground) {      // a detached faultd's successor: syslog, as before
+  if (!config.foreground) {  // a detached faultd's successor: syslog, as before
     ::openlog("faultd", LOG_PID, LOG_DAEMON);
     hooks.log = [](const std::string& line) { ::syslog(LOG_INFO, "%s", line.c_str()); };
     hooks.ready = [](const std::string& where) {

@@ -252,8 +252,9 @@ Status AppliedScope::fill(uint32_t gen, const ScopeImage& img) const {
   }
   if (!img.watch.empty()) {
     if (!watch_)
-      return make_error(ENOTSUP, "this scope was applied by a faultctl without host rules: delete the policy "
-                                 "(faultctl policy delete) and apply it again");
+      return make_error(ENOTSUP,
+                        "this scope was applied by a faultctl without host rules: delete the policy "
+                        "(faultctl policy delete) and apply it again");
     if (!has_learner_)
       return make_error(ENOTSUP,
                         "this scope was applied without the DNS learner (fl_dns_ingress did not load "
@@ -307,7 +308,8 @@ Status AppliedScope::learn(const fl_addr& addr, uint64_t hash, uint8_t wild, uin
   cur.n[slot].hash = hash;
   cur.n[slot].wild = wild;
   cur.n[slot].expires_ns = expires_ns;
-  if (bpf_map_update_elem(learn_.get(), &addr, &cur, BPF_ANY) != 0) return errno_error("cannot write a learned address");
+  if (bpf_map_update_elem(learn_.get(), &addr, &cur, BPF_ANY) != 0)
+    return errno_error("cannot write a learned address");
   return {};
 }
 

@@ -67,8 +67,7 @@ static Status mount_bpffs_if_missing() {
 
 Status ensure_pin_root(const std::string& root) {
   if (lands_on_bpffs(root)) return {};
-  if (root.rfind("/sys/fs/bpf/", 0) != 0)
-    return make_error(ENOTSUP, root + " is not on bpffs");
+  if (root.rfind("/sys/fs/bpf/", 0) != 0) return make_error(ENOTSUP, root + " is not on bpffs");
   std::ifstream in("/proc/self/mountinfo");
   std::stringstream mountinfo;
   mountinfo << in.rdbuf();

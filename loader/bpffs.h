@@ -4,8 +4,8 @@
 #include <functional>
 #include <string>
 
-#include "base/unique_fd.h"
 #include "base/result.h"
+#include "base/unique_fd.h"
 
 namespace faultline {
 

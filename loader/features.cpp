@@ -17,8 +17,8 @@
 #include <thread>
 
 #include "base/cgroup.h"
-#include "base/unique_fd.h"
 #include "base/result.h"
+#include "base/unique_fd.h"
 #include "loader/rtnetlink.h"
 #include "loader/syscall_override_object.h"
 #include "loader/tcx.h"
@@ -138,7 +138,8 @@ FeatureProbe probe_helper(bpf_prog_type type, int helper, const char* name, bpf_
 FeatureProbe probe_fq() {
   return in_scratch_netns([]() -> FeatureProbe {
     auto st = replace_root_qdisc(1, "fq");
-    if (!st) return {false, "installing qdisc fq failed: " + err_text(st.error().err) + " (sch_fq not built or not loadable)"};
+    if (!st)
+      return {false, "installing qdisc fq failed: " + err_text(st.error().err) + " (sch_fq not built or not loadable)"};
     return {true, "installed fq as a root qdisc"};
   });
 }
@@ -167,9 +168,11 @@ FeatureProbe probe_lsm_listed() {
   std::stringstream ss(lsm);
   std::string item;
   while (std::getline(ss, item, ',')) {
-    if (item == "bpf" || item == "bpf\n") return {true, "bpf is in the active LSM list: " + lsm.substr(0, lsm.find('\n'))};
+    if (item == "bpf" || item == "bpf\n")
+      return {true, "bpf is in the active LSM list: " + lsm.substr(0, lsm.find('\n'))};
   }
-  return {false, "bpf is not in the active LSM list (" + lsm.substr(0, lsm.find('\n')) + "): LSM programs would attach and never run"};
+  return {false, "bpf is not in the active LSM list (" + lsm.substr(0, lsm.find('\n')) +
+                     "): LSM programs would attach and never run"};
 }
 
 FeatureProbe probe_trampoline(bpf_prog_type type, bpf_attach_type at, const char* func, const char* what) {
@@ -212,7 +215,8 @@ FeatureProbe probe_ringbuf() {
 
 FeatureProbe probe_seccomp() {
   std::string a = read_file("/proc/sys/kernel/seccomp/actions_avail");
-  if (a.find("user_notif") == std::string::npos) return {false, "user_notif not in /proc/sys/kernel/seccomp/actions_avail"};
+  if (a.find("user_notif") == std::string::npos)
+    return {false, "user_notif not in /proc/sys/kernel/seccomp/actions_avail"};
   return {true, "user_notif listed in seccomp actions_avail"};
 }
 
@@ -290,16 +294,16 @@ Features probe_all() {
   f.sch_fq = probe_fq();
   f.cgroup_v2 = probe_cgroup_v2();
   f.cgroup_v2_mount = cgroup_mounts().v2;
-  f.set_retval = probe_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, kHelperSetRetval, "bpf_set_retval",
-                              BPF_CGROUP_INET4_CONNECT);
+  f.set_retval =
+      probe_helper(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, kHelperSetRetval, "bpf_set_retval", BPF_CGROUP_INET4_CONNECT);
   f.ringbuf = probe_ringbuf();
   f.lsm_listed = probe_lsm_listed();
   f.bpf_lsm = probe_trampoline(BPF_PROG_TYPE_LSM, BPF_LSM_MAC, "file_open", "an LSM program on file_open");
   if (f.bpf_lsm.available && !f.lsm_listed.available) {
     f.bpf_lsm = {false, "LSM programs attach but bpf is not an active LSM, so they would never run"};
   }
-  f.fentry = probe_trampoline(BPF_PROG_TYPE_TRACING, BPF_TRACE_FENTRY, "security_file_open",
-                              "fentry on security_file_open");
+  f.fentry =
+      probe_trampoline(BPF_PROG_TYPE_TRACING, BPF_TRACE_FENTRY, "security_file_open", "fentry on security_file_open");
   f.kprobe_override = probe_kprobe_override();
   f.seccomp_notify = probe_seccomp();
   f.fanotify_perm = probe_fanotify();

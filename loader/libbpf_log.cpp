@@ -22,9 +22,12 @@ int print(enum libbpf_print_level level, const char* fmt, va_list args) {
 
 void configure_libbpf_log() {
   const char* v = std::getenv("FAULTLINE_LIBBPF_LOG");
-  if (v == nullptr || *v == '\0' || std::strcmp(v, "0") == 0) level_limit = -1;
-  else if (std::strcmp(v, "debug") == 0) level_limit = LIBBPF_DEBUG;
-  else level_limit = LIBBPF_INFO;
+  if (v == nullptr || *v == '\0' || std::strcmp(v, "0") == 0)
+    level_limit = -1;
+  else if (std::strcmp(v, "debug") == 0)
+    level_limit = LIBBPF_DEBUG;
+  else
+    level_limit = LIBBPF_INFO;
   libbpf_set_print(print);
 }
 

@@ -74,7 +74,7 @@ template <typename V, typename Fold>
 
 // A counter summed over CPUs.
 template <typename V>
-  requires std::is_arithmetic_v<V>
+requires std::is_arithmetic_v<V>
 [[nodiscard]] Result<V> sum_percpu(int map_fd, uint32_t key) {
   return sum_percpu<V>(map_fd, key, [](V& sum, V v) { sum += v; });
 }

@@ -168,8 +168,8 @@ std::vector<AttachmentRecord> NetfaultAttachments::list() const {
   return out;
 }
 
-Result<uint32_t> NetfaultAttachments::ensure(const NetnsRef& ns, const std::vector<NetDevice>& devs,
-                                             uint8_t dir_mask, AttachMode mode) {
+Result<uint32_t> NetfaultAttachments::ensure(const NetnsRef& ns, const std::vector<NetDevice>& devs, uint8_t dir_mask,
+                                             AttachMode mode) {
   // What is missing, and which mode the namespace already uses.
   std::vector<std::pair<NetDevice, uint32_t>> missing;
   for (const auto& d : devs) {
@@ -196,8 +196,8 @@ Result<uint32_t> NetfaultAttachments::ensure(const NetnsRef& ns, const std::vect
     } else if (f.clsact.available) {
       want = FL_ATTACH_TC;
     } else {
-      return make_error(ENOTSUP, "no way to attach packet programs: TCX (" + f.tcx.detail + "), clsact (" +
-                                     f.clsact.detail + ")");
+      return make_error(
+          ENOTSUP, "no way to attach packet programs: TCX (" + f.tcx.detail + "), clsact (" + f.clsact.detail + ")");
     }
   }
   if (missing.empty()) return want;
@@ -234,7 +234,8 @@ Result<uint32_t> NetfaultAttachments::ensure(const NetnsRef& ns, const std::vect
       int err = bpf_tc_hook_create(&hook);
       if (err != 0 && err != -EEXIST) return make_error(err, "cannot create clsact on " + dev.name);
       // A clsact we created is removed with our last filter, never one we found.
-      fl_attach_key other{ns.inode, dev.ifindex, dir == FL_DIR_EGRESS ? uint32_t{FL_DIR_INGRESS} : uint32_t{FL_DIR_EGRESS}, 0};
+      fl_attach_key other{ns.inode, dev.ifindex,
+                          dir == FL_DIR_EGRESS ? uint32_t{FL_DIR_INGRESS} : uint32_t{FL_DIR_EGRESS}, 0};
       fl_attach_val other_val{};
       bool sibling = bpf_map_lookup_elem(maps_.attach(), &other, &other_val) == 0;
       val.created_clsact = err == 0 || (sibling && other_val.created_clsact) ? 1 : 0;

@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
 #include "faultline/abi.h"
 #include "loader/bpffs.h"
 #include "loader/netfault_maps.h"
 #include "loader/netns.h"
-#include "base/result.h"
 
 namespace faultline {
 
@@ -35,8 +35,8 @@ class NetfaultAttachments {
   // Attaches a program for every device and direction not yet attached in this
   // namespace; loads one program instance for them. Returns the mode in use.
   // A mode other than the one in use is refused (EBUSY).
-  [[nodiscard]] Result<uint32_t> ensure(const NetnsRef& ns, const std::vector<NetDevice>& devs,
-                                        uint8_t dir_mask, AttachMode mode);
+  [[nodiscard]] Result<uint32_t> ensure(const NetnsRef& ns, const std::vector<NetDevice>& devs, uint8_t dir_mask,
+                                        AttachMode mode);
 
   [[nodiscard]] std::vector<AttachmentRecord> list() const;
 

@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
+#include "base/unique_fd.h"
 #include "faultline/abi.h"
 #include "loader/bpffs.h"
-#include "base/unique_fd.h"
-#include "base/result.h"
 
 namespace faultline {
 

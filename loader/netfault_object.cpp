@@ -12,8 +12,8 @@ NetfaultObject::NetfaultObject(NetfaultObject&&) noexcept = default;
 NetfaultObject& NetfaultObject::operator=(NetfaultObject&&) noexcept = default;
 NetfaultObject::~NetfaultObject() = default;
 
-Result<NetfaultObject> NetfaultObject::load(const BpffsLayout& layout, uint32_t netns_ino,
-                                            uint32_t egress_drop, uint8_t dirs) {
+Result<NetfaultObject> NetfaultObject::load(const BpffsLayout& layout, uint32_t netns_ino, uint32_t egress_drop,
+                                            uint8_t dirs) {
   std::string pin_root = layout.maps();
   LIBBPF_OPTS(bpf_object_open_opts, opts, .pin_root_path = pin_root.c_str());
   auto opened = BpfSkeleton<netfault>::open("netfault", &opts);

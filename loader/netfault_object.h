@@ -3,10 +3,10 @@
 
 #include <cstdint>
 
+#include "base/result.h"
 #include "faultline/abi.h"
 #include "loader/bpf_skeleton.h"
 #include "loader/bpffs.h"
-#include "base/result.h"
 
 struct netfault;  // the bpftool skeleton
 
@@ -18,8 +18,8 @@ class NetfaultObject {
   // reused from `layout` if pinned there, else created and pinned.
   // `dirs` (FL_DIR_* bits) says which programs to load: each costs a verifier
   // pass, and 0 loads none (just creates or reuses the pinned maps).
-  [[nodiscard]] static Result<NetfaultObject> load(const BpffsLayout& layout, uint32_t netns_ino,
-                                                   uint32_t egress_drop, uint8_t dirs = 3);
+  [[nodiscard]] static Result<NetfaultObject> load(const BpffsLayout& layout, uint32_t netns_ino, uint32_t egress_drop,
+                                                   uint8_t dirs = 3);
   NetfaultObject(NetfaultObject&&) noexcept;
   NetfaultObject& operator=(NetfaultObject&&) noexcept;
   ~NetfaultObject();

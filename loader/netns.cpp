@@ -46,7 +46,8 @@ Result<NetnsRef> resolve_netns(const std::string& spec) {
     return make_error(EINVAL, "--netns " + spec + ": " + ref.path + " is not a namespace file");
   // /proc/N/ns/mnt is an nsfs file too; setns() would refuse it only later.
   if (int type = ::ioctl(fd.get(), NS_GET_NSTYPE); type >= 0 && type != CLONE_NEWNET)
-    return make_error(EINVAL, "--netns " + spec + ": " + ref.path + " is a namespace file, but not of a network namespace");
+    return make_error(EINVAL,
+                      "--netns " + spec + ": " + ref.path + " is a namespace file, but not of a network namespace");
   ref.inode = static_cast<uint32_t>(st.st_ino);
   return ref;
 }
@@ -56,8 +57,7 @@ Result<NetnsEnter> NetnsEnter::enter(const NetnsRef& ns) {
   if (!home) return errno_error("cannot open our own network namespace");
   UniqueFd target(::open(ns.path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!target) return errno_error("cannot open network namespace " + ns.path);
-  if (::setns(target.get(), CLONE_NEWNET) != 0)
-    return errno_error("cannot enter network namespace " + ns.display);
+  if (::setns(target.get(), CLONE_NEWNET) != 0) return errno_error("cannot enter network namespace " + ns.display);
   return NetnsEnter(std::move(home));
 }
 

@@ -5,15 +5,15 @@
 #include <string>
 #include <vector>
 
-#include "base/unique_fd.h"
 #include "base/result.h"
+#include "base/unique_fd.h"
 
 namespace faultline {
 
 struct NetnsRef {
-  std::string path;      // an nsfs file: /run/netns/NAME, /proc/N/ns/net, ...
-  std::string display;   // what the operator wrote, or "host"
-  uint32_t inode = 0;    // identifies the namespace in fault entries
+  std::string path;     // an nsfs file: /run/netns/NAME, /proc/N/ns/net, ...
+  std::string display;  // what the operator wrote, or "host"
+  uint32_t inode = 0;   // identifies the namespace in fault entries
 };
 
 // NAME (under /run/netns), an absolute PATH, pid:N, or empty for our own namespace.

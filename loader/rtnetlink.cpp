@@ -96,8 +96,8 @@ Result<std::optional<QdiscInfo>> root_qdisc(uint32_t ifindex) {
       QdiscInfo q;
       q.handle = tc->tcm_handle;
       int len = static_cast<int>(h->nlmsg_len - NLMSG_LENGTH(sizeof(*tc)));
-      for (auto* a = reinterpret_cast<rtattr*>(reinterpret_cast<char*>(tc) + NLMSG_ALIGN(sizeof(*tc)));
-           RTA_OK(a, len); a = RTA_NEXT(a, len)) {
+      for (auto* a = reinterpret_cast<rtattr*>(reinterpret_cast<char*>(tc) + NLMSG_ALIGN(sizeof(*tc))); RTA_OK(a, len);
+           a = RTA_NEXT(a, len)) {
         if (a->rta_type == TCA_KIND) q.kind = static_cast<const char*>(RTA_DATA(a));
       }
       found = q;

@@ -3,8 +3,8 @@
 // the route a packet to an address takes (which device a fault attaches to).
 #pragma once
 
-#include <cstdint>
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 

@@ -153,11 +153,10 @@ SockaddrObject::~SockaddrObject() {
 }
 
 Status SockaddrObject::attach(int cgroup_fd, bool redirect) {
-  std::vector<bpf_program*> progs = {skel_->progs.fl_connect4,     skel_->progs.fl_connect6,
-                                     skel_->progs.fl_sendmsg4,     skel_->progs.fl_sendmsg6,
-                                     skel_->progs.fl_bind4,        skel_->progs.fl_bind6,
-                                     skel_->progs.fl_sock_create,  skel_->progs.fl_skb_egress,
-                                     skel_->progs.fl_skb_ingress};
+  std::vector<bpf_program*> progs = {
+      skel_->progs.fl_connect4,    skel_->progs.fl_connect6,   skel_->progs.fl_sendmsg4,
+      skel_->progs.fl_sendmsg6,    skel_->progs.fl_bind4,      skel_->progs.fl_bind6,
+      skel_->progs.fl_sock_create, skel_->progs.fl_skb_egress, skel_->progs.fl_skb_ingress};
   if (redirect) {
     progs.insert(progs.end(), {skel_->progs.fl_getpeername4, skel_->progs.fl_getpeername6, skel_->progs.fl_recvmsg4,
                                skel_->progs.fl_recvmsg6, skel_->progs.fl_sockops});

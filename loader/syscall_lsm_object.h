@@ -6,10 +6,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/result.h"
 #include "faultline/syscall_abi.h"
 #include "loader/bpf_link.h"
 #include "loader/bpf_skeleton.h"
-#include "base/result.h"
 
 struct fl_syscall_lsm;  // the bpftool skeleton
 

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
 #include "faultline/syscall_abi.h"
 #include "loader/bpf_link.h"
 #include "loader/bpf_skeleton.h"
-#include "base/result.h"
 
 struct fl_syscall_ovr;  // the bpftool skeleton
 

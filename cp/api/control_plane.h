@@ -209,7 +209,7 @@ class ControlPlane {
     int64_t agent_id;
     bool protobuf = false;  // the agent's Accept: the answer as a NextReply
   };
-  std::map<uint64_t, Poll> polls_;  // exchange -> the waiting agent
+  std::map<uint64_t, Poll> polls_;             // exchange -> the waiting agent
   std::map<uint64_t, GuardWait> guard_waits_;  // exchange -> the waiting guard
   std::map<int, uint64_t> responses_by_code_;
   // Requests to the agent routes by the answer's format (Accept): JSON for

@@ -20,11 +20,11 @@ int cmd_abort(const std::vector<std::string>& args);
 int cmd_features(const std::vector<std::string>& args);
 int cmd_uninstall(const std::vector<std::string>& args);
 int cmd_report(const std::vector<std::string>& args);
-int cmd_policy(const std::vector<std::string>& args);   // policy validate|compile|apply|delete|export|diff
-int cmd_apply(const std::vector<std::string>& args);    // apply -f FILE: a Policy or a Chaos Mesh NetworkChaos
-int cmd_ca(const std::vector<std::string>& args);  // ca init|show|export|rotate
+int cmd_policy(const std::vector<std::string>& args);     // policy validate|compile|apply|delete|export|diff
+int cmd_apply(const std::vector<std::string>& args);      // apply -f FILE: a Policy or a Chaos Mesh NetworkChaos
+int cmd_ca(const std::vector<std::string>& args);         // ca init|show|export|rotate
 int cmd_approvals(const std::vector<std::string>& args);  // approvals list | approve ID | deny ID: held requests
-int cmd_activity(const std::vector<std::string>& args);  // activity verify FILE: the guard's activity chain
+int cmd_activity(const std::vector<std::string>& args);   // activity verify FILE: the guard's activity chain
 // faultctl --control-plane URL run|list|watch|abort ...: experiments on faultcp's agents.
 int cmd_remote(const std::string& name, const std::vector<std::string>& args, const std::string& url,
                const std::string& token);

@@ -5,13 +5,13 @@
 #include <iostream>
 #include <optional>
 
+#include "base/clock.h"
+#include "base/files.h"
+#include "base/units.h"
 #include "ctl/command.h"
 #include "ctl/commands/commands.h"
 #include "ctl/flag_error.h"
 #include "ctl/policy_faults.h"
-#include "base/clock.h"
-#include "base/files.h"
-#include "base/units.h"
 #include "userspace/policy/policy_apply.h"
 #include "userspace/policy/policy_compiler.h"
 #include "userspace/policy/policy_suggest.h"
@@ -141,15 +141,18 @@ Result<Parsed<PolicyArgs>> parse_policy_args(const std::vector<std::string>& arg
                (takes_file ? " (one policy file)" : " (" + a.action + " takes no file)"));
   if (takes_file) a.file = positional[1];
   if (a.json && a.action != "compile") return bad("--json is an option of compile (export: --format json)");
-  if (a.dry_run && a.action != "apply" && a.action != "delete") return bad("--dry-run is an option of apply and delete");
+  if (a.dry_run && a.action != "apply" && a.action != "delete")
+    return bad("--dry-run is an option of apply and delete");
   if (format_given && a.action != "export") return bad("--format is an option of export");
   if (!a.simulate.empty() && a.action != "diff") return bad("--simulate is an option of diff");
   const bool suggest = a.action == "suggest";
   if (cgroup_given && a.simulate.empty() && !suggest) return bad("--cgroup goes with diff --simulate or suggest");
-  if (suggest && a.from.empty()) return bad("suggest needs --from LOG (a guard's --json-log, faultctl top --json output)");
+  if (suggest && a.from.empty())
+    return bad("suggest needs --from LOG (a guard's --json-log, faultctl top --json output)");
   if (!suggest && (!a.from.empty() || a.window_s || a.name != "suggested-egress"))
     return bad("--from, --window and --name are options of suggest");
-  if (suggest && cgroup_given && a.cgroup == "/") return bad("--cgroup /: the whole host is the default scope (all: true)");
+  if (suggest && cgroup_given && a.cgroup == "/")
+    return bad("--cgroup /: the whole host is the default scope (all: true)");
   return Parsed<PolicyArgs>(std::move(a));
 }
 
@@ -180,12 +183,15 @@ int needs_root(const std::string& who) {
 int print_outcome(const std::string& who, const std::string& name, const Result<ApplyOutcome>& out, bool dry_run) {
   if (!out) return report_error(who, out.error());
   if (!out->changed) {
-    std::cout << (name.empty() ? "no policy is applied: nothing to delete" : "policy " + name + ": unchanged (already live)")
+    std::cout << (name.empty() ? "no policy is applied: nothing to delete"
+                               : "policy " + name + ": unchanged (already live)")
               << "\n";
     return kExitCompleted;
   }
-  if (dry_run) std::cout << "dry run, nothing changed; " << (name.empty() ? "delete" : "apply") << " would make:\n";
-  else if (name.empty()) std::cout << "applied policy removed\n";
+  if (dry_run)
+    std::cout << "dry run, nothing changed; " << (name.empty() ? "delete" : "apply") << " would make:\n";
+  else if (name.empty())
+    std::cout << "applied policy removed\n";
   else
     std::cout << "applied policy " << name << ": generation " << out->generation << ", " << out->scopes << " scope"
               << (out->scopes == 1 ? "" : "s") << "\n";
@@ -230,7 +236,8 @@ int run_diff(const PolicyArgs& a, const Policy& next, const std::string& who) {
             << diff_text(changes);
   if (!a.simulate.empty()) {
     auto decisions = read_decision_log(log);
-    if (!decisions) return report_error(who, input_error(0, "--simulate " + a.simulate + ": " + decisions.error().message));
+    if (!decisions)
+      return report_error(who, input_error(0, "--simulate " + a.simulate + ": " + decisions.error().message));
     std::cout << "\nsimulated against " << a.simulate << " (calls from cgroup " << a.cgroup << "):\n"
               << simulation_text(simulate_decisions(*decisions, *next.egress, a.cgroup));
   }

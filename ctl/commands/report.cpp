@@ -156,7 +156,8 @@ int report(const ReportArgs& a) {
     const auto& g = h["guardrail"];
     // Each guardrail's own line; records from before several guardrails had only the health probe's fields.
     if (g.contains("summary") && g["summary"].is_array()) {
-      for (const auto& line : g["summary"]) out << "guardrail:   " << (line.is_string() ? line.get<std::string>() : line.dump()) << "\n";
+      for (const auto& line : g["summary"])
+        out << "guardrail:   " << (line.is_string() ? line.get<std::string>() : line.dump()) << "\n";
     } else {
       out << "guardrail:   GET " << g.value("health_url", "?") << " every " << g.value("interval", "?")
           << ", healthy if it answers < 400 within " << g.value("max_latency", "?") << "\n";

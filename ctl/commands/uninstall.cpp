@@ -75,7 +75,8 @@ int uninstall() {
   // does not lift it behind their back, but says it is there.
   auto guards = live_guard_lines();
   if (!guards.empty()) {
-    std::cout << "Faultline uninstalled, except " << guards.size() << " running guard" << (guards.size() == 1 ? "" : "s")
+    std::cout << "Faultline uninstalled, except " << guards.size() << " running guard"
+              << (guards.size() == 1 ? "" : "s")
               << " whose programs go when the command ends (or with faultctl abort ID):\n";
     for (const auto& g : guards) std::cout << "  " << g << "\n";
     return kExitCompleted;

@@ -23,8 +23,8 @@
 #include "selftests/lib/loopback_port.h"
 #include "selftests/lib/netns_pair.h"
 #include "selftests/lib/require_root.h"
-#include "selftests/lib/test_cert.h"
 #include "selftests/lib/test_bpffs.h"
+#include "selftests/lib/test_cert.h"
 #include "selftests/lib/test_cgroup.h"
 #include "userspace/policy/policy_apply.h"
 

@@ -119,7 +119,8 @@ class AgentCli : public ::testing::Test {
                    std::to_string(port_) +
                    "/v1\"\n"
                    "env_key = \"OPENAI_API_KEY\"\n"
-                   "wire_api = \"responses\"\n" + provider_extra);
+                   "wire_api = \"responses\"\n" +
+                   provider_extra);
     auto env = base_env(true);
     env.insert(env.end(), {"CODEX_HOME=" + codex_home, "OPENAI_API_KEY=sk-standin", "OPENAI_BASE_URL="});
     return env;
@@ -284,8 +285,8 @@ TEST_F(GuardedAgentCli, ClaudeCodeInMonitorIsLoggedWithItsModelAndTokens) {
 
 TEST_F(GuardedAgentCli, ClaudeCodeDeniedModelEndsWithThePermissionMessageAndNoRetry) {
   start_standin("anthropic");
-  CommandResult r = guard({"--enforce", "--terminate-tls", "--deny-model", kClaudeModel}, {kClaude, "-p", "hi"},
-                          claude_env(false));
+  CommandResult r =
+      guard({"--enforce", "--terminate-tls", "--deny-model", kClaudeModel}, {kClaude, "-p", "hi"}, claude_env(false));
   EXPECT_FALSE(r.status.is(0)) << r.describe();
   const std::string all = r.out + r.err;
   EXPECT_NE(all.find("model " + kClaudeModel + " is denied"), std::string::npos) << r.describe();

@@ -234,9 +234,10 @@ TEST_F(DnsLearningTest, FollowsACnameChainThroughCompressedNames) {
 
 TEST_F(DnsLearningTest, WildcardMatchesNamesBelowTheSuffixOnly) {
   watch("*.example.test");
-  for (const auto& [q, addr] : std::vector<std::pair<std::string, const char*>>{
-           {"api.example.test", "192.0.2.30"}, {"a.b.example.test", "192.0.2.31"}, {"example.test", "192.0.2.32"},
-           {"badexample.test", "192.0.2.33"}}) {
+  for (const auto& [q, addr] : std::vector<std::pair<std::string, const char*>>{{"api.example.test", "192.0.2.30"},
+                                                                                {"a.b.example.test", "192.0.2.31"},
+                                                                                {"example.test", "192.0.2.32"},
+                                                                                {"badexample.test", "192.0.2.33"}}) {
     DnsMsg m(1);
     m.question(q);
     m.rr_at(12, 1, 300, v4(addr));

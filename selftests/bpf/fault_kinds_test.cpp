@@ -97,8 +97,7 @@ TEST_F(FaultKindTest, FlowdropBlackholesEveryListedAddressAndNoNeighbour) {
   for (const auto& a : v4) s.targets.push_back(prefix(a));
   for (const auto& a : v6) s.targets.push_back(prefix(a));
   uint32_t slot = add(s);
-  ASSERT_EQ(count_keys<fl_addr>(maps().exact()), v4.size() + v6.size())
-      << "one fl_exact entry per listed address";
+  ASSERT_EQ(count_keys<fl_addr>(maps().exact()), v4.size() + v6.size()) << "one fl_exact entry per listed address";
 
   size_t wrong = 0;
   for (const auto& a : v4) wrong += egress(udp_to(a)) != Verdict::Redirect;

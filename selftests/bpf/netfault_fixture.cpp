@@ -107,8 +107,9 @@ void sweep_dead_roots() {
 }  // namespace
 
 void NetfaultTest::SetUp() {
-  FL_REQUIRE_ROOT("loading programs and running them with BPF_PROG_TEST_RUN (CAP_BPF, CAP_NET_ADMIN, "
-                  "CAP_SYS_ADMIN for bpffs)");
+  FL_REQUIRE_ROOT(
+      "loading programs and running them with BPF_PROG_TEST_RUN (CAP_BPF, CAP_NET_ADMIN, "
+      "CAP_SYS_ADMIN for bpffs)");
   // Loss and correlation state is per CPU: every run of a test must hit one CPU's memory.
   CPU_ZERO(&saved_affinity_);
   ASSERT_EQ(sched_getaffinity(0, sizeof(saved_affinity_), &saved_affinity_), 0) << std::strerror(errno);
@@ -247,6 +248,5 @@ void NetfaultTest::set_armed(uint32_t armed) {
   ctl.armed = armed;
   ASSERT_EQ(bpf_map_update_elem(maps_->control(), &zero, &ctl, BPF_ANY), 0) << std::strerror(errno);
 }
-
 
 }  // namespace faultline::bpftest

@@ -18,8 +18,8 @@
 #include "loader/netfault_maps.h"
 #include "loader/netfault_object.h"
 #include "selftests/bpf/packet_builder.h"
-#include "userspace/faults/packet/spec.h"
 #include "userspace/faults/packet/fault_table.h"
+#include "userspace/faults/packet/spec.h"
 
 namespace faultline::bpftest {
 

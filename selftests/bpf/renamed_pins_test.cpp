@@ -10,12 +10,12 @@
 #include <cstring>
 #include <string>
 
+#include "base/unique_fd.h"
 #include "faultline/abi.h"
 #include "loader/bpffs.h"
-#include "base/unique_fd.h"
-#include "loader/netfault_object.h"
 #include "loader/netfault_attachments.h"
 #include "loader/netfault_maps.h"
+#include "loader/netfault_object.h"
 #include "netfault.skel.h"
 #include "selftests/lib/require_root.h"
 #include "userspace/faults/packet/netfault_engine.h"

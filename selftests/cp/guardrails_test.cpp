@@ -539,8 +539,7 @@ TEST_P(GuardRestartTest, ARetriedBatchAfterARestartIsDeduplicatedAndNothingIsLos
   EXPECT_EQ(sum[1]["last_seq"], 10);
   size_t blocks = 0;
   const json exported = fltest::cp_request(port2, "GET", "/v1/audit/export", token).json();
-  for (const auto& e : exported["entries"])
-    blocks += e["action"] == "guardrail.block" ? 1 : 0;
+  for (const auto& e : exported["entries"]) blocks += e["action"] == "guardrail.block" ? 1 : 0;
   EXPECT_EQ(blocks, 1u);
   second.signal(SIGTERM);
   EXPECT_TRUE(second.wait(10s).has_value());

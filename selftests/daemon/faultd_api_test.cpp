@@ -185,8 +185,9 @@ TEST_F(FaultdTest, NotifiesReadyAndStoppingForSystemd) {
   };
   std::vector<std::string> e = env();
   e.push_back("NOTIFY_SOCKET=" + notify);
-  ChildProcess d = ChildProcess::spawn({FAULTD_PATH, "--foreground", "--socket", socket_path(), "--metrics", "off", "--toxiproxy", "off"},
-                                       {.env = e, .stop_grace = 3000ms});
+  ChildProcess d = ChildProcess::spawn(
+      {FAULTD_PATH, "--foreground", "--socket", socket_path(), "--metrics", "off", "--toxiproxy", "off"},
+      {.env = e, .stop_grace = 3000ms});
   EXPECT_EQ(next_message(), "READY=1") << d.describe();
   EXPECT_TRUE(std::filesystem::exists(socket_path())) << "READY=1 before the socket listens";
   d.signal(SIGTERM);
@@ -244,7 +245,8 @@ TEST_F(FaultdTest, BadSettingsAreNamedAndExit2) {
 TEST_F(FaultdTest, TheConfigFileSetsTheSocketAndMetricsOff) {
   const std::string config = dir() + "/faultd.json";
   const std::string sock = dir() + "/from-config.sock";
-  std::ofstream(config) << R"({"socket": ")" << sock << R"(", "metrics": "off", "toxiproxy": "off", "foreground": true})";
+  std::ofstream(config) << R"({"socket": ")" << sock
+                        << R"(", "metrics": "off", "toxiproxy": "off", "foreground": true})";
   ChildProcess d = ChildProcess::spawn({FAULTD_PATH, "--config", config}, {.env = env(), .stop_grace = 3000ms});
   ASSERT_TRUE(wait_serving(d)) << d.describe();
   EXPECT_NE(d.err().find("API on " + sock + ", metrics off"), std::string::npos) << d.err();
@@ -255,8 +257,8 @@ TEST_F(FaultdTest, TheConfigFileSetsTheSocketAndMetricsOff) {
 
 // Without --foreground faultd detaches: the command returns once the API serves.
 TEST_F(FaultdTest, WithoutForegroundItDetachesOnceServing) {
-  const CommandResult r =
-      fltest::run_command({FAULTD_PATH, "--socket", socket_path(), "--metrics", "off", "--toxiproxy", "off"}, {.env = env()}, 20s);
+  const CommandResult r = fltest::run_command(
+      {FAULTD_PATH, "--socket", socket_path(), "--metrics", "off", "--toxiproxy", "off"}, {.env = env()}, 20s);
   ASSERT_TRUE(r.status.is(0)) << r.describe();
   EXPECT_EQ(request("GET", "/v1/status").status, 200) << "not serving when the command returned";
   // The detached faultd, found by its own socket path on its command line.
@@ -278,8 +280,9 @@ TEST_F(FaultdTest, WithoutForegroundItDetachesOnceServing) {
 
 TEST_F(FaultdTest, ASecondFaultdOnTheSameSocketIsRefused) {
   start_faultd();
-  CommandResult r = fltest::run_command({FAULTD_PATH, "--foreground", "--socket", socket_path(), "--metrics", "off", "--toxiproxy", "off"},
-                                        {.env = env()}, 10s);
+  CommandResult r = fltest::run_command(
+      {FAULTD_PATH, "--foreground", "--socket", socket_path(), "--metrics", "off", "--toxiproxy", "off"},
+      {.env = env()}, 10s);
   EXPECT_TRUE(r.status.is(1)) << r.describe();
   EXPECT_NE(r.err.find("another server answers on"), std::string::npos) << r.err;
   EXPECT_TRUE(std::filesystem::exists(socket_path())) << "the second faultd removed the first one's socket";

@@ -52,8 +52,8 @@ std::vector<std::string> FaultdTest::standalone_env() const {
 }
 
 void FaultdTest::start_faultd(const std::vector<std::string>& extra) {
-  std::vector<std::string> argv = {FAULTD_PATH, "--foreground",   "--socket",        socket_, "--metrics",
-                                   "127.0.0.1:0", "--toxiproxy", "127.0.0.1:0", "--proxy-workers", "1"};
+  std::vector<std::string> argv = {FAULTD_PATH,   "--foreground", "--socket",    socket_,           "--metrics",
+                                   "127.0.0.1:0", "--toxiproxy",  "127.0.0.1:0", "--proxy-workers", "1"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   faultd_.emplace(ChildProcess::spawn(argv, {.env = env(), .stop_grace = 3000ms}));
   ASSERT_TRUE(wait_serving(*faultd_)) << faultd_->describe();

@@ -101,19 +101,19 @@ bool alive(pid_t pid) { return ::kill(pid, 0) == 0; }
 TEST_F(FaultdTest, SighupHandsOverWithoutRefusingAConnection) {
   start_faultd({"--restart-drain", "20s"});
   EchoServer echo;
-  TcpReply made = http(toxiproxy_port(), "POST", "/proxies",
-                       R"({"name":"echo","listen":"127.0.0.1:0","upstream":"127.0.0.1:)" +
-                           std::to_string(echo.port()) + R"("})");
+  TcpReply made =
+      http(toxiproxy_port(), "POST", "/proxies",
+           R"({"name":"echo","listen":"127.0.0.1:0","upstream":"127.0.0.1:)" + std::to_string(echo.port()) + R"("})");
   ASSERT_EQ(made.status, 201) << made.body;
   const std::string listen = nlohmann::json::parse(made.body)["listen"];
   const auto proxy_port = static_cast<uint16_t>(std::stoul(listen.substr(listen.rfind(':') + 1)));
-  TcpReply toxic = http(toxiproxy_port(), "POST", "/proxies/echo/toxics",
-                        R"({"type":"latency","attributes":{"latency":5}})");
+  TcpReply toxic =
+      http(toxiproxy_port(), "POST", "/proxies/echo/toxics", R"({"type":"latency","attributes":{"latency":5}})");
   ASSERT_EQ(toxic.status, 200) << toxic.body;
   // A second proxy in HTTP mode: its fault goes over too.
-  TcpReply web = http(toxiproxy_port(), "POST", "/proxies",
-                      R"({"name":"web","listen":"127.0.0.1:0","upstream":"127.0.0.1:)" + std::to_string(echo.port()) +
-                          R"("})");
+  TcpReply web =
+      http(toxiproxy_port(), "POST", "/proxies",
+           R"({"name":"web","listen":"127.0.0.1:0","upstream":"127.0.0.1:)" + std::to_string(echo.port()) + R"("})");
   ASSERT_EQ(web.status, 201) << web.body;
   TcpReply fault = http(toxiproxy_port(), "POST", "/proxies/web/http_faults",
                         R"({"name":"down","type":"status","attributes":{"status":503}})");
@@ -131,7 +131,8 @@ TEST_F(FaultdTest, SighupHandsOverWithoutRefusingAConnection) {
   std::thread clients([&] {
     for (int i = 0; !stop; ++i) {
       const int fd = connect_to(proxy_port);
-      std::string why = fd < 0 ? std::string("connect: ") + std::strerror(errno) : echo_once(fd, "hello " + std::to_string(i));
+      std::string why =
+          fd < 0 ? std::string("connect: ") + std::strerror(errno) : echo_once(fd, "hello " + std::to_string(i));
       if (fd >= 0) ::close(fd);
       if (why.empty())
         ++ok;

@@ -9,8 +9,8 @@
 #include <regex>
 #include <thread>
 
-#include "selftests/lib/require_root.h"
 #include "loader/bpffs.h"
+#include "selftests/lib/require_root.h"
 
 #ifndef FAULTCTL_PATH
 #error "FAULTCTL_PATH must name the faultctl binary (set by CMake)"

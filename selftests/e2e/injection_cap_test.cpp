@@ -14,10 +14,11 @@ class InjectionCap : public E2eTest {};
 
 TEST_P(InjectionCap, HundredPercentLossWithACapOfTwentyLosesExactlyTwenty) {
   const std::string b = kAddrB;
-  ChildProcess sink = spawn_testhost_on_b({"udp-sink", std::to_string(kSinkPort), "--expect-payload", "--timeout", "30"});
+  ChildProcess sink =
+      spawn_testhost_on_b({"udp-sink", std::to_string(kSinkPort), "--expect-payload", "--timeout", "30"});
   ASSERT_TRUE(sink.wait_line_starting("ready", 5s)) << sink.describe();
-  ChildProcess run = start_run("loss", {"--target", b, "--proto", "udp", "--port", std::to_string(kSinkPort), "--percent",
-                                   "100", "--max-injections", "20", "--duration", "6s"});
+  ChildProcess run = start_run("loss", {"--target", b, "--proto", "udp", "--port", std::to_string(kSinkPort),
+                                        "--percent", "100", "--max-injections", "20", "--duration", "6s"});
   auto started = wait_started(run);
   ASSERT_TRUE(started);
   EXPECT_EQ((*started)["max_injections"], 20) << "the started event carries the cap: " << started->dump();
@@ -94,14 +95,14 @@ TEST_P(InjectionCap, CapIsRefusedOnProgramsThatDoNotReadTheBudgetMap) {
   ChildProcess run = start_run("partition", {"--target", b, "--duration", "5s"});
   ASSERT_TRUE(wait_started(run));
   ASSERT_EQ(::unlink((bpffs_root() + "/maps/fl_budget").c_str()), 0) << std::strerror(errno);
-  auto capped = faultctl({"run", "loss", "--netns", net().a(), "--attach", attach(), "--target", kAddrB2,
-                          "--percent", "100", "--max-injections", "5", "--duration", "3s"});
+  auto capped = faultctl({"run", "loss", "--netns", net().a(), "--attach", attach(), "--target", kAddrB2, "--percent",
+                          "100", "--max-injections", "5", "--duration", "3s"});
   EXPECT_FALSE(capped.status.is(0)) << capped.describe();
   EXPECT_NE(capped.err.find("--max-injections: the program on " + std::string(kDevA)), std::string::npos)
       << capped.describe();
   EXPECT_NE(capped.err.find("older faultctl"), std::string::npos) << capped.describe();
-  auto delayed = faultctl({"run", "loss", "--netns", net().a(), "--attach", attach(), "--target", kAddrB2,
-                           "--percent", "100", "--start-after", "1s", "--duration", "3s"});
+  auto delayed = faultctl({"run", "loss", "--netns", net().a(), "--attach", attach(), "--target", kAddrB2, "--percent",
+                           "100", "--start-after", "1s", "--duration", "3s"});
   EXPECT_FALSE(delayed.status.is(0)) << delayed.describe();
   EXPECT_NE(delayed.err.find("--start-after: the program on"), std::string::npos) << delayed.describe();
   EXPECT_EQ(ping_loss(b, 5, "0.05"), 100) << "the running partition goes on";

@@ -182,9 +182,9 @@ uint64_t snmp_counter(const std::string& netns, const std::string& table, const 
 
 std::vector<std::string> tcp_connection_states(const std::string& netns) {
   // The kernel's numbering of TCP states (include/net/tcp_states.h), 0x01..0x0C.
-  static constexpr const char* kStates[] = {"?",          "ESTABLISHED", "SYN_SENT", "SYN_RECV", "FIN_WAIT1",
-                                            "FIN_WAIT2",  "TIME_WAIT",   "CLOSE",    "CLOSE_WAIT", "LAST_ACK",
-                                            "LISTEN",     "CLOSING",     "NEW_SYN_RECV"};
+  static constexpr const char* kStates[] = {"?",         "ESTABLISHED", "SYN_SENT",    "SYN_RECV",   "FIN_WAIT1",
+                                            "FIN_WAIT2", "TIME_WAIT",   "CLOSE",       "CLOSE_WAIT", "LAST_ACK",
+                                            "LISTEN",    "CLOSING",     "NEW_SYN_RECV"};
   auto r = run_command({"ip", "netns", "exec", netns, "cat", "/proc/net/tcp"}, {}, 10s);
   std::vector<std::string> states;
   std::istringstream in(r.out);

@@ -82,7 +82,9 @@ class LocalTarget : public E2eTest {
   }
 };
 
-TEST_P(LocalTarget, LossCutsUdpAndTcpToALocalServiceOnIpv4) { loss_cuts_local_udp_and_tcp("127.0.0.1", "127.0.0.1:7311"); }
+TEST_P(LocalTarget, LossCutsUdpAndTcpToALocalServiceOnIpv4) {
+  loss_cuts_local_udp_and_tcp("127.0.0.1", "127.0.0.1:7311");
+}
 
 TEST_P(LocalTarget, LossCutsUdpAndTcpToALocalServiceOnIpv6) { loss_cuts_local_udp_and_tcp("::1", "[::1]:7311"); }
 
@@ -93,7 +95,7 @@ TEST_P(LocalTarget, APacketOnLoIsFaultedOnce) {
   ChildProcess sink = spawn_testhost_on_a({"udp-sink", std::to_string(kLocalPort), "--timeout", "30"});
   ASSERT_TRUE(sink.wait_line_starting("ready", 5s)) << sink.describe();
   ChildProcess run = start_run("loss", {"--target", "127.0.0.1", "--proto", "udp", "--direction", "both", "--percent",
-                                   "50", "--duration", "8s"});
+                                        "50", "--duration", "8s"});
   ASSERT_TRUE(wait_started_on_lo(run));
   auto send = testhost_on_a({"udp-send", "127.0.0.1", std::to_string(kLocalPort), "--count", "2000", "--rate", "1000"});
   ASSERT_TRUE(send.status.is(0)) << send.describe();
@@ -123,8 +125,8 @@ TEST_P(LocalTarget, APacketOnLoIsFaultedOnce) {
 // address passes there: the run says "untested" loudly, exit 0.
 TEST_P(LocalTarget, DevWinsAndAFaultThatMatchedNothingSaysUntested) {
   start_server({"udp-echo", std::to_string(kLocalPort)}, false);
-  ChildProcess run = start_run("loss", {"--dev", kDevA, "--target", "127.0.0.1:7311", "--percent", "100",
-                                   "--duration", "2s"});
+  ChildProcess run =
+      start_run("loss", {"--dev", kDevA, "--target", "127.0.0.1:7311", "--percent", "100", "--duration", "2s"});
   ASSERT_TRUE(wait_started(run));  // on fla, as asked
   EXPECT_GT(udp_answers("127.0.0.1"), 20u) << "the fault is on " << kDevA << ", not on lo";
   auto st = run.wait(15s);
@@ -141,8 +143,8 @@ TEST_P(LocalTarget, DevWinsAndAFaultThatMatchedNothingSaysUntested) {
 
 // The same in text mode, on a routed target no packet is sent to.
 TEST_P(LocalTarget, TextSummaryOfAFaultThatMatchedNothing) {
-  auto r = faultctl({"run", "partition", "--netns", net().a(), "--attach", attach(), "--target", kAddrB2,
-                     "--duration", "1s"});
+  auto r = faultctl(
+      {"run", "partition", "--netns", net().a(), "--attach", attach(), "--target", kAddrB2, "--duration", "1s"});
   EXPECT_TRUE(r.status.is(0)) << r.describe();
   EXPECT_NE(r.out.find("ended (completed: the fault matched no packet"), std::string::npos) << r.describe();
   EXPECT_NE(r.err.find("WARNING: UNTESTED"), std::string::npos) << r.describe();
@@ -150,15 +152,13 @@ TEST_P(LocalTarget, TextSummaryOfAFaultThatMatchedNothing) {
 
 // The plan shows where each target is routed, and --dry-run attaches nothing.
 TEST_P(LocalTarget, DryRunShowsEachTargetsRoute) {
-  auto r = faultctl({"run", "loss", "--netns", net().a(), "--attach", attach(), "--target", "127.0.0.1,::1",
-                     "--target", kAddrB, "--percent", "100", "--duration", "1s", "--dry-run"});
+  auto r = faultctl({"run", "loss", "--netns", net().a(), "--attach", attach(), "--target", "127.0.0.1,::1", "--target",
+                     kAddrB, "--percent", "100", "--duration", "1s", "--dry-run"});
   ASSERT_TRUE(r.status.is(0)) << r.describe();
   EXPECT_NE(r.out.find(std::string("devices: lo ") + kDevA + " (routes)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("127.0.0.1 -> lo (local route)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("::1 -> lo (local route)"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find(std::string(kAddrB) + " -> " + kDevA + " (unicast route)"),
-            std::string::npos)
-      << r.out;
+  EXPECT_NE(r.out.find(std::string(kAddrB) + " -> " + kDevA + " (unicast route)"), std::string::npos) << r.out;
   EXPECT_TRUE(attached_netfault(net().a(), "lo").empty());
   expect_nothing_left("after a dry run");
 }

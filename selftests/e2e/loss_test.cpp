@@ -90,11 +90,12 @@ TEST_P(Loss, IcmpUdpAndTcpLoseTheRequestedShare) {
   const uint64_t data_sent = a1.sent - a0.sent, data_got = b1.received - b0.received;
   const uint64_t acks_sent = b1.sent - b0.sent, acks_got = a1.received - a0.received;
   const double tcp_loss = 100.0 * static_cast<double>(data_sent - data_got) / static_cast<double>(data_sent);
-  std::printf("[ measure  ] loss (%s): ICMP %s of 200, UDP %s of %s, TCP %s of %llu segments a->b, "
-              "%llu of %llu lost b->a\n",
-              attach().c_str(), pct(icmp_loss).c_str(), pct(udp_loss).c_str(), sent["sent"].dump().c_str(),
-              pct(tcp_loss).c_str(), static_cast<unsigned long long>(data_sent),
-              static_cast<unsigned long long>(acks_sent - acks_got), static_cast<unsigned long long>(acks_sent));
+  std::printf(
+      "[ measure  ] loss (%s): ICMP %s of 200, UDP %s of %s, TCP %s of %llu segments a->b, "
+      "%llu of %llu lost b->a\n",
+      attach().c_str(), pct(icmp_loss).c_str(), pct(udp_loss).c_str(), sent["sent"].dump().c_str(),
+      pct(tcp_loss).c_str(), static_cast<unsigned long long>(data_sent),
+      static_cast<unsigned long long>(acks_sent - acks_got), static_cast<unsigned long long>(acks_sent));
   ASSERT_GE(data_sent, 1000u) << "too few TCP segments to measure";
   ASSERT_GE(data_sent, data_got) << "b took in more segments than a sent: another TCP flow in the namespaces?";
   ASSERT_GE(acks_sent, acks_got) << "a took in more segments than b sent: another TCP flow in the namespaces?";

@@ -31,15 +31,16 @@ class SeedReplay : public E2eTest {
       ADD_FAILURE() << sink.describe();
       return r;
     }
-    std::vector<std::string> args = {"--target", b,           "--proto", "udp", "--port", std::to_string(kSinkPort),
-                                     "--percent", "30",       "--duration", "3s"};
+    std::vector<std::string> args = {"--target",  b,    "--proto",    "udp", "--port", std::to_string(kSinkPort),
+                                     "--percent", "30", "--duration", "3s"};
     args.insert(args.end(), flags.begin(), flags.end());
     ChildProcess run = start_run("loss", args);
     auto started = wait_started(run);
     if (!started) return r;
     r.started = *started;
-    ChildProcess udp = spawn_testhost_on_a({"udp-send", b, std::to_string(kSinkPort), "--count",
-                                            std::to_string(kSeedDatagrams), "--rate", "2000", "--cpu", std::to_string(cpu)});
+    ChildProcess udp =
+        spawn_testhost_on_a({"udp-send", b, std::to_string(kSinkPort), "--count", std::to_string(kSeedDatagrams),
+                             "--rate", "2000", "--cpu", std::to_string(cpu)});
     EXPECT_TRUE(udp.wait(10s)) << udp.describe();
     EXPECT_TRUE(run.running()) << "the burst outlasted the fault: " << run.describe();
     r.status = last_json(faultctl({"status", "--json"}).out);
@@ -50,8 +51,10 @@ class SeedReplay : public E2eTest {
     const nlohmann::json sent = last_json(udp.out()), got = last_json(sink.out());
     EXPECT_EQ(sent.value("sent", 0), kSeedDatagrams) << sent.dump();
     EXPECT_EQ(sent.value("send_errors", -1), 0) << "a silent loss, as a network's: " << sent.dump();
-    if (got.contains("missing")) r.missing = got["missing"].get<std::vector<uint64_t>>();
-    else ADD_FAILURE() << sink.describe();
+    if (got.contains("missing"))
+      r.missing = got["missing"].get<std::vector<uint64_t>>();
+    else
+      ADD_FAILURE() << sink.describe();
     auto ended = run.wait(10s);
     EXPECT_TRUE(ended && ended->is(0)) << run.describe();
     return r;
@@ -101,7 +104,8 @@ TEST_P(SeedReplay, SeededFaultIsRefusedOnProgramsThatDoNotReadTheGeneratorMap) {
   EXPECT_FALSE(seeded.status.is(0)) << seeded.describe();
   EXPECT_NE(seeded.err.find("--seed 5: the program on " + std::string(kDevA)), std::string::npos) << seeded.describe();
   EXPECT_NE(seeded.err.find("older faultctl"), std::string::npos) << seeded.describe();
-  EXPECT_EQ(last_json(faultctl({"status", "--json"}).out)["faults"].size(), 1u) << "nothing of the refused fault is left";
+  EXPECT_EQ(last_json(faultctl({"status", "--json"}).out)["faults"].size(), 1u)
+      << "nothing of the refused fault is left";
   auto ended = run.wait(10s);
   ASSERT_TRUE(ended) << run.describe();
   EXPECT_TRUE(ended->is(0)) << run.describe();

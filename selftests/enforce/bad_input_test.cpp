@@ -64,7 +64,8 @@ std::vector<std::string> nine_overlapping_denies() {
 
 std::vector<std::string> nine_overlapping_redirects() {
   std::vector<std::string> f;
-  for (int i = 0; i < 9; ++i) f.insert(f.end(), {"--redirect", "10.0.0.0/8:" + std::to_string(1000 + i) + "=127.0.0.1:80"});
+  for (int i = 0; i < 9; ++i)
+    f.insert(f.end(), {"--redirect", "10.0.0.0/8:" + std::to_string(1000 + i) + "=127.0.0.1:80"});
   return guard(f);
 }
 

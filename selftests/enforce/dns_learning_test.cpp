@@ -31,13 +31,21 @@ TEST_F(DnsLearningApplyTest, FirstConnectAfterEachLookupIsDecidedByTheLearnedAdd
   Netns ns(unique_name("dns"));
   for (const char* a : {"10.253.0.1/32", "10.253.0.2/32", "10.253.0.11/32", "10.254.0.10/32"})
     ip({"-n", ns.name(), "addr", "add", a, "dev", "lo"});
-  const std::vector<std::string> dnsmasq = {"ip",          "netns",          "exec",      ns.name(),
-                                            "/usr/sbin/dnsmasq", "-k",       "--conf-file=/dev/null",
-                                            "--no-resolv", "--no-hosts",     "--bind-interfaces",
-                                            "--pid-file=", "--log-facility=/dev/null"};
+  const std::vector<std::string> dnsmasq = {"ip",
+                                            "netns",
+                                            "exec",
+                                            ns.name(),
+                                            "/usr/sbin/dnsmasq",
+                                            "-k",
+                                            "--conf-file=/dev/null",
+                                            "--no-resolv",
+                                            "--no-hosts",
+                                            "--bind-interfaces",
+                                            "--pid-file=",
+                                            "--log-facility=/dev/null"};
   auto auth_argv = dnsmasq;
-  auth_argv.insert(auth_argv.end(), {"--listen-address=10.253.0.2", "--local-ttl=0", "--host-record=" + ok + ",10.254.0.10",
-                                     "--host-record=" + bad + ",10.253.0.11"});
+  auth_argv.insert(auth_argv.end(), {"--listen-address=10.253.0.2", "--local-ttl=0",
+                                     "--host-record=" + ok + ",10.254.0.10", "--host-record=" + bad + ",10.253.0.11"});
   auto resolver_argv = dnsmasq;
   resolver_argv.insert(resolver_argv.end(),
                        {"--listen-address=10.253.0.1", "--server=10.253.0.2", "--cache-size=0", "--no-negcache"});
@@ -64,13 +72,18 @@ TEST_F(DnsLearningApplyTest, FirstConnectAfterEachLookupIsDecidedByTheLearnedAdd
   TestCgroup cg(unique_name("dns"));
   const std::string policy =
       "apiVersion: faultline.dev/v1\nkind: Policy\nmetadata:\n  name: dns-race\nspec:\n  egress:\n"
-      "    - cgroup: " + cg.relative() + "\n"
+      "    - cgroup: " +
+      cg.relative() +
+      "\n"
       "      mode: enforce\n      default_allow: false\n      dns_ttl_min: 5s\n      dns_ttl_max: 10m\n"
       "      rules:\n"
       "        - {name: resolver, action: allow, cidr: 10.253.0.1, ports: [53], proto: udp}\n"
       "        - {name: lan, action: allow, cidr: 10.253.0.0/24}\n"
-      "        - {name: web, action: allow, host: " + ok + ", ports: [80], proto: tcp}\n"
-      "        - {name: blocked, action: deny, host: " + bad + "}\n";
+      "        - {name: web, action: allow, host: " +
+      ok +
+      ", ports: [80], proto: tcp}\n"
+      "        - {name: blocked, action: deny, host: " +
+      bad + "}\n";
   auto applied = run({kFaultctl, "policy", "apply", file(policy)});
   ASSERT_TRUE(applied.status.is(0)) << applied.describe();
   auto exported = run({kFaultctl, "policy", "export", "--format", "yaml"});
@@ -142,10 +155,13 @@ TEST_F(DnsLearningApplyTest, ApplySeedsExactNamesAndExpiredAddressesDecideNothin
   const std::string port = std::to_string(srv.port());
   auto policy = [&](const std::string& host) {
     return "apiVersion: faultline.dev/v1\nkind: Policy\nmetadata:\n  name: dns-seed\nspec:\n  egress:\n"
-           "    - cgroup: " + cg.relative() + "\n"
+           "    - cgroup: " +
+           cg.relative() +
+           "\n"
            "      mode: enforce\n      default_allow: false\n      dns_ttl_min: 2s\n      dns_ttl_max: 2s\n"
            "      rules:\n"
-           "        - {name: local, action: allow, host: " + host + ", ports: [" + port + "], proto: tcp}\n";
+           "        - {name: local, action: allow, host: " +
+           host + ", ports: [" + port + "], proto: tcp}\n";
   };
   auto applied = run({kFaultctl, "policy", "apply", file(policy("localhost"))});
   ASSERT_TRUE(applied.status.is(0)) << applied.describe();

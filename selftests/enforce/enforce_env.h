@@ -121,8 +121,8 @@ class EnforceTest : public ::testing::Test {
  protected:
   void SetUp() override;
   void TearDown() override;
-  std::string state_dir_;    // FAULTLINE_RUN_DIR is state_dir_ + "/run"
-  std::string bpffs_root_;   // FAULTLINE_BPFFS_ROOT
+  std::string state_dir_;   // FAULTLINE_RUN_DIR is state_dir_ + "/run"
+  std::string bpffs_root_;  // FAULTLINE_BPFFS_ROOT
 };
 
 // A test that applies policy files: each file() is written under /tmp and

@@ -28,8 +28,12 @@ struct Probe {
 std::string ep(const std::string& addr, const std::string& port) {
   return addr.find(':') != std::string::npos ? "[" + addr + "]:" + port : addr + ":" + port;
 }
-Probe tcp(const std::string& a, const std::string& p) { return {{"connect", "tcp", a, p, "1"}, "tcp " + ep(a, p), "ECONNREFUSED"}; }
-Probe udp(const std::string& a, const std::string& p) { return {{"connect", "udp", a, p, "1"}, "udp " + ep(a, p), "ok"}; }
+Probe tcp(const std::string& a, const std::string& p) {
+  return {{"connect", "tcp", a, p, "1"}, "tcp " + ep(a, p), "ECONNREFUSED"};
+}
+Probe udp(const std::string& a, const std::string& p) {
+  return {{"connect", "udp", a, p, "1"}, "udp " + ep(a, p), "ok"};
+}
 Probe sendto(const std::string& a, const std::string& p) { return {{"sendto", a, p, "1"}, "sendto " + ep(a, p), "ok"}; }
 // TCP Fast Open connects from sendto(), without a connect() call.
 Probe fastopen(const std::string& a, const std::string& p) {
@@ -184,9 +188,7 @@ INSTANTIATE_TEST_SUITE_P(
               {tcp("2001:2::1", "80"), "EPERM"}}},
         Case{"deny_inside_allow_default_allow",
              {"--enforce", "--allow", "198.18.0.0/15", "--deny", "198.18.1.1"},
-             {{tcp("198.18.1.1", "80"), "EPERM"},
-              {tcp("198.18.1.2", "80"), A},
-              {tcp("2001:2::5", "80"), A}}},
+             {{tcp("198.18.1.1", "80"), "EPERM"}, {tcp("198.18.1.2", "80"), A}, {tcp("2001:2::5", "80"), A}}},
         Case{"default_deny_allows_one_port_and_protocol",
              {"--enforce", "--default-deny", "--allow", "198.18.0.0/15:80/tcp"},
              {{tcp("198.18.3.3", "80"), A},
@@ -203,17 +205,17 @@ INSTANTIATE_TEST_SUITE_P(
         // Monitor mode (no --enforce) denies nothing.
         Case{"monitor_lets_everything_through",
              {"--default-deny", "--deny", "198.18.0.1"},
-             {{tcp("198.18.0.1", "80"), A},
-              {sendto("198.18.0.1", "53"), A},
-              {tcp("2001:2::1", "80"), A}}}),
+             {{tcp("198.18.0.1", "80"), A}, {sendto("198.18.0.1", "53"), A}, {tcp("2001:2::1", "80"), A}}}),
     [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
 
 // Same probes, same rule: monitor reports each would-be deny, enforce denies;
 // each names the rule, and the summary counts the attempts.
 TEST_F(GuardPolicyTest, MonitorReportsWouldDenyEnforceDenies) {
   Netns ns(unique_name("mon"), {.local_ranges = true});
-  const std::vector<Expect> ex = {{tcp("198.18.0.1", "80"), ""}, {udp("198.18.0.1", "53"), ""},
-                                  {sendto("198.18.0.1", "53"), ""}, {tcp("198.18.0.2", "80"), ""}};
+  const std::vector<Expect> ex = {{tcp("198.18.0.1", "80"), ""},
+                                  {udp("198.18.0.1", "53"), ""},
+                                  {sendto("198.18.0.1", "53"), ""},
+                                  {tcp("198.18.0.2", "80"), ""}};
   GuardRun mon = guard_and_outside({"--deny", "198.18.0.1"}, ns, ex);
   EXPECT_EQ(show(mon.inside["tcp 198.18.0.1:80"]), "ECONNREFUSED:1") << mon.guard.describe();
   EXPECT_EQ(show(mon.inside["sendto 198.18.0.1:53"]), "ok:1") << mon.guard.describe();
@@ -223,7 +225,8 @@ TEST_F(GuardPolicyTest, MonitorReportsWouldDenyEnforceDenies) {
       << mon.guard.describe();
   EXPECT_NE(mon.guard.err.find("connect 198.18.0.2:80/tcp -> allow (default allow)"), std::string::npos)
       << mon.guard.describe();
-  EXPECT_EQ(mon.guard.err.find("-> deny"), std::string::npos) << "monitor mode must deny nothing\n" << mon.guard.describe();
+  EXPECT_EQ(mon.guard.err.find("-> deny"), std::string::npos) << "monitor mode must deny nothing\n"
+                                                              << mon.guard.describe();
   EXPECT_NE(mon.guard.err.find("summary (monitor, default allow)"), std::string::npos) << mon.guard.describe();
   EXPECT_NE(mon.guard.err.find("would have been denied: 3 attempts"), std::string::npos) << mon.guard.describe();
 

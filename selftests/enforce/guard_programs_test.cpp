@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -29,10 +28,13 @@ std::string python_client(uint16_t port) {
          "    except OSError as e:\n"
          "        return errno.errorcode[e.errno]\n"
          "def tcp():\n"
-         "    s = socket.socket(); s.settimeout(5); s.connect(('127.0.0.1', " + std::to_string(port) + ")); s.close()\n"
+         "    s = socket.socket(); s.settimeout(5); s.connect(('127.0.0.1', " +
+         std::to_string(port) +
+         ")); s.close()\n"
          "def udp():\n"
          "    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b'x', ('127.0.0.1', " +
-         std::to_string(port) + ")); s.close()\n"
+         std::to_string(port) +
+         ")); s.close()\n"
          "print('tcp', name(tcp), flush=True)\n"
          "print('udp', name(udp), flush=True)\n";
 }
@@ -255,8 +257,9 @@ TEST_F(GuardTest, ExfilCapStopsWithinOnePacketAndSparesAllowedAndOutside) {
   const long from_guard = capped.datagrams() - 5;
   EXPECT_EQ(capped.bytes(), (from_guard + 5) * kPayload);
   EXPECT_LE(from_guard * kPacket, kCap) << "more than the cap went out";
-  EXPECT_LT(kCap - from_guard * kPacket, kPacket) << "the cap fired more than one packet early: " << from_guard
-                                                   << " datagrams of " << kPacket << " IP bytes against a cap of " << kCap;
+  EXPECT_LT(kCap - from_guard * kPacket, kPacket)
+      << "the cap fired more than one packet early: " << from_guard << " datagrams of " << kPacket
+      << " IP bytes against a cap of " << kCap;
   EXPECT_EQ(allowed.datagrams(), kSend) << "an allowed destination must not be capped";
   auto res = results(g.out());
   const Counts& sent = res["udpflood 127.0.0.1:" + cp];
@@ -286,7 +289,8 @@ TEST_F(GuardTest, ExfilCapInMonitorModeReportsAndDropsNothing) {
   EXPECT_EQ(denied.datagrams(), kSend) << "monitor mode dropped packets\n" << r.describe();
   EXPECT_NE(r.err.find("exfil cap: 127.0.0.1:" + pp + " after"), std::string::npos) << r.describe();
   EXPECT_NE(r.err.find("exfil cap: 127.0.0.1:" + dp + " after"), std::string::npos)
-      << "a --deny rule exempted its destination from the cap\n" << r.describe();
+      << "a --deny rule exempted its destination from the cap\n"
+      << r.describe();
   EXPECT_NE(r.err.find("(monitor: not dropped)"), std::string::npos) << r.describe();
   EXPECT_NE(r.err.find("connect 127.0.0.1:" + dp + "/udp -> would-deny"), std::string::npos) << r.describe();
 }

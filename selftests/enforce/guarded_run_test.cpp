@@ -62,7 +62,8 @@ class GuardedRunTest : public EnforceTest, public ::testing::WithParamInterface<
     if (family == "packet") {
       argv.insert(argv.end(), {"loss", "--netns", ns_->name(), "--target", veth_addr(41, 'b'), "--percent", "10"});
     } else if (family == "syscall") {
-      argv.insert(argv.end(), {"syscall", "--syscall", "connect", "--errno", "ECONNREFUSED", "--cgroup", cg_->relative()});
+      argv.insert(argv.end(),
+                  {"syscall", "--syscall", "connect", "--errno", "ECONNREFUSED", "--cgroup", cg_->relative()});
     } else {
       argv.insert(argv.end(), {"cpu", "--cores", "1", "--load", "10"});
     }
@@ -115,9 +116,9 @@ class GuardedSyscallRunTest : public EnforceTest {};
 // `fault_ended` line), the command runs to its end, and the run exits 7.
 TEST_F(GuardedSyscallRunTest, SyscallFaultAroundACommandEndsAtTheBreachAndWaitsForIt) {
   const std::string url = "http://127.0.0.1:" + closed_port() + "/";
-  CommandResult r = run({kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "ECONNREFUSED", "--duration", "30s",
-                   "--health-url", url, "--interval", "200ms", "--json", "--", "sleep", "2"},
-                  60s);
+  CommandResult r = run({kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "ECONNREFUSED", "--duration",
+                         "30s", "--health-url", url, "--interval", "200ms", "--json", "--", "sleep", "2"},
+                        60s);
   EXPECT_TRUE(r.status.is(7)) << r.describe();
   auto early = json_event(r.out, "fault_ended");
   ASSERT_TRUE(early) << r.describe();
@@ -132,11 +133,29 @@ TEST_F(GuardedSyscallRunTest, SyscallFaultAroundACommandEndsAtTheBreachAndWaitsF
 TEST_F(GuardedSyscallRunTest, SyscallFaultKeepsARecord) {
   TestCgroup cg(unique_name("grunr"));
   const std::string dir = state_dir_ + "/record";
-  CommandResult r = run({kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "ECONNREFUSED", "--duration", "2s",
-                   "--cgroup", cg.relative(), "--kernel-signal", "tcp_retransmits", "--abort-above", "100000",
-                   "--hypothesis", "connect errors do not make the host retransmit", "--steady-state", "1s",
-                   "--record", dir, "--json"},
-                  60s);
+  CommandResult r = run({kFaultctl,
+                         "run",
+                         "syscall",
+                         "--syscall",
+                         "connect",
+                         "--errno",
+                         "ECONNREFUSED",
+                         "--duration",
+                         "2s",
+                         "--cgroup",
+                         cg.relative(),
+                         "--kernel-signal",
+                         "tcp_retransmits",
+                         "--abort-above",
+                         "100000",
+                         "--hypothesis",
+                         "connect errors do not make the host retransmit",
+                         "--steady-state",
+                         "1s",
+                         "--record",
+                         dir,
+                         "--json"},
+                        60s);
   ASSERT_TRUE(r.status.is(0)) << r.describe();
   ASSERT_TRUE(std::filesystem::exists(dir + "/hypothesis.json")) << r.describe();
   std::ifstream v(dir + "/verdict.json");
@@ -165,10 +184,28 @@ TEST_F(RedactionTest, RecordsAndJsonLinesAreRedacted) {
   for (bool keep : {false, true}) {
     SCOPED_TRACE(keep ? "--no-redact" : "default");
     const std::string dir = state_dir_ + (keep ? "/kept" : "/redacted");
-    std::vector<std::string> argv = {kFaultctl, "run", "syscall", "--syscall", "connect", "--errno", "EIO",
-                                     "--duration", "1s", "--cgroup", cg.relative(), "--health-url", url,
-                                     "--interval", "500ms", "--hypothesis", "API_KEY=hunter2 stays out",
-                                     "--steady-state", "1s", "--record", dir, "--json"};
+    std::vector<std::string> argv = {kFaultctl,
+                                     "run",
+                                     "syscall",
+                                     "--syscall",
+                                     "connect",
+                                     "--errno",
+                                     "EIO",
+                                     "--duration",
+                                     "1s",
+                                     "--cgroup",
+                                     cg.relative(),
+                                     "--health-url",
+                                     url,
+                                     "--interval",
+                                     "500ms",
+                                     "--hypothesis",
+                                     "API_KEY=hunter2 stays out",
+                                     "--steady-state",
+                                     "1s",
+                                     "--record",
+                                     dir,
+                                     "--json"};
     if (keep) argv.push_back("--no-redact");
     CommandResult r = run(argv, 60s);
     ASSERT_TRUE(r.status.is(0)) << r.describe();

@@ -262,8 +262,8 @@ void TestCa::issue(const std::string& name, const std::string& subject_alt_names
 
 TlsServer::TlsServer(const std::string& cert, const std::string& key) : port_(free_loopback_port()) {
   proc_.emplace(ChildProcess::spawn(exec_logged({"openssl", "s_server", "-accept", "127.0.0.1:" + std::to_string(port_),
-                                          "-cert", cert, "-key", key, "-www", "-quiet"},
-                                         "/dev/null")));
+                                                 "-cert", cert, "-key", key, "-www", "-quiet"},
+                                                "/dev/null")));
   if (!wait_for_listener(port_, 10s)) throw std::runtime_error("openssl s_server did not listen");
 }
 

@@ -2,10 +2,11 @@
 // stream over a veth pair is healthy, then `faultctl run loss --percent 50`
 // makes it retransmit and sample() turns unhealthy. A second, clean pair in
 // other namespaces streams at the same time and its guard stays healthy.
+#include "userspace/guardrails/kernel_signal.h"
+
 #include <cstdio>
 
 #include "enforce_env.h"
-#include "userspace/guardrails/kernel_signal.h"
 
 namespace flenf {
 namespace {
@@ -26,9 +27,12 @@ struct TcpStream {
   VethPair link;
   ChildProcess sink, sender;
   TcpStream(const std::string& tag, int subnet, double seconds)
-      : addr_b(veth_addr(subnet, 'b')), a(unique_name(tag + "a")), b(unique_name(tag + "b")),
+      : addr_b(veth_addr(subnet, 'b')),
+        a(unique_name(tag + "a")),
+        b(unique_name(tag + "b")),
         link(a, veth_end(subnet, 'a'), b, veth_end(subnet, 'b')),
-        sink(spawn({kProbe, "--netns", b.name(), "tcpsink", "5001"})), sender(start_sender(seconds)) {}
+        sink(spawn({kProbe, "--netns", b.name(), "tcpsink", "5001"})),
+        sender(start_sender(seconds)) {}
 
  private:
   ChildProcess start_sender(double seconds) {
@@ -84,7 +88,8 @@ TEST_F(KernelSignalTest, RetransmitRateRisesAboveTheLimitUnderLoss) {
                         << loss.describe();
   EXPECT_GT(guard->last_rate(), kAbortAbove);
   EXPECT_NE(problem.find("tcp_retransmits at"), std::string::npos) << problem;
-  std::fprintf(stderr, "[ info ] under 25%% loss: %s (clean namespace: %.1f/s)\n", problem.c_str(), control->last_rate());
+  std::fprintf(stderr, "[ info ] under 25%% loss: %s (clean namespace: %.1f/s)\n", problem.c_str(),
+               control->last_rate());
 }
 
 }  // namespace

@@ -48,8 +48,8 @@ class NamespaceViewTest : public EnforceTest {
     sink_.emplace(*ns_, port_);
     ASSERT_TRUE(sink_->ready()) << sink_->describe();
     // Without a guard both destinations are reached: the test can tell a deny.
-    CommandResult plain = run({kProbe, "--netns", ns_->name(), "connect", "tcp", "127.0.0.1", port(), "1", "connect", "tcp",
-                         "127.0.0.2", port(), "1"});
+    CommandResult plain = run({kProbe, "--netns", ns_->name(), "connect", "tcp", "127.0.0.1", port(), "1", "connect",
+                               "tcp", "127.0.0.2", port(), "1"});
     auto r = results(plain.out);
     ASSERT_EQ(show(r["tcp " + allowed()]), "ok:1") << plain.describe();
     ASSERT_EQ(show(r["tcp " + denied()]), "ok:1") << plain.describe();
@@ -132,14 +132,13 @@ TEST_F(NamespaceViewTest, GuardUnderIpNetnsExec) {
       << "the bpffs mount reached another ip netns exec";
 }
 
-
-
 // Killed under `ip netns exec`, the guard fails closed: its pins are in the
 // bpffs of its mount namespace, which the command keeps alive. The host's
 // faultctl sees the record, abort gN disarms the policy, and once the command
 // is gone the next faultctl removes the record and the cgroup by its name.
 TEST_F(NamespaceViewTest, KilledGuardUnderIpNetnsExecFailsClosed) {
-  std::vector<std::string> batch = {"connect", "tcp", "127.0.0.1", port(), "1", "connect", "tcp", "127.0.0.2", port(), "1"};
+  std::vector<std::string> batch = {"connect", "tcp", "127.0.0.1", port(), "1",
+                                    "connect", "tcp", "127.0.0.2", port(), "1"};
   std::vector<std::string> argv = cat({"ip", "netns", "exec", ns_->name(), kFaultctl}, guard_args());
   argv.push_back(kProbe);
   for (int i = 0; i < 3; ++i) argv = cat(cat(argv, batch), {"wait"});
@@ -205,7 +204,8 @@ TEST_F(NamespaceViewTest, GuardNetnsByPathAndPid) {
   expect_enforced(cat(argv, probe()));
   // pid:N: the namespace of a process that is in it (the sink's probe is not
   // ours to name, so a sleeper of our own).
-  ChildProcess sleeper = ChildProcess::spawn({"ip", "netns", "exec", ns_->name(), kProbe, "hold"}, {.stdin_pipe = true});
+  ChildProcess sleeper =
+      ChildProcess::spawn({"ip", "netns", "exec", ns_->name(), kProbe, "hold"}, {.stdin_pipe = true});
   ASSERT_TRUE(sleeper.wait_for("HOLD", 10s)) << sleeper.describe();
   argv[3] = "pid:" + std::to_string(sleeper.pid());
   expect_enforced(cat(argv, probe()));
@@ -214,9 +214,9 @@ TEST_F(NamespaceViewTest, GuardNetnsByPathAndPid) {
 }
 
 TEST_F(NamespaceViewTest, SyscallFaultUnderIpNetnsExec) {
-  ChildProcess f = ChildProcess::spawn({"ip", "netns", "exec", ns_->name(), kFaultctl, "run", "syscall", "--syscall", "connect",
-                          "--errno", "ECONNRESET", "--duration", "30s", "--", kProbe, "connect", "tcp", "127.0.0.1",
-                          port(), "3"});
+  ChildProcess f = ChildProcess::spawn({"ip",        "netns",   "exec",    ns_->name(),  kFaultctl,    "run", "syscall",
+                                        "--syscall", "connect", "--errno", "ECONNRESET", "--duration", "30s", "--",
+                                        kProbe,      "connect", "tcp",     "127.0.0.1",  port(),       "3"});
   auto e = f.wait(60s);
   EXPECT_TRUE(e && e->is(0)) << f.describe();
   EXPECT_EQ(show(results(f.out())["tcp " + allowed()]), "ECONNRESET:3") << f.describe();
@@ -234,8 +234,7 @@ TEST_F(NamespaceViewTest, GuardInMountNamespaceWithoutCgroupMount) {
   for (const auto& a : cat({kFaultctl}, guard_args())) cmd += " '" + a + "'";
   for (const auto& a : probe(true)) cmd += " '" + a + "'";
   std::vector<std::string> pins_seen;
-  expect_enforced({"unshare", "-m", "sh", "-c", cmd},
-                  [&](pid_t) { pins_seen = guard_pins(); });
+  expect_enforced({"unshare", "-m", "sh", "-c", cmd}, [&](pid_t) { pins_seen = guard_pins(); });
   EXPECT_EQ(pins_seen.size(), 1u) << "/sys/fs/bpf was still mounted there: the pins are in the shared bpffs";
   EXPECT_TRUE(guard_pins().empty()) << "pins left after the guard ended";
   // And our own view was left alone.
@@ -264,7 +263,7 @@ TEST_F(NamespaceViewTest, GuardInPidAndMountNamespace) {
 
 TEST_F(NamespaceViewTest, PrivateCgroupMountIsReported) {
   CommandResult r = run({"unshare", "-m", "-p", "-f", "--mount-proc", "sh", "-c",
-                   "umount -l /sys/fs/cgroup && exec '" + kFaultctl + "' features"});
+                         "umount -l /sys/fs/cgroup && exec '" + kFaultctl + "' features"});
   EXPECT_TRUE(r.status.is(0)) << r.describe();
   EXPECT_NE(r.out.find("no cgroup2 mount in this mount namespace; a private one this process holds"), std::string::npos)
       << r.describe();

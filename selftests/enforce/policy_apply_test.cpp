@@ -84,13 +84,16 @@ TEST_F(PolicyApplyTest, CgroupScopeEnforcesWithNoFaultctlRunning) {
 TEST_F(PolicyApplyTest, ScopeOfSeventyThousandRulesAndTheLastDecides) {
   TestCgroup cg(unique_name("pa"));
   TcpServer s1, s2;
-  std::string text = "{\"apiVersion\": \"faultline.dev/v1\", \"kind\": \"Policy\", \"metadata\": {\"name\": \"wide\"},"
-                     " \"spec\": {\"egress\": [{\"cgroup\": \"" + cg.relative() +
-                     "\", \"mode\": \"enforce\", \"default_allow\": true, \"deny_errno\": \"ENETUNREACH\", \"rules\": [\n";
+  std::string text =
+      "{\"apiVersion\": \"faultline.dev/v1\", \"kind\": \"Policy\", \"metadata\": {\"name\": \"wide\"},"
+      " \"spec\": {\"egress\": [{\"cgroup\": \"" +
+      cg.relative() +
+      "\", \"mode\": \"enforce\", \"default_allow\": true, \"deny_errno\": \"ENETUNREACH\", \"rules\": [\n";
   constexpr int kRules = 70000;
   for (int i = 0; i < kRules - 1; ++i)
     text += "{\"name\": \"r" + std::to_string(i) + "\", \"action\": \"deny\", \"cidr\": \"10." +
-            std::to_string(i >> 16) + "." + std::to_string((i >> 8) & 255) + "." + std::to_string(i & 255) + "/32\"},\n";
+            std::to_string(i >> 16) + "." + std::to_string((i >> 8) & 255) + "." + std::to_string(i & 255) +
+            "/32\"},\n";
   text += "{\"name\": \"last\", \"action\": \"deny\", \"cidr\": \"127.0.0.1/32\", \"ports\": [" +
           std::to_string(s2.port()) + "], \"proto\": \"tcp\"}\n]}]}}\n";
   auto applied = run({kFaultctl, "policy", "apply", file(text)}, 120s);
@@ -104,8 +107,7 @@ TEST_F(PolicyApplyTest, ScopeOfSeventyThousandRulesAndTheLastDecides) {
   EXPECT_EQ(count_of(r[tcp_label(s1.port())], "ok"), 2) << inside.describe();
   EXPECT_EQ(count_of(r[tcp_label(s2.port())], "ENETUNREACH"), 2) << inside.describe();
   auto status = run({kFaultctl, "status"});
-  EXPECT_NE(status.out.find("(policy wide, 70000 rules) allowed 2 denied 2"), std::string::npos)
-      << status.describe();
+  EXPECT_NE(status.out.find("(policy wide, 70000 rules) allowed 2 denied 2"), std::string::npos) << status.describe();
 }
 
 TEST_F(PolicyApplyTest, SameFileTwiceChangesNothingAndExportRoundTrips) {

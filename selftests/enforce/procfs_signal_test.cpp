@@ -52,9 +52,9 @@ TEST_F(EnforceTest, ProcfsCountsResetsPerNamespace) {
 TEST_F(EnforceTest, ARunSaysItCountsFromProcfsAndEndsOnResets) {
   Netns ns(unique_name("psr")), peer(unique_name("psrp"));
   VethPair veth(ns, veth_end(44, 'a'), peer, veth_end(44, 'b'));
-  ChildProcess f = ChildProcess::spawn({kFaultctl, "run", "loss", "--netns", ns.name(), "--target", veth_addr(44, 'b'), "--percent", "10",
-                          "--duration", "60s", "--json", "--kernel-signal", "tcp_resets", "--abort-above", "20",
-                          "--signal-source", "procfs"});
+  ChildProcess f = ChildProcess::spawn({kFaultctl, "run", "loss", "--netns", ns.name(), "--target", veth_addr(44, 'b'),
+                                        "--percent", "10", "--duration", "60s", "--json", "--kernel-signal",
+                                        "tcp_resets", "--abort-above", "20", "--signal-source", "procfs"});
   ASSERT_TRUE(f.wait_for("\"started\"", 30s)) << f.describe();
   auto started = json_event(f.out(), "started");
   ASSERT_TRUE(started) << f.describe();

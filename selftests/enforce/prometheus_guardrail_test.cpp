@@ -155,8 +155,9 @@ INSTANTIATE_TEST_SUITE_P(Family, PrometheusFamilyTest, ::testing::Values("packet
                          [](const auto& info) { return info.param; });
 
 TEST_F(PrometheusGuardrailTest, AStoppedPrometheusIsAQueryErrorThatAborts) {
-  ChildProcess f = ChildProcess::spawn(syscall_run("60s", {"--prometheus-url", prom_->url(), "--query", "fl_test_metric",
-                                             "--abort-above", "10", "--interval", "1s", "--query-errors", "2"}));
+  ChildProcess f =
+      ChildProcess::spawn(syscall_run("60s", {"--prometheus-url", prom_->url(), "--query", "fl_test_metric",
+                                              "--abort-above", "10", "--interval", "1s", "--query-errors", "2"}));
   ASSERT_TRUE(f.wait_for("\"started\"", 30s)) << f.describe();
   ASSERT_TRUE(f.wait_for("\"value\":1.0", 10s)) << f.describe();
   prom_->stop();

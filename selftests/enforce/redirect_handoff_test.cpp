@@ -111,8 +111,8 @@ TEST_F(RedirectHandoff, TheProxyLearnsEachOriginalOnceAndNothingForAPlainConnect
   ASSERT_TRUE(g.wait_for("HOLD", 20s)) << g.describe();
 
   // The same listener reached directly, by a process outside the guard: no answer.
-  ChildProcess plain = spawn({"nsenter", "--net=" + ns.path(), kPython, "-c", kConnector, "127.0.0.1", "18090"},
-                             {.stdin_pipe = true});
+  ChildProcess plain =
+      spawn({"nsenter", "--net=" + ns.path(), kPython, "-c", kConnector, "127.0.0.1", "18090"}, {.stdin_pipe = true});
   UniqueFd c = accept_within(l4.get(), 20000);
   ASSERT_TRUE(c) << plain.describe();
   auto got = faultline::find_redirected_conn(c.get());

@@ -44,8 +44,6 @@ class SessionTest : public EnforceTest {
   }
 };
 
-
-
 TEST_F(SessionTest, AbortEndsASeccompFaultAndTheCommandRunsOn) {
   const std::string file = state_dir_ + "/f.txt";
   std::ofstream(file) << "x\n";
@@ -104,7 +102,8 @@ TEST_F(SessionTest, KillSwitchEndsACgroupFault) {
   EXPECT_EQ(show(results(after.out)["tcp 127.0.0.1:" + port]), "ok:3") << after.describe();
   auto e = f.wait(10s);
   ASSERT_TRUE(e && e->is(1)) << f.describe();
-  EXPECT_NE(f.describe().find("ended (aborted: ended from outside (faultctl abort))"), std::string::npos) << f.describe();
+  EXPECT_NE(f.describe().find("ended (aborted: ended from outside (faultctl abort))"), std::string::npos)
+      << f.describe();
 }
 
 // A guard is enforcement, not a fault: the kill switch leaves it on; only

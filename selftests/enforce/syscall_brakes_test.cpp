@@ -79,9 +79,10 @@ TEST_F(SyscallBrakesTest, StatusShowsTheCapReachedWhileTheFaultIsOn) {
   struct Case {
     std::vector<std::string> flags, actions;
   };
-  for (const Case& c : {Case{{"--syscall", "connect", "--errno", "ECONNREFUSED", "--max-injections", "7"},
-                             {"connect", "tcp", "127.0.0.1", port, "15"}},
-                        Case{{"--syscall", "openat", "--errno", "EIO", "--max-injections", "7"}, {"open", file_, "15"}}}) {
+  for (const Case& c :
+       {Case{{"--syscall", "connect", "--errno", "ECONNREFUSED", "--max-injections", "7"},
+             {"connect", "tcp", "127.0.0.1", port, "15"}},
+        Case{{"--syscall", "openat", "--errno", "EIO", "--max-injections", "7"}, {"open", file_, "15"}}}) {
     SCOPED_TRACE(c.flags[1]);
     std::vector<std::string> argv = {kFaultctl, "run", "syscall"};
     argv.insert(argv.end(), c.flags.begin(), c.flags.end());
@@ -168,8 +169,8 @@ TEST_F(SyscallBrakesTest, BadBrakesAreRefusedNamingTheFlag) {
       {{"--start-after", "10s"}, "--start-after 10s is not shorter than --duration 10s"},
   };
   for (const auto& c : cases) {
-    std::vector<std::string> argv = {kFaultctl, "run", "syscall", "--syscall", "socket", "--errno", "EMFILE",
-                                     "--duration", "10s"};
+    std::vector<std::string> argv = {kFaultctl, "run",    "syscall",    "--syscall", "socket",
+                                     "--errno", "EMFILE", "--duration", "10s"};
     argv.insert(argv.end(), c.flags.begin(), c.flags.end());
     argv.insert(argv.end(), {"--", kProbe, "socket", "tcp", "1"});
     CommandResult o = run(argv, 30s);
@@ -179,33 +180,35 @@ TEST_F(SyscallBrakesTest, BadBrakesAreRefusedNamingTheFlag) {
   }
   // Packet faults take --max-injections and --start-after, but not --after.
   CommandResult pkt = run({kFaultctl, "run", "loss", "--target", "192.0.2.1", "--percent", "100", "--after", "3",
-                     "--duration", "10s", "--dry-run"},
-                    30s);
+                           "--duration", "10s", "--dry-run"},
+                          30s);
   EXPECT_TRUE(pkt.status.is(2)) << pkt.describe();
   EXPECT_NE(pkt.err.find("after"), std::string::npos) << pkt.describe();
-  CommandResult cap0 = run({kFaultctl, "run", "loss", "--target", "192.0.2.1", "--percent", "100", "--max-injections", "0",
-                      "--duration", "10s", "--dry-run"},
-                     30s);
+  CommandResult cap0 = run({kFaultctl, "run", "loss", "--target", "192.0.2.1", "--percent", "100", "--max-injections",
+                            "0", "--duration", "10s", "--dry-run"},
+                           30s);
   EXPECT_TRUE(cap0.status.is(2)) << cap0.describe();
   EXPECT_NE(cap0.err.find("--max-injections 0"), std::string::npos) << cap0.describe();
   CommandResult big = run({kFaultctl, "run", "loss", "--target", "192.0.2.1", "--percent", "100", "--max-injections",
-                     "1000000001", "--duration", "10s", "--dry-run"},
-                    30s);
+                           "1000000001", "--duration", "10s", "--dry-run"},
+                          30s);
   EXPECT_TRUE(big.status.is(2)) << big.describe();
   EXPECT_NE(big.err.find("--max-injections 1000000001: too large"), std::string::npos) << big.describe();
   // Resource faults have no injections to count.
-  CommandResult cpu = run({kFaultctl, "run", "cpu", "--cores", "1", "--load", "10", "--max-injections", "3", "--duration",
-                     "10s", "--dry-run"},
-                    30s);
+  CommandResult cpu = run({kFaultctl, "run", "cpu", "--cores", "1", "--load", "10", "--max-injections", "3",
+                           "--duration", "10s", "--dry-run"},
+                          30s);
   EXPECT_TRUE(cpu.status.is(2)) << cpu.describe();
   EXPECT_NE(cpu.err.find("max-injections"), std::string::npos) << cpu.describe();
 }
 
 TEST_F(SyscallBrakesTest, DryRunAndPlanCarryTheBrakes) {
-  CommandResult o = run({kFaultctl, "run", "syscall", "--syscall", "socket", "--errno", "EMFILE", "--after", "4",
-                   "--max-injections", "9", "--start-after", "3s", "--duration", "10s", "--dry-run", "--json", "--",
-                   kProbe, "socket", "tcp", "1"},
-                  30s);
+  CommandResult o =
+      run({kFaultctl, "run",       "syscall",          "--syscall", "socket",        "--errno", "EMFILE",
+           "--after", "4",         "--max-injections", "9",         "--start-after", "3s",      "--duration",
+           "10s",     "--dry-run", "--json",           "--",        kProbe,          "socket",  "tcp",
+           "1"},
+          30s);
   EXPECT_TRUE(o.status.is(0)) << o.describe();
   EXPECT_NE(o.out.find("\"after\":4"), std::string::npos) << o.describe();
   EXPECT_NE(o.out.find("\"max_injections\":9"), std::string::npos) << o.describe();

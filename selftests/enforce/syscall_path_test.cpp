@@ -68,8 +68,8 @@ class SyscallPathTest : public EnforceTest {
   PathRun run_python(const std::string& body, const std::string& percent, const std::string& prefix,
                      const std::vector<std::string>& brakes = {}) {
     std::ofstream(program_) << kPathAttempt << body;
-    std::vector<std::string> argv = {kFaultctl, "run",  "syscall", "--syscall", "openat", "--errno", "EIO",
-                                     "--percent", percent, "--path", prefix,      "--duration", "60s",  "--json"};
+    std::vector<std::string> argv = {kFaultctl,   "run",   "syscall", "--syscall", "openat",     "--errno", "EIO",
+                                     "--percent", percent, "--path",  prefix,      "--duration", "60s",     "--json"};
     argv.insert(argv.end(), brakes.begin(), brakes.end());
     argv.insert(argv.end(), {"--", kPython, program_, target_, sibling_, other_});
     CommandResult o = run(argv, 90s);
@@ -177,7 +177,8 @@ print("SEQ " + seq, flush=True)
   ASSERT_TRUE(r.reached_code) << r.log;
   EXPECT_NE(r.log.find("SEQ " + std::string(10, '.') + std::string(5, 'E') + std::string(15, '.') + "\n"),
             std::string::npos)
-      << "expected 10 opens through, 5 failed, 15 through\n" << r.log;
+      << "expected 10 opens through, 5 failed, 15 through\n"
+      << r.log;
   EXPECT_EQ(show(r.results["open other"]), "ok:30") << r.log;
   EXPECT_EQ(r.ended.value("injected", -1L), 5) << r.log;
 }

@@ -36,8 +36,8 @@ struct SeccompRun {
 // run syscall --json ... -- fl_probe ACTION hold; the same ACTION unwrapped while it holds.
 SeccompRun seccomp_and_outside(const std::string& syscall, const std::string& err, const std::string& percent,
                                const std::vector<std::string>& action, const std::string& label) {
-  std::vector<std::string> argv = {kFaultctl, "run",     "syscall",  "--syscall", syscall, "--errno", err,
-                                   "--percent", percent, "--duration", "60s",      "--json",  "--",      kProbe};
+  std::vector<std::string> argv = {kFaultctl,   "run",   "syscall",    "--syscall", syscall,  "--errno", err,
+                                   "--percent", percent, "--duration", "60s",       "--json", "--",      kProbe};
   argv.insert(argv.end(), action.begin(), action.end());
   argv.push_back("hold");
   ChildProcess f = spawn(argv, {.stdin_pipe = true});

@@ -102,7 +102,8 @@ TEST_F(SyscallSeedTest, DrawnSeedIsPrintedAndReplaysTheRun) {
                             "--seed", seed, "--duration", "10s", "--dry-run", "--", kProbe, "open", file_, "1"},
                            30s);
   EXPECT_TRUE(text.status.is(0)) << text.describe();
-  EXPECT_NE(text.out.find(", seed " + seed), std::string::npos) << "the dry-run plan names the seed\n" << text.describe();
+  EXPECT_NE(text.out.find(", seed " + seed), std::string::npos) << "the dry-run plan names the seed\n"
+                                                                << text.describe();
 }
 
 TEST_F(SyscallSeedTest, CgroupRungSameSeedGivesTheSameErrnoSequence) {

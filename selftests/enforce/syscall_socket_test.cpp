@@ -75,9 +75,9 @@ TEST_F(SyscallSocketTest, ConnectFailsWithEachErrnoAtFullRate) {
     SCOPED_TRACE(err);
     const long before = server.accepted();
     std::string log;
-    auto [in, out] = syscall_and_outside({"--syscall", "connect", "--errno", err},
-                                         {"connect", "tcp", "127.0.0.1", port, "20", "connect", "udp", "::1", "53", "3"},
-                                         &log);
+    auto [in, out] =
+        syscall_and_outside({"--syscall", "connect", "--errno", err},
+                            {"connect", "tcp", "127.0.0.1", port, "20", "connect", "udp", "::1", "53", "3"}, &log);
     EXPECT_EQ(show(in["tcp 127.0.0.1:" + port]), std::string(err) + ":20") << log;
     EXPECT_EQ(show(in["udp [::1]:53"]), std::string(err) + ":3") << log;
     EXPECT_EQ(show(out["tcp 127.0.0.1:" + port]), "ok:20");
@@ -144,15 +144,17 @@ TEST_F(SyscallSocketTest, ConnectFaultOnOnePidSparesItsCgroupNeighbour) {
   ASSERT_TRUE(target.wait(10s)) << target.describe();
   ASSERT_TRUE(neighbour.wait(10s)) << neighbour.describe();
   f.stop();
-  EXPECT_EQ(show(results(target.out())["tcp 127.0.0.1:" + port]), "EHOSTUNREACH:10") << target.describe() << f.describe();
+  EXPECT_EQ(show(results(target.out())["tcp 127.0.0.1:" + port]), "EHOSTUNREACH:10")
+      << target.describe() << f.describe();
   EXPECT_EQ(show(results(neighbour.out())["tcp 127.0.0.1:" + port]), "ok:10") << neighbour.describe();
 }
 
 // Each socket syscall is failed alone: sendto fails, connect and bind do not;
 // then bind fails and sendto does not.
 TEST_F(SyscallSocketTest, SendtoAndBindFailOnlyWhenChosen) {
-  const std::vector<std::string> actions = {"sendto", "127.0.0.1", "9", "4", "sendto", "::1", "9", "2", "connect", "udp",
-                                            "127.0.0.1", "9", "2", "bind", "tcp", "127.0.0.1", "3", "bind", "udp", "::1", "2"};
+  const std::vector<std::string> actions = {"sendto", "127.0.0.1", "9",   "4",         "sendto", "::1", "9",
+                                            "2",      "connect",   "udp", "127.0.0.1", "9",      "2",   "bind",
+                                            "tcp",    "127.0.0.1", "3",   "bind",      "udp",    "::1", "2"};
   std::string log;
   auto [in, out] = syscall_and_outside({"--syscall", "sendto", "--errno", "ENOBUFS"}, actions, &log);
   EXPECT_EQ(show(in["sendto 127.0.0.1:9"]), "ENOBUFS:4") << log;

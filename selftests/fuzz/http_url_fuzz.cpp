@@ -4,8 +4,8 @@
 #include <string>
 
 #include "base/units.h"
-#include "userspace/net/address.h"
 #include "userspace/guardrails/http.h"
+#include "userspace/net/address.h"
 #include "userspace/net/egress_rules.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -32,7 +32,6 @@ using namespace std::chrono_literals;
 
 const std::string kFaultctl = FAULTCTL_PATH;
 
-
 // A raw socket (no proxy variables read) that writes one HTTP request, or
 // other bytes, and prints the answer's first line ("closed" when none).
 const char* kRawClient =

@@ -18,8 +18,8 @@
 #include <thread>
 
 #include "selftests/lib/child_process.h"
-#include "selftests/lib/require_root.h"
 #include "selftests/lib/clock.h"
+#include "selftests/lib/require_root.h"
 #include "selftests/proxy/proxy_fixture.h"
 #include "selftests/proxy/seen_upstream.h"
 #include "selftests/tls/tls_harness.h"

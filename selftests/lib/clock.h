@@ -21,8 +21,8 @@ namespace fltest {
 // `margin` is left of the current window, it waits for the next one.
 inline void wait_clear_of_window_edge(std::chrono::seconds window,
                                       std::chrono::seconds margin = std::chrono::seconds(120)) {
-  const auto now = std::chrono::duration_cast<std::chrono::seconds>(
-      std::chrono::system_clock::now().time_since_epoch());
+  const auto now =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch());
   const auto left = window - now % window;
   if (left < margin) std::this_thread::sleep_for(left + std::chrono::seconds(1));
 }

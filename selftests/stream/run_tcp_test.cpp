@@ -20,8 +20,8 @@
 
 #include "selftests/lib/child_process.h"
 #include "selftests/lib/require_root.h"
-#include "selftests/lib/test_cgroup.h"
 #include "selftests/lib/test_bpffs.h"
+#include "selftests/lib/test_cgroup.h"
 
 namespace {
 

@@ -13,8 +13,8 @@
 #include "ctl/http_args.h"
 #include "selftests/lib/child_process.h"
 #include "selftests/lib/require_root.h"
-#include "selftests/tls/tls_harness.h"
 #include "selftests/lib/test_bpffs.h"
+#include "selftests/tls/tls_harness.h"
 
 namespace {
 
@@ -233,9 +233,7 @@ class GuardFaultsRun : public ::testing::Test {
     env_ = {"FAULTLINE_CA_DIR=" + dir_.file("ca"), "FAULTLINE_RUN_DIR=" + dir_.file("run"),
             "FAULTLINE_BPFFS_ROOT=" + bpffs_, "SSL_CERT_FILE=", "CURL_CA_BUNDLE="};
   }
-  void TearDown() override {
-    fltest::remove_test_bpffs_root(bpffs_);
-  }
+  void TearDown() override { fltest::remove_test_bpffs_root(bpffs_); }
 
   CommandResult faultctl(std::vector<std::string> args) {
     args.insert(args.begin(), FAULTCTL_PATH);

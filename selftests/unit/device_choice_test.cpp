@@ -1,9 +1,9 @@
 // The device choice of packet faults: routes in, devices out (no kernel needed),
 // and the rule for which targets are looked up at all.
+#include "userspace/faults/packet/device_choice.h"
+
 #include <gtest/gtest.h>
 #include <linux/rtnetlink.h>
-
-#include "userspace/faults/packet/device_choice.h"
 
 namespace faultline {
 namespace {

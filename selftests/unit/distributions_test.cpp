@@ -1,9 +1,9 @@
 // Jitter tables: zero mean, the documented spread, a long tail for pareto.
+#include "userspace/faults/packet/distributions.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
-
-#include "userspace/faults/packet/distributions.h"
 
 namespace faultline {
 namespace {

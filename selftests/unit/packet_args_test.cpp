@@ -1,20 +1,20 @@
 // faultctl run KIND (packet faults) flag parsing: good specs parse, and every bad one names its flag.
+#include "ctl/packet_args.h"
+
 #include <gtest/gtest.h>
 
 #include <sstream>
 #include <variant>
 
 #include "parse_words.h"
-#include "ctl/packet_args.h"
 
 namespace faultline {
 namespace {
 
-
 TEST(PacketArgs, LossWithEveryScopeField) {
-  auto r = args_of(parse_packet_args(split(
-      "loss --target 10.0.0.0/8 --source 192.168.1.0/24 --port 80-90 --proto tcp --direction both --percent 30 "
-      "--correlation 25 --duration 30s --netns blue --dev eth0")));
+  auto r = args_of(parse_packet_args(
+      split("loss --target 10.0.0.0/8 --source 192.168.1.0/24 --port 80-90 --proto tcp --direction both --percent 30 "
+            "--correlation 25 --duration 30s --netns blue --dev eth0")));
   ASSERT_TRUE(r.ok()) << r.error().message;
   const FaultSpec& s = r->spec;
   EXPECT_EQ(s.kind, FaultKind::Loss);
@@ -52,8 +52,8 @@ TEST(PacketArgs, GilbertElliottDefaults) {
 }
 
 TEST(PacketArgs, CapAndDelayedStart) {
-  auto r = args_of(parse_packet_args(split(
-      "loss --target 10.0.0.1 --percent 100 --max-injections 20 --start-after 2s --duration 10s")));
+  auto r = args_of(parse_packet_args(
+      split("loss --target 10.0.0.1 --percent 100 --max-injections 20 --start-after 2s --duration 10s")));
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->spec.max_injections, 20u);
   EXPECT_EQ(r->spec.start_after_ns, 2'000'000'000ULL);
@@ -81,7 +81,8 @@ TEST(PacketArgs, BadCapsAndStartsNameTheirFlag) {
 }
 
 TEST(PacketArgs, SeedGivenOrDrawnIsInThePlanAndTheSummary) {
-  auto r = args_of(parse_packet_args(split("loss --target 10.0.0.1 --percent 30 --seed 18446744073709551615 --duration 10s")));
+  auto r = args_of(
+      parse_packet_args(split("loss --target 10.0.0.1 --percent 30 --seed 18446744073709551615 --duration 10s")));
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->spec.seed, std::optional<uint64_t>(18446744073709551615ULL));
   EXPECT_FALSE(r->spec.seed_drawn);
@@ -120,7 +121,8 @@ TEST(PacketArgs, BadSeedsNameTheFlag) {
     ASSERT_FALSE(r.ok()) << line;
     EXPECT_NE(r.error().message.find(needle), std::string::npos) << line << " -> " << r.error().message;
   }
-  for (const char* kind : {"partition --target 10.0.0.1", "flowdrop --target 10.0.0.1", "bandwidth --rate 1mbit --target 10.0.0.1"}) {
+  for (const char* kind :
+       {"partition --target 10.0.0.1", "flowdrop --target 10.0.0.1", "bandwidth --rate 1mbit --target 10.0.0.1"}) {
     auto r = args_of(parse_packet_args(split(std::string(kind) + " --seed 42 --duration 10s")));
     ASSERT_FALSE(r.ok()) << kind;
     EXPECT_NE(r.error().message.find("--seed does not apply to a"), std::string::npos) << r.error().message;
@@ -135,9 +137,9 @@ TEST(PacketArgs, DnsDomainsAreNormalised) {
 }
 
 TEST(PacketArgs, GuardrailFlags) {
-  auto r = args_of(parse_packet_args(split(
-      "loss --percent 10 --target 10.0.0.1 --duration 10s --health-url http://10.0.0.2:8080/healthz "
-      "--health-max-latency 250ms --interval 500ms --json --dry-run --attach tc")));
+  auto r = args_of(parse_packet_args(
+      split("loss --percent 10 --target 10.0.0.1 --duration 10s --health-url http://10.0.0.2:8080/healthz "
+            "--health-max-latency 250ms --interval 500ms --json --dry-run --attach tc")));
   ASSERT_TRUE(r.ok()) << r.error().message;
   ASSERT_TRUE(r->flags.guardrails.health.has_value());
   EXPECT_EQ(r->flags.guardrails.health->max_latency_ns, 250'000'000ULL);
@@ -159,8 +161,7 @@ TEST_P(PacketArgsBad, RefusedWithAMessageNamingTheProblem) {
   auto r = args_of(parse_packet_args(split(c.args)));
   ASSERT_FALSE(r.ok()) << "accepted: " << c.args;
   EXPECT_NE(r.error().err, 0);
-  EXPECT_NE(r.error().message.find(c.expect), std::string::npos)
-      << "for '" << c.args << "' got: " << r.error().message;
+  EXPECT_NE(r.error().message.find(c.expect), std::string::npos) << "for '" << c.args << "' got: " << r.error().message;
   EXPECT_EQ(r.error().message.find('\n'), std::string::npos) << "not one line: " << r.error().message;
 }
 
@@ -221,28 +222,34 @@ const BadCase kBad[] = {
     {"bandwidth --rate 1bit --target 10.0.0.1 --duration 1s", "minimum"},
     {"corrupt --target 10.0.0.1 --duration 1s", "--percent is required"},
     {"loss --percent 10 --target 10.0.0.1 --duration 1s --health-url ftp://x", "not an http:// or https:// URL"},
-    {"loss --percent 10 --target 10.0.0.1 --duration 1s --health-url http://x/ --health-ca /etc/hostname", "is for an https://"},
+    {"loss --percent 10 --target 10.0.0.1 --duration 1s --health-url http://x/ --health-ca /etc/hostname",
+     "is for an https://"},
     {"loss --percent 10 --target 10.0.0.1 --duration 1s --health-url http://h:99999/", "ports are 1-65535"},
     {"loss --percent 10 --target 10.0.0.1 --duration 1s --interval 1s", "give --health-url or --prometheus-url too"},
     {"loss --percent 10 --target 10.0.0.1 --duration 1s --health-url http://h/ --interval 1ms", "--interval"},
-    {"loss --percent 10 --target 10.0.0.1 --duration 1s --health-url http://h/ --health-max-latency 2m", "--health-max-latency"},
+    {"loss --percent 10 --target 10.0.0.1 --duration 1s --health-url http://h/ --health-max-latency 2m",
+     "--health-max-latency"},
     {"loss --percent 10 --target 10.0.0.1 --duration 1s --bogus", "bogus"},
     {"loss --percent 10 --target 10.0.0.1 --duration", "duration"},
     {"loss extra --percent 10 --target 10.0.0.1 --duration 1s", "unexpected argument"},
     {"loss --percent 10 --target 10.0.0.1 --dev averyveryverylongname --duration 1s", "--dev"},
     {"loss --percent 10 --target no-such-host.invalid --duration 1s", "does not resolve"},
-    {"loss --percent 10 --target 10.0.0.1 --duration 1s --kernel-signal cpu_load --abort-above 3", "--kernel-signal 'cpu_load'"},
+    {"loss --percent 10 --target 10.0.0.1 --duration 1s --kernel-signal cpu_load --abort-above 3",
+     "--kernel-signal 'cpu_load'"},
     {"loss --percent 10 --target 10.0.0.1 --duration 1s --kernel-signal tcp_retransmits", "needs --abort-above"},
-    {"loss --percent 10 --target 10.0.0.1 --duration 1s --kernel-signal tcp_retransmits --abort-above x", "not a number"},
-    {"loss --percent 10 --target 10.0.0.1 --duration 1s --abort-above 5", "give --kernel-signal, --query or --slo-burn-rate too"},
+    {"loss --percent 10 --target 10.0.0.1 --duration 1s --kernel-signal tcp_retransmits --abort-above x",
+     "not a number"},
+    {"loss --percent 10 --target 10.0.0.1 --duration 1s --abort-above 5",
+     "give --kernel-signal, --query or --slo-burn-rate too"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Bad, PacketArgsBad, ::testing::ValuesIn(kBad),
                          [](const ::testing::TestParamInfo<BadCase>& i) { return "case" + std::to_string(i.index); });
 
 TEST(PacketArgs, KernelSignalGuardrail) {
-  auto r = args_of(parse_packet_args(split(
-      "loss --percent 10 --target 10.0.0.1 --duration 10s --kernel-signal tcp_retransmits --abort-above 50 --signal-window 2s")));
+  auto r =
+      args_of(parse_packet_args(split("loss --percent 10 --target 10.0.0.1 --duration 10s --kernel-signal "
+                                      "tcp_retransmits --abort-above 50 --signal-window 2s")));
   ASSERT_TRUE(r.ok()) << r.error().message;
   ASSERT_TRUE(r->flags.guardrails.kernel_signal.has_value());
   EXPECT_EQ(r->flags.guardrails.kernel_signal->signal, "tcp_retransmits");

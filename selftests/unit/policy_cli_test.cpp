@@ -34,7 +34,8 @@ TEST(PolicyCli, ValidPrintsOneSummaryLineExitZero) {
 TEST(PolicyCli, EveryErrorOnItsOwnLineExitTwo) {
   const std::string f = temp_policy(
       "apiVersion: faultline.dev/v1\nkind: Policy\nmetadata: {name: t}\nspec:\n  egress:\n"
-      "    - all: true\n      mode: enforced\n      rules:\n        - {name: a, action: deny, cidr: 10.0.0.0/8, ports: [0]}\n");
+      "    - all: true\n      mode: enforced\n      rules:\n        - {name: a, action: deny, cidr: 10.0.0.0/8, ports: "
+      "[0]}\n");
   auto r = fltest::run_command({kCtl, "policy", "validate", f});
   ::unlink(f.c_str());
   EXPECT_TRUE(r.status.is(2)) << r.describe();
@@ -44,7 +45,8 @@ TEST(PolicyCli, EveryErrorOnItsOwnLineExitTwo) {
 }
 
 TEST(PolicyCli, CompileRefusesAnInvalidPolicyWithTheSameErrors) {
-  const std::string f = temp_policy("apiVersion: faultline.dev/v1\nkind: Policy\nmetadata: {name: t}\nspec: {egres: []}\n");
+  const std::string f =
+      temp_policy("apiVersion: faultline.dev/v1\nkind: Policy\nmetadata: {name: t}\nspec: {egres: []}\n");
   auto r = fltest::run_command({kCtl, "policy", "compile", f, "--json"});
   ::unlink(f.c_str());
   EXPECT_TRUE(r.status.is(2)) << r.describe();
@@ -74,7 +76,8 @@ TEST(PolicyCli, StdinAndBadWords) {
   fltest::SpawnOptions o;
   auto missing = fltest::run_command({kCtl, "policy", "validate", "/nonexistent/policy.yaml"});
   EXPECT_TRUE(missing.status.is(2)) << missing.describe();
-  EXPECT_EQ(missing.err, "faultctl policy validate: /nonexistent/policy.yaml: cannot read: No such file or directory\n");
+  EXPECT_EQ(missing.err,
+            "faultctl policy validate: /nonexistent/policy.yaml: cannot read: No such file or directory\n");
   auto action = fltest::run_command({kCtl, "policy", "suggestions", "x.yaml"});
   EXPECT_TRUE(action.status.is(2)) << action.describe();
   EXPECT_NE(action.err.find("unknown action 'suggestions'"), std::string::npos) << action.describe();
@@ -98,7 +101,8 @@ TEST(PolicyCli, StdinAndBadWords) {
 // yaml-cpp 0.7 never returns on this input (found by the fuzz target): the
 // command gives up after 10 s with one line, exit 2.
 TEST(PolicyCli, AParserThatNeverReturnsIsCutOff) {
-  const std::string f = std::string(FAULTLINE_SOURCE_DIR) + "/selftests/fuzz/known-hangs/policy_parse_yaml_cpp_flow_loop";
+  const std::string f =
+      std::string(FAULTLINE_SOURCE_DIR) + "/selftests/fuzz/known-hangs/policy_parse_yaml_cpp_flow_loop";
   auto r = fltest::run_command({kCtl, "policy", "validate", f}, {}, 30s);
   EXPECT_TRUE(r.status.is(2)) << r.describe();
   EXPECT_EQ(r.err, "faultctl policy validate: " + f +

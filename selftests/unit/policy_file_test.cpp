@@ -28,15 +28,12 @@ const MalformedPolicy kMalformed[] = {
     {"syntax_unclosed_flow",
      "apiVersion: faultline.dev/v1\nkind: Policy\nmetadata: {name: t\nspec: {}\n",
      {"F:4:5: <document>: not YAML or JSON: end of map flow not found"}},
-    {"empty_file",
-     "",
-     {"F:1:1: <document>: empty: expected a Policy (apiVersion, kind, metadata, spec)"}},
+    {"empty_file", "", {"F:1:1: <document>: empty: expected a Policy (apiVersion, kind, metadata, spec)"}},
     {"two_documents",
-     FL_HEAD "  egress: []\n---\napiVersion: faultline.dev/v1\nkind: Policy\nmetadata:\n  name: t\nspec:\n  egress: []\n",
+     FL_HEAD
+     "  egress: []\n---\napiVersion: faultline.dev/v1\nkind: Policy\nmetadata:\n  name: t\nspec:\n  egress: []\n",
      {"F:8:1: <document>: one policy per file (found 2 documents)"}},
-    {"top_level_list",
-     "- apiVersion: faultline.dev/v1\n",
-     {"F:1:1: <document>: expected a mapping, found a list"}},
+    {"top_level_list", "- apiVersion: faultline.dev/v1\n", {"F:1:1: <document>: expected a mapping, found a list"}},
     {"api_version_wrong",
      "apiVersion: faultline.dev/v2\nkind: Policy\nmetadata:\n  name: t\nspec:\n  egress: []\n",
      {"F:1:13: apiVersion: 'faultline.dev/v2': expected faultline.dev/v1"}},
@@ -46,15 +43,14 @@ const MalformedPolicy kMalformed[] = {
     {"kind_wrong",
      "apiVersion: faultline.dev/v1\nkind: NetworkChaos\nmetadata:\n  name: t\nspec:\n  egress: []\n",
      {"F:2:7: kind: 'NetworkChaos': expected Policy"}},
-    {"unknown_top_field",
-     FL_HEAD "  egress: []\nstatus: {}\n",
-     {"F:7:1: status: unknown field 'status'"}},
+    {"unknown_top_field", FL_HEAD "  egress: []\nstatus: {}\n", {"F:7:1: status: unknown field 'status'"}},
     {"metadata_missing",
      "apiVersion: faultline.dev/v1\nkind: Policy\nspec:\n  egress: []\n",
      {"F:1:1: metadata: missing (required): metadata: {name: NAME}"}},
     {"metadata_name_bad",
      "apiVersion: faultline.dev/v1\nkind: Policy\nmetadata:\n  name: bad name!\nspec:\n  egress: []\n",
-     {"F:4:9: metadata.name: 'bad name!': letters, digits, '-', '_' and '.', starting with a letter or digit, at most 253"}},
+     {"F:4:9: metadata.name: 'bad name!': letters, digits, '-', '_' and '.', starting with a letter or digit, at most "
+      "253"}},
     {"metadata_unknown_field",
      "apiVersion: faultline.dev/v1\nkind: Policy\nmetadata:\n  name: t\n  labels: {}\nspec:\n  egress: []\n",
      {"F:5:3: metadata.labels: unknown field 'labels'"}},
@@ -70,12 +66,8 @@ const MalformedPolicy kMalformed[] = {
     {"spec_unknown_field",
      FL_HEAD "  egres: []\n",
      {"F:6:3: spec.egres: unknown field 'egres' (did you mean 'egress'?)"}},
-    {"egress_mapping",
-     FL_HEAD "  egress:\n    all: true\n",
-     {"F:7:5: spec.egress: expected a list, found a mapping"}},
-    {"egress_null",
-     FL_HEAD "  egress:\n",
-     {"F:7:1: spec.egress: expected a list, found nothing (write [] for none)"}},
+    {"egress_mapping", FL_HEAD "  egress:\n    all: true\n", {"F:7:5: spec.egress: expected a list, found a mapping"}},
+    {"egress_null", FL_HEAD "  egress:\n", {"F:7:1: spec.egress: expected a list, found nothing (write [] for none)"}},
     {"scope_no_target",
      FL_HEAD "  egress:\n    - mode: enforce\n",
      {"F:7:7: spec.egress[0]: missing the scope: give cgroup: PATH or all: true"}},
@@ -90,7 +82,8 @@ const MalformedPolicy kMalformed[] = {
      {"F:7:12: spec.egress[0].all: expected true or false, found 'true'"}},
     {"scope_cgroup_relative",
      FL_HEAD "  egress:\n    - cgroup: system.slice/web.service\n",
-     {"F:7:15: spec.egress[0].cgroup: 'system.slice/web.service': a path below the cgroup2 root, starting with / (/system.slice/web.service)"}},
+     {"F:7:15: spec.egress[0].cgroup: 'system.slice/web.service': a path below the cgroup2 root, starting with / "
+      "(/system.slice/web.service)"}},
     {"scope_cgroup_dotdot",
      FL_HEAD "  egress:\n    - cgroup: /system.slice/../web\n",
      {"F:7:15: spec.egress[0].cgroup: '/system.slice/../web': no '..' or empty components"}},
@@ -143,95 +136,135 @@ const MalformedPolicy kMalformed[] = {
      FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - 10.0.0.0/8\n",
      {"F:10:11: spec.egress[0].rules[0]: expected a mapping, found '10.0.0.0/8'"}},
     {"rule_missing_name",
-     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - action: deny\n          cidr: 10.0.0.0/8\n",
+     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - action: deny\n          cidr: "
+             "10.0.0.0/8\n",
      {"F:10:11: spec.egress[0].rules[0].name: missing (required)"}},
     {"rule_name_bad",
-     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - name: -x\n          action: deny\n          cidr: 10.0.0.0/8\n",
-     {"F:10:17: spec.egress[0].rules[0].name: '-x': letters, digits, '-', '_' and '.', starting with a letter or digit, at most 63"}},
+     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - name: -x\n          action: "
+             "deny\n          cidr: 10.0.0.0/8\n",
+     {"F:10:17: spec.egress[0].rules[0].name: '-x': letters, digits, '-', '_' and '.', starting with a letter or "
+      "digit, at most 63"}},
     {"rule_missing_action",
-     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - name: a\n          cidr: 10.0.0.0/8\n",
+     FL_HEAD
+     "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - name: a\n          cidr: 10.0.0.0/8\n",
      {"F:10:11: spec.egress[0].rules[0].action: missing (required)"}},
     {"rule_action_permit",
-     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - name: a\n          action: permit\n          cidr: 10.0.0.0/8\n",
+     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - name: a\n          action: "
+             "permit\n          cidr: 10.0.0.0/8\n",
      {"F:11:19: spec.egress[0].rules[0].action: 'permit': expected allow or deny"}},
     {"rule_cidr_and_host",
-     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - name: a\n          action: deny\n          cidr: 10.0.0.0/8\n          host: example.com\n",
+     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - name: a\n          action: "
+             "deny\n          cidr: 10.0.0.0/8\n          host: example.com\n",
      {"F:13:11: spec.egress[0].rules[0]: give one of cidr and host, not both"}},
     {"rule_no_destination",
-     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - name: a\n          action: deny\n",
-     {"F:10:11: spec.egress[0].rules[0]: missing the destination: give cidr (10.0.0.0/8) or host (api.example.com, *.example.com)"}},
+     FL_HEAD
+     "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - name: a\n          action: deny\n",
+     {"F:10:11: spec.egress[0].rules[0]: missing the destination: give cidr (10.0.0.0/8) or host (api.example.com, "
+      "*.example.com)"}},
     {"rule_cidr_host_bits",
-     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: deny, cidr: 10.0.0.1/8}\n",
+     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: deny, cidr: "
+             "10.0.0.1/8}\n",
      {"F:10:41: spec.egress[0].rules[0].cidr: '10.0.0.1/8' has host bits set beyond the prefix length"}},
     {"rule_cidr_not_address",
-     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: deny, cidr: 300.1.1.1}\n",
+     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: deny, cidr: "
+             "300.1.1.1}\n",
      {"F:10:41: spec.egress[0].rules[0].cidr: '300.1.1.1' is not an IPv4 or IPv6 address or CIDR"}},
     {"rule_cidr_v6_too_long",
-     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: deny, cidr: \"fd00::/129\"}\n",
+     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: deny, cidr: "
+             "\"fd00::/129\"}\n",
      {"F:10:41: spec.egress[0].rules[0].cidr: 'fd00::/129': an IPv6 prefix is at most /128"}},
     {"rule_host_underscore",
-     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: allow, host: api_x.example.com}\n",
+     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: allow, host: "
+             "api_x.example.com}\n",
      {"F:10:42: spec.egress[0].rules[0].host: 'api_x.example.com': 'api_x': letters, digits and '-' only (lowercase)"}},
     {"rule_host_wildcard_tld",
-     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: allow, host: \"*.com\"}\n",
-     {"F:10:42: spec.egress[0].rules[0].host: '*.com': a wildcard needs a suffix of two labels at least (*.example.com)"}},
+     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: allow, host: "
+             "\"*.com\"}\n",
+     {"F:10:42: spec.egress[0].rules[0].host: '*.com': a wildcard needs a suffix of two labels at least "
+      "(*.example.com)"}},
     {"rule_host_wildcard_middle",
-     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: allow, host: \"api.*.example.com\"}\n",
-     {"F:10:42: spec.egress[0].rules[0].host: 'api.*.example.com': a wildcard is only '*.' at the start (*.example.com)"}},
+     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: allow, host: "
+             "\"api.*.example.com\"}\n",
+     {"F:10:42: spec.egress[0].rules[0].host: 'api.*.example.com': a wildcard is only '*.' at the start "
+      "(*.example.com)"}},
     {"rule_host_trailing_dot",
-     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: allow, host: example.com.}\n",
+     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: allow, host: "
+             "example.com.}\n",
      {"F:10:42: spec.egress[0].rules[0].host: 'example.com.': write the name without the trailing dot"}},
     {"rule_host_address",
-     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: allow, host: 10.1.2.3}\n",
+     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: allow, host: "
+             "10.1.2.3}\n",
      {"F:10:42: spec.egress[0].rules[0].host: '10.1.2.3': an address: write it as cidr"}},
     {"rule_ports_empty",
-     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: allow, cidr: 10.0.0.0/8, ports: []}\n",
+     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: allow, cidr: "
+             "10.0.0.0/8, ports: []}\n",
      {"F:10:61: spec.egress[0].rules[0].ports: an empty list: leave ports out for any port"}},
     {"rule_port_too_big",
-     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: allow, cidr: 10.0.0.0/8, ports: [80, 70000]}\n",
+     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: allow, cidr: "
+             "10.0.0.0/8, ports: [80, 70000]}\n",
      {"F:10:66: spec.egress[0].rules[0].ports[1]: '70000': ports are 1-65535"}},
     {"rule_port_range_backwards",
-     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: allow, cidr: 10.0.0.0/8, ports: [\"90-80\"]}\n",
+     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: allow, cidr: "
+             "10.0.0.0/8, ports: [\"90-80\"]}\n",
      {"F:10:62: spec.egress[0].rules[0].ports[0]: '90-80': the range ends before it starts"}},
     {"rule_port_zero",
-     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: allow, cidr: 10.0.0.0/8, ports: [0]}\n",
+     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: allow, cidr: "
+             "10.0.0.0/8, ports: [0]}\n",
      {"F:10:62: spec.egress[0].rules[0].ports[0]: '0': ports are 1-65535"}},
     {"rule_port_word",
-     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: allow, cidr: 10.0.0.0/8, ports: [https]}\n",
+     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: allow, cidr: "
+             "10.0.0.0/8, ports: [https]}\n",
      {"F:10:62: spec.egress[0].rules[0].ports[0]: 'https' is not a port or port range (80 or 8000-8100)"}},
     {"rule_ports_scalar",
-     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: allow, cidr: 10.0.0.0/8, ports: 443}\n",
+     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: allow, cidr: "
+             "10.0.0.0/8, ports: 443}\n",
      {"F:10:61: spec.egress[0].rules[0].ports: expected a list, found '443'"}},
     {"rule_port_list_item",
-     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: allow, cidr: 10.0.0.0/8, ports: [[80]]}\n",
+     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: allow, cidr: "
+             "10.0.0.0/8, ports: [[80]]}\n",
      {"F:10:62: spec.egress[0].rules[0].ports[0]: expected a port (443) or a range (8000-8100), found a list"}},
     {"rule_proto_sctp",
-     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: allow, cidr: 10.0.0.0/8, proto: sctp}\n",
+     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: allow, cidr: "
+             "10.0.0.0/8, proto: sctp}\n",
      {"F:10:61: spec.egress[0].rules[0].proto: 'sctp': expected tcp or udp (leave it out for both)"}},
     {"rule_names_repeat",
-     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: allow, cidr: 10.0.0.0/8}\n        - {name: a, action: deny, cidr: 10.1.0.0/16}\n",
+     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: allow, cidr: "
+             "10.0.0.0/8}\n        - {name: a, action: deny, cidr: 10.1.0.0/16}\n",
      {"F:11:18: spec.egress[0].rules[1].name: 'a' is also the name of rules[0]"}},
     {"rule_unknown_field",
-     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: allow, cidr: 10.0.0.0/8, port: [80]}\n",
+     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: allow, cidr: "
+             "10.0.0.0/8, port: [80]}\n",
      {"F:10:54: spec.egress[0].rules[0].port: unknown field 'port' (did you mean 'ports'?)"}},
     {"rule_reason_list",
-     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: allow, cidr: 10.0.0.0/8, reason: [x]}\n",
+     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: a, action: allow, cidr: "
+             "10.0.0.0/8, reason: [x]}\n",
      {"F:10:62: spec.egress[0].rules[0].reason: expected text, found a list"}},
     {"rules_nine_overlapping_denies",
-     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: d0, action: deny, cidr: 10.0.0.0/8}\n        - {name: d1, action: deny, cidr: 10.0.0.0/9}\n        - {name: d2, action: deny, cidr: 10.0.0.0/10}\n        - {name: d3, action: deny, cidr: 10.0.0.0/11}\n        - {name: d4, action: deny, cidr: 10.0.0.0/12}\n        - {name: d5, action: deny, cidr: 10.0.0.0/13}\n        - {name: d6, action: deny, cidr: 10.0.0.0/14}\n        - {name: d7, action: deny, cidr: 10.0.0.0/15}\n        - {name: d8, action: deny, cidr: 10.0.0.0/16}\n",
+     FL_HEAD "  egress:\n    - all: true\n      mode: enforce\n      rules:\n        - {name: d0, action: deny, cidr: "
+             "10.0.0.0/8}\n        - {name: d1, action: deny, cidr: 10.0.0.0/9}\n        - {name: d2, action: deny, "
+             "cidr: 10.0.0.0/10}\n        - {name: d3, action: deny, cidr: 10.0.0.0/11}\n        - {name: d4, action: "
+             "deny, cidr: 10.0.0.0/12}\n        - {name: d5, action: deny, cidr: 10.0.0.0/13}\n        - {name: d6, "
+             "action: deny, cidr: 10.0.0.0/14}\n        - {name: d7, action: deny, cidr: 10.0.0.0/15}\n        - "
+             "{name: d8, action: deny, cidr: 10.0.0.0/16}\n",
      {"F:7:7: spec.egress[0].rules: more than 8 deny rules overlap on 10.0.0.0/16 (one rule per port entry counts)"}},
     {"json_proto",
-     "{\"apiVersion\": \"faultline.dev/v1\", \"kind\": \"Policy\", \"metadata\": {\"name\": \"t\"},\n \"spec\": {\"egress\": [{\"all\": true, \"mode\": \"enforce\", \"rules\": [\n  {\"name\": \"r\", \"action\": \"deny\", \"cidr\": \"10.0.0.0/8\", \"proto\": \"icmp\"}]}]}}\n",
+     "{\"apiVersion\": \"faultline.dev/v1\", \"kind\": \"Policy\", \"metadata\": {\"name\": \"t\"},\n \"spec\": "
+     "{\"egress\": [{\"all\": true, \"mode\": \"enforce\", \"rules\": [\n  {\"name\": \"r\", \"action\": \"deny\", "
+     "\"cidr\": \"10.0.0.0/8\", \"proto\": \"icmp\"}]}]}}\n",
      {"F:3:66: spec.egress[0].rules[0].proto: 'icmp': expected tcp or udp (leave it out for both)"}},
     {"json_unknown_field",
-     "{\"apiVersion\": \"faultline.dev/v1\", \"kind\": \"Policy\", \"metadata\": {\"name\": \"t\"},\n \"spec\": {\"egress\": [{\"all\": true, \"mode\": \"enforce\", \"rules\": [\n  {\"name\": \"r\", \"acton\": \"deny\", \"cidr\": \"10.0.0.0/8\"}]}]}}\n",
+     "{\"apiVersion\": \"faultline.dev/v1\", \"kind\": \"Policy\", \"metadata\": {\"name\": \"t\"},\n \"spec\": "
+     "{\"egress\": [{\"all\": true, \"mode\": \"enforce\", \"rules\": [\n  {\"name\": \"r\", \"acton\": \"deny\", "
+     "\"cidr\": \"10.0.0.0/8\"}]}]}}\n",
      {"F:3:3: spec.egress[0].rules[0].action: missing (required)",
       "F:3:17: spec.egress[0].rules[0].acton: unknown field 'acton' (did you mean 'action'?)"}},
     {"json_trailing_comma",
-     "{\"apiVersion\": \"faultline.dev/v1\", \"kind\": \"Policy\",\n \"metadata\": {\"name\": \"t\"},,\n \"spec\": {\"egress\": []}}\n",
+     "{\"apiVersion\": \"faultline.dev/v1\", \"kind\": \"Policy\",\n \"metadata\": {\"name\": \"t\"},,\n \"spec\": "
+     "{\"egress\": []}}\n",
      {"F:2:28: <document>: a field name must be a plain word, found nothing"}},
     {"json_default_allow_string",
-     "{\"apiVersion\": \"faultline.dev/v1\", \"kind\": \"Policy\", \"metadata\": {\"name\": \"t\"},\n \"spec\": {\"egress\": [{\"all\": true, \"default_allow\": \"false\"}]}}\n",
+     "{\"apiVersion\": \"faultline.dev/v1\", \"kind\": \"Policy\", \"metadata\": {\"name\": \"t\"},\n \"spec\": "
+     "{\"egress\": [{\"all\": true, \"default_allow\": \"false\"}]}}\n",
      {"F:2:53: spec.egress[0].default_allow: expected true or false, found 'false'"}},
     {"fault_kind_unknown",
      FL_HEAD "  faults:\n    - {name: f, kind: los, target: 10.0.0.2, percent: 5, duration: 30s}\n",
@@ -241,36 +274,47 @@ const MalformedPolicy kMalformed[] = {
      {"F:7:7: spec.faults[0].name: missing (required)"}},
     {"fault_missing_kind",
      FL_HEAD "  faults:\n    - name: f\n      target: 10.0.0.2\n",
-     {"F:7:7: spec.faults[0].kind: missing (required): loss, latency, partition, ..., syscall, process, cpu, memory, disk"}},
+     {"F:7:7: spec.faults[0].kind: missing (required): loss, latency, partition, ..., syscall, process, cpu, memory, "
+      "disk"}},
     {"fault_unknown_field",
-     FL_HEAD "  faults:\n    - name: f\n      kind: loss\n      target: 10.0.0.2\n      precent: 5\n      duration: 30s\n",
+     FL_HEAD
+     "  faults:\n    - name: f\n      kind: loss\n      target: 10.0.0.2\n      precent: 5\n      duration: 30s\n",
      {"F:10:7: spec.faults[0].precent: unknown field 'precent' for a loss fault (did you mean 'percent'?)"}},
     {"fault_percent_over",
-     FL_HEAD "  faults:\n    - name: f\n      kind: loss\n      target: 10.0.0.2\n      percent: 200\n      duration: 30s\n",
+     FL_HEAD
+     "  faults:\n    - name: f\n      kind: loss\n      target: 10.0.0.2\n      percent: 200\n      duration: 30s\n",
      {"F:10:16: spec.faults[0].percent: --percent: '200' is outside 0-100"}},
     {"fault_duration_missing",
      FL_HEAD "  faults:\n    - name: f\n      kind: loss\n      target: 10.0.0.2\n      percent: 5\n",
      {"F:7:7: spec.faults[0]: --duration is required (at most 1h), e.g. --duration 30s"}},
     {"fault_duration_over_cap",
-     FL_HEAD "  faults:\n    - name: f\n      kind: latency\n      target: 10.0.0.2\n      delay: 100ms\n      duration: 2h\n",
+     FL_HEAD
+     "  faults:\n    - name: f\n      kind: latency\n      target: 10.0.0.2\n      delay: 100ms\n      duration: 2h\n",
      {"F:11:17: spec.faults[0].duration: --duration 120m is over the cap of 1h"}},
     {"fault_flag_of_other_kind",
-     FL_HEAD "  faults:\n    - name: f\n      kind: partition\n      target: 10.0.0.2\n      rate: 10mbit\n      duration: 30s\n",
+     FL_HEAD "  faults:\n    - name: f\n      kind: partition\n      target: 10.0.0.2\n      rate: 10mbit\n      "
+             "duration: 30s\n",
      {"F:10:13: spec.faults[0].rate: --rate does not apply to a partition fault"}},
     {"fault_invocation_option",
-     FL_HEAD "  faults:\n    - name: f\n      kind: loss\n      target: 10.0.0.2\n      percent: 5\n      duration: 30s\n      json: true\n",
+     FL_HEAD "  faults:\n    - name: f\n      kind: loss\n      target: 10.0.0.2\n      percent: 5\n      duration: "
+             "30s\n      json: true\n",
      {"F:12:7: spec.faults[0].json: 'json' is an option of one faultctl invocation, not of an experiment"}},
     {"fault_host_target",
-     FL_HEAD "  faults:\n    - name: f\n      kind: loss\n      target: [10.0.0.2, db.internal]\n      percent: 5\n      duration: 30s\n",
-     {"F:9:26: spec.faults[0].target[1]: 'db.internal' is a host name: a policy names fault targets by address or CIDR (resolving names when the policy is read is not implemented)"}},
+     FL_HEAD "  faults:\n    - name: f\n      kind: loss\n      target: [10.0.0.2, db.internal]\n      percent: 5\n    "
+             "  duration: 30s\n",
+     {"F:9:26: spec.faults[0].target[1]: 'db.internal' is a host name: a policy names fault targets by address or CIDR "
+      "(resolving names when the policy is read is not implemented)"}},
     {"fault_names_repeat",
-     FL_HEAD "  faults:\n    - {name: f, kind: dns, domains: [example.com], duration: 30s}\n    - {name: f, kind: dns, domains: [example.org], duration: 30s}\n",
+     FL_HEAD "  faults:\n    - {name: f, kind: dns, domains: [example.com], duration: 30s}\n    - {name: f, kind: dns, "
+             "domains: [example.org], duration: 30s}\n",
      {"F:8:7: spec.faults[1].name: 'f' is also the name of spec.faults[0]"}},
     {"fault_command_on_packet",
-     FL_HEAD "  faults:\n    - name: f\n      kind: loss\n      target: 10.0.0.2\n      percent: 5\n      duration: 30s\n      command: [./app]\n",
+     FL_HEAD "  faults:\n    - name: f\n      kind: loss\n      target: 10.0.0.2\n      percent: 5\n      duration: "
+             "30s\n      command: [./app]\n",
      {"F:7:7: spec.faults[0].command: only a syscall fault wraps a command"}},
     {"fault_syscall_errno",
-     FL_HEAD "  faults:\n    - name: f\n      kind: syscall\n      syscall: [connect]\n      errno: ENOPE\n      duration: 30s\n      command: [./app]\n",
+     FL_HEAD "  faults:\n    - name: f\n      kind: syscall\n      syscall: [connect]\n      errno: ENOPE\n      "
+             "duration: 30s\n      command: [./app]\n",
      {"F:10:14: spec.faults[0].errno: --errno ENOPE: not a known errno name (EIO, EACCES, ECONNREFUSED, ...)"}},
     {"fault_switch_value",
      FL_HEAD "  faults:\n    - name: f\n      kind: partition\n      force: yes\n      duration: 30s\n",
@@ -302,7 +346,11 @@ INSTANTIATE_TEST_SUITE_P(PolicyFile, Malformed, ::testing::ValuesIn(kMalformed),
 TEST(PolicyFile, TheTableHoldsAtLeastFortyCases) { EXPECT_GE(std::size(kMalformed), 40u); }
 
 TEST(PolicyFile, ErrorsAreCollectedNotJustTheFirst) {
-  PolicyParse p = parse_policy("apiVersion: faultline.dev/v1\nkind: Policy\nmetadata:\n  name: t\nspec:\n  egress:\n    - all: true\n      mode: on\n      rules:\n        - {name: a, action: deny, cidr: 10.0.0.0/40}\n  faults:\n    - {name: f, kind: loss, target: 10.0.0.2, percent: 101, duration: 30s}\n", run_fault_checker());
+  PolicyParse p = parse_policy(
+      "apiVersion: faultline.dev/v1\nkind: Policy\nmetadata:\n  name: t\nspec:\n  egress:\n    - all: true\n      "
+      "mode: on\n      rules:\n        - {name: a, action: deny, cidr: 10.0.0.0/40}\n  faults:\n    - {name: f, kind: "
+      "loss, target: 10.0.0.2, percent: 101, duration: 30s}\n",
+      run_fault_checker());
   ASSERT_EQ(p.errors.size(), 3u);
   EXPECT_EQ(p.errors[0].path, "spec.egress[0].mode");
   EXPECT_EQ(p.errors[1].path, "spec.egress[0].rules[0].cidr");

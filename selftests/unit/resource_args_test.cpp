@@ -1,19 +1,19 @@
 // faultctl run process|cpu|memory|disk flag parsing, specs and the disk arithmetic.
+#include "ctl/resource_args.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <sstream>
 #include <variant>
 
-#include "parse_words.h"
-#include "ctl/resource_args.h"
 #include "base/cgroup.h"
+#include "parse_words.h"
 #include "userspace/faults/resource/fault.h"
 #include "userspace/faults/resource/spec.h"
 
 namespace faultline {
 namespace {
-
 
 TEST(ResourceArgs, ProcessFreezeByPid) {
   auto r = args_of(parse_resource_args(split("process --pid 1234 --action freeze --duration 30s")));
@@ -56,8 +56,8 @@ TEST(ResourceArgs, CpuMemoryDisk) {
 }
 
 TEST(ResourceArgs, RecordFlags) {
-  auto r =
-      args_of(parse_resource_args({"cpu", "--cores", "1", "--duration", "10s", "--health-url", "http://127.0.0.1:8080/health",
+  auto r = args_of(
+      parse_resource_args({"cpu", "--cores", "1", "--duration", "10s", "--health-url", "http://127.0.0.1:8080/health",
                            "--hypothesis", "checkout p99 stays under 300ms", "--steady-state", "5s", "--record",
                            "/tmp/faultline-unit-record-does-not-exist", "--slo", "p99<300ms"}));
   ASSERT_TRUE(r.ok()) << r.error().message;
@@ -68,10 +68,12 @@ TEST(ResourceArgs, RecordFlags) {
   EXPECT_DOUBLE_EQ(r->flags.record->slo->threshold, 300);
   EXPECT_NE(r->flags.record->command_line.find("'checkout p99 stays under 300ms'"), std::string::npos)
       << r->flags.record->command_line;
-  auto def = args_of(parse_resource_args({"cpu", "--cores", "1", "--duration", "10s", "--health-url", "http://127.0.0.1/",
-                                  "--hypothesis", "x", "--record", "/tmp/faultline-unit-record-does-not-exist"}));
+  auto def =
+      args_of(parse_resource_args({"cpu", "--cores", "1", "--duration", "10s", "--health-url", "http://127.0.0.1/",
+                                   "--hypothesis", "x", "--record", "/tmp/faultline-unit-record-does-not-exist"}));
   ASSERT_TRUE(def.ok()) << def.error().message;
-  EXPECT_EQ(def->flags.record->steady_state_ns, 30'000'000'000ULL) << "--record measures 30s of steady state by default";
+  EXPECT_EQ(def->flags.record->steady_state_ns, 30'000'000'000ULL)
+      << "--record measures 30s of steady state by default";
 }
 
 struct BadInput {

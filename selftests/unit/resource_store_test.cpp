@@ -1,6 +1,4 @@
 // The resource-fault state folder, write-ahead undo, revert, and the detached reaper.
-#include "userspace/faults/resource/store.h"
-
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -13,6 +11,7 @@
 
 #include "userspace/faults/packet/netfault_engine.h"
 #include "userspace/faults/resource/reaper.h"
+#include "userspace/faults/resource/store.h"
 
 namespace faultline {
 namespace {

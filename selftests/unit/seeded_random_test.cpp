@@ -1,10 +1,11 @@
 // SeededRandom: the generator --seed drives, in userspace and (stepped the same
 // way) in the packet programs.
+#include "base/seeded_random.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
 
-#include "base/seeded_random.h"
 #include "base/units.h"
 
 namespace faultline {

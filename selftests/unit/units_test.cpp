@@ -1,7 +1,8 @@
 // Value parsers: durations, percents, rates, ports, prefixes.
+#include "base/units.h"
+
 #include <gtest/gtest.h>
 
-#include "base/units.h"
 #include "userspace/net/address.h"
 
 namespace faultline {

@@ -14,7 +14,8 @@ TEST(NoBpfLsm, FeaturesReportBpfLsmInactive) {
   auto r = run({bin("faultctl"), "features"});
   EXPECT_EQ(r.status.code, 0) << r.out;
   EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\nlsm_bpf_listed\s+no)"))) << r.out;
-  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\nbpf_lsm\s+no\s+LSM programs attach but bpf is not an active LSM)")))
+  EXPECT_TRUE(
+      std::regex_search(r.out, std::regex(R"(\nbpf_lsm\s+no\s+LSM programs attach but bpf is not an active LSM)")))
       << r.out;
   EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(any-syscall errno\s+(uses:\s+)?seccomp)"))) << r.out;
 }
@@ -22,8 +23,8 @@ TEST(NoBpfLsm, FeaturesReportBpfLsmInactive) {
 TEST(NoBpfLsm, PidFaultIsRefusedNotPretended) {
   write_file("/tmp/fl-vm-data", "x\n");
   Probe target;
-  auto r = run({bin("faultctl"), "run", "syscall", "--syscall", "openat", "--errno", "EACCES", "--duration", "2s", "--pid",
-                std::to_string(target.pid())});
+  auto r = run({bin("faultctl"), "run", "syscall", "--syscall", "openat", "--errno", "EACCES", "--duration", "2s",
+                "--pid", std::to_string(target.pid())});
   EXPECT_NE(r.status.code, 0) << r.out;
   EXPECT_NE(r.out.find("bpf is not an active LSM"), std::string::npos) << "the refusal must name the cause: " << r.out;
   EXPECT_EQ(target.call("open /tmp/fl-vm-data"), "OK");

@@ -165,7 +165,8 @@ TEST_F(Edt, LatencyAddsTheRequestedDelay) {
   auto base = ping(kNsA, kAddrB, 30, "0.05");
   ASSERT_EQ(base.received, 30) << base.raw;
   auto f = start_run("latency", {"--delay", "50ms", "--duration", "60s"});
-  EXPECT_NE(root_qdisc().find("qdisc fq"), std::string::npos) << "fq must be the root qdisc during the fault: " << qdiscs();
+  EXPECT_NE(root_qdisc().find("qdisc fq"), std::string::npos)
+      << "fq must be the root qdisc during the fault: " << qdiscs();
   auto p = ping(kNsA, kAddrB, 50, "0.1");
   stop(f);
   ASSERT_EQ(p.received, 50) << p.raw;
@@ -175,8 +176,8 @@ TEST_F(Edt, LatencyAddsTheRequestedDelay) {
   // Under TCG on a busy host the emulated machine's timers fire late, which only
   // ever adds delay. The mean added RTT less that lateness must be within 5% of the
   // request; the raw mean within 15%.
-  EXPECT_NEAR(added - late, 50, 2.5) << "requested 50 ms; timers " << late << " ms late; base RTT "
-                                     << mean(base.rtt_ms) << " ms; " << p.raw;
+  EXPECT_NEAR(added - late, 50, 2.5) << "requested 50 ms; timers " << late << " ms late; base RTT " << mean(base.rtt_ms)
+                                     << " ms; " << p.raw;
   EXPECT_NEAR(added, 50, 7.5) << "requested 50 ms; base RTT " << mean(base.rtt_ms) << " ms; " << p.raw;
   std::printf(
       "vmtest-figure: latency --delay 50ms on %s+fq: mean added RTT %.2f ms (%+.1f%%), median %.2f ms, "
@@ -236,8 +237,9 @@ TEST_F(Edt, UniformJitterStaysWithinTheRange) {
   // late timers push the upper one further: 2 ms (the IQR within 3.5 ms) holds a
   // correct jitter; none (0) or a doubled range (11.5) still fail.
   EXPECT_NEAR(sd_iqr, 10 / std::sqrt(3.0), 2.0) << "sd of uniform(-10, 10) is 5.77 ms; plain sd " << sd;
-  std::printf("vmtest-figure: jitter uniform 50ms+-10ms on %s: added %.1f..%.1f ms, sd %.2f ms, IQR sd %.2f ms, n=%zu\n",
-              expected_attach().c_str(), lo, hi, sd, sd_iqr, p.rtt_ms.size());
+  std::printf(
+      "vmtest-figure: jitter uniform 50ms+-10ms on %s: added %.1f..%.1f ms, sd %.2f ms, IQR sd %.2f ms, n=%zu\n",
+      expected_attach().c_str(), lo, hi, sd, sd_iqr, p.rtt_ms.size());
 }
 
 uint64_t rx_bytes_b() {

@@ -100,8 +100,9 @@ TEST(VmRedirectHandoff, TheListenerLearnsTheOriginalDestination) {
     if (::poll(&pf, 1, 30000) != 1) return;
     UniqueFd c(::accept(l.get(), nullptr, nullptr));
     auto got = faultline::find_redirected_conn(c.get());
-    seen = !got ? "error: " + got.error().describe()
-                : *got ? faultline::endpoint_text((*got)->orig, (*got)->orig_port) : "(none)";
+    seen = !got   ? "error: " + got.error().describe()
+           : *got ? faultline::endpoint_text((*got)->orig, (*got)->orig_port)
+                  : "(none)";
     char b[16];
     (void)!::recv(c.get(), b, sizeof(b), 0);
     (void)!::send(c.get(), "pong ping", 9, MSG_NOSIGNAL);

@@ -65,7 +65,8 @@ TEST_F(LsmSyscall, DryRunChoosesLsmForFileSyscalls) {
 TEST_F(LsmSyscall, OpenFailsWithEaccesForThePidOnly) {
   Probe target, other;
   ASSERT_EQ(target.call("open " + kFile), "OK");
-  auto f = start_fault({"--syscall", "openat", "--errno", "EACCES", "--duration", "3s", "--pid", std::to_string(target.pid())});
+  auto f = start_fault(
+      {"--syscall", "openat", "--errno", "EACCES", "--duration", "3s", "--pid", std::to_string(target.pid())});
   EXPECT_EQ(target.call("open " + kFile), "EACCES");
   EXPECT_EQ(target.call("open /etc/hostname"), "EACCES");
   EXPECT_EQ(other.call("open " + kFile), "OK") << "a process outside the scope must be untouched";
@@ -78,7 +79,8 @@ TEST_F(LsmSyscall, OpenFailsWithEaccesForThePidOnly) {
 // disarms it in the kernel at once: the next open passes.
 TEST_F(LsmSyscall, StatusListsItAndAbortEndsIt) {
   Probe target;
-  auto f = start_fault({"--syscall", "openat", "--errno", "EIO", "--duration", "60s", "--pid", std::to_string(target.pid())});
+  auto f = start_fault(
+      {"--syscall", "openat", "--errno", "EIO", "--duration", "60s", "--pid", std::to_string(target.pid())});
   EXPECT_EQ(target.call("open " + kFile), "EIO");
   auto st = run({bin("faultctl"), "status", "--json"});
   ASSERT_EQ(st.status.code, 0) << st.out;
@@ -110,7 +112,8 @@ TEST_F(LsmSyscall, OpenFailsWithEioForACgroupAndItsDescendants) {
 
 TEST_F(LsmSyscall, ExecIsDeniedForThePid) {
   Probe target, other;
-  auto f = start_fault({"--syscall", "execve", "--errno", "EACCES", "--duration", "3s", "--pid", std::to_string(target.pid())});
+  auto f = start_fault(
+      {"--syscall", "execve", "--errno", "EACCES", "--duration", "3s", "--pid", std::to_string(target.pid())});
   EXPECT_EQ(target.call("exec /bin/true"), "EACCES");
   EXPECT_EQ(other.call("exec /bin/true"), "EOF") << "the other process must exec (and so close the channel)";
   (void)ended(f);
@@ -144,8 +147,8 @@ void connect_refused_via(const std::string& via) {
   Probe target, other;
   const std::string op = "connect 127.0.0.1 " + l.port();
   ASSERT_EQ(target.call(op), "OK") << "before the fault";
-  std::vector<std::string> args = {"--syscall", "connect", "--errno", "ECONNREFUSED", "--duration", "3s", "--pid",
-                                   std::to_string(target.pid())};
+  std::vector<std::string> args = {"--syscall",  "connect", "--errno", "ECONNREFUSED",
+                                   "--duration", "3s",      "--pid",   std::to_string(target.pid())};
   if (!via.empty()) args.insert(args.end(), {"--via", via});
   auto f = start_fault(args, via.empty() ? "cgroup" : via);
   EXPECT_EQ(target.call(op), "ECONNREFUSED");
@@ -162,7 +165,8 @@ TEST_F(LsmSyscall, ConnectIsRefusedThroughCgroupHooksByDefault) { connect_refuse
 TEST_F(LsmSyscall, ReadAndWriteFailWithEio) {
   Probe target, other;
   const std::string out = "/tmp/fl-vm-out";
-  auto f = start_fault({"--syscall", "read,write", "--errno", "EIO", "--duration", "3s", "--pid", std::to_string(target.pid())});
+  auto f = start_fault(
+      {"--syscall", "read,write", "--errno", "EIO", "--duration", "3s", "--pid", std::to_string(target.pid())});
   EXPECT_EQ(target.call("read " + kFile), "EIO");
   EXPECT_EQ(target.call("write " + out), "EIO");
   EXPECT_EQ(other.call("read " + kFile), "OK");
@@ -175,7 +179,8 @@ TEST_F(LsmSyscall, ReadAndWriteFailWithEio) {
 
 TEST_F(LsmSyscall, UnlinkFailsWithEperm) {
   Probe target, other;
-  auto f = start_fault({"--syscall", "unlink,unlinkat", "--errno", "EPERM", "--duration", "3s", "--pid", std::to_string(target.pid())});
+  auto f = start_fault(
+      {"--syscall", "unlink,unlinkat", "--errno", "EPERM", "--duration", "3s", "--pid", std::to_string(target.pid())});
   EXPECT_EQ(target.call("unlink /tmp/fl-vm-gone-a"), "EPERM");
   EXPECT_EQ(other.call("unlink /tmp/fl-vm-gone-b"), "OK");
   (void)ended(f);
@@ -226,7 +231,8 @@ TEST_F(LsmSyscall, StartAfterLetsEarlyCallsPass) {
 // The in-kernel deadman: a stopped faultctl cannot keep the fault alive.
 TEST_F(LsmSyscall, FaultEndsAtItsExpiryEvenIfFaultctlIsStopped) {
   Probe target;
-  auto f = start_fault({"--syscall", "openat", "--errno", "EACCES", "--duration", "2s", "--pid", std::to_string(target.pid())});
+  auto f = start_fault(
+      {"--syscall", "openat", "--errno", "EACCES", "--duration", "2s", "--pid", std::to_string(target.pid())});
   f.signal(SIGSTOP);
   EXPECT_EQ(target.call("open " + kFile), "EACCES");
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
@@ -237,7 +243,8 @@ TEST_F(LsmSyscall, FaultEndsAtItsExpiryEvenIfFaultctlIsStopped) {
 
 TEST_F(LsmSyscall, KillingFaultctlEndsTheFaultAtOnce) {
   Probe target;
-  auto f = start_fault({"--syscall", "openat", "--errno", "EACCES", "--duration", "30s", "--pid", std::to_string(target.pid())});
+  auto f = start_fault(
+      {"--syscall", "openat", "--errno", "EACCES", "--duration", "30s", "--pid", std::to_string(target.pid())});
   EXPECT_EQ(target.call("open " + kFile), "EACCES");
   f.signal(SIGKILL);
   (void)f.wait(5s);

@@ -23,16 +23,26 @@ namespace {
 
 std::string errname(int e) {
   switch (e) {
-    case EACCES: return "EACCES";
-    case EIO: return "EIO";
-    case EPERM: return "EPERM";
-    case ENOENT: return "ENOENT";
-    case ECONNREFUSED: return "ECONNREFUSED";
-    case ENOBUFS: return "ENOBUFS";
-    case ENETUNREACH: return "ENETUNREACH";
-    case EAGAIN: return "EAGAIN";
-    case ECONNRESET: return "ECONNRESET";
-    default: return "errno" + std::to_string(e);
+    case EACCES:
+      return "EACCES";
+    case EIO:
+      return "EIO";
+    case EPERM:
+      return "EPERM";
+    case ENOENT:
+      return "ENOENT";
+    case ECONNREFUSED:
+      return "ECONNREFUSED";
+    case ENOBUFS:
+      return "ENOBUFS";
+    case ENETUNREACH:
+      return "ENETUNREACH";
+    case EAGAIN:
+      return "EAGAIN";
+    case ECONNRESET:
+      return "ECONNRESET";
+    default:
+      return "errno" + std::to_string(e);
   }
 }
 
@@ -52,8 +62,10 @@ std::string do_op(const std::vector<std::string>& a) {
     int n = std::atoi(a[2].c_str()), failed = 0;
     for (int i = 0; i < n; ++i) {
       int fd = ::open(a[1].c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0) ++failed;
-      else ::close(fd);
+      if (fd < 0)
+        ++failed;
+      else
+        ::close(fd);
     }
     return std::to_string(failed);
   }
@@ -192,8 +204,10 @@ int tcp_send(const char* ip, const char* port, const char* secs) {
   long long total = 0;
   while (now_ns() < end) {
     ssize_t n = ::send(s, b, sizeof(b), MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n > 0) total += n;
-    else ::usleep(1000);
+    if (n > 0)
+      total += n;
+    else
+      ::usleep(1000);
   }
   std::printf("sent %lld\n", total);
   return 0;

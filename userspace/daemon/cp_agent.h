@@ -33,11 +33,11 @@
 namespace faultline {
 
 struct AgentSettings {
-  std::string control_plane;  // http(s)://host[:port][/prefix]
-  std::string enroll_token;   // flcp_enr_...: needed until this faultd has registered
-  std::string ca_file;        // --control-plane-ca: the one CA trusted for https
-  std::string state_path;     // the state file (default <state dir>/cp-agent.json)
-  std::string version;        // faultd's version, reported at registration
+  std::string control_plane;                  // http(s)://host[:port][/prefix]
+  std::string enroll_token;                   // flcp_enr_...: needed until this faultd has registered
+  std::string ca_file;                        // --control-plane-ca: the one CA trusted for https
+  std::string state_path;                     // the state file (default <state dir>/cp-agent.json)
+  std::string version;                        // faultd's version, reported at registration
   std::map<std::string, std::string> labels;  // --label, sent at registration
 };
 

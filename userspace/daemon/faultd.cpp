@@ -15,10 +15,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
-#include <stop_token>
-#include <thread>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stop_token>
+#include <thread>
 
 #include "base/clock.h"
 #include "base/exit_code.h"
@@ -45,15 +45,13 @@ class LearnedAddressReaper {
           std::mutex mu;
           std::condition_variable_any cv;
           std::unique_lock lock(mu);
-          while (!cv.wait_for(lock, stop, std::chrono::minutes(1), [] { return false; }) &&
-                 !stop.stop_requested())
+          while (!cv.wait_for(lock, stop, std::chrono::minutes(1), [] { return false; }) && !stop.stop_requested())
             (void)reap_learned_addresses(bpffs_layout());
         }) {}
 
  private:
   std::jthread thread_;
 };
-
 
 constexpr int kHandoverVersion = 1;
 constexpr int kSuccessorStartMs = 15'000;
@@ -118,7 +116,8 @@ Result<pid_t> start_successor(const FaultdHooks& hooks, HttpServer& server, Prox
   UniqueFd memfd(::memfd_create("faultd-handover", MFD_CLOEXEC));
   if (!memfd) return errno_error("memfd_create");
   const std::string text = state.dump();
-  if (::write(memfd.get(), text.data(), text.size()) != ssize_t(text.size())) return errno_error("writing the handover");
+  if (::write(memfd.get(), text.data(), text.size()) != ssize_t(text.size()))
+    return errno_error("writing the handover");
   pass.push_back(memfd.get());
 
   // Everything the child needs is made before fork: after it, only calls that

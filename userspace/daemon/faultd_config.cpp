@@ -27,9 +27,8 @@ Result<std::string> loopback_address(const std::string& value, const std::string
       std::stoul(port) > 65535)
     return input_error(0, where + ": '" + value + "' is not HOST:PORT (or off)");
   if (host.rfind("127.", 0) != 0 && host != "[::1]")
-    return input_error(0, where + ": '" + value +
-                                   "' is not a loopback address (127.x.x.x or [::1]): " + what +
-                                   " has no authentication");
+    return input_error(0, where + ": '" + value + "' is not a loopback address (127.x.x.x or [::1]): " + what +
+                              " has no authentication");
   return value;
 }
 
@@ -191,8 +190,8 @@ Result<FaultdConfig> read_config_file(const std::string& path, FaultdConfig base
       base.restart_drain_ns = *d;
     } else {
       return input_error(0, path + ": unknown field \"" + key +
-                                     "\" (socket, metrics, foreground, toxiproxy, proxy_workers, toxic_max_duration, "
-                                     "restart_drain)");
+                                "\" (socket, metrics, foreground, toxiproxy, proxy_workers, toxic_max_duration, "
+                                "restart_drain)");
     }
   }
   return base;

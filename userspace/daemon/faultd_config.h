@@ -21,16 +21,16 @@ struct FaultdConfig {
   bool foreground = false;                               // else detach once serving
   // Toxiproxy's REST API and the proxies it makes; empty: neither ("--toxiproxy off").
   std::string toxiproxy_address = kDefaultToxiproxyAddress;
-  unsigned proxy_workers = 0;                 // io_uring event loops of the proxies; 0: one per CPU
+  unsigned proxy_workers = 0;                  // io_uring event loops of the proxies; 0: one per CPU
   uint64_t toxic_max_ns = kDefaultToxicMaxNs;  // a toxic (or a proxy taken down) ends after this
   // SIGHUP (systemctl reload): how long the old process relays the connections
   // it had, after its successor took the listeners, before it closes the rest.
   uint64_t restart_drain_ns = 30'000'000'000ULL;
   // The control plane (faultcp) this faultd takes experiments from; empty: none.
-  std::string control_plane;     // --control-plane URL
-  std::string enroll_token;      // --enroll-token, or FAULTLINE_ENROLL_TOKEN
-  std::string control_plane_ca;  // --control-plane-ca FILE
-  std::string agent_state;       // --agent-state FILE; empty: <state dir>/cp-agent.json
+  std::string control_plane;                  // --control-plane URL
+  std::string enroll_token;                   // --enroll-token, or FAULTLINE_ENROLL_TOKEN
+  std::string control_plane_ca;               // --control-plane-ca FILE
+  std::string agent_state;                    // --agent-state FILE; empty: <state dir>/cp-agent.json
   std::map<std::string, std::string> labels;  // --label KEY=VALUE (repeatable), sent at registration
 };
 
@@ -52,7 +52,8 @@ struct FaultdArgs {
 
 // The config file, a JSON object: {"socket": PATH, "metrics": "HOST:PORT" | "off",
 // "foreground": bool, "toxiproxy": "HOST:PORT" | "off", "proxy_workers": N,
-// "toxic_max_duration": "1h", "restart_drain": "30s"}; what it sets replaces base's. Unknown fields are refused, by name.
+// "toxic_max_duration": "1h", "restart_drain": "30s"}; what it sets replaces base's. Unknown fields are refused, by
+// name.
 [[nodiscard]] Result<FaultdConfig> read_config_file(const std::string& path, FaultdConfig base);
 
 [[nodiscard]] std::string faultd_usage();

@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "base/unique_fd.h"
-
 #include "userspace/daemon/metrics_text.h"
 #include "userspace/net/http_router.h"
 #include "userspace/proxy/proxy_registry.h"
@@ -31,7 +30,7 @@ class ProxyFaults {
 
   // Starts the proxy workers and the watcher (kill file, bounds; every 100 ms).
   [[nodiscard]] static Result<std::unique_ptr<ProxyFaults>> start(const ProxyOptions& options, uint64_t toxic_max_ns,
-                                                                 Log log);
+                                                                  Log log);
   ~ProxyFaults();
   ProxyFaults(const ProxyFaults&) = delete;
   ProxyFaults& operator=(const ProxyFaults&) = delete;

@@ -194,8 +194,7 @@ HttpReply populate(ProxyRegistry& reg, const HttpRequest& req) {
   };
   for (const ProxyConfig& c : wanted) {
     if (auto old = reg.get(c.name); old) {
-      if (old->config.upstream == c.upstream &&
-          (old->config.listen == c.listen || old->listen_bound == c.listen)) {
+      if (old->config.upstream == c.upstream && (old->config.listen == c.listen || old->listen_bound == c.listen)) {
         out.push_back(toxiproxy_proxy_json(*old));
         continue;
       }
@@ -221,8 +220,7 @@ HttpReply create_toxic(ProxyRegistry& reg, const HttpRequest& req, const std::st
   return json_reply(200, toxic_to_json(*added));
 }
 
-HttpReply update_toxic(ProxyRegistry& reg, const HttpRequest& req, const std::string& proxy,
-                       const std::string& name) {
+HttpReply update_toxic(ProxyRegistry& reg, const HttpRequest& req, const std::string& proxy, const std::string& name) {
   if (auto p = reg.get(proxy); !p) return registry_error(p.error(), kProxyNotFound, kProxyExists);
   auto current = reg.get_toxic(proxy, name);
   if (!current) return registry_error(current.error(), kToxicNotFound, kToxicExists);

@@ -14,13 +14,13 @@
 #include <ostream>
 #include <vector>
 
+#include "base/cgroup.h"
+#include "base/clock.h"
 #include "faultline/sockaddr_abi.h"
 #include "loader/features.h"
 #include "loader/map_ops.h"
 #include "loader/sockaddr_object.h"
-#include "base/clock.h"
 #include "userspace/net/address.h"
-#include "base/cgroup.h"
 
 namespace faultline {
 namespace {
@@ -42,9 +42,8 @@ std::vector<Row> snapshot(int flows_fd) {
       rows.push_back({endpoint_text(k.addr, k.port), k.proto == 6 ? "tcp" : k.proto == 17 ? "udp" : "ip", f});
     }
   });
-  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
-    return a.f.bytes_out + a.f.bytes_in > b.f.bytes_out + b.f.bytes_in;
-  });
+  std::sort(rows.begin(), rows.end(),
+            [](const Row& a, const Row& b) { return a.f.bytes_out + a.f.bytes_in > b.f.bytes_out + b.f.bytes_in; });
   return rows;
 }
 
@@ -53,11 +52,18 @@ void render(const std::vector<Row>& rows, const FlowTopOptions& o, std::ostream&
     nlohmann::json j = nlohmann::json::array();
     uint64_t now = coarse_monotonic_ns();  // the clock the programs stamp flows with
     for (const auto& r : rows) {
-      j.push_back({{"destination", r.dest}, {"proto", r.proto}, {"connects", r.f.connects}, {"bytes_out", r.f.bytes_out},
-                   {"bytes_in", r.f.bytes_in}, {"packets_out", r.f.packets_out}, {"packets_in", r.f.packets_in},
-                   {"last_seen_s_ago", r.f.last_seen_ns && now > r.f.last_seen_ns ? (now - r.f.last_seen_ns) / 1'000'000'000ULL : 0}});
+      j.push_back({{"destination", r.dest},
+                   {"proto", r.proto},
+                   {"connects", r.f.connects},
+                   {"bytes_out", r.f.bytes_out},
+                   {"bytes_in", r.f.bytes_in},
+                   {"packets_out", r.f.packets_out},
+                   {"packets_in", r.f.packets_in},
+                   {"last_seen_s_ago",
+                    r.f.last_seen_ns && now > r.f.last_seen_ns ? (now - r.f.last_seen_ns) / 1'000'000'000ULL : 0}});
     }
-    out << nlohmann::json{{"scope", o.cgroup.empty() ? "host" : o.cgroup}, {"time", wall_seconds()}, {"flows", j}}.dump()
+    out << nlohmann::json{{"scope", o.cgroup.empty() ? "host" : o.cgroup}, {"time", wall_seconds()}, {"flows", j}}
+               .dump()
         << std::endl;
     return;
   }
@@ -65,7 +71,8 @@ void render(const std::vector<Row>& rows, const FlowTopOptions& o, std::ostream&
   out << "faultctl top — " << (o.cgroup.empty() ? "whole host" : "cgroup " + o.cgroup) << ", " << rows.size()
       << " destinations\n";
   out << std::left << std::setw(44) << "DESTINATION" << std::setw(6) << "PROTO" << std::setw(10) << "CONNECTS"
-      << std::setw(14) << "SENT" << std::setw(14) << "RECEIVED" << "\n";
+      << std::setw(14) << "SENT" << std::setw(14) << "RECEIVED"
+      << "\n";
   for (size_t i = 0; i < rows.size() && i < o.rows; ++i) {
     const auto& r = rows[i];
     out << std::setw(44) << r.dest << std::setw(6) << r.proto << std::setw(10) << r.f.connects << std::setw(14)
@@ -97,7 +104,8 @@ int run_flow_top(const FlowTopOptions& o, std::ostream& out, std::ostream& err) 
     err << "faultctl top: " << st.error().describe() << "\n";
     return 1;
   }
-  struct sigaction sa {}, old_int {}, old_term {};
+  struct sigaction sa {
+  }, old_int{}, old_term{};
   sa.sa_handler = stop_on_signal;
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);

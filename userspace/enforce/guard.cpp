@@ -25,17 +25,17 @@
 #include <set>
 #include <tuple>
 
+#include "base/cgroup.h"
 #include "base/child.h"
 #include "base/clock.h"
+#include "base/errno_names.h"
 #include "base/exit_code.h"
 #include "loader/bpffs.h"
 #include "loader/map_ops.h"
 #include "loader/netns.h"
 #include "loader/sockaddr_object.h"
-#include "base/errno_names.h"
-#include "userspace/state/session_registry.h"
-#include "base/cgroup.h"
 #include "userspace/net/address.h"
+#include "userspace/state/session_registry.h"
 
 namespace faultline {
 namespace {
@@ -45,12 +45,18 @@ void forward_signal(int sig) { g_forward.store(sig); }
 
 const char* op_name(uint8_t op) {
   switch (op) {
-    case FL_OP_CONNECT: return "connect";
-    case FL_OP_SENDMSG: return "sendmsg";
-    case FL_OP_SOCKET: return "socket";
-    case FL_OP_BIND: return "bind";
-    case FL_OP_EGRESS: return "egress";
-    default: return "?";
+    case FL_OP_CONNECT:
+      return "connect";
+    case FL_OP_SENDMSG:
+      return "sendmsg";
+    case FL_OP_SOCKET:
+      return "socket";
+    case FL_OP_BIND:
+      return "bind";
+    case FL_OP_EGRESS:
+      return "egress";
+    default:
+      return "?";
   }
 }
 
@@ -67,8 +73,7 @@ struct EventSink {
 };
 
 std::string rule_text(const GuardOptions& o, uint32_t id) {
-  if (id == FL_SA_RULE_DEFAULT || id >= o.rules.size())
-    return o.default_deny ? "default deny" : "default allow";
+  if (id == FL_SA_RULE_DEFAULT || id >= o.rules.size()) return o.default_deny ? "default deny" : "default allow";
   const auto& r = o.rules[id];
   if (!o.policy_name.empty())
     return "rule " + r.text + ": " + (r.verdict == Verdict::Allow ? "allow" : "deny") + ", policy " + o.policy_name;
@@ -89,12 +94,18 @@ int on_event(void* ctx, void* data, size_t size) {
     sink->redirected[ep + "/" + proto_text(e->proto) + " -> " + r.target_text()]++;
   }
   if (sink->json != nullptr && sink->json->is_open()) {
-    nlohmann::json j{{"op", op_name(e->op)}, {"destination", ep}, {"proto", proto_text(e->proto)},
-                     {"verdict", decision_name(e->verdict)}, {"rule", rule}, {"pid", e->pid},
+    nlohmann::json j{{"op", op_name(e->op)},
+                     {"destination", ep},
+                     {"proto", proto_text(e->proto)},
+                     {"verdict", decision_name(e->verdict)},
+                     {"rule", rule},
+                     {"pid", e->pid},
                      {"comm", std::string(e->comm, strnlen(e->comm, sizeof(e->comm)))}};
     // Wall clock seconds of the decision, for `faultctl policy suggest --window`.
     const uint64_t boot_now = boottime_ns();
-    j["time"] = std::round((wall_seconds() - static_cast<double>(boot_now > e->ts_ns ? boot_now - e->ts_ns : 0) / 1e9) * 1000) / 1000;
+    j["time"] =
+        std::round((wall_seconds() - static_cast<double>(boot_now > e->ts_ns ? boot_now - e->ts_ns : 0) / 1e9) * 1000) /
+        1000;
     if (e->verdict == FL_V_EXFIL || e->verdict == FL_V_WOULD_EXFIL) j["bytes"] = e->bytes;
     if (e->verdict == FL_V_REDIRECT && e->rule < sink->opts->redirects.size())
       j["redirect_to"] = sink->opts->redirects[e->rule].target_text();
@@ -107,10 +118,12 @@ int on_event(void* ctx, void* data, size_t size) {
   // One line per distinct decision; repeats are counted in the summary.
   if (!sink->seen.emplace(e->op, ep, e->verdict).second) return 0;
   // One write per line, so it does not interleave with the command's own stderr.
-  std::string line = "faultline guard: " + std::string(op_name(e->op)) + " " + ep + "/" + proto_text(e->proto) +
-                     " -> " + verdict + " (" + rule + ")" +
-                     (e->verdict == FL_V_EXFIL || e->verdict == FL_V_WOULD_EXFIL ? " sent " + std::to_string(e->bytes) + " bytes" : "") + " pid " +
-                     std::to_string(e->pid) + " " + std::string(e->comm, strnlen(e->comm, sizeof(e->comm))) + "\n";
+  std::string line =
+      "faultline guard: " + std::string(op_name(e->op)) + " " + ep + "/" + proto_text(e->proto) + " -> " + verdict +
+      " (" + rule + ")" +
+      (e->verdict == FL_V_EXFIL || e->verdict == FL_V_WOULD_EXFIL ? " sent " + std::to_string(e->bytes) + " bytes"
+                                                                  : "") +
+      " pid " + std::to_string(e->pid) + " " + std::string(e->comm, strnlen(e->comm, sizeof(e->comm))) + "\n";
   *sink->log << line << std::flush;
   return 0;
 }
@@ -285,7 +298,8 @@ int Guard::run() {
   // Forward signals from before the command runs: a SIGTERM that came before the
   // handler would kill the guard alone, leaving the command running unguarded
   // and its cgroup behind.
-  struct sigaction sa {}, old_int {}, old_term {};
+  struct sigaction sa {
+  }, old_int{}, old_term{};
   sa.sa_handler = forward_signal;
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);

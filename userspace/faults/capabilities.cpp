@@ -80,8 +80,9 @@ std::vector<Capability> capabilities(const Features& f) {
   }
   {
     Capability c{"file/exec enforcement", {"BPF LSM", "fanotify permission events"}, "", ""};
-    c.why = std::string("not built yet; the kernel offers: BPF LSM ") + (f.bpf_lsm.available ? "yes" : "no (" + f.bpf_lsm.detail + ")") +
-            ", fanotify " + (f.fanotify_perm.available ? "yes" : "no");
+    c.why = std::string("not built yet; the kernel offers: BPF LSM ") +
+            (f.bpf_lsm.available ? "yes" : "no (" + f.bpf_lsm.detail + ")") + ", fanotify " +
+            (f.fanotify_perm.available ? "yes" : "no");
     caps.push_back(c);
   }
   return caps;

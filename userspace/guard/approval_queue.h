@@ -20,7 +20,7 @@ namespace faultline {
 
 // One held request as `faultctl approvals list` shows it.
 struct PendingApproval {
-  std::string id;  // "<guard pid>.<n>": names the guard too, so any guard's client finds it
+  std::string id;           // "<guard pid>.<n>": names the guard too, so any guard's client finds it
   uint64_t request_id = 0;  // the proxy's RequestHead::id
   std::string denial_id;    // the request_id its denial would carry ("req_<pid>_<n>"): faultcp's key
   std::string identity;

@@ -26,8 +26,10 @@ Status check_private_dir(const std::string& dir) {
   struct stat st {};
   if (::lstat(dir.c_str(), &st) != 0) return errno_error(dir);
   if (!S_ISDIR(st.st_mode)) return make_error(ENOTDIR, dir + ": not a folder");
-  if (st.st_uid != ::geteuid()) return make_error(EPERM, dir + ": owned by uid " + std::to_string(st.st_uid) + ", not us");
-  if ((st.st_mode & 077) != 0) return make_error(EPERM, dir + ": open to other users (mode " + std::to_string(st.st_mode & 0777) + ")");
+  if (st.st_uid != ::geteuid())
+    return make_error(EPERM, dir + ": owned by uid " + std::to_string(st.st_uid) + ", not us");
+  if ((st.st_mode & 077) != 0)
+    return make_error(EPERM, dir + ": open to other users (mode " + std::to_string(st.st_mode & 0777) + ")");
   return {};
 }
 
@@ -55,9 +57,15 @@ std::string guard_socket_path(const std::string& dir, int pid) {
 }
 
 nlohmann::json approval_json(const PendingApproval& p) {
-  return {{"id", p.id},         {"identity", p.identity},         {"method", p.method},
-          {"host", p.host},     {"path", p.path},                 {"rule", p.rule},
-          {"reason", p.reason}, {"created", rfc3339(p.created)}, {"deadline", rfc3339(p.deadline)}};
+  return {{"id", p.id},
+          {"identity", p.identity},
+          {"method", p.method},
+          {"host", p.host},
+          {"path", p.path},
+          {"rule", p.rule},
+          {"reason", p.reason},
+          {"created", rfc3339(p.created)},
+          {"deadline", rfc3339(p.deadline)}};
 }
 
 struct ApprovalSocket::State {
@@ -81,23 +89,24 @@ Result<std::unique_ptr<ApprovalSocket>> ApprovalSocket::start(const std::string&
     return HttpReply::json(200, j.dump());
   });
   for (const bool approve : {true, false}) {
-    r.add("POST", approve ? "/v1/approvals/{id}/approve" : "/v1/approvals/{id}/deny",
-          [&queue, approve](const HttpRequest& req, const PathParams& params) {
-            std::string reason;
-            if (!req.body.empty()) {
-              auto j = nlohmann::json::parse(req.body, nullptr, false);
-              if (j.is_discarded() || !j.is_object()) return HttpReply::error(400, "the body is not a JSON object");
-              if (j.contains("reason")) {
-                if (!j["reason"].is_string()) return HttpReply::error(400, "reason: expected a string");
-                reason = j["reason"].get<std::string>();
-              }
+    r.add(
+        "POST", approve ? "/v1/approvals/{id}/approve" : "/v1/approvals/{id}/deny",
+        [&queue, approve](const HttpRequest& req, const PathParams& params) {
+          std::string reason;
+          if (!req.body.empty()) {
+            auto j = nlohmann::json::parse(req.body, nullptr, false);
+            if (j.is_discarded() || !j.is_object()) return HttpReply::error(400, "the body is not a JSON object");
+            if (j.contains("reason")) {
+              if (!j["reason"].is_string()) return HttpReply::error(400, "reason: expected a string");
+              reason = j["reason"].get<std::string>();
             }
-            const std::string& id = params.at("id");
-            auto done = queue.decide(id, approve, reason);
-            if (!done) return HttpReply::error(404, done.error().message);
-            nlohmann::json j{{"id", id}, {"decision", approve ? "approve" : "deny"}, {"approval", approval_json(*done)}};
-            return HttpReply::json(200, j.dump());
-          });
+          }
+          const std::string& id = params.at("id");
+          auto done = queue.decide(id, approve, reason);
+          if (!done) return HttpReply::error(404, done.error().message);
+          nlohmann::json j{{"id", id}, {"decision", approve ? "approve" : "deny"}, {"approval", approval_json(*done)}};
+          return HttpReply::json(200, j.dump());
+        });
   }
   FL_TRY(s->state_->server.listen_unix(path, 0600, r.handler()));
   s->stop_ = UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));

@@ -27,8 +27,7 @@ bool iequals(std::string_view a, std::string_view b) {
 bool model_host(std::string_view host) {
   for (std::string_view h : {"api.anthropic.com", "api.openai.com"})
     if (iequals(host, h)) return true;
-  return iends_with(host, ".anthropic.com") || iends_with(host, ".openai.com") ||
-         iends_with(host, ".openai.azure.com");
+  return iends_with(host, ".anthropic.com") || iends_with(host, ".openai.com") || iends_with(host, ".openai.azure.com");
 }
 
 // The model APIs' endpoints, wherever they are served (a gateway, a stand-in).
@@ -312,36 +311,36 @@ RequestVerdict GuardJudge::decide_request(const RequestHead& head, const Request
   p.reason = d.reason;
   // The settle runs on the deciding thread; `this` outlives it (the queue is
   // a member, and its destructor settles what is left).
-  const std::string id = approvals_.add(
-      std::move(p),
-      [this, head, later, denial, format, rule = d.rule, call](ApprovalOutcome o, const std::string& reason) {
-        switch (o) {
-          case ApprovalOutcome::Approved:
-            approved_.fetch_add(1, std::memory_order_relaxed);
-            record(head, GuardVerdict::Allow, rule, "approved" + (reason.empty() ? "" : " (" + reason + ")"));
-            (void)later.complete(call ? forward_llm(call, true) : RequestVerdict::forward());
-            if (call) record_llm_extras(head, *call);
-            return;
-          case ApprovalOutcome::Denied:
-          case ApprovalOutcome::TimedOut: {
-            denied_.fetch_add(1, std::memory_order_relaxed);
-            if (call) drop_call(head.id);
-            Denial dn = denial;
-            if (o == ApprovalOutcome::Denied)
-              dn.reason = "denied by a person" + (reason.empty() ? "" : ": " + reason);
-            else
-              dn.reason = "no approval within the timeout" + (denial.reason.empty() ? "" : ": " + denial.reason);
-            record(head, GuardVerdict::Deny, rule, (o == ApprovalOutcome::Denied ? "denied (" : "timed out (") + dn.reason + ")");
-            (void)later.complete(RequestVerdict::answer(denial_response(dn, format, false), true));
-            return;
-          }
-          case ApprovalOutcome::Withdrawn:
-            if (call) drop_call(head.id);
-            if (options_.log)
-              options_.log("faultline guard: " + request_text(head) + " -> withdrawn (the client went away)");
-            return;
-        }
-      });
+  const std::string id = approvals_.add(std::move(p), [this, head, later, denial, format, rule = d.rule, call](
+                                                          ApprovalOutcome o, const std::string& reason) {
+    switch (o) {
+      case ApprovalOutcome::Approved:
+        approved_.fetch_add(1, std::memory_order_relaxed);
+        record(head, GuardVerdict::Allow, rule, "approved" + (reason.empty() ? "" : " (" + reason + ")"));
+        (void)later.complete(call ? forward_llm(call, true) : RequestVerdict::forward());
+        if (call) record_llm_extras(head, *call);
+        return;
+      case ApprovalOutcome::Denied:
+      case ApprovalOutcome::TimedOut: {
+        denied_.fetch_add(1, std::memory_order_relaxed);
+        if (call) drop_call(head.id);
+        Denial dn = denial;
+        if (o == ApprovalOutcome::Denied)
+          dn.reason = "denied by a person" + (reason.empty() ? "" : ": " + reason);
+        else
+          dn.reason = "no approval within the timeout" + (denial.reason.empty() ? "" : ": " + denial.reason);
+        record(head, GuardVerdict::Deny, rule,
+               (o == ApprovalOutcome::Denied ? "denied (" : "timed out (") + dn.reason + ")");
+        (void)later.complete(RequestVerdict::answer(denial_response(dn, format, false), true));
+        return;
+      }
+      case ApprovalOutcome::Withdrawn:
+        if (call) drop_call(head.id);
+        if (options_.log)
+          options_.log("faultline guard: " + request_text(head) + " -> withdrawn (the client went away)");
+        return;
+    }
+  });
   record(head, d.verdict, d.rule,
          "held for approval " + id + " (" + why + "): faultctl approvals approve " + id + " | deny " + id);
   return RequestVerdict::hold();

@@ -118,8 +118,7 @@ class GuardJudge final : public RequestJudge {
 
   std::atomic<std::shared_ptr<const GuardPolicy>> policy_;
   GuardJudgeOptions options_;
-  std::atomic<uint64_t> requests_{0}, allowed_{0}, denied_{0}, held_{0}, approved_{0}, would_deny_{0},
-      would_hold_{0};
+  std::atomic<uint64_t> requests_{0}, allowed_{0}, denied_{0}, held_{0}, approved_{0}, would_deny_{0}, would_hold_{0};
   // A tunnel's CONNECT host by the client's address, so that its SNI is judged
   // again only when it names another host (one tunnel, one decision).
   std::mutex tunnels_mu_;

@@ -13,14 +13,22 @@ namespace faultline {
 
 std::string decision_name(uint8_t v) {
   switch (v) {
-    case FL_V_ALLOW: return "allow";
-    case FL_V_DENY: return "deny";
-    case FL_V_WOULD_DENY: return "would-deny";
-    case FL_V_INJECT: return "inject";
-    case FL_V_EXFIL: return "exfil-cap";
-    case FL_V_WOULD_EXFIL: return "would-exfil-cap";
-    case FL_V_REDIRECT: return "redirect";
-    default: return "?";
+    case FL_V_ALLOW:
+      return "allow";
+    case FL_V_DENY:
+      return "deny";
+    case FL_V_WOULD_DENY:
+      return "would-deny";
+    case FL_V_INJECT:
+      return "inject";
+    case FL_V_EXFIL:
+      return "exfil-cap";
+    case FL_V_WOULD_EXFIL:
+      return "would-exfil-cap";
+    case FL_V_REDIRECT:
+      return "redirect";
+    default:
+      return "?";
   }
 }
 
@@ -197,9 +205,8 @@ Result<RedirectRule> parse_redirect(const std::string& text) {
   if (std::equal(a->addr.b, a->addr.b + 16, fl_addr{}.b) || std::equal(a->addr.b, a->addr.b + 16, any4.b))
     return make_error(EINVAL, flag + "target " + target + ": the unspecified address is not a target");
   if (a->v4 != r.dest.prefix.v4)
-    return make_error(EINVAL, flag + "the destination is " + (r.dest.prefix.v4 ? "IPv4" : "IPv6") +
-                                  " and the target " + (a->v4 ? "IPv4" : "IPv6") +
-                                  " (a redirect keeps the address family)");
+    return make_error(EINVAL, flag + "the destination is " + (r.dest.prefix.v4 ? "IPv4" : "IPv6") + " and the target " +
+                                  (a->v4 ? "IPv4" : "IPv6") + " (a redirect keeps the address family)");
   r.target = a->addr;
   r.target_port = p->lo;
   return r;

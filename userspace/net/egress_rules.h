@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "faultline/sockaddr_abi.h"
 #include "base/result.h"
 #include "base/units.h"
+#include "faultline/sockaddr_abi.h"
 #include "userspace/net/address.h"
 
 namespace faultline {

@@ -4,13 +4,12 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
-
-#include <openssl/err.h>
-#include <openssl/ssl.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -30,8 +29,7 @@ constexpr size_t kMaxPendingOut = 4 * 1024 * 1024;
 Result<sockaddr_storage> parse_tcp_address(const std::string& text, socklen_t& len) {
   sockaddr_storage ss{};
   size_t colon = text.rfind(':');
-  if (colon == std::string::npos || colon + 1 == text.size())
-    return input_error(0, "'" + text + "' is not HOST:PORT");
+  if (colon == std::string::npos || colon + 1 == text.size()) return input_error(0, "'" + text + "' is not HOST:PORT");
   std::string host = text.substr(0, colon);
   const std::string port_text = text.substr(colon + 1);
   if (port_text.size() > 5 || port_text.find_first_not_of("0123456789") != std::string::npos ||
@@ -144,7 +142,7 @@ Status HttpServer::listen_unix(const std::string& path, mode_t mode, HttpHandler
   addr.sun_family = AF_UNIX;
   if (path.empty() || path.size() >= sizeof addr.sun_path)
     return input_error(0, "unix socket path '" + path + "' is empty or longer than " +
-                                         std::to_string(sizeof addr.sun_path - 1) + " bytes");
+                              std::to_string(sizeof addr.sun_path - 1) + " bytes");
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd) return errno_error("socket(AF_UNIX)");
@@ -186,7 +184,7 @@ Status HttpServer::add_listener(std::unique_ptr<Listener> l) {
 }
 
 Result<std::string> HttpServer::listen_tls(const std::string& address, HttpHandler handler,
-                                          std::shared_ptr<HttpTlsContext> tls) {
+                                           std::shared_ptr<HttpTlsContext> tls) {
   if (!tls) return make_error(EINVAL, "listen_tls without a TLS context");
   auto bound = listen_tcp(address, std::move(handler));
   if (bound) listeners_.back()->tls = std::move(tls);
@@ -205,8 +203,8 @@ Result<std::string> HttpServer::adopt_listener(UniqueFd fd, HttpHandler handler)
   const int fl = ::fcntl(fd.get(), F_GETFL);
   if (fl < 0 || ::fcntl(fd.get(), F_SETFL, fl | O_NONBLOCK) != 0 || ::fcntl(fd.get(), F_SETFD, FD_CLOEXEC) != 0)
     return errno_error("an inherited listener: fcntl");
-  std::string where = bound.ss_family == AF_UNIX ? reinterpret_cast<sockaddr_un*>(&bound)->sun_path
-                                                 : address_text(bound);
+  std::string where =
+      bound.ss_family == AF_UNIX ? reinterpret_cast<sockaddr_un*>(&bound)->sun_path : address_text(bound);
   auto l = std::make_unique<Listener>();
   // A unix socket's file is ours from now on: removed when we go, if still it.
   struct stat st {};
@@ -409,10 +407,18 @@ ssize_t HttpServer::read_some(Connection& c, char* buf, size_t n) {
   const int r = SSL_read(c.ssl.get(), buf, static_cast<int>(std::min<size_t>(n, INT_MAX)));
   if (r > 0) return r;
   switch (SSL_get_error(c.ssl.get(), r)) {
-    case SSL_ERROR_WANT_READ: errno = EAGAIN; return -1;
-    case SSL_ERROR_WANT_WRITE: c.tls_wants_write = true; errno = EAGAIN; return -1;
-    case SSL_ERROR_ZERO_RETURN: return 0;  // close_notify
-    default: errno = EIO; return -1;       // a failed handshake, a reset, garbage
+    case SSL_ERROR_WANT_READ:
+      errno = EAGAIN;
+      return -1;
+    case SSL_ERROR_WANT_WRITE:
+      c.tls_wants_write = true;
+      errno = EAGAIN;
+      return -1;
+    case SSL_ERROR_ZERO_RETURN:
+      return 0;  // close_notify
+    default:
+      errno = EIO;
+      return -1;  // a failed handshake, a reset, garbage
   }
 }
 
@@ -423,8 +429,12 @@ ssize_t HttpServer::write_some(Connection& c, const char* buf, size_t n) {
   if (r > 0) return r;
   switch (SSL_get_error(c.ssl.get(), r)) {
     case SSL_ERROR_WANT_READ:
-    case SSL_ERROR_WANT_WRITE: errno = EAGAIN; return -1;
-    default: errno = EPIPE; return -1;
+    case SSL_ERROR_WANT_WRITE:
+      errno = EAGAIN;
+      return -1;
+    default:
+      errno = EPIPE;
+      return -1;
   }
 }
 

@@ -18,10 +18,10 @@
 namespace faultline {
 
 struct DnsAnswerOutcome {
-  bool question = false;   // a response the parser takes, with its question read
-  bool matched = false;    // a watched name matches the question
-  bool malformed = false;  // matched, and the answer section was refused
-  uint64_t qhash = 0;      // the question name's hash (fl_dns_hash_text of it)
+  bool question = false;                            // a response the parser takes, with its question read
+  bool matched = false;                             // a watched name matches the question
+  bool malformed = false;                           // matched, and the answer section was refused
+  uint64_t qhash = 0;                               // the question name's hash (fl_dns_hash_text of it)
   std::vector<std::pair<uint64_t, uint8_t>> names;  // the watched names matched (hash, wild), at most 4
   std::vector<std::pair<fl_addr, uint32_t>> addrs;  // what would be learned, with the record's TTL
 };

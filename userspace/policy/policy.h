@@ -42,9 +42,9 @@ struct PolicyRule {
   std::string name;
   Verdict action = Verdict::Allow;
   std::optional<Prefix> cidr;
-  std::string host;               // "api.example.com" or "*.example.com" (lowercase, no trailing dot)
-  std::vector<PortRange> ports;   // empty: any port
-  uint8_t proto = 0;              // 0 any, IPPROTO_TCP, IPPROTO_UDP
+  std::string host;              // "api.example.com" or "*.example.com" (lowercase, no trailing dot)
+  std::vector<PortRange> ports;  // empty: any port
+  uint8_t proto = 0;             // 0 any, IPPROTO_TCP, IPPROTO_UDP
   std::string reason;
   SourceMark mark;
   SourceMark name_mark;  // of the name's value
@@ -76,7 +76,7 @@ struct FaultField {
   std::vector<std::string> values;
   bool is_switch = false;  // written as true
   bool is_list = false;
-  SourceMark mark;         // of the key
+  SourceMark mark;  // of the key
   std::vector<SourceMark> value_marks;
 };
 
@@ -132,7 +132,7 @@ struct PolicyDecision {
   const EgressScope* scope = nullptr;  // nullptr: no scope covers the cgroup (allowed, unjudged)
   const PolicyRule* rule = nullptr;    // nullptr: the default decided
   bool allowed = true;
-  bool enforced = false;               // the scope is in enforce mode (else: reported only)
+  bool enforced = false;  // the scope is in enforce mode (else: reported only)
 };
 [[nodiscard]] const EgressScope* scope_for(const std::vector<EgressScope>& scopes, std::string_view cgroup_path);
 [[nodiscard]] PolicyDecision decide(const std::vector<EgressScope>& scopes, std::string_view cgroup_path,

@@ -109,7 +109,8 @@ std::map<std::string, std::vector<fl_addr>> resolve_for_seed(const std::vector<s
 
 // Seeds each scope's learned map with the addresses of its exact host names,
 // for the scope's dns_ttl_min (getaddrinfo gives no TTL).
-void seed_learned(const CompiledPolicy& compiled, const std::vector<std::pair<const CompiledScope*, AppliedScope*>>& scopes) {
+void seed_learned(const CompiledPolicy& compiled,
+                  const std::vector<std::pair<const CompiledScope*, AppliedScope*>>& scopes) {
   std::vector<std::string> names;
   for (const auto& [c, s] : scopes) {
     for (const auto& w : c->watched) {
@@ -193,8 +194,7 @@ Result<Prepared> prepare(const Policy& p, bool on_this_host = true) {
                                 "kernel where `faultctl features` lists DNS-learned host rules as available");
   }
   Prepared out{std::move(*c), p.egress->empty() ? std::string() : policy_json_text(p)};
-  if (out.source.size() > kMaxPolicyBytes)
-    return input_error(0, "the policy is larger than 16 MiB once written out");
+  if (out.source.size() > kMaxPolicyBytes) return input_error(0, "the policy is larger than 16 MiB once written out");
   return out;
 }
 

@@ -25,9 +25,8 @@ namespace {
 bool scope_nested_in(const EgressScope& inner, const EgressScope& outer) {
   if (outer.host_wide) return !inner.host_wide;
   if (inner.host_wide) return false;
-  return outer.cgroup == "/" ||
-         (inner.cgroup.size() > outer.cgroup.size() && inner.cgroup.starts_with(outer.cgroup) &&
-          inner.cgroup[outer.cgroup.size()] == '/');
+  return outer.cgroup == "/" || (inner.cgroup.size() > outer.cgroup.size() && inner.cgroup.starts_with(outer.cgroup) &&
+                                 inner.cgroup[outer.cgroup.size()] == '/');
 }
 
 std::string ports_text(const PortRange& p) {
@@ -59,14 +58,15 @@ Status compile_hosts(const EgressScope& s, CompiledScope& c) {
       c.watched.push_back(w);
     }
     WatchedName& w = c.watched[it->second];
-    if (w.name != r.host) return make_error(EINVAL, s.label() + ": host names " + w.name + " and " + r.host + " hash alike");
+    if (w.name != r.host)
+      return make_error(EINVAL, s.label() + ": host names " + w.name + " and " + r.host + " hash alike");
     fl_sa_bucket& b = r.action == Verdict::Deny ? w.value.deny : w.value.allow;
     std::vector<PortRange> ports = r.ports.empty() ? std::vector<PortRange>{PortRange{}} : r.ports;
     for (const auto& pr : ports) {
       if (b.n >= FL_SA_RULE_SLOTS)
         return make_error(E2BIG, s.label() + ": more than " + std::to_string(FL_SA_RULE_SLOTS) + " " +
-                                     (r.action == Verdict::Deny ? "deny" : "allow") + " rules (one per ports entry) for host " +
-                                     r.host);
+                                     (r.action == Verdict::Deny ? "deny" : "allow") +
+                                     " rules (one per ports entry) for host " + r.host);
       const uint32_t id = static_cast<uint32_t>(c.rules.size() + c.host_rules.size());
       c.host_rules.push_back({i, id, pr});
       fl_sa_rule& slot = b.r[b.n++];
@@ -157,8 +157,8 @@ std::vector<MapRow> rows_of(const CompiledScope& c) {
       {"fl_sa_policy", "array", 1, sizeof(uint32_t), sizeof(fl_sa_policy), 1, ""},
       {"fl_sa_deny", "lpm_trie", c.deny.entries.size(), sizeof(fl_sa_key), sizeof(fl_sa_bucket), FL_SA_MAX_PREFIXES,
        ""},
-      {"fl_sa_allow", "lpm_trie", c.allow.entries.size(), sizeof(fl_sa_key), sizeof(fl_sa_bucket),
-       FL_SA_MAX_PREFIXES, ""},
+      {"fl_sa_allow", "lpm_trie", c.allow.entries.size(), sizeof(fl_sa_key), sizeof(fl_sa_bucket), FL_SA_MAX_PREFIXES,
+       ""},
       // Sized to the rule list when loaded; zeroed counters, one value per CPU.
       // Address rules, then host rules.
       {"fl_sa_rule_hits", "percpu_array", std::max<size_t>(c.rule_count(), 1), sizeof(uint32_t), sizeof(uint64_t),
@@ -259,8 +259,8 @@ std::string compiled_text(const CompiledPolicy& c) {
     o += "  total " + std::to_string(total) + " B; fl_sa_policy flags " + flags_text(s.policy.flags) + "\n";
     size_t cidr_rules = 0;
     for (const auto& r : sc.rules) cidr_rules += r.cidr ? 1 : 0;
-    o += "  address rules: " + std::to_string(s.rules.size()) + " (from " + std::to_string(cidr_rules) +
-         " cidr rule" + (cidr_rules == 1 ? "" : "s") + ", one per ports entry)\n";
+    o += "  address rules: " + std::to_string(s.rules.size()) + " (from " + std::to_string(cidr_rules) + " cidr rule" +
+         (cidr_rules == 1 ? "" : "s") + ", one per ports entry)\n";
     if (!s.watched.empty()) {
       o += "  host rules: " + std::to_string(s.host_rules.size()) + " on " + std::to_string(s.watched.size()) +
            " watched name" + (s.watched.size() == 1 ? "" : "s") + " (";

@@ -56,8 +56,8 @@ struct CompiledScope {
 struct CompiledPolicy {
   std::string name;
   std::vector<CompiledScope> scopes;
-  std::vector<std::string> notes;  // policy-wide limits of today's maps and commands
-  std::vector<std::string> faults; // "NAME (KIND)"
+  std::vector<std::string> notes;   // policy-wide limits of today's maps and commands
+  std::vector<std::string> faults;  // "NAME (KIND)"
 };
 
 // The policy must have parsed without errors (parse_policy()), and outlive the

@@ -4,12 +4,11 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
@@ -28,11 +27,16 @@ SourceMark mark_of(const YAML::Node& n, SourceMark fallback) {
 
 std::string kind_text(const YAML::Node& n) {
   switch (n.Type()) {
-    case YAML::NodeType::Null: return "nothing";
-    case YAML::NodeType::Scalar: return "'" + n.Scalar() + "'";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Map: return "a mapping";
-    default: return "nothing";
+    case YAML::NodeType::Null:
+      return "nothing";
+    case YAML::NodeType::Scalar:
+      return "'" + n.Scalar() + "'";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    default:
+      return "nothing";
   }
 }
 
@@ -47,7 +51,7 @@ bool plain_scalar(const YAML::Node& n) { return n.IsScalar() && n.Tag() != "!"; 
 using OJson = nlohmann::ordered_json;
 
 struct JNode {
-  const OJson* j = nullptr;        // a value
+  const OJson* j = nullptr;          // a value
   const std::string* key = nullptr;  // or a mapping's key (a scalar)
 
   [[nodiscard]] bool IsMap() const { return !key && j && j->is_object(); }
@@ -55,10 +59,10 @@ struct JNode {
   [[nodiscard]] bool IsNull() const { return !key && (!j || j->is_null()); }
   [[nodiscard]] bool IsScalar() const { return key || (j && (j->is_string() || j->is_number() || j->is_boolean())); }
   [[nodiscard]] YAML::NodeType::value Type() const {
-    return IsMap() ? YAML::NodeType::Map
+    return IsMap()        ? YAML::NodeType::Map
            : IsSequence() ? YAML::NodeType::Sequence
-           : IsScalar() ? YAML::NodeType::Scalar
-                        : YAML::NodeType::Null;
+           : IsScalar()   ? YAML::NodeType::Scalar
+                          : YAML::NodeType::Null;
   }
   // As yaml-cpp gives it: a string's text, a number as written (integers
   // only: a document with a fraction or exponent is left to yaml-cpp).
@@ -129,10 +133,14 @@ SourceMark mark_of(const JNode&, SourceMark fallback) { return fallback; }
 
 std::string kind_text(const JNode& n) {
   switch (n.Type()) {
-    case YAML::NodeType::Scalar: return "'" + n.Scalar() + "'";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Map: return "a mapping";
-    default: return "nothing";
+    case YAML::NodeType::Scalar:
+      return "'" + n.Scalar() + "'";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    default:
+      return "nothing";
   }
 }
 
@@ -384,9 +392,12 @@ void Reader<N>::read_rule(const N& n, const std::string& path, SourceMark parent
     r.name_mark = value_mark(*f, "name");
   }
   if (auto action = text(*f, path, "action", true)) {
-    if (*action == "allow") r.action = Verdict::Allow;
-    else if (*action == "deny") r.action = Verdict::Deny;
-    else error(value_mark(*f, "action"), path + ".action", "'" + *action + "': expected allow or deny");
+    if (*action == "allow")
+      r.action = Verdict::Allow;
+    else if (*action == "deny")
+      r.action = Verdict::Deny;
+    else
+      error(value_mark(*f, "action"), path + ".action", "'" + *action + "': expected allow or deny");
   }
   const bool has_cidr = f->by_name.contains("cidr"), has_host = f->by_name.contains("host");
   if (has_cidr && has_host) {
@@ -396,33 +407,44 @@ void Reader<N>::read_rule(const N& n, const std::string& path, SourceMark parent
   } else if (has_cidr) {
     if (auto c = text(*f, path, "cidr", true)) {
       auto p = parse_prefix(*c);
-      if (!p) error(value_mark(*f, "cidr"), path + ".cidr", p.error().message);
-      else r.cidr = *p;
+      if (!p)
+        error(value_mark(*f, "cidr"), path + ".cidr", p.error().message);
+      else
+        r.cidr = *p;
     }
   } else if (auto h = text(*f, path, "host", true)) {
     std::string lower = *h;
     std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-    if (auto why = host_problem(lower)) error(value_mark(*f, "host"), path + ".host", "'" + *h + "': " + *why);
-    else r.host = lower;
+    if (auto why = host_problem(lower))
+      error(value_mark(*f, "host"), path + ".host", "'" + *h + "': " + *why);
+    else
+      r.host = lower;
   }
   if (auto ports = list(*f, path, "ports", false)) {
-    if (ports->size() == 0) error(value_mark(*f, "ports"), path + ".ports", "an empty list: leave ports out for any port");
+    if (ports->size() == 0)
+      error(value_mark(*f, "ports"), path + ".ports", "an empty list: leave ports out for any port");
     size_t i = 0;
     for (const auto& item : *ports) {
       const std::string at = path + ".ports[" + std::to_string(i++) + "]";
       if (!item.IsScalar()) {
-        error(mark_of(item, value_mark(*f, "ports")), at, "expected a port (443) or a range (8000-8100), found " + kind_text(item));
+        error(mark_of(item, value_mark(*f, "ports")), at,
+              "expected a port (443) or a range (8000-8100), found " + kind_text(item));
         continue;
       }
       auto pr = parse_port_range(item.Scalar());
-      if (!pr) error(mark_of(item, value_mark(*f, "ports")), at, pr.error().message);
-      else r.ports.push_back(*pr);
+      if (!pr)
+        error(mark_of(item, value_mark(*f, "ports")), at, pr.error().message);
+      else
+        r.ports.push_back(*pr);
     }
   }
   if (auto proto = text(*f, path, "proto", false)) {
-    if (*proto == "tcp") r.proto = IPPROTO_TCP;
-    else if (*proto == "udp") r.proto = IPPROTO_UDP;
-    else error(value_mark(*f, "proto"), path + ".proto", "'" + *proto + "': expected tcp or udp (leave it out for both)");
+    if (*proto == "tcp")
+      r.proto = IPPROTO_TCP;
+    else if (*proto == "udp")
+      r.proto = IPPROTO_UDP;
+    else
+      error(value_mark(*f, "proto"), path + ".proto", "'" + *proto + "': expected tcp or udp (leave it out for both)");
   }
   if (auto reason = text(*f, path, "reason", false)) r.reason = *reason;
 }
@@ -439,7 +461,8 @@ void Reader<N>::read_scope(const N& n, const std::string& path, SourceMark paren
     error(f->mark, path, "missing the scope: give cgroup: PATH or all: true");
   } else if (has_all) {
     if (auto all = boolean(*f, path, "all")) {
-      if (!*all) error(value_mark(*f, "all"), path + ".all", "all: false selects nothing: write all: true or cgroup: PATH");
+      if (!*all)
+        error(value_mark(*f, "all"), path + ".all", "all: false selects nothing: write all: true or cgroup: PATH");
       s.host_wide = *all;
     }
   } else if (auto cg = text(*f, path, "cgroup", true)) {
@@ -454,21 +477,29 @@ void Reader<N>::read_scope(const N& n, const std::string& path, SourceMark paren
     }
   }
   if (auto mode = text(*f, path, "mode", false)) {
-    if (*mode == "monitor") s.mode = PolicyMode::Monitor;
-    else if (*mode == "enforce") s.mode = PolicyMode::Enforce;
-    else error(value_mark(*f, "mode"), path + ".mode", "'" + *mode + "': expected monitor or enforce");
+    if (*mode == "monitor")
+      s.mode = PolicyMode::Monitor;
+    else if (*mode == "enforce")
+      s.mode = PolicyMode::Enforce;
+    else
+      error(value_mark(*f, "mode"), path + ".mode", "'" + *mode + "': expected monitor or enforce");
   }
   if (auto d = boolean(*f, path, "default_allow")) s.default_allow = *d;
   if (auto e = text(*f, path, "deny_errno", false)) {
-    if (auto v = errno_from_name(*e)) s.deny_errno = *v;
-    else error(value_mark(*f, "deny_errno"), path + ".deny_errno",
-               "'" + *e + "': not a known errno name (EPERM, ECONNREFUSED, EACCES, ...)");
+    if (auto v = errno_from_name(*e))
+      s.deny_errno = *v;
+    else
+      error(value_mark(*f, "deny_errno"), path + ".deny_errno",
+            "'" + *e + "': not a known errno name (EPERM, ECONNREFUSED, EACCES, ...)");
   }
   if (auto c = text(*f, path, "exfil_cap", false)) {
     auto b = parse_size_bytes(*c);
-    if (!b) error(value_mark(*f, "exfil_cap"), path + ".exfil_cap", b.error().message);
-    else if (*b == 0) error(value_mark(*f, "exfil_cap"), path + ".exfil_cap", "must be above 0 (leave it out for no cap)");
-    else s.exfil_cap = *b;
+    if (!b)
+      error(value_mark(*f, "exfil_cap"), path + ".exfil_cap", b.error().message);
+    else if (*b == 0)
+      error(value_mark(*f, "exfil_cap"), path + ".exfil_cap", "must be above 0 (leave it out for no cap)");
+    else
+      s.exfil_cap = *b;
   }
   bool ttl_ok = true;
   for (const char* field : {"dns_ttl_min", "dns_ttl_max"}) {
@@ -498,7 +529,8 @@ void Reader<N>::read_scope(const N& n, const std::string& path, SourceMark paren
       if (!r.name.empty()) {
         auto [it, fresh] = names.emplace(r.name, i);
         if (!fresh)
-          error(r.name_mark, at + ".name", "'" + r.name + "' is also the name of rules[" + std::to_string(it->second) + "]");
+          error(r.name_mark, at + ".name",
+                "'" + r.name + "' is also the name of rules[" + std::to_string(it->second) + "]");
       }
       if (errors.size() == before) s.rules.push_back(std::move(r));
       ++i;
@@ -538,7 +570,8 @@ void Reader<N>::read_fault(const N& n, const std::string& path, SourceMark paren
         has_name = true;
         e.name = v.Scalar();
         if (!valid_name(e.name, 63))
-          error(mark_of(v, km), at, "'" + e.name + "': letters, digits, '-', '_' and '.', starting with a letter or digit, at most 63");
+          error(mark_of(v, km), at,
+                "'" + e.name + "': letters, digits, '-', '_' and '.', starting with a letter or digit, at most 63");
       } else {
         has_kind = true;
         e.kind = v.Scalar();
@@ -584,7 +617,9 @@ void Reader<N>::read_fault(const N& n, const std::string& path, SourceMark paren
     e.fields.push_back(std::move(field));
   }
   if (!has_name) error(e.mark, path + ".name", "missing (required)");
-  if (!has_kind) error(e.mark, path + ".kind", "missing (required): loss, latency, partition, ..., syscall, process, cpu, memory, disk");
+  if (!has_kind)
+    error(e.mark, path + ".kind",
+          "missing (required): loss, latency, partition, ..., syscall, process, cpu, memory, disk");
 }
 
 // spec.guard, or the bare section ({mode, default_allow, rules}) at path "".
@@ -693,17 +728,19 @@ void check_compilable(R& rd, const EgressScope& s, const std::string& path) {
     for (const auto& pr : ports) expanded.push_back({r.action, *r.cidr, pr, r.proto, r.name});
   }
   if (expanded.size() > FL_SA_MAX_RULES) {
-    rd.error(s.mark, path + ".rules", std::to_string(expanded.size()) + " address rules (one per port entry): at most " +
-                                          std::to_string(FL_SA_MAX_RULES) + " per scope");
+    rd.error(s.mark, path + ".rules",
+             std::to_string(expanded.size()) + " address rules (one per port entry): at most " +
+                 std::to_string(FL_SA_MAX_RULES) + " per scope");
     return;
   }
   for (auto v : {Verdict::Deny, Verdict::Allow}) {
     auto t = compile_rules(expanded, v);
-    if (!t) rd.error(s.mark, path + ".rules", t.error().message + " (one rule per port entry counts)");
+    if (!t)
+      rd.error(s.mark, path + ".rules", t.error().message + " (one rule per port entry counts)");
     else if (t->entries.size() > FL_SA_MAX_PREFIXES)
-      rd.error(s.mark, path + ".rules", std::to_string(t->entries.size()) + " distinct " +
-                                            (v == Verdict::Deny ? "deny" : "allow") + " prefixes: at most " +
-                                            std::to_string(FL_SA_MAX_PREFIXES) + " per scope");
+      rd.error(s.mark, path + ".rules",
+               std::to_string(t->entries.size()) + " distinct " + (v == Verdict::Deny ? "deny" : "allow") +
+                   " prefixes: at most " + std::to_string(FL_SA_MAX_PREFIXES) + " per scope");
   }
 }
 
@@ -809,8 +846,7 @@ void read_document(const N& doc, const FaultChecker& check_fault, PolicyParse& o
     return;
   }
   if (auto v = rd.text(*f, "", "apiVersion", true); v && *v != kPolicyApiVersion)
-    rd.error(rd.value_mark(*f, "apiVersion"), "apiVersion",
-             "'" + *v + "': expected " + std::string(kPolicyApiVersion));
+    rd.error(rd.value_mark(*f, "apiVersion"), "apiVersion", "'" + *v + "': expected " + std::string(kPolicyApiVersion));
   if (auto k = rd.text(*f, "", "kind", true); k && *k != kPolicyKind)
     rd.error(rd.value_mark(*f, "kind"), "kind", "'" + *k + "': expected " + std::string(kPolicyKind));
   if (auto it = f->by_name.find("metadata"); it != f->by_name.end())
@@ -835,8 +871,9 @@ void read_document(const N& doc, const FaultChecker& check_fault, PolicyParse& o
         if (rd.errors.size() == before) {
           auto [it, fresh] = labels.emplace(s.label(), i);
           if (!fresh)
-            rd.error(s.mark, at, s.label() + " is also the scope of spec.egress[" + std::to_string(it->second) +
-                                     "]: one scope each (merge their rules)");
+            rd.error(s.mark, at,
+                     s.label() + " is also the scope of spec.egress[" + std::to_string(it->second) +
+                         "]: one scope each (merge their rules)");
           else
             check_compilable(rd, s, at);
           scopes.push_back(std::move(s));
@@ -857,8 +894,8 @@ void read_document(const N& doc, const FaultChecker& check_fault, PolicyParse& o
         if (!e.name.empty()) {
           auto [it, fresh] = names.emplace(e.name, i);
           if (!fresh)
-            rd.error(e.mark, at + ".name", "'" + e.name + "' is also the name of spec.faults[" +
-                                               std::to_string(it->second) + "]");
+            rd.error(e.mark, at + ".name",
+                     "'" + e.name + "' is also the name of spec.faults[" + std::to_string(it->second) + "]");
         }
         if (rd.errors.size() == before && check_fault) {
           auto more = check_fault(e, at);
@@ -905,13 +942,13 @@ PolicyParse parse_policy(std::string_view text, const FaultChecker& check_fault)
     }
     docs = YAML::LoadAll(std::string(text));
   } catch (const YAML::Exception& e) {
-    out.errors.push_back({{std::max(e.mark.line, 0) + 1, std::max(e.mark.column, 0) + 1}, "<document>",
-                          "not YAML or JSON: " + e.msg});
+    out.errors.push_back(
+        {{std::max(e.mark.line, 0) + 1, std::max(e.mark.column, 0) + 1}, "<document>", "not YAML or JSON: " + e.msg});
     return out;
   }
   if (docs.size() > 1) {
-    out.errors.push_back({mark_of(docs[1], {1, 1}), "<document>", "one policy per file (found " +
-                                                                      std::to_string(docs.size()) + " documents)"});
+    out.errors.push_back({mark_of(docs[1], {1, 1}), "<document>",
+                          "one policy per file (found " + std::to_string(docs.size()) + " documents)"});
     return out;
   }
   if (docs.empty() || docs[0].IsNull()) {

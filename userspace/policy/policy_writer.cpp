@@ -282,7 +282,8 @@ Result<Policy> policy_from_canonical_json(std::string_view text) {
         if (!js.contains(field)) continue;
         auto ns = parse_duration_ns(js[field].get<std::string>());
         if (!ns) return bad(field);
-        (std::string(field) == "dns_ttl_min" ? s.dns_ttl_min : s.dns_ttl_max) = static_cast<uint32_t>(*ns / 1000000000ULL);
+        (std::string(field) == "dns_ttl_min" ? s.dns_ttl_min : s.dns_ttl_max) =
+            static_cast<uint32_t>(*ns / 1000000000ULL);
       }
       for (const auto& jr : js.at("rules")) {
         PolicyRule r;

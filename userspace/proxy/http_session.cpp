@@ -269,9 +269,9 @@ std::string HttpSession::header(std::string_view lower_name) const {
 bool HttpSession::in_head() const { return state_ == Req::head && !head_.empty(); }
 
 bool HttpSession::holds_client() const {
-  return state_ == Req::judging || state_ == Req::collect || state_ == Req::body_hold ||
-         state_ == Req::body_judging || state_ == Req::connect_rest || state_ == Req::drain ||
-         state_ == Req::answer_due || state_ == Req::answered || (state_ == Req::decided && action_ == Action::status);
+  return state_ == Req::judging || state_ == Req::collect || state_ == Req::body_hold || state_ == Req::body_judging ||
+         state_ == Req::connect_rest || state_ == Req::drain || state_ == Req::answer_due || state_ == Req::answered ||
+         (state_ == Req::decided && action_ == Action::status);
 }
 
 void HttpSession::make_answer(int status, const std::vector<std::pair<std::string, std::string>>& headers,

@@ -186,7 +186,7 @@ class HttpSession {
   enum class Req : uint8_t {
     head,
     judging,
-    collect,  // a fault counts attempts by fingerprint: the body is read (and held) before deciding
+    collect,       // a fault counts attempts by fingerprint: the body is read (and held) before deciding
     body_hold,     // reading the body for the judge
     body_judging,  // a piece of it is with the judge (or its verdict is awaited)
     decided,

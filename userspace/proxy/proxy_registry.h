@@ -144,10 +144,10 @@ struct ToxicActivations {
 struct ProxyStats {
   uint64_t connections_accepted = 0;
   uint64_t connections_active = 0;
-  uint64_t bytes_upstream = 0;                // client -> server, bytes sent upstream
-  uint64_t bytes_downstream = 0;              // server -> client, bytes sent to clients
-  uint64_t receives_without_buffer = 0;       // the worker's buffer ring was empty (retried 1 ms later)
-  uint64_t connections_unrouted = 0;          // transparent: no original destination was found (closed)
+  uint64_t bytes_upstream = 0;           // client -> server, bytes sent upstream
+  uint64_t bytes_downstream = 0;         // server -> client, bytes sent to clients
+  uint64_t receives_without_buffer = 0;  // the worker's buffer ring was empty (retried 1 ms later)
+  uint64_t connections_unrouted = 0;     // transparent: no original destination was found (closed)
   // Connections closed after accept because the upstream could not be had (as
   // Toxiproxy closes them): its name did not resolve (or is no host:port), or
   // the connect failed; and why the last such connection failed.

@@ -1853,7 +1853,7 @@ class RelayWorker::Loop {
       return;
     }
     if (c.hello == Hello::connecting) return;  // the client's bytes wait in the kernel
-    if (c.hello == Hello::judging) {  // the SNI's verdict is awaited: watch for the client leaving
+    if (c.hello == Hello::judging) {           // the SNI's verdict is awaited: watch for the client leaving
       if (p.eof)
         close(c, false);
       else if (!p.recv_op.pending && !p.retry_op.pending && p.count == 0)

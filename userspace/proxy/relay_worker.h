@@ -87,7 +87,7 @@ class RelayWorker {
   // Each returns once the worker has applied it.
   void start_proxy(uint64_t id, UniqueFd listener, ProxyRoute route, std::shared_ptr<const ToxicSet> toxics,
                    std::shared_ptr<ProxyCounters> counters);
-  void stop_proxy(uint64_t id);  // closes the listener and every connection
+  void stop_proxy(uint64_t id);        // closes the listener and every connection
   void release_listener(uint64_t id);  // stops accepting (no shutdown: a successor has the socket)
   void set_toxics(uint64_t id, std::shared_ptr<const ToxicSet> toxics);
 

@@ -43,8 +43,8 @@ struct TerminationSetup {
 // meet TLS: by SNI, or with --terminate-tls terminated, the wrapped command's
 // trust files in a folder of the run's own that goes with it.
 struct RunTls {
-  HttpTls http;                             // for ProxyRegistry::set_http_tls
-  std::optional<TempFolder> trust_dir;      // terminate: the trust files' folder
+  HttpTls http;                                 // for ProxyRegistry::set_http_tls
+  std::optional<TempFolder> trust_dir;          // terminate: the trust files' folder
   std::optional<TerminationSetup> termination;  // terminate: the CA and the command's variables
 };
 // folder_prefix names the trust folder ("faultline-tls"); upstream_ca is --upstream-ca.

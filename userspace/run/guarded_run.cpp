@@ -116,8 +116,9 @@ RunResult guarded_run(RunnableFault& fault, Guardrails& guardrails, const RunOpt
   }
   if (auto why = fault_start_refused()) return fail(RunOutcome::BadInput, *why);
   if (opts.record && guardrails.empty())
-    return fail(RunOutcome::BadInput,
-                "--record and --steady-state need a guardrail signal (--health-url, --kernel-signal or --prometheus-url)");
+    return fail(
+        RunOutcome::BadInput,
+        "--record and --steady-state need a guardrail signal (--health-url, --kernel-signal or --prometheus-url)");
 
   // Guardrails count from before the fault (and the steady state), so that the
   // first window a rate is judged on is not empty.
@@ -168,7 +169,7 @@ RunResult guarded_run(RunnableFault& fault, Guardrails& guardrails, const RunOpt
 
   std::optional<FaultEnding> ending;
   std::string breached_by;  // the guardrail that ended the fault, if one did
-  bool ended = false;  // the fault is off; with a wrapped command, the run waits for it
+  bool ended = false;       // the fault is off; with a wrapped command, the run waits for it
   Status end_status;
   auto end_now = [&](std::string_view reason) {
     if (!ended) end_status = fault.end(reason);

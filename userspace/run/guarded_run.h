@@ -8,7 +8,6 @@
 #include <string>
 
 #include "base/redact.h"
-
 #include "userspace/guardrails/guardrail.h"
 #include "userspace/run/outcome.h"
 #include "userspace/run/record.h"

@@ -18,10 +18,10 @@
 
 #include "base/clock.h"
 #include "base/process.h"
-#include "userspace/state/state_dir.h"
 #include "base/units.h"
 #include "userspace/run/record_files.h"
 #include "userspace/run/redaction.h"
+#include "userspace/state/state_dir.h"
 
 namespace faultline {
 

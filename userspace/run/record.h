@@ -35,7 +35,6 @@ struct RecordOptions {
 // A record folder must be new or empty: a record is never overwritten.
 [[nodiscard]] Status check_record_dir(const std::string& dir);
 
-
 // The three phases of a recorded experiment around any fault, packet or resource.
 // The fault's own loop calls the hooks; the signal is whatever the sampler reads.
 //

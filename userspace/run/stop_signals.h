@@ -30,7 +30,8 @@ class StopSignals final : public StopSource {
 
  private:
   bool hangup_;
-  struct sigaction old_int_ {}, old_term_ {}, old_hup_ {};
+  struct sigaction old_int_ {
+  }, old_term_{}, old_hup_{};
 };
 
 }  // namespace faultline

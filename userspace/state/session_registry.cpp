@@ -18,10 +18,10 @@
 
 #include "base/cgroup.h"
 #include "base/clock.h"
+#include "base/unique_fd.h"
 #include "faultline/sockaddr_abi.h"
 #include "faultline/syscall_abi.h"
 #include "loader/bpffs.h"
-#include "base/unique_fd.h"
 #include "loader/sockaddr_object.h"
 #include "loader/syscall_lsm_object.h"
 #include "userspace/state/state_dir.h"

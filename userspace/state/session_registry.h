@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "base/result.h"
 #include "base/process.h"
+#include "base/result.h"
 #include "userspace/state/owned_record.h"
 
 namespace faultline {
@@ -22,7 +22,7 @@ namespace faultline {
 // what, where, how; owner; expires_ns, 0 for a guard, which lasts as long as its
 // command) is OwnedRecord's.
 struct Session : OwnedRecord {
-  std::string mechanism;  // "cgroup" | "lsm" | "seccomp" | "proxy" | "guard"
+  std::string mechanism;       // "cgroup" | "lsm" | "seccomp" | "proxy" | "guard"
   uint32_t policy_map_id = 0;  // the kernel policy holding the `armed` switch; 0: none (seccomp)
   uint32_t stats_map_id = 0;   // its per-CPU counters; 0: `counters` below
   nlohmann::json counters = nlohmann::json::object();  // kept by the owner when no map holds them
@@ -32,7 +32,7 @@ struct Session : OwnedRecord {
   // The mount namespace (its inode) the pins were made in: a bpffs mounted
   // there (under `ip netns exec`) is not in another namespace's view; 0: unknown.
   uint64_t pin_mnt_ns = 0;
-  std::string cgroup;  // below the v2 hierarchy root ("/faultline-guard-N"); older records: a full path
+  std::string cgroup;     // below the v2 hierarchy root ("/faultline-guard-N"); older records: a full path
   bool released = false;  // `abort` let go of an orphan's pins; the record waits for its cgroup to empty
 
   // Not stored: the owner is gone but its pinned hooks still enforce.

@@ -741,7 +741,8 @@ int tcp_send(const Args& a) {
     nanosleep(&pause, nullptr);
   }
   if (total != 0) {
-    if (bytes < total) die("sent " + std::to_string(bytes) + " of " + std::to_string(total) + " bytes in time", kExitTimeout);
+    if (bytes < total)
+      die("sent " + std::to_string(bytes) + " of " + std::to_string(total) + " bytes in time", kExitTimeout);
     // Half-close and wait for the peer's close: every byte, and our FIN, was
     // delivered and acknowledged by then.
     if (::shutdown(s.get(), SHUT_WR) != 0) die_errno("shutdown");

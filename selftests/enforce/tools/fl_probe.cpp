@@ -33,11 +33,11 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/bpf.h>
-#include <sys/syscall.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -254,8 +254,10 @@ void do_connect(const std::string& proto, const std::string& addr, const std::st
   for (long i = 0; i < n; ++i) {
     int fd = ::socket(e.family, type | SOCK_CLOEXEC, 0);
     if (fd < 0) die("socket: " + errname(errno));
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&e.ss), e.len) == 0) t.ok();
-    else t.fail(errno);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&e.ss), e.len) == 0)
+      t.ok();
+    else
+      t.fail(errno);
     ::close(fd);
   }
   t.print(proto + " " + label_of(addr, port));
@@ -267,8 +269,10 @@ void do_sendto(const std::string& addr, const std::string& port, long n) {
   if (fd < 0) die("socket: " + errname(errno));
   Tally t;
   for (long i = 0; i < n; ++i) {
-    if (::sendto(fd, "x", 1, 0, reinterpret_cast<sockaddr*>(&e.ss), e.len) == 1) t.ok();
-    else t.fail(errno);
+    if (::sendto(fd, "x", 1, 0, reinterpret_cast<sockaddr*>(&e.ss), e.len) == 1)
+      t.ok();
+    else
+      t.fail(errno);
   }
   ::close(fd);
   t.print("sendto " + label_of(addr, port));
@@ -280,8 +284,10 @@ void do_fastopen(const std::string& addr, const std::string& port, long n) {
   for (long i = 0; i < n; ++i) {
     int fd = ::socket(e.family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) die("socket: " + errname(errno));
-    if (::sendto(fd, "x", 1, MSG_FASTOPEN | MSG_NOSIGNAL, reinterpret_cast<sockaddr*>(&e.ss), e.len) >= 0) t.ok();
-    else t.fail(errno);
+    if (::sendto(fd, "x", 1, MSG_FASTOPEN | MSG_NOSIGNAL, reinterpret_cast<sockaddr*>(&e.ss), e.len) >= 0)
+      t.ok();
+    else
+      t.fail(errno);
     ::close(fd);
   }
   t.print("fastopen " + label_of(addr, port));
@@ -293,8 +299,10 @@ void do_bind(const std::string& proto, const std::string& addr, long n) {
   for (long i = 0; i < n; ++i) {
     int fd = ::socket(e.family, (proto == "udp" ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC, 0);
     if (fd < 0) die("socket: " + errname(errno));
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&e.ss), e.len) == 0) t.ok();
-    else t.fail(errno);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&e.ss), e.len) == 0)
+      t.ok();
+    else
+      t.fail(errno);
     ::close(fd);
   }
   t.print("bind" + proto + " " + label_of(addr, "0"));
@@ -334,8 +342,10 @@ void do_file(const std::string& op, const std::string& path, long n) {
     char c = 'x';
     for (long i = 0; i < n; ++i) {
       ssize_t r = op == "read" ? ::read(fd, &c, 1) : ::write(fd, &c, 1);
-      if (r >= 0) t.ok();
-      else t.fail(errno);
+      if (r >= 0)
+        t.ok();
+      else
+        t.fail(errno);
       if (op == "read") ::lseek(fd, 0, SEEK_SET);
     }
     ::close(fd);
@@ -359,8 +369,10 @@ void do_udpflood(const std::string& addr, const std::string& port, long size, lo
   for (long i = 0; i < count; ++i) {
     ssize_t n = connected ? ::send(fd, payload.data(), payload.size(), 0)
                           : ::sendto(fd, payload.data(), payload.size(), 0, reinterpret_cast<sockaddr*>(&e.ss), e.len);
-    if (n == static_cast<ssize_t>(payload.size())) t.ok();
-    else t.fail(errno);
+    if (n == static_cast<ssize_t>(payload.size()))
+      t.ok();
+    else
+      t.fail(errno);
     ::usleep(500);  // the receiver must never drop for want of buffer
   }
   ::close(fd);
@@ -388,8 +400,10 @@ void do_tcpstream(const std::string& addr, const std::string& port, double secon
   const double start = now_s(), end = start + seconds;
   while (now_s() < end) {
     ssize_t w = ::send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL);
-    if (w > 0) sent += w;
-    else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) break;
+    if (w > 0)
+      sent += w;
+    else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+      break;
     if (kbps > 0) {
       double ahead = static_cast<double>(sent) / (static_cast<double>(kbps) * 1000.0) - (now_s() - start);
       if (ahead > 0) ::usleep(static_cast<useconds_t>(ahead * 1e6));

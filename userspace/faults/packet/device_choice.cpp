@@ -22,16 +22,26 @@ std::string device_name(const std::vector<NetDevice>& devs, uint32_t ifindex) {
 
 const char* route_type_name(uint8_t t) {
   switch (t) {
-    case RTN_UNICAST: return "unicast";
-    case RTN_LOCAL: return "local";
-    case RTN_BROADCAST: return "broadcast";
-    case RTN_ANYCAST: return "anycast";
-    case RTN_MULTICAST: return "multicast";
-    case RTN_BLACKHOLE: return "blackhole";
-    case RTN_UNREACHABLE: return "unreachable";
-    case RTN_PROHIBIT: return "prohibit";
-    case RTN_THROW: return "throw";
-    default: return "unknown";
+    case RTN_UNICAST:
+      return "unicast";
+    case RTN_LOCAL:
+      return "local";
+    case RTN_BROADCAST:
+      return "broadcast";
+    case RTN_ANYCAST:
+      return "anycast";
+    case RTN_MULTICAST:
+      return "multicast";
+    case RTN_BLACKHOLE:
+      return "blackhole";
+    case RTN_UNREACHABLE:
+      return "unreachable";
+    case RTN_PROHIBIT:
+      return "prohibit";
+    case RTN_THROW:
+      return "throw";
+    default:
+      return "unknown";
   }
 }
 
@@ -59,9 +69,8 @@ Result<std::vector<TargetRoute>> route_targets(const std::vector<Prefix>& target
     auto r = lookup->get(family, addr);
     if (!r) {
       std::string what = t.exact() ? "" : " (looked up by its network address " + addr_text(t.addr) + ")";
-      return input_error(r.error().err,
-                         "--target " + t.str() + ": no route to it in netns " + netns_display + what +
-                             ", so no packet for it can be faulted");
+      return input_error(r.error().err, "--target " + t.str() + ": no route to it in netns " + netns_display + what +
+                                            ", so no packet for it can be faulted");
     }
     out.push_back({t, *r});
   }

@@ -27,14 +27,20 @@ fl_dist_table make_dist_table(uint32_t dist) {
     double q = (i + 0.5) / FL_DIST_SIZE;
     double v = 0;
     switch (dist) {
-      case FL_DIST_UNIFORM: v = 2 * q - 1; break;
-      case FL_DIST_NORMAL: v = normal_quantile(q); break;
+      case FL_DIST_UNIFORM:
+        v = 2 * q - 1;
+        break;
+      case FL_DIST_NORMAL:
+        v = normal_quantile(q);
+        break;
       case FL_DIST_PARETO: {
-        const double alpha = 3, mean = alpha / (alpha - 1), sd = std::sqrt(alpha / ((alpha - 1) * (alpha - 1) * (alpha - 2)));
+        const double alpha = 3, mean = alpha / (alpha - 1),
+                     sd = std::sqrt(alpha / ((alpha - 1) * (alpha - 1) * (alpha - 2)));
         v = (std::pow(1 - q, -1 / alpha) - mean) / sd;
         break;
       }
-      default: v = 0;
+      default:
+        v = 0;
     }
     t.v[i] = static_cast<int16_t>(std::clamp(std::lround(v * unit), -32767L, 32767L));
   }

@@ -349,7 +349,8 @@ Status FaultTable::summarise_indexes() const {
   while (!done) {
     uint32_t count = kChunk;
     LIBBPF_OPTS(bpf_map_batch_opts, o);
-    int err = bpf_map_lookup_batch(maps_.exact(), first ? nullptr : &token, &token, keys.data(), vals.data(), &count, &o);
+    int err =
+        bpf_map_lookup_batch(maps_.exact(), first ? nullptr : &token, &token, keys.data(), vals.data(), &count, &o);
     if (err != 0 && errno != ENOENT) return errno_error("cannot read the exact-address index");
     done = err != 0;
     first = false;
@@ -402,8 +403,10 @@ void FaultTable::purge_index(uint32_t slot, const fl_meta& meta) {
     for (const auto& k : map_keys<fl_addr>(maps_.exact())) {
       fl_bucket b{};
       if (bpf_map_lookup_elem(maps_.exact(), &k, &b) != 0 || !remove_from(b, slot)) continue;
-      if (b.n == 0) bpf_map_delete_elem(maps_.exact(), &k);
-      else bpf_map_update_elem(maps_.exact(), &k, &b, BPF_EXIST);
+      if (b.n == 0)
+        bpf_map_delete_elem(maps_.exact(), &k);
+      else
+        bpf_map_update_elem(maps_.exact(), &k, &b, BPF_EXIST);
     }
   }
   {
@@ -411,8 +414,10 @@ void FaultTable::purge_index(uint32_t slot, const fl_meta& meta) {
     for (const auto& k : map_keys<fl_lpm_key>(maps_.prefix())) {
       fl_bucket b{};
       if (bpf_map_lookup_elem(maps_.prefix(), &k, &b) != 0 || !remove_from(b, slot)) continue;
-      if (!has_owner(b, k.prefixlen)) bpf_map_delete_elem(maps_.prefix(), &k);
-      else bpf_map_update_elem(maps_.prefix(), &k, &b, BPF_EXIST);
+      if (!has_owner(b, k.prefixlen))
+        bpf_map_delete_elem(maps_.prefix(), &k);
+      else
+        bpf_map_update_elem(maps_.prefix(), &k, &b, BPF_EXIST);
     }
   }
   if (meta.n_dns > 0) {

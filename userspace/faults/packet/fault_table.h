@@ -2,26 +2,25 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "base/result.h"
+#include "base/units.h"
 #include "faultline/abi.h"
 #include "loader/mapped_map.h"
 #include "loader/netfault_maps.h"
-#include "base/result.h"
-#include "base/units.h"
 #include "userspace/net/address.h"
 
 namespace faultline {
 
 // A fault ready for the kernel: its entry and the index keys that lead to it.
 struct CompiledFault {
-  fl_fault entry{};  // expires_ns is set when it is activated
-  fl_budget budget{};  // with FL_F_BUDGET in entry.flags; start_ns is set when it is activated
-  uint64_t seed = 0;   // with FL_F_SEEDED in entry.flags: every CPU's fl_rng state comes from it
+  fl_fault entry{};              // expires_ns is set when it is activated
+  fl_budget budget{};            // with FL_F_BUDGET in entry.flags; start_ns is set when it is activated
+  uint64_t seed = 0;             // with FL_F_SEEDED in entry.flags: every CPU's fl_rng state comes from it
   std::vector<Prefix> exact;     // /32 and /128 targets -> fl_exact
   std::vector<Prefix> prefixes;  // shorter targets (and /0 for "every address") -> fl_prefix
   std::vector<fl_dns_key> dns;   // reversed domain keys -> fl_dns

@@ -49,8 +49,12 @@ CompiledFault compile_fault(const FaultSpec& s, uint32_t netns_ino, uint32_t ifi
   f.cgroup_id = cgroup_id;
   switch (s.kind) {
     case FaultKind::Partition:
-    case FaultKind::Flowdrop: f.prob = 0xFFFFFFFFU; break;
-    default: f.prob = percent_to_prob(s.percent); break;
+    case FaultKind::Flowdrop:
+      f.prob = 0xFFFFFFFFU;
+      break;
+    default:
+      f.prob = percent_to_prob(s.percent);
+      break;
   }
   f.correlation = percent_to_prob(s.correlation);
   if (s.ge) {
@@ -155,8 +159,9 @@ Status check_rng_readers(const NetfaultAttachments& att, const NetfaultMaps& map
     if (rec.key.netns_ino != plan.netns.inode || !(rec.key.dir & plan.spec.dir_mask)) continue;
     if (ifindex != 0 && rec.key.ifindex != ifindex) continue;
     if (prog_uses_map(rec.val.prog_id, maps.rng())) continue;
-    return make_error(EOPNOTSUPP, "--seed " + std::to_string(plan.compiled.seed) + (plan.spec.seed_drawn ? " (drawn)" : "") +
-                                      ": the program on " + rec.val.ifname + " in netns " + plan.netns.display +
+    return make_error(EOPNOTSUPP, "--seed " + std::to_string(plan.compiled.seed) +
+                                      (plan.spec.seed_drawn ? " (drawn)" : "") + ": the program on " + rec.val.ifname +
+                                      " in netns " + plan.netns.display +
                                       " was attached by an older faultctl and cannot draw from a seed, so this "
                                       "fault could not be replayed; end the faults running there first (faultctl "
                                       "abort --all)");
@@ -178,7 +183,8 @@ nlohmann::json FaultPlan::to_json() const {
     if (routes.size() > 8) j["routes_total"] = routes.size();
   }
   j["mechanism"] = mechanism;
-  j["index"] = {{"exact", compiled.exact.size()}, {"prefixes", compiled.prefixes.size()}, {"domains", compiled.dns.size()}};
+  j["index"] = {
+      {"exact", compiled.exact.size()}, {"prefixes", compiled.prefixes.size()}, {"domains", compiled.dns.size()}};
   return j;
 }
 
@@ -227,13 +233,15 @@ Result<FaultPlan> NetfaultEngine::plan(const FaultSpec& spec, AttachMode mode) c
         if (!spec.dev.empty() && d.name != spec.dev) continue;
         if (spec.dev.empty() && (d.loopback || !d.ethernet)) continue;
         if (!d.ethernet && !d.loopback)
-          return make_error(ENOTSUP, "--dev " + d.name + ": not an Ethernet device; the packet parser expects Ethernet framing");
+          return make_error(ENOTSUP,
+                            "--dev " + d.name + ": not an Ethernet device; the packet parser expects Ethernet framing");
         p.devices.push_back(d);
       }
     }
   }
   if (p.devices.empty()) {
-    if (!spec.dev.empty()) return input_error(ENODEV, "--dev " + spec.dev + ": no such device in netns " + p.netns.display);
+    if (!spec.dev.empty())
+      return input_error(ENODEV, "--dev " + spec.dev + ": no such device in netns " + p.netns.display);
     return input_error(ENODEV, "netns " + p.netns.display + " has no non-loopback Ethernet device to attach to");
   }
   if (!spec.cgroup.empty()) {
@@ -412,7 +420,8 @@ Status NetfaultEngine::abort_all() {
   fl_control ctl{};
   bpf_map_lookup_elem(maps->control(), &zero, &ctl);
   ctl.armed = 0;  // the kill switch: from here every program passes every packet
-  if (bpf_map_update_elem(maps->control(), &zero, &ctl, BPF_ANY) != 0) return errno_error("cannot flip the kill switch");
+  if (bpf_map_update_elem(maps->control(), &zero, &ctl, BPF_ANY) != 0)
+    return errno_error("cannot flip the kill switch");
   FaultTable table(*maps);
   for (const auto& row : table.list()) FL_TRY(table.remove(row.slot));
   return teardown_locked(*maps);

@@ -124,7 +124,8 @@ FaultObservation PacketRun::observe() {
     o.fields["cap"] = cap_json(b, now);
     o.text += " | " + cap_text(b, now);
   }
-  if (b.start_ns > now) o.text += " | starts in " + format_duration((b.start_ns - now) / 1'000'000'000ULL * 1'000'000'000ULL);
+  if (b.start_ns > now)
+    o.text += " | starts in " + format_duration((b.start_ns - now) / 1'000'000'000ULL * 1'000'000'000ULL);
   return o;
 }
 

@@ -13,9 +13,9 @@ struct KindName {
   const char* name;
 };
 constexpr KindName kKinds[] = {
-    {FaultKind::Loss, "loss"},         {FaultKind::Partition, "partition"}, {FaultKind::Flowdrop, "flowdrop"},
-    {FaultKind::Corrupt, "corrupt"},   {FaultKind::Duplicate, "duplicate"}, {FaultKind::Dns, "dns"},
-    {FaultKind::Latency, "latency"},   {FaultKind::Bandwidth, "bandwidth"},
+    {FaultKind::Loss, "loss"},       {FaultKind::Partition, "partition"}, {FaultKind::Flowdrop, "flowdrop"},
+    {FaultKind::Corrupt, "corrupt"}, {FaultKind::Duplicate, "duplicate"}, {FaultKind::Dns, "dns"},
+    {FaultKind::Latency, "latency"}, {FaultKind::Bandwidth, "bandwidth"},
 };
 
 std::string fmt_percent(double p) {
@@ -51,20 +51,29 @@ const std::vector<std::string>& kind_names() {
 
 const char* dist_name(uint32_t d) {
   switch (d) {
-    case FL_DIST_UNIFORM: return "uniform";
-    case FL_DIST_NORMAL: return "normal";
-    case FL_DIST_PARETO: return "pareto";
-    default: return "?";
+    case FL_DIST_UNIFORM:
+      return "uniform";
+    case FL_DIST_NORMAL:
+      return "normal";
+    case FL_DIST_PARETO:
+      return "pareto";
+    default:
+      return "?";
   }
 }
 
 const char* proto_name(uint8_t p) {
   switch (p) {
-    case 0: return "any";
-    case IPPROTO_TCP: return "tcp";
-    case IPPROTO_UDP: return "udp";
-    case IPPROTO_ICMP: return "icmp";
-    default: return "?";
+    case 0:
+      return "any";
+    case IPPROTO_TCP:
+      return "tcp";
+    case IPPROTO_UDP:
+      return "udp";
+    case IPPROTO_ICMP:
+      return "icmp";
+    default:
+      return "?";
   }
 }
 
@@ -87,7 +96,8 @@ Result<std::string> normalize_domain(const std::string& s) {
       continue;
     }
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'))
-      return make_error(EINVAL, "'" + s + "' has a character that is not allowed in a domain name: '" + std::string(1, c) + "'");
+      return make_error(
+          EINVAL, "'" + s + "' has a character that is not allowed in a domain name: '" + std::string(1, c) + "'");
     if (++label > 63) return make_error(EINVAL, "'" + s + "' has a label longer than 63 characters");
   }
   if (label == 0) return make_error(EINVAL, "'" + s + "' has an empty label");
@@ -106,10 +116,12 @@ Status validate(const FaultSpec& s) {
   if (s.jitter_ns > FaultCaps::kMaxJitterNs)
     return make_error(ERANGE, "--jitter " + format_duration(s.jitter_ns) + " is over the cap of 10s");
   if (s.max_injections > FaultCaps::kMaxInjections)
-    return make_error(ERANGE, "--max-injections " + std::to_string(s.max_injections) + " is over the cap of 1000000000");
+    return make_error(ERANGE,
+                      "--max-injections " + std::to_string(s.max_injections) + " is over the cap of 1000000000");
   if (s.start_after_ns >= s.duration_ns)
-    return make_error(EINVAL, "--start-after " + format_duration(s.start_after_ns) + " is not shorter than --duration " +
-                                  format_duration(s.duration_ns) + ": the fault would never start");
+    return make_error(EINVAL, "--start-after " + format_duration(s.start_after_ns) +
+                                  " is not shorter than --duration " + format_duration(s.duration_ns) +
+                                  ": the fault would never start");
   if (s.seed && !kind_is_random(s.kind))
     return make_error(EINVAL, std::string("--seed: a ") + kind_name(s.kind) + " fault makes no random decision");
   if (s.domains.size() > FaultCaps::kMaxDomains) return make_error(ERANGE, "--domains lists more than 1024 names");
@@ -120,14 +132,18 @@ Status validate(const FaultSpec& s) {
     case FaultKind::Flowdrop:
       if (s.targets.empty()) return make_error(EINVAL, "flowdrop needs at least one --target address");
       for (const auto& t : s.targets) {
-        if (!t.exact()) return make_error(EINVAL, "--target " + t.str() + ": flowdrop blackholes single addresses; use partition for a CIDR");
+        if (!t.exact())
+          return make_error(EINVAL,
+                            "--target " + t.str() + ": flowdrop blackholes single addresses; use partition for a CIDR");
       }
       break;
     case FaultKind::Dns:
       if (s.domains.empty()) return make_error(EINVAL, "dns needs --domains (a comma-separated list)");
-      if (s.targets.size() > 1) return make_error(EINVAL, "--target: a dns fault takes at most one resolver address or CIDR");
+      if (s.targets.size() > 1)
+        return make_error(EINVAL, "--target: a dns fault takes at most one resolver address or CIDR");
       if (s.ports.hi != 0) return make_error(EINVAL, "--port: a dns fault always matches UDP port 53");
-      if (s.proto != 0 && s.proto != IPPROTO_UDP) return make_error(EINVAL, "--proto: a dns fault matches UDP queries only");
+      if (s.proto != 0 && s.proto != IPPROTO_UDP)
+        return make_error(EINVAL, "--proto: a dns fault matches UDP queries only");
       break;
     case FaultKind::Latency:
       if (s.delay_ns == 0) return make_error(EINVAL, "latency needs --delay (at most 60s)");
@@ -147,7 +163,8 @@ Status validate(const FaultSpec& s) {
     return make_error(ERANGE, "--loss-model: every probability is a percent within 0-100 and p > 0");
   bool scoped = !s.targets.empty() || s.kind == FaultKind::Dns || !s.cgroup.empty();
   if (!scoped && !s.force)
-    return make_error(EINVAL, "no --target: this fault would hit every packet of the device; add --target, --cgroup, or --force");
+    return make_error(
+        EINVAL, "no --target: this fault would hit every packet of the device; add --target, --cgroup, or --force");
   return {};
 }
 
@@ -161,9 +178,13 @@ nlohmann::json FaultSpec::to_json() const {
   if (!ts.empty()) j["targets"] = ts;
   if (targets.size() > 8) j["targets_total"] = targets.size();
   if (source) j["source"] = source->str();
-  if (ports.hi) j["port"] = ports.lo == ports.hi ? std::to_string(ports.lo) : std::to_string(ports.lo) + "-" + std::to_string(ports.hi);
+  if (ports.hi)
+    j["port"] =
+        ports.lo == ports.hi ? std::to_string(ports.lo) : std::to_string(ports.lo) + "-" + std::to_string(ports.hi);
   if (proto) j["proto"] = proto_name(proto);
-  j["direction"] = dir_mask == (FL_DIR_EGRESS | FL_DIR_INGRESS) ? "both" : dir_mask == FL_DIR_EGRESS ? "egress" : "ingress";
+  j["direction"] = dir_mask == (FL_DIR_EGRESS | FL_DIR_INGRESS) ? "both"
+                   : dir_mask == FL_DIR_EGRESS                  ? "egress"
+                                                                : "ingress";
   if (!cgroup.empty()) j["cgroup"] = cgroup;
   switch (kind) {
     case FaultKind::Loss:

@@ -2,15 +2,14 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "faultline/abi.h"
 #include "base/result.h"
 #include "base/units.h"
+#include "faultline/abi.h"
 #include "userspace/net/address.h"
 
 namespace faultline {
@@ -43,11 +42,11 @@ struct FaultCaps {
   static constexpr uint64_t kMaxInjections = 1'000'000'000ULL;
 };
 
-struct GeModel {  // percents
-  double p = 0;          // P(good -> bad)
-  double r = 100;        // P(bad -> good)
-  double loss_bad = 100; // 1-h
-  double loss_good = 0;  // 1-k
+struct GeModel {          // percents
+  double p = 0;           // P(good -> bad)
+  double r = 100;         // P(bad -> good)
+  double loss_bad = 100;  // 1-h
+  double loss_good = 0;   // 1-k
 };
 
 struct FaultSpec {

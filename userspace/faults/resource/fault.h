@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "base/result.h"
 #include "base/process.h"
+#include "base/result.h"
 #include "userspace/faults/resource/spec.h"
 #include "userspace/faults/resource/store.h"
 #include "userspace/faults/resource/worker.h"

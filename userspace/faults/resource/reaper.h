@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "base/result.h"
 #include "base/process.h"
+#include "base/result.h"
 #include "userspace/faults/resource/store.h"
 
 namespace faultline {

@@ -15,9 +15,9 @@ struct ResourceKindName {
   const char* name;
 };
 constexpr ResourceKindName kResourceKinds[] = {{ResourceKind::Process, "process"},
-                               {ResourceKind::Cpu, "cpu"},
-                               {ResourceKind::Memory, "memory"},
-                               {ResourceKind::Disk, "disk"}};
+                                               {ResourceKind::Cpu, "cpu"},
+                                               {ResourceKind::Memory, "memory"},
+                                               {ResourceKind::Disk, "disk"}};
 
 struct SignalName {
   int sig;

@@ -16,8 +16,8 @@
 
 #include "base/cgroup.h"
 #include "base/clock.h"
-#include "userspace/state/state_dir.h"
 #include "base/units.h"
+#include "userspace/state/state_dir.h"
 
 namespace faultline {
 nlohmann::json ResourceFaultState::to_json() const {

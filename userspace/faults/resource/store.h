@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "base/unique_fd.h"
-#include "base/result.h"
 #include "base/process.h"
+#include "base/result.h"
+#include "base/unique_fd.h"
 #include "userspace/state/owned_record.h"
 
 namespace faultline {

@@ -5,9 +5,9 @@
 #include <string>
 #include <utility>
 
-#include "base/unique_fd.h"
-#include "base/result.h"
 #include "base/process.h"
+#include "base/result.h"
+#include "base/unique_fd.h"
 
 namespace faultline {
 

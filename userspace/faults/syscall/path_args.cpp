@@ -31,7 +31,7 @@ constexpr PathSyscall kPathSyscalls[] = {
     {"renameat2", {1, 0}, {3, 2}},
     {"link", {0, -1}, {1, -1}},
     {"linkat", {1, 0}, {3, 2}},
-    {"symlink", {1, -1}},    // arg0 is the link's content, not a lookup
+    {"symlink", {1, -1}},  // arg0 is the link's content, not a lookup
     {"symlinkat", {2, 1}},
     {"mkdir", {0, -1}},
     {"mkdirat", {1, 0}},

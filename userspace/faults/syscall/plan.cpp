@@ -115,23 +115,29 @@ Result<SyscallPlan> plan_syscall_fault(const SyscallFaultSpec& spec) {
   // take a --path fault and ignore the prefix.
   if (!spec.paths.empty()) {
     constexpr const char* kLsmNoPath = "the BPF LSM rung does not compare paths";
-    if (spec.via == "cgroup") return input_error(EINVAL, "--via cgroup cannot take --path: the cgroup socket hooks see no paths");
+    if (spec.via == "cgroup")
+      return input_error(EINVAL, "--via cgroup cannot take --path: the cgroup socket hooks see no paths");
     if (spec.via == "lsm") return input_error(EINVAL, std::string("--via lsm cannot take --path: ") + kLsmNoPath);
     if (spec.command.empty())
-      return input_error(EINVAL, std::string("--path needs a command to wrap (-- COMMAND ARGS): only seccomp user "
-                                             "notification reads the paths of calls, and it serves a wrapped command (") +
-                                     kLsmNoPath + ")");
-    if (!f.seccomp_notify.available) return make_error(ENOTSUP, "--path: seccomp user notification: " + f.seccomp_notify.detail);
-    return SyscallPlan{SyscallMechanism::SeccompNotify, std::string("seccomp user notification for the wrapped command, "
-                                                                    "reading each call's path (--path; BPF LSM passed "
-                                                                    "over: ") + kLsmNoPath + ")"};
+      return input_error(EINVAL,
+                         std::string("--path needs a command to wrap (-- COMMAND ARGS): only seccomp user "
+                                     "notification reads the paths of calls, and it serves a wrapped command (") +
+                             kLsmNoPath + ")");
+    if (!f.seccomp_notify.available)
+      return make_error(ENOTSUP, "--path: seccomp user notification: " + f.seccomp_notify.detail);
+    return SyscallPlan{SyscallMechanism::SeccompNotify,
+                       std::string("seccomp user notification for the wrapped command, "
+                                   "reading each call's path (--path; BPF LSM passed "
+                                   "over: ") +
+                           kLsmNoPath + ")"};
   }
   // A given --seed with a real draw (below 100%) needs a rung that can follow
   // it: the kernel rungs are passed over, and refused when forced.
   const bool needs_seed = spec.seed && !spec.seed_drawn && spec.percent < 100;
-  const std::string no_seed = "--seed: the %s rung draws in the kernel with bpf_get_prandom_u32 and cannot follow a "
-                              "seed; the cgroup rung (socket syscalls) and seccomp (a wrapped command, --via "
-                              "seccomp) can replay --percent";
+  const std::string no_seed =
+      "--seed: the %s rung draws in the kernel with bpf_get_prandom_u32 and cannot follow a "
+      "seed; the cgroup rung (socket syscalls) and seccomp (a wrapped command, --via "
+      "seccomp) can replay --percent";
   auto seed_refusal = [&](const char* rung) {
     std::string m = no_seed;
     return input_error(EINVAL, m.replace(m.find("%s"), 2, rung));
@@ -156,7 +162,8 @@ Result<SyscallPlan> plan_syscall_fault(const SyscallFaultSpec& spec) {
   const bool cgroup_serves = all_socket && f.set_retval.available && f.cgroup_v2.available;
   if (needs_seed && !cgroup_serves && lsm_serves) {
     if (spec.command.empty()) return seed_refusal("lsm");
-    if (!f.seccomp_notify.available) return make_error(ENOTSUP, "--seed: seccomp user notification: " + f.seccomp_notify.detail);
+    if (!f.seccomp_notify.available)
+      return make_error(ENOTSUP, "--seed: seccomp user notification: " + f.seccomp_notify.detail);
     return SyscallPlan{SyscallMechanism::SeccompNotify,
                        "seccomp user notification for the wrapped command (--seed: the lsm rung that would serve "
                        "draws without a seed)"};

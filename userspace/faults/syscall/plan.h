@@ -4,11 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/result.h"
 
@@ -26,16 +25,16 @@ struct SyscallFaultSpec {
   int err = 0;                        // errno to return
   double percent = 100;
   uint64_t duration_ns = 0;
-  std::string cgroup;                 // scope: an existing cgroup v2
-  int pid = 0;                        // scope: one process (its cgroup + a pid filter)
-  std::vector<std::string> command;   // scope: a command we start
-  bool include_loader = false;        // seccomp, LSM: also fail the dynamic loader's library opens
-  std::string via;                    // force a rung: "cgroup", "lsm" or "seccomp"; "" = the best one
-  uint64_t after = 0;                 // the first N matching calls pass untouched
-  uint64_t max_injections = 0;        // 0 = no cap; else at most N calls fail
-  uint64_t start_after_ns = 0;        // every call passes until this long after arming
-  std::vector<std::string> paths;     // --path: normalized absolute prefixes; only calls naming a path
-                                      // under one are candidates (seccomp only: path_args.h)
+  std::string cgroup;                // scope: an existing cgroup v2
+  int pid = 0;                       // scope: one process (its cgroup + a pid filter)
+  std::vector<std::string> command;  // scope: a command we start
+  bool include_loader = false;       // seccomp, LSM: also fail the dynamic loader's library opens
+  std::string via;                   // force a rung: "cgroup", "lsm" or "seccomp"; "" = the best one
+  uint64_t after = 0;                // the first N matching calls pass untouched
+  uint64_t max_injections = 0;       // 0 = no cap; else at most N calls fail
+  uint64_t start_after_ns = 0;       // every call passes until this long after arming
+  std::vector<std::string> paths;    // --path: normalized absolute prefixes; only calls naming a path
+                                     // under one are candidates (seccomp only: path_args.h)
   // The seed of the --percent draw (--seed, or drawn when not given). The
   // seccomp and cgroup rungs draw from it; the LSM programs draw with
   // bpf_get_prandom_u32, so a run there keeps no seed (see seeds_honoured()).

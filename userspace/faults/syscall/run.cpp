@@ -20,7 +20,8 @@ Result<std::unique_ptr<SyscallRun>> SyscallRun::plan(const SyscallFaultSpec& spe
   // keeps none rather than one that would replay nothing.
   if (s.seed && s.seed_drawn && !seeds_honoured(p->mechanism)) {
     s.seed.reset();
-    if (s.percent < 100) p->why += "; unseeded: this rung draws with bpf_get_prandom_u32, so --percent cannot be replayed";
+    if (s.percent < 100)
+      p->why += "; unseeded: this rung draws with bpf_get_prandom_u32, so --percent cannot be replayed";
   }
   return std::unique_ptr<SyscallRun>(new SyscallRun(s, *p, warn));
 }

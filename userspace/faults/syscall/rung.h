@@ -16,11 +16,11 @@
 namespace faultline {
 
 struct RungStart {
-  std::string scope;   // "command curl", "pid 42", "cgroup /app"
-  std::string how;     // "cgroup socket hooks", "BPF LSM: file_open", "seccomp user notification"
+  std::string scope;        // "command curl", "pid 42", "cgroup /app"
+  std::string how;          // "cgroup socket hooks", "BPF LSM: file_open", "seccomp user notification"
   uint64_t expires_ns = 0;  // CLOCK_BOOTTIME: the duration counts from the moment the rung is armed
-  int policy_fd = -1;  // the kernel policy holding `armed` (status, abort); -1: none
-  int stats_fd = -1;   // its per-CPU counters; -1: counts() only
+  int policy_fd = -1;       // the kernel policy holding `armed` (status, abort); -1: none
+  int stats_fd = -1;        // its per-CPU counters; -1: counts() only
   nlohmann::json event = nlohmann::json::object();  // extra fields of the started line
   std::optional<HeldChild> child;                   // the wrapped command, released and running
 };

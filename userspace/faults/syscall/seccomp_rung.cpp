@@ -19,8 +19,8 @@
 
 #include "base/clock.h"
 #include "base/seeded_random.h"
-#include "base/units.h"
 #include "base/unique_fd.h"
+#include "base/units.h"
 #include "userspace/faults/syscall/path_args.h"
 #include "userspace/faults/syscall/rung.h"
 
@@ -79,7 +79,8 @@ std::vector<std::string> call_paths(const seccomp_notif& req, const std::vector<
   for (const PathArg& a : args) {
     const uint64_t ptr = req.data.args[a.path];
     // A NULL path (utimensat) or "" (AT_EMPTY_PATH) names the dirfd itself.
-    std::optional<std::string> raw = ptr == 0 ? std::optional<std::string>(std::string()) : read_remote_string(tid, ptr);
+    std::optional<std::string> raw =
+        ptr == 0 ? std::optional<std::string>(std::string()) : read_remote_string(tid, ptr);
     if (!raw) continue;
     if (!raw->empty() && raw->front() == '/') {
       out.push_back(normalize_path(*raw));
@@ -280,7 +281,7 @@ class SeccompRung final : public SyscallRung {
 
   SyscallFaultSpec spec_;
   uint64_t end_ns_ = 0;
-  uint64_t start_ns_ = 0;          // --start-after: every call passes before it
+  uint64_t start_ns_ = 0;            // --start-after: every call passes before it
   uint64_t seen_ = 0, claimed_ = 0;  // serve() only: matching calls, injections asked for
   UniqueFd notify_;
   std::thread thread_;
