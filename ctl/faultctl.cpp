@@ -37,7 +37,10 @@ constexpr Command kCommands[] = {
      "                       a host resource fault, reverted by a detached\n"
      "                       reaper even if faultctl dies",
      cmd_run},
-    {"guard", "run a command in a fresh cgroup under an egress policy\n(guard [flags] -- COMMAND ARGS)", cmd_guard},
+    {"guard",
+     "run a command under the request guard: allow, deny or hold each\nrequest it makes (guard [flags] -- COMMAND "
+     "ARGS)",
+     cmd_guard},
     {"policy",
      "check, compile, apply, export or diff an egress policy file\n(policy validate|compile|apply|delete|export|diff)",
      cmd_policy},
@@ -66,8 +69,10 @@ guardrail (or refused: steady state outside it), 8 hypothesis refuted
 on a control plane (faultcp): faultctl --control-plane URL --token TOKEN COMMAND
   (or FAULTLINE_CP, FAULTLINE_CP_TOKEN; FAULTLINE_CP_CA: a PEM CA for https)
   run KIND ... --agent ID | --hostname NAME [--detach]
-                       submit a packet fault to an agent and follow it to
-                       its end: the same exit codes as a local run
+                       submit a fault of any kind (packet, syscall, tcp,
+                       http, process, cpu, memory, disk) to an agent and
+                       follow it to its end: the same exit codes as a
+                       local run
   list [--json]        the workspace's experiments
   watch ID [--json]    follow one to its end (its exit code)
   abort ID             cancel one; its agent ends it at once
