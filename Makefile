@@ -3,7 +3,7 @@ BUILD ?= build
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build test demo bench build-time fuzz fmt lint lint-fast clean vmtest kernel-report install
+.PHONY: all deps build test demo bench build-time fuzz fmt lint lint-fast image clean vmtest kernel-report install
 
 all: build
 
@@ -76,6 +76,13 @@ lint: lint-fast $(BUILD)/build.ninja
 	@ninja -C $(BUILD) -j $(JOBS) faultctl faultd faultcp
 	@scripts/check-docs.py $(BUILD)
 	@scripts/tidy.py $(BUILD) $(LINT_BASE)
+
+# The OCI image the DaemonSet runs: FROM scratch, the three binaries, the
+# libraries they load and the CA bundle (buildah, no network):
+# $(BUILD)/image/faultline-VERSION.oci.tar, tagged faultline/faultd:VERSION.
+image: deps $(BUILD)/build.ninja
+	@ninja -C $(BUILD) -j $(JOBS) faultctl faultd faultcp
+	@scripts/build-image.sh $(BUILD)
 
 # faultctl, faultd (sbin), faultcp, the systemd units (ExecStart rewritten to
 # PREFIX), the docs and the Kubernetes manifest, under DESTDIR/PREFIX.

@@ -10,6 +10,8 @@ packages=(
   libhttp-parser-dev libsystemd-dev
   # make lint-fast (CI runs it first) and make lint
   clang-format clang-tidy
+  # make image: the DaemonSet's OCI image, FROM scratch (deploy.image tests it)
+  buildah
   # faultcp's storage backends: SQLite (embedded) and PostgreSQL's client library
   libsqlite3-dev libpq-dev
   # run and test
