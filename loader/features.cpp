@@ -19,6 +19,7 @@
 #include "base/cgroup.h"
 #include "base/result.h"
 #include "base/unique_fd.h"
+#include "loader/feature_cache.h"
 #include "loader/rtnetlink.h"
 #include "loader/syscall_override_object.h"
 #include "loader/tcx.h"
@@ -312,10 +313,42 @@ Features probe_all() {
   return f;
 }
 
+bool g_probe_afresh = false;
+
+// The probes of this boot from the cache, else probed and cached (as root).
+Features cached_or_probed(const char* probes, Features (*probe)()) {
+  const bool root = ::geteuid() == 0;
+  const auto key = root ? FeatureCacheKey::current(probes) : std::nullopt;
+  const std::string path = feature_cache_path();
+  if (key && !g_probe_afresh) {
+    if (auto cached = read_cached_features(path, *key)) return *cached;
+  }
+  Features f = probe();
+  if (key) (void)write_cached_features(path, *key, f);
+  return f;
+}
+
+Features probe_packet() {
+  Features p;
+  const FeatureProbe skipped{false, "not probed"};
+  p.bpf_syscall = p.set_retval = p.ringbuf = p.lsm_listed = p.bpf_lsm = p.fentry = p.kprobe_override =
+      p.seccomp_notify = p.fanotify_perm = p.io_uring = p.skb_task_helpers = skipped;
+  p.bpf_syscall = {true, "implied by the probes below"};
+  p.tcx = probe_tcx();
+  p.clsact = probe_clsact();
+  p.bpf_loop = probe_bpf_loop();
+  p.sch_fq = probe_fq();
+  p.cgroup_v2 = probe_cgroup_v2();
+  p.cgroup_v2_mount = cgroup_mounts().v2;
+  return p;
+}
+
 }  // namespace
 
+void probe_features_afresh() { g_probe_afresh = true; }
+
 const Features& features() {
-  static const Features f = probe_all();
+  static const Features f = cached_or_probed("full", probe_all);
   return f;
 }
 
@@ -325,20 +358,7 @@ const FeatureProbe& skb_task_helpers() {
 }
 
 const Features& packet_features() {
-  static const Features f = [] {
-    Features p;
-    const FeatureProbe skipped{false, "not probed"};
-    p.bpf_syscall = p.set_retval = p.ringbuf = p.lsm_listed = p.bpf_lsm = p.fentry = p.kprobe_override =
-        p.seccomp_notify = p.fanotify_perm = p.io_uring = p.skb_task_helpers = skipped;
-    p.bpf_syscall = {true, "implied by the probes below"};
-    p.tcx = probe_tcx();
-    p.clsact = probe_clsact();
-    p.bpf_loop = probe_bpf_loop();
-    p.sch_fq = probe_fq();
-    p.cgroup_v2 = probe_cgroup_v2();
-    p.cgroup_v2_mount = cgroup_mounts().v2;
-    return p;
-  }();
+  static const Features f = cached_or_probed("packet", probe_packet);
   return f;
 }
 

@@ -31,8 +31,15 @@ struct Features {
   std::string cgroup_v2_mount;  // where cgroup2 is mounted, if anywhere
 };
 
-// Probes once per process; later calls return the cached value.
+// Probes once per process; later calls return the cached value. As root, the
+// probes of this boot are read from the state folder's cache when a process of
+// the same binary made them (loader/feature_cache.h), and written there when not.
 [[nodiscard]] const Features& features();
+
+// The next features() or packet_features() of this process probes the kernel
+// even when the cache has this boot's answer, and rewrites the cache:
+// `faultctl features` does, so it always tells what the kernel says now.
+void probe_features_afresh();
 
 // Only what packet faults need (TCX, clsact, bpf_loop, sch_fq, cgroup v2): the
 // full probe parses kernel BTF and loads a dozen programs, too slow for every

@@ -1,4 +1,6 @@
 // faultctl features: the kernel probes, and the mechanism each fault uses.
+#include "loader/features.h"
+
 #include <unistd.h>
 
 #include <iostream>
@@ -41,6 +43,7 @@ int cmd_features(const std::vector<std::string>& args) {
           return write_verifier_costs(json, std::cout);
         }
         if (auto code = report_via_faultd(json ? "/v1/features" : "/v1/features?format=text")) return *code;
+        probe_features_afresh();  // what the kernel says now; the cache is rewritten with it
         return write_features(json, std::cout);
       });
 }

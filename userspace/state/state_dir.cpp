@@ -12,13 +12,6 @@
 
 namespace faultline {
 
-std::string state_root() {
-  const char* r = std::getenv("FAULTLINE_RUN_DIR");
-  std::string root = r != nullptr && *r != '\0' ? r : "/run/faultline";
-  while (root.size() > 1 && root.back() == '/') root.pop_back();
-  return root;
-}
-
 Result<std::string> next_id(const std::string& counter_path, const std::string& prefix) {
   UniqueFd fd(::open(counter_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
   if (!fd) return errno_error("cannot open " + counter_path);

@@ -6,12 +6,9 @@
 
 #include "base/files.h"
 #include "base/result.h"
+#include "base/run_dir.h"
 
 namespace faultline {
-
-// FAULTLINE_RUN_DIR when set, else /run/faultline; no trailing slash. Every
-// record of a running fault, guard or session lives below it.
-[[nodiscard]] std::string state_root();
 
 // prefix + the next number kept in counter_path (created at 1), under a lock:
 // "r1", "r2", ... never reused for the life of the folder.
