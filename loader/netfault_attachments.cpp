@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
+#include <optional>
 #include <utility>
 
 #include "loader/features.h"
@@ -120,6 +122,40 @@ bool prog_uses_map(uint32_t prog_id, int map_fd) {
   return got && std::find(got->second.begin(), got->second.end(), want.id) != got->second.end();
 }
 
+namespace {
+
+// The programs a resident process loaded ahead of its first run
+// (prepare_netfault_programs): kept while it lives, attached by ensure().
+struct PreparedPrograms {
+  std::string root;  // the bpffs state they were loaded against
+  uint32_t netns_ino = 0;
+  uint32_t egress_drop = 0;
+  NetfaultObject object;
+};
+std::mutex g_prepared_mu;
+std::optional<PreparedPrograms> g_prepared;
+
+// The prepared programs for this namespace and mode, if they still use the
+// maps pinned now (a teardown since, by this or another process, made new ones).
+const NetfaultObject* prepared_for(const BpffsLayout& layout, const NetfaultMaps& maps, uint32_t netns_ino,
+                                   uint32_t egress_drop) {
+  std::lock_guard<std::mutex> hold(g_prepared_mu);
+  if (!g_prepared || g_prepared->root != layout.root || g_prepared->netns_ino != netns_ino ||
+      g_prepared->egress_drop != egress_drop)
+    return nullptr;
+  if (!prog_uses_map(prog_id_of(g_prepared->object.egress_fd()), maps.control())) {
+    g_prepared.reset();  // stale: loaded against maps that are gone
+    return nullptr;
+  }
+  return &g_prepared->object;
+}
+
+uint32_t egress_drop_of(uint32_t mode) {
+  return mode == FL_ATTACH_TCX ? FL_EGRESS_DROP_REDIRECT : FL_EGRESS_DROP_STOLEN;
+}
+
+}  // namespace
+
 int count_netfault_progs(std::optional<uint32_t> control_map_id) {
   int n = 0;
   for (uint32_t id = 0; bpf_prog_get_next_id(id, &id) == 0;) {
@@ -204,9 +240,15 @@ Result<uint32_t> NetfaultAttachments::ensure(const NetnsRef& ns, const std::vect
 
   uint8_t dirs = 0;
   for (const auto& [dev, dir] : missing) dirs |= static_cast<uint8_t>(dir);
-  auto obj = NetfaultObject::load(layout_, ns.inode,
-                                  want == FL_ATTACH_TCX ? FL_EGRESS_DROP_REDIRECT : FL_EGRESS_DROP_STOLEN, dirs);
-  if (!obj) return obj.error();
+  // Loaded ahead by a resident process, or now (the verifier's pass).
+  std::optional<NetfaultObject> loaded;
+  const NetfaultObject* obj = prepared_for(layout_, maps_, ns.inode, egress_drop_of(want));
+  if (obj == nullptr) {
+    auto l = NetfaultObject::load(layout_, ns.inode, egress_drop_of(want), dirs);
+    if (!l) return l.error();
+    loaded.emplace(std::move(*l));
+    obj = &*loaded;
+  }
   auto inside = NetnsEnter::enter(ns);
   if (!inside) return inside.error();
 
@@ -344,6 +386,26 @@ Result<int> NetfaultAttachments::reconcile_orphans(bool foreign_too) {
     }
   }
   return fixed;
+}
+
+Status prepare_netfault_programs(const BpffsLayout& layout, const NetfaultMaps& maps, const NetnsRef& ns) {
+  const auto& f = packet_features();
+  const uint32_t mode = f.tcx.available ? FL_ATTACH_TCX : f.clsact.available ? FL_ATTACH_TC : 0;
+  if (mode == 0)
+    return make_error(ENOTSUP,
+                      "no way to attach packet programs: TCX (" + f.tcx.detail + "), clsact (" + f.clsact.detail + ")");
+  if (prepared_for(layout, maps, ns.inode, egress_drop_of(mode)) != nullptr) return {};
+  auto obj = NetfaultObject::load(layout, ns.inode, egress_drop_of(mode), FL_DIR_EGRESS | FL_DIR_INGRESS);
+  if (!obj) return obj.error();
+  std::lock_guard<std::mutex> hold(g_prepared_mu);
+  g_prepared.emplace(PreparedPrograms{layout.root, ns.inode, egress_drop_of(mode), std::move(*obj)});
+  return {};
+}
+
+bool netfault_programs_prepared(const BpffsLayout& layout, const NetfaultMaps& maps, const NetnsRef& ns) {
+  const auto& f = packet_features();
+  const uint32_t mode = f.tcx.available ? FL_ATTACH_TCX : FL_ATTACH_TC;
+  return prepared_for(layout, maps, ns.inode, egress_drop_of(mode)) != nullptr;
 }
 
 }  // namespace faultline

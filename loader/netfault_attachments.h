@@ -59,6 +59,15 @@ class NetfaultAttachments {
 };
 
 // Whether a program id is one of ours (named fl_egress / fl_ingress).
+// A resident process (faultd) loads one namespace's programs before its first
+// run needs them, in the mode ensure() would choose there (TCX, else clsact):
+// the load and the verifier's pass move to its start. ensure() attaches these
+// instead of loading anew while they match the namespace and mode and use the
+// maps pinned now (after a teardown they are dropped). Held until the process ends.
+[[nodiscard]] Status prepare_netfault_programs(const BpffsLayout& layout, const NetfaultMaps& maps, const NetnsRef& ns);
+// Whether this process holds prepared programs that ensure() would use for ns now.
+[[nodiscard]] bool netfault_programs_prepared(const BpffsLayout& layout, const NetfaultMaps& maps, const NetnsRef& ns);
+
 [[nodiscard]] bool is_netfault_prog(uint32_t prog_id);
 
 // The id of the fl_control map a netfault program uses (which state it belongs to).

@@ -51,9 +51,17 @@ std::vector<std::string> FaultdTest::standalone_env() const {
           "FAULTLINE_FAULTD_SOCKET=" + dir_ + "/nobody-serves.sock"};
 }
 
-void FaultdTest::start_faultd(const std::vector<std::string>& extra) {
-  std::vector<std::string> argv = {FAULTD_PATH,   "--foreground", "--socket",    socket_,           "--metrics",
-                                   "127.0.0.1:0", "--toxiproxy",  "127.0.0.1:0", "--proxy-workers", "1"};
+void FaultdTest::start_faultd(const std::vector<std::string>& extra) { start_faultd_in("", extra); }
+
+void FaultdTest::start_faultd_in(const std::string& netns, const std::vector<std::string>& extra) {
+  std::vector<std::string> argv;
+  // nsenter, not `ip netns exec`: that one also remounts /sys, and with it the
+  // bpffs faultd pins its state in.
+  if (!netns.empty()) argv = {"nsenter", "--net=/run/netns/" + netns, "--"};
+  for (const std::string& w : {std::string(FAULTD_PATH), std::string("--foreground"), std::string("--socket"), socket_,
+                               std::string("--metrics"), std::string("127.0.0.1:0"), std::string("--toxiproxy"),
+                               std::string("127.0.0.1:0"), std::string("--proxy-workers"), std::string("1")})
+    argv.push_back(w);
   argv.insert(argv.end(), extra.begin(), extra.end());
   faultd_.emplace(ChildProcess::spawn(argv, {.env = env(), .stop_grace = 3000ms}));
   ASSERT_TRUE(wait_serving(*faultd_)) << faultd_->describe();

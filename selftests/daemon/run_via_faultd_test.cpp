@@ -14,6 +14,8 @@
 #include <thread>
 
 #include "faultd_env.h"
+#include "loader/bpffs.h"
+#include "loader/netfault_attachments.h"
 #include "selftests/lib/netns_pair.h"
 
 namespace fldaemon {
@@ -226,6 +228,27 @@ TEST_F(RunViaFaultdTest, FaultdKeepsWhatItsRunsAttachedUntilItStops) {
   EXPECT_NE(other_mode.out.find("via tc"), std::string::npos) << other_mode.describe();
   EXPECT_EQ(runs_served(), 3u) << faultd().err();
   // Stopped, faultd tears the idle state down, as any faultctl would.
+  faultd().stop(5000ms);
+  EXPECT_TRUE(pinned_links(bpffs_root()).empty());
+  EXPECT_FALSE(std::filesystem::exists(bpffs_root() + "/maps/fl_attach"));
+}
+
+// faultd loads and verifies the programs of its own namespace at its start: a
+// run there attaches those (no second load), bound to the state's maps.
+TEST_F(RunViaFaultdTest, FaultdLoadsItsNamespacesProgramsAtItsStart) {
+  start_faultd_in(ns());
+  ASSERT_NE(faultd().err().find("packet programs loaded and verified ahead of the first run"), std::string::npos)
+      << faultd().err();
+  const faultline::BpffsLayout layout{bpffs_root()};
+  const auto control = faultline::pinned_control_map_id(layout);
+  ASSERT_TRUE(control) << "faultd made no maps at its start";
+  EXPECT_EQ(faultline::count_netfault_progs(*control), 2) << "egress and ingress, loaded before any run";
+  // A run in faultd's namespace (no --netns): planned in faultd, so there.
+  const CommandResult r = run({"partition", "--target", kRunB, "--duration", "1s"}, true);
+  ASSERT_TRUE(r.status.is(0)) << r.describe() << faultd().err();
+  EXPECT_EQ(runs_served(), 1u) << faultd().err();
+  EXPECT_EQ(faultline::count_netfault_progs(*control), 2) << "the run loaded the programs again";
+  EXPECT_FALSE(pinned_links(bpffs_root()).empty()) << r.describe();
   faultd().stop(5000ms);
   EXPECT_TRUE(pinned_links(bpffs_root()).empty());
   EXPECT_FALSE(std::filesystem::exists(bpffs_root() + "/maps/fl_attach"));

@@ -399,6 +399,23 @@ Result<AppliedFault> NetfaultEngine::apply(const FaultPlan& plan, uint32_t owner
 
 void NetfaultEngine::keep_idle_state(bool keep) { g_keep_idle_state = keep; }
 
+Result<uint64_t> NetfaultEngine::prepare_host() {
+  const uint64_t start = monotonic_ns();
+  auto ns = resolve_netns("");
+  if (!ns) return ns.error();
+  auto lock = NetfaultStateLock::acquire(layout_);
+  if (!lock) return lock.error();
+  auto maps = NetfaultMaps::open(layout_, true);
+  if (!maps) return maps.error();
+  if (maps->created()) {
+    FL_TRY(initialise_maps(*maps));
+    NetfaultAttachments fresh(layout_, *maps);
+    (void)fresh.reconcile_orphans(layout_.root == BpffsLayout{}.root);
+  }
+  FL_TRY(prepare_netfault_programs(layout_, *maps, *ns));
+  return (monotonic_ns() - start) / 1'000'000;
+}
+
 Status NetfaultEngine::end(uint32_t slot) {
   auto lock = NetfaultStateLock::acquire(layout_);
   if (!lock) return lock.error();

@@ -78,6 +78,12 @@ class NetfaultEngine {
   // and uninstall(); a resident that stops calls reap() with this off.
   static void keep_idle_state(bool keep);
 
+  // For a resident process, at its start: the maps (created and armed when
+  // missing) and this namespace's programs loaded and verified now, so that its
+  // first run attaches them instead (loader/netfault_attachments.h). The
+  // milliseconds it took, or why not (then the first run loads them).
+  [[nodiscard]] Result<uint64_t> prepare_host();
+
  private:
   [[nodiscard]] Status teardown_locked(NetfaultMaps& maps, bool foreign_too = false);
   // Removes expired and orphaned faults; returns how many.
