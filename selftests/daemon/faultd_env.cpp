@@ -51,11 +51,11 @@ std::vector<std::string> FaultdTest::standalone_env() const {
           "FAULTLINE_FAULTD_SOCKET=" + dir_ + "/nobody-serves.sock"};
 }
 
-void FaultdTest::start_faultd(const std::vector<std::string>& extra) {
+void FaultdTest::start_faultd(const std::vector<std::string>& extra, fltest::Output output) {
   std::vector<std::string> argv = {FAULTD_PATH,   "--foreground", "--socket",    socket_,           "--metrics",
                                    "127.0.0.1:0", "--toxiproxy",  "127.0.0.1:0", "--proxy-workers", "1"};
   argv.insert(argv.end(), extra.begin(), extra.end());
-  faultd_.emplace(ChildProcess::spawn(argv, {.env = env(), .stop_grace = 3000ms}));
+  faultd_.emplace(ChildProcess::spawn(argv, {.env = env(), .output = output, .stop_grace = 3000ms}));
   ASSERT_TRUE(wait_serving(*faultd_)) << faultd_->describe();
   const std::string& err = faultd_->err();
   const size_t at = err.find("metrics on http://127.0.0.1:");
