@@ -51,9 +51,12 @@ std::vector<std::string> FaultdTest::standalone_env() const {
           "FAULTLINE_FAULTD_SOCKET=" + dir_ + "/nobody-serves.sock"};
 }
 
-void FaultdTest::start_faultd(const std::vector<std::string>& extra) { start_faultd_in("", extra); }
+void FaultdTest::start_faultd(const std::vector<std::string>& extra, fltest::Output output) {
+  start_faultd_in("", extra, output);
+}
 
-void FaultdTest::start_faultd_in(const std::string& netns, const std::vector<std::string>& extra) {
+void FaultdTest::start_faultd_in(const std::string& netns, const std::vector<std::string>& extra,
+                                 fltest::Output output) {
   std::vector<std::string> argv;
   // nsenter, not `ip netns exec`: that one also remounts /sys, and with it the
   // bpffs faultd pins its state in.
@@ -63,7 +66,7 @@ void FaultdTest::start_faultd_in(const std::string& netns, const std::vector<std
                                std::string("127.0.0.1:0"), std::string("--proxy-workers"), std::string("1")})
     argv.push_back(w);
   argv.insert(argv.end(), extra.begin(), extra.end());
-  faultd_.emplace(ChildProcess::spawn(argv, {.env = env(), .stop_grace = 3000ms}));
+  faultd_.emplace(ChildProcess::spawn(argv, {.env = env(), .output = output, .stop_grace = 3000ms}));
   ASSERT_TRUE(wait_serving(*faultd_)) << faultd_->describe();
   const std::string& err = faultd_->err();
   const size_t at = err.find("metrics on http://127.0.0.1:");

@@ -33,9 +33,12 @@ class FaultdTest : public ::testing::Test {
   // faultd --foreground --socket <ours> --metrics 127.0.0.1:0 --toxiproxy
   // 127.0.0.1:0 --proxy-workers 1 EXTRA..., waited for until it serves; the
   // metrics and Toxiproxy API ports are read from its "serving" line.
-  void start_faultd(const std::vector<std::string>& extra = {});
+  // Output::kFiles for a test that makes faultd log more than a pipe holds
+  // while it is busy elsewhere (faultd would block on its stderr).
+  void start_faultd(const std::vector<std::string>& extra = {}, fltest::Output output = fltest::Output::kPipes);
   // The same, faultd running in the network namespace NAME (/run/netns/NAME).
-  void start_faultd_in(const std::string& netns, const std::vector<std::string>& extra = {});
+  void start_faultd_in(const std::string& netns, const std::vector<std::string>& extra = {},
+                       fltest::Output output = fltest::Output::kPipes);
   [[nodiscard]] ChildProcess& faultd() { return *faultd_; }
   [[nodiscard]] uint16_t metrics_port() const { return metrics_port_; }
   [[nodiscard]] uint16_t toxiproxy_port() const { return toxiproxy_port_; }

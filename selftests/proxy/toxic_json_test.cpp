@@ -119,4 +119,61 @@ TEST(ToxicJson, AcceptsWhatToxiproxyAccepts) {
   EXPECT_TRUE(faultline::validate_toxic_strict(*toxic_from_json(json::parse(bodies[8]))).ok());
 }
 
+// Faultline's extensions: first_n on every type but noop, limit_time and
+// slow_open. Shown only when asked for (first_n 0 is not shown, so a
+// Toxiproxy client sees Toxiproxy's shape); their values are judged.
+TEST(ToxicJson, ExtensionsRoundTripAndStayOutOfToxiproxysShape) {
+  const char* bodies[] = {
+      R"({"name":"a","type":"reset_peer","stream":"downstream","toxicity":1.0,"attributes":{"timeout":0,"first_n":3}})",
+      R"({"name":"b","type":"latency","stream":"upstream","toxicity":1.0,"attributes":{"latency":10,"jitter":0,"first_n":1}})",
+      R"({"name":"c","type":"limit_time","stream":"downstream","toxicity":1.0,"attributes":{"time":500}})",
+      R"({"name":"d","type":"slow_open","stream":"upstream","toxicity":0.5,"attributes":{"delay":200,"first_n":2}})",
+  };
+  for (const char* body : bodies) {
+    auto t = toxic_from_json(json::parse(body));
+    ASSERT_TRUE(t.ok()) << body << ": " << t.error().describe();
+    EXPECT_EQ(faultline::toxic_to_json(*t), json::parse(body)) << body;
+  }
+  auto plain = toxic_from_json(json::parse(R"({"type":"timeout","attributes":{"timeout":5,"first_n":0}})"));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(faultline::toxic_to_json(*plain)["attributes"], json::parse(R"({"timeout":5})"));
+  EXPECT_EQ(faultline::first_n_of(plain->attributes), 0);
+  auto n = toxic_from_json(json::parse(R"({"type":"limit_data","attributes":{"bytes":5,"first_n":7}})"));
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(faultline::first_n_of(n->attributes), 7);
+  // noop has no first_n: ignored, as any attribute a type does not have.
+  auto noop = toxic_from_json(json::parse(R"({"type":"noop","attributes":{"first_n":2}})"));
+  ASSERT_TRUE(noop.ok());
+  EXPECT_EQ(faultline::toxic_to_json(*noop)["attributes"], json::object());
+}
+
+TEST(ToxicJson, ExtensionValuesAreJudged) {
+  struct Case {
+    const char* body;
+    const char* field;
+  };
+  const Case cases[] = {
+      {R"({"type":"reset_peer","attributes":{"first_n":-1}})", "\"attributes.first_n\": must not be negative, got -1"},
+      {R"({"type":"latency","attributes":{"first_n":1.5}})", "\"attributes.first_n\": must be an integer"},
+      {R"({"type":"timeout","attributes":{"first_n":"3"}})", "\"attributes.first_n\": must be an integer"},
+      {R"({"type":"limit_time","attributes":{"time":-5}})", "\"attributes.time\": must not be negative, got -5"},
+      {R"({"type":"limit_time","attributes":{"time":"1s"}})", "\"attributes.time\": must be an integer"},
+      {R"({"type":"slow_open","attributes":{"delay":-1}})", "\"attributes.delay\": must not be negative, got -1"},
+      {R"({"type":"slow_open","attributes":{"delay":0.5}})", "\"attributes.delay\": must be an integer"},
+  };
+  for (const auto& c : cases) {
+    auto t = toxic_from_json(json::parse(c.body));
+    ASSERT_FALSE(t.ok()) << c.body << " was accepted";
+    EXPECT_TRUE(t.error().bad_input) << c.body;
+    EXPECT_NE(t.error().message.find(c.field), std::string::npos)
+        << c.body << ": expected the error to name " << c.field << ", got: " << t.error().message;
+  }
+  // An update is judged the same way.
+  auto t = toxic_from_json(json::parse(R"({"type":"reset_peer","attributes":{"first_n":3}})"));
+  ASSERT_TRUE(t.ok());
+  EXPECT_FALSE(faultline::toxic_merged(*t, json::parse(R"({"attributes":{"first_n":-2}})")).ok());
+  // A Toxiproxy attribute of an extension type's neighbour stays unjudged.
+  EXPECT_TRUE(toxic_from_json(json::parse(R"({"type":"slow_close","attributes":{"delay":-1}})")).ok());
+}
+
 }  // namespace

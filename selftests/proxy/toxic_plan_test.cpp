@@ -130,4 +130,44 @@ TEST(ToxicPlan, SlicerSplitsWithinTheVariationAndAlwaysEnds) {
   }
 }
 
+// first_n: the first N connections accepted after the toxic was added take
+// a slot, each once; a connection open before it came is never counted; what
+// was decided stays with the connection through later refolds.
+TEST(ToxicPlan, FirstNGivesSlotsToTheFirstConnectionsAfterTheAdd) {
+  ToxicSet set;
+  set.toxics = {entry(1, Stream::downstream, ResetPeerToxic{0, 3})};
+  set.toxics[0].added_ns = 1000;
+  DirectionPlan old_conn = plan_direction(set, Stream::downstream, 99, {}, 500);
+  EXPECT_TRUE(old_conn.uids.empty()) << "a connection accepted before the add is not counted";
+  std::vector<DirectionPlan> plans;
+  for (uint64_t i = 0; i < 10; ++i) plans.push_back(plan_direction(set, Stream::downstream, i, {}, 2000 + i));
+  for (size_t i = 0; i < plans.size(); ++i) EXPECT_EQ(plans[i].deadline_reset, i < 3) << "connection " << i;
+  EXPECT_EQ(set.toxics[0].activations->load(), 3u);
+  // Refolds (a toxic set change) keep each decision and take no new slot.
+  ToxicSet again = set;
+  again.toxics.push_back(entry(2, Stream::downstream, LatencyToxic{5}));
+  for (size_t i = 0; i < plans.size(); ++i) {
+    DirectionPlan next = plan_direction(again, Stream::downstream, i, plans[i], 2000 + i);
+    EXPECT_EQ(next.deadline_reset, i < 3) << "connection " << i << " after a refold";
+  }
+  EXPECT_EQ(set.toxics[0].first_n_taken->load(), 3u);
+}
+
+TEST(ToxicPlan, LimitTimeAndSlowOpen) {
+  ToxicSet set;
+  set.toxics = {entry(1, Stream::downstream, LimitTimeToxic{400}), entry(2, Stream::upstream, SlowOpenToxic{100}),
+                entry(3, Stream::upstream, SlowOpenToxic{50})};
+  DirectionPlan down = plan_direction(set, Stream::downstream, 1, {});
+  EXPECT_EQ(down.deadline_ms, 400);
+  EXPECT_FALSE(down.deadline_reset) << "limit_time closes with a FIN";
+  EXPECT_FALSE(down.hold) << "limit_time lets data through until its time";
+  DirectionPlan up = plan_direction(set, Stream::upstream, 1, {});
+  EXPECT_EQ(up.open_delay_ms, 150) << "slow_open delays add";
+  // A reset_peer's clock still wins.
+  set.toxics.push_back(entry(4, Stream::downstream, ResetPeerToxic{900}));
+  DirectionPlan both = plan_direction(set, Stream::downstream, 1, {});
+  EXPECT_TRUE(both.deadline_reset);
+  EXPECT_EQ(both.deadline_ms, 900);
+}
+
 }  // namespace

@@ -11,8 +11,6 @@
 #include <string_view>
 #include <variant>
 
-#include "userspace/faults/stream/spec.h"
-
 namespace faultline {
 namespace {
 
@@ -97,8 +95,9 @@ std::variant<Toxic, HttpReply> judge_new_toxic(const ProxyRegistry& reg, const s
     json probe = json{{"type", "noop"}, {"stream", *v}};
     if (!toxic_from_json(probe)) return HttpReply::error(400, kInvalidStream);
   }
+  // Toxiproxy's types and Faultline's extensions (limit_time, slow_open).
   auto t = j.find("type");
-  if (t == j.end() || !t->is_string() || !is_toxic_type(t->get_ref<const std::string&>()))
+  if (t == j.end() || !t->is_string() || !toxic_from_json(json{{"type", *t}}))
     return HttpReply::error(400, kInvalidToxicType);
   // The name a toxic gets: its own, or <type>_<stream> (the stream as given).
   std::string name = j.value("name", json()).is_string() ? j["name"].get<std::string>() : "";

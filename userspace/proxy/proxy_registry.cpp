@@ -3,6 +3,7 @@
 #include "userspace/proxy/proxy_registry.h"
 
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,6 +35,12 @@ struct ProxyEntry {
 namespace {
 long port_of_text(const std::string& host_port) {
   return std::strtol(host_port.c_str() + host_port.rfind(':') + 1, nullptr, 10);
+}
+
+uint64_t monotonic_now_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1'000'000'000ULL + uint64_t(ts.tv_nsec);
 }
 
 std::string host_of_text(const std::string& host_port) {
@@ -352,7 +359,9 @@ Result<Toxic> ProxyRegistry::add_toxic(const std::string& proxy, const Toxic& to
   for (const auto& t : e.toxics)
     if (t.toxic.name == toxic.name) return make_error(EEXIST, "toxic already exists");
   uint64_t uid = impl_->next_uid_++;
-  e.toxics.push_back(ToxicEntry{toxic, uid, uid, std::make_shared<std::atomic<uint64_t>>(0)});
+  // first_n counts the connections accepted from now on (the workers stamp
+  // each accept with the same clock).
+  e.toxics.push_back(ToxicEntry{toxic, uid, uid, std::make_shared<std::atomic<uint64_t>>(0), monotonic_now_ns()});
   impl_->publish_toxics(e);
   return toxic;
 }
@@ -440,7 +449,7 @@ Result<ProxyInfo> ProxyRegistry::adopt(const ProxyInfo& info, std::vector<Unique
   for (const auto& t : info.toxics) {
     FL_TRY(validate_toxic(t));
     const uint64_t uid = impl_->next_uid_++;
-    e.toxics.push_back(ToxicEntry{t, uid, uid, std::make_shared<std::atomic<uint64_t>>(0)});
+    e.toxics.push_back(ToxicEntry{t, uid, uid, std::make_shared<std::atomic<uint64_t>>(0), monotonic_now_ns()});
   }
   for (const auto& f : info.http_faults) {
     FL_TRY(validate_http_fault(f));

@@ -65,7 +65,19 @@ uint64_t now_ns() {
   return uint64_t(ts.tv_sec) * 1'000'000'000ULL + uint64_t(ts.tv_nsec);
 }
 
-enum class OpKind : uint8_t { wake, accept, accept_retry, connect, recv, recv_retry, send, timer, deadline, http_head };
+enum class OpKind : uint8_t {
+  wake,
+  accept,
+  accept_retry,
+  connect,
+  recv,
+  recv_retry,
+  send,
+  timer,
+  deadline,
+  http_head,
+  slow_open
+};
 
 // One kind of request an object can have in flight (at most one of each), and the
 // user_data of its completions. A cancel request carries user_data 0.
@@ -260,9 +272,11 @@ struct Connection {
   Pipe up;                                // client -> server
   Pipe down;                              // server -> client
   uint64_t seed = 0;
+  uint64_t accepted_ns = 0;  // first_n counts connections accepted after its toxic came
   bool connected = false;
   bool closing = false;
   Op connect_op{OpKind::connect};
+  Op open_op{OpKind::slow_open};       // slow_open: the upstream connect waits
   std::unique_ptr<HttpSession> http;   // HTTP mode
   Op http_head_op{OpKind::http_head};  // the request-head clock (408)
   uint64_t head_serial = 0;
@@ -303,7 +317,7 @@ struct Connection {
       if (p->recv_op.pending || p->retry_op.pending || p->send_op.pending || p->timer_op.pending ||
           p->deadline_op.pending)
         return true;
-    return connect_op.pending || http_head_op.pending;
+    return connect_op.pending || http_head_op.pending || open_op.pending;
   }
 };
 
@@ -460,6 +474,8 @@ class RelayWorker::Loop {
       if (c->connected && !c->closing) {
         toxics_changed(c->up);
         if (!c->closing) toxics_changed(c->down);
+      } else if (c->open_op.pending) {
+        cancel(c->open_op);  // slow_open: its delay is judged again (on_open_delay)
       }
       c = next;
     }
@@ -603,6 +619,9 @@ class RelayWorker::Loop {
       case OpKind::http_head:
         on_head_clock(*static_cast<Connection*>(op.owner));
         break;
+      case OpKind::slow_open:
+        on_open_delay(*static_cast<Connection*>(op.owner));
+        break;
     }
   }
 
@@ -671,6 +690,7 @@ class RelayWorker::Loop {
     c->proxy = &ps;
     c->client.reset(fd);
     c->seed = splitmix64(rng_state_ += 0x9e3779b97f4a7c15ULL);
+    c->accepted_ns = now_ns();
     for (Pipe* p : {&c->up, &c->down}) {
       p->conn = c;
       p->recv_op.owner = p->retry_op.owner = p->send_op.owner = p->timer_op.owner = p->deadline_op.owner = p;
@@ -678,6 +698,7 @@ class RelayWorker::Loop {
     c->down.stream = Stream::downstream;
     c->connect_op.owner = c;
     c->http_head_op.owner = c;
+    c->open_op.owner = c;
     if (ps.toxics->http || ps.route.judge) {
       c->http = std::make_unique<HttpSession>(ps.toxics->http ? ps.toxics->http->upstream_host : "", c->seed);
       c->http->set_client(relay_peer_host(fd));
@@ -746,6 +767,18 @@ class RelayWorker::Loop {
   }
 
   void connect_upstream(Connection& c) {
+    // slow_open: the connect waits out the delay from the accept (the plans
+    // are folded now, so a first_n slot is taken by this connection's open).
+    refresh_plan(c.up);
+    refresh_plan(c.down);
+    const int64_t delay_ms = std::max(c.up.plan.open_delay_ms, c.down.plan.open_delay_ms);
+    if (delay_ms > 0) {
+      const uint64_t due = c.accepted_ns + uint64_t(delay_ms) * 1'000'000ULL;
+      if (due > now_ns()) {
+        if (!c.open_op.pending) arm_timer_at(c.open_op, due);
+        return;
+      }
+    }
     const SocketAddress& to = *c.upstream;
     c.server.reset(::socket(to.family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (!c.server) {
@@ -758,6 +791,17 @@ class RelayWorker::Loop {
     io_uring_sqe* s = sqe();
     io_uring_prep_connect(s, c.server.get(), to.get(), to.length);
     submit_op(s, c.connect_op);
+  }
+
+  // The slow_open clock ended, or the toxics changed while it ran (the delay
+  // is judged again under the new set: removing the toxic releases it).
+  void on_open_delay(Connection& c) {
+    c.open_op.pending = false;
+    if (c.closing) {
+      maybe_free(c);
+      return;
+    }
+    connect_upstream(c);
   }
 
   // The client was accepted and its upstream cannot be had: it is closed (a
@@ -819,6 +863,7 @@ class RelayWorker::Loop {
     }
     cancel(c.connect_op);
     cancel(c.http_head_op);
+    cancel(c.open_op);
     for (Pipe* p : {&c.up, &c.down}) {
       cancel(p->recv_op);
       cancel(p->retry_op);
@@ -853,7 +898,7 @@ class RelayWorker::Loop {
     const ToxicSet* set = p.conn->proxy->toxics.get();
     if (set == p.seen) return;
     p.seen = set;
-    p.plan = plan_direction(*set, p.stream, p.conn->seed, p.plan);
+    p.plan = plan_direction(*set, p.stream, p.conn->seed, p.plan, p.conn->accepted_ns);
   }
 
   void toxics_changed(Pipe& p) {

@@ -14,30 +14,52 @@ namespace {
 
 using json = nlohmann::json;
 
+// kToxiproxy: Toxiproxy's own attribute, shown always and never judged.
+// kJudged: an extension's attribute (of limit_time, slow_open), shown always,
+// refused when negative. kOptIn: first_n, shown only when set (so a Toxiproxy
+// client sees Toxiproxy's shape), refused when negative.
+enum class FieldKind : uint8_t { kToxiproxy, kJudged, kOptIn };
+
 struct AttributeField {
   const char* json_name;
   int64_t* value;
+  FieldKind kind = FieldKind::kToxiproxy;
 };
+
+AttributeField first_n_field(int64_t& v) { return {"first_n", &v, FieldKind::kOptIn}; }
 
 // The JSON name of each attribute of a toxic type, over the member that holds it.
 std::vector<AttributeField> fields_of(LatencyToxic& t) {
-  return {{"latency", &t.latency_ms}, {"jitter", &t.jitter_ms}};
+  return {{"latency", &t.latency_ms}, {"jitter", &t.jitter_ms}, first_n_field(t.first_n)};
 }
-std::vector<AttributeField> fields_of(BandwidthToxic& t) { return {{"rate", &t.rate_kbps}}; }
-std::vector<AttributeField> fields_of(SlowCloseToxic& t) { return {{"delay", &t.delay_ms}}; }
-std::vector<AttributeField> fields_of(TimeoutToxic& t) { return {{"timeout", &t.timeout_ms}}; }
-std::vector<AttributeField> fields_of(ResetPeerToxic& t) { return {{"timeout", &t.timeout_ms}}; }
+std::vector<AttributeField> fields_of(BandwidthToxic& t) { return {{"rate", &t.rate_kbps}, first_n_field(t.first_n)}; }
+std::vector<AttributeField> fields_of(SlowCloseToxic& t) { return {{"delay", &t.delay_ms}, first_n_field(t.first_n)}; }
+std::vector<AttributeField> fields_of(TimeoutToxic& t) {
+  return {{"timeout", &t.timeout_ms}, first_n_field(t.first_n)};
+}
+std::vector<AttributeField> fields_of(ResetPeerToxic& t) {
+  return {{"timeout", &t.timeout_ms}, first_n_field(t.first_n)};
+}
 std::vector<AttributeField> fields_of(SlicerToxic& t) {
-  return {{"average_size", &t.average_size}, {"size_variation", &t.size_variation}, {"delay", &t.delay_us}};
+  return {{"average_size", &t.average_size},
+          {"size_variation", &t.size_variation},
+          {"delay", &t.delay_us},
+          first_n_field(t.first_n)};
 }
-std::vector<AttributeField> fields_of(LimitDataToxic& t) { return {{"bytes", &t.bytes}}; }
+std::vector<AttributeField> fields_of(LimitDataToxic& t) { return {{"bytes", &t.bytes}, first_n_field(t.first_n)}; }
 std::vector<AttributeField> fields_of(NoopToxic&) { return {}; }
+std::vector<AttributeField> fields_of(LimitTimeToxic& t) {
+  return {{"time", &t.time_ms, FieldKind::kJudged}, first_n_field(t.first_n)};
+}
+std::vector<AttributeField> fields_of(SlowOpenToxic& t) {
+  return {{"delay", &t.delay_ms, FieldKind::kJudged}, first_n_field(t.first_n)};
+}
 
 std::vector<AttributeField> fields_of(ToxicAttributes& a) {
   return std::visit([](auto& t) { return fields_of(t); }, a);
 }
 
-constexpr std::array<std::pair<std::string_view, ToxicAttributes (*)()>, 8> kTypes{{
+constexpr std::array<std::pair<std::string_view, ToxicAttributes (*)()>, 10> kTypes{{
     {"latency", [] { return ToxicAttributes{LatencyToxic{}}; }},
     {"bandwidth", [] { return ToxicAttributes{BandwidthToxic{}}; }},
     {"slow_close", [] { return ToxicAttributes{SlowCloseToxic{}}; }},
@@ -46,6 +68,8 @@ constexpr std::array<std::pair<std::string_view, ToxicAttributes (*)()>, 8> kTyp
     {"slicer", [] { return ToxicAttributes{SlicerToxic{}}; }},
     {"limit_data", [] { return ToxicAttributes{LimitDataToxic{}}; }},
     {"noop", [] { return ToxicAttributes{NoopToxic{}}; }},
+    {"limit_time", [] { return ToxicAttributes{LimitTimeToxic{}}; }},
+    {"slow_open", [] { return ToxicAttributes{SlowOpenToxic{}}; }},
 }};
 
 Error field_error(const std::string& field, const std::string& what) {
@@ -114,6 +138,13 @@ std::string_view stream_name(Stream s) { return s == Stream::upstream ? "upstrea
 
 std::string_view Toxic::type() const { return kTypes[attributes.index()].first; }
 
+int64_t first_n_of(const ToxicAttributes& a) {
+  ToxicAttributes copy = a;
+  for (const auto& f : fields_of(copy))
+    if (f.kind == FieldKind::kOptIn) return *f.value;
+  return 0;
+}
+
 // Toxiproxy judges no attribute value: a negative one acts as 0 there (and in
 // plan_direction here), a slicer of any sizes is run (split_slice keeps it
 // safe where Toxiproxy's recursion would panic), a toxicity past 1 always
@@ -121,6 +152,13 @@ std::string_view Toxic::type() const { return kTypes[attributes.index()].first; 
 Status validate_toxic(const Toxic& t) {
   if (t.name.empty()) return field_error("name", "must not be empty");
   if (!std::isfinite(t.toxicity)) return field_error("toxicity", "must be a finite number");
+  // The extensions are Faultline's: their values are judged, where Toxiproxy's
+  // attributes are taken as its decoder takes them.
+  Toxic copy = t;
+  for (const auto& f : fields_of(copy.attributes))
+    if (f.kind != FieldKind::kToxiproxy && *f.value < 0)
+      return field_error("attributes." + std::string(f.json_name),
+                         "must not be negative, got " + std::to_string(*f.value));
   return {};
 }
 
@@ -142,7 +180,8 @@ Status validate_toxic_strict(const Toxic& t) {
 json toxic_to_json(const Toxic& t) {
   json attrs = json::object();
   Toxic copy = t;
-  for (const auto& f : fields_of(copy.attributes)) attrs[f.json_name] = *f.value;
+  for (const auto& f : fields_of(copy.attributes))
+    if (f.kind != FieldKind::kOptIn || *f.value != 0) attrs[f.json_name] = *f.value;
   return json{{"name", t.name},
               {"type", std::string(t.type())},
               {"stream", std::string(stream_name(t.stream))},

@@ -38,13 +38,39 @@ bool toxic_applies(uint64_t conn_seed, uint64_t toxic_uid, double toxicity) {
   return u < toxicity;
 }
 
-DirectionPlan plan_direction(const ToxicSet& set, Stream stream, uint64_t conn_seed, const DirectionPlan& before) {
+namespace {
+
+bool holds(const std::vector<uint64_t>& uids, uint64_t uid) {
+  return std::find(uids.begin(), uids.end(), uid) != uids.end();
+}
+
+// first_n: whether the connection gets one of the toxic's first N slots. Asked
+// once per (connection, toxic); the answer is carried in the plan after.
+bool takes_first_n_slot(const ToxicEntry& e, int64_t first_n, uint64_t accepted_ns) {
+  if (accepted_ns < e.added_ns) return false;  // open before the toxic came: not counted
+  uint64_t taken = e.first_n_taken->load(std::memory_order_relaxed);
+  do {
+    if (taken >= uint64_t(first_n)) return false;
+  } while (!e.first_n_taken->compare_exchange_weak(taken, taken + 1, std::memory_order_relaxed));
+  return true;
+}
+
+}  // namespace
+
+DirectionPlan plan_direction(const ToxicSet& set, Stream stream, uint64_t conn_seed, const DirectionPlan& before,
+                             uint64_t accepted_ns) {
   DirectionPlan next;
   for (const ToxicEntry& e : set.toxics) {
     if (e.toxic.stream != stream || !toxic_applies(conn_seed, e.uid, e.toxic.toxicity)) continue;
+    const bool applied_before = holds(before.uids, e.uid);
+    if (const int64_t first_n = first_n_of(e.toxic.attributes); first_n > 0 && !applied_before) {
+      if (holds(before.passed_by, e.uid) || !takes_first_n_slot(e, first_n, accepted_ns)) {
+        next.passed_by.push_back(e.uid);
+        continue;
+      }
+    }
     next.uids.push_back(e.uid);
-    if (std::find(before.uids.begin(), before.uids.end(), e.uid) == before.uids.end())
-      e.activations->fetch_add(1, std::memory_order_relaxed);
+    if (!applied_before) e.activations->fetch_add(1, std::memory_order_relaxed);
     const auto& a = e.toxic.attributes;
     if (const auto* t = std::get_if<LatencyToxic>(&a)) {
       next.latency_ms = saturating_add(next.latency_ms, clamped(t->latency_ms));
@@ -61,6 +87,14 @@ DirectionPlan plan_direction(const ToxicSet& set, Stream stream, uint64_t conn_s
         next.deadline_ms = clamped(t->timeout_ms);
         next.deadline_reset = false;
       }
+    } else if (const auto* t = std::get_if<LimitTimeToxic>(&a)) {
+      if (next.deadline_key == 0) {  // as a timeout's clock, without the hold
+        next.deadline_key = e.version;
+        next.deadline_ms = clamped(t->time_ms);
+        next.deadline_reset = false;
+      }
+    } else if (const auto* t = std::get_if<SlowOpenToxic>(&a)) {
+      next.open_delay_ms = saturating_add(next.open_delay_ms, clamped(t->delay_ms));
     } else if (const auto* t = std::get_if<ResetPeerToxic>(&a)) {
       if (!next.deadline_reset) {  // the first reset_peer, over any timeout
         next.deadline_key = e.version;
