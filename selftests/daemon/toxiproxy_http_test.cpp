@@ -3,10 +3,13 @@
 // proven with real curl against a real HTTP server (python3) through a real
 // faultd; bad attributes refused by name with nothing changed; the official
 // Anthropic SDK meets llm_* toxics (selftests/llm/toxiproxy_sdk_test.js).
+#include <signal.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "faultd_env.h"
 
@@ -326,6 +329,14 @@ TEST_F(ToxiproxyHttp, TlsProxiesServeCurlVerifyTheirUpstreamAndRefuseAWrongCa) {
                                 10s, fltest::Stream::kStderr))
       << faultd().err();
   EXPECT_EQ(tls_up.requests(), 2) << "nothing reached the upstream that was refused";
+  // Told the right CA (an update: the members given replace the current
+  // ones), the next connection verifies and goes through.
+  const TcpReply fixed = http(api, "POST", "/proxies/wrong", nlohmann::json{{"upstream_ca", c + "up-ca.pem"}}.dump());
+  ASSERT_EQ(fixed.status, 200) << fixed.body;
+  EXPECT_EQ(nlohmann::json::parse(fixed.body).value("upstream_ca", ""), c + "up-ca.pem");
+  const Curl now_ok = curl_get("http://" + wrong.value("listen", "") + "/c");
+  EXPECT_EQ(now_ok.status, 200) << now_ok.body;
+  EXPECT_EQ(tls_up.requests(), 3);
   // The same through a TLS listener: curl hears a handshake failure.
   const auto wrong_tls = create({{"name", "wrong_tls"},
                                  {"upstream", tls_up.address()},
@@ -388,6 +399,59 @@ TEST_F(ToxiproxyHttp, TlsProxiesServeCurlVerifyTheirUpstreamAndRefuseAWrongCa) {
     EXPECT_EQ(j.value("error", "").rfind(b.error, 0), 0u) << b.body.dump() << ": " << r.body;
   }
   EXPECT_EQ(http(api, "GET", "/proxies/bad").status, 404);
+}
+
+// A restart (SIGHUP) hands a TLS proxy and its HTTP toxic to the new faultd:
+// its TLS is made again from the members, and curl meets both.
+TEST_F(ToxiproxyHttp, ATlsProxyAndItsHttpToxicSurviveARestart) {
+  const std::string certs = dir() + "/certs";
+  ASSERT_EQ(make_test_certificates(certs), "");
+  const std::string c = certs + "/";
+  ScopedCaDir ca_dir(dir() + "/ca");
+  start_faultd({"--restart-drain", "5s"});
+  const uint16_t api = toxiproxy_port();
+  ASSERT_NE(api, 0) << faultd().err();
+  ToxicUpstream up(dir(), {c + "up.pem", c + "up.key"});
+  ASSERT_TRUE(up.started()) << up.describe();
+  const nlohmann::json body{{"name", "tls"},
+                            {"upstream", up.address()},
+                            {"listen_tls", true},
+                            {"upstream_tls", true},
+                            {"upstream_ca", c + "up-ca.pem"}};
+  const TcpReply made = http(api, "POST", "/proxies", body.dump());
+  ASSERT_EQ(made.status, 201) << made.body;
+  const std::string url = "https://" + nlohmann::json::parse(made.body).value("listen", "");
+  ASSERT_EQ(http(api, "POST", "/proxies/tls/toxics",
+                 R"({"name":"down","type":"http_status","attributes":{"status":503,"path":"/down"}})")
+                .status,
+            200);
+  const std::string local_ca = dir() + "/ca/ca.pem";
+  ASSERT_EQ(curl_get(url + "/down", {"--cacert", local_ca}).status, 503);
+
+  const pid_t old_pid = faultd().pid();
+  ASSERT_EQ(::kill(old_pid, SIGHUP), 0);
+  ASSERT_TRUE(faultd().wait_for("took over from the previous faultd", 20s, fltest::Stream::kStderr))
+      << faultd().describe();
+  auto code = faultd().wait(15s);  // the old one drains and exits
+  ASSERT_TRUE(code && code->is(0)) << faultd().describe();
+  const std::string& log = faultd().err();
+  const size_t at = log.find("faultd: pid ");
+  ASSERT_NE(at, std::string::npos) << log;
+  const pid_t new_pid = std::stoi(log.substr(at + 12));
+
+  const auto after = nlohmann::json::parse(http(api, "GET", "/proxies/tls").body, nullptr, false);
+  EXPECT_EQ(after.value("listen_tls", nlohmann::json()), true) << after.dump();
+  EXPECT_EQ(after.value("upstream_ca", ""), c + "up-ca.pem") << after.dump();
+  ASSERT_TRUE(after.contains("toxics") && after["toxics"].size() == 1u) << after.dump();
+  EXPECT_EQ(after["toxics"][0]["type"], "http_status");
+  EXPECT_EQ(curl_get(url + "/down", {"--cacert", local_ca}).status, 503) << "the HTTP toxic went over";
+  const Curl fine = curl_get(url + "/fine", {"--cacert", local_ca});
+  EXPECT_EQ(fine.status, 200) << fine.body;
+  EXPECT_EQ(fine.body, "hello /fine");
+
+  ::kill(new_pid, SIGTERM);
+  for (int i = 0; i < 100 && ::kill(new_pid, 0) == 0; ++i) std::this_thread::sleep_for(50ms);
+  EXPECT_NE(::kill(new_pid, 0), 0) << "the new faultd did not stop on SIGTERM";
 }
 
 TEST_F(ToxiproxyHttp, TheAnthropicSdkMeetsLlmToxics) {
