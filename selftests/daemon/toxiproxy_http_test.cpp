@@ -454,14 +454,21 @@ TEST_F(ToxiproxyHttp, ATlsProxyAndItsHttpToxicSurviveARestart) {
   EXPECT_NE(::kill(new_pid, 0), 0) << "the new faultd did not stop on SIGTERM";
 }
 
+// Plain and over TLS (a proxy with listen_tls; node trusts faultd's local CA,
+// made first with faultctl ca init, through NODE_EXTRA_CA_CERTS).
 TEST_F(ToxiproxyHttp, TheAnthropicSdkMeetsLlmToxics) {
+  const std::string ca = dir() + "/ca";
+  const CommandResult init = fltest::run_command({FAULTCTL_PATH, "ca", "init", "--dir", ca}, {}, 30s);
+  ASSERT_TRUE(init.status.is(0)) << init.describe();
+  ScopedCaDir ca_dir(ca);
   start_faultd();
   ASSERT_NE(toxiproxy_port(), 0) << faultd().err();
-  const std::string dir = LLM_SDK_DIR;
-  ASSERT_TRUE(std::filesystem::exists(dir + "/node_modules/@anthropic-ai/sdk"))
-      << "the SDK is not installed: run scripts/install-deps.sh (npm ci in " << dir << ")";
+  const std::string sdk = LLM_SDK_DIR;
+  ASSERT_TRUE(std::filesystem::exists(sdk + "/node_modules/@anthropic-ai/sdk"))
+      << "the SDK is not installed: run scripts/install-deps.sh (npm ci in " << sdk << ")";
   const CommandResult r = fltest::run_command(
-      {"node", dir + "/toxiproxy_sdk_test.js", "http://127.0.0.1:" + std::to_string(toxiproxy_port())}, {}, 120s);
+      {"node", sdk + "/toxiproxy_sdk_test.js", "http://127.0.0.1:" + std::to_string(toxiproxy_port()), "tls"},
+      {.env = {"NODE_EXTRA_CA_CERTS=" + ca + "/ca.pem"}}, 120s);
   std::printf("%s", r.out.c_str());
   EXPECT_TRUE(r.status.is(0)) << r.describe() << "\nfaultd:\n" << faultd().err();
 }

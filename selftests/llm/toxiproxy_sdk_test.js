@@ -5,12 +5,17 @@
 // and first_n must let the retry through. A local stand-in plays the provider;
 // nothing leaves 127.0.0.1. One "ok ..." line per check; exit 1 if any failed.
 //
-//   node toxiproxy_sdk_test.js API_URL     (faultd's Toxiproxy API)
+// With TLS, the same toxic on a proxy made with "listen_tls": the SDK speaks
+// HTTPS to the proxy (trusting faultd's local CA through NODE_EXTRA_CA_CERTS,
+// which the caller sets) and meets the toxic on the terminated plaintext.
+//
+//   node toxiproxy_sdk_test.js API_URL [tls]     (faultd's Toxiproxy API)
 "use strict";
 const http = require("node:http");
 const Anthropic = require("@anthropic-ai/sdk");
 
 const api = process.argv[2];
+const withTls = process.argv[3] === "tls";
 if (!api) {
   console.error("usage: node toxiproxy_sdk_test.js API_URL");
   process.exit(2);
@@ -66,10 +71,10 @@ function countingFetch(url, init) {
   return fetch(url, init);
 }
 
-async function ask(proxyAddr, maxRetries) {
+async function ask(proxyAddr, maxRetries, scheme = "http") {
   attempts = 0;
   reached = 0;
-  const c = new Anthropic.Anthropic({ apiKey: "sk-test", baseURL: `http://${proxyAddr}`, fetch: countingFetch, maxRetries, timeout: 10000 });
+  const c = new Anthropic.Anthropic({ apiKey: "sk-test", baseURL: `${scheme}://${proxyAddr}`, fetch: countingFetch, maxRetries, timeout: 10000 });
   try {
     return { value: await c.messages.create({ model: "claude-test", max_tokens: 16, messages: [{ role: "user", content: "hi" }] }) };
   } catch (error) {
@@ -120,6 +125,26 @@ async function main() {
   check(!r.error && reached === 1, "llm_rate_limit toxicity 0: the request passes", name(r.error));
 
   await callApi("DELETE", "/proxies/llm_toxics");
+
+  if (withTls) {
+    await fetch(api + "/proxies/llm_tls", { method: "DELETE" });
+    const tlsProxy = await callApi("POST", "/proxies", {
+      name: "llm_tls",
+      listen: "127.0.0.1:0",
+      upstream: `127.0.0.1:${standin.address().port}`,
+      listen_tls: true,
+    });
+    check(tlsProxy.listen_tls === true, "a proxy made with listen_tls shows it", tlsProxy);
+    r = await ask(tlsProxy.listen, 0, "https");
+    check(!r.error && reached === 1, "over TLS: a clean request reaches the provider", name(r.error));
+    await callApi("POST", "/proxies/llm_tls/toxics", { type: "llm_overloaded", attributes: { first_n: 1 } });
+    r = await ask(tlsProxy.listen, 0, "https");
+    check(r.error instanceof Anthropic.OverloadedError && r.error.status === 529 && reached === 0,
+      "over TLS: llm_overloaded is OverloadedError 529, nothing reached the provider", name(r.error));
+    r = await ask(tlsProxy.listen, 0, "https");
+    check(!r.error && reached === 1, "over TLS: first_n 1, the next request passes", name(r.error));
+    await callApi("DELETE", "/proxies/llm_tls");
+  }
   standin.close();
   console.log(failures === 0 ? "all passed" : `${failures} checks failed`);
   process.exit(failures === 0 ? 0 : 1);
