@@ -2074,8 +2074,13 @@ class RelayWorker::Loop {
     flush_wire(c.up);
     flush_wire(c.down);
     if (c.tls->phase() != TlsTermination::Phase::kEstablished) {
+      // What the client sends before the upstream is verified is held in the
+      // termination: past the backlog, its reads pause until then.
+      const bool client_full = c.tls->held_client_bytes().size() > kTlsBacklog;
       for (Pipe* p : {&c.up, &c.down})
-        if (!c.closing && !p->eof && !p->recv_op.pending && !p->retry_op.pending && p->count == 0) arm_recv(*p);
+        if (!c.closing && !p->eof && !p->recv_op.pending && !p->retry_op.pending && p->count == 0 &&
+            !(p == &c.up && client_full))
+          arm_recv(*p);
       return;
     }
     pump(c.up);
