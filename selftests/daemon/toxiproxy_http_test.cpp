@@ -5,6 +5,7 @@
 // Anthropic SDK meets llm_* toxics (selftests/llm/toxiproxy_sdk_test.js).
 #include <signal.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -157,6 +158,26 @@ TEST_F(ToxiproxyHttp, CurlMeetsHttpToxicsAndFirstNIsCounted) {
   // Removed like any toxic: every request passes.
   EXPECT_EQ(http(toxiproxy_port(), "DELETE", "/proxies/web/toxics/http_status_downstream").status, 204);
   EXPECT_EQ(http(toxiproxy_port(), "GET", "/proxies/web/toxics").body, "[]\n");
+
+  // A delay (stream upstream: the request waits) and a cut response.
+  ASSERT_EQ(http(toxiproxy_port(), "POST", "/proxies/web/toxics",
+                 R"({"type":"http_delay","stream":"upstream","attributes":{"delay":400,"path":"/slow"}})")
+                .status,
+            200);
+  ASSERT_EQ(http(toxiproxy_port(), "POST", "/proxies/web/toxics",
+                 R"({"type":"http_truncate","attributes":{"bytes":3,"path":"/cut"}})")
+                .status,
+            200);
+  const auto t0 = std::chrono::steady_clock::now();
+  const Curl slow = curl_get(base + "/slow");
+  const auto slow_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(slow.status, 200);
+  EXPECT_GE(slow_ms, 400) << "the request waited the delay";
+  const Curl cut = curl_get(base + "/cut");
+  EXPECT_EQ(cut.exit, 18) << "curl: the transfer ended short (3 bytes of the body, then a close)";
+  EXPECT_EQ(http(toxiproxy_port(), "DELETE", "/proxies/web/toxics/http_delay_upstream").status, 204);
+  EXPECT_EQ(http(toxiproxy_port(), "DELETE", "/proxies/web/toxics/http_truncate_downstream").status, 204);
 
   // An LLM preset and a reset, as a Toxiproxy client adds them.
   ASSERT_EQ(http(toxiproxy_port(), "POST", "/proxies/web/toxics",
