@@ -60,7 +60,6 @@ Result<HttpTls> set_up_proxy_tls(const ProxyTlsSpec& spec, const std::string& up
   auto prefixed = [](const Error& e, const std::string& step) {
     Error out = e;
     out.message = step + e.message;
-    out.bad_input = true;
     return out;
   };
   if (!spec.upstream) {
