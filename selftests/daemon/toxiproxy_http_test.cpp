@@ -392,6 +392,16 @@ TEST_F(ToxiproxyHttp, TlsProxiesServeCurlVerifyTheirUpstreamAndRefuseAWrongCa) {
   EXPECT_EQ(f.body, "hello /f");
   EXPECT_NE(curl_get("http://" + files.value("listen", "") + "/f").exit, 0) << "a TLS listener closes a plain client";
 
+  // /populate reads the same members.
+  const TcpReply pop =
+      http(api, "POST", "/populate",
+           nlohmann::json::array({{{"name", "pop"}, {"upstream", plain_up.address()}, {"listen_tls", true}}}).dump());
+  ASSERT_EQ(pop.status, 201) << pop.body;
+  const auto popped = nlohmann::json::parse(pop.body)["proxies"][0];
+  EXPECT_EQ(popped.value("listen_tls", nlohmann::json()), true) << popped.dump();
+  const Curl p = curl_get("https://" + popped.value("listen", "") + "/p", {"--cacert", local_ca});
+  EXPECT_EQ(p.status, 200) << p.body;
+
   // Bad TLS members: refused by name, nothing made.
   struct Bad {
     nlohmann::json body;
