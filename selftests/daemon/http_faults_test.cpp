@@ -63,7 +63,7 @@ TEST_F(HttpFaultsApi, BadRequestsAreRefusedByNameAndChangeNothing) {
       {"POST", "/proxies/web/http_faults", R"({"type":"reset","percent":150})", 400,
        "http fault: \"percent\": must be 0..100, got 150"},
       {"POST", "/proxies/web/http_faults", R"({"type":"reset","colour":"red"})", 400,
-       "http fault: \"colour\": unknown field (name, type, match, percent, attempts, attributes)"},
+       "http fault: \"colour\": unknown field (name, type, match, percent, attempts, first_n, attributes)"},
       {"POST", "/proxies/web/http_faults", R"({"type":"reset","match":{"path":"payments"}})", 400,
        "http fault: \"match.path\": must start with / (a prefix or a glob), got \"payments\""},
       {"POST", "/proxies/web/http_faults", R"({"type":"reset","match":{"headers":[{"name":"x"}]}})", 400,

@@ -52,6 +52,7 @@ faultline::HttpRules rules_for(uint8_t pick) {
       break;
   }
   f.percent = pick & 16 ? 50 : 100;
+  f.first_n = pick & 32 ? 1 : 0;  // a pipelined second request passes
   rules.faults.push_back({f, std::make_shared<std::atomic<uint64_t>>(0)});
   return rules;
 }

@@ -385,6 +385,70 @@ TEST_F(SessionPair, TerminationPhasesInMemory) {
   EXPECT_FALSE(t.upstream_done());
 }
 
+// A proxy's own TLS with a plain upstream: the client's side is terminated,
+// the upstream's bytes pass as they are.
+TEST_F(SessionPair, TerminationWithAPlainUpstream) {
+  faultline::TlsTermination t(server_ctx_, nullptr, "", "upstream.fl.test");
+  auto c = TlsSession::client(client_ctx_, "mem.fl.test");
+  ASSERT_TRUE(c.ok());
+  pump(**c, t, nullptr);
+  ASSERT_EQ(t.phase(), Phase::kConnectUpstream) << t.error();
+  ASSERT_TRUE(t.upstream_connected().ok());
+  pump(**c, t, nullptr);
+  ASSERT_EQ(t.phase(), Phase::kEstablished) << t.error();
+  ASSERT_TRUE((*c)->send_plaintext("GET / HTTP/1.1\r\n\r\n").ok());
+  pump(**c, t, nullptr);
+  ASSERT_TRUE(t.send_to_upstream(t.take_from_client()).ok());
+  EXPECT_EQ(t.to_upstream(), "GET / HTTP/1.1\r\n\r\n") << "plaintext to a plain upstream";
+  ASSERT_TRUE(t.from_upstream("HTTP/1.1 204 No Content\r\n\r\n").ok());
+  ASSERT_TRUE(t.send_to_client(t.take_from_upstream()).ok());
+  pump(**c, t, nullptr);
+  EXPECT_EQ((*c)->take_plaintext(), "HTTP/1.1 204 No Content\r\n\r\n");
+}
+
+// A plain client, a TLS upstream verified for upstream_name: the client's
+// bytes wait for the upstream's handshake; a refused upstream is a 502 naming why.
+TEST_F(SessionPair, TerminationWithAPlainClient) {
+  faultline::TlsTermination t(nullptr, client_ctx_, "", "mem.fl.test");
+  ASSERT_EQ(t.phase(), Phase::kConnectUpstream) << "no hello to read";
+  ASSERT_TRUE(t.from_client("GET /x HTTP/1.1\r\n\r\n").ok());
+  EXPECT_EQ(t.take_from_client(), "") << "nothing before the upstream is verified";
+  auto u = TlsSession::server(server_ctx_);
+  ASSERT_TRUE(u.ok());
+  ASSERT_TRUE(t.upstream_connected().ok());
+  for (int i = 0; i < 10 && t.phase() == Phase::kUpstreamHandshake; ++i) {
+    (void)(*u)->feed_ciphertext(t.to_upstream());
+    (void)t.from_upstream((*u)->take_ciphertext());
+  }
+  ASSERT_EQ(t.phase(), Phase::kEstablished) << t.error();
+  ASSERT_TRUE(t.send_to_upstream(t.take_from_client()).ok());
+  (void)(*u)->feed_ciphertext(t.to_upstream());
+  EXPECT_EQ((*u)->take_plaintext(), "GET /x HTTP/1.1\r\n\r\n");
+  ASSERT_TRUE((*u)->send_plaintext("HTTP/1.1 204 No Content\r\n\r\n").ok());
+  ASSERT_TRUE(t.from_upstream((*u)->take_ciphertext()).ok());
+  ASSERT_TRUE(t.send_to_client(t.take_from_upstream()).ok());
+  EXPECT_EQ(t.to_client(), "HTTP/1.1 204 No Content\r\n\r\n") << "plaintext to a plain client";
+
+  auto other = CertificateAuthority::generate();
+  ASSERT_TRUE(other.ok());
+  auto other_server = TlsServerContext::create(
+      std::make_shared<faultline::LeafCache>(std::make_shared<CertificateAuthority>(std::move(*other))));
+  ASSERT_TRUE(other_server.ok());
+  faultline::TlsTermination refused(nullptr, client_ctx_, "", "mem.fl.test");
+  auto w = TlsSession::server(*other_server);
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE(refused.from_client("GET / HTTP/1.1\r\n\r\n").ok());
+  ASSERT_TRUE(refused.upstream_connected().ok());
+  for (int i = 0; i < 10 && refused.phase() == Phase::kUpstreamHandshake; ++i) {
+    (void)(*w)->feed_ciphertext(refused.to_upstream());
+    (void)refused.from_upstream((*w)->take_ciphertext());
+  }
+  ASSERT_EQ(refused.phase(), Phase::kFailed);
+  const std::string answer = refused.to_client();
+  EXPECT_EQ(answer.rfind("HTTP/1.1 502 Bad Gateway\r\n", 0), 0u) << answer;
+  EXPECT_NE(answer.find("upstream mem.fl.test: certificate refused"), std::string::npos) << answer;
+}
+
 TEST_F(SessionPair, TerminationRefusesAnUnverifiedUpstreamWithAnAlert) {
   auto other = CertificateAuthority::generate();
   ASSERT_TRUE(other.ok());

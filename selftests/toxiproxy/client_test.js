@@ -102,6 +102,18 @@ async function main() {
   const quick = await median(proxy.listen, 5);
   check(quick - base < 40, "after Toxic.remove requests are quick again", { base, quick });
 
+  // A Faultline extension through the same client call: an HTTP toxic (the
+  // first request answers 503 of the proxy's own, first_n 1 lets the next through).
+  const http503 = await proxy.addToxic({ type: "http_status", stream: "downstream", toxicity: 1,
+                                         attributes: { status: 503, body: "down", first_n: 1 } });
+  check(http503.name === "http_status_downstream" && http503.attributes.status === 503 && http503.attributes.first_n === 1,
+        "addToxic http_status (Faultline's HTTP toxic)", http503.toJson());
+  const faulted = await get(proxy.listen);
+  check(faulted.body === "down", "the first request meets the HTTP toxic", faulted.body);
+  const passed = await get(proxy.listen);
+  check(passed.body === "hello from upstream\n", "first_n 1: the next request passes", passed.body);
+  await http503.remove();
+
   const down = await again.update({ enabled: false, listen: again.listen, name: "web", upstream: upstreamAddr });
   check(down.enabled === false, "update enabled=false", down.toJson());
   const refused = await new Promise((resolve) => {

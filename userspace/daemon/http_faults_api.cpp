@@ -72,7 +72,9 @@ void add_http_fault_routes(HttpRouter& r, ProxyRegistry& reg) {
     auto got = reg.get(p.at("proxy"));
     if (!got) return http_registry_error(got.error(), kNoProxy, kNoProxy);
     json list = json::array();
-    for (const HttpFault& f : got->http_faults) list.push_back(http_fault_to_json(f));
+    // Those made as toxics (http_toxic.h) are listed, changed and removed there.
+    for (const HttpFault& f : got->http_faults)
+      if (!f.toxic) list.push_back(http_fault_to_json(f));
     return http_json_reply(200, list);
   });
   r.add("POST", "/proxies/{proxy}/http_faults",
@@ -81,10 +83,13 @@ void add_http_fault_routes(HttpRouter& r, ProxyRegistry& reg) {
     if (auto got = reg.get(p.at("proxy")); !got) return http_registry_error(got.error(), kNoProxy, kNoProxy);
     auto f = reg.get_http_fault(p.at("proxy"), p.at("fault"));
     if (!f) return http_registry_error(f.error(), kNoFault, kFaultExists);
+    if (f->toxic) return HttpReply::error(404, kNoFault);
     return http_json_reply(200, http_fault_to_json(*f));
   });
   r.add("DELETE", "/proxies/{proxy}/http_faults/{fault}", [&reg](const HttpRequest&, const PathParams& p) {
     if (auto got = reg.get(p.at("proxy")); !got) return http_registry_error(got.error(), kNoProxy, kNoProxy);
+    if (auto f = reg.get_http_fault(p.at("proxy"), p.at("fault")); f && f->toxic)
+      return HttpReply::error(404, kNoFault);
     if (auto st = reg.remove_http_fault(p.at("proxy"), p.at("fault")); !st)
       return http_registry_error(st.error(), kNoFault, kFaultExists);
     return HttpReply{204, {}, {}};

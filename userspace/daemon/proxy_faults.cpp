@@ -12,6 +12,7 @@
 #include "base/units.h"
 #include "userspace/daemon/http_faults_api.h"
 #include "userspace/daemon/toxiproxy_api.h"
+#include "userspace/proxy/http_toxic.h"
 #include "userspace/state/kill_switch.h"
 
 namespace faultline {
@@ -187,8 +188,14 @@ Result<ProxyFaults::Handover> ProxyFaults::handover() const {
     pj["http_limits"] = {{"max_header_bytes", p.info.http_limits.max_header_bytes},
                          {"max_headers", p.info.http_limits.max_headers},
                          {"head_timeout_ms", p.info.http_limits.head_timeout_ms}};
+    // In the order added; an HTTP toxic carries its toxic form too (the
+    // toxics list shows it, and adopt() skips it there).
     pj["http_faults"] = nlohmann::json::array();
-    for (const HttpFault& f : p.info.http_faults) pj["http_faults"].push_back(http_fault_to_json(f));
+    for (const HttpFault& f : p.info.http_faults) {
+      nlohmann::json fj = http_fault_to_json(f);
+      if (f.toxic) fj["toxic"] = http_toxic_to_json(f);
+      pj["http_faults"].push_back(std::move(fj));
+    }
     pj["listeners"] = nlohmann::json::array();
     for (auto& fd : p.listeners) {
       pj["listeners"].push_back(fd.get());
@@ -210,17 +217,23 @@ Status ProxyFaults::adopt(const nlohmann::json& state) {
       c.listen = pj.at("listen").get<std::string>();
       c.upstream = pj.at("upstream").get<std::string>();
       c.enabled = pj.at("enabled").get<bool>();
+      auto tls = toxiproxy_proxy_tls(pj, c.upstream);
+      if (!tls) return make_error(EINVAL, "handover: proxy " + c.name + ": " + tls.error().message);
+      c.tls = *tls;
       for (const auto& tj : pj.at("toxics")) {
+        if (tj.contains("type") && tj["type"].is_string() && is_http_toxic_type(tj["type"].get<std::string>()))
+          continue;  // an HTTP toxic: among the HTTP faults
         auto t = toxic_from_json(tj);
         if (!t) return make_error(EINVAL, "handover: proxy " + c.name + ": " + t.error().message);
         info.toxics.push_back(*t);
       }
       info.http = pj.at("http").get<bool>();
+      if (c.tls) info.http_tls = *c.tls;
       const auto& lim = pj.at("http_limits");
       info.http_limits = {lim.at("max_header_bytes").get<uint32_t>(), lim.at("max_headers").get<uint32_t>(),
                           lim.at("head_timeout_ms").get<uint32_t>()};
       for (const auto& fj : pj.at("http_faults")) {
-        auto f = http_fault_from_json(fj);
+        auto f = fj.contains("toxic") ? http_toxic_from_json(fj["toxic"]) : http_fault_from_json(fj);
         if (!f) return make_error(EINVAL, "handover: proxy " + c.name + ": " + f.error().message);
         info.http_faults.push_back(*f);
       }
@@ -252,10 +265,14 @@ nlohmann::json ProxyFaults::status_json() const {
     nlohmann::json pj = toxiproxy_proxy_json(p);
     for (size_t i = 0; i < p.toxics.size(); ++i)
       pj["toxics"][i]["left_s"] = ends_in(p.config.name, toxic_key(p.toxics[i].name));
+    // The HTTP toxics follow the toxics in toxiproxy_proxy_json; bounded as HTTP faults.
+    for (size_t i = p.toxics.size(); i < pj["toxics"].size(); ++i)
+      pj["toxics"][i]["left_s"] = ends_in(p.config.name, http_key(pj["toxics"][i]["name"].get<std::string>()));
     if (!p.config.enabled) pj["down_left_s"] = ends_in(p.config.name, kDown);
     if (!p.http_faults.empty()) {
       pj["http_faults"] = nlohmann::json::array();
       for (const HttpFault& f : p.http_faults) {
+        if (f.toxic) continue;  // listed with the toxics
         nlohmann::json fj = http_fault_to_json(f);
         fj["left_s"] = ends_in(p.config.name, http_key(f.name));
         pj["http_faults"].push_back(std::move(fj));

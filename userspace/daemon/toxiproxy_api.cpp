@@ -11,6 +11,9 @@
 #include <string_view>
 #include <variant>
 
+#include "userspace/proxy/http_toxic.h"
+#include "userspace/proxy/tls_setup.h"
+
 namespace faultline {
 namespace {
 
@@ -57,6 +60,58 @@ std::variant<json, HttpReply> parse_body(const HttpRequest& req, bool want_array
   return j;
 }
 
+// The TLS members of a proxy body (a Faultline extension, docs/proxy.md
+// "TLS"): listen_tls (true, or {"cert", "key"} files), upstream_tls (a
+// boolean), upstream_ca, client_cert, client_key (files), applied over
+// `spec`. Nothing when the body has none of them.
+std::variant<std::optional<ProxyTlsSpec>, HttpReply> read_tls_members(const json& j, ProxyTlsSpec spec,
+                                                                      const std::string& at) {
+  bool given = false;
+  for (const auto& [key, v] : j.items()) {
+    if (v.is_null()) continue;
+    if (key == "listen_tls") {
+      given = true;
+      spec.cert.clear();
+      spec.key.clear();
+      if (v.is_boolean()) {
+        spec.listen = v.get<bool>();
+      } else if (v.is_object()) {
+        spec.listen = true;
+        for (const auto& [k, f] : v.items()) {
+          if (k != "cert" && k != "key") return bad_body("\"listen_tls." + k + "\": unknown member (cert, key)" + at);
+          if (!f.is_string()) return bad_body("\"listen_tls." + k + "\" must be a string (a file)" + at);
+          (k == "cert" ? spec.cert : spec.key) = f.get<std::string>();
+        }
+      } else {
+        return bad_body("\"listen_tls\" must be true, false or {\"cert\", \"key\"}" + at);
+      }
+    } else if (key == "upstream_tls") {
+      given = true;
+      if (!v.is_boolean()) return bad_body("\"upstream_tls\" must be true or false" + at);
+      spec.upstream = v.get<bool>();
+    } else if (key == "upstream_ca" || key == "client_cert" || key == "client_key") {
+      given = true;
+      if (!v.is_string()) return bad_body("\"" + key + "\" must be a string (a file)" + at);
+      (key == "upstream_ca"   ? spec.upstream_ca
+       : key == "client_cert" ? spec.client_cert
+                              : spec.client_key) = v.get<std::string>();
+    }
+  }
+  if (!given) return std::optional<ProxyTlsSpec>();
+  return std::optional<ProxyTlsSpec>(spec);
+}
+
+// The contexts a TLS spec asks for, its upstream checked for the upstream's
+// host; nothing when it asks for no TLS. Files are read now: a bad one is a 400.
+std::variant<std::optional<HttpTls>, HttpReply> proxy_tls(const ProxyTlsSpec& spec, const std::string& upstream,
+                                                          const std::string& at) {
+  if (!spec.listen && !spec.upstream && spec == ProxyTlsSpec{}) return std::optional<HttpTls>();
+  auto hp = split_endpoint(upstream, "upstream");
+  auto tls = set_up_proxy_tls(spec, hp ? hp->host : upstream);
+  if (!tls) return HttpReply::error(tls.error().bad_input ? 400 : 500, tls.error().message + at);
+  return std::optional<HttpTls>(std::move(*tls));
+}
+
 // One proxy of a create or populate body: name, listen, upstream, enabled.
 // As Toxiproxy's decoder: other members (its "toxics" among them) are ignored,
 // null is absent, a member of the wrong type is a bad body. `at` names the
@@ -78,13 +133,28 @@ std::variant<ProxyConfig, HttpReply> proxy_config(const json& j, const std::stri
   if (c.listen.empty()) c.listen = "127.0.0.1:0";
   if (c.name.empty()) return HttpReply::error(400, std::string(kMissingField) + ": name" + at);
   if (c.upstream.empty()) return HttpReply::error(400, std::string(kMissingField) + ": upstream" + at);
+  auto spec = read_tls_members(j, {}, at);
+  if (auto* r = std::get_if<HttpReply>(&spec)) return *r;
+  if (const auto& s = std::get<std::optional<ProxyTlsSpec>>(spec)) {
+    auto tls = proxy_tls(*s, c.upstream, at);
+    if (auto* r = std::get_if<HttpReply>(&tls)) return *r;
+    c.tls = std::get<std::optional<HttpTls>>(tls);
+  }
   return c;
+}
+
+// The HTTP toxic (an HTTP fault made through these routes) called `name`.
+std::optional<HttpFault> http_toxic_named(const ProxyInfo& p, const std::string& name) {
+  for (const HttpFault& f : p.http_faults)
+    if (f.toxic && f.name == name) return f;
+  return std::nullopt;
 }
 
 // A new toxic judged in Toxiproxy's order: the body decodes (a member of the
 // wrong type is a bad body), the stream is valid, the type is known, the name
 // is free (409 before any attribute is read), then the attributes decode.
-std::variant<Toxic, HttpReply> judge_new_toxic(const ProxyRegistry& reg, const std::string& proxy, const json& j) {
+// An HTTP toxic type (http_toxic.h) is judged the same way, then read as an HTTP fault.
+std::variant<Toxic, HttpFault, HttpReply> judge_new_toxic(const ProxyRegistry& reg, const ProxyInfo& p, const json& j) {
   for (const char* key : {"name", "type", "stream"}) {
     if (auto v = j.find(key); v != j.end() && !v->is_null() && !v->is_string())
       return bad_body(std::string("\"") + key + "\" must be a string");
@@ -97,16 +167,24 @@ std::variant<Toxic, HttpReply> judge_new_toxic(const ProxyRegistry& reg, const s
   }
   // Toxiproxy's types and Faultline's extensions (limit_time, slow_open).
   auto t = j.find("type");
-  if (t == j.end() || !t->is_string() || !toxic_from_json(json{{"type", *t}}))
+  if (t == j.end() || !t->is_string() ||
+      !(is_http_toxic_type(t->get_ref<const std::string&>()) || toxic_from_json(json{{"type", *t}})))
     return HttpReply::error(400, kInvalidToxicType);
   // The name a toxic gets: its own, or <type>_<stream> (the stream as given).
   std::string name = j.value("name", json()).is_string() ? j["name"].get<std::string>() : "";
   if (name.empty())
     name = t->get<std::string>() + "_" +
            (j.contains("stream") && j["stream"].is_string() ? j["stream"].get<std::string>() : "downstream");
-  if (reg.get_toxic(proxy, name)) return HttpReply::error(409, kToxicExists);
+  const std::string& proxy = p.config.name;
+  // One name space for /toxics/{name}: the toxics and the proxy's HTTP faults.
+  if (reg.get_toxic(proxy, name) || reg.get_http_fault(proxy, name)) return HttpReply::error(409, kToxicExists);
   json body = j;
   body["name"] = name;
+  if (is_http_toxic_type(t->get_ref<const std::string&>())) {
+    auto fault = http_toxic_from_json(body);
+    if (!fault) return bad_body(fault.error().message);
+    return *fault;
+  }
   auto toxic = toxic_from_json(body);
   if (!toxic) return bad_body(toxic.error().message);
   return *toxic;
@@ -146,8 +224,27 @@ HttpReply update_proxy(ProxyRegistry& reg, const HttpRequest& req, const std::st
     return HttpReply::error(400, std::string(kMissingField) + ": upstream");
   // An address Toxiproxy shows back (the bound one) is no change.
   if (change.listen && *change.listen == current->listen_bound) change.listen.reset();
+  // TLS: the members given over the current ones; a new upstream is checked
+  // under its own name. Judged (files read) before anything changes.
+  const ProxyTlsSpec current_spec = current->config.tls ? current->config.tls->spec : ProxyTlsSpec{};
+  auto spec = read_tls_members(std::get<json>(body), current_spec, "");
+  if (auto* r = std::get_if<HttpReply>(&spec)) return *r;
+  std::optional<HttpTls> tls;
+  const bool tls_changes = std::get<std::optional<ProxyTlsSpec>>(spec).has_value() ||
+                           (change.upstream && current->config.tls && current_spec.upstream);
+  if (tls_changes) {
+    auto made = proxy_tls(std::get<std::optional<ProxyTlsSpec>>(spec).value_or(current_spec),
+                          change.upstream.value_or(current->config.upstream), "");
+    if (auto* r = std::get_if<HttpReply>(&made)) return *r;
+    tls = std::get<std::optional<HttpTls>>(made);
+  }
   auto updated = reg.update(name, change);
   if (!updated) return proxy_start_error(updated.error());
+  if (tls_changes) {
+    if (auto st = reg.set_http_tls(name, tls.value_or(HttpTls{})); !st) return proxy_start_error(st.error());
+    updated = reg.get(name);
+    if (!updated) return registry_error(updated.error(), kProxyNotFound, kProxyExists);
+  }
   return json_reply(200, toxiproxy_proxy_json(*updated));
 }
 
@@ -193,7 +290,10 @@ HttpReply populate(ProxyRegistry& reg, const HttpRequest& req) {
   };
   for (const ProxyConfig& c : wanted) {
     if (auto old = reg.get(c.name); old) {
-      if (old->config.upstream == c.upstream && (old->config.listen == c.listen || old->listen_bound == c.listen)) {
+      const ProxyTlsSpec old_tls = old->config.tls ? old->config.tls->spec : ProxyTlsSpec{};
+      const ProxyTlsSpec new_tls = c.tls ? c.tls->spec : ProxyTlsSpec{};
+      if (old->config.upstream == c.upstream && (old->config.listen == c.listen || old->listen_bound == c.listen) &&
+          old_tls == new_tls) {
         out.push_back(toxiproxy_proxy_json(*old));
         continue;
       }
@@ -209,18 +309,34 @@ HttpReply populate(ProxyRegistry& reg, const HttpRequest& req) {
 }
 
 HttpReply create_toxic(ProxyRegistry& reg, const HttpRequest& req, const std::string& proxy) {
-  if (auto p = reg.get(proxy); !p) return registry_error(p.error(), kProxyNotFound, kProxyExists);
+  auto p = reg.get(proxy);
+  if (!p) return registry_error(p.error(), kProxyNotFound, kProxyExists);
   auto body = parse_body(req, false);
   if (auto* r = std::get_if<HttpReply>(&body)) return *r;
-  auto toxic = judge_new_toxic(reg, proxy, std::get<json>(body));
+  auto toxic = judge_new_toxic(reg, *p, std::get<json>(body));
   if (auto* r = std::get_if<HttpReply>(&toxic)) return *r;
+  if (auto* f = std::get_if<HttpFault>(&toxic)) {
+    auto added = reg.add_http_fault(proxy, *f);
+    if (!added) return registry_error(added.error(), kProxyNotFound, kToxicExists);
+    return json_reply(200, http_toxic_to_json(*added));
+  }
   auto added = reg.add_toxic(proxy, std::get<Toxic>(toxic));
   if (!added) return registry_error(added.error(), kProxyNotFound, kToxicExists);
   return json_reply(200, toxic_to_json(*added));
 }
 
 HttpReply update_toxic(ProxyRegistry& reg, const HttpRequest& req, const std::string& proxy, const std::string& name) {
-  if (auto p = reg.get(proxy); !p) return registry_error(p.error(), kProxyNotFound, kProxyExists);
+  auto p = reg.get(proxy);
+  if (!p) return registry_error(p.error(), kProxyNotFound, kProxyExists);
+  if (auto http = http_toxic_named(*p, name)) {
+    auto body = parse_body(req, false);
+    if (auto* r = std::get_if<HttpReply>(&body)) return *r;
+    auto merged = http_toxic_merged(*http, std::get<json>(body));
+    if (!merged) return bad_body(merged.error().message);
+    auto updated = reg.update_http_fault(proxy, name, *merged);
+    if (!updated) return registry_error(updated.error(), kToxicNotFound, kToxicExists);
+    return json_reply(200, http_toxic_to_json(*updated));
+  }
   auto current = reg.get_toxic(proxy, name);
   if (!current) return registry_error(current.error(), kToxicNotFound, kToxicExists);
   auto body = parse_body(req, false);
@@ -263,14 +379,14 @@ HttpRouter toxiproxy_router(ProxyRegistry& reg) {
   r.add("GET", "/proxies/{proxy}/toxics", [&reg](const HttpRequest&, const PathParams& p) {
     auto got = reg.get(p.at("proxy"));
     if (!got) return registry_error(got.error(), kProxyNotFound, kProxyExists);
-    json list = json::array();
-    for (const Toxic& t : got->toxics) list.push_back(toxic_to_json(t));
-    return json_reply(200, list);
+    return json_reply(200, toxiproxy_proxy_json(*got)["toxics"]);
   });
   r.add("POST", "/proxies/{proxy}/toxics",
         [&reg](const HttpRequest& req, const PathParams& p) { return create_toxic(reg, req, p.at("proxy")); });
   r.add("GET", "/proxies/{proxy}/toxics/{toxic}", [&reg](const HttpRequest&, const PathParams& p) {
-    if (auto got = reg.get(p.at("proxy")); !got) return registry_error(got.error(), kProxyNotFound, kProxyExists);
+    auto got = reg.get(p.at("proxy"));
+    if (!got) return registry_error(got.error(), kProxyNotFound, kProxyExists);
+    if (auto http = http_toxic_named(*got, p.at("toxic"))) return json_reply(200, http_toxic_to_json(*http));
     auto t = reg.get_toxic(p.at("proxy"), p.at("toxic"));
     if (!t) return registry_error(t.error(), kToxicNotFound, kToxicExists);
     return json_reply(200, toxic_to_json(*t));
@@ -281,7 +397,13 @@ HttpRouter toxiproxy_router(ProxyRegistry& reg) {
     });
   }
   r.add("DELETE", "/proxies/{proxy}/toxics/{toxic}", [&reg](const HttpRequest&, const PathParams& p) {
-    if (auto got = reg.get(p.at("proxy")); !got) return registry_error(got.error(), kProxyNotFound, kProxyExists);
+    auto got = reg.get(p.at("proxy"));
+    if (!got) return registry_error(got.error(), kProxyNotFound, kProxyExists);
+    if (http_toxic_named(*got, p.at("toxic"))) {
+      if (auto st = reg.remove_http_fault(p.at("proxy"), p.at("toxic")); !st)
+        return registry_error(st.error(), kToxicNotFound, kToxicExists);
+      return HttpReply{204, {}, {}};
+    }
     if (auto st = reg.remove_toxic(p.at("proxy"), p.at("toxic")); !st)
       return registry_error(st.error(), kToxicNotFound, kToxicExists);
     return HttpReply{204, {}, {}};
@@ -295,12 +417,34 @@ HttpRouter toxiproxy_router(ProxyRegistry& reg) {
 json toxiproxy_proxy_json(const ProxyInfo& p) {
   json toxics = json::array();
   for (const Toxic& t : p.toxics) toxics.push_back(toxic_to_json(t));
+  for (const HttpFault& f : p.http_faults)
+    if (f.toxic) toxics.push_back(http_toxic_to_json(f));
   // Toxiproxy shows the address it listens on once it does (port 0 resolved).
-  return json{{"name", p.config.name},
-              {"listen", p.listen_bound.empty() ? p.config.listen : p.listen_bound},
-              {"upstream", p.config.upstream},
-              {"enabled", p.config.enabled},
-              {"toxics", std::move(toxics)}};
+  json out{{"name", p.config.name},
+           {"listen", p.listen_bound.empty() ? p.config.listen : p.listen_bound},
+           {"upstream", p.config.upstream},
+           {"enabled", p.config.enabled},
+           {"toxics", std::move(toxics)}};
+  // A proxy's own TLS, only when it has some (Toxiproxy's clients see nothing new).
+  if (p.config.tls) {
+    const ProxyTlsSpec& s = p.config.tls->spec;
+    if (s.listen) out["listen_tls"] = s.cert.empty() ? json(true) : json{{"cert", s.cert}, {"key", s.key}};
+    if (s.upstream) out["upstream_tls"] = true;
+    if (!s.upstream_ca.empty()) out["upstream_ca"] = s.upstream_ca;
+    if (!s.client_cert.empty()) out["client_cert"] = s.client_cert;
+    if (!s.client_key.empty()) out["client_key"] = s.client_key;
+  }
+  return out;
+}
+
+Result<std::optional<HttpTls>> toxiproxy_proxy_tls(const json& proxy, const std::string& upstream) {
+  auto spec = read_tls_members(proxy, {}, "");
+  if (auto* r = std::get_if<HttpReply>(&spec)) return input_error(EINVAL, r->body);
+  const auto& s = std::get<std::optional<ProxyTlsSpec>>(spec);
+  if (!s) return std::optional<HttpTls>();
+  auto tls = proxy_tls(*s, upstream, "");
+  if (auto* r = std::get_if<HttpReply>(&tls)) return input_error(EINVAL, r->body);
+  return std::get<std::optional<HttpTls>>(tls);
 }
 
 HttpHandler refuse_browsers(HttpHandler inner) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 
 #include "userspace/net/http_router.h"
@@ -24,6 +25,12 @@ inline constexpr const char* kToxiproxyApiVersion = "2.12.0";
 // A proxy as Toxiproxy shows it: name, listen (the bound address once it
 // listens), upstream, enabled, toxics.
 [[nodiscard]] nlohmann::json toxiproxy_proxy_json(const ProxyInfo& p);
+
+// The proxy's own TLS a proxy's JSON asks for (listen_tls, upstream_tls, ...
+// as toxiproxy_proxy_json shows them): its contexts made again (a restart's
+// handover), nothing when it has none. Errors are bad input naming the member.
+[[nodiscard]] Result<std::optional<HttpTls>> toxiproxy_proxy_tls(const nlohmann::json& proxy,
+                                                                 const std::string& upstream);
 
 // Toxiproxy's guard against a web page driving the API from a browser (a
 // cross-site request to 127.0.0.1:8474): a User-Agent starting with "Mozilla/"

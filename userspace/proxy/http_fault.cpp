@@ -276,6 +276,7 @@ Status validate_http_fault(const HttpFault& f) {
   if (f.name.empty()) return fault_field_error("name", "must not be empty");
   if (!(f.percent >= 0 && f.percent <= 100)) return fault_field_error("percent", "must be 0..100");
   if (f.attempts < 0) return fault_field_error("attempts", "must not be negative");
+  if (f.first_n < 0) return fault_field_error("first_n", "must not be negative");
   if (f.type == HttpFaultType::status && f.status == 0)
     return fault_field_error("attributes.status", "missing (100..599)");
   if (f.type == HttpFaultType::status && f.status < 200 && f.status != 0)
@@ -331,9 +332,11 @@ json http_fault_to_json(const HttpFault& f) {
       a["events"] = f.events;
       break;
   }
-  return json{{"name", f.name},         {"type", http_fault_type_name(f.type)},
-              {"match", match},         {"percent", f.percent},
-              {"attempts", f.attempts}, {"attributes", a}};
+  json out{{"name", f.name},         {"type", http_fault_type_name(f.type)},
+           {"match", match},         {"percent", f.percent},
+           {"attempts", f.attempts}, {"attributes", a}};
+  if (f.first_n > 0) out["first_n"] = f.first_n;  // only when set: records made before it read the same
+  return out;
 }
 
 Result<HttpFault> http_fault_from_json(const json& body) {
@@ -370,8 +373,12 @@ Result<HttpFault> http_fault_from_json(const json& body) {
       auto n = json_int_field(v, "attempts", 0, 1000);
       if (!n) return n.error();
       f.attempts = *n;
+    } else if (key == "first_n") {
+      auto n = json_int_field(v, "first_n", 0, 1'000'000'000);
+      if (!n) return n.error();
+      f.first_n = *n;
     } else if (key != "attributes") {
-      return fault_field_error(key, "unknown field (name, type, match, percent, attempts, attributes)");
+      return fault_field_error(key, "unknown field (name, type, match, percent, attempts, first_n, attributes)");
     }
   }
   if (body.contains("attributes")) FL_TRY(read_http_attributes(body["attributes"], f));

@@ -6,12 +6,14 @@
 
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "base/result.h"
+#include "userspace/proxy/toxic.h"
 
 namespace faultline {
 
@@ -39,12 +41,21 @@ struct HttpMatch {
   std::vector<HeaderMatch> headers;
 };
 
+// An HTTP fault made through the Toxiproxy toxic routes (http_toxic.h): what
+// its toxic envelope says, kept to show it back as it was given.
+struct HttpToxicForm {
+  std::string type;  // "http_status", "llm_overloaded", ...
+  Stream stream = Stream::downstream;
+  double toxicity = 1.0;  // as given; the fault's percent is it clamped to [0, 1], x 100
+};
+
 struct HttpFault {
   std::string name;  // default: the type ("status"), "llm_<preset>" for llm
   HttpFaultType type = HttpFaultType::status;
   HttpMatch match;
   double percent = 100;  // share of matching requests faulted, [0, 100]
   int64_t attempts = 0;  // > 0: only the first N attempts of each request (AttemptCounter, docs/l7.md)
+  int64_t first_n = 0;   // > 0: only the first N requests it matches (over every connection), then none
 
   // status: the answer sent instead of forwarding the request.
   int64_t status = 0;
@@ -60,13 +71,15 @@ struct HttpFault {
   LlmPreset preset = LlmPreset::overloaded;
   LlmProvider provider = LlmProvider::automatic;
   int64_t retry_after_s = 1;  // llm rate_limit: retry-after and the resets; 0: no retry-after header
+
+  std::optional<HttpToxicForm> toxic;  // set: made as a Toxiproxy toxic, listed and changed as one
 };
 
 // The fault as the API shows it (every attribute of its type present).
 [[nodiscard]] nlohmann::json http_fault_to_json(const HttpFault& f);
 
 // A fault from an API body: {"name"?, "type", "match"?: {"host","method","path",
-// "headers": [{"name", "equals"|"contains"}]}, "percent"?, "attempts"?,
+// "headers": [{"name", "equals"|"contains"}]}, "percent"?, "attempts"?, "first_n"?,
 // "attributes"?: {...}}. Unknown members are refused by name; errors are bad
 // input and name the field: `http fault: "attributes.status": must be 100..599, got 42`.
 [[nodiscard]] Result<HttpFault> http_fault_from_json(const nlohmann::json& body);

@@ -295,6 +295,7 @@ const HttpFaultEntry* fault_by_sni(const HttpRules& rules, std::string_view sni,
     const HttpFault& f = e.fault;
     if (!needs_plaintext(f).empty()) continue;
     if (!f.match.host.empty() && !host_matches(f.match.host, host)) continue;
+    if (f.first_n > 0 && e.matched->fetch_add(1, std::memory_order_relaxed) >= f.first_n) continue;
     if (f.percent < 100) {
       rng += 0x9e3779b97f4a7c15ULL;
       if (double(splitmix64(rng) % 1'000'000) / 10'000.0 >= f.percent) continue;
@@ -367,6 +368,9 @@ void HttpSession::decide(const HttpRules& rules) {
   for (const HttpFaultEntry& e : rules.faults) {
     const HttpFault& f = e.fault;
     if (!head_matches(f.match, view)) continue;
+    // first_n: the first N requests its match takes (each then judged by
+    // attempts and percent as always); every later one passes it.
+    if (f.first_n > 0 && e.matched->fetch_add(1, std::memory_order_relaxed) >= f.first_n) continue;
     if (f.attempts > 0) {
       const RequestFingerprint fp{client_, view.method, view.path, body_hash_.value()};
       const int64_t n =

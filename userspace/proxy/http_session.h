@@ -44,6 +44,8 @@ struct HttpFaultEntry {
   std::shared_ptr<std::atomic<uint64_t>> hits;  // requests it was applied to
   // Which attempt each request is (fault.attempts), over every connection.
   std::shared_ptr<AttemptCounter> attempts = std::make_shared<AttemptCounter>();
+  // Requests its match took (fault.first_n), over every connection.
+  std::shared_ptr<std::atomic<int64_t>> matched = std::make_shared<std::atomic<int64_t>>(0);
 };
 
 // What an HTTP proxy does with a connection whose first bytes are a TLS
@@ -51,12 +53,28 @@ struct HttpFaultEntry {
 // sni: pass-through, matched by the SNI for the faults needs_plaintext()
 // allows, then relayed untouched; terminate: the client's TLS ended with a leaf
 // of the local CA, the upstream's verified, HTTP faults on the plaintext.
-enum class HttpTlsMode : uint8_t { off, sni, terminate };
+// own: the proxy's own TLS, asked for through the Toxiproxy API (docs/proxy.md,
+// "TLS"): it listens with TLS when `server` is set (a client that does not
+// speak TLS is closed) and speaks TLS to its upstream when `client` is set,
+// verified for upstream_name; either alone, or both.
+enum class HttpTlsMode : uint8_t { off, sni, terminate, own };
+
+// A proxy's own TLS as asked (listen_tls, upstream_tls, ...), kept to show it
+// back and to hand it over; HttpTls's contexts are made from it.
+struct ProxyTlsSpec {
+  bool listen = false;    // listen_tls
+  std::string cert, key;  // listen_tls's files; empty: a leaf of the local CA per SNI
+  bool upstream = false;  // upstream_tls
+  std::string upstream_ca, client_cert, client_key;
+  bool operator==(const ProxyTlsSpec&) const = default;
+};
 
 struct HttpTls {
   HttpTlsMode mode = HttpTlsMode::off;
-  std::shared_ptr<TlsServerContext> server;  // terminate: towards clients
-  std::shared_ptr<TlsClientContext> client;  // terminate: towards upstreams
+  std::shared_ptr<TlsServerContext> server;  // terminate, own: towards clients
+  std::shared_ptr<TlsClientContext> client;  // terminate, own: towards upstreams
+  std::string upstream_name;                 // own: what the upstream's certificate must name
+  ProxyTlsSpec spec;                         // own: as asked
 };
 
 // A proxy's HTTP mode: its faults in the order added and its limits. Immutable

@@ -270,6 +270,12 @@ Result<ProxyInfo> ProxyRegistry::create(const ProxyConfig& config) {
   if (impl_->proxies_.count(config.name) != 0) return make_error(EEXIST, "proxy already exists");
   ProxyEntry e;
   e.config = config;
+  if (config.tls) {
+    if (config.tls->mode != HttpTlsMode::own || (!config.tls->server && !config.tls->client))
+      return input_error(EINVAL, "proxy: \"tls\": a proxy's own TLS needs a listening or an upstream context");
+    e.http = true;
+    e.http_tls = *config.tls;
+  }
   if (config.enabled) FL_TRY(impl_->start(e));
   auto& stored = impl_->proxies_[config.name] = std::move(e);
   return Impl::info(stored);
@@ -496,6 +502,25 @@ Result<HttpFault> ProxyRegistry::add_http_fault(const std::string& proxy, const 
   return fault;
 }
 
+Result<HttpFault> ProxyRegistry::update_http_fault(const std::string& proxy, const std::string& fault,
+                                                   const HttpFault& replacement) {
+  FL_TRY(validate_http_fault(replacement));
+  std::lock_guard lock(impl_->mu_);
+  auto found = impl_->find(proxy);
+  if (!found) return found.error();
+  ProxyEntry& e = **found;
+  auto it = std::find_if(e.http_faults.begin(), e.http_faults.end(),
+                         [&](const HttpFaultEntry& f) { return f.fault.name == fault; });
+  if (it == e.http_faults.end()) return make_error(ENOENT, "http fault not found");
+  if (replacement.name != fault)
+    for (const auto& f : e.http_faults)
+      if (f.fault.name == replacement.name) return make_error(EEXIST, "http fault already exists");
+  if (replacement.first_n != it->fault.first_n) it->matched = std::make_shared<std::atomic<int64_t>>(0);
+  it->fault = replacement;
+  impl_->publish_toxics(e);
+  return replacement;
+}
+
 Status ProxyRegistry::remove_http_fault(const std::string& proxy, const std::string& fault) {
   std::lock_guard lock(impl_->mu_);
   return impl_->remove_named<&ProxyEntry::http_faults, &HttpFaultEntry::fault>(proxy, fault, "http fault not found");
@@ -527,12 +552,19 @@ Status ProxyRegistry::set_http_limits(const std::string& proxy, const HttpLimits
 Status ProxyRegistry::set_http_tls(const std::string& proxy, const HttpTls& tls) {
   if (tls.mode == HttpTlsMode::terminate && (!tls.server || !tls.client))
     return input_error(EINVAL, "http tls: terminate needs both TLS contexts (set_up_termination)");
+  if (tls.mode == HttpTlsMode::own && !tls.server && !tls.client)
+    return input_error(EINVAL, "http tls: own TLS needs a listening or an upstream context");
   std::lock_guard lock(impl_->mu_);
   auto found = impl_->find(proxy);
   if (!found) return found.error();
   ProxyEntry& e = **found;
   e.http = true;
   e.http_tls = tls;
+  // What the proxy shows and hands over follows its own TLS.
+  if (tls.mode == HttpTlsMode::own)
+    e.config.tls = tls;
+  else
+    e.config.tls.reset();
   impl_->publish_toxics(e);
   return {};
 }

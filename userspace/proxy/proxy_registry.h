@@ -116,6 +116,9 @@ struct ProxyConfig {
   // inner request), anything else once by that address and port
   // (RequestHead::transparent). Proxy-Authorization is not asked of those.
   std::optional<ForwardProxy> forward;
+  // Set: the proxy's own TLS from its first connection (HttpTlsMode::own,
+  // set_up_proxy_tls), which puts it in HTTP mode. set_http_tls changes it.
+  std::optional<HttpTls> tls;
 };
 
 // A partial change: absent members stay. Changing listen or upstream restarts the
@@ -192,6 +195,10 @@ class ProxyRegistry {
   // parsed as HTTP/1.1, and each request meets the faults current when its head
   // is complete. add_http_fault fails with EEXIST on a taken name.
   [[nodiscard]] Result<HttpFault> add_http_fault(const std::string& proxy, const HttpFault& fault);
+  // Replaces the fault called `fault` (its name may not change to a taken
+  // one); its counters carry on, but a changed first_n counts again from 0.
+  [[nodiscard]] Result<HttpFault> update_http_fault(const std::string& proxy, const std::string& fault,
+                                                    const HttpFault& replacement);
   [[nodiscard]] Status remove_http_fault(const std::string& proxy, const std::string& fault);
   [[nodiscard]] Result<HttpFault> get_http_fault(const std::string& proxy, const std::string& fault) const;
   [[nodiscard]] Status clear_http_faults(const std::string& proxy);

@@ -285,7 +285,8 @@ struct Connection {
   std::string held;  // the client's first bytes while scanned (then a chunk of their own)
   size_t hello_wanted = 0;
   std::unique_ptr<TlsTermination> tls;  // terminated
-  std::string sni;                      // the ClientHello's, once parsed (pass-through)
+  bool tls_failure_counted = false;
+  std::string sni;  // the ClientHello's, once parsed (pass-through)
   // A forward proxy's connection (ProxyRoute::judge).
   bool forward = false;
   Transparent transparent = Transparent::off;
@@ -702,7 +703,10 @@ class RelayWorker::Loop {
     if (ps.toxics->http || ps.route.judge) {
       c->http = std::make_unique<HttpSession>(ps.toxics->http ? ps.toxics->http->upstream_host : "", c->seed);
       c->http->set_client(relay_peer_host(fd));
-      if (ps.toxics->http && ps.toxics->http->tls.mode != HttpTlsMode::off && !ps.route.judge)
+      // (A proxy of its own TLS with a plain listener reads no hello: its TLS
+      // is towards the upstream alone, begun on connect.)
+      const HttpTls* tls = ps.toxics->http ? &ps.toxics->http->tls : nullptr;
+      if (tls && tls->mode != HttpTlsMode::off && !ps.route.judge && (tls->mode != HttpTlsMode::own || tls->server))
         c->hello = Hello::reading;
     }
     c->next = ps.connections;
@@ -832,11 +836,20 @@ class RelayWorker::Loop {
       c.up.own.reset(new char[config_.buffer_size]);
       c.down.own.reset(new char[config_.buffer_size]);
     }
+    // A plain client of a proxy whose upstream is TLS: the upstream's
+    // handshake begins now; the client's plaintext waits for it.
+    const HttpTls& tls = http_rules(c).tls;
+    if (c.http && tls.mode == HttpTlsMode::own && !tls.server && tls.client && !c.tls)
+      c.tls = std::make_unique<TlsTermination>(nullptr, tls.client, "", tls.upstream_name);
     for (Pipe* p : {&c.up, &c.down}) {
       if (c.closing) break;
       refresh_plan(*p);
       sync_deadline(*p);
-      pump(*p);
+      if (!c.tls) pump(*p);
+    }
+    if (c.tls && !c.closing) {
+      (void)c.tls->upstream_connected();  // a failure is the phase: tls_after sends the client why
+      tls_after(c);
     }
   }
 
@@ -1917,7 +1930,11 @@ class RelayWorker::Loop {
         case ClientHelloStatus::kNeedMore:
           c.hello_wanted = scan.wanted;
           break;
-        case ClientHelloStatus::kNotTls:  // plain HTTP: the session reads the bytes held
+        case ClientHelloStatus::kNotTls:                     // plain HTTP: the session reads the bytes held
+          if (http_rules(c).tls.mode == HttpTlsMode::own) {  // it listens with TLS only
+            close(c, false);
+            return;
+          }
           if (c.redirected && !c.inner && c.transparent == Transparent::off) {
             if (!looks_like_http(c.held)) {
               judge_stream(c);
@@ -1958,12 +1975,19 @@ class RelayWorker::Loop {
       judge_transparent_tunnel(c, RequestStage::tls_sni, c.sni.empty() ? c.target->host : c.sni);
       return;
     }
-    if (rules.tls.mode == HttpTlsMode::terminate && rules.tls.server && rules.tls.client) {
+    const bool own = rules.tls.mode == HttpTlsMode::own && rules.tls.server;
+    if (own || (rules.tls.mode == HttpTlsMode::terminate && rules.tls.server && rules.tls.client)) {
       c.hello = Hello::none;
       // A client that sent no SNI connected by address: its leaf, and the
-      // upstream's check, are for that address.
-      c.tls = std::make_unique<TlsTermination>(rules.tls.server, rules.tls.client,
-                                               c.forward ? c.target->host : address_only(destination(c)));
+      // upstream's check, are for that address. A proxy of its own TLS checks
+      // its upstream's name whatever the client asked (and may have a plain
+      // upstream: no client context).
+      std::string fallback = c.forward ? c.target->host : address_only(destination(c));
+      if (own) {  // its leaf names the address the client connected to
+        if (auto local = local_address(c.client.get())) fallback = address_only(*local);
+      }
+      c.tls = std::make_unique<TlsTermination>(rules.tls.server, rules.tls.client, fallback,
+                                               own ? rules.tls.upstream_name : std::string());
       Status st = c.tls->from_client(c.held);
       c.held = std::string();
       if (st && c.tls->phase() == TlsTermination::Phase::kConnectUpstream) st = c.tls->upstream_connected();
@@ -2072,6 +2096,13 @@ class RelayWorker::Loop {
   void tls_after(Connection& c) {
     tls_collect(c);
     if (c.tls->phase() == TlsTermination::Phase::kFailed) {
+      // A proxy's own upstream refused (its certificate, its handshake): counted
+      // and logged as an upstream that could not be had.
+      if (!c.tls_failure_counted && http_rules(c).tls.mode == HttpTlsMode::own &&
+          c.tls->error().rfind("upstream ", 0) == 0) {
+        c.tls_failure_counted = true;
+        c.proxy->counters->upstream_failed(c.proxy->counters->upstream_unreachable, c.tls->error());
+      }
       c.up.wire.clear();  // nothing more reaches an upstream that failed
       c.up.eof = c.down.eof = true;
       if (c.down.wire.empty() && !c.down.send_op.pending) {
@@ -2088,8 +2119,13 @@ class RelayWorker::Loop {
     flush_wire(c.up);
     flush_wire(c.down);
     if (c.tls->phase() != TlsTermination::Phase::kEstablished) {
+      // What the client sends before the upstream is verified is held in the
+      // termination: past the backlog, its reads pause until then.
+      const bool client_full = c.tls->held_client_bytes().size() > kTlsBacklog;
       for (Pipe* p : {&c.up, &c.down})
-        if (!c.closing && !p->eof && !p->recv_op.pending && !p->retry_op.pending && p->count == 0) arm_recv(*p);
+        if (!c.closing && !p->eof && !p->recv_op.pending && !p->retry_op.pending && p->count == 0 &&
+            !(p == &c.up && client_full))
+          arm_recv(*p);
       return;
     }
     pump(c.up);

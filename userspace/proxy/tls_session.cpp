@@ -27,6 +27,7 @@ TlsSession* tls_session_of(SSL* ssl) { return static_cast<TlsSession*>(SSL_get_a
 int tls_servername_callback(SSL* ssl, int* alert, void* /*arg*/) {
   TlsSession* s = tls_session_of(ssl);
   if (s == nullptr) return SSL_TLSEXT_ERR_ALERT_FATAL;
+  if (!s->server_ctx_->mints_leaves()) return SSL_TLSEXT_ERR_OK;  // the context's one certificate
   const char* sni = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
   std::string host = sni != nullptr ? sni : s->fallback_host_;
   if (host.empty()) {
@@ -83,6 +84,25 @@ Result<std::shared_ptr<TlsServerContext>> TlsServerContext::create(std::shared_p
   return std::shared_ptr<TlsServerContext>(new TlsServerContext(ctx.release(), std::move(leaves)));
 }
 
+Result<std::shared_ptr<TlsServerContext>> TlsServerContext::create_with_certificate(const std::string& cert_file,
+                                                                                    const std::string& key_file) {
+  SslCtxPtr ctx(SSL_CTX_new(TLS_server_method()));
+  if (!ctx) return make_error(0, with_openssl_errors("cannot make a TLS server context"));
+  SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
+  SSL_CTX_set_tlsext_servername_callback(ctx.get(), tls_servername_callback);
+  SSL_CTX_set_alpn_select_cb(ctx.get(), tls_alpn_callback, nullptr);
+  SSL_CTX_set_options(ctx.get(), SSL_OP_NO_RENEGOTIATION);
+  SSL_CTX_set_mode(ctx.get(), SSL_MODE_RELEASE_BUFFERS);
+  if (SSL_CTX_use_certificate_chain_file(ctx.get(), cert_file.c_str()) != 1)
+    return input_error(EINVAL, with_openssl_errors("cert " + cert_file + ": not a readable PEM certificate chain"));
+  if (SSL_CTX_use_PrivateKey_file(ctx.get(), key_file.c_str(), SSL_FILETYPE_PEM) != 1)
+    return input_error(EINVAL, with_openssl_errors("key " + key_file + ": not a readable PEM private key"));
+  if (SSL_CTX_check_private_key(ctx.get()) != 1)
+    return input_error(EINVAL, with_openssl_errors("key " + key_file + ": not the key of cert " + cert_file));
+  ERR_clear_error();
+  return std::shared_ptr<TlsServerContext>(new TlsServerContext(ctx.release(), nullptr));
+}
+
 TlsServerContext::~TlsServerContext() { SSL_CTX_free(ctx_); }
 
 Result<std::shared_ptr<TlsClientContext>> TlsClientContext::create(const TlsClientOptions& options) {
@@ -98,6 +118,19 @@ Result<std::shared_ptr<TlsClientContext>> TlsClientContext::create(const TlsClie
     if (SSL_CTX_load_verify_locations(ctx.get(), options.upstream_ca_file.c_str(), nullptr) != 1)
       return input_error(EINVAL, with_openssl_errors("upstream_ca " + options.upstream_ca_file +
                                                      ": not a readable PEM file of certificates"));
+  }
+  if (options.client_cert_file.empty() != options.client_key_file.empty())
+    return input_error(EINVAL, "client_cert and client_key: give both or neither");
+  if (!options.client_cert_file.empty()) {
+    if (SSL_CTX_use_certificate_chain_file(ctx.get(), options.client_cert_file.c_str()) != 1)
+      return input_error(EINVAL, with_openssl_errors("client_cert " + options.client_cert_file +
+                                                     ": not a readable PEM certificate chain"));
+    if (SSL_CTX_use_PrivateKey_file(ctx.get(), options.client_key_file.c_str(), SSL_FILETYPE_PEM) != 1)
+      return input_error(
+          EINVAL, with_openssl_errors("client_key " + options.client_key_file + ": not a readable PEM private key"));
+    if (SSL_CTX_check_private_key(ctx.get()) != 1)
+      return input_error(EINVAL, with_openssl_errors("client_key " + options.client_key_file +
+                                                     ": not the key of client_cert " + options.client_cert_file));
   }
   if (SSL_CTX_set_alpn_protos(ctx.get(), kAlpnHttp11, sizeof(kAlpnHttp11)) != 0)
     return make_error(0, with_openssl_errors("cannot set ALPN"));

@@ -26,12 +26,17 @@ namespace faultline {
 class TlsServerContext {
  public:
   [[nodiscard]] static Result<std::shared_ptr<TlsServerContext>> create(std::shared_ptr<LeafCache> leaves);
+  // One certificate for every client, whatever its SNI: the chain in cert_file
+  // (PEM, the leaf first) and its key in key_file. Errors name the file.
+  [[nodiscard]] static Result<std::shared_ptr<TlsServerContext>> create_with_certificate(const std::string& cert_file,
+                                                                                         const std::string& key_file);
   ~TlsServerContext();
   TlsServerContext(const TlsServerContext&) = delete;
   TlsServerContext& operator=(const TlsServerContext&) = delete;
 
   [[nodiscard]] ssl_ctx_st* native() const { return ctx_; }
   [[nodiscard]] LeafCache& leaves() const { return *leaves_; }
+  [[nodiscard]] bool mints_leaves() const { return leaves_ != nullptr; }
 
  private:
   TlsServerContext(ssl_ctx_st* ctx, std::shared_ptr<LeafCache> leaves) : ctx_(ctx), leaves_(std::move(leaves)) {}
@@ -43,6 +48,10 @@ struct TlsClientOptions {
   // A PEM file of extra trusted roots (private upstreams, tests), added to the
   // system store, never replacing it. Empty: the system store alone.
   std::string upstream_ca_file;
+  // A client certificate for upstreams that ask for one (mTLS): the chain
+  // (PEM, the leaf first) and its key. Both or neither.
+  std::string client_cert_file;
+  std::string client_key_file;
 };
 
 // The client side's shared configuration: TLS 1.2+, peer verification on, the

@@ -56,4 +56,44 @@ Result<RunTls> set_up_run_tls(bool terminate, const std::string& upstream_ca, co
   return tls;
 }
 
+Result<HttpTls> set_up_proxy_tls(const ProxyTlsSpec& spec, const std::string& upstream_host, const CaFiles& ca) {
+  auto prefixed = [](const Error& e, const std::string& step) {
+    Error out = e;
+    out.message = step + e.message;
+    return out;
+  };
+  if (!spec.upstream) {
+    for (const auto& [member, value] : {std::pair<const char*, const std::string&>{"upstream_ca", spec.upstream_ca},
+                                        {"client_cert", spec.client_cert},
+                                        {"client_key", spec.client_key}})
+      if (!value.empty()) return input_error(EINVAL, std::string(member) + ": needs \"upstream_tls\": true");
+  }
+  if (!spec.listen && (!spec.cert.empty() || !spec.key.empty()))
+    return input_error(EINVAL, "listen_tls: cert and key without listening with TLS");
+  if (spec.cert.empty() != spec.key.empty()) return input_error(EINVAL, "listen_tls: give cert and key together");
+  HttpTls tls;
+  tls.mode = HttpTlsMode::own;
+  tls.spec = spec;
+  tls.upstream_name = upstream_host;
+  if (spec.upstream) {
+    TlsClientOptions o{spec.upstream_ca, spec.client_cert, spec.client_key};
+    auto client = TlsClientContext::create(o);
+    if (!client) return prefixed(client.error(), "upstream_tls: ");
+    tls.client = std::move(*client);
+  }
+  if (spec.listen && !spec.cert.empty()) {
+    auto server = TlsServerContext::create_with_certificate(spec.cert, spec.key);
+    if (!server) return prefixed(server.error(), "listen_tls: ");
+    tls.server = std::move(*server);
+  } else if (spec.listen) {
+    auto opened = open_or_create_ca(ca);
+    if (!opened) return prefixed(opened.error(), "listen_tls: CA " + ca.dir + ": ");
+    auto authority = std::make_shared<CertificateAuthority>(std::move(opened->ca));
+    auto server = TlsServerContext::create(std::make_shared<LeafCache>(authority, LeafCacheOptions{}));
+    if (!server) return prefixed(server.error(), "listen_tls: ");
+    tls.server = std::move(*server);
+  }
+  return tls;
+}
+
 }  // namespace faultline

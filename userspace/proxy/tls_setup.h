@@ -51,4 +51,15 @@ struct RunTls {
 [[nodiscard]] Result<RunTls> set_up_run_tls(bool terminate, const std::string& upstream_ca,
                                             const std::string& folder_prefix);
 
+// A proxy's own TLS (faultd's Toxiproxy proxies: listen_tls, upstream_tls,
+// docs/proxy.md "TLS"): the contexts `spec` asks for, HttpTlsMode::own, the
+// upstream checked for upstream_host (the proxy's upstream without its port).
+// A listener without cert and key files mints leaves with the CA in `ca`
+// (created on first use, as `faultctl ca init`). Errors name the member, and
+// are bad input when the request is wrong (a system's refusal, a CA folder
+// that cannot be made, is not): "listen_tls: cert FILE: not a readable PEM certificate chain",
+// "upstream_tls: upstream_ca FILE: ...", "upstream_ca: needs upstream_tls".
+[[nodiscard]] Result<HttpTls> set_up_proxy_tls(const ProxyTlsSpec& spec, const std::string& upstream_host,
+                                               const CaFiles& ca = CaFiles{default_ca_dir()});
+
 }  // namespace faultline

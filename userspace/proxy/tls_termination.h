@@ -29,9 +29,14 @@ class TlsTermination {
   };
 
   // fallback_host names the client's leaf when it sends no SNI (its original
-  // destination's address); empty refuses such a client.
+  // destination's address); empty refuses such a client. upstream_name, when
+  // set, is the name the upstream is verified for whatever the client asked
+  // (a proxy with a configured upstream). Either side may be plain: without
+  // `server` the client's bytes are plaintext (no hello is read: the phase
+  // starts at kConnectUpstream), without `client` the upstream's are; the
+  // calls are the same, the plain side's bytes pass as they are.
   TlsTermination(std::shared_ptr<TlsServerContext> server, std::shared_ptr<TlsClientContext> client,
-                 std::string fallback_host = {});
+                 std::string fallback_host = {}, std::string upstream_name = {});
 
   // Ciphertext read from the client's socket, any split.
   [[nodiscard]] Status from_client(std::string_view bytes);
@@ -74,10 +79,12 @@ class TlsTermination {
   [[nodiscard]] Status fail(std::string message);
   [[nodiscard]] Status after_upstream_progress();
   [[nodiscard]] Status after_client_progress();
+  [[nodiscard]] Status start_client_side();
 
   std::shared_ptr<TlsServerContext> server_ctx_;
   std::shared_ptr<TlsClientContext> client_ctx_;
   std::string fallback_host_;
+  std::string upstream_name_;
   Phase phase_ = Phase::kReadingHello;
   std::string error_;
   std::string held_;         // the client's bytes until its session takes them
@@ -87,6 +94,8 @@ class TlsTermination {
   std::unique_ptr<TlsSession> upstream_;  // towards the upstream (client side of TLS)
   std::unique_ptr<TlsSession> client_;    // towards the client (server side of TLS)
   std::string alert_to_client_;
+  // The plain side's bytes (no session there): in and out of each.
+  std::string plain_from_client_, plain_to_client_, plain_from_upstream_, plain_to_upstream_;
   bool client_eof_ = false;
   bool upstream_eof_ = false;
 };
