@@ -199,7 +199,10 @@ class McpGateTest : public ::testing::Test {
     EXPECT_TRUE(w.ok());
     o.activity = std::make_shared<ActivityWriter>(std::move(*w));
     o.pins = std::make_shared<McpPinStore>(dir_ + "/pins.json");
-    o.to_server = [this](const std::string& l) { server_.push_back(json::parse(l)); };
+    o.to_server = [this](const std::string& l) {
+      server_raw_.push_back(l);
+      server_.push_back(json::parse(l));
+    };
     o.to_client = [this](const std::string& l) { client_.push_back(json::parse(l)); };
     return std::make_unique<McpGate>(std::move(o), std::move(policy));
   }
@@ -220,6 +223,7 @@ class McpGateTest : public ::testing::Test {
   }
   std::string dir_;
   std::vector<json> server_, client_;
+  std::vector<std::string> server_raw_;  // the lines as written
 };
 
 TEST_F(McpGateTest, DeniedCallsNeverReachTheServer) {
@@ -250,6 +254,29 @@ TEST_F(McpGateTest, DeniedCallsNeverReachTheServer) {
   ASSERT_TRUE(v.ok());
   EXPECT_TRUE(v->intact());
   EXPECT_EQ(v->entries, 2u);
+}
+
+TEST_F(McpGateTest, TheServerGetsTheCallAsJudged) {
+  GuardPolicy p;
+  p.mode = GuardMode::Enforce;
+  GuardRule r;
+  r.name = "no-writes";
+  r.action = GuardVerdict::Deny;
+  r.mcp_tool = "write_*";
+  p.rules.push_back(r);
+  auto g = gate(p);
+  // Two "name" fields: the gate reads the last; a parser that keeps the first
+  // must not see write_file.
+  g->from_client(
+      {R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write_file","name":"read_file"}})", false});
+  ASSERT_EQ(server_.size(), 1u);
+  EXPECT_EQ(server_[0]["params"], (json{{"name", "read_file"}}));
+  EXPECT_EQ(server_raw_[0].find("write_file"), std::string::npos) << server_raw_[0];
+  // A tools/call without an id is neither judged nor sent.
+  g->from_client(line({{"jsonrpc", "2.0"}, {"method", "tools/call"}, {"params", {{"name", "write_file"}}}}));
+  EXPECT_EQ(server_.size(), 1u);
+  EXPECT_TRUE(client_.empty());
+  EXPECT_EQ(g->counts().bad_lines, 1u);
 }
 
 TEST_F(McpGateTest, MonitorPassesWhatEnforceWouldDeny) {

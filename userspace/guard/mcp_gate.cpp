@@ -81,13 +81,24 @@ void McpGate::from_client(const McpLineReader::Line& line) {
       options_.to_client(jsonrpc_error_line(m.id, kJsonRpcInvalidRequest, "Invalid Request: " + m.problem));
       return;
     case McpMessage::Kind::Request:
-      if (m.method == "tools/call") return on_call(m, line.text);
+      // The call goes on as the gate read it (re-written from its parse), so
+      // a server whose parser reads the line otherwise (the first of two
+      // "name" fields, say) still gets what was judged.
+      if (m.method == "tools/call") return on_call(m, dump_line(m.doc));
       if (m.method == "tools/list") {
         std::lock_guard lock(mu_);
         client_lists_.insert(id_key(m.id));
       }
       break;
     case McpMessage::Kind::Notification:
+      if (m.method == "tools/call") {
+        // Without an id there is no answer to give, and a server might still
+        // run it: never passed on.
+        counts_.bad_lines.fetch_add(1);
+        say("a tools/call without an id (a notification): dropped, not judged and not sent");
+        return;
+      }
+      break;
     case McpMessage::Kind::Response:
       break;
   }
