@@ -39,8 +39,8 @@ constexpr Command kCommands[] = {
      cmd_run},
     {"guard", "run a command in a fresh cgroup under an egress policy\n(guard [flags] -- COMMAND ARGS)", cmd_guard},
     {"mcp-guard",
-     "guard the tool calls between an agent and a stdio MCP server\n(mcp-guard [flags] -- SERVER ARGS | mcp-guard pins "
-     "list|accept|reset)",
+     "guard the tool calls between an agent and a stdio MCP server\n(mcp-guard [flags] -- SERVER ARGS;\n"
+     " mcp-guard pins list|accept|reset: the pinned tool definitions)",
      cmd_mcp_guard},
     {"policy",
      "check, compile, apply, export or diff an egress policy file\n(policy validate|compile|apply|delete|export|diff)",
