@@ -27,8 +27,28 @@
 namespace faultline {
 namespace mcp_guard_command_impl {
 
+std::string policy_text(const GuardPolicy& p) {
+  size_t mcp = 0;
+  for (const auto& r : p.rules) mcp += r.is_mcp() ? 1 : 0;
+  return std::string(p.mode == GuardMode::Enforce ? "enforce" : "monitor") + ", default " +
+         (p.default_allow ? "allow" : "deny") + ", " + std::to_string(mcp) + " tool rule" + (mcp == 1 ? "" : "s");
+}
+
 std::atomic<int> g_mcp_signal{0};
 void remember_mcp_signal(int sig) { g_mcp_signal.store(sig); }
+std::atomic<bool> g_mcp_reload{false};
+void remember_mcp_reload(int) { g_mcp_reload.store(true); }
+
+// SIGHUP with --policy: the file read again; a bad one leaves the policy as it was.
+void reload_policy(McpGate& gate, const std::string& file) {
+  auto p = read_guard_policy_file(file);
+  if (!p) {
+    std::cerr << "faultline mcp-guard: SIGHUP: the policy stays as it was: " + p.error().message + "\n";
+    return;
+  }
+  std::cerr << "faultline mcp-guard: SIGHUP: policy reloaded from " + file + ": " + policy_text(*p) + "\n";
+  gate.reload(std::move(*p));
+}
 
 // One direction's writer: whole lines, one at a time; after a failure (the
 // reader went away) the rest are dropped.
@@ -117,13 +137,6 @@ void pump(int fd, const std::function<void(const McpLineReader::Line&)>& on_line
   if (auto last = reader.finish()) on_line(*last);
 }
 
-std::string policy_text(const GuardPolicy& p) {
-  size_t mcp = 0;
-  for (const auto& r : p.rules) mcp += r.is_mcp() ? 1 : 0;
-  return std::string(p.mode == GuardMode::Enforce ? "enforce" : "monitor") + ", default " +
-         (p.default_allow ? "allow" : "deny") + ", " + std::to_string(mcp) + " tool rule" + (mcp == 1 ? "" : "s");
-}
-
 int run_guard(McpGuardArgs& a) {
   ::signal(SIGPIPE, SIG_IGN);
   const std::string state_dir = state_dir_of(a);
@@ -193,10 +206,14 @@ int run_guard(McpGuardArgs& a) {
       [&gate, fd = server_out_r.get()] { pump(fd, [&gate](const McpLineReader::Line& l) { gate.from_server(l); }); });
 
   struct sigaction sa {
-  }, old_int{}, old_term{};
+  }, old_int{}, old_term{}, hup{}, old_hup{};
   sa.sa_handler = remember_mcp_signal;
   sigaction(SIGINT, &sa, &old_int);
   sigaction(SIGTERM, &sa, &old_term);
+  if (!a.policy_file.empty()) {
+    hup.sa_handler = remember_mcp_reload;
+    sigaction(SIGHUP, &hup, &old_hup);
+  }
 
   // The client's side, on this thread: until stdin ends or the server exits.
   McpLineReader client;
@@ -207,6 +224,7 @@ int run_guard(McpGuardArgs& a) {
   char buf[65536];
   while (!code) {
     if (int sig = g_mcp_signal.exchange(0); sig != 0) ::kill(child->pid(), sig);
+    if (g_mcp_reload.exchange(false)) reload_policy(gate, a.policy_file);
     code = child->poll_exit();
     if (code || !client_open) {
       if (code) continue;
@@ -241,6 +259,7 @@ int run_guard(McpGuardArgs& a) {
   }
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
+  if (!a.policy_file.empty()) sigaction(SIGHUP, &old_hup, nullptr);
   server_writer.close_fd();
   server_reader.join();  // the server's stdout ends with it (unless it left a child holding it)
   const McpGateCounts c = gate.counts();

@@ -50,7 +50,7 @@ async function connect(t, w, flags, server) {
   transport.stderr.on("data", (d) => (stderr += d));
   const client = new Client({ name: "faultline-test", version: "1.0.0" });
   await client.connect(transport);
-  const session = { client, stderr: () => stderr };
+  const session = { client, transport, stderr: () => stderr };
   t.after(() => client.close());
   return session;
 }
@@ -118,6 +118,27 @@ test("a path rule from a policy file: .. is resolved before the prefix is compar
   });
   assert.equal(r.isError, true);
   assert.equal(text(r), "blocked by faultline: no-secret: the secret folder");
+});
+
+test("SIGHUP re-reads --policy: a call allowed before is denied after; a bad file keeps the policy", async (t) => {
+  const w = tempWorld(t);
+  const policy = path.join(w.root, "policy.yaml");
+  fs.writeFileSync(policy, "mode: enforce\nrules: []\n");
+  const s = await connect(t, w, ["--policy", policy, "--server-name", "fs"], [process.execPath, FS_SERVER, w.files]);
+  const before = await s.client.callTool({ name: "write_file", arguments: { path: path.join(w.files, "1"), content: "1" } });
+  assert.notEqual(before.isError, true);
+  fs.writeFileSync(policy, "mode: enforce\nrules:\n  - {name: no-writes, action: deny, mcp_tool: write_*}\n");
+  process.kill(s.transport.pid, "SIGHUP");
+  await until("the reload", () => s.stderr().includes("SIGHUP: policy reloaded"));
+  const after = await s.client.callTool({ name: "write_file", arguments: { path: path.join(w.files, "2"), content: "2" } });
+  assert.equal(text(after), "blocked by faultline: no-writes: denied by rule");
+  assert.equal(fs.existsSync(path.join(w.files, "2")), false);
+  fs.writeFileSync(policy, "mode: enforce\nrules:\n  - {name: x, action: block, mcp_tool: a}\n");
+  process.kill(s.transport.pid, "SIGHUP");
+  await until("the refusal", () => s.stderr().includes("SIGHUP: the policy stays as it was"));
+  assert.match(s.stderr(), /policy\.yaml:3:23: rules\[0\]\.action: 'block': expected allow, deny or approve/);
+  const still = await s.client.callTool({ name: "write_file", arguments: { path: path.join(w.files, "3"), content: "3" } });
+  assert.equal(still.isError, true);
 });
 
 test("a held write_file goes through once approved with faultctl approvals approve", async (t) => {

@@ -30,7 +30,7 @@ std::string mcp_blocked_text(const std::string& rule, const std::string& reason)
 
 McpGate::McpGate(McpGateOptions options, GuardPolicy policy)
     : options_(std::move(options)),
-      policy_(std::move(policy)),
+      policy_(std::make_shared<const GuardPolicy>(std::move(policy))),
       approvals_(std::make_unique<ApprovalQueue>(options_.approval_prefix, options_.approve_timeout)) {}
 
 McpGate::~McpGate() { approvals_.reset(); }
@@ -137,6 +137,7 @@ void McpGate::on_call(const McpMessage& m, const std::string& line) {
       if (it->second.hidden()) hidden = it->second.pin;
     }
   }
+  const std::shared_ptr<const GuardPolicy> policy = policy_.load();  // this call's one version
   GuardDecision d;
   if (hidden) {
     d = GuardDecision{
@@ -151,7 +152,7 @@ void McpGate::on_call(const McpMessage& m, const std::string& line) {
     f.mcp = true;
     f.mcp_tool = tool;
     f.mcp_arguments = args;
-    d = decide(policy_, f);
+    d = decide(*policy, f);
   }
   if (d.reason.empty()) d.reason = d.verdict == GuardVerdict::Approve ? "held for approval" : "denied by rule";
   const std::string what = "tools/call " + tool + " " + args_text(args);

@@ -59,7 +59,10 @@ class McpGate {
   void from_server(const McpLineReader::Line& line);
   [[nodiscard]] ApprovalQueue& approvals() { return *approvals_; }
   [[nodiscard]] McpGateCounts counts() const;
-  [[nodiscard]] const GuardPolicy& policy() const { return policy_; }
+  [[nodiscard]] std::shared_ptr<const GuardPolicy> policy() const { return policy_.load(); }
+  // A new policy (SIGHUP): calls judged from now on use it; a held call keeps
+  // its verdict.
+  void reload(GuardPolicy policy) { policy_.store(std::make_shared<const GuardPolicy>(std::move(policy))); }
 
  private:
   // What the gate knows of one tool from the server's lists.
@@ -78,10 +81,10 @@ class McpGate {
   void record(std::string_view kind, std::string_view method, const std::string& tool, GuardVerdict v,
               const std::string& rule);
   void say(const std::string& text) const;
-  [[nodiscard]] bool enforcing() const { return policy_.mode == GuardMode::Enforce; }
+  [[nodiscard]] bool enforcing() const { return policy_.load()->mode == GuardMode::Enforce; }
 
   McpGateOptions options_;
-  const GuardPolicy policy_;
+  std::atomic<std::shared_ptr<const GuardPolicy>> policy_;
   mutable std::mutex mu_;
   std::map<std::string, Tool> tools_;   // by name, from the last lists
   std::set<std::string> client_lists_;  // the ids (dumped) of the client's tools/list requests
