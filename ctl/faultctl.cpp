@@ -41,6 +41,10 @@ constexpr Command kCommands[] = {
      "run a command under the request guard: allow, deny or hold each\nrequest it makes (guard [flags] -- COMMAND "
      "ARGS)",
      cmd_guard},
+    {"mcp-guard",
+     "guard the tool calls between an agent and a stdio MCP server\n(mcp-guard [flags] -- SERVER ARGS;\n"
+     " mcp-guard pins list|accept|reset: the pinned tool definitions)",
+     cmd_mcp_guard},
     {"policy",
      "check, compile, apply, export or diff an egress policy file\n(policy validate|compile|apply|delete|export|diff)",
      cmd_policy},

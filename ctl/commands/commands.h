@@ -14,6 +14,7 @@ int cmd_run_resource(const std::vector<std::string>& args);  // run process|cpu|
 int cmd_run_tcp(const std::vector<std::string>& args);       // run tcp ... (args after "tcp")
 int cmd_run_http(const std::vector<std::string>& args);      // run http ... (args after "http")
 int cmd_guard(const std::vector<std::string>& args);
+int cmd_mcp_guard(const std::vector<std::string>& args);  // mcp-guard ... -- SERVER, or mcp-guard pins ...
 int cmd_top(const std::vector<std::string>& args);
 int cmd_status(const std::vector<std::string>& args);
 int cmd_abort(const std::vector<std::string>& args);

@@ -129,8 +129,8 @@ TEST(GuardSection, ErrorsNameTheFieldWithLineAndColumn) {
        {"F:11:17: spec.guard.rules[2].action: 'block': expected allow, deny or approve"}},
       {"unknown field",
        "      - name: a\n        action: deny\n        hots: x.example.com\n",
-       {"F:8:9: spec.guard.rules[0]: no matcher: give host, path, method, llm_model or llm_max_tokens_over "
-        "(default_allow decides the rest)",
+       {"F:8:9: spec.guard.rules[0]: no matcher: give host, path, method, llm_model or llm_max_tokens_over, or "
+        "for MCP mcp_tool or mcp_args (default_allow decides the rest)",
         "F:10:9: spec.guard.rules[0].hots: unknown field 'hots' (did you mean 'host'?)"}},
       {"empty name",
        "      - {name: '', action: deny, path: /a}\n",
@@ -152,6 +152,25 @@ TEST(GuardSection, ErrorsNameTheFieldWithLineAndColumn) {
        "      - {name: a, action: deny, method: G3T}\n",
        {"F:8:41: spec.guard.rules[0].method: 'G3T': a method is a word of letters (GET, POST, DELETE)"}},
       {"missing action", "      - {name: a, path: /x}\n", {"F:8:9: spec.guard.rules[0].action: missing (required)"}},
+      {"mcp rule with a host",
+       "      - {name: a, action: deny, mcp_tool: write_*, host: x.example.com}\n",
+       {"F:8:52: spec.guard.rules[0].host: an MCP rule (mcp_tool, mcp_args) judges tools/call, which has no host: "
+        "write it as a rule of its own"}},
+      {"mcp bad pointer",
+       "      - name: a\n        action: deny\n        mcp_args:\n          - {arg: path, prefix: /etc/}\n",
+       {"F:11:19: spec.guard.rules[0].mcp_args[0].arg: 'path': a JSON pointer starts with '/' (/path, "
+        "/options/mode)"}},
+      {"mcp two tests",
+       "      - name: a\n        action: deny\n        mcp_args:\n          - {arg: /n, over: 3, equals: '4'}\n",
+       {"F:11:13: spec.guard.rules[0].mcp_args[0]: give one test, found 2 (equals, over): write one matcher per "
+        "test"}},
+      {"mcp bad regex",
+       "      - name: a\n        action: deny\n        mcp_args:\n          - {arg: /q, regex: 'a(b'}\n",
+       {"F:11:30: spec.guard.rules[0].mcp_args[0].regex: 'a(b': not a regex (Mismatched '(' and ')' in regular "
+        "expression)"}},
+      {"mcp over not a number",
+       "      - name: a\n        action: deny\n        mcp_args:\n          - {arg: /n, over: lots}\n",
+       {"F:11:29: spec.guard.rules[0].mcp_args[0].over: 'lots': expected a number (10, 2.5, -1)"}},
       {"not a list", "      x: 1\n", {"F:8:7: spec.guard.rules: expected a list, found a mapping"}},
   };
   for (const Case& c : cases) {

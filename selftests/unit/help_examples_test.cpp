@@ -1,4 +1,4 @@
-// The EXAMPLES of faultctl run and guard --help parse as printed, so they cannot
+// The EXAMPLES of faultctl run, guard and mcp-guard --help parse as printed, so they cannot
 // drift from the flags; and they fit in 80 columns.
 #include <gtest/gtest.h>
 
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ctl/guard_args.h"
+#include "ctl/mcp_guard_args.h"
 #include "ctl/packet_args.h"
 #include "ctl/resource_args.h"
 #include "ctl/syscall_args.h"
@@ -145,6 +146,21 @@ TEST(HelpExamples, GuardExamplesParse) {
     ASSERT_GE(e.size(), 2u);
     EXPECT_EQ(joined({e[0], e[1]}), "faultctl guard");
     expect_parses(e, 2, parse_guard_args);
+  }
+}
+
+TEST(HelpExamples, McpGuardExamplesParse) {
+  for (const std::vector<std::string>& ask :
+       {std::vector<std::string>{"--help"}, std::vector<std::string>{"pins", "--help"}}) {
+    const std::string help = help_of(parse_mcp_guard_args(ask));
+    expect_fits(help, "mcp-guard");
+    const auto examples = example_commands(help);
+    EXPECT_GE(examples.size(), 3u) << help;
+    for (const auto& e : examples) {
+      ASSERT_GE(e.size(), 2u);
+      EXPECT_EQ(joined({e[0], e[1]}), "faultctl mcp-guard");
+      expect_parses(e, 2, parse_mcp_guard_args);
+    }
   }
 }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <nlohmann/json.hpp>
 
 namespace faultline {
 // File-local names are unique in the library: it compiles as unity batches.
@@ -25,6 +26,15 @@ bool model_matches(std::string_view pattern, std::string_view model) {
 }
 
 Match match(const GuardRule& r, const RequestFacts& f) {
+  if (r.is_mcp() != f.mcp) return Match::No;
+  if (f.mcp) {
+    if (!r.mcp_tool.empty() && !mcp_glob_match(r.mcp_tool, f.mcp_tool)) return Match::No;
+    const nlohmann::json empty = nlohmann::json::object();
+    const nlohmann::json& args = f.mcp_arguments != nullptr ? *f.mcp_arguments : empty;
+    for (const McpArgMatcher& m : r.mcp_args)
+      if (!m.matches(args)) return Match::No;
+    return Match::Yes;
+  }
   if (r.host && !r.host->matches(f.host, f.port)) return Match::No;
   if (!r.method.empty() && !iequals(r.method, f.method)) return Match::No;
   if (!r.path.empty() && f.path.find(r.path) == std::string::npos) return Match::No;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +33,11 @@ struct RequestFacts {
   // The request went to an LLM endpoint but its body is not JSON, so the LLM
   // facts are unknown (not merely absent).
   bool llm_facts_unparseable = false;
+  // An MCP tools/call (faultctl mcp-guard) rather than an HTTP request: only
+  // rules with an MCP matcher judge it (and only they, no HTTP request).
+  bool mcp = false;
+  std::string mcp_tool;
+  const nlohmann::json* mcp_arguments = nullptr;  // the call's params.arguments; null when it has none
 };
 
 struct GuardDecision {

@@ -143,7 +143,7 @@ Result<HostMatcher> parse_host_matcher(std::string_view text) {
 }
 
 bool GuardRule::has_matcher() const {
-  return host.has_value() || !path.empty() || !method.empty() || needs_llm_facts();
+  return host.has_value() || !path.empty() || !method.empty() || needs_llm_facts() || is_mcp();
 }
 
 bool needs_plaintext(const GuardRule& rule) {

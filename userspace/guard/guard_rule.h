@@ -8,8 +8,10 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "base/result.h"
+#include "userspace/guard/mcp_rule.h"
 #include "userspace/net/egress_rules.h"
 
 namespace faultline {
@@ -48,8 +50,14 @@ struct GuardRule {
   std::string method;     // uppercase; compared case-insensitively
   std::string llm_model;  // the request's model, exactly, or a prefix when it ends in '*' ("claude-opus-*")
   std::optional<uint64_t> llm_max_tokens_over;  // the request asks for more output tokens than this
+  // An MCP tools/call (faultctl mcp-guard): the tool's name (a glob) and
+  // matchers on its arguments, ANDed. A rule with either judges MCP calls
+  // only; a rule without judges HTTP requests only.
+  std::string mcp_tool;
+  std::vector<McpArgMatcher> mcp_args;
 
   [[nodiscard]] bool has_matcher() const;
+  [[nodiscard]] bool is_mcp() const { return !mcp_tool.empty() || !mcp_args.empty(); }
   [[nodiscard]] bool needs_llm_facts() const { return !llm_model.empty() || llm_max_tokens_over.has_value(); }
 };
 

@@ -5,6 +5,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -306,6 +309,7 @@ class Reader {
   void read_fault(const N& n, const std::string& path, SourceMark parent, FaultEntry& e);
   void read_guard(const N& n, const std::string& path, SourceMark parent, GuardPolicy& g);
   void read_guard_rule(const N& n, const std::string& path, SourceMark parent, GuardRule& r);
+  void read_mcp_arg(const N& n, const std::string& path, SourceMark parent, McpArgMatcher& m);
 };
 
 // metadata.name and rule names: a word a report can show and a map can key.
@@ -345,8 +349,9 @@ const std::vector<std::string> kTopFields = {"apiVersion", "kind", "metadata", "
 const std::vector<std::string> kMetadataFields = {"name", "description"};
 const std::vector<std::string> kSpecFields = {"egress", "faults", "guard"};
 const std::vector<std::string> kGuardFields = {"mode", "default_allow", "rules"};
-const std::vector<std::string> kGuardRuleFields = {"name", "action", "reason",    "host",
-                                                   "path", "method", "llm_model", "llm_max_tokens_over"};
+const std::vector<std::string> kGuardRuleFields = {
+    "name", "action", "reason", "host", "path", "method", "llm_model", "llm_max_tokens_over", "mcp_tool", "mcp_args"};
+const std::vector<std::string> kMcpArgFields = {"arg", "prefix", "equals", "regex", "over"};
 const std::vector<std::string> kScopeFields = {"cgroup",    "all",         "mode",        "default_allow", "deny_errno",
                                                "exfil_cap", "dns_ttl_min", "dns_ttl_max", "rules"};
 
@@ -711,10 +716,87 @@ void Reader<N>::read_guard_rule(const N& n, const std::string& path, SourceMark 
     else
       r.llm_max_tokens_over = std::stoull(digits);
   }
-  if (!f->by_name.contains("host") && !f->by_name.contains("path") && !f->by_name.contains("method") &&
-      !f->by_name.contains("llm_model") && !f->by_name.contains("llm_max_tokens_over"))
+  if (auto tool = text(*f, path, "mcp_tool", false)) {
+    if (auto st = check_mcp_glob(*tool); !st)
+      error(value_mark(*f, "mcp_tool"), path + ".mcp_tool", st.error().message);
+    else
+      r.mcp_tool = *tool;
+  }
+  if (auto args = list(*f, path, "mcp_args", false)) {
+    size_t i = 0;
+    for (const auto& item : *args) {
+      McpArgMatcher m;
+      const size_t before = errors.size();
+      read_mcp_arg(item, path + ".mcp_args[" + std::to_string(i++) + "]", value_mark(*f, "mcp_args"), m);
+      if (errors.size() == before) r.mcp_args.push_back(std::move(m));
+    }
+    if (i == 0)
+      error(value_mark(*f, "mcp_args"), path + ".mcp_args", "empty: leave mcp_args out to match any arguments");
+  }
+  const bool mcp = f->by_name.contains("mcp_tool") || f->by_name.contains("mcp_args");
+  if (mcp) {
+    for (const char* http : {"host", "path", "method", "llm_model", "llm_max_tokens_over"})
+      if (f->by_name.contains(http))
+        error(key_mark(*f, http), path + "." + http,
+              "an MCP rule (mcp_tool, mcp_args) judges tools/call, which has no " + std::string(http) +
+                  ": write it as a rule of its own");
+  } else if (!f->by_name.contains("host") && !f->by_name.contains("path") && !f->by_name.contains("method") &&
+             !f->by_name.contains("llm_model") && !f->by_name.contains("llm_max_tokens_over")) {
     error(f->mark, path,
-          "no matcher: give host, path, method, llm_model or llm_max_tokens_over (default_allow decides the rest)");
+          "no matcher: give host, path, method, llm_model or llm_max_tokens_over, or for MCP mcp_tool or mcp_args "
+          "(default_allow decides the rest)");
+  }
+}
+
+// One matcher of an MCP rule's arguments: {arg: POINTER, and one of prefix,
+// equals, regex, over}.
+template <class N>
+void Reader<N>::read_mcp_arg(const N& n, const std::string& path, SourceMark parent, McpArgMatcher& m) {
+  auto f = mapping(n, path, parent, kMcpArgFields);
+  if (!f) return;
+  if (auto arg = text(*f, path, "arg", true)) {
+    if (auto st = check_json_pointer(*arg); !st)
+      error(value_mark(*f, "arg"), path + ".arg", st.error().message);
+    else
+      m.pointer = *arg;
+  }
+  std::vector<std::string> tests;
+  for (const char* t : {"prefix", "equals", "regex", "over"})
+    if (f->by_name.contains(t)) tests.emplace_back(t);
+  if (tests.size() != 1) {
+    error(f->mark, path,
+          tests.empty() ? "no test: give one of prefix, equals, regex or over"
+                        : "give one test, found " + std::to_string(tests.size()) + " (" + tests[0] + ", " + tests[1] +
+                              "): write one matcher per test");
+    return;
+  }
+  const std::string& t = tests[0];
+  auto value = text(*f, path, t, true);
+  if (!value) return;
+  m.text = *value;
+  if (t == "prefix") {
+    m.test = McpArgMatcher::Test::Prefix;
+    if (value->empty()) error(value_mark(*f, t), path + ".prefix", "empty: leave the matcher out to match any value");
+  } else if (t == "equals") {
+    m.test = McpArgMatcher::Test::Equals;
+  } else if (t == "regex") {
+    m.test = McpArgMatcher::Test::Regex;
+    auto re = compile_mcp_regex(*value);
+    if (!re)
+      error(value_mark(*f, t), path + ".regex", re.error().message);
+    else
+      m.regex = std::move(*re);
+  } else {
+    m.test = McpArgMatcher::Test::Over;
+    char* end = nullptr;
+    errno = 0;
+    const double d = value->empty() ? 0 : std::strtod(value->c_str(), &end);
+    if (value->empty() || end != value->c_str() + value->size() || errno != 0 || !std::isfinite(d) ||
+        value->find_first_of("xXnN") != std::string::npos)
+      error(value_mark(*f, t), path + ".over", "'" + *value + "': expected a number (10, 2.5, -1)");
+    else
+      m.number = d;
+  }
 }
 
 // Overlaps the sockaddr tries cannot hold, found by compiling each scope's

@@ -1,0 +1,286 @@
+// faultctl mcp-guard [flags] -- CMD: the MCP server CMD as our child, its
+// stdin and stdout ours to relay; the agent talks to our stdin and stdout.
+// Every line goes through the MCP gate (userspace/guard/mcp_gate.h): a
+// thread reads the server, this one the client. Also `mcp-guard pins ...`.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "base/child.h"
+#include "base/clock.h"
+#include "base/files.h"
+#include "ctl/command.h"
+#include "ctl/commands/commands.h"
+#include "ctl/guard_capture.h"
+#include "ctl/mcp_guard_args.h"
+#include "userspace/guard/approval_socket.h"
+#include "userspace/guard/mcp_gate.h"
+
+namespace faultline {
+namespace mcp_guard_command_impl {
+
+std::string policy_text(const GuardPolicy& p) {
+  size_t mcp = 0;
+  for (const auto& r : p.rules) mcp += r.is_mcp() ? 1 : 0;
+  return std::string(p.mode == GuardMode::Enforce ? "enforce" : "monitor") + ", default " +
+         (p.default_allow ? "allow" : "deny") + ", " + std::to_string(mcp) + " tool rule" + (mcp == 1 ? "" : "s");
+}
+
+std::atomic<int> g_mcp_signal{0};
+void remember_mcp_signal(int sig) { g_mcp_signal.store(sig); }
+std::atomic<bool> g_mcp_reload{false};
+void remember_mcp_reload(int) { g_mcp_reload.store(true); }
+
+// SIGHUP with --policy: the file read again; a bad one leaves the policy as it was.
+void reload_policy(McpGate& gate, const std::string& file) {
+  auto p = read_guard_policy_file(file);
+  if (!p) {
+    std::cerr << "faultline mcp-guard: SIGHUP: the policy stays as it was: " + p.error().message + "\n";
+    return;
+  }
+  std::cerr << "faultline mcp-guard: SIGHUP: policy reloaded from " + file + ": " + policy_text(*p) + "\n";
+  gate.reload(std::move(*p));
+}
+
+// One direction's writer: whole lines, one at a time; after a failure (the
+// reader went away) the rest are dropped.
+class LineWriter {
+ public:
+  LineWriter(int fd, std::string who) : fd_(fd), who_(std::move(who)) {}
+  void write(const std::string& line) {
+    std::lock_guard lock(mu_);
+    if (fd_ < 0) return;
+    if (auto st = write_all(fd_, line + "\n", who_); !st) {
+      std::cerr << "faultline mcp-guard: " << st.error().describe() << "\n";
+      fd_ = -1;
+    }
+  }
+  // No more lines (the server's stdin: it sees EOF once our copy is closed).
+  void close_fd() {
+    std::lock_guard lock(mu_);
+    if (fd_ >= 0 && fd_ != STDOUT_FILENO) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  std::mutex mu_;
+  int fd_;
+  std::string who_;
+};
+
+std::string state_dir_of(const McpGuardArgs& a) { return a.state_dir.empty() ? guard_state_dir() : a.state_dir; }
+
+Status make_private_dir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return make_error(ec.value(), "--state-dir " + dir + ": " + ec.message());
+  return ensure_private_dir(dir, false);
+}
+
+int run_pins(const McpGuardArgs& a) {
+  McpPinStore store(mcp_pins_file(state_dir_of(a)));
+  if (a.pins_verb == "list") {
+    auto pins = store.list();
+    if (!pins) return report_error("faultctl mcp-guard pins", pins.error());
+    if (a.json) {
+      nlohmann::json out = nlohmann::json::object();
+      for (const auto& [server, sp] : *pins)
+        for (const auto& [tool, p] : sp.tools)
+          out[server][tool] = {{"hash", p.hash}, {"since", p.since}, {"pending", p.pending}};
+      std::cout << out.dump(2) << "\n";
+      return kExitCompleted;
+    }
+    if (pins->empty()) std::cout << "no pins in " << store.file() << "\n";
+    for (const auto& [server, sp] : *pins) {
+      std::cout << server << "\n";
+      for (const auto& [tool, p] : sp.tools) {
+        const std::string state = p.pending.empty() ? "pinned"
+                                  : p.hash.empty()
+                                      ? "new (pending: faultctl mcp-guard pins accept " + server + " " + tool + ")"
+                                      : "changed (pending " + p.pending.substr(0, 12) +
+                                            ": faultctl mcp-guard pins accept " + server + " " + tool + ")";
+        std::cout << "  " << tool << "  " << (p.hash.empty() ? std::string("-") : p.hash.substr(0, 12)) << "  "
+                  << p.since << "  " << state << "\n";
+      }
+    }
+    return kExitCompleted;
+  }
+  if (a.pins_verb == "accept") {
+    auto accepted = store.accept(a.server, a.tool);
+    if (!accepted) return report_error("faultctl mcp-guard pins accept", accepted.error());
+    for (const auto& t : *accepted) std::cout << "pinned " << a.server << " " << t << "\n";
+    return kExitCompleted;
+  }
+  if (auto st = store.reset(a.server); !st) return report_error("faultctl mcp-guard pins reset", st.error());
+  std::cout << "forgot the pins of " << a.server << ": its next tools/list is pinned afresh\n";
+  return kExitCompleted;
+}
+
+// Reads one fd to its end, line by line, into `on_line`.
+void pump(int fd, const std::function<void(const McpLineReader::Line&)>& on_line) {
+  McpLineReader reader;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    for (const auto& line : reader.feed(std::string_view(buf, static_cast<size_t>(n)))) on_line(line);
+  }
+  if (auto last = reader.finish()) on_line(*last);
+}
+
+int run_guard(McpGuardArgs& a) {
+  ::signal(SIGPIPE, SIG_IGN);
+  const std::string state_dir = state_dir_of(a);
+  if (auto st = make_private_dir(state_dir); !st) return report_error("faultctl mcp-guard", st.error());
+  std::shared_ptr<ActivityWriter> activity;
+  if (!a.json_log.empty()) {
+    auto w = ActivityWriter::open(a.json_log);
+    if (!w) {
+      std::cerr << "faultctl mcp-guard: --json-log " << a.json_log << ": " << w.error().describe() << "\n";
+      return w.error().bad_input ? int(kExitBadInput) : 1;
+    }
+    activity = std::make_shared<ActivityWriter>(std::move(*w));
+  }
+  size_t http_rules = 0;
+  for (const auto& r : a.policy.rules) http_rules += r.is_mcp() ? 0 : 1;
+
+  int to_server[2] = {-1, -1}, from_server[2] = {-1, -1};
+  if (::pipe2(to_server, O_CLOEXEC) != 0 || ::pipe2(from_server, O_CLOEXEC) != 0)
+    return report_error("faultctl mcp-guard", errno_error("pipe"));
+  UniqueFd server_in_r(to_server[0]), server_out_w(from_server[1]), server_out_r(from_server[0]);
+  LineWriter server_writer(to_server[1], "the server's stdin");
+  LineWriter client_writer(STDOUT_FILENO, "stdout (the client)");
+
+  McpGateOptions go;
+  go.server_name = a.server_name;
+  go.identity = a.identity;
+  go.dry_run = a.dry_run;
+  go.approval_prefix = std::to_string(::getpid());
+  go.approve_timeout = a.approve_timeout;
+  go.activity = activity;
+  go.pins = std::make_shared<McpPinStore>(mcp_pins_file(state_dir));
+  go.log = [](const std::string& line) { std::cerr << line + "\n" << std::flush; };
+  go.to_server = [&server_writer](const std::string& line) { server_writer.write(line); };
+  go.to_client = [&client_writer](const std::string& line) { client_writer.write(line); };
+  McpGate gate(std::move(go), a.policy);
+
+  std::unique_ptr<ApprovalSocket> approvals;
+  if (auto dir = guard_socket_dir(true); dir) {
+    auto sock = ApprovalSocket::start(guard_socket_path(*dir, ::getpid()), gate.approvals(),
+                                      GuardAbout{::getpid(), a.identity, "mcp-guard " + a.server_name});
+    if (!sock) return report_error("faultctl mcp-guard: the approvals socket", sock.error());
+    approvals = std::move(*sock);
+  } else {
+    return report_error("faultctl mcp-guard: the approvals socket", dir.error());
+  }
+
+  const int in_fd = server_in_r.get(), out_fd = server_out_w.get();
+  auto child = HeldChild::spawn(
+      a.command, [in_fd, out_fd] { return ::dup2(in_fd, STDIN_FILENO) >= 0 && ::dup2(out_fd, STDOUT_FILENO) >= 0; },
+      "faultctl mcp-guard");
+  if (!child) return report_error("faultctl mcp-guard", child.error());
+  if (auto st = child->release(); !st) {
+    std::cerr << "faultctl mcp-guard: " << st.error().describe() << "\n";
+    return 127;
+  }
+  server_in_r.reset();
+  server_out_w.reset();
+  std::cerr << "faultline mcp-guard: server " << a.server_name << " (" << a.command[0] << ", pid " << child->pid()
+            << "): " << policy_text(a.policy) << (a.dry_run ? ", dry run" : "") << "; identity " << a.identity
+            << "; pins " << mcp_pins_file(state_dir) << "; approvals " << approvals->path()
+            << (a.json_log.empty() ? "" : "; activity " + a.json_log) << "\n";
+  if (http_rules > 0)
+    std::cerr << "faultline mcp-guard: " << http_rules << " rule" << (http_rules == 1 ? "" : "s")
+              << " of the policy match HTTP requests (no mcp_tool or mcp_args): not used here\n";
+
+  std::thread server_reader(
+      [&gate, fd = server_out_r.get()] { pump(fd, [&gate](const McpLineReader::Line& l) { gate.from_server(l); }); });
+
+  struct sigaction sa {
+  }, old_int{}, old_term{}, hup{}, old_hup{};
+  sa.sa_handler = remember_mcp_signal;
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  if (!a.policy_file.empty()) {
+    hup.sa_handler = remember_mcp_reload;
+    sigaction(SIGHUP, &hup, &old_hup);
+  }
+
+  // The client's side, on this thread: until stdin ends or the server exits.
+  McpLineReader client;
+  std::optional<int> code;
+  bool client_open = true;
+  uint64_t closed_at_ns = 0;  // when the client closed: the server gets 10 s to exit, then SIGTERM, then SIGKILL
+  int stop_signal = 0;
+  char buf[65536];
+  while (!code) {
+    if (int sig = g_mcp_signal.exchange(0); sig != 0) ::kill(child->pid(), sig);
+    if (g_mcp_reload.exchange(false)) reload_policy(gate, a.policy_file);
+    code = child->poll_exit();
+    if (code || !client_open) {
+      if (code) continue;
+      const uint64_t waited_ns = monotonic_ns() - closed_at_ns;
+      const int due = waited_ns > 15'000'000'000ULL ? SIGKILL : waited_ns > 10'000'000'000ULL ? SIGTERM : 0;
+      if (due != 0 && due != stop_signal) {
+        std::cerr << "faultline mcp-guard: the server did not exit after its stdin closed: "
+                  << (due == SIGKILL ? "SIGKILL" : "SIGTERM") << "\n";
+        ::kill(child->pid(), due);
+        stop_signal = due;
+      }
+      sleep_ms(20);
+      continue;
+    }
+    pollfd p{STDIN_FILENO, POLLIN, 0};
+    const int ready = ::poll(&p, 1, 50);
+    if (ready <= 0) continue;
+    const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) {
+      if (auto last = client.finish()) gate.from_client(*last);
+      client_open = false;
+      closed_at_ns = monotonic_ns();
+      // The end of the session: what is held is settled now (timed out), then
+      // the server sees its stdin end, as MCP's shutdown asks.
+      for (const auto& held : gate.approvals().list())
+        (void)gate.approvals().decide(held.id, false, "the client closed the session");
+      server_writer.close_fd();
+      continue;
+    }
+    for (const auto& line : client.feed(std::string_view(buf, static_cast<size_t>(n)))) gate.from_client(line);
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  if (!a.policy_file.empty()) sigaction(SIGHUP, &old_hup, nullptr);
+  server_writer.close_fd();
+  server_reader.join();  // the server's stdout ends with it (unless it left a child holding it)
+  const McpGateCounts c = gate.counts();
+  std::cerr << "faultline mcp-guard: server " << a.server_name << " exited " << *code << "; " << c.calls
+            << " tools/call: " << c.allowed << " allowed, " << c.denied << " denied, " << c.held << " held ("
+            << c.approved << " approved), " << c.would_deny << " would deny, " << c.would_hold << " would hold, "
+            << c.dry_run << " dry run; " << c.rug_pulls << " rug pull finding" << (c.rug_pulls == 1 ? "" : "s") << "; "
+            << c.bad_lines << " bad line" << (c.bad_lines == 1 ? "" : "s") << "\n";
+  if (activity) (void)activity->sync();
+  return *code;
+}
+
+}  // namespace mcp_guard_command_impl
+
+using namespace mcp_guard_command_impl;
+
+int cmd_mcp_guard(const std::vector<std::string>& args) {
+  return run_command("faultctl mcp-guard", parse_mcp_guard_args(args), kRootNever, [](McpGuardArgs& a) -> int {
+    if (!a.pins_verb.empty()) return run_pins(a);
+    return run_guard(a);
+  });
+}
+
+}  // namespace faultline

@@ -1,0 +1,232 @@
+// `faultctl mcp-guard` flags: cxxopts tokenises, we explain; rules from the
+// flags or a policy file's guard section, checked before the server starts.
+#include "ctl/mcp_guard_args.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cxxopts.hpp>
+
+#include "base/units.h"
+#include "ctl/flag_error.h"
+#include "ctl/flag_words.h"
+#include "ctl/guard_capture.h"
+
+namespace faultline {
+namespace mcp_guard_args_impl {
+
+constexpr Example kMcpGuardExamples[] = {
+    {"monitor: every tools/call of the filesystem server logged, nothing blocked",
+     "faultctl mcp-guard --json-log mcp.jsonl -- npx @modelcontextprotocol/server-filesystem /srv"},
+    {"enforce: write_file and move_file refused, the rest allowed",
+     "faultctl mcp-guard --enforce --deny-tool write_file --deny-tool move_file -- node server.js"},
+    {"enforce: only read_* tools; delete_* waits for faultctl approvals",
+     "faultctl mcp-guard --enforce --default-deny --allow-tool 'read_*' --approve-tool 'delete_*' -- ./mcp-server"},
+    {"calls to tools not annotated read-only answer \"would execute\"",
+     "faultctl mcp-guard --dry-run -- node server.js"},
+    {"the server's tools as pinned, and what changed (pending)", "faultctl mcp-guard pins list"},
+};
+
+constexpr const char* kMcpPinsUsage =
+    "usage: faultctl mcp-guard pins list [--json] [--state-dir DIR]\n"
+    "       faultctl mcp-guard pins accept SERVER [TOOL] [--state-dir DIR]\n"
+    "       faultctl mcp-guard pins reset SERVER [--state-dir DIR]\n"
+    "  the pinned definition hash of each MCP server's tools (DIR/mcp-pins.json).\n"
+    "  list: every server's tools, pinned and pending (changed or new since pinned);\n"
+    "  accept: pin what is pending (one tool, or all of the server's); reset: forget\n"
+    "  the server's pins (its next tools/list is pinned afresh). Exit 0 done, 1 an\n"
+    "  error, 2 bad input or nothing to accept or reset.\n";
+
+constexpr Example kMcpPinsExamples[] = {
+    {"what is pinned, and what changed", "faultctl mcp-guard pins list"},
+    {"the new description of write_file is fine", "faultctl mcp-guard pins accept fs write_file"},
+    {"pin the server's tools afresh at its next list", "faultctl mcp-guard pins reset fs"},
+};
+
+// The flags a policy file replaces.
+constexpr const char* kMcpPolicyFlags[] = {"enforce", "default-deny", "allow-tool", "deny-tool", "approve-tool"};
+
+Result<Parsed<McpGuardArgs>> parse_pins_args(const std::vector<std::string>& args) {
+  auto help = [] { return Parsed<McpGuardArgs>(HelpText{with_examples(kMcpPinsUsage, kMcpPinsExamples)}); };
+  if (args.size() < 2) return bad("pins: give list, accept SERVER [TOOL] or reset SERVER");
+  McpGuardArgs a;
+  a.pins_verb = args[1];
+  if (a.pins_verb == "-h" || a.pins_verb == "--help") return help();
+  if (a.pins_verb != "list" && a.pins_verb != "accept" && a.pins_verb != "reset")
+    return bad("pins: unknown subcommand '" + a.pins_verb + "' (list, accept SERVER [TOOL], reset SERVER)");
+  std::vector<std::string> words;
+  for (size_t i = 2; i < args.size(); ++i) {
+    const std::string& w = args[i];
+    if (w == "-h" || w == "--help") return help();
+    if (w == "--json" && a.pins_verb == "list") {
+      a.json = true;
+    } else if (w == "--state-dir") {
+      if (i + 1 >= args.size() || args[i + 1].empty()) return bad("pins: --state-dir needs a folder");
+      a.state_dir = args[++i];
+    } else if (w.starts_with("-")) {
+      return bad("pins " + a.pins_verb + ": unknown flag " + w);
+    } else {
+      words.push_back(w);
+    }
+  }
+  const size_t most = a.pins_verb == "list" ? 0 : a.pins_verb == "accept" ? 2 : 1;
+  const size_t least = a.pins_verb == "list" ? 0 : 1;
+  if (words.size() < least) return bad("pins " + a.pins_verb + ": give the SERVER (as pins list names it)");
+  if (words.size() > most) return bad("pins " + a.pins_verb + ": unexpected '" + words[most] + "'");
+  if (!words.empty()) a.server = words[0];
+  if (words.size() > 1) a.tool = words[1];
+  return Parsed<McpGuardArgs>(std::move(a));
+}
+
+// A path's name for a server: its last part without "@version" or extension;
+// a generic part (index.js, dist/, build/) gives way to the folder above it,
+// so ".../server-filesystem/dist/index.js" is server-filesystem.
+std::string base_word(const std::string& w) {
+  static const std::vector<std::string> kGeneric = {"index", "main", "cli", "server", "dist", "build",
+                                                    "lib",   "src",  "bin", "out",    "app"};
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= w.size()) {
+    size_t slash = w.find('/', start);
+    if (slash == std::string::npos) slash = w.size();
+    std::string part = w.substr(start, slash - start);
+    if (auto at = part.find('@', 1); at != std::string::npos) part = part.substr(0, at);  // "pkg@1.2.3"
+    if (auto dot = part.find('.'); dot != std::string::npos && dot > 0) part = part.substr(0, dot);
+    if (!part.empty() && part != "." && part != ".." && part[0] != '@') parts.push_back(part);
+    start = slash + 1;
+  }
+  if (parts.empty()) return w;
+  for (size_t i = parts.size(); i-- > 0;)
+    if (std::find(kGeneric.begin(), kGeneric.end(), parts[i]) == kGeneric.end()) return parts[i];
+  return parts.back();
+}
+
+// A server name: letters, digits and "-_.@", 1-64.
+Status check_server_name(const std::string& n) {
+  if (n.empty() || n.size() > 64 ||
+      n.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.@") != std::string::npos)
+    return bad("--server-name '" + n + "': letters, digits, '-', '_', '.' and '@', at most 64");
+  return {};
+}
+
+}  // namespace mcp_guard_args_impl
+
+using namespace mcp_guard_args_impl;
+
+std::string mcp_server_name_of(const std::vector<std::string>& command) {
+  if (command.empty()) return "server";
+  static const std::vector<std::string> kRunners = {"node", "nodejs", "python", "python3", "npx", "uvx", "deno",
+                                                    "bun",  "uv",     "pipx",   "bunx",    "run", "exec"};
+  std::string name = base_word(command[0]);
+  const std::string runner = command[0].substr(command[0].rfind('/') + 1);
+  if (std::find(kRunners.begin(), kRunners.end(), runner) != kRunners.end()) {
+    for (size_t i = 1; i < command.size(); ++i) {
+      const std::string& w = command[i];
+      if (w.empty() || w[0] == '-' || w == "run" || w == "exec") continue;
+      name = base_word(w);
+      break;
+    }
+  }
+  std::string out;
+  for (char c : name)
+    out += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' || c == '@' ? c : '_';
+  return out.empty() ? "server" : out.substr(0, 64);
+}
+
+Result<Parsed<McpGuardArgs>> parse_mcp_guard_args(const std::vector<std::string>& args) {
+  if (!args.empty() && args[0] == "pins") return parse_pins_args(args);
+  cxxopts::Options o("faultctl mcp-guard", "Guard the tool calls between an agent and a stdio MCP server.");
+  o.add_options()("enforce", "act on the verdicts (default: monitor, decide and log only)")(
+      "default-deny", "deny the calls no rule allows (default: allow)")(
+      "allow-tool", "T: allow calls to tools matching the glob T ('read_*'), repeatable",
+      cxxopts::value<std::vector<std::string>>())("deny-tool", "T: deny calls to tools matching T, repeatable",
+                                                  cxxopts::value<std::vector<std::string>>())(
+      "approve-tool", "T: hold calls to tools matching T until faultctl approvals approve|deny ID, repeatable",
+      cxxopts::value<std::vector<std::string>>())(
+      "approve-timeout", "a held call is denied after this long (default 120s)", cxxopts::value<std::string>())(
+      "server-name", "N: the server's name in the pins, the activity log and approvals (default: from the command)",
+      cxxopts::value<std::string>())("identity", "who the activity log and approvals name (default USER@HOST)",
+                                     cxxopts::value<std::string>())(
+      "json-log", "FILE: append every call and decision to this hash-chained activity log",
+      cxxopts::value<std::string>())(
+      "policy",
+      "FILE: the rules of a policy file's guard section (spec.guard, or the bare {mode, default_allow, rules}) "
+      "instead of --enforce, --default-deny and the --*-tool flags",
+      cxxopts::value<std::string>())(
+      "state-dir", "DIR: where the tool pins are kept (DIR/mcp-pins.json; default: the guard's state folder)",
+      cxxopts::value<std::string>())(
+      "dry-run", "answer calls to tools not annotated read-only with \"would execute\" instead of sending them")(
+      "h,help", "help");
+  auto [flags, cmd] = split_command(args);
+  auto r = parse_flag_words(o, flags, kCommandAfterDashesHint);
+  if (!r) return r.error();
+  if (r->count("help"))
+    return Parsed<McpGuardArgs>(HelpText{
+        with_examples(o.help() + "\n  -- COMMAND ARGS   the MCP server to start (it speaks on its stdin and stdout)\n" +
+                          "\n  faultctl mcp-guard pins list|accept|reset ...   the tool pins (pins --help)\n",
+                      kMcpGuardExamples)});
+  McpGuardArgs a;
+  if (cmd.empty()) return bad("missing the server's command: faultctl mcp-guard [flags] -- COMMAND ARGS");
+  a.command = cmd;
+  if (r->count("policy")) {
+    for (const char* flag : kMcpPolicyFlags)
+      if (r->count(flag))
+        return bad(std::string("--") + flag + " comes from the policy file with --policy; write it there");
+    a.policy_file = (*r)["policy"].as<std::string>();
+    if (a.policy_file.empty()) return bad("--policy: empty file name");
+    auto p = read_guard_policy_file(a.policy_file);
+    if (!p) return bad("--policy " + p.error().message);
+    a.policy = std::move(*p);
+  }
+  if (r->count("enforce")) a.policy.mode = GuardMode::Enforce;
+  if (r->count("default-deny")) a.policy.default_allow = false;
+  for (const char* flag : {"deny-tool", "approve-tool", "allow-tool"}) {
+    if (!r->count(flag)) continue;
+    const std::string f(flag);
+    const GuardVerdict action = f == "allow-tool"  ? GuardVerdict::Allow
+                                : f == "deny-tool" ? GuardVerdict::Deny
+                                                   : GuardVerdict::Approve;
+    for (const auto& t : (*r)[flag].as<std::vector<std::string>>()) {
+      if (auto st = check_mcp_glob(t); !st) return bad("--" + f + " " + st.error().message);
+      GuardRule rule;
+      rule.name = "--" + f + " " + t;
+      rule.action = action;
+      rule.mcp_tool = t;
+      a.policy.rules.push_back(std::move(rule));
+    }
+  }
+  if (r->count("approve-timeout")) {
+    auto ns = with_flag("approve-timeout", parse_duration_ns((*r)["approve-timeout"].as<std::string>()));
+    if (!ns) return ns.error();
+    if (*ns < 1'000'000) return bad("--approve-timeout must be at least 1ms");
+    a.approve_timeout = std::chrono::milliseconds(*ns / 1'000'000);
+  }
+  if (r->count("server-name")) {
+    a.server_name = (*r)["server-name"].as<std::string>();
+    FL_TRY(check_server_name(a.server_name));
+  } else {
+    a.server_name = mcp_server_name_of(cmd);
+  }
+  if (r->count("identity")) {
+    a.identity = (*r)["identity"].as<std::string>();
+    if (a.identity.empty()) return bad("--identity: empty");
+  } else {
+    const passwd* pw = ::getpwuid(::geteuid());
+    char host[256] = {};
+    (void)::gethostname(host, sizeof host - 1);
+    a.identity = std::string(pw != nullptr ? pw->pw_name : std::to_string(::geteuid())) + "@" + host;
+  }
+  if (r->count("json-log")) {
+    a.json_log = (*r)["json-log"].as<std::string>();
+    if (a.json_log.empty()) return bad("--json-log: empty file name");
+  }
+  if (r->count("state-dir")) {
+    a.state_dir = (*r)["state-dir"].as<std::string>();
+    if (a.state_dir.empty()) return bad("--state-dir: empty");
+  }
+  a.dry_run = r->count("dry-run") > 0;
+  return Parsed<McpGuardArgs>(std::move(a));
+}
+
+}  // namespace faultline

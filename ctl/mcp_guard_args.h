@@ -1,0 +1,45 @@
+// `faultctl mcp-guard` flags: the guard between an agent and one stdio MCP
+// server, and its `pins list|accept|reset` subcommands.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "ctl/help.h"
+#include "userspace/guard/guard_policy.h"
+
+namespace faultline {
+
+struct McpGuardArgs {
+  // The guard (no verb): the server command and how its calls are judged.
+  GuardPolicy policy;
+  std::string policy_file;
+  std::string server_name;  // --server-name, else from the command (mcp_server_name_of())
+  std::string identity;
+  std::string json_log;
+  std::string state_dir;  // "" for guard_state_dir()
+  bool dry_run = false;
+  std::chrono::milliseconds approve_timeout{120'000};
+  std::vector<std::string> command;
+  // pins list [--json] | pins accept SERVER [TOOL] | pins reset SERVER
+  std::string pins_verb;  // "" for the guard itself
+  std::string server;
+  std::string tool;
+  bool json = false;
+};
+
+// args are what follows "mcp-guard".
+[[nodiscard]] Result<Parsed<McpGuardArgs>> parse_mcp_guard_args(const std::vector<std::string>& args);
+
+// A server's name from its command: the program's file name, or for an
+// interpreter or a package runner (node, python3, npx, uvx, ...) its first
+// word that is not a flag: its last path part that is not generic (index,
+// main, dist, build, src, ...), without an npm scope, "@version" or an
+// extension: "npx @modelcontextprotocol/server-filesystem /srv" ->
+// "server-filesystem", "node node_modules/x-mcp/dist/index.js" -> "x-mcp",
+// "node build/index.js" -> "index".
+[[nodiscard]] std::string mcp_server_name_of(const std::vector<std::string>& command);
+
+}  // namespace faultline
