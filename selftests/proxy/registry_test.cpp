@@ -21,14 +21,18 @@ TEST(ProxyRegistry, ToxicChangesReachAnOpenConnection) {
       p.registry->add_toxic("p", fltest::toxic(R"({"name":"lag","type":"latency","attributes":{"latency":100}})"))
           .ok());
   double added = fltest::round_trip_ms(c.get());
-  EXPECT_NEAR(added, 100.0, 5.0) << "the toxic added on the open connection";
+  // A delay is never shorter than asked; a loaded machine makes it longer, so
+  // the upper bounds only keep the three states (0, 100, 200 ms) apart.
+  EXPECT_GE(added, 99.0) << "the toxic added on the open connection";
+  EXPECT_LT(added, 160.0) << "the toxic added on the open connection";
   auto updated = fltest::toxic(R"({"name":"lag","type":"latency","attributes":{"latency":200}})");
   ASSERT_TRUE(p.registry->update_toxic("p", "lag", updated).ok());
   double changed = fltest::round_trip_ms(c.get());
-  EXPECT_NEAR(changed, 200.0, 10.0) << "the toxic updated on the open connection";
+  EXPECT_GE(changed, 199.0) << "the toxic updated on the open connection";
+  EXPECT_LT(changed, 260.0) << "the toxic updated on the open connection";
   ASSERT_TRUE(p.registry->remove_toxic("p", "lag").ok());
   double removed = fltest::round_trip_ms(c.get());
-  EXPECT_LT(removed, 20.0) << "the toxic removed from the open connection";
+  EXPECT_LT(removed, 60.0) << "the toxic removed from the open connection";
   std::printf("one connection: %.1f ms with latency 100, %.1f ms at 200, %.2f ms removed\n", added, changed, removed);
 }
 
