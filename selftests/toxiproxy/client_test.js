@@ -159,6 +159,28 @@ async function main() {
                      "a negative limit_time is 400");
   await firstN.remove();
 
+  // Every toxic type, Toxiproxy's and Faultline's, through the client's own
+  // addToxic, getToxic (GET /proxies/{p}/toxics/{t}), Toxic.update and remove:
+  // each is taken, shown back with its attributes, and gone after remove.
+  const everyType = [
+    ["latency", { latency: 5, jitter: 1 }], ["bandwidth", { rate: 1000 }], ["slow_close", { delay: 10 }],
+    ["timeout", { timeout: 100 }], ["slicer", { average_size: 64, size_variation: 8, delay: 1 }],
+    ["limit_data", { bytes: 4096 }], ["reset_peer", { timeout: 10 }], ["noop", {}],
+    ["limit_time", { time: 60000 }], ["slow_open", { delay: 10 }],
+    ["http_status", { status: 503 }], ["http_delay", { delay: 10 }], ["http_reset", {}],
+    ["llm_overloaded", {}], ["llm_rate_limit", {}],
+  ];
+  for (const [type, attributes] of everyType) {
+    const t = await afterReset.addToxic({ name: `every_${type}`, type, stream: "downstream", toxicity: 0.5, attributes });
+    const shown = await afterReset.getToxic(`every_${type}`);
+    const same = Object.entries(attributes).every(([k, v]) => shown.attributes[k] === v);
+    check(shown.type === type && shown.toxicity === 0.5 && same, `addToxic and getToxic: ${type}`, shown.toJson());
+    const updated = await t.update({ ...t.toJson(), toxicity: 1 });
+    check(updated.toxicity === 1, `Toxic.update: ${type}`, updated.toJson());
+    await t.remove();
+    await expectStatus(afterReset.getToxic(`every_${type}`), 404, `a removed ${type} toxic is 404`);
+  }
+
   await afterReset.remove();
   await (await toxiproxy.get("web")).remove();
   await expectStatus(toxiproxy.get("web"), 404, "a removed proxy is 404");
