@@ -5,6 +5,7 @@
 // trusting only what the guard handed it, pass-through by SNI, a faults file,
 // and a destination the policy denies never faulted.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -45,6 +46,7 @@ class GuardFaultsParse : public ::testing::Test {
 };
 
 TEST_F(GuardFaultsParse, EveryBadFaultFlagIsNamed) {
+  FL_REQUIRE_ROOT("--faults, which acts in the kernel (the guard refuses it to a user)");
   const std::string cmd = "--";
   const std::vector<BadInput> table = {
       {{"--fault-status", "503"}, "--fault-host is required"},
@@ -106,6 +108,7 @@ TEST_F(GuardFaultsParse, EveryBadFaultFlagIsNamed) {
 }
 
 TEST_F(GuardFaultsParse, EveryBadFaultsFileIsNamedWithItsLine) {
+  FL_REQUIRE_ROOT("--faults, which acts in the kernel (the guard refuses it to a user)");
   const std::vector<std::pair<std::string, std::string>> table = {
       {"", "expected a non-empty list of faults"},
       {"faults: []\n", "expected a non-empty list of faults"},
@@ -139,6 +142,7 @@ TEST_F(GuardFaultsParse, EveryBadFaultsFileIsNamedWithItsLine) {
 }
 
 TEST_F(GuardFaultsParse, GoodFaultsParseFromFlagsAndFiles) {
+  FL_REQUIRE_ROOT("--faults, which acts in the kernel (the guard refuses it to a user)");
   fltest::write_file(dir_.file("f.yaml"),
                      "faults:\n  - host: 127.0.0.1:8080\n    path: /a\n    status: 502\n    pct: 50\n"
                      "  - host: 127.0.0.1\n    reset: true\n");
