@@ -256,6 +256,7 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
   }
   jo.llm_hosts = o.llm_hosts;
   jo.routes = o.routes;
+  jo.dlp = o.dlp;
   jo.budget = c->budget_;
   jo.budget_limits = o.budget;
   jo.identity = o.identity;

@@ -32,6 +32,9 @@ struct RequestFacts {
   // The request went to an LLM endpoint but its body is not JSON, so the LLM
   // facts are unknown (not merely absent).
   bool llm_facts_unparseable = false;
+  // The DLP engine's findings in scope (--dlp, --dlp-host): their types,
+  // each once, in the order found.
+  std::vector<std::string> dlp_findings;
 };
 
 struct GuardDecision {

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "base/errno_names.h"
+#include "userspace/guard/dlp_validators.h"
 #include "userspace/policy/guard_section.h"
 #include "userspace/policy/policy.h"
 
@@ -346,7 +347,7 @@ const std::vector<std::string> kMetadataFields = {"name", "description"};
 const std::vector<std::string> kSpecFields = {"egress", "faults", "guard"};
 const std::vector<std::string> kGuardFields = {"mode", "default_allow", "rules"};
 const std::vector<std::string> kGuardRuleFields = {"name", "action", "reason",    "host",
-                                                   "path", "method", "llm_model", "llm_max_tokens_over"};
+                                                   "path", "method", "llm_model", "llm_max_tokens_over", "dlp_type"};
 const std::vector<std::string> kScopeFields = {"cgroup",    "all",         "mode",        "default_allow", "deny_errno",
                                                "exfil_cap", "dns_ttl_min", "dns_ttl_max", "rules"};
 
@@ -711,10 +712,19 @@ void Reader<N>::read_guard_rule(const N& n, const std::string& path, SourceMark 
     else
       r.llm_max_tokens_over = std::stoull(digits);
   }
+  if (auto type = text(*f, path, "dlp_type", false)) {
+    if (*type != "any" && !dlp_type_from_name(*type))
+      error(value_mark(*f, "dlp_type"), path + ".dlp_type",
+            "'" + *type + "': a detector (docs/detectors.md: aws_access_key, ..., email) or any");
+    else
+      r.dlp_type = *type;
+  }
   if (!f->by_name.contains("host") && !f->by_name.contains("path") && !f->by_name.contains("method") &&
-      !f->by_name.contains("llm_model") && !f->by_name.contains("llm_max_tokens_over"))
+      !f->by_name.contains("llm_model") && !f->by_name.contains("llm_max_tokens_over") &&
+      !f->by_name.contains("dlp_type"))
     error(f->mark, path,
-          "no matcher: give host, path, method, llm_model or llm_max_tokens_over (default_allow decides the rest)");
+          "no matcher: give host, path, method, llm_model, llm_max_tokens_over or dlp_type (default_allow decides the "
+          "rest)");
 }
 
 // Overlaps the sockaddr tries cannot hold, found by compiling each scope's
