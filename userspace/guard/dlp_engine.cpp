@@ -27,7 +27,7 @@ constexpr Anchor kAnchors[] = {
     {DlpType::google_api_key, "AIza"},
     {DlpType::jwt, "eyJ"},
     {DlpType::private_key, "-----BEGIN "},
-    {DlpType::credit_card, "\\d{4}[ -]?\\d{4}[ -]?\\d{4}"},
+    {DlpType::credit_card, "\\d{4}[ -]?\\d{4,6}[ -]?\\d{4}"},
     {DlpType::us_ssn, "\\d{3}-\\d{2}-\\d{4}"},
     {DlpType::email, "[A-Za-z0-9._%+-]@[A-Za-z0-9-]{1,63}\\.[A-Za-z]{2}"},
 };
