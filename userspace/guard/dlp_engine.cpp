@@ -87,6 +87,9 @@ void append_utf8(std::string& out, uint32_t cp) {
 
 // A complete JSON escape's bytes ("\n", "\u0041"), or nothing when it is not one.
 std::optional<std::string> unescape(std::string_view e) {
+  if (e.size() == 3 && e[0] == '%' && hex(e[1]) && hex(e[2]))  // a form's or a URL's %XX
+    return std::string(1, static_cast<char>(std::stoi(std::string(e.substr(1)), nullptr, 16)));
+  if (e[0] != '\\') return std::nullopt;
   if (e.size() == 2) {
     switch (e[1]) {
       case 'n':
@@ -218,8 +221,9 @@ void DlpStream::decode(std::string_view raw) {
   while (i < raw.size()) {
     if (!escape_.empty()) {
       escape_ += raw[i++];
-      const bool u = escape_.size() >= 2 && escape_[1] == 'u';
+      const bool u = escape_[0] == '\\' && escape_.size() >= 2 && escape_[1] == 'u';
       if (u && (escape_.size() == 2 || (escape_.size() < 6 && hex(escape_.back())))) continue;
+      if (escape_[0] == '%' && escape_.size() < 3 && hex(escape_.back())) continue;
       std::optional<std::string> d = unescape(escape_);
       if (d) {
         push_view(*d, escape_raw_, escape_.size());
@@ -229,12 +233,12 @@ void DlpStream::decode(std::string_view raw) {
       escape_.clear();
       continue;
     }
-    const size_t bs = raw.find('\\', i);
+    const size_t bs = raw.find_first_of("\\%", i);
     const size_t plain_end = bs == std::string_view::npos ? raw.size() : bs;
     if (plain_end > i) push_view(raw.substr(i, plain_end - i), raw_total_ + i, plain_end - i);
     if (bs == std::string_view::npos) break;
     escape_raw_ = raw_total_ + bs;
-    escape_ = "\\";
+    escape_ = std::string(1, raw[bs]);
     i = bs + 1;
   }
   raw_total_ += raw.size();

@@ -1,6 +1,6 @@
 // The DLP engine: one Hyperscan database (the detectors' anchors and the
-// content policy's patterns) scanned in streaming mode over a JSON-unescaped
-// view of the bytes as they arrive, then each hit confirmed on a window
+// content policy's patterns) scanned in streaming mode over an unescaped view
+// (JSON's \n and \uXXXX, a form's or URL's %XX) of the bytes as they arrive, then each hit confirmed on a window
 // around it (dlp_validators.h). Findings never depend on the chunking.
 #pragma once
 
