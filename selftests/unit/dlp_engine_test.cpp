@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "selftests/unit/dlp_samples.h"
+#include "userspace/guard/guard_policy.h"
+#include "userspace/policy/guard_section.h"
 
 namespace faultline {
 namespace {
@@ -180,6 +182,33 @@ TEST(ContentPolicy, LiteralsAreCaseInsensitiveRegexesAsWritten) {
   EXPECT_EQ(kinds(dlp_scan(*e, "about PROJECT bluebird")), std::vector<std::string>{"content:codename"});
   EXPECT_EQ(kinds(dlp_scan(*e, "see FIN-1234")), std::vector<std::string>{"content:ticket"});
   EXPECT_TRUE(dlp_scan(*e, "see fin-1234, project blue bird").empty());
+}
+
+}  // namespace
+}  // namespace faultline
+
+namespace faultline {
+namespace {
+
+TEST(DlpRules, DlpTypeMatchesTheFindingsFactAndTheSectionReadsIt) {
+  GuardSectionParse p = parse_guard_text(
+      "mode: enforce\nrules:\n  - {name: no-aws, action: deny, dlp_type: aws_access_key}\n"
+      "  - {name: pii, action: approve, dlp_type: any}\n");
+  ASSERT_TRUE(p.ok()) << p.errors[0].reason;
+  RequestFacts f;
+  f.host = "api.example.com";
+  f.method = "POST";
+  EXPECT_EQ(decide(p.policy, f).rule, "");  // no finding: the default
+  f.dlp_findings = {"email"};
+  EXPECT_EQ(decide(p.policy, f).rule, "pii");
+  f.dlp_findings = {"email", "aws_access_key"};
+  const GuardDecision d = decide(p.policy, f);
+  EXPECT_EQ(d.rule, "no-aws");
+  EXPECT_EQ(d.verdict, GuardVerdict::Deny);
+
+  GuardSectionParse bad = parse_guard_text("rules:\n  - {name: x, action: deny, dlp_type: aws_key}\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.errors[0].reason.find("'aws_key': a detector"), std::string::npos) << bad.errors[0].reason;
 }
 
 }  // namespace
