@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 namespace faultline {
 namespace dlp_engine_detail {
@@ -205,18 +206,45 @@ uint64_t DlpStream::raw_of(uint64_t view) const {
 }
 
 void DlpStream::push_view(std::string_view decoded, uint64_t raw_start, size_t raw_len) {
-  // A break wherever the view and the raw bytes stop moving together.
-  if (raw_of(view_total_) != raw_start) breaks_.emplace_back(view_total_, raw_start);
+  // A break wherever the view and the raw bytes stop moving together (the
+  // last break maps the view's end: no search).
+  const auto& last = breaks_.back();
+  if (last.second + (view_total_ - last.first) != raw_start) breaks_.emplace_back(view_total_, raw_start);
   buf_.append(decoded);
   view_total_ += decoded.size();
   if (decoded.size() != raw_len) breaks_.emplace_back(view_total_, raw_start + raw_len);
-  if (stream_ && !decoded.empty()) {
+}
+
+void DlpStream::scan_new() {
+  // One Hyperscan call per piece fed, over all it decoded (not one per escape).
+  if (stream_ && scanned_ < view_total_) {
+    const char* from = buf_.data() + (scanned_ - buf_base_);
     if (hs_scratch_t* s = thread_scratch(engine_->database()))
-      (void)hs_scan_stream(stream_, decoded.data(), static_cast<unsigned>(decoded.size()), 0, s, on_match, this);
+      (void)hs_scan_stream(stream_, from, static_cast<unsigned>(view_total_ - scanned_), 0, s, on_match, this);
   }
+  scanned_ = view_total_;
 }
 
 void DlpStream::decode(std::string_view raw) {
+  // The next '\\' and '%' by memchr each, looked for again only once passed.
+  size_t next_bs = 0, next_pct = 0;
+  auto next_escape = [&](size_t from) {
+    auto find = [&](char c, size_t& cached) {
+      if (cached != std::string_view::npos && cached < from) {
+        const void* p = std::memchr(raw.data() + from, c, raw.size() - from);
+        cached = p ? static_cast<size_t>(static_cast<const char*>(p) - raw.data()) : std::string_view::npos;
+      }
+      return cached;
+    };
+    return std::min(find('\\', next_bs), find('%', next_pct));
+  };
+  next_bs = next_pct = 0;
+  if (!raw.empty()) {
+    const void* b = std::memchr(raw.data(), '\\', raw.size());
+    const void* p = std::memchr(raw.data(), '%', raw.size());
+    next_bs = b ? static_cast<size_t>(static_cast<const char*>(b) - raw.data()) : std::string_view::npos;
+    next_pct = p ? static_cast<size_t>(static_cast<const char*>(p) - raw.data()) : std::string_view::npos;
+  }
   size_t i = 0;
   while (i < raw.size()) {
     if (!escape_.empty()) {
@@ -233,10 +261,26 @@ void DlpStream::decode(std::string_view raw) {
       escape_.clear();
       continue;
     }
-    const size_t bs = raw.find_first_of("\\%", i);
+    const size_t bs = next_escape(i);
     const size_t plain_end = bs == std::string_view::npos ? raw.size() : bs;
     if (plain_end > i) push_view(raw.substr(i, plain_end - i), raw_total_ + i, plain_end - i);
     if (bs == std::string_view::npos) break;
+    // A two-byte JSON escape whole in this piece (the usual "\n"): at once.
+    if (raw[bs] == '\\' && bs + 1 < raw.size()) {
+      const char c = raw[bs + 1];
+      const char d = c == 'n'    ? '\n'
+                     : c == 't'  ? '\t'
+                     : c == 'r'  ? '\r'
+                     : c == '"'  ? '"'
+                     : c == '/'  ? '/'
+                     : c == '\\' ? '\\'
+                                 : 0;
+      if (d) {
+        push_view(std::string_view(&d, 1), raw_total_ + bs, 2);
+        i = bs + 2;
+        continue;
+      }
+    }
     escape_raw_ = raw_total_ + bs;
     escape_ = std::string(1, raw[bs]);
     i = bs + 1;
@@ -247,6 +291,7 @@ void DlpStream::decode(std::string_view raw) {
 void DlpStream::feed(std::string_view raw) {
   if (finished_ || raw.empty()) return;
   decode(raw);
+  scan_new();
   confirm_ready(false);
   prune();
 }
@@ -257,6 +302,7 @@ void DlpStream::finish() {
     push_view(escape_, escape_raw_, escape_.size());
     escape_.clear();
   }
+  scan_new();
   if (stream_) {
     if (hs_scratch_t* s = thread_scratch(engine_->database()))
       (void)hs_close_stream(stream_, s, on_match, this);

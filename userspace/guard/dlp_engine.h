@@ -94,6 +94,7 @@ class DlpStream {
  private:
   void push_view(std::string_view decoded, uint64_t raw_start, size_t raw_len);
   void decode(std::string_view raw);
+  void scan_new();
   void confirm_ready(bool finished);
   void prune();
   [[nodiscard]] uint64_t raw_of(uint64_t view) const;
@@ -106,6 +107,7 @@ class DlpStream {
   std::string buf_;
   uint64_t buf_base_ = 0;
   uint64_t view_total_ = 0;
+  uint64_t scanned_ = 0;  // the view bytes Hyperscan has seen
   uint64_t raw_total_ = 0;
   std::vector<std::pair<uint64_t, uint64_t>> breaks_{{0, 0}};
   std::string escape_;  // an escape cut by a chunk's end
