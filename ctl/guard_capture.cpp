@@ -350,6 +350,12 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
              "(run as root to capture such egress)\n";
     log << std::flush;
   }
+  if (o.dlp.engine)
+    log << "faultline guard: " << (o.dlp.dlp ? "--dlp" : "") << (o.dlp.dlp && o.dlp.content ? " and " : "")
+        << (o.dlp.content ? "--content-policy" : "") << " scan each request's URL, headers and body"
+        << (o.terminate_tls ? "" : "; HTTPS only with --terminate-tls (without it a tunnel is judged by its host)")
+        << "\n"
+        << std::flush;
 
   if (!o.policy_file.empty()) {
     int fds[2];
