@@ -23,6 +23,8 @@ namespace {
 constexpr Example kGuardExamples[] = {
     {"any user: HTTP(S) through the guard's proxy; /secrets/ gets a 403",
      "faultctl guard --enforce --deny /secrets/ --terminate-tls --json-log activity.jsonl -- ./agent.sh"},
+    {"keys, tokens and cards in a request are masked before they leave",
+     "faultctl guard --enforce --terminate-tls --dlp --dlp-action redact -- claude -p hi"},
     {"any user: only two hosts; POSTs to prod wait for faultctl approvals",
      "faultctl guard --enforce --default-deny --terminate-tls --allow api.anthropic.com "
      "--approve 'POST api.prod.example.com' --allow api.prod.example.com -- claude -p hi"},
