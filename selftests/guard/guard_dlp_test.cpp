@@ -19,6 +19,7 @@
 #include "selftests/proxy/proxy_fixture.h"
 #include "selftests/tls/tls_harness.h"
 #include "selftests/unit/dlp_samples.h"
+#include "userspace/proxy/tls_ca.h"
 
 namespace {
 
@@ -105,12 +106,15 @@ class GuardDlpTest : public ::testing::Test {
     ASSERT_EQ(::chmod(dir_.file("body.json").c_str(), 0644), 0);
   }
 
-  CommandResult guard(std::vector<std::string> flags, const std::string& url) {
+  CommandResult guard(std::vector<std::string> flags, const std::string& url,
+                      std::vector<std::string> curl_extra = {}) {
     std::vector<std::string> argv = {kDlpFaultctl, "guard"};
     argv.insert(argv.end(), flags.begin(), flags.end());
     argv.insert(argv.end(), {"--json-log", dir_.file("activity.jsonl"), "--", "curl", "-sS", "--max-time", "20", "-w",
                              "[%{http_code}]", "-H", "Content-Type: application/json", "--data-binary",
-                             "@" + dir_.file("body.json"), url});
+                             "@" + dir_.file("body.json")});
+    argv.insert(argv.end(), curl_extra.begin(), curl_extra.end());
+    argv.push_back(url);
     if (::geteuid() == 0)
       argv.insert(argv.begin(), {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"});
     return fltest::run_command(argv, {.env = env_}, 60s);
@@ -159,7 +163,10 @@ TEST_F(GuardDlpTest, DenyAnswers403WithRuleDlpBlockAndNothingGoesUpstream) {
 
 TEST_F(GuardDlpTest, RedactSendsTheUpstreamAMaskedBodyOfTheSameLength) {
   BodyUpstream up;
-  auto r = guard({"--enforce", "--terminate-tls", "--dlp", "--dlp-action", "redact"}, up.url("/v1/upload"));
+  std::mt19937_64 rng(77);
+  const std::string header_token = samples::npm_token(rng);
+  auto r = guard({"--enforce", "--terminate-tls", "--dlp", "--dlp-action", "redact"}, up.url("/v1/upload"),
+                 {"-H", "X-Deploy-Token: " + header_token});
   ASSERT_TRUE(r.status.is(0)) << r.describe();
   EXPECT_EQ(r.out, "ok[200]");
   auto seen = up.seen();
@@ -169,6 +176,11 @@ TEST_F(GuardDlpTest, RedactSendsTheUpstreamAMaskedBodyOfTheSameLength) {
   for (const std::string& s : {aws_, github_, card_}) EXPECT_EQ(sent.find(s), std::string::npos) << s;
   EXPECT_EQ(sent.find("PRIVATE KEY-----\\n"), std::string::npos) << sent;
   EXPECT_NE(sent.find("deploy with ****"), std::string::npos) << sent;
+  // The header holding a token goes with it masked, at its length.
+  const std::string head = seen[0].substr(0, seen[0].find("\r\n\r\n"));
+  EXPECT_EQ(head.find(header_token), std::string::npos) << head;
+  EXPECT_NE(head.find(": " + std::string(header_token.size(), '*')), std::string::npos) << head;
+  EXPECT_EQ(r.err.find(header_token), std::string::npos);
   auto masked = nlohmann::json::parse(sent, nullptr, false);
   EXPECT_TRUE(masked.is_object()) << "the masked body is still JSON: " << sent;
   EXPECT_NE(activity().find("\"rule\":\"dlp-redact\""), std::string::npos) << activity();
@@ -185,6 +197,24 @@ TEST_F(GuardDlpTest, MonitorForwardsTheBodyAsItIsAndLogsTheFindings) {
   EXPECT_EQ(body_of(seen[0]), body_);
   EXPECT_NE(r.err.find("dlp: aws_access_key"), std::string::npos) << r.err;
   EXPECT_NE(activity().find("\"rule\":\"dlp-monitor\""), std::string::npos) << activity();
+  expect_no_secret(r);
+}
+
+TEST_F(GuardDlpTest, TerminatedHttpsIsScannedAndDeniedBeforeTheUpstream) {
+  auto ours = faultline::CertificateAuthority::generate();
+  ASSERT_TRUE(ours.ok());
+  auto leaf = ours->mint_leaf("127.0.0.1");
+  ASSERT_TRUE(leaf.ok());
+  fltest::write_file(dir_.file("upstream-ca.pem"), ours->cert_pem());
+  ASSERT_EQ(::chmod(dir_.file("upstream-ca.pem").c_str(), 0644), 0);
+  fltest::HttpsUpstream up(dir_, (*leaf)->cert_pem(), fltest::private_key_pem((*leaf)->key()));
+  ASSERT_TRUE(up.started()) << up.describe();
+  const std::string url = "https://127.0.0.1:" + std::to_string(up.port()) + "/v1/messages";
+  auto r = guard({"--enforce", "--terminate-tls", "--upstream-ca", dir_.file("upstream-ca.pem"), "--dlp"}, url);
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  ASSERT_EQ(r.out.substr(r.out.rfind('[')), "[403]") << r.out;
+  EXPECT_NE(r.out.find("dlp-block"), std::string::npos) << r.out;
+  EXPECT_EQ(up.requests(), 0);
   expect_no_secret(r);
 }
 
