@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "selftests/unit/dlp_samples.h"
+#include "userspace/guard/guard_judge.h"
 #include "userspace/guard/guard_policy.h"
 #include "userspace/policy/guard_section.h"
 
@@ -209,6 +210,59 @@ TEST(DlpRules, DlpTypeMatchesTheFindingsFactAndTheSectionReadsIt) {
   GuardSectionParse bad = parse_guard_text("rules:\n  - {name: x, action: deny, dlp_type: aws_key}\n");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.errors[0].reason.find("'aws_key': a detector"), std::string::npos) << bad.errors[0].reason;
+}
+
+}  // namespace
+}  // namespace faultline
+
+namespace faultline {
+namespace {
+
+// The guard's judge itself, fed a head and an empty body as the proxy does.
+RequestVerdict judge_once(GuardJudge& judge, const std::string& host,
+                          std::vector<std::pair<std::string, std::string>> headers,
+                          std::string target = "/v1/messages") {
+  static uint64_t id = 1000;
+  RequestHead h;
+  h.id = ++id;
+  h.stage = RequestStage::inner;
+  h.method = "GET";
+  h.scheme = "https";
+  h.host = host;
+  h.port = 443;
+  h.target = std::move(target);
+  h.headers = std::move(headers);
+  h.tls_terminated = true;
+  RequestVerdict v = judge.judge(h, HeldRequest());
+  if (v.kind != RequestVerdict::Kind::need_body) return v;
+  return judge.judge_body(h.id, RequestBodyChunk{{}, true, false}, HeldRequest());
+}
+
+TEST(DlpJudge, AKeyPresentedToItsIssuerIsUseNotALeak) {
+  auto policy = std::make_shared<GuardPolicy>();
+  policy->mode = GuardMode::Enforce;
+  GuardJudgeOptions o;
+  o.terminate_tls = true;
+  DlpEngine::Options eo;
+  eo.types = all_dlp_types();
+  o.dlp.engine = *DlpEngine::build(eo);
+  o.dlp.dlp = true;
+  GuardJudge judge(policy, o);
+  std::mt19937_64 rng(3);
+  const std::string key = dlp_samples::anthropic_key(rng);
+  EXPECT_EQ(judge_once(judge, "api.anthropic.com", {{"x-api-key", key}}).kind, RequestVerdict::Kind::forward);
+  const RequestVerdict elsewhere = judge_once(judge, "paste.example.com", {{"x-api-key", key}});
+  ASSERT_EQ(elsewhere.kind, RequestVerdict::Kind::answer);
+  EXPECT_NE(elsewhere.response.find("dlp-block"), std::string::npos);
+  // In another header, to its issuer: still a finding (only credential headers are use).
+  EXPECT_EQ(judge_once(judge, "api.anthropic.com", {{"x-note", key}}).kind, RequestVerdict::Kind::answer);
+  // A look-alike of the domain is not the issuer.
+  EXPECT_EQ(judge_once(judge, "evilanthropic.com", {{"x-api-key", key}}).kind, RequestVerdict::Kind::answer);
+  const std::string jwt = dlp_samples::jwt(rng);
+  EXPECT_EQ(judge_once(judge, "api.example.com", {{"authorization", "Bearer " + jwt}}).kind,
+            RequestVerdict::Kind::forward);
+  EXPECT_EQ(judge_once(judge, "api.example.com", {}, "/cb?token=" + jwt).kind, RequestVerdict::Kind::answer);
+  EXPECT_EQ(judge.counts().denied, 4u);
 }
 
 }  // namespace

@@ -122,6 +122,50 @@ bool host_in(const std::vector<HostMatcher>& hosts, const RequestHead& head) {
          std::any_of(hosts.begin(), hosts.end(), [&](const HostMatcher& m) { return m.matches(head.host, head.port); });
 }
 
+// A credential presented to its own issuer is how it is used, not a leak: a
+// provider's key in a credential header (or, for Google, the URL's key=) of a
+// request to the provider's own domain; a JWT in Authorization (a bearer
+// token is presented to the host it is sent to). Anywhere else, it is a finding.
+bool presented_to_issuer(const DlpFinding& f, std::string_view where, std::string_view host) {
+  if (!f.type) return false;
+  static constexpr std::string_view kCredentialHeaders[] = {"header authorization", "header x-api-key",
+                                                            "header x-goog-api-key", "header api-key"};
+  const bool credential_header =
+      std::find(std::begin(kCredentialHeaders), std::end(kCredentialHeaders), where) != std::end(kCredentialHeaders);
+  if (*f.type == DlpType::jwt) return where == "header authorization";
+  if (!credential_header && !(where == "url" && *f.type == DlpType::google_api_key)) return false;
+  std::vector<std::string_view> domains;
+  switch (*f.type) {
+    case DlpType::aws_access_key:
+      domains = {"amazonaws.com"};
+      break;
+    case DlpType::anthropic_key:
+      domains = {"anthropic.com"};
+      break;
+    case DlpType::openai_key:
+      domains = {"openai.com"};
+      break;
+    case DlpType::github_token:
+      domains = {"github.com", "githubusercontent.com"};
+      break;
+    case DlpType::npm_token:
+      domains = {"npmjs.org", "npmjs.com"};
+      break;
+    case DlpType::slack_token:
+      domains = {"slack.com"};
+      break;
+    case DlpType::google_api_key:
+      domains = {"googleapis.com"};
+      break;
+    default:
+      return false;
+  }
+  return std::any_of(domains.begin(), domains.end(), [&](std::string_view d) {
+    return iequals(host, d) ||
+           (host.size() > d.size() && host[host.size() - d.size() - 1] == '.' && iends_with(host, d));
+  });
+}
+
 std::string masked(std::string text, const DlpFinding& f) {
   for (uint64_t i = f.begin; i < f.end && i < text.size(); ++i) text[i] = '*';
   return text;
@@ -278,10 +322,12 @@ std::shared_ptr<GuardJudge::DlpCall> GuardJudge::start_dlp(const RequestHead& he
   // The URL and each header's value, each a stream of its own.
   for (DlpFinding& f : dlp_scan(o.engine, head.target)) {
     if (f.type) c->shown.target = masked(c->shown.target, f);
-    c->head_found.push_back({"url", std::move(f)});
+    if (!presented_to_issuer(f, "url", head.host)) c->head_found.push_back({"url", std::move(f)});
   }
   for (const auto& [name, value] : head.headers)
-    for (DlpFinding& f : dlp_scan(o.engine, value)) c->head_found.push_back({"header " + name, std::move(f)});
+    for (DlpFinding& f : dlp_scan(o.engine, value))
+      if (!presented_to_issuer(f, "header " + name, head.host))
+        c->head_found.push_back({"header " + name, std::move(f)});
   c->body = std::make_unique<DlpStream>(o.engine);
   std::lock_guard lock(dlp_mu_);
   dlp_calls_[head.id] = c;
