@@ -53,8 +53,8 @@ build-time: deps
 FUZZ_SECONDS ?= 30
 fuzz: deps
 	@CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DFAULTLINE_FUZZ=ON >/dev/null
-	@ninja -C build-fuzz http_status_fuzz http_url_fuzz http_response_fuzz prometheus_answer_fuzz http_request_fuzz policy_parse_fuzz policy_import_fuzz guard_section_fuzz client_hello_fuzz http_session_fuzz dns_answer_fuzz proxy_request_fuzz llm_request_scan_fuzz llm_usage_fuzz cp_body_fuzz cp_alert_fuzz cp_proto_fuzz
-	@for t in http_status http_url http_response prometheus_answer http_request policy_parse policy_import guard_section client_hello http_session dns_answer proxy_request llm_request_scan llm_usage cp_body cp_alert cp_proto; do \
+	@ninja -C build-fuzz http_status_fuzz http_url_fuzz http_response_fuzz prometheus_answer_fuzz http_request_fuzz policy_parse_fuzz policy_import_fuzz guard_section_fuzz client_hello_fuzz http_session_fuzz dns_answer_fuzz proxy_request_fuzz llm_request_scan_fuzz llm_usage_fuzz dlp_stream_fuzz content_policy_fuzz cp_body_fuzz cp_alert_fuzz cp_proto_fuzz
+	@for t in http_status http_url http_response prometheus_answer http_request policy_parse policy_import guard_section client_hello http_session dns_answer proxy_request llm_request_scan llm_usage dlp_stream content_policy cp_body cp_alert cp_proto; do \
 	  mkdir -p build-fuzz/corpus-$$t && cp selftests/fuzz/corpus/$$t/* build-fuzz/corpus-$$t/ && \
 	  build-fuzz/selftests/fuzz/$${t}_fuzz -max_total_time=$(FUZZ_SECONDS) -timeout=10 build-fuzz/corpus-$$t || exit 1; \
 	done

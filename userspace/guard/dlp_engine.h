@@ -59,6 +59,7 @@ class DlpEngine {
   [[nodiscard]] const TldSet* tlds() const { return tlds_ ? &*tlds_ : nullptr; }
   [[nodiscard]] hs_database* database() const { return db_; }
   [[nodiscard]] bool has_detectors() const { return !options_.types.empty(); }
+  [[nodiscard]] uint64_t serial() const { return serial_; }  // unique in the process
 
  private:
   DlpEngine() = default;
@@ -66,6 +67,7 @@ class DlpEngine {
   std::vector<Pattern> patterns_;
   std::optional<TldSet> tlds_;
   hs_database* db_ = nullptr;
+  uint64_t serial_ = 0;
 };
 
 // One stream's scan (a URL, a header's value, a body): feed pieces in order,
