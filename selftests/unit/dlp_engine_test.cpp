@@ -12,6 +12,10 @@
 #include "userspace/policy/guard_section.h"
 
 namespace faultline {
+
+// Readable in a failed comparison: the kind and the raw span.
+void PrintTo(const DlpFinding& f, std::ostream* os) { *os << f.kind() << "[" << f.begin << "," << f.end << ")"; }
+
 namespace {
 
 std::shared_ptr<const DlpEngine> all_detectors(std::vector<ContentRule> content = {}) {
