@@ -141,8 +141,9 @@ Result<GuardPolicy> read_guard_policy_file(const std::string& file) {
 Status check_guard_policy_runnable(const GuardPolicy& policy, bool terminate_tls) {
   for (const GuardRule& r : policy.rules) {
     if (!terminate_tls && needs_plaintext(r)) {
-      const std::string what =
-          r.needs_llm_facts() ? "an LLM call's model or max tokens" : "the request's path or method";
+      const std::string what = r.needs_llm_facts()   ? "an LLM call's model or max tokens"
+                               : !r.dlp_type.empty() ? "a DLP finding (dlp_type) of the request's bytes"
+                                                     : "the request's path or method";
       return input_error(EINVAL, "rule " + r.name + ": matches on " + what +
                                      ", which HTTPS shows only when its TLS is terminated: add --terminate-tls (the "
                                      "command then trusts the local CA), or match on the host alone");

@@ -54,5 +54,16 @@ TEST(GuardDlpArgs, BadFlagsAreRefusedNamingThem) {
   ::unlink(no_colon.c_str());
 }
 
+TEST(GuardDlpArgs, ADlpTypeRuleNeedsDlpAndTerminatedTls) {
+  const std::string policy = "/tmp/fl-dlp-args-policy-" + std::to_string(::getpid()) + ".yaml";
+  std::ofstream(policy) << "rules:\n  - {name: no-aws, action: deny, dlp_type: aws_access_key}\n";
+  EXPECT_EQ(dlp_args_error({"--policy", policy, "--terminate-tls", "--", "true"}),
+            "rule no-aws matches dlp_type aws_access_key: it needs --dlp");
+  const std::string err = dlp_args_error({"--policy", policy, "--dlp", "--", "true"});
+  EXPECT_NE(err.find("rule no-aws: matches on a DLP finding"), std::string::npos) << err;
+  EXPECT_TRUE(parse_guard_args({"--policy", policy, "--dlp", "--terminate-tls", "--", "true"}).ok());
+  ::unlink(policy.c_str());
+}
+
 }  // namespace
 }  // namespace faultline
