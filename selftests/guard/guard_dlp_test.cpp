@@ -18,7 +18,7 @@
 #include "selftests/lib/child_process.h"
 #include "selftests/proxy/proxy_fixture.h"
 #include "selftests/tls/tls_harness.h"
-#include "selftests/unit/dlp_samples.h"
+#include "selftests/lib/dlp_samples.h"
 #include "userspace/proxy/tls_ca.h"
 
 namespace {

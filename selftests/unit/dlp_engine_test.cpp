@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "selftests/unit/dlp_samples.h"
+#include "selftests/lib/dlp_samples.h"
 #include "userspace/guard/guard_judge.h"
 #include "userspace/guard/guard_policy.h"
 #include "userspace/policy/guard_section.h"

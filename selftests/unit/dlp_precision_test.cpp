@@ -13,7 +13,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "selftests/unit/dlp_samples.h"
+#include "selftests/lib/dlp_samples.h"
 #include "userspace/guard/dlp_engine.h"
 
 namespace faultline {
