@@ -16,9 +16,9 @@
 #include <sstream>
 
 #include "selftests/lib/child_process.h"
+#include "selftests/lib/dlp_samples.h"
 #include "selftests/proxy/proxy_fixture.h"
 #include "selftests/tls/tls_harness.h"
-#include "selftests/lib/dlp_samples.h"
 #include "userspace/proxy/tls_ca.h"
 
 namespace {
@@ -184,6 +184,32 @@ TEST_F(GuardDlpTest, RedactSendsTheUpstreamAMaskedBodyOfTheSameLength) {
   auto masked = nlohmann::json::parse(sent, nullptr, false);
   EXPECT_TRUE(masked.is_object()) << "the masked body is still JSON: " << sent;
   EXPECT_NE(activity().find("\"rule\":\"dlp-redact\""), std::string::npos) << activity();
+  expect_no_secret(r);
+}
+
+TEST_F(GuardDlpTest, RedactMasksSecretsAcrossALargeBodyAtTheirOffsets) {
+  // 600 KB: many reads of the proxy, secrets at the start, the middle and the end.
+  std::string big = "{\"text\":\"" + aws_ + " ";
+  const size_t mid = 300'000;
+  big += std::string(mid - big.size(), 'a') + " " + github_ + " ";
+  big += std::string(600'000 - big.size(), 'b') + " " + card_ + "\"}";
+  fltest::write_file(dir_.file("body.json"), big);
+  BodyUpstream up;
+  auto r = guard({"--enforce", "--terminate-tls", "--dlp", "--dlp-action", "redact"}, up.url("/v1/upload"));
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_EQ(r.out, "ok[200]");
+  auto seen = up.seen();
+  ASSERT_EQ(seen.size(), 1u);
+  const std::string sent = body_of(seen[0]);
+  ASSERT_EQ(sent.size(), big.size());
+  for (const std::string& s : {aws_, github_, card_}) {
+    const size_t at = big.find(s);
+    EXPECT_EQ(sent.substr(at, s.size()), std::string(s.size(), '*')) << s;
+  }
+  // Everything else as it was.
+  std::string expect = big;
+  for (const std::string& s : {aws_, github_, card_}) expect.replace(big.find(s), s.size(), std::string(s.size(), '*'));
+  EXPECT_TRUE(sent == expect);
   expect_no_secret(r);
 }
 
