@@ -23,6 +23,8 @@ namespace {
 constexpr Example kGuardExamples[] = {
     {"any user: HTTP(S) through the guard's proxy; /secrets/ gets a 403",
      "faultctl guard --enforce --deny /secrets/ --terminate-tls --json-log activity.jsonl -- ./agent.sh"},
+    {"keys, tokens and cards in a request are masked before they leave",
+     "faultctl guard --enforce --terminate-tls --dlp --dlp-action redact -- claude -p hi"},
     {"any user: only two hosts; POSTs to prod wait for faultctl approvals",
      "faultctl guard --enforce --default-deny --terminate-tls --allow api.anthropic.com "
      "--approve 'POST api.prod.example.com' --allow api.prod.example.com -- claude -p hi"},
@@ -193,6 +195,73 @@ std::optional<GuardRule> address_host_rule(const char* flag, GuardVerdict action
   rule.method = method;
   rule.host = std::move(*host);
   return rule;
+}
+
+// --dlp, --dlp-action, --dlp-host; --content-policy and its action and hosts:
+// one engine, compiled now (a bad content-policy line is refused here).
+Status parse_dlp_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
+  GuardDlpOptions& d = a.capture.dlp;
+  auto hosts = [&](const char* flag, std::vector<HostMatcher>& out) -> Status {
+    if (!r.count(flag)) return {};
+    for (const auto& h : r[flag].as<std::vector<std::string>>()) {
+      auto m = parse_host_matcher(h);
+      if (!m) return bad(std::string("--") + flag + " '" + h + "': " + m.error().message);
+      out.push_back(*m);
+    }
+    return {};
+  };
+  d.dlp = r.count("dlp") > 0;
+  for (const char* flag : {"dlp-action", "dlp-host"})
+    if (r.count(flag) && !d.dlp) return bad(std::string("--") + flag + " applies to --dlp");
+  if (r.count("dlp-action")) {
+    const std::string v = r["dlp-action"].as<std::string>();
+    if (v == "deny")
+      d.action = DlpAction::deny;
+    else if (v == "redact")
+      d.action = DlpAction::redact;
+    else if (v == "monitor")
+      d.action = DlpAction::monitor;
+    else
+      return bad("--dlp-action '" + v + "': deny, redact or monitor");
+  }
+  FL_TRY(hosts("dlp-host", d.hosts));
+  std::vector<ContentRule> content;
+  if (r.count("content-policy")) {
+    const std::string file = r["content-policy"].as<std::string>();
+    if (file.empty()) return bad("--content-policy: empty file name");
+    auto rules = read_content_policy(file);
+    if (!rules) return bad("--content-policy " + rules.error().message);
+    content = std::move(*rules);
+    d.content = true;
+  }
+  for (const char* flag : {"content-policy-action", "content-policy-host"})
+    if (r.count(flag) && !d.content) return bad(std::string("--") + flag + " applies to --content-policy");
+  if (r.count("content-policy-action")) {
+    const std::string v = r["content-policy-action"].as<std::string>();
+    if (v == "deny")
+      d.content_action = ContentAction::deny;
+    else if (v == "approve")
+      d.content_action = ContentAction::approve;
+    else if (v == "monitor")
+      d.content_action = ContentAction::monitor;
+    else
+      return bad("--content-policy-action '" + v + "': deny, approve or monitor");
+  }
+  FL_TRY(hosts("content-policy-host", d.content_hosts));
+  for (const GuardRule& rule : a.capture.policy.rules)
+    if (!rule.dlp_type.empty() && !d.dlp)
+      return bad("rule " + rule.name + " matches dlp_type " + rule.dlp_type + ": it needs --dlp");
+  if (!d.dlp && !d.content) return {};
+  DlpEngine::Options o;
+  if (d.dlp) o.types = all_dlp_types();
+  o.content = std::move(content);
+  auto engine = DlpEngine::build(std::move(o));
+  if (!engine)
+    return bad(engine.error().bad_input ? "--content-policy " + engine.error().message
+                                        : "--dlp: " + engine.error().describe());
+  d.engine = *engine;
+  a.requests = true;
+  return {};
 }
 
 // --deny-model, --max-tokens (rules), --llm-host, --route-model and the budget.
@@ -385,6 +454,20 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       "rule flags), held requests are decided there too, the activity is reported there",
       cxxopts::value<std::string>())("token", "T: --control-plane's token, an agent token (or FAULTLINE_CP_TOKEN)",
                                      cxxopts::value<std::string>())(
+      "dlp",
+      "scan each request's URL, headers and body for secrets and personal data (docs/detectors.md); a finding "
+      "is the dlp_findings fact")("dlp-action",
+                                  "deny|redact|monitor: what a --dlp finding gets (default deny: 403, rule dlp-block; "
+                                  "redact: masked at equal length and forwarded; monitor: logged and forwarded)",
+                                  cxxopts::value<std::string>())(
+      "dlp-host", "H: scan only requests to H (a host, *.suffix or host:port), repeatable (default: all egress)",
+      cxxopts::value<std::vector<std::string>>())(
+      "content-policy", "FILE: your own patterns, a line each: 'label: literal' (any case) or 'label: re:REGEX'",
+      cxxopts::value<std::string>())("content-policy-action",
+                                     "deny|approve|monitor: what a --content-policy match gets (default deny)",
+                                     cxxopts::value<std::string>())(
+      "content-policy-host", "H: apply --content-policy only to requests to H, repeatable (default: all egress)",
+      cxxopts::value<std::vector<std::string>>())(
       "state-dir",
       "DIR: what outlives the guard (the LLM budget's window; with --control-plane the activity spool, "
       "the default activity log, the last policy)",
@@ -530,6 +613,7 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
     cap.identity = std::string(pw != nullptr ? pw->pw_name : std::to_string(::geteuid())) + "@" + host;
   }
   FL_TRY(parse_llm_flags(*r, args_out));
+  FL_TRY(parse_dlp_flags(*r, args_out));
   if (r->count("no-proxy-loopback")) {
     cap.no_proxy_loopback = true;
     args_out.requests = true;

@@ -141,8 +141,9 @@ Result<GuardPolicy> read_guard_policy_file(const std::string& file) {
 Status check_guard_policy_runnable(const GuardPolicy& policy, bool terminate_tls) {
   for (const GuardRule& r : policy.rules) {
     if (!terminate_tls && needs_plaintext(r)) {
-      const std::string what =
-          r.needs_llm_facts() ? "an LLM call's model or max tokens" : "the request's path or method";
+      const std::string what = r.needs_llm_facts()   ? "an LLM call's model or max tokens"
+                               : !r.dlp_type.empty() ? "a DLP finding (dlp_type) of the request's bytes"
+                                                     : "the request's path or method";
       return input_error(EINVAL, "rule " + r.name + ": matches on " + what +
                                      ", which HTTPS shows only when its TLS is terminated: add --terminate-tls (the "
                                      "command then trusts the local CA), or match on the host alone");
@@ -256,6 +257,7 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
   }
   jo.llm_hosts = o.llm_hosts;
   jo.routes = o.routes;
+  jo.dlp = o.dlp;
   jo.budget = c->budget_;
   jo.budget_limits = o.budget;
   jo.identity = o.identity;
@@ -349,6 +351,12 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
              "(run as root to capture such egress)\n";
     log << std::flush;
   }
+  if (o.dlp.engine)
+    log << "faultline guard: " << (o.dlp.dlp ? "--dlp" : "") << (o.dlp.dlp && o.dlp.content ? " and " : "")
+        << (o.dlp.content ? "--content-policy" : "") << " scan each request's URL, headers and body"
+        << (o.terminate_tls ? "" : "; HTTPS only with --terminate-tls (without it a tunnel is judged by its host)")
+        << "\n"
+        << std::flush;
 
   if (!o.policy_file.empty()) {
     int fds[2];

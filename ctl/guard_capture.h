@@ -56,6 +56,7 @@ struct GuardCaptureOptions {
   LlmBudgetLimits budget;              // --llm-token-budget, --llm-request-budget, --llm-budget-window, ...
   std::string replay_dir;              // --replay DIR: record then replay LLM answers ("" off)
   std::optional<std::chrono::milliseconds> cache_ttl;  // --cache [--cache-ttl D]: exact, in memory
+  GuardDlpOptions dlp;                                 // --dlp, --content-policy (docs/detectors.md)
   // With faultcp (--control-plane URL --token T): the workspace's guard
   // section is the policy, held requests are posted there too, and the
   // activity goes there, spooled in state_dir while faultcp is down.

@@ -17,6 +17,8 @@
 #                        apply vs iptables-restore legacy and nft, nft -f one set, ipset restore), and UDP
 #                        (unconnected sendto) / TCP throughput to an allowed peer over veth with each loaded;
 #                        ratios against Faultline, targets MET/MISSED (its own tables; ~5 min)
+#   9. fl_bench_dlp      the guard's DLP engine on one core, GB/s, vs RE2::Set, PCRE2-JIT and std::regex
+#                        on the same chat-JSON corpus (targets >= 1 GB/s and >= 5x RE2::Set)
 #
 # Usage: scripts/bench.sh BUILD_DIR   (root; iperf3 from scripts/install-deps.sh)
 # Everything it creates is private to this run and removed on exit: two network
@@ -163,6 +165,15 @@ fi
 echo
 echo "== 8. egress policy vs the firewalls: time to load N denied addresses, and throughput with them loaded"
 step "$(dirname "$0")/bench-policy.sh" "$BUILD"
+
+echo
+echo "== 9. DLP: the guard's engine vs RE2::Set, PCRE2-JIT and std::regex, one core, the same corpus"
+if [ -x "$BUILD/bench/fl_bench_dlp" ]; then
+  step taskset -c "$CPU_SERVER" "$BUILD/bench/fl_bench_dlp" --reps "$REPS" --summary "$SUMMARY"
+else
+  echo "bench: $BUILD/bench/fl_bench_dlp is missing; build first" >&2
+  FAILED=1
+fi
 
 echo
 echo "== summary ($(($(date +%s) - START)) s; $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); ratios within each repetition)"

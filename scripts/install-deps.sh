@@ -34,6 +34,9 @@ packages=(
   dnsmasq-base
   # make bench: the egress policy compared with the firewalls operators run now
   iptables nftables ipset
+  # the guard's DLP engine (Hyperscan, streaming) and its email detector's TLDs;
+  # make bench: the regex engines it is measured against (RE2::Set, PCRE2-JIT)
+  libhyperscan-dev publicsuffix libre2-dev libpcre2-dev
 )
 # The Toxiproxy client test runs the official Node.js client: Node.js from
 # Debian when the machine has none.

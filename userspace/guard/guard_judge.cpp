@@ -91,6 +91,86 @@ class StreamFilterTransformer final : public ByteTransformer {
   LlmStreamFilter filter_;
 };
 
+// --dlp-action redact: the body upstream with each finding masked.
+class RedactTransformer final : public ByteTransformer {
+ public:
+  explicit RedactTransformer(std::shared_ptr<const DlpEngine> engine) : redactor_(std::move(engine)) {}
+  std::string feed(std::string_view bytes) override { return redactor_.feed(bytes); }
+  std::string finish() override { return redactor_.finish(); }
+
+ private:
+  DlpRedactor redactor_;
+};
+
+// Two rewrites one after the other (the redaction, then the LLM rewrite).
+class ChainTransformer final : public ByteTransformer {
+ public:
+  ChainTransformer(std::shared_ptr<ByteTransformer> first, std::shared_ptr<ByteTransformer> second)
+      : first_(std::move(first)), second_(std::move(second)) {}
+  std::string feed(std::string_view bytes) override { return second_->feed(first_->feed(bytes)); }
+  std::string finish() override {
+    std::string out = second_->feed(first_->finish());
+    return out + second_->finish();
+  }
+
+ private:
+  std::shared_ptr<ByteTransformer> first_, second_;
+};
+
+bool host_in(const std::vector<HostMatcher>& hosts, const RequestHead& head) {
+  return hosts.empty() ||
+         std::any_of(hosts.begin(), hosts.end(), [&](const HostMatcher& m) { return m.matches(head.host, head.port); });
+}
+
+// A credential presented to its own issuer is how it is used, not a leak: a
+// provider's key in a credential header (or, for Google, the URL's key=) of a
+// request to the provider's own domain; a JWT in Authorization (a bearer
+// token is presented to the host it is sent to). Anywhere else, it is a finding.
+bool presented_to_issuer(const DlpFinding& f, std::string_view where, std::string_view host) {
+  if (!f.type) return false;
+  static constexpr std::string_view kCredentialHeaders[] = {"header authorization", "header x-api-key",
+                                                            "header x-goog-api-key", "header api-key"};
+  const bool credential_header =
+      std::find(std::begin(kCredentialHeaders), std::end(kCredentialHeaders), where) != std::end(kCredentialHeaders);
+  if (*f.type == DlpType::jwt) return where == "header authorization";
+  if (!credential_header && !(where == "url" && *f.type == DlpType::google_api_key)) return false;
+  std::vector<std::string_view> domains;
+  switch (*f.type) {
+    case DlpType::aws_access_key:
+      domains = {"amazonaws.com"};
+      break;
+    case DlpType::anthropic_key:
+      domains = {"anthropic.com"};
+      break;
+    case DlpType::openai_key:
+      domains = {"openai.com"};
+      break;
+    case DlpType::github_token:
+      domains = {"github.com", "githubusercontent.com"};
+      break;
+    case DlpType::npm_token:
+      domains = {"npmjs.org", "npmjs.com"};
+      break;
+    case DlpType::slack_token:
+      domains = {"slack.com"};
+      break;
+    case DlpType::google_api_key:
+      domains = {"googleapis.com"};
+      break;
+    default:
+      return false;
+  }
+  return std::any_of(domains.begin(), domains.end(), [&](std::string_view d) {
+    return iequals(host, d) ||
+           (host.size() > d.size() && host[host.size() - d.size() - 1] == '.' && iends_with(host, d));
+  });
+}
+
+std::string masked(std::string text, const DlpFinding& f) {
+  for (uint64_t i = f.begin; i < f.end && i < text.size(); ++i) text[i] = '*';
+  return text;
+}
+
 // The first route whose `from` is the model, as the rewriter takes it.
 const LlmModelRoute* route_for(const std::vector<LlmModelRoute>& routes, const std::optional<std::string>& model) {
   if (!model) return nullptr;
@@ -121,6 +201,29 @@ struct GuardJudge::LlmCall {
   std::unique_ptr<ReplayRecording> recording;
   std::chrono::steady_clock::time_point forwarded_at;
   std::string replayed_from;
+};
+
+struct GuardJudge::DlpCall {
+  RequestHead head;
+  RequestHead shown;  // the head with a secret of its URL masked: what logs and records carry
+  std::shared_ptr<const GuardPolicy> policy;
+  bool dlp_scope = false;      // --dlp covers its host
+  bool content_scope = false;  // --content-policy covers its host
+  using Found = DlpFound;
+  std::vector<Found> head_found;
+  std::unique_ptr<DlpStream> body;
+  bool over_cap = false;
+
+  [[nodiscard]] bool counts(const DlpFinding& f) const { return f.type ? dlp_scope : content_scope; }
+  // Every finding in scope, the body's last.
+  [[nodiscard]] std::vector<Found> found() const {
+    std::vector<Found> out;
+    for (const Found& f : head_found)
+      if (counts(f.finding)) out.push_back(f);
+    for (const DlpFinding& f : body->findings())
+      if (counts(f)) out.push_back({"body", f});
+    return out;
+  }
 };
 
 RequestFacts request_facts(const RequestHead& head) {
@@ -191,16 +294,53 @@ RequestVerdict GuardJudge::judge(const RequestHead& head, HeldRequest later) {
     }
   }
   const std::shared_ptr<const GuardPolicy> policy = policy_.load();  // this request's one version
+  std::shared_ptr<DlpCall> dlp = start_dlp(head, policy);
   if (is_llm_call(head)) {  // decided once its body's facts are read (judge_body)
     auto call = std::make_shared<LlmCall>();
-    call->head = head;
+    call->head = dlp ? dlp->shown : head;
     call->endpoint = llm_endpoint_for_target(head.target);
     call->policy = policy;
     std::lock_guard lock(calls_mu_);
     calls_[head.id] = std::move(call);
     return RequestVerdict::need_body();
   }
+  if (dlp) return RequestVerdict::need_body();  // decided once its body is scanned
   return decide_request(head, request_facts(head), *policy, std::move(later), nullptr);
+}
+
+std::shared_ptr<GuardJudge::DlpCall> GuardJudge::start_dlp(const RequestHead& head,
+                                                           std::shared_ptr<const GuardPolicy> policy) {
+  const GuardDlpOptions& o = options_.dlp;
+  if (!o.engine || (head.stage != RequestStage::request && head.stage != RequestStage::inner)) return nullptr;
+  auto c = std::make_shared<DlpCall>();
+  c->dlp_scope = o.dlp && host_in(o.hosts, head);
+  c->content_scope = o.content && host_in(o.content_hosts, head);
+  if (!c->dlp_scope && !c->content_scope) return nullptr;
+  c->head = head;
+  c->shown = head;
+  c->policy = std::move(policy);
+  // The URL and each header's value, each a stream of its own.
+  for (DlpFinding& f : dlp_scan(o.engine, head.target)) {
+    if (f.type) c->shown.target = masked(c->shown.target, f);
+    if (!presented_to_issuer(f, "url", head.host)) c->head_found.push_back({"url", std::move(f)});
+  }
+  for (const auto& [name, value] : head.headers)
+    for (DlpFinding& f : dlp_scan(o.engine, value))
+      if (!presented_to_issuer(f, "header " + name, head.host))
+        c->head_found.push_back({"header " + name, std::move(f)});
+  c->body = std::make_unique<DlpStream>(o.engine);
+  std::lock_guard lock(dlp_mu_);
+  dlp_calls_[head.id] = c;
+  return c;
+}
+
+std::shared_ptr<GuardJudge::DlpCall> GuardJudge::take_dlp(uint64_t id, bool erase) {
+  std::lock_guard lock(dlp_mu_);
+  auto it = dlp_calls_.find(id);
+  if (it == dlp_calls_.end()) return nullptr;
+  std::shared_ptr<DlpCall> c = it->second;
+  if (erase) dlp_calls_.erase(it);
+  return c;
 }
 
 bool GuardJudge::is_llm_call(const RequestHead& head) const {
@@ -233,8 +373,21 @@ void GuardJudge::drop_call(uint64_t id) {
 }
 
 RequestVerdict GuardJudge::judge_body(uint64_t request_id, const RequestBodyChunk& chunk, HeldRequest later) {
+  std::shared_ptr<DlpCall> dlp = take_dlp(request_id, chunk.end);
+  if (dlp) {
+    if (!chunk.bytes.empty()) dlp->body->feed(chunk.bytes);
+    if (chunk.end) {
+      dlp->body->finish();  // what was held is scanned whole; past the cap, nothing more is seen
+      dlp->over_cap = chunk.over_cap;
+    }
+  }
   std::shared_ptr<LlmCall> call = take_call(request_id);
-  if (!call) return RequestVerdict::forward();
+  if (!call) {
+    if (!dlp) return RequestVerdict::forward();
+    if (!chunk.end) return RequestVerdict::need_body();
+    RequestFacts facts = request_facts(dlp->head);
+    return decide_request(dlp->shown, facts, *dlp->policy, std::move(later), nullptr, dlp.get());
+  }
   if (!chunk.bytes.empty()) {
     (void)call->scan.feed(chunk.bytes);
     if (options_.replay) call->body.append(chunk.bytes);
@@ -254,12 +407,54 @@ RequestVerdict GuardJudge::judge_body(uint64_t request_id, const RequestBodyChun
                  (chunk.over_cap ? std::string("the body is over the proxy's hold")
                                  : std::string(call->scan.why_unparseable())));
   }
-  return decide_request(call->head, facts, *call->policy, std::move(later), call);
+  return decide_request(call->head, facts, *call->policy, std::move(later), call, dlp.get());
 }
 
-RequestVerdict GuardJudge::decide_request(const RequestHead& head, const RequestFacts& facts, const GuardPolicy& policy,
-                                          HeldRequest later, std::shared_ptr<LlmCall> call) {
-  const GuardDecision d = decide(policy, facts);
+RequestVerdict GuardJudge::decide_request(const RequestHead& head_in, const RequestFacts& facts_in,
+                                          const GuardPolicy& policy, HeldRequest later, std::shared_ptr<LlmCall> call,
+                                          const DlpCall* dlp) {
+  const RequestHead& head = dlp ? dlp->shown : head_in;  // a secret of the URL is never logged
+  RequestFacts facts = facts_in;
+  const GuardDlpOptions& dlp_opt = options_.dlp;
+  std::vector<DlpFound> found;  // in scope
+  std::string detector_types, content_labels, found_text;
+  bool in_url = false;
+  if (dlp) {
+    found = dlp->found();
+    for (const DlpFound& f : found) {
+      const std::string kind = f.finding.type ? f.finding.kind() : f.finding.label;
+      std::string& list = f.finding.type ? detector_types : content_labels;
+      if ((", " + list + ",").find(", " + kind + ",") == std::string::npos) list += (list.empty() ? "" : ", ") + kind;
+      if (f.finding.type) {
+        if (std::find(facts.dlp_findings.begin(), facts.dlp_findings.end(), kind) == facts.dlp_findings.end())
+          facts.dlp_findings.push_back(kind);
+        in_url |= f.where == "url";
+      }
+      found_text += (found_text.empty() ? "" : "; ") + f.finding.kind() + " " + f.finding.hint + " in " + f.where;
+    }
+    if (options_.log && !found_text.empty())
+      options_.log("faultline guard: " + request_text(head) + " dlp: " + found_text);
+  }
+  GuardDecision d = decide(policy, facts);
+  const bool enforce = policy.mode == GuardMode::Enforce;
+  const bool named_deny = d.verdict == GuardVerdict::Deny && !d.rule.empty();
+  if (dlp && dlp->dlp_scope && dlp_opt.dlp && !named_deny) {
+    std::string why;
+    if (!detector_types.empty() && dlp_opt.action == DlpAction::deny)
+      why = "DLP: " + detector_types + " in the request";
+    else if (in_url && dlp_opt.action == DlpAction::redact)
+      why = "DLP: " + detector_types + " in the URL, which the proxy cannot rewrite";
+    else if (dlp->over_cap && dlp_opt.action != DlpAction::monitor)
+      why = "DLP: the body is longer than the proxy holds, so it was not scanned whole";
+    if (!why.empty()) d = GuardDecision{GuardVerdict::Deny, "dlp-block", why, enforce, false};
+  }
+  if (dlp && dlp->content_scope && !content_labels.empty() && d.verdict != GuardVerdict::Deny) {
+    const std::string why = "content policy: " + content_labels;
+    if (dlp_opt.content_action == ContentAction::deny)
+      d = GuardDecision{GuardVerdict::Deny, "content-policy", why, enforce, false};
+    else if (dlp_opt.content_action == ContentAction::approve && d.verdict == GuardVerdict::Allow)
+      d = GuardDecision{GuardVerdict::Approve, "content-policy", why, enforce, false};
+  }
   requests_.fetch_add(1, std::memory_order_relaxed);
   const std::string rule_text = d.rule.empty() ? "the default" : "rule " + d.rule;
   const std::string why = rule_text + (d.reason.empty() ? "" : ": " + d.reason);
@@ -285,6 +480,7 @@ RequestVerdict GuardJudge::decide_request(const RequestHead& head, const Request
              asked);
     }
     if (call) record_llm_extras(head, *call);
+    if (!detector_types.empty() || !content_labels.empty()) apply_dlp_forward(head_in, *dlp, found, enforce, v);
     return v;
   }
   Denial denial;
@@ -521,7 +717,49 @@ void GuardJudge::on_response_bytes(uint64_t request_id, std::string_view bytes, 
                  (u->reasoning ? " reasoning=" + std::to_string(u->reasoning) : ""));
 }
 
+void GuardJudge::apply_dlp_forward(const RequestHead& head, const DlpCall& dlp, const std::vector<DlpFound>& found,
+                                   bool enforce, RequestVerdict& v) {
+  const GuardDlpOptions& o = options_.dlp;
+  bool detectors = false;
+  for (const DlpFound& f : found) detectors |= f.finding.type.has_value();
+  if (detectors && o.action == DlpAction::redact && enforce) {
+    // The body through the redactor (before any LLM rewrite); each header
+    // holding a secret sent with it masked.
+    bool in_body = false;
+    std::map<std::string, std::string> headers;
+    for (const DlpFound& f : found) {
+      if (!f.finding.type) continue;
+      if (f.where == "body") {
+        in_body = true;
+      } else if (f.where.starts_with("header ")) {
+        const std::string name = f.where.substr(7);
+        if (!headers.contains(name))
+          for (const auto& [n, value] : head.headers)
+            if (n == name) headers[name] = value;
+        headers[name] = masked(headers[name], f.finding);
+      }
+    }
+    if (in_body) {
+      std::shared_ptr<ByteTransformer> redact = std::make_shared<RedactTransformer>(o.engine);
+      v.request_body = v.request_body ? std::make_shared<ChainTransformer>(redact, v.request_body) : redact;
+    }
+    for (auto& [name, value] : headers) v.set_headers.emplace_back(name, value);
+    record(dlp.shown, GuardVerdict::Allow, "dlp-redact", "redacted (DLP: masked at equal length, forwarded)",
+           std::nullopt, "dlp");
+    return;
+  }
+  if (detectors)
+    record(dlp.shown, GuardVerdict::Allow, "dlp-monitor",
+           o.action == DlpAction::monitor
+               ? "forwarded (--dlp-action monitor)"
+               : "would " + std::string(o.action == DlpAction::redact ? "redact" : "deny") + " (monitor: forwarded)",
+           std::nullopt, "dlp");
+  if (std::any_of(found.begin(), found.end(), [](const DlpFound& f) { return !f.finding.type; }))
+    record(dlp.shown, GuardVerdict::Allow, "content-monitor", "forwarded (content policy)", std::nullopt, "dlp");
+}
+
 void GuardJudge::withdrawn(uint64_t request_id) {
+  (void)take_dlp(request_id, true);
   (void)approvals_.withdraw(request_id);
   drop_call(request_id);  // a body stage the client left
 }

@@ -17,6 +17,7 @@
 
 #include "userspace/guard/activity_log.h"
 #include "userspace/guard/approval_queue.h"
+#include "userspace/guard/dlp_engine.h"
 #include "userspace/guard/guard_answer.h"
 #include "userspace/guard/guard_policy.h"
 #include "userspace/guard/llm_budget.h"
@@ -26,6 +27,29 @@
 #include "userspace/proxy/request_judge.h"
 
 namespace faultline {
+
+// What the guard does with a DLP finding (--dlp-action) and with a content
+// policy's (--content-policy-action).
+enum class DlpAction : uint8_t { deny, redact, monitor };
+enum class ContentAction : uint8_t { deny, approve, monitor };
+
+// --dlp and --content-policy: one engine (both compiled into one Hyperscan
+// database) scanning each request's URL, headers and body.
+struct GuardDlpOptions {
+  std::shared_ptr<const DlpEngine> engine;  // null: neither is on
+  bool dlp = false;                         // the detectors' findings count
+  DlpAction action = DlpAction::deny;
+  std::vector<HostMatcher> hosts;  // --dlp-host; empty: all egress
+  bool content = false;            // the content policy's findings count
+  ContentAction content_action = ContentAction::deny;
+  std::vector<HostMatcher> content_hosts;  // --content-policy-host; empty: all
+};
+
+// A finding of a request and where it was: "url", "header NAME", "body".
+struct DlpFound {
+  std::string where;
+  DlpFinding finding;
+};
 
 struct GuardJudgeOptions {
   std::string identity;  // the activity log's and the approvals' identity
@@ -53,6 +77,7 @@ struct GuardJudgeOptions {
   // upstream, no budget is charged); any other is forwarded and its whole
   // 2xx answer recorded. Null: off.
   std::shared_ptr<ReplayStore> replay;
+  GuardDlpOptions dlp;
 };
 
 // What the guard did, for its summary at exit.
@@ -88,6 +113,8 @@ class GuardJudge final : public RequestJudge {
 
   // One LLM call from its head to its answer's end.
   struct LlmCall;
+  // One request's DLP scan, from its head to its body's end.
+  struct DlpCall;
 
  private:
   [[nodiscard]] bool is_llm_call(const RequestHead& head) const;
@@ -95,7 +122,15 @@ class GuardJudge final : public RequestJudge {
   // denial, a hold. `call` is set for an LLM call.
   [[nodiscard]] RequestVerdict decide_request(const RequestHead& head, const RequestFacts& facts,
                                               const GuardPolicy& policy, HeldRequest later,
-                                              std::shared_ptr<LlmCall> call);
+                                              std::shared_ptr<LlmCall> call, const DlpCall* dlp = nullptr);
+  // The DLP scan of a head (its URL and headers), when --dlp or
+  // --content-policy covers its host; null otherwise.
+  [[nodiscard]] std::shared_ptr<DlpCall> start_dlp(const RequestHead& head, std::shared_ptr<const GuardPolicy> policy);
+  std::shared_ptr<DlpCall> take_dlp(uint64_t id, bool erase);
+  // A forward with findings: --dlp-action redact's rewrites (enforce), else
+  // the finding's own activity line.
+  void apply_dlp_forward(const RequestHead& head, const DlpCall& dlp, const std::vector<DlpFound>& found, bool enforce,
+                         RequestVerdict& v);
   // An LLM call allowed by the policy: the budget's admission, then the
   // forward with its rewrite, its usage reading and its stream filter.
   [[nodiscard]] RequestVerdict forward_llm(const std::shared_ptr<LlmCall>& call, bool enforce);
@@ -125,6 +160,8 @@ class GuardJudge final : public RequestJudge {
   std::map<std::string, std::string> tunnel_hosts_;
   std::mutex calls_mu_;
   std::unordered_map<uint64_t, std::shared_ptr<LlmCall>> calls_;
+  std::mutex dlp_mu_;
+  std::unordered_map<uint64_t, std::shared_ptr<DlpCall>> dlp_calls_;
   std::atomic<uint64_t> llm_calls_{0}, llm_in_{0}, llm_out_{0};
   // Last, so destroyed first: its destructor settles what is left, and the
   // settle callbacks use the members above (counters, calls_, the log).

@@ -38,6 +38,11 @@ Match match(const GuardRule& r, const RequestFacts& f) {
   if (r.host && !r.host->matches(f.host, f.port)) return Match::No;
   if (!r.method.empty() && !iequals(r.method, f.method)) return Match::No;
   if (!r.path.empty() && f.path.find(r.path) == std::string::npos) return Match::No;
+  if (!r.dlp_type.empty()) {
+    if (f.dlp_findings.empty()) return Match::No;
+    if (r.dlp_type != "any" && std::find(f.dlp_findings.begin(), f.dlp_findings.end(), r.dlp_type) == f.dlp_findings.end())
+      return Match::No;
+  }
   bool unknown = false;
   if (!r.llm_model.empty()) {
     if (f.llm_model) {

@@ -33,6 +33,9 @@ struct RequestFacts {
   // The request went to an LLM endpoint but its body is not JSON, so the LLM
   // facts are unknown (not merely absent).
   bool llm_facts_unparseable = false;
+  // The DLP engine's findings in scope (--dlp, --dlp-host): their types,
+  // each once, in the order found.
+  std::vector<std::string> dlp_findings;
   // An MCP tools/call (faultctl mcp-guard) rather than an HTTP request: only
   // rules with an MCP matcher judge it (and only they, no HTTP request).
   bool mcp = false;

@@ -143,11 +143,11 @@ Result<HostMatcher> parse_host_matcher(std::string_view text) {
 }
 
 bool GuardRule::has_matcher() const {
-  return host.has_value() || !path.empty() || !method.empty() || needs_llm_facts() || is_mcp();
+  return host.has_value() || !path.empty() || !method.empty() || needs_llm_facts() || !dlp_type.empty() || is_mcp();
 }
 
 bool needs_plaintext(const GuardRule& rule) {
-  return !rule.path.empty() || !rule.method.empty() || rule.needs_llm_facts();
+  return !rule.path.empty() || !rule.method.empty() || rule.needs_llm_facts() || !rule.dlp_type.empty();
 }
 
 Result<std::string> parse_method(std::string_view text) {

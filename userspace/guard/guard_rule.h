@@ -50,6 +50,9 @@ struct GuardRule {
   std::string method;     // uppercase; compared case-insensitively
   std::string llm_model;  // the request's model, exactly, or a prefix when it ends in '*' ("claude-opus-*")
   std::optional<uint64_t> llm_max_tokens_over;  // the request asks for more output tokens than this
+  // The DLP engine found a secret of this type in the request (its URL,
+  // headers or body): a detector's name ("aws_access_key") or "any".
+  std::string dlp_type;
   // An MCP tools/call (faultctl mcp-guard): the tool's name (a glob) and
   // matchers on its arguments, ANDed. A rule with either judges MCP calls
   // only; a rule without judges HTTP requests only.

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "base/errno_names.h"
+#include "userspace/guard/dlp_validators.h"
 #include "userspace/policy/guard_section.h"
 #include "userspace/policy/policy.h"
 
@@ -349,8 +350,9 @@ const std::vector<std::string> kTopFields = {"apiVersion", "kind", "metadata", "
 const std::vector<std::string> kMetadataFields = {"name", "description"};
 const std::vector<std::string> kSpecFields = {"egress", "faults", "guard"};
 const std::vector<std::string> kGuardFields = {"mode", "default_allow", "rules"};
-const std::vector<std::string> kGuardRuleFields = {
-    "name", "action", "reason", "host", "path", "method", "llm_model", "llm_max_tokens_over", "mcp_tool", "mcp_args"};
+const std::vector<std::string> kGuardRuleFields = {"name",     "action",   "reason",    "host",
+                                                   "path",     "method",   "llm_model", "llm_max_tokens_over",
+                                                   "dlp_type", "mcp_tool", "mcp_args"};
 const std::vector<std::string> kMcpArgFields = {"arg", "prefix", "equals", "regex", "over"};
 const std::vector<std::string> kScopeFields = {"cgroup",    "all",         "mode",        "default_allow", "deny_errno",
                                                "exfil_cap", "dns_ttl_min", "dns_ttl_max", "rules"};
@@ -716,6 +718,13 @@ void Reader<N>::read_guard_rule(const N& n, const std::string& path, SourceMark 
     else
       r.llm_max_tokens_over = std::stoull(digits);
   }
+  if (auto type = text(*f, path, "dlp_type", false)) {
+    if (*type != "any" && !dlp_type_from_name(*type))
+      error(value_mark(*f, "dlp_type"), path + ".dlp_type",
+            "'" + *type + "': a detector (docs/detectors.md: aws_access_key, ..., email) or any");
+    else
+      r.dlp_type = *type;
+  }
   if (auto tool = text(*f, path, "mcp_tool", false)) {
     if (auto st = check_mcp_glob(*tool); !st)
       error(value_mark(*f, "mcp_tool"), path + ".mcp_tool", st.error().message);
@@ -735,16 +744,17 @@ void Reader<N>::read_guard_rule(const N& n, const std::string& path, SourceMark 
   }
   const bool mcp = f->by_name.contains("mcp_tool") || f->by_name.contains("mcp_args");
   if (mcp) {
-    for (const char* http : {"host", "path", "method", "llm_model", "llm_max_tokens_over"})
+    for (const char* http : {"host", "path", "method", "llm_model", "llm_max_tokens_over", "dlp_type"})
       if (f->by_name.contains(http))
         error(key_mark(*f, http), path + "." + http,
               "an MCP rule (mcp_tool, mcp_args) judges tools/call, which has no " + std::string(http) +
                   ": write it as a rule of its own");
   } else if (!f->by_name.contains("host") && !f->by_name.contains("path") && !f->by_name.contains("method") &&
-             !f->by_name.contains("llm_model") && !f->by_name.contains("llm_max_tokens_over")) {
+             !f->by_name.contains("llm_model") && !f->by_name.contains("llm_max_tokens_over") &&
+             !f->by_name.contains("dlp_type")) {
     error(f->mark, path,
-          "no matcher: give host, path, method, llm_model or llm_max_tokens_over, or for MCP mcp_tool or mcp_args "
-          "(default_allow decides the rest)");
+          "no matcher: give host, path, method, llm_model, llm_max_tokens_over or dlp_type, or for MCP mcp_tool or "
+          "mcp_args (default_allow decides the rest)");
   }
 }
 
