@@ -40,7 +40,8 @@ Match match(const GuardRule& r, const RequestFacts& f) {
   if (!r.path.empty() && f.path.find(r.path) == std::string::npos) return Match::No;
   if (!r.dlp_type.empty()) {
     if (f.dlp_findings.empty()) return Match::No;
-    if (r.dlp_type != "any" && std::find(f.dlp_findings.begin(), f.dlp_findings.end(), r.dlp_type) == f.dlp_findings.end())
+    if (r.dlp_type != "any" &&
+        std::find(f.dlp_findings.begin(), f.dlp_findings.end(), r.dlp_type) == f.dlp_findings.end())
       return Match::No;
   }
   bool unknown = false;
