@@ -52,7 +52,7 @@ std::optional<std::string> from_hex(std::string_view s) {
   return out;
 }
 
-std::string lower(std::string_view s) {
+std::string replay_lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
@@ -95,7 +95,7 @@ std::string ReplayRecording::bytes() const {
 bool replay_answer_complete(std::string_view raw) {
   const size_t end = raw.find("\r\n\r\n");
   if (end == std::string_view::npos) return false;
-  const std::string head = lower(raw.substr(0, end + 2));
+  const std::string head = replay_lower(raw.substr(0, end + 2));
   if (head.size() < 12 || head.compare(0, 5, "http/") != 0) return false;
   const size_t sp = head.find(' ');
   if (sp == std::string::npos || sp + 4 > head.size()) return false;
