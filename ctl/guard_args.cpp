@@ -380,6 +380,9 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       cxxopts::value<std::string>())("llm-default-reserve",
                                      "N: what a call without max tokens reserves of the token budget (default 4096)",
                                      cxxopts::value<std::string>())(
+      "llm-budget-shared",
+      "one budget for every guard of the identity, kept by faultcp (needs --control-plane; fails closed when "
+      "faultcp cannot be asked)")(
       "control-plane",
       "URL: faultcp (or FAULTLINE_CP): the workspace's guard policy is the policy (instead of --policy and the "
       "rule flags), held requests are decided there too, the activity is reported there",
@@ -445,6 +448,7 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
   } else if (r->count("token")) {
     return bad("--token goes with --control-plane");
   }
+
   if (r->count("state-dir")) {
     cap.state_dir = (*r)["state-dir"].as<std::string>();
     if (cap.state_dir.empty()) return bad("--state-dir: empty");
@@ -585,6 +589,13 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
     FL_TRY(check_guard_policy_runnable(cap.policy, cap.terminate_tls));
     // --json-log is the request guard's activity log: one chained file.
     cap.json_log = std::exchange(g.json_log, std::string());
+  }
+  if (r->count("llm-budget-shared")) {
+    if (cap.cp_url.empty())
+      return bad("--llm-budget-shared needs --control-plane URL --token T: faultcp keeps the shared budget");
+    if (!cap.budget.tokens && !cap.budget.requests)
+      return bad("--llm-budget-shared applies to --llm-token-budget or --llm-request-budget");
+    cap.budget_shared = true;
   }
   if (!cap.state_dir.empty() && cap.cp_url.empty() && !cap.budget.tokens && !cap.budget.requests)
     return bad(

@@ -20,6 +20,7 @@
 #include "ctl/guard_activity_reporter.h"
 #include "ctl/guard_approval_relay.h"
 #include "ctl/guard_policy_sync.h"
+#include "ctl/guard_remote_budget.h"
 #include "ctl/policy_faults.h"
 #include "userspace/enforce/redirected_conns.h"
 #include "userspace/policy/guard_section.h"
@@ -223,7 +224,20 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
     if (!w) return make_error(w.error().err, "--json-log " + o.json_log + ": " + w.error().describe());
     activity = std::make_shared<ActivityWriter>(std::move(*w));
   }
-  if (o.budget.tokens || o.budget.requests) {
+  if (o.budget_shared) {
+    auto store = std::make_shared<RemoteBudgetStore>(link, o.budget, write_line);
+    auto now = store->fetch(o.identity);
+    if (!now)
+      return make_error(now.error().err, "--llm-budget-shared: faultcp " + link->text() +
+                                             " did not answer for the budget: " + now.error().describe());
+    c->shared_budget_ = store;
+    log << "faultline guard: LLM budget for " << o.identity << ", shared by its guards through faultcp " << link->text()
+        << ": "
+        << (o.budget.tokens ? std::to_string(*o.budget.tokens) + " output tokens" : std::string("no token limit"))
+        << ", " << (o.budget.requests ? std::to_string(*o.budget.requests) + " calls" : std::string("no call limit"))
+        << " per " << o.budget.window.count() << "s window (used " << now->tokens << " tokens, " << now->requests
+        << " calls; a call faultcp cannot be asked about is denied)\n";
+  } else if (o.budget.tokens || o.budget.requests) {
     const std::string dir = o.state_dir.empty() ? guard_state_dir() : o.state_dir;
     // ~/.local/state may not exist yet: its parents too (an existing one is left as it is).
     for (size_t i = 1; i <= dir.size(); ++i)
@@ -256,7 +270,7 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
   }
   jo.llm_hosts = o.llm_hosts;
   jo.routes = o.routes;
-  jo.budget = c->budget_;
+  jo.budget = c->shared_budget_ ? c->shared_budget_ : std::shared_ptr<BudgetStore>(c->budget_);
   jo.budget_limits = o.budget;
   jo.identity = o.identity;
   jo.terminate_tls = o.terminate_tls;

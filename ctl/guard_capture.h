@@ -54,6 +54,7 @@ struct GuardCaptureOptions {
   std::vector<std::string> llm_hosts;  // --llm-host
   std::vector<LlmModelRoute> routes;   // --route-model
   LlmBudgetLimits budget;              // --llm-token-budget, --llm-request-budget, --llm-budget-window, ...
+  bool budget_shared = false;          // --llm-budget-shared: faultcp keeps it (RemoteBudgetStore)
   std::string replay_dir;              // --replay DIR: record then replay LLM answers ("" off)
   std::optional<std::chrono::milliseconds> cache_ttl;  // --cache [--cache-ttl D]: exact, in memory
   // With faultcp (--control-plane URL --token T): the workspace's guard
@@ -95,7 +96,8 @@ class GuardCapture {
   std::shared_ptr<GuardJudge> judge_;
   std::unique_ptr<GuardPolicySync> policy_sync_;
   std::unique_ptr<ApprovalSocket> approvals_;
-  std::shared_ptr<LocalBudgetStore> budget_;
+  std::shared_ptr<LocalBudgetStore> budget_;    // the local budget (flushed at the end)
+  std::shared_ptr<BudgetStore> shared_budget_;  // --llm-budget-shared
   std::unique_ptr<ProxyRegistry> proxies_;
   uint16_t port_ = 0;
   std::string address_;

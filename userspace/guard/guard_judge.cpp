@@ -146,7 +146,9 @@ DenialFormat denial_format_for_request(std::string_view host, std::string_view p
 GuardJudge::GuardJudge(std::shared_ptr<const GuardPolicy> policy, GuardJudgeOptions options)
     : policy_(std::move(policy)),
       options_(std::move(options)),
-      approvals_(options_.approval_prefix, options_.approve_timeout) {}
+      approvals_(options_.approval_prefix, options_.approve_timeout) {
+  if (options_.budget && options_.budget->waits()) budget_thread_ = std::make_unique<TaskThread>();
+}
 
 void GuardJudge::reload(std::shared_ptr<const GuardPolicy> policy) { policy_.store(std::move(policy)); }
 
@@ -271,21 +273,16 @@ RequestVerdict GuardJudge::decide_request(const RequestHead& head, const Request
   }
   if (call) call->rule = d.rule;
   if (d.verdict == GuardVerdict::Allow || !d.enforced) {
-    // An LLM call meets its budget first: a budget denial is its one decision line.
-    RequestVerdict v = call ? forward_llm(call, policy.mode == GuardMode::Enforce) : RequestVerdict::forward();
-    if (v.kind == RequestVerdict::Kind::answer && !(call && !call->replayed_from.empty())) return v;
-    allowed_.fetch_add(1, std::memory_order_relaxed);
-    if (d.verdict == GuardVerdict::Allow) {
-      record(head, d.verdict, d.rule, "allow (" + rule_text + ")" + model_text, asked);
-    } else {
-      (d.verdict == GuardVerdict::Deny ? would_deny_ : would_hold_).fetch_add(1, std::memory_order_relaxed);
-      record(head, d.verdict, d.rule,
-             std::string(d.verdict == GuardVerdict::Deny ? "would deny" : "would hold for approval") + " (" + why +
-                 "; monitor: forwarded)" + model_text,
-             asked);
+    const bool enforce = policy.mode == GuardMode::Enforce;
+    // A budget that waits on the network (faultcp's) is asked on the budget
+    // thread, the call held meanwhile: the proxy's worker never waits.
+    if (call && options_.budget && options_.budget->waits() && budget_thread_) {
+      budget_thread_->post([this, head, d, call, enforce, why, asked, model_text, later] {
+        (void)later.complete(allow_request(head, d, why, asked, model_text, call, enforce));
+      });
+      return RequestVerdict::hold();
     }
-    if (call) record_llm_extras(head, *call);
-    return v;
+    return allow_request(head, d, why, asked, model_text, std::move(call), enforce);
   }
   Denial denial;
   denial.rule = d.rule;
@@ -317,6 +314,14 @@ RequestVerdict GuardJudge::decide_request(const RequestHead& head, const Request
       case ApprovalOutcome::Approved:
         approved_.fetch_add(1, std::memory_order_relaxed);
         record(head, GuardVerdict::Allow, rule, "approved" + (reason.empty() ? "" : " (" + reason + ")"));
+        if (call && budget_thread_) {
+          // The budget waits on the network: not on the deciding thread.
+          budget_thread_->post([this, head, later, call] {
+            (void)later.complete(forward_llm(call, true));
+            record_llm_extras(head, *call);
+          });
+          return;
+        }
         (void)later.complete(call ? forward_llm(call, true) : RequestVerdict::forward());
         if (call) record_llm_extras(head, *call);
         return;
@@ -344,6 +349,27 @@ RequestVerdict GuardJudge::decide_request(const RequestHead& head, const Request
   record(head, d.verdict, d.rule,
          "held for approval " + id + " (" + why + "): faultctl approvals approve " + id + " | deny " + id);
   return RequestVerdict::hold();
+}
+
+RequestVerdict GuardJudge::allow_request(const RequestHead& head, const GuardDecision& d, const std::string& why,
+                                         const std::optional<ActivityLlm>& asked, const std::string& model_text,
+                                         std::shared_ptr<LlmCall> call, bool enforce) {
+  const std::string rule_text = d.rule.empty() ? "the default" : "rule " + d.rule;
+  // An LLM call meets its budget first: a budget denial is its one decision line.
+  RequestVerdict v = call ? forward_llm(call, enforce) : RequestVerdict::forward();
+  if (v.kind == RequestVerdict::Kind::answer && !(call && !call->replayed_from.empty())) return v;
+  allowed_.fetch_add(1, std::memory_order_relaxed);
+  if (d.verdict == GuardVerdict::Allow) {
+    record(head, d.verdict, d.rule, "allow (" + rule_text + ")" + model_text, asked);
+  } else {
+    (d.verdict == GuardVerdict::Deny ? would_deny_ : would_hold_).fetch_add(1, std::memory_order_relaxed);
+    record(head, d.verdict, d.rule,
+           std::string(d.verdict == GuardVerdict::Deny ? "would deny" : "would hold for approval") + " (" + why +
+               "; monitor: forwarded)" + model_text,
+           asked);
+  }
+  if (call) record_llm_extras(head, *call);
+  return v;
 }
 
 RequestVerdict GuardJudge::forward_llm(const std::shared_ptr<LlmCall>& call, bool enforce) {
