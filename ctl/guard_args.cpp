@@ -590,6 +590,10 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
     // --json-log is the request guard's activity log: one chained file.
     cap.json_log = std::exchange(g.json_log, std::string());
   }
+  // The proctor is configured by the environment (its key stays out of ps).
+  auto proctor = proctor_config_from_env();
+  if (!proctor) return proctor.error();
+  cap.proctor = std::move(*proctor);
   if (r->count("llm-budget-shared")) {
     if (cap.cp_url.empty())
       return bad("--llm-budget-shared needs --control-plane URL --token T: faultcp keeps the shared budget");

@@ -20,6 +20,7 @@
 #include "ctl/guard_activity_reporter.h"
 #include "ctl/guard_approval_relay.h"
 #include "ctl/guard_policy_sync.h"
+#include "ctl/guard_proctor.h"
 #include "ctl/guard_remote_budget.h"
 #include "ctl/policy_faults.h"
 #include "userspace/enforce/redirected_conns.h"
@@ -279,12 +280,25 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
   jo.activity = activity;
   jo.log = write_line;
   c->judge_ = std::make_shared<GuardJudge>(std::make_shared<const GuardPolicy>(o.policy), std::move(jo));
+  std::vector<std::shared_ptr<ApprovalListener>> listeners;
+  if (o.proctor) {
+    auto proctor = GuardProctor::create(*o.proctor, c->judge_->approvals(), link, write_line);
+    if (!proctor) return proctor.error();
+    c->proctor_ = std::move(*proctor);
+    log << "faultline guard: the proctor (" << o.proctor->model << " at " << o.proctor->url
+        << ") reviews each held request first: it may approve or deny it, else it waits for a person\n";
+  }
   if (link) {
     c->relay_ = std::make_shared<GuardApprovalRelay>(link, c->judge_->approvals(), write_line);
-    c->judge_->approvals().set_listener(c->relay_);
+    listeners.push_back(c->relay_);
     c->policy_sync_ = std::make_unique<GuardPolicySync>(
         link, c->judge_, workspace->version, o.state_dir + "/cp-guard-policy.json", o.terminate_tls, write_line);
   }
+  // faultcp hears of a hold first, so that a proctor's quick decision
+  // withdraws a copy that exists.
+  if (c->proctor_) listeners.push_back(c->proctor_);
+  if (listeners.size() == 1) c->judge_->approvals().set_listener(listeners.front());
+  if (listeners.size() > 1) c->judge_->approvals().set_listener(std::make_shared<ApprovalListeners>(listeners));
 
   auto dir = guard_socket_dir(true);
   if (!dir) return make_error(dir.error().err, "the approvals socket's folder: " + dir.error().describe());
@@ -423,6 +437,7 @@ GuardCapture::~GuardCapture() {
       write_line("faultline guard: the LLM budget's state: " + st.error().describe());
   }
   policy_sync_.reset();
+  if (proctor_) proctor_->stop();
   if (relay_) relay_->stop();
   judge_.reset();
   relay_.reset();

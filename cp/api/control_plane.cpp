@@ -144,6 +144,8 @@ ControlPlane::ControlPlane(Store& store, HttpServer& server, ControlPlaneConfig 
             [this](const HttpRequest& r, const PathParams&, const Principal& p) { return get_guard_budget(r, p); });
   add_route("PUT", "/v1/guardrails/proctor", people,
             [this](const HttpRequest& r, const PathParams&, const Principal& p) { return put_guard_proctor(r, p); });
+  add_route("POST", "/v1/guardrails/proctor/reviews", guard_side,
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return post_proctor_review(r, p); });
   add_route("GET", "/v1/guardrails/proctor", people,
             [this](const HttpRequest&, const PathParams&, const Principal& p) { return get_guard_proctor(p); });
 

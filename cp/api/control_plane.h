@@ -178,6 +178,7 @@ class ControlPlane {
   HttpReply get_guard_policy(const HttpRequest& req, const Principal& p);
   HttpReply put_guard_proctor(const HttpRequest& req, const Principal& p);
   HttpReply get_guard_proctor(const Principal& p);
+  HttpReply post_proctor_review(const HttpRequest& req, const Principal& p);
   HttpReply post_guard_activity(const HttpRequest& req, const Principal& p);
   HttpReply list_guard_activity(const HttpRequest& req, const Principal& p);
   HttpReply guard_activity_summary(const HttpRequest& req, const Principal& p);

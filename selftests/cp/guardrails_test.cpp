@@ -400,6 +400,9 @@ TEST_P(GuardrailsTest, BadInputIsRefusedNamingWhatIsWrong) {
       {"PUT", "/v1/guardrails/proctor", R"({"enabled":true,"url":"https://p.example.com"})", "model"},
       {"PUT", "/v1/guardrails/proctor", R"({"enabled":false,"url":"ftp://p"})", "url"},
       {"PUT", "/v1/guardrails/proctor", R"({"enabled":false,"temperature":1})", "temperature"},
+      {"POST", "/v1/guardrails/proctor/reviews", R"({"request_id":"r","identity":"a","decision":"maybe"})", "decision"},
+      {"POST", "/v1/guardrails/proctor/reviews", R"({"request_id":"r","decision":"deny"})", "identity"},
+      {"POST", "/v1/guardrails/proctor/reviews", R"({"request_id":"","identity":"a","decision":"deny"})", "request_id"},
   };
   for (const auto& row : rows) {
     const bool guard_route = row.path.find("/decision") != std::string::npos ||
@@ -480,6 +483,18 @@ TEST_P(GuardrailsTest, TheProctorsKeyIsStoredAndNeverReturned) {
   for (const auto& e : exported["entries"])
     EXPECT_EQ(e.dump().find("sk-secret-123"), std::string::npos) << "the key is in the audit log";
   EXPECT_EQ(call("GET", "/v1/guardrails/proctor", t.guard).status, 403) << "a guard read the settings";
+  // A guard's proctor reports its reviews: audited, nothing else stored.
+  auto review = call("POST", "/v1/guardrails/proctor/reviews", t.guard,
+                     R"({"request_id":"req_1_2","identity":"alice@laptop","decision":"escalate",)"
+                     R"("reason":"not sure","model":"claude-haiku-4"})");
+  ASSERT_EQ(review.status, 201) << review.describe();
+  auto entries = audit(t, "guardrail.proctor.escalate");
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0]["object"], "request:req_1_2");
+  const json detail =
+      entries[0]["detail"].is_string() ? json::parse(entries[0]["detail"].get<std::string>()) : entries[0]["detail"];
+  EXPECT_EQ(detail.value("model", ""), "claude-haiku-4") << entries[0];
+  EXPECT_EQ(entries[0]["actor"].get<std::string>().rfind("agent:", 0), 0u) << entries[0];
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, GuardrailsTest, ::testing::Values(Backend::Sqlite, Backend::Postgres),

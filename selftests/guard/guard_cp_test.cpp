@@ -495,4 +495,149 @@ TEST_F(GuardCpTest, TheSharedBudgetFlagIsRefusedWithoutAControlPlane) {
   EXPECT_NE(nobudget.err.find("--llm-budget-shared applies to --llm-token-budget"), std::string::npos) << nobudget.err;
 }
 
+// --- the proctor --------------------------------------------------------------
+
+// A stand-in for the proctor's model (Anthropic Messages API): its answer
+// depends on the held request's path in the prompt.
+class StandInProctor {
+ public:
+  StandInProctor() : server_([this](UniqueFd fd) { serve(fd); }) {}
+  [[nodiscard]] std::string url() const {
+    return "http://127.0.0.1:" + std::to_string(server_.port()) + "/v1/messages";
+  }
+  std::vector<std::string> requests() {
+    std::lock_guard lock(mu_);
+    return requests_;
+  }
+
+ private:
+  void serve(const UniqueFd& fd) {
+    std::string got;
+    char b[16384];
+    size_t want = std::string::npos;
+    while (want == std::string::npos || got.size() < want) {
+      const ssize_t n = ::recv(fd.get(), b, sizeof b, 0);
+      if (n <= 0) return;
+      got.append(b, size_t(n));
+      const size_t end = got.find("\r\n\r\n");
+      if (want == std::string::npos && end != std::string::npos) {
+        std::string head = got.substr(0, end);
+        for (char& c : head) c = char(std::tolower(static_cast<unsigned char>(c)));
+        const size_t cl = head.find("content-length: ");
+        want = end + 4 + (cl == std::string::npos ? 0 : std::stoul(head.substr(cl + 16)));
+      }
+    }
+    {
+      std::lock_guard lock(mu_);
+      requests_.push_back(got);
+    }
+    auto text_answer = [&](const std::string& text) {
+      const std::string body = json{{"id", "msg_p"},
+                                    {"type", "message"},
+                                    {"role", "assistant"},
+                                    {"model", "claude-proctor-test"},
+                                    {"content", {{{"type", "text"}, {"text", text}}}},
+                                    {"stop_reason", "end_turn"},
+                                    {"usage", {{"input_tokens", 90}, {"output_tokens", 20}}}}
+                                   .dump();
+      fltest::send_all(fd.get(), "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                                     std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+    };
+    if (got.find("/approve-me") != std::string::npos) {
+      text_answer(R"({"decision":"approve","reason":"reading the docs is what the rule expects"})");
+    } else if (got.find("/deny-me") != std::string::npos) {
+      text_answer("```json\n{\"decision\": \"deny\", \"reason\": \"an upload of the home folder\"}\n```");
+    } else if (got.find("/garbage") != std::string::npos) {
+      text_answer("Sure, looks fine to me!");
+    } else if (got.find("/error") != std::string::npos) {
+      const std::string body = R"({"type":"error","error":{"type":"api_error","message":"overloaded"}})";
+      fltest::send_all(fd.get(),
+                       "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\n"
+                       "Content-Length: " +
+                           std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+    } else if (got.find("/slow") != std::string::npos) {
+      std::this_thread::sleep_for(3s);  // past the guard's 1 s timeout
+      text_answer(R"({"decision":"approve","reason":"late"})");
+    } else {
+      text_answer(R"({"decision":"escalate","reason":"not sure"})");
+    }
+  }
+  std::mutex mu_;
+  std::vector<std::string> requests_;
+  fltest::ScriptServer server_;
+};
+
+TEST_F(GuardCpTest, TheProctorApprovesOrDeniesHeldRequestsAndEscalatesOnDoubtBadAnswersErrorsAndSlowness) {
+  Upstream up;
+  StandInProctor proctor;
+  put_policy({{"mode", "enforce"},
+              {"default_allow", true},
+              {"rules",
+               {{{"name", "ask"}, {"action", "approve"}, {"host", up.host()}, {"reason", "uploads need a look"}},
+                {{"name", "never"}, {"action", "deny"}, {"host", up.host()}, {"path", "/never"}}}}});
+  env_.push_back("FAULTLINE_PROCTOR_API_KEY=sk-proctor-test");
+  env_.push_back("FAULTLINE_PROCTOR_MODEL=claude-proctor-test");
+  env_.push_back("FAULTLINE_PROCTOR_URL=" + proctor.url());
+  env_.push_back("FAULTLINE_PROCTOR_TIMEOUT_MS=1000");
+  std::string script;
+  for (const char* path : {"/never", "/approve-me", "/deny-me", "/garbage", "/error", "/slow"})
+    script += std::string("curl -sS --max-time 30 -w '[%{http_code}]\\n' ") + up.url(path) + "; ";
+  auto g = guard({"--terminate-tls"}, {"sh", "-c", script});
+  auto audited = [&](const std::string& action) {
+    size_t n = 0;
+    const json exported = cp_.call("GET", "/v1/audit/export", session_).body;
+    for (const auto& e : exported.value("entries", json::array()))
+      if (e.value("action", "") == action) ++n;
+    return n;
+  };
+  // The three the model cannot decide stay held for a person, who denies them in faultcp.
+  for (size_t n = 1; n <= 3; ++n) {
+    ASSERT_TRUE(eventually([&] { return audited("guardrail.proctor.escalate") == n; }, 20s)) << g.describe();
+    auto a = pending_approval();
+    ASSERT_TRUE(a) << g.describe();
+    auto no = cp_.call("POST", "/v1/guardrails/approvals/" + std::to_string((*a)["id"].get<int64_t>()) + "/deny",
+                       session_, {{"reason", "a person said no"}});
+    ASSERT_EQ(no.status, 200) << no.body;
+  }
+  auto end = g.finish(30s);
+  ASSERT_TRUE(end.status.is(0)) << end.describe();
+  std::vector<std::string> lines;
+  std::istringstream in(end.out);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  ASSERT_EQ(lines.size(), 6u) << end.out;
+  EXPECT_NE(lines[0].find("[403]"), std::string::npos) << "a deny rule is never the proctor's: " << lines[0];
+  EXPECT_EQ(lines[1], "upstream saw GET /approve-me HTTP/1.1[200]");
+  EXPECT_NE(lines[2].find("denied by the proctor (claude-proctor-test): an upload of the home folder"),
+            std::string::npos)
+      << lines[2];
+  EXPECT_NE(lines[2].find("[403]"), std::string::npos) << lines[2];
+  for (size_t i = 3; i < 6; ++i) {
+    EXPECT_NE(lines[i].find("denied by a person: a person said no"), std::string::npos) << lines[i];
+    EXPECT_NE(lines[i].find("[403]"), std::string::npos) << lines[i];
+  }
+  EXPECT_EQ(up.requests(), 1);
+  EXPECT_EQ(audited("guardrail.proctor.approve"), 1u);
+  EXPECT_EQ(audited("guardrail.proctor.deny"), 1u);
+  EXPECT_EQ(audited("guardrail.proctor.escalate"), 3u);
+  // The model was asked about the five held requests only, with the key and the Messages API's headers.
+  const auto asked = proctor.requests();
+  ASSERT_EQ(asked.size(), 5u);
+  for (const auto& r : asked) {
+    EXPECT_NE(r.find("x-api-key: sk-proctor-test"), std::string::npos) << r;
+    EXPECT_NE(r.find("anthropic-version: 2023-06-01"), std::string::npos) << r;
+    EXPECT_NE(r.find("\"model\":\"claude-proctor-test\""), std::string::npos) << r;
+    EXPECT_EQ(r.find("/never"), std::string::npos) << r;
+  }
+  EXPECT_NE(end.err.find("the proctor (claude-proctor-test) says escalate (the proctor's model answered HTTP 500)"),
+            std::string::npos)
+      << end.err;
+}
+
+TEST_F(GuardCpTest, AProctorWithoutItsModelIsRefusedNamingTheVariable) {
+  env_.push_back("FAULTLINE_PROCTOR_API_KEY=sk-x");
+  auto r = fltest::run_command(guard_argv({}, {"true"}), {.env = env_}, 20s);
+  EXPECT_TRUE(r.status.is(2)) << r.describe();
+  EXPECT_NE(r.err.find("FAULTLINE_PROCTOR_MODEL"), std::string::npos) << r.err;
+}
+
 }  // namespace

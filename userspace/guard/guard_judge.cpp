@@ -330,7 +330,10 @@ RequestVerdict GuardJudge::decide_request(const RequestHead& head, const Request
         denied_.fetch_add(1, std::memory_order_relaxed);
         if (call) drop_call(head.id);
         Denial dn = denial;
-        if (o == ApprovalOutcome::Denied)
+        // The proctor's reason names it ("the proctor (MODEL): ..."); a person's is theirs.
+        if (o == ApprovalOutcome::Denied && reason.rfind("the proctor (", 0) == 0)
+          dn.reason = "denied by " + reason;
+        else if (o == ApprovalOutcome::Denied)
           dn.reason = "denied by a person" + (reason.empty() ? "" : ": " + reason);
         else
           dn.reason = "no approval within the timeout" + (denial.reason.empty() ? "" : ": " + denial.reason);
