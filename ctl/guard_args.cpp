@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <charconv>
 #include <cxxopts.hpp>
 #include <utility>
 
@@ -273,9 +274,19 @@ Status parse_llm_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
       return bad(
           "--cache and --replay are exclusive: --replay answers from its folder for ever, --cache from memory "
           "for --cache-ttl");
-    if (r.count("cache-mode") && r["cache-mode"].as<std::string>() != "exact")
-      return bad("--cache-mode " + r["cache-mode"].as<std::string>() +
-                 ": only exact is built (similar is not: docs/guard.md, \"Record and replay\")");
+    const std::string mode = r.count("cache-mode") ? r["cache-mode"].as<std::string>() : "exact";
+    if (mode != "exact" && mode != "similar") return bad("--cache-mode '" + mode + "': exact or similar");
+    if (r.count("cache-threshold")) {
+      if (mode != "similar") return bad("--cache-threshold applies to --cache-mode similar");
+      const std::string text = r["cache-threshold"].as<std::string>();
+      double t = 0;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), t);
+      if (ec != std::errc() || end != text.data() + text.size() || !(t > 0 && t <= 1))
+        return bad("--cache-threshold '" + text + "': a similarity above 0 and at most 1 (such as 0.92)");
+      cap.cache_threshold = t;
+    } else if (mode == "similar") {
+      cap.cache_threshold = 0.92;
+    }
     std::chrono::milliseconds ttl = std::chrono::minutes(10);
     if (r.count("cache-ttl")) {
       const std::string text = r["cache-ttl"].as<std::string>();
@@ -287,7 +298,7 @@ Status parse_llm_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
     cap.cache_ttl = ttl;
     any = true;
   } else {
-    for (const char* flag : {"cache-ttl", "cache-mode"})
+    for (const char* flag : {"cache-ttl", "cache-mode", "cache-threshold"})
       if (r.count(flag)) return bad(std::string("--") + flag + " applies to --cache");
   }
   if (any) a.requests = true;
@@ -372,7 +383,11 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       cxxopts::value<std::string>())(
       "cache", "answer a repeated LLM call (same method, path and JSON body) from memory (not with --replay)")(
       "cache-ttl", "D: how long --cache keeps an answer (default 10m; 30s, 1h)", cxxopts::value<std::string>())(
-      "cache-mode", "exact (the only mode built)", cxxopts::value<std::string>())(
+      "cache-mode",
+      "exact (default): the same call; similar: the same call but for a prompt at least --cache-threshold similar",
+      cxxopts::value<std::string>())("cache-threshold",
+                                     "S: --cache-mode similar's least similarity, above 0 and at most 1 (default 0.92)",
+                                     cxxopts::value<std::string>())(
       "llm-token-budget", "N: output tokens per identity and window; calls that do not fit get 429",
       cxxopts::value<std::string>())("llm-request-budget", "N: LLM calls per identity and window",
                                      cxxopts::value<std::string>())(

@@ -265,9 +265,14 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
   }
   if (o.cache_ttl) {
     jo.replay = std::make_shared<ReplayStore>(*o.cache_ttl);
+    if (o.cache_threshold) jo.replay->set_similar(*o.cache_threshold);
     log << "faultline guard: --cache: a repeated LLM call (same method, path and JSON body) is answered from "
            "memory for "
-        << o.cache_ttl->count() << "ms after its answer came (exact match only)\n";
+        << o.cache_ttl->count() << "ms after its answer came ";
+    if (o.cache_threshold)
+      log << "(similar: also a call alike but for a prompt at least " << *o.cache_threshold << " similar)\n";
+    else
+      log << "(exact match only)\n";
   }
   jo.llm_hosts = o.llm_hosts;
   jo.routes = o.routes;

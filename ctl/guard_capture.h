@@ -58,7 +58,8 @@ struct GuardCaptureOptions {
   std::optional<ProctorConfig> proctor;  // FAULTLINE_PROCTOR_*: reviews held requests first
   bool budget_shared = false;            // --llm-budget-shared: faultcp keeps it (RemoteBudgetStore)
   std::string replay_dir;                // --replay DIR: record then replay LLM answers ("" off)
-  std::optional<std::chrono::milliseconds> cache_ttl;  // --cache [--cache-ttl D]: exact, in memory
+  std::optional<std::chrono::milliseconds> cache_ttl;  // --cache [--cache-ttl D]: in memory
+  std::optional<double> cache_threshold;               // --cache-mode similar [--cache-threshold S]
   // With faultcp (--control-plane URL --token T): the workspace's guard
   // section is the policy, held requests are posted there too, and the
   // activity goes there, spooled in state_dir while faultcp is down.

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -757,11 +758,54 @@ TEST_F(GuardWireTest, CacheTtlEndsAnAnswersLifeAndTheFlagsAreChecked) {
   auto both = guard({"--cache", "--replay", dir_.file("r")}, {"true"});
   EXPECT_TRUE(both.status.is(2)) << both.describe();
   EXPECT_NE(both.err.find("--cache and --replay are exclusive"), std::string::npos) << both.err;
-  auto similar = guard({"--cache", "--cache-mode", "similar"}, {"true"});
-  EXPECT_TRUE(similar.status.is(2)) << similar.describe();
-  EXPECT_NE(similar.err.find("only exact is built"), std::string::npos) << similar.err;
+  auto fuzzy = guard({"--cache", "--cache-mode", "fuzzy"}, {"true"});
+  EXPECT_TRUE(fuzzy.status.is(2)) << fuzzy.describe();
+  EXPECT_NE(fuzzy.err.find("--cache-mode 'fuzzy': exact or similar"), std::string::npos) << fuzzy.err;
+  for (const char* bad : {"0", "1.5", "x", "0.9x"}) {
+    auto t = guard({"--cache", "--cache-mode", "similar", "--cache-threshold", bad}, {"true"});
+    EXPECT_TRUE(t.status.is(2)) << t.describe();
+    EXPECT_NE(t.err.find("--cache-threshold '" + std::string(bad) + "'"), std::string::npos) << t.err;
+  }
+  auto exact = guard({"--cache", "--cache-threshold", "0.9"}, {"true"});
+  EXPECT_TRUE(exact.status.is(2)) << exact.describe();
+  EXPECT_NE(exact.err.find("--cache-threshold applies to --cache-mode similar"), std::string::npos) << exact.err;
   auto ttl = guard({"--cache-ttl", "1m"}, {"true"});
   EXPECT_TRUE(ttl.status.is(2)) << ttl.describe();
+}
+
+TEST_F(GuardWireTest, SimilarCacheAnswersASimilarPromptAndForwardsADifferentOne) {
+  const std::string sdk_dir = LLM_SDK_DIR;
+  if (::access((sdk_dir + "/node_modules/@anthropic-ai/sdk").c_str(), R_OK) != 0)
+    GTEST_SKIP() << "*** SKIPPED: " << sdk_dir << "/node_modules missing: run scripts/install-deps.sh ***";
+  LlmStandIn standin;
+  const std::string log = dir_.file("similar.jsonl");
+  const std::string first = "Summarise the release notes of version 2.4 of the billing service in three bullet points.";
+  const std::vector<std::string> calls = {
+      "64:" + first,
+      // Case, punctuation and one more word: similar (0.95 or so), answered from the cache.
+      "64:Please summarise the release notes of version 2.4 of the billing service, in three bullet points!",
+      // Another request: forwarded.
+      "64:Write a haiku about the sea at night.",
+      // The first prompt with another max_tokens: another scope, forwarded.
+      "128:" + first,
+  };
+  std::vector<std::string> cmd = {"node", sdk_dir + "/guard_similar_sdk_test.js", standin.url("")};
+  cmd.insert(cmd.end(), calls.begin(), calls.end());
+  auto r = guard(
+      {"--terminate-tls", "--cache", "--cache-mode", "similar", "--cache-threshold", "0.92", "--json-log", log}, cmd);
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_EQ(standin.requests(), 3) << r.err;  // the first, the haiku and the one with 128 max tokens
+  const auto bodies = standin.bodies();
+  ASSERT_EQ(bodies.size(), 3u);
+  EXPECT_NE(bodies[1].find("haiku"), std::string::npos) << bodies[1];
+  EXPECT_NE(bodies[2].find("\"max_tokens\":128"), std::string::npos) << bodies[2];
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 4) << r.out;
+  EXPECT_NE(r.out.find("in three bullet points! -> hi"), std::string::npos) << r.out;
+  int hits = 0;
+  for (const auto& e : activity_lines(log)) hits += e["kind"] == "cache-hit";
+  EXPECT_EQ(hits, 1);
+  EXPECT_NE(r.err.find("-> cache hit the cache ("), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(") (similar 0.9"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 
 #include "userspace/proxy/http_answer.h"
 
@@ -452,8 +453,22 @@ std::optional<RequestVerdict> GuardJudge::replay_or_record(const std::shared_ptr
                    " (forwarded, not recorded)");
     return std::nullopt;
   }
+  std::optional<double> similarity;  // a --cache-mode similar hit: how similar
+  if (!*found && options_.replay->similar_threshold()) {
+    auto in = llm_similarity_input(head.method, head.target, call->body);
+    if (in) {
+      if (auto hit = options_.replay->find_similar(*in)) {
+        *found = std::move(hit->recording);
+        similarity = hit->score;
+      }
+    }
+    if (!*found) {
+      call->recording = std::make_unique<ReplayRecording>();
+      call->recording->similar = std::move(in);
+    }
+  }
   if (!*found) {
-    call->recording = std::make_unique<ReplayRecording>();
+    if (!call->recording) call->recording = std::make_unique<ReplayRecording>();
     call->recording->key = key;
     call->recording->method = head.method;
     call->recording->target = head.target;
@@ -470,7 +485,12 @@ std::optional<RequestVerdict> GuardJudge::replay_or_record(const std::shared_ptr
     bytes = (*found)->bytes();
   }
   call->model = call->facts.model.value_or("");
-  call->replayed_from = options_.replay->path_for(key);
+  call->replayed_from = options_.replay->path_for((*found)->key);
+  if (similarity) {
+    char score[16];
+    std::snprintf(score, sizeof score, "%.3f", *similarity);
+    call->replayed_from += std::string(" (similar ") + score + ")";
+  }
   drop_call(head.id);  // nothing reserved, nothing to read
   return RequestVerdict::answer(std::move(bytes), true);
 }
