@@ -591,10 +591,25 @@ TEST_F(GuardCpTest, TheProctorApprovesOrDeniesHeldRequestsAndEscalatesOnDoubtBad
     return n;
   };
   // The three the model cannot decide stay held for a person, who denies them in faultcp.
+  const std::vector<std::string> escalated = {"/garbage", "/error", "/slow"};
   for (size_t n = 1; n <= 3; ++n) {
-    ASSERT_TRUE(eventually([&] { return audited("guardrail.proctor.escalate") == n; }, 20s)) << g.describe();
-    auto a = pending_approval();
-    ASSERT_TRUE(a) << g.describe();
+    ASSERT_TRUE(eventually([&] { return audited("guardrail.proctor.escalate") == n; }, 20s)) << [&] {
+      std::string actions;
+      const json exported = cp_.call("GET", "/v1/audit/export", session_).body;
+      for (const auto& e : exported.value("entries", json::array()))
+        actions += e.value("action", "") + " " + e.value("object", "") + "\n";
+      return actions;
+    }() << g.describe();
+    std::optional<json> a;
+    eventually(
+        [&] {
+          auto r = cp_.call("GET", "/v1/guardrails/approvals", session_);
+          for (const auto& x : r.body.value("approvals", json::array()))
+            if (x.value("state", "") == "pending" && x.value("path", "") == escalated[n - 1]) a = x;
+          return a.has_value();
+        },
+        10s);
+    ASSERT_TRUE(a) << escalated[n - 1] << " is not pending in faultcp\n" << g.describe();
     auto no = cp_.call("POST", "/v1/guardrails/approvals/" + std::to_string((*a)["id"].get<int64_t>()) + "/deny",
                        session_, {{"reason", "a person said no"}});
     ASSERT_EQ(no.status, 200) << no.body;
@@ -619,6 +634,15 @@ TEST_F(GuardCpTest, TheProctorApprovesOrDeniesHeldRequestsAndEscalatesOnDoubtBad
   EXPECT_EQ(audited("guardrail.proctor.approve"), 1u);
   EXPECT_EQ(audited("guardrail.proctor.deny"), 1u);
   EXPECT_EQ(audited("guardrail.proctor.escalate"), 3u);
+  // What the proctor decided is withdrawn from faultcp (not left pending).
+  EXPECT_TRUE(eventually(
+      [&] {
+        for (const auto& x :
+             cp_.call("GET", "/v1/guardrails/approvals", session_).body.value("approvals", json::array()))
+          if (x.value("state", "") == "pending") return false;
+        return true;
+      },
+      5s));
   // The model was asked about the five held requests only, with the key and the Messages API's headers.
   const auto asked = proctor.requests();
   ASSERT_EQ(asked.size(), 5u);
