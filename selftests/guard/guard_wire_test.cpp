@@ -713,6 +713,60 @@ TEST_F(GuardWireTest, ReplayGivesCurlTheRecordedBytesExactlyAndKeysOnTheNormalis
 
 // --- --cache (exact, in memory) ---------------------------------------------------
 
+TEST_F(GuardWireTest, ReplayKeepsARecordedStreamsTiming) {
+  // The stand-in's Anthropic stream: 7 events, 100 ms apart. A client that
+  // prints, per event, its arrival in ms after the first.
+  LlmStandIn standin;
+  const std::string dir = dir_.file("paced");
+  const std::string client =
+      "import json, sys, time, urllib.request\n"
+      "body = json.dumps({'model': 'claude-test', 'max_tokens': 16, 'stream': True,\n"
+      "                   'messages': [{'role': 'user', 'content': 'stream hi'}]}).encode()\n"
+      "req = urllib.request.Request(sys.argv[1], data=body, headers={'content-type': 'application/json'})\n"
+      "t0 = None\n"
+      "with urllib.request.urlopen(req, timeout=20) as r:\n"
+      "    for line in r:\n"
+      "        if line.startswith(b'event:'):\n"
+      "            now = time.monotonic()\n"
+      "            t0 = now if t0 is None else t0\n"
+      "            print(int((now - t0) * 1000), flush=True)\n";
+  const std::vector<std::string> cmd = {"python3", "-c", client, standin.url("/v1/messages")};
+  auto spans = [](const std::string& out) {
+    std::vector<int> at;
+    std::istringstream in(out);
+    for (std::string l; std::getline(in, l);) at.push_back(std::stoi(l));
+    return at;
+  };
+  auto first = guard({"--terminate-tls", "--replay", dir}, cmd);
+  ASSERT_TRUE(first.status.is(0)) << first.describe();
+  ASSERT_EQ(spans(first.out).size(), 7u) << first.out;
+  EXPECT_EQ(standin.requests(), 1);
+  auto second = guard({"--terminate-tls", "--replay", dir}, cmd);
+  ASSERT_TRUE(second.status.is(0)) << second.describe();
+  EXPECT_EQ(standin.requests(), 1) << "the second call was not replayed";
+  EXPECT_NE(second.err.find("-> replayed "), std::string::npos) << second.err;
+  const auto replayed = spans(second.out);
+  ASSERT_EQ(replayed.size(), 7u) << second.out;
+  // The recording's own span, first piece to last, from its file.
+  std::string file;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ".json") file = e.path().string();
+  std::ifstream in(file);
+  const auto rec = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_TRUE(rec.is_object() && rec["chunks"].size() > 1) << file;
+  const int recorded = rec["chunks"].back()["at_ms"].get<int>() - rec["chunks"].front()["at_ms"].get<int>();
+  EXPECT_GE(recorded, 500) << "the stand-in's 600 ms of events were recorded within " << recorded << " ms";
+  // The replay keeps the gaps (loosely: a loaded machine adds, never removes,
+  // time): its events span at least 60% of the recording, and not much more.
+  const int span = replayed.back() - replayed.front();
+  std::printf("replay timing: recorded %d ms (first piece to last), events replayed %d ms apart (first to last)\n",
+              recorded, span);
+  EXPECT_GE(span, recorded * 6 / 10) << second.out;
+  EXPECT_LE(span, recorded + 2000) << second.out;
+  for (size_t i = 1; i < replayed.size(); ++i)
+    EXPECT_GE(replayed[i] - replayed[i - 1], 30) << "two events replayed at once:\n" << second.out;
+}
+
 TEST_F(GuardWireTest, CacheAnswersTheSdksRepeatedCallsFromMemoryWithinOneGuard) {
   const std::string sdk_dir = LLM_SDK_DIR;
   if (::access((sdk_dir + "/node_modules/@anthropic-ai/sdk").c_str(), R_OK) != 0)

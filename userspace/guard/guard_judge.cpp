@@ -12,6 +12,10 @@
 namespace faultline {
 namespace guard_judge_impl {
 
+// A replayed stream's longest pause between two pieces: a recording of a
+// stalled stream does not hold its client for ever.
+constexpr uint64_t kMaxReplayGapMs = 60'000;
+
 bool iends_with(std::string_view s, std::string_view suffix) {
   if (s.size() < suffix.size()) return false;
   return std::equal(suffix.begin(), suffix.end(), s.end() - static_cast<std::ptrdiff_t>(suffix.size()),
@@ -475,15 +479,30 @@ std::optional<RequestVerdict> GuardJudge::replay_or_record(const std::shared_ptr
     return std::nullopt;
   }
   // The answer as the upstream sent it; a chat stream the guard asked usage
-  // for is filtered as it was then, piece by piece.
-  std::string bytes;
-  if (filter) {
-    LlmStreamFilter f;
-    for (const ReplayChunk& c : (*found)->chunks) bytes += f.feed(c.bytes);
-    bytes += f.finish();
-  } else {
-    bytes = (*found)->bytes();
+  // for is filtered as it was then, piece by piece. An event stream keeps its
+  // timing: each piece after the first waits the gap it arrived after.
+  std::vector<std::pair<uint64_t, std::string>> pieces;  // (ms after the piece before, bytes)
+  std::optional<LlmStreamFilter> f;
+  if (filter) f.emplace();
+  const bool paced = replay_is_event_stream(**found);
+  uint64_t last_at = 0;
+  for (const ReplayChunk& c : (*found)->chunks) {
+    std::string bytes = f ? f->feed(c.bytes) : c.bytes;
+    if (bytes.empty()) continue;  // its time counts toward the next piece's gap
+    const uint64_t gap =
+        pieces.empty() || c.at_ms < last_at ? 0 : std::min<uint64_t>(c.at_ms - last_at, kMaxReplayGapMs);
+    last_at = c.at_ms;
+    if (!pieces.empty() && (!paced || gap == 0))
+      pieces.back().second += bytes;
+    else
+      pieces.emplace_back(gap, std::move(bytes));
   }
+  if (f) {
+    std::string tail = f->finish();
+    if (pieces.empty()) pieces.emplace_back(0, std::string());
+    pieces.back().second += tail;
+  }
+  if (pieces.empty()) pieces.emplace_back(0, std::string());
   call->model = call->facts.model.value_or("");
   call->replayed_from = options_.replay->path_for((*found)->key);
   if (similarity) {
@@ -492,7 +511,9 @@ std::optional<RequestVerdict> GuardJudge::replay_or_record(const std::shared_ptr
     call->replayed_from += std::string(" (similar ") + score + ")";
   }
   drop_call(head.id);  // nothing reserved, nothing to read
-  return RequestVerdict::answer(std::move(bytes), true);
+  RequestVerdict v = RequestVerdict::answer(std::move(pieces.front().second), true);
+  v.answer_after.assign(std::make_move_iterator(pieces.begin() + 1), std::make_move_iterator(pieces.end()));
+  return v;
 }
 
 void GuardJudge::record_llm_extras(const RequestHead& head, const LlmCall& call) {

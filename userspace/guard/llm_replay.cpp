@@ -309,4 +309,21 @@ std::optional<ReplayStore::SimilarHit> ReplayStore::find_similar(const Similarit
   return SimilarHit{best->recording, best_score};
 }
 
+bool replay_is_event_stream(const ReplayRecording& r) {
+  std::string head;
+  for (const ReplayChunk& c : r.chunks) {
+    head += c.bytes;
+    if (const size_t end = head.find("\r\n\r\n"); end != std::string::npos) {
+      head.resize(end);
+      break;
+    }
+  }
+  for (char& ch : head) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  const size_t at = head.find("\r\ncontent-type:");
+  if (at == std::string::npos) return false;
+  const size_t eol = head.find("\r\n", at + 2);
+  return head.substr(at, eol == std::string::npos ? std::string::npos : eol - at).find("text/event-stream") !=
+         std::string::npos;
+}
+
 }  // namespace faultline

@@ -68,6 +68,10 @@ struct ReplayRecording {
   [[nodiscard]] std::string bytes() const;
 };
 
+// Whether a recorded answer is an event stream (its head's Content-Type is
+// text/event-stream): such a recording is replayed with its timing.
+[[nodiscard]] bool replay_is_event_stream(const ReplayRecording& r);
+
 // Whether raw response bytes are a whole 2xx answer worth recording: the head
 // ended, and the body reached its Content-Length or its last chunk (a body
 // ended by the connection's close is taken whole).
