@@ -133,6 +133,21 @@ void GuardApprovalRelay::follow(const std::shared_ptr<Hold>& h) {
     if (!relay_nap(wake, backoff)) break;
     backoff = std::min<uint64_t>(backoff * 2, 5'000);
   }
+  // A quick local decision (the proctor's) cancels a post that faultcp may
+  // have stored already: asked once more, without the cancel (the same
+  // request_id is the same approval), so that the copy is withdrawn below
+  // rather than left pending until it expires.
+  bool stopping = false;
+  {
+    std::lock_guard lock(mu_);
+    stopping = stopping_;
+  }
+  if (cp_id == 0 && h->settled.load() && !stopping && std::chrono::system_clock::now() < p.deadline) {
+    auto a = link_->call("POST", "/v1/guardrails/approvals", post.dump(), "application/json", kRelayCallTimeoutMs);
+    if (a && (a->response.status.code == 200 || a->response.status.code == 201))
+      if (auto j = answer_object(*a); j && j->contains("id") && (*j)["id"].is_number_integer())
+        cp_id = (*j)["id"].get<int64_t>();
+  }
   const std::string path = "/v1/guardrails/approvals/" + std::to_string(cp_id);
   if (cp_id != 0 && !h->settled.load())
     log_("faultline guard: approval " + p.id + " is also in faultcp as approval " + std::to_string(cp_id) + " (" +

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <charconv>
 #include <cxxopts.hpp>
 #include <utility>
 
@@ -342,9 +343,19 @@ Status parse_llm_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
       return bad(
           "--cache and --replay are exclusive: --replay answers from its folder for ever, --cache from memory "
           "for --cache-ttl");
-    if (r.count("cache-mode") && r["cache-mode"].as<std::string>() != "exact")
-      return bad("--cache-mode " + r["cache-mode"].as<std::string>() +
-                 ": only exact is built (similar is not: docs/guard.md, \"Record and replay\")");
+    const std::string mode = r.count("cache-mode") ? r["cache-mode"].as<std::string>() : "exact";
+    if (mode != "exact" && mode != "similar") return bad("--cache-mode '" + mode + "': exact or similar");
+    if (r.count("cache-threshold")) {
+      if (mode != "similar") return bad("--cache-threshold applies to --cache-mode similar");
+      const std::string text = r["cache-threshold"].as<std::string>();
+      double t = 0;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), t);
+      if (ec != std::errc() || end != text.data() + text.size() || !(t > 0 && t <= 1))
+        return bad("--cache-threshold '" + text + "': a similarity above 0 and at most 1 (such as 0.92)");
+      cap.cache_threshold = t;
+    } else if (mode == "similar") {
+      cap.cache_threshold = 0.92;
+    }
     std::chrono::milliseconds ttl = std::chrono::minutes(10);
     if (r.count("cache-ttl")) {
       const std::string text = r["cache-ttl"].as<std::string>();
@@ -356,7 +367,7 @@ Status parse_llm_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
     cap.cache_ttl = ttl;
     any = true;
   } else {
-    for (const char* flag : {"cache-ttl", "cache-mode"})
+    for (const char* flag : {"cache-ttl", "cache-mode", "cache-threshold"})
       if (r.count(flag)) return bad(std::string("--") + flag + " applies to --cache");
   }
   if (any) a.requests = true;
@@ -441,7 +452,11 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       cxxopts::value<std::string>())(
       "cache", "answer a repeated LLM call (same method, path and JSON body) from memory (not with --replay)")(
       "cache-ttl", "D: how long --cache keeps an answer (default 10m; 30s, 1h)", cxxopts::value<std::string>())(
-      "cache-mode", "exact (the only mode built)", cxxopts::value<std::string>())(
+      "cache-mode",
+      "exact (default): the same call; similar: the same call but for a prompt at least --cache-threshold similar",
+      cxxopts::value<std::string>())("cache-threshold",
+                                     "S: --cache-mode similar's least similarity, above 0 and at most 1 (default 0.92)",
+                                     cxxopts::value<std::string>())(
       "llm-token-budget", "N: output tokens per identity and window; calls that do not fit get 429",
       cxxopts::value<std::string>())("llm-request-budget", "N: LLM calls per identity and window",
                                      cxxopts::value<std::string>())(
@@ -449,6 +464,9 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       cxxopts::value<std::string>())("llm-default-reserve",
                                      "N: what a call without max tokens reserves of the token budget (default 4096)",
                                      cxxopts::value<std::string>())(
+      "llm-budget-shared",
+      "one budget for every guard of the identity, kept by faultcp (needs --control-plane; fails closed when "
+      "faultcp cannot be asked)")(
       "control-plane",
       "URL: faultcp (or FAULTLINE_CP): the workspace's guard policy is the policy (instead of --policy and the "
       "rule flags), held requests are decided there too, the activity is reported there",
@@ -528,6 +546,7 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
   } else if (r->count("token")) {
     return bad("--token goes with --control-plane");
   }
+
   if (r->count("state-dir")) {
     cap.state_dir = (*r)["state-dir"].as<std::string>();
     if (cap.state_dir.empty()) return bad("--state-dir: empty");
@@ -669,6 +688,17 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
     FL_TRY(check_guard_policy_runnable(cap.policy, cap.terminate_tls));
     // --json-log is the request guard's activity log: one chained file.
     cap.json_log = std::exchange(g.json_log, std::string());
+  }
+  // The proctor is configured by the environment (its key stays out of ps).
+  auto proctor = proctor_config_from_env();
+  if (!proctor) return proctor.error();
+  cap.proctor = std::move(*proctor);
+  if (r->count("llm-budget-shared")) {
+    if (cap.cp_url.empty())
+      return bad("--llm-budget-shared needs --control-plane URL --token T: faultcp keeps the shared budget");
+    if (!cap.budget.tokens && !cap.budget.requests)
+      return bad("--llm-budget-shared applies to --llm-token-budget or --llm-request-budget");
+    cap.budget_shared = true;
   }
   if (!cap.state_dir.empty() && cap.cp_url.empty() && !cap.budget.tokens && !cap.budget.requests)
     return bad(

@@ -20,6 +20,8 @@
 #include "ctl/guard_activity_reporter.h"
 #include "ctl/guard_approval_relay.h"
 #include "ctl/guard_policy_sync.h"
+#include "ctl/guard_proctor.h"
+#include "ctl/guard_remote_budget.h"
 #include "ctl/policy_faults.h"
 #include "userspace/enforce/redirected_conns.h"
 #include "userspace/policy/guard_section.h"
@@ -224,7 +226,20 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
     if (!w) return make_error(w.error().err, "--json-log " + o.json_log + ": " + w.error().describe());
     activity = std::make_shared<ActivityWriter>(std::move(*w));
   }
-  if (o.budget.tokens || o.budget.requests) {
+  if (o.budget_shared) {
+    auto store = std::make_shared<RemoteBudgetStore>(link, o.budget, write_line);
+    auto now = store->fetch(o.identity);
+    if (!now)
+      return make_error(now.error().err, "--llm-budget-shared: faultcp " + link->text() +
+                                             " did not answer for the budget: " + now.error().describe());
+    c->shared_budget_ = store;
+    log << "faultline guard: LLM budget for " << o.identity << ", shared by its guards through faultcp " << link->text()
+        << ": "
+        << (o.budget.tokens ? std::to_string(*o.budget.tokens) + " output tokens" : std::string("no token limit"))
+        << ", " << (o.budget.requests ? std::to_string(*o.budget.requests) + " calls" : std::string("no call limit"))
+        << " per " << o.budget.window.count() << "s window (used " << now->tokens << " tokens, " << now->requests
+        << " calls; a call faultcp cannot be asked about is denied)\n";
+  } else if (o.budget.tokens || o.budget.requests) {
     const std::string dir = o.state_dir.empty() ? guard_state_dir() : o.state_dir;
     // ~/.local/state may not exist yet: its parents too (an existing one is left as it is).
     for (size_t i = 1; i <= dir.size(); ++i)
@@ -251,14 +266,19 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
   }
   if (o.cache_ttl) {
     jo.replay = std::make_shared<ReplayStore>(*o.cache_ttl);
+    if (o.cache_threshold) jo.replay->set_similar(*o.cache_threshold);
     log << "faultline guard: --cache: a repeated LLM call (same method, path and JSON body) is answered from "
            "memory for "
-        << o.cache_ttl->count() << "ms after its answer came (exact match only)\n";
+        << o.cache_ttl->count() << "ms after its answer came ";
+    if (o.cache_threshold)
+      log << "(similar: also a call alike but for a prompt at least " << *o.cache_threshold << " similar)\n";
+    else
+      log << "(exact match only)\n";
   }
   jo.llm_hosts = o.llm_hosts;
   jo.routes = o.routes;
   jo.dlp = o.dlp;
-  jo.budget = c->budget_;
+  jo.budget = c->shared_budget_ ? c->shared_budget_ : std::shared_ptr<BudgetStore>(c->budget_);
   jo.budget_limits = o.budget;
   jo.identity = o.identity;
   jo.terminate_tls = o.terminate_tls;
@@ -267,12 +287,25 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
   jo.activity = activity;
   jo.log = write_line;
   c->judge_ = std::make_shared<GuardJudge>(std::make_shared<const GuardPolicy>(o.policy), std::move(jo));
+  std::vector<std::shared_ptr<ApprovalListener>> listeners;
+  if (o.proctor) {
+    auto proctor = GuardProctor::create(*o.proctor, c->judge_->approvals(), link, write_line);
+    if (!proctor) return proctor.error();
+    c->proctor_ = std::move(*proctor);
+    log << "faultline guard: the proctor (" << o.proctor->model << " at " << o.proctor->url
+        << ") reviews each held request first: it may approve or deny it, else it waits for a person\n";
+  }
   if (link) {
     c->relay_ = std::make_shared<GuardApprovalRelay>(link, c->judge_->approvals(), write_line);
-    c->judge_->approvals().set_listener(c->relay_);
+    listeners.push_back(c->relay_);
     c->policy_sync_ = std::make_unique<GuardPolicySync>(
         link, c->judge_, workspace->version, o.state_dir + "/cp-guard-policy.json", o.terminate_tls, write_line);
   }
+  // faultcp hears of a hold first, so that a proctor's quick decision
+  // withdraws a copy that exists.
+  if (c->proctor_) listeners.push_back(c->proctor_);
+  if (listeners.size() == 1) c->judge_->approvals().set_listener(listeners.front());
+  if (listeners.size() > 1) c->judge_->approvals().set_listener(std::make_shared<ApprovalListeners>(listeners));
 
   auto dir = guard_socket_dir(true);
   if (!dir) return make_error(dir.error().err, "the approvals socket's folder: " + dir.error().describe());
@@ -417,6 +450,7 @@ GuardCapture::~GuardCapture() {
       write_line("faultline guard: the LLM budget's state: " + st.error().describe());
   }
   policy_sync_.reset();
+  if (proctor_) proctor_->stop();
   if (relay_) relay_->stop();
   judge_.reset();
   relay_.reset();

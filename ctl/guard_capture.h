@@ -17,6 +17,7 @@
 #include "base/result.h"
 #include "base/unique_fd.h"
 #include "ctl/guard_gateway.h"
+#include "ctl/guard_proctor.h"
 #include "userspace/guard/approval_socket.h"
 #include "userspace/guard/guard_judge.h"
 #include "userspace/net/egress_rules.h"
@@ -51,11 +52,14 @@ struct GuardCaptureOptions {
   std::string listen;  // "" for 127.0.0.1:0
   std::vector<GatewayToken> gateway_tokens;
   // The LLM layer (docs/guard.md, "LLM facts, usage and budgets").
-  std::vector<std::string> llm_hosts;  // --llm-host
-  std::vector<LlmModelRoute> routes;   // --route-model
-  LlmBudgetLimits budget;              // --llm-token-budget, --llm-request-budget, --llm-budget-window, ...
-  std::string replay_dir;              // --replay DIR: record then replay LLM answers ("" off)
-  std::optional<std::chrono::milliseconds> cache_ttl;  // --cache [--cache-ttl D]: exact, in memory
+  std::vector<std::string> llm_hosts;    // --llm-host
+  std::vector<LlmModelRoute> routes;     // --route-model
+  LlmBudgetLimits budget;                // --llm-token-budget, --llm-request-budget, --llm-budget-window, ...
+  std::optional<ProctorConfig> proctor;  // FAULTLINE_PROCTOR_*: reviews held requests first
+  bool budget_shared = false;            // --llm-budget-shared: faultcp keeps it (RemoteBudgetStore)
+  std::string replay_dir;                // --replay DIR: record then replay LLM answers ("" off)
+  std::optional<std::chrono::milliseconds> cache_ttl;  // --cache [--cache-ttl D]: in memory
+  std::optional<double> cache_threshold;               // --cache-mode similar [--cache-threshold S]
   GuardDlpOptions dlp;                                 // --dlp, --content-policy (docs/detectors.md)
   // With faultcp (--control-plane URL --token T): the workspace's guard
   // section is the policy, held requests are posted there too, and the
@@ -96,7 +100,9 @@ class GuardCapture {
   std::shared_ptr<GuardJudge> judge_;
   std::unique_ptr<GuardPolicySync> policy_sync_;
   std::unique_ptr<ApprovalSocket> approvals_;
-  std::shared_ptr<LocalBudgetStore> budget_;
+  std::shared_ptr<LocalBudgetStore> budget_;  // the local budget (flushed at the end)
+  std::shared_ptr<GuardProctor> proctor_;
+  std::shared_ptr<BudgetStore> shared_budget_;  // --llm-budget-shared
   std::unique_ptr<ProxyRegistry> proxies_;
   uint16_t port_ = 0;
   std::string address_;

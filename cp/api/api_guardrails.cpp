@@ -29,6 +29,10 @@ const std::vector<FieldRule> kApprovalFields = {
     {"expires_at", JsonType::String, true},
 };
 const std::vector<FieldRule> kDecisionFields = {{"reason", JsonType::String}};
+const std::vector<FieldRule> kProctorReviewFields = {
+    {"request_id", JsonType::String, true}, {"identity", JsonType::String, true}, {"decision", JsonType::String, true},
+    {"reason", JsonType::String},           {"model", JsonType::String},
+};
 const std::vector<FieldRule> kProctorFields = {
     {"enabled", JsonType::Boolean, true}, {"model", JsonType::String},       {"url", JsonType::String},
     {"api_key", JsonType::String},        {"timeout_ms", JsonType::Integer},
@@ -413,6 +417,26 @@ HttpReply ControlPlane::put_guard_proctor(const HttpRequest& req, const Principa
     return storage_error(au.error());
   if (auto co = tx.commit(); !co) return storage_error(co.error());
   return get_guard_proctor(p);
+}
+
+// A guard's proctor reviewed a held request: its decision, audited.
+HttpReply ControlPlane::post_proctor_review(const HttpRequest& req, const Principal& p) {
+  auto body = parse_body(req.body);
+  if (auto* e = std::get_if<ApiError>(&body)) return e->reply();
+  const auto& j = std::get<nlohmann::json>(body);
+  if (auto e = check_fields(j, kProctorReviewFields)) return e->reply();
+  const std::string decision = j["decision"].get<std::string>();
+  if (decision != "approve" && decision != "deny" && decision != "escalate")
+    return ApiError{400, "decision", "'" + decision.substr(0, 40) + "': expected approve, deny or escalate"}.reply();
+  for (const char* field : {"request_id", "identity", "reason", "model"})
+    if (j.value(field, "").size() > kMaxApprovalText) return ApiError{400, field, "is over 4096 characters"}.reply();
+  if (j["request_id"].get<std::string>().empty()) return ApiError{400, "request_id", "is empty"}.reply();
+  if (auto au =
+          audit(p, "guardrail.proctor." + decision, "request:" + j["request_id"].get<std::string>(),
+                {{"identity", j["identity"]}, {"reason", j.value("reason", "")}, {"model", j.value("model", "")}});
+      !au)
+    return storage_error(au.error());
+  return api_json(201, {{"recorded", true}});
 }
 
 HttpReply ControlPlane::get_guard_proctor(const Principal& p) {

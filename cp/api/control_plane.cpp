@@ -132,8 +132,20 @@ ControlPlane::ControlPlane(Store& store, HttpServer& server, ControlPlaneConfig 
             [this](const HttpRequest& r, const PathParams&, const Principal& p) { return put_guard_policy(r, p); });
   add_route("GET", "/v1/guardrails/policy", {TK::Agent, TK::Session, TK::Api},
             [this](const HttpRequest& r, const PathParams&, const Principal& p) { return get_guard_policy(r, p); });
+  add_route("POST", "/v1/guardrails/budget/reserve", guard_side,
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return reserve_guard_budget(r, p); });
+  add_route(
+      "POST", "/v1/guardrails/budget/settle", guard_side,
+      [this](const HttpRequest& r, const PathParams&, const Principal& p) { return end_guard_budget(r, p, true); });
+  add_route(
+      "POST", "/v1/guardrails/budget/release", guard_side,
+      [this](const HttpRequest& r, const PathParams&, const Principal& p) { return end_guard_budget(r, p, false); });
+  add_route("GET", "/v1/guardrails/budget", {TK::Agent, TK::Session, TK::Api},
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return get_guard_budget(r, p); });
   add_route("PUT", "/v1/guardrails/proctor", people,
             [this](const HttpRequest& r, const PathParams&, const Principal& p) { return put_guard_proctor(r, p); });
+  add_route("POST", "/v1/guardrails/proctor/reviews", guard_side,
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return post_proctor_review(r, p); });
   add_route("GET", "/v1/guardrails/proctor", people,
             [this](const HttpRequest&, const PathParams&, const Principal& p) { return get_guard_proctor(p); });
 

@@ -178,10 +178,16 @@ class ControlPlane {
   HttpReply get_guard_policy(const HttpRequest& req, const Principal& p);
   HttpReply put_guard_proctor(const HttpRequest& req, const Principal& p);
   HttpReply get_guard_proctor(const Principal& p);
+  HttpReply post_proctor_review(const HttpRequest& req, const Principal& p);
   HttpReply post_guard_activity(const HttpRequest& req, const Principal& p);
   HttpReply list_guard_activity(const HttpRequest& req, const Principal& p);
   HttpReply guard_activity_summary(const HttpRequest& req, const Principal& p);
   HttpReply guard_usage(const HttpRequest& req, const Principal& p);
+  // The shared LLM budget (api_guard_budget.cpp): reserve, settle (settle
+  // true) or release, and the current window's charge.
+  HttpReply reserve_guard_budget(const HttpRequest& req, const Principal& p);
+  HttpReply end_guard_budget(const HttpRequest& req, const Principal& p, bool settle);
+  HttpReply get_guard_budget(const HttpRequest& req, const Principal& p);
   // A guard's held request: an approval's decision, or a guard section newer
   // than `id` (a version). Answered by a decision, a new version or the timer.
   struct GuardWait {

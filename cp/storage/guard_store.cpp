@@ -1,6 +1,7 @@
 // The guard's tables (migration 5): activity entries and their chain verdicts,
-// held requests, the guard section by version, the proctor's settings. The
-// same SQL for both backends, workspace in every WHERE.
+// held requests, the guard section by version, the proctor's settings; and
+// the shared LLM budget (migration 6). The same SQL for both backends,
+// workspace in every WHERE.
 #include <algorithm>
 
 #include "cp/storage/store.h"
@@ -69,6 +70,36 @@ GuardApproval guard_approval_row(const SqlRow& r) {
 // (never billed) is clamped rather than wrapped negative.
 SqlValue guard_token_count(uint64_t n) {
   return static_cast<int64_t>(std::min<uint64_t>(n, static_cast<uint64_t>(INT64_MAX)));
+}
+
+int64_t budget_window_start(int64_t now_ms, int64_t window_s) {
+  const int64_t s = now_ms >= 0 ? now_ms / 1000 : -((-now_ms + 999) / 1000);
+  const int64_t q = s >= 0 ? s / window_s : -((-s + window_s - 1) / window_s);
+  return q * window_s;
+}
+
+// The identity's counters for this window length, as they stand in `window`
+// (a row of an older window counts as empty).
+Result<GuardBudgetCharge> budget_row(SqlConnection& db, int64_t ws, const std::string& identity, int64_t window_s,
+                                     int64_t window) {
+  auto r = db.query(
+      "SELECT window_start, tokens, requests FROM guard_budget WHERE workspace_id = $1 AND identity = $2 AND "
+      "window_s = $3",
+      {ws, identity, window_s});
+  if (!r) return r.error();
+  if (r->empty() || gnum(r->front()[0]) != window) return GuardBudgetCharge{window, 0, 0};
+  return GuardBudgetCharge{window, gnum(r->front()[1]), gnum(r->front()[2])};
+}
+
+Status put_budget_row(SqlConnection& db, int64_t ws, const std::string& identity, int64_t window_s,
+                      const GuardBudgetCharge& c) {
+  auto r = db.query(
+      "INSERT INTO guard_budget (workspace_id, identity, window_s, window_start, tokens, requests) VALUES "
+      "($1, $2, $3, $4, $5, $6) ON CONFLICT (workspace_id, identity, window_s) DO UPDATE SET "
+      "window_start = excluded.window_start, tokens = excluded.tokens, requests = excluded.requests",
+      {ws, identity, window_s, c.window_start, c.tokens, c.requests});
+  if (!r) return r.error();
+  return {};
 }
 
 }  // namespace guard_store_detail
@@ -318,6 +349,84 @@ Status Store::put_guard_proctor(int64_t ws, const GuardProctor& p) {
       {ws, int64_t{p.enabled ? 1 : 0}, p.model, p.url, p.api_key, p.timeout_ms, p.updated_ms, p.updated_by});
   if (!r) return r.error();
   return {};
+}
+
+Result<GuardBudgetReservation> Store::reserve_guard_budget(int64_t ws, const std::string& identity, int64_t window_s,
+                                                           int64_t tokens, std::optional<int64_t> token_limit,
+                                                           std::optional<int64_t> request_limit, int64_t now_ms,
+                                                           const std::string& by) {
+  const int64_t window = budget_window_start(now_ms, window_s);
+  // Read, check and write in one transaction holding the workspace's lock:
+  // no other reservation of the workspace (another guard, another replica)
+  // reads the counters between this one's read and its write.
+  SqlTransaction tx(*db_);
+  FL_TRY(begin(tx, ws));
+  auto c = budget_row(*db_, ws, identity, window_s, window);
+  if (!c) return c.error();
+  GuardBudgetReservation out;
+  out.charge = *c;
+  if (request_limit && c->requests + 1 > *request_limit) {
+    out.refused = "requests";
+    return out;
+  }
+  if (token_limit && (tokens > *token_limit || c->tokens > *token_limit - tokens)) {
+    out.refused = "tokens";
+    return out;
+  }
+  out.charge.tokens += tokens;
+  out.charge.requests += 1;
+  FL_TRY(put_budget_row(*db_, ws, identity, window_s, out.charge));
+  // Reservations of past windows can no longer be settled: forget them.
+  auto gone = db_->query(
+      "DELETE FROM guard_budget_reservations WHERE workspace_id = $1 AND identity = $2 AND window_s = $3 AND "
+      "window_start < $4",
+      {ws, identity, window_s, window});
+  if (!gone) return gone.error();
+  auto id = db_->query(
+      "INSERT INTO guard_budget_reservations (workspace_id, identity, window_s, window_start, tokens, created_ms, "
+      "reserved_by) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+      {ws, identity, window_s, window, tokens, now_ms, by});
+  if (!id) return id.error();
+  FL_TRY(tx.commit());
+  out.admitted = true;
+  out.id = gnum(id->front()[0]);
+  return out;
+}
+
+Result<bool> Store::end_guard_budget_reservation(int64_t ws, int64_t id, std::optional<int64_t> billed) {
+  SqlTransaction tx(*db_);
+  FL_TRY(begin(tx, ws));
+  // Taken out first: a second settle of the same reservation finds nothing.
+  auto r = db_->query(
+      "DELETE FROM guard_budget_reservations WHERE workspace_id = $1 AND id = $2 "
+      "RETURNING identity, window_s, window_start, tokens",
+      {ws, id});
+  if (!r) return r.error();
+  if (r->empty()) return false;
+  const std::string identity = gstr(r->front()[0]);
+  const int64_t window_s = gnum(r->front()[1]);
+  const int64_t window = gnum(r->front()[2]);
+  const int64_t reserved = gnum(r->front()[3]);
+  auto row = db_->query(
+      "SELECT window_start, tokens, requests FROM guard_budget WHERE workspace_id = $1 AND identity = $2 AND "
+      "window_s = $3",
+      {ws, identity, window_s});
+  if (!row) return row.error();
+  if (row->empty() || gnum(row->front()[0]) != window) {
+    FL_TRY(tx.commit());  // its window is over: nothing to correct
+    return false;
+  }
+  GuardBudgetCharge n{window, gnum(row->front()[1]), gnum(row->front()[2])};
+  n.tokens = (n.tokens >= reserved ? n.tokens - reserved : 0) + billed.value_or(0);
+  if (!billed) n.requests = n.requests > 0 ? n.requests - 1 : 0;
+  FL_TRY(put_budget_row(*db_, ws, identity, window_s, n));
+  FL_TRY(tx.commit());
+  return true;
+}
+
+Result<GuardBudgetCharge> Store::guard_budget(int64_t ws, const std::string& identity, int64_t window_s,
+                                              int64_t now_ms) {
+  return budget_row(*db_, ws, identity, window_s, budget_window_start(now_ms, window_s));
 }
 
 }  // namespace faultline::cp

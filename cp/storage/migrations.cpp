@@ -208,6 +208,31 @@ CREATE TABLE guard_proctor (
   updated_by TEXT NOT NULL
 );
 )sql",
+      // 6: the LLM budget shared by every guard of an identity
+      // (--llm-budget-shared): one counter pair per identity and window
+      // length, and the reservations still to settle.
+      R"sql(
+CREATE TABLE guard_budget (
+  workspace_id BIGINT NOT NULL REFERENCES workspaces(id),
+  identity TEXT NOT NULL,
+  window_s BIGINT NOT NULL,
+  window_start BIGINT NOT NULL,
+  tokens BIGINT NOT NULL,
+  requests BIGINT NOT NULL,
+  PRIMARY KEY (workspace_id, identity, window_s)
+);
+CREATE TABLE guard_budget_reservations (
+  id {id},
+  workspace_id BIGINT NOT NULL REFERENCES workspaces(id),
+  identity TEXT NOT NULL,
+  window_s BIGINT NOT NULL,
+  window_start BIGINT NOT NULL,
+  tokens BIGINT NOT NULL,
+  created_ms BIGINT NOT NULL,
+  reserved_by TEXT NOT NULL
+);
+CREATE INDEX guard_budget_reservations_window ON guard_budget_reservations(workspace_id, identity, window_s, window_start);
+)sql",
   };
   return m;
 }

@@ -190,6 +190,21 @@ struct GuardProctor {
   std::string updated_by;
 };
 
+// The LLM budget shared by every guard of an identity (migration 6): what the
+// identity's current window holds (open reservations included), and one
+// reservation's answer. Windows are aligned to the epoch, as a guard's own.
+struct GuardBudgetCharge {
+  int64_t window_start = 0;  // Unix seconds
+  int64_t tokens = 0;
+  int64_t requests = 0;
+};
+struct GuardBudgetReservation {
+  bool admitted = false;
+  std::string refused;       // "requests" or "tokens" when not admitted
+  int64_t id = 0;            // admitted: the reservation to settle or release
+  GuardBudgetCharge charge;  // after the reservation (refused: as it stands)
+};
+
 class Store {
  public:
   // Opens the database and migrates it to this build's schema.
@@ -331,6 +346,20 @@ class Store {
                                                                const std::string& created_by);
   [[nodiscard]] Result<std::optional<GuardProctor>> guard_proctor(int64_t ws);
   [[nodiscard]] Status put_guard_proctor(int64_t ws, const GuardProctor& p);
+  // The shared LLM budget, each call one transaction under the workspace's
+  // lock (so guards reserving at once, on any replica, cannot overshoot): a
+  // reservation of `tokens` and one request if both limits (none: no limit)
+  // still hold; a reservation ended by what the call was billed, or released
+  // (billed none: its request given back too), false if it is not open (ended
+  // already, or its window is over); the current window's charge.
+  [[nodiscard]] Result<GuardBudgetReservation> reserve_guard_budget(int64_t ws, const std::string& identity,
+                                                                    int64_t window_s, int64_t tokens,
+                                                                    std::optional<int64_t> token_limit,
+                                                                    std::optional<int64_t> request_limit,
+                                                                    int64_t now_ms, const std::string& by);
+  [[nodiscard]] Result<bool> end_guard_budget_reservation(int64_t ws, int64_t id, std::optional<int64_t> billed);
+  [[nodiscard]] Result<GuardBudgetCharge> guard_budget(int64_t ws, const std::string& identity, int64_t window_s,
+                                                       int64_t now_ms);
 
  private:
   std::unique_ptr<SqlConnection> db_;

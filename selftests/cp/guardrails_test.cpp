@@ -400,6 +400,9 @@ TEST_P(GuardrailsTest, BadInputIsRefusedNamingWhatIsWrong) {
       {"PUT", "/v1/guardrails/proctor", R"({"enabled":true,"url":"https://p.example.com"})", "model"},
       {"PUT", "/v1/guardrails/proctor", R"({"enabled":false,"url":"ftp://p"})", "url"},
       {"PUT", "/v1/guardrails/proctor", R"({"enabled":false,"temperature":1})", "temperature"},
+      {"POST", "/v1/guardrails/proctor/reviews", R"({"request_id":"r","identity":"a","decision":"maybe"})", "decision"},
+      {"POST", "/v1/guardrails/proctor/reviews", R"({"request_id":"r","decision":"deny"})", "identity"},
+      {"POST", "/v1/guardrails/proctor/reviews", R"({"request_id":"","identity":"a","decision":"deny"})", "request_id"},
   };
   for (const auto& row : rows) {
     const bool guard_route = row.path.find("/decision") != std::string::npos ||
@@ -480,6 +483,18 @@ TEST_P(GuardrailsTest, TheProctorsKeyIsStoredAndNeverReturned) {
   for (const auto& e : exported["entries"])
     EXPECT_EQ(e.dump().find("sk-secret-123"), std::string::npos) << "the key is in the audit log";
   EXPECT_EQ(call("GET", "/v1/guardrails/proctor", t.guard).status, 403) << "a guard read the settings";
+  // A guard's proctor reports its reviews: audited, nothing else stored.
+  auto review = call("POST", "/v1/guardrails/proctor/reviews", t.guard,
+                     R"({"request_id":"req_1_2","identity":"alice@laptop","decision":"escalate",)"
+                     R"("reason":"not sure","model":"claude-haiku-4"})");
+  ASSERT_EQ(review.status, 201) << review.describe();
+  auto entries = audit(t, "guardrail.proctor.escalate");
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0]["object"], "request:req_1_2");
+  const json detail =
+      entries[0]["detail"].is_string() ? json::parse(entries[0]["detail"].get<std::string>()) : entries[0]["detail"];
+  EXPECT_EQ(detail.value("model", ""), "claude-haiku-4") << entries[0];
+  EXPECT_EQ(entries[0]["actor"].get<std::string>().rfind("agent:", 0), 0u) << entries[0];
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, GuardrailsTest, ::testing::Values(Backend::Sqlite, Backend::Postgres),
@@ -547,5 +562,87 @@ TEST_P(GuardRestartTest, ARetriedBatchAfterARestartIsDeduplicatedAndNothingIsLos
 
 INSTANTIATE_TEST_SUITE_P(Backends, GuardRestartTest, ::testing::Values(Backend::Sqlite, Backend::Postgres),
                          [](const auto& info) { return fltest::backend_name(info.param); });
+
+}  // namespace guardrails_test
+
+namespace guardrails_test {
+
+// The shared LLM budget: reserve-then-settle, one transaction per
+// reservation, so 20 guards' calls at once with budget for 10 admit exactly 10.
+TEST_P(GuardrailsTest, TheSharedBudgetAdmitsExactlyItsLimitOfConcurrentReservations) {
+  Tenant t = tenant("acme");
+  Tenant other = tenant("other");
+  const json ask = {
+      {"identity", "alice@laptop"}, {"window_s", 86400}, {"tokens", 100}, {"request_limit", 10}, {"token_limit", 5000}};
+  std::vector<std::future<CpReply>> calls;
+  for (int i = 0; i < 20; ++i)
+    calls.push_back(std::async(std::launch::async,
+                               [&] { return call("POST", "/v1/guardrails/budget/reserve", t.guard, ask.dump()); }));
+  std::vector<int64_t> ids;
+  int refused = 0;
+  for (auto& f : calls) {
+    auto r = f.get();
+    ASSERT_EQ(r.status, 200) << r.describe();
+    if (r.json()["admitted"] == true) {
+      ids.push_back(r.json()["reservation"].get<int64_t>());
+    } else {
+      ++refused;
+      EXPECT_EQ(r.json()["refused"], "requests") << r.body;
+      EXPECT_EQ(r.json()["reason"], "LLM request budget exhausted: 10 of 10 calls per 1d used") << r.body;
+    }
+  }
+  EXPECT_EQ(ids.size(), 10u);
+  EXPECT_EQ(refused, 10);
+  auto charge = call("GET", "/v1/guardrails/budget?identity=alice%40laptop&window_s=86400", t.guard).json();
+  EXPECT_EQ(charge["tokens"], 1000) << charge;
+  EXPECT_EQ(charge["requests"], 10) << charge;
+  // Settled to what was billed; released (the call never went up) gives the request back.
+  auto s = call("POST", "/v1/guardrails/budget/settle", t.guard, json{{"reservation", ids[0]}, {"output", 7}}.dump());
+  EXPECT_EQ(s.json()["settled"], true) << s.describe();
+  EXPECT_EQ(call("POST", "/v1/guardrails/budget/settle", t.guard, json{{"reservation", ids[0]}, {"output", 7}}.dump())
+                .json()["settled"],
+            false)
+      << "settled twice";
+  EXPECT_EQ(
+      call("POST", "/v1/guardrails/budget/release", t.guard, json{{"reservation", ids[1]}}.dump()).json()["released"],
+      true);
+  charge = call("GET", "/v1/guardrails/budget?identity=alice%40laptop&window_s=86400", t.token).json();
+  EXPECT_EQ(charge["tokens"], 807) << charge;
+  EXPECT_EQ(charge["requests"], 9) << charge;
+  // The token limit: 4193 left, a call of 5000 does not fit.
+  auto big =
+      call("POST", "/v1/guardrails/budget/reserve", t.guard,
+           json{{"identity", "alice@laptop"}, {"window_s", 86400}, {"tokens", 5000}, {"token_limit", 5000}}.dump())
+          .json();
+  EXPECT_EQ(big["admitted"], false) << big;
+  EXPECT_EQ(big["refused"], "tokens") << big;
+  // Another window length, another identity, another workspace: other counters.
+  EXPECT_EQ(call("POST", "/v1/guardrails/budget/reserve", t.guard,
+                 json{{"identity", "alice@laptop"}, {"window_s", 3600}, {"tokens", 1}, {"request_limit", 1}}.dump())
+                .json()["admitted"],
+            true);
+  EXPECT_EQ(call("POST", "/v1/guardrails/budget/reserve", other.guard, ask.dump()).json()["admitted"], true);
+  EXPECT_EQ(
+      call("POST", "/v1/guardrails/budget/settle", other.guard, json{{"reservation", ids[2]}, {"output", 0}}.dump())
+          .json()["settled"],
+      false)
+      << "another workspace settled a reservation";
+  // Bad input, named.
+  for (const auto& [body, field] : std::vector<std::pair<json, std::string>>{
+           {{{"window_s", 60}, {"tokens", 1}, {"request_limit", 1}}, "identity"},
+           {{{"identity", "a"}, {"window_s", 0}, {"tokens", 1}, {"request_limit", 1}}, "window_s"},
+           {{{"identity", "a"}, {"window_s", 60}, {"tokens", -1}, {"request_limit", 1}}, "tokens"},
+           {{{"identity", "a"}, {"window_s", 60}, {"tokens", 1}}, "token_limit"},
+           {{{"identity", "a"}, {"window_s", 60}, {"tokens", 1}, {"request_limit", 1}, {"x", 1}}, "x"},
+       }) {
+    auto r = call("POST", "/v1/guardrails/budget/reserve", t.guard, body.dump());
+    EXPECT_EQ(r.status, 400) << body << " " << r.describe();
+    EXPECT_EQ(r.json().value("field", ""), field) << r.body;
+  }
+  EXPECT_EQ(call("POST", "/v1/guardrails/budget/settle", t.guard, R"({"reservation":1})").json().value("field", ""),
+            "output");
+  EXPECT_EQ(call("GET", "/v1/guardrails/budget?identity=a&window_s=x", t.guard).status, 400);
+  EXPECT_EQ(call("POST", "/v1/guardrails/budget/reserve", "", ask.dump()).status, 401);
+}
 
 }  // namespace guardrails_test

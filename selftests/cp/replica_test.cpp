@@ -8,6 +8,7 @@
 
 #include <csignal>
 #include <future>
+#include <vector>
 
 #include "cp_client.h"
 #include "selftests/lib/child_process.h"
@@ -183,6 +184,43 @@ TEST(Replicas, AGuardWaitingOnOneReplicaHearsADecisionAndANewSectionFromTheOther
     r->process.signal(SIGTERM);
     EXPECT_TRUE(r->process.wait(10s).has_value()) << r->process.describe();
   }
+}
+
+// The shared LLM budget across replicas: 20 reservations at once, half
+// through each replica, with budget for 10 calls admit exactly 10 (each one a
+// transaction under the workspace's advisory lock: the two processes cannot
+// both read the counters before either writes).
+TEST(Replicas, TheSharedBudgetCannotBeOverspentThroughTwoReplicas) {
+  fltest::TestDatabase db(fltest::Backend::Postgres);
+  auto a = start_replica(db.url());
+  auto b = start_replica(db.url());
+  ASSERT_NE(a.port, 0);
+  ASSERT_NE(b.port, 0);
+  auto signup = fltest::cp_request(a.port, "POST", "/v1/auth/signup", "",
+                                   R"({"email":"b@example.com","password":"correct horse battery","workspace":"b"})");
+  const std::string token = signup.json().value("token", "");
+  ASSERT_FALSE(token.empty()) << signup.describe();
+  const std::string ask =
+      R"({"identity":"alice@laptop","window_s":86400,"tokens":100,"request_limit":10,"token_limit":100000})";
+  std::vector<std::future<fltest::CpReply>> calls;
+  for (int i = 0; i < 20; ++i) {
+    const uint16_t port = i % 2 == 0 ? a.port : b.port;
+    calls.push_back(std::async(std::launch::async, [port, &token, &ask] {
+      return fltest::cp_request(port, "POST", "/v1/guardrails/budget/reserve", token, ask);
+    }));
+  }
+  int admitted = 0, refused = 0;
+  for (auto& f : calls) {
+    auto r = f.get();
+    ASSERT_EQ(r.status, 200) << r.describe();
+    (r.json()["admitted"] == true ? admitted : refused) += 1;
+  }
+  EXPECT_EQ(admitted, 10);
+  EXPECT_EQ(refused, 10);
+  auto charge =
+      fltest::cp_request(b.port, "GET", "/v1/guardrails/budget?identity=alice%40laptop&window_s=86400", token).json();
+  EXPECT_EQ(charge["requests"], 10) << charge;
+  EXPECT_EQ(charge["tokens"], 1000) << charge;
 }
 
 }  // namespace

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cctype>
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -20,6 +22,7 @@
 #include <thread>
 
 #include "selftests/lib/child_process.h"
+#include "selftests/lib/clock.h"
 #include "selftests/proxy/proxy_fixture.h"
 #include "selftests/proxy/seen_upstream.h"
 #include "selftests/tls/tls_harness.h"
@@ -129,17 +132,20 @@ class GuardCpTest : public ::testing::Test {
     auto r = cp_.call("PUT", "/v1/guardrails/policy", session_, section);
     ASSERT_TRUE(r.status == 201 || r.status == 200) << r.status << " " << r.body;
   }
-  std::vector<std::string> guard_argv(std::vector<std::string> extra, std::vector<std::string> cmd) {
-    std::vector<std::string> argv = {kFaultctl,    "guard",          "--control-plane", cp_.url(),
-                                     "--token",    agent_,           "--state-dir",     dir_.file("state"),
-                                     "--identity", "alice@laptop-7", "--json-log",      dir_.file("act.jsonl")};
+  // `own`: a second guard of the same identity keeps its own state and log.
+  std::vector<std::string> guard_argv(std::vector<std::string> extra, std::vector<std::string> cmd,
+                                      const std::string& own = "") {
+    std::vector<std::string> argv = {
+        kFaultctl,    "guard",          "--control-plane", cp_.url(),
+        "--token",    agent_,           "--state-dir",     dir_.file("state" + own),
+        "--identity", "alice@laptop-7", "--json-log",      dir_.file("act" + own + ".jsonl")};
     argv.insert(argv.end(), extra.begin(), extra.end());
     argv.push_back("--");
     argv.insert(argv.end(), cmd.begin(), cmd.end());
     return as_user(argv);
   }
-  ChildProcess guard(std::vector<std::string> extra, std::vector<std::string> cmd) {
-    return ChildProcess::spawn(guard_argv(std::move(extra), std::move(cmd)), {.env = env_, .stop_grace = 5s});
+  ChildProcess guard(std::vector<std::string> extra, std::vector<std::string> cmd, const std::string& own = "") {
+    return ChildProcess::spawn(guard_argv(std::move(extra), std::move(cmd), own), {.env = env_, .stop_grace = 5s});
   }
   // A command that asks url every 50 ms, one status code a line, until STOP exists.
   std::vector<std::string> loop(const std::string& url) {
@@ -365,6 +371,297 @@ TEST_F(GuardCpTest, TheActivityChainArrivesExactlyOnceThroughFaultcpAndGuardRest
   EXPECT_TRUE(denied) << "the denial made while faultcp was down is missing";
   struct stat spool {};
   EXPECT_TRUE(::stat(dir_.file("state/cp-spool-alice@laptop-7.jsonl").c_str(), &spool) != 0 || spool.st_size == 0);
+}
+
+// --- --llm-budget-shared ------------------------------------------------------
+
+// A stand-in model server: POST /v1/messages answered after `delay` with a
+// JSON message whose usage is in 10, out 5.
+class SlowModel {
+ public:
+  explicit SlowModel(std::chrono::milliseconds delay) : delay_(delay), server_([this](UniqueFd fd) { serve(fd); }) {}
+  [[nodiscard]] std::string url() const {
+    return "http://127.0.0.1:" + std::to_string(server_.port()) + "/v1/messages";
+  }
+  [[nodiscard]] int requests() const { return requests_.load(); }
+
+ private:
+  void serve(const UniqueFd& fd) {
+    std::string got;
+    char b[16384];
+    size_t want = std::string::npos;
+    while (want == std::string::npos || got.size() < want) {
+      const ssize_t n = ::recv(fd.get(), b, sizeof b, 0);
+      if (n <= 0) return;
+      got.append(b, size_t(n));
+      const size_t end = got.find("\r\n\r\n");
+      if (want == std::string::npos && end != std::string::npos) {
+        std::string head = got.substr(0, end);
+        for (char& c : head) c = char(std::tolower(static_cast<unsigned char>(c)));
+        const size_t cl = head.find("content-length: ");
+        want = end + 4 + (cl == std::string::npos ? 0 : std::stoul(head.substr(cl + 16)));
+      }
+    }
+    requests_.fetch_add(1);
+    std::this_thread::sleep_for(delay_);
+    const std::string text =
+        R"({"id":"msg_1","type":"message","role":"assistant","model":"claude-test","content":[{"type":"text","text":"hi"}],)"
+        R"("stop_reason":"end_turn","usage":{"input_tokens":10,"output_tokens":5}})";
+    fltest::send_all(fd.get(), "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                                   std::to_string(text.size()) + "\r\nConnection: close\r\n\r\n" + text);
+  }
+  std::chrono::milliseconds delay_;
+  std::atomic<int> requests_{0};
+  fltest::ScriptServer server_;
+};
+
+size_t count_of(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+const std::vector<std::string> kSharedBudget = {
+    "--terminate-tls",    "--llm-request-budget", "10", "--llm-token-budget", "1000", "--llm-budget-window", "1d",
+    "--llm-budget-shared"};
+
+TEST_F(GuardCpTest, TwoGuardsOfOneIdentityShareOneBudgetTwentyConcurrentCallsAdmitExactlyTen) {
+  // Every call in flight at once (the model answers after 1.5 s), so the
+  // admission alone decides, and the two guards reserve at faultcp together.
+  SlowModel model(1500ms);
+  put_policy({{"mode", "enforce"}, {"default_allow", true}, {"rules", json::array()}});
+  fltest::wait_clear_of_window_edge(std::chrono::hours(24));
+  const std::string go = dir_.file("GO");
+  const std::string calls = "while [ ! -e " + go + " ]; do sleep 0.05; done; for i in $(seq 10); do " +
+                            "curl -sS -o /dev/null --max-time 30 -w '%{http_code}\\n' --data-binary " +
+                            "'{\"model\":\"claude-test\",\"max_tokens\":100,\"messages\":[]}' " + model.url() +
+                            " & done; wait";
+  auto a = guard(kSharedBudget, {"sh", "-c", calls});
+  auto b = guard(kSharedBudget, {"sh", "-c", calls}, "-b");
+  for (auto* g : {&a, &b})
+    ASSERT_TRUE(g->wait_for("shared by its guards through faultcp", 20s, fltest::Stream::kStderr)) << g->describe();
+  std::ofstream(go) << "\n";
+  auto ea = a.finish(60s);
+  auto eb = b.finish(60s);
+  ASSERT_TRUE(ea.status.is(0)) << ea.describe();
+  ASSERT_TRUE(eb.status.is(0)) << eb.describe();
+  const std::string out = ea.out + eb.out;
+  EXPECT_EQ(count_of(out, "200"), 10u) << out;
+  EXPECT_EQ(count_of(out, "429"), 10u) << out;
+  EXPECT_EQ(model.requests(), 10);
+  // Settled at faultcp to what was billed (5 output tokens a call).
+  json charge;
+  EXPECT_TRUE(eventually(
+      [&] {
+        charge = cp_.call("GET", "/v1/guardrails/budget?identity=alice%40laptop-7&window_s=86400", session_).body;
+        return charge.value("tokens", -1) == 50;
+      },
+      5s))
+      << charge;
+  EXPECT_EQ(charge.value("requests", -1), 10) << charge;
+  // The denials' reason (in whichever guard the race sent them to).
+  EXPECT_NE((ea.err + eb.err).find("LLM request budget exhausted: 10 of 10 calls per 1d used (shared through faultcp)"),
+            std::string::npos)
+      << ea.err << eb.err;
+}
+
+TEST_F(GuardCpTest, TheSharedBudgetFailsClosedWhenFaultcpCannotBeAsked) {
+  SlowModel model(0ms);
+  put_policy({{"mode", "enforce"}, {"default_allow", true}, {"rules", json::array()}});
+  const std::string go = dir_.file("GO");
+  auto g = guard(kSharedBudget,
+                 {"sh", "-c",
+                  "while [ ! -e " + go + " ]; do sleep 0.05; done; curl -sS --max-time 30 -w '[%{http_code}]' " +
+                      "--data-binary '{\"model\":\"claude-test\",\"max_tokens\":100}' " + model.url()});
+  ASSERT_TRUE(g.wait_for("shared by its guards through faultcp", 20s, fltest::Stream::kStderr)) << g.describe();
+  cp_.kill9();
+  std::ofstream(go) << "\n";
+  auto end = g.finish(60s);
+  ASSERT_TRUE(end.status.is(0)) << end.describe();
+  EXPECT_NE(end.out.find("[429]"), std::string::npos) << end.out;
+  EXPECT_NE(end.out.find("the shared budget (--llm-budget-shared) could not be asked at faultcp"), std::string::npos)
+      << end.out;
+  EXPECT_EQ(model.requests(), 0);
+}
+
+TEST_F(GuardCpTest, TheSharedBudgetFlagIsRefusedWithoutAControlPlane) {
+  auto r = fltest::run_command(
+      as_user({kFaultctl, "guard", "--llm-request-budget", "5", "--llm-budget-shared", "--", "true"}), {.env = env_},
+      20s);
+  EXPECT_TRUE(r.status.is(2)) << r.describe();
+  EXPECT_NE(r.err.find("--llm-budget-shared needs --control-plane"), std::string::npos) << r.err;
+  auto nobudget = fltest::run_command(guard_argv({"--llm-budget-shared"}, {"true"}), {.env = env_}, 20s);
+  EXPECT_TRUE(nobudget.status.is(2)) << nobudget.describe();
+  EXPECT_NE(nobudget.err.find("--llm-budget-shared applies to --llm-token-budget"), std::string::npos) << nobudget.err;
+}
+
+// --- the proctor --------------------------------------------------------------
+
+// A stand-in for the proctor's model (Anthropic Messages API): its answer
+// depends on the held request's path in the prompt.
+class StandInProctor {
+ public:
+  StandInProctor() : server_([this](UniqueFd fd) { serve(fd); }) {}
+  [[nodiscard]] std::string url() const {
+    return "http://127.0.0.1:" + std::to_string(server_.port()) + "/v1/messages";
+  }
+  std::vector<std::string> requests() {
+    std::lock_guard lock(mu_);
+    return requests_;
+  }
+
+ private:
+  void serve(const UniqueFd& fd) {
+    std::string got;
+    char b[16384];
+    size_t want = std::string::npos;
+    while (want == std::string::npos || got.size() < want) {
+      const ssize_t n = ::recv(fd.get(), b, sizeof b, 0);
+      if (n <= 0) return;
+      got.append(b, size_t(n));
+      const size_t end = got.find("\r\n\r\n");
+      if (want == std::string::npos && end != std::string::npos) {
+        std::string head = got.substr(0, end);
+        for (char& c : head) c = char(std::tolower(static_cast<unsigned char>(c)));
+        const size_t cl = head.find("content-length: ");
+        want = end + 4 + (cl == std::string::npos ? 0 : std::stoul(head.substr(cl + 16)));
+      }
+    }
+    {
+      std::lock_guard lock(mu_);
+      requests_.push_back(got);
+    }
+    auto text_answer = [&](const std::string& text) {
+      const std::string body = json{{"id", "msg_p"},
+                                    {"type", "message"},
+                                    {"role", "assistant"},
+                                    {"model", "claude-proctor-test"},
+                                    {"content", {{{"type", "text"}, {"text", text}}}},
+                                    {"stop_reason", "end_turn"},
+                                    {"usage", {{"input_tokens", 90}, {"output_tokens", 20}}}}
+                                   .dump();
+      fltest::send_all(fd.get(), "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                                     std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+    };
+    if (got.find("/approve-me") != std::string::npos) {
+      text_answer(R"({"decision":"approve","reason":"reading the docs is what the rule expects"})");
+    } else if (got.find("/deny-me") != std::string::npos) {
+      text_answer("```json\n{\"decision\": \"deny\", \"reason\": \"an upload of the home folder\"}\n```");
+    } else if (got.find("/garbage") != std::string::npos) {
+      text_answer("Sure, looks fine to me!");
+    } else if (got.find("/error") != std::string::npos) {
+      const std::string body = R"({"type":"error","error":{"type":"api_error","message":"overloaded"}})";
+      fltest::send_all(fd.get(),
+                       "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\n"
+                       "Content-Length: " +
+                           std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+    } else if (got.find("/slow") != std::string::npos) {
+      std::this_thread::sleep_for(3s);  // past the guard's 1 s timeout
+      text_answer(R"({"decision":"approve","reason":"late"})");
+    } else {
+      text_answer(R"({"decision":"escalate","reason":"not sure"})");
+    }
+  }
+  std::mutex mu_;
+  std::vector<std::string> requests_;
+  fltest::ScriptServer server_;
+};
+
+TEST_F(GuardCpTest, TheProctorApprovesOrDeniesHeldRequestsAndEscalatesOnDoubtBadAnswersErrorsAndSlowness) {
+  Upstream up;
+  StandInProctor proctor;
+  put_policy({{"mode", "enforce"},
+              {"default_allow", true},
+              {"rules",
+               {{{"name", "ask"}, {"action", "approve"}, {"host", up.host()}, {"reason", "uploads need a look"}},
+                {{"name", "never"}, {"action", "deny"}, {"host", up.host()}, {"path", "/never"}}}}});
+  env_.push_back("FAULTLINE_PROCTOR_API_KEY=sk-proctor-test");
+  env_.push_back("FAULTLINE_PROCTOR_MODEL=claude-proctor-test");
+  env_.push_back("FAULTLINE_PROCTOR_URL=" + proctor.url());
+  env_.push_back("FAULTLINE_PROCTOR_TIMEOUT_MS=1000");
+  std::string script;
+  for (const char* path : {"/never", "/approve-me", "/deny-me", "/garbage", "/error", "/slow"})
+    script += std::string("curl -sS --max-time 30 -w '[%{http_code}]\\n' ") + up.url(path) + "; ";
+  auto g = guard({"--terminate-tls"}, {"sh", "-c", script});
+  auto audited = [&](const std::string& action) {
+    size_t n = 0;
+    const json exported = cp_.call("GET", "/v1/audit/export", session_).body;
+    for (const auto& e : exported.value("entries", json::array()))
+      if (e.value("action", "") == action) ++n;
+    return n;
+  };
+  // The three the model cannot decide stay held for a person, who denies them in faultcp.
+  const std::vector<std::string> escalated = {"/garbage", "/error", "/slow"};
+  for (size_t n = 1; n <= 3; ++n) {
+    ASSERT_TRUE(eventually([&] { return audited("guardrail.proctor.escalate") == n; }, 20s)) << [&] {
+      std::string actions;
+      const json exported = cp_.call("GET", "/v1/audit/export", session_).body;
+      for (const auto& e : exported.value("entries", json::array()))
+        actions += e.value("action", "") + " " + e.value("object", "") + "\n";
+      return actions;
+    }() << g.describe();
+    std::optional<json> a;
+    eventually(
+        [&] {
+          auto r = cp_.call("GET", "/v1/guardrails/approvals", session_);
+          for (const auto& x : r.body.value("approvals", json::array()))
+            if (x.value("state", "") == "pending" && x.value("path", "") == escalated[n - 1]) a = x;
+          return a.has_value();
+        },
+        10s);
+    ASSERT_TRUE(a) << escalated[n - 1] << " is not pending in faultcp\n" << g.describe();
+    auto no = cp_.call("POST", "/v1/guardrails/approvals/" + std::to_string((*a)["id"].get<int64_t>()) + "/deny",
+                       session_, {{"reason", "a person said no"}});
+    ASSERT_EQ(no.status, 200) << no.body;
+  }
+  auto end = g.finish(30s);
+  ASSERT_TRUE(end.status.is(0)) << end.describe();
+  std::vector<std::string> lines;
+  std::istringstream in(end.out);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  ASSERT_EQ(lines.size(), 6u) << end.out;
+  EXPECT_NE(lines[0].find("[403]"), std::string::npos) << "a deny rule is never the proctor's: " << lines[0];
+  EXPECT_EQ(lines[1], "upstream saw GET /approve-me HTTP/1.1[200]");
+  EXPECT_NE(lines[2].find("denied by the proctor (claude-proctor-test): an upload of the home folder"),
+            std::string::npos)
+      << lines[2];
+  EXPECT_NE(lines[2].find("[403]"), std::string::npos) << lines[2];
+  for (size_t i = 3; i < 6; ++i) {
+    EXPECT_NE(lines[i].find("denied by a person: a person said no"), std::string::npos) << lines[i];
+    EXPECT_NE(lines[i].find("[403]"), std::string::npos) << lines[i];
+  }
+  EXPECT_EQ(up.requests(), 1);
+  EXPECT_EQ(audited("guardrail.proctor.approve"), 1u);
+  EXPECT_EQ(audited("guardrail.proctor.deny"), 1u);
+  EXPECT_EQ(audited("guardrail.proctor.escalate"), 3u);
+  // What the proctor decided is withdrawn from faultcp (not left pending).
+  EXPECT_TRUE(eventually(
+      [&] {
+        for (const auto& x :
+             cp_.call("GET", "/v1/guardrails/approvals", session_).body.value("approvals", json::array()))
+          if (x.value("state", "") == "pending") return false;
+        return true;
+      },
+      5s));
+  // The model was asked about the five held requests only, with the key and the Messages API's headers.
+  const auto asked = proctor.requests();
+  ASSERT_EQ(asked.size(), 5u);
+  for (const auto& r : asked) {
+    EXPECT_NE(r.find("x-api-key: sk-proctor-test"), std::string::npos) << r;
+    EXPECT_NE(r.find("anthropic-version: 2023-06-01"), std::string::npos) << r;
+    EXPECT_NE(r.find("\"model\":\"claude-proctor-test\""), std::string::npos) << r;
+    EXPECT_EQ(r.find("/never"), std::string::npos) << r;
+  }
+  EXPECT_NE(end.err.find("the proctor (claude-proctor-test) says escalate (the proctor's model answered HTTP 500)"),
+            std::string::npos)
+      << end.err;
+}
+
+TEST_F(GuardCpTest, AProctorWithoutItsModelIsRefusedNamingTheVariable) {
+  env_.push_back("FAULTLINE_PROCTOR_API_KEY=sk-x");
+  auto r = fltest::run_command(guard_argv({}, {"true"}), {.env = env_}, 20s);
+  EXPECT_TRUE(r.status.is(2)) << r.describe();
+  EXPECT_NE(r.err.find("FAULTLINE_PROCTOR_MODEL"), std::string::npos) << r.err;
 }
 
 }  // namespace

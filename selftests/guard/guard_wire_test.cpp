@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -712,6 +713,60 @@ TEST_F(GuardWireTest, ReplayGivesCurlTheRecordedBytesExactlyAndKeysOnTheNormalis
 
 // --- --cache (exact, in memory) ---------------------------------------------------
 
+TEST_F(GuardWireTest, ReplayKeepsARecordedStreamsTiming) {
+  // The stand-in's Anthropic stream: 7 events, 100 ms apart. A client that
+  // prints, per event, its arrival in ms after the first.
+  LlmStandIn standin;
+  const std::string dir = dir_.file("paced");
+  const std::string client =
+      "import json, sys, time, urllib.request\n"
+      "body = json.dumps({'model': 'claude-test', 'max_tokens': 16, 'stream': True,\n"
+      "                   'messages': [{'role': 'user', 'content': 'stream hi'}]}).encode()\n"
+      "req = urllib.request.Request(sys.argv[1], data=body, headers={'content-type': 'application/json'})\n"
+      "t0 = None\n"
+      "with urllib.request.urlopen(req, timeout=20) as r:\n"
+      "    for line in r:\n"
+      "        if line.startswith(b'event:'):\n"
+      "            now = time.monotonic()\n"
+      "            t0 = now if t0 is None else t0\n"
+      "            print(int((now - t0) * 1000), flush=True)\n";
+  const std::vector<std::string> cmd = {"python3", "-c", client, standin.url("/v1/messages")};
+  auto spans = [](const std::string& out) {
+    std::vector<int> at;
+    std::istringstream in(out);
+    for (std::string l; std::getline(in, l);) at.push_back(std::stoi(l));
+    return at;
+  };
+  auto first = guard({"--terminate-tls", "--replay", dir}, cmd);
+  ASSERT_TRUE(first.status.is(0)) << first.describe();
+  ASSERT_EQ(spans(first.out).size(), 7u) << first.out;
+  EXPECT_EQ(standin.requests(), 1);
+  auto second = guard({"--terminate-tls", "--replay", dir}, cmd);
+  ASSERT_TRUE(second.status.is(0)) << second.describe();
+  EXPECT_EQ(standin.requests(), 1) << "the second call was not replayed";
+  EXPECT_NE(second.err.find("-> replayed "), std::string::npos) << second.err;
+  const auto replayed = spans(second.out);
+  ASSERT_EQ(replayed.size(), 7u) << second.out;
+  // The recording's own span, first piece to last, from its file.
+  std::string file;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ".json") file = e.path().string();
+  std::ifstream in(file);
+  const auto rec = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_TRUE(rec.is_object() && rec["chunks"].size() > 1) << file;
+  const int recorded = rec["chunks"].back()["at_ms"].get<int>() - rec["chunks"].front()["at_ms"].get<int>();
+  EXPECT_GE(recorded, 500) << "the stand-in's 600 ms of events were recorded within " << recorded << " ms";
+  // The replay keeps the gaps (loosely: a loaded machine adds, never removes,
+  // time): its events span at least 60% of the recording, and not much more.
+  const int span = replayed.back() - replayed.front();
+  std::printf("replay timing: recorded %d ms (first piece to last), events replayed %d ms apart (first to last)\n",
+              recorded, span);
+  EXPECT_GE(span, recorded * 6 / 10) << second.out;
+  EXPECT_LE(span, recorded + 2000) << second.out;
+  for (size_t i = 1; i < replayed.size(); ++i)
+    EXPECT_GE(replayed[i] - replayed[i - 1], 30) << "two events replayed at once:\n" << second.out;
+}
+
 TEST_F(GuardWireTest, CacheAnswersTheSdksRepeatedCallsFromMemoryWithinOneGuard) {
   const std::string sdk_dir = LLM_SDK_DIR;
   if (::access((sdk_dir + "/node_modules/@anthropic-ai/sdk").c_str(), R_OK) != 0)
@@ -757,11 +812,54 @@ TEST_F(GuardWireTest, CacheTtlEndsAnAnswersLifeAndTheFlagsAreChecked) {
   auto both = guard({"--cache", "--replay", dir_.file("r")}, {"true"});
   EXPECT_TRUE(both.status.is(2)) << both.describe();
   EXPECT_NE(both.err.find("--cache and --replay are exclusive"), std::string::npos) << both.err;
-  auto similar = guard({"--cache", "--cache-mode", "similar"}, {"true"});
-  EXPECT_TRUE(similar.status.is(2)) << similar.describe();
-  EXPECT_NE(similar.err.find("only exact is built"), std::string::npos) << similar.err;
+  auto fuzzy = guard({"--cache", "--cache-mode", "fuzzy"}, {"true"});
+  EXPECT_TRUE(fuzzy.status.is(2)) << fuzzy.describe();
+  EXPECT_NE(fuzzy.err.find("--cache-mode 'fuzzy': exact or similar"), std::string::npos) << fuzzy.err;
+  for (const char* bad : {"0", "1.5", "x", "0.9x"}) {
+    auto t = guard({"--cache", "--cache-mode", "similar", "--cache-threshold", bad}, {"true"});
+    EXPECT_TRUE(t.status.is(2)) << t.describe();
+    EXPECT_NE(t.err.find("--cache-threshold '" + std::string(bad) + "'"), std::string::npos) << t.err;
+  }
+  auto exact = guard({"--cache", "--cache-threshold", "0.9"}, {"true"});
+  EXPECT_TRUE(exact.status.is(2)) << exact.describe();
+  EXPECT_NE(exact.err.find("--cache-threshold applies to --cache-mode similar"), std::string::npos) << exact.err;
   auto ttl = guard({"--cache-ttl", "1m"}, {"true"});
   EXPECT_TRUE(ttl.status.is(2)) << ttl.describe();
+}
+
+TEST_F(GuardWireTest, SimilarCacheAnswersASimilarPromptAndForwardsADifferentOne) {
+  const std::string sdk_dir = LLM_SDK_DIR;
+  if (::access((sdk_dir + "/node_modules/@anthropic-ai/sdk").c_str(), R_OK) != 0)
+    GTEST_SKIP() << "*** SKIPPED: " << sdk_dir << "/node_modules missing: run scripts/install-deps.sh ***";
+  LlmStandIn standin;
+  const std::string log = dir_.file("similar.jsonl");
+  const std::string first = "Summarise the release notes of version 2.4 of the billing service in three bullet points.";
+  const std::vector<std::string> calls = {
+      "64:" + first,
+      // Case, punctuation and one more word: similar (0.95 or so), answered from the cache.
+      "64:Please summarise the release notes of version 2.4 of the billing service, in three bullet points!",
+      // Another request: forwarded.
+      "64:Write a haiku about the sea at night.",
+      // The first prompt with another max_tokens: another scope, forwarded.
+      "128:" + first,
+  };
+  std::vector<std::string> cmd = {"node", sdk_dir + "/guard_similar_sdk_test.js", standin.url("")};
+  cmd.insert(cmd.end(), calls.begin(), calls.end());
+  auto r = guard(
+      {"--terminate-tls", "--cache", "--cache-mode", "similar", "--cache-threshold", "0.92", "--json-log", log}, cmd);
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_EQ(standin.requests(), 3) << r.err;  // the first, the haiku and the one with 128 max tokens
+  const auto bodies = standin.bodies();
+  ASSERT_EQ(bodies.size(), 3u);
+  EXPECT_NE(bodies[1].find("haiku"), std::string::npos) << bodies[1];
+  EXPECT_NE(bodies[2].find("\"max_tokens\":128"), std::string::npos) << bodies[2];
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 4) << r.out;
+  EXPECT_NE(r.out.find("in three bullet points! -> hi"), std::string::npos) << r.out;
+  int hits = 0;
+  for (const auto& e : activity_lines(log)) hits += e["kind"] == "cache-hit";
+  EXPECT_EQ(hits, 1);
+  EXPECT_NE(r.err.find("-> cache hit the cache ("), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(") (similar 0.9"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -89,5 +89,51 @@ TEST(LlmReplay, MemoryStoreForgetsAfterItsTtl) {
   EXPECT_FALSE(gone->has_value());
 }
 
+TEST(LlmReplay, PromptsAreNormalisedAndComparedByTrigramCosine) {
+  EXPECT_EQ(normalise_prompt("  Hello,   WORLD!\n\tNäive  "), "hello world näive");
+  EXPECT_EQ(normalise_prompt("?!"), "");
+  const auto a = prompt_profile(normalise_prompt("Summarise the release notes in three points."));
+  EXPECT_NEAR(prompt_similarity(a, prompt_profile(normalise_prompt("summarise THE release notes, in three points"))),
+              1.0, 1e-9);
+  const double close =
+      prompt_similarity(a, prompt_profile(normalise_prompt("Please summarise the release notes in three points")));
+  EXPECT_GT(close, 0.9);
+  EXPECT_LT(close, 1.0);
+  EXPECT_LT(prompt_similarity(a, prompt_profile(normalise_prompt("Write a haiku about the sea"))), 0.3);
+  EXPECT_EQ(prompt_similarity(a, prompt_profile("")), 0.0);
+}
+
+TEST(LlmReplay, OnlyThePromptMayDifferForASimilarHit) {
+  const auto in = [](const char* body) { return llm_similarity_input("POST", "/v1/messages", body); };
+  const auto a = in(
+      R"({"model":"m","max_tokens":10,"messages":[{"role":"user","content":"tell me a short story about a red fox who lives in the forest near the river"}]})");
+  const auto b = in(
+      R"({"max_tokens":10,"model":"m","system":"be brief","messages":[{"role":"user","content":"Tell me a short story about a red fox who lives in the forest near the river!"}]})");
+  const auto c = in(
+      R"({"model":"m","max_tokens":11,"messages":[{"role":"user","content":"tell me a short story about a red fox who lives in the forest near the river"}]})");
+  ASSERT_TRUE(a && b && c);
+  EXPECT_EQ(a->scope, b->scope);  // the system prompt is prompt, not scope
+  EXPECT_NE(a->scope, c->scope);  // max_tokens is not
+  EXPECT_FALSE(in("not json"));
+  EXPECT_FALSE(in(R"({"model":"m","messages":[]})")) << "no prompt text";
+
+  ReplayStore store(std::chrono::milliseconds(60'000));
+  ReplayRecording r;
+  r.key = "k1";
+  r.chunks = {{0, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi"}};
+  r.similar = a;
+  ASSERT_TRUE(store.save(r).ok());
+  EXPECT_FALSE(store.find_similar(*b)) << "similar mode is off";
+  store.set_similar(0.92);
+  auto hit = store.find_similar(*in(
+      R"({"model":"m","max_tokens":10,"messages":[{"role":"user","content":"Tell me a short story about a red fox who lives in the forest near the river, please"}]})"));
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(hit->recording.key, "k1");
+  EXPECT_GE(hit->score, 0.92);
+  EXPECT_FALSE(store.find_similar(*c)) << "another max_tokens";
+  EXPECT_FALSE(store.find_similar(*in(
+      R"({"model":"m","max_tokens":10,"messages":[{"role":"user","content":"list the planets of the solar system"}]})")));
+}
+
 }  // namespace
 }  // namespace faultline

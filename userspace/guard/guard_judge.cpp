@@ -5,11 +5,16 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 
 #include "userspace/proxy/http_answer.h"
 
 namespace faultline {
 namespace guard_judge_impl {
+
+// A replayed stream's longest pause between two pieces: a recording of a
+// stalled stream does not hold its client for ever.
+constexpr uint64_t kMaxReplayGapMs = 60'000;
 
 bool iends_with(std::string_view s, std::string_view suffix) {
   if (s.size() < suffix.size()) return false;
@@ -249,7 +254,9 @@ DenialFormat denial_format_for_request(std::string_view host, std::string_view p
 GuardJudge::GuardJudge(std::shared_ptr<const GuardPolicy> policy, GuardJudgeOptions options)
     : policy_(std::move(policy)),
       options_(std::move(options)),
-      approvals_(options_.approval_prefix, options_.approve_timeout) {}
+      approvals_(options_.approval_prefix, options_.approve_timeout) {
+  if (options_.budget && options_.budget->waits()) budget_thread_ = std::make_unique<TaskThread>();
+}
 
 void GuardJudge::reload(std::shared_ptr<const GuardPolicy> policy) { policy_.store(std::move(policy)); }
 
@@ -386,7 +393,7 @@ RequestVerdict GuardJudge::judge_body(uint64_t request_id, const RequestBodyChun
     if (!dlp) return RequestVerdict::forward();
     if (!chunk.end) return RequestVerdict::need_body();
     RequestFacts facts = request_facts(dlp->head);
-    return decide_request(dlp->shown, facts, *dlp->policy, std::move(later), nullptr, dlp.get());
+    return decide_request(dlp->shown, facts, *dlp->policy, std::move(later), nullptr, dlp);
   }
   if (!chunk.bytes.empty()) {
     (void)call->scan.feed(chunk.bytes);
@@ -407,12 +414,12 @@ RequestVerdict GuardJudge::judge_body(uint64_t request_id, const RequestBodyChun
                  (chunk.over_cap ? std::string("the body is over the proxy's hold")
                                  : std::string(call->scan.why_unparseable())));
   }
-  return decide_request(call->head, facts, *call->policy, std::move(later), call, dlp.get());
+  return decide_request(call->head, facts, *call->policy, std::move(later), call, dlp);
 }
 
 RequestVerdict GuardJudge::decide_request(const RequestHead& head_in, const RequestFacts& facts_in,
                                           const GuardPolicy& policy, HeldRequest later, std::shared_ptr<LlmCall> call,
-                                          const DlpCall* dlp) {
+                                          std::shared_ptr<DlpCall> dlp) {
   const RequestHead& head = dlp ? dlp->shown : head_in;  // a secret of the URL is never logged
   RequestFacts facts = facts_in;
   const GuardDlpOptions& dlp_opt = options_.dlp;
@@ -466,21 +473,22 @@ RequestVerdict GuardJudge::decide_request(const RequestHead& head_in, const Requ
   }
   if (call) call->rule = d.rule;
   if (d.verdict == GuardVerdict::Allow || !d.enforced) {
-    // An LLM call meets its budget first: a budget denial is its one decision line.
-    RequestVerdict v = call ? forward_llm(call, policy.mode == GuardMode::Enforce) : RequestVerdict::forward();
-    if (v.kind == RequestVerdict::Kind::answer && !(call && !call->replayed_from.empty())) return v;
-    allowed_.fetch_add(1, std::memory_order_relaxed);
-    if (d.verdict == GuardVerdict::Allow) {
-      record(head, d.verdict, d.rule, "allow (" + rule_text + ")" + model_text, asked);
-    } else {
-      (d.verdict == GuardVerdict::Deny ? would_deny_ : would_hold_).fetch_add(1, std::memory_order_relaxed);
-      record(head, d.verdict, d.rule,
-             std::string(d.verdict == GuardVerdict::Deny ? "would deny" : "would hold for approval") + " (" + why +
-                 "; monitor: forwarded)" + model_text,
-             asked);
+    const bool enforce = policy.mode == GuardMode::Enforce;
+    // A budget that waits on the network (faultcp's) is asked on the budget
+    // thread, the call held meanwhile: the proxy's worker never waits.
+    if (call && options_.budget && options_.budget->waits() && budget_thread_) {
+      const bool dlp_forward = !detector_types.empty() || !content_labels.empty();
+      budget_thread_->post([this, head, head_copy = RequestHead(head_in), d, call, enforce, why, asked, model_text,
+                            later, dlp, found, dlp_forward] {
+        RequestVerdict v = allow_request(head, d, why, asked, model_text, call, enforce);
+        if (dlp_forward) apply_dlp_forward(head_copy, *dlp, found, enforce, v);
+        (void)later.complete(std::move(v));
+      });
+      return RequestVerdict::hold();
     }
-    if (call) record_llm_extras(head, *call);
-    if (!detector_types.empty() || !content_labels.empty()) apply_dlp_forward(head_in, *dlp, found, enforce, v);
+    const bool dlp_forward = !detector_types.empty() || !content_labels.empty();
+    RequestVerdict v = allow_request(head, d, why, asked, model_text, std::move(call), enforce);
+    if (dlp_forward) apply_dlp_forward(head_in, *dlp, found, enforce, v);
     return v;
   }
   Denial denial;
@@ -513,6 +521,14 @@ RequestVerdict GuardJudge::decide_request(const RequestHead& head_in, const Requ
       case ApprovalOutcome::Approved:
         approved_.fetch_add(1, std::memory_order_relaxed);
         record(head, GuardVerdict::Allow, rule, "approved" + (reason.empty() ? "" : " (" + reason + ")"));
+        if (call && budget_thread_) {
+          // The budget waits on the network: not on the deciding thread.
+          budget_thread_->post([this, head, later, call] {
+            (void)later.complete(forward_llm(call, true));
+            record_llm_extras(head, *call);
+          });
+          return;
+        }
         (void)later.complete(call ? forward_llm(call, true) : RequestVerdict::forward());
         if (call) record_llm_extras(head, *call);
         return;
@@ -521,7 +537,10 @@ RequestVerdict GuardJudge::decide_request(const RequestHead& head_in, const Requ
         denied_.fetch_add(1, std::memory_order_relaxed);
         if (call) drop_call(head.id);
         Denial dn = denial;
-        if (o == ApprovalOutcome::Denied)
+        // The proctor's reason names it ("the proctor (MODEL): ..."); a person's is theirs.
+        if (o == ApprovalOutcome::Denied && reason.rfind("the proctor (", 0) == 0)
+          dn.reason = "denied by " + reason;
+        else if (o == ApprovalOutcome::Denied)
           dn.reason = "denied by a person" + (reason.empty() ? "" : ": " + reason);
         else
           dn.reason = "no approval within the timeout" + (denial.reason.empty() ? "" : ": " + denial.reason);
@@ -540,6 +559,27 @@ RequestVerdict GuardJudge::decide_request(const RequestHead& head_in, const Requ
   record(head, d.verdict, d.rule,
          "held for approval " + id + " (" + why + "): faultctl approvals approve " + id + " | deny " + id);
   return RequestVerdict::hold();
+}
+
+RequestVerdict GuardJudge::allow_request(const RequestHead& head, const GuardDecision& d, const std::string& why,
+                                         const std::optional<ActivityLlm>& asked, const std::string& model_text,
+                                         std::shared_ptr<LlmCall> call, bool enforce) {
+  const std::string rule_text = d.rule.empty() ? "the default" : "rule " + d.rule;
+  // An LLM call meets its budget first: a budget denial is its one decision line.
+  RequestVerdict v = call ? forward_llm(call, enforce) : RequestVerdict::forward();
+  if (v.kind == RequestVerdict::Kind::answer && !(call && !call->replayed_from.empty())) return v;
+  allowed_.fetch_add(1, std::memory_order_relaxed);
+  if (d.verdict == GuardVerdict::Allow) {
+    record(head, d.verdict, d.rule, "allow (" + rule_text + ")" + model_text, asked);
+  } else {
+    (d.verdict == GuardVerdict::Deny ? would_deny_ : would_hold_).fetch_add(1, std::memory_order_relaxed);
+    record(head, d.verdict, d.rule,
+           std::string(d.verdict == GuardVerdict::Deny ? "would deny" : "would hold for approval") + " (" + why +
+               "; monitor: forwarded)" + model_text,
+           asked);
+  }
+  if (call) record_llm_extras(head, *call);
+  return v;
 }
 
 RequestVerdict GuardJudge::forward_llm(const std::shared_ptr<LlmCall>& call, bool enforce) {
@@ -619,27 +659,63 @@ std::optional<RequestVerdict> GuardJudge::replay_or_record(const std::shared_ptr
                    " (forwarded, not recorded)");
     return std::nullopt;
   }
+  std::optional<double> similarity;  // a --cache-mode similar hit: how similar
+  if (!*found && options_.replay->similar_threshold()) {
+    auto in = llm_similarity_input(head.method, head.target, call->body);
+    if (in) {
+      if (auto hit = options_.replay->find_similar(*in)) {
+        *found = std::move(hit->recording);
+        similarity = hit->score;
+      }
+    }
+    if (!*found) {
+      call->recording = std::make_unique<ReplayRecording>();
+      call->recording->similar = std::move(in);
+    }
+  }
   if (!*found) {
-    call->recording = std::make_unique<ReplayRecording>();
+    if (!call->recording) call->recording = std::make_unique<ReplayRecording>();
     call->recording->key = key;
     call->recording->method = head.method;
     call->recording->target = head.target;
     return std::nullopt;
   }
   // The answer as the upstream sent it; a chat stream the guard asked usage
-  // for is filtered as it was then, piece by piece.
-  std::string bytes;
-  if (filter) {
-    LlmStreamFilter f;
-    for (const ReplayChunk& c : (*found)->chunks) bytes += f.feed(c.bytes);
-    bytes += f.finish();
-  } else {
-    bytes = (*found)->bytes();
+  // for is filtered as it was then, piece by piece. An event stream keeps its
+  // timing: each piece after the first waits the gap it arrived after.
+  std::vector<std::pair<uint64_t, std::string>> pieces;  // (ms after the piece before, bytes)
+  std::optional<LlmStreamFilter> f;
+  if (filter) f.emplace();
+  const bool paced = replay_is_event_stream(**found);
+  uint64_t last_at = 0;
+  for (const ReplayChunk& c : (*found)->chunks) {
+    std::string bytes = f ? f->feed(c.bytes) : c.bytes;
+    if (bytes.empty()) continue;  // its time counts toward the next piece's gap
+    const uint64_t gap =
+        pieces.empty() || c.at_ms < last_at ? 0 : std::min<uint64_t>(c.at_ms - last_at, kMaxReplayGapMs);
+    last_at = c.at_ms;
+    if (!pieces.empty() && (!paced || gap == 0))
+      pieces.back().second += bytes;
+    else
+      pieces.emplace_back(gap, std::move(bytes));
   }
+  if (f) {
+    std::string tail = f->finish();
+    if (pieces.empty()) pieces.emplace_back(0, std::string());
+    pieces.back().second += tail;
+  }
+  if (pieces.empty()) pieces.emplace_back(0, std::string());
   call->model = call->facts.model.value_or("");
-  call->replayed_from = options_.replay->path_for(key);
+  call->replayed_from = options_.replay->path_for((*found)->key);
+  if (similarity) {
+    char score[16];
+    std::snprintf(score, sizeof score, "%.3f", *similarity);
+    call->replayed_from += std::string(" (similar ") + score + ")";
+  }
   drop_call(head.id);  // nothing reserved, nothing to read
-  return RequestVerdict::answer(std::move(bytes), true);
+  RequestVerdict v = RequestVerdict::answer(std::move(pieces.front().second), true);
+  v.answer_after.assign(std::make_move_iterator(pieces.begin() + 1), std::make_move_iterator(pieces.end()));
+  return v;
 }
 
 void GuardJudge::record_llm_extras(const RequestHead& head, const LlmCall& call) {

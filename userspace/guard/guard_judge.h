@@ -24,6 +24,7 @@
 #include "userspace/guard/llm_replay.h"
 #include "userspace/guard/llm_request_scan.h"
 #include "userspace/guard/llm_usage.h"
+#include "userspace/guard/task_thread.h"
 #include "userspace/proxy/request_judge.h"
 
 namespace faultline {
@@ -122,7 +123,7 @@ class GuardJudge final : public RequestJudge {
   // denial, a hold. `call` is set for an LLM call.
   [[nodiscard]] RequestVerdict decide_request(const RequestHead& head, const RequestFacts& facts,
                                               const GuardPolicy& policy, HeldRequest later,
-                                              std::shared_ptr<LlmCall> call, const DlpCall* dlp = nullptr);
+                                              std::shared_ptr<LlmCall> call, std::shared_ptr<DlpCall> dlp = nullptr);
   // The DLP scan of a head (its URL and headers), when --dlp or
   // --content-policy covers its host; null otherwise.
   [[nodiscard]] std::shared_ptr<DlpCall> start_dlp(const RequestHead& head, std::shared_ptr<const GuardPolicy> policy);
@@ -131,6 +132,12 @@ class GuardJudge final : public RequestJudge {
   // the finding's own activity line.
   void apply_dlp_forward(const RequestHead& head, const DlpCall& dlp, const std::vector<DlpFound>& found, bool enforce,
                          RequestVerdict& v);
+  // A request the policy allows (or monitor lets through): for an LLM call
+  // its budget and forward (forward_llm), then its decision's lines. `asked`
+  // and `model_text`: the model the call asked for, on its decision's line.
+  [[nodiscard]] RequestVerdict allow_request(const RequestHead& head, const GuardDecision& d, const std::string& why,
+                                             const std::optional<ActivityLlm>& asked, const std::string& model_text,
+                                             std::shared_ptr<LlmCall> call, bool enforce);
   // An LLM call allowed by the policy: the budget's admission, then the
   // forward with its rewrite, its usage reading and its stream filter.
   [[nodiscard]] RequestVerdict forward_llm(const std::shared_ptr<LlmCall>& call, bool enforce);
@@ -166,6 +173,10 @@ class GuardJudge final : public RequestJudge {
   // Last, so destroyed first: its destructor settles what is left, and the
   // settle callbacks use the members above (counters, calls_, the log).
   ApprovalQueue approvals_;
+  // Reserves of a budget that waits on the network (BudgetStore::waits()),
+  // off the proxy's worker; null otherwise. Destroyed before everything its
+  // tasks use (it runs what is queued, then ends).
+  std::unique_ptr<TaskThread> budget_thread_;
 };
 
 // The facts the policy decides on, from a head.

@@ -26,6 +26,16 @@ int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 
 
 }  // namespace llm_budget_detail
 
+std::string budget_refusal_reason(std::string_view which, uint64_t used, uint64_t limit, std::chrono::seconds window,
+                                  uint64_t asked) {
+  const std::string per = " per " + llm_budget_detail::format_window(window);
+  if (which == "requests")
+    return "LLM request budget exhausted: " + std::to_string(used) + " of " + std::to_string(limit) + " calls" + per +
+           " used";
+  return "LLM token budget exhausted: " + std::to_string(used) + " of " + std::to_string(limit) + " output tokens" +
+         per + " used or reserved, this call may use " + std::to_string(asked);
+}
+
 Result<std::chrono::seconds> parse_budget_window(std::string_view text) {
   const std::string t(text);
   uint64_t seconds = 0;
@@ -95,20 +105,16 @@ void LocalBudgetStore::changed() {
 }
 
 Result<BudgetAdmission> LocalBudgetStore::reserve(const std::string& identity, uint64_t tokens) {
-  using llm_budget_detail::format_window;
   const int64_t window = window_start(clock_());
   std::lock_guard lock(mu_);
   BudgetCharge& c = current(identity, window);
   BudgetAdmission a;
-  const std::string per = " per " + format_window(limits_.window);
   if (limits_.requests && c.requests + 1 > *limits_.requests) {
-    a.reason = "LLM request budget exhausted: " + std::to_string(c.requests) + " of " +
-               std::to_string(*limits_.requests) + " calls" + per + " used";
+    a.reason = budget_refusal_reason("requests", c.requests, *limits_.requests, limits_.window, tokens);
     return a;
   }
   if (limits_.tokens && (tokens > *limits_.tokens || c.tokens > *limits_.tokens - tokens)) {
-    a.reason = "LLM token budget exhausted: " + std::to_string(c.tokens) + " of " + std::to_string(*limits_.tokens) +
-               " output tokens" + per + " used or reserved, this call may use " + std::to_string(tokens);
+    a.reason = budget_refusal_reason("tokens", c.tokens, *limits_.tokens, limits_.window, tokens);
     return a;
   }
   c.tokens += tokens;

@@ -43,6 +43,13 @@ struct LlmBudgetLimits {
 // What admission reserves for a call: its max tokens, else the default reserve.
 [[nodiscard]] uint64_t budget_ceiling(const LlmRequestFacts& facts, const LlmBudgetLimits& limits);
 
+// Why a call does not fit, in the words of the budget's denial: `which` is
+// "requests" or "tokens", `used` what the window holds (reservations
+// included), `limit` the budget, `asked` what this call would reserve. One
+// wording for the local store and faultcp's shared one.
+[[nodiscard]] std::string budget_refusal_reason(std::string_view which, uint64_t used, uint64_t limit,
+                                                std::chrono::seconds window, uint64_t asked);
+
 // A reservation held by an admitted call, to settle or release later.
 struct BudgetReservation {
   uint64_t id = 0;
@@ -85,6 +92,10 @@ class BudgetStore {
   // The reservation and its request are given back.
   virtual bool release(const BudgetReservation& reservation) = 0;
   [[nodiscard]] virtual BudgetCharge charged(const std::string& identity) = 0;
+  // True when reserve() waits on the network (faultcp's shared store): the
+  // judge then holds the call and reserves on a thread of its own, never on
+  // the proxy's worker.
+  [[nodiscard]] virtual bool waits() const { return false; }
 };
 
 // The budgets of one guard process, in memory under a mutex, saved to

@@ -3,8 +3,10 @@
 #include "userspace/guard/llm_replay.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "base/files.h"
@@ -213,6 +215,115 @@ Status ReplayStore::save(ReplayRecording r) {
   std::string key = r.key;
   loaded_[key] = Kept{std::move(r), std::chrono::steady_clock::time_point::max()};
   return {};
+}
+
+std::string normalise_prompt(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  bool space = true;  // no leading space
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x80 && !std::isalnum(c)) {
+      if (!space) out += ' ';
+      space = true;
+      continue;
+    }
+    out += c < 0x80 ? static_cast<char>(std::tolower(c)) : ch;
+    space = false;
+  }
+  if (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+PromptProfile prompt_profile(std::string_view normalised) {
+  PromptProfile p;
+  const std::string padded = " " + std::string(normalised) + " ";
+  for (size_t i = 0; i + 3 <= padded.size(); ++i) ++p.grams[padded.substr(i, 3)];
+  double sum = 0;
+  for (const auto& [g, n] : p.grams) sum += double(n) * double(n);
+  p.norm = std::sqrt(sum);
+  return p;
+}
+
+double prompt_similarity(const PromptProfile& a, const PromptProfile& b) {
+  if (a.norm == 0 || b.norm == 0) return 0;
+  const PromptProfile& small = a.grams.size() <= b.grams.size() ? a : b;
+  const PromptProfile& large = &small == &a ? b : a;
+  double dot = 0;
+  for (const auto& [g, n] : small.grams)
+    if (auto it = large.grams.find(g); it != large.grams.end()) dot += double(n) * double(it->second);
+  return dot / (a.norm * b.norm);
+}
+
+namespace {
+
+constexpr std::array<std::string_view, 5> kPromptFields = {"system", "messages", "input", "prompt", "instructions"};
+
+void collect_strings(const nlohmann::json& v, std::string& out) {
+  if (v.is_string()) {
+    if (!out.empty()) out += '\n';
+    out += v.get<std::string>();
+  } else if (v.is_array() || v.is_object()) {
+    for (const auto& item : v) collect_strings(item, out);
+  }
+}
+
+}  // namespace
+
+std::optional<SimilarityInput> llm_similarity_input(std::string_view method, std::string_view target,
+                                                    std::string_view body) {
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  std::string prompt;
+  for (const std::string_view field : kPromptFields) {
+    auto it = j.find(std::string(field));
+    if (it == j.end()) continue;
+    collect_strings(*it, prompt);
+    j.erase(it);
+  }
+  const std::string normalised = normalise_prompt(prompt);
+  if (normalised.empty()) return std::nullopt;
+  SimilarityInput in;
+  in.scope = std::string(method) + "\n" + std::string(target) + "\n" +
+             j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  in.profile = prompt_profile(normalised);
+  return in;
+}
+
+std::optional<ReplayStore::SimilarHit> ReplayStore::find_similar(const SimilarityInput& in) {
+  if (!similar_threshold_) return std::nullopt;
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard lock(mu_);
+  const Kept* best = nullptr;
+  double best_score = 0;
+  // At most kMaxCached answers: a scan of them is a few ms at worst.
+  for (const auto& [key, kept] : loaded_) {
+    if (kept.expires <= now || !kept.recording.similar || kept.recording.similar->scope != in.scope) continue;
+    const double score = prompt_similarity(kept.recording.similar->profile, in.profile);
+    if (score >= *similar_threshold_ && score > best_score) {
+      best = &kept;
+      best_score = score;
+    }
+  }
+  if (best == nullptr) return std::nullopt;
+  return SimilarHit{best->recording, best_score};
+}
+
+bool replay_is_event_stream(const ReplayRecording& r) {
+  std::string head;
+  for (const ReplayChunk& c : r.chunks) {
+    head += c.bytes;
+    if (const size_t end = head.find("\r\n\r\n"); end != std::string::npos) {
+      head.resize(end);
+      break;
+    }
+  }
+  for (char& ch : head) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  const size_t at = head.find("\r\ncontent-type:");
+  if (at == std::string::npos) return false;
+  const size_t eol = head.find("\r\n", at + 2);
+  return head.substr(at, eol == std::string::npos ? std::string::npos : eol - at).find("text/event-stream") !=
+         std::string::npos;
 }
 
 }  // namespace faultline

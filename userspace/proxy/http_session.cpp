@@ -678,13 +678,15 @@ void HttpSession::verdict_forward(const HttpRules& rules) {
   state_ = Req::decided;
 }
 
-void HttpSession::verdict_answer(std::string response, bool close) {
+void HttpSession::verdict_answer(std::string response, bool close,
+                                 std::vector<std::pair<uint64_t, std::string>> after) {
   if (state_ != Req::judging && state_ != Req::body_judging) return;
   reset_body_stage();
   action_ = Action::status;
   delay_ms_ = 0;
   answer_close_ = close || upgrade_ || !header("expect").empty() || !http_should_keep_alive(req_.get());
   answer_ = std::move(response);
+  answer_after_.assign(std::make_move_iterator(after.begin()), std::make_move_iterator(after.end()));
   state_ = Req::drain;
 }
 
@@ -705,6 +707,18 @@ void HttpSession::head_sent() {
 }
 
 void HttpSession::answer_sent() {
+  if (!answer_after_.empty()) {
+    // A paced answer: the next piece is due after its delay (answer_due
+    // sleeps it, then responds), the client side stepped again for it.
+    auto [delay, piece] = std::move(answer_after_.front());
+    answer_after_.pop_front();
+    answer_ = std::move(piece);
+    delay_ms_ = delay;
+    slept_ = false;
+    state_ = Req::answer_due;
+    kick_ = true;
+    return;
+  }
   if (answer_close_ || connect_ok_) {
     state_ = Req::closed;
     return;
@@ -722,6 +736,7 @@ void HttpSession::exchange_done() {
   slept_ = false;
   limit_ = 0;
   answer_.clear();
+  answer_after_.clear();
   answer_close_ = false;
   exchange_open_ = resp_complete_ = resp_slept_ = false;
   resp_field_.clear();

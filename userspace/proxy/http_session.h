@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -140,7 +141,9 @@ class HttpSession {
   // once the request's body is read (dropped); the connection closes after it
   // when `close` or the request cannot be kept alive.
   void verdict_forward(const HttpRules& rules);
-  void verdict_answer(std::string response, bool close);
+  // `after`: pieces that follow `response`, each once its delay (ms) has
+  // passed since the piece before it was sent (RequestVerdict::answer_after).
+  void verdict_answer(std::string response, bool close, std::vector<std::pair<uint64_t, std::string>> after = {});
   // The head the upstream gets instead (origin-form), ending as head() does.
   void replace_head(std::string head) { head_ = std::move(head); }
 
@@ -180,7 +183,7 @@ class HttpSession {
   // The answer is out: the connection closes when answer_closes(), else the
   // next request may come.
   void answer_sent();
-  [[nodiscard]] bool answer_closes() const { return answer_close_; }
+  [[nodiscard]] bool answer_closes() const { return answer_close_ && state_ == Req::closed; }
 
   // The request-head clock (408): in_head() while a head has begun and is not
   // complete; head_serial() names that head. head_timed_out() makes the 408.
@@ -277,6 +280,7 @@ class HttpSession {
   bool slept_ = false;
   int64_t limit_ = 0;  // truncate: body bytes; abort_stream: events
   std::string answer_;
+  std::deque<std::pair<uint64_t, std::string>> answer_after_;  // a paced answer's pieces still to send
   bool answer_close_ = false;
 
   // The response being read.

@@ -1558,7 +1558,7 @@ class RelayWorker::Loop {
           close(c, false);
           return;
         }
-        c.http->verdict_answer(std::move(v.response), v.close);
+        c.http->verdict_answer(std::move(v.response), v.close, std::move(v.answer_after));
         return;
       case RequestVerdict::Kind::forward:
         if (c.hello == Hello::judging && c.redirected) {  // connected only now that it is let through

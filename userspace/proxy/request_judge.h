@@ -84,8 +84,12 @@ struct RequestBodyChunk {
 struct RequestVerdict {
   enum class Kind : uint8_t { forward, answer, hold, need_body };
   Kind kind = Kind::forward;
-  std::string response;           // answer only
-  bool close = true;              // answer only
+  std::string response;  // answer only
+  bool close = true;     // answer only
+  // answer only: pieces sent after `response`, each once its delay (ms) has
+  // passed since the piece before it was sent (a recorded stream replayed
+  // with its timing); the connection closes (with `close`) after the last.
+  std::vector<std::pair<uint64_t, std::string>> answer_after;
   bool observe_response = false;  // forward only: the response's bytes go to on_response_bytes
   // forward only: header fields set in the head sent upstream (replacing a
   // field of the same name, else added), e.g. Accept-Encoding: identity.
