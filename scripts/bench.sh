@@ -19,6 +19,9 @@
 #                        ratios against Faultline, targets MET/MISSED (its own tables; ~5 min)
 #   9. fl_bench_dlp      the guard's DLP engine on one core, GB/s, vs RE2::Set, PCRE2-JIT and std::regex
 #                        on the same chat-JSON corpus (targets >= 1 GB/s and >= 5x RE2::Set)
+#  10. bench-guard.sh    the AI-agent guard's cost per request: wrk as the guarded command, no rule vs 1k
+#                        rules, a 16 KiB body with and without the LLM facts scan, the activity log on;
+#                        the budget under 20 callers (its own table, targets MET/MISSED)
 #
 # Usage: scripts/bench.sh BUILD_DIR   (root; iperf3 from scripts/install-deps.sh)
 # Everything it creates is private to this run and removed on exit: two network
@@ -174,6 +177,10 @@ else
   echo "bench: $BUILD/bench/fl_bench_dlp is missing; build first" >&2
   FAILED=1
 fi
+
+echo
+echo "== 10. the AI-agent guard: what rules, the LLM facts scan and the activity log cost a request"
+step "$(dirname "$0")/bench-guard.sh" "$BUILD"
 
 echo
 echo "== summary ($(($(date +%s) - START)) s; $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); ratios within each repetition)"
