@@ -25,7 +25,8 @@ bool model_matches(std::string_view pattern, std::string_view model) {
   return iequals(pattern, model);
 }
 
-Match match(const GuardRule& r, const RequestFacts& f) {
+// host: f.host canonical (canonical_guard_host), made once per request.
+Match match(const GuardRule& r, const RequestFacts& f, std::string_view host) {
   if (r.is_mcp() != f.mcp) return Match::No;
   if (f.mcp) {
     if (!r.mcp_tool.empty() && !mcp_glob_match(r.mcp_tool, f.mcp_tool)) return Match::No;
@@ -35,7 +36,7 @@ Match match(const GuardRule& r, const RequestFacts& f) {
       if (!m.matches(args)) return Match::No;
     return Match::Yes;
   }
-  if (r.host && !r.host->matches(f.host, f.port)) return Match::No;
+  if (r.host && !r.host->matches_canonical(host, f.port)) return Match::No;
   if (!r.method.empty() && !iequals(r.method, f.method)) return Match::No;
   if (!r.path.empty() && f.path.find(r.path) == std::string::npos) return Match::No;
   if (!r.dlp_type.empty()) {
@@ -71,11 +72,12 @@ Match match(const GuardRule& r, const RequestFacts& f) {
 GuardDecision decide(const GuardPolicy& policy, const RequestFacts& facts) {
   using guard_policy_detail::Match;
   const bool enforced = policy.mode == GuardMode::Enforce;
+  const std::string host = canonical_guard_host(facts.host);
   for (GuardVerdict action : {GuardVerdict::Deny, GuardVerdict::Approve, GuardVerdict::Allow}) {
     const GuardRule* on_unknown = nullptr;
     for (const GuardRule& r : policy.rules) {
       if (r.action != action) continue;
-      const Match m = guard_policy_detail::match(r, facts);
+      const Match m = guard_policy_detail::match(r, facts, host);
       if (m == Match::Yes) return GuardDecision{action, r.name, r.reason, enforced, false};
       // Fail safe: unknown facts may deny or hold a request, never let it through.
       if (m == Match::OnUnknownFacts && action != GuardVerdict::Allow && !on_unknown) on_unknown = &r;

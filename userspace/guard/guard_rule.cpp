@@ -84,9 +84,15 @@ std::optional<GuardVerdict> guard_verdict_from_name(std::string_view name) {
   return std::nullopt;
 }
 
+std::string canonical_guard_host(std::string_view host) { return guard_rule_detail::canonical_host(host); }
+
 bool HostMatcher::matches(std::string_view host, uint16_t request_port) const {
   if (port && *port != request_port) return false;
-  const std::string h = guard_rule_detail::canonical_host(host);
+  return matches_canonical(guard_rule_detail::canonical_host(host), request_port);
+}
+
+bool HostMatcher::matches_canonical(std::string_view h, uint16_t request_port) const {
+  if (port && *port != request_port) return false;
   if (!wildcard) return h == name;
   // Strict subdomains only: "x.example.com" ends with ".example.com"; neither
   // "example.com" nor "badexample.com" does.

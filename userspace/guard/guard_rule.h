@@ -33,8 +33,15 @@ struct HostMatcher {
   std::optional<uint16_t> port;
 
   [[nodiscard]] bool matches(std::string_view host, uint16_t request_port) const;
+  // The same for a host already canonical (canonical_guard_host()): a policy
+  // judges one request against many rules, so it canonicalises once.
+  [[nodiscard]] bool matches_canonical(std::string_view canonical, uint16_t request_port) const;
   [[nodiscard]] std::string text() const;  // as it would be written back
 };
+
+// A request's host as rules compare it: lowercase, no brackets around an IPv6
+// literal, no trailing dot.
+[[nodiscard]] std::string canonical_guard_host(std::string_view host);
 
 // "api.example.com", "*.example.com", "api.example.com:8443", "10.0.0.5",
 // "[::1]:443". An error says why (the caller prefixes the field or flag).
