@@ -9,10 +9,14 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <condition_variable>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
+#include <utility>
 
 #include "base/sha256.h"
 namespace faultline {
@@ -190,11 +194,60 @@ std::string activity_timestamp_now() {
   return buf;
 }
 
+// fdatasync(2) off the appending thread: asked for by append(), done here.
+struct ActivityWriter::Syncer {
+  explicit Syncer(int fd) : fd(fd), thread([this] { run(); }) {}
+  ~Syncer() {
+    {
+      std::lock_guard hold(mu);
+      stop = true;
+    }
+    cv.notify_one();
+    thread.join();
+  }
+  void ask() {
+    {
+      std::lock_guard hold(mu);
+      wanted = true;
+    }
+    cv.notify_one();
+  }
+  // The errno of a failed sync since the last call, or 0.
+  int take_error() {
+    std::lock_guard hold(mu);
+    return std::exchange(failed, 0);
+  }
+  void run() {
+    std::unique_lock hold(mu);
+    for (;;) {
+      cv.wait(hold, [this] { return wanted || stop; });
+      if (!wanted && stop) return;
+      wanted = false;
+      hold.unlock();
+      const int rc = ::fdatasync(fd);
+      const int err = rc == 0 ? 0 : errno;
+      hold.lock();
+      if (err != 0) failed = err;
+    }
+  }
+  const int fd;  // the writer's; it outlives this (destroyed first)
+  std::mutex mu;
+  std::condition_variable cv;
+  bool wanted = false, stop = false;
+  int failed = 0;
+  std::thread thread;
+};
+
 ActivityWriter::ActivityWriter(UniqueFd fd, std::string path, Options options, ActivityChain chain)
-    : fd_(std::move(fd)), path_(std::move(path)), options_(std::move(options)), chain_(std::move(chain)) {}
+    : fd_(std::move(fd)),
+      path_(std::move(path)),
+      options_(std::move(options)),
+      chain_(std::move(chain)),
+      syncer_(std::make_shared<Syncer>(fd_.get())) {}
 
 ActivityWriter::~ActivityWriter() {
-  if (fd_.valid() && unsynced_ > 0) (void)::fdatasync(fd_.get());
+  syncer_.reset();  // its last sync finished
+  if (fd_.valid()) (void)::fdatasync(fd_.get());
 }
 
 Result<ActivityWriter> ActivityWriter::open(const std::string& path, Options options) {
@@ -229,6 +282,8 @@ Result<ActivityWriter> ActivityWriter::open(const std::string& path, Options opt
 Result<ActivityEntry> ActivityWriter::append(ActivityEntry e) {
   if (e.identity.empty()) return input_error(EINVAL, "an activity entry without an identity");
   std::lock_guard guard(*lock_);
+  if (const int err = syncer_->take_error(); err != 0)
+    return make_error(err, path_ + ": cannot sync the activity log: " + std::strerror(err));
   if (e.ts.empty()) e.ts = activity_timestamp_now();
   e.path = options_.redactor.text(e.path);
   e.seq = chain_.last_seq(e.identity) + 1;
@@ -244,13 +299,16 @@ Result<ActivityEntry> ActivityWriter::append(ActivityEntry e) {
   if (auto* fault = std::get_if<ActivityFault>(&checked))
     return make_error(EINVAL, path_ + ": an entry written does not verify: " + fault->problem);
   if (options_.on_append) options_.on_append(e, line);
-  if (++unsynced_ >= options_.sync_every) FL_TRY(sync());
+  if (++unsynced_ >= options_.sync_every) {
+    unsynced_ = 0;
+    syncer_->ask();
+  }
   return e;
 }
 
 Status ActivityWriter::sync() {
-  if (unsynced_ == 0) return {};
   if (::fdatasync(fd_.get()) != 0) return errno_error(path_ + ": cannot sync the activity log");
+  std::lock_guard guard(*lock_);
   unsynced_ = 0;
   return {};
 }

@@ -106,10 +106,12 @@ struct ActivityVerdict {
 //
 // Durability: each line is one write(2) on an O_APPEND descriptor, so lines
 // from this writer are never interleaved or half-written by a process crash;
-// fdatasync(2) runs every `sync_every` entries and at close, so a power loss
-// loses at most the entries since the last sync (at worst leaving a torn last
-// line, which verify reports as not JSON). sync_every = 1 syncs each entry.
-// Thread-safe: append() takes a lock.
+// fdatasync(2) runs every `sync_every` entries, on a thread of the writer's
+// own (a request that appends never waits for the disk), and at close, so a
+// power loss loses at most the entries since the last sync finished (at worst
+// leaving a torn last line, which verify reports as not JSON). A failed
+// background sync is returned by the next append(). sync_every = 1 asks for a
+// sync after each entry. Thread-safe: append() takes a lock.
 class ActivityWriter {
  public:
   struct Options {
@@ -139,6 +141,8 @@ class ActivityWriter {
   ActivityChain chain_;
   size_t unsynced_ = 0;
   std::unique_ptr<std::mutex> lock_ = std::make_unique<std::mutex>();
+  struct Syncer;  // the background fdatasync (activity_log.cpp)
+  std::shared_ptr<Syncer> syncer_;
 };
 
 // Now as an entry's ts.
