@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/files.h"
+
 namespace faultline {
 namespace {
 
@@ -222,6 +224,59 @@ TEST_F(ActivityLogTest, MissingFileIsBadInput) {
   auto v = verify_activity(dir_ + "/none.jsonl");
   ASSERT_FALSE(v.ok());
   EXPECT_TRUE(v.error().bad_input);
+}
+
+}  // namespace
+}  // namespace faultline
+
+namespace faultline {
+namespace {
+
+// The writer moves its chain without reading a line back, so every shape of
+// entry it may write must verify: empty and odd fields, invalid UTF-8 and
+// control bytes (replaced in the line), no LLM part, the largest counts.
+TEST(ActivityWriterShapes, EveryShapeOfEntryVerifies) {
+  auto dir = TempFolder::create("fl-activity-shapes-");
+  ASSERT_TRUE(dir) << dir.error().describe();
+  const std::string path = dir->path() + "/shapes.jsonl";
+  {
+    auto w = ActivityWriter::open(path, ActivityWriter::Options{.sync_every = 2});
+    ASSERT_TRUE(w.ok()) << w.error().message;
+    std::vector<ActivityEntry> shapes(6);
+    shapes[0] = ActivityEntry{.identity = "a", .kind = "request"};
+    shapes[1] = ActivityEntry{.identity = "a",
+                              .kind = "request",
+                              .method = "GET",
+                              .host = "h\xff\xfe.example",
+                              .path = std::string("/x\x01\x7f\"\\/\xc3\x28", 10),
+                              .verdict = "deny",
+                              .rule = "dlp-block"};
+    shapes[2] = ActivityEntry{.identity = "b\xe2\x82", .kind = "llm", .llm = ActivityLlm{"m\xc0", 0, 0, 0, 0}};
+    shapes[3] = ActivityEntry{.identity = "a",
+                              .kind = "llm",
+                              .host = "api.anthropic.com",
+                              .llm = ActivityLlm{"claude", UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX}};
+    shapes[4] = ActivityEntry{.identity = "\xf0\x9f\x98\x80 emoji", .kind = "mcp", .path = "write_file"};
+    shapes[5] = ActivityEntry{.ts = "2025-06-01T12:00:00.123Z", .identity = "a", .kind = "request", .verdict = "allow"};
+    for (const auto& e : shapes) {
+      auto r = w->append(e);
+      ASSERT_TRUE(r.ok()) << r.error().message;
+    }
+  }
+  auto v = verify_activity(path);
+  ASSERT_TRUE(v.ok()) << v.error().message;
+  EXPECT_TRUE(v->intact()) << v->first_bad->describe();
+  EXPECT_EQ(v->entries, 6u);
+  // And a writer reopened on the file continues each chain.
+  {
+    auto w = ActivityWriter::open(path);
+    ASSERT_TRUE(w.ok()) << w.error().message;
+    ASSERT_TRUE(w->append(ActivityEntry{.identity = "b\xe2\x82", .kind = "request"}).ok());
+  }
+  v = verify_activity(path);
+  ASSERT_TRUE(v.ok());
+  EXPECT_TRUE(v->intact()) << v->first_bad->describe();
+  EXPECT_EQ(v->entries, 7u);
 }
 
 }  // namespace

@@ -70,6 +70,10 @@ class ActivityChain {
   // The next line (without its newline); the entry, or what is wrong with it
   // (the chain state is left as it was).
   [[nodiscard]] std::variant<ActivityEntry, ActivityFault> check_line(std::string_view line);
+  // The entry the writer just wrote (its seq, prev and hash made from this
+  // chain): the head moves without reading the line back. The writer's lines
+  // verify by construction; activity_log_test proves each kind of entry does.
+  void extend(const ActivityEntry& e);
   // The seq and hash the next entry of an identity chains to.
   [[nodiscard]] uint64_t last_seq(const std::string& identity) const;
   [[nodiscard]] std::string last_hash(const std::string& identity) const;
