@@ -308,9 +308,7 @@ Status NetfaultEngine::teardown_locked(NetfaultMaps& maps, bool foreign_too) {
   return st;
 }
 
-Result<AppliedFault> NetfaultEngine::apply(const FaultPlan& plan, uint32_t owner_pid) {
-  auto lock = NetfaultStateLock::acquire(layout_);
-  if (!lock) return lock.error();
+Result<NetfaultMaps> NetfaultEngine::open_maps_locked() {
   auto maps = NetfaultMaps::open(layout_, true);
   if (!maps) return maps.error();
   if (maps->created()) {
@@ -321,6 +319,14 @@ Result<AppliedFault> NetfaultEngine::apply(const FaultPlan& plan, uint32_t owner
     NetfaultAttachments fresh(layout_, *maps);
     (void)fresh.reconcile_orphans(layout_.root == BpffsLayout{}.root);
   }
+  return maps;
+}
+
+Result<AppliedFault> NetfaultEngine::apply(const FaultPlan& plan, uint32_t owner_pid) {
+  auto lock = NetfaultStateLock::acquire(layout_);
+  if (!lock) return lock.error();
+  auto maps = open_maps_locked();
+  if (!maps) return maps.error();
   FL_TRY(reap_locked(*maps));
   // An idle state kept by a resident process must not refuse what a torn-down
   // one would take: another attach mode in a namespace it had attached.
@@ -405,13 +411,8 @@ Result<uint64_t> NetfaultEngine::prepare_host() {
   if (!ns) return ns.error();
   auto lock = NetfaultStateLock::acquire(layout_);
   if (!lock) return lock.error();
-  auto maps = NetfaultMaps::open(layout_, true);
+  auto maps = open_maps_locked();
   if (!maps) return maps.error();
-  if (maps->created()) {
-    FL_TRY(initialise_maps(*maps));
-    NetfaultAttachments fresh(layout_, *maps);
-    (void)fresh.reconcile_orphans(layout_.root == BpffsLayout{}.root);
-  }
   FL_TRY(prepare_netfault_programs(layout_, *maps, *ns));
   return (monotonic_ns() - start) / 1'000'000;
 }

@@ -85,6 +85,9 @@ class NetfaultEngine {
   [[nodiscard]] Result<uint64_t> prepare_host();
 
  private:
+  // Under the state lock: the maps, created, armed and swept of orphans when
+  // they were missing.
+  [[nodiscard]] Result<NetfaultMaps> open_maps_locked();
   [[nodiscard]] Status teardown_locked(NetfaultMaps& maps, bool foreign_too = false);
   // Removes expired and orphaned faults; returns how many.
   [[nodiscard]] Result<int> reap_locked(NetfaultMaps& maps);
