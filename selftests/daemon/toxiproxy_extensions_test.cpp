@@ -17,6 +17,7 @@
 
 #include "faultd_env.h"
 #include "selftests/lib/clock.h"
+#include "selftests/lib/loopback_port.h"
 
 namespace fldaemon {
 // Named: the unity build puts this file beside others with their own helpers.
@@ -30,15 +31,8 @@ uint16_t port_of(const std::string& hostport) {
 }
 
 int connect_to(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
+  const int fd = fltest::connect_loopback(port);
+  if (fd < 0) return -1;
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   return fd;
