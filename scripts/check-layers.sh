@@ -7,8 +7,8 @@
 #         <-  userspace/ops  <-  userspace/daemon  <-  ctl  <-  daemon (faultd's main)
 #   base  <-  userspace/proxy (its own library, faultline_proxy, under the rest;
 #             faults/stream, daemon, ctl use it)
-#   base, userspace/net  <-  cp (faultcp; plus userspace/faults/packet/spec.h for the caps,
-#             the families' experiment_spec.h readers, and userspace/policy's
+#   base, userspace/net  <-  cp (faultcp; plus userspace/faults/packet/spec.h for the kinds,
+#             the typed experiment's reader userspace/ops/experiment.h, and userspace/policy's
 #             headers: faultcp checks a policy bundle with faultctl's own validator)
 #   base, userspace/net, userspace/proxy  <-  userspace/guard (the AI-agent
 #             guard's decisions, denial answers, activity chain: no BPF, no I/O
@@ -63,14 +63,13 @@ allowed_for() {
     ctl/*) echo '^(base|loader|faultline|userspace|ctl)/' ;;
     daemon/*) echo '^(base|loader|faultline|userspace|ctl)/' ;;
     # The control plane serves HTTP with userspace/net and checks experiment
-    # specs against the packet faults' own caps and kind names (spec.h, a
-    # header of constants and declarations), and the syscall, resource and
-    # stream families' spec readers (experiment_spec.h, spec_fields.h: the checks
-    # faultctl and faultd make too): nothing else of the host side.
+    # specs with the typed experiment's reader (ops/experiment.h, the one
+    # faultd's agent runs a spec with; spec_fields.h for its error form) and
+    # names the packet kinds (spec.h): nothing else of the host side.
     # The agent wire format (faultline_cp_proto) is under both faultcp and
     # faultd: base and itself only.
     cp/proto/*) echo '^(base|cp/proto)/' ;;
-    cp/*) echo '^(base|faultline|userspace/(net|guard|policy)|cp)/|^userspace/faults/packet/spec\.h$|^userspace/faults/(syscall|resource|stream)/experiment_spec\.h$|^userspace/faults/spec_fields\.h$' ;;
+    cp/*) echo '^(base|faultline|userspace/(net|guard|policy)|cp)/|^userspace/faults/packet/spec\.h$|^userspace/ops/experiment\.h$|^userspace/faults/spec_fields\.h$' ;;
     *) return 1 ;;
   esac
 }

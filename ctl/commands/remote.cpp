@@ -21,7 +21,9 @@
 #include "ctl/resource_args.h"
 #include "ctl/syscall_args.h"
 #include "ctl/tcp_args.h"
+#include "userspace/faults/packet/experiment.h"
 #include "userspace/guardrails/http_client.h"
+#include "userspace/ops/experiment.h"
 #include "userspace/policy/policy.h"
 
 namespace faultline {
@@ -30,14 +32,21 @@ namespace {
 constexpr uint64_t kCallTimeoutNs = 15'000'000'000ULL;
 constexpr auto kWatchEvery = std::chrono::milliseconds(250);
 
-// The packet run flags an experiment spec carries, and those of every kind
-// (guardrails, record, output); any other is refused by name.
-const std::vector<std::string> kCarried = {"kind", "target", "dev", "netns", "percent", "delay", "jitter", "duration"};
-const std::vector<std::string> kCarriedRun = {"health-url", "health-max-latency", "interval",    "prometheus-url",
-                                              "query",      "abort-above",        "abort-below", "kernel-signal",
-                                              "hypothesis", "steady-state",       "json"};
+// The flags of a family's table (experiment.h) and of every kind's
+// guardrails and record, which an experiment carries, and --json; any other
+// flag is refused by name.
+std::vector<std::string> carried_flags(std::span<const ExperimentField> family) {
+  std::vector<std::string> out;
+  for (const auto& f : family) out.emplace_back(f.flag);
+  return out;
+}
+const std::vector<std::string> kCarriedRun = [] {
+  std::vector<std::string> out = carried_flags(guardrail_fields());
+  out.emplace_back("json");
+  return out;
+}();
 
-Status add_run_flags(nlohmann::json& spec, const RunFlags& flags, const std::function<bool(const char*)>& given);
+Status add_run_flags(nlohmann::json& spec, const RunFlags& flags);
 
 struct Remote {
   HttpUrl base;
@@ -154,89 +163,25 @@ int follow(const Remote& r, int64_t id, bool json) {
   }
 }
 
-// Whole milliseconds or seconds of a duration flag, for the spec's integer fields.
-Result<uint64_t> whole(uint64_t ns, uint64_t unit, const std::string& flag) {
-  if (ns % unit != 0)
-    return input_error(0, flag + " " + format_duration(ns) + ": the control plane takes whole " +
-                              (unit == 1'000'000ULL ? "milliseconds" : "seconds"));
-  return ns / unit;
-}
-
 Result<nlohmann::json> spec_of(const PacketRunArgs& a) {
+  static const std::vector<std::string> carried = carried_flags(packet_experiment_fields());
   for (const auto& g : a.given)
-    if (std::find(kCarried.begin(), kCarried.end(), g) == kCarried.end() &&
+    if (std::find(carried.begin(), carried.end(), g) == carried.end() &&
         std::find(kCarriedRun.begin(), kCarriedRun.end(), g) == kCarriedRun.end())
       return input_error(0, "--" + g +
                                 " cannot be sent to the control plane: an experiment spec carries --target, "
                                 "--dev, --netns, --percent, --delay, --jitter, --duration, the guardrails "
                                 "(--health-url, --health-max-latency, --interval, --prometheus-url, --query, "
                                 "--kernel-signal, --abort-above/--abort-below) and --hypothesis, --steady-state");
-  const FaultSpec& s = a.spec;
-  if (s.targets.size() != 1) return input_error(0, "--target: the control plane takes one address or prefix");
-  nlohmann::json spec{{"kind", kind_name(s.kind)}, {"target", s.targets[0].str()}};
-  auto secs = whole(s.duration_ns, 1'000'000'000ULL, "--duration");
-  if (!secs) return secs.error();
-  spec["duration_sec"] = *secs;
-  if (!s.dev.empty()) spec["dev"] = s.dev;
-  if (!s.netns.empty()) spec["netns"] = s.netns;
-  auto given = [&](const char* f) { return std::find(a.given.begin(), a.given.end(), f) != a.given.end(); };
-  if (given("percent")) spec["percent"] = s.percent;
-  if (s.delay_ns) {
-    auto ms = whole(s.delay_ns, 1'000'000ULL, "--delay");
-    if (!ms) return ms.error();
-    spec["delay_ms"] = *ms;
-  }
-  if (s.jitter_ns) {
-    auto ms = whole(s.jitter_ns, 1'000'000ULL, "--jitter");
-    if (!ms) return ms.error();
-    spec["jitter_ms"] = *ms;
-  }
-  FL_TRY(add_run_flags(spec, a.flags, given));
+  auto spec = packet_spec_to_json(a.spec);
+  if (!spec) return spec.error();
+  FL_TRY(add_run_flags(*spec, a.flags));
   return spec;
 }
 
-// The guardrails and the record of every kind's spec (the flags of run_flags.h).
-Status add_run_flags(nlohmann::json& spec, const RunFlags& flags, const std::function<bool(const char*)>& given) {
-  const GuardrailOptions& g = flags.guardrails;
-  if (g.health) {
-    spec["health_url"] = g.health->url;
-    if (given("health-max-latency")) {
-      auto ms = whole(g.health->max_latency_ns, 1'000'000ULL, "--health-max-latency");
-      if (!ms) return ms.error();
-      spec["health_max_latency_ms"] = *ms;
-    }
-    if (given("interval")) {
-      auto sec = whole(g.health->interval_ns, 1'000'000'000ULL, "--interval");
-      if (!sec) return sec.error();
-      spec["interval_sec"] = *sec;
-    }
-  }
-  if (g.prometheus) {
-    spec["prometheus_url"] = g.prometheus->polling.endpoint.url;
-    spec["query"] = g.prometheus->query;
-    if (g.prometheus->abort_above) spec["abort_above"] = *g.prometheus->abort_above;
-    if (g.prometheus->abort_below) spec["abort_below"] = *g.prometheus->abort_below;
-    if (given("interval") && !g.health) {
-      auto sec = whole(g.prometheus->polling.interval_ns, 1'000'000'000ULL, "--interval");
-      if (!sec) return sec.error();
-      spec["interval_sec"] = *sec;
-    }
-  }
-  if (g.kernel_signal) {
-    if (g.prometheus && g.prometheus->abort_above)
-      return input_error(0, "--abort-above: an experiment spec has one; give it to --kernel-signal or to --query");
-    spec["kernel_signal"] = g.kernel_signal->signal;
-    spec["abort_above"] = g.kernel_signal->abort_above;
-  }
-  if (flags.record) {
-    if (!flags.record->hypothesis.empty()) spec["hypothesis"] = flags.record->hypothesis;
-    if (given("steady-state")) {
-      auto sec = whole(flags.record->steady_state_ns, 1'000'000'000ULL, "--steady-state");
-      if (!sec) return sec.error();
-      spec["steady_state_sec"] = *sec;
-    }
-  }
-  return {};
+// The guardrails and the record of every kind's spec: the typed experiment's writer.
+Status add_run_flags(nlohmann::json& spec, const RunFlags& flags) {
+  return add_experiment_guardrails(flags.guardrails, flags.record, spec);
 }
 
 // The flags given on a command line ("--cores 2", "--cores=2"), without "--";
@@ -290,7 +235,7 @@ Result<nlohmann::json> syscall_spec_of(const SyscallRunArgs& a, const std::vecto
   std::string names;
   for (const auto& n : s.syscalls) names += (names.empty() ? "" : ",") + n;
   nlohmann::json spec{{"kind", "syscall"}, {"syscall", names}, {"errno", errno_name(s.err)}};
-  auto secs = whole(s.duration_ns, 1'000'000'000ULL, "--duration");
+  auto secs = whole_units(s.duration_ns, 1'000'000'000ULL, "--duration");
   if (!secs) return secs.error();
   spec["duration_sec"] = *secs;
   if (has("percent")) spec["percent"] = s.percent;
@@ -300,12 +245,12 @@ Result<nlohmann::json> syscall_spec_of(const SyscallRunArgs& a, const std::vecto
   if (s.after) spec["after"] = s.after;
   if (s.max_injections) spec["max_injections"] = s.max_injections;
   if (s.start_after_ns) {
-    auto ms = whole(s.start_after_ns, 1'000'000ULL, "--start-after");
+    auto ms = whole_units(s.start_after_ns, 1'000'000ULL, "--start-after");
     if (!ms) return ms.error();
     spec["start_after_ms"] = *ms;
   }
   if (s.include_loader) spec["include_loader"] = true;
-  FL_TRY(add_run_flags(spec, a.flags, has));
+  FL_TRY(add_run_flags(spec, a.flags));
   return spec;
 }
 
@@ -317,7 +262,7 @@ Result<nlohmann::json> resource_spec_of(const ResourceRunArgs& a, const std::vec
   const auto has = given_test(given);
   const ResourceSpec& s = a.spec;
   nlohmann::json spec{{"kind", resource_kind_name(s.kind)}};
-  auto secs = whole(s.duration_ns, 1'000'000'000ULL, "--duration");
+  auto secs = whole_units(s.duration_ns, 1'000'000'000ULL, "--duration");
   if (!secs) return secs.error();
   spec["duration_sec"] = *secs;
   if (s.pid) spec["pid"] = *s.pid;
@@ -336,7 +281,7 @@ Result<nlohmann::json> resource_spec_of(const ResourceRunArgs& a, const std::vec
   if (!s.path.empty()) spec["path"] = s.path;
   if (s.fill_percent) spec["fill"] = *s.fill_percent;
   if (has("min-free")) spec["min_free"] = std::to_string(s.min_free_bytes);
-  FL_TRY(add_run_flags(spec, a.flags, has));
+  FL_TRY(add_run_flags(spec, a.flags));
   return spec;
 }
 
@@ -345,11 +290,11 @@ Status add_stream_fields(nlohmann::json& spec, const TcpFaultSpec& s, const RunF
                          const std::function<bool(const char*)>& has) {
   if (!s.cgroup.empty()) spec["cgroup"] = s.cgroup;
   if (has("drain")) {
-    auto ms = whole(s.drain_ns, 1'000'000ULL, "--drain");
+    auto ms = whole_units(s.drain_ns, 1'000'000ULL, "--drain");
     if (!ms) return ms.error();
     spec["drain_ms"] = *ms;
   }
-  return add_run_flags(spec, flags, has);
+  return add_run_flags(spec, flags);
 }
 
 Result<nlohmann::json> tcp_spec_of(const TcpRunArgs& a, const std::vector<std::string>& args) {
@@ -367,7 +312,7 @@ Result<nlohmann::json> tcp_spec_of(const TcpRunArgs& a, const std::vector<std::s
       toxics.push_back(args[i].substr(8));
   }
   nlohmann::json spec{{"kind", "tcp"}, {"target", s.target.text}, {"toxic", toxics}};
-  auto secs = whole(s.duration_ns, 1'000'000'000ULL, "--duration");
+  auto secs = whole_units(s.duration_ns, 1'000'000'000ULL, "--duration");
   if (!secs) return secs.error();
   spec["duration_sec"] = *secs;
   for (const char* f : {"direction", "toxicity"}) {
@@ -412,7 +357,7 @@ Result<nlohmann::json> http_spec_of(const TcpRunArgs& a, const std::vector<std::
   const TcpFaultSpec& s = a.spec;
   const HttpFault& f = s.http_faults.front();  // parse_http_args made exactly one
   nlohmann::json spec{{"kind", "http"}, {"target", s.target.text}};
-  auto secs = whole(s.duration_ns, 1'000'000'000ULL, "--duration");
+  auto secs = whole_units(s.duration_ns, 1'000'000'000ULL, "--duration");
   if (!secs) return secs.error();
   spec["duration_sec"] = *secs;
   switch (f.type) {

@@ -10,16 +10,10 @@
 #include <streambuf>
 
 #include "base/files.h"
-#include "base/seeded_random.h"
 #include "userspace/faults/packet/run.h"
-#include "userspace/faults/resource/experiment_spec.h"
 #include "userspace/faults/resource/run.h"
-#include "userspace/faults/spec_fields.h"
-#include "userspace/faults/stream/experiment_spec.h"
 #include "userspace/faults/stream/run.h"
-#include "userspace/faults/syscall/experiment_spec.h"
 #include "userspace/faults/syscall/run.h"
-#include "userspace/guardrails/http.h"
 #include "userspace/run/guarded_run.h"
 
 namespace faultline {
@@ -96,202 +90,7 @@ const char* event_type(const RunResult& r) {
   }
 }
 
-// Guardrails and the record, the same for every kind: the configurations
-// `faultctl run` makes of its flags.
-Result<RemotePlan> plan_guardrails(const nlohmann::json& spec, const std::string& netns, const std::string& record_dir,
-                                   RemotePlan p) {
-  auto str = [&](const char* f) { return spec_string(spec, f); };
-  auto uint_field = [&](const char* f, uint64_t lo, uint64_t hi) { return spec_uint(spec, f, lo, hi); };
-  auto number = [&](const char* f) { return spec_number(spec, f); };
-  std::optional<uint64_t> interval;
-  if (spec.contains("interval_sec")) {
-    auto i = uint_field("interval_sec", 1, 600);
-    if (!i) return i.error();
-    interval = *i * 1'000'000'000ULL;
-  }
-  if (spec.contains("health_url")) {
-    HealthProbeConfig h;
-    auto url = str("health_url");
-    if (!url) return url.error();
-    if (auto u = parse_http_url(*url); !u) return spec_field_error("health_url", u.error().message);
-    h.url = *url;
-    h.netns = netns;
-    if (interval) h.interval_ns = *interval;
-    if (spec.contains("health_max_latency_ms")) {
-      auto l = uint_field("health_max_latency_ms", 1, 60'000);
-      if (!l) return l.error();
-      h.max_latency_ns = *l * 1'000'000ULL;
-    }
-    p.guardrails.health = h;
-  } else if (spec.contains("health_max_latency_ms")) {
-    return spec_field_error("health_max_latency_ms", "needs health_url");
-  }
-  if (spec.contains("kernel_signal")) {
-    KernelSignalConfig k;
-    auto sig = str("kernel_signal");
-    if (!sig) return sig.error();
-    if (!is_kernel_signal(*sig)) return spec_field_error("kernel_signal", "must be tcp_retransmits or tcp_resets");
-    k.signal = *sig;
-    if (!spec.contains("abort_above"))
-      return spec_field_error("abort_above", "a kernel signal guardrail needs abort_above");
-    auto above = number("abort_above");
-    if (!above) return above.error();
-    k.abort_above = *above;
-    k.netns = netns;
-    p.guardrails.kernel_signal = k;
-  }
-  if (spec.contains("query") != spec.contains("prometheus_url"))
-    return spec_field_error(spec.contains("query") ? "prometheus_url" : "query",
-                            "a Prometheus guardrail needs both prometheus_url and query");
-  if (spec.contains("query")) {
-    PrometheusGuardrailConfig q;
-    auto url = str("prometheus_url");
-    if (!url) return url.error();
-    auto query = str("query");
-    if (!query) return query.error();
-    q.polling.endpoint.url = *url;
-    if (interval) q.polling.interval_ns = *interval;
-    q.query = *query;
-    // With a kernel signal too, abort_above is the signal's (the control
-    // plane's model has one pair of limits); a query then takes abort_below.
-    if (spec.contains("abort_above") && !spec.contains("kernel_signal")) {
-      auto a = number("abort_above");
-      if (!a) return a.error();
-      q.abort_above = *a;
-    }
-    if (spec.contains("abort_below")) {
-      auto b = number("abort_below");
-      if (!b) return b.error();
-      q.abort_below = *b;
-    }
-    if (!q.abort_above && !q.abort_below) return spec_field_error("query", "needs abort_above or abort_below");
-    p.guardrails.prometheus = q;
-  }
-  if (spec.contains("hypothesis")) {
-    if (!p.guardrails.any())
-      return spec_field_error("hypothesis",
-                              "a recorded hypothesis needs a guardrail signal: health_url, query or kernel_signal");
-    auto h = str("hypothesis");
-    if (!h) return h.error();
-    RecordOptions r;
-    r.hypothesis = *h;
-    r.dir = record_dir;
-    if (spec.contains("steady_state_sec")) {
-      auto ss = uint_field("steady_state_sec", 0, 600);
-      if (!ss) return ss.error();
-      r.steady_state_ns = *ss * 1'000'000'000ULL;
-    }
-    r.command_line = "faultcp experiment (" + spec.dump() + ")";
-    p.record = r;
-  }
-  return p;
-}
-
 }  // namespace
-
-Result<RemotePlan> plan_remote_experiment(const nlohmann::json& spec, const std::string& record_dir) {
-  if (!spec.is_object()) return input_error(0, "spec: not a JSON object");
-  // The control plane checked the spec (types, caps, combinations) before it
-  // stored it; these checks keep a spec from an older or newer faultcp honest.
-  static const char* kCommon[] = {
-      "kind",        "duration_sec", "interval_sec",  "health_url", "health_max_latency_ms", "prometheus_url", "query",
-      "abort_above", "abort_below",  "kernel_signal", "hypothesis", "steady_state_sec"};
-  static const char* kPacket[] = {"dev", "target", "delay_ms", "jitter_ms", "percent", "netns"};
-  auto str = [&](const char* f) { return spec_string(spec, f); };
-  auto uint_field = [&](const char* f, uint64_t lo, uint64_t hi) { return spec_uint(spec, f, lo, hi); };
-  auto number = [&](const char* f) { return spec_number(spec, f); };
-
-  RemotePlan p;
-  if (!spec.contains("kind")) return spec_field_error("kind", "is required");
-  auto kind_text = str("kind");
-  if (!kind_text) return kind_text.error();
-  std::string netns;  // where the health probe and kernel signal look: the fault's namespace
-  const bool is_syscall = *kind_text == "syscall";
-  const bool is_tcp = *kind_text == "tcp";
-  const bool is_http = *kind_text == "http";
-  if (is_syscall || is_tcp || is_http || is_resource_kind(*kind_text)) {
-    const auto family = is_syscall ? syscall_spec_fields()
-                        : is_tcp   ? tcp_spec_fields()
-                        : is_http  ? http_spec_fields()
-                                   : resource_spec_fields();
-    for (const auto& [key, value] : spec.items()) {
-      if (std::find(std::begin(kCommon), std::end(kCommon), key) == std::end(kCommon) &&
-          std::find(family.begin(), family.end(), key) == family.end())
-        return spec_field_error(key, "not a field of a " + *kind_text + " experiment this faultd runs");
-    }
-    if (is_syscall) {
-      auto sc = syscall_spec_from_json(spec);
-      if (!sc) return sc.error();
-      p.fault = std::move(*sc);
-    } else if (is_http) {
-      auto hs = http_spec_from_json(spec);  // the same TcpFaultSpec `faultctl run http` builds
-      if (!hs) return hs.error();
-      p.fault = std::move(*hs);
-    } else if (is_tcp) {
-      auto tc = tcp_spec_from_json(spec);
-      if (!tc) return tc.error();
-      p.fault = std::move(*tc);
-    } else {
-      auto rs = resource_spec_from_json(spec);
-      if (!rs) return rs.error();
-      p.fault = std::move(*rs);
-    }
-    return plan_guardrails(spec, netns, record_dir, std::move(p));
-  }
-  for (const auto& [key, value] : spec.items()) {
-    if (std::find(std::begin(kCommon), std::end(kCommon), key) == std::end(kCommon) &&
-        std::find(std::begin(kPacket), std::end(kPacket), key) == std::end(kPacket))
-      return spec_field_error(key, "not a field this faultd runs");
-  }
-  FaultSpec& s = p.fault.emplace<FaultSpec>();
-  auto kind = kind_from_name(*kind_text);
-  if (!kind || *kind == FaultKind::Dns)
-    return spec_field_error("kind", "'" + *kind_text + "' is not a fault this faultd runs");
-  s.kind = *kind;
-  if (!spec.contains("target")) return spec_field_error("target", "is required");
-  auto target = str("target");
-  if (!target) return target.error();
-  auto prefix = parse_prefix(*target);
-  if (!prefix) return spec_field_error("target", prefix.error().message);
-  s.targets = {*prefix};
-  if (!spec.contains("duration_sec")) return spec_field_error("duration_sec", "is required");
-  auto duration = uint_field("duration_sec", 1, FaultCaps::kMaxDurationNs / 1'000'000'000ULL);
-  if (!duration) return duration.error();
-  s.duration_ns = *duration * 1'000'000'000ULL;
-  if (spec.contains("dev")) {
-    auto dev = str("dev");
-    if (!dev) return dev.error();
-    s.dev = *dev;
-  }
-  if (spec.contains("netns")) {
-    auto ns = str("netns");
-    if (!ns) return ns.error();
-    s.netns = *ns;
-  }
-  if (spec.contains("delay_ms")) {
-    auto d = uint_field("delay_ms", 0, FaultCaps::kMaxDelayNs / 1'000'000);
-    if (!d) return d.error();
-    s.delay_ns = *d * 1'000'000ULL;
-  }
-  if (spec.contains("jitter_ms")) {
-    auto j = uint_field("jitter_ms", 0, FaultCaps::kMaxJitterNs / 1'000'000);
-    if (!j) return j.error();
-    s.jitter_ns = *j * 1'000'000ULL;
-  }
-  if (spec.contains("percent")) {
-    auto pc = number("percent");
-    if (!pc) return pc.error();
-    s.percent = *pc;
-  }
-  if (kind_is_random(s.kind)) {
-    s.seed = draw_seed();
-    s.seed_drawn = true;
-  }
-  if (auto v = validate(s); !v)
-    return spec_field_error(s.kind == FaultKind::Latency ? "delay_ms" : "kind", v.error().message);
-  netns = s.netns;
-  return plan_guardrails(spec, netns, record_dir, std::move(p));
-}
 
 std::unique_ptr<RemoteExperiment> RemoteExperiment::start(int64_t id, nlohmann::json spec, std::string record_dir,
                                                           Hooks hooks) {
@@ -325,7 +124,7 @@ void RemoteExperiment::run(const nlohmann::json& spec, const std::string& record
     finished_.store(true);
   };
 
-  auto plan = plan_remote_experiment(spec, record_dir);
+  auto plan = experiment_from_json(spec, record_dir);
   if (!plan) {
     ending.type = "failed";
     ending.detail = plan.error().describe();

@@ -1,8 +1,6 @@
-// One experiment the control plane dispatched to this host: its spec (the
-// faultcp experiment model, cp/api/experiment_spec.h) read into the same
-// fault spec (packet, syscall, resource, tcp or http) and guardrails `faultctl run` builds
-// from its flags, run on its own
-// thread under guarded_run(), its JSON lines turned into progress reports, and
+// One experiment the control plane dispatched to this host: its spec read
+// into the typed experiment (userspace/ops/experiment.h, the reader faultcp
+// checked it with), run on its own thread under guarded_run(), its JSON lines turned into progress reports, and
 // stoppable from outside (the control plane's abort or kill switch).
 #pragma once
 
@@ -18,28 +16,9 @@
 #include <variant>
 
 #include "base/result.h"
-#include "userspace/faults/packet/spec.h"
-#include "userspace/faults/resource/spec.h"
-#include "userspace/faults/stream/spec.h"
-#include "userspace/faults/syscall/plan.h"
-#include "userspace/guardrails/guardrail_options.h"
-#include "userspace/run/record.h"
+#include "userspace/ops/experiment.h"
 
 namespace faultline {
-
-// What a spec asks for, in the terms of a local run: a packet fault (its
-// kind), a syscall fault ("syscall") or a resource fault ("process", "cpu",
-// "memory", "disk") or a TCP stream fault ("tcp", "http"), read by the family's
-// experiment_spec.h as faultcp does.
-struct RemotePlan {
-  std::variant<FaultSpec, SyscallFaultSpec, ResourceSpec, TcpFaultSpec> fault;
-  GuardrailOptions guardrails;
-  std::optional<RecordOptions> record;  // with a hypothesis
-};
-
-// Reads a spec; an error names the field ("spec.delay_ms: ...") and is bad
-// input. record_dir is where a hypothesis' record goes (a new folder).
-[[nodiscard]] Result<RemotePlan> plan_remote_experiment(const nlohmann::json& spec, const std::string& record_dir);
 
 // How a run ended, as the control plane's events say it.
 struct RemoteEnding {

@@ -1,6 +1,6 @@
 // "kind": "process" | "cpu" | "memory" | "disk" -> ResourceSpec, checked with
 // the CLI's validate().
-#include "userspace/faults/resource/experiment_spec.h"
+#include "userspace/faults/resource/experiment.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -1,5 +1,5 @@
 // "kind": "syscall" -> SyscallFaultSpec, checked with the CLI's validate().
-#include "userspace/faults/syscall/experiment_spec.h"
+#include "userspace/faults/syscall/experiment.h"
 
 #include <climits>
 

@@ -1,6 +1,6 @@
 // "kind": "tcp" and "kind": "http" -> TcpFaultSpec, checked with the CLI's
 // parse_toxics(), http_fault_from_flags() and validate().
-#include "userspace/faults/stream/experiment_spec.h"
+#include "userspace/faults/stream/experiment.h"
 
 #include <cerrno>
 #include <string_view>

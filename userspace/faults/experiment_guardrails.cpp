@@ -1,0 +1,246 @@
+// The shared fields of an experiment: the table, the reader, the writer.
+#include "userspace/faults/experiment_guardrails.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/units.h"
+#include "userspace/faults/spec_fields.h"
+#include "userspace/guardrails/http.h"
+
+namespace faultline {
+namespace {
+
+constexpr ExperimentField kGuardrailFields[] = {
+    {"interval_sec", "interval", "s", "time between health checks and Prometheus queries, 1-600"},
+    {"health_url", "health-url", "", "http:// or https:// URL the guardrail GETs; healthy only on a 2xx"},
+    {"health_max_latency_ms", "health-max-latency", "ms", "slowest healthy answer, 1-60000 (default 1000)"},
+    {"prometheus_url", "prometheus-url", "", "Prometheus server the query guardrail asks"},
+    {"query", "query", "", "PromQL instant query giving one number, limited by abort_above/abort_below"},
+    {"abort_above", "abort-above", "", "upper limit of kernel_signal (events per second) or else of query"},
+    {"abort_below", "abort-below", "", "lower limit of query"},
+    {"kernel_signal", "kernel-signal", "", "guardrail on a kernel signal: tcp_retransmits or tcp_resets"},
+    {"hypothesis", "hypothesis", "",
+     "what you expect to hold during the fault, 1-4096 characters (kept in the record)"},
+    {"steady_state_sec", "steady-state", "s", "measure the guardrail signal this long before injecting, 0-600"},
+};
+
+constexpr uint64_t kGuardrailSec = 1'000'000'000ULL;
+constexpr uint64_t kGuardrailMs = 1'000'000ULL;
+constexpr size_t kGuardrailMaxText = 4096;
+
+bool is_http_url(const std::string& s) {
+  return (s.rfind("http://", 0) == 0 && s.size() > 7) || (s.rfind("https://", 0) == 0 && s.size() > 8);
+}
+
+Result<std::string> url_field(const nlohmann::json& spec, const char* field) {
+  auto url = spec_string(spec, field);
+  if (!url) return url.error();
+  if (!is_http_url(*url)) return spec_field_error(field, "must be an http:// or https:// URL");
+  if (auto u = parse_http_url(*url); !u) return spec_field_error(field, u.error().message);
+  return url;
+}
+
+// The combinations: which field needs which, checked before any value is read
+// so the first error names the field an operator has to add or remove.
+Status check_combinations(const nlohmann::json& spec) {
+  auto has = [&](const char* f) { return spec.contains(f); };
+  if (has("interval_sec") && !has("health_url") && !has("query"))
+    return spec_field_error("interval_sec", "sets how often health_url and query are read: give one of them");
+  if (has("health_max_latency_ms") && !has("health_url"))
+    return spec_field_error("health_max_latency_ms", "needs health_url");
+  if (has("query") != has("prometheus_url"))
+    return spec_field_error(has("query") ? "prometheus_url" : "query",
+                            "a Prometheus guardrail needs both prometheus_url and query");
+  for (const char* limit : {"abort_above", "abort_below"})
+    if (has(limit) && !has("query") && !has("kernel_signal"))
+      return spec_field_error(limit, "needs a guardrail to read: query (with prometheus_url) or kernel_signal");
+  if (has("abort_below") && has("kernel_signal") && !has("query"))
+    return spec_field_error("abort_below", "a kernel signal guardrail takes abort_above only");
+  if (has("query") && !has("abort_above") && !has("abort_below"))
+    return spec_field_error("query", "needs abort_above or abort_below");
+  const bool guarded = has("health_url") || has("query") || has("kernel_signal");
+  if (has("hypothesis") && !guarded)
+    return spec_field_error("hypothesis",
+                            "a recorded hypothesis needs a guardrail signal: health_url, query or kernel_signal");
+  if (has("steady_state_sec") && !has("hypothesis"))
+    return spec_field_error("steady_state_sec", "needs hypothesis (the steady state is measured for the record)");
+  return {};
+}
+
+Result<std::string> text_field(const nlohmann::json& spec, const char* field) {
+  auto t = spec_string(spec, field);
+  if (!t) return t.error();
+  if (t->find_first_not_of(" \t\n") == std::string::npos || t->size() > kGuardrailMaxText)
+    return spec_field_error(field, "must be 1-4096 characters");
+  return t;
+}
+
+}  // namespace
+
+std::span<const ExperimentField> guardrail_fields() { return kGuardrailFields; }
+
+bool is_guardrail_field(const std::string& field) {
+  return std::any_of(std::begin(kGuardrailFields), std::end(kGuardrailFields),
+                     [&](const ExperimentField& f) { return field == f.field; });
+}
+
+Result<ExperimentGuardrails> guardrails_from_json(const nlohmann::json& spec, const std::string& netns,
+                                                  const std::string& record_dir) {
+  if (!spec.is_object()) return input_error(EINVAL, "spec: not a JSON object");
+  FL_TRY(check_combinations(spec));
+  ExperimentGuardrails out;
+  GuardrailOptions& g = out.guardrails;
+  std::optional<uint64_t> interval;
+  if (spec.contains("interval_sec")) {
+    auto i = spec_uint(spec, "interval_sec", 1, 600);
+    if (!i) return i.error();
+    interval = *i * kGuardrailSec;
+  }
+  if (spec.contains("health_url")) {
+    HealthProbeConfig h;
+    auto url = url_field(spec, "health_url");
+    if (!url) return url.error();
+    h.url = *url;
+    h.netns = netns;
+    if (interval) h.interval_ns = *interval;
+    if (spec.contains("health_max_latency_ms")) {
+      auto l = spec_uint(spec, "health_max_latency_ms", 1, 60'000);
+      if (!l) return l.error();
+      h.max_latency_ns = *l * kGuardrailMs;
+    }
+    g.health = h;
+  }
+  if (spec.contains("kernel_signal")) {
+    KernelSignalConfig k;
+    auto sig = spec_string(spec, "kernel_signal");
+    if (!sig) return sig.error();
+    if (!is_kernel_signal(*sig)) return spec_field_error("kernel_signal", "must be tcp_retransmits or tcp_resets");
+    k.signal = *sig;
+    if (!spec.contains("abort_above"))
+      return spec_field_error("abort_above", "a kernel signal guardrail needs abort_above");
+    auto above = spec_number(spec, "abort_above");
+    if (!above) return above.error();
+    if (!(*above >= 0) || *above > 1e9) return spec_field_error("abort_above", "must be within 0-1e9 per second");
+    k.abort_above = *above;
+    k.netns = netns;
+    g.kernel_signal = k;
+  }
+  if (spec.contains("query")) {
+    PrometheusGuardrailConfig q;
+    auto url = url_field(spec, "prometheus_url");
+    if (!url) return url.error();
+    auto query = text_field(spec, "query");
+    if (!query) return query.error();
+    q.polling.endpoint.url = *url;
+    if (interval) q.polling.interval_ns = *interval;
+    q.query = *query;
+    // With a kernel signal too, abort_above is the signal's (an experiment
+    // has one pair of limits); the query then takes abort_below.
+    if (spec.contains("abort_above") && !spec.contains("kernel_signal")) {
+      auto a = spec_number(spec, "abort_above");
+      if (!a) return a.error();
+      q.abort_above = *a;
+    }
+    if (spec.contains("abort_below")) {
+      auto b = spec_number(spec, "abort_below");
+      if (!b) return b.error();
+      q.abort_below = *b;
+    }
+    if (!q.abort_above && !q.abort_below) return spec_field_error("query", "needs abort_above or abort_below");
+    if (q.abort_above && q.abort_below && !(*q.abort_below < *q.abort_above))
+      return spec_field_error("abort_below", "must be below abort_above, or every value is a breach");
+    g.prometheus = q;
+  }
+  if (spec.contains("hypothesis")) {
+    auto h = text_field(spec, "hypothesis");
+    if (!h) return h.error();
+    RecordOptions r;
+    r.hypothesis = *h;
+    r.dir = record_dir;
+    if (spec.contains("steady_state_sec")) {
+      auto ss = spec_uint(spec, "steady_state_sec", 0, 600);
+      if (!ss) return ss.error();
+      r.steady_state_ns = *ss * kGuardrailSec;
+    }
+    r.command_line = "faultcp experiment (" + spec.dump() + ")";
+    out.record = r;
+  }
+  return out;
+}
+
+Result<uint64_t> whole_units(uint64_t ns, uint64_t unit_ns, const std::string& flag) {
+  if (ns % unit_ns != 0)
+    return input_error(EINVAL, flag + " " + format_duration(ns) + ": an experiment takes whole " +
+                                   (unit_ns == kGuardrailMs ? "milliseconds" : "seconds"));
+  return ns / unit_ns;
+}
+
+Status guardrails_to_json(const GuardrailOptions& g, const std::optional<RecordOptions>& record, nlohmann::json& spec) {
+  auto refuse = [](const std::string& flag) {
+    return input_error(EINVAL, flag + " cannot be carried by an experiment: give it to `faultctl run` on the host");
+  };
+  if (g.burn_rate) return refuse("--slo-burn-rate");
+  if (g.health) {
+    if (!g.health->ca_file.empty()) return refuse("--health-ca");
+    spec["health_url"] = g.health->url;
+    if (g.health->max_latency_ns != HealthProbeConfig{}.max_latency_ns) {
+      auto ms = whole_units(g.health->max_latency_ns, kGuardrailMs, "--health-max-latency");
+      if (!ms) return ms.error();
+      spec["health_max_latency_ms"] = *ms;
+    }
+  }
+  if (g.prometheus) {
+    const PrometheusPolling& p = g.prometheus->polling;
+    if (!p.endpoint.ca_file.empty()) return refuse("--prometheus-ca");
+    if (p.query_errors != PrometheusPolling{}.query_errors) return refuse("--query-errors");
+    spec["prometheus_url"] = p.endpoint.url;
+    spec["query"] = g.prometheus->query;
+    if (g.prometheus->abort_above) spec["abort_above"] = *g.prometheus->abort_above;
+    if (g.prometheus->abort_below) spec["abort_below"] = *g.prometheus->abort_below;
+  }
+  // One interval_sec for the health probe and the query; each left at its
+  // own default (2 s, 5 s) when it is absent.
+  std::optional<uint64_t> interval;
+  const uint64_t health_default = HealthProbeConfig{}.interval_ns, query_default = PrometheusPolling{}.interval_ns;
+  if (g.health && g.prometheus) {
+    const uint64_t h = g.health->interval_ns, q = g.prometheus->polling.interval_ns;
+    if (h == q)
+      interval = h;
+    else if (h != health_default || q != query_default)
+      return input_error(EINVAL,
+                         "--prometheus-interval: an experiment has one interval_sec for the health probe and the "
+                         "query; give --interval alone");
+  } else if (g.health && g.health->interval_ns != health_default) {
+    interval = g.health->interval_ns;
+  } else if (g.prometheus && g.prometheus->polling.interval_ns != query_default) {
+    interval = g.prometheus->polling.interval_ns;
+  }
+  if (interval) {
+    auto sec = whole_units(*interval, kGuardrailSec, "--interval");
+    if (!sec) return sec.error();
+    spec["interval_sec"] = *sec;
+  }
+  if (g.kernel_signal) {
+    if (g.prometheus && g.prometheus->abort_above)
+      return input_error(EINVAL, "--abort-above: an experiment has one; give it to --kernel-signal or to --query");
+    const KernelSignalConfig defaults;
+    if (g.kernel_signal->window_ns != defaults.window_ns) return refuse("--signal-window");
+    if (g.kernel_signal->source != defaults.source) return refuse("--signal-source");
+    spec["kernel_signal"] = g.kernel_signal->signal;
+    spec["abort_above"] = g.kernel_signal->abort_above;
+  }
+  if (record) {
+    if (!record->dir.empty()) return refuse("--record");
+    if (record->slo) return refuse("--slo");
+    if (!record->hypothesis.empty()) spec["hypothesis"] = record->hypothesis;
+    if (record->steady_state_ns) {
+      auto sec = whole_units(record->steady_state_ns, kGuardrailSec, "--steady-state");
+      if (!sec) return sec.error();
+      spec["steady_state_sec"] = *sec;
+    }
+  }
+  return {};
+}
+
+}  // namespace faultline

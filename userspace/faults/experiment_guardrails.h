@@ -1,0 +1,60 @@
+// The part of a typed experiment every family shares: its guardrails and its
+// record, as the JSON fields of an experiment (faultcp's spec model, faultd's
+// dispatched runs) and the `faultctl run` flags that spell them. One table, one
+// reader and one writer, so faultcp, faultd and faultctl refuse the same values
+// with the same words and nothing translates the fields by hand.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "base/result.h"
+#include "userspace/guardrails/guardrail_options.h"
+#include "userspace/run/record.h"
+
+namespace faultline {
+
+// One field of an experiment: its JSON name, the `faultctl run` flag that
+// spells it, the unit of its JSON value and what it is for. A family's table
+// (experiment.h in each) lists its own fields; this one the shared ones.
+struct ExperimentField {
+  const char* field;  // "health_max_latency_ms"
+  const char* flag;   // "health-max-latency"
+  const char* unit;   // "ms", "s", "%", or "" for a text or a plain number
+  const char* help;
+};
+
+// The guardrail and record fields: interval_sec, health_url,
+// health_max_latency_ms, prometheus_url, query, abort_above, abort_below,
+// kernel_signal, hypothesis, steady_state_sec.
+[[nodiscard]] std::span<const ExperimentField> guardrail_fields();
+
+// Whether `field` is one of guardrail_fields().
+[[nodiscard]] bool is_guardrail_field(const std::string& field);
+
+struct ExperimentGuardrails {
+  GuardrailOptions guardrails;
+  std::optional<RecordOptions> record;  // with a hypothesis
+};
+
+// Reads and checks the shared fields of spec (the others are the family's).
+// netns is where the health probe and the kernel signal look (the fault's
+// namespace); record_dir where a hypothesis' record goes (empty: checked, not
+// run). Errors read "spec.<field>: why" and are bad input.
+[[nodiscard]] Result<ExperimentGuardrails> guardrails_from_json(const nlohmann::json& spec, const std::string& netns,
+                                                                const std::string& record_dir);
+
+// Writes them into spec. What the fields cannot hold is refused, naming the
+// flag: a sub-second --interval, an --abort-above for both a --query and a
+// --kernel-signal, the guardrails an experiment does not carry (--slo-burn-rate,
+// --health-ca, ...: give those to `faultctl run` on the host).
+[[nodiscard]] Status guardrails_to_json(const GuardrailOptions& g, const std::optional<RecordOptions>& record,
+                                        nlohmann::json& spec);
+
+// Whole units of a duration for an integer field ("--interval 1500ms: an
+// experiment takes whole seconds"): ns divided by unit_ns.
+[[nodiscard]] Result<uint64_t> whole_units(uint64_t ns, uint64_t unit_ns, const std::string& flag);
+
+}  // namespace faultline

@@ -1,0 +1,81 @@
+// The typed experiment: each family's reader, then the shared guardrails.
+#include "userspace/ops/experiment.h"
+
+#include "userspace/faults/experiment_guardrails.h"
+#include "userspace/faults/packet/experiment.h"
+#include "userspace/faults/resource/experiment.h"
+#include "userspace/faults/spec_fields.h"
+#include "userspace/faults/stream/experiment.h"
+#include "userspace/faults/syscall/experiment.h"
+
+namespace faultline {
+namespace {
+
+// A family reader that lists its own fields refuses the rest, the shared ones
+// excepted: those are read by guardrails_from_json().
+Status known_fields(const nlohmann::json& spec, std::span<const char* const> family, const std::string& kind) {
+  for (const auto& item : spec.items()) {
+    const std::string& key = item.key();
+    if (key == "kind" || key == "duration_sec" || is_guardrail_field(key)) continue;
+    if (std::find(family.begin(), family.end(), key) == family.end())
+      return spec_field_error(key, "not a field of a " + kind + " experiment");
+  }
+  return {};
+}
+
+}  // namespace
+
+std::optional<std::string> experiment_family(const std::string& kind) {
+  if (kind == "syscall" || kind == "tcp" || kind == "http") return kind;
+  if (is_resource_kind(kind)) return std::string("resource");
+  if (kind_from_name(kind)) return std::string("packet");
+  return std::nullopt;
+}
+
+Result<Experiment> experiment_from_json(const nlohmann::json& spec, const std::string& record_dir) {
+  if (!spec.is_object()) return input_error(EINVAL, "spec: not a JSON object");
+  if (!spec.contains("kind")) return spec_field_error("kind", "is required");
+  auto kind = spec_string(spec, "kind");
+  if (!kind) return kind.error();
+  Experiment e;
+  std::string netns;  // where the health probe and the kernel signal look: the fault's namespace
+  const auto family = experiment_family(*kind).value_or("packet");  // the packet reader names the kinds
+  if (family == "syscall") {
+    FL_TRY(known_fields(spec, syscall_spec_fields(), *kind));
+    auto s = syscall_spec_from_json(spec);
+    if (!s) return s.error();
+    e.fault = std::move(*s);
+  } else if (family == "tcp") {
+    FL_TRY(known_fields(spec, tcp_spec_fields(), *kind));
+    auto s = tcp_spec_from_json(spec);
+    if (!s) return s.error();
+    e.fault = std::move(*s);
+  } else if (family == "http") {
+    FL_TRY(known_fields(spec, http_spec_fields(), *kind));
+    auto s = http_spec_from_json(spec);
+    if (!s) return s.error();
+    e.fault = std::move(*s);
+  } else if (family == "resource") {
+    FL_TRY(known_fields(spec, resource_spec_fields(), *kind));
+    auto s = resource_spec_from_json(spec);
+    if (!s) return s.error();
+    e.fault = std::move(*s);
+  } else {
+    auto s = packet_spec_from_json(spec);
+    if (!s) return s.error();
+    netns = s->netns;
+    e.fault = std::move(*s);
+  }
+  auto g = guardrails_from_json(spec, netns, record_dir);
+  if (!g) return g.error();
+  e.guardrails = std::move(g->guardrails);
+  e.record = std::move(g->record);
+  return e;
+}
+
+Status add_experiment_guardrails(const GuardrailOptions& g, const std::optional<RecordOptions>& record,
+                                 nlohmann::json& spec) {
+  return guardrails_to_json(g, record, spec);
+}
+
+}  // namespace faultline
