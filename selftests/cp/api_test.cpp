@@ -4,14 +4,29 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <span>
 
 #include "cp/proto/agent.pb.h"
 #include "cp/proto/agent_wire.h"
 #include "cp_client.h"
+#include "userspace/faults/experiment_guardrails.h"
+#include "userspace/faults/packet/experiment.h"
+#include "userspace/faults/resource/experiment.h"
+#include "userspace/faults/stream/experiment.h"
+#include "userspace/faults/syscall/experiment.h"
+#include "userspace/ops/experiment.h"
 #include "userspace/policy/policy.h"
 
 namespace {
 
+using faultline::experiment_from_json;
+using faultline::guardrail_fields;
+using faultline::http_spec_fields;
+using faultline::is_guardrail_field;
+using faultline::packet_experiment_fields;
+using faultline::resource_spec_fields;
+using faultline::syscall_spec_fields;
+using faultline::tcp_spec_fields;
 using fltest::Backend;
 using fltest::CpReply;
 using nlohmann::json;
@@ -562,6 +577,62 @@ TEST_P(ApiTest, BadInputIsRefusedNamingTheFieldAndNothingIsStored) {
   }
   EXPECT_EQ(call("POST", "/v1/agents/register", t.token, R"({"hostname":"h"})").status, 403)
       << "a session token enrolled an agent";
+}
+
+// Every field of every family, and every shared guardrail field, given a bad
+// value: faultcp's answer is the very error the typed experiment's reader
+// gives (the one faultd's agent runs a spec with), and it names a field.
+TEST_P(ApiTest, EveryFieldIsRefusedByFaultcpAsFaultdsReaderRefusesIt) {
+  Tenant t = tenant("doors");
+  struct Family {
+    nlohmann::json base;  // a good spec of the family
+    std::vector<std::string> fields;
+  };
+  auto names = [](std::span<const char* const> f) { return std::vector<std::string>(f.begin(), f.end()); };
+  std::vector<std::string> packet;
+  for (const auto& f : packet_experiment_fields()) packet.emplace_back(f.field);
+  const std::vector<Family> families = {
+      {{{"kind", "loss"}, {"target", "10.0.0.1"}, {"percent", 10}, {"duration_sec", 30}}, packet},
+      {{{"kind", "latency"}, {"target", "10.0.0.1"}, {"delay_ms", 10}, {"duration_sec", 30}}, packet},
+      {{{"kind", "syscall"}, {"syscall", "connect"}, {"errno", "EIO"}, {"cgroup", "x"}, {"duration_sec", 30}},
+       names(syscall_spec_fields())},
+      {{{"kind", "cpu"}, {"cores", 1}, {"duration_sec", 30}}, names(resource_spec_fields())},
+      {{{"kind", "memory"}, {"size", "64MiB"}, {"duration_sec", 5}}, names(resource_spec_fields())},
+      {{{"kind", "process"}, {"pid", 4242}, {"action", "kill"}, {"duration_sec", 5}}, names(resource_spec_fields())},
+      {{{"kind", "disk"}, {"path", "/var/tmp"}, {"fill", 90}, {"duration_sec", 5}}, names(resource_spec_fields())},
+      {{{"kind", "tcp"}, {"target", "10.0.0.5:5432"}, {"toxic", {"noop"}}, {"duration_sec", 5}},
+       names(tcp_spec_fields())},
+      {{{"kind", "http"}, {"target", "10.0.0.9:80"}, {"status", 503}, {"duration_sec", 60}}, names(http_spec_fields())},
+  };
+  std::vector<std::string> shared = {"kind", "duration_sec"};
+  for (const auto& f : guardrail_fields()) shared.emplace_back(f.field);
+  const std::vector<nlohmann::json> bad_values = {nlohmann::json::object(), -1, 1e12, "", nlohmann::json::array()};
+  size_t checked = 0;
+  for (const auto& fam : families) {
+    ASSERT_TRUE(experiment_from_json(fam.base, "")) << fam.base.dump();
+    std::vector<std::string> fields = fam.fields;
+    fields.insert(fields.end(), shared.begin(), shared.end());
+    for (const auto& field : fields) {
+      for (const auto& value : bad_values) {
+        nlohmann::json spec = fam.base;
+        // A guardrail field is judged beside the signal it belongs to.
+        if (field != "health_url" && is_guardrail_field(field)) spec["health_url"] = "http://127.0.0.1:9/health";
+        spec[field] = value;
+        auto read = experiment_from_json(spec, "");
+        if (read) continue;  // a value this field takes (a string for a text field)
+        auto r =
+            call("POST", "/v1/experiments", t.token, nlohmann::json{{"agent_id", t.agent_id}, {"spec", spec}}.dump());
+        ASSERT_EQ(r.status, 400) << spec.dump() << " " << r.describe();
+        EXPECT_EQ(r.json().value("error", ""), read.error().message) << spec.dump();
+        EXPECT_EQ(r.json().value("error", "").rfind("spec", 0), 0U) << r.describe();
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 200U);
+  std::cout << "every door: " << checked << " bad values refused alike by faultcp and faultd's reader\n";
+  auto list = call("GET", "/v1/experiments", t.token);
+  EXPECT_TRUE(list.json()["experiments"].empty()) << list.describe();
 }
 
 // Syscall, resource, tcp and http experiments (issue 14, section 3): the `faultctl run`
