@@ -7,6 +7,16 @@
 
 namespace faultline {
 
+FlagTable flag_table(const cxxopts::Options& o) {
+  FlagTable t;
+  for (const auto& group : o.groups()) {
+    for (const auto& option : o.group_help(group).options) {
+      for (const auto& name : option.l) t[name] = !option.is_boolean;
+    }
+  }
+  return t;
+}
+
 FlagsAndCommand split_command(const std::vector<std::string>& args) {
   auto dd = std::find(args.begin(), args.end(), "--");
   FlagsAndCommand out;

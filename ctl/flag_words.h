@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cxxopts.hpp>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -10,6 +11,12 @@
 #include "base/result.h"
 
 namespace faultline {
+
+// Every long flag of a command's options -> whether it takes a value (false: a
+// switch). Read from the options themselves, for the checks of experiments
+// written as data (a policy's spec.faults), not from their --help text.
+using FlagTable = std::map<std::string, bool>;
+[[nodiscard]] FlagTable flag_table(const cxxopts::Options& o);
 
 // "faultctl guard FLAGS -- COMMAND ARGS": the words before the first "--", and after it.
 struct FlagsAndCommand {

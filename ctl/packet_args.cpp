@@ -197,6 +197,8 @@ constexpr Example kPacketExamples[] = {
 
 }  // namespace
 
+FlagTable packet_run_flags() { return flag_table(packet_options()); }
+
 std::string packet_run_usage() {
   return with_examples(packet_options().help({"", "guardrail", "experiment record", "output"}) + kKinds,
                        kPacketExamples);

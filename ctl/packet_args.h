@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "ctl/flag_words.h"
 #include "ctl/help.h"
 #include "ctl/run_flags.h"
 #include "loader/netfault_attachments.h"
@@ -29,5 +30,8 @@ struct PacketRunArgs {
 [[nodiscard]] Result<Parsed<PacketRunArgs>> parse_packet_args(const std::vector<std::string>& args);
 
 [[nodiscard]] std::string packet_run_usage();
+
+// Its flags, and whether each takes a value.
+[[nodiscard]] FlagTable packet_run_flags();
 
 }  // namespace faultline

@@ -1,5 +1,5 @@
 // Experiments as data, judged by the same code as `faultctl run`: the fields a
-// family accepts are read from its parser's own option list (its --help), the
+// family accepts are read from its parser's own option list (flag_table()), the
 // values go through its parser as the flags they name.
 #include "ctl/policy_faults.h"
 
@@ -8,10 +8,8 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
-#include <map>
 #include <mutex>
 #include <set>
-#include <sstream>
 #include <thread>
 #include <variant>
 
@@ -41,43 +39,20 @@ std::vector<std::string> all_kinds() {
 // Flags of a run command that belong to an invocation, not to an experiment.
 const std::set<std::string> kInvocationFlags = {"help", "json", "dry-run", "kind"};
 
-// name -> takes a value, read from the family's --help (cxxopts prints
-// "--percent arg" for a flag with a value and "--force" for a switch).
-const std::map<std::string, bool>& flags_of(FaultFamily f) {
-  static std::map<FaultFamily, std::map<std::string, bool>> cache;
-  if (auto it = cache.find(f); it != cache.end()) return it->second;
-  std::string help;
-  auto take = [&](auto parsed) {
-    if (parsed) {
-      if (const auto* h = std::get_if<HelpText>(&*parsed)) help = h->text;
-    }
-  };
+// name -> takes a value, read from the family's own options.
+const FlagTable& flags_of(FaultFamily f) {
+  static const FlagTable packet = packet_run_flags();
+  static const FlagTable syscall = syscall_run_flags();
+  static const FlagTable resource = resource_run_flags();
   switch (f) {
     case FaultFamily::Packet:
-      take(parse_packet_args({"--help"}));
-      break;
+      return packet;
     case FaultFamily::Syscall:
-      take(parse_syscall_args({"--help"}));
-      break;
+      return syscall;
     case FaultFamily::Resource:
-      take(parse_resource_args({"--help"}));
       break;
   }
-  std::map<std::string, bool> flags;
-  std::istringstream lines(help);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.find("EXAMPLES:") == 0) break;
-    // An option line starts with its flag ("  -h, --help", "      --percent arg");
-    // a description's continuation lines never start with a dash.
-    std::istringstream words(line);
-    std::string w, next;
-    if (!(words >> w) || w.front() != '-') continue;
-    if (w.size() == 3 && w[1] != '-' && w[2] == ',' && !(words >> w)) continue;
-    if (w.rfind("--", 0) != 0 || w.size() < 3) continue;
-    words >> next;
-    flags[w.substr(2)] = next == "arg";
-  }
-  return cache[f] = flags;
+  return resource;
 }
 
 // "--percent: 'x' ..." -> the first field of e the message names as a flag.
@@ -118,7 +93,8 @@ std::vector<std::string> run_words(const FaultEntry& e) {
   std::vector<std::string> words;
   auto fam = family_of(e.kind);
   if (fam != FaultFamily::Syscall) words.push_back(e.kind);
-  const auto& flags = fam ? flags_of(*fam) : std::map<std::string, bool>{};
+  static const FlagTable kNone;
+  const FlagTable& flags = fam ? flags_of(*fam) : kNone;
   for (const auto& f : e.fields) {
     auto it = flags.find(f.name);
     const bool takes_value = it == flags.end() || it->second;

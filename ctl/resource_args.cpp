@@ -67,6 +67,8 @@ constexpr Example kResourceExamples[] = {
 
 }  // namespace
 
+FlagTable resource_run_flags() { return flag_table(resource_options()); }
+
 std::string resource_run_usage() {
   return with_examples(resource_options().help(
                            {"", "process", "cpu", "memory, disk", "disk", "guardrail", "experiment record", "output"}),

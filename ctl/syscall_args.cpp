@@ -34,9 +34,7 @@ constexpr Example kSyscallExamples[] = {
      "faultctl run syscall --syscall openat --errno EACCES --duration 10s --dry-run -- cat /etc/hostname"},
 };
 
-}  // namespace
-
-Result<Parsed<SyscallRunArgs>> parse_syscall_args(const std::vector<std::string>& args) {
+cxxopts::Options syscall_options() {
   cxxopts::Options o("faultctl run syscall", "Make syscalls fail with an errno.");
   o.add_options()("syscall", "syscall names, comma-separated", cxxopts::value<std::vector<std::string>>())(
       "errno", "errno name, e.g. EIO, ECONNREFUSED", cxxopts::value<std::string>())(
@@ -60,6 +58,15 @@ Result<Parsed<SyscallRunArgs>> parse_syscall_args(const std::vector<std::string>
       "drawn and recorded where the rung can follow it)",
       cxxopts::value<std::string>())("h,help", "help");
   add_run_options(o);
+  return o;
+}
+
+}  // namespace
+
+FlagTable syscall_run_flags() { return flag_table(syscall_options()); }
+
+Result<Parsed<SyscallRunArgs>> parse_syscall_args(const std::vector<std::string>& args) {
+  cxxopts::Options o = syscall_options();
   auto [flags, cmd] = split_command(args);
   auto r = parse_flag_words(o, flags, kCommandAfterDashesHint);
   if (!r) return r.error();

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "ctl/flag_words.h"
 #include "ctl/help.h"
 #include "ctl/run_flags.h"
 #include "userspace/faults/syscall/plan.h"
@@ -18,5 +19,8 @@ struct SyscallRunArgs {
 
 // args are what follows "run syscall": flags, and for the command scope "--" and the command.
 [[nodiscard]] Result<Parsed<SyscallRunArgs>> parse_syscall_args(const std::vector<std::string>& args);
+
+// Its flags, and whether each takes a value.
+[[nodiscard]] FlagTable syscall_run_flags();
 
 }  // namespace faultline
