@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/exit_code.h"
+#include "base/line_writer.h"
 #include "base/version.h"
 #include "ctl/served_run.h"
 #include "loader/libbpf_log.h"
@@ -23,6 +24,11 @@
 namespace {
 
 using namespace faultline;
+
+// Log lines a foreground faultd keeps waiting for its stderr's reader (about
+// a megabyte of request lines), and how long it waits for them at exit.
+constexpr size_t kLogBacklog = 16384;
+constexpr std::chrono::milliseconds kLogDrain{2000};
 
 // Detached: the parent waits on a pipe until the child serves (it writes its
 // exit code there and exits 0) or cannot (a code other than 0, and its log
@@ -158,16 +164,21 @@ int main(int argc, char** argv) {
     hooks.stopping = [] { ::syslog(LOG_INFO, "faultd: stopping"); };
     return serve_faultd(config, hooks);
   }
-  hooks.log = [](const std::string& line) { std::cerr << line << std::endl; };
-  hooks.ready = [](const std::string& where) {
-    std::cerr << "faultd: serving: " << where << std::endl;
+  // The request log goes through a thread of its own: a stderr pipe that
+  // nobody reads drops lines (counted) rather than stalling the API.
+  LineWriter& log = LineWriter::open(STDERR_FILENO, kLogBacklog, "faultd");
+  hooks.log = [&log](const std::string& line) { log.post(line); };
+  hooks.ready = [&log](const std::string& where) {
+    log.post("faultd: serving: " + where);
     // Type=notify: systemd counts the service started from here. Outside
     // systemd (no NOTIFY_SOCKET) this does nothing.
     (void)sd_notify(0, "READY=1");
   };
-  hooks.stopping = [] {
+  hooks.stopping = [&log] {
     (void)sd_notify(0, "STOPPING=1");
-    std::cerr << "faultd: stopping" << std::endl;
+    log.post("faultd: stopping");
   };
-  return serve_faultd(config, hooks);
+  const int code = serve_faultd(config, hooks);
+  (void)log.drain(kLogDrain);  // a reader that is gone gets no more time than this
+  return code;
 }

@@ -1,5 +1,6 @@
 // faultd's local API: faultctl through it and without it, each route and its
 // errors, the peer check, settings, and a clean stop.
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/fsuid.h>
 #include <sys/socket.h>
@@ -204,6 +205,50 @@ TEST_F(FaultdTest, NotifiesReadyAndStoppingForSystemd) {
   ASSERT_TRUE(st);
   EXPECT_TRUE(st->is(0)) << st->str();
   ::close(fd);
+}
+
+// A foreground faultd whose stderr is a pipe nobody reads (a 4 KiB one: about
+// a hundred request lines) keeps answering: its request log waits in a queue
+// of its own, and every line is there once the pipe is read.
+TEST_F(FaultdTest, AStderrNobodyReadsDoesNotStallTheApi) {
+  const std::string fifo = dir() + "/stderr.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  // Held open for reading and writing: faultd's open does not wait, and its
+  // writes fill the pipe rather than fail.
+  const int held = ::open(fifo.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(held, 0) << std::strerror(errno);
+  ASSERT_GT(::fcntl(held, F_SETPIPE_SZ, 4096), 0) << std::strerror(errno);
+  ChildProcess d =
+      ChildProcess::spawn({"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>\"" + fifo + "\"", FAULTD_PATH, "--foreground",
+                           "--socket", socket_path(), "--metrics", "off", "--toxiproxy", "off"},
+                          {.env = env(), .stop_grace = 3000ms});
+  const auto deadline = std::chrono::steady_clock::now() + 15s;
+  while (request("GET", "/v1/status").status != 200) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "faultd did not serve: " << d.describe();
+    std::this_thread::sleep_for(50ms);
+  }
+  constexpr int kRequests = 2000;
+  for (int i = 0; i < kRequests; ++i) {
+    ASSERT_EQ(request("GET", "/v1/status").status, 200) << "request " << i << " with the log unread";
+  }
+  // Now read it: every request's line is there, none dropped.
+  std::string log;
+  char buf[65536];
+  for (;;) {
+    pollfd p{held, POLLIN, 0};
+    if (::poll(&p, 1, 1000) <= 0) break;
+    const ssize_t n = ::read(held, buf, sizeof buf);
+    if (n <= 0) break;
+    log.append(buf, static_cast<size_t>(n));
+  }
+  size_t lines = 0;
+  for (size_t at = log.find("GET /v1/status 200"); at != std::string::npos; at = log.find("GET /v1/status 200", at + 1))
+    ++lines;
+  EXPECT_GE(lines, static_cast<size_t>(kRequests)) << log.substr(0, 300);
+  EXPECT_EQ(log.find("log lines dropped"), std::string::npos);
+  EXPECT_NE(log.find("faultd: serving: "), std::string::npos);
+  d.stop(3000ms);
+  ::close(held);
 }
 
 TEST_F(FaultdTest, BadSettingsAreNamedAndExit2) {
