@@ -63,6 +63,8 @@ TEST(McpCanonicalJson, RfcExampleAndMemberOrder) {
   EXPECT_EQ(canonical_json(in),
             "{\"literals\":[null,true,false],\"numbers\":[333333333.3333333,1e+30,4.5,0.002,1e-27],"
             "\"string\":\"\xe2\x82\xac$\\u000f\\nA'B\\\"\\\\\\\\\\\"/\"}");
+  // The short escapes where JSON has one, \u00XX for the other controls.
+  EXPECT_EQ(canonical_json(json("\b\f\t\r\x01\x1f")), "\"\\b\\f\\t\\r\\u0001\\u001f\"");
   // Sorted by UTF-16 code units: the emoji (a surrogate pair, D83D) before U+FB33.
   const json keys = json::parse(R"({"\u20ac":1,"\r":2,"\ufb33":3,"1":4,"\ud83d\ude00":5,"\u0080":6,"\u00f6":7})");
   EXPECT_EQ(canonical_json(keys),

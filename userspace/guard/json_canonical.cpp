@@ -8,6 +8,8 @@
 #include <system_error>
 #include <vector>
 
+#include "userspace/net/http_request.h"
+
 namespace faultline {
 namespace json_canonical_detail {
 
@@ -53,45 +55,8 @@ bool utf16_units(const std::string& s, std::u16string& out) {
   return true;
 }
 
-void append_string(const std::string& s, std::string& out) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out += '"';
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          out += "\\u00";
-          out += kHex[c >> 4];
-          out += kHex[c & 0xf];
-        } else {
-          out += ch;  // UTF-8 as it is, U+007F and above included
-        }
-    }
-  }
-  out += '"';
-}
+// Minimal escapes, UTF-8 as it is (U+007F and above included): json_quote()'s.
+void append_string(const std::string& s, std::string& out) { out += json_quote(s); }
 
 bool append_value(const nlohmann::json& v, std::string& out) {
   switch (v.type()) {
