@@ -8,7 +8,7 @@
 #include <system_error>
 #include <vector>
 
-#include "userspace/net/http_request.h"
+#include "base/json_quote.h"
 
 namespace faultline {
 namespace json_canonical_detail {

@@ -6,6 +6,8 @@
 #include <cctype>
 #include <climits>
 
+#include "base/json_quote.h"
+
 namespace faultline {
 namespace {
 
@@ -108,46 +110,6 @@ std::optional<std::string> percent_decode(std::string_view s, bool plus_is_space
     }
   }
   return out;
-}
-
-std::string json_quote(std::string_view s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          static constexpr char kHex[] = "0123456789abcdef";
-          out += "\\u00";
-          out += kHex[c >> 4];
-          out += kHex[c & 15];
-        } else {
-          out += ch;
-        }
-    }
-  }
-  return out + "\"";
 }
 
 const char* http_reason(int status) {

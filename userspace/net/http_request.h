@@ -69,10 +69,6 @@ using HttpHandler = std::function<HttpReply(const HttpRequest&)>;
 // "%41b" -> "Ab"; nothing on a malformed escape. With plus_is_space, '+' is ' '
 // (query strings).
 [[nodiscard]] std::optional<std::string> percent_decode(std::string_view s, bool plus_is_space);
-// A JSON string literal, quotes included, with the minimal escapes RFC 8785 writes
-// (\" \\ \b \f \n \r \t, \u00XX for the other controls; UTF-8 as it is): for
-// replies built without a JSON library, and canonical JSON.
-[[nodiscard]] std::string json_quote(std::string_view s);
 // "Not Found" for 404; "Unknown" for a code we do not name.
 [[nodiscard]] const char* http_reason(int status);
 
