@@ -397,9 +397,12 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       "exfil-cap", "root: bytes to one destination no rule allows before its egress is dropped, e.g. 10MB",
       cxxopts::value<std::string>())(
       "json-log", "append every decision as a JSON line to FILE (the request guard: the hash-chained activity log)",
-      cxxopts::value<std::string>())("netns",
-                                     "root: run the command in this network namespace: NAME (ip netns), PATH or pid:N",
-                                     cxxopts::value<std::string>())(
+      cxxopts::value<std::string>())(
+      "block-dangerous",
+      "judge every exec of the command and of what it starts by the dangerous-command rules (rm -rf, git push "
+      "--force, kubectl delete, production targets, ...): reported, and refused with EPERM when enforcing")(
+      "netns", "root: run the command in this network namespace: NAME (ip netns), PATH or pid:N",
+      cxxopts::value<std::string>())(
       "policy",
       "the policy from a policy file (docs/policy.md): its guard section (or the bare {mode, default_allow, "
       "rules}; re-read on SIGHUP) and, as root, its one egress scope (all: true), instead of --enforce, "
@@ -672,6 +675,10 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
   }
   if (auto t = compile_redirects(g.redirects); !t) return bad(t.error().message);
   FL_TRY(parse_fault_flags(*r, args_out));
+  if (r->count("block-dangerous")) {
+    if (cap.gateway) return bad("--block-dangerous judges the command's execs: --gateway runs no command");
+    args_out.block_dangerous = true;
+  }
   // As a user the request guard is all there is; as root it is asked for.
   if (cap.terminate_tls) args_out.requests = true;
   if (!root) args_out.requests = true;

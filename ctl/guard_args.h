@@ -24,6 +24,9 @@ struct GuardArgs {
   // --no-proxy-loopback or a policy's guard section asks for it.
   bool requests = false;
   GuardCaptureOptions capture;
+  // --block-dangerous: every exec of the command judged by the command risk
+  // predicate (userspace/guard/exec_gate.h); refused when enforcing.
+  bool block_dangerous = false;
 };
 
 // args are what follows "guard": flags, then "--" and the command to guard.

@@ -18,6 +18,7 @@
 #include "ctl/guard_args.h"
 #include "ctl/guard_capture.h"
 #include "ctl/guard_fault_proxy.h"
+#include "userspace/guard/exec_gate.h"
 
 namespace faultline {
 namespace guard_command_impl {
@@ -25,21 +26,49 @@ namespace guard_command_impl {
 std::atomic<int> g_signal{0};
 void remember_signal(int sig) { g_signal.store(sig); }
 
+// --block-dangerous: the exec gate, each flagged exec said on stderr and,
+// with the request guard, kept in its activity log.
+Result<std::unique_ptr<ExecGate>> start_exec_gate(bool enforce, GuardCapture* capture) {
+  ExecGateOptions o;
+  o.enforce = enforce;
+  GuardJudge* judge = capture != nullptr ? &capture->judge() : nullptr;
+  o.on_flagged = [judge](const ExecJudgement& j) {
+    std::string what;
+    if (j.unreadable.empty()) {
+      const CommandRisk& r = j.risks.front();
+      what = "'" + r.command + "' (" + r.rule + ": " + r.reason + ")";
+    } else {
+      what = "an exec whose words could not be read (" + j.unreadable + ")";
+    }
+    std::cerr << "faultline guard: exec: " << (j.blocked ? "blocked " : "would block (monitor: it ran) ") << what
+              << ", pid " << j.pid << "\n";
+    if (judge != nullptr) judge->record_exec(j);
+  };
+  return ExecGate::create(std::move(o));
+}
+
+void print_exec_summary(const ExecGate& gate) {
+  std::cerr << "faultline guard: execs: " << gate.judged() << " judged, " << gate.flagged() << " flagged, "
+            << gate.blocked() << " blocked (--block-dangerous)\n";
+}
+
 // The command as a child of ours, signals passed on, its exit code (as a user:
-// no cgroup to put it in).
-int run_wrapped(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env) {
+// no cgroup to put it in). With gate: its filter installed in the child.
+int run_wrapped(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env,
+                ExecGate* gate) {
   ChildEnvironment child_env(env);
   auto held = HeldChild::spawn(
       argv,
-      [&child_env] {
+      [&child_env, gate] {
         child_env.apply();
-        return true;
+        return gate == nullptr || gate->install_in_child();
       },
       "faultctl guard");
   if (!held) {
     std::cerr << "faultctl guard: " << held.error().describe() << "\n";
     return 1;
   }
+  if (gate != nullptr) gate->serve();
   struct sigaction sa {
   }, old_int{}, old_term{};
   sa.sa_handler = remember_signal;
@@ -141,8 +170,25 @@ int cmd_guard(const std::vector<std::string>& args) {
       }
       capture = std::move(*started);
       if (capture_gateway(a)) return run_gateway(*capture);
+    }
+    std::unique_ptr<ExecGate> gate;
+    if (a.block_dangerous) {
+      const bool enforce = a.guard.enforce || (capture && capture->judge().policy()->mode == GuardMode::Enforce);
+      auto made = start_exec_gate(enforce, capture.get());
+      if (!made) {
+        std::cerr << "faultctl guard: --block-dangerous: " << made.error().describe() << "\n";
+        return 1;
+      }
+      gate = std::move(*made);
+      std::cerr << "faultline guard: every exec of the command is judged by the dangerous-command rules ("
+                << (enforce ? "enforce: refused with EPERM" : "monitor: reported, not refused") << ")\n";
+      a.guard.before_exec = [g = gate.get()] { return g->install_in_child(); };
+      a.guard.forked = [g = gate.get()] { g->serve(); };
+    }
+    if (capture) {
       if (::geteuid() != 0) {
-        const int code = run_wrapped(a.guard.command, capture->env());
+        const int code = run_wrapped(a.guard.command, capture->env(), gate.get());
+        if (gate) print_exec_summary(*gate);
         capture->print_summary(std::cerr);
         return code;
       }
@@ -181,6 +227,7 @@ int cmd_guard(const std::vector<std::string>& args) {
     }
     Guard g(std::move(a.guard), std::cerr);
     const int code = g.run();
+    if (gate) print_exec_summary(*gate);
     if (faults) faults->print_summary(std::cerr);
     if (capture) capture->print_summary(std::cerr);
     return code;

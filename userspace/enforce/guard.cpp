@@ -279,10 +279,10 @@ int Guard::run() {
       in_ns.emplace(std::move(*e));
     }
     std::function<bool()> prepare;
-    if (child_env)
-      prepare = [env = child_env.get()] {
-        env->apply();
-        return true;
+    if (child_env || opts_.before_exec)
+      prepare = [env = child_env.get(), &before = opts_.before_exec] {
+        if (env != nullptr) env->apply();
+        return !before || before();
       };
     return HeldChild::spawn(opts_.command, prepare, "faultctl guard");
   }();
@@ -291,6 +291,7 @@ int Guard::run() {
     return 1;
   }
   const pid_t child = held->pid();
+  if (opts_.forked) opts_.forked();
   if (auto st = cg->join(child); !st) {
     log_ << "faultctl guard: " << st.error().describe() << "\n";
     return 1;  // the held child is killed and reaped with `held`

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <string>
 #include <utility>
@@ -29,6 +30,13 @@ struct GuardOptions {
   // Variables added to (or replacing in) the command's environment: what a
   // caller that serves the command (HTTP faults under --terminate-tls) tells it.
   std::vector<std::pair<std::string, std::string>> env;
+  // Run in the child right before its exec, after its environment is set
+  // (the exec gate's filter); false ends the child with 127. It must not
+  // allocate: the child of a threaded process.
+  std::function<bool()> before_exec;
+  // Run here once the child is forked, before it is let go (the exec gate
+  // starts serving: the child's own exec is judged).
+  std::function<void()> forked;
 };
 
 class Guard {

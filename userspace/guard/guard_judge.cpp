@@ -283,6 +283,21 @@ void GuardJudge::record(const RequestHead& head, GuardVerdict verdict, const std
   if (options_.log && !what.empty()) options_.log("faultline guard: " + request_text(head) + " -> " + what);
 }
 
+void GuardJudge::record_exec(const ExecJudgement& j) {
+  if (!options_.activity) return;
+  ActivityEntry e;
+  e.identity = options_.identity;
+  e.kind = "exec";
+  e.method = "EXEC";
+  std::string line;
+  for (const auto& w : j.words) line += (line.empty() ? "" : " ") + w;
+  e.path = j.unreadable.empty() ? line : "pid " + std::to_string(j.pid) + ": " + j.unreadable;
+  e.verdict = std::string(guard_verdict_name(GuardVerdict::Deny));
+  e.rule = j.risks.empty() ? "exec-unreadable" : j.risks.front().rule;
+  if (auto st = options_.activity->append(std::move(e)); !st && options_.log)
+    options_.log("faultline guard: activity log: " + st.error().describe());
+}
+
 RequestVerdict GuardJudge::judge(const RequestHead& head, HeldRequest later) {
   // One decision per tunnel: with termination its inner requests are judged;
   // without, the CONNECT is, and its SNI only when it names another host.

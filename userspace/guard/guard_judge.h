@@ -18,6 +18,7 @@
 #include "userspace/guard/activity_log.h"
 #include "userspace/guard/approval_queue.h"
 #include "userspace/guard/dlp_engine.h"
+#include "userspace/guard/exec_gate.h"
 #include "userspace/guard/guard_answer.h"
 #include "userspace/guard/guard_policy.h"
 #include "userspace/guard/llm_budget.h"
@@ -105,6 +106,10 @@ class GuardJudge final : public RequestJudge {
   [[nodiscard]] std::shared_ptr<const GuardPolicy> policy() const { return policy_.load(); }
   [[nodiscard]] ApprovalQueue& approvals() { return approvals_; }
   [[nodiscard]] GuardCounts counts() const;
+  // An exec the exec gate flagged (--block-dangerous), in the activity log:
+  // kind "exec", method "EXEC", the path run and its arguments as the path,
+  // verdict deny (blocked, or what enforcing would block), the first risk's rule.
+  void record_exec(const ExecJudgement& j);
 
   [[nodiscard]] RequestVerdict judge(const RequestHead& head, HeldRequest later) override;
   [[nodiscard]] RequestVerdict judge_body(uint64_t request_id, const RequestBodyChunk& chunk,

@@ -1,0 +1,130 @@
+// faultctl guard --block-dangerous end to end: the real faultctl (as nobody
+// when the test is root, and as root with a kernel rule, where the command
+// runs in the guard's cgroup) wrapping real bash, whose every exec is judged.
+// Enforcing, `rm -rf` fails with EPERM and the tree stays; monitoring, it is
+// reported and runs. The activity log keeps each flagged exec, and verifies.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "selftests/lib/child_process.h"
+#include "selftests/tls/tls_harness.h"
+
+namespace {
+
+using fltest::CommandResult;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+const std::string kExecFaultctl = FAULTCTL_PATH;
+
+class GuardExecTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(::chmod(dir_.path().c_str(), 0777), 0);
+    fs::create_directories(dir_.file("victim/sub"));
+    fltest::write_file(dir_.file("victim/sub/file"), "keep me\n");
+    for (const auto& p : {dir_.file("victim"), dir_.file("victim/sub")}) ASSERT_EQ(::chmod(p.c_str(), 0777), 0);
+    fltest::write_file(dir_.file("script.sh"),
+                       "rm -rf " + dir_.file("victim") + "\necho \"after $?\"\nls " + dir_.path() + " >/dev/null\n");
+    ASSERT_EQ(::chmod(dir_.file("script.sh").c_str(), 0755), 0);
+    env_ = {"FAULTLINE_CA_DIR=" + dir_.file("ca"),
+            "XDG_RUNTIME_DIR=",
+            "FAULTLINE_STATE_DIR=" + dir_.file("state"),
+            "HTTP_PROXY=",
+            "HTTPS_PROXY=",
+            "http_proxy=",
+            "https_proxy="};
+  }
+
+  // faultctl guard FLAGS --json-log ACTIVITY -- bash script.sh, as nobody
+  // when we are root (the request guard alone), or as root.
+  CommandResult guard(std::vector<std::string> flags, bool as_root = false) {
+    std::vector<std::string> argv = {kExecFaultctl, "guard"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.insert(argv.end(), {"--json-log", dir_.file("activity.jsonl"), "--", "bash", dir_.file("script.sh")});
+    if (::geteuid() == 0 && !as_root)
+      argv.insert(argv.begin(), {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"});
+    return fltest::run_command(argv, {.env = env_}, 60s);
+  }
+
+  std::string activity() const {
+    std::ifstream in(dir_.file("activity.jsonl"));
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+
+  fltest::TempDir dir_;
+  std::vector<std::string> env_;
+};
+
+TEST_F(GuardExecTest, EnforcingRefusesRmRfWithEpermAndKeepsTheTree) {
+  CommandResult r = guard({"--enforce", "--block-dangerous"});
+  EXPECT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_TRUE(fs::exists(dir_.file("victim/sub/file"))) << "rm -rf ran under the gate";
+  EXPECT_NE(r.out.find("after 126"), std::string::npos) << r.describe();
+  EXPECT_NE(r.err.find("Operation not permitted"), std::string::npos) << r.err;
+  // The words judged: the program the kernel runs (its path), then argv[1...].
+  EXPECT_NE(r.err.find("faultline guard: exec: blocked '/usr/bin/rm -rf " + dir_.file("victim") +
+                       "' (rm-recursive-force: rm -r -f: removes a tree without asking)"),
+            std::string::npos)
+      << r.err;
+  // bash, rm and ls at least (execvp tries each PATH folder: each try is judged).
+  EXPECT_NE(r.err.find(" judged, 1 flagged, 1 blocked (--block-dangerous)"), std::string::npos) << r.err;
+  const std::string act = activity();
+  EXPECT_NE(act.find("\"kind\":\"exec\""), std::string::npos) << act;
+  EXPECT_NE(act.find("\"rule\":\"rm-recursive-force\""), std::string::npos) << act;
+  CommandResult v = fltest::run_command({kExecFaultctl, "activity", "verify", dir_.file("activity.jsonl")});
+  EXPECT_TRUE(v.status.is(0)) << v.describe();
+}
+
+TEST_F(GuardExecTest, MonitorReportsItAndItRuns) {
+  CommandResult r = guard({"--block-dangerous"});
+  EXPECT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_FALSE(fs::exists(dir_.file("victim")));
+  EXPECT_NE(r.out.find("after 0"), std::string::npos) << r.describe();
+  EXPECT_NE(r.err.find("faultline guard: exec: would block (monitor: it ran) '/usr/bin/rm -rf"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(" judged, 1 flagged, 0 blocked (--block-dangerous)"), std::string::npos) << r.err;
+}
+
+TEST_F(GuardExecTest, WithoutTheFlagNothingIsJudged) {
+  CommandResult r = guard({"--enforce"});
+  EXPECT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_FALSE(fs::exists(dir_.file("victim")));
+  EXPECT_EQ(r.err.find("execs:"), std::string::npos) << r.err;
+}
+
+TEST_F(GuardExecTest, AsRootTheCommandInTheGuardsCgroupIsJudgedToo) {
+  if (::geteuid() != 0) GTEST_SKIP() << "NEEDS ROOT: the guard's cgroup and its kernel rule";
+  // A kernel rule only (no request flag): the root guard without its proxy.
+  CommandResult r = guard({"--enforce", "--block-dangerous", "--deny", "192.0.2.1/32"}, true);
+  EXPECT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_TRUE(fs::exists(dir_.file("victim/sub/file")));
+  EXPECT_NE(r.err.find("faultline guard: exec: blocked '/usr/bin/rm -rf"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" judged, 1 flagged, 1 blocked (--block-dangerous)"), std::string::npos) << r.err;
+}
+
+TEST_F(GuardExecTest, ADangerousCommandAtTheTopNeverStarts) {
+  std::vector<std::string> argv = {kExecFaultctl, "guard",     "--enforce", "--block-dangerous",
+                                   "--",          "/bin/bash", "-c",        "rm -rf " + dir_.file("victim")};
+  if (::geteuid() == 0)
+    argv.insert(argv.begin(), {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"});
+  CommandResult r = fltest::run_command(argv, {.env = env_}, 60s);
+  EXPECT_FALSE(r.status.is(0)) << r.describe();
+  EXPECT_TRUE(fs::exists(dir_.file("victim/sub/file")));
+  EXPECT_NE(r.err.find("blocked 'rm -rf"), std::string::npos) << r.err;
+}
+
+TEST_F(GuardExecTest, BadCombinationsAreNamed) {
+  CommandResult r = fltest::run_command({kExecFaultctl, "guard", "--block-dangerous", "--gateway", "--gateway-token",
+                                         "agent=abcdefghijkl", "--addr", "127.0.0.1:0"},
+                                        {.env = env_}, 30s);
+  EXPECT_TRUE(r.status.is(2)) << r.describe();
+  EXPECT_NE(r.err.find("--block-dangerous judges the command's execs: --gateway runs no command"), std::string::npos)
+      << r.err;
+}
+
+}  // namespace
