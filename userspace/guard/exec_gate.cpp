@@ -7,6 +7,7 @@
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <seccomp.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -19,6 +20,15 @@
 
 #include "base/fd_passing.h"
 #include "base/remote_memory.h"
+
+// Linux 6.6: the notify fd's waker and waiter trade the CPU instead of waking
+// each other across CPUs (older uapi headers lack the names).
+#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
+#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
+#endif
+#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
+#endif
 
 namespace faultline {
 namespace {
@@ -127,6 +137,10 @@ void ExecGate::run(int notify_fd) {
   seccomp_notif_resp* resp = nullptr;
   if (seccomp_notify_alloc(&req, &resp) != 0) return;
   const int execve_nr = seccomp_syscall_resolve_name("execve");
+  // The exec waits for our answer, so its CPU is free while we judge: the
+  // notification wakes us there and the answer wakes it on ours. Kernels
+  // before 6.6 refuse the flag and wake across CPUs.
+  (void)::ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
   // Until every process with the filter is gone (the fd hangs up) or we are destroyed.
   while (!stop_.load()) {
     pollfd p{notify_fd, POLLIN, 0};
