@@ -401,8 +401,10 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       "block-dangerous",
       "judge every exec of the command and of what it starts by the dangerous-command rules (rm -rf, git push "
       "--force, kubectl delete, production targets, ...): reported, and refused with EPERM when enforcing")(
-      "netns", "root: run the command in this network namespace: NAME (ip netns), PATH or pid:N",
-      cxxopts::value<std::string>())(
+      "approve-dangerous",
+      "--block-dangerous, but a dangerous exec waits for faultctl approvals approve|deny ID (or --approve-timeout) "
+      "when enforcing")("netns", "root: run the command in this network namespace: NAME (ip netns), PATH or pid:N",
+                        cxxopts::value<std::string>())(
       "policy",
       "the policy from a policy file (docs/policy.md): its guard section (or the bare {mode, default_allow, "
       "rules}; re-read on SIGHUP) and, as root, its one egress scope (all: true), instead of --enforce, "
@@ -675,9 +677,14 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
   }
   if (auto t = compile_redirects(g.redirects); !t) return bad(t.error().message);
   FL_TRY(parse_fault_flags(*r, args_out));
-  if (r->count("block-dangerous")) {
-    if (cap.gateway) return bad("--block-dangerous judges the command's execs: --gateway runs no command");
+  for (const char* flag : {"block-dangerous", "approve-dangerous"}) {
+    if (!r->count(flag)) continue;
+    if (cap.gateway) return bad(std::string("--") + flag + " judges the command's execs: --gateway runs no command");
     args_out.block_dangerous = true;
+  }
+  if (r->count("approve-dangerous")) {
+    args_out.approve_dangerous = true;
+    args_out.requests = true;  // its approval queue is the request guard's
   }
   // As a user the request guard is all there is; as root it is asked for.
   if (cap.terminate_tls) args_out.requests = true;

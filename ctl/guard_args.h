@@ -27,6 +27,8 @@ struct GuardArgs {
   // --block-dangerous: every exec of the command judged by the command risk
   // predicate (userspace/guard/exec_gate.h); refused when enforcing.
   bool block_dangerous = false;
+  // --approve-dangerous: such an exec is held for approval instead (enforcing).
+  bool approve_dangerous = false;
 };
 
 // args are what follows "guard": flags, then "--" and the command to guard.

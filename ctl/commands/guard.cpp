@@ -26,30 +26,55 @@ namespace guard_command_impl {
 std::atomic<int> g_signal{0};
 void remember_signal(int sig) { g_signal.store(sig); }
 
+// A flagged exec for people: "'rm -rf /srv' (rm-recursive-force: ...), pid 42".
+std::string exec_what(const ExecJudgement& j) {
+  std::string what;
+  if (j.unreadable.empty()) {
+    const CommandRisk& r = j.risks.front();
+    what = "'" + r.command + "' (" + r.rule + ": " + r.reason + ")";
+  } else {
+    what = "an exec whose words could not be read (" + j.unreadable + ")";
+  }
+  return what + ", pid " + std::to_string(j.pid);
+}
+
 // --block-dangerous: the exec gate, each flagged exec said on stderr and,
-// with the request guard, kept in its activity log.
-Result<std::unique_ptr<ExecGate>> start_exec_gate(bool enforce, GuardCapture* capture) {
+// with the request guard, kept in its activity log. --approve-dangerous
+// (enforcing): held in the guard's approval queue instead of refused.
+Result<std::unique_ptr<ExecGate>> start_exec_gate(bool enforce, bool approve, GuardCapture* capture) {
   ExecGateOptions o;
   o.enforce = enforce;
   GuardJudge* judge = capture != nullptr ? &capture->judge() : nullptr;
   o.on_flagged = [judge](const ExecJudgement& j) {
-    std::string what;
-    if (j.unreadable.empty()) {
-      const CommandRisk& r = j.risks.front();
-      what = "'" + r.command + "' (" + r.rule + ": " + r.reason + ")";
-    } else {
-      what = "an exec whose words could not be read (" + j.unreadable + ")";
-    }
-    std::cerr << "faultline guard: exec: " << (j.blocked ? "blocked " : "would block (monitor: it ran) ") << what
-              << ", pid " << j.pid << "\n";
-    if (judge != nullptr) judge->record_exec(j);
+    std::cerr << "faultline guard: exec: " << (j.blocked ? "blocked " : "would block (monitor: it ran) ")
+              << exec_what(j) << "\n";
+    if (judge != nullptr) judge->record_exec(j, GuardVerdict::Deny);
   };
+  if (approve && judge != nullptr) {
+    o.hold = [judge](const ExecJudgement& j, ExecAnswer answer) {
+      // The settle runs on the deciding thread; the judge outlives the queue's entries.
+      const std::string id =
+          judge->hold_exec(j, [judge, j, answer = std::move(answer)](ApprovalOutcome outcome, const std::string& why) {
+            const bool approved = outcome == ApprovalOutcome::Approved;
+            std::cerr << "faultline guard: exec: "
+                      << (approved                               ? "approved, it runs: "
+                          : outcome == ApprovalOutcome::TimedOut ? "not decided in time, refused: "
+                                                                 : "denied, refused: ")
+                      << exec_what(j) << (why.empty() ? "" : " (" + why + ")") << "\n";
+            judge->record_exec(j, approved ? GuardVerdict::Allow : GuardVerdict::Deny);
+            answer(approved);
+          });
+      std::cerr << "faultline guard: exec: held for approval " << id << ": " << exec_what(j)
+                << "; faultctl approvals approve " << id << " | deny " << id << "\n";
+      judge->record_exec(j, GuardVerdict::Approve);
+    };
+  }
   return ExecGate::create(std::move(o));
 }
 
 void print_exec_summary(const ExecGate& gate) {
   std::cerr << "faultline guard: execs: " << gate.judged() << " judged, " << gate.flagged() << " flagged, "
-            << gate.blocked() << " blocked (--block-dangerous)\n";
+            << gate.held() << " held, " << gate.blocked() << " blocked (--block-dangerous)\n";
 }
 
 // The command as a child of ours, signals passed on, its exit code (as a user:
@@ -174,14 +199,17 @@ int cmd_guard(const std::vector<std::string>& args) {
     std::unique_ptr<ExecGate> gate;
     if (a.block_dangerous) {
       const bool enforce = a.guard.enforce || (capture && capture->judge().policy()->mode == GuardMode::Enforce);
-      auto made = start_exec_gate(enforce, capture.get());
+      auto made = start_exec_gate(enforce, a.approve_dangerous, capture.get());
       if (!made) {
         std::cerr << "faultctl guard: --block-dangerous: " << made.error().describe() << "\n";
         return 1;
       }
       gate = std::move(*made);
       std::cerr << "faultline guard: every exec of the command is judged by the dangerous-command rules ("
-                << (enforce ? "enforce: refused with EPERM" : "monitor: reported, not refused") << ")\n";
+                << (!enforce              ? "monitor: reported, not refused"
+                    : a.approve_dangerous ? "enforce: held for approval, refused with EPERM unless approved"
+                                          : "enforce: refused with EPERM")
+                << ")\n";
       a.guard.before_exec = [g = gate.get()] { return g->install_in_child(); };
       a.guard.forked = [g = gate.get()] { g->serve(); };
     }

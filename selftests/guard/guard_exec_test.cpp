@@ -9,12 +9,15 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <regex>
 
 #include "selftests/lib/child_process.h"
 #include "selftests/tls/tls_harness.h"
 
 namespace {
 
+using fltest::ChildProcess;
 using fltest::CommandResult;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
@@ -51,6 +54,32 @@ class GuardExecTest : public ::testing::Test {
     return fltest::run_command(argv, {.env = env_}, 60s);
   }
 
+  // The same, started and left running (--approve-dangerous waits for a person).
+  ChildProcess guard_child(std::vector<std::string> flags) {
+    std::vector<std::string> argv = {kExecFaultctl, "guard"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.insert(argv.end(), {"--json-log", dir_.file("activity.jsonl"), "--", "bash", dir_.file("script.sh")});
+    if (::geteuid() == 0)
+      argv.insert(argv.begin(), {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"});
+    return ChildProcess::spawn(argv, {.env = env_});
+  }
+  // faultctl approvals ..., as the guard's user.
+  CommandResult approvals(std::vector<std::string> args) {
+    std::vector<std::string> argv = {kExecFaultctl, "approvals"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    if (::geteuid() == 0)
+      argv.insert(argv.begin(), {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"});
+    return fltest::run_command(argv, {.env = env_}, 30s);
+  }
+  // The id of the held exec ("held for approval 123.1").
+  static std::optional<std::string> held_id(ChildProcess& g) {
+    if (!g.wait_for("held for approval ", 20s, fltest::Stream::kStderr)) return std::nullopt;
+    std::smatch m;
+    const std::string err = g.err();
+    if (!std::regex_search(err, m, std::regex("held for approval ([0-9]+\\.[0-9]+)"))) return std::nullopt;
+    return m[1].str();
+  }
+
   std::string activity() const {
     std::ifstream in(dir_.file("activity.jsonl"));
     return std::string(std::istreambuf_iterator<char>(in), {});
@@ -72,7 +101,7 @@ TEST_F(GuardExecTest, EnforcingRefusesRmRfWithEpermAndKeepsTheTree) {
             std::string::npos)
       << r.err;
   // bash, rm and ls at least (execvp tries each PATH folder: each try is judged).
-  EXPECT_NE(r.err.find(" judged, 1 flagged, 1 blocked (--block-dangerous)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" judged, 1 flagged, 0 held, 1 blocked (--block-dangerous)"), std::string::npos) << r.err;
   const std::string act = activity();
   EXPECT_NE(act.find("\"kind\":\"exec\""), std::string::npos) << act;
   EXPECT_NE(act.find("\"rule\":\"rm-recursive-force\""), std::string::npos) << act;
@@ -87,7 +116,7 @@ TEST_F(GuardExecTest, MonitorReportsItAndItRuns) {
   EXPECT_NE(r.out.find("after 0"), std::string::npos) << r.describe();
   EXPECT_NE(r.err.find("faultline guard: exec: would block (monitor: it ran) '/usr/bin/rm -rf"), std::string::npos)
       << r.err;
-  EXPECT_NE(r.err.find(" judged, 1 flagged, 0 blocked (--block-dangerous)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" judged, 1 flagged, 0 held, 0 blocked (--block-dangerous)"), std::string::npos) << r.err;
 }
 
 TEST_F(GuardExecTest, WithoutTheFlagNothingIsJudged) {
@@ -104,7 +133,7 @@ TEST_F(GuardExecTest, AsRootTheCommandInTheGuardsCgroupIsJudgedToo) {
   EXPECT_TRUE(r.status.is(0)) << r.describe();
   EXPECT_TRUE(fs::exists(dir_.file("victim/sub/file")));
   EXPECT_NE(r.err.find("faultline guard: exec: blocked '/usr/bin/rm -rf"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find(" judged, 1 flagged, 1 blocked (--block-dangerous)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" judged, 1 flagged, 0 held, 1 blocked (--block-dangerous)"), std::string::npos) << r.err;
 }
 
 TEST_F(GuardExecTest, ADangerousCommandAtTheTopNeverStarts) {
@@ -116,6 +145,48 @@ TEST_F(GuardExecTest, ADangerousCommandAtTheTopNeverStarts) {
   EXPECT_FALSE(r.status.is(0)) << r.describe();
   EXPECT_TRUE(fs::exists(dir_.file("victim/sub/file")));
   EXPECT_NE(r.err.find("blocked 'rm -rf"), std::string::npos) << r.err;
+}
+
+TEST_F(GuardExecTest, AHeldExecRunsOnceApproved) {
+  ChildProcess g = guard_child({"--enforce", "--approve-dangerous"});
+  auto id = held_id(g);
+  ASSERT_TRUE(id) << g.describe();
+  EXPECT_TRUE(fs::exists(dir_.file("victim/sub/file"))) << "it ran before it was approved";
+  auto list = approvals({"list"});
+  EXPECT_NE(list.out.find(*id), std::string::npos) << list.describe();
+  EXPECT_NE(list.out.find("rm -rf " + dir_.file("victim")), std::string::npos) << list.out;
+  auto ok = approvals({"approve", *id});
+  ASSERT_TRUE(ok.status.is(0)) << ok.describe();
+  CommandResult end = g.finish(30s);
+  EXPECT_TRUE(end.status.is(0)) << end.describe();
+  EXPECT_FALSE(fs::exists(dir_.file("victim")));
+  EXPECT_NE(end.out.find("after 0"), std::string::npos) << end.describe();
+  EXPECT_NE(end.err.find("faultline guard: exec: approved, it runs: '/usr/bin/rm -rf"), std::string::npos) << end.err;
+  EXPECT_NE(end.err.find(" 1 flagged, 1 held, 0 blocked"), std::string::npos) << end.err;
+  const std::string act = activity();
+  EXPECT_NE(act.find("\"verdict\":\"approve\""), std::string::npos) << act;
+  EXPECT_NE(act.find("\"verdict\":\"allow\""), std::string::npos) << act;
+}
+
+TEST_F(GuardExecTest, AHeldExecDeniedOrUndecidedFailsWithEperm) {
+  {
+    ChildProcess g = guard_child({"--enforce", "--approve-dangerous"});
+    auto id = held_id(g);
+    ASSERT_TRUE(id) << g.describe();
+    ASSERT_TRUE(approvals({"deny", *id, "--reason", "not on a Friday"}).status.is(0));
+    CommandResult end = g.finish(30s);
+    EXPECT_TRUE(end.status.is(0)) << end.describe();
+    EXPECT_NE(end.out.find("after 126"), std::string::npos) << end.describe();
+    EXPECT_NE(end.err.find("denied, refused: '/usr/bin/rm -rf"), std::string::npos) << end.err;
+    EXPECT_NE(end.err.find("(not on a Friday)"), std::string::npos) << end.err;
+  }
+  EXPECT_TRUE(fs::exists(dir_.file("victim/sub/file")));
+  ChildProcess g = guard_child({"--enforce", "--approve-dangerous", "--approve-timeout", "1s"});
+  CommandResult end = g.finish(30s);
+  EXPECT_TRUE(end.status.is(0)) << end.describe();
+  EXPECT_NE(end.err.find("not decided in time, refused: '/usr/bin/rm -rf"), std::string::npos) << end.err;
+  EXPECT_TRUE(fs::exists(dir_.file("victim/sub/file")));
+  EXPECT_NE(end.err.find(" 1 held, 1 blocked"), std::string::npos) << end.err;
 }
 
 TEST_F(GuardExecTest, BadCombinationsAreNamed) {

@@ -125,14 +125,15 @@ bool ExecGate::install_in_child() const {
 void ExecGate::serve() {
   theirs_.reset();
   thread_ = std::thread([this] {
-    UniqueFd notify(recv_fd(ours_.get()));
-    if (!notify) return;  // the child failed before its exec
+    const int fd = recv_fd(ours_.get());
+    if (fd < 0) return;  // the child failed before its exec
     installed_.store(true);
-    run(notify.get());
+    run(std::make_shared<UniqueFd>(fd));
   });
 }
 
-void ExecGate::run(int notify_fd) {
+void ExecGate::run(const std::shared_ptr<UniqueFd>& notify) {
+  const int notify_fd = notify->get();
   seccomp_notif* req = nullptr;
   seccomp_notif_resp* resp = nullptr;
   if (seccomp_notify_alloc(&req, &resp) != 0) return;
@@ -161,12 +162,29 @@ void ExecGate::run(int notify_fd) {
     }
     judged_.fetch_add(1);
     const bool flagged = !j.risks.empty() || !j.unreadable.empty();
+    if (flagged && opts_.enforce && opts_.hold) {
+      flagged_.fetch_add(1);
+      held_.fetch_add(1);
+      // Answered later, from whichever thread decides; the fd outlives us if need be.
+      opts_.hold(j, [notify, id = req->id, blocked = blocked_](bool allow) {
+        seccomp_notif_resp r{};
+        r.id = id;
+        if (allow) {
+          r.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+        } else {
+          r.error = -EPERM;
+          blocked->fetch_add(1);
+        }
+        (void)::ioctl(notify->get(), SECCOMP_IOCTL_NOTIF_SEND, &r);
+      });
+      continue;
+    }
     j.blocked = flagged && opts_.enforce;
     std::memset(resp, 0, sizeof(*resp));
     resp->id = req->id;
     if (j.blocked) {
       resp->error = -EPERM;
-      blocked_.fetch_add(1);
+      blocked_->fetch_add(1);
     } else {
       resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
     }

@@ -37,11 +37,20 @@ struct ExecJudgement {
   std::string unreadable;          // why the words could not be read ("" when they were)
 };
 
+// How a held exec is answered: true lets it run, false fails it with EPERM.
+// Callable once, from any thread, at any time (after the command is gone it
+// does nothing).
+using ExecAnswer = std::function<void(bool allow)>;
+
 struct ExecGateOptions {
   bool enforce = false;
   // Called on the gate's thread for every exec that has a risk or could not
-  // be read (the others go ahead unreported).
+  // be read and is not held (the others go ahead unreported).
   std::function<void(const ExecJudgement&)> on_flagged;
+  // --approve-dangerous, enforcing: a flagged exec is handed here instead of
+  // refused, and waits (the process in its execve) until answered. Other
+  // execs are judged meanwhile.
+  std::function<void(const ExecJudgement&, ExecAnswer)> hold;
 };
 
 class ExecGate {
@@ -67,18 +76,21 @@ class ExecGate {
   [[nodiscard]] bool installed() const { return installed_.load(); }
   [[nodiscard]] uint64_t judged() const { return judged_.load(); }
   [[nodiscard]] uint64_t flagged() const { return flagged_.load(); }
-  [[nodiscard]] uint64_t blocked() const { return blocked_.load(); }
+  [[nodiscard]] uint64_t blocked() const { return blocked_->load(); }
+  [[nodiscard]] uint64_t held() const { return held_.load(); }
 
  private:
   explicit ExecGate(ExecGateOptions opts) : opts_(std::move(opts)) {}
-  void run(int notify_fd);
+  void run(const std::shared_ptr<UniqueFd>& notify);
 
   ExecGateOptions opts_;
   std::vector<sock_filter> filter_;  // made before the fork
   UniqueFd ours_, theirs_;
   std::thread thread_;
   std::atomic<bool> stop_{false}, installed_{false};
-  std::atomic<uint64_t> judged_{0}, flagged_{0}, blocked_{0};
+  std::atomic<uint64_t> judged_{0}, flagged_{0}, held_{0};
+  // Shared with the answers of held execs, which may come after the gate is gone.
+  std::shared_ptr<std::atomic<uint64_t>> blocked_ = std::make_shared<std::atomic<uint64_t>>(0);
 };
 
 }  // namespace faultline

@@ -3,7 +3,10 @@
 // completed later by the approval queue's settle.
 #include "userspace/guard/guard_judge.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdio>
 
@@ -283,17 +286,42 @@ void GuardJudge::record(const RequestHead& head, GuardVerdict verdict, const std
   if (options_.log && !what.empty()) options_.log("faultline guard: " + request_text(head) + " -> " + what);
 }
 
-void GuardJudge::record_exec(const ExecJudgement& j) {
+namespace {
+
+std::string exec_text(const ExecJudgement& j) {
+  if (!j.unreadable.empty()) return "pid " + std::to_string(j.pid) + ": " + j.unreadable;
+  std::string line;
+  for (const auto& w : j.words) line += (line.empty() ? "" : " ") + w;
+  return line;
+}
+
+std::string exec_rule(const ExecJudgement& j) { return j.risks.empty() ? "exec-unreadable" : j.risks.front().rule; }
+
+}  // namespace
+
+std::string GuardJudge::hold_exec(const ExecJudgement& j, ApprovalSettle settle) {
+  static std::atomic<uint64_t> n{0};
+  PendingApproval p;
+  // Out of the proxy's request ids (counted from 1): a withdrawal never names it.
+  p.request_id = (uint64_t{1} << 63) | n.fetch_add(1);
+  p.denial_id = "exec_" + std::to_string(::getpid()) + "_" + std::to_string(p.request_id & ~(uint64_t{1} << 63));
+  p.identity = options_.identity;
+  p.method = "EXEC";
+  p.path = exec_text(j);
+  p.rule = exec_rule(j);
+  p.reason = j.risks.empty() ? "its words could not be read" : j.risks.front().reason;
+  return approvals_.add(std::move(p), std::move(settle));
+}
+
+void GuardJudge::record_exec(const ExecJudgement& j, GuardVerdict verdict) {
   if (!options_.activity) return;
   ActivityEntry e;
   e.identity = options_.identity;
   e.kind = "exec";
   e.method = "EXEC";
-  std::string line;
-  for (const auto& w : j.words) line += (line.empty() ? "" : " ") + w;
-  e.path = j.unreadable.empty() ? line : "pid " + std::to_string(j.pid) + ": " + j.unreadable;
-  e.verdict = std::string(guard_verdict_name(GuardVerdict::Deny));
-  e.rule = j.risks.empty() ? "exec-unreadable" : j.risks.front().rule;
+  e.path = exec_text(j);
+  e.verdict = std::string(guard_verdict_name(verdict));
+  e.rule = exec_rule(j);
   if (auto st = options_.activity->append(std::move(e)); !st && options_.log)
     options_.log("faultline guard: activity log: " + st.error().describe());
 }

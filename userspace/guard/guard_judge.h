@@ -108,8 +108,12 @@ class GuardJudge final : public RequestJudge {
   [[nodiscard]] GuardCounts counts() const;
   // An exec the exec gate flagged (--block-dangerous), in the activity log:
   // kind "exec", method "EXEC", the path run and its arguments as the path,
-  // verdict deny (blocked, or what enforcing would block), the first risk's rule.
-  void record_exec(const ExecJudgement& j);
+  // the verdict (deny: blocked, or what enforcing would block; approve: held;
+  // allow: approved), the first risk's rule.
+  void record_exec(const ExecJudgement& j, GuardVerdict verdict);
+  // --approve-dangerous: the exec held in the approval queue (faultctl
+  // approvals, faultcp), settled by a person or the timeout; its id.
+  [[nodiscard]] std::string hold_exec(const ExecJudgement& j, ApprovalSettle settle);
 
   [[nodiscard]] RequestVerdict judge(const RequestHead& head, HeldRequest later) override;
   [[nodiscard]] RequestVerdict judge_body(uint64_t request_id, const RequestBodyChunk& chunk,
