@@ -164,9 +164,7 @@ class SeccompRung final : public SyscallRung {
         "faultctl run syscall");
     if (!child) return child.error();
     theirs.reset();
-    FL_TRY(child->release());
-    notify_.reset(recv_fd(ours.get()));
-    if (!notify_) return make_error(0, "the command could not install its seccomp filter");
+    sock_ = std::move(ours);
     RungStart s;
     s.scope = "command " + spec.command[0] + " pid " + std::to_string(child->pid());
     s.how = "seccomp user notification";
@@ -176,8 +174,18 @@ class SeccompRung final : public SyscallRung {
     s.expires_ns = end_ns_;
     s.event["pid"] = child->pid();
     s.child.emplace(std::move(*child));
-    thread_ = std::thread([this] { serve(); });
     return s;
+  }
+
+  // The child installs its filter between the release and its exec, and hands
+  // us the filter's notify fd: its first listed call waits for serve().
+  Status release(HeldChild& child) override {
+    FL_TRY(child.release());
+    notify_.reset(recv_fd(sock_.get()));
+    sock_.reset();
+    if (!notify_) return make_error(0, "the command could not install its seccomp filter");
+    thread_ = std::thread([this] { serve(); });
+    return {};
   }
 
   void disarm() override { disarmed_.store(true); }
@@ -283,6 +291,7 @@ class SeccompRung final : public SyscallRung {
   uint64_t end_ns_ = 0;
   uint64_t start_ns_ = 0;            // --start-after: every call passes before it
   uint64_t seen_ = 0, claimed_ = 0;  // serve() only: matching calls, injections asked for
+  UniqueFd sock_;                    // ours of the socket pair the notify fd comes over
   UniqueFd notify_;
   std::thread thread_;
   std::atomic<bool> stop_{false}, disarmed_{false};
