@@ -11,8 +11,9 @@
 #   5. bench-proxy.sh    wrk/redis-benchmark direct vs haproxy vs faultd's proxy (its own table)
 #   6. fl_bench_tls_mint TLS termination's leaf certificate: minted (target <= 5 ms) vs cached (~0)
 #   7. fl_bench_cp_fleet faultcp with 1000 simulated agents, SQLite and PostgreSQL: dispatch p50/p99
-#                        (target p99 <= 100 ms), kill to every agent (<= 1 s), listing req/s, RSS per
-#                        agent; PostgreSQL as a ratio of SQLite (its own table; BENCH_CP_AGENTS=N)
+#                        (target p99 <= 100 ms), kill to every agent (<= 500 ms), listing req/s (1 and
+#                        16 clients, p99 < 20 ms), RSS per agent; PostgreSQL as a ratio of SQLite (its
+#                        own table; BENCH_CP_AGENTS=N)
 #   8. bench-policy.sh   N = 10, 1k, 10k, 100k denied addresses: the time to load them (faultctl policy
 #                        apply vs iptables-restore legacy and nft, nft -f one set, ipset restore), and UDP
 #                        (unconnected sendto) / TCP throughput to an allowed peer over veth with each loaded;

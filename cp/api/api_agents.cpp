@@ -133,15 +133,39 @@ Result<nlohmann::json> ControlPlane::idle_payload(int64_t ws, int64_t agent_id) 
   return nlohmann::json{{"experiment", nullptr}, {"stop", nlohmann::json::array()}, {"kill", killed}};
 }
 
-Result<std::optional<nlohmann::json>> ControlPlane::next_payload(int64_t ws, int64_t agent_id, uint64_t exchange) {
-  auto payload = idle_payload(ws, agent_id);
-  if (!payload) return payload.error();
-  auto stops = store_.pending_stops(ws, agent_id);
+Result<ControlPlane::KnownStops> ControlPlane::known_stops(int64_t ws) {
+  KnownStops k;
+  auto w = store_.workspace(ws);
+  if (!w) return w.error();
+  k.workspace_killed = w->has_value() && (*w)->killed;
+  auto killed = store_.killed_agents(ws);
+  if (!killed) return killed.error();
+  k.killed_agents = std::move(*killed);
+  auto stops = store_.pending_stops_by_agent(ws);
   if (!stops) return stops.error();
+  k.stops = std::move(*stops);
+  return k;
+}
+
+Result<std::optional<nlohmann::json>> ControlPlane::next_payload(int64_t ws, int64_t agent_id, uint64_t exchange,
+                                                                 const KnownStops* known) {
+  std::vector<int64_t> stops;
+  Result<nlohmann::json> payload = nlohmann::json();
+  if (known) {
+    const bool killed = known->workspace_killed || known->killed_agents.contains(agent_id);
+    payload = nlohmann::json{{"experiment", nullptr}, {"stop", nlohmann::json::array()}, {"kill", killed}};
+    if (auto it = known->stops.find(agent_id); it != known->stops.end()) stops = it->second;
+  } else {
+    payload = idle_payload(ws, agent_id);
+    if (!payload) return payload.error();
+    auto pending = store_.pending_stops(ws, agent_id);
+    if (!pending) return pending.error();
+    stops = std::move(*pending);
+  }
   // Stops first: an agent told to stop and to start in one answer would
   // start before it read the rest.
-  if (!stops->empty()) {
-    (*payload)["stop"] = *stops;
+  if (!stops.empty()) {
+    (*payload)["stop"] = stops;
     return std::optional<nlohmann::json>(*payload);
   }
   // A policy version the agent has not reported on comes next, alone: the
@@ -206,35 +230,48 @@ void ControlPlane::end_poll(uint64_t exchange) {
                                   : api_error(500, "storage: " + idle.error().describe()));
 }
 
-void ControlPlane::wake_agent(int64_t ws, int64_t agent_id) {
-  // Another replica may hold this agent's poll: tell them all (PostgreSQL).
-  if (auto told = store_.notify(kWakeChannel, replica_ + " " + std::to_string(ws) + " " + std::to_string(agent_id));
-      !told)
+void ControlPlane::wake_agents(int64_t ws, const std::set<int64_t>& agent_ids) {
+  if (agent_ids.empty()) return;
+  // Another replica may hold these agents' polls: tell them all (PostgreSQL).
+  std::vector<std::string> payloads;
+  payloads.reserve(agent_ids.size());
+  for (int64_t a : agent_ids) payloads.push_back(replica_ + " " + std::to_string(ws) + " " + std::to_string(a));
+  if (auto told = store_.notify(kWakeChannel, payloads); !told)
     std::fprintf(stderr, "faultcp: NOTIFY: %s\n", told.error().describe().c_str());
-  wake_local(ws, agent_id);
+  wake_local(ws, agent_ids);
 }
 
-void ControlPlane::wake_local(int64_t ws, int64_t agent_id) {
-  std::vector<std::pair<uint64_t, bool>> mine;
-  std::vector<int64_t> agent_of;
+void ControlPlane::wake_local(int64_t ws, const std::set<int64_t>& agent_ids) {
+  const bool every = agent_ids.contains(kEveryAgent);
+  std::vector<std::pair<uint64_t, Poll>> mine;
   for (const auto& [exchange, poll] : polls_)
-    if (poll.workspace_id == ws && (poll.agent_id == agent_id || agent_id == kEveryAgent)) {
-      mine.emplace_back(exchange, poll.protobuf);
-      agent_of.push_back(poll.agent_id);
+    if (poll.workspace_id == ws && (every || agent_ids.contains(poll.agent_id))) mine.emplace_back(exchange, poll);
+  // Many polls at once (the kill switch): the switches and the stops are read
+  // once for all of them, not three queries per agent.
+  std::optional<KnownStops> known;
+  if (mine.size() > 1) {
+    auto k = known_stops(ws);
+    if (!k) {
+      for (const auto& [exchange, poll] : mine) {
+        polls_.erase(exchange);
+        if (server_.waiting(exchange)) server_.complete(exchange, api_error(500, "storage: " + k.error().describe()));
+      }
+      return;
     }
-  for (size_t i = 0; i < mine.size(); ++i) {
-    const auto [exchange, protobuf] = mine[i];
+    known = std::move(*k);
+  }
+  for (const auto& [exchange, poll] : mine) {
     if (!server_.waiting(exchange)) {
       polls_.erase(exchange);  // the client hung up
       continue;
     }
-    auto payload = next_payload(ws, agent_of[i], exchange);
+    auto payload = next_payload(ws, poll.agent_id, exchange, known ? &*known : nullptr);
     if (!payload) {
       polls_.erase(exchange);
       server_.complete(exchange, api_error(500, "storage: " + payload.error().describe()));
     } else if (payload->has_value()) {
       polls_.erase(exchange);
-      server_.complete(exchange, agent_answer(protobuf, 200, **payload, wire::encode_next_reply));
+      server_.complete(exchange, agent_answer(poll.protobuf, 200, **payload, wire::encode_next_reply));
     }
   }
 }

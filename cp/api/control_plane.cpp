@@ -196,6 +196,7 @@ void ControlPlane::take_notifications() {
     server_.after(std::chrono::milliseconds(1000), [this] { reopen_listener(); });
     return;
   }
+  std::map<int64_t, std::set<int64_t>> agents_by_workspace;  // woken together, a batch per workspace
   for (const auto& payload : *got) {
     // "REPLICA WS AGENT" for an agent; "REPLICA WS approval ID" and
     // "REPLICA WS guard-policy VERSION" for the guards' waits.
@@ -208,8 +209,9 @@ void ControlPlane::take_notifications() {
       continue;
     }
     std::istringstream agent(what);
-    if (agent >> id) wake_local(ws, id);
+    if (agent >> id) agents_by_workspace[ws].insert(id);
   }
+  for (const auto& [ws, agents] : agents_by_workspace) wake_local(ws, agents);
 }
 
 void ControlPlane::reopen_listener() {
@@ -388,6 +390,141 @@ nlohmann::json experiment_json(const Experiment& e) {
   j["lease_until_ms"] = e.lease_until_ms ? nlohmann::json(*e.lease_until_ms) : nlohmann::json(nullptr);
   j["started_ms"] = e.started_ms ? nlohmann::json(*e.started_ms) : nlohmann::json(nullptr);
   return j;
+}
+
+namespace {
+
+// s as a JSON string, as nlohmann's dump() writes it (\b \f \n \r \t, other
+// control characters as \u00XX, UTF-8 kept), an invalid UTF-8 sequence
+// replaced by U+FFFD rather than failing the whole answer.
+void append_json_string(std::string& out, std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out += '"';
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      switch (c) {
+        case '"':
+          out += "\\\"";
+          break;
+        case '\\':
+          out += "\\\\";
+          break;
+        case '\b':
+          out += "\\b";
+          break;
+        case '\f':
+          out += "\\f";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
+        default:
+          if (c < 0x20) {
+            out += "\\u00";
+            out += kHex[c >> 4];
+            out += kHex[c & 15];
+          } else {
+            out += static_cast<char>(c);
+          }
+      }
+      ++i;
+      continue;
+    }
+    // A whole, shortest-form, in-range sequence is copied; anything else is U+FFFD.
+    size_t len = 0;
+    uint32_t cp = 0;
+    if (c >= 0xc2 && c <= 0xdf) {
+      len = 2;
+      cp = c & 0x1f;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      len = 3;
+      cp = c & 0x0f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      len = 4;
+      cp = c & 0x07;
+    }
+    bool ok = len != 0 && i + len <= s.size();
+    for (size_t k = 1; ok && k < len; ++k) {
+      const auto cc = static_cast<unsigned char>(s[i + k]);
+      ok = (cc & 0xc0) == 0x80;
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    if (ok)
+      ok = !(len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) &&
+           !(len == 4 && (cp < 0x10000 || cp > 0x10ffff));
+    if (ok) {
+      out.append(s.substr(i, len));
+      i += len;
+    } else {
+      out += "\xef\xbf\xbd";
+      ++i;
+    }
+  }
+  out += '"';
+}
+
+void append_json_member(std::string& out, const char* key) {
+  out += '"';
+  out += key;
+  out += "\":";
+}
+
+void append_json_number(std::string& out, std::optional<int64_t> v) { out += v ? std::to_string(*v) : "null"; }
+
+}  // namespace
+
+void append_experiment_json(std::string& out, const Experiment& e) {
+  // The members in experiment_json()'s order (nlohmann's: sorted by key). The
+  // spec and the record are stored as JSON texts faultcp wrote: copied as they
+  // are once they read as JSON (no DOM built), as experiment_json() falls back.
+  out += '{';
+  append_json_member(out, "agent_id");
+  append_json_number(out, e.agent_id);
+  out += ',';
+  append_json_member(out, "created_ms");
+  append_json_number(out, e.created_ms);
+  out += ',';
+  append_json_member(out, "detail");
+  append_json_string(out, e.detail);
+  out += ',';
+  append_json_member(out, "id");
+  append_json_number(out, e.id);
+  out += ',';
+  append_json_member(out, "lease_until_ms");
+  append_json_number(out, e.lease_until_ms);
+  out += ',';
+  append_json_member(out, "record");
+  if (e.record && nlohmann::json::accept(*e.record))
+    out += *e.record;
+  else
+    out += "null";
+  out += ',';
+  append_json_member(out, "spec");
+  if (nlohmann::json::accept(e.spec))
+    out += e.spec;
+  else
+    out += "{}";
+  out += ',';
+  append_json_member(out, "started_ms");
+  append_json_number(out, e.started_ms);
+  out += ',';
+  append_json_member(out, "status");
+  append_json_string(out, e.state);
+  out += ',';
+  append_json_member(out, "stop_requested");
+  out += e.stop_requested ? "true" : "false";
+  out += ',';
+  append_json_member(out, "updated_ms");
+  append_json_number(out, e.updated_ms);
+  out += '}';
 }
 
 nlohmann::json audit_entry_json(const AuditEntry& e) {

@@ -146,12 +146,23 @@ class ControlPlane {
   // Long polls (api_agents.cpp). What an agent is told: an experiment to run,
   // experiments to stop, whether the kill switch is engaged; none when there
   // is nothing new. Claims an experiment only for a poll still waiting.
-  [[nodiscard]] Result<std::optional<nlohmann::json>> next_payload(int64_t ws, int64_t agent_id, uint64_t exchange);
+  // With `known` (waking many agents at once), the kill switches and the
+  // pending stops come from it instead of three queries per agent.
+  struct KnownStops {
+    bool workspace_killed = false;
+    std::set<int64_t> killed_agents;
+    std::map<int64_t, std::vector<int64_t>> stops;  // agent -> experiments to stop
+  };
+  [[nodiscard]] Result<std::optional<nlohmann::json>> next_payload(int64_t ws, int64_t agent_id, uint64_t exchange,
+                                                                   const KnownStops* known = nullptr);
   [[nodiscard]] Result<nlohmann::json> idle_payload(int64_t ws, int64_t agent_id);
-  // Answers the agent's waiting polls that now have something to say, here
-  // and (PostgreSQL) on every other replica through a NOTIFY.
-  void wake_agent(int64_t ws, int64_t agent_id);
-  void wake_local(int64_t ws, int64_t agent_id);
+  [[nodiscard]] Result<KnownStops> known_stops(int64_t ws);
+  // Answers the agents' waiting polls that now have something to say, here
+  // and (PostgreSQL) on every other replica through a NOTIFY (one round trip
+  // for all of them).
+  void wake_agent(int64_t ws, int64_t agent_id) { wake_agents(ws, {agent_id}); }
+  void wake_agents(int64_t ws, const std::set<int64_t>& agent_ids);
+  void wake_local(int64_t ws, const std::set<int64_t>& agent_ids);
   // The other replicas' wake-ups ("REPLICA WS AGENT"), read from the listener.
   void take_notifications();
   void reopen_listener();
@@ -233,6 +244,9 @@ class ControlPlane {
 // JSON of the stored objects, as the API shows them.
 [[nodiscard]] nlohmann::json agent_json(const Agent& a);
 [[nodiscard]] nlohmann::json experiment_json(const Experiment& e);
+// experiment_json(e).dump()'s text, appended to out without building the DOM
+// (the listing's hot path).
+void append_experiment_json(std::string& out, const Experiment& e);
 [[nodiscard]] nlohmann::json audit_entry_json(const AuditEntry& e);
 [[nodiscard]] nlohmann::json policy_bundle_json(const PolicyBundle& b);
 // A path's {id}: digits only; anything else is "not found".

@@ -1,6 +1,9 @@
-// PostgreSQL behind SqlConnection (libpq): parameters sent as text with their
-// types left to the server, results read as text.
+// PostgreSQL behind SqlConnection (libpq): each statement prepared once per
+// connection, parameters sent as text with their types left to the server,
+// results read as text.
 #include <libpq-fe.h>
+
+#include <unordered_map>
 
 #include "cp/storage/sql_connection.h"
 
@@ -26,8 +29,10 @@ class PostgresConnection final : public SqlConnection {
         values[i] = t->c_str();
       }
     }
+    auto name = prepared(sql, static_cast<int>(params.size()));
+    if (!name) return name.error();
     PgResult res(
-        PQexecParams(conn_, sql.c_str(), static_cast<int>(params.size()), nullptr, values.data(), nullptr, nullptr, 0),
+        PQexecPrepared(conn_, name->c_str(), static_cast<int>(params.size()), values.data(), nullptr, nullptr, 0),
         PQclear);
     const auto status = PQresultStatus(res.get());
     if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
@@ -71,7 +76,30 @@ class PostgresConnection final : public SqlConnection {
   }
 
  private:
+  // The store's statements are a fixed set of texts: each is parsed and
+  // planned by the server once per connection (a named prepared statement)
+  // and executed by name after. Types are left to the server, as before. A
+  // bound keeps a caller that builds texts from growing the set forever.
+  static constexpr size_t kMaxStatements = 512;
+  Result<std::string> prepared(const std::string& sql, int nparams) {
+    if (auto it = statements_.find(sql); it != statements_.end()) return it->second;
+    if (statements_.size() >= kMaxStatements) {
+      PgResult gone(PQexec(conn_, "DEALLOCATE ALL"), PQclear);
+      if (PQresultStatus(gone.get()) != PGRES_COMMAND_OK)
+        return make_error(0, std::string("postgres: ") + PQresultErrorMessage(gone.get()) + " in: DEALLOCATE ALL");
+      statements_.clear();
+    }
+    std::string name = "fl" + std::to_string(next_statement_++);
+    PgResult res(PQprepare(conn_, name.c_str(), sql.c_str(), nparams, nullptr), PQclear);
+    if (PQresultStatus(res.get()) != PGRES_COMMAND_OK)
+      return make_error(0, std::string("postgres: ") + PQresultErrorMessage(res.get()) + " in: " + sql);
+    statements_.emplace(sql, name);
+    return name;
+  }
+
   PGconn* conn_;
+  std::unordered_map<std::string, std::string> statements_;  // SQL text -> prepared statement name
+  uint64_t next_statement_ = 0;
 };
 
 class PostgresListener final : public SqlListener {

@@ -3,6 +3,10 @@
 // instead of failing.
 #include <sqlite3.h>
 
+#include <cstdio>
+#include <memory>
+#include <unordered_map>
+
 #include "cp/storage/sql_connection.h"
 
 namespace faultline::cp {
@@ -11,19 +15,27 @@ namespace {
 class SqliteConnection final : public SqlConnection {
  public:
   explicit SqliteConnection(sqlite3* db) : db_(db) {}
-  ~SqliteConnection() override { sqlite3_close_v2(db_); }
+  ~SqliteConnection() override {
+    for (auto& [sql, stmt] : statements_) sqlite3_finalize(stmt);
+    sqlite3_close_v2(db_);
+  }
   SqlDialect dialect() const override { return SqlDialect::Sqlite; }
 
   Result<std::vector<SqlRow>> query(const std::string& sql, const std::vector<SqlValue>& params) override {
-    sqlite3_stmt* raw = nullptr;
-    if (sqlite3_prepare_v2(db_, sql.c_str(), static_cast<int>(sql.size()), &raw, nullptr) != SQLITE_OK)
-      return make_error(0, std::string("sqlite: ") + sqlite3_errmsg(db_) + " in: " + sql);
-    std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> stmt(raw, sqlite3_finalize);
+    auto prepared = statement(sql);
+    if (!prepared) return prepared.error();
+    sqlite3_stmt* raw = *prepared;
+    // Reset and unbound on every way out: the statement is kept for the next call.
+    std::unique_ptr<sqlite3_stmt, void (*)(sqlite3_stmt*)> in_use(raw, [](sqlite3_stmt* s) {
+      sqlite3_reset(s);
+      sqlite3_clear_bindings(s);
+    });
     // $N is a named parameter to SQLite: bound by name, so a query may use
     // them in any order, as PostgreSQL allows.
     for (size_t i = 0; i < params.size(); ++i) {
-      const std::string name = "$" + std::to_string(i + 1);
-      const int idx = sqlite3_bind_parameter_index(raw, name.c_str());
+      char name[24];
+      std::snprintf(name, sizeof(name), "$%zu", i + 1);
+      const int idx = sqlite3_bind_parameter_index(raw, name);
       if (idx == 0) continue;  // not used by this statement
       int rc = SQLITE_OK;
       if (const auto* n = std::get_if<int64_t>(&params[i]))
@@ -35,12 +47,13 @@ class SqliteConnection final : public SqlConnection {
       if (rc != SQLITE_OK) return make_error(0, std::string("sqlite bind: ") + sqlite3_errmsg(db_));
     }
     std::vector<SqlRow> rows;
+    const int n = sqlite3_column_count(raw);
     for (;;) {
       const int rc = sqlite3_step(raw);
       if (rc == SQLITE_DONE) break;
       if (rc != SQLITE_ROW) return make_error(0, std::string("sqlite: ") + sqlite3_errmsg(db_) + " in: " + sql);
       SqlRow row;
-      const int n = sqlite3_column_count(raw);
+      row.reserve(static_cast<size_t>(n));
       for (int c = 0; c < n; ++c) {
         if (sqlite3_column_type(raw, c) == SQLITE_NULL) {
           row.emplace_back(std::nullopt);
@@ -72,7 +85,27 @@ class SqliteConnection final : public SqlConnection {
   Status lock_inner(int64_t) override { return {}; }  // BEGIN IMMEDIATE holds the one write lock
 
  private:
+  // The store's statements are a fixed set of texts: each is compiled once
+  // and kept (a bound keeps a caller that builds texts from growing it forever).
+  static constexpr size_t kMaxStatements = 512;
+  Result<sqlite3_stmt*> statement(const std::string& sql) {
+    if (auto it = statements_.find(sql); it != statements_.end()) return it->second;
+    sqlite3_stmt* raw = nullptr;
+    if (sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT, &raw, nullptr) !=
+        SQLITE_OK) {
+      sqlite3_finalize(raw);
+      return make_error(0, std::string("sqlite: ") + sqlite3_errmsg(db_) + " in: " + sql);
+    }
+    if (statements_.size() >= kMaxStatements) {
+      for (auto& [text, stmt] : statements_) sqlite3_finalize(stmt);
+      statements_.clear();
+    }
+    statements_.emplace(sql, raw);
+    return raw;
+  }
+
   sqlite3* db_;
+  std::unordered_map<std::string, sqlite3_stmt*> statements_;
 };
 
 }  // namespace

@@ -279,6 +279,25 @@ Result<std::vector<int64_t>> Store::pending_stops(int64_t ws, int64_t agent_id) 
   return out;
 }
 
+Result<std::map<int64_t, std::vector<int64_t>>> Store::pending_stops_by_agent(int64_t ws) {
+  auto r = db_->query(
+      "SELECT agent_id, id FROM experiments WHERE workspace_id = $1 AND agent_id IS NOT NULL AND stop_requested = 1 "
+      "ORDER BY agent_id, id",
+      {ws});
+  if (!r) return r.error();
+  std::map<int64_t, std::vector<int64_t>> out;
+  for (const auto& row : *r) out[num(row[0])].push_back(num(row[1]));
+  return out;
+}
+
+Result<std::set<int64_t>> Store::killed_agents(int64_t ws) {
+  auto r = db_->query("SELECT id FROM agents WHERE workspace_id = $1 AND killed = 1", {ws});
+  if (!r) return r.error();
+  std::set<int64_t> out;
+  for (const auto& row : *r) out.insert(num(row[0]));
+  return out;
+}
+
 Result<std::optional<Experiment>> Store::transition(int64_t ws, int64_t id, const std::vector<std::string>& from,
                                                     const std::string& to, const std::string& detail,
                                                     const std::optional<std::string>& record, int64_t now_ms) {
@@ -487,6 +506,23 @@ Result<std::vector<Experiment>> Store::active_experiments(int64_t ws) {
 Status Store::notify(const std::string& channel, const std::string& payload) {
   if (db_->dialect() != SqlDialect::Postgres) return {};
   auto r = db_->query("SELECT pg_notify($1, $2)", {channel, payload});
+  if (!r) return r.error();
+  return {};
+}
+
+Status Store::notify(const std::string& channel, const std::vector<std::string>& payloads) {
+  if (db_->dialect() != SqlDialect::Postgres || payloads.empty()) return {};
+  if (payloads.size() == 1) return notify(channel, payloads.front());
+  // One text parameter, the payloads one a line (none holds a newline: a
+  // replica's nonce and numbers), split back into one notification each.
+  std::string lines;
+  for (const auto& p : payloads) {
+    if (p.find('\n') != std::string::npos) return make_error(EINVAL, "notify: a payload holds a newline");
+    lines += p;
+    lines += '\n';
+  }
+  lines.pop_back();
+  auto r = db_->query("SELECT pg_notify($1, p) FROM unnest(string_to_array($2, E'\\n')) AS p", {channel, lines});
   if (!r) return r.error();
   return {};
 }

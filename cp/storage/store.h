@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -249,6 +250,11 @@ class Store {
                                                              int64_t lease_until_ms);
   // Experiments cancelled while on this agent whose stop it has not confirmed.
   [[nodiscard]] Result<std::vector<int64_t>> pending_stops(int64_t ws, int64_t agent_id);
+  // The same for every agent of the workspace that has any, in one query
+  // (agent id -> experiment ids, ascending): waking many agents at once.
+  [[nodiscard]] Result<std::map<int64_t, std::vector<int64_t>>> pending_stops_by_agent(int64_t ws);
+  // The agents of the workspace whose own kill switch is engaged.
+  [[nodiscard]] Result<std::set<int64_t>> killed_agents(int64_t ws);
   // Moves an experiment from one of `from` to `to` (detail and record as
   // given, the lease ended); none if it is not in one of those states.
   [[nodiscard]] Result<std::optional<Experiment>> transition(int64_t ws, int64_t id,
@@ -309,6 +315,8 @@ class Store {
   // Cross-replica wake-ups: on PostgreSQL a NOTIFY on `channel` (delivered at
   // commit when inside a transaction); nothing on SQLite (one replica).
   [[nodiscard]] Status notify(const std::string& channel, const std::string& payload);
+  // Several notifications on `channel`, one each, in one round trip.
+  [[nodiscard]] Status notify(const std::string& channel, const std::vector<std::string>& payloads);
   // A second connection LISTENing on `channel`; none on SQLite.
   [[nodiscard]] Result<std::unique_ptr<SqlListener>> listen(const std::string& channel);
 

@@ -78,13 +78,14 @@ class CgroupRung final : public SyscallRung {
       auto child = HeldChild::spawn(spec.command, nullptr, "faultctl run syscall");
       if (!child) return child.error();
       FL_TRY(fresh_->join(child->pid()));
-      FL_TRY(child->release());
       s.child.emplace(std::move(*child));
     }
     s.policy_fd = obj_->policy_fd();
     s.stats_fd = obj_->stats_fd();
     return s;
   }
+
+  Status release(HeldChild& child) override { return child.release(); }
 
   void disarm() override {
     if (obj_) obj_->detach();

@@ -62,19 +62,27 @@ class LsmRung final : public SyscallRung {
       auto child = HeldChild::spawn(spec.command, nullptr, "faultctl run syscall");
       if (!child) return child.error();
       FL_TRY(fresh_->join(child->pid()));
-      FL_TRY(child->release());  // returns once the command has exec'd
       s.child.emplace(std::move(*child));
       if (pol.ops != cov.ops) {
-        // From the live policy: the counters of --after and the cap stay as counted.
-        uint32_t zero = 0;
-        (void)bpf_map_lookup_elem(obj_->policy_fd(), &zero, &pol);
-        pol.ops = cov.ops;
-        FL_TRY(obj_->set_policy(pol));
+        exec_ops_ = cov.ops;
+        armed_ = pol;
       }
     }
     s.policy_fd = obj_->policy_fd();
     s.stats_fd = obj_->stats_fd();
     return s;
+  }
+
+  Status release(HeldChild& child) override {
+    FL_TRY(child.release());  // returns once the command has exec'd
+    if (!obj_ || !exec_ops_) return {};
+    // Exec faults, armed now: from the live policy, so that the counters of
+    // --after and the cap stay as counted.
+    fl_sc_policy pol = *armed_;
+    uint32_t zero = 0;
+    (void)bpf_map_lookup_elem(obj_->policy_fd(), &zero, &pol);
+    pol.ops = *exec_ops_;
+    return obj_->set_policy(pol);
   }
 
   void disarm() override {
@@ -101,6 +109,9 @@ class LsmRung final : public SyscallRung {
  private:
   std::optional<ScopedCgroup> fresh_;
   std::optional<SyscallLsmObject> obj_;
+  // A wrapped command's exec faults, armed by release() once it has exec'd.
+  std::optional<uint32_t> exec_ops_;
+  std::optional<fl_sc_policy> armed_;  // the policy as start() set it
 };
 
 }  // namespace

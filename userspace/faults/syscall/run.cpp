@@ -84,6 +84,14 @@ Result<FaultStart> SyscallRun::apply() {
   s.stats_map_id = started->stats_fd >= 0 ? map_id_of(started->stats_fd) : 0;
   s.expires_ns = started->expires_ns;
   if (auto reg = register_session(std::move(s), warn_)) session_.emplace(std::move(*reg));
+  // Registered first, released second: once the command runs, status lists its fault.
+  if (child_) {
+    if (auto go = rung_->release(*child_); !go) {
+      rung_->disarm();
+      if (session_) session_->end();
+      return go.error();
+    }
+  }
 
   FaultStart f;
   f.id = session_ ? session_->id() : "syscall";

@@ -22,7 +22,7 @@ struct RungStart {
   int policy_fd = -1;       // the kernel policy holding `armed` (status, abort); -1: none
   int stats_fd = -1;        // its per-CPU counters; -1: counts() only
   nlohmann::json event = nlohmann::json::object();  // extra fields of the started line
-  std::optional<HeldChild> child;                   // the wrapped command, released and running
+  std::optional<HeldChild> child;                   // the wrapped command, spawned and still held
 };
 
 struct RungCounts {
@@ -43,8 +43,12 @@ class SyscallRung {
   // Arms the mechanism for spec.duration_ns, counted from when it is armed (a
   // BPF object can take seconds to load on a slow machine; the fault keeps its
   // whole duration) — the kernel rungs end there by themselves — and, with a
-  // command, starts it under the mechanism.
+  // command, spawns it held, placed under the mechanism but not yet running:
+  // the run registers its session first, then calls release().
   [[nodiscard]] virtual Result<RungStart> start(const SyscallFaultSpec& spec) = 0;
+  // Lets the held command from start() go; returns once it has exec'd under
+  // the mechanism (and, for seccomp, once its calls are being answered).
+  [[nodiscard]] virtual Status release(HeldChild& child) = 0;
   // Stops injecting at once; a wrapped command runs on. Idempotent.
   virtual void disarm() = 0;
   [[nodiscard]] virtual RungCounts counts() const = 0;
