@@ -20,15 +20,7 @@
 
 #include "base/fd_passing.h"
 #include "base/remote_memory.h"
-
-// Linux 6.6: the notify fd's waker and waiter trade the CPU instead of waking
-// each other across CPUs (older uapi headers lack the names).
-#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
-#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
-#endif
-#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
-#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
-#endif
+#include "base/seccomp_notify.h"
 
 namespace faultline {
 namespace {
@@ -138,10 +130,7 @@ void ExecGate::run(const std::shared_ptr<UniqueFd>& notify) {
   seccomp_notif_resp* resp = nullptr;
   if (seccomp_notify_alloc(&req, &resp) != 0) return;
   const int execve_nr = seccomp_syscall_resolve_name("execve");
-  // The exec waits for our answer, so its CPU is free while we judge: the
-  // notification wakes us there and the answer wakes it on ours. Kernels
-  // before 6.6 refuse the flag and wake across CPUs.
-  (void)::ioctl(notify_fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
+  prefer_sync_wake_up(notify_fd);
   // Until every process with the filter is gone (the fd hangs up) or we are destroyed.
   while (!stop_.load()) {
     pollfd p{notify_fd, POLLIN, 0};

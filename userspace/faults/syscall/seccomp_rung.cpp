@@ -2,12 +2,9 @@
 // syscall to us (user notification); a thread answers each at once, failing it
 // or letting it continue. Works on any kernel with seccomp, for a command only.
 #include <fcntl.h>
-#include <linux/seccomp.h>
 #include <poll.h>
 #include <seccomp.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,20 +17,14 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "base/fd_passing.h"
+#include "base/remote_memory.h"
+#include "base/seccomp_notify.h"
 #include "base/seeded_random.h"
 #include "base/unique_fd.h"
 #include "base/units.h"
 #include "userspace/faults/syscall/path_args.h"
 #include "userspace/faults/syscall/rung.h"
-
-// Linux 6.6: the notify fd's waker and waiter trade the CPU instead of waking
-// each other across CPUs (older uapi headers lack the names).
-#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
-#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
-#endif
-#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
-#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
-#endif
 
 namespace faultline {
 namespace {
@@ -45,28 +36,6 @@ bool loader_path(const std::string& p) {
   if (p == "/etc/ld.so.cache" || p == "/etc/ld.so.preload") return true;
   auto so = p.rfind(".so");
   return so != std::string::npos && (so + 3 == p.size() || p[so + 3] == '.');
-}
-
-// A NUL-terminated string in the caller's memory, at most PATH_MAX bytes, read
-// a page at a time (a string may end just before an unmapped page). None when
-// unreadable or unterminated (the kernel then fails the call with EFAULT or
-// ENAMETOOLONG itself).
-std::optional<std::string> read_remote_string(pid_t pid, uint64_t addr) {
-  constexpr size_t kPage = 4096;  // every page size is a multiple of it
-  std::string out;
-  char buf[kPage];
-  while (out.size() < PATH_MAX) {
-    const size_t want = std::min(kPage - addr % kPage, PATH_MAX - out.size());
-    iovec local{buf, want};
-    iovec remote{reinterpret_cast<void*>(addr), want};
-    const ssize_t n = ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
-    if (n <= 0) return std::nullopt;
-    const auto* nul = static_cast<const char*>(std::memchr(buf, '\0', static_cast<size_t>(n)));
-    if (nul != nullptr) return out.append(buf, static_cast<size_t>(nul - buf));
-    out.append(buf, static_cast<size_t>(n));
-    addr += static_cast<uint64_t>(n);
-  }
-  return std::nullopt;
 }
 
 // The target of a /proc/TID/ link (cwd, fd/N), if it is a path.
@@ -91,7 +60,7 @@ std::vector<std::string> call_paths(const seccomp_notif& req, const std::vector<
     const uint64_t ptr = req.data.args[a.path];
     // A NULL path (utimensat) or "" (AT_EMPTY_PATH) names the dirfd itself.
     std::optional<std::string> raw =
-        ptr == 0 ? std::optional<std::string>(std::string()) : read_remote_string(tid, ptr);
+        ptr == 0 ? std::optional<std::string>(std::string()) : read_remote_string(tid, ptr, PATH_MAX);
     if (!raw) continue;
     if (!raw->empty() && raw->front() == '/') {
       out.push_back(normalize_path(*raw));
@@ -102,42 +71,6 @@ std::vector<std::string> call_paths(const seccomp_notif& req, const std::vector<
     if (base) out.push_back(resolve_path(*base, *raw));
   }
   return out;
-}
-
-// A file descriptor across a unix socket (SCM_RIGHTS): the filter's notify fd
-// is made in the child, before exec, and handed to us.
-int recv_fd(int sock) {
-  char dummy;
-  iovec iov{&dummy, 1};
-  alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(int))];
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = ctrl;
-  msg.msg_controllen = sizeof(ctrl);
-  if (::recvmsg(sock, &msg, 0) <= 0) return -1;
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  if (c == nullptr || c->cmsg_type != SCM_RIGHTS) return -1;
-  int fd;
-  std::memcpy(&fd, CMSG_DATA(c), sizeof(fd));
-  return fd;
-}
-
-bool send_fd(int sock, int fd) {
-  char dummy = 'f';
-  iovec iov{&dummy, 1};
-  alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = ctrl;
-  msg.msg_controllen = sizeof(ctrl);
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &fd, sizeof(fd));
-  return ::sendmsg(sock, &msg, 0) > 0;
 }
 
 class SeccompRung final : public SyscallRung {
@@ -214,12 +147,7 @@ class SeccompRung final : public SyscallRung {
     seccomp_notif* req = nullptr;
     seccomp_notif_resp* resp = nullptr;
     if (seccomp_notify_alloc(&req, &resp) != 0) return;
-    // The command waits for each answer, so its CPU is free while we work:
-    // the notification wakes this thread on the command's CPU and the answer
-    // wakes the command on ours, instead of two wake-ups of an idle CPU (an
-    // inter-processor interrupt each, tens of microseconds on a VM). Kernels
-    // before 6.6 refuse the flag and wake across CPUs, as before.
-    (void)::ioctl(notify_.get(), SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
+    prefer_sync_wake_up(notify_.get());
     // One thread draws for every call, in the order the calls arrive: with the
     // same seed, the same sequence of matching calls gets the same answers.
     SeededRandom rng(spec_.seed.value_or(draw_seed()));
@@ -266,7 +194,7 @@ class SeccompRung final : public SyscallRung {
         else if (nr == openat_nr || nr == openat2_nr)
           arg = req->data.args[1];
         if (arg != 0) {
-          auto path = read_remote_string(static_cast<pid_t>(req->pid), arg);
+          auto path = read_remote_string(static_cast<pid_t>(req->pid), arg, PATH_MAX);
           // The path was read from the caller's memory: trust it only if the call is still pending.
           if (path && seccomp_notify_id_valid(notify_.get(), req->id) == 0 && loader_path(*path)) inject = false;
         } else if (fd_calls.contains(nr)) {
