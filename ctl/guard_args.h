@@ -7,6 +7,7 @@
 #include "base/result.h"
 #include "ctl/guard_capture.h"
 #include "ctl/guard_faults.h"
+#include "ctl/guard_pg_gate.h"
 #include "ctl/help.h"
 #include "userspace/enforce/guard.h"
 
@@ -24,6 +25,7 @@ struct GuardArgs {
   // --no-proxy-loopback or a policy's guard section asks for it.
   bool requests = false;
   GuardCaptureOptions capture;
+  PgGateOptions pg;  // --pg-listen, --pg-upstream: the Postgres gate (judged by capture.policy's SQL rules)
 };
 
 // args are what follows "guard": flags, then "--" and the command to guard.

@@ -18,6 +18,7 @@
 #include "ctl/guard_args.h"
 #include "ctl/guard_capture.h"
 #include "ctl/guard_fault_proxy.h"
+#include "ctl/guard_pg_gate.h"
 
 namespace faultline {
 namespace guard_command_impl {
@@ -132,6 +133,7 @@ int cmd_guard(const std::vector<std::string>& args) {
   // Root is checked by the parser: as a user the request guard runs alone.
   return run_command("faultctl guard", parse_guard_args(args), kRootNever, [](GuardArgs& a) -> int {
     std::unique_ptr<GuardCapture> capture;
+    std::unique_ptr<GuardPgGate> pg;  // after capture: the gate uses its judge
     if (a.requests) {
       a.capture.transparent = ::geteuid() == 0 && !a.capture.gateway;
       auto started = GuardCapture::start(std::move(a.capture), std::cerr);
@@ -141,8 +143,35 @@ int cmd_guard(const std::vector<std::string>& args) {
       }
       capture = std::move(*started);
       if (capture_gateway(a)) return run_gateway(*capture);
+      std::vector<std::pair<std::string, std::string>> env = capture->env();
+      if (a.pg.enabled()) {
+        auto gate = GuardPgGate::start(a.pg, capture->judge(), std::cerr);
+        if (!gate) {
+          std::cerr << "faultctl guard: " << gate.error().describe() << "\n";
+          return gate.error().bad_input ? int(kExitBadInput) : 1;
+        }
+        pg = std::move(*gate);
+        env.insert(env.end(), pg->env().begin(), pg->env().end());
+        if (::geteuid() == 0) {
+          // The kernel's capture sends every TCP connect to the HTTP proxy:
+          // the gate's own address stays itself, and a direct connect to the
+          // upstream is caught by the gate (its own connects are faultctl's,
+          // outside the command's cgroup).
+          for (const std::string& dest : {pg->address(), endpoint_text(pg->upstream())}) {
+            auto r = parse_redirect(dest + "/tcp=" + pg->address());
+            if (!r) {
+              std::cerr << "faultctl guard: --pg-listen: " << r.error().message << "\n";
+              return int(kExitBadInput);
+            }
+            r->text = dest + " (the Postgres gate)";
+            a.guard.redirects.push_back(*r);
+          }
+        }
+      }
       if (::geteuid() != 0) {
-        const int code = run_wrapped(a.guard.command, capture->env());
+        const int code = run_wrapped(a.guard.command, env);
+        if (pg) pg->print_summary(std::cerr);
+        pg.reset();
         capture->print_summary(std::cerr);
         return code;
       }
@@ -162,7 +191,7 @@ int cmd_guard(const std::vector<std::string>& args) {
         std::cerr << "faultline guard: the kernel fence stays in monitor for this run: a policy reloaded "
                      "later as enforce (SIGHUP, faultcp) denies requests but does not refuse UDP or other "
                      "protocols until the guard is restarted\n";
-      a.guard.env.insert(a.guard.env.end(), capture->env().begin(), capture->env().end());
+      a.guard.env.insert(a.guard.env.end(), env.begin(), env.end());
     }
     std::unique_ptr<GuardFaultProxy> faults;
     if (!a.faults.empty()) {
@@ -182,6 +211,8 @@ int cmd_guard(const std::vector<std::string>& args) {
     Guard g(std::move(a.guard), std::cerr);
     const int code = g.run();
     if (faults) faults->print_summary(std::cerr);
+    if (pg) pg->print_summary(std::cerr);
+    pg.reset();
     if (capture) capture->print_summary(std::cerr);
     return code;
   });

@@ -130,7 +130,8 @@ TEST(GuardSection, ErrorsNameTheFieldWithLineAndColumn) {
       {"unknown field",
        "      - name: a\n        action: deny\n        hots: x.example.com\n",
        {"F:8:9: spec.guard.rules[0]: no matcher: give host, path, method, llm_model, llm_max_tokens_over or "
-        "dlp_type, or for MCP mcp_tool or mcp_args (default_allow decides the rest)",
+        "dlp_type, for MCP mcp_tool or mcp_args, for SQL sql_verb, sql_table or sql_function (default_allow decides "
+        "the rest)",
         "F:10:9: spec.guard.rules[0].hots: unknown field 'hots' (did you mean 'host'?)"}},
       {"empty name",
        "      - {name: '', action: deny, path: /a}\n",

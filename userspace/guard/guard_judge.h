@@ -105,6 +105,11 @@ class GuardJudge final : public RequestJudge {
   [[nodiscard]] std::shared_ptr<const GuardPolicy> policy() const { return policy_.load(); }
   [[nodiscard]] ApprovalQueue& approvals() { return approvals_; }
   [[nodiscard]] GuardCounts counts() const;
+  // The activity log (null: none) and identity, for a gate that judges by
+  // this judge's policy (the Postgres gate) and records in the same chain.
+  [[nodiscard]] const std::shared_ptr<ActivityWriter>& activity() const { return options_.activity; }
+  [[nodiscard]] const std::string& identity() const { return options_.identity; }
+  [[nodiscard]] const std::string& approval_prefix() const { return options_.approval_prefix; }
 
   [[nodiscard]] RequestVerdict judge(const RequestHead& head, HeldRequest later) override;
   [[nodiscard]] RequestVerdict judge_body(uint64_t request_id, const RequestBodyChunk& chunk,

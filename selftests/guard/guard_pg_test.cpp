@@ -1,0 +1,266 @@
+// faultctl guard's Postgres gate with Debian's PostgreSQL 15: a throw-away
+// cluster on a private port and folder (scram-sha-256 on 127.0.0.1), real psql
+// and pgbench (extended protocol, -M prepared) through the gate run as the
+// guarded command; faultctl as nobody when the test runs as root. Denied
+// statements get 42501 naming the rule, the transaction is aborted on the
+// server (25P02 next), the table stays; the activity log names verb, table,
+// verdict and rule, and never the password.
+#include <glob.h>
+#include <gtest/gtest.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "selftests/lib/child_process.h"
+#include "selftests/lib/loopback_port.h"
+
+namespace {
+
+using fltest::CommandResult;
+using namespace std::chrono_literals;
+
+const std::string kFaultctl = FAULTCTL_PATH;
+constexpr const char* kPassword = "s3cret-Pg-pass-4711";
+
+std::string pg_bin() {
+  glob_t g{};
+  std::string found;
+  if (::glob("/usr/lib/postgresql/*/bin/pg_ctl", 0, nullptr, &g) == 0 && g.gl_pathc > 0) {
+    found = g.gl_pathv[g.gl_pathc - 1];
+    found = found.substr(0, found.rfind('/'));
+  }
+  globfree(&g);
+  return found;
+}
+
+// nobody through setpriv when we are root (PostgreSQL refuses root; faultctl
+// runs as a user would).
+std::vector<std::string> as_user(std::vector<std::string> argv) {
+  if (::geteuid() != 0) return argv;
+  std::vector<std::string> out = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"};
+  out.insert(out.end(), argv.begin(), argv.end());
+  return out;
+}
+
+// A cluster with password authentication over TCP on 127.0.0.1.
+class ScramCluster {
+ public:
+  ScramCluster() : bin_(pg_bin()) {
+    if (bin_.empty())
+      throw std::runtime_error("no /usr/lib/postgresql/*/bin: scripts/install-deps.sh installs postgresql");
+    char tmpl[] = "/tmp/fl-pg-gate-XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp");
+    dir_ = tmpl;
+    ::chmod(dir_.c_str(), 0777);
+    std::ofstream(dir_ + "/pw") << kPassword << "\n";
+    ::chmod((dir_ + "/pw").c_str(), 0644);
+    port_ = fltest::free_loopback_port();
+    auto init = fltest::run_command(
+        as_user({bin_ + "/initdb", "-D", dir_ + "/data", "-U", "gate", "--pwfile", dir_ + "/pw", "--auth=scram-sha-256",
+                 "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions"}),
+        {}, 120s);
+    if (!init.status.is(0)) throw std::runtime_error("initdb: " + init.describe());
+    auto start = fltest::run_command(
+        as_user({bin_ + "/pg_ctl", "-D", dir_ + "/data", "-l", dir_ + "/log", "-w", "-t", "60", "-o",
+                 "-k " + dir_ + " -p " + std::to_string(port_) +
+                     " -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c max_connections=20",
+                 "start"}),
+        {}, 90s);
+    if (!start.status.is(0)) throw std::runtime_error("pg_ctl start: " + start.describe());
+    started_ = true;
+  }
+  ~ScramCluster() {
+    if (started_)
+      (void)fltest::run_command(as_user({bin_ + "/pg_ctl", "-D", dir_ + "/data", "-m", "immediate", "-w", "stop"}), {},
+                                60s);
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  [[nodiscard]] uint16_t port() const { return port_; }
+  [[nodiscard]] const std::string& dir() const { return dir_; }
+  [[nodiscard]] const std::string& bin() const { return bin_; }
+  // psql straight to the server (not through the gate).
+  CommandResult psql(const std::string& sql) const {
+    return fltest::run_command({bin_ + "/psql", "-X", "-At", "-h", "127.0.0.1", "-p", std::to_string(port_), "-U",
+                                "gate", "-d", "postgres", "-c", sql},
+                               {.env = {std::string("PGPASSWORD=") + kPassword}}, 30s);
+  }
+
+ private:
+  std::string bin_;
+  std::string dir_;
+  uint16_t port_ = 0;
+  bool started_ = false;
+};
+
+class GuardPgTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { cluster_ = new ScramCluster(); }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  void SetUp() override {
+    auto r = cluster_->psql("DROP TABLE IF EXISTS t; CREATE TABLE t (id int); INSERT INTO t VALUES (1), (2)");
+    ASSERT_TRUE(r.status.is(0)) << r.describe();
+    log_ = cluster_->dir() + "/activity-" + ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".jsonl";
+  }
+  void TearDown() override { std::filesystem::remove(log_); }
+
+  // faultctl guard with the gate in front of the cluster, running cmd.
+  CommandResult guard(std::vector<std::string> flags, std::vector<std::string> cmd) {
+    std::vector<std::string> argv = {kFaultctl,       "guard",
+                                     "--pg-listen",   "127.0.0.1:0",
+                                     "--pg-upstream", "127.0.0.1:" + std::to_string(cluster_->port()),
+                                     "--json-log",    log_};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.push_back("--");
+    argv.insert(argv.end(), cmd.begin(), cmd.end());
+    return fltest::run_command(
+        as_user(argv),
+        {.env = {std::string("PGPASSWORD=") + kPassword, "PGUSER=gate", "PGDATABASE=postgres",
+                 "PGHOST=", "PGPORT=", "XDG_RUNTIME_DIR=", "FAULTLINE_STATE_DIR=" + cluster_->dir() + "/state"}},
+        60s);
+  }
+  std::vector<std::string> psql(std::vector<std::string> commands) const {
+    std::vector<std::string> argv = {cluster_->bin() + "/psql", "-X", "-At", "-v", "VERBOSITY=verbose"};
+    for (auto& c : commands) {
+      argv.push_back("-c");
+      argv.push_back(c);
+    }
+    return argv;
+  }
+  std::vector<nlohmann::json> activity() const {
+    std::vector<nlohmann::json> out;
+    std::ifstream in(log_);
+    std::string line;
+    while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line));
+    return out;
+  }
+  std::string activity_text() const {
+    std::ifstream in(log_);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  void expect_table_intact() const {
+    auto r = cluster_->psql("SELECT count(*) FROM t");
+    ASSERT_TRUE(r.status.is(0)) << r.describe();
+    EXPECT_EQ(r.out, "2\n");
+  }
+
+  static ScramCluster* cluster_;
+  std::string log_;
+};
+
+ScramCluster* GuardPgTest::cluster_ = nullptr;
+
+TEST_F(GuardPgTest, DropInATransactionIs42501ThenAbortedAndTheTableStays) {
+  auto r = guard({"--enforce", "--pg-deny-verb", "DROP"}, psql({"BEGIN", "DROP TABLE t", "SELECT 1", "ROLLBACK"}));
+  // psql goes on after an error: its exit code is 0 here, what it printed tells.
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_NE(r.err.find("ERROR:  42501: blocked by faultline: --pg-deny-verb DROP: denied by rule"), std::string::npos)
+      << r.describe();
+  EXPECT_NE(r.err.find("ERROR:  25P02: current transaction is aborted"), std::string::npos) << r.describe();
+  EXPECT_EQ(r.out.find("1\n"), std::string::npos) << r.describe();  // SELECT 1 did not run
+  expect_table_intact();
+  EXPECT_NE(r.err.find("faultline guard: pg: Q DROP t -> deny (rule --pg-deny-verb DROP"), std::string::npos) << r.err;
+  // The activity log: one line per statement judged, the password nowhere.
+  bool drop_line = false;
+  for (const auto& e : activity()) {
+    if (e["kind"] != "sql") continue;
+    if (e["method"] == "DROP") {
+      EXPECT_EQ(e["path"], "t");
+      EXPECT_EQ(e["verdict"], "deny");
+      EXPECT_EQ(e["rule"], "--pg-deny-verb DROP");
+      EXPECT_EQ(e["host"], "127.0.0.1:" + std::to_string(cluster_->port()) + "/postgres");
+      drop_line = true;
+    }
+  }
+  EXPECT_TRUE(drop_line) << activity_text();
+  EXPECT_EQ(activity_text().find(kPassword), std::string::npos);
+  EXPECT_EQ(r.err.find(kPassword), std::string::npos);
+  auto v = fltest::run_command({kFaultctl, "activity", "verify", log_}, {}, 20s);
+  EXPECT_TRUE(v.status.is(0)) << v.describe();
+}
+
+TEST_F(GuardPgTest, AllowedSelectWorksAndMultiStatementIsJudgedWhole) {
+  auto r = guard({"--enforce", "--pg-deny-table", "t"}, psql({"SELECT 40 + 2", "SELECT 1; DELETE FROM t"}));
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_NE(r.out.find("42\n"), std::string::npos) << r.describe();
+  // The message with a denied statement is refused whole: SELECT 1 of it did not run either.
+  EXPECT_NE(r.err.find("ERROR:  42501: blocked by faultline: --pg-deny-table t: denied by rule"), std::string::npos)
+      << r.describe();
+  EXPECT_EQ(r.out.find("1\n"), std::string::npos) << r.describe();
+  expect_table_intact();
+}
+
+TEST_F(GuardPgTest, MonitorLetsItThroughAndLogsWouldDeny) {
+  auto r = guard({"--pg-deny-verb", "DELETE"}, psql({"DELETE FROM t WHERE id = 2"}));
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_NE(r.err.find("-> would deny (monitor: passed on)"), std::string::npos) << r.err;
+  auto c = cluster_->psql("SELECT count(*) FROM t");
+  EXPECT_EQ(c.out, "1\n");
+}
+
+TEST_F(GuardPgTest, DoAndUnparseableAreDeniedWhenEnforcing) {
+  auto r = guard({"--enforce"}, psql({"DO $$ BEGIN DROP TABLE t; END $$", "SELEC 1"}));
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_NE(r.err.find("42501: blocked by faultline: sql_do:"), std::string::npos) << r.describe();
+  EXPECT_NE(r.err.find("42501: blocked by faultline: sql_unparseable: the SQL does not parse"), std::string::npos)
+      << r.describe();
+  expect_table_intact();
+}
+
+TEST_F(GuardPgTest, PreparedStatementsOverTheExtendedProtocol) {
+  // pgbench -M prepared: Parse, Bind, Execute, Sync for each statement.
+  const std::string script = cluster_->dir() + "/bench-" + std::to_string(::getpid()) + ".sql";
+  std::ofstream(script) << "SELECT count(*) FROM t;\nDROP TABLE t;\n";
+  ::chmod(script.c_str(), 0644);
+  auto r = guard({"--enforce", "--pg-deny-verb", "DROP"},
+                 {cluster_->bin() + "/pgbench", "-n", "-M", "prepared", "-t", "1", "-f", script});
+  std::filesystem::remove(script);
+  EXPECT_FALSE(r.status.is(0)) << r.describe();  // pgbench stops at the error
+  EXPECT_NE((r.out + r.err).find("blocked by faultline: --pg-deny-verb DROP"), std::string::npos) << r.describe();
+  EXPECT_NE(r.err.find("faultline guard: pg: P SELECT t -> allow"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("faultline guard: pg: P DROP t -> deny"), std::string::npos) << r.err;
+  expect_table_intact();
+}
+
+TEST_F(GuardPgTest, ApprovalTimeoutDeniesTheHeldStatement) {
+  auto r = guard({"--enforce", "--pg-approve-verb", "DELETE", "--approve-timeout", "300ms"},
+                 psql({"DELETE FROM t", "SELECT 7"}));
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_NE(r.err.find("held for approval"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("42501: blocked by faultline: --pg-approve-verb DELETE: no approval within the timeout"),
+            std::string::npos)
+      << r.describe();
+  EXPECT_NE(r.out.find("7\n"), std::string::npos) << r.describe();  // the session goes on
+  expect_table_intact();
+}
+
+TEST_F(GuardPgTest, BadFlagsAreRefusedByName) {
+  for (auto [flags, want] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--pg-deny-verb", "DROP TABLE"}, "--pg-deny-verb 'DROP TABLE': a SQL verb is a word of letters"},
+           {{"--pg-deny-table", "a b"}, "--pg-deny-table 'a b'"},
+       }) {
+    auto r = guard(flags, {"true"});
+    EXPECT_TRUE(r.status.is(2)) << r.describe();
+    EXPECT_NE(r.err.find(want), std::string::npos) << r.err;
+  }
+  auto r = fltest::run_command(
+      as_user({kFaultctl, "guard", "--pg-listen", "10.0.0.1:5432", "--pg-upstream", "127.0.0.1:1", "--", "true"}), {},
+      30s);
+  EXPECT_TRUE(r.status.is(2)) << r.describe();
+  EXPECT_NE(r.err.find("--pg-listen 10.0.0.1:5432: a loopback address"), std::string::npos) << r.err;
+  r = fltest::run_command(as_user({kFaultctl, "guard", "--pg-deny-verb", "DROP", "--", "true"}), {}, 30s);
+  EXPECT_TRUE(r.status.is(2)) << r.describe();
+  EXPECT_NE(r.err.find("give --pg-listen and --pg-upstream"), std::string::npos) << r.err;
+}
+
+}  // namespace
