@@ -170,14 +170,33 @@ void GuardPgGate::accept_loop() {
   }
 }
 
-void GuardPgGate::record(const Conn& c, const PgJudged& j, std::string_view note) {
+void GuardPgGate::record(const Conn& c, const PgJudged& j) {
   const std::string host = upstream_text_ + "/" + (c.session ? c.session->database() : std::string());
+  const bool whole = j.action != PgJudged::Action::Forwarded;  // denied or held: the message's verdict for each
   for (const PgStatementVerdict& s : j.statements) {
+    const GuardDecision& d = whole ? j.decision : s.decision;
+    std::string note;
+    if (j.action == PgJudged::Action::Denied) {
+      counts_.denied.fetch_add(1);
+      note = s.decision.verdict == GuardVerdict::Deny && s.decision.rule == d.rule ? "deny" : "deny (with its message)";
+    } else if (j.action == PgJudged::Action::Held) {
+      counts_.held.fetch_add(1);
+      note = "held for approval";
+    } else if (d.verdict == GuardVerdict::Deny) {
+      counts_.would_deny.fetch_add(1);
+      note = "would deny (monitor: passed on)";
+    } else if (d.verdict == GuardVerdict::Approve) {
+      counts_.would_hold.fetch_add(1);
+      note = "would hold for approval (monitor: passed on)";
+    } else {
+      counts_.allowed.fetch_add(1);
+      note = "allow";
+    }
+    if (j.action != PgJudged::Action::Held) counts_.statements.fetch_add(1);  // a held one counts when settled
     // Not the SQL text: it may carry what a log must not keep (a role's password, say).
     say(std::string(1, j.type) + " " + (s.verbs.empty() ? std::string("?") : joined(s.verbs)) +
-        (s.tables.empty() ? "" : " " + joined(s.tables)) + " -> " + std::string(note) + " (" +
-        (s.decision.rule.empty() ? std::string("the default") : "rule " + s.decision.rule) + ": " + s.decision.reason +
-        ")");
+        (s.tables.empty() ? "" : " " + joined(s.tables)) + " -> " + note + " (" +
+        (d.rule.empty() ? std::string("the default") : "rule " + d.rule) + ": " + d.reason + ")");
     if (!judge_.activity()) continue;
     ActivityEntry e;
     e.identity = judge_.identity();
@@ -185,37 +204,17 @@ void GuardPgGate::record(const Conn& c, const PgJudged& j, std::string_view note
     e.method = s.verbs.empty() ? "?" : joined(s.verbs);
     e.host = host;
     e.path = joined(s.tables);
-    e.verdict = std::string(guard_verdict_name(s.decision.verdict));
-    e.rule = s.decision.rule;
+    e.verdict = std::string(guard_verdict_name(j.action == PgJudged::Action::Denied ? GuardVerdict::Deny : d.verdict));
+    e.rule = d.rule;
     if (auto st = judge_.activity()->append(std::move(e)); !st) say("activity log: " + st.error().describe());
   }
 }
 
 bool GuardPgGate::apply(Conn& c, const std::shared_ptr<Conn>& self, PgOutput out) {
-  for (const PgJudged& j : out.judged) {
-    const size_t n = j.statements.size();
-    counts_.statements.fetch_add(n);
-    const bool enforced = j.decision.enforced;
-    std::string note;
-    if (j.action == PgJudged::Action::Denied) {
-      counts_.denied.fetch_add(n);
-      note = "deny";
-    } else if (j.decision.verdict == GuardVerdict::Deny && !enforced) {
-      counts_.would_deny.fetch_add(n);
-      note = "would deny (monitor: passed on)";
-    } else if (j.decision.verdict == GuardVerdict::Approve && !enforced) {
-      counts_.would_hold.fetch_add(n);
-      note = "would hold for approval (monitor: passed on)";
-    } else {
-      counts_.allowed.fetch_add(n);
-      note = "allow";
-    }
-    record(c, j, note);
-  }
+  for (const PgJudged& j : out.judged) record(c, j);
   if (out.held) {
     const PgJudged& j = *out.held;
-    counts_.held.fetch_add(j.statements.size());  // judged (counted) when settled
-    record(c, j, "held for approval");
+    record(c, j);
     PendingApproval p;
     p.request_id = (uint64_t(1) << 62) + next_hold_.fetch_add(1) + 1;
     p.denial_id = "pg_" + judge_.approval_prefix() + "_" + std::to_string(p.request_id - (uint64_t(1) << 62));

@@ -60,7 +60,8 @@ class GuardPgGate {
   void serve(const std::shared_ptr<Conn>& c);
   // Writes what a session said to do, records what it judged; under c's lock.
   bool apply(Conn& c, const std::shared_ptr<Conn>& self, PgOutput out);
-  void record(const Conn& c, const PgJudged& j, std::string_view note);
+  // One stderr line and one activity line per statement; the counts.
+  void record(const Conn& c, const PgJudged& j);
   void say(const std::string& line);
 
   PgGateOptions options_;

@@ -151,7 +151,8 @@ int cmd_guard(const std::vector<std::string>& args) {
           return gate.error().bad_input ? int(kExitBadInput) : 1;
         }
         pg = std::move(*gate);
-        env.insert(env.end(), pg->env().begin(), pg->env().end());
+        const auto pg_env = pg->env();
+        env.insert(env.end(), pg_env.begin(), pg_env.end());
         if (::geteuid() == 0) {
           // The kernel's capture sends every TCP connect to the HTTP proxy:
           // the gate's own address stays itself, and a direct connect to the

@@ -190,13 +190,14 @@ TEST_F(GuardPgTest, DropInATransactionIs42501ThenAbortedAndTheTableStays) {
 }
 
 TEST_F(GuardPgTest, AllowedSelectWorksAndMultiStatementIsJudgedWhole) {
-  auto r = guard({"--enforce", "--pg-deny-table", "t"}, psql({"SELECT 40 + 2", "SELECT 1; DELETE FROM t"}));
+  auto r = guard({"--enforce", "--pg-deny-table", "t"}, psql({"SELECT 1; DELETE FROM t", "SELECT 40 + 2"}));
   ASSERT_TRUE(r.status.is(0)) << r.describe();
   EXPECT_NE(r.out.find("42\n"), std::string::npos) << r.describe();
   // The message with a denied statement is refused whole: SELECT 1 of it did not run either.
   EXPECT_NE(r.err.find("ERROR:  42501: blocked by faultline: --pg-deny-table t: denied by rule"), std::string::npos)
       << r.describe();
-  EXPECT_EQ(r.out.find("1\n"), std::string::npos) << r.describe();
+  EXPECT_EQ(r.out, "42\n") << r.describe();
+  EXPECT_NE(r.err.find("Q SELECT -> deny (with its message) (rule --pg-deny-table t"), std::string::npos) << r.err;
   expect_table_intact();
 }
 
@@ -209,8 +210,9 @@ TEST_F(GuardPgTest, MonitorLetsItThroughAndLogsWouldDeny) {
 }
 
 TEST_F(GuardPgTest, DoAndUnparseableAreDeniedWhenEnforcing) {
-  auto r = guard({"--enforce"}, psql({"DO $$ BEGIN DROP TABLE t; END $$", "SELEC 1"}));
+  auto r = guard({"--enforce"}, psql({"DO $$ BEGIN DROP TABLE t; END $$", "SELEC 1", "SELECT 5"}));
   ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_EQ(r.out, "5\n") << r.describe();
   EXPECT_NE(r.err.find("42501: blocked by faultline: sql_do:"), std::string::npos) << r.describe();
   EXPECT_NE(r.err.find("42501: blocked by faultline: sql_unparseable: the SQL does not parse"), std::string::npos)
       << r.describe();
@@ -228,6 +230,26 @@ TEST_F(GuardPgTest, PreparedStatementsOverTheExtendedProtocol) {
   EXPECT_FALSE(r.status.is(0)) << r.describe();  // pgbench stops at the error
   EXPECT_NE((r.out + r.err).find("blocked by faultline: --pg-deny-verb DROP"), std::string::npos) << r.describe();
   EXPECT_NE(r.err.find("faultline guard: pg: P SELECT t -> allow"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("faultline guard: pg: P DROP t -> deny"), std::string::npos) << r.err;
+  expect_table_intact();
+}
+
+TEST_F(GuardPgTest, NodePgNamedPreparedStatements) {
+  const std::string script = std::string(PG_CLIENT_DIR) + "/pg_prepared.mjs";
+  if (!std::filesystem::exists(std::string(PG_CLIENT_DIR) + "/node_modules/pg"))
+    GTEST_SKIP() << "SKIPPED: no " << PG_CLIENT_DIR << "/node_modules/pg: scripts/install-deps.sh installs it (npm ci)";
+  auto r = guard({"--enforce", "--pg-deny-verb", "DROP"}, {"node", script});
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  std::vector<nlohmann::json> steps;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) steps.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(steps.size(), 3u) << r.describe();
+  EXPECT_EQ(steps[0]["rows"][0]["n"], 2) << steps[0];
+  EXPECT_EQ(steps[1]["ok"], false);
+  EXPECT_EQ(steps[1]["code"], "42501") << steps[1];
+  EXPECT_EQ(steps[1]["message"], "blocked by faultline: --pg-deny-verb DROP: denied by rule");
+  // The session goes on: the named statement prepared before is used again.
+  EXPECT_EQ(steps[2]["rows"][0]["n"], 1) << steps[2];
   EXPECT_NE(r.err.find("faultline guard: pg: P DROP t -> deny"), std::string::npos) << r.err;
   expect_table_intact();
 }

@@ -172,12 +172,37 @@ TEST(GuardSection, ErrorsNameTheFieldWithLineAndColumn) {
       {"mcp over not a number",
        "      - name: a\n        action: deny\n        mcp_args:\n          - {arg: /n, over: lots}\n",
        {"F:11:29: spec.guard.rules[0].mcp_args[0].over: 'lots': expected a number (10, 2.5, -1)"}},
+      {"sql rule with a host",
+       "      - {name: a, action: deny, sql_verb: DROP, host: x.example.com}\n",
+       {"F:8:51: spec.guard.rules[0].host: a SQL rule (sql_verb, sql_table, sql_function) judges statements over "
+        "the Postgres wire, which have no host: write it as a rule of its own"}},
+      {"sql bad verb and glob",
+       "      - {name: a, action: deny, sql_verb: 'DROP TABLE', sql_table: 'a b'}\n",
+       {"F:8:41: spec.guard.rules[0].sql_verb: 'DROP TABLE': a SQL verb is a word of letters (SELECT, DROP, DELETE)",
+        "F:8:66: spec.guard.rules[0].sql_table: SQLTABLE"}},
       {"not a list", "      x: 1\n", {"F:8:7: spec.guard.rules: expected a list, found a mapping"}},
   };
   for (const Case& c : cases) {
     PolicyParse p = parse_policy(head + c.rules_yaml);
     EXPECT_EQ(rendered(p.errors), c.want) << c.name;
   }
+}
+
+TEST(GuardSection, SqlRules) {
+  PolicyParse p = parse_policy(
+      "apiVersion: faultline.dev/v1\nkind: Policy\nmetadata:\n  name: p\nspec:\n  guard:\n    rules:\n"
+      "      - {name: no-drop, action: deny, sql_verb: drop}\n"
+      "      - {name: prod, action: approve, sql_verb: DELETE, sql_table: 'Prod.*'}\n"
+      "      - {name: sleep, action: deny, sql_function: pg_sleep}\n");
+  ASSERT_TRUE(p.ok()) << rendered(p.errors).front();
+  ASSERT_TRUE(p.policy.guard);
+  const auto& r = p.policy.guard->rules;
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].sql_verb, "DROP");
+  EXPECT_TRUE(r[0].is_sql());
+  EXPECT_EQ(r[1].action, GuardVerdict::Approve);
+  EXPECT_EQ(r[1].sql_table, "prod.*");
+  EXPECT_EQ(r[2].sql_function, "pg_sleep");
 }
 
 TEST(GuardSection, ModeAndDefaultErrors) {
