@@ -91,7 +91,7 @@ Status parse_pg_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
         rule.sql_verb = std::move(*verb);
       } else {
         auto glob = parse_sql_glob(v);
-        if (!glob) return bad(std::string("--") + f.flag + " '" + v + "': " + glob.error().message);
+        if (!glob) return bad(std::string("--") + f.flag + (v.empty() ? ": " : " ") + glob.error().message);
         (f.field == PgRuleFlag::Field::Table ? rule.sql_table : rule.sql_function) = std::move(*glob);
       }
       a.capture.policy.rules.push_back(std::move(rule));

@@ -8,12 +8,14 @@
 #include <glob.h>
 #include <gtest/gtest.h>
 #include <pwd.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 
 #include "selftests/lib/child_process.h"
@@ -113,7 +115,7 @@ class GuardPgTest : public ::testing::Test {
   void TearDown() override { std::filesystem::remove(log_); }
 
   // faultctl guard with the gate in front of the cluster, running cmd.
-  CommandResult guard(std::vector<std::string> flags, std::vector<std::string> cmd) {
+  std::vector<std::string> guard_argv(std::vector<std::string> flags, std::vector<std::string> cmd) const {
     std::vector<std::string> argv = {kFaultctl,       "guard",
                                      "--pg-listen",   "127.0.0.1:0",
                                      "--pg-upstream", "127.0.0.1:" + std::to_string(cluster_->port()),
@@ -121,11 +123,22 @@ class GuardPgTest : public ::testing::Test {
     argv.insert(argv.end(), flags.begin(), flags.end());
     argv.push_back("--");
     argv.insert(argv.end(), cmd.begin(), cmd.end());
-    return fltest::run_command(
-        as_user(argv),
-        {.env = {std::string("PGPASSWORD=") + kPassword, "PGUSER=gate", "PGDATABASE=postgres",
-                 "PGHOST=", "PGPORT=", "XDG_RUNTIME_DIR=", "FAULTLINE_STATE_DIR=" + cluster_->dir() + "/state"}},
-        60s);
+    return as_user(argv);
+  }
+  static std::vector<std::string> env() {
+    return {std::string("PGPASSWORD=") + kPassword,
+            "PGUSER=gate",
+            "PGDATABASE=postgres",
+            "PGHOST=",
+            "PGPORT=",
+            "XDG_RUNTIME_DIR=",
+            "FAULTLINE_STATE_DIR=" + cluster_->dir() + "/state"};
+  }
+  CommandResult guard(std::vector<std::string> flags, std::vector<std::string> cmd) {
+    return fltest::run_command(guard_argv(std::move(flags), std::move(cmd)), {.env = env()}, 60s);
+  }
+  fltest::ChildProcess guard_child(std::vector<std::string> flags, std::vector<std::string> cmd) {
+    return fltest::ChildProcess::spawn(guard_argv(std::move(flags), std::move(cmd)), {.env = env()});
   }
   std::vector<std::string> psql(std::vector<std::string> commands) const {
     std::vector<std::string> argv = {cluster_->bin() + "/psql", "-X", "-At", "-v", "VERBOSITY=verbose"};
@@ -266,10 +279,55 @@ TEST_F(GuardPgTest, ApprovalTimeoutDeniesTheHeldStatement) {
   expect_table_intact();
 }
 
+TEST_F(GuardPgTest, HeldStatementApprovedRunsAndTheSessionGoesOn) {
+  auto g = guard_child({"--enforce", "--pg-approve-verb", "DELETE", "--approve-timeout", "60s"},
+                       psql({"DELETE FROM t WHERE id = 1", "SELECT count(*) FROM t"}));
+  // The statement's line ("Q DELETE t -> held for approval (rule ...)") comes first; then the id's.
+  ASSERT_TRUE(g.wait_for("faultctl approvals approve ", 30s, fltest::Stream::kStderr)) << g.describe();
+  std::smatch m;
+  const std::string err = g.err();
+  ASSERT_TRUE(std::regex_search(err, m, std::regex("held for approval ([0-9]+\\.[0-9]+)"))) << err;
+  const std::string id = m[1].str();
+  auto list = fltest::run_command(as_user({kFaultctl, "approvals", "list"}), {.env = env()}, 20s);
+  ASSERT_TRUE(list.status.is(0)) << list.describe();
+  EXPECT_NE(list.out.find(id), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("DELETE"), std::string::npos) << list.out;
+  EXPECT_EQ(cluster_->psql("SELECT count(*) FROM t").out, "2\n");  // not run yet
+  auto ok = fltest::run_command(as_user({kFaultctl, "approvals", "approve", id}), {.env = env()}, 20s);
+  ASSERT_TRUE(ok.status.is(0)) << ok.describe();
+  auto end = g.finish(30s);
+  ASSERT_TRUE(end.status.is(0)) << end.describe();
+  EXPECT_NE(end.out.find("DELETE 1\n1\n"), std::string::npos) << end.describe();
+  EXPECT_NE(end.err.find("held (1 approved)"), std::string::npos) << end.err;
+  bool held = false, allowed = false;
+  for (const auto& e : activity()) {
+    if (e["kind"] != "sql" || e["method"] != "DELETE") continue;
+    held = held || e["verdict"] == "approve";
+    allowed = allowed || e["verdict"] == "allow";
+  }
+  EXPECT_TRUE(held && allowed) << activity_text();
+}
+
+TEST_F(GuardPgTest, CancelRequestReachesTheServerWithItsKey) {
+  // psql sends a CancelRequest (with the gate's key, on a new connection) on SIGINT.
+  // A marker unique to this run names the psql to interrupt (other tests may run psql meanwhile).
+  const std::string marker = "cancel-" + std::to_string(::getpid());
+  auto g = guard_child({"--enforce"}, psql({"SELECT pg_sleep(60), '" + marker + "'"}));
+  ASSERT_TRUE(g.wait_for("Q SELECT -> allow", 30s, fltest::Stream::kStderr)) << g.describe();
+  auto pids = fltest::run_command({"pgrep", "-f", "^" + cluster_->bin() + "/psql .*'" + marker + "'"}, {}, 10s);
+  ASSERT_TRUE(pids.status.is(0)) << pids.describe();
+  ASSERT_EQ(pids.out.find('\n'), pids.out.size() - 1) << "one psql expected: " << pids.out;
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(::kill(std::stoi(pids.out), SIGINT), 0);
+  auto end = g.finish(30s);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 20s);  // canceled, not slept out
+  EXPECT_NE(end.err.find("57014: canceling statement due to user request"), std::string::npos) << end.describe();
+}
+
 TEST_F(GuardPgTest, BadFlagsAreRefusedByName) {
   for (auto [flags, want] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"--pg-deny-verb", "DROP TABLE"}, "--pg-deny-verb 'DROP TABLE': a SQL verb is a word of letters"},
-           {{"--pg-deny-table", "a b"}, "--pg-deny-table 'a b'"},
+           {{"--pg-deny-table", "a b"}, "--pg-deny-table 'a b': a table or function glob has no spaces"},
        }) {
     auto r = guard(flags, {"true"});
     EXPECT_TRUE(r.status.is(2)) << r.describe();

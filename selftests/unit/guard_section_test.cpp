@@ -174,12 +174,13 @@ TEST(GuardSection, ErrorsNameTheFieldWithLineAndColumn) {
        {"F:11:29: spec.guard.rules[0].mcp_args[0].over: 'lots': expected a number (10, 2.5, -1)"}},
       {"sql rule with a host",
        "      - {name: a, action: deny, sql_verb: DROP, host: x.example.com}\n",
-       {"F:8:51: spec.guard.rules[0].host: a SQL rule (sql_verb, sql_table, sql_function) judges statements over "
+       {"F:8:49: spec.guard.rules[0].host: a SQL rule (sql_verb, sql_table, sql_function) judges statements over "
         "the Postgres wire, which have no host: write it as a rule of its own"}},
       {"sql bad verb and glob",
        "      - {name: a, action: deny, sql_verb: 'DROP TABLE', sql_table: 'a b'}\n",
-       {"F:8:41: spec.guard.rules[0].sql_verb: 'DROP TABLE': a SQL verb is a word of letters (SELECT, DROP, DELETE)",
-        "F:8:66: spec.guard.rules[0].sql_table: SQLTABLE"}},
+       {"F:8:43: spec.guard.rules[0].sql_verb: 'DROP TABLE': a SQL verb is a word of letters (SELECT, DROP, DELETE)",
+        "F:8:68: spec.guard.rules[0].sql_table: 'a b': a table or function glob has no spaces or control "
+        "characters"}},
       {"not a list", "      x: 1\n", {"F:8:7: spec.guard.rules: expected a list, found a mapping"}},
   };
   for (const Case& c : cases) {

@@ -176,7 +176,12 @@ Result<std::string> parse_sql_verb(std::string_view text) {
 }
 
 Result<std::string> parse_sql_glob(std::string_view text) {
-  if (auto st = check_mcp_glob(text); !st) return st.error();
+  if (text.empty()) return input_error(EINVAL, "empty: a table or function name, or a glob ('prod.*')");
+  if (text.size() > 128) return input_error(EINVAL, "'" + std::string(text.substr(0, 40)) + "...': longer than 128");
+  for (unsigned char c : text)
+    if (c <= ' ' || c == 0x7f)
+      return input_error(EINVAL,
+                         "'" + std::string(text) + "': a table or function glob has no spaces or control characters");
   std::string g(text);
   std::transform(g.begin(), g.end(), g.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return g;
