@@ -7,6 +7,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <cstring>
 #include <cxxopts.hpp>
 #include <utility>
 
@@ -99,6 +100,8 @@ Status parse_pg_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
     }
   }
   if (!listen) {
+    for (const char* f : {"pg-upstream-sslmode", "pg-upstream-ca"})
+      if (r.count(f)) return bad(std::string("--") + f + " goes with --pg-listen and --pg-upstream");
     if (rules > 0)
       return bad("the --pg-* rules judge the Postgres gate's statements: give --pg-listen and --pg-upstream");
     return {};
@@ -107,6 +110,19 @@ Status parse_pg_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
   a.pg.upstream = r["pg-upstream"].as<std::string>();
   if (a.pg.listen.empty()) return bad("--pg-listen: empty");
   if (a.pg.upstream.empty()) return bad("--pg-upstream: empty");
+  if (r.count("pg-upstream-sslmode")) {
+    auto mode = parse_pg_sslmode(r["pg-upstream-sslmode"].as<std::string>());
+    if (!mode) return bad("--pg-upstream-sslmode " + mode.error().message);
+    a.pg.sslmode = *mode;
+  }
+  if (r.count("pg-upstream-ca")) {
+    a.pg.ca_file = r["pg-upstream-ca"].as<std::string>();
+    if (a.pg.sslmode != PgGateOptions::SslMode::VerifyFull)
+      return bad("--pg-upstream-ca " + a.pg.ca_file +
+                 ": the CA checks the server's certificate, which only --pg-upstream-sslmode verify-full does");
+    if (::access(a.pg.ca_file.c_str(), R_OK) != 0)
+      return bad("--pg-upstream-ca " + a.pg.ca_file + ": " + std::strerror(errno));
+  }
   if (a.capture.gateway) return bad("--pg-listen serves a guarded command, not --gateway");
   a.requests = true;
   return {};
@@ -458,6 +474,13 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       "ADDR:PORT: a Postgres gate on loopback (127.0.0.1:5432; port 0 picks one) relaying to --pg-upstream; the "
       "command gets PGHOST and PGPORT; each statement is judged by the SQL rules",
       cxxopts::value<std::string>())("pg-upstream", "HOST:PORT: the PostgreSQL server behind --pg-listen",
+                                     cxxopts::value<std::string>())(
+      "pg-upstream-sslmode",
+      "disable|require|verify-full: TLS from the gate to --pg-upstream (require: encrypted, the certificate "
+      "unchecked; verify-full: checked against --pg-upstream-ca or the system's CAs, and the host's name); default "
+      "disable",
+      cxxopts::value<std::string>())("pg-upstream-ca",
+                                     "FILE: PEM CA certificates for --pg-upstream-sslmode verify-full",
                                      cxxopts::value<std::string>())(
       "pg-deny-verb", "V: deny statements doing V (DROP, TRUNCATE, DELETE, ...), repeatable",
       cxxopts::value<std::vector<std::string>>())(

@@ -4,8 +4,12 @@
 #include "ctl/guard_pg_gate.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -15,12 +19,15 @@
 #include <cstring>
 #include <ostream>
 
+#include "base/openssl_errors.h"
+
 namespace faultline {
 
 struct GuardPgGate::Conn {
   std::mutex mu;  // the session, the writes, the hold
   UniqueFd client;
   UniqueFd server;
+  std::unique_ptr<SSL, decltype(&SSL_free)> ssl{nullptr, SSL_free};  // over server, with --pg-upstream-sslmode
   std::unique_ptr<PgSession> session;
   uint64_t hold_id = 0;  // the approval queue's request id while a message is held
   std::string peer;
@@ -57,6 +64,13 @@ bool loopback(const SocketAddress& a) {
 
 using namespace guard_pg_gate_detail;
 
+Result<PgGateOptions::SslMode> parse_pg_sslmode(std::string_view text) {
+  if (text == "disable") return PgGateOptions::SslMode::Disable;
+  if (text == "require") return PgGateOptions::SslMode::Require;
+  if (text == "verify-full") return PgGateOptions::SslMode::VerifyFull;
+  return input_error(EINVAL, "'" + std::string(text) + "': one of disable, require, verify-full");
+}
+
 Result<std::unique_ptr<GuardPgGate>> GuardPgGate::start(const PgGateOptions& options, GuardJudge& judge,
                                                         std::ostream& log) {
   std::unique_ptr<GuardPgGate> g(new GuardPgGate(judge, log));
@@ -72,6 +86,25 @@ Result<std::unique_ptr<GuardPgGate>> GuardPgGate::start(const PgGateOptions& opt
   if (!up) return up.error();
   g->upstream_addr_ = *up;
   g->upstream_text_ = options.upstream;
+  if (options.sslmode != PgGateOptions::SslMode::Disable) {
+    std::shared_ptr<SSL_CTX> ctx(SSL_CTX_new(TLS_client_method()), SSL_CTX_free);
+    if (!ctx) return make_error(ENOMEM, with_openssl_errors("--pg-upstream-sslmode: TLS"));
+    SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
+    if (options.sslmode == PgGateOptions::SslMode::VerifyFull) {
+      SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
+      if (options.ca_file.empty()) {
+        if (SSL_CTX_set_default_verify_paths(ctx.get()) != 1)
+          return make_error(ENOENT, with_openssl_errors("--pg-upstream-sslmode verify-full: the system trust store"));
+      } else if (SSL_CTX_load_verify_locations(ctx.get(), options.ca_file.c_str(), nullptr) != 1) {
+        return input_error(EINVAL, with_openssl_errors("--pg-upstream-ca " + options.ca_file +
+                                                       ": no PEM certificate could be loaded"));
+      }
+    } else {
+      SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_NONE, nullptr);  // require: encrypted, the server not checked
+    }
+    ERR_clear_error();
+    g->tls_ = std::move(ctx);
+  }
   g->listener_ = UniqueFd(::socket(at->family(), SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!g->listener_) return make_error(errno, "--pg-listen: socket");
   const int one = 1;
@@ -88,6 +121,10 @@ Result<std::unique_ptr<GuardPgGate>> GuardPgGate::start(const PgGateOptions& opt
   if (!g->stop_) return make_error(errno, "eventfd");
   g->acceptor_ = std::thread([p = g.get()] { p->accept_loop(); });
   log << "faultline guard: pg: listening on " << g->address_ << " for " << options.upstream
+      << (options.sslmode == PgGateOptions::SslMode::VerifyFull ? " over TLS (verify-full)"
+          : options.sslmode == PgGateOptions::SslMode::Require  ? " over TLS (require: the server's certificate "
+                                                                  "unchecked)"
+                                                                : "")
       << " (PGHOST, PGPORT set for the command); each Q, P and F judged by the guard's SQL rules\n";
   return g;
 }
@@ -247,9 +284,124 @@ bool GuardPgGate::apply(Conn& c, const std::shared_ptr<Conn>& self, PgOutput out
     say("held for approval " + id + " (rule " + j.decision.rule + "): faultctl approvals approve " + id + " | deny " +
         id);
   }
-  if (!out.to_server.empty() && !write_all(c.server.get(), out.to_server)) return false;
+  if (!out.to_server.empty() && !send_server(c, out.to_server)) return false;
   if (!out.to_client.empty() && !write_all(c.client.get(), out.to_client)) return false;
   return !out.close;
+}
+
+Status GuardPgGate::upstream_tls(Conn& c) {
+  // SSLRequest: length 8, code 1234.5679; the server answers one byte.
+  const char request[8] = {0, 0, 0, 8, 0x04, static_cast<char>(0xd2), 0x16, 0x2f};
+  if (!write_all(c.server.get(), std::string_view(request, sizeof request)))
+    return make_error(errno, "the upstream " + upstream_text_ + ": SSLRequest not sent");
+  pollfd p[2] = {{c.server.get(), POLLIN, 0}, {stop_.get(), POLLIN, 0}};
+  if (::poll(p, 2, 30'000) <= 0 || (p[1].revents & POLLIN))
+    return make_error(ETIMEDOUT, "the upstream " + upstream_text_ + " did not answer the SSLRequest within 30s");
+  char answer = 0;
+  if (::recv(c.server.get(), &answer, 1, 0) != 1)
+    return make_error(ECONNRESET, "the upstream " + upstream_text_ + " closed on the SSLRequest");
+  if (answer != 'S')
+    return make_error(EPROTO, "the upstream " + upstream_text_ + " does not offer TLS (--pg-upstream-sslmode " +
+                                  (options_.sslmode == PgGateOptions::SslMode::Require ? "require" : "verify-full") +
+                                  " needs it)");
+  c.ssl.reset(SSL_new(tls_.get()));
+  if (!c.ssl) return make_error(ENOMEM, with_openssl_errors("TLS"));
+  SSL_set_fd(c.ssl.get(), c.server.get());
+  auto hp = split_endpoint(upstream_text_, "--pg-upstream");
+  const std::string host = hp ? hp->host : upstream_text_;
+  if (options_.sslmode == PgGateOptions::SslMode::VerifyFull) {
+    if (numeric_socket_address(host, 0)) {
+      if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c.ssl.get()), host.c_str()) != 1)
+        return make_error(EINVAL, "TLS: cannot verify against the address " + host);
+    } else {
+      SSL_set_tlsext_host_name(c.ssl.get(), host.c_str());
+      SSL_set_hostflags(c.ssl.get(), X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+      if (SSL_set1_host(c.ssl.get(), host.c_str()) != 1)
+        return make_error(EINVAL, "TLS: cannot verify against " + host);
+    }
+  } else if (!numeric_socket_address(host, 0)) {
+    SSL_set_tlsext_host_name(c.ssl.get(), host.c_str());
+  }
+  timeval tv{30, 0};  // the handshake blocks, for 30 s at most
+  (void)::setsockopt(c.server.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ERR_clear_error();
+  if (SSL_connect(c.ssl.get()) != 1) {
+    const long verify = SSL_get_verify_result(c.ssl.get());
+    if (verify != X509_V_OK)
+      return make_error(EPROTO, "TLS to the upstream " + upstream_text_ +
+                                    ": certificate verify failed: " + X509_verify_cert_error_string(verify));
+    return make_error(EPROTO, with_openssl_errors("TLS to the upstream " + upstream_text_ + ": handshake failed"));
+  }
+  // Relaying: non-blocking, so a read never waits under the lock for a record that is not whole.
+  tv = {0, 0};
+  (void)::setsockopt(c.server.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  (void)::fcntl(c.server.get(), F_SETFL, ::fcntl(c.server.get(), F_GETFL) | O_NONBLOCK);
+  return {};
+}
+
+void GuardPgGate::refuse_client(Conn& c, const std::string& code, const std::string& message) {
+  // libpq shows an error sent in place of the answer to its SSLRequest as "server sent an error response
+  // during SSL exchange", without the text: answer 'N' to those first, then the FATAL to the startup.
+  auto read_exactly = [&](char* into, size_t n) {
+    while (n > 0) {
+      pollfd p[2] = {{c.client.get(), POLLIN, 0}, {stop_.get(), POLLIN, 0}};
+      if (::poll(p, 2, 10'000) <= 0 || (p[1].revents & POLLIN)) return false;
+      const ssize_t got = ::recv(c.client.get(), into, n, 0);
+      if (got <= 0) return false;
+      into += got;
+      n -= size_t(got);
+    }
+    return true;
+  };
+  for (int i = 0; i < 3; ++i) {
+    unsigned char head[8];
+    if (!read_exactly(reinterpret_cast<char*>(head), sizeof head)) return;
+    const uint32_t len = uint32_t(head[0]) << 24 | uint32_t(head[1]) << 16 | uint32_t(head[2]) << 8 | head[3];
+    const uint32_t code_word = uint32_t(head[4]) << 24 | uint32_t(head[5]) << 16 | uint32_t(head[6]) << 8 | head[7];
+    const bool encryption_request = len == 8 && (code_word == 80877103 || code_word == 80877104);
+    if (!encryption_request) {
+      // The startup: read it whole (a close with bytes unread resets the connection, losing the FATAL).
+      std::string rest(len > 8 && len <= 10'000 ? len - 8 : 0, '\0');
+      if (!read_exactly(rest.data(), rest.size())) return;
+      break;
+    }
+    if (!write_all(c.client.get(), "N")) return;
+  }
+  (void)write_all(c.client.get(), pg_error_response("FATAL", code, message));
+}
+
+bool GuardPgGate::send_server(Conn& c, std::string_view data) {
+  if (!c.ssl) return write_all(c.server.get(), data);
+  while (!data.empty()) {
+    ERR_clear_error();
+    const int n = SSL_write(c.ssl.get(), data.data(), static_cast<int>(data.size()));
+    if (n > 0) {
+      data.remove_prefix(size_t(n));
+      continue;
+    }
+    const int e = SSL_get_error(c.ssl.get(), n);
+    if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) return false;
+    pollfd p[2] = {{c.server.get(), short(e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), 0}, {stop_.get(), POLLIN, 0}};
+    if (::poll(p, 2, 30'000) <= 0 || (p[1].revents & POLLIN)) return false;
+  }
+  return true;
+}
+
+bool GuardPgGate::read_server_tls(const std::shared_ptr<Conn>& self, std::string& buf) {
+  Conn& c = *self;
+  // Under the lock (an approval's decision may write meanwhile); drains what
+  // was decrypted, so nothing waits in OpenSSL's buffer for the next poll.
+  std::lock_guard lock(c.mu);
+  for (;;) {
+    if (c.closed) return false;
+    ERR_clear_error();
+    const int n = SSL_read(c.ssl.get(), buf.data(), static_cast<int>(buf.size()));
+    if (n <= 0) {
+      const int e = SSL_get_error(c.ssl.get(), n);
+      return e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE;
+    }
+    if (!apply(c, self, c.session->from_server(std::string_view(buf.data(), size_t(n))))) return false;
+  }
 }
 
 void GuardPgGate::serve(const std::shared_ptr<Conn>& c) {
@@ -263,6 +415,7 @@ void GuardPgGate::serve(const std::shared_ptr<Conn>& c) {
     if (hold != 0) (void)judge_.approvals().withdraw(hold);
     std::lock_guard lock(c->mu);
     c->session.reset();
+    c->ssl.reset();
     c->client.reset();
     c->server.reset();
     c->done = true;
@@ -271,14 +424,19 @@ void GuardPgGate::serve(const std::shared_ptr<Conn>& c) {
   if (!c->server || ::connect(c->server.get(), upstream_addr_.get(), upstream_addr_.length) != 0) {
     const std::string why = std::strerror(errno);
     say("connection from " + c->peer + ": the upstream " + upstream_text_ + " cannot be reached: " + why);
-    (void)write_all(c->client.get(),
-                    pg_error_response("FATAL", "08006",
-                                      "faultline: the upstream " + upstream_text_ + " cannot be reached: " + why));
+    refuse_client(*c, "08006", "faultline: the upstream " + upstream_text_ + " cannot be reached: " + why);
     return finish();
   }
   const int one = 1;
   (void)::setsockopt(c->server.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   (void)::setsockopt(c->client.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (tls_) {
+    if (auto st = upstream_tls(*c); !st) {
+      say("connection from " + c->peer + ": " + st.error().message);
+      refuse_client(*c, "08006", "faultline: " + st.error().message);
+      return finish();
+    }
+  }
   PgSessionOptions so;
   so.policy = [this] { return judge_.policy(); };
   so.cancel_keys = cancel_keys_;
@@ -295,6 +453,10 @@ void GuardPgGate::serve(const std::shared_ptr<Conn>& c) {
     bool ok = true;
     for (int side = 0; side < 2 && ok; ++side) {
       if (!(fds[side].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      if (side == 1 && c->ssl) {
+        ok = read_server_tls(c, buf);
+        continue;
+      }
       const ssize_t n = ::recv(fds[side].fd, buf.data(), buf.size(), 0);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
+#include <tuple>
 
 #include "selftests/lib/child_process.h"
 #include "selftests/lib/loopback_port.h"
@@ -62,6 +63,17 @@ class ScramCluster {
     std::ofstream(dir_ + "/pw") << kPassword << "\n";
     ::chmod((dir_ + "/pw").c_str(), 0644);
     port_ = fltest::free_loopback_port();
+    // ssl=on: a self-signed certificate for 127.0.0.1 (its own CA, for verify-full), and another one
+    // that signed nothing here (the wrong CA).
+    for (const char* name : {"server", "other"}) {
+      auto cert = fltest::run_command(
+          as_user({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                   "-days", "2", "-subj", std::string("/CN=faultline pg gate test ") + name, "-addext",
+                   "subjectAltName=IP:127.0.0.1", "-keyout", dir_ + "/" + name + ".key", "-out",
+                   dir_ + "/" + name + ".crt"}),
+          {}, 60s);
+      if (!cert.status.is(0)) throw std::runtime_error("openssl req: " + cert.describe());
+    }
     auto init = fltest::run_command(
         as_user({bin_ + "/initdb", "-D", dir_ + "/data", "-U", "gate", "--pwfile", dir_ + "/pw", "--auth=scram-sha-256",
                  "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions"}),
@@ -70,7 +82,9 @@ class ScramCluster {
     auto start = fltest::run_command(
         as_user({bin_ + "/pg_ctl", "-D", dir_ + "/data", "-l", dir_ + "/log", "-w", "-t", "60", "-o",
                  "-k " + dir_ + " -p " + std::to_string(port_) +
-                     " -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c max_connections=20",
+                     " -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c max_connections=20"
+                     " -c ssl=on -c ssl_cert_file=" +
+                     dir_ + "/server.crt -c ssl_key_file=" + dir_ + "/server.key",
                  "start"}),
         {}, 90s);
     if (!start.status.is(0)) throw std::runtime_error("pg_ctl start: " + start.describe());
@@ -324,10 +338,63 @@ TEST_F(GuardPgTest, CancelRequestReachesTheServerWithItsKey) {
   EXPECT_NE(end.err.find("57014: canceling statement due to user request"), std::string::npos) << end.describe();
 }
 
+TEST_F(GuardPgTest, UpstreamSslModesReachTheServerOverTlsOrNot) {
+  const std::string ssl = "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()";
+  for (auto [flags, want] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{}, "f"},
+           {{"--pg-upstream-sslmode", "disable"}, "f"},
+           {{"--pg-upstream-sslmode", "require"}, "t"},
+           {{"--pg-upstream-sslmode", "verify-full", "--pg-upstream-ca", cluster_->dir() + "/server.crt"}, "t"},
+       }) {
+    flags.insert(flags.end(), {"--enforce", "--pg-deny-verb", "DROP"});
+    auto r = guard(flags, psql({"DROP TABLE t", ssl}));
+    EXPECT_TRUE(r.status.is(0)) << r.describe();  // psql goes on after the DROP's error
+    EXPECT_EQ(r.out, want + "\n") << r.describe();
+    EXPECT_NE(r.err.find("42501: blocked by faultline: --pg-deny-verb DROP"), std::string::npos) << r.describe();
+    expect_table_intact();
+  }
+}
+
+TEST_F(GuardPgTest, VerifyFullRefusesAServerItCannotVerify) {
+  const std::string port = std::to_string(cluster_->port());
+  for (auto [upstream, ca, want] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"127.0.0.1:" + port, "other.crt", "certificate verify failed: self-signed certificate"},
+           // The certificate names 127.0.0.1 only.
+           {"localhost:" + port, "server.crt", "certificate verify failed: hostname mismatch"},
+       }) {
+    std::vector<std::string> argv = {kFaultctl,
+                                     "guard",
+                                     "--pg-listen",
+                                     "127.0.0.1:0",
+                                     "--pg-upstream",
+                                     upstream,
+                                     "--pg-upstream-sslmode",
+                                     "verify-full",
+                                     "--pg-upstream-ca",
+                                     cluster_->dir() + "/" + ca,
+                                     "--"};
+    for (const auto& a : psql({"SELECT 1"})) argv.push_back(a);
+    auto r = fltest::run_command(as_user(argv), {.env = env()}, 60s);
+    EXPECT_FALSE(r.status.is(0)) << r.describe();
+    EXPECT_EQ(r.out, "") << r.describe();
+    // psql's FATAL (08006, which psql does not print before a session) and the gate's own line name it.
+    EXPECT_NE(r.err.find("FATAL:  faultline: TLS to the upstream " + upstream + ": " + want), std::string::npos)
+        << r.describe();
+    EXPECT_NE(r.err.find("faultline guard: pg: connection from 127.0.0.1:"), std::string::npos) << r.describe();
+  }
+}
+
 TEST_F(GuardPgTest, BadFlagsAreRefusedByName) {
   for (auto [flags, want] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"--pg-deny-verb", "DROP TABLE"}, "--pg-deny-verb 'DROP TABLE': a SQL verb is a word of letters"},
            {{"--pg-deny-table", "a b"}, "--pg-deny-table 'a b': a table or function glob has no spaces"},
+           {{"--pg-upstream-sslmode", "prefer"},
+            "--pg-upstream-sslmode 'prefer': one of disable, require, verify-full"},
+           {{"--pg-upstream-sslmode", "require", "--pg-upstream-ca", "/etc/hostname"},
+            "--pg-upstream-ca /etc/hostname: the CA checks the server's certificate, which only --pg-upstream-sslmode "
+            "verify-full does"},
+           {{"--pg-upstream-sslmode", "verify-full", "--pg-upstream-ca", "/nonexistent/ca.pem"},
+            "--pg-upstream-ca /nonexistent/ca.pem: No such file or directory"},
        }) {
     auto r = guard(flags, {"true"});
     EXPECT_TRUE(r.status.is(2)) << r.describe();
@@ -341,6 +408,9 @@ TEST_F(GuardPgTest, BadFlagsAreRefusedByName) {
   r = fltest::run_command(as_user({kFaultctl, "guard", "--pg-deny-verb", "DROP", "--", "true"}), {}, 30s);
   EXPECT_TRUE(r.status.is(2)) << r.describe();
   EXPECT_NE(r.err.find("give --pg-listen and --pg-upstream"), std::string::npos) << r.err;
+  r = fltest::run_command(as_user({kFaultctl, "guard", "--pg-upstream-sslmode", "require", "--", "true"}), {}, 30s);
+  EXPECT_TRUE(r.status.is(2)) << r.describe();
+  EXPECT_NE(r.err.find("--pg-upstream-sslmode goes with --pg-listen and --pg-upstream"), std::string::npos) << r.err;
 }
 
 }  // namespace
