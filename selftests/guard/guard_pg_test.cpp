@@ -5,10 +5,13 @@
 // statements get 42501 naming the rule, the transaction is aborted on the
 // server (25P02 next), the table stays; the activity log names verb, table,
 // verdict and rule, and never the password.
+#include <arpa/inet.h>
 #include <glob.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,8 +20,10 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
+#include <thread>
 #include <tuple>
 
+#include "base/unique_fd.h"
 #include "selftests/lib/child_process.h"
 #include "selftests/lib/loopback_port.h"
 
@@ -323,19 +328,64 @@ TEST_F(GuardPgTest, HeldStatementApprovedRunsAndTheSessionGoesOn) {
 }
 
 TEST_F(GuardPgTest, CancelRequestReachesTheServerWithItsKey) {
-  // psql sends a CancelRequest (with the gate's key, on a new connection) on SIGINT.
-  // A marker unique to this run names the psql to interrupt (other tests may run psql meanwhile).
-  const std::string marker = "cancel-" + std::to_string(::getpid());
-  auto g = guard_child({"--enforce"}, psql({"SELECT pg_sleep(60), '" + marker + "'"}));
-  ASSERT_TRUE(g.wait_for("Q SELECT -> allow", 30s, fltest::Stream::kStderr)) << g.describe();
-  auto pids = fltest::run_command({"pgrep", "-f", "^" + cluster_->bin() + "/psql .*'" + marker + "'"}, {}, 10s);
-  ASSERT_TRUE(pids.status.is(0)) << pids.describe();
-  ASSERT_EQ(pids.out.find('\n'), pids.out.size() - 1) << "one psql expected: " << pids.out;
-  const auto t0 = std::chrono::steady_clock::now();
-  ASSERT_EQ(::kill(std::stoi(pids.out), SIGINT), 0);
-  auto end = g.finish(30s);
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 20s);  // canceled, not slept out
-  EXPECT_NE(end.err.find("57014: canceling statement due to user request"), std::string::npos) << end.describe();
+  // psql sends a CancelRequest (with the gate's key, on a new connection) on SIGINT; over TLS to the
+  // server too.
+  for (const char* mode : {"disable", "require"}) {
+    SCOPED_TRACE(mode);
+    // A marker unique to this run names the psql to interrupt (other tests may run psql meanwhile).
+    const std::string marker = std::string("cancel-") + mode + "-" + std::to_string(::getpid());
+    auto g = guard_child({"--enforce", "--pg-upstream-sslmode", mode}, psql({"SELECT pg_sleep(60), '" + marker + "'"}));
+    ASSERT_TRUE(g.wait_for("Q SELECT -> allow", 30s, fltest::Stream::kStderr)) << g.describe();
+    auto pids = fltest::run_command({"pgrep", "-f", "^" + cluster_->bin() + "/psql .*'" + marker + "'"}, {}, 10s);
+    ASSERT_TRUE(pids.status.is(0)) << pids.describe();
+    ASSERT_EQ(pids.out.find('\n'), pids.out.size() - 1) << "one psql expected: " << pids.out;
+    const auto t0 = std::chrono::steady_clock::now();
+    ASSERT_EQ(::kill(std::stoi(pids.out), SIGINT), 0);
+    auto end = g.finish(30s);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 20s);  // canceled, not slept out
+    EXPECT_NE(end.err.find("57014: canceling statement due to user request"), std::string::npos) << end.describe();
+  }
+}
+
+TEST_F(GuardPgTest, RequireRefusesAnUpstreamWithoutTls) {
+  // A stand-in upstream that answers the SSLRequest 'N', as a server with ssl=off does.
+  faultline::UniqueFd l(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(l.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(l.get(), 4), 0);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::getsockname(l.get(), reinterpret_cast<sockaddr*>(&a), &len), 0);
+  std::string asked;
+  std::thread server([&] {
+    faultline::UniqueFd c(::accept4(l.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (c.get() < 0) return;
+    char buf[8];
+    size_t got = 0;
+    while (got < sizeof buf) {
+      const ssize_t n = ::recv(c.get(), buf + got, sizeof buf - got, 0);
+      if (n <= 0) return;
+      got += size_t(n);
+    }
+    asked.assign(buf, sizeof buf);
+    (void)!::send(c.get(), "N", 1, MSG_NOSIGNAL);
+    while (::recv(c.get(), buf, sizeof buf, 0) > 0) {
+    }
+  });
+  const std::string upstream = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  std::vector<std::string> argv = {
+      kFaultctl, "guard", "--pg-listen", "127.0.0.1:0", "--pg-upstream", upstream, "--pg-upstream-sslmode",
+      "require", "--"};
+  for (const auto& arg : psql({"SELECT 1"})) argv.push_back(arg);
+  auto r = fltest::run_command(as_user(argv), {.env = env()}, 60s);
+  server.join();
+  EXPECT_EQ(asked, std::string("\0\0\0\x08\x04\xd2\x16\x2f", 8));  // SSLRequest
+  EXPECT_FALSE(r.status.is(0)) << r.describe();
+  EXPECT_NE(r.err.find("FATAL:  faultline: the upstream " + upstream +
+                       " does not offer TLS (--pg-upstream-sslmode require needs it)"),
+            std::string::npos)
+      << r.describe();
 }
 
 TEST_F(GuardPgTest, UpstreamSslModesReachTheServerOverTlsOrNot) {
