@@ -26,6 +26,7 @@
 #include "base/unique_fd.h"
 #include "selftests/lib/child_process.h"
 #include "selftests/lib/loopback_port.h"
+#include "selftests/lib/require_root.h"
 
 namespace {
 
@@ -432,6 +433,42 @@ TEST_F(GuardPgTest, VerifyFullRefusesAServerItCannotVerify) {
         << r.describe();
     EXPECT_NE(r.err.find("faultline guard: pg: connection from 127.0.0.1:"), std::string::npos) << r.describe();
   }
+}
+
+TEST_F(GuardPgTest, AsRootADirectConnectToTheUpstreamIsJudgedByTheGate) {
+  FL_REQUIRE_ROOT("the guard's transparent capture (a BPF program on the command's cgroup)");
+  // psql told the server's own address and port, not PGHOST/PGPORT: the kernel sends it to the gate.
+  const std::string port = std::to_string(cluster_->port());
+  std::vector<std::string> argv = {kFaultctl,
+                                   "guard",
+                                   "--enforce",
+                                   "--pg-listen",
+                                   "127.0.0.1:0",
+                                   "--pg-upstream",
+                                   "127.0.0.1:" + port,
+                                   "--pg-deny-verb",
+                                   "DROP",
+                                   "--",
+                                   cluster_->bin() + "/psql",
+                                   "-X",
+                                   "-At",
+                                   "-v",
+                                   "VERBOSITY=verbose",
+                                   "-h",
+                                   "127.0.0.1",
+                                   "-p",
+                                   port,
+                                   "-c",
+                                   "DROP TABLE t",
+                                   "-c",
+                                   "SELECT 41 + 1"};
+  auto r = fltest::run_command(argv, {.env = env()}, 60s);
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_EQ(r.out, "42\n") << r.describe();
+  EXPECT_NE(r.err.find("ERROR:  42501: blocked by faultline: --pg-deny-verb DROP"), std::string::npos) << r.describe();
+  EXPECT_NE(r.err.find("connect 127.0.0.1:" + port + "/tcp -> redirect to 127.0.0.1:"), std::string::npos)
+      << r.describe();
+  expect_table_intact();
 }
 
 TEST_F(GuardPgTest, BadFlagsAreRefusedByName) {
