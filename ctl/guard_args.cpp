@@ -7,6 +7,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <cstring>
 #include <cxxopts.hpp>
 #include <utility>
 
@@ -51,8 +52,81 @@ constexpr Example kGuardExamples[] = {
 };
 
 // The flags a policy file replaces: given with --policy, one of them is refused.
-constexpr const char* kPolicyFlags[] = {"enforce",    "default-deny", "allow",      "deny",      "approve",
-                                        "deny-errno", "exfil-cap",    "deny-model", "max-tokens"};
+constexpr const char* kPolicyFlags[] = {"enforce",         "default-deny",     "allow",         "deny",
+                                        "approve",         "deny-errno",       "exfil-cap",     "deny-model",
+                                        "max-tokens",      "pg-deny-verb",     "pg-deny-table", "pg-deny-function",
+                                        "pg-approve-verb", "pg-approve-table", "pg-allow-verb", "pg-allow-table"};
+
+// The Postgres gate's rule flags: each value one SQL rule named after the flag.
+struct PgRuleFlag {
+  const char* flag;
+  GuardVerdict action;
+  enum class Field : uint8_t { Verb, Table, Function } field;
+};
+constexpr PgRuleFlag kPgRuleFlags[] = {
+    {"pg-deny-verb", GuardVerdict::Deny, PgRuleFlag::Field::Verb},
+    {"pg-deny-table", GuardVerdict::Deny, PgRuleFlag::Field::Table},
+    {"pg-deny-function", GuardVerdict::Deny, PgRuleFlag::Field::Function},
+    {"pg-approve-verb", GuardVerdict::Approve, PgRuleFlag::Field::Verb},
+    {"pg-approve-table", GuardVerdict::Approve, PgRuleFlag::Field::Table},
+    {"pg-allow-verb", GuardVerdict::Allow, PgRuleFlag::Field::Verb},
+    {"pg-allow-table", GuardVerdict::Allow, PgRuleFlag::Field::Table},
+};
+
+// --pg-listen, --pg-upstream and the --pg-* rules.
+Status parse_pg_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
+  const bool listen = r.count("pg-listen") > 0;
+  if (listen != (r.count("pg-upstream") > 0))
+    return bad(listen ? "--pg-listen needs --pg-upstream HOST:PORT (the server the gate relays to)"
+                      : "--pg-upstream goes with --pg-listen ADDR:PORT (where the gate listens)");
+  size_t rules = 0;
+  for (const PgRuleFlag& f : kPgRuleFlags) {
+    if (!r.count(f.flag)) continue;
+    for (const auto& v : r[f.flag].as<std::vector<std::string>>()) {
+      GuardRule rule;
+      rule.name = std::string("--") + f.flag + " " + v;
+      rule.action = f.action;
+      if (f.field == PgRuleFlag::Field::Verb) {
+        auto verb = parse_sql_verb(v);
+        if (!verb) return bad(std::string("--") + f.flag + " " + verb.error().message);
+        rule.sql_verb = std::move(*verb);
+      } else {
+        auto glob = parse_sql_glob(v);
+        if (!glob) return bad(std::string("--") + f.flag + (v.empty() ? ": " : " ") + glob.error().message);
+        (f.field == PgRuleFlag::Field::Table ? rule.sql_table : rule.sql_function) = std::move(*glob);
+      }
+      a.capture.policy.rules.push_back(std::move(rule));
+      ++rules;
+    }
+  }
+  if (!listen) {
+    for (const char* f : {"pg-upstream-sslmode", "pg-upstream-ca"})
+      if (r.count(f)) return bad(std::string("--") + f + " goes with --pg-listen and --pg-upstream");
+    if (rules > 0)
+      return bad("the --pg-* rules judge the Postgres gate's statements: give --pg-listen and --pg-upstream");
+    return {};
+  }
+  a.pg.listen = r["pg-listen"].as<std::string>();
+  a.pg.upstream = r["pg-upstream"].as<std::string>();
+  if (a.pg.listen.empty()) return bad("--pg-listen: empty");
+  if (a.pg.upstream.empty()) return bad("--pg-upstream: empty");
+  if (r.count("pg-upstream-sslmode")) {
+    auto mode = parse_pg_sslmode(r["pg-upstream-sslmode"].as<std::string>());
+    if (!mode) return bad("--pg-upstream-sslmode " + mode.error().message);
+    a.pg.sslmode = *mode;
+  }
+  if (r.count("pg-upstream-ca")) {
+    a.pg.ca_file = r["pg-upstream-ca"].as<std::string>();
+    if (a.pg.sslmode != PgGateOptions::SslMode::VerifyFull)
+      return bad("--pg-upstream-ca " + a.pg.ca_file +
+                 ": the CA checks the server's certificate, which only --pg-upstream-sslmode verify-full does");
+    if (::access(a.pg.ca_file.c_str(), R_OK) != 0)
+      return bad("--pg-upstream-ca " + a.pg.ca_file + ": " + std::strerror(errno));
+  }
+  if (a.capture.gateway) return bad("--pg-listen serves a guarded command, not --gateway");
+  a.requests = true;
+  return {};
+}
 
 // Flags the kernel side alone can honour: refused without root.
 constexpr const char* kRootFlags[] = {"redirect", "exfil-cap", "deny-errno", "netns", "faults", "fault-host"};
@@ -396,6 +470,32 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       cxxopts::value<std::vector<std::string>>())(
       "exfil-cap", "root: bytes to one destination no rule allows before its egress is dropped, e.g. 10MB",
       cxxopts::value<std::string>())(
+      "pg-listen",
+      "ADDR:PORT: a Postgres gate on loopback (127.0.0.1:5432; port 0 picks one) relaying to --pg-upstream; the "
+      "command gets PGHOST and PGPORT; each statement is judged by the SQL rules",
+      cxxopts::value<std::string>())("pg-upstream", "HOST:PORT: the PostgreSQL server behind --pg-listen",
+                                     cxxopts::value<std::string>())(
+      "pg-upstream-sslmode",
+      "disable|require|verify-full: TLS from the gate to --pg-upstream (require: encrypted, the certificate "
+      "unchecked; verify-full: checked against --pg-upstream-ca or the system's CAs, and the host's name); default "
+      "disable",
+      cxxopts::value<std::string>())("pg-upstream-ca",
+                                     "FILE: PEM CA certificates for --pg-upstream-sslmode verify-full",
+                                     cxxopts::value<std::string>())(
+      "pg-deny-verb", "V: deny statements doing V (DROP, TRUNCATE, DELETE, ...), repeatable",
+      cxxopts::value<std::vector<std::string>>())(
+      "pg-deny-table", "GLOB: deny statements naming a matching table ('prod.*', 'users'), repeatable",
+      cxxopts::value<std::vector<std::string>>())(
+      "pg-deny-function", "GLOB: deny statements calling a matching function (pg_sleep, 'dblink*'), repeatable",
+      cxxopts::value<std::vector<std::string>>())("pg-approve-verb",
+                                                  "V: hold statements doing V until approved, repeatable",
+                                                  cxxopts::value<std::vector<std::string>>())(
+      "pg-approve-table", "GLOB: hold statements naming a matching table until approved, repeatable",
+      cxxopts::value<std::vector<std::string>>())("pg-allow-verb",
+                                                  "V: allow statements doing only V (with --default-deny), repeatable",
+                                                  cxxopts::value<std::vector<std::string>>())(
+      "pg-allow-table", "GLOB: allow statements naming only matching tables (with --default-deny), repeatable",
+      cxxopts::value<std::vector<std::string>>())(
       "json-log", "append every decision as a JSON line to FILE (the request guard: the hash-chained activity log)",
       cxxopts::value<std::string>())(
       "block-dangerous",
@@ -636,6 +736,7 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
     (void)::gethostname(host, sizeof host - 1);
     cap.identity = std::string(pw != nullptr ? pw->pw_name : std::to_string(::geteuid())) + "@" + host;
   }
+  FL_TRY(parse_pg_flags(*r, args_out));
   FL_TRY(parse_llm_flags(*r, args_out));
   FL_TRY(parse_dlp_flags(*r, args_out));
   if (r->count("no-proxy-loopback")) {

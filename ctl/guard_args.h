@@ -7,6 +7,7 @@
 #include "base/result.h"
 #include "ctl/guard_capture.h"
 #include "ctl/guard_faults.h"
+#include "ctl/guard_pg_gate.h"
 #include "ctl/help.h"
 #include "userspace/enforce/guard.h"
 
@@ -29,6 +30,7 @@ struct GuardArgs {
   bool block_dangerous = false;
   // --approve-dangerous: such an exec is held for approval instead (enforcing).
   bool approve_dangerous = false;
+  PgGateOptions pg;  // --pg-listen, --pg-upstream: the Postgres gate (judged by capture.policy's SQL rules)
 };
 
 // args are what follows "guard": flags, then "--" and the command to guard.

@@ -18,6 +18,7 @@
 #include "ctl/guard_args.h"
 #include "ctl/guard_capture.h"
 #include "ctl/guard_fault_proxy.h"
+#include "ctl/guard_pg_gate.h"
 #include "userspace/guard/exec_gate.h"
 
 namespace faultline {
@@ -38,6 +39,12 @@ std::string exec_what(const ExecJudgement& j) {
   return what + ", pid " + std::to_string(j.pid);
 }
 
+// One line, written at once: the gate's and the deciders' threads share stderr.
+void say_exec(const std::string& what) {
+  const std::string line = "faultline guard: exec: " + what + "\n";
+  std::cerr.write(line.data(), static_cast<std::streamsize>(line.size())).flush();
+}
+
 // --block-dangerous: the exec gate, each flagged exec said on stderr and,
 // with the request guard, kept in its activity log. --approve-dangerous
 // (enforcing): held in the guard's approval queue instead of refused.
@@ -46,8 +53,7 @@ Result<std::unique_ptr<ExecGate>> start_exec_gate(bool enforce, bool approve, Gu
   o.enforce = enforce;
   GuardJudge* judge = capture != nullptr ? &capture->judge() : nullptr;
   o.on_flagged = [judge](const ExecJudgement& j) {
-    std::cerr << "faultline guard: exec: " << (j.blocked ? "blocked " : "would block (monitor: it ran) ")
-              << exec_what(j) << "\n";
+    say_exec(std::string(j.blocked ? "blocked " : "would block (monitor: it ran) ") + exec_what(j));
     if (judge != nullptr) judge->record_exec(j, GuardVerdict::Deny);
   };
   if (approve && judge != nullptr) {
@@ -56,16 +62,15 @@ Result<std::unique_ptr<ExecGate>> start_exec_gate(bool enforce, bool approve, Gu
       const std::string id =
           judge->hold_exec(j, [judge, j, answer = std::move(answer)](ApprovalOutcome outcome, const std::string& why) {
             const bool approved = outcome == ApprovalOutcome::Approved;
-            std::cerr << "faultline guard: exec: "
-                      << (approved                               ? "approved, it runs: "
-                          : outcome == ApprovalOutcome::TimedOut ? "not decided in time, refused: "
-                                                                 : "denied, refused: ")
-                      << exec_what(j) << (why.empty() ? "" : " (" + why + ")") << "\n";
+            say_exec(std::string(approved                               ? "approved, it runs: "
+                                 : outcome == ApprovalOutcome::TimedOut ? "not decided in time, refused: "
+                                                                        : "denied, refused: ") +
+                     exec_what(j) + (why.empty() ? "" : " (" + why + ")"));
             judge->record_exec(j, approved ? GuardVerdict::Allow : GuardVerdict::Deny);
             answer(approved);
           });
-      std::cerr << "faultline guard: exec: held for approval " << id << ": " << exec_what(j)
-                << "; faultctl approvals approve " << id << " | deny " << id << "\n";
+      say_exec("held for approval " + id + ": " + exec_what(j) + "; faultctl approvals approve " + id + " | deny " +
+               id);
       judge->record_exec(j, GuardVerdict::Approve);
     };
   }
@@ -186,6 +191,8 @@ int cmd_guard(const std::vector<std::string>& args) {
   // Root is checked by the parser: as a user the request guard runs alone.
   return run_command("faultctl guard", parse_guard_args(args), kRootNever, [](GuardArgs& a) -> int {
     std::unique_ptr<GuardCapture> capture;
+    std::unique_ptr<GuardPgGate> pg;                       // after capture: the gate uses its judge
+    std::vector<std::pair<std::string, std::string>> env;  // the request guard's and the gate's variables
     if (a.requests) {
       a.capture.transparent = ::geteuid() == 0 && !a.capture.gateway;
       auto started = GuardCapture::start(std::move(a.capture), std::cerr);
@@ -195,6 +202,32 @@ int cmd_guard(const std::vector<std::string>& args) {
       }
       capture = std::move(*started);
       if (capture_gateway(a)) return run_gateway(*capture);
+      env = capture->env();
+      if (a.pg.enabled()) {
+        auto gate = GuardPgGate::start(a.pg, capture->judge(), std::cerr);
+        if (!gate) {
+          std::cerr << "faultctl guard: " << gate.error().describe() << "\n";
+          return gate.error().bad_input ? int(kExitBadInput) : 1;
+        }
+        pg = std::move(*gate);
+        const auto pg_env = pg->env();
+        env.insert(env.end(), pg_env.begin(), pg_env.end());
+        if (::geteuid() == 0) {
+          // The kernel's capture sends every TCP connect to the HTTP proxy:
+          // the gate's own address stays itself, and a direct connect to the
+          // upstream is caught by the gate (its own connects are faultctl's,
+          // outside the command's cgroup).
+          for (const std::string& dest : {pg->address(), endpoint_text(pg->upstream())}) {
+            auto r = parse_redirect(dest + "/tcp=" + pg->address());
+            if (!r) {
+              std::cerr << "faultctl guard: --pg-listen: " << r.error().message << "\n";
+              return int(kExitBadInput);
+            }
+            r->text = dest + " (the Postgres gate)";
+            a.guard.redirects.push_back(*r);
+          }
+        }
+      }
     }
     std::unique_ptr<ExecGate> gate;
     if (a.block_dangerous) {
@@ -215,8 +248,10 @@ int cmd_guard(const std::vector<std::string>& args) {
     }
     if (capture) {
       if (::geteuid() != 0) {
-        const int code = run_wrapped(a.guard.command, capture->env(), gate.get());
+        const int code = run_wrapped(a.guard.command, env, gate.get());
         if (gate) print_exec_summary(*gate);
+        if (pg) pg->print_summary(std::cerr);
+        pg.reset();
         capture->print_summary(std::cerr);
         return code;
       }
@@ -236,7 +271,7 @@ int cmd_guard(const std::vector<std::string>& args) {
         std::cerr << "faultline guard: the kernel fence stays in monitor for this run: a policy reloaded "
                      "later as enforce (SIGHUP, faultcp) denies requests but does not refuse UDP or other "
                      "protocols until the guard is restarted\n";
-      a.guard.env.insert(a.guard.env.end(), capture->env().begin(), capture->env().end());
+      a.guard.env.insert(a.guard.env.end(), env.begin(), env.end());
     }
     std::unique_ptr<GuardFaultProxy> faults;
     if (!a.faults.empty()) {
@@ -257,6 +292,8 @@ int cmd_guard(const std::vector<std::string>& args) {
     const int code = g.run();
     if (gate) print_exec_summary(*gate);
     if (faults) faults->print_summary(std::cerr);
+    if (pg) pg->print_summary(std::cerr);
+    pg.reset();
     if (capture) capture->print_summary(std::cerr);
     return code;
   });

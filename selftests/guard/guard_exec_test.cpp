@@ -73,7 +73,8 @@ class GuardExecTest : public ::testing::Test {
   }
   // The id of the held exec ("held for approval 123.1").
   static std::optional<std::string> held_id(ChildProcess& g) {
-    if (!g.wait_for("held for approval ", 20s, fltest::Stream::kStderr)) return std::nullopt;
+    // The whole line: it ends with the deny command.
+    if (!g.wait_for(" | deny ", 20s, fltest::Stream::kStderr)) return std::nullopt;
     std::smatch m;
     const std::string err = g.err();
     if (!std::regex_search(err, m, std::regex("held for approval ([0-9]+\\.[0-9]+)"))) return std::nullopt;

@@ -130,7 +130,8 @@ TEST(GuardSection, ErrorsNameTheFieldWithLineAndColumn) {
       {"unknown field",
        "      - name: a\n        action: deny\n        hots: x.example.com\n",
        {"F:8:9: spec.guard.rules[0]: no matcher: give host, path, method, llm_model, llm_max_tokens_over or "
-        "dlp_type, or for MCP mcp_tool or mcp_args (default_allow decides the rest)",
+        "dlp_type, for MCP mcp_tool or mcp_args, for SQL sql_verb, sql_table or sql_function (default_allow decides "
+        "the rest)",
         "F:10:9: spec.guard.rules[0].hots: unknown field 'hots' (did you mean 'host'?)"}},
       {"empty name",
        "      - {name: '', action: deny, path: /a}\n",
@@ -171,12 +172,38 @@ TEST(GuardSection, ErrorsNameTheFieldWithLineAndColumn) {
       {"mcp over not a number",
        "      - name: a\n        action: deny\n        mcp_args:\n          - {arg: /n, over: lots}\n",
        {"F:11:29: spec.guard.rules[0].mcp_args[0].over: 'lots': expected a number (10, 2.5, -1)"}},
+      {"sql rule with a host",
+       "      - {name: a, action: deny, sql_verb: DROP, host: x.example.com}\n",
+       {"F:8:49: spec.guard.rules[0].host: a SQL rule (sql_verb, sql_table, sql_function) judges statements over "
+        "the Postgres wire, which have no host: write it as a rule of its own"}},
+      {"sql bad verb and glob",
+       "      - {name: a, action: deny, sql_verb: 'DROP TABLE', sql_table: 'a b'}\n",
+       {"F:8:43: spec.guard.rules[0].sql_verb: 'DROP TABLE': a SQL verb is a word of letters (SELECT, DROP, DELETE)",
+        "F:8:68: spec.guard.rules[0].sql_table: 'a b': a table or function glob has no spaces or control "
+        "characters"}},
       {"not a list", "      x: 1\n", {"F:8:7: spec.guard.rules: expected a list, found a mapping"}},
   };
   for (const Case& c : cases) {
     PolicyParse p = parse_policy(head + c.rules_yaml);
     EXPECT_EQ(rendered(p.errors), c.want) << c.name;
   }
+}
+
+TEST(GuardSection, SqlRules) {
+  PolicyParse p = parse_policy(
+      "apiVersion: faultline.dev/v1\nkind: Policy\nmetadata:\n  name: p\nspec:\n  guard:\n    rules:\n"
+      "      - {name: no-drop, action: deny, sql_verb: drop}\n"
+      "      - {name: prod, action: approve, sql_verb: DELETE, sql_table: 'Prod.*'}\n"
+      "      - {name: sleep, action: deny, sql_function: pg_sleep}\n");
+  ASSERT_TRUE(p.ok()) << rendered(p.errors).front();
+  ASSERT_TRUE(p.policy.guard);
+  const auto& r = p.policy.guard->rules;
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].sql_verb, "DROP");
+  EXPECT_TRUE(r[0].is_sql());
+  EXPECT_EQ(r[1].action, GuardVerdict::Approve);
+  EXPECT_EQ(r[1].sql_table, "prod.*");
+  EXPECT_EQ(r[2].sql_function, "pg_sleep");
 }
 
 TEST(GuardSection, ModeAndDefaultErrors) {

@@ -114,6 +114,11 @@ class GuardJudge final : public RequestJudge {
   // --approve-dangerous: the exec held in the approval queue (faultctl
   // approvals, faultcp), settled by a person or the timeout; its id.
   [[nodiscard]] std::string hold_exec(const ExecJudgement& j, ApprovalSettle settle);
+  // The activity log (null: none) and identity, for a gate that judges by
+  // this judge's policy (the Postgres gate) and records in the same chain.
+  [[nodiscard]] const std::shared_ptr<ActivityWriter>& activity() const { return options_.activity; }
+  [[nodiscard]] const std::string& identity() const { return options_.identity; }
+  [[nodiscard]] const std::string& approval_prefix() const { return options_.approval_prefix; }
 
   [[nodiscard]] RequestVerdict judge(const RequestHead& head, HeldRequest later) override;
   [[nodiscard]] RequestVerdict judge_body(uint64_t request_id, const RequestBodyChunk& chunk,

@@ -25,8 +25,32 @@ bool model_matches(std::string_view pattern, std::string_view model) {
   return iequals(pattern, model);
 }
 
+// One SQL matcher over one of the statement's lists: any (deny, approve) or
+// every (allow) entry.
+template <class Pred>
+bool sql_list_matches(const std::vector<std::string>& list, bool every, Pred pred) {
+  if (!every) return std::any_of(list.begin(), list.end(), pred);
+  return !list.empty() && std::all_of(list.begin(), list.end(), pred);
+}
+
+bool sql_match(const GuardRule& r, const SqlStatementFacts& s) {
+  const bool every = r.action == GuardVerdict::Allow;
+  if (!r.sql_verb.empty() && !sql_list_matches(s.verbs, every, [&](const std::string& v) { return v == r.sql_verb; }))
+    return false;
+  if (!r.sql_table.empty() &&
+      !sql_list_matches(s.tables, every, [&](const std::string& t) { return sql_name_matches(r.sql_table, t); }))
+    return false;
+  if (!r.sql_function.empty() && !sql_list_matches(s.functions, every, [&](const std::string& fn) {
+        return sql_name_matches(r.sql_function, fn);
+      }))
+    return false;
+  return true;
+}
+
 // host: f.host canonical (canonical_guard_host), made once per request.
 Match match(const GuardRule& r, const RequestFacts& f, std::string_view host) {
+  if (r.is_sql() != (f.sql != nullptr)) return Match::No;
+  if (f.sql != nullptr) return sql_match(r, *f.sql) ? Match::Yes : Match::No;
   if (r.is_mcp() != f.mcp) return Match::No;
   if (f.mcp) {
     if (!r.mcp_tool.empty() && !mcp_glob_match(r.mcp_tool, f.mcp_tool)) return Match::No;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "userspace/guard/guard_rule.h"
+#include "userspace/guard/sql_facts.h"
 
 namespace faultline {
 
@@ -41,6 +42,9 @@ struct RequestFacts {
   bool mcp = false;
   std::string mcp_tool;
   const nlohmann::json* mcp_arguments = nullptr;  // the call's params.arguments; null when it has none
+  // A SQL statement over the Postgres wire: only rules with a SQL matcher
+  // judge it. Null for anything else.
+  const SqlStatementFacts* sql = nullptr;
 };
 
 struct GuardDecision {
@@ -62,6 +66,11 @@ struct GuardDecision {
 // on unknown facts. A rule that matches on the facts it can check is
 // preferred to one matching only on unknown facts. This holds in monitor mode
 // too, so that monitor reports what enforce would do.
+//
+// A SQL statement (facts.sql) has lists (verbs, tables, functions): a deny
+// or approve rule's matcher matches when any of the list does, an allow
+// rule's only when every one does (and the list is not empty), so that
+// `INSERT INTO a SELECT ...` is not let through by an allow rule for SELECT.
 //
 // A tunnel seen only by its host (not terminated, no path) never matches a
 // rule that needs the path or the method: the caller refuses such rules at

@@ -149,7 +149,8 @@ Result<HostMatcher> parse_host_matcher(std::string_view text) {
 }
 
 bool GuardRule::has_matcher() const {
-  return host.has_value() || !path.empty() || !method.empty() || needs_llm_facts() || !dlp_type.empty() || is_mcp();
+  return host.has_value() || !path.empty() || !method.empty() || needs_llm_facts() || !dlp_type.empty() || is_mcp() ||
+         is_sql();
 }
 
 bool needs_plaintext(const GuardRule& rule) {
@@ -163,6 +164,38 @@ Result<std::string> parse_method(std::string_view text) {
   std::string m(text);
   std::transform(m.begin(), m.end(), m.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
   return m;
+}
+
+Result<std::string> parse_sql_verb(std::string_view text) {
+  if (text.empty() || text.size() > 32 ||
+      !std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isalpha(c); }))
+    return input_error(EINVAL, "'" + std::string(text) + "': a SQL verb is a word of letters (SELECT, DROP, DELETE)");
+  std::string v(text);
+  std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return v;
+}
+
+Result<std::string> parse_sql_glob(std::string_view text) {
+  if (text.empty()) return input_error(EINVAL, "empty: a table or function name, or a glob ('prod.*')");
+  if (text.size() > 128) return input_error(EINVAL, "'" + std::string(text.substr(0, 40)) + "...': longer than 128");
+  for (unsigned char c : text)
+    if (c <= ' ' || c == 0x7f)
+      return input_error(EINVAL,
+                         "'" + std::string(text) + "': a table or function glob has no spaces or control characters");
+  std::string g(text);
+  std::transform(g.begin(), g.end(), g.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return g;
+}
+
+bool sql_name_matches(std::string_view glob, std::string_view name) {
+  std::string lower(name);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::string_view n = lower;
+  if (glob.find('.') == std::string_view::npos) {
+    if (size_t dot = n.rfind('.'); dot != std::string_view::npos) n.remove_prefix(dot + 1);
+  }
+  return mcp_glob_match(glob, n);
 }
 
 Result<CliPattern> parse_cli_pattern(GuardVerdict action, std::string_view pattern) {

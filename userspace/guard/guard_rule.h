@@ -65,11 +65,29 @@ struct GuardRule {
   // only; a rule without judges HTTP requests only.
   std::string mcp_tool;
   std::vector<McpArgMatcher> mcp_args;
+  // A SQL statement over the Postgres wire (faultctl guard --pg-listen): its
+  // verb (uppercase: DROP), a table it names and a function it calls (globs;
+  // sql_table_matches()), ANDed. A rule with any judges SQL only.
+  std::string sql_verb;
+  std::string sql_table;
+  std::string sql_function;
 
   [[nodiscard]] bool has_matcher() const;
   [[nodiscard]] bool is_mcp() const { return !mcp_tool.empty() || !mcp_args.empty(); }
+  [[nodiscard]] bool is_sql() const { return !sql_verb.empty() || !sql_table.empty() || !sql_function.empty(); }
   [[nodiscard]] bool needs_llm_facts() const { return !llm_model.empty() || llm_max_tokens_over.has_value(); }
 };
+
+// A SQL verb as a rule names it: letters only, uppercased ("drop" -> "DROP").
+[[nodiscard]] Result<std::string> parse_sql_verb(std::string_view text);
+// A table or function glob ('*', '?'; 1-128 characters, no spaces or control
+// characters), lowercased: names compare case-insensitively.
+[[nodiscard]] Result<std::string> parse_sql_glob(std::string_view text);
+// A table or function name against a rule's glob: a glob with a '.' matches
+// the name as written ("prod.*" matches prod.users, not users); a glob
+// without one matches its last part, whatever the schema ("users" matches
+// users and prod.users). Case-insensitive.
+[[nodiscard]] bool sql_name_matches(std::string_view glob, std::string_view name);
 
 // A rule that needs what only the request's bytes say (its path, method or
 // LLM facts): on HTTPS these are seen only with TLS terminated, so the caller

@@ -350,9 +350,9 @@ const std::vector<std::string> kTopFields = {"apiVersion", "kind", "metadata", "
 const std::vector<std::string> kMetadataFields = {"name", "description"};
 const std::vector<std::string> kSpecFields = {"egress", "faults", "guard"};
 const std::vector<std::string> kGuardFields = {"mode", "default_allow", "rules"};
-const std::vector<std::string> kGuardRuleFields = {"name",     "action",   "reason",    "host",
-                                                   "path",     "method",   "llm_model", "llm_max_tokens_over",
-                                                   "dlp_type", "mcp_tool", "mcp_args"};
+const std::vector<std::string> kGuardRuleFields = {
+    "name",     "action",   "reason",   "host",     "path",      "method",      "llm_model", "llm_max_tokens_over",
+    "dlp_type", "mcp_tool", "mcp_args", "sql_verb", "sql_table", "sql_function"};
 const std::vector<std::string> kMcpArgFields = {"arg", "prefix", "equals", "regex", "over"};
 const std::vector<std::string> kScopeFields = {"cgroup",    "all",         "mode",        "default_allow", "deny_errno",
                                                "exfil_cap", "dns_ttl_min", "dns_ttl_max", "rules"};
@@ -742,8 +742,34 @@ void Reader<N>::read_guard_rule(const N& n, const std::string& path, SourceMark 
     if (i == 0)
       error(value_mark(*f, "mcp_args"), path + ".mcp_args", "empty: leave mcp_args out to match any arguments");
   }
+  if (auto verb = text(*f, path, "sql_verb", false)) {
+    auto v = parse_sql_verb(*verb);
+    if (!v)
+      error(value_mark(*f, "sql_verb"), path + ".sql_verb", v.error().message);
+    else
+      r.sql_verb = std::move(*v);
+  }
+  for (const char* field : {"sql_table", "sql_function"}) {
+    if (auto glob = text(*f, path, field, false)) {
+      auto g = parse_sql_glob(*glob);
+      if (!g)
+        error(value_mark(*f, field), path + "." + field, g.error().message);
+      else
+        (std::string_view(field) == "sql_table" ? r.sql_table : r.sql_function) = std::move(*g);
+    }
+  }
   const bool mcp = f->by_name.contains("mcp_tool") || f->by_name.contains("mcp_args");
-  if (mcp) {
+  const bool sql =
+      f->by_name.contains("sql_verb") || f->by_name.contains("sql_table") || f->by_name.contains("sql_function");
+  if (sql) {
+    for (const char* other :
+         {"host", "path", "method", "llm_model", "llm_max_tokens_over", "dlp_type", "mcp_tool", "mcp_args"})
+      if (f->by_name.contains(other))
+        error(key_mark(*f, other), path + "." + other,
+              "a SQL rule (sql_verb, sql_table, sql_function) judges statements over the Postgres wire, which have "
+              "no " +
+                  std::string(other) + ": write it as a rule of its own");
+  } else if (mcp) {
     for (const char* http : {"host", "path", "method", "llm_model", "llm_max_tokens_over", "dlp_type"})
       if (f->by_name.contains(http))
         error(key_mark(*f, http), path + "." + http,
@@ -753,8 +779,8 @@ void Reader<N>::read_guard_rule(const N& n, const std::string& path, SourceMark 
              !f->by_name.contains("llm_model") && !f->by_name.contains("llm_max_tokens_over") &&
              !f->by_name.contains("dlp_type")) {
     error(f->mark, path,
-          "no matcher: give host, path, method, llm_model, llm_max_tokens_over or dlp_type, or for MCP mcp_tool or "
-          "mcp_args (default_allow decides the rest)");
+          "no matcher: give host, path, method, llm_model, llm_max_tokens_over or dlp_type, for MCP mcp_tool or "
+          "mcp_args, for SQL sql_verb, sql_table or sql_function (default_allow decides the rest)");
   }
 }
 
