@@ -96,6 +96,7 @@ class GuardCapture {
   // Declared before the judge: the judge (its activity writer, its queue's
   // last settles) goes first, then these, each stopped in ~GuardCapture.
   std::unique_ptr<GuardActivityReporter> reporter_;
+  std::shared_ptr<ActivityWriter> activity_;  // the judge's too; flushed before the reporter stops
   std::shared_ptr<GuardApprovalRelay> relay_;
   std::shared_ptr<GuardJudge> judge_;
   std::unique_ptr<GuardPolicySync> policy_sync_;

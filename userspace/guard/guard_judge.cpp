@@ -277,8 +277,7 @@ void GuardJudge::record(const RequestHead& head, GuardVerdict verdict, const std
     e.verdict = std::string(guard_verdict_name(verdict));
     e.rule = rule;
     e.llm = std::move(llm);
-    if (auto st = options_.activity->append(std::move(e)); !st && options_.log)
-      options_.log("faultline guard: activity log: " + st.error().describe());
+    options_.activity->post(std::move(e));  // written on the writer's thread; its errors go to its on_error
   }
   if (options_.log && !what.empty()) options_.log("faultline guard: " + request_text(head) + " -> " + what);
 }
