@@ -279,6 +279,7 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
   }
   jo.llm_hosts = o.llm_hosts;
   jo.routes = o.routes;
+  jo.optimize_cache = o.optimize_cache;
   jo.dlp = o.dlp;
   jo.budget = c->shared_budget_ ? c->shared_budget_ : std::shared_ptr<BudgetStore>(c->budget_);
   jo.budget_limits = o.budget;

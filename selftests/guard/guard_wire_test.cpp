@@ -862,4 +862,71 @@ TEST_F(GuardWireTest, SimilarCacheAnswersASimilarPromptAndForwardsADifferentOne)
   EXPECT_NE(r.err.find(") (similar 0.9"), std::string::npos) << r.err;
 }
 
+// --optimize-cache with the Anthropic SDK: the same tools listed in two
+// orders reach the stand-in in one order (by name), with a breakpoint on the
+// last tool and on the system prompt's end, every text as the SDK sent it;
+// monitor only says what it would change.
+TEST_F(GuardWireTest, OptimizeCacheOrdersToolsAndPlacesBreakpointsForTheSdkAndMonitorOnlyLogs) {
+  const std::string sdk_dir = LLM_SDK_DIR;
+  if (::access((sdk_dir + "/node_modules/@anthropic-ai/sdk").c_str(), R_OK) != 0)
+    GTEST_SKIP() << "*** SKIPPED: " << sdk_dir << "/node_modules missing: run scripts/install-deps.sh ***";
+  const std::vector<std::string> cmd = {"node", sdk_dir + "/guard_cache_optimizer_sdk_test.js"};
+  const std::string system = "You are a careful coding agent.\nFollow the repository's style.";
+  {
+    LlmStandIn standin;
+    auto argv = cmd;
+    argv.push_back(standin.url(""));
+    auto r = guard({"--terminate-tls", "--optimize-cache", "enforce"}, argv);
+    ASSERT_TRUE(r.status.is(0)) << r.describe();
+    EXPECT_NE(r.out.find("write_file,read_file,grep -> hi"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("grep,write_file,read_file -> hi"), std::string::npos) << r.out;
+    const auto bodies = standin.bodies();
+    ASSERT_EQ(bodies.size(), 2u);
+    const auto a = nlohmann::json::parse(bodies[0]);
+    const auto b = nlohmann::json::parse(bodies[1]);
+    ASSERT_TRUE(a["tools"].is_array()) << bodies[0];
+    std::vector<std::string> names;
+    for (const auto& t : a["tools"]) names.push_back(t["name"]);
+    EXPECT_EQ(names, (std::vector<std::string>{"grep", "read_file", "write_file"}));
+    EXPECT_EQ(a["tools"], b["tools"]) << "the same tools in another order are the same prefix";
+    EXPECT_EQ(a["tools"][2]["cache_control"], (nlohmann::json{{"type", "ephemeral"}}));
+    EXPECT_FALSE(a["tools"][0].contains("cache_control"));
+    EXPECT_EQ(a["tools"][2]["description"], "Write a file. Ünïcödé and \"quotes\" stay as they are.");
+    ASSERT_TRUE(a["system"].is_array()) << bodies[0];
+    ASSERT_EQ(a["system"].size(), 1u);
+    EXPECT_EQ(a["system"][0]["type"], "text");
+    EXPECT_EQ(a["system"][0]["text"], system);
+    EXPECT_EQ(a["system"][0]["cache_control"], (nlohmann::json{{"type", "ephemeral"}}));
+    EXPECT_EQ(a["messages"], (nlohmann::json::parse(R"([{"role":"user","content":"list the files"}])")));
+    EXPECT_EQ(a["model"], "claude-test");
+    EXPECT_EQ(a["max_tokens"], 64);
+    EXPECT_EQ(a["temperature"], 0.7);
+    EXPECT_EQ(bodies[0].find("\"model\":\"claude-test\""), 1u) << "the members keep their order: " << bodies[0];
+    EXPECT_NE(r.err.find("optimize-cache: tools ordered by name; cache_control on the last tool (write_file); "
+                         "cache_control on the system prompt's end"),
+              std::string::npos)
+        << r.err;
+  }
+  {
+    LlmStandIn standin;
+    auto argv = cmd;
+    argv.push_back(standin.url(""));
+    auto r = guard({"--terminate-tls", "--optimize-cache", "monitor"}, argv);
+    ASSERT_TRUE(r.status.is(0)) << r.describe();
+    const auto bodies = standin.bodies();
+    ASSERT_EQ(bodies.size(), 2u);
+    const auto a = nlohmann::json::parse(bodies[0]);
+    EXPECT_EQ(a["tools"][0]["name"], "write_file") << "monitor sends the body as it came";
+    EXPECT_EQ(a["system"], system);
+    EXPECT_EQ(bodies[0].find("cache_control"), std::string::npos) << bodies[0];
+    EXPECT_NE(r.err.find("optimize-cache would: tools ordered by name"), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(GuardWireTest, OptimizeCacheModeIsCheckedAtStart) {
+  auto r = guard({"--optimize-cache", "always"}, {"true"});
+  EXPECT_TRUE(r.status.is(2)) << r.describe();
+  EXPECT_NE(r.err.find("--optimize-cache 'always': off, monitor or enforce"), std::string::npos) << r.err;
+}
+
 }  // namespace

@@ -86,6 +86,18 @@ class RewriteTransformer final : public ByteTransformer {
   LlmRequestRewriter rewriter_;
 };
 
+// A body rewritten whole before it goes (--optimize-cache): the client's
+// bytes are replaced by it.
+class WholeBodyTransformer final : public ByteTransformer {
+ public:
+  explicit WholeBodyTransformer(std::string body) : body_(std::move(body)) {}
+  std::string feed(std::string_view) override { return {}; }
+  std::string finish() override { return std::move(body_); }
+
+ private:
+  std::string body_;
+};
+
 // The client's view of a chat stream whose usage chunk the guard asked for.
 class StreamFilterTransformer final : public ByteTransformer {
  public:
@@ -396,7 +408,7 @@ RequestVerdict GuardJudge::judge_body(uint64_t request_id, const RequestBodyChun
   }
   if (!chunk.bytes.empty()) {
     (void)call->scan.feed(chunk.bytes);
-    if (options_.replay) call->body.append(chunk.bytes);
+    if (options_.replay || options_.optimize_cache != CacheOptimizeMode::off) call->body.append(chunk.bytes);
   }
   if (!chunk.end) return RequestVerdict::need_body();
   if (!chunk.over_cap) (void)call->scan.finish();
@@ -632,6 +644,28 @@ RequestVerdict GuardJudge::forward_llm(const std::shared_ptr<LlmCall>& call, boo
   call->model = facts.model.value_or("");
   const LlmModelRoute* route = parsed ? route_for(options_.routes, facts.model) : nullptr;
   if (route || inject) v.request_body = std::make_shared<RewriteTransformer>(call->endpoint, options_.routes, inject);
+  if (parsed && call->body_whole && call->endpoint == LlmEndpoint::AnthropicMessages &&
+      options_.optimize_cache != CacheOptimizeMode::off) {
+    CacheOptimization opt = optimize_anthropic_cache(call->body);
+    const bool act = options_.optimize_cache == CacheOptimizeMode::enforce;
+    if (!opt.changes.empty()) {
+      std::string said;
+      for (const std::string& c : opt.changes) said += (said.empty() ? "" : "; ") + c;
+      if (options_.log)
+        options_.log("faultline guard: " + request_text(head) + ": optimize-cache" + (act ? ": " : " would: ") + said);
+      if (act) {
+        // A route still applies, to the optimized body.
+        std::string body = std::move(opt.body);
+        if (route) {
+          RewriteTransformer rw(call->endpoint, options_.routes, false);
+          body = rw.feed(body) + rw.finish();
+        }
+        v.request_body = std::make_shared<WholeBodyTransformer>(std::move(body));
+      }
+    } else if (!opt.skipped.empty() && options_.log) {
+      options_.log("faultline guard: " + request_text(head) + ": optimize-cache: left as it is (" + opt.skipped + ")");
+    }
+  }
   if (inject) v.response_body = std::make_shared<StreamFilterTransformer>();
   if (route) {
     call->model = route->to;
