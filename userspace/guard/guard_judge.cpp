@@ -63,6 +63,12 @@ std::string request_text(const RequestHead& head) {
   return text;
 }
 
+// A field whose value is `value` (both names and values in any case).
+bool header_is(const RequestHead& head, std::string_view name, std::string_view value) {
+  return std::any_of(head.headers.begin(), head.headers.end(),
+                     [&](const auto& h) { return h.first == name && iequals(h.second, value); });
+}
+
 bool has_header(const RequestHead& head, std::string_view name) {
   return std::any_of(head.headers.begin(), head.headers.end(), [&](const auto& h) { return h.first == name; });
 }
@@ -313,7 +319,20 @@ RequestVerdict GuardJudge::judge(const RequestHead& head, HeldRequest later) {
   }
   const std::shared_ptr<const GuardPolicy> policy = policy_.load();  // this request's one version
   std::shared_ptr<DlpCall> dlp = start_dlp(head, policy);
-  if (is_llm_call(head)) {  // decided once its body's facts are read (judge_body)
+  const bool llm = is_llm_call(head);
+  // A client that waits for 100 Continue before its body is denied on its
+  // head when the head alone is denied by a named rule (enforce): the body
+  // cannot undo that, and the client is spared sending it. Otherwise the
+  // proxy says 100 Continue when the body is asked for (HttpSession).
+  if ((llm || dlp) && policy->mode == GuardMode::Enforce && header_is(head, "expect", "100-continue")) {
+    const RequestFacts facts = request_facts(head);
+    const GuardDecision d = decide(*policy, facts);
+    if (d.verdict == GuardVerdict::Deny && !d.rule.empty()) {
+      if (dlp) (void)take_dlp(head.id, true);
+      return decide_request(head, facts, *policy, std::move(later), nullptr, dlp);
+    }
+  }
+  if (llm) {  // decided once its body's facts are read (judge_body)
     auto call = std::make_shared<LlmCall>();
     call->head = dlp ? dlp->shown : head;
     call->endpoint = llm_endpoint_for_target(head.target);
