@@ -414,6 +414,74 @@ TEST_F(GuardedAgentCli, CodexExecDeniedModelEndsWithThePermissionMessageAndBound
   EXPECT_EQ(requests().size(), 0u) << standin_->describe();
 }
 
+// Codex under a token budget: the first call reserves --llm-default-reserve
+// (6) of 10 tokens and settles to the 5 it was billed; the second guard run
+// (the same state folder) cannot reserve 6 more and answers 429
+// insufficient_quota, which Codex (with its default retries) takes as final:
+// "Quota exceeded", one attempt, nothing reaches the stand-in.
+TEST_F(GuardedAgentCli, CodexExecOverItsTokenBudgetEndsWith429AndNothingUpstream) {
+  start_standin("openai");
+  const std::vector<std::string> flags = {
+      "--enforce", "--default-deny",        "--allow", standin_host(),        "--llm-token-budget",
+      "10",        "--llm-default-reserve", "6",       "--llm-budget-window", "1d"};
+  auto run = [&](const std::string& log) {
+    auto env = codex_env();
+    std::filesystem::permissions(home() + "/codex", std::filesystem::perms::all);
+    auto f = flags;
+    f.insert(f.end(), {"--json-log", log});
+    return guard(f, {kCodex, "exec", "--skip-git-repo-check", "-C", home(), "say hi"}, env);
+  };
+  fltest::wait_clear_of_window_edge(std::chrono::hours(24));  // both runs in one window
+  CommandResult first = run(home() + "/activity-1.jsonl");
+  ASSERT_TRUE(first.status.is(0)) << first.describe() << "\nstand-in:\n" << standin_->describe();
+  EXPECT_NE(first.out.find(kAnswer), std::string::npos) << first.describe();
+  const size_t after_first = requests().size();
+  ASSERT_EQ(after_first, 1u);
+  EXPECT_NE(first.err.find("llm: gpt-standin in=7 out=5"), std::string::npos) << first.err;
+  CommandResult second = run(home() + "/activity-2.jsonl");
+  EXPECT_FALSE(second.status.is(0)) << second.describe();
+  const std::string all = second.out + second.err;
+  EXPECT_NE(second.err.find("ERROR: Quota exceeded."), std::string::npos) << second.describe();
+  EXPECT_NE(second.err.find("/v1/responses -> deny (budget: LLM token budget exhausted: 5 of 10 output tokens"),
+            std::string::npos)
+      << second.err;
+  EXPECT_EQ(requests().size(), after_first) << "the second run reached the stand-in";
+  size_t denied = 0;
+  for (const auto& e : activity(home() + "/activity-2.jsonl"))
+    if (e["host"] == standin_host()) {
+      EXPECT_EQ(e["verdict"], "deny") << e.dump();
+      EXPECT_EQ(e["rule"], "budget") << e.dump();
+      ++denied;
+    }
+  EXPECT_EQ(denied, 1u) << second.err;
+  std::printf("guard --llm-token-budget 10 -- codex exec: first %s, second exit %s in %lld ms; it said: %s\n",
+              first.status.str().c_str(), second.status.str().c_str(), last_ms_, all.c_str());
+}
+
+TEST_F(GuardedAgentCli, CodexExecHeldForApprovalFinishesOnceApproved) {
+  start_standin("openai");
+  auto env = codex_env();
+  std::filesystem::permissions(home() + "/codex", std::filesystem::perms::all);
+  ChildProcess g = ChildProcess::spawn(
+      guard_argv({"--enforce", "--default-deny", "--allow", standin_host(), "--approve", standin_host()},
+                 {kCodex, "exec", "--skip-git-repo-check", "-C", home(), "say hi"}),
+      {.env = guarded(env), .stop_grace = 3000ms});
+  ASSERT_TRUE(g.wait_for("held for approval ", 30s, fltest::Stream::kStderr)) << g.describe();
+  auto list = faultctl({"approvals", "list", "--json"});
+  ASSERT_TRUE(list.status.is(0)) << list.describe();
+  auto held = nlohmann::json::parse(list.out, nullptr, false);
+  ASSERT_TRUE(held.is_array() && held.size() == 1) << list.out;
+  EXPECT_EQ(held[0]["host"], standin_host()) << list.out;
+  EXPECT_EQ(requests().size(), 0u);  // held: nothing reached the stand-in yet
+  auto ok = faultctl({"approvals", "approve", held[0]["id"].get<std::string>()});
+  ASSERT_TRUE(ok.status.is(0)) << ok.describe();
+  CommandResult end = g.finish(40s);
+  ASSERT_TRUE(end.status.is(0)) << end.describe() << "\nstand-in:\n" << standin_->describe();
+  EXPECT_NE(end.out.find(kAnswer), std::string::npos) << end.describe();
+  EXPECT_EQ(requests().size(), 1u);
+  EXPECT_NE(end.err.find("held 1  approved 1"), std::string::npos) << end.err;
+}
+
 // A python agent with requests (Debian's python3-requests): it reads the
 // proxy variables, so an allowed host answers and a denied one gets the 403 JSON.
 TEST_F(GuardedAgentCli, PythonRequestsAgentAllowedPassesDeniedGets403Json) {
