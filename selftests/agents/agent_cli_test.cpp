@@ -541,4 +541,61 @@ TEST_F(AgentCli, GuardFaultsClaudeCodeExactlyTheAttemptsAsked) {
   std::printf("faultctl guard --fault-attempts 2 -- claude -p hi: %lld ms\n", static_cast<long long>(ms.count()));
 }
 
+// Claude Code as root with the guard's proxy variables removed from its
+// environment (`env -u ...`): it connects to the stand-in directly, and the
+// cgroup's connect redirect brings each connection to the guard all the same.
+// In monitor the call is logged with its model and tokens; enforcing
+// --deny-model ends it with the permission message and nothing upstream.
+TEST_F(AgentCli, ClaudeCodeIgnoringTheProxyVariablesIsStillJudgedAsRoot) {
+  FL_REQUIRE_ROOT("faultctl guard's transparent capture (a cgroup and cgroup BPF programs)");
+  start_standin("anthropic");
+  const std::string bpffs = "/sys/fs/bpf/fl-agent-cli-nopx-" + std::to_string(::getpid());
+  auto env = claude_env(false);
+  env.insert(env.end(), {"FAULTLINE_RUN_DIR=" + home() + "/run", "FAULTLINE_CA_DIR=" + home() + "/ca",
+                         "FAULTLINE_STATE_DIR=" + home() + "/state", "XDG_RUNTIME_DIR=" + home(),
+                         "FAULTLINE_BPFFS_ROOT=" + bpffs});
+  const std::vector<std::string> no_proxy = {"env",        "-u", "HTTP_PROXY",  "-u",    "HTTPS_PROXY", "-u",
+                                             "http_proxy", "-u", "https_proxy", "-u",    "ALL_PROXY",   "-u",
+                                             "NO_PROXY",   "-u", "no_proxy",    kClaude, "-p",          "hi"};
+  auto run = [&](std::vector<std::string> flags) {
+    std::vector<std::string> argv = {FAULTCTL_PATH, "guard"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.push_back("--");
+    argv.insert(argv.end(), no_proxy.begin(), no_proxy.end());
+    return fltest::run_command(argv, {.env = env, .stop_grace = 5000ms}, 60s);
+  };
+  const std::string log = home() + "/activity.jsonl";
+  // --llm-host makes it the request guard (as root, a guard with none of its
+  // flags is the kernel's connect guard alone: docs/guard.md).
+  CommandResult monitor = run({"--llm-host", "127.0.0.1:" + std::to_string(port_), "--json-log", log});
+  CommandResult denied = run({"--enforce", "--terminate-tls", "--deny-model", "claude-opus-5-5"});
+  fltest::remove_test_bpffs_root(bpffs);
+
+  ASSERT_TRUE(monitor.status.is(0)) << monitor.describe() << "\nstand-in:\n" << standin_->describe();
+  EXPECT_NE(monitor.out.find(kAnswer), std::string::npos) << monitor.describe();
+  const size_t upstream = requests().size();
+  ASSERT_GE(upstream, 1u);
+  EXPECT_NE(monitor.err.find("llm: claude-opus-5-5 in=7 out=5"), std::string::npos) << monitor.err;
+  // Taken by the kernel's redirect, not through the variables.
+  const std::string redirected = "/v1/messages?beta=true (redirected, to 127.0.0.1:" + std::to_string(port_) + ") -> ";
+  EXPECT_NE(monitor.err.find(redirected + "allow"), std::string::npos) << monitor.err;
+  size_t llm = 0;
+  std::ifstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    auto e = nlohmann::json::parse(line);
+    EXPECT_EQ(e["host"], "127.0.0.1:" + std::to_string(port_)) << e.dump();
+    if (e["kind"] == "llm") ++llm;
+  }
+  EXPECT_EQ(llm, upstream) << monitor.err;
+
+  EXPECT_FALSE(denied.status.is(0)) << denied.describe();
+  const std::string all = denied.out + denied.err;
+  EXPECT_NE(all.find("model claude-opus-5-5 is denied"), std::string::npos) << denied.describe();
+  EXPECT_EQ(all.find(kAnswer), std::string::npos) << denied.describe();
+  EXPECT_EQ(requests().size(), upstream) << "the denied run reached the stand-in";
+  EXPECT_NE(denied.err.find("requests 1  allowed 0  denied 1"), std::string::npos) << denied.err;
+  EXPECT_NE(denied.err.find(redirected + "deny"), std::string::npos) << denied.err;
+}
+
 }  // namespace
