@@ -60,9 +60,11 @@ class AgentCli : public ::testing::Test {
   [[nodiscard]] std::string home() const { return home_->path(); }
   [[nodiscard]] std::string log_path() const { return home() + "/standin.log"; }
 
-  // Starts standin.js for `provider` ("anthropic" or "openai").
-  void start_standin(const std::string& provider) {
-    standin_.emplace(ChildProcess::spawn({"node", kAgentsDir + "/standin.js", provider, log_path(), kAnswer}));
+  // Starts standin.js for `provider` ("anthropic" or "openai"); `env` may
+  // carry STANDIN_TLS_CERT and STANDIN_TLS_KEY (HTTPS).
+  void start_standin(const std::string& provider, std::vector<std::string> env = {}) {
+    standin_.emplace(
+        ChildProcess::spawn({"node", kAgentsDir + "/standin.js", provider, log_path(), kAnswer}, {.env = env}));
     auto line = standin_->wait_line_starting("listening ", 10s);
     ASSERT_TRUE(line) << standin_->describe();
     port_ = std::stoi(line->substr(10));
@@ -480,6 +482,50 @@ TEST_F(GuardedAgentCli, CodexExecHeldForApprovalFinishesOnceApproved) {
   EXPECT_NE(end.out.find(kAnswer), std::string::npos) << end.describe();
   EXPECT_EQ(requests().size(), 1u);
   EXPECT_NE(end.err.find("held 1  approved 1"), std::string::npos) << end.err;
+}
+
+// Claude Code (its native binary) against an HTTPS model server through a
+// terminating guard: it trusts the guard's leaf through NODE_EXTRA_CA_CERTS,
+// the call is judged by its path inside the tunnel and logged with its model
+// and tokens; with NODE_EXTRA_CA_CERTS and SSL_CERT_FILE removed it refuses
+// the leaf at once (no retry) and nothing reaches the stand-in. The stand-in's
+// own certificate is a self-signed one the guard is told to trust
+// (--upstream-ca).
+TEST_F(GuardedAgentCli, ClaudeCodeTrustsTheTerminatingGuardThroughNodeExtraCaCerts) {
+  const std::string cert = home() + "/standin.pem", key = home() + "/standin.key";
+  CommandResult made = fltest::run_command(
+      {"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key,
+       "-out", cert, "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-days", "1"},
+      {}, 20s);
+  ASSERT_TRUE(made.status.is(0)) << made.describe();
+  ASSERT_EQ(::chmod(cert.c_str(), 0644), 0);
+  start_standin("anthropic", {"STANDIN_TLS_CERT=" + cert, "STANDIN_TLS_KEY=" + key});
+  auto env = claude_env(false);
+  for (auto& e : env)
+    if (e.rfind("ANTHROPIC_BASE_URL=", 0) == 0) e = "ANTHROPIC_BASE_URL=https://" + standin_host();
+  const std::string log = home() + "/activity.jsonl";
+  const std::vector<std::string> flags = {"--terminate-tls", "--upstream-ca", cert, "--llm-host",
+                                          standin_host(),    "--json-log",    log};
+  CommandResult r = guard(flags, {kClaude, "-p", "hi"}, env);
+  ASSERT_TRUE(r.status.is(0)) << r.describe() << "\nstand-in:\n" << standin_->describe();
+  EXPECT_NE(r.out.find(kAnswer), std::string::npos) << r.describe();
+  EXPECT_NE(r.err.find("POST https://" + standin_host() + "/v1/messages?beta=true -> allow"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("llm: " + kClaudeModel + " in=7 out=5"), std::string::npos) << r.err;
+  const size_t upstream = requests().size();
+  EXPECT_EQ(upstream, 1u) << standin_->describe();
+  size_t llm = 0;
+  for (const auto& e : activity(log))
+    if (e["kind"] == "llm") ++llm;
+  EXPECT_EQ(llm, 1u) << r.err;
+
+  CommandResult refused =
+      guard(flags, {"env", "-u", "NODE_EXTRA_CA_CERTS", "-u", "SSL_CERT_FILE", kClaude, "-p", "hi"}, env);
+  EXPECT_FALSE(refused.status.is(0)) << refused.describe();
+  EXPECT_NE((refused.out + refused.err).find("SSL certificate verification failed"), std::string::npos)
+      << refused.describe();
+  EXPECT_NE(refused.err.find("requests 0  allowed 0"), std::string::npos) << refused.err;
+  EXPECT_EQ(requests().size(), upstream) << standin_->describe();
 }
 
 // A python agent with requests (Debian's python3-requests): it reads the
