@@ -528,6 +528,39 @@ TEST_F(GuardedAgentCli, ClaudeCodeTrustsTheTerminatingGuardThroughNodeExtraCaCer
   EXPECT_EQ(requests().size(), upstream) << standin_->describe();
 }
 
+// Codex against the HTTPS stand-in through a terminating guard: it trusts the
+// guard's leaf (through one of the CA variables the guard sets; which one is
+// not isolated: without SSL_CERT_FILE it keeps reconnecting rather than
+// failing, too slow for a test); the Responses call is judged inside the
+// tunnel and logged with its model and tokens.
+TEST_F(GuardedAgentCli, CodexExecTrustsTheTerminatingGuardsCa) {
+  const std::string cert = home() + "/standin.pem", key = home() + "/standin.key";
+  CommandResult made = fltest::run_command(
+      {"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key,
+       "-out", cert, "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-days", "1"},
+      {}, 20s);
+  ASSERT_TRUE(made.status.is(0)) << made.describe();
+  ASSERT_EQ(::chmod(cert.c_str(), 0644), 0);
+  start_standin("openai", {"STANDIN_TLS_CERT=" + cert, "STANDIN_TLS_KEY=" + key});
+  auto env = codex_env();
+  const std::string config = home() + "/codex/config.toml";
+  auto text = faultline::read_text_file(config);
+  ASSERT_TRUE(text.ok());
+  std::string toml = *text;
+  toml.replace(toml.find("http://127.0.0.1"), 4, "https");
+  write_text(config, toml);
+  std::filesystem::permissions(home() + "/codex", std::filesystem::perms::all);
+  const std::string log = home() + "/activity.jsonl";
+  CommandResult r = guard({"--enforce", "--default-deny", "--allow", standin_host(), "--terminate-tls", "--upstream-ca",
+                           cert, "--llm-host", standin_host(), "--json-log", log},
+                          {kCodex, "exec", "--skip-git-repo-check", "-C", home(), "say hi"}, env);
+  ASSERT_TRUE(r.status.is(0)) << r.describe() << "\nstand-in:\n" << standin_->describe();
+  EXPECT_NE(r.out.find(kAnswer), std::string::npos) << r.describe();
+  EXPECT_NE(r.err.find("POST https://" + standin_host() + "/v1/responses -> allow"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("llm: gpt-standin in=7 out=5"), std::string::npos) << r.err;
+  EXPECT_EQ(requests().size(), 1u) << standin_->describe();
+}
+
 // A python agent with requests (Debian's python3-requests): it reads the
 // proxy variables, so an allowed host answers and a denied one gets the 403 JSON.
 TEST_F(GuardedAgentCli, PythonRequestsAgentAllowedPassesDeniedGets403Json) {
