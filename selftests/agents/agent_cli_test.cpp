@@ -6,9 +6,11 @@
 // leaves 127.0.0.1. Under `faultctl guard` as a user (nobody when the test is
 // root), through the proxy variables: the activity log with model and tokens, a
 // denied model, an exhausted budget and an approval, for both CLIs where they
-// apply, and a python agent using requests. Under `faultctl guard` (root) the
-// LLM fault's attempt counting is proven with Claude Code, which retries in its
-// own loop.
+// apply, both CLIs through a terminating guard to the stand-in speaking HTTPS,
+// and a python agent using requests. Under `faultctl guard` (root) the LLM
+// fault's attempt counting is proven with Claude Code, which retries in its
+// own loop, and Claude Code with the proxy variables removed is still judged
+// (the cgroup's connect redirect).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
