@@ -27,6 +27,8 @@ constexpr Example kGuardExamples[] = {
      "faultctl guard --enforce --deny /secrets/ --terminate-tls --json-log activity.jsonl -- ./agent.sh"},
     {"keys, tokens and cards in a request are masked before they leave",
      "faultctl guard --enforce --terminate-tls --dlp --dlp-action redact -- claude -p hi"},
+    {"Anthropic calls go with their tools by name and prompt-cache breakpoints placed",
+     "faultctl guard --terminate-tls --optimize-cache enforce -- claude -p hi"},
     {"any user: only two hosts; POSTs to prod wait for faultctl approvals",
      "faultctl guard --enforce --default-deny --terminate-tls --allow api.anthropic.com "
      "--approve 'POST api.prod.example.com' --allow api.prod.example.com -- claude -p hi"},
@@ -382,6 +384,13 @@ Status parse_llm_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
     }
     any = true;
   }
+  if (r.count("optimize-cache")) {
+    const std::string text = r["optimize-cache"].as<std::string>();
+    auto mode = parse_cache_optimize_mode(text);
+    if (!mode) return bad("--optimize-cache '" + text + "': off, monitor or enforce");
+    cap.optimize_cache = *mode;
+    any = any || *mode != CacheOptimizeMode::off;
+  }
   if (r.count("llm-token-budget")) {
     auto n = parse_count_flag("llm-token-budget", r["llm-token-budget"].as<std::string>(), 1, 1'000'000'000'000);
     if (!n) return n.error();
@@ -553,6 +562,11 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       "max-tokens", "N: deny LLM calls asking for more than N output tokens", cxxopts::value<std::string>())(
       "route-model", "FROM=TO: send LLM calls asking for model FROM as TO (logged as such), repeatable",
       cxxopts::value<std::vector<std::string>>())(
+      "optimize-cache",
+      "off|monitor|enforce: on Anthropic Messages calls, order tools by name and place cache_control "
+      "breakpoints (the last tool, the system prompt's end; at most 4 in all), never altering content; "
+      "monitor logs what enforce would change (default off)",
+      cxxopts::value<std::string>())(
       "replay", "DIR: record LLM answers in DIR on a miss, answer a repeated call from its recording (byte-exact)",
       cxxopts::value<std::string>())(
       "cache", "answer a repeated LLM call (same method, path and JSON body) from memory (not with --replay)")(

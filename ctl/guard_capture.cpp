@@ -221,10 +221,12 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
         << " line" << (spooled == 1 ? "" : "s") << " from before)\n";
   }
   std::shared_ptr<ActivityWriter> activity;
+  wo.on_error = [](const Error& e) { write_line("faultline guard: activity log: " + e.describe()); };
   if (!o.json_log.empty()) {
     auto w = ActivityWriter::open(o.json_log, wo);
     if (!w) return make_error(w.error().err, "--json-log " + o.json_log + ": " + w.error().describe());
     activity = std::make_shared<ActivityWriter>(std::move(*w));
+    c->activity_ = activity;
   }
   if (o.budget_shared) {
     auto store = std::make_shared<RemoteBudgetStore>(link, o.budget, write_line);
@@ -277,6 +279,7 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
   }
   jo.llm_hosts = o.llm_hosts;
   jo.routes = o.routes;
+  jo.optimize_cache = o.optimize_cache;
   jo.dlp = o.dlp;
   jo.budget = c->shared_budget_ ? c->shared_budget_ : std::shared_ptr<BudgetStore>(c->budget_);
   jo.budget_limits = o.budget;
@@ -454,6 +457,10 @@ GuardCapture::~GuardCapture() {
   if (relay_) relay_->stop();
   judge_.reset();
   relay_.reset();
+  // Every line queued for the writer's thread is written (and handed to the
+  // reporter) before the reporter stops.
+  if (activity_) (void)activity_->flush();
+  activity_.reset();
   reporter_.reset();
 }
 

@@ -52,8 +52,9 @@ struct GuardCaptureOptions {
   std::string listen;  // "" for 127.0.0.1:0
   std::vector<GatewayToken> gateway_tokens;
   // The LLM layer (docs/guard.md, "LLM facts, usage and budgets").
-  std::vector<std::string> llm_hosts;    // --llm-host
-  std::vector<LlmModelRoute> routes;     // --route-model
+  std::vector<std::string> llm_hosts;                         // --llm-host
+  std::vector<LlmModelRoute> routes;                          // --route-model
+  CacheOptimizeMode optimize_cache = CacheOptimizeMode::off;  // --optimize-cache
   LlmBudgetLimits budget;                // --llm-token-budget, --llm-request-budget, --llm-budget-window, ...
   std::optional<ProctorConfig> proctor;  // FAULTLINE_PROCTOR_*: reviews held requests first
   bool budget_shared = false;            // --llm-budget-shared: faultcp keeps it (RemoteBudgetStore)
@@ -96,6 +97,7 @@ class GuardCapture {
   // Declared before the judge: the judge (its activity writer, its queue's
   // last settles) goes first, then these, each stopped in ~GuardCapture.
   std::unique_ptr<GuardActivityReporter> reporter_;
+  std::shared_ptr<ActivityWriter> activity_;  // the judge's too; flushed before the reporter stops
   std::shared_ptr<GuardApprovalRelay> relay_;
   std::shared_ptr<GuardJudge> judge_;
   std::unique_ptr<GuardPolicySync> policy_sync_;

@@ -20,6 +20,9 @@ packages=(
   python3 ca-certificates
   # the guard's agent tests: a python agent using requests (selftests/agents)
   python3-requests
+  # the guard's CA reaching git (git http-backend as the HTTPS server) and a Go
+  # binary (gh, through SSL_CERT_FILE) through a terminating guard (selftests/guard)
+  git gh
   # the Prometheus guardrail tests run a real server (and promtool checks the example rules)
   prometheus
   # faultcp's storage suite starts a throw-away PostgreSQL cluster (initdb, pg_ctl)

@@ -6,9 +6,11 @@
 // leaves 127.0.0.1. Under `faultctl guard` as a user (nobody when the test is
 // root), through the proxy variables: the activity log with model and tokens, a
 // denied model, an exhausted budget and an approval, for both CLIs where they
-// apply, and a python agent using requests. Under `faultctl guard` (root) the
-// LLM fault's attempt counting is proven with Claude Code, which retries in its
-// own loop.
+// apply, both CLIs through a terminating guard to the stand-in speaking HTTPS,
+// and a python agent using requests. Under `faultctl guard` (root) the LLM
+// fault's attempt counting is proven with Claude Code, which retries in its
+// own loop, and Claude Code with the proxy variables removed is still judged
+// (the cgroup's connect redirect).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -60,9 +62,11 @@ class AgentCli : public ::testing::Test {
   [[nodiscard]] std::string home() const { return home_->path(); }
   [[nodiscard]] std::string log_path() const { return home() + "/standin.log"; }
 
-  // Starts standin.js for `provider` ("anthropic" or "openai").
-  void start_standin(const std::string& provider) {
-    standin_.emplace(ChildProcess::spawn({"node", kAgentsDir + "/standin.js", provider, log_path(), kAnswer}));
+  // Starts standin.js for `provider` ("anthropic" or "openai"); `env` may
+  // carry STANDIN_TLS_CERT and STANDIN_TLS_KEY (HTTPS).
+  void start_standin(const std::string& provider, std::vector<std::string> env = {}) {
+    standin_.emplace(
+        ChildProcess::spawn({"node", kAgentsDir + "/standin.js", provider, log_path(), kAnswer}, {.env = env}));
     auto line = standin_->wait_line_starting("listening ", 10s);
     ASSERT_TRUE(line) << standin_->describe();
     port_ = std::stoi(line->substr(10));
@@ -414,6 +418,151 @@ TEST_F(GuardedAgentCli, CodexExecDeniedModelEndsWithThePermissionMessageAndBound
   EXPECT_EQ(requests().size(), 0u) << standin_->describe();
 }
 
+// Codex under a token budget: the first call reserves --llm-default-reserve
+// (6) of 10 tokens and settles to the 5 it was billed; the second guard run
+// (the same state folder) cannot reserve 6 more and answers 429
+// insufficient_quota, which Codex (with its default retries) takes as final:
+// "Quota exceeded", one attempt, nothing reaches the stand-in.
+TEST_F(GuardedAgentCli, CodexExecOverItsTokenBudgetEndsWith429AndNothingUpstream) {
+  start_standin("openai");
+  const std::vector<std::string> flags = {
+      "--enforce", "--default-deny",        "--allow", standin_host(),        "--llm-token-budget",
+      "10",        "--llm-default-reserve", "6",       "--llm-budget-window", "1d"};
+  auto run = [&](const std::string& log) {
+    auto env = codex_env();
+    std::filesystem::permissions(home() + "/codex", std::filesystem::perms::all);
+    auto f = flags;
+    f.insert(f.end(), {"--json-log", log});
+    return guard(f, {kCodex, "exec", "--skip-git-repo-check", "-C", home(), "say hi"}, env);
+  };
+  fltest::wait_clear_of_window_edge(std::chrono::hours(24));  // both runs in one window
+  CommandResult first = run(home() + "/activity-1.jsonl");
+  ASSERT_TRUE(first.status.is(0)) << first.describe() << "\nstand-in:\n" << standin_->describe();
+  EXPECT_NE(first.out.find(kAnswer), std::string::npos) << first.describe();
+  const size_t after_first = requests().size();
+  ASSERT_EQ(after_first, 1u);
+  EXPECT_NE(first.err.find("llm: gpt-standin in=7 out=5"), std::string::npos) << first.err;
+  CommandResult second = run(home() + "/activity-2.jsonl");
+  EXPECT_FALSE(second.status.is(0)) << second.describe();
+  const std::string all = second.out + second.err;
+  EXPECT_NE(second.err.find("ERROR: Quota exceeded."), std::string::npos) << second.describe();
+  EXPECT_NE(second.err.find("/v1/responses -> deny (budget: LLM token budget exhausted: 5 of 10 output tokens"),
+            std::string::npos)
+      << second.err;
+  EXPECT_EQ(requests().size(), after_first) << "the second run reached the stand-in";
+  size_t denied = 0;
+  for (const auto& e : activity(home() + "/activity-2.jsonl"))
+    if (e["host"] == standin_host()) {
+      EXPECT_EQ(e["verdict"], "deny") << e.dump();
+      EXPECT_EQ(e["rule"], "budget") << e.dump();
+      ++denied;
+    }
+  EXPECT_EQ(denied, 1u) << second.err;
+  std::printf("guard --llm-token-budget 10 -- codex exec: first %s, second exit %s in %lld ms; it said: %s\n",
+              first.status.str().c_str(), second.status.str().c_str(), last_ms_, all.c_str());
+}
+
+TEST_F(GuardedAgentCli, CodexExecHeldForApprovalFinishesOnceApproved) {
+  start_standin("openai");
+  auto env = codex_env();
+  std::filesystem::permissions(home() + "/codex", std::filesystem::perms::all);
+  ChildProcess g = ChildProcess::spawn(
+      guard_argv({"--enforce", "--default-deny", "--allow", standin_host(), "--approve", standin_host()},
+                 {kCodex, "exec", "--skip-git-repo-check", "-C", home(), "say hi"}),
+      {.env = guarded(env), .stop_grace = 3000ms});
+  ASSERT_TRUE(g.wait_for("held for approval ", 30s, fltest::Stream::kStderr)) << g.describe();
+  auto list = faultctl({"approvals", "list", "--json"});
+  ASSERT_TRUE(list.status.is(0)) << list.describe();
+  auto held = nlohmann::json::parse(list.out, nullptr, false);
+  ASSERT_TRUE(held.is_array() && held.size() == 1) << list.out;
+  EXPECT_EQ(held[0]["host"], standin_host()) << list.out;
+  EXPECT_EQ(requests().size(), 0u);  // held: nothing reached the stand-in yet
+  auto ok = faultctl({"approvals", "approve", held[0]["id"].get<std::string>()});
+  ASSERT_TRUE(ok.status.is(0)) << ok.describe();
+  CommandResult end = g.finish(40s);
+  ASSERT_TRUE(end.status.is(0)) << end.describe() << "\nstand-in:\n" << standin_->describe();
+  EXPECT_NE(end.out.find(kAnswer), std::string::npos) << end.describe();
+  EXPECT_EQ(requests().size(), 1u);
+  EXPECT_NE(end.err.find("held 1  approved 1"), std::string::npos) << end.err;
+}
+
+// Claude Code (its native binary) against an HTTPS model server through a
+// terminating guard: it trusts the guard's leaf through NODE_EXTRA_CA_CERTS,
+// the call is judged by its path inside the tunnel and logged with its model
+// and tokens; with NODE_EXTRA_CA_CERTS and SSL_CERT_FILE removed it refuses
+// the leaf at once (no retry) and nothing reaches the stand-in. The stand-in's
+// own certificate is a self-signed one the guard is told to trust
+// (--upstream-ca).
+TEST_F(GuardedAgentCli, ClaudeCodeTrustsTheTerminatingGuardThroughNodeExtraCaCerts) {
+  const std::string cert = home() + "/standin.pem", key = home() + "/standin.key";
+  CommandResult made = fltest::run_command(
+      {"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key,
+       "-out", cert, "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-days", "1"},
+      {}, 20s);
+  ASSERT_TRUE(made.status.is(0)) << made.describe();
+  ASSERT_EQ(::chmod(cert.c_str(), 0644), 0);
+  start_standin("anthropic", {"STANDIN_TLS_CERT=" + cert, "STANDIN_TLS_KEY=" + key});
+  auto env = claude_env(false);
+  for (auto& e : env)
+    if (e.rfind("ANTHROPIC_BASE_URL=", 0) == 0) e = "ANTHROPIC_BASE_URL=https://" + standin_host();
+  const std::string log = home() + "/activity.jsonl";
+  const std::vector<std::string> flags = {"--terminate-tls", "--upstream-ca", cert, "--llm-host",
+                                          standin_host(),    "--json-log",    log};
+  CommandResult r = guard(flags, {kClaude, "-p", "hi"}, env);
+  ASSERT_TRUE(r.status.is(0)) << r.describe() << "\nstand-in:\n" << standin_->describe();
+  EXPECT_NE(r.out.find(kAnswer), std::string::npos) << r.describe();
+  EXPECT_NE(r.err.find("POST https://" + standin_host() + "/v1/messages?beta=true -> allow"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("llm: " + kClaudeModel + " in=7 out=5"), std::string::npos) << r.err;
+  const size_t upstream = requests().size();
+  EXPECT_EQ(upstream, 1u) << standin_->describe();
+  size_t llm = 0;
+  for (const auto& e : activity(log))
+    if (e["kind"] == "llm") ++llm;
+  EXPECT_EQ(llm, 1u) << r.err;
+
+  CommandResult refused =
+      guard(flags, {"env", "-u", "NODE_EXTRA_CA_CERTS", "-u", "SSL_CERT_FILE", kClaude, "-p", "hi"}, env);
+  EXPECT_FALSE(refused.status.is(0)) << refused.describe();
+  EXPECT_NE((refused.out + refused.err).find("SSL certificate verification failed"), std::string::npos)
+      << refused.describe();
+  EXPECT_NE(refused.err.find("requests 0  allowed 0"), std::string::npos) << refused.err;
+  EXPECT_EQ(requests().size(), upstream) << standin_->describe();
+}
+
+// Codex against the HTTPS stand-in through a terminating guard: it trusts the
+// guard's leaf (through one of the CA variables the guard sets; which one is
+// not isolated: without SSL_CERT_FILE it keeps reconnecting rather than
+// failing, too slow for a test); the Responses call is judged inside the
+// tunnel and logged with its model and tokens.
+TEST_F(GuardedAgentCli, CodexExecTrustsTheTerminatingGuardsCa) {
+  const std::string cert = home() + "/standin.pem", key = home() + "/standin.key";
+  CommandResult made = fltest::run_command(
+      {"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key,
+       "-out", cert, "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-days", "1"},
+      {}, 20s);
+  ASSERT_TRUE(made.status.is(0)) << made.describe();
+  ASSERT_EQ(::chmod(cert.c_str(), 0644), 0);
+  start_standin("openai", {"STANDIN_TLS_CERT=" + cert, "STANDIN_TLS_KEY=" + key});
+  auto env = codex_env();
+  const std::string config = home() + "/codex/config.toml";
+  auto text = faultline::read_text_file(config);
+  ASSERT_TRUE(text.ok());
+  std::string toml = *text;
+  toml.replace(toml.find("http://127.0.0.1"), 4, "https");
+  write_text(config, toml);
+  std::filesystem::permissions(home() + "/codex", std::filesystem::perms::all);
+  const std::string log = home() + "/activity.jsonl";
+  CommandResult r = guard({"--enforce", "--default-deny", "--allow", standin_host(), "--terminate-tls", "--upstream-ca",
+                           cert, "--llm-host", standin_host(), "--json-log", log},
+                          {kCodex, "exec", "--skip-git-repo-check", "-C", home(), "say hi"}, env);
+  ASSERT_TRUE(r.status.is(0)) << r.describe() << "\nstand-in:\n" << standin_->describe();
+  EXPECT_NE(r.out.find(kAnswer), std::string::npos) << r.describe();
+  EXPECT_NE(r.err.find("POST https://" + standin_host() + "/v1/responses -> allow"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("llm: gpt-standin in=7 out=5"), std::string::npos) << r.err;
+  EXPECT_EQ(requests().size(), 1u) << standin_->describe();
+}
+
 // A python agent with requests (Debian's python3-requests): it reads the
 // proxy variables, so an allowed host answers and a denied one gets the 403 JSON.
 TEST_F(GuardedAgentCli, PythonRequestsAgentAllowedPassesDeniedGets403Json) {
@@ -471,6 +620,63 @@ TEST_F(AgentCli, GuardFaultsClaudeCodeExactlyTheAttemptsAsked) {
   const auto reqs = requests();
   EXPECT_EQ(reqs.size(), 1u) << "the stand-in saw " << reqs.size() << " request(s)";
   std::printf("faultctl guard --fault-attempts 2 -- claude -p hi: %lld ms\n", static_cast<long long>(ms.count()));
+}
+
+// Claude Code as root with the guard's proxy variables removed from its
+// environment (`env -u ...`): it connects to the stand-in directly, and the
+// cgroup's connect redirect brings each connection to the guard all the same.
+// In monitor the call is logged with its model and tokens; enforcing
+// --deny-model ends it with the permission message and nothing upstream.
+TEST_F(AgentCli, ClaudeCodeIgnoringTheProxyVariablesIsStillJudgedAsRoot) {
+  FL_REQUIRE_ROOT("faultctl guard's transparent capture (a cgroup and cgroup BPF programs)");
+  start_standin("anthropic");
+  const std::string bpffs = "/sys/fs/bpf/fl-agent-cli-nopx-" + std::to_string(::getpid());
+  auto env = claude_env(false);
+  env.insert(env.end(), {"FAULTLINE_RUN_DIR=" + home() + "/run", "FAULTLINE_CA_DIR=" + home() + "/ca",
+                         "FAULTLINE_STATE_DIR=" + home() + "/state", "XDG_RUNTIME_DIR=" + home(),
+                         "FAULTLINE_BPFFS_ROOT=" + bpffs});
+  const std::vector<std::string> no_proxy = {"env",        "-u", "HTTP_PROXY",  "-u",    "HTTPS_PROXY", "-u",
+                                             "http_proxy", "-u", "https_proxy", "-u",    "ALL_PROXY",   "-u",
+                                             "NO_PROXY",   "-u", "no_proxy",    kClaude, "-p",          "hi"};
+  auto run = [&](std::vector<std::string> flags) {
+    std::vector<std::string> argv = {FAULTCTL_PATH, "guard"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.push_back("--");
+    argv.insert(argv.end(), no_proxy.begin(), no_proxy.end());
+    return fltest::run_command(argv, {.env = env, .stop_grace = 5000ms}, 60s);
+  };
+  const std::string log = home() + "/activity.jsonl";
+  // --llm-host makes it the request guard (as root, a guard with none of its
+  // flags is the kernel's connect guard alone: docs/guard.md).
+  CommandResult monitor = run({"--llm-host", "127.0.0.1:" + std::to_string(port_), "--json-log", log});
+  CommandResult denied = run({"--enforce", "--terminate-tls", "--deny-model", "claude-opus-5-5"});
+  fltest::remove_test_bpffs_root(bpffs);
+
+  ASSERT_TRUE(monitor.status.is(0)) << monitor.describe() << "\nstand-in:\n" << standin_->describe();
+  EXPECT_NE(monitor.out.find(kAnswer), std::string::npos) << monitor.describe();
+  const size_t upstream = requests().size();
+  ASSERT_GE(upstream, 1u);
+  EXPECT_NE(monitor.err.find("llm: claude-opus-5-5 in=7 out=5"), std::string::npos) << monitor.err;
+  // Taken by the kernel's redirect, not through the variables.
+  const std::string redirected = "/v1/messages?beta=true (redirected, to 127.0.0.1:" + std::to_string(port_) + ") -> ";
+  EXPECT_NE(monitor.err.find(redirected + "allow"), std::string::npos) << monitor.err;
+  size_t llm = 0;
+  std::ifstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    auto e = nlohmann::json::parse(line);
+    EXPECT_EQ(e["host"], "127.0.0.1:" + std::to_string(port_)) << e.dump();
+    if (e["kind"] == "llm") ++llm;
+  }
+  EXPECT_EQ(llm, upstream) << monitor.err;
+
+  EXPECT_FALSE(denied.status.is(0)) << denied.describe();
+  const std::string all = denied.out + denied.err;
+  EXPECT_NE(all.find("model claude-opus-5-5 is denied"), std::string::npos) << denied.describe();
+  EXPECT_EQ(all.find(kAnswer), std::string::npos) << denied.describe();
+  EXPECT_EQ(requests().size(), upstream) << "the denied run reached the stand-in";
+  EXPECT_NE(denied.err.find("requests 1  allowed 0  denied 1"), std::string::npos) << denied.err;
+  EXPECT_NE(denied.err.find(redirected + "deny"), std::string::npos) << denied.err;
 }
 
 }  // namespace

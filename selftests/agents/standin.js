@@ -6,9 +6,11 @@
 // LOG, so a test can count the attempts that reached it.
 //
 //   node standin.js anthropic|openai LOG [TEXT]
-// Prints "listening PORT" once it accepts connections.
+// Prints "listening PORT" once it accepts connections. With STANDIN_TLS_CERT
+// and STANDIN_TLS_KEY (PEM files) set it speaks HTTPS instead.
 "use strict";
 const http = require("node:http");
+const https = require("node:https");
 const crypto = require("node:crypto");
 const fs = require("node:fs");
 
@@ -115,7 +117,10 @@ function openai(req, res, body) {
   ]);
 }
 
-const server = http.createServer((req, res) => {
+const tls = process.env.STANDIN_TLS_CERT
+  ? { cert: fs.readFileSync(process.env.STANDIN_TLS_CERT), key: fs.readFileSync(process.env.STANDIN_TLS_KEY) }
+  : null;
+const handler = (req, res) => {
   const chunks = [];
   req.on("data", (c) => chunks.push(c));
   req.on("end", () => {
@@ -123,7 +128,8 @@ const server = http.createServer((req, res) => {
     record(req, body);
     (provider === "anthropic" ? anthropic : openai)(req, res, body);
   });
-});
+};
+const server = tls ? https.createServer(tls, handler) : http.createServer(handler);
 server.keepAliveTimeout = 30_000;
 server.listen(0, "127.0.0.1", () => console.log(`listening ${server.address().port}`));
 process.on("SIGTERM", () => process.exit(0));

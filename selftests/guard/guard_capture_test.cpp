@@ -236,4 +236,40 @@ TEST_F(GuardCaptureTest, GatewayTakesAgentsFromAnotherNamespaceByToken) {
   EXPECT_NE(upstream.out().find("REQ /ok"), std::string::npos);
 }
 
+// A Go binary (Debian's gh) through a terminating guard as root: Go ignores
+// the proxy variables for loopback, so the connect is captured in the kernel
+// and redirected; gh trusts the guard's leaf through SSL_CERT_FILE (Go's
+// crypto/x509 reads it). gh takes no port with --hostname, so the stand-in
+// (a GitHub-API-like answer) listens on 127.0.0.1:443: skipped loudly when
+// that port is taken.
+TEST_F(GuardCaptureTest, GhApiTrustsTheGuardsCaThroughSslCertFile) {
+  FL_REQUIRE_ROOT("a cgroup and cgroup BPF programs (transparent capture)");
+  if (!fltest::run_command({"sh", "-c", "command -v gh"}, {}, 10s).status.is(0))
+    GTEST_SKIP() << "*** SKIPPED: gh is missing: run scripts/install-deps.sh ***";
+  auto ours = faultline::CertificateAuthority::generate();
+  ASSERT_TRUE(ours.ok());
+  auto leaf = ours->mint_leaf("127.0.0.1");
+  ASSERT_TRUE(leaf.ok());
+  fltest::write_file(dir_.file("upstream-ca.pem"), ours->cert_pem());
+  fltest::write_file(dir_.file("api.pem"), (*leaf)->cert_pem());
+  fltest::write_file(dir_.file("api.key"), fltest::private_key_pem((*leaf)->key()));
+  auto server = ChildProcess::spawn({"python3", std::string(GUARD_TEST_DIR) + "/git_https_standin.py",
+                                     dir_.file("api.pem"), dir_.file("api.key"), dir_.path(), "443"},
+                                    {.merge_stderr = true});
+  auto port = server.wait_line_starting("PORT ", 10s);
+  if (!port) GTEST_SKIP() << "*** SKIPPED: 127.0.0.1:443 is taken here: " << server.describe() << " ***";
+  const std::string gh = "GH_CONFIG_DIR=" + dir_.file("gh") +
+                         " GH_ENTERPRISE_TOKEN=standin-token GH_NO_UPDATE_NOTIFIER=1 GH_PROMPT_DISABLED=1 "
+                         "gh api --hostname 127.0.0.1 /user";
+  auto r = guard({"--enforce", "--terminate-tls", "--upstream-ca", dir_.file("upstream-ca.pem"), "--json-log",
+                  dir_.file("gh.jsonl")},
+                 {"sh", "-c", gh + " && echo ok-with-ca; env -u SSL_CERT_FILE " + gh + " || echo refused-without-ca"});
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_NE(r.out.find("\"login\": \"standin-user\""), std::string::npos) << r.describe();
+  EXPECT_NE(r.out.find("ok-with-ca"), std::string::npos) << r.describe();
+  EXPECT_NE(r.out.find("refused-without-ca"), std::string::npos) << r.describe();
+  EXPECT_NE(r.err.find("x509: certificate signed by unknown authority"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("/api/v3/user (redirected, to 127.0.0.1:443) -> allow"), std::string::npos) << r.err;
+}
+
 }  // namespace

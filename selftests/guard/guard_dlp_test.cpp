@@ -265,4 +265,46 @@ TEST_F(GuardDlpTest, AContentPolicyMatchIsDenied) {
   EXPECT_TRUE(up.seen().empty());
 }
 
+// Expect: 100-continue (curl sends it for larger bodies): the guard that reads
+// the body says 100 Continue itself, as the upstream is not asked yet; curl
+// is told to wait 30 s for it, so a guard that did not would fail the test
+// by curl's --max-time. The upstream gets the body without the Expect.
+TEST_F(GuardDlpTest, ExpectContinueGetsA100FromTheGuardThatReadsTheBody) {
+  BodyUpstream up;
+  auto r = guard({"--enforce", "--terminate-tls", "--dlp", "--dlp-action", "monitor"}, up.url("/v1/upload"),
+                 {"-v", "-H", "Expect: 100-continue", "--expect100-timeout", "30"});
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_EQ(r.out, "ok[200]") << r.err;
+  EXPECT_NE(r.err.find("< HTTP/1.1 100 Continue"), std::string::npos) << r.err;
+  auto seen = up.seen();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(body_of(seen[0]), body_);
+  std::string head = seen[0].substr(0, seen[0].find("\r\n\r\n"));
+  for (auto& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  EXPECT_EQ(head.find("expect:"), std::string::npos) << head;
+
+  // A body with secrets, denied once read: the 100 first, then the 403.
+  BodyUpstream up2;
+  r = guard({"--enforce", "--terminate-tls", "--dlp"}, up2.url("/v1/upload"),
+            {"-v", "-H", "Expect: 100-continue", "--expect100-timeout", "30"});
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_EQ(r.out.substr(r.out.rfind('[')), "[403]") << r.out;
+  EXPECT_NE(r.err.find("< HTTP/1.1 100 Continue"), std::string::npos) << r.err;
+  EXPECT_TRUE(up2.seen().empty());
+  expect_no_secret(r);
+}
+
+// Denied on its head: answered at once, the body never asked for (no 100).
+TEST_F(GuardDlpTest, ExpectContinueDeniedOnItsHeadIsAnsweredWithoutWaitingForTheBody) {
+  BodyUpstream up;
+  const auto start = std::chrono::steady_clock::now();
+  auto r = guard({"--enforce", "--terminate-tls", "--dlp", "--deny", "/v1/upload"}, up.url("/v1/upload"),
+                 {"-v", "-H", "Expect: 100-continue", "--expect100-timeout", "30"});
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_EQ(r.out.substr(r.out.rfind('[')), "[403]") << r.out;
+  EXPECT_EQ(r.err.find("100 Continue"), std::string::npos) << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 20s) << "curl waited for a 100 it was never to get";
+  EXPECT_TRUE(up.seen().empty());
+}
+
 }  // namespace

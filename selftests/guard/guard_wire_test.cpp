@@ -862,4 +862,128 @@ TEST_F(GuardWireTest, SimilarCacheAnswersASimilarPromptAndForwardsADifferentOne)
   EXPECT_NE(r.err.find(") (similar 0.9"), std::string::npos) << r.err;
 }
 
+// --optimize-cache with the Anthropic SDK: the same tools listed in two
+// orders reach the stand-in in one order (by name), with a breakpoint on the
+// last tool and on the system prompt's end, every text as the SDK sent it;
+// monitor only says what it would change.
+TEST_F(GuardWireTest, OptimizeCacheOrdersToolsAndPlacesBreakpointsForTheSdkAndMonitorOnlyLogs) {
+  const std::string sdk_dir = LLM_SDK_DIR;
+  if (::access((sdk_dir + "/node_modules/@anthropic-ai/sdk").c_str(), R_OK) != 0)
+    GTEST_SKIP() << "*** SKIPPED: " << sdk_dir << "/node_modules missing: run scripts/install-deps.sh ***";
+  const std::vector<std::string> cmd = {"node", sdk_dir + "/guard_cache_optimizer_sdk_test.js"};
+  const std::string system = "You are a careful coding agent.\nFollow the repository's style.";
+  {
+    LlmStandIn standin;
+    auto argv = cmd;
+    argv.push_back(standin.url(""));
+    auto r = guard({"--terminate-tls", "--optimize-cache", "enforce"}, argv);
+    ASSERT_TRUE(r.status.is(0)) << r.describe();
+    EXPECT_NE(r.out.find("write_file,read_file,grep -> hi"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("grep,write_file,read_file -> hi"), std::string::npos) << r.out;
+    const auto bodies = standin.bodies();
+    ASSERT_EQ(bodies.size(), 2u);
+    const auto a = nlohmann::json::parse(bodies[0]);
+    const auto b = nlohmann::json::parse(bodies[1]);
+    ASSERT_TRUE(a["tools"].is_array()) << bodies[0];
+    std::vector<std::string> names;
+    for (const auto& t : a["tools"]) names.push_back(t["name"]);
+    EXPECT_EQ(names, (std::vector<std::string>{"grep", "read_file", "write_file"}));
+    EXPECT_EQ(a["tools"], b["tools"]) << "the same tools in another order are the same prefix";
+    EXPECT_EQ(a["tools"][2]["cache_control"], (nlohmann::json{{"type", "ephemeral"}}));
+    EXPECT_FALSE(a["tools"][0].contains("cache_control"));
+    EXPECT_EQ(a["tools"][2]["description"], "Write a file. Ünïcödé and \"quotes\" stay as they are.");
+    ASSERT_TRUE(a["system"].is_array()) << bodies[0];
+    ASSERT_EQ(a["system"].size(), 1u);
+    EXPECT_EQ(a["system"][0]["type"], "text");
+    EXPECT_EQ(a["system"][0]["text"], system);
+    EXPECT_EQ(a["system"][0]["cache_control"], (nlohmann::json{{"type", "ephemeral"}}));
+    EXPECT_EQ(a["messages"], (nlohmann::json::parse(R"([{"role":"user","content":"list the files"}])")));
+    EXPECT_EQ(a["model"], "claude-test");
+    EXPECT_EQ(a["max_tokens"], 64);
+    EXPECT_EQ(a["temperature"], 0.7);
+    EXPECT_EQ(bodies[0].find("\"model\":\"claude-test\""), 1u) << "the members keep their order: " << bodies[0];
+    EXPECT_NE(r.err.find("optimize-cache: tools ordered by name; cache_control on the last tool (write_file); "
+                         "cache_control on the system prompt's end"),
+              std::string::npos)
+        << r.err;
+  }
+  {
+    LlmStandIn standin;
+    auto argv = cmd;
+    argv.push_back(standin.url(""));
+    auto r = guard({"--terminate-tls", "--optimize-cache", "monitor"}, argv);
+    ASSERT_TRUE(r.status.is(0)) << r.describe();
+    const auto bodies = standin.bodies();
+    ASSERT_EQ(bodies.size(), 2u);
+    const auto a = nlohmann::json::parse(bodies[0]);
+    EXPECT_EQ(a["tools"][0]["name"], "write_file") << "monitor sends the body as it came";
+    EXPECT_EQ(a["system"], system);
+    EXPECT_EQ(bodies[0].find("cache_control"), std::string::npos) << bodies[0];
+    EXPECT_NE(r.err.find("optimize-cache would: tools ordered by name"), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(GuardWireTest, OptimizeCacheModeIsCheckedAtStart) {
+  auto r = guard({"--optimize-cache", "always"}, {"true"});
+  EXPECT_TRUE(r.status.is(2)) << r.describe();
+  EXPECT_NE(r.err.find("--optimize-cache 'always': off, monitor or enforce"), std::string::npos) << r.err;
+}
+
+// The guard's CA reaches git through the variables the guard sets: `git
+// ls-remote` (Debian's git, libcurl) through a terminating guard to a loopback
+// HTTPS git server (git http-backend behind python's https server, its
+// certificate from another CA the guard is given with --upstream-ca). The
+// same git with the guard's CA variables removed refuses the guard's leaf, and
+// a path rule on the terminated HTTPS denies its upload-pack call.
+TEST_F(GuardWireTest, GitLsRemoteTrustsTheGuardsCaThroughTerminatedHttps) {
+  const std::string root = dir_.file("git");
+  auto sh = [](const std::string& cmd) { return fltest::run_command({"sh", "-c", cmd}, {}, 30s); };
+  auto made = sh("set -e; mkdir -p " + root + "; cd " + root + "; git init -q -b main work; cd work; " +
+                 "git -c user.email=t@example.com -c user.name=t commit -q --allow-empty -m one; cd ..; " +
+                 "git clone -q --bare work repo.git; git -C repo.git rev-parse refs/heads/main");
+  ASSERT_TRUE(made.status.is(0)) << made.describe();
+  const std::string commit = made.out.substr(0, 40);
+  auto upstream_ca = faultline::CertificateAuthority::generate();
+  ASSERT_TRUE(upstream_ca.ok());
+  auto leaf = upstream_ca->mint_leaf("127.0.0.1");
+  ASSERT_TRUE(leaf.ok());
+  fltest::write_file(dir_.file("upstream-ca.pem"), upstream_ca->cert_pem());
+  fltest::write_file(dir_.file("git.pem"), (*leaf)->cert_pem());
+  fltest::write_file(dir_.file("git.key"), fltest::private_key_pem((*leaf)->key()));
+  ASSERT_EQ(::chmod(dir_.file("upstream-ca.pem").c_str(), 0644), 0);
+  auto server = ChildProcess::spawn({"python3", std::string(GUARD_TEST_DIR) + "/git_https_standin.py",
+                                     dir_.file("git.pem"), dir_.file("git.key"), root});
+  auto port = server.wait_line_starting("PORT ", 10s);
+  ASSERT_TRUE(port) << server.describe();
+  const std::string url = "https://127.0.0.1:" + port->substr(5) + "/git/repo.git";
+  const std::string log = dir_.file("git.jsonl");
+
+  auto r = guard({"--enforce", "--terminate-tls", "--upstream-ca", dir_.file("upstream-ca.pem"), "--json-log", log},
+                 {"sh", "-c",
+                  "git ls-remote " + url +
+                      " && echo ok-with-ca; "
+                      "env -u GIT_SSL_CAINFO -u SSL_CERT_FILE -u CURL_CA_BUNDLE git ls-remote " +
+                      url + " || echo refused-without-ca"});
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_NE(r.out.find(commit + "\trefs/heads/main"), std::string::npos) << r.describe();
+  EXPECT_NE(r.out.find("ok-with-ca"), std::string::npos) << r.describe();
+  EXPECT_NE(r.out.find("refused-without-ca"), std::string::npos) << r.describe();
+  EXPECT_NE(r.err.find("GIT_SSL_CAINFO"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("server certificate verification failed"), std::string::npos)
+      << "git without the variables: " << r.err;
+  bool refs = false, upload = false;
+  for (const auto& e : activity_lines(log)) {
+    refs |= e["method"] == "GET" && e["path"] == "/git/repo.git/info/refs?service=git-upload-pack";
+    upload |= e["method"] == "POST" && e["path"] == "/git/repo.git/git-upload-pack" && e["verdict"] == "allow";
+  }
+  EXPECT_TRUE(refs && upload) << "the inner requests were judged by path";
+
+  r = guard({"--enforce", "--terminate-tls", "--upstream-ca", dir_.file("upstream-ca.pem"), "--deny",
+             "POST /git/repo.git/git-upload-pack"},
+            {"git", "ls-remote", url});
+  EXPECT_FALSE(r.status.is(0)) << r.describe();
+  EXPECT_NE(r.err.find("403"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find(commit), std::string::npos) << r.out;
+}
+
 }  // namespace

@@ -8,8 +8,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "base/files.h"
 
@@ -277,6 +281,101 @@ TEST(ActivityWriterShapes, EveryShapeOfEntryVerifies) {
   ASSERT_TRUE(v.ok());
   EXPECT_TRUE(v->intact()) << v->first_bad->describe();
   EXPECT_EQ(v->entries, 7u);
+}
+
+}  // namespace
+}  // namespace faultline
+
+namespace faultline {
+namespace {
+
+// The proxy's threads only post: the writer's own thread chains and writes,
+// in the order of the posts, and whatever is still queued when the writer is
+// destroyed is written (nothing lost at exit).
+TEST(ActivityWriterQueue, PostsFromManyThreadsAreWrittenInOrderAndDrainedAtClose) {
+  auto dir = TempFolder::create("fl-activity-queue-");
+  ASSERT_TRUE(dir) << dir.error().describe();
+  const std::string path = dir->path() + "/queue.jsonl";
+  constexpr int kThreads = 6, kPerThread = 400;
+  std::mutex seen_mu;
+  std::vector<std::thread::id> writer_threads;
+  std::map<std::string, uint64_t> last_seq_seen;
+  bool seq_out_of_order = false;
+  {
+    ActivityWriter::Options o;
+    o.sync_every = 16;
+    o.on_append = [&](const ActivityEntry& e, const std::string&) {
+      std::lock_guard hold(seen_mu);
+      if (writer_threads.empty() || writer_threads.back() != std::this_thread::get_id())
+        writer_threads.push_back(std::this_thread::get_id());
+      if (e.seq != last_seq_seen[e.identity] + 1) seq_out_of_order = true;
+      last_seq_seen[e.identity] = e.seq;
+    };
+    auto w = ActivityWriter::open(path, std::move(o));
+    ASSERT_TRUE(w.ok()) << w.error().message;
+    std::vector<std::thread> posters;
+    for (int t = 0; t < kThreads; ++t)
+      posters.emplace_back([&w, t] {
+        for (int i = 0; i < kPerThread; ++i)
+          w->post(ActivityEntry{.identity = t % 2 == 0 ? "even" : "odd",
+                                .kind = "request",
+                                .method = "GET",
+                                .host = "127.0.0.1:8080",
+                                .path = "/t" + std::to_string(t) + "/" + std::to_string(i),
+                                .verdict = "allow"});
+      });
+    for (auto& p : posters) p.join();
+    // No flush: the writer's destruction writes what is still queued.
+  }
+  auto v = verify_activity(path);
+  ASSERT_TRUE(v.ok()) << v.error().message;
+  EXPECT_TRUE(v->intact()) << v->first_bad->describe();
+  EXPECT_EQ(v->entries, static_cast<size_t>(kThreads * kPerThread)) << "every posted entry is in the file";
+  EXPECT_EQ(v->identities, 2u);
+  EXPECT_FALSE(seq_out_of_order) << "on_append saw each identity's entries in seq order";
+  ASSERT_EQ(writer_threads.size(), 1u) << "one thread, the writer's, wrote every line";
+  EXPECT_NE(writer_threads.front(), std::this_thread::get_id());
+  // Each poster's entries are in the file in the order it posted them.
+  std::ifstream in(path);
+  std::map<int, int> next;
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line);
+    const std::string p = j["path"];
+    const int t = std::stoi(p.substr(2));
+    const int i = std::stoi(p.substr(p.rfind('/') + 1));
+    EXPECT_EQ(i, next[t]) << "poster " << t << "'s entries out of order";
+    next[t] = i + 1;
+  }
+  EXPECT_EQ(next.size(), static_cast<size_t>(kThreads));
+}
+
+TEST(ActivityWriterQueue, APostedEntryThatCannotBeWrittenIsReportedNotLostSilently) {
+  auto dir = TempFolder::create("fl-activity-queue-err-");
+  ASSERT_TRUE(dir) << dir.error().describe();
+  const std::string path = dir->path() + "/err.jsonl";
+  std::vector<std::string> errors;
+  std::mutex mu;
+  ActivityWriter::Options o;
+  o.on_error = [&](const Error& e) {
+    std::lock_guard hold(mu);
+    errors.push_back(e.describe());
+  };
+  auto w = ActivityWriter::open(path, std::move(o));
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  w->post(ActivityEntry{.kind = "request"});  // no identity
+  w->post(ActivityEntry{.identity = "a", .kind = "request"});
+  auto st = w->flush();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().describe().find("without an identity"), std::string::npos) << st.error().describe();
+  EXPECT_TRUE(w->flush().ok()) << "the error is returned once";
+  {
+    std::lock_guard hold(mu);
+    ASSERT_EQ(errors.size(), 1u);
+    EXPECT_NE(errors[0].find("without an identity"), std::string::npos) << errors[0];
+  }
+  auto v = verify_activity(path);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->entries, 1u) << "flush() returned only once the entry after it was written";
 }
 
 }  // namespace

@@ -12,7 +12,10 @@
 #include <condition_variable>
 #include <cstring>
 #include <ctime>
+#include <deque>
 #include <fstream>
+#include <future>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -191,9 +194,9 @@ Result<ActivityVerdict> verify_activity(const std::string& path) {
   return v;
 }
 
-std::string activity_timestamp_now() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_REALTIME, &ts);
+namespace activity_log_detail {
+
+std::string timestamp_of(const timespec& ts) {
   std::tm tm{};
   ::gmtime_r(&ts.tv_sec, &tm);
   char buf[40];
@@ -202,10 +205,18 @@ std::string activity_timestamp_now() {
   return buf;
 }
 
-// fdatasync(2) off the appending thread: asked for by append(), done here.
-struct ActivityWriter::Syncer {
-  explicit Syncer(int fd) : fd(fd), thread([this] { run(); }) {}
-  ~Syncer() {
+}  // namespace activity_log_detail
+
+std::string activity_timestamp_now() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return activity_log_detail::timestamp_of(ts);
+}
+
+// fdatasync(2) off the writing thread: asked for after sync_every entries.
+struct ActivityWriterSyncer {
+  explicit ActivityWriterSyncer(int fd) : fd(fd), thread([this] { run(); }) {}
+  ~ActivityWriterSyncer() {
     {
       std::lock_guard hold(mu);
       stop = true;
@@ -246,20 +257,131 @@ struct ActivityWriter::Syncer {
   std::thread thread;
 };
 
-ActivityWriter::ActivityWriter(UniqueFd fd, std::string path, Options options, ActivityChain chain)
-    : fd_(std::move(fd)),
-      path_(std::move(path)),
-      options_(std::move(options)),
-      chain_(std::move(chain)),
-      syncer_(std::make_shared<Syncer>(fd_.get())) {}
+// The writer's state, on the heap so that its thread's `this` survives a move
+// of the ActivityWriter. Only the writing thread touches the file and the
+// chain; the queue and the counters are under mu.
+struct ActivityWriter::Core {
+  struct Pending {
+    ActivityEntry entry;
+    timespec posted{};                                         // the entry's ts when it has none
+    std::optional<std::promise<Result<ActivityEntry>>> reply;  // append()'s; none for post()
+  };
 
-ActivityWriter::~ActivityWriter() {
-  syncer_.reset();  // its last sync finished
-  if (fd_.valid()) (void)::fdatasync(fd_.get());
-}
+  Core(UniqueFd fd_in, std::string path_in, Options options_in, ActivityChain chain_in)
+      : fd(std::move(fd_in)),
+        path(std::move(path_in)),
+        options(std::move(options_in)),
+        chain(std::move(chain_in)),
+        syncer(std::in_place, fd.get()),
+        thread([this] { run(); }) {}
+  ~Core() {
+    {
+      std::lock_guard hold(mu);
+      stopping = true;
+    }
+    work.notify_one();
+    thread.join();   // every queued entry written first
+    syncer.reset();  // its last sync finished
+    if (fd.valid()) (void)::fdatasync(fd.get());
+  }
+
+  // Returns the ticket of the entry: written once `done` reaches it.
+  uint64_t enqueue(Pending p) {
+    std::unique_lock hold(mu);
+    room.wait(hold, [this] { return queue.size() < options.queue_limit; });
+    queue.push_back(std::move(p));
+    const uint64_t ticket = ++posted;
+    hold.unlock();
+    work.notify_one();
+    return ticket;
+  }
+
+  void run() {
+    std::deque<Pending> batch;
+    std::unique_lock hold(mu);
+    for (;;) {
+      work.wait(hold, [this] { return stopping || !queue.empty(); });
+      if (queue.empty()) return;  // stopping, and nothing left
+      batch.swap(queue);
+      hold.unlock();
+      room.notify_all();
+      for (auto& p : batch) {
+        auto written = write_one(std::move(p.entry), p.posted);
+        if (!written) {
+          if (options.on_error) options.on_error(written.error());
+          std::lock_guard keep(mu);
+          if (!first_error) first_error = written.error();
+        }
+        if (p.reply) p.reply->set_value(std::move(written));
+      }
+      const size_t n = batch.size();
+      batch.clear();
+      hold.lock();
+      done += n;
+      drained.notify_all();
+    }
+  }
+
+  Result<ActivityEntry> write_one(ActivityEntry e, const timespec& posted_at) {
+    if (e.identity.empty()) return input_error(EINVAL, "an activity entry without an identity");
+    if (const int err = syncer->take_error(); err != 0)
+      return make_error(err, path + ": cannot sync the activity log: " + std::strerror(err));
+    if (e.ts.empty()) e.ts = activity_log_detail::timestamp_of(posted_at);
+    // The identity keys its chain as the line spells it: invalid UTF-8 replaced
+    // (U+FFFD), as a verifier, or this writer reopened, reads it back.
+    e.identity =
+        nlohmann::json::parse(nlohmann::json(e.identity).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
+            .get<std::string>();
+    e.path = options.redactor.text(e.path);
+    e.seq = chain.last_seq(e.identity) + 1;
+    e.prev = chain.last_hash(e.identity);
+    e.hash = activity_hash(e);
+    const std::string line = activity_line(e) + "\n";
+    const ssize_t n = ::write(fd.get(), line.data(), line.size());
+    if (n != static_cast<ssize_t>(line.size()))
+      return n < 0 ? errno_error(path + ": cannot append to the activity log")
+                   : make_error(EIO, path + ": a short write to the activity log");
+    chain.extend(e);
+    if (options.on_append) options.on_append(e, line);
+    if (++unsynced >= options.sync_every) {
+      unsynced = 0;
+      syncer->ask();
+    }
+    return e;
+  }
+
+  Status flush() {
+    std::unique_lock hold(mu);
+    const uint64_t upto = posted;
+    drained.wait(hold, [&] { return done >= upto; });
+    if (first_error) return *std::exchange(first_error, std::nullopt);
+    return {};
+  }
+
+  UniqueFd fd;
+  std::string path;
+  Options options;
+  ActivityChain chain;  // the writing thread's
+  size_t unsynced = 0;  // the writing thread's
+  std::optional<ActivityWriterSyncer> syncer;
+  std::mutex mu;
+  std::condition_variable work, room, drained;
+  std::deque<Pending> queue;
+  uint64_t posted = 0, done = 0;
+  std::optional<Error> first_error;
+  bool stopping = false;
+  std::thread thread;  // last: started once the members above exist
+};
+
+ActivityWriter::ActivityWriter(std::unique_ptr<Core> core) : core_(std::move(core)) {}
+ActivityWriter::ActivityWriter(ActivityWriter&&) noexcept = default;
+ActivityWriter& ActivityWriter::operator=(ActivityWriter&&) noexcept = default;
+
+ActivityWriter::~ActivityWriter() = default;
 
 Result<ActivityWriter> ActivityWriter::open(const std::string& path, Options options) {
   if (options.sync_every == 0) options.sync_every = 1;
+  if (options.queue_limit == 0) options.queue_limit = 1;
   UniqueFd fd(::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
   if (!fd) return input_error(errno, path + ": cannot open the activity log");
   // Resume every identity's chain from the file as it is.
@@ -284,42 +406,28 @@ Result<ActivityWriter> ActivityWriter::open(const std::string& path, Options opt
       return input_error(EINVAL, path + ": " + fault->describe() + ": a broken chain is never extended");
     start = nl + 1;
   }
-  return ActivityWriter(std::move(fd), path, std::move(options), std::move(chain));
+  return ActivityWriter(std::make_unique<Core>(std::move(fd), path, std::move(options), std::move(chain)));
 }
 
-Result<ActivityEntry> ActivityWriter::append(ActivityEntry e) {
-  if (e.identity.empty()) return input_error(EINVAL, "an activity entry without an identity");
-  std::lock_guard guard(*lock_);
-  if (const int err = syncer_->take_error(); err != 0)
-    return make_error(err, path_ + ": cannot sync the activity log: " + std::strerror(err));
-  if (e.ts.empty()) e.ts = activity_timestamp_now();
-  // The identity keys its chain as the line spells it: invalid UTF-8 replaced
-  // (U+FFFD), as a verifier, or this writer reopened, reads it back.
-  e.identity =
-      nlohmann::json::parse(nlohmann::json(e.identity).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
-          .get<std::string>();
-  e.path = options_.redactor.text(e.path);
-  e.seq = chain_.last_seq(e.identity) + 1;
-  e.prev = chain_.last_hash(e.identity);
-  e.hash = activity_hash(e);
-  const std::string line = activity_line(e) + "\n";
-  const ssize_t n = ::write(fd_.get(), line.data(), line.size());
-  if (n != static_cast<ssize_t>(line.size()))
-    return n < 0 ? errno_error(path_ + ": cannot append to the activity log")
-                 : make_error(EIO, path_ + ": a short write to the activity log");
-  chain_.extend(e);
-  if (options_.on_append) options_.on_append(e, line);
-  if (++unsynced_ >= options_.sync_every) {
-    unsynced_ = 0;
-    syncer_->ask();
-  }
-  return e;
+void ActivityWriter::post(ActivityEntry entry) {
+  Core::Pending p{std::move(entry)};
+  if (p.entry.ts.empty()) ::clock_gettime(CLOCK_REALTIME, &p.posted);
+  core_->enqueue(std::move(p));
 }
+
+Result<ActivityEntry> ActivityWriter::append(ActivityEntry entry) {
+  Core::Pending p{std::move(entry)};
+  if (p.entry.ts.empty()) ::clock_gettime(CLOCK_REALTIME, &p.posted);
+  auto written = p.reply.emplace().get_future();
+  core_->enqueue(std::move(p));
+  return written.get();
+}
+
+Status ActivityWriter::flush() { return core_->flush(); }
 
 Status ActivityWriter::sync() {
-  if (::fdatasync(fd_.get()) != 0) return errno_error(path_ + ": cannot sync the activity log");
-  std::lock_guard guard(*lock_);
-  unsynced_ = 0;
+  FL_TRY(flush());
+  if (::fdatasync(core_->fd.get()) != 0) return errno_error(core_->path + ": cannot sync the activity log");
   return {};
 }
 

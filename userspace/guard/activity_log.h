@@ -7,7 +7,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -108,45 +107,58 @@ struct ActivityVerdict {
 // the file already holds (a file whose chains are broken is refused: the
 // writer never extends a broken chain; nor a file whose last line is torn).
 //
+// The writer's own thread does the work: post() hands an entry over (a queue)
+// and returns; the thread assigns its seq, chains prev and hash, serialises
+// and writes it, in the order the entries were posted, so a request never
+// waits for the hashing or the write. Entries still queued are written before
+// the writer is destroyed (nothing is lost at exit); flush() waits for them.
+//
 // Durability: each line is one write(2) on an O_APPEND descriptor, so lines
 // from this writer are never interleaved or half-written by a process crash;
-// fdatasync(2) runs every `sync_every` entries, on a thread of the writer's
-// own (a request that appends never waits for the disk), and at close, so a
-// power loss loses at most the entries since the last sync finished (at worst
-// leaving a torn last line, which verify reports as not JSON). A failed
-// background sync is returned by the next append(). sync_every = 1 asks for a
-// sync after each entry. Thread-safe: append() takes a lock.
+// fdatasync(2) runs every `sync_every` entries, on a second thread (the
+// writing thread never waits for the disk either), and at close, so a power
+// loss loses at most the entries since the last sync finished (at worst
+// leaving a torn last line, which verify reports as not JSON). sync_every = 1
+// asks for a sync after each entry. A failed write or background sync is
+// given to on_error and returned by the next flush() or append().
+// Thread-safe.
 class ActivityWriter {
  public:
   struct Options {
     size_t sync_every = 64;
     Redactor redactor;  // applied to path before hashing
     // Called with each entry and its line (with the newline) once written,
-    // under the writer's lock: a reporter sees every identity's lines in seq
+    // on the writer's thread: a reporter sees every identity's lines in seq
     // order. It must be quick and must not call back into the writer.
     std::function<void(const ActivityEntry&, const std::string& line)> on_append;
+    // Called on the writer's thread when an entry could not be written (or a
+    // background sync failed).
+    std::function<void(const Error&)> on_error;
+    // post() waits while this many entries are queued (a disk slower than
+    // the requests holds the requests back rather than growing without end).
+    size_t queue_limit = 65536;
   };
   [[nodiscard]] static Result<ActivityWriter> open(const std::string& path, Options options);
   [[nodiscard]] static Result<ActivityWriter> open(const std::string& path) { return open(path, Options{}); }
-  ActivityWriter(ActivityWriter&&) noexcept = default;
-  ActivityWriter& operator=(ActivityWriter&&) noexcept = default;
+  ActivityWriter(ActivityWriter&&) noexcept;
+  ActivityWriter& operator=(ActivityWriter&&) noexcept;
   ~ActivityWriter();
 
-  // Fills seq, prev and hash (and ts when empty: now), redacts path, writes
-  // the line; returns the entry as written.
+  // Queues the entry for the writer's thread, which fills seq, prev and hash
+  // (and ts when empty: the time of the post), redacts path and writes it.
+  void post(ActivityEntry entry);
+  // post(), then waits for that entry: the entry as written, or why not.
   [[nodiscard]] Result<ActivityEntry> append(ActivityEntry entry);
+  // Waits until every entry posted before it is written; the first error
+  // since the last flush() (a failed write or sync), if any.
+  [[nodiscard]] Status flush();
+  // flush(), then fdatasync(2).
   [[nodiscard]] Status sync();
 
  private:
-  ActivityWriter(UniqueFd fd, std::string path, Options options, ActivityChain chain);
-  UniqueFd fd_;
-  std::string path_;
-  Options options_;
-  ActivityChain chain_;
-  size_t unsynced_ = 0;
-  std::unique_ptr<std::mutex> lock_ = std::make_unique<std::mutex>();
-  struct Syncer;  // the background fdatasync (activity_log.cpp)
-  std::shared_ptr<Syncer> syncer_;
+  struct Core;  // the file, the chain, the queue and the threads (activity_log.cpp)
+  explicit ActivityWriter(std::unique_ptr<Core> core);
+  std::unique_ptr<Core> core_;
 };
 
 // Now as an entry's ts.

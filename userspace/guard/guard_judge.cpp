@@ -66,6 +66,12 @@ std::string request_text(const RequestHead& head) {
   return text;
 }
 
+// A field whose value is `value` (both names and values in any case).
+bool header_is(const RequestHead& head, std::string_view name, std::string_view value) {
+  return std::any_of(head.headers.begin(), head.headers.end(),
+                     [&](const auto& h) { return h.first == name && iequals(h.second, value); });
+}
+
 bool has_header(const RequestHead& head, std::string_view name) {
   return std::any_of(head.headers.begin(), head.headers.end(), [&](const auto& h) { return h.first == name; });
 }
@@ -87,6 +93,18 @@ class RewriteTransformer final : public ByteTransformer {
 
  private:
   LlmRequestRewriter rewriter_;
+};
+
+// A body rewritten whole before it goes (--optimize-cache): the client's
+// bytes are replaced by it.
+class WholeBodyTransformer final : public ByteTransformer {
+ public:
+  explicit WholeBodyTransformer(std::string body) : body_(std::move(body)) {}
+  std::string feed(std::string_view) override { return {}; }
+  std::string finish() override { return std::move(body_); }
+
+ private:
+  std::string body_;
 };
 
 // The client's view of a chat stream whose usage chunk the guard asked for.
@@ -280,8 +298,7 @@ void GuardJudge::record(const RequestHead& head, GuardVerdict verdict, const std
     e.verdict = std::string(guard_verdict_name(verdict));
     e.rule = rule;
     e.llm = std::move(llm);
-    if (auto st = options_.activity->append(std::move(e)); !st && options_.log)
-      options_.log("faultline guard: activity log: " + st.error().describe());
+    options_.activity->post(std::move(e));  // written on the writer's thread; its errors go to its on_error
   }
   if (options_.log && !what.empty()) options_.log("faultline guard: " + request_text(head) + " -> " + what);
 }
@@ -345,7 +362,20 @@ RequestVerdict GuardJudge::judge(const RequestHead& head, HeldRequest later) {
   }
   const std::shared_ptr<const GuardPolicy> policy = policy_.load();  // this request's one version
   std::shared_ptr<DlpCall> dlp = start_dlp(head, policy);
-  if (is_llm_call(head)) {  // decided once its body's facts are read (judge_body)
+  const bool llm = is_llm_call(head);
+  // A client that waits for 100 Continue before its body is denied on its
+  // head when the head alone is denied by a named rule (enforce): the body
+  // cannot undo that, and the client is spared sending it. Otherwise the
+  // proxy says 100 Continue when the body is asked for (HttpSession).
+  if ((llm || dlp) && policy->mode == GuardMode::Enforce && header_is(head, "expect", "100-continue")) {
+    const RequestFacts facts = request_facts(head);
+    const GuardDecision d = decide(*policy, facts);
+    if (d.verdict == GuardVerdict::Deny && !d.rule.empty()) {
+      if (dlp) (void)take_dlp(head.id, true);
+      return decide_request(head, facts, *policy, std::move(later), nullptr, dlp);
+    }
+  }
+  if (llm) {  // decided once its body's facts are read (judge_body)
     auto call = std::make_shared<LlmCall>();
     call->head = dlp ? dlp->shown : head;
     call->endpoint = llm_endpoint_for_target(head.target);
@@ -440,7 +470,7 @@ RequestVerdict GuardJudge::judge_body(uint64_t request_id, const RequestBodyChun
   }
   if (!chunk.bytes.empty()) {
     (void)call->scan.feed(chunk.bytes);
-    if (options_.replay) call->body.append(chunk.bytes);
+    if (options_.replay || options_.optimize_cache != CacheOptimizeMode::off) call->body.append(chunk.bytes);
   }
   if (!chunk.end) return RequestVerdict::need_body();
   if (!chunk.over_cap) (void)call->scan.finish();
@@ -676,6 +706,28 @@ RequestVerdict GuardJudge::forward_llm(const std::shared_ptr<LlmCall>& call, boo
   call->model = facts.model.value_or("");
   const LlmModelRoute* route = parsed ? route_for(options_.routes, facts.model) : nullptr;
   if (route || inject) v.request_body = std::make_shared<RewriteTransformer>(call->endpoint, options_.routes, inject);
+  if (parsed && call->body_whole && call->endpoint == LlmEndpoint::AnthropicMessages &&
+      options_.optimize_cache != CacheOptimizeMode::off) {
+    CacheOptimization opt = optimize_anthropic_cache(call->body);
+    const bool act = options_.optimize_cache == CacheOptimizeMode::enforce;
+    if (!opt.changes.empty()) {
+      std::string said;
+      for (const std::string& c : opt.changes) said += (said.empty() ? "" : "; ") + c;
+      if (options_.log)
+        options_.log("faultline guard: " + request_text(head) + ": optimize-cache" + (act ? ": " : " would: ") + said);
+      if (act) {
+        // A route still applies, to the optimized body.
+        std::string body = std::move(opt.body);
+        if (route) {
+          RewriteTransformer rw(call->endpoint, options_.routes, false);
+          body = rw.feed(body) + rw.finish();
+        }
+        v.request_body = std::make_shared<WholeBodyTransformer>(std::move(body));
+      }
+    } else if (!opt.skipped.empty() && options_.log) {
+      options_.log("faultline guard: " + request_text(head) + ": optimize-cache: left as it is (" + opt.skipped + ")");
+    }
+  }
   if (inject) v.response_body = std::make_shared<StreamFilterTransformer>();
   if (route) {
     call->model = route->to;

@@ -22,6 +22,7 @@
 #include "userspace/guard/guard_answer.h"
 #include "userspace/guard/guard_policy.h"
 #include "userspace/guard/llm_budget.h"
+#include "userspace/guard/llm_cache_optimizer.h"
 #include "userspace/guard/llm_replay.h"
 #include "userspace/guard/llm_request_scan.h"
 #include "userspace/guard/llm_usage.h"
@@ -79,6 +80,10 @@ struct GuardJudgeOptions {
   // upstream, no budget is charged); any other is forwarded and its whole
   // 2xx answer recorded. Null: off.
   std::shared_ptr<ReplayStore> replay;
+  // --optimize-cache: an Anthropic Messages call's tools ordered by name and
+  // cache_control breakpoints placed (llm_cache_optimizer.h); monitor logs
+  // what enforce would change.
+  CacheOptimizeMode optimize_cache = CacheOptimizeMode::off;
   GuardDlpOptions dlp;
 };
 

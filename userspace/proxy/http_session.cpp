@@ -488,7 +488,17 @@ HttpStep HttpSession::client_step(std::string_view input, const HttpRules& rules
         return {HttpAct::judge};
       case Req::body_hold: {
         // The body for the judge: held as received, never forwarded yet. Only
-        // up to the cap is read; the rest waits in the client's buffer.
+        // up to the cap is read; the rest waits in the client's buffer. A
+        // client waiting for 100 Continue is told to send it.
+        if (continue_due_) {
+          continue_due_ = false;
+          // Nothing of the body yet: at most the head's last LF (the parser
+          // paused before it).
+          if (input.size() <= 1 && held_raw_.empty()) {
+            continue_sent_ = true;
+            return {HttpAct::interim};
+          }
+        }
         const size_t cap = rules.limits.max_body_hold_bytes;
         if (!req_complete_ && held_raw_.size() >= cap) body_end_ = body_over_cap_ = true;
         if (req_complete_) body_end_ = true;
@@ -608,6 +618,7 @@ void HttpSession::verdict_need_body() {
   if (state_ != Req::judging) return;
   reset_body_stage();
   body_held_ = true;
+  continue_due_ = req_->http_major == 1 && req_->http_minor >= 1 && iequals_ascii(header("expect"), "100-continue");
   state_ = Req::body_hold;
 }
 
@@ -631,6 +642,7 @@ void HttpSession::reset_body_stage() {
   body_all_ = {};
   body_new_ = {};
   body_end_ = body_over_cap_ = body_held_ = false;
+  continue_due_ = continue_sent_ = false;
   plan_headers_.clear();
   plan_body_.reset();
 }
@@ -645,14 +657,17 @@ void HttpSession::apply_forward_plan() {
     lf = "\n";
     raw.erase(0, 1);
   }
+  // The client has had its 100 Continue (and sent the body): the upstream
+  // gets the body at once, not an Expect to answer with a second one.
+  const std::string_view sent_expect = continue_sent_ ? "expect" : "";
   if (plan_body_ && body_held_ && body_end_ && !body_over_cap_) {
     std::string body = plan_body_->feed(body_all_);
     body += plan_body_->finish();
     auto fields = plan_headers_;
     fields.emplace_back("Content-Length", std::to_string(body.size()));
-    head_ = set_head_fields(head_, fields, {"transfer-encoding"}) + lf + body;
+    head_ = set_head_fields(head_, fields, {"transfer-encoding", sent_expect}) + lf + body;
   } else {
-    if (!plan_headers_.empty()) head_ = set_head_fields(head_, plan_headers_);
+    if (!plan_headers_.empty() || continue_sent_) head_ = set_head_fields(head_, plan_headers_, {sent_expect});
     head_ += lf;
     head_ += raw;
   }

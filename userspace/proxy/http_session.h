@@ -107,6 +107,7 @@ enum class HttpAct : uint8_t {
   wait,        // nothing until the other direction has moved (the exchange must finish)
   judge,       // (judged sessions) the head is complete: hand it to the judge, then a verdict_*()
   judge_body,  // (judged sessions) take_body_chunk() for the judge, then body_more() or a verdict_*()
+  interim,     // send take_interim() (a 100 Continue) to the client, then step again
 };
 
 struct HttpStep {
@@ -180,6 +181,8 @@ class HttpSession {
   [[nodiscard]] const std::string& head() const { return head_; }
   void head_sent();
   [[nodiscard]] std::string take_answer() { return std::move(answer_); }
+  // The interim response HttpAct::interim sends ("HTTP/1.1 100 Continue").
+  [[nodiscard]] static std::string_view take_interim() { return "HTTP/1.1 100 Continue\r\n\r\n"; }
   // The answer is out: the connection closes when answer_closes(), else the
   // next request may come.
   void answer_sent();
@@ -271,6 +274,12 @@ class HttpSession {
   bool body_end_ = false;
   bool body_over_cap_ = false;
   bool body_held_ = false;  // the body stage ran for this request
+  // The client asked `Expect: 100-continue` and the judge wants the body: the
+  // proxy says 100 Continue itself (the client would otherwise wait its
+  // timeout for a server that is not yet asked), and the Expect field is
+  // dropped from the head sent upstream with the body.
+  bool continue_due_ = false;
+  bool continue_sent_ = false;
   std::vector<std::pair<std::string, std::string>> plan_headers_;
   std::shared_ptr<ByteTransformer> plan_body_;
 

@@ -1325,6 +1325,19 @@ class RelayWorker::Loop {
           c.down.out_is_answer = true;
           pump(c.down);
           break;
+        case HttpAct::interim:
+          // Said to the client between two of its requests' exchanges, so
+          // nothing else is on its way to it; if something were, the client
+          // does without (it sends the body after its own timeout).
+          if (c.down.out.empty() && !c.down.send_op.pending && c.down.budget == 0) {
+            c.down.out = std::string(HttpSession::take_interim());
+            c.down.out_off = 0;
+            c.down.out_is_answer = false;
+            pump(c.down);
+            if (c.closing) return;
+          }
+          again = true;
+          break;
         case HttpAct::sleep:
           arm_timer_at(p.timer_op, now_ns() + step.delay_ms * 1'000'000ULL);
           break;
