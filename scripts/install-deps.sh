@@ -37,6 +37,8 @@ packages=(
   # the guard's DLP engine (Hyperscan, streaming) and its email detector's TLDs;
   # make bench: the regex engines it is measured against (RE2::Set, PCRE2-JIT)
   libhyperscan-dev publicsuffix libre2-dev libpcre2-dev
+  # the prompt guard's normalisation (NFKC with case folding, confusables)
+  libicu-dev
 )
 # The Toxiproxy client test runs the official Node.js client: Node.js from
 # Debian when the machine has none.
