@@ -298,6 +298,24 @@ Status parse_prompt_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
   return {};
 }
 
+// --trace-tools: the DLP engine that masks the arguments in the log (--dlp's
+// when it is on, else one with every detector, used for nothing else).
+Status parse_trace_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
+  if (!r.count("trace-tools")) return {};
+  const GuardDlpOptions& d = a.capture.dlp;
+  if (d.engine && d.dlp) {
+    a.capture.trace_tools = d.engine;
+  } else {
+    DlpEngine::Options o;
+    o.types = all_dlp_types();
+    auto engine = DlpEngine::build(std::move(o));
+    if (!engine) return bad("--trace-tools: " + engine.error().describe());
+    a.capture.trace_tools = *engine;
+  }
+  a.requests = true;
+  return {};
+}
+
 // --deny-model, --max-tokens (rules), --llm-host, --route-model and the budget.
 Status parse_llm_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
   GuardCaptureOptions& cap = a.capture;
@@ -519,6 +537,9 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
                                      cxxopts::value<std::string>())(
       "content-policy-host", "H: apply --content-policy only to requests to H, repeatable (default: all egress)",
       cxxopts::value<std::vector<std::string>>())(
+      "trace-tools",
+      "log each tool call an LLM answer decides (JSON and SSE): an activity line (kind tool_call) and its "
+      "arguments, secrets masked, in the log")(
       "prompt-guard",
       "scan each LLM call's system, user and tool_result texts for prompt injection (docs/detectors.md)")(
       "prompt-guard-action",
@@ -676,6 +697,7 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
   FL_TRY(parse_llm_flags(*r, args_out));
   FL_TRY(parse_dlp_flags(*r, args_out));
   FL_TRY(parse_prompt_flags(*r, args_out));
+  FL_TRY(parse_trace_flags(*r, args_out));
   if (r->count("no-proxy-loopback")) {
     cap.no_proxy_loopback = true;
     args_out.requests = true;

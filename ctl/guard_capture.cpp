@@ -279,6 +279,7 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
   jo.routes = o.routes;
   jo.dlp = o.dlp;
   jo.prompt = o.prompt;
+  jo.trace_tools = o.trace_tools;
   jo.budget = c->shared_budget_ ? c->shared_budget_ : std::shared_ptr<BudgetStore>(c->budget_);
   jo.budget_limits = o.budget;
   jo.identity = o.identity;
@@ -392,6 +393,10 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
         << "\n"
         << std::flush;
 
+  if (o.trace_tools)
+    log << "faultline guard: --trace-tools: each tool call an LLM answer decides is logged (kind tool_call), its "
+           "arguments with secrets masked\n"
+        << std::flush;
   if (o.prompt.guard)
     log << "faultline guard: --prompt-guard scans each LLM call's system, user and tool_result texts for "
            "injection ("

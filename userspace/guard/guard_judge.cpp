@@ -171,6 +171,30 @@ bool presented_to_issuer(const DlpFinding& f, std::string_view where, std::strin
   });
 }
 
+// Text from an upstream on one log line: control bytes (a model's newlines
+// between JSON tokens, an ESC) shown escaped, so no line can be forged.
+std::string one_line(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (u < 0x20 || u == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", u);
+      out += hex;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 std::string masked(std::string text, const DlpFinding& f) {
   for (uint64_t i = f.begin; i < f.end && i < text.size(); ++i) text[i] = '*';
   return text;
@@ -655,7 +679,7 @@ RequestVerdict GuardJudge::forward_llm(const std::shared_ptr<LlmCall>& call, boo
     call->model = route->to;
     call->routed_from = route->from;
   }
-  call->usage = std::make_unique<LlmUsageReader>(call->endpoint);
+  call->usage = std::make_unique<LlmUsageReader>(call->endpoint, options_.trace_tools != nullptr);
   call->forwarded_at = std::chrono::steady_clock::now();
   return v;
 }
@@ -789,6 +813,7 @@ void GuardJudge::on_response_bytes(uint64_t request_id, std::string_view bytes, 
   if (call->recording) save_recording(*call);
   LlmUsageReader& r = *call->usage;
   r.finish();
+  if (options_.trace_tools) record_tool_calls(*call);
   const std::optional<LlmUsage> u = r.usage();
   if (options_.budget && call->reservation) {
     if (u)
@@ -883,6 +908,21 @@ GuardDecision GuardJudge::judge_prompt(const RequestHead& head, const LlmCall& c
                                                     : " (monitor: forwarded)"),
            std::nullopt, "prompt_injection");
   return d;
+}
+
+void GuardJudge::record_tool_calls(const LlmCall& call) {
+  for (const LlmToolCall& t : call.usage->tool_calls()) {
+    // The arguments as the log shows them: every finding masked, never the secret.
+    std::string args = t.arguments;
+    for (const DlpFinding& f : dlp_scan(options_.trace_tools, t.arguments))
+      if (f.type) args = masked(std::move(args), f);
+    if (args.size() > 2048) args = args.substr(0, 2048) + "...";
+    const std::string name = one_line(t.name.substr(0, 256));
+    record(call.head, GuardVerdict::Allow, "tool:" + name,
+           "tool_call " + name + (t.id.empty() ? "" : " (" + one_line(t.id.substr(0, 256)) + ")") + " " +
+               one_line(args) + (t.truncated ? " (arguments cut at 64 KiB)" : ""),
+           ActivityLlm{call.model}, "tool_call");
+  }
 }
 
 void GuardJudge::withdrawn(uint64_t request_id) {

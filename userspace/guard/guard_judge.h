@@ -90,6 +90,10 @@ struct GuardJudgeOptions {
   std::shared_ptr<ReplayStore> replay;
   GuardDlpOptions dlp;
   GuardPromptOptions prompt;
+  // --trace-tools: each tool call an LLM answer decides is an activity line
+  // (kind tool_call, rule "tool:NAME") and a log line with its arguments
+  // masked by this engine's detectors (the --dlp engine, or one made for it).
+  std::shared_ptr<const DlpEngine> trace_tools;  // null: off
 };
 
 // What the guard did, for its summary at exit.
@@ -142,6 +146,8 @@ class GuardJudge final : public RequestJudge {
   // --prompt-guard: the decision with the call's prompt findings applied
   // (deny, approve or monitor), and one prompt_injection line per finding.
   [[nodiscard]] GuardDecision judge_prompt(const RequestHead& head, const LlmCall& call, GuardDecision d, bool enforce);
+  // --trace-tools: the activity and log lines of an answer's tool calls.
+  void record_tool_calls(const LlmCall& call);
   // A forward with findings: --dlp-action redact's rewrites (enforce), else
   // the finding's own activity line.
   void apply_dlp_forward(const RequestHead& head, const DlpCall& dlp, const std::vector<DlpFound>& found, bool enforce,
