@@ -57,7 +57,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::vector<faultline::LlmToolCall> calls = whole.tool_calls();
   require(calls == split.tool_calls());
   require(calls.size() <= faultline::kMaxToolCalls);
-  for (const auto& c : calls) require(c.arguments.size() <= faultline::kMaxToolArguments);
+  for (const auto& c : calls)
+    require(c.arguments.size() <= faultline::kMaxToolArguments && c.id.size() <= faultline::kMaxToolLabel &&
+            c.name.size() <= faultline::kMaxToolLabel);
 
   faultline::LlmStreamFilter f1;
   std::string out1 = f1.feed(bytes);

@@ -403,6 +403,17 @@ TEST(LlmToolCalls, LongArgumentsAreCutAndFlaggedErrorsGiveNone) {
   ASSERT_EQ(calls.size(), 1u);
   EXPECT_TRUE(calls[0].truncated);
   EXPECT_EQ(calls[0].arguments.size(), kMaxToolArguments);
+  // A name streamed in endless pieces stays bounded.
+  std::vector<std::string> events;
+  for (int i = 0; i < 100; ++i)
+    events.push_back(
+        "data: "
+        R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"nnnnnnnnnn"}}]}}]})"
+        "\n\n");
+  events.push_back("data: [DONE]\n\n");
+  const auto named = tools_in_pieces(LlmEndpoint::OpenAIChat, chunked_response("text/event-stream", events), 64);
+  ASSERT_EQ(named.size(), 1u);
+  EXPECT_EQ(named[0].name.size(), kMaxToolLabel);
   // An error status is not read: no calls.
   EXPECT_TRUE(tools_in_pieces(LlmEndpoint::OpenAIChat, sized_response("application/json", body, 500), 4096).empty());
 }

@@ -576,7 +576,7 @@ class ToolCallState {
           if (member(b, "type") != "tool_use") return;
           if (open_.size() >= kMaxToolCalls && !open_.contains(i)) return;
           Open& o = open_[i];
-          o.call = LlmToolCall{text(member(b, "id")), text(member(b, "name")), "", false};
+          o.call = LlmToolCall{label(member(b, "id")), label(member(b, "name")), "", false};
           const Json& input = member(b, "input");
           if (input.is_object() && !input.empty()) append(o.call, input.dump());
           o.order = next_order_++;
@@ -613,9 +613,10 @@ class ToolCallState {
               continue;
             }
             LlmToolCall& call = it->second.call;
-            if (const Json& id = member(d, "id"); id.is_string()) call.id = id.get<std::string>();
+            if (const Json& id = member(d, "id"); id.is_string()) call.id = label(id);
             const Json& f = member(d, "function");
-            if (const Json& n = member(f, "name"); n.is_string()) call.name += n.get<std::string>();
+            if (const Json& n = member(f, "name"); n.is_string())
+              call.name = (call.name + label(n)).substr(0, kMaxToolLabel);
             append(call, text(member(f, "arguments")));
           }
         }
@@ -638,7 +639,7 @@ class ToolCallState {
       if (!content.is_array()) return;
       for (const Json& b : content)
         if (member(b, "type") == "tool_use") {
-          LlmToolCall call{text(member(b, "id")), text(member(b, "name")), "", false};
+          LlmToolCall call{label(member(b, "id")), label(member(b, "name")), "", false};
           const Json& input = member(b, "input");
           append(call, input.is_null() ? "{}" : input.dump());
           done(std::move(call));
@@ -651,7 +652,7 @@ class ToolCallState {
         if (!calls.is_array()) continue;
         for (const Json& d : calls) {
           const Json& f = member(d, "function");
-          LlmToolCall call{text(member(d, "id")), text(member(f, "name")), "", false};
+          LlmToolCall call{label(member(d, "id")), label(member(f, "name")), "", false};
           append(call, text(member(f, "arguments")));
           done(std::move(call));
         }
@@ -680,6 +681,12 @@ class ToolCallState {
     uint64_t order = 0;
   };
   static std::string text(const Json& v) { return v.is_string() ? v.get<std::string>() : std::string(); }
+  // An id or a name: cut at kMaxToolLabel bytes.
+  static std::string label(const Json& v) {
+    if (!v.is_string()) return {};
+    const auto& str = v.get_ref<const std::string&>();
+    return str.substr(0, kMaxToolLabel);
+  }
   static void append(LlmToolCall& call, std::string_view more) {
     const size_t room = kMaxToolArguments - std::min(kMaxToolArguments, call.arguments.size());
     if (more.size() > room) call.truncated = true;
@@ -687,7 +694,7 @@ class ToolCallState {
   }
   void item(const Json& it) {
     if (member(it, "type") != "function_call") return;
-    LlmToolCall call{text(member(it, "call_id")), text(member(it, "name")), "", false};
+    LlmToolCall call{label(member(it, "call_id")), label(member(it, "name")), "", false};
     append(call, text(member(it, "arguments")));
     done(std::move(call));
   }

@@ -37,14 +37,15 @@ struct LlmUsage {
 // (streamed: content_block_start, then input_json_delta pieces), OpenAI chat's
 // tool_calls (streamed: deltas by index), a Responses function_call item.
 struct LlmToolCall {
-  std::string id;
-  std::string name;
+  std::string id;          // cut at kMaxToolLabel
+  std::string name;        // cut at kMaxToolLabel
   std::string arguments;   // JSON text as the model wrote it (cut at kMaxToolArguments)
   bool truncated = false;  // the arguments were longer
   friend bool operator==(const LlmToolCall&, const LlmToolCall&) = default;
 };
 inline constexpr size_t kMaxToolCalls = 256;            // per answer; later ones are not kept
 inline constexpr size_t kMaxToolArguments = 64 * 1024;  // bytes per call
+inline constexpr size_t kMaxToolLabel = 256;            // bytes of an id or a name
 
 // The reader of one response, fed the bytes RequestJudge::on_response_bytes
 // gets (status line, headers, then the body with its chunked framing, as the
