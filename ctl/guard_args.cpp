@@ -25,6 +25,8 @@ namespace {
 constexpr Example kGuardExamples[] = {
     {"any user: HTTP(S) through the guard's proxy; /secrets/ gets a 403",
      "faultctl guard --enforce --deny /secrets/ --terminate-tls --json-log activity.jsonl -- ./agent.sh"},
+    {"a prompt carrying an injected instruction gets the provider's own error, nothing upstream",
+     "faultctl guard --enforce --terminate-tls --prompt-guard -- claude -p hi"},
     {"keys, tokens and cards in a request are masked before they leave",
      "faultctl guard --enforce --terminate-tls --dlp --dlp-action redact -- claude -p hi"},
     {"Anthropic calls go with their tools by name and prompt-cache breakpoints placed",
@@ -341,6 +343,55 @@ Status parse_dlp_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
   return {};
 }
 
+// --prompt-guard, --prompt-guard-action, --prompt-guard-host: the rule database compiled now.
+Status parse_prompt_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
+  GuardPromptOptions& p = a.capture.prompt;
+  const bool on = r.count("prompt-guard") > 0;
+  for (const char* flag : {"prompt-guard-action", "prompt-guard-host"})
+    if (r.count(flag) && !on) return bad(std::string("--") + flag + " applies to --prompt-guard");
+  if (!on) return {};
+  if (r.count("prompt-guard-action")) {
+    const std::string v = r["prompt-guard-action"].as<std::string>();
+    if (v == "deny")
+      p.action = PromptAction::deny;
+    else if (v == "approve")
+      p.action = PromptAction::approve;
+    else if (v == "monitor")
+      p.action = PromptAction::monitor;
+    else
+      return bad("--prompt-guard-action '" + v + "': deny, approve or monitor");
+  }
+  if (r.count("prompt-guard-host"))
+    for (const auto& h : r["prompt-guard-host"].as<std::vector<std::string>>()) {
+      auto m = parse_host_matcher(h);
+      if (!m) return bad("--prompt-guard-host '" + h + "': " + m.error().message);
+      p.hosts.push_back(*m);
+    }
+  auto guard = PromptGuard::build();
+  if (!guard) return bad("--prompt-guard: " + guard.error().describe());
+  p.guard = *guard;
+  a.requests = true;
+  return {};
+}
+
+// --trace-tools: the DLP engine that masks the arguments in the log (--dlp's
+// when it is on, else one with every detector, used for nothing else).
+Status parse_trace_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
+  if (!r.count("trace-tools")) return {};
+  const GuardDlpOptions& d = a.capture.dlp;
+  if (d.engine && d.dlp) {
+    a.capture.trace_tools = d.engine;
+  } else {
+    DlpEngine::Options o;
+    o.types = all_dlp_types();
+    auto engine = DlpEngine::build(std::move(o));
+    if (!engine) return bad("--trace-tools: " + engine.error().describe());
+    a.capture.trace_tools = *engine;
+  }
+  a.requests = true;
+  return {};
+}
+
 // --deny-model, --max-tokens (rules), --llm-host, --route-model and the budget.
 Status parse_llm_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
   GuardCaptureOptions& cap = a.capture;
@@ -605,6 +656,18 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
                                      cxxopts::value<std::string>())(
       "content-policy-host", "H: apply --content-policy only to requests to H, repeatable (default: all egress)",
       cxxopts::value<std::vector<std::string>>())(
+      "trace-tools",
+      "log each tool call an LLM answer decides (JSON and SSE): an activity line (kind tool_call) and its "
+      "arguments, secrets masked, in the log")(
+      "prompt-guard",
+      "scan each LLM call's system, user and tool_result texts for prompt injection (docs/detectors.md)")(
+      "prompt-guard-action",
+      "deny|approve|monitor: what a --prompt-guard finding gets (default deny: the provider's error, rule "
+      "prompt-guard)",
+      cxxopts::value<std::string>())(
+      "prompt-guard-host",
+      "H: scan only LLM calls to H (a host, *.suffix or host:port), repeatable (default: every --llm-host)",
+      cxxopts::value<std::vector<std::string>>())(
       "state-dir",
       "DIR: what outlives the guard (the LLM budget's window; with --control-plane the activity spool, "
       "the default activity log, the last policy)",
@@ -753,6 +816,8 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
   FL_TRY(parse_pg_flags(*r, args_out));
   FL_TRY(parse_llm_flags(*r, args_out));
   FL_TRY(parse_dlp_flags(*r, args_out));
+  FL_TRY(parse_prompt_flags(*r, args_out));
+  FL_TRY(parse_trace_flags(*r, args_out));
   if (r->count("no-proxy-loopback")) {
     cap.no_proxy_loopback = true;
     args_out.requests = true;

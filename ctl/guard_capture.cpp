@@ -281,6 +281,8 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
   jo.routes = o.routes;
   jo.optimize_cache = o.optimize_cache;
   jo.dlp = o.dlp;
+  jo.prompt = o.prompt;
+  jo.trace_tools = o.trace_tools;
   jo.budget = c->shared_budget_ ? c->shared_budget_ : std::shared_ptr<BudgetStore>(c->budget_);
   jo.budget_limits = o.budget;
   jo.identity = o.identity;
@@ -392,6 +394,19 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
         << (o.dlp.content ? "--content-policy" : "") << " scan each request's URL, headers and body"
         << (o.terminate_tls ? "" : "; HTTPS only with --terminate-tls (without it a tunnel is judged by its host)")
         << "\n"
+        << std::flush;
+
+  if (o.trace_tools)
+    log << "faultline guard: --trace-tools: each tool call an LLM answer decides is logged (kind tool_call), its "
+           "arguments with secrets masked\n"
+        << std::flush;
+  if (o.prompt.guard)
+    log << "faultline guard: --prompt-guard scans each LLM call's system, user and tool_result texts for "
+           "injection ("
+        << (o.prompt.action == PromptAction::deny      ? "deny"
+            : o.prompt.action == PromptAction::approve ? "approve"
+                                                       : "monitor")
+        << (o.terminate_tls ? "" : "; HTTPS only with --terminate-tls") << ")\n"
         << std::flush;
 
   if (!o.policy_file.empty()) {

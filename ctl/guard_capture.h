@@ -62,6 +62,8 @@ struct GuardCaptureOptions {
   std::optional<std::chrono::milliseconds> cache_ttl;  // --cache [--cache-ttl D]: in memory
   std::optional<double> cache_threshold;               // --cache-mode similar [--cache-threshold S]
   GuardDlpOptions dlp;                                 // --dlp, --content-policy (docs/detectors.md)
+  GuardPromptOptions prompt;                           // --prompt-guard (docs/detectors.md)
+  std::shared_ptr<const DlpEngine> trace_tools;        // --trace-tools: masks the arguments (null: off)
   // With faultcp (--control-plane URL --token T): the workspace's guard
   // section is the policy, held requests are posted there too, and the
   // activity goes there, spooled in state_dir while faultcp is down.

@@ -42,6 +42,8 @@ packages=(
   libhyperscan-dev publicsuffix libre2-dev libpcre2-dev
   # the guard's Postgres gate reads SQL with PostgreSQL 15's own parser
   libpg-query-dev
+  # the prompt guard's normalisation (NFKC with case folding, confusables)
+  libicu-dev
 )
 # The Toxiproxy client test runs the official Node.js client: Node.js from
 # Debian when the machine has none.

@@ -2,12 +2,14 @@
 // any upstream: the response framer, de-chunking, the SSE reader, the usage
 // JSON). First byte: the endpoint, and whether the rest is a whole response
 // or an SSE body behind a fixed head; second: the chunking seed. Usage must
-// not depend on the split, and the filter passes a stream it removes nothing
-// from byte for byte.
+// not depend on the split, nor the tool calls --trace-tools reads (the SSE
+// tool-call reader: Anthropic tool_use blocks, OpenAI chat deltas, Responses
+// items), and the filter passes a stream it removes nothing from byte for byte.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "userspace/guard/llm_usage.h"
 
@@ -38,10 +40,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string bytes = sse_only ? "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" : "";
   bytes.append(reinterpret_cast<const char*>(data) + 2, size - 2);
 
-  faultline::LlmUsageReader whole(endpoint);
+  faultline::LlmUsageReader whole(endpoint, true);
   whole.feed(bytes);
   whole.finish();
-  faultline::LlmUsageReader split(endpoint);
+  faultline::LlmUsageReader split(endpoint, true);
   UsageSplitter s{data[1]};
   for (size_t at = 0; at < bytes.size();) {
     const size_t n = s.next();
@@ -52,6 +54,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   require(whole.usage() == split.usage());
   require(whole.ended() == split.ended());
   require(whole.status() == split.status());
+  const std::vector<faultline::LlmToolCall> calls = whole.tool_calls();
+  require(calls == split.tool_calls());
+  require(calls.size() <= faultline::kMaxToolCalls);
+  for (const auto& c : calls)
+    require(c.arguments.size() <= faultline::kMaxToolArguments && c.id.size() <= faultline::kMaxToolLabel &&
+            c.name.size() <= faultline::kMaxToolLabel);
 
   faultline::LlmStreamFilter f1;
   std::string out1 = f1.feed(bytes);

@@ -297,5 +297,126 @@ TEST(LlmStreamFilter, IncludeUsageRoundTrip) {
   EXPECT_EQ(f.usage()->output, 10u);
 }
 
+// --trace-tools: the tool calls of an answer, the same at every split.
+std::vector<LlmToolCall> tools_in_pieces(LlmEndpoint e, std::string_view bytes, size_t piece) {
+  LlmUsageReader r(e, true);
+  for (size_t at = 0; at < bytes.size(); at += piece) r.feed(bytes.substr(at, piece));
+  r.finish();
+  return r.tool_calls();
+}
+
+void expect_tools(LlmEndpoint e, const std::string& bytes, const std::vector<LlmToolCall>& want) {
+  for (size_t piece : {size_t{1}, size_t{3}, size_t{64}, bytes.size()})
+    EXPECT_EQ(tools_in_pieces(e, bytes, piece), want) << "pieces of " << piece;
+}
+
+TEST(LlmToolCalls, AnthropicStreamJoinsInputJsonDeltasPerBlock) {
+  const std::vector<std::string> events = {
+      kAnthropicEvents[0],
+      "event: content_block_start\ndata: "
+      R"({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}})"
+      "\n\n",
+      "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+      "event: content_block_start\ndata: "
+      R"({"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_01","name":"get_weather","input":{}}})"
+      "\n\n",
+      "event: content_block_delta\ndata: "
+      R"({"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"loc"}})"
+      "\n\n",
+      "event: content_block_delta\ndata: "
+      R"({"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"ation\": \"Paris\"}"}})"
+      "\n\n",
+      "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n",
+      "event: content_block_start\ndata: "
+      R"({"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_02","name":"now","input":{}}})"
+      "\n\n",
+      "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":2}\n\n",
+      "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+  };
+  expect_tools(LlmEndpoint::AnthropicMessages, chunked_response("text/event-stream", events),
+               {{"toolu_01", "get_weather", R"({"location": "Paris"})", false}, {"toolu_02", "now", "{}", false}});
+  // Without --trace-tools nothing is collected.
+  LlmUsageReader off(LlmEndpoint::AnthropicMessages);
+  off.feed(chunked_response("text/event-stream", events));
+  off.finish();
+  EXPECT_TRUE(off.tool_calls().empty());
+}
+
+TEST(LlmToolCalls, AnthropicJsonToolUseBlocks) {
+  const std::string body =
+      R"({"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[{"type":"text","text":"ok"},)"
+      R"({"type":"tool_use","id":"toolu_9","name":"bash","input":{"command":"ls -l"}}],"stop_reason":"tool_use",)"
+      R"("usage":{"input_tokens":3,"output_tokens":1}})";
+  expect_tools(LlmEndpoint::AnthropicMessages, sized_response("application/json", body),
+               {{"toolu_9", "bash", R"({"command":"ls -l"})", false}});
+}
+
+TEST(LlmToolCalls, OpenAIChatStreamDeltasByIndexListedWhenTheStreamEnds) {
+  auto chunk = [](const std::string& delta) {
+    return "data: "
+           R"({"id":"c1","object":"chat.completion.chunk","created":1,"model":"gpt-x","choices":[{"index":0,"delta":)" +
+           delta + R"(,"finish_reason":null}]})" + "\n\n";
+  };
+  const std::vector<std::string> events = {
+      chunk(
+          R"({"role":"assistant","tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"read_file","arguments":""}}]})"),
+      chunk(
+          R"({"tool_calls":[{"index":1,"id":"call_b","type":"function","function":{"name":"ls","arguments":"{}"}}]})"),
+      chunk(R"({"tool_calls":[{"index":0,"function":{"arguments":"{\"path\":"}}]})"),
+      chunk(R"({"tool_calls":[{"index":0,"function":{"arguments":"\"/etc/hosts\"}"}}]})"),
+      "data: [DONE]\n\n",
+  };
+  expect_tools(LlmEndpoint::OpenAIChat, chunked_response("text/event-stream", events),
+               {{"call_a", "read_file", R"({"path":"/etc/hosts"})", false}, {"call_b", "ls", "{}", false}});
+}
+
+TEST(LlmToolCalls, OpenAIChatJsonAndResponsesFunctionCalls) {
+  const std::string chat =
+      R"({"id":"c2","object":"chat.completion","model":"gpt-x","choices":[{"index":0,"message":{"role":"assistant","content":null,)"
+      R"("tool_calls":[{"id":"call_1","type":"function","function":{"name":"search","arguments":"{\"q\":\"x\"}"}}]},"finish_reason":"tool_calls"}]})";
+  expect_tools(LlmEndpoint::OpenAIChat, sized_response("application/json", chat),
+               {{"call_1", "search", R"({"q":"x"})", false}});
+  const std::string item =
+      R"({"type":"function_call","id":"fc_1","call_id":"call_r","name":"get_time","arguments":"{\"tz\":\"UTC\"}","status":"completed"})";
+  const std::string resp =
+      R"({"id":"resp_1","object":"response","status":"completed","model":"gpt-x","output":[)" + item + "]}";
+  expect_tools(LlmEndpoint::OpenAIResponses, sized_response("application/json", resp),
+               {{"call_r", "get_time", R"({"tz":"UTC"})", false}});
+  const std::vector<std::string> events = {
+      "event: response.function_call_arguments.delta\ndata: "
+      R"({"type":"response.function_call_arguments.delta","item_id":"fc_1","output_index":0,"delta":"{\"tz\""})"
+      "\n\n",
+      "event: response.output_item.done\ndata: "
+      R"({"type":"response.output_item.done","output_index":0,"item":)" +
+          item + "}\n\n",
+  };
+  expect_tools(LlmEndpoint::OpenAIResponses, chunked_response("text/event-stream", events),
+               {{"call_r", "get_time", R"({"tz":"UTC"})", false}});
+}
+
+TEST(LlmToolCalls, LongArgumentsAreCutAndFlaggedErrorsGiveNone) {
+  const std::string big(kMaxToolArguments + 100, 'a');
+  const std::string body = R"({"id":"c3","object":"chat.completion","model":"gpt-x","choices":[{"index":0,"message":{)"
+                           R"("tool_calls":[{"id":"call_1","type":"function","function":{"name":"w","arguments":")" +
+                           big + R"("}}]}}]})";
+  const auto calls = tools_in_pieces(LlmEndpoint::OpenAIChat, sized_response("application/json", body), 4096);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_TRUE(calls[0].truncated);
+  EXPECT_EQ(calls[0].arguments.size(), kMaxToolArguments);
+  // A name streamed in endless pieces stays bounded.
+  std::vector<std::string> events;
+  for (int i = 0; i < 100; ++i)
+    events.push_back(
+        "data: "
+        R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"nnnnnnnnnn"}}]}}]})"
+        "\n\n");
+  events.push_back("data: [DONE]\n\n");
+  const auto named = tools_in_pieces(LlmEndpoint::OpenAIChat, chunked_response("text/event-stream", events), 64);
+  ASSERT_EQ(named.size(), 1u);
+  EXPECT_EQ(named[0].name.size(), kMaxToolLabel);
+  // An error status is not read: no calls.
+  EXPECT_TRUE(tools_in_pieces(LlmEndpoint::OpenAIChat, sized_response("application/json", body, 500), 4096).empty());
+}
+
 }  // namespace llm_usage_test
 }  // namespace faultline

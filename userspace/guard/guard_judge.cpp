@@ -192,6 +192,30 @@ bool presented_to_issuer(const DlpFinding& f, std::string_view where, std::strin
   });
 }
 
+// Text from an upstream on one log line: control bytes (a model's newlines
+// between JSON tokens, an ESC) shown escaped, so no line can be forged.
+std::string one_line(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (u < 0x20 || u == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", u);
+      out += hex;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 std::string masked(std::string text, const DlpFinding& f) {
   for (uint64_t i = f.begin; i < f.end && i < text.size(); ++i) text[i] = '*';
   return text;
@@ -227,6 +251,10 @@ struct GuardJudge::LlmCall {
   std::unique_ptr<ReplayRecording> recording;
   std::chrono::steady_clock::time_point forwarded_at;
   std::string replayed_from;
+  // --prompt-guard covers it: its body is kept whole and scanned at its end.
+  bool prompt_scope = false;
+  PromptScan prompt;
+  std::string prompt_unscanned;  // why the prompt could not be read whole ("" it was)
 };
 
 struct GuardJudge::DlpCall {
@@ -380,6 +408,8 @@ RequestVerdict GuardJudge::judge(const RequestHead& head, HeldRequest later) {
     call->head = dlp ? dlp->shown : head;
     call->endpoint = llm_endpoint_for_target(head.target);
     call->policy = policy;
+    call->prompt_scope =
+        options_.prompt.guard && (options_.prompt.hosts.empty() || host_in(options_.prompt.hosts, head));
     std::lock_guard lock(calls_mu_);
     calls_[head.id] = std::move(call);
     return RequestVerdict::need_body();
@@ -470,11 +500,21 @@ RequestVerdict GuardJudge::judge_body(uint64_t request_id, const RequestBodyChun
   }
   if (!chunk.bytes.empty()) {
     (void)call->scan.feed(chunk.bytes);
-    if (options_.replay || options_.optimize_cache != CacheOptimizeMode::off) call->body.append(chunk.bytes);
+    if (options_.replay || options_.optimize_cache != CacheOptimizeMode::off || call->prompt_scope) call->body.append(chunk.bytes);
   }
   if (!chunk.end) return RequestVerdict::need_body();
   if (!chunk.over_cap) (void)call->scan.finish();
   call->body_whole = !chunk.over_cap;
+  if (call->prompt_scope) {
+    if (chunk.over_cap) {
+      call->prompt_unscanned = "the body is longer than the proxy holds, so the prompt was not scanned whole";
+    } else if (auto scan = options_.prompt.guard->scan_request(call->endpoint, call->body); scan) {
+      call->prompt = std::move(*scan);
+    } else {
+      call->prompt_unscanned = "the prompt could not be read: " + scan.error().describe();
+    }
+    if (!options_.replay) std::string().swap(call->body);  // kept only for --replay's key
+  }
   RequestFacts facts = request_facts(call->head);
   call->facts = call->scan.facts();
   // Over the cap the facts are unknown: rules that need them fail safe.
@@ -535,6 +575,7 @@ RequestVerdict GuardJudge::decide_request(const RequestHead& head_in, const Requ
     else if (dlp_opt.content_action == ContentAction::approve && d.verdict == GuardVerdict::Allow)
       d = GuardDecision{GuardVerdict::Approve, "content-policy", why, enforce, false};
   }
+  if (call && call->prompt_scope) d = judge_prompt(head, *call, d, enforce);
   requests_.fetch_add(1, std::memory_order_relaxed);
   const std::string rule_text = d.rule.empty() ? "the default" : "rule " + d.rule;
   const std::string why = rule_text + (d.reason.empty() ? "" : ": " + d.reason);
@@ -733,7 +774,7 @@ RequestVerdict GuardJudge::forward_llm(const std::shared_ptr<LlmCall>& call, boo
     call->model = route->to;
     call->routed_from = route->from;
   }
-  call->usage = std::make_unique<LlmUsageReader>(call->endpoint);
+  call->usage = std::make_unique<LlmUsageReader>(call->endpoint, options_.trace_tools != nullptr);
   call->forwarded_at = std::chrono::steady_clock::now();
   return v;
 }
@@ -867,6 +908,7 @@ void GuardJudge::on_response_bytes(uint64_t request_id, std::string_view bytes, 
   if (call->recording) save_recording(*call);
   LlmUsageReader& r = *call->usage;
   r.finish();
+  if (options_.trace_tools) record_tool_calls(*call);
   const std::optional<LlmUsage> u = r.usage();
   if (options_.budget && call->reservation) {
     if (u)
@@ -927,6 +969,55 @@ void GuardJudge::apply_dlp_forward(const RequestHead& head, const DlpCall& dlp, 
            std::nullopt, "dlp");
   if (std::any_of(found.begin(), found.end(), [](const DlpFound& f) { return !f.finding.type; }))
     record(dlp.shown, GuardVerdict::Allow, "content-monitor", "forwarded (content policy)", std::nullopt, "dlp");
+}
+
+GuardDecision GuardJudge::judge_prompt(const RequestHead& head, const LlmCall& call, GuardDecision d, bool enforce) {
+  const GuardPromptOptions& o = options_.prompt;
+  std::string why;
+  if (!call.prompt.findings.empty()) {
+    std::string where;
+    for (const InjectionFinding& f : call.prompt.findings) {
+      const std::string s(prompt_source_name(f.source));
+      if ((", " + where + ",").find(", " + s + ",") == std::string::npos) where += (where.empty() ? "" : ", ") + s;
+    }
+    why = "prompt injection: " + call.prompt.families() + " (in " + where + ")";
+  } else if (!call.prompt_unscanned.empty() && o.action != PromptAction::monitor) {
+    why = "prompt guard: " + call.prompt_unscanned;
+  }
+  if (why.empty()) return d;
+  if (d.verdict != GuardVerdict::Deny) {
+    if (o.action == PromptAction::deny)
+      d = GuardDecision{GuardVerdict::Deny, "prompt-guard", why, enforce, false};
+    else if (o.action == PromptAction::approve && d.verdict == GuardVerdict::Allow)
+      d = GuardDecision{GuardVerdict::Approve, "prompt-guard", why, enforce, false};
+  }
+  // One line per finding: its family in the rule, what was done in the verdict.
+  const bool acted = d.rule == "prompt-guard" && d.enforced;
+  for (const InjectionFinding& f : call.prompt.findings)
+    record(head, acted ? d.verdict : GuardVerdict::Allow,
+           "prompt-guard/" + std::string(injection_family_name(f.family)),
+           "prompt-guard: " + std::string(injection_family_name(f.family)) + " in " +
+               std::string(prompt_source_name(f.source)) + " text (read as " + f.view + ")" +
+               (acted                               ? ""
+                : o.action == PromptAction::monitor ? " (--prompt-guard-action monitor: forwarded)"
+                                                    : " (monitor: forwarded)"),
+           std::nullopt, "prompt_injection");
+  return d;
+}
+
+void GuardJudge::record_tool_calls(const LlmCall& call) {
+  for (const LlmToolCall& t : call.usage->tool_calls()) {
+    // The arguments as the log shows them: every finding masked, never the secret.
+    std::string args = t.arguments;
+    for (const DlpFinding& f : dlp_scan(options_.trace_tools, t.arguments))
+      if (f.type) args = masked(std::move(args), f);
+    if (args.size() > 2048) args = args.substr(0, 2048) + "...";
+    const std::string name = one_line(t.name.substr(0, 256));
+    record(call.head, GuardVerdict::Allow, "tool:" + name,
+           "tool_call " + name + (t.id.empty() ? "" : " (" + one_line(t.id.substr(0, 256)) + ")") + " " +
+               one_line(args) + (t.truncated ? " (arguments cut at 64 KiB)" : ""),
+           ActivityLlm{call.model}, "tool_call");
+  }
 }
 
 void GuardJudge::withdrawn(uint64_t request_id) {

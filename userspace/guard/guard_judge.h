@@ -26,6 +26,7 @@
 #include "userspace/guard/llm_replay.h"
 #include "userspace/guard/llm_request_scan.h"
 #include "userspace/guard/llm_usage.h"
+#include "userspace/guard/prompt_guard.h"
 #include "userspace/guard/task_thread.h"
 #include "userspace/proxy/request_judge.h"
 
@@ -46,6 +47,15 @@ struct GuardDlpOptions {
   bool content = false;            // the content policy's findings count
   ContentAction content_action = ContentAction::deny;
   std::vector<HostMatcher> content_hosts;  // --content-policy-host; empty: all
+};
+
+// --prompt-guard: each LLM call's prompt (system, user and tool_result texts)
+// scanned for injection (docs/detectors.md, "Prompt injection").
+enum class PromptAction : uint8_t { deny, approve, monitor };
+struct GuardPromptOptions {
+  std::shared_ptr<PromptGuard> guard;  // null: off
+  PromptAction action = PromptAction::deny;
+  std::vector<HostMatcher> hosts;  // --prompt-guard-host; empty: every LLM call (the --llm-host set)
 };
 
 // A finding of a request and where it was: "url", "header NAME", "body".
@@ -85,6 +95,11 @@ struct GuardJudgeOptions {
   // what enforce would change.
   CacheOptimizeMode optimize_cache = CacheOptimizeMode::off;
   GuardDlpOptions dlp;
+  GuardPromptOptions prompt;
+  // --trace-tools: each tool call an LLM answer decides is an activity line
+  // (kind tool_call, rule "tool:NAME") and a log line with its arguments
+  // masked by this engine's detectors (the --dlp engine, or one made for it).
+  std::shared_ptr<const DlpEngine> trace_tools;  // null: off
 };
 
 // What the guard did, for its summary at exit.
@@ -147,6 +162,11 @@ class GuardJudge final : public RequestJudge {
   // --content-policy covers its host; null otherwise.
   [[nodiscard]] std::shared_ptr<DlpCall> start_dlp(const RequestHead& head, std::shared_ptr<const GuardPolicy> policy);
   std::shared_ptr<DlpCall> take_dlp(uint64_t id, bool erase);
+  // --prompt-guard: the decision with the call's prompt findings applied
+  // (deny, approve or monitor), and one prompt_injection line per finding.
+  [[nodiscard]] GuardDecision judge_prompt(const RequestHead& head, const LlmCall& call, GuardDecision d, bool enforce);
+  // --trace-tools: the activity and log lines of an answer's tool calls.
+  void record_tool_calls(const LlmCall& call);
   // A forward with findings: --dlp-action redact's rewrites (enforce), else
   // the finding's own activity line.
   void apply_dlp_forward(const RequestHead& head, const DlpCall& dlp, const std::vector<DlpFound>& found, bool enforce,

@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 namespace faultline {
 // File-local names are unique in the library: it compiles as unity batches.
@@ -554,8 +556,162 @@ class UsageState {
   bool ended_ = false;
 };
 
+// The tool calls of an answer, by provider shape (--trace-tools).
+class ToolCallState {
+ public:
+  explicit ToolCallState(LlmEndpoint endpoint) : endpoint_(endpoint) {}
+
+  void event(std::string_view data) {
+    const Json j = Json::parse(data, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) return;
+    const Json& type = member(j, "type");
+    const std::string t = type.is_string() ? type.get<std::string>() : "";
+    switch (endpoint_) {
+      case LlmEndpoint::AnthropicMessages: {
+        const Json& index = member(j, "index");
+        if (!index.is_number_unsigned()) return;
+        const uint64_t i = index.get<uint64_t>();
+        if (t == "content_block_start") {
+          const Json& b = member(j, "content_block");
+          if (member(b, "type") != "tool_use") return;
+          if (open_.size() >= kMaxToolCalls && !open_.contains(i)) return;
+          Open& o = open_[i];
+          o.call = LlmToolCall{label(member(b, "id")), label(member(b, "name")), "", false};
+          const Json& input = member(b, "input");
+          if (input.is_object() && !input.empty()) append(o.call, input.dump());
+          o.order = next_order_++;
+        } else if (t == "content_block_delta") {
+          auto it = open_.find(i);
+          const Json& d = member(j, "delta");
+          if (it != open_.end() && member(d, "type") == "input_json_delta")
+            append(it->second.call, text(member(d, "partial_json")));
+        } else if (t == "content_block_stop") {
+          auto it = open_.find(i);
+          if (it == open_.end()) return;
+          if (it->second.call.arguments.empty()) it->second.call.arguments = "{}";
+          done(std::move(it->second.call));
+          open_.erase(it);
+        }
+        return;
+      }
+      case LlmEndpoint::OpenAIChat: {
+        const Json& choices = member(j, "choices");
+        if (!choices.is_array()) return;
+        for (const Json& c : choices) {
+          const Json& calls = member(member(c, "delta"), "tool_calls");
+          if (!calls.is_array()) continue;
+          const Json& ci = member(c, "index");
+          const uint64_t choice = ci.is_number_unsigned() ? ci.get<uint64_t>() : 0;
+          for (const Json& d : calls) {
+            const Json& idx = member(d, "index");
+            if (!idx.is_number_unsigned()) continue;
+            const uint64_t key = (choice << 32) | (idx.get<uint64_t>() & 0xffffffffu);
+            auto [it, fresh] = open_.try_emplace(key);
+            if (fresh) it->second.order = next_order_++;
+            if (open_.size() > kMaxToolCalls) {
+              open_.erase(it);
+              continue;
+            }
+            LlmToolCall& call = it->second.call;
+            if (const Json& id = member(d, "id"); id.is_string()) call.id = label(id);
+            const Json& f = member(d, "function");
+            if (const Json& n = member(f, "name"); n.is_string())
+              call.name = (call.name + label(n)).substr(0, kMaxToolLabel);
+            append(call, text(member(f, "arguments")));
+          }
+        }
+        return;
+      }
+      case LlmEndpoint::OpenAIResponses:
+        if (t == "response.output_item.done") item(member(j, "item"));
+        return;
+      case LlmEndpoint::None:
+        return;
+    }
+  }
+
+  // A whole JSON answer.
+  void body(std::string_view data) {
+    const Json j = Json::parse(data, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) return;
+    if (endpoint_ == LlmEndpoint::AnthropicMessages) {
+      const Json& content = member(j, "content");
+      if (!content.is_array()) return;
+      for (const Json& b : content)
+        if (member(b, "type") == "tool_use") {
+          LlmToolCall call{label(member(b, "id")), label(member(b, "name")), "", false};
+          const Json& input = member(b, "input");
+          append(call, input.is_null() ? "{}" : input.dump());
+          done(std::move(call));
+        }
+    } else if (endpoint_ == LlmEndpoint::OpenAIChat) {
+      const Json& choices = member(j, "choices");
+      if (!choices.is_array()) return;
+      for (const Json& c : choices) {
+        const Json& calls = member(member(c, "message"), "tool_calls");
+        if (!calls.is_array()) continue;
+        for (const Json& d : calls) {
+          const Json& f = member(d, "function");
+          LlmToolCall call{label(member(d, "id")), label(member(f, "name")), "", false};
+          append(call, text(member(f, "arguments")));
+          done(std::move(call));
+        }
+      }
+    } else if (endpoint_ == LlmEndpoint::OpenAIResponses) {
+      const Json& output = member(j, "output");
+      if (output.is_array())
+        for (const Json& o : output) item(o);
+    }
+  }
+
+  // The stream ended: OpenAI chat's calls are whole now.
+  void end() {
+    std::vector<std::pair<uint64_t, LlmToolCall>> rest;
+    for (auto& [key, o] : open_) rest.emplace_back(o.order, std::move(o.call));
+    open_.clear();
+    std::sort(rest.begin(), rest.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (auto& [order, call] : rest) done(std::move(call));
+  }
+
+  [[nodiscard]] const std::vector<LlmToolCall>& calls() const { return calls_; }
+
+ private:
+  struct Open {
+    LlmToolCall call;
+    uint64_t order = 0;
+  };
+  static std::string text(const Json& v) { return v.is_string() ? v.get<std::string>() : std::string(); }
+  // An id or a name: cut at kMaxToolLabel bytes.
+  static std::string label(const Json& v) {
+    if (!v.is_string()) return {};
+    const auto& str = v.get_ref<const std::string&>();
+    return str.substr(0, kMaxToolLabel);
+  }
+  static void append(LlmToolCall& call, std::string_view more) {
+    const size_t room = kMaxToolArguments - std::min(kMaxToolArguments, call.arguments.size());
+    if (more.size() > room) call.truncated = true;
+    call.arguments.append(more.substr(0, room));
+  }
+  void item(const Json& it) {
+    if (member(it, "type") != "function_call") return;
+    LlmToolCall call{label(member(it, "call_id")), label(member(it, "name")), "", false};
+    append(call, text(member(it, "arguments")));
+    done(std::move(call));
+  }
+  void done(LlmToolCall call) {
+    if (calls_.size() < kMaxToolCalls) calls_.push_back(std::move(call));
+  }
+
+  LlmEndpoint endpoint_;
+  std::map<uint64_t, Open> open_;  // streamed calls not yet whole, by block / (choice, index)
+  uint64_t next_order_ = 0;
+  std::vector<LlmToolCall> calls_;
+};
+
 struct ReaderImpl : FramerSink, SseSink {
-  explicit ReaderImpl(LlmEndpoint endpoint) : framer(*this), sse(*this, false), state(endpoint) {}
+  ReaderImpl(LlmEndpoint endpoint, bool trace_tools) : framer(*this), sse(*this, false), state(endpoint) {
+    if (trace_tools) tools.emplace(endpoint);
+  }
 
   void on_head(const ResponseHead& h, std::string_view) override {
     head = h;
@@ -579,20 +735,27 @@ struct ReaderImpl : FramerSink, SseSink {
   }
   void on_body_end() override {
     if (!read) return;
-    if (head.sse)
+    if (head.sse) {
       sse.finish();
-    else
+      if (tools) tools->end();
+    } else {
       state.body(json);
+      if (tools) tools->body(json);
+    }
     json.clear();
   }
   bool on_event(std::string_view, std::string_view data, bool whole) override {
-    if (whole) (void)state.event(data);
+    if (whole) {
+      (void)state.event(data);
+      if (tools) tools->event(data);
+    }
     return false;
   }
 
   ResponseFramer framer;
   SseReader sse;
   UsageState state;
+  std::optional<ToolCallState> tools;
   ResponseHead head;
   bool read = false;
   std::string json;
@@ -605,7 +768,8 @@ struct LlmUsageReader::Impl : llm_usage_detail::ReaderImpl {
   using ReaderImpl::ReaderImpl;
 };
 
-LlmUsageReader::LlmUsageReader(LlmEndpoint endpoint) : impl_(std::make_unique<Impl>(endpoint)) {}
+LlmUsageReader::LlmUsageReader(LlmEndpoint endpoint, bool trace_tools)
+    : impl_(std::make_unique<Impl>(endpoint, trace_tools)) {}
 LlmUsageReader::~LlmUsageReader() = default;
 
 void LlmUsageReader::feed(std::string_view bytes) {
@@ -618,6 +782,9 @@ std::optional<LlmUsage> LlmUsageReader::usage() const { return impl_->state.usag
 bool LlmUsageReader::ended() const { return impl_->state.ended(); }
 int LlmUsageReader::status() const { return impl_->head.status; }
 std::string_view LlmUsageReader::problem() const { return impl_->problem; }
+std::vector<LlmToolCall> LlmUsageReader::tool_calls() const {
+  return impl_->tools ? impl_->tools->calls() : std::vector<LlmToolCall>();
+}
 
 namespace llm_usage_detail {
 

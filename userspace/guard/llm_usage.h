@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "userspace/guard/llm_request_scan.h"
 
@@ -32,6 +33,20 @@ struct LlmUsage {
   friend bool operator==(const LlmUsage&, const LlmUsage&) = default;
 };
 
+// A tool call the model decided (--trace-tools): Anthropic's tool_use block
+// (streamed: content_block_start, then input_json_delta pieces), OpenAI chat's
+// tool_calls (streamed: deltas by index), a Responses function_call item.
+struct LlmToolCall {
+  std::string id;          // cut at kMaxToolLabel
+  std::string name;        // cut at kMaxToolLabel
+  std::string arguments;   // JSON text as the model wrote it (cut at kMaxToolArguments)
+  bool truncated = false;  // the arguments were longer
+  friend bool operator==(const LlmToolCall&, const LlmToolCall&) = default;
+};
+inline constexpr size_t kMaxToolCalls = 256;            // per answer; later ones are not kept
+inline constexpr size_t kMaxToolArguments = 64 * 1024;  // bytes per call
+inline constexpr size_t kMaxToolLabel = 256;            // bytes of an id or a name
+
 // The reader of one response, fed the bytes RequestJudge::on_response_bytes
 // gets (status line, headers, then the body with its chunked framing, as the
 // upstream sent them; plaintext), in order, in pieces of any size:
@@ -51,7 +66,8 @@ struct LlmUsage {
 // error status, a compressed body, a cut before any) has none.
 class LlmUsageReader {
  public:
-  explicit LlmUsageReader(LlmEndpoint endpoint);
+  // trace_tools: also collect the answer's tool calls (tool_calls()).
+  explicit LlmUsageReader(LlmEndpoint endpoint, bool trace_tools = false);
   ~LlmUsageReader();
   LlmUsageReader(const LlmUsageReader&) = delete;
   LlmUsageReader& operator=(const LlmUsageReader&) = delete;
@@ -68,6 +84,10 @@ class LlmUsageReader {
   // Why no usage can be read ("" when it can): a compressed body, bad framing.
   [[nodiscard]] std::string_view problem() const;
 
+  // The tool calls seen so far, in the order they began; a streamed call is
+  // listed once its block (Anthropic), its item (Responses) or the stream
+  // (OpenAI chat) ended. Empty unless trace_tools.
+  [[nodiscard]] std::vector<LlmToolCall> tool_calls() const;
   struct Impl;
 
  private:
