@@ -90,7 +90,8 @@ class ServicesApi : public ::testing::TestWithParam<Backend> {
   }
   std::vector<std::string> codes(const CpReply& r) {
     std::vector<std::string> c;
-    for (const auto& x : r.json()["refusals"]) c.push_back(x.value("code", ""));
+    const json j = r.json();  // kept: a range over a temporary's member would dangle
+    for (const auto& x : j["refusals"]) c.push_back(x.value("code", ""));
     return c;
   }
 
