@@ -6,10 +6,12 @@
 // validator's clock set by the test.
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <ctime>
 
 #include "cp_client.h"
 #include "orchestration_env.h"
+#include "selftests/lib/child_process.h"
 
 namespace florch {
 namespace {
@@ -302,6 +304,45 @@ TEST_P(ServicesApi, BadProposalsAreRefusedNamingTheField) {
     EXPECT_EQ(r.status, 400) << body << " -> " << r.describe();
     EXPECT_EQ(r.json().value("field", ""), field) << r.describe();
   }
+}
+
+// The faultcp binary: its Prometheus flags refused when bad (exit 2, nothing
+// served), and used when good: a service's SLO read through --prometheus-url.
+TEST_P(ServicesApi, TheFaultcpBinaryReadsTheSloWhereItIsTold) {
+  for (const auto& [flag, value] :
+       std::vector<std::pair<std::string, std::string>>{{"--prometheus-url", "ftp://127.0.0.1:9090"},
+                                                        {"--prometheus-url", "http://127.0.0.1:9090/?x=1"},
+                                                        {"--prometheus-timeout-ms", "50"},
+                                                        {"--prometheus-timeout-ms", "20000"}}) {
+    auto bad = fltest::run_command({FAULTCP_PATH, "serve", "--listen", "127.0.0.1:0", "--database",
+                                    "sqlite:/nonexistent-dir-never-made/x.db", flag, value},
+                                   {}, 10s);
+    EXPECT_TRUE(bad.status.is(2)) << flag << " " << value << ": " << bad.describe();
+    EXPECT_NE(bad.err.find(flag), std::string::npos) << bad.err;
+  }
+  fltest::TestDatabase db(GetParam());
+  auto cp = fltest::ChildProcess::spawn(
+      {FAULTCP_PATH, "serve", "--listen", "127.0.0.1:0", "--database", db.url(), "--prometheus-url", prom_->url()});
+  auto line = cp.wait_line_starting("faultcp: listening on", 20s);
+  ASSERT_TRUE(line.has_value()) << cp.describe();
+  const auto at = line->find("127.0.0.1:");
+  ASSERT_NE(at, std::string::npos) << *line;
+  const auto port = static_cast<uint16_t>(std::stoul(line->substr(at + 10)));
+  auto signup = fltest::cp_request(port, "POST", "/v1/auth/signup", "",
+                                   R"({"email":"a@example.com","password":"correct horse battery","workspace":"w"})");
+  ASSERT_EQ(signup.status, 201) << signup.describe();
+  const std::string token = signup.json().value("token", "");
+  auto svc = fltest::cp_request(port, "POST", "/v1/services", token, R"({"name":"search","instances":[]})");
+  ASSERT_EQ(svc.status, 201) << svc.describe();
+  auto slo =
+      fltest::cp_request(port, "GET", "/v1/services/" + std::to_string(svc.json().value("id", 0)) + "/slo", token);
+  ASSERT_EQ(slo.status, 200) << slo.describe();
+  EXPECT_DOUBLE_EQ(slo.json()["burn_rate_1h"].get<double>(), 1.7);
+  EXPECT_EQ(slo.json()["prometheus"], prom_->url());
+  cp.signal(SIGTERM);
+  auto st = cp.wait(10s);
+  ASSERT_TRUE(st.has_value()) << cp.describe();
+  EXPECT_TRUE(st->is(0)) << cp.describe();
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ServicesApi, ::testing::Values(Backend::Sqlite, Backend::Postgres),
