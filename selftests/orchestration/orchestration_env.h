@@ -39,6 +39,8 @@ class SloPrometheus {
     return prom_->wait_for_value(query, value, 30s);
   }
   [[nodiscard]] std::unique_ptr<faultline::InstantQuery> client() const;
+  // SIGTERM and wait: its port then refuses (a Prometheus gone silent).
+  void stop() { prom_->stop(); }
 
  private:
   std::string dir_;
