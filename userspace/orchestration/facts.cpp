@@ -28,7 +28,11 @@ class PrometheusInstantQuery final : public InstantQuery {
 }  // namespace
 
 Result<std::unique_ptr<InstantQuery>> prometheus_query(const std::string& url, uint64_t timeout_ns) {
-  auto c = PrometheusClient::create({url, ""});
+  return prometheus_query(PrometheusEndpoint{url, ""}, timeout_ns);
+}
+
+Result<std::unique_ptr<InstantQuery>> prometheus_query(const PrometheusEndpoint& e, uint64_t timeout_ns) {
+  auto c = PrometheusClient::create(e);
   if (!c) return c.error();
   return std::unique_ptr<InstantQuery>(std::make_unique<PrometheusInstantQuery>(std::move(*c), timeout_ns));
 }

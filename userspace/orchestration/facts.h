@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "userspace/guardrails/prometheus.h"
 #include "userspace/orchestration/service.h"
 
 namespace faultline {
@@ -56,6 +57,8 @@ class InstantQuery {
 // Prometheus at `url` (its base URL), each query answered within timeout_ns.
 // Bad input: a URL that cannot be used.
 [[nodiscard]] Result<std::unique_ptr<InstantQuery>> prometheus_query(const std::string& url, uint64_t timeout_ns);
+// The same with the CA an https URL is checked against (--prometheus-ca).
+[[nodiscard]] Result<std::unique_ptr<InstantQuery>> prometheus_query(const PrometheusEndpoint& e, uint64_t timeout_ns);
 
 // The three SLO series of a service, each the max over its matching series (a
 // series per instance or per route is allowed). An error names the series

@@ -63,6 +63,13 @@ nlohmann::json SloWatchdog::describe() const {
             {"prometheus", prom_->where()}}}};
 }
 
+std::string SloWatchdog::summary() const {
+  std::string s = slo_selector(cfg_.service, cfg_.service.slo.burn_rate_5m) + " at " + prom_->where() + " every " +
+                  rate_text(static_cast<double>(cfg_.interval_ns) / 1e9) + "s, unhealthy above " + rate_text(limit_);
+  if (limit_ != cfg_.abort_burn_rate_5m) s += " (asked " + rate_text(cfg_.abort_burn_rate_5m) + ", clamped to 2-10)";
+  return s + " or when Prometheus is silent";
+}
+
 nlohmann::json SloWatchdog::event(const GuardrailReading& r) const {
   nlohmann::json j{{"event", "slo_watchdog"}, {"healthy", r.healthy}};
   j["burn_rate_5m"] = last_ ? nlohmann::json(*last_) : nlohmann::json(nullptr);

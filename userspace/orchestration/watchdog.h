@@ -39,6 +39,8 @@ class SloWatchdog final : public Guardrail {
   // value: "burn_rate_5m" when Prometheus answered.
   [[nodiscard]] GuardrailReading read() override;
   [[nodiscard]] nlohmann::json describe() const override;
+  // "slo:burn_rate5m{service=\"api\"} at URL every 10s, unhealthy above 4 or when Prometheus is silent".
+  [[nodiscard]] std::string summary() const override;
   [[nodiscard]] nlohmann::json event(const GuardrailReading& r) const override;
 
   // What the watchdog records of the run: {"outcome":"aborted",
