@@ -188,10 +188,12 @@ int run_fault(RunnableFault& fault, const RunFlags& flags, const std::string& wh
   o.stop = io.stop;
   o.terminal = io.terminal;
   const int code = exit_code(guarded_run(fault, *guardrails, o, io.out, io.err));
-  // What the watchdog saw of the run, once it was armed (not in a dry run, nor
-  // when its preflight refused).
-  if (watchdog != nullptr && watchdog->preflight() && watchdog->preflight()->verdict == "ready") {
-    nlohmann::json line = watchdog->outcome_json();
+  // What the watchdog saw of the fault, once it was armed (not in a dry run,
+  // nor when its preflight refused): its abort, or a run that completed (not
+  // one interrupted, or ended by another guardrail, while it held).
+  nlohmann::json line = watchdog != nullptr ? watchdog->outcome_json() : nlohmann::json();
+  if (watchdog != nullptr && watchdog->preflight() && watchdog->preflight()->verdict == "ready" &&
+      (code == kExitCompleted || line["outcome"] == "aborted")) {
     line["event"] = "slo_watchdog_outcome";
     line["service"] = flags.slo_watchdog->service;
     if (flags.json)

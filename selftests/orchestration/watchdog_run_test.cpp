@@ -3,10 +3,12 @@
 // `prometheus` with the slo:* recording rules) while a real syscall fault is on
 // the test's cgroup. A blind watchdog refuses and nothing is injected; a
 // healthy service lets the run complete; a burn rate above the limit ends it
-// with exit 7 and records the burn rate at the abort; a Prometheus stopped
+// with exit 7 and records the burn rate at the abort (in the record's
+// verdict.json too); a Prometheus stopped
 // mid-run ends it too.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <optional>
 
 #include "enforce_env.h"
@@ -94,8 +96,12 @@ TEST_F(WatchdogRun, BlindRefusedHealthyCompletesBreachAndSilenceAbort) {
   EXPECT_EQ((*completed)["outcome"], "completed") << completed->dump();
   EXPECT_FALSE(completed->contains("burn_rate_at_abort")) << completed->dump();
 
-  // Breach: the burn rate moves to 12.5 mid-run. Exit 7, the burn rate recorded.
-  ChildProcess breach = ChildProcess::spawn(run_args("api", "60s"));
+  // Breach: the burn rate moves to 12.5 mid-run. Exit 7, the burn rate recorded,
+  // in the output and in the record's verdict.json.
+  const std::string record = state_dir_ + "/record";
+  std::vector<std::string> recorded = run_args("api", "60s");
+  recorded.insert(recorded.end(), {"--record", record, "--steady-state", "1s", "--hypothesis", "api keeps its SLO"});
+  ChildProcess breach = ChildProcess::spawn(recorded);
   ASSERT_TRUE(breach.wait_for("\"started\"", 30s)) << breach.describe();
   ASSERT_TRUE(breach.wait_for("\"burn_rate_5m\":0.5", 10s)) << breach.describe();
   prom_->set(slo_exposition("api", 12.5, 3, 0.8));
@@ -113,6 +119,14 @@ TEST_F(WatchdogRun, BlindRefusedHealthyCompletesBreachAndSilenceAbort) {
   ASSERT_TRUE(aborted) << breach.describe();
   EXPECT_EQ((*aborted)["outcome"], "aborted") << aborted->dump();
   EXPECT_EQ((*aborted)["burn_rate_at_abort"], 12.5) << aborted->dump();
+  std::ifstream verdict_file(record + "/verdict.json");
+  ASSERT_TRUE(verdict_file) << "no verdict.json in " << record;
+  auto verdict = nlohmann::json::parse(verdict_file, nullptr, false);
+  ASSERT_FALSE(verdict.is_discarded()) << "verdict.json is not JSON";
+  EXPECT_EQ(verdict["outcome"], "guardrail") << verdict.dump(2);
+  EXPECT_EQ(verdict["guardrail_outcomes"]["slo watchdog"],
+            (nlohmann::json{{"outcome", "aborted"}, {"burn_rate_at_abort", 12.5}}))
+      << verdict.dump(2);
 
   // Silence: Prometheus stopped mid-run. No failed query is tolerated.
   prom_->set(slo_exposition("api", 0.5, 0.5, 0.9));

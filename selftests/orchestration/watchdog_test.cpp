@@ -42,6 +42,12 @@ TEST(SloWatchdog, AbortsAboveTheLimitAndWhenPrometheusFallsSilent) {
   EXPECT_DOUBLE_EQ(ok.values.at("burn_rate_5m"), 0.5);
   EXPECT_EQ(w.outcome_json(), (nlohmann::json{{"outcome", "completed"}}));
 
+  // One whose fault has ended: later readings (a record's after window) say
+  // unhealthy but no longer change its outcome.
+  faultline::SloWatchdog after(q, watchdog_for("api", 2));
+  ASSERT_TRUE(after.arm().ok());
+  after.fault_ended();
+
   prom.set(slo_exposition("api", 12.5, 3, 0.8));
   ASSERT_TRUE(prom.wait_for("max(slo:burn_rate5m{service=\"api\"})", 12.5)) << "the burn rate did not move";
   auto breach = faultline::read_named(w);
@@ -52,6 +58,9 @@ TEST(SloWatchdog, AbortsAboveTheLimitAndWhenPrometheusFallsSilent) {
   // The first breach is the one recorded, not a later reading.
   (void)faultline::read_named(w);
   EXPECT_EQ(w.outcome_json()["burn_rate_at_abort"], 12.5);
+
+  EXPECT_FALSE(faultline::read_named(after).healthy);
+  EXPECT_EQ(after.outcome(), (nlohmann::json{{"outcome", "completed"}}));
 
   // Already past its limit when armed: refused, the run would abort at once.
   faultline::SloWatchdog late(q, watchdog_for("api", 4));

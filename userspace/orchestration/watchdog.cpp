@@ -47,7 +47,7 @@ GuardrailReading SloWatchdog::read() {
                   "x over 5m, above abort_burn_rate_5m " + rate_text(limit_);
     }
   }
-  if (!r.healthy && !aborted_) {
+  if (!r.healthy && !aborted_ && !fault_over_) {
     aborted_ = true;
     at_abort_ = last_;
   }

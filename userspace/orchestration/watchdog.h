@@ -47,6 +47,10 @@ class SloWatchdog final : public Guardrail {
   // "burn_rate_at_abort":X} (X null when Prometheus fell silent) once a
   // reading breached, else {"outcome":"completed"}.
   [[nodiscard]] nlohmann::json outcome_json() const;
+  // The same, for a record's verdict.json.
+  [[nodiscard]] nlohmann::json outcome() const override { return outcome_json(); }
+  // Readings after the fault (a record's after window) no longer abort it.
+  void fault_ended() override { fault_over_ = true; }
   [[nodiscard]] const std::optional<PreflightResult>& preflight() const { return preflight_; }
   [[nodiscard]] double limit() const { return limit_; }
 
@@ -55,7 +59,7 @@ class SloWatchdog final : public Guardrail {
   SloWatchdogConfig cfg_;
   double limit_;
   std::optional<PreflightResult> preflight_;
-  bool aborted_ = false;
+  bool aborted_ = false, fault_over_ = false;
   std::optional<double> at_abort_, last_;
 };
 

@@ -307,7 +307,14 @@ RunResult guarded_run(RunnableFault& fault, Guardrails& guardrails, const RunOpt
   }
   // On stderr in both modes, so neither a --json consumer nor a log reader misses it.
   if (result.untested) p.error("WARNING: UNTESTED: fault " + started->id + ": " + *result.untested);
+  for (auto& g : guardrails) g->fault_ended();
   if (recorded) {
+    // As of the fault's end: the after window's readings do not change them.
+    nlohmann::json outcomes = nlohmann::json::object();
+    for (const auto& g : guardrails) {
+      if (auto o = g->outcome(); !o.is_null()) outcomes[g->name()] = std::move(o);
+    }
+    recorded->guardrail_outcomes(std::move(outcomes));
     result.verdict =
         recorded->after_fault(result.outcome, result.detail.empty() ? reason : result.detail, stop, result.untested);
   }
