@@ -127,6 +127,8 @@ TEST_F(WatchdogRun, BlindRefusedHealthyCompletesBreachAndSilenceAbort) {
   EXPECT_EQ(verdict["guardrail_outcomes"]["slo watchdog"],
             (nlohmann::json{{"outcome", "aborted"}, {"burn_rate_at_abort", 12.5}}))
       << verdict.dump(2);
+  auto verify = flenf::run({flenf::kFaultctl, "report", "--verify", record}, 30s);
+  EXPECT_TRUE(verify.status.is(0)) << "the record with the watchdog's outcome must verify\n" << verify.describe();
 
   // Silence: Prometheus stopped mid-run. No failed query is tolerated.
   prom_->set(slo_exposition("api", 0.5, 0.5, 0.9));
