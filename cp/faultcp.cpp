@@ -18,6 +18,7 @@
 #include "cp/api/control_plane.h"
 #include "cp/storage/store.h"
 #include "userspace/net/http_server.h"
+#include "userspace/orchestration/facts.h"
 
 namespace {
 
@@ -39,6 +40,11 @@ Serves the control plane's REST API (docs/control-plane.md).
   --poll-timeout-ms N     how long an agent's long poll is held (default 25000)
   --lease-ms N            how long a dispatched experiment waits for its agent
                           to start it before it fails (default 60000)
+  --prometheus-url URL    where the services' SLO series are read (GET
+                          /v1/services/{id}/slo, POST /v1/validate); without it
+                          they answer that no Prometheus is set
+  --prometheus-timeout-ms N  how long one query may take (default 2000, 100-10000;
+                          it holds the serving thread meanwhile)
 
 EXAMPLES
   faultcp serve
@@ -51,7 +57,8 @@ int serve(int argc, char** argv) {
       "database", "", cxxopts::value<std::string>()->default_value(kDefaultDatabase))(
       "poll-timeout-ms", "", cxxopts::value<int64_t>()->default_value("25000"))(
       "lease-ms", "", cxxopts::value<int64_t>()->default_value("60000"))("tls-cert", "", cxxopts::value<std::string>())(
-      "tls-key", "", cxxopts::value<std::string>())("h,help", "");
+      "tls-key", "", cxxopts::value<std::string>())("prometheus-url", "", cxxopts::value<std::string>())(
+      "prometheus-timeout-ms", "", cxxopts::value<int64_t>()->default_value("2000"))("h,help", "");
   cxxopts::ParseResult args;
   try {
     args = o.parse(argc, argv);
@@ -79,6 +86,20 @@ int serve(int argc, char** argv) {
   }
   config.poll_timeout = std::chrono::milliseconds(poll);
   config.lease = std::chrono::milliseconds(lease);
+  const int64_t prom_timeout = args["prometheus-timeout-ms"].as<int64_t>();
+  if (prom_timeout < 100 || prom_timeout > 10'000) {
+    std::fprintf(stderr, "faultcp serve: --prometheus-timeout-ms must be within 100-10000\n");
+    return 2;
+  }
+  if (args.count("prometheus-url")) {
+    auto prom = faultline::prometheus_query(args["prometheus-url"].as<std::string>(),
+                                            static_cast<uint64_t>(prom_timeout) * 1'000'000ULL);
+    if (!prom) {
+      std::fprintf(stderr, "faultcp serve: %s\n", prom.error().describe().c_str());
+      return 2;
+    }
+    config.prometheus = std::move(*prom);
+  }
 
   if (args.count("tls-cert") != args.count("tls-key")) {
     std::fprintf(stderr, "faultcp serve: --tls-cert and --tls-key go together\n");

@@ -10,6 +10,9 @@
 #include "base/units.h"
 #include "ctl/flag_error.h"
 #include "userspace/guardrails/http.h"
+#include "userspace/orchestration/facts.h"
+#include "userspace/orchestration/service.h"
+#include "userspace/orchestration/watchdog.h"
 #include "userspace/run/guarded_run.h"
 
 namespace faultline {
@@ -89,6 +92,8 @@ void add_run_options(cxxopts::Options& o) {
       ("slo-burn-rate", "guardrail on an SLO's burn rate: PromQL with {window} (or given twice: fast, slow)", cxxopts::value<std::string>())
       ("slo-target", "the SLO in percent (99.9): --slo-burn-rate is then an error ratio", cxxopts::value<std::string>())
       ("burn-windows", "the fast and the slow window for {window} (default 5m,1h)", cxxopts::value<std::string>())
+      ("slo-watchdog", "guardrail on a service's slo:burn_rate5m{service=NAME}, armed only by its preflight", cxxopts::value<std::string>())
+      ("abort-burn-rate-5m", "the --slo-watchdog's limit: a 5m burn rate, clamped to 2-10", cxxopts::value<std::string>())
       ("abort-above", "limit of the guardrail named before it (--kernel-signal, --query, --slo-burn-rate)", cxxopts::value<std::string>())
       ("abort-below", "lower limit of --query", cxxopts::value<std::string>());
   o.add_options("experiment record")
@@ -121,6 +126,9 @@ Result<RunFlags> parse_run_flags(const cxxopts::ParseResult& r, const std::strin
   f.guardrails.kernel_signal = *ksig;
   if (f.guardrails.kernel_signal) f.guardrails.kernel_signal->netns = probe_netns;
   FL_TRY(parse_prometheus_flags(r, *limits, f.guardrails));
+  auto watchdog = parse_slo_watchdog_flags(r);
+  if (!watchdog) return watchdog.error();
+  f.slo_watchdog = *watchdog;
   f.dry_run = r.count("dry-run") > 0;
   f.json = r.count("json") > 0;
   {
@@ -132,8 +140,12 @@ Result<RunFlags> parse_run_flags(const cxxopts::ParseResult& r, const std::strin
     f.redactor = std::move(*red);
   }
   // A record reads every guardrail at the shortest interval among them.
-  auto rec = parse_record_flags(r, f.guardrails.health.has_value(), f.guardrails.any(), duration_ns,
-                                f.guardrails.record_interval_ns(), args);
+  uint64_t record_interval = f.guardrails.record_interval_ns();
+  if (f.slo_watchdog)
+    record_interval =
+        f.guardrails.any() ? std::min(record_interval, f.slo_watchdog->interval_ns) : f.slo_watchdog->interval_ns;
+  auto rec = parse_record_flags(r, f.guardrails.health.has_value(), f.guardrails.any() || f.slo_watchdog.has_value(),
+                                duration_ns, record_interval, args);
   if (!rec) return rec.error();
   f.record = *rec;
   if (f.record) f.record->redactor = f.redactor;
@@ -150,6 +162,23 @@ int run_fault(RunnableFault& fault, const RunFlags& flags, const std::string& wh
     io.err << who << ": " << guardrails.error().describe() << "\n";
     return guardrails.error().bad_input ? kExitBadInput : kExitFailure;
   }
+  SloWatchdog* watchdog = nullptr;
+  if (flags.slo_watchdog) {
+    const auto& w = *flags.slo_watchdog;
+    // Each query answered within the interval, at most 5 s: a slower answer is silence.
+    auto prom = prometheus_query(w.prometheus, std::min<uint64_t>(w.interval_ns, 5'000'000'000ULL));
+    if (!prom) {
+      io.err << who << ": --prometheus-url " << prom.error().describe() << "\n";
+      return prom.error().bad_input ? kExitBadInput : kExitFailure;
+    }
+    SloWatchdogConfig c;
+    c.service.name = w.service;
+    c.abort_burn_rate_5m = w.abort_burn_rate_5m;
+    c.interval_ns = w.interval_ns;
+    auto g = std::make_unique<SloWatchdog>(std::shared_ptr<InstantQuery>(std::move(*prom)), std::move(c));
+    watchdog = g.get();
+    guardrails->push_back(std::move(g));
+  }
   RunOptions o;
   o.record = flags.record;
   o.json = flags.json;
@@ -158,7 +187,21 @@ int run_fault(RunnableFault& fault, const RunFlags& flags, const std::string& wh
   o.redactor = flags.redactor;
   o.stop = io.stop;
   o.terminal = io.terminal;
-  return exit_code(guarded_run(fault, *guardrails, o, io.out, io.err));
+  const int code = exit_code(guarded_run(fault, *guardrails, o, io.out, io.err));
+  // What the watchdog saw of the fault, once it was armed (not in a dry run,
+  // nor when its preflight refused): its abort, or a run that completed (not
+  // one interrupted, or ended by another guardrail, while it held).
+  nlohmann::json line = watchdog != nullptr ? watchdog->outcome_json() : nlohmann::json();
+  if (watchdog != nullptr && watchdog->preflight() && watchdog->preflight()->verdict == "ready" &&
+      (code == kExitCompleted || line["outcome"] == "aborted")) {
+    line["event"] = "slo_watchdog_outcome";
+    line["service"] = flags.slo_watchdog->service;
+    if (flags.json)
+      io.out << line.dump() << "\n";
+    else
+      io.err << who << ": slo watchdog: " << line.dump() << "\n";
+  }
+  return code;
 }
 
 Result<std::optional<HealthProbeConfig>> parse_health_flags(const cxxopts::ParseResult& r, const std::string& netns) {
@@ -240,8 +283,9 @@ Status parse_prometheus_flags(const cxxopts::ParseResult& r, const GuardrailLimi
       if (r.count(f))
         return bad(std::string("--") + f + " configures the Prometheus guardrails; give --prometheus-url too");
     }
-  } else if (!query && !burn) {
-    return bad("--prometheus-url needs something to ask: --query PROMQL or --slo-burn-rate EXPR");
+  } else if (!query && !burn && !r.count("slo-watchdog")) {
+    return bad(
+        "--prometheus-url needs something to ask: --query PROMQL, --slo-burn-rate EXPR or --slo-watchdog SERVICE");
   }
   for (const char* f : {"slo-target", "burn-windows"}) {
     if (r.count(f) && !burn)
@@ -345,6 +389,56 @@ Status parse_prometheus_flags(const cxxopts::ParseResult& r, const GuardrailLimi
     into.burn_rate = b;
   }
   return {};
+}
+
+Result<std::optional<SloWatchdogFlags>> parse_slo_watchdog_flags(const cxxopts::ParseResult& r) {
+  auto str = [&](const char* f) { return r[f].as<std::string>(); };
+  if (!r.count("slo-watchdog")) {
+    if (r.count("abort-burn-rate-5m"))
+      return bad("--abort-burn-rate-5m limits the SLO watchdog; give --slo-watchdog SERVICE too");
+    return std::optional<SloWatchdogFlags>{};
+  }
+  SloWatchdogFlags w;
+  if (r.count("slo-watchdog") > 1) return bad("--slo-watchdog: give one service (one watchdog per run)");
+  w.service = str("slo-watchdog");
+  if (!valid_service_name(w.service))
+    return bad("--slo-watchdog '" + w.service +
+               "': a service name is 1-63 of [a-z0-9._-], starting with a letter or digit");
+  if (!r.count("prometheus-url"))
+    return bad("--slo-watchdog reads the service's burn rate from Prometheus: give --prometheus-url too");
+  if (!r.count("abort-burn-rate-5m"))
+    return bad(
+        "--slo-watchdog needs --abort-burn-rate-5m N (a 5m burn rate, 2-10: 10 spends a 30-day budget in 3 days)");
+  {
+    const std::string v = str("abort-burn-rate-5m");
+    auto n = parse_number(GuardrailLimit{"--abort-burn-rate-5m", v});
+    if (!n) return n.error();
+    if (!(*n > 0)) return bad("--abort-burn-rate-5m '" + v + "': a burn rate above 0 (clamped to 2-10)");
+    w.abort_burn_rate_5m = *n;
+  }
+  if (r.count("query-errors") && !r.count("query") && !r.count("slo-burn-rate"))
+    return bad(
+        "--query-errors is for --query and --slo-burn-rate; the --slo-watchdog tolerates no failed query "
+        "(a silent Prometheus aborts)");
+  w.prometheus.url = str("prometheus-url");
+  auto u = parse_http_url(w.prometheus.url);
+  if (!u) return bad("--prometheus-url " + u.error().message);
+  if (r.count("prometheus-ca")) {
+    w.prometheus.ca_file = str("prometheus-ca");
+    if (!u->tls)
+      return bad("--prometheus-ca is for an https:// --prometheus-url; " + w.prometheus.url + " is plain http");
+    if (::access(w.prometheus.ca_file.c_str(), R_OK) != 0)
+      return bad("--prometheus-ca " + w.prometheus.ca_file + ": cannot be read");
+  }
+  auto shared = interval_flag(r, "interval");
+  if (!shared) return shared.error();
+  auto own = interval_flag(r, "prometheus-interval");
+  if (!own) return own.error();
+  if (*own)
+    w.interval_ns = **own;
+  else if (*shared)
+    w.interval_ns = **shared;
+  return std::optional<SloWatchdogFlags>(w);
 }
 
 Result<std::optional<RecordOptions>> parse_record_flags(const cxxopts::ParseResult& r, bool has_health,

@@ -13,14 +13,26 @@
 
 #include "base/result.h"
 #include "userspace/guardrails/guardrail_options.h"
+#include "userspace/guardrails/prometheus.h"
 #include "userspace/run/guarded_run.h"
 #include "userspace/run/record.h"
 #include "userspace/run/runnable_fault.h"
 
 namespace faultline {
 
+// --slo-watchdog SERVICE --abort-burn-rate-5m N with --prometheus-url: the
+// orchestration's SLO watchdog (userspace/orchestration/watchdog.h), armed only
+// by its preflight, one more guardrail of the run.
+struct SloWatchdogFlags {
+  std::string service;
+  double abort_burn_rate_5m = 0;             // as written; the watchdog clamps it to 2-10
+  PrometheusEndpoint prometheus;             // --prometheus-url, --prometheus-ca
+  uint64_t interval_ns = 10'000'000'000ULL;  // --prometheus-interval, else --interval, else 10 s
+};
+
 struct RunFlags {
   GuardrailOptions guardrails;
+  std::optional<SloWatchdogFlags> slo_watchdog;
   std::optional<RecordOptions> record;
   bool json = false;
   bool dry_run = false;
@@ -64,6 +76,8 @@ struct GuardrailLimits {
 // --prometheus-url with --query and/or --slo-burn-rate, into `into`.
 [[nodiscard]] Status parse_prometheus_flags(const cxxopts::ParseResult& r, const GuardrailLimits& limits,
                                             GuardrailOptions& into);
+// --slo-watchdog and --abort-burn-rate-5m (none: nullopt).
+[[nodiscard]] Result<std::optional<SloWatchdogFlags>> parse_slo_watchdog_flags(const cxxopts::ParseResult& r);
 [[nodiscard]] Result<std::optional<RecordOptions>> parse_record_flags(const cxxopts::ParseResult& r, bool has_health,
                                                                       bool has_any_guardrail, uint64_t duration_ns,
                                                                       uint64_t interval_ns,

@@ -13,6 +13,8 @@
 #   base, userspace/net, userspace/proxy  <-  userspace/guard (the AI-agent
 #             guard's decisions, denial answers, activity chain: no BPF, no I/O
 #             loop; the policy file reads its section, so policy sits on guard)
+#   base, userspace/guardrails  <-  userspace/orchestration (services, facts,
+#             validator, preflight; cp uses it)
 #   base  <-  cp/proto (the agent wire format, faultline_cp_proto; cp and
 #             userspace/daemon use it)
 #
@@ -43,6 +45,9 @@ allowed_for() {
     # format (http_answer.h) and judges CIDR patterns with net's egress rules.
     userspace/guard/*) echo '^(base|faultline|userspace/(net|proxy|guard))/' ;;
     userspace/guardrails/*) echo '^(base|loader|faultline|userspace/(net|guardrails))/' ;;
+    # The orchestration (services, facts, the validator, the watchdog's
+    # preflight): Prometheus through the guardrails' client; no kernel, no I/O loop.
+    userspace/orchestration/*) echo '^(base|userspace/(net|guardrails|orchestration))/' ;;
     userspace/state/*) echo '^(base|loader|faultline|userspace/state)/' ;;
     userspace/run/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|run))/' ;;
     userspace/faults/stream/*)
@@ -69,7 +74,7 @@ allowed_for() {
     # The agent wire format (faultline_cp_proto) is under both faultcp and
     # faultd: base and itself only.
     cp/proto/*) echo '^(base|cp/proto)/' ;;
-    cp/*) echo '^(base|faultline|userspace/(net|guard|policy)|cp)/|^userspace/faults/packet/spec\.h$|^userspace/ops/experiment\.h$|^userspace/faults/spec_fields\.h$' ;;
+    cp/*) echo '^(base|faultline|userspace/(net|guard|policy|orchestration)|cp)/|^userspace/faults/packet/spec\.h$|^userspace/ops/experiment\.h$|^userspace/faults/spec_fields\.h$' ;;
     *) return 1 ;;
   esac
 }

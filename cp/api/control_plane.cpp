@@ -68,6 +68,21 @@ ControlPlane::ControlPlane(Store& store, HttpServer& server, ControlPlaneConfig 
   add_route("POST", "/v1/experiments/{id}/abort", {TK::Session, TK::Api},
             [this](const HttpRequest&, const PathParams& a, const Principal& p) { return abort_experiment(a, p); });
 
+  add_route("POST", "/v1/services", {TK::Session, TK::Api},
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return create_service(r, p); });
+  add_route("GET", "/v1/services", {TK::Session, TK::Api},
+            [this](const HttpRequest&, const PathParams&, const Principal& p) { return list_services(p); });
+  add_route("GET", "/v1/services/{id}", {TK::Session, TK::Api},
+            [this](const HttpRequest&, const PathParams& a, const Principal& p) { return get_service(a, p); });
+  add_route("DELETE", "/v1/services/{id}", {TK::Session, TK::Api},
+            [this](const HttpRequest&, const PathParams& a, const Principal& p) { return delete_service(a, p); });
+  add_route("GET", "/v1/services/{id}/profile", {TK::Session, TK::Api},
+            [this](const HttpRequest&, const PathParams& a, const Principal& p) { return service_profile(a, p); });
+  add_route("GET", "/v1/services/{id}/slo", {TK::Session, TK::Api},
+            [this](const HttpRequest&, const PathParams& a, const Principal& p) { return service_slo(a, p); });
+  add_route("POST", "/v1/validate", {TK::Session, TK::Api},
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return validate_proposal(r, p); });
+
   add_route("POST", "/v1/kill", {TK::Session, TK::Api},
             [this](const HttpRequest& r, const PathParams&, const Principal& p) { return engage_kill(r, p); });
   add_route("DELETE", "/v1/kill", {TK::Session, TK::Api},

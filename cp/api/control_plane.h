@@ -23,6 +23,8 @@
 #include "cp/webhooks/webhook_sender.h"
 #include "userspace/net/http_router.h"
 #include "userspace/net/http_server.h"
+#include "userspace/orchestration/clock.h"
+#include "userspace/orchestration/facts.h"
 
 namespace faultline::cp {
 
@@ -45,6 +47,13 @@ struct ControlPlaneConfig {
   std::chrono::milliseconds session_ttl{12 * 3600 * 1000};             // a login's token lives this long
   WebhookRetryPolicy webhook_retry{};
   std::chrono::seconds alert_window{60};  // an inbound alert's timestamp, either way of the clock
+  // Where the services' SLO series are read (--prometheus-url); none: not set.
+  std::shared_ptr<InstantQuery> prometheus;
+  // A service instance is ready when its agent polled within this long (and
+  // its kill switch is released): faultcp's one sign of an agent's health.
+  std::chrono::milliseconds agent_ready_within{60'000};
+  // The validator's clock (its windows); none: the host's.
+  std::shared_ptr<const Clock> clock;
 };
 
 // Who a request comes from, as the auth layer resolved it.
@@ -214,6 +223,15 @@ class ControlPlane {
   void wake_guard(int64_t ws, bool policy, int64_t id);
   void wake_guard_local(int64_t ws, bool policy, int64_t id);
   void end_guard_wait(uint64_t exchange);
+
+  // The orchestration's services and facts (api_services.cpp).
+  HttpReply create_service(const HttpRequest& req, const Principal& p);
+  HttpReply list_services(const Principal& p);
+  HttpReply get_service(const PathParams& params, const Principal& p);
+  HttpReply delete_service(const PathParams& params, const Principal& p);
+  HttpReply service_profile(const PathParams& params, const Principal& p);
+  HttpReply service_slo(const PathParams& params, const Principal& p);
+  HttpReply validate_proposal(const HttpRequest& req, const Principal& p);
 
   Store& store_;
   HttpServer& server_;

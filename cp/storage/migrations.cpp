@@ -233,6 +233,19 @@ CREATE TABLE guard_budget_reservations (
 );
 CREATE INDEX guard_budget_reservations_window ON guard_budget_reservations(workspace_id, identity, window_s, window_start);
 )sql",
+      // 7: the orchestration's services (docs/orchestration.md): one row per
+      // registered service, its checked spec as canonical JSON; a name once per workspace.
+      R"sql(
+CREATE TABLE services (
+  id {id},
+  workspace_id BIGINT NOT NULL REFERENCES workspaces(id),
+  name TEXT NOT NULL,
+  spec TEXT NOT NULL,
+  created_ms BIGINT NOT NULL,
+  created_by TEXT NOT NULL,
+  UNIQUE (workspace_id, name)
+);
+)sql",
   };
   return m;
 }

@@ -206,6 +206,17 @@ struct GuardBudgetReservation {
   GuardBudgetCharge charge;  // after the reservation (refused: as it stands)
 };
 
+// A registered service (migration 7): its spec as canonical JSON
+// (service_spec_json of userspace/orchestration/service.h).
+struct ServiceRow {
+  int64_t id = 0;
+  int64_t workspace_id = 0;
+  std::string name;
+  std::string spec;
+  int64_t created_ms = 0;
+  std::string created_by;
+};
+
 class Store {
  public:
   // Opens the database and migrates it to this build's schema.
@@ -368,6 +379,16 @@ class Store {
   [[nodiscard]] Result<bool> end_guard_budget_reservation(int64_t ws, int64_t id, std::optional<int64_t> billed);
   [[nodiscard]] Result<GuardBudgetCharge> guard_budget(int64_t ws, const std::string& identity, int64_t window_s,
                                                        int64_t now_ms);
+
+  // Services (migration 7, service_store.cpp): a new one (kConflict when the
+  // name is taken in the workspace; call inside Store::begin); all, by name;
+  // one by id or by name; one removed (false: it was not there).
+  [[nodiscard]] Result<ServiceRow> insert_service(int64_t ws, const std::string& name, const std::string& spec,
+                                                  int64_t now_ms, const std::string& created_by);
+  [[nodiscard]] Result<std::vector<ServiceRow>> services(int64_t ws);
+  [[nodiscard]] Result<std::optional<ServiceRow>> service(int64_t ws, int64_t id);
+  [[nodiscard]] Result<std::optional<ServiceRow>> service_by_name(int64_t ws, const std::string& name);
+  [[nodiscard]] Result<bool> delete_service(int64_t ws, int64_t id);
 
  private:
   std::unique_ptr<SqlConnection> db_;

@@ -185,16 +185,19 @@ void Exporter::set(const std::string& exposition) {
   text_->exposition = exposition;
 }
 
-PrometheusServer::PrometheusServer(const std::string& dir, uint16_t exporter_port) : dir_(dir) {
+PrometheusServer::PrometheusServer(const std::string& dir, uint16_t exporter_port, const std::string& rules)
+    : dir_(dir) {
   std::filesystem::create_directories(dir_ + "/data");
-  std::ofstream(dir_ + "/prometheus.yml") << "global:\n"
-                                          << "  scrape_interval: 1s\n"
-                                          << "  scrape_timeout: 900ms\n"
-                                          << "  evaluation_interval: 1s\n"
-                                          << "scrape_configs:\n"
-                                          << "  - job_name: faultline_test\n"
-                                          << "    static_configs:\n"
-                                          << "      - targets: ['127.0.0.1:" << exporter_port << "']\n";
+  if (!rules.empty()) std::ofstream(dir_ + "/rules.yml") << rules;
+  std::ofstream(dir_ + "/prometheus.yml")
+      << (rules.empty() ? "" : "rule_files: ['" + dir_ + "/rules.yml']\n") << "global:\n"
+      << "  scrape_interval: 1s\n"
+      << "  scrape_timeout: 900ms\n"
+      << "  evaluation_interval: 1s\n"
+      << "scrape_configs:\n"
+      << "  - job_name: faultline_test\n"
+      << "    static_configs:\n"
+      << "      - targets: ['127.0.0.1:" << exporter_port << "']\n";
   port_ = free_loopback_port();
   proc_.emplace(ChildProcess::spawn(
       exec_logged({"prometheus", "--config.file=" + dir_ + "/prometheus.yml", "--storage.tsdb.path=" + dir_ + "/data",

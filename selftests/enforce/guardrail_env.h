@@ -70,10 +70,12 @@ class Exporter {
 
 // A real Prometheus on 127.0.0.1 with a private port and TSDB in dir, scraping
 // the exporter every second (evaluation every second too). No lifecycle or
-// admin API. Stopped (SIGTERM, then SIGKILL) when destroyed.
+// admin API. Stopped (SIGTERM, then SIGKILL) when destroyed. `rules`, when
+// given, is a rule file's YAML (groups: ...), evaluated every second (the
+// orchestration's tests record their slo:* series with it).
 class PrometheusServer {
  public:
-  PrometheusServer(const std::string& dir, uint16_t exporter_port);
+  PrometheusServer(const std::string& dir, uint16_t exporter_port, const std::string& rules = "");
   ~PrometheusServer();
   PrometheusServer(const PrometheusServer&) = delete;
   PrometheusServer& operator=(const PrometheusServer&) = delete;

@@ -1,6 +1,7 @@
 // The guardrail flags every `faultctl run` shares (ctl/run_flags.h), parsed
 // alone: Prometheus, SLO burn rate, health over https, the kernel signal's
-// source, several guardrails at once, and which guardrail each limit belongs to.
+// source, several guardrails at once, which guardrail each limit belongs to, and
+// the orchestration's --slo-watchdog.
 #include <gtest/gtest.h>
 
 #include "ctl/flag_words.h"
@@ -94,6 +95,24 @@ TEST(GuardrailFlags, ARecordReadsAtTheShortestInterval) {
   EXPECT_EQ(f->guardrails.record_interval_ns(), kSecond);
 }
 
+TEST(GuardrailFlags, SloWatchdogWithItsIntervalAndAlongAQuery) {
+  auto f = parse({"--prometheus-url", "http://p:9090", "--slo-watchdog", "checkout", "--abort-burn-rate-5m", "14.4"});
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  ASSERT_TRUE(f->slo_watchdog);
+  EXPECT_EQ(f->slo_watchdog->service, "checkout");
+  EXPECT_EQ(f->slo_watchdog->abort_burn_rate_5m, 14.4) << "as written; the watchdog clamps it";
+  EXPECT_EQ(f->slo_watchdog->prometheus.url, "http://p:9090");
+  EXPECT_EQ(f->slo_watchdog->interval_ns, 10 * kSecond);
+  EXPECT_FALSE(f->guardrails.any()) << "the watchdog alone";
+
+  auto both = parse({"--prometheus-url", "http://p:9090", "--query", "up", "--abort-below", "1", "--slo-watchdog",
+                     "api", "--abort-burn-rate-5m", "3", "--prometheus-interval", "2s"});
+  ASSERT_TRUE(both.ok()) << both.error().message;
+  EXPECT_EQ(both->slo_watchdog->interval_ns, 2 * kSecond);
+  EXPECT_EQ(both->guardrails.prometheus->abort_below, 1);
+  EXPECT_FALSE(parse({"--slo-watchdog", "api", "--abort-burn-rate-5m", "3"}).ok());
+}
+
 struct Bad {
   std::vector<std::string> args;
   const char* expect;
@@ -151,6 +170,16 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{prom({"--slo-burn-rate", "a", "--slo-burn-rate", "b", "--slo-burn-rate", "c", "--abort-above", "2"}),
             "twice"},
         Bad{{"--slo-target", "99.9"}, "give --slo-burn-rate too"},
+        Bad{{"--slo-watchdog", "api", "--abort-burn-rate-5m", "3"}, "give --prometheus-url too"},
+        Bad{{"--abort-burn-rate-5m", "3"}, "give --slo-watchdog SERVICE too"},
+        Bad{prom({"--slo-watchdog", "api"}), "needs --abort-burn-rate-5m"},
+        Bad{prom({"--slo-watchdog", "api", "--abort-burn-rate-5m", "fast"}),
+            "--abort-burn-rate-5m 'fast': not a number"},
+        Bad{prom({"--slo-watchdog", "api", "--abort-burn-rate-5m", "0"}), "a burn rate above 0"},
+        Bad{prom({"--slo-watchdog", "Not A Name", "--abort-burn-rate-5m", "3"}), "a service name is"},
+        Bad{prom({"--slo-watchdog", "a", "--slo-watchdog", "b", "--abort-burn-rate-5m", "3"}), "give one service"},
+        Bad{prom({"--slo-watchdog", "api", "--abort-burn-rate-5m", "3", "--query-errors", "2"}),
+            "tolerates no failed query"},
         Bad{{"--health-url", "http://h/", "--health-ca", "/etc/hostname"}, "is for an https://"},
         Bad{{"--health-url", "https://h/", "--health-ca", "/no/such/ca.pem"}, "cannot be read"},
         Bad{{"--health-ca", "/etc/hostname"}, "give --health-url too"},

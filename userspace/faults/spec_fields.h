@@ -1,6 +1,6 @@
 // Reading an experiment spec (faultcp's JSON model of a `faultctl run`) with
 // errors that name the field: "spec.errno: not a known errno name". The fault
-// families' spec readers (experiment_spec.h in each) build on these, and turn
+// families' experiment readers (experiment.h in each) build on these, and turn
 // the errors of their own validate() -- which name the `faultctl run` flag
 // ("--cores must be at least 1") -- into the same form, so the CLI, faultcp and
 // faultd refuse the same values with one set of checks.

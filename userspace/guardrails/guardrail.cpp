@@ -16,6 +16,8 @@ void merge_reading(GuardrailReading& a, const GuardrailReading& b) {
 
 std::string Guardrail::summary() const { return describe().dump(); }
 
+nlohmann::json Guardrail::outcome() const { return nullptr; }
+
 GuardrailReading read_named(Guardrail& g) {
   GuardrailReading r = g.read();
   if (!r.healthy) r.problem = g.name() + ": " + r.problem;

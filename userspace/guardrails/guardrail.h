@@ -47,6 +47,13 @@ class Guardrail {
   [[nodiscard]] virtual std::string summary() const;
   // The JSON line a run prints for a reading ({"event": ...}).
   [[nodiscard]] virtual nlohmann::json event(const GuardrailReading& r) const = 0;
+  // The fault has ended: readings after this (a record's after window) no
+  // longer change outcome().
+  virtual void fault_ended() {}
+  // What the guardrail concluded of the fault, kept in a record's verdict.json
+  // under "guardrail_outcomes" by name() (the SLO watchdog's outcome and burn
+  // rate at the abort); null (the default) when it keeps nothing of its own.
+  [[nodiscard]] virtual nlohmann::json outcome() const;
 };
 
 using Guardrails = std::vector<std::unique_ptr<Guardrail>>;

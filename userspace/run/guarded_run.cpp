@@ -219,7 +219,14 @@ class GuardedRun {
     events_->ended(started_.id, result_, breached_by_, last);
     // On stderr in both forms, so neither a --json consumer nor a log reader misses it.
     if (result_.untested) events_->error("WARNING: UNTESTED: fault " + started_.id + ": " + *result_.untested);
+    for (auto& g : guardrails_) g->fault_ended();
     if (recorded_) {
+      // As of the fault's end: the after window's readings do not change them.
+      nlohmann::json outcomes = nlohmann::json::object();
+      for (const auto& g : guardrails_) {
+        if (auto o = g->outcome(); !o.is_null()) outcomes[g->name()] = std::move(o);
+      }
+      recorded_->guardrail_outcomes(std::move(outcomes));
       const std::string reason = outcome_name(result_.outcome);
       result_.verdict = recorded_->after_fault(result_.outcome, result_.detail.empty() ? reason : result_.detail,
                                                stop_check(), result_.untested);

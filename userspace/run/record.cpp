@@ -276,6 +276,7 @@ HypothesisVerdict RecordedRun::write_verdict(HypothesisVerdict v, const std::str
                          {"end_s", std::round(static_cast<double>(fault_end_ns_ - origin_ns_) / 1e6) / 1e3}};
   }
   if (fault_counters_.is_object() && !fault_counters_.empty()) j["fault_counters"] = fault_counters_;
+  if (guardrail_outcomes_.is_object() && !guardrail_outcomes_.empty()) j["guardrail_outcomes"] = guardrail_outcomes_;
   bool recovered =
       !after_.empty() && std::all_of(after_.begin(), after_.end(), [](const GuardrailReading& s) { return s.healthy; });
   if (opts_.slo) {

@@ -59,6 +59,9 @@ class RecordedRun {
   // What the fault counted by its end (its last observation: counters, and a
   // cap's state with when it was reached); kept in verdict.json as "fault_counters".
   void fault_counted(nlohmann::json fields) { fault_counters_ = std::move(fields); }
+  // What each guardrail concluded of the fault ({name: Guardrail::outcome()}),
+  // as of its end; kept in verdict.json as "guardrail_outcomes".
+  void guardrail_outcomes(nlohmann::json outcomes) { guardrail_outcomes_ = std::move(outcomes); }
   [[nodiscard]] HypothesisVerdict after_fault(RunOutcome outcome, const std::string& detail, const StopCheck& stop,
                                               const std::optional<std::string>& untested = std::nullopt);
 
@@ -82,7 +85,7 @@ class RecordedRun {
   uint64_t origin_ns_ = 0;  // t = 0 of the time series
   uint64_t fault_start_ns_ = 0, fault_end_ns_ = 0;
   double fault_start_wall_ = 0, fault_end_wall_ = 0;
-  nlohmann::json fault_counters_;
+  nlohmann::json fault_counters_, guardrail_outcomes_;
   std::string hypothesis_sha_;
   std::string refusal_;
   UniqueFd samples_fd_;
