@@ -9,7 +9,7 @@
 //
 //   node guard_sdk_test.js BASE_URL     (the stand-in, e.g. http://127.0.0.1:40111)
 'use strict';
-const http = require('node:http');
+const {makeProxyFetch} = require('./proxy_fetch');
 const Anthropic = require('@anthropic-ai/sdk');
 const OpenAI = require('openai');
 
@@ -33,30 +33,7 @@ function check(cond, what, detail) {
 
 // A fetch through the HTTP proxy: the request line carries the whole URL.
 let attempts = 0;
-function proxyFetch(url, init = {}) {
-  attempts++;
-  const p = new URL(proxy);
-  const headers = {};
-  new Headers(init.headers || {}).forEach((v, k) => (headers[k] = v));
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-        {host: p.hostname, port: p.port, method: init.method || 'GET', path: String(url), headers},
-        (res) => {
-          const chunks = [];
-          res.on('data', (c) => chunks.push(c));
-          res.on('end', () => {
-            const h = new Headers();
-            for (const [k, v] of Object.entries(res.headers)) h.set(k, Array.isArray(v) ? v.join(', ') : v);
-            resolve(new Response(Buffer.concat(chunks), {status: res.statusCode, headers: h}));
-          });
-          res.on('error', reject);
-        },
-    );
-    req.on('error', reject);
-    if (init.body) req.write(init.body);
-    req.end();
-  });
-}
+const proxyFetch = makeProxyFetch(proxy, {onAttempt: () => attempts++});
 
 async function main() {
   attempts = 0;

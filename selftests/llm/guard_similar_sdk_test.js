@@ -6,7 +6,7 @@
 //
 //   node guard_similar_sdk_test.js BASE_URL MAX_TOKENS:PROMPT...
 'use strict';
-const http = require('node:http');
+const {makeProxyFetch} = require('./proxy_fetch');
 const Anthropic = require('@anthropic-ai/sdk');
 
 const [base, ...calls] = process.argv.slice(2);
@@ -16,31 +16,7 @@ if (!base || calls.length === 0 || !proxy) {
   process.exit(2);
 }
 
-function proxyFetch(url, init = {}) {
-  const p = new URL(proxy);
-  const headers = {};
-  new Headers(init.headers || {}).forEach((v, k) => (headers[k] = v));
-  // With a length, not chunked: the stand-in reads bodies by Content-Length.
-  if (init.body) headers['content-length'] = String(Buffer.byteLength(init.body));
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-        {host: p.hostname, port: p.port, method: init.method || 'GET', path: String(url), headers},
-        (res) => {
-          const chunks = [];
-          res.on('data', (c) => chunks.push(c));
-          res.on('end', () => {
-            const h = new Headers();
-            for (const [k, v] of Object.entries(res.headers)) h.set(k, Array.isArray(v) ? v.join(', ') : v);
-            resolve(new Response(Buffer.concat(chunks), {status: res.statusCode, headers: h}));
-          });
-          res.on('error', reject);
-        },
-    );
-    req.on('error', reject);
-    if (init.body) req.write(init.body);
-    req.end();
-  });
-}
+const proxyFetch = makeProxyFetch(proxy);
 
 async function main() {
   const anthropic = new Anthropic({apiKey: 'test-key', baseURL: base, fetch: proxyFetch, maxRetries: 0});
