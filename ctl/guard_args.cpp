@@ -25,11 +25,11 @@ namespace {
 constexpr Example kGuardExamples[] = {
     {"any user: HTTP(S) through the guard's proxy; /secrets/ gets a 403",
      "faultctl guard --enforce --deny /secrets/ --terminate-tls --json-log activity.jsonl -- ./agent.sh"},
-    {"a prompt carrying an injected instruction gets the provider's own error, nothing upstream",
+    {"an injected instruction in a prompt: the provider's error, none upstream",
      "faultctl guard --enforce --terminate-tls --prompt-guard -- claude -p hi"},
     {"keys, tokens and cards in a request are masked before they leave",
      "faultctl guard --enforce --terminate-tls --dlp --dlp-action redact -- claude -p hi"},
-    {"Anthropic calls go with their tools by name and prompt-cache breakpoints placed",
+    {"Anthropic calls: tools sorted by name, prompt-cache breakpoints placed",
      "faultctl guard --terminate-tls --optimize-cache enforce -- claude -p hi"},
     {"any user: only two hosts; POSTs to prod wait for faultctl approvals",
      "faultctl guard --enforce --default-deny --terminate-tls --allow api.anthropic.com "

@@ -23,6 +23,8 @@
 #  10. bench-guard.sh    the AI-agent guard's cost per request: wrk as the guarded command, no rule vs 1k
 #                        rules, a 16 KiB body with and without the LLM facts scan, the activity log on;
 #                        the budget under 20 callers (its own table, targets MET/MISSED)
+#  11. bench-exec-gate.sh  an exec under faultctl guard --block-dangerous vs the same guard without it
+#                        (exec of /bin/true from one bash; target <= 1.15x, MET/MISSED)
 #
 # Usage: scripts/bench.sh BUILD_DIR   (root; iperf3 from scripts/install-deps.sh)
 # Everything it creates is private to this run and removed on exit: two network
@@ -182,6 +184,10 @@ fi
 echo
 echo "== 10. the AI-agent guard: what rules, the LLM facts scan and the activity log cost a request"
 step "$(dirname "$0")/bench-guard.sh" "$BUILD"
+
+echo
+echo "== 11. the exec gate: what judging each exec of a guarded command costs (--block-dangerous)"
+step "$(dirname "$0")/bench-exec-gate.sh" "$BUILD"
 
 echo
 echo "== summary ($(($(date +%s) - START)) s; $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); ratios within each repetition)"
