@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "base/json_quote.h"
 #include "cp/api/api_error.h"
 #include "cp/storage/migrations.h"
 
@@ -409,83 +410,6 @@ nlohmann::json experiment_json(const Experiment& e) {
 
 namespace {
 
-// s as a JSON string, as nlohmann's dump() writes it (\b \f \n \r \t, other
-// control characters as \u00XX, UTF-8 kept), an invalid UTF-8 sequence
-// replaced by U+FFFD rather than failing the whole answer.
-void append_json_string(std::string& out, std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out += '"';
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      switch (c) {
-        case '"':
-          out += "\\\"";
-          break;
-        case '\\':
-          out += "\\\\";
-          break;
-        case '\b':
-          out += "\\b";
-          break;
-        case '\f':
-          out += "\\f";
-          break;
-        case '\n':
-          out += "\\n";
-          break;
-        case '\r':
-          out += "\\r";
-          break;
-        case '\t':
-          out += "\\t";
-          break;
-        default:
-          if (c < 0x20) {
-            out += "\\u00";
-            out += kHex[c >> 4];
-            out += kHex[c & 15];
-          } else {
-            out += static_cast<char>(c);
-          }
-      }
-      ++i;
-      continue;
-    }
-    // A whole, shortest-form, in-range sequence is copied; anything else is U+FFFD.
-    size_t len = 0;
-    uint32_t cp = 0;
-    if (c >= 0xc2 && c <= 0xdf) {
-      len = 2;
-      cp = c & 0x1f;
-    } else if (c >= 0xe0 && c <= 0xef) {
-      len = 3;
-      cp = c & 0x0f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-      len = 4;
-      cp = c & 0x07;
-    }
-    bool ok = len != 0 && i + len <= s.size();
-    for (size_t k = 1; ok && k < len; ++k) {
-      const auto cc = static_cast<unsigned char>(s[i + k]);
-      ok = (cc & 0xc0) == 0x80;
-      cp = (cp << 6) | (cc & 0x3f);
-    }
-    if (ok)
-      ok = !(len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) &&
-           !(len == 4 && (cp < 0x10000 || cp > 0x10ffff));
-    if (ok) {
-      out.append(s.substr(i, len));
-      i += len;
-    } else {
-      out += "\xef\xbf\xbd";
-      ++i;
-    }
-  }
-  out += '"';
-}
-
 void append_json_member(std::string& out, const char* key) {
   out += '"';
   out += key;
@@ -508,7 +432,7 @@ void append_experiment_json(std::string& out, const Experiment& e) {
   append_json_number(out, e.created_ms);
   out += ',';
   append_json_member(out, "detail");
-  append_json_string(out, e.detail);
+  append_json_quoted(out, e.detail);
   out += ',';
   append_json_member(out, "id");
   append_json_number(out, e.id);
@@ -532,7 +456,7 @@ void append_experiment_json(std::string& out, const Experiment& e) {
   append_json_number(out, e.started_ms);
   out += ',';
   append_json_member(out, "status");
-  append_json_string(out, e.state);
+  append_json_quoted(out, e.state);
   out += ',';
   append_json_member(out, "stop_requested");
   out += e.stop_requested ? "true" : "false";

@@ -176,12 +176,7 @@ TEST_F(AgentCli, CodexExecAnswersFromTheStandIn) {
 
 // faultctl (and so the CLI it runs) as an unprivileged user: nobody through
 // setpriv when the test runs as root, as in guard_wire_test.cpp.
-std::vector<std::string> as_user(std::vector<std::string> argv) {
-  if (::geteuid() != 0) return argv;
-  std::vector<std::string> out = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"};
-  out.insert(out.end(), argv.begin(), argv.end());
-  return out;
-}
+std::vector<std::string> as_user(std::vector<std::string> argv) { return fltest::as_nobody(std::move(argv)); }
 
 // The real CLIs run by `faultctl guard` as a user: no cgroup, no BPF; they
 // reach the stand-in only through the proxy variables the guard sets (it sets

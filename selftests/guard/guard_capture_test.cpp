@@ -14,6 +14,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "selftests/guard/guard_env.h"
 #include "selftests/lib/child_process.h"
 #include "selftests/lib/netns_pair.h"
 #include "selftests/lib/require_root.h"
@@ -58,18 +59,7 @@ const char* kUdpClient =
 
 class GuardCaptureTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    env_ = {"FAULTLINE_CA_DIR=" + dir_.file("ca"),
-            "XDG_RUNTIME_DIR=",
-            "NO_PROXY=",
-            "no_proxy=",
-            "HTTP_PROXY=",
-            "HTTPS_PROXY=",
-            "http_proxy=",
-            "https_proxy=",
-            "SSL_CERT_FILE=",
-            "CURL_CA_BUNDLE="};
-  }
+  void SetUp() override { env_ = fltest::guard_env(dir_.path(), {"SSL_CERT_FILE=", "CURL_CA_BUNDLE="}); }
   std::string policy(const std::string& json) {
     const std::string file = dir_.file("guard-" + std::to_string(++files_) + ".json");
     fltest::write_file(file, json);

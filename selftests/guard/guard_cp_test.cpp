@@ -21,6 +21,7 @@
 #include <sstream>
 #include <thread>
 
+#include "selftests/guard/guard_env.h"
 #include "selftests/lib/child_process.h"
 #include "selftests/lib/clock.h"
 #include "selftests/proxy/proxy_fixture.h"
@@ -85,12 +86,7 @@ class Faultcp {
   std::optional<ChildProcess> proc_;
 };
 
-std::vector<std::string> as_user(std::vector<std::string> argv) {
-  if (::geteuid() != 0) return argv;
-  std::vector<std::string> out = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"};
-  out.insert(out.end(), argv.begin(), argv.end());
-  return out;
-}
+std::vector<std::string> as_user(std::vector<std::string> argv) { return fltest::as_nobody(std::move(argv)); }
 
 // Polls until pred holds or the deadline; true if it held.
 bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds within) {
@@ -115,16 +111,7 @@ class GuardCpTest : public ::testing::Test {
         cp_.call("POST", "/v1/tokens", session_, {{"kind", "enrollment"}}).body.value("token", "");
     agent_ = cp_.call("POST", "/v1/agents/register", enroll, {{"hostname", "laptop-7"}}).body.value("token", "");
     ASSERT_FALSE(agent_.empty());
-    env_ = {"FAULTLINE_CA_DIR=" + dir_.file("ca"),
-            "XDG_RUNTIME_DIR=",
-            "NO_PROXY=",
-            "no_proxy=",
-            "HTTP_PROXY=",
-            "HTTPS_PROXY=",
-            "http_proxy=",
-            "https_proxy=",
-            "FAULTLINE_CP=",
-            "FAULTLINE_CP_TOKEN="};
+    env_ = fltest::guard_env(dir_.path(), {"FAULTLINE_CP=", "FAULTLINE_CP_TOKEN="});
   }
   void TearDown() override { cp_.stop(); }
 

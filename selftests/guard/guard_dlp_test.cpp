@@ -15,6 +15,7 @@
 #include <random>
 #include <sstream>
 
+#include "selftests/guard/guard_env.h"
 #include "selftests/lib/child_process.h"
 #include "selftests/lib/dlp_samples.h"
 #include "selftests/proxy/proxy_fixture.h"
@@ -80,15 +81,7 @@ class GuardDlpTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_EQ(::chmod(dir_.path().c_str(), 0777), 0);
-    env_ = {"FAULTLINE_CA_DIR=" + dir_.file("ca"),
-            "XDG_RUNTIME_DIR=",
-            "NO_PROXY=",
-            "no_proxy=",
-            "HTTP_PROXY=",
-            "HTTPS_PROXY=",
-            "http_proxy=",
-            "https_proxy=",
-            "FAULTLINE_STATE_DIR=" + dir_.file("state")};
+    env_ = fltest::guard_env(dir_.path(), {"FAULTLINE_STATE_DIR=" + dir_.file("state")});
     std::mt19937_64 rng(2026);
     aws_ = samples::aws_key(rng);
     github_ = samples::github_token(rng);
@@ -115,8 +108,7 @@ class GuardDlpTest : public ::testing::Test {
                              "@" + dir_.file("body.json")});
     argv.insert(argv.end(), curl_extra.begin(), curl_extra.end());
     argv.push_back(url);
-    if (::geteuid() == 0)
-      argv.insert(argv.begin(), {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"});
+    argv = fltest::as_nobody(std::move(argv));
     return fltest::run_command(argv, {.env = env_}, 60s);
   }
 

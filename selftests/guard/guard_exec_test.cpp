@@ -12,6 +12,7 @@
 #include <optional>
 #include <regex>
 
+#include "selftests/guard/guard_env.h"
 #include "selftests/lib/child_process.h"
 #include "selftests/tls/tls_harness.h"
 
@@ -34,13 +35,7 @@ class GuardExecTest : public ::testing::Test {
     fltest::write_file(dir_.file("script.sh"),
                        "rm -rf " + dir_.file("victim") + "\necho \"after $?\"\nls " + dir_.path() + " >/dev/null\n");
     ASSERT_EQ(::chmod(dir_.file("script.sh").c_str(), 0755), 0);
-    env_ = {"FAULTLINE_CA_DIR=" + dir_.file("ca"),
-            "XDG_RUNTIME_DIR=",
-            "FAULTLINE_STATE_DIR=" + dir_.file("state"),
-            "HTTP_PROXY=",
-            "HTTPS_PROXY=",
-            "http_proxy=",
-            "https_proxy="};
+    env_ = fltest::guard_env(dir_.path(), {"FAULTLINE_STATE_DIR=" + dir_.file("state")});
   }
 
   // faultctl guard FLAGS --json-log ACTIVITY -- bash script.sh, as nobody
@@ -49,8 +44,7 @@ class GuardExecTest : public ::testing::Test {
     std::vector<std::string> argv = {kExecFaultctl, "guard"};
     argv.insert(argv.end(), flags.begin(), flags.end());
     argv.insert(argv.end(), {"--json-log", dir_.file("activity.jsonl"), "--", "bash", dir_.file("script.sh")});
-    if (::geteuid() == 0 && !as_root)
-      argv.insert(argv.begin(), {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"});
+    if (!as_root) argv = fltest::as_nobody(std::move(argv));
     return fltest::run_command(argv, {.env = env_}, 60s);
   }
 
@@ -59,16 +53,14 @@ class GuardExecTest : public ::testing::Test {
     std::vector<std::string> argv = {kExecFaultctl, "guard"};
     argv.insert(argv.end(), flags.begin(), flags.end());
     argv.insert(argv.end(), {"--json-log", dir_.file("activity.jsonl"), "--", "bash", dir_.file("script.sh")});
-    if (::geteuid() == 0)
-      argv.insert(argv.begin(), {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"});
+    argv = fltest::as_nobody(std::move(argv));
     return ChildProcess::spawn(argv, {.env = env_});
   }
   // faultctl approvals ..., as the guard's user.
   CommandResult approvals(std::vector<std::string> args) {
     std::vector<std::string> argv = {kExecFaultctl, "approvals"};
     argv.insert(argv.end(), args.begin(), args.end());
-    if (::geteuid() == 0)
-      argv.insert(argv.begin(), {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"});
+    argv = fltest::as_nobody(std::move(argv));
     return fltest::run_command(argv, {.env = env_}, 30s);
   }
   // The id of the held exec ("held for approval 123.1").
@@ -140,8 +132,7 @@ TEST_F(GuardExecTest, AsRootTheCommandInTheGuardsCgroupIsJudgedToo) {
 TEST_F(GuardExecTest, ADangerousCommandAtTheTopNeverStarts) {
   std::vector<std::string> argv = {kExecFaultctl, "guard",     "--enforce", "--block-dangerous",
                                    "--",          "/bin/bash", "-c",        "rm -rf " + dir_.file("victim")};
-  if (::geteuid() == 0)
-    argv.insert(argv.begin(), {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"});
+  argv = fltest::as_nobody(std::move(argv));
   CommandResult r = fltest::run_command(argv, {.env = env_}, 60s);
   EXPECT_FALSE(r.status.is(0)) << r.describe();
   EXPECT_TRUE(fs::exists(dir_.file("victim/sub/file")));

@@ -49,12 +49,7 @@ std::string pg_bin() {
 
 // nobody through setpriv when we are root (PostgreSQL refuses root; faultctl
 // runs as a user would).
-std::vector<std::string> as_user(std::vector<std::string> argv) {
-  if (::geteuid() != 0) return argv;
-  std::vector<std::string> out = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"};
-  out.insert(out.end(), argv.begin(), argv.end());
-  return out;
-}
+std::vector<std::string> as_user(std::vector<std::string> argv) { return fltest::as_nobody(std::move(argv)); }
 
 // A cluster with password authentication over TCP on 127.0.0.1.
 class ScramCluster {

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "selftests/guard/guard_env.h"
 #include "selftests/lib/child_process.h"
 #include "selftests/proxy/proxy_fixture.h"
 #include "selftests/tls/tls_harness.h"
@@ -94,15 +95,7 @@ class GuardPromptTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_EQ(::chmod(dir_.path().c_str(), 0777), 0);
-    env_ = {"FAULTLINE_CA_DIR=" + dir_.file("ca"),
-            "XDG_RUNTIME_DIR=",
-            "NO_PROXY=",
-            "no_proxy=",
-            "HTTP_PROXY=",
-            "HTTPS_PROXY=",
-            "http_proxy=",
-            "https_proxy=",
-            "FAULTLINE_STATE_DIR=" + dir_.file("state")};
+    env_ = fltest::guard_env(dir_.path(), {"FAULTLINE_STATE_DIR=" + dir_.file("state")});
   }
 
   CommandResult guard(std::vector<std::string> flags, std::vector<std::string> command) {
@@ -110,8 +103,7 @@ class GuardPromptTest : public ::testing::Test {
     argv.insert(argv.end(), flags.begin(), flags.end());
     argv.insert(argv.end(), {"--json-log", dir_.file("activity.jsonl"), "--"});
     argv.insert(argv.end(), command.begin(), command.end());
-    if (::geteuid() == 0)
-      argv.insert(argv.begin(), {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"});
+    argv = fltest::as_nobody(std::move(argv));
     return fltest::run_command(argv, {.env = env_}, 90s);
   }
 

@@ -18,6 +18,7 @@
 #include <regex>
 #include <thread>
 
+#include "selftests/guard/guard_env.h"
 #include "selftests/lib/child_process.h"
 #include "selftests/lib/clock.h"
 #include "selftests/lib/require_root.h"
@@ -38,29 +39,15 @@ const std::string kFaultctl = FAULTCTL_PATH;
 using CountingUpstream = fltest::SeenUpstream;
 
 // faultctl as an unprivileged user: nobody through setpriv when we are root.
-std::vector<std::string> as_user(std::vector<std::string> argv) {
-  if (::geteuid() != 0) return argv;
-  std::vector<std::string> out = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"};
-  out.insert(out.end(), argv.begin(), argv.end());
-  return out;
-}
+std::vector<std::string> as_user(std::vector<std::string> argv) { return fltest::as_nobody(std::move(argv)); }
 
 class GuardWireTest : public ::testing::Test {
  protected:
   void SetUp() override {
     // nobody writes the activity log, the CA and the trust files here.
     ASSERT_EQ(::chmod(dir_.path().c_str(), 0777), 0);
-    env_ = {"FAULTLINE_CA_DIR=" + dir_.file("ca"),
-            "XDG_RUNTIME_DIR=",
-            "NO_PROXY=",
-            "no_proxy=",
-            "HTTP_PROXY=",
-            "HTTPS_PROXY=",
-            "http_proxy=",
-            "https_proxy=",
-            "SSL_CERT_FILE=",
-            "CURL_CA_BUNDLE=",
-            "FAULTLINE_STATE_DIR=" + dir_.file("state")};
+    env_ = fltest::guard_env(dir_.path(),
+                             {"SSL_CERT_FILE=", "CURL_CA_BUNDLE=", "FAULTLINE_STATE_DIR=" + dir_.file("state")});
   }
 
   std::vector<std::string> guard_argv(std::vector<std::string> flags, std::vector<std::string> cmd, bool user = true) {

@@ -419,4 +419,11 @@ CommandResult run_command(const std::vector<std::string>& argv, const SpawnOptio
   return ChildProcess::spawn(argv, o).finish(timeout);
 }
 
+std::vector<std::string> as_nobody(std::vector<std::string> argv) {
+  if (::geteuid() != 0) return argv;
+  std::vector<std::string> out = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"};
+  out.insert(out.end(), argv.begin(), argv.end());
+  return out;
+}
+
 }  // namespace fltest

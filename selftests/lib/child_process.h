@@ -140,4 +140,8 @@ class ChildProcess {
 [[nodiscard]] CommandResult run_command(const std::vector<std::string>& argv, const SpawnOptions& o = {},
                                         Millis timeout = 30s);
 
+// argv as an unprivileged user: through setpriv as nobody when the test runs
+// as root (a guard "as any user"), unchanged otherwise.
+[[nodiscard]] std::vector<std::string> as_nobody(std::vector<std::string> argv);
+
 }  // namespace fltest

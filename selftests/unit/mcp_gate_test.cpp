@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "base/json_quote.h"
 #include "userspace/guard/json_canonical.h"
 #include "userspace/guard/mcp_pins.h"
 #include "userspace/guard/mcp_rule.h"
@@ -63,6 +64,15 @@ TEST(McpCanonicalJson, RfcExampleAndMemberOrder) {
   EXPECT_EQ(canonical_json(in),
             "{\"literals\":[null,true,false],\"numbers\":[333333333.3333333,1e+30,4.5,0.002,1e-27],"
             "\"string\":\"\xe2\x82\xac$\\u000f\\nA'B\\\"\\\\\\\\\\\"/\"}");
+  // An invalid UTF-8 sequence (a lone byte, an overlong form, a surrogate)
+  // becomes U+FFFD: the text stays JSON, as nlohmann's replace handler has it.
+  EXPECT_EQ(faultline::json_quote("a\xff"
+                                  "b\xc0\xaf"
+                                  "c\xed\xa0\x80"),
+            "\"a\xef\xbf\xbd"
+            "b\xef\xbf\xbd\xef\xbf\xbd"
+            "c\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"");
+  EXPECT_EQ(faultline::json_quote("\xe2\x82\xac"), "\"\xe2\x82\xac\"");
   // The short escapes where JSON has one, \u00XX for the other controls.
   EXPECT_EQ(canonical_json(json("\b\f\t\r\x01\x1f")), "\"\\b\\f\\t\\r\\u0001\\u001f\"");
   // Sorted by UTF-16 code units: the emoji (a surrogate pair, D83D) before U+FB33.
