@@ -500,7 +500,8 @@ RequestVerdict GuardJudge::judge_body(uint64_t request_id, const RequestBodyChun
   }
   if (!chunk.bytes.empty()) {
     (void)call->scan.feed(chunk.bytes);
-    if (options_.replay || options_.optimize_cache != CacheOptimizeMode::off || call->prompt_scope) call->body.append(chunk.bytes);
+    if (options_.replay || options_.optimize_cache != CacheOptimizeMode::off || call->prompt_scope)
+      call->body.append(chunk.bytes);
   }
   if (!chunk.end) return RequestVerdict::need_body();
   if (!chunk.over_cap) (void)call->scan.finish();
