@@ -154,6 +154,10 @@ TEST_F(NamespaceViewTest, KilledGuardUnderIpNetnsExecFailsClosed) {
     }
   } sweep{cgroup};
   ::kill(g.pid(), SIGKILL);
+  // Reaped before the host looks: a killed process is someone's until then,
+  // and the record of a guard whose owner still shows is not orphaned.
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (!g.poll_exit() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
   CommandResult st = run({kFaultctl, "status", "--json"});
   auto j = nlohmann::json::parse(st.out, nullptr, false);
   ASSERT_TRUE(!j.is_discarded() && j["guards"].size() == 1u) << st.describe();
