@@ -117,13 +117,23 @@ bool wait_serving(ChildProcess& d) {
   return true;
 }
 
-size_t FaultdTest::served(const std::string& what) {
-  (void)faultd_->wait_for("\x01never", 50ms, fltest::Stream::kStderr);  // read what it logged so far
-  const std::string& err = faultd_->err();
+size_t FaultdTest::served(const std::string& what, size_t at_least) {
+  const auto count = [&] {
+    const std::string& err = faultd_->err();
+    size_t n = 0;
+    for (size_t at = err.find("faultd: " + what + " "); at != std::string::npos;
+         at = err.find("faultd: " + what + " ", at + 1))
+      ++n;
+    return n;
+  };
+  // faultd's log has a thread of its own: a request's line may come just
+  // after its answer. Read what it logged so far, and wait for at_least.
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
   size_t n = 0;
-  for (size_t at = err.find("faultd: " + what + " "); at != std::string::npos;
-       at = err.find("faultd: " + what + " ", at + 1))
-    ++n;
+  do {
+    (void)faultd_->wait_for("\x01never", 50ms, fltest::Stream::kStderr);
+    n = count();
+  } while (n < at_least && std::chrono::steady_clock::now() < deadline);
   return n;
 }
 

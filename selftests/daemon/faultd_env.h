@@ -42,8 +42,10 @@ class FaultdTest : public ::testing::Test {
   [[nodiscard]] ChildProcess& faultd() { return *faultd_; }
   [[nodiscard]] uint16_t metrics_port() const { return metrics_port_; }
   [[nodiscard]] uint16_t toxiproxy_port() const { return toxiproxy_port_; }
-  // How many requests for `what` ("GET /v1/status") faultd has logged.
-  [[nodiscard]] size_t served(const std::string& what);
+  // How many requests for `what` ("GET /v1/status") faultd has logged,
+  // waiting up to 5 s for at least at_least (its log is written by a thread
+  // of its own, a moment after the answer).
+  [[nodiscard]] size_t served(const std::string& what, size_t at_least = 0);
 
   [[nodiscard]] CommandResult faultctl(const std::vector<std::string>& args, bool through_faultd) const;
 

@@ -92,7 +92,7 @@ TEST_F(FaultdTest, MetricsCountARealFaultAndPrometheusScrapesThem) {
   };
   const size_t gets = served("GET /v1/status");
   const nlohmann::json via = status_doc(true);
-  EXPECT_EQ(served("GET /v1/status"), gets + 1);
+  EXPECT_EQ(served("GET /v1/status", gets + 1), gets + 1);
   EXPECT_EQ(via, status_doc(false));
   ASSERT_EQ(via["faults"].size(), 1u) << via.dump();
   EXPECT_EQ(via["faults"][0]["counters"]["dropped"], 5) << via.dump();
@@ -114,7 +114,7 @@ TEST_F(FaultdTest, MetricsCountARealFaultAndPrometheusScrapesThem) {
   CommandResult abort = faultctl({"abort", fault}, true);
   EXPECT_TRUE(abort.status.is(0)) << abort.describe();
   EXPECT_EQ(abort.out, "fault " + fault + " ended\n");
-  EXPECT_EQ(served("POST"), before + 1);
+  EXPECT_EQ(served("POST", before + 1), before + 1);
   auto ended = run.wait(15000ms);
   EXPECT_TRUE(ended) << run.describe();
   CommandResult after = fltest::run_command(
@@ -152,7 +152,7 @@ TEST_F(FaultdTest, SyscallFaultCountersAndAbortAllThroughFaultd) {
   EXPECT_TRUE(all.status.is(0)) << all.describe();
   EXPECT_NE(all.out.find("fault " + id + " ended"), std::string::npos) << all.describe();
   EXPECT_NE(all.out.find("all faults ended (kill switch)"), std::string::npos) << all.describe();
-  EXPECT_EQ(served("POST /v1/abort-all 200"), 1u) << faultd().err();
+  EXPECT_EQ(served("POST /v1/abort-all 200", 1), 1u) << faultd().err();
   f.write_stdin("\n");
   EXPECT_TRUE(f.wait_for("HOLD", 30s)) << "the command did not run on after the kill switch: " << f.describe();
   EXPECT_EQ(sample(scrape(metrics_port()), series), -1) << "an ended fault is still exported";

@@ -54,7 +54,7 @@ class RunViaFaultdTest : public FaultdTest {
     argv.insert(argv.end(), args.begin(), args.end());
     return ChildProcess::spawn(argv, {.env = env(), .stop_grace = 5000ms});
   }
-  [[nodiscard]] size_t runs_served() { return served("POST /v1/runs"); }
+  [[nodiscard]] size_t runs_served(size_t at_least = 0) { return served("POST /v1/runs", at_least); }
   [[nodiscard]] size_t faults_on() const {
     const CommandResult st = fltest::run_command({FAULTCTL_PATH, "status", "--json"}, {.env = standalone_env()}, 30s);
     const auto j = nlohmann::json::parse(st.out, nullptr, false);
@@ -88,7 +88,7 @@ TEST_F(RunViaFaultdTest, TheSameRunPrintsTheSameBothWays) {
     const size_t before = runs_served();
     const CommandResult via = run(args, true);
     const CommandResult alone = run(args, false);
-    EXPECT_EQ(runs_served(), before + 1) << "the run did not go through faultd: " << faultd().err();
+    EXPECT_EQ(runs_served(before + 1), before + 1) << "the run did not go through faultd: " << faultd().err();
     EXPECT_TRUE(via.status.is(0)) << via.describe();
     EXPECT_EQ(via.status.code, alone.status.code) << via.describe() << "\n---\n" << alone.describe();
     EXPECT_EQ(shape(via.out), shape(alone.out)) << via.describe() << "\n---\n" << alone.describe();
@@ -132,7 +132,7 @@ TEST_F(RunViaFaultdTest, AGuardrailBreachExitsSevenBothWays) {
   EXPECT_EQ(shape(via.out), shape(alone.out)) << via.describe() << "\n---\n" << alone.describe();
   EXPECT_EQ(shape(via.err), shape(alone.err)) << via.describe() << "\n---\n" << alone.describe();
   EXPECT_NE(via.err.find("guardrail breached, fault ended"), std::string::npos) << via.describe();
-  EXPECT_EQ(runs_served(), 1u) << faultd().err();
+  EXPECT_EQ(runs_served(1), 1u) << faultd().err();
   EXPECT_EQ(faults_on(), 0u);
 }
 
@@ -162,7 +162,7 @@ TEST_F(RunViaFaultdTest, CtrlCOrAKilledFaultctlEndsTheFault) {
     if (!gone) std::this_thread::sleep_for(100ms);
   }
   EXPECT_TRUE(gone) << "the fault outlived its faultctl: " << faultd().err();
-  EXPECT_EQ(runs_served(), 2u) << faultd().err();
+  EXPECT_EQ(runs_served(2), 2u) << faultd().err();
 }
 
 TEST_F(RunViaFaultdTest, AnotherFaultctlSeesAndAbortsIt) {
@@ -226,7 +226,7 @@ TEST_F(RunViaFaultdTest, FaultdKeepsWhatItsRunsAttachedUntilItStops) {
   const CommandResult other_mode = run(tc, true);
   EXPECT_TRUE(other_mode.status.is(0)) << other_mode.describe();
   EXPECT_NE(other_mode.out.find("via tc"), std::string::npos) << other_mode.describe();
-  EXPECT_EQ(runs_served(), 3u) << faultd().err();
+  EXPECT_EQ(runs_served(3), 3u) << faultd().err();
   // Stopped, faultd tears the idle state down, as any faultctl would.
   faultd().stop(5000ms);
   EXPECT_TRUE(pinned_links(bpffs_root()).empty());
@@ -246,7 +246,7 @@ TEST_F(RunViaFaultdTest, FaultdLoadsItsNamespacesProgramsAtItsStart) {
   // A run in faultd's namespace (no --netns): planned in faultd, so there.
   const CommandResult r = run({"partition", "--target", kRunB, "--duration", "1s"}, true);
   ASSERT_TRUE(r.status.is(0)) << r.describe() << faultd().err();
-  EXPECT_EQ(runs_served(), 1u) << faultd().err();
+  EXPECT_EQ(runs_served(1), 1u) << faultd().err();
   EXPECT_EQ(faultline::count_netfault_progs(*control), 2) << "the run loaded the programs again";
   EXPECT_FALSE(pinned_links(bpffs_root()).empty()) << r.describe();
   faultd().stop(5000ms);
