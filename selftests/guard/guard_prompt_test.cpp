@@ -32,23 +32,9 @@ class ModelStandIn {
  public:
   ModelStandIn()
       : server_([this](UniqueFd fd) {
-          std::string data;
-          char b[8192];
-          size_t need = std::string::npos;
-          for (;;) {
-            const size_t end = data.find("\r\n\r\n");
-            if (end != std::string::npos && need == std::string::npos) {
-              need = end + 4;
-              std::string head = data.substr(0, end);
-              for (auto& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-              if (auto cl = head.find("content-length:"); cl != std::string::npos)
-                need += std::stoul(head.substr(cl + 15));
-            }
-            if (need != std::string::npos && data.size() >= need) break;
-            ssize_t n = ::recv(fd.get(), b, sizeof b, 0);
-            if (n <= 0) return;
-            data.append(b, size_t(n));
-          }
+          auto read = fltest::read_one_request(fd.get());
+          if (!read) return;
+          const std::string& data = *read;
           {
             std::lock_guard lock(mu_);
             seen_.push_back(data);
