@@ -71,7 +71,7 @@ bool ApprovalQueue::withdraw(uint64_t request_id) {
   {
     std::lock_guard lock(mu_);
     for (const auto& [id, entry] : held_) {
-      if (entry.pending.request_id == request_id) {
+      if (entry.pending.subject == ApprovalSubject::Request && entry.pending.request_id == request_id) {
         e = take_locked(std::string(id));
         break;
       }

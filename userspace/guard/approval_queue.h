@@ -18,10 +18,15 @@
 
 namespace faultline {
 
+// What a hold stands for: a proxied request, whose client can go away
+// (withdraw), or a command's execve, which waits in the kernel and cannot.
+enum class ApprovalSubject : uint8_t { Request, Exec };
+
 // One held request as `faultctl approvals list` shows it.
 struct PendingApproval {
-  std::string id;           // "<guard pid>.<n>": names the guard too, so any guard's client finds it
-  uint64_t request_id = 0;  // the proxy's RequestHead::id
+  std::string id;  // "<guard pid>.<n>": names the guard too, so any guard's client finds it
+  ApprovalSubject subject = ApprovalSubject::Request;
+  uint64_t request_id = 0;  // the proxy's RequestHead::id (Request only)
   std::string denial_id;    // the request_id its denial would carry ("req_<pid>_<n>"): faultcp's key
   std::string identity;
   std::string method;
@@ -64,6 +69,7 @@ class ApprovalQueue {
   // A person's decision. ENOENT (bad input) when no request of that id is held.
   [[nodiscard]] Result<PendingApproval> decide(const std::string& id, bool approve, const std::string& reason);
   // The client of a held request went away: dropped without a verdict.
+  // Names a proxied request only; an exec hold is never withdrawn.
   bool withdraw(uint64_t request_id);
   [[nodiscard]] std::chrono::milliseconds timeout() const { return timeout_; }
   // Set before the first add(); may be null.

@@ -58,6 +58,7 @@ std::string guard_socket_path(const std::string& dir, int pid) {
 
 nlohmann::json approval_json(const PendingApproval& p) {
   return {{"id", p.id},
+          {"subject", p.subject == ApprovalSubject::Exec ? "exec" : "request"},
           {"identity", p.identity},
           {"method", p.method},
           {"host", p.host},

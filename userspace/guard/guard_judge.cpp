@@ -347,9 +347,8 @@ std::string exec_rule(const ExecJudgement& j) { return j.risks.empty() ? "exec-u
 std::string GuardJudge::hold_exec(const ExecJudgement& j, ApprovalSettle settle) {
   static std::atomic<uint64_t> n{0};
   PendingApproval p;
-  // Out of the proxy's request ids (counted from 1): a withdrawal never names it.
-  p.request_id = (uint64_t{1} << 63) | n.fetch_add(1);
-  p.denial_id = "exec_" + std::to_string(::getpid()) + "_" + std::to_string(p.request_id & ~(uint64_t{1} << 63));
+  p.subject = ApprovalSubject::Exec;
+  p.denial_id = "exec_" + std::to_string(::getpid()) + "_" + std::to_string(n.fetch_add(1));
   p.identity = options_.identity;
   p.method = "EXEC";
   p.path = exec_text(j);

@@ -1,0 +1,110 @@
+// The guard's approval queue: each hold settles exactly once, by a decision,
+// the timeout, a withdrawal (proxied requests only) or the guard stopping.
+#include "userspace/guard/approval_queue.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace faultline {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Settled {
+  std::mutex mu;
+  std::vector<std::pair<ApprovalOutcome, std::string>> seen;
+  ApprovalSettle settle() {
+    return [this](ApprovalOutcome o, const std::string& why) {
+      std::lock_guard lock(mu);
+      seen.emplace_back(o, why);
+    };
+  }
+  size_t count() {
+    std::lock_guard lock(mu);
+    return seen.size();
+  }
+};
+
+PendingApproval request(uint64_t request_id) {
+  PendingApproval p;
+  p.request_id = request_id;
+  p.method = "POST";
+  p.host = "api.example:443";
+  p.path = "/v1/prod/deploy";
+  return p;
+}
+
+PendingApproval exec_hold() {
+  PendingApproval p;
+  p.subject = ApprovalSubject::Exec;
+  p.method = "EXEC";
+  p.path = "rm -rf /tmp/x";
+  return p;
+}
+
+TEST(ApprovalQueue, ADecisionSettlesOnceAndNamesTheHold) {
+  ApprovalQueue q("77", 60s);
+  Settled s;
+  const std::string id = q.add(request(5), s.settle());
+  EXPECT_EQ(id, "77.1");
+  ASSERT_EQ(q.list().size(), 1u);
+  auto decided = q.decide(id, true, "looks fine");
+  ASSERT_TRUE(decided) << decided.error().describe();
+  EXPECT_EQ(decided->path, "/v1/prod/deploy");
+  ASSERT_EQ(s.count(), 1u);
+  EXPECT_EQ(s.seen[0].first, ApprovalOutcome::Approved);
+  EXPECT_EQ(s.seen[0].second, "looks fine");
+  EXPECT_TRUE(q.list().empty());
+  auto again = q.decide(id, false, "");
+  ASSERT_FALSE(again);
+  EXPECT_NE(again.error().describe().find("no request 77.1"), std::string::npos) << again.error().describe();
+  EXPECT_EQ(s.count(), 1u);
+}
+
+TEST(ApprovalQueue, AWithdrawalNamesOnlyProxiedRequests) {
+  ApprovalQueue q("78", 60s);
+  Settled req, exe;
+  const std::string held_exec = q.add(exec_hold(), exe.settle());
+  q.add(request(1), req.settle());
+  // An exec hold has no request id of the proxy's: the request's withdrawal,
+  // whatever its number, leaves the exec waiting.
+  EXPECT_FALSE(q.withdraw(0));
+  EXPECT_TRUE(q.withdraw(1));
+  EXPECT_FALSE(q.withdraw(1));
+  ASSERT_EQ(req.count(), 1u);
+  EXPECT_EQ(req.seen[0].first, ApprovalOutcome::Withdrawn);
+  EXPECT_EQ(exe.count(), 0u);
+  auto left = q.list();
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0].id, held_exec);
+  EXPECT_EQ(left[0].subject, ApprovalSubject::Exec);
+  ASSERT_TRUE(q.decide(held_exec, false, "no"));
+  ASSERT_EQ(exe.count(), 1u);
+  EXPECT_EQ(exe.seen[0].first, ApprovalOutcome::Denied);
+}
+
+TEST(ApprovalQueue, TheTimeoutDeniesAndStoppingSettlesWhatIsLeft) {
+  Settled early, late;
+  {
+    ApprovalQueue q("79", 50ms);
+    q.add(request(2), early.settle());
+    for (int i = 0; i < 400 && early.count() == 0; ++i) std::this_thread::sleep_for(10ms);
+    ASSERT_EQ(early.count(), 1u) << "the 50 ms hold was not timed out in 4 s";
+    EXPECT_EQ(early.seen[0].first, ApprovalOutcome::TimedOut);
+  }
+  {
+    ApprovalQueue q("80", 3600s);
+    q.add(exec_hold(), late.settle());
+  }
+  ASSERT_EQ(late.count(), 1u);
+  EXPECT_EQ(late.seen[0].first, ApprovalOutcome::TimedOut);
+  EXPECT_EQ(late.seen[0].second, "the guard stopped");
+}
+
+}  // namespace
+}  // namespace faultline
