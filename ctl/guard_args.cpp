@@ -563,8 +563,13 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       "--force, kubectl delete, production targets, ...): reported, and refused with EPERM when enforcing")(
       "approve-dangerous",
       "--block-dangerous, but a dangerous exec waits for faultctl approvals approve|deny ID (or --approve-timeout) "
-      "when enforcing")("netns", "root: run the command in this network namespace: NAME (ip netns), PATH or pid:N",
-                        cxxopts::value<std::string>())(
+      "when enforcing")(
+      "approve-prompt",
+      "with --approve-dangerous, where a held exec is also asked: auto (the terminal, when faultctl runs in its "
+      "foreground), tty (the terminal, or refuse to start), off (faultctl approvals only)",
+      cxxopts::value<std::string>())("netns",
+                                     "root: run the command in this network namespace: NAME (ip netns), PATH or pid:N",
+                                     cxxopts::value<std::string>())(
       "policy",
       "the policy from a policy file (docs/policy.md): its guard section (or the bare {mode, default_allow, "
       "rules}; re-read on SIGHUP) and, as root, its one egress scope (all: true), instead of --enforce, "
@@ -865,6 +870,18 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
   if (r->count("approve-dangerous")) {
     args_out.approve_dangerous = true;
     args_out.requests = true;  // its approval queue is the request guard's
+  }
+  if (r->count("approve-prompt")) {
+    const auto v = (*r)["approve-prompt"].as<std::string>();
+    if (!args_out.approve_dangerous) return bad("--approve-prompt asks about held execs: give --approve-dangerous");
+    if (v == "auto")
+      args_out.approve_prompt = GuardArgs::ApprovePrompt::Auto;
+    else if (v == "tty")
+      args_out.approve_prompt = GuardArgs::ApprovePrompt::Tty;
+    else if (v == "off")
+      args_out.approve_prompt = GuardArgs::ApprovePrompt::Off;
+    else
+      return bad("--approve-prompt " + v + ": expected auto, tty or off");
   }
   // As a user the request guard is all there is; as root it is asked for.
   if (cap.terminate_tls) args_out.requests = true;

@@ -30,6 +30,10 @@ struct GuardArgs {
   bool block_dangerous = false;
   // --approve-dangerous: such an exec is held for approval instead (enforcing).
   bool approve_dangerous = false;
+  // --approve-prompt: where a held exec is also asked. Auto: on the
+  // terminal when faultctl runs in its foreground; tty: there, or exit 2;
+  // off: the approval queue only.
+  enum class ApprovePrompt : uint8_t { Auto, Tty, Off } approve_prompt = ApprovePrompt::Auto;
   PgGateOptions pg;  // --pg-listen, --pg-upstream: the Postgres gate (judged by capture.policy's SQL rules)
 };
 

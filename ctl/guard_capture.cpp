@@ -315,7 +315,7 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
   auto dir = guard_socket_dir(true);
   if (!dir) return make_error(dir.error().err, "the approvals socket's folder: " + dir.error().describe());
   auto sock = ApprovalSocket::start(guard_socket_path(*dir, ::getpid()), c->judge_->approvals(),
-                                    GuardAbout{::getpid(), o.identity, o.command});
+                                    GuardAbout{::getpid(), o.identity, o.command}, &c->judge_->exec_grants());
   if (!sock) return make_error(sock.error().err, "the approvals socket: " + sock.error().describe());
   c->approvals_ = std::move(*sock);
 

@@ -1,5 +1,6 @@
-// faultctl approvals list | approve ID | deny ID [--reason R]: the requests
-// this user's running guards hold, decided over each guard's unix socket.
+// faultctl approvals list | approve ID | deny ID [--reason R] | revoke ID|all:
+// the requests this user's running guards hold, decided over each guard's
+// unix socket, and the command lines --approve-dangerous granted "always".
 #include <dirent.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -26,8 +27,11 @@ constexpr const char* kApprovalsUsage =
     "usage: faultctl approvals list [--json]\n"
     "       faultctl approvals approve ID\n"
     "       faultctl approvals deny ID [--reason R]\n"
+    "       faultctl approvals revoke GRANT-ID|all\n"
     "  the requests held by this user's running guards (faultctl guard --approve P;\n"
-    "  faultctl mcp-guard --approve-tool T holds MCP tool calls),\n"
+    "  faultctl mcp-guard --approve-tool T holds MCP tool calls; faultctl guard\n"
+    "  --approve-dangerous holds execs, and lists the command lines answered\n"
+    "  \"always\" at its terminal: PID.gN, ended by revoke; all: every guard's),\n"
     "  found by their sockets in $XDG_RUNTIME_DIR/faultline (root: /run/faultline,\n"
     "  else /tmp/faultline-UID). ID is as listed (PID.N: the guard's pid, then the\n"
     "  request's number). A decision reaches the held request at once; deny's\n"
@@ -38,10 +42,11 @@ constexpr Example kApprovalsExamples[] = {
     {"what waits for a decision", "faultctl approvals list"},
     {"let it through", "faultctl approvals approve 4123.1"},
     {"refuse it, saying why", "faultctl approvals deny 4123.2 --reason 'not during the freeze'"},
+    {"ask again for a command granted always", "faultctl approvals revoke 4123.g1"},
 };
 
 struct ApprovalsArgs {
-  std::string verb;  // list, approve, deny
+  std::string verb;  // list, approve, deny, revoke
   std::string id;
   std::string reason;
   bool json = false;
@@ -49,12 +54,12 @@ struct ApprovalsArgs {
 
 Result<Parsed<ApprovalsArgs>> parse_approvals_args(const std::vector<std::string>& args) {
   auto help = [] { return Parsed<ApprovalsArgs>(HelpText{with_examples(kApprovalsUsage, kApprovalsExamples)}); };
-  if (args.empty()) return bad("give a subcommand: list, approve ID or deny ID [--reason R]");
+  if (args.empty()) return bad("give a subcommand: list, approve ID, deny ID [--reason R] or revoke GRANT-ID|all");
   ApprovalsArgs a;
   a.verb = args[0];
   if (a.verb == "-h" || a.verb == "--help") return help();
-  if (a.verb != "list" && a.verb != "approve" && a.verb != "deny")
-    return bad("unknown subcommand '" + a.verb + "' (list, approve ID, deny ID [--reason R])");
+  if (a.verb != "list" && a.verb != "approve" && a.verb != "deny" && a.verb != "revoke")
+    return bad("unknown subcommand '" + a.verb + "' (list, approve ID, deny ID [--reason R], revoke GRANT-ID|all)");
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& w = args[i];
     if (w == "-h" || w == "--help") return help();
@@ -74,8 +79,13 @@ Result<Parsed<ApprovalsArgs>> parse_approvals_args(const std::vector<std::string
     }
   }
   if (a.verb != "list" && a.id.empty()) return bad(a.verb + ": give the ID (faultctl approvals list)");
-  if (a.verb != "list" && a.id.find('.') == std::string::npos)
+  if (a.verb == "revoke") {
+    const auto dot = a.id.find(".g");
+    if (a.id != "all" && (dot == std::string::npos || dot == 0 || dot + 2 == a.id.size()))
+      return bad("revoke " + a.id + ": a grant's ID is PID.gN, as faultctl approvals list shows it, or all");
+  } else if (a.verb != "list" && a.id.find('.') == std::string::npos) {
     return bad(a.verb + " " + a.id + ": an ID is PID.N, as faultctl approvals list shows it");
+  }
   return Parsed<ApprovalsArgs>(std::move(a));
 }
 
@@ -154,6 +164,7 @@ int cmd_approvals(const std::vector<std::string>& args) {
     }
     if (a.verb == "list") {
       nlohmann::json all = nlohmann::json::array();
+      nlohmann::json grants = nlohmann::json::array();
       size_t guards = 0;
       for (const auto& [pid, path] : guard_sockets(*dir)) {
         auto r = call_guard(path, "GET", "/v1/approvals", "");
@@ -162,11 +173,16 @@ int cmd_approvals(const std::vector<std::string>& args) {
         if (!j.is_object() || !j["approvals"].is_array()) continue;
         ++guards;
         for (auto& p : j["approvals"]) all.push_back(p);
+        if (j.contains("grants") && j["grants"].is_array())
+          for (auto& g : j["grants"]) grants.push_back(g);
       }
       if (a.json) {
         std::cout << all.dump() << "\n";
         return int(kExitCompleted);
       }
+      for (const auto& g : grants)
+        std::cout << g.value("id", "") << "  always allowed: " << g.value("command", "") << "  rule "
+                  << g.value("rule", "") << "  since " << g.value("created", "") << "\n";
       if (all.empty()) {
         std::cout << "nothing waits for approval (" << guards << " running guard" << (guards == 1 ? "" : "s") << ")\n";
         return int(kExitCompleted);
@@ -179,6 +195,19 @@ int cmd_approvals(const std::vector<std::string>& args) {
       }
       return int(kExitCompleted);
     }
+    if (a.verb == "revoke" && a.id == "all") {
+      size_t revoked = 0, guards = 0;
+      for (const auto& [pid, path] : guard_sockets(*dir)) {
+        auto r = call_guard(path, "POST", "/v1/grants/all/revoke", "");
+        if (!r || !*r || (*r)->status.code != 200) continue;  // gone, or a guard that holds no execs
+        ++guards;
+        auto j = nlohmann::json::parse((*r)->body, nullptr, false);
+        if (j.is_object() && j["revoked"].is_number_unsigned()) revoked += j["revoked"].get<size_t>();
+      }
+      std::cout << "revoked " << revoked << " grant" << (revoked == 1 ? "" : "s") << " (" << guards << " guard"
+                << (guards == 1 ? "" : "s") << " holding execs)\n";
+      return int(kExitCompleted);
+    }
     // PID.N: the guard's socket is named by its pid.
     const std::string pid = a.id.substr(0, a.id.find('.'));
     int pid_number = 0;
@@ -189,7 +218,9 @@ int cmd_approvals(const std::vector<std::string>& args) {
     }
     const std::string path = guard_socket_path(*dir, pid_number);
     const std::string body = a.reason.empty() ? "" : nlohmann::json{{"reason", a.reason}}.dump();
-    auto r = call_guard(path, "POST", "/v1/approvals/" + a.id + "/" + a.verb, body);
+    const std::string target =
+        a.verb == "revoke" ? "/v1/grants/" + a.id + "/revoke" : "/v1/approvals/" + a.id + "/" + a.verb;
+    auto r = call_guard(path, "POST", target, body);
     if (!r) {
       std::cerr << who << ": " << a.id << ": no running guard of pid " << pid << " (" << path << ")\n";
       return int(kExitFailure);
@@ -202,7 +233,11 @@ int cmd_approvals(const std::vector<std::string>& args) {
       std::cerr << who << ": " << a.id << ": " << error_of(**r) << "\n";
       return int(kExitFailure);
     }
-    std::cout << a.id << ": " << (a.verb == "approve" ? "approved" : "denied") << "\n";
+    std::cout << a.id << ": "
+              << (a.verb == "approve" ? "approved"
+                  : a.verb == "deny"  ? "denied"
+                                      : "revoked, asked again next time")
+              << "\n";
     return int(kExitCompleted);
   });
 }

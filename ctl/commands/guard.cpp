@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 #include "base/child.h"
@@ -17,6 +18,7 @@
 #include "ctl/commands/commands.h"
 #include "ctl/guard_args.h"
 #include "ctl/guard_capture.h"
+#include "ctl/guard_exec_prompt.h"
 #include "ctl/guard_fault_proxy.h"
 #include "ctl/guard_pg_gate.h"
 #include "userspace/guard/exec_gate.h"
@@ -47,8 +49,11 @@ void say_exec(const std::string& what) {
 
 // --block-dangerous: the exec gate, each flagged exec said on stderr and,
 // with the request guard, kept in its activity log. --approve-dangerous
-// (enforcing): held in the guard's approval queue instead of refused.
-Result<std::unique_ptr<ExecGate>> start_exec_gate(bool enforce, bool approve, GuardCapture* capture) {
+// (enforcing): held in the guard's approval queue instead of refused, and
+// asked on the terminal too when there is a prompt; a command line granted
+// "always" runs without asking again.
+Result<std::unique_ptr<ExecGate>> start_exec_gate(bool enforce, bool approve, GuardCapture* capture,
+                                                  std::shared_ptr<ExecPrompt> prompt) {
   ExecGateOptions o;
   o.enforce = enforce;
   GuardJudge* judge = capture != nullptr ? &capture->judge() : nullptr;
@@ -57,21 +62,61 @@ Result<std::unique_ptr<ExecGate>> start_exec_gate(bool enforce, bool approve, Gu
     if (judge != nullptr) judge->record_exec(j, GuardVerdict::Deny);
   };
   if (approve && judge != nullptr) {
-    o.hold = [judge](const ExecJudgement& j, ExecAnswer answer) {
-      // The settle runs on the deciding thread; the judge outlives the queue's entries.
-      const std::string id =
-          judge->hold_exec(j, [judge, j, answer = std::move(answer)](ApprovalOutcome outcome, const std::string& why) {
-            const bool approved = outcome == ApprovalOutcome::Approved;
-            say_exec(std::string(approved                               ? "approved, it runs: "
-                                 : outcome == ApprovalOutcome::TimedOut ? "not decided in time, refused: "
-                                                                        : "denied, refused: ") +
-                     exec_what(j) + (why.empty() ? "" : " (" + why + ")"));
-            judge->record_exec(j, approved ? GuardVerdict::Allow : GuardVerdict::Deny);
-            answer(approved);
-          });
+    o.hold = [judge, prompt](const ExecJudgement& j, ExecAnswer answer) {
+      const std::string command = exec_command_text(j);
+      if (j.unreadable.empty()) {
+        if (auto grant = judge->exec_grants().find(command)) {
+          say_exec("always allowed (" + grant->id + "), it runs: " + exec_what(j));
+          judge->record_exec(j, GuardVerdict::Allow);
+          answer(true);
+          return;
+        }
+      }
+      // The settle runs on the deciding thread; the judge outlives the queue's
+      // entries. A decision made elsewhere (faultctl approvals, faultcp, the
+      // timeout) withdraws the terminal's question; `asked` orders the two,
+      // whichever thread comes first.
+      struct Asked {
+        std::mutex mu;
+        std::string id;  // set once the hold has its id
+        bool settled = false;
+      };
+      auto asked = std::make_shared<Asked>();
+      auto settle = [judge, j, prompt, asked, answer = std::move(answer)](ApprovalOutcome outcome,
+                                                                          const std::string& why) {
+        const bool approved = outcome == ApprovalOutcome::Approved;
+        if (prompt) {
+          std::lock_guard lock(asked->mu);
+          asked->settled = true;
+          if (!asked->id.empty())
+            prompt->withdraw(asked->id, approved                               ? "approved elsewhere, it runs"
+                                        : outcome == ApprovalOutcome::TimedOut ? "not decided in time, refused"
+                                                                               : "denied elsewhere, refused");
+        }
+        say_exec(std::string(approved                               ? "approved, it runs: "
+                             : outcome == ApprovalOutcome::TimedOut ? "not decided in time, refused: "
+                                                                    : "denied, refused: ") +
+                 exec_what(j) + (why.empty() ? "" : " (" + why + ")"));
+        judge->record_exec(j, approved ? GuardVerdict::Allow : GuardVerdict::Deny);
+        answer(approved);
+      };
+      const std::string id = judge->hold_exec(j, std::move(settle));
       say_exec("held for approval " + id + ": " + exec_what(j) + "; faultctl approvals approve " + id + " | deny " +
                id);
       judge->record_exec(j, GuardVerdict::Approve);
+      if (!prompt) return;
+      std::lock_guard lock(asked->mu);
+      asked->id = id;
+      if (asked->settled) return;
+      const std::string rule = j.risks.empty() ? std::string() : j.risks.front().rule;
+      prompt->ask(id, exec_what(j), j.unreadable.empty(), [judge, id, command, rule](PromptAnswer a) {
+        if (a == PromptAnswer::Always) {
+          const std::string grant = judge->exec_grants().add(command, rule);
+          say_exec("always allow " + grant + " (this session; faultctl approvals revoke " + grant + "): " + command);
+        }
+        // Decided elsewhere meanwhile: the queue has nothing of that id, and that decision stands.
+        (void)judge->approvals().decide(id, a != PromptAnswer::Deny, "at the terminal");
+      });
     };
   }
   return ExecGate::create(std::move(o));
@@ -232,7 +277,19 @@ int cmd_guard(const std::vector<std::string>& args) {
     std::unique_ptr<ExecGate> gate;
     if (a.block_dangerous) {
       const bool enforce = a.guard.enforce || (capture && capture->judge().policy()->mode == GuardMode::Enforce);
-      auto made = start_exec_gate(enforce, a.approve_dangerous, capture.get());
+      std::shared_ptr<ExecPrompt> prompt;
+      if (a.approve_dangerous && a.approve_prompt == GuardArgs::ApprovePrompt::Tty) {
+        auto opened = ExecPrompt::open("/dev/tty");
+        if (!opened) {
+          std::cerr << "faultctl guard: --approve-prompt tty: " << opened.error().describe()
+                    << " (no terminal to ask on; use auto or off)\n";
+          return int(kExitBadInput);
+        }
+        prompt = std::move(*opened);
+      } else if (a.approve_dangerous && a.approve_prompt == GuardArgs::ApprovePrompt::Auto) {
+        prompt = ExecPrompt::open_terminal();
+      }
+      auto made = start_exec_gate(enforce, a.approve_dangerous, capture.get(), prompt);
       if (!made) {
         std::cerr << "faultctl guard: --block-dangerous: " << made.error().describe() << "\n";
         return 1;
@@ -240,7 +297,9 @@ int cmd_guard(const std::vector<std::string>& args) {
       gate = std::move(*made);
       std::cerr << "faultline guard: every exec of the command is judged by the dangerous-command rules ("
                 << (!enforce              ? "monitor: reported, not refused"
-                    : a.approve_dangerous ? "enforce: held for approval, refused with EPERM unless approved"
+                    : a.approve_dangerous ? (prompt ? "enforce: held for approval, asked on this terminal too, "
+                                                      "refused with EPERM unless approved"
+                                                    : "enforce: held for approval, refused with EPERM unless approved")
                                           : "enforce: refused with EPERM")
                 << ")\n";
       a.guard.before_exec = [g = gate.get()] { return g->install_in_child(); };

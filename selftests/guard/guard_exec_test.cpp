@@ -3,8 +3,14 @@
 // runs in the guard's cgroup) wrapping real bash, whose every exec is judged.
 // Enforcing, `rm -rf` fails with EPERM and the tree stays; monitoring, it is
 // reported and runs. The activity log keeps each flagged exec, and verifies.
+// Held for approval at a terminal (a real pseudo-terminal), the question is
+// answered there, or withdrawn when the queue decides first.
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -179,6 +185,160 @@ TEST_F(GuardExecTest, AHeldExecDeniedOrUndecidedFailsWithEperm) {
   EXPECT_NE(end.err.find("not decided in time, refused: '/usr/bin/rm -rf"), std::string::npos) << end.err;
   EXPECT_TRUE(fs::exists(dir_.file("victim/sub/file")));
   EXPECT_NE(end.err.find(" 1 held, 1 blocked"), std::string::npos) << end.err;
+}
+
+// faultctl guard on a pseudo-terminal of its own (its controlling terminal,
+// its stdin, stdout and stderr): what a person at a terminal sees and types.
+class OnTerminal {
+ public:
+  OnTerminal(std::vector<std::string> argv, const std::vector<std::string>& env) {
+    argv = fltest::as_nobody(std::move(argv));
+    std::vector<char*> args, envp;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    std::vector<std::string> env_copy = env;
+    for (auto& e : env_copy) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    pid_ = ::forkpty(&master_, nullptr, nullptr, nullptr);
+    if (pid_ == 0) {
+      // The terminal is root's: the guard runs as nobody.
+      if (::geteuid() == 0) (void)!::fchown(STDIN_FILENO, 65534, 65534);
+      ::execvpe(args[0], args.data(), envp.data());
+      ::_exit(127);
+    }
+  }
+  ~OnTerminal() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    if (master_ >= 0) ::close(master_);
+  }
+  bool started() const { return pid_ > 0; }
+  // Reads what the terminal shows until `needle` appears after `from` (or 30 s).
+  bool shows(const std::string& needle, size_t from = 0) {
+    const auto until = std::chrono::steady_clock::now() + 30s;
+    while (seen_.find(needle, from) == std::string::npos) {
+      if (std::chrono::steady_clock::now() > until) return false;
+      if (!read_some(100)) return false;
+    }
+    return true;
+  }
+  void type(const std::string& s) { ASSERT_EQ(::write(master_, s.data(), s.size()), ssize_t(s.size())); }
+  // The exit status once it ends (reading the terminal meanwhile), -1 after 60 s.
+  int finish() {
+    const auto until = std::chrono::steady_clock::now() + 60s;
+    int st = 0;
+    while (std::chrono::steady_clock::now() < until) {
+      (void)read_some(50);
+      if (::waitpid(pid_, &st, WNOHANG) == pid_) {
+        pid_ = -1;
+        while (read_some(50)) {
+        }
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      }
+    }
+    return -1;
+  }
+  const std::string& seen() const { return seen_; }
+
+ private:
+  // False once the terminal has nothing more to give (EOF, EIO when all is closed).
+  bool read_some(int ms) {
+    pollfd p{master_, POLLIN, 0};
+    if (::poll(&p, 1, ms) <= 0) return pid_ > 0;
+    char buf[4096];
+    const ssize_t n = ::read(master_, buf, sizeof buf);
+    if (n <= 0) return false;
+    seen_.append(buf, size_t(n));
+    return true;
+  }
+  pid_t pid_ = -1;
+  int master_ = -1;
+  std::string seen_;
+};
+
+TEST_F(GuardExecTest, AtATerminalTheHeldExecIsAskedAndRunsOnce) {
+  OnTerminal t({kExecFaultctl, "guard", "--enforce", "--approve-dangerous", "--", "bash", dir_.file("script.sh")},
+               env_);
+  ASSERT_TRUE(t.started());
+  ASSERT_TRUE(t.shows("[a]lways (this command line, this session), [d]eny: ")) << t.seen();
+  EXPECT_NE(t.seen().find("faultline guard: run '/usr/bin/rm -rf " + dir_.file("victim")), std::string::npos)
+      << t.seen();
+  EXPECT_TRUE(fs::exists(dir_.file("victim/sub/file"))) << "it ran before it was answered";
+  t.type("o\n");
+  EXPECT_EQ(t.finish(), 0) << t.seen();
+  EXPECT_FALSE(fs::exists(dir_.file("victim")));
+  EXPECT_NE(t.seen().find("after 0"), std::string::npos) << t.seen();
+  EXPECT_NE(t.seen().find("approved, it runs: '/usr/bin/rm -rf " + dir_.file("victim")), std::string::npos) << t.seen();
+  EXPECT_NE(t.seen().find("(at the terminal)"), std::string::npos) << t.seen();
+}
+
+TEST_F(GuardExecTest, AlwaysLetsTheSameCommandLineRunUntilRevoked) {
+  const std::string v = dir_.file("victim");
+  fltest::write_file(dir_.file("again.sh"), "rm -rf " + v + "\necho \"first $?\"\nmkdir -p " + v + "/sub\nrm -rf " + v +
+                                                "\necho \"second $?\"\nmkdir -p " + v + "/sub\ntouch " +
+                                                dir_.file("ready") + "\nwhile [ ! -e " + dir_.file("go") +
+                                                " ]; do sleep 0.05; done\nrm -rf " + v + "\necho \"third $?\"\n");
+  OnTerminal t({kExecFaultctl, "guard", "--enforce", "--approve-dangerous", "--", "bash", dir_.file("again.sh")}, env_);
+  ASSERT_TRUE(t.started());
+  ASSERT_TRUE(t.shows("[d]eny: ")) << t.seen();
+  t.type("always\n");
+  ASSERT_TRUE(t.shows("second 0")) << t.seen();
+  EXPECT_NE(t.seen().find("first 0"), std::string::npos) << t.seen();
+  // Asked once: the second run of the same line went ahead on the grant.
+  EXPECT_NE(t.seen().find("always allowed ("), std::string::npos) << t.seen();
+  const size_t asked_once = t.seen().find("[d]eny: ");
+  EXPECT_EQ(t.seen().find("[d]eny: ", asked_once + 1), std::string::npos) << t.seen();
+  for (int i = 0; i < 600 && !fs::exists(dir_.file("ready")); ++i) std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(fs::exists(dir_.file("ready"))) << t.seen();
+
+  auto list = approvals({"list"});
+  EXPECT_TRUE(list.status.is(0)) << list.describe();
+  EXPECT_NE(list.out.find("always allowed: /usr/bin/rm -rf " + v + "  rule rm-recursive-force"), std::string::npos)
+      << list.describe();
+  auto bad = approvals({"revoke", "1.2"});
+  EXPECT_TRUE(bad.status.is(2)) << bad.describe();
+  EXPECT_NE(bad.err.find("a grant's ID is PID.gN"), std::string::npos) << bad.describe();
+  auto revoked = approvals({"revoke", "all"});
+  EXPECT_TRUE(revoked.status.is(0)) << revoked.describe();
+  EXPECT_NE(revoked.out.find("revoked 1 grant (1 guard holding execs)"), std::string::npos) << revoked.describe();
+
+  const size_t before = t.seen().size();
+  fltest::write_file(dir_.file("go"), "");
+  ASSERT_TRUE(t.shows("[d]eny: ", before)) << "not asked again after the revoke: " << t.seen();
+  t.type("d\n");
+  EXPECT_EQ(t.finish(), 0) << t.seen();
+  EXPECT_NE(t.seen().find("third 126"), std::string::npos) << t.seen();
+  EXPECT_TRUE(fs::exists(v + "/sub"));
+}
+
+TEST_F(GuardExecTest, ADecisionElsewhereWithdrawsTheTerminalsQuestion) {
+  OnTerminal t({kExecFaultctl, "guard", "--enforce", "--approve-dangerous", "--", "bash", dir_.file("script.sh")},
+               env_);
+  ASSERT_TRUE(t.started());
+  ASSERT_TRUE(t.shows("[d]eny: ")) << t.seen();
+  std::smatch m;
+  const std::string seen = t.seen();
+  ASSERT_TRUE(std::regex_search(seen, m, std::regex("held for approval ([0-9]+\\.[0-9]+)"))) << seen;
+  auto ok = approvals({"approve", m[1].str()});
+  ASSERT_TRUE(ok.status.is(0)) << ok.describe();
+  ASSERT_TRUE(t.shows("(approved elsewhere, it runs)")) << t.seen();
+  EXPECT_EQ(t.finish(), 0) << t.seen();
+  EXPECT_NE(t.seen().find("after 0"), std::string::npos) << t.seen();
+  EXPECT_FALSE(fs::exists(dir_.file("victim")));
+}
+
+TEST_F(GuardExecTest, ApprovePromptTtyWithoutATerminalRefusesToStart) {
+  std::vector<std::string> argv = {kExecFaultctl,      "guard", "--enforce", "--approve-dangerous",
+                                   "--approve-prompt", "tty",   "--",        "true"};
+  // setsid -w: no controlling terminal, whatever the test runner has.
+  argv.insert(argv.begin(), {"setsid", "-w"});
+  argv = fltest::as_nobody(std::move(argv));
+  CommandResult r = fltest::run_command(argv, {.env = env_}, 60s);
+  EXPECT_TRUE(r.status.is(2)) << r.describe();
+  EXPECT_NE(r.err.find("--approve-prompt tty: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no terminal to ask on"), std::string::npos) << r.err;
 }
 
 TEST_F(GuardExecTest, BadCombinationsAreNamed) {

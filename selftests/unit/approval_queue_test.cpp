@@ -1,6 +1,8 @@
 // The guard's approval queue: each hold settles exactly once, by a decision,
-// the timeout, a withdrawal (proxied requests only) or the guard stopping.
+// the timeout, a withdrawal (proxied requests only) or the guard stopping;
+// and the "always allow" grants of --approve-dangerous.
 #include "userspace/guard/approval_queue.h"
+#include "userspace/guard/exec_grants.h"
 
 #include <gtest/gtest.h>
 
@@ -70,7 +72,7 @@ TEST(ApprovalQueue, AWithdrawalNamesOnlyProxiedRequests) {
   ApprovalQueue q("78", 60s);
   Settled req, exe;
   const std::string held_exec = q.add(exec_hold(), exe.settle());
-  q.add(request(1), req.settle());
+  (void)q.add(request(1), req.settle());
   // An exec hold has no request id of the proxy's: the request's withdrawal,
   // whatever its number, leaves the exec waiting.
   EXPECT_FALSE(q.withdraw(0));
@@ -92,18 +94,44 @@ TEST(ApprovalQueue, TheTimeoutDeniesAndStoppingSettlesWhatIsLeft) {
   Settled early, late;
   {
     ApprovalQueue q("79", 50ms);
-    q.add(request(2), early.settle());
+    (void)q.add(request(2), early.settle());
     for (int i = 0; i < 400 && early.count() == 0; ++i) std::this_thread::sleep_for(10ms);
     ASSERT_EQ(early.count(), 1u) << "the 50 ms hold was not timed out in 4 s";
     EXPECT_EQ(early.seen[0].first, ApprovalOutcome::TimedOut);
   }
   {
     ApprovalQueue q("80", 3600s);
-    q.add(exec_hold(), late.settle());
+    (void)q.add(exec_hold(), late.settle());
   }
   ASSERT_EQ(late.count(), 1u);
   EXPECT_EQ(late.seen[0].first, ApprovalOutcome::TimedOut);
   EXPECT_EQ(late.seen[0].second, "the guard stopped");
+}
+
+}  // namespace
+}  // namespace faultline
+
+namespace faultline {
+namespace {
+
+TEST(ExecGrants, AGrantNamesOneCommandLineAndIsRevoked) {
+  ExecGrants g("81");
+  const std::string a = g.add("/usr/bin/rm -rf /tmp/build", "rm-recursive-force");
+  EXPECT_EQ(a, "81.g1");
+  EXPECT_EQ(g.add("/usr/bin/rm -rf /tmp/build", "rm-recursive-force"), a) << "granting again is the same grant";
+  EXPECT_TRUE(g.find("/usr/bin/rm -rf /tmp/build"));
+  EXPECT_FALSE(g.find("/usr/bin/rm -rf /tmp/build2")) << "a grant is the exact command line, not its rule";
+  EXPECT_FALSE(g.find("/usr/bin/rm -rf /tmp"));
+  const std::string b = g.add("/usr/bin/git push --force", "git-push-force");
+  EXPECT_EQ(b, "81.g2");
+  ASSERT_EQ(g.list().size(), 2u);
+  EXPECT_EQ(g.list()[0].id, a);
+  EXPECT_FALSE(g.revoke("81.g9"));
+  EXPECT_TRUE(g.revoke(a));
+  EXPECT_FALSE(g.find("/usr/bin/rm -rf /tmp/build"));
+  EXPECT_EQ(g.revoke_all(), 1u);
+  EXPECT_TRUE(g.list().empty());
+  EXPECT_EQ(g.add("/usr/bin/rm -rf /tmp/build", "rm-recursive-force"), "81.g3") << "ids are never reused";
 }
 
 }  // namespace

@@ -75,20 +75,40 @@ struct ApprovalSocket::State {
 };
 
 Result<std::unique_ptr<ApprovalSocket>> ApprovalSocket::start(const std::string& path, ApprovalQueue& queue,
-                                                              GuardAbout about) {
+                                                              GuardAbout about, ExecGrants* grants) {
   auto server = HttpServer::create();
   if (!server) return server.error();
   std::unique_ptr<ApprovalSocket> s(new ApprovalSocket);
   s->state_ = std::make_unique<State>(State{std::move(*server), {}});
   s->path_ = path;
   HttpRouter& r = s->state_->router;
-  r.add("GET", "/v1/approvals", [&queue, about](const HttpRequest&, const PathParams&) {
+  r.add("GET", "/v1/approvals", [&queue, about, grants](const HttpRequest&, const PathParams&) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& p : queue.list()) list.push_back(approval_json(p));
     nlohmann::json j{{"guard", {{"pid", about.pid}, {"identity", about.identity}, {"command", about.command}}},
                      {"approvals", std::move(list)}};
+    if (grants != nullptr) {
+      nlohmann::json g = nlohmann::json::array();
+      for (const auto& e : grants->list())
+        g.push_back({{"id", e.id}, {"command", e.command}, {"rule", e.rule}, {"created", rfc3339(e.created)}});
+      j["grants"] = std::move(g);
+    }
     return HttpReply::json(200, j.dump());
   });
+  if (grants != nullptr) {
+    r.add("POST", "/v1/grants/{id}/revoke", [grants](const HttpRequest&, const PathParams& params) {
+      const std::string& id = params.at("id");
+      size_t n = 0;
+      if (id == "all") {
+        n = grants->revoke_all();
+      } else if (grants->revoke(id)) {
+        n = 1;
+      } else {
+        return HttpReply::error(404, "no grant " + id + " (faultctl approvals list shows them)");
+      }
+      return HttpReply::json(200, nlohmann::json{{"revoked", n}}.dump());
+    });
+  }
   for (const bool approve : {true, false}) {
     r.add(
         "POST", approve ? "/v1/approvals/{id}/approve" : "/v1/approvals/{id}/deny",

@@ -11,6 +11,7 @@
 #include "base/result.h"
 #include "base/unique_fd.h"
 #include "userspace/guard/approval_queue.h"
+#include "userspace/guard/exec_grants.h"
 
 namespace faultline {
 
@@ -35,12 +36,16 @@ struct GuardAbout {
 //   GET  /v1/approvals                {"guard":{pid,identity,command},"approvals":[...]}
 //   POST /v1/approvals/{id}/approve   body {"reason":R} optional -> 200 {"id","decision":"approve"}
 //   POST /v1/approvals/{id}/deny      body {"reason":R} optional -> 200 {"id","decision":"deny"}
-//   errors: {"error","status"}: 404 no such held request, 400 a bad body
+//   POST /v1/grants/{id}/revoke       an "always allow" of --approve-dangerous; id "all": every one
+//                                     -> 200 {"revoked":N}
+//   errors: {"error","status"}: 404 no such held request or grant, 400 a bad body
+// With grants, GET /v1/approvals also lists them: "grants":[{id,command,rule,created}].
 class ApprovalSocket {
  public:
-  // Listens at `path` (a stale socket file is replaced) and serves until destroyed.
+  // Listens at `path` (a stale socket file is replaced) and serves until
+  // destroyed. grants may be null (a guard that holds no execs).
   [[nodiscard]] static Result<std::unique_ptr<ApprovalSocket>> start(const std::string& path, ApprovalQueue& queue,
-                                                                     GuardAbout about);
+                                                                     GuardAbout about, ExecGrants* grants = nullptr);
   ~ApprovalSocket();  // stops serving, removes the socket file
   ApprovalSocket(const ApprovalSocket&) = delete;
   ApprovalSocket& operator=(const ApprovalSocket&) = delete;

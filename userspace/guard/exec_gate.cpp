@@ -188,4 +188,11 @@ void ExecGate::run(const std::shared_ptr<UniqueFd>& notify) {
   seccomp_notify_free(req, resp);
 }
 
+std::string exec_command_text(const ExecJudgement& j) {
+  if (!j.unreadable.empty()) return "pid " + std::to_string(j.pid) + ": " + j.unreadable;
+  std::string line;
+  for (const auto& w : j.words) line += (line.empty() ? "" : " ") + w;
+  return line;
+}
+
 }  // namespace faultline

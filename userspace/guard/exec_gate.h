@@ -37,6 +37,10 @@ struct ExecJudgement {
   std::string unreadable;          // why the words could not be read ("" when they were)
 };
 
+// The judged words space-joined ("/usr/bin/rm -rf /srv"), or "pid N: why"
+// when they could not be read: the activity log's path, a grant's key.
+[[nodiscard]] std::string exec_command_text(const ExecJudgement& j);
+
 // How a held exec is answered: true lets it run, false fails it with EPERM.
 // Callable once, from any thread, at any time (after the command is gone it
 // does nothing).

@@ -303,6 +303,7 @@ DenialFormat denial_format_for_request(std::string_view host, std::string_view p
 GuardJudge::GuardJudge(std::shared_ptr<const GuardPolicy> policy, GuardJudgeOptions options)
     : policy_(std::move(policy)),
       options_(std::move(options)),
+      exec_grants_(options_.approval_prefix),
       approvals_(options_.approval_prefix, options_.approve_timeout) {
   if (options_.budget && options_.budget->waits()) budget_thread_ = std::make_unique<TaskThread>();
 }
@@ -333,13 +334,6 @@ void GuardJudge::record(const RequestHead& head, GuardVerdict verdict, const std
 
 namespace {
 
-std::string exec_text(const ExecJudgement& j) {
-  if (!j.unreadable.empty()) return "pid " + std::to_string(j.pid) + ": " + j.unreadable;
-  std::string line;
-  for (const auto& w : j.words) line += (line.empty() ? "" : " ") + w;
-  return line;
-}
-
 std::string exec_rule(const ExecJudgement& j) { return j.risks.empty() ? "exec-unreadable" : j.risks.front().rule; }
 
 }  // namespace
@@ -351,7 +345,7 @@ std::string GuardJudge::hold_exec(const ExecJudgement& j, ApprovalSettle settle)
   p.denial_id = "exec_" + std::to_string(::getpid()) + "_" + std::to_string(n.fetch_add(1));
   p.identity = options_.identity;
   p.method = "EXEC";
-  p.path = exec_text(j);
+  p.path = exec_command_text(j);
   p.rule = exec_rule(j);
   p.reason = j.risks.empty() ? "its words could not be read" : j.risks.front().reason;
   return approvals_.add(std::move(p), std::move(settle));
@@ -363,7 +357,7 @@ void GuardJudge::record_exec(const ExecJudgement& j, GuardVerdict verdict) {
   e.identity = options_.identity;
   e.kind = "exec";
   e.method = "EXEC";
-  e.path = exec_text(j);
+  e.path = exec_command_text(j);
   e.verdict = std::string(guard_verdict_name(verdict));
   e.rule = exec_rule(j);
   if (auto st = options_.activity->append(std::move(e)); !st && options_.log)

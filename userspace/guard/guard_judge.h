@@ -19,6 +19,7 @@
 #include "userspace/guard/approval_queue.h"
 #include "userspace/guard/dlp_engine.h"
 #include "userspace/guard/exec_gate.h"
+#include "userspace/guard/exec_grants.h"
 #include "userspace/guard/guard_answer.h"
 #include "userspace/guard/guard_policy.h"
 #include "userspace/guard/llm_budget.h"
@@ -125,6 +126,8 @@ class GuardJudge final : public RequestJudge {
   void reload(std::shared_ptr<const GuardPolicy> policy);
   [[nodiscard]] std::shared_ptr<const GuardPolicy> policy() const { return policy_.load(); }
   [[nodiscard]] ApprovalQueue& approvals() { return approvals_; }
+  // --approve-dangerous's "always allow": the command lines let run for the session.
+  [[nodiscard]] ExecGrants& exec_grants() { return exec_grants_; }
   [[nodiscard]] GuardCounts counts() const;
   // An exec the exec gate flagged (--block-dangerous), in the activity log:
   // kind "exec", method "EXEC", the path run and its arguments as the path,
@@ -209,6 +212,7 @@ class GuardJudge final : public RequestJudge {
   std::mutex dlp_mu_;
   std::unordered_map<uint64_t, std::shared_ptr<DlpCall>> dlp_calls_;
   std::atomic<uint64_t> llm_calls_{0}, llm_in_{0}, llm_out_{0};
+  ExecGrants exec_grants_;
   // Last, so destroyed first: its destructor settles what is left, and the
   // settle callbacks use the members above (counters, calls_, the log).
   ApprovalQueue approvals_;
