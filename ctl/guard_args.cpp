@@ -144,13 +144,14 @@ Status apply_policy_file(const std::string& file, GuardArgs& a) {
   PolicyParse p = parse_policy_bounded(*text, {}, "faultctl guard", "--policy " + file);
   if (!p.ok() && p.policy.guard == std::nullopt) {
     // The bare section ({mode, default_allow, rules}) is no Policy document.
+    // Its reader tells the two apart by the document's fields, so its error
+    // is the one to show: a bare section's mistake, or the Policy's.
     auto bare = read_guard_policy_file(file);
-    if (bare) {
-      a.requests = true;
-      a.capture.policy = std::move(*bare);
-      a.capture.policy_file = file;
-      return {};
-    }
+    if (!bare) return bad("--policy " + bare.error().message);
+    a.requests = true;
+    a.capture.policy = std::move(*bare);
+    a.capture.policy_file = file;
+    return {};
   }
   if (!p.ok()) {
     std::string more = p.errors.size() > 1 ? " (and " + std::to_string(p.errors.size() - 1) +

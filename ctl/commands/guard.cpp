@@ -238,6 +238,8 @@ int cmd_guard(const std::vector<std::string>& args) {
     std::unique_ptr<GuardCapture> capture;
     std::unique_ptr<GuardPgGate> pg;                       // after capture: the gate uses its judge
     std::vector<std::pair<std::string, std::string>> env;  // the request guard's and the gate's variables
+    // A policy that can change while the command runs (SIGHUP, faultcp).
+    const bool policy_reloads = !a.capture.policy_file.empty() || !a.capture.cp_url.empty();
     if (a.requests) {
       a.capture.transparent = ::geteuid() == 0 && !a.capture.gateway;
       auto started = GuardCapture::start(std::move(a.capture), std::cerr);
@@ -315,6 +317,9 @@ int cmd_guard(const std::vector<std::string>& args) {
         return code;
       }
       const bool enforce = capture->judge().policy()->mode == GuardMode::Enforce;
+      // --enforce, or an egress scope of --policy that enforces: fixed; else
+      // the fence follows the request guard's policy as it is reloaded.
+      const bool fixed_enforce = a.guard.enforce;
       if (auto st = capture_in_kernel(a.guard, enforce, *capture); !st) {
         std::cerr << "faultctl guard: " << st.error().message << "\n";
         return int(kExitBadInput);
@@ -324,12 +329,11 @@ int cmd_guard(const std::vector<std::string>& args) {
                    "system's resolvers only"
                 << (enforce ? "; other egress (UDP, other protocols) is refused in the kernel\n"
                             : " (monitor: other egress is logged as would-deny)\n");
-      // The kernel fence's mode is set here, once: a policy that turns to
-      // enforce later (SIGHUP, faultcp) judges requests, not the fence.
-      if (!a.guard.enforce && (!a.capture.policy_file.empty() || !a.capture.cp_url.empty()))
-        std::cerr << "faultline guard: the kernel fence stays in monitor for this run: a policy reloaded "
-                     "later as enforce (SIGHUP, faultcp) denies requests but does not refuse UDP or other "
-                     "protocols until the guard is restarted\n";
+      if (!fixed_enforce && policy_reloads) {
+        a.guard.enforce_now = [judge = &capture->judge()] { return judge->policy()->mode == GuardMode::Enforce; };
+        std::cerr << "faultline guard: the kernel fence follows the policy's mode as it is reloaded (SIGHUP, "
+                     "faultcp), within 100 ms\n";
+      }
       a.guard.env.insert(a.guard.env.end(), env.begin(), env.end());
     }
     std::unique_ptr<GuardFaultProxy> faults;

@@ -138,6 +138,27 @@ TEST_F(GuardCaptureTest, RootJudgesPlainHttpThatBypassesTheProxyVariables) {
       << r.err;
 }
 
+TEST_F(GuardCaptureTest, RootsKernelFenceFollowsTheReloadedPolicysMode) {
+  FL_REQUIRE_ROOT("a cgroup and cgroup BPF programs (the kernel fence)");
+  const std::string pol =
+      policy(R"({"mode":"monitor","default_allow":true,"rules":[{"name":"any","action":"allow","host":"127.0.0.1"}]})");
+  const std::string enforcing =
+      R"({"mode":"enforce","default_allow":true,"rules":[{"name":"any","action":"allow","host":"127.0.0.1"}]})";
+  // UDP to a port no resolver has: reported in monitor, refused once the
+  // reloaded policy enforces ($PPID is faultctl; the fence is asked every 100 ms).
+  auto r = guard({"--policy", pol}, {"env", std::string("UDP=") + kUdpClient, "sh", "-c",
+                                     "python3 -c \"$UDP\"; printf '%s' '" + enforcing + "' > " + pol +
+                                         "; kill -HUP $PPID; sleep 1; python3 -c \"$UDP\""});
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_EQ(r.out, "udp sent\nudp refused 1\n") << r.describe();
+  EXPECT_NE(r.err.find("the kernel fence follows the policy's mode as it is reloaded"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("SIGHUP: policy reloaded from " + pol + ": enforce"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the kernel fence follows the policy: enforce: egress outside the proxy"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("denied (while enforcing): "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("would have been denied (while monitoring): "), std::string::npos) << r.err;
+}
+
 TEST_F(GuardCaptureTest, RootJudgesHttpsWithoutTheProxyVariablesByPathWhenTerminated) {
   FL_REQUIRE_ROOT("a cgroup and cgroup BPF programs (transparent capture)");
   auto ours = faultline::CertificateAuthority::generate();

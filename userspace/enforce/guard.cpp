@@ -62,6 +62,17 @@ const char* op_name(uint8_t op) {
 
 const char* proto_text(uint8_t p) { return p == 6 ? "tcp" : p == 17 ? "udp" : "ip"; }
 
+// The fence's mode, changed while it runs: the rest of the kernel's policy
+// (armed, or disarmed by faultctl abort) is kept as it is.
+Status set_enforce(int policy_fd, bool enforce) {
+  uint32_t zero = 0;
+  fl_sa_policy pol{};
+  if (bpf_map_lookup_elem(policy_fd, &zero, &pol) != 0) return errno_error("reading the kernel's policy");
+  pol.flags = enforce ? (pol.flags | FL_SA_ENFORCE) : (pol.flags & ~uint32_t(FL_SA_ENFORCE));
+  if (bpf_map_update_elem(policy_fd, &zero, &pol, BPF_EXIST) != 0) return errno_error("writing the kernel's policy");
+  return {};
+}
+
 struct EventSink {
   const GuardOptions* opts;
   std::ostream* log;
@@ -313,9 +324,25 @@ int Guard::run() {
     (void)session->save();
   }
   bool released = false;
+  bool mode_changed = false;
   int exit_code = 1;
   for (;;) {
     ring_buffer__poll(rb.get(), 100);
+    if (opts_.enforce_now && !released) {
+      if (const bool want = opts_.enforce_now(); want != opts_.enforce) {
+        if (auto st = set_enforce(obj->policy_fd(), want); !st) {
+          log_ << "faultline guard: the kernel fence cannot follow the policy to " << (want ? "enforce" : "monitor")
+               << ": " << st.error().describe() << "\n";
+        } else {
+          log_ << "faultline guard: the kernel fence follows the policy: "
+               << (want ? "enforce: egress outside the proxy (UDP, other protocols) is refused\n"
+                        : "monitor: egress outside the proxy is logged as would-deny\n")
+               << std::flush;
+        }
+        opts_.enforce = want;  // asked again only when the policy changes again
+        mode_changed = true;
+      }
+    }
     if (int sig = g_forward.exchange(0); sig != 0) ::kill(child, sig);
     if (!released && session && session->abort_requested()) {
       // `faultctl abort` has disarmed the policy in the kernel; let go of the hooks too.
@@ -356,8 +383,14 @@ int Guard::run() {
     log_ << "    " << r.ep << "  connects " << r.f.connects << "  sent " << r.f.bytes_out << " B  received "
          << r.f.bytes_in << " B" << (r.f.capped ? "  (exfil cap hit)" : "") << "\n";
   }
-  log_ << "  " << (opts_.enforce ? "denied" : "would have been denied") << ": "
-       << (opts_.enforce ? total.denied : total.would_deny) << " attempts\n";
+  if (mode_changed) {
+    // Both modes ran: each count is its own.
+    log_ << "  denied (while enforcing): " << total.denied << " attempts\n"
+         << "  would have been denied (while monitoring): " << total.would_deny << " attempts\n";
+  } else {
+    log_ << "  " << (opts_.enforce ? "denied" : "would have been denied") << ": "
+         << (opts_.enforce ? total.denied : total.would_deny) << " attempts\n";
+  }
   for (const auto& [ep, n] : sink.denied) log_ << "    " << ep << "  x" << n << "\n";
   if (auto hits = obj->rule_hits(); hits && !opts_.rules.empty()) {
     log_ << "  rules (calls each decided):\n";

@@ -37,6 +37,10 @@ struct GuardOptions {
   // Run here once the child is forked, before it is let go (the exec gate
   // starts serving: the child's own exec is judged).
   std::function<void()> forked;
+  // Asked every 100 ms while the command runs: whether the fence enforces
+  // now (the request guard's policy, reloaded by SIGHUP or faultcp). The
+  // kernel's policy follows it within that time. Null: `enforce` throughout.
+  std::function<bool()> enforce_now;
 };
 
 class Guard {
