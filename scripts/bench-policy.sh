@@ -124,6 +124,12 @@ make_files() {
 SUMMARY=$TMP/targets
 : > "$SUMMARY"
 target() { printf '%-58s %-26s %s\n' "$1" "$2" "$3" >> "$SUMMARY"; }
+# A point of the load-time curve for make bench's report (BENCH_SERIES, set by scripts/bench.sh).
+point() {
+  [ -n "${BENCH_SERIES:-}" ] && [[ $3 =~ ^[0-9]+(\.[0-9]+)?$ ]] || return 0
+  printf '{"plot":"time to load N denied addresses","x_label":"addresses","y_label":"ms","series":"%s","x":%s,"y":%s}\n' \
+    "$1" "$2" "$3" >> "$BENCH_SERIES"
+}
 
 echo "-- load time of N denied addresses (ms, median of $REPS; ratio: the tool's time / faultline's from JSON)"
 printf '%-8s %10s %10s %16s %16s %16s %16s\n' N "fl json" "fl yaml" "ipt-legacy" "ipt-nft" "nft set" "ipset"
@@ -147,6 +153,10 @@ for n in $SIZES; do
   PREP='ip netns exec "$NS" ipset destroy flbench 2>/dev/null || true'
   ipset=$(median_ms ip netns exec "$NS" ipset restore -file "$TMP/ipset.rules")
   ip netns exec "$NS" ipset destroy flbench 2>/dev/null || true
+  for p in "faultline (JSON) $fl" "faultline (YAML) $flyaml" "iptables-legacy $legacy" "iptables-nft $iptnft" \
+    "nft -f (one set) $nftset" "ipset restore $ipset"; do
+    point "${p% *}" "$n" "${p##* }"
+  done
   printf '%-8s %10s %10s %10s %5s %10s %5s %10s %5s %10s %5s\n' "$n" "$fl" "$flyaml" "$legacy" "$(ratio "$legacy" "$fl")" \
     "$iptnft" "$(ratio "$iptnft" "$fl")" "$nftset" "$(ratio "$nftset" "$fl")" "$ipset" "$(ratio "$ipset" "$fl")"
   if [ "$n" = 100000 ]; then

@@ -26,6 +26,9 @@
 #  11. bench-exec-gate.sh  an exec under faultctl guard --block-dangerous vs the same guard without it
 #                        (exec of /bin/true from one bash; target <= 1.15x, MET/MISSED)
 #
+# At the end: BUILD_DIR/bench/results.json (every figure, parsed) and BUILD_DIR/bench/report.html
+# (the tables and the curves the steps drew, scripts/bench-report.py).
+#
 # Usage: scripts/bench.sh BUILD_DIR   (root; iperf3 from scripts/install-deps.sh)
 # Everything it creates is private to this run and removed on exit: two network
 # namespaces with a veth pair (198.18.0.0/15 addresses only inside them), bpffs
@@ -60,6 +63,9 @@ NON_PEER=198.19.255.254 # in the benchmarking range, never the peer
 PROGRUN_ROOT=/sys/fs/bpf/flbench-$ID
 export FAULTLINE_BPFFS_ROOT=/sys/fs/bpf/flbench-$ID-ctl # faultctl state of this run only
 SUMMARY=$(mktemp /tmp/flbench-summary.XXXXXX)
+# Curve points the steps append (scripts/bench-report.py reads both).
+export BENCH_SERIES
+BENCH_SERIES=$(mktemp /tmp/flbench-series.XXXXXX)
 CPUS=$(nproc)
 CPU_CLIENT=0
 CPU_SERVER=$((CPUS > 1 ? 1 : 0))
@@ -82,7 +88,7 @@ cleanup() {
   for ns in "$NS_A" "$NS_B"; do
     [ -e "/run/netns/$ns" ] && ip netns del "$ns"
   done
-  rm -f "$SUMMARY"
+  rm -f "$SUMMARY" "$BENCH_SERIES"
   exit $rc
 }
 trap cleanup EXIT
@@ -195,4 +201,8 @@ echo "== summary ($(($(date +%s) - START)) s; $(nproc) CPUs, load average $(cut 
   printf 'bench\tcase\tabsolute (median [min-max])\tratio (median [min-max])\ttarget\tresult\n'
   cat "$SUMMARY"
 } | column -t -s $'\t'
+echo
+# Every figure as data (results.json: compare two runs with scripts/bench-compare.sh) and as a page with plots.
+/usr/bin/python3 "$(dirname "$0")/bench-report.py" build --summary "$SUMMARY" --series "$BENCH_SERIES" \
+  --json "$BUILD/bench/results.json" --html "$BUILD/bench/report.html" || FAILED=1
 exit $FAILED

@@ -44,6 +44,8 @@ packages=(
   libpg-query-dev
   # the prompt guard's normalisation (NFKC with case folding, confusables)
   libicu-dev
+  # make bench's report page (build/bench/report.html): its plots, as inline SVG
+  python3-matplotlib
 )
 # The Toxiproxy client test runs the official Node.js client: Node.js from
 # Debian when the machine has none.
