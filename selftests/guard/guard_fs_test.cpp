@@ -322,6 +322,14 @@ TEST_F(GuardFsGateTest, AKilledGuardsCommandIsKilledByTheReaper) {
   EXPECT_FALSE(fs::exists(cgroup)) << "faultctl status did not sweep the killed guard's cgroup";
 }
 
+TEST_F(GuardFsGateTest, FeaturesNameFanotifyForFileEnforcement) {
+  CommandResult r = fltest::run_command({kFsFaultctl, "features"}, {.env = env_}, 60s);
+  EXPECT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(fanotify_perm\s+yes)"))) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(file/exec enforcement\n\s+uses:\s+fanotify permission events)")))
+      << r.out;
+}
+
 TEST_F(GuardFsGateTest, BadFlagsAreRefusedByName) {
   struct Case {
     std::vector<std::string> flags;

@@ -79,7 +79,10 @@ void CommandTree::drain() {
       const auto* ev = reinterpret_cast<const proc_event*>(cn->data);
       if (ev->what == proc_event::PROC_EVENT_FORK) {
         const auto& f = ev->event_data.fork;
-        if (f.child_pid == f.child_tgid && members_.contains(f.parent_tgid)) members_.insert(f.child_tgid);
+        if (f.child_pid == f.child_tgid && members_.contains(f.parent_tgid)) {
+          members_.insert(f.child_tgid);
+          outsiders_.erase(f.child_tgid);
+        }
       } else if (ev->what == proc_event::PROC_EVENT_EXIT) {
         const auto& e = ev->event_data.exit;
         if (e.process_pid == e.process_tgid && members_.contains(e.process_tgid) && e.process_tgid != root_)
@@ -111,7 +114,12 @@ bool CommandTree::contains(pid_t pid) {
   if (root_ == 0) return false;
   drain();
   if (members_.contains(pid)) return true;
-  if (!parent_chain_reaches_root(pid)) return false;
+  if (outsiders_.contains(pid)) return false;
+  if (!parent_chain_reaches_root(pid)) {
+    if (outsiders_.size() > 65536) outsiders_.clear();
+    outsiders_.insert(pid);
+    return false;
+  }
   members_.insert(pid);
   return true;
 }

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <unordered_set>
 
 #include "base/result.h"
 #include "base/unique_fd.h"
@@ -50,6 +51,10 @@ class CommandTree {
   // Exited members stay a while: their fanotify events may still be queued
   // (an event holds its pid, which cannot be reused meanwhile).
   std::map<pid_t, std::chrono::steady_clock::time_point> exited_;
+  // Processes found not to be the command's: a filesystem mark sees every
+  // process's changes, and most are someone else's. A pid leaves the set
+  // when the command forks a process that reuses it.
+  std::unordered_set<pid_t> outsiders_;
   uint64_t lost_ = 0;
 };
 
