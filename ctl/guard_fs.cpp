@@ -77,9 +77,18 @@ Result<std::unique_ptr<GuardFsWatch>> GuardFsWatch::start(const GuardFsWatchOpti
     e.verdict = "allow";
     activity->post(std::move(e));
   };
-  const bool fan = w.use_fanotify;
-  auto watch = FsWatch::start(std::move(w));
+  auto watch = FsWatch::start(w);
+  if (!watch && w.use_fanotify) {
+    // A file system fanotify cannot report names on (no file handles): inotify.
+    log << "faultline guard: fs: fanotify cannot watch " << w.root << " (" << watch.error().describe()
+        << "): inotify, which cannot tell who made a change\n";
+    w.use_fanotify = false;
+    w.in_command = nullptr;
+    who = "anyone's changes count: inotify cannot tell who made them";
+    watch = FsWatch::start(w);
+  }
   if (!watch) return make_error(watch.error().err, "--watch-fs " + watch.error().describe());
+  const bool fan = (*watch)->fanotify();
   g->watch_ = std::move(*watch);
   log << "faultline guard: fs: watching " << g->watch_->root() << " with " << (fan ? "fanotify" : "inotify") << " ("
       << who << ")\n";
