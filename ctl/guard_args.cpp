@@ -35,6 +35,9 @@ constexpr Example kGuardExamples[] = {
     {"any user: only two hosts; POSTs to prod wait for faultctl approvals",
      "faultctl guard --enforce --default-deny --terminate-tls --allow api.anthropic.com "
      "--approve 'POST api.prod.example.com' --allow api.prod.example.com -- claude -p hi"},
+    {"root: the files it changes said; .ssh/ and curl refused; at most 512 processes and 2 GB",
+     "sudo faultctl guard --enforce --watch-fs --enforce-fs --fs-deny .ssh/ --fs-deny-exec /usr/bin/curl "
+     "--max-pids 512 --max-memory 2G -- ./agent.sh"},
     {"monitor: nothing is blocked; traffic outside 10/8 is logged as would-deny",
      "faultctl guard --default-deny --allow 10.0.0.0/8 --json-log guard.jsonl -- ./integration-tests.sh"},
     {"reach only the database and DNS; refuse the rest with ECONNREFUSED",
