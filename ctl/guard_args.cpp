@@ -3,6 +3,7 @@
 #include "ctl/guard_args.h"
 
 #include <pwd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -34,6 +35,9 @@ constexpr Example kGuardExamples[] = {
     {"any user: only two hosts; POSTs to prod wait for faultctl approvals",
      "faultctl guard --enforce --default-deny --terminate-tls --allow api.anthropic.com "
      "--approve 'POST api.prod.example.com' --allow api.prod.example.com -- claude -p hi"},
+    {"root: its file changes said; .ssh/ and curl refused; 512 processes, 2 GB",
+     "faultctl guard --enforce --watch-fs --enforce-fs --fs-deny .ssh/ --fs-deny-exec /usr/bin/curl "
+     "--max-pids 512 --max-memory 2G -- ./agent.sh"},
     {"monitor: nothing is blocked; traffic outside 10/8 is logged as would-deny",
      "faultctl guard --default-deny --allow 10.0.0.0/8 --json-log guard.jsonl -- ./integration-tests.sh"},
     {"reach only the database and DNS; refuse the rest with ECONNREFUSED",
@@ -129,6 +133,103 @@ Status parse_pg_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
   }
   if (a.capture.gateway) return bad("--pg-listen serves a guarded command, not --gateway");
   a.requests = true;
+  return {};
+}
+
+// --enforce-fs and its rules (root: a mount namespace and fanotify's
+// permission events).
+Status parse_fs_gate_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
+  const char* rules[] = {"fs-deny", "fs-deny-exec", "fs-default-deny", "fs-allow"};
+  if (!r.count("enforce-fs")) {
+    for (const char* f : rules)
+      if (r.count(f)) return bad(std::string("--") + f + " goes with --enforce-fs");
+    return {};
+  }
+  if (a.capture.gateway) return bad("--enforce-fs judges a guarded command's files: --gateway runs no command");
+  if (::geteuid() != 0)
+    return bad(
+        "--enforce-fs needs root: the command gets a mount namespace of its own, watched with fanotify "
+        "permission events (as a user, --block-dangerous judges its execs)");
+  FsGateOptions& o = a.fs_gate;
+  auto substrings = [&](const char* flag, std::vector<std::string>& out) -> Status {
+    if (!r.count(flag)) return {};
+    for (const auto& v : r[flag].as<std::vector<std::string>>()) {
+      if (v.empty()) return bad(std::string("--") + flag + ": empty (it would match every path)");
+      out.push_back(v);
+    }
+    return {};
+  };
+  FL_TRY(substrings("fs-deny", o.deny));
+  FL_TRY(substrings("fs-allow", o.allow));
+  if (r.count("fs-deny-exec")) {
+    for (const auto& v : r["fs-deny-exec"].as<std::vector<std::string>>()) {
+      auto d = denied_executable(v);
+      if (!d) return bad("--fs-deny-exec " + d.error().describe());
+      o.deny_exec.push_back(std::move(*d));
+    }
+  }
+  o.default_deny = r.count("fs-default-deny") > 0;
+  if (o.default_deny && o.allow.empty())
+    return bad(
+        "--fs-default-deny needs --fs-allow SUBSTR (at least the command's program and libraries: --fs-allow /usr/ "
+        "--fs-allow /lib)");
+  if (!o.default_deny && !o.allow.empty()) return bad("--fs-allow applies to --fs-default-deny");
+  if (o.deny.empty() && o.deny_exec.empty() && !o.default_deny)
+    return bad("--enforce-fs needs a rule: --fs-deny SUBSTR, --fs-deny-exec PATH or --fs-default-deny");
+  a.enforce_fs = true;
+  return {};
+}
+
+// --watch-fs, --watch-path; --max-memory, --max-pids, --max-cpu (root: they
+// write the command's cgroup).
+Status parse_watch_and_limit_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
+  if (r.count("watch-path") && !r.count("watch-fs")) return bad("--watch-path goes with --watch-fs");
+  if (r.count("watch-fs")) {
+    if (a.capture.gateway) return bad("--watch-fs watches a guarded command: --gateway runs no command");
+    a.watch_fs.enabled = true;
+    if (r.count("watch-path")) {
+      a.watch_fs.path = r["watch-path"].as<std::string>();
+      struct stat st {};
+      if (a.watch_fs.path.empty()) return bad("--watch-path: empty");
+      if (::stat(a.watch_fs.path.c_str(), &st) != 0)
+        return bad("--watch-path " + a.watch_fs.path + ": " + std::strerror(errno));
+      if (!S_ISDIR(st.st_mode)) return bad("--watch-path " + a.watch_fs.path + ": not a folder");
+    }
+  }
+  FL_TRY(parse_fs_gate_flags(r, a));
+  ResourceLimits& l = a.guard.limits;
+  if (r.count("max-memory")) {
+    auto b = with_flag("max-memory", parse_size_bytes(r["max-memory"].as<std::string>()));
+    if (!b) return b.error();
+    if (*b < (1u << 20)) return bad("--max-memory must be at least 1MiB (a command cannot start in less)");
+    l.memory_bytes = *b;
+  }
+  if (r.count("max-pids")) {
+    const std::string v = r["max-pids"].as<std::string>();
+    uint64_t n = 0;
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc() || end != v.data() + v.size() || n < 1 || n > 4194304)
+      return bad("--max-pids " + v + ": a whole number of processes from 1 to 4194304");
+    l.pids = static_cast<uint32_t>(n);
+  }
+  if (r.count("max-cpu")) {
+    const std::string v = r["max-cpu"].as<std::string>();
+    uint64_t n = 0;
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc() || v.empty() || end != v.data() + v.size() - 1 || v.back() != '%' || n < 1 || n > 102400)
+      return bad("--max-cpu " + v + ": a share of one CPU in whole percent, 1% to 102400% (150% is one and a half)");
+    l.cpu_percent = static_cast<uint32_t>(n);
+  }
+  if (l.any()) {
+    if (a.capture.gateway)
+      return bad("--max-memory, --max-pids and --max-cpu limit a guarded command: --gateway runs none");
+    if (::geteuid() != 0) {
+      const char* flag = r.count("max-memory") ? "max-memory" : r.count("max-pids") ? "max-pids" : "max-cpu";
+      return bad(std::string("--") + flag +
+                 " sets a limit on the command's cgroup, which needs root (run faultctl guard as root, or "
+                 "start the command under systemd-run --user -p MemoryMax=...)");
+    }
+  }
   return {};
 }
 
@@ -568,6 +669,28 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       "approve-prompt",
       "with --approve-dangerous, where a held exec is also asked: auto (the terminal, when faultctl runs in its "
       "foreground), tty (the terminal, or refuse to start), off (faultctl approvals only)",
+      cxxopts::value<std::string>())(
+      "watch-fs",
+      "say each file the command creates, modifies or deletes under --watch-path (the working folder by default), "
+      "live and summed up at exit; as root only the command's processes count (fanotify), as a user anyone's "
+      "(inotify)")("watch-path", "DIR: the folder --watch-fs watches (and everything below it)",
+                   cxxopts::value<std::string>())(
+      "enforce-fs",
+      "root: judge every open and exec of the command (fanotify permission events on its own mounts) by "
+      "--fs-deny, --fs-deny-exec and --fs-allow: reported, refused with EPERM with --enforce")(
+      "fs-deny", "SUBSTR: with --enforce-fs, an open whose resolved path contains SUBSTR is denied, repeatable",
+      cxxopts::value<std::vector<std::string>>())(
+      "fs-deny-exec",
+      "PATH: with --enforce-fs, the program at PATH (and any copy of it, by content) is never run nor opened, "
+      "repeatable",
+      cxxopts::value<std::vector<std::string>>())("fs-default-deny",
+                                                  "with --enforce-fs: an open no --fs-allow names is denied")(
+      "fs-allow", "SUBSTR: with --fs-default-deny, an open whose resolved path contains SUBSTR is allowed, repeatable",
+      cxxopts::value<std::vector<std::string>>())("max-memory",
+                                                  "SIZE: root: the command's memory limit (2GB, 512MiB), on its cgroup",
+                                                  cxxopts::value<std::string>())(
+      "max-pids", "N: root: at most N processes and threads in the command's cgroup", cxxopts::value<std::string>())(
+      "max-cpu", "P%: root: the command's CPU time at most P% of one CPU (150% is one and a half)",
       cxxopts::value<std::string>())("netns",
                                      "root: run the command in this network namespace: NAME (ip netns), PATH or pid:N",
                                      cxxopts::value<std::string>())(
@@ -868,6 +991,7 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
     if (cap.gateway) return bad(std::string("--") + flag + " judges the command's execs: --gateway runs no command");
     args_out.block_dangerous = true;
   }
+  FL_TRY(parse_watch_and_limit_flags(*r, args_out));
   if (r->count("approve-dangerous")) {
     args_out.approve_dangerous = true;
     args_out.requests = true;  // its approval queue is the request guard's
@@ -901,6 +1025,7 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
     // --json-log is the request guard's activity log: one chained file.
     cap.json_log = std::exchange(g.json_log, std::string());
   }
+  args_out.watch_fs.activity_log = !cap.json_log.empty() ? cap.json_log : g.json_log;
   // The proctor is configured by the environment (its key stays out of ps).
   auto proctor = proctor_config_from_env();
   if (!proctor) return proctor.error();

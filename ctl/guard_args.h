@@ -7,9 +7,11 @@
 #include "base/result.h"
 #include "ctl/guard_capture.h"
 #include "ctl/guard_faults.h"
+#include "ctl/guard_fs.h"
 #include "ctl/guard_pg_gate.h"
 #include "ctl/help.h"
 #include "userspace/enforce/guard.h"
+#include "userspace/guard/fs_gate.h"
 
 namespace faultline {
 
@@ -34,6 +36,11 @@ struct GuardArgs {
   // terminal when faultctl runs in its foreground; tty: there, or exit 2;
   // off: the approval queue only.
   enum class ApprovePrompt : uint8_t { Auto, Tty, Off } approve_prompt = ApprovePrompt::Auto;
+  GuardFsWatchOptions watch_fs;  // --watch-fs, --watch-path
+  // --enforce-fs (root): every open and exec judged by the file gate
+  // (userspace/guard/fs_gate.h); fs_gate.enforce is set from --enforce.
+  bool enforce_fs = false;
+  FsGateOptions fs_gate;
   PgGateOptions pg;  // --pg-listen, --pg-upstream: the Postgres gate (judged by capture.policy's SQL rules)
 };
 

@@ -20,6 +20,7 @@
 #include "ctl/guard_capture.h"
 #include "ctl/guard_exec_prompt.h"
 #include "ctl/guard_fault_proxy.h"
+#include "ctl/guard_fs.h"
 #include "ctl/guard_pg_gate.h"
 #include "userspace/guard/exec_gate.h"
 
@@ -130,7 +131,7 @@ void print_exec_summary(const ExecGate& gate) {
 // The command as a child of ours, signals passed on, its exit code (as a user:
 // no cgroup to put it in). With gate: its filter installed in the child.
 int run_wrapped(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env,
-                ExecGate* gate) {
+                ExecGate* gate, GuardFsWatch* watch) {
   ChildEnvironment child_env(env);
   auto held = HeldChild::spawn(
       argv,
@@ -144,6 +145,7 @@ int run_wrapped(const std::vector<std::string>& argv, const std::vector<std::pai
     return 1;
   }
   if (gate != nullptr) gate->serve();
+  if (watch != nullptr) watch->forked(held->pid());
   struct sigaction sa {
   }, old_int{}, old_term{};
   sa.sa_handler = remember_signal;
@@ -305,11 +307,43 @@ int cmd_guard(const std::vector<std::string>& args) {
                                           : "enforce: refused with EPERM")
                 << ")\n";
       a.guard.before_exec = [g = gate.get()] { return g->install_in_child(); };
-      a.guard.forked = [g = gate.get()] { g->serve(); };
+      a.guard.forked = [g = gate.get()](pid_t) { g->serve(); };
+    }
+    std::unique_ptr<GuardFsWatch> watch;
+    if (a.watch_fs.enabled) {
+      auto started = GuardFsWatch::start(a.watch_fs, capture ? &capture->judge() : nullptr, std::cerr);
+      if (!started) {
+        std::cerr << "faultctl guard: " << started.error().describe() << "\n";
+        return started.error().bad_input ? int(kExitBadInput) : 1;
+      }
+      watch = std::move(*started);
+      a.guard.forked = [w = watch.get(), before = std::move(a.guard.forked)](pid_t pid) {
+        if (before) before(pid);
+        w->forked(pid);
+      };
+    }
+    std::unique_ptr<FsGate> fs_gate;
+    if (a.enforce_fs) {
+      const bool enforce = a.guard.enforce || (capture && capture->judge().policy()->mode == GuardMode::Enforce);
+      auto made = start_fs_gate(std::move(a.fs_gate), enforce, capture ? &capture->judge() : nullptr, std::cerr);
+      if (!made) {
+        std::cerr << "faultctl guard: " << made.error().describe() << "\n";
+        return 1;
+      }
+      fs_gate = std::move(*made);
+      // Its namespace first, then the exec gate's filter: the last thing before the exec.
+      a.guard.before_exec = [f = fs_gate.get(), before = std::move(a.guard.before_exec)] {
+        return f->prepare_in_child() && (!before || before());
+      };
+      a.guard.forked = [f = fs_gate.get(), before = std::move(a.guard.forked)](pid_t pid) {
+        if (before) before(pid);
+        f->serve(pid);
+      };
     }
     if (capture) {
       if (::geteuid() != 0) {
-        const int code = run_wrapped(a.guard.command, env, gate.get());
+        const int code = run_wrapped(a.guard.command, env, gate.get(), watch.get());
+        if (watch) watch->finish(std::cerr);
         if (gate) print_exec_summary(*gate);
         if (pg) pg->print_summary(std::cerr);
         pg.reset();
@@ -353,6 +387,11 @@ int cmd_guard(const std::vector<std::string>& args) {
     }
     Guard g(std::move(a.guard), std::cerr);
     const int code = g.run();
+    if (fs_gate) {
+      fs_gate->stop();
+      print_fs_gate_summary(*fs_gate, std::cerr);
+    }
+    if (watch) watch->finish(std::cerr);
     if (gate) print_exec_summary(*gate);
     if (faults) faults->print_summary(std::cerr);
     if (pg) pg->print_summary(std::cerr);

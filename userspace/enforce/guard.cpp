@@ -211,6 +211,16 @@ int Guard::run() {
     log_ << "faultctl guard: " << cg.error().describe() << "\n";
     return 1;
   }
+  std::optional<CgroupLimits> limits;
+  if (opts_.limits.any()) {
+    auto l = CgroupLimits::apply(opts_.limits, cg->path(), "faultline-guard-" + std::to_string(::getpid()));
+    if (!l) {
+      log_ << "faultctl guard: " << l.error().describe() << "\n";
+      return 1;
+    }
+    limits.emplace(std::move(*l));
+    log_ << ("faultline guard: limits: " + limits->describe() + "\n") << std::flush;  // one write
+  }
   auto obj = SockaddrObject::load(static_cast<uint32_t>(opts_.rules.size()));
   if (!obj) {
     log_ << "faultctl guard: " << obj.error().describe() << "\n";
@@ -302,10 +312,16 @@ int Guard::run() {
     return 1;
   }
   const pid_t child = held->pid();
-  if (opts_.forked) opts_.forked();
+  if (opts_.forked) opts_.forked(child);
   if (auto st = cg->join(child); !st) {
     log_ << "faultctl guard: " << st.error().describe() << "\n";
     return 1;  // the held child is killed and reaped with `held`
+  }
+  if (limits) {
+    if (auto st = limits->join(child); !st) {
+      log_ << "faultctl guard: limits: " << st.error().describe() << "\n";
+      return 1;
+    }
   }
   // Forward signals from before the command runs: a SIGTERM that came before the
   // handler would kill the guard alone, leaving the command running unguarded
@@ -401,6 +417,10 @@ int Guard::run() {
   for (const auto& [what, n] : sink.redirected) log_ << "    " << what << "  x" << n << "\n";
   for (const auto& e : sink.exfil) log_ << "  exfil cap: " << e << "\n";
   if (total.exfil_dropped) log_ << "  packets dropped by the exfil cap: " << total.exfil_dropped << "\n";
+  if (limits) {
+    const std::string hits = limits->hits();
+    log_ << "  limits: " << (hits.empty() ? "none reached" : hits) << "\n";
+  }
   if (total.events_lost) log_ << "  decisions not reported (ring buffer full): " << total.events_lost << "\n";
   obj->detach();
   return exit_code;

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "userspace/enforce/cgroup_limits.h"
 #include "userspace/net/egress_rules.h"
 
 namespace faultline {
@@ -34,9 +35,11 @@ struct GuardOptions {
   // (the exec gate's filter); false ends the child with 127. It must not
   // allocate: the child of a threaded process.
   std::function<bool()> before_exec;
-  // Run here once the child is forked, before it is let go (the exec gate
-  // starts serving: the child's own exec is judged).
-  std::function<void()> forked;
+  // Run here once the child is forked, before it is let go, with its pid
+  // (the exec gate starts serving: the child's own exec is judged).
+  std::function<void(pid_t)> forked;
+  // --max-memory, --max-pids, --max-cpu: on the command's cgroup.
+  ResourceLimits limits;
   // Asked every 100 ms while the command runs: whether the fence enforces
   // now (the request guard's policy, reloaded by SIGHUP or faultcp). The
   // kernel's policy follows it within that time. Null: `enforce` throughout.

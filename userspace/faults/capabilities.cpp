@@ -79,10 +79,18 @@ std::vector<Capability> capabilities(const Features& f) {
     caps.push_back(c);
   }
   {
+    // faultctl guard --enforce-fs. The BPF LSM rung (file_open and
+    // bprm_check_security scoped to the guard's cgroup) is not built yet.
     Capability c{"file/exec enforcement", {"BPF LSM", "fanotify permission events"}, "", ""};
-    c.why = std::string("not built yet; the kernel offers: BPF LSM ") +
-            (f.bpf_lsm.available ? "yes" : "no (" + f.bpf_lsm.detail + ")") + ", fanotify " +
-            (f.fanotify_perm.available ? "yes" : "no");
+    const std::string lsm = std::string("BPF LSM: the rung is not built yet (the kernel offers it: ") +
+                            (f.bpf_lsm.available ? "yes" : "no, " + f.bpf_lsm.detail) + ")";
+    if (f.fanotify_perm.available) {
+      c.chosen = c.ladder[1];
+      c.why = lsm + "; fanotify_perm: " + f.fanotify_perm.detail +
+              "; for a command faultctl guard starts (root), on the mounts of its own mount namespace";
+    } else {
+      c.why = lsm + "; fanotify_perm: " + f.fanotify_perm.detail;
+    }
     caps.push_back(c);
   }
   return caps;
