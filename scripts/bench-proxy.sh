@@ -18,6 +18,9 @@
 # with private ports, config and data under a temporary folder; all of it is
 # removed on exit. The client runs on CPU 0; the server and the proxies on the
 # last CPU, so a proxy competes with the server it fronts, as on a real host.
+# Also: the CPU each proxy process spends per request (its /proc/PID/stat user + system time over a run /
+# the requests), against haproxy's (target <= 0.75x), and a concurrency curve (c = 1 to 256, small body);
+# rows to BENCH_SUMMARY and points to BENCH_SERIES when set (scripts/bench.sh: results.json, report.html).
 # BENCH_REPS (default 3) rounds; BENCH_PROXY_SECONDS (default 2) per wrk run.
 set -euo pipefail
 
@@ -214,13 +217,40 @@ for t in "$P_NGINX_TLS|$DIR/ca.pem" "$P_HA_TLS_PASS|$DIR/ca.pem" "$P_FL_TLS_PASS
     { echo "bench-proxy: GET https://$TLS_HOST:$port/small gave $got bytes" >&2; cat "$DIR"/fl-*.out >&2; exit 1; }
 done
 
-# wrk PORT PATH CONNECTIONS [BASE] -> "REQ_PER_S P50_US MB_PER_S" (BASE: default http://127.0.0.1)
+# The proxies' processes, whose CPU time each run is charged: found in the
+# namespace by name (and, for the two fl-proxyhost, by their mode).
+pid_in_ns() {
+  local p
+  for p in $(ip netns pids "$NS"); do
+    [ "$(cat "/proc/$p/comm" 2>/dev/null)" = "$1" ] || continue
+    [ -z "${2:-}" ] || tr '\0' ' ' <"/proc/$p/cmdline" | grep -qw -- "$2" || continue
+    echo "$p"
+    return 0
+  done
+  echo "bench-proxy: no $1 ${2:-}process in $NS" >&2
+  return 1
+}
+PID_HA=$(pid_in_ns haproxy)
+PID_FL=$(pid_in_ns faultd)
+PID_FL_PASS=$(pid_in_ns fl-proxyhost sni)
+PID_FL_TERM=$(pid_in_ns fl-proxyhost terminate)
+HZ=$(getconf CLK_TCK)
+# user + system time of PID so far, in clock ticks (0 for no PID)
+cpu_ticks() { if [ -n "${1:-}" ]; then awk '{ print $14 + $15 }' "/proc/$1/stat"; else echo 0; fi; }
+
+# wrk PORT PATH CONNECTIONS [BASE] [PID] -> "REQ_PER_S P50_US MB_PER_S CPU_US_PER_REQ" (BASE: default
+# http://127.0.0.1; CPU_US_PER_REQ: PID's CPU time over the run / the requests, 0 without a PID)
 wrk_run() {
-  on_client wrk -t1 -c"$3" -d"${SECS}s" --latency "${4:-http://127.0.0.1}:$1$2" 2>&1 | awk '
+  local before after out
+  before=$(cpu_ticks "${5:-}")
+  out=$(on_client wrk -t1 -c"$3" -d"${SECS}s" --latency "${4:-http://127.0.0.1}:$1$2" 2>&1 | awk '
     /Requests\/sec:/ { rps = $2 }
     /Transfer\/sec:/ { v = $2; if (v ~ /GB$/) m = v * 1024; else if (v ~ /MB$/) m = v + 0; else if (v ~ /KB$/) m = v / 1024; else m = v / 1048576 }
     /^ +50%/ { v = $2; if (v ~ /us$/) p = v + 0; else if (v ~ /ms$/) p = v * 1000; else p = v * 1e6 }
-    END { if (rps == "") exit 1; printf "%s %s %s\n", rps, p, m }'
+    END { if (rps == "") exit 1; printf "%s %s %s\n", rps, p, m }')
+  after=$(cpu_ticks "${5:-}")
+  awk -v o="$out" -v t=$((after - before)) -v hz="$HZ" -v s="$SECS" 'BEGIN {
+    split(o, f, " "); req = f[1] * s; printf "%s %.1f\n", o, (req > 0) ? t / hz * 1e6 / req : 0 }'
 }
 # redis-benchmark PORT -> "GET_PER_S"
 redis_run() {
@@ -230,27 +260,35 @@ redis_run() {
 
 declare -A R
 ROWS=("small c=1|/small|1" "small c=50|/small|50" "1MiB c=1|/big|1" "1MiB c=50|/big|50")
-TARGETS=("direct|$P_NGINX|$P_REDIS" "haproxy|$P_HA_WEB|$P_HA_REDIS" "faultline|$P_FL_WEB|$P_FL_REDIS")
+TARGETS=("direct|$P_NGINX|$P_REDIS|" "haproxy|$P_HA_WEB|$P_HA_REDIS|$PID_HA" "faultline|$P_FL_WEB|$P_FL_REDIS|$PID_FL")
+SWEEP=(1 4 16 64 256)  # the concurrency curve: small body, each target
 for rep in $(seq "$REPS"); do
   for row in "${ROWS[@]}"; do
     IFS='|' read -r name path conns <<<"$row"
     for t in "${TARGETS[@]}"; do
-      IFS='|' read -r who web _ <<<"$t"
-      R["$name|$who"]+="$(wrk_run "$web" "$path" "$conns");"
+      IFS='|' read -r who web _ pid <<<"$t"
+      R["$name|$who"]+="$(wrk_run "$web" "$path" "$conns" "" "$pid");"
+    done
+  done
+  for c in "${SWEEP[@]}"; do
+    for t in "${TARGETS[@]}"; do
+      IFS='|' read -r who web _ pid <<<"$t"
+      R["sweep$c|$who"]+="$(wrk_run "$web" /small "$c" "" "$pid");"
     done
   done
   for t in "${TARGETS[@]}"; do
     IFS='|' read -r who _ redis <<<"$t"
     R["redis|$who"]+="$(redis_run "$redis");"
   done
-  for t in "direct|$P_NGINX" "haproxy|$P_HA_L7" "faultline|$P_FL_L7" "faultline_fault|$P_FL_L7F"; do
-    IFS='|' read -r who port <<<"$t"
-    R["l7|$who"]+="$(wrk_run "$port" /small 50);"
+  for t in "direct|$P_NGINX|" "haproxy|$P_HA_L7|$PID_HA" "faultline|$P_FL_L7|$PID_FL" "faultline_fault|$P_FL_L7F|$PID_FL"; do
+    IFS='|' read -r who port pid <<<"$t"
+    R["l7|$who"]+="$(wrk_run "$port" /small 50 "" "$pid");"
   done
-  for t in "tls_pass|direct|$P_NGINX_TLS" "tls_pass|haproxy|$P_HA_TLS_PASS" "tls_pass|faultline|$P_FL_TLS_PASS" \
-    "tls_term|direct|$P_NGINX_TLS" "tls_term|haproxy|$P_HA_TLS_TERM" "tls_term|faultline|$P_FL_TLS_TERM"; do
-    IFS='|' read -r row who port <<<"$t"
-    R["$row|$who"]+="$(wrk_run "$port" /small 50 "https://$TLS_HOST");"
+  for t in "tls_pass|direct|$P_NGINX_TLS|" "tls_pass|haproxy|$P_HA_TLS_PASS|$PID_HA" \
+    "tls_pass|faultline|$P_FL_TLS_PASS|$PID_FL_PASS" "tls_term|direct|$P_NGINX_TLS|" \
+    "tls_term|haproxy|$P_HA_TLS_TERM|$PID_HA" "tls_term|faultline|$P_FL_TLS_TERM|$PID_FL_TERM"; do
+    IFS='|' read -r row who port pid <<<"$t"
+    R["$row|$who"]+="$(wrk_run "$port" /small 50 "https://$TLS_HOST" "$pid");"
   done
 done
 
@@ -292,4 +330,39 @@ for row in "tls_pass|TLS pass" "tls_term|TLS terminate"; do
   d=$(med "${R[$key|direct]}" 1) h=$(med "${R[$key|haproxy]}" 1) f=$(med "${R[$key|faultline]}" 1)
   printf '   %-13s %10.0f/s %12.0f/s (%s) %12.0f/s (%s) %8s\n' "$label" "$d" "$h" "$(ratio "$h" "$d")" "$f" \
     "$(ratio "$f" "$d")" "$(ratio "$f" "$h")"
+done
+
+# CPU per request: the proxy process's user + system time over each run / the
+# requests it carried (clock ticks of 1/$HZ s); the proxy that spends less
+# leaves more of the 2 CPUs to the server. Target: Faultline at most 0.75x haproxy.
+lo_hi() { tr ';' '\n' <<<"$1" | awk -v f="$2" 'NF { print $f }' | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s-%s", lo, hi }'; }
+row_out() { [ -n "${BENCH_SUMMARY:-}" ] && printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$BENCH_SUMMARY" || true; }
+echo "   CPU per request of the proxy process (us, median of $REPS [min-max]); F/H target <= 0.75x"
+printf '   %-13s %22s %22s %8s %s\n' "row" "haproxy" "faultline" "F/H" ""
+for row in "small c=1" "small c=50" "1MiB c=1" "1MiB c=50" "l7" "tls_pass" "tls_term"; do
+  h=$(med "${R[$row|haproxy]}" 4) f=$(med "${R[$row|faultline]}" 4)
+  r=$(awk -v a="$f" -v b="$h" 'BEGIN { printf "%.2f", (b > 0) ? a / b : 0 }')
+  v=$(awk -v r="$r" -v h="$h" 'BEGIN { print (h > 0 && r <= 0.75) ? "MET" : "MISSED" }')
+  printf '   %-13s %12.1f [%s] %12.1f [%s] %7sx %s\n' "$row" "$h" "$(lo_hi "${R[$row|haproxy]}" 4)" "$f" \
+    "$(lo_hi "${R[$row|faultline]}" 4)" "$r" "$v"
+  row_out "5 proxy" "CPU per request, $row (faultline; haproxy $h us)" "$f us [$(lo_hi "${R[$row|faultline]}" 4)]" \
+    "${r}x" "<= 0.75x haproxy" "$v"
+done
+
+# The concurrency curve (small body): req/s and CPU per request at each c.
+echo "   small body against concurrency (req/s, median of $REPS; CPU us per request)"
+printf '   %-6s %18s %18s %18s\n' c direct haproxy faultline
+for c in "${SWEEP[@]}"; do
+  line=$(printf '   %-6s' "$c")
+  for who in direct haproxy faultline; do
+    q=$(med "${R[sweep$c|$who]}" 1) u=$(med "${R[sweep$c|$who]}" 4)
+    line+=$(printf ' %10.0f/s %5.1fus' "$q" "$u")
+    if [ -n "${BENCH_SERIES:-}" ]; then
+      printf '{"plot":"proxy req/s against concurrency (small body)","x_label":"connections","y_label":"req/s","series":"%s","x":%s,"y":%s}\n' \
+        "$who" "$c" "$q" >>"$BENCH_SERIES"
+      [ "$who" = direct ] || printf '{"plot":"proxy CPU per request against concurrency (small body)","x_label":"connections","y_label":"us of the proxy CPU per request","series":"%s","x":%s,"y":%s}\n' \
+        "$who" "$c" "$u" >>"$BENCH_SERIES"
+    fi
+  done
+  echo "$line"
 done

@@ -63,6 +63,7 @@ NON_PEER=198.19.255.254 # in the benchmarking range, never the peer
 PROGRUN_ROOT=/sys/fs/bpf/flbench-$ID
 export FAULTLINE_BPFFS_ROOT=/sys/fs/bpf/flbench-$ID-ctl # faultctl state of this run only
 SUMMARY=$(mktemp /tmp/flbench-summary.XXXXXX)
+export BENCH_SUMMARY=$SUMMARY # the scripts' rows join the binaries' (bench-proxy.sh's CPU per request)
 # Curve points the steps append (scripts/bench-report.py reads both).
 export BENCH_SERIES
 BENCH_SERIES=$(mktemp /tmp/flbench-series.XXXXXX)
