@@ -12,6 +12,7 @@
 #include "ctl/flag_error.h"
 #include "ctl/flag_words.h"
 #include "ctl/guard_capture.h"
+#include "ctl/mcp_http_upstream.h"
 
 namespace faultline {
 namespace mcp_guard_args_impl {
@@ -26,6 +27,11 @@ constexpr Example kMcpGuardExamples[] = {
     {"calls to tools not annotated read-only answer \"would execute\"",
      "faultctl mcp-guard --dry-run -- node server.js"},
     {"the server's tools as pinned, and what changed (pending)", "faultctl mcp-guard pins list"},
+    {"a remote server over Streamable HTTP, the agent on stdio; the token from the environment",
+     "faultctl mcp-guard --enforce --deny-tool 'delete_*' --upstream-url https://mcp.example.com/mcp "
+     "--upstream-header 'Authorization: Bearer ${MCP_TOKEN}'"},
+    {"the agent connects over HTTP to 127.0.0.1:8931/mcp; the server runs on our stdio",
+     "faultctl mcp-guard --listen 127.0.0.1:8931 -- node server.js"},
 };
 
 constexpr const char* kMcpPinsUsage =
@@ -110,6 +116,51 @@ Status check_server_name(const std::string& n) {
   return {};
 }
 
+// --upstream-url, --upstream-transport, --upstream-header, --listen, --allow-remote.
+Status read_bridge_flags(const cxxopts::ParseResult& r, McpGuardArgs& a) {
+  if (r.count("upstream-url")) {
+    a.upstream_url = r["upstream-url"].as<std::string>();
+    if (!a.upstream_url.starts_with("http://") && !a.upstream_url.starts_with("https://"))
+      return bad("--upstream-url '" + a.upstream_url + "': an http:// or https:// URL");
+    if (a.upstream_url.find_first_of(" \t\r\n") != std::string::npos)
+      return bad("--upstream-url: a URL without spaces or line breaks");
+  }
+  for (const char* flag : {"upstream-transport", "upstream-header"})
+    if (r.count(flag) && a.upstream_url.empty()) return bad(std::string("--") + flag + " goes with --upstream-url");
+  if (r.count("upstream-transport")) {
+    const std::string t = r["upstream-transport"].as<std::string>();
+    if (t != "streamable" && t != "sse") return bad("--upstream-transport '" + t + "': streamable or sse");
+    a.upstream_sse = t == "sse";
+  }
+  if (r.count("upstream-header")) {
+    for (const auto& h : r["upstream-header"].as<std::vector<std::string>>()) {
+      const size_t colon = h.find(':');
+      const std::string name = h.substr(0, colon);
+      if (colon == std::string::npos || name.empty() ||
+          name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_!#$%&'*+.^`|~") !=
+              std::string::npos)
+        return bad("--upstream-header: 'Name: value' (a header name, a colon, its value)");
+      std::string lower = name;
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      for (const char* own : {"content-type", "content-length", "accept", "mcp-session-id", "mcp-protocol-version",
+                              "host", "transfer-encoding"})
+        if (lower == own) return bad("--upstream-header " + name + ": the guard sets this header itself");
+      auto value = expand_header_env(h.substr(colon + 1));
+      if (!value) return bad("--upstream-header " + name + ": " + value.error().message);
+      size_t start = value->find_first_not_of(' ');
+      a.upstream_headers.push_back(name + ": " + (start == std::string::npos ? "" : value->substr(start)));
+    }
+  }
+  if (r.count("listen")) {
+    a.listen = r["listen"].as<std::string>();
+    if (a.listen.empty() || a.listen.rfind(':') == std::string::npos)
+      return bad("--listen '" + a.listen + "': HOST:PORT (127.0.0.1:8931; port 0 for any)");
+  }
+  a.allow_remote = r.count("allow-remote") > 0;
+  if (a.allow_remote && a.listen.empty()) return bad("--allow-remote goes with --listen");
+  return {};
+}
+
 }  // namespace mcp_guard_args_impl
 
 using namespace mcp_guard_args_impl;
@@ -131,6 +182,16 @@ std::string mcp_server_name_of(const std::vector<std::string>& command) {
   std::string out;
   for (char c : name)
     out += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' || c == '@' ? c : '_';
+  return out.empty() ? "server" : out.substr(0, 64);
+}
+
+std::string mcp_server_name_of_url(const std::string& url) {
+  std::string rest = url.substr(url.find("://") == std::string::npos ? 0 : url.find("://") + 3);
+  rest = rest.substr(0, rest.find_first_of("/?#"));
+  if (auto at = rest.rfind('@'); at != std::string::npos) rest = rest.substr(at + 1);  // no user:password
+  std::string out;
+  for (char c : rest)
+    if (c != '[' && c != ']') out += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' ? c : '_';
   return out.empty() ? "server" : out.substr(0, 64);
 }
 
@@ -157,7 +218,16 @@ Result<Parsed<McpGuardArgs>> parse_mcp_guard_args(const std::vector<std::string>
       "state-dir", "DIR: where the tool pins are kept (DIR/mcp-pins.json; default: the guard's state folder)",
       cxxopts::value<std::string>())(
       "dry-run", "answer calls to tools not annotated read-only with \"would execute\" instead of sending them")(
-      "h,help", "help");
+      "upstream-url", "U: a remote MCP server at this http(s) URL instead of a command", cxxopts::value<std::string>())(
+      "upstream-transport", "streamable (MCP's Streamable HTTP, the default) or sse (the older HTTP+SSE)",
+      cxxopts::value<std::string>())(
+      "upstream-header",
+      "'Name: value' sent to the --upstream-url with every request, ${VAR} taken from the environment "
+      "(never logged), repeatable",
+      cxxopts::value<std::vector<std::string>>())(
+      "listen", "ADDR: serve MCP's Streamable HTTP at http://ADDR/mcp for the client instead of stdio",
+      cxxopts::value<std::string>())("allow-remote", "let --listen take an address that is not loopback")("h,help",
+                                                                                                          "help");
   auto [flags, cmd] = split_command(args);
   auto r = parse_flag_words(o, flags, kCommandAfterDashesHint);
   if (!r) return r.error();
@@ -167,7 +237,11 @@ Result<Parsed<McpGuardArgs>> parse_mcp_guard_args(const std::vector<std::string>
                           "\n  faultctl mcp-guard pins list|accept|reset ...   the tool pins (pins --help)\n",
                       kMcpGuardExamples)});
   McpGuardArgs a;
-  if (cmd.empty()) return bad("missing the server's command: faultctl mcp-guard [flags] -- COMMAND ARGS");
+  FL_TRY(read_bridge_flags(*r, a));
+  if (cmd.empty() && a.upstream_url.empty())
+    return bad("missing the server's command: faultctl mcp-guard [flags] -- COMMAND ARGS (or --upstream-url U)");
+  if (!cmd.empty() && !a.upstream_url.empty())
+    return bad("--upstream-url and a command (after --) both name the server: give one");
   a.command = cmd;
   if (r->count("policy")) {
     for (const char* flag : kMcpPolicyFlags)
@@ -206,7 +280,7 @@ Result<Parsed<McpGuardArgs>> parse_mcp_guard_args(const std::vector<std::string>
     a.server_name = (*r)["server-name"].as<std::string>();
     FL_TRY(check_server_name(a.server_name));
   } else {
-    a.server_name = mcp_server_name_of(cmd);
+    a.server_name = cmd.empty() ? mcp_server_name_of_url(a.upstream_url) : mcp_server_name_of(cmd);
   }
   if (r->count("identity")) {
     a.identity = (*r)["identity"].as<std::string>();
