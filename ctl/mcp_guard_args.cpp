@@ -12,7 +12,6 @@
 #include "ctl/flag_error.h"
 #include "ctl/flag_words.h"
 #include "ctl/guard_capture.h"
-#include "ctl/mcp_http_upstream.h"
 
 namespace faultline {
 namespace mcp_guard_args_impl {
@@ -27,10 +26,10 @@ constexpr Example kMcpGuardExamples[] = {
     {"calls to tools not annotated read-only answer \"would execute\"",
      "faultctl mcp-guard --dry-run -- node server.js"},
     {"the server's tools as pinned, and what changed (pending)", "faultctl mcp-guard pins list"},
-    {"a remote server over Streamable HTTP, the agent on stdio; the token from the environment",
+    {"a remote server over HTTP; its token from the environment",
      "faultctl mcp-guard --enforce --deny-tool 'delete_*' --upstream-url https://mcp.example.com/mcp "
      "--upstream-header 'Authorization: Bearer ${MCP_TOKEN}'"},
-    {"the agent connects over HTTP to 127.0.0.1:8931/mcp; the server runs on our stdio",
+    {"the agent over HTTP at 127.0.0.1:8931/mcp, the server on stdio",
      "faultctl mcp-guard --listen 127.0.0.1:8931 -- node server.js"},
 };
 
@@ -116,6 +115,19 @@ Status check_server_name(const std::string& n) {
   return {};
 }
 
+// ${NAME} in a header's value: each closed, each a variable name.
+Status check_header_env(const std::string& v) {
+  for (size_t i = v.find("${"); i != std::string::npos; i = v.find("${", i + 2)) {
+    const size_t end = v.find('}', i + 2);
+    if (end == std::string::npos) return bad("--upstream-header: '${' without its '}'");
+    const std::string name = v.substr(i + 2, end - i - 2);
+    if (name.empty() ||
+        name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
+      return bad("--upstream-header: '${" + name + "}' is not a variable name (letters, digits, '_')");
+  }
+  return {};
+}
+
 // --upstream-url, --upstream-transport, --upstream-header, --listen, --allow-remote.
 Status read_bridge_flags(const cxxopts::ParseResult& r, McpGuardArgs& a) {
   if (r.count("upstream-url")) {
@@ -145,10 +157,9 @@ Status read_bridge_flags(const cxxopts::ParseResult& r, McpGuardArgs& a) {
       for (const char* own : {"content-type", "content-length", "accept", "mcp-session-id", "mcp-protocol-version",
                               "host", "transfer-encoding"})
         if (lower == own) return bad("--upstream-header " + name + ": the guard sets this header itself");
-      auto value = expand_header_env(h.substr(colon + 1));
-      if (!value) return bad("--upstream-header " + name + ": " + value.error().message);
-      size_t start = value->find_first_not_of(' ');
-      a.upstream_headers.push_back(name + ": " + (start == std::string::npos ? "" : value->substr(start)));
+      // Checked now (a bad ${...} is bad input); expanded when the guard starts.
+      FL_TRY(check_header_env(h.substr(colon + 1)));
+      a.upstream_headers.push_back(h);
     }
   }
   if (r.count("listen")) {

@@ -26,7 +26,7 @@ struct McpGuardArgs {
   // --upstream-url: a remote server over HTTP instead of a command.
   std::string upstream_url;
   bool upstream_sse = false;                  // --upstream-transport sse (else streamable)
-  std::vector<std::string> upstream_headers;  // "Name: value", ${VAR} expanded: secrets, never printed
+  std::vector<std::string> upstream_headers;  // "Name: value" as given; ${VAR} expanded when the guard starts
   // --listen: the client speaks Streamable HTTP there instead of our stdio.
   std::string listen;
   bool allow_remote = false;

@@ -340,7 +340,18 @@ int run_guard(McpGuardArgs& a) {
     McpHttpUpstreamOptions uo;
     uo.url = a.upstream_url;
     uo.transport = a.upstream_sse ? McpUpstreamTransport::Sse : McpUpstreamTransport::Streamable;
-    uo.headers = a.upstream_headers;
+    for (const auto& h : a.upstream_headers) {
+      // The values from the environment now: secrets from here on, never printed.
+      const size_t colon = h.find(':');
+      auto value = expand_header_env(h.substr(colon + 1));
+      if (!value) {
+        std::cerr << "faultctl mcp-guard: --upstream-header " << h.substr(0, colon) << ": " << value.error().message
+                  << "\n";
+        return kExitBadInput;
+      }
+      const size_t start = value->find_first_not_of(' ');
+      uo.headers.push_back(h.substr(0, colon) + ": " + (start == std::string::npos ? "" : value->substr(start)));
+    }
     uo.on_message = [&gate](const McpLineReader::Line& l) { gate.from_server(l); };
     uo.log = [](const std::string& line) { std::cerr << line + "\n" << std::flush; };
     auto remote = McpHttpUpstream::start(std::move(uo));
