@@ -58,7 +58,8 @@ TEST(McpGuardArgs, PinsSubcommands) {
 }
 
 TEST(McpGuardArgs, BadFlagsAreNamed) {
-  EXPECT_EQ(mcp_error({"--enforce"}), "missing the server's command: faultctl mcp-guard [flags] -- COMMAND ARGS");
+  EXPECT_EQ(mcp_error({"--enforce"}),
+            "missing the server's command: faultctl mcp-guard [flags] -- COMMAND ARGS (or --upstream-url U)");
   EXPECT_EQ(mcp_error({"--deny-tool", "a b", "--", "x"}),
             "--deny-tool 'a b': a tool name has no spaces or control characters");
   EXPECT_EQ(mcp_error({"--server-name", "a/b", "--", "x"}),
