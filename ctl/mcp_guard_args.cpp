@@ -84,6 +84,60 @@ Result<Parsed<McpGuardArgs>> parse_pins_args(const std::vector<std::string>& arg
   return Parsed<McpGuardArgs>(std::move(a));
 }
 
+constexpr const char* kMcpInstallUsage =
+    "usage: faultctl mcp-guard install [--apply] [--project DIR] [--state-dir DIR] [-- GUARD FLAGS]\n"
+    "       faultctl mcp-guard status [--project DIR]\n"
+    "       faultctl mcp-guard uninstall [--apply] [--project DIR] [--state-dir DIR]\n"
+    "  the MCP servers of Claude Desktop ($XDG_CONFIG_HOME/Claude/claude_desktop_config.json),\n"
+    "  Claude Code (~/.claude.json, DIR/.mcp.json) and Cursor (~/.cursor/mcp.json,\n"
+    "  DIR/.cursor/mcp.json; DIR is the current folder unless --project).\n"
+    "  install: each server wrapped in faultctl mcp-guard GUARD FLAGS (default: monitor);\n"
+    "  uninstall: each wrapped server as it was; status: each server's verdict.\n"
+    "  A diff unless --apply; --apply replaces each file atomically, every other key kept.\n"
+    "  A file that is not JSON is named with its line and column, and nothing is written.\n"
+    "  Exit 0 done, 1 an error, 2 bad input.\n";
+
+constexpr Example kMcpInstallExamples[] = {
+    {"what install would change (a diff, nothing written)", "faultctl mcp-guard install"},
+    {"wrap every server, enforcing a deny rule",
+     "faultctl mcp-guard install --apply -- --enforce --deny-tool 'delete_*'"},
+    {"each server's verdict", "faultctl mcp-guard status"},
+    {"every server as it was", "faultctl mcp-guard uninstall --apply"},
+};
+
+Result<Parsed<McpGuardArgs>> parse_install_args(const std::vector<std::string>& args) {
+  McpGuardArgs a;
+  a.install_verb = args[0];
+  size_t i = 1;
+  for (; i < args.size(); ++i) {
+    const std::string& w = args[i];
+    if (w == "-h" || w == "--help")
+      return Parsed<McpGuardArgs>(HelpText{with_examples(kMcpInstallUsage, kMcpInstallExamples)});
+    if (w == "--") break;
+    if (w == "--apply" && a.install_verb != "status") {
+      a.apply = true;
+    } else if (w == "--project" || w == "--state-dir") {
+      if (i + 1 >= args.size() || args[i + 1].empty()) return bad(a.install_verb + ": " + w + " needs a folder");
+      (w == "--project" ? a.project : a.state_dir) = args[++i];
+    } else {
+      return bad(a.install_verb + ": unknown flag or word '" + w + "'");
+    }
+  }
+  if (i < args.size()) {
+    if (a.install_verb != "install") return bad(a.install_verb + ": takes no guard flags after --");
+    a.guard_flags.assign(args.begin() + static_cast<long>(i) + 1, args.end());
+    for (const auto& f : a.guard_flags)
+      if (f == "--" || f == "--server-name" || f == "--upstream-url" || f == "--listen" || f.starts_with("--upstream-"))
+        return bad("install: " + f + " is set by install for each server: not among the guard flags");
+    // The flags as each wrapper will run them: refused now, not at the client's start.
+    std::vector<std::string> probe = a.guard_flags;
+    probe.insert(probe.end(), {"--", "server"});
+    auto r = parse_mcp_guard_args(probe);
+    if (!r) return bad("install: the guard flags: " + r.error().message);
+  }
+  return Parsed<McpGuardArgs>(std::move(a));
+}
+
 // A path's name for a server: its last part without "@version" or extension;
 // a generic part (index.js, dist/, build/) gives way to the folder above it,
 // so ".../server-filesystem/dist/index.js" is server-filesystem.
@@ -208,6 +262,8 @@ std::string mcp_server_name_of_url(const std::string& url) {
 
 Result<Parsed<McpGuardArgs>> parse_mcp_guard_args(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "pins") return parse_pins_args(args);
+  if (!args.empty() && (args[0] == "install" || args[0] == "status" || args[0] == "uninstall"))
+    return parse_install_args(args);
   cxxopts::Options o("faultctl mcp-guard", "Guard the tool calls between an agent and a stdio MCP server.");
   o.add_options()("enforce", "act on the verdicts (default: monitor, decide and log only)")(
       "default-deny", "deny the calls no rule allows (default: allow)")(
@@ -245,7 +301,8 @@ Result<Parsed<McpGuardArgs>> parse_mcp_guard_args(const std::vector<std::string>
   if (r->count("help"))
     return Parsed<McpGuardArgs>(HelpText{
         with_examples(o.help() + "\n  -- COMMAND ARGS   the MCP server to start (it speaks on its stdin and stdout)\n" +
-                          "\n  faultctl mcp-guard pins list|accept|reset ...   the tool pins (pins --help)\n",
+                          "\n  faultctl mcp-guard pins list|accept|reset ...   the tool pins (pins --help)\n" +
+                          "  faultctl mcp-guard install|status|uninstall ...   the clients' configs (install --help)\n",
                       kMcpGuardExamples)});
   McpGuardArgs a;
   FL_TRY(read_bridge_flags(*r, a));

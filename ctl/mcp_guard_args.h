@@ -35,6 +35,11 @@ struct McpGuardArgs {
   std::string server;
   std::string tool;
   bool json = false;
+  // install [--apply] [--project DIR] [-- GUARD FLAGS] | status | uninstall [--apply]
+  std::string install_verb;  // "" unless one of those
+  bool apply = false;
+  std::string project;                   // "" for the current folder
+  std::vector<std::string> guard_flags;  // install: each wrapper's flags
 };
 
 // args are what follows "mcp-guard".

@@ -21,10 +21,12 @@
 #include "base/files.h"
 #include "ctl/command.h"
 #include "ctl/commands/commands.h"
+#include "ctl/flag_error.h"
 #include "ctl/guard_capture.h"
 #include "ctl/mcp_guard_args.h"
 #include "ctl/mcp_http_listener.h"
 #include "ctl/mcp_http_upstream.h"
+#include "ctl/mcp_install.h"
 #include "userspace/guard/approval_socket.h"
 #include "userspace/guard/mcp_gate.h"
 
@@ -126,6 +128,24 @@ int run_pins(const McpGuardArgs& a) {
   if (auto st = store.reset(a.server); !st) return report_error("faultctl mcp-guard pins reset", st.error());
   std::cout << "forgot the pins of " << a.server << ": its next tools/list is pinned afresh\n";
   return kExitCompleted;
+}
+
+int run_install(const McpGuardArgs& a) {
+  McpInstallOptions o;
+  o.verb = a.install_verb;
+  o.apply = a.apply;
+  const char* home = std::getenv("HOME");
+  if (home == nullptr || *home == 0) return report_error("faultctl mcp-guard " + o.verb, bad("HOME is not set"));
+  o.home = home;
+  const char* xdg = std::getenv("XDG_CONFIG_HOME");
+  o.config_home = xdg != nullptr && *xdg == '/' ? std::string(xdg) : o.home + "/.config";
+  std::error_code ec;
+  o.project = a.project.empty() ? std::filesystem::current_path(ec).string() : a.project;
+  o.faultctl = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  if (o.faultctl.empty()) o.faultctl = "faultctl";
+  o.guard_flags = a.guard_flags;
+  o.state_dir = state_dir_of(a);
+  return run_mcp_install(o);
 }
 
 // Reads one fd to its end, line by line, into `on_line`.
@@ -416,6 +436,7 @@ using namespace mcp_guard_command_impl;
 int cmd_mcp_guard(const std::vector<std::string>& args) {
   return run_command("faultctl mcp-guard", parse_mcp_guard_args(args), kRootNever, [](McpGuardArgs& a) -> int {
     if (!a.pins_verb.empty()) return run_pins(a);
+    if (!a.install_verb.empty()) return run_install(a);
     return run_guard(a);
   });
 }

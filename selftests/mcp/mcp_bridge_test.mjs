@@ -281,7 +281,9 @@ test("--listen refuses an address that is not loopback without --allow-remote; b
       return { status: e.status, stderr: e.stderr };
     }
   };
-  let r = run(["--listen", "0.0.0.0:0", "--", "true"]);
+  const state = fs.mkdtempSync(path.join(os.tmpdir(), "fl-mcpb-state-"));
+  let r = run(["--state-dir", state, "--listen", "0.0.0.0:0", "--", "true"]);
+  fs.rmSync(state, { recursive: true, force: true });
   assert.equal(r.status, 2);
   assert.match(r.stderr, /--listen 0\.0\.0\.0:0: not a loopback address/);
   r = run(["--upstream-url", "http://127.0.0.1:1/mcp", "--upstream-header", "Authorization: Bearer ${FL_UNSET_VAR_X}"]);
