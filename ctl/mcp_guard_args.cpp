@@ -182,6 +182,40 @@ Status check_header_env(const std::string& v) {
   return {};
 }
 
+// --fault-tool with --fault-error or --fault-delay, --fault-pct; --trace.
+Status read_fault_flags(const cxxopts::ParseResult& r, McpGuardArgs& a) {
+  if (r.count("trace")) {
+    a.trace = r["trace"].as<std::string>();
+    if (a.trace.empty()) return bad("--trace: empty file name");
+  }
+  if (!r.count("fault-tool")) {
+    for (const char* f : {"fault-error", "fault-delay", "fault-pct"})
+      if (r.count(f)) return bad(std::string("--") + f + " goes with --fault-tool");
+    return {};
+  }
+  a.fault.tool = r["fault-tool"].as<std::string>();
+  if (auto st = check_mcp_glob(a.fault.tool); !st) return bad("--fault-tool " + st.error().message);
+  if (r.count("fault-error") == r.count("fault-delay"))
+    return bad("--fault-tool: give one of --fault-error TEXT or --fault-delay D");
+  if (r.count("fault-error")) {
+    a.fault.error_text = r["fault-error"].as<std::string>();
+    if (a.fault.error_text.empty() || a.fault.error_text.size() > 4096)
+      return bad("--fault-error: a text of 1 to 4096 bytes");
+  } else {
+    auto ns = with_flag("fault-delay", parse_duration_ns(r["fault-delay"].as<std::string>()));
+    if (!ns) return ns.error();
+    if (*ns < 1'000'000 || *ns > 600'000'000'000ULL) return bad("--fault-delay: from 1ms to 10m");
+    a.fault.delay_ns = *ns;
+  }
+  if (r.count("fault-pct")) {
+    auto p = with_flag("fault-pct", parse_percent(r["fault-pct"].as<std::string>()));
+    if (!p) return p.error();
+    if (*p <= 0) return bad("--fault-pct: above 0 (up to 100)");
+    a.fault.pct = *p;
+  }
+  return {};
+}
+
 // --upstream-url, --upstream-transport, --upstream-header, --listen, --allow-remote.
 Status read_bridge_flags(const cxxopts::ParseResult& r, McpGuardArgs& a) {
   if (r.count("upstream-url")) {
@@ -223,7 +257,7 @@ Status read_bridge_flags(const cxxopts::ParseResult& r, McpGuardArgs& a) {
   }
   a.allow_remote = r.count("allow-remote") > 0;
   if (a.allow_remote && a.listen.empty()) return bad("--allow-remote goes with --listen");
-  return {};
+  return read_fault_flags(r, a);
 }
 
 }  // namespace mcp_guard_args_impl
@@ -293,8 +327,14 @@ Result<Parsed<McpGuardArgs>> parse_mcp_guard_args(const std::vector<std::string>
       "(never logged), repeatable",
       cxxopts::value<std::vector<std::string>>())(
       "listen", "ADDR: serve MCP's Streamable HTTP at http://ADDR/mcp for the client instead of stdio",
-      cxxopts::value<std::string>())("allow-remote", "let --listen take an address that is not loopback")("h,help",
-                                                                                                          "help");
+      cxxopts::value<std::string>())("allow-remote", "let --listen take an address that is not loopback")(
+      "fault-tool", "T: inject a fault into the allowed calls to tools matching the glob T",
+      cxxopts::value<std::string>())("fault-error", "TEXT: the faulted call is answered isError with TEXT, unsent",
+                                     cxxopts::value<std::string>())(
+      "fault-delay", "D: the faulted call is sent D later (500ms, 2s)", cxxopts::value<std::string>())(
+      "fault-pct", "P: fault this share of the matching calls (default 100)", cxxopts::value<std::string>())(
+      "trace", "FILE: append every message the guard passes, both ways, redacted, one JSON line each",
+      cxxopts::value<std::string>())("h,help", "help");
   auto [flags, cmd] = split_command(args);
   auto r = parse_flag_words(o, flags, kCommandAfterDashesHint);
   if (!r) return r.error();

@@ -8,6 +8,7 @@
 
 #include "base/result.h"
 #include "ctl/help.h"
+#include "ctl/mcp_fault_proxy.h"
 #include "userspace/guard/guard_policy.h"
 
 namespace faultline {
@@ -30,6 +31,8 @@ struct McpGuardArgs {
   // --listen: the client speaks Streamable HTTP there instead of our stdio.
   std::string listen;
   bool allow_remote = false;
+  McpFaultSpec fault;  // --fault-tool ...; fault.tool "" for none
+  std::string trace;   // --trace FILE
   // pins list [--json] | pins accept SERVER [TOOL] | pins reset SERVER
   std::string pins_verb;  // "" for the guard itself
   std::string server;

@@ -19,16 +19,19 @@
 #include "base/child.h"
 #include "base/clock.h"
 #include "base/files.h"
+#include "base/units.h"
 #include "ctl/command.h"
 #include "ctl/commands/commands.h"
 #include "ctl/flag_error.h"
 #include "ctl/guard_capture.h"
+#include "ctl/mcp_fault_proxy.h"
 #include "ctl/mcp_guard_args.h"
 #include "ctl/mcp_http_listener.h"
 #include "ctl/mcp_http_upstream.h"
 #include "ctl/mcp_install.h"
 #include "userspace/guard/approval_socket.h"
 #include "userspace/guard/mcp_gate.h"
+#include "userspace/state/kill_switch.h"
 
 namespace faultline {
 namespace mcp_guard_command_impl {
@@ -321,6 +324,31 @@ int run_guard(McpGuardArgs& a) {
   LineWriter client_writer(STDOUT_FILENO, "stdout (the client)");
   ServerSide side;
 
+  std::unique_ptr<McpTrace> trace;
+  if (!a.trace.empty()) {
+    auto t = McpTrace::open(a.trace);
+    if (!t) return report_error("faultctl mcp-guard", t.error());
+    trace = std::move(*t);
+  }
+  // What goes on each side's wire, traced.
+  const McpFaultProxy::Send send_server = [&side, &trace](const std::string& line) {
+    if (trace) trace->record("server", line);
+    if (side.remote) {
+      side.remote->send(line);
+    } else if (side.writer) {
+      side.writer->write(line);
+    }
+  };
+  const McpFaultProxy::Send send_client = [&listener, &client_writer, &trace](const std::string& line) {
+    if (trace) trace->record("client", line);
+    if (listener) {
+      listener->to_client(line);
+    } else {
+      client_writer.write(line);
+    }
+  };
+  McpFaultProxy faults(a.fault, [](const std::string& line) { std::cerr << line + "\n" << std::flush; });
+
   McpGateOptions go;
   go.server_name = a.server_name;
   go.identity = a.identity;
@@ -330,18 +358,10 @@ int run_guard(McpGuardArgs& a) {
   go.activity = activity;
   go.pins = std::make_shared<McpPinStore>(mcp_pins_file(state_dir));
   go.log = [](const std::string& line) { std::cerr << line + "\n" << std::flush; };
-  go.to_server = [&side](const std::string& line) {
-    if (side.remote) {
-      side.remote->send(line);
-    } else if (side.writer) {
-      side.writer->write(line);
-    }
+  go.to_server = [&faults, &send_server, &send_client](const std::string& line) {
+    faults.to_server(line, send_server, send_client);
   };
-  if (listener) {
-    go.to_client = [&listener](const std::string& line) { listener->to_client(line); };
-  } else {
-    go.to_client = [&client_writer](const std::string& line) { client_writer.write(line); };
-  }
+  go.to_client = send_client;
   McpGate gate(std::move(go), a.policy);
   gate_ptr = &gate;
 
@@ -393,6 +413,12 @@ int run_guard(McpGuardArgs& a) {
             << (a.dry_run ? ", dry run" : "") << "; identity " << a.identity << "; pins " << mcp_pins_file(state_dir)
             << "; approvals " << approvals->path() << (a.json_log.empty() ? "" : "; activity " + a.json_log)
             << (listener ? "; clients at http://" + listener->address() + "/mcp" : "") << "\n";
+  if (!a.fault.tool.empty())
+    std::cerr << "faultline mcp-guard: fault: allowed tools/call " << a.fault.tool << " -> "
+              << (a.fault.error_text.empty() ? "delayed " + format_duration(a.fault.delay_ns)
+                                             : "error \"" + a.fault.error_text + "\"")
+              << (a.fault.pct < 100 ? " (" + std::to_string(a.fault.pct) + "% of them)" : "")
+              << "; FAULTLINE_DISABLED or the kill file " << kill_file_path() << " end it\n";
   if (http_rules > 0)
     std::cerr << "faultline mcp-guard: " << http_rules << " rule" << (http_rules == 1 ? "" : "s")
               << " of the policy match HTTP requests (no mcp_tool or mcp_args): not used here\n";
@@ -422,9 +448,9 @@ int run_guard(McpGuardArgs& a) {
   std::cerr << "faultline mcp-guard: server " << a.server_name << (side.child ? " exited " : " session ended, exit ")
             << code << "; " << c.calls << " tools/call: " << c.allowed << " allowed, " << c.denied << " denied, "
             << c.held << " held (" << c.approved << " approved), " << c.would_deny << " would deny, " << c.would_hold
-            << " would hold, " << c.dry_run << " dry run; " << c.rug_pulls << " rug pull finding"
-            << (c.rug_pulls == 1 ? "" : "s") << "; " << c.bad_lines << " bad line" << (c.bad_lines == 1 ? "" : "s")
-            << "\n";
+            << " would hold, " << c.dry_run << " dry run, " << faults.faulted() << " faulted; " << c.rug_pulls
+            << " rug pull finding" << (c.rug_pulls == 1 ? "" : "s") << "; " << c.bad_lines << " bad line"
+            << (c.bad_lines == 1 ? "" : "s") << "\n";
   if (activity) (void)activity->sync();
   return code;
 }
