@@ -206,7 +206,8 @@ test("an upstream that is not there: the SSE start fails by name; Streamable HTT
 
 // The guard with --listen, the server on its stdio; the address from its banner.
 async function listening(t, w, flags, server) {
-  const guard = spawn(FAULTCTL, ["mcp-guard", "--state-dir", w.state, "--json-log", w.log, "--listen", "127.0.0.1:0", ...flags, "--", ...server], {
+  const command = server.length > 0 ? ["--", ...server] : [];
+  const guard = spawn(FAULTCTL, ["mcp-guard", "--state-dir", w.state, "--json-log", w.log, "--listen", "127.0.0.1:0", ...flags, ...command], {
     env: w.env,
     stdio: ["ignore", "ignore", "pipe"],
   });
@@ -270,6 +271,28 @@ test("--listen: the SDK's Streamable HTTP client through the guard to a stdio se
     ["everything", "get-sum", "deny"],
     ["everything", "echo", "allow"],
   ]);
+});
+
+test("--listen with --upstream-url: HTTP on both sides, the rules in the middle", async (t) => {
+  const w = tempWorld(t);
+  const srv = await everythingHttp(t, "streamableHttp");
+  const g = await listening(t, w, ["--enforce", "--deny-tool", "get-sum", "--upstream-url", `http://127.0.0.1:${srv.port}/mcp`], []);
+  const client = new Client({ name: "faultline-test", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(g.url)));
+  t.after(() => client.close());
+  assert.equal(text(await client.callTool({ name: "echo", arguments: { message: "both" } })), "Echo: both");
+  const denied = await client.callTool({ name: "get-sum", arguments: { a: 1, b: 2 } });
+  assert.equal(denied.isError, true);
+  // A long call's progress notifications come from the upstream's answer stream to our GET stream.
+  const progress = [];
+  const r = await client.callTool({ name: "trigger-long-running-operation", arguments: { duration: 1, steps: 2 } }, undefined, {
+    onprogress: (p) => progress.push(p),
+  });
+  assert.notEqual(r.isError, true);
+  assert.ok(progress.length >= 1, "progress notifications reached the client");
+  await client.close();
+  g.guard.kill("SIGTERM");
+  assert.equal(await g.exited, 0, "a remote session ends at SIGTERM with 0");
 });
 
 test("--listen refuses an address that is not loopback without --allow-remote; bad bridge flags name the flag", () => {
