@@ -9,6 +9,7 @@
 
 #include "base/files.h"
 #include "ctl/flag_error.h"
+#include "userspace/net/http_router.h"
 
 namespace faultline {
 namespace mcp_http_listener_impl {
@@ -78,7 +79,18 @@ Result<std::unique_ptr<McpHttpListener>> McpHttpListener::create(McpHttpListener
   std::unique_ptr<McpHttpListener> l(new McpHttpListener(std::move(o), std::move(*server)));
   l->wake_ = UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!l->wake_) return errno_error("eventfd");
-  auto bound = l->server_.listen_tcp(l->o_.address, [p = l.get()](const HttpRequest& r) { return p->handle(r); });
+  McpHttpListener* p = l.get();
+  l->router_.add("POST", "/mcp",
+                 [p](const HttpRequest& r, const PathParams&) { return p->checked(r, &McpHttpListener::post); });
+  l->router_.add("GET", "/mcp",
+                 [p](const HttpRequest& r, const PathParams&) { return p->checked(r, &McpHttpListener::get); });
+  // One session stands for the one server behind the guard: it ends with the guard.
+  l->router_.add("DELETE", "/mcp", [](const HttpRequest&, const PathParams&) {
+    HttpReply r = HttpReply::error(405, "this guard's session ends when the guard does");
+    r.headers.emplace_back("Allow", "GET, POST");
+    return r;
+  });
+  auto bound = l->server_.listen_tcp(l->o_.address, l->router_.handler());
   if (!bound) {
     Error e = bound.error();
     e.message = "--listen " + l->o_.address + ": " + e.message;
@@ -114,21 +126,10 @@ std::vector<std::pair<std::string, std::string>> McpHttpListener::session_header
   return {{"Mcp-Session-Id", session_}};
 }
 
-HttpReply McpHttpListener::handle(const HttpRequest& req) {
-  if (req.path != "/mcp") return HttpReply::error(404, "not found: the MCP endpoint is /mcp");
+HttpReply McpHttpListener::checked(const HttpRequest& req, HttpReply (McpHttpListener::*fn)(const HttpRequest&)) {
   if (auto origin = req.header("origin"); origin && !origin_allowed(*origin, o_.allow_remote))
     return HttpReply::error(403, "Origin " + *origin + " is not a loopback origin: refused");
-  if (req.method == "POST") return post(req);
-  if (req.method == "GET") return get(req);
-  if (req.method == "DELETE") {
-    // One session stands for the one server behind the guard: it ends with the guard.
-    HttpReply r = HttpReply::error(405, "this guard's session ends when the guard does");
-    r.headers.emplace_back("Allow", "GET, POST");
-    return r;
-  }
-  HttpReply r = HttpReply::error(405, "method not allowed: GET or POST");
-  r.headers.emplace_back("Allow", "GET, POST");
-  return r;
+  return (this->*fn)(req);
 }
 
 HttpReply McpHttpListener::post(const HttpRequest& req) {

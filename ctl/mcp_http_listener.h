@@ -15,6 +15,7 @@
 #include "base/result.h"
 #include "base/unique_fd.h"
 #include "userspace/guard/mcp_wire.h"
+#include "userspace/net/http_router.h"
 #include "userspace/net/http_server.h"
 
 namespace faultline {
@@ -45,7 +46,8 @@ class McpHttpListener {
  private:
   explicit McpHttpListener(McpHttpListenerOptions o, HttpServer server)
       : o_(std::move(o)), server_(std::move(server)) {}
-  HttpReply handle(const HttpRequest& req);
+  // The Origin check (DNS rebinding), then the route.
+  HttpReply checked(const HttpRequest& req, HttpReply (McpHttpListener::*fn)(const HttpRequest&));
   HttpReply post(const HttpRequest& req);
   HttpReply get(const HttpRequest& req);
   void drain();  // the lines to_client queued, on the serving thread
@@ -55,6 +57,7 @@ class McpHttpListener {
   [[nodiscard]] std::vector<std::pair<std::string, std::string>> session_headers() const;
 
   McpHttpListenerOptions o_;
+  HttpRouter router_;  // before the server, which holds its handler
   HttpServer server_;
   std::string bound_;
   UniqueFd wake_;  // an eventfd: to_client has queued lines
