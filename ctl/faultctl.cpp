@@ -85,6 +85,10 @@ on a control plane (faultcp): faultctl --control-plane URL --token TOKEN COMMAND
                        the workspace's policy bundle, versioned; its agents
                        apply it at their next poll (needs --control-plane
                        on the command line: without it, policy is this host's)
+  mcp [--allow-actions]
+                       an MCP server on stdio whose tools read the workspace
+                       (agents, experiments, policy, audit); run_experiment
+                       only with --allow-actions
 )";
 
 std::string usage() {
@@ -144,6 +148,7 @@ int main(int argc, char** argv) {
                              (args[0] == "put" || args[0] == "get" || args[0] == "export" || args[0] == "apply");
   const bool remote_command = name == "run" || name == "list" || name == "watch" || name == "abort" || remote_policy;
   if (!global->cp_url.empty() && remote_command) return cmd_remote(name, args, global->cp_url, global->cp_token);
+  if (name == "mcp") return cmd_mcp(args, global->cp_url, global->cp_token);
   if (name == "list" || name == "watch") {
     std::cerr << "faultctl: " << name << " asks a control plane: give --control-plane URL (or FAULTLINE_CP)\n";
     return kExitBadInput;
