@@ -42,8 +42,10 @@ constexpr Command kCommands[] = {
      "ARGS)",
      cmd_guard},
     {"mcp-guard",
-     "guard the tool calls between an agent and a stdio MCP server\n(mcp-guard [flags] -- SERVER ARGS;\n"
-     " mcp-guard pins list|accept|reset: the pinned tool definitions)",
+     "guard the tool calls between an agent and an MCP server\n(mcp-guard [flags] -- SERVER ARGS, or --upstream-url "
+     "U;\n"
+     " mcp-guard pins list|accept|reset: the pinned tool definitions;\n"
+     " mcp-guard install|status|uninstall: the clients' configs)",
      cmd_mcp_guard},
     {"policy",
      "check, compile, apply, export or diff an egress policy file\n(policy validate|compile|apply|delete|export|diff)",
