@@ -42,8 +42,10 @@ constexpr Command kCommands[] = {
      "ARGS)",
      cmd_guard},
     {"mcp-guard",
-     "guard the tool calls between an agent and a stdio MCP server\n(mcp-guard [flags] -- SERVER ARGS;\n"
-     " mcp-guard pins list|accept|reset: the pinned tool definitions)",
+     "guard the tool calls between an agent and an MCP server\n(mcp-guard [flags] -- SERVER ARGS, or --upstream-url "
+     "U;\n"
+     " mcp-guard pins list|accept|reset: the pinned tool definitions;\n"
+     " mcp-guard install|status|uninstall: the clients' configs)",
      cmd_mcp_guard},
     {"policy",
      "check, compile, apply, export or diff an egress policy file\n(policy validate|compile|apply|delete|export|diff)",
@@ -85,6 +87,10 @@ on a control plane (faultcp): faultctl --control-plane URL --token TOKEN COMMAND
                        the workspace's policy bundle, versioned; its agents
                        apply it at their next poll (needs --control-plane
                        on the command line: without it, policy is this host's)
+  mcp [--allow-actions]
+                       an MCP server on stdio whose tools read the workspace
+                       (agents, experiments, policy, audit); run_experiment
+                       only with --allow-actions
 )";
 
 std::string usage() {
@@ -144,6 +150,7 @@ int main(int argc, char** argv) {
                              (args[0] == "put" || args[0] == "get" || args[0] == "export" || args[0] == "apply");
   const bool remote_command = name == "run" || name == "list" || name == "watch" || name == "abort" || remote_policy;
   if (!global->cp_url.empty() && remote_command) return cmd_remote(name, args, global->cp_url, global->cp_token);
+  if (name == "mcp") return cmd_mcp(args, global->cp_url, global->cp_token);
   if (name == "list" || name == "watch") {
     std::cerr << "faultctl: " << name << " asks a control plane: give --control-plane URL (or FAULTLINE_CP)\n";
     return kExitBadInput;

@@ -26,6 +26,11 @@ constexpr Example kMcpGuardExamples[] = {
     {"calls to tools not annotated read-only answer \"would execute\"",
      "faultctl mcp-guard --dry-run -- node server.js"},
     {"the server's tools as pinned, and what changed (pending)", "faultctl mcp-guard pins list"},
+    {"a remote server over HTTP; its token from the environment",
+     "faultctl mcp-guard --enforce --deny-tool 'delete_*' --upstream-url https://mcp.example.com/mcp "
+     "--upstream-header 'Authorization: Bearer ${MCP_TOKEN}'"},
+    {"the agent over HTTP at 127.0.0.1:8931/mcp, the server on stdio",
+     "faultctl mcp-guard --listen 127.0.0.1:8931 -- node server.js"},
 };
 
 constexpr const char* kMcpPinsUsage =
@@ -79,6 +84,60 @@ Result<Parsed<McpGuardArgs>> parse_pins_args(const std::vector<std::string>& arg
   return Parsed<McpGuardArgs>(std::move(a));
 }
 
+constexpr const char* kMcpInstallUsage =
+    "usage: faultctl mcp-guard install [--apply] [--project DIR] [--state-dir DIR] [-- GUARD FLAGS]\n"
+    "       faultctl mcp-guard status [--project DIR]\n"
+    "       faultctl mcp-guard uninstall [--apply] [--project DIR] [--state-dir DIR]\n"
+    "  the MCP servers of Claude Desktop ($XDG_CONFIG_HOME/Claude/claude_desktop_config.json),\n"
+    "  Claude Code (~/.claude.json, DIR/.mcp.json) and Cursor (~/.cursor/mcp.json,\n"
+    "  DIR/.cursor/mcp.json; DIR is the current folder unless --project).\n"
+    "  install: each server wrapped in faultctl mcp-guard GUARD FLAGS (default: monitor);\n"
+    "  uninstall: each wrapped server as it was; status: each server's verdict.\n"
+    "  A diff unless --apply; --apply replaces each file atomically, every other key kept.\n"
+    "  A file that is not JSON is named with its line and column, and nothing is written.\n"
+    "  Exit 0 done, 1 an error, 2 bad input.\n";
+
+constexpr Example kMcpInstallExamples[] = {
+    {"what install would change (a diff, nothing written)", "faultctl mcp-guard install"},
+    {"wrap every server, enforcing a deny rule",
+     "faultctl mcp-guard install --apply -- --enforce --deny-tool 'delete_*'"},
+    {"each server's verdict", "faultctl mcp-guard status"},
+    {"every server as it was", "faultctl mcp-guard uninstall --apply"},
+};
+
+Result<Parsed<McpGuardArgs>> parse_install_args(const std::vector<std::string>& args) {
+  McpGuardArgs a;
+  a.install_verb = args[0];
+  size_t i = 1;
+  for (; i < args.size(); ++i) {
+    const std::string& w = args[i];
+    if (w == "-h" || w == "--help")
+      return Parsed<McpGuardArgs>(HelpText{with_examples(kMcpInstallUsage, kMcpInstallExamples)});
+    if (w == "--") break;
+    if (w == "--apply" && a.install_verb != "status") {
+      a.apply = true;
+    } else if (w == "--project" || w == "--state-dir") {
+      if (i + 1 >= args.size() || args[i + 1].empty()) return bad(a.install_verb + ": " + w + " needs a folder");
+      (w == "--project" ? a.project : a.state_dir) = args[++i];
+    } else {
+      return bad(a.install_verb + ": unknown flag or word '" + w + "'");
+    }
+  }
+  if (i < args.size()) {
+    if (a.install_verb != "install") return bad(a.install_verb + ": takes no guard flags after --");
+    a.guard_flags.assign(args.begin() + static_cast<long>(i) + 1, args.end());
+    for (const auto& f : a.guard_flags)
+      if (f == "--" || f == "--server-name" || f == "--upstream-url" || f == "--listen" || f.starts_with("--upstream-"))
+        return bad("install: " + f + " is set by install for each server: not among the guard flags");
+    // The flags as each wrapper will run them: refused now, not at the client's start.
+    std::vector<std::string> probe = a.guard_flags;
+    probe.insert(probe.end(), {"--", "server"});
+    auto r = parse_mcp_guard_args(probe);
+    if (!r) return bad("install: the guard flags: " + r.error().message);
+  }
+  return Parsed<McpGuardArgs>(std::move(a));
+}
+
 // A path's name for a server: its last part without "@version" or extension;
 // a generic part (index.js, dist/, build/) gives way to the folder above it,
 // so ".../server-filesystem/dist/index.js" is server-filesystem.
@@ -110,6 +169,97 @@ Status check_server_name(const std::string& n) {
   return {};
 }
 
+// ${NAME} in a header's value: each closed, each a variable name.
+Status check_header_env(const std::string& v) {
+  for (size_t i = v.find("${"); i != std::string::npos; i = v.find("${", i + 2)) {
+    const size_t end = v.find('}', i + 2);
+    if (end == std::string::npos) return bad("--upstream-header: '${' without its '}'");
+    const std::string name = v.substr(i + 2, end - i - 2);
+    if (name.empty() ||
+        name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos)
+      return bad("--upstream-header: '${" + name + "}' is not a variable name (letters, digits, '_')");
+  }
+  return {};
+}
+
+// --fault-tool with --fault-error or --fault-delay, --fault-pct; --trace.
+Status read_fault_flags(const cxxopts::ParseResult& r, McpGuardArgs& a) {
+  if (r.count("trace")) {
+    a.trace = r["trace"].as<std::string>();
+    if (a.trace.empty()) return bad("--trace: empty file name");
+  }
+  if (!r.count("fault-tool")) {
+    for (const char* f : {"fault-error", "fault-delay", "fault-pct"})
+      if (r.count(f)) return bad(std::string("--") + f + " goes with --fault-tool");
+    return {};
+  }
+  a.fault.tool = r["fault-tool"].as<std::string>();
+  if (auto st = check_mcp_glob(a.fault.tool); !st) return bad("--fault-tool " + st.error().message);
+  if (r.count("fault-error") == r.count("fault-delay"))
+    return bad("--fault-tool: give one of --fault-error TEXT or --fault-delay D");
+  if (r.count("fault-error")) {
+    a.fault.error_text = r["fault-error"].as<std::string>();
+    if (a.fault.error_text.empty() || a.fault.error_text.size() > 4096)
+      return bad("--fault-error: a text of 1 to 4096 bytes");
+  } else {
+    auto ns = with_flag("fault-delay", parse_duration_ns(r["fault-delay"].as<std::string>()));
+    if (!ns) return ns.error();
+    if (*ns < 1'000'000 || *ns > 600'000'000'000ULL) return bad("--fault-delay: from 1ms to 10m");
+    a.fault.delay_ns = *ns;
+  }
+  if (r.count("fault-pct")) {
+    auto p = with_flag("fault-pct", parse_percent(r["fault-pct"].as<std::string>()));
+    if (!p) return p.error();
+    if (*p <= 0) return bad("--fault-pct: above 0 (up to 100)");
+    a.fault.pct = *p;
+  }
+  return {};
+}
+
+// --upstream-url, --upstream-transport, --upstream-header, --listen, --allow-remote.
+Status read_bridge_flags(const cxxopts::ParseResult& r, McpGuardArgs& a) {
+  if (r.count("upstream-url")) {
+    a.upstream_url = r["upstream-url"].as<std::string>();
+    if (!a.upstream_url.starts_with("http://") && !a.upstream_url.starts_with("https://"))
+      return bad("--upstream-url '" + a.upstream_url + "': an http:// or https:// URL");
+    if (a.upstream_url.find_first_of(" \t\r\n") != std::string::npos)
+      return bad("--upstream-url: a URL without spaces or line breaks");
+  }
+  for (const char* flag : {"upstream-transport", "upstream-header"})
+    if (r.count(flag) && a.upstream_url.empty()) return bad(std::string("--") + flag + " goes with --upstream-url");
+  if (r.count("upstream-transport")) {
+    const std::string t = r["upstream-transport"].as<std::string>();
+    if (t != "streamable" && t != "sse") return bad("--upstream-transport '" + t + "': streamable or sse");
+    a.upstream_sse = t == "sse";
+  }
+  if (r.count("upstream-header")) {
+    for (const auto& h : r["upstream-header"].as<std::vector<std::string>>()) {
+      const size_t colon = h.find(':');
+      const std::string name = h.substr(0, colon);
+      if (colon == std::string::npos || name.empty() ||
+          name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_!#$%&'*+.^`|~") !=
+              std::string::npos)
+        return bad("--upstream-header: 'Name: value' (a header name, a colon, its value)");
+      std::string lower = name;
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      for (const char* own : {"content-type", "content-length", "accept", "mcp-session-id", "mcp-protocol-version",
+                              "host", "transfer-encoding"})
+        if (lower == own) return bad("--upstream-header " + name + ": the guard sets this header itself");
+      // Checked now (a bad ${...} is bad input); expanded when the guard starts.
+      FL_TRY(check_header_env(h.substr(colon + 1)));
+      a.upstream_headers.push_back(h);
+    }
+  }
+  if (r.count("listen")) {
+    a.listen = r["listen"].as<std::string>();
+    if (a.listen.empty() || a.listen.rfind(':') == std::string::npos)
+      return bad("--listen '" + a.listen + "': HOST:PORT (127.0.0.1:8931; port 0 for any)");
+  }
+  a.allow_remote = r.count("allow-remote") > 0;
+  if (a.allow_remote && a.listen.empty()) return bad("--allow-remote goes with --listen");
+  return read_fault_flags(r, a);
+}
+
 }  // namespace mcp_guard_args_impl
 
 using namespace mcp_guard_args_impl;
@@ -134,8 +284,20 @@ std::string mcp_server_name_of(const std::vector<std::string>& command) {
   return out.empty() ? "server" : out.substr(0, 64);
 }
 
+std::string mcp_server_name_of_url(const std::string& url) {
+  std::string rest = url.substr(url.find("://") == std::string::npos ? 0 : url.find("://") + 3);
+  rest = rest.substr(0, rest.find_first_of("/?#"));
+  if (auto at = rest.rfind('@'); at != std::string::npos) rest = rest.substr(at + 1);  // no user:password
+  std::string out;
+  for (char c : rest)
+    if (c != '[' && c != ']') out += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' ? c : '_';
+  return out.empty() ? "server" : out.substr(0, 64);
+}
+
 Result<Parsed<McpGuardArgs>> parse_mcp_guard_args(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "pins") return parse_pins_args(args);
+  if (!args.empty() && (args[0] == "install" || args[0] == "status" || args[0] == "uninstall"))
+    return parse_install_args(args);
   cxxopts::Options o("faultctl mcp-guard", "Guard the tool calls between an agent and a stdio MCP server.");
   o.add_options()("enforce", "act on the verdicts (default: monitor, decide and log only)")(
       "default-deny", "deny the calls no rule allows (default: allow)")(
@@ -157,17 +319,37 @@ Result<Parsed<McpGuardArgs>> parse_mcp_guard_args(const std::vector<std::string>
       "state-dir", "DIR: where the tool pins are kept (DIR/mcp-pins.json; default: the guard's state folder)",
       cxxopts::value<std::string>())(
       "dry-run", "answer calls to tools not annotated read-only with \"would execute\" instead of sending them")(
-      "h,help", "help");
+      "upstream-url", "U: a remote MCP server at this http(s) URL instead of a command", cxxopts::value<std::string>())(
+      "upstream-transport", "streamable (MCP's Streamable HTTP, the default) or sse (the older HTTP+SSE)",
+      cxxopts::value<std::string>())(
+      "upstream-header",
+      "'Name: value' sent to the --upstream-url with every request, ${VAR} taken from the environment "
+      "(never logged), repeatable",
+      cxxopts::value<std::vector<std::string>>())(
+      "listen", "ADDR: serve MCP's Streamable HTTP at http://ADDR/mcp for the client instead of stdio",
+      cxxopts::value<std::string>())("allow-remote", "let --listen take an address that is not loopback")(
+      "fault-tool", "T: inject a fault into the allowed calls to tools matching the glob T",
+      cxxopts::value<std::string>())("fault-error", "TEXT: the faulted call is answered isError with TEXT, unsent",
+                                     cxxopts::value<std::string>())(
+      "fault-delay", "D: the faulted call is sent D later (500ms, 2s)", cxxopts::value<std::string>())(
+      "fault-pct", "P: fault this share of the matching calls (default 100)", cxxopts::value<std::string>())(
+      "trace", "FILE: append every message the guard passes, both ways, redacted, one JSON line each",
+      cxxopts::value<std::string>())("h,help", "help");
   auto [flags, cmd] = split_command(args);
   auto r = parse_flag_words(o, flags, kCommandAfterDashesHint);
   if (!r) return r.error();
   if (r->count("help"))
     return Parsed<McpGuardArgs>(HelpText{
         with_examples(o.help() + "\n  -- COMMAND ARGS   the MCP server to start (it speaks on its stdin and stdout)\n" +
-                          "\n  faultctl mcp-guard pins list|accept|reset ...   the tool pins (pins --help)\n",
+                          "\n  faultctl mcp-guard pins list|accept|reset ...   the tool pins (pins --help)\n" +
+                          "  faultctl mcp-guard install|status|uninstall ...   the clients' configs (install --help)\n",
                       kMcpGuardExamples)});
   McpGuardArgs a;
-  if (cmd.empty()) return bad("missing the server's command: faultctl mcp-guard [flags] -- COMMAND ARGS");
+  FL_TRY(read_bridge_flags(*r, a));
+  if (cmd.empty() && a.upstream_url.empty())
+    return bad("missing the server's command: faultctl mcp-guard [flags] -- COMMAND ARGS (or --upstream-url U)");
+  if (!cmd.empty() && !a.upstream_url.empty())
+    return bad("--upstream-url and a command (after --) both name the server: give one");
   a.command = cmd;
   if (r->count("policy")) {
     for (const char* flag : kMcpPolicyFlags)
@@ -206,7 +388,7 @@ Result<Parsed<McpGuardArgs>> parse_mcp_guard_args(const std::vector<std::string>
     a.server_name = (*r)["server-name"].as<std::string>();
     FL_TRY(check_server_name(a.server_name));
   } else {
-    a.server_name = mcp_server_name_of(cmd);
+    a.server_name = cmd.empty() ? mcp_server_name_of_url(a.upstream_url) : mcp_server_name_of(cmd);
   }
   if (r->count("identity")) {
     a.identity = (*r)["identity"].as<std::string>();

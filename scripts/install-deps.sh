@@ -8,6 +8,8 @@ packages=(
   clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev cmake ninja-build g++ pkg-config libseccomp-dev
   libcxxopts-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev libssl-dev liburing-dev libyaml-cpp-dev
   libhttp-parser-dev libsystemd-dev
+  # faultctl mcp-guard --upstream-url: MCP over HTTP(S) to a remote server
+  libcurl4-openssl-dev
   # make lint-fast (CI runs it first) and make lint
   clang-format clang-tidy
   # make image: the DaemonSet's OCI image, FROM scratch (deploy.image tests it)

@@ -29,5 +29,7 @@ int cmd_activity(const std::vector<std::string>& args);   // activity verify FIL
 // faultctl --control-plane URL run|list|watch|abort ...: experiments on faultcp's agents.
 int cmd_remote(const std::string& name, const std::vector<std::string>& args, const std::string& url,
                const std::string& token);
+// faultctl --control-plane URL mcp [--allow-actions]: faultcp's read tools as an MCP server on stdio.
+int cmd_mcp(const std::vector<std::string>& args, const std::string& url, const std::string& token);
 
 }  // namespace faultline

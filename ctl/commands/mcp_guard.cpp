@@ -1,10 +1,11 @@
 // faultctl mcp-guard [flags] -- CMD: the MCP server CMD as our child, its
-// stdin and stdout ours to relay; the agent talks to our stdin and stdout.
-// Every line goes through the MCP gate (userspace/guard/mcp_gate.h): a
-// thread reads the server, this one the client. Also `mcp-guard pins ...`.
+// stdin and stdout ours to relay (or a remote server, --upstream-url); the
+// agent talks to our stdin and stdout (or over HTTP, --listen). Every message
+// goes through the MCP gate (userspace/guard/mcp_gate.h). Also `mcp-guard pins ...`.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -12,17 +13,25 @@
 #include <iostream>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "base/child.h"
 #include "base/clock.h"
 #include "base/files.h"
+#include "base/units.h"
 #include "ctl/command.h"
 #include "ctl/commands/commands.h"
+#include "ctl/flag_error.h"
 #include "ctl/guard_capture.h"
+#include "ctl/mcp_fault_proxy.h"
 #include "ctl/mcp_guard_args.h"
+#include "ctl/mcp_http_listener.h"
+#include "ctl/mcp_http_upstream.h"
+#include "ctl/mcp_install.h"
 #include "userspace/guard/approval_socket.h"
 #include "userspace/guard/mcp_gate.h"
+#include "userspace/state/kill_switch.h"
 
 namespace faultline {
 namespace mcp_guard_command_impl {
@@ -124,6 +133,24 @@ int run_pins(const McpGuardArgs& a) {
   return kExitCompleted;
 }
 
+int run_install(const McpGuardArgs& a) {
+  McpInstallOptions o;
+  o.verb = a.install_verb;
+  o.apply = a.apply;
+  const char* home = std::getenv("HOME");
+  if (home == nullptr || *home == 0) return report_error("faultctl mcp-guard " + o.verb, bad("HOME is not set"));
+  o.home = home;
+  const char* xdg = std::getenv("XDG_CONFIG_HOME");
+  o.config_home = xdg != nullptr && *xdg == '/' ? std::string(xdg) : o.home + "/.config";
+  std::error_code ec;
+  o.project = a.project.empty() ? std::filesystem::current_path(ec).string() : a.project;
+  o.faultctl = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  if (o.faultctl.empty()) o.faultctl = "faultctl";
+  o.guard_flags = a.guard_flags;
+  o.state_dir = state_dir_of(a);
+  return run_mcp_install(o);
+}
+
 // Reads one fd to its end, line by line, into `on_line`.
 void pump(int fd, const std::function<void(const McpLineReader::Line&)>& on_line) {
   McpLineReader reader;
@@ -137,85 +164,60 @@ void pump(int fd, const std::function<void(const McpLineReader::Line&)>& on_line
   if (auto last = reader.finish()) on_line(*last);
 }
 
-int run_guard(McpGuardArgs& a) {
-  ::signal(SIGPIPE, SIG_IGN);
-  const std::string state_dir = state_dir_of(a);
-  if (auto st = make_private_dir(state_dir); !st) return report_error("faultctl mcp-guard", st.error());
-  std::shared_ptr<ActivityWriter> activity;
-  if (!a.json_log.empty()) {
-    auto w = ActivityWriter::open(a.json_log);
-    if (!w) {
-      std::cerr << "faultctl mcp-guard: --json-log " << a.json_log << ": " << w.error().describe() << "\n";
-      return w.error().bad_input ? int(kExitBadInput) : 1;
-    }
-    activity = std::make_shared<ActivityWriter>(std::move(*w));
-  }
-  size_t http_rules = 0;
-  for (const auto& r : a.policy.rules) http_rules += r.is_mcp() ? 0 : 1;
+// The server's side: a command on our stdio (its pipes, its reader thread)
+// or a remote server over HTTP.
+struct ServerSide {
+  std::optional<HeldChild> child;
+  UniqueFd out_r;  // the child's stdout, read by `reader`
+  std::unique_ptr<LineWriter> writer;
+  std::thread reader;
+  std::unique_ptr<McpHttpUpstream> remote;
 
+  void signal(int sig) const {
+    if (child) ::kill(child->pid(), sig);
+  }
+  // The exit code once the server is gone: the child's, or 1 when the
+  // remote's stream ended.
+  std::optional<int> poll_exit() {
+    if (child) return child->poll_exit();
+    if (remote && remote->gone()) return 1;
+    return std::nullopt;
+  }
+  // No more lines for the server: the child sees its stdin end; the remote
+  // session ends.
+  void close() {
+    if (writer) writer->close_fd();
+    if (remote) remote->stop();
+  }
+  void join() {
+    close();
+    if (reader.joinable()) reader.join();  // the child's stdout ends with it (unless it left a child holding it)
+  }
+};
+
+// Starts the command with its stdin and stdout as pipes of ours.
+Status start_child(const McpGuardArgs& a, ServerSide& side, McpGate& gate) {
   int to_server[2] = {-1, -1}, from_server[2] = {-1, -1};
-  if (::pipe2(to_server, O_CLOEXEC) != 0 || ::pipe2(from_server, O_CLOEXEC) != 0)
-    return report_error("faultctl mcp-guard", errno_error("pipe"));
-  UniqueFd server_in_r(to_server[0]), server_out_w(from_server[1]), server_out_r(from_server[0]);
-  LineWriter server_writer(to_server[1], "the server's stdin");
-  LineWriter client_writer(STDOUT_FILENO, "stdout (the client)");
-
-  McpGateOptions go;
-  go.server_name = a.server_name;
-  go.identity = a.identity;
-  go.dry_run = a.dry_run;
-  go.approval_prefix = std::to_string(::getpid());
-  go.approve_timeout = a.approve_timeout;
-  go.activity = activity;
-  go.pins = std::make_shared<McpPinStore>(mcp_pins_file(state_dir));
-  go.log = [](const std::string& line) { std::cerr << line + "\n" << std::flush; };
-  go.to_server = [&server_writer](const std::string& line) { server_writer.write(line); };
-  go.to_client = [&client_writer](const std::string& line) { client_writer.write(line); };
-  McpGate gate(std::move(go), a.policy);
-
-  std::unique_ptr<ApprovalSocket> approvals;
-  if (auto dir = guard_socket_dir(true); dir) {
-    auto sock = ApprovalSocket::start(guard_socket_path(*dir, ::getpid()), gate.approvals(),
-                                      GuardAbout{::getpid(), a.identity, "mcp-guard " + a.server_name});
-    if (!sock) return report_error("faultctl mcp-guard: the approvals socket", sock.error());
-    approvals = std::move(*sock);
-  } else {
-    return report_error("faultctl mcp-guard: the approvals socket", dir.error());
-  }
-
-  const int in_fd = server_in_r.get(), out_fd = server_out_w.get();
+  if (::pipe2(to_server, O_CLOEXEC) != 0) return errno_error("pipe");
+  UniqueFd in_r(to_server[0]);
+  side.writer = std::make_unique<LineWriter>(to_server[1], "the server's stdin");
+  if (::pipe2(from_server, O_CLOEXEC) != 0) return errno_error("pipe");
+  UniqueFd out_w(from_server[1]);
+  side.out_r = UniqueFd(from_server[0]);
+  const int in_fd = in_r.get(), out_fd = out_w.get();
   auto child = HeldChild::spawn(
       a.command, [in_fd, out_fd] { return ::dup2(in_fd, STDIN_FILENO) >= 0 && ::dup2(out_fd, STDOUT_FILENO) >= 0; },
       "faultctl mcp-guard");
-  if (!child) return report_error("faultctl mcp-guard", child.error());
-  if (auto st = child->release(); !st) {
-    std::cerr << "faultctl mcp-guard: " << st.error().describe() << "\n";
-    return 127;
-  }
-  server_in_r.reset();
-  server_out_w.reset();
-  std::cerr << "faultline mcp-guard: server " << a.server_name << " (" << a.command[0] << ", pid " << child->pid()
-            << "): " << policy_text(a.policy) << (a.dry_run ? ", dry run" : "") << "; identity " << a.identity
-            << "; pins " << mcp_pins_file(state_dir) << "; approvals " << approvals->path()
-            << (a.json_log.empty() ? "" : "; activity " + a.json_log) << "\n";
-  if (http_rules > 0)
-    std::cerr << "faultline mcp-guard: " << http_rules << " rule" << (http_rules == 1 ? "" : "s")
-              << " of the policy match HTTP requests (no mcp_tool or mcp_args): not used here\n";
+  if (!child) return child.error();
+  side.child.emplace(std::move(*child));
+  FL_TRY(side.child->release());
+  side.reader = std::thread(
+      [&gate, fd = side.out_r.get()] { pump(fd, [&gate](const McpLineReader::Line& l) { gate.from_server(l); }); });
+  return {};
+}
 
-  std::thread server_reader(
-      [&gate, fd = server_out_r.get()] { pump(fd, [&gate](const McpLineReader::Line& l) { gate.from_server(l); }); });
-
-  struct sigaction sa {
-  }, old_int{}, old_term{}, hup{}, old_hup{};
-  sa.sa_handler = remember_mcp_signal;
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
-  if (!a.policy_file.empty()) {
-    hup.sa_handler = remember_mcp_reload;
-    sigaction(SIGHUP, &hup, &old_hup);
-  }
-
-  // The client's side, on this thread: until stdin ends or the server exits.
+// The client on our stdin and stdout, until stdin ends or the server exits.
+int serve_stdio(const McpGuardArgs& a, ServerSide& side, McpGate& gate) {
   McpLineReader client;
   std::optional<int> code;
   bool client_open = true;
@@ -223,17 +225,21 @@ int run_guard(McpGuardArgs& a) {
   int stop_signal = 0;
   char buf[65536];
   while (!code) {
-    if (int sig = g_mcp_signal.exchange(0); sig != 0) ::kill(child->pid(), sig);
+    if (int sig = g_mcp_signal.exchange(0); sig != 0) {
+      if (!side.child) return 0;  // a remote server: the guard ends as asked
+      side.signal(sig);
+    }
     if (g_mcp_reload.exchange(false)) reload_policy(gate, a.policy_file);
-    code = child->poll_exit();
+    code = side.poll_exit();
     if (code || !client_open) {
       if (code) continue;
+      if (!side.child) return 0;
       const uint64_t waited_ns = monotonic_ns() - closed_at_ns;
       const int due = waited_ns > 15'000'000'000ULL ? SIGKILL : waited_ns > 10'000'000'000ULL ? SIGTERM : 0;
       if (due != 0 && due != stop_signal) {
         std::cerr << "faultline mcp-guard: the server did not exit after its stdin closed: "
                   << (due == SIGKILL ? "SIGKILL" : "SIGTERM") << "\n";
-        ::kill(child->pid(), due);
+        side.signal(due);
         stop_signal = due;
       }
       sleep_ms(20);
@@ -252,24 +258,201 @@ int run_guard(McpGuardArgs& a) {
       // the server sees its stdin end, as MCP's shutdown asks.
       for (const auto& held : gate.approvals().list())
         (void)gate.approvals().decide(held.id, false, "the client closed the session");
-      server_writer.close_fd();
+      side.close();
       continue;
     }
     for (const auto& line : client.feed(std::string_view(buf, static_cast<size_t>(n)))) gate.from_client(line);
   }
+  return *code;
+}
+
+// The client over Streamable HTTP, until a signal or the server's end.
+int serve_http(const McpGuardArgs& a, ServerSide& side, McpGate& gate, McpHttpListener& listener) {
+  UniqueFd stop(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!stop) return report_error("faultctl mcp-guard", errno_error("eventfd"));
+  std::optional<int> code;
+  listener.every(std::chrono::milliseconds(50), [&] {
+    if (code) return;
+    if (int sig = g_mcp_signal.exchange(0); sig != 0) {
+      if (side.child) {
+        side.signal(sig);
+      } else {
+        code = 0;
+      }
+    }
+    if (g_mcp_reload.exchange(false)) reload_policy(gate, a.policy_file);
+    if (!code) code = side.poll_exit();
+    if (code) {
+      const uint64_t one = 1;
+      (void)!::write(stop.get(), &one, sizeof one);
+    }
+  });
+  if (auto st = listener.run(stop.get()); !st) return report_error("faultctl mcp-guard --listen", st.error());
+  for (const auto& held : gate.approvals().list()) (void)gate.approvals().decide(held.id, false, "the guard is ending");
+  return code.value_or(0);
+}
+
+int run_guard(McpGuardArgs& a) {
+  ::signal(SIGPIPE, SIG_IGN);
+  const std::string state_dir = state_dir_of(a);
+  if (auto st = make_private_dir(state_dir); !st) return report_error("faultctl mcp-guard", st.error());
+  std::shared_ptr<ActivityWriter> activity;
+  if (!a.json_log.empty()) {
+    auto w = ActivityWriter::open(a.json_log);
+    if (!w) {
+      std::cerr << "faultctl mcp-guard: --json-log " << a.json_log << ": " << w.error().describe() << "\n";
+      return w.error().bad_input ? int(kExitBadInput) : 1;
+    }
+    activity = std::make_shared<ActivityWriter>(std::move(*w));
+  }
+  size_t http_rules = 0;
+  for (const auto& r : a.policy.rules) http_rules += r.is_mcp() ? 0 : 1;
+
+  // Declared before the gate, which writes to them until it is gone.
+  McpGate* gate_ptr = nullptr;
+  std::unique_ptr<McpHttpListener> listener;
+  if (!a.listen.empty()) {
+    McpHttpListenerOptions lo;
+    lo.address = a.listen;
+    lo.allow_remote = a.allow_remote;
+    lo.to_gate = [&gate_ptr](const McpLineReader::Line& l) { gate_ptr->from_client(l); };
+    lo.log = [](const std::string& line) { std::cerr << line + "\n" << std::flush; };
+    auto l = McpHttpListener::create(std::move(lo));
+    if (!l) return report_error("faultctl mcp-guard", l.error());
+    listener = std::move(*l);
+  }
+  LineWriter client_writer(STDOUT_FILENO, "stdout (the client)");
+  ServerSide side;
+
+  std::unique_ptr<McpTrace> trace;
+  if (!a.trace.empty()) {
+    auto t = McpTrace::open(a.trace);
+    if (!t) return report_error("faultctl mcp-guard", t.error());
+    trace = std::move(*t);
+  }
+  // What goes on each side's wire, traced.
+  const McpFaultProxy::Send send_server = [&side, &trace](const std::string& line) {
+    if (trace) trace->record("server", line);
+    if (side.remote) {
+      side.remote->send(line);
+    } else if (side.writer) {
+      side.writer->write(line);
+    }
+  };
+  const McpFaultProxy::Send send_client = [&listener, &client_writer, &trace](const std::string& line) {
+    if (trace) trace->record("client", line);
+    if (listener) {
+      listener->to_client(line);
+    } else {
+      client_writer.write(line);
+    }
+  };
+  McpFaultProxy faults(a.fault, [](const std::string& line) { std::cerr << line + "\n" << std::flush; });
+
+  McpGateOptions go;
+  go.server_name = a.server_name;
+  go.identity = a.identity;
+  go.dry_run = a.dry_run;
+  go.approval_prefix = std::to_string(::getpid());
+  go.approve_timeout = a.approve_timeout;
+  go.activity = activity;
+  go.pins = std::make_shared<McpPinStore>(mcp_pins_file(state_dir));
+  go.log = [](const std::string& line) { std::cerr << line + "\n" << std::flush; };
+  go.to_server = [&faults, &send_server, &send_client](const std::string& line) {
+    faults.to_server(line, send_server, send_client);
+  };
+  go.to_client = send_client;
+  McpGate gate(std::move(go), a.policy);
+  gate_ptr = &gate;
+
+  std::unique_ptr<ApprovalSocket> approvals;
+  if (auto dir = guard_socket_dir(true); dir) {
+    auto sock = ApprovalSocket::start(guard_socket_path(*dir, ::getpid()), gate.approvals(),
+                                      GuardAbout{::getpid(), a.identity, "mcp-guard " + a.server_name});
+    if (!sock) return report_error("faultctl mcp-guard: the approvals socket", sock.error());
+    approvals = std::move(*sock);
+  } else {
+    return report_error("faultctl mcp-guard: the approvals socket", dir.error());
+  }
+
+  std::string what;
+  if (!a.upstream_url.empty()) {
+    McpHttpUpstreamOptions uo;
+    uo.url = a.upstream_url;
+    uo.transport = a.upstream_sse ? McpUpstreamTransport::Sse : McpUpstreamTransport::Streamable;
+    for (const auto& h : a.upstream_headers) {
+      // The values from the environment now: secrets from here on, never printed.
+      const size_t colon = h.find(':');
+      auto value = expand_header_env(h.substr(colon + 1));
+      if (!value) {
+        std::cerr << "faultctl mcp-guard: --upstream-header " << h.substr(0, colon) << ": " << value.error().message
+                  << "\n";
+        return kExitBadInput;
+      }
+      const size_t start = value->find_first_not_of(' ');
+      uo.headers.push_back(h.substr(0, colon) + ": " + (start == std::string::npos ? "" : value->substr(start)));
+    }
+    uo.on_message = [&gate](const McpLineReader::Line& l) { gate.from_server(l); };
+    uo.log = [](const std::string& line) { std::cerr << line + "\n" << std::flush; };
+    auto remote = McpHttpUpstream::start(std::move(uo));
+    if (!remote) return report_error("faultctl mcp-guard", remote.error());
+    side.remote = std::move(*remote);
+    // The URL without its query (a token may ride there) and header values never shown.
+    what = a.upstream_url.substr(0, a.upstream_url.find_first_of("?#")) + " over " +
+           (a.upstream_sse ? "HTTP+SSE" : "Streamable HTTP") +
+           (a.upstream_headers.empty() ? "" : ", " + std::to_string(a.upstream_headers.size()) + " header(s) of yours");
+  } else {
+    if (auto st = start_child(a, side, gate); !st) {
+      side.join();
+      std::cerr << "faultctl mcp-guard: " << st.error().describe() << "\n";
+      return side.child ? 127 : 1;
+    }
+    what = a.command[0] + ", pid " + std::to_string(side.child->pid());
+  }
+  std::cerr << "faultline mcp-guard: server " << a.server_name << " (" << what << "): " << policy_text(a.policy)
+            << (a.dry_run ? ", dry run" : "") << "; identity " << a.identity << "; pins " << mcp_pins_file(state_dir)
+            << "; approvals " << approvals->path() << (a.json_log.empty() ? "" : "; activity " + a.json_log)
+            << (listener ? "; clients at http://" + listener->address() + "/mcp" : "") << "\n";
+  if (!a.fault.tool.empty())
+    std::cerr << "faultline mcp-guard: fault: allowed tools/call " << a.fault.tool << " -> "
+              << (a.fault.error_text.empty() ? "delayed " + format_duration(a.fault.delay_ns)
+                                             : "error \"" + a.fault.error_text + "\"")
+              << (a.fault.pct < 100 ? " (" + std::to_string(a.fault.pct) + "% of them)" : "")
+              << "; FAULTLINE_DISABLED or the kill file " << kill_file_path() << " end it\n";
+  if (http_rules > 0)
+    std::cerr << "faultline mcp-guard: " << http_rules << " rule" << (http_rules == 1 ? "" : "s")
+              << " of the policy match HTTP requests (no mcp_tool or mcp_args): not used here\n";
+
+  struct sigaction sa {
+  }, old_int{}, old_term{}, hup{}, old_hup{};
+  sa.sa_handler = remember_mcp_signal;
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  if (!a.policy_file.empty()) {
+    hup.sa_handler = remember_mcp_reload;
+    sigaction(SIGHUP, &hup, &old_hup);
+  }
+  int code = listener ? serve_http(a, side, gate, *listener) : serve_stdio(a, side, gate);
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
   if (!a.policy_file.empty()) sigaction(SIGHUP, &old_hup, nullptr);
-  server_writer.close_fd();
-  server_reader.join();  // the server's stdout ends with it (unless it left a child holding it)
+  if (side.child && !side.child->poll_exit()) {
+    // The guard ends before its server (a signal with --listen kept it): the
+    // server sees its stdin end, then SIGTERM.
+    side.close();
+    for (int i = 0; i < 100 && !side.child->poll_exit(); ++i) sleep_ms(20);
+    if (!side.child->poll_exit()) side.signal(SIGTERM);
+  }
+  side.join();
   const McpGateCounts c = gate.counts();
-  std::cerr << "faultline mcp-guard: server " << a.server_name << " exited " << *code << "; " << c.calls
-            << " tools/call: " << c.allowed << " allowed, " << c.denied << " denied, " << c.held << " held ("
-            << c.approved << " approved), " << c.would_deny << " would deny, " << c.would_hold << " would hold, "
-            << c.dry_run << " dry run; " << c.rug_pulls << " rug pull finding" << (c.rug_pulls == 1 ? "" : "s") << "; "
-            << c.bad_lines << " bad line" << (c.bad_lines == 1 ? "" : "s") << "\n";
+  std::cerr << "faultline mcp-guard: server " << a.server_name << (side.child ? " exited " : " session ended, exit ")
+            << code << "; " << c.calls << " tools/call: " << c.allowed << " allowed, " << c.denied << " denied, "
+            << c.held << " held (" << c.approved << " approved), " << c.would_deny << " would deny, " << c.would_hold
+            << " would hold, " << c.dry_run << " dry run, " << faults.faulted() << " faulted; " << c.rug_pulls
+            << " rug pull finding" << (c.rug_pulls == 1 ? "" : "s") << "; " << c.bad_lines << " bad line"
+            << (c.bad_lines == 1 ? "" : "s") << "\n";
   if (activity) (void)activity->sync();
-  return *code;
+  return code;
 }
 
 }  // namespace mcp_guard_command_impl
@@ -279,6 +462,7 @@ using namespace mcp_guard_command_impl;
 int cmd_mcp_guard(const std::vector<std::string>& args) {
   return run_command("faultctl mcp-guard", parse_mcp_guard_args(args), kRootNever, [](McpGuardArgs& a) -> int {
     if (!a.pins_verb.empty()) return run_pins(a);
+    if (!a.install_verb.empty()) return run_install(a);
     return run_guard(a);
   });
 }

@@ -58,7 +58,8 @@ TEST(McpGuardArgs, PinsSubcommands) {
 }
 
 TEST(McpGuardArgs, BadFlagsAreNamed) {
-  EXPECT_EQ(mcp_error({"--enforce"}), "missing the server's command: faultctl mcp-guard [flags] -- COMMAND ARGS");
+  EXPECT_EQ(mcp_error({"--enforce"}),
+            "missing the server's command: faultctl mcp-guard [flags] -- COMMAND ARGS (or --upstream-url U)");
   EXPECT_EQ(mcp_error({"--deny-tool", "a b", "--", "x"}),
             "--deny-tool 'a b': a tool name has no spaces or control characters");
   EXPECT_EQ(mcp_error({"--server-name", "a/b", "--", "x"}),
@@ -72,6 +73,38 @@ TEST(McpGuardArgs, BadFlagsAreNamed) {
   EXPECT_EQ(mcp_error({"pins", "reset"}), "pins reset: give the SERVER (as pins list names it)");
   EXPECT_EQ(mcp_error({"pins", "reset", "fs", "extra"}), "pins reset: unexpected 'extra'");
   EXPECT_EQ(mcp_error({"pins", "list", "--all"}), "pins list: unknown flag --all");
+}
+
+TEST(McpGuardArgs, BridgeFlags) {
+  McpGuardArgs a =
+      parsed_mcp({"--upstream-url", "https://user:pw@mcp.example.com:8443/mcp?k=v", "--upstream-transport", "sse",
+                  "--upstream-header", "Authorization: Bearer ${SOME_TOKEN}", "--listen", "127.0.0.1:0"});
+  EXPECT_TRUE(a.command.empty());
+  EXPECT_TRUE(a.upstream_sse);
+  // The header as given: its variable is read when the guard starts, not here.
+  EXPECT_EQ(a.upstream_headers, (std::vector<std::string>{"Authorization: Bearer ${SOME_TOKEN}"}));
+  EXPECT_EQ(a.server_name, "mcp.example.com_8443");  // no user, no password
+  EXPECT_EQ(a.listen, "127.0.0.1:0");
+  EXPECT_EQ(mcp_server_name_of_url("http://[::1]:3001/sse"), "__1_3001");
+}
+
+TEST(McpGuardArgs, BadBridgeFlagsAreNamed) {
+  EXPECT_EQ(mcp_error({"--upstream-url", "ws://x"}), "--upstream-url 'ws://x': an http:// or https:// URL");
+  EXPECT_EQ(mcp_error({"--upstream-url", "http://x/mcp", "--upstream-transport", "ws"}),
+            "--upstream-transport 'ws': streamable or sse");
+  EXPECT_EQ(mcp_error({"--upstream-url", "http://x/mcp", "--upstream-header", "no colon"}),
+            "--upstream-header: 'Name: value' (a header name, a colon, its value)");
+  EXPECT_EQ(mcp_error({"--upstream-url", "http://x/mcp", "--upstream-header", "X-A: ${A"}),
+            "--upstream-header: '${' without its '}'");
+  EXPECT_EQ(mcp_error({"--upstream-url", "http://x/mcp", "--upstream-header", "X-A: ${A-B}"}),
+            "--upstream-header: '${A-B}' is not a variable name (letters, digits, '_')");
+  EXPECT_EQ(mcp_error({"--upstream-url", "http://x/mcp", "--upstream-header", "Mcp-Session-Id: 1"}),
+            "--upstream-header Mcp-Session-Id: the guard sets this header itself");
+  EXPECT_EQ(mcp_error({"--upstream-header", "X-A: 1", "--", "s"}), "--upstream-header goes with --upstream-url");
+  EXPECT_EQ(mcp_error({"--allow-remote", "--", "s"}), "--allow-remote goes with --listen");
+  EXPECT_EQ(mcp_error({"--listen", "8931", "--", "s"}), "--listen '8931': HOST:PORT (127.0.0.1:8931; port 0 for any)");
+  EXPECT_EQ(mcp_error({"--upstream-url", "http://x/mcp", "--", "s"}),
+            "--upstream-url and a command (after --) both name the server: give one");
 }
 
 }  // namespace
