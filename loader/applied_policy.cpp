@@ -25,6 +25,24 @@ namespace {
 
 constexpr uint32_t kSourceChunk = 4096;  // bytes per entry of a source map
 
+// Entry 0 of a source map, the header: the text's length, then (since the
+// digest was kept) a tag and the digest. A header without the tag (an older
+// faultctl's) has zeros there: its digest reads as "".
+struct SourceHeader {
+  uint64_t len;
+  char tag[8];  // kDigestTag
+  uint32_t digest_len;
+  char digest[PolicyGenerations::kSourceDigestMax];
+};
+constexpr char kDigestTag[8] = {'f', 'l', 'd', 'i', 'g', 'e', 's', 't'};
+static_assert(sizeof(SourceHeader) <= kSourceChunk);
+
+// Whether a batch operation's refusal means the kernel has none for this map
+// type (then the caller goes one element at a time).
+bool batch_unsupported(int err) {
+  return err == EINVAL || err == ENOTSUP || err == EOPNOTSUPP || err == 524 /* ENOTSUPP */;
+}
+
 UniqueFd pinned(const std::string& path) { return UniqueFd(bpf_obj_get(path.c_str())); }
 
 Status mkdir_one(const std::string& path) {
@@ -103,8 +121,7 @@ Status fill_trie(int fd, const std::vector<std::pair<fl_sa_key, fl_sa_bucket>>& 
       done += n;
       continue;
     }
-    if (errno != EINVAL && errno != ENOTSUP && errno != EOPNOTSUPP && errno != 524 /* ENOTSUPP */)
-      return errno_error(std::string("cannot fill the new ") + name);
+    if (!batch_unsupported(errno)) return errno_error(std::string("cannot fill the new ") + name);
     done += count;  // written before the refusal, if any; the rest one by one
     batch = false;
   }
@@ -171,42 +188,94 @@ Status PolicyGenerations::flip(uint32_t to) const {
   return {};
 }
 
-Status PolicyGenerations::put_source(uint32_t gen, const std::string& text) const {
+// A source map's entries are written and read with one batch call where the
+// kernel has batch operations on arrays (5.6+): a 4 MiB text is a thousand
+// entries, a thousand bpf() calls one at a time.
+Status PolicyGenerations::put_source(uint32_t gen, const std::string& text, const std::string& digest) const {
+  if (digest.size() > kSourceDigestMax) return make_error(EINVAL, "a policy source digest longer than 64 bytes");
   const uint32_t chunks = static_cast<uint32_t>((text.size() + kSourceChunk - 1) / kSourceChunk);
   auto m = create_map(BPF_MAP_TYPE_ARRAY, "fl_pol_src", 4, kSourceChunk, chunks + 1, BPF_F_INNER_MAP);
   if (!m) return m.error();
-  std::vector<char> buf(kSourceChunk, 0);
-  const uint64_t len = text.size();
-  std::memcpy(buf.data(), &len, sizeof(len));
-  uint32_t k = 0;
-  if (bpf_map_update_elem(m->get(), &k, buf.data(), BPF_ANY) != 0) return errno_error("cannot store the policy source");
-  for (uint32_t i = 0; i < chunks; ++i) {
-    std::fill(buf.begin(), buf.end(), 0);
-    const size_t off = static_cast<size_t>(i) * kSourceChunk;
-    std::memcpy(buf.data(), text.data() + off, std::min<size_t>(kSourceChunk, text.size() - off));
-    k = i + 1;
-    if (bpf_map_update_elem(m->get(), &k, buf.data(), BPF_ANY) != 0)
+  // Entry k at values[k * kSourceChunk]: the header, then the text, zero-padded.
+  std::vector<char> values(static_cast<size_t>(chunks + 1) * kSourceChunk, 0);
+  SourceHeader h{};
+  h.len = text.size();
+  std::memcpy(h.tag, kDigestTag, sizeof(h.tag));
+  h.digest_len = static_cast<uint32_t>(digest.size());
+  std::memcpy(h.digest, digest.data(), digest.size());
+  std::memcpy(values.data(), &h, sizeof(h));
+  std::memcpy(values.data() + kSourceChunk, text.data(), text.size());
+  std::vector<uint32_t> keys(chunks + 1);
+  for (uint32_t k = 0; k <= chunks; ++k) keys[k] = k;
+  uint32_t count = chunks + 1;
+  LIBBPF_OPTS(bpf_map_batch_opts, o, .elem_flags = BPF_ANY);
+  uint32_t done = 0;
+  if (bpf_map_update_batch(m->get(), keys.data(), values.data(), &count, &o) == 0) {
+    done = chunks + 1;
+  } else {
+    if (!batch_unsupported(errno)) return errno_error("cannot store the policy source");
+    done = count;  // written before the refusal, if any
+  }
+  for (; done <= chunks; ++done) {
+    if (bpf_map_update_elem(m->get(), &keys[done], values.data() + static_cast<size_t>(done) * kSourceChunk, BPF_ANY) !=
+        0)
       return errno_error("cannot store the policy source");
   }
   return put_inner(source_.get(), gen, m->get(), "policy source");
 }
 
+namespace {
+
+Result<SourceHeader> read_header(int fd) {
+  std::vector<char> buf(kSourceChunk);
+  uint32_t k = 0;
+  if (bpf_map_lookup_elem(fd, &k, buf.data()) != 0) return errno_error("cannot read the policy source");
+  SourceHeader h{};
+  std::memcpy(&h, buf.data(), sizeof(h));
+  return h;
+}
+
+}  // namespace
+
 Result<std::string> PolicyGenerations::source(uint32_t gen) const {
   auto m = inner_of(source_.get(), gen);
   if (!m) return m.error();
   if (!*m) return std::string();
-  std::vector<char> buf(kSourceChunk);
-  uint32_t k = 0;
-  if (bpf_map_lookup_elem(m->get(), &k, buf.data()) != 0) return errno_error("cannot read the policy source");
-  uint64_t len = 0;
-  std::memcpy(&len, buf.data(), sizeof(len));
-  std::string out;
-  out.reserve(len);
-  for (k = 1; out.size() < len; ++k) {
-    if (bpf_map_lookup_elem(m->get(), &k, buf.data()) != 0) return errno_error("cannot read the policy source");
-    out.append(buf.data(), std::min<size_t>(kSourceChunk, len - out.size()));
+  auto h = read_header(m->get());
+  if (!h) return h.error();
+  const uint64_t len = h->len;
+  const uint32_t chunks = static_cast<uint32_t>((len + kSourceChunk - 1) / kSourceChunk);
+  std::vector<char> values(static_cast<size_t>(chunks) * kSourceChunk);
+  std::vector<uint32_t> keys(chunks);
+  // Entries 1..chunks: a batch lookup starts after in_batch (the header, 0).
+  uint32_t got = 0;
+  if (chunks > 0) {
+    uint32_t in = 0, out = 0, count = chunks;
+    LIBBPF_OPTS(bpf_map_batch_opts, o);
+    if (bpf_map_lookup_batch(m->get(), &in, &out, keys.data(), values.data(), &count, &o) == 0 || errno == ENOENT) {
+      got = count;  // ENOENT: the end of the map came first (it holds no more than chunks + 1)
+    } else if (!batch_unsupported(errno)) {
+      return errno_error("cannot read the policy source");
+    }
+    if (got > 0 && (got != chunks || keys[0] != 1 || keys[got - 1] != chunks)) got = 0;  // read them one by one
   }
-  return out;
+  for (uint32_t i = got; i < chunks; ++i) {
+    const uint32_t k = i + 1;
+    if (bpf_map_lookup_elem(m->get(), &k, values.data() + static_cast<size_t>(i) * kSourceChunk) != 0)
+      return errno_error("cannot read the policy source");
+  }
+  return std::string(values.data(), len);
+}
+
+Result<std::string> PolicyGenerations::source_digest(uint32_t gen) const {
+  auto m = inner_of(source_.get(), gen);
+  if (!m) return m.error();
+  if (!*m) return std::string();
+  auto h = read_header(m->get());
+  if (!h) return h.error();
+  if (std::memcmp(h->tag, kDigestTag, sizeof(kDigestTag)) != 0 || h->digest_len > kSourceDigestMax)
+    return std::string();
+  return std::string(h->digest, h->digest_len);
 }
 
 Status PolicyGenerations::clear_source(uint32_t gen) const {

@@ -64,9 +64,16 @@ class PolicyGenerations {
   [[nodiscard]] Result<uint32_t> live() const;
   // The one write that switches every hook of every applied scope.
   [[nodiscard]] Status flip(uint32_t to) const;
-  [[nodiscard]] Status put_source(uint32_t gen, const std::string& text) const;
+  // The text and its digest (an opaque string of at most kSourceDigestMax
+  // bytes, the caller's hash of text): an apply of the same text reads the
+  // digest alone (source_digest()), not the text, to find nothing changed.
+  [[nodiscard]] Status put_source(uint32_t gen, const std::string& text, const std::string& digest) const;
   // "" when the generation has none.
   [[nodiscard]] Result<std::string> source(uint32_t gen) const;
+  // The digest stored with the generation's text; "" when it has no text or
+  // was stored by a faultctl that kept none (then read source()).
+  [[nodiscard]] Result<std::string> source_digest(uint32_t gen) const;
+  static constexpr size_t kSourceDigestMax = 64;
   [[nodiscard]] Status clear_source(uint32_t gen) const;
   [[nodiscard]] int gen_fd() const { return gen_.get(); }
 

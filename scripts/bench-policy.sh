@@ -6,7 +6,9 @@
 #     cgroup; the file as JSON and as YAML) against iptables-restore (legacy and
 #     nft back ends), `nft -f` (one set) and `ipset restore`, each loading into
 #     a throw-away network namespace, never the host's tables. Median of
-#     BENCH_REPS (default 3) loads, in ms, and each figure's ratio to Faultline's.
+#     BENCH_REPS (default 3) loads, in ms, and each figure's ratio to Faultline's;
+#     and the same policy file applied again ("fl same": nothing changes), against
+#     nft -f's load (target: at most it).
 #  2. throughput with the N addresses loaded, to an ALLOWED destination over a
 #     veth pair between two throw-away namespaces (198.18.0.0/15 inside them
 #     only): 64-byte UDP datagrams sent with sendto() on an unconnected socket
@@ -132,13 +134,18 @@ point() {
 }
 
 echo "-- load time of N denied addresses (ms, median of $REPS; ratio: the tool's time / faultline's from JSON)"
-printf '%-8s %10s %10s %16s %16s %16s %16s\n' N "fl json" "fl yaml" "ipt-legacy" "ipt-nft" "nft set" "ipset"
-declare -A FL_LOAD
+printf '%-8s %10s %10s %10s %16s %16s %16s %16s\n' N "fl json" "fl yaml" "fl same" "ipt-legacy" "ipt-nft" "nft set" "ipset"
+declare -A FL_LOAD FL_SAME
 for n in $SIZES; do
   make_files "$n" OUTPUT
   PREP='"$FAULTCTL" policy delete >/dev/null'
   fl=$(median_ms "$FAULTCTL" policy apply "$TMP/policy.json")
   flyaml=$(median_ms "$FAULTCTL" policy apply "$TMP/policy.yaml")
+  # The file already live, applied again (an agent re-applying what it has).
+  PREP=':'
+  "$FAULTCTL" policy apply "$TMP/policy.json" >/dev/null
+  flsame=$(median_ms "$FAULTCTL" policy apply "$TMP/policy.json")
+  FL_SAME[$n]=$flsame
   "$FAULTCTL" policy delete >/dev/null
   FL_LOAD[$n]=$fl
   PREP='ip netns exec "$NS" iptables-legacy -F OUTPUT'
@@ -153,12 +160,14 @@ for n in $SIZES; do
   PREP='ip netns exec "$NS" ipset destroy flbench 2>/dev/null || true'
   ipset=$(median_ms ip netns exec "$NS" ipset restore -file "$TMP/ipset.rules")
   ip netns exec "$NS" ipset destroy flbench 2>/dev/null || true
-  for p in "faultline (JSON) $fl" "faultline (YAML) $flyaml" "iptables-legacy $legacy" "iptables-nft $iptnft" \
+  for p in "faultline (JSON) $fl" "faultline (YAML) $flyaml" "faultline (same file again) $flsame" "iptables-legacy $legacy" "iptables-nft $iptnft" \
     "nft -f (one set) $nftset" "ipset restore $ipset"; do
     point "${p% *}" "$n" "${p##* }"
   done
-  printf '%-8s %10s %10s %10s %5s %10s %5s %10s %5s %10s %5s\n' "$n" "$fl" "$flyaml" "$legacy" "$(ratio "$legacy" "$fl")" \
+  printf '%-8s %10s %10s %10s %10s %5s %10s %5s %10s %5s %10s %5s\n' "$n" "$fl" "$flyaml" "$flsame" "$legacy" "$(ratio "$legacy" "$fl")" \
     "$iptnft" "$(ratio "$iptnft" "$fl")" "$nftset" "$(ratio "$nftset" "$fl")" "$ipset" "$(ratio "$ipset" "$fl")"
+  r=$(awk -v a="$flsame" -v b="$nftset" 'BEGIN { print (a <= b ? "MET" : "MISSED") }')
+  target "N=$n: the same file again <= nft -f (one set)" "$(ratio "$flsame" "$nftset") of nft -f" "$r"
   if [ "$n" = 100000 ]; then
     for f in "JSON $fl" "YAML $flyaml"; do
       set -- $f
@@ -168,7 +177,7 @@ for n in $SIZES; do
   fi
 done
 echo "(faultline: parse + compile + build the generation + one flip, a whole faultctl process; the others load into"
-echo " an empty namespace.)"
+echo " an empty namespace. fl same: the same file applied again, nothing changes: its digest is read, no map written.)"
 ip netns del "$NS"
 
 echo

@@ -34,10 +34,12 @@
 # namespaces with a veth pair (198.18.0.0/15 addresses only inside them), bpffs
 # state under /sys/fs/bpf/flbench-<pid>*, the programs and links in it.
 # BENCH_REPS (default 5) sets the repetitions of 1 and 2 and the trials of 3.
+# BENCH_STEPS (default all) runs only the steps it names: BENCH_STEPS="3 8".
 set -euo pipefail
 
 BUILD=${1:?usage: scripts/bench.sh BUILD_DIR}
 REPS=${BENCH_REPS:-5}
+want() { [ -z "${BENCH_STEPS:-}" ] || [[ " $BENCH_STEPS " == *" $1 "* ]]; }
 if [ "$(id -u)" -ne 0 ]; then
   echo "bench: needs root (BPF, network namespaces)" >&2
   exit 1
@@ -45,6 +47,11 @@ fi
 BUILD=$(cd "$BUILD" && pwd)
 FAULTCTL=$BUILD/faultctl
 for b in "$FAULTCTL" "$BUILD/bench/fl_bench_progrun" "$BUILD/bench/fl_bench_veth" "$BUILD/bench/fl_bench_apply"; do
+  case $b in
+    *fl_bench_progrun) want 1 || continue ;;
+    *fl_bench_veth) want 2 || continue ;;
+    *fl_bench_apply) want 3 || continue ;;
+  esac
   [ -x "$b" ] || { echo "bench: $b is missing; build first (make build, or ninja -C $BUILD)" >&2; exit 1; }
 done
 for tool in iperf3 ip taskset; do
@@ -121,16 +128,21 @@ step() {
 }
 
 START=$(date +%s)
+if want 1; then
 echo
 echo "== 1. netfault egress program per packet (BPF_PROG_TEST_RUN)"
 step taskset -c "$CPU_SERVER" "$BUILD/bench/fl_bench_progrun" --root "$PROGRUN_ROOT" --reps "$REPS" --summary "$SUMMARY"
 
+fi
+if want 2; then
 echo
 echo "== 2. veth throughput, program attached (no matching fault) vs nothing attached"
 step "$BUILD/bench/fl_bench_veth" --client-ns "$NS_A" --server-ns "$NS_B" --server-ip "$ADDR_B" --non-peer "$NON_PEER" \
   --faultctl "$FAULTCTL" --client-cpu "$CPU_CLIENT" --server-cpu "$CPU_SERVER" --reps "$REPS" --seconds 3 \
   --summary "$SUMMARY"
 
+fi
+if want 3; then
 echo
 echo "== 3. time to apply and to revert a fault (faultctl run / abort)"
 # Through faultd too: the bench starts its own on a private socket (same bpffs state).
@@ -144,6 +156,8 @@ fi
 step "$BUILD/bench/fl_bench_apply" --client-ns "$NS_A" --server-ns "$NS_B" --server-ip "$ADDR_B" --non-peer "$NON_PEER" \
   --faultctl "$FAULTCTL" --trials "$REPS" --summary "$SUMMARY" "${APPLY_FAULTD[@]}"
 
+fi
+if want 4; then
 echo
 echo "== 4. connect() with the sockaddr programs (0 and 10k missing rules) vs none; a syscall under seccomp user notification vs bare"
 if [ -x "$BUILD/bench/fl_bench_connect" ]; then
@@ -153,10 +167,14 @@ else
   FAILED=1
 fi
 
+fi
+if want 5; then
 echo
 echo "== 5. TCP proxies: wrk against nginx and redis-benchmark against redis, direct vs haproxy (TCP mode) vs faultd's proxy"
 step "$(dirname "$0")/bench-proxy.sh" "$BUILD"
 
+fi
+if want 6; then
 echo
 echo "== 6. TLS termination: a leaf certificate minted for a new server name vs one from the cache"
 if [ -x "$BUILD/bench/fl_bench_tls_mint" ]; then
@@ -166,6 +184,8 @@ else
   FAILED=1
 fi
 
+fi
+if want 7; then
 echo
 echo "== 7. faultcp: 1000 simulated agents long-polling one faultcp, SQLite vs PostgreSQL"
 if [ -x "$BUILD/bench/fl_bench_cp_fleet" ]; then
@@ -175,10 +195,14 @@ else
   FAILED=1
 fi
 
+fi
+if want 8; then
 echo
 echo "== 8. egress policy vs the firewalls: time to load N denied addresses, and throughput with them loaded"
 step "$(dirname "$0")/bench-policy.sh" "$BUILD"
 
+fi
+if want 9; then
 echo
 echo "== 9. DLP: the guard's engine vs RE2::Set, PCRE2-JIT and std::regex, one core, the same corpus"
 if [ -x "$BUILD/bench/fl_bench_dlp" ]; then
@@ -188,14 +212,19 @@ else
   FAILED=1
 fi
 
+fi
+if want 10; then
 echo
 echo "== 10. the AI-agent guard: what rules, the LLM facts scan and the activity log cost a request"
 step "$(dirname "$0")/bench-guard.sh" "$BUILD"
 
+fi
+if want 11; then
 echo
 echo "== 11. the exec gate: what judging each exec of a guarded command costs (--block-dangerous)"
 step "$(dirname "$0")/bench-exec-gate.sh" "$BUILD"
 
+fi
 echo
 echo "== summary ($(($(date +%s) - START)) s; $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); ratios within each repetition)"
 {

@@ -39,6 +39,8 @@ packages=(
   dnsmasq-base
   # make bench: the egress policy compared with the firewalls operators run now
   iptables nftables ipset
+  # the policy test counts an apply's bpf() calls (strace -c)
+  strace
   # the guard's DLP engine (Hyperscan, streaming) and its email detector's TLDs;
   # make bench: the regex engines it is measured against (RE2::Set, PCRE2-JIT)
   libhyperscan-dev publicsuffix libre2-dev libpcre2-dev

@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "base/cgroup.h"
+#include "base/sha256.h"
 #include "loader/applied_policy.h"
 #include "loader/sockaddr_object.h"
 #include "userspace/policy/policy_compiler.h"
@@ -155,7 +156,26 @@ Result<std::optional<LivePolicy>> read_live_locked(const AppliedPolicyPins& pins
 struct Prepared {
   CompiledPolicy compiled;
   std::string source;  // "" for no scopes
+  std::string digest;  // SHA-256 of source, kept beside it
 };
+
+// Whether the live generation holds exactly this text, told by the digest
+// stored with it (one map read): an apply of the file already applied
+// changes nothing and reads back no text. Nothing when it cannot be told (no
+// applied policy, or a text stored without a digest): read the text then.
+Result<std::optional<uint32_t>> live_if_same_digest(const AppliedPolicyPins& pins, const std::string& digest) {
+  auto gens = PolicyGenerations::open(pins, false);
+  if (!gens) {
+    if (gens.error().err == ENOENT) return std::optional<uint32_t>{};
+    return gens.error();
+  }
+  auto g = gens->live();
+  if (!g) return g.error();
+  auto d = gens->source_digest(*g);
+  if (!d) return d.error();
+  if (d->empty() || *d != digest) return std::optional<uint32_t>{};
+  return std::optional<uint32_t>{*g};
+}
 
 // Everything apply refuses, checked before anything changes; on_this_host:
 // the scopes' cgroups are looked for (faultcp checks bundles for other hosts).
@@ -193,14 +213,25 @@ Result<Prepared> prepare(const Policy& p, bool on_this_host = true) {
                                 "; nothing was applied: write this scope's rules as addresses (cidr), or apply on a "
                                 "kernel where `faultctl features` lists DNS-learned host rules as available");
   }
-  Prepared out{std::move(*c), p.egress->empty() ? std::string() : policy_json_text(p)};
+  Prepared out{std::move(*c), p.egress->empty() ? std::string() : policy_json_text(p), ""};
   if (out.source.size() > kMaxPolicyBytes) return input_error(0, "the policy is larger than 16 MiB once written out");
+  if (!out.source.empty()) out.digest = sha256_hex(out.source);
   return out;
 }
 
 Result<ApplyOutcome> apply_locked(const BpffsLayout& layout, const Policy& p, const Prepared& prep, bool dry_run) {
   const AppliedPolicyPins pins = applied_policy_pins(layout);
   const std::vector<EgressScope>& next_scopes = *p.egress;
+  if (!prep.source.empty()) {
+    auto same_gen = live_if_same_digest(pins, prep.digest);
+    if (!same_gen) return same_gen.error();
+    if (*same_gen) {
+      ApplyOutcome out;
+      out.scopes = next_scopes.size();
+      out.generation = **same_gen;
+      return out;
+    }
+  }
   auto live = read_live_locked(pins);
   if (!live) return live.error();
   const std::vector<EgressScope> none;
@@ -278,7 +309,7 @@ Result<ApplyOutcome> apply_locked(const BpffsLayout& layout, const Policy& p, co
     if (s) (void)s->clear(next);
   }
   if (!source.empty()) {
-    if (auto st = gens->put_source(next, source); !st) return roll_back(st.error());
+    if (auto st = gens->put_source(next, source, prep.digest); !st) return roll_back(st.error());
   }
   // The switch: one write, every hook of every scope.
   if (auto st = gens->flip(next); !st) return roll_back(st.error());
