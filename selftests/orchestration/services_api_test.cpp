@@ -11,8 +11,8 @@
 
 #include "cp_client.h"
 #include "orchestration_env.h"
-#include "userspace/orchestration/catalogue.h"
 #include "selftests/lib/child_process.h"
+#include "userspace/orchestration/catalogue.h"
 
 namespace florch {
 namespace {
@@ -328,8 +328,8 @@ TEST_P(ServicesApi, TheCatalogueIsServedAndRenderedToAnExperiment) {
   EXPECT_EQ(r.json()["experiment"]["kind"], "tcp") << r.describe();
   EXPECT_EQ(r.json()["experiment"]["toxic"], json::array({"latency=200ms"})) << r.describe();
   // What it renders is an experiment faultcp itself takes.
-  auto e = call("POST", "/v1/experiments", t.token,
-                json{{"agent_id", t.agent1}, {"spec", r.json()["experiment"]}}.dump());
+  auto e =
+      call("POST", "/v1/experiments", t.token, json{{"agent_id", t.agent1}, {"spec", r.json()["experiment"]}}.dump());
   EXPECT_EQ(e.status, 201) << e.describe();
 
   for (const auto& [body, field] : std::vector<std::pair<json, std::string>>{
@@ -346,10 +346,10 @@ TEST_P(ServicesApi, TheCatalogueIsServedAndRenderedToAnExperiment) {
     EXPECT_EQ(bad.status, 400) << body.dump() << " -> " << bad.describe();
     EXPECT_EQ(bad.json().value("field", ""), field) << bad.describe();
   }
-  auto range = call("POST", "/v1/catalogue/upstream_delay/render", t.token,
-                    json{{"params", {{"target", "10.0.0.7:5432"}, {"latency_ms", 900}, {"duration_s", 60}}},
-                         {"cgroup", "/a"}}
-                        .dump());
+  auto range =
+      call("POST", "/v1/catalogue/upstream_delay/render", t.token,
+           json{{"params", {{"target", "10.0.0.7:5432"}, {"latency_ms", 900}, {"duration_s", 60}}}, {"cgroup", "/a"}}
+               .dump());
   EXPECT_NE(range.json().value("error", "").find("900 is out of range 20-500"), std::string::npos) << range.describe();
 }
 
