@@ -52,6 +52,13 @@ constexpr Command kCommands[] = {
      cmd_policy},
     {"apply", "apply a Policy file, or run a Chaos Mesh NetworkChaos on this host\n(apply -f FILE [--dry-run])",
      cmd_apply},
+    {"catalogue",
+     "the templates automation may start: list, show one, render one to an\nexperiment or a Chaos Mesh file "
+     "(catalogue list|show|render)",
+     cmd_catalogue},
+    {"scenario",
+     "check or run a scenario file: experiments and templates in order,\nguarded (scenario validate|run FILE)",
+     cmd_scenario},
     {"ca", "the local CA of TLS termination: create, print, export, rotate\n(ca init|show|export|rotate)", cmd_ca},
     {"approvals", "the requests running guards hold for approval\n(approvals list | approve ID | deny ID [--reason R])",
      cmd_approvals},

@@ -14,7 +14,9 @@
 #             guard's decisions, denial answers, activity chain: no BPF, no I/O
 #             loop; the policy file reads its section, so policy sits on guard)
 #   base, userspace/guardrails  <-  userspace/orchestration (services, facts,
-#             validator, preflight; cp uses it)
+#             validator, preflight, the catalogue, scenarios; cp uses it; the
+#             typed experiment's reader userspace/ops/experiment.h, which the
+#             catalogue renders to)
 #   base  <-  cp/proto (the agent wire format, faultline_cp_proto; cp and
 #             userspace/daemon use it)
 #
@@ -47,7 +49,9 @@ allowed_for() {
     userspace/guardrails/*) echo '^(base|loader|faultline|userspace/(net|guardrails))/' ;;
     # The orchestration (services, facts, the validator, the watchdog's
     # preflight): Prometheus through the guardrails' client; no kernel, no I/O loop.
-    userspace/orchestration/*) echo '^(base|userspace/(net|guardrails|orchestration))/' ;;
+    # The catalogue renders its templates to the typed experiment (ops/experiment.h;
+    # a scenario step adds the shared guardrail fields, experiment_guardrails.h).
+    userspace/orchestration/*) echo '^(base|userspace/(net|guardrails|orchestration))/|^userspace/ops/experiment\.h$|^userspace/faults/experiment_guardrails\.h$' ;;
     userspace/state/*) echo '^(base|loader|faultline|userspace/state)/' ;;
     userspace/run/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|run))/' ;;
     userspace/faults/stream/*)

@@ -27,6 +27,8 @@ packages=(
   git gh
   # the Prometheus guardrail tests run a real server (and promtool checks the example rules)
   prometheus
+  # the orchestration's catalogue test: Debian's JSON Schema validator judges the templates' parameters too
+  python3-jsonschema
   # faultcp's storage suite starts a throw-away PostgreSQL cluster (initdb, pg_ctl)
   postgresql
   # make bench: the peers the proxy is measured against, and their load generators

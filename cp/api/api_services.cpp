@@ -6,6 +6,7 @@
 
 #include "cp/api/api_error.h"
 #include "cp/api/control_plane.h"
+#include "userspace/orchestration/catalogue.h"
 #include "userspace/orchestration/validator.h"
 
 namespace faultline::cp {
@@ -127,6 +128,14 @@ const std::vector<FieldRule> kValidateFields = {{"service", JsonType::String, tr
                                                 {"fault", JsonType::String, true},
                                                 {"target", JsonType::String},
                                                 {"duration_s", JsonType::Integer, true}};
+
+const std::vector<FieldRule> kRenderFields = {{"params", JsonType::Object, true}, {"cgroup", JsonType::String, true}};
+
+nlohmann::json template_json(const CatalogueTemplate& t) {
+  nlohmann::json d = t.definition();
+  d["sha256"] = t.sha256();
+  return d;
+}
 
 }  // namespace services_detail
 
@@ -271,6 +280,36 @@ HttpReply ControlPlane::validate_proposal(const HttpRequest& req, const Principa
                           config_.prometheus.get());
   const SystemClock host;
   return api_json(200, validate(prop, facts, config_.clock ? *config_.clock : host).to_json());
+}
+
+HttpReply ControlPlane::list_catalogue() {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& t : catalogue()) list.push_back(template_json(t));
+  return api_json(200, {{"templates", list}});
+}
+
+HttpReply ControlPlane::get_template(const PathParams& params) {
+  const CatalogueTemplate* t = find_template(params.at("name"));
+  if (!t) return api_error(404, "no template named " + params.at("name") + " (one of " + fault_names() + ")");
+  return api_json(200, template_json(*t));
+}
+
+HttpReply ControlPlane::render_catalogue_template(const HttpRequest& req, const PathParams& params) {
+  const CatalogueTemplate* t = find_template(params.at("name"));
+  if (!t) return api_error(404, "no template named " + params.at("name") + " (one of " + fault_names() + ")");
+  auto body = parse_body(req.body);
+  if (auto* e = std::get_if<ApiError>(&body)) return e->reply();
+  const auto& j = std::get<nlohmann::json>(body);
+  if (auto e = check_fields(j, kRenderFields)) return e->reply();
+  if (auto e = check_params(*t, j["params"])) return ApiError{400, "params." + e->field, e->message}.reply();
+  auto r = render_template(*t, j["params"], TemplateInstance{j["cgroup"].get<std::string>()});
+  if (!r) return ApiError{400, "cgroup", r.error().message}.reply();
+  return api_json(200, {{"template", t->name},
+                        {"version", t->version},
+                        {"template_sha256", t->sha256()},
+                        {"params", j["params"]},
+                        {"instance", {{"cgroup", j["cgroup"]}}},
+                        {"experiment", r->spec}});
 }
 
 }  // namespace faultline::cp

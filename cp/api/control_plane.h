@@ -232,6 +232,9 @@ class ControlPlane {
   HttpReply service_profile(const PathParams& params, const Principal& p);
   HttpReply service_slo(const PathParams& params, const Principal& p);
   HttpReply validate_proposal(const HttpRequest& req, const Principal& p);
+  HttpReply list_catalogue();
+  HttpReply get_template(const PathParams& params);
+  HttpReply render_catalogue_template(const HttpRequest& req, const PathParams& params);
 
   Store& store_;
   HttpServer& server_;

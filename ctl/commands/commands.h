@@ -26,6 +26,8 @@ int cmd_apply(const std::vector<std::string>& args);      // apply -f FILE: a Po
 int cmd_ca(const std::vector<std::string>& args);         // ca init|show|export|rotate
 int cmd_approvals(const std::vector<std::string>& args);  // approvals list | approve ID | deny ID: held requests
 int cmd_activity(const std::vector<std::string>& args);   // activity verify FILE: the guard's activity chain
+int cmd_catalogue(const std::vector<std::string>& args);  // catalogue list|show|render: the orchestration's templates
+int cmd_scenario(const std::vector<std::string>& args);   // scenario validate|run FILE: experiments in order
 // faultctl --control-plane URL run|list|watch|abort ...: experiments on faultcp's agents.
 int cmd_remote(const std::string& name, const std::vector<std::string>& args, const std::string& url,
                const std::string& token);

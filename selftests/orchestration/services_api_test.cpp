@@ -12,6 +12,7 @@
 #include "cp_client.h"
 #include "orchestration_env.h"
 #include "selftests/lib/child_process.h"
+#include "userspace/orchestration/catalogue.h"
 
 namespace florch {
 namespace {
@@ -304,6 +305,52 @@ TEST_P(ServicesApi, BadProposalsAreRefusedNamingTheField) {
     EXPECT_EQ(r.status, 400) << body << " -> " << r.describe();
     EXPECT_EQ(r.json().value("field", ""), field) << r.describe();
   }
+}
+
+TEST_P(ServicesApi, TheCatalogueIsServedAndRenderedToAnExperiment) {
+  start();
+  Team t = team("acme");
+  auto list = call("GET", "/v1/catalogue", t.token);
+  ASSERT_EQ(list.status, 200) << list.describe();
+  ASSERT_EQ(list.json()["templates"].size(), 6u) << list.describe();
+  EXPECT_EQ(list.json()["templates"][0]["sha256"], faultline::catalogue()[0].sha256());
+  auto one = call("GET", "/v1/catalogue/cpu_stress_one", t.token);
+  ASSERT_EQ(one.status, 200) << one.describe();
+  EXPECT_EQ(one.json()["schema"]["additionalProperties"], false);
+  EXPECT_EQ(call("GET", "/v1/catalogue/rm_rf", t.token).status, 404);
+  EXPECT_EQ(call("GET", "/v1/catalogue").status, 401) << "a token is needed";
+
+  const json good = {{"params", {{"target", "10.0.0.7:5432"}, {"latency_ms", 200}, {"duration_s", 60}}},
+                     {"cgroup", "/app.slice/a"}};
+  auto r = call("POST", "/v1/catalogue/upstream_delay/render", t.token, good.dump());
+  ASSERT_EQ(r.status, 200) << r.describe();
+  EXPECT_EQ(r.json()["template_sha256"], faultline::find_template("upstream_delay")->sha256());
+  EXPECT_EQ(r.json()["experiment"]["kind"], "tcp") << r.describe();
+  EXPECT_EQ(r.json()["experiment"]["toxic"], json::array({"latency=200ms"})) << r.describe();
+  // What it renders is an experiment faultcp itself takes.
+  auto e =
+      call("POST", "/v1/experiments", t.token, json{{"agent_id", t.agent1}, {"spec", r.json()["experiment"]}}.dump());
+  EXPECT_EQ(e.status, 201) << e.describe();
+
+  for (const auto& [body, field] : std::vector<std::pair<json, std::string>>{
+           {{{"params", {{"target", "10.0.0.7:5432"}, {"latency_ms", 900}, {"duration_s", 60}}}, {"cgroup", "/a"}},
+            "params.latency_ms"},
+           {{{"params", {{"target", "10.0.0.7:5432"}, {"latency_ms", 200}, {"duration_s", 60}, {"x", 1}}},
+             {"cgroup", "/a"}},
+            "params.x"},
+           {{{"params", {{"target", "10.0.0.7:5432"}, {"latency_ms", 200}, {"duration_s", 60}}}}, "cgroup"},
+           {{{"params", "latency"}, {"cgroup", "/a"}}, "params"},
+           {{{"params", json::object()}, {"cgroup", "/a"}, {"run", "r1"}}, "run"},
+       }) {
+    auto bad = call("POST", "/v1/catalogue/upstream_delay/render", t.token, body.dump());
+    EXPECT_EQ(bad.status, 400) << body.dump() << " -> " << bad.describe();
+    EXPECT_EQ(bad.json().value("field", ""), field) << bad.describe();
+  }
+  auto range =
+      call("POST", "/v1/catalogue/upstream_delay/render", t.token,
+           json{{"params", {{"target", "10.0.0.7:5432"}, {"latency_ms", 900}, {"duration_s", 60}}}, {"cgroup", "/a"}}
+               .dump());
+  EXPECT_NE(range.json().value("error", "").find("900 is out of range 20-500"), std::string::npos) << range.describe();
 }
 
 // The faultcp binary: its Prometheus flags refused when bad (exit 2, nothing

@@ -10,10 +10,8 @@
 #include <streambuf>
 
 #include "base/files.h"
-#include "userspace/faults/packet/run.h"
-#include "userspace/faults/resource/run.h"
 #include "userspace/faults/stream/run.h"
-#include "userspace/faults/syscall/run.h"
+#include "userspace/ops/experiment_run.h"
 #include "userspace/run/guarded_run.h"
 
 namespace faultline {
@@ -133,30 +131,7 @@ void RemoteExperiment::run(const nlohmann::json& spec, const std::string& record
   }
   // The kind's run, planned as `faultctl run` plans it (nothing touched yet).
   std::ostringstream warnings;  // a syscall or tcp fault's "not registered" line, for the record
-  Result<std::unique_ptr<RunnableFault>> fault = input_error(EINVAL, "no fault");
-  TcpRun* tcp = nullptr;  // a tcp run's connections may drain after the record
-  if (const auto* packet = std::get_if<FaultSpec>(&plan->fault)) {
-    if (auto f = PacketRun::plan(*packet, AttachMode::Auto); f)
-      fault = std::unique_ptr<RunnableFault>(std::move(*f));
-    else
-      fault = f.error();
-  } else if (const auto* sc = std::get_if<SyscallFaultSpec>(&plan->fault)) {
-    if (auto f = SyscallRun::plan(*sc, warnings); f)
-      fault = std::unique_ptr<RunnableFault>(std::move(*f));
-    else
-      fault = f.error();
-  } else if (const auto* tc = std::get_if<TcpFaultSpec>(&plan->fault)) {
-    auto t = std::make_unique<TcpRun>(*tc, warnings);
-    tcp = t.get();
-    fault = std::unique_ptr<RunnableFault>(std::move(t));
-  } else if (const auto* rs = std::get_if<ResourceSpec>(&plan->fault)) {
-    if (auto f = ResourceRun::plan(*rs); f) {
-      if (plan->record) (*f)->set_record_dir(record_dir);
-      fault = std::unique_ptr<RunnableFault>(std::move(*f));
-    } else {
-      fault = f.error();
-    }
-  }
+  auto fault = plan_experiment(*plan, record_dir, warnings);
   if (!fault) {
     ending.type = "failed";
     ending.detail = fault.error().describe();
@@ -164,7 +139,8 @@ void RemoteExperiment::run(const nlohmann::json& spec, const std::string& record
                      {"exit_code", fault.error().bad_input ? kExitBadInput : kExitFailure}};
     return finish(ending);
   }
-  StoppableFault stoppable(**fault, *this);
+  TcpRun* tcp = fault->tcp;  // a tcp run's connections may drain after the record
+  StoppableFault stoppable(*fault->fault, *this);
   auto guardrails = make_guardrails(plan->guardrails, stoppable.netns_inode());
   if (!guardrails) {
     ending.type = "failed";

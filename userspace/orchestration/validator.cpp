@@ -1,24 +1,12 @@
 // The validator's rules, each read from the facts at the time of the call.
 #include "userspace/orchestration/validator.h"
 
-#include <array>
 #include <cstdio>
+
+#include "userspace/orchestration/catalogue.h"
 
 namespace faultline {
 namespace {
-
-struct Template {
-  const char* name;
-  FaultClass cls;
-};
-constexpr std::array<Template, 6> kTemplates = {{
-    {"upstream_delay", FaultClass::Dependency},
-    {"upstream_partition", FaultClass::Dependency},
-    {"upstream_http_error", FaultClass::Dependency},
-    {"llm_provider_overloaded", FaultClass::Dependency},
-    {"cpu_stress_one", FaultClass::Local},
-    {"process_kill_one", FaultClass::Kill},
-}};
 
 std::string num(double v) {
   char b[32];
@@ -29,14 +17,14 @@ std::string num(double v) {
 }  // namespace
 
 std::optional<FaultClass> fault_class(const std::string& fault) {
-  for (const auto& t : kTemplates)
-    if (fault == t.name) return t.cls;
-  return std::nullopt;
+  const CatalogueTemplate* t = find_template(fault);
+  if (!t) return std::nullopt;
+  return t->cls;
 }
 
 std::string fault_names() {
   std::string s;
-  for (const auto& t : kTemplates) s += (s.empty() ? "" : ", ") + std::string(t.name);
+  for (const auto& t : catalogue()) s += (s.empty() ? "" : ", ") + t.name;
   return s;
 }
 

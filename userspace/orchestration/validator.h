@@ -15,7 +15,7 @@
 
 namespace faultline {
 
-// The catalogue's templates (issue 29 §2), by what the validator asks of them.
+// The catalogue's templates (catalogue.h), by what the validator asks of them.
 enum class FaultClass {
   Dependency,  // upstream_delay, upstream_partition, upstream_http_error, llm_provider_overloaded: on a target it calls
   Kill,        // process_kill_one: takes an instance away
