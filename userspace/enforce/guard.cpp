@@ -317,6 +317,7 @@ int Guard::run() {
   for (;;) {
     ring_buffer__poll(rb.get(), 100);
     if (int sig = g_forward.exchange(0); sig != 0) ::kill(child, sig);
+    if (opts_.tick) opts_.tick(child);
     if (!released && session && session->abort_requested()) {
       // `faultctl abort` has disarmed the policy in the kernel; let go of the hooks too.
       released = true;

@@ -1,6 +1,8 @@
 // faultctl guard: run a command in a fresh cgroup under an egress policy.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
@@ -37,6 +39,9 @@ struct GuardOptions {
   // Run here once the child is forked, before it is let go (the exec gate
   // starts serving: the child's own exec is judged).
   std::function<void()> forked;
+  // Run here on every turn of the wait for the command (about every 100 ms),
+  // with its pid: the circuit breaker ends its process group from here.
+  std::function<void(pid_t child)> tick;
 };
 
 class Guard {
