@@ -70,11 +70,13 @@ class GuardBreakerTest : public ::testing::Test {
     env_ = fltest::guard_env(dir_.path());
   }
 
-  CommandResult guard(std::vector<std::string> flags, const std::string& script) {
+  // As nobody when root, unless as_root (then the kernel's side runs too:
+  // the command's cgroup, its connections captured).
+  CommandResult guard(std::vector<std::string> flags, const std::string& script, bool as_root = false) {
     std::vector<std::string> argv = {kBreakerFaultctl, "guard"};
     argv.insert(argv.end(), flags.begin(), flags.end());
     argv.insert(argv.end(), {"--json-log", dir_.file("activity.jsonl"), "--", "sh", "-c", script});
-    argv = fltest::as_nobody(std::move(argv));
+    if (!as_root) argv = fltest::as_nobody(std::move(argv));
     return fltest::run_command(argv, {.env = env_}, 90s);
   }
 
@@ -130,12 +132,29 @@ TEST_F(GuardBreakerTest, CrossingTheThresholdEndsTheCommandsGroupAndExits9) {
   }
 }
 
+TEST_F(GuardBreakerTest, AsRootTheCapturedCommandIsEndedToo) {
+  if (::geteuid() != 0) GTEST_SKIP() << "*** SKIPPED: needs root (the guard's cgroup and transparent capture) ***";
+  BreakerUpstream up;
+  const std::string script = "trap '' TERM; sleep 300 & echo $! > " + dir_.file("child.pid") + "; " +
+                             denied_requests(up, 3) + "sleep 300; echo survived";
+  auto r = guard({"--enforce", "--terminate-tls", "--deny", "GET 127.0.0.1:" + std::to_string(up.port()),
+                  "--circuit-breaker", "--breaker-threshold", "60"},
+                 script, true);
+  EXPECT_TRUE(r.status.is(9)) << r.describe();
+  EXPECT_EQ(r.out.find("survived"), std::string::npos) << r.out;
+  EXPECT_EQ(up.requests(), 0);
+  EXPECT_NE(r.err.find("CIRCUIT BREAKER tripped (score 75 of 60"), std::string::npos) << r.err;
+  std::ifstream in(dir_.file("child.pid"));
+  pid_t pid = 0;
+  ASSERT_TRUE(in >> pid);
+  EXPECT_FALSE(alive(pid)) << pid << " outlived the breaker";
+}
+
 TEST_F(GuardBreakerTest, AHoneytokenAloneTripsTheDefaultThreshold) {
   BreakerUpstream up;
   auto r = guard({"--enforce", "--honeytokens", "--circuit-breaker"},
                  "trap '' TERM; curl -sS -o /dev/null -w '%{http_code}\\n' --max-time 20 -H \"X-K: $GITHUB_TOKEN\" " +
-                     up.base() +
-                     "/up; sleep 300; echo survived");
+                     up.base() + "/up; sleep 300; echo survived");
   EXPECT_TRUE(r.status.is(9)) << r.describe();
   EXPECT_NE(r.out.find("403"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("survived"), std::string::npos) << r.out;
