@@ -167,8 +167,12 @@ TEST_F(GuardHoneytokenTest, EnforcingDeniesEveryEncodingAndNothingReachesTheUpst
             std::string::npos)
       << r.err;
   // The decoys are never written out by the guard itself.
-  for (const char* k : {"AWS_ACCESS_KEY_ID", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "ANTHROPIC_ADMIN_KEY"})
+  std::ifstream in(dir_.file("activity.jsonl"));
+  const std::string activity(std::istreambuf_iterator<char>(in), {});
+  for (const char* k : {"AWS_ACCESS_KEY_ID", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "ANTHROPIC_ADMIN_KEY"}) {
     EXPECT_EQ(r.err.find(d[k].get<std::string>()), std::string::npos) << k;
+    EXPECT_EQ(activity.find(d[k].get<std::string>()), std::string::npos) << k;
+  }
 }
 
 TEST_F(GuardHoneytokenTest, MonitorForwardsAndReportsTheCriticalFinding) {

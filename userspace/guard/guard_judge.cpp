@@ -496,6 +496,13 @@ std::shared_ptr<GuardJudge::DlpCall> GuardJudge::start_dlp(const RequestHead& he
   // The URL and each header's value, each a stream of its own.
   for (DlpFinding& f : dlp_scan(o.engine, head.target)) {
     if (f.type) c->shown.target = masked(c->shown.target, f);
+    if (!f.type && !honeytoken_kind(f.label).empty()) {
+      // A decoy's match is known by where it ended only: its query (or, in
+      // the path, the whole target) is masked, so no line carries it.
+      const size_t q = head.target.find('?');
+      const size_t from = q != std::string::npos && f.end > q ? q + 1 : 1;
+      for (size_t i = from; i < c->shown.target.size(); ++i) c->shown.target[i] = '*';
+    }
     if (!presented_to_issuer(f, "url", head.host)) c->head_found.push_back({"url", std::move(f)});
   }
   for (const auto& [name, value] : head.headers)
@@ -894,8 +901,7 @@ RequestVerdict GuardJudge::forward_llm(const std::shared_ptr<LlmCall>& call, boo
     o.denial.rule = "response-guard";
     o.denial.request_id = "req_" + options_.approval_prefix + "_" + std::to_string(head.id);
     // The answer's own provider: its envelope is what the client's SDK parses.
-    o.format =
-        call->endpoint == LlmEndpoint::AnthropicMessages ? DenialFormat::Anthropic : DenialFormat::OpenAI;
+    o.format = call->endpoint == LlmEndpoint::AnthropicMessages ? DenialFormat::Anthropic : DenialFormat::OpenAI;
     // The head and model by value: the stream may outlive the call's entry.
     o.report = [this, head = RequestHead(head), model = call->model, enforce](
                    const std::vector<ResponseThreat>& threats, bool blocked) {
