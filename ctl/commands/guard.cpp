@@ -63,6 +63,8 @@ class BreakerRun {
       sigaction(SIGTTOU, &ign, &old);
       foreground_ = ::tcsetpgrp(STDIN_FILENO, child) == 0;
       sigaction(SIGTTOU, &old, nullptr);
+      // A command that read the terminal before it had it was stopped (SIGTTIN).
+      if (foreground_) ::kill(-child, SIGCONT);
     }
   }
   void tick(pid_t child) {
