@@ -377,6 +377,7 @@ int cmd_guard(const std::vector<std::string>& args) {
           b->forked(child);
         }
         b->tick(child);
+        return b->ended();  // the fence goes with the proxy's egress
       };
     }
     Guard g(std::move(a.guard), std::cerr);

@@ -40,8 +40,10 @@ struct GuardOptions {
   // starts serving: the child's own exec is judged).
   std::function<void()> forked;
   // Run here on every turn of the wait for the command (about every 100 ms),
-  // with its pid: the circuit breaker ends its process group from here.
-  std::function<void(pid_t child)> tick;
+  // with its pid: the circuit breaker ends its process group from here. True:
+  // revoke the fence now (once): every connect and send of the cgroup is
+  // refused from then on, whatever the rules and redirects said.
+  std::function<bool(pid_t child)> tick;
 };
 
 class Guard {
