@@ -197,6 +197,14 @@ TEST_F(GuardBreakerTest, BadFlagsAreRefusedWithExit2) {
   r = guard({"--breaker-threshold", "10"}, "true");
   EXPECT_TRUE(r.status.is(2)) << r.describe();
   EXPECT_NE(r.err.find("--breaker-threshold applies to --circuit-breaker"), std::string::npos) << r.err;
+  // A gateway runs no command to end or to give decoys.
+  for (const char* flag : {"--circuit-breaker", "--honeytokens"}) {
+    auto g = fltest::run_command(fltest::as_nobody({kBreakerFaultctl, "guard", "--gateway", "--addr", "127.0.0.1:0",
+                                                    "--gateway-token", "a=12345678", flag}),
+                                 {.env = env_}, 30s);
+    EXPECT_TRUE(g.status.is(2)) << g.describe();
+    EXPECT_NE(g.err.find(std::string(flag) + " "), std::string::npos) << g.err;
+  }
 }
 
 }  // namespace
