@@ -705,6 +705,9 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       "trace-tools",
       "log each tool call an LLM answer decides (JSON and SSE): an activity line (kind tool_call) and its "
       "arguments, secrets masked, in the log")(
+      "receipts",
+      "check each LLM answer's completion claims (tests pass, the build succeeds, a key removed) against the tool "
+      "calls the session made: verified, unverified (kind unverified-claim) or unknown")(
       "mirror",
       "flag a write (POST, PUT, PATCH, or a query string) to a host the session learned only from an LLM call's "
       "tool_result content (kind mirror)")(
@@ -884,6 +887,16 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
   FL_TRY(parse_trace_flags(*r, args_out));
   FL_TRY(parse_response_flags(*r, args_out));
   FL_TRY(parse_breaker_flags(*r, args_out));
+  if (r->count("receipts")) {
+    if (cap.responses.guard) {
+      cap.receipts = cap.responses.guard;
+    } else {
+      auto g = ResponseGuard::build(cap.prompt.guard);
+      if (!g) return bad("--receipts: " + g.error().describe());
+      cap.receipts = *g;
+    }
+    args_out.requests = true;
+  }
   if (r->count("mirror")) {
     auto watch = MirrorWatch::create();
     if (!watch) return bad("--mirror: " + watch.error().describe());

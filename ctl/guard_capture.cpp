@@ -286,6 +286,7 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
   jo.responses = o.responses;
   jo.breaker = o.breaker;
   jo.mirror = o.mirror;
+  jo.receipts = o.receipts;
   jo.budget = c->shared_budget_ ? c->shared_budget_ : std::shared_ptr<BudgetStore>(c->budget_);
   jo.budget_limits = o.budget;
   jo.identity = o.identity;
@@ -412,6 +413,11 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
                                                     "its error event"
                                                   : "monitor: would block, forwarded")
         << (o.terminate_tls ? "" : "; HTTPS only with --terminate-tls") << ")\n"
+        << std::flush;
+  if (o.receipts)
+    log << "faultline guard: --receipts: each LLM answer's claims (tests pass, the build succeeds, a key removed) "
+           "are checked against the session's tool runs (verified, unverified, unknown)"
+        << (o.terminate_tls ? "" : "; HTTPS only with --terminate-tls") << "\n"
         << std::flush;
   if (o.mirror)
     log << "faultline guard: --mirror: a write (POST, PUT, PATCH, or a query string) to a host the session "

@@ -69,8 +69,9 @@ struct GuardCaptureOptions {
   // --honeytokens: the decoys (their rules are in dlp.engine), planted in the
   // command's environment and a decoy credentials file. Null: off.
   std::shared_ptr<const HoneytokenSet> honeytokens;
-  std::shared_ptr<CircuitBreaker> breaker;  // --circuit-breaker (null: off)
-  std::shared_ptr<MirrorWatch> mirror;      // --mirror (null: off)
+  std::shared_ptr<CircuitBreaker> breaker;        // --circuit-breaker (null: off)
+  std::shared_ptr<MirrorWatch> mirror;            // --mirror (null: off)
+  std::shared_ptr<const ResponseGuard> receipts;  // --receipts (null: off)
   // With faultcp (--control-plane URL --token T): the workspace's guard
   // section is the policy, held requests are posted there too, and the
   // activity goes there, spooled in state_dir while faultcp is down.

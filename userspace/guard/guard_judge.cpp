@@ -259,6 +259,9 @@ struct GuardJudge::LlmCall {
   std::string prompt_unscanned;  // why the prompt could not be read whole ("" it was)
   // --scan-responses without blocking: the answer read beside the forward.
   std::unique_ptr<ResponseGuardStream> response_watch;
+  // --receipts: the tool runs of its history, and its answer read for claims.
+  std::vector<ToolRun> runs;
+  std::unique_ptr<ResponseGuardStream> receipt_watch;
 };
 
 struct GuardJudge::DlpCall {
@@ -576,12 +579,15 @@ RequestVerdict GuardJudge::judge_body(uint64_t request_id, const RequestBodyChun
   }
   if (!chunk.bytes.empty()) {
     (void)call->scan.feed(chunk.bytes);
-    if (options_.replay || options_.optimize_cache != CacheOptimizeMode::off || call->prompt_scope || options_.mirror)
+    if (options_.replay || options_.optimize_cache != CacheOptimizeMode::off || call->prompt_scope || options_.mirror ||
+        options_.receipts)
       call->body.append(chunk.bytes);
   }
   if (!chunk.end) return RequestVerdict::need_body();
   if (!chunk.over_cap) (void)call->scan.finish();
   call->body_whole = !chunk.over_cap;
+  if (options_.receipts && call->body_whole)
+    if (auto runs = tool_runs(call->endpoint, call->body)) call->runs = std::move(*runs);
   if (options_.mirror && call->body_whole)
     if (auto segments = prompt_segments(call->endpoint, call->body)) options_.mirror->learn(*segments);
   if (call->prompt_scope) {
@@ -893,6 +899,12 @@ RequestVerdict GuardJudge::forward_llm(const std::shared_ptr<LlmCall>& call, boo
   }
   call->usage = std::make_unique<LlmUsageReader>(call->endpoint, options_.trace_tools != nullptr);
   call->forwarded_at = std::chrono::steady_clock::now();
+  if (options_.receipts) {
+    ResponseGuardStream::Options o;
+    o.guard = options_.receipts;
+    o.endpoint = call->endpoint;
+    call->receipt_watch = std::make_unique<ResponseGuardStream>(std::move(o));
+  }
   if (options_.responses.guard) {
     ResponseGuardStream::Options o;
     o.guard = options_.responses.guard;
@@ -1047,9 +1059,10 @@ void GuardJudge::save_recording(LlmCall& call) {
 void GuardJudge::on_response_bytes(uint64_t request_id, std::string_view bytes, bool end) {
   std::shared_ptr<LlmCall> call = take_call(request_id);
   if (!call || !call->usage) return;
-  if (call->response_watch) {
-    if (!bytes.empty()) (void)call->response_watch->feed(bytes);
-    if (end) (void)call->response_watch->finish();
+  for (ResponseGuardStream* watch : {call->response_watch.get(), call->receipt_watch.get()}) {
+    if (watch == nullptr) continue;
+    if (!bytes.empty()) (void)watch->feed(bytes);
+    if (end) (void)watch->finish();
   }
   if (!bytes.empty()) {
     call->usage->feed(bytes);
@@ -1068,6 +1081,7 @@ void GuardJudge::on_response_bytes(uint64_t request_id, std::string_view bytes, 
   LlmUsageReader& r = *call->usage;
   r.finish();
   if (options_.trace_tools) record_tool_calls(*call);
+  if (call->receipt_watch) record_receipts(*call);
   const std::optional<LlmUsage> u = r.usage();
   if (options_.budget && call->reservation) {
     if (u)
@@ -1163,6 +1177,17 @@ GuardDecision GuardJudge::judge_prompt(const RequestHead& head, const LlmCall& c
                                                     : " (monitor: forwarded)"),
            std::nullopt, "prompt_injection");
   return d;
+}
+
+void GuardJudge::record_receipts(const LlmCall& call) {
+  for (const Receipt& r : check_claims(call.receipt_watch->scanner().answer_text(), call.runs)) {
+    const bool unverified = r.verdict == ReceiptVerdict::unverified;
+    const std::string verdict(receipt_verdict_name(r.verdict));
+    record(call.head, GuardVerdict::Allow, unverified ? "unverified-claim" : "receipts/" + verdict,
+           std::string(unverified ? "unverified-claim" : "receipt") + ": '" + r.claim + "' " + verdict + " (" + r.why +
+               ")",
+           ActivityLlm{call.model}, unverified ? "unverified-claim" : "receipt");
+  }
 }
 
 void GuardJudge::record_tool_calls(const LlmCall& call) {

@@ -29,6 +29,7 @@
 #include "userspace/guard/llm_usage.h"
 #include "userspace/guard/mirror_watch.h"
 #include "userspace/guard/prompt_guard.h"
+#include "userspace/guard/receipts.h"
 #include "userspace/guard/response_guard.h"
 #include "userspace/guard/task_thread.h"
 #include "userspace/proxy/request_judge.h"
@@ -121,6 +122,9 @@ struct GuardJudgeOptions {
   // --mirror: the hosts each LLM call's prompt names, by trust; a write to a
   // host named only by tool content is flagged (kind mirror). Null: off.
   std::shared_ptr<MirrorWatch> mirror;
+  // --receipts: the claims of each LLM answer checked against the tool runs
+  // of its request's history (receipts.h), read with these detectors. Null: off.
+  std::shared_ptr<const ResponseGuard> receipts;
 };
 
 // What the guard did, for its summary at exit.
@@ -194,6 +198,8 @@ class GuardJudge final : public RequestJudge {
   // --scan-responses: the lines of an answer's threats (blocked: it was stopped).
   void record_response_threats(const RequestHead& head, const std::string& model,
                                const std::vector<ResponseThreat>& threats, bool blocked, bool enforce);
+  // --receipts: the lines of an answer's claims.
+  void record_receipts(const LlmCall& call);
   // --trace-tools: the activity and log lines of an answer's tool calls.
   void record_tool_calls(const LlmCall& call);
   // A forward with findings: --dlp-action redact's rewrites (enforce), else

@@ -277,6 +277,13 @@ void ResponseScanner::body(std::string_view json) {
 
 void ResponseScanner::finish() { impl_->finish(); }
 const std::vector<ResponseThreat>& ResponseScanner::threats() const { return impl_->threats; }
+std::string ResponseScanner::answer_text() const {
+  std::string out;
+  for (const auto& [key, c] : impl_->channels)
+    if (c.where == "answer text") out += (out.empty() ? "" : "\n") + c.text;
+  return out;
+}
+
 ResponseScanner::Mark ResponseScanner::take_mark() { return std::exchange(impl_->mark, {}); }
 bool ResponseScanner::settled(const Mark& mark) const { return impl_->settled(mark); }
 
@@ -575,5 +582,6 @@ std::string ResponseGuardStream::finish() {
 const std::vector<ResponseThreat>& ResponseGuardStream::threats() const { return impl_->scan.threats(); }
 bool ResponseGuardStream::blocked() const { return impl_->is_blocked; }
 std::string_view ResponseGuardStream::unread() const { return impl_->unread_why; }
+const ResponseScanner& ResponseGuardStream::scanner() const { return impl_->scan; }
 
 }  // namespace faultline

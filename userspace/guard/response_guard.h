@@ -73,6 +73,9 @@ class ResponseScanner {
   // No secret can still be confirmed in the texts up to the mark (their DLP
   // streams settled past it, or ended).
   [[nodiscard]] bool settled(const Mark& mark) const;
+  // The model's answer text (not thinking or tool arguments), its channels
+  // in order, each its first 256 KiB (--receipts reads its claims).
+  [[nodiscard]] std::string answer_text() const;
   struct Impl;
 
  private:
@@ -113,6 +116,7 @@ class ResponseGuardStream final : public ByteTransformer {
   // Why the answer was not read ("" when it was): an error status, a
   // compressed body, a JSON answer over 16 MiB, bad framing.
   [[nodiscard]] std::string_view unread() const;
+  [[nodiscard]] const ResponseScanner& scanner() const;
   struct Impl;
 
  private:
