@@ -10,6 +10,7 @@
 #include "userspace/guard/dlp_engine.h"
 #include "userspace/guard/honeytokens.h"
 #include "userspace/guard/mirror_watch.h"
+#include "userspace/guard/receipts.h"
 #include "userspace/guard/response_guard.h"
 
 namespace {
@@ -58,9 +59,8 @@ TEST(Honeytokens, ABase64CoreIsInTheEncodingWhateverSurroundsTheDecoy) {
   for (const std::string& before : {"", "a", "xy", "token=", "{\"k\":\""})
     for (const std::string& after : {"", "!", "\"}", "zz\n"}) {
       const std::string enc = b64(before + decoy + after);
-      const bool found = std::any_of(cores.begin(), cores.end(), [&](const std::string& c) {
-        return enc.find(c) != std::string::npos;
-      });
+      const bool found = std::any_of(cores.begin(), cores.end(),
+                                     [&](const std::string& c) { return enc.find(c) != std::string::npos; });
       EXPECT_TRUE(found) << "'" << before << "' + decoy + '" << after << "'";
     }
 }
@@ -161,6 +161,38 @@ TEST(ResponseGuardStream, ASettledEventGoesOnAndAThreatEndsTheStreamBeforeTheSec
   ASSERT_EQ(reported.size(), 1u);
   EXPECT_EQ(reported[0].kind, "aws_access_key");
   EXPECT_TRUE(was_blocked);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Receipts, ToolRunsOfEachProvidersHistory) {
+  using faultline::LlmEndpoint;
+  const std::string chat = R"({"messages":[{"role":"user","content":"go"},
+    {"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"bash","arguments":"{\"cmd\":\"go test ./...\"}"}}]},
+    {"role":"tool","tool_call_id":"c1","content":"ok  example.com/x 0.1s"}]})";
+  auto runs = faultline::tool_runs(LlmEndpoint::OpenAIChat, chat);
+  ASSERT_TRUE(runs);
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ((*runs)[0].call, R"(bash {"cmd":"go test ./..."})");
+  EXPECT_EQ((*runs)[0].result, "ok  example.com/x 0.1s");
+  const std::string responses =
+      R"({"input":[{"type":"function_call","call_id":"f1","name":"shell","arguments":"{\"c\":\"cargo build\"}"},
+    {"type":"function_call_output","call_id":"f1","output":"error: could not compile"}]})";
+  runs = faultline::tool_runs(LlmEndpoint::OpenAIResponses, responses);
+  ASSERT_TRUE(runs);
+  ASSERT_EQ(runs->size(), 1u);
+  const auto receipts = faultline::check_claims("The build succeeded.", *runs);
+  ASSERT_EQ(receipts.size(), 1u);
+  EXPECT_EQ(receipts[0].claim, "build succeeds");
+  EXPECT_EQ(receipts[0].verdict, faultline::ReceiptVerdict::unverified);
+  EXPECT_FALSE(faultline::tool_runs(LlmEndpoint::AnthropicMessages, "[1]"));
+  EXPECT_TRUE(faultline::check_claims("I looked at the code.", *runs).empty());
+  const auto removed = faultline::check_claims("I removed the key from config.py.",
+                                               {{"str_replace {\"path\":\"config.py\"}", "done", false}});
+  ASSERT_EQ(removed.size(), 1u);
+  EXPECT_EQ(removed[0].verdict, faultline::ReceiptVerdict::unknown);
 }
 
 }  // namespace

@@ -46,7 +46,7 @@ const ClaimRule kClaims[] = {
     {"build succeeds",
      R"(\b(the )?build (now )?(succeeds|succeeded|passes|passed|is green|works)\b|\bcompiles? (cleanly|successfully)\b|\bbuilds? successfully\b)",
      R"(\b(make|ninja|cmake --build|npm run build|yarn build|pnpm build|cargo build|go build|gcc|g\+\+|clang|tsc|mvn (package|install|compile)|gradle (build|assemble)|docker build)\b)",
-     R"(\b(error:|Error [0-9]+|\*\*\* \[|BUILD FAILED|build failed|exit code:? ?[1-9]|exit status [1-9])\b)",
+     R"(\berror:|\bError [0-9]+\b|\*\*\* \[|\bBUILD FAILED\b|\bbuild failed\b|\bexit code:? ?[1-9]|\bexit status [1-9])",
      R"(\b(Build succeeded|BUILD SUCCESSFUL|Finished|compiled successfully|exit code:? ?0|Linking)\b)"},
     {"removed the key",
      R"(\b(removed|deleted|rotated|scrubbed|revoked) (the |that |all )?(api |secret |aws )?(keys?|secrets?|tokens?|credentials?)\b)",
