@@ -38,8 +38,9 @@ class MirrorUpstream {
           requests_.fetch_add(1);
           const std::string body =
               R"({"id":"c1","object":"chat.completion","model":"gpt-test","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]})";
-          const std::string resp = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
-                                   std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+          const std::string resp =
+              "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+              "\r\nConnection: close\r\n\r\n" + body;
           (void)::send(fd.get(), resp.data(), resp.size(), MSG_NOSIGNAL);
         }) {}
   [[nodiscard]] std::string base() const { return "http://127.0.0.1:" + std::to_string(server_.port()); }
@@ -73,10 +74,9 @@ class GuardMirrorTest : public ::testing::Test {
     EXPECT_EQ(::chmod(dir_.file("call.json").c_str(), 0644), 0);
     const std::string c = "curl -sS -o /dev/null -w '%{http_code}\\n' --max-time 20 ";
     const std::string script = c + "-H 'Content-Type: application/json' --data-binary @" + dir_.file("call.json") +
-                               " " + model_.base() + "/v1/chat/completions; " + c + "-d report=1 " +
-                               collector_.base() + "/collect; " + c + collector_.base() + "/page; " + c +
-                               "-d summary=1 " + notes_.base() + "/notes; " + c + "'" + collector_.base() +
-                               "/q?d=secret'";
+                               " " + model_.base() + "/v1/chat/completions; " + c + "-d report=1 " + collector_.base() +
+                               "/collect; " + c + collector_.base() + "/page; " + c + "-d summary=1 " + notes_.base() +
+                               "/notes; " + c + "'" + collector_.base() + "/q?d=secret'";
     std::vector<std::string> argv = {kMirrorFaultctl, "guard"};
     argv.insert(argv.end(), flags.begin(), flags.end());
     argv.insert(argv.end(), {"--json-log", dir_.file("activity.jsonl"), "--", "sh", "-c", script});
