@@ -53,7 +53,7 @@ build-time: deps
 FUZZ_SECONDS ?= 30
 FUZZ_TARGETS = http_status http_url http_response prometheus_answer http_request policy_parse policy_import \
   guard_section client_hello http_session dns_answer proxy_request llm_request_scan llm_usage cp_body cp_alert \
-  cp_proto toxic_json mcp_wire dlp_stream content_policy pg_session
+  cp_proto toxic_json mcp_wire dlp_stream content_policy pg_session response_guard
 fuzz: deps
 	@CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DFAULTLINE_FUZZ=ON >/dev/null
 	@ninja -C build-fuzz $(addsuffix _fuzz,$(FUZZ_TARGETS))

@@ -432,7 +432,15 @@ Status parse_dlp_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
   for (const GuardRule& rule : a.capture.policy.rules)
     if (!rule.dlp_type.empty() && !d.dlp)
       return bad("rule " + rule.name + " matches dlp_type " + rule.dlp_type + ": it needs --dlp");
-  if (!d.dlp && !d.content) return {};
+  if (r.count("honeytokens")) {
+    if (a.capture.gateway) return bad("--honeytokens plants decoys in the guarded command: --gateway runs none");
+    auto set = HoneytokenSet::generate();
+    if (!set) return bad("--honeytokens: " + set.error().describe());
+    for (ContentRule& rule : set->content_rules()) content.push_back(std::move(rule));
+    a.capture.honeytokens = std::make_shared<const HoneytokenSet>(std::move(*set));
+    d.honeytokens = true;
+  }
+  if (!d.dlp && !d.content && !d.honeytokens) return {};
   DlpEngine::Options o;
   if (d.dlp) o.types = all_dlp_types();
   o.content = std::move(content);
@@ -490,6 +498,44 @@ Status parse_trace_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
     if (!engine) return bad("--trace-tools: " + engine.error().describe());
     a.capture.trace_tools = *engine;
   }
+  a.requests = true;
+  return {};
+}
+
+// --circuit-breaker, --breaker-threshold, --breaker-window.
+Status parse_breaker_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
+  GuardArgs::Breaker& b = a.breaker;
+  b.on = r.count("circuit-breaker") > 0;
+  for (const char* flag : {"breaker-threshold", "breaker-window"})
+    if (r.count(flag) && !b.on) return bad(std::string("--") + flag + " applies to --circuit-breaker");
+  if (!b.on) return {};
+  if (a.capture.gateway) return bad("--circuit-breaker ends the guarded command: --gateway runs none");
+  if (r.count("breaker-threshold")) {
+    auto n = parse_count_flag("breaker-threshold", r["breaker-threshold"].as<std::string>(), 1, 1'000'000);
+    if (!n) return n.error();
+    b.threshold = static_cast<uint32_t>(*n);
+  }
+  if (r.count("breaker-window")) {
+    auto ns = with_flag("breaker-window", parse_duration_ns(r["breaker-window"].as<std::string>()));
+    if (!ns) return ns.error();
+    if (*ns < 1'000'000'000ULL || *ns > 86'400'000'000'000ULL)
+      return bad("--breaker-window " + r["breaker-window"].as<std::string>() + ": between 1s and 24h");
+    b.window = std::chrono::milliseconds(*ns / 1'000'000);
+  }
+  a.requests = true;
+  return {};
+}
+
+// --scan-responses, --block-responses: the answer's detectors, built now
+// (with --prompt-guard's rules when it is on).
+Status parse_response_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
+  const bool block = r.count("block-responses") > 0;
+  if (!block && !r.count("scan-responses")) return {};
+  auto guard = ResponseGuard::build(a.capture.prompt.guard);
+  if (!guard)
+    return bad(std::string(block ? "--block-responses" : "--scan-responses") + ": " + guard.error().describe());
+  a.capture.responses.guard = *guard;
+  a.capture.responses.block = block;
   a.requests = true;
   return {};
 }
@@ -788,6 +834,27 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       "trace-tools",
       "log each tool call an LLM answer decides (JSON and SSE): an activity line (kind tool_call) and its "
       "arguments, secrets masked, in the log")(
+      "receipts",
+      "check each LLM answer's completion claims (tests pass, the build succeeds, a key removed) against the tool "
+      "calls the session made: verified, unverified (kind unverified-claim) or unknown")(
+      "mirror",
+      "flag a write (POST, PUT, PATCH, or a query string) to a host the session learned only from an LLM call's "
+      "tool_result content (kind mirror)")(
+      "honeytokens",
+      "plant fresh decoy credentials (an AWS key pair, a GitHub token, an Anthropic key) in the command's "
+      "environment and a decoy credentials file; any appearance in egress, raw or encoded, is critical (denied "
+      "with --enforce)")(
+      "circuit-breaker",
+      "sum the risk of the findings (injection, exfil, honeytoken 100; tamper 60; a denial 25); crossing "
+      "--breaker-threshold within --breaker-window revokes the egress and ends the command (exit 9) with --enforce")(
+      "breaker-threshold", "N: the circuit breaker's threshold (default 100)", cxxopts::value<std::string>())(
+      "breaker-window", "D: the circuit breaker's window (default 60s; 1s to 24h)", cxxopts::value<std::string>())(
+      "scan-responses",
+      "read each LLM answer (JSON and SSE) for a secret or injection text: a response_threat line, the answer "
+      "forwarded unchanged")(
+      "block-responses",
+      "--scan-responses, and with --enforce a threat stops the answer: a JSON answer becomes the provider's "
+      "error (x-should-retry: false), a stream ends with the provider's mid-stream error event")(
       "prompt-guard",
       "scan each LLM call's system, user and tool_result texts for prompt injection (docs/detectors.md)")(
       "prompt-guard-action",
@@ -947,6 +1014,24 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
   FL_TRY(parse_dlp_flags(*r, args_out));
   FL_TRY(parse_prompt_flags(*r, args_out));
   FL_TRY(parse_trace_flags(*r, args_out));
+  FL_TRY(parse_response_flags(*r, args_out));
+  FL_TRY(parse_breaker_flags(*r, args_out));
+  if (r->count("receipts")) {
+    if (cap.responses.guard) {
+      cap.receipts = cap.responses.guard;
+    } else {
+      auto g = ResponseGuard::build(cap.prompt.guard);
+      if (!g) return bad("--receipts: " + g.error().describe());
+      cap.receipts = *g;
+    }
+    args_out.requests = true;
+  }
+  if (r->count("mirror")) {
+    auto watch = MirrorWatch::create();
+    if (!watch) return bad("--mirror: " + watch.error().describe());
+    cap.mirror = std::move(*watch);
+    args_out.requests = true;
+  }
   if (r->count("no-proxy-loopback")) {
     cap.no_proxy_loopback = true;
     args_out.requests = true;

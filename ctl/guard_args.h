@@ -1,6 +1,8 @@
 // `faultctl guard` flags -> GuardOptions, with one-line errors naming the flag.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -42,6 +44,14 @@ struct GuardArgs {
   bool enforce_fs = false;
   FsGateOptions fs_gate;
   PgGateOptions pg;  // --pg-listen, --pg-upstream: the Postgres gate (judged by capture.policy's SQL rules)
+  // --circuit-breaker, --breaker-threshold N, --breaker-window D: the risk of
+  // the findings over the window; crossing it revokes the egress (enforcing)
+  // and ends the command's process group, faultctl exiting 9.
+  struct Breaker {
+    bool on = false;
+    uint32_t threshold = 100;
+    std::chrono::milliseconds window{60'000};
+  } breaker;
 };
 
 // args are what follows "guard": flags, then "--" and the command to guard.

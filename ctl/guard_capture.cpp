@@ -283,6 +283,10 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
   jo.dlp = o.dlp;
   jo.prompt = o.prompt;
   jo.trace_tools = o.trace_tools;
+  jo.responses = o.responses;
+  jo.breaker = o.breaker;
+  jo.mirror = o.mirror;
+  jo.receipts = o.receipts;
   jo.budget = c->shared_budget_ ? c->shared_budget_ : std::shared_ptr<BudgetStore>(c->budget_);
   jo.budget_limits = o.budget;
   jo.identity = o.identity;
@@ -370,6 +374,7 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
   c->env_.emplace_back("NO_PROXY", no_proxy);
   c->env_.emplace_back("no_proxy", no_proxy);
   for (auto& kv : trust_env) c->env_.push_back(std::move(kv));
+  if (o.honeytokens && !o.gateway) FL_TRY(c->plant_honeytokens(*o.honeytokens, log));
 
   if (o.gateway) {
     log << "faultline guard: gateway: " << policy_line(o.policy) << ", " << o.gateway_tokens.size()
@@ -399,6 +404,25 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
   if (o.trace_tools)
     log << "faultline guard: --trace-tools: each tool call an LLM answer decides is logged (kind tool_call), its "
            "arguments with secrets masked\n"
+        << std::flush;
+  if (o.responses.guard)
+    log << "faultline guard: " << (o.responses.block ? "--block-responses" : "--scan-responses")
+        << " reads each LLM answer for a secret or injection text (response_threat; "
+        << (!o.responses.block                    ? "forwarded unchanged"
+            : o.policy.mode == GuardMode::Enforce ? "a JSON answer becomes the provider's error, a stream ends with "
+                                                    "its error event"
+                                                  : "monitor: would block, forwarded")
+        << (o.terminate_tls ? "" : "; HTTPS only with --terminate-tls") << ")\n"
+        << std::flush;
+  if (o.receipts)
+    log << "faultline guard: --receipts: each LLM answer's claims (tests pass, the build succeeds, a key removed) "
+           "are checked against the session's tool runs (verified, unverified, unknown)"
+        << (o.terminate_tls ? "" : "; HTTPS only with --terminate-tls") << "\n"
+        << std::flush;
+  if (o.mirror)
+    log << "faultline guard: --mirror: a write (POST, PUT, PATCH, or a query string) to a host the session "
+           "learned only from tool_result content is flagged (kind mirror)"
+        << (o.terminate_tls ? "" : "; HTTPS only with --terminate-tls") << "\n"
         << std::flush;
   if (o.prompt.guard)
     log << "faultline guard: --prompt-guard scans each LLM call's system, user and tool_result texts for "
@@ -490,6 +514,61 @@ void GuardCapture::print_summary(std::ostream& log) const {
   if (n.llm_calls > 0)
     log << "  llm calls " << n.llm_calls << "  tokens in " << n.llm_in << "  out " << n.llm_out << "\n";
   if (!options_.json_log.empty()) log << "  activity log: " << options_.json_log << "\n";
+}
+
+namespace guard_capture_impl {
+
+bool env_set(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && v[0] != '\0';
+}
+
+}  // namespace guard_capture_impl
+
+Status GuardCapture::plant_honeytokens(const HoneytokenSet& set, std::ostream& log) {
+  using guard_capture_impl::env_set;
+  std::vector<std::string> planted, skipped;
+  // Real AWS credentials, in any of the places the AWS tools read, are never
+  // shadowed: the decoys would take their place for the command.
+  const char* home = std::getenv("HOME");
+  const bool aws_file =
+      home != nullptr && home[0] == '/' && ::access((std::string(home) + "/.aws/credentials").c_str(), F_OK) == 0;
+  if (aws_file || env_set("AWS_ACCESS_KEY_ID") || env_set("AWS_SECRET_ACCESS_KEY") || env_set("AWS_PROFILE") ||
+      env_set("AWS_SHARED_CREDENTIALS_FILE")) {
+    skipped.push_back("the AWS pair (AWS credentials are configured: never shadowed)");
+  } else {
+    auto dir = TempFolder::create("faultline-guard-decoy");
+    if (!dir) return dir.error();
+    decoy_dir_.emplace(std::move(*dir));
+    const std::string file = decoy_dir_->path() + "/credentials";
+    FL_TRY(write_file_atomic(file, set.aws_credentials_file()));
+    (void)::chmod(file.c_str(), 0644);  // readable by a command run as another user
+    env_.emplace_back("AWS_ACCESS_KEY_ID", set.value("aws_access_key"));
+    env_.emplace_back("AWS_SECRET_ACCESS_KEY", set.value("aws_secret_key"));
+    env_.emplace_back("AWS_SHARED_CREDENTIALS_FILE", file);
+    planted.push_back("AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SHARED_CREDENTIALS_FILE=" + file);
+  }
+  if (env_set("GITHUB_TOKEN") || env_set("GH_TOKEN")) {
+    skipped.push_back("GITHUB_TOKEN (a GitHub token is set)");
+  } else {
+    env_.emplace_back("GITHUB_TOKEN", set.value("github_token"));
+    planted.push_back("GITHUB_TOKEN");
+  }
+  // A name no tool authenticates with, so it never replaces the agent's own key.
+  if (env_set("ANTHROPIC_ADMIN_KEY")) {
+    skipped.push_back("ANTHROPIC_ADMIN_KEY (set)");
+  } else {
+    env_.emplace_back("ANTHROPIC_ADMIN_KEY", set.value("anthropic_key"));
+    planted.push_back("ANTHROPIC_ADMIN_KEY");
+  }
+  std::string p, k;
+  for (const auto& s : planted) p += (p.empty() ? "" : ", ") + s;
+  for (const auto& s : skipped) k += (k.empty() ? "" : "; ") + s;
+  log << "faultline guard: --honeytokens: decoys planted in " << (p.empty() ? "nothing" : p)
+      << (k.empty() ? "" : "; not planted: " + k)
+      << "; any of them in a request (raw, JSON-escaped, URL-encoded, base64) is critical\n"
+      << std::flush;
+  return {};
 }
 
 }  // namespace faultline

@@ -20,6 +20,7 @@
 #include "ctl/guard_proctor.h"
 #include "userspace/guard/approval_socket.h"
 #include "userspace/guard/guard_judge.h"
+#include "userspace/guard/honeytokens.h"
 #include "userspace/net/egress_rules.h"
 #include "userspace/proxy/proxy_registry.h"
 
@@ -64,6 +65,13 @@ struct GuardCaptureOptions {
   GuardDlpOptions dlp;                                 // --dlp, --content-policy (docs/detectors.md)
   GuardPromptOptions prompt;                           // --prompt-guard (docs/detectors.md)
   std::shared_ptr<const DlpEngine> trace_tools;        // --trace-tools: masks the arguments (null: off)
+  GuardResponseOptions responses;                      // --scan-responses, --block-responses
+  // --honeytokens: the decoys (their rules are in dlp.engine), planted in the
+  // command's environment and a decoy credentials file. Null: off.
+  std::shared_ptr<const HoneytokenSet> honeytokens;
+  std::shared_ptr<CircuitBreaker> breaker;        // --circuit-breaker (null: off)
+  std::shared_ptr<MirrorWatch> mirror;            // --mirror (null: off)
+  std::shared_ptr<const ResponseGuard> receipts;  // --receipts (null: off)
   // With faultcp (--control-plane URL --token T): the workspace's guard
   // section is the policy, held requests are posted there too, and the
   // activity goes there, spooled in state_dir while faultcp is down.
@@ -94,8 +102,11 @@ class GuardCapture {
 
  private:
   GuardCapture() = default;
+  // --honeytokens: the decoys in env_ and a decoy credentials file (decoy_dir_).
+  [[nodiscard]] Status plant_honeytokens(const HoneytokenSet& set, std::ostream& log);
   GuardCaptureOptions options_;
   std::optional<TempFolder> trust_dir_;
+  std::optional<TempFolder> decoy_dir_;  // --honeytokens: the decoy credentials file
   // Declared before the judge: the judge (its activity writer, its queue's
   // last settles) goes first, then these, each stopped in ~GuardCapture.
   std::unique_ptr<GuardActivityReporter> reporter_;

@@ -5,9 +5,11 @@
 // --faults its HTTP requests through a fault proxy in this process (composed
 // here: the kernel's guard may not use the proxy).
 #include <signal.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -29,6 +31,67 @@ namespace guard_command_impl {
 
 std::atomic<int> g_signal{0};
 void remember_signal(int sig) { g_signal.store(sig); }
+
+// The exit code of a guard whose circuit breaker ended the command.
+constexpr int kExitBreaker = 9;
+// How long the command's group has between SIGTERM and SIGKILL.
+constexpr auto kBreakerGrace = std::chrono::seconds(2);
+
+// --circuit-breaker: the command leads a process group of its own, so that
+// the breaker ends it and everything it started in it. When faultctl has the
+// terminal's foreground, the group is given it (as a shell does) and it comes
+// back at the end. Once the judge has revoked the egress, tick() sends the
+// group SIGTERM, then SIGKILL after the grace.
+class BreakerRun {
+ public:
+  explicit BreakerRun(GuardJudge* judge) : judge_(judge) {}
+  ~BreakerRun() {
+    if (!foreground_) return;
+    struct sigaction ign {
+    }, old{};
+    ign.sa_handler = SIG_IGN;
+    sigaction(SIGTTOU, &ign, &old);
+    (void)::tcsetpgrp(STDIN_FILENO, ::getpgrp());
+    sigaction(SIGTTOU, &old, nullptr);
+  }
+  // In the child, before its exec: async-signal-safe only.
+  static bool lead_group() { return ::setpgid(0, 0) == 0; }
+  // Here, once it is forked.
+  void forked(pid_t child) {
+    (void)::setpgid(child, child);  // either side may come first
+    if (::isatty(STDIN_FILENO) && ::tcgetpgrp(STDIN_FILENO) == ::getpgrp()) {
+      struct sigaction ign {
+      }, old{};
+      ign.sa_handler = SIG_IGN;
+      sigaction(SIGTTOU, &ign, &old);
+      foreground_ = ::tcsetpgrp(STDIN_FILENO, child) == 0;
+      sigaction(SIGTTOU, &old, nullptr);
+      // A command that read the terminal before it had it was stopped (SIGTTIN).
+      if (foreground_) ::kill(-child, SIGCONT);
+    }
+  }
+  void tick(pid_t child) {
+    if (judge_ == nullptr || !judge_->revoked()) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (!term_sent_) {
+      term_sent_ = true;
+      term_at_ = now;
+      ::kill(-child, SIGTERM);
+      ::kill(child, SIGTERM);  // in case it could not lead its group
+    } else if (!kill_sent_ && now - term_at_ >= kBreakerGrace) {
+      kill_sent_ = true;
+      ::kill(-child, SIGKILL);
+      ::kill(child, SIGKILL);
+    }
+  }
+  [[nodiscard]] bool ended() const { return term_sent_; }
+
+ private:
+  GuardJudge* judge_;
+  bool foreground_ = false;
+  bool term_sent_ = false, kill_sent_ = false;
+  std::chrono::steady_clock::time_point term_at_;
+};
 
 // A flagged exec for people: "'rm -rf /srv' (rm-recursive-force: ...), pid 42".
 std::string exec_what(const ExecJudgement& j) {
@@ -131,12 +194,13 @@ void print_exec_summary(const ExecGate& gate) {
 // The command as a child of ours, signals passed on, its exit code (as a user:
 // no cgroup to put it in). With gate: its filter installed in the child.
 int run_wrapped(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env,
-                ExecGate* gate, GuardFsWatch* watch) {
+                ExecGate* gate, GuardFsWatch* watch, BreakerRun* breaker) {
   ChildEnvironment child_env(env);
   auto held = HeldChild::spawn(
       argv,
-      [&child_env, gate] {
+      [&child_env, gate, breaker] {
         child_env.apply();
+        if (breaker != nullptr && !BreakerRun::lead_group()) return false;
         return gate == nullptr || gate->install_in_child();
       },
       "faultctl guard");
@@ -146,6 +210,7 @@ int run_wrapped(const std::vector<std::string>& argv, const std::vector<std::pai
   }
   if (gate != nullptr) gate->serve();
   if (watch != nullptr) watch->forked(held->pid());
+  if (breaker != nullptr) breaker->forked(held->pid());
   struct sigaction sa {
   }, old_int{}, old_term{};
   sa.sa_handler = remember_signal;
@@ -158,6 +223,7 @@ int run_wrapped(const std::vector<std::string>& argv, const std::vector<std::pai
   int code = 1;
   for (;;) {
     if (int sig = g_signal.exchange(0); sig != 0) ::kill(held->pid(), sig);
+    if (breaker != nullptr) breaker->tick(held->pid());
     if (auto c = held->poll_exit()) {
       code = *c;
       break;
@@ -166,7 +232,7 @@ int run_wrapped(const std::vector<std::string>& argv, const std::vector<std::pai
   }
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
-  return code;
+  return breaker != nullptr && breaker->ended() ? kExitBreaker : code;
 }
 
 // The resolvers the command's libc asks (/etc/resolv.conf's nameservers):
@@ -242,6 +308,8 @@ int cmd_guard(const std::vector<std::string>& args) {
     std::vector<std::pair<std::string, std::string>> env;  // the request guard's and the gate's variables
     // A policy that can change while the command runs (SIGHUP, faultcp).
     const bool policy_reloads = !a.capture.policy_file.empty() || !a.capture.cp_url.empty();
+    if (a.breaker.on)
+      a.capture.breaker = std::make_shared<CircuitBreaker>(a.breaker.threshold, a.breaker.window, nullptr);
     if (a.requests) {
       a.capture.transparent = ::geteuid() == 0 && !a.capture.gateway;
       auto started = GuardCapture::start(std::move(a.capture), std::cerr);
@@ -277,6 +345,17 @@ int cmd_guard(const std::vector<std::string>& args) {
           }
         }
       }
+    }
+    std::unique_ptr<BreakerRun> breaker;
+    if (a.breaker.on && capture) {
+      breaker = std::make_unique<BreakerRun>(&capture->judge());
+      std::cerr << "faultline guard: --circuit-breaker: threshold " << a.breaker.threshold << " within "
+                << a.breaker.window.count() / 1000
+                << "s (injection, exfil, honeytoken, response threat 100; tamper 60; a denial 25); crossing it "
+                << (capture->judge().policy()->mode == GuardMode::Enforce
+                        ? "revokes the egress and ends the command's process group (exit 9)"
+                        : "is reported (monitor: nothing revoked or ended)")
+                << "\n";
     }
     std::unique_ptr<ExecGate> gate;
     if (a.block_dangerous) {
@@ -342,7 +421,7 @@ int cmd_guard(const std::vector<std::string>& args) {
     }
     if (capture) {
       if (::geteuid() != 0) {
-        const int code = run_wrapped(a.guard.command, env, gate.get(), watch.get());
+        const int code = run_wrapped(a.guard.command, env, gate.get(), watch.get(), breaker.get());
         if (watch) watch->finish(std::cerr);
         if (gate) print_exec_summary(*gate);
         if (pg) pg->print_summary(std::cerr);
@@ -385,8 +464,22 @@ int cmd_guard(const std::vector<std::string>& args) {
       }
       a.guard.env.insert(a.guard.env.end(), faults->env().begin(), faults->env().end());
     }
+    if (breaker) {
+      a.guard.before_exec = [inner = std::move(a.guard.before_exec)] {
+        return BreakerRun::lead_group() && (!inner || inner());
+      };
+      a.guard.tick = [b = breaker.get(), forked = false](pid_t child) mutable {
+        if (!forked) {  // the first tick comes after the fork and the release
+          forked = true;
+          b->forked(child);
+        }
+        b->tick(child);
+        return b->ended();  // the fence goes with the proxy's egress
+      };
+    }
     Guard g(std::move(a.guard), std::cerr);
-    const int code = g.run();
+    int code = g.run();
+    if (breaker && breaker->ended()) code = kExitBreaker;
     if (fs_gate) {
       fs_gate->stop();
       print_fs_gate_summary(*fs_gate, std::cerr);

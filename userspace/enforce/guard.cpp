@@ -341,10 +341,11 @@ int Guard::run() {
   }
   bool released = false;
   bool mode_changed = false;
+  bool fence_revoked = false;
   int exit_code = 1;
   for (;;) {
     ring_buffer__poll(rb.get(), 100);
-    if (opts_.enforce_now && !released) {
+    if (opts_.enforce_now && !released && !fence_revoked) {  // a revoked fence stays revoked
       if (const bool want = opts_.enforce_now(); want != opts_.enforce) {
         if (auto st = set_enforce(obj->policy_fd(), want); !st) {
           log_ << "faultline guard: the kernel fence cannot follow the policy to " << (want ? "enforce" : "monitor")
@@ -360,6 +361,17 @@ int Guard::run() {
       }
     }
     if (int sig = g_forward.exchange(0); sig != 0) ::kill(child, sig);
+    if (opts_.tick && opts_.tick(child) && !fence_revoked) {
+      fence_revoked = true;
+      fl_sa_policy revoked = pol;
+      revoked.flags = FL_SA_POLICY | FL_SA_EVENTS | FL_SA_ENFORCE;  // default deny, no rule, no redirect
+      if (bpf_map_update_elem(obj->policy_fd(), &zero, &revoked, BPF_ANY) == 0)
+        log_ << "faultline guard: the kernel fence is revoked: every connect and send of the command's cgroup is "
+                "refused\n"
+             << std::flush;
+      else
+        log_ << "faultline guard: the kernel fence could not be revoked: " << strerror(errno) << "\n" << std::flush;
+    }
     if (!released && session && session->abort_requested()) {
       // `faultctl abort` has disarmed the policy in the kernel; let go of the hooks too.
       released = true;

@@ -1,6 +1,8 @@
 // faultctl guard: run a command in a fresh cgroup under an egress policy.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
@@ -44,6 +46,11 @@ struct GuardOptions {
   // now (the request guard's policy, reloaded by SIGHUP or faultcp). The
   // kernel's policy follows it within that time. Null: `enforce` throughout.
   std::function<bool()> enforce_now;
+  // Run here on every turn of the wait for the command (about every 100 ms),
+  // with its pid: the circuit breaker ends its process group from here. True:
+  // revoke the fence now (once): every connect and send of the cgroup is
+  // refused from then on, whatever the rules and redirects said.
+  std::function<bool(pid_t child)> tick;
 };
 
 class Guard {

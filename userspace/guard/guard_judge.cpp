@@ -9,7 +9,9 @@
 #include <atomic>
 #include <cctype>
 #include <cstdio>
+#include <sstream>
 
+#include "userspace/guard/honeytokens.h"
 #include "userspace/proxy/http_answer.h"
 
 namespace faultline {
@@ -255,6 +257,11 @@ struct GuardJudge::LlmCall {
   bool prompt_scope = false;
   PromptScan prompt;
   std::string prompt_unscanned;  // why the prompt could not be read whole ("" it was)
+  // --scan-responses without blocking: the answer read beside the forward.
+  std::unique_ptr<ResponseGuardStream> response_watch;
+  // --receipts: the tool runs of its history, and its answer read for claims.
+  std::vector<ToolRun> runs;
+  std::unique_ptr<ResponseGuardStream> receipt_watch;
 };
 
 struct GuardJudge::DlpCall {
@@ -263,12 +270,16 @@ struct GuardJudge::DlpCall {
   std::shared_ptr<const GuardPolicy> policy;
   bool dlp_scope = false;      // --dlp covers its host
   bool content_scope = false;  // --content-policy covers its host
+  bool honey_scope = false;    // --honeytokens: all egress
   using Found = DlpFound;
   std::vector<Found> head_found;
   std::unique_ptr<DlpStream> body;
   bool over_cap = false;
 
-  [[nodiscard]] bool counts(const DlpFinding& f) const { return f.type ? dlp_scope : content_scope; }
+  [[nodiscard]] bool counts(const DlpFinding& f) const {
+    if (f.type) return dlp_scope;
+    return honeytoken_kind(f.label).empty() ? content_scope : honey_scope;
+  }
   // Every finding in scope, the body's last.
   [[nodiscard]] std::vector<Found> found() const {
     std::vector<Found> out;
@@ -352,6 +363,7 @@ std::string GuardJudge::hold_exec(const ExecJudgement& j, ApprovalSettle settle)
 }
 
 void GuardJudge::record_exec(const ExecJudgement& j, GuardVerdict verdict) {
+  if (verdict == GuardVerdict::Deny) risk(RiskKind::tamper, "a dangerous exec: " + exec_text(j));
   if (!options_.activity) return;
   ActivityEntry e;
   e.identity = options_.identity;
@@ -364,7 +376,61 @@ void GuardJudge::record_exec(const ExecJudgement& j, GuardVerdict verdict) {
     options_.log("faultline guard: activity log: " + st.error().describe());
 }
 
+void GuardJudge::revoke(const std::string& why) {
+  {
+    std::lock_guard lock(revoked_mu_);
+    revoked_why_ = why;
+  }
+  revoked_.store(true);
+}
+
+RequestVerdict GuardJudge::revoked_answer(const RequestHead& head) {
+  std::string why;
+  {
+    std::lock_guard lock(revoked_mu_);
+    why = revoked_why_;
+  }
+  requests_.fetch_add(1, std::memory_order_relaxed);
+  denied_.fetch_add(1, std::memory_order_relaxed);
+  drop_call(head.id);
+  (void)take_dlp(head.id, true);
+  Denial dn;
+  dn.rule = "circuit-breaker";
+  dn.reason = "the circuit breaker tripped: the session's egress is revoked (" + why + ")";
+  dn.request_id = "req_" + options_.approval_prefix + "_" + std::to_string(head.id);
+  record(head, GuardVerdict::Deny, "circuit-breaker", "deny (circuit breaker tripped: egress revoked)");
+  return RequestVerdict::answer(
+      denial_response(dn, denial_format_for_request(head.host, head.target, has_header(head, "anthropic-version")),
+                      false),
+      true);
+}
+
+void GuardJudge::risk(RiskKind kind, const std::string& what) {
+  if (!options_.breaker || !options_.breaker->add(kind, what)) return;
+  const CircuitBreaker& b = *options_.breaker;
+  const bool enforce = policy_.load()->mode == GuardMode::Enforce;
+  const std::string said = "score " + std::to_string(b.score()) + " of " + std::to_string(b.threshold()) + " within " +
+                           std::to_string(b.window().count() / 1000) + "s, last " + risk_kind_name(kind) + ": " + what;
+  if (enforce) revoke(said);
+  if (options_.activity) {
+    ActivityEntry e;
+    e.identity = options_.identity;
+    e.kind = "breaker";
+    e.method = "BREAKER";
+    e.path = said;
+    e.verdict = std::string(guard_verdict_name(enforce ? GuardVerdict::Deny : GuardVerdict::Allow));
+    e.rule = "circuit-breaker";
+    options_.activity->post(std::move(e));
+  }
+  if (options_.log)
+    options_.log(std::string("faultline guard: CIRCUIT BREAKER ") +
+                 (enforce ? "tripped (" + said +
+                                "): the egress is revoked, the command's process group is ended (SIGTERM, then SIGKILL)"
+                          : "would trip (" + said + "; monitor: nothing revoked or ended)"));
+}
+
 RequestVerdict GuardJudge::judge(const RequestHead& head, HeldRequest later) {
+  if (revoked_.load()) return revoked_answer(head);
   // One decision per tunnel: with termination its inner requests are judged;
   // without, the CONNECT is, and its SNI only when it names another host.
   if (head.stage == RequestStage::connect || head.stage == RequestStage::tls_sni) {
@@ -418,13 +484,21 @@ std::shared_ptr<GuardJudge::DlpCall> GuardJudge::start_dlp(const RequestHead& he
   auto c = std::make_shared<DlpCall>();
   c->dlp_scope = o.dlp && host_in(o.hosts, head);
   c->content_scope = o.content && host_in(o.content_hosts, head);
-  if (!c->dlp_scope && !c->content_scope) return nullptr;
+  c->honey_scope = o.honeytokens;
+  if (!c->dlp_scope && !c->content_scope && !c->honey_scope) return nullptr;
   c->head = head;
   c->shown = head;
   c->policy = std::move(policy);
   // The URL and each header's value, each a stream of its own.
   for (DlpFinding& f : dlp_scan(o.engine, head.target)) {
     if (f.type) c->shown.target = masked(c->shown.target, f);
+    if (!f.type && !honeytoken_kind(f.label).empty()) {
+      // A decoy's match is known by where it ended only: its query (or, in
+      // the path, the whole target) is masked, so no line carries it.
+      const size_t q = head.target.find('?');
+      const size_t from = q != std::string::npos && f.end > q ? q + 1 : 1;
+      for (size_t i = from; i < c->shown.target.size(); ++i) c->shown.target[i] = '*';
+    }
     if (!presented_to_issuer(f, "url", head.host)) c->head_found.push_back({"url", std::move(f)});
   }
   for (const auto& [name, value] : head.headers)
@@ -476,6 +550,11 @@ void GuardJudge::drop_call(uint64_t id) {
 }
 
 RequestVerdict GuardJudge::judge_body(uint64_t request_id, const RequestBodyChunk& chunk, HeldRequest later) {
+  if (chunk.end && revoked_.load()) {
+    std::shared_ptr<DlpCall> d = take_dlp(request_id, false);
+    std::shared_ptr<LlmCall> c = take_call(request_id);
+    if (d || c) return revoked_answer(d ? d->shown : c->head);
+  }
   std::shared_ptr<DlpCall> dlp = take_dlp(request_id, chunk.end);
   if (dlp) {
     if (!chunk.bytes.empty()) dlp->body->feed(chunk.bytes);
@@ -493,12 +572,17 @@ RequestVerdict GuardJudge::judge_body(uint64_t request_id, const RequestBodyChun
   }
   if (!chunk.bytes.empty()) {
     (void)call->scan.feed(chunk.bytes);
-    if (options_.replay || options_.optimize_cache != CacheOptimizeMode::off || call->prompt_scope)
+    if (options_.replay || options_.optimize_cache != CacheOptimizeMode::off || call->prompt_scope || options_.mirror ||
+        options_.receipts)
       call->body.append(chunk.bytes);
   }
   if (!chunk.end) return RequestVerdict::need_body();
   if (!chunk.over_cap) (void)call->scan.finish();
   call->body_whole = !chunk.over_cap;
+  if (options_.receipts && call->body_whole)
+    if (auto runs = tool_runs(call->endpoint, call->body)) call->runs = std::move(*runs);
+  if (options_.mirror && call->body_whole)
+    if (auto segments = prompt_segments(call->endpoint, call->body)) options_.mirror->learn(*segments);
   if (call->prompt_scope) {
     if (chunk.over_cap) {
       call->prompt_unscanned = "the body is longer than the proxy holds, so the prompt was not scanned whole";
@@ -531,10 +615,25 @@ RequestVerdict GuardJudge::decide_request(const RequestHead& head_in, const Requ
   RequestFacts facts = facts_in;
   const GuardDlpOptions& dlp_opt = options_.dlp;
   std::vector<DlpFound> found;  // in scope
-  std::string detector_types, content_labels, found_text;
+  std::string detector_types, content_labels, found_text, honey_kinds;
   bool in_url = false;
   if (dlp) {
     found = dlp->found();
+    // Honeytokens first, apart: critical, never a content-policy match.
+    std::vector<DlpFound> honey;
+    std::erase_if(found, [&](const DlpFound& f) {
+      if (f.finding.type || honeytoken_kind(f.finding.label).empty()) return false;
+      honey.push_back(f);
+      return true;
+    });
+    for (const DlpFound& f : honey) {
+      const std::string kind(honeytoken_kind(f.finding.label));
+      if ((", " + honey_kinds + ",").find(", " + kind + ",") == std::string::npos)
+        honey_kinds += (honey_kinds.empty() ? "" : ", ") + kind;
+      if (options_.log)
+        options_.log("faultline guard: " + request_text(head) + " -> HONEYTOKEN (critical): the decoy " + kind +
+                     " in " + f.where);
+    }
     for (const DlpFound& f : found) {
       const std::string kind = f.finding.type ? f.finding.kind() : f.finding.label;
       std::string& list = f.finding.type ? detector_types : content_labels;
@@ -562,6 +661,19 @@ RequestVerdict GuardJudge::decide_request(const RequestHead& head_in, const Requ
       why = "DLP: the body is longer than the proxy holds, so it was not scanned whole";
     if (!why.empty()) d = GuardDecision{GuardVerdict::Deny, "dlp-block", why, enforce, false};
   }
+  if (!honey_kinds.empty()) {
+    // A decoy nothing legitimate holds: whatever the policy said, a denial.
+    const std::string why = "a honeytoken (decoy credential) in the request: " + honey_kinds;
+    d = GuardDecision{GuardVerdict::Deny, "honeytoken", why, enforce, false};
+    std::istringstream kinds(honey_kinds);
+    for (std::string k; std::getline(kinds, k, ',');) {
+      if (!k.empty() && k.front() == ' ') k.erase(0, 1);
+      record(head, enforce ? GuardVerdict::Deny : GuardVerdict::Allow, "honeytoken/" + k, "", std::nullopt,
+             "honeytoken");
+    }
+    risk(RiskKind::honeytoken, honey_kinds + " in " + request_text(head));
+  }
+  if (!detector_types.empty()) risk(RiskKind::exfil, "DLP: " + detector_types + " in " + request_text(head));
   if (dlp && dlp->content_scope && !content_labels.empty() && d.verdict != GuardVerdict::Deny) {
     const std::string why = "content policy: " + content_labels;
     if (dlp_opt.content_action == ContentAction::deny)
@@ -570,6 +682,16 @@ RequestVerdict GuardJudge::decide_request(const RequestHead& head_in, const Requ
       d = GuardDecision{GuardVerdict::Approve, "content-policy", why, enforce, false};
   }
   if (call && call->prompt_scope) d = judge_prompt(head, *call, d, enforce);
+  if (options_.mirror && (head.stage == RequestStage::request || head.stage == RequestStage::inner)) {
+    const std::string learned = options_.mirror->judge(head.method, head.host, head.port, head.target);
+    if (!learned.empty())
+      record(head, GuardVerdict::Allow, "mirror",
+             "mirror: a write to " + learned +
+                 ", a host the session learned only from tool_result content (flagged, not blocked)",
+             std::nullopt, "mirror");
+  }
+  if (d.verdict == GuardVerdict::Deny && d.rule != "honeytoken" && d.rule != "dlp-block" && d.rule != "prompt-guard")
+    risk(RiskKind::block, (d.rule.empty() ? "the default" : "rule " + d.rule) + ": " + request_text(head));
   requests_.fetch_add(1, std::memory_order_relaxed);
   const std::string rule_text = d.rule.empty() ? "the default" : "rule " + d.rule;
   const std::string why = rule_text + (d.reason.empty() ? "" : ": " + d.reason);
@@ -770,7 +892,51 @@ RequestVerdict GuardJudge::forward_llm(const std::shared_ptr<LlmCall>& call, boo
   }
   call->usage = std::make_unique<LlmUsageReader>(call->endpoint, options_.trace_tools != nullptr);
   call->forwarded_at = std::chrono::steady_clock::now();
+  if (options_.receipts) {
+    ResponseGuardStream::Options o;
+    o.guard = options_.receipts;
+    o.endpoint = call->endpoint;
+    call->receipt_watch = std::make_unique<ResponseGuardStream>(std::move(o));
+  }
+  if (options_.responses.guard) {
+    ResponseGuardStream::Options o;
+    o.guard = options_.responses.guard;
+    o.endpoint = call->endpoint;
+    o.block = options_.responses.block && enforce;
+    o.denial.rule = "response-guard";
+    o.denial.request_id = "req_" + options_.approval_prefix + "_" + std::to_string(head.id);
+    // The answer's own provider: its envelope is what the client's SDK parses.
+    o.format = call->endpoint == LlmEndpoint::AnthropicMessages ? DenialFormat::Anthropic : DenialFormat::OpenAI;
+    // The head and model by value: the stream may outlive the call's entry.
+    o.report = [this, head = RequestHead(head), model = call->model, enforce](
+                   const std::vector<ResponseThreat>& threats, bool blocked) {
+      record_response_threats(head, model, threats, blocked, enforce);
+    };
+    if (o.block) {
+      auto stream = std::make_shared<ResponseGuardStream>(std::move(o));
+      // After the usage filter, so the client's view is what is judged.
+      v.response_body = v.response_body ? std::make_shared<ChainTransformer>(v.response_body, stream)
+                                        : std::shared_ptr<ByteTransformer>(stream);
+    } else {
+      call->response_watch = std::make_unique<ResponseGuardStream>(std::move(o));
+    }
+  }
   return v;
+}
+
+void GuardJudge::record_response_threats(const RequestHead& head, const std::string& model,
+                                         const std::vector<ResponseThreat>& threats, bool blocked, bool enforce) {
+  const std::string then = blocked ? " (--block-responses: the answer was stopped with the provider's error)"
+                           : !options_.responses.block ? " (--scan-responses: forwarded unchanged)"
+                           : enforce                   ? " (seen after the answer had gone: forwarded)"
+                                                       : " (monitor: would block; forwarded)";
+  if (!threats.empty())
+    risk(RiskKind::response_threat, threats.front().kind + " in the answer to " + request_text(head));
+  for (const ResponseThreat& t : threats)
+    record(head, blocked ? GuardVerdict::Deny : GuardVerdict::Allow, "response-guard/" + t.kind,
+           "response_threat: " + t.kind + (t.secret ? " " + t.detail : "") + " in " + t.where +
+               (t.secret ? "" : " (" + t.detail + ")") + then,
+           ActivityLlm{model}, "response_threat");
 }
 
 std::optional<RequestVerdict> GuardJudge::replay_or_record(const std::shared_ptr<LlmCall>& call, bool filter) {
@@ -886,6 +1052,11 @@ void GuardJudge::save_recording(LlmCall& call) {
 void GuardJudge::on_response_bytes(uint64_t request_id, std::string_view bytes, bool end) {
   std::shared_ptr<LlmCall> call = take_call(request_id);
   if (!call || !call->usage) return;
+  for (ResponseGuardStream* watch : {call->response_watch.get(), call->receipt_watch.get()}) {
+    if (watch == nullptr) continue;
+    if (!bytes.empty()) (void)watch->feed(bytes);
+    if (end) (void)watch->finish();
+  }
   if (!bytes.empty()) {
     call->usage->feed(bytes);
     if (call->recording) {
@@ -903,6 +1074,7 @@ void GuardJudge::on_response_bytes(uint64_t request_id, std::string_view bytes, 
   LlmUsageReader& r = *call->usage;
   r.finish();
   if (options_.trace_tools) record_tool_calls(*call);
+  if (call->receipt_watch) record_receipts(*call);
   const std::optional<LlmUsage> u = r.usage();
   if (options_.budget && call->reservation) {
     if (u)
@@ -975,6 +1147,7 @@ GuardDecision GuardJudge::judge_prompt(const RequestHead& head, const LlmCall& c
       if ((", " + where + ",").find(", " + s + ",") == std::string::npos) where += (where.empty() ? "" : ", ") + s;
     }
     why = "prompt injection: " + call.prompt.families() + " (in " + where + ")";
+    risk(RiskKind::injection, why + " in " + request_text(head));
   } else if (!call.prompt_unscanned.empty() && o.action != PromptAction::monitor) {
     why = "prompt guard: " + call.prompt_unscanned;
   }
@@ -997,6 +1170,17 @@ GuardDecision GuardJudge::judge_prompt(const RequestHead& head, const LlmCall& c
                                                     : " (monitor: forwarded)"),
            std::nullopt, "prompt_injection");
   return d;
+}
+
+void GuardJudge::record_receipts(const LlmCall& call) {
+  for (const Receipt& r : check_claims(call.receipt_watch->scanner().answer_text(), call.runs)) {
+    const bool unverified = r.verdict == ReceiptVerdict::unverified;
+    const std::string verdict(receipt_verdict_name(r.verdict));
+    record(call.head, GuardVerdict::Allow, unverified ? "unverified-claim" : "receipts/" + verdict,
+           std::string(unverified ? "unverified-claim" : "receipt") + ": '" + r.claim + "' " + verdict + " (" + r.why +
+               ")",
+           ActivityLlm{call.model}, unverified ? "unverified-claim" : "receipt");
+  }
 }
 
 void GuardJudge::record_tool_calls(const LlmCall& call) {

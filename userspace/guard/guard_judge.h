@@ -17,6 +17,7 @@
 
 #include "userspace/guard/activity_log.h"
 #include "userspace/guard/approval_queue.h"
+#include "userspace/guard/circuit_breaker.h"
 #include "userspace/guard/dlp_engine.h"
 #include "userspace/guard/exec_gate.h"
 #include "userspace/guard/exec_grants.h"
@@ -27,7 +28,10 @@
 #include "userspace/guard/llm_replay.h"
 #include "userspace/guard/llm_request_scan.h"
 #include "userspace/guard/llm_usage.h"
+#include "userspace/guard/mirror_watch.h"
 #include "userspace/guard/prompt_guard.h"
+#include "userspace/guard/receipts.h"
+#include "userspace/guard/response_guard.h"
 #include "userspace/guard/task_thread.h"
 #include "userspace/proxy/request_judge.h"
 
@@ -48,6 +52,10 @@ struct GuardDlpOptions {
   bool content = false;            // the content policy's findings count
   ContentAction content_action = ContentAction::deny;
   std::vector<HostMatcher> content_hosts;  // --content-policy-host; empty: all
+  // --honeytokens: the engine also holds the decoys' rules (labels
+  // "honeytoken.KIND"); a match in any request is critical, denied (rule
+  // honeytoken) when enforcing.
+  bool honeytokens = false;
 };
 
 // --prompt-guard: each LLM call's prompt (system, user and tool_result texts)
@@ -57,6 +65,14 @@ struct GuardPromptOptions {
   std::shared_ptr<PromptGuard> guard;  // null: off
   PromptAction action = PromptAction::deny;
   std::vector<HostMatcher> hosts;  // --prompt-guard-host; empty: every LLM call (the --llm-host set)
+};
+
+// --scan-responses, --block-responses: each LLM answer's texts read for a
+// secret or injection text (response_guard.h); a threat is a response_threat
+// line, and with block (acting with --enforce) the answer is stopped.
+struct GuardResponseOptions {
+  std::shared_ptr<const ResponseGuard> guard;  // null: off
+  bool block = false;
 };
 
 // A finding of a request and where it was: "url", "header NAME", "body".
@@ -101,6 +117,15 @@ struct GuardJudgeOptions {
   // (kind tool_call, rule "tool:NAME") and a log line with its arguments
   // masked by this engine's detectors (the --dlp engine, or one made for it).
   std::shared_ptr<const DlpEngine> trace_tools;  // null: off
+  GuardResponseOptions responses;
+  // --circuit-breaker: each finding and denial adds its risk (null: off).
+  std::shared_ptr<CircuitBreaker> breaker;
+  // --mirror: the hosts each LLM call's prompt names, by trust; a write to a
+  // host named only by tool content is flagged (kind mirror). Null: off.
+  std::shared_ptr<MirrorWatch> mirror;
+  // --receipts: the claims of each LLM answer checked against the tool runs
+  // of its request's history (receipts.h), read with these detectors. Null: off.
+  std::shared_ptr<const ResponseGuard> receipts;
 };
 
 // What the guard did, for its summary at exit.
@@ -143,6 +168,11 @@ class GuardJudge final : public RequestJudge {
   [[nodiscard]] const std::string& identity() const { return options_.identity; }
   [[nodiscard]] const std::string& approval_prefix() const { return options_.approval_prefix; }
 
+  // The circuit breaker tripped: every request from now on is denied (rule
+  // circuit-breaker), whatever the policy and mode.
+  void revoke(const std::string& why);
+  [[nodiscard]] bool revoked() const { return revoked_.load(); }
+
   [[nodiscard]] RequestVerdict judge(const RequestHead& head, HeldRequest later) override;
   [[nodiscard]] RequestVerdict judge_body(uint64_t request_id, const RequestBodyChunk& chunk,
                                           HeldRequest later) override;
@@ -168,6 +198,11 @@ class GuardJudge final : public RequestJudge {
   // --prompt-guard: the decision with the call's prompt findings applied
   // (deny, approve or monitor), and one prompt_injection line per finding.
   [[nodiscard]] GuardDecision judge_prompt(const RequestHead& head, const LlmCall& call, GuardDecision d, bool enforce);
+  // --scan-responses: the lines of an answer's threats (blocked: it was stopped).
+  void record_response_threats(const RequestHead& head, const std::string& model,
+                               const std::vector<ResponseThreat>& threats, bool blocked, bool enforce);
+  // --receipts: the lines of an answer's claims.
+  void record_receipts(const LlmCall& call);
   // --trace-tools: the activity and log lines of an answer's tool calls.
   void record_tool_calls(const LlmCall& call);
   // A forward with findings: --dlp-action redact's rewrites (enforce), else
@@ -213,6 +248,13 @@ class GuardJudge final : public RequestJudge {
   std::unordered_map<uint64_t, std::shared_ptr<DlpCall>> dlp_calls_;
   std::atomic<uint64_t> llm_calls_{0}, llm_in_{0}, llm_out_{0};
   ExecGrants exec_grants_;
+  std::atomic<bool> revoked_{false};
+  std::mutex revoked_mu_;
+  std::string revoked_why_;
+  // The breaker's points for a finding (nothing when it is off).
+  void risk(RiskKind kind, const std::string& what);
+  // A request after the breaker tripped: its denial.
+  [[nodiscard]] RequestVerdict revoked_answer(const RequestHead& head);
   // Last, so destroyed first: its destructor settles what is left, and the
   // settle callbacks use the members above (counters, calls_, the log).
   ApprovalQueue approvals_;
