@@ -9,9 +9,11 @@
 #include <set>
 
 #include "ctl/packet_args.h"
+#include "ctl/syscall_args.h"
 #include "parse_words.h"
 #include "userspace/daemon/served_run.h"
 #include "userspace/faults/packet/experiment.h"
+#include "userspace/faults/syscall/experiment.h"
 
 namespace faultline {
 namespace {
@@ -48,6 +50,35 @@ std::string guardrails_text(const GuardrailOptions& g) {
     j["kernel_signal"] = {g.kernel_signal->signal, g.kernel_signal->abort_above, g.kernel_signal->netns,
                           g.kernel_signal->window_ns};
   return j.dump();
+}
+
+// The packet table as flag <-> field pairs.
+std::vector<FlagField> packet_flags() {
+  std::vector<FlagField> t;
+  for (const auto& f : packet_experiment_fields()) t.push_back({f.flag, f.field});
+  return t;
+}
+
+// The CLI's words from its flag on ("--percent: '300' is outside 0-100") are
+// the reader's from its field's flag on ("spec.percent (--percent): '300' is
+// outside 0-100"), other flags named as their fields.
+void expect_same_words(const std::string& m, const std::string& j, std::span<const FlagField> table) {
+  const auto flag_at = j.find(" (--");
+  ASSERT_NE(flag_at, std::string::npos) << "the reader names no flag: " << j;
+  const auto close = j.find(')', flag_at);
+  const std::string flag = j.substr(flag_at + 2, close - flag_at - 2);
+  ASSERT_EQ(m.rfind(flag, 0), 0u) << "the CLI names another flag: " << m << " | " << j;
+  auto rest = [](std::string s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == ':')) s.erase(s.begin());
+    return s;
+  };
+  std::string cli_words = rest(m.substr(flag.size()));
+  for (const auto& f : table) {
+    const std::string from = std::string("--") + f.flag, to = std::string("spec.") + f.field;
+    for (size_t at = cli_words.find(from); at != std::string::npos; at = cli_words.find(from, at + to.size()))
+      cli_words.replace(at, from.size(), to);
+  }
+  EXPECT_EQ(rest(j.substr(close + 1)), cli_words) << m << " | " << j;
 }
 
 constexpr const char* kTargets = "--target 10.0.0.0/8 --target fd00::7 ";
@@ -200,26 +231,36 @@ TEST(PacketExperiment, TheReaderRefusesAsTheCliDoes) {
     ASSERT_FALSE(cli.ok()) << "the CLI took it";
     auto json = experiment_from_json(c.spec, "");
     ASSERT_FALSE(json.ok()) << "the reader took " << c.spec.dump();
-    // The CLI's words from the flag on, and the reader's from its field's flag on.
-    const std::string& m = cli.error().message;
-    const std::string& j = json.error().message;
-    const auto flag_at = j.find(" (--");
-    ASSERT_NE(flag_at, std::string::npos) << j;
-    const std::string flag = j.substr(flag_at + 2, j.find(')', flag_at) - flag_at - 2);
-    ASSERT_EQ(m.rfind(flag, 0), 0u) << "the CLI names another flag: " << m << " | " << j;
-    auto rest = [](std::string s) {
-      while (!s.empty() && (s.front() == ' ' || s.front() == ':')) s.erase(s.begin());
-      return s;
-    };
-    const std::string field = j.substr(0, flag_at);
-    std::string cli_words = rest(m.substr(flag.size()));
-    // Other flags the CLI names are the fields the reader names.
-    for (const auto& f : packet_experiment_fields()) {
-      for (size_t at = cli_words.find(std::string("--") + f.flag); at != std::string::npos;
-           at = cli_words.find(std::string("--") + f.flag, at + 1))
-        cli_words.replace(at, std::strlen(f.flag) + 2, std::string("spec.") + f.field);
-    }
-    EXPECT_EQ(rest(j.substr(j.find(')', flag_at) + 1)), cli_words) << m << " | " << j << " (" << field << ")";
+    expect_same_words(cli.error().message, json.error().message, packet_flags());
+  }
+}
+
+// The same for a syscall experiment: its counts, percent, start and errno.
+TEST(SyscallExperiment, TheReaderRefusesAsTheCliDoes) {
+  const std::string flags = "--syscall connect --errno EIO --cgroup x --duration 30s ";
+  const nlohmann::json base = {
+      {"kind", "syscall"}, {"syscall", "connect"}, {"errno", "EIO"}, {"cgroup", "x"}, {"duration_sec", 30}};
+  auto with = [&](const char* field, nlohmann::json v) {
+    nlohmann::json j = base;
+    j[field] = std::move(v);
+    return j;
+  };
+  const std::vector<std::pair<std::string, nlohmann::json>> cases = {
+      {flags + "--percent 300", with("percent", 300)},
+      {flags + "--percent -1", with("percent", -1)},
+      {flags + "--after 0", with("after", 0)},
+      {flags + "--after 2000000000", with("after", 2'000'000'000)},
+      {flags + "--max-injections 0", with("max_injections", 0)},
+      {flags + "--start-after 0s", with("start_after_ms", 0)},
+      {"--syscall connect --errno EWHAT --cgroup x --duration 30s", with("errno", "EWHAT")},
+  };
+  for (const auto& [line, spec] : cases) {
+    SCOPED_TRACE(line);
+    auto cli = args_of(parse_syscall_args(split(line)));
+    ASSERT_FALSE(cli.ok()) << "the CLI took it";
+    auto json = experiment_from_json(spec, "");
+    ASSERT_FALSE(json.ok()) << "the reader took " << spec.dump();
+    expect_same_words(cli.error().message, json.error().message, syscall_flag_fields());
   }
 }
 

@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cmath>
 
+#include "base/units.h"
+
 namespace faultline {
 
 Error spec_field_error(const std::string& field, const std::string& why) {
@@ -86,6 +88,24 @@ Result<uint64_t> parse_seed(const std::string& s) {
   if (digits.size() > 20 || (digits.size() == 20 && digits > "18446744073709551615"))
     return input_error(EINVAL, s + ": too large, expected " + range);
   return static_cast<uint64_t>(std::stoull(digits));
+}
+
+Result<uint64_t> spec_count(const nlohmann::json& spec, const char* field, uint64_t min, uint64_t max) {
+  const nlohmann::json& v = spec[field];
+  if (!v.is_number_integer()) return spec_field_error(field, "must be a whole number");
+  auto n = parse_whole_number(v.dump(), min, max);
+  if (!n) return spec_field_error(field, n.error().message);
+  return *n;
+}
+
+Result<double> spec_percent(const nlohmann::json& spec, const char* field) {
+  auto p = spec_number(spec, field);
+  if (!p) return p.error();
+  if (*p < 0 || *p > 100) {
+    auto words = parse_percent(spec[field].dump());
+    return spec_field_error(field, words ? "must be within 0-100" : words.error().message);
+  }
+  return *p;
 }
 
 Result<std::string> spec_string(const nlohmann::json& spec, const char* field) {

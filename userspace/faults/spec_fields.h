@@ -45,6 +45,13 @@ struct FlagField {
 // A seed: any whole number a u64 holds, 0 to 18446744073709551615, in decimal.
 [[nodiscard]] Result<uint64_t> parse_seed(const std::string& s);
 
+// A count field, refused in the words of the CLI's count flags ("spec.after:
+// 0: expected a whole number from 1 to 1000000000").
+[[nodiscard]] Result<uint64_t> spec_count(const nlohmann::json& spec, const char* field, uint64_t min, uint64_t max);
+// A percent field: a number within 0-100, refused in the words of the CLI's
+// percent flags for the number as written ("spec.percent: '300' is outside 0-100").
+[[nodiscard]] Result<double> spec_percent(const nlohmann::json& spec, const char* field);
+
 // Typed reads of one field of a spec object (present: the caller checks).
 [[nodiscard]] Result<std::string> spec_string(const nlohmann::json& spec, const char* field);
 [[nodiscard]] Result<uint64_t> spec_uint(const nlohmann::json& spec, const char* field, uint64_t lo, uint64_t hi);

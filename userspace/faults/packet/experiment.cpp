@@ -142,31 +142,10 @@ Result<uint64_t> read_seed(const nlohmann::json& spec) {
   return spec_field_error("seed", "must be a whole number from 0 to 18446744073709551615 (or its decimal text)");
 }
 
-// A whole number, as its JSON text, in the words of the CLI's count flags.
-Result<uint64_t> read_count(const nlohmann::json& spec, const char* field, uint64_t min, uint64_t max) {
-  const nlohmann::json& v = spec[field];
-  if (!v.is_number_integer()) return spec_field_error(field, "must be a whole number");
-  auto n = parse_whole_number(v.dump(), min, max);
-  if (!n) return spec_field_error(field, n.error().message);
-  return *n;
-}
-
 // A whole number of units (ms, s) that the CLI reads as a duration: large
 // values are left to validate(), which words the caps as the CLI does.
 Result<uint64_t> read_units(const nlohmann::json& spec, const char* field, uint64_t unit_ns) {
   return spec_uint(spec, field, 0, UINT64_MAX / unit_ns);
-}
-
-// The percent-valued fields: a number within 0-100, refused in the CLI's
-// words for the number as written ("'300' is outside 0-100").
-Result<double> read_percent(const nlohmann::json& spec, const char* field) {
-  auto p = spec_number(spec, field);
-  if (!p) return p.error();
-  if (*p < 0 || *p > 100) {
-    auto words = parse_percent(spec[field].dump());
-    return spec_field_error(field, words ? "must be within 0-100" : words.error().message);
-  }
-  return *p;
 }
 
 }  // namespace
@@ -217,12 +196,12 @@ Result<FaultSpec> packet_spec_from_json(const nlohmann::json& spec) {
     s.jitter_ns = *j * kPacketMs;
   }
   if (spec.contains("percent")) {
-    auto p = read_percent(spec, "percent");
+    auto p = spec_percent(spec, "percent");
     if (!p) return p.error();
     s.percent = *p;
   }
   if (spec.contains("correlation")) {
-    auto c = read_percent(spec, "correlation");
+    auto c = spec_percent(spec, "correlation");
     if (!c) return c.error();
     s.correlation = *c;
   }
@@ -302,7 +281,7 @@ Result<FaultSpec> packet_spec_from_json(const nlohmann::json& spec) {
     s.rate_bps = *r;
   }
   if (spec.contains("max_injections")) {
-    auto n = read_count(spec, "max_injections", 1, FaultCaps::kMaxInjections);
+    auto n = spec_count(spec, "max_injections", 1, FaultCaps::kMaxInjections);
     if (!n) return n.error();
     s.max_injections = *n;
   }
