@@ -38,8 +38,7 @@ std::optional<nlohmann::json> served_request(const PacketRunArgs& a) {
   if (a.flags.dry_run || a.flags.record || a.flags.slo_watchdog || through_proxy(a)) return std::nullopt;
   auto spec = packet_spec_to_json(a.spec);
   if (!spec || !add_experiment_guardrails(a.flags.guardrails, a.flags.record, *spec)) return std::nullopt;
-  return served_run_request(std::move(*spec), a.attach, a.flags.json, a.flags.redactor,
-                            ::isatty(STDERR_FILENO) != 0);
+  return served_run_request(std::move(*spec), a.attach, a.flags.json, a.flags.redactor, ::isatty(STDERR_FILENO) != 0);
 }
 
 int run_planned(PacketRunArgs& a) {

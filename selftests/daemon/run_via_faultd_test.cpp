@@ -130,8 +130,8 @@ TEST_F(RunViaFaultdTest, ABadExperimentIsRefusedNamingItsFieldAndFlag) {
     const auto reply = nlohmann::json::parse(at == std::string::npos ? "" : raw.substr(at + 4), nullptr, false);
     return std::make_pair(status_of(raw), reply.is_object() ? reply.value("error", "") : std::string());
   };
-  const nlohmann::json good = {{"kind", "loss"}, {"netns", ns()}, {"target", kRunB}, {"percent", 30},
-                               {"duration_sec", 1}};
+  const nlohmann::json good = {
+      {"kind", "loss"}, {"netns", ns()}, {"target", kRunB}, {"percent", 30}, {"duration_sec", 1}};
   struct Case {
     const char* field;
     nlohmann::json value;

@@ -39,12 +39,12 @@ std::string without_drawn_seed(FaultSpec s) {
 std::string guardrails_text(const GuardrailOptions& g) {
   nlohmann::json j = nlohmann::json::object();
   if (g.health)
-    j["health"] = {g.health->url, g.health->max_latency_ns, g.health->interval_ns, g.health->netns,
-                   g.health->ca_file};
+    j["health"] = {g.health->url, g.health->max_latency_ns, g.health->interval_ns, g.health->netns, g.health->ca_file};
   if (g.prometheus) {
     const auto& p = *g.prometheus;
-    j["prometheus"] = {p.polling.endpoint.url, p.polling.endpoint.ca_file, p.polling.interval_ns,
-                       p.polling.query_errors, p.query, p.abort_above.value_or(-1), p.abort_below.value_or(-1)};
+    j["prometheus"] = {
+        p.polling.endpoint.url,     p.polling.endpoint.ca_file, p.polling.interval_ns, p.polling.query_errors, p.query,
+        p.abort_above.value_or(-1), p.abort_below.value_or(-1)};
   }
   if (g.kernel_signal)
     j["kernel_signal"] = {g.kernel_signal->signal, g.kernel_signal->abort_above, g.kernel_signal->netns,
@@ -105,7 +105,8 @@ const std::vector<std::string>& cli_lines() {
       "bandwidth --target 10.0.0.2 --rate 10mbit --duration 2m --attach tcx",
       "partition --netns pid:1 --target 10.0.0.2 --duration 20s --health-url http://10.0.0.2:8080/healthz "
       "--interval 300ms --health-max-latency 250ms --json",
-      "partition --target 10.0.0.2 --duration 20s --health-url https://10.0.0.2/h --health-ca /etc/ssl/certs/ca-certificates.crt "
+      "partition --target 10.0.0.2 --duration 20s --health-url https://10.0.0.2/h --health-ca "
+      "/etc/ssl/certs/ca-certificates.crt "
       "--interval 3s --redact-pattern secret-[0-9]+",
       "partition --target 10.0.0.2 --duration 20s --prometheus-url http://127.0.0.1:9090 --query 'up' "
       "--abort-below 1 --interval 2s --no-redact",
@@ -140,14 +141,13 @@ TEST(PacketExperiment, EveryPacketFlagHasAField) {
   for (const auto& f : guardrail_fields()) fields_flags.insert(f.flag);
   // Carried by the served run's request beside the experiment, or not an
   // experiment's at all (a dry run, a record on this host, the proxy path).
-  const std::set<std::string> host = {"help", "attach", "json", "redact-pattern", "no-redact", "dry-run", "record",
-                                      "via"};
+  const std::set<std::string> host = {"help",      "attach",  "json",   "redact-pattern",
+                                      "no-redact", "dry-run", "record", "via"};
   // The guardrails and record options the experiment does not carry yet:
   // such a run is run by faultctl itself (see docs/daemon.md).
-  const std::set<std::string> not_yet = {"signal-window",  "signal-source",      "prometheus-interval",
-                                         "query-errors",   "slo-burn-rate",      "slo-target",
-                                         "burn-windows",   "slo-watchdog",       "abort-burn-rate-5m",
-                                         "slo"};
+  const std::set<std::string> not_yet = {
+      "signal-window", "signal-source", "prometheus-interval", "query-errors",       "slo-burn-rate",
+      "slo-target",    "burn-windows",  "slo-watchdog",        "abort-burn-rate-5m", "slo"};
   for (const auto& [flag, takes_value] : packet_run_flags()) {
     EXPECT_TRUE(fields_flags.count(flag) || host.count(flag) || not_yet.count(flag))
         << "--" << flag << " has no field in the packet experiment's table";

@@ -1,6 +1,6 @@
 // A served run's thread: the stream's head, the typed experiment run as
-// `faultctl run` runs it (served_run.h) printing into frames, the client's signals as the run's stop source,
-// and the last frame.
+// `faultctl run` runs it (served_run.h) printing into frames, the client's
+// signals as the run's stop source, and the last frame.
 #include "userspace/daemon/run_service.h"
 
 #include <fcntl.h>

@@ -42,8 +42,7 @@ class RunStreams {
 
 class RunService {
  public:
-  RunService(HttpServer& server, std::function<void(const std::string&)> log)
-      : server_(server), log_(std::move(log)) {}
+  RunService(HttpServer& server, std::function<void(const std::string&)> log) : server_(server), log_(std::move(log)) {}
   ~RunService();  // leave_all(), then waits for every run's thread
   RunService(const RunService&) = delete;
   RunService& operator=(const RunService&) = delete;

@@ -50,7 +50,8 @@ Result<std::string> ca_field(const nlohmann::json& spec, const char* field, cons
   auto ca = spec_string(spec, field);
   if (!ca) return ca.error();
   if (ca->empty() || ca->front() != '/') return spec_field_error(field, "must be an absolute path");
-  if (url.rfind("https://", 0) != 0) return spec_field_error(field, "is for an https:// URL; " + url + " is plain http");
+  if (url.rfind("https://", 0) != 0)
+    return spec_field_error(field, "is for an https:// URL; " + url + " is plain http");
   return ca;
 }
 
@@ -217,7 +218,8 @@ Status guardrails_to_json(const GuardrailOptions& g, const std::optional<RecordO
   if (g.health) {
     spec["health_url"] = g.health->url;
     if (!g.health->ca_file.empty()) {
-      if (g.health->ca_file.front() != '/') return input_error(EINVAL, "--health-ca: an experiment takes an absolute path");
+      if (g.health->ca_file.front() != '/')
+        return input_error(EINVAL, "--health-ca: an experiment takes an absolute path");
       spec["health_ca"] = g.health->ca_file;
     }
     if (g.health->max_latency_ns != HealthProbeConfig{}.max_latency_ns) {

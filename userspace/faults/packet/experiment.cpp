@@ -206,8 +206,7 @@ Result<FaultSpec> packet_spec_from_json(const nlohmann::json& spec) {
     s.correlation = *c;
   }
   if (spec.contains("loss_model")) {
-    if (spec.contains("percent"))
-      return spec_field_error("loss_model", "sets the loss rate itself; drop spec.percent");
+    if (spec.contains("percent")) return spec_field_error("loss_model", "sets the loss rate itself; drop spec.percent");
     if (spec.contains("correlation"))
       return spec_field_error("loss_model", "and spec.correlation are two different loss models; pick one");
     auto g = text_value<GeModel>(spec, "loss_model", parse_loss_model);

@@ -99,11 +99,11 @@ struct FaultSpec {
 // The words of the scope and shape flags, read the same way by `faultctl run`
 // and by an experiment's reader; errors name the flag ("--proto 'x': expected
 // tcp, udp or icmp") and are bad input.
-[[nodiscard]] Result<uint8_t> parse_proto(const std::string& s);             // tcp|udp|icmp
-[[nodiscard]] Result<uint8_t> parse_direction(const std::string& s);         // egress|ingress|both -> FL_DIR_*
-[[nodiscard]] const char* direction_name(uint8_t dir_mask);                  // the same words back
-[[nodiscard]] Result<uint32_t> parse_distribution(const std::string& s);     // normal|pareto|uniform
-[[nodiscard]] Result<GeModel> parse_loss_model(const std::string& s);        // ge:p[,r[,1-h[,1-k]]]
-[[nodiscard]] std::string loss_model_text(const GeModel& g);                 // "ge:1,20,100,0"
+[[nodiscard]] Result<uint8_t> parse_proto(const std::string& s);          // tcp|udp|icmp
+[[nodiscard]] Result<uint8_t> parse_direction(const std::string& s);      // egress|ingress|both -> FL_DIR_*
+[[nodiscard]] const char* direction_name(uint8_t dir_mask);               // the same words back
+[[nodiscard]] Result<uint32_t> parse_distribution(const std::string& s);  // normal|pareto|uniform
+[[nodiscard]] Result<GeModel> parse_loss_model(const std::string& s);     // ge:p[,r[,1-h[,1-k]]]
+[[nodiscard]] std::string loss_model_text(const GeModel& g);              // "ge:1,20,100,0"
 
 }  // namespace faultline

@@ -10,8 +10,8 @@
 #include <span>
 
 #include "base/result.h"
-#include "userspace/faults/spec_fields.h"
 #include "userspace/faults/resource/spec.h"
+#include "userspace/faults/spec_fields.h"
 
 namespace faultline {
 
