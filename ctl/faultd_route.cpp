@@ -36,8 +36,7 @@ std::optional<int> command_via_faultd(const std::string& target) {
   return out->exit_code;
 }
 
-std::optional<int> run_via_faultd(const std::vector<std::string>& args) {
-  const nlohmann::json request{{"args", args}, {"terminal", ::isatty(STDERR_FILENO) != 0}};
+std::optional<int> run_via_faultd(const nlohmann::json& request) {
   std::optional<ServedRunEnd> end;
   int unserved_signal = 0;
   {

@@ -3,6 +3,7 @@
 // way the same library function produced the output, so it is the same.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,11 +17,11 @@ namespace faultline {
 // exit code, or nothing when faultd is not there.
 [[nodiscard]] std::optional<int> command_via_faultd(const std::string& target);
 
-// `faultctl run` through faultd: args are the words after "run", already parsed
-// here and fit to be served (see run_packet.cpp). faultd prints what the run
+// `faultctl run` through faultd: request is the typed experiment and how to
+// print it (userspace/daemon/served_run.h), built by run_packet.cpp. faultd prints what the run
 // prints, here, as it comes; SIGINT, SIGTERM and SIGHUP go to faultd, which
 // ends the fault as a standalone run would. The exit code, or nothing when
 // faultd did not take the run (then nothing was applied: run standalone).
-[[nodiscard]] std::optional<int> run_via_faultd(const std::vector<std::string>& args);
+[[nodiscard]] std::optional<int> run_via_faultd(const nlohmann::json& request);
 
 }  // namespace faultline

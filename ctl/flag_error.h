@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "base/result.h"
+#include "userspace/faults/spec_fields.h"
 
 namespace faultline {
 
@@ -28,29 +29,17 @@ template <typename T>
 
 // A whole number for --FLAG within [min, max]: "--max-injections '-3': expected a
 // whole number from 1 to 1000000000". Signs, units, fractions and values past
-// max (however many digits) are refused, naming the flag.
+// max (however many digits) are refused, naming the flag. The words are the
+// experiment readers' too (userspace/faults/spec_fields.h).
 [[nodiscard]] inline Result<uint64_t> parse_count_flag(std::string_view flag, const std::string& s, uint64_t min,
                                                        uint64_t max) {
-  const std::string range = "a whole number from " + std::to_string(min) + " to " + std::to_string(max);
-  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
-    return bad("--" + std::string(flag) + " '" + s + "': expected " + range);
-  if (s.size() > 19 || std::stoull(s) > max)
-    return bad("--" + std::string(flag) + " " + s + ": too large, expected " + range);
-  uint64_t v = std::stoull(s);
-  if (v < min) return bad("--" + std::string(flag) + " " + s + ": expected " + range);
-  return v;
+  return with_flag(flag, parse_whole_number(s, min, max), " ");
 }
 
 // A --seed: any whole number a u64 holds, 0 to 18446744073709551615, in
 // decimal. Signs, spaces, fractions and values past 2^64 - 1 are refused.
 [[nodiscard]] inline Result<uint64_t> parse_seed_flag(const std::string& s) {
-  constexpr const char* range = "a whole number from 0 to 18446744073709551615";
-  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
-    return bad("--seed '" + s + "': expected " + std::string(range));
-  const std::string digits = s.substr(std::min(s.find_first_not_of('0'), s.size() - 1));
-  if (digits.size() > 20 || (digits.size() == 20 && digits > "18446744073709551615"))
-    return bad("--seed " + s + ": too large, expected " + std::string(range));
-  return static_cast<uint64_t>(std::stoull(digits));
+  return with_flag("seed", parse_seed(s), " ");
 }
 
 }  // namespace faultline

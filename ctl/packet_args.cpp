@@ -6,8 +6,6 @@
 #include <netinet/in.h>
 
 #include <cxxopts.hpp>
-#include <map>
-#include <set>
 
 #include "base/seeded_random.h"
 #include "ctl/flag_error.h"
@@ -15,27 +13,6 @@
 
 namespace faultline {
 namespace {
-
-// Flags beyond the common scope/guardrail set that each kind accepts.
-const std::map<FaultKind, std::set<std::string>>& kind_flags() {
-  static const std::map<FaultKind, std::set<std::string>> m = {
-      {FaultKind::Loss, {"percent", "correlation", "loss-model", "seed"}},
-      {FaultKind::Partition, {}},
-      {FaultKind::Flowdrop, {}},
-      {FaultKind::Corrupt, {"percent", "seed"}},
-      {FaultKind::Duplicate, {"percent", "seed"}},
-      {FaultKind::Dns, {"domains", "percent", "seed"}},
-      {FaultKind::Latency, {"delay", "jitter", "distribution", "percent", "seed", "via"}},
-      {FaultKind::Bandwidth, {"rate", "via"}},
-  };
-  return m;
-}
-
-const std::set<std::string>& specific_flags() {
-  static const std::set<std::string> s = {"percent", "correlation",  "loss-model", "domains", "delay",
-                                          "jitter",  "distribution", "rate",       "seed",    "via"};
-  return s;
-}
 
 cxxopts::Options packet_options() {
   cxxopts::Options o("faultctl run", "Apply a packet fault for a fixed duration, guarded.");
@@ -138,30 +115,6 @@ Status parse_target(const std::string& t, FaultSpec& spec, std::optional<uint16_
   return {};
 }
 
-Result<GeModel> parse_ge(const std::string& s) {
-  if (s.rfind("ge:", 0) != 0) return bad("--loss-model '" + s + "': expected ge:p[,r[,1-h[,1-k]]] in percents");
-  std::vector<double> v;
-  std::string rest = s.substr(3);
-  size_t start = 0;
-  while (start <= rest.size()) {
-    auto comma = rest.find(',', start);
-    std::string part = rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    auto p = parse_percent(part);
-    if (!p) return bad("--loss-model '" + s + "': " + p.error().message);
-    v.push_back(*p);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  if (v.empty() || v.size() > 4) return bad("--loss-model '" + s + "': expected 1 to 4 percents after ge:");
-  GeModel g;
-  g.p = v[0];
-  g.r = v.size() > 1 ? v[1] : 100 - v[0];
-  g.loss_bad = v.size() > 2 ? v[2] : 100;
-  g.loss_good = v.size() > 3 ? v[3] : 0;
-  if (g.p <= 0) return bad("--loss-model '" + s + "': p must be above 0");
-  return g;
-}
-
 constexpr const char* kKinds =
     "\n  KIND: loss, partition, flowdrop, corrupt, duplicate, dns, latency, bandwidth\n"
     "  other faults: faultctl run syscall --help; faultctl run process|cpu|memory|disk --help\n";
@@ -223,10 +176,7 @@ Result<Parsed<PacketRunArgs>> parse_packet_args(const std::vector<std::string>& 
         "unknown fault kind '" + r["kind"].as<std::string>() +
         "' (loss, partition, flowdrop, corrupt, duplicate, dns, latency, bandwidth; process, cpu, memory, disk)");
   s.kind = *kind;
-  for (const auto& flag : specific_flags()) {
-    if (r.count(flag) && !kind_flags().at(s.kind).contains(flag))
-      return bad("--" + flag + " does not apply to a " + kind_name(s.kind) + " fault");
-  }
+  for (const auto& kv : r.arguments()) FL_TRY(check_kind_takes(s.kind, kv.key()));
   auto str = [&](const char* f) { return r[f].as<std::string>(); };
 
   if (!r.count("duration")) return bad("--duration is required (at most 1h), e.g. --duration 30s");
@@ -237,11 +187,11 @@ Result<Parsed<PacketRunArgs>> parse_packet_args(const std::vector<std::string>& 
   }
   if (r.count("netns")) {
     s.netns = str("netns");
-    if (s.netns.empty()) return bad("--netns: empty name");
+    FL_TRY(check_netns_name(s.netns));
   }
   if (r.count("dev")) {
     s.dev = str("dev");
-    if (s.dev.empty() || s.dev.size() >= 16) return bad("--dev '" + s.dev + "': not a device name");
+    FL_TRY(check_dev_name(s.dev));
   }
   std::optional<uint16_t> target_port;
   if (r.count("target")) {
@@ -261,28 +211,16 @@ Result<Parsed<PacketRunArgs>> parse_packet_args(const std::vector<std::string>& 
     s.ports = {*target_port, *target_port};
   }
   if (r.count("proto")) {
-    std::string p = str("proto");
-    if (p == "tcp")
-      s.proto = IPPROTO_TCP;
-    else if (p == "udp")
-      s.proto = IPPROTO_UDP;
-    else if (p == "icmp")
-      s.proto = IPPROTO_ICMP;
-    else
-      return bad("--proto '" + p + "': expected tcp, udp or icmp");
+    auto p = parse_proto(str("proto"));
+    if (!p) return p.error();
+    s.proto = *p;
     if (s.proto == IPPROTO_ICMP && s.ports.hi != 0)
       return bad("--proto icmp has no ports; drop --port or the :PORT of --target");
   }
   if (r.count("direction")) {
-    std::string d = str("direction");
-    if (d == "egress")
-      s.dir_mask = FL_DIR_EGRESS;
-    else if (d == "ingress")
-      s.dir_mask = FL_DIR_INGRESS;
-    else if (d == "both")
-      s.dir_mask = FL_DIR_EGRESS | FL_DIR_INGRESS;
-    else
-      return bad("--direction '" + d + "': expected egress, ingress or both");
+    auto d = parse_direction(str("direction"));
+    if (!d) return d.error();
+    s.dir_mask = *d;
   }
   if (r.count("cgroup")) {
     s.cgroup = str("cgroup");
@@ -304,7 +242,7 @@ Result<Parsed<PacketRunArgs>> parse_packet_args(const std::vector<std::string>& 
   if (r.count("loss-model")) {
     if (r.count("percent")) return bad("--loss-model sets the loss rate itself; drop --percent");
     if (r.count("correlation")) return bad("--loss-model and --correlation are two different loss models; pick one");
-    auto g = parse_ge(str("loss-model"));
+    auto g = parse_loss_model(str("loss-model"));
     if (!g) return g.error();
     s.ge = *g;
   }
@@ -328,15 +266,9 @@ Result<Parsed<PacketRunArgs>> parse_packet_args(const std::vector<std::string>& 
   }
   if (r.count("distribution")) {
     if (!r.count("jitter")) return bad("--distribution shapes --jitter; give --jitter too");
-    std::string d = str("distribution");
-    if (d == "normal")
-      s.dist = FL_DIST_NORMAL;
-    else if (d == "pareto")
-      s.dist = FL_DIST_PARETO;
-    else if (d == "uniform")
-      s.dist = FL_DIST_UNIFORM;
-    else
-      return bad("--distribution '" + d + "': expected normal, pareto or uniform");
+    auto d = parse_distribution(str("distribution"));
+    if (!d) return d.error();
+    s.dist = *d;
   }
   if (r.count("rate")) {
     auto v = with_flag("rate", parse_rate_bps(str("rate")));

@@ -17,7 +17,6 @@
 #include "base/exit_code.h"
 #include "base/line_writer.h"
 #include "base/version.h"
-#include "ctl/served_run.h"
 #include "loader/libbpf_log.h"
 #include "userspace/daemon/faultd_config.h"
 
@@ -111,7 +110,6 @@ int detach_and_serve(const FaultdConfig& config, const std::vector<std::string>&
   hooks.stopping = [] { ::syslog(LOG_INFO, "faultd: stopping"); };
   hooks.argv = argv;
   hooks.handed_over = notify_handed_over;
-  hooks.run = serve_faultd_run;
   hooks.listeners = listeners_from_systemd();
   hooks.store_listener = store_listener;
   const int code = serve_faultd(config, hooks);
@@ -151,7 +149,6 @@ int main(int argc, char** argv) {
   hooks.argv = self;
   hooks.version = version_string();
   hooks.handed_over = notify_handed_over;
-  hooks.run = serve_faultd_run;  // `faultctl run`, by faultctl's own code
   hooks.listeners = listeners_from_systemd();
   hooks.store_listener = store_listener;
   if (!config.foreground) {  // a detached faultd's successor: syslog, as before

@@ -4,7 +4,7 @@
 #   base  <-  loader  <-  userspace/{net,guardrails,state}  <-  userspace/run
 #         <-  userspace/faults/{packet,syscall,resource,stream}, userspace/enforce
 #         <-  userspace/policy (on enforce and guard)
-#         <-  userspace/ops  <-  userspace/daemon  <-  ctl  <-  daemon (faultd's main)
+#         <-  userspace/ops  <-  userspace/daemon  <-  ctl, daemon (faultd's main)
 #   base  <-  userspace/proxy (its own library, faultline_proxy, under the rest;
 #             faults/stream, daemon, ctl use it)
 #   base, userspace/net  <-  cp (faultcp; plus userspace/faults/packet/spec.h for the kinds,
@@ -31,8 +31,9 @@
 # (ctl/policy_faults.cpp). Its DNS answer parser is bpf/lib/dns_parse.h, the
 # one C core the kernel program runs too (no BPF helper in it). userspace/daemon
 # sits on userspace/policy: faultd reaps learned addresses and applies the
-# bundles faultcp sends. faultd's main hands the daemon faultctl's run code
-# (ctl/served_run.h), so a run served by faultd is parsed and run as faultctl runs it.
+# bundles faultcp sends. A run faultd serves for faultctl arrives as the typed
+# experiment (userspace/daemon/served_run.h) and is read by the packet family's
+# reader: faultd's main includes nothing of ctl/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -70,7 +71,7 @@ allowed_for() {
     userspace/daemon/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|run|faults|enforce|guard|policy|ops|proxy|daemon)|cp/proto)/' ;;
     userspace/policy/*) echo '^(base|loader|faultline|userspace/(net|state|enforce|guard|policy))/|^bpf/lib/dns_parse\.h$' ;;
     ctl/*) echo '^(base|loader|faultline|userspace|ctl)/' ;;
-    daemon/*) echo '^(base|loader|faultline|userspace|ctl)/' ;;
+    daemon/*) echo '^(base|loader|faultline|userspace)/' ;;
     # The control plane serves HTTP with userspace/net and checks experiment
     # specs with the typed experiment's reader (ops/experiment.h, the one
     # faultd's agent runs a spec with; spec_fields.h for its error form) and

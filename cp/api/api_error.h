@@ -22,8 +22,10 @@ struct ApiError {
   int status = 400;
   std::string field;  // "spec.delay_ms"; empty when the body as a whole is wrong
   std::string message;
+  std::string flag;  // "--delay": the faultctl flag that spells the field, named after it
   [[nodiscard]] HttpReply reply() const {
-    return api_error(status, field.empty() ? message : field + ": " + message, field);
+    const std::string named = flag.empty() ? field : field + " (" + flag + ")";
+    return api_error(status, field.empty() ? message : named + ": " + message, field);
   }
 };
 

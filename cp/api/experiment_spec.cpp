@@ -15,7 +15,11 @@ std::optional<ApiError> check_experiment_spec(const nlohmann::json& spec) {
   const std::string& message = read.error().message;
   const std::string field = spec_error_field(read.error());
   if (field.empty()) return ApiError{400, "spec", message};
-  return ApiError{400, field, message.substr(field.size() + 2)};
+  // "spec.delay_ms (--delay): why": the field, its flag, why.
+  const std::string head = message.substr(0, message.find(": "));
+  ApiError e{400, field, message.substr(head.size() + 2)};
+  if (head.size() > field.size() + 3) e.flag = head.substr(field.size() + 2, head.size() - field.size() - 3);
+  return e;
 }
 
 }  // namespace faultline::cp

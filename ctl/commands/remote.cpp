@@ -169,9 +169,9 @@ Result<nlohmann::json> spec_of(const PacketRunArgs& a) {
     if (std::find(carried.begin(), carried.end(), g) == carried.end() &&
         std::find(kCarriedRun.begin(), kCarriedRun.end(), g) == kCarriedRun.end())
       return input_error(0, "--" + g +
-                                " cannot be sent to the control plane: an experiment spec carries --target, "
-                                "--dev, --netns, --percent, --delay, --jitter, --duration, the guardrails "
-                                "(--health-url, --health-max-latency, --interval, --prometheus-url, --query, "
+                                " cannot be sent to the control plane: an experiment spec carries every packet "
+                                "flag but --attach and --via, the guardrails (--health-url, --health-ca, "
+                                "--health-max-latency, --interval, --prometheus-url, --prometheus-ca, --query, "
                                 "--kernel-signal, --abort-above/--abort-below) and --hypothesis, --steady-state");
   auto spec = packet_spec_to_json(a.spec);
   if (!spec) return spec.error();

@@ -1,5 +1,7 @@
 // faultctl run KIND: a packet fault, planned by the netfault engine and run
 // guarded, here or (when faultd runs) in faultd with its resident state.
+#include <unistd.h>
+
 #include <iostream>
 
 #include "ctl/command.h"
@@ -7,8 +9,9 @@
 #include "ctl/faultd_route.h"
 #include "ctl/packet_args.h"
 #include "ctl/packet_via_proxy.h"
-#include "ctl/served_run.h"
 #include "loader/features.h"
+#include "userspace/daemon/served_run.h"
+#include "userspace/faults/packet/experiment.h"
 #include "userspace/faults/packet/run.h"
 #include "userspace/faults/stream/run.h"
 #include "userspace/state/kill_switch.h"
@@ -25,24 +28,26 @@ bool through_proxy(const PacketRunArgs& a) {
   return a.via == PacketVia::Proxy || (paced && a.via == PacketVia::Auto && !packet_features().sch_fq.available);
 }
 
-// What faultd serves: a packet fault in the kernel, applied. A dry run touches
-// nothing; the proxy lives in this process; a record's files and a relative
-// CA path belong to this process's view of the file system.
-bool faultd_serves(const PacketRunArgs& a) {
-  if (a.flags.dry_run || a.flags.record || through_proxy(a)) return false;
-  return !(a.flags.guardrails.health && !a.flags.guardrails.health->ca_file.empty() &&
-           a.flags.guardrails.health->ca_file.front() != '/');
+// What faultd serves: a packet fault in the kernel, applied, sent as the
+// typed experiment (its to_json()). A dry run touches nothing; the proxy
+// lives in this process; a record's files belong to this process's view of
+// the file system; what the experiment's fields cannot hold (a duration in
+// fractions of a second, --slo-burn-rate, --slo-watchdog, --signal-window,
+// a relative CA path, ...) runs here. None: run standalone.
+std::optional<nlohmann::json> served_request(const PacketRunArgs& a) {
+  if (a.flags.dry_run || a.flags.record || a.flags.slo_watchdog || through_proxy(a)) return std::nullopt;
+  auto spec = packet_spec_to_json(a.spec);
+  if (!spec || !add_experiment_guardrails(a.flags.guardrails, a.flags.record, *spec)) return std::nullopt;
+  return served_run_request(std::move(*spec), a.attach, a.flags.json, a.flags.redactor, ::isatty(STDERR_FILENO) != 0);
 }
 
-// Plans the fault and runs it guarded: the part faultctl and faultd share.
-int run_planned(PacketRunArgs& a, const RunIo& io, RunStreams* served) {
+int run_planned(PacketRunArgs& a) {
   auto fault = PacketRun::plan(a.spec, a.attach);
   if (!fault) {
-    io.err << kWho << ": " << fault.error().describe() << "\n";
+    std::cerr << kWho << ": " << fault.error().describe() << "\n";
     return fault.error().bad_input ? kExitBadInput : kExitFailure;
   }
-  RunnableFault& watched = served != nullptr ? served->hold(**fault) : **fault;
-  return run_fault(watched, a.flags, std::string(kWho), io);
+  return run_fault(**fault, a.flags, std::string(kWho));
 }
 
 }  // namespace
@@ -63,32 +68,11 @@ int cmd_run_packet(const std::vector<std::string>& args) {
     }
     // A start the kill switch or this process's FAULTLINE_DISABLED refuses is
     // refused here, as it always was.
-    if (faultd_serves(a) && !fault_start_refused()) {
-      if (auto code = run_via_faultd(args)) return *code;
+    if (auto request = served_request(a); request && !fault_start_refused()) {
+      if (auto code = run_via_faultd(*request)) return *code;
     }
-    return run_planned(a, RunIo{std::cout, std::cerr}, nullptr);
+    return run_planned(a);
   });
-}
-
-int serve_faultd_run(const nlohmann::json& request, RunStreams& streams) {
-  const RunIo& io = streams.io();
-  std::vector<std::string> args;
-  for (const auto& w : request.at("args")) args.push_back(w.get<std::string>());
-  auto parsed = parse_packet_args(args);
-  if (!parsed) {
-    io.err << kWho << ": " << parsed.error().message << "\n";
-    return kExitBadInput;
-  }
-  if (const auto* help = std::get_if<HelpText>(&*parsed)) {
-    io.out << help->text << std::flush;
-    return kExitCompleted;
-  }
-  PacketRunArgs& a = std::get<PacketRunArgs>(*parsed);
-  if (!faultd_serves(a)) {
-    io.err << kWho << ": faultd serves packet faults applied in the kernel; run this one with faultctl alone\n";
-    return kExitBadInput;
-  }
-  return run_planned(a, io, &streams);
 }
 
 }  // namespace faultline

@@ -511,11 +511,12 @@ TEST_P(AgentTest, FaultctlRunsListsWatchesAndAbortsThroughTheControlPlane) {
 
   // Refusals: a flag a spec cannot carry (here, before anything is sent), a
   // host faultcp does not know (its 404 names the entry), a bad token.
-  auto seed = faultctl({"run", "loss", "--target", "198.18.75.2", "--percent", "50", "--duration", "2s", "--seed", "1",
-                        "--agent", std::to_string(agent)},
-                       cp_env);
-  EXPECT_TRUE(seed.status.is(2)) << seed.describe();
-  EXPECT_NE(seed.err.find("--seed cannot be sent to the control plane"), std::string::npos) << seed.describe();
+  // (--attach is the host's own: how this host's programs attach.)
+  auto attach = faultctl({"run", "loss", "--target", "198.18.75.2", "--percent", "50", "--duration", "2s", "--attach",
+                          "tc", "--agent", std::to_string(agent)},
+                         cp_env);
+  EXPECT_TRUE(attach.status.is(2)) << attach.describe();
+  EXPECT_NE(attach.err.find("--attach cannot be sent to the control plane"), std::string::npos) << attach.describe();
   auto nohost = faultctl(with(fault, {"--duration", "2s", "--hostname", "nohost"}), cp_env);
   EXPECT_TRUE(nohost.status.is(2)) << nohost.describe();
   EXPECT_NE(nohost.err.find("selector.hostnames[0]"), std::string::npos) << nohost.describe();

@@ -91,10 +91,10 @@ TEST_F(FaultdTest, StatusAndFeaturesAreTheJsonFaultctlPrints) {
 
 TEST_F(FaultdTest, RoutesAnswerWithTheirErrors) {
   start_faultd();
-  // A run request without its words (selftests/daemon/run_via_faultd_test.cpp runs real ones).
+  // A run request without its experiment (selftests/daemon/run_via_faultd_test.cpp runs real ones).
   const Reply runs = request("POST", "/v1/runs");
   EXPECT_EQ(runs.status, 400) << runs.body;
-  EXPECT_NE(nlohmann::json::parse(runs.body)["error"].get<std::string>().find("a run request is {\"args\""),
+  EXPECT_NE(nlohmann::json::parse(runs.body)["error"].get<std::string>().find("a run request is {\"experiment\""),
             std::string::npos)
       << runs.body;
   const std::string wrong_method = raw_exchange("DELETE /v1/status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");

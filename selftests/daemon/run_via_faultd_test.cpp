@@ -117,6 +117,54 @@ TEST_F(RunViaFaultdTest, BadInputExitsTwoBothWays) {
   EXPECT_EQ(faults_on(), 0u);
 }
 
+// The request is the typed experiment: a bad value sent to the API as JSON is
+// refused (400) by the packet family's reader, naming the field and the flag
+// that spells it, and nothing is applied.
+TEST_F(RunViaFaultdTest, ABadExperimentIsRefusedNamingItsFieldAndFlag) {
+  start_faultd();
+  auto post = [&](const nlohmann::json& body) {
+    const std::string b = body.dump();
+    const std::string raw = raw_exchange("POST /v1/runs HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: " +
+                                         std::to_string(b.size()) + "\r\n\r\n" + b);
+    const auto at = raw.find("\r\n\r\n");
+    const auto reply = nlohmann::json::parse(at == std::string::npos ? "" : raw.substr(at + 4), nullptr, false);
+    return std::make_pair(status_of(raw), reply.is_object() ? reply.value("error", "") : std::string());
+  };
+  const nlohmann::json good = {
+      {"kind", "loss"}, {"netns", ns()}, {"target", kRunB}, {"percent", 30}, {"duration_sec", 1}};
+  struct Case {
+    const char* field;
+    nlohmann::json value;
+    const char* said;  // the start of the error
+  };
+  const std::vector<Case> cases = {
+      {"percent", 300, "spec.percent (--percent): '300' is outside 0-100"},
+      {"proto", "sctp", "spec.proto (--proto): 'sctp': expected tcp, udp or icmp"},
+      {"direction", "sideways", "spec.direction (--direction): 'sideways': expected egress, ingress or both"},
+      {"port", "9-1", "spec.port (--port): "},
+      {"max_injections", 0, "spec.max_injections (--max-injections): 0: expected a whole number from 1 to 1000000000"},
+      {"start_after_ms", 5000, "spec.start_after_ms (--start-after): "},
+      {"seed", "x", "spec.seed (--seed): 'x': expected a whole number"},
+      {"loss_model", "ge:0", "spec.loss_model (--loss-model): "},
+      {"rate_bps", 1000, "spec.rate_bps (--rate): "},
+      {"source", "10.0.0.300", "spec.source (--source): "},
+      {"interval_ms", 50, "spec.interval_ms (--interval): "},
+  };
+  for (const auto& c : cases) {
+    nlohmann::json spec = good;
+    spec[c.field] = c.value;
+    if (std::string(c.field) == "interval_ms") spec["health_url"] = "http://127.0.0.1:9/";
+    const auto [status, error] = post({{"experiment", spec}});
+    EXPECT_EQ(status, 400) << spec.dump() << ": " << error;
+    EXPECT_EQ(error.rfind(c.said, 0), 0u) << spec.dump() << ": " << error;
+  }
+  const auto [status, error] = post({{"experiment", good}, {"attach", "xdp"}});
+  EXPECT_EQ(status, 400) << error;
+  EXPECT_NE(error.find("--attach"), std::string::npos) << error;
+  EXPECT_EQ(served("run"), 0u) << "a refused request started a run: " << faultd().err();
+  EXPECT_EQ(faults_on(), 0u);
+}
+
 TEST_F(RunViaFaultdTest, AGuardrailBreachExitsSevenBothWays) {
   start_faultd();
   // The health URL is behind the partition: the probe times out, the fault ends.

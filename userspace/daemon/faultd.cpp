@@ -208,26 +208,21 @@ int serve_faultd(const FaultdConfig& config, const FaultdHooks& hooks) {
   // back when it stops, once every run's thread is done (this is destroyed
   // after `runs`): an idle state is then torn down as any faultctl would.
   struct IdleStateRelease {
-    bool kept;
     ~IdleStateRelease() {
-      if (!kept) return;
       NetfaultEngine::keep_idle_state(false);
       (void)NetfaultEngine().reap();
     }
-  } release_idle_state{static_cast<bool>(hooks.run)};
-  if (hooks.run) {
-    NetfaultEngine::keep_idle_state(true);
-    // The programs of the host's namespace loaded and verified now, not at the
-    // first run (hundreds of milliseconds of the verifier's time).
-    if (auto ms = NetfaultEngine().prepare_host(); ms) {
-      hooks.log("faultd: packet programs loaded and verified ahead of the first run (" + std::to_string(*ms) + " ms)");
-    } else {
-      hooks.log("faultd: packet programs not loaded ahead (" + ms.error().describe() + "); the first run loads them");
-    }
+  } release_idle_state;
+  NetfaultEngine::keep_idle_state(true);
+  // The programs of the host's namespace loaded and verified now, not at the
+  // first run (hundreds of milliseconds of the verifier's time).
+  if (auto ms = NetfaultEngine().prepare_host(); ms) {
+    hooks.log("faultd: packet programs loaded and verified ahead of the first run (" + std::to_string(*ms) + " ms)");
+  } else {
+    hooks.log("faultd: packet programs not loaded ahead (" + ms.error().describe() + "); the first run loads them");
   }
   // Runs served for faultctl, each on its own thread once its connection is taken over.
-  std::unique_ptr<RunService> runs;
-  if (hooks.run) runs = std::make_unique<RunService>(*server, hooks.run, hooks.log);
+  auto runs = std::make_unique<RunService>(*server, hooks.log);
   const HttpRouter api = local_api_router(proxies.get(), runs.get());
   const HttpRouter metrics = metrics_router(proxies.get());
   // The listeners, in the order a handover names them.

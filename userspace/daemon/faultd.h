@@ -40,9 +40,6 @@ struct FaultdHooks {
   // What this faultd reports as its version (to the control plane): the
   // binary's version string, which lives with main, not in this library.
   std::string version;
-  // Runs faultctl sends (POST /v1/runs), as faultctl would run them; empty:
-  // the route answers 501 and faultctl runs standalone.
-  RunExecutor run;
   // Listening sockets the service manager passed at start, by name ("api",
   // "metrics", "toxiproxy"; systemd's LISTEN_FDS from its file descriptor
   // store): used as they are instead of binding anew, so a stop and a start

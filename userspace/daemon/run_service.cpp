@@ -1,6 +1,6 @@
-// A served run's thread: the stream's head, the executor (faultctl's own run
-// code) printing into frames, the client's signals as the run's stop source,
-// and the last frame.
+// A served run's thread: the stream's head, the typed experiment run as
+// `faultctl run` runs it (served_run.h) printing into frames, the client's
+// signals as the run's stop source, and the last frame.
 #include "userspace/daemon/run_service.h"
 
 #include <fcntl.h>
@@ -15,6 +15,7 @@
 #include "base/clock.h"
 #include "base/exit_code.h"
 #include "base/units.h"
+#include "userspace/daemon/served_run.h"
 
 namespace faultline {
 namespace {
@@ -238,33 +239,19 @@ class ServedStreams final : public RunStreams {
   std::optional<LeavableFault> held_;
 };
 
-std::string args_text(const nlohmann::json& args) {
-  std::string s;
-  for (const auto& a : args) s += (s.empty() ? "" : " ") + a.get<std::string>();
-  return s;
-}
-
 }  // namespace
 
 HttpReply RunService::start(const HttpRequest& req) {
   const nlohmann::json body = nlohmann::json::parse(req.body, nullptr, false);
-  const char* shape =
-      "a run request is {\"args\": [the words after faultctl run, as strings], \"terminal\": true|false}";
-  if (!body.is_object() || !body.contains("args") || !body["args"].is_array()) return HttpReply::error(400, shape);
-  for (const auto& [key, value] : body.items()) {
-    if (key != "args" && key != "terminal") return HttpReply::error(400, "unknown field \"" + key + "\": " + shape);
-  }
-  for (const auto& a : body["args"]) {
-    if (!a.is_string()) return HttpReply::error(400, shape);
-  }
-  if (body.contains("terminal") && !body["terminal"].is_boolean()) return HttpReply::error(400, shape);
+  auto served = served_run_from_json(body);
+  if (!served) return HttpReply::error(400, served.error().message);
   if (leaving_) return HttpReply::error(503, "faultd is stopping: run it again, with or without faultd");
   reap_finished();
   const uint64_t exchange = req.exchange;
   const pid_t client = req.peer.pid;
   // The server registers the request as waiting once this handler returns;
   // the connection is taken on the serving thread's next turn.
-  server_.after(std::chrono::milliseconds(0), [this, exchange, body, client] {
+  server_.after(std::chrono::milliseconds(0), [this, exchange, body, client, served = std::move(*served)] {
     auto taken = server_.take_connection(exchange);
     if (!taken) return;
     auto run = std::make_shared<Run>();
@@ -275,15 +262,15 @@ HttpReply RunService::start(const HttpRequest& req) {
     (void)::setsockopt(run->fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     std::lock_guard lock(mu_);
     runs_.push_back(run);
-    run->thread = std::thread([this, run, body, client, unread = std::move(taken->unread)]() mutable {
-      const std::string what = args_text(body["args"]);
+    run->thread = std::thread([this, run, body, client, served, unread = std::move(taken->unread)]() mutable {
+      const std::string what = body["experiment"].dump();
       if (log_) log_("faultd: run " + what + " (pid " + std::to_string(client) + ") started");
       int code = kExitFailure;
       std::string left;
       if (run->send_raw("HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nCache-Control: no-store\r\n"
                         "Connection: close\r\n\r\n")) {
         ServedStreams streams(*run, std::move(unread), body.value("terminal", false));
-        code = exec_(body, streams);
+        code = run_served(served, streams);
         streams.flush();
         if (const LeavableFault* f = streams.held(); f != nullptr && f->left()) left = f->left_text();
       }

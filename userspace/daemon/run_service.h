@@ -3,7 +3,8 @@
 // line by line, as JSON frames; the client's forwarded signals and its hanging
 // up stop the run as a signal stops a standalone one.
 //
-// The stream, after the request (`{"args": [words after "run"], "terminal": bool}`):
+// The request is a typed packet experiment and how to print it
+// (served_run.h). The stream, after it:
 //   faultd -> faultctl  "HTTP/1.1 200 OK" and a head, then one JSON object per line:
 //                       {"out": TEXT} | {"err": TEXT}   what the run printed, in order
 //                       {"exit_code": N}                 the last line: the run is over
@@ -39,19 +40,15 @@ class RunStreams {
   [[nodiscard]] virtual RunnableFault& hold(RunnableFault& fault) = 0;
 };
 
-// Runs one request as `faultctl run` would (its parsers and run loop live in
-// faultctl's code, which faultd's main hands in) and returns the exit code.
-using RunExecutor = std::function<int(const nlohmann::json& request, RunStreams& streams)>;
-
 class RunService {
  public:
-  RunService(HttpServer& server, RunExecutor exec, std::function<void(const std::string&)> log)
-      : server_(server), exec_(std::move(exec)), log_(std::move(log)) {}
+  RunService(HttpServer& server, std::function<void(const std::string&)> log) : server_(server), log_(std::move(log)) {}
   ~RunService();  // leave_all(), then waits for every run's thread
   RunService(const RunService&) = delete;
   RunService& operator=(const RunService&) = delete;
 
-  // POST /v1/runs: a body that is not a run request gets 400; otherwise the
+  // POST /v1/runs: a body that is not a run request, or whose experiment its
+  // reader refuses, gets 400 naming the field and its flag; otherwise the
   // connection is taken over and the run starts on its own thread.
   [[nodiscard]] HttpReply start(const HttpRequest& req);
   // Runs still on.
@@ -67,7 +64,6 @@ class RunService {
   void reap_finished();
 
   HttpServer& server_;
-  RunExecutor exec_;
   std::function<void(const std::string&)> log_;
   mutable std::mutex mu_;
   std::list<std::shared_ptr<Run>> runs_;

@@ -13,9 +13,12 @@ namespace {
 
 constexpr ExperimentField kGuardrailFields[] = {
     {"interval_sec", "interval", "s", "time between health checks and Prometheus queries, 1-600"},
+    {"interval_ms", "interval", "ms", "the same in milliseconds, 100-600000 (instead of interval_sec)"},
     {"health_url", "health-url", "", "http:// or https:// URL the guardrail GETs; healthy only on a 2xx"},
+    {"health_ca", "health-ca", "", "absolute path of the PEM CA an https health_url is checked against"},
     {"health_max_latency_ms", "health-max-latency", "ms", "slowest healthy answer, 1-60000 (default 1000)"},
     {"prometheus_url", "prometheus-url", "", "Prometheus server the query guardrail asks"},
+    {"prometheus_ca", "prometheus-ca", "", "absolute path of the PEM CA an https prometheus_url is checked against"},
     {"query", "query", "", "PromQL instant query giving one number, limited by abort_above/abort_below"},
     {"abort_above", "abort-above", "", "upper limit of kernel_signal (events per second) or else of query"},
     {"abort_below", "abort-below", "", "lower limit of query"},
@@ -41,12 +44,28 @@ Result<std::string> url_field(const nlohmann::json& spec, const char* field) {
   return url;
 }
 
+// A CA file for an https URL: an absolute path (a spec is read by another
+// process than the one that wrote it), read where the guardrail runs.
+Result<std::string> ca_field(const nlohmann::json& spec, const char* field, const std::string& url) {
+  auto ca = spec_string(spec, field);
+  if (!ca) return ca.error();
+  if (ca->empty() || ca->front() != '/') return spec_field_error(field, "must be an absolute path");
+  if (url.rfind("https://", 0) != 0)
+    return spec_field_error(field, "is for an https:// URL; " + url + " is plain http");
+  return ca;
+}
+
 // The combinations: which field needs which, checked before any value is read
 // so the first error names the field an operator has to add or remove.
 Status check_combinations(const nlohmann::json& spec) {
   auto has = [&](const char* f) { return spec.contains(f); };
-  if (has("interval_sec") && !has("health_url") && !has("query"))
-    return spec_field_error("interval_sec", "sets how often health_url and query are read: give one of them");
+  for (const char* interval : {"interval_sec", "interval_ms"})
+    if (has(interval) && !has("health_url") && !has("query"))
+      return spec_field_error(interval, "sets how often health_url and query are read: give one of them");
+  if (has("interval_sec") && has("interval_ms"))
+    return spec_field_error("interval_ms", "is interval_sec in milliseconds: give one of them");
+  if (has("health_ca") && !has("health_url")) return spec_field_error("health_ca", "needs health_url");
+  if (has("prometheus_ca") && !has("prometheus_url")) return spec_field_error("prometheus_ca", "needs prometheus_url");
   if (has("health_max_latency_ms") && !has("health_url"))
     return spec_field_error("health_max_latency_ms", "needs health_url");
   if (has("query") != has("prometheus_url"))
@@ -97,12 +116,22 @@ Result<ExperimentGuardrails> guardrails_from_json(const nlohmann::json& spec, co
     if (!i) return i.error();
     interval = *i * kGuardrailSec;
   }
+  if (spec.contains("interval_ms")) {
+    auto i = spec_uint(spec, "interval_ms", 100, 600'000);
+    if (!i) return i.error();
+    interval = *i * kGuardrailMs;
+  }
   if (spec.contains("health_url")) {
     HealthProbeConfig h;
     auto url = url_field(spec, "health_url");
     if (!url) return url.error();
     h.url = *url;
     h.netns = netns;
+    if (spec.contains("health_ca")) {
+      auto ca = ca_field(spec, "health_ca", *url);
+      if (!ca) return ca.error();
+      h.ca_file = *ca;
+    }
     if (interval) h.interval_ns = *interval;
     if (spec.contains("health_max_latency_ms")) {
       auto l = spec_uint(spec, "health_max_latency_ms", 1, 60'000);
@@ -133,6 +162,11 @@ Result<ExperimentGuardrails> guardrails_from_json(const nlohmann::json& spec, co
     auto query = text_field(spec, "query");
     if (!query) return query.error();
     q.polling.endpoint.url = *url;
+    if (spec.contains("prometheus_ca")) {
+      auto ca = ca_field(spec, "prometheus_ca", *url);
+      if (!ca) return ca.error();
+      q.polling.endpoint.ca_file = *ca;
+    }
     if (interval) q.polling.interval_ns = *interval;
     q.query = *query;
     // With a kernel signal too, abort_above is the signal's (an experiment
@@ -182,8 +216,12 @@ Status guardrails_to_json(const GuardrailOptions& g, const std::optional<RecordO
   };
   if (g.burn_rate) return refuse("--slo-burn-rate");
   if (g.health) {
-    if (!g.health->ca_file.empty()) return refuse("--health-ca");
     spec["health_url"] = g.health->url;
+    if (!g.health->ca_file.empty()) {
+      if (g.health->ca_file.front() != '/')
+        return input_error(EINVAL, "--health-ca: an experiment takes an absolute path");
+      spec["health_ca"] = g.health->ca_file;
+    }
     if (g.health->max_latency_ns != HealthProbeConfig{}.max_latency_ns) {
       auto ms = whole_units(g.health->max_latency_ns, kGuardrailMs, "--health-max-latency");
       if (!ms) return ms.error();
@@ -192,7 +230,11 @@ Status guardrails_to_json(const GuardrailOptions& g, const std::optional<RecordO
   }
   if (g.prometheus) {
     const PrometheusPolling& p = g.prometheus->polling;
-    if (!p.endpoint.ca_file.empty()) return refuse("--prometheus-ca");
+    if (!p.endpoint.ca_file.empty()) {
+      if (p.endpoint.ca_file.front() != '/')
+        return input_error(EINVAL, "--prometheus-ca: an experiment takes an absolute path");
+      spec["prometheus_ca"] = p.endpoint.ca_file;
+    }
     if (p.query_errors != PrometheusPolling{}.query_errors) return refuse("--query-errors");
     spec["prometheus_url"] = p.endpoint.url;
     spec["query"] = g.prometheus->query;
@@ -217,9 +259,13 @@ Status guardrails_to_json(const GuardrailOptions& g, const std::optional<RecordO
     interval = g.prometheus->polling.interval_ns;
   }
   if (interval) {
-    auto sec = whole_units(*interval, kGuardrailSec, "--interval");
-    if (!sec) return sec.error();
-    spec["interval_sec"] = *sec;
+    if (*interval % kGuardrailSec == 0) {
+      spec["interval_sec"] = *interval / kGuardrailSec;
+    } else {
+      auto ms = whole_units(*interval, kGuardrailMs, "--interval");
+      if (!ms) return ms.error();
+      spec["interval_ms"] = *ms;
+    }
   }
   if (g.kernel_signal) {
     if (g.prometheus && g.prometheus->abort_above)

@@ -26,8 +26,8 @@ struct ExperimentField {
   const char* help;
 };
 
-// The guardrail and record fields: interval_sec, health_url,
-// health_max_latency_ms, prometheus_url, query, abort_above, abort_below,
+// The guardrail and record fields: interval_sec (or interval_ms), health_url,
+// health_ca, health_max_latency_ms, prometheus_url, prometheus_ca, query, abort_above, abort_below,
 // kernel_signal, hypothesis, steady_state_sec.
 [[nodiscard]] std::span<const ExperimentField> guardrail_fields();
 
@@ -49,7 +49,7 @@ struct ExperimentGuardrails {
 // Writes them into spec. What the fields cannot hold is refused, naming the
 // flag: a sub-second --interval, an --abort-above for both a --query and a
 // --kernel-signal, the guardrails an experiment does not carry (--slo-burn-rate,
-// --health-ca, ...: give those to `faultctl run` on the host).
+// --signal-window, ...: give those to `faultctl run` on the host).
 [[nodiscard]] Status guardrails_to_json(const GuardrailOptions& g, const std::optional<RecordOptions>& record,
                                         nlohmann::json& spec);
 

@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cmath>
 
+#include "base/units.h"
+
 namespace faultline {
 
 Error spec_field_error(const std::string& field, const std::string& why) {
@@ -59,8 +61,51 @@ std::string spec_error_field(const Error& e) {
   if (e.message.rfind("spec.", 0) != 0) return "";
   const auto colon = e.message.find(": ");
   const auto space = e.message.find(' ');
-  if (colon == std::string::npos || (space != std::string::npos && space < colon)) return "";
-  return e.message.substr(0, colon);
+  if (colon == std::string::npos) return "";
+  // "spec.percent (--percent): why" names its flag too.
+  if (space != std::string::npos && space < colon &&
+      !(e.message.compare(space, 4, " (--") == 0 && e.message[colon - 1] == ')' &&
+        e.message.find(' ', space + 1) >= colon))
+    return "";
+  return e.message.substr(0, std::min(colon, space));
+}
+
+Result<uint64_t> parse_whole_number(const std::string& s, uint64_t min, uint64_t max) {
+  const std::string range = "a whole number from " + std::to_string(min) + " to " + std::to_string(max);
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
+    return input_error(EINVAL, "'" + s + "': expected " + range);
+  if (s.size() > 19 || std::stoull(s) > max) return input_error(EINVAL, s + ": too large, expected " + range);
+  const uint64_t v = std::stoull(s);
+  if (v < min) return input_error(EINVAL, s + ": expected " + range);
+  return v;
+}
+
+Result<uint64_t> parse_seed(const std::string& s) {
+  const std::string range = "a whole number from 0 to 18446744073709551615";
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
+    return input_error(EINVAL, "'" + s + "': expected " + range);
+  const std::string digits = s.substr(std::min(s.find_first_not_of('0'), s.size() - 1));
+  if (digits.size() > 20 || (digits.size() == 20 && digits > "18446744073709551615"))
+    return input_error(EINVAL, s + ": too large, expected " + range);
+  return static_cast<uint64_t>(std::stoull(digits));
+}
+
+Result<uint64_t> spec_count(const nlohmann::json& spec, const char* field, uint64_t min, uint64_t max) {
+  const nlohmann::json& v = spec[field];
+  if (!v.is_number_integer()) return spec_field_error(field, "must be a whole number");
+  auto n = parse_whole_number(v.dump(), min, max);
+  if (!n) return spec_field_error(field, n.error().message);
+  return *n;
+}
+
+Result<double> spec_percent(const nlohmann::json& spec, const char* field) {
+  auto p = spec_number(spec, field);
+  if (!p) return p.error();
+  if (*p < 0 || *p > 100) {
+    auto words = parse_percent(spec[field].dump());
+    return spec_field_error(field, words ? "must be within 0-100" : words.error().message);
+  }
+  return *p;
 }
 
 Result<std::string> spec_string(const nlohmann::json& spec, const char* field) {

@@ -33,8 +33,24 @@ struct FlagField {
 [[nodiscard]] Error spec_error_from_flags(const Error& e, std::span<const FlagField> table,
                                           const std::string& fallback);
 
-// The field an error of the form "spec.<field>: why" names ("spec.cores"), or "".
+// The field an error of the form "spec.<field>: why" or "spec.<field> (--flag):
+// why" names ("spec.cores"), or "".
 [[nodiscard]] std::string spec_error_field(const Error& e);
+
+// A whole number written as text, within [min, max], in the words `faultctl
+// run` refuses a count flag with (the caller puts the flag or field before
+// them): "'-3': expected a whole number from 1 to 1000000000", "12345678901:
+// too large, expected ...". Signs, units, fractions are refused.
+[[nodiscard]] Result<uint64_t> parse_whole_number(const std::string& s, uint64_t min, uint64_t max);
+// A seed: any whole number a u64 holds, 0 to 18446744073709551615, in decimal.
+[[nodiscard]] Result<uint64_t> parse_seed(const std::string& s);
+
+// A count field, refused in the words of the CLI's count flags ("spec.after:
+// 0: expected a whole number from 1 to 1000000000").
+[[nodiscard]] Result<uint64_t> spec_count(const nlohmann::json& spec, const char* field, uint64_t min, uint64_t max);
+// A percent field: a number within 0-100, refused in the words of the CLI's
+// percent flags for the number as written ("spec.percent: '300' is outside 0-100").
+[[nodiscard]] Result<double> spec_percent(const nlohmann::json& spec, const char* field);
 
 // Typed reads of one field of a spec object (present: the caller checks).
 [[nodiscard]] Result<std::string> spec_string(const nlohmann::json& spec, const char* field);

@@ -23,6 +23,41 @@ Status known_fields(const nlohmann::json& spec, std::span<const char* const> fam
   return {};
 }
 
+// "spec.percent: must be within 0-100" -> "spec.percent (--percent): must be
+// within 0-100": the error names the flag that spells the field, when a table
+// lists it (an element "spec.target[1]" is its field's).
+Error with_flag_named(const Error& e, std::span<const FlagField> family) {
+  const std::string named = spec_error_field(e);
+  if (named.empty() || e.message.compare(0, named.size() + 2, named + ": ") != 0) return e;
+  std::string field = named.substr(5);
+  if (const auto bracket = field.find('['); bracket != std::string::npos) field.resize(bracket);
+  std::string flag;
+  for (const auto& f : family)
+    if (field == f.field) flag = f.flag;
+  for (const auto& f : guardrail_fields())
+    if (field == f.field) flag = f.flag;
+  if (flag.empty() || flag == "kind") return e;
+  Error out = e;
+  out.message = named + " (--" + flag + ")" + e.message.substr(named.size());
+  return out;
+}
+
+// The flag of each field of a family (the packet table's, or the family's own).
+std::span<const FlagField> family_flags(const std::string& family) {
+  static const std::vector<FlagField> packet = [] {
+    std::vector<FlagField> t;
+    for (const auto& f : packet_experiment_fields()) t.push_back({f.flag, f.field});
+    return t;
+  }();
+  if (family == "syscall") return syscall_flag_fields();
+  if (family == "tcp") return tcp_flag_fields();
+  if (family == "http") return http_flag_fields();
+  if (family == "resource") return resource_flag_fields();
+  return packet;
+}
+
+Result<Experiment> read_experiment(const nlohmann::json& spec, const std::string& record_dir);
+
 }  // namespace
 
 std::optional<std::string> experiment_family(const std::string& kind) {
@@ -33,6 +68,17 @@ std::optional<std::string> experiment_family(const std::string& kind) {
 }
 
 Result<Experiment> experiment_from_json(const nlohmann::json& spec, const std::string& record_dir) {
+  auto e = read_experiment(spec, record_dir);
+  if (e) return e;
+  const std::string family = spec.is_object() && spec.contains("kind") && spec["kind"].is_string()
+                                 ? experiment_family(spec["kind"].get<std::string>()).value_or("packet")
+                                 : "packet";
+  return with_flag_named(e.error(), family_flags(family));
+}
+
+namespace {
+
+Result<Experiment> read_experiment(const nlohmann::json& spec, const std::string& record_dir) {
   if (!spec.is_object()) return input_error(EINVAL, "spec: not a JSON object");
   if (!spec.contains("kind")) return spec_field_error("kind", "is required");
   auto kind = spec_string(spec, "kind");
@@ -72,6 +118,8 @@ Result<Experiment> experiment_from_json(const nlohmann::json& spec, const std::s
   e.record = std::move(g->record);
   return e;
 }
+
+}  // namespace
 
 Status add_experiment_guardrails(const GuardrailOptions& g, const std::optional<RecordOptions>& record,
                                  nlohmann::json& spec) {

@@ -1,9 +1,9 @@
 // A packet experiment ("kind": "loss", "latency", ...) of the typed experiment
-// model: its fields (kind, target, dev, netns, percent, delay_ms, jitter_ms,
-// duration_sec), read into the FaultSpec `faultctl run KIND` builds from its
-// flags and checked by the same validate(); and written back from one. The
-// target is an address or CIDR prefix (a name would be resolved where the spec
-// is read, not where the fault runs).
+// model: one field per `faultctl run KIND` flag (the table, with each field's
+// flag, unit and help), read into the FaultSpec the CLI builds from its flags,
+// with the CLI's value parsers and validate(); and written back from one. A
+// target is an address or CIDR prefix, or an array of them (a name is
+// resolved where the spec is written, not where the fault runs).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -22,9 +22,9 @@ namespace faultline {
 // random decision gets a drawn seed, recorded by the run, as `faultctl run` does.
 [[nodiscard]] Result<FaultSpec> packet_spec_from_json(const nlohmann::json& spec);
 
-// The fields of s. What they cannot hold is refused naming the flag: several
-// targets, a sub-millisecond delay, a fault scoped by flags the model does not
-// carry yet (--port, --domains, ...: run those with `faultctl run` on the host).
+// The fields of s: every flag's value. What they cannot hold is refused,
+// naming the flag: a duration in fractions of a second, a delay, jitter or
+// start in fractions of a millisecond.
 [[nodiscard]] Result<nlohmann::json> packet_spec_to_json(const FaultSpec& s);
 
 }  // namespace faultline

@@ -3,6 +3,8 @@
 
 #include <netinet/in.h>
 
+#include <algorithm>
+#include <charconv>
 #include <sstream>
 
 namespace faultline {
@@ -102,6 +104,103 @@ Result<std::string> normalize_domain(const std::string& s) {
   }
   if (label == 0) return make_error(EINVAL, "'" + s + "' has an empty label");
   return d;
+}
+
+Status check_kind_takes(FaultKind kind, const std::string& flag) {
+  struct KindFlags {
+    FaultKind kind;
+    std::vector<std::string> flags;
+  };
+  static const std::vector<std::string> kSpecific = {"percent", "correlation",  "loss-model", "domains", "delay",
+                                                     "jitter",  "distribution", "rate",       "seed",    "via"};
+  static const KindFlags kTaken[] = {
+      {FaultKind::Loss, {"percent", "correlation", "loss-model", "seed"}},
+      {FaultKind::Partition, {}},
+      {FaultKind::Flowdrop, {}},
+      {FaultKind::Corrupt, {"percent", "seed"}},
+      {FaultKind::Duplicate, {"percent", "seed"}},
+      {FaultKind::Dns, {"domains", "percent", "seed"}},
+      {FaultKind::Latency, {"delay", "jitter", "distribution", "percent", "seed", "via"}},
+      {FaultKind::Bandwidth, {"rate", "via"}},
+  };
+  if (std::find(kSpecific.begin(), kSpecific.end(), flag) == kSpecific.end()) return {};
+  for (const auto& k : kTaken) {
+    if (k.kind == kind && std::find(k.flags.begin(), k.flags.end(), flag) != k.flags.end()) return {};
+  }
+  return input_error(EINVAL, "--" + flag + " does not apply to a " + std::string(kind_name(kind)) + " fault");
+}
+
+Status check_dev_name(const std::string& dev) {
+  if (dev.empty() || dev.size() > 15 || dev.find('/') != std::string::npos)
+    return input_error(EINVAL, "--dev '" + dev + "': not a device name (1-15 characters, no '/')");
+  return {};
+}
+
+Status check_netns_name(const std::string& ns) {
+  if (ns.empty()) return input_error(EINVAL, "--netns: empty name");
+  if (ns.size() > 255 || ns.find("..") != std::string::npos ||
+      ns.find_first_of(std::string("\0\n", 2)) != std::string::npos)
+    return input_error(EINVAL, "--netns '" + ns + "': not a namespace name, path or pid:N (1-255 characters, no '..')");
+  return {};
+}
+
+Result<uint8_t> parse_proto(const std::string& p) {
+  if (p == "tcp") return uint8_t(IPPROTO_TCP);
+  if (p == "udp") return uint8_t(IPPROTO_UDP);
+  if (p == "icmp") return uint8_t(IPPROTO_ICMP);
+  return input_error(EINVAL, "--proto '" + p + "': expected tcp, udp or icmp");
+}
+
+Result<uint8_t> parse_direction(const std::string& d) {
+  if (d == "egress") return uint8_t(FL_DIR_EGRESS);
+  if (d == "ingress") return uint8_t(FL_DIR_INGRESS);
+  if (d == "both") return uint8_t(FL_DIR_EGRESS | FL_DIR_INGRESS);
+  return input_error(EINVAL, "--direction '" + d + "': expected egress, ingress or both");
+}
+
+const char* direction_name(uint8_t dir_mask) {
+  return dir_mask == (FL_DIR_EGRESS | FL_DIR_INGRESS) ? "both" : dir_mask == FL_DIR_INGRESS ? "ingress" : "egress";
+}
+
+Result<uint32_t> parse_distribution(const std::string& d) {
+  if (d == "normal") return uint32_t(FL_DIST_NORMAL);
+  if (d == "pareto") return uint32_t(FL_DIST_PARETO);
+  if (d == "uniform") return uint32_t(FL_DIST_UNIFORM);
+  return input_error(EINVAL, "--distribution '" + d + "': expected normal, pareto or uniform");
+}
+
+Result<GeModel> parse_loss_model(const std::string& s) {
+  auto refuse = [&](const std::string& why) { return input_error(EINVAL, "--loss-model '" + s + "': " + why); };
+  if (s.rfind("ge:", 0) != 0) return refuse("expected ge:p[,r[,1-h[,1-k]]] in percents");
+  std::vector<double> v;
+  const std::string rest = s.substr(3);
+  size_t start = 0;
+  while (start <= rest.size()) {
+    const auto comma = rest.find(',', start);
+    auto p = parse_percent(rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (!p) return refuse(p.error().message);
+    v.push_back(*p);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (v.empty() || v.size() > 4) return refuse("expected 1 to 4 percents after ge:");
+  GeModel g;
+  g.p = v[0];
+  g.r = v.size() > 1 ? v[1] : 100 - v[0];
+  g.loss_bad = v.size() > 2 ? v[2] : 100;
+  g.loss_good = v.size() > 3 ? v[3] : 0;
+  if (g.p <= 0) return refuse("p must be above 0");
+  return g;
+}
+
+std::string loss_model_text(const GeModel& g) {
+  // The shortest text each percent reads back from exactly.
+  auto num = [](double d) {
+    char buf[64];
+    const auto r = std::to_chars(buf, buf + sizeof buf, d);
+    return std::string(buf, r.ptr);
+  };
+  return "ge:" + num(g.p) + "," + num(g.r) + "," + num(g.loss_bad) + "," + num(g.loss_good);
 }
 
 Status validate(const FaultSpec& s) {

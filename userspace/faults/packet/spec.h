@@ -86,4 +86,24 @@ struct FaultSpec {
 // "Example.COM." -> "example.com"; refuses what is not a DNS name.
 [[nodiscard]] Result<std::string> normalize_domain(const std::string& s);
 
+// Whether a kind takes a flag: the shape flags (--percent, --delay, --rate,
+// --domains, ...) belong to some kinds; every other flag to all. Refused:
+// "--rate does not apply to a loss fault".
+[[nodiscard]] Status check_kind_takes(FaultKind kind, const std::string& flag);
+
+// A device name (--dev): 1-15 characters, no '/'; a namespace (--netns): a
+// name, a path or pid:N of 1-255 characters, no "..". Errors name the flag.
+[[nodiscard]] Status check_dev_name(const std::string& dev);
+[[nodiscard]] Status check_netns_name(const std::string& netns);
+
+// The words of the scope and shape flags, read the same way by `faultctl run`
+// and by an experiment's reader; errors name the flag ("--proto 'x': expected
+// tcp, udp or icmp") and are bad input.
+[[nodiscard]] Result<uint8_t> parse_proto(const std::string& s);          // tcp|udp|icmp
+[[nodiscard]] Result<uint8_t> parse_direction(const std::string& s);      // egress|ingress|both -> FL_DIR_*
+[[nodiscard]] const char* direction_name(uint8_t dir_mask);               // the same words back
+[[nodiscard]] Result<uint32_t> parse_distribution(const std::string& s);  // normal|pareto|uniform
+[[nodiscard]] Result<GeModel> parse_loss_model(const std::string& s);     // ge:p[,r[,1-h[,1-k]]]
+[[nodiscard]] std::string loss_model_text(const GeModel& g);              // "ge:1,20,100,0"
+
 }  // namespace faultline

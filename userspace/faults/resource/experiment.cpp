@@ -42,6 +42,7 @@ Result<uint64_t> resource_size_field(const nlohmann::json& spec, const char* f) 
 }  // namespace
 
 std::span<const char* const> resource_spec_fields() { return kResourceFields; }
+std::span<const FlagField> resource_flag_fields() { return kResourceFlagFields; }
 
 Result<ResourceSpec> resource_spec_from_json(const nlohmann::json& spec) {
   if (!spec.is_object() || !spec.contains("kind") || !spec["kind"].is_string())

@@ -11,12 +11,15 @@
 
 #include "base/result.h"
 #include "userspace/faults/resource/spec.h"
+#include "userspace/faults/spec_fields.h"
 
 namespace faultline {
 
 // Every resource field a spec may carry (besides kind, duration_sec and the
 // guardrails); which of them a kind takes is checked by the reader.
 [[nodiscard]] std::span<const char* const> resource_spec_fields();
+// The `faultctl run process|cpu|memory|disk` flag of each field.
+[[nodiscard]] std::span<const FlagField> resource_flag_fields();
 
 // Reads and checks them (errors "spec.<field>: why", bad input).
 [[nodiscard]] Result<ResourceSpec> resource_spec_from_json(const nlohmann::json& spec);

@@ -137,6 +137,7 @@ Status stream_run_fields(const nlohmann::json& spec, TcpFaultSpec& s) {
 }  // namespace
 
 std::span<const char* const> tcp_spec_fields() { return kTcpFields; }
+std::span<const FlagField> tcp_flag_fields() { return kTcpFlagFields; }
 
 Result<TcpFaultSpec> tcp_spec_from_json(const nlohmann::json& spec) {
   auto started = stream_spec_with_target(spec, "\"10.0.0.5:5432\"");
@@ -170,6 +171,7 @@ Result<TcpFaultSpec> tcp_spec_from_json(const nlohmann::json& spec) {
 }
 
 std::span<const char* const> http_spec_fields() { return kHttpFields; }
+std::span<const FlagField> http_flag_fields() { return kHttpFlagFields; }
 
 Result<TcpFaultSpec> http_spec_from_json(const nlohmann::json& spec) {
   auto started = stream_spec_with_target(spec, "\"10.0.0.5:8080\"");

@@ -10,12 +10,15 @@
 #include <span>
 
 #include "base/result.h"
+#include "userspace/faults/spec_fields.h"
 #include "userspace/faults/stream/spec.h"
 
 namespace faultline {
 
 // The tcp fields of a spec (besides kind, duration_sec and the guardrails).
 [[nodiscard]] std::span<const char* const> tcp_spec_fields();
+// The `faultctl run tcp` flag of each field.
+[[nodiscard]] std::span<const FlagField> tcp_flag_fields();
 
 // Reads and checks them (errors "spec.<field>: why", bad input).
 [[nodiscard]] Result<TcpFaultSpec> tcp_spec_from_json(const nlohmann::json& spec);
@@ -29,6 +32,8 @@ namespace faultline {
 // cgroup, drain_ms -- each written as the flag's text and judged by the same
 // http_fault_from_flags() and validate(). No command to wrap.
 [[nodiscard]] std::span<const char* const> http_spec_fields();
+// The `faultctl run http` flag of each field.
+[[nodiscard]] std::span<const FlagField> http_flag_fields();
 [[nodiscard]] Result<TcpFaultSpec> http_spec_from_json(const nlohmann::json& spec);
 
 }  // namespace faultline

@@ -32,6 +32,7 @@ constexpr FlagField kSyscallFlagFields[] = {
 }  // namespace
 
 std::span<const char* const> syscall_spec_fields() { return kSyscallFields; }
+std::span<const FlagField> syscall_flag_fields() { return kSyscallFlagFields; }
 
 Result<SyscallFaultSpec> syscall_spec_from_json(const nlohmann::json& spec) {
   if (!spec.is_object()) return input_error(EINVAL, "spec: not a JSON object");
@@ -55,7 +56,7 @@ Result<SyscallFaultSpec> syscall_spec_from_json(const nlohmann::json& spec) {
   if (!e) return spec_field_error("errno", *err_name + ": not a known errno name (EIO, EACCES, ECONNREFUSED, ...)");
   s.err = *e;
   if (spec.contains("percent")) {
-    auto p = spec_number(spec, "percent");
+    auto p = spec_percent(spec, "percent");
     if (!p) return p.error();
     s.percent = *p;
   }
@@ -78,18 +79,19 @@ Result<SyscallFaultSpec> syscall_spec_from_json(const nlohmann::json& spec) {
     s.via = *v;
   }
   if (spec.contains("after")) {
-    auto n = spec_uint(spec, "after", 1, SyscallCaps::kMaxInjections);
+    auto n = spec_count(spec, "after", 1, SyscallCaps::kMaxInjections);
     if (!n) return n.error();
     s.after = *n;
   }
   if (spec.contains("max_injections")) {
-    auto n = spec_uint(spec, "max_injections", 1, SyscallCaps::kMaxInjections);
+    auto n = spec_count(spec, "max_injections", 1, SyscallCaps::kMaxInjections);
     if (!n) return n.error();
     s.max_injections = *n;
   }
   if (spec.contains("start_after_ms")) {
-    auto n = spec_uint(spec, "start_after_ms", 1, SyscallCaps::kMaxDurationNs / 1'000'000ULL);
+    auto n = spec_uint(spec, "start_after_ms", 0, SyscallCaps::kMaxDurationNs / 1'000'000ULL);
     if (!n) return n.error();
+    if (*n == 0) return spec_field_error("start_after_ms", "must be above 0 (leave it out to start at once)");
     s.start_after_ns = *n * 1'000'000ULL;
   }
   if (spec.contains("include_loader")) {

@@ -11,12 +11,15 @@
 #include <span>
 
 #include "base/result.h"
+#include "userspace/faults/spec_fields.h"
 #include "userspace/faults/syscall/plan.h"
 
 namespace faultline {
 
 // The syscall fields of a spec (besides kind, duration_sec and the guardrails).
 [[nodiscard]] std::span<const char* const> syscall_spec_fields();
+// The `faultctl run syscall` flag of each field.
+[[nodiscard]] std::span<const FlagField> syscall_flag_fields();
 
 // Reads and checks them (errors "spec.<field>: why", bad input). The seed of
 // a percent is drawn (and recorded by the run), as `faultctl run` does.
