@@ -363,7 +363,7 @@ std::string GuardJudge::hold_exec(const ExecJudgement& j, ApprovalSettle settle)
 }
 
 void GuardJudge::record_exec(const ExecJudgement& j, GuardVerdict verdict) {
-  if (verdict == GuardVerdict::Deny) risk(RiskKind::tamper, "a dangerous exec: " + exec_text(j));
+  if (verdict == GuardVerdict::Deny) risk(RiskKind::tamper, "a dangerous exec: " + exec_command_text(j));
   if (!options_.activity) return;
   ActivityEntry e;
   e.identity = options_.identity;
