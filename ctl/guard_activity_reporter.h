@@ -11,7 +11,7 @@
 #include <string>
 #include <thread>
 
-#include "ctl/guard_cp_link.h"
+#include "ctl/cp_link.h"
 #include "userspace/guard/activity_log.h"
 #include "userspace/guard/activity_spool.h"
 
@@ -25,7 +25,7 @@ class GuardActivityReporter {
 
   // Starts the sender; what the spool holds from before (a guard restart, a
   // faultcp that was down) goes first.
-  [[nodiscard]] static std::unique_ptr<GuardActivityReporter> start(std::shared_ptr<const GuardCpLink> link,
+  [[nodiscard]] static std::unique_ptr<GuardActivityReporter> start(std::shared_ptr<const CpLink> link,
                                                                     std::unique_ptr<ActivitySpool> spool, Log log);
   // Tries for up to 2 s to deliver what is left; the rest stays spooled.
   ~GuardActivityReporter();
@@ -37,13 +37,13 @@ class GuardActivityReporter {
   [[nodiscard]] size_t spooled() const { return spool_->size(); }
 
  private:
-  GuardActivityReporter(std::shared_ptr<const GuardCpLink> link, std::unique_ptr<ActivitySpool> spool, Log log);
+  GuardActivityReporter(std::shared_ptr<const CpLink> link, std::unique_ptr<ActivitySpool> spool, Log log);
   void run();
   // One batch; false when faultcp did not take it (the caller waits).
   [[nodiscard]] bool send_one_batch();
   void note_problem(const std::string& problem);
 
-  std::shared_ptr<const GuardCpLink> link_;
+  std::shared_ptr<const CpLink> link_;
   std::unique_ptr<ActivitySpool> spool_;
   Log log_;
   std::mutex mu_;

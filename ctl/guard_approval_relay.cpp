@@ -40,7 +40,7 @@ bool relay_nap(int fd, uint64_t ms) {
 
 using namespace guard_approval_relay_impl;
 
-GuardApprovalRelay::GuardApprovalRelay(std::shared_ptr<const GuardCpLink> link, ApprovalQueue& queue, Log log)
+GuardApprovalRelay::GuardApprovalRelay(std::shared_ptr<const CpLink> link, ApprovalQueue& queue, Log log)
     : link_(std::move(link)), queue_(queue), log_(std::move(log)) {}
 
 GuardApprovalRelay::~GuardApprovalRelay() { stop(); }

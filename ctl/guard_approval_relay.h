@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "base/unique_fd.h"
-#include "ctl/guard_cp_link.h"
+#include "ctl/cp_link.h"
 #include "userspace/guard/approval_queue.h"
 
 namespace faultline {
@@ -25,7 +25,7 @@ class GuardApprovalRelay final : public ApprovalListener {
   using Log = std::function<void(const std::string&)>;
   // queue: where faultcp's decisions are applied (it outlives the relay's
   // threads: stop() is called before the queue goes).
-  GuardApprovalRelay(std::shared_ptr<const GuardCpLink> link, ApprovalQueue& queue, Log log);
+  GuardApprovalRelay(std::shared_ptr<const CpLink> link, ApprovalQueue& queue, Log log);
   ~GuardApprovalRelay() override;
 
   // Each held request gets a thread of its own: post, then long-poll its
@@ -50,7 +50,7 @@ class GuardApprovalRelay final : public ApprovalListener {
   void follow(const std::shared_ptr<Hold>& h);
   void reap_locked();
 
-  std::shared_ptr<const GuardCpLink> link_;
+  std::shared_ptr<const CpLink> link_;
   ApprovalQueue& queue_;
   Log log_;
   std::mutex mu_;

@@ -192,13 +192,16 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
   // With faultcp: the workspace's section is the policy (the flags refused
   // local rules), and the activity log defaults to one in the state folder so
   // that the chain faultcp holds continues across restarts of the guard.
-  std::shared_ptr<const GuardCpLink> link;
+  std::shared_ptr<const CpLink> link;
   std::optional<WorkspaceGuardPolicy> workspace;
   ActivityWriter::Options wo;
   if (!o.cp_url.empty()) {
-    auto l = GuardCpLink::create(o.cp_url, o.cp_token);
+    auto l = CpLink::create(o.cp_url, o.cp_token,
+                            {.token_hint = "an agent token of the workspace: POST /v1/agents/register with an "
+                                           "enrollment token",
+                             .max_body = 1024 * 1024});
     if (!l) return l.error();
-    link = std::make_shared<const GuardCpLink>(std::move(*l));
+    link = std::make_shared<const CpLink>(std::move(*l));
     GuardCaptureOptions& m = c->options_;
     if (m.state_dir.empty()) m.state_dir = guard_state_dir();
     FL_TRY(make_state_dir(m.state_dir));

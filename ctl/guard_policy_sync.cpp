@@ -51,7 +51,7 @@ std::string synced_policy_words(const GuardPolicy& p) {
 
 using namespace guard_policy_sync_impl;
 
-Result<WorkspaceGuardPolicy> fetch_workspace_guard_policy(const GuardCpLink& link, const std::string& cache_path,
+Result<WorkspaceGuardPolicy> fetch_workspace_guard_policy(const CpLink& link, const std::string& cache_path,
                                                           bool terminate_tls) {
   auto a = link.call("GET", "/v1/guardrails/policy");
   if (a && a->response.status.code == 404) {
@@ -89,7 +89,7 @@ Result<WorkspaceGuardPolicy> fetch_workspace_guard_policy(const GuardCpLink& lin
   return read_policy_version(j, terminate_tls, cache_path);
 }
 
-GuardPolicySync::GuardPolicySync(std::shared_ptr<const GuardCpLink> link, std::shared_ptr<GuardJudge> judge,
+GuardPolicySync::GuardPolicySync(std::shared_ptr<const CpLink> link, std::shared_ptr<GuardJudge> judge,
                                  uint64_t since, std::string cache_path, bool terminate_tls, Log log)
     : link_(std::move(link)),
       judge_(std::move(judge)),

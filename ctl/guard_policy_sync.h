@@ -13,7 +13,7 @@
 
 #include "base/result.h"
 #include "base/unique_fd.h"
-#include "ctl/guard_cp_link.h"
+#include "ctl/cp_link.h"
 #include "userspace/guard/guard_judge.h"
 
 namespace faultline {
@@ -28,7 +28,7 @@ struct WorkspaceGuardPolicy {
 // The section at start: faultcp's newest, else (faultcp unreachable) the
 // cache; bad input when the section cannot run with these flags (a path rule
 // without --terminate-tls), an error when neither faultcp nor a cache answers.
-[[nodiscard]] Result<WorkspaceGuardPolicy> fetch_workspace_guard_policy(const GuardCpLink& link,
+[[nodiscard]] Result<WorkspaceGuardPolicy> fetch_workspace_guard_policy(const CpLink& link,
                                                                         const std::string& cache_path,
                                                                         bool terminate_tls);
 
@@ -36,7 +36,7 @@ class GuardPolicySync {
  public:
   using Log = std::function<void(const std::string&)>;
   // Follows the versions after `since`, reloading judge with each that can run.
-  GuardPolicySync(std::shared_ptr<const GuardCpLink> link, std::shared_ptr<GuardJudge> judge, uint64_t since,
+  GuardPolicySync(std::shared_ptr<const CpLink> link, std::shared_ptr<GuardJudge> judge, uint64_t since,
                   std::string cache_path, bool terminate_tls, Log log);
   ~GuardPolicySync();  // ends the poll at once
   GuardPolicySync(const GuardPolicySync&) = delete;
@@ -44,7 +44,7 @@ class GuardPolicySync {
 
  private:
   void run();
-  std::shared_ptr<const GuardCpLink> link_;
+  std::shared_ptr<const CpLink> link_;
   std::shared_ptr<GuardJudge> judge_;
   uint64_t version_;
   std::string cache_path_;

@@ -109,7 +109,7 @@ ProctorReview read_proctor_answer(int status, std::string_view body) {
 }
 
 Result<std::shared_ptr<GuardProctor>> GuardProctor::create(ProctorConfig config, ApprovalQueue& queue,
-                                                           std::shared_ptr<const GuardCpLink> link,
+                                                           std::shared_ptr<const CpLink> link,
                                                            std::function<void(const std::string&)> log) {
   auto url = parse_http_url(config.url);
   if (!url) return input_error(0, "FAULTLINE_PROCTOR_URL " + config.url + ": " + url.error().message);

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "ctl/guard_cp_link.h"
+#include "ctl/cp_link.h"
 #include "userspace/guard/approval_queue.h"
 #include "userspace/guard/task_thread.h"
 #include "userspace/guardrails/http_client.h"
@@ -54,7 +54,7 @@ struct ProctorReview {
 class GuardProctor final : public ApprovalListener {
  public:
   [[nodiscard]] static Result<std::shared_ptr<GuardProctor>> create(ProctorConfig config, ApprovalQueue& queue,
-                                                                    std::shared_ptr<const GuardCpLink> link,
+                                                                    std::shared_ptr<const CpLink> link,
                                                                     std::function<void(const std::string&)> log);
   void held(const PendingApproval& p) override;
   void settled(const PendingApproval&, ApprovalOutcome) override {}
@@ -64,7 +64,7 @@ class GuardProctor final : public ApprovalListener {
 
  private:
   GuardProctor(ProctorConfig config, HttpUrl url, HttpClient client, ApprovalQueue& queue,
-               std::shared_ptr<const GuardCpLink> link, std::function<void(const std::string&)> log)
+               std::shared_ptr<const CpLink> link, std::function<void(const std::string&)> log)
       : config_(std::move(config)),
         url_(std::move(url)),
         client_(std::move(client)),
@@ -77,7 +77,7 @@ class GuardProctor final : public ApprovalListener {
   HttpUrl url_;
   HttpClient client_;
   ApprovalQueue& queue_;
-  std::shared_ptr<const GuardCpLink> link_;
+  std::shared_ptr<const CpLink> link_;
   std::function<void(const std::string&)> log_;
   std::atomic<bool> stopping_{false};
   std::unique_ptr<TaskThread> thread_ = std::make_unique<TaskThread>();  // last: its tasks use the rest

@@ -30,7 +30,7 @@ std::string url_word(const std::string& s) {
 
 using namespace remote_budget_detail;
 
-RemoteBudgetStore::RemoteBudgetStore(std::shared_ptr<const GuardCpLink> link, LlmBudgetLimits limits,
+RemoteBudgetStore::RemoteBudgetStore(std::shared_ptr<const CpLink> link, LlmBudgetLimits limits,
                                      std::function<void(const std::string&)> log)
     : link_(std::move(link)), limits_(std::move(limits)), log_(std::move(log)) {}
 

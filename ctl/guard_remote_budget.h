@@ -8,7 +8,7 @@
 #include <set>
 #include <string>
 
-#include "ctl/guard_cp_link.h"
+#include "ctl/cp_link.h"
 #include "userspace/guard/llm_budget.h"
 #include "userspace/guard/task_thread.h"
 
@@ -23,7 +23,7 @@ namespace faultline {
 // side) and says so on the log.
 class RemoteBudgetStore final : public BudgetStore {
  public:
-  RemoteBudgetStore(std::shared_ptr<const GuardCpLink> link, LlmBudgetLimits limits,
+  RemoteBudgetStore(std::shared_ptr<const CpLink> link, LlmBudgetLimits limits,
                     std::function<void(const std::string&)> log);
   ~RemoteBudgetStore() override = default;  // the sender delivers what is queued first
 
@@ -41,7 +41,7 @@ class RemoteBudgetStore final : public BudgetStore {
   bool take_open(uint64_t id);
   void send_end(const BudgetReservation& r, std::optional<uint64_t> billed);
 
-  std::shared_ptr<const GuardCpLink> link_;
+  std::shared_ptr<const CpLink> link_;
   LlmBudgetLimits limits_;
   std::function<void(const std::string&)> log_;
   std::mutex mu_;

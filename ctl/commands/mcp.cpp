@@ -14,13 +14,14 @@
 #include "base/version.h"
 #include "ctl/command.h"
 #include "ctl/commands/commands.h"
+#include "ctl/cp_link.h"
 #include "userspace/guard/mcp_wire.h"
 #include "userspace/guardrails/http_client.h"
 
 namespace faultline {
 namespace mcp_command_impl {
 
-constexpr uint64_t kCallTimeoutNs = 30'000'000'000ULL;
+constexpr uint64_t kCallTimeoutMs = 30'000;
 constexpr size_t kMaxText = 1024 * 1024;  // a tool's text, cut beyond
 constexpr const char* kUsage =
     "usage: faultctl --control-plane URL --token TOKEN mcp [--allow-actions]\n"
@@ -66,21 +67,8 @@ std::vector<Tool> tools() {
   };
 }
 
-struct Cp {
-  HttpUrl base;
-  std::string token;
-  HttpClient client;
-  Result<HttpAnswer> call(const std::string& method, const std::string& path, const std::string& body = "") const {
-    HttpUrl u = base;
-    u.path = base.path + path;
-    HttpCall c;
-    c.method = method;
-    c.headers = {{"Authorization", "Bearer " + token}};
-    if (!body.empty()) c.headers.emplace_back("Content-Type", "application/json");
-    c.body = body;
-    return client.call(u, c, kCallTimeoutNs);
-  }
-};
+// faultcp, from --control-plane and --token.
+using Cp = CpLink;
 
 struct ToolOutcome {
   std::string text;
@@ -224,26 +212,13 @@ int cmd_mcp(const std::vector<std::string>& args, const std::string& url, const 
     std::cerr << "faultctl mcp: give --control-plane URL (or FAULTLINE_CP) before the command\n";
     return kExitBadInput;
   }
-  auto base = parse_http_url(url);
-  if (!base || base->path.find('?') != std::string::npos) {
-    std::cerr << "faultctl mcp: --control-plane " << url << ": "
-              << (base ? "give faultcp's base URL, without a query" : base.error().message) << "\n";
-    return kExitBadInput;
+  auto link = CpLink::create(url, token, {.timeout_ms = kCallTimeoutMs});
+  if (!link) {
+    std::cerr << "faultctl mcp: " << link.error().message << "\n";
+    return link.error().bad_input ? kExitBadInput : kExitFailure;
   }
-  while (!base->path.empty() && base->path.back() == '/') base->path.pop_back();
-  if (token.empty()) {
-    std::cerr << "faultctl mcp: the control plane needs a token: --token or FAULTLINE_CP_TOKEN\n";
-    return kExitBadInput;
-  }
-  HttpClientOptions o;
-  o.tls = base->tls;
-  if (const char* ca = std::getenv("FAULTLINE_CP_CA"); ca && *ca) {
-    o.ca_file = ca;
-    o.ca_flag = "FAULTLINE_CP_CA";
-  }
-  auto client = HttpClient::create(o);
-  if (!client) return report_error("faultctl mcp", client.error());
-  const Cp cp{*base, token, std::move(*client)};
+  const Cp& cp = *link;
+  const HttpUrl* base = &cp.base();
   std::cerr << "faultline mcp: faultcp " << base->host << ":" << base->port << base->path << " on stdio"
             << (allow_actions ? ", actions allowed (run_experiment)" : ", read tools only") << "\n";
   McpLineReader reader;

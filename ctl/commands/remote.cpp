@@ -16,6 +16,7 @@
 #include "base/units.h"
 #include "ctl/command.h"
 #include "ctl/commands/commands.h"
+#include "ctl/cp_link.h"
 #include "ctl/http_args.h"
 #include "ctl/packet_args.h"
 #include "ctl/resource_args.h"
@@ -29,7 +30,7 @@
 namespace faultline {
 namespace {
 
-constexpr uint64_t kCallTimeoutNs = 15'000'000'000ULL;
+constexpr uint64_t kCallTimeoutMs = 15'000;
 constexpr auto kWatchEvery = std::chrono::milliseconds(250);
 
 // The flags of a family's table (experiment.h) and of every kind's
@@ -48,23 +49,8 @@ const std::vector<std::string> kCarriedRun = [] {
 
 Status add_run_flags(nlohmann::json& spec, const RunFlags& flags);
 
-struct Remote {
-  HttpUrl base;
-  std::string token;
-  HttpClient client;
-
-  // One call; an answer of any status, or why there was none.
-  Result<HttpAnswer> call(const std::string& method, const std::string& path, const std::string& body = "") const {
-    HttpUrl u = base;
-    u.path = base.path + path;
-    HttpCall c;
-    c.method = method;
-    c.headers = {{"Authorization", "Bearer " + token}};
-    if (!body.empty()) c.headers.emplace_back("Content-Type", "application/json");
-    c.body = body;
-    return client.call(u, c, kCallTimeoutNs);
-  }
-};
+// faultcp, from --control-plane and --token.
+using Remote = CpLink;
 
 // faultcp's error envelope as one line, and the exit code it means: 2 for
 // what the request got wrong (400, 404, 413), 1 otherwise.
@@ -649,26 +635,12 @@ Result<int64_t> experiment_id(const std::string& who, const std::vector<std::str
 int cmd_remote(const std::string& name, const std::vector<std::string>& args, const std::string& url,
                const std::string& token) {
   const std::string who = "faultctl " + name;
-  auto base = parse_http_url(url);
-  if (!base || base->path.find('?') != std::string::npos) {
-    std::cerr << who << ": --control-plane " << url << ": "
-              << (base ? "give faultcp's base URL, without a query" : base.error().message) << "\n";
-    return kExitBadInput;
+  auto link = CpLink::create(url, token, {.timeout_ms = kCallTimeoutMs});
+  if (!link) {
+    std::cerr << who << ": " << link.error().message << "\n";
+    return link.error().bad_input ? kExitBadInput : kExitFailure;
   }
-  while (!base->path.empty() && base->path.back() == '/') base->path.pop_back();
-  if (token.empty()) {
-    std::cerr << who << ": the control plane needs a token: --token or FAULTLINE_CP_TOKEN (an API or session token)\n";
-    return kExitBadInput;
-  }
-  HttpClientOptions o;
-  o.tls = base->tls;
-  if (const char* ca = std::getenv("FAULTLINE_CP_CA"); ca && *ca) {
-    o.ca_file = ca;
-    o.ca_flag = "FAULTLINE_CP_CA";
-  }
-  auto client = HttpClient::create(o);
-  if (!client) return report_error(who, client.error());
-  const Remote r{*base, token, std::move(*client)};
+  const Remote& r = *link;
   if (name == "run") return remote_run(r, args);
   if (name == "list") return remote_list(r, args);
   if (name == "policy") return remote_policy(r, args);

@@ -1,34 +1,32 @@
-// The guard's faultcp calls: bearer token, JSON or NDJSON bodies, one deadline each.
-#include "ctl/guard_cp_link.h"
+// faultctl's faultcp calls: bearer token, JSON or NDJSON bodies, one deadline each.
+#include "ctl/cp_link.h"
 
 #include <cstdlib>
 
 namespace faultline {
 
-Result<GuardCpLink> GuardCpLink::create(const std::string& url, const std::string& token) {
+Result<CpLink> CpLink::create(const std::string& url, const std::string& token, Options options) {
   auto base = parse_http_url(url);
   if (!base) return input_error(0, "--control-plane " + url + ": " + base.error().message);
   if (base->path.find('?') != std::string::npos)
     return input_error(0, "--control-plane " + url + ": give faultcp's base URL, without a query");
   while (!base->path.empty() && base->path.back() == '/') base->path.pop_back();
   if (token.empty())
-    return input_error(0,
-                       "--control-plane needs a token: --token or FAULTLINE_CP_TOKEN (an agent token of the "
-                       "workspace: POST /v1/agents/register with an enrollment token)");
+    return input_error(0, "--control-plane needs a token: --token or FAULTLINE_CP_TOKEN (" + options.token_hint + ")");
   HttpClientOptions o;
   o.tls = base->tls;
   if (const char* ca = std::getenv("FAULTLINE_CP_CA"); ca != nullptr && *ca != '\0') {
     o.ca_file = ca;
     o.ca_flag = "FAULTLINE_CP_CA";
   }
-  o.max_body = 1024 * 1024;
+  if (options.max_body != 0) o.max_body = options.max_body;
   auto client = HttpClient::create(o);
   if (!client) return client.error();
-  return GuardCpLink(std::move(*base), token, std::move(*client));
+  return CpLink(std::move(*base), token, std::move(*client), options.timeout_ms);
 }
 
-Result<HttpAnswer> GuardCpLink::call(const std::string& method, const std::string& path, const std::string& body,
-                                     const std::string& content_type, uint64_t timeout_ms, int cancel_fd) const {
+Result<HttpAnswer> CpLink::call(const std::string& method, const std::string& path, const std::string& body,
+                                const std::string& content_type, uint64_t timeout_ms, int cancel_fd) const {
   HttpUrl u = base_;
   u.path = base_.path + path;
   HttpCall c;
@@ -37,7 +35,7 @@ Result<HttpAnswer> GuardCpLink::call(const std::string& method, const std::strin
   if (!body.empty()) c.headers.emplace_back("Content-Type", content_type);
   c.body = body;
   c.cancel_fd = cancel_fd;
-  return client_.call(u, c, timeout_ms * 1'000'000ULL);
+  return client_.call(u, c, (timeout_ms != 0 ? timeout_ms : timeout_ms_) * 1'000'000ULL);
 }
 
 std::optional<nlohmann::json> answer_object(const HttpAnswer& a) {
