@@ -1,15 +1,20 @@
 // The environment a guard under test starts with: its CA in the test's folder,
 // the runtime folder's default (XDG_RUNTIME_DIR unset), and none of the test
-// process's own proxy variables.
+// process's own proxy variables; and what the suites read back (one request
+// of a stand-in upstream, the activity log's entries of one kind).
 #pragma once
 
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <cctype>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "selftests/lib/child_process.h"
 
 namespace fltest {
 
@@ -45,6 +50,28 @@ inline std::optional<std::string> read_one_request(int fd) {
     if (n <= 0) return std::nullopt;
     data.append(b, static_cast<size_t>(n));
   }
+}
+
+// The entries of an activity log (--json-log FILE) whose kind is `kind`, in order.
+inline std::vector<nlohmann::json> activity_of_kind(const std::string& file, const std::string& kind) {
+  std::ifstream in(file);
+  std::vector<nlohmann::json> out;
+  for (std::string line; std::getline(in, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("kind", "") == kind) out.push_back(j);
+  }
+  return out;
+}
+
+// faultctl guard FLAGS --json-log ACTIVITY -- COMMAND, as nobody when the test
+// is root (the request guard alone, as any user runs it).
+inline std::vector<std::string> guard_argv(const std::string& faultctl, const std::vector<std::string>& flags,
+                                           const std::string& activity, const std::vector<std::string>& command) {
+  std::vector<std::string> argv = {faultctl, "guard"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.insert(argv.end(), {"--json-log", activity, "--"});
+  argv.insert(argv.end(), command.begin(), command.end());
+  return as_nobody(std::move(argv));
 }
 
 }  // namespace fltest

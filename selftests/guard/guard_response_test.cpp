@@ -192,12 +192,8 @@ class GuardResponseTest : public ::testing::Test {
   }
 
   CommandResult guard(std::vector<std::string> flags, std::vector<std::string> command) {
-    std::vector<std::string> argv = {kRespFaultctl, "guard"};
-    argv.insert(argv.end(), flags.begin(), flags.end());
-    argv.insert(argv.end(), {"--json-log", dir_.file("activity.jsonl"), "--"});
-    argv.insert(argv.end(), command.begin(), command.end());
-    argv = fltest::as_nobody(std::move(argv));
-    return fltest::run_command(argv, {.env = env_}, 90s);
+    return fltest::run_command(fltest::guard_argv(kRespFaultctl, flags, dir_.file("activity.jsonl"), command),
+                               {.env = env_}, 90s);
   }
 
   // curl -i: the client's whole answer, head and body.
