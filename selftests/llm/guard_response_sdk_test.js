@@ -11,26 +11,13 @@
 //   node guard_response_sdk_test.js BASE_URL     (the stand-in, e.g. http://127.0.0.1:40111)
 'use strict';
 const {makeProxyFetch} = require('./proxy_fetch');
+const {guardedArgs, makeChecks} = require('./sdk_check');
 const Anthropic = require('@anthropic-ai/sdk');
 const OpenAI = require('openai');
 
-const base = process.argv[2];
-const proxy = process.env.HTTP_PROXY || process.env.http_proxy;
-if (!base || !proxy) {
-  console.error('usage: HTTP_PROXY=... node guard_response_sdk_test.js BASE_URL');
-  process.exit(2);
-}
+const {args: [base], proxy} = guardedArgs('guard_response_sdk_test.js', ['BASE_URL']);
 
-let failures = 0;
-function check(cond, what, detail) {
-  if (!cond) {
-    failures++;
-    console.error(`FAILED: ${what}${detail === undefined ? '' : ': ' + JSON.stringify(detail)}`);
-    return false;
-  }
-  console.log(`ok ${what}`);
-  return true;
-}
+const {check, exit} = makeChecks();
 
 let attempts = 0;
 const proxyFetch = makeProxyFetch(proxy, {onAttempt: () => attempts++});
@@ -94,7 +81,7 @@ async function main() {
   const benign = await openai.chat.completions.create(
       {model: 'gpt-test', messages: [{role: 'user', content: 'Summarise the notes.'}]});
   check(benign.choices[0].message.content.endsWith('Nothing else to report.'), 'openai: benign answer', benign);
-  process.exit(failures === 0 ? 0 : 1);
+  exit();
 }
 
 main().catch((e) => {

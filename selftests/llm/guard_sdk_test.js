@@ -10,26 +10,13 @@
 //   node guard_sdk_test.js BASE_URL     (the stand-in, e.g. http://127.0.0.1:40111)
 'use strict';
 const {makeProxyFetch} = require('./proxy_fetch');
+const {guardedArgs, makeChecks} = require('./sdk_check');
 const Anthropic = require('@anthropic-ai/sdk');
 const OpenAI = require('openai');
 
-const base = process.argv[2];
-const proxy = process.env.HTTP_PROXY || process.env.http_proxy;
-if (!base || !proxy) {
-  console.error('usage: HTTP_PROXY=... node guard_sdk_test.js BASE_URL');
-  process.exit(2);
-}
+const {args: [base], proxy} = guardedArgs('guard_sdk_test.js', ['BASE_URL']);
 
-let failures = 0;
-function check(cond, what, detail) {
-  if (!cond) {
-    failures++;
-    console.error(`FAILED: ${what}${detail === undefined ? '' : ': ' + JSON.stringify(detail)}`);
-    return false;
-  }
-  console.log(`ok ${what}`);
-  return true;
-}
+const {check, exit} = makeChecks();
 
 // A fetch through the HTTP proxy: the request line carries the whole URL.
 let attempts = 0;
@@ -65,7 +52,7 @@ async function main() {
     check(e.code === 'policy_denied', 'openai: code policy_denied', e.code);
     check(attempts === 1, 'openai: exactly one attempt at default retries', attempts);
   }
-  process.exit(failures === 0 ? 0 : 1);
+  exit();
 }
 
 main().catch((e) => {
