@@ -12,18 +12,10 @@ import http from "node:http";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { Client, EVERYTHING, FAULTCTL, StdioClientTransport, here } from "./harness.mjs";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const FAULTCTL = process.env.FAULTCTL;
-assert.ok(FAULTCTL, "FAULTCTL: the faultctl binary to test");
-if (!fs.existsSync(path.join(here, "node_modules/@modelcontextprotocol/server-everything")))
-  throw new Error(`${here}/node_modules is missing: run scripts/install-deps.sh (npm ci in selftests/mcp)`);
-const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
-const { StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js");
 const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/sdk/client/streamableHttp.js");
 const { LoggingMessageNotificationSchema } = await import("@modelcontextprotocol/sdk/types.js");
-const EVERYTHING = path.join(here, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
 
 function tempWorld(t) {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), "fl-mcpb-"));

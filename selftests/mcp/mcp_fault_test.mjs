@@ -7,16 +7,8 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { Client, EVERYTHING, FAULTCTL, StdioClientTransport } from "./harness.mjs";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const FAULTCTL = process.env.FAULTCTL;
-assert.ok(FAULTCTL, "FAULTCTL: the faultctl binary to test");
-if (!fs.existsSync(path.join(here, "node_modules/@modelcontextprotocol/server-everything")))
-  throw new Error(`${here}/node_modules is missing: run scripts/install-deps.sh (npm ci in selftests/mcp)`);
-const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
-const { StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js");
-const EVERYTHING = path.join(here, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
 
 function world(t) {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), "fl-mcpf-"));

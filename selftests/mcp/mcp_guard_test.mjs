@@ -8,18 +8,9 @@ import { spawn, execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { Client, FAULTCTL, FS_SERVER, StdioClientTransport, here } from "./harness.mjs";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const FAULTCTL = process.env.FAULTCTL;
-assert.ok(FAULTCTL, "FAULTCTL: the faultctl binary to test");
-// The pinned packages, installed by scripts/install-deps.sh (npm ci here).
-if (!fs.existsSync(path.join(here, "node_modules/@modelcontextprotocol/server-filesystem")))
-  throw new Error(`${here}/node_modules is missing: run scripts/install-deps.sh (npm ci in selftests/mcp)`);
-const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
-const { StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js");
 const { ToolListChangedNotificationSchema } = await import("@modelcontextprotocol/sdk/types.js");
-const FS_SERVER = path.join(here, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
 const RUG_SERVER = path.join(here, "rug_pull_server.mjs");
 
 function tempWorld(t) {
