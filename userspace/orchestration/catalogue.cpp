@@ -22,6 +22,17 @@ constexpr int64_t kDependencyMaxLength = 64;
 TemplateParam catalogue_duration() {
   return {"duration_s", TemplateParam::Kind::Range, 30, 120, {}, {}, true, "how long the fault lasts, in seconds"};
 }
+// The HTTP templates' optional TLS termination; `who` speaks TLS ("the dependency").
+TemplateParam catalogue_terminate_tls(const std::string& who) {
+  return {"terminate_tls",
+          TemplateParam::Kind::Flag,
+          0,
+          0,
+          {},
+          {},
+          false,
+          who + " speaks TLS: end it with the local CA (which the service must trust)"};
+}
 TemplateParam catalogue_target() {
   return {"target", TemplateParam::Kind::Dependency,
           0,        0,
@@ -66,14 +77,7 @@ std::vector<CatalogueTemplate> catalogue_templates() {
        {catalogue_target(),
         {"status", TemplateParam::Kind::IntChoice, 0, 0, {429, 500, 502, 503, 504}, {}, true, "the status answered"},
         {"percent", TemplateParam::Kind::Range, 5, 50, {}, {}, true, "share of the requests answered with it"},
-        {"terminate_tls",
-         TemplateParam::Kind::Flag,
-         0,
-         0,
-         {},
-         {},
-         false,
-         "the dependency speaks TLS: end it with the local CA (which the service must trust)"},
+        catalogue_terminate_tls("the dependency"),
         catalogue_duration()}},
       {"llm_provider_overloaded",
        1,
@@ -92,14 +96,7 @@ std::vector<CatalogueTemplate> catalogue_templates() {
          true,
          "whose overloaded answer is given"},
         {"percent", TemplateParam::Kind::Range, 5, 50, {}, {}, true, "share of the calls answered with it"},
-        {"terminate_tls",
-         TemplateParam::Kind::Flag,
-         0,
-         0,
-         {},
-         {},
-         false,
-         "the provider speaks TLS: end it with the local CA (which the service must trust)"},
+        catalogue_terminate_tls("the provider"),
         catalogue_duration()}},
       {"cpu_stress_one",
        1,
