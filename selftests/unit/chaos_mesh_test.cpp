@@ -1,23 +1,17 @@
 // Chaos Mesh NetworkChaos documents, shaped like the examples of Chaos Mesh's
 // documentation (written here, adapted to a host: no pod selector, external
-// targets), read as the faultctl run words they mean; and what a host agent
-// cannot honour, refused at its line and column with what to write instead.
-#include "userspace/policy/chaos_mesh.h"
-
+// targets), read as the typed experiment they mean (the JSON the family
+// readers take, read by experiment_from_json()); and what a host agent cannot
+// honour, refused at its line and column with what to write instead.
 #include <gtest/gtest.h>
 
 #include "selftests/lib/child_process.h"
+#include "userspace/ops/chaos_mesh_import.h"
 
 namespace faultline {
 namespace {
 
-std::string words_of(const ChaosMeshRead& r) {
-  std::string s;
-  for (const auto& w : r.fault.words) s += (s.empty() ? "" : " ") + w;
-  return s;
-}
-
-std::string errors_of(const ChaosMeshRead& r) {
+std::string errors_of(const ChaosMeshImport& r) {
   std::string s;
   for (const auto& e : r.errors) s += e.render("F") + "\n";
   return s;
@@ -28,49 +22,50 @@ constexpr const char* kHead = "apiVersion: chaos-mesh.org/v1alpha1\nkind: Networ
 struct Translation {
   const char* name;
   std::string body;  // after metadata.name
-  std::string words;
+  std::string spec;  // the experiment's JSON
 };
 
-TEST(ChaosMesh, DocumentationShapedExamplesBecomeRunWords) {
+TEST(ChaosMesh, DocumentationShapedExamplesBecomeTypedExperiments) {
   const std::vector<Translation> cases = {
       {"delay",
        "delay\nspec:\n  action: delay\n  mode: all\n  direction: to\n  externalTargets: ['10.0.5.10']\n"
        "  delay:\n    latency: '10ms'\n    correlation: '100'\n    jitter: '0ms'\n  duration: '30s'\n",
-       "latency --target 10.0.5.10 --direction egress --duration 30s --delay 10ms"},
+       R"({"delay_ms":10,"direction":"egress","duration_sec":30,"kind":"latency","target":"10.0.5.10"})"},
       {"delay with jitter",
        "delay-jitter\nspec:\n  action: delay\n  externalTargets: ['10.0.5.0/24']\n"
        "  delay:\n    latency: '90ms'\n    jitter: '10ms'\n  duration: '2m'\n",
-       "latency --target 10.0.5.0/24 --duration 2m --delay 90ms --jitter 10ms"},
+       R"({"delay_ms":90,"duration_sec":120,"jitter_ms":10,"kind":"latency","target":"10.0.5.0/24"})"},
       {"loss",
-       "loss\nspec:\n  action: loss\n  mode: all\n  externalTargets: ['192.0.2.10', 'www.example.com']\n"
+       "loss\nspec:\n  action: loss\n  mode: all\n  externalTargets: ['192.0.2.10', 'localhost']\n"
        "  loss:\n    loss: '25'\n    correlation: '25'\n  direction: both\n  duration: '10s'\n",
-       "loss --target 192.0.2.10 --target www.example.com --direction both --duration 10s --percent 25 --correlation "
-       "25"},
+       R"({"correlation":25,"direction":"both","duration_sec":10,"kind":"loss","percent":25,)"
+       R"("target":["192.0.2.10","127.0.0.1"]})"},
       {"duplicate",
        "duplicate\nspec:\n  action: duplicate\n  externalTargets: ['198.51.100.7']\n"
        "  duplicate:\n    duplicate: '40'\n    correlation: '0'\n  duration: '30s'\n",
-       "duplicate --target 198.51.100.7 --duration 30s --percent 40"},
+       R"({"duration_sec":30,"kind":"duplicate","percent":40,"target":"198.51.100.7"})"},
       {"corrupt",
        "corrupt\nspec:\n  action: corrupt\n  externalTargets: ['198.51.100.7']\n  direction: from\n"
        "  corrupt:\n    corrupt: '40'\n  duration: '30s'\n",
-       "corrupt --target 198.51.100.7 --direction ingress --duration 30s --percent 40"},
+       R"({"direction":"ingress","duration_sec":30,"kind":"corrupt","percent":40,"target":"198.51.100.7"})"},
       {"partition",
        "partition\nspec:\n  action: partition\n  mode: all\n  direction: to\n"
        "  externalTargets: ['10.0.9.0/24']\n  duration: '1m'\n",
-       "partition --target 10.0.9.0/24 --direction egress --duration 1m"},
+       R"({"direction":"egress","duration_sec":60,"kind":"partition","target":"10.0.9.0/24"})"},
       {"bandwidth",
        "bandwidth\nspec:\n  action: bandwidth\n  externalTargets: ['10.0.5.10']\n  device: eth0\n"
        "  bandwidth:\n    rate: '1mbps'\n    limit: 20971520\n    buffer: 10000\n  duration: '30s'\n",
-       "bandwidth --target 10.0.5.10 --dev eth0 --duration 30s --rate 1mbps"},
+       R"({"dev":"eth0","duration_sec":30,"kind":"bandwidth","rate_bps":8000000,"target":"10.0.5.10"})"},
   };
   for (const auto& c : cases) {
-    ChaosMeshRead r = read_network_chaos(std::string(kHead) + c.body);
+    ChaosMeshImport r = import_chaos_mesh(std::string(kHead) + c.body);
     EXPECT_TRUE(r.ok()) << c.name << ":\n" << errors_of(r);
-    EXPECT_EQ(words_of(r), c.words) << c.name;
+    EXPECT_EQ(r.spec.dump(), c.spec) << c.name;
+    EXPECT_TRUE(r.experiment.has_value()) << c.name;
   }
-  ChaosMeshRead bw = read_network_chaos(std::string(kHead) + cases.back().body);
-  ASSERT_EQ(bw.fault.notes.size(), 2u);
-  EXPECT_EQ(bw.fault.notes[0],
+  ChaosMeshImport bw = import_chaos_mesh(std::string(kHead) + cases.back().body);
+  ASSERT_EQ(bw.notes.size(), 2u);
+  EXPECT_EQ(bw.notes[0],
             "spec.bandwidth.limit (a tc tbf queue size) has no equivalent in Faultline's pacing and is not used");
 }
 
@@ -78,10 +73,27 @@ TEST(ChaosMesh, WhatAHostCannotHonourIsRefusedWhereItIsWritten) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"x\nspec:\n  action: delay\n  mode: one\n  selector:\n    namespaces: [default]\n    labelSelectors:\n"
        "      'app': 'web-show'\n  delay: {latency: '10ms'}\n  externalTargets: ['10.0.0.1']\n  duration: 30s\n",
-       "F:7:9: spec.mode: 'one' picks pods: pod selectors cannot be honoured by a host agent; leave mode out (or all)\n"
-       "F:8:3: spec.selector: pod selectors cannot be honoured by a host agent: Faultline acts on this host's own "
-       "traffic. Remove it, name the peers in spec.externalTargets, and to narrow the fault to one workload run it "
-       "with faultctl run --cgroup PATH\n"},
+       "F:9:5: spec.selector.namespaces: pod selectors cannot be honoured by a host agent: Faultline acts on this "
+       "host's own traffic. Remove it, name the peers in spec.externalTargets, and to narrow the fault to one "
+       "workload select it with labelSelectors {service: NAME} and mode one, and give faultctl apply --cgroup PATH\n"
+       "F:11:7: spec.selector.labelSelectors.app: Faultline selects an instance by the label service alone "
+       "({service: NAME}), whose cgroup --cgroup names\n"},
+      {"x\nspec:\n  action: delay\n  mode: fixed-percent\n  value: '50'\n  delay: {latency: '10ms'}\n"
+       "  externalTargets: ['10.0.0.1']\n  duration: 30s\n",
+       "F:7:9: spec.mode: 'fixed-percent' picks pods: pod selectors cannot be honoured by a host agent; leave mode "
+       "out (or all), or select one instance with labelSelectors {service: NAME}\n"
+       "F:8:10: spec.value: how many pods mode picks: there are no pods on a host; leave it out\n"},
+      {"x\nspec:\n  action: delay\n  mode: one\n  selector:\n    labelSelectors: {service: web}\n"
+       "  delay: {latency: '10ms'}\n  externalTargets: ['10.0.0.1']\n  duration: 30s\n",
+       "F:9:31: spec.selector.labelSelectors.service: 'web' selects pods, which a host agent cannot list: give the "
+       "cgroup of the instance to fault (faultctl apply --cgroup PATH)\n"},
+      {"x\nspec:\n  action: delay\n  delay: {latency: '10.5ms'}\n  externalTargets: ['10.0.0.1']\n"
+       "  duration: 30s\n",
+       "F:7:20: spec.delay.latency: '10.5ms': Faultline takes whole milliseconds\n"},
+      // The family reader's caps, put at the Chaos Mesh field.
+      {"x\nspec:\n  action: delay\n  delay: {latency: '10ms'}\n  externalTargets: ['10.0.0.1']\n"
+       "  duration: 90m\n",
+       "F:9:13: spec.duration: spec.duration_sec (--duration): 90m is over the cap of 1h\n"},
       {"x\nspec:\n  action: loss\n  target:\n    selector: {namespaces: [db]}\n    mode: all\n  loss: {loss: '5'}\n"
        "  duration: 30s\n",
        "F:6:3: spec.externalTargets: required here: the peers (addresses, CIDRs or host names) the fault hits; a "
@@ -110,15 +122,15 @@ TEST(ChaosMesh, WhatAHostCannotHonourIsRefusedWhereItIsWritten) {
        "F:9:3: spec.scheduler: not a field Faultline reads from a NetworkChaos\n"},
   };
   for (const auto& [body, want] : cases) {
-    ChaosMeshRead r = read_network_chaos(std::string(kHead) + body);
+    ChaosMeshImport r = import_chaos_mesh(std::string(kHead) + body);
     EXPECT_FALSE(r.ok()) << body;
     EXPECT_EQ(errors_of(r), want) << body;
   }
-  EXPECT_EQ(errors_of(read_network_chaos("apiVersion: chaos-mesh.org/v1alpha1\nkind: PodChaos\nmetadata: {name: p}\n"
-                                         "spec: {action: pod-kill}\n")),
-            "F:2:7: kind: expected NetworkChaos (other Chaos Mesh kinds: use faultctl run "
-            "syscall|process|cpu|memory|disk)\n");
-  EXPECT_EQ(errors_of(read_network_chaos("a: [\n")).substr(0, 20), "F:2:1: <document>: n");
+  EXPECT_EQ(errors_of(import_chaos_mesh("apiVersion: chaos-mesh.org/v1alpha1\nkind: PodChaos\nmetadata: {name: p}\n"
+                                        "spec: {action: pod-kill}\n")),
+            "F:2:7: kind: expected NetworkChaos or StressChaos (other Chaos Mesh kinds: use faultctl run "
+            "syscall|process|memory|disk)\n");
+  EXPECT_EQ(errors_of(import_chaos_mesh("a: [\n")).substr(0, 20), "F:2:1: <document>: n");
 }
 
 // faultctl apply -f: the run parser's refusal lands on the field; --dry-run
@@ -135,7 +147,7 @@ TEST(ChaosMesh, ApplyDryRunAndRefusalsThroughTheCli) {
   auto r = fltest::run_command({FAULTCTL_PATH, "apply", "-f", path, "--dry-run"});
   ::unlink(path);
   EXPECT_TRUE(r.status.is(2)) << r.describe();
-  EXPECT_NE(r.err.find(std::string(path) + ":8:16: spec.loss.loss: --percent: '250' is outside 0-100\n"),
+  EXPECT_NE(r.err.find(std::string(path) + ":8:16: spec.loss.loss: spec.percent (--percent): '250' is outside 0-100\n"),
             std::string::npos)
       << r.err;
   auto missing = fltest::run_command({FAULTCTL_PATH, "apply"});
