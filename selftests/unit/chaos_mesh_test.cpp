@@ -7,6 +7,7 @@
 
 #include "selftests/lib/child_process.h"
 #include "userspace/ops/chaos_mesh_import.h"
+#include "userspace/orchestration/catalogue.h"
 
 namespace faultline {
 namespace {
@@ -153,6 +154,106 @@ TEST(ChaosMesh, ApplyDryRunAndRefusalsThroughTheCli) {
   auto missing = fltest::run_command({FAULTCTL_PATH, "apply"});
   EXPECT_TRUE(missing.status.is(2)) << missing.describe();
   EXPECT_EQ(missing.err, "faultctl apply: missing -f FILE\n");
+}
+
+// What `faultctl catalogue render --format chaos-mesh` writes re-imports:
+// mode one with labelSelectors {service: NAME} is the instance --cgroup names.
+// A StressChaos re-imports to the very experiment the catalogue's JSON render
+// is. A NetworkChaos cannot say what the JSON render says (a tcp toxic on
+// HOST:PORT; NetworkChaos has no port and no toxics): it re-imports to the
+// packet fault on HOST that Chaos Mesh itself would inject, and this test
+// pins that difference. PodChaos (process_kill_one) and the HTTP templates
+// have no import: refused, naming why.
+TEST(ChaosMesh, CatalogueRendersReimport) {
+  const std::string cgroup = "/sys/fs/cgroup/fl-chaos-reimport";
+  const ChaosMeshTarget target{"web", "run1"};
+  const std::map<std::string, nlohmann::json> params = {
+      {"upstream_delay", {{"target", "10.0.0.7:5432"}, {"latency_ms", 200}, {"duration_s", 60}}},
+      {"upstream_partition", {{"target", "10.0.0.7:5432"}, {"duration_s", 45}}},
+      {"upstream_http_error", {{"target", "10.0.0.7:80"}, {"status", 503}, {"percent", 20}, {"duration_s", 60}}},
+      {"llm_provider_overloaded",
+       {{"target", "10.0.0.7:80"}, {"provider", "anthropic"}, {"percent", 20}, {"duration_s", 60}}},
+      {"cpu_stress_one", {{"load", 80}, {"duration_s", 30}}},
+      {"process_kill_one", {{"duration_s", 30}}},
+  };
+  // The packet experiment each NetworkChaos template re-imports to.
+  const std::map<std::string, std::string> packet = {
+      {"upstream_delay",
+       R"({"cgroup":"/sys/fs/cgroup/fl-chaos-reimport","delay_ms":200,"direction":"egress","duration_sec":60,)"
+       R"("kind":"latency","target":"10.0.0.7"})"},
+      {"upstream_partition",
+       R"({"cgroup":"/sys/fs/cgroup/fl-chaos-reimport","direction":"egress","duration_sec":45,"kind":"partition",)"
+       R"("target":"10.0.0.7"})"},
+  };
+  size_t same = 0, packet_seen = 0;
+  for (const auto& t : catalogue()) {
+    ASSERT_TRUE(params.contains(t.name)) << t.name << ": a new template needs a row here";
+    auto json = render_template(t, params.at(t.name), TemplateInstance{cgroup});
+    ASSERT_TRUE(json) << t.name << ": " << json.error().message;
+    auto yaml = render_chaos_mesh(t, params.at(t.name), target);
+    if (!yaml) {
+      EXPECT_EQ(json->spec["kind"], "http") << t.name << ": " << yaml.error().message;
+      continue;
+    }
+    ChaosMeshImport none = import_chaos_mesh(*yaml);
+    ChaosMeshImport back = import_chaos_mesh(*yaml, {cgroup});
+    if (t.name == "process_kill_one") {
+      ASSERT_FALSE(back.ok());
+      EXPECT_EQ(back.errors[0].path, "kind") << errors_of(back);
+      continue;
+    }
+    // Without --cgroup, the selector is refused by name.
+    ASSERT_FALSE(none.ok()) << t.name;
+    EXPECT_EQ(none.errors[0].path, "spec.selector.labelSelectors.service") << errors_of(none);
+    EXPECT_NE(none.errors[0].reason.find("'web'"), std::string::npos) << errors_of(none);
+    ASSERT_TRUE(back.ok()) << t.name << ":\n" << *yaml << errors_of(back);
+    ASSERT_TRUE(back.experiment.has_value());
+    EXPECT_EQ(back.service, "web");
+    if (back.kind == "StressChaos") {
+      EXPECT_EQ(back.spec, json->spec) << t.name << ": " << back.spec.dump() << " vs " << json->spec.dump();
+      const auto* a = std::get_if<ResourceSpec>(&back.experiment->fault);
+      const auto* b = std::get_if<ResourceSpec>(&json->experiment.fault);
+      ASSERT_NE(a, nullptr);
+      ASSERT_NE(b, nullptr);
+      EXPECT_EQ(a->kind, b->kind);
+      EXPECT_EQ(a->cores, b->cores);
+      EXPECT_DOUBLE_EQ(a->load, b->load);
+      EXPECT_EQ(a->duration_ns, b->duration_ns);
+      EXPECT_EQ(a->cgroup, b->cgroup);
+      ++same;
+    } else {
+      ASSERT_TRUE(packet.contains(t.name)) << t.name;
+      EXPECT_EQ(back.spec.dump(), packet.at(t.name)) << t.name;
+      EXPECT_EQ(json->spec["kind"], "tcp") << t.name << ": the JSON render changed; the pinned difference is stale";
+      ASSERT_NE(std::get_if<FaultSpec>(&back.experiment->fault), nullptr);
+      ++packet_seen;
+    }
+  }
+  EXPECT_EQ(same, 1u);
+  EXPECT_EQ(packet_seen, 2u);
+}
+
+// faultctl catalogue render --format chaos-mesh | faultctl apply -f -: refused
+// without --cgroup (exit 2, naming the selector), planned with it (the root
+// cgroup: --dry-run applies nothing).
+TEST(ChaosMesh, RenderedFileAppliesWithCgroup) {
+  auto rendered = fltest::run_command({FAULTCTL_PATH, "catalogue", "render", "cpu_stress_one", "--param", "load=50",
+                                       "--param", "duration_s=30", "--service", "web", "--format", "chaos-mesh"});
+  ASSERT_TRUE(rendered.status.is(0)) << rendered.describe();
+  char path[] = "/tmp/fl-chaos-render-XXXXXX";
+  int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, rendered.out.data(), rendered.out.size()), static_cast<ssize_t>(rendered.out.size()));
+  ::close(fd);
+  auto refused = fltest::run_command({FAULTCTL_PATH, "apply", "-f", path, "--dry-run"});
+  auto planned = fltest::run_command({FAULTCTL_PATH, "apply", "-f", path, "--cgroup", "/", "--dry-run"});
+  ::unlink(path);
+  EXPECT_TRUE(refused.status.is(2)) << refused.describe();
+  EXPECT_NE(refused.err.find("spec.selector.labelSelectors.service: 'web' selects pods"), std::string::npos)
+      << refused.err;
+  EXPECT_TRUE(planned.status.is(0)) << planned.describe();
+  EXPECT_NE(planned.err.find(R"("cgroup":"/","cores":1,"duration_sec":30,"kind":"cpu","load":50)"), std::string::npos)
+      << planned.err;
 }
 
 }  // namespace
