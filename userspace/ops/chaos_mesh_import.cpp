@@ -133,11 +133,12 @@ std::optional<std::string> whole_units(const std::string& text, uint64_t unit_ns
 
 // An externalTargets entry: an address or CIDR as written, a host name as the
 // addresses it resolves to now (as faultctl run --target NAME does).
-std::optional<std::string> resolve_target(const std::string& t, std::vector<std::string>& out) {
+std::optional<std::string> resolve_target(const std::string& t, bool resolve, std::vector<std::string>& out) {
   if (t.find_first_not_of("0123456789abcdefABCDEF.:/") == std::string::npos) {
     out.push_back(t);
     return std::nullopt;
   }
+  if (!resolve) return "'" + t + "': a host name, which this reader does not resolve: write its addresses";
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -286,7 +287,7 @@ void read_network(ChaosReader& r, const YAML::Node& spec_node, const ChaosMeshIm
         const std::string p = "spec.externalTargets[" + std::to_string(i) + "]";
         if (!t[i].IsScalar() || t[i].Scalar().empty())
           r.error(mark_at(t[i], sm), p, "expected an address, CIDR or host name");
-        else if (auto why = resolve_target(t[i].Scalar(), targets))
+        else if (auto why = resolve_target(t[i].Scalar(), options.resolve_names, targets))
           r.error(mark_at(t[i], sm), p, *why);
       }
       if (!targets.empty()) {

@@ -30,6 +30,10 @@ struct ChaosMeshImportOptions {
   // API, so the caller names it (`faultctl apply --cgroup PATH`). Empty: such
   // a selector is refused.
   std::string cgroup;
+  // Whether a host name in externalTargets is resolved now (as faultctl run
+  // --target NAME is); false: refused, naming the field (the fuzz target,
+  // which must not query DNS).
+  bool resolve_names = true;
 };
 
 struct ChaosMeshImport {
