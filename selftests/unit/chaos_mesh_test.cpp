@@ -3,6 +3,7 @@
 // targets), read as the typed experiment they mean (the JSON the family
 // readers take, read by experiment_from_json()); and what a host agent cannot
 // honour, refused at its line and column with what to write instead.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 
 #include "selftests/lib/child_process.h"
@@ -151,6 +152,20 @@ TEST(ChaosMesh, ApplyDryRunAndRefusalsThroughTheCli) {
   EXPECT_NE(r.err.find(std::string(path) + ":8:16: spec.loss.loss: spec.percent (--percent): '250' is outside 0-100\n"),
             std::string::npos)
       << r.err;
+  // --cgroup for a file that selects no instance: refused, not ignored.
+  fd = ::open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+  ASSERT_GE(fd, 0);
+  const std::string ok = std::string(kHead) +
+                         "loss\nspec:\n  action: loss\n  externalTargets: ['192.0.2.10']\n  loss: {loss: '25'}\n"
+                         "  duration: 30s\n";
+  ASSERT_EQ(::write(fd, ok.data(), ok.size()), static_cast<ssize_t>(ok.size()));
+  ::close(fd);
+  auto stray = fltest::run_command({FAULTCTL_PATH, "apply", "-f", path, "--cgroup", "/", "--dry-run"});
+  ::unlink(path);
+  EXPECT_TRUE(stray.status.is(2)) << stray.describe();
+  EXPECT_NE(stray.err.find("selects no instance (no selector.labelSelectors {service: NAME}); leave --cgroup out"),
+            std::string::npos)
+      << stray.err;
   auto missing = fltest::run_command({FAULTCTL_PATH, "apply"});
   EXPECT_TRUE(missing.status.is(2)) << missing.describe();
   EXPECT_EQ(missing.err, "faultctl apply: missing -f FILE\n");
