@@ -51,7 +51,7 @@ TEST(ChaosMesh, DocumentationShapedExamplesBecomeTypedExperiments) {
        "  corrupt:\n    corrupt: '40'\n  duration: '30s'\n",
        R"({"direction":"ingress","duration_sec":30,"kind":"corrupt","percent":40,"target":"198.51.100.7"})"},
       {"partition",
-       "partition\nspec:\n  action: partition\n  mode: all\n  direction: to\n"
+       "partition\nspec:\n  action: partition\n  mode: all\n  selector: {}\n  direction: to\n"
        "  externalTargets: ['10.0.9.0/24']\n  duration: '1m'\n",
        R"({"direction":"egress","duration_sec":60,"kind":"partition","target":"10.0.9.0/24"})"},
       {"bandwidth",

@@ -162,7 +162,9 @@ void read_selection(ChaosReader& r, std::map<std::string, YAML::Node>& spec, Sou
   if (spec.contains("value"))
     r.error(mark_at(spec["value"]), "spec.value",
             "how many pods mode picks: there are no pods on a host; leave it out");
-  const bool has_selector = spec.contains("selector") && !spec["selector"].IsNull();
+  // An empty selector (`selector: {}`, as Chaos Mesh's examples write) selects nothing more.
+  const bool has_selector = spec.contains("selector") && !spec["selector"].IsNull() &&
+                            !(spec["selector"].IsMap() && spec["selector"].size() == 0);
   if (!has_selector) {
     if (mode && *mode != "all")
       r.error(mark_at(spec["mode"]), "spec.mode",
