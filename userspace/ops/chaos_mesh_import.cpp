@@ -9,6 +9,7 @@
 //   duplicate.duplicate, corrupt.corrupt                             -> percent
 //   bandwidth.rate (tc units: mbps is bytes/s, as ours)              -> rate_bps
 //   StressChaos stressors.cpu.workers, .load                         -> kind cpu, cores, load
+//   PodChaos action pod-kill, gracePeriod 0, duration                -> kind process, action kill, SIGKILL
 //   mode one + selector.labelSelectors {service: NAME}               -> cgroup (the caller's --cgroup)
 #include "userspace/ops/chaos_mesh_import.h"
 
@@ -399,6 +400,42 @@ void read_network(ChaosReader& r, const YAML::Node& spec_node, const ChaosMeshIm
   }
 }
 
+// PodChaos pod-kill with gracePeriod 0: Faultline's process kill (SIGKILL)
+// of the selected instance; its duration is how long the run watches after.
+void read_pod(ChaosReader& r, const YAML::Node& spec_node, const ChaosMeshImportOptions& options) {
+  const SourceMark sm = mark_at(spec_node);
+  auto spec = r.fields(spec_node, "spec", sm, {"action", "mode", "value", "selector", "gracePeriod", "duration"},
+                       {{"containerNames", "containers are a pod's: there are none on a host; leave it out"},
+                        {"remoteCluster", "Faultline acts on this host only"}});
+  if (spec.empty() && !r.out.ok()) return;
+  read_selection(r, spec, sm, options);
+  read_duration(r, spec, sm);
+  auto action = r.scalar(spec, "action", "spec", sm);
+  if (!action) {
+    if (!spec.contains("action")) r.error(sm, "spec.action", "missing (pod-kill)");
+    return;
+  }
+  if (*action != "pod-kill") {
+    r.error(mark_at(spec["action"]), "spec.action",
+            "'" + *action + "': Faultline imports pod-kill (as a process kill); use faultctl run process for others");
+    return;
+  }
+  r.out.action = *action;
+  auto grace = r.scalar(spec, "gracePeriod", "spec", sm);
+  if (!grace || *grace != "0") {
+    if (grace || !spec.contains("gracePeriod"))
+      r.error(grace ? mark_at(spec["gracePeriod"]) : sm, "spec.gracePeriod",
+              (grace ? "'" + *grace + "': " : std::string("missing: ")) +
+                  "a grace period (SIGTERM, SIGKILL after it) is not a Faultline fault: write gracePeriod: 0 "
+                  "(SIGKILL), or run faultctl run process --signal SIGTERM");
+    return;
+  }
+  const SourceMark am = mark_at(spec["action"]);
+  r.set("kind", "process", "spec.action", am);
+  r.set("action", "kill", "spec.action", am);
+  r.set("signal", "SIGKILL", "spec.gracePeriod", mark_at(spec["gracePeriod"]));
+}
+
 // StressChaos: its cpu stressor is Faultline's cpu fault (workers -> cores).
 void read_stress(ChaosReader& r, const YAML::Node& spec_node, const ChaosMeshImportOptions& options) {
   const SourceMark sm = mark_at(spec_node);
@@ -472,10 +509,10 @@ ChaosMeshImport import_chaos_mesh(std::string_view text, const ChaosMeshImportOp
     r.error(top.contains("apiVersion") ? mark_at(top["apiVersion"]) : root, "apiVersion",
             "expected " + std::string(kChaosMeshApiVersion));
   auto kind = r.scalar(top, "kind", "", root);
-  if (!kind || (*kind != "NetworkChaos" && *kind != "StressChaos"))
+  if (!kind || (*kind != "NetworkChaos" && *kind != "StressChaos" && *kind != "PodChaos"))
     r.error(top.contains("kind") ? mark_at(top["kind"]) : root, "kind",
-            "expected NetworkChaos or StressChaos (other Chaos Mesh kinds: use faultctl run "
-            "syscall|process|memory|disk)");
+            "expected NetworkChaos, StressChaos or PodChaos (other Chaos Mesh kinds: use faultctl run "
+            "syscall|memory|disk)");
   if (!r.out.ok()) return r.out;  // not a kind read here: its spec means something else
   r.out.kind = *kind;
   if (top.contains("metadata")) {
@@ -489,8 +526,10 @@ ChaosMeshImport import_chaos_mesh(std::string_view text, const ChaosMeshImportOp
   }
   if (*kind == "NetworkChaos")
     read_network(r, top["spec"], options);
-  else
+  else if (*kind == "StressChaos")
     read_stress(r, top["spec"], options);
+  else
+    read_pod(r, top["spec"], options);
   if (r.out.name.empty()) r.error(root, "metadata.name", "missing");
   if (r.out.ok()) {
     // The family reader judges the values (caps, units); its refusal is put

@@ -1,6 +1,7 @@
 // Chaos Mesh documents (chaos-mesh.org/v1alpha1) read as the typed experiment
 // they mean on this host: a NetworkChaos becomes a packet fault, a
-// StressChaos's cpu stressor a cpu fault. The import builds the JSON the
+// StressChaos's cpu stressor a cpu fault, a PodChaos pod-kill a process kill.
+// The import builds the JSON the
 // family readers take and reads it with experiment_from_json(): the same
 // fields, caps and messages as every other door. What a host agent cannot
 // honour (pod selectors) is refused with what to write instead; `mode: one`
@@ -38,7 +39,7 @@ struct ChaosMeshImportOptions {
 
 struct ChaosMeshImport {
   std::string name;                      // metadata.name
-  std::string kind;                      // NetworkChaos, StressChaos
+  std::string kind;                      // NetworkChaos, StressChaos, PodChaos
   std::string action;                    // delay, loss, ..., stress-cpu
   std::string service;                   // labelSelectors' service, when one was selected
   nlohmann::json spec;                   // the experiment's JSON, as experiment_from_json() reads it
@@ -52,7 +53,7 @@ struct ChaosMeshImport {
 // `faultctl apply -f` to choose between a Policy and a Chaos Mesh file.
 [[nodiscard]] bool looks_like_chaos_mesh(std::string_view text);
 
-// Reads one NetworkChaos or StressChaos document into the typed experiment;
+// Reads one NetworkChaos, StressChaos or PodChaos document into the typed experiment;
 // every error with its line and column. Host names in externalTargets are
 // resolved now (as `faultctl run --target NAME` does).
 [[nodiscard]] ChaosMeshImport import_chaos_mesh(std::string_view text, const ChaosMeshImportOptions& options = {});
