@@ -51,8 +51,8 @@ constexpr Command kCommands[] = {
      "check, compile, apply, export or diff an egress policy file\n(policy validate|compile|apply|delete|export|diff)",
      cmd_policy},
     {"apply",
-     "apply a Policy file, or run a Chaos Mesh NetworkChaos, StressChaos or PodChaos\non this host (apply -f FILE "
-     "[--cgroup PATH] [--dry-run])",
+     "apply a Policy file, or run a Chaos Mesh Network/Stress/PodChaos here\n(apply -f FILE [--cgroup PATH] "
+     "[--dry-run])",
      cmd_apply},
     {"catalogue",
      "the templates automation may start: list, show one, render one to an\nexperiment or a Chaos Mesh file "
