@@ -50,7 +50,9 @@ constexpr Command kCommands[] = {
     {"policy",
      "check, compile, apply, export or diff an egress policy file\n(policy validate|compile|apply|delete|export|diff)",
      cmd_policy},
-    {"apply", "apply a Policy file, or run a Chaos Mesh NetworkChaos on this host\n(apply -f FILE [--dry-run])",
+    {"apply",
+     "apply a Policy file, or run a Chaos Mesh Network/Stress/PodChaos here\n(apply -f FILE [--cgroup PATH] "
+     "[--dry-run])",
      cmd_apply},
     {"catalogue",
      "the templates automation may start: list, show one, render one to an\nexperiment or a Chaos Mesh file "

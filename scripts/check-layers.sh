@@ -28,7 +28,9 @@
 # to no family: it may use what a family may, and every family may use it.
 # The policy model sits on enforce (its compiler is the guard's) and includes
 # no fault family: the CLI checks a policy's experiments with the run parsers
-# (ctl/policy_faults.cpp). Its DNS answer parser is bpf/lib/dns_parse.h, the
+# (ctl/policy_faults.cpp); the Chaos Mesh import, which builds experiments of
+# several families, is therefore in ops (userspace/ops/chaos_mesh_import.h).
+# Its DNS answer parser is bpf/lib/dns_parse.h, the
 # one C core the kernel program runs too (no BPF helper in it). userspace/daemon
 # sits on userspace/policy: faultd reaps learned addresses and applies the
 # bundles faultcp sends. A run faultd serves for faultctl arrives as the typed

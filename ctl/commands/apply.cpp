@@ -1,6 +1,7 @@
 // faultctl apply -f FILE: a Faultline Policy (as faultctl policy apply) or a
-// Chaos Mesh NetworkChaos, run on this host as the faultctl run packet fault
-// it means: the same parser, caps, guardrails and engine.
+// Chaos Mesh NetworkChaos or StressChaos, run on this host as the typed
+// experiment it means (userspace/ops/chaos_mesh_import.h): the same reader,
+// caps, guardrails and engine as faultctl run and faultd's experiments.
 #include <unistd.h>
 
 #include <chrono>
@@ -12,30 +13,38 @@
 #include "ctl/command.h"
 #include "ctl/commands/commands.h"
 #include "ctl/flag_error.h"
-#include "ctl/packet_args.h"
-#include "userspace/policy/chaos_mesh.h"
+#include "ctl/run_flags.h"
+#include "userspace/faults/stream/run.h"
+#include "userspace/ops/chaos_mesh_import.h"
+#include "userspace/ops/experiment_run.h"
 
 namespace faultline {
 namespace {
 
 constexpr const char* kApplyUsage =
-    "usage: faultctl apply -f FILE [--dry-run]\n"
+    "usage: faultctl apply -f FILE [--cgroup PATH] [--dry-run]\n"
     "  FILE is a Faultline Policy (applied as faultctl policy apply FILE) or a Chaos\n"
-    "  Mesh NetworkChaos (chaos-mesh.org/v1alpha1: delay, loss, duplicate, corrupt,\n"
-    "  partition, bandwidth), run here as the faultctl run fault it means: it runs\n"
-    "  in the foreground for spec.duration, under the usual guardrails. Pod\n"
-    "  selectors are refused (name the peers in spec.externalTargets). --dry-run:\n"
-    "  the run command it becomes and its plan, nothing applied. Reference:\n"
-    "  docs/policy.md (Chaos Mesh import)\n";
+    "  Mesh document (chaos-mesh.org/v1alpha1): a NetworkChaos (delay, loss,\n"
+    "  duplicate, corrupt, partition, bandwidth), a StressChaos (stressors.cpu) or\n"
+    "  a PodChaos (pod-kill, gracePeriod 0: a SIGKILL), run here as the experiment\n"
+    "  it means: in the foreground for spec.duration,\n"
+    "  under the usual guardrails. Pod selectors are refused; mode: one with\n"
+    "  selector.labelSelectors {service: NAME} (what faultctl catalogue render\n"
+    "  --format chaos-mesh writes) needs --cgroup PATH, the cgroup v2 path of the\n"
+    "  instance to fault. --dry-run: the experiment (JSON) and its plan, nothing\n"
+    "  applied. Reference: docs/policy.md (Chaos Mesh import)\n";
 
 constexpr Example kApplyExamples[] = {
     {"a Chaos Mesh delay experiment against an external peer, on this host", "faultctl apply -f network-delay.yaml"},
     {"what it becomes, nothing applied", "faultctl apply -f network-delay.yaml --dry-run"},
+    {"a file faultctl catalogue render --format chaos-mesh wrote, on one instance",
+     "faultctl apply -f cpu-stress.yaml --cgroup /system.slice/web.service"},
     {"a Faultline policy file (the same as faultctl policy apply)", "faultctl apply -f egress.yaml"},
 };
 
 struct ApplyArgs {
   std::string file;
+  std::string cgroup;
   bool dry_run = false;
 };
 
@@ -50,6 +59,10 @@ Result<Parsed<ApplyArgs>> parse_apply_args(const std::vector<std::string>& args)
       if (i + 1 >= args.size()) return bad(w + " needs a file");
       if (!a.file.empty()) return bad("one -f FILE at a time");
       a.file = args[++i];
+    } else if (w == "--cgroup") {
+      if (i + 1 >= args.size() || args[i + 1].empty()) return bad("--cgroup needs a cgroup v2 path");
+      if (!a.cgroup.empty()) return bad("one --cgroup PATH at a time");
+      a.cgroup = args[++i];
     } else if (w.size() > 1 && w.front() == '-') {
       return bad("unknown flag '" + w + "'");
     } else {
@@ -61,7 +74,7 @@ Result<Parsed<ApplyArgs>> parse_apply_args(const std::vector<std::string>& args)
 }
 
 // yaml-cpp 0.7 never returns on some malformed flow input: give up after 10 s.
-ChaosMeshRead read_bounded(std::string_view text, const std::string& file) {
+ChaosMeshImport read_bounded(std::string_view text, const std::string& file, const ChaosMeshImportOptions& o) {
   std::mutex m;
   std::condition_variable cv;
   bool done = false;
@@ -74,7 +87,7 @@ ChaosMeshRead read_bounded(std::string_view text, const std::string& file) {
     (void)!::write(STDERR_FILENO, line.data(), line.size());
     ::_exit(2);
   });
-  ChaosMeshRead r = read_network_chaos(text);
+  ChaosMeshImport r = import_chaos_mesh(text, o);
   {
     std::lock_guard lock(m);
     done = true;
@@ -93,32 +106,34 @@ int run_apply(const ApplyArgs& a) {
     if (a.dry_run) words.push_back("--dry-run");
     return cmd_policy(words);
   }
-  ChaosMeshRead r = read_bounded(*text, shown);
+  ChaosMeshImport r = read_bounded(*text, shown, ChaosMeshImportOptions{a.cgroup});
   if (!r.ok()) {
     for (const auto& e : r.errors) std::cerr << e.render(shown) << "\n";
     return kExitBadInput;
   }
-  // The run parser judges the values (caps, units); its refusal is put at
-  // the field the flag came from.
-  if (auto parsed = parse_packet_args(r.fault.words); !parsed) {
-    const std::string& msg = parsed.error().message;
-    for (const auto& [flag, where] : r.fault.flag_fields) {
-      if (msg.find(flag) != std::string::npos) {
-        std::cerr << PolicyDiagnostic{where.mark, where.path, msg}.render(shown) << "\n";
-        return kExitBadInput;
-      }
-    }
-    std::cerr << shown << ": " << msg << "\n";
+  if (!a.cgroup.empty() && r.service.empty()) {
+    std::cerr << "faultctl apply: --cgroup: " << shown
+              << " selects no instance (no selector.labelSelectors {service: NAME}); leave --cgroup out\n";
     return kExitBadInput;
   }
-  std::string line;
-  for (const auto& w : r.fault.words) line += " " + w;
-  std::cerr << "faultctl apply: NetworkChaos " << r.fault.name << " (" << r.fault.action << ") runs as: faultctl run"
-            << line << "\n";
-  for (const auto& n : r.fault.notes) std::cerr << "faultctl apply: note: " << n << "\n";
-  std::vector<std::string> words = r.fault.words;
-  if (a.dry_run) words.push_back("--dry-run");
-  return cmd_run(words);
+  std::cerr << "faultctl apply: " << r.kind << " " << r.name << " (" << r.action << ") runs as the experiment "
+            << r.spec.dump() << "\n";
+  for (const auto& n : r.notes) std::cerr << "faultctl apply: note: " << n << "\n";
+  const std::string who = "faultctl apply";
+  if (!a.dry_run && ::geteuid() != 0) {
+    std::cerr << who << ": needs root (the fault loads BPF programs or moves cgroups); --dry-run shows the plan\n";
+    return kExitFailure;
+  }
+  Experiment& e = *r.experiment;
+  auto planned = plan_experiment(e, "", std::cerr);
+  if (!planned) return report_error(who, planned.error());
+  RunFlags flags;
+  flags.guardrails = e.guardrails;
+  flags.record = e.record;
+  flags.dry_run = a.dry_run;
+  const int code = run_fault(*planned->fault, flags, who);
+  if (planned->tcp != nullptr) (void)planned->tcp->drain();
+  return code;
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // libFuzzer target: what faultctl reads besides policy files, all of it from
-// other tools or other hands: Chaos Mesh NetworkChaos documents (apply -f),
+// other tools or other hands: Chaos Mesh NetworkChaos and StressChaos documents (apply -f),
 // guard --json-log lines and top --json samples (diff --simulate, suggest).
 // Every refusal names where and why; what suggest prints is a valid policy.
 #include <cstddef>
@@ -7,17 +7,17 @@
 #include <string>
 #include <string_view>
 
-#include "userspace/policy/chaos_mesh.h"
+#include "userspace/ops/chaos_mesh_import.h"
 #include "userspace/policy/policy_diff.h"
 #include "userspace/policy/policy_suggest.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);
-  faultline::ChaosMeshRead c = faultline::read_network_chaos(in);
+  faultline::ChaosMeshImport c = faultline::import_chaos_mesh(in, {"/fuzz", false});
   for (const auto& e : c.errors) {
     if (e.reason.empty() || e.path.empty() || e.mark.line < 1 || e.mark.column < 1) __builtin_trap();
   }
-  if (c.ok() && c.fault.words.empty()) __builtin_trap();
+  if (c.ok() != c.experiment.has_value()) __builtin_trap();
   auto log = faultline::read_decision_log(in);
   if (!log.ok() && log.error().message.empty()) __builtin_trap();
   faultline::SuggestOptions o;

@@ -1,23 +1,19 @@
 // Chaos Mesh NetworkChaos documents, shaped like the examples of Chaos Mesh's
 // documentation (written here, adapted to a host: no pod selector, external
-// targets), read as the faultctl run words they mean; and what a host agent
-// cannot honour, refused at its line and column with what to write instead.
-#include "userspace/policy/chaos_mesh.h"
-
+// targets), read as the typed experiment they mean (the JSON the family
+// readers take, read by experiment_from_json()); and what a host agent cannot
+// honour, refused at its line and column with what to write instead.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 
 #include "selftests/lib/child_process.h"
+#include "userspace/ops/chaos_mesh_import.h"
+#include "userspace/orchestration/catalogue.h"
 
 namespace faultline {
 namespace {
 
-std::string words_of(const ChaosMeshRead& r) {
-  std::string s;
-  for (const auto& w : r.fault.words) s += (s.empty() ? "" : " ") + w;
-  return s;
-}
-
-std::string errors_of(const ChaosMeshRead& r) {
+std::string errors_of(const ChaosMeshImport& r) {
   std::string s;
   for (const auto& e : r.errors) s += e.render("F") + "\n";
   return s;
@@ -28,49 +24,50 @@ constexpr const char* kHead = "apiVersion: chaos-mesh.org/v1alpha1\nkind: Networ
 struct Translation {
   const char* name;
   std::string body;  // after metadata.name
-  std::string words;
+  std::string spec;  // the experiment's JSON
 };
 
-TEST(ChaosMesh, DocumentationShapedExamplesBecomeRunWords) {
+TEST(ChaosMesh, DocumentationShapedExamplesBecomeTypedExperiments) {
   const std::vector<Translation> cases = {
       {"delay",
        "delay\nspec:\n  action: delay\n  mode: all\n  direction: to\n  externalTargets: ['10.0.5.10']\n"
        "  delay:\n    latency: '10ms'\n    correlation: '100'\n    jitter: '0ms'\n  duration: '30s'\n",
-       "latency --target 10.0.5.10 --direction egress --duration 30s --delay 10ms"},
+       R"({"delay_ms":10,"direction":"egress","duration_sec":30,"kind":"latency","target":"10.0.5.10"})"},
       {"delay with jitter",
        "delay-jitter\nspec:\n  action: delay\n  externalTargets: ['10.0.5.0/24']\n"
        "  delay:\n    latency: '90ms'\n    jitter: '10ms'\n  duration: '2m'\n",
-       "latency --target 10.0.5.0/24 --duration 2m --delay 90ms --jitter 10ms"},
+       R"({"delay_ms":90,"duration_sec":120,"jitter_ms":10,"kind":"latency","target":"10.0.5.0/24"})"},
       {"loss",
-       "loss\nspec:\n  action: loss\n  mode: all\n  externalTargets: ['192.0.2.10', 'www.example.com']\n"
+       "loss\nspec:\n  action: loss\n  mode: all\n  externalTargets: ['192.0.2.10', 'localhost']\n"
        "  loss:\n    loss: '25'\n    correlation: '25'\n  direction: both\n  duration: '10s'\n",
-       "loss --target 192.0.2.10 --target www.example.com --direction both --duration 10s --percent 25 --correlation "
-       "25"},
+       R"({"correlation":25,"direction":"both","duration_sec":10,"kind":"loss","percent":25,)"
+       R"("target":["192.0.2.10","127.0.0.1"]})"},
       {"duplicate",
        "duplicate\nspec:\n  action: duplicate\n  externalTargets: ['198.51.100.7']\n"
        "  duplicate:\n    duplicate: '40'\n    correlation: '0'\n  duration: '30s'\n",
-       "duplicate --target 198.51.100.7 --duration 30s --percent 40"},
+       R"({"duration_sec":30,"kind":"duplicate","percent":40,"target":"198.51.100.7"})"},
       {"corrupt",
        "corrupt\nspec:\n  action: corrupt\n  externalTargets: ['198.51.100.7']\n  direction: from\n"
        "  corrupt:\n    corrupt: '40'\n  duration: '30s'\n",
-       "corrupt --target 198.51.100.7 --direction ingress --duration 30s --percent 40"},
+       R"({"direction":"ingress","duration_sec":30,"kind":"corrupt","percent":40,"target":"198.51.100.7"})"},
       {"partition",
-       "partition\nspec:\n  action: partition\n  mode: all\n  direction: to\n"
+       "partition\nspec:\n  action: partition\n  mode: all\n  selector: {}\n  direction: to\n"
        "  externalTargets: ['10.0.9.0/24']\n  duration: '1m'\n",
-       "partition --target 10.0.9.0/24 --direction egress --duration 1m"},
+       R"({"direction":"egress","duration_sec":60,"kind":"partition","target":"10.0.9.0/24"})"},
       {"bandwidth",
        "bandwidth\nspec:\n  action: bandwidth\n  externalTargets: ['10.0.5.10']\n  device: eth0\n"
        "  bandwidth:\n    rate: '1mbps'\n    limit: 20971520\n    buffer: 10000\n  duration: '30s'\n",
-       "bandwidth --target 10.0.5.10 --dev eth0 --duration 30s --rate 1mbps"},
+       R"({"dev":"eth0","duration_sec":30,"kind":"bandwidth","rate_bps":8000000,"target":"10.0.5.10"})"},
   };
   for (const auto& c : cases) {
-    ChaosMeshRead r = read_network_chaos(std::string(kHead) + c.body);
+    ChaosMeshImport r = import_chaos_mesh(std::string(kHead) + c.body);
     EXPECT_TRUE(r.ok()) << c.name << ":\n" << errors_of(r);
-    EXPECT_EQ(words_of(r), c.words) << c.name;
+    EXPECT_EQ(r.spec.dump(), c.spec) << c.name;
+    EXPECT_TRUE(r.experiment.has_value()) << c.name;
   }
-  ChaosMeshRead bw = read_network_chaos(std::string(kHead) + cases.back().body);
-  ASSERT_EQ(bw.fault.notes.size(), 2u);
-  EXPECT_EQ(bw.fault.notes[0],
+  ChaosMeshImport bw = import_chaos_mesh(std::string(kHead) + cases.back().body);
+  ASSERT_EQ(bw.notes.size(), 2u);
+  EXPECT_EQ(bw.notes[0],
             "spec.bandwidth.limit (a tc tbf queue size) has no equivalent in Faultline's pacing and is not used");
 }
 
@@ -78,10 +75,27 @@ TEST(ChaosMesh, WhatAHostCannotHonourIsRefusedWhereItIsWritten) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"x\nspec:\n  action: delay\n  mode: one\n  selector:\n    namespaces: [default]\n    labelSelectors:\n"
        "      'app': 'web-show'\n  delay: {latency: '10ms'}\n  externalTargets: ['10.0.0.1']\n  duration: 30s\n",
-       "F:7:9: spec.mode: 'one' picks pods: pod selectors cannot be honoured by a host agent; leave mode out (or all)\n"
-       "F:8:3: spec.selector: pod selectors cannot be honoured by a host agent: Faultline acts on this host's own "
-       "traffic. Remove it, name the peers in spec.externalTargets, and to narrow the fault to one workload run it "
-       "with faultctl run --cgroup PATH\n"},
+       "F:9:5: spec.selector.namespaces: pod selectors cannot be honoured by a host agent: Faultline acts on this "
+       "host's own traffic. Remove it, name the peers in spec.externalTargets, and to narrow the fault to one "
+       "workload select it with labelSelectors {service: NAME} and mode one, and give faultctl apply --cgroup PATH\n"
+       "F:11:7: spec.selector.labelSelectors.app: Faultline selects an instance by the label service alone "
+       "({service: NAME}), whose cgroup --cgroup names\n"},
+      {"x\nspec:\n  action: delay\n  mode: fixed-percent\n  value: '50'\n  delay: {latency: '10ms'}\n"
+       "  externalTargets: ['10.0.0.1']\n  duration: 30s\n",
+       "F:7:9: spec.mode: 'fixed-percent' picks pods: pod selectors cannot be honoured by a host agent; leave mode "
+       "out (or all), or select one instance with labelSelectors {service: NAME}\n"
+       "F:8:10: spec.value: how many pods mode picks: there are no pods on a host; leave it out\n"},
+      {"x\nspec:\n  action: delay\n  mode: one\n  selector:\n    labelSelectors: {service: web}\n"
+       "  delay: {latency: '10ms'}\n  externalTargets: ['10.0.0.1']\n  duration: 30s\n",
+       "F:9:31: spec.selector.labelSelectors.service: 'web' selects pods, which a host agent cannot list: give the "
+       "cgroup of the instance to fault (faultctl apply --cgroup PATH)\n"},
+      {"x\nspec:\n  action: delay\n  delay: {latency: '10.5ms'}\n  externalTargets: ['10.0.0.1']\n"
+       "  duration: 30s\n",
+       "F:7:20: spec.delay.latency: '10.5ms': Faultline takes whole milliseconds\n"},
+      // The family reader's caps, put at the Chaos Mesh field.
+      {"x\nspec:\n  action: delay\n  delay: {latency: '10ms'}\n  externalTargets: ['10.0.0.1']\n"
+       "  duration: 90m\n",
+       "F:9:13: spec.duration: spec.duration_sec (--duration): 90m is over the cap of 1h\n"},
       {"x\nspec:\n  action: loss\n  target:\n    selector: {namespaces: [db]}\n    mode: all\n  loss: {loss: '5'}\n"
        "  duration: 30s\n",
        "F:6:3: spec.externalTargets: required here: the peers (addresses, CIDRs or host names) the fault hits; a "
@@ -110,15 +124,15 @@ TEST(ChaosMesh, WhatAHostCannotHonourIsRefusedWhereItIsWritten) {
        "F:9:3: spec.scheduler: not a field Faultline reads from a NetworkChaos\n"},
   };
   for (const auto& [body, want] : cases) {
-    ChaosMeshRead r = read_network_chaos(std::string(kHead) + body);
+    ChaosMeshImport r = import_chaos_mesh(std::string(kHead) + body);
     EXPECT_FALSE(r.ok()) << body;
     EXPECT_EQ(errors_of(r), want) << body;
   }
-  EXPECT_EQ(errors_of(read_network_chaos("apiVersion: chaos-mesh.org/v1alpha1\nkind: PodChaos\nmetadata: {name: p}\n"
-                                         "spec: {action: pod-kill}\n")),
-            "F:2:7: kind: expected NetworkChaos (other Chaos Mesh kinds: use faultctl run "
-            "syscall|process|cpu|memory|disk)\n");
-  EXPECT_EQ(errors_of(read_network_chaos("a: [\n")).substr(0, 20), "F:2:1: <document>: n");
+  EXPECT_EQ(errors_of(import_chaos_mesh("apiVersion: chaos-mesh.org/v1alpha1\nkind: IOChaos\nmetadata: {name: p}\n"
+                                        "spec: {action: latency}\n")),
+            "F:2:7: kind: expected NetworkChaos, StressChaos or PodChaos (other Chaos Mesh kinds: use faultctl "
+            "run syscall|memory|disk)\n");
+  EXPECT_EQ(errors_of(import_chaos_mesh("a: [\n")).substr(0, 20), "F:2:1: <document>: n");
 }
 
 // faultctl apply -f: the run parser's refusal lands on the field; --dry-run
@@ -135,12 +149,123 @@ TEST(ChaosMesh, ApplyDryRunAndRefusalsThroughTheCli) {
   auto r = fltest::run_command({FAULTCTL_PATH, "apply", "-f", path, "--dry-run"});
   ::unlink(path);
   EXPECT_TRUE(r.status.is(2)) << r.describe();
-  EXPECT_NE(r.err.find(std::string(path) + ":8:16: spec.loss.loss: --percent: '250' is outside 0-100\n"),
+  EXPECT_NE(r.err.find(std::string(path) + ":8:16: spec.loss.loss: spec.percent (--percent): '250' is outside 0-100\n"),
             std::string::npos)
       << r.err;
+  // --cgroup for a file that selects no instance: refused, not ignored.
+  fd = ::open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+  ASSERT_GE(fd, 0);
+  const std::string ok = std::string(kHead) +
+                         "loss\nspec:\n  action: loss\n  externalTargets: ['192.0.2.10']\n  loss: {loss: '25'}\n"
+                         "  duration: 30s\n";
+  ASSERT_EQ(::write(fd, ok.data(), ok.size()), static_cast<ssize_t>(ok.size()));
+  ::close(fd);
+  auto stray = fltest::run_command({FAULTCTL_PATH, "apply", "-f", path, "--cgroup", "/", "--dry-run"});
+  ::unlink(path);
+  EXPECT_TRUE(stray.status.is(2)) << stray.describe();
+  EXPECT_NE(stray.err.find("selects no instance (no selector.labelSelectors {service: NAME}); leave --cgroup out"),
+            std::string::npos)
+      << stray.err;
   auto missing = fltest::run_command({FAULTCTL_PATH, "apply"});
   EXPECT_TRUE(missing.status.is(2)) << missing.describe();
   EXPECT_EQ(missing.err, "faultctl apply: missing -f FILE\n");
+}
+
+// What `faultctl catalogue render --format chaos-mesh` writes re-imports:
+// mode one with labelSelectors {service: NAME} is the instance --cgroup names.
+// A StressChaos re-imports to the very experiment the catalogue's JSON render
+// is. A NetworkChaos cannot say what the JSON render says (a tcp toxic on
+// HOST:PORT; NetworkChaos has no port and no toxics): it re-imports to the
+// packet fault on HOST that Chaos Mesh itself would inject, and this test
+// pins that difference. A PodChaos (process_kill_one) re-imports to the same
+// process kill. The HTTP templates have no Chaos Mesh form.
+TEST(ChaosMesh, CatalogueRendersReimport) {
+  const std::string cgroup = "/sys/fs/cgroup/fl-chaos-reimport";
+  const ChaosMeshTarget target{"web", "run1"};
+  const std::map<std::string, nlohmann::json> params = {
+      {"upstream_delay", {{"target", "10.0.0.7:5432"}, {"latency_ms", 200}, {"duration_s", 60}}},
+      {"upstream_partition", {{"target", "10.0.0.7:5432"}, {"duration_s", 45}}},
+      {"upstream_http_error", {{"target", "10.0.0.7:80"}, {"status", 503}, {"percent", 20}, {"duration_s", 60}}},
+      {"llm_provider_overloaded",
+       {{"target", "10.0.0.7:80"}, {"provider", "anthropic"}, {"percent", 20}, {"duration_s", 60}}},
+      {"cpu_stress_one", {{"load", 80}, {"duration_s", 30}}},
+      {"process_kill_one", {{"duration_s", 30}}},
+  };
+  // The packet experiment each NetworkChaos template re-imports to.
+  const std::map<std::string, std::string> packet = {
+      {"upstream_delay",
+       R"({"cgroup":"/sys/fs/cgroup/fl-chaos-reimport","delay_ms":200,"direction":"egress","duration_sec":60,)"
+       R"("kind":"latency","target":"10.0.0.7"})"},
+      {"upstream_partition",
+       R"({"cgroup":"/sys/fs/cgroup/fl-chaos-reimport","direction":"egress","duration_sec":45,"kind":"partition",)"
+       R"("target":"10.0.0.7"})"},
+  };
+  size_t same = 0, packet_seen = 0;
+  for (const auto& t : catalogue()) {
+    ASSERT_TRUE(params.contains(t.name)) << t.name << ": a new template needs a row here";
+    auto json = render_template(t, params.at(t.name), TemplateInstance{cgroup});
+    ASSERT_TRUE(json) << t.name << ": " << json.error().message;
+    auto yaml = render_chaos_mesh(t, params.at(t.name), target);
+    if (!yaml) {
+      EXPECT_EQ(json->spec["kind"], "http") << t.name << ": " << yaml.error().message;
+      continue;
+    }
+    ChaosMeshImport none = import_chaos_mesh(*yaml);
+    ChaosMeshImport back = import_chaos_mesh(*yaml, {cgroup});
+    // Without --cgroup, the selector is refused by name.
+    ASSERT_FALSE(none.ok()) << t.name;
+    EXPECT_EQ(none.errors[0].path, "spec.selector.labelSelectors.service") << errors_of(none);
+    EXPECT_NE(none.errors[0].reason.find("'web'"), std::string::npos) << errors_of(none);
+    ASSERT_TRUE(back.ok()) << t.name << ":\n" << *yaml << errors_of(back);
+    ASSERT_TRUE(back.experiment.has_value());
+    EXPECT_EQ(back.service, "web");
+    if (back.kind != "NetworkChaos") {
+      EXPECT_EQ(back.spec, json->spec) << t.name << ": " << back.spec.dump() << " vs " << json->spec.dump();
+      const auto* a = std::get_if<ResourceSpec>(&back.experiment->fault);
+      const auto* b = std::get_if<ResourceSpec>(&json->experiment.fault);
+      ASSERT_NE(a, nullptr);
+      ASSERT_NE(b, nullptr);
+      EXPECT_EQ(a->kind, b->kind);
+      EXPECT_EQ(a->action, b->action);
+      EXPECT_EQ(a->signal, b->signal);
+      EXPECT_EQ(a->cores, b->cores);
+      EXPECT_DOUBLE_EQ(a->load, b->load);
+      EXPECT_EQ(a->duration_ns, b->duration_ns);
+      EXPECT_EQ(a->cgroup, b->cgroup);
+      ++same;
+    } else {
+      ASSERT_TRUE(packet.contains(t.name)) << t.name;
+      EXPECT_EQ(back.spec.dump(), packet.at(t.name)) << t.name;
+      EXPECT_EQ(json->spec["kind"], "tcp") << t.name << ": the JSON render changed; the pinned difference is stale";
+      ASSERT_NE(std::get_if<FaultSpec>(&back.experiment->fault), nullptr);
+      ++packet_seen;
+    }
+  }
+  EXPECT_EQ(same, 2u);
+  EXPECT_EQ(packet_seen, 2u);
+}
+
+// faultctl catalogue render --format chaos-mesh | faultctl apply -f -: refused
+// without --cgroup (exit 2, naming the selector), planned with it (the root
+// cgroup: --dry-run applies nothing).
+TEST(ChaosMesh, RenderedFileAppliesWithCgroup) {
+  auto rendered = fltest::run_command({FAULTCTL_PATH, "catalogue", "render", "cpu_stress_one", "--param", "load=50",
+                                       "--param", "duration_s=30", "--service", "web", "--format", "chaos-mesh"});
+  ASSERT_TRUE(rendered.status.is(0)) << rendered.describe();
+  char path[] = "/tmp/fl-chaos-render-XXXXXX";
+  int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, rendered.out.data(), rendered.out.size()), static_cast<ssize_t>(rendered.out.size()));
+  ::close(fd);
+  auto refused = fltest::run_command({FAULTCTL_PATH, "apply", "-f", path, "--dry-run"});
+  auto planned = fltest::run_command({FAULTCTL_PATH, "apply", "-f", path, "--cgroup", "/", "--dry-run"});
+  ::unlink(path);
+  EXPECT_TRUE(refused.status.is(2)) << refused.describe();
+  EXPECT_NE(refused.err.find("spec.selector.labelSelectors.service: 'web' selects pods"), std::string::npos)
+      << refused.err;
+  EXPECT_TRUE(planned.status.is(0)) << planned.describe();
+  EXPECT_NE(planned.err.find(R"("cgroup":"/","cores":1,"duration_sec":30,"kind":"cpu","load":50)"), std::string::npos)
+      << planned.err;
 }
 
 }  // namespace

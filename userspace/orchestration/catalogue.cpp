@@ -436,8 +436,9 @@ Result<std::string> render_chaos_mesh(const CatalogueTemplate& t, const nlohmann
         "      service: " +
         catalogue_yaml_text(target.service) +
         "\n"
-        "  gracePeriod: 0  # SIGKILL; the " +
-        duration + " watch after the kill has no PodChaos field\n";
+        "  gracePeriod: 0  # SIGKILL\n"
+        "  duration: " +
+        catalogue_yaml_text(duration) + "  # the watch after the kill\n";
   } else {
     return input_error(0, t.name +
                               " has no Chaos Mesh form: HTTPChaos faults the requests a pod serves, this "

@@ -1,0 +1,557 @@
+// Chaos Mesh -> the typed experiment. The mapping, field by field:
+//   NetworkChaos action delay|loss|duplicate|corrupt|partition|bandwidth -> kind latency|loss|duplicate|corrupt|...
+//   externalTargets (addresses, CIDRs, host names: resolved now)     -> target
+//   direction to|from|both                                           -> direction egress|ingress|both
+//   duration (Go duration, whole seconds)                            -> duration_sec (required here)
+//   device                                                           -> dev
+//   delay.latency, delay.jitter (whole milliseconds)                 -> delay_ms, jitter_ms
+//   loss.loss, loss.correlation                                      -> percent, correlation
+//   duplicate.duplicate, corrupt.corrupt                             -> percent
+//   bandwidth.rate (tc units: mbps is bytes/s, as ours)              -> rate_bps
+//   StressChaos stressors.cpu.workers, .load                         -> kind cpu, cores, load
+//   PodChaos action pod-kill, gracePeriod 0, duration                -> kind process, action kill, SIGKILL
+//   mode one + selector.labelSelectors {service: NAME}               -> cgroup (the caller's --cgroup)
+#include "userspace/ops/chaos_mesh_import.h"
+
+#include <netdb.h>
+#include <sys/socket.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "base/units.h"
+#include "userspace/faults/spec_fields.h"
+
+namespace faultline {
+namespace {
+
+SourceMark mark_at(const YAML::Node& n, SourceMark fallback = {1, 1}) {
+  const YAML::Mark m = n.Mark();
+  if (m.line < 0 || m.column < 0) return fallback;
+  return {m.line + 1, m.column + 1};
+}
+
+class ChaosReader {
+ public:
+  ChaosMeshImport out;
+  std::map<std::string, PolicyDiagnostic> where;  // spec field -> the Chaos Mesh field it came from
+
+  void error(SourceMark m, std::string path, std::string reason) {
+    out.errors.push_back({m, std::move(path), std::move(reason)});
+  }
+
+  // The mapping's fields; names outside `known` are errors, with `refused`
+  // naming those a host agent cannot honour and what to use instead.
+  std::map<std::string, YAML::Node> fields(const YAML::Node& n, const std::string& path, SourceMark at,
+                                           const std::set<std::string>& known,
+                                           const std::map<std::string, std::string>& refused = {}) {
+    std::map<std::string, YAML::Node> f;
+    if (!n.IsMap()) {
+      error(mark_at(n, at), path.empty() ? "<document>" : path, "expected a mapping");
+      return f;
+    }
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      if (!it->first.IsScalar()) {
+        error(mark_at(it->first, at), path.empty() ? "<document>" : path, "a key must be a name");
+        continue;
+      }
+      const std::string k = it->first.Scalar();
+      const std::string p = path.empty() ? k : path + "." + k;
+      if (auto r = refused.find(k); r != refused.end()) {
+        if (!(it->second.IsNull() || ((it->second.IsMap() || it->second.IsSequence()) && it->second.size() == 0)))
+          error(mark_at(it->first, at), p, r->second);
+        continue;
+      }
+      if (!known.contains(k)) {
+        error(
+            mark_at(it->first, at), p,
+            "not a field Faultline reads from a " + (out.kind.empty() ? std::string("Chaos Mesh document") : out.kind));
+        continue;
+      }
+      if (f.contains(k)) {
+        error(mark_at(it->first, at), p, "given twice");
+        continue;
+      }
+      f[k] = it->second;
+    }
+    return f;
+  }
+
+  std::optional<std::string> scalar(const std::map<std::string, YAML::Node>& f, const std::string& k,
+                                    const std::string& path, SourceMark at) {
+    auto it = f.find(k);
+    if (it == f.end()) return std::nullopt;
+    if (!it->second.IsScalar() || it->second.Scalar().empty()) {
+      error(mark_at(it->second, at), path.empty() ? k : path + "." + k, "expected a value");
+      return std::nullopt;
+    }
+    return it->second.Scalar();
+  }
+
+  // One field of the experiment, and where it came from.
+  void set(const std::string& field, nlohmann::json value, const std::string& path, SourceMark m) {
+    out.spec[field] = std::move(value);
+    where[field] = PolicyDiagnostic{m, path, ""};
+  }
+};
+
+const std::string kSelectorHelp =
+    "pod selectors cannot be honoured by a host agent: Faultline acts on this host's own traffic. Remove it, name "
+    "the peers in spec.externalTargets, and to narrow the fault to one workload select it with labelSelectors "
+    "{service: NAME} and mode one, and give faultctl apply --cgroup PATH";
+const std::string kSelectorShort = "pod selectors cannot be honoured by a host agent";
+
+// Percent text as Chaos Mesh writes it ("25", "25.5") -> its number.
+std::optional<double> percent_number(const std::string& v) {
+  if (v.empty() || v.find_first_not_of("0123456789.") != std::string::npos || v.front() == '.') return std::nullopt;
+  try {
+    return std::stod(v);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+bool zero_text(const std::string& v) { return v.find_first_not_of("0.") == std::string::npos; }
+
+// A number as JSON: an integer when it is whole ("25" -> 25, "2.5" -> 2.5).
+nlohmann::json number_json(double v) {
+  if (v >= 0 && v <= 1e15 && v == static_cast<double>(static_cast<int64_t>(v))) return static_cast<int64_t>(v);
+  return v;
+}
+
+// A Go duration ("30s", "2m", "10ms") as a whole number of `unit_ns`; the
+// error says why not.
+std::optional<std::string> whole_units(const std::string& text, uint64_t unit_ns, const char* unit_name,
+                                       uint64_t& out) {
+  auto ns = parse_duration_ns(text);
+  if (!ns) return "'" + text + "': " + ns.error().message;
+  if (*ns % unit_ns != 0) return "'" + text + "': Faultline takes whole " + unit_name;
+  out = *ns / unit_ns;
+  return std::nullopt;
+}
+
+// An externalTargets entry: an address or CIDR as written, a host name as the
+// addresses it resolves to now (as faultctl run --target NAME does).
+std::optional<std::string> resolve_target(const std::string& t, bool resolve, std::vector<std::string>& out) {
+  if (t.find_first_not_of("0123456789abcdefABCDEF.:/") == std::string::npos) {
+    out.push_back(t);
+    return std::nullopt;
+  }
+  if (!resolve) return "'" + t + "': a host name, which this reader does not resolve: write its addresses";
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (int rc = ::getaddrinfo(t.c_str(), nullptr, &hints, &res); rc != 0)
+    return "'" + t + "': not an address, and the name does not resolve (" + gai_strerror(rc) + ")";
+  for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
+    char host[NI_MAXHOST];
+    if (::getnameinfo(a->ai_addr, a->ai_addrlen, host, sizeof host, nullptr, 0, NI_NUMERICHOST) != 0) continue;
+    if (std::find(out.begin(), out.end(), host) == out.end()) out.emplace_back(host);
+  }
+  ::freeaddrinfo(res);
+  return std::nullopt;
+}
+
+// spec.mode and spec.selector: all (or none) without a selector, or one with
+// labelSelectors {service: NAME}, which is the instance options.cgroup names.
+void read_selection(ChaosReader& r, std::map<std::string, YAML::Node>& spec, SourceMark sm,
+                    const ChaosMeshImportOptions& options) {
+  auto mode = r.scalar(spec, "mode", "spec", sm);
+  if (spec.contains("value"))
+    r.error(mark_at(spec["value"]), "spec.value",
+            "how many pods mode picks: there are no pods on a host; leave it out");
+  // An empty selector (`selector: {}`, as Chaos Mesh's examples write) selects nothing more.
+  const bool has_selector = spec.contains("selector") && !spec["selector"].IsNull() &&
+                            !(spec["selector"].IsMap() && spec["selector"].size() == 0);
+  if (!has_selector) {
+    if (mode && *mode != "all")
+      r.error(mark_at(spec["mode"]), "spec.mode",
+              "'" + *mode + "' picks pods: " + kSelectorShort +
+                  "; leave mode out (or all), or select one instance with labelSelectors {service: NAME}");
+    return;
+  }
+  const SourceMark at = mark_at(spec["selector"], sm);
+  static const std::map<std::string, std::string> refused = {
+      {"namespaces", kSelectorHelp},
+      {"pods", kSelectorHelp},
+      {"fieldSelectors", kSelectorHelp},
+      {"annotationSelectors", kSelectorHelp},
+      {"podPhaseSelectors", kSelectorHelp},
+      {"expressionSelectors", kSelectorHelp},
+      {"nodes", "a node is not a workload: " + kSelectorHelp},
+      {"nodeSelectors", "a node is not a workload: " + kSelectorHelp}};
+  auto sel = r.fields(spec["selector"], "spec.selector", at, {"labelSelectors"}, refused);
+  if (mode && *mode != "one")
+    r.error(mark_at(spec["mode"]), "spec.mode",
+            "'" + *mode + "': with a selector, Faultline runs mode one (the instance --cgroup names)");
+  else if (!mode && !spec.contains("mode"))
+    r.error(sm, "spec.mode", "missing: a selector picks one instance here (mode: one)");
+  if (!sel.contains("labelSelectors")) {
+    if (r.out.errors.empty()) r.error(at, "spec.selector.labelSelectors", "missing: write {service: NAME}");
+    return;
+  }
+  const size_t before = r.out.errors.size();
+  std::map<std::string, std::string> other_labels;  // refused, with what to write instead
+  if (sel["labelSelectors"].IsMap())
+    for (auto it = sel["labelSelectors"].begin(); it != sel["labelSelectors"].end(); ++it)
+      if (it->first.IsScalar() && it->first.Scalar() != "service")
+        other_labels[it->first.Scalar()] =
+            "Faultline selects an instance by the label service alone ({service: NAME}), whose cgroup --cgroup "
+            "names";
+  auto labels = r.fields(sel["labelSelectors"], "spec.selector.labelSelectors", mark_at(sel["labelSelectors"], at),
+                         {"service"}, other_labels);
+  auto service = r.scalar(labels, "service", "spec.selector.labelSelectors", at);
+  if (!service) {
+    if (!labels.contains("service") && r.out.errors.size() == before)
+      r.error(mark_at(sel["labelSelectors"], at), "spec.selector.labelSelectors.service",
+              "missing: the service whose instance the fault acts on");
+    return;
+  }
+  r.out.service = *service;
+  const SourceMark sv = mark_at(labels["service"], at);
+  if (options.cgroup.empty()) {
+    r.error(sv, "spec.selector.labelSelectors.service",
+            "'" + *service +
+                "' selects pods, which a host agent cannot list: give the cgroup of the instance to fault "
+                "(faultctl apply --cgroup PATH)");
+    return;
+  }
+  r.set("cgroup", options.cgroup, "spec.selector.labelSelectors.service", sv);
+}
+
+void read_duration(ChaosReader& r, std::map<std::string, YAML::Node>& spec, SourceMark sm) {
+  if (auto dur = r.scalar(spec, "duration", "spec", sm)) {
+    uint64_t s = 0;
+    if (auto why = whole_units(*dur, 1'000'000'000ULL, "seconds", s))
+      r.error(mark_at(spec["duration"]), "spec.duration", *why);
+    else
+      r.set("duration_sec", s, "spec.duration", mark_at(spec["duration"]));
+  } else if (!spec.contains("duration")) {
+    r.error(sm, "spec.duration",
+            "required here: a Faultline fault always ends (at most 1h); Chaos Mesh's run-until-deleted has no "
+            "equivalent without a controller");
+  }
+}
+
+void read_network(ChaosReader& r, const YAML::Node& spec_node, const ChaosMeshImportOptions& options) {
+  const SourceMark sm = mark_at(spec_node);
+  auto spec = r.fields(spec_node, "spec", sm,
+                       {"action", "mode", "value", "selector", "direction", "externalTargets", "duration", "device",
+                        "delay", "loss", "duplicate", "corrupt", "bandwidth"},
+                       {{"target",
+                         "a pod selector for the other side: write the peers' addresses (or names) in "
+                         "spec.externalTargets"},
+                        {"targetDevice", "a device in the target pods: there are none on a host; use spec.device"},
+                        {"remoteCluster", "Faultline acts on this host only"},
+                        {"tcParameter", "write the fault fields (delay, loss, ...) themselves"}});
+  if (spec.empty() && !r.out.ok()) return;
+  read_selection(r, spec, sm, options);
+
+  static const std::map<std::string, std::string> kinds = {{"delay", "latency"},       {"loss", "loss"},
+                                                           {"duplicate", "duplicate"}, {"corrupt", "corrupt"},
+                                                           {"partition", "partition"}, {"bandwidth", "bandwidth"}};
+  auto action = r.scalar(spec, "action", "spec", sm);
+  if (!action) {
+    if (!spec.contains("action"))
+      r.error(sm, "spec.action", "missing (delay, loss, duplicate, corrupt, partition, bandwidth)");
+    return;
+  }
+  auto k = kinds.find(*action);
+  if (k == kinds.end()) {
+    r.error(mark_at(spec["action"]), "spec.action",
+            "'" + *action +
+                "': Faultline imports delay, loss, duplicate, corrupt, partition and bandwidth (netem: "
+                "write one NetworkChaos per effect)");
+    return;
+  }
+  r.out.action = *action;
+  r.set("kind", k->second, "spec.action", mark_at(spec["action"]));
+  // An effect's fields belong to its action only.
+  for (const auto& [other, _] : kinds) {
+    if (other != *action && other != "partition" && spec.contains(other))
+      r.error(mark_at(spec[other]), "spec." + other, "a field of action " + other + ", not of " + *action);
+  }
+
+  // Targets.
+  if (!spec.contains("externalTargets")) {
+    r.error(sm, "spec.externalTargets",
+            "required here: the peers (addresses, CIDRs or host names) the fault hits; a host's whole traffic is "
+            "not a target");
+  } else {
+    const YAML::Node t = spec["externalTargets"];
+    if (!t.IsSequence() || t.size() == 0) {
+      r.error(mark_at(t, sm), "spec.externalTargets", "expected a list of addresses, CIDRs or host names");
+    } else {
+      std::vector<std::string> targets;
+      for (size_t i = 0; i < t.size(); ++i) {
+        const std::string p = "spec.externalTargets[" + std::to_string(i) + "]";
+        if (!t[i].IsScalar() || t[i].Scalar().empty())
+          r.error(mark_at(t[i], sm), p, "expected an address, CIDR or host name");
+        else if (auto why = resolve_target(t[i].Scalar(), options.resolve_names, targets))
+          r.error(mark_at(t[i], sm), p, *why);
+      }
+      if (!targets.empty()) {
+        nlohmann::json v = targets.size() == 1 ? nlohmann::json(targets[0]) : nlohmann::json(targets);
+        r.set("target", std::move(v), "spec.externalTargets", mark_at(t, sm));
+      }
+    }
+  }
+  if (auto d = r.scalar(spec, "direction", "spec", sm)) {
+    static const std::map<std::string, std::string> dirs = {{"to", "egress"}, {"from", "ingress"}, {"both", "both"}};
+    auto it = dirs.find(*d);
+    if (it == dirs.end())
+      r.error(mark_at(spec["direction"]), "spec.direction", "'" + *d + "': expected to, from or both");
+    else
+      r.set("direction", it->second, "spec.direction", mark_at(spec["direction"]));
+  }
+  if (auto dev = r.scalar(spec, "device", "spec", sm)) r.set("dev", *dev, "spec.device", mark_at(spec["device"]));
+  read_duration(r, spec, sm);
+
+  // The effect.
+  auto effect = [&](const std::string& name, const std::set<std::string>& known) -> std::map<std::string, YAML::Node> {
+    if (!spec.contains(name)) {
+      r.error(sm, "spec." + name, "missing: action " + name + " needs its fields");
+      return {};
+    }
+    return r.fields(spec[name], "spec." + name, mark_at(spec[name]), known);
+  };
+  auto percent = [&](const std::map<std::string, YAML::Node>& f, const std::string& field, const std::string& path,
+                     const std::string& json_field) {
+    auto v = r.scalar(f, field, path, sm);
+    if (!v) {
+      if (!f.contains(field)) r.error(mark_at(spec[path.substr(5)]), path + "." + field, "missing");
+      return;
+    }
+    auto n = percent_number(*v);
+    if (!n) {
+      r.error(mark_at(f.at(field)), path + "." + field, "'" + *v + "': expected a percent, like \"25\"");
+      return;
+    }
+    r.set(json_field, number_json(*n), path + "." + field, mark_at(f.at(field)));
+  };
+  // Correlation Faultline has no model for: accepted only when it cannot matter.
+  auto no_correlation = [&](const std::map<std::string, YAML::Node>& f, const std::string& path,
+                            const std::string& why) {
+    auto c = r.scalar(f, "correlation", path, sm);
+    if (c && !zero_text(*c)) r.error(mark_at(f.at("correlation")), path + ".correlation", "'" + *c + "': " + why);
+  };
+  auto millis = [&](const std::map<std::string, YAML::Node>& f, const std::string& field, const std::string& json_field,
+                    const std::string& text) {
+    uint64_t ms = 0;
+    if (auto why = whole_units(text, 1'000'000ULL, "milliseconds", ms))
+      r.error(mark_at(f.at(field)), "spec.delay." + field, *why);
+    else
+      r.set(json_field, ms, "spec.delay." + field, mark_at(f.at(field)));
+  };
+  if (*action == "delay") {
+    auto f = effect("delay", {"latency", "jitter", "correlation", "reorder"});
+    if (auto l = r.scalar(f, "latency", "spec.delay", sm))
+      millis(f, "latency", "delay_ms", *l);
+    else if (spec.contains("delay") && !f.contains("latency"))
+      r.error(mark_at(spec["delay"]), "spec.delay.latency", "missing");
+    auto j = r.scalar(f, "jitter", "spec.delay", sm);
+    const bool jitter = j && j->find_first_of("123456789") != std::string::npos;  // "0ms" is none
+    if (jitter) millis(f, "jitter", "jitter_ms", *j);
+    if (jitter)
+      no_correlation(f, "spec.delay",
+                     "Faultline draws each packet's jitter independently (correlation 0); leave correlation out");
+    if (f.contains("reorder"))
+      r.error(mark_at(f["reorder"]), "spec.delay.reorder", "reordering is not a Faultline fault; leave it out");
+  } else if (*action == "loss") {
+    auto f = effect("loss", {"loss", "correlation"});
+    percent(f, "loss", "spec.loss", "percent");
+    if (auto c = r.scalar(f, "correlation", "spec.loss", sm); c && !zero_text(*c)) {
+      if (auto n = percent_number(*c))
+        r.set("correlation", number_json(*n), "spec.loss.correlation", mark_at(f["correlation"]));
+      else
+        r.error(mark_at(f["correlation"]), "spec.loss.correlation", "'" + *c + "': expected a percent");
+    }
+  } else if (*action == "duplicate" || *action == "corrupt") {
+    auto f = effect(*action, {*action, "correlation"});
+    percent(f, *action, "spec." + *action, "percent");
+    no_correlation(f, "spec." + *action,
+                   "Faultline decides each packet independently for " + *action +
+                       " (correlation 0); correlated "
+                       "decisions are for loss");
+  } else if (*action == "bandwidth") {
+    auto f = effect("bandwidth", {"rate", "limit", "buffer", "peakrate", "minburst"});
+    if (auto rate = r.scalar(f, "rate", "spec.bandwidth", sm)) {
+      auto bps = parse_rate_bps(*rate);
+      if (!bps)
+        r.error(mark_at(f["rate"]), "spec.bandwidth.rate", "'" + *rate + "': " + bps.error().message);
+      else
+        r.set("rate_bps", *bps, "spec.bandwidth.rate", mark_at(f["rate"]));
+    } else if (spec.contains("bandwidth") && !f.contains("rate")) {
+      r.error(mark_at(spec["bandwidth"]), "spec.bandwidth.rate", "missing");
+    }
+    for (const char* tbf : {"limit", "buffer"}) {
+      if (f.contains(tbf))
+        r.out.notes.push_back(std::string("spec.bandwidth.") + tbf +
+                              " (a tc tbf queue size) has no equivalent in Faultline's pacing and is not used");
+    }
+    for (const char* tbf : {"peakrate", "minburst"}) {
+      if (f.contains(tbf))
+        r.error(mark_at(f[tbf]), std::string("spec.bandwidth.") + tbf,
+                "a second tbf bucket Faultline does not model: leave it out (rate alone is the cap)");
+    }
+  }
+}
+
+// PodChaos pod-kill with gracePeriod 0: Faultline's process kill (SIGKILL)
+// of the selected instance; its duration is how long the run watches after.
+void read_pod(ChaosReader& r, const YAML::Node& spec_node, const ChaosMeshImportOptions& options) {
+  const SourceMark sm = mark_at(spec_node);
+  auto spec = r.fields(spec_node, "spec", sm, {"action", "mode", "value", "selector", "gracePeriod", "duration"},
+                       {{"containerNames", "containers are a pod's: there are none on a host; leave it out"},
+                        {"remoteCluster", "Faultline acts on this host only"}});
+  if (spec.empty() && !r.out.ok()) return;
+  read_selection(r, spec, sm, options);
+  read_duration(r, spec, sm);
+  auto action = r.scalar(spec, "action", "spec", sm);
+  if (!action) {
+    if (!spec.contains("action")) r.error(sm, "spec.action", "missing (pod-kill)");
+    return;
+  }
+  if (*action != "pod-kill") {
+    r.error(mark_at(spec["action"]), "spec.action",
+            "'" + *action + "': Faultline imports pod-kill (as a process kill); use faultctl run process for others");
+    return;
+  }
+  r.out.action = *action;
+  auto grace = r.scalar(spec, "gracePeriod", "spec", sm);
+  if (!grace || *grace != "0") {
+    if (grace || !spec.contains("gracePeriod"))
+      r.error(grace ? mark_at(spec["gracePeriod"]) : sm, "spec.gracePeriod",
+              (grace ? "'" + *grace + "': " : std::string("missing: ")) +
+                  "a grace period (SIGTERM, SIGKILL after it) is not a Faultline fault: write gracePeriod: 0 "
+                  "(SIGKILL), or run faultctl run process --signal SIGTERM");
+    return;
+  }
+  const SourceMark am = mark_at(spec["action"]);
+  r.set("kind", "process", "spec.action", am);
+  r.set("action", "kill", "spec.action", am);
+  r.set("signal", "SIGKILL", "spec.gracePeriod", mark_at(spec["gracePeriod"]));
+}
+
+// StressChaos: its cpu stressor is Faultline's cpu fault (workers -> cores).
+void read_stress(ChaosReader& r, const YAML::Node& spec_node, const ChaosMeshImportOptions& options) {
+  const SourceMark sm = mark_at(spec_node);
+  auto spec = r.fields(spec_node, "spec", sm, {"mode", "value", "selector", "stressors", "duration"},
+                       {{"containerNames", "containers are a pod's: there are none on a host; leave it out"},
+                        {"stressngStressors", "stress-ng options are not Faultline faults: write stressors.cpu"},
+                        {"remoteCluster", "Faultline acts on this host only"}});
+  if (spec.empty() && !r.out.ok()) return;
+  read_selection(r, spec, sm, options);
+  read_duration(r, spec, sm);
+  if (!spec.contains("stressors")) {
+    r.error(sm, "spec.stressors", "missing: write stressors.cpu {workers, load}");
+    return;
+  }
+  auto st = r.fields(spec["stressors"], "spec.stressors", mark_at(spec["stressors"], sm), {"cpu"},
+                     {{"memory", "a memory stressor: Faultline's memory fault takes a size (faultctl run memory)"}});
+  if (!st.contains("cpu")) {
+    if (r.out.errors.empty()) r.error(mark_at(spec["stressors"], sm), "spec.stressors.cpu", "missing");
+    return;
+  }
+  r.out.action = "stress-cpu";
+  const SourceMark cm = mark_at(st["cpu"], sm);
+  r.set("kind", "cpu", "spec.stressors.cpu", cm);
+  auto cpu = r.fields(st["cpu"], "spec.stressors.cpu", cm, {"workers", "load"},
+                      {{"options", "stress-ng options are not Faultline faults: leave them out"}});
+  auto number = [&](const char* field, const char* json_field) {
+    auto v = r.scalar(cpu, field, "spec.stressors.cpu", cm);
+    if (!v) {
+      if (!cpu.contains(field)) r.error(cm, std::string("spec.stressors.cpu.") + field, "missing");
+      return;
+    }
+    auto n = percent_number(*v);
+    if (!n || *n != static_cast<double>(static_cast<int64_t>(*n)))
+      r.error(mark_at(cpu.at(field)), std::string("spec.stressors.cpu.") + field,
+              "'" + *v + "': expected a whole number");
+    else
+      r.set(json_field, static_cast<int64_t>(*n), std::string("spec.stressors.cpu.") + field, mark_at(cpu.at(field)));
+  };
+  number("workers", "cores");
+  number("load", "load");
+}
+
+}  // namespace
+
+bool looks_like_chaos_mesh(std::string_view text) {
+  return text.find(std::string(kChaosMeshApiVersion)) != std::string_view::npos;
+}
+
+ChaosMeshImport import_chaos_mesh(std::string_view text, const ChaosMeshImportOptions& options) {
+  ChaosReader r;
+  r.out.spec = nlohmann::json::object();
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(std::string(text));
+  } catch (const YAML::Exception& e) {
+    r.error({e.mark.line + 1, e.mark.column + 1}, "<document>", "not YAML: " + e.msg);
+    return r.out;
+  }
+  if (docs.size() != 1) {
+    r.error({1, 1}, "<document>",
+            docs.empty() ? "empty"
+                         : "one Chaos Mesh document per file (found " + std::to_string(docs.size()) + " documents)");
+    return r.out;
+  }
+  const YAML::Node& doc = docs[0];
+  auto top = r.fields(doc, "", {1, 1}, {"apiVersion", "kind", "metadata", "spec"});
+  if (!r.out.ok()) return r.out;
+  const SourceMark root{1, 1};
+  auto api = r.scalar(top, "apiVersion", "", root);
+  if (!api || *api != kChaosMeshApiVersion)
+    r.error(top.contains("apiVersion") ? mark_at(top["apiVersion"]) : root, "apiVersion",
+            "expected " + std::string(kChaosMeshApiVersion));
+  auto kind = r.scalar(top, "kind", "", root);
+  if (!kind || (*kind != "NetworkChaos" && *kind != "StressChaos" && *kind != "PodChaos"))
+    r.error(top.contains("kind") ? mark_at(top["kind"]) : root, "kind",
+            "expected NetworkChaos, StressChaos or PodChaos (other Chaos Mesh kinds: use faultctl run "
+            "syscall|memory|disk)");
+  if (!r.out.ok()) return r.out;  // not a kind read here: its spec means something else
+  r.out.kind = *kind;
+  if (top.contains("metadata")) {
+    auto md =
+        r.fields(top["metadata"], "metadata", mark_at(top["metadata"]), {"name", "namespace", "labels", "annotations"});
+    if (auto n = r.scalar(md, "name", "metadata", mark_at(top["metadata"]))) r.out.name = *n;
+  }
+  if (!top.contains("spec")) {
+    r.error(root, "spec", "missing");
+    return r.out;
+  }
+  if (*kind == "NetworkChaos")
+    read_network(r, top["spec"], options);
+  else if (*kind == "StressChaos")
+    read_stress(r, top["spec"], options);
+  else
+    read_pod(r, top["spec"], options);
+  if (r.out.name.empty()) r.error(root, "metadata.name", "missing");
+  if (r.out.ok()) {
+    // The family reader judges the values (caps, units); its refusal is put
+    // at the Chaos Mesh field the experiment's field came from.
+    auto e = experiment_from_json(r.out.spec, "");
+    if (e) {
+      r.out.experiment = std::move(*e);
+    } else {
+      std::string field = spec_error_field(e.error());
+      if (field.rfind("spec.", 0) == 0) field = field.substr(5);
+      if (auto b = field.find('['); b != std::string::npos) field.resize(b);
+      auto w = r.where.find(field);
+      if (w != r.where.end())
+        r.error(w->second.mark, w->second.path, e.error().message);
+      else
+        r.error(mark_at(top["spec"]), "spec", e.error().message);
+    }
+  }
+  std::sort(r.out.errors.begin(), r.out.errors.end(), [](const PolicyDiagnostic& a, const PolicyDiagnostic& b) {
+    return std::tie(a.mark.line, a.mark.column) < std::tie(b.mark.line, b.mark.column);
+  });
+  return r.out;
+}
+
+}  // namespace faultline
