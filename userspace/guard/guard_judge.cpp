@@ -429,6 +429,20 @@ void GuardJudge::risk(RiskKind kind, const std::string& what) {
                           : "would trip (" + said + "; monitor: nothing revoked or ended)"));
 }
 
+void GuardJudge::record_integrity(const std::string& method, const std::string& path, const std::string& what) {
+  if (options_.activity) {
+    ActivityEntry e;
+    e.identity = options_.identity;
+    e.kind = "integrity";
+    e.method = method;
+    e.path = path;
+    e.verdict = std::string(guard_verdict_name(GuardVerdict::Allow));
+    e.rule = "integrity";
+    options_.activity->post(std::move(e));
+  }
+  risk(RiskKind::tamper, "integrity: " + what);
+}
+
 RequestVerdict GuardJudge::judge(const RequestHead& head, HeldRequest later) {
   if (revoked_.load()) return revoked_answer(head);
   // One decision per tunnel: with termination its inner requests are judged;

@@ -159,6 +159,11 @@ class GuardJudge final : public RequestJudge {
   // the verdict (deny: blocked, or what enforcing would block; approve: held;
   // allow: approved), the first risk's rule.
   void record_exec(const ExecJudgement& j, GuardVerdict verdict);
+  // --integrity: a watched file created, modified or removed, in the activity
+  // log (kind "integrity", method CREATED, MODIFIED or REMOVED, the file as
+  // the path, verdict allow: nothing is stopped, rule "integrity"), and its
+  // tamper risk for the circuit breaker; `what` is the finding for people.
+  void record_integrity(const std::string& method, const std::string& path, const std::string& what);
   // --approve-dangerous: the exec held in the approval queue (faultctl
   // approvals, faultcp), settled by a person or the timeout; its id.
   [[nodiscard]] std::string hold_exec(const ExecJudgement& j, ApprovalSettle settle);
