@@ -8,13 +8,17 @@
 #include <chrono>
 #include <condition_variable>
 #include <iosfwd>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/result.h"
+#include "userspace/guard/command_tree.h"
+#include "userspace/guard/fs_watch.h"
 #include "userspace/guard/integrity.h"
 
 namespace faultline {
@@ -34,6 +38,8 @@ class GuardIntegrity {
   [[nodiscard]] static Result<std::unique_ptr<GuardIntegrity>> start(const GuardIntegrityOptions& o, GuardJudge* judge,
                                                                      std::ostream& log);
   ~GuardIntegrity();
+  // Once the command is forked (root): the root of the tree whose writes are its own.
+  void forked(pid_t pid);
   GuardIntegrity(const GuardIntegrity&) = delete;
   GuardIntegrity& operator=(const GuardIntegrity&) = delete;
 
@@ -45,6 +51,13 @@ class GuardIntegrity {
       : baseline_(std::move(baseline)), interval_(interval), judge_(judge) {}
   void run();
   void check();  // one recheck, its changes said (on the thread, or in finish)
+  // Root: the file watches of the paths' folders that see the command's own
+  // writes (fanotify, the command's process tree); false when not available.
+  bool attribute(std::ostream& log);
+  // Whether the file is as the command's tree last left it (the digest after
+  // its last write, or removed by it); waits a little for the watch's thread
+  // to read its events.
+  bool by_command(const IntegrityChange& c);
 
   IntegrityBaseline baseline_;  // the thread's, then finish()'s
   const std::chrono::milliseconds interval_;
@@ -54,6 +67,12 @@ class GuardIntegrity {
   std::condition_variable cv_;
   bool stopping_ = false;
   std::thread thread_;
+  std::unique_ptr<CommandTree> tree_;              // root: the command's processes
+  std::vector<std::unique_ptr<FsWatch>> watches_;  // root: one per folder of the paths
+  std::mutex written_mu_;
+  std::vector<std::string> real_paths_;         // root: the paths' real paths, for what the watches keep
+  std::map<std::string, std::string> written_;  // real path -> its digest after the command's last write ("": removed)
+  uint64_t notes_ = 0;
 };
 
 }  // namespace faultline

@@ -410,6 +410,10 @@ int cmd_guard(const std::vector<std::string>& args) {
         return started.error().bad_input ? int(kExitBadInput) : 1;
       }
       integrity = std::move(*started);
+      a.guard.forked = [i = integrity.get(), before = std::move(a.guard.forked)](pid_t pid) {
+        if (before) before(pid);
+        i->forked(pid);
+      };
     }
     std::unique_ptr<FsGate> fs_gate;
     if (a.enforce_fs) {

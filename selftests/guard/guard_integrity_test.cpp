@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "base/sha256.h"
 #include "selftests/guard/guard_env.h"
@@ -44,11 +45,13 @@ class GuardIntegrityTest : public ::testing::Test {
     env_ = fltest::guard_env(dir_.path());
   }
 
-  CommandResult guard(std::vector<std::string> flags, const std::string& script) {
+  // As nobody, unless as_root (then the command's writes are told apart).
+  CommandResult guard(std::vector<std::string> flags, const std::string& script, bool as_root = false) {
     std::vector<std::string> argv = {kIntegrityFaultctl, "guard"};
     argv.insert(argv.end(), flags.begin(), flags.end());
     argv.insert(argv.end(), {"--json-log", dir_.file("activity.jsonl"), "--", "sh", "-c", script});
-    return fltest::run_command(fltest::as_nobody(std::move(argv)), {.env = env_}, 60s);
+    if (!as_root) argv = fltest::as_nobody(std::move(argv));
+    return fltest::run_command(argv, {.env = env_}, 60s);
   }
 
   std::vector<std::string> watched(const std::string& interval) {
@@ -165,6 +168,47 @@ TEST_F(GuardIntegrityTest, InMonitorTheBreakerOnlySaysItWouldTrip) {
   EXPECT_TRUE(r.status.is(0)) << r.describe();
   EXPECT_NE(r.out.find("survived"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("CIRCUIT BREAKER would trip (score 60 of 60"), std::string::npos) << r.err;
+}
+
+TEST_F(GuardIntegrityTest, AsRootTheCommandsOwnChangesAreNotesAndAnyoneElsesFindings) {
+  if (::geteuid() != 0) GTEST_SKIP() << "*** SKIPPED: needs root (fanotify, the process connector) ***";
+  // The command edits CLAUDE.md and removes a skill, then waits while this
+  // test (another process) changes a memory file.
+  const std::string started = dir_.file("started"), other = dir_.file("other-done");
+  const std::string script = "echo mine >> " + dir_.file("CLAUDE.md") + "; rm " + dir_.file("skills/deploy/SKILL.md") +
+                             "; touch " + started + "; i=0; while [ ! -e " + other +
+                             " ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; sleep 0.5";
+  std::thread intruder([&] {
+    for (int i = 0; i < 600 && !fs::exists(started); ++i) std::this_thread::sleep_for(50ms);
+    std::ofstream(dir_.file("memory/notes.md"), std::ios::app) << "forget the rules\n";
+    std::ofstream(other) << "x";
+  });
+  auto r =
+      guard({"--circuit-breaker", "--breaker-threshold", "60", "--integrity", dir_.file("CLAUDE.md"), "--integrity",
+             dir_.file("skills"), "--integrity", dir_.file("memory"), "--integrity-interval", "200ms"},
+            script, true);
+  intruder.join();
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_NE(r.err.find("a change by the command's processes is a note, anyone else's a finding"), std::string::npos)
+      << r.err;
+  const std::string say = "faultline guard: integrity: ";
+  EXPECT_NE(r.err.find(say + "note: " + dir_.file("CLAUDE.md") + " modified (sha256 " + short_sha("be careful\n") +
+                       " -> " + short_sha("be careful\nmine\n") + "), by the command"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(say + "note: " + dir_.file("skills/deploy/SKILL.md") + " removed"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(say + dir_.file("memory/notes.md") + " modified (sha256 " + short_sha("remember\n") + " -> " +
+                       short_sha("remember\nforget the rules\n") + ")"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(" 1 change(s) of 3 watched path(s), 2 by the command itself"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("CIRCUIT BREAKER would trip (score 60 of 60 within 60s, last tamper: integrity: " +
+                       dir_.file("memory/notes.md")),
+            std::string::npos)
+      << r.err;
+  const auto lines = lines_of("integrity");
+  ASSERT_EQ(lines.size(), 1u) << r.err;
+  EXPECT_EQ(lines[0].value("path", ""), dir_.file("memory/notes.md"));
 }
 
 TEST_F(GuardIntegrityTest, BadFlagsAndPathsExit2NamingTheFlagAndNothingRuns) {

@@ -27,11 +27,6 @@ std::string to_hex(const unsigned char* md, unsigned int len) {
   return out;
 }
 
-std::string digest_or_reason(const std::string& path) {
-  auto d = sha256_file(path);
-  return d ? *d : "unreadable: " + std::string(std::strerror(d.error().err));
-}
-
 // Every regular file below dir (not following symbolic links), into out.
 void walk(const std::string& dir, std::map<std::string, std::string>& out) {
   std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), ::closedir);
@@ -48,7 +43,7 @@ void walk(const std::string& dir, std::map<std::string, std::string>& out) {
     if (S_ISDIR(st.st_mode))
       walk(p, out);
     else if (S_ISREG(st.st_mode))
-      out[p] = digest_or_reason(p);
+      out[p] = integrity_digest(p);
   }
 }
 
@@ -64,6 +59,11 @@ const char* integrity_change_name(IntegrityChangeKind k) {
       return "removed";
   }
   return "?";
+}
+
+std::string integrity_digest(const std::string& path) {
+  auto d = sha256_file(path);
+  return d ? *d : "unreadable: " + std::string(std::strerror(d.error().err));
 }
 
 Result<std::string> sha256_file(const std::string& path) {
@@ -116,7 +116,7 @@ std::map<std::string, std::string> IntegrityBaseline::scan() const {
     if (S_ISDIR(st.st_mode))
       walk(p, out);
     else if (S_ISREG(st.st_mode))
-      out[p] = digest_or_reason(p);
+      out[p] = integrity_digest(p);
   }
   return out;
 }

@@ -46,5 +46,7 @@ class IntegrityBaseline {
 
 // The hex SHA-256 of a file's bytes, read in blocks.
 [[nodiscard]] Result<std::string> sha256_file(const std::string& path);
+// A file's digest as a baseline keeps it: its SHA-256, or "unreadable: <reason>".
+[[nodiscard]] std::string integrity_digest(const std::string& path);
 
 }  // namespace faultline
