@@ -546,6 +546,24 @@ Status parse_integrity_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
   return {};
 }
 
+// --anomaly, --anomaly-learn D (100ms to 24h; default 3m).
+Status parse_anomaly_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
+  if (r.count("anomaly-learn") && !r.count("anomaly")) return bad("--anomaly-learn applies to --anomaly");
+  if (!r.count("anomaly")) return {};
+  std::chrono::milliseconds learn{180'000};
+  if (r.count("anomaly-learn")) {
+    const std::string v = r["anomaly-learn"].as<std::string>();
+    auto ns = with_flag("anomaly-learn", parse_duration_ns(v));
+    if (!ns) return ns.error();
+    if (*ns < 100'000'000ULL || *ns > 86'400'000'000'000ULL)
+      return bad("--anomaly-learn " + v + ": between 100ms and 24h");
+    learn = std::chrono::milliseconds(*ns / 1'000'000);
+  }
+  a.capture.anomaly = std::make_shared<AnomalyWatch>(learn);
+  a.requests = true;
+  return {};
+}
+
 // --scan-responses, --block-responses: the answer's detectors, built now
 // (with --prompt-guard's rules when it is on).
 Status parse_response_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
@@ -864,6 +882,10 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       "plant fresh decoy credentials (an AWS key pair, a GitHub token, an Anthropic key) in the command's "
       "environment and a decoy credentials file; any appearance in egress, raw or encoded, is critical (denied "
       "with --enforce)")(
+      "anomaly",
+      "learn the hosts the session reaches during --anomaly-learn; after it, a request to a host not seen is "
+      "flagged once (kind anomaly; monitor only)")(
+      "anomaly-learn", "D: the --anomaly warm-up (default 3m; 100ms to 24h)", cxxopts::value<std::string>())(
       "integrity",
       "PATH: a file or folder tree (repeatable) whose files are hashed (SHA-256) at start and re-checked every "
       "--integrity-interval and at exit; a file created, modified or removed is an integrity finding (tamper risk "
@@ -1044,6 +1066,7 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
   FL_TRY(parse_response_flags(*r, args_out));
   FL_TRY(parse_breaker_flags(*r, args_out));
   FL_TRY(parse_integrity_flags(*r, args_out));
+  FL_TRY(parse_anomaly_flags(*r, args_out));
   if (r->count("receipts")) {
     if (cap.responses.guard) {
       cap.receipts = cap.responses.guard;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "userspace/guard/activity_log.h"
+#include "userspace/guard/anomaly.h"
 #include "userspace/guard/approval_queue.h"
 #include "userspace/guard/circuit_breaker.h"
 #include "userspace/guard/dlp_engine.h"
@@ -120,6 +121,8 @@ struct GuardJudgeOptions {
   GuardResponseOptions responses;
   // --circuit-breaker: each finding and denial adds its risk (null: off).
   std::shared_ptr<CircuitBreaker> breaker;
+  // --anomaly: a host not seen in the warm-up is flagged (null: off).
+  std::shared_ptr<AnomalyWatch> anomaly;
   // --mirror: the hosts each LLM call's prompt names, by trust; a write to a
   // host named only by tool content is flagged (kind mirror). Null: off.
   std::shared_ptr<MirrorWatch> mirror;
