@@ -126,6 +126,7 @@ Result<std::unique_ptr<ExecGate>> start_exec_gate(bool enforce, bool approve, Gu
     say_exec(std::string(j.blocked ? "blocked " : "would block (monitor: it ran) ") + exec_what(j));
     if (judge != nullptr) judge->record_exec(j, GuardVerdict::Deny);
   };
+  if (judge != nullptr) o.on_exec = [judge](const ExecJudgement& j) { judge->note_exec(j); };
   if (approve && judge != nullptr) {
     o.hold = [judge, prompt](const ExecJudgement& j, ExecAnswer answer) {
       const std::string command = exec_command_text(j);

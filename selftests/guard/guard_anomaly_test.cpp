@@ -1,7 +1,8 @@
 // faultctl guard --anomaly end to end: the real faultctl (as nobody when
 // root) learns the destinations (host:port) the command reaches during a 3 s
 // warm-up (curl through the guard's proxy to a loopback upstream); after it,
-// one not seen (a second upstream) is flagged once, on stderr and in
+// one not seen (a second upstream) is flagged once, and with --block-dangerous
+// a program not run in it, on stderr and in
 // the activity log (kind anomaly), and nothing is stopped; nothing is flagged
 // during the warm-up. Bad flags exit 2 naming the flag.
 #include <gtest/gtest.h>
@@ -105,6 +106,23 @@ TEST_F(GuardAnomalyTest, NothingIsFlaggedDuringTheWarmUp) {
   EXPECT_EQ(up.requests() + other.requests(), 2);
   EXPECT_EQ(r.err.find("anomaly:"), std::string::npos) << r.err;
   EXPECT_TRUE(lines_of("anomaly").empty());
+}
+
+TEST_F(GuardAnomalyTest, WithTheExecGateAProgramNotRunInTheWarmUpIsFlaggedOnce) {
+  // /bin/echo runs in the warm-up and after it; /usr/bin/id only after it, twice.
+  const std::string script = "/bin/echo learn; sleep 4; /bin/echo known; /usr/bin/id -u; /usr/bin/id -u";
+  auto r = guard({"--anomaly", "--anomaly-learn", "3s", "--block-dangerous"}, script);
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_NE(r.out.find("learn\nknown\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("faultline guard: anomaly: a program not run in the warm-up: /usr/bin/id, pid "),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("warm-up: /bin/echo"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("warm-up: /bin/sh"), std::string::npos) << r.err;
+  const auto lines = lines_of("anomaly");
+  ASSERT_EQ(lines.size(), 1u) << r.err;
+  EXPECT_EQ(lines[0].value("method", ""), "EXEC");
+  EXPECT_EQ(lines[0].value("path", ""), "/usr/bin/id");
 }
 
 TEST_F(GuardAnomalyTest, BadFlagsExit2NamingTheFlag) {

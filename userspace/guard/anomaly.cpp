@@ -8,9 +8,11 @@ namespace faultline {
 AnomalyWatch::AnomalyWatch(std::chrono::milliseconds learn, Clock::time_point start)
     : learn_(learn), until_(start + learn) {}
 
-bool AnomalyWatch::new_host(std::string_view host, Clock::time_point now) {
-  std::string h(host);
-  for (char& c : h) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+bool AnomalyWatch::new_item(std::string_view kind, std::string_view item, Clock::time_point now) {
+  std::string h(item);
+  if (kind == "host")
+    for (char& c : h) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  h = std::string(kind) + " " + h;
   std::lock_guard lock(mu_);
   if (now < until_) {
     learned_.insert(std::move(h));

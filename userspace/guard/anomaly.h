@@ -20,11 +20,18 @@ class AnomalyWatch {
 
   // A request to a destination ("host:port", any case): learned during the
   // warm-up; after it, true the first time one not learned is seen.
-  [[nodiscard]] bool new_host(std::string_view host, Clock::time_point now = Clock::now());
+  [[nodiscard]] bool new_host(std::string_view host, Clock::time_point now = Clock::now()) {
+    return new_item("host", host, now);
+  }
+  // A program the command execs (its path as run), the same way.
+  [[nodiscard]] bool new_program(std::string_view path, Clock::time_point now = Clock::now()) {
+    return new_item("exec", path, now);
+  }
   [[nodiscard]] std::chrono::milliseconds learn() const { return learn_; }
   [[nodiscard]] size_t learned() const;
 
  private:
+  [[nodiscard]] bool new_item(std::string_view kind, std::string_view item, Clock::time_point now);
   const std::chrono::milliseconds learn_;
   const Clock::time_point until_;
   mutable std::mutex mu_;

@@ -443,6 +443,23 @@ void GuardJudge::record_integrity(const std::string& method, const std::string& 
   risk(RiskKind::tamper, "integrity: " + what);
 }
 
+void GuardJudge::note_exec(const ExecJudgement& j) {
+  if (!options_.anomaly || j.words.empty() || !options_.anomaly->new_program(j.words.front())) return;
+  if (options_.activity) {
+    ActivityEntry e;
+    e.identity = options_.identity;
+    e.kind = "anomaly";
+    e.method = "EXEC";
+    e.path = j.words.front();
+    e.verdict = std::string(guard_verdict_name(GuardVerdict::Allow));
+    e.rule = "anomaly";
+    options_.activity->post(std::move(e));
+  }
+  if (options_.log)
+    options_.log("faultline guard: anomaly: a program not run in the warm-up: " + j.words.front() + ", pid " +
+                 std::to_string(j.pid) + " (monitor: not stopped)");
+}
+
 RequestVerdict GuardJudge::judge(const RequestHead& head, HeldRequest later) {
   if (revoked_.load()) return revoked_answer(head);
   const std::string destination =

@@ -167,6 +167,10 @@ class GuardJudge final : public RequestJudge {
   // the path, verdict allow: nothing is stopped, rule "integrity"), and its
   // tamper risk for the circuit breaker; `what` is the finding for people.
   void record_integrity(const std::string& method, const std::string& path, const std::string& what);
+  // --anomaly with --block-dangerous: an exec of a program not run during
+  // the warm-up is flagged once (a log line, an activity line of kind
+  // anomaly, method EXEC, the program as the path). On the exec gate's thread.
+  void note_exec(const ExecJudgement& j);
   // --approve-dangerous: the exec held in the approval queue (faultctl
   // approvals, faultcp), settled by a person or the timeout; its id.
   [[nodiscard]] std::string hold_exec(const ExecJudgement& j, ApprovalSettle settle);
