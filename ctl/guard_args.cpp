@@ -883,8 +883,8 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       "environment and a decoy credentials file; any appearance in egress, raw or encoded, is critical (denied "
       "with --enforce)")(
       "anomaly",
-      "learn the hosts the session reaches during --anomaly-learn; after it, a request to a host not seen is "
-      "flagged once (kind anomaly; monitor only)")(
+      "learn the destinations (host:port) the session reaches, and with --block-dangerous the programs it runs, "
+      "during --anomaly-learn; after it, a new one is flagged once (kind anomaly; monitor only)")(
       "anomaly-learn", "D: the --anomaly warm-up (default 3m; 100ms to 24h)", cxxopts::value<std::string>())(
       "integrity",
       "PATH: a file or folder tree (repeatable) whose files are hashed (SHA-256) at start and re-checked every "
