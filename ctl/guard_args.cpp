@@ -526,6 +526,44 @@ Status parse_breaker_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
   return {};
 }
 
+// --integrity PATH (repeatable), --integrity-interval D (10ms to 24h).
+Status parse_integrity_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
+  if (r.count("integrity-interval") && !r.count("integrity")) return bad("--integrity-interval applies to --integrity");
+  if (!r.count("integrity")) return {};
+  if (a.capture.gateway) return bad("--integrity watches files around a guarded command: --gateway runs none");
+  for (const auto& p : r["integrity"].as<std::vector<std::string>>()) {
+    if (p.empty()) return bad("--integrity: empty path");
+    a.integrity.paths.push_back(p);
+  }
+  if (r.count("integrity-interval")) {
+    const std::string v = r["integrity-interval"].as<std::string>();
+    auto ns = with_flag("integrity-interval", parse_duration_ns(v));
+    if (!ns) return ns.error();
+    if (*ns < 10'000'000ULL || *ns > 86'400'000'000'000ULL)
+      return bad("--integrity-interval " + v + ": between 10ms and 24h");
+    a.integrity.interval = std::chrono::milliseconds(*ns / 1'000'000);
+  }
+  return {};
+}
+
+// --anomaly, --anomaly-learn D (100ms to 24h; default 3m).
+Status parse_anomaly_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
+  if (r.count("anomaly-learn") && !r.count("anomaly")) return bad("--anomaly-learn applies to --anomaly");
+  if (!r.count("anomaly")) return {};
+  std::chrono::milliseconds learn{180'000};
+  if (r.count("anomaly-learn")) {
+    const std::string v = r["anomaly-learn"].as<std::string>();
+    auto ns = with_flag("anomaly-learn", parse_duration_ns(v));
+    if (!ns) return ns.error();
+    if (*ns < 100'000'000ULL || *ns > 86'400'000'000'000ULL)
+      return bad("--anomaly-learn " + v + ": between 100ms and 24h");
+    learn = std::chrono::milliseconds(*ns / 1'000'000);
+  }
+  a.capture.anomaly = std::make_shared<AnomalyWatch>(learn);
+  a.requests = true;
+  return {};
+}
+
 // --scan-responses, --block-responses: the answer's detectors, built now
 // (with --prompt-guard's rules when it is on).
 Status parse_response_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
@@ -844,6 +882,17 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       "plant fresh decoy credentials (an AWS key pair, a GitHub token, an Anthropic key) in the command's "
       "environment and a decoy credentials file; any appearance in egress, raw or encoded, is critical (denied "
       "with --enforce)")(
+      "anomaly",
+      "learn the destinations (host:port) the session reaches, and with --block-dangerous the programs it runs, "
+      "during --anomaly-learn; after it, a new one is flagged once (kind anomaly; monitor only)")(
+      "anomaly-learn", "D: the --anomaly warm-up (default 3m; 100ms to 24h)", cxxopts::value<std::string>())(
+      "integrity",
+      "PATH: a file or folder tree (repeatable) whose files are hashed (SHA-256) at start and re-checked every "
+      "--integrity-interval and at exit; a file created, modified or removed is an integrity finding (tamper risk "
+      "60 for --circuit-breaker)",
+      cxxopts::value<std::vector<std::string>>())("integrity-interval",
+                                                  "D: how often --integrity re-checks (default 30s; 10ms to 24h)",
+                                                  cxxopts::value<std::string>())(
       "circuit-breaker",
       "sum the risk of the findings (injection, exfil, honeytoken 100; tamper 60; a denial 25); crossing "
       "--breaker-threshold within --breaker-window revokes the egress and ends the command (exit 9) with --enforce")(
@@ -1016,6 +1065,8 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
   FL_TRY(parse_trace_flags(*r, args_out));
   FL_TRY(parse_response_flags(*r, args_out));
   FL_TRY(parse_breaker_flags(*r, args_out));
+  FL_TRY(parse_integrity_flags(*r, args_out));
+  FL_TRY(parse_anomaly_flags(*r, args_out));
   if (r->count("receipts")) {
     if (cap.responses.guard) {
       cap.receipts = cap.responses.guard;

@@ -10,6 +10,7 @@
 #include "ctl/guard_capture.h"
 #include "ctl/guard_faults.h"
 #include "ctl/guard_fs.h"
+#include "ctl/guard_integrity.h"
 #include "ctl/guard_pg_gate.h"
 #include "ctl/help.h"
 #include "userspace/enforce/guard.h"
@@ -44,6 +45,9 @@ struct GuardArgs {
   bool enforce_fs = false;
   FsGateOptions fs_gate;
   PgGateOptions pg;  // --pg-listen, --pg-upstream: the Postgres gate (judged by capture.policy's SQL rules)
+  // --integrity PATH (repeatable), --integrity-interval D: the files' baselines,
+  // re-checked (ctl/guard_integrity.h).
+  GuardIntegrityOptions integrity;
   // --circuit-breaker, --breaker-threshold N, --breaker-window D: the risk of
   // the findings over the window; crossing it revokes the egress (enforcing)
   // and ends the command's process group, faultctl exiting 9.

@@ -288,6 +288,7 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
   jo.trace_tools = o.trace_tools;
   jo.responses = o.responses;
   jo.breaker = o.breaker;
+  jo.anomaly = o.anomaly;
   jo.mirror = o.mirror;
   jo.receipts = o.receipts;
   jo.budget = c->shared_budget_ ? c->shared_budget_ : std::shared_ptr<BudgetStore>(c->budget_);

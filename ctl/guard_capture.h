@@ -70,6 +70,7 @@ struct GuardCaptureOptions {
   // command's environment and a decoy credentials file. Null: off.
   std::shared_ptr<const HoneytokenSet> honeytokens;
   std::shared_ptr<CircuitBreaker> breaker;        // --circuit-breaker (null: off)
+  std::shared_ptr<AnomalyWatch> anomaly;          // --anomaly (null: off)
   std::shared_ptr<MirrorWatch> mirror;            // --mirror (null: off)
   std::shared_ptr<const ResponseGuard> receipts;  // --receipts (null: off)
   // With faultcp (--control-plane URL --token T): the workspace's guard

@@ -23,6 +23,7 @@
 #include "ctl/guard_exec_prompt.h"
 #include "ctl/guard_fault_proxy.h"
 #include "ctl/guard_fs.h"
+#include "ctl/guard_integrity.h"
 #include "ctl/guard_pg_gate.h"
 #include "userspace/guard/exec_gate.h"
 
@@ -125,6 +126,7 @@ Result<std::unique_ptr<ExecGate>> start_exec_gate(bool enforce, bool approve, Gu
     say_exec(std::string(j.blocked ? "blocked " : "would block (monitor: it ran) ") + exec_what(j));
     if (judge != nullptr) judge->record_exec(j, GuardVerdict::Deny);
   };
+  if (judge != nullptr) o.on_exec = [judge](const ExecJudgement& j) { judge->note_exec(j); };
   if (approve && judge != nullptr) {
     o.hold = [judge, prompt](const ExecJudgement& j, ExecAnswer answer) {
       const std::string command = exec_command_text(j);
@@ -401,6 +403,19 @@ int cmd_guard(const std::vector<std::string>& args) {
         w->forked(pid);
       };
     }
+    std::unique_ptr<GuardIntegrity> integrity;
+    if (a.integrity.enabled()) {
+      auto started = GuardIntegrity::start(a.integrity, capture ? &capture->judge() : nullptr, std::cerr);
+      if (!started) {
+        std::cerr << "faultctl guard: " << started.error().describe() << "\n";
+        return started.error().bad_input ? int(kExitBadInput) : 1;
+      }
+      integrity = std::move(*started);
+      a.guard.forked = [i = integrity.get(), before = std::move(a.guard.forked)](pid_t pid) {
+        if (before) before(pid);
+        i->forked(pid);
+      };
+    }
     std::unique_ptr<FsGate> fs_gate;
     if (a.enforce_fs) {
       const bool enforce = a.guard.enforce || (capture && capture->judge().policy()->mode == GuardMode::Enforce);
@@ -422,6 +437,7 @@ int cmd_guard(const std::vector<std::string>& args) {
     if (capture) {
       if (::geteuid() != 0) {
         const int code = run_wrapped(a.guard.command, env, gate.get(), watch.get(), breaker.get());
+        if (integrity) integrity->finish(std::cerr);
         if (watch) watch->finish(std::cerr);
         if (gate) print_exec_summary(*gate);
         if (pg) pg->print_summary(std::cerr);
@@ -479,6 +495,7 @@ int cmd_guard(const std::vector<std::string>& args) {
     }
     Guard g(std::move(a.guard), std::cerr);
     int code = g.run();
+    if (integrity) integrity->finish(std::cerr);
     if (breaker && breaker->ended()) code = kExitBreaker;
     if (fs_gate) {
       fs_gate->stop();

@@ -150,6 +150,7 @@ void ExecGate::run(const std::shared_ptr<UniqueFd>& notify) {
       j.unreadable = words.error().message;
     }
     judged_.fetch_add(1);
+    if (opts_.on_exec) opts_.on_exec(j);
     const bool flagged = !j.risks.empty() || !j.unreadable.empty();
     if (flagged && opts_.enforce && opts_.hold) {
       flagged_.fetch_add(1);

@@ -51,6 +51,9 @@ struct ExecGateOptions {
   // Called on the gate's thread for every exec that has a risk or could not
   // be read and is not held (the others go ahead unreported).
   std::function<void(const ExecJudgement&)> on_flagged;
+  // Called on the gate's thread for every exec judged, before its answer
+  // (quick: the process waits in its execve).
+  std::function<void(const ExecJudgement&)> on_exec;
   // --approve-dangerous, enforcing: a flagged exec is handed here instead of
   // refused, and waits (the process in its execve) until answered. Other
   // execs are judged meanwhile.

@@ -429,8 +429,56 @@ void GuardJudge::risk(RiskKind kind, const std::string& what) {
                           : "would trip (" + said + "; monitor: nothing revoked or ended)"));
 }
 
+void GuardJudge::record_integrity(const std::string& method, const std::string& path, const std::string& what) {
+  if (options_.activity) {
+    ActivityEntry e;
+    e.identity = options_.identity;
+    e.kind = "integrity";
+    e.method = method;
+    e.path = path;
+    e.verdict = std::string(guard_verdict_name(GuardVerdict::Allow));
+    e.rule = "integrity";
+    options_.activity->post(std::move(e));
+  }
+  risk(RiskKind::tamper, "integrity: " + what);
+}
+
+void GuardJudge::note_exec(const ExecJudgement& j) {
+  if (!options_.anomaly || j.words.empty() || !options_.anomaly->new_program(j.words.front())) return;
+  if (options_.activity) {
+    ActivityEntry e;
+    e.identity = options_.identity;
+    e.kind = "anomaly";
+    e.method = "EXEC";
+    e.path = j.words.front();
+    e.verdict = std::string(guard_verdict_name(GuardVerdict::Allow));
+    e.rule = "anomaly";
+    options_.activity->post(std::move(e));
+  }
+  if (options_.log)
+    options_.log("faultline guard: anomaly: a program not run in the warm-up: " + j.words.front() + ", pid " +
+                 std::to_string(j.pid) + " (monitor: not stopped)");
+}
+
 RequestVerdict GuardJudge::judge(const RequestHead& head, HeldRequest later) {
   if (revoked_.load()) return revoked_answer(head);
+  const std::string destination =
+      (head.host.find(':') != std::string::npos ? "[" + head.host + "]" : head.host) + ":" + std::to_string(head.port);
+  if (options_.anomaly && !head.host.empty() && options_.anomaly->new_host(destination)) {
+    if (options_.activity) {
+      ActivityEntry e;
+      e.identity = options_.identity;
+      e.kind = "anomaly";
+      e.method = "HOST";
+      e.host = destination;
+      e.verdict = std::string(guard_verdict_name(GuardVerdict::Allow));
+      e.rule = "anomaly";
+      options_.activity->post(std::move(e));
+    }
+    if (options_.log)
+      options_.log("faultline guard: anomaly: a destination not seen in the warm-up: " + destination +
+                   " (monitor: not stopped)");
+  }
   // One decision per tunnel: with termination its inner requests are judged;
   // without, the CONNECT is, and its SNI only when it names another host.
   if (head.stage == RequestStage::connect || head.stage == RequestStage::tls_sni) {

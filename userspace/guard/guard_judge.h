@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "userspace/guard/activity_log.h"
+#include "userspace/guard/anomaly.h"
 #include "userspace/guard/approval_queue.h"
 #include "userspace/guard/circuit_breaker.h"
 #include "userspace/guard/dlp_engine.h"
@@ -120,6 +121,8 @@ struct GuardJudgeOptions {
   GuardResponseOptions responses;
   // --circuit-breaker: each finding and denial adds its risk (null: off).
   std::shared_ptr<CircuitBreaker> breaker;
+  // --anomaly: a host not seen in the warm-up is flagged (null: off).
+  std::shared_ptr<AnomalyWatch> anomaly;
   // --mirror: the hosts each LLM call's prompt names, by trust; a write to a
   // host named only by tool content is flagged (kind mirror). Null: off.
   std::shared_ptr<MirrorWatch> mirror;
@@ -159,6 +162,15 @@ class GuardJudge final : public RequestJudge {
   // the verdict (deny: blocked, or what enforcing would block; approve: held;
   // allow: approved), the first risk's rule.
   void record_exec(const ExecJudgement& j, GuardVerdict verdict);
+  // --integrity: a watched file created, modified or removed, in the activity
+  // log (kind "integrity", method CREATED, MODIFIED or REMOVED, the file as
+  // the path, verdict allow: nothing is stopped, rule "integrity"), and its
+  // tamper risk for the circuit breaker; `what` is the finding for people.
+  void record_integrity(const std::string& method, const std::string& path, const std::string& what);
+  // --anomaly with --block-dangerous: an exec of a program not run during
+  // the warm-up is flagged once (a log line, an activity line of kind
+  // anomaly, method EXEC, the program as the path). On the exec gate's thread.
+  void note_exec(const ExecJudgement& j);
   // --approve-dangerous: the exec held in the approval queue (faultctl
   // approvals, faultcp), settled by a person or the timeout; its id.
   [[nodiscard]] std::string hold_exec(const ExecJudgement& j, ApprovalSettle settle);
