@@ -63,13 +63,7 @@ class GuardIntegrityTest : public ::testing::Test {
   }
 
   std::vector<Json> lines_of(const std::string& kind) {
-    std::ifstream in(dir_.file("activity.jsonl"));
-    std::vector<Json> out;
-    for (std::string line; std::getline(in, line);) {
-      auto j = Json::parse(line, nullptr, false);
-      if (j.is_object() && j.value("kind", "") == kind) out.push_back(j);
-    }
-    return out;
+    return fltest::activity_of_kind(dir_.file("activity.jsonl"), kind);
   }
 
   fltest::TempDir dir_;
