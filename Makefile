@@ -18,9 +18,9 @@ build: deps $(BUILD)/build.ninja
 
 # Every test: unit, BPF (BPF_PROG_TEST_RUN) and end-to-end (netns + veth). The
 # BPF and e2e suites need root and skip loudly without it; they run serially
-# because they share the kernel.
-test: build
-	@scripts/check-layers.sh
+# because they share the kernel. lint-fast first: a tree CI would refuse for its
+# format or its layers fails here too, in seconds.
+test: lint-fast build
 	@cd $(BUILD) && ctest --output-on-failure -j 1
 
 # The kernel matrix: each kernel of KERNELS (`host`: this machine's, no VM; Debian's

@@ -19,8 +19,8 @@ constexpr uint64_t kReportCallTimeoutMs = 5'000;
 
 using namespace guard_activity_reporter_impl;
 
-GuardActivityReporter::GuardActivityReporter(std::shared_ptr<const CpLink> link,
-                                             std::unique_ptr<ActivitySpool> spool, Log log)
+GuardActivityReporter::GuardActivityReporter(std::shared_ptr<const CpLink> link, std::unique_ptr<ActivitySpool> spool,
+                                             Log log)
     : link_(std::move(link)), spool_(std::move(spool)), log_(std::move(log)) {}
 
 std::unique_ptr<GuardActivityReporter> GuardActivityReporter::start(std::shared_ptr<const CpLink> link,

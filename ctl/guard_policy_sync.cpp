@@ -89,8 +89,8 @@ Result<WorkspaceGuardPolicy> fetch_workspace_guard_policy(const CpLink& link, co
   return read_policy_version(j, terminate_tls, cache_path);
 }
 
-GuardPolicySync::GuardPolicySync(std::shared_ptr<const CpLink> link, std::shared_ptr<GuardJudge> judge,
-                                 uint64_t since, std::string cache_path, bool terminate_tls, Log log)
+GuardPolicySync::GuardPolicySync(std::shared_ptr<const CpLink> link, std::shared_ptr<GuardJudge> judge, uint64_t since,
+                                 std::string cache_path, bool terminate_tls, Log log)
     : link_(std::move(link)),
       judge_(std::move(judge)),
       version_(since),

@@ -87,10 +87,9 @@ ControlPlane::ControlPlane(Store& store, HttpServer& server, ControlPlaneConfig 
             [this](const HttpRequest&, const PathParams&, const Principal&) { return list_catalogue(); });
   add_route("GET", "/v1/catalogue/{name}", {TK::Session, TK::Api},
             [this](const HttpRequest&, const PathParams& a, const Principal&) { return get_template(a); });
-  add_route("POST", "/v1/catalogue/{name}/render", {TK::Session, TK::Api},
-            [this](const HttpRequest& r, const PathParams& a, const Principal&) {
-              return render_catalogue_template(r, a);
-            });
+  add_route(
+      "POST", "/v1/catalogue/{name}/render", {TK::Session, TK::Api},
+      [this](const HttpRequest& r, const PathParams& a, const Principal&) { return render_catalogue_template(r, a); });
 
   add_route("POST", "/v1/kill", {TK::Session, TK::Api},
             [this](const HttpRequest& r, const PathParams&, const Principal& p) { return engage_kill(r, p); });

@@ -2,7 +2,6 @@
 // the timeout, a withdrawal (proxied requests only) or the guard stopping;
 // and the "always allow" grants of --approve-dangerous.
 #include "userspace/guard/approval_queue.h"
-#include "userspace/guard/exec_grants.h"
 
 #include <gtest/gtest.h>
 
@@ -11,6 +10,8 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "userspace/guard/exec_grants.h"
 
 namespace faultline {
 namespace {
