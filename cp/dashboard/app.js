@@ -37,9 +37,17 @@ function row(cells) {
   return tr;
 }
 
+// Rows drawn last, per table, as markup. A table whose rows did not change is
+// left alone: replacing a button between a person's press and release loses the
+// click (the release lands on a new node), and the tables redraw twice a second.
+const drawn = new Map();
+
 function fill(tableId, rows) {
   const body = $(tableId).querySelector('tbody');
+  const markup = rows.map((r) => r.outerHTML).join('');
+  if (drawn.get(tableId) === markup && body.childElementCount === rows.length) return;
   body.replaceChildren(...rows);
+  drawn.set(tableId, markup);
 }
 
 function ago(ms) {

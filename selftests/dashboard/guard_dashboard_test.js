@@ -87,6 +87,9 @@ async function main() {
       const r = await call(base, 'GET', '/v1/guardrails/approvals/' + held.id + '/decision?wait=30s', guard);
       return { r, at: Date.now() };
     })();
+    // Awaited below; until then a failure of the page must not leave it
+    // rejected unobserved (node would report it and hide the page's error).
+    poll.catch(() => {});
     await new Promise((r) => setTimeout(r, 300));
     const clicked = Date.now();
     await page.click(pendingRow + ' button.approve');
