@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -222,6 +223,44 @@ TEST(HttpServer, KeepsConnectionsAliveAndAnswersPipelinesInOrder) {
   send_all(fd, "GET /hello?3 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   out = read_replies(fd, 0);
   EXPECT_NE(out.find("hello 3"), std::string::npos) << out;
+  EXPECT_NE(out.find("Connection: close"), std::string::npos) << out;
+  ::close(fd);
+}
+
+// A body over the limit is refused with 413 as soon as the head says so, while
+// the client is still writing it. The server drains the rest before closing: a
+// close with unread bytes would reset the connection, the client's writes would
+// fail and the 413 could be lost with them (undici's "fetch failed").
+TEST(HttpServer, AClientStillSendingABodyOverTheLimitReads413NotAReset) {
+  faultline::HttpServerLimits limits;
+  limits.request.max_body = 64 * 1024;
+  LoopbackServer srv(limits);
+  int fd = srv.connect();
+  ASSERT_GE(fd, 0);
+  const size_t body = 16 * 1024 * 1024;
+  std::atomic<bool> sent_all{false};
+  std::atomic<int> send_errno{0};
+  std::thread writer([&] {
+    const std::string head = "POST /hello HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body) + "\r\n\r\n";
+    if (::send(fd, head.data(), head.size(), MSG_NOSIGNAL) != (ssize_t)head.size()) {
+      send_errno = errno;
+      return;
+    }
+    const std::string chunk(256 * 1024, 'b');
+    for (size_t left = body; left > 0;) {
+      const ssize_t n = ::send(fd, chunk.data(), std::min(left, chunk.size()), MSG_NOSIGNAL);
+      if (n <= 0) {
+        send_errno = errno;
+        return;
+      }
+      left -= static_cast<size_t>(n);
+    }
+    sent_all = true;
+  });
+  writer.join();  // the server drains what it will not use, so the writes all complete
+  EXPECT_TRUE(sent_all) << "a write failed: " << std::strerror(send_errno.load());
+  const std::string out = read_replies(fd, 0, 5000);
+  EXPECT_EQ(out.rfind("HTTP/1.1 413 ", 0), 0u) << out;
   EXPECT_NE(out.find("Connection: close"), std::string::npos) << out;
   ::close(fd);
 }

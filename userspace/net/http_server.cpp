@@ -24,6 +24,10 @@ using Clock = std::chrono::steady_clock;
 constexpr size_t kReadChunk = 16 * 1024;
 // A client that does not read its replies stops being read once this much waits.
 constexpr size_t kMaxPendingOut = 4 * 1024 * 1024;
+// A lingering close (HttpServer::linger) waits this long for more bytes after
+// the last ones came, and no longer than kLingerMax in all.
+constexpr auto kLingerIdle = std::chrono::seconds(2);
+constexpr auto kLingerMax = std::chrono::seconds(10);
 
 // "HOST:PORT" -> a socket address; IPv6 in brackets.
 Result<sockaddr_storage> parse_tcp_address(const std::string& text, socklen_t& len) {
@@ -103,8 +107,11 @@ struct HttpServer::Connection {
   std::string in;  // received, not yet parsed
   std::string out;
   size_t out_pos = 0;
-  bool closing = false;                    // close once `out` is written
-  bool peer_done = false;                  // the client sent its last byte (EOF or an error)
+  bool closing = false;          // close once `out` is written
+  bool peer_done = false;        // the client sent its last byte (EOF or an error)
+  bool linger_on_close = false;  // an error answer: drain the client before closing
+  bool lingering = false;        // written out and shut down; reading to drop
+  Clock::time_point linger_until{}, linger_cap{};
   uint32_t events = EPOLLIN | EPOLLRDHUP;  // what epoll watches for it now
   Clock::time_point last_activity = Clock::now();
   Clock::time_point request_start{};  // when the request under way began
@@ -305,6 +312,7 @@ void HttpServer::process(Connection& c) {
       c.out += "HTTP/1.1 100 Continue\r\n\r\n";
     if (c.parser.state() == HttpRequestParser::State::Failed) {
       answer(c, HttpReply::error(c.parser.error_status(), c.parser.error_detail()), true, "-", "-");
+      c.linger_on_close = true;
       break;
     }
     if (c.parser.state() != HttpRequestParser::State::Ready) break;  // needs more bytes
@@ -335,6 +343,7 @@ void HttpServer::process(Connection& c) {
 }
 
 void HttpServer::flush(Connection& c) {
+  if (c.lingering) return;  // answered and shut down: only reading is left
   while (c.out_pos < c.out.size()) {
     ssize_t n = write_some(c, c.out.data() + c.out_pos, c.out.size() - c.out_pos);
     if (n > 0) {
@@ -351,7 +360,11 @@ void HttpServer::flush(Connection& c) {
     c.out.clear();
     c.out_pos = 0;
     if (c.closing) {
-      close_connection(c.fd.get());
+      if (c.linger_on_close && !c.peer_done) {
+        linger(c);
+      } else {
+        close_connection(c.fd.get());
+      }
       return;
     }
   }
@@ -375,10 +388,39 @@ void HttpServer::flush(Connection& c) {
   }
 }
 
+void HttpServer::linger(Connection& c) {
+  if (c.ssl) (void)SSL_shutdown(c.ssl.get());  // close_notify, best effort
+  (void)::shutdown(c.fd.get(), SHUT_WR);
+  c.lingering = true;
+  c.in.clear();
+  const auto now = Clock::now();
+  c.linger_until = now + kLingerIdle;
+  c.linger_cap = now + kLingerMax;
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLRDHUP;
+  ev.data.fd = c.fd.get();
+  (void)epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, c.fd.get(), &ev);
+  c.events = ev.events;
+}
+
 void HttpServer::on_readable(Connection& c) {
   const int fd = c.fd.get();
   bool eof = false;
   char buf[kReadChunk];
+  if (c.lingering) {
+    // Dropped unread (a TLS record need not be decrypted to be thrown away).
+    for (;;) {
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n > 0) continue;
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        c.linger_until = std::min(Clock::now() + kLingerIdle, c.linger_cap);
+        return;
+      }
+      close_connection(fd);  // the client's end, or an error
+      return;
+    }
+  }
   while (c.in.size() < limits_.request.max_head + limits_.request.max_body + kReadChunk) {
     ssize_t n = read_some(c, buf, sizeof buf);
     if (n > 0) {
@@ -514,6 +556,10 @@ void HttpServer::expire_timeouts() {
   std::vector<int> idle, slow;
   for (const auto& [fd, c] : connections_) {
     if (c->awaiting != 0) continue;  // its handler answers in its own time
+    if (c->lingering) {
+      if (now >= c->linger_until) idle.push_back(fd);
+      continue;
+    }
     // A closing connection waits only for its reply to be read: a client that
     // does not read it is dropped after the idle timeout.
     if (c->closing) {
@@ -532,6 +578,7 @@ void HttpServer::expire_timeouts() {
            HttpReply::error(
                408, "the request was not whole within " + std::to_string(limits_.request_timeout.count()) + " ms"),
            true, "-", "-");
+    c.linger_on_close = true;
     flush(c);
   }
 }
@@ -541,6 +588,10 @@ int HttpServer::next_timeout_ms() const {
   auto soonest = timers_.empty() ? Clock::time_point::max() : timers_.begin()->first;
   for (const auto& [fd, c] : connections_) {
     if (c->awaiting != 0) continue;
+    if (c->lingering) {
+      soonest = std::min(soonest, c->linger_until);
+      continue;
+    }
     if (c->closing) {
       soonest = std::min(soonest, c->last_activity + limits_.idle_timeout);
       continue;

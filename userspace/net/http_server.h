@@ -117,6 +117,12 @@ class HttpServer {
   void process(Connection& c);
   void answer(Connection& c, const HttpReply& reply, bool close_after, std::string_view method, std::string_view path);
   void flush(Connection& c);
+  // After an error answer that closes a connection whose client may still be
+  // sending (a body over the limit, a slow request): stop writing, read and
+  // drop what arrives for a while, then close. Closing at once with unread
+  // bytes makes the kernel reset the connection, and a client still writing
+  // its body then sees the reset instead of the answer.
+  void linger(Connection& c);
   void close_connection(int fd);
   void expire_timeouts();
   void run_timers();
