@@ -130,9 +130,116 @@ TEST(ChaosMesh, WhatAHostCannotHonourIsRefusedWhereItIsWritten) {
   }
   EXPECT_EQ(errors_of(import_chaos_mesh("apiVersion: chaos-mesh.org/v1alpha1\nkind: IOChaos\nmetadata: {name: p}\n"
                                         "spec: {action: latency}\n")),
-            "F:2:7: kind: expected NetworkChaos, StressChaos or PodChaos (other Chaos Mesh kinds: use faultctl "
-            "run syscall|memory|disk)\n");
+            "F:2:7: kind: expected NetworkChaos, StressChaos, PodChaos or PhysicalMachineChaos (other Chaos Mesh "
+            "kinds: use faultctl run syscall|memory|disk)\n");
   EXPECT_EQ(errors_of(import_chaos_mesh("a: [\n")).substr(0, 20), "F:2:1: <document>: n");
+}
+
+constexpr const char* kMachineHead =
+    "apiVersion: chaos-mesh.org/v1alpha1\nkind: PhysicalMachineChaos\nmetadata:\n  name: m\nspec:\n";
+
+// PhysicalMachineChaos, chaosd's attacks, each action read from its own block.
+TEST(ChaosMesh, PhysicalMachineChaosActionsBecomeTypedExperiments) {
+  const std::vector<Translation> cases = {
+      {"network-delay (the must-run example: device, ip-address, latency)",
+       "  action: network-delay\n  address: ['172.16.112.130:31767']\n  network-delay:\n    device: eth0\n"
+       "    ip-address: 10.0.5.10\n    latency: 100ms\n    jitter: 10ms\n  duration: '30s'\n",
+       R"({"delay_ms":100,"dev":"eth0","duration_sec":30,"jitter_ms":10,"kind":"latency","target":"10.0.5.10"})"},
+      {"network-loss on two addresses, one protocol and a port range",
+       "  action: network-loss\n  network-loss:\n    ip-address: '192.0.2.10,192.0.2.0/28'\n    ip-protocol: tcp\n"
+       "    egress-port: '8001:8010'\n    percent: '50'\n    correlation: '25'\n  duration: 10s\n",
+       R"({"correlation":25,"duration_sec":10,"kind":"loss","percent":50,"port":"8001-8010","proto":"tcp",)"
+       R"("target":["192.0.2.10","192.0.2.0/28"]})"},
+      {"network-corrupt",
+       "  action: network-corrupt\n  network-corrupt: {ip-address: 198.51.100.7, percent: '10'}\n"
+       "  duration: 30s\n",
+       R"({"duration_sec":30,"kind":"corrupt","percent":10,"target":"198.51.100.7"})"},
+      {"network-duplicate, ip-protocol all",
+       "  action: network-duplicate\n  network-duplicate: {ip-address: 198.51.100.7, percent: '5', "
+       "ip-protocol: all}\n  duration: 30s\n",
+       R"({"duration_sec":30,"kind":"duplicate","percent":5,"target":"198.51.100.7"})"},
+      {"network-partition from",
+       "  action: network-partition\n  network-partition: {ip-address: 10.0.9.0/24, direction: from}\n"
+       "  duration: 1m\n",
+       R"({"direction":"ingress","duration_sec":60,"kind":"partition","target":"10.0.9.0/24"})"},
+      {"network-bandwidth (tc's mbps is bytes/s)",
+       "  action: network-bandwidth\n  network-bandwidth: {ip-address: 10.0.5.10, rate: 1mbps, limit: 20971520, "
+       "buffer: 10000}\n  duration: 30s\n",
+       R"({"duration_sec":30,"kind":"bandwidth","rate_bps":8000000,"target":"10.0.5.10"})"},
+      {"stress-cpu", "  action: stress-cpu\n  stress-cpu: {workers: 1, load: 50}\n  duration: 30s\n",
+       R"({"cores":1,"duration_sec":30,"kind":"cpu","load":50})"},
+      {"stress-mem", "  action: stress-mem\n  stress-mem: {size: 256MB}\n  duration: 30s\n",
+       R"({"duration_sec":30,"kind":"memory","size":"256MB"})"},
+      {"process by name, SIGKILL",
+       "  action: process\n  process: {process: nginx.worker, signal: 9}\n  duration: 30s\n",
+       R"({"action":"kill","duration_sec":30,"kind":"process","name":"nginx\\.worker","signal":"9"})"},
+      {"process by pid, SIGSTOP: a freeze",
+       "  action: process\n  process: {process: '4321', signal: 19}\n  duration: 30s\n",
+       R"({"action":"freeze","duration_sec":30,"kind":"process","pid":4321})"},
+      {"disk-fill in a directory, dd units",
+       "  action: disk-fill\n  disk-fill: {size: 1G, path: /tmp}\n  duration: 30s\n",
+       R"({"duration_sec":30,"kind":"disk","path":"/tmp","size":"1073741824"})"},
+  };
+  for (const auto& c : cases) {
+    ChaosMeshImport r = import_chaos_mesh(std::string(kMachineHead) + c.body);
+    EXPECT_TRUE(r.ok()) << c.name << ":\n" << errors_of(r);
+    EXPECT_EQ(r.spec.dump(), c.spec) << c.name;
+    EXPECT_TRUE(r.experiment.has_value()) << c.name;
+    EXPECT_EQ(r.kind, "PhysicalMachineChaos") << c.name;
+  }
+  // What has no effect on this host is said, not dropped in silence.
+  ChaosMeshImport delay = import_chaos_mesh(std::string(kMachineHead) + cases[0].body);
+  ASSERT_EQ(delay.notes.size(), 1u);
+  EXPECT_EQ(delay.notes[0], "spec.address picks machines; faultctl apply acts on the one it runs on");
+  ChaosMeshImport file = import_chaos_mesh(std::string(kMachineHead) +
+                                           "  action: disk-fill\n  disk-fill: {size: 512M, path: "
+                                           "/tmp/fl-no-such-dir-for-chaosd/fill.dat}\n  duration: 30s\n");
+  EXPECT_EQ(file.spec.value("path", ""), "/tmp/fl-no-such-dir-for-chaosd") << errors_of(file);
+  ASSERT_EQ(file.notes.size(), 1u);
+  EXPECT_EQ(file.notes[0],
+            "spec.disk-fill.path: the fill goes in /tmp/fl-no-such-dir-for-chaosd (Faultline writes its own file "
+            "there)");
+}
+
+TEST(ChaosMesh, PhysicalMachineChaosActionsAHostDoesNotTakeAreRefusedByName) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"  action: network-dns\n  duration: 30s\n",
+       "F:6:11: spec.action: 'network-dns': Faultline fails a name's queries (faultctl run dns) but rewrites no "
+       "resolv.conf and maps no names to addresses\n"},
+      {"  action: http-abort\n  duration: 30s\n",
+       "F:6:11: spec.action: 'http-abort': chaosd faults the requests this host receives; Faultline's HTTP faults "
+       "act client-side (faultctl run http, or the guard)\n"},
+      {"  action: jvm-gc\n  duration: 30s\n",
+       "F:6:11: spec.action: 'jvm-gc': no such Faultline fault (it imports network-delay, -loss, -corrupt, "
+       "-duplicate, -partition, -bandwidth, stress-cpu, stress-mem, process and disk-fill)\n"},
+      {"  action: process\n  process: {process: nginx, signal: 9, recoverCmd: 'systemctl start nginx'}\n"
+       "  duration: 30s\n",
+       "F:7:40: spec.process.recoverCmd: Faultline runs no commands: a frozen process resumes at the end by "
+       "itself\n"},
+      {"  action: network-delay\n  network-delay: {latency: 10ms, source-port: '80'}\n  duration: 30s\n",
+       "F:7:18: spec.network-delay.ip-address: required here: the peers (addresses, CIDRs or host names, in "
+       "ip-address or hostname) the fault hits; a whole device's traffic is not a target (faultctl run --force "
+       "does that)\n"
+       "F:7:34: spec.network-delay.source-port: Faultline matches the remote port (egress-port), not this host's "
+       "own\n"},
+      {"  action: stress-mem\n  stress-mem: {size: 50%}\n  duration: 30s\n",
+       "F:7:22: spec.stress-mem.size: '50%': a share of memory; write a size, like 512MB (Faultline keeps some "
+       "memory free whatever the size)\n"},
+      {"  action: network-loss\n  network-delay: {latency: 10ms}\n  duration: 30s\n",
+       "F:6:3: spec.network-loss: missing: action network-loss needs its fields\n"
+       "F:7:18: spec.network-delay: the fields of action network-delay, not of network-loss\n"},
+      {"  action: network-loss\n  network-loss: {ip-address: 10.0.0.1, percent: '5', egress-port: '80,443'}\n",
+       "F:6:3: spec.duration: required here: a Faultline fault always ends (at most 1h); Chaos Mesh's "
+       "run-until-deleted has no equivalent without a controller\n"
+       "F:7:67: spec.network-loss.egress-port: '80,443': Faultline takes one port or one range (A:B) per fault\n"},
+      {"  action: disk-fill\n  disk-fill: {size: 1T, path: /tmp}\n  duration: 30s\n",
+       "F:7:21: spec.disk-fill.size: '1T': expected a number with a dd unit (c, w, b, kB, K, MB, M, GB, G)\n"},
+  };
+  for (const auto& [body, want] : cases) {
+    ChaosMeshImport r = import_chaos_mesh(std::string(kMachineHead) + body);
+    EXPECT_FALSE(r.ok()) << body;
+    EXPECT_EQ(errors_of(r), want) << body;
+  }
 }
 
 // faultctl apply -f: the run parser's refusal lands on the field; --dry-run

@@ -11,10 +11,18 @@
 //   StressChaos stressors.cpu.workers, .load                         -> kind cpu, cores, load
 //   PodChaos action pod-kill, gracePeriod 0, duration                -> kind process, action kill, SIGKILL
 //   mode one + selector.labelSelectors {service: NAME}               -> cgroup (the caller's --cgroup)
+//   PhysicalMachineChaos (chaosd), on the machine faultctl apply runs on:
+//     network-delay|loss|corrupt|duplicate|partition|bandwidth       -> the packet kinds; ip-address and
+//       hostname -> target, device -> dev, ip-protocol -> proto, egress-port (A:B) -> port
+//     stress-cpu {workers, load}, stress-mem {size}                  -> cpu {cores, load}, memory {size}
+//     process {process, signal}                                      -> process kill by pid or name (19: freeze)
+//     disk-fill {size (dd units), path}                              -> disk {size, the path's directory}
 #include "userspace/ops/chaos_mesh_import.h"
 
 #include <netdb.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -478,6 +486,347 @@ void read_stress(ChaosReader& r, const YAML::Node& spec_node, const ChaosMeshImp
   number("load", "load");
 }
 
+// PhysicalMachineChaos: chaosd's attacks on a machine, each action with a
+// block of its own named after it (spec.network-delay, spec.stress-cpu, ...).
+// The machine is the one faultctl apply runs on: the selection fields pick
+// machines among chaosd's, which is the caller's choice here, said in a note.
+namespace physical {
+
+// dd's size units, as chaosd's disk actions take them: c=1, w=2, b=512,
+// kB=1000, K=1024, MB=1000^2, M=1024^2, GB=1000^3, G=1024^3.
+std::optional<uint64_t> dd_bytes(const std::string& text) {
+  static const std::vector<std::pair<std::string, uint64_t>> units = {{"kB", 1000ULL},
+                                                                      {"MB", 1000'000ULL},
+                                                                      {"GB", 1000'000'000ULL},
+                                                                      {"K", 1ULL << 10},
+                                                                      {"M", 1ULL << 20},
+                                                                      {"G", 1ULL << 30},
+                                                                      {"c", 1},
+                                                                      {"w", 2},
+                                                                      {"b", 512},
+                                                                      {"", 1}};
+  const size_t digits = text.find_first_not_of("0123456789");
+  if (digits == 0 || text.empty() || digits > 15) return std::nullopt;
+  const std::string unit = digits == std::string::npos ? "" : text.substr(digits);
+  for (const auto& [u, mult] : units)
+    if (unit == u) return std::stoull(text.substr(0, digits)) * mult;
+  return std::nullopt;
+}
+
+// A regular expression matching `name` literally (Faultline's process name is one).
+std::string literal_regex(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    if (std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+const std::map<std::string, std::string> kPacketKinds = {
+    {"network-delay", "latency"},       {"network-loss", "loss"},           {"network-corrupt", "corrupt"},
+    {"network-duplicate", "duplicate"}, {"network-partition", "partition"}, {"network-bandwidth", "bandwidth"}};
+
+// Actions a host agent will not take, each with the reason.
+const std::map<std::string, std::string> kRefusedActions = {
+    {"network-dns",
+     "Faultline fails a name's queries (faultctl run dns) but rewrites no resolv.conf and maps no names to "
+     "addresses"},
+    {"disk-read-payload", "disk I/O load is not a Faultline fault (faultctl run syscall fails or slows reads)"},
+    {"disk-write-payload", "disk I/O load is not a Faultline fault (faultctl run syscall fails or slows writes)"},
+    {"clock", "shifting a process's clock is not a Faultline fault"},
+};
+
+void read_network(ChaosReader& r, const std::string& action, const YAML::Node& block, SourceMark bm,
+                  const ChaosMeshImportOptions& options) {
+  const std::string path = "spec." + action;
+  std::set<std::string> known = {"device", "ip-address", "hostname", "ip-protocol", "egress-port", "correlation"};
+  if (action == "network-delay") known.insert({"latency", "jitter"});
+  if (action == "network-loss" || action == "network-corrupt" || action == "network-duplicate") known.insert("percent");
+  if (action == "network-partition") {
+    known.erase("correlation");
+    known.erase("egress-port");
+    known.insert("direction");
+  }
+  if (action == "network-bandwidth")
+    known = {"rate", "limit", "buffer", "peakrate", "minburst", "device", "ip-address", "hostname"};
+  std::map<std::string, std::string> refused = {
+      {"source-port", "Faultline matches the remote port (egress-port), not this host's own"},
+      {"accept-tcp-flags", "a partition letting some TCP flags through is not a Faultline fault; leave it out"}};
+  auto f = r.fields(block, path, bm, known, refused);
+  r.set("kind", kPacketKinds.at(action), "spec.action", bm);
+
+  // The peers: ip-address and hostname, each a comma-separated list.
+  std::vector<std::string> targets;
+  for (const char* field : {"ip-address", "hostname"}) {
+    auto v = r.scalar(f, field, path, bm);
+    if (!v) continue;
+    size_t start = 0;
+    while (start <= v->size()) {
+      const size_t comma = std::min(v->find(',', start), v->size());
+      const std::string one = v->substr(start, comma - start);
+      if (one.empty())
+        r.error(mark_at(f.at(field), bm), path + "." + field, "'" + *v + "': an empty entry");
+      else if (auto why = resolve_target(one, options.resolve_names, targets))
+        r.error(mark_at(f.at(field), bm), path + "." + field, *why);
+      start = comma + 1;
+    }
+  }
+  if (!f.contains("ip-address") && !f.contains("hostname")) {
+    r.error(bm, path + ".ip-address",
+            "required here: the peers (addresses, CIDRs or host names, in ip-address or hostname) the fault "
+            "hits; a whole device's traffic is not a target (faultctl run --force does that)");
+  } else if (!targets.empty()) {
+    nlohmann::json v = targets.size() == 1 ? nlohmann::json(targets[0]) : nlohmann::json(targets);
+    r.set("target", std::move(v), path + "." + (f.contains("ip-address") ? "ip-address" : "hostname"),
+          mark_at(f.contains("ip-address") ? f.at("ip-address") : f.at("hostname"), bm));
+  }
+  if (auto dev = r.scalar(f, "device", path, bm)) r.set("dev", *dev, path + ".device", mark_at(f.at("device"), bm));
+  if (auto p = r.scalar(f, "ip-protocol", path, bm)) {
+    if (*p == "tcp" || *p == "udp" || *p == "icmp")
+      r.set("proto", *p, path + ".ip-protocol", mark_at(f.at("ip-protocol"), bm));
+    else if (*p != "all")
+      r.error(mark_at(f.at("ip-protocol"), bm), path + ".ip-protocol", "'" + *p + "': expected tcp, udp, icmp or all");
+  }
+  if (auto port = r.scalar(f, "egress-port", path, bm)) {
+    std::string range = *port;
+    std::replace(range.begin(), range.end(), ':', '-');  // chaosd writes a range 8001:8010
+    if (range.find(',') != std::string::npos)
+      r.error(mark_at(f.at("egress-port"), bm), path + ".egress-port",
+              "'" + *port + "': Faultline takes one port or one range (A:B) per fault");
+    else
+      r.set("port", range, path + ".egress-port", mark_at(f.at("egress-port"), bm));
+  }
+  auto correlation = r.scalar(f, "correlation", path, bm);
+  const bool correlated = correlation && !zero_text(*correlation);
+
+  if (action == "network-delay") {
+    auto whole_ms = [&](const char* field, const char* json_field) {
+      auto v = r.scalar(f, field, path, bm);
+      if (!v) return false;
+      uint64_t ms = 0;
+      if (auto why = whole_units(*v, 1'000'000ULL, "milliseconds", ms))
+        r.error(mark_at(f.at(field), bm), path + "." + field, *why);
+      else if (ms > 0)
+        r.set(json_field, ms, path + "." + field, mark_at(f.at(field), bm));
+      return true;
+    };
+    if (!whole_ms("latency", "delay_ms") && !f.contains("latency")) r.error(bm, path + ".latency", "missing");
+    whole_ms("jitter", "jitter_ms");
+    if (correlated)
+      r.error(mark_at(f.at("correlation"), bm), path + ".correlation",
+              "'" + *correlation + "': Faultline draws each packet's delay independently (correlation 0)");
+  } else if (action == "network-loss" || action == "network-corrupt" || action == "network-duplicate") {
+    if (auto v = r.scalar(f, "percent", path, bm)) {
+      if (auto n = percent_number(*v))
+        r.set("percent", number_json(*n), path + ".percent", mark_at(f.at("percent"), bm));
+      else
+        r.error(mark_at(f.at("percent"), bm), path + ".percent", "'" + *v + "': expected a percent, like \"25\"");
+    } else if (!f.contains("percent")) {
+      r.error(bm, path + ".percent", "missing");
+    }
+    if (correlated && action == "network-loss") {
+      if (auto n = percent_number(*correlation))
+        r.set("correlation", number_json(*n), path + ".correlation", mark_at(f.at("correlation"), bm));
+      else
+        r.error(mark_at(f.at("correlation"), bm), path + ".correlation", "'" + *correlation + "': expected a percent");
+    } else if (correlated) {
+      r.error(mark_at(f.at("correlation"), bm), path + ".correlation",
+              "'" + *correlation +
+                  "': Faultline decides each packet independently here (correlation 0); correlated decisions are "
+                  "for loss");
+    }
+  } else if (action == "network-partition") {
+    if (auto d = r.scalar(f, "direction", path, bm)) {
+      static const std::map<std::string, std::string> dirs = {{"to", "egress"}, {"from", "ingress"}, {"both", "both"}};
+      auto it = dirs.find(*d);
+      if (it == dirs.end())
+        r.error(mark_at(f.at("direction"), bm), path + ".direction", "'" + *d + "': expected to, from or both");
+      else
+        r.set("direction", it->second, path + ".direction", mark_at(f.at("direction"), bm));
+    }
+  } else if (action == "network-bandwidth") {
+    if (auto rate = r.scalar(f, "rate", path, bm)) {
+      auto bps = parse_rate_bps(*rate);
+      if (!bps)
+        r.error(mark_at(f.at("rate"), bm), path + ".rate", "'" + *rate + "': " + bps.error().message);
+      else
+        r.set("rate_bps", *bps, path + ".rate", mark_at(f.at("rate"), bm));
+    } else if (!f.contains("rate")) {
+      r.error(bm, path + ".rate", "missing");
+    }
+    for (const char* tbf : {"limit", "buffer"})
+      if (f.contains(tbf))
+        r.out.notes.push_back(path + "." + tbf +
+                              " (a tc tbf queue size) has no equivalent in Faultline's pacing and "
+                              "is not used");
+    for (const char* tbf : {"peakrate", "minburst"})
+      if (f.contains(tbf))
+        r.error(mark_at(f.at(tbf), bm), path + "." + tbf,
+                "a second tbf bucket Faultline does not model: leave it out (rate alone is the cap)");
+  }
+}
+
+void read_process(ChaosReader& r, const YAML::Node& block, SourceMark bm) {
+  auto f = r.fields(block, "spec.process", bm, {"process", "signal"},
+                    {{"recoverCmd", "Faultline runs no commands: a frozen process resumes at the end by itself"}});
+  r.set("kind", "process", "spec.action", bm);
+  if (auto p = r.scalar(f, "process", "spec.process", bm)) {
+    const SourceMark pm = mark_at(f.at("process"), bm);
+    if (p->find_first_not_of("0123456789") == std::string::npos && p->size() <= 9)
+      r.set("pid", std::stoll(*p), "spec.process.process", pm);
+    else
+      r.set("name", literal_regex(*p), "spec.process.process", pm);
+  } else if (!f.contains("process")) {
+    r.error(bm, "spec.process.process", "missing: the process name or ID");
+  }
+  auto sig = r.scalar(f, "signal", "spec.process", bm);
+  if (!sig) {
+    if (!f.contains("signal")) r.error(bm, "spec.process.signal", "missing: the signal number (9, or 19 to stop)");
+    return;
+  }
+  const SourceMark sm = mark_at(f.at("signal"), bm);
+  if (*sig == std::to_string(SIGSTOP)) {
+    r.set("action", "freeze", "spec.process.signal", sm);  // SIGCONT at the end
+    return;
+  }
+  r.set("action", "kill", "spec.process.signal", sm);
+  r.set("signal", *sig, "spec.process.signal", sm);
+}
+
+void read_stress(ChaosReader& r, const std::string& action, const YAML::Node& block, SourceMark bm) {
+  const std::string path = "spec." + action;
+  std::map<std::string, std::string> refused = {
+      {"options", "stress-ng options are not Faultline faults: leave them out"}};
+  if (action == "stress-cpu") {
+    auto f = r.fields(block, path, bm, {"load", "workers"}, refused);
+    r.set("kind", "cpu", "spec.action", bm);
+    for (const auto& [field, json_field] : {std::pair{"workers", "cores"}, std::pair{"load", "load"}}) {
+      auto v = r.scalar(f, field, path, bm);
+      if (!v) {
+        if (!f.contains(field)) r.error(bm, path + "." + field, "missing");
+        continue;
+      }
+      auto n = percent_number(*v);
+      if (!n || *n != static_cast<double>(static_cast<int64_t>(*n)))
+        r.error(mark_at(f.at(field), bm), path + "." + field, "'" + *v + "': expected a whole number");
+      else
+        r.set(json_field, static_cast<int64_t>(*n), path + "." + field, mark_at(f.at(field), bm));
+    }
+    return;
+  }
+  auto f = r.fields(block, path, bm, {"size"}, refused);
+  r.set("kind", "memory", "spec.action", bm);
+  auto size = r.scalar(f, "size", path, bm);
+  if (!size) {
+    if (!f.contains("size")) r.error(bm, path + ".size", "missing: how much memory to hold, like 512MB");
+    return;
+  }
+  if (size->find('%') != std::string::npos) {
+    r.error(mark_at(f.at("size"), bm), path + ".size",
+            "'" + *size +
+                "': a share of memory; write a size, like 512MB (Faultline keeps some memory free "
+                "whatever the size)");
+    return;
+  }
+  r.set("size", *size, path + ".size", mark_at(f.at("size"), bm));
+}
+
+void read_disk_fill(ChaosReader& r, const YAML::Node& block, SourceMark bm) {
+  const std::string path = "spec.disk-fill";
+  auto f = r.fields(block, path, bm, {"size", "path", "fill-by-fallocate"});
+  r.set("kind", "disk", "spec.action", bm);
+  if (auto size = r.scalar(f, "size", path, bm)) {
+    if (auto bytes = physical::dd_bytes(*size))
+      r.set("size", std::to_string(*bytes), path + ".size", mark_at(f.at("size"), bm));
+    else
+      r.error(mark_at(f.at("size"), bm), path + ".size",
+              "'" + *size + "': expected a number with a dd unit (c, w, b, kB, K, MB, M, GB, G)");
+  } else if (!f.contains("size")) {
+    r.error(bm, path + ".size", "missing: how much to fill, like 1G");
+  }
+  if (auto p = r.scalar(f, "path", path, bm)) {
+    // chaosd writes one file; Faultline's balloon goes in a directory: the
+    // file's own, or the path itself when it is one.
+    std::string dir = *p;
+    struct stat st {};
+    if (!(::stat(p->c_str(), &st) == 0 && S_ISDIR(st.st_mode))) {
+      const size_t slash = p->find_last_of('/');
+      dir = slash == std::string::npos ? "." : slash == 0 ? "/" : p->substr(0, slash);
+      r.out.notes.push_back(path + ".path: the fill goes in " + dir + " (Faultline writes its own file there)");
+    }
+    r.set("path", dir, path + ".path", mark_at(f.at("path"), bm));
+  } else if (!f.contains("path")) {
+    r.error(bm, path + ".path", "missing: where to fill (a file or a directory)");
+  }
+  if (f.contains("fill-by-fallocate"))
+    r.out.notes.push_back(path + ".fill-by-fallocate: Faultline chooses how it writes its fill; not used");
+}
+
+}  // namespace physical
+
+void read_physical_machine(ChaosReader& r, const YAML::Node& spec_node, const ChaosMeshImportOptions& options) {
+  const SourceMark sm = mark_at(spec_node);
+  std::set<std::string> known = {"action", "address", "mode", "value", "selector", "duration", "uid"};
+  static const std::vector<std::string> blocks = {
+      "network-delay",     "network-loss", "network-corrupt", "network-duplicate", "network-partition",
+      "network-bandwidth", "stress-cpu",   "stress-mem",      "process",           "disk-fill"};
+  known.insert(blocks.begin(), blocks.end());
+  std::map<std::string, std::string> refused;
+  for (const auto& [a, why] : physical::kRefusedActions) refused[a] = why;
+  refused["remoteCluster"] = "Faultline acts on this host only";
+  auto spec = r.fields(spec_node, "spec", sm, known, refused);
+  if (spec.empty() && !r.out.ok()) return;
+  read_duration(r, spec, sm);
+  // The machines: this one.
+  for (const char* sel : {"address", "selector", "mode", "value"})
+    if (spec.contains(sel))
+      r.out.notes.push_back(std::string("spec.") + sel + " picks machines; faultctl apply acts on the one it runs on");
+
+  auto action = r.scalar(spec, "action", "spec", sm);
+  if (!action) {
+    if (!spec.contains("action")) r.error(sm, "spec.action", "missing");
+    return;
+  }
+  const SourceMark am = mark_at(spec["action"]);
+  if (auto why = physical::kRefusedActions.find(*action); why != physical::kRefusedActions.end()) {
+    r.error(am, "spec.action", "'" + *action + "': " + why->second);
+    return;
+  }
+  if (action->rfind("http-", 0) == 0) {
+    r.error(am, "spec.action",
+            "'" + *action +
+                "': chaosd faults the requests this host receives; Faultline's HTTP faults act client-side "
+                "(faultctl run http, or the guard)");
+    return;
+  }
+  if (std::find(blocks.begin(), blocks.end(), *action) == blocks.end()) {
+    r.error(am, "spec.action",
+            "'" + *action +
+                "': no such Faultline fault (it imports network-delay, -loss, -corrupt, -duplicate, -partition, "
+                "-bandwidth, stress-cpu, stress-mem, process and disk-fill)");
+    return;
+  }
+  r.out.action = *action;
+  for (const auto& b : blocks)
+    if (b != *action && spec.contains(b))
+      r.error(mark_at(spec[b]), "spec." + b, "the fields of action " + b + ", not of " + *action);
+  if (!spec.contains(*action)) {
+    r.error(sm, "spec." + *action, "missing: action " + *action + " needs its fields");
+    return;
+  }
+  const YAML::Node block = spec[*action];
+  const SourceMark bm = mark_at(block, sm);
+  if (physical::kPacketKinds.contains(*action))
+    physical::read_network(r, *action, block, bm, options);
+  else if (*action == "process")
+    physical::read_process(r, block, bm);
+  else if (*action == "disk-fill")
+    physical::read_disk_fill(r, block, bm);
+  else
+    physical::read_stress(r, *action, block, bm);
+}
+
 }  // namespace
 
 bool looks_like_chaos_mesh(std::string_view text) {
@@ -509,10 +858,11 @@ ChaosMeshImport import_chaos_mesh(std::string_view text, const ChaosMeshImportOp
     r.error(top.contains("apiVersion") ? mark_at(top["apiVersion"]) : root, "apiVersion",
             "expected " + std::string(kChaosMeshApiVersion));
   auto kind = r.scalar(top, "kind", "", root);
-  if (!kind || (*kind != "NetworkChaos" && *kind != "StressChaos" && *kind != "PodChaos"))
+  if (!kind ||
+      (*kind != "NetworkChaos" && *kind != "StressChaos" && *kind != "PodChaos" && *kind != "PhysicalMachineChaos"))
     r.error(top.contains("kind") ? mark_at(top["kind"]) : root, "kind",
-            "expected NetworkChaos, StressChaos or PodChaos (other Chaos Mesh kinds: use faultctl run "
-            "syscall|memory|disk)");
+            "expected NetworkChaos, StressChaos, PodChaos or PhysicalMachineChaos (other Chaos Mesh kinds: use "
+            "faultctl run syscall|memory|disk)");
   if (!r.out.ok()) return r.out;  // not a kind read here: its spec means something else
   r.out.kind = *kind;
   if (top.contains("metadata")) {
@@ -528,6 +878,8 @@ ChaosMeshImport import_chaos_mesh(std::string_view text, const ChaosMeshImportOp
     read_network(r, top["spec"], options);
   else if (*kind == "StressChaos")
     read_stress(r, top["spec"], options);
+  else if (*kind == "PhysicalMachineChaos")
+    read_physical_machine(r, top["spec"], options);
   else
     read_pod(r, top["spec"], options);
   if (r.out.name.empty()) r.error(root, "metadata.name", "missing");

@@ -1,6 +1,8 @@
 // Chaos Mesh documents (chaos-mesh.org/v1alpha1) read as the typed experiment
 // they mean on this host: a NetworkChaos becomes a packet fault, a
-// StressChaos's cpu stressor a cpu fault, a PodChaos pod-kill a process kill.
+// StressChaos's cpu stressor a cpu fault, a PodChaos pod-kill a process kill,
+// a PhysicalMachineChaos (chaosd's attacks) the packet, cpu, memory, process or
+// disk fault of its action.
 // The import builds the JSON the
 // family readers take and reads it with experiment_from_json(): the same
 // fields, caps and messages as every other door. What a host agent cannot
@@ -39,7 +41,7 @@ struct ChaosMeshImportOptions {
 
 struct ChaosMeshImport {
   std::string name;                      // metadata.name
-  std::string kind;                      // NetworkChaos, StressChaos, PodChaos
+  std::string kind;                      // NetworkChaos, StressChaos, PodChaos, PhysicalMachineChaos
   std::string action;                    // delay, loss, ..., stress-cpu
   std::string service;                   // labelSelectors' service, when one was selected
   nlohmann::json spec;                   // the experiment's JSON, as experiment_from_json() reads it
@@ -53,7 +55,7 @@ struct ChaosMeshImport {
 // `faultctl apply -f` to choose between a Policy and a Chaos Mesh file.
 [[nodiscard]] bool looks_like_chaos_mesh(std::string_view text);
 
-// Reads one NetworkChaos, StressChaos or PodChaos document into the typed experiment;
+// Reads one NetworkChaos, StressChaos, PodChaos or PhysicalMachineChaos document into the typed experiment;
 // every error with its line and column. Host names in externalTargets are
 // resolved now (as `faultctl run --target NAME` does).
 [[nodiscard]] ChaosMeshImport import_chaos_mesh(std::string_view text, const ChaosMeshImportOptions& options = {});
