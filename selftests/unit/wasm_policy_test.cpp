@@ -273,7 +273,7 @@ TEST(WasmPolicy, EachDecisionRunsInAFreshInstance) {
     (global.set $calls (i32.add (global.get $calls) (i32.const 1)))
     (if (result i64) (i32.gt_u (global.get $calls) (i32.const 1))
       (then )" + std::string(kDenyAnswer) + ") (else " +
-                                             kAllowAnswer + ")))",
+                                             kAllowAnswer + "))",
                                          "(global $calls (mut i32) (i32.const 0))");
   auto p = WasmPolicy::from_bytes(counter, "counter.wasm");
   ASSERT_TRUE(p) << p.error().describe();

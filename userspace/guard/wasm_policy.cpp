@@ -13,6 +13,8 @@
 #include <wabt/ir.h>
 #include <wabt/stream.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -270,13 +272,14 @@ WasmPolicy::~WasmPolicy() = default;
 
 Result<std::shared_ptr<const WasmPolicy>> WasmPolicy::load(const std::string& path, WasmLimits limits) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return as_bad_input(errno_error("--wasm-policy " + path));
+  // The system's reason in the message itself: faultctl prints messages.
+  if (::stat(path.c_str(), &st) != 0) return bad("--wasm-policy " + path, std::strerror(errno));
   if (!S_ISREG(st.st_mode)) return bad("--wasm-policy " + path, "not a regular file");
   if (static_cast<uint64_t>(st.st_size) > limits.module_bytes)
     return bad("--wasm-policy " + path,
                std::to_string(st.st_size) + " bytes, over the limit of " + std::to_string(limits.module_bytes));
   std::ifstream in(path, std::ios::binary);
-  if (!in) return as_bad_input(errno_error("--wasm-policy " + path));
+  if (!in) return bad("--wasm-policy " + path, std::strerror(errno));
   std::ostringstream bytes;
   bytes << in.rdbuf();
   std::string name = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
