@@ -190,6 +190,20 @@ TEST_F(GuardWasmTest, WithFailClosedAFailingPluginDenies) {
   EXPECT_EQ(findings[0].value("rule", ""), "wasm:misbehave.wasm");
 }
 
+TEST_F(GuardWasmTest, ARequestTheRulesDenyNeverReachesThePlugin) {
+  // misbehave's /spin would be an out-of-fuel finding had the plugin been asked.
+  WasmUpstream up;
+  const std::string port = up.url("").substr(std::string("http://127.0.0.1:").size());
+  auto r = guard({"--enforce", "--deny", "127.0.0.1:" + port, "--wasm-policy", plugin("misbehave")},
+                 curl("GET", up.url("/spin")));
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  const Json j = denial(lines(r.out).at(0));
+  EXPECT_EQ(j.value("rule", ""), "--deny 127.0.0.1:" + port) << r.out;
+  EXPECT_TRUE(up.seen().empty());
+  EXPECT_TRUE(lines_of("wasm").empty()) << r.err;
+  EXPECT_EQ(r.err.find("wasm:"), std::string::npos) << r.err;
+}
+
 TEST_F(GuardWasmTest, AModuleWithAnImportIsRefusedAtStart) {
   const std::string file = plugin("imports_clock");
   auto r = guard({"--enforce", "--wasm-policy", file}, "touch " + dir_.file("ran"));
