@@ -564,6 +564,22 @@ Status parse_anomaly_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
   return {};
 }
 
+// --wasm-policy FILE (repeatable: asked in order), --wasm-fail-closed: each
+// module loaded and checked now, so a bad one stops the guard before it runs.
+Status parse_wasm_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
+  if (r.count("wasm-fail-closed") && !r.count("wasm-policy")) return bad("--wasm-fail-closed applies to --wasm-policy");
+  if (!r.count("wasm-policy")) return {};
+  for (const auto& file : r["wasm-policy"].as<std::vector<std::string>>()) {
+    if (file.empty()) return bad("--wasm-policy: empty file name");
+    auto plugin = WasmPolicy::load(file);
+    if (!plugin) return as_bad_input(plugin.error());
+    a.capture.wasm.push_back(std::move(*plugin));
+  }
+  a.capture.wasm_fail_closed = r.count("wasm-fail-closed") > 0;
+  a.requests = true;
+  return {};
+}
+
 // --scan-responses, --block-responses: the answer's detectors, built now
 // (with --prompt-guard's rules when it is on).
 Status parse_response_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
@@ -886,6 +902,14 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       "learn the destinations (host:port) the session reaches, and with --block-dangerous the programs it runs, "
       "during --anomaly-learn; after it, a new one is flagged once (kind anomaly; monitor only)")(
       "anomaly-learn", "D: the --anomaly warm-up (default 3m; 100ms to 24h)", cxxopts::value<std::string>())(
+      "wasm-policy",
+      "FILE.wasm: a WebAssembly policy plugin (repeatable, asked in order) run with no imports, bounded memory and "
+      "fuel; it sees each request the rules allowed or held as JSON and can deny it (rule wasm:FILE)",
+      cxxopts::value<std::vector<std::string>>())(
+      "wasm-fail-closed",
+      "deny (rule wasm-policy) a request whose --wasm-policy plugin traps, runs out of fuel or answers badly "
+      "(default: a finding, and the request goes on)")(
+
       "integrity",
       "PATH: a file or folder tree (repeatable) whose files are hashed (SHA-256) at start and re-checked every "
       "--integrity-interval and at exit; a file created, modified or removed is an integrity finding (tamper risk "
@@ -1067,6 +1091,7 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
   FL_TRY(parse_breaker_flags(*r, args_out));
   FL_TRY(parse_integrity_flags(*r, args_out));
   FL_TRY(parse_anomaly_flags(*r, args_out));
+  FL_TRY(parse_wasm_flags(*r, args_out));
   if (r->count("receipts")) {
     if (cap.responses.guard) {
       cap.receipts = cap.responses.guard;

@@ -289,6 +289,8 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
   jo.responses = o.responses;
   jo.breaker = o.breaker;
   jo.anomaly = o.anomaly;
+  jo.wasm = o.wasm;
+  jo.wasm_fail_closed = o.wasm_fail_closed;
   jo.mirror = o.mirror;
   jo.receipts = o.receipts;
   jo.budget = c->shared_budget_ ? c->shared_budget_ : std::shared_ptr<BudgetStore>(c->budget_);

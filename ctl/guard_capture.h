@@ -69,10 +69,12 @@ struct GuardCaptureOptions {
   // --honeytokens: the decoys (their rules are in dlp.engine), planted in the
   // command's environment and a decoy credentials file. Null: off.
   std::shared_ptr<const HoneytokenSet> honeytokens;
-  std::shared_ptr<CircuitBreaker> breaker;        // --circuit-breaker (null: off)
-  std::shared_ptr<AnomalyWatch> anomaly;          // --anomaly (null: off)
-  std::shared_ptr<MirrorWatch> mirror;            // --mirror (null: off)
-  std::shared_ptr<const ResponseGuard> receipts;  // --receipts (null: off)
+  std::shared_ptr<CircuitBreaker> breaker;              // --circuit-breaker (null: off)
+  std::shared_ptr<AnomalyWatch> anomaly;                // --anomaly (null: off)
+  std::vector<std::shared_ptr<const WasmPolicy>> wasm;  // --wasm-policy, in order (empty: off)
+  bool wasm_fail_closed = false;                        // --wasm-fail-closed
+  std::shared_ptr<MirrorWatch> mirror;                  // --mirror (null: off)
+  std::shared_ptr<const ResponseGuard> receipts;        // --receipts (null: off)
   // With faultcp (--control-plane URL --token T): the workspace's guard
   // section is the policy, held requests are posted there too, and the
   // activity goes there, spooled in state_dir while faultcp is down.

@@ -50,6 +50,10 @@ packages=(
   libpg-query-dev
   # the prompt guard's normalisation (NFKC with case folding, confusables)
   libicu-dev
+  # the guard's WebAssembly policy plugins (--wasm-policy): wabt's interpreter
+  # (libwabt.a); the tests build their example plugins with clang's wasm32
+  # target, linked by lld's wasm-ld
+  wabt lld
   # make bench's report page (build/bench/report.html): its plots, as inline SVG
   python3-matplotlib
 )

@@ -730,6 +730,7 @@ RequestVerdict GuardJudge::decide_request(const RequestHead& head_in, const Requ
       d = GuardDecision{GuardVerdict::Approve, "content-policy", why, enforce, false};
   }
   if (call && call->prompt_scope) d = judge_prompt(head, *call, d, enforce);
+  if (!options_.wasm.empty() && d.verdict != GuardVerdict::Deny) d = judge_wasm(head, facts, d, enforce);
   if (options_.mirror && (head.stage == RequestStage::request || head.stage == RequestStage::inner)) {
     const std::string learned = options_.mirror->judge(head.method, head.host, head.port, head.target);
     if (!learned.empty())
@@ -837,6 +838,30 @@ RequestVerdict GuardJudge::decide_request(const RequestHead& head_in, const Requ
   record(head, d.verdict, d.rule,
          "held for approval " + id + " (" + why + "): faultctl approvals approve " + id + " | deny " + id);
   return RequestVerdict::hold();
+}
+
+GuardDecision GuardJudge::judge_wasm(const RequestHead& head, const RequestFacts& facts, GuardDecision d,
+                                     bool enforce) {
+  const std::string& identity = head.identity.empty() ? options_.identity : head.identity;
+  const std::string input = wasm_facts_json(facts, identity, d, enforce);
+  for (const std::shared_ptr<const WasmPolicy>& plugin : options_.wasm) {
+    const WasmDecision w = plugin->decide(input);
+    const std::string rule = "wasm:" + plugin->name();
+    if (w.end == WasmEnd::answered) {
+      if (w.verdict.allow) continue;
+      const std::string why =
+          w.verdict.reason.empty() ? "denied by the policy plugin " + plugin->name() : w.verdict.reason;
+      return GuardDecision{GuardVerdict::Deny, rule, why, enforce, false};
+    }
+    // A plugin that failed: a finding, and the request goes on (or not).
+    const std::string failure = "the policy plugin " + plugin->name() + " failed: " + w.why;
+    record(head, options_.wasm_fail_closed && enforce ? GuardVerdict::Deny : GuardVerdict::Allow, rule,
+           "wasm: " + failure +
+               (options_.wasm_fail_closed ? " (--wasm-fail-closed: denied)" : " (failing open: not stopped)"),
+           std::nullopt, "wasm");
+    if (options_.wasm_fail_closed) return GuardDecision{GuardVerdict::Deny, "wasm-policy", failure, enforce, false};
+  }
+  return d;
 }
 
 RequestVerdict GuardJudge::allow_request(const RequestHead& head, const GuardDecision& d, const std::string& why,

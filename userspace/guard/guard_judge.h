@@ -34,6 +34,7 @@
 #include "userspace/guard/receipts.h"
 #include "userspace/guard/response_guard.h"
 #include "userspace/guard/task_thread.h"
+#include "userspace/guard/wasm_policy.h"
 #include "userspace/proxy/request_judge.h"
 
 namespace faultline {
@@ -129,6 +130,13 @@ struct GuardJudgeOptions {
   // --receipts: the claims of each LLM answer checked against the tool runs
   // of its request's history (receipts.h), read with these detectors. Null: off.
   std::shared_ptr<const ResponseGuard> receipts;
+  // --wasm-policy: plugins asked in order about each request the rules and
+  // detectors allowed or held; the first that denies decides (rule
+  // "wasm:NAME"). A plugin that traps, runs out of fuel or answers badly is a
+  // finding (kind wasm) and the request goes on, or with --wasm-fail-closed
+  // it is denied (rule wasm-policy). Empty: off.
+  std::vector<std::shared_ptr<const WasmPolicy>> wasm;
+  bool wasm_fail_closed = false;
 };
 
 // What the guard did, for its summary at exit.
@@ -210,6 +218,10 @@ class GuardJudge final : public RequestJudge {
   // --prompt-guard: the decision with the call's prompt findings applied
   // (deny, approve or monitor), and one prompt_injection line per finding.
   [[nodiscard]] GuardDecision judge_prompt(const RequestHead& head, const LlmCall& call, GuardDecision d, bool enforce);
+  // --wasm-policy: the decision after the plugins (only one the rules did
+  // not deny reaches them), and a finding line for each plugin that failed.
+  [[nodiscard]] GuardDecision judge_wasm(const RequestHead& head, const RequestFacts& facts, GuardDecision d,
+                                         bool enforce);
   // --scan-responses: the lines of an answer's threats (blocked: it was stopped).
   void record_response_threats(const RequestHead& head, const std::string& model,
                                const std::vector<ResponseThreat>& threats, bool blocked, bool enforce);
