@@ -327,7 +327,7 @@ Status apply_policy_file(const std::string& file, GuardArgs& a) {
 Status parse_fault_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
   GuardFaults& gf = a.faults;
   auto str = [&](const char* f) { return r[f].as<std::string>(); };
-  gf.terminate_tls = r.count("terminate-tls") > 0;
+  gf.terminate_tls = r.count("terminate-tls") > 0 || r.count("creds") > 0;  // --creds implies it
   GuardFaultWords w;
   bool any = false;
   for (auto [flag, slot] : std::initializer_list<std::pair<const char*, std::optional<std::string>*>>{

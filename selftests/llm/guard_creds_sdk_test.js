@@ -13,6 +13,7 @@
 const fs = require('node:fs');
 const http = require('node:http');
 const https = require('node:https');
+const net = require('node:net');
 const tls = require('node:tls');
 const {guardedArgs, makeChecks} = require('./sdk_check');
 const OpenAI = require('openai');
@@ -38,10 +39,13 @@ function tunnelFetch(url, init = {}) {
       const req = https.request(
           {
             method: init.method || 'GET',
+            host: u.hostname,
+            port: u.port,
             path: u.pathname + u.search,
             headers,
-            createConnection: () => tls.connect({socket, servername: u.hostname}),
-            agent: false,
+            // No agent: the request goes over this connection, the tunnel's.
+            createConnection: () =>
+                tls.connect({socket, host: u.hostname, servername: net.isIP(u.hostname) ? undefined : u.hostname}),
           },
           (r) => {
             const chunks = [];
@@ -69,7 +73,9 @@ async function main() {
     check(mode === 'ok', 'openai: the call succeeds only when the guard holds the key', mode);
     check(r.choices[0].message.content === 'injected ok', 'openai: the stand-in accepted the injected key', r);
   } catch (e) {
-    check(mode === 'denied', 'openai: the call fails only when the key is missing', e && e.message);
+    check(
+        mode === 'denied', 'openai: the call fails only when the key is missing',
+        e && e.message + (e.cause ? ': ' + e.cause.message : ''));
     check(e instanceof OpenAI.PermissionDeniedError, 'openai: PermissionDeniedError', e && e.constructor.name);
     check(e.status === 403, 'openai: status 403', e.status);
     check(attempts === 1, 'openai: exactly one attempt at default retries', attempts);

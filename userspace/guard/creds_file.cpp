@@ -81,7 +81,9 @@ Status parse_secret(const json& j, SecretSource& s, const std::string& origin, c
   if (!j.is_object() || j.size() != 1)
     return field_error(origin, field,
                        "one source: {\"env\": \"NAME\"}, {\"file\": \"PATH\"} or {\"literal\": \"VALUE\"}");
-  const auto& [key, value] = *j.items().begin();
+  const auto first = j.begin();
+  const std::string key = first.key();
+  const json& value = first.value();
   const std::string sub = field + "." + key;
   if (key == "kms")
     return field_error(origin, sub,
