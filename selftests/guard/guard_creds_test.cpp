@@ -12,6 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <regex>
 
 #include "selftests/guard/guard_env.h"
 #include "selftests/lib/child_process.h"
@@ -180,6 +181,42 @@ TEST_F(GuardCredsTest, ARemovedFileSecretStopsTheInjectionWithinTheTtl) {
   EXPECT_NE(r.out.find("ok openai: PermissionDeniedError"), std::string::npos) << r.out;
   EXPECT_EQ(standin_requests("ok"), 1) << standin_->out();
   EXPECT_EQ(standin_requests("bad") + standin_requests("none"), 0) << standin_->out();
+  expect_no_secret(r);
+}
+
+// A request held for approval gets its credential when it is approved (the
+// guard completes it later, through the credentials judge).
+TEST_F(GuardCredsTest, AnApprovedCallGetsItsCredentialWhenReleased) {
+  if (!sdk_installed())
+    GTEST_SKIP() << "*** SKIPPED: " << kSdkDir << "/node_modules missing: run scripts/install-deps.sh ***";
+  ASSERT_TRUE(start_standin()) << standin_->describe();
+  write_creds(R"({"env":"CREDS_REAL_KEY"})");
+  std::vector<std::string> argv = {kCredsFaultctl,
+                                   "guard",
+                                   "--enforce",
+                                   "--upstream-ca",
+                                   dir_.file("upstream-ca.pem"),
+                                   "--creds",
+                                   dir_.file("creds.json"),
+                                   "--json-log",
+                                   dir_.file("activity.jsonl"),
+                                   "--approve",
+                                   "127.0.0.1:" + std::to_string(port_),
+                                   "--"};
+  for (const std::string& w : sdk("ok")) argv.push_back(w);
+  auto g = fltest::ChildProcess::spawn(fltest::as_nobody(argv), {.env = env_});
+  ASSERT_TRUE(g.wait_for("held for approval ", 60s, fltest::Stream::kStderr)) << g.describe();
+  std::smatch m;
+  const std::string err = g.err();
+  ASSERT_TRUE(std::regex_search(err, m, std::regex("held for approval ([0-9]+\\.[0-9]+)"))) << err;
+  EXPECT_EQ(standin_->out().find("REQ "), std::string::npos) << standin_->out();
+  auto ok =
+      fltest::run_command(fltest::as_nobody({kCredsFaultctl, "approvals", "approve", m[1].str()}), {.env = env_}, 30s);
+  ASSERT_TRUE(ok.status.is(0)) << ok.describe();
+  auto r = g.finish(60s);
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_NE(r.out.find("ok openai: the stand-in accepted the injected key"), std::string::npos) << r.out;
+  EXPECT_EQ(standin_requests("ok"), 1) << standin_->out();
   expect_no_secret(r);
 }
 
