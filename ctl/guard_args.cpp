@@ -136,6 +136,31 @@ Status parse_pg_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
   return {};
 }
 
+// --creds FILE (implies --terminate-tls), --creds-ttl D (1s to 24h).
+Status parse_creds_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
+  if (!r.count("creds")) {
+    if (r.count("creds-ttl")) return bad("--creds-ttl applies to --creds");
+    return {};
+  }
+  const std::string file = r["creds"].as<std::string>();
+  if (file.empty()) return bad("--creds: empty file name");
+  if (!a.faults.faults.empty())
+    return bad("--creds with HTTP faults (--fault-*, --faults): not supported together yet");
+  auto creds = read_creds_file(file);
+  if (!creds) return bad("--creds " + creds.error().describe());
+  if (r.count("creds-ttl")) {
+    const std::string v = r["creds-ttl"].as<std::string>();
+    auto ns = with_flag("creds-ttl", parse_duration_ns(v));
+    if (!ns) return ns.error();
+    if (*ns < 1'000'000'000ULL || *ns > 86'400'000'000'000ULL) return bad("--creds-ttl " + v + ": between 1s and 24h");
+    a.capture.creds_ttl = std::chrono::milliseconds(*ns / 1'000'000);
+  }
+  a.capture.creds = std::move(*creds);
+  a.capture.terminate_tls = true;  // a header is set in the plaintext only
+  a.requests = true;
+  return {};
+}
+
 // --enforce-fs and its rules (root: a mount namespace and fanotify's
 // permission events).
 Status parse_fs_gate_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
@@ -302,7 +327,7 @@ Status apply_policy_file(const std::string& file, GuardArgs& a) {
 Status parse_fault_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
   GuardFaults& gf = a.faults;
   auto str = [&](const char* f) { return r[f].as<std::string>(); };
-  gf.terminate_tls = r.count("terminate-tls") > 0;
+  gf.terminate_tls = r.count("terminate-tls") > 0 || r.count("creds") > 0;  // --creds implies it
   GuardFaultWords w;
   bool any = false;
   for (auto [flag, slot] : std::initializer_list<std::pair<const char*, std::optional<std::string>*>>{
@@ -826,6 +851,11 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       "judges HTTPS by path and method too (with --fault-*: the faulted hosts' TLS)")(
       "upstream-ca", "--terminate-tls: a PEM file of roots the upstream may also chain to",
       cxxopts::value<std::string>())(
+      "creds",
+      "FILE: credentials set by the guard on the command's HTTPS requests to their hosts, the secrets kept from "
+      "the command (a JSON {\"credentials\": [{host, header, value, secret}]}; implies --terminate-tls)",
+      cxxopts::value<std::string>())("creds-ttl", "how often --creds' secrets are read again (default 30s)",
+                                     cxxopts::value<std::string>())(
       "gateway",
       "no command: one guard for agents on other hosts, listening on --addr; each request needs a "
       "--gateway-token (Proxy-Authorization Basic ID:TOKEN or Bearer TOKEN) and is judged as its identity")(
@@ -1147,6 +1177,7 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
   }
   if (auto t = compile_redirects(g.redirects); !t) return bad(t.error().message);
   FL_TRY(parse_fault_flags(*r, args_out));
+  FL_TRY(parse_creds_flags(*r, args_out));
   for (const char* flag : {"block-dangerous", "approve-dangerous"}) {
     if (!r->count(flag)) continue;
     if (cap.gateway) return bad(std::string("--") + flag + " judges the command's execs: --gateway runs no command");

@@ -24,6 +24,7 @@
 #include "ctl/guard_remote_budget.h"
 #include "ctl/policy_faults.h"
 #include "userspace/enforce/redirected_conns.h"
+#include "userspace/guard/credential_judge.h"
 #include "userspace/policy/guard_section.h"
 #include "userspace/proxy/http_answer.h"
 #include "userspace/proxy/tls_setup.h"
@@ -337,7 +338,23 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
   ProxyConfig pc;
   pc.name = "guard";
   pc.listen = o.listen.empty() ? "127.0.0.1:0" : o.listen;
-  pc.forward = ForwardProxy{c->judge_, {}, {}, {}};
+  std::shared_ptr<RequestJudge> judge = c->judge_;
+  if (o.creds) {
+    // The secrets are read now, before the command starts: an env source is
+    // gone from the environment it inherits.
+    c->creds_ = CredentialStore::start(*o.creds, o.creds_ttl, write_line);
+    judge = std::make_shared<CredentialJudge>(c->judge_, c->creds_);
+    std::string hosts;
+    for (const HttpCredential& h : o.creds->http)
+      hosts += (hosts.empty() ? "" : ", ") + h.host + (h.port ? ":" + std::to_string(*h.port) : "") + " (" + h.header +
+               " from " + secret_source_text(h.secret) + ")";
+    log << "faultline guard: --creds: the guard sets " << hosts
+        << " on the allowed HTTPS requests to those hosts, replacing the command's own; the secrets are read again "
+           "every "
+        << o.creds_ttl.count() / 1000 << "s; a request whose secret is missing is denied (rule creds)\n"
+        << std::flush;
+  }
+  pc.forward = ForwardProxy{judge, {}, {}, {}};
   if (o.gateway) {
     pc.forward->authenticate = [tokens = o.gateway_tokens](std::string_view authorization) {
       return gateway_identity(tokens, authorization);

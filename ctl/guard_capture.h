@@ -19,6 +19,7 @@
 #include "ctl/guard_gateway.h"
 #include "ctl/guard_proctor.h"
 #include "userspace/guard/approval_socket.h"
+#include "userspace/guard/credential_store.h"
 #include "userspace/guard/guard_judge.h"
 #include "userspace/guard/honeytokens.h"
 #include "userspace/net/egress_rules.h"
@@ -75,6 +76,11 @@ struct GuardCaptureOptions {
   bool wasm_fail_closed = false;                        // --wasm-fail-closed
   std::shared_ptr<MirrorWatch> mirror;                  // --mirror (null: off)
   std::shared_ptr<const ResponseGuard> receipts;        // --receipts (null: off)
+  // --creds FILE: headers set on the forwarded requests to its hosts, the
+  // secrets read at start (env ones removed from the command's environment)
+  // and again every creds_ttl.
+  std::optional<CredsFile> creds;
+  std::chrono::milliseconds creds_ttl{30'000};
   // With faultcp (--control-plane URL --token T): the workspace's guard
   // section is the policy, held requests are posted there too, and the
   // activity goes there, spooled in state_dir while faultcp is down.
@@ -121,6 +127,7 @@ class GuardCapture {
   std::shared_ptr<LocalBudgetStore> budget_;  // the local budget (flushed at the end)
   std::shared_ptr<GuardProctor> proctor_;
   std::shared_ptr<BudgetStore> shared_budget_;  // --llm-budget-shared
+  std::shared_ptr<CredentialStore> creds_;      // --creds (null: off)
   std::unique_ptr<ProxyRegistry> proxies_;
   uint16_t port_ = 0;
   std::string address_;

@@ -460,6 +460,19 @@ void GuardJudge::note_exec(const ExecJudgement& j) {
                  std::to_string(j.pid) + " (monitor: not stopped)");
 }
 
+RequestVerdict GuardJudge::deny_credential(const RequestHead& head, const std::string& why) {
+  denied_.fetch_add(1, std::memory_order_relaxed);
+  Denial denial;
+  denial.rule = "creds";
+  denial.reason = why;
+  denial.request_id = "req_" + options_.approval_prefix + "_" + std::to_string(head.id);
+  record(head, GuardVerdict::Deny, "creds", "deny (creds: " + why + ")");
+  return RequestVerdict::answer(
+      denial_response(denial, denial_format_for_request(head.host, head.target, has_header(head, "anthropic-version")),
+                      false),
+      true);
+}
+
 RequestVerdict GuardJudge::judge(const RequestHead& head, HeldRequest later) {
   if (revoked_.load()) return revoked_answer(head);
   const std::string destination =

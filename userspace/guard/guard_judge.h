@@ -188,6 +188,11 @@ class GuardJudge final : public RequestJudge {
   [[nodiscard]] const std::string& identity() const { return options_.identity; }
   [[nodiscard]] const std::string& approval_prefix() const { return options_.approval_prefix; }
 
+  // --creds: a request the guard let through whose credential cannot be set
+  // (its secret missing, or plain HTTP): denied (rule "creds", whatever the
+  // mode: never sent without it), its activity and log lines.
+  [[nodiscard]] RequestVerdict deny_credential(const RequestHead& head, const std::string& why);
+
   // The circuit breaker tripped: every request from now on is denied (rule
   // circuit-breaker), whatever the policy and mode.
   void revoke(const std::string& why);
