@@ -21,7 +21,7 @@ struct TriggerInfo {
   const char* title;
 };
 // The order the docs and the digest list them in.
-constexpr std::array<TriggerInfo, 9> kTriggers = {{
+constexpr std::array<TriggerInfo, 9> kAlertTriggers = {{
     {"blocked", "Guard blocked a request"},
     {"dlp", "DLP finding"},
     {"response_threat", "Threat in an LLM answer"},
@@ -36,23 +36,23 @@ const char* const kTriggerList =
     "blocked, dlp, response_threat, off-mission-action, unverified-claim, honeytoken, integrity, breaker or budget";
 const char* const kWeekdays[] = {"sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"};
 
-constexpr int64_t kMaxCooldownSec = 86'400;
+constexpr int64_t kMaxAlertCooldownSec = 86'400;
 constexpr int64_t kDefaultCooldownSec = 300;
 constexpr size_t kTopN = 5;
 constexpr size_t kMaxPathShown = 200;
 
-const std::vector<FieldRule> kAlertFields = {
+const std::vector<FieldRule> kGuardAlertFields = {
     {"url", JsonType::String, true},     {"secret", JsonType::String},        {"format", JsonType::String},
     {"triggers", JsonType::Array, true}, {"cooldown_sec", JsonType::Integer}, {"cooldowns", JsonType::Object},
     {"digest", JsonType::String},        {"digest_at", JsonType::String},     {"digest_weekday", JsonType::String},
 };
 
 bool known_trigger(const std::string& t) {
-  return std::any_of(kTriggers.begin(), kTriggers.end(), [&](const TriggerInfo& i) { return t == i.name; });
+  return std::any_of(kAlertTriggers.begin(), kAlertTriggers.end(), [&](const TriggerInfo& i) { return t == i.name; });
 }
 
 std::string trigger_title(const std::string& t) {
-  for (const auto& i : kTriggers)
+  for (const auto& i : kAlertTriggers)
     if (t == i.name) return i.title;
   return t;
 }
@@ -140,7 +140,7 @@ HttpReply ControlPlane::put_guard_alerts(const HttpRequest& req, const Principal
   auto body = parse_body(req.body);
   if (auto* e = std::get_if<ApiError>(&body)) return e->reply();
   const auto& j = std::get<nlohmann::json>(body);
-  if (auto e = check_fields(j, kAlertFields)) return e->reply();
+  if (auto e = check_fields(j, kGuardAlertFields)) return e->reply();
   auto old = store_.guard_alerts(p.workspace_id);
   if (!old) return storage_error(old.error());
   GuardAlertSettings s;
@@ -168,14 +168,14 @@ HttpReply ControlPlane::put_guard_alerts(const HttpRequest& req, const Principal
     s.triggers.push_back(t);
   }
   const int64_t every = j.value("cooldown_sec", kDefaultCooldownSec);
-  if (every < 0 || every > kMaxCooldownSec) return ApiError{400, "cooldown_sec", "must be within 0-86400"}.reply();
+  if (every < 0 || every > kMaxAlertCooldownSec) return ApiError{400, "cooldown_sec", "must be within 0-86400"}.reply();
   for (const auto& t : s.triggers) s.cooldowns[t] = every;
   if (j.contains("cooldowns"))
     for (const auto& [name, sec] : j["cooldowns"].items()) {
       const std::string field = "cooldowns." + name.substr(0, 40);
       if (!known_trigger(name)) return ApiError{400, field, std::string("is not a trigger: ") + kTriggerList}.reply();
       if (!s.cooldowns.contains(name)) return ApiError{400, field, "is not one of the triggers listed"}.reply();
-      if (!sec.is_number_integer() || sec.get<int64_t>() < 0 || sec.get<int64_t>() > kMaxCooldownSec)
+      if (!sec.is_number_integer() || sec.get<int64_t>() < 0 || sec.get<int64_t>() > kMaxAlertCooldownSec)
         return ApiError{400, field, "must be seconds within 0-86400"}.reply();
       s.cooldowns[name] = sec.get<int64_t>();
     }
@@ -373,7 +373,7 @@ nlohmann::json ControlPlane::guard_digest(const std::string& period, int64_t unt
   };
   nlohmann::json per_trigger = nlohmann::json::object();
   std::string counts_text;
-  for (const auto& t : kTriggers) {
+  for (const auto& t : kAlertTriggers) {
     const int64_t n = by_trigger.contains(t.name) ? by_trigger[t.name] : 0;
     per_trigger[t.name] = n;
     if (n > 0) counts_text += std::string(counts_text.empty() ? "" : ", ") + t.name + " " + std::to_string(n);

@@ -19,7 +19,7 @@ function makeChain() {
     const head = heads.get(identity) || { seq: 0, hash: '' };
     const e = {
       seq: head.seq + 1, ts: new Date().toISOString(), identity, kind: f.kind, method: f.method || 'POST',
-      host: f.host || 'api.example.com', path: f.path, verdict: f.verdict || 'allow', rule: f.rule || '', llm: null,
+      host: f.host === undefined ? 'api.example.com' : f.host, path: f.path, verdict: f.verdict || 'allow', rule: f.rule || '', llm: null,
       prev: head.hash,
     };
     e.hash = crypto.createHash('sha256').update(JSON.stringify(e)).digest('hex');
