@@ -410,7 +410,7 @@ HttpReply ControlPlane::test_guard_digest(const Principal& p) {
   const std::string period = (*s)->digest == "weekly" ? "weekly" : "daily";
   const int64_t until = digest_clock().now_unix_s();
   const int64_t since = until - (period == "weekly" ? 7 : 1) * 86'400;
-  auto counts = store_.guard_finding_counts(p.workspace_id, since * 1000, until * 1000);
+  auto counts = store_.guard_finding_counts(p.workspace_id, since * 1000, (until + 1) * 1000);
   if (!counts) return storage_error(counts.error());
   auto envelope = guard_digest(period, until, *counts);
   const nlohmann::json fields = envelope["fields"];
@@ -432,7 +432,7 @@ void ControlPlane::send_due_digests() {
     auto claimed = store_.claim_guard_digest(ws, s.digest_sent_s, now);
     if (!claimed || !*claimed) continue;
     const int64_t since = now - (s.digest == "weekly" ? 7 : 1) * 86'400;
-    auto counts = store_.guard_finding_counts(ws, since * 1000, now * 1000);
+    auto counts = store_.guard_finding_counts(ws, since * 1000, (now + 1) * 1000);
     if (!counts) {
       std::fprintf(stderr, "faultcp: digest of workspace %lld: %s\n", static_cast<long long>(ws),
                    counts.error().describe().c_str());

@@ -224,6 +224,8 @@ class ControlPlane {
   void raise_guard_alerts(int64_t ws, const std::vector<GuardActivityRow>& rows);
   [[nodiscard]] bool send_guard_alert(int64_t ws, const GuardAlertSettings& s, const std::string& trigger,
                                       nlohmann::json envelope);
+  // The digest of the period that ends with the second `until_s` (the
+  // counts of its entries, `until_s` included).
   [[nodiscard]] static nlohmann::json guard_digest(const std::string& period, int64_t until_s,
                                                    const std::vector<GuardFindingCount>& counts);
   void send_due_digests();
