@@ -15,6 +15,7 @@
 #include "cp/auth/crypto.h"
 #include "cp/webhooks/slack_message.h"
 #include "cp_client.h"
+#include "selftests/lib/child_process.h"
 #include "userspace/guard/activity_log.h"
 #include "userspace/orchestration/clock.h"
 
@@ -409,6 +410,72 @@ TEST_P(GuardAlertsTest, BadSettingsAreRefusedNamingTheFieldAndNothingIsStored) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, GuardAlertsTest, ::testing::Values(Backend::Sqlite, Backend::Postgres),
                          [](const auto& info) { return fltest::backend_name(info.param); });
+
+// Two real faultcp processes on one PostgreSQL database: a block reported
+// through each within the cooldown raises one alert, not two, and the next
+// one sent after it counts the other.
+TEST(GuardAlertReplicas, TwoReplicasShareOneCooldown) {
+  fltest::TestDatabase db(Backend::Postgres);
+  auto start = [&] {
+    auto cp = fltest::ChildProcess::spawn({FAULTCP_PATH, "serve", "--listen", "127.0.0.1:0", "--database", db.url()});
+    auto line = cp.wait_line_starting("faultcp: listening on", 20s);
+    if (!line) ADD_FAILURE() << cp.describe();
+    const auto at = line ? line->find("127.0.0.1:") : std::string::npos;
+    const uint16_t port = at == std::string::npos ? 0 : static_cast<uint16_t>(std::stoul(line->substr(at + 10)));
+    return std::pair{std::move(cp), port};
+  };
+  auto [a, a_port] = start();
+  auto [b, b_port] = start();
+  ASSERT_NE(a_port, 0);
+  ASSERT_NE(b_port, 0);
+  AlertReceiver hook;
+  const std::string token =
+      fltest::cp_request(a_port, "POST", "/v1/auth/signup", "",
+                         R"({"email":"r@example.com","password":"correct horse battery","workspace":"r"})")
+          .json()
+          .value("token", "");
+  const std::string enroll =
+      fltest::cp_request(a_port, "POST", "/v1/tokens", token, R"({"kind":"enrollment"})").json().value("token", "");
+  const std::string guard = fltest::cp_request(a_port, "POST", "/v1/agents/register", enroll, R"({"hostname":"g"})")
+                                .json()
+                                .value("token", "");
+  ASSERT_EQ(fltest::cp_request(
+                b_port, "PUT", "/v1/guardrails/alerts", token,
+                json{{"url", hook.url()}, {"secret", kSecret}, {"triggers", {"blocked"}}, {"cooldown_sec", 3}}.dump())
+                .status,
+            200);
+  std::string prev;
+  auto report = [&](uint16_t port, uint64_t seq) {
+    faultline::ActivityEntry e;
+    e.seq = seq;
+    e.ts = rfc3339_of(unix_now_ms());
+    e.identity = "alice@build-7";
+    e.kind = "request";
+    e.method = "POST";
+    e.host = "evil.example.net";
+    e.path = "/upload";
+    e.verdict = "deny";
+    e.rule = "no-exfil";
+    e.prev = prev;
+    e.hash = faultline::activity_hash(e);
+    prev = e.hash;
+    auto r = fltest::cp_request(port, "POST", "/v1/guardrails/activity", guard,
+                                json{{"entries", {json::parse(faultline::activity_line(e))}}}.dump());
+    EXPECT_EQ(r.status, 200) << r.describe();
+  };
+  report(a_port, 1);
+  report(b_port, 2);
+  auto reqs = hook.wait_for(1);
+  std::this_thread::sleep_for(500ms);  // time for a second one, if it were sent
+  reqs = hook.requests();
+  ASSERT_EQ(reqs.size(), 1u) << "each replica kept its own cooldown";
+  std::this_thread::sleep_for(3500ms);
+  report(b_port, 3);
+  reqs = hook.wait_for(2);
+  ASSERT_EQ(reqs.size(), 2u);
+  expect_signed(reqs[1]);
+  EXPECT_EQ(json::parse(reqs[1].body)["fields"]["suppressed"], 1);
+}
 
 faultline::ActivityEntry entry(const std::string& kind, const std::string& verdict, const std::string& rule) {
   faultline::ActivityEntry e;
