@@ -78,7 +78,11 @@ int weekday_index(const std::string& day) {
 std::string shown_path(const std::string& path) {
   const size_t q = path.find('?');
   std::string out = Redactor{}.text(path.substr(0, q));
-  if (out.size() > kMaxPathShown) out = out.substr(0, kMaxPathShown) + "...";
+  if (out.size() > kMaxPathShown) {
+    size_t end = kMaxPathShown;
+    while (end > 0 && (static_cast<unsigned char>(out[end]) & 0xC0) == 0x80) --end;  // not inside a character
+    out = out.substr(0, end) + "...";
+  }
   if (q != std::string::npos) out += "?...";
   return out;
 }

@@ -72,7 +72,11 @@ std::vector<WebhookOutcome> WebhookSender::take_outcomes() {
 Result<int> WebhookSender::attempt(const WebhookDelivery& d) {
   nlohmann::json envelope = d.envelope;
   envelope["sent_at"] = rfc3339_now();
-  const std::string body = d.format == WebhookFormat::Slack ? slack_message(envelope).dump() : envelope.dump();
+  // Invalid UTF-8 (none should reach here) is replaced, never thrown on this thread.
+  const auto as_text = [](const nlohmann::json& j) {
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
+  const std::string body = as_text(d.format == WebhookFormat::Slack ? slack_message(envelope) : envelope);
   const int64_t ts =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   std::vector<std::pair<std::string, std::string>> headers{{"X-Faultline-Trigger", d.trigger},

@@ -229,6 +229,15 @@ TEST_P(GuardAlertsTest, FindingsRaiseSignedAlertsAndTheCooldownCountsWhatItHeldB
   EXPECT_EQ(next["fields"]["suppressed"], 2);
   EXPECT_NE(next["text"].get<std::string>().find("2 more blocked alerts were held back"), std::string::npos)
       << next["text"];
+
+  // A path over 200 bytes is cut between characters (a 2-byte one spans byte 200).
+  Finding long_path = kDlp;
+  long_path.path = "/" + std::string(198, 'a') + "\xc3\xa9\xc3\xa9/rest";
+  post({long_path});
+  reqs = hook.wait_for(6);
+  ASSERT_EQ(reqs.size(), 6u) << "no alert for the long path";
+  const json cut = json::parse(reqs[5].body);
+  EXPECT_EQ(cut["fields"]["path"], "/" + std::string(198, 'a') + "...");
 }
 
 TEST_P(GuardAlertsTest, ASlackUrlGetsSlacksMessageAndNoPlantedSecretReachesAnyBody) {
