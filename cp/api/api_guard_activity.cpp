@@ -128,6 +128,7 @@ nlohmann::json activity_row_json(const GuardActivityRow& r) {
           {"llm", llm},
           {"prev", e.prev},
           {"hash", e.hash},
+          {"finding", guard_alert_trigger(e) ? nlohmann::json(*guard_alert_trigger(e)) : nlohmann::json(nullptr)},
           {"chain", r.chain},
           {"chain_detail", r.chain_detail},
           {"received_ms", r.received_ms},
@@ -164,7 +165,7 @@ HttpReply ControlPlane::post_guard_activity(const HttpRequest& req, const Princi
   if (entries.size() > kMaxActivityBatch)
     return ApiError{400, "entries", "at most 200 per batch (got " + std::to_string(entries.size()) + "): split it"}
         .reply();
-  std::vector<GuardActivityRow> rows;
+  std::vector<GuardActivityRow> rows, fresh;  // fresh: stored now, not before (the alerts' entries)
   for (size_t i = 0; i < entries.size(); ++i) {
     auto r = read_entry(entries[i], "entries[" + std::to_string(i) + "]");
     if (auto* e = std::get_if<ApiError>(&r)) return e->reply();
@@ -222,6 +223,7 @@ HttpReply ControlPlane::post_guard_activity(const HttpRequest& req, const Princi
       continue;
     }
     ++stored;
+    fresh.push_back(row);
     through[e.identity] = std::max(through[e.identity], seq);
     if (row.chain != "ok")
       flagged.push_back({{"identity", e.identity}, {"seq", e.seq}, {"chain", row.chain}, {"detail", row.chain_detail}});
@@ -262,6 +264,7 @@ HttpReply ControlPlane::post_guard_activity(const HttpRequest& req, const Princi
       return storage_error(au.error());
   }
   if (auto c = tx.commit(); !c) return storage_error(c.error());
+  raise_guard_alerts(p.workspace_id, fresh);
   return api_json(200, {{"stored", stored},
                         {"duplicates", duplicates},
                         {"blocks", blocks},

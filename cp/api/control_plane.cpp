@@ -165,6 +165,14 @@ ControlPlane::ControlPlane(Store& store, HttpServer& server, ControlPlaneConfig 
       [this](const HttpRequest& r, const PathParams&, const Principal& p) { return end_guard_budget(r, p, false); });
   add_route("GET", "/v1/guardrails/budget", {TK::Agent, TK::Session, TK::Api},
             [this](const HttpRequest& r, const PathParams&, const Principal& p) { return get_guard_budget(r, p); });
+  add_route("PUT", "/v1/guardrails/alerts", people,
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return put_guard_alerts(r, p); });
+  add_route("GET", "/v1/guardrails/alerts", people,
+            [this](const HttpRequest&, const PathParams&, const Principal& p) { return get_guard_alerts(p); });
+  add_route("POST", "/v1/guardrails/alerts/test", people,
+            [this](const HttpRequest&, const PathParams&, const Principal& p) { return test_guard_alert(p); });
+  add_route("POST", "/v1/guardrails/digest/test", people,
+            [this](const HttpRequest&, const PathParams&, const Principal& p) { return test_guard_digest(p); });
   add_route("PUT", "/v1/guardrails/proctor", people,
             [this](const HttpRequest& r, const PathParams&, const Principal& p) { return put_guard_proctor(r, p); });
   add_route("POST", "/v1/guardrails/proctor/reviews", guard_side,
@@ -198,6 +206,7 @@ Status ControlPlane::start() {
   if (!sender) return sender.error();
   webhooks_ = std::move(*sender);
   FL_TRY(server_.watch(webhooks_->event_fd(), [this] { webhook_outcomes(); }));
+  server_.after(config_.digest_check, [this] { send_due_digests(); });
   auto nonce = random_base64url(9);
   if (!nonce) return nonce.error();
   replica_ = *nonce;

@@ -54,7 +54,17 @@ struct ControlPlaneConfig {
   std::chrono::milliseconds agent_ready_within{60'000};
   // The validator's clock (its windows); none: the host's.
   std::shared_ptr<const Clock> clock;
+  // The guard digests' schedule: how often it is read, and its clock (none: the host's).
+  std::chrono::milliseconds digest_check{60'000};
+  std::shared_ptr<const Clock> digest_clock;
 };
+
+// The alert trigger of a guard activity entry (api_guard_alerts.cpp), or none
+// for an entry that raises no alert.
+[[nodiscard]] std::optional<std::string> guard_alert_trigger(const ActivityEntry& e);
+// The scheduled time (Unix seconds) of the digest due now: the last daily or
+// weekly boundary at or before `now_s` when no digest went since; none otherwise.
+[[nodiscard]] std::optional<int64_t> guard_digest_due(const GuardAlertSettings& s, int64_t now_s);
 
 // Who a request comes from, as the auth layer resolved it.
 struct Principal {
@@ -203,6 +213,22 @@ class ControlPlane {
   HttpReply list_guard_activity(const HttpRequest& req, const Principal& p);
   HttpReply guard_activity_summary(const HttpRequest& req, const Principal& p);
   HttpReply guard_usage(const HttpRequest& req, const Principal& p);
+  // Alerts (api_guard_alerts.cpp): the settings, the alerts a batch of new
+  // entries raises, the digests and the two test routes.
+  HttpReply put_guard_alerts(const HttpRequest& req, const Principal& p);
+  HttpReply get_guard_alerts(const Principal& p);
+  HttpReply test_guard_alert(const Principal& p);
+  HttpReply test_guard_digest(const Principal& p);
+  [[nodiscard]] nlohmann::json guard_alerts_json(const GuardAlertSettings& s);
+  [[nodiscard]] const Clock& digest_clock() const;
+  void raise_guard_alerts(int64_t ws, const std::vector<GuardActivityRow>& rows);
+  [[nodiscard]] bool send_guard_alert(int64_t ws, const GuardAlertSettings& s, const std::string& trigger,
+                                      nlohmann::json envelope);
+  // The digest of the period that ends with the second `until_s` (the
+  // counts of its entries, `until_s` included).
+  [[nodiscard]] static nlohmann::json guard_digest(const std::string& period, int64_t until_s,
+                                                   const std::vector<GuardFindingCount>& counts);
+  void send_due_digests();
   // The shared LLM budget (api_guard_budget.cpp): reserve, settle (settle
   // true) or release, and the current window's charge.
   HttpReply reserve_guard_budget(const HttpRequest& req, const Principal& p);
@@ -258,6 +284,7 @@ class ControlPlane {
   std::unique_ptr<WebhookSender> webhooks_;
   std::map<std::pair<int64_t, std::string>, int64_t> last_fired_ms_;  // (workspace, trigger) -> last delivery queued
   uint64_t next_delivery_ = 0;
+  uint64_t last_guard_delivery_ = 0;  // the id send_guard_alert() queued last
   std::unique_ptr<SqlListener> listener_;
   std::string replica_;  // this process's name in NOTIFY payloads (its own are skipped)
 };

@@ -156,9 +156,17 @@ function drawGuard(approvals, activity, usage) {
   }));
   fill('activity', activity.entries.map((e) => {
     const llm = e.llm ? e.llm.model + ' in=' + e.llm.in + ' out=' + e.llm.out : '';
-    const tr = row([e.ts, e.identity, e.seq, e.method + ' ' + e.host + e.path, e.verdict, e.rule, llm,
+    // The finding's badge: the alert trigger faultcp gives the entry (none for a plain allow).
+    let badge = '';
+    if (e.finding) {
+      badge = document.createElement('span');
+      badge.className = 'badge badge-' + e.finding;
+      badge.textContent = e.finding;
+    }
+    const tr = row([e.ts, e.identity, e.seq, e.method + ' ' + e.host + e.path, e.verdict, badge, e.rule, llm,
       e.chain === 'ok' ? 'ok' : e.chain + ': ' + e.chain_detail]);
     tr.dataset.verdict = e.verdict;
+    if (e.finding) tr.dataset.finding = e.finding;
     tr.className = e.chain === 'ok' ? '' : 'flagged';
     return tr;
   }));

@@ -246,6 +246,33 @@ CREATE TABLE services (
   UNIQUE (workspace_id, name)
 );
 )sql",
+      // 8: the guard's alerts (docs/control-plane.md): a workspace's settings
+      // (cooldowns a JSON object, trigger -> seconds), each trigger's last
+      // delivery and the alerts its cooldown held back since, and when the
+      // last digest went (the schedule's claim: one replica sends it).
+      R"sql(
+CREATE TABLE guard_alerts (
+  workspace_id BIGINT PRIMARY KEY REFERENCES workspaces(id),
+  url TEXT NOT NULL,
+  secret TEXT NOT NULL,
+  format TEXT NOT NULL,
+  triggers TEXT NOT NULL,
+  cooldowns TEXT NOT NULL,
+  digest TEXT NOT NULL,
+  digest_at TEXT NOT NULL,
+  digest_weekday TEXT NOT NULL,
+  digest_sent_s BIGINT NOT NULL,
+  updated_ms BIGINT NOT NULL,
+  updated_by TEXT NOT NULL
+);
+CREATE TABLE guard_alert_state (
+  workspace_id BIGINT NOT NULL REFERENCES workspaces(id),
+  trigger_name TEXT NOT NULL,
+  last_sent_ms BIGINT NOT NULL,
+  suppressed BIGINT NOT NULL,
+  PRIMARY KEY (workspace_id, trigger_name)
+);
+)sql",
   };
   return m;
 }

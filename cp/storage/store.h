@@ -191,6 +191,36 @@ struct GuardProctor {
   std::string updated_by;
 };
 
+// A workspace's guard alerts (migration 8): where findings are posted
+// (signed with `secret`, or as a Slack message), which triggers, each
+// trigger's cooldown in seconds, and the digest's schedule (UTC).
+struct GuardAlertSettings {
+  std::string url, secret;
+  std::string format = "auto";  // auto (Slack for hooks.slack.com), faultline, slack
+  std::vector<std::string> triggers;
+  std::map<std::string, int64_t> cooldowns;  // every trigger of `triggers`
+  std::string digest = "off";                // off, daily, weekly
+  std::string digest_at = "09:00";           // HH:MM, UTC
+  std::string digest_weekday = "monday";     // weekly only
+  int64_t digest_sent_s = 0;                 // the last digest, or when the schedule was set
+  int64_t updated_ms = 0;
+  std::string updated_by;
+};
+
+// What a trigger's cooldown made of one more alert: sent (with how many were
+// held back since the last one sent) or held back.
+struct GuardAlertGate {
+  bool send = false;
+  int64_t suppressed = 0;  // held back before this one (send), or so far (not)
+};
+
+// One line of the digest's counts: findings of an activity (kind, rule,
+// verdict) by an identity in the window.
+struct GuardFindingCount {
+  std::string kind, rule, verdict, identity;
+  int64_t count = 0;
+};
+
 // The LLM budget shared by every guard of an identity (migration 6): what the
 // identity's current window holds (open reservations included), and one
 // reservation's answer. Windows are aligned to the epoch, as a guard's own.
@@ -363,6 +393,21 @@ class Store {
                                                                        std::optional<int64_t> version = std::nullopt);
   [[nodiscard]] Result<GuardPolicyVersion> insert_guard_policy(int64_t ws, const std::string& section, int64_t now_ms,
                                                                const std::string& created_by);
+  // Guard alerts (migration 8, alert_store.cpp).
+  [[nodiscard]] Result<std::optional<GuardAlertSettings>> guard_alerts(int64_t ws);
+  [[nodiscard]] Status put_guard_alerts(int64_t ws, const GuardAlertSettings& s);
+  // Whether one more alert of `trigger` goes now (no delivery within
+  // `cooldown_ms`), counting it held back if not. Call inside begin(tx, ws).
+  [[nodiscard]] Result<GuardAlertGate> pass_guard_alert(int64_t ws, const std::string& trigger, int64_t now_ms,
+                                                        int64_t cooldown_ms);
+  // The workspaces whose digest is on.
+  [[nodiscard]] Result<std::vector<std::pair<int64_t, GuardAlertSettings>>> guard_digests();
+  // Moves the digest's mark from `was_s` to `now_s`; false if another
+  // replica moved it first (it sends that digest).
+  [[nodiscard]] Result<bool> claim_guard_digest(int64_t ws, int64_t was_s, int64_t now_s);
+  // The activity of [since_ms, until_ms) on the entries' time, grouped.
+  [[nodiscard]] Result<std::vector<GuardFindingCount>> guard_finding_counts(int64_t ws, int64_t since_ms,
+                                                                            int64_t until_ms);
   [[nodiscard]] Result<std::optional<GuardProctor>> guard_proctor(int64_t ws);
   [[nodiscard]] Status put_guard_proctor(int64_t ws, const GuardProctor& p);
   // The shared LLM budget, each call one transaction under the workspace's

@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "cp/auth/crypto.h"
+#include "cp/webhooks/slack_message.h"
 
 namespace faultline::cp {
 namespace {
@@ -71,15 +72,21 @@ std::vector<WebhookOutcome> WebhookSender::take_outcomes() {
 Result<int> WebhookSender::attempt(const WebhookDelivery& d) {
   nlohmann::json envelope = d.envelope;
   envelope["sent_at"] = rfc3339_now();
-  const std::string body = envelope.dump();
+  // Invalid UTF-8 (none should reach here) is replaced, never thrown on this thread.
+  const auto as_text = [](const nlohmann::json& j) {
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
+  const std::string body = as_text(d.format == WebhookFormat::Slack ? slack_message(envelope) : envelope);
   const int64_t ts =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  return post_webhook(d.url,
-                      {{"X-Faultline-Timestamp", std::to_string(ts)},
-                       {"X-Faultline-Signature", webhook_signature(d.secret, ts, body)},
-                       {"X-Faultline-Trigger", d.trigger},
-                       {"X-Faultline-Delivery", std::to_string(d.id)}},
-                      body, policy_.timeout);
+  std::vector<std::pair<std::string, std::string>> headers{{"X-Faultline-Trigger", d.trigger},
+                                                           {"X-Faultline-Delivery", std::to_string(d.id)}};
+  // A Slack webhook configured without a secret: nothing to sign with.
+  if (!d.secret.empty()) {
+    headers.emplace_back("X-Faultline-Timestamp", std::to_string(ts));
+    headers.emplace_back("X-Faultline-Signature", webhook_signature(d.secret, ts, body));
+  }
+  return post_webhook(d.url, headers, body, policy_.timeout);
 }
 
 void WebhookSender::run() {

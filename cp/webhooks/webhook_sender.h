@@ -29,6 +29,10 @@ struct WebhookRetryPolicy {
   size_t max_queued = 10'000;                     // deliveries beyond are dropped (and reported)
 };
 
+// The body a receiver gets: the envelope as JSON, or the envelope rendered as
+// a Slack incoming-webhook message (slack_message.h). Signed either way.
+enum class WebhookFormat { Envelope, Slack };
+
 struct WebhookDelivery {
   uint64_t id = 0;
   int64_t workspace_id = 0;
@@ -38,6 +42,7 @@ struct WebhookDelivery {
   std::string secret;
   // {source, trigger, title, text, fields}; sent_at is added at each attempt.
   nlohmann::json envelope;
+  WebhookFormat format = WebhookFormat::Envelope;
 };
 
 struct WebhookOutcome {

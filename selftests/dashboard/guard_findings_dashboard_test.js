@@ -1,0 +1,107 @@
+// The guard activity's finding badges in Debian's headless Chromium: a real
+// faultcp on loopback, a stand-in guard posting entries of each kind the guard
+// writes (hashed as the guard hashes them), and the page showing each finding
+// with the badge of its alert trigger, and none on a plain allowed request.
+'use strict';
+
+const crypto = require('node:crypto');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const puppeteer = require('puppeteer-core');
+const { FAULTCP, ARTIFACTS, CHROMIUM, EMAIL, PASSWORD, fail, startFaultcp, call } = require('./faultcp_harness');
+
+// The guard's activity chain (userspace/guard/activity_log.h): the canonical
+// line is the entry without its hash, compact, fields in this order.
+function makeChain() {
+  const heads = new Map();
+  return (identity, f) => {
+    const head = heads.get(identity) || { seq: 0, hash: '' };
+    const e = {
+      seq: head.seq + 1, ts: new Date().toISOString(), identity, kind: f.kind, method: f.method || 'POST',
+      host: f.host === undefined ? 'api.example.com' : f.host, path: f.path, verdict: f.verdict || 'allow', rule: f.rule || '', llm: null,
+      prev: head.hash,
+    };
+    e.hash = crypto.createHash('sha256').update(JSON.stringify(e)).digest('hex');
+    heads.set(identity, { seq: e.seq, hash: e.hash });
+    return e;
+  };
+}
+
+// Each row: what the guard writes, and the badge it must get ('' for none).
+const ROWS = [
+  [{ kind: 'request', path: '/plain', verdict: 'allow' }, ''],
+  [{ kind: 'request', path: '/blocked', verdict: 'deny', rule: 'no-exfil' }, 'blocked'],
+  [{ kind: 'dlp', path: '/dlp', rule: 'dlp-redact' }, 'dlp'],
+  [{ kind: 'response_threat', path: '/answer', rule: 'response-guard/injection' }, 'response_threat'],
+  [{ kind: 'unverified-claim', path: '/claim', rule: 'unverified-claim' }, 'unverified-claim'],
+  [{ kind: 'honeytoken', path: '/honey', verdict: 'deny', rule: 'honeytoken/aws_access_key' }, 'honeytoken'],
+  [{ kind: 'integrity', method: 'MODIFY', host: '', path: '/work/CLAUDE.md', rule: 'integrity' }, 'integrity'],
+  [{ kind: 'breaker', method: 'BREAKER', host: '', path: '/score-125', verdict: 'deny', rule: 'circuit-breaker' }, 'breaker'],
+  [{ kind: 'request', path: '/budget', verdict: 'deny', rule: 'budget' }, 'budget'],
+];
+
+async function main() {
+  if (!FAULTCP) fail('FAULTCP (the faultcp binary) is not set');
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fl-findings-dashboard-'));
+  const { cp, base } = await startFaultcp(path.join(dir, 'cp.db'));
+  let browser = null;
+  try {
+    const signup = await call(base, 'POST', '/v1/auth/signup', '', { email: EMAIL, password: PASSWORD, workspace: 'ops' });
+    const enroll = await call(base, 'POST', '/v1/tokens', signup.token, { kind: 'enrollment', name: 'guards' });
+    const guard = (await call(base, 'POST', '/v1/agents/register', enroll.token, { hostname: 'laptop-7' })).token;
+    const entry = makeChain();
+    const posted = await call(base, 'POST', '/v1/guardrails/activity', guard,
+      { entries: ROWS.map(([f]) => entry('alice@laptop-7', f)) });
+    if (posted.stored !== ROWS.length || posted.flagged.length) fail('the activity did not land: ' + JSON.stringify(posted));
+
+    browser = await puppeteer.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      userDataDir: path.join(dir, 'profile'),
+      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run'],
+    });
+    const page = await browser.newPage();
+    await page.setViewport({ width: 1280, height: 1400 });
+    const pageErrors = [];
+    page.on('pageerror', (e) => pageErrors.push(e.message));
+    await page.goto(base + '/dashboard', { waitUntil: 'load' });
+    await page.type('#email', EMAIL);
+    await page.type('#password', PASSWORD);
+    await page.click('#signin button[type=submit]');
+    await page.waitForSelector('#app:not([hidden])', { timeout: 10000 });
+    await page.waitForFunction((n) => document.querySelectorAll('#activity tbody tr').length === n,
+      { timeout: 10000 }, ROWS.length);
+
+    // Each row's request text and its badge (class and text), as shown.
+    const shown = await page.$$eval('#activity tbody tr', (trs) => trs.map((tr) => {
+      const b = tr.querySelector('span.badge');
+      return { request: tr.children[3].textContent, badge: b ? b.textContent : '', cls: b ? b.className : '',
+        finding: tr.dataset.finding || '' };
+    }));
+    for (const [f, want] of ROWS) {
+      const r = shown.find((s) => s.request.endsWith(f.path));
+      if (!r) fail('no row for ' + f.path + ' in ' + JSON.stringify(shown));
+      if (r.badge !== want) fail(f.path + ': badge "' + r.badge + '", expected "' + want + '"');
+      if (want && r.cls !== 'badge badge-' + want) fail(f.path + ': class "' + r.cls + '"');
+      if (r.finding !== want) fail(f.path + ': data-finding "' + r.finding + '"');
+    }
+    // The badges are coloured by the stylesheet (not the default grey).
+    const colours = await page.$$eval('#activity span.badge', (bs) => bs.map((b) => getComputedStyle(b).backgroundColor));
+    if (colours.some((c) => c === 'rgb(84, 110, 122)')) fail('a badge has no colour of its own: ' + colours.join(', '));
+    await page.screenshot({ path: path.join(ARTIFACTS, 'guard-findings.png'), fullPage: true });
+    if (pageErrors.length) fail('page errors: ' + pageErrors.join('; '));
+    console.log('PASS: ' + (ROWS.length - 1) + ' findings shown with their badges (screenshot in ' + ARTIFACTS + ')');
+  } finally {
+    if (browser) await browser.close();
+    cp.kill('SIGTERM');
+    await new Promise((r) => cp.once('exit', r));
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().then(() => process.exit(0), (e) => {
+  console.error('FAIL: ' + (e && e.stack ? e.stack : e));
+  process.exit(1);
+});
