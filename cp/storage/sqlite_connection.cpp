@@ -3,6 +3,7 @@
 // instead of failing.
 #include <sqlite3.h>
 
+#include <charconv>
 #include <cstdio>
 #include <memory>
 #include <unordered_map>
@@ -55,8 +56,16 @@ class SqliteConnection final : public SqlConnection {
       SqlRow row;
       row.reserve(static_cast<size_t>(n));
       for (int c = 0; c < n; ++c) {
-        if (sqlite3_column_type(raw, c) == SQLITE_NULL) {
+        const int type = sqlite3_column_type(raw, c);
+        if (type == SQLITE_NULL) {
           row.emplace_back(std::nullopt);
+        } else if (type == SQLITE_INTEGER) {
+          // Formatted here, as SQLite would, without SQLite converting the
+          // value to text in the row's own memory first (ids, times, flags:
+          // most of every row).
+          char digits[24];
+          const auto end = std::to_chars(digits, digits + sizeof digits, sqlite3_column_int64(raw, c)).ptr;
+          row.emplace_back(std::string(digits, end));
         } else {
           const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(raw, c));
           row.emplace_back(std::string(text, static_cast<size_t>(sqlite3_column_bytes(raw, c))));

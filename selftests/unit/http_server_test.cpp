@@ -377,6 +377,26 @@ TEST(HttpServer, AnswersALaterReplyInOrderWhileServingOthers) {
   ::close(other);
 }
 
+// A held request (a long poll) has no deadline while its handler works, longer
+// than the idle timeout here; once answered, its kept-alive connection has one
+// again and is closed when it idles.
+TEST(HttpServer, AHeldRequestWaitsPastTheIdleTimeoutAndItsConnectionIdlesOutAfter) {
+  faultline::HttpServerLimits limits;
+  limits.request_timeout = std::chrono::milliseconds(150);
+  limits.idle_timeout = std::chrono::milliseconds(150);
+  LoopbackServer srv(limits);
+  int fd = srv.connect();
+  ASSERT_GE(fd, 0);
+  send_all(fd, "GET /later HTTP/1.1\r\nHost: x\r\n\r\n");
+  const std::string out = read_replies(fd, 1);
+  EXPECT_NE(out.find("later "), std::string::npos) << "the held request was dropped: " << out;
+  const auto answered = std::chrono::steady_clock::now();
+  EXPECT_EQ(read_replies(fd, 0, 5000), "") << "closed without a word";
+  EXPECT_LT(std::chrono::steady_clock::now() - answered, std::chrono::milliseconds(4000))
+      << "the answered connection was never closed for idling";
+  ::close(fd);
+}
+
 TEST(HttpServer, ServesManyConnectionsAtOnceOnOneThread) {
   LoopbackServer srv({});
   std::vector<int> fds;

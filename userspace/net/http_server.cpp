@@ -291,6 +291,7 @@ void HttpServer::accept_on(Listener& l) {
     if (epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, c->fd.get(), &ev) != 0) continue;
     const int key = c->fd.get();
     connections_.emplace(key, std::move(c));
+    timed_.insert(key);
   }
 }
 
@@ -331,6 +332,7 @@ void HttpServer::process(Connection& c) {
       c.awaiting_path = req.path;
       c.awaiting_close = !req.keep_alive;
       awaiting_[req.exchange] = c.fd.get();
+      timed_.erase(c.fd.get());
       break;
     }
     answer(c, reply, !req.keep_alive, req.method, req.path);
@@ -506,6 +508,7 @@ void HttpServer::complete(uint64_t exchange, const HttpReply& reply) {
   Connection& c = *it->second;
   c.awaiting = 0;
   c.last_activity = Clock::now();
+  timed_.insert(fd);
   HttpReply final_reply = reply;
   final_reply.deferred = false;
   answer(c, final_reply, c.awaiting_close, c.awaiting_method, c.awaiting_path);
@@ -538,6 +541,7 @@ Result<HttpServer::TakenConnection> HttpServer::take_connection(uint64_t exchang
   TakenConnection t{std::move(it->second->fd), std::move(it->second->in)};
   awaiting_.erase(a);
   tls_pending_.erase(it->first);
+  timed_.erase(it->first);
   (void)epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, t.fd.get(), nullptr);
   connections_.erase(it);
   return t;
@@ -547,6 +551,7 @@ void HttpServer::close_connection(int fd) {
   if (auto it = connections_.find(fd); it != connections_.end() && it->second->awaiting != 0)
     awaiting_.erase(it->second->awaiting);
   tls_pending_.erase(fd);
+  timed_.erase(fd);
   (void)epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
   connections_.erase(fd);
 }
@@ -554,8 +559,8 @@ void HttpServer::close_connection(int fd) {
 void HttpServer::expire_timeouts() {
   const auto now = Clock::now();
   std::vector<int> idle, slow;
-  for (const auto& [fd, c] : connections_) {
-    if (c->awaiting != 0) continue;  // its handler answers in its own time
+  for (int fd : timed_) {  // a connection waiting for its handler has no deadline
+    const auto& c = connections_.at(fd);
     if (c->lingering) {
       if (now >= c->linger_until) idle.push_back(fd);
       continue;
@@ -586,8 +591,8 @@ void HttpServer::expire_timeouts() {
 int HttpServer::next_timeout_ms() const {
   if (!tls_pending_.empty()) return 0;
   auto soonest = timers_.empty() ? Clock::time_point::max() : timers_.begin()->first;
-  for (const auto& [fd, c] : connections_) {
-    if (c->awaiting != 0) continue;
+  for (int fd : timed_) {
+    const auto& c = connections_.at(fd);
     if (c->lingering) {
       soonest = std::min(soonest, c->linger_until);
       continue;
@@ -664,6 +669,7 @@ Status HttpServer::run(int stop_fd) {
     (void)epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, it->first, nullptr);
     it = connections_.erase(it);
   }
+  timed_.clear();
   return {};
 }
 
