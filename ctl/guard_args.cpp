@@ -63,7 +63,8 @@ constexpr Example kGuardExamples[] = {
 constexpr const char* kPolicyFlags[] = {"enforce",         "default-deny",     "allow",         "deny",
                                         "approve",         "deny-errno",       "exfil-cap",     "deny-model",
                                         "max-tokens",      "pg-deny-verb",     "pg-deny-table", "pg-deny-function",
-                                        "pg-approve-verb", "pg-approve-table", "pg-allow-verb", "pg-allow-table"};
+                                        "pg-approve-verb", "pg-approve-table", "pg-allow-verb", "pg-allow-table",
+                                        "k8s-deny",        "k8s-approve",      "k8s-allow"};
 
 // The Postgres gate's rule flags: each value one SQL rule named after the flag.
 struct PgRuleFlag {
@@ -769,6 +770,16 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       cxxopts::value<std::string>())("pg-upstream-ca",
                                      "FILE: PEM CA certificates for --pg-upstream-sslmode verify-full",
                                      cxxopts::value<std::string>())(
+      "k8s-deny",
+      "'VERB RESOURCE [NAME] [-n NAMESPACE]': deny Kubernetes API requests that match ('delete secrets -n prod'; "
+      "'*' any verb or resource; globs), repeatable",
+      cxxopts::value<std::vector<std::string>>())(
+      "k8s-approve",
+      "'VERB RESOURCE [NAME] [-n NAMESPACE]': hold matching Kubernetes requests until approved "
+      "('create pods/exec'), repeatable",
+      cxxopts::value<std::vector<std::string>>())(
+      "k8s-allow", "'VERB RESOURCE [NAME] [-n NAMESPACE]': allow matching Kubernetes requests, repeatable",
+      cxxopts::value<std::vector<std::string>>())(
       "pg-deny-verb", "V: deny statements doing V (DROP, TRUNCATE, DELETE, ...), repeatable",
       cxxopts::value<std::vector<std::string>>())(
       "pg-deny-table", "GLOB: deny statements naming a matching table ('prod.*', 'users'), repeatable",
@@ -1111,6 +1122,18 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
     char host[256] = {};
     (void)::gethostname(host, sizeof host - 1);
     cap.identity = std::string(pw != nullptr ? pw->pw_name : std::to_string(::geteuid())) + "@" + host;
+  }
+  for (const char* flag : {"k8s-deny", "k8s-approve", "k8s-allow"}) {
+    if (!r->count(flag)) continue;
+    const GuardVerdict action = std::string(flag) == "k8s-allow"  ? GuardVerdict::Allow
+                                : std::string(flag) == "k8s-deny" ? GuardVerdict::Deny
+                                                                  : GuardVerdict::Approve;
+    for (const auto& t : (*r)[flag].as<std::vector<std::string>>()) {
+      auto rule = parse_k8s_pattern(action, std::string("--") + flag, t);
+      if (!rule) return rule.error();
+      cap.policy.rules.push_back(std::move(*rule));
+      args_out.requests = true;
+    }
   }
   FL_TRY(parse_pg_flags(*r, args_out));
   FL_TRY(parse_llm_flags(*r, args_out));

@@ -146,7 +146,8 @@ Status check_guard_policy_runnable(const GuardPolicy& policy, bool terminate_tls
     if (!terminate_tls && needs_plaintext(r)) {
       const std::string what = r.needs_llm_facts()   ? "an LLM call's model or max tokens"
                                : !r.dlp_type.empty() ? "a DLP finding (dlp_type) of the request's bytes"
-                                                     : "the request's path or method";
+                               : r.is_k8s() ? "a Kubernetes request's verb, resource, namespace or name (its path)"
+                                            : "the request's path or method";
       return input_error(EINVAL, "rule " + r.name + ": matches on " + what +
                                      ", which HTTPS shows only when its TLS is terminated: add --terminate-tls (the "
                                      "command then trusts the local CA), or match on the host alone");

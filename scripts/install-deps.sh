@@ -60,6 +60,9 @@ packages=(
 # The Toxiproxy client test runs the official Node.js client: Node.js from
 # Debian when the machine has none.
 command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
+# The guard's Kubernetes tests (selftests/k8s) run real kubectl: Debian's when
+# the machine has none (a newer one, where installed, is used as it is).
+command -v kubectl >/dev/null || packages+=(kubernetes-client)
 # `install-deps.sh vmtest` (make vmtest): also qemu and what the guest's initramfs is made of.
 if [ "${1:-}" = vmtest ]; then
   # python3: scripts/kernel-report.sh; debian-archive-keyring: the private apt lists of other releases

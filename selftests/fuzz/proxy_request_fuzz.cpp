@@ -43,7 +43,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (sep == std::string_view::npos) return 0;
   const std::string_view head = rest.substr(sep + 1);
   const std::string out = faultline::origin_form_head(head, t.ok() && !t->origin.empty() ? t->origin : "/");
-  const std::string_view tail = "Connection: close\r\n\r";
+  // Ends with the one Connection field the proxy writes (Upgrade only for an upgrade).
+  const std::string_view up = "Connection: Upgrade\r\n\r";
+  const bool upgrade = out.size() >= up.size() && out.compare(out.size() - up.size(), up.size(), up) == 0;
+  const std::string_view tail = upgrade ? up : "Connection: close\r\n\r";
   if (out.size() < tail.size() || out.compare(out.size() - tail.size(), tail.size(), tail) != 0) __builtin_trap();
   // No proxy credentials or proxy hop fields reach the upstream.
   for (size_t at = out.find("\r\n"); at != std::string::npos; at = out.find("\r\n", at + 2)) {

@@ -72,6 +72,14 @@ TEST(ProxyRequest, HeadIsRewrittenToOriginFormWithoutProxyFields) {
   // LF-only line ends come out as CRLF, ending the same way.
   EXPECT_EQ(origin_form_head("GET http://h/ HTTP/1.1\nHost: h\n", "/"),
             "GET / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r");
+  // A websocket's upgrade is kept (kubectl exec); a Connection naming
+  // upgrade without an Upgrade field is not one.
+  EXPECT_EQ(origin_form_head("GET http://h/ws HTTP/1.1\r\nHost: h\r\nconnection: keep-alive, Upgrade\r\n"
+                             "Upgrade: websocket\r\n\r",
+                             "/ws"),
+            "GET /ws HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r");
+  EXPECT_EQ(origin_form_head("GET http://h/ HTTP/1.1\r\nHost: h\r\nConnection: upgrade\r\n\r", "/"),
+            "GET / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r");
 }
 
 }  // namespace

@@ -130,7 +130,8 @@ TEST(GuardSection, ErrorsNameTheFieldWithLineAndColumn) {
       {"unknown field",
        "      - name: a\n        action: deny\n        hots: x.example.com\n",
        {"F:8:9: spec.guard.rules[0]: no matcher: give host, path, method, llm_model, llm_max_tokens_over or "
-        "dlp_type, for MCP mcp_tool or mcp_args, for SQL sql_verb, sql_table or sql_function (default_allow decides "
+        "dlp_type, for MCP mcp_tool or mcp_args, for SQL sql_verb, sql_table or sql_function, for Kubernetes k8s_verb, "
+        "k8s_resource, k8s_namespace or k8s_name (default_allow decides "
         "the rest)",
         "F:10:9: spec.guard.rules[0].hots: unknown field 'hots' (did you mean 'host'?)"}},
       {"empty name",
@@ -181,6 +182,15 @@ TEST(GuardSection, ErrorsNameTheFieldWithLineAndColumn) {
        {"F:8:43: spec.guard.rules[0].sql_verb: 'DROP TABLE': a SQL verb is a word of letters (SELECT, DROP, DELETE)",
         "F:8:68: spec.guard.rules[0].sql_table: 'a b': a table or function glob has no spaces or control "
         "characters"}},
+      {"k8s bad verb and glob",
+       "      - {name: a, action: deny, k8s_verb: remove, k8s_namespace: 'a b'}\n",
+       {"F:8:43: spec.guard.rules[0].k8s_verb: 'remove': a Kubernetes verb is get, list, watch, create, update, "
+        "patch, delete, deletecollection, proxy or *",
+        "F:8:66: spec.guard.rules[0].k8s_namespace: 'a b': a namespace glob has no spaces or control characters"}},
+      {"k8s with sql",
+       "      - {name: a, action: deny, k8s_verb: delete, sql_verb: DROP}\n",
+       {"F:8:51: spec.guard.rules[0]: a Kubernetes rule (k8s_verb, k8s_resource, k8s_namespace, k8s_name) judges "
+        "HTTP requests to an API server, not SQL statements or MCP calls: write it as a rule of its own"}},
       {"not a list", "      x: 1\n", {"F:8:7: spec.guard.rules: expected a list, found a mapping"}},
   };
   for (const Case& c : cases) {
@@ -204,6 +214,25 @@ TEST(GuardSection, SqlRules) {
   EXPECT_EQ(r[1].action, GuardVerdict::Approve);
   EXPECT_EQ(r[1].sql_table, "prod.*");
   EXPECT_EQ(r[2].sql_function, "pg_sleep");
+}
+
+TEST(GuardSection, KubernetesRulesWithHttpMatchers) {
+  PolicyParse p = parse_policy(
+      "apiVersion: faultline.dev/v1\nkind: Policy\nmetadata:\n  name: p\nspec:\n  guard:\n    rules:\n"
+      "      - {name: no-prod-secrets, action: deny, k8s_resource: Secrets, k8s_namespace: prod}\n"
+      "      - {name: exec, action: approve, k8s_verb: CREATE, k8s_resource: 'pods/*'}\n"
+      "      - {name: reads, action: allow, host: api.example.com:6443, k8s_verb: get, k8s_name: 'app-*'}\n");
+  ASSERT_TRUE(p.ok()) << rendered(p.errors).front();
+  ASSERT_TRUE(p.policy.guard);
+  const auto& r = p.policy.guard->rules;
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].k8s_resource, "secrets");
+  EXPECT_EQ(r[0].k8s_namespace, "prod");
+  EXPECT_TRUE(r[0].is_k8s());
+  EXPECT_EQ(r[1].k8s_verb, "create");
+  EXPECT_EQ(r[1].k8s_resource, "pods/*");
+  ASSERT_TRUE(r[2].host.has_value());
+  EXPECT_EQ(r[2].k8s_name, "app-*");
 }
 
 TEST(GuardSection, ModeAndDefaultErrors) {

@@ -55,6 +55,24 @@ LlmAnswer openai(const Denial& d) {
                    compact(body)};
 }
 
+// A Kubernetes client's own error: a meta/v1 Status, which kubectl prints as
+// "Error from server (Forbidden): MESSAGE" and client libraries raise with
+// its reason and code.
+LlmAnswer kubernetes(const Denial& d) {
+  const bool budget = d.cause == DenialCause::Budget;
+  std::string message = budget ? "faultline guard: budget exhausted" : "faultline guard: denied";
+  if (!d.rule.empty()) message += " by rule '" + d.rule + "'";
+  if (!d.reason.empty()) message += ": " + d.reason;
+  if (!d.request_id.empty()) message += " (request " + d.request_id + ")";
+  OrderedJson body = {
+      {"kind", "Status"},          {"apiVersion", "v1"}, {"metadata", OrderedJson::object()},
+      {"status", "Failure"},       {"message", message}, {"reason", budget ? "TooManyRequests" : "Forbidden"},
+      {"code", budget ? 429 : 403}};
+  return LlmAnswer{budget ? 429 : 403,
+                   {{"Content-Type", "application/json"}, {"x-faultline-request-id", d.request_id}},
+                   compact(body)};
+}
+
 }  // namespace guard_answer_detail
 
 DenialFormat denial_format_for(LlmProvider provider) {
@@ -67,6 +85,8 @@ LlmAnswer denial_answer(const Denial& denial, DenialFormat format) {
       return guard_answer_detail::anthropic(denial);
     case DenialFormat::OpenAI:
       return guard_answer_detail::openai(denial);
+    case DenialFormat::Kubernetes:
+      return guard_answer_detail::kubernetes(denial);
     case DenialFormat::Plain:
       break;
   }

@@ -13,9 +13,10 @@ namespace faultline {
 // exhausted LLM budget.
 enum class DenialCause : uint8_t { Policy, Budget };
 
-// Whose error format the answer takes: a plain host's JSON, or a model
-// provider's own envelope, so that its SDK raises its usual error class.
-enum class DenialFormat : uint8_t { Plain, Anthropic, OpenAI };
+// Whose error format the answer takes: a plain host's JSON, a model
+// provider's own envelope, so that its SDK raises its usual error class, or a
+// Kubernetes API server's Status.
+enum class DenialFormat : uint8_t { Plain, Anthropic, OpenAI, Kubernetes };
 
 // A model host's format from the proxy's provider inference
 // (infer_llm_provider(); `automatic` is taken as OpenAI, as it does).
@@ -34,6 +35,9 @@ struct Denial {
 //              429 ... "rate_limit_error" for a budget; header request-id
 //   OpenAI     403 {"error":{"message","type":"permission_error","param":null,"code":"policy_denied"}}
 //              429 ... type and code "insufficient_quota" for a budget; header x-request-id
+//   Kubernetes 403 {"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
+//              "message":"faultline guard: denied by rule 'R': REASON (request ID)",
+//              "reason":"Forbidden","code":403}; a budget: 429 "TooManyRequests"
 // Model formats carry `x-should-retry: false`, which both providers' SDKs
 // obey before their own retry rules (429 would otherwise be retried).
 [[nodiscard]] LlmAnswer denial_answer(const Denial& denial, DenialFormat format);

@@ -302,6 +302,7 @@ RequestFacts request_facts(const RequestHead& head) {
   } else {
     f.method = head.method;
     f.path = head.target;
+    f.k8s = k8s_request_facts(f.method, f.path);
   }
   return f;
 }
@@ -787,7 +788,9 @@ RequestVerdict GuardJudge::decide_request(const RequestHead& head_in, const Requ
   denial.rule = d.rule;
   denial.reason = d.reason.empty() ? (d.rule.empty() ? "not allowed by default" : "denied by rule") : d.reason;
   denial.request_id = "req_" + options_.approval_prefix + "_" + std::to_string(head.id);
-  const DenialFormat format = denial_format_for_request(head.host, head.target, has_header(head, "anthropic-version"));
+  const DenialFormat format =
+      d.k8s ? DenialFormat::Kubernetes
+            : denial_format_for_request(head.host, head.target, has_header(head, "anthropic-version"));
   if (d.verdict == GuardVerdict::Deny) {
     denied_.fetch_add(1, std::memory_order_relaxed);
     if (call) drop_call(head.id);

@@ -47,6 +47,24 @@ bool sql_match(const GuardRule& r, const SqlStatementFacts& s) {
   return true;
 }
 
+// A Kubernetes glob against a fact, case-insensitively.
+bool k8s_matches(std::string_view glob, std::string_view value) {
+  std::string lower(value);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return mcp_glob_match(glob, lower);
+}
+
+Match k8s_match(const GuardRule& r, const std::optional<K8sRequestFacts>& k) {
+  if (!k) return Match::No;
+  if (k->unknown) return r.action == GuardVerdict::Allow ? Match::No : Match::OnUnknownFacts;
+  if (!r.k8s_verb.empty() && r.k8s_verb != "*" && r.k8s_verb != k->verb) return Match::No;
+  if (!r.k8s_resource.empty() && !k8s_matches(r.k8s_resource, k->resource)) return Match::No;
+  if (!r.k8s_namespace.empty() && !k8s_matches(r.k8s_namespace, k->namespace_)) return Match::No;
+  if (!r.k8s_name.empty() && !k8s_matches(r.k8s_name, k->name)) return Match::No;
+  return Match::Yes;
+}
+
 // host: f.host canonical (canonical_guard_host), made once per request.
 Match match(const GuardRule& r, const RequestFacts& f, std::string_view host) {
   if (r.is_sql() != (f.sql != nullptr)) return Match::No;
@@ -70,6 +88,11 @@ Match match(const GuardRule& r, const RequestFacts& f, std::string_view host) {
       return Match::No;
   }
   bool unknown = false;
+  if (r.is_k8s()) {
+    const Match m = k8s_match(r, f.k8s);
+    if (m == Match::No) return Match::No;
+    unknown = m == Match::OnUnknownFacts;
+  }
   if (!r.llm_model.empty()) {
     if (f.llm_model) {
       if (!model_matches(r.llm_model, *f.llm_model)) return Match::No;
@@ -102,14 +125,15 @@ GuardDecision decide(const GuardPolicy& policy, const RequestFacts& facts) {
     for (const GuardRule& r : policy.rules) {
       if (r.action != action) continue;
       const Match m = guard_policy_detail::match(r, facts, host);
-      if (m == Match::Yes) return GuardDecision{action, r.name, r.reason, enforced, false};
+      if (m == Match::Yes) return GuardDecision{action, r.name, r.reason, enforced, false, r.is_k8s()};
       // Fail safe: unknown facts may deny or hold a request, never let it through.
       if (m == Match::OnUnknownFacts && action != GuardVerdict::Allow && !on_unknown) on_unknown = &r;
     }
     if (on_unknown) {
-      std::string reason(kLlmFactsUnknownReason);
+      const bool k8s = on_unknown->is_k8s() && facts.k8s && facts.k8s->unknown;
+      std::string reason(k8s ? kK8sFactsUnknownReason : kLlmFactsUnknownReason);
       if (!on_unknown->reason.empty()) reason += "; " + on_unknown->reason;
-      return GuardDecision{action, on_unknown->name, std::move(reason), enforced, true};
+      return GuardDecision{action, on_unknown->name, std::move(reason), enforced, !k8s, on_unknown->is_k8s()};
     }
   }
   return GuardDecision{

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "userspace/guard/guard_rule.h"
+#include "userspace/guard/k8s_facts.h"
 #include "userspace/guard/sql_facts.h"
 
 namespace faultline {
@@ -45,6 +46,9 @@ struct RequestFacts {
   // A SQL statement over the Postgres wire: only rules with a SQL matcher
   // judge it. Null for anything else.
   const SqlStatementFacts* sql = nullptr;
+  // A Kubernetes API resource request (its path under /api or /apis): the
+  // facts rules with a k8s_* matcher judge. Unset for any other path.
+  std::optional<K8sRequestFacts> k8s;
 };
 
 struct GuardDecision {
@@ -53,6 +57,7 @@ struct GuardDecision {
   std::string reason;              // the rule's reason, the default's, or why unknown facts matched
   bool enforced = false;           // the policy enforces (else the verdict is reported only)
   bool llm_facts_unknown = false;  // the rule matched because its LLM facts were unknown
+  bool k8s = false;                // the deciding rule has a Kubernetes matcher
 };
 
 // The decision: every deny rule first, then approve, then allow, in the order
@@ -72,6 +77,10 @@ struct GuardDecision {
 // rule's only when every one does (and the list is not empty), so that
 // `INSERT INTO a SELECT ...` is not let through by an allow rule for SELECT.
 //
+// A Kubernetes request whose path the guard cannot read (facts.k8s->unknown)
+// fails safe the same way: a deny or approve rule with a k8s_* matcher
+// matches it (its HTTP matchers still must), an allow rule never does.
+//
 // A tunnel seen only by its host (not terminated, no path) never matches a
 // rule that needs the path or the method: the caller refuses such rules at
 // start for HTTPS it does not terminate (needs_plaintext()).
@@ -79,5 +88,8 @@ struct GuardDecision {
 
 // The reason given when a rule matched on unknown LLM facts.
 inline constexpr std::string_view kLlmFactsUnknownReason = "llm facts unknown: body is not JSON";
+// The reason given when a rule matched on a Kubernetes path it cannot read.
+inline constexpr std::string_view kK8sFactsUnknownReason =
+    "kubernetes facts unknown: the path is not one the guard reads as the API server would";
 
 }  // namespace faultline

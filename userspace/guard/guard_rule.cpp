@@ -150,11 +150,12 @@ Result<HostMatcher> parse_host_matcher(std::string_view text) {
 
 bool GuardRule::has_matcher() const {
   return host.has_value() || !path.empty() || !method.empty() || needs_llm_facts() || !dlp_type.empty() || is_mcp() ||
-         is_sql();
+         is_sql() || is_k8s();
 }
 
 bool needs_plaintext(const GuardRule& rule) {
-  return !rule.path.empty() || !rule.method.empty() || rule.needs_llm_facts() || !rule.dlp_type.empty();
+  return !rule.path.empty() || !rule.method.empty() || rule.needs_llm_facts() || !rule.dlp_type.empty() ||
+         rule.is_k8s();
 }
 
 Result<std::string> parse_method(std::string_view text) {
@@ -185,6 +186,75 @@ Result<std::string> parse_sql_glob(std::string_view text) {
   std::string g(text);
   std::transform(g.begin(), g.end(), g.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return g;
+}
+
+Result<std::string> parse_k8s_verb(std::string_view text) {
+  static constexpr std::array<std::string_view, 10> kVerbs = {
+      "get", "list", "watch", "create", "update", "patch", "delete", "deletecollection", "proxy", "*"};
+  const std::string v = guard_rule_detail::lowercase(text);
+  if (std::find(kVerbs.begin(), kVerbs.end(), v) == kVerbs.end())
+    return input_error(EINVAL, "'" + std::string(text) +
+                                   "': a Kubernetes verb is get, list, watch, create, update, patch, delete, "
+                                   "deletecollection, proxy or *");
+  return v;
+}
+
+Result<std::string> parse_k8s_glob(std::string_view text, std::string_view what) {
+  if (text.empty()) return input_error(EINVAL, "empty: a " + std::string(what) + ", or a glob ('*')");
+  if (text.size() > 253)
+    return input_error(EINVAL, "'" + std::string(text.substr(0, 40)) + "...': longer than 253 characters");
+  for (unsigned char c : text)
+    if (c <= ' ' || c == 0x7f)
+      return input_error(
+          EINVAL, "'" + std::string(text) + "': a " + std::string(what) + " glob has no spaces or control characters");
+  return guard_rule_detail::lowercase(text);
+}
+
+Result<GuardRule> parse_k8s_pattern(GuardVerdict action, std::string_view flag, std::string_view pattern) {
+  auto bad = [&](const std::string& why) {
+    return input_error(EINVAL, std::string(flag) + " '" + std::string(pattern) + "': " + why);
+  };
+  std::vector<std::string_view> words;
+  for (size_t i = 0; i < pattern.size();) {
+    if (pattern[i] == ' ' || pattern[i] == '\t') {
+      ++i;
+      continue;
+    }
+    const size_t end = pattern.find_first_of(" \t", i);
+    words.push_back(pattern.substr(i, end == std::string_view::npos ? std::string_view::npos : end - i));
+    i = end == std::string_view::npos ? pattern.size() : end;
+  }
+  GuardRule rule;
+  rule.name = std::string(flag) + " " + std::string(pattern);
+  rule.action = action;
+  std::vector<std::string_view> positional;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (words[i] == "-n" || words[i] == "--namespace") {
+      if (i + 1 == words.size()) return bad(std::string(words[i]) + " needs a namespace");
+      if (!rule.k8s_namespace.empty()) return bad("one namespace (-n) at most");
+      auto ns = parse_k8s_glob(words[++i], "namespace");
+      if (!ns) return bad(ns.error().message);
+      rule.k8s_namespace = std::move(*ns);
+    } else if (words[i].starts_with('-')) {
+      return bad("'" + std::string(words[i]) + "': the only option is -n NAMESPACE");
+    } else {
+      positional.push_back(words[i]);
+    }
+  }
+  if (positional.size() < 2 || positional.size() > 3)
+    return bad("expected 'VERB RESOURCE [NAME] [-n NAMESPACE]' ('delete secrets -n prod', 'create pods/exec')");
+  auto verb = parse_k8s_verb(positional[0]);
+  if (!verb) return bad(verb.error().message);
+  rule.k8s_verb = std::move(*verb);
+  auto resource = parse_k8s_glob(positional[1], "resource");
+  if (!resource) return bad(resource.error().message);
+  rule.k8s_resource = std::move(*resource);
+  if (positional.size() == 3) {
+    auto name = parse_k8s_glob(positional[2], "name");
+    if (!name) return bad(name.error().message);
+    rule.k8s_name = std::move(*name);
+  }
+  return rule;
 }
 
 bool sql_name_matches(std::string_view glob, std::string_view name) {

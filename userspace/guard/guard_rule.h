@@ -71,10 +71,23 @@ struct GuardRule {
   std::string sql_verb;
   std::string sql_table;
   std::string sql_function;
+  // A Kubernetes API request (k8s_facts.h), ANDed with the HTTP matchers
+  // above: its RBAC verb (get, list, watch, create, update, patch, delete,
+  // deletecollection, proxy; "*" any), its resource ("secrets", "pods/exec",
+  // "deployments.apps"), namespace and name (globs, lowercase; compared
+  // case-insensitively). A rule with any judges only requests whose path is
+  // a Kubernetes resource path.
+  std::string k8s_verb;
+  std::string k8s_resource;
+  std::string k8s_namespace;
+  std::string k8s_name;
 
   [[nodiscard]] bool has_matcher() const;
   [[nodiscard]] bool is_mcp() const { return !mcp_tool.empty() || !mcp_args.empty(); }
   [[nodiscard]] bool is_sql() const { return !sql_verb.empty() || !sql_table.empty() || !sql_function.empty(); }
+  [[nodiscard]] bool is_k8s() const {
+    return !k8s_verb.empty() || !k8s_resource.empty() || !k8s_namespace.empty() || !k8s_name.empty();
+  }
   [[nodiscard]] bool needs_llm_facts() const { return !llm_model.empty() || llm_max_tokens_over.has_value(); }
 };
 
@@ -88,6 +101,19 @@ struct GuardRule {
 // without one matches its last part, whatever the schema ("users" matches
 // users and prod.users). Case-insensitive.
 [[nodiscard]] bool sql_name_matches(std::string_view glob, std::string_view name);
+
+// A Kubernetes RBAC verb as a rule names it, lowercased: get, list, watch,
+// create, update, patch, delete, deletecollection, proxy, or '*' (any).
+[[nodiscard]] Result<std::string> parse_k8s_verb(std::string_view text);
+// A Kubernetes resource, namespace or name glob ('*', '?'; 1-253 characters,
+// no spaces or control characters), lowercased. `what` names it in the error.
+[[nodiscard]] Result<std::string> parse_k8s_glob(std::string_view text, std::string_view what);
+
+// `--k8s-deny`, `--k8s-approve`, `--k8s-allow`: 'VERB RESOURCE [NAME] [-n NAMESPACE]',
+// kubectl's order ('delete secrets -n prod', 'create pods/exec',
+// 'get configmaps app-config -n dev'); '*' for any verb or resource. The rule
+// is named after the flag and the pattern. `flag` names the flag in the error.
+[[nodiscard]] Result<GuardRule> parse_k8s_pattern(GuardVerdict action, std::string_view flag, std::string_view pattern);
 
 // A rule that needs what only the request's bytes say (its path, method or
 // LLM facts): on HTTPS these are seen only with TLS terminated, so the caller

@@ -350,9 +350,11 @@ const std::vector<std::string> kTopFields = {"apiVersion", "kind", "metadata", "
 const std::vector<std::string> kMetadataFields = {"name", "description"};
 const std::vector<std::string> kSpecFields = {"egress", "faults", "guard"};
 const std::vector<std::string> kGuardFields = {"mode", "default_allow", "rules"};
-const std::vector<std::string> kGuardRuleFields = {
-    "name",     "action",   "reason",   "host",     "path",      "method",      "llm_model", "llm_max_tokens_over",
-    "dlp_type", "mcp_tool", "mcp_args", "sql_verb", "sql_table", "sql_function"};
+const std::vector<std::string> kGuardRuleFields = {"name",          "action",       "reason",    "host",
+                                                   "path",          "method",       "llm_model", "llm_max_tokens_over",
+                                                   "dlp_type",      "mcp_tool",     "mcp_args",  "sql_verb",
+                                                   "sql_table",     "sql_function", "k8s_verb",  "k8s_resource",
+                                                   "k8s_namespace", "k8s_name"};
 const std::vector<std::string> kMcpArgFields = {"arg", "prefix", "equals", "regex", "over"};
 const std::vector<std::string> kScopeFields = {"cgroup",    "all",         "mode",        "default_allow", "deny_errno",
                                                "exfil_cap", "dns_ttl_min", "dns_ttl_max", "rules"};
@@ -758,10 +760,39 @@ void Reader<N>::read_guard_rule(const N& n, const std::string& path, SourceMark 
         (std::string_view(field) == "sql_table" ? r.sql_table : r.sql_function) = std::move(*g);
     }
   }
+  if (auto verb = text(*f, path, "k8s_verb", false)) {
+    auto v = parse_k8s_verb(*verb);
+    if (!v)
+      error(value_mark(*f, "k8s_verb"), path + ".k8s_verb", v.error().message);
+    else
+      r.k8s_verb = std::move(*v);
+  }
+  for (const char* field : {"k8s_resource", "k8s_namespace", "k8s_name"}) {
+    if (auto glob = text(*f, path, field, false)) {
+      const std::string_view name(field);
+      auto g = parse_k8s_glob(*glob, name.substr(4));
+      if (!g)
+        error(value_mark(*f, field), path + "." + field, g.error().message);
+      else
+        (name == "k8s_resource"    ? r.k8s_resource
+         : name == "k8s_namespace" ? r.k8s_namespace
+                                   : r.k8s_name) = std::move(*g);
+    }
+  }
+  const bool k8s = f->by_name.contains("k8s_verb") || f->by_name.contains("k8s_resource") ||
+                   f->by_name.contains("k8s_namespace") || f->by_name.contains("k8s_name");
   const bool mcp = f->by_name.contains("mcp_tool") || f->by_name.contains("mcp_args");
   const bool sql =
       f->by_name.contains("sql_verb") || f->by_name.contains("sql_table") || f->by_name.contains("sql_function");
-  if (sql) {
+  if (k8s && (sql || mcp)) {
+    error(key_mark(*f, sql ? (f->by_name.contains("sql_verb")    ? "sql_verb"
+                              : f->by_name.contains("sql_table") ? "sql_table"
+                                                                 : "sql_function")
+                           : (f->by_name.contains("mcp_tool") ? "mcp_tool" : "mcp_args")),
+          path,
+          "a Kubernetes rule (k8s_verb, k8s_resource, k8s_namespace, k8s_name) judges HTTP requests to an API "
+          "server, not SQL statements or MCP calls: write it as a rule of its own");
+  } else if (sql) {
     for (const char* other :
          {"host", "path", "method", "llm_model", "llm_max_tokens_over", "dlp_type", "mcp_tool", "mcp_args"})
       if (f->by_name.contains(other))
@@ -775,12 +806,13 @@ void Reader<N>::read_guard_rule(const N& n, const std::string& path, SourceMark 
         error(key_mark(*f, http), path + "." + http,
               "an MCP rule (mcp_tool, mcp_args) judges tools/call, which has no " + std::string(http) +
                   ": write it as a rule of its own");
-  } else if (!f->by_name.contains("host") && !f->by_name.contains("path") && !f->by_name.contains("method") &&
+  } else if (!k8s && !f->by_name.contains("host") && !f->by_name.contains("path") && !f->by_name.contains("method") &&
              !f->by_name.contains("llm_model") && !f->by_name.contains("llm_max_tokens_over") &&
              !f->by_name.contains("dlp_type")) {
     error(f->mark, path,
           "no matcher: give host, path, method, llm_model, llm_max_tokens_over or dlp_type, for MCP mcp_tool or "
-          "mcp_args, for SQL sql_verb, sql_table or sql_function (default_allow decides the rest)");
+          "mcp_args, for SQL sql_verb, sql_table or sql_function, for Kubernetes k8s_verb, k8s_resource, "
+          "k8s_namespace or k8s_name (default_allow decides the rest)");
   }
 }
 

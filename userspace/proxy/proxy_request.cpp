@@ -130,6 +130,7 @@ std::string origin_form_head(std::string_view head, std::string_view origin) {
   size_t pos = 0;
   bool first = true;
   bool folded_drop = false;  // a continuation line of a field that was dropped
+  bool connection_upgrade = false, has_upgrade = false;
   while (pos < head.size()) {
     size_t nl = head.find('\n', pos);
     std::string_view line = head.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
@@ -155,11 +156,27 @@ std::string origin_form_head(std::string_view head, std::string_view origin) {
     }
     const size_t colon = line.find(':');
     const std::string_view name = line.substr(0, colon);
+    if (colon != std::string_view::npos && proxy_iequals(name, "connection")) {
+      // Its tokens, comma-separated: "keep-alive, Upgrade".
+      std::string_view tokens = line.substr(colon + 1);
+      while (!tokens.empty()) {
+        const size_t comma = tokens.find(',');
+        std::string_view t = tokens.substr(0, comma);
+        while (!t.empty() && (t.front() == ' ' || t.front() == '\t')) t.remove_prefix(1);
+        while (!t.empty() && (t.back() == ' ' || t.back() == '\t')) t.remove_suffix(1);
+        connection_upgrade |= proxy_iequals(t, "upgrade");
+        if (comma == std::string_view::npos) break;
+        tokens.remove_prefix(comma + 1);
+      }
+    }
+    has_upgrade |= colon != std::string_view::npos && proxy_iequals(name, "upgrade");
     folded_drop = proxy_iequals(name, "proxy-connection") || proxy_iequals(name, "proxy-authorization") ||
                   proxy_iequals(name, "connection") || proxy_iequals(name, "keep-alive");
     if (!folded_drop) out.append(line).append("\r\n");
   }
-  out.append("Connection: close\r\n\r");
+  // An upgrade (a websocket) keeps asking for it: the session relays both
+  // ways once the upstream answers 101.
+  out.append(connection_upgrade && has_upgrade ? "Connection: Upgrade\r\n\r" : "Connection: close\r\n\r");
   return out;
 }
 

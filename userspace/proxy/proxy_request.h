@@ -33,7 +33,9 @@ struct ProxyTarget {
 // The head as the upstream gets it: the request line in origin-form, the
 // Proxy-Connection and Proxy-Authorization fields gone, and "Connection:
 // close" in place of the client's (a forward connection carries one
-// upstream exchange; see docs/proxy.md, "Forward proxy"). `head` is as the
+// upstream exchange; see docs/proxy.md, "Forward proxy"); "Connection:
+// Upgrade" when the client asked for an upgrade (its Connection names the
+// token and it has an Upgrade field: a websocket). `head` is as the
 // session holds it: the bytes up to the blank line's last LF, which the relay
 // forwards with the body; the result ends the same way.
 [[nodiscard]] std::string origin_form_head(std::string_view head, std::string_view origin);
