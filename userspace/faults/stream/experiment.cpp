@@ -24,7 +24,8 @@ constexpr ExperimentField kTcpFields[] = {
      K::Text,
      "",
      {},
-     "HOST:PORT whose TCP connections are intercepted (HOST: address or CIDR prefix; PORT: one or A-B)"},
+     "HOST:PORT whose TCP connections are intercepted (HOST: address or CIDR prefix, or a name faultctl resolves; "
+     "PORT: one or A-B)"},
     {"toxic",
      "toxic",
      "",
@@ -52,7 +53,13 @@ constexpr ExperimentField kTcpFields[] = {
 
 // The fields of an http experiment, one row per `faultctl run http` flag it carries.
 constexpr ExperimentField kHttpFields[] = {
-    {"target", "target", "", K::Text, "", {}, "HOST:PORT of the HTTP service (HOST: address or CIDR prefix)"},
+    {"target",
+     "target",
+     "",
+     K::Text,
+     "",
+     {},
+     "HOST:PORT of the HTTP service (HOST: address or CIDR prefix, or a name faultctl resolves)"},
     {"method", "method", "", K::Text, "", {}, "match: only this method (GET, POST, ...)"},
     {"path", "path", "", K::Text, "", {}, "match: a path prefix (whole segments) or a glob (* ? [)"},
     {"host", "host", "", K::Text, "", {}, "match: the Host header (default: any)"},
