@@ -113,8 +113,8 @@ Result<uint64_t> parse_rate_bps(const std::string& s) {
     return make_error(EINVAL,
                       "'" + s + "' needs a unit: bit, kbit, mbit, gbit (bits/s) or bps, kbps, mbps, gbps (bytes/s)");
   double r = v * bits;
-  if (r < 8000) return make_error(ERANGE, "'" + s + "' is below the minimum of 8kbit");
-  if (r > 400e9) return make_error(ERANGE, "'" + s + "' is above the maximum of 400gbit");
+  if (r < kMinRateBps) return make_error(ERANGE, "'" + s + "' is below the minimum of 8kbit");
+  if (r > kMaxRateBps) return make_error(ERANGE, "'" + s + "' is above the maximum of 400gbit");
   return static_cast<uint64_t>(r);
 }
 

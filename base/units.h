@@ -17,6 +17,9 @@ namespace faultline {
 [[nodiscard]] Result<double> parse_percent(const std::string& s);
 
 // "10mbit", "1gbit", "500kbit", "64000bit", "10mbps" (bytes) -> bits per second.
+// The rates parse_rate_bps() takes, in bits per second.
+inline constexpr uint64_t kMinRateBps = 8'000;
+inline constexpr uint64_t kMaxRateBps = 400'000'000'000;
 [[nodiscard]] Result<uint64_t> parse_rate_bps(const std::string& s);
 
 // "10MB", "512KiB", "2GB", "4096" (bytes). KB/MB/GB are powers of 1000,

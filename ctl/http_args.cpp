@@ -9,6 +9,7 @@
 #include "ctl/flag_words.h"
 #include "ctl/tls_flags.h"
 #include "userspace/faults/packet/spec.h"
+#include "userspace/faults/stream/experiment.h"
 #include "userspace/faults/stream/spec_check.h"
 
 namespace faultline {
@@ -46,38 +47,34 @@ Result<Parsed<TcpRunArgs>> parse_http_args(const std::vector<std::string>& args)
   cxxopts::Options o("faultctl run http",
                      "HTTP/1.1 faults on the requests to a target (plain HTTP, or TLS: matched by SNI, or "
                      "terminated with the local CA), through a proxy the kernel redirects its connections to.");
-  o.add_options()("target", "HOST:PORT of the HTTP service (HOST: address, CIDR or name)",
-                  cxxopts::value<std::string>())("method", "match: only this method (GET, POST, ...)",
-                                                 cxxopts::value<std::string>())(
-      "path", "match: a path prefix (whole segments) or a glob (* ? [)", cxxopts::value<std::string>())(
-      "host", "match: the Host header (default: any)", cxxopts::value<std::string>())(
-      "header-equals", "match: a request header equal to a value, NAME=VALUE (repeatable)",
-      cxxopts::value<std::vector<std::string>>())("header-contains",
-                                                  "match: a request header containing a value, NAME=VALUE (repeatable)",
-                                                  cxxopts::value<std::vector<std::string>>())(
-      "status", "answer this status instead of forwarding (100-599)", cxxopts::value<std::string>())(
-      "body", "--status: the body", cxxopts::value<std::string>())(
-      "content-type", "--status: the body's type (default text/plain)", cxxopts::value<std::string>())(
-      "delay", "hold each request this long (at most 60s)", cxxopts::value<std::string>())(
-      "delay-at", "--delay: request (before it is forwarded, default) or response", cxxopts::value<std::string>())(
-      "reset", "reset the connection (RST) mid-request")(
-      "truncate", "forward, then cut the response body after N bytes and close", cxxopts::value<std::string>())(
-      "abort-stream", "SSE: forward N events, then cut the stream", cxxopts::value<std::string>())(
-      "llm", "a model provider's failure: overloaded, rate-limit, server-error, bad-gateway, timeout, stream-cut",
-      cxxopts::value<std::string>())("llm-provider",
-                                     "--llm: anthropic or openai (default: from the host, headers and path)",
-                                     cxxopts::value<std::string>())(
-      "retry-after", "--llm rate-limit: the retry-after seconds (default 1)", cxxopts::value<std::string>())(
-      "percent", "share of matching requests faulted (default 100)", cxxopts::value<std::string>())(
-      "attempts", "fault only the first N attempts of a request (the SDKs' x-stainless-retry-count)",
-      cxxopts::value<std::string>())(
-      "tls",
-      "the target speaks TLS, not terminated (implied by port 443): faults match the SNI, --delay and --reset only")(
-      "terminate-tls",
-      "end the clients' TLS with a leaf of the local CA (faultctl ca) and re-encrypt to the "
-      "verified upstream: every fault applies; a command is told to trust the CA")(
-      "upstream-ca", "--terminate-tls: a PEM file of roots the upstream may also chain to",
-      cxxopts::value<std::string>());
+  // The flags take their help and range from the http experiment's table
+  // (userspace/faults/stream/experiment.cpp).
+  auto help = [](const char* flag) { return flag_help(http_experiment_fields(), flag); };
+  // clang-format off
+  o.add_options()
+      ("target", help("target"), cxxopts::value<std::string>())
+      ("method", help("method"), cxxopts::value<std::string>())
+      ("path", help("path"), cxxopts::value<std::string>())
+      ("host", help("host"), cxxopts::value<std::string>())
+      ("header-equals", help("header-equals"), cxxopts::value<std::vector<std::string>>())
+      ("header-contains", help("header-contains"), cxxopts::value<std::vector<std::string>>())
+      ("status", help("status"), cxxopts::value<std::string>())
+      ("body", help("body"), cxxopts::value<std::string>())
+      ("content-type", help("content-type"), cxxopts::value<std::string>())
+      ("delay", help("delay"), cxxopts::value<std::string>())
+      ("delay-at", help("delay-at"), cxxopts::value<std::string>())
+      ("reset", help("reset"))
+      ("truncate", help("truncate"), cxxopts::value<std::string>())
+      ("abort-stream", help("abort-stream"), cxxopts::value<std::string>())
+      ("llm", help("llm"), cxxopts::value<std::string>())
+      ("llm-provider", help("llm-provider"), cxxopts::value<std::string>())
+      ("retry-after", help("retry-after"), cxxopts::value<std::string>())
+      ("percent", help("percent"), cxxopts::value<std::string>())
+      ("attempts", help("attempts"), cxxopts::value<std::string>())
+      ("tls", help("tls"))
+      ("terminate-tls", help("terminate-tls"))
+      ("upstream-ca", help("upstream-ca"), cxxopts::value<std::string>());
+  // clang-format on
   add_stream_run_options(o);
   auto [flags, cmd] = split_command(args);
   auto r = parse_flag_words(o, flags, kCommandAfterDashesHint);

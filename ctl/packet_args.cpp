@@ -10,47 +10,47 @@
 #include "base/seeded_random.h"
 #include "ctl/flag_error.h"
 #include "ctl/flag_words.h"
+#include "userspace/faults/packet/experiment.h"
 
 namespace faultline {
 namespace {
 
+// The flags of the packet experiment's fields take their help and range from
+// its table (userspace/faults/packet/experiment.cpp); the others are this host's.
 cxxopts::Options packet_options() {
   cxxopts::Options o("faultctl run", "Apply a packet fault for a fixed duration, guarded.");
-  o.add_options()("kind", "loss|partition|flowdrop|corrupt|duplicate|dns|latency|bandwidth",
-                  cxxopts::value<std::string>())("netns", "network namespace: NAME, PATH or pid:N",
-                                                 cxxopts::value<std::string>())(
-      "dev",
-      "one device, lo included (default: the devices the targets' routes leave through, lo for "
-      "this host's own addresses; every non-loopback device without a target)",
-      cxxopts::value<std::string>())("target", "remote IP, CIDR, HOST:PORT (repeatable, or comma-separated)",
-                                     cxxopts::value<std::vector<std::string>>())(
-      "source", "local address or CIDR", cxxopts::value<std::string>())("port", "remote port N or range A-B",
-                                                                        cxxopts::value<std::string>())(
-      "proto", "tcp|udp|icmp", cxxopts::value<std::string>())("direction", "egress|ingress|both (default egress)",
-                                                              cxxopts::value<std::string>())(
-      "cgroup", "cgroup v2 path (egress)", cxxopts::value<std::string>())("percent", "probability in percent",
-                                                                          cxxopts::value<std::string>())(
-      "correlation", "percent chance to repeat the previous decision", cxxopts::value<std::string>())(
-      "loss-model", "ge:p[,r[,1-h[,1-k]]] Gilbert-Elliott, percents", cxxopts::value<std::string>())(
-      "domains", "names to block (and their subdomains)", cxxopts::value<std::vector<std::string>>())(
-      "duration", "how long (required, at most 1h)", cxxopts::value<std::string>())(
-      "delay", "added delay (at most 60s)", cxxopts::value<std::string>())("jitter", "delay variation (at most 10s)",
-                                                                           cxxopts::value<std::string>())(
-      "distribution", "normal|pareto|uniform", cxxopts::value<std::string>())("rate", "bandwidth cap like 10mbit",
-                                                                              cxxopts::value<std::string>())(
-      "max-injections", "stop injecting after N packets were faulted (counted in the kernel, over all CPUs)",
-      cxxopts::value<std::string>())("start-after",
-                                     "install the fault now, inert until this long has passed (less than --duration)",
-                                     cxxopts::value<std::string>())(
-      "seed",
-      "seed of the fault's random decisions, 0 to 2^64-1, to replay a run (default: drawn, and "
-      "printed and recorded either way)",
-      cxxopts::value<std::string>())("attach", "tcx|tc (default: the best the kernel has)",
-                                     cxxopts::value<std::string>())(
-      "via",
-      "latency, bandwidth: edt (every packet, needs sch_fq) or proxy (TCP streams through the proxy; the "
-      "default on a kernel without sch_fq)",
-      cxxopts::value<std::string>())("force", "allow a fault with no target (a whole device)")("h,help", "this help");
+  auto help = [](const char* flag) { return flag_help(packet_experiment_fields(), flag); };
+  auto text = [] { return cxxopts::value<std::string>(); };
+  auto list = [] { return cxxopts::value<std::vector<std::string>>(); };
+  // clang-format off
+  o.add_options()
+      ("kind", help("kind"), text())
+      ("netns", help("netns"), text())
+      ("dev", help("dev"), text())
+      ("target", help("target"), list())
+      ("source", help("source"), text())
+      ("port", help("port"), text())
+      ("proto", help("proto"), text())
+      ("direction", help("direction"), text())
+      ("cgroup", help("cgroup"), text())
+      ("percent", help("percent"), text())
+      ("correlation", help("correlation"), text())
+      ("loss-model", help("loss-model"), text())
+      ("domains", help("domains"), list())
+      ("duration", help("duration"), text())
+      ("delay", help("delay"), text())
+      ("jitter", help("jitter"), text())
+      ("distribution", help("distribution"), text())
+      ("rate", help("rate"), text())
+      ("max-injections", help("max-injections"), text())
+      ("start-after", help("start-after"), text())
+      ("seed", help("seed"), text())
+      ("attach", "tcx|tc (default: the best the kernel has)", text())
+      ("via", "latency, bandwidth: edt (every packet, needs sch_fq) or proxy (TCP streams through the proxy; the "
+              "default on a kernel without sch_fq)", text())
+      ("force", help("force"))
+      ("h,help", "this help");
+  // clang-format on
   add_run_options(o);
   o.parse_positional({"kind"});
   o.positional_help("KIND");

@@ -6,33 +6,39 @@
 #include "base/units.h"
 #include "ctl/flag_error.h"
 #include "ctl/flag_words.h"
+#include "userspace/faults/resource/experiment.h"
 
 namespace faultline {
 namespace {
 
+// The flags take their help and range from the resource experiment's table
+// (userspace/faults/resource/experiment.cpp), each in the group of the kinds
+// that take it.
 cxxopts::Options resource_options() {
   cxxopts::Options o("faultctl run", "Apply a host resource fault for a fixed duration, guarded, with a deadman.");
+  auto help = [](const char* flag) { return flag_help(resource_experiment_fields(), flag); };
+  auto text = [] { return cxxopts::value<std::string>(); };
   // clang-format off
   o.add_options()
-      ("kind", "process|cpu|memory|disk", cxxopts::value<std::string>())
-      ("duration", "how long (required, 1s-1h)", cxxopts::value<std::string>())
+      ("kind", "process|cpu|memory|disk", text())
+      ("duration", help("duration"), text())
       ("h,help", "this help");
   o.add_options("process")
-      ("pid", "one process ID", cxxopts::value<std::string>())
-      ("name", "every process whose whole name (comm or argv[0]) matches this extended regex", cxxopts::value<std::string>())
-      ("cgroup", "process: every process of this cgroup v2; cpu: where the workers run", cxxopts::value<std::string>())
-      ("action", "freeze (resumed at the end) or kill (one signal)", cxxopts::value<std::string>())
-      ("signal", "the signal of --action kill (default KILL)", cxxopts::value<std::string>())
-      ("force", "allow PID 1, faultctl's ancestors, kernel threads and more than 64 matches");
+      ("pid", help("pid"), text())
+      ("name", help("name"), text())
+      ("cgroup", help("cgroup"), text())
+      ("action", help("action"), text())
+      ("signal", help("signal"), text())
+      ("force", help("force"));
   o.add_options("cpu")
-      ("cores", "how many cores to burn, one pinned worker each", cxxopts::value<std::string>())
-      ("load", "duty cycle of each worker in percent (default 100)", cxxopts::value<std::string>());
+      ("cores", help("cores"), text())
+      ("load", help("load"), text());
   o.add_options("memory, disk")
-      ("size", "memory to hold, or the balloon size on disk: 512MiB, 2GB (MB = 10^6, MiB = 2^20)", cxxopts::value<std::string>());
+      ("size", help("size"), text());
   o.add_options("disk")
-      ("path", "a directory on the file system to fill", cxxopts::value<std::string>())
-      ("fill", "fill the file system to this use% (below 100)", cxxopts::value<std::string>())
-      ("min-free", "never leave less free than this (default 256MiB)", cxxopts::value<std::string>());
+      ("path", help("path"), text())
+      ("fill", help("fill"), text())
+      ("min-free", help("min-free"), text());
   // clang-format on
   add_run_options(o);
   o.parse_positional({"kind"});

@@ -8,6 +8,7 @@
 #include "base/units.h"
 #include "ctl/flag_error.h"
 #include "ctl/flag_words.h"
+#include "userspace/faults/syscall/experiment.h"
 #include "userspace/faults/syscall/path_args.h"
 #include "userspace/faults/syscall/spec_check.h"
 
@@ -34,29 +35,33 @@ constexpr Example kSyscallExamples[] = {
      "faultctl run syscall --syscall openat --errno EACCES --duration 10s --dry-run -- cat /etc/hostname"},
 };
 
+// The flags of the syscall experiment's fields take their help and range from
+// its table (userspace/faults/syscall/experiment.cpp); --path and --seed serve
+// a command faultctl starts, and are this host's.
 cxxopts::Options syscall_options() {
   cxxopts::Options o("faultctl run syscall", "Make syscalls fail with an errno.");
-  o.add_options()("syscall", "syscall names, comma-separated", cxxopts::value<std::vector<std::string>>())(
-      "errno", "errno name, e.g. EIO, ECONNREFUSED", cxxopts::value<std::string>())(
-      "percent", "share of calls to fail (default 100)", cxxopts::value<std::string>())(
-      "duration", "how long (required, at most 1h)", cxxopts::value<std::string>())(
-      "cgroup", "scope: an existing cgroup v2", cxxopts::value<std::string>())("pid", "scope: one process",
-                                                                               cxxopts::value<std::string>())(
-      "include-loader", "seccomp, lsm: also fail the dynamic loader's library opens")(
-      "via", "force a mechanism: cgroup, lsm or seccomp (default: the best available)", cxxopts::value<std::string>())(
-      "after", "let the first N matching calls through untouched, then fail at --percent",
-      cxxopts::value<std::string>())("max-injections", "stop failing calls once N have failed",
-                                     cxxopts::value<std::string>())(
-      "start-after", "let every call through until this long after the fault is armed (less than --duration)",
-      cxxopts::value<std::string>())(
-      "path",
-      "file syscalls only: fail only calls naming a path under this absolute prefix (repeatable; "
-      "matched on whole components, relative paths resolved against the caller's cwd or dirfd; seccomp)",
-      cxxopts::value<std::vector<std::string>>())(
-      "seed",
-      "seed of the --percent draw, 0 to 2^64-1, to replay a run (seccomp and cgroup rungs, not lsm; default: "
-      "drawn and recorded where the rung can follow it)",
-      cxxopts::value<std::string>())("h,help", "help");
+  auto help = [](const char* flag) { return flag_help(syscall_experiment_fields(), flag); };
+  auto text = [] { return cxxopts::value<std::string>(); };
+  // clang-format off
+  o.add_options()
+      ("syscall", help("syscall"), cxxopts::value<std::vector<std::string>>())
+      ("errno", help("errno"), text())
+      ("percent", help("percent"), text())
+      ("duration", help("duration"), text())
+      ("cgroup", help("cgroup"), text())
+      ("pid", help("pid"), text())
+      ("include-loader", help("include-loader"))
+      ("via", help("via"), text())
+      ("after", help("after"), text())
+      ("max-injections", help("max-injections"), text())
+      ("start-after", help("start-after"), text())
+      ("path", "file syscalls only: fail only calls naming a path under this absolute prefix (repeatable; "
+               "matched on whole components, relative paths resolved against the caller's cwd or dirfd; seccomp)",
+               cxxopts::value<std::vector<std::string>>())
+      ("seed", "seed of the --percent draw, 0 to 2^64-1, to replay a run (seccomp and cgroup rungs, not lsm; "
+               "default: drawn and recorded where the rung can follow it)", text())
+      ("h,help", "help");
+  // clang-format on
   add_run_options(o);
   return o;
 }

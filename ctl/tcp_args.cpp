@@ -1,11 +1,13 @@
 // `faultctl run tcp` flags: cxxopts tokenises, we explain.
 #include "ctl/tcp_args.h"
 
+#include <cmath>
 #include <cxxopts.hpp>
 
 #include "base/units.h"
 #include "ctl/flag_error.h"
 #include "ctl/flag_words.h"
+#include "userspace/faults/stream/experiment.h"
 #include "userspace/faults/stream/spec_check.h"
 
 namespace faultline {
@@ -29,16 +31,14 @@ constexpr Example kTcpExamples[] = {
 
 Result<Parsed<TcpRunArgs>> parse_tcp_args(const std::vector<std::string>& args) {
   cxxopts::Options o("faultctl run tcp", "TCP stream faults (toxics) on the connections to a target, through a proxy.");
-  o.add_options()("target",
-                  "HOST:PORT whose TCP connections are intercepted (HOST: address, CIDR or name; PORT: one or A-B)",
-                  cxxopts::value<std::string>())(
-      "toxic",
-      "TYPE=VALUE[,KEY=VALUE...]: latency, bandwidth, slow_close, timeout, reset_peer, slicer, "
-      "limit_data, noop (repeatable; see docs/proxy.md)",
-      cxxopts::value<std::vector<std::string>>())(
-      "direction", "the toxics' default stream: downstream (server to client, default) or upstream",
-      cxxopts::value<std::string>())("toxicity", "the toxics' default share of connections, 0 to 1 (default 1)",
-                                     cxxopts::value<std::string>());
+  auto help = [](const char* flag) { return flag_help(tcp_experiment_fields(), flag); };
+  // clang-format off
+  o.add_options()
+      ("target", help("target"), cxxopts::value<std::string>())
+      ("toxic", help("toxic"), cxxopts::value<std::vector<std::string>>())
+      ("direction", help("direction"), cxxopts::value<std::string>())
+      ("toxicity", help("toxicity"), cxxopts::value<std::string>());
+  // clang-format on
   add_stream_run_options(o);
   auto [flags, cmd] = split_command(args);
   auto r = parse_flag_words(o, flags, kCommandAfterDashesHint);
@@ -67,8 +67,8 @@ Result<Parsed<TcpRunArgs>> parse_tcp_args(const std::vector<std::string>& args) 
     std::string v = (*r)["toxicity"].as<std::string>();
     char* end = nullptr;
     toxicity = std::strtod(v.c_str(), &end);
-    if (v.empty() || *end != '\0' || !(toxicity >= 0 && toxicity <= 1))
-      return bad("--toxicity " + v + ": a share of connections from 0 to 1 (e.g. 0.3)");
+    if (v.empty() || *end != '\0' || !std::isfinite(toxicity)) toxicity = -1;  // refused below, as written
+    FL_TRY(check_toxicity(toxicity, v));
   }
   if (!r->count("toxic")) return bad("--toxic is required (e.g. --toxic latency=200ms or --toxic reset_peer=0)");
   // cxxopts splits a vector flag's values at commas: put each toxic together again.
@@ -86,11 +86,16 @@ Result<Parsed<TcpRunArgs>> parse_tcp_args(const std::vector<std::string>& args) 
   return Parsed<TcpRunArgs>(std::move(a));
 }
 
+// --duration, --cgroup and --drain: the same rows in the tcp and http tables.
 void add_stream_run_options(cxxopts::Options& o) {
-  o.add_options()("duration", "how long (required, at most 1h)", cxxopts::value<std::string>())(
-      "cgroup", "scope: an existing cgroup v2 (default: host-wide)", cxxopts::value<std::string>())(
-      "drain", "after the end, how long open connections may finish clean before they are closed (default 5s)",
-      cxxopts::value<std::string>())("h,help", "help");
+  auto help = [](const char* flag) { return flag_help(tcp_experiment_fields(), flag); };
+  // clang-format off
+  o.add_options()
+      ("duration", help("duration"), cxxopts::value<std::string>())
+      ("cgroup", help("cgroup"), cxxopts::value<std::string>())
+      ("drain", help("drain"), cxxopts::value<std::string>())
+      ("h,help", "help");
+  // clang-format on
   add_run_options(o);
 }
 

@@ -21,12 +21,12 @@ namespace {
 
 using faultline::experiment_from_json;
 using faultline::guardrail_fields;
-using faultline::http_spec_fields;
+using faultline::http_experiment_fields;
 using faultline::is_guardrail_field;
 using faultline::packet_experiment_fields;
-using faultline::resource_spec_fields;
-using faultline::syscall_spec_fields;
-using faultline::tcp_spec_fields;
+using faultline::resource_experiment_fields;
+using faultline::syscall_experiment_fields;
+using faultline::tcp_experiment_fields;
 using fltest::Backend;
 using fltest::CpReply;
 using nlohmann::json;
@@ -588,21 +588,27 @@ TEST_P(ApiTest, EveryFieldIsRefusedByFaultcpAsFaultdsReaderRefusesIt) {
     nlohmann::json base;  // a good spec of the family
     std::vector<std::string> fields;
   };
-  auto names = [](std::span<const char* const> f) { return std::vector<std::string>(f.begin(), f.end()); };
-  std::vector<std::string> packet;
-  for (const auto& f : packet_experiment_fields()) packet.emplace_back(f.field);
+  auto names = [](std::span<const faultline::ExperimentField> table) {
+    std::vector<std::string> out;
+    for (const auto& f : table) out.emplace_back(f.field);
+    return out;
+  };
+  const std::vector<std::string> packet = names(packet_experiment_fields());
   const std::vector<Family> families = {
       {{{"kind", "loss"}, {"target", "10.0.0.1"}, {"percent", 10}, {"duration_sec", 30}}, packet},
       {{{"kind", "latency"}, {"target", "10.0.0.1"}, {"delay_ms", 10}, {"duration_sec", 30}}, packet},
       {{{"kind", "syscall"}, {"syscall", "connect"}, {"errno", "EIO"}, {"cgroup", "x"}, {"duration_sec", 30}},
-       names(syscall_spec_fields())},
-      {{{"kind", "cpu"}, {"cores", 1}, {"duration_sec", 30}}, names(resource_spec_fields())},
-      {{{"kind", "memory"}, {"size", "64MiB"}, {"duration_sec", 5}}, names(resource_spec_fields())},
-      {{{"kind", "process"}, {"pid", 4242}, {"action", "kill"}, {"duration_sec", 5}}, names(resource_spec_fields())},
-      {{{"kind", "disk"}, {"path", "/var/tmp"}, {"fill", 90}, {"duration_sec", 5}}, names(resource_spec_fields())},
+       names(syscall_experiment_fields())},
+      {{{"kind", "cpu"}, {"cores", 1}, {"duration_sec", 30}}, names(resource_experiment_fields())},
+      {{{"kind", "memory"}, {"size", "64MiB"}, {"duration_sec", 5}}, names(resource_experiment_fields())},
+      {{{"kind", "process"}, {"pid", 4242}, {"action", "kill"}, {"duration_sec", 5}},
+       names(resource_experiment_fields())},
+      {{{"kind", "disk"}, {"path", "/var/tmp"}, {"fill", 90}, {"duration_sec", 5}},
+       names(resource_experiment_fields())},
       {{{"kind", "tcp"}, {"target", "10.0.0.5:5432"}, {"toxic", {"noop"}}, {"duration_sec", 5}},
-       names(tcp_spec_fields())},
-      {{{"kind", "http"}, {"target", "10.0.0.9:80"}, {"status", 503}, {"duration_sec", 60}}, names(http_spec_fields())},
+       names(tcp_experiment_fields())},
+      {{{"kind", "http"}, {"target", "10.0.0.9:80"}, {"status", 503}, {"duration_sec", 60}},
+       names(http_experiment_fields())},
   };
   std::vector<std::string> shared = {"kind", "duration_sec"};
   for (const auto& f : guardrail_fields()) shared.emplace_back(f.field);

@@ -11,22 +11,75 @@
 namespace faultline {
 namespace {
 
+using K = FieldKind;
+
 constexpr ExperimentField kGuardrailFields[] = {
-    {"interval_sec", "interval", "s", "time between health checks and Prometheus queries, 1-600"},
-    {"interval_ms", "interval", "ms", "the same in milliseconds, 100-600000 (instead of interval_sec)"},
-    {"health_url", "health-url", "", "http:// or https:// URL the guardrail GETs; healthy only on a 2xx"},
-    {"health_ca", "health-ca", "", "absolute path of the PEM CA an https health_url is checked against"},
-    {"health_max_latency_ms", "health-max-latency", "ms", "slowest healthy answer, 1-60000 (default 1000)"},
-    {"prometheus_url", "prometheus-url", "", "Prometheus server the query guardrail asks"},
-    {"prometheus_ca", "prometheus-ca", "", "absolute path of the PEM CA an https prometheus_url is checked against"},
-    {"query", "query", "", "PromQL instant query giving one number, limited by abort_above/abort_below"},
-    {"abort_above", "abort-above", "", "upper limit of kernel_signal (events per second) or else of query"},
-    {"abort_below", "abort-below", "", "lower limit of query"},
-    {"kernel_signal", "kernel-signal", "", "guardrail on a kernel signal: tcp_retransmits or tcp_resets"},
-    {"hypothesis", "hypothesis", "",
+    {"interval_sec", "interval", "", K::Whole, "s", FieldRange{1, 600},
+     "time between health checks and Prometheus queries"},
+    {"interval_ms", "interval", "", K::Whole, "ms", FieldRange{100, 600'000},
+     "the same in milliseconds (instead of interval_sec)"},
+    {"health_url",
+     "health-url",
+     "",
+     K::Text,
+     "",
+     {},
+     "http:// or https:// URL the guardrail GETs; healthy only on a 2xx"},
+    {"health_ca",
+     "health-ca",
+     "",
+     K::Text,
+     "",
+     {},
+     "absolute path of the PEM CA an https health_url is checked against"},
+    {"health_max_latency_ms", "health-max-latency", "", K::Whole, "ms", FieldRange{1, 60'000},
+     "slowest healthy answer (default 1000)"},
+    {"prometheus_url", "prometheus-url", "", K::Text, "", {}, "Prometheus server the query guardrail asks"},
+    {"prometheus_ca",
+     "prometheus-ca",
+     "",
+     K::Text,
+     "",
+     {},
+     "absolute path of the PEM CA an https prometheus_url is checked against"},
+    {"query",
+     "query",
+     "",
+     K::Text,
+     "",
+     {},
+     "PromQL instant query giving one number, limited by abort_above/abort_below"},
+    {"abort_above",
+     "abort-above",
+     "",
+     K::Number,
+     "",
+     {},
+     "upper limit of kernel_signal (events per second) or else of query"},
+    {"abort_below", "abort-below", "", K::Number, "", {}, "lower limit of query"},
+    {"kernel_signal",
+     "kernel-signal",
+     "",
+     K::Text,
+     "",
+     {},
+     "guardrail on a kernel signal: tcp_retransmits or tcp_resets"},
+    {"hypothesis",
+     "hypothesis",
+     "",
+     K::Text,
+     "",
+     {},
      "what you expect to hold during the fault, 1-4096 characters (kept in the record)"},
-    {"steady_state_sec", "steady-state", "s", "measure the guardrail signal this long before injecting, 0-600"},
+    {"steady_state_sec", "steady-state", "", K::Whole, "s", FieldRange{0, 600},
+     "measure the guardrail signal this long before injecting"},
 };
+
+// A whole-number field within its row's range.
+Result<uint64_t> ranged_uint(const nlohmann::json& spec, const char* field) {
+  const ExperimentField* f = find_field(kGuardrailFields, field);
+  return spec_uint(spec, field, static_cast<uint64_t>(f->range->lo), static_cast<uint64_t>(f->range->hi));
+}
 
 constexpr uint64_t kGuardrailSec = 1'000'000'000ULL;
 constexpr uint64_t kGuardrailMs = 1'000'000ULL;
@@ -112,12 +165,12 @@ Result<ExperimentGuardrails> guardrails_from_json(const nlohmann::json& spec, co
   GuardrailOptions& g = out.guardrails;
   std::optional<uint64_t> interval;
   if (spec.contains("interval_sec")) {
-    auto i = spec_uint(spec, "interval_sec", 1, 600);
+    auto i = ranged_uint(spec, "interval_sec");
     if (!i) return i.error();
     interval = *i * kGuardrailSec;
   }
   if (spec.contains("interval_ms")) {
-    auto i = spec_uint(spec, "interval_ms", 100, 600'000);
+    auto i = ranged_uint(spec, "interval_ms");
     if (!i) return i.error();
     interval = *i * kGuardrailMs;
   }
@@ -134,7 +187,7 @@ Result<ExperimentGuardrails> guardrails_from_json(const nlohmann::json& spec, co
     }
     if (interval) h.interval_ns = *interval;
     if (spec.contains("health_max_latency_ms")) {
-      auto l = spec_uint(spec, "health_max_latency_ms", 1, 60'000);
+      auto l = ranged_uint(spec, "health_max_latency_ms");
       if (!l) return l.error();
       h.max_latency_ns = *l * kGuardrailMs;
     }
@@ -193,7 +246,7 @@ Result<ExperimentGuardrails> guardrails_from_json(const nlohmann::json& spec, co
     r.hypothesis = *h;
     r.dir = record_dir;
     if (spec.contains("steady_state_sec")) {
-      auto ss = spec_uint(spec, "steady_state_sec", 0, 600);
+      auto ss = ranged_uint(spec, "steady_state_sec");
       if (!ss) return ss.error();
       r.steady_state_ns = *ss * kGuardrailSec;
     }

@@ -11,20 +11,11 @@
 #include <string>
 
 #include "base/result.h"
+#include "userspace/faults/experiment_field.h"
 #include "userspace/guardrails/guardrail_options.h"
 #include "userspace/run/record.h"
 
 namespace faultline {
-
-// One field of an experiment: its JSON name, the `faultctl run` flag that
-// spells it, the unit of its JSON value and what it is for. A family's table
-// (experiment.h in each) lists its own fields; this one the shared ones.
-struct ExperimentField {
-  const char* field;  // "health_max_latency_ms"
-  const char* flag;   // "health-max-latency"
-  const char* unit;   // "ms", "s", "%", or "" for a text or a plain number
-  const char* help;
-};
 
 // The guardrail and record fields: interval_sec (or interval_ms), health_url,
 // health_ca, health_max_latency_ms, prometheus_url, prometheus_ca, query, abort_above, abort_below,

@@ -62,8 +62,9 @@ struct FlagField {
 [[nodiscard]] Result<std::vector<std::string>> spec_strings(const nlohmann::json& spec, const char* field,
                                                             const std::string& shape, const std::string& example);
 
-// The required duration_sec, within [min_ns, max_ns] in whole seconds, in ns.
-[[nodiscard]] Result<uint64_t> spec_duration_ns(const nlohmann::json& spec, uint64_t min_ns, uint64_t max_ns);
+// The required duration_sec (whole seconds), in ns. Its caps are the family's
+// validate()'s, so they are refused in the words `faultctl run` uses.
+[[nodiscard]] Result<uint64_t> spec_duration_ns(const nlohmann::json& spec);
 // An optional non-empty string field ("cgroup", "path") into out; absent: out untouched.
 [[nodiscard]] Status spec_optional_path(const nlohmann::json& spec, const char* field, std::string& out);
 

@@ -13,12 +13,11 @@ namespace {
 
 // A family reader that lists its own fields refuses the rest, the shared ones
 // excepted: those are read by guardrails_from_json().
-Status known_fields(const nlohmann::json& spec, std::span<const char* const> family, const std::string& kind) {
+Status known_fields(const nlohmann::json& spec, std::span<const ExperimentField> family, const std::string& kind) {
   for (const auto& item : spec.items()) {
     const std::string& key = item.key();
-    if (key == "kind" || key == "duration_sec" || is_guardrail_field(key)) continue;
-    if (std::find(family.begin(), family.end(), key) == family.end())
-      return spec_field_error(key, "not a field of a " + kind + " experiment");
+    if (key == "kind" || is_guardrail_field(key)) continue;
+    if (find_field(family, key) == nullptr) return spec_field_error(key, "not a field of a " + kind + " experiment");
   }
   return {};
 }
@@ -44,11 +43,7 @@ Error with_flag_named(const Error& e, std::span<const FlagField> family) {
 
 // The flag of each field of a family (the packet table's, or the family's own).
 std::span<const FlagField> family_flags(const std::string& family) {
-  static const std::vector<FlagField> packet = [] {
-    std::vector<FlagField> t;
-    for (const auto& f : packet_experiment_fields()) t.push_back({f.flag, f.field});
-    return t;
-  }();
+  static const std::vector<FlagField> packet = flag_fields_of(packet_experiment_fields());
   if (family == "syscall") return syscall_flag_fields();
   if (family == "tcp") return tcp_flag_fields();
   if (family == "http") return http_flag_fields();
@@ -87,22 +82,22 @@ Result<Experiment> read_experiment(const nlohmann::json& spec, const std::string
   std::string netns;  // where the health probe and the kernel signal look: the fault's namespace
   const auto family = experiment_family(*kind).value_or("packet");  // the packet reader names the kinds
   if (family == "syscall") {
-    FL_TRY(known_fields(spec, syscall_spec_fields(), *kind));
+    FL_TRY(known_fields(spec, syscall_experiment_fields(), *kind));
     auto s = syscall_spec_from_json(spec);
     if (!s) return s.error();
     e.fault = std::move(*s);
   } else if (family == "tcp") {
-    FL_TRY(known_fields(spec, tcp_spec_fields(), *kind));
+    FL_TRY(known_fields(spec, tcp_experiment_fields(), *kind));
     auto s = tcp_spec_from_json(spec);
     if (!s) return s.error();
     e.fault = std::move(*s);
   } else if (family == "http") {
-    FL_TRY(known_fields(spec, http_spec_fields(), *kind));
+    FL_TRY(known_fields(spec, http_experiment_fields(), *kind));
     auto s = http_spec_from_json(spec);
     if (!s) return s.error();
     e.fault = std::move(*s);
   } else if (family == "resource") {
-    FL_TRY(known_fields(spec, resource_spec_fields(), *kind));
+    FL_TRY(known_fields(spec, resource_experiment_fields(), *kind));
     auto s = resource_spec_from_json(spec);
     if (!s) return s.error();
     e.fault = std::move(*s);

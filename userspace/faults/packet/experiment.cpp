@@ -15,51 +15,88 @@
 namespace faultline {
 namespace {
 
+using K = FieldKind;
+constexpr double kMsPerNs = 1e-6;
+constexpr double kSecPerNs = 1e-9;
+
 constexpr ExperimentField kPacketFields[] = {
-    {"kind", "kind", "", "loss, partition, flowdrop, corrupt, duplicate, dns, latency or bandwidth"},
-    {"target", "target", "",
-     "remote IP or CIDR prefix the fault acts on, or an array of them (a name is resolved by faultctl, not here)"},
-    {"dev", "dev", "", "one device, 1-15 characters (default: the devices the target's routes leave through)"},
-    {"netns", "netns", "", "network namespace: a name under /run/netns, a path or pid:N, 1-255 characters"},
-    {"source", "source", "", "local address or CIDR prefix"},
-    {"port", "port", "", "remote port: a number 1-65535, or a range \"A-B\""},
-    {"proto", "proto", "", "tcp, udp or icmp"},
-    {"direction", "direction", "", "egress, ingress or both (default egress)"},
-    {"cgroup", "cgroup", "", "cgroup v2 path whose packets are faulted (egress)"},
-    {"percent", "percent", "%", "probability in percent, 0-100 (default 100)"},
-    {"correlation", "correlation", "%", "percent chance to repeat the previous decision, 0-100 (loss)"},
-    {"loss_model", "loss-model", "", "Gilbert-Elliott loss, \"ge:p[,r[,1-h[,1-k]]]\" in percents (loss)"},
-    {"domains", "domains", "", "names a dns fault blocks (with their subdomains): an array of 1-1024"},
-    {"delay_ms", "delay", "ms", "added delay of a latency fault, 1-60000"},
-    {"jitter_ms", "jitter", "ms", "delay variation, 0-10000 (needs delay_ms)"},
-    {"distribution", "distribution", "", "shape of the jitter: normal, pareto or uniform (needs jitter_ms)"},
-    {"rate_bps", "rate", "bit/s", "bandwidth cap of a bandwidth fault, 8000-400000000000"},
-    {"max_injections", "max-injections", "", "stop injecting after this many packets were faulted, 1-1000000000"},
-    {"start_after_ms", "start-after", "ms", "installed now, inert this long (shorter than duration_sec)"},
-    {"seed", "seed", "",
-     "seed of the fault's random decisions, 0 to 2^64-1, a number or a decimal string (default: drawn)"},
-    {"force", "force", "", "true: allow a fault with no target (a whole device)"},
-    {"duration_sec", "duration", "s", "how long, 1-3600 (required)"},
+    {"kind", "kind", "", K::Text, "", {}, "loss, partition, flowdrop, corrupt, duplicate, dns, latency or bandwidth"},
+    {"target",
+     "target",
+     "",
+     K::List,
+     "",
+     {},
+     "remote IP or CIDR prefix the fault acts on (repeatable, or comma-separated; a JSON array); faultctl also "
+     "takes HOST:PORT and resolves a name, an experiment's JSON takes addresses only"},
+    {"dev",
+     "dev",
+     "",
+     K::Text,
+     "",
+     {},
+     "one device, lo included, 1-15 characters (default: the devices the targets' routes leave through, lo for "
+     "this host's own addresses; every non-loopback device without a target)"},
+    {"netns", "netns", "", K::Text, "", {}, "network namespace: a name under /run/netns, a path or pid:N"},
+    {"source", "source", "", K::Text, "", {}, "local address or CIDR prefix"},
+    {"port", "port", "", K::Text, "", {}, "remote port: a number 1-65535, or a range A-B"},
+    {"proto", "proto", "", K::Text, "", {}, "tcp, udp or icmp"},
+    {"direction", "direction", "", K::Text, "", {}, "egress, ingress or both (default egress)"},
+    {"cgroup", "cgroup", "", K::Text, "", {}, "cgroup v2 path whose packets are faulted (egress)"},
+    {"percent", "percent", "", K::Number, "%", FieldRange{0, 100}, "probability in percent (default 100)"},
+    {"correlation", "correlation", "", K::Number, "%", FieldRange{0, 100},
+     "percent chance to repeat the previous decision (loss)"},
+    {"loss_model", "loss-model", "", K::Text, "", {}, "Gilbert-Elliott loss, ge:p[,r[,1-h[,1-k]]] in percents (loss)"},
+    {"domains",
+     "domains",
+     "",
+     K::List,
+     "",
+     {},
+     "names a dns fault blocks, with their subdomains: 1-1024 of them (repeatable, or comma-separated)"},
+    {"delay_ms", "delay", "", K::Whole, "ms", FieldRange{1, FaultCaps::kMaxDelayNs* kMsPerNs},
+     "added delay of a latency fault"},
+    {"jitter_ms", "jitter", "", K::Whole, "ms", FieldRange{0, FaultCaps::kMaxJitterNs* kMsPerNs},
+     "delay variation (needs the delay)"},
+    {"distribution",
+     "distribution",
+     "",
+     K::Text,
+     "",
+     {},
+     "shape of the jitter: normal, pareto or uniform (needs the jitter)"},
+    {"rate_bps", "rate", "", K::Whole, "bit/s", FieldRange{FaultCaps::kMinRateBps, FaultCaps::kMaxRateBps},
+     "bandwidth cap of a bandwidth fault (the flag takes a unit: 10mbit, 500kbps)"},
+    {"max_injections", "max-injections", "", K::Whole, "", FieldRange{1, FaultCaps::kMaxInjections},
+     "stop injecting after this many packets were faulted (counted in the kernel, over all CPUs)"},
+    {"start_after_ms",
+     "start-after",
+     "",
+     K::Whole,
+     "ms",
+     {},
+     "install the fault now, inert until this long has passed (less than the duration)"},
+    {"seed",
+     "seed",
+     "",
+     K::Whole,
+     "",
+     {},
+     "seed of the fault's random decisions, 0 to 2^64-1 (in JSON a number or its decimal text), to replay a run "
+     "(default: drawn, and printed and recorded either way)"},
+    {"force", "force", "", K::Switch, "", {}, "allow a fault with no target (a whole device)"},
+    {"duration_sec", "duration", "", K::Whole, "s", FieldRange{1, FaultCaps::kMaxDurationNs* kSecPerNs},
+     "how long (required)"},
 };
 
 constexpr uint64_t kPacketMs = 1'000'000ULL;
 constexpr uint64_t kPacketSec = 1'000'000'000ULL;
-constexpr uint64_t kMinRateBps = 8'000ULL;
-constexpr uint64_t kMaxRateBps = 400'000'000'000ULL;
 
-const ExperimentField* packet_field(const std::string& key) {
-  for (const auto& f : kPacketFields)
-    if (key == f.field) return &f;
-  return nullptr;
-}
+const ExperimentField* packet_field(const std::string& key) { return find_field(kPacketFields, key); }
 
 // The packet fields as a flag table for spec_error_from_flags().
 std::span<const FlagField> packet_flag_fields() {
-  static const std::vector<FlagField> table = [] {
-    std::vector<FlagField> t;
-    for (const auto& f : kPacketFields) t.push_back({f.flag, f.field});
-    return t;
-  }();
+  static const std::vector<FlagField> table = flag_fields_of(kPacketFields);
   return table;
 }
 
@@ -273,9 +310,10 @@ Result<FaultSpec> packet_spec_from_json(const nlohmann::json& spec) {
     if (!r) return r.error();
     // In the words of --rate for the same rate in bits ("'1000bit' is below
     // the minimum of 8kbit").
-    if (*r < kMinRateBps || *r > kMaxRateBps) {
+    if (!in_range(*packet_field("rate_bps"), static_cast<double>(*r))) {
       auto words = parse_rate_bps(std::to_string(*r) + "bit");
-      return spec_field_error("rate_bps", words ? "must be within 8000-400000000000" : words.error().message);
+      return spec_field_error(
+          "rate_bps", words ? "must be within " + field_range_text(*packet_field("rate_bps")) : words.error().message);
     }
     s.rate_bps = *r;
   }

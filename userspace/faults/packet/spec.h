@@ -40,6 +40,8 @@ struct FaultCaps {
   static constexpr uint64_t kMaxJitterNs = 10ULL * 1'000'000'000ULL;
   static constexpr size_t kMaxDomains = 1024;
   static constexpr uint64_t kMaxInjections = 1'000'000'000ULL;
+  static constexpr uint64_t kMinRateBps = faultline::kMinRateBps;  // parse_rate_bps()'s
+  static constexpr uint64_t kMaxRateBps = faultline::kMaxRateBps;
 };
 
 struct GeModel {          // percents

@@ -12,23 +12,52 @@
 namespace faultline {
 namespace {
 
-constexpr const char* kResourceFields[] = {"pid",   "name", "cgroup", "action", "signal", "force",
-                                           "cores", "load", "size",   "path",   "fill",   "min_free"};
+using K = FieldKind;
 
-constexpr FlagField kResourceFlagFields[] = {
-    {"duration", "duration_sec"},
-    {"pid", "pid"},
-    {"name", "name"},
-    {"cgroup", "cgroup"},
-    {"action", "action"},
-    {"signal", "signal"},
-    {"force", "force"},
-    {"cores", "cores"},
-    {"load", "load"},
-    {"size", "size"},
-    {"path", "path"},
-    {"fill", "fill"},
-    {"min-free", "min_free"},
+// The fields of a resource experiment, one row per `faultctl run
+// process|cpu|memory|disk` flag it carries; which kind takes which is
+// resource_kind_takes()'s.
+constexpr ExperimentField kResourceFields[] = {
+    {"pid", "pid", "", K::Whole, "", FieldRange{1, ResourceCaps::kMaxPid}, "process: one process ID"},
+    {"name",
+     "name",
+     "",
+     K::Text,
+     "",
+     {},
+     "process: every process whose whole name (comm or argv[0]) matches this extended regex"},
+    {"cgroup", "cgroup", "", K::Text, "", {}, "process: every process of this cgroup v2; cpu: where the workers run"},
+    {"action", "action", "", K::Text, "", {}, "process: freeze (resumed at the end) or kill (one signal)"},
+    {"signal", "signal", "", K::Text, "", {}, "process: the signal of action kill (default KILL)"},
+    {"force",
+     "force",
+     "",
+     K::Switch,
+     "",
+     {},
+     "process: allow PID 1, the caller's ancestors, kernel threads and more than 64 matches"},
+    {"cores", "cores", "", K::Whole, "", FieldRange{1, ResourceCaps::kMaxCores},
+     "cpu: how many cores to burn, one pinned worker each"},
+    {"load", "load", "", K::Number, "%", FieldRange{0, 100, true, false},
+     "cpu: duty cycle of each worker in percent (default 100)"},
+    {"size",
+     "size",
+     "",
+     K::Text,
+     "",
+     {},
+     "memory: memory to hold, at least 1MiB; disk: the balloon size: 512MiB, 2GB (MB = 10^6, MiB = 2^20)"},
+    {"path", "path", "", K::Text, "", {}, "disk: a directory on the file system to fill"},
+    {"fill", "fill", "", K::Number, "%", FieldRange{0, 100, true, true}, "disk: fill the file system to this use%"},
+    {"min_free",
+     "min-free",
+     "",
+     K::Text,
+     "",
+     {},
+     "disk: never leave less free than this, at least 1MiB (default 256MiB)"},
+    {"duration_sec", "duration", "", K::Whole, "s",
+     FieldRange{ResourceCaps::kMinDurationNs * 1e-9, ResourceCaps::kMaxDurationNs * 1e-9}, "how long (required)"},
 };
 
 Result<uint64_t> resource_size_field(const nlohmann::json& spec, const char* f) {
@@ -41,8 +70,11 @@ Result<uint64_t> resource_size_field(const nlohmann::json& spec, const char* f) 
 
 }  // namespace
 
-std::span<const char* const> resource_spec_fields() { return kResourceFields; }
-std::span<const FlagField> resource_flag_fields() { return kResourceFlagFields; }
+std::span<const ExperimentField> resource_experiment_fields() { return kResourceFields; }
+std::span<const FlagField> resource_flag_fields() {
+  static const std::vector<FlagField> table = flag_fields_of(kResourceFields);
+  return table;
+}
 
 Result<ResourceSpec> resource_spec_from_json(const nlohmann::json& spec) {
   if (!spec.is_object() || !spec.contains("kind") || !spec["kind"].is_string())
@@ -51,10 +83,10 @@ Result<ResourceSpec> resource_spec_from_json(const nlohmann::json& spec) {
   if (!kind) return spec_field_error("kind", "not a resource fault kind (process, cpu, memory, disk)");
   ResourceSpec s;
   s.kind = *kind;
-  for (const auto& [flag, f] : kResourceFlagFields)
-    if (spec.contains(f) && std::string(flag) != "duration" && !resource_kind_takes(s.kind, flag))
-      return spec_field_error(f, std::string("does not apply to a ") + resource_kind_name(s.kind) + " fault");
-  auto d = spec_duration_ns(spec, ResourceCaps::kMinDurationNs, ResourceCaps::kMaxDurationNs);
+  for (const auto& f : kResourceFields)
+    if (spec.contains(f.field) && std::string(f.flag) != "duration" && !resource_kind_takes(s.kind, f.flag))
+      return spec_field_error(f.field, std::string("does not apply to a ") + resource_kind_name(s.kind) + " fault");
+  auto d = spec_duration_ns(spec);
   if (!d) return d.error();
   s.duration_ns = *d;
   if (spec.contains("pid")) {
@@ -96,7 +128,7 @@ Result<ResourceSpec> resource_spec_from_json(const nlohmann::json& spec) {
     if (!c) return c.error();
     s.cores = static_cast<unsigned>(*c);
     if (spec.contains("load")) {
-      auto l = spec_number(spec, "load");
+      auto l = spec_percent(spec, "load");
       if (!l) return l.error();
       s.load = *l;
     }
@@ -114,11 +146,11 @@ Result<ResourceSpec> resource_spec_from_json(const nlohmann::json& spec) {
     s.min_free_bytes = *b;
   }
   if (spec.contains("fill")) {
-    auto f = spec_number(spec, "fill");
+    auto f = spec_percent(spec, "fill");
     if (!f) return f.error();
     s.fill_percent = *f;
   }
-  if (auto v = validate(s); !v) return spec_error_from_flags(v.error(), kResourceFlagFields, "kind");
+  if (auto v = validate(s); !v) return spec_error_from_flags(v.error(), resource_flag_fields(), "kind");
   return s;
 }
 

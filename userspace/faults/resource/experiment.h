@@ -10,14 +10,16 @@
 #include <span>
 
 #include "base/result.h"
+#include "userspace/faults/experiment_field.h"
 #include "userspace/faults/resource/spec.h"
 #include "userspace/faults/spec_fields.h"
 
 namespace faultline {
 
-// Every resource field a spec may carry (besides kind, duration_sec and the
-// guardrails); which of them a kind takes is checked by the reader.
-[[nodiscard]] std::span<const char* const> resource_spec_fields();
+// Every resource field an experiment may carry (duration_sec included; kind
+// and the guardrails are not), each with its flag, unit, range and help;
+// which of them a kind takes is checked by the reader.
+[[nodiscard]] std::span<const ExperimentField> resource_experiment_fields();
 // The `faultctl run process|cpu|memory|disk` flag of each field.
 [[nodiscard]] std::span<const FlagField> resource_flag_fields();
 

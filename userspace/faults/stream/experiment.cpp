@@ -12,87 +12,135 @@
 namespace faultline {
 namespace {
 
-constexpr const char* kTcpFields[] = {"target", "toxic", "direction", "toxicity", "cgroup", "drain_ms"};
+using K = FieldKind;
+constexpr double kStreamSec = 1e-9;
+constexpr double kStreamMs = 1e-6;
 
-constexpr FlagField kTcpFlagFields[] = {
-    {"duration", "duration_sec"}, {"target", "target"}, {"toxic", "toxic"},    {"direction", "direction"},
-    {"toxicity", "toxicity"},     {"cgroup", "cgroup"}, {"drain", "drain_ms"},
+// The fields of a tcp experiment, one row per `faultctl run tcp` flag it carries.
+constexpr ExperimentField kTcpFields[] = {
+    {"target",
+     "target",
+     "",
+     K::Text,
+     "",
+     {},
+     "HOST:PORT whose TCP connections are intercepted (HOST: address or CIDR prefix, or a name faultctl resolves; "
+     "PORT: one or A-B)"},
+    {"toxic",
+     "toxic",
+     "",
+     K::List,
+     "",
+     {},
+     "TYPE=VALUE[,KEY=VALUE...]: latency, bandwidth, slow_close, timeout, reset_peer, slicer, limit_data, noop "
+     "(repeatable; see docs/proxy.md)"},
+    {"direction",
+     "direction",
+     "",
+     K::Text,
+     "",
+     {},
+     "the toxics' default stream: downstream (server to client, default) or upstream"},
+    {"toxicity", "toxicity", "", K::Number, "", FieldRange{0, 1},
+     "the toxics' default share of connections (default 1)"},
+    {"cgroup", "cgroup", "", K::Text, "", {}, "scope: an existing cgroup v2 (default: host-wide)"},
+    {"drain_ms", "drain", "", K::Whole, "ms", FieldRange{0, StreamCaps::kMaxDrainNs* kStreamMs},
+     "after the end, how long open connections may finish clean before they are closed (default 5s)"},
+    {"duration_sec", "duration", "", K::Whole, "s",
+     FieldRange{StreamCaps::kMinDurationNs * kStreamSec, StreamCaps::kMaxDurationNs* kStreamSec},
+     "how long (required)"},
 };
 
-constexpr const char* kHttpFields[] = {
-    "target",       "method",   "path",     "host",  "header_equals", "header_contains", "status", "body",
-    "content_type", "delay_ms", "delay_at", "reset", "truncate",      "abort_stream",    "llm",    "llm_provider",
-    "retry_after",  "percent",  "attempts", "tls",   "terminate_tls", "upstream_ca",     "cgroup", "drain_ms"};
-
-// The fields that are `faultctl run http` flags (besides target, cgroup, drain_ms).
-struct HttpFieldFlag {
-  const char* field;
-  const char* flag;
+// The fields of an http experiment, one row per `faultctl run http` flag it carries.
+constexpr ExperimentField kHttpFields[] = {
+    {"target",
+     "target",
+     "",
+     K::Text,
+     "",
+     {},
+     "HOST:PORT of the HTTP service (HOST: address or CIDR prefix, or a name faultctl resolves)"},
+    {"method", "method", "", K::Text, "", {}, "match: only this method (GET, POST, ...)"},
+    {"path", "path", "", K::Text, "", {}, "match: a path prefix (whole segments) or a glob (* ? [)"},
+    {"host", "host", "", K::Text, "", {}, "match: the Host header (default: any)"},
+    {"header_equals",
+     "header-equals",
+     "",
+     K::List,
+     "",
+     {},
+     "match: a request header equal to a value, NAME=VALUE (repeatable)"},
+    {"header_contains",
+     "header-contains",
+     "",
+     K::List,
+     "",
+     {},
+     "match: a request header containing a value, NAME=VALUE (repeatable)"},
+    {"status", "status", "", K::Whole, "", FieldRange{200, 599}, "answer this final status instead of forwarding"},
+    {"body", "body", "", K::Text, "", {}, "--status: the body"},
+    {"content_type", "content-type", "", K::Text, "", {}, "--status: the body's type (default text/plain)"},
+    {"delay_ms", "delay", "", K::Whole, "ms", FieldRange{1, StreamCaps::kMaxHttpDelayNs* kStreamMs},
+     "hold each request this long"},
+    {"delay_at", "delay-at", "", K::Text, "", {}, "--delay: request (before it is forwarded, default) or response"},
+    {"reset", "reset", "", K::Switch, "", {}, "reset the connection (RST) mid-request"},
+    {"truncate", "truncate", "", K::Whole, "", FieldRange{0, 1099511627776.0},
+     "forward, then cut the response body after N bytes and close"},
+    {"abort_stream", "abort-stream", "", K::Whole, "", FieldRange{0, 1'000'000},
+     "SSE: forward N events, then cut the stream"},
+    {"llm",
+     "llm",
+     "",
+     K::Text,
+     "",
+     {},
+     "a model provider's failure: overloaded, rate-limit, server-error, bad-gateway, timeout, stream-cut"},
+    {"llm_provider",
+     "llm-provider",
+     "",
+     K::Text,
+     "",
+     {},
+     "--llm: anthropic or openai (default: from the host, headers and path)"},
+    {"retry_after", "retry-after", "", K::Whole, "", FieldRange{0, 3600},
+     "--llm rate-limit: the retry-after seconds (default 1)"},
+    {"percent", "percent", "", K::Number, "%", FieldRange{0, 100}, "share of matching requests faulted (default 100)"},
+    {"attempts", "attempts", "", K::Whole, "", FieldRange{1, 100},
+     "fault only the first N attempts of a request (the SDKs' x-stainless-retry-count)"},
+    {"tls",
+     "tls",
+     "",
+     K::Switch,
+     "",
+     {},
+     "the target speaks TLS, not terminated (implied by port 443): faults match the SNI, --delay and --reset only"},
+    {"terminate_tls",
+     "terminate-tls",
+     "",
+     K::Switch,
+     "",
+     {},
+     "end the clients' TLS with a leaf of the local CA (faultctl ca) and re-encrypt to the verified upstream: every "
+     "fault applies; a command is told to trust the CA"},
+    {"upstream_ca",
+     "upstream-ca",
+     "",
+     K::Text,
+     "",
+     {},
+     "--terminate-tls: a PEM file of roots the upstream may also chain to"},
+    {"cgroup", "cgroup", "", K::Text, "", {}, "scope: an existing cgroup v2 (default: host-wide)"},
+    {"drain_ms", "drain", "", K::Whole, "ms", FieldRange{0, StreamCaps::kMaxDrainNs* kStreamMs},
+     "after the end, how long open connections may finish clean before they are closed (default 5s)"},
+    {"duration_sec", "duration", "", K::Whole, "s",
+     FieldRange{StreamCaps::kMinDurationNs * kStreamSec, StreamCaps::kMaxDurationNs* kStreamSec},
+     "how long (required)"},
 };
-constexpr HttpFieldFlag kHttpWords[] = {
-    {"method", "method"},
-    {"path", "path"},
-    {"host", "host"},
-    {"header_equals", "header-equals"},
-    {"header_contains", "header-contains"},
-    {"status", "status"},
-    {"body", "body"},
-    {"content_type", "content-type"},
-    {"delay_ms", "delay"},
-    {"delay_at", "delay-at"},
-    {"reset", "reset"},
-    {"truncate", "truncate"},
-    {"abort_stream", "abort-stream"},
-    {"llm", "llm"},
-    {"llm_provider", "llm-provider"},
-    {"retry_after", "retry-after"},
-    {"percent", "percent"},
-    {"attempts", "attempts"},
-    {"tls", "tls"},
-    {"terminate_tls", "terminate-tls"},
-    {"upstream_ca", "upstream-ca"},
-};
 
-// The flags the checks name, and their fields.
-constexpr FlagField kHttpFlagFields[] = {
-    {"duration", "duration_sec"},
-    {"target", "target"},
-    {"method", "method"},
-    {"path", "path"},
-    {"host", "host"},
-    {"header-equals", "header_equals"},
-    {"header-contains", "header_contains"},
-    {"status", "status"},
-    {"body", "body"},
-    {"content-type", "content_type"},
-    {"delay", "delay_ms"},
-    {"delay-at", "delay_at"},
-    {"reset", "reset"},
-    {"truncate", "truncate"},
-    {"abort-stream", "abort_stream"},
-    {"llm", "llm"},
-    {"llm-provider", "llm_provider"},
-    {"retry-after", "retry_after"},
-    {"percent", "percent"},
-    {"attempts", "attempts"},
-    {"tls", "tls"},
-    {"terminate-tls", "terminate_tls"},
-    {"upstream-ca", "upstream_ca"},
-    {"cgroup", "cgroup"},
-    {"drain", "drain_ms"},
-};
-
-// How a field of kHttpWords is written: a string, a whole number, a number, a
-// boolean (a flag without a value), or an array of strings (a repeatable flag).
-enum class HttpWord { text, whole, number, flag, list };
-HttpWord http_word_kind(std::string_view field) {
-  for (const char* f : {"status", "delay_ms", "truncate", "abort_stream", "retry_after", "attempts"})
-    if (field == f) return HttpWord::whole;
-  if (field == "percent") return HttpWord::number;
-  for (const char* f : {"reset", "tls", "terminate_tls"})
-    if (field == f) return HttpWord::flag;
-  if (field == "header_equals" || field == "header_contains") return HttpWord::list;
-  return HttpWord::text;
+// The http fields read by parse_stream_run_flags()'s part of the reader, not
+// given to http_fault_from_flags().
+bool is_stream_run_field(std::string_view field) {
+  return field == "target" || field == "cgroup" || field == "drain_ms" || field == "duration_sec";
 }
 
 // The HOST of HOST:PORT ("[::1]:443" -> "::1").
@@ -122,7 +170,7 @@ Result<TcpFaultSpec> stream_spec_with_target(const nlohmann::json& spec, const s
 
 // duration_sec, cgroup and drain_ms (the flags parse_stream_run_flags reads).
 Status stream_run_fields(const nlohmann::json& spec, TcpFaultSpec& s) {
-  auto d = spec_duration_ns(spec, 1, StreamCaps::kMaxDurationNs);
+  auto d = spec_duration_ns(spec);
   if (!d) return d.error();
   s.duration_ns = *d;
   FL_TRY(spec_optional_path(spec, "cgroup", s.cgroup));
@@ -136,8 +184,20 @@ Status stream_run_fields(const nlohmann::json& spec, TcpFaultSpec& s) {
 
 }  // namespace
 
-std::span<const char* const> tcp_spec_fields() { return kTcpFields; }
-std::span<const FlagField> tcp_flag_fields() { return kTcpFlagFields; }
+std::span<const ExperimentField> tcp_experiment_fields() { return kTcpFields; }
+
+Status check_toxicity(double v, const std::string& text) {
+  const ExperimentField& f = *find_field(kTcpFields, "toxicity");
+  if (!in_range(f, v))
+    return input_error(EINVAL, "--toxicity " + text + ": a share of connections from " +
+                                   std::to_string(static_cast<int>(f.range->lo)) + " to " +
+                                   std::to_string(static_cast<int>(f.range->hi)) + " (e.g. 0.3)");
+  return {};
+}
+std::span<const FlagField> tcp_flag_fields() {
+  static const std::vector<FlagField> table = flag_fields_of(kTcpFields);
+  return table;
+}
 
 Result<TcpFaultSpec> tcp_spec_from_json(const nlohmann::json& spec) {
   auto started = stream_spec_with_target(spec, "\"10.0.0.5:5432\"");
@@ -155,7 +215,8 @@ Result<TcpFaultSpec> tcp_spec_from_json(const nlohmann::json& spec) {
   if (spec.contains("toxicity")) {
     auto x = spec_number(spec, "toxicity");
     if (!x) return x.error();
-    if (*x < 0 || *x > 1) return spec_field_error("toxicity", "a share of connections from 0 to 1 (e.g. 0.3)");
+    if (auto ok = check_toxicity(*x, spec["toxicity"].dump()); !ok)
+      return spec_error_from_flags(ok.error(), tcp_flag_fields(), "toxicity");
     toxicity = *x;
   }
   constexpr const char* kToxicExample = "[\"latency=200ms,jitter=20ms\"]";
@@ -163,15 +224,18 @@ Result<TcpFaultSpec> tcp_spec_from_json(const nlohmann::json& spec) {
   auto texts = spec_strings(spec, "toxic", "TYPE=VALUE[,KEY=VALUE...]", kToxicExample);
   if (!texts) return texts.error();
   auto toxics = parse_toxics(*texts, stream, toxicity);
-  if (!toxics) return spec_error_from_flags(toxics.error(), kTcpFlagFields, "toxic");
+  if (!toxics) return spec_error_from_flags(toxics.error(), tcp_flag_fields(), "toxic");
   s.toxics = std::move(*toxics);
   FL_TRY(stream_run_fields(spec, s));
-  if (auto v = validate(s); !v) return spec_error_from_flags(v.error(), kTcpFlagFields, "kind");
+  if (auto v = validate(s); !v) return spec_error_from_flags(v.error(), tcp_flag_fields(), "kind");
   return s;
 }
 
-std::span<const char* const> http_spec_fields() { return kHttpFields; }
-std::span<const FlagField> http_flag_fields() { return kHttpFlagFields; }
+std::span<const ExperimentField> http_experiment_fields() { return kHttpFields; }
+std::span<const FlagField> http_flag_fields() {
+  static const std::vector<FlagField> table = flag_fields_of(kHttpFields);
+  return table;
+}
 
 Result<TcpFaultSpec> http_spec_from_json(const nlohmann::json& spec) {
   auto started = stream_spec_with_target(spec, "\"10.0.0.5:8080\"");
@@ -179,23 +243,24 @@ Result<TcpFaultSpec> http_spec_from_json(const nlohmann::json& spec) {
   TcpFaultSpec s = std::move(*started);
   // Each field as its flag's text, for the checks of `faultctl run http`.
   HttpFlagValues v;
-  for (const auto& [field, flag] : kHttpWords) {
-    if (!spec.contains(field)) continue;
+  for (const auto& f : kHttpFields) {
+    const char* field = f.field;
+    const char* flag = f.flag;
+    if (is_stream_run_field(field) || !spec.contains(field)) continue;
     const nlohmann::json& x = spec[field];
-    const auto kind = http_word_kind(field);
-    if (kind == HttpWord::text) {
+    if (f.kind == K::Text) {
       auto t = spec_string(spec, field);
       if (!t) return t.error();
       v.given[flag] = {*t};
-    } else if (kind == HttpWord::whole) {
+    } else if (f.kind == K::Whole) {
       auto n = spec_uint(spec, field, 0, UINT64_MAX);
       if (!n) return n.error();
-      v.given[flag] = {std::string(field) == "delay_ms" ? std::to_string(*n) + "ms" : std::to_string(*n)};
-    } else if (kind == HttpWord::number) {
+      v.given[flag] = {std::string(f.unit) == "ms" ? std::to_string(*n) + "ms" : std::to_string(*n)};
+    } else if (f.kind == K::Number) {
       auto n = spec_number(spec, field);
       if (!n) return n.error();
       v.given[flag] = {x.dump()};
-    } else if (kind == HttpWord::flag) {
+    } else if (f.kind == K::Switch) {
       auto b = spec_bool(spec, field);
       if (!b) return b.error();
       if (*b) v.given[flag] = {""};
@@ -205,9 +270,9 @@ Result<TcpFaultSpec> http_spec_from_json(const nlohmann::json& spec) {
       v.given[flag] = std::move(*texts);
     }
   }
-  if (auto h = http_fault_from_flags(v, s); !h) return spec_error_from_flags(h.error(), kHttpFlagFields, "kind");
+  if (auto h = http_fault_from_flags(v, s); !h) return spec_error_from_flags(h.error(), http_flag_fields(), "kind");
   FL_TRY(stream_run_fields(spec, s));
-  if (auto ok = validate(s); !ok) return spec_error_from_flags(ok.error(), kHttpFlagFields, "kind");
+  if (auto ok = validate(s); !ok) return spec_error_from_flags(ok.error(), http_flag_fields(), "kind");
   return s;
 }
 

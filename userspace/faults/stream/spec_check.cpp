@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "base/units.h"
+#include "userspace/faults/stream/experiment.h"
 
 namespace faultline {
 
@@ -79,9 +80,12 @@ Status http_fault_from_flags(const HttpFlagValues& v, TcpFaultSpec& s) {
   if (kinds != 1)
     return bad_flag(
         "give exactly one fault: --status N, --delay D, --reset, --truncate N, --abort-stream N or --llm PRESET");
-  auto count = [&](const char* flag, int64_t lo, int64_t hi) -> Result<int64_t> {
+  // A whole-number flag within its row's range in the http table.
+  auto count = [&](const char* flag) -> Result<int64_t> {
+    const FieldRange& range = *find_flag(http_experiment_fields(), flag)->range;
+    const auto lo = static_cast<int64_t>(range.lo), hi = static_cast<int64_t>(range.hi);
     const std::string n = str(flag);
-    if (n.empty() || n.size() > 12 || n.find_first_not_of("0123456789") != std::string::npos || std::stoll(n) < lo ||
+    if (n.empty() || n.size() > 18 || n.find_first_not_of("0123456789") != std::string::npos || std::stoll(n) < lo ||
         std::stoll(n) > hi)
       return bad_flag(std::string("--") + flag + " " + n + ": a whole number from " + std::to_string(lo) + " to " +
                       std::to_string(hi));
@@ -89,7 +93,7 @@ Status http_fault_from_flags(const HttpFlagValues& v, TcpFaultSpec& s) {
   };
   if (has("status")) {
     f.type = HttpFaultType::status;
-    auto n = count("status", 100, 599);
+    auto n = count("status");
     if (!n) return n.error();
     f.status = *n;
     if (has("body")) f.body = str("body");
@@ -110,12 +114,12 @@ Status http_fault_from_flags(const HttpFlagValues& v, TcpFaultSpec& s) {
     f.type = HttpFaultType::reset;
   } else if (has("truncate")) {
     f.type = HttpFaultType::truncate;
-    auto n = count("truncate", 0, int64_t{1} << 40);
+    auto n = count("truncate");
     if (!n) return n.error();
     f.bytes = *n;
   } else if (has("abort-stream")) {
     f.type = HttpFaultType::abort_stream;
-    auto n = count("abort-stream", 0, 1'000'000);
+    auto n = count("abort-stream");
     if (!n) return n.error();
     f.events = *n;
   } else {
@@ -131,7 +135,7 @@ Status http_fault_from_flags(const HttpFlagValues& v, TcpFaultSpec& s) {
     f.events = parsed->events;
     f.delay_ms = parsed->delay_ms;
     if (has("retry-after")) {
-      auto n = count("retry-after", 0, 3600);
+      auto n = count("retry-after");
       if (!n) return n.error();
       f.retry_after_s = *n;
     }
@@ -173,7 +177,7 @@ Status http_fault_from_flags(const HttpFlagValues& v, TcpFaultSpec& s) {
     f.percent = *p;
   }
   if (has("attempts")) {
-    auto n = count("attempts", 1, 100);
+    auto n = count("attempts");
     if (!n) return n.error();
     f.attempts = *n;
   }

@@ -11,28 +11,45 @@
 namespace faultline {
 namespace {
 
-constexpr const char* kSyscallFields[] = {"syscall", "errno", "percent",        "cgroup",         "pid",
-                                          "via",     "after", "max_injections", "start_after_ms", "include_loader"};
+using K = FieldKind;
 
-// The flags validate() names, and the fields that carry them.
-constexpr FlagField kSyscallFlagFields[] = {
-    {"syscall", "syscall"},
-    {"errno", "errno"},
-    {"percent", "percent"},
-    {"duration", "duration_sec"},
-    {"cgroup", "cgroup"},
-    {"pid", "pid"},
-    {"via", "via"},
-    {"after", "after"},
-    {"max-injections", "max_injections"},
-    {"start-after", "start_after_ms"},
-    {"include-loader", "include_loader"},
+// The fields of a syscall experiment, one row per `faultctl run syscall` flag it carries.
+constexpr ExperimentField kSyscallFields[] = {
+    {"syscall", "syscall", "", K::Text, "", {}, "syscall names, comma-separated (at most 64)"},
+    {"errno", "errno", "", K::Text, "", {}, "errno name, e.g. EIO, ECONNREFUSED"},
+    {"percent", "percent", "", K::Number, "%", FieldRange{0, 100}, "share of calls to fail (default 100)"},
+    {"cgroup", "cgroup", "", K::Text, "", {}, "scope: an existing cgroup v2"},
+    {"pid", "pid", "", K::Whole, "", FieldRange{2, SyscallCaps::kMaxPid}, "scope: one process"},
+    {"via", "via", "", K::Text, "", {}, "force a mechanism: cgroup, lsm or seccomp (default: the best available)"},
+    {"after", "after", "", K::Whole, "", FieldRange{1, SyscallCaps::kMaxInjections},
+     "let the first N matching calls through untouched, then fail at --percent"},
+    {"max_injections", "max-injections", "", K::Whole, "", FieldRange{1, SyscallCaps::kMaxInjections},
+     "stop failing calls once N have failed"},
+    {"start_after_ms",
+     "start-after",
+     "",
+     K::Whole,
+     "ms",
+     {},
+     "let every call through until this long after the fault is armed (less than --duration)"},
+    {"include_loader",
+     "include-loader",
+     "",
+     K::Switch,
+     "",
+     {},
+     "seccomp, lsm: also fail the dynamic loader's library opens"},
+    {"duration_sec", "duration", "", K::Whole, "s", FieldRange{1, SyscallCaps::kMaxDurationNs * 1e-9},
+     "how long (required)"},
 };
 
 }  // namespace
 
-std::span<const char* const> syscall_spec_fields() { return kSyscallFields; }
-std::span<const FlagField> syscall_flag_fields() { return kSyscallFlagFields; }
+std::span<const ExperimentField> syscall_experiment_fields() { return kSyscallFields; }
+std::span<const FlagField> syscall_flag_fields() {
+  static const std::vector<FlagField> table = flag_fields_of(kSyscallFields);
+  return table;
+}
 
 Result<SyscallFaultSpec> syscall_spec_from_json(const nlohmann::json& spec) {
   if (!spec.is_object()) return input_error(EINVAL, "spec: not a JSON object");
@@ -60,12 +77,12 @@ Result<SyscallFaultSpec> syscall_spec_from_json(const nlohmann::json& spec) {
     if (!p) return p.error();
     s.percent = *p;
   }
-  auto d = spec_duration_ns(spec, 1, SyscallCaps::kMaxDurationNs);
+  auto d = spec_duration_ns(spec);
   if (!d) return d.error();
   s.duration_ns = *d;
   FL_TRY(spec_optional_path(spec, "cgroup", s.cgroup));
   if (spec.contains("pid")) {
-    auto p = spec_uint(spec, "pid", 1, INT_MAX);
+    auto p = spec_uint(spec, "pid", 1, INT_MAX);  // validate() names the cap of a pid
     if (!p) return p.error();
     s.pid = static_cast<int>(*p);
   }
@@ -101,7 +118,7 @@ Result<SyscallFaultSpec> syscall_spec_from_json(const nlohmann::json& spec) {
   }
   if (s.cgroup.empty() == (s.pid == 0))
     return spec_field_error(s.cgroup.empty() ? "cgroup" : "pid", "give exactly one scope: cgroup or pid");
-  if (auto v = validate(s); !v) return spec_error_from_flags(v.error(), kSyscallFlagFields, "syscall");
+  if (auto v = validate(s); !v) return spec_error_from_flags(v.error(), syscall_flag_fields(), "syscall");
   s.seed = draw_seed();
   s.seed_drawn = true;
   return s;

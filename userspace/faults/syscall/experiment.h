@@ -11,13 +11,15 @@
 #include <span>
 
 #include "base/result.h"
+#include "userspace/faults/experiment_field.h"
 #include "userspace/faults/spec_fields.h"
 #include "userspace/faults/syscall/plan.h"
 
 namespace faultline {
 
-// The syscall fields of a spec (besides kind, duration_sec and the guardrails).
-[[nodiscard]] std::span<const char* const> syscall_spec_fields();
+// The syscall fields of an experiment (duration_sec included; kind and the
+// guardrails are not), each with its flag, unit, range and help.
+[[nodiscard]] std::span<const ExperimentField> syscall_experiment_fields();
 // The `faultctl run syscall` flag of each field.
 [[nodiscard]] std::span<const FlagField> syscall_flag_fields();
 

@@ -42,6 +42,8 @@ Status validate(const SyscallFaultSpec& s) {
   if (scopes != 1) return syscall_bad_flag("give exactly one scope: --cgroup PATH, --pid PID, or -- COMMAND ARGS");
   if (s.pid != 0 && s.pid <= 1)
     return syscall_bad_flag("--pid " + std::to_string(s.pid) + ": not a process id above 1");
+  if (s.pid != 0 && static_cast<uint64_t>(s.pid) > SyscallCaps::kMaxPid)
+    return syscall_bad_flag("--pid " + std::to_string(s.pid) + ": at most " + std::to_string(SyscallCaps::kMaxPid));
   if (s.after > SyscallCaps::kMaxInjections)
     return syscall_bad_flag("--after " + std::to_string(s.after) + ": too large, expected a whole number from 1 to " +
                             std::to_string(SyscallCaps::kMaxInjections));

@@ -16,6 +16,7 @@ struct SyscallCaps {
   static constexpr uint64_t kMaxDurationNs = 3600ULL * 1'000'000'000ULL;  // 1h
   static constexpr uint64_t kMinDurationNs = 100'000'000ULL;              // 100ms
   static constexpr uint64_t kMaxInjections = 1'000'000'000ULL;            // --after, --max-injections
+  static constexpr uint64_t kMaxPid = 4'194'304;                          // PID_MAX_LIMIT
   static constexpr size_t kMaxPaths = 16;
   static constexpr size_t kMaxPathBytes = 4096;  // PATH_MAX
 };
