@@ -549,8 +549,11 @@ ProposerRun LlmProposer::propose(const std::string& service, FactSource& facts, 
         if (t->cls == FaultClass::Dependency) v.target = p.params["target"].get<std::string>();
         if (auto e = check_proposal(v)) return finish(refused_run(std::move(run), "bad_field", e->text()));
         run.verdict = validate(v, facts, clock);
-        if (!run.verdict.ok())
-          return finish(refused_run(std::move(run), run.verdict.refusals[0].code, run.verdict.refusals[0].message));
+        if (!run.verdict.ok()) {
+          // Copied first: run is moved into the refusal.
+          Refusal first = run.verdict.refusals[0];
+          return finish(refused_run(std::move(run), first.code, first.message));
+        }
         auto again = facts.service(service);
         if (!again || !*again) return finish(refused_run(std::move(run), "fact_unreadable", "the service vanished"));
         const auto& instances = (**again).spec.instances;
