@@ -58,8 +58,9 @@ class Hooks {
     ::close(stop_);
   }
   [[nodiscard]] const std::string& url() const { return url_; }
-  std::vector<json> wait_for(size_t n) {
-    for (int i = 0; i < 500; ++i) {
+  // Waits until `n` came, or `rounds` x 20 ms passed.
+  std::vector<json> wait_for(size_t n, int rounds = 500) {
+    for (int i = 0; i < rounds; ++i) {
       {
         std::lock_guard lock(mu_);
         if (got_.size() >= n) return got_;
@@ -244,7 +245,7 @@ TEST_P(ProposalsApi, OnlyTheGoodProposalReachesApprovalAndBecomesAnExperiment) {
   ASSERT_EQ(list.size(), bad.size() + 1);
   EXPECT_EQ(list[bad.size()]["id"], good_id);
   for (size_t i = 0; i < bad.size(); ++i) EXPECT_EQ(list[bad.size() - 1 - i]["code"], bad[i].code);
-  EXPECT_EQ(hooks.wait_for(2).size(), 1u);
+  EXPECT_EQ(hooks.wait_for(2, 50).size(), 1u);
 
   // An API token is not a person: it cannot approve.
   auto api = call("POST", "/v1/tokens", token, R"({"kind":"api"})").json().value("token", "");
