@@ -10,9 +10,12 @@
 #include <unistd.h>
 
 #include <ctime>
+#include <filesystem>
+#include <fstream>
 
 #include "cp_client.h"
 #include "orchestration_env.h"
+#include "selftests/lib/child_process.h"
 #include "stand_in_model.h"
 #include "userspace/net/http_server.h"
 
@@ -321,6 +324,47 @@ TEST_P(ProposalsApi, AProposalIsRejectedWithAReasonAndOffRunsNothing) {
   auto off = call("POST", "/v1/proposals/run", other, R"({"service":"checkout"})");
   EXPECT_EQ(off.status, 409) << off.describe();
   EXPECT_EQ(model_->calls(), 0);
+}
+
+// faultcp serve's --proposer flags: each bad one refused by name (exit 2)
+// before anything is opened, none taken and ignored.
+TEST(ProposerFlags, BadFlagsAreRefusedByName) {
+  char dir_tmpl[] = "/tmp/fl-proposer-flags-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_tmpl), nullptr);
+  const std::string dir = dir_tmpl;
+  const std::string empty_key = dir + "/empty.key", key = dir + "/model.key";
+  { std::ofstream(empty_key) << "\n"; }
+  { std::ofstream(key) << "sk-test\n"; }
+  const std::vector<std::string> model = {"--proposer-model", "m", "--proposer-key-file", key};
+  struct Bad {
+    std::vector<std::string> args;
+    std::string names;
+  };
+  const std::vector<Bad> bad = {
+      {{"--proposer", "maybe"}, "--proposer must be off, shadow or approve"},
+      {{"--proposer-url", "http://127.0.0.1:1"}, "--proposer-url needs --proposer shadow or approve"},
+      {{"--proposer", "approve", "--proposer-url", "http://127.0.0.1:1"}, "needs --proposer-provider"},
+      {{"--proposer", "shadow", "--proposer-provider", "gemini", "--proposer-url", "http://127.0.0.1:1"},
+       "--proposer-provider must be anthropic or openai"},
+      {{"--proposer", "shadow", "--proposer-provider", "openai", "--proposer-url", "ftp://x"}, "--proposer-url"},
+      {{"--proposer", "shadow", "--proposer-provider", "openai", "--proposer-url", "http://127.0.0.1:1",
+        "--proposer-model", "m", "--proposer-key-file", empty_key},
+       "holds no key"},
+      {{"--proposer", "shadow", "--proposer-provider", "openai", "--proposer-url", "http://127.0.0.1:1",
+        "--proposer-model", "m", "--proposer-key-file", dir + "/absent.key"},
+       "--proposer-key-file: cannot read"},
+  };
+  for (const auto& b : bad) {
+    std::vector<std::string> argv = {FAULTCP_PATH, "serve", "--database", "sqlite:" + dir + "/cp.db"};
+    argv.insert(argv.end(), b.args.begin(), b.args.end());
+    if (b.names == "--proposer-url" || b.names == "--proposer-provider must be anthropic or openai")
+      argv.insert(argv.end(), model.begin(), model.end());  // the model given: the flag named is the one wrong
+    auto r = fltest::run_command(argv);
+    EXPECT_TRUE(r.status.is(2)) << r.describe();
+    EXPECT_NE(r.err.find(b.names), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir + "/cp.db")) << "a refused flag opened the database";
+  std::filesystem::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ProposalsApi,
