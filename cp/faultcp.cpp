@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <cxxopts.hpp>
+#include <fstream>
 #include <iostream>
 #include <string>
 
@@ -19,6 +20,7 @@
 #include "cp/storage/store.h"
 #include "userspace/net/http_server.h"
 #include "userspace/orchestration/facts.h"
+#include "userspace/orchestration/proposer.h"
 
 namespace {
 
@@ -45,11 +47,75 @@ Serves the control plane's REST API (docs/control-plane.md).
                           they answer that no Prometheus is set
   --prometheus-timeout-ms N  how long one query may take (default 2000, 100-10000;
                           it holds the serving thread meanwhile)
+  --proposer MODE         off (default), shadow or approve: the LLM proposer
+                          (POST /v1/proposals/run; docs/orchestration.md#the-proposer)
+  --proposer-provider P   anthropic or openai (required with shadow/approve)
+  --proposer-url URL      the provider's base URL (https://api.anthropic.com,
+                          https://api.openai.com)
+  --proposer-model NAME   the model asked
+  --proposer-key-file F   a file holding the provider's API key (its first line)
 
 EXAMPLES
   faultcp serve
   faultcp serve --listen 0.0.0.0:8470 --database postgres://faultcp@db.internal/faultcp
 )";
+
+// --proposer and its model: every flag checked, none taken and ignored
+// (a --proposer-* flag with --proposer off is refused). 0, or the exit code.
+int configure_proposer(const cxxopts::ParseResult& args, faultline::cp::ControlPlaneConfig& config) {
+  const auto mode = faultline::parse_proposer_mode(args["proposer"].as<std::string>());
+  if (!mode) {
+    std::fprintf(stderr, "faultcp serve: --proposer must be off, shadow or approve\n");
+    return 2;
+  }
+  const char* flags[] = {"proposer-provider", "proposer-url", "proposer-model", "proposer-key-file"};
+  if (*mode == faultline::ProposerMode::Off) {
+    for (const char* f : flags)
+      if (args.count(f)) {
+        std::fprintf(stderr, "faultcp serve: --%s needs --proposer shadow or approve\n", f);
+        return 2;
+      }
+    return 0;
+  }
+  for (const char* f : flags)
+    if (!args.count(f)) {
+      std::fprintf(stderr, "faultcp serve: --proposer %s needs --%s\n", args["proposer"].as<std::string>().c_str(), f);
+      return 2;
+    }
+  faultline::ProposerConfig pc;
+  pc.mode = *mode;
+  const auto provider = faultline::parse_model_provider(args["proposer-provider"].as<std::string>());
+  if (!provider) {
+    std::fprintf(stderr, "faultcp serve: --proposer-provider must be anthropic or openai\n");
+    return 2;
+  }
+  pc.provider = *provider;
+  pc.url = args["proposer-url"].as<std::string>();
+  pc.model = args["proposer-model"].as<std::string>();
+  if (pc.model.empty() || pc.model.size() > 200) {
+    std::fprintf(stderr, "faultcp serve: --proposer-model must be 1-200 characters\n");
+    return 2;
+  }
+  const std::string key_file = args["proposer-key-file"].as<std::string>();
+  std::ifstream in(key_file);
+  if (!in) {
+    std::fprintf(stderr, "faultcp serve: --proposer-key-file: cannot read %s\n", key_file.c_str());
+    return 2;
+  }
+  std::getline(in, pc.api_key);
+  while (!pc.api_key.empty() && (pc.api_key.back() == '\r' || pc.api_key.back() == ' ')) pc.api_key.pop_back();
+  if (pc.api_key.empty() || pc.api_key.find_first_of("\r\n\t ") != std::string::npos) {
+    std::fprintf(stderr, "faultcp serve: --proposer-key-file: %s holds no key on its first line\n", key_file.c_str());
+    return 2;
+  }
+  auto transport = faultline::http_model_transport(pc);
+  if (!transport) {
+    std::fprintf(stderr, "faultcp serve: --proposer-url: %s\n", transport.error().describe().c_str());
+    return 2;
+  }
+  config.proposer = std::make_shared<faultline::LlmProposer>(pc, std::move(*transport));
+  return 0;
+}
 
 int serve(int argc, char** argv) {
   cxxopts::Options o("faultcp serve", "");
@@ -58,7 +124,11 @@ int serve(int argc, char** argv) {
       "poll-timeout-ms", "", cxxopts::value<int64_t>()->default_value("25000"))(
       "lease-ms", "", cxxopts::value<int64_t>()->default_value("60000"))("tls-cert", "", cxxopts::value<std::string>())(
       "tls-key", "", cxxopts::value<std::string>())("prometheus-url", "", cxxopts::value<std::string>())(
-      "prometheus-timeout-ms", "", cxxopts::value<int64_t>()->default_value("2000"))("h,help", "");
+      "prometheus-timeout-ms", "", cxxopts::value<int64_t>()->default_value("2000"))(
+      "proposer", "", cxxopts::value<std::string>()->default_value("off"))(
+      "proposer-provider", "", cxxopts::value<std::string>())("proposer-url", "", cxxopts::value<std::string>())(
+      "proposer-model", "", cxxopts::value<std::string>())("proposer-key-file", "", cxxopts::value<std::string>())(
+      "h,help", "");
   cxxopts::ParseResult args;
   try {
     args = o.parse(argc, argv);
@@ -100,6 +170,8 @@ int serve(int argc, char** argv) {
     }
     config.prometheus = std::move(*prom);
   }
+
+  if (auto code = configure_proposer(args, config); code != 0) return code;
 
   if (args.count("tls-cert") != args.count("tls-key")) {
     std::fprintf(stderr, "faultcp serve: --tls-cert and --tls-key go together\n");

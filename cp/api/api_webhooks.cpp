@@ -16,7 +16,7 @@ const std::vector<FieldRule> kWebhookFields = {
     {"url", JsonType::String, true},     {"secret", JsonType::String, true},  {"alert_secret", JsonType::String},
     {"triggers", JsonType::Array, true}, {"cooldown_sec", JsonType::Integer},
 };
-const char* const kTriggers[] = {"experiment.start", "experiment.end", "experiment.abort", "kill"};
+const char* const kTriggers[] = {"experiment.start", "experiment.end", "experiment.abort", "kill", "proposal"};
 constexpr int64_t kMaxCooldownSec = 86'400;
 
 std::string label(const nlohmann::json& labels, const char* name) {
@@ -48,7 +48,8 @@ HttpReply ControlPlane::put_webhooks(const HttpRequest& req, const Principal& p)
     if (!triggers[i].is_string()) return ApiError{400, field, "must be a string"}.reply();
     const auto t = triggers[i].get<std::string>();
     if (std::none_of(std::begin(kTriggers), std::end(kTriggers), [&](const char* k) { return t == k; }))
-      return ApiError{400, field, "must be experiment.start, experiment.end, experiment.abort or kill"}.reply();
+      return ApiError{400, field, "must be experiment.start, experiment.end, experiment.abort, kill or proposal"}
+          .reply();
     if (std::find(c.triggers.begin(), c.triggers.end(), t) != c.triggers.end())
       return ApiError{400, field, "is listed twice"}.reply();
     c.triggers.push_back(t);

@@ -83,6 +83,20 @@ ControlPlane::ControlPlane(Store& store, HttpServer& server, ControlPlaneConfig 
             [this](const HttpRequest&, const PathParams& a, const Principal& p) { return service_slo(a, p); });
   add_route("POST", "/v1/validate", {TK::Session, TK::Api},
             [this](const HttpRequest& r, const PathParams&, const Principal& p) { return validate_proposal(r, p); });
+  add_route("POST", "/v1/proposals/run", {TK::Session, TK::Api},
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return run_proposer(r, p); });
+  add_route("GET", "/v1/proposals", {TK::Session, TK::Api},
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return list_proposals(r, p); });
+  add_route("GET", "/v1/proposals/{id}", {TK::Session, TK::Api},
+            [this](const HttpRequest&, const PathParams& a, const Principal& p) { return get_proposal(a, p); });
+  // A person decides: a session token only (no API token, no agent).
+  add_route(
+      "POST", "/v1/proposals/{id}/approve", {TK::Session},
+      [this](const HttpRequest& r, const PathParams& a, const Principal& p) { return decide_proposal(r, a, p, true); });
+  add_route("POST", "/v1/proposals/{id}/reject", {TK::Session},
+            [this](const HttpRequest& r, const PathParams& a, const Principal& p) {
+              return decide_proposal(r, a, p, false);
+            });
   add_route("GET", "/v1/catalogue", {TK::Session, TK::Api},
             [this](const HttpRequest&, const PathParams&, const Principal&) { return list_catalogue(); });
   add_route("GET", "/v1/catalogue/{name}", {TK::Session, TK::Api},

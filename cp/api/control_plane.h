@@ -25,6 +25,7 @@
 #include "userspace/net/http_server.h"
 #include "userspace/orchestration/clock.h"
 #include "userspace/orchestration/facts.h"
+#include "userspace/orchestration/proposer.h"
 
 namespace faultline::cp {
 
@@ -57,6 +58,9 @@ struct ControlPlaneConfig {
   // The guard digests' schedule: how often it is read, and its clock (none: the host's).
   std::chrono::milliseconds digest_check{60'000};
   std::shared_ptr<const Clock> digest_clock;
+  // The proposer (--proposer, docs/orchestration.md#the-proposer); none: off.
+  // Its model calls run on the serving thread.
+  std::shared_ptr<Proposer> proposer;
 };
 
 // The alert trigger of a guard activity entry (api_guard_alerts.cpp), or none
@@ -261,6 +265,11 @@ class ControlPlane {
   HttpReply list_catalogue();
   HttpReply get_template(const PathParams& params);
   HttpReply render_catalogue_template(const HttpRequest& req, const PathParams& params);
+  // The proposer's runs and a person's decision (api_proposals.cpp).
+  HttpReply run_proposer(const HttpRequest& req, const Principal& p);
+  HttpReply list_proposals(const HttpRequest& req, const Principal& p);
+  HttpReply get_proposal(const PathParams& params, const Principal& p);
+  HttpReply decide_proposal(const HttpRequest& req, const PathParams& params, const Principal& p, bool approve);
 
   Store& store_;
   HttpServer& server_;

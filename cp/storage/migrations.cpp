@@ -273,6 +273,27 @@ CREATE TABLE guard_alert_state (
   PRIMARY KEY (workspace_id, trigger_name)
 );
 )sql",
+      // 9: the proposer's runs (docs/orchestration.md#the-proposer): every
+      // run recorded, whatever its outcome; a proposal waiting for a person
+      // moves once to approved (with its experiment) or rejected.
+      R"sql(
+CREATE TABLE proposals (
+  id {id},
+  workspace_id BIGINT NOT NULL REFERENCES workspaces(id),
+  service TEXT NOT NULL,
+  mode TEXT NOT NULL,
+  state TEXT NOT NULL,
+  code TEXT NOT NULL,
+  run TEXT NOT NULL,
+  created_ms BIGINT NOT NULL,
+  created_by TEXT NOT NULL,
+  decided_ms BIGINT,
+  decided_by TEXT,
+  decision_reason TEXT,
+  experiment_id BIGINT
+);
+CREATE INDEX proposals_by_workspace ON proposals(workspace_id, id);
+)sql",
   };
   return m;
 }

@@ -247,6 +247,25 @@ struct ServiceRow {
   std::string created_by;
 };
 
+// One run of the proposer (migration 9). state: awaiting_approval, shadow,
+// refused, skipped, budget_exhausted, failed; a waiting one becomes approved
+// or rejected. run: ProposerRun::to_json() as text.
+struct ProposalRow {
+  int64_t id = 0;
+  int64_t workspace_id = 0;
+  std::string service;
+  std::string mode;
+  std::string state;
+  std::string code;
+  std::string run;
+  int64_t created_ms = 0;
+  std::string created_by;
+  std::optional<int64_t> decided_ms;
+  std::optional<std::string> decided_by;
+  std::optional<std::string> decision_reason;
+  std::optional<int64_t> experiment_id;
+};
+
 class Store {
  public:
   // Opens the database and migrates it to this build's schema.
@@ -434,6 +453,18 @@ class Store {
   [[nodiscard]] Result<std::optional<ServiceRow>> service(int64_t ws, int64_t id);
   [[nodiscard]] Result<std::optional<ServiceRow>> service_by_name(int64_t ws, const std::string& name);
   [[nodiscard]] Result<bool> delete_service(int64_t ws, int64_t id);
+
+  // The proposer's runs (migration 9, proposal_store.cpp): one recorded (call
+  // inside Store::begin); the newest first; one by id; a waiting one decided
+  // (false: it was not awaiting_approval any more).
+  [[nodiscard]] Result<ProposalRow> insert_proposal(int64_t ws, const std::string& service, const std::string& mode,
+                                                    const std::string& state, const std::string& code,
+                                                    const std::string& run, int64_t now_ms, const std::string& by);
+  [[nodiscard]] Result<std::vector<ProposalRow>> proposals(int64_t ws, int64_t limit);
+  [[nodiscard]] Result<std::optional<ProposalRow>> proposal(int64_t ws, int64_t id);
+  [[nodiscard]] Result<bool> decide_proposal(int64_t ws, int64_t id, const std::string& state, int64_t now_ms,
+                                             const std::string& by, const std::string& reason,
+                                             std::optional<int64_t> experiment_id);
 
  private:
   std::unique_ptr<SqlConnection> db_;
