@@ -9,8 +9,8 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const puppeteer = require('puppeteer-core');
-const { FAULTCP, ARTIFACTS, CHROMIUM, EMAIL, PASSWORD, fail, startFaultcp, call } = require('./faultcp_harness');
+const { FAULTCP, ARTIFACTS, EMAIL, PASSWORD, fail, startFaultcp, call, launchChromium, signedInPage } =
+  require('./faultcp_harness');
 
 
 // The agent: polls for work, reports "running" with counters, confirms stops.
@@ -59,26 +59,12 @@ async function main() {
     const agentLog = [];
     agent = runAgent(base, reg.agent_id, reg.token, agentLog);
 
-    browser = await puppeteer.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      userDataDir: path.join(dir, 'profile'),
-      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run'],
-    });
-    const page = await browser.newPage();
-    await page.setViewport({ width: 1280, height: 1000 });
-    const foreign = [];
-    page.on('request', (r) => { if (!r.url().startsWith(base)) foreign.push(r.url()); });
-    const consoleErrors = [];
-    page.on('pageerror', (e) => consoleErrors.push(e.message));
+    browser = await launchChromium(dir);
     let dialogs = 0;
-    page.on('dialog', async (d) => { dialogs += 1; await d.accept(); });
-
-    await page.goto(base + '/dashboard', { waitUntil: 'load' });
-    await page.type('#email', EMAIL);
-    await page.type('#password', PASSWORD);
-    await page.click('#signin button[type=submit]');
-    await page.waitForSelector('#app:not([hidden])', { timeout: 10000 });
+    const { page, pageErrors: consoleErrors, foreign } = await signedInPage(browser, base, {
+      height: 1000,
+      setup: (p) => p.on('dialog', async (d) => { dialogs += 1; await d.accept(); }),
+    });
     await page.waitForFunction(() => {
       const t = document.querySelector('#agents tbody');
       return t && t.textContent.includes('web-1') && t.textContent.includes('tcx') && t.textContent.includes('6.1.0-18-amd64');

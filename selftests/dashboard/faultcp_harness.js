@@ -4,9 +4,11 @@
 'use strict';
 
 const { spawn } = require('node:child_process');
+const crypto = require('node:crypto');
 const os = require('node:os');
 const path = require('node:path');
 const readline = require('node:readline');
+const puppeteer = require('puppeteer-core');
 
 const FAULTCP = process.env.FAULTCP;
 const ARTIFACTS = process.env.ARTIFACTS || path.join(os.tmpdir(), 'faultcp-dashboard');
@@ -55,4 +57,55 @@ async function call(base, method, p, token, body) {
   return j;
 }
 
-module.exports = { FAULTCP, ARTIFACTS, CHROMIUM, EMAIL, PASSWORD, fail, startFaultcp, call };
+// The guard's activity chain (userspace/guard/activity_log.h), for a stand-in
+// guard: entry(identity, fields) is the next entry of that identity, hashed as
+// the guard hashes it (the canonical line is the entry without its hash,
+// compact, fields in this order). fields: kind (default llm when llm is given,
+// else request), method (GET), host, path (/), verdict (allow), rule, llm.
+function makeChain() {
+  const heads = new Map();
+  return (identity, f) => {
+    const head = heads.get(identity) || { seq: 0, hash: '' };
+    const e = {
+      seq: head.seq + 1, ts: new Date().toISOString(), identity, kind: f.kind || (f.llm ? 'llm' : 'request'),
+      method: f.method || 'GET', host: f.host, path: f.path || '/', verdict: f.verdict || 'allow',
+      rule: f.rule || '', llm: f.llm || null, prev: head.hash,
+    };
+    e.hash = crypto.createHash('sha256').update(JSON.stringify(e)).digest('hex');
+    heads.set(identity, { seq: e.seq, hash: e.hash });
+    return e;
+  };
+}
+
+// Debian's headless Chromium with a private profile in `dir`.
+function launchChromium(dir) {
+  return puppeteer.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    userDataDir: path.join(dir, 'profile'),
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run'],
+  });
+}
+
+// A page of `browser` signed in to the dashboard at `base` as a person signs
+// in (the form, then the app shown). It keeps the page's errors and every
+// request that goes anywhere but faultcp; setup(page) runs before the first load.
+async function signedInPage(browser, base, { height = 1400, setup } = {}) {
+  const page = await browser.newPage();
+  await page.setViewport({ width: 1280, height });
+  const pageErrors = [];
+  const foreign = [];
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+  page.on('request', (r) => { if (!r.url().startsWith(base)) foreign.push(r.url()); });
+  if (setup) setup(page);
+  await page.goto(base + '/dashboard', { waitUntil: 'load' });
+  await page.type('#email', EMAIL);
+  await page.type('#password', PASSWORD);
+  await page.click('#signin button[type=submit]');
+  await page.waitForSelector('#app:not([hidden])', { timeout: 10000 });
+  return { page, pageErrors, foreign };
+}
+
+module.exports = {
+  FAULTCP, ARTIFACTS, CHROMIUM, EMAIL, PASSWORD, fail, startFaultcp, call, makeChain, launchChromium, signedInPage,
+};

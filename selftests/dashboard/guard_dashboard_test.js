@@ -6,30 +6,12 @@
 // within a second, new activity shows in under a second, usage per identity.
 'use strict';
 
-const crypto = require('node:crypto');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const puppeteer = require('puppeteer-core');
-const { FAULTCP, ARTIFACTS, CHROMIUM, EMAIL, PASSWORD, fail, startFaultcp, call } = require('./faultcp_harness');
+const { FAULTCP, ARTIFACTS, EMAIL, PASSWORD, fail, startFaultcp, call, makeChain, launchChromium, signedInPage } =
+  require('./faultcp_harness');
 
-
-// The guard's activity chain (userspace/guard/activity_log.h): the canonical
-// line is the entry without its hash, compact, fields in this order.
-function makeChain() {
-  const heads = new Map();
-  return (identity, fields) => {
-    const head = heads.get(identity) || { seq: 0, hash: '' };
-    const e = {
-      seq: head.seq + 1, ts: new Date().toISOString(), identity, kind: fields.llm ? 'llm' : 'request',
-      method: fields.method || 'GET', host: fields.host, path: fields.path || '/', verdict: fields.verdict || 'allow',
-      rule: fields.rule || '', llm: fields.llm || null, prev: head.hash,
-    };
-    e.hash = crypto.createHash('sha256').update(JSON.stringify(e)).digest('hex');
-    heads.set(identity, { seq: e.seq, hash: e.hash });
-    return e;
-  };
-}
 
 async function main() {
   if (!FAULTCP) fail('FAULTCP (the faultcp binary) is not set');
@@ -54,24 +36,8 @@ async function main() {
       rule: 'prod-writes', reason: 'writes to prod need a person', expires_at: new Date(Date.now() + 120000).toISOString(),
     });
 
-    browser = await puppeteer.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      userDataDir: path.join(dir, 'profile'),
-      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run'],
-    });
-    const page = await browser.newPage();
-    await page.setViewport({ width: 1280, height: 1400 });
-    const foreign = [];
-    page.on('request', (r) => { if (!r.url().startsWith(base)) foreign.push(r.url()); });
-    const pageErrors = [];
-    page.on('pageerror', (e) => pageErrors.push(e.message));
-
-    await page.goto(base + '/dashboard', { waitUntil: 'load' });
-    await page.type('#email', EMAIL);
-    await page.type('#password', PASSWORD);
-    await page.click('#signin button[type=submit]');
-    await page.waitForSelector('#app:not([hidden])', { timeout: 10000 });
+    browser = await launchChromium(dir);
+    const { page, pageErrors, foreign } = await signedInPage(browser, base);
     const pendingRow = '#approvals tbody tr[data-id="' + held.id + '"][data-state="pending"]';
     await page.waitForSelector(pendingRow + ' button.approve', { timeout: 5000 });
     await page.waitForFunction(() => {

@@ -4,31 +4,14 @@
 // with the badge of its alert trigger, and none on a plain allowed request.
 'use strict';
 
-const crypto = require('node:crypto');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const puppeteer = require('puppeteer-core');
-const { FAULTCP, ARTIFACTS, CHROMIUM, EMAIL, PASSWORD, fail, startFaultcp, call } = require('./faultcp_harness');
-
-// The guard's activity chain (userspace/guard/activity_log.h): the canonical
-// line is the entry without its hash, compact, fields in this order.
-function makeChain() {
-  const heads = new Map();
-  return (identity, f) => {
-    const head = heads.get(identity) || { seq: 0, hash: '' };
-    const e = {
-      seq: head.seq + 1, ts: new Date().toISOString(), identity, kind: f.kind, method: f.method || 'POST',
-      host: f.host === undefined ? 'api.example.com' : f.host, path: f.path, verdict: f.verdict || 'allow', rule: f.rule || '', llm: null,
-      prev: head.hash,
-    };
-    e.hash = crypto.createHash('sha256').update(JSON.stringify(e)).digest('hex');
-    heads.set(identity, { seq: e.seq, hash: e.hash });
-    return e;
-  };
-}
+const { FAULTCP, ARTIFACTS, EMAIL, PASSWORD, fail, startFaultcp, call, makeChain, launchChromium, signedInPage } =
+  require('./faultcp_harness');
 
 // Each row: what the guard writes, and the badge it must get ('' for none).
+// The stand-in's requests are POSTs to api.example.com unless a row says otherwise.
 const ROWS = [
   [{ kind: 'request', path: '/plain', verdict: 'allow' }, ''],
   [{ kind: 'request', path: '/blocked', verdict: 'deny', rule: 'no-exfil' }, 'blocked'],
@@ -53,24 +36,11 @@ async function main() {
     const guard = (await call(base, 'POST', '/v1/agents/register', enroll.token, { hostname: 'laptop-7' })).token;
     const entry = makeChain();
     const posted = await call(base, 'POST', '/v1/guardrails/activity', guard,
-      { entries: ROWS.map(([f]) => entry('alice@laptop-7', f)) });
+      { entries: ROWS.map(([f]) => entry('alice@laptop-7', { method: 'POST', host: 'api.example.com', ...f })) });
     if (posted.stored !== ROWS.length || posted.flagged.length) fail('the activity did not land: ' + JSON.stringify(posted));
 
-    browser = await puppeteer.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      userDataDir: path.join(dir, 'profile'),
-      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run'],
-    });
-    const page = await browser.newPage();
-    await page.setViewport({ width: 1280, height: 1400 });
-    const pageErrors = [];
-    page.on('pageerror', (e) => pageErrors.push(e.message));
-    await page.goto(base + '/dashboard', { waitUntil: 'load' });
-    await page.type('#email', EMAIL);
-    await page.type('#password', PASSWORD);
-    await page.click('#signin button[type=submit]');
-    await page.waitForSelector('#app:not([hidden])', { timeout: 10000 });
+    browser = await launchChromium(dir);
+    const { page, pageErrors, foreign } = await signedInPage(browser, base);
     await page.waitForFunction((n) => document.querySelectorAll('#activity tbody tr').length === n,
       { timeout: 10000 }, ROWS.length);
 
@@ -92,6 +62,7 @@ async function main() {
     if (colours.some((c) => c === 'rgb(84, 110, 122)')) fail('a badge has no colour of its own: ' + colours.join(', '));
     await page.screenshot({ path: path.join(ARTIFACTS, 'guard-findings.png'), fullPage: true });
     if (pageErrors.length) fail('page errors: ' + pageErrors.join('; '));
+    if (foreign.length) fail('the page fetched from elsewhere: ' + foreign.join(', '));
     console.log('PASS: ' + (ROWS.length - 1) + ' findings shown with their badges (screenshot in ' + ARTIFACTS + ')');
   } finally {
     if (browser) await browser.close();

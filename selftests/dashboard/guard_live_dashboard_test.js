@@ -10,8 +10,8 @@ const fs = require('node:fs');
 const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
-const puppeteer = require('puppeteer-core');
-const { FAULTCP, ARTIFACTS, CHROMIUM, EMAIL, PASSWORD, fail, startFaultcp, call } = require('./faultcp_harness');
+const { FAULTCP, ARTIFACTS, EMAIL, PASSWORD, fail, startFaultcp, call, launchChromium, signedInPage } =
+  require('./faultcp_harness');
 
 const FAULTCTL = process.env.FAULTCTL;
 
@@ -75,21 +75,8 @@ async function main() {
     }, 15000, 'the guard\'s held request in faultcp (guard stderr: ' + err + ')');
     if (held.identity !== 'alice@laptop-7' || held.path !== '/deploy') fail('held: ' + JSON.stringify(held));
 
-    browser = await puppeteer.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      userDataDir: path.join(dir, 'profile'),
-      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run'],
-    });
-    const page = await browser.newPage();
-    await page.setViewport({ width: 1280, height: 1400 });
-    const pageErrors = [];
-    page.on('pageerror', (e) => pageErrors.push(e.message));
-    await page.goto(base + '/dashboard', { waitUntil: 'load' });
-    await page.type('#email', EMAIL);
-    await page.type('#password', PASSWORD);
-    await page.click('#signin button[type=submit]');
-    await page.waitForSelector('#app:not([hidden])', { timeout: 10000 });
+    browser = await launchChromium(dir);
+    const { page, pageErrors, foreign } = await signedInPage(browser, base);
     const pendingRow = '#approvals tbody tr[data-id="' + held.id + '"][data-state="pending"]';
     await page.waitForSelector(pendingRow + ' button.approve', { timeout: 5000 });
     const rowText = await page.$eval(pendingRow, (tr) => tr.textContent);
@@ -108,6 +95,7 @@ async function main() {
     await page.waitForSelector('#approvals tbody tr[data-id="' + held.id + '"][data-state="approved"]', { timeout: 2000 });
     await page.screenshot({ path: path.join(ARTIFACTS, 'guard-live-02-approved.png'), fullPage: true });
     if (pageErrors.length) fail('page errors: ' + pageErrors.join('; '));
+    if (foreign.length) fail('the page fetched from elsewhere: ' + foreign.join(', '));
     console.log('PASS: a real guard approved from the dashboard (screenshots in ' + ARTIFACTS + ')');
   } finally {
     if (browser) await browser.close();

@@ -3,9 +3,20 @@
 
 #include <stdlib.h>
 
+#include <ctime>
 #include <filesystem>
 
 namespace florch {
+
+int64_t utc(int year, int mon, int day, int hour, int min) {
+  std::tm t{};
+  t.tm_year = year - 1900;
+  t.tm_mon = mon - 1;
+  t.tm_mday = day;
+  t.tm_hour = hour;
+  t.tm_min = min;
+  return static_cast<int64_t>(::timegm(&t));
+}
 
 const char* const kSloRules = R"(groups:
   - name: slo

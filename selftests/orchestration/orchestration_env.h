@@ -4,6 +4,7 @@
 // service, as a production Prometheus records them. Its folder is removed at the end.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -13,6 +14,12 @@
 namespace florch {
 
 using namespace std::chrono_literals;
+
+// Unix seconds of a UTC wall time (the validator's windows are in UTC).
+[[nodiscard]] int64_t utc(int year, int mon, int day, int hour, int min = 0);
+// Tuesday 8 December 2026 at HOUR:00 UTC (hour 10: inside the default window,
+// weekdays 09-16).
+[[nodiscard]] inline int64_t tuesday_at(int hour) { return utc(2026, 12, 8, hour); }
 
 // The recording rules: slo:burn_rate5m, slo:burn_rate1h and
 // slo:error_budget_remaining by service, from the exporter's app_slo_burn_rate

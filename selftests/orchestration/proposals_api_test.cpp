@@ -28,15 +28,6 @@ using fltest::Backend;
 using fltest::CpReply;
 using nlohmann::json;
 
-int64_t tuesday_10() {
-  std::tm t{};
-  t.tm_year = 2026 - 1900;
-  t.tm_mon = 11;
-  t.tm_mday = 8;
-  t.tm_hour = 10;
-  return static_cast<int64_t>(::timegm(&t));
-}
-
 // The webhook's receiver: the project's HTTP server on a loopback port.
 class Hooks {
  public:
@@ -108,7 +99,7 @@ class ProposalsApi : public ::testing::TestWithParam<Param> {
     model_ = std::make_unique<StandInModel>(GetParam().provider, read_then(good_proposal()));
     auto config = fltest::test_config();
     config.prometheus = prom_->client();
-    config.clock = std::make_shared<faultline::FixedClock>(tuesday_10());
+    config.clock = std::make_shared<faultline::FixedClock>(tuesday_at(10));
     if (mode != ProposerMode::Off) {
       faultline::ProposerConfig pc;
       pc.mode = mode;

@@ -21,15 +21,6 @@ using fltest::Backend;
 using fltest::CpReply;
 using nlohmann::json;
 
-int64_t tuesday_at(int hour) {
-  std::tm t{};
-  t.tm_year = 2026 - 1900;
-  t.tm_mon = 11;
-  t.tm_mday = 8;
-  t.tm_hour = hour;
-  return static_cast<int64_t>(::timegm(&t));
-}
-
 class ServicesApi : public ::testing::TestWithParam<Backend> {
  protected:
   static void SetUpTestSuite() {

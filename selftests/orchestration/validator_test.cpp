@@ -22,15 +22,6 @@ using faultline::ServiceFacts;
 using faultline::ServiceSpec;
 using faultline::SloReading;
 
-int64_t utc(int year, int mon, int day, int hour, int min) {
-  std::tm t{};
-  t.tm_year = year - 1900;
-  t.tm_mon = mon - 1;
-  t.tm_mday = day;
-  t.tm_hour = hour;
-  t.tm_min = min;
-  return static_cast<int64_t>(::timegm(&t));
-}
 const int64_t kTuesday10 = utc(2026, 12, 8, 10, 0);
 const int64_t kTuesday1559 = utc(2026, 12, 8, 15, 59);
 const int64_t kSaturday10 = utc(2026, 12, 12, 10, 0);
