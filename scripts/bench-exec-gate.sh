@@ -52,3 +52,8 @@ lo=$(printf '%s\n' "${ratios[@]}" | sort -n | head -1); hi=$(printf '%s\n' "${ra
 verdict=MET
 awk -v m="$med" 'BEGIN{exit !(m > 1.15)}' && verdict=MISSED
 echo "  gate / guard: ${med}x [${lo}-${hi}] (target <= 1.15x: $verdict)"
+# The row for make bench's summary and results.json.
+[ -n "${BENCH_SUMMARY:-}" ] && printf '%s\t%s\t%s\t%s\t%s\t%s\n' "11 exec gate" \
+  "exec of /bin/true under --block-dangerous (guard alone: $(echo "${all[guard]}" | stats))" \
+  "$(echo "${all[gate]}" | stats)" "${med}x [${lo}-${hi}]" "<= 1.15x the guard" "$verdict" >>"$BENCH_SUMMARY"
+exit 0

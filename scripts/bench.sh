@@ -25,6 +25,8 @@
 #                        the budget under 20 callers (its own table, targets MET/MISSED)
 #  11. bench-exec-gate.sh  an exec under faultctl guard --block-dangerous vs the same guard without it
 #                        (exec of /bin/true from one bash; target <= 1.15x, MET/MISSED)
+#  12. bench-enforce-fs.sh  make -j2 of a small C project under faultctl guard --enforce-fs vs the
+#                        same guard without it (root; target <= 1.10x, MET/MISSED)
 #
 # At the end: BUILD_DIR/bench/results.json (every figure, parsed) and BUILD_DIR/bench/report.html
 # (the tables and the curves the steps drew, scripts/bench-report.py).
@@ -223,6 +225,12 @@ if want 11; then
 echo
 echo "== 11. the exec gate: what judging each exec of a guarded command costs (--block-dangerous)"
 step "$(dirname "$0")/bench-exec-gate.sh" "$BUILD"
+
+fi
+if want 12; then
+echo
+echo "== 12. the file gate: what judging every open and exec costs a build (--enforce-fs)"
+step "$(dirname "$0")/bench-enforce-fs.sh" "$BUILD"
 
 fi
 echo
