@@ -245,7 +245,7 @@ TEST_P(GuardAlertsTest, ASlackUrlGetsSlacksMessageAndNoPlantedSecretReachesAnyBo
   AlertReceiver hook;
   // The format a hooks.slack.com URL gets by itself (never posted to).
   auto slack = call("PUT", "/v1/guardrails/alerts", token_,
-                    json{{"url", "https://hooks.slack.com/services/T000/B000/XXXX"}, {"triggers", {"dlp"}}}.dump());
+                    json{{"url", "https://hooks.slack.com/services/T000/B000/abc123"}, {"triggers", {"dlp"}}}.dump());
   ASSERT_EQ(slack.status, 200) << slack.describe();
   EXPECT_EQ(slack.json()["alerts"]["sends_as"], "slack");
   EXPECT_EQ(slack.json()["alerts"]["secret_set"], false);

@@ -1,5 +1,5 @@
 // faultctl guard --creds end to end: the real faultctl (as nobody when root)
-// running the pinned openai SDK, whose own key is a placeholder, against a
+// running the pinned openai SDK, whose own key is a stand-in that opens nothing, against a
 // loopback HTTPS stand-in that accepts only the real key. The guard sets it
 // from an env or file source; a missing secret denies (nothing reaches the
 // stand-in); a removed file stops the injection within the TTL; bad files

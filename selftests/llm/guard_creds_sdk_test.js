@@ -1,5 +1,5 @@
 // The openai SDK (pinned) under `faultctl guard --creds`: its own key is a
-// placeholder, and the guard sets the real one on its HTTPS calls to the
+// stand-in that opens nothing, and the guard sets the real one on its HTTPS calls to the
 // stand-in, through a CONNECT tunnel whose TLS the guard terminates (the
 // guard's CA trusted through NODE_EXTRA_CA_CERTS, as the guard sets it).
 // MODE ok: the call succeeds (the stand-in saw the right key); MODE denied:
@@ -67,7 +67,7 @@ function tunnelFetch(url, init = {}) {
 }
 
 async function main() {
-  const openai = new OpenAI({apiKey: 'sk-placeholder-the-agent-holds', baseURL: base + '/v1', fetch: tunnelFetch});
+  const openai = new OpenAI({apiKey: 'sk-stand-in-the-agent-holds', baseURL: base + '/v1', fetch: tunnelFetch});
   try {
     const r = await openai.chat.completions.create({model: 'gpt-test', messages: [{role: 'user', content: 'hi'}]});
     check(mode === 'ok', 'openai: the call succeeds only when the guard holds the key', mode);

@@ -15,7 +15,7 @@ namespace creds_file_impl {
 using nlohmann::json;
 
 constexpr size_t kMaxFileBytes = 1 << 20;
-constexpr std::string_view kPlaceholder = "${SECRET}";
+constexpr std::string_view kSecretReference = "${SECRET}";
 
 Error field_error(const std::string& origin, const std::string& field, const std::string& what) {
   return input_error(EINVAL, origin + ": " + field + ": " + what);
@@ -137,11 +137,11 @@ Status parse_http(const json& e, HttpCredential& c, const std::string& origin) {
   for (std::string_view h : kHopByHop)
     if (lower == h) return field_error(origin, c.where + ".header", "'" + c.header + "': the proxy owns that field");
   c.value = e["value"].get<std::string>();
-  if (c.value.find(kPlaceholder) == std::string::npos)
+  if (c.value.find(kSecretReference) == std::string::npos)
     return field_error(origin, c.where + ".value", "holds no ${SECRET} (where the secret goes: \"Bearer ${SECRET}\")");
   if (has_control(c.value)) return field_error(origin, c.where + ".value", "a control character");
   std::string rest = c.value;
-  for (size_t at; (at = rest.find(kPlaceholder)) != std::string::npos;) rest.erase(at, kPlaceholder.size());
+  for (size_t at; (at = rest.find(kSecretReference)) != std::string::npos;) rest.erase(at, kSecretReference.size());
   if (rest.find("${") != std::string::npos)
     return field_error(origin, c.where + ".value", "only ${SECRET} is replaced; another ${...} is refused");
   return parse_secret(e["secret"], c.secret, origin, c.where + ".secret");
@@ -194,14 +194,14 @@ Result<CredsFile> read_creds_file(const std::string& path) {
 std::string expand_secret(std::string_view value, std::string_view secret) {
   std::string out;
   for (size_t at = 0;;) {
-    const size_t next = value.find(kPlaceholder, at);
+    const size_t next = value.find(kSecretReference, at);
     if (next == std::string_view::npos) {
       out.append(value.substr(at));
       return out;
     }
     out.append(value.substr(at, next - at));
     out.append(secret);
-    at = next + kPlaceholder.size();
+    at = next + kSecretReference.size();
   }
 }
 
