@@ -56,23 +56,11 @@ run() {  # ARM -> microseconds for the build
 }
 
 run bare >/dev/null  # warm the page cache and gcc
-declare -A all
-ratios=()
-for r in $(seq "$REPS"); do
-  for arm in bare guard fs; do all[$arm]+="$(run $arm) "; done
-  g=$(echo "${all[guard]}" | awk '{print $NF}'); t=$(echo "${all[fs]}" | awk '{print $NF}')
-  ratios+=("$(awk -v a="$t" -v b="$g" 'BEGIN{printf "%.2f", a/b}')")
-done
-stats() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{v[NR]=$1} END{printf "%.0f ms [%.0f-%.0f]", v[int((NR+1)/2)]/1000, v[1]/1000, v[NR]/1000}'; }
+# shellcheck source=bench-arms.sh
+. "$(dirname "$0")/bench-arms.sh"
+bench_rounds "$REPS" fs guard bare guard fs
 echo "make -j2 of 49 C files from clean, $REPS rounds (median [min-max]):"
-for arm in bare guard fs; do printf '  %-6s %s\n' "$arm" "$(echo "${all[$arm]}" | stats)"; done
-med=$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{v[NR]=$1} END{print v[int((NR+1)/2)]}')
-lo=$(printf '%s\n' "${ratios[@]}" | sort -n | head -1); hi=$(printf '%s\n' "${ratios[@]}" | sort -n | tail -1)
-verdict=MET
-awk -v m="$med" 'BEGIN{exit !(m > 1.10)}' && verdict=MISSED
-echo "  enforce-fs / guard: ${med}x [${lo}-${hi}] (target <= 1.10x: $verdict)"
-# The row for make bench's summary and results.json.
-[ -n "${BENCH_SUMMARY:-}" ] && printf '%s\t%s\t%s\t%s\t%s\t%s\n' "12 enforce-fs" \
-  "make -j2 under --enforce-fs (guard alone: $(echo "${all[guard]}" | stats))" "$(echo "${all[fs]}" | stats)" \
-  "${med}x [${lo}-${hi}]" "<= 1.10x the guard" "$verdict" >>"$BENCH_SUMMARY"
-exit 0
+for arm in bare guard fs; do printf '  %-6s %s\n' "$arm" "$(bench_stats $arm 1000 0 ms)"; done
+bench_verdict "enforce-fs / guard" 1.10
+bench_summary_row "12 enforce-fs" "make -j2 under --enforce-fs (guard alone: $(bench_stats guard 1000 0 ms))" \
+  "$(bench_stats fs 1000 0 ms)" "<= 1.10x the guard"

@@ -37,23 +37,11 @@ run() {  # ARM -> ns per exec
   esac
 }
 
-declare -A all
-ratios=()
-for r in $(seq "$REPS"); do
-  for arm in bare guard gate; do all[$arm]+="$(run $arm) "; done
-  g=$(echo "${all[guard]}" | awk '{print $NF}'); t=$(echo "${all[gate]}" | awk '{print $NF}')
-  ratios+=("$(awk -v a="$t" -v b="$g" 'BEGIN{printf "%.2f", a/b}')")
-done
-stats() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{v[NR]=$1} END{printf "%.1f us [%.1f-%.1f]", v[int((NR+1)/2)]/1000, v[1]/1000, v[NR]/1000}'; }
+# shellcheck source=bench-arms.sh
+. "$(dirname "$0")/bench-arms.sh"
+bench_rounds "$REPS" gate guard bare guard gate
 echo "exec of /bin/true, $N per run, $REPS rounds (median [min-max] per exec):"
-for arm in bare guard gate; do printf '  %-6s %s\n' "$arm" "$(echo "${all[$arm]}" | stats)"; done
-med=$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{v[NR]=$1} END{print v[int((NR+1)/2)]}')
-lo=$(printf '%s\n' "${ratios[@]}" | sort -n | head -1); hi=$(printf '%s\n' "${ratios[@]}" | sort -n | tail -1)
-verdict=MET
-awk -v m="$med" 'BEGIN{exit !(m > 1.15)}' && verdict=MISSED
-echo "  gate / guard: ${med}x [${lo}-${hi}] (target <= 1.15x: $verdict)"
-# The row for make bench's summary and results.json.
-[ -n "${BENCH_SUMMARY:-}" ] && printf '%s\t%s\t%s\t%s\t%s\t%s\n' "11 exec gate" \
-  "exec of /bin/true under --block-dangerous (guard alone: $(echo "${all[guard]}" | stats))" \
-  "$(echo "${all[gate]}" | stats)" "${med}x [${lo}-${hi}]" "<= 1.15x the guard" "$verdict" >>"$BENCH_SUMMARY"
-exit 0
+for arm in bare guard gate; do printf '  %-6s %s\n' "$arm" "$(bench_stats $arm 1000 1 us)"; done
+bench_verdict "gate / guard" 1.15
+bench_summary_row "11 exec gate" "exec of /bin/true under --block-dangerous (guard alone: $(bench_stats guard 1000 1 us))" \
+  "$(bench_stats gate 1000 1 us)" "<= 1.15x the guard"
