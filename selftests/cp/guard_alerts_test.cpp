@@ -15,6 +15,7 @@
 #include "cp/auth/crypto.h"
 #include "cp/webhooks/slack_message.h"
 #include "cp_client.h"
+#include "hook_receiver.h"
 #include "selftests/lib/child_process.h"
 #include "userspace/guard/activity_log.h"
 #include "userspace/orchestration/clock.h"
@@ -30,54 +31,6 @@ const char* kSecret = "alerts-secret-0123456789";
 // Planted in entries: a real-looking AWS key id and a bearer token.
 const char* kPlantedKey = "AKIAQYLPMN5HHHFPZAM2";
 const char* kPlantedToken = "ghp_R3aLl00kingT0kenValue0123456789abcd";
-
-// An alert receiver: the project's HTTP server on a loopback port, on a thread.
-class AlertReceiver {
- public:
-  AlertReceiver() {
-    auto s = faultline::HttpServer::create();
-    if (!s) throw std::runtime_error(s.error().describe());
-    server_.emplace(std::move(*s));
-    auto addr = server_->listen_tcp("127.0.0.1:0", [this](const faultline::HttpRequest& r) {
-      std::lock_guard lock(mu_);
-      got_.push_back(r);
-      return faultline::HttpReply::json(200, "{}");
-    });
-    if (!addr) throw std::runtime_error(addr.error().describe());
-    url_ = "http://" + *addr + "/alerts";
-    stop_ = ::eventfd(0, EFD_CLOEXEC);
-    thread_ = std::thread([this] { (void)server_->run(stop_); });
-  }
-  ~AlertReceiver() {
-    uint64_t one = 1;
-    (void)!::write(stop_, &one, sizeof one);
-    thread_.join();
-    ::close(stop_);
-  }
-  [[nodiscard]] const std::string& url() const { return url_; }
-  [[nodiscard]] std::vector<faultline::HttpRequest> requests() {
-    std::lock_guard lock(mu_);
-    return got_;
-  }
-  // Waits until `n` requests came (or 10 s passed), then a little longer
-  // for any that should not come.
-  std::vector<faultline::HttpRequest> wait_for(size_t n) {
-    for (auto until = std::chrono::steady_clock::now() + 10s; std::chrono::steady_clock::now() < until;) {
-      if (requests().size() >= n) break;
-      std::this_thread::sleep_for(20ms);
-    }
-    std::this_thread::sleep_for(300ms);
-    return requests();
-  }
-
- private:
-  std::optional<faultline::HttpServer> server_;
-  std::string url_;
-  int stop_ = -1;
-  std::mutex mu_;
-  std::vector<faultline::HttpRequest> got_;
-  std::thread thread_;
-};
 
 // The digest's clock, moved by the test while faultcp reads it.
 class SteppedClock final : public faultline::Clock {
@@ -187,7 +140,7 @@ const Finding kAllowed{"alice@build-7", "request", "allow", ""};
 
 TEST_P(GuardAlertsTest, FindingsRaiseSignedAlertsAndTheCooldownCountsWhatItHeldBack) {
   start();
-  AlertReceiver hook;
+  fltest::HookReceiver hook;
   put_alerts({{"url", hook.url()},
               {"secret", kSecret},
               {"triggers", {"blocked", "dlp", "honeytoken"}},
@@ -202,7 +155,7 @@ TEST_P(GuardAlertsTest, FindingsRaiseSignedAlertsAndTheCooldownCountsWhatItHeldB
   // Three blocks in one batch: one alert, two held back. An allowed request
   // raises nothing; dlp (cooldown 0) and the honeytoken one each.
   post({kBlocked, kBlocked, kAllowed, kDlp, kBlocked, kHoney, kDlp});
-  auto reqs = hook.wait_for(4);
+  auto reqs = hook.wait_for(4, 300ms);
   ASSERT_EQ(triggers_of(reqs), (std::vector<std::string>{"blocked", "dlp", "honeytoken", "dlp"}));
   for (const auto& r : reqs) {
     expect_signed(r);
@@ -222,7 +175,7 @@ TEST_P(GuardAlertsTest, FindingsRaiseSignedAlertsAndTheCooldownCountsWhatItHeldB
   // After the cooldown the next block goes, saying two were held back.
   std::this_thread::sleep_for(3500ms);
   post({kBlocked});
-  reqs = hook.wait_for(5);
+  reqs = hook.wait_for(5, 300ms);
   ASSERT_EQ(reqs.size(), 5u);
   const json next = json::parse(reqs[4].body);
   EXPECT_EQ(next["trigger"], "blocked");
@@ -234,7 +187,7 @@ TEST_P(GuardAlertsTest, FindingsRaiseSignedAlertsAndTheCooldownCountsWhatItHeldB
   Finding long_path = kDlp;
   long_path.path = "/" + std::string(198, 'a') + "\xc3\xa9\xc3\xa9/rest";
   post({long_path});
-  reqs = hook.wait_for(6);
+  reqs = hook.wait_for(6, 300ms);
   ASSERT_EQ(reqs.size(), 6u) << "no alert for the long path";
   const json cut = json::parse(reqs[5].body);
   EXPECT_EQ(cut["fields"]["path"], "/" + std::string(198, 'a') + "...");
@@ -242,7 +195,7 @@ TEST_P(GuardAlertsTest, FindingsRaiseSignedAlertsAndTheCooldownCountsWhatItHeldB
 
 TEST_P(GuardAlertsTest, ASlackUrlGetsSlacksMessageAndNoPlantedSecretReachesAnyBody) {
   start();
-  AlertReceiver hook;
+  fltest::HookReceiver hook;
   // The format a hooks.slack.com URL gets by itself (never posted to).
   auto slack = call("PUT", "/v1/guardrails/alerts", token_,
                     json{{"url", "https://hooks.slack.com/services/T000/B000/abc123"}, {"triggers", {"dlp"}}}.dump());
@@ -263,10 +216,10 @@ TEST_P(GuardAlertsTest, ASlackUrlGetsSlacksMessageAndNoPlantedSecretReachesAnyBo
   blocked.path = std::string("/collect/api_key=") + kPlantedToken + query;
   Finding answer{"alice@build-7", "response_threat", "allow", "response-guard/aws_access_key"};
   post({dlp, blocked, answer});
-  auto reqs = hook.wait_for(3);
+  auto reqs = hook.wait_for(3, 300ms);
   ASSERT_EQ(reqs.size(), 3u);
   ASSERT_EQ(call("POST", "/v1/guardrails/digest/test", token_).status, 202);
-  reqs = hook.wait_for(4);
+  reqs = hook.wait_for(4, 300ms);
   ASSERT_EQ(reqs.size(), 4u);
   for (const auto& r : reqs) {
     expect_signed(r);
@@ -303,12 +256,12 @@ TEST_P(GuardAlertsTest, ASlackUrlGetsSlacksMessageAndNoPlantedSecretReachesAnyBo
 
 TEST_P(GuardAlertsTest, TheTestRoutesSendNowAndTheDigestCountsTriggersRulesAndIdentities) {
   start();
-  AlertReceiver hook;
+  fltest::HookReceiver hook;
   EXPECT_EQ(call("POST", "/v1/guardrails/alerts/test", token_).status, 409) << "no settings yet";
   put_alerts({{"url", hook.url()}, {"secret", kSecret}, {"triggers", json::array()}, {"digest", "weekly"}});
   auto t = call("POST", "/v1/guardrails/alerts/test", token_);
   ASSERT_EQ(t.status, 202) << t.describe();
-  auto reqs = hook.wait_for(1);
+  auto reqs = hook.wait_for(1, 300ms);
   ASSERT_EQ(reqs.size(), 1u);
   expect_signed(reqs[0]);
   EXPECT_EQ(json::parse(reqs[0].body)["trigger"], "test");
@@ -320,7 +273,7 @@ TEST_P(GuardAlertsTest, TheTestRoutesSendNowAndTheDigestCountsTriggersRulesAndId
   post({Finding{"old@box", "request", "deny", "stale-rule"}}, unix_now_ms() - 8 * 86'400'000LL);
   auto d = call("POST", "/v1/guardrails/digest/test", token_);
   ASSERT_EQ(d.status, 202) << d.describe();
-  reqs = hook.wait_for(2);
+  reqs = hook.wait_for(2, 300ms);
   ASSERT_EQ(reqs.size(), 2u) << "a finding raised an alert with no trigger on";
   expect_signed(reqs[1]);
   const json digest = json::parse(reqs[1].body);
@@ -348,7 +301,7 @@ TEST_P(GuardAlertsTest, TheDailyDigestGoesOnceAtItsTime) {
   const int64_t before = 1767603590;
   auto clock = std::make_shared<SteppedClock>(before);
   start(clock);
-  AlertReceiver hook;
+  fltest::HookReceiver hook;
   put_alerts({{"url", hook.url()},
               {"secret", kSecret},
               {"triggers", json::array()},
@@ -359,7 +312,7 @@ TEST_P(GuardAlertsTest, TheDailyDigestGoesOnceAtItsTime) {
   std::this_thread::sleep_for(500ms);
   EXPECT_TRUE(hook.requests().empty()) << "a digest before its time";
   clock->set(before + 15);  // 09:00:05
-  auto reqs = hook.wait_for(1);
+  auto reqs = hook.wait_for(1, 300ms);
   std::this_thread::sleep_for(500ms);  // several checks later: still one
   reqs = hook.requests();
   ASSERT_EQ(reqs.size(), 1u);
@@ -437,7 +390,7 @@ TEST(GuardAlertReplicas, TwoReplicasShareOneCooldown) {
   auto [b, b_port] = start();
   ASSERT_NE(a_port, 0);
   ASSERT_NE(b_port, 0);
-  AlertReceiver hook;
+  fltest::HookReceiver hook;
   const std::string token =
       fltest::cp_request(a_port, "POST", "/v1/auth/signup", "",
                          R"({"email":"r@example.com","password":"correct horse battery","workspace":"r"})")
@@ -474,13 +427,13 @@ TEST(GuardAlertReplicas, TwoReplicasShareOneCooldown) {
   };
   report(a_port, 1);
   report(b_port, 2);
-  auto reqs = hook.wait_for(1);
+  auto reqs = hook.wait_for(1, 300ms);
   std::this_thread::sleep_for(500ms);  // time for a second one, if it were sent
   reqs = hook.requests();
   ASSERT_EQ(reqs.size(), 1u) << "each replica kept its own cooldown";
   std::this_thread::sleep_for(3500ms);
   report(b_port, 3);
-  reqs = hook.wait_for(2);
+  reqs = hook.wait_for(2, 300ms);
   ASSERT_EQ(reqs.size(), 2u);
   expect_signed(reqs[1]);
   EXPECT_EQ(json::parse(reqs[1].body)["fields"]["suppressed"], 1);
