@@ -20,6 +20,7 @@
 #                        ratios against Faultline, targets MET/MISSED (its own tables; ~5 min)
 #   9. fl_bench_dlp      the guard's DLP engine on one core, GB/s, vs RE2::Set, PCRE2-JIT and std::regex
 #                        on the same chat-JSON corpus (targets >= 1 GB/s and >= 5x RE2::Set)
+#  10. fl_bench_guard_rules  the guard's decide() with 1,000 rules, indexed vs walked vs one rule
 #  10. bench-guard.sh    the AI-agent guard's cost per request: wrk as the guarded command, no rule vs 1k
 #                        rules, a 16 KiB body with and without the LLM facts scan, the activity log on;
 #                        the budget under 20 callers (its own table, targets MET/MISSED)
@@ -218,6 +219,12 @@ fi
 if want 10; then
 echo
 echo "== 10. the AI-agent guard: what rules, the LLM facts scan and the activity log cost a request"
+if [ -x "$BUILD/bench/fl_bench_guard_rules" ]; then
+  step taskset -c "$CPU_SERVER" "$BUILD/bench/fl_bench_guard_rules" --reps "$REPS" --summary "$SUMMARY"
+else
+  echo "bench: $BUILD/bench/fl_bench_guard_rules is missing; build first" >&2
+  FAILED=1
+fi
 step "$(dirname "$0")/bench-guard.sh" "$BUILD"
 
 fi

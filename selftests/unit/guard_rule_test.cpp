@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "userspace/guard/guard_policy.h"
 
 namespace faultline {
@@ -203,6 +205,73 @@ TEST(GuardDecide, AKnownMatchIsPreferredToAnUnknownOne) {
   const GuardDecision d = decide(p, f);
   EXPECT_EQ(d.rule, "by-path");
   EXPECT_FALSE(d.llm_facts_unknown);
+}
+
+// The rule index (with_rule_index()) reads only the rules a request's host
+// can meet; its decision must be the plain walk's for any policy and request.
+// Random policies over a small world of names, so that hosts, suffixes,
+// ports, paths, methods and unknown LLM facts collide often.
+TEST(GuardDecide, TheRuleIndexDecidesAsTheWalkOverEveryRule) {
+  std::mt19937 rng(20261207);
+  auto pick = [&](auto const& list) { return list[rng() % list.size()]; };
+  const std::vector<std::string> names = {
+      "api.example.com", "example.com", "a.b.example.com", "b.example.com", "x.test",
+      "10.0.0.5",        "::1",         "b.example.com."};
+  const std::vector<std::string> host_patterns = {"api.example.com", "*.example.com", "*.b.example.com",
+                                                  "example.com:443", "*.test",        "x.test:8080",
+                                                  "10.0.0.5",        "[::1]:443"};
+  const std::vector<std::string> paths = {"/v1/", "/secrets/", "/v1/messages", "?q=", "/"};
+  const std::vector<std::string> methods = {"GET", "POST", "DELETE"};
+  const std::vector<std::string> models = {"claude-opus-*", "gpt-4o"};
+  const std::vector<uint16_t> ports = {443, 80, 8080};
+  int compared = 0, by_rule = 0;
+  for (int round = 0; round < 300; ++round) {
+    GuardPolicy p;
+    p.mode = rng() % 2 ? GuardMode::Enforce : GuardMode::Monitor;
+    p.default_allow = rng() % 2;
+    const size_t n = 1 + rng() % 40;
+    for (size_t i = 0; i < n; ++i) {
+      GuardRule r = rule("r" + std::to_string(i), static_cast<GuardVerdict>(rng() % 3));
+      if (rng() % 3 != 0) r.host = host(pick(host_patterns));
+      if (rng() % 3 == 0) r.path = pick(paths);
+      if (rng() % 4 == 0) r.method = pick(methods);
+      if (rng() % 6 == 0) r.llm_model = pick(models);
+      if (rng() % 8 == 0) r.llm_max_tokens_over = 1000;
+      if (!r.has_matcher()) r.method = pick(methods);
+      p.rules.push_back(std::move(r));
+    }
+    const auto indexed = with_rule_index(std::make_shared<const GuardPolicy>(p));
+    ASSERT_TRUE(indexed->index && indexed->index->covers(indexed->rules));
+    for (int q = 0; q < 50; ++q) {
+      RequestFacts f = request(pick(methods), pick(names), pick(ports), pick(paths) + "x");
+      if (rng() % 3 == 0) f.llm_model = rng() % 2 ? "claude-opus-4" : "gpt-4o";
+      if (rng() % 3 == 0) f.llm_max_tokens = rng() % 2000;
+      f.llm_facts_unparseable = !f.llm_model && rng() % 4 == 0;
+      const GuardDecision want = decide(p, f), got = decide(*indexed, f);
+      ASSERT_EQ(guard_verdict_name(got.verdict), guard_verdict_name(want.verdict)) << f.host << f.path;
+      ASSERT_EQ(got.rule, want.rule) << f.method << " " << f.host << ":" << f.port << f.path;
+      ASSERT_EQ(got.reason, want.reason);
+      ASSERT_EQ(got.llm_facts_unknown, want.llm_facts_unknown);
+      ++compared;
+      by_rule += !want.rule.empty();
+    }
+  }
+  EXPECT_EQ(compared, 300 * 50);
+  EXPECT_GT(by_rule, compared / 3) << "the world is too sparse: most decisions were the default";
+}
+
+TEST(GuardDecide, ACopiedPolicyDoesNotUseAnotherVectorsIndex) {
+  GuardPolicy p;
+  GuardRule r = rule("api", GuardVerdict::Deny);
+  r.host = host("api.example.com");
+  p.rules.push_back(r);
+  const auto indexed = with_rule_index(std::make_shared<const GuardPolicy>(p));
+  GuardPolicy copy = *indexed;  // carries the index, not its vector
+  EXPECT_FALSE(copy.index->covers(copy.rules));
+  copy.rules.front().host = host("other.example.com");
+  EXPECT_EQ(decide(copy, request("GET", "other.example.com", 443, "/")).rule, "api");
+  EXPECT_EQ(decide(copy, request("GET", "api.example.com", 443, "/")).rule, "");
+  EXPECT_EQ(with_rule_index(indexed), indexed) << "an indexed policy is shared as it is";
 }
 
 TEST(GuardRule, NeedsPlaintext) {

@@ -313,14 +313,16 @@ DenialFormat denial_format_for_request(std::string_view host, std::string_view p
 }
 
 GuardJudge::GuardJudge(std::shared_ptr<const GuardPolicy> policy, GuardJudgeOptions options)
-    : policy_(std::move(policy)),
+    : policy_(with_rule_index(std::move(policy))),
       options_(std::move(options)),
       exec_grants_(options_.approval_prefix),
       approvals_(options_.approval_prefix, options_.approve_timeout) {
   if (options_.budget && options_.budget->waits()) budget_thread_ = std::make_unique<TaskThread>();
 }
 
-void GuardJudge::reload(std::shared_ptr<const GuardPolicy> policy) { policy_.store(std::move(policy)); }
+void GuardJudge::reload(std::shared_ptr<const GuardPolicy> policy) {
+  policy_.store(with_rule_index(std::move(policy)));
+}
 
 GuardCounts GuardJudge::counts() const {
   return {requests_.load(),   allowed_.load(),    denied_.load(),    held_.load(),   approved_.load(),

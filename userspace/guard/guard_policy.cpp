@@ -114,21 +114,68 @@ Match match(const GuardRule& r, const RequestFacts& f, std::string_view host) {
   return unknown ? Match::OnUnknownFacts : Match::Yes;
 }
 
+size_t action_slot(GuardVerdict action) { return static_cast<size_t>(action); }
+
 }  // namespace guard_policy_detail
+
+GuardRuleIndex::GuardRuleIndex(const std::vector<GuardRule>& rules) : rules_(rules.data()), count_(rules.size()) {
+  using guard_policy_detail::action_slot;
+  for (size_t i = 0; i < rules.size(); ++i) {
+    const GuardRule& r = rules[i];
+    Lists& lists = !r.host ? any_host_ : (r.host->wildcard ? wildcard_ : exact_)[r.host->name];
+    lists[action_slot(r.action)].push_back(static_cast<uint32_t>(i));
+  }
+}
+
+size_t GuardRuleIndex::lists_for(GuardVerdict action, std::string_view host,
+                                 std::vector<const std::vector<uint32_t>*>& out) const {
+  const size_t slot = guard_policy_detail::action_slot(action);
+  out.clear();
+  auto add = [&](const Lists& lists) {
+    if (!lists[slot].empty()) out.push_back(&lists[slot]);
+  };
+  add(any_host_);
+  if (auto it = exact_.find(host); it != exact_.end()) add(it->second);
+  if (!wildcard_.empty()) {
+    // *.example.com can match a.example.com and a.b.example.com: each suffix
+    // after a dot is a name a wildcard rule may hold.
+    for (size_t dot = host.find('.'); dot != std::string_view::npos; dot = host.find('.', dot + 1))
+      if (auto it = wildcard_.find(host.substr(dot + 1)); it != wildcard_.end()) add(it->second);
+  }
+  return out.size();
+}
+
+std::shared_ptr<const GuardPolicy> with_rule_index(std::shared_ptr<const GuardPolicy> policy) {
+  if (!policy || (policy->index && policy->index->covers(policy->rules))) return policy;
+  auto indexed = std::make_shared<GuardPolicy>(*policy);
+  indexed->index = std::make_shared<const GuardRuleIndex>(indexed->rules);
+  return indexed;
+}
 
 GuardDecision decide(const GuardPolicy& policy, const RequestFacts& facts) {
   using guard_policy_detail::Match;
   const bool enforced = policy.mode == GuardMode::Enforce;
   const std::string host = canonical_guard_host(facts.host);
+  // MCP calls and SQL statements are judged by rules without a host: the
+  // index, by host, is for HTTP requests.
+  const bool indexed = policy.index && policy.index->covers(policy.rules) && !facts.mcp && facts.sql == nullptr;
   for (GuardVerdict action : {GuardVerdict::Deny, GuardVerdict::Approve, GuardVerdict::Allow}) {
     const GuardRule* on_unknown = nullptr;
-    for (const GuardRule& r : policy.rules) {
-      if (r.action != action) continue;
+    const GuardRule* decided = nullptr;
+    auto consider = [&](const GuardRule& r) {
       const Match m = guard_policy_detail::match(r, facts, host);
-      if (m == Match::Yes) return GuardDecision{action, r.name, r.reason, enforced, false, r.is_k8s()};
+      if (m == Match::Yes) decided = &r;
       // Fail safe: unknown facts may deny or hold a request, never let it through.
       if (m == Match::OnUnknownFacts && action != GuardVerdict::Allow && !on_unknown) on_unknown = &r;
+      return decided != nullptr;
+    };
+    if (indexed) {
+      policy.index->visit(action, host, [&](uint32_t at) { return consider(policy.rules[at]); });
+    } else {
+      for (const GuardRule& r : policy.rules)
+        if (r.action == action && consider(r)) break;
     }
+    if (decided) return GuardDecision{action, decided->name, decided->reason, enforced, false, decided->is_k8s()};
     if (on_unknown) {
       const bool k8s = on_unknown->is_k8s() && facts.k8s && facts.k8s->unknown;
       std::string reason(k8s ? kK8sFactsUnknownReason : kLlmFactsUnknownReason);

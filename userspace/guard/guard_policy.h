@@ -2,10 +2,14 @@
 // request's facts get, whatever protocol carried it.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "userspace/guard/guard_rule.h"
@@ -17,11 +21,57 @@ namespace faultline {
 // Monitor decides and records; enforce also acts on the verdict.
 enum class GuardMode : uint8_t { Monitor, Enforce };
 
+// The rules of one policy by the host they name, so that decide() reads only
+// the rules a request's host can meet: those naming exactly its host, those
+// naming a suffix of it (*.example.com), and those naming no host. Each list
+// keeps the order written, and decide() walks them merged, so a decision is
+// the one the plain walk over every rule gives (a test holds the two equal).
+class GuardRuleIndex {
+ public:
+  explicit GuardRuleIndex(const std::vector<GuardRule>& rules);
+
+  // Whether this index was built for this very vector (a copy of a policy
+  // carries its index but not its vector: decide() then walks every rule).
+  [[nodiscard]] bool covers(const std::vector<GuardRule>& rules) const {
+    return rules.data() == rules_ && rules.size() == count_;
+  }
+  // Calls visit(position) for each rule of `action` that may match a request
+  // to `host` (canonical_guard_host()), in the order written, until visit
+  // returns true.
+  template <class Visit>
+  void visit(GuardVerdict action, std::string_view host, Visit&& visit) const;
+
+ private:
+  using Lists = std::array<std::vector<uint32_t>, 3>;  // positions, by action
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  using ByHost = std::unordered_map<std::string, Lists, Hash, std::equal_to<>>;
+  // Fills `out` with the lists of `action` a request to `host` may meet: its
+  // exact host's, each of its suffixes' and the host-less rules'; their count.
+  size_t lists_for(GuardVerdict action, std::string_view host, std::vector<const std::vector<uint32_t>*>& out) const;
+
+  const GuardRule* rules_;
+  size_t count_;
+  ByHost exact_;     // "api.example.com" -> rules naming exactly it
+  ByHost wildcard_;  // "example.com" -> rules naming *.example.com
+  Lists any_host_;   // rules naming no host (a path, a method, MCP, SQL, ...)
+};
+
 struct GuardPolicy {
   GuardMode mode = GuardMode::Monitor;
   bool default_allow = true;
   std::vector<GuardRule> rules;  // in the order written; decide() takes them by action
+  // Built by with_rule_index() for a policy that is shared and no longer
+  // changes; without it, decide() walks every rule.
+  std::shared_ptr<const GuardRuleIndex> index;
 };
+
+// The policy with its rule index built (a copy; the policy itself when it has
+// one already). What a guard judges by: 1,000 rules cost a request the few
+// that name its host, not all of them.
+[[nodiscard]] std::shared_ptr<const GuardPolicy> with_rule_index(std::shared_ptr<const GuardPolicy> policy);
 
 // What a session knows of one request when it asks for a decision.
 struct RequestFacts {
@@ -84,6 +134,9 @@ struct GuardDecision {
 // A tunnel seen only by its host (not terminated, no path) never matches a
 // rule that needs the path or the method: the caller refuses such rules at
 // start for HTTPS it does not terminate (needs_plaintext()).
+//
+// With the policy's rule index (with_rule_index()), an HTTP request is
+// matched against the rules its host can meet only; the decision is the same.
 [[nodiscard]] GuardDecision decide(const GuardPolicy& policy, const RequestFacts& facts);
 
 // The reason given when a rule matched on unknown LLM facts.
@@ -91,5 +144,20 @@ inline constexpr std::string_view kLlmFactsUnknownReason = "llm facts unknown: b
 // The reason given when a rule matched on a Kubernetes path it cannot read.
 inline constexpr std::string_view kK8sFactsUnknownReason =
     "kubernetes facts unknown: the path is not one the guard reads as the API server would";
+
+template <class Visit>
+void GuardRuleIndex::visit(GuardVerdict action, std::string_view host, Visit&& visit) const {
+  thread_local std::vector<const std::vector<uint32_t>*> lists;
+  thread_local std::vector<size_t> at;
+  const size_t n = lists_for(action, host, lists);
+  at.assign(n, 0);
+  for (;;) {  // the smallest position at the head of any list, until all are read
+    size_t best = n;
+    for (size_t i = 0; i < n; ++i)
+      if (at[i] < lists[i]->size() && (best == n || (*lists[i])[at[i]] < (*lists[best])[at[best]])) best = i;
+    if (best == n) return;
+    if (visit((*lists[best])[at[best]++])) return;
+  }
+}
 
 }  // namespace faultline
