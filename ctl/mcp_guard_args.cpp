@@ -31,7 +31,7 @@ constexpr Example kMcpGuardExamples[] = {
      "--upstream-header 'Authorization: Bearer ${MCP_TOKEN}'"},
     {"the agent over HTTP at 127.0.0.1:8931/mcp, the server on stdio",
      "faultctl mcp-guard --listen 127.0.0.1:8931 -- node server.js"},
-    {"every call reported to faultcp's MCP server inventory (GET /v1/guardrails/mcp-servers)",
+    {"every call reported to faultcp, for its MCP server inventory",
      "faultctl mcp-guard --control-plane https://faultcp.example.com --token $AGENT_TOKEN -- node server.js"},
 };
 
