@@ -164,9 +164,13 @@ int main(int argc, char** argv) {
     std::cerr << "faultctl: " << name << " asks a control plane: give --control-plane URL (or FAULTLINE_CP)\n";
     return kExitBadInput;
   }
-  // The guard reports to the control plane given before it (or FAULTLINE_CP):
-  // handed on as its own flags, which win when it has them too.
-  if (name == "guard" && !global->cp_url.empty()) {
+  // The guards report to the control plane given before them (or FAULTLINE_CP):
+  // handed on as their own flags, which win when they have them too (not to
+  // mcp-guard's pins and install verbs, which speak to no control plane).
+  const bool mcp_guard_verb =
+      name == "mcp-guard" && !args.empty() &&
+      (args[0] == "pins" || args[0] == "install" || args[0] == "status" || args[0] == "uninstall");
+  if ((name == "guard" || (name == "mcp-guard" && !mcp_guard_verb)) && !global->cp_url.empty()) {
     const auto dashes = std::find(args.begin(), args.end(), "--");
     auto has = [&](const std::string& flag) {
       return std::any_of(args.begin(), dashes,

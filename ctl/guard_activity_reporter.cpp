@@ -3,6 +3,7 @@
 #include "ctl/guard_activity_reporter.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <map>
 #include <optional>
@@ -21,7 +22,7 @@ using namespace guard_activity_reporter_impl;
 
 GuardActivityReporter::GuardActivityReporter(std::shared_ptr<const CpLink> link, std::unique_ptr<ActivitySpool> spool,
                                              Log log)
-    : link_(std::move(link)), spool_(std::move(spool)), log_(std::move(log)) {}
+    : link_(std::move(link)), spool_(std::move(spool)), spooled_at_start_(spool_->size()), log_(std::move(log)) {}
 
 std::unique_ptr<GuardActivityReporter> GuardActivityReporter::start(std::shared_ptr<const CpLink> link,
                                                                     std::unique_ptr<ActivitySpool> spool, Log log) {
@@ -29,6 +30,14 @@ std::unique_ptr<GuardActivityReporter> GuardActivityReporter::start(std::shared_
       new GuardActivityReporter(std::move(link), std::move(spool), std::move(log)));
   r->sender_ = std::thread([p = r.get()] { p->run(); });
   return r;
+}
+
+Result<std::unique_ptr<GuardActivityReporter>> GuardActivityReporter::open(std::shared_ptr<const CpLink> link,
+                                                                           const std::string& state_dir,
+                                                                           const std::string& chain, Log log) {
+  auto spool = ActivitySpool::open(state_dir + "/cp-spool-" + activity_file_word(chain) + ".jsonl");
+  if (!spool) return spool.error();
+  return start(std::move(link), std::move(*spool), std::move(log));
 }
 
 GuardActivityReporter::~GuardActivityReporter() {
@@ -115,6 +124,13 @@ void GuardActivityReporter::run() {
     wake_.wait_for(lock, backoff, [&] { return stopping_; });
     backoff = std::min(backoff * 2, kReportMaxBackoff);
   }
+}
+
+std::string activity_file_word(const std::string& identity) {
+  std::string out;
+  for (char ch : identity)
+    out += std::isalnum(static_cast<unsigned char>(ch)) || ch == '@' || ch == '.' || ch == '_' || ch == '-' ? ch : '_';
+  return out.substr(0, 120);
 }
 
 }  // namespace faultline

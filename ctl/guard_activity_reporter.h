@@ -27,6 +27,11 @@ class GuardActivityReporter {
   // faultcp that was down) goes first.
   [[nodiscard]] static std::unique_ptr<GuardActivityReporter> start(std::shared_ptr<const CpLink> link,
                                                                     std::unique_ptr<ActivitySpool> spool, Log log);
+  // start() with the spool of one activity chain, `chain` (its identity):
+  // STATE_DIR/cp-spool-WORD.jsonl, WORD being activity_file_word(chain).
+  [[nodiscard]] static Result<std::unique_ptr<GuardActivityReporter>> open(std::shared_ptr<const CpLink> link,
+                                                                           const std::string& state_dir,
+                                                                           const std::string& chain, Log log);
   // Tries for up to 2 s to deliver what is left; the rest stays spooled.
   ~GuardActivityReporter();
   GuardActivityReporter(const GuardActivityReporter&) = delete;
@@ -35,6 +40,8 @@ class GuardActivityReporter {
   // The activity writer's on_append: spools the line and wakes the sender.
   void add(const ActivityEntry& e, const std::string& line);
   [[nodiscard]] size_t spooled() const { return spool_->size(); }
+  // What the spool held when the reporter started (from an earlier guard).
+  [[nodiscard]] size_t spooled_at_start() const { return spooled_at_start_; }
 
  private:
   GuardActivityReporter(std::shared_ptr<const CpLink> link, std::unique_ptr<ActivitySpool> spool, Log log);
@@ -45,6 +52,7 @@ class GuardActivityReporter {
 
   std::shared_ptr<const CpLink> link_;
   std::unique_ptr<ActivitySpool> spool_;
+  size_t spooled_at_start_ = 0;
   Log log_;
   std::mutex mu_;
   std::condition_variable wake_;
@@ -53,5 +61,9 @@ class GuardActivityReporter {
   std::string last_problem_;  // logged once until it changes
   std::thread sender_;
 };
+
+// An activity chain's identity as part of a file name (the default activity
+// log and the spool in the state folder): letters, digits and "@._-" kept.
+[[nodiscard]] std::string activity_file_word(const std::string& identity);
 
 }  // namespace faultline

@@ -81,14 +81,6 @@ std::string policy_line(const GuardPolicy& p) {
          (p.rules.size() == 1 ? "" : "s");
 }
 
-// An identity as part of a file name: letters, digits and "@._-" kept.
-std::string file_word(const std::string& identity) {
-  std::string out;
-  for (char ch : identity)
-    out += std::isalnum(static_cast<unsigned char>(ch)) || ch == '@' || ch == '.' || ch == '_' || ch == '-' ? ch : '_';
-  return out.substr(0, 120);
-}
-
 Status make_state_dir(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -211,11 +203,11 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
     if (!w) return w.error();
     workspace = std::move(*w);
     if (workspace->policy) m.policy = *workspace->policy;
-    if (m.json_log.empty()) m.json_log = m.state_dir + "/activity-" + file_word(o.identity) + ".jsonl";
-    auto spool = ActivitySpool::open(m.state_dir + "/cp-spool-" + file_word(o.identity) + ".jsonl");
-    if (!spool) return spool.error();
-    const size_t spooled = (*spool)->size();
-    c->reporter_ = GuardActivityReporter::start(link, std::move(*spool), write_line);
+    if (m.json_log.empty()) m.json_log = m.state_dir + "/activity-" + activity_file_word(o.identity) + ".jsonl";
+    auto reporter = GuardActivityReporter::open(link, m.state_dir, o.identity, write_line);
+    if (!reporter) return reporter.error();
+    c->reporter_ = std::move(*reporter);
+    const size_t spooled = c->reporter_->spooled_at_start();
     wo.on_append = [r = c->reporter_.get()](const ActivityEntry& e, const std::string& line) { r->add(e, line); };
     log << "faultline guard: faultcp " << link->text() << ": "
         << (workspace->policy

@@ -31,6 +31,8 @@ constexpr Example kMcpGuardExamples[] = {
      "--upstream-header 'Authorization: Bearer ${MCP_TOKEN}'"},
     {"the agent over HTTP at 127.0.0.1:8931/mcp, the server on stdio",
      "faultctl mcp-guard --listen 127.0.0.1:8931 -- node server.js"},
+    {"every call reported to faultcp, for its MCP server inventory",
+     "faultctl mcp-guard --control-plane https://faultcp.example.com --token $AGENT_TOKEN -- node server.js"},
 };
 
 constexpr const char* kMcpPinsUsage =
@@ -334,7 +336,12 @@ Result<Parsed<McpGuardArgs>> parse_mcp_guard_args(const std::vector<std::string>
       "fault-delay", "D: the faulted call is sent D later (500ms, 2s)", cxxopts::value<std::string>())(
       "fault-pct", "P: fault this share of the matching calls (default 100)", cxxopts::value<std::string>())(
       "trace", "FILE: append every message the guard passes, both ways, redacted, one JSON line each",
-      cxxopts::value<std::string>())("h,help", "help");
+      cxxopts::value<std::string>())(
+      "control-plane",
+      "URL: faultcp (or FAULTLINE_CP): every call's activity line is reported there (its MCP server inventory), "
+      "spooled in the state folder while it is down",
+      cxxopts::value<std::string>())("token", "T: --control-plane's token, an agent token (or FAULTLINE_CP_TOKEN)",
+                                     cxxopts::value<std::string>())("h,help", "help");
   auto [flags, cmd] = split_command(args);
   auto r = parse_flag_words(o, flags, kCommandAfterDashesHint);
   if (!r) return r.error();
@@ -408,6 +415,15 @@ Result<Parsed<McpGuardArgs>> parse_mcp_guard_args(const std::vector<std::string>
     if (a.state_dir.empty()) return bad("--state-dir: empty");
   }
   a.dry_run = r->count("dry-run") > 0;
+  if (r->count("control-plane")) {
+    a.cp_url = (*r)["control-plane"].as<std::string>();
+    if (a.cp_url.empty()) return bad("--control-plane: empty URL");
+    if (r->count("token")) a.cp_token = (*r)["token"].as<std::string>();
+    if (a.cp_token.empty())
+      return bad("--control-plane needs --token (or FAULTLINE_CP_TOKEN): an agent token of the workspace");
+  } else if (r->count("token")) {
+    return bad("--token goes with --control-plane");
+  }
   return Parsed<McpGuardArgs>(std::move(a));
 }
 

@@ -33,6 +33,10 @@ struct McpGuardArgs {
   bool allow_remote = false;
   McpFaultSpec fault;  // --fault-tool ...; fault.tool "" for none
   std::string trace;   // --trace FILE
+  // --control-plane URL --token T: the activity reported to faultcp (its
+  // inventory, GET /v1/guardrails/mcp-servers), spooled in the state folder.
+  std::string cp_url;
+  std::string cp_token;
   // pins list [--json] | pins accept SERVER [TOOL] | pins reset SERVER
   std::string pins_verb;  // "" for the guard itself
   std::string server;

@@ -3,6 +3,8 @@
 // nothing, each entry's chain checked against the stored entry before it;
 // blocks mirrored into the workspace's audit log; lists, totals and usage.
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include "cp/api/api_error.h"
 #include "cp/api/control_plane.h"
@@ -133,6 +135,75 @@ nlohmann::json activity_row_json(const GuardActivityRow& r) {
           {"chain_detail", r.chain_detail},
           {"received_ms", r.received_ms},
           {"reporter", r.reporter}};
+}
+
+// The ?window= of the guardrails' reports: its name and length, or the 400.
+struct ReportWindow {
+  std::string name;
+  int64_t ms = 0;
+};
+std::variant<ReportWindow, ApiError> report_window(const HttpRequest& req) {
+  static constexpr std::pair<const char*, int64_t> kWindows[] = {
+      {"1h", 3600}, {"24h", 24 * 3600}, {"7d", 7 * 24 * 3600}, {"30d", 30 * 24 * 3600}, {"90d", 90 * 24 * 3600}};
+  const std::string window = req.query_param("window").value_or("7d");
+  for (const auto& [name, seconds] : kWindows)
+    if (window == name) return ReportWindow{window, seconds * 1000};
+  return ApiError{400, "window", "'" + window + "' is not one of 1h, 24h, 7d, 30d, 90d"};
+}
+
+// An MCP chain's identity without its server ("alice@laptop/mcp:fs" ->
+// "alice@laptop", mcp_chain_identity()): who used the server.
+std::string mcp_user_of(const std::string& chain) {
+  const size_t at = chain.rfind("/mcp:");
+  return at == std::string::npos ? chain : chain.substr(0, at);
+}
+
+// Per server: totals, the identities, and per tool; from the rows of one
+// server, tool and identity each.
+nlohmann::json mcp_inventory_json(const std::vector<McpToolUseRow>& rows) {
+  struct Totals {
+    int64_t calls = 0, denied = 0, held = 0, findings = 0, last_ms = 0;
+    void add(const McpToolUseRow& r) {
+      calls += r.calls;
+      denied += r.denied;
+      held += r.held;
+      findings += r.findings;
+      last_ms = std::max(last_ms, r.last_ms);
+    }
+    [[nodiscard]] nlohmann::json json() const {
+      return {{"calls", calls}, {"denied", denied}, {"held", held}, {"findings", findings}, {"last_seen_ms", last_ms}};
+    }
+  };
+  struct Server {
+    Totals totals;
+    std::set<std::string> identities;
+    std::map<std::string, std::pair<Totals, std::set<std::string>>> tools;
+  };
+  std::map<std::string, Server> servers;
+  for (const auto& r : rows) {
+    Server& s = servers[r.server];
+    s.totals.add(r);
+    s.identities.insert(mcp_user_of(r.identity));
+    auto& [tool, users] = s.tools[r.tool];
+    tool.add(r);
+    users.insert(mcp_user_of(r.identity));
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [name, s] : servers) {
+    nlohmann::json tools = nlohmann::json::array();
+    for (const auto& [tool, t] : s.tools) {
+      nlohmann::json j = t.first.json();
+      j["tool"] = tool;
+      j["identities"] = t.second;
+      tools.push_back(std::move(j));
+    }
+    nlohmann::json j = s.totals.json();
+    j["server"] = name;
+    j["identities"] = s.identities;
+    j["tools"] = std::move(tools);
+    out.push_back(std::move(j));
+  }
+  return out;
 }
 
 std::optional<std::string> nonempty_param(const HttpRequest& req, const char* name) {
@@ -338,13 +409,10 @@ HttpReply ControlPlane::guard_activity_summary(const HttpRequest& req, const Pri
 }
 
 HttpReply ControlPlane::guard_usage(const HttpRequest& req, const Principal& p) {
-  const std::string window = req.query_param("window").value_or("7d");
-  int64_t days = 0;
-  if (window == "7d") days = 7;
-  if (window == "30d") days = 30;
-  if (window == "90d") days = 90;
-  if (days == 0) return api_error(400, "window: '" + window + "' is not one of 7d, 30d, 90d", "window");
-  const int64_t since = now_ms() - days * 24 * 3600 * 1000;
+  auto w = report_window(req);
+  if (auto* e = std::get_if<ApiError>(&w)) return e->reply();
+  const auto& [window, window_ms] = std::get<ReportWindow>(w);
+  const int64_t since = now_ms() - window_ms;
   auto rows = store_.guard_usage(p.workspace_id, since);
   if (!rows) return storage_error(rows.error());
   nlohmann::json list = nlohmann::json::array();
@@ -357,6 +425,16 @@ HttpReply ControlPlane::guard_usage(const HttpRequest& req, const Principal& p) 
                     {"cache_tokens", u.tokens_cache},
                     {"reasoning_tokens", u.tokens_reasoning}});
   return api_json(200, {{"window", window}, {"since_ms", since}, {"usage", list}});
+}
+
+HttpReply ControlPlane::mcp_servers(const HttpRequest& req, const Principal& p) {
+  auto w = report_window(req);
+  if (auto* e = std::get_if<ApiError>(&w)) return e->reply();
+  const auto& [window, window_ms] = std::get<ReportWindow>(w);
+  const int64_t since = now_ms() - window_ms;
+  auto rows = store_.mcp_tool_use(p.workspace_id, since);
+  if (!rows) return storage_error(rows.error());
+  return api_json(200, {{"window", window}, {"since_ms", since}, {"servers", mcp_inventory_json(*rows)}});
 }
 
 }  // namespace faultline::cp

@@ -165,6 +165,8 @@ ControlPlane::ControlPlane(Store& store, HttpServer& server, ControlPlaneConfig 
       [this](const HttpRequest& r, const PathParams&, const Principal& p) { return guard_activity_summary(r, p); });
   add_route("GET", "/v1/guardrails/usage", people,
             [this](const HttpRequest& r, const PathParams&, const Principal& p) { return guard_usage(r, p); });
+  add_route("GET", "/v1/guardrails/mcp-servers", people,
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return mcp_servers(r, p); });
   add_route("PUT", "/v1/guardrails/policy", people,
             [this](const HttpRequest& r, const PathParams&, const Principal& p) { return put_guard_policy(r, p); });
   add_route("GET", "/v1/guardrails/policy", {TK::Agent, TK::Session, TK::Api},

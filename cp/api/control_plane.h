@@ -217,6 +217,7 @@ class ControlPlane {
   HttpReply list_guard_activity(const HttpRequest& req, const Principal& p);
   HttpReply guard_activity_summary(const HttpRequest& req, const Principal& p);
   HttpReply guard_usage(const HttpRequest& req, const Principal& p);
+  HttpReply mcp_servers(const HttpRequest& req, const Principal& p);
   // Alerts (api_guard_alerts.cpp): the settings, the alerts a batch of new
   // entries raises, the digests and the two test routes.
   HttpReply put_guard_alerts(const HttpRequest& req, const Principal& p);

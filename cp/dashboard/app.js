@@ -1,9 +1,9 @@
 // faultcp's dashboard: signs in with POST /v1/auth/login, keeps the session
 // token in this tab's sessionStorage, and redraws agents, experiments, the kill
 // switch and the audit trail from the REST API every second, and the guard's
-// approvals, activity and usage every half second (a held request waits for a
-// person: it shows, and its activity goes live, in under a second). Every value is
-// written as text (textContent), never as markup.
+// approvals, activity, usage and MCP servers every half second (a held request
+// waits for a person: it shows, and its activity goes live, in under a second).
+// Every value is written as text (textContent), never as markup.
 'use strict';
 
 const $ = (id) => document.getElementById(id);
@@ -123,11 +123,12 @@ async function refresh() {
 
 async function refreshGuard() {
   try {
-    const [approvals, activity, usage] = await Promise.all([
+    const [approvals, activity, usage, mcp] = await Promise.all([
       api('GET', '/v1/guardrails/approvals?limit=50'), api('GET', '/v1/guardrails/activity?limit=50'),
-      api('GET', '/v1/guardrails/usage?window=7d'),
+      api('GET', '/v1/guardrails/usage?window=7d'), api('GET', '/v1/guardrails/mcp-servers?window=7d'),
     ]);
     drawGuard(approvals, activity, usage);
+    drawMcpServers(mcp);
   } catch (err) {
     showError(err);
   }
@@ -163,7 +164,9 @@ function drawGuard(approvals, activity, usage) {
       badge.className = 'badge badge-' + e.finding;
       badge.textContent = e.finding;
     }
-    const tr = row([e.ts, e.identity, e.seq, e.method + ' ' + e.host + e.path, e.verdict, badge, e.rule, llm,
+    // An MCP entry's path is a tool's name, not a URL path: apart from its server.
+    const request = e.method + ' ' + e.host + (e.kind.startsWith('mcp') ? ' ' : '') + e.path;
+    const tr = row([e.ts, e.identity, e.seq, request, e.verdict, badge, e.rule, llm,
       e.chain === 'ok' ? 'ok' : e.chain + ': ' + e.chain_detail]);
     tr.dataset.verdict = e.verdict;
     if (e.finding) tr.dataset.finding = e.finding;
@@ -172,6 +175,26 @@ function drawGuard(approvals, activity, usage) {
   }));
   fill('usage', usage.usage.map((u) => row([u.identity, u.model, u.calls, u.input_tokens, u.output_tokens,
     u.cache_tokens])));
+}
+
+// The MCP server inventory: a row per server (its totals), then a row per tool.
+function drawMcpServers(mcp) {
+  const rows = [];
+  const cells = (server, tool, t) => [server, tool, t.calls, t.denied, t.held, t.findings,
+    t.last_seen_ms ? new Date(t.last_seen_ms).toISOString() : '', t.identities.join(', ')];
+  for (const s of mcp.servers) {
+    const tr = row(cells(s.server, s.tools.length + ' tool' + (s.tools.length === 1 ? '' : 's'), s));
+    tr.className = 'mcp-server';
+    tr.dataset.server = s.server;
+    rows.push(tr);
+    for (const t of s.tools) {
+      const tool = row(cells('', t.tool, t));
+      tool.dataset.server = s.server;
+      tool.dataset.tool = t.tool;
+      rows.push(tool);
+    }
+  }
+  fill('mcp-servers', rows);
 }
 
 function showError(err) {

@@ -254,6 +254,23 @@ Result<std::vector<GuardUsageRow>> Store::guard_usage(int64_t ws, int64_t since_
   return out;
 }
 
+Result<std::vector<McpToolUseRow>> Store::mcp_tool_use(int64_t ws, int64_t since_ms) {
+  auto r = db_->query(
+      "SELECT host, path, identity, SUM(CASE WHEN kind = 'mcp' THEN 1 ELSE 0 END), "
+      "SUM(CASE WHEN kind = 'mcp' AND verdict = 'deny' THEN 1 ELSE 0 END), "
+      "SUM(CASE WHEN kind = 'mcp' AND verdict = 'approve' THEN 1 ELSE 0 END), "
+      "SUM(CASE WHEN kind = 'mcp_finding' THEN 1 ELSE 0 END), MAX(at_ms) FROM guard_activity "
+      "WHERE workspace_id = $1 AND kind IN ('mcp', 'mcp_finding') AND at_ms >= $2 "
+      "GROUP BY host, path, identity ORDER BY host, path, identity",
+      {ws, since_ms});
+  if (!r) return r.error();
+  std::vector<McpToolUseRow> out;
+  for (const auto& row : *r)
+    out.push_back(McpToolUseRow{gstr(row[0]), gstr(row[1]), gstr(row[2]), gnum(row[3]), gnum(row[4]), gnum(row[5]),
+                                gnum(row[6]), gnum(row[7])});
+  return out;
+}
+
 Result<std::pair<GuardApproval, bool>> Store::insert_guard_approval(int64_t ws, const GuardApproval& a) {
   auto r = db_->query(
       "INSERT INTO guard_approvals (workspace_id, request_id, identity, method, host, path, rule, reason, "

@@ -160,6 +160,15 @@ struct GuardUsageRow {
   int64_t calls = 0, tokens_in = 0, tokens_out = 0, tokens_cache = 0, tokens_reasoning = 0;
 };
 
+// The MCP guard's calls of one tool of one server by one activity chain
+// (kind "mcp": host is the server, path the tool) and its rug-pull findings
+// (kind "mcp_finding"), since a time.
+struct McpToolUseRow {
+  std::string server, tool, identity;
+  int64_t calls = 0, denied = 0, held = 0, findings = 0;
+  int64_t last_ms = 0;
+};
+
 // A request a guard holds until a person decides (migration 5). States:
 // pending -> approved | denied (a person), withdrawn (the guard); a pending
 // one past expires_ms reads as "expired" and can no longer be decided.
@@ -398,6 +407,8 @@ class Store {
                                                                                  std::optional<int64_t> since_ms,
                                                                                  std::optional<int64_t> until_ms);
   [[nodiscard]] Result<std::vector<GuardUsageRow>> guard_usage(int64_t ws, int64_t since_ms);
+  // The MCP servers the guards saw: one row per server, tool and identity.
+  [[nodiscard]] Result<std::vector<McpToolUseRow>> mcp_tool_use(int64_t ws, int64_t since_ms);
   // Approvals: a new one (an existing one of the same request_id is returned
   // as it is, with false: a guard's retry); one; the newest `limit`, pending
   // first; a pending, unexpired one moved to `to` (none: it was not).

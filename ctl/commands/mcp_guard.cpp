@@ -22,7 +22,9 @@
 #include "base/units.h"
 #include "ctl/command.h"
 #include "ctl/commands/commands.h"
+#include "ctl/cp_link.h"
 #include "ctl/flag_error.h"
+#include "ctl/guard_activity_reporter.h"
 #include "ctl/guard_capture.h"
 #include "ctl/mcp_fault_proxy.h"
 #include "ctl/mcp_guard_args.h"
@@ -292,13 +294,39 @@ int serve_http(const McpGuardArgs& a, ServerSide& side, McpGate& gate, McpHttpLi
   return code.value_or(0);
 }
 
+// --control-plane: the reporter of this server's chain, over the link the
+// guard's own reporter uses (ctl/guard_activity_reporter.h).
+Result<std::unique_ptr<GuardActivityReporter>> start_reporter(const McpGuardArgs& a, const std::string& state_dir,
+                                                              const std::string& chain) {
+  auto link = CpLink::create(a.cp_url, a.cp_token,
+                             {.token_hint = "an agent token of the workspace: POST /v1/agents/register with an "
+                                            "enrollment token",
+                              .max_body = 1024 * 1024});
+  if (!link) return link.error();
+  return GuardActivityReporter::open(std::make_shared<const CpLink>(std::move(*link)), state_dir, chain,
+                                     [](const std::string& line) { std::cerr << line + "\n"
+                                                                             << std::flush; });
+}
+
 int run_guard(McpGuardArgs& a) {
   ::signal(SIGPIPE, SIG_IGN);
   const std::string state_dir = state_dir_of(a);
   if (auto st = make_private_dir(state_dir); !st) return report_error("faultctl mcp-guard", st.error());
+  // With faultcp: this server's own chain (mcp_chain_identity()), its log
+  // by default in the state folder, each line spooled and reported.
+  std::unique_ptr<GuardActivityReporter> reporter;
+  ActivityWriter::Options wo;
+  const std::string chain = a.cp_url.empty() ? a.identity : mcp_chain_identity(a.identity, a.server_name);
+  if (!a.cp_url.empty()) {
+    auto r = start_reporter(a, state_dir, chain);
+    if (!r) return report_error("faultctl mcp-guard", r.error());
+    reporter = std::move(*r);
+    if (a.json_log.empty()) a.json_log = state_dir + "/activity-" + activity_file_word(chain) + ".jsonl";
+    wo.on_append = [rp = reporter.get()](const ActivityEntry& e, const std::string& line) { rp->add(e, line); };
+  }
   std::shared_ptr<ActivityWriter> activity;
   if (!a.json_log.empty()) {
-    auto w = ActivityWriter::open(a.json_log);
+    auto w = ActivityWriter::open(a.json_log, wo);
     if (!w) {
       std::cerr << "faultctl mcp-guard: --json-log " << a.json_log << ": " << w.error().describe() << "\n";
       return w.error().bad_input ? int(kExitBadInput) : 1;
@@ -352,6 +380,7 @@ int run_guard(McpGuardArgs& a) {
   McpGateOptions go;
   go.server_name = a.server_name;
   go.identity = a.identity;
+  go.activity_identity = chain;
   go.dry_run = a.dry_run;
   go.approval_prefix = std::to_string(::getpid());
   go.approve_timeout = a.approve_timeout;
@@ -413,6 +442,10 @@ int run_guard(McpGuardArgs& a) {
             << (a.dry_run ? ", dry run" : "") << "; identity " << a.identity << "; pins " << mcp_pins_file(state_dir)
             << "; approvals " << approvals->path() << (a.json_log.empty() ? "" : "; activity " + a.json_log)
             << (listener ? "; clients at http://" + listener->address() + "/mcp" : "") << "\n";
+  if (reporter)
+    std::cerr << "faultline mcp-guard: faultcp " << a.cp_url.substr(0, a.cp_url.find_first_of("?#"))
+              << ": activity reported as " << chain << " (spool " << state_dir << ", " << reporter->spooled_at_start()
+              << " line" << (reporter->spooled_at_start() == 1 ? "" : "s") << " from before)\n";
   if (!a.fault.tool.empty())
     std::cerr << "faultline mcp-guard: fault: allowed tools/call " << a.fault.tool << " -> "
               << (a.fault.error_text.empty() ? "delayed " + format_duration(a.fault.delay_ns)

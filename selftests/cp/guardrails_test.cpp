@@ -380,6 +380,7 @@ TEST_P(GuardrailsTest, BadInputIsRefusedNamingWhatIsWrong) {
       {"POST", "/v1/guardrails/activity",
        with("llm", json{{"model", "m"}, {"in", -1}, {"out", 0}, {"cache", 0}, {"reasoning", 0}}), "entries[0].llm.in"},
       {"GET", "/v1/guardrails/usage?window=1y", "", "window"},
+      {"GET", "/v1/guardrails/mcp-servers?window=1y", "", "window"},
       {"GET", "/v1/guardrails/activity?since=soon", "", "since"},
       {"GET", "/v1/guardrails/activity?limit=0", "", "limit"},
       {"GET", "/v1/guardrails/activity?cursor=x", "", "cursor"},

@@ -67,7 +67,7 @@ function makeChain() {
   return (identity, f) => {
     const head = heads.get(identity) || { seq: 0, hash: '' };
     const e = {
-      seq: head.seq + 1, ts: new Date().toISOString(), identity, kind: f.kind || (f.llm ? 'llm' : 'request'),
+      seq: head.seq + 1, ts: f.ts || new Date().toISOString(), identity, kind: f.kind || (f.llm ? 'llm' : 'request'),
       method: f.method || 'GET', host: f.host, path: f.path || '/', verdict: f.verdict || 'allow',
       rule: f.rule || '', llm: f.llm || null, prev: head.hash,
     };

@@ -3,52 +3,8 @@
 // loopback port) with an API token minted through its REST API.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
-
-const FAULTCTL = process.env.FAULTCTL;
-const FAULTCP = process.env.FAULTCP;
-assert.ok(FAULTCTL && FAULTCP, "FAULTCTL and FAULTCP: the binaries to test");
-const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
-const { StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js");
-
-async function until(what, fn, ms = 20000) {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-// faultcp on a free port with a fresh database; an API token of a new workspace.
-async function controlPlane(t) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "fl-mcpcp-"));
-  const cp = spawn(FAULTCP, ["serve", "--listen", "127.0.0.1:0", "--database", `sqlite:${dir}/cp.db`], { stdio: ["ignore", "pipe", "pipe"] });
-  let out = "";
-  cp.stdout.on("data", (d) => (out += d));
-  cp.stderr.on("data", (d) => (out += d));
-  const exited = new Promise((r) => cp.on("exit", r));
-  t.after(async () => {
-    cp.kill("SIGTERM");
-    await exited;
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
-  const addr = (await until("faultcp's address", () => out.match(/listening on (\S+)/)))[1];
-  const url = `http://${addr}`;
-  const post = async (p, body, token) => {
-    const r = await fetch(url + p, { method: "POST", headers: token ? { authorization: `Bearer ${token}` } : {}, body: JSON.stringify(body) });
-    return { status: r.status, body: await r.json() };
-  };
-  const signup = await post("/v1/auth/signup", { email: "ana@example.com", password: "correct horse battery", workspace: "acme" });
-  assert.equal(signup.status, 201, JSON.stringify(signup.body));
-  const api = await post("/v1/tokens", { kind: "api", name: "mcp" }, signup.body.token);
-  assert.equal(api.status, 201, JSON.stringify(api.body));
-  return { url, token: api.body.token };
-}
+import { spawnSync } from "node:child_process";
+import { Client, FAULTCTL, StdioClientTransport, controlPlane } from "./harness.mjs";
 
 async function mcpClient(t, cp, extra = []) {
   const transport = new StdioClientTransport({

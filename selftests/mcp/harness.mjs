@@ -1,8 +1,11 @@
 // What the MCP suites share: the faultctl under test (FAULTCTL), the pinned
 // packages of this folder (installed by scripts/install-deps.sh, npm ci here)
-// checked once, the SDK's client and stdio transport, and the servers' paths.
+// checked once, the SDK's client and stdio transport, the servers' paths,
+// until(), and a real faultcp (FAULTCP) for the suites that talk to one.
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -17,3 +20,47 @@ export const { Client } = await import("@modelcontextprotocol/sdk/client/index.j
 export const { StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js");
 export const EVERYTHING = path.join(here, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
 export const FS_SERVER = path.join(here, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+
+export async function until(what, fn, ms = 20000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+// faultcp (FAULTCP) on a free port with a fresh SQLite database, stopped at
+// the test's end; a new workspace: its owner's session token, an API token,
+// and call(method, path, body, token) -> { status, body }.
+export async function controlPlane(t) {
+  const FAULTCP = process.env.FAULTCP;
+  assert.ok(FAULTCP, "FAULTCP: the faultcp binary to test");
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "fl-mcpcp-"));
+  const cp = spawn(FAULTCP, ["serve", "--listen", "127.0.0.1:0", "--database", `sqlite:${dir}/cp.db`], { stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  cp.stdout.on("data", (d) => (out += d));
+  cp.stderr.on("data", (d) => (out += d));
+  const exited = new Promise((r) => cp.on("exit", r));
+  t.after(async () => {
+    cp.kill("SIGTERM");
+    await exited;
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  const addr = (await until("faultcp's address", () => out.match(/listening on (\S+)/)))[1];
+  const url = `http://${addr}`;
+  const call = async (method, p, body, token) => {
+    const r = await fetch(url + p, {
+      method,
+      headers: token ? { authorization: `Bearer ${token}` } : {},
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: r.status, body: await r.json() };
+  };
+  const signup = await call("POST", "/v1/auth/signup", { email: "ana@example.com", password: "correct horse battery", workspace: "acme" });
+  assert.equal(signup.status, 201, JSON.stringify(signup.body));
+  const api = await call("POST", "/v1/tokens", { kind: "api", name: "mcp" }, signup.body.token);
+  assert.equal(api.status, 201, JSON.stringify(api.body));
+  return { url, session: signup.body.token, token: api.body.token, call };
+}

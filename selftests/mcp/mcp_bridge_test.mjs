@@ -12,7 +12,7 @@ import http from "node:http";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { Client, EVERYTHING, FAULTCTL, StdioClientTransport, here } from "./harness.mjs";
+import { Client, EVERYTHING, FAULTCTL, StdioClientTransport, here, until } from "./harness.mjs";
 
 const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/sdk/client/streamableHttp.js");
 const { LoggingMessageNotificationSchema } = await import("@modelcontextprotocol/sdk/types.js");
@@ -32,16 +32,6 @@ async function freePort() {
   const { port } = s.address();
   await new Promise((r) => s.close(r));
   return port;
-}
-
-async function until(what, fn, ms = 20000) {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 // server-everything in an HTTP mode on a port of its own, stopped at the end.

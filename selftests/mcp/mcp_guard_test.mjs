@@ -8,7 +8,7 @@ import { spawn, execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { Client, FAULTCTL, FS_SERVER, StdioClientTransport, here } from "./harness.mjs";
+import { Client, FAULTCTL, FS_SERVER, StdioClientTransport, here, until } from "./harness.mjs";
 
 const { ToolListChangedNotificationSchema } = await import("@modelcontextprotocol/sdk/types.js");
 const RUG_SERVER = path.join(here, "rug_pull_server.mjs");
@@ -50,16 +50,6 @@ const text = (result) => result.content.map((c) => c.text).join("");
 
 function faultctl(w, args) {
   return execFileSync(FAULTCTL, args, { env: w.env, encoding: "utf8" });
-}
-
-async function until(what, fn, ms = 20000) {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 test("a denied write_file is an isError result and writes nothing; read_file works; the log verifies", async (t) => {

@@ -75,6 +75,17 @@ TEST(McpGuardArgs, BadFlagsAreNamed) {
   EXPECT_EQ(mcp_error({"pins", "list", "--all"}), "pins list: unknown flag --all");
 }
 
+TEST(McpGuardArgs, ControlPlaneFlags) {
+  McpGuardArgs a = parsed_mcp({"--control-plane", "http://127.0.0.1:8470", "--token", "fla_x", "--", "node", "s.js"});
+  EXPECT_EQ(a.cp_url, "http://127.0.0.1:8470");
+  EXPECT_EQ(a.cp_token, "fla_x");
+  EXPECT_TRUE(parsed_mcp({"--", "node", "s.js"}).cp_url.empty());
+  EXPECT_EQ(mcp_error({"--control-plane", "http://127.0.0.1:8470", "--", "node"}),
+            "--control-plane needs --token (or FAULTLINE_CP_TOKEN): an agent token of the workspace");
+  EXPECT_EQ(mcp_error({"--token", "fla_x", "--", "node"}), "--token goes with --control-plane");
+  EXPECT_EQ(mcp_error({"--control-plane", "", "--token", "fla_x", "--", "node"}), "--control-plane: empty URL");
+}
+
 TEST(McpGuardArgs, BridgeFlags) {
   McpGuardArgs a =
       parsed_mcp({"--upstream-url", "https://user:pw@mcp.example.com:8443/mcp?k=v", "--upstream-transport", "sse",

@@ -28,6 +28,10 @@ std::string mcp_blocked_text(const std::string& rule, const std::string& reason)
   return "blocked by faultline: " + (rule.empty() ? std::string("default") : rule) + ": " + reason;
 }
 
+std::string mcp_chain_identity(const std::string& identity, const std::string& server) {
+  return identity + "/mcp:" + server;
+}
+
 McpGate::McpGate(McpGateOptions options, GuardPolicy policy)
     : options_(std::move(options)),
       policy_(std::make_shared<const GuardPolicy>(std::move(policy))),
@@ -49,7 +53,7 @@ void McpGate::record(std::string_view kind, std::string_view method, const std::
                      const std::string& rule) {
   if (!options_.activity) return;
   ActivityEntry e;
-  e.identity = options_.identity;
+  e.identity = options_.activity_identity.empty() ? options_.identity : options_.activity_identity;
   e.kind = std::string(kind);
   e.method = std::string(method);
   e.host = options_.server_name;

@@ -25,6 +25,10 @@ namespace faultline {
 struct McpGateOptions {
   std::string server_name;  // the pins' key and the activity lines' host
   std::string identity;
+  // The identity of the activity lines' chain; "" for `identity`. A guard
+  // reporting to faultcp writes a chain of its own per server (one writer per
+  // chain), "IDENTITY/mcp:SERVER" (mcp_chain_identity()).
+  std::string activity_identity;
   bool dry_run = false;         // calls to tools not annotated read-only are answered "would execute", not sent
   std::string approval_prefix;  // the approvals' ids ("<pid>") and denial ids ("mcp_<pid>_<n>")
   std::chrono::milliseconds approve_timeout{120'000};
@@ -36,6 +40,9 @@ struct McpGateOptions {
   std::function<void(const std::string&)> to_server;
   std::function<void(const std::string&)> to_client;
 };
+
+// The activity chain of one guarded server for an identity: "alice@laptop/mcp:server-everything".
+[[nodiscard]] std::string mcp_chain_identity(const std::string& identity, const std::string& server);
 
 struct McpGateCounts {
   uint64_t calls = 0, allowed = 0, denied = 0, held = 0, approved = 0, would_deny = 0, would_hold = 0, dry_run = 0,
