@@ -6,10 +6,13 @@
 // every mode's draw is recorded in the answer and the audit; what no
 // Kubernetes API can answer is refused with its sentence, nothing stored.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <fstream>
 #include <set>
 
 #include "cp_client.h"
+#include "selftests/lib/child_process.h"
 
 namespace {
 
@@ -255,6 +258,31 @@ TEST_P(ChaosMeshCp, WhatNoKubernetesApiAnswersIsRefusedEachWithItsSentence) {
   }
   auto list = call("GET", "/v1/experiments").json();
   EXPECT_TRUE(list["experiments"].empty()) << "nothing refused was stored: " << list.dump();
+}
+
+// faultctl apply -f FILE --control-plane URL: the file goes to faultcp, which
+// draws; a refusal is exit 2 with faultcp's sentence.
+TEST_P(ChaosMeshCp, FaultctlApplySendsTheFileToTheControlPlane) {
+  const std::string path = "/tmp/fl-cm-cp-" + std::to_string(::getpid()) + ".yaml";
+  const std::string url = "http://127.0.0.1:" + std::to_string(server_->port());
+  std::ofstream(path) << network("  mode: one\n  selector: {labelSelectors: {app: web}}\n",
+                                 "  externalTargets: ['192.0.2.10']\n");
+  auto r = fltest::run_command({FAULTCTL_PATH, "apply", "-f", path, "--control-plane", url, "--token", token_});
+  EXPECT_TRUE(r.status.is(0)) << r.describe();
+  EXPECT_NE(r.out.find("mode one drew 1 of 2 matches\n"), std::string::npos) << r.out;
+  const json list = call("GET", "/v1/experiments").json();
+  ASSERT_EQ(list["experiments"].size(), 1u) << list.dump();
+  const json e = list["experiments"][0];
+  EXPECT_NE(r.out.find("experiment " + std::to_string(e["id"].get<int64_t>()) + " on agent " +
+                       std::to_string(e["agent_id"].get<int64_t>()) + " in " + e["spec"]["cgroup"].get<std::string>()),
+            std::string::npos)
+      << r.out;
+  std::ofstream(path) << network("  selector: {labelSelectors: {app: none}}\n", "  externalTargets: ['192.0.2.10']\n");
+  auto none = fltest::run_command({FAULTCTL_PATH, "--control-plane", url, "--token", token_, "apply", "-f", path});
+  ::unlink(path.c_str());
+  EXPECT_TRUE(none.status.is(2)) << none.describe();
+  EXPECT_NE(none.err.find("404: spec.selector: no instance of a registered service matches"), std::string::npos)
+      << none.err;
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ChaosMeshCp, ::testing::Values(Backend::Sqlite, Backend::Postgres),
