@@ -157,7 +157,40 @@ int main(int argc, char** argv) {
   // `policy export|apply` into the workspace's).
   const bool remote_policy = name == "policy" && global->cp_flag_given && !args.empty() &&
                              (args[0] == "put" || args[0] == "get" || args[0] == "export" || args[0] == "apply");
-  const bool remote_command = name == "run" || name == "list" || name == "watch" || name == "abort" || remote_policy;
+  // `apply -f FILE --control-plane URL`: the control plane's flags may also follow apply.
+  if (name == "apply") {
+    std::vector<std::string> cp_words, rest;
+    for (size_t i = 0; i < args.size(); ++i) {
+      const std::string& w = args[i];
+      if ((w == "--control-plane" || w == "--token") && i + 1 < args.size()) {
+        cp_words.push_back(w);
+        cp_words.push_back(args[++i]);
+      } else if (w.rfind("--control-plane=", 0) == 0 || w.rfind("--token=", 0) == 0) {
+        cp_words.push_back(w);
+      } else {
+        rest.push_back(w);
+      }
+    }
+    if (!cp_words.empty()) {
+      auto given = [&](const std::string& flag) {
+        return std::any_of(cp_words.begin(), cp_words.end(),
+                           [&](const std::string& w) { return w.rfind(flag, 0) == 0; });
+      };
+      // What came before apply stands unless given again after it.
+      if (global->cp_flag_given && !given("--control-plane")) cp_words.push_back("--control-plane=" + global->cp_url);
+      if (!global->cp_token.empty() && !given("--token")) cp_words.push_back("--token=" + global->cp_token);
+      auto after = take_global_flags(cp_words, [](const char* n) { return std::getenv(n); });
+      if (!after) {
+        std::cerr << "faultctl apply: " << after.error().message << "\n";
+        return kExitBadInput;
+      }
+      global = std::move(after);
+      args = std::move(rest);
+    }
+  }
+  const bool remote_apply = name == "apply" && global->cp_flag_given;
+  const bool remote_command =
+      name == "run" || name == "list" || name == "watch" || name == "abort" || remote_policy || remote_apply;
   if (!global->cp_url.empty() && remote_command) return cmd_remote(name, args, global->cp_url, global->cp_token);
   if (name == "mcp") return cmd_mcp(args, global->cp_url, global->cp_token);
   if (name == "list" || name == "watch") {

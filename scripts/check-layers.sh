@@ -77,11 +77,13 @@ allowed_for() {
     # The control plane serves HTTP with userspace/net and checks experiment
     # specs with the typed experiment's reader (ops/experiment.h, the one
     # faultd's agent runs a spec with; spec_fields.h for its error form) and
-    # names the packet kinds (spec.h): nothing else of the host side.
+    # names the packet kinds (spec.h), and reads Chaos Mesh files with the
+    # reader faultctl apply uses (ops/chaos_mesh_import.h, which builds such
+    # specs): nothing else of the host side.
     # The agent wire format (faultline_cp_proto) is under both faultcp and
     # faultd: base and itself only.
     cp/proto/*) echo '^(base|cp/proto)/' ;;
-    cp/*) echo '^(base|faultline|userspace/(net|guard|policy|orchestration)|cp)/|^userspace/faults/packet/spec\.h$|^userspace/ops/experiment\.h$|^userspace/faults/spec_fields\.h$' ;;
+    cp/*) echo '^(base|faultline|userspace/(net|guard|policy|orchestration)|cp)/|^userspace/faults/packet/spec\.h$|^userspace/ops/experiment\.h$|^userspace/ops/chaos_mesh_import\.h$|^userspace/faults/spec_fields\.h$' ;;
     *) return 1 ;;
   esac
 }

@@ -82,4 +82,10 @@ std::optional<ApiError> check_fields(const nlohmann::json& obj, const std::vecto
   return std::nullopt;
 }
 
+bool is_yaml_type(const std::optional<std::string>& type) {
+  if (!type) return false;
+  const std::string t = type->substr(0, type->find(';'));
+  return t == "application/yaml" || t == "application/x-yaml" || t == "text/yaml" || t == "text/x-yaml";
+}
+
 }  // namespace faultline::cp

@@ -17,6 +17,8 @@ namespace faultline::cp {
 // {"error": message, "status": status, "field": field} (field only when one is named).
 [[nodiscard]] HttpReply api_error(int status, std::string_view message, std::string_view field = "");
 [[nodiscard]] HttpReply api_json(int status, const nlohmann::json& body);
+// Whether a Content-Type is YAML's (application/yaml, text/yaml, their x- forms).
+[[nodiscard]] bool is_yaml_type(const std::optional<std::string>& type);
 
 struct ApiError {
   int status = 400;

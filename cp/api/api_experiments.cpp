@@ -62,41 +62,61 @@ HttpReply ControlPlane::create_experiment(const HttpRequest& req, const Principa
   if (auto e = check_experiment_spec(j["spec"])) return e->reply();
   auto selected = select_agents(j, p);
   if (auto* r = std::get_if<HttpReply>(&selected)) return *r;
-  const auto& agents = std::get<std::vector<Agent>>(selected);
+  const std::string field = j.contains("agent_id") ? "agent_id" : "selector";
+  std::vector<PlannedExperiment> plans;
+  for (const auto& a : std::get<std::vector<Agent>>(selected)) {
+    nlohmann::json detail{{"agent_id", a.id}, {"spec", j["spec"]}};
+    if (j.contains("selector")) detail["selector"] = j["selector"];
+    plans.push_back({a, j["spec"], std::move(detail)});
+  }
+  auto created = start_experiments(p, plans, field);
+  if (auto* r = std::get_if<HttpReply>(&created)) return *r;
+  const auto& list = std::get<nlohmann::json>(created);
+  if (j.contains("agent_id") && list.size() == 1) return api_json(201, list[0]);
+  return api_json(201, {{"experiments", list}});
+}
+
+// The planned experiments, all or none (one transaction with their audit
+// entries, each with its plan's detail, and `also`'s), their agents woken:
+// refused (409, naming `field`) when a kill switch is engaged. The
+// experiments as they are now.
+std::variant<nlohmann::json, HttpReply> ControlPlane::start_experiments(const Principal& p,
+                                                                        const std::vector<PlannedExperiment>& plans,
+                                                                        const std::string& field,
+                                                                        const std::optional<ExtraAudit>& also) {
   auto ws = store_.workspace(p.workspace_id);
   if (!ws) return storage_error(ws.error());
   if (ws->has_value() && (*ws)->killed)
     return api_error(409, "the workspace's kill switch is engaged: nothing starts until DELETE /v1/kill");
-  const std::string field = j.contains("agent_id") ? "agent_id" : "selector";
-  for (const auto& a : agents)
-    if (a.killed)
-      return api_error(409,
-                       field + ": the kill switch of agent " + std::to_string(a.id) + " (" + a.hostname +
-                           ") is engaged: nothing starts on it until DELETE /v1/kill?agent_id=" + std::to_string(a.id),
-                       field);
+  for (const auto& plan : plans)
+    if (plan.agent.killed)
+      return api_error(
+          409,
+          field + ": the kill switch of agent " + std::to_string(plan.agent.id) + " (" + plan.agent.hostname +
+              ") is engaged: nothing starts on it until DELETE /v1/kill?agent_id=" + std::to_string(plan.agent.id),
+          field);
   SqlTransaction tx(store_.sql());
   if (auto begun = store_.begin(tx, p.workspace_id); !begun) return storage_error(begun.error());
+  if (also)
+    if (auto logged = audit(p, also->action, also->object, also->detail); !logged) return storage_error(logged.error());
   std::vector<int64_t> ids;
-  for (const auto& a : agents) {
-    auto e = store_.insert_experiment(p.workspace_id, a.id, j["spec"].dump(), now_ms());
+  for (const auto& plan : plans) {
+    auto e = store_.insert_experiment(p.workspace_id, plan.agent.id, plan.spec.dump(), now_ms());
     if (!e) return storage_error(e.error());
-    nlohmann::json detail{{"agent_id", a.id}, {"spec", j["spec"]}};
-    if (j.contains("selector")) detail["selector"] = j["selector"];
-    if (auto logged = audit(p, "experiment.create", "experiment:" + std::to_string(e->id), detail); !logged)
+    if (auto logged = audit(p, "experiment.create", "experiment:" + std::to_string(e->id), plan.detail); !logged)
       return storage_error(logged.error());
     ids.push_back(e->id);
   }
   if (auto c = tx.commit(); !c) return storage_error(c.error());
   std::set<int64_t> woken;
-  for (const auto& a : agents) woken.insert(a.id);
+  for (const auto& plan : plans) woken.insert(plan.agent.id);
   wake_agents(p.workspace_id, woken);
   nlohmann::json created = nlohmann::json::array();
   for (int64_t id : ids) {
     auto now = store_.experiment(p.workspace_id, id);  // the wake may have dispatched it already
     if (now.ok() && now->has_value()) created.push_back(experiment_json(**now));
   }
-  if (j.contains("agent_id") && created.size() == 1) return api_json(201, created[0]);
-  return api_json(201, {{"experiments", created}});
+  return created;
 }
 
 HttpReply ControlPlane::list_experiments(const HttpRequest& req, const Principal& p) {

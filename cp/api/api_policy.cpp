@@ -16,12 +16,6 @@
 namespace faultline::cp {
 namespace {
 
-bool is_yaml_type(const std::optional<std::string>& type) {
-  if (!type) return false;
-  const std::string t = type->substr(0, type->find(';'));
-  return t == "application/yaml" || t == "application/x-yaml" || t == "text/yaml" || t == "text/x-yaml";
-}
-
 // A check_appliable message starts with the field it is about
 // ("spec.egress[0].rules[2] (name): ..."); a scope's label otherwise.
 std::string field_of(const std::string& message) {

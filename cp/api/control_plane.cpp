@@ -69,6 +69,9 @@ ControlPlane::ControlPlane(Store& store, HttpServer& server, ControlPlaneConfig 
   add_route("POST", "/v1/experiments/{id}/abort", {TK::Session, TK::Api},
             [this](const HttpRequest&, const PathParams& a, const Principal& p) { return abort_experiment(a, p); });
 
+  add_route("POST", "/v1/chaos-mesh", {TK::Session, TK::Api},
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return apply_chaos_mesh(r, p); });
+
   add_route("POST", "/v1/services", {TK::Session, TK::Api},
             [this](const HttpRequest& r, const PathParams&, const Principal& p) { return create_service(r, p); });
   add_route("GET", "/v1/services", {TK::Session, TK::Api},

@@ -123,6 +123,22 @@ class ControlPlane {
   HttpReply next_for_agent(const HttpRequest& req, const PathParams& params, const Principal& p);
   HttpReply agent_event(const HttpRequest& req, const PathParams& params, const Principal& p);
   HttpReply create_experiment(const HttpRequest& req, const Principal& p);
+  // One experiment to start: on which agent, its spec, its audit entry's detail.
+  struct PlannedExperiment {
+    Agent agent;
+    nlohmann::json spec;
+    nlohmann::json detail;
+  };
+  struct ExtraAudit {  // an audit entry written with them
+    std::string action, object;
+    nlohmann::json detail;
+  };
+  [[nodiscard]] std::variant<nlohmann::json, HttpReply> start_experiments(
+      const Principal& p, const std::vector<PlannedExperiment>& plans, const std::string& field,
+      const std::optional<ExtraAudit>& also = std::nullopt);
+  // POST /v1/chaos-mesh (api_chaos_mesh.cpp): a Chaos Mesh document's selectors
+  // resolved against the registered services and agents.
+  HttpReply apply_chaos_mesh(const HttpRequest& req, const Principal& p);
   [[nodiscard]] std::variant<std::vector<Agent>, HttpReply> select_agents(const nlohmann::json& body,
                                                                           const Principal& p);
   HttpReply list_experiments(const HttpRequest& req, const Principal& p);

@@ -1,5 +1,5 @@
-// faultctl apply -f FILE: a Faultline Policy (as faultctl policy apply) or a
-// Chaos Mesh NetworkChaos or StressChaos, run on this host as the typed
+// faultctl apply -f FILE: a Faultline Policy (as faultctl policy apply), a
+// Chaos Mesh document or chaosd's attack JSON, run on this host as the typed
 // experiment it means (userspace/ops/chaos_mesh_import.h): the same reader,
 // caps, guardrails and engine as faultctl run and faultd's experiments.
 #include <unistd.h>
@@ -23,16 +23,21 @@ namespace {
 
 constexpr const char* kApplyUsage =
     "usage: faultctl apply -f FILE [--cgroup PATH] [--dry-run]\n"
+    "       faultctl apply -f FILE --control-plane URL [--token T] [--json]\n"
     "  FILE is a Faultline Policy (applied as faultctl policy apply FILE) or a Chaos\n"
     "  Mesh document (chaos-mesh.org/v1alpha1): a NetworkChaos (delay, loss,\n"
     "  duplicate, corrupt, partition, bandwidth), a StressChaos (stressors.cpu) or\n"
-    "  a PodChaos (pod-kill, gracePeriod 0: a SIGKILL), run here as the experiment\n"
+    "  a PodChaos (pod-kill, gracePeriod 0: a SIGKILL), a PhysicalMachineChaos, or\n"
+    "  chaosd's attack JSON ({\"network\"|\"stress\"|\"process\"|\"disk\": BODY}), run here as the experiment\n"
     "  it means: in the foreground for spec.duration,\n"
     "  under the usual guardrails. Pod selectors are refused; mode: one with\n"
     "  selector.labelSelectors {service: NAME} (what faultctl catalogue render\n"
     "  --format chaos-mesh writes) needs --cgroup PATH, the cgroup v2 path of the\n"
     "  instance to fault. --dry-run: the experiment (JSON) and its plan, nothing\n"
-    "  applied. Reference: docs/policy.md (Chaos Mesh import)\n";
+    "  applied. With --control-plane URL [--token T] [--json] the file goes to\n"
+    "  faultcp instead (POST /v1/chaos-mesh): its selectors pick registered\n"
+    "  service instances or agents, its mode draws among them, one experiment\n"
+    "  each. Reference: docs/policy.md (Chaos Mesh import; through faultcp)\n";
 
 constexpr Example kApplyExamples[] = {
     {"a Chaos Mesh delay experiment against an external peer, on this host", "faultctl apply -f network-delay.yaml"},
@@ -40,6 +45,9 @@ constexpr Example kApplyExamples[] = {
     {"a file faultctl catalogue render --format chaos-mesh wrote, on one instance",
      "faultctl apply -f cpu-stress.yaml --cgroup /system.slice/web.service"},
     {"a Faultline policy file (the same as faultctl policy apply)", "faultctl apply -f egress.yaml"},
+    {"chaosd's attack JSON", "faultctl apply -f attack.json"},
+    {"a NetworkChaos whose selector faultcp resolves over its services",
+     "faultctl apply -f web-delay.yaml --control-plane https://cp.example:8443"},
 };
 
 struct ApplyArgs {
@@ -75,6 +83,7 @@ Result<Parsed<ApplyArgs>> parse_apply_args(const std::vector<std::string>& args)
 
 // yaml-cpp 0.7 never returns on some malformed flow input: give up after 10 s.
 ChaosMeshImport read_bounded(std::string_view text, const std::string& file, const ChaosMeshImportOptions& o) {
+  if (looks_like_chaosd_attack(text)) return import_chaosd_attack(text, o);  // strict JSON first: no loop
   std::mutex m;
   std::condition_variable cv;
   bool done = false;
@@ -101,7 +110,7 @@ int run_apply(const ApplyArgs& a) {
   auto text = read_policy_text(a.file);
   if (!text) return report_error("faultctl apply", text.error());
   const std::string shown = a.file == "-" ? "<stdin>" : a.file;
-  if (!looks_like_chaos_mesh(*text)) {
+  if (!looks_like_chaos_mesh(*text) && !looks_like_chaosd_attack(*text)) {
     std::vector<std::string> words = {"apply", a.file};
     if (a.dry_run) words.push_back("--dry-run");
     return cmd_policy(words);

@@ -623,6 +623,59 @@ int remote_policy(const Remote& r, const std::vector<std::string>& args) {
   return kExitCompleted;
 }
 
+// faultctl --control-plane URL apply -f FILE [--json]: a Chaos Mesh document
+// whose selectors faultcp resolves against its services and agents
+// (docs/policy.md, "Chaos Mesh through faultcp"): one experiment per drawn
+// instance or agent.
+int remote_apply(const Remote& r, const std::vector<std::string>& args) {
+  const std::string who = "faultctl apply";
+  const char* usage = "usage: faultctl apply -f FILE --control-plane URL [--json]\n";
+  std::string file;
+  bool json = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if ((args[i] == "-f" || args[i] == "--filename") && i + 1 < args.size() && file.empty()) {
+      file = args[++i];
+    } else if (args[i] == "--json") {
+      json = true;
+    } else {
+      std::cerr << who << ": "
+                << (args[i] == "--cgroup" ? "--cgroup is local: faultcp takes each instance's cgroup "
+                                            "from its registered service"
+                                          : "unexpected argument '" + args[i] + "'")
+                << "\n"
+                << usage;
+      return kExitBadInput;
+    }
+  }
+  if (file.empty()) {
+    std::cerr << who << ": missing -f FILE\n" << usage;
+    return kExitBadInput;
+  }
+  auto text = read_policy_text(file);
+  if (!text) return report_error(who, text.error());
+  auto a = r.call("POST", "/v1/chaos-mesh", *text, "application/yaml");
+  if (!a) {
+    std::cerr << who << ": " << a.error().describe() << "\n";
+    return kExitFailure;
+  }
+  if (a->response.status.code != 201) return refused(who, *a);
+  auto j = nlohmann::json::parse(a->response.body, nullptr, false);
+  if (json || !j.is_object()) {
+    std::cout << a->response.body << "\n";
+    return kExitCompleted;
+  }
+  const auto& d = j["draw"];
+  std::cout << "mode " << d.value("mode", "") << " drew " << d.value("picked", 0) << " of " << d.value("matched", 0)
+            << " matches\n";
+  for (const auto& e : j["experiments"]) {
+    const auto& spec = e.contains("spec") ? e["spec"] : nlohmann::json::object();
+    std::cout << "experiment " << e.value("id", 0) << " on agent " << e.value("agent_id", 0) << " "
+              << (spec.contains("cgroup") ? "in " + spec.value("cgroup", "") : std::string("host-wide")) << "\n";
+  }
+  for (const auto& n : j["notes"]) std::cerr << who << ": note: " << n.get<std::string>() << "\n";
+  return kExitCompleted;
+}
+
 Result<int64_t> experiment_id(const std::string& who, const std::vector<std::string>& args) {
   if (args.size() != 1 || args[0].empty() || args[0].size() > 18 ||
       args[0].find_first_not_of("0123456789") != std::string::npos)
@@ -644,6 +697,7 @@ int cmd_remote(const std::string& name, const std::vector<std::string>& args, co
   if (name == "run") return remote_run(r, args);
   if (name == "list") return remote_list(r, args);
   if (name == "policy") return remote_policy(r, args);
+  if (name == "apply") return remote_apply(r, args);
   if (name == "watch" || name == "abort") {
     const bool json = std::find(args.begin(), args.end(), "--json") != args.end();
     std::vector<std::string> words;
@@ -667,7 +721,7 @@ int cmd_remote(const std::string& name, const std::vector<std::string>& args, co
       std::cout << "experiment " << *id << " cancelled; its agent ends it at once\n";
     return kExitCompleted;
   }
-  std::cerr << who << ": not a command of the control plane (run, list, watch, abort, policy)\n";
+  std::cerr << who << ": not a command of the control plane (run, list, watch, abort, policy, apply)\n";
   return kExitBadInput;
 }
 

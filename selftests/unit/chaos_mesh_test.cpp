@@ -101,7 +101,8 @@ TEST(ChaosMesh, WhatAHostCannotHonourIsRefusedWhereItIsWritten) {
        "F:6:3: spec.externalTargets: required here: the peers (addresses, CIDRs or host names) the fault hits; a "
        "host's whole traffic is not a target\n"
        "F:7:3: spec.target: a pod selector for the other side: write the peers' addresses (or names) in "
-       "spec.externalTargets\n"},
+       "spec.externalTargets, or submit the file to faultcp (faultctl apply --control-plane URL), which reads "
+       "target.selector\n"},
       {"x\nspec:\n  action: netem\n  externalTargets: ['10.0.0.1']\n  duration: 30s\n",
        "F:6:11: spec.action: 'netem': Faultline imports delay, loss, duplicate, corrupt, partition and bandwidth "
        "(netem: write one NetworkChaos per effect)\n"},
@@ -239,6 +240,108 @@ TEST(ChaosMesh, PhysicalMachineChaosActionsAHostDoesNotTakeAreRefusedByName) {
     ChaosMeshImport r = import_chaos_mesh(std::string(kMachineHead) + body);
     EXPECT_FALSE(r.ok()) << body;
     EXPECT_EQ(errors_of(r), want) << body;
+  }
+}
+
+// chaosd's attack JSON (the body its HTTP API takes at /api/attack/KIND, under
+// KIND): the experiment the PhysicalMachineChaos of the same action yields.
+TEST(ChaosMesh, ChaosdAttackJsonBecomesThePhysicalMachineExperiment) {
+  const std::vector<std::tuple<const char*, std::string, std::string>> cases = {
+      {"network delay", R"({"network": {"action": "delay", "device": "eth0", "ip-address": "10.0.5.10",
+  "latency": "100ms", "jitter": "10ms", "duration": "30s"}})",
+       "  action: network-delay\n  network-delay: {device: eth0, ip-address: 10.0.5.10, latency: 100ms, "
+       "jitter: 10ms}\n  duration: 30s\n"},
+      {"network loss", R"({"network": {"action": "loss", "ip-address": "192.0.2.10", "percent": "50",
+  "egress-port": "8001:8010", "ip-protocol": "tcp", "duration": "10s", "uid": "loss-1"}})",
+       "  action: network-loss\n  network-loss: {ip-address: 192.0.2.10, percent: '50', egress-port: '8001:8010', "
+       "ip-protocol: tcp}\n  duration: 10s\n"},
+      {"network corrupt", R"({"network": {"action": "corrupt", "ip-address": "198.51.100.7", "percent": "10",
+  "duration": "30s"}})",
+       "  action: network-corrupt\n  network-corrupt: {ip-address: 198.51.100.7, percent: '10'}\n  duration: 30s\n"},
+      {"network duplicate", R"({"network": {"action": "duplicate", "ip-address": "198.51.100.7", "percent": "5",
+  "duration": "30s"}})",
+       "  action: network-duplicate\n  network-duplicate: {ip-address: 198.51.100.7, percent: '5'}\n"
+       "  duration: 30s\n"},
+      {"network partition", R"({"network": {"action": "partition", "ip-address": "10.0.9.0/24",
+  "direction": "from", "duration": "1m"}})",
+       "  action: network-partition\n  network-partition: {ip-address: 10.0.9.0/24, direction: from}\n"
+       "  duration: 1m\n"},
+      {"network bandwidth", R"({"network": {"action": "bandwidth", "ip-address": "10.0.5.10", "rate": "1mbps",
+  "limit": 20971520, "buffer": 10000, "duration": "30s"}})",
+       "  action: network-bandwidth\n  network-bandwidth: {ip-address: 10.0.5.10, rate: 1mbps, limit: 20971520, "
+       "buffer: 10000}\n  duration: 30s\n"},
+      {"stress cpu", R"({"stress": {"action": "cpu", "workers": 1, "load": 50, "duration": "30s"}})",
+       "  action: stress-cpu\n  stress-cpu: {workers: 1, load: 50}\n  duration: 30s\n"},
+      {"stress mem", R"({"stress": {"action": "mem", "size": "256MB", "duration": "30s"}})",
+       "  action: stress-mem\n  stress-mem: {size: 256MB}\n  duration: 30s\n"},
+      {"process kill, its signal", R"({"process": {"action": "kill", "process": "nginx.worker", "signal": 15,
+  "duration": "30s"}})",
+       "  action: process\n  process: {process: nginx.worker, signal: 15}\n  duration: 30s\n"},
+      {"process kill, chaosd's default SIGKILL",
+       R"({"process": {"action": "kill", "process": "4321", "duration": "30s"}})",
+       "  action: process\n  process: {process: '4321', signal: 9}\n  duration: 30s\n"},
+      {"process stop: a freeze", R"({"process": {"action": "stop", "process": "4321", "duration": "30s"}})",
+       "  action: process\n  process: {process: '4321', signal: 19}\n  duration: 30s\n"},
+      {"disk fill", R"({"disk": {"action": "fill", "size": "1G", "path": "/tmp", "fill-by-fallocate": true,
+  "duration": "30s"}})",
+       "  action: disk-fill\n  disk-fill: {size: 1G, path: /tmp, fill-by-fallocate: true}\n  duration: 30s\n"},
+  };
+  for (const auto& [name, json, machine] : cases) {
+    ChaosMeshImport r = import_chaosd_attack(json);
+    EXPECT_TRUE(r.ok()) << name << ":\n" << errors_of(r);
+    EXPECT_TRUE(r.experiment.has_value()) << name;
+    EXPECT_EQ(r.kind, "chaosd attack") << name;
+    EXPECT_TRUE(looks_like_chaosd_attack(json)) << name;
+    ChaosMeshImport same = import_chaos_mesh(std::string(kMachineHead) + machine);
+    ASSERT_TRUE(same.ok()) << name << ":\n" << errors_of(same);
+    EXPECT_EQ(r.spec.dump(), same.spec.dump()) << name;
+    EXPECT_EQ(r.action, same.action) << name;
+  }
+  EXPECT_EQ(import_chaosd_attack(std::get<1>(cases[1])).name, "loss-1");
+  EXPECT_EQ(import_chaosd_attack(std::get<1>(cases[0])).name, "chaosd-network-delay");
+  EXPECT_FALSE(looks_like_chaosd_attack("apiVersion: chaos-mesh.org/v1alpha1\n"));
+  EXPECT_FALSE(looks_like_chaosd_attack(R"({"apiVersion": "faultline.dev/v1", "kind": "Policy"})"));
+}
+
+TEST(ChaosMesh, ChaosdAttacksAHostDoesNotTakeAreRefusedEachWithItsSentence) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"network": {"action": "dns", "dns-server": "8.8.8.8", "duration": "30s"}})",
+       "F:1:24: network.action: 'network-dns': Faultline fails a name's queries (faultctl run dns) but rewrites no "
+       "resolv.conf and maps no names to addresses\n"},
+      {R"({"http": {"action": "abort", "duration": "30s"}})",
+       "F:1:21: http.action: 'http-abort': chaosd faults the requests this host receives; Faultline's HTTP faults "
+       "act client-side (faultctl run http, or the guard)\n"},
+      {R"({"process": {"action": "kill", "process": "nginx", "recoverCmd": "systemctl start nginx",
+  "duration": "30s"}})",
+       "F:1:52: process.recoverCmd: Faultline runs no commands: a frozen process resumes at the end by itself\n"},
+      {R"({"jvm": {"action": "gc", "duration": "30s"}})",
+       "F:1:20: jvm.action: 'jvm gc': no such Faultline fault (it imports network-delay, -loss, -corrupt, "
+       "-duplicate, -partition, -bandwidth, stress-cpu, stress-mem, process and disk-fill)\n"},
+      {R"({"disk": {"action": "write-payload", "size": "1G", "duration": "30s"}})",
+       "F:1:21: disk.action: 'disk-write-payload': disk I/O load is not a Faultline fault (faultctl run syscall "
+       "fails or slows writes)\n"},
+      {R"({"process": {"action": "stop", "process": "4321", "signal": 9, "duration": "30s"}})",
+       "F:1:61: process.signal: action stop sends SIGSTOP (19): leave signal out\n"},
+      {R"({"network": {"action": "delay", "ip-address": "10.0.0.1", "latency": "1.5ms", "source-port": "80",
+  "duration": "30s"}})",
+       "F:1:70: network.latency: '1.5ms': Faultline takes whole milliseconds\n"
+       "F:1:79: network.source-port: Faultline matches the remote port (egress-port), not this host's own\n"},
+      {R"({"stress": {"action": "cpu", "workers": 1, "load": 50}})",
+       "F:1:12: stress.duration: required here: a Faultline fault always ends (at most 1h); Chaos Mesh's "
+       "run-until-deleted has no equivalent without a controller\n"},
+      {R"({"stress": {"action": "cpu", "workers": 1, "load": 50, "duration": "30s"}, "disk": {}})",
+       "F:1:1: <document>: expected one attack: {\"network\" | \"stress\" | \"process\" | \"disk\": the body "
+       "chaosd's /api/attack/KIND takes}\n"},
+      {"{\"network\": {\"action\": \"delay\",\n  \"latency\": }}", "F:2:14: <document>: not JSON: "},
+  };
+  for (const auto& [json, want] : cases) {
+    ChaosMeshImport r = import_chaosd_attack(json);
+    EXPECT_FALSE(r.ok()) << json;
+    const std::string got = errors_of(r);
+    if (want.ends_with("not JSON: "))
+      EXPECT_EQ(got.substr(0, want.size()), want) << json;
+    else
+      EXPECT_EQ(got, want) << json;
   }
 }
 

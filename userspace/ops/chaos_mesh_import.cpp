@@ -26,8 +26,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "base/units.h"
 #include "userspace/faults/spec_fields.h"
@@ -45,6 +47,7 @@ class ChaosReader {
  public:
   ChaosMeshImport out;
   std::map<std::string, PolicyDiagnostic> where;  // spec field -> the Chaos Mesh field it came from
+  std::set<std::string> shared;                   // fields another reader reads, passed over (chaosd's action)
 
   void error(SourceMark m, std::string path, std::string reason) {
     out.errors.push_back({m, std::move(path), std::move(reason)});
@@ -67,6 +70,7 @@ class ChaosReader {
       }
       const std::string k = it->first.Scalar();
       const std::string p = path.empty() ? k : path + "." + k;
+      if (shared.contains(k)) continue;
       if (auto r = refused.find(k); r != refused.end()) {
         if (!(it->second.IsNull() || ((it->second.IsMap() || it->second.IsSequence()) && it->second.size() == 0)))
           error(mark_at(it->first, at), p, r->second);
@@ -163,10 +167,232 @@ std::optional<std::string> resolve_target(const std::string& t, bool resolve, st
   return std::nullopt;
 }
 
+// With options.selectors_by_caller (faultcp): the selectors, read for the
+// control plane to resolve against its services and agents.
+namespace caller {
+
+const std::string kNoKubernetes =
+    "no Kubernetes API is read: faultcp selects registered services (POST /v1/services) by labelSelectors, "
+    "expressionSelectors or namespaces (a service's label namespace)";
+
+std::vector<std::string> string_list(ChaosReader& r, const YAML::Node& n, const std::string& path, SourceMark at) {
+  std::vector<std::string> out;
+  if (!n.IsSequence() || n.size() == 0) {
+    r.error(mark_at(n, at), path, "expected a list of names");
+    return out;
+  }
+  for (size_t i = 0; i < n.size(); ++i) {
+    if (!n[i].IsScalar() || n[i].Scalar().empty())
+      r.error(mark_at(n[i], at), path + "[" + std::to_string(i) + "]", "expected a name");
+    else
+      out.push_back(n[i].Scalar());
+  }
+  return out;
+}
+
+std::map<std::string, std::string> string_map(ChaosReader& r, const YAML::Node& n, const std::string& path,
+                                              SourceMark at) {
+  std::map<std::string, std::string> out;
+  if (!n.IsMap() || n.size() == 0) {
+    r.error(mark_at(n, at), path, "expected labels (a mapping of names to values)");
+    return out;
+  }
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    if (!it->first.IsScalar() || !it->second.IsScalar())
+      r.error(mark_at(it->first, at), path, "expected a label name and its value");
+    else
+      out[it->first.Scalar()] = it->second.Scalar();
+  }
+  return out;
+}
+
+std::vector<ChaosMeshExpression> expressions(ChaosReader& r, const YAML::Node& n, const std::string& path,
+                                             SourceMark at) {
+  std::vector<ChaosMeshExpression> out;
+  if (!n.IsSequence() || n.size() == 0) {
+    r.error(mark_at(n, at), path, "expected a list of {key, operator, values}");
+    return out;
+  }
+  for (size_t i = 0; i < n.size(); ++i) {
+    const std::string p = path + "[" + std::to_string(i) + "]";
+    const SourceMark em = mark_at(n[i], at);
+    auto f = r.fields(n[i], p, em, {"key", "operator", "values"});
+    ChaosMeshExpression e;
+    auto key = r.scalar(f, "key", p, em);
+    auto op = r.scalar(f, "operator", p, em);
+    if (!key || !op) {
+      if (!f.contains("key") || !f.contains("operator")) r.error(em, p, "needs key and operator");
+      continue;
+    }
+    e.key = *key;
+    e.op = *op;
+    const bool listed = e.op == "In" || e.op == "NotIn";
+    if (!listed && e.op != "Exists" && e.op != "DoesNotExist") {
+      r.error(mark_at(f["operator"], em), p + ".operator",
+              "'" + e.op + "': expected In, NotIn, Exists or DoesNotExist");
+      continue;
+    }
+    if (listed && !f.contains("values")) {
+      r.error(em, p + ".values", "missing: " + e.op + " takes the values to compare with");
+      continue;
+    }
+    if (!listed && f.contains("values")) {
+      r.error(mark_at(f["values"], em), p + ".values", e.op + " takes no values");
+      continue;
+    }
+    if (listed) e.values = string_list(r, f["values"], p + ".values", em);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+// spec.mode and spec.value (or spec.target's): every Chaos Mesh mode.
+void read_mode(ChaosReader& r, std::map<std::string, YAML::Node>& spec, const std::string& path, SourceMark sm,
+               ChaosMeshSelector& s) {
+  if (auto m = r.scalar(spec, "mode", path, sm)) {
+    static const std::set<std::string> modes = {"one", "all", "fixed", "fixed-percent", "random-max-percent"};
+    if (!modes.contains(*m)) {
+      r.error(mark_at(spec["mode"], sm), path + ".mode",
+              "'" + *m + "': expected one, all, fixed, fixed-percent or random-max-percent");
+      return;
+    }
+    s.mode = *m;
+  }
+  const bool fixed = s.mode == "fixed";
+  const bool needs = fixed || s.mode == "fixed-percent" || s.mode == "random-max-percent";
+  auto v = r.scalar(spec, "value", path, sm);
+  if (!needs) {
+    if (spec.contains("value"))
+      r.error(mark_at(spec["value"], sm), path + ".value", "mode " + s.mode + " takes no value; leave it out");
+    return;
+  }
+  const std::string what = fixed ? "how many to pick, 1-10000" : "a percent, 1-100";
+  if (!v) {
+    if (!spec.contains("value")) r.error(sm, path + ".value", "missing: mode " + s.mode + " takes " + what);
+    return;
+  }
+  const int64_t top = fixed ? 10000 : 100;
+  if (v->empty() || v->size() > 5 || v->find_first_not_of("0123456789") != std::string::npos || std::stoll(*v) < 1 ||
+      std::stoll(*v) > top) {
+    r.error(mark_at(spec["value"], sm), path + ".value", "'" + *v + "': mode " + s.mode + " takes " + what);
+    return;
+  }
+  s.value = std::stoll(*v);
+}
+
+// A workload's selector: services by labels, expressions or namespaces,
+// narrowed by the agents (nodes, nodeSelectors) their instances run on.
+void read_workloads(ChaosReader& r, const YAML::Node& n, const std::string& path, SourceMark at, ChaosMeshSelector& s) {
+  static const std::map<std::string, std::string> refused = {{"pods", kNoKubernetes},
+                                                             {"fieldSelectors", kNoKubernetes},
+                                                             {"annotationSelectors", kNoKubernetes},
+                                                             {"podPhaseSelectors", kNoKubernetes}};
+  auto f =
+      r.fields(n, path, at, {"namespaces", "labelSelectors", "expressionSelectors", "nodes", "nodeSelectors"}, refused);
+  if (f.contains("namespaces")) s.namespaces = string_list(r, f["namespaces"], path + ".namespaces", at);
+  if (f.contains("labelSelectors")) s.labels = string_map(r, f["labelSelectors"], path + ".labelSelectors", at);
+  if (f.contains("expressionSelectors"))
+    s.expressions = expressions(r, f["expressionSelectors"], path + ".expressionSelectors", at);
+  if (f.contains("nodes")) s.nodes = string_list(r, f["nodes"], path + ".nodes", at);
+  if (f.contains("nodeSelectors")) s.node_labels = string_map(r, f["nodeSelectors"], path + ".nodeSelectors", at);
+  if (!f.contains("namespaces") && !f.contains("labelSelectors") && !f.contains("expressionSelectors") &&
+      r.out.errors.empty())
+    r.error(at, path,
+            f.contains("nodes") || f.contains("nodeSelectors")
+                ? "nodes and nodeSelectors alone: a node is not a workload; name the services with labelSelectors, "
+                  "expressionSelectors or namespaces (nodes then narrows to their instances on those agents)"
+                : "missing: the services to fault (labelSelectors, expressionSelectors or namespaces)");
+}
+
+// spec.mode, spec.value and spec.selector of a NetworkChaos, StressChaos or
+// PodChaos: a selector is required (a whole host is wider than a pod).
+void read_selection(ChaosReader& r, std::map<std::string, YAML::Node>& spec, SourceMark sm) {
+  ChaosMeshSelector s;
+  read_mode(r, spec, "spec", sm, s);
+  const bool has_selector = spec.contains("selector") && !spec["selector"].IsNull() &&
+                            !(spec["selector"].IsMap() && spec["selector"].size() == 0);
+  if (!has_selector)
+    r.error(sm, "spec.selector",
+            "missing: faultcp faults the instances of the services a selector names (labelSelectors, "
+            "expressionSelectors or namespaces), each in its cgroup; a whole host is wider than a pod");
+  else
+    read_workloads(r, spec["selector"], "spec.selector", mark_at(spec["selector"], sm), s);
+  r.out.selector = std::move(s);
+}
+
+// A NetworkChaos's spec.target {mode, value, selector}: the services whose
+// endpoints are the fault's peers.
+void read_target(ChaosReader& r, const YAML::Node& n, SourceMark sm) {
+  const SourceMark at = mark_at(n, sm);
+  auto f = r.fields(n, "spec.target", at, {"mode", "value", "selector"});
+  ChaosMeshSelector t;
+  read_mode(r, f, "spec.target", at, t);
+  if (!f.contains("selector"))
+    r.error(at, "spec.target.selector", "missing: the services whose endpoints are the peers");
+  else
+    read_workloads(r, f["selector"], "spec.target.selector", mark_at(f["selector"], at), t);
+  r.out.target = std::move(t);
+}
+
+// A PhysicalMachineChaos's machines: agents by label, name or chaosd address.
+void read_machines(ChaosReader& r, std::map<std::string, YAML::Node>& spec, SourceMark sm) {
+  ChaosMeshSelector s;
+  read_mode(r, spec, "spec", sm, s);
+  if (spec.contains("address")) {
+    for (const auto& a : string_list(r, spec["address"], "spec.address", sm)) {
+      std::string host = a.substr(a.find("://") == std::string::npos ? 0 : a.find("://") + 3);
+      if (host.empty()) {
+        r.error(mark_at(spec["address"], sm), "spec.address", "'" + a + "': expected chaosd's address, HOST:PORT");
+        continue;
+      }
+      if (host.front() == '[')
+        host = host.substr(1, host.find(']') - 1);
+      else if (host.find(':') == host.rfind(':'))
+        host = host.substr(0, host.find(':'));
+      s.addresses.push_back(host.substr(0, host.find('/')));
+    }
+  }
+  const bool has_selector = spec.contains("selector") && !spec["selector"].IsNull() &&
+                            !(spec["selector"].IsMap() && spec["selector"].size() == 0);
+  if (has_selector) {
+    const SourceMark at = mark_at(spec["selector"], sm);
+    std::map<std::string, std::string> refused = {
+        {"namespaces", "an agent has no namespace: select agents by labelSelectors or physicalMachines"}};
+    for (const char* k : {"pods", "fieldSelectors", "annotationSelectors", "podPhaseSelectors"})
+      refused[k] = kNoKubernetes;
+    auto f = r.fields(spec["selector"], "spec.selector", at,
+                      {"labelSelectors", "expressionSelectors", "physicalMachines"}, refused);
+    if (f.contains("labelSelectors")) s.labels = string_map(r, f["labelSelectors"], "spec.selector.labelSelectors", at);
+    if (f.contains("expressionSelectors"))
+      s.expressions = expressions(r, f["expressionSelectors"], "spec.selector.expressionSelectors", at);
+    if (f.contains("physicalMachines")) {
+      const YAML::Node pm = f["physicalMachines"];
+      const std::string p = "spec.selector.physicalMachines";
+      if (pm.IsMap()) {  // Chaos Mesh's {namespace: [names]}
+        for (auto it = pm.begin(); it != pm.end(); ++it)
+          for (auto& name : string_list(r, it->second, p + "." + it->first.as<std::string>(""), at))
+            s.machines.push_back(std::move(name));
+      } else {
+        s.machines = string_list(r, pm, p, at);
+      }
+    }
+  }
+  if (!has_selector && !spec.contains("address"))
+    r.error(sm, "spec.selector",
+            "missing: the agents to fault (selector.labelSelectors, selector.physicalMachines or address)");
+  r.out.selector = std::move(s);
+}
+
+}  // namespace caller
+
 // spec.mode and spec.selector: all (or none) without a selector, or one with
 // labelSelectors {service: NAME}, which is the instance options.cgroup names.
 void read_selection(ChaosReader& r, std::map<std::string, YAML::Node>& spec, SourceMark sm,
                     const ChaosMeshImportOptions& options) {
+  if (options.selectors_by_caller) {
+    caller::read_selection(r, spec, sm);
+    return;
+  }
   auto mode = r.scalar(spec, "mode", "spec", sm);
   if (spec.contains("value"))
     r.error(mark_at(spec["value"]), "spec.value",
@@ -246,17 +472,23 @@ void read_duration(ChaosReader& r, std::map<std::string, YAML::Node>& spec, Sour
 
 void read_network(ChaosReader& r, const YAML::Node& spec_node, const ChaosMeshImportOptions& options) {
   const SourceMark sm = mark_at(spec_node);
-  auto spec = r.fields(spec_node, "spec", sm,
-                       {"action", "mode", "value", "selector", "direction", "externalTargets", "duration", "device",
-                        "delay", "loss", "duplicate", "corrupt", "bandwidth"},
-                       {{"target",
-                         "a pod selector for the other side: write the peers' addresses (or names) in "
-                         "spec.externalTargets"},
-                        {"targetDevice", "a device in the target pods: there are none on a host; use spec.device"},
-                        {"remoteCluster", "Faultline acts on this host only"},
-                        {"tcParameter", "write the fault fields (delay, loss, ...) themselves"}});
+  std::set<std::string> known = {"action", "mode",  "value", "selector",  "direction", "externalTargets", "duration",
+                                 "device", "delay", "loss",  "duplicate", "corrupt",   "bandwidth"};
+  std::map<std::string, std::string> refused = {
+      {"target",
+       "a pod selector for the other side: write the peers' addresses (or names) in spec.externalTargets, or submit "
+       "the file to faultcp (faultctl apply --control-plane URL), which reads target.selector"},
+      {"targetDevice", "a device in the target pods: there are none on a host; use spec.device"},
+      {"remoteCluster", "Faultline acts on this host only"},
+      {"tcParameter", "write the fault fields (delay, loss, ...) themselves"}};
+  if (options.selectors_by_caller) {
+    refused.erase("target");
+    known.insert("target");
+  }
+  auto spec = r.fields(spec_node, "spec", sm, known, refused);
   if (spec.empty() && !r.out.ok()) return;
   read_selection(r, spec, sm, options);
+  if (spec.contains("target")) caller::read_target(r, spec["target"], sm);
 
   static const std::map<std::string, std::string> kinds = {{"delay", "latency"},       {"loss", "loss"},
                                                            {"duplicate", "duplicate"}, {"corrupt", "corrupt"},
@@ -284,7 +516,9 @@ void read_network(ChaosReader& r, const YAML::Node& spec_node, const ChaosMeshIm
   }
 
   // Targets.
-  if (!spec.contains("externalTargets")) {
+  if (!spec.contains("externalTargets") && r.out.target) {
+    // the peers are the target services' endpoints, which the caller resolves
+  } else if (!spec.contains("externalTargets")) {
     r.error(sm, "spec.externalTargets",
             "required here: the peers (addresses, CIDRs or host names) the fault hits; a host's whole traffic is "
             "not a target");
@@ -763,25 +997,57 @@ void read_disk_fill(ChaosReader& r, const YAML::Node& block, SourceMark bm) {
     r.out.notes.push_back(path + ".fill-by-fallocate: Faultline chooses how it writes its fill; not used");
 }
 
+// The actions imported, each with a block of fields named after it.
+const std::vector<std::string> kActions = {
+    "network-delay",     "network-loss", "network-corrupt", "network-duplicate", "network-partition",
+    "network-bandwidth", "stress-cpu",   "stress-mem",      "process",           "disk-fill"};
+
+// Why an action is not imported (none: it is one of kActions).
+std::optional<std::string> refusal(const std::string& action) {
+  if (auto why = kRefusedActions.find(action); why != kRefusedActions.end()) return why->second;
+  if (action.rfind("http-", 0) == 0)
+    return "chaosd faults the requests this host receives; Faultline's HTTP faults act client-side (faultctl run "
+           "http, or the guard)";
+  if (std::find(kActions.begin(), kActions.end(), action) == kActions.end())
+    return "no such Faultline fault (it imports network-delay, -loss, -corrupt, -duplicate, -partition, "
+           "-bandwidth, stress-cpu, stress-mem, process and disk-fill)";
+  return std::nullopt;
+}
+
+// One action's block (an action of kActions) into r.out.spec.
+void read_action(ChaosReader& r, const std::string& action, const YAML::Node& block, SourceMark bm,
+                 const ChaosMeshImportOptions& options) {
+  if (kPacketKinds.contains(action))
+    read_network(r, action, block, bm, options);
+  else if (action == "process")
+    read_process(r, block, bm);
+  else if (action == "disk-fill")
+    read_disk_fill(r, block, bm);
+  else
+    read_stress(r, action, block, bm);
+}
+
 }  // namespace physical
 
 void read_physical_machine(ChaosReader& r, const YAML::Node& spec_node, const ChaosMeshImportOptions& options) {
   const SourceMark sm = mark_at(spec_node);
   std::set<std::string> known = {"action", "address", "mode", "value", "selector", "duration", "uid"};
-  static const std::vector<std::string> blocks = {
-      "network-delay",     "network-loss", "network-corrupt", "network-duplicate", "network-partition",
-      "network-bandwidth", "stress-cpu",   "stress-mem",      "process",           "disk-fill"};
-  known.insert(blocks.begin(), blocks.end());
+  known.insert(physical::kActions.begin(), physical::kActions.end());
   std::map<std::string, std::string> refused;
   for (const auto& [a, why] : physical::kRefusedActions) refused[a] = why;
   refused["remoteCluster"] = "Faultline acts on this host only";
   auto spec = r.fields(spec_node, "spec", sm, known, refused);
   if (spec.empty() && !r.out.ok()) return;
   read_duration(r, spec, sm);
-  // The machines: this one.
-  for (const char* sel : {"address", "selector", "mode", "value"})
-    if (spec.contains(sel))
-      r.out.notes.push_back(std::string("spec.") + sel + " picks machines; faultctl apply acts on the one it runs on");
+  // The machines: the agents the caller picks, or this one.
+  if (options.selectors_by_caller) {
+    caller::read_machines(r, spec, sm);
+  } else {
+    for (const char* sel : {"address", "selector", "mode", "value"})
+      if (spec.contains(sel))
+        r.out.notes.push_back(std::string("spec.") + sel +
+                              " picks machines; faultctl apply acts on the one it runs on");
+  }
 
   auto action = r.scalar(spec, "action", "spec", sm);
   if (!action) {
@@ -789,45 +1055,181 @@ void read_physical_machine(ChaosReader& r, const YAML::Node& spec_node, const Ch
     return;
   }
   const SourceMark am = mark_at(spec["action"]);
-  if (auto why = physical::kRefusedActions.find(*action); why != physical::kRefusedActions.end()) {
-    r.error(am, "spec.action", "'" + *action + "': " + why->second);
-    return;
-  }
-  if (action->rfind("http-", 0) == 0) {
-    r.error(am, "spec.action",
-            "'" + *action +
-                "': chaosd faults the requests this host receives; Faultline's HTTP faults act client-side "
-                "(faultctl run http, or the guard)");
-    return;
-  }
-  if (std::find(blocks.begin(), blocks.end(), *action) == blocks.end()) {
-    r.error(am, "spec.action",
-            "'" + *action +
-                "': no such Faultline fault (it imports network-delay, -loss, -corrupt, -duplicate, -partition, "
-                "-bandwidth, stress-cpu, stress-mem, process and disk-fill)");
+  if (auto why = physical::refusal(*action)) {
+    r.error(am, "spec.action", "'" + *action + "': " + *why);
     return;
   }
   r.out.action = *action;
-  for (const auto& b : blocks)
+  for (const auto& b : physical::kActions)
     if (b != *action && spec.contains(b))
       r.error(mark_at(spec[b]), "spec." + b, "the fields of action " + b + ", not of " + *action);
   if (!spec.contains(*action)) {
     r.error(sm, "spec." + *action, "missing: action " + *action + " needs its fields");
     return;
   }
-  const YAML::Node block = spec[*action];
-  const SourceMark bm = mark_at(block, sm);
-  if (physical::kPacketKinds.contains(*action))
-    physical::read_network(r, *action, block, bm, options);
-  else if (*action == "process")
-    physical::read_process(r, block, bm);
-  else if (*action == "disk-fill")
-    physical::read_disk_fill(r, block, bm);
-  else
-    physical::read_stress(r, *action, block, bm);
+  physical::read_action(r, *action, spec[*action], mark_at(spec[*action], sm), options);
 }
 
+// The typed experiment of what a reader set in r.out.spec: the family reader
+// judges the values (caps, units); its refusal is put at the field the
+// experiment's field came from (spec_at: where anything else goes). Errors
+// sorted by place. check false: the caller completes the spec (faultcp's
+// target peers) and checks it whole.
+void finish(ChaosReader& r, SourceMark spec_at, bool check = true) {
+  if (r.out.ok() && check) {
+    auto e = experiment_from_json(r.out.spec, "");
+    if (e) {
+      r.out.experiment = std::move(*e);
+    } else {
+      std::string field = spec_error_field(e.error());
+      if (field.rfind("spec.", 0) == 0) field = field.substr(5);
+      if (auto b = field.find('['); b != std::string::npos) field.resize(b);
+      auto w = r.where.find(field);
+      if (w != r.where.end())
+        r.error(w->second.mark, w->second.path, e.error().message);
+      else
+        r.error(spec_at, "spec", e.error().message);
+    }
+  }
+  std::sort(r.out.errors.begin(), r.out.errors.end(), [](const PolicyDiagnostic& a, const PolicyDiagnostic& b) {
+    return std::tie(a.mark.line, a.mark.column) < std::tie(b.mark.line, b.mark.column);
+  });
+}
+
+// chaosd's attack JSON (the body its HTTP API takes at /api/attack/KIND),
+// written as {"KIND": BODY}: KIND and BODY.action name the PhysicalMachineChaos
+// action it is, read by that action's reader (physical::read_action).
+namespace chaosd {
+
+// The PhysicalMachineChaos action of chaosd's attack KIND with BODY.action.
+std::string machine_action(const std::string& kind, const std::string& action) {
+  if (kind == "network" || kind == "disk" || kind == "http") return kind + "-" + action;
+  if (kind == "stress") return "stress-" + action;
+  if (kind == "process" && (action == "kill" || action == "stop")) return "process";
+  return kind + " " + action;  // no such action: physical::refusal() says so
+}
+
+// A path of the PhysicalMachineChaos readers ("spec.network-delay.latency",
+// "spec.duration") as the field of the attack JSON ("network.latency",
+// "network.duration").
+std::string rebase(const std::string& path, const std::string& kind, const std::string& action) {
+  const std::string block = "spec." + action;
+  if (path.rfind(block, 0) == 0 &&
+      (path.size() == block.size() || path[block.size()] == '.' || path[block.size()] == ':'))
+    return kind + path.substr(block.size());
+  if (path.rfind("spec.", 0) == 0) return kind + "." + path.substr(5);
+  if (path == "spec") return kind;
+  return path;
+}
+
+// process: chaosd's kill sends its signal (9 when none is given); stop sends SIGSTOP.
+bool read_process_signal(ChaosReader& r, const std::string& action, YAML::Node& block, SourceMark bm) {
+  if (!block.IsMap()) return true;
+  const YAML::Node sig = std::as_const(block)["signal"];
+  if (action == "kill") {
+    if (!sig) block["signal"] = std::to_string(SIGKILL);
+    return true;
+  }
+  if (sig && !(sig.IsScalar() && sig.Scalar() == std::to_string(SIGSTOP))) {
+    r.error(mark_at(sig, bm), "process.signal", "action stop sends SIGSTOP (19): leave signal out");
+    return false;
+  }
+  block["signal"] = std::to_string(SIGSTOP);
+  return true;
+}
+
+void read_attack(ChaosReader& r, const YAML::Node& doc, const ChaosMeshImportOptions& options) {
+  const SourceMark root{1, 1};
+  if (!doc.IsMap() || doc.size() != 1 || !doc.begin()->first.IsScalar()) {
+    r.error(mark_at(doc, root), "<document>",
+            "expected one attack: {\"network\" | \"stress\" | \"process\" | \"disk\": the body chaosd's "
+            "/api/attack/KIND takes}");
+    return;
+  }
+  const std::string kind = doc.begin()->first.Scalar();
+  const YAML::Node body_node = doc.begin()->second;
+  const SourceMark bm = mark_at(body_node, root);
+  if (!body_node.IsMap()) {
+    r.error(bm, kind, "expected the attack's fields (an object)");
+    return;
+  }
+  const YAML::Node action_node = body_node["action"];
+  if (!action_node || !action_node.IsScalar() || action_node.Scalar().empty()) {
+    r.error(action_node ? mark_at(action_node, bm) : bm, kind + ".action",
+            action_node ? "expected the action's name" : "missing: the attack's action");
+    return;
+  }
+  const std::string machine = machine_action(kind, action_node.Scalar());
+  const SourceMark am = mark_at(action_node, bm);
+  if (auto why = physical::refusal(machine)) {
+    const std::string said = machine.find(' ') == std::string::npos ? machine : kind + " " + action_node.Scalar();
+    r.error(am, kind + ".action", "'" + said + "': " + *why);
+    return;
+  }
+  r.out.action = machine;
+  r.out.name = body_node["uid"] && body_node["uid"].IsScalar() ? body_node["uid"].Scalar() : "chaosd-" + machine;
+  // The body is the action's block, less the fields of every attack.
+  std::map<std::string, YAML::Node> common;
+  for (const char* k : {"action", "duration", "uid", "kind"}) {
+    r.shared.insert(k);
+    if (body_node[k]) common[k] = body_node[k];
+  }
+  YAML::Node block = body_node;
+  if (kind == "process" && !read_process_signal(r, action_node.Scalar(), block, bm)) return;
+  read_duration(r, common, bm);
+  physical::read_action(r, machine, block, bm, options);
+  for (auto& e : r.out.errors) e.path = rebase(e.path, kind, machine);
+  for (auto& [field, at] : r.where) at.path = rebase(at.path, kind, machine);
+  for (auto& n : r.out.notes) n = rebase(n, kind, machine);
+}
+
+// Where the JSON parser stopped (a byte offset) as a line and column.
+SourceMark mark_of_offset(std::string_view text, size_t offset) {
+  SourceMark m{1, 1};
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++m.line;
+      m.column = 1;
+    } else {
+      ++m.column;
+    }
+  }
+  return m;
+}
+
+}  // namespace chaosd
+
 }  // namespace
+
+bool ChaosMeshSelector::matches_labels(const std::map<std::string, std::string>& have) const {
+  for (const auto& [k, v] : labels)
+    if (auto it = have.find(k); it == have.end() || it->second != v) return false;
+  for (const auto& e : expressions) {
+    auto it = have.find(e.key);
+    const bool listed = it != have.end() && std::find(e.values.begin(), e.values.end(), it->second) != e.values.end();
+    if ((e.op == "In" && !listed) || (e.op == "NotIn" && listed) || (e.op == "Exists" && it == have.end()) ||
+        (e.op == "DoesNotExist" && it != have.end()))
+      return false;
+  }
+  return true;
+}
+
+nlohmann::json ChaosMeshSelector::to_json() const {
+  nlohmann::json j = {{"mode", mode}};
+  if (value > 0) j["value"] = value;
+  if (!namespaces.empty()) j["namespaces"] = namespaces;
+  if (!labels.empty()) j["labelSelectors"] = labels;
+  if (!expressions.empty()) {
+    j["expressionSelectors"] = nlohmann::json::array();
+    for (const auto& e : expressions)
+      j["expressionSelectors"].push_back({{"key", e.key}, {"operator", e.op}, {"values", e.values}});
+  }
+  if (!nodes.empty()) j["nodes"] = nodes;
+  if (!node_labels.empty()) j["nodeSelectors"] = node_labels;
+  if (!machines.empty()) j["physicalMachines"] = machines;
+  if (!addresses.empty()) j["address"] = addresses;
+  return j;
+}
 
 bool looks_like_chaos_mesh(std::string_view text) {
   return text.find(std::string(kChaosMeshApiVersion)) != std::string_view::npos;
@@ -883,26 +1285,40 @@ ChaosMeshImport import_chaos_mesh(std::string_view text, const ChaosMeshImportOp
   else
     read_pod(r, top["spec"], options);
   if (r.out.name.empty()) r.error(root, "metadata.name", "missing");
-  if (r.out.ok()) {
-    // The family reader judges the values (caps, units); its refusal is put
-    // at the Chaos Mesh field the experiment's field came from.
-    auto e = experiment_from_json(r.out.spec, "");
-    if (e) {
-      r.out.experiment = std::move(*e);
-    } else {
-      std::string field = spec_error_field(e.error());
-      if (field.rfind("spec.", 0) == 0) field = field.substr(5);
-      if (auto b = field.find('['); b != std::string::npos) field.resize(b);
-      auto w = r.where.find(field);
-      if (w != r.where.end())
-        r.error(w->second.mark, w->second.path, e.error().message);
-      else
-        r.error(mark_at(top["spec"]), "spec", e.error().message);
-    }
+  const bool peers_pending = r.out.target && !r.out.spec.contains("target");
+  finish(r, mark_at(top["spec"]), !peers_pending);
+  return r.out;
+}
+
+bool looks_like_chaosd_attack(std::string_view text) {
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos || text[first] != '{') return false;
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object()) return text.find("apiVersion") == std::string_view::npos;  // broken JSON: its reader says where
+  return !j.contains("apiVersion");
+}
+
+ChaosMeshImport import_chaosd_attack(std::string_view text, const ChaosMeshImportOptions& options) {
+  ChaosReader r;
+  r.out.spec = nlohmann::json::object();
+  r.out.kind = "chaosd attack";
+  // Strict JSON first: the YAML reader then reads only what JSON allows.
+  try {
+    (void)nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    r.error(chaosd::mark_of_offset(text, e.byte > 0 ? e.byte - 1 : 0), "<document>",
+            std::string("not JSON: ") + (std::strchr(e.what(), ':') ? std::strchr(e.what(), ':') + 2 : e.what()));
+    return r.out;
   }
-  std::sort(r.out.errors.begin(), r.out.errors.end(), [](const PolicyDiagnostic& a, const PolicyDiagnostic& b) {
-    return std::tie(a.mark.line, a.mark.column) < std::tie(b.mark.line, b.mark.column);
-  });
+  YAML::Node doc;
+  try {
+    doc = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    r.error({e.mark.line + 1, e.mark.column + 1}, "<document>", "not read: " + e.msg);
+    return r.out;
+  }
+  chaosd::read_attack(r, doc, options);
+  finish(r, mark_at(doc));
   return r.out;
 }
 
