@@ -16,6 +16,8 @@ namespace faultline::cp {
 namespace scenarios_detail {
 
 const std::vector<FieldRule> kScenarioRunFields = {{"agent_id", JsonType::Integer, true}};
+const std::vector<FieldRule> kScenarioTriggerFields = {{"agent_id", JsonType::Integer, true},
+                                                       {"reason", JsonType::String}};
 constexpr int64_t kMaxScenarioRunList = 1000;
 
 // The 1-based line and column of a byte offset of `text`.
@@ -163,13 +165,15 @@ HttpReply ControlPlane::run_scenario(const HttpRequest& req, const PathParams& p
 
 // The run row and its first checkpoint, audited, then the first step at once
 // (not at the next tick). `detail` is added to the audit entry (a trigger).
-std::variant<ScenarioRunRow, HttpReply> ControlPlane::start_scenario_run(int64_t ws, const ScenarioRow& scenario,
-                                                                         int64_t agent_id, const std::string& by,
-                                                                         const nlohmann::json& detail) {
+std::variant<ScenarioRunRow, HttpReply> ControlPlane::start_scenario_run(
+    int64_t ws, const ScenarioRow& scenario, int64_t agent_id, const std::string& by, const nlohmann::json& detail,
+    const std::function<std::optional<HttpReply>()>& in_tx) {
   auto s = std::get<Scenario>(read_scenario(nlohmann::json::parse(scenario.doc, nullptr, false)));
   const int64_t now = now_ms();
   SqlTransaction tx(store_.sql());
   if (auto begun = store_.begin(tx, ws); !begun) return storage_error(begun.error());
+  if (in_tx)
+    if (auto refused = in_tx()) return *refused;
   auto run = store_.insert_scenario_run(ws, scenario.id, agent_id, now, now + s.max_duration_s * 1000, by);
   if (!run) return storage_error(run.error());
   nlohmann::json audited{{"scenario_id", scenario.id}, {"name", scenario.name}, {"agent_id", agent_id}};
@@ -181,6 +185,45 @@ std::variant<ScenarioRunRow, HttpReply> ControlPlane::start_scenario_run(int64_t
   auto now_row = store_.scenario_run(ws, run->id);
   if (!now_row || !*now_row) return storage_error(now_row ? make_error(0, "the run vanished") : now_row.error());
   return **now_row;
+}
+
+// A deploy pipeline's hook: signed as /webhooks/alert is (the workspace's
+// alert_secret, X-Faultline-Timestamp within the window, X-Faultline-Signature),
+// its signature recorded in the run's transaction: a replay, or the same
+// delivery sent twice, is refused 409 and starts nothing.
+HttpReply ControlPlane::trigger_scenario(const HttpRequest& req, const PathParams& params) {
+  auto verified = verify_signed_hook(req, "trigger", "/webhooks/trigger/{id}");
+  if (auto* r = std::get_if<HttpReply>(&verified)) return *r;
+  const SignedHook& hook = std::get<SignedHook>(verified);
+  const auto id = path_id(params);
+  if (!id) return api_error(404, "no such scenario");
+  auto body = parse_body(req.body);
+  if (auto* e = std::get_if<ApiError>(&body)) return e->reply();
+  const auto& j = std::get<nlohmann::json>(body);
+  if (auto e = check_fields(j, kScenarioTriggerFields)) return e->reply();
+  auto row = store_.scenario(hook.workspace_id, *id);
+  if (!row) return storage_error(row.error());
+  if (!*row) return api_error(404, "no such scenario");
+  if (!std::holds_alternative<Scenario>(read_scenario(nlohmann::json::parse((*row)->doc, nullptr, false))))
+    return api_error(500, "scenario " + std::to_string(*id) + " as stored does not read back");
+  const int64_t agent_id = j["agent_id"].get<int64_t>();
+  auto agent = store_.agent(hook.workspace_id, agent_id);
+  if (!agent) return storage_error(agent.error());
+  if (!*agent) return api_error(404, "agent_id: no such agent", "agent_id");
+  const std::string replay = "a replay: this delivery started a run already";
+  auto run =
+      start_scenario_run(hook.workspace_id, **row, agent_id, hook.actor,
+                         {{"trigger", true}, {"reason", j.value("reason", "")}}, [&]() -> std::optional<HttpReply> {
+                           auto fresh = first_delivery(hook);
+                           if (!fresh) return storage_error(fresh.error());
+                           if (*fresh) return std::nullopt;
+                           return api_error(409, "X-Faultline-Signature: " + replay, "X-Faultline-Signature");
+                         });
+  if (auto* r = std::get_if<HttpReply>(&run)) {
+    if (r->status == 409) (void)refuse_signed_hook(hook, "trigger", "X-Faultline-Signature", replay);
+    return *r;
+  }
+  return api_json(201, scenario_run_json(std::get<ScenarioRunRow>(run)));
 }
 
 HttpReply ControlPlane::list_scenario_runs(const Principal& p) {

@@ -214,6 +214,8 @@ ControlPlane::ControlPlane(Store& store, HttpServer& server, ControlPlaneConfig 
             [this](const HttpRequest&, const PathParams&, const Principal& p) { return get_webhooks(p); });
   // Signed with the workspace's alert secret, not a bearer token (api_webhooks.cpp).
   add_open_route("POST", "/webhooks/alert", [this](const HttpRequest& r, const PathParams&) { return alert(r); });
+  add_open_route("POST", "/webhooks/trigger/{id}",
+                 [this](const HttpRequest& r, const PathParams& a) { return trigger_scenario(r, a); });
 
   // The dashboard's files are public; what it shows comes from the API under
   // the session token it signs in for (api_dashboard.cpp).

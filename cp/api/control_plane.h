@@ -142,6 +142,21 @@ class ControlPlane {
   HttpReply put_webhooks(const HttpRequest& req, const Principal& p);
   HttpReply get_webhooks(const Principal& p);
   HttpReply alert(const HttpRequest& req);
+  // A signed inbound hook (/webhooks/alert, /webhooks/trigger/{id}): its
+  // workspace, the actor it is audited as ("alert:ADDR") and its signature.
+  struct SignedHook {
+    int64_t workspace_id = 0;
+    std::string actor;
+    std::string signature;
+  };
+  [[nodiscard]] std::variant<SignedHook, HttpReply> verify_signed_hook(const HttpRequest& req, const std::string& kind,
+                                                                       const std::string& route);
+  [[nodiscard]] Status refuse_signed_hook(const SignedHook& hook, const std::string& kind, const std::string& field,
+                                          const std::string& why);
+  [[nodiscard]] Result<bool> first_delivery(const SignedHook& hook);
+  // POST /webhooks/trigger/{id}?workspace=NAME (api_scenarios.cpp): a run of
+  // scenario {id}, signed as an alert is.
+  HttpReply trigger_scenario(const HttpRequest& req, const PathParams& params);
   [[nodiscard]] static nlohmann::json webhook_json(const WebhookConfig& c);
   [[nodiscard]] static HttpReply dashboard_file(const std::string& name);
   HttpReply healthz();
@@ -283,9 +298,11 @@ class ControlPlane {
   HttpReply list_scenario_runs(const Principal& p);
   HttpReply get_scenario_run(const PathParams& params, const Principal& p);
   HttpReply abort_scenario_run(const PathParams& params, const Principal& p);
-  [[nodiscard]] std::variant<ScenarioRunRow, HttpReply> start_scenario_run(int64_t ws, const ScenarioRow& scenario,
-                                                                           int64_t agent_id, const std::string& by,
-                                                                           const nlohmann::json& detail);
+  // `in_tx` runs first inside the run's transaction (a trigger's replay
+  // check); a reply from it is returned and nothing is kept.
+  [[nodiscard]] std::variant<ScenarioRunRow, HttpReply> start_scenario_run(
+      int64_t ws, const ScenarioRow& scenario, int64_t agent_id, const std::string& by, const nlohmann::json& detail,
+      const std::function<std::optional<HttpReply>()>& in_tx = {});
   void advance_scenarios();
   void advance_scenario_run(int64_t ws, int64_t run_id);
   [[nodiscard]] Status step_scenario_run(const ScenarioCheckpoint& c, std::optional<int64_t>& woken);

@@ -11,6 +11,7 @@
 #include <csignal>
 #include <thread>
 
+#include "cp/webhooks/webhook_sender.h"
 #include "cp_client.h"
 #include "selftests/lib/child_process.h"
 
@@ -254,6 +255,50 @@ TEST_P(ScenariosApi, TheKillSwitchEndsTheRun) {
   EXPECT_EQ(done.value("state", ""), "aborted") << done;
   EXPECT_EQ(done.value("code", ""), "cancelled");
   EXPECT_EQ(fleet_.experiments(), 1u);
+}
+
+// A deploy pipeline's trigger, signed as an alert is: one run per delivery.
+TEST_P(ScenariosApi, ASignedTriggerStartsOneRunPerDelivery) {
+  const std::string secret = "trigger-secret-abcdefghijklmnop";
+  ASSERT_EQ(fleet_
+                .call("PUT", "/v1/webhooks",
+                      json{{"url", "http://127.0.0.1:9/unused"},
+                           {"secret", "outbound-secret-abcdefghijklmnop"},
+                           {"alert_secret", secret},
+                           {"triggers", json::array()}}
+                          .dump())
+                .status,
+            200);
+  const int64_t id = store_scenario(fleet_, scenario_doc("deploy", json::array({loss_step("a", 5)})));
+  const std::string path = "/webhooks/trigger/" + std::to_string(id) + "?workspace=acme";
+  const std::string body = json{{"agent_id", fleet_.agent}, {"reason", "deploy 42"}}.dump();
+  auto post = [&](const std::string& key, int64_t ts, const std::string& text) {
+    return fltest::cp_request(server_->port(), "POST", path, "", text, 10'000,
+                              {{"X-Faultline-Timestamp", std::to_string(ts)},
+                               {"X-Faultline-Signature", faultline::cp::webhook_signature(key, ts, text)}});
+  };
+  const int64_t now =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  auto bad = post("not-the-secret-at-all-0123456789", now, body);
+  EXPECT_EQ(bad.status, 401) << bad.describe();
+  EXPECT_EQ(bad.json().value("field", ""), "X-Faultline-Signature");
+  auto stale = post(secret, now - 120, body);
+  EXPECT_EQ(stale.status, 401) << stale.describe();
+  EXPECT_EQ(stale.json().value("field", ""), "X-Faultline-Timestamp");
+  EXPECT_EQ(fleet_.call("GET", "/v1/scenario-runs").json()["runs"].size(), 0u) << "a refused trigger starts nothing";
+
+  auto first = post(secret, now, body);
+  ASSERT_EQ(first.status, 201) << first.describe();
+  EXPECT_EQ(first.json().value("created_by", "").rfind("trigger:", 0), 0u) << first.body;
+  auto again = post(secret, now, body);  // the same delivery, sent twice
+  EXPECT_EQ(again.status, 409) << again.describe();
+  EXPECT_EQ(fleet_.call("GET", "/v1/scenario-runs").json()["runs"].size(), 1u) << "one run for one delivery";
+  EXPECT_EQ(fleet_.experiments(), 1u);
+  auto later = post(secret, now + 1, body);  // the next deploy
+  EXPECT_EQ(later.status, 201) << later.describe();
+  EXPECT_EQ(fleet_.call("GET", "/v1/scenario-runs").json()["runs"].size(), 2u);
+  auto missing = post(secret, now + 2, json{{"agent_id", 999}}.dump());
+  EXPECT_EQ(missing.status, 404) << missing.describe();
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ScenariosApi, ::testing::Values(Backend::Sqlite, Backend::Postgres),
