@@ -148,26 +148,29 @@ void ControlPlane::fire_experiment_webhook(const Experiment& e, const std::strin
                 {"by", by}});
 }
 
-// The alert's checks, in the order a caller can fix them: which workspace,
-// when it was signed, the signature, the body, and last whether it was seen
-// before (recorded in the database with the aborts, so every replica refuses
-// a replay, and a refused alert leaves nothing behind).
-HttpReply ControlPlane::alert(const HttpRequest& req) {
+// A signed inbound hook's checks (an alert, a trigger), in the order a
+// caller can fix them: which workspace, when it was signed, the signature.
+// Whether it was seen before is the caller's last check (recorded in the
+// database with what the hook does, so every replica refuses a replay, and a
+// refused hook leaves nothing behind but its audited refusal, `kind`.refused).
+std::variant<ControlPlane::SignedHook, HttpReply> ControlPlane::verify_signed_hook(const HttpRequest& req,
+                                                                                   const std::string& kind,
+                                                                                   const std::string& route) {
   const auto name = req.query_param("workspace");
   if (!name || name->empty())
-    return api_error(400, "workspace: name the workspace: POST /webhooks/alert?workspace=NAME", "workspace");
+    return api_error(400, "workspace: name the workspace: POST " + route + "?workspace=NAME", "workspace");
   auto ws = store_.workspace_by_name(*name);
   if (!ws) return storage_error(ws.error());
   std::optional<WebhookConfig> config;
   if (ws->has_value())
     if (auto c = store_.webhook((*ws)->id); c && c->has_value() && !(*c)->alert_secret.empty()) config = **c;
   if (!config)
-    return api_error(404, "workspace: no workspace '" + *name + "' takes alerts (PUT /v1/webhooks with alert_secret)",
+    return api_error(404,
+                     "workspace: no workspace '" + *name + "' takes signed hooks (PUT /v1/webhooks with alert_secret)",
                      "workspace");
-  const int64_t ws_id = (*ws)->id;
+  SignedHook hook{(*ws)->id, kind + ":" + req.peer.address, ""};
   auto refuse = [&](int status, const std::string& field, const std::string& why) {
-    (void)audit_as(ws_id, "alert:" + req.peer.address, "alert.refused", "workspace:" + std::to_string(ws_id),
-                   {{"field", field}, {"reason", why}});
+    (void)refuse_signed_hook(hook, kind, field, why);
     return api_error(status, field + ": " + why, field);
   };
   const auto ts_text = req.header("x-faultline-timestamp");
@@ -186,6 +189,28 @@ HttpReply ControlPlane::alert(const HttpRequest& req) {
   if (!constant_time_equal(*sig, expected))
     return refuse(401, "X-Faultline-Signature",
                   "does not match: sign TIMESTAMP.BODY with the alert_secret of workspace '" + *name + "'");
+  hook.signature = *sig;
+  return hook;
+}
+
+Status ControlPlane::refuse_signed_hook(const SignedHook& hook, const std::string& kind, const std::string& field,
+                                        const std::string& why) {
+  return audit_as(hook.workspace_id, hook.actor, kind + ".refused", "workspace:" + std::to_string(hook.workspace_id),
+                  {{"field", field}, {"reason", why}});
+}
+
+// Whether a verified hook's signature is new (recorded now, inside the
+// caller's transaction); false for a replay.
+Result<bool> ControlPlane::first_delivery(const SignedHook& hook) {
+  const int64_t window = config_.alert_window.count();
+  return store_.remember_alert_signature(hook.workspace_id, hook.signature, now_ms(), now_ms() - 2 * window * 1000);
+}
+
+HttpReply ControlPlane::alert(const HttpRequest& req) {
+  auto verified = verify_signed_hook(req, "alert", "/webhooks/alert");
+  if (auto* r = std::get_if<HttpReply>(&verified)) return *r;
+  const SignedHook& hook = std::get<SignedHook>(verified);
+  const int64_t ws_id = hook.workspace_id;
   auto body = parse_body(req.body);
   if (auto* e = std::get_if<ApiError>(&body)) return e->reply();
   const auto& j = std::get<nlohmann::json>(body);
@@ -217,15 +242,16 @@ HttpReply ControlPlane::alert(const HttpRequest& req) {
       if (match) chosen.insert(e.id);
     }
   }
-  const std::string actor = "alert:" + req.peer.address;
+  const std::string& actor = hook.actor;
   std::optional<SqlTransaction> tx;
   tx.emplace(store_.sql());
   if (auto begun = store_.begin(*tx, ws_id); !begun) return storage_error(begun.error());
-  auto fresh = store_.remember_alert_signature(ws_id, *sig, now_ms(), now_ms() - 2 * window * 1000);
+  auto fresh = first_delivery(hook);
   if (!fresh) return storage_error(fresh.error());
   if (!*fresh) {
     tx.reset();  // rolled back: nothing of this request is kept but its refusal
-    return refuse(409, "X-Faultline-Signature", "a replay: this alert was taken already");
+    (void)refuse_signed_hook(hook, "alert", "X-Faultline-Signature", "a replay: this alert was taken already");
+    return api_error(409, "X-Faultline-Signature: a replay: this alert was taken already", "X-Faultline-Signature");
   }
   std::vector<Experiment> aborted;
   const std::string why =

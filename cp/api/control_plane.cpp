@@ -100,6 +100,20 @@ ControlPlane::ControlPlane(Store& store, HttpServer& server, ControlPlaneConfig 
             [this](const HttpRequest& r, const PathParams& a, const Principal& p) {
               return decide_proposal(r, a, p, false);
             });
+  add_route("POST", "/v1/scenarios", {TK::Session, TK::Api},
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return create_scenario(r, p); });
+  add_route("GET", "/v1/scenarios", {TK::Session, TK::Api},
+            [this](const HttpRequest&, const PathParams&, const Principal& p) { return list_scenarios(p); });
+  add_route("GET", "/v1/scenarios/{id}", {TK::Session, TK::Api},
+            [this](const HttpRequest&, const PathParams& a, const Principal& p) { return get_scenario(a, p); });
+  add_route("POST", "/v1/scenarios/{id}/run", {TK::Session, TK::Api},
+            [this](const HttpRequest& r, const PathParams& a, const Principal& p) { return run_scenario(r, a, p); });
+  add_route("GET", "/v1/scenario-runs", {TK::Session, TK::Api},
+            [this](const HttpRequest&, const PathParams&, const Principal& p) { return list_scenario_runs(p); });
+  add_route("GET", "/v1/scenario-runs/{id}", {TK::Session, TK::Api},
+            [this](const HttpRequest&, const PathParams& a, const Principal& p) { return get_scenario_run(a, p); });
+  add_route("POST", "/v1/scenario-runs/{id}/abort", {TK::Session, TK::Api},
+            [this](const HttpRequest&, const PathParams& a, const Principal& p) { return abort_scenario_run(a, p); });
   add_route("GET", "/v1/catalogue", {TK::Session, TK::Api},
             [this](const HttpRequest&, const PathParams&, const Principal&) { return list_catalogue(); });
   add_route("GET", "/v1/catalogue/{name}", {TK::Session, TK::Api},
@@ -205,6 +219,8 @@ ControlPlane::ControlPlane(Store& store, HttpServer& server, ControlPlaneConfig 
             [this](const HttpRequest&, const PathParams&, const Principal& p) { return get_webhooks(p); });
   // Signed with the workspace's alert secret, not a bearer token (api_webhooks.cpp).
   add_open_route("POST", "/webhooks/alert", [this](const HttpRequest& r, const PathParams&) { return alert(r); });
+  add_open_route("POST", "/webhooks/trigger/{id}",
+                 [this](const HttpRequest& r, const PathParams& a) { return trigger_scenario(r, a); });
 
   // The dashboard's files are public; what it shows comes from the API under
   // the session token it signs in for (api_dashboard.cpp).
@@ -226,6 +242,7 @@ Status ControlPlane::start() {
   webhooks_ = std::move(*sender);
   FL_TRY(server_.watch(webhooks_->event_fd(), [this] { webhook_outcomes(); }));
   server_.after(config_.digest_check, [this] { send_due_digests(); });
+  server_.after(config_.scenario_tick, [this] { advance_scenarios(); });
   auto nonce = random_base64url(9);
   if (!nonce) return nonce.error();
   replica_ = *nonce;

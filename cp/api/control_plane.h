@@ -26,6 +26,7 @@
 #include "userspace/orchestration/clock.h"
 #include "userspace/orchestration/facts.h"
 #include "userspace/orchestration/proposer.h"
+#include "userspace/orchestration/scenario.h"
 
 namespace faultline::cp {
 
@@ -61,6 +62,9 @@ struct ControlPlaneConfig {
   // The proposer (--proposer, docs/orchestration.md#the-proposer); none: off.
   // Its model calls run on the serving thread.
   std::shared_ptr<Proposer> proposer;
+  // How often the scenario worker looks for due checkpoints (a run's next
+  // step, a step's experiment ended).
+  std::chrono::milliseconds scenario_tick{1'000};
 };
 
 // The alert trigger of a guard activity entry (api_guard_alerts.cpp), or none
@@ -154,6 +158,21 @@ class ControlPlane {
   HttpReply put_webhooks(const HttpRequest& req, const Principal& p);
   HttpReply get_webhooks(const Principal& p);
   HttpReply alert(const HttpRequest& req);
+  // A signed inbound hook (/webhooks/alert, /webhooks/trigger/{id}): its
+  // workspace, the actor it is audited as ("alert:ADDR") and its signature.
+  struct SignedHook {
+    int64_t workspace_id = 0;
+    std::string actor;
+    std::string signature;
+  };
+  [[nodiscard]] std::variant<SignedHook, HttpReply> verify_signed_hook(const HttpRequest& req, const std::string& kind,
+                                                                       const std::string& route);
+  [[nodiscard]] Status refuse_signed_hook(const SignedHook& hook, const std::string& kind, const std::string& field,
+                                          const std::string& why);
+  [[nodiscard]] Result<bool> first_delivery(const SignedHook& hook);
+  // POST /webhooks/trigger/{id}?workspace=NAME (api_scenarios.cpp): a run of
+  // scenario {id}, signed as an alert is.
+  HttpReply trigger_scenario(const HttpRequest& req, const PathParams& params);
   [[nodiscard]] static nlohmann::json webhook_json(const WebhookConfig& c);
   [[nodiscard]] static HttpReply dashboard_file(const std::string& name);
   HttpReply healthz();
@@ -287,6 +306,29 @@ class ControlPlane {
   HttpReply list_proposals(const HttpRequest& req, const Principal& p);
   HttpReply get_proposal(const PathParams& params, const Principal& p);
   HttpReply decide_proposal(const HttpRequest& req, const PathParams& params, const Principal& p, bool approve);
+  // Scenarios and their runs (api_scenarios.cpp): the routes, and the worker
+  // that claims a run's checkpoint, settles its step and starts the next.
+  HttpReply create_scenario(const HttpRequest& req, const Principal& p);
+  HttpReply list_scenarios(const Principal& p);
+  HttpReply get_scenario(const PathParams& params, const Principal& p);
+  HttpReply run_scenario(const HttpRequest& req, const PathParams& params, const Principal& p);
+  HttpReply list_scenario_runs(const Principal& p);
+  HttpReply get_scenario_run(const PathParams& params, const Principal& p);
+  HttpReply abort_scenario_run(const PathParams& params, const Principal& p);
+  // `in_tx` runs first inside the run's transaction (a trigger's replay
+  // check); a reply from it is returned and nothing is kept.
+  [[nodiscard]] std::variant<ScenarioRunRow, HttpReply> start_scenario_run(
+      int64_t ws, const ScenarioRow& scenario, int64_t agent_id, const std::string& by, const nlohmann::json& detail,
+      const std::function<std::optional<HttpReply>()>& in_tx = {});
+  void advance_scenarios();
+  void advance_scenario_run(int64_t ws, int64_t run_id);
+  [[nodiscard]] Status step_scenario_run(const ScenarioCheckpoint& c, std::optional<int64_t>& woken);
+  [[nodiscard]] Status start_scenario_step(ScenarioRunRow& run, const Scenario& s, const nlohmann::json& doc,
+                                           size_t index, std::optional<int64_t>& woken);
+  [[nodiscard]] Result<std::optional<nlohmann::json>> refuse_scenario_step(const ScenarioRunRow& run,
+                                                                           const ScenarioStep& step,
+                                                                           const nlohmann::json& step_doc);
+  [[nodiscard]] Status finish_scenario_run(const ScenarioRunRow& run);
 
   Store& store_;
   HttpServer& server_;

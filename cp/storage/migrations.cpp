@@ -294,6 +294,45 @@ CREATE TABLE proposals (
 );
 CREATE INDEX proposals_by_workspace ON proposals(workspace_id, id);
 )sql",
+      // 10: scenarios (docs/orchestration.md#scenarios-on-faultcp): a stored
+      // scenario document, its runs, and each live run's checkpoint. A worker
+      // acts on a run only after deleting its checkpoint in the transaction
+      // that writes the next one (at most once, on every replica).
+      R"sql(
+CREATE TABLE scenarios (
+  id {id},
+  workspace_id BIGINT NOT NULL REFERENCES workspaces(id),
+  name TEXT NOT NULL,
+  doc TEXT NOT NULL,
+  created_ms BIGINT NOT NULL,
+  created_by TEXT NOT NULL,
+  UNIQUE (workspace_id, name)
+);
+CREATE TABLE scenario_runs (
+  id {id},
+  workspace_id BIGINT NOT NULL REFERENCES workspaces(id),
+  scenario_id BIGINT NOT NULL,
+  agent_id BIGINT NOT NULL,
+  state TEXT NOT NULL,
+  code TEXT NOT NULL,
+  detail TEXT NOT NULL,
+  steps TEXT NOT NULL,
+  created_ms BIGINT NOT NULL,
+  updated_ms BIGINT NOT NULL,
+  ends_by_ms BIGINT NOT NULL,
+  created_by TEXT NOT NULL
+);
+CREATE INDEX scenario_runs_by_workspace ON scenario_runs(workspace_id, id);
+CREATE TABLE scenario_checkpoints (
+  run_id BIGINT PRIMARY KEY,
+  workspace_id BIGINT NOT NULL,
+  step BIGINT NOT NULL,
+  started BIGINT NOT NULL,
+  experiment_id BIGINT,
+  due_ms BIGINT NOT NULL
+);
+CREATE INDEX scenario_checkpoints_by_due ON scenario_checkpoints(due_ms);
+)sql",
   };
   return m;
 }

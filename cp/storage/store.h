@@ -275,6 +275,48 @@ struct ProposalRow {
   std::optional<int64_t> experiment_id;
 };
 
+// A stored scenario (migration 10): the document as posted (canonical JSON
+// text), read again by read_scenario() at every step.
+struct ScenarioRow {
+  int64_t id = 0;
+  int64_t workspace_id = 0;
+  std::string name;
+  std::string doc;
+  int64_t created_ms = 0;
+  std::string created_by;
+};
+
+// One run of a scenario on one agent. state: running, then completed,
+// failed, aborted or refused (final); code: the reason of a final state other
+// than completed; steps: a JSON array of the steps' results so far.
+struct ScenarioRunRow {
+  int64_t id = 0;
+  int64_t workspace_id = 0;
+  int64_t scenario_id = 0;
+  int64_t agent_id = 0;
+  std::string state;
+  std::string code;
+  std::string detail;
+  std::string steps = "[]";
+  int64_t created_ms = 0;
+  int64_t updated_ms = 0;
+  int64_t ends_by_ms = 0;  // the scenario's cap from the run's start
+  std::string created_by;
+};
+
+// A live run's progress: the step it is at, whether that step was started
+// (its experiment created, its wait begun), and when a worker should look
+// again. Present only while the run has work left; a worker claims it by
+// deleting it.
+struct ScenarioCheckpoint {
+  int64_t run_id = 0;
+  int64_t workspace_id = 0;
+  int64_t step = 0;
+  bool started = false;
+  std::optional<int64_t> experiment_id;
+  int64_t due_ms = 0;
+};
+
 class Store {
  public:
   // Opens the database and migrates it to this build's schema.
@@ -476,6 +518,27 @@ class Store {
   [[nodiscard]] Result<bool> decide_proposal(int64_t ws, int64_t id, const std::string& state, int64_t now_ms,
                                              const std::string& by, const std::string& reason,
                                              std::optional<int64_t> experiment_id);
+
+  // Scenarios (migration 10, scenario_store.cpp): one stored (kConflict when
+  // the name is taken in the workspace; call inside Store::begin); all, by
+  // name; one. Runs: one started (with its first checkpoint, inside
+  // Store::begin); one; the newest first; one's state, code, detail and steps.
+  [[nodiscard]] Result<ScenarioRow> insert_scenario(int64_t ws, const std::string& name, const std::string& doc,
+                                                    int64_t now_ms, const std::string& by);
+  [[nodiscard]] Result<std::vector<ScenarioRow>> scenarios(int64_t ws);
+  [[nodiscard]] Result<std::optional<ScenarioRow>> scenario(int64_t ws, int64_t id);
+  [[nodiscard]] Result<ScenarioRunRow> insert_scenario_run(int64_t ws, int64_t scenario_id, int64_t agent_id,
+                                                           int64_t now_ms, int64_t ends_by_ms, const std::string& by);
+  [[nodiscard]] Result<std::optional<ScenarioRunRow>> scenario_run(int64_t ws, int64_t id);
+  [[nodiscard]] Result<std::vector<ScenarioRunRow>> scenario_runs(int64_t ws, int64_t limit);
+  [[nodiscard]] Status update_scenario_run(int64_t ws, const ScenarioRunRow& run, int64_t now_ms);
+  // Checkpoints: those due by now, every workspace's (what a worker looks
+  // at); one claimed by deleting it (none: not there, not due by `due_by_ms`,
+  // or another worker took it first); one written (a run's next step).
+  [[nodiscard]] Result<std::vector<ScenarioCheckpoint>> due_scenario_checkpoints(int64_t now_ms);
+  [[nodiscard]] Result<std::optional<ScenarioCheckpoint>> claim_scenario_checkpoint(int64_t ws, int64_t run_id,
+                                                                                    int64_t due_by_ms);
+  [[nodiscard]] Status put_scenario_checkpoint(const ScenarioCheckpoint& c);
 
  private:
   std::unique_ptr<SqlConnection> db_;
