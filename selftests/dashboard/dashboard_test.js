@@ -9,7 +9,7 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { FAULTCP, ARTIFACTS, EMAIL, PASSWORD, fail, startFaultcp, call, launchChromium, signedInPage } =
+const { FAULTCP, ARTIFACTS, EMAIL, PASSWORD, fail, startFaultcp, call, launchChromium, signedInPage, stopFaultcp, runMain } =
   require('./faultcp_harness');
 
 
@@ -107,13 +107,8 @@ async function main() {
   } finally {
     if (browser) await browser.close();
     if (agent) agent.stop();
-    cp.kill('SIGTERM');
-    await new Promise((r) => cp.once('exit', r));
-    fs.rmSync(dir, { recursive: true, force: true });
+    await stopFaultcp(cp, dir);
   }
 }
 
-main().then(() => process.exit(0), (e) => {
-  console.error('FAIL: ' + (e && e.stack ? e.stack : e));
-  process.exit(1);
-});
+runMain(main);

@@ -106,6 +106,31 @@ async function signedInPage(browser, base, { height = 1400, setup } = {}) {
   return { page, pageErrors, foreign };
 }
 
+// A workspace 'ops' signed up at `base` and one agent (or guard) enrolled in
+// it: the owner's signup answer and the agent's token.
+async function signUpWithAgent(base, hostname = 'laptop-7', enrollment = 'guards') {
+  const signup = await call(base, 'POST', '/v1/auth/signup', '', { email: EMAIL, password: PASSWORD, workspace: 'ops' });
+  const enroll = await call(base, 'POST', '/v1/tokens', signup.token, { kind: 'enrollment', name: enrollment });
+  const agent = (await call(base, 'POST', '/v1/agents/register', enroll.token, { hostname })).token;
+  return { signup, agent };
+}
+
+// faultcp stopped (SIGTERM, then its exit) and its folder removed.
+async function stopFaultcp(cp, dir) {
+  cp.kill('SIGTERM');
+  await new Promise((r) => cp.once('exit', r));
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
+// A test's main() run: exit 0 when it resolves, 1 with its error when not.
+function runMain(main) {
+  main().then(() => process.exit(0), (e) => {
+    console.error('FAIL: ' + (e && e.stack ? e.stack : e));
+    process.exit(1);
+  });
+}
+
 module.exports = {
-  FAULTCP, ARTIFACTS, CHROMIUM, EMAIL, PASSWORD, fail, startFaultcp, call, makeChain, launchChromium, signedInPage,
+  FAULTCP, ARTIFACTS, CHROMIUM, EMAIL, PASSWORD, fail, startFaultcp, stopFaultcp, call, makeChain, launchChromium,
+  signedInPage, signUpWithAgent, runMain,
 };

@@ -10,7 +10,7 @@ const fs = require('node:fs');
 const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
-const { FAULTCP, ARTIFACTS, EMAIL, PASSWORD, fail, startFaultcp, call, launchChromium, signedInPage } =
+const { FAULTCP, ARTIFACTS, fail, startFaultcp, call, launchChromium, signedInPage, stopFaultcp, runMain, signUpWithAgent } =
   require('./faultcp_harness');
 
 const FAULTCTL = process.env.FAULTCTL;
@@ -46,9 +46,7 @@ async function main() {
   let browser = null;
   let guard = null;
   try {
-    const signup = await call(base, 'POST', '/v1/auth/signup', '', { email: EMAIL, password: PASSWORD, workspace: 'ops' });
-    const enroll = await call(base, 'POST', '/v1/tokens', signup.token, { kind: 'enrollment', name: 'guards' });
-    const agent = (await call(base, 'POST', '/v1/agents/register', enroll.token, { hostname: 'laptop-7' })).token;
+    const { signup, agent } = await signUpWithAgent(base);
     await call(base, 'PUT', '/v1/guardrails/policy', signup.token, {
       mode: 'enforce', default_allow: true,
       rules: [{ name: 'deploys', action: 'approve', host: up.host, reason: 'a person looks at deploys' }],
@@ -101,13 +99,8 @@ async function main() {
     if (browser) await browser.close();
     if (guard && guard.exitCode === null) guard.kill('SIGKILL');
     up.server.close();
-    cp.kill('SIGTERM');
-    await new Promise((r) => cp.once('exit', r));
-    fs.rmSync(dir, { recursive: true, force: true });
+    await stopFaultcp(cp, dir);
   }
 }
 
-main().then(() => process.exit(0), (e) => {
-  console.error('FAIL: ' + (e && e.stack ? e.stack : e));
-  process.exit(1);
-});
+runMain(main);

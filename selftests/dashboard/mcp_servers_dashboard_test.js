@@ -9,7 +9,7 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { FAULTCP, ARTIFACTS, EMAIL, PASSWORD, fail, startFaultcp, call, makeChain, launchChromium, signedInPage } =
+const { FAULTCP, ARTIFACTS, fail, startFaultcp, call, makeChain, launchChromium, signedInPage, stopFaultcp, runMain, signUpWithAgent } =
   require('./faultcp_harness');
 
 const HOUR = 3600 * 1000;
@@ -25,9 +25,7 @@ async function main() {
   const { cp, base } = await startFaultcp(path.join(dir, 'cp.db'));
   let browser = null;
   try {
-    const signup = await call(base, 'POST', '/v1/auth/signup', '', { email: EMAIL, password: PASSWORD, workspace: 'ops' });
-    const enroll = await call(base, 'POST', '/v1/tokens', signup.token, { kind: 'enrollment', name: 'guards' });
-    const guard = (await call(base, 'POST', '/v1/agents/register', enroll.token, { hostname: 'laptop-7' })).token;
+    const { signup, agent: guard } = await signUpWithAgent(base);
     const entry = makeChain();
     const aliceFs = 'alice@laptop-7/mcp:server-filesystem';
     const entries = [
@@ -99,13 +97,8 @@ async function main() {
     console.log('PASS: the MCP servers card (a new call shown in ' + took + ' ms; screenshot in ' + ARTIFACTS + ')');
   } finally {
     if (browser) await browser.close();
-    cp.kill('SIGTERM');
-    await new Promise((r) => cp.once('exit', r));
-    fs.rmSync(dir, { recursive: true, force: true });
+    await stopFaultcp(cp, dir);
   }
 }
 
-main().then(() => process.exit(0), (e) => {
-  console.error('FAIL: ' + (e && e.stack ? e.stack : e));
-  process.exit(1);
-});
+runMain(main);
