@@ -150,7 +150,7 @@ void read_order(FinanceAction& a, const nlohmann::json& args) {
   a.price = amount_arg(args, {"limitprice", "price", "limit", "stopprice", "triggerprice", "stoplimitprice"});
   a.value = amount_arg(args, {"notional", "notionalvalue", "ordervalue", "value", "total", "cost", "quotesize",
                               "quoteamount", "dollaramount", "dollars", "usdamount", "cashamount"});
-  if (!a.value && a.quantity && a.price) a.value = *a.quantity * *a.price;
+  if (!a.value && a.quantity && a.price && std::isfinite(*a.quantity * *a.price)) a.value = *a.quantity * *a.price;
 }
 
 void read_money(FinanceAction& a, const nlohmann::json& args) {
