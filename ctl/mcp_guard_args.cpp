@@ -33,6 +33,8 @@ constexpr Example kMcpGuardExamples[] = {
      "faultctl mcp-guard --listen 127.0.0.1:8931 -- node server.js"},
     {"every call reported to faultcp, for its MCP server inventory",
      "faultctl mcp-guard --control-plane https://faultcp.example.com --token $AGENT_TOKEN -- node server.js"},
+    {"a broker: orders over 5000 denied, over 500 held, withdrawals denied",
+     "faultctl mcp-guard --enforce --finance-pack --max-order-value 5000 --approve-over 500 -- uvx alpaca-mcp-server"},
 };
 
 constexpr const char* kMcpPinsUsage =
@@ -262,6 +264,53 @@ Status read_bridge_flags(const cxxopts::ParseResult& r, McpGuardArgs& a) {
   return read_fault_flags(r, a);
 }
 
+// An amount flag: above 0, as parse_finance_amount() reads it.
+Result<double> finance_amount_flag(const cxxopts::ParseResult& r, const char* flag) {
+  const std::string text = r[flag].as<std::string>();
+  const auto v = parse_finance_amount(text);
+  if (!v || *v <= 0) return bad(std::string("--") + flag + " '" + text + "': an amount above 0 (2500, 2500.50)");
+  return *v;
+}
+
+// --inspect-actions, --finance-pack and the limits (each implies --inspect-actions).
+Status read_finance_flags(const cxxopts::ParseResult& r, McpGuardArgs& a) {
+  FinanceLimits& l = a.finance;
+  const bool pack = r.count("finance-pack") > 0;
+  if (pack) l = finance_pack_defaults();
+  a.inspect_actions = pack || r.count("inspect-actions") > 0;
+  for (const auto& [flag, field] :
+       {std::pair{"max-order-value", &l.max_order_value}, std::pair{"approve-over", &l.approve_over},
+        std::pair{"daily-limit", &l.daily_limit}}) {
+    if (!r.count(flag)) continue;
+    auto v = finance_amount_flag(r, flag);
+    if (!v) return v.error();
+    *field = *v;
+    a.inspect_actions = true;
+  }
+  if (r.count("max-orders-per-hour")) {
+    const std::string t = r["max-orders-per-hour"].as<std::string>();
+    if (t.empty() || t.size() > 7 || t.find_first_not_of("0123456789") != std::string::npos || std::stoul(t) == 0)
+      return bad("--max-orders-per-hour '" + t + "': a whole number from 1 to 9999999");
+    l.max_orders_per_hour = std::stoul(t);
+    a.inspect_actions = true;
+  }
+  if (r.count("outlier-factor")) {
+    const std::string t = r["outlier-factor"].as<std::string>();
+    const auto f = parse_finance_amount(t);
+    if (!f || *f <= 1 || *f > 1000 || t.starts_with("$"))
+      return bad("--outlier-factor '" + t + "': a number above 1, at most 1000 (3, 2.5)");
+    l.outlier_factor = *f;
+    a.inspect_actions = true;
+  }
+  if (r.count("deny-account-danger")) l.deny_account_danger = a.inspect_actions = true;
+  if (r.count("market-hours")) l.market_hours = a.inspect_actions = true;
+  if (l.approve_over && l.max_order_value && *l.approve_over >= *l.max_order_value)
+    return bad("--approve-over " + format_finance_amount(*l.approve_over) + ": at or over --max-order-value " +
+               format_finance_amount(*l.max_order_value) + (pack ? " (with --finance-pack's defaults)" : "") +
+               ": every order it would hold is denied; give it below the cap");
+  return {};
+}
+
 }  // namespace mcp_guard_args_impl
 
 using namespace mcp_guard_args_impl;
@@ -341,7 +390,25 @@ Result<Parsed<McpGuardArgs>> parse_mcp_guard_args(const std::vector<std::string>
       "URL: faultcp (or FAULTLINE_CP): every call's activity line is reported there (its MCP server inventory), "
       "spooled in the state folder while it is down",
       cxxopts::value<std::string>())("token", "T: --control-plane's token, an agent token (or FAULTLINE_CP_TOKEN)",
-                                     cxxopts::value<std::string>())("h,help", "help");
+                                     cxxopts::value<std::string>())(
+      "inspect-actions",
+      "classify each tools/call of a trading, payment or broker server (order place/cancel/modify, transfer, "
+      "withdraw, account setting) and log its facts (symbol, side, quantity, price, value)")(
+      "finance-pack",
+      "--inspect-actions with the defaults: --max-order-value 10000 --approve-over 1000 --daily-limit 50000 "
+      "--max-orders-per-hour 20 --outlier-factor 5 --deny-account-danger --market-hours (each flag given wins)")(
+      "max-order-value", "N: deny an order whose value (notional, or quantity x limit price) is over N",
+      cxxopts::value<std::string>())("approve-over", "N: hold an order whose value is over N for approval",
+                                     cxxopts::value<std::string>())(
+      "daily-limit", "N: deny an order that takes the UTC day's orders (kept across restarts) over N",
+      cxxopts::value<std::string>())("max-orders-per-hour", "N: deny an order after N in the last hour",
+                                     cxxopts::value<std::string>())(
+      "outlier-factor", "F: hold an order over F times the median of this session's orders (3 or more)",
+      cxxopts::value<std::string>())(
+      "deny-account-danger",
+      "deny withdrawals, transfers out, and changes of bank details, API keys, 2FA, margin or options level")(
+      "market-hours", "hold orders outside NYSE regular hours (09:30-16:00 America/New_York, Monday to Friday)")(
+      "h,help", "help");
   auto [flags, cmd] = split_command(args);
   auto r = parse_flag_words(o, flags, kCommandAfterDashesHint);
   if (!r) return r.error();
@@ -353,6 +420,7 @@ Result<Parsed<McpGuardArgs>> parse_mcp_guard_args(const std::vector<std::string>
                       kMcpGuardExamples)});
   McpGuardArgs a;
   FL_TRY(read_bridge_flags(*r, a));
+  FL_TRY(read_finance_flags(*r, a));
   if (cmd.empty() && a.upstream_url.empty())
     return bad("missing the server's command: faultctl mcp-guard [flags] -- COMMAND ARGS (or --upstream-url U)");
   if (!cmd.empty() && !a.upstream_url.empty())

@@ -10,6 +10,7 @@
 #include "ctl/help.h"
 #include "ctl/mcp_fault_proxy.h"
 #include "userspace/guard/guard_policy.h"
+#include "userspace/guard/mcp_finance.h"
 
 namespace faultline {
 
@@ -31,6 +32,10 @@ struct McpGuardArgs {
   // --listen: the client speaks Streamable HTTP there instead of our stdio.
   std::string listen;
   bool allow_remote = false;
+  // --inspect-actions (implied by --finance-pack and each limit): finance
+  // actions classified and logged, the limits judged on them.
+  bool inspect_actions = false;
+  FinanceLimits finance;
   McpFaultSpec fault;  // --fault-tool ...; fault.tool "" for none
   std::string trace;   // --trace FILE
   // --control-plane URL --token T: the activity reported to faultcp (its

@@ -6,6 +6,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -155,9 +156,58 @@ ojson unwrap_from_args(const ojson& e) {
   return out;
 }
 
+// A trading, payment or broker server: a word of its name, command,
+// arguments or URL names one (docs/gates.md lists them).
+bool is_broker(const std::string& name, const ojson& e) {
+  static const std::vector<std::string> kWords = {"alpaca",
+                                                  "ibkr",
+                                                  "interactive-brokers",
+                                                  "interactivebrokers",
+                                                  "tradier",
+                                                  "schwab",
+                                                  "etrade",
+                                                  "robinhood",
+                                                  "webull",
+                                                  "tastytrade",
+                                                  "coinbase",
+                                                  "binance",
+                                                  "kraken",
+                                                  "bybit",
+                                                  "okx",
+                                                  "stripe",
+                                                  "paypal",
+                                                  "plaid",
+                                                  "broker",
+                                                  "trading",
+                                                  "brokerage"};
+  std::string text = name;
+  for (const char* key : {"command", "url"})
+    if (e.contains(key) && e[key].is_string()) text += " " + e[key].get<std::string>();
+  if (e.contains("args") && e["args"].is_array())
+    for (const auto& a : e["args"])
+      if (a.is_string()) text += " " + a.get<std::string>();
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return std::any_of(kWords.begin(), kWords.end(),
+                     [&](const std::string& w) { return text.find(w) != std::string::npos; });
+}
+
+// A broker's wrapper without an order value cap, or "".
+std::string broker_weakness(const McpGuardArgs& a) {
+  if (a.policy.mode != GuardMode::Enforce)
+    return "weak: a broker server in monitor: its orders are logged, none is capped "
+           "(--enforce with --max-order-value N or --finance-pack)";
+  if (!a.finance.max_order_value)
+    return "weak: a broker server with no order value cap (--max-order-value N or --finance-pack)";
+  return "";
+}
+
 // What status says of one entry.
-std::string verdict_of(const ojson& e) {
+std::string verdict_of(const std::string& name, const ojson& e) {
   if (!e.is_object()) return "not an object: ignored";
+  const bool broker =
+      is_broker(name, e) || (is_wrapper(e) && std::any_of(e["args"].begin(), e["args"].end(), [](const ojson& a) {
+                               return a == "--inspect-actions" || a == "--finance-pack";
+                             }));
   if (is_wrapper(e)) {
     std::vector<std::string> args;
     for (size_t i = 1; i < e["args"].size(); ++i)
@@ -166,17 +216,20 @@ std::string verdict_of(const ojson& e) {
     if (!parsed) return "guarded, but the guard refuses its flags: " + parsed.error().message;
     if (!std::holds_alternative<McpGuardArgs>(*parsed)) return "guarded (help only): not a guard";
     const McpGuardArgs& a = std::get<McpGuardArgs>(*parsed);
+    if (broker && !broker_weakness(a).empty()) return broker_weakness(a);
     size_t rules = 0;
     for (const auto& r : a.policy.rules) rules += r.is_mcp() ? 1 : 0;
     if (a.policy.mode != GuardMode::Enforce)
       return std::string("monitor: every call judged and logged, nothing blocked") + (a.dry_run ? " (dry run)" : "");
-    if (rules == 0 && a.policy.default_allow && !a.dry_run)
+    if (rules == 0 && a.policy.default_allow && !a.dry_run && !a.finance.max_order_value)
       return "weak: enforcing, but no rule and default allow: every call passes";
     return "guarded: enforce, default " + std::string(a.policy.default_allow ? "allow" : "deny") + ", " +
-           std::to_string(rules) + " tool rule" + (rules == 1 ? "" : "s") + (a.dry_run ? ", dry run" : "");
+           std::to_string(rules) + " tool rule" + (rules == 1 ? "" : "s") + (a.dry_run ? ", dry run" : "") +
+           (a.finance.max_order_value ? ", orders capped at " + format_finance_amount(*a.finance.max_order_value) : "");
   }
-  if (e.contains("command")) return "unguarded (stdio): install wraps it";
-  if (e.contains("url")) return "unguarded (http): install wraps it (--upstream-url)";
+  const std::string broker_hint = broker ? " (a broker server: install -- --enforce --finance-pack)" : "";
+  if (e.contains("command")) return "unguarded (stdio): install wraps it" + broker_hint;
+  if (e.contains("url")) return "unguarded (http): install wraps it (--upstream-url)" + broker_hint;
   return "unknown entry (no command, no url): left alone";
 }
 
@@ -217,7 +270,7 @@ int run_mcp_install(const McpInstallOptions& o) {
       if (!f.doc.contains("mcpServers") || f.doc["mcpServers"].empty()) std::cout << "  (no MCP servers)\n";
       if (f.doc.contains("mcpServers"))
         for (const auto& [name, e] : f.doc["mcpServers"].items())
-          std::cout << "  " << name << ": " << verdict_of(e) << "\n";
+          std::cout << "  " << name << ": " << verdict_of(name, e) << "\n";
     }
     return malformed ? int(kExitBadInput) : int(kExitCompleted);
   }

@@ -308,6 +308,21 @@ Result<std::unique_ptr<GuardActivityReporter>> start_reporter(const McpGuardArgs
                                                                              << std::flush; });
 }
 
+// What the finance pack judges, for the start line: "finance: max order 5000, ...".
+std::string finance_text(const McpGuardArgs& a, const std::string& ledger) {
+  const FinanceLimits& l = a.finance;
+  std::string s;
+  const auto add = [&s](const std::string& part) { s += (s.empty() ? "" : ", ") + part; };
+  if (l.max_order_value) add("orders over " + format_finance_amount(*l.max_order_value) + " denied");
+  if (l.approve_over) add("over " + format_finance_amount(*l.approve_over) + " held");
+  if (l.daily_limit) add("daily limit " + format_finance_amount(*l.daily_limit) + " (UTC day)");
+  if (l.max_orders_per_hour) add("at most " + std::to_string(*l.max_orders_per_hour) + " orders an hour");
+  if (l.outlier_factor) add("outliers over " + format_finance_amount(*l.outlier_factor) + "x the median held");
+  if (l.deny_account_danger) add("withdrawals, transfers and account settings denied");
+  if (l.market_hours) add("orders outside NYSE hours held");
+  return "finance: actions inspected" + (s.empty() ? std::string(", no limits") : "; " + s) + "; ledger " + ledger;
+}
+
 int run_guard(McpGuardArgs& a) {
   ::signal(SIGPIPE, SIG_IGN);
   const std::string state_dir = state_dir_of(a);
@@ -386,6 +401,15 @@ int run_guard(McpGuardArgs& a) {
   go.approve_timeout = a.approve_timeout;
   go.activity = activity;
   go.pins = std::make_shared<McpPinStore>(mcp_pins_file(state_dir));
+  go.inspect_actions = a.inspect_actions;
+  go.finance_limits = a.finance;
+  if (a.inspect_actions) {
+    auto ledger = FinanceLedger::open(mcp_finance_file(state_dir, a.server_name));
+    if (!ledger) return report_error("faultctl mcp-guard", ledger.error());
+    go.finance_ledger = std::move(*ledger);
+  }
+  const std::string finance_line =
+      a.inspect_actions ? finance_text(a, go.finance_ledger ? go.finance_ledger->path() : "") : "";
   go.log = [](const std::string& line) { std::cerr << line + "\n" << std::flush; };
   go.to_server = [&faults, &send_server, &send_client](const std::string& line) {
     faults.to_server(line, send_server, send_client);
@@ -446,6 +470,7 @@ int run_guard(McpGuardArgs& a) {
     std::cerr << "faultline mcp-guard: faultcp " << a.cp_url.substr(0, a.cp_url.find_first_of("?#"))
               << ": activity reported as " << chain << " (spool " << state_dir << ", " << reporter->spooled_at_start()
               << " line" << (reporter->spooled_at_start() == 1 ? "" : "s") << " from before)\n";
+  if (!finance_line.empty()) std::cerr << "faultline mcp-guard: " << finance_line << "\n";
   if (!a.fault.tool.empty())
     std::cerr << "faultline mcp-guard: fault: allowed tools/call " << a.fault.tool << " -> "
               << (a.fault.error_text.empty() ? "delayed " + format_duration(a.fault.delay_ns)

@@ -1,9 +1,10 @@
 // What the MCP suites share: the faultctl under test (FAULTCTL), the pinned
 // packages of this folder (installed by scripts/install-deps.sh, npm ci here)
 // checked once, the SDK's client and stdio transport, the servers' paths,
+// a test's own folders with an SDK client connected through mcp-guard,
 // until(), and a real faultcp (FAULTCP) for the suites that talk to one.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -20,6 +21,45 @@ export const { Client } = await import("@modelcontextprotocol/sdk/client/index.j
 export const { StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js");
 export const EVERYTHING = path.join(here, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
 export const FS_SERVER = path.join(here, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+
+export function tempWorld(t) {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "fl-mcp-"));
+  const w = {
+    root,
+    files: path.join(root, "files"),
+    state: path.join(root, "state"),
+    run: path.join(root, "run"),
+    log: path.join(root, "activity.jsonl"),
+  };
+  fs.mkdirSync(w.files);
+  fs.mkdirSync(w.run, { mode: 0o700 });
+  w.env = { ...process.env, XDG_RUNTIME_DIR: w.run };
+  t.after(() => fs.rmSync(root, { recursive: true, force: true }));
+  return w;
+}
+
+// A client of the SDK connected through `faultctl mcp-guard FLAGS -- SERVER`.
+export async function connect(t, w, flags, server) {
+  const transport = new StdioClientTransport({
+    command: FAULTCTL,
+    args: ["mcp-guard", "--state-dir", w.state, "--json-log", w.log, ...flags, "--", ...server],
+    env: w.env,
+    stderr: "pipe",
+  });
+  let stderr = "";
+  transport.stderr.on("data", (d) => (stderr += d));
+  const client = new Client({ name: "faultline-test", version: "1.0.0" });
+  await client.connect(transport);
+  const session = { client, transport, stderr: () => stderr };
+  t.after(() => client.close());
+  return session;
+}
+
+export const text = (result) => result.content.map((c) => c.text).join("");
+
+export function faultctl(w, args) {
+  return execFileSync(FAULTCTL, args, { env: w.env, encoding: "utf8" });
+}
 
 export async function until(what, fn, ms = 20000) {
   const end = Date.now() + ms;

@@ -4,53 +4,13 @@
 // runtime folder (the approvals socket), removed at its end.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, execFileSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
-import { Client, FAULTCTL, FS_SERVER, StdioClientTransport, here, until } from "./harness.mjs";
+import { FAULTCTL, FS_SERVER, connect, faultctl, here, tempWorld, text, until } from "./harness.mjs";
 
 const { ToolListChangedNotificationSchema } = await import("@modelcontextprotocol/sdk/types.js");
 const RUG_SERVER = path.join(here, "rug_pull_server.mjs");
-
-function tempWorld(t) {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), "fl-mcp-"));
-  const w = {
-    root,
-    files: path.join(root, "files"),
-    state: path.join(root, "state"),
-    run: path.join(root, "run"),
-    log: path.join(root, "activity.jsonl"),
-  };
-  fs.mkdirSync(w.files);
-  fs.mkdirSync(w.run, { mode: 0o700 });
-  w.env = { ...process.env, XDG_RUNTIME_DIR: w.run };
-  t.after(() => fs.rmSync(root, { recursive: true, force: true }));
-  return w;
-}
-
-// A client of the SDK connected through `faultctl mcp-guard FLAGS -- SERVER`.
-async function connect(t, w, flags, server) {
-  const transport = new StdioClientTransport({
-    command: FAULTCTL,
-    args: ["mcp-guard", "--state-dir", w.state, "--json-log", w.log, ...flags, "--", ...server],
-    env: w.env,
-    stderr: "pipe",
-  });
-  let stderr = "";
-  transport.stderr.on("data", (d) => (stderr += d));
-  const client = new Client({ name: "faultline-test", version: "1.0.0" });
-  await client.connect(transport);
-  const session = { client, transport, stderr: () => stderr };
-  t.after(() => client.close());
-  return session;
-}
-
-const text = (result) => result.content.map((c) => c.text).join("");
-
-function faultctl(w, args) {
-  return execFileSync(FAULTCTL, args, { env: w.env, encoding: "utf8" });
-}
 
 test("a denied write_file is an isError result and writes nothing; read_file works; the log verifies", async (t) => {
   const w = tempWorld(t);

@@ -10,6 +10,7 @@
 #include <bit>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "base/json_quote.h"
 #include "userspace/guard/json_canonical.h"
@@ -201,8 +202,16 @@ class McpGateTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  std::unique_ptr<McpGate> gate(GuardPolicy policy, bool dry_run = false) {
+  std::unique_ptr<McpGate> gate(GuardPolicy policy, bool dry_run = false,
+                                std::optional<FinanceLimits> finance = std::nullopt) {
     McpGateOptions o;
+    if (finance) {
+      o.inspect_actions = true;
+      o.finance_limits = *finance;
+      auto l = FinanceLedger::open(dir_ + "/finance.json");
+      EXPECT_TRUE(l.ok());
+      if (l) ledger_ = o.finance_ledger = std::move(*l);
+    }
     o.server_name = "fs";
     o.identity = "tester";
     o.dry_run = dry_run;
@@ -235,7 +244,8 @@ class McpGateTest : public ::testing::Test {
   }
   std::string dir_;
   std::vector<json> server_, client_;
-  std::vector<std::string> server_raw_;  // the lines as written
+  std::vector<std::string> server_raw_;    // the lines as written
+  std::shared_ptr<FinanceLedger> ledger_;  // with finance limits
 };
 
 TEST_F(McpGateTest, DeniedCallsNeverReachTheServer) {
@@ -266,6 +276,46 @@ TEST_F(McpGateTest, DeniedCallsNeverReachTheServer) {
   ASSERT_TRUE(v.ok());
   EXPECT_TRUE(v->intact());
   EXPECT_EQ(v->entries, 2u);
+}
+
+TEST_F(McpGateTest, FinanceLimitsOverTheRulesAllowButNotOverTheirDeny) {
+  GuardPolicy p;
+  p.mode = GuardMode::Enforce;
+  GuardRule allow;
+  allow.name = "brokers-ok";
+  allow.action = GuardVerdict::Allow;
+  allow.mcp_tool = "*";
+  GuardRule deny;
+  deny.name = "no-crypto";
+  deny.action = GuardVerdict::Deny;
+  deny.reason = "no crypto";
+  deny.mcp_tool = "place_crypto_*";
+  p.rules = {allow, deny};
+  FinanceLimits l;
+  l.max_order_value = 1000;
+  auto g = gate(p, false, l);
+  const json big = {{"symbol", "AAPL"}, {"side", "buy"}, {"quantity", 10}, {"limit_price", 200}};
+  g->from_client(line(call(1, "place_stock_order", big)));
+  EXPECT_TRUE(server_.empty());
+  ASSERT_EQ(client_.size(), 1u);
+  EXPECT_EQ(client_[0]["result"]["content"][0]["text"],
+            "blocked by faultline: max_order_value: the order's value 2000 is over the cap 1000");
+  g->from_client(line(call(2, "place_crypto_order", big)));
+  EXPECT_EQ(client_[1]["result"]["content"][0]["text"], "blocked by faultline: no-crypto: no crypto");
+  g->from_client(line(call(3, "place_stock_order", {{"quantity", 5}, {"limit_price", 100}})));
+  ASSERT_EQ(server_.size(), 1u);
+  EXPECT_DOUBLE_EQ(ledger_->history().day_total, 500);  // what was sent is counted
+  g.reset();
+  auto v = verify_activity(dir_ + "/activity.jsonl");
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->entries, 3u);
+  // Monitor: the order over the cap is sent, and counted.
+  p.mode = GuardMode::Monitor;
+  g = gate(p, false, l);
+  g->from_client(line(call(4, "place_stock_order", big)));
+  EXPECT_EQ(server_.size(), 2u);
+  EXPECT_DOUBLE_EQ(ledger_->history().day_total, 2500);
+  EXPECT_EQ(g->counts().would_deny, 1u);
 }
 
 TEST_F(McpGateTest, TheServerGetsTheCallAsJudged) {

@@ -57,6 +57,43 @@ TEST(McpGuardArgs, PinsSubcommands) {
   EXPECT_TRUE(parsed_mcp({"pins", "list", "--json"}).json);
 }
 
+TEST(McpGuardArgs, FinanceFlags) {
+  McpGuardArgs a = parsed_mcp({"--max-order-value", "5000", "--approve-over", "$500", "--", "node", "s.js"});
+  EXPECT_TRUE(a.inspect_actions);
+  EXPECT_EQ(a.finance.max_order_value, 5000);
+  EXPECT_EQ(a.finance.approve_over, 500);
+  EXPECT_FALSE(a.finance.daily_limit);
+  EXPECT_FALSE(a.finance.market_hours);
+  a = parsed_mcp({"--finance-pack", "--max-order-value", "20000", "--", "node", "s.js"});
+  EXPECT_EQ(a.finance.max_order_value, 20000);
+  EXPECT_EQ(a.finance.approve_over, 1000);
+  EXPECT_EQ(a.finance.daily_limit, 50000);
+  EXPECT_EQ(a.finance.max_orders_per_hour, 20u);
+  EXPECT_EQ(a.finance.outlier_factor, 5);
+  EXPECT_TRUE(a.finance.deny_account_danger);
+  EXPECT_TRUE(a.finance.market_hours);
+  a = parsed_mcp({"--inspect-actions", "--", "node", "s.js"});
+  EXPECT_TRUE(a.inspect_actions);
+  EXPECT_FALSE(a.finance.caps_value());
+  EXPECT_FALSE(parsed_mcp({"--", "node", "s.js"}).inspect_actions);
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
+      {{"--max-order-value", "-5"}, "--max-order-value '-5': an amount above 0"},
+      {{"--max-order-value", "0"}, "--max-order-value '0': an amount above 0"},
+      {{"--approve-over", "lots"}, "--approve-over 'lots': an amount above 0"},
+      {{"--daily-limit", "1e9"}, "--daily-limit '1e9': an amount above 0"},
+      {{"--max-orders-per-hour", "0"}, "--max-orders-per-hour '0': a whole number"},
+      {{"--max-orders-per-hour", "2.5"}, "--max-orders-per-hour '2.5': a whole number"},
+      {{"--outlier-factor", "1"}, "--outlier-factor '1': a number above 1"},
+      {{"--outlier-factor", "x"}, "--outlier-factor 'x': a number above 1"},
+      {{"--max-order-value", "100", "--approve-over", "100"}, "--approve-over 100: at or over --max-order-value 100"},
+      {{"--finance-pack", "--approve-over", "20000"}, "--approve-over 20000: at or over --max-order-value 10000"},
+  };
+  for (auto [words, want] : bad) {
+    words.insert(words.end(), {"--", "node", "s.js"});
+    EXPECT_NE(mcp_error(words).find(want), std::string::npos) << mcp_error(words);
+  }
+}
+
 TEST(McpGuardArgs, BadFlagsAreNamed) {
   EXPECT_EQ(mcp_error({"--enforce"}),
             "missing the server's command: faultctl mcp-guard [flags] -- COMMAND ARGS (or --upstream-url U)");

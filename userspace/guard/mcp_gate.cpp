@@ -35,7 +35,12 @@ std::string mcp_chain_identity(const std::string& identity, const std::string& s
 McpGate::McpGate(McpGateOptions options, GuardPolicy policy)
     : options_(std::move(options)),
       policy_(std::make_shared<const GuardPolicy>(std::move(policy))),
-      approvals_(std::make_unique<ApprovalQueue>(options_.approval_prefix, options_.approve_timeout)) {}
+      approvals_(std::make_unique<ApprovalQueue>(options_.approval_prefix, options_.approve_timeout)) {
+  if (options_.inspect_actions && !options_.finance_ledger) {
+    auto memory = FinanceLedger::open("");  // no file: cannot fail
+    if (memory) options_.finance_ledger = std::move(*memory);
+  }
+}
 
 McpGate::~McpGate() { approvals_.reset(); }
 
@@ -158,12 +163,20 @@ void McpGate::on_call(const McpMessage& m, const std::string& line) {
     f.mcp_arguments = args;
     d = decide(*policy, f);
   }
+  FinanceAction action;
+  if (options_.inspect_actions && !hidden) {
+    action = classify_finance_action(tool, args);
+    if (action.kind != FinanceActionKind::None) d = with_finance(std::move(d), action);
+  }
   if (d.reason.empty()) d.reason = d.verdict == GuardVerdict::Approve ? "held for approval" : "denied by rule";
-  const std::string what = "tools/call " + tool + " " + args_text(args);
+  // The activity line's path: the tool, and the action's facts when it is one.
+  const std::string facts = action.kind == FinanceActionKind::None ? tool : tool + " " + action.describe();
+  const std::string what = "tools/call " + tool + " " + args_text(args) +
+                           (action.kind == FinanceActionKind::None ? "" : " [" + action.describe() + "]");
   const std::string rule_text = d.rule.empty() ? "the default" : "rule " + d.rule;
 
   if (d.verdict == GuardVerdict::Deny) {
-    record("mcp", "tools/call", tool, GuardVerdict::Deny, d.rule);
+    record("mcp", "tools/call", facts, GuardVerdict::Deny, d.rule);
     if (d.enforced) {
       counts_.denied.fetch_add(1);
       say(what + " -> deny (" + rule_text + ": " + d.reason + ")");
@@ -175,7 +188,7 @@ void McpGate::on_call(const McpMessage& m, const std::string& line) {
   }
   if (options_.dry_run && !read_only) {
     counts_.dry_run.fetch_add(1);
-    record("mcp", "tools/call", tool, GuardVerdict::Deny, "dry_run");
+    record("mcp", "tools/call", facts, GuardVerdict::Deny, "dry_run");
     say(what + " -> dry run: not sent (the tool is not annotated readOnlyHint)");
     // A tool with an outputSchema must answer structuredContent unless the
     // result is an error (clients check it): its dry-run answer is an error.
@@ -187,8 +200,8 @@ void McpGate::on_call(const McpMessage& m, const std::string& line) {
   }
   if (d.verdict == GuardVerdict::Approve && !d.enforced) {
     counts_.would_hold.fetch_add(1);
-    record("mcp", "tools/call", tool, GuardVerdict::Approve, d.rule);
-    say(what + " -> would hold for approval (" + rule_text + "; monitor: passed on)");
+    record("mcp", "tools/call", facts, GuardVerdict::Approve, d.rule);
+    say(what + " -> would hold for approval (" + rule_text + ": " + d.reason + "; monitor: passed on)");
   } else if (d.verdict == GuardVerdict::Approve) {
     counts_.held.fetch_add(1);
     const uint64_t n = next_call_.fetch_add(1) + 1;
@@ -203,14 +216,14 @@ void McpGate::on_call(const McpMessage& m, const std::string& line) {
     p.reason = d.reason;
     // Settled on the deciding thread; the queue is this gate's, destroyed first.
     const std::string id =
-        approvals_->add(std::move(p), [this, line, rpc_id = m.id, tool, what, rule = d.rule, reason = d.reason](
-                                          ApprovalOutcome o, const std::string& why) {
+        approvals_->add(std::move(p), [this, line, rpc_id = m.id, facts, what, action, rule = d.rule,
+                                       reason = d.reason](ApprovalOutcome o, const std::string& why) {
           switch (o) {
             case ApprovalOutcome::Approved:
               counts_.approved.fetch_add(1);
-              record("mcp", "tools/call", tool, GuardVerdict::Allow, rule);
+              record("mcp", "tools/call", facts, GuardVerdict::Allow, rule);
               say(what + " -> approved" + (why.empty() ? "" : " (" + why + ")"));
-              options_.to_server(line);
+              send_call(line, action);
               return;
             case ApprovalOutcome::Denied:
             case ApprovalOutcome::TimedOut: {
@@ -218,7 +231,7 @@ void McpGate::on_call(const McpMessage& m, const std::string& line) {
               const std::string r = o == ApprovalOutcome::Denied
                                         ? "denied by a person" + (why.empty() ? "" : ": " + why)
                                         : "no approval within the timeout" + (reason.empty() ? "" : ": " + reason);
-              record("mcp", "tools/call", tool, GuardVerdict::Deny, rule);
+              record("mcp", "tools/call", facts, GuardVerdict::Deny, rule);
               say(what + " -> " + r);
               options_.to_client(tool_result_line(rpc_id, mcp_blocked_text(rule, r), true));
               return;
@@ -227,15 +240,31 @@ void McpGate::on_call(const McpMessage& m, const std::string& line) {
               return;
           }
         });
-    record("mcp", "tools/call", tool, GuardVerdict::Approve, d.rule);
+    record("mcp", "tools/call", facts, GuardVerdict::Approve, d.rule);
     say(what + " -> held for approval " + id + " (" + rule_text + "): faultctl approvals approve " + id + " | deny " +
         id);
     return;
   } else if (d.verdict == GuardVerdict::Allow) {
     counts_.allowed.fetch_add(1);
-    record("mcp", "tools/call", tool, GuardVerdict::Allow, d.rule);
+    record("mcp", "tools/call", facts, GuardVerdict::Allow, d.rule);
     say(what + " -> allow (" + rule_text + ")");
   }
+  send_call(line, action);
+}
+
+GuardDecision McpGate::with_finance(GuardDecision d, const FinanceAction& a) {
+  if (d.verdict == GuardVerdict::Deny || !options_.finance_ledger) return d;
+  const FinanceVerdict f =
+      judge_finance(a, options_.finance_limits, options_.finance_ledger->history(), options_.finance_ledger->now());
+  if (f.verdict == GuardVerdict::Allow || (f.verdict == GuardVerdict::Approve && d.verdict == GuardVerdict::Approve))
+    return d;
+  return GuardDecision{f.verdict, f.rule, f.reason, enforcing(), false, false};
+}
+
+void McpGate::send_call(const std::string& line, const FinanceAction& a) {
+  if (a.is_order() && options_.finance_ledger)
+    if (auto st = options_.finance_ledger->record(a); !st)
+      say("finance ledger " + options_.finance_ledger->path() + ": " + st.error().describe());
   options_.to_server(line);
 }
 

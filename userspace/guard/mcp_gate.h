@@ -17,6 +17,8 @@
 #include "userspace/guard/activity_log.h"
 #include "userspace/guard/approval_queue.h"
 #include "userspace/guard/guard_policy.h"
+#include "userspace/guard/mcp_finance.h"
+#include "userspace/guard/mcp_finance_ledger.h"
 #include "userspace/guard/mcp_pins.h"
 #include "userspace/guard/mcp_wire.h"
 
@@ -32,8 +34,14 @@ struct McpGateOptions {
   bool dry_run = false;         // calls to tools not annotated read-only are answered "would execute", not sent
   std::string approval_prefix;  // the approvals' ids ("<pid>") and denial ids ("mcp_<pid>_<n>")
   std::chrono::milliseconds approve_timeout{120'000};
-  std::shared_ptr<ActivityWriter> activity;     // may be null
-  std::shared_ptr<McpPinStore> pins;            // may be null: no pins
+  std::shared_ptr<ActivityWriter> activity;  // may be null
+  std::shared_ptr<McpPinStore> pins;         // may be null: no pins
+  // --inspect-actions: each tools/call classified into a finance action
+  // (mcp_finance.h), its facts logged and the limits judged on it, the
+  // orders sent kept in the ledger (null: one in memory).
+  bool inspect_actions = false;
+  FinanceLimits finance_limits;
+  std::shared_ptr<FinanceLedger> finance_ledger;
   std::function<void(const std::string&)> log;  // one line of stderr, without its newline
   // The two directions: each takes one line without its newline. Called from
   // the thread that fed the line, or an approval's; each must be thread-safe.
@@ -81,6 +89,11 @@ class McpGate {
     [[nodiscard]] bool hidden() const { return pin == PinState::Changed || pin == PinState::New; }
   };
   void on_call(const McpMessage& m, const std::string& line);
+  // The rules' decision with the finance limits on the call's action: a deny
+  // stands, else the limits' deny or hold wins.
+  [[nodiscard]] GuardDecision with_finance(GuardDecision d, const FinanceAction& a);
+  // The call goes to the server: an order is recorded in the ledger.
+  void send_call(const std::string& line, const FinanceAction& a);
   // A tools/list result: pins checked, findings logged; when enforcing, the
   // changed and new tools are removed. Returns the result as it goes on.
   nlohmann::json check_tools(nlohmann::json result);
