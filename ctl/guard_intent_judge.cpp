@@ -32,8 +32,8 @@ Result<IntentFirewall::Judge> make_intent_judge(const IntentJudgeConfig& config)
     call.headers = {{"authorization", std::string("Bearer ") + key}, {"content-type", "application/json"}};
   const uint64_t timeout_ns = static_cast<uint64_t>(config.timeout.count()) * 1'000'000ULL;
   return IntentFirewall::Judge([client = std::move(*client), url = std::move(*url), call, shape = *shape,
-                                model = config.model, timeout_ns](const IntentMission& m,
-                                                                  const IntentAction& a) -> Result<IntentJudgement> {
+                                model = config.model,
+                                timeout_ns](const IntentMission& m, const IntentAction& a) -> Result<IntentJudgement> {
     HttpCall c = call;
     c.body = intent_judge_request_body(shape, model, m, a);
     auto answer = client.call(url, c, timeout_ns);

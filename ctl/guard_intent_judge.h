@@ -12,7 +12,7 @@
 namespace faultline {
 
 struct IntentJudgeConfig {
-  std::string url;    // ends in /v1/messages (Anthropic) or /chat/completions (OpenAI)
+  std::string url;  // ends in /v1/messages (Anthropic) or /chat/completions (OpenAI)
   std::string model;
   std::string key_env = "FAULTLINE_INTENT_JUDGE_KEY";  // the variable holding its API key
   std::chrono::milliseconds timeout{10'000};

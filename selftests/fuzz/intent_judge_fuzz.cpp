@@ -25,8 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t half = in.size() / 2;
   const faultline::IntentMission m = faultline::intent_mission(in.substr(0, half), kNoTlds);
   const auto kind = static_cast<faultline::IntentActionKind>((data[0] >> 2) % 3);
-  const faultline::IntentAction a{kind, std::string(in.substr(half, 16)), "127.0.0.1:80",
-                                  std::string(in.substr(half))};
+  const faultline::IntentAction a{kind, std::string(in.substr(half, 16)), "127.0.0.1:80", std::string(in.substr(half))};
   if (faultline::judge_intent(m, a).why.empty()) __builtin_trap();
   return 0;
 }

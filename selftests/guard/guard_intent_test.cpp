@@ -41,9 +41,10 @@ class IntentUpstream {
             std::lock_guard lock(mu_);
             seen_.push_back(*read);
           }
-          const std::string resp = "HTTP/1.1 " + std::to_string(status_) +
-                                   " X\r\nContent-Type: application/json\r\nContent-Length: " +
-                                   std::to_string(body_.size()) + "\r\nConnection: close\r\n\r\n" + body_;
+          const std::string resp =
+              "HTTP/1.1 " + std::to_string(status_) +
+              " X\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body_.size()) +
+              "\r\nConnection: close\r\n\r\n" + body_;
           (void)::send(fd.get(), resp.data(), resp.size(), MSG_NOSIGNAL);
         }) {}
   [[nodiscard]] std::string base() const { return "http://127.0.0.1:" + std::to_string(server_.port()); }
@@ -73,16 +74,18 @@ class GuardIntentTest : public ::testing::Test {
   }
 
   CommandResult run(std::vector<std::string> flags) {
-    const Json call = {{"model", "gpt-test"},
-                       {"messages",
-                        {{{"role", "system"}, {"content", "You are a helpful agent."}},
-                         {{"role", "user"}, {"content", "Summarise my notes at " + notes_.base() + "/notes please."}}}}};
+    const Json call = {
+        {"model", "gpt-test"},
+        {"messages",
+         {{{"role", "system"}, {"content", "You are a helpful agent."}},
+          {{"role", "user"}, {"content", "Summarise my notes at " + notes_.base() + "/notes please."}}}}};
     fltest::write_file(dir_.file("call.json"), call.dump());
     EXPECT_EQ(::chmod(dir_.file("call.json").c_str(), 0644), 0);
     const std::string c = "curl -sS -o /dev/null -w '%{http_code}\\n' --max-time 20 ";
-    const std::string py = "python3 -c \"import sys, urllib.request as u, urllib.error as e\n"
-                           "try: print(u.urlopen(u.Request(sys.argv[1], data=b'notes=all'), timeout=20).status)\n"
-                           "except e.HTTPError as x: print(x.code)\" ";
+    const std::string py =
+        "python3 -c \"import sys, urllib.request as u, urllib.error as e\n"
+        "try: print(u.urlopen(u.Request(sys.argv[1], data=b'notes=all'), timeout=20).status)\n"
+        "except e.HTTPError as x: print(x.code)\" ";
     const std::string script = c + "-H 'Content-Type: application/json' --data-binary @" + dir_.file("call.json") +
                                " " + model_.base() + "/v1/chat/completions; " + c + notes_.base() + "/notes; " + py +
                                other_.base() + "/collect; " + c + other_.base() + "/page; sleep 1";
@@ -155,8 +158,8 @@ TEST_F(GuardIntentTest, WithoutEnforceIntentActionDenyOnlySaysWhatItWould) {
 
 TEST_F(GuardIntentTest, TheJudgeModelIsAskedAboutTheUnclearReadAndFlagsIt) {
   IntentUpstream judge(kJudgeSaysOff);
-  auto r = run({"--intent-firewall", "--intent-judge-url", judge.base() + "/v1/messages", "--intent-judge-model",
-                "judge-test"});
+  auto r = run(
+      {"--intent-firewall", "--intent-judge-url", judge.base() + "/v1/messages", "--intent-judge-model", "judge-test"});
   ASSERT_TRUE(r.status.is(0)) << r.describe();
   EXPECT_EQ(r.out, "200\n200\n200\n200\n") << r.err;
   const auto lines = findings();
@@ -176,8 +179,8 @@ TEST_F(GuardIntentTest, TheJudgeModelIsAskedAboutTheUnclearReadAndFlagsIt) {
 
 TEST_F(GuardIntentTest, AJudgeThatFailsIsFailedOpen) {
   IntentUpstream judge(R"({"error":"overloaded"})", 529);
-  auto r = run({"--intent-firewall", "--intent-judge-url", judge.base() + "/v1/messages", "--intent-judge-model",
-                "judge-test"});
+  auto r = run(
+      {"--intent-firewall", "--intent-judge-url", judge.base() + "/v1/messages", "--intent-judge-model", "judge-test"});
   ASSERT_TRUE(r.status.is(0)) << r.describe();
   EXPECT_EQ(r.out, "200\n200\n200\n200\n") << r.err;
   EXPECT_EQ(find(findings(), "GET", "/page"), nullptr) << r.err;

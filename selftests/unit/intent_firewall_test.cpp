@@ -2,12 +2,13 @@
 // (mission, action, verdict), the mission's reading, an action judged once,
 // the judge model's request and answer in both shapes; and --anomaly's new
 // baselines (tools, the token rate) on an injected clock.
+#include "userspace/guard/intent_firewall.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "userspace/guard/anomaly.h"
-#include "userspace/guard/intent_firewall.h"
 
 namespace intent_test {
 

@@ -20,17 +20,16 @@ constexpr size_t kMaxJudgeReason = 500;
 // Words that say nothing of a mission, and the keys of tool arguments' JSON:
 // a shared one is no sign that an action serves it.
 constexpr std::array<std::string_view, 112> kStopWords = {
-    "the",     "and",       "for",      "with",   "this",    "that",     "from",    "into",    "please", "can",
-    "you",     "your",      "file",     "files",  "code",    "make",     "use",     "using",   "all",    "any",
-    "some",    "then",      "them",     "they",   "what",    "when",     "where",   "which",   "will",   "would",
-    "should",  "could",     "have",     "has",    "had",     "not",      "but",     "are",     "was",    "were",
-    "been",    "being",     "our",      "out",    "get",     "let",      "new",     "now",     "one",    "two",
-    "also",    "just",      "like",     "its",    "about",   "after",    "before",  "over",    "under",  "each",
-    "more",    "most",      "other",    "such",   "only",    "own",      "same",    "than",    "too",    "very",
-    "here",    "there",     "how",      "why",    "who",     "does",     "did",     "doing",   "done",   "need",
-    "want",    "sure",      "thanks",   "help",   "task",    "run",      "fix",     "http",    "https",  "www",
-    "com",     "org",       "net",      "json",   "true",    "false",    "null",    "name",    "type",   "content",
-    "text",    "arguments", "command",  "path",   "input",   "value",    "string",  "localhost", "usr",  "bin",
+    "the",     "and",    "for",       "with",    "this",  "that",   "from",  "into",   "please",    "can",   "you",
+    "your",    "file",   "files",     "code",    "make",  "use",    "using", "all",    "any",       "some",  "then",
+    "them",    "they",   "what",      "when",    "where", "which",  "will",  "would",  "should",    "could", "have",
+    "has",     "had",    "not",       "but",     "are",   "was",    "were",  "been",   "being",     "our",   "out",
+    "get",     "let",    "new",       "now",     "one",   "two",    "also",  "just",   "like",      "its",   "about",
+    "after",   "before", "over",      "under",   "each",  "more",   "most",  "other",  "such",      "only",  "own",
+    "same",    "than",   "too",       "very",    "here",  "there",  "how",   "why",    "who",       "does",  "did",
+    "doing",   "done",   "need",      "want",    "sure",  "thanks", "help",  "task",   "run",       "fix",   "http",
+    "https",   "www",    "com",       "org",     "net",   "json",   "true",  "false",  "null",      "name",  "type",
+    "content", "text",   "arguments", "command", "path",  "input",  "value", "string", "localhost", "usr",   "bin",
     "tmp",     "home"};
 
 bool stop_word(std::string_view w) { return std::find(kStopWords.begin(), kStopWords.end(), w) != kStopWords.end(); }
@@ -96,10 +95,10 @@ bool name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c
 bool names(std::string_view text, std::string_view needle) {
   for (size_t at = text.find(needle); at != std::string_view::npos; at = text.find(needle, at + 1)) {
     const size_t after = at + needle.size();
-    const bool open_start = !std::isalnum(static_cast<unsigned char>(needle.front())) || at == 0 ||
-                            !name_char(text[at - 1]);
-    const bool open_end = !std::isalnum(static_cast<unsigned char>(needle.back())) || after >= text.size() ||
-                          !name_char(text[after]);
+    const bool open_start =
+        !std::isalnum(static_cast<unsigned char>(needle.front())) || at == 0 || !name_char(text[at - 1]);
+    const bool open_end =
+        !std::isalnum(static_cast<unsigned char>(needle.back())) || after >= text.size() || !name_char(text[after]);
     if (open_start && open_end) return true;
   }
   return false;
@@ -124,16 +123,16 @@ const std::vector<Reach>& reaches() {
       {"a credentials file",
        {".netrc", ".git-credentials", ".npmrc", ".pypirc", ".docker/config.json", ".kube/config", "/etc/shadow",
         ".gnupg", ".password-store"},
-       {"credential", "netrc", "npmrc", "pypirc", "docker", "kube", "kubernetes", "kubectl", "password", "gpg",
-        "gnupg", "shadow", "login", "token", "registry"},
+       {"credential", "netrc", "npmrc", "pypirc", "docker", "kube", "kubernetes", "kubectl", "password", "gpg", "gnupg",
+        "shadow", "login", "token", "registry"},
        false},
       {"the environment's secrets",
        {"/.env", "\".env", " .env", "'.env", "printenv", "/proc/self/environ"},
        {"env", "environment", "dotenv", "variable"},
        false},
       {"persistence (a login script, a cron job, an authorized key, a service)",
-       {"crontab", "authorized_keys", "systemctl enable", ".bashrc", ".bash_profile", ".zshrc", ".profile",
-        "/etc/cron", "launchctl"},
+       {"crontab", "authorized_keys", "systemctl enable", ".bashrc", ".bash_profile", ".zshrc", ".profile", "/etc/cron",
+        "launchctl"},
        {"cron", "schedule", "startup", "boot", "bashrc", "profile", "zshrc", "service", "systemd", "daemon",
         "authorized"},
        true},
@@ -178,9 +177,9 @@ bool looks_around(const IntentAction& a) {
   std::string name = lower(a.verb);
   if (const size_t slash = name.rfind('/'); slash != std::string::npos) name.erase(0, slash + 1);
   static constexpr std::array<std::string_view, 30> kLook = {
-      "ls",   "cat",       "head",       "tail",     "grep", "rg",     "find",      "pwd",   "wc",      "stat",
-      "tree", "file",      "which",      "dirname",  "basename", "true", "test",   "diff",  "read",    "read_file",
-      "view", "list",      "list_files", "list_dir", "glob", "search", "open_file", "get_file", "readfile", "less"};
+      "ls",   "cat",  "head",       "tail",     "grep",     "rg",     "find",      "pwd",      "wc",       "stat",
+      "tree", "file", "which",      "dirname",  "basename", "true",   "test",      "diff",     "read",     "read_file",
+      "view", "list", "list_files", "list_dir", "glob",     "search", "open_file", "get_file", "readfile", "less"};
   if (std::find(kLook.begin(), kLook.end(), name) != kLook.end()) return true;
   if (name != "git") return false;
   const std::set<std::string> w = words_of(a.detail);
@@ -205,8 +204,8 @@ std::optional<IntentJudgement> reach_of(const IntentMission& m, const IntentActi
     if (r.commands_only && a.kind == IntentActionKind::request) continue;
     for (std::string_view n : r.needles)
       if (names(text, n) && !mission_says(m, r.excuse))
-        return verdict(IntentVerdict::off_mission,
-                       "it reaches " + std::string(r.what) + " (" + std::string(n) + "), which the mission does not name");
+        return verdict(IntentVerdict::off_mission, "it reaches " + std::string(r.what) + " (" + std::string(n) +
+                                                       "), which the mission does not name");
   }
   return std::nullopt;
 }
@@ -225,8 +224,7 @@ Result<std::string> answer_text(IntentJudgeShape shape, const nlohmann::json& an
     if (!answer.contains("content") || !answer["content"].is_array())
       return input_error(0, "the judge answered no Messages API content");
     for (const auto& block : answer["content"])
-      if (block.is_object() && block.value("type", "") == "text" && block.contains("text") &&
-          block["text"].is_string())
+      if (block.is_object() && block.value("type", "") == "text" && block.contains("text") && block["text"].is_string())
         text += block["text"].get<std::string>();
     return text;
   }
@@ -296,8 +294,8 @@ IntentJudgement judge_intent(const IntentMission& m, const IntentAction& a) {
   if (a.kind != IntentActionKind::request) {
     const std::string_view sending = sends_data(" " + text + " ", words);
     if (!sending.empty() &&
-        !mission_says(m, {"upload", "send", "post", "publish", "deploy", "submit", "sync", "copy", "transfer",
-                          "backup", "notify", "webhook", "curl", "wget", "rsync", "scp"}))
+        !mission_says(m, {"upload", "send", "post", "publish", "deploy", "submit", "sync", "copy", "transfer", "backup",
+                          "notify", "webhook", "curl", "wget", "rsync", "scp"}))
       return verdict(IntentVerdict::off_mission,
                      std::string(sending) + ", and the mission asks for nothing to be sent or uploaded");
   } else {
@@ -307,9 +305,9 @@ IntentJudgement judge_intent(const IntentMission& m, const IntentAction& a) {
       return verdict(IntentVerdict::serves, "the mission names " + (m.hosts.contains(host) ? host : bare));
     if (const std::string w = shared_word(m.words, words_of(bare)); !w.empty())
       return verdict(IntentVerdict::serves, "the host shares the mission's word '" + w + "'");
-    if (writes(a.verb) && !mission_says(m, {"upload", "send", "post", "publish", "deploy", "submit", "report",
-                                            "notify", "push", "share", "email", "message", "create", "open",
-                                            "comment", "release", "webhook", "api"}))
+    if (writes(a.verb) &&
+        !mission_says(m, {"upload", "send", "post", "publish", "deploy", "submit", "report", "notify", "push", "share",
+                          "email", "message", "create", "open", "comment", "release", "webhook", "api"}))
       return verdict(IntentVerdict::off_mission, "a write (" + a.verb + ") to " + a.host +
                                                      ", a host the mission does not name, and it asks for nothing "
                                                      "to be sent");
@@ -332,8 +330,7 @@ std::string intent_judge_request_body(IntentJudgeShape shape, const std::string&
                                       const IntentAction& action) {
   const nlohmann::json act = {{"kind", intent_action_kind_name(action.kind)},
                               {"what", action.describe().substr(0, kMaxJudgeDetail)}};
-  const std::string user = "The mission (the user's first message):\n" + mission.text +
-                           "\n\nThe agent's action:\n" +
+  const std::string user = "The mission (the user's first message):\n" + mission.text + "\n\nThe agent's action:\n" +
                            act.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   nlohmann::json body = {{"model", model}, {"max_tokens", 256}};
   if (shape == IntentJudgeShape::anthropic) {

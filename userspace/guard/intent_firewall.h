@@ -46,9 +46,9 @@ struct IntentAction {
 
 // The mission: the first user turn, and what the heuristic reads of it.
 struct IntentMission {
-  std::string text;              // cut at kMaxMissionText
-  std::set<std::string> words;   // significant words (lower case, 3+ letters, no stop words)
-  std::set<std::string> hosts;   // hosts it names (mirror_watch.h's reading), lower case
+  std::string text;             // cut at kMaxMissionText
+  std::set<std::string> words;  // significant words (lower case, 3+ letters, no stop words)
+  std::set<std::string> hosts;  // hosts it names (mirror_watch.h's reading), lower case
 };
 inline constexpr size_t kMaxMissionText = 8192;
 [[nodiscard]] IntentMission intent_mission(std::string_view first_user_turn, const TldSet& tlds);
