@@ -16,6 +16,7 @@
 #include "base/units.h"
 #include "ctl/flag_error.h"
 #include "ctl/flag_words.h"
+#include "ctl/guard_intent_judge.h"
 #include "ctl/policy_faults.h"
 #include "ctl/tls_flags.h"
 #include "userspace/policy/policy_compiler.h"
@@ -590,6 +591,60 @@ Status parse_anomaly_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
   return {};
 }
 
+// --intent-firewall, --intent-action deny|approve|monitor (default monitor;
+// acts with --enforce only), --intent-judge-url URL --intent-judge-model M
+// (both or neither), --intent-judge-key-env VAR, --intent-judge-timeout D
+// (100ms to 120s; default 10s).
+Status parse_intent_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
+  for (const char* flag :
+       {"intent-action", "intent-judge-url", "intent-judge-model", "intent-judge-key-env", "intent-judge-timeout"})
+    if (r.count(flag) && !r.count("intent-firewall"))
+      return bad(std::string("--") + flag + " applies to --intent-firewall");
+  if (!r.count("intent-firewall")) return {};
+  if (r.count("intent-action")) {
+    const std::string v = r["intent-action"].as<std::string>();
+    if (v == "deny")
+      a.capture.intent_action = IntentEnforce::deny;
+    else if (v == "approve")
+      a.capture.intent_action = IntentEnforce::approve;
+    else if (v == "monitor")
+      a.capture.intent_action = IntentEnforce::monitor;
+    else
+      return bad("--intent-action '" + v + "': deny, approve or monitor");
+  }
+  if (r.count("intent-judge-url") != r.count("intent-judge-model"))
+    return bad("--intent-judge-url and --intent-judge-model go together: the judge's endpoint and its model");
+  for (const char* flag : {"intent-judge-key-env", "intent-judge-timeout"})
+    if (r.count(flag) && !r.count("intent-judge-url"))
+      return bad(std::string("--") + flag + " applies to --intent-judge-url");
+  IntentFirewall::Judge judge;
+  if (r.count("intent-judge-url")) {
+    IntentJudgeConfig c;
+    c.url = r["intent-judge-url"].as<std::string>();
+    c.model = r["intent-judge-model"].as<std::string>();
+    if (c.model.empty() || c.model.size() > 256) return bad("--intent-judge-model: 1 to 256 characters");
+    if (r.count("intent-judge-key-env")) c.key_env = r["intent-judge-key-env"].as<std::string>();
+    if (c.key_env.empty()) return bad("--intent-judge-key-env: empty variable name");
+    if (r.count("intent-judge-timeout")) {
+      const std::string v = r["intent-judge-timeout"].as<std::string>();
+      auto ns = with_flag("intent-judge-timeout", parse_duration_ns(v));
+      if (!ns) return ns.error();
+      if (*ns < 100'000'000ULL || *ns > 120'000'000'000ULL)
+        return bad("--intent-judge-timeout " + v + ": between 100ms and 120s");
+      c.timeout = std::chrono::milliseconds(*ns / 1'000'000);
+    }
+    auto j = make_intent_judge(c);
+    if (!j) return j.error();
+    judge = std::move(*j);
+  }
+  auto tlds = TldSet::load();
+  if (!tlds) return bad("--intent-firewall: " + tlds.error().describe());
+  a.capture.intent =
+      std::make_shared<IntentFirewall>(std::make_shared<const TldSet>(std::move(*tlds)), std::move(judge));
+  a.requests = true;
+  return {};
+}
+
 // --wasm-policy FILE (repeatable: asked in order), --wasm-fail-closed: each
 // module loaded and checked now, so a bad one stops the guard before it runs.
 Status parse_wasm_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
@@ -940,8 +995,24 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       "environment and a decoy credentials file; any appearance in egress, raw or encoded, is critical (denied "
       "with --enforce)")(
       "anomaly",
-      "learn the destinations (host:port) the session reaches, and with --block-dangerous the programs it runs, "
-      "during --anomaly-learn; after it, a new one is flagged once (kind anomaly; monitor only)")(
+      "learn the destinations (host:port) the session reaches, the tools its model calls, its token rate, and with "
+      "--block-dangerous the programs it runs, during --anomaly-learn; after it, a new one (or a token rate over 3x "
+      "the warm-up's) is flagged once (kind anomaly; monitor only)")(
+      "intent-firewall",
+      "take the session's mission from the first user turn of its LLM calls and flag each request, tool call and "
+      "exec that does not serve it (kind off-mission-action; docs/detectors.md)")(
+      "intent-action",
+      "deny|approve|monitor: what an off-mission request gets with --enforce (default monitor: a finding only)",
+      cxxopts::value<std::string>())(
+      "intent-judge-url",
+      "URL: a model endpoint (.../v1/messages or .../chat/completions) asked about the actions the heuristic "
+      "leaves unclear; fails open",
+      cxxopts::value<std::string>())("intent-judge-model", "M: the --intent-judge-url model",
+                                     cxxopts::value<std::string>())(
+      "intent-judge-key-env", "VAR: the variable holding the judge's API key (default FAULTLINE_INTENT_JUDGE_KEY)",
+      cxxopts::value<std::string>())("intent-judge-timeout",
+                                     "D: how long the judge may take per question (default 10s; 100ms to 120s)",
+                                     cxxopts::value<std::string>())(
       "anomaly-learn", "D: the --anomaly warm-up (default 3m; 100ms to 24h)", cxxopts::value<std::string>())(
       "wasm-policy",
       "FILE.wasm: a WebAssembly policy plugin (repeatable, asked in order) run with no imports, bounded memory and "
@@ -1145,6 +1216,7 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
   FL_TRY(parse_integrity_flags(*r, args_out));
   FL_TRY(parse_anomaly_flags(*r, args_out));
   FL_TRY(parse_wasm_flags(*r, args_out));
+  FL_TRY(parse_intent_flags(*r, args_out));
   if (r->count("receipts")) {
     if (cap.responses.guard) {
       cap.receipts = cap.responses.guard;

@@ -286,6 +286,8 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
   jo.wasm = o.wasm;
   jo.wasm_fail_closed = o.wasm_fail_closed;
   jo.mirror = o.mirror;
+  jo.intent = o.intent;
+  jo.intent_action = o.intent_action;
   jo.receipts = o.receipts;
   jo.budget = c->shared_budget_ ? c->shared_budget_ : std::shared_ptr<BudgetStore>(c->budget_);
   jo.budget_limits = o.budget;
@@ -439,6 +441,15 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
     log << "faultline guard: --mirror: a write (POST, PUT, PATCH, or a query string) to a host the session "
            "learned only from tool_result content is flagged (kind mirror)"
         << (o.terminate_tls ? "" : "; HTTPS only with --terminate-tls") << "\n"
+        << std::flush;
+  if (o.intent)
+    log << "faultline guard: --intent-firewall: the mission is the first user turn of the session's LLM calls; "
+           "requests, tool calls and execs that do not serve it are flagged (kind off-mission-action; "
+        << (o.intent_action == IntentEnforce::monitor ? "monitor"
+            : o.intent_action == IntentEnforce::deny  ? "--intent-action deny"
+                                                      : "--intent-action approve")
+        << (o.intent->has_judge() ? "; unclear ones asked of the judge model" : "")
+        << (o.terminate_tls ? "" : "; HTTPS only with --terminate-tls") << ")\n"
         << std::flush;
   if (o.prompt.guard)
     log << "faultline guard: --prompt-guard scans each LLM call's system, user and tool_result texts for "

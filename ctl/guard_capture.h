@@ -70,12 +70,14 @@ struct GuardCaptureOptions {
   // --honeytokens: the decoys (their rules are in dlp.engine), planted in the
   // command's environment and a decoy credentials file. Null: off.
   std::shared_ptr<const HoneytokenSet> honeytokens;
-  std::shared_ptr<CircuitBreaker> breaker;              // --circuit-breaker (null: off)
-  std::shared_ptr<AnomalyWatch> anomaly;                // --anomaly (null: off)
-  std::vector<std::shared_ptr<const WasmPolicy>> wasm;  // --wasm-policy, in order (empty: off)
-  bool wasm_fail_closed = false;                        // --wasm-fail-closed
-  std::shared_ptr<MirrorWatch> mirror;                  // --mirror (null: off)
-  std::shared_ptr<const ResponseGuard> receipts;        // --receipts (null: off)
+  std::shared_ptr<CircuitBreaker> breaker;               // --circuit-breaker (null: off)
+  std::shared_ptr<AnomalyWatch> anomaly;                 // --anomaly (null: off)
+  std::vector<std::shared_ptr<const WasmPolicy>> wasm;   // --wasm-policy, in order (empty: off)
+  bool wasm_fail_closed = false;                         // --wasm-fail-closed
+  std::shared_ptr<MirrorWatch> mirror;                   // --mirror (null: off)
+  std::shared_ptr<IntentFirewall> intent;                // --intent-firewall (null: off)
+  IntentEnforce intent_action = IntentEnforce::monitor;  // --intent-action
+  std::shared_ptr<const ResponseGuard> receipts;         // --receipts (null: off)
   // --creds FILE: headers set on the forwarded requests to its hosts, the
   // secrets read at start (env ones removed from the command's environment)
   // and again every creds_ttl.

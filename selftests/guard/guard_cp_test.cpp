@@ -21,6 +21,7 @@
 #include <sstream>
 #include <thread>
 
+#include "selftests/cp/hook_receiver.h"
 #include "selftests/guard/guard_env.h"
 #include "selftests/lib/child_process.h"
 #include "selftests/lib/clock.h"
@@ -180,6 +181,35 @@ TEST_F(GuardCpTest, TheWorkspacePolicyIsEnforcedAndANewVersionIsLiveWithinASecon
   EXPECT_TRUE(end.status.is(0)) << end.describe();
   EXPECT_NE(end.err.find("the workspace's guard policy v1"), std::string::npos) << end.err;
   EXPECT_NE(end.err.find("guard policy v2 is live: enforce, default allow, 0 rules"), std::string::npos) << end.err;
+}
+
+// --intent-firewall's finding reaches faultcp, whose off-mission-action
+// alert trigger posts it to the workspace's webhook.
+TEST_F(GuardCpTest, AnOffMissionActionRaisesItsAlertAtTheWorkspacesWebhook) {
+  Upstream model, other;
+  fltest::HookReceiver hook;
+  put_policy({{"mode", "monitor"}, {"default_allow", true}, {"rules", json::array()}});
+  auto a = cp_.call("PUT", "/v1/guardrails/alerts", session_,
+                    {{"url", hook.url()}, {"secret", "alert-secret-0123456789"}, {"triggers", {"off-mission-action"}}});
+  ASSERT_EQ(a.status, 200) << a.body;
+  const json call = {{"model", "gpt-test"},
+                     {"messages", {{{"role", "user"}, {"content", "Tidy the README of this repository."}}}}};
+  fltest::write_file(dir_.file("call.json"), call.dump());
+  ASSERT_EQ(::chmod(dir_.file("call.json").c_str(), 0644), 0);
+  const std::string c = "curl -sS -o /dev/null --max-time 20 ";
+  auto r = fltest::run_command(
+      guard_argv({"--intent-firewall"},
+                 {"sh", "-c",
+                  c + "-H 'Content-Type: application/json' --data-binary @" + dir_.file("call.json") + " " +
+                      model.url("/v1/chat/completions") + "; " + c + "-d all=1 " + other.url("/collect")}),
+      {.env = env_}, 60s);
+  ASSERT_TRUE(r.status.is(0)) << r.describe();
+  const auto got = hook.wait_for(1, 300ms);
+  ASSERT_EQ(got.size(), 1u) << r.err;
+  EXPECT_EQ(got[0].header("x-faultline-trigger").value_or(""), "off-mission-action");
+  const json body = json::parse(got[0].body, nullptr, false);
+  EXPECT_EQ(body.value("trigger", ""), "off-mission-action") << got[0].body;
+  EXPECT_NE(got[0].body.find("/collect"), std::string::npos) << got[0].body;
 }
 
 TEST_F(GuardCpTest, LocalRuleFlagsAreRefusedWithAControlPlane) {

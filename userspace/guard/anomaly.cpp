@@ -1,6 +1,8 @@
-// The anomaly baseline: hosts learned in the warm-up, new ones flagged once after it.
+// The anomaly baseline: hosts, programs, tools and the token rate learned in
+// the warm-up; new ones (and a rate over the factor) flagged once after it.
 #include "userspace/guard/anomaly.h"
 
+#include <algorithm>
 #include <cctype>
 
 namespace faultline {
@@ -20,6 +22,30 @@ bool AnomalyWatch::new_item(std::string_view kind, std::string_view item, Clock:
   }
   if (learned_.count(h) != 0) return false;
   return flagged_.insert(std::move(h)).second;
+}
+
+std::optional<std::string> AnomalyWatch::note_tokens(uint64_t tokens, Clock::time_point now) {
+  std::lock_guard lock(mu_);
+  if (now < until_) {
+    warmup_tokens_ += tokens;
+    return std::nullopt;
+  }
+  if (rate_flagged_) return std::nullopt;
+  recent_.emplace_back(now, tokens);
+  recent_tokens_ += tokens;
+  while (!recent_.empty() && recent_.front().first <= now - std::chrono::minutes(1)) {
+    recent_tokens_ -= recent_.front().second;
+    recent_.pop_front();
+  }
+  // Tokens a minute over the whole warm-up (its length in ms, at least 1).
+  const auto learn_ms = static_cast<uint64_t>(std::max<int64_t>(learn_.count(), 1));
+  const uint64_t baseline = warmup_tokens_ * 60'000 / learn_ms;
+  const uint64_t limit = std::max(baseline * kTokenDriftFactor, kTokenRateFloor);
+  if (recent_tokens_ <= limit) return std::nullopt;
+  rate_flagged_ = true;
+  recent_.clear();
+  return std::to_string(recent_tokens_) + " tokens in the last minute, over " + std::to_string(kTokenDriftFactor) +
+         "x the warm-up's " + std::to_string(baseline) + " a minute (limit " + std::to_string(limit) + ")";
 }
 
 size_t AnomalyWatch::learned() const {

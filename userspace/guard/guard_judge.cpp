@@ -318,6 +318,12 @@ GuardJudge::GuardJudge(std::shared_ptr<const GuardPolicy> policy, GuardJudgeOpti
       exec_grants_(options_.approval_prefix),
       approvals_(options_.approval_prefix, options_.approve_timeout) {
   if (options_.budget && options_.budget->waits()) budget_thread_ = std::make_unique<TaskThread>();
+  if (options_.intent && options_.intent->has_judge()) intent_thread_ = std::make_unique<TaskThread>();
+}
+
+GuardJudge::~GuardJudge() {
+  intent_stopping_.store(true);
+  intent_thread_.reset();
 }
 
 void GuardJudge::reload(std::shared_ptr<const GuardPolicy> policy) {
@@ -447,20 +453,29 @@ void GuardJudge::record_integrity(const std::string& method, const std::string& 
 }
 
 void GuardJudge::note_exec(const ExecJudgement& j) {
-  if (!options_.anomaly || j.words.empty() || !options_.anomaly->new_program(j.words.front())) return;
+  if (j.words.empty()) return;
+  if (options_.intent)
+    (void)consider_action({IntentActionKind::exec, j.words.front(), "", masked_text(exec_command_text(j))},
+                          std::nullopt);
+  if (options_.anomaly && options_.anomaly->new_program(j.words.front()))
+    record_anomaly("EXEC", "", j.words.front(),
+                   "a program not run in the warm-up: " + j.words.front() + ", pid " + std::to_string(j.pid));
+}
+
+void GuardJudge::record_anomaly(const std::string& method, const std::string& host, const std::string& path,
+                                const std::string& said) {
   if (options_.activity) {
     ActivityEntry e;
     e.identity = options_.identity;
     e.kind = "anomaly";
-    e.method = "EXEC";
-    e.path = j.words.front();
+    e.method = method;
+    e.host = host;
+    e.path = path;
     e.verdict = std::string(guard_verdict_name(GuardVerdict::Allow));
     e.rule = "anomaly";
     options_.activity->post(std::move(e));
   }
-  if (options_.log)
-    options_.log("faultline guard: anomaly: a program not run in the warm-up: " + j.words.front() + ", pid " +
-                 std::to_string(j.pid) + " (monitor: not stopped)");
+  if (options_.log) options_.log("faultline guard: anomaly: " + said + " (monitor: not stopped)");
 }
 
 RequestVerdict GuardJudge::deny_credential(const RequestHead& head, const std::string& why) {
@@ -480,21 +495,8 @@ RequestVerdict GuardJudge::judge(const RequestHead& head, HeldRequest later) {
   if (revoked_.load()) return revoked_answer(head);
   const std::string destination =
       (head.host.find(':') != std::string::npos ? "[" + head.host + "]" : head.host) + ":" + std::to_string(head.port);
-  if (options_.anomaly && !head.host.empty() && options_.anomaly->new_host(destination)) {
-    if (options_.activity) {
-      ActivityEntry e;
-      e.identity = options_.identity;
-      e.kind = "anomaly";
-      e.method = "HOST";
-      e.host = destination;
-      e.verdict = std::string(guard_verdict_name(GuardVerdict::Allow));
-      e.rule = "anomaly";
-      options_.activity->post(std::move(e));
-    }
-    if (options_.log)
-      options_.log("faultline guard: anomaly: a destination not seen in the warm-up: " + destination +
-                   " (monitor: not stopped)");
-  }
+  if (options_.anomaly && !head.host.empty() && options_.anomaly->new_host(destination))
+    record_anomaly("HOST", destination, "", "a destination not seen in the warm-up: " + destination);
   // One decision per tunnel: with termination its inner requests are judged;
   // without, the CONNECT is, and its SNI only when it names another host.
   if (head.stage == RequestStage::connect || head.stage == RequestStage::tls_sni) {
@@ -637,7 +639,7 @@ RequestVerdict GuardJudge::judge_body(uint64_t request_id, const RequestBodyChun
   if (!chunk.bytes.empty()) {
     (void)call->scan.feed(chunk.bytes);
     if (options_.replay || options_.optimize_cache != CacheOptimizeMode::off || call->prompt_scope || options_.mirror ||
-        options_.receipts)
+        options_.receipts || (options_.intent && !options_.intent->has_mission()))
       call->body.append(chunk.bytes);
   }
   if (!chunk.end) return RequestVerdict::need_body();
@@ -647,6 +649,7 @@ RequestVerdict GuardJudge::judge_body(uint64_t request_id, const RequestBodyChun
     if (auto runs = tool_runs(call->endpoint, call->body)) call->runs = std::move(*runs);
   if (options_.mirror && call->body_whole)
     if (auto segments = prompt_segments(call->endpoint, call->body)) options_.mirror->learn(*segments);
+  if (options_.intent && call->body_whole && !options_.intent->has_mission()) capture_mission(*call);
   if (call->prompt_scope) {
     if (chunk.over_cap) {
       call->prompt_unscanned = "the body is longer than the proxy holds, so the prompt was not scanned whole";
@@ -755,6 +758,7 @@ RequestVerdict GuardJudge::decide_request(const RequestHead& head_in, const Requ
                  ", a host the session learned only from tool_result content (flagged, not blocked)",
              std::nullopt, "mirror");
   }
+  if (options_.intent && !call && head.stage != RequestStage::stream) d = judge_request_intent(head, d, enforce);
   if (d.verdict == GuardVerdict::Deny && d.rule != "honeytoken" && d.rule != "dlp-block" && d.rule != "prompt-guard")
     risk(RiskKind::block, (d.rule.empty() ? "the default" : "rule " + d.rule) + ": " + request_text(head));
   requests_.fetch_add(1, std::memory_order_relaxed);
@@ -981,7 +985,9 @@ RequestVerdict GuardJudge::forward_llm(const std::shared_ptr<LlmCall>& call, boo
     call->model = route->to;
     call->routed_from = route->from;
   }
-  call->usage = std::make_unique<LlmUsageReader>(call->endpoint, options_.trace_tools != nullptr);
+  // Tool calls are read for --trace-tools, --intent-firewall and --anomaly.
+  call->usage = std::make_unique<LlmUsageReader>(
+      call->endpoint, options_.trace_tools != nullptr || options_.intent != nullptr || options_.anomaly != nullptr);
   call->forwarded_at = std::chrono::steady_clock::now();
   if (options_.receipts) {
     ResponseGuardStream::Options o;
@@ -1165,6 +1171,7 @@ void GuardJudge::on_response_bytes(uint64_t request_id, std::string_view bytes, 
   LlmUsageReader& r = *call->usage;
   r.finish();
   if (options_.trace_tools) record_tool_calls(*call);
+  if (options_.intent || options_.anomaly) note_tool_calls(*call);
   if (call->receipt_watch) record_receipts(*call);
   const std::optional<LlmUsage> u = r.usage();
   if (options_.budget && call->reservation) {
@@ -1175,6 +1182,9 @@ void GuardJudge::on_response_bytes(uint64_t request_id, std::string_view bytes, 
     // else: an answer without usage stays charged at its reservation
   }
   if (!u) return;
+  if (options_.anomaly)
+    if (auto drift = options_.anomaly->note_tokens(u->input + u->output))
+      record_anomaly("TOKENS", "", *drift, "a token rate over the warm-up's: " + *drift);
   llm_calls_.fetch_add(1, std::memory_order_relaxed);
   llm_in_.fetch_add(u->input, std::memory_order_relaxed);
   llm_out_.fetch_add(u->output, std::memory_order_relaxed);
@@ -1274,12 +1284,18 @@ void GuardJudge::record_receipts(const LlmCall& call) {
   }
 }
 
+std::string GuardJudge::masked_text(std::string text) const {
+  const std::shared_ptr<const DlpEngine>& engine = options_.trace_tools ? options_.trace_tools : options_.dlp.engine;
+  if (!engine) return text;
+  for (const DlpFinding& f : dlp_scan(engine, text))
+    if (f.type) text = masked(std::move(text), f);
+  return text;
+}
+
 void GuardJudge::record_tool_calls(const LlmCall& call) {
   for (const LlmToolCall& t : call.usage->tool_calls()) {
     // The arguments as the log shows them: every finding masked, never the secret.
-    std::string args = t.arguments;
-    for (const DlpFinding& f : dlp_scan(options_.trace_tools, t.arguments))
-      if (f.type) args = masked(std::move(args), f);
+    std::string args = masked_text(t.arguments);
     if (args.size() > 2048) args = args.substr(0, 2048) + "...";
     const std::string name = one_line(t.name.substr(0, 256));
     record(call.head, GuardVerdict::Allow, "tool:" + name,
@@ -1293,6 +1309,104 @@ void GuardJudge::withdrawn(uint64_t request_id) {
   (void)take_dlp(request_id, true);
   (void)approvals_.withdraw(request_id);
   drop_call(request_id);  // a body stage the client left
+}
+
+void GuardJudge::note_tool_calls(const LlmCall& call) {
+  for (const LlmToolCall& t : call.usage->tool_calls()) {
+    const std::string name = one_line(t.name.substr(0, 256));
+    if (options_.anomaly && options_.anomaly->new_tool(t.name))
+      record_anomaly("TOOL", "", name, "a tool not called in the warm-up: " + name);
+    if (options_.intent)
+      (void)consider_action({IntentActionKind::tool_call, name, "", masked_text(t.arguments.substr(0, 4096))},
+                            call.head);
+  }
+}
+
+void GuardJudge::capture_mission(const LlmCall& call) {
+  auto segments = prompt_segments(call.endpoint, call.body);
+  if (!segments) return;
+  for (const PromptSegment& s : *segments) {
+    if (s.source != PromptSource::user) continue;
+    if (options_.intent->offer_mission(s.text) && options_.log)
+      options_.log("faultline guard: intent-firewall: the mission (the first user turn): '" +
+                   one_line(masked_text(s.text.substr(0, 200))) + (s.text.size() > 200 ? "...'" : "'"));
+    return;
+  }
+}
+
+GuardDecision GuardJudge::judge_request_intent(const RequestHead& head, GuardDecision d, bool enforce) {
+  const bool tunnel = head.stage == RequestStage::connect || head.stage == RequestStage::tls_sni;
+  const IntentAction a{IntentActionKind::request, tunnel ? "CONNECT" : head.method, host_port(head),
+                       tunnel ? "" : head.target};
+  const std::optional<IntentJudgement> j = consider_action(a, head);
+  if (!j || j->verdict != IntentVerdict::off_mission) return d;
+  const IntentEnforce act = options_.intent_action;
+  const std::string why = "off-mission: " + j->why;
+  if (act == IntentEnforce::deny && d.verdict != GuardVerdict::Deny)
+    d = GuardDecision{GuardVerdict::Deny, "intent-firewall", why, enforce, false};
+  else if (act == IntentEnforce::approve && d.verdict == GuardVerdict::Allow)
+    d = GuardDecision{GuardVerdict::Approve, "intent-firewall", why, enforce, false};
+  const bool acted = d.rule == "intent-firewall" && d.enforced;
+  const std::string then =
+      acted                           ? (d.verdict == GuardVerdict::Deny ? " (--intent-action deny: denied)"
+                                                                         : " (--intent-action approve: held for approval)")
+      : act == IntentEnforce::monitor ? " (flagged, not stopped)"
+      : d.rule == "intent-firewall"
+          ? " (monitor: would " + std::string(act == IntentEnforce::deny ? "deny" : "hold") + "; not stopped)"
+          : " (flagged; the policy decides it)";
+  record_off_mission(a, head, acted ? d.verdict : GuardVerdict::Allow, j->why, then);
+  return d;
+}
+
+std::optional<IntentJudgement> GuardJudge::consider_action(const IntentAction& a, std::optional<RequestHead> head) {
+  std::optional<IntentJudgement> j = options_.intent->consider(a);
+  if (!j) return j;
+  if (j->verdict == IntentVerdict::off_mission && a.kind != IntentActionKind::request)
+    record_off_mission(a, head, GuardVerdict::Allow, j->why, " (flagged, not stopped)");
+  if (j->verdict != IntentVerdict::unclear || !intent_thread_) return j;
+  intent_thread_->post([this, a, head = std::move(head)] {
+    if (intent_stopping_.load()) return;
+    const Result<IntentJudgement> r = options_.intent->ask_judge(a);
+    if (!r) {
+      if (options_.log)
+        options_.log("faultline guard: intent-firewall: the judge gave no verdict on " + one_line(a.describe()) + ": " +
+                     r.error().describe() + " (failing open: not flagged)");
+      return;
+    }
+    if (r->verdict == IntentVerdict::off_mission) {
+      record_off_mission(a, head, GuardVerdict::Allow, "the judge model says: " + r->why,
+                         " (after the fact: not stopped)");
+    } else if (options_.log) {
+      options_.log("faultline guard: intent-firewall: the judge model says " + one_line(a.describe()) +
+                   " serves the mission (" + one_line(r->why) + ")");
+    }
+  });
+  return j;
+}
+
+void GuardJudge::record_off_mission(const IntentAction& a, const std::optional<RequestHead>& head, GuardVerdict verdict,
+                                    const std::string& why, const std::string& then) {
+  const std::string said = "off-mission-action: " + one_line(why) + then;
+  if (a.kind == IntentActionKind::request && head) {
+    record(*head, verdict, "intent-firewall", said, std::nullopt, "off-mission-action");
+    return;
+  }
+  std::string what = one_line(a.kind == IntentActionKind::tool_call ? a.verb + " " + a.detail : a.detail);
+  if (what.size() > 512) what = what.substr(0, 512) + "...";
+  if (options_.activity) {
+    ActivityEntry e;
+    e.identity = head && !head->identity.empty() ? head->identity : options_.identity;
+    e.kind = "off-mission-action";
+    e.method = a.kind == IntentActionKind::tool_call ? "TOOL" : "EXEC";
+    if (head) e.host = head->port == 80 || head->port == 443 ? head->host : host_port(*head);
+    e.path = what;
+    e.verdict = std::string(guard_verdict_name(verdict));
+    e.rule = "intent-firewall";
+    options_.activity->post(std::move(e));
+  }
+  if (options_.log)
+    options_.log("faultline guard: " + std::string(a.kind == IntentActionKind::tool_call ? "tool_call " : "exec ") +
+                 what + " -> " + said);
 }
 
 }  // namespace faultline

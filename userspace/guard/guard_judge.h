@@ -24,6 +24,7 @@
 #include "userspace/guard/exec_grants.h"
 #include "userspace/guard/guard_answer.h"
 #include "userspace/guard/guard_policy.h"
+#include "userspace/guard/intent_firewall.h"
 #include "userspace/guard/llm_budget.h"
 #include "userspace/guard/llm_cache_optimizer.h"
 #include "userspace/guard/llm_replay.h"
@@ -77,6 +78,10 @@ struct GuardResponseOptions {
   bool block = false;
 };
 
+// --intent-action: what an off-mission request gets when enforcing (monitor:
+// a finding only, the default).
+enum class IntentEnforce : uint8_t { monitor, deny, approve };
+
 // A finding of a request and where it was: "url", "header NAME", "body".
 struct DlpFound {
   std::string where;
@@ -124,6 +129,14 @@ struct GuardJudgeOptions {
   std::shared_ptr<CircuitBreaker> breaker;
   // --anomaly: a host not seen in the warm-up is flagged (null: off).
   std::shared_ptr<AnomalyWatch> anomaly;
+  // --intent-firewall: the mission from the first user turn of the session's
+  // model calls; each later request, tool call and exec judged against it
+  // (intent_firewall.h): an off-mission one is a finding (kind
+  // off-mission-action, rule intent-firewall); a request is denied or held
+  // by intent_action when enforcing. An unclear one goes to its judge model,
+  // if any, on the judge's own thread (failing open). Null: off.
+  std::shared_ptr<IntentFirewall> intent;
+  IntentEnforce intent_action = IntentEnforce::monitor;
   // --mirror: the hosts each LLM call's prompt names, by trust; a write to a
   // host named only by tool content is flagged (kind mirror). Null: off.
   std::shared_ptr<MirrorWatch> mirror;
@@ -156,6 +169,9 @@ struct GuardCounts {
 class GuardJudge final : public RequestJudge {
  public:
   GuardJudge(std::shared_ptr<const GuardPolicy> policy, GuardJudgeOptions options);
+  // Questions to the intent judge not yet asked are dropped (the one under
+  // way ends within its timeout).
+  ~GuardJudge() override;
 
   // Swaps the policy: a request is judged by the version it loaded at its
   // start, never by a mix. Held requests keep the verdict they were held under.
@@ -177,7 +193,8 @@ class GuardJudge final : public RequestJudge {
   void record_integrity(const std::string& method, const std::string& path, const std::string& what);
   // --anomaly with --block-dangerous: an exec of a program not run during
   // the warm-up is flagged once (a log line, an activity line of kind
-  // anomaly, method EXEC, the program as the path). On the exec gate's thread.
+  // anomaly, method EXEC, the program as the path); --intent-firewall: an
+  // off-mission exec is a finding (never stopped here). On the exec gate's thread.
   void note_exec(const ExecJudgement& j);
   // --approve-dangerous: the exec held in the approval queue (faultctl
   // approvals, faultcp), settled by a person or the timeout; its id.
@@ -234,6 +251,29 @@ class GuardJudge final : public RequestJudge {
   void record_receipts(const LlmCall& call);
   // --trace-tools: the activity and log lines of an answer's tool calls.
   void record_tool_calls(const LlmCall& call);
+  // --anomaly (a tool not called in the warm-up) and --intent-firewall (an
+  // off-mission tool call): an answer's tool calls.
+  void note_tool_calls(const LlmCall& call);
+  // --anomaly: one finding's activity line (kind anomaly) and log line.
+  void record_anomaly(const std::string& method, const std::string& host, const std::string& path,
+                      const std::string& said);
+  // --intent-firewall: the call's first user turn, when no mission is known yet.
+  void capture_mission(const LlmCall& call);
+  // --intent-firewall: a request's judgement applied (deny or approve when
+  // enforcing with --intent-action), and its finding line.
+  [[nodiscard]] GuardDecision judge_request_intent(const RequestHead& head, GuardDecision d, bool enforce);
+  // --intent-firewall: an action's judgement by the heuristic (nullopt: no
+  // mission yet, or judged before); an unclear one is handed to the judge,
+  // whose off-mission verdict is recorded later. `head`: the request, or the
+  // model call a tool call came in; none for an exec.
+  [[nodiscard]] std::optional<IntentJudgement> consider_action(const IntentAction& a, std::optional<RequestHead> head);
+  // The finding: a request's line through record(), a tool call's or an
+  // exec's its own (method TOOL or EXEC, the action as the path).
+  void record_off_mission(const IntentAction& a, const std::optional<RequestHead>& head, GuardVerdict verdict,
+                          const std::string& why, const std::string& then);
+  // A text with the DLP detectors' findings masked (the --dlp or --trace-tools
+  // engine; as it is without one): what a log line or the judge is shown.
+  [[nodiscard]] std::string masked_text(std::string text) const;
   // A forward with findings: --dlp-action redact's rewrites (enforce), else
   // the finding's own activity line.
   void apply_dlp_forward(const RequestHead& head, const DlpCall& dlp, const std::vector<DlpFound>& found, bool enforce,
@@ -291,6 +331,10 @@ class GuardJudge final : public RequestJudge {
   // off the proxy's worker; null otherwise. Destroyed before everything its
   // tasks use (it runs what is queued, then ends).
   std::unique_ptr<TaskThread> budget_thread_;
+  // --intent-firewall with a judge: its questions, one at a time, off the
+  // proxy's workers. Destroyed first (its tasks use everything above).
+  std::atomic<bool> intent_stopping_{false};
+  std::unique_ptr<TaskThread> intent_thread_;
 };
 
 // The facts the policy decides on, from a head.
