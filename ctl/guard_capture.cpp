@@ -293,6 +293,7 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
   jo.anomaly = o.anomaly;
   jo.wasm = o.wasm;
   jo.wasm_fail_closed = o.wasm_fail_closed;
+  jo.clickhouse_hosts = o.clickhouse_hosts;
   jo.mirror = o.mirror;
   jo.receipts = o.receipts;
   jo.budget = c->shared_budget_ ? c->shared_budget_ : std::shared_ptr<BudgetStore>(c->budget_);

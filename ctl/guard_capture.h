@@ -74,6 +74,7 @@ struct GuardCaptureOptions {
   std::shared_ptr<AnomalyWatch> anomaly;                // --anomaly (null: off)
   std::vector<std::shared_ptr<const WasmPolicy>> wasm;  // --wasm-policy, in order (empty: off)
   bool wasm_fail_closed = false;                        // --wasm-fail-closed
+  std::vector<HostMatcher> clickhouse_hosts;            // --clickhouse-host (empty: off)
   std::shared_ptr<MirrorWatch> mirror;                  // --mirror (null: off)
   std::shared_ptr<const ResponseGuard> receipts;        // --receipts (null: off)
   // --creds FILE: headers set on the forwarded requests to its hosts, the
