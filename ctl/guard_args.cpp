@@ -112,8 +112,10 @@ Status parse_pg_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
   if (!listen) {
     for (const char* f : {"pg-upstream-sslmode", "pg-upstream-ca"})
       if (r.count(f)) return bad(std::string("--") + f + " goes with --pg-listen and --pg-upstream");
-    if (rules > 0)
-      return bad("the --pg-* rules judge the Postgres gate's statements: give --pg-listen and --pg-upstream");
+    if (rules > 0 && r.count("clickhouse-host") == 0)
+      return bad(
+          "the --pg-* rules judge SQL statements: give --pg-listen and --pg-upstream (the Postgres gate) or "
+          "--clickhouse-host (ClickHouse over HTTP)");
     return {};
   }
   a.pg.listen = r["pg-listen"].as<std::string>();
@@ -134,6 +136,19 @@ Status parse_pg_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
       return bad("--pg-upstream-ca " + a.pg.ca_file + ": " + std::strerror(errno));
   }
   if (a.capture.gateway) return bad("--pg-listen serves a guarded command, not --gateway");
+  a.requests = true;
+  return {};
+}
+
+// --clickhouse-host H: requests to H are ClickHouse's HTTP interface, their
+// SQL judged by the SQL rules (the --pg-* flags, spec.guard's sql_* fields).
+Status parse_clickhouse_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
+  if (!r.count("clickhouse-host")) return {};
+  for (const auto& h : r["clickhouse-host"].as<std::vector<std::string>>()) {
+    auto m = parse_host_matcher(h);
+    if (!m) return bad("--clickhouse-host '" + h + "': " + m.error().message);
+    a.capture.clickhouse_hosts.push_back(*m);
+  }
   a.requests = true;
   return {};
 }
@@ -835,6 +850,10 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       cxxopts::value<std::vector<std::string>>())(
       "k8s-allow", "'VERB RESOURCE [NAME] [-n NAMESPACE]': allow matching Kubernetes requests, repeatable",
       cxxopts::value<std::vector<std::string>>())(
+      "clickhouse-host",
+      "H: requests to H (a host, *.suffix or host:port) are ClickHouse over HTTP: the SQL of ?query= and of the "
+      "body's first 64 KiB is judged by the SQL rules (--pg-deny-verb, ...), repeatable",
+      cxxopts::value<std::vector<std::string>>())(
       "pg-deny-verb", "V: deny statements doing V (DROP, TRUNCATE, DELETE, ...), repeatable",
       cxxopts::value<std::vector<std::string>>())(
       "pg-deny-table", "GLOB: deny statements naming a matching table ('prod.*', 'users'), repeatable",
@@ -1207,6 +1226,7 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
     }
   }
   FL_TRY(parse_pg_flags(*r, args_out));
+  FL_TRY(parse_clickhouse_flags(*r, args_out));
   FL_TRY(parse_llm_flags(*r, args_out));
   FL_TRY(parse_dlp_flags(*r, args_out));
   FL_TRY(parse_prompt_flags(*r, args_out));

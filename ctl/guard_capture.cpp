@@ -285,6 +285,7 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
   jo.anomaly = o.anomaly;
   jo.wasm = o.wasm;
   jo.wasm_fail_closed = o.wasm_fail_closed;
+  jo.clickhouse_hosts = o.clickhouse_hosts;
   jo.mirror = o.mirror;
   jo.intent = o.intent;
   jo.intent_action = o.intent_action;

@@ -74,6 +74,7 @@ struct GuardCaptureOptions {
   std::shared_ptr<AnomalyWatch> anomaly;                 // --anomaly (null: off)
   std::vector<std::shared_ptr<const WasmPolicy>> wasm;   // --wasm-policy, in order (empty: off)
   bool wasm_fail_closed = false;                         // --wasm-fail-closed
+  std::vector<HostMatcher> clickhouse_hosts;             // --clickhouse-host (empty: off)
   std::shared_ptr<MirrorWatch> mirror;                   // --mirror (null: off)
   std::shared_ptr<IntentFirewall> intent;                // --intent-firewall (null: off)
   IntentEnforce intent_action = IntentEnforce::monitor;  // --intent-action

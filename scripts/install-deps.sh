@@ -31,6 +31,8 @@ packages=(
   python3-jsonschema
   # faultcp's storage suite starts a throw-away PostgreSQL cluster (initdb, pg_ctl)
   postgresql
+  # the guard's ClickHouse gate (--clickhouse-host) is tested against a throw-away clickhouse-server
+  clickhouse-server clickhouse-client
   # make bench: the peers the proxy is measured against, and their load generators
   nginx-light haproxy redis-server redis-tools wrk
   # faultd <-> faultcp payloads are protobuf-lite messages (cp/proto/)

@@ -58,12 +58,19 @@ LlmAnswer openai(const Denial& d) {
 // A Kubernetes client's own error: a meta/v1 Status, which kubectl prints as
 // "Error from server (Forbidden): MESSAGE" and client libraries raise with
 // its reason and code.
-LlmAnswer kubernetes(const Denial& d) {
-  const bool budget = d.cause == DenialCause::Budget;
-  std::string message = budget ? "faultline guard: budget exhausted" : "faultline guard: denied";
+// The sentence of a server's own error (Kubernetes, ClickHouse).
+std::string server_message(const Denial& d) {
+  std::string message =
+      d.cause == DenialCause::Budget ? "faultline guard: budget exhausted" : "faultline guard: denied";
   if (!d.rule.empty()) message += " by rule '" + d.rule + "'";
   if (!d.reason.empty()) message += ": " + d.reason;
   if (!d.request_id.empty()) message += " (request " + d.request_id + ")";
+  return message;
+}
+
+LlmAnswer kubernetes(const Denial& d) {
+  const bool budget = d.cause == DenialCause::Budget;
+  const std::string message = server_message(d);
   OrderedJson body = {
       {"kind", "Status"},          {"apiVersion", "v1"}, {"metadata", OrderedJson::object()},
       {"status", "Failure"},       {"message", message}, {"reason", budget ? "TooManyRequests" : "Forbidden"},
@@ -71,6 +78,17 @@ LlmAnswer kubernetes(const Denial& d) {
   return LlmAnswer{budget ? 429 : 403,
                    {{"Content-Type", "application/json"}, {"x-faultline-request-id", d.request_id}},
                    compact(body)};
+}
+
+// ClickHouse's own exception text (ACCESS_DENIED, code 497) and the header
+// its HTTP clients read the code from, so that a client raises its usual
+// server error with the guard's sentence in it.
+LlmAnswer clickhouse(const Denial& d) {
+  return LlmAnswer{403,
+                   {{"Content-Type", "text/plain; charset=UTF-8"},
+                    {"X-ClickHouse-Exception-Code", "497"},
+                    {"x-faultline-request-id", d.request_id}},
+                   "Code: 497. DB::Exception: " + server_message(d) + ". (ACCESS_DENIED)\n"};
 }
 
 }  // namespace guard_answer_detail
@@ -87,6 +105,8 @@ LlmAnswer denial_answer(const Denial& denial, DenialFormat format) {
       return guard_answer_detail::openai(denial);
     case DenialFormat::Kubernetes:
       return guard_answer_detail::kubernetes(denial);
+    case DenialFormat::ClickHouse:
+      return guard_answer_detail::clickhouse(denial);
     case DenialFormat::Plain:
       break;
   }

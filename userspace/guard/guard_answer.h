@@ -15,8 +15,8 @@ enum class DenialCause : uint8_t { Policy, Budget };
 
 // Whose error format the answer takes: a plain host's JSON, a model
 // provider's own envelope, so that its SDK raises its usual error class, or a
-// Kubernetes API server's Status.
-enum class DenialFormat : uint8_t { Plain, Anthropic, OpenAI, Kubernetes };
+// Kubernetes API server's Status, or a ClickHouse server's exception text.
+enum class DenialFormat : uint8_t { Plain, Anthropic, OpenAI, Kubernetes, ClickHouse };
 
 // A model host's format from the proxy's provider inference
 // (infer_llm_provider(); `automatic` is taken as OpenAI, as it does).
@@ -38,6 +38,8 @@ struct Denial {
 //   Kubernetes 403 {"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
 //              "message":"faultline guard: denied by rule 'R': REASON (request ID)",
 //              "reason":"Forbidden","code":403}; a budget: 429 "TooManyRequests"
+//   ClickHouse 403 text/plain "Code: 497. DB::Exception: faultline guard: denied by rule 'R':
+//              REASON (request ID). (ACCESS_DENIED)", header X-ClickHouse-Exception-Code: 497
 // Model formats carry `x-should-retry: false`, which both providers' SDKs
 // obey before their own retry rules (429 would otherwise be retried).
 [[nodiscard]] LlmAnswer denial_answer(const Denial& denial, DenialFormat format);

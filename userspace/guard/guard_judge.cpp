@@ -291,6 +291,12 @@ struct GuardJudge::DlpCall {
   }
 };
 
+struct GuardJudge::ClickHouseCall {
+  RequestHead head;
+  std::shared_ptr<const GuardPolicy> policy;  // the version its head was judged under
+  ClickHouseRequestSql sql;
+};
+
 RequestFacts request_facts(const RequestHead& head) {
   RequestFacts f;
   f.host = head.host;
@@ -516,16 +522,19 @@ RequestVerdict GuardJudge::judge(const RequestHead& head, HeldRequest later) {
   const std::shared_ptr<const GuardPolicy> policy = policy_.load();  // this request's one version
   std::shared_ptr<DlpCall> dlp = start_dlp(head, policy);
   const bool llm = is_llm_call(head);
+  std::shared_ptr<ClickHouseCall> ch = llm ? nullptr : start_clickhouse(head, policy);
   // A client that waits for 100 Continue before its body is denied on its
   // head when the head alone is denied by a named rule (enforce): the body
   // cannot undo that, and the client is spared sending it. Otherwise the
   // proxy says 100 Continue when the body is asked for (HttpSession).
-  if ((llm || dlp) && policy->mode == GuardMode::Enforce && header_is(head, "expect", "100-continue")) {
+  if ((llm || dlp || ch) && policy->mode == GuardMode::Enforce && header_is(head, "expect", "100-continue")) {
     const RequestFacts facts = request_facts(head);
     const GuardDecision d = decide(*policy, facts);
     if (d.verdict == GuardVerdict::Deny && !d.rule.empty()) {
       if (dlp) (void)take_dlp(head.id, true);
-      return decide_request(head, facts, *policy, std::move(later), nullptr, dlp);
+      SqlFacts unsent;  // a ClickHouse request's body, never sent: no statement, its denial in ClickHouse's text
+      unsent.parsed = true;
+      return decide_request(head, facts, *policy, std::move(later), nullptr, dlp, ch ? &unsent : nullptr);
     }
   }
   if (llm) {  // decided once its body's facts are read (judge_body)
@@ -539,8 +548,57 @@ RequestVerdict GuardJudge::judge(const RequestHead& head, HeldRequest later) {
     calls_[head.id] = std::move(call);
     return RequestVerdict::need_body();
   }
+  if (ch && !dlp && ch->sql.settled()) {  // the query parameter alone settles it (INSERT ... FORMAT F)
+    const SqlFacts sql = ch->sql.facts(false);
+    return decide_request(head, request_facts(head), *policy, std::move(later), nullptr, nullptr, &sql);
+  }
+  if (ch) {  // decided once its SQL is read (judge_body)
+    std::lock_guard lock(clickhouse_mu_);
+    clickhouse_calls_[head.id] = std::move(ch);
+    return RequestVerdict::need_body();
+  }
   if (dlp) return RequestVerdict::need_body();  // decided once its body is scanned
+  if ((head.stage == RequestStage::connect || head.stage == RequestStage::tls_sni) &&
+      !options_.clickhouse_hosts.empty() && host_in(options_.clickhouse_hosts, head)) {
+    SqlFacts unread;  // a ClickHouse host's tunnel the guard does not terminate
+    unread.error = "it is inside TLS the guard does not terminate (--terminate-tls)";
+    return decide_request(head, request_facts(head), *policy, std::move(later), nullptr, nullptr, &unread);
+  }
   return decide_request(head, request_facts(head), *policy, std::move(later), nullptr);
+}
+
+std::shared_ptr<GuardJudge::ClickHouseCall> GuardJudge::start_clickhouse(
+    const RequestHead& head, std::shared_ptr<const GuardPolicy> policy) const {
+  if (options_.clickhouse_hosts.empty() || !host_in(options_.clickhouse_hosts, head)) return nullptr;
+  if (head.stage != RequestStage::request && head.stage != RequestStage::inner) return nullptr;
+  const bool encoded = std::any_of(head.headers.begin(), head.headers.end(), [](const auto& h) {
+    return h.first == "content-encoding" && !iequals(h.second, "identity");
+  });
+  return std::make_shared<ClickHouseCall>(
+      ClickHouseCall{head, std::move(policy), ClickHouseRequestSql(head.target, encoded)});
+}
+
+std::shared_ptr<GuardJudge::ClickHouseCall> GuardJudge::take_clickhouse(uint64_t id, bool erase) {
+  std::lock_guard lock(clickhouse_mu_);
+  auto it = clickhouse_calls_.find(id);
+  if (it == clickhouse_calls_.end()) return nullptr;
+  std::shared_ptr<ClickHouseCall> c = it->second;
+  if (erase) clickhouse_calls_.erase(it);
+  return c;
+}
+
+RequestVerdict GuardJudge::judge_clickhouse_body(const std::shared_ptr<ClickHouseCall>& ch,
+                                                 const RequestBodyChunk& chunk, std::shared_ptr<DlpCall> dlp,
+                                                 HeldRequest later) {
+  const bool settled = ch->sql.feed(chunk.bytes);
+  // A DLP scan reads the body to its end (or the proxy's hold); the SQL alone
+  // is decided once settled, and the rest of the body streams.
+  if (!chunk.end && (dlp || !settled)) return RequestVerdict::need_body();
+  (void)take_clickhouse(ch->head.id, true);
+  const SqlFacts sql = ch->sql.facts(chunk.end && !chunk.over_cap);
+  if (dlp)
+    return decide_request(dlp->shown, request_facts(dlp->head), *dlp->policy, std::move(later), nullptr, dlp, &sql);
+  return decide_request(ch->head, request_facts(ch->head), *ch->policy, std::move(later), nullptr, nullptr, &sql);
 }
 
 std::shared_ptr<GuardJudge::DlpCall> GuardJudge::start_dlp(const RequestHead& head,
@@ -619,7 +677,8 @@ RequestVerdict GuardJudge::judge_body(uint64_t request_id, const RequestBodyChun
   if (chunk.end && revoked_.load()) {
     std::shared_ptr<DlpCall> d = take_dlp(request_id, false);
     std::shared_ptr<LlmCall> c = take_call(request_id);
-    if (d || c) return revoked_answer(d ? d->shown : c->head);
+    std::shared_ptr<ClickHouseCall> h = take_clickhouse(request_id, true);
+    if (d || c || h) return revoked_answer(d ? d->shown : c ? c->head : h->head);
   }
   std::shared_ptr<DlpCall> dlp = take_dlp(request_id, chunk.end);
   if (dlp) {
@@ -631,6 +690,8 @@ RequestVerdict GuardJudge::judge_body(uint64_t request_id, const RequestBodyChun
   }
   std::shared_ptr<LlmCall> call = take_call(request_id);
   if (!call) {
+    if (std::shared_ptr<ClickHouseCall> ch = take_clickhouse(request_id, false))
+      return judge_clickhouse_body(ch, chunk, std::move(dlp), std::move(later));
     if (!dlp) return RequestVerdict::forward();
     if (!chunk.end) return RequestVerdict::need_body();
     RequestFacts facts = request_facts(dlp->head);
@@ -677,7 +738,7 @@ RequestVerdict GuardJudge::judge_body(uint64_t request_id, const RequestBodyChun
 
 RequestVerdict GuardJudge::decide_request(const RequestHead& head_in, const RequestFacts& facts_in,
                                           const GuardPolicy& policy, HeldRequest later, std::shared_ptr<LlmCall> call,
-                                          std::shared_ptr<DlpCall> dlp) {
+                                          std::shared_ptr<DlpCall> dlp, const SqlFacts* clickhouse) {
   const RequestHead& head = dlp ? dlp->shown : head_in;  // a secret of the URL is never logged
   RequestFacts facts = facts_in;
   const GuardDlpOptions& dlp_opt = options_.dlp;
@@ -716,6 +777,7 @@ RequestVerdict GuardJudge::decide_request(const RequestHead& head_in, const Requ
       options_.log("faultline guard: " + request_text(head) + " dlp: " + found_text);
   }
   GuardDecision d = decide(policy, facts);
+  if (clickhouse) d = decide_sql_request(policy, *clickhouse, std::move(d));
   const bool enforce = policy.mode == GuardMode::Enforce;
   const bool named_deny = d.verdict == GuardVerdict::Deny && !d.rule.empty();
   if (dlp && dlp->dlp_scope && dlp_opt.dlp && !named_deny) {
@@ -795,8 +857,9 @@ RequestVerdict GuardJudge::decide_request(const RequestHead& head_in, const Requ
   denial.reason = d.reason.empty() ? (d.rule.empty() ? "not allowed by default" : "denied by rule") : d.reason;
   denial.request_id = "req_" + options_.approval_prefix + "_" + std::to_string(head.id);
   const DenialFormat format =
-      d.k8s ? DenialFormat::Kubernetes
-            : denial_format_for_request(head.host, head.target, has_header(head, "anthropic-version"));
+      clickhouse ? DenialFormat::ClickHouse
+      : d.k8s    ? DenialFormat::Kubernetes
+                 : denial_format_for_request(head.host, head.target, has_header(head, "anthropic-version"));
   if (d.verdict == GuardVerdict::Deny) {
     denied_.fetch_add(1, std::memory_order_relaxed);
     if (call) drop_call(head.id);
@@ -1307,6 +1370,7 @@ void GuardJudge::record_tool_calls(const LlmCall& call) {
 
 void GuardJudge::withdrawn(uint64_t request_id) {
   (void)take_dlp(request_id, true);
+  (void)take_clickhouse(request_id, true);
   (void)approvals_.withdraw(request_id);
   drop_call(request_id);  // a body stage the client left
 }

@@ -19,6 +19,7 @@
 #include "userspace/guard/anomaly.h"
 #include "userspace/guard/approval_queue.h"
 #include "userspace/guard/circuit_breaker.h"
+#include "userspace/guard/clickhouse_sql.h"
 #include "userspace/guard/dlp_engine.h"
 #include "userspace/guard/exec_gate.h"
 #include "userspace/guard/exec_grants.h"
@@ -150,6 +151,13 @@ struct GuardJudgeOptions {
   // it is denied (rule wasm-policy). Empty: off.
   std::vector<std::shared_ptr<const WasmPolicy>> wasm;
   bool wasm_fail_closed = false;
+  // --clickhouse-host: a request to one of these hosts is ClickHouse's HTTP
+  // interface: the SQL of its ?query= and of its body's first 64 KiB is
+  // judged statement by statement by the SQL rules (decide_sql_request), the
+  // rest of the body streams; a denial is ClickHouse's exception text. A
+  // tunnel to one the guard does not terminate carries SQL it cannot read
+  // (sql_unparseable). Empty: off.
+  std::vector<HostMatcher> clickhouse_hosts;
 };
 
 // What the guard did, for its summary at exit.
@@ -225,6 +233,8 @@ class GuardJudge final : public RequestJudge {
   struct LlmCall;
   // One request's DLP scan, from its head to its body's end.
   struct DlpCall;
+  // One ClickHouse request's SQL, from its head until it is settled.
+  struct ClickHouseCall;
 
  private:
   [[nodiscard]] bool is_llm_call(const RequestHead& head) const;
@@ -232,7 +242,18 @@ class GuardJudge final : public RequestJudge {
   // denial, a hold. `call` is set for an LLM call.
   [[nodiscard]] RequestVerdict decide_request(const RequestHead& head, const RequestFacts& facts,
                                               const GuardPolicy& policy, HeldRequest later,
-                                              std::shared_ptr<LlmCall> call, std::shared_ptr<DlpCall> dlp = nullptr);
+                                              std::shared_ptr<LlmCall> call, std::shared_ptr<DlpCall> dlp = nullptr,
+                                              const SqlFacts* clickhouse = nullptr);
+  // A request to a --clickhouse-host (plain HTTP, or inside a terminated
+  // tunnel): its SQL reader, its query parameter read; null otherwise.
+  [[nodiscard]] std::shared_ptr<ClickHouseCall> start_clickhouse(const RequestHead& head,
+                                                                 std::shared_ptr<const GuardPolicy> policy) const;
+  std::shared_ptr<ClickHouseCall> take_clickhouse(uint64_t id, bool erase);
+  // The body of a ClickHouse request, piece by piece: more, or its decision
+  // (with the DLP scan's, when one runs) once its SQL is settled.
+  [[nodiscard]] RequestVerdict judge_clickhouse_body(const std::shared_ptr<ClickHouseCall>& ch,
+                                                     const RequestBodyChunk& chunk, std::shared_ptr<DlpCall> dlp,
+                                                     HeldRequest later);
   // The DLP scan of a head (its URL and headers), when --dlp or
   // --content-policy covers its host; null otherwise.
   [[nodiscard]] std::shared_ptr<DlpCall> start_dlp(const RequestHead& head, std::shared_ptr<const GuardPolicy> policy);
@@ -315,6 +336,8 @@ class GuardJudge final : public RequestJudge {
   std::unordered_map<uint64_t, std::shared_ptr<LlmCall>> calls_;
   std::mutex dlp_mu_;
   std::unordered_map<uint64_t, std::shared_ptr<DlpCall>> dlp_calls_;
+  std::mutex clickhouse_mu_;
+  std::unordered_map<uint64_t, std::shared_ptr<ClickHouseCall>> clickhouse_calls_;
   std::atomic<uint64_t> llm_calls_{0}, llm_in_{0}, llm_out_{0};
   ExecGrants exec_grants_;
   std::atomic<bool> revoked_{false};

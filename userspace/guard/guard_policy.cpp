@@ -189,4 +189,27 @@ GuardDecision decide(const GuardPolicy& policy, const RequestFacts& facts) {
       false};
 }
 
+GuardDecision decide_sql_request(const GuardPolicy& policy, const SqlFacts& sql, GuardDecision http) {
+  const bool enforced = policy.mode == GuardMode::Enforce;
+  if (!sql.parsed)
+    return GuardDecision{GuardVerdict::Deny, std::string(kSqlRuleUnparseable), "the SQL cannot be read: " + sql.error,
+                         enforced, false};
+  for (GuardVerdict strictest : {GuardVerdict::Deny, GuardVerdict::Approve}) {
+    if (http.verdict == strictest) return http;
+    for (const SqlStatementFacts& st : sql.statements) {
+      RequestFacts f;
+      f.method = st.verbs.empty() ? "" : st.verbs.front();
+      f.sql = &st;
+      GuardDecision d = decide(policy, f);
+      if (d.verdict != strictest) continue;
+      if (d.reason.empty()) {
+        d.reason = "a " + f.method + " statement";
+        for (size_t i = 0; i < st.tables.size(); ++i) d.reason += (i == 0 ? " on " : ", ") + st.tables[i];
+      }
+      return d;
+    }
+  }
+  return http;
+}
+
 }  // namespace faultline

@@ -139,6 +139,18 @@ struct GuardDecision {
 // matched against the rules its host can meet only; the decision is the same.
 [[nodiscard]] GuardDecision decide(const GuardPolicy& policy, const RequestFacts& facts);
 
+// A request that carries SQL (ClickHouse over HTTP, clickhouse_sql.h): each
+// statement judged as the Postgres gate judges one (decide() with
+// facts.sql: the SQL rules, then the default), and the request's decision
+// the strictest of `http` (decide() on its HTTP facts) and the statements':
+// a deny, else an approve, else `http`. SQL that cannot be read (sql.parsed
+// false) is denied by the rule kSqlRuleUnparseable. A decision by a rule
+// without a reason names the statement's verb and tables.
+[[nodiscard]] GuardDecision decide_sql_request(const GuardPolicy& policy, const SqlFacts& sql, GuardDecision http);
+
+// The rule that denies SQL the guard cannot read (Postgres and ClickHouse).
+inline constexpr std::string_view kSqlRuleUnparseable = "sql_unparseable";
+
 // The reason given when a rule matched on unknown LLM facts.
 inline constexpr std::string_view kLlmFactsUnknownReason = "llm facts unknown: body is not JSON";
 // The reason given when a rule matched on a Kubernetes path it cannot read.

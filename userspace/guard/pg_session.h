@@ -54,7 +54,7 @@ class PgCancelKeys {
 };
 
 // Fixed verdicts the policy's rules cannot change (named like rules).
-inline constexpr std::string_view kPgRuleUnparseable = "sql_unparseable";    // libpg_query cannot read it
+inline constexpr std::string_view kPgRuleUnparseable = kSqlRuleUnparseable;  // libpg_query cannot read it
 inline constexpr std::string_view kPgRuleDo = "sql_do";                      // DO: code run on the server
 inline constexpr std::string_view kPgRuleCopyProgram = "sql_copy_program";   // COPY ... PROGRAM: a shell command
 inline constexpr std::string_view kPgRuleFunctionCall = "pg_function_call";  // an F message: a function by OID
