@@ -23,12 +23,23 @@
 // serves) and through faultd (faultctl run and abort served by it, the fault
 // applied by faultd's resident process, its features probed once at its start).
 // The faultd rows say their ratio to the standalone ones of the same run.
+// After each round's kept-state trial, two more through the APIs from a client
+// that holds its connection, as faultcp's agent holds faultd's socket (no
+// faultctl process, no connect): the partition through POST /v1/runs and
+// POST /v1/faults/ID/abort on faultd's local API (t0 and t2 just before each
+// request is written), and a latency toxic added through faultd's Toxiproxy API
+// on an open proxied connection that carries an echoed 8-byte probe every 0.1 ms
+// (t0 just before the POST; in effect at the first probe whose echo is late).
+// Their baselines: the plainest request answered on the same held connection
+// (GET /v1/features, GET /version) in the same trial.
 #include <arpa/inet.h>
 #include <bpf/libbpf.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <sched.h>
+#include <strings.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -38,8 +49,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 #include <tuple>
 
@@ -75,6 +89,7 @@ std::atomic<uint64_t> g_next_seq{0};
 std::atomic<bool> g_stop{false};
 Child g_bg;
 Child g_faultd;
+uint16_t g_toxiproxy_port = 0;  // where faultd's Toxiproxy API listens (a port the kernel picked for us)
 
 int socket_unix_connect(const std::string& path) {
   sockaddr_un a{};
@@ -185,6 +200,7 @@ struct Trial {
   double spawn_cpu_ms = NAN;     // its CPU time
   double apply_cpu_ms = NAN;     // CPU used by faultctl run until it printed "applied"
   double abort_cpu_ms = NAN;     // CPU used by faultctl abort, start to exit
+  double request_ms = NAN;       // baseline of the API trials: one request answered on the held connection
 };
 
 bool installed(const std::string& root) {
@@ -202,6 +218,66 @@ bool traffic_flows(uint64_t window = 200) {
   uint64_t delivered = 0;
   for (uint64_t s = end - window - 50; s < end - 50; ++s) delivered += g_recv[s].load() != 0;
   return delivered >= window * 9 / 10;
+}
+
+// Where a fault took effect in a probe stream and where it ended: the first
+// probe of the final run of faulted probes sent before `until`, as an offset
+// from t0 (with the gap to the probe before it: the resolution), and that run's
+// last probe. hit(seq): the probe was faulted.
+struct Onset {
+  double ms = NAN, gap_ms = NAN;
+  uint64_t last = 0;
+  std::string why;  // set when the stream does not show the fault
+};
+
+Onset onset(const std::atomic<uint64_t>* send, uint64_t end, uint64_t t0, uint64_t until,
+            const std::function<bool(uint64_t)>& hit) {
+  Onset o;
+  bool have_last = false;
+  for (uint64_t s = 0; s < end; ++s) {
+    uint64_t ts = send[s].load();
+    if (ts >= until) break;
+    if (ts >= t0) {
+      o.last = s;
+      have_last = true;
+    }
+  }
+  if (!have_last || !hit(o.last)) {
+    o.why = "the last probe before the fault's end was not faulted: the fault was not in effect";
+    return o;
+  }
+  uint64_t s = o.last;
+  while (s > 0 && hit(s - 1) && send[s - 1].load() >= t0) --s;
+  if (s == 0 || hit(s - 1)) {
+    o.why = "probes were already faulted before the request";
+    return o;
+  }
+  o.ms = (static_cast<double>(send[s].load()) - static_cast<double>(t0)) / 1e6;
+  o.gap_ms = (send[s].load() - send[s - 1].load()) / 1e6;
+  return o;
+}
+
+// The partition's effect on the UDP probe: applied at t0, removed at t2.
+bool measure_effect(uint64_t t0, uint64_t t2, Trial& t) {
+  const uint64_t end = sent_until();
+  auto lost = [](uint64_t s) { return g_recv[s].load() == 0; };
+  Onset on = onset(g_send.get(), end, t0, t2, lost);
+  if (!on.why.empty()) {
+    t.why = on.why;
+    return false;
+  }
+  t.apply_ms = on.ms;
+  t.apply_res_ms = on.gap_ms;
+  uint64_t b = on.last + 1;
+  while (b < end && lost(b)) ++b;
+  if (b >= end) {
+    t.why = "no datagram got through after the abort";
+    return false;
+  }
+  t.revert_ms = (static_cast<double>(g_send[b].load()) - static_cast<double>(t2)) / 1e6;
+  t.revert_res_ms = (g_send[b].load() - g_send[b - 1].load()) / 1e6;
+  t.ok = true;
+  return true;
 }
 
 Trial trial(const Opts& o) {
@@ -250,38 +326,335 @@ Trial trial(const Opts& o) {
     return t;
   }
   (void)rrc;
-  // The final loss run before the abort: its first datagram is where the fault began.
-  uint64_t end = sent_until();
-  uint64_t last_before_abort = 0;
-  bool have_last = false;
-  for (uint64_t s = 0; s < end; ++s) {
-    uint64_t ts = g_send[s].load();
-    if (ts >= t2) break;
-    if (ts >= t0) {
-      last_before_abort = s;
-      have_last = true;
+  measure_effect(t0, t2, t);
+  return t;
+}
+
+// ---- through the APIs, from a client that holds its connection ----
+
+// An HTTP/1.1 connection kept open, as faultcp's agent holds faultd's socket:
+// requests written whole, answers read by their Content-Length, or a streamed
+// body a line at a time.
+class HeldConnection {
+ public:
+  explicit HeldConnection(int fd) : fd_(fd) {
+    if (fd_ >= 0) {
+      int one = 1;
+      (void)setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // fails harmlessly on a unix socket
     }
   }
-  if (!have_last || g_recv[last_before_abort].load() != 0) {
-    t.why = "the last datagram before the abort was delivered: the partition was not in effect";
+  ~HeldConnection() {
+    if (fd_ >= 0) close(fd_);
+  }
+  HeldConnection(const HeldConnection&) = delete;
+  HeldConnection& operator=(const HeldConnection&) = delete;
+  [[nodiscard]] bool ok() const { return fd_ >= 0; }
+
+  // Writes the request; sent_ns: CLOCK_MONOTONIC just before the write.
+  bool send(const std::string& method, const std::string& target, const std::string& body = "",
+            uint64_t* sent_ns = nullptr) {
+    std::string req = method + " " + target + " HTTP/1.1\r\nHost: flbench\r\nContent-Type: application/json\r\n" +
+                      "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    if (sent_ns != nullptr) *sent_ns = mono_ns();
+    return ::send(fd_, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size());
+  }
+  // The status of the next answer, its body read by Content-Length; 0 for none within 10 s.
+  int answer(std::string* body = nullptr) {
+    const int status = head();
+    if (status == 0) return 0;
+    size_t len = 0;
+    for (size_t at = head_.find("\r\n"); at != std::string::npos; at = head_.find("\r\n", at + 2)) {
+      if (strncasecmp(head_.c_str() + at + 2, "content-length:", 15) == 0)
+        len = std::strtoul(head_.c_str() + at + 17, nullptr, 10);
+    }
+    while (buf_.size() < len)
+      if (!fill()) return 0;
+    if (body != nullptr) *body = buf_.substr(0, len);
+    buf_.erase(0, len);
+    return status;
+  }
+  // The next line of a streamed body (after head()); false at its end or after 20 s.
+  bool line(std::string& out) {
+    for (size_t nl = buf_.find('\n'); nl == std::string::npos; nl = buf_.find('\n'))
+      if (!fill()) return false;
+    const size_t nl = buf_.find('\n');
+    out = buf_.substr(0, nl);
+    buf_.erase(0, nl + 1);
+    return true;
+  }
+  // Reads the next answer's head; its status, 0 for none.
+  int head() {
+    for (size_t end = buf_.find("\r\n\r\n"); end == std::string::npos; end = buf_.find("\r\n\r\n"))
+      if (!fill()) return 0;
+    const size_t end = buf_.find("\r\n\r\n");
+    head_ = buf_.substr(0, end);
+    buf_.erase(0, end + 4);
+    int status = 0;
+    return std::sscanf(head_.c_str(), "HTTP/1.%*d %d", &status) == 1 ? status : 0;
+  }
+
+ private:
+  bool fill() {
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, 20'000) <= 0) return false;
+    char b[4096];
+    const ssize_t n = recv(fd_, b, sizeof b, 0);
+    if (n <= 0) return false;
+    buf_.append(b, static_cast<size_t>(n));
+    return true;
+  }
+  int fd_;
+  std::string buf_, head_;
+};
+
+int tcp_connect_loopback(uint16_t port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// A loopback TCP port nobody uses now, picked by the kernel (for faultd's
+// --toxiproxy, whose log is not read here).
+uint16_t free_loopback_port() {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const bool ok = fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+                  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+  if (fd >= 0) close(fd);
+  return ok ? ntohs(a.sin_port) : 0;
+}
+
+// The baseline of an API trial: one cheap request answered on the held connection.
+double request_ms(HeldConnection& c, const std::string& target) {
+  uint64_t a = 0;
+  if (!c.send("GET", target, "", &a) || c.answer() != 200) return NAN;
+  return (mono_ns() - a) / 1e6;
+}
+
+// The partition applied through faultd's local API by a client that holds its
+// connections (one for the run's stream, one for the abort): t0 just before the
+// POST /v1/runs is written, t2 just before the POST /v1/faults/ID/abort.
+Trial api_trial(const Opts& o, const std::string& socket) {
+  Trial t;
+  HeldConnection ctl(socket_unix_connect(socket)), run(socket_unix_connect(socket));
+  if (!ctl.ok() || !run.ok()) {
+    t.why = "cannot connect to faultd's socket";
     return t;
   }
-  uint64_t s = last_before_abort;
-  while (s > 0 && g_recv[s - 1].load() == 0 && g_send[s - 1].load() >= t0) --s;
-  if (s == 0 || g_recv[s - 1].load() == 0) {
-    t.why = "datagrams were already missing before faultctl run started";
+  std::vector<double> base;
+  for (int i = 0; i < 5; ++i) base.push_back(request_ms(ctl, "/v1/features"));
+  t.request_ms = spread(base).median;
+  for (int i = 0; i < 50 && !traffic_flows(); ++i) sleep_ms(20);
+  if (!traffic_flows()) {
+    t.why = "no traffic before the trial";
     return t;
   }
-  t.apply_ms = (static_cast<double>(g_send[s].load()) - static_cast<double>(t0)) / 1e6;
-  t.apply_res_ms = (g_send[s].load() - g_send[s - 1].load()) / 1e6;
-  uint64_t b = last_before_abort + 1;
-  while (b < end && g_recv[b].load() == 0) ++b;
-  if (b >= end) {
-    t.why = "no datagram got through after the abort";
+  sleep_ms(50);
+  const nlohmann::json exp{
+      {"kind", "partition"}, {"target", o.server_ip}, {"netns", o.client_ns}, {"duration_sec", 30}};
+  uint64_t t0 = 0;
+  if (!run.send("POST", "/v1/runs", nlohmann::json{{"experiment", exp}}.dump(), &t0) || run.head() != 200) {
+    t.why = "faultd did not take the run";
     return t;
   }
-  t.revert_ms = (static_cast<double>(g_send[b].load()) - static_cast<double>(t2)) / 1e6;
-  t.revert_res_ms = (g_send[b].load() - g_send[b - 1].load()) / 1e6;
+  unsigned id = 0;
+  bool applied = false;
+  for (std::string line; !applied && run.line(line);) {
+    auto frame = nlohmann::json::parse(line, nullptr, false);
+    if (frame.is_object() && frame.contains("out") && frame["out"].is_string())
+      applied = std::sscanf(frame["out"].get<std::string>().c_str(), "fault %u applied", &id) == 1;
+  }
+  t.applied_line_ms = (mono_ns() - t0) / 1e6;
+  if (!applied) {
+    t.why = "the run's stream never said the partition was applied";
+    return t;
+  }
+  sleep_ms(150);
+  uint64_t t2 = 0;
+  const bool aborted = ctl.send("POST", "/v1/faults/" + std::to_string(id) + "/abort", "", &t2) && ctl.answer() == 200;
+  t.abort_exit_ms = (mono_ns() - t2) / 1e6;
+  for (std::string line; run.line(line);) {
+  }
+  sleep_ms(60);
+  if (!aborted) {
+    t.why = "the abort was not answered 200";
+    return t;
+  }
+  measure_effect(t0, t2, t);
+  return t;
+}
+
+// A loopback echo server for the toxic trials: one connection at a time.
+class EchoServer {
+ public:
+  EchoServer() {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(fd_, 16) != 0 ||
+        getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+      return;
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~EchoServer() {
+    stop_.store(true);
+    if (thread_.joinable()) thread_.join();
+    close(fd_);
+  }
+  [[nodiscard]] uint16_t port() const { return port_; }
+
+ private:
+  void serve() {
+    while (!stop_.load()) {
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, 50) <= 0) continue;
+      int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) continue;
+      int one = 1;
+      setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      char b[4096];
+      for (;;) {
+        pollfd q{c, POLLIN, 0};
+        if (poll(&q, 1, 50) == 0) {
+          if (stop_.load()) break;
+          continue;
+        }
+        const ssize_t n = recv(c, b, sizeof b, 0);
+        if (n <= 0 || ::send(c, b, static_cast<size_t>(n), MSG_NOSIGNAL) != n) break;
+      }
+      close(c);
+    }
+  }
+  int fd_ = -1;
+  uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+struct ToxicTrial {
+  bool ok = false;
+  std::string why;
+  double effect_ms = NAN, gap_ms = NAN;  // POST of the toxic -> the first probe it delayed, and the probe gap there
+  double answered_ms = NAN;              // POST -> its answer read
+  double request_ms = NAN;               // baseline: GET /version answered on the held connection
+};
+
+constexpr size_t kStreamSeq = 10'000 * 10;  // 10 s of probes on one connection
+constexpr uint64_t kToxicLatencyMs = 100;
+
+// A latency toxic added through the Toxiproxy API on a connection that is open
+// and carrying a numbered 8-byte probe every 0.1 ms (echoed by the upstream):
+// from just before the POST is written to the send time of the first probe
+// whose echo is late by more than half the toxic's latency.
+ToxicTrial toxic_trial(uint16_t api_port, uint16_t echo_port, int round) {
+  ToxicTrial t;
+  HeldConnection api(tcp_connect_loopback(api_port));
+  if (!api.ok()) {
+    t.why = "cannot connect to the Toxiproxy API";
+    return t;
+  }
+  const std::string name = "flbench-" + std::to_string(round);
+  std::string body;
+  const nlohmann::json proxy{
+      {"name", name}, {"listen", "127.0.0.1:0"}, {"upstream", "127.0.0.1:" + std::to_string(echo_port)}};
+  if (!api.send("POST", "/proxies", proxy.dump()) || api.answer(&body) != 201) {
+    t.why = "the proxy was not created: " + body;
+    return t;
+  }
+  const auto made = nlohmann::json::parse(body, nullptr, false);
+  const std::string listen = made.is_object() ? made.value("listen", "") : "";
+  const uint16_t port = static_cast<uint16_t>(std::atoi(listen.substr(listen.rfind(':') + 1).c_str()));
+  std::vector<double> base;
+  for (int i = 0; i < 5; ++i) base.push_back(request_ms(api, "/version"));
+  t.request_ms = spread(base).median;
+
+  int conn = tcp_connect_loopback(port);
+  if (conn < 0) {
+    t.why = "cannot connect through the proxy";
+    return t;
+  }
+  int one = 1;
+  setsockopt(conn, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  std::unique_ptr<std::atomic<uint64_t>[]> sent(new std::atomic<uint64_t>[kStreamSeq]()),
+      got(new std::atomic<uint64_t>[kStreamSeq]());
+  std::atomic<uint64_t> next{0};
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    uint64_t due = mono_ns();
+    for (uint64_t seq = 0; seq < kStreamSeq && !stop.load(); ++seq) {
+      due = std::max(due + kPeriodNs, mono_ns());
+      timespec ts{static_cast<time_t>(due / 1'000'000'000ULL), static_cast<long>(due % 1'000'000'000ULL)};
+      clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
+      sent[seq].store(mono_ns());
+      next.store(seq + 1);
+      if (::send(conn, &seq, sizeof seq, MSG_NOSIGNAL) != sizeof seq) break;
+    }
+  });
+  std::thread reader([&] {
+    std::string in;
+    char b[4096];
+    for (;;) {
+      const ssize_t n = recv(conn, b, sizeof b, 0);
+      if (n <= 0) break;
+      const uint64_t now = mono_ns();
+      in.append(b, static_cast<size_t>(n));
+      size_t at = 0;
+      for (; at + 8 <= in.size(); at += 8) {
+        uint64_t seq = 0;
+        std::memcpy(&seq, in.data() + at, 8);
+        if (seq < kStreamSeq) got[seq].store(now);
+      }
+      in.erase(0, at);
+    }
+  });
+  sleep_ms(100);
+  const nlohmann::json toxic{{"type", "latency"}, {"attributes", {{"latency", kToxicLatencyMs}}}};
+  uint64_t t0 = 0;
+  const bool added = api.send("POST", "/proxies/" + name + "/toxics", toxic.dump(), &t0) && api.answer() == 200;
+  t.answered_ms = (mono_ns() - t0) / 1e6;
+  // Removing the toxic releases what it holds at once: only probes sent well
+  // before the DELETE (one and a half latencies) show whether it was on.
+  sleep_ms(3 * kToxicLatencyMs);
+  const uint64_t until = mono_ns() - kToxicLatencyMs * 1'500'000ULL;
+  const uint64_t end = next.load();
+  (void)api.send("DELETE", "/proxies/" + name + "/toxics/latency_downstream");
+  (void)api.answer();
+  sleep_ms(2 * kToxicLatencyMs);
+  stop.store(true);
+  writer.join();
+  shutdown(conn, SHUT_RDWR);
+  reader.join();
+  close(conn);
+  (void)api.send("DELETE", "/proxies/" + name);
+  (void)api.answer();
+  if (!added) {
+    t.why = "the toxic was not added";
+    return t;
+  }
+  auto late = [&](uint64_t s) {
+    const uint64_t g = got[s].load();
+    return g == 0 || g - sent[s].load() > kToxicLatencyMs * 1'000'000ULL / 2;
+  };
+  Onset on = onset(sent.get(), end, t0, until, late);
+  if (!on.why.empty()) {
+    t.why = on.why;
+    return t;
+  }
+  t.effect_ms = on.ms;
+  t.gap_ms = on.gap_ms;
   t.ok = true;
   return t;
 }
@@ -316,8 +689,9 @@ void on_signal(int) {
 // and the bpffs, stay the host's), so the namespace it loads programs for at
 // its start is the one the trials' faults go to.
 bool start_faultd(const Opts& o, const std::string& socket, const std::string& in_netns = "") {
+  const std::string toxiproxy = g_toxiproxy_port ? "127.0.0.1:" + std::to_string(g_toxiproxy_port) : "off";
   const std::vector<std::string> argv = {o.faultd,    "--foreground", "--socket",    socket,
-                                         "--metrics", "off",          "--toxiproxy", "off"};
+                                         "--metrics", "off",          "--toxiproxy", toxiproxy};
   if (in_netns.empty()) {
     g_faultd = spawn(argv, Out::Null, true);
   } else {
@@ -558,6 +932,51 @@ void print_steps(const std::string& title, const std::vector<Step>& steps, bool 
   if (sum) line("sum", total);
 }
 
+// The API trials' lines and summary rows, each effect as a ratio to the
+// plainest request answered on the same held connection in the same trial.
+// Targets (issue 30): a fault through faultd's local API in effect within
+// 1 ms; a toxic through the Toxiproxy API on an open connection within 2 ms.
+void api_rows(const Opts& o, const std::vector<Trial>& api, const std::vector<Trial>& kept,
+              const std::vector<ToxicTrial>& toxic) {
+  std::vector<double> apply, revert, base, apply_x, revert_x, effect, tbase, effect_x;
+  for (const auto& t : api) {
+    apply.push_back(t.apply_ms);
+    revert.push_back(t.revert_ms);
+    base.push_back(t.request_ms);
+    apply_x.push_back(t.apply_ms / t.request_ms);
+    revert_x.push_back(t.revert_ms / t.request_ms);
+  }
+  for (const auto& t : toxic) {
+    effect.push_back(t.effect_ms);
+    tbase.push_back(t.request_ms);
+    effect_x.push_back(t.effect_ms / t.request_ms);
+  }
+  const Spread a = spread(apply), r = spread(revert), b = spread(base), e = spread(effect), tb = spread(tbase);
+  double kept_ms = NAN;
+  {
+    std::vector<double> k;
+    for (const auto& t : kept) k.push_back(t.apply_ms);
+    kept_ms = spread(k).median;
+  }
+  std::cout << "\nthrough the APIs from a client that holds its connection (ms, median [min-max]):\n"
+            << "  local API, POST /v1/runs -> partition in effect      " << fmt_spread(a, 2)
+            << " (faultctl run, kept: " << fmt(kept_ms, 1) << "; GET /v1/features " << fmt_spread(b, 3) << ")\n"
+            << "  local API, POST /v1/faults/ID/abort -> traffic back  " << fmt_spread(r, 2) << "\n"
+            << "  Toxiproxy API, POST latency toxic -> in effect       " << fmt_spread(e, 2) << " (GET /version "
+            << fmt_spread(tb, 3) << ")\n";
+  append_summary(o.summary, {"3 apply", "apply, local API from a held connection (POST /v1/runs -> fault in effect)",
+                             fmt_spread(a, 2) + " ms (GET /v1/features " + fmt(b.median, 3) + " ms)",
+                             fmt_spread(spread(apply_x), 1) + "x request", "<= 1 ms",
+                             a.n == 0 ? "FAILED" : verdict(a.median <= 1.0)});
+  append_summary(o.summary, {"3 apply", "revert, local API from a held connection (POST abort -> traffic back)",
+                             fmt_spread(r, 2) + " ms", fmt_spread(spread(revert_x), 1) + "x request", "<= 3 ms",
+                             r.n == 0 ? "FAILED" : verdict(r.median <= 3.0)});
+  append_summary(o.summary, {"3 apply", "toxic, Toxiproxy API on an open connection (POST toxic -> in effect)",
+                             fmt_spread(e, 2) + " ms (GET /version " + fmt(tb.median, 3) + " ms)",
+                             fmt_spread(spread(effect_x), 1) + "x request", "<= 2 ms",
+                             e.n == 0 ? "FAILED" : verdict(e.median <= 2.0)});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -641,6 +1060,11 @@ int main(int argc, char** argv) {
   const std::string nobody_socket = faultd_socket + ".nobody";
   setenv("FAULTLINE_FAULTD_SOCKET", nobody_socket.c_str(), 1);
   const bool with_faultd = !o.faultd.empty();
+  std::optional<EchoServer> echo;  // the upstream of the toxic trials' proxy
+  if (with_faultd) {
+    echo.emplace();
+    g_toxiproxy_port = free_loopback_port();
+  }
   if (with_faultd && !start_faultd(o, faultd_socket)) {
     std::cerr << "fl_bench_apply: faultd did not start on " << faultd_socket << "\n";
     stop_faultd();
@@ -649,7 +1073,8 @@ int main(int argc, char** argv) {
     rx.join();
     return 1;
   }
-  std::vector<Trial> cold, warm, warm_probed, cold_fd, warm_fd, kept_fd, first_fd, first_fd_unprepared;
+  std::vector<Trial> cold, warm, warm_probed, cold_fd, warm_fd, kept_fd, first_fd, first_fd_unprepared, api_fd;
+  std::vector<ToxicTrial> toxic;
   std::cout << "apply/revert: UDP datagram every 0.1 ms " << o.client_ns << " -> " << o.server_ns << " " << o.server_ip
             << ":" << o.port << ", partition on " << o.server_ip << "; " << o.trials << " cold and " << o.trials
             << " warm trials, alternating" << (with_faultd ? ", each standalone and through faultd" : "") << "\n";
@@ -772,6 +1197,31 @@ int main(int argc, char** argv) {
         std::cout << "failed: " << t.why << "\n";
         ++failures;
       }
+      // The same kept state, from a client that holds faultd's socket (as
+      // faultcp's agent does): no faultctl process, no connect.
+      Trial a = api_trial(o, faultd_socket);
+      std::cout << "  trial " << i + 1 << " local API, held connection: ";
+      if (a.ok) {
+        std::cout << "apply " << fmt(a.apply_ms, 2) << " ms (send gap " << fmt(a.apply_res_ms, 2) << "), revert "
+                  << fmt(a.revert_ms, 2) << " ms; \"applied\" frame at " << fmt(a.applied_line_ms, 2)
+                  << " ms, abort answered at " << fmt(a.abort_exit_ms, 2) << " ms; GET /v1/features "
+                  << fmt(a.request_ms, 3) << " ms\n";
+        api_fd.push_back(a);
+      } else {
+        std::cout << "failed: " << a.why << "\n";
+        ++failures;
+      }
+      ToxicTrial x = g_toxiproxy_port && echo->port() ? toxic_trial(g_toxiproxy_port, echo->port(), i)
+                                                      : ToxicTrial{false, "no Toxiproxy API or no echo server"};
+      std::cout << "  trial " << i + 1 << " Toxiproxy API, latency toxic on an open connection: ";
+      if (x.ok) {
+        std::cout << "in effect " << fmt(x.effect_ms, 2) << " ms (probe gap " << fmt(x.gap_ms, 2) << "), answered at "
+                  << fmt(x.answered_ms, 2) << " ms; GET /version " << fmt(x.request_ms, 3) << " ms\n";
+        toxic.push_back(x);
+      } else {
+        std::cout << "failed: " << x.why << "\n";
+        ++failures;
+      }
     }
   }
   stop_faultd();
@@ -883,6 +1333,7 @@ int main(int argc, char** argv) {
                                  : verdict(r.median <= 3.0)});
     }
   }
+  if (with_faultd) api_rows(o, api_fd, kept_fd, toxic);
   std::vector<Trial> all = cold;
   all.insert(all.end(), warm.begin(), warm.end());
   append_summary(o.summary, {"3 apply", "baseline (start): exec -> exit of faultctl --help",

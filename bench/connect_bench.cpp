@@ -41,6 +41,7 @@ struct Options {
   long syscalls = 100000;
   int cpu = -1;
   bool seccomp = true;
+  bool connect = true;  // --seccomp-only: the seccomp rows alone
   std::string summary;
   std::string json_out;  // --json FILE: the ratios, for the kernel report
   std::vector<std::pair<std::string, Spread>> ratios;
@@ -430,12 +431,15 @@ int main(int argc, char** argv) {
       o.summary = next();
     } else if (a == "--no-seccomp") {
       o.seccomp = false;
+    } else if (a == "--seccomp-only") {
+      o.connect = false;
     } else if (a == "--json") {
       o.json_out = next();
     } else {
-      std::cerr << "usage: fl_bench_connect [--reps N>=3] [--udp-iters N] [--tcp-iters N] [--rules N] [--syscalls N]\n"
-                   "                        [--cpu N] [--faultctl PATH] [--summary FILE] [--no-seccomp]\n"
-                   "                        [--json FILE]\n";
+      std::cerr
+          << "usage: fl_bench_connect [--reps N>=3] [--udp-iters N] [--tcp-iters N] [--rules N] [--syscalls N]\n"
+             "                        [--cpu N] [--faultctl PATH] [--summary FILE] [--no-seccomp | --seccomp-only]\n"
+             "                        [--json FILE]\n";
       return 2;
     }
   }
@@ -445,7 +449,7 @@ int main(int argc, char** argv) {
   }
   std::cout << "connect() with the sockaddr programs (" << o.reps << " reps, " << o.udp_iters << " UDP and "
             << o.tcp_iters << " TCP connects per variant and rep)\n";
-  int rc = bench_connect(o);
+  int rc = o.connect ? bench_connect(o) : 0;
   if (rc == 0 && o.seccomp) rc = bench_seccomp(o);
   if (rc == 0 && !o.json_out.empty()) {
     // {"bench":"connect","reps":N,"ratios":{"UDP connect(), ... / no program":{"median":..,"min":..,"max":..}}}

@@ -5,7 +5,9 @@
 #   1. fl_bench_progrun  netfault egress per packet (BPF_PROG_TEST_RUN) vs an empty tc program
 #   2. fl_bench_veth     iperf3 TCP / 64-byte UDP over veth, program attached vs not
 #   3. fl_bench_apply    faultctl run / abort to effect, seen by a 10 kHz UDP stream,
-#                        standalone and through faultd (interleaved; the ratio of the two)
+#                        standalone and through faultd (interleaved; the ratio of the two); and from a
+#                        client holding its connection: a run through faultd's local API (target <= 1 ms)
+#                        and a latency toxic through its Toxiproxy API on an open connection (<= 2 ms)
 #   4. fl_bench_connect  connect() with the sockaddr programs (0 / 10k rules) vs none;
 #                        getppid() under seccomp user notification vs bare
 #   5. bench-proxy.sh    wrk/redis-benchmark direct vs haproxy vs faultd's proxy (its own table)

@@ -160,7 +160,7 @@ class ProxyRegistry::Impl {
   void publish_toxics(const ProxyEntry& e) {
     if (e.id == 0) return;
     auto set = toxic_set(e);
-    for (auto& w : workers_) w->set_toxics(e.id, set);
+    RelayWorker::set_toxics(workers_, e.id, set);
   }
 
   // One of a proxy's named lists, its toxics (&ProxyEntry::toxics,

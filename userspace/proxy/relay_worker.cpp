@@ -2223,15 +2223,17 @@ RelayWorker::~RelayWorker() {
   }
 }
 
-void RelayWorker::call(std::function<void(Loop&)> fn) {
-  std::promise<void> done;
-  auto future = done.get_future();
-  loop_->post([&](Loop& l) {
+std::future<void> RelayWorker::post_call(std::function<void(Loop&)> fn) {
+  auto done = std::make_shared<std::promise<void>>();
+  auto future = done->get_future();
+  loop_->post([fn = std::move(fn), done](Loop& l) {
     fn(l);
-    done.set_value();
+    done->set_value();
   });
-  future.wait();
+  return future;
 }
+
+void RelayWorker::call(std::function<void(Loop&)> fn) { post_call(std::move(fn)).wait(); }
 
 void RelayWorker::start_proxy(uint64_t id, UniqueFd listener, ProxyRoute route, std::shared_ptr<const ToxicSet> toxics,
                               std::shared_ptr<ProxyCounters> counters) {
@@ -2247,8 +2249,12 @@ void RelayWorker::stop_proxy(uint64_t id) {
   call([id](Loop& l) { l.stop_proxy(id); });
 }
 
-void RelayWorker::set_toxics(uint64_t id, std::shared_ptr<const ToxicSet> toxics) {
-  call([&](Loop& l) { l.set_toxics(id, std::move(toxics)); });
+void RelayWorker::set_toxics(const std::vector<std::unique_ptr<RelayWorker>>& workers, uint64_t id,
+                             const std::shared_ptr<const ToxicSet>& toxics) {
+  std::vector<std::future<void>> applied;
+  applied.reserve(workers.size());
+  for (const auto& w : workers) applied.push_back(w->post_call([id, toxics](Loop& l) { l.set_toxics(id, toxics); }));
+  for (auto& a : applied) a.wait();
 }
 
 }  // namespace faultline

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -89,13 +90,19 @@ class RelayWorker {
                    std::shared_ptr<ProxyCounters> counters);
   void stop_proxy(uint64_t id);        // closes the listener and every connection
   void release_listener(uint64_t id);  // stops accepting (no shutdown: a successor has the socket)
-  void set_toxics(uint64_t id, std::shared_ptr<const ToxicSet> toxics);
+  // Every worker takes the toxics on its own loop, all of them at once; returns
+  // once each has. Side by side, not one worker after the other: the toxic is
+  // on every connection after one wake-up's wait, not one per worker.
+  static void set_toxics(const std::vector<std::unique_ptr<RelayWorker>>& workers, uint64_t id,
+                         const std::shared_ptr<const ToxicSet>& toxics);
 
   class Loop;
 
  private:
   explicit RelayWorker(std::unique_ptr<Loop> loop);
   void call(std::function<void(Loop&)> fn);
+  // Posts fn to the loop; the future is ready once it ran.
+  std::future<void> post_call(std::function<void(Loop&)> fn);
   std::unique_ptr<Loop> loop_;
   std::thread thread_;
 };
