@@ -38,21 +38,21 @@ export function tempWorld(t) {
   return w;
 }
 
-// A client of the SDK connected through `faultctl mcp-guard FLAGS -- SERVER`.
-export async function connect(t, w, flags, server) {
-  const transport = new StdioClientTransport({
-    command: FAULTCTL,
-    args: ["mcp-guard", "--state-dir", w.state, "--json-log", w.log, ...flags, "--", ...server],
-    env: w.env,
-    stderr: "pipe",
-  });
+// A client of the SDK connected to `faultctl ARGS` on stdio with `env`,
+// closed at the test's end: { client, transport, stderr() }.
+export async function connectFaultctl(t, env, args) {
+  const transport = new StdioClientTransport({ command: FAULTCTL, args, env, stderr: "pipe" });
   let stderr = "";
   transport.stderr.on("data", (d) => (stderr += d));
   const client = new Client({ name: "faultline-test", version: "1.0.0" });
   await client.connect(transport);
-  const session = { client, transport, stderr: () => stderr };
   t.after(() => client.close());
-  return session;
+  return { client, transport, stderr: () => stderr };
+}
+
+// A client of the SDK connected through `faultctl mcp-guard FLAGS -- SERVER`.
+export function connect(t, w, flags, server) {
+  return connectFaultctl(t, w.env, ["mcp-guard", "--state-dir", w.state, "--json-log", w.log, ...flags, "--", ...server]);
 }
 
 export const text = (result) => result.content.map((c) => c.text).join("");

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { Client, EVERYTHING, FAULTCTL, StdioClientTransport } from "./harness.mjs";
+import { EVERYTHING, FAULTCTL, connectFaultctl, text } from "./harness.mjs";
 
 
 function world(t) {
@@ -20,22 +20,11 @@ function world(t) {
   return w;
 }
 
-async function connect(t, w, flags, env = {}) {
-  const transport = new StdioClientTransport({
-    command: FAULTCTL,
-    args: ["mcp-guard", "--state-dir", w.state, ...flags, "--", process.execPath, EVERYTHING, "stdio"],
-    env: { ...w.env, ...env },
-    stderr: "pipe",
-  });
-  let stderr = "";
-  transport.stderr.on("data", (d) => (stderr += d));
-  const client = new Client({ name: "faultline-test", version: "1.0.0" });
-  await client.connect(transport);
-  t.after(() => client.close());
-  return { client, stderr: () => stderr };
+function connect(t, w, flags, env = {}) {
+  return connectFaultctl(t, { ...w.env, ...env },
+    ["mcp-guard", "--state-dir", w.state, ...flags, "--", process.execPath, EVERYTHING, "stdio"]);
 }
 
-const text = (r) => r.content.map((c) => c.text).join("");
 const echo = (s, m, opts) => s.client.callTool({ name: "echo", arguments: { message: m } }, undefined, opts);
 
 test("--fault-error answers the call isError, unsent; the kill file ends it, the deny rule stays", async (t) => {

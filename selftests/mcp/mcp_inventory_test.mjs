@@ -11,7 +11,7 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { Client, EVERYTHING, FAULTCTL, FS_SERVER, StdioClientTransport, controlPlane, until } from "./harness.mjs";
+import { EVERYTHING, FAULTCTL, FS_SERVER, connectFaultctl, controlPlane, text, until } from "./harness.mjs";
 
 function tempWorld(t) {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), "fl-mcpinv-"));
@@ -25,17 +25,8 @@ function tempWorld(t) {
   return w;
 }
 
-async function connect(t, w, args) {
-  const transport = new StdioClientTransport({ command: FAULTCTL, args, env: w.env, stderr: "pipe" });
-  let stderr = "";
-  transport.stderr.on("data", (d) => (stderr += d));
-  const client = new Client({ name: "faultline-test", version: "1.0.0" });
-  await client.connect(transport);
-  t.after(() => client.close());
-  return { client, stderr: () => stderr };
-}
+const connect = (t, w, args) => connectFaultctl(t, w.env, args);
 
-const text = (result) => result.content.map((c) => c.text).join("");
 
 test("mcp-guard --control-plane: faultcp's inventory counts each server's calls, tools and identities", async (t) => {
   const w = tempWorld(t);
