@@ -84,6 +84,18 @@ struct Fleet {
     }
     return r;
   }
+  // Waits until the run has `n` step results (a worker took the report and
+  // moved on, however busy the machine); its JSON.
+  json steps_done(int64_t id, size_t n, std::chrono::milliseconds within = 10s) const {
+    const auto until = std::chrono::steady_clock::now() + within;
+    json r;
+    while (std::chrono::steady_clock::now() < until) {
+      r = run(id);
+      if (r.is_object() && r.contains("steps") && r["steps"].size() >= n) return r;
+      std::this_thread::sleep_for(50ms);
+    }
+    return r;
+  }
   size_t experiments() const { return call("GET", "/v1/experiments").json()["experiments"].size(); }
   int64_t created_audited() const {
     int64_t n = 0;
@@ -343,8 +355,8 @@ TEST(ScenarioResume, KilledFaultcpResumesOnSqliteEachStepOnce) {
   ASSERT_NE(b.port, 0);
   f.port = b.port;
   f.report(first, "completed");
-  std::this_thread::sleep_for(1500ms);  // the worker saw it: the run is in its wait
-  EXPECT_EQ(f.run(run)["steps"].size(), 1u) << f.run(run);
+  const json waiting = f.steps_done(run, 1);  // the worker saw it: the run is in its wait
+  ASSERT_EQ(waiting["steps"].size(), 1u) << waiting;
   kill9(b);  // mid-wait
 
   auto c = start_replica(db.url());
@@ -373,8 +385,8 @@ TEST(ScenarioResume, TwoReplicasOnPostgresOneKilledEachStepOnce) {
   const int64_t first = f.take();
   ASSERT_NE(first, 0);
   f.report(first, "completed");
-  std::this_thread::sleep_for(1500ms);  // one of them moved the run into its wait
-  EXPECT_EQ(f.run(run)["steps"].size(), 1u) << f.run(run);
+  const json waiting = f.steps_done(run, 1);  // one of them moved the run into its wait
+  ASSERT_EQ(waiting["steps"].size(), 1u) << waiting;
   kill9(a);
 
   f.port = b.port;
