@@ -12,7 +12,7 @@ import http from "node:http";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { Client, EVERYTHING, FAULTCTL, StdioClientTransport, here, until } from "./harness.mjs";
+import { Client, EVERYTHING, FAULTCTL, StdioClientTransport, connectFaultctl, here, text, until } from "./harness.mjs";
 
 const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/sdk/client/streamableHttp.js");
 const { LoggingMessageNotificationSchema } = await import("@modelcontextprotocol/sdk/types.js");
@@ -70,22 +70,9 @@ async function recordingRelay(t, port) {
 }
 
 // An SDK client on stdio through `faultctl mcp-guard FLAGS` (no command: --upstream-url).
-async function stdioClient(t, w, flags, env = {}) {
-  const transport = new StdioClientTransport({
-    command: FAULTCTL,
-    args: ["mcp-guard", "--state-dir", w.state, "--json-log", w.log, ...flags],
-    env: { ...w.env, ...env },
-    stderr: "pipe",
-  });
-  let stderr = "";
-  transport.stderr.on("data", (d) => (stderr += d));
-  const client = new Client({ name: "faultline-test", version: "1.0.0" });
-  await client.connect(transport);
-  t.after(() => client.close());
-  return { client, transport, stderr: () => stderr };
+function stdioClient(t, w, flags, env = {}) {
+  return connectFaultctl(t, { ...w.env, ...env }, ["mcp-guard", "--state-dir", w.state, "--json-log", w.log, ...flags]);
 }
-
-const text = (result) => result.content.map((c) => c.text).join("");
 
 function verdicts(w) {
   return fs
