@@ -26,6 +26,7 @@
 #include "base/files.h"
 #include "selftests/lib/child_process.h"
 #include "selftests/lib/clock.h"
+#include "selftests/lib/netns_pair.h"
 #include "selftests/lib/require_root.h"
 #include "selftests/lib/test_bpffs.h"
 
@@ -63,10 +64,12 @@ class AgentCli : public ::testing::Test {
   [[nodiscard]] std::string log_path() const { return home() + "/standin.log"; }
 
   // Starts standin.js for `provider` ("anthropic" or "openai"); `env` may
-  // carry STANDIN_TLS_CERT and STANDIN_TLS_KEY (HTTPS).
-  void start_standin(const std::string& provider, std::vector<std::string> env = {}) {
-    standin_.emplace(
-        ChildProcess::spawn({"node", kAgentsDir + "/standin.js", provider, log_path(), kAnswer}, {.env = env}));
+  // carry STANDIN_TLS_CERT and STANDIN_TLS_KEY (HTTPS); `wrap` runs it under
+  // another command (nsenter into a test namespace).
+  void start_standin(const std::string& provider, std::vector<std::string> env = {},
+                     std::vector<std::string> wrap = {}) {
+    wrap.insert(wrap.end(), {"node", kAgentsDir + "/standin.js", provider, log_path(), kAnswer});
+    standin_.emplace(ChildProcess::spawn(wrap, {.env = env}));
     auto line = standin_->wait_line_starting("listening ", 10s);
     ASSERT_TRUE(line) << standin_->describe();
     port_ = std::stoi(line->substr(10));
@@ -672,6 +675,91 @@ TEST_F(AgentCli, ClaudeCodeIgnoringTheProxyVariablesIsStillJudgedAsRoot) {
   EXPECT_EQ(requests().size(), upstream) << "the denied run reached the stand-in";
   EXPECT_NE(denied.err.find("requests 1  allowed 0  denied 1"), std::string::npos) << denied.err;
   EXPECT_NE(denied.err.find(redirected + "deny"), std::string::npos) << denied.err;
+}
+
+// Codex as root with the guard's proxy variables removed: the cgroup's connect
+// redirect brings its calls to the guard all the same. Codex also looks up
+// github.com and chatgpt.com (through the proxy variables it CONNECTs to
+// them: CodexExecIsLoggedWithItsModelAndTokens); without them it would
+// resolve them itself, so the stand-in, the guard and Codex all run in a
+// network namespace of this test's own with nothing but lo: no resolver and
+// no route, nothing can leave. In monitor each call is logged with its model
+// and tokens; enforcing --deny-model ends the run after one refused attempt
+// (stream_max_retries = 0), nothing upstream.
+TEST_F(AgentCli, CodexIgnoringTheProxyVariablesIsStillJudgedAsRoot) {
+  FL_REQUIRE_ROOT("faultctl guard's transparent capture (a cgroup and cgroup BPF programs) and a test namespace");
+  const fltest::Netns ns("fl-codex-" + std::to_string(::getpid()), {.ipv6 = false});
+  const std::vector<std::string> in_ns = {"nsenter", "--net=" + ns.path(), "--"};
+  start_standin("openai", {}, in_ns);
+  const std::string bpffs = "/sys/fs/bpf/fl-agent-cli-codex-" + std::to_string(::getpid());
+  const std::string standin = "127.0.0.1:" + std::to_string(port_);
+  auto run = [&](const std::vector<std::string>& flags, const std::string& provider_extra) {
+    auto env = codex_env(provider_extra);
+    env.insert(env.end(), {"FAULTLINE_RUN_DIR=" + home() + "/run", "FAULTLINE_CA_DIR=" + home() + "/ca",
+                           "FAULTLINE_STATE_DIR=" + home() + "/state", "XDG_RUNTIME_DIR=" + home(),
+                           "FAULTLINE_BPFFS_ROOT=" + bpffs});
+    std::vector<std::string> argv = in_ns;
+    argv.insert(argv.end(), {FAULTCTL_PATH, "guard"});
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.insert(argv.end(), {"--",
+                             "env",
+                             "-u",
+                             "HTTP_PROXY",
+                             "-u",
+                             "HTTPS_PROXY",
+                             "-u",
+                             "http_proxy",
+                             "-u",
+                             "https_proxy",
+                             "-u",
+                             "ALL_PROXY",
+                             "-u",
+                             "NO_PROXY",
+                             "-u",
+                             "no_proxy",
+                             kCodex,
+                             "exec",
+                             "--skip-git-repo-check",
+                             "-C",
+                             home(),
+                             "say hi"});
+    return fltest::run_command(argv, {.env = env, .stop_grace = 5000ms}, 60s);
+  };
+  const std::string log = home() + "/activity.jsonl", denied_log = home() + "/denied.jsonl";
+  CommandResult monitor = run({"--llm-host", standin, "--json-log", log}, "");
+  CommandResult denied = run({"--enforce", "--terminate-tls", "--default-deny", "--allow", standin, "--deny-model",
+                              "gpt-standin", "--json-log", denied_log},
+                             "stream_max_retries = 0\n");
+  fltest::remove_test_bpffs_root(bpffs);
+
+  ASSERT_TRUE(monitor.status.is(0)) << monitor.describe() << "\nstand-in:\n" << standin_->describe();
+  EXPECT_NE(monitor.out.find(kAnswer), std::string::npos) << monitor.describe();
+  const size_t upstream = requests().size();
+  ASSERT_GE(upstream, 1u);
+  EXPECT_NE(monitor.err.find("llm: gpt-standin in=7 out=5"), std::string::npos) << monitor.err;
+  // Taken by the kernel's redirect, not through the variables.
+  const std::string redirected = "(redirected, to " + standin + ") -> ";
+  EXPECT_NE(monitor.err.find(redirected + "allow"), std::string::npos) << monitor.err;
+  size_t llm = 0;
+  std::ifstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    auto e = nlohmann::json::parse(line);
+    EXPECT_EQ(e["host"], standin) << "only the stand-in can be reached in the namespace: " << e.dump();
+    if (e["kind"] == "llm") {
+      ++llm;
+      EXPECT_EQ(e["llm"]["model"], "gpt-standin") << e.dump();
+    }
+  }
+  EXPECT_EQ(llm, upstream) << monitor.err;
+
+  EXPECT_FALSE(denied.status.is(0)) << denied.describe();
+  EXPECT_NE(denied.err.find("denied by rule '--deny-model gpt-standin'"), std::string::npos) << denied.describe();
+  EXPECT_EQ((denied.out + denied.err).find(kAnswer), std::string::npos) << denied.describe();
+  EXPECT_NE(denied.err.find(redirected + "deny"), std::string::npos) << denied.err;
+  EXPECT_EQ(requests().size(), upstream) << "the denied run reached the stand-in";
+  std::printf("guard (transparent, own netns) -- codex exec: monitor %zu call(s); denied: %s\n", upstream,
+              denied.status.str().c_str());
 }
 
 }  // namespace

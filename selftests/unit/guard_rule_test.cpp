@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "userspace/guard/guard_policy.h"
@@ -208,9 +209,11 @@ TEST(GuardDecide, AKnownMatchIsPreferredToAnUnknownOne) {
 }
 
 // The rule index (with_rule_index()) reads only the rules a request's host
-// can meet; its decision must be the plain walk's for any policy and request.
-// Random policies over a small world of names, so that hosts, suffixes,
-// ports, paths, methods and unknown LLM facts collide often.
+// can meet, and of the host-less ones only those whose path the request's
+// path holds; its decision must be the plain walk's for any policy and
+// request. Random policies over a small world of names, so that hosts,
+// suffixes, ports, paths (nested, repeated, differing in case only, absent as
+// in a tunnel), methods and unknown LLM facts collide often.
 TEST(GuardDecide, TheRuleIndexDecidesAsTheWalkOverEveryRule) {
   std::mt19937 rng(20261207);
   auto pick = [&](auto const& list) { return list[rng() % list.size()]; };
@@ -221,10 +224,12 @@ TEST(GuardDecide, TheRuleIndexDecidesAsTheWalkOverEveryRule) {
                                                   "example.com:443", "*.test",        "x.test:8080",
                                                   "10.0.0.5",        "[::1]:443"};
   const std::vector<std::string> paths = {"/v1/", "/secrets/", "/v1/messages", "?q=", "/"};
+  const std::vector<std::string> request_paths = {
+      "/v1/", "/secrets/", "/v1/messages", "?q=", "/", "/SECRETS/", "", "/v1/messages?q=/secrets/"};
   const std::vector<std::string> methods = {"GET", "POST", "DELETE"};
   const std::vector<std::string> models = {"claude-opus-*", "gpt-4o"};
   const std::vector<uint16_t> ports = {443, 80, 8080};
-  int compared = 0, by_rule = 0;
+  int compared = 0, by_rule = 0, path_indexed = 0;
   for (int round = 0; round < 300; ++round) {
     GuardPolicy p;
     p.mode = rng() % 2 ? GuardMode::Enforce : GuardMode::Monitor;
@@ -242,8 +247,14 @@ TEST(GuardDecide, TheRuleIndexDecidesAsTheWalkOverEveryRule) {
     }
     const auto indexed = with_rule_index(std::make_shared<const GuardPolicy>(p));
     ASSERT_TRUE(indexed->index && indexed->index->covers(indexed->rules));
+    const size_t path_rules =
+        std::count_if(p.rules.begin(), p.rules.end(), [](const GuardRule& r) { return !r.host && !r.path.empty(); });
+    ASSERT_EQ(indexed->index->path_rules(), path_rules) << "the host-less path rules are in the path database";
+    path_indexed += path_rules > 0;
     for (int q = 0; q < 50; ++q) {
-      RequestFacts f = request(pick(methods), pick(names), pick(ports), pick(paths) + "x");
+      std::string path = pick(request_paths);
+      if (!path.empty()) path += (rng() % 2 ? pick(request_paths) : "") + "x";
+      RequestFacts f = request(pick(methods), pick(names), pick(ports), path);
       if (rng() % 3 == 0) f.llm_model = rng() % 2 ? "claude-opus-4" : "gpt-4o";
       if (rng() % 3 == 0) f.llm_max_tokens = rng() % 2000;
       f.llm_facts_unparseable = !f.llm_model && rng() % 4 == 0;
@@ -258,6 +269,7 @@ TEST(GuardDecide, TheRuleIndexDecidesAsTheWalkOverEveryRule) {
   }
   EXPECT_EQ(compared, 300 * 50);
   EXPECT_GT(by_rule, compared / 3) << "the world is too sparse: most decisions were the default";
+  EXPECT_GT(path_indexed, 150) << "too few policies had host-less path rules for the path database to be tried";
 }
 
 TEST(GuardDecide, ACopiedPolicyDoesNotUseAnotherVectorsIndex) {

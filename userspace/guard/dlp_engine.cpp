@@ -7,9 +7,10 @@
 #include <hs/hs.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <cstring>
+
+#include "userspace/guard/hs_scratch.h"
 
 namespace faultline {
 namespace dlp_engine_detail {
@@ -47,21 +48,6 @@ std::string escape_literal(std::string_view s) {
     }
   }
   return out;
-}
-
-// The scratch of this thread, grown to fit every database it has scanned with.
-hs_scratch_t* thread_scratch(const hs_database_t* db, uint64_t serial) {
-  thread_local struct Holder {
-    hs_scratch_t* s = nullptr;
-    uint64_t last = 0;  // the engine (by serial: an address may be reused) the scratch fits
-    ~Holder() {
-      if (s) hs_free_scratch(s);
-    }
-  } holder;
-  if (holder.last == serial && holder.s) return holder.s;
-  if (hs_alloc_scratch(db, &holder.s) != HS_SUCCESS) return nullptr;
-  holder.last = serial;
-  return holder.s;
 }
 
 int on_match(unsigned int id, unsigned long long from, unsigned long long to, unsigned int flags, void* ctx) {
@@ -137,9 +123,8 @@ using namespace dlp_engine_detail;
 std::string DlpFinding::kind() const { return type ? std::string(dlp_type_name(*type)) : "content:" + label; }
 
 Result<std::shared_ptr<const DlpEngine>> DlpEngine::build(Options options) {
-  static std::atomic<uint64_t> serials{0};
   std::shared_ptr<DlpEngine> e(new DlpEngine());
-  e->serial_ = ++serials;
+  e->serial_ = hs_next_serial();
   std::vector<std::string> exprs;
   std::vector<unsigned> flags, ids;
   for (const Anchor& a : kAnchors) {
@@ -222,7 +207,7 @@ void DlpStream::scan_new() {
   // One Hyperscan call per piece fed, over all it decoded (not one per escape).
   if (stream_ && scanned_ < view_total_) {
     const char* from = buf_.data() + (scanned_ - buf_base_);
-    if (hs_scratch_t* s = thread_scratch(engine_->database(), engine_->serial()))
+    if (hs_scratch_t* s = hs_thread_scratch(engine_->database(), engine_->serial()))
       (void)hs_scan_stream(stream_, from, static_cast<unsigned>(view_total_ - scanned_), 0, s, on_match, this);
   }
   scanned_ = view_total_;
@@ -307,7 +292,7 @@ void DlpStream::finish() {
   }
   scan_new();
   if (stream_) {
-    if (hs_scratch_t* s = thread_scratch(engine_->database(), engine_->serial()))
+    if (hs_scratch_t* s = hs_thread_scratch(engine_->database(), engine_->serial()))
       (void)hs_close_stream(stream_, s, on_match, this);
     else
       (void)hs_close_stream(stream_, nullptr, nullptr, nullptr);

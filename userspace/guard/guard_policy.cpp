@@ -1,9 +1,13 @@
 // The guard's decision: deny, then approve, then allow, then the default.
 #include "userspace/guard/guard_policy.h"
 
+#include <hs/hs.h>
+
 #include <algorithm>
 #include <cctype>
 #include <nlohmann/json.hpp>
+
+#include "userspace/guard/hs_scratch.h"
 
 namespace faultline {
 // File-local names are unique in the library: it compiles as unity batches.
@@ -120,21 +124,91 @@ size_t action_slot(GuardVerdict action) { return static_cast<size_t>(action); }
 
 GuardRuleIndex::GuardRuleIndex(const std::vector<GuardRule>& rules) : rules_(rules.data()), count_(rules.size()) {
   using guard_policy_detail::action_slot;
+  std::vector<std::string> paths;  // distinct, by id
+  std::unordered_map<std::string, uint32_t> path_ids;
   for (size_t i = 0; i < rules.size(); ++i) {
     const GuardRule& r = rules[i];
-    Lists& lists = !r.host ? any_host_ : (r.host->wildcard ? wildcard_ : exact_)[r.host->name];
-    lists[action_slot(r.action)].push_back(static_cast<uint32_t>(i));
+    const auto at = static_cast<uint32_t>(i);
+    if (!r.host && !r.path.empty()) {
+      auto [it, added] = path_ids.emplace(r.path, static_cast<uint32_t>(paths.size()));
+      if (added) {
+        paths.push_back(r.path);
+        by_path_.emplace_back();
+      }
+      by_path_[it->second][action_slot(r.action)].push_back(at);
+      path_all_[action_slot(r.action)].push_back(at);
+      ++path_rule_count_;
+      continue;
+    }
+    Positions& lists = !r.host ? any_host_ : (r.host->wildcard ? wildcard_ : exact_)[r.host->name];
+    lists[action_slot(r.action)].push_back(at);
   }
+  if (paths.empty()) return;
+  std::vector<const char*> exprs;
+  std::vector<size_t> lens;
+  std::vector<unsigned> flags(paths.size(), HS_FLAG_SINGLEMATCH), ids;
+  for (size_t id = 0; id < paths.size(); ++id) {
+    exprs.push_back(paths[id].data());
+    lens.push_back(paths[id].size());
+    ids.push_back(static_cast<unsigned>(id));
+  }
+  hs_compile_error_t* err = nullptr;
+  if (hs_valid_platform() == HS_SUCCESS &&
+      hs_compile_lit_multi(exprs.data(), flags.data(), ids.data(), lens.data(), static_cast<unsigned>(exprs.size()),
+                           HS_MODE_BLOCK, nullptr, &path_db_, &err) == HS_SUCCESS) {
+    path_db_serial_ = hs_next_serial();
+    return;
+  }
+  hs_free_compile_error(err);
+  // No database: the path rules are read for every request, as host-less
+  // rules are, merged back in the order written.
+  path_db_ = nullptr;
+  for (size_t slot = 0; slot < any_host_.size(); ++slot) {
+    std::vector<uint32_t>& all = any_host_[slot];
+    all.insert(all.end(), path_all_[slot].begin(), path_all_[slot].end());
+    std::sort(all.begin(), all.end());
+  }
+  by_path_.clear();
+  path_all_ = {};
 }
 
-size_t GuardRuleIndex::lists_for(GuardVerdict action, std::string_view host,
+GuardRuleIndex::~GuardRuleIndex() {
+  if (path_db_) hs_free_database(path_db_);
+}
+
+void GuardRuleIndex::rules_on_path(std::string_view path, Positions& out) const {
+  for (std::vector<uint32_t>& v : out) v.clear();
+  if (!path_db_ || path.empty()) return;  // no path rules, or none a path-less request can meet
+  hs_scratch_t* scratch = hs_thread_scratch(path_db_, path_db_serial_);
+  struct Hits {
+    const GuardRuleIndex* index;
+    Positions* out;
+  } hits{this, &out};
+  auto on_match = [](unsigned int id, unsigned long long, unsigned long long, unsigned int, void* ctx) -> int {
+    auto* h = static_cast<Hits*>(ctx);
+    for (size_t slot = 0; slot < h->out->size(); ++slot) {
+      const std::vector<uint32_t>& rules = h->index->by_path_[id][slot];
+      (*h->out)[slot].insert((*h->out)[slot].end(), rules.begin(), rules.end());
+    }
+    return 0;
+  };
+  if (!scratch ||
+      hs_scan(path_db_, path.data(), static_cast<unsigned>(path.size()), 0, scratch, on_match, &hits) != HS_SUCCESS) {
+    out = path_all_;  // read them all rather than miss one
+    return;
+  }
+  for (std::vector<uint32_t>& v : out) std::sort(v.begin(), v.end());
+}
+
+size_t GuardRuleIndex::lists_for(GuardVerdict action, std::string_view host, const Positions& on_path,
                                  std::vector<const std::vector<uint32_t>*>& out) const {
   const size_t slot = guard_policy_detail::action_slot(action);
   out.clear();
-  auto add = [&](const Lists& lists) {
+  auto add = [&](const Positions& lists) {
     if (!lists[slot].empty()) out.push_back(&lists[slot]);
   };
   add(any_host_);
+  add(on_path);
   if (auto it = exact_.find(host); it != exact_.end()) add(it->second);
   if (!wildcard_.empty()) {
     // *.example.com can match a.example.com and a.b.example.com: each suffix
@@ -159,6 +233,8 @@ GuardDecision decide(const GuardPolicy& policy, const RequestFacts& facts) {
   // MCP calls and SQL statements are judged by rules without a host: the
   // index, by host, is for HTTP requests.
   const bool indexed = policy.index && policy.index->covers(policy.rules) && !facts.mcp && facts.sql == nullptr;
+  GuardRuleIndex::Positions on_path;
+  if (indexed) policy.index->rules_on_path(facts.path, on_path);
   for (GuardVerdict action : {GuardVerdict::Deny, GuardVerdict::Approve, GuardVerdict::Allow}) {
     const GuardRule* on_unknown = nullptr;
     const GuardRule* decided = nullptr;
@@ -170,7 +246,7 @@ GuardDecision decide(const GuardPolicy& policy, const RequestFacts& facts) {
       return decided != nullptr;
     };
     if (indexed) {
-      policy.index->visit(action, host, [&](uint32_t at) { return consider(policy.rules[at]); });
+      policy.index->visit(action, host, on_path, [&](uint32_t at) { return consider(policy.rules[at]); });
     } else {
       for (const GuardRule& r : policy.rules)
         if (r.action == action && consider(r)) break;

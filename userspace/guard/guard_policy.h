@@ -16,6 +16,8 @@
 #include "userspace/guard/k8s_facts.h"
 #include "userspace/guard/sql_facts.h"
 
+struct hs_database;
+
 namespace faultline {
 
 // Monitor decides and records; enforce also acts on the verdict.
@@ -23,40 +25,62 @@ enum class GuardMode : uint8_t { Monitor, Enforce };
 
 // The rules of one policy by the host they name, so that decide() reads only
 // the rules a request's host can meet: those naming exactly its host, those
-// naming a suffix of it (*.example.com), and those naming no host. Each list
-// keeps the order written, and decide() walks them merged, so a decision is
-// the one the plain walk over every rule gives (a test holds the two equal).
+// naming a suffix of it (*.example.com), and those naming no host. Of the
+// last, the ones naming a path are read only when the request's path holds
+// it: their distinct paths are one Hyperscan literal database, scanned once
+// per request. Each list keeps the order written, and decide() walks them
+// merged, so a decision is the one the plain walk over every rule gives (a
+// test holds the two equal).
 class GuardRuleIndex {
  public:
+  // Rule positions by action (GuardVerdict), each in the order written.
+  using Positions = std::array<std::vector<uint32_t>, 3>;
+
   explicit GuardRuleIndex(const std::vector<GuardRule>& rules);
+  ~GuardRuleIndex();
+  GuardRuleIndex(const GuardRuleIndex&) = delete;
+  GuardRuleIndex& operator=(const GuardRuleIndex&) = delete;
 
   // Whether this index was built for this very vector (a copy of a policy
   // carries its index but not its vector: decide() then walks every rule).
   [[nodiscard]] bool covers(const std::vector<GuardRule>& rules) const {
     return rules.data() == rules_ && rules.size() == count_;
   }
+  // The host-less rules whose path `path` holds, by action (all of them when
+  // Hyperscan cannot scan: the index never hides a rule that may match).
+  void rules_on_path(std::string_view path, Positions& out) const;
   // Calls visit(position) for each rule of `action` that may match a request
-  // to `host` (canonical_guard_host()), in the order written, until visit
-  // returns true.
+  // to `host` (canonical_guard_host()) whose path's rules are `on_path`
+  // (rules_on_path()), in the order written, until visit returns true.
   template <class Visit>
-  void visit(GuardVerdict action, std::string_view host, Visit&& visit) const;
+  void visit(GuardVerdict action, std::string_view host, const Positions& on_path, Visit&& visit) const;
+  // How many host-less path rules the path database holds (0: none, or
+  // Hyperscan is not usable here and they are read for every request).
+  [[nodiscard]] size_t path_rules() const { return path_db_ ? path_rule_count_ : 0; }
 
  private:
-  using Lists = std::array<std::vector<uint32_t>, 3>;  // positions, by action
   struct Hash {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
-  using ByHost = std::unordered_map<std::string, Lists, Hash, std::equal_to<>>;
+  using ByHost = std::unordered_map<std::string, Positions, Hash, std::equal_to<>>;
   // Fills `out` with the lists of `action` a request to `host` may meet: its
   // exact host's, each of its suffixes' and the host-less rules'; their count.
-  size_t lists_for(GuardVerdict action, std::string_view host, std::vector<const std::vector<uint32_t>*>& out) const;
+  size_t lists_for(GuardVerdict action, std::string_view host, const Positions& on_path,
+                   std::vector<const std::vector<uint32_t>*>& out) const;
 
   const GuardRule* rules_;
   size_t count_;
-  ByHost exact_;     // "api.example.com" -> rules naming exactly it
-  ByHost wildcard_;  // "example.com" -> rules naming *.example.com
-  Lists any_host_;   // rules naming no host (a path, a method, MCP, SQL, ...)
+  ByHost exact_;        // "api.example.com" -> rules naming exactly it
+  ByHost wildcard_;     // "example.com" -> rules naming *.example.com
+  Positions any_host_;  // rules naming no host and no path (a method, MCP, SQL, ...), or every host-less
+                        // rule when there is no path database
+  // The host-less rules naming a path: by the id of their path in path_db_.
+  std::vector<Positions> by_path_;
+  Positions path_all_;  // all of them, for a scan that cannot run
+  size_t path_rule_count_ = 0;
+  hs_database* path_db_ = nullptr;
+  uint64_t path_db_serial_ = 0;
 };
 
 struct GuardPolicy {
@@ -158,10 +182,10 @@ inline constexpr std::string_view kK8sFactsUnknownReason =
     "kubernetes facts unknown: the path is not one the guard reads as the API server would";
 
 template <class Visit>
-void GuardRuleIndex::visit(GuardVerdict action, std::string_view host, Visit&& visit) const {
+void GuardRuleIndex::visit(GuardVerdict action, std::string_view host, const Positions& on_path, Visit&& visit) const {
   thread_local std::vector<const std::vector<uint32_t>*> lists;
   thread_local std::vector<size_t> at;
-  const size_t n = lists_for(action, host, lists);
+  const size_t n = lists_for(action, host, on_path, lists);
   at.assign(n, 0);
   for (;;) {  // the smallest position at the head of any list, until all are read
     size_t best = n;
