@@ -9,13 +9,16 @@
 #   facts      the same POST to an --llm-host: the streaming scan of the body's
 #              top-level JSON (model, max_tokens) and the answer's usage read
 #   activity   base with --json-log (the hash-chained activity line per request)
+#   detectors  facts with the detectors on: --dlp, --prompt-guard and a
+#              --content-policy of 20 lines, each scanning the same 16 KiB body
 #   tls        HTTPS terminated: wrk (which verifies no certificate) straight at
 #              nginx's TLS port under a root guard, its connections taken by the
 #              transparent capture, --terminate-tls --upstream-ca; no target in
 #              the issue, and not comparable to base (root, another capture)
 # Targets (issue 26): rules-1k >= 0.95x base req/s at c=50 and <= +10 us p50 at
 # c=1; facts <= +30 us p50 over body-16k at c=1; activity p99 within 5% of base
-# at c=50. Then the budget: 20 callers at once against --llm-request-budget 10:
+# at c=50 (issue 26); detectors >= 0.85x facts req/s and <= +100 us p50 at c=50
+# (issue 27: the detectors on vs off, 16 KiB bodies). Then the budget: 20 callers at once against --llm-request-budget 10:
 # exactly 10 admitted (a count, not a time).
 #
 # Usage: scripts/bench-guard.sh BUILD_DIR   (root: the namespace; the guard runs as nobody)
@@ -112,11 +115,31 @@ with open(sys.argv[1], "w") as f:
 EOF
 "$FAULTCTL" policy validate "$DIR/rules-1k.yaml" >/dev/null
 
+# The content policy of the detectors variant: literals and regexes that the
+# body does not hold (a match would deny, and wrk would count non-2xx).
+python3 - "$DIR/content.txt" <<'EOF'
+import sys
+with open(sys.argv[1], "w") as f:
+    f.write("# bench: nothing here is in the body\n")
+    for i in range(10):
+        f.write(f"codename-{i}: project-nightjar-{i}\n")
+        f.write(f"ticket-{i}: re:INC-{i}[0-9]{{6}}\n")
+EOF
+
 # wrk scripts: the request line in absolute form (the forward proxy's form).
 printf 'wrk.path = "http://127.0.0.1:%s/hello"\n' "$P_WEB" >"$DIR/get.lua"
 python3 - "$DIR/post.lua" "$P_WEB" <<'EOF'
-import json, sys
-prompt = "x" * 16000
+import json, random, sys
+# Prose, not one letter repeated: the prompt guard's readings (base64 and
+# leetspeak runs, confusables) and the DLP anchors see what a prompt holds.
+words = ("the service returns an error when the cache is cold so please read the logs from "
+         "yesterday and summarise which requests failed with a timeout and why the retry did "
+         "not help then propose a fix for the handler in src/api/orders.py line 42").split()
+rng = random.Random(26)
+prompt = ""
+while len(prompt) < 16000:
+    prompt += " ".join(rng.choice(words) for _ in range(12)) + ". "
+prompt = prompt[:16000]
 body = json.dumps({"messages": [{"role": "user", "content": prompt}], "max_tokens": 512,
                    "model": "claude-sonnet-4-5"}, separators=(",", ":"))
 with open(sys.argv[1], "w") as f:
@@ -167,10 +190,12 @@ declare -A FLAGS=(
   [body-16k]=""
   [facts]="--llm-host 127.0.0.1:$P_WEB"
   [activity]="--json-log $DIR/state/activity.jsonl"
+  [detectors]="--llm-host 127.0.0.1:$P_WEB --dlp --prompt-guard --content-policy $DIR/content.txt"
   [tls]=""
 )
-declare -A SCRIPT=([base]=get.lua [rules-1k]=get.lua [body-16k]=post.lua [facts]=post.lua [activity]=get.lua)
-ALL_VARIANTS="base rules-1k body-16k facts activity tls"
+declare -A SCRIPT=([base]=get.lua [rules-1k]=get.lua [body-16k]=post.lua [facts]=post.lua [activity]=get.lua
+  [detectors]=post.lua)
+ALL_VARIANTS="base rules-1k body-16k facts activity detectors tls"
 VARIANTS=${BENCH_GUARD_VARIANTS:-$ALL_VARIANTS}
 ALL_RUN=yes
 for v in $ALL_VARIANTS; do
@@ -180,6 +205,7 @@ for v in $VARIANTS; do
   [ -n "${FLAGS[$v]+set}" ] || { echo "bench-guard: BENCH_GUARD_VARIANTS: unknown variant '$v' ($ALL_VARIANTS)" >&2; exit 2; }
 done
 case " $VARIANTS " in *" base "*) ;; *) VARIANTS="base $VARIANTS" ;; esac
+case " $VARIANTS " in *" detectors "*) case " $VARIANTS " in *" facts "*) ;; *) VARIANTS="$VARIANTS facts" ;; esac ;; esac
 case " $VARIANTS " in *" facts "*) case " $VARIANTS " in *" body-16k "*) ;; *) VARIANTS="$VARIANTS body-16k" ;; esac ;; esac
 declare -A RES
 echo "guard bench: $REPS rounds of ${SECS}s per variant, interleaved; nginx on a private namespace's loopback"
@@ -230,6 +256,11 @@ if "facts" in variants:
 if "activity" in variants:
     act_p99 = col("activity", 50, 2)[0] / col("base", 50, 2)[0]
     print(f"activity / base p99 at c=50: {act_p99:.3f}x (target within 5%): {verdict(act_p99 <= 1.05)}")
+if "detectors" in variants:
+    det_rps = col("detectors", 50, 0)[0] / col("facts", 50, 0)[0]
+    det_p50 = col("detectors", 50, 1)[0] - col("facts", 50, 1)[0]
+    print(f"detectors / facts req/s at c=50: {det_rps:.3f}x (target >= 0.85x): {verdict(det_rps >= 0.85)}")
+    print(f"detectors - facts p50 at c=50: {det_p50:+.1f} us (target <= +100 us): {verdict(det_p50 <= 100)}")
 if "tls" in variants:
     print("tls: HTTPS terminated under a root guard's transparent capture; no target, not a ratio to base")
 EOF
