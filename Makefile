@@ -72,6 +72,7 @@ fmt:
 LINT_BASE ?= HEAD~1
 lint-fast: deps
 	@scripts/check-layers.sh
+	@scripts/check-test-names.sh
 	@clang-format --dry-run --Werror $$(git ls-files '*.cpp' '*.h' | grep -v '^vmlinux/' | grep -v '^bpf/')
 	@echo "lint-fast: layers and format clean"
 
