@@ -24,8 +24,7 @@ hs_scratch_t* hs_thread_scratch(const hs_database_t* db, uint64_t serial) {
       if (s) hs_free_scratch(s);
     }
   } holder;
-  if (holder.s && std::find(holder.fitted.begin(), holder.fitted.end(), serial) != holder.fitted.end())
-    return holder.s;
+  if (holder.s && std::find(holder.fitted.begin(), holder.fitted.end(), serial) != holder.fitted.end()) return holder.s;
   if (hs_alloc_scratch(db, &holder.s) != HS_SUCCESS) return nullptr;
   std::rotate(holder.fitted.begin(), holder.fitted.begin() + 1, holder.fitted.end());
   holder.fitted.back() = serial;
