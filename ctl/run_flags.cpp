@@ -9,6 +9,7 @@
 
 #include "base/units.h"
 #include "ctl/flag_error.h"
+#include "userspace/faults/experiment_guardrails.h"
 #include "userspace/guardrails/http.h"
 #include "userspace/orchestration/facts.h"
 #include "userspace/orchestration/service.h"
@@ -18,13 +19,12 @@
 namespace faultline {
 namespace {
 
-// --interval and --prometheus-interval: 100ms-10m, unset when not given.
+// --interval and --prometheus-interval: the interval row's range (100ms-10m),
+// unset when not given.
 Result<std::optional<uint64_t>> interval_flag(const cxxopts::ParseResult& r, const char* flag) {
   if (!r.count(flag)) return std::optional<uint64_t>{};
-  auto d = with_flag(flag, parse_duration_ns(r[flag].as<std::string>()));
+  auto d = parse_duration_field(guardrail_field("interval"), r[flag].as<std::string>(), flag);
   if (!d) return d.error();
-  if (*d < 100'000'000ULL || *d > 600'000'000'000ULL)
-    return bad(std::string("--") + flag + " must be within 100ms-10m");
   return std::optional<uint64_t>(*d);
 }
 
@@ -75,30 +75,33 @@ Result<GuardrailLimits> bind_limits(const cxxopts::ParseResult& r) {
 }
 
 void add_run_options(cxxopts::Options& o) {
+  // The flags an experiment carries take their help and range from their rows
+  // (userspace/faults/experiment_guardrails.cpp); the others are the host's.
+  auto row = [](const char* flag) { return flag_help(guardrail_fields(), flag); };
   // clang-format off
   o.add_options("guardrail")
-      ("health-url", "http:// or https:// URL the guardrail GETs; healthy only on a 2xx", cxxopts::value<std::string>())
-      ("health-ca", "PEM file of the CA an https --health-url is checked against (instead of the system trust store)", cxxopts::value<std::string>())
-      ("health-max-latency", "slowest healthy answer (default 1s)", cxxopts::value<std::string>())
-      ("interval", "time between health checks and Prometheus queries (default 2s and 5s)", cxxopts::value<std::string>())
-      ("kernel-signal", "guardrail on a kernel signal: tcp_retransmits|tcp_resets", cxxopts::value<std::string>())
+      ("health-url", row("health-url"), cxxopts::value<std::string>())
+      ("health-ca", row("health-ca"), cxxopts::value<std::string>())
+      ("health-max-latency", row("health-max-latency"), cxxopts::value<std::string>())
+      ("interval", row("interval"), cxxopts::value<std::string>())
+      ("kernel-signal", row("kernel-signal"), cxxopts::value<std::string>())
       ("signal-window", "kernel-signal averaging window (default 3s)", cxxopts::value<std::string>())
       ("signal-source", "where the kernel signal counts: auto|tp_btf|procfs (default auto)", cxxopts::value<std::string>())
-      ("prometheus-url", "Prometheus server the --query and --slo-burn-rate guardrails ask", cxxopts::value<std::string>())
-      ("prometheus-ca", "PEM file of the CA an https --prometheus-url is checked against", cxxopts::value<std::string>())
-      ("prometheus-interval", "time between Prometheus queries (default --interval, else 5s)", cxxopts::value<std::string>())
-      ("query", "guardrail on a PromQL instant query: one number, limited by --abort-above/--abort-below", cxxopts::value<std::string>())
+      ("prometheus-url", row("prometheus-url"), cxxopts::value<std::string>())
+      ("prometheus-ca", row("prometheus-ca"), cxxopts::value<std::string>())
+      ("prometheus-interval", "time between Prometheus queries (default --interval, else 5s; " + flag_range_text(guardrail_field("interval")) + ")", cxxopts::value<std::string>())
+      ("query", row("query"), cxxopts::value<std::string>())
       ("query-errors", "failed Prometheus queries tolerated in a row; one more aborts (default 3)", cxxopts::value<std::string>())
       ("slo-burn-rate", "guardrail on an SLO's burn rate: PromQL with {window} (or given twice: fast, slow)", cxxopts::value<std::string>())
       ("slo-target", "the SLO in percent (99.9): --slo-burn-rate is then an error ratio", cxxopts::value<std::string>())
       ("burn-windows", "the fast and the slow window for {window} (default 5m,1h)", cxxopts::value<std::string>())
       ("slo-watchdog", "guardrail on a service's slo:burn_rate5m{service=NAME}, armed only by its preflight", cxxopts::value<std::string>())
       ("abort-burn-rate-5m", "the --slo-watchdog's limit: a 5m burn rate, clamped to 2-10", cxxopts::value<std::string>())
-      ("abort-above", "limit of the guardrail named before it (--kernel-signal, --query, --slo-burn-rate)", cxxopts::value<std::string>())
-      ("abort-below", "lower limit of --query", cxxopts::value<std::string>());
+      ("abort-above", row("abort-above"), cxxopts::value<std::string>())
+      ("abort-below", row("abort-below"), cxxopts::value<std::string>());
   o.add_options("experiment record")
-      ("hypothesis", "what you expect to hold during the fault (kept in the record)", cxxopts::value<std::string>())
-      ("steady-state", "measure the guardrail signal this long before injecting (default 30s with --record)", cxxopts::value<std::string>())
+      ("hypothesis", row("hypothesis"), cxxopts::value<std::string>())
+      ("steady-state", row("steady-state"), cxxopts::value<std::string>())
       ("record", "new folder for the record: hypothesis, spec, steady state, time series, verdict", cxxopts::value<std::string>())
       ("slo", "the hypothesis threshold: p99<300ms or success>99.9%", cxxopts::value<std::string>());
   o.add_options("output")
@@ -223,9 +226,8 @@ Result<std::optional<HealthProbeConfig>> parse_health_flags(const cxxopts::Parse
     if (::access(h.ca_file.c_str(), R_OK) != 0) return bad("--health-ca " + h.ca_file + ": cannot be read");
   }
   if (r.count("health-max-latency")) {
-    auto d = with_flag("health-max-latency", parse_duration_ns(str("health-max-latency")));
+    auto d = parse_duration_field(guardrail_field("health_max_latency"), str("health-max-latency"));
     if (!d) return d.error();
-    if (*d < 1'000'000ULL || *d > 60'000'000'000ULL) return bad("--health-max-latency must be within 1ms-60s");
     h.max_latency_ns = *d;
   }
   auto interval = interval_flag(r, "interval");
@@ -462,9 +464,8 @@ Result<std::optional<RecordOptions>> parse_record_flags(const cxxopts::ParseResu
   }
   o.steady_state_ns = record ? 30'000'000'000ULL : 0;
   if (steady) {
-    auto d = with_flag("steady-state", parse_duration_ns(r["steady-state"].as<std::string>()));
+    auto d = parse_duration_field(guardrail_field("steady_state"), r["steady-state"].as<std::string>());
     if (!d) return d.error();
-    if (*d < 1'000'000'000ULL || *d > 600'000'000'000ULL) return bad("--steady-state must be within 1s-10m");
     o.steady_state_ns = *d;
   }
   if (o.steady_state_ns < interval_ns)

@@ -149,11 +149,12 @@ TEST_F(RunViaFaultdTest, ABadExperimentIsRefusedNamingItsFieldAndFlag) {
       {"rate_bps", 1000, "spec.rate_bps (--rate): "},
       {"source", "10.0.0.300", "spec.source (--source): "},
       {"interval_ms", 50, "spec.interval_ms (--interval): "},
+      {"interval", "50ms", "spec.interval (--interval): '50ms': must be within 100ms-10m"},
   };
   for (const auto& c : cases) {
     nlohmann::json spec = good;
     spec[c.field] = c.value;
-    if (std::string(c.field) == "interval_ms") spec["health_url"] = "http://127.0.0.1:9/";
+    if (std::string(c.field).rfind("interval", 0) == 0) spec["health_url"] = "http://127.0.0.1:9/";
     const auto [status, error] = post({{"experiment", spec}});
     EXPECT_EQ(status, 400) << spec.dump() << ": " << error;
     EXPECT_EQ(error.rfind(c.said, 0), 0u) << spec.dump() << ": " << error;

@@ -171,6 +171,21 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"syscall_duration_too_short", sys({"--syscall", "openat", "--errno", "EIO", "--duration", "10ms"}),
                  "--duration"},
         BadInput{"syscall_missing_duration", sys({"--syscall", "openat", "--errno", "EIO"}), "--duration"},
+        // The guardrail durations: the range of their row, in the words faultcp and faultd use for the same
+        // value as an experiment's field (selftests/unit/experiment_fields_test.cpp).
+        BadInput{"syscall_guardrail_interval_over_cap",
+                 sys(with({"--syscall", "openat", "--health-url", "http://127.0.0.1:9/", "--interval", "11m"}, kOk)),
+                 "--interval '11m': must be within 100ms-10m"},
+        BadInput{
+            "syscall_guardrail_health_max_latency_under_floor",
+            sys(with({"--syscall", "openat", "--health-url", "http://127.0.0.1:9/", "--health-max-latency", "500us"},
+                     kOk)),
+            "--health-max-latency '500us': must be within 1ms-60s"},
+        BadInput{"syscall_guardrail_steady_state_under_floor",
+                 sys(with({"--syscall", "openat", "--health-url", "http://127.0.0.1:9/", "--hypothesis", "holds",
+                           "--record", "MARK", "--steady-state", "500ms"},
+                          kOk)),
+                 "--steady-state '500ms': must be within 1s-10m"},
         BadInput{"syscall_no_scope", sys(with({"--syscall", "connect"}, kOk), false), "--cgroup PATH, --pid PID"},
         BadInput{"syscall_two_scopes", sys(with({"--syscall", "connect", "--pid", "4242"}, kOk)), "exactly one scope"},
         BadInput{"syscall_pid_one", sys(with({"--syscall", "connect", "--pid", "1"}, kOk), false), "--pid 1"},

@@ -54,6 +54,27 @@ std::string scenario_error(const json& doc) {
   return "";
 }
 
+// A recorded step's steady state counts twice (before and after the fault),
+// written as a duration ("1m") or as the deprecated whole seconds.
+TEST(ScenarioFile, ARecordedStepsSteadyStateCountsTwiceInEitherSpelling) {
+  const std::vector<std::pair<json, int64_t>> cases = {
+      {{{"steady_state", "1m"}}, 30 + 2 * 60},
+      {{{"steady_state_sec", 60}}, 30 + 2 * 60},
+      {{{"steady_state", "1500ms"}}, 30 + 2 * 2},  // a started second counts whole
+      {json::object(), 30},
+  };
+  for (const auto& [steady, planned] : cases) {
+    json step = cpu_step("/fl-x");
+    step["guardrails"] = {{"health_url", "http://127.0.0.1:9/healthz"}, {"hypothesis", "the service answers"}};
+    for (const auto& item : steady.items()) step["guardrails"][item.key()] = item.value();
+    const json doc = scenario_doc(json::array({step}));
+    SCOPED_TRACE(doc.dump());
+    auto s = faultline::read_scenario(doc);
+    ASSERT_TRUE(std::holds_alternative<faultline::Scenario>(s)) << scenario_error(doc);
+    EXPECT_EQ(std::get<faultline::Scenario>(s).planned_s(), planned);
+  }
+}
+
 TEST(ScenarioFile, EachBadFieldIsNamed) {
   const json good = scenario_doc({syscall_step("errors", "/fl-x", 5), {{"wait_s", 2}}, cpu_step("/fl-x")});
   auto ok = faultline::read_scenario(good);

@@ -8,6 +8,7 @@
 // three. The cases are made from the tables: a new ranged row is covered
 // without a new line here.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -29,6 +30,7 @@
 #include "userspace/faults/resource/experiment.h"
 #include "userspace/faults/stream/experiment.h"
 #include "userspace/faults/syscall/experiment.h"
+#include "userspace/ops/experiment.h"
 
 namespace faultline {
 namespace {
@@ -207,19 +209,14 @@ std::vector<Family> families() {
        {with(http_base, "status", 503), with(http_base, "delay_ms", 100), with(http_base, "truncate", 10),
         with(http_base, "abort_stream", 2), with(http_base, "llm", "rate-limit")},
        http},
-      // Not yet the shared guardrail rows: `faultctl run`'s guardrail flags
-      // (ctl/run_flags.cpp) refuse in words of their own ("--interval must be
-      // within 100ms-10m" where the reader says "spec.interval_sec: must be
-      // within 1-600 (got 601)"), and --steady-state starts at 1s where
-      // steady_state_sec starts at 0.
-
   };
 }
 
-// A value of field f in JSON: a whole number, or a number with a fraction
-// when the range is that narrow.
+// A value of field f in JSON: a whole number, a duration as its flag takes
+// it (v in ms), or a number with a fraction when the range is that narrow.
 nlohmann::json json_value(const ExperimentField& f, double v) {
   if (f.kind == FieldKind::Whole) return static_cast<uint64_t>(v);
+  if (f.kind == FieldKind::Duration) return duration_field_text(static_cast<uint64_t>(std::llround(v * 1e6)));
   if (std::floor(v) == v) return static_cast<int64_t>(v);
   return v;
 }
@@ -245,24 +242,61 @@ Probe probe(const ExperimentField& f) {
   return p;
 }
 
+// The shared rows (guardrails, record) on a family's first base, with what
+// each needs: a health probe to time, a hypothesis for a steady state (with
+// an interval short enough for its shortest one).
+std::vector<nlohmann::json> guardrail_bases(const Family& fam, const ExperimentField& f) {
+  nlohmann::json b = fam.bases.front();
+  b["health_url"] = "http://127.0.0.1:9/healthz";
+  if (std::string(f.field) == "steady_state") {
+    b["hypothesis"] = "the service answers within 1 s";
+    b["interval"] = "100ms";
+  }
+  return {b};
+}
+
+// The CLI's words for spec: a hypothesis is kept in a record, which the CLI
+// names (a folder not made by parsing; an experiment's record folder is its
+// runner's).
+std::vector<std::string> cli_words(const Family& fam, const nlohmann::json& spec) {
+  auto words = flags_of(fam, spec);
+  if (spec.contains("hypothesis"))
+    words.insert(words.end(), {"--record", "/tmp/fl-units-record-" + std::to_string(::getpid())});
+  return words;
+}
+
+// faultd serves packet runs, and not a recorded one (a record is written by
+// the faultctl that asked; faultd's agent writes its own, the door tried for
+// every family).
+bool served_takes(const Family& fam, const nlohmann::json& spec) {
+  return fam.name == "packet" && !spec.contains("hypothesis");
+}
+
 TEST(ExperimentFields, EveryRangedFieldIsRefusedAlikeByTheCliFaultdAndFaultcp) {
-  size_t fields = 0, refused = 0;
+  size_t fields = 0, refused = 0, shared = 0;
   for (const Family& fam : families()) {
-    for (const ExperimentField& f : fam.fields) {
+    // The family's rows on its bases, then the shared rows on a base of its.
+    std::vector<std::pair<const ExperimentField*, std::vector<nlohmann::json>>> rows;
+    for (const ExperimentField& f : fam.fields) rows.emplace_back(&f, fam.bases);
+    for (const ExperimentField& f : guardrail_fields())
+      if (f.range) rows.emplace_back(&f, guardrail_bases(fam, f));
+    for (const auto& [row, bases] : rows) {
+      const ExperimentField& f = *row;
       if (!f.range) continue;
+      const bool is_shared = find_field(guardrail_fields(), f.field) == &f;
       SCOPED_TRACE(fam.name + "." + f.field + " (--" + f.flag + ", " + field_range_text(f) + ")");
       const Probe p = probe(f);
       // The first base whose kind takes the field: every door takes both ends.
       const nlohmann::json* base = nullptr;
       std::string why_not;
-      for (const auto& b : fam.bases) {
+      for (const auto& b : bases) {
         bool all = true;
         for (double v : p.inside) {
           nlohmann::json spec = b;
           spec[f.field] = json_value(f, v);
-          if (auto m = fam.cli(spec, flags_of(fam, spec)); m) why_not += "\n  faultctl: " + *m, all = false;
+          if (auto m = fam.cli(spec, cli_words(fam, spec)); m) why_not += "\n  faultctl: " + *m, all = false;
           if (auto m = faultcp(spec); m) why_not += "\n  faultcp: " + *m, all = false;
-          if (fam.name == "packet")
+          if (served_takes(fam, spec))
             if (auto m = faultd_served(spec); m) why_not += "\n  faultd: " + *m, all = false;
         }
         if (all) {
@@ -272,11 +306,12 @@ TEST(ExperimentFields, EveryRangedFieldIsRefusedAlikeByTheCliFaultdAndFaultcp) {
       }
       ASSERT_NE(base, nullptr) << "no base experiment takes both ends of the range; the refusals: " << why_not;
       ++fields;
+      if (is_shared) ++shared;
       for (double v : p.outside) {
         nlohmann::json spec = *base;
         spec[f.field] = json_value(f, v);
         SCOPED_TRACE(spec.dump());
-        const auto words = flags_of(fam, spec);
+        const auto words = cli_words(fam, spec);
         auto cli = fam.cli(spec, words);
         ASSERT_TRUE(cli.has_value()) << "faultctl run took it";
         auto cp = faultcp(spec);
@@ -289,7 +324,7 @@ TEST(ExperimentFields, EveryRangedFieldIsRefusedAlikeByTheCliFaultdAndFaultcp) {
         EXPECT_TRUE(tail.empty() || tail == std::string(": ") + strerror(EINVAL) ||
                     tail == std::string(": ") + strerror(ERANGE))
             << *agent;
-        if (fam.name == "packet") {
+        if (served_takes(fam, spec)) {
           auto served = faultd_served(spec);
           ASSERT_TRUE(served.has_value()) << "faultd's served run took it";
           EXPECT_EQ(*served, *cp);
@@ -303,8 +338,108 @@ TEST(ExperimentFields, EveryRangedFieldIsRefusedAlikeByTheCliFaultdAndFaultcp) {
     }
   }
   // Every family has ranged rows; a table that lost its ranges shows here.
+  // The shared rows (interval, health_max_latency, steady_state) are tried
+  // with every family.
   EXPECT_GE(fields, 25u);
+  EXPECT_EQ(shared, 3 * families().size());
   std::cout << fields << " ranged fields, " << refused << " out-of-range values refused alike by every door\n";
+}
+
+// The guardrail durations are written as their flags take them ("250ms",
+// "2m"), and the old spellings (a whole number under interval_sec,
+// interval_ms, health_max_latency_ms, steady_state_sec) still read, so a
+// stored experiment, a scenario file or a request written before them loads
+// the same at every door; to_json writes the new form.
+TEST(ExperimentFields, TheGuardrailDurationsAreTheFlagsWordsAndTheOldNumbersStillRead) {
+  const nlohmann::json loss = {{"kind", "loss"},
+                               {"target", "10.0.0.2"},
+                               {"percent", 10},
+                               {"duration_sec", 30},
+                               {"health_url", "http://127.0.0.1:9/healthz"},
+                               {"hypothesis", "the service answers"}};
+  auto with = [&](std::initializer_list<std::pair<const char*, nlohmann::json>> fields) {
+    nlohmann::json spec = loss;
+    for (const auto& [k, v] : fields) spec[k] = v;
+    return spec;
+  };
+  struct Read {
+    uint64_t interval_ns, max_latency_ns, steady_ns;
+  };
+  auto read = [](const nlohmann::json& spec) -> Result<Read> {
+    auto e = experiment_from_json(spec, "");
+    if (!e) return e.error();
+    EXPECT_TRUE(e->guardrails.health && e->record) << spec.dump();
+    if (!e->guardrails.health || !e->record) return input_error(EINVAL, "no health probe or record");
+    return Read{e->guardrails.health->interval_ns, e->guardrails.health->max_latency_ns, e->record->steady_state_ns};
+  };
+  const HealthProbeConfig defaults;
+  struct Case {
+    nlohmann::json spec;
+    uint64_t interval_ns, max_latency_ns, steady_ns;
+  };
+  const std::vector<Case> cases = {
+      {with({{"interval", "250ms"}, {"health_max_latency", "1500us"}, {"steady_state", "2m"}}), 250'000'000ULL,
+       1'500'000ULL, 120'000'000'000ULL},
+      {with({{"interval", "10m"}, {"health_max_latency", "60s"}, {"steady_state", "1s"}}), 600'000'000'000ULL,
+       60'000'000'000ULL, 1'000'000'000ULL},
+      // The old numbers, in their units.
+      {with({{"interval_sec", 5}, {"health_max_latency_ms", 300}, {"steady_state_sec", 30}}), 5'000'000'000ULL,
+       300'000'000ULL, 30'000'000'000ULL},
+      {with({{"interval_ms", 250}}), 250'000'000ULL, defaults.max_latency_ns, 0},
+      // steady_state_sec 0 was "none", and still is.
+      {with({{"steady_state_sec", 0}}), defaults.interval_ns, defaults.max_latency_ns, 0},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.spec.dump());
+    auto r = read(c.spec);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->interval_ns, c.interval_ns);
+    EXPECT_EQ(r->max_latency_ns, c.max_latency_ns);
+    EXPECT_EQ(r->steady_ns, c.steady_ns);
+    // faultcp takes it too (a stored experiment is checked again when it is dispatched).
+    EXPECT_EQ(faultcp(c.spec), std::nullopt);
+  }
+
+  // What is refused, and in which words.
+  const std::vector<std::pair<nlohmann::json, std::string>> refused = {
+      {with({{"interval", 5}}),
+       "spec.interval (--interval): must be a duration as --interval takes it, a string (\"2s\", \"250ms\", "
+       "\"1m\")"},
+      {with({{"interval", "5"}}), "spec.interval (--interval): '5' has no unit (write 30s, 500ms, 2m or 1h)"},
+      {with({{"interval", "11m"}}), "spec.interval (--interval): '11m': must be within 100ms-10m"},
+      {with({{"steady_state", "500ms"}}), "spec.steady_state (--steady-state): '500ms': must be within 1s-10m"},
+      {with({{"interval", "2s"}, {"interval_sec", 2}}),
+       "spec.interval_sec (--interval): is interval in other words: give one of them"},
+      {with({{"interval_sec", 2}, {"interval_ms", 2000}}),
+       "spec.interval_ms (--interval): is interval_sec in other words: give one of them"},
+      {with({{"interval_sec", 601}}),
+       "spec.interval_sec (--interval): 601 s: must be within 100ms-10m (interval_sec is deprecated: write "
+       "\"interval\": \"601s\")"},
+      {with({{"health_max_latency_ms", 0}}),
+       "spec.health_max_latency_ms (--health-max-latency): 0 ms: must be within 1ms-60s (health_max_latency_ms is "
+       "deprecated: write \"health_max_latency\": \"0s\")"},
+      {with({{"interval_sec", 1.5}}), "spec.interval_sec (--interval): "},
+  };
+  for (const auto& [spec, words] : refused) {
+    SCOPED_TRACE(spec.dump());
+    auto r = experiment_from_json(spec, "");
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().message.rfind(words, 0), 0u) << r.error().message;
+    auto cp = faultcp(spec);
+    ASSERT_TRUE(cp.has_value());
+    EXPECT_EQ(cp->rfind(words, 0), 0u) << *cp;
+  }
+
+  // to_json writes the flags' words, exactly (no rounding of 1500ms to 1.5s).
+  auto a =
+      args_of(parse_packet_args({"partition", "--target", "10.0.0.2", "--duration", "30s", "--health-url",
+                                 "http://127.0.0.1:9/", "--interval", "1500ms", "--health-max-latency", "1500us"}));
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  nlohmann::json spec;
+  ASSERT_TRUE(add_experiment_guardrails(a->flags.guardrails, a->flags.record, spec).ok());
+  EXPECT_EQ(spec["interval"], "1500ms");
+  EXPECT_EQ(spec["health_max_latency"], "1500us");
+  EXPECT_FALSE(spec.contains("interval_sec") || spec.contains("interval_ms") || spec.contains("health_max_latency_ms"));
 }
 
 // Each family's --help shows every row's flag with the row's help and range:
@@ -331,7 +466,12 @@ TEST(ExperimentFields, TheCliHelpIsTheTables) {
         flat += c;
       }
     }
-    for (const auto& f : table) {
+    // The family's rows, and the shared guardrail rows every run takes.
+    std::vector<const ExperimentField*> rows;
+    for (const auto& f : table) rows.push_back(&f);
+    for (const auto& f : guardrail_fields()) rows.push_back(&f);
+    for (const ExperimentField* row : rows) {
+      const ExperimentField& f = *row;
       if (std::string(f.field) == "kind" && std::string(f.flag) == "kind") continue;
       EXPECT_NE(flat.find(std::string("--") + f.flag), std::string::npos) << f.flag;
       if (f.range) EXPECT_NE(flat.find(flag_range_text(f)), std::string::npos) << f.flag << ": " << flag_range_text(f);

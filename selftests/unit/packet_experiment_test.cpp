@@ -111,6 +111,9 @@ const std::vector<std::string>& cli_lines() {
       "partition --target 10.0.0.2 --duration 20s --prometheus-url http://127.0.0.1:9090 --query 'up' "
       "--abort-below 1 --interval 2s --no-redact",
       "partition --target 10.0.0.2 --duration 20s --kernel-signal tcp_retransmits --abort-above 50",
+      // Durations the old whole-unit fields could not hold.
+      "partition --target 10.0.0.2 --duration 20s --health-url http://10.0.0.2/h --interval 1500ms "
+      "--health-max-latency 1500us",
   };
   return lines;
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "base/units.h"
 #include "userspace/faults/spec_fields.h"
@@ -14,10 +15,8 @@ namespace {
 using K = FieldKind;
 
 constexpr ExperimentField kGuardrailFields[] = {
-    {"interval_sec", "interval", "", K::Whole, "s", FieldRange{1, 600},
-     "time between health checks and Prometheus queries"},
-    {"interval_ms", "interval", "", K::Whole, "ms", FieldRange{100, 600'000},
-     "the same in milliseconds (instead of interval_sec)"},
+    {"interval", "interval", "interval_sec,interval_ms", K::Duration, "ms", FieldRange{100, 600'000},
+     "time between health checks and Prometheus queries (default 2s and 5s)"},
     {"health_url",
      "health-url",
      "",
@@ -31,32 +30,34 @@ constexpr ExperimentField kGuardrailFields[] = {
      K::Text,
      "",
      {},
-     "absolute path of the PEM CA an https health_url is checked against"},
-    {"health_max_latency_ms", "health-max-latency", "", K::Whole, "ms", FieldRange{1, 60'000},
-     "slowest healthy answer (default 1000)"},
-    {"prometheus_url", "prometheus-url", "", K::Text, "", {}, "Prometheus server the query guardrail asks"},
+     "PEM file of the CA an https health URL is checked against, instead of the system trust store (in an "
+     "experiment: an absolute path)"},
+    {"health_max_latency", "health-max-latency", "health_max_latency_ms", K::Duration, "ms", FieldRange{1, 60'000},
+     "slowest healthy answer, the whole body included (default 1s)"},
+    {"prometheus_url", "prometheus-url", "", K::Text, "", {}, "Prometheus server the query guardrails ask"},
     {"prometheus_ca",
      "prometheus-ca",
      "",
      K::Text,
      "",
      {},
-     "absolute path of the PEM CA an https prometheus_url is checked against"},
+     "PEM file of the CA an https Prometheus URL is checked against (in an experiment: an absolute path)"},
     {"query",
      "query",
      "",
      K::Text,
      "",
      {},
-     "PromQL instant query giving one number, limited by abort_above/abort_below"},
+     "guardrail on a PromQL instant query: one number, limited by abort-above/abort-below"},
     {"abort_above",
      "abort-above",
      "",
      K::Number,
      "",
      {},
-     "upper limit of kernel_signal (events per second) or else of query"},
-    {"abort_below", "abort-below", "", K::Number, "", {}, "lower limit of query"},
+     "upper limit of the guardrail named before it: kernel-signal (events per second, 0-1e9), query or "
+     "slo-burn-rate"},
+    {"abort_below", "abort-below", "", K::Number, "", {}, "lower limit of the query"},
     {"kernel_signal",
      "kernel-signal",
      "",
@@ -71,15 +72,10 @@ constexpr ExperimentField kGuardrailFields[] = {
      "",
      {},
      "what you expect to hold during the fault, 1-4096 characters (kept in the record)"},
-    {"steady_state_sec", "steady-state", "", K::Whole, "s", FieldRange{0, 600},
-     "measure the guardrail signal this long before injecting"},
+    {"steady_state", "steady-state", "steady_state_sec", K::Duration, "ms", FieldRange{1'000, 600'000},
+     "measure the guardrail signal this long before injecting and after (default 30s with --record; none in an "
+     "experiment)"},
 };
-
-// A whole-number field within its row's range.
-Result<uint64_t> ranged_uint(const nlohmann::json& spec, const char* field) {
-  const ExperimentField* f = find_field(kGuardrailFields, field);
-  return spec_uint(spec, field, static_cast<uint64_t>(f->range->lo), static_cast<uint64_t>(f->range->hi));
-}
 
 constexpr uint64_t kGuardrailSec = 1'000'000'000ULL;
 constexpr uint64_t kGuardrailMs = 1'000'000ULL;
@@ -108,19 +104,77 @@ Result<std::string> ca_field(const nlohmann::json& spec, const char* field, cons
   return ca;
 }
 
+// The guardrail fields as a flag table for spec_error_from_flags().
+std::span<const FlagField> guardrail_flag_fields() {
+  static const std::vector<FlagField> table = flag_fields_of(kGuardrailFields);
+  return table;
+}
+
+// The names of a row as spec spells it: the field, or a deprecated alias.
+std::vector<std::string> spellings(const nlohmann::json& spec, const char* field) {
+  const ExperimentField* f = find_field(kGuardrailFields, field);
+  std::vector<std::string> out;
+  if (spec.contains(field)) out.emplace_back(field);
+  for (const auto& a : field_aliases(*f))
+    if (spec.contains(a)) out.push_back(a);
+  return out;
+}
+
+// The name spec gives field by (the field when absent), for the errors.
+std::string spelled(const nlohmann::json& spec, const char* field) {
+  auto names = spellings(spec, field);
+  return names.empty() ? std::string(field) : names.front();
+}
+
+uint64_t alias_unit_ns(const std::string& alias) {
+  return alias.size() > 4 && alias.compare(alias.size() - 4, 4, "_sec") == 0 ? kGuardrailSec : kGuardrailMs;
+}
+
+// A duration field: the flag's words ("250ms", "2m") under its name, or a
+// whole number of seconds or milliseconds under a deprecated alias
+// (interval_sec, interval_ms, health_max_latency_ms, steady_state_sec), in
+// the same range. Absent: nullopt.
+Result<std::optional<uint64_t>> duration_field(const nlohmann::json& spec, const char* field) {
+  const ExperimentField* f = find_field(kGuardrailFields, field);
+  const auto names = spellings(spec, field);
+  if (names.empty()) return std::optional<uint64_t>{};
+  const std::string& name = names.front();
+  if (name == field) {
+    const nlohmann::json& v = spec[field];
+    if (!v.is_string())
+      return spec_field_error(
+          field, "must be a duration as --" + std::string(f->flag) + " takes it, a string (\"2s\", \"250ms\", \"1m\")");
+    auto ns = parse_duration_field(*f, v.get<std::string>());
+    if (!ns) return spec_error_from_flags(ns.error(), guardrail_flag_fields(), field);
+    return std::optional<uint64_t>(*ns);
+  }
+  const uint64_t unit = alias_unit_ns(name);
+  auto n = spec_uint(spec, name.c_str(), 0, UINT64_MAX / unit);
+  if (!n) return n.error();
+  // steady_state_sec 0 was "no steady state": still read so.
+  if (*n == 0 && std::string(field) == "steady_state") return std::optional<uint64_t>(0);
+  if (!in_range(*f, static_cast<double>(*n * unit) / 1e6))
+    return spec_field_error(name, std::to_string(*n) + (unit == kGuardrailSec ? " s" : " ms") + ": must be within " +
+                                      flag_range_text(*f) + " (" + name + " is deprecated: write \"" + field +
+                                      "\": \"" + duration_field_text(*n * unit) + "\")");
+  return std::optional<uint64_t>(*n * unit);
+}
+
 // The combinations: which field needs which, checked before any value is read
 // so the first error names the field an operator has to add or remove.
 Status check_combinations(const nlohmann::json& spec) {
-  auto has = [&](const char* f) { return spec.contains(f); };
-  for (const char* interval : {"interval_sec", "interval_ms"})
-    if (has(interval) && !has("health_url") && !has("query"))
-      return spec_field_error(interval, "sets how often health_url and query are read: give one of them");
-  if (has("interval_sec") && has("interval_ms"))
-    return spec_field_error("interval_ms", "is interval_sec in milliseconds: give one of them");
+  auto has = [&](const char* f) { return !spellings(spec, f).empty(); };
+  for (const auto& f : kGuardrailFields) {
+    const auto names = spellings(spec, f.field);
+    if (names.size() > 1) return spec_field_error(names[1], "is " + names[0] + " in other words: give one of them");
+  }
+  if (has("interval") && !has("health_url") && !has("query"))
+    return spec_field_error(spelled(spec, "interval"),
+                            "sets how often health_url and query are read: give one of them");
   if (has("health_ca") && !has("health_url")) return spec_field_error("health_ca", "needs health_url");
   if (has("prometheus_ca") && !has("prometheus_url")) return spec_field_error("prometheus_ca", "needs prometheus_url");
-  if (has("health_max_latency_ms") && !has("health_url"))
-    return spec_field_error("health_max_latency_ms", "needs health_url");
+  if (has("health_max_latency") && !has("health_url"))
+    return spec_field_error(spelled(spec, "health_max_latency"), "needs health_url");
   if (has("query") != has("prometheus_url"))
     return spec_field_error(has("query") ? "prometheus_url" : "query",
                             "a Prometheus guardrail needs both prometheus_url and query");
@@ -135,8 +189,9 @@ Status check_combinations(const nlohmann::json& spec) {
   if (has("hypothesis") && !guarded)
     return spec_field_error("hypothesis",
                             "a recorded hypothesis needs a guardrail signal: health_url, query or kernel_signal");
-  if (has("steady_state_sec") && !has("hypothesis"))
-    return spec_field_error("steady_state_sec", "needs hypothesis (the steady state is measured for the record)");
+  if (has("steady_state") && !has("hypothesis"))
+    return spec_field_error(spelled(spec, "steady_state"),
+                            "needs hypothesis (the steady state is measured for the record)");
   return {};
 }
 
@@ -152,10 +207,20 @@ Result<std::string> text_field(const nlohmann::json& spec, const char* field) {
 
 std::span<const ExperimentField> guardrail_fields() { return kGuardrailFields; }
 
-bool is_guardrail_field(const std::string& field) {
-  return std::any_of(std::begin(kGuardrailFields), std::end(kGuardrailFields),
-                     [&](const ExperimentField& f) { return field == f.field; });
+const ExperimentField& guardrail_field(const char* field) {
+  const ExperimentField* f = find_field(kGuardrailFields, field);
+  if (f == nullptr) std::abort();  // a name this program spells wrong
+  return *f;
 }
+
+std::optional<uint64_t> guardrail_duration_ns(const nlohmann::json& spec, const char* field) {
+  if (!spec.is_object() || find_field(kGuardrailFields, field) == nullptr) return std::nullopt;
+  auto d = duration_field(spec, field);
+  if (!d) return std::nullopt;
+  return *d;
+}
+
+bool is_guardrail_field(const std::string& field) { return find_field_or_alias(kGuardrailFields, field) != nullptr; }
 
 Result<ExperimentGuardrails> guardrails_from_json(const nlohmann::json& spec, const std::string& netns,
                                                   const std::string& record_dir) {
@@ -163,17 +228,8 @@ Result<ExperimentGuardrails> guardrails_from_json(const nlohmann::json& spec, co
   FL_TRY(check_combinations(spec));
   ExperimentGuardrails out;
   GuardrailOptions& g = out.guardrails;
-  std::optional<uint64_t> interval;
-  if (spec.contains("interval_sec")) {
-    auto i = ranged_uint(spec, "interval_sec");
-    if (!i) return i.error();
-    interval = *i * kGuardrailSec;
-  }
-  if (spec.contains("interval_ms")) {
-    auto i = ranged_uint(spec, "interval_ms");
-    if (!i) return i.error();
-    interval = *i * kGuardrailMs;
-  }
+  auto interval = duration_field(spec, "interval");
+  if (!interval) return interval.error();
   if (spec.contains("health_url")) {
     HealthProbeConfig h;
     auto url = url_field(spec, "health_url");
@@ -185,12 +241,10 @@ Result<ExperimentGuardrails> guardrails_from_json(const nlohmann::json& spec, co
       if (!ca) return ca.error();
       h.ca_file = *ca;
     }
-    if (interval) h.interval_ns = *interval;
-    if (spec.contains("health_max_latency_ms")) {
-      auto l = ranged_uint(spec, "health_max_latency_ms");
-      if (!l) return l.error();
-      h.max_latency_ns = *l * kGuardrailMs;
-    }
+    if (*interval) h.interval_ns = **interval;
+    auto latency = duration_field(spec, "health_max_latency");
+    if (!latency) return latency.error();
+    if (*latency) h.max_latency_ns = **latency;
     g.health = h;
   }
   if (spec.contains("kernel_signal")) {
@@ -220,7 +274,7 @@ Result<ExperimentGuardrails> guardrails_from_json(const nlohmann::json& spec, co
       if (!ca) return ca.error();
       q.polling.endpoint.ca_file = *ca;
     }
-    if (interval) q.polling.interval_ns = *interval;
+    if (*interval) q.polling.interval_ns = **interval;
     q.query = *query;
     // With a kernel signal too, abort_above is the signal's (an experiment
     // has one pair of limits); the query then takes abort_below.
@@ -245,11 +299,9 @@ Result<ExperimentGuardrails> guardrails_from_json(const nlohmann::json& spec, co
     RecordOptions r;
     r.hypothesis = *h;
     r.dir = record_dir;
-    if (spec.contains("steady_state_sec")) {
-      auto ss = ranged_uint(spec, "steady_state_sec");
-      if (!ss) return ss.error();
-      r.steady_state_ns = *ss * kGuardrailSec;
-    }
+    auto steady = duration_field(spec, "steady_state");
+    if (!steady) return steady.error();
+    if (*steady) r.steady_state_ns = **steady;
     r.command_line = "faultcp experiment (" + spec.dump() + ")";
     out.record = r;
   }
@@ -275,11 +327,8 @@ Status guardrails_to_json(const GuardrailOptions& g, const std::optional<RecordO
         return input_error(EINVAL, "--health-ca: an experiment takes an absolute path");
       spec["health_ca"] = g.health->ca_file;
     }
-    if (g.health->max_latency_ns != HealthProbeConfig{}.max_latency_ns) {
-      auto ms = whole_units(g.health->max_latency_ns, kGuardrailMs, "--health-max-latency");
-      if (!ms) return ms.error();
-      spec["health_max_latency_ms"] = *ms;
-    }
+    if (g.health->max_latency_ns != HealthProbeConfig{}.max_latency_ns)
+      spec["health_max_latency"] = duration_field_text(g.health->max_latency_ns);
   }
   if (g.prometheus) {
     const PrometheusPolling& p = g.prometheus->polling;
@@ -294,7 +343,7 @@ Status guardrails_to_json(const GuardrailOptions& g, const std::optional<RecordO
     if (g.prometheus->abort_above) spec["abort_above"] = *g.prometheus->abort_above;
     if (g.prometheus->abort_below) spec["abort_below"] = *g.prometheus->abort_below;
   }
-  // One interval_sec for the health probe and the query; each left at its
+  // One interval for the health probe and the query; each left at its
   // own default (2 s, 5 s) when it is absent.
   std::optional<uint64_t> interval;
   const uint64_t health_default = HealthProbeConfig{}.interval_ns, query_default = PrometheusPolling{}.interval_ns;
@@ -304,22 +353,14 @@ Status guardrails_to_json(const GuardrailOptions& g, const std::optional<RecordO
       interval = h;
     else if (h != health_default || q != query_default)
       return input_error(EINVAL,
-                         "--prometheus-interval: an experiment has one interval_sec for the health probe and the "
+                         "--prometheus-interval: an experiment has one interval for the health probe and the "
                          "query; give --interval alone");
   } else if (g.health && g.health->interval_ns != health_default) {
     interval = g.health->interval_ns;
   } else if (g.prometheus && g.prometheus->polling.interval_ns != query_default) {
     interval = g.prometheus->polling.interval_ns;
   }
-  if (interval) {
-    if (*interval % kGuardrailSec == 0) {
-      spec["interval_sec"] = *interval / kGuardrailSec;
-    } else {
-      auto ms = whole_units(*interval, kGuardrailMs, "--interval");
-      if (!ms) return ms.error();
-      spec["interval_ms"] = *ms;
-    }
-  }
+  if (interval) spec["interval"] = duration_field_text(*interval);
   if (g.kernel_signal) {
     if (g.prometheus && g.prometheus->abort_above)
       return input_error(EINVAL, "--abort-above: an experiment has one; give it to --kernel-signal or to --query");
@@ -333,11 +374,7 @@ Status guardrails_to_json(const GuardrailOptions& g, const std::optional<RecordO
     if (!record->dir.empty()) return refuse("--record");
     if (record->slo) return refuse("--slo");
     if (!record->hypothesis.empty()) spec["hypothesis"] = record->hypothesis;
-    if (record->steady_state_ns) {
-      auto sec = whole_units(record->steady_state_ns, kGuardrailSec, "--steady-state");
-      if (!sec) return sec.error();
-      spec["steady_state_sec"] = *sec;
-    }
+    if (record->steady_state_ns) spec["steady_state"] = duration_field_text(record->steady_state_ns);
   }
   return {};
 }

@@ -33,8 +33,7 @@ Error with_flag_named(const Error& e, std::span<const FlagField> family) {
   std::string flag;
   for (const auto& f : family)
     if (field == f.field) flag = f.flag;
-  for (const auto& f : guardrail_fields())
-    if (field == f.field) flag = f.flag;
+  if (const ExperimentField* g = find_field_or_alias(guardrail_fields(), field); g != nullptr) flag = g->flag;
   if (flag.empty() || flag == "kind") return e;
   Error out = e;
   out.message = named + " (--" + flag + ")" + e.message.substr(named.size());

@@ -44,7 +44,8 @@ std::string scenario_spec_message(const std::string& message, const std::string&
 int64_t scenario_planned(const nlohmann::json& spec) {
   int64_t s = scenario_whole(spec.value("duration_sec", nlohmann::json())).value_or(0);
   if (spec.contains("hypothesis"))
-    s += 2 * scenario_whole(spec.value("steady_state_sec", nlohmann::json())).value_or(0);
+    s += 2 * static_cast<int64_t>((guardrail_duration_ns(spec, "steady_state").value_or(0) + 999'999'999ULL) /
+                                  1'000'000'000ULL);
   return s;
 }
 
@@ -126,7 +127,7 @@ std::optional<SpecError> scenario_step(const nlohmann::json& j, size_t index, Sc
     for (const auto& item : g.items()) {
       if (!is_guardrail_field(item.key()))
         return SpecError{where + "guardrails." + item.key(),
-                         "not a guardrail field (health_url, query, hypothesis, steady_state_sec, ...)"};
+                         "not a guardrail field (health_url, query, hypothesis, steady_state, ...)"};
       step.spec[item.key()] = item.value();
     }
     auto e = experiment_from_json(step.spec, "");
