@@ -24,6 +24,7 @@ namespace {
 constexpr size_t kMaxClientLine = 256;
 constexpr size_t kMaxFrameText = 16 * 1024;
 constexpr time_t kSendTimeoutS = 10;
+constexpr auto kSpareDelay = std::chrono::milliseconds(100);
 
 }  // namespace
 
@@ -95,8 +96,14 @@ void RunService::run_on(Run& run, std::function<void()> job) {
   } else {
     run.thread = std::thread(std::move(job));
   }
-  // The next run's thread, made now while this run's goes on on another CPU.
-  if (!leaving_) spare_ = make_spare();
+  // The next run's thread, made a little later on the serving thread: made at
+  // once, its start competes for a CPU with the run it follows (a loaded
+  // 2-CPU machine gave it tens of milliseconds, strace). A run that comes
+  // before it is ready makes its own thread.
+  server_.after(kSpareDelay, [this] {
+    std::lock_guard lock(mu_);
+    if (!leaving_ && !spare_) spare_ = make_spare();
+  });
 }
 
 RunService::RunService(HttpServer& server, std::function<void(const std::string&)> log)

@@ -67,7 +67,8 @@ class RunService {
   void reap_finished();
   // A thread started now and parked until run_on() hands it a run: the run
   // does not wait for a thread to be made (tens of microseconds, more on a
-  // loaded machine). One is kept ready; each run's start makes the next.
+  // loaded machine). One is kept ready; each run's start has the next made
+  // 100 ms later, on the serving thread.
   [[nodiscard]] static std::shared_ptr<Spare> make_spare();
   // Runs job on the spare thread (or a new one if none is ready) as run's thread. Under mu_.
   void run_on(Run& run, std::function<void()> job);
