@@ -79,6 +79,11 @@ struct Opts {
   int trials = 5;
   int port = 9911;
   bool breakdown = true;
+  // --api-only: only the local API's held-connection trial, in the kept state,
+  // each round; with --faultd-baseline, each round runs it against that faultd
+  // too, interleaved (before/after comparisons of faultd on one machine state).
+  bool api_only = false;
+  std::string faultd_baseline;
 };
 
 constexpr uint64_t kPeriodNs = 100'000;   // one datagram every 0.1 ms
@@ -977,6 +982,68 @@ void api_rows(const Opts& o, const std::vector<Trial>& api, const std::vector<Tr
                              e.n == 0 ? "FAILED" : verdict(e.median <= 2.0)});
 }
 
+// --api-only: each round, faultd started again in the kept state (primed by a
+// short run through it), then the local API's held-connection trial; with
+// --faultd-baseline, the same against that binary too, in alternating order.
+// Returns the trials that failed.
+int api_only_rounds(Opts o, const std::string& root, const std::string& socket, const std::string& nobody) {
+  std::vector<Trial> after, before;
+  int failures = 0;
+  const bool compare = !o.faultd_baseline.empty();
+  const std::string faultd_after = o.faultd;
+  for (int i = 0; i < o.trials; ++i) {
+    for (int k = 0; k < (compare ? 2 : 1); ++k) {
+      const bool is_before = compare && (i + k) % 2 == 0;
+      o.faultd = is_before ? o.faultd_baseline : faultd_after;
+      stop_faultd();
+      if (installed(root)) {
+        Child c = spawn({o.faultctl, "abort", "--all"}, Out::Null, true);
+        wait_child(c);
+      }
+      if (!start_faultd(o, socket)) {
+        std::cerr << "fl_bench_apply: faultd " << o.faultd << " did not start on " << socket << "\n";
+        ++failures;
+        continue;
+      }
+      setenv("FAULTLINE_FAULTD_SOCKET", socket.c_str(), 1);
+      {
+        Child prime =
+            spawn({o.faultctl, "run", "partition", "--target", o.non_peer, "--netns", o.client_ns, "--duration", "1s"},
+                  Out::Null, true);
+        wait_child(prime, 20'000);
+      }
+      setenv("FAULTLINE_FAULTD_SOCKET", nobody.c_str(), 1);
+      Trial a = api_trial(o, socket);
+      std::cout << "  round " << i + 1 << (compare ? (is_before ? " baseline faultd" : " faultd") : "")
+                << " local API, held connection: ";
+      if (a.ok) {
+        std::cout << "apply " << fmt(a.apply_ms, 2) << " ms (send gap " << fmt(a.apply_res_ms, 2) << "), revert "
+                  << fmt(a.revert_ms, 2) << " ms; \"applied\" frame at " << fmt(a.applied_line_ms, 2)
+                  << " ms; GET /v1/features " << fmt(a.request_ms, 3) << " ms\n";
+        (is_before ? before : after).push_back(a);
+      } else {
+        std::cout << "failed: " << a.why << "\n";
+        ++failures;
+      }
+    }
+  }
+  auto col = [](const std::vector<Trial>& v, double Trial::*m) {
+    std::vector<double> out;
+    for (const auto& t : v) out.push_back(t.*m);
+    return spread(out);
+  };
+  if (compare) {
+    std::cout << "\nlocal API, POST /v1/runs -> partition in effect (ms, median [min-max]):\n"
+              << "  baseline " << o.faultd_baseline << ": " << fmt_spread(col(before, &Trial::apply_ms), 2)
+              << "; \"applied\" frame " << fmt_spread(col(before, &Trial::applied_line_ms), 2) << "\n"
+              << "  faultd   " << faultd_after << ": " << fmt_spread(col(after, &Trial::apply_ms), 2)
+              << "; \"applied\" frame " << fmt_spread(col(after, &Trial::applied_line_ms), 2) << "\n";
+  }
+  o.summary.clear();  // the comparison is printed, not a row of `make bench`
+  api_rows(o, after, {}, {});
+  return failures;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -1004,10 +1071,15 @@ int main(int argc, char** argv) {
       o.breakdown = false;
     else if (a == "--faultd")
       o.faultd = next();
+    else if (a == "--api-only")
+      o.api_only = true;
+    else if (a == "--faultd-baseline")
+      o.faultd_baseline = next();
     else {
       std::cerr
           << "usage: fl_bench_apply --client-ns A --server-ns B --faultctl PATH [--server-ip IP] [--non-peer IP]\n"
              "       [--trials N>=3] [--port N] [--no-breakdown] [--summary FILE] [--faultd PATH]\n"
+             "       [--api-only [--faultd-baseline PATH]]\n"
              "FAULTLINE_BPFFS_ROOT must name a private state for the faultctl runs.\n";
       return 2;
     }
@@ -1017,6 +1089,11 @@ int main(int argc, char** argv) {
     std::cerr << "fl_bench_apply: --client-ns, --server-ns, --faultctl and FAULTLINE_BPFFS_ROOT are required\n";
     return 2;
   }
+  if (o.api_only && o.faultd.empty()) {
+    std::cerr << "fl_bench_apply: --api-only needs --faultd\n";
+    return 2;
+  }
+  if (o.api_only) o.breakdown = false;
   const std::string root = root_env;
   // A state folder of this run's own (the feature cache among it), unless given.
   std::string private_run_dir;
@@ -1078,6 +1155,18 @@ int main(int argc, char** argv) {
   std::cout << "apply/revert: UDP datagram every 0.1 ms " << o.client_ns << " -> " << o.server_ns << " " << o.server_ip
             << ":" << o.port << ", partition on " << o.server_ip << "; " << o.trials << " cold and " << o.trials
             << " warm trials, alternating" << (with_faultd ? ", each standalone and through faultd" : "") << "\n";
+  if (o.api_only) {
+    const int failed = api_only_rounds(o, root, faultd_socket, nobody_socket);
+    stop_faultd();
+    g_stop.store(true);
+    tx.join();
+    rx.join();
+    if (!private_run_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(private_run_dir, ec);
+    }
+    return failed > o.trials ? 1 : 0;
+  }
   int failures = 0;
   const int modes = with_faultd ? 2 : 1;
   for (int i = 0; i < o.trials && failures < o.trials * modes; ++i) {

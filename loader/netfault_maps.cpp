@@ -3,7 +3,14 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <optional>
 
 #include "loader/netfault_object.h"
 
@@ -65,7 +72,92 @@ const std::vector<std::string>& NetfaultMaps::retired_names() {
   return n;
 }
 
+namespace {
+
+// The maps a resident process keeps per layout root (NetfaultMaps::keep_open).
+struct KeptMaps {
+  UniqueFd watch;  // inotify on the maps folder, set before `maps` were opened
+  dev_t dev = 0;   // the maps folder's identity when the watch was set
+  ino_t ino = 0;
+  std::optional<NetfaultMaps> maps;
+};
+
+std::atomic<bool> g_keep_open{false};
+std::mutex g_kept_mu;
+std::map<std::string, KeptMaps>& kept_maps() {
+  static std::map<std::string, KeptMaps> m;
+  return m;
+}
+
+constexpr uint32_t kWatchMask = IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF;
+
+// A watch on the folder and its identity, or nothing when it is not there.
+std::optional<KeptMaps> watch_maps_dir(const std::string& dir) {
+  KeptMaps k;
+  k.watch.reset(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+  if (!k.watch) return std::nullopt;
+  if (::inotify_add_watch(k.watch.get(), dir.c_str(), kWatchMask | IN_ONLYDIR) < 0) return std::nullopt;
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return std::nullopt;
+  k.dev = st.st_dev;
+  k.ino = st.st_ino;
+  return k;
+}
+
+// Whether nothing under the folder changed since the watch was set: no event
+// (an overflow is an event too) and the same folder at the path.
+bool still_pinned(const KeptMaps& k, const std::string& dir) {
+  alignas(inotify_event) char buf[4096];
+  const ssize_t n = ::read(k.watch.get(), buf, sizeof buf);
+  if (n != -1 || errno != EAGAIN) return false;
+  struct stat st {};
+  return ::stat(dir.c_str(), &st) == 0 && st.st_dev == k.dev && st.st_ino == k.ino;
+}
+
+}  // namespace
+
+void NetfaultMaps::keep_open(bool keep) {
+  g_keep_open = keep;
+  if (!keep) {
+    std::lock_guard lock(g_kept_mu);
+    kept_maps().clear();
+  }
+}
+
+void NetfaultMaps::forget_kept(const BpffsLayout& layout) {
+  std::lock_guard lock(g_kept_mu);
+  kept_maps().erase(layout.root);
+}
+
 Result<NetfaultMaps> NetfaultMaps::open(const BpffsLayout& layout, bool create) {
+  if (!g_keep_open) return open_pins(layout, create);
+  std::lock_guard lock(g_kept_mu);
+  auto& all = kept_maps();
+  if (auto it = all.find(layout.root); it != all.end()) {
+    if (it->second.maps && still_pinned(it->second, layout.maps())) return *it->second.maps;
+    all.erase(it);
+  }
+  // The watch first, then the pins: whatever changes after they were opened
+  // shows on it. Where the folder is not there yet, the pins are made first and
+  // opened a second time under the new watch.
+  auto watched = watch_maps_dir(layout.maps());
+  auto m = open_pins(layout, create);
+  if (!m) return m.error();
+  if (!watched) {
+    watched = watch_maps_dir(layout.maps());
+    if (!watched) return m;  // no watch to be had: nothing kept
+    auto again = open_pins(layout, false);
+    if (!again) return m;
+    watched->maps = std::move(*again);
+  } else {
+    watched->maps = *m;
+    watched->maps->created_ = false;
+  }
+  all[layout.root] = std::move(*watched);
+  return m;
+}
+
+Result<NetfaultMaps> NetfaultMaps::open_pins(const BpffsLayout& layout, bool create) {
   NetfaultMaps m;
   FL_TRY(adopt_renamed_pins(layout));
   struct stat st {};
@@ -89,14 +181,14 @@ Result<NetfaultMaps> NetfaultMaps::open(const BpffsLayout& layout, bool create) 
     auto obj = NetfaultObject::load(layout, 0, 0, 0);
     if (!obj) return obj.error();
   }
-  UniqueFd* fds[] = {&m.control_,     &m.faults_,     &m.exact_, &m.prefix_,      &m.dns_,         &m.stats_,
-                     &m.reasons_,     &m.loss_state_, &m.rate_,  &m.dist_,        &m.meta_,        &m.attach_,
-                     &m.exact_bloom_, &m.budget_,     &m.rng_,   &m.prefix_hash_, &m.prefix_lens_, &m.prefix_bloom_};
+  static_assert(kCount == 18);
+  auto fds = std::make_shared<Fds>();
   for (size_t i = 0; i < names().size(); ++i) {
     int fd = bpf_obj_get(layout.map(names()[i]).c_str());
     if (fd < 0) return errno_error("cannot open pinned map " + layout.map(names()[i]));
-    fds[i]->reset(fd);
+    (*fds)[i].reset(fd);
   }
+  m.fds_ = std::move(fds);
   return m;
 }
 

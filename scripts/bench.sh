@@ -158,6 +158,12 @@ else
   echo "bench: $BUILD/faultd is missing: the apply bench runs standalone only" >&2
   FAILED=1
 fi
+# BENCH_APPLY_API_ONLY=1: only the local API's held-connection trial (kept state);
+# BENCH_FAULTD_BASELINE=PATH beside it: the same against that faultd too, interleaved.
+if [ -n "${BENCH_APPLY_API_ONLY:-}" ]; then
+  APPLY_FAULTD+=(--api-only)
+  [ -n "${BENCH_FAULTD_BASELINE:-}" ] && APPLY_FAULTD+=(--faultd-baseline "$BENCH_FAULTD_BASELINE")
+fi
 step "$BUILD/bench/fl_bench_apply" --client-ns "$NS_A" --server-ns "$NS_B" --server-ip "$ADDR_B" --non-peer "$NON_PEER" \
   --faultctl "$FAULTCTL" --trials "$REPS" --summary "$SUMMARY" "${APPLY_FAULTD[@]}"
 

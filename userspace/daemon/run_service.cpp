@@ -11,6 +11,7 @@
 #include <chrono>
 #include <ostream>
 #include <streambuf>
+#include <utility>
 
 #include "base/clock.h"
 #include "base/exit_code.h"
@@ -23,6 +24,7 @@ namespace {
 constexpr size_t kMaxClientLine = 256;
 constexpr size_t kMaxFrameText = 16 * 1024;
 constexpr time_t kSendTimeoutS = 10;
+constexpr auto kSpareDelay = std::chrono::milliseconds(100);
 
 }  // namespace
 
@@ -59,6 +61,56 @@ struct RunService::Run {
     return true;
   }
 };
+
+// A thread parked until a run is handed to it; it runs that one job and ends.
+struct RunService::Spare {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::function<void()> job;  // under mu
+  bool quit = false;          // under mu
+  std::thread thread;
+};
+
+std::shared_ptr<RunService::Spare> RunService::make_spare() {
+  auto s = std::make_shared<Spare>();
+  s->thread = std::thread([s] {
+    std::function<void()> job;
+    {
+      std::unique_lock lock(s->mu);
+      s->cv.wait(lock, [&] { return s->quit || s->job; });
+      job = std::move(s->job);
+    }
+    if (job) job();
+  });
+  return s;
+}
+
+void RunService::run_on(Run& run, std::function<void()> job) {
+  if (std::shared_ptr<Spare> s = std::exchange(spare_, nullptr)) {
+    {
+      std::lock_guard lock(s->mu);
+      s->job = std::move(job);
+    }
+    s->cv.notify_one();
+    run.thread = std::move(s->thread);
+  } else {
+    run.thread = std::thread(std::move(job));
+  }
+  // The next run's thread, made a little later on the serving thread: made at
+  // once, its start competes for a CPU with the run it follows (a loaded
+  // 2-CPU machine gave it tens of milliseconds, strace). A run that comes
+  // before it is ready makes its own thread.
+  server_.after(kSpareDelay, [this] {
+    std::lock_guard lock(mu_);
+    if (!leaving_ && !spare_) spare_ = make_spare();
+  });
+}
+
+RunService::RunService(HttpServer& server, std::function<void(const std::string&)> log)
+    : server_(server), log_(std::move(log)) {
+  std::lock_guard lock(mu_);
+  spare_ = make_spare();
+}
 
 namespace {
 
@@ -262,7 +314,7 @@ HttpReply RunService::start(const HttpRequest& req) {
     (void)::setsockopt(run->fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     std::lock_guard lock(mu_);
     runs_.push_back(run);
-    run->thread = std::thread([this, run, body, client, served, unread = std::move(taken->unread)]() mutable {
+    run_on(*run, [this, run, body, client, served, unread = std::move(taken->unread)]() mutable {
       const std::string what = body["experiment"].dump();
       if (log_) log_("faultd: run " + what + " (pid " + std::to_string(client) + ") started");
       int code = kExitFailure;
@@ -316,9 +368,19 @@ void RunService::reap_finished() {
 RunService::~RunService() {
   leave_all();
   std::list<std::shared_ptr<Run>> runs;
+  std::shared_ptr<Spare> spare;
   {
     std::lock_guard lock(mu_);
     runs.swap(runs_);
+    spare.swap(spare_);
+  }
+  if (spare) {
+    {
+      std::lock_guard lock(spare->mu);
+      spare->quit = true;
+    }
+    spare->cv.notify_one();
+    if (spare->thread.joinable()) spare->thread.join();
   }
   for (auto& r : runs) {
     if (r->thread.joinable()) r->thread.join();

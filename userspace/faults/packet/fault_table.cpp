@@ -230,7 +230,7 @@ Status FaultTable::add(uint32_t slot, const CompiledFault& f, const fl_meta& met
     }
   }
   // The programs must not skip an index that now leads to this fault.
-  if (auto st = index_new_exact(f.exact); !st) return fail(st.error());
+  if (auto st = index_new_exact(f.exact, !f.prefixes.empty() || !f.dns.empty()); !st) return fail(st.error());
   if (bpf_map_update_elem(maps_.faults(), &slot, &f.entry, BPF_EXIST) != 0)
     return fail(errno_error("cannot activate fault slot " + std::to_string(slot)));
   return {};
@@ -369,22 +369,39 @@ Status FaultTable::summarise_indexes() const {
   return write_index(true);
 }
 
-// A fault's new addresses only add bits, so they are set in place; a control
-// that does not vouch for the filter yet (pins from before it) gets it rebuilt.
-Status FaultTable::index_new_exact(const std::vector<Prefix>& exact) const {
+// A fault's new addresses only add bits: each is set in its own 64-byte block
+// of the filter, read and written back whole with one map write (mapping the
+// 1 MiB filter to set one bit cost ~0.1 ms, its munmap a TLB flush on every CPU
+// running a thread of the process). Callers hold the state lock, so no other
+// writer interleaves; a packet reading a word mid-write sees old or new bytes,
+// and each new byte holds every bit of the old one. A control that does not
+// vouch for the filter yet (pins from before it) gets it rebuilt.
+// other_indexes: the fault also added prefixes or DNS names, whose summary
+// bits (and the prefix mirror) write_index() must bring up to date; with
+// exact addresses alone every bit of a control write_index() wrote stays what
+// it was.
+Status FaultTable::index_new_exact(const std::vector<Prefix>& exact, bool other_indexes) const {
   uint32_t zero = 0;
   fl_control ctl{};
   if (bpf_map_lookup_elem(maps_.control(), &zero, &ctl) != 0) return errno_error("cannot read the control map");
   if (!(ctl.index & FL_IDX_EXACT_FILTER)) return summarise_indexes();
-  if (!exact.empty()) {
-    auto filter = map_filter();
-    if (!filter) return filter.error();
-    uint64_t* words = filter->as<uint64_t>();
-    for (const auto& p : exact) {
-      uint32_t h = exact_bloom_bit(p.addr);
-      std::atomic_ref<uint64_t>(words[h / 64]).fetch_or(1ULL << (h % 64), std::memory_order_relaxed);
-    }
+  for (const auto& p : exact) {
+    const uint32_t h = exact_bloom_bit(p.addr);
+    const uint32_t block = h / FL_EXACT_BLOOM_BLOCK_BITS;
+    const __u64 bit = 1ULL << (h % 64);
+    fl_exact_bloom_block b{};
+    if (bpf_map_lookup_elem(maps_.exact_bloom(), &block, &b) != 0)
+      return errno_error("cannot read the exact-address filter at " + p.str());
+    __u64& word = b.w[(h / 64) % (FL_EXACT_BLOOM_BLOCK_BITS / 64)];
+    if (word & bit) continue;
+    word |= bit;
+    if (bpf_map_update_elem(maps_.exact_bloom(), &block, &b, BPF_EXIST) != 0)
+      return errno_error("cannot set " + p.str() + " in the exact-address filter");
   }
+  // Fresh maps (initialise_maps) do not vouch for the prefix mirror yet: the
+  // first write_index() does, and from then on only a change to the prefixes
+  // or names can change a bit.
+  if (!other_indexes && (ctl.index & FL_IDX_PREFIX_HASH)) return {};
   return write_index(true);
 }
 

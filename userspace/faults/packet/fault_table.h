@@ -86,7 +86,7 @@ class FaultTable {
   [[nodiscard]] Result<MappedMap> map_filter() const;
   [[nodiscard]] Status write_index(bool filter_valid) const;
   [[nodiscard]] Result<bool> mirror_prefixes(std::vector<fl_lpm_key>& stale_out) const;
-  [[nodiscard]] Status index_new_exact(const std::vector<Prefix>& exact) const;
+  [[nodiscard]] Status index_new_exact(const std::vector<Prefix>& exact, bool other_indexes) const;
   const NetfaultMaps& maps_;
 };
 

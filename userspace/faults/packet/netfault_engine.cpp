@@ -305,6 +305,7 @@ Status NetfaultEngine::teardown_locked(NetfaultMaps& maps, bool foreign_too) {
   for (const auto& name : NetfaultMaps::names()) ::unlink(layout_.map(name).c_str());
   for (const auto& name : NetfaultMaps::retired_names()) ::unlink(layout_.map(name).c_str());
   remove_bpffs_dirs(layout_);
+  NetfaultMaps::forget_kept(layout_);  // the maps go with their pins, not with a resident's fds
   return st;
 }
 
@@ -403,7 +404,11 @@ Result<AppliedFault> NetfaultEngine::apply(const FaultPlan& plan, uint32_t owner
   return AppliedFault{*slot, c.entry.expires_ns, attach_mode_name(*mode)};
 }
 
-void NetfaultEngine::keep_idle_state(bool keep) { g_keep_idle_state = keep; }
+void NetfaultEngine::keep_idle_state(bool keep) {
+  g_keep_idle_state = keep;
+  // A resident process also keeps the pinned maps open between its calls.
+  NetfaultMaps::keep_open(keep);
+}
 
 Result<uint64_t> NetfaultEngine::prepare_host() {
   const uint64_t start = monotonic_ns();

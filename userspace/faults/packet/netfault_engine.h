@@ -76,6 +76,7 @@ class NetfaultEngine {
   // next run skips loading, verifying and attaching the programs. Any other
   // process's end or reap still tears an idle state down, as do abort_all()
   // and uninstall(); a resident that stops calls reap() with this off.
+  // It also keeps the pinned maps open between calls (NetfaultMaps::keep_open).
   static void keep_idle_state(bool keep);
 
   // For a resident process, at its start: the maps (created and armed when
