@@ -183,7 +183,8 @@ TEST_F(ActivityLogTest, OldLinesWithoutAReasonVerifyAndTheChainGoesOnWithOne) {
   ASSERT_EQ(ls.size(), 4u);
   EXPECT_EQ(ls[0], kOldLines[0]) << "an old line is left as it was";
   std::vector<std::string> keys;
-  for (const auto& [k, value] : nlohmann::ordered_json::parse(ls[2]).items()) keys.push_back(k);
+  const auto third = nlohmann::ordered_json::parse(ls[2]);  // a local: items() of a temporary would dangle
+  for (const auto& [k, value] : third.items()) keys.push_back(k);
   EXPECT_EQ(keys, (std::vector<std::string>{"seq", "ts", "identity", "kind", "method", "host", "path", "verdict",
                                             "rule", "reason", "llm", "prev", "hash"}));
   EXPECT_EQ(nlohmann::json::parse(ls[2])["reason"], "POST to an /admin path");
