@@ -23,6 +23,7 @@ const std::vector<FieldRule> kEntryFields = {
     {"kind", JsonType::String, true}, {"method", JsonType::String, true},  {"host", JsonType::String, true},
     {"path", JsonType::String, true}, {"verdict", JsonType::String, true}, {"rule", JsonType::String, true},
     {"llm", JsonType::Object},        {"prev", JsonType::String, true},    {"hash", JsonType::String, true},
+    {"reason", JsonType::String},
 };
 const std::vector<FieldRule> kLlmFields = {
     {"model", JsonType::String, true},  {"in", JsonType::Integer, true},        {"out", JsonType::Integer, true},
@@ -54,6 +55,12 @@ std::variant<GuardActivityRow, ApiError> read_entry(const nlohmann::json& raw, c
                             std::pair{"hash", &e.hash}}) {
     *into = j[name].get<std::string>();
     if (into->size() > kMaxActivityText) return ApiError{400, at + "." + name, "is over 4096 characters"};
+  }
+  if (j.contains("reason")) {
+    // Optional; the guard leaves an empty one out (it would not hash as written).
+    e.reason = j["reason"].get<std::string>();
+    if (e.reason.empty()) return ApiError{400, at + ".reason", "is empty (an entry without a reason leaves it out)"};
+    if (e.reason.size() > kMaxActivityText) return ApiError{400, at + ".reason", "is over 4096 characters"};
   }
   if (e.identity.empty()) return ApiError{400, at + ".identity", "is empty"};
   if (e.kind.empty()) return ApiError{400, at + ".kind", "is empty"};
@@ -127,6 +134,7 @@ nlohmann::json activity_row_json(const GuardActivityRow& r) {
           {"path", e.path},
           {"verdict", e.verdict},
           {"rule", e.rule},
+          {"reason", e.reason},
           {"llm", llm},
           {"prev", e.prev},
           {"hash", e.hash},
@@ -316,16 +324,10 @@ HttpReply ControlPlane::post_guard_activity(const HttpRequest& req, const Princi
     }
     if (e.verdict == "deny") {
       ++blocks;
-      if (auto au = audit(p, "guardrail.block", "identity:" + e.identity,
-                          {{"seq", e.seq},
-                           {"ts", e.ts},
-                           {"kind", e.kind},
-                           {"method", e.method},
-                           {"host", e.host},
-                           {"path", e.path},
-                           {"rule", e.rule},
-                           {"hash", e.hash}});
-          !au)
+      nlohmann::json detail = {{"seq", e.seq},   {"ts", e.ts},     {"kind", e.kind}, {"method", e.method},
+                               {"host", e.host}, {"path", e.path}, {"rule", e.rule}, {"hash", e.hash}};
+      if (!e.reason.empty()) detail["reason"] = e.reason;
+      if (auto au = audit(p, "guardrail.block", "identity:" + e.identity, detail); !au)
         return storage_error(au.error());
     }
   }

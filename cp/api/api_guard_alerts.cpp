@@ -311,7 +311,8 @@ void ControlPlane::raise_guard_alerts(int64_t ws, const std::vector<GuardActivit
     const std::string path = shown_path(e.path);
     const std::string hint = finding_hint(e.rule);
     std::string text = e.identity + ": " + (e.method.empty() ? "" : e.method + " ") + e.host + path + " -> " +
-                       e.verdict + (e.rule.empty() ? "" : " (rule " + e.rule + ")");
+                       e.verdict + (e.rule.empty() ? "" : " (rule " + e.rule + ")") +
+                       (e.reason.empty() ? "" : ": " + e.reason);
     if (gate->suppressed > 0)
       text += "; " + std::to_string(gate->suppressed) + " more " + *trigger + " alert" +
               (gate->suppressed == 1 ? " was" : "s were") + " held back by the cooldown since the last one sent";
@@ -332,6 +333,7 @@ void ControlPlane::raise_guard_alerts(int64_t ws, const std::vector<GuardActivit
                         {"entry_hash", e.hash},
                         {"suppressed", gate->suppressed},
                         {"cooldown_sec", cooldown}}}}});
+    if (!e.reason.empty()) ready.back().envelope["fields"]["reason"] = e.reason;
   }
   if (auto co = tx.commit(); !co) return fail(co.error());
   for (auto& r : ready) (void)send_guard_alert(ws, s, r.trigger, std::move(r.envelope));

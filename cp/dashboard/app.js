@@ -2,7 +2,8 @@
 // token in this tab's sessionStorage, and redraws agents, experiments, the kill
 // switch and the audit trail from the REST API every second, and the guard's
 // approvals, activity, usage and MCP servers every half second (a held request
-// waits for a person: it shows, and its activity goes live, in under a second).
+// waits for a person: it shows, and its activity goes live, in under a second);
+// the guard's alert settings are a form, loaded at sign-in and after a save.
 // Every value is written as text (textContent), never as markup.
 'use strict';
 
@@ -23,7 +24,12 @@ async function api(method, path, body) {
   let json = null;
   try { json = JSON.parse(text); } catch (e) { json = null; }
   if (r.status === 401) signOut();
-  if (!r.ok) throw new Error((json && json.error) || r.status + ' ' + r.statusText);
+  if (!r.ok) {
+    const err = new Error((json && json.error) || r.status + ' ' + r.statusText);
+    err.status = r.status;
+    err.field = (json && json.field) || '';  // the body's field a 400 names
+    throw err;
+  }
   return json;
 }
 
@@ -167,7 +173,7 @@ function drawGuard(approvals, activity, usage) {
     // An MCP entry's path is a tool's name, not a URL path: apart from its server.
     const request = e.method + ' ' + e.host + (e.kind.startsWith('mcp') ? ' ' : '') + e.path;
     const tr = row([e.ts, e.identity, e.seq, request, e.verdict, badge, e.rule, llm,
-      e.chain === 'ok' ? 'ok' : e.chain + ': ' + e.chain_detail]);
+      e.chain === 'ok' ? 'ok' : e.chain + ': ' + e.chain_detail, e.reason || '']);
     tr.dataset.verdict = e.verdict;
     if (e.finding) tr.dataset.finding = e.finding;
     tr.className = e.chain === 'ok' ? '' : 'flagged';
@@ -197,6 +203,160 @@ function drawMcpServers(mcp) {
   fill('mcp-servers', rows);
 }
 
+// The guard's alert settings: a form over GET|PUT /v1/guardrails/alerts,
+// loaded at sign-in and after a save (never redrawn under a person's typing).
+// faultcp validates; a 400 names the field, and its message is shown beside
+// that field (nothing was stored).
+const ALERT_TRIGGERS = [
+  ['blocked', 'a request denied'], ['dlp', 'a DLP finding'], ['response_threat', 'a threat in an LLM answer'],
+  ['off-mission-action', 'an off-mission action'], ['unverified-claim', 'an unverified completion claim'],
+  ['honeytoken', 'a honeytoken used'], ['integrity', 'a watched file changed'], ['breaker', 'the circuit breaker'],
+  ['budget', 'the LLM budget refused a call'],
+];
+const DEFAULT_COOLDOWN = 300;
+
+function buildAlertTriggers() {
+  const body = $('alerts-triggers').querySelector('tbody');
+  body.replaceChildren(...ALERT_TRIGGERS.map(([name, what]) => {
+    const on = document.createElement('input');
+    on.type = 'checkbox';
+    on.id = 'alerts-trigger-' + name;
+    on.dataset.trigger = name;
+    const label = document.createElement('label');
+    label.htmlFor = on.id;
+    label.textContent = name + ' (' + what + ')';
+    const cooldown = document.createElement('input');
+    cooldown.type = 'number';
+    cooldown.min = '0';
+    cooldown.max = '86400';
+    cooldown.placeholder = String(DEFAULT_COOLDOWN);
+    cooldown.id = 'alerts-cooldown-' + name;
+    cooldown.setAttribute('aria-label', 'cooldown of ' + name + ' (seconds)');
+    const error = document.createElement('span');
+    error.className = 'error field-error';
+    error.dataset.field = 'cooldowns.' + name;
+    const tr = row([on, label, cooldown, error]);
+    tr.dataset.trigger = name;
+    return tr;
+  }));
+}
+
+function clearAlertErrors() {
+  for (const e of document.querySelectorAll('#alerts .field-error')) e.textContent = '';
+  for (const e of document.querySelectorAll('#alerts [aria-invalid]')) e.removeAttribute('aria-invalid');
+  $('alerts-error').textContent = '';
+}
+
+// The element a field's error is shown in, and the input it marks.
+function alertErrorPlace(field) {
+  const inputs = { url: 'alerts-url', format: 'alerts-format', secret: 'alerts-secret', digest: 'alerts-digest',
+    digest_at: 'alerts-digest-at', digest_weekday: 'alerts-digest-weekday' };
+  if (inputs[field]) return [document.querySelector('#alerts [data-field="' + field + '"]'), $(inputs[field])];
+  let m = /^cooldowns\.(.+)$/.exec(field);
+  if (m && ALERT_TRIGGERS.some(([t]) => t === m[1]))
+    return [document.querySelector('#alerts [data-field="cooldowns.' + m[1] + '"]'), $('alerts-cooldown-' + m[1])];
+  if (field === 'triggers' || field === 'cooldown_sec' || /^triggers\[/.test(field))
+    return [$('alerts-triggers-error'), null];
+  return [$('alerts-error'), null];
+}
+
+function showAlertError(err) {
+  const [place, input] = alertErrorPlace(err.field || '');
+  place.textContent = err.message;
+  if (input) input.setAttribute('aria-invalid', 'true');
+}
+
+function drawAlerts(a) {
+  if (!a) {
+    $('alerts-state').textContent = 'Not set.';
+    $('alerts-secret-state').textContent = 'Required (16-256 characters) unless the alerts go to Slack.';
+    return;
+  }
+  $('alerts-url').value = a.url;
+  $('alerts-format').value = a.format;
+  $('alerts-secret').value = '';
+  $('alerts-secret-state').textContent = a.secret_set
+    ? 'A secret is set (never shown again): leave this empty to keep it.'
+    : 'No secret is set.';
+  for (const [name] of ALERT_TRIGGERS) {
+    $('alerts-trigger-' + name).checked = a.triggers.includes(name);
+    const c = a.cooldowns[name];
+    $('alerts-cooldown-' + name).value = c === undefined ? '' : String(c);
+  }
+  $('alerts-digest').value = a.digest;
+  $('alerts-digest-at').value = a.digest_at;
+  $('alerts-digest-weekday').value = a.digest_weekday;
+  $('alerts-weekday-label').hidden = a.digest !== 'weekly';
+  $('alerts-state').textContent = 'Sent as ' + a.sends_as + ' to ' + a.url + '; ' +
+    (a.triggers.length ? a.triggers.join(', ') : 'no triggers (a digest only)') +
+    (a.next_digest ? '; next digest ' + a.next_digest : '') + '. Set by ' + a.updated_by + ' at ' +
+    new Date(a.updated_ms).toISOString() + '.';
+}
+
+async function loadAlerts() {
+  try {
+    drawAlerts((await api('GET', '/v1/guardrails/alerts')).alerts);
+  } catch (err) {
+    $('alerts-error').textContent = err.message;
+  }
+}
+
+// The PUT body the form says. An empty secret keeps the stored one; an empty
+// cooldown is the default; the weekday only for a weekly digest.
+function alertsBody() {
+  const body = { url: $('alerts-url').value.trim(), format: $('alerts-format').value, triggers: [], cooldowns: {} };
+  const secret = $('alerts-secret').value;
+  if (secret !== '') body.secret = secret;
+  for (const [name] of ALERT_TRIGGERS) {
+    if (!$('alerts-trigger-' + name).checked) continue;
+    body.triggers.push(name);
+    const c = $('alerts-cooldown-' + name).value.trim();
+    if (c !== '') body.cooldowns[name] = /^-?\d+$/.test(c) ? Number(c) : c;  // faultcp says what is wrong
+  }
+  body.digest = $('alerts-digest').value;
+  body.digest_at = $('alerts-digest-at').value.trim();
+  if (body.digest === 'weekly') body.digest_weekday = $('alerts-digest-weekday').value;
+  return body;
+}
+
+// 32 random bytes as hex: a secret to paste into the receiver, stored on save.
+function newAlertSecret() {
+  const bytes = new Uint8Array(32);
+  crypto.getRandomValues(bytes);
+  $('alerts-secret').value = Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+  $('alerts-secret-state').textContent = 'A new secret: give it to the receiver; it replaces the stored one on save.';
+}
+
+function wireAlerts() {
+  buildAlertTriggers();
+  $('alerts-digest').addEventListener('change', () => {
+    $('alerts-weekday-label').hidden = $('alerts-digest').value !== 'weekly';
+  });
+  $('alerts-rotate').addEventListener('click', newAlertSecret);
+  $('alerts').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    clearAlertErrors();
+    $('alerts-status').textContent = '';
+    try {
+      const saved = await api('PUT', '/v1/guardrails/alerts', alertsBody());
+      drawAlerts(saved.alerts);
+      $('alerts-status').textContent = 'Saved.';
+    } catch (err) {
+      showAlertError(err);
+    }
+  });
+  $('alerts-test').addEventListener('click', async () => {
+    clearAlertErrors();
+    $('alerts-status').textContent = '';
+    try {
+      const sent = await api('POST', '/v1/guardrails/alerts/test', {});
+      $('alerts-status').textContent = 'Test alert queued (delivery ' + sent.delivery + ').';
+    } catch (err) {
+      showAlertError(err);
+    }
+  });
+}
+
 function showError(err) {
   $('start-error').textContent = err.message;
 }
@@ -208,6 +368,7 @@ function signedIn(who) {
   $('whoami').textContent = who || '';
   refresh();
   refreshGuard();
+  loadAlerts();
   timer = setInterval(refresh, 1000);
   guardTimer = setInterval(refreshGuard, 500);
 }
@@ -240,6 +401,7 @@ $('signin').addEventListener('submit', async (ev) => {
 });
 
 $('signout').addEventListener('click', signOut);
+wireAlerts();
 
 $('start').addEventListener('submit', async (ev) => {
   ev.preventDefault();

@@ -15,7 +15,7 @@ std::string gstr(const std::optional<std::string>& v) { return v.value_or(""); }
 
 const char* kActivityCols =
     " id, identity, seq, ts, at_ms, kind, method, host, path, verdict, rule, llm_model, llm_in, llm_out, llm_cache, "
-    "llm_reasoning, prev, hash, chain, chain_detail, received_ms, reporter ";
+    "llm_reasoning, prev, hash, chain, chain_detail, received_ms, reporter, reason ";
 GuardActivityRow guard_activity_row(const SqlRow& r) {
   GuardActivityRow row;
   row.id = gnum(r[0]);
@@ -39,6 +39,7 @@ GuardActivityRow guard_activity_row(const SqlRow& r) {
   row.chain_detail = gstr(r[19]);
   row.received_ms = gnum(r[20]);
   row.reporter = gstr(r[21]);
+  e.reason = gstr(r[22]);
   return row;
 }
 
@@ -120,8 +121,9 @@ Result<std::optional<int64_t>> Store::insert_guard_activity(int64_t ws, const Gu
   const SqlValue none = std::monostate{};
   auto r = db_->query(
       "INSERT INTO guard_activity (workspace_id, identity, seq, ts, at_ms, kind, method, host, path, verdict, rule, "
-      "llm_model, llm_in, llm_out, llm_cache, llm_reasoning, prev, hash, chain, chain_detail, received_ms, reporter) "
-      "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22) "
+      "llm_model, llm_in, llm_out, llm_cache, llm_reasoning, prev, hash, chain, chain_detail, received_ms, reporter, "
+      "reason) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, "
+      "$22, $23) "
       "ON CONFLICT (workspace_id, identity, seq) DO NOTHING RETURNING id",
       {ws,
        e.identity,
@@ -144,7 +146,8 @@ Result<std::optional<int64_t>> Store::insert_guard_activity(int64_t ws, const Gu
        row.chain,
        row.chain_detail,
        row.received_ms,
-       row.reporter});
+       row.reporter,
+       e.reason});
   if (!r) return r.error();
   if (r->empty()) return std::optional<int64_t>{};
   return std::optional<int64_t>(gnum(r->front()[0]));

@@ -333,6 +333,11 @@ CREATE TABLE scenario_checkpoints (
 );
 CREATE INDEX scenario_checkpoints_by_due ON scenario_checkpoints(due_ms);
 )sql",
+      // 11: an activity entry's reason (a WebAssembly plugin's, a dlp-block's
+      // types), '' for the entries that have none (every one stored before).
+      R"sql(
+ALTER TABLE guard_activity ADD COLUMN reason TEXT NOT NULL DEFAULT '';
+)sql",
   };
   return m;
 }

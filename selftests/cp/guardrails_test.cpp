@@ -47,7 +47,8 @@ class ChainBuilder {
  public:
   faultline::ActivityEntry next(const std::string& identity, const std::string& verdict = "allow",
                                 const std::string& host = "api.example.com",
-                                std::optional<faultline::ActivityLlm> llm = std::nullopt) {
+                                std::optional<faultline::ActivityLlm> llm = std::nullopt,
+                                const std::string& reason = "") {
     auto& head = heads_[identity];
     faultline::ActivityEntry e;
     e.seq = ++head.first;
@@ -59,6 +60,7 @@ class ChainBuilder {
     e.path = "/v1/things";
     e.verdict = verdict;
     e.rule = verdict == "allow" ? "" : "rule-" + verdict;
+    e.reason = reason;
     e.llm = std::move(llm);
     e.prev = head.second;
     e.hash = faultline::activity_hash(e);
@@ -343,6 +345,50 @@ TEST_P(GuardrailsTest, TheLogsOwnLinesArePostedAsNdjson) {
                               {{"Content-Type", "application/x-ndjson"}});
   ASSERT_EQ(r.status, 200) << r.describe();
   EXPECT_EQ(r.json()["stored"], 2);
+}
+
+// An entry's reason (a WebAssembly plugin's): stored, listed, in the block's
+// audit entry, and hashed: entries of before it (none) and after it chain on,
+// and an edited reason is flagged.
+TEST_P(GuardrailsTest, AnEntrysReasonIsStoredListedAndHashed) {
+  Tenant t = tenant("acme");
+  ChainBuilder chain;
+  const std::string why = "POST to an /admin path";
+  auto a1 = chain.next("alice");
+  auto a2 = chain.next("alice", "deny", "api.example.com", std::nullopt, why);
+  auto a3 = chain.next("alice");
+  EXPECT_FALSE(entry_json(a1).contains("reason")) << "a line without a reason is as it always was";
+  auto r = call("POST", "/v1/guardrails/activity", t.guard, batch({a1, a2, a3}));
+  ASSERT_EQ(r.status, 200) << r.describe();
+  EXPECT_EQ(r.json()["stored"], 3);
+  EXPECT_TRUE(r.json()["flagged"].empty()) << r.body;
+  const json listed = call("GET", "/v1/guardrails/activity?identity=alice", t.token).json();
+  ASSERT_EQ(listed["entries"].size(), 3u) << listed;
+  EXPECT_EQ(listed["entries"][1]["seq"], 2);
+  EXPECT_EQ(listed["entries"][1]["reason"], why) << listed;
+  EXPECT_EQ(listed["entries"][0]["reason"], "") << listed;
+  EXPECT_EQ(listed["entries"][2]["reason"], "") << listed;
+  auto blocks = audit(t, "guardrail.block");
+  ASSERT_EQ(blocks.size(), 1u);
+  EXPECT_NE(blocks[0]["detail"].get<std::string>().find(why), std::string::npos) << blocks[0];
+
+  // The reason edited after the guard hashed it: stored, flagged.
+  auto a4 = chain.next("alice", "deny", "api.example.com", std::nullopt, why);
+  a4.reason = "allowed after all";
+  auto a5 = chain.next("alice");
+  auto bad = call("POST", "/v1/guardrails/activity", t.guard, batch({a4, a5}));
+  ASSERT_EQ(bad.status, 200) << bad.describe();
+  ASSERT_EQ(bad.json()["flagged"].size(), 1u) << bad.body;
+  EXPECT_EQ(bad.json()["flagged"][0]["seq"], 4);
+  EXPECT_EQ(bad.json()["flagged"][0]["chain"], "bad-hash");
+
+  // An empty reason is not what a guard writes: refused, nothing stored.
+  json empty = entry_json(chain.next("bob"));
+  empty["reason"] = "";
+  auto refused = call("POST", "/v1/guardrails/activity", t.guard, json{{"entries", {empty}}}.dump());
+  EXPECT_EQ(refused.status, 400) << refused.describe();
+  EXPECT_EQ(refused.json().value("field", ""), "entries[0].reason") << refused.body;
+  EXPECT_TRUE(call("GET", "/v1/guardrails/activity?identity=bob", t.token).json()["entries"].empty());
 }
 
 TEST_P(GuardrailsTest, BadInputIsRefusedNamingWhatIsWrong) {

@@ -62,7 +62,8 @@ async function call(base, method, p, token, body) {
 // guard: entry(identity, fields) is the next entry of that identity, hashed as
 // the guard hashes it (the canonical line is the entry without its hash,
 // compact, fields in this order). fields: kind (default llm when llm is given,
-// else request), method (GET), host, path (/), verdict (allow), rule, llm.
+// else request), method (GET), host, path (/), verdict (allow), rule, reason
+// (only when given: a line without one has no such field), llm.
 function makeChain() {
   const heads = new Map();
   return (identity, f) => {
@@ -70,7 +71,7 @@ function makeChain() {
     const e = {
       seq: head.seq + 1, ts: f.ts || new Date().toISOString(), identity, kind: f.kind || (f.llm ? 'llm' : 'request'),
       method: f.method || 'GET', host: f.host, path: f.path || '/', verdict: f.verdict || 'allow',
-      rule: f.rule || '', llm: f.llm || null, prev: head.hash,
+      rule: f.rule || '', ...(f.reason ? { reason: f.reason } : {}), llm: f.llm || null, prev: head.hash,
     };
     e.hash = crypto.createHash('sha256').update(JSON.stringify(e)).digest('hex');
     heads.set(identity, { seq: e.seq, hash: e.hash });

@@ -1,7 +1,8 @@
 // The guard activity's finding badges in Debian's headless Chromium: a real
 // faultcp on loopback, a stand-in guard posting entries of each kind the guard
 // writes (hashed as the guard hashes them), and the page showing each finding
-// with the badge of its alert trigger, and none on a plain allowed request.
+// with the badge of its alert trigger, and none on a plain allowed request;
+// an entry's reason (a WebAssembly plugin's) in its column.
 'use strict';
 
 const fs = require('node:fs');
@@ -22,6 +23,8 @@ const ROWS = [
   [{ kind: 'integrity', method: 'MODIFY', host: '', path: '/work/CLAUDE.md', rule: 'integrity' }, 'integrity'],
   [{ kind: 'breaker', method: 'BREAKER', host: '', path: '/score-125', verdict: 'deny', rule: 'circuit-breaker' }, 'breaker'],
   [{ kind: 'request', path: '/budget', verdict: 'deny', rule: 'budget' }, 'budget'],
+  [{ kind: 'request', path: '/admin/users', verdict: 'deny', rule: 'wasm:deny_admin.wasm', reason: 'POST to an /admin path' },
+    'blocked'],
 ];
 
 async function main() {
@@ -46,7 +49,7 @@ async function main() {
     const shown = await page.$$eval('#activity tbody tr', (trs) => trs.map((tr) => {
       const b = tr.querySelector('span.badge');
       return { request: tr.children[3].textContent, badge: b ? b.textContent : '', cls: b ? b.className : '',
-        finding: tr.dataset.finding || '' };
+        finding: tr.dataset.finding || '', reason: tr.children[9].textContent };
     }));
     for (const [f, want] of ROWS) {
       const r = shown.find((s) => s.request.endsWith(f.path));
@@ -54,6 +57,8 @@ async function main() {
       if (r.badge !== want) fail(f.path + ': badge "' + r.badge + '", expected "' + want + '"');
       if (want && r.cls !== 'badge badge-' + want) fail(f.path + ': class "' + r.cls + '"');
       if (r.finding !== want) fail(f.path + ': data-finding "' + r.finding + '"');
+      // The entry's reason (a WebAssembly plugin's) in its column; empty for the rest.
+      if (r.reason !== (f.reason || '')) fail(f.path + ': reason "' + r.reason + '"');
     }
     // The badges are coloured by the stylesheet (not the default grey).
     const colours = await page.$$eval('#activity span.badge', (bs) => bs.map((b) => getComputedStyle(b).backgroundColor));
@@ -61,7 +66,7 @@ async function main() {
     await page.screenshot({ path: path.join(ARTIFACTS, 'guard-findings.png'), fullPage: true });
     if (pageErrors.length) fail('page errors: ' + pageErrors.join('; '));
     if (foreign.length) fail('the page fetched from elsewhere: ' + foreign.join(', '));
-    console.log('PASS: ' + (ROWS.length - 1) + ' findings shown with their badges (screenshot in ' + ARTIFACTS + ')');
+    console.log('PASS: ' + (ROWS.length - 1) + ' findings shown with their badges and reasons (screenshot in ' + ARTIFACTS + ')');
   } finally {
     if (browser) await browser.close();
     await stopFaultcp(cp, dir);

@@ -136,6 +136,8 @@ TEST_F(GuardDlpTest, DenyAnswers403WithRuleDlpBlockAndNothingGoesUpstream) {
   for (const char* type : {"aws_access_key", "github_token", "credit_card", "private_key"})
     EXPECT_NE(r.err.find(type), std::string::npos) << type << "\n" << r.err;
   EXPECT_NE(activity().find("\"rule\":\"dlp-block\""), std::string::npos) << activity();
+  // The denial's line carries the types as its reason (never a value: expect_no_secret).
+  EXPECT_NE(activity().find("\"rule\":\"dlp-block\",\"reason\":\"DLP: "), std::string::npos) << activity();
   expect_no_secret(r);
 }
 

@@ -93,6 +93,12 @@ class GuardWasmTest : public ::testing::Test {
     return fltest::activity_of_kind(dir_.file("activity.jsonl"), kind);
   }
 
+  // The log's chains verify, lines with a reason among them.
+  void verify_log() {
+    auto v = fltest::run_command({kWasmFaultctl, "activity", "verify", dir_.file("activity.jsonl")}, {}, 30s);
+    EXPECT_TRUE(v.status.is(0)) << v.describe();
+  }
+
   fltest::TempDir dir_;
   std::vector<std::string> env_;
 };
@@ -133,6 +139,11 @@ TEST_F(GuardWasmTest, ThePluginDeniesAPostToAnAdminPathWith403NamingIt) {
   EXPECT_EQ(denied[0].value("verdict", ""), "deny");
   EXPECT_EQ(denied[0].value("method", ""), "POST");
   EXPECT_EQ(denied[0].value("path", ""), "/admin/users");
+  // The plugin's reason on its line; none on the lines of allowed requests.
+  EXPECT_EQ(denied[0].value("reason", ""), "POST to an /admin path") << denied[0];
+  for (const Json& l : lines_of("request"))
+    if (l.value("verdict", "") == "allow") EXPECT_FALSE(l.contains("reason")) << l;
+  verify_log();
 }
 
 TEST_F(GuardWasmTest, InMonitorModeThePluginsDenialIsReportedAndForwarded) {
@@ -144,6 +155,11 @@ TEST_F(GuardWasmTest, InMonitorModeThePluginsDenialIsReportedAndForwarded) {
   EXPECT_NE(r.err.find("would deny (rule wasm:deny_admin.wasm: POST to an /admin path; monitor: forwarded)"),
             std::string::npos)
       << r.err;
+  const auto decided = lines_of("request");
+  ASSERT_EQ(decided.size(), 1u) << r.err;
+  EXPECT_EQ(decided[0].value("verdict", ""), "deny");
+  EXPECT_EQ(decided[0].value("reason", ""), "POST to an /admin path") << decided[0];
+  verify_log();
 }
 
 TEST_F(GuardWasmTest, AnEndlessLoopOrATrapFailsOpenAsAFinding) {
@@ -166,6 +182,10 @@ TEST_F(GuardWasmTest, AnEndlessLoopOrATrapFailsOpenAsAFinding) {
     EXPECT_EQ(f.value("verdict", ""), "allow");
   }
   EXPECT_EQ(findings[0].value("path", ""), "/spin");
+  EXPECT_EQ(findings[0].value("reason", ""),
+            "the policy plugin misbehave.wasm failed: out of fuel in decide (1000000 instructions)")
+      << findings[0];
+  verify_log();
 }
 
 TEST_F(GuardWasmTest, WithFailClosedAFailingPluginDenies) {
@@ -188,6 +208,14 @@ TEST_F(GuardWasmTest, WithFailClosedAFailingPluginDenies) {
   ASSERT_EQ(findings.size(), 2u) << r.err;
   EXPECT_EQ(findings[0].value("verdict", ""), "deny");
   EXPECT_EQ(findings[0].value("rule", ""), "wasm:misbehave.wasm");
+  std::vector<Json> closed;
+  for (const Json& l : lines_of("request"))
+    if (l.value("rule", "") == "wasm-policy") closed.push_back(l);
+  ASSERT_EQ(closed.size(), 2u) << r.err;
+  EXPECT_NE(closed[0].value("reason", "").find("the policy plugin misbehave.wasm failed: out of fuel"),
+            std::string::npos)
+      << closed[0];
+  verify_log();
 }
 
 TEST_F(GuardWasmTest, ARequestTheRulesDenyNeverReachesThePlugin) {

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -141,6 +142,119 @@ TEST_F(ActivityLogTest, EditedFieldIsAHashMismatch) {
   EXPECT_EQ(v.first_bad->seq, 2u);
   EXPECT_NE(v.first_bad->problem.find("hash mismatch"), std::string::npos) << v.first_bad->problem;
   EXPECT_EQ(v.entries, 2u) << "the entries before it";
+}
+
+// Two lines as a guard wrote them before the reason field existed (hashed
+// outside this code, by Python's hashlib over the canonical line).
+const char* const kOldLines[] = {
+    R"({"seq":1,"ts":"2025-06-01T12:00:01.000Z","identity":"alice","kind":"request","method":"POST",)"
+    R"("host":"api.example.com","path":"/v1/items","verdict":"allow","rule":"","llm":null,"prev":"",)"
+    R"("hash":"70c6d2206b5f821ab3d1c3bbcf47fd3d12199df8450982f91f232ffe15bfc098"})",
+    R"({"seq":2,"ts":"2025-06-01T12:00:02.000Z","identity":"alice","kind":"request","method":"POST",)"
+    R"("host":"api.example.com","path":"/admin/users","verdict":"deny","rule":"no-admin","llm":null,)"
+    R"("prev":"70c6d2206b5f821ab3d1c3bbcf47fd3d12199df8450982f91f232ffe15bfc098",)"
+    R"("hash":"d58c6ba494837f98bf92e8a98d9940d5d39e01c94990095a364092172398275f"})",
+};
+
+TEST_F(ActivityLogTest, OldLinesWithoutAReasonVerifyAndTheChainGoesOnWithOne) {
+  rewrite({kOldLines[0], kOldLines[1]});
+  ActivityVerdict v = verify();
+  EXPECT_TRUE(v.intact()) << v.first_bad->describe();
+  EXPECT_EQ(v.entries, 2u);
+  {
+    auto w = ActivityWriter::open(path_);
+    ASSERT_TRUE(w.ok()) << w.error().message;
+    ActivityEntry e{.identity = "alice", .kind = "request", .method = "POST", .host = "api.example.com"};
+    e.path = "/admin/keys";
+    e.verdict = "deny";
+    e.rule = "wasm:deny_admin.wasm";
+    e.reason = "POST to an /admin path";
+    auto r = w->append(e);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->seq, 3u);
+    EXPECT_EQ(r->prev, "d58c6ba494837f98bf92e8a98d9940d5d39e01c94990095a364092172398275f");
+    auto plain = w->append(ActivityEntry{.identity = "alice", .kind = "request", .verdict = "allow"});
+    ASSERT_TRUE(plain.ok()) << plain.error().message;
+  }
+  v = verify();
+  EXPECT_TRUE(v.intact()) << v.first_bad->describe();
+  EXPECT_EQ(v.entries, 4u);
+  const auto ls = lines();
+  ASSERT_EQ(ls.size(), 4u);
+  EXPECT_EQ(ls[0], kOldLines[0]) << "an old line is left as it was";
+  std::vector<std::string> keys;
+  const auto third = nlohmann::ordered_json::parse(ls[2]);  // a local: items() of a temporary would dangle
+  for (const auto& [k, value] : third.items()) keys.push_back(k);
+  EXPECT_EQ(keys, (std::vector<std::string>{"seq", "ts", "identity", "kind", "method", "host", "path", "verdict",
+                                            "rule", "reason", "llm", "prev", "hash"}));
+  EXPECT_EQ(nlohmann::json::parse(ls[2])["reason"], "POST to an /admin path");
+  EXPECT_FALSE(nlohmann::json::parse(ls[3]).contains("reason")) << "an empty reason is not written: " << ls[3];
+}
+
+TEST_F(ActivityLogTest, AReasonIsHashedAndRedacted) {
+  ActivityEntry e{.seq = 1, .ts = "2025-06-01T12:00:00.000Z", .identity = "alice", .kind = "request"};
+  e.verdict = "deny";
+  e.rule = "wasm:p.wasm";
+  e.reason = "no";
+  EXPECT_EQ(activity_canonical_line(e),
+            R"({"seq":1,"ts":"2025-06-01T12:00:00.000Z","identity":"alice","kind":"request","method":"","host":"",)"
+            R"("path":"","verdict":"deny","rule":"wasm:p.wasm","reason":"no","llm":null,"prev":""})");
+  const std::string without = activity_hash(
+      ActivityEntry{e.seq, e.ts, e.identity, e.kind, "", "", "", e.verdict, e.rule, "", std::nullopt, "", ""});
+  EXPECT_NE(activity_hash(e), without) << "the reason is part of what is hashed";
+
+  auto w = ActivityWriter::open(path_);
+  ASSERT_TRUE(w.ok()) << w.error().message;
+  e = ActivityEntry{.identity = "bob", .kind = "request", .verdict = "deny", .rule = "wasm:p.wasm"};
+  e.reason = "saw /upload?api_key=sk-123&x=1";
+  auto r = w->append(e);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->reason, "saw /upload?api_key=[REDACTED]&x=1") << "redacted like the path, before it is hashed";
+  ASSERT_TRUE(w->flush().ok());
+  EXPECT_EQ(lines().at(0).find("sk-123"), std::string::npos) << lines().at(0);
+  const ActivityVerdict v = verify();
+  EXPECT_TRUE(v.intact()) << v.first_bad->describe();
+}
+
+TEST_F(ActivityLogTest, AReasonEditedAddedDroppedOrEmptiedBreaksTheChain) {
+  {
+    auto w = ActivityWriter::open(path_);
+    ASSERT_TRUE(w.ok()) << w.error().message;
+    for (int i = 0; i < 3; ++i) {
+      ActivityEntry e{.identity = "alice", .kind = "request", .verdict = i == 1 ? "deny" : "allow"};
+      if (i == 1) {
+        e.rule = "wasm:deny_admin.wasm";
+        e.reason = "POST to an /admin path";
+      }
+      ASSERT_TRUE(w->append(e).ok());
+    }
+  }
+  const auto good = lines();
+  ASSERT_EQ(good.size(), 3u);
+  struct Case {
+    const char* what;
+    size_t line;
+    std::function<void(nlohmann::ordered_json&)> edit;
+    const char* problem;
+  };
+  const std::vector<Case> cases = {
+      {"edited", 1, [](auto& j) { j["reason"] = "allowed by the plugin"; }, "hash mismatch"},
+      {"dropped", 1, [](auto& j) { j.erase("reason"); }, "hash mismatch"},
+      {"added to a line without one", 0, [](auto& j) { j["reason"] = "harmless"; }, "hash mismatch"},
+      {"emptied", 1, [](auto& j) { j["reason"] = ""; }, "reason is empty"},
+      {"not text", 1, [](auto& j) { j["reason"] = 7; }, "reason is not text"},
+  };
+  for (const auto& c : cases) {
+    auto ls = good;
+    auto j = nlohmann::ordered_json::parse(ls[c.line]);
+    c.edit(j);
+    ls[c.line] = j.dump();
+    rewrite(ls);
+    const ActivityVerdict v = verify();
+    ASSERT_FALSE(v.intact()) << c.what;
+    EXPECT_EQ(v.first_bad->line, c.line + 1) << c.what;
+    EXPECT_NE(v.first_bad->problem.find(c.problem), std::string::npos) << c.what << ": " << v.first_bad->problem;
+  }
 }
 
 TEST_F(ActivityLogTest, RehashedEditIsAPrevMismatch) {

@@ -40,9 +40,13 @@ OrderedJson canonical_object(const ActivityEntry& e) {
                       {"out", e.llm->out},
                       {"cache", e.llm->cache},
                       {"reasoning", e.llm->reasoning}};
-  return OrderedJson{{"seq", e.seq},       {"ts", e.ts},     {"identity", e.identity}, {"kind", e.kind},
-                     {"method", e.method}, {"host", e.host}, {"path", e.path},         {"verdict", e.verdict},
-                     {"rule", e.rule},     {"llm", llm},     {"prev", e.prev}};
+  OrderedJson j{{"seq", e.seq},   {"ts", e.ts},     {"identity", e.identity}, {"kind", e.kind}, {"method", e.method},
+                {"host", e.host}, {"path", e.path}, {"verdict", e.verdict},   {"rule", e.rule}};
+  // Only when there is one: a line of before the field hashes as it did.
+  if (!e.reason.empty()) j["reason"] = e.reason;
+  j["llm"] = std::move(llm);
+  j["prev"] = e.prev;
+  return j;
 }
 
 std::string dump(const OrderedJson& j) { return j.dump(-1, ' ', false, OrderedJson::error_handler_t::replace); }
@@ -51,7 +55,8 @@ std::string dump(const OrderedJson& j) { return j.dump(-1, ' ', false, OrderedJs
 std::variant<ActivityEntry, std::string> entry_of(const nlohmann::json& j) {
   if (!j.is_object()) return std::string("not a JSON object");
   for (const auto& [key, value] : j.items())
-    if (std::find(kFields.begin(), kFields.end(), key) == kFields.end()) return "unknown field '" + key + "'";
+    if (key != "reason" && std::find(kFields.begin(), kFields.end(), key) == kFields.end())
+      return "unknown field '" + key + "'";
   for (std::string_view f : kFields)
     if (!j.contains(f)) return "missing field '" + std::string(f) + "'";
   ActivityEntry e;
@@ -65,6 +70,13 @@ std::variant<ActivityEntry, std::string> entry_of(const nlohmann::json& j) {
     *into = j[name].get<std::string>();
   }
   if (e.identity.empty()) return std::string("identity is empty");
+  // Optional, and never empty: the writer leaves out an empty reason, so an
+  // empty one was added afterwards (and would not hash as written).
+  if (j.contains("reason")) {
+    if (!j["reason"].is_string()) return std::string("reason is not text");
+    e.reason = j["reason"].get<std::string>();
+    if (e.reason.empty()) return std::string("reason is empty (a line without one has no reason field)");
+  }
   const auto& llm = j["llm"];
   if (!llm.is_null()) {
     if (!llm.is_object()) return std::string("llm is neither an object nor null");
@@ -333,6 +345,7 @@ struct ActivityWriter::Core {
         nlohmann::json::parse(nlohmann::json(e.identity).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
             .get<std::string>();
     e.path = options.redactor.text(e.path);
+    if (!e.reason.empty()) e.reason = options.redactor.text(e.reason);
     e.seq = chain.last_seq(e.identity) + 1;
     e.prev = chain.last_hash(e.identity);
     e.hash = activity_hash(e);

@@ -30,8 +30,10 @@ struct ActivityLlm {
 // One line of the log. The canonical line is the JSON object of every field
 // but `hash`, in this order, compact (nlohmann's dump, invalid UTF-8
 // replaced): {"seq","ts","identity","kind","method","host","path","verdict",
-// "rule","llm" (an object, or null),"prev"}. hash = lowercase hex SHA-256 of
-// it; the line written is the same object with "hash" last.
+// "rule","reason" (only when not empty),"llm" (an object, or null),"prev"}.
+// hash = lowercase hex SHA-256 of it; the line written is the same object
+// with "hash" last. A line without "reason" (every line written before the
+// field existed) hashes as it always did.
 struct ActivityEntry {
   uint64_t seq = 0;      // per identity, from 1
   std::string ts;        // UTC, RFC 3339 with milliseconds ("2025-06-01T12:00:00.123Z")
@@ -42,6 +44,10 @@ struct ActivityEntry {
   std::string path;     // redacted before it is hashed
   std::string verdict;  // "allow", "deny", "approve"
   std::string rule;     // "" for the default
+  // Why, when the detector that decided says more than its rule (a WebAssembly
+  // plugin's reason, the DLP types of a dlp-block): secret-free (masked, and
+  // redacted like path before it is hashed); "" for none, and then not written.
+  std::string reason;
   std::optional<ActivityLlm> llm;
   std::string prev;  // the hash of this identity's previous entry; "" for its first
   std::string hash;

@@ -341,8 +341,13 @@ GuardCounts GuardJudge::counts() const {
           would_deny_.load(), would_hold_.load(), llm_calls_.load(), llm_in_.load(), llm_out_.load()};
 }
 
+std::string GuardJudge::activity_reason(const GuardDecision& d) {
+  if (d.rule.starts_with("wasm:") || d.rule == "wasm-policy" || d.rule == "dlp-block") return d.reason;
+  return "";
+}
+
 void GuardJudge::record(const RequestHead& head, GuardVerdict verdict, const std::string& rule, const std::string& what,
-                        std::optional<ActivityLlm> llm, std::string_view kind) {
+                        std::optional<ActivityLlm> llm, std::string_view kind, const std::string& reason) {
   if (options_.activity) {
     ActivityEntry e;
     e.identity = head.identity.empty() ? options_.identity : head.identity;
@@ -352,6 +357,9 @@ void GuardJudge::record(const RequestHead& head, GuardVerdict verdict, const std
     e.path = head.target;
     e.verdict = std::string(guard_verdict_name(verdict));
     e.rule = rule;
+    // A plugin's reason is its author's text: what it echoes of the request
+    // is masked like any log line (and the writer redacts it like the path).
+    if (!reason.empty()) e.reason = masked_text(reason);
     e.llm = std::move(llm);
     options_.activity->post(std::move(e));  // written on the writer's thread; its errors go to its on_error
   }
@@ -863,7 +871,7 @@ RequestVerdict GuardJudge::decide_request(const RequestHead& head_in, const Requ
   if (d.verdict == GuardVerdict::Deny) {
     denied_.fetch_add(1, std::memory_order_relaxed);
     if (call) drop_call(head.id);
-    record(head, d.verdict, d.rule, "deny (" + why + ")" + model_text, asked);
+    record(head, d.verdict, d.rule, "deny (" + why + ")" + model_text, asked, "request", activity_reason(d));
     return RequestVerdict::answer(denial_response(denial, format, false), true);
   }
   // Approve: held until a person, the timeout or the client's leaving settles it.
@@ -943,7 +951,7 @@ GuardDecision GuardJudge::judge_wasm(const RequestHead& head, const RequestFacts
     record(head, options_.wasm_fail_closed && enforce ? GuardVerdict::Deny : GuardVerdict::Allow, rule,
            "wasm: " + failure +
                (options_.wasm_fail_closed ? " (--wasm-fail-closed: denied)" : " (failing open: not stopped)"),
-           std::nullopt, "wasm");
+           std::nullopt, "wasm", failure);
     if (options_.wasm_fail_closed) return GuardDecision{GuardVerdict::Deny, "wasm-policy", failure, enforce, false};
   }
   return d;
@@ -964,7 +972,7 @@ RequestVerdict GuardJudge::allow_request(const RequestHead& head, const GuardDec
     record(head, d.verdict, d.rule,
            std::string(d.verdict == GuardVerdict::Deny ? "would deny" : "would hold for approval") + " (" + why +
                "; monitor: forwarded)" + model_text,
-           asked);
+           asked, "request", activity_reason(d));
   }
   if (call) record_llm_extras(head, *call);
   return v;

@@ -321,9 +321,15 @@ class GuardJudge final : public RequestJudge {
 
   // The activity line and the log line of one decision.
   // `llm`: the call's model and tokens (kind "llm": its usage line); `what`
-  // "" logs nothing for people.
+  // "" logs nothing for people; `reason`: the line's reason field (masked
+  // here, redacted by the writer; "" writes none).
   void record(const RequestHead& head, GuardVerdict verdict, const std::string& rule, const std::string& what,
-              std::optional<ActivityLlm> llm = std::nullopt, std::string_view kind = "request");
+              std::optional<ActivityLlm> llm = std::nullopt, std::string_view kind = "request",
+              const std::string& reason = "");
+  // The reason a decision's activity line carries: a WebAssembly plugin's
+  // (rules wasm:NAME and wasm-policy) and a dlp-block's (the types only);
+  // "" for the rest, whose reason is the operator's own rule text.
+  [[nodiscard]] static std::string activity_reason(const GuardDecision& d);
 
   std::atomic<std::shared_ptr<const GuardPolicy>> policy_;
   GuardJudgeOptions options_;
