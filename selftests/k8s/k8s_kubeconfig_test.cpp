@@ -194,7 +194,8 @@ class K8sKubeconfig : public ::testing::Test {
     // Nothing but the stand-in token that keeps kubectl from prompting for a username.
     EXPECT_EQ(j["users"][0]["user"], nlohmann::json({{"token", "faultline-guard-holds-the-credentials"}})) << copy;
     EXPECT_EQ(j["clusters"][0]["cluster"].value("server", ""), "https://127.0.0.1:" + std::to_string(port_)) << copy;
-    EXPECT_EQ(j["clusters"][0]["cluster"].value("certificate-authority-data", ""), kcfg_base64(kcfg_slurp(file("ca/ca.pem"))))
+    EXPECT_EQ(j["clusters"][0]["cluster"].value("certificate-authority-data", ""),
+              kcfg_base64(kcfg_slurp(file("ca/ca.pem"))))
         << "the copy does not trust the guard's CA:\n"
         << copy;
     const std::string activity = kcfg_slurp(file("activity.jsonl"));
@@ -230,6 +231,18 @@ TEST_F(K8sKubeconfig, BearerTokenIsTheGuardsTheCommandsCopyHoldsNone) {
       << guard_output_;
 }
 
+TEST_F(K8sKubeconfig, ATokenFileBesideTheKubeconfigIsReadByTheGuard) {
+  start_server({"STANDIN_TOKEN=" + secret_});
+  std::ofstream(file("token")) << secret_ << "\n";
+  write_kubeconfig("user-kubeconfig", "certificate-authority: server.pem", "{tokenFile: token}");  // relative paths
+  CommandResult get = guard({"get", "secret", "db", "-n", "dev", "-o", "name"});
+  ASSERT_TRUE(get.status.is(0)) << get.describe() << "\nserver:\n" << server_->err();
+  EXPECT_EQ(get.out, "secret/db\n");
+  EXPECT_TRUE(server_saw("GET /api/v1/namespaces/dev/secrets/db ", "auth=ok")) << server_->err();
+  EXPECT_NE(guard_output_.find("a bearer token (tokenFile " + file("token") + ")"), std::string::npos) << guard_output_;
+  expect_copy_holds_no_secret({secret_});
+}
+
 TEST_F(K8sKubeconfig, ClientCertificateIsPresentedByTheGuardTheCommandsCopyHoldsNoKey) {
   CommandResult made = fltest::make_self_signed_cert(file("client.pem"), file("client.key"), "agent");
   ASSERT_TRUE(made.status.is(0)) << made.describe();
@@ -258,11 +271,12 @@ TEST_F(K8sKubeconfig, AnExecUserIsRefusedNamingTheFileAndTheField) {
   port_ = 6443;
   write_kubeconfig("user-kubeconfig", "certificate-authority: " + file("server.pem"),
                    "{exec: {apiVersion: client.authentication.k8s.io/v1, command: aws}}");
-  CommandResult r = fltest::run_command({kKcfgFaultctl, "guard", "--k8s-kubeconfig", file("user-kubeconfig"), "--", "true"},
-                                        {.env = env()}, 30s);
+  CommandResult r = fltest::run_command(
+      {kKcfgFaultctl, "guard", "--k8s-kubeconfig", file("user-kubeconfig"), "--", "true"}, {.env = env()}, 30s);
   EXPECT_TRUE(r.status.is(2)) << r.describe();
-  EXPECT_NE(r.err.find("--k8s-kubeconfig " + file("user-kubeconfig") + ": users[agent].user.exec: an exec credential "
-                                                                      "plugin is not supported"),
+  EXPECT_NE(r.err.find("--k8s-kubeconfig " + file("user-kubeconfig") +
+                       ": users[agent].user.exec: an exec credential "
+                       "plugin is not supported"),
             std::string::npos)
       << r.describe();
 }

@@ -50,8 +50,9 @@ std::string kc_error_of(const std::string& text, const std::string& context = ""
 }
 
 TEST(Kubeconfig, ATokenUserIsTheGuardsBearerHeaderForTheServer) {
-  auto k = kc_parse(kc_config("{server: 'https://API.Example:6443/base', certificate-authority-data: " + kc_b64(kKcPemCa) + "}",
-                        "{token: abc.def}"));
+  auto k = kc_parse(
+      kc_config("{server: 'https://API.Example:6443/base', certificate-authority-data: " + kc_b64(kKcPemCa) + "}",
+                "{token: abc.def}"));
   ASSERT_TRUE(k.ok()) << k.error().message;
   EXPECT_EQ(k->context, "main");
   EXPECT_EQ(k->cluster_name, "prod");
@@ -89,8 +90,8 @@ TEST(Kubeconfig, UsernameAndPasswordAreBasicCredentials) {
 }
 
 TEST(Kubeconfig, AClientCertificateIsKeptInMemoryFromItsData) {
-  auto k = kc_parse(kc_config("{server: 'https://h'}",
-                        "{client-certificate-data: " + kc_b64(kKcPemCa) + ", client-key-data: " + kc_b64(kKcPemKey) + "}"));
+  auto k = kc_parse(kc_config("{server: 'https://h'}", "{client-certificate-data: " + kc_b64(kKcPemCa) +
+                                                           ", client-key-data: " + kc_b64(kKcPemKey) + "}"));
   ASSERT_TRUE(k.ok()) << k.error().message;
   EXPECT_FALSE(k->authorization);
   EXPECT_EQ(k->client_cert_pem, kKcPemCa);
@@ -101,39 +102,60 @@ TEST(Kubeconfig, AClientCertificateIsKeptInMemoryFromItsData) {
 TEST(Kubeconfig, TheContextFlagPicksAnotherContext) {
   EXPECT_EQ(kc_error_of(kc_config("{server: 'https://h'}", "{}"), "other"),
             "kc.yaml: contexts[other].context.user: no entry named 'nobody' in users");
-  EXPECT_EQ(kc_error_of(kc_config("{server: 'https://h'}", "{}"), "gone"), "kc.yaml: --k8s-context: no entry named 'gone' in contexts");
+  EXPECT_EQ(kc_error_of(kc_config("{server: 'https://h'}", "{}"), "gone"),
+            "kc.yaml: --k8s-context: no entry named 'gone' in contexts");
 }
 
 TEST(Kubeconfig, EachRefusalNamesItsField) {
   const std::string ok_cluster = "{server: 'https://h'}";
-  EXPECT_EQ(kc_error_of(kc_config(ok_cluster, "{exec: {command: aws}}")).rfind("kc.yaml: users[agent].user.exec: an exec credential plugin is not supported", 0), 0u);
-  EXPECT_EQ(kc_error_of(kc_config(ok_cluster, "{auth-provider: {name: gcp}}")).rfind("kc.yaml: users[agent].user.auth-provider: an auth-provider is not supported", 0), 0u);
-  EXPECT_EQ(kc_error_of(kc_config("{server: 'http://h:8080'}", "{}")).rfind("kc.yaml: clusters[prod].cluster.server: 'http://h:8080': a plain http:// server", 0), 0u);
-  EXPECT_EQ(kc_error_of(kc_config("{server: 'https://h:0'}", "{}")), "kc.yaml: clusters[prod].cluster.server: 'https://h:0': the port is not 1 to 65535");
+  EXPECT_EQ(kc_error_of(kc_config(ok_cluster, "{exec: {command: aws}}"))
+                .rfind("kc.yaml: users[agent].user.exec: an exec credential plugin is not supported", 0),
+            0u);
+  EXPECT_EQ(kc_error_of(kc_config(ok_cluster, "{auth-provider: {name: gcp}}"))
+                .rfind("kc.yaml: users[agent].user.auth-provider: an auth-provider is not supported", 0),
+            0u);
+  EXPECT_EQ(kc_error_of(kc_config("{server: 'http://h:8080'}", "{}"))
+                .rfind("kc.yaml: clusters[prod].cluster.server: 'http://h:8080': a plain http:// server", 0),
+            0u);
+  EXPECT_EQ(kc_error_of(kc_config("{server: 'https://h:0'}", "{}")),
+            "kc.yaml: clusters[prod].cluster.server: 'https://h:0': the port is not 1 to 65535");
   EXPECT_EQ(kc_error_of(kc_config("{}", "{}")), "kc.yaml: clusters[prod].cluster.server: missing");
-  EXPECT_EQ(kc_error_of(kc_config("{server: 'https://h', proxy-url: 'http://p:3128'}", "{}")).rfind("kc.yaml: clusters[prod].cluster.proxy-url: not supported", 0), 0u);
+  EXPECT_EQ(kc_error_of(kc_config("{server: 'https://h', proxy-url: 'http://p:3128'}", "{}"))
+                .rfind("kc.yaml: clusters[prod].cluster.proxy-url: not supported", 0),
+            0u);
   EXPECT_EQ(kc_error_of(kc_config("{server: 'https://h', certificate-authority-data: '!!'}", "{}")),
             "kc.yaml: clusters[prod].cluster.certificate-authority-data: not base64 of a PEM text");
-  EXPECT_EQ(kc_error_of(kc_config("{server: 'https://h', certificate-authority: ca.pem, certificate-authority-data: " + kc_b64(kKcPemCa) + "}", "{}")).rfind("kc.yaml: clusters[prod].cluster.certificate-authority: given twice", 0), 0u);
+  EXPECT_EQ(kc_error_of(kc_config("{server: 'https://h', certificate-authority: ca.pem, certificate-authority-data: " +
+                                      kc_b64(kKcPemCa) + "}",
+                                  "{}"))
+                .rfind("kc.yaml: clusters[prod].cluster.certificate-authority: given twice", 0),
+            0u);
   EXPECT_EQ(kc_error_of(kc_config("{server: 'https://h', certificate-authority: /nonexistent/ca.pem}", "{}")),
-            "kc.yaml: clusters[prod].cluster.certificate-authority: cannot read /nonexistent/ca.pem: No such file or directory");
+            "kc.yaml: clusters[prod].cluster.certificate-authority: cannot read /nonexistent/ca.pem: No such file or "
+            "directory");
   EXPECT_EQ(kc_error_of(kc_config("{server: 'https://h', insecure-skip-tls-verify: maybe}", "{}")),
             "kc.yaml: clusters[prod].cluster.insecure-skip-tls-verify: not true or false");
-  EXPECT_EQ(kc_error_of(kc_config(ok_cluster, "{client-certificate-data: " + kc_b64(kKcPemCa) + "}")).rfind("kc.yaml: users[agent].user.client-key: missing", 0), 0u);
-  EXPECT_EQ(kc_error_of(kc_config(ok_cluster, "{client-certificate-data: " + kc_b64(kKcPemCa) + ", client-key-data: " + kc_b64("nokey") + "}")),
+  EXPECT_EQ(kc_error_of(kc_config(ok_cluster, "{client-certificate-data: " + kc_b64(kKcPemCa) + "}"))
+                .rfind("kc.yaml: users[agent].user.client-key: missing", 0),
+            0u);
+  EXPECT_EQ(kc_error_of(kc_config(ok_cluster, "{client-certificate-data: " + kc_b64(kKcPemCa) +
+                                                  ", client-key-data: " + kc_b64("nokey") + "}")),
             "kc.yaml: users[agent].user.client-key: holds no PEM private key");
-  EXPECT_EQ(kc_error_of(kc_config(ok_cluster, "{token: t, username: u}")).rfind("kc.yaml: users[agent].user.username: with a token too", 0), 0u);
+  EXPECT_EQ(kc_error_of(kc_config(ok_cluster, "{token: t, username: u}"))
+                .rfind("kc.yaml: users[agent].user.username: with a token too", 0),
+            0u);
   EXPECT_EQ(kc_error_of(kc_config(ok_cluster, "{token: [a]}")), "kc.yaml: users[agent].user.token: not a string");
-  EXPECT_EQ(kc_error_of("current-context: ''\n"), "kc.yaml: current-context: missing (name the context with --k8s-context)");
+  EXPECT_EQ(kc_error_of("current-context: ''\n"),
+            "kc.yaml: current-context: missing (name the context with --k8s-context)");
   EXPECT_EQ(kc_error_of("[1, 2]"), "kc.yaml: not a kubeconfig (a map with clusters, users, contexts)");
   EXPECT_EQ(kc_error_of("a: [").rfind("kc.yaml: not YAML: ", 0), 0u);
 }
 
 TEST(Kubeconfig, TheCommandsCopyTrustsTheGuardsCaAndHoldsNoCredential) {
-  auto k = kc_parse(kc_config("{server: 'https://h:6443', tls-server-name: api.internal, certificate-authority-data: " +
-                            kc_b64(kKcPemCa) + "}",
-                        "{token: the-token, client-certificate-data: " + kc_b64(kKcPemCa) + ", client-key-data: " +
-                            kc_b64(kKcPemKey) + "}"));
+  auto k = kc_parse(kc_config(
+      "{server: 'https://h:6443', tls-server-name: api.internal, certificate-authority-data: " + kc_b64(kKcPemCa) + "}",
+      "{token: the-token, client-certificate-data: " + kc_b64(kKcPemCa) + ", client-key-data: " + kc_b64(kKcPemKey) +
+          "}"));
   ASSERT_TRUE(k.ok()) << k.error().message;
   const std::string guard_ca = "-----BEGIN CERTIFICATE-----\nGUARD\n-----END CERTIFICATE-----\n";
   const std::string copy = child_kubeconfig(*k, guard_ca);

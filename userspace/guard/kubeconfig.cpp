@@ -123,16 +123,16 @@ Result<std::optional<std::string>> pem_field(const YAML::Node& map, const std::s
 }
 
 // https://host[:port][/path]: the host (lowercase, IPv6 unbracketed) and port.
-Status read_server(const std::string& server, const std::string& origin, const std::string& field,
-                   KubeconfigUse& use) {
+Status read_server(const std::string& server, const std::string& origin, const std::string& field, KubeconfigUse& use) {
   constexpr std::string_view kHttps = "https://";
   std::string lower = server;
   std::transform(lower.begin(), lower.end(), lower.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (lower.rfind("http://", 0) == 0)
     return field_error(origin, field,
-                       "'" + server + "': a plain http:// server; the guard presents the user's credentials over TLS "
-                                      "only (an https:// server)");
+                       "'" + server +
+                           "': a plain http:// server; the guard presents the user's credentials over TLS "
+                           "only (an https:// server)");
   if (lower.rfind(kHttps, 0) != 0) return field_error(origin, field, "'" + server + "': not an https:// URL");
   std::string authority = lower.substr(kHttps.size());
   authority = authority.substr(0, authority.find_first_of("/?#"));
@@ -207,11 +207,11 @@ Status read_user(const YAML::Node& u, const std::string& origin, const std::stri
   for (const char* plugin : {"exec", "auth-provider"}) {
     const YAML::Node n = u[plugin];
     if (n && !n.IsNull())
-      return field_error(origin, where + "." + plugin,
-                         std::string(plugin == std::string_view("exec") ? "an exec credential plugin"
-                                                                        : "an auth-provider") +
-                             " is not supported by --k8s-kubeconfig; use a token, tokenFile or a client certificate "
-                             "(fetch the token with the plugin into a file, and name it in tokenFile)");
+      return field_error(
+          origin, where + "." + plugin,
+          std::string(plugin == std::string_view("exec") ? "an exec credential plugin" : "an auth-provider") +
+              " is not supported by --k8s-kubeconfig; use a token, tokenFile or a client certificate "
+              "(fetch the token with the plugin into a file, and name it in tokenFile)");
   }
   auto token = scalar(u, "token", origin, where);
   if (!token) return token.error();
@@ -368,8 +368,8 @@ Result<std::shared_ptr<TlsClientContext>> kubeconfig_upstream_client(const Kubec
   if (client) return client;
   const std::string& m = client.error().message;
   const std::string user = "users[" + use.user_name + "].user.";
-  const std::string field = m.rfind("upstream roots", 0) == 0       ? "clusters[" + use.cluster_name +
-                                                                        "].cluster.certificate-authority"
+  const std::string field = m.rfind("upstream roots", 0) == 0
+                                ? "clusters[" + use.cluster_name + "].cluster.certificate-authority"
                             : m.rfind("client certificate", 0) == 0 ? user + "client-certificate"
                             : m.rfind("client key", 0) == 0         ? user + "client-key"
                                                                     : std::string("TLS");
