@@ -153,6 +153,39 @@ Status parse_clickhouse_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
   return {};
 }
 
+// --k8s-kubeconfig FILE [--k8s-context NAME] (implies --terminate-tls): the
+// user's kubeconfig read now; its credentials stay with the guard.
+Status parse_kubeconfig_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
+  if (!r.count("k8s-kubeconfig")) {
+    if (r.count("k8s-context")) return bad("--k8s-context applies to --k8s-kubeconfig");
+    return {};
+  }
+  const std::string file = r["k8s-kubeconfig"].as<std::string>();
+  if (file.empty()) return bad("--k8s-kubeconfig: empty file name");
+  if (!a.faults.faults.empty())
+    return bad("--k8s-kubeconfig with HTTP faults (--fault-*, --faults): not supported together yet");
+  if (a.capture.gateway) return bad("--k8s-kubeconfig gives the command a kubeconfig: --gateway runs no command");
+  std::string context;
+  if (r.count("k8s-context")) {
+    context = r["k8s-context"].as<std::string>();
+    if (context.empty()) return bad("--k8s-context: empty name");
+  }
+  auto use = read_kubeconfig(file, context);
+  if (!use) return bad("--k8s-kubeconfig " + use.error().describe());
+  if (auto client = kubeconfig_upstream_client(*use); !client)
+    return bad("--k8s-kubeconfig " + client.error().message);  // a PEM that is not one, a key not the certificate's
+  if (use->authorization && a.capture.creds) {
+    for (const HttpCredential& h : a.capture.creds->http)
+      if (h.host == use->host && (!h.port || *h.port == use->port))
+        return bad("--k8s-kubeconfig " + file + ": the server " + use->host + ":" + std::to_string(use->port) +
+                   " has an entry in --creds too (" + h.where + "): keep one");
+  }
+  a.capture.kubeconfig = std::move(*use);
+  a.capture.terminate_tls = true;  // the command's TLS ends at the guard, which holds the credentials
+  a.requests = true;
+  return {};
+}
+
 // --creds FILE (implies --terminate-tls), --creds-ttl D (1s to 24h).
 Status parse_creds_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
   if (!r.count("creds")) {
@@ -344,7 +377,8 @@ Status apply_policy_file(const std::string& file, GuardArgs& a) {
 Status parse_fault_flags(const cxxopts::ParseResult& r, GuardArgs& a) {
   GuardFaults& gf = a.faults;
   auto str = [&](const char* f) { return r[f].as<std::string>(); };
-  gf.terminate_tls = r.count("terminate-tls") > 0 || r.count("creds") > 0;  // --creds implies it
+  // --creds and --k8s-kubeconfig imply it
+  gf.terminate_tls = r.count("terminate-tls") > 0 || r.count("creds") > 0 || r.count("k8s-kubeconfig") > 0;
   GuardFaultWords w;
   bool any = false;
   for (auto [flag, slot] : std::initializer_list<std::pair<const char*, std::optional<std::string>*>>{
@@ -941,6 +975,12 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
       "the command (a JSON {\"credentials\": [{host, header, value, secret}]}; implies --terminate-tls)",
       cxxopts::value<std::string>())("creds-ttl", "how often --creds' secrets are read again (default 30s)",
                                      cxxopts::value<std::string>())(
+      "k8s-kubeconfig",
+      "FILE: the command gets a copy of this kubeconfig that trusts the guard's CA and holds no credentials (as "
+      "KUBECONFIG); the guard presents the user's token or client certificate to the API server (implies "
+      "--terminate-tls)",
+      cxxopts::value<std::string>())("k8s-context", "--k8s-kubeconfig: the context to use (default: current-context)",
+                                     cxxopts::value<std::string>())(
       "gateway",
       "no command: one guard for agents on other hosts, listening on --addr; each request needs a "
       "--gateway-token (Proxy-Authorization Basic ID:TOKEN or Bearer TOKEN) and is judged as its identity")(
@@ -1293,6 +1333,7 @@ Result<Parsed<GuardArgs>> parse_guard_args(const std::vector<std::string>& args)
   if (auto t = compile_redirects(g.redirects); !t) return bad(t.error().message);
   FL_TRY(parse_fault_flags(*r, args_out));
   FL_TRY(parse_creds_flags(*r, args_out));
+  FL_TRY(parse_kubeconfig_flags(*r, args_out));
   for (const char* flag : {"block-dangerous", "approve-dangerous"}) {
     if (!r->count(flag)) continue;
     if (cap.gateway) return bad(std::string("--") + flag + " judges the command's execs: --gateway runs no command");

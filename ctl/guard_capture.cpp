@@ -88,6 +88,26 @@ Status make_state_dir(const std::string& dir) {
   return ensure_private_dir(dir, false);
 }
 
+// --k8s-kubeconfig: the API server's upstream TLS as the kubeconfig says (its
+// roots or none, the user's client certificate) for the terminated
+// connections to it, and the command's copy written in the trust folder.
+// Returns the copy's path.
+Result<std::string> set_up_kubeconfig(const KubeconfigUse& k, const std::string& ca_cert, const std::string& dir,
+                                      HttpTls& http_tls) {
+  auto client = kubeconfig_upstream_client(k);
+  if (!client) return input_error(EINVAL, "--k8s-kubeconfig " + client.error().message);
+  UpstreamTlsClient entry{{k.host}, k.port, std::move(*client)};
+  if (!k.tls_server_name.empty()) entry.hosts.push_back(k.tls_server_name);
+  http_tls.upstream_clients.push_back(std::move(entry));
+  auto pem = read_text_file(ca_cert);
+  if (!pem) return make_error(pem.error().err, "the CA " + ca_cert + ": " + pem.error().describe());
+  const std::string path = dir + "/kubeconfig";
+  FL_TRY(write_file_atomic(path, child_kubeconfig(k, *pem)));
+  // Readable like the trust files beside it (the command may run as another user): it holds no secret.
+  if (::chmod(path.c_str(), 0644) != 0) return errno_error("cannot chmod 644 " + path);
+  return path;
+}
+
 }  // namespace guard_capture_impl
 
 using namespace guard_capture_impl;
@@ -172,6 +192,11 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
     http_tls.client = setup->client;
     trust_env = setup->env;
     trust_env.emplace_back("GIT_SSL_CAINFO", setup->trust.bundle);
+    if (o.kubeconfig) {
+      auto kube = set_up_kubeconfig(*o.kubeconfig, t.ca.cert(), c->trust_dir_->path(), http_tls);
+      if (!kube) return kube.error();
+      trust_env.emplace_back("KUBECONFIG", *kube);
+    }
     if (o.gateway) {
       auto pem = read_text_file(t.ca.cert());
       if (!pem) return make_error(pem.error().err, "the CA " + t.ca.cert() + ": " + pem.error().describe());
@@ -335,11 +360,30 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
   pc.name = "guard";
   pc.listen = o.listen.empty() ? "127.0.0.1:0" : o.listen;
   std::shared_ptr<RequestJudge> judge = c->judge_;
-  if (o.creds) {
+  std::optional<CredsFile> creds = o.creds;
+  if (o.kubeconfig && o.kubeconfig->authorization) {
+    if (!creds) creds.emplace();
+    creds->http.push_back(*o.kubeconfig->authorization);
+  }
+  if (creds) {
     // The secrets are read now, before the command starts: an env source is
     // gone from the environment it inherits.
-    c->creds_ = CredentialStore::start(*o.creds, o.creds_ttl, write_line);
+    c->creds_ = CredentialStore::start(*creds, o.creds_ttl, write_line);
     judge = std::make_shared<CredentialJudge>(c->judge_, c->creds_);
+  }
+  if (o.kubeconfig) {
+    const KubeconfigUse& k = *o.kubeconfig;
+    log << "faultline guard: --k8s-kubeconfig " << k.file << " (context " << k.context
+        << "): the command's KUBECONFIG is a copy that trusts the guard's CA and holds no credentials; the guard "
+           "presents "
+        << kubeconfig_credentials_text(k) << " to " << k.server << ", verified "
+        << (k.insecure         ? std::string("not at all (insecure-skip-tls-verify)")
+            : k.ca_pem.empty() ? std::string("with the system's CAs")
+                               : std::string("with the kubeconfig's certificate-authority"))
+        << "\n"
+        << std::flush;
+  }
+  if (o.creds) {
     std::string hosts;
     for (const HttpCredential& h : o.creds->http)
       hosts += (hosts.empty() ? "" : ", ") + h.host + (h.port ? ":" + std::to_string(*h.port) : "") + " (" + h.header +

@@ -22,6 +22,7 @@
 #include "userspace/guard/credential_store.h"
 #include "userspace/guard/guard_judge.h"
 #include "userspace/guard/honeytokens.h"
+#include "userspace/guard/kubeconfig.h"
 #include "userspace/net/egress_rules.h"
 #include "userspace/proxy/proxy_registry.h"
 
@@ -84,6 +85,11 @@ struct GuardCaptureOptions {
   // and again every creds_ttl.
   std::optional<CredsFile> creds;
   std::chrono::milliseconds creds_ttl{30'000};
+  // --k8s-kubeconfig FILE: the command's KUBECONFIG is a copy trusting the
+  // guard's CA with no credentials; the guard sets the user's Authorization
+  // (with the --creds entries, refreshed every creds_ttl) and presents its
+  // client certificate, verifying the server as the kubeconfig says.
+  std::optional<KubeconfigUse> kubeconfig;
   // With faultcp (--control-plane URL --token T): the workspace's guard
   // section is the policy, held requests are posted there too, and the
   // activity goes there, spooled in state_dir while faultcp is down.

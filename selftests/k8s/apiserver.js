@@ -8,8 +8,17 @@
 // Prints "listening PORT" once it accepts connections; every request is one
 // line on stderr ("METHOD PATH"), and every exec run is "exec NS/POD: ARGS".
 // Starts with namespaces dev and prod, a secret db and a pod web in each.
+//
+// Optional, from the environment (the --k8s-kubeconfig tests):
+//   STANDIN_TLS_CERT, STANDIN_TLS_KEY  serve HTTPS with this certificate and key
+//   STANDIN_CLIENT_CA                  and require a client certificate issued by it
+//   STANDIN_TOKEN                      require "Authorization: Bearer TOKEN" (401 otherwise)
+// Each request's line then ends with "auth=ok" (or "auth=none", "auth=wrong")
+// and, with a client certificate, "client=CN".
 "use strict";
+const fs = require("node:fs");
 const http = require("node:http");
+const https = require("node:https");
 const { WebSocketServer } = require("ws");
 
 let resourceVersion = 100;
@@ -98,9 +107,24 @@ function route(path) {
   return { namespace, resource: p[0], name: p[1] || "", sub: p[2] || "" };
 }
 
-const server = http.createServer(async (req, res) => {
+const requiredToken = process.env.STANDIN_TOKEN || "";
+// What the request authenticated with, for its log line ("" when nothing is required).
+function authText(req) {
+  let text = "";
+  if (requiredToken) {
+    const h = req.headers.authorization || "";
+    text += h === `Bearer ${requiredToken}` ? " auth=ok" : h ? " auth=wrong" : " auth=none";
+  }
+  const peer = req.socket.getPeerCertificate ? req.socket.getPeerCertificate() : null;
+  if (peer && peer.subject) text += ` client=${peer.subject.CN}`;
+  return text;
+}
+const authorized = (req) => !requiredToken || req.headers.authorization === `Bearer ${requiredToken}`;
+
+async function serve(req, res) {
   const url = new URL(req.url, "http://standin");
-  console.error(`${req.method} ${req.url} ${req.headers["content-type"] || ""}`);
+  console.error(`${req.method} ${req.url} ${req.headers["content-type"] || ""}${authText(req)}`);
+  if (!authorized(req)) return status(res, 401, "Unauthorized", "Unauthorized");
   if (discovery(url.pathname, res)) return;
   if (!url.pathname.startsWith("/api/v1/")) return status(res, 404, "NotFound", `the server could not find ${url.pathname}`);
   const { namespace, resource, name, sub } = route(url.pathname);
@@ -150,7 +174,18 @@ const server = http.createServer(async (req, res) => {
     return send(res, 200, o);
   }
   return status(res, 405, "MethodNotAllowed", `${req.method} is not served by the stand-in`);
-});
+}
+
+const tls = process.env.STANDIN_TLS_CERT
+  ? {
+      cert: fs.readFileSync(process.env.STANDIN_TLS_CERT),
+      key: fs.readFileSync(process.env.STANDIN_TLS_KEY),
+      ...(process.env.STANDIN_CLIENT_CA
+        ? { ca: fs.readFileSync(process.env.STANDIN_CLIENT_CA), requestCert: true, rejectUnauthorized: true }
+        : {}),
+    }
+  : null;
+const server = tls ? https.createServer(tls, serve) : http.createServer(serve);
 
 // exec: GET .../pods/NAME/exec?command=...&stdout=true upgraded to a
 // websocket; each message's first byte is its channel (1 stdout, 3 the
@@ -162,7 +197,11 @@ const wss = new WebSocketServer({
 });
 server.on("upgrade", (req, socket, head) => {
   const url = new URL(req.url, "http://standin");
-  console.error(`${req.method} ${req.url} (upgrade)`);
+  console.error(`${req.method} ${req.url} (upgrade)${authText(req)}`);
+  if (!authorized(req)) {
+    socket.end("HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n");
+    return;
+  }
   const { namespace, resource, name, sub } = route(url.pathname);
   if (resource !== "pods" || sub !== "exec" || !store.pods.has(`${namespace}/${name}`)) {
     socket.end("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");

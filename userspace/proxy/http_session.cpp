@@ -289,6 +289,21 @@ void HttpSession::head_timed_out() {
   state_ = Req::answer_due;
 }
 
+std::shared_ptr<TlsClientContext> upstream_client_for(const HttpTls& tls, std::string_view sni, std::string_view host,
+                                                      uint16_t port) {
+  const auto same = [](std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+             return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           });
+  };
+  for (const UpstreamTlsClient& u : tls.upstream_clients) {
+    if (u.port != port) continue;
+    for (const std::string& h : u.hosts)
+      if ((!sni.empty() && same(h, sni)) || (!host.empty() && same(h, host))) return u.client;
+  }
+  return tls.client;
+}
+
 const HttpFaultEntry* fault_by_sni(const HttpRules& rules, std::string_view sni, uint16_t port, uint64_t& rng) {
   const std::string host = std::string(sni) + ":" + std::to_string(port);
   for (const HttpFaultEntry& e : rules.faults) {

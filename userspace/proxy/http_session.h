@@ -70,13 +70,28 @@ struct ProxyTlsSpec {
   bool operator==(const ProxyTlsSpec&) const = default;
 };
 
+// terminate: an upstream with a client context of its own (its own roots, a
+// client certificate: the guard's --k8s-kubeconfig), chosen when the
+// connection's SNI or destination host is one of `hosts` and its port `port`.
+struct UpstreamTlsClient {
+  std::vector<std::string> hosts;  // lowercase; IPv6 without brackets
+  uint16_t port = 0;
+  std::shared_ptr<TlsClientContext> client;
+};
+
 struct HttpTls {
   HttpTlsMode mode = HttpTlsMode::off;
-  std::shared_ptr<TlsServerContext> server;  // terminate, own: towards clients
-  std::shared_ptr<TlsClientContext> client;  // terminate, own: towards upstreams
-  std::string upstream_name;                 // own: what the upstream's certificate must name
-  ProxyTlsSpec spec;                         // own: as asked
+  std::shared_ptr<TlsServerContext> server;         // terminate, own: towards clients
+  std::shared_ptr<TlsClientContext> client;         // terminate, own: towards upstreams
+  std::string upstream_name;                        // own: what the upstream's certificate must name
+  ProxyTlsSpec spec;                                // own: as asked
+  std::vector<UpstreamTlsClient> upstream_clients;  // terminate: these upstreams' own, before `client`
 };
+
+// The client context for an upstream of a terminated connection: the first
+// upstream_clients entry naming `sni` or `host` (any case) at `port`, else tls.client.
+[[nodiscard]] std::shared_ptr<TlsClientContext> upstream_client_for(const HttpTls& tls, std::string_view sni,
+                                                                    std::string_view host, uint16_t port);
 
 // A proxy's HTTP mode: its faults in the order added and its limits. Immutable
 // once published (part of the ToxicSet the workers swap).

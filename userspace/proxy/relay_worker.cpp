@@ -1999,7 +1999,14 @@ class RelayWorker::Loop {
       if (own) {  // its leaf names the address the client connected to
         if (auto local = local_address(c.client.get())) fallback = address_only(*local);
       }
-      c.tls = std::make_unique<TlsTermination>(rules.tls.server, rules.tls.client, fallback,
+      // A terminated upstream may have a client context of its own (its
+      // roots, a client certificate), by its SNI or destination and port.
+      std::shared_ptr<TlsClientContext> upstream_client = rules.tls.client;
+      if (!own && !rules.tls.upstream_clients.empty()) {
+        const uint16_t port = c.forward ? c.target->port : port_of(destination(c));
+        upstream_client = upstream_client_for(rules.tls, hello.server_name, fallback, port);
+      }
+      c.tls = std::make_unique<TlsTermination>(rules.tls.server, std::move(upstream_client), fallback,
                                                own ? rules.tls.upstream_name : std::string());
       Status st = c.tls->from_client(c.held);
       c.held = std::string();

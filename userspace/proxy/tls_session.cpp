@@ -20,6 +20,43 @@ bool tls_is_ip_literal(const std::string& host) {
 
 TlsSession* tls_session_of(SSL* ssl) { return static_cast<TlsSession*>(SSL_get_app_data(ssl)); }
 
+// Every certificate of a PEM text added to the context's trusted roots.
+Status add_pem_roots(SSL_CTX* ctx, const std::string& pem) {
+  BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  if (!bio) return make_error(ENOMEM, "cannot read the upstream roots");
+  X509_STORE* store = SSL_CTX_get_cert_store(ctx);
+  int added = 0;
+  while (X509Ptr cert{PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)}) {
+    if (X509_STORE_add_cert(store, cert.get()) != 1)
+      return input_error(EINVAL, with_openssl_errors("upstream roots: cannot add a certificate"));
+    ++added;
+  }
+  ERR_clear_error();
+  if (added == 0) return input_error(EINVAL, "upstream roots: no PEM certificate in them");
+  return {};
+}
+
+// A client chain (the leaf first, then its intermediates) and its key, from PEM text.
+Status use_pem_identity(SSL_CTX* ctx, const std::string& cert_pem, const std::string& key_pem) {
+  BioPtr certs(BIO_new_mem_buf(cert_pem.data(), static_cast<int>(cert_pem.size())));
+  BioPtr key_bio(BIO_new_mem_buf(key_pem.data(), static_cast<int>(key_pem.size())));
+  if (!certs || !key_bio) return make_error(ENOMEM, "cannot read the client certificate");
+  X509Ptr leaf(PEM_read_bio_X509(certs.get(), nullptr, nullptr, nullptr));
+  if (!leaf || SSL_CTX_use_certificate(ctx, leaf.get()) != 1)
+    return input_error(EINVAL, with_openssl_errors("client certificate: not a PEM certificate"));
+  while (X509Ptr extra{PEM_read_bio_X509(certs.get(), nullptr, nullptr, nullptr)}) {
+    if (SSL_CTX_add1_chain_cert(ctx, extra.get()) != 1)
+      return input_error(EINVAL, with_openssl_errors("client certificate: cannot add its chain"));
+  }
+  ERR_clear_error();
+  PkeyPtr key(PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
+  if (!key || SSL_CTX_use_PrivateKey(ctx, key.get()) != 1)
+    return input_error(EINVAL, with_openssl_errors("client key: not a PEM private key"));
+  if (SSL_CTX_check_private_key(ctx) != 1)
+    return input_error(EINVAL, with_openssl_errors("client key: not the key of the client certificate"));
+  return {};
+}
+
 }  // namespace
 
 // The leaf by SNI: called by OpenSSL while it reads the ClientHello, before it
@@ -109,11 +146,12 @@ Result<std::shared_ptr<TlsClientContext>> TlsClientContext::create(const TlsClie
   SslCtxPtr ctx(SSL_CTX_new(TLS_client_method()));
   if (!ctx) return make_error(0, with_openssl_errors("cannot make a TLS client context"));
   SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
-  SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
+  SSL_CTX_set_verify(ctx.get(), options.verify ? SSL_VERIFY_PEER : SSL_VERIFY_NONE, nullptr);
   SSL_CTX_set_options(ctx.get(), SSL_OP_NO_RENEGOTIATION);
   SSL_CTX_set_mode(ctx.get(), SSL_MODE_RELEASE_BUFFERS);
-  if (SSL_CTX_set_default_verify_paths(ctx.get()) != 1)
+  if (options.system_roots && SSL_CTX_set_default_verify_paths(ctx.get()) != 1)
     return make_error(0, with_openssl_errors("cannot load the system trust store"));
+  if (!options.upstream_ca_pem.empty()) FL_TRY(add_pem_roots(ctx.get(), options.upstream_ca_pem));
   if (!options.upstream_ca_file.empty()) {
     if (SSL_CTX_load_verify_locations(ctx.get(), options.upstream_ca_file.c_str(), nullptr) != 1)
       return input_error(EINVAL, with_openssl_errors("upstream_ca " + options.upstream_ca_file +
@@ -132,6 +170,10 @@ Result<std::shared_ptr<TlsClientContext>> TlsClientContext::create(const TlsClie
       return input_error(EINVAL, with_openssl_errors("client_key " + options.client_key_file +
                                                      ": not the key of client_cert " + options.client_cert_file));
   }
+  if (options.client_cert_pem.empty() != options.client_key_pem.empty())
+    return input_error(EINVAL, "client certificate and key: give both or neither");
+  if (!options.client_cert_pem.empty())
+    FL_TRY(use_pem_identity(ctx.get(), options.client_cert_pem, options.client_key_pem));
   if (SSL_CTX_set_alpn_protos(ctx.get(), kAlpnHttp11, sizeof(kAlpnHttp11)) != 0)
     return make_error(0, with_openssl_errors("cannot set ALPN"));
   ERR_clear_error();

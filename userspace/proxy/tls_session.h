@@ -52,6 +52,18 @@ struct TlsClientOptions {
   // (PEM, the leaf first) and its key. Both or neither.
   std::string client_cert_file;
   std::string client_key_file;
+  // The same in memory (a kubeconfig's *-data, its files read by the caller):
+  // PEM roots added like upstream_ca_file, a client chain (the leaf first) and
+  // its key, both or neither. Never written to a file.
+  std::string upstream_ca_pem;
+  std::string client_cert_pem;
+  std::string client_key_pem;
+  // false: the system store is not loaded, only upstream_ca_file/_pem are
+  // trusted (a kubeconfig's certificate-authority, as kubectl trusts it).
+  bool system_roots = true;
+  // false: the upstream's certificate is not checked at all (a kubeconfig's
+  // insecure-skip-tls-verify: true, which kubectl honours too).
+  bool verify = true;
 };
 
 // The client side's shared configuration: TLS 1.2+, peer verification on, the
