@@ -323,11 +323,11 @@ void kill9(Process& p) {
   ASSERT_TRUE(st && st->killed_by(SIGKILL)) << p.child.describe();
 }
 
-// faultcp down for 5 s with a grace of 2 s: the firings due meanwhile are one
+// faultcp down for 7 s with a grace of 3 s: the firings due meanwhile are one
 // `missed` row (not made up), then the schedule fires on.
 TEST(ScheduleResume, MissedFiringsWhileDownAreRecordedOnceAndNotMadeUp) {
   fltest::TestDatabase db(Backend::Sqlite);
-  auto a = start_faultcp(db.url(), "2");
+  auto a = start_faultcp(db.url(), "3");
   ASSERT_NE(a.port, 0);
   Workspace w = join(a.port, "missed");
   const int64_t id = w.schedule({{"name", "often"},
@@ -337,8 +337,8 @@ TEST(ScheduleResume, MissedFiringsWhileDownAreRecordedOnceAndNotMadeUp) {
                                  {"step", {{"experiment", loss_experiment(30)}}}});
   ASSERT_NE(w.take(5000), 0);
   kill9(a);
-  std::this_thread::sleep_for(5s);  // the downtime itself: nothing to poll
-  auto b = start_faultcp(db.url(), "2");
+  std::this_thread::sleep_for(7s);  // the downtime itself: nothing to poll
+  auto b = start_faultcp(db.url(), "3");
   ASSERT_NE(b.port, 0);
   w.port = b.port;
   json f =
