@@ -47,6 +47,9 @@ Serves the control plane's REST API (docs/control-plane.md).
                           they answer that no Prometheus is set
   --prometheus-timeout-ms N  how long one query may take (default 2000, 100-10000;
                           it holds the serving thread meanwhile)
+  --schedule-grace-s N    a schedule's firing later than this (faultcp was down) is
+                          not made up: recorded skipped, code missed (default 60,
+                          1-86400; docs/orchestration.md#schedules)
   --proposer MODE         off (default), shadow or approve: the LLM proposer
                           (POST /v1/proposals/run; docs/orchestration.md#the-proposer)
   --proposer-provider P   anthropic or openai (required with shadow/approve)
@@ -125,6 +128,7 @@ int serve(int argc, char** argv) {
       "lease-ms", "", cxxopts::value<int64_t>()->default_value("60000"))("tls-cert", "", cxxopts::value<std::string>())(
       "tls-key", "", cxxopts::value<std::string>())("prometheus-url", "", cxxopts::value<std::string>())(
       "prometheus-timeout-ms", "", cxxopts::value<int64_t>()->default_value("2000"))(
+      "schedule-grace-s", "", cxxopts::value<int64_t>()->default_value("60"))(
       "proposer", "", cxxopts::value<std::string>()->default_value("off"))(
       "proposer-provider", "", cxxopts::value<std::string>())("proposer-url", "", cxxopts::value<std::string>())(
       "proposer-model", "", cxxopts::value<std::string>())("proposer-key-file", "", cxxopts::value<std::string>())(
@@ -170,6 +174,13 @@ int serve(int argc, char** argv) {
     }
     config.prometheus = std::move(*prom);
   }
+
+  const int64_t grace = args["schedule-grace-s"].as<int64_t>();
+  if (grace < 1 || grace > 86'400) {
+    std::fprintf(stderr, "faultcp serve: --schedule-grace-s must be within 1-86400\n");
+    return 2;
+  }
+  config.schedule_grace = std::chrono::seconds(grace);
 
   if (auto code = configure_proposer(args, config); code != 0) return code;
 

@@ -2,7 +2,7 @@
 # make image: the OCI image the DaemonSet runs (deploy/kubernetes/), built from
 # the binaries of BUILD with Debian's buildah, no network and no base image:
 # FROM scratch, then faultd, faultctl and faultcp, the shared libraries they
-# load (as ldd lists them), the dynamic loader and the CA bundle.
+# load (as ldd lists them), the dynamic loader, the CA bundle and the tzdata.
 #
 # usage: scripts/build-image.sh BUILD [OUT]
 #   OUT: the OCI archive to write (default BUILD/image/faultline-VERSION.oci.tar),
@@ -39,6 +39,8 @@ for lib in $(ldd "$build/faultd" "$build/faultctl" "$build/faultcp" | awk '$2 ==
   install -D -m 0755 "$(realpath "$lib")" "$root$lib"
 done
 install -D -m 0644 /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
+# faultcp's schedules read their IANA time zones from the tzdata (libdate-tz).
+mkdir -p "$root/usr/share" && cp -a /usr/share/zoneinfo "$root/usr/share/zoneinfo"
 mkdir -p "$root/run/faultline" "$root/tmp" "$root/sys/fs/bpf"
 chmod 1777 "$root/tmp"
 "${bah[@]}" umount "$container" >/dev/null

@@ -16,6 +16,8 @@ packages=(
   buildah
   # faultcp's storage backends: SQLite (embedded) and PostgreSQL's client library
   libsqlite3-dev libpq-dev
+  # faultcp's schedules: cron in IANA time zones (libdate-tz over the system tzdata)
+  libhowardhinnant-date-dev tzdata
   # run and test
   iproute2 iputils-ping iperf3 curl openssl
   # the TLS tests: python3's https server and urllib, the system trust store

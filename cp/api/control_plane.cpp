@@ -108,6 +108,19 @@ ControlPlane::ControlPlane(Store& store, HttpServer& server, ControlPlaneConfig 
             [this](const HttpRequest&, const PathParams& a, const Principal& p) { return get_scenario(a, p); });
   add_route("POST", "/v1/scenarios/{id}/run", {TK::Session, TK::Api},
             [this](const HttpRequest& r, const PathParams& a, const Principal& p) { return run_scenario(r, a, p); });
+  add_route("POST", "/v1/schedules", {TK::Session, TK::Api},
+            [this](const HttpRequest& r, const PathParams&, const Principal& p) { return create_schedule(r, p); });
+  add_route("GET", "/v1/schedules", {TK::Session, TK::Api},
+            [this](const HttpRequest&, const PathParams&, const Principal& p) { return list_schedules(p); });
+  add_route("GET", "/v1/schedules/{id}", {TK::Session, TK::Api},
+            [this](const HttpRequest&, const PathParams& a, const Principal& p) { return get_schedule(a, p); });
+  add_route("PATCH", "/v1/schedules/{id}", {TK::Session, TK::Api},
+            [this](const HttpRequest& r, const PathParams& a, const Principal& p) { return patch_schedule(r, a, p); });
+  add_route("DELETE", "/v1/schedules/{id}", {TK::Session, TK::Api},
+            [this](const HttpRequest&, const PathParams& a, const Principal& p) { return delete_schedule(a, p); });
+  add_route(
+      "GET", "/v1/schedules/{id}/firings", {TK::Session, TK::Api},
+      [this](const HttpRequest&, const PathParams& a, const Principal& p) { return list_schedule_firings(a, p); });
   add_route("GET", "/v1/scenario-runs", {TK::Session, TK::Api},
             [this](const HttpRequest&, const PathParams&, const Principal& p) { return list_scenario_runs(p); });
   add_route("GET", "/v1/scenario-runs/{id}", {TK::Session, TK::Api},
@@ -243,6 +256,7 @@ Status ControlPlane::start() {
   FL_TRY(server_.watch(webhooks_->event_fd(), [this] { webhook_outcomes(); }));
   server_.after(config_.digest_check, [this] { send_due_digests(); });
   server_.after(config_.scenario_tick, [this] { advance_scenarios(); });
+  server_.after(config_.schedule_tick, [this] { fire_schedules(); });
   auto nonce = random_base64url(9);
   if (!nonce) return nonce.error();
   replica_ = *nonce;

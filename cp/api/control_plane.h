@@ -65,6 +65,10 @@ struct ControlPlaneConfig {
   // How often the scenario worker looks for due checkpoints (a run's next
   // step, a step's experiment ended).
   std::chrono::milliseconds scenario_tick{1'000};
+  // How often the schedule worker looks for due firings, and how late a
+  // firing may be and still fire (later: faultcp was down; recorded `missed`).
+  std::chrono::milliseconds schedule_tick{1'000};
+  std::chrono::milliseconds schedule_grace{60'000};
 };
 
 // The alert trigger of a guard activity entry (api_guard_alerts.cpp), or none
@@ -329,6 +333,19 @@ class ControlPlane {
                                                                            const ScenarioStep& step,
                                                                            const nlohmann::json& step_doc);
   [[nodiscard]] Status finish_scenario_run(const ScenarioRunRow& run);
+
+  // Schedules and their firings (api_schedules.cpp): the routes, and the
+  // worker firing each due schedule once.
+  HttpReply create_schedule(const HttpRequest& req, const Principal& p);
+  HttpReply list_schedules(const Principal& p);
+  HttpReply get_schedule(const PathParams& params, const Principal& p);
+  HttpReply patch_schedule(const HttpRequest& req, const PathParams& params, const Principal& p);
+  HttpReply delete_schedule(const PathParams& params, const Principal& p);
+  HttpReply list_schedule_firings(const PathParams& params, const Principal& p);
+  void fire_schedules();
+  void fire_schedule(const ScheduleRow& seen);
+  [[nodiscard]] Status claim_schedule_firing(const ScheduleRow& seen, ScheduleFiringRow& firing,
+                                             std::optional<int64_t>& woken);
 
   Store& store_;
   HttpServer& server_;

@@ -338,6 +338,40 @@ CREATE INDEX scenario_checkpoints_by_due ON scenario_checkpoints(due_ms);
       R"sql(
 ALTER TABLE guard_activity ADD COLUMN reason TEXT NOT NULL DEFAULT '';
 )sql",
+      // 12: schedules (cron in an IANA zone) and their firings, one row per
+      // firing (schedule_id, due_ms): a firing is recorded at most once.
+      R"sql(
+CREATE TABLE schedules (
+  id {id},
+  workspace_id BIGINT NOT NULL,
+  name TEXT NOT NULL,
+  cron TEXT NOT NULL,
+  timezone TEXT NOT NULL,
+  agent_id BIGINT NOT NULL,
+  scenario_id BIGINT,
+  step TEXT NOT NULL,
+  enabled BIGINT NOT NULL,
+  next_due_ms BIGINT,
+  created_ms BIGINT NOT NULL,
+  created_by TEXT NOT NULL
+);
+CREATE UNIQUE INDEX schedules_by_name ON schedules(workspace_id, name);
+CREATE INDEX schedules_by_due ON schedules(next_due_ms);
+CREATE TABLE schedule_firings (
+  id {id},
+  schedule_id BIGINT NOT NULL,
+  workspace_id BIGINT NOT NULL,
+  due_ms BIGINT NOT NULL,
+  fired_ms BIGINT NOT NULL,
+  status TEXT NOT NULL,
+  code TEXT NOT NULL,
+  detail TEXT NOT NULL,
+  scenario_run_id BIGINT,
+  experiment_id BIGINT,
+  missed BIGINT NOT NULL
+);
+CREATE UNIQUE INDEX schedule_firings_once ON schedule_firings(schedule_id, due_ms);
+)sql",
   };
   return m;
 }

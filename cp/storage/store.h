@@ -317,6 +317,41 @@ struct ScenarioCheckpoint {
   int64_t due_ms = 0;
 };
 
+// A schedule (migration 11): a cron expression in an IANA zone firing a
+// scenario (scenario_id) or one step (step: a scenario step's JSON, a
+// template or an experiment) on one agent. next_due_ms: its next firing, none
+// while disabled; a worker claims a firing by moving it on.
+struct ScheduleRow {
+  int64_t id = 0;
+  int64_t workspace_id = 0;
+  std::string name;
+  std::string cron;
+  std::string timezone;
+  int64_t agent_id = 0;
+  std::optional<int64_t> scenario_id;
+  std::string step;  // JSON text; empty for a scenario schedule
+  bool enabled = true;
+  std::optional<int64_t> next_due_ms;
+  int64_t created_ms = 0;
+  std::string created_by;
+};
+
+// One firing of a schedule: `started` (its scenario run or experiment) or
+// `skipped` with a code (overlap, kill_switch, a validator code, missed...).
+struct ScheduleFiringRow {
+  int64_t id = 0;
+  int64_t schedule_id = 0;
+  int64_t workspace_id = 0;
+  int64_t due_ms = 0;
+  int64_t fired_ms = 0;
+  std::string status;
+  std::string code;
+  std::string detail;
+  std::optional<int64_t> scenario_run_id;
+  std::optional<int64_t> experiment_id;
+  int64_t missed = 0;  // a `missed` row: how many firings it stands for
+};
+
 class Store {
  public:
   // Opens the database and migrates it to this build's schema.
@@ -539,6 +574,26 @@ class Store {
   [[nodiscard]] Result<std::optional<ScenarioCheckpoint>> claim_scenario_checkpoint(int64_t ws, int64_t run_id,
                                                                                     int64_t due_by_ms);
   [[nodiscard]] Status put_scenario_checkpoint(const ScenarioCheckpoint& c);
+
+  // Schedules (migration 11, schedule_store.cpp): one stored (kConflict when
+  // the name is taken; inside Store::begin); all, by name; one; enabled or
+  // not (with its next firing); one deleted with its firings (false: none).
+  [[nodiscard]] Result<ScheduleRow> insert_schedule(const ScheduleRow& s);
+  [[nodiscard]] Result<std::vector<ScheduleRow>> schedules(int64_t ws);
+  [[nodiscard]] Result<std::optional<ScheduleRow>> schedule(int64_t ws, int64_t id);
+  [[nodiscard]] Status set_schedule_enabled(int64_t ws, int64_t id, bool enabled, std::optional<int64_t> next_due_ms);
+  [[nodiscard]] Result<bool> delete_schedule(int64_t ws, int64_t id);
+  // Those due by now, every workspace's (what a worker looks at); a firing
+  // claimed by moving next_due_ms from `due_ms` to `next_ms` (false: another
+  // worker took it, or the schedule changed); firings written, updated,
+  // listed (newest first) and the schedule's last started one.
+  [[nodiscard]] Result<std::vector<ScheduleRow>> due_schedules(int64_t now_ms);
+  [[nodiscard]] Result<bool> claim_schedule_firing(int64_t ws, int64_t id, int64_t due_ms,
+                                                   std::optional<int64_t> next_ms);
+  [[nodiscard]] Result<ScheduleFiringRow> insert_schedule_firing(const ScheduleFiringRow& f);
+  [[nodiscard]] Status update_schedule_firing(const ScheduleFiringRow& f);
+  [[nodiscard]] Result<std::vector<ScheduleFiringRow>> schedule_firings(int64_t ws, int64_t schedule_id, int64_t limit);
+  [[nodiscard]] Result<std::optional<ScheduleFiringRow>> last_started_firing(int64_t ws, int64_t schedule_id);
 
  private:
   std::unique_ptr<SqlConnection> db_;
