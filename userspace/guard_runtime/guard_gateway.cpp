@@ -1,10 +1,9 @@
 // Gateway credentials: parsed once at start, checked per request on a relay
 // worker (no allocation beyond the decoded Basic value, no lock).
-#include "ctl/guard_gateway.h"
+#include "userspace/guard_runtime/guard_gateway.h"
 
 #include <cctype>
-
-#include "ctl/flag_error.h"
+#include <cerrno>
 
 namespace faultline {
 namespace guard_gateway_impl {
@@ -48,12 +47,13 @@ using namespace guard_gateway_impl;
 Result<GatewayToken> parse_gateway_token(const std::string& text) {
   const size_t eq = text.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
-    return bad("--gateway-token " + text + ": expected ID=TOKEN (e.g. ci-runner=3f9c...)");
+    return input_error(EINVAL, "--gateway-token " + text + ": expected ID=TOKEN (e.g. ci-runner=3f9c...)");
   GatewayToken t{text.substr(0, eq), text.substr(eq + 1)};
-  if (t.token.size() < 8) return bad("--gateway-token " + t.identity + "=...: the token is shorter than 8 characters");
+  if (t.token.size() < 8)
+    return input_error(EINVAL, "--gateway-token " + t.identity + "=...: the token is shorter than 8 characters");
   for (char ch : t.token)
     if (std::isspace(static_cast<unsigned char>(ch)) || ch == ':')
-      return bad("--gateway-token " + t.identity + "=...: a token has no spaces or ':'");
+      return input_error(EINVAL, "--gateway-token " + t.identity + "=...: a token has no spaces or ':'");
   return t;
 }
 

@@ -1,7 +1,7 @@
 // The request guard's pieces started in the order a request meets them
 // (activity log, judge, approvals socket, proxy) and stopped in reverse, so
 // that no request is judged by a judge that is gone.
-#include "ctl/guard_capture.h"
+#include "userspace/guard_runtime/guard_capture.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -17,15 +17,15 @@
 #include <thread>
 
 #include "base/files.h"
-#include "ctl/guard_activity_reporter.h"
-#include "ctl/guard_approval_relay.h"
-#include "ctl/guard_policy_sync.h"
-#include "ctl/guard_proctor.h"
-#include "ctl/guard_remote_budget.h"
-#include "ctl/policy_faults.h"
 #include "userspace/enforce/redirected_conns.h"
 #include "userspace/guard/credential_judge.h"
+#include "userspace/guard_runtime/guard_activity_reporter.h"
+#include "userspace/guard_runtime/guard_approval_relay.h"
+#include "userspace/guard_runtime/guard_policy_sync.h"
+#include "userspace/guard_runtime/guard_proctor.h"
+#include "userspace/guard_runtime/guard_remote_budget.h"
 #include "userspace/policy/guard_section.h"
+#include "userspace/policy/policy.h"
 #include "userspace/proxy/http_answer.h"
 #include "userspace/proxy/tls_setup.h"
 
