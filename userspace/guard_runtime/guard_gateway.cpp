@@ -1,9 +1,17 @@
-// Gateway credentials: parsed once at start, checked per request on a relay
+// Gateway credentials (flags, or faultd's tokens file): parsed once at start, checked per request on a relay
 // worker (no allocation beyond the decoded Basic value, no lock).
 #include "userspace/guard_runtime/guard_gateway.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "base/unique_fd.h"
 
 namespace faultline {
 namespace guard_gateway_impl {
@@ -44,17 +52,63 @@ bool iequal_word(std::string_view a, std::string_view b) {
 
 using namespace guard_gateway_impl;
 
-Result<GatewayToken> parse_gateway_token(const std::string& text) {
+Result<GatewayToken> parse_gateway_token(const std::string& text, const std::string& where) {
   const size_t eq = text.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
-    return input_error(EINVAL, "--gateway-token " + text + ": expected ID=TOKEN (e.g. ci-runner=3f9c...)");
+    return input_error(EINVAL, where + " " + text + ": expected ID=TOKEN (e.g. ci-runner=3f9c...)");
   GatewayToken t{text.substr(0, eq), text.substr(eq + 1)};
   if (t.token.size() < 8)
-    return input_error(EINVAL, "--gateway-token " + t.identity + "=...: the token is shorter than 8 characters");
+    return input_error(EINVAL, where + " " + t.identity + "=...: the token is shorter than 8 characters");
   for (char ch : t.token)
     if (std::isspace(static_cast<unsigned char>(ch)) || ch == ':')
-      return input_error(EINVAL, "--gateway-token " + t.identity + "=...: a token has no spaces or ':'");
+      return input_error(EINVAL, where + " " + t.identity + "=...: a token has no spaces or ':'");
   return t;
+}
+
+Result<std::vector<GatewayToken>> read_gateway_tokens_file(const std::string& file, const std::string& flag) {
+  const std::string where = flag + " " + file;
+  UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd) return input_error(errno, where + ": cannot be opened: " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return input_error(errno, where + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return input_error(EINVAL, where + ": not a regular file");
+  if ((st.st_mode & 077) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
+    return input_error(EPERM, where + ": mode " + mode + " lets group or others read the tokens: chmod 600 " + file);
+  }
+  std::string text;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0) return input_error(errno, where + ": " + std::strerror(errno));
+    if (n == 0) break;
+    text.append(buf, size_t(n));
+    if (text.size() > 1024 * 1024) return input_error(EFBIG, where + ": larger than 1 MiB");
+  }
+  std::vector<GatewayToken> out;
+  size_t line_no = 0;
+  for (size_t pos = 0; pos < text.size();) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++line_no;
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
+    size_t first = 0;
+    while (first < line.size() && std::isspace(static_cast<unsigned char>(line[first]))) ++first;
+    line.erase(0, first);
+    if (line.empty() || line[0] == '#') continue;
+    auto t = parse_gateway_token(line, where + ":" + std::to_string(line_no) + ":");
+    if (!t) return t.error();
+    for (const GatewayToken& seen : out)
+      if (seen.identity == t->identity)
+        return input_error(EINVAL,
+                           where + ":" + std::to_string(line_no) + ": the identity " + t->identity + " is given twice");
+    out.push_back(std::move(*t));
+  }
+  if (out.empty()) return input_error(EINVAL, where + ": no ID=TOKEN line: a gateway needs at least one token");
+  return out;
 }
 
 std::optional<std::string> gateway_identity(const std::vector<GatewayToken>& tokens, std::string_view authorization) {
