@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "base/result.h"
-#include "ctl/guard_capture.h"
 #include "ctl/guard_faults.h"
 #include "ctl/guard_fs.h"
 #include "ctl/guard_integrity.h"
@@ -15,6 +14,7 @@
 #include "ctl/help.h"
 #include "userspace/enforce/guard.h"
 #include "userspace/guard/fs_gate.h"
+#include "userspace/guard_runtime/guard_capture.h"
 
 namespace faultline {
 

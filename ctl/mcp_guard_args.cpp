@@ -11,7 +11,7 @@
 #include "base/units.h"
 #include "ctl/flag_error.h"
 #include "ctl/flag_words.h"
-#include "ctl/guard_capture.h"
+#include "userspace/guard_runtime/guard_capture.h"
 
 namespace faultline {
 namespace mcp_guard_args_impl {

@@ -4,6 +4,8 @@
 #   base  <-  loader  <-  userspace/{net,guardrails,state}  <-  userspace/run
 #         <-  userspace/faults/{packet,syscall,resource,stream}, userspace/enforce
 #         <-  userspace/policy (on enforce and guard)
+#         <-  userspace/guard_runtime (the guard's runtime: GuardCapture, the
+#             gateway, and its faultcp links; on policy, guard, proxy, guardrails)
 #         <-  userspace/ops  <-  userspace/daemon  <-  ctl, daemon (faultd's main)
 #   base  <-  userspace/proxy (its own library, faultline_proxy, under the rest;
 #             faults/stream, daemon, ctl use it)
@@ -35,7 +37,11 @@
 # sits on userspace/policy: faultd reaps learned addresses and applies the
 # bundles faultcp sends. A run faultd serves for faultctl arrives as the typed
 # experiment (userspace/daemon/served_run.h) and is read by the packet family's
-# reader: faultd's main includes nothing of ctl/.
+# reader: faultd's main includes nothing of ctl/. The guard's runtime (the proxy
+# a GuardCapture runs, its gateway, its faultcp reporter, relay, policy sync,
+# remote budget and proctor) is userspace/guard_runtime: faultctl guard and
+# faultd's gateway (--guard-gateway) both start it; it includes no ops, daemon
+# or ctl, and neither ops nor the lower layers include it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,6 +55,10 @@ allowed_for() {
     # The guard's decision library: it answers in the proxy's own response
     # format (http_answer.h) and judges CIDR patterns with net's egress rules.
     userspace/guard/*) echo '^(base|faultline|userspace/(net|proxy|guard))/' ;;
+    # The guard's runtime: the judge (guard) behind a proxy (proxy), its policy
+    # file's section (policy), the kernel's redirected connections (enforce) and
+    # faultcp over the guardrails' HTTP client.
+    userspace/guard_runtime/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|enforce|guard|policy|proxy|guard_runtime))/' ;;
     userspace/guardrails/*) echo '^(base|loader|faultline|userspace/(net|guardrails))/' ;;
     # The orchestration (services, facts, the validator, the watchdog's
     # preflight): Prometheus through the guardrails' client; no kernel, no I/O loop.
@@ -70,7 +80,7 @@ allowed_for() {
     userspace/ops/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|run|faults|enforce|guard|policy|ops))/' ;;
     # faultd's agent speaks faultcp's wire format: cp/proto (the messages and
     # their codec, a library of its own) and nothing else of cp/.
-    userspace/daemon/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|run|faults|enforce|guard|policy|ops|proxy|daemon)|cp/proto)/' ;;
+    userspace/daemon/*) echo '^(base|loader|faultline|userspace/(net|guardrails|state|run|faults|enforce|guard|policy|guard_runtime|ops|proxy|daemon)|cp/proto)/' ;;
     userspace/policy/*) echo '^(base|loader|faultline|userspace/(net|state|enforce|guard|policy))/|^bpf/lib/dns_parse\.h$' ;;
     ctl/*) echo '^(base|loader|faultline|userspace|ctl)/' ;;
     daemon/*) echo '^(base|loader|faultline|userspace)/' ;;

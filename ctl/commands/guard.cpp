@@ -19,13 +19,13 @@
 #include "ctl/command.h"
 #include "ctl/commands/commands.h"
 #include "ctl/guard_args.h"
-#include "ctl/guard_capture.h"
 #include "ctl/guard_exec_prompt.h"
 #include "ctl/guard_fault_proxy.h"
 #include "ctl/guard_fs.h"
 #include "ctl/guard_integrity.h"
 #include "ctl/guard_pg_gate.h"
 #include "userspace/guard/exec_gate.h"
+#include "userspace/guard_runtime/guard_capture.h"
 
 namespace faultline {
 namespace guard_command_impl {

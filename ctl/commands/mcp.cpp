@@ -14,8 +14,8 @@
 #include "base/version.h"
 #include "ctl/command.h"
 #include "ctl/commands/commands.h"
-#include "ctl/cp_link.h"
 #include "userspace/guard/mcp_wire.h"
+#include "userspace/guard_runtime/cp_link.h"
 #include "userspace/guardrails/http_client.h"
 
 namespace faultline {

@@ -22,10 +22,7 @@
 #include "base/units.h"
 #include "ctl/command.h"
 #include "ctl/commands/commands.h"
-#include "ctl/cp_link.h"
 #include "ctl/flag_error.h"
-#include "ctl/guard_activity_reporter.h"
-#include "ctl/guard_capture.h"
 #include "ctl/mcp_fault_proxy.h"
 #include "ctl/mcp_guard_args.h"
 #include "ctl/mcp_http_listener.h"
@@ -33,6 +30,9 @@
 #include "ctl/mcp_install.h"
 #include "userspace/guard/approval_socket.h"
 #include "userspace/guard/mcp_gate.h"
+#include "userspace/guard_runtime/cp_link.h"
+#include "userspace/guard_runtime/guard_activity_reporter.h"
+#include "userspace/guard_runtime/guard_capture.h"
 #include "userspace/state/kill_switch.h"
 
 namespace faultline {
@@ -295,7 +295,7 @@ int serve_http(const McpGuardArgs& a, ServerSide& side, McpGate& gate, McpHttpLi
 }
 
 // --control-plane: the reporter of this server's chain, over the link the
-// guard's own reporter uses (ctl/guard_activity_reporter.h).
+// guard's own reporter uses (userspace/guard_runtime/guard_activity_reporter.h).
 Result<std::unique_ptr<GuardActivityReporter>> start_reporter(const McpGuardArgs& a, const std::string& state_dir,
                                                               const std::string& chain) {
   auto link = CpLink::create(a.cp_url, a.cp_token,

@@ -1,7 +1,7 @@
 // The proctor's reading of its model's answer (only a clear approve or deny
 // decides; anything else leaves the request to a person), the request it
 // sends, and its configuration from the environment.
-#include "ctl/guard_proctor.h"
+#include "userspace/guard_runtime/guard_proctor.h"
 
 #include <gtest/gtest.h>
 

@@ -28,6 +28,7 @@
 #include "userspace/daemon/faultd_api.h"
 #include "userspace/daemon/proxy_faults.h"
 #include "userspace/faults/packet/netfault_engine.h"
+#include "userspace/guard_runtime/guard_capture.h"
 #include "userspace/net/http_server.h"
 #include "userspace/ops/features_report.h"
 #include "userspace/policy/policy_apply.h"
@@ -90,8 +91,8 @@ int inherited_fd(const nlohmann::json& state, const char* key) {
 
 // Starts a successor with the listeners and the state; returns its pid once it
 // serves, or why it did not.
-Result<pid_t> start_successor(const FaultdHooks& hooks, HttpServer& server, ProxyFaults* proxies,
-                              const std::vector<std::string>& names) {
+Result<pid_t> start_successor(const FaultdHooks& hooks, HttpServer& server, ProxyFaults* proxies, GuardCapture* gateway,
+                              const std::string& gateway_address, const std::vector<std::string>& names) {
   nlohmann::json state{{"version", kHandoverVersion}};
   std::vector<int> pass;
   const std::vector<int> fds = server.listener_fds();
@@ -107,6 +108,20 @@ Result<pid_t> start_successor(const FaultdHooks& hooks, HttpServer& server, Prox
     state["proxies"] = ph->state;
     state["proxy_workers"] = proxies->registry().io_paths().workers;
     for (const auto& fd : ph->fds) pass.push_back(fd.get());
+  }
+  // The guard's gateway: its listening sockets (the successor's gateway is
+  // made on them when its address is the same; the policy and the tokens are
+  // read anew from the files).
+  std::vector<UniqueFd> gateway_fds;
+  if (gateway != nullptr) {
+    auto fds = gateway->listeners();
+    if (!fds) return fds.error();
+    gateway_fds = std::move(*fds);
+    state["guard_gateway"] = {{"address", gateway_address}, {"listeners", nlohmann::json::array()}};
+    for (const auto& fd : gateway_fds) {
+      state["guard_gateway"]["listeners"].push_back(fd.get());
+      pass.push_back(fd.get());
+    }
   }
   int ready[2];
   if (::pipe2(ready, O_CLOEXEC) != 0) return errno_error("pipe");
@@ -156,6 +171,53 @@ Result<pid_t> start_successor(const FaultdHooks& hooks, HttpServer& server, Prox
 }
 
 }  // namespace
+
+// The guard's gateway (--guard-gateway): a GuardCapture in gateway mode, its
+// start lines in faultd's log. A successor adopts its predecessor's
+// listening sockets when the address is the one it was given.
+Result<std::unique_ptr<GuardCapture>> start_gateway(const FaultdConfig& config, const FaultdHooks& hooks,
+                                                    const nlohmann::json& state) {
+  std::vector<int> inherited;
+  if (state.contains("guard_gateway") && state["guard_gateway"].is_object()) {
+    const nlohmann::json& g = state["guard_gateway"];
+    for (const auto& fd : g.value("listeners", nlohmann::json::array()))
+      if (fd.is_number_integer()) inherited.push_back(fd.get<int>());
+    if (config.guard_gateway.empty() || g.value("address", std::string()) != config.guard_gateway) {
+      for (int fd : inherited) ::close(fd);
+      if (!inherited.empty())
+        hooks.log("faultd: the guard's gateway was on " + g.value("address", std::string()) + "; " +
+                  (config.guard_gateway.empty() ? std::string("none now") : "now on " + config.guard_gateway) +
+                  ": its old listener is closed");
+      inherited.clear();
+    }
+  }
+  if (config.guard_gateway.empty()) return std::unique_ptr<GuardCapture>();
+  if (!inherited.empty())
+    hooks.log("faultd: the guard's gateway takes over the listener on " + config.guard_gateway +
+              " from the previous faultd; its policy and tokens are read anew");
+  GuardCaptureOptions g;
+  g.policy = config.guard_policy;
+  char host[256] = {};
+  (void)::gethostname(host, sizeof host - 1);
+  g.identity = std::string("faultd@") + host;
+  g.terminate_tls = config.guard_terminate_tls;
+  g.json_log = config.guard_json_log;
+  g.command = "faultd";
+  g.gateway = true;
+  g.listen = config.guard_gateway;
+  g.gateway_tokens = config.guard_tokens;
+  g.inherited_listeners = std::move(inherited);
+  g.line_log = hooks.log;
+  std::ostringstream said;
+  auto started = GuardCapture::start(std::move(g), said);
+  std::istringstream lines(said.str());
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty()) hooks.log(line);
+  if (!started)
+    return make_error(started.error().err,
+                      "--guard-gateway " + config.guard_gateway + ": " + started.error().describe());
+  return std::move(*started);
+}
 
 int serve_faultd(const FaultdConfig& config, const FaultdHooks& hooks) {
   // SIGTERM, SIGINT and SIGHUP become readable on an fd; SIGPIPE is ignored (a
@@ -269,6 +331,10 @@ int serve_faultd(const FaultdConfig& config, const FaultdHooks& hooks) {
   } else {
     where += ", Toxiproxy API off";
   }
+  // The guard's gateway for agents on other hosts.
+  auto gateway = start_gateway(config, hooks, state);
+  if (!gateway) return fail(hooks, gateway.error());
+  if (*gateway) where += ", guard gateway on " + (*gateway)->proxy_address();
   // Probe the kernel once now: /v1/features answers from the cache.
   {
     std::ostringstream discard;
@@ -329,7 +395,7 @@ int serve_faultd(const FaultdConfig& config, const FaultdHooks& hooks) {
     // One agent polls at a time: this one ends its runs (reported failed) and
     // the successor takes over the state file.
     if (agent) agent->stop(), agent.reset();
-    auto next = start_successor(hooks, *server, proxies.get(), names);
+    auto next = start_successor(hooks, *server, proxies.get(), gateway->get(), config.guard_gateway, names);
     if (!next) {
       hooks.log("faultd: restart failed, still serving: " + next.error().describe());
       if (auto st = start_agent(); !st)
@@ -339,8 +405,12 @@ int serve_faultd(const FaultdConfig& config, const FaultdHooks& hooks) {
     // The successor accepts from here on; we relay what we have.
     server->release_listeners();
     if (proxies) proxies->release_listeners();
+    if (*gateway) (*gateway)->release_listeners();
     if (hooks.handed_over) hooks.handed_over(*next);
-    const uint64_t open = proxies ? proxies->registry().open_connections() : 0;
+    auto open_connections = [&] {
+      return (proxies ? proxies->registry().open_connections() : 0) + (*gateway ? (*gateway)->open_connections() : 0);
+    };
+    const uint64_t open = open_connections();
     hooks.log("faultd: pid " + std::to_string(*next) + " took over; relaying " + std::to_string(open) +
               " open connections here for at most " + std::to_string(config.restart_drain_ns / 1'000'000'000ULL) +
               " s" + (runs && runs->active() > 0 ? " and watching " + std::to_string(runs->active()) + " runs" : ""));
@@ -348,19 +418,26 @@ int serve_faultd(const FaultdConfig& config, const FaultdHooks& hooks) {
     bool stop_now = false;
     // Runs still on are watched here until they end or the drain does; then
     // their faults are left on in the kernel, to end at their expiry.
-    auto busy = [&] { return (proxies && proxies->registry().open_connections() > 0) || (runs && runs->active() > 0); };
+    auto busy = [&] { return open_connections() > 0 || (runs && runs->active() > 0); };
     while (busy() && monotonic_ns() < deadline && !stop_now) {
       pollfd p{sigfd.get(), POLLIN, 0};
       if (::poll(&p, 1, 50) == 1 && ::read(sigfd.get(), &si, sizeof si) == sizeof si &&
           (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT))
         stop_now = true;
     }
-    const uint64_t left = proxies ? proxies->registry().open_connections() : 0;
+    const uint64_t left = open_connections();
     if (runs) runs->leave_all();
     hooks.log("faultd: drained; " + std::to_string(left) + " connections still open are closed; exiting");
     return kExitCompleted;
   }
   hooks.stopping();
+  if (*gateway) {
+    std::ostringstream summary;
+    (*gateway)->print_summary(summary);
+    std::istringstream lines(summary.str());
+    for (std::string line; std::getline(lines, line);) hooks.log(line);
+    gateway->reset();
+  }
   // A stop never ends a run's fault: it stays on in the kernel until its expiry.
   if (runs) runs->leave_all();
   // The service manager holds the listeners for the next start: connections

@@ -4,9 +4,9 @@
 //
 // SIGHUP (systemctl reload) restarts it without refusing a connection: a new
 // faultd is started from the same binary and arguments and handed, across
-// exec, every listening socket (the API's, /metrics', Toxiproxy's and each
-// proxy's) with the proxies' state (toxics, and how long each has run, so its
-// bound keeps counting). Once the successor serves, the old process stops
+// exec, every listening socket (the API's, /metrics', Toxiproxy's, the guard
+// gateway's and each proxy's) with the proxies' state (toxics, and how long
+// each has run, so its bound keeps counting). Once the successor serves, the old process stops
 // accepting, relays the connections it already has for at most
 // --restart-drain, and exits. A successor that does not start leaves the old
 // one serving as before.

@@ -12,6 +12,8 @@
 #include <sstream>
 
 #include "base/units.h"
+#include "userspace/guard_runtime/guard_capture.h"
+#include "userspace/net/address.h"
 #include "userspace/state/state_dir.h"
 
 namespace faultline {
@@ -68,6 +70,27 @@ Result<std::string> socket_path(const std::string& value, const std::string& whe
   return value;
 }
 
+// The gateway listens for other hosts: any address of this host, never a name.
+Result<std::string> gateway_address(const std::string& value, const std::string& where) {
+  auto a = parse_address_port(value);
+  if (!a || a->second == 0)
+    return input_error(0, where + ": '" + value +
+                              "' is not ADDR:PORT (an IPv4 address, or an IPv6 one in brackets, and a port 1-65535)");
+  return value;
+}
+
+Result<GuardPolicy> guard_policy_file(const std::string& file, const std::string& where) {
+  if (file.empty()) return input_error(0, where + ": empty (a policy file's path)");
+  auto p = read_guard_policy_file(file);
+  if (!p) return input_error(0, where + " " + file + ": " + p.error().message);
+  return *p;
+}
+
+Result<std::string> absolute_file(const std::string& value, const std::string& where) {
+  if (value.empty() || value[0] != '/') return input_error(0, where + ": '" + value + "' is not an absolute path");
+  return value;
+}
+
 // KEY=VALUE with faultcp's rules (cp/api/agent_selector.h): refused here, by
 // flag, rather than by faultcp at registration.
 Result<std::pair<std::string, std::string>> agent_label(const std::string& flag) {
@@ -86,6 +109,56 @@ Result<std::pair<std::string, std::string>> agent_label(const std::string& flag)
   return std::make_pair(key, value);
 }
 
+// The gateway's flags over what the config file set, then what they need of
+// each other: tokens with a gateway, nothing of the guard without one, and a
+// policy that can run without TLS termination unless it is on.
+Status guard_flags(FaultdConfig& c, const std::optional<std::string>& gateway, const std::optional<std::string>& policy,
+                   const std::optional<std::string>& tokens, const std::optional<std::string>& json_log,
+                   bool terminate_tls) {
+  if (gateway) {
+    auto a = gateway_address(*gateway, "--guard-gateway");
+    if (!a) return a.error();
+    c.guard_gateway = *a;
+  }
+  if (policy) {
+    auto p = guard_policy_file(*policy, "--guard-policy");
+    if (!p) return p.error();
+    c.guard_policy_file = *policy;
+    c.guard_policy = *p;
+  }
+  if (tokens) {
+    auto t = read_gateway_tokens_file(*tokens, "--guard-tokens");
+    if (!t) return t.error();
+    c.guard_tokens_file = *tokens;
+    c.guard_tokens = *t;
+  }
+  if (json_log) {
+    auto f = absolute_file(*json_log, "--guard-json-log");
+    if (!f) return f.error();
+    c.guard_json_log = *f;
+  }
+  if (terminate_tls) c.guard_terminate_tls = true;
+  if (c.guard_gateway.empty()) {
+    for (const auto& [flag, given] : {std::pair<const char*, bool>{"--guard-policy", !c.guard_policy_file.empty()},
+                                      {"--guard-tokens", !c.guard_tokens_file.empty()},
+                                      {"--guard-terminate-tls", c.guard_terminate_tls},
+                                      {"--guard-json-log", !c.guard_json_log.empty()}})
+      if (given) return input_error(0, std::string(flag) + " configures the guard's gateway: give --guard-gateway too");
+    return {};
+  }
+  if (c.guard_tokens.empty())
+    return input_error(0, "--guard-gateway " + c.guard_gateway +
+                              " needs --guard-tokens FILE (ID=TOKEN lines, mode 0600): every agent's request "
+                              "carries a token");
+  if (auto st = check_guard_policy_runnable(c.guard_policy, c.guard_terminate_tls); !st) {
+    std::string why = st.error().message;
+    if (auto at = why.find("add --terminate-tls"); at != std::string::npos)
+      why.replace(at, 19, "add --guard-terminate-tls");
+    return input_error(0, "--guard-policy " + c.guard_policy_file + ": " + why);
+  }
+  return {};
+}
+
 }  // namespace
 
 std::string default_faultd_socket() {
@@ -98,6 +171,8 @@ std::string faultd_usage() {
          "             [--toxiproxy HOST:PORT|off] [--proxy-workers N] [--toxic-max-duration D]\n"
          "             [--restart-drain D] [--control-plane URL [--enroll-token TOKEN]\n"
          "             [--control-plane-ca FILE] [--agent-state FILE] [--label KEY=VALUE]...]\n"
+         "             [--guard-gateway ADDR:PORT --guard-tokens FILE [--guard-policy FILE]\n"
+         "             [--guard-terminate-tls] [--guard-json-log FILE]]\n"
          "  the Faultline host agent: the local API (JSON over HTTP/1.1 on a unix\n"
          "  socket, root only) and Prometheus /metrics on loopback\n"
          "  --config FILE      a JSON object with the same settings: {\"socket\": PATH,\n"
@@ -133,6 +208,21 @@ std::string faultd_usage() {
          "                     registers; experiments and policies select agents by label.\n"
          "                     KEY: 1-63 of A-Z a-z 0-9 . _ - / (first a letter or digit);\n"
          "                     VALUE: 0-63 of A-Z a-z 0-9 . _ -\n"
+         "  --guard-gateway ADDR:PORT\n"
+         "                     the AI-agent guard as a gateway for agents on other hosts:\n"
+         "                     a forward proxy (HTTP and CONNECT) on ADDR:PORT, each\n"
+         "                     request judged by the guard policy as the identity of its\n"
+         "                     Proxy-Authorization token (407 without one)\n"
+         "  --guard-tokens FILE the gateway's tokens, one ID=TOKEN a line (# comments);\n"
+         "                     refused unless only its owner may read it (chmod 600)\n"
+         "  --guard-policy FILE the guard section of a policy file (spec.guard, or the bare\n"
+         "                     {mode, default_allow, rules}); none: monitor, default allow\n"
+         "  --guard-terminate-tls\n"
+         "                     terminate the agents' TLS with the local CA (served to them\n"
+         "                     at http://ADDR:PORT/__faultline/ca.crt, no token needed)\n"
+         "  --guard-json-log FILE\n"
+         "                     the gateway's activity log (one hash-chained JSON line per\n"
+         "                     decision; faultctl activity verify FILE)\n"
          "\n"
          "EXAMPLES\n"
          "  # in the foreground, with the defaults\n"
@@ -142,7 +232,10 @@ std::string faultd_usage() {
          "  # Toxiproxy's API on another port, one proxy worker\n"
          "  faultd --foreground --toxiproxy 127.0.0.1:18474 --proxy-workers 1\n"
          "  # an agent of a control plane, enrolled once with a token\n"
-         "  FAULTLINE_ENROLL_TOKEN=flcp_enr_... faultd --control-plane https://cp.example.com:8470\n";
+         "  FAULTLINE_ENROLL_TOKEN=flcp_enr_... faultd --control-plane https://cp.example.com:8470\n"
+         "  # the guard's gateway on 10.0.0.1:3128 for the agents of tokens.txt (mode 0600)\n"
+         "  faultd --guard-gateway 10.0.0.1:3128 --guard-tokens /etc/faultline/tokens.txt \\\n"
+         "         --guard-policy /etc/faultline/guard.yaml --guard-terminate-tls\n";
 }
 
 Result<FaultdConfig> read_config_file(const std::string& path, FaultdConfig base) {
@@ -188,10 +281,36 @@ Result<FaultdConfig> read_config_file(const std::string& path, FaultdConfig base
       auto d = restart_drain(value.get<std::string>(), where);
       if (!d) return d.error();
       base.restart_drain_ns = *d;
+    } else if (key == "guard_gateway") {
+      if (!value.is_string()) return input_error(0, where + " must be a string (ADDR:PORT)");
+      auto a = gateway_address(value.get<std::string>(), where);
+      if (!a) return a.error();
+      base.guard_gateway = *a;
+    } else if (key == "guard_policy") {
+      if (!value.is_string()) return input_error(0, where + " must be a string (a policy file)");
+      auto p = guard_policy_file(value.get<std::string>(), where);
+      if (!p) return p.error();
+      base.guard_policy_file = value.get<std::string>();
+      base.guard_policy = *p;
+    } else if (key == "guard_tokens") {
+      if (!value.is_string()) return input_error(0, where + " must be a string (a tokens file)");
+      auto t = read_gateway_tokens_file(value.get<std::string>(), where);
+      if (!t) return t.error();
+      base.guard_tokens_file = value.get<std::string>();
+      base.guard_tokens = *t;
+    } else if (key == "guard_terminate_tls") {
+      if (!value.is_boolean()) return input_error(0, where + " must be true or false");
+      base.guard_terminate_tls = value.get<bool>();
+    } else if (key == "guard_json_log") {
+      if (!value.is_string()) return input_error(0, where + " must be a string (a file)");
+      auto f = absolute_file(value.get<std::string>(), where);
+      if (!f) return f.error();
+      base.guard_json_log = *f;
     } else {
       return input_error(0, path + ": unknown field \"" + key +
                                 "\" (socket, metrics, foreground, toxiproxy, proxy_workers, toxic_max_duration, "
-                                "restart_drain)");
+                                "restart_drain, guard_gateway, guard_policy, guard_tokens, guard_terminate_tls, "
+                                "guard_json_log)");
     }
   }
   return base;
@@ -202,15 +321,25 @@ Result<FaultdArgs> parse_faultd_args(const std::vector<std::string>& args) {
   out.config.socket_path = default_faultd_socket();
   std::optional<std::string> config_file, socket, metrics, toxiproxy, workers, toxic_max_flag, drain_flag;
   std::optional<std::string> control_plane, enroll_token, control_plane_ca, agent_state;
+  std::optional<std::string> guard_gateway, guard_policy, guard_tokens, guard_json_log;
   bool foreground = false;
+  bool guard_terminate_tls = false;
   std::vector<std::string> label_flags;
-  const std::map<std::string, std::optional<std::string>*> valued = {
-      {"--config", &config_file},        {"--socket", &socket},
-      {"--metrics", &metrics},           {"--toxiproxy", &toxiproxy},
-      {"--proxy-workers", &workers},     {"--toxic-max-duration", &toxic_max_flag},
-      {"--restart-drain", &drain_flag},  {"--control-plane", &control_plane},
-      {"--enroll-token", &enroll_token}, {"--control-plane-ca", &control_plane_ca},
-      {"--agent-state", &agent_state}};
+  const std::map<std::string, std::optional<std::string>*> valued = {{"--config", &config_file},
+                                                                     {"--socket", &socket},
+                                                                     {"--metrics", &metrics},
+                                                                     {"--toxiproxy", &toxiproxy},
+                                                                     {"--proxy-workers", &workers},
+                                                                     {"--toxic-max-duration", &toxic_max_flag},
+                                                                     {"--restart-drain", &drain_flag},
+                                                                     {"--control-plane", &control_plane},
+                                                                     {"--enroll-token", &enroll_token},
+                                                                     {"--control-plane-ca", &control_plane_ca},
+                                                                     {"--agent-state", &agent_state},
+                                                                     {"--guard-gateway", &guard_gateway},
+                                                                     {"--guard-policy", &guard_policy},
+                                                                     {"--guard-tokens", &guard_tokens},
+                                                                     {"--guard-json-log", &guard_json_log}};
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](const char* flag) -> Result<std::string> {
@@ -223,6 +352,8 @@ Result<FaultdArgs> parse_faultd_args(const std::vector<std::string>& args) {
     }
     if (a == "--foreground") {
       foreground = true;
+    } else if (a == "--guard-terminate-tls") {
+      guard_terminate_tls = true;
     } else if (a == "--label" || a.rfind("--label=", 0) == 0) {
       if (a == "--label") {
         auto v = value("--label");
@@ -279,6 +410,9 @@ Result<FaultdArgs> parse_faultd_args(const std::vector<std::string>& args) {
     out.config.restart_drain_ns = *d;
   }
   if (foreground) out.config.foreground = true;
+  if (auto st = guard_flags(out.config, guard_gateway, guard_policy, guard_tokens, guard_json_log, guard_terminate_tls);
+      !st)
+    return st.error();
   if (!control_plane) {
     for (const auto& [flag, given] : {std::pair<const char*, bool>{"--enroll-token", enroll_token.has_value()},
                                       {"--control-plane-ca", control_plane_ca.has_value()},

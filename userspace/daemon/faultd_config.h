@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "base/result.h"
+#include "userspace/guard/guard_policy.h"
+#include "userspace/guard_runtime/guard_gateway.h"
 
 namespace faultline {
 
@@ -32,6 +34,17 @@ struct FaultdConfig {
   std::string control_plane_ca;               // --control-plane-ca FILE
   std::string agent_state;                    // --agent-state FILE; empty: <state dir>/cp-agent.json
   std::map<std::string, std::string> labels;  // --label KEY=VALUE (repeatable), sent at registration
+  // The guard's gateway (docs/guard.md, "Gateway mode"): a forward proxy on
+  // guard_gateway for agents on other hosts, each request with a token of
+  // guard_tokens; empty: none. The files are read when the flags are parsed
+  // (and again by a SIGHUP successor, which parses them anew).
+  std::string guard_gateway;      // --guard-gateway ADDR:PORT
+  std::string guard_policy_file;  // --guard-policy FILE: its guard section ("" monitor, default allow)
+  GuardPolicy guard_policy;       // read from guard_policy_file
+  std::string guard_tokens_file;  // --guard-tokens FILE: ID=TOKEN lines, mode 0600 or stricter
+  std::vector<GatewayToken> guard_tokens;
+  bool guard_terminate_tls = false;  // --guard-terminate-tls: the CA at /__faultline/ca.crt
+  std::string guard_json_log;        // --guard-json-log FILE: the activity log ("" none)
 };
 
 // The local API's socket: FAULTLINE_FAULTD_SOCKET when set, else
@@ -45,14 +58,19 @@ struct FaultdArgs {
 };
 
 // faultd [--config FILE] [--foreground] [--socket PATH] [--metrics ADDR|off]
-// [--toxiproxy ADDR|off] [--proxy-workers N] [--toxic-max-duration D] [--restart-drain D]:
+// [--toxiproxy ADDR|off] [--proxy-workers N] [--toxic-max-duration D] [--restart-drain D]
+// [--guard-gateway ADDR:PORT --guard-tokens FILE [--guard-policy FILE]
+// [--guard-terminate-tls] [--guard-json-log FILE]]:
 // the file first, then the flags over it. Bad input names the flag or the
 // file's field (an error with bad_input set: exit 2).
 [[nodiscard]] Result<FaultdArgs> parse_faultd_args(const std::vector<std::string>& args);
 
 // The config file, a JSON object: {"socket": PATH, "metrics": "HOST:PORT" | "off",
 // "foreground": bool, "toxiproxy": "HOST:PORT" | "off", "proxy_workers": N,
-// "toxic_max_duration": "1h", "restart_drain": "30s"}; what it sets replaces base's. Unknown fields are refused, by
+// "toxic_max_duration": "1h", "restart_drain": "30s", "guard_gateway": "ADDR:PORT",
+// "guard_policy": FILE, "guard_tokens": FILE, "guard_terminate_tls": bool,
+// "guard_json_log": FILE}; what it sets replaces base's (the guard's files are
+// read by parse_faultd_args, after the flags). Unknown fields are refused, by
 // name.
 [[nodiscard]] Result<FaultdConfig> read_config_file(const std::string& path, FaultdConfig base);
 

@@ -1,10 +1,12 @@
-// The request guard of `faultctl guard` (issue 26): a forward proxy in this
-// process on 127.0.0.1 judged by a GuardJudge, the variables that point the
+// The request guard of `faultctl guard` (issue 26) and of faultd's gateway
+// (--guard-gateway): a forward proxy in this process on 127.0.0.1 (or the
+// gateway's address) judged by a GuardJudge, the variables that point the
 // command at it (and with --terminate-tls at the local CA), the approvals
 // socket, the activity log, SIGHUP's reload and the summary at exit.
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <optional>
@@ -16,13 +18,13 @@
 #include "base/files.h"
 #include "base/result.h"
 #include "base/unique_fd.h"
-#include "ctl/guard_gateway.h"
-#include "ctl/guard_proctor.h"
 #include "userspace/guard/approval_socket.h"
 #include "userspace/guard/credential_store.h"
 #include "userspace/guard/guard_judge.h"
 #include "userspace/guard/honeytokens.h"
 #include "userspace/guard/kubeconfig.h"
+#include "userspace/guard_runtime/guard_gateway.h"
+#include "userspace/guard_runtime/guard_proctor.h"
 #include "userspace/net/egress_rules.h"
 #include "userspace/proxy/proxy_registry.h"
 
@@ -54,6 +56,13 @@ struct GuardCaptureOptions {
   bool gateway = false;
   std::string listen;  // "" for 127.0.0.1:0
   std::vector<GatewayToken> gateway_tokens;
+  // A predecessor's listening sockets of the gateway (faultd's SIGHUP
+  // restart): the proxy is made on them instead of binding `listen`, so no
+  // connection is refused. start() owns them from the call on.
+  std::vector<int> inherited_listeners;
+  // Where the runtime's lines go once started (the workers, the reporter, the
+  // relay...): one line each, no newline. Empty: stderr, one write a line.
+  std::function<void(const std::string&)> line_log;
   // The LLM layer (docs/guard.md, "LLM facts, usage and budgets").
   std::vector<std::string> llm_hosts;                         // --llm-host
   std::vector<LlmModelRoute> routes;                          // --route-model
@@ -117,6 +126,14 @@ class GuardCapture {
   // naming the error while the old policy stays.
   void reload();
   void print_summary(std::ostream& log) const;
+
+  // A restart's handover (faultd): duplicates of the proxy's listening
+  // sockets, for a successor's inherited_listeners; release_listeners(): this
+  // guard stops accepting (the successor does) and keeps the connections it
+  // has, which open_connections() counts down as they close.
+  [[nodiscard]] Result<std::vector<UniqueFd>> listeners() const;
+  void release_listeners();
+  [[nodiscard]] uint64_t open_connections() const;
 
  private:
   GuardCapture() = default;

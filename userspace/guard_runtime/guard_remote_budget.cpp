@@ -1,5 +1,5 @@
 // The shared LLM budget's client: faultcp's budget routes behind BudgetStore.
-#include "ctl/guard_remote_budget.h"
+#include "userspace/guard_runtime/guard_remote_budget.h"
 
 #include <cctype>
 #include <chrono>

@@ -10,9 +10,9 @@
 #include <string>
 #include <string_view>
 
-#include "ctl/cp_link.h"
 #include "userspace/guard/approval_queue.h"
 #include "userspace/guard/task_thread.h"
+#include "userspace/guard_runtime/cp_link.h"
 #include "userspace/guardrails/http_client.h"
 
 namespace faultline {

@@ -11,9 +11,9 @@
 #include <string>
 #include <thread>
 
-#include "ctl/cp_link.h"
 #include "userspace/guard/activity_log.h"
 #include "userspace/guard/activity_spool.h"
+#include "userspace/guard_runtime/cp_link.h"
 
 namespace faultline {
 

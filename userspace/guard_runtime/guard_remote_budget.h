@@ -8,9 +8,9 @@
 #include <set>
 #include <string>
 
-#include "ctl/cp_link.h"
 #include "userspace/guard/llm_budget.h"
 #include "userspace/guard/task_thread.h"
+#include "userspace/guard_runtime/cp_link.h"
 
 namespace faultline {
 

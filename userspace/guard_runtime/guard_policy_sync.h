@@ -13,8 +13,8 @@
 
 #include "base/result.h"
 #include "base/unique_fd.h"
-#include "ctl/cp_link.h"
 #include "userspace/guard/guard_judge.h"
+#include "userspace/guard_runtime/cp_link.h"
 
 namespace faultline {
 

@@ -1,7 +1,7 @@
 // The request guard's pieces started in the order a request meets them
 // (activity log, judge, approvals socket, proxy) and stopped in reverse, so
 // that no request is judged by a judge that is gone.
-#include "ctl/guard_capture.h"
+#include "userspace/guard_runtime/guard_capture.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -17,15 +17,15 @@
 #include <thread>
 
 #include "base/files.h"
-#include "ctl/guard_activity_reporter.h"
-#include "ctl/guard_approval_relay.h"
-#include "ctl/guard_policy_sync.h"
-#include "ctl/guard_proctor.h"
-#include "ctl/guard_remote_budget.h"
-#include "ctl/policy_faults.h"
 #include "userspace/enforce/redirected_conns.h"
 #include "userspace/guard/credential_judge.h"
+#include "userspace/guard_runtime/guard_activity_reporter.h"
+#include "userspace/guard_runtime/guard_approval_relay.h"
+#include "userspace/guard_runtime/guard_policy_sync.h"
+#include "userspace/guard_runtime/guard_proctor.h"
+#include "userspace/guard_runtime/guard_remote_budget.h"
 #include "userspace/policy/guard_section.h"
+#include "userspace/policy/policy.h"
 #include "userspace/proxy/http_answer.h"
 #include "userspace/proxy/tls_setup.h"
 
@@ -170,8 +170,14 @@ Status check_guard_policy_runnable(const GuardPolicy& policy, bool terminate_tls
 
 Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions options, std::ostream& log) {
   std::unique_ptr<GuardCapture> c(new GuardCapture);
+  // The inherited sockets are owned from here on, whatever happens next.
+  std::vector<UniqueFd> inherited;
+  for (int fd : options.inherited_listeners) inherited.emplace_back(fd);
+  options.inherited_listeners.clear();
   c->options_ = std::move(options);
+  if (!c->options_.line_log) c->options_.line_log = write_line;
   const GuardCaptureOptions& o = c->options_;
+  const std::function<void(const std::string&)> say = o.line_log;
 
   HttpTls http_tls;
   http_tls.mode = HttpTlsMode::sni;
@@ -229,7 +235,7 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
     workspace = std::move(*w);
     if (workspace->policy) m.policy = *workspace->policy;
     if (m.json_log.empty()) m.json_log = m.state_dir + "/activity-" + activity_file_word(o.identity) + ".jsonl";
-    auto reporter = GuardActivityReporter::open(link, m.state_dir, o.identity, write_line);
+    auto reporter = GuardActivityReporter::open(link, m.state_dir, o.identity, say);
     if (!reporter) return reporter.error();
     c->reporter_ = std::move(*reporter);
     const size_t spooled = c->reporter_->spooled_at_start();
@@ -243,7 +249,7 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
         << " line" << (spooled == 1 ? "" : "s") << " from before)\n";
   }
   std::shared_ptr<ActivityWriter> activity;
-  wo.on_error = [](const Error& e) { write_line("faultline guard: activity log: " + e.describe()); };
+  wo.on_error = [say](const Error& e) { say("faultline guard: activity log: " + e.describe()); };
   if (!o.json_log.empty()) {
     auto w = ActivityWriter::open(o.json_log, wo);
     if (!w) return make_error(w.error().err, "--json-log " + o.json_log + ": " + w.error().describe());
@@ -251,7 +257,7 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
     c->activity_ = activity;
   }
   if (o.budget_shared) {
-    auto store = std::make_shared<RemoteBudgetStore>(link, o.budget, write_line);
+    auto store = std::make_shared<RemoteBudgetStore>(link, o.budget, say);
     auto now = store->fetch(o.identity);
     if (!now)
       return make_error(now.error().err, "--llm-budget-shared: faultcp " + link->text() +
@@ -322,21 +328,21 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
   jo.approve_timeout = o.approve_timeout;
   jo.approval_prefix = std::to_string(::getpid());
   jo.activity = activity;
-  jo.log = write_line;
+  jo.log = say;
   c->judge_ = std::make_shared<GuardJudge>(std::make_shared<const GuardPolicy>(o.policy), std::move(jo));
   std::vector<std::shared_ptr<ApprovalListener>> listeners;
   if (o.proctor) {
-    auto proctor = GuardProctor::create(*o.proctor, c->judge_->approvals(), link, write_line);
+    auto proctor = GuardProctor::create(*o.proctor, c->judge_->approvals(), link, say);
     if (!proctor) return proctor.error();
     c->proctor_ = std::move(*proctor);
     log << "faultline guard: the proctor (" << o.proctor->model << " at " << o.proctor->url
         << ") reviews each held request first: it may approve or deny it, else it waits for a person\n";
   }
   if (link) {
-    c->relay_ = std::make_shared<GuardApprovalRelay>(link, c->judge_->approvals(), write_line);
+    c->relay_ = std::make_shared<GuardApprovalRelay>(link, c->judge_->approvals(), say);
     listeners.push_back(c->relay_);
-    c->policy_sync_ = std::make_unique<GuardPolicySync>(
-        link, c->judge_, workspace->version, o.state_dir + "/cp-guard-policy.json", o.terminate_tls, write_line);
+    c->policy_sync_ = std::make_unique<GuardPolicySync>(link, c->judge_, workspace->version,
+                                                        o.state_dir + "/cp-guard-policy.json", o.terminate_tls, say);
   }
   // faultcp hears of a hold first, so that a proctor's quick decision
   // withdraws a copy that exists.
@@ -368,7 +374,7 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
   if (creds) {
     // The secrets are read now, before the command starts: an env source is
     // gone from the environment it inherits.
-    c->creds_ = CredentialStore::start(*creds, o.creds_ttl, write_line);
+    c->creds_ = CredentialStore::start(*creds, o.creds_ttl, say);
     judge = std::make_shared<CredentialJudge>(c->judge_, c->creds_);
   }
   if (o.kubeconfig) {
@@ -404,7 +410,18 @@ Result<std::unique_ptr<GuardCapture>> GuardCapture::start(GuardCaptureOptions op
     };
   }
   if (o.transparent) pc.original_destination = redirected_destination;
-  auto info = c->proxies_->create(pc);
+  Result<ProxyInfo> info = make_error(EINVAL, "no proxy");
+  if (!inherited.empty()) {
+    // A successor: the predecessor's sockets, with HTTP and its TLS mode from
+    // the first connection it accepts.
+    ProxyInfo adopt;
+    adopt.config = pc;
+    adopt.http = true;
+    adopt.http_tls = http_tls;
+    info = c->proxies_->adopt(adopt, std::move(inherited));
+  } else {
+    info = c->proxies_->create(pc);
+  }
   if (!info) return info.error();
   FL_TRY(c->proxies_->set_http_tls(pc.name, http_tls));
   auto bound = parse_address_port(info->listen_bound);
@@ -536,10 +553,10 @@ void GuardCapture::reload() {
   auto p = read_guard_policy_file(options_.policy_file);
   Status ok = p ? check_guard_policy_runnable(*p, options_.terminate_tls) : Status(p.error());
   if (!ok) {
-    write_line("faultline guard: SIGHUP: the policy stays as it was: " + ok.error().message);
+    options_.line_log("faultline guard: SIGHUP: the policy stays as it was: " + ok.error().message);
     return;
   }
-  write_line("faultline guard: SIGHUP: policy reloaded from " + options_.policy_file + ": " + policy_line(*p));
+  options_.line_log("faultline guard: SIGHUP: policy reloaded from " + options_.policy_file + ": " + policy_line(*p));
   judge_->reload(std::make_shared<const GuardPolicy>(std::move(*p)));
 }
 
@@ -561,7 +578,7 @@ GuardCapture::~GuardCapture() {
   approvals_.reset();
   if (budget_) {
     if (auto st = budget_->flush(); !st)
-      write_line("faultline guard: the LLM budget's state: " + st.error().describe());
+      options_.line_log("faultline guard: the LLM budget's state: " + st.error().describe());
   }
   policy_sync_.reset();
   if (proctor_) proctor_->stop();
@@ -574,6 +591,19 @@ GuardCapture::~GuardCapture() {
   activity_.reset();
   reporter_.reset();
 }
+
+Result<std::vector<UniqueFd>> GuardCapture::listeners() const {
+  auto all = proxies_->listeners();
+  if (!all) return all.error();
+  std::vector<UniqueFd> out;
+  for (auto& h : *all)
+    for (auto& fd : h.listeners) out.push_back(std::move(fd));
+  return out;
+}
+
+void GuardCapture::release_listeners() { proxies_->release_listeners(); }
+
+uint64_t GuardCapture::open_connections() const { return proxies_->open_connections(); }
 
 void GuardCapture::print_summary(std::ostream& log) const {
   const GuardCounts n = judge_->counts();

@@ -1,6 +1,6 @@
 // One sender thread: wait for lines, send the oldest batch as NDJSON, drop what
 // faultcp confirms (stored_through), back off while it does not answer.
-#include "ctl/guard_activity_reporter.h"
+#include "userspace/guard_runtime/guard_activity_reporter.h"
 
 #include <algorithm>
 #include <cctype>

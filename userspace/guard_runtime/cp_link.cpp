@@ -1,5 +1,5 @@
 // faultctl's faultcp calls: bearer token, JSON or NDJSON bodies, one deadline each.
-#include "ctl/cp_link.h"
+#include "userspace/guard_runtime/cp_link.h"
 
 #include <cstdlib>
 

@@ -1,7 +1,7 @@
 // One thread per held request: POST it, long-poll its decision, apply it to the
 // local queue (where the first decision wins), DELETE it when the local side
 // ended it first. A held request is a person's minutes: threads are few.
-#include "ctl/guard_approval_relay.h"
+#include "userspace/guard_runtime/guard_approval_relay.h"
 
 #include <poll.h>
 #include <sys/eventfd.h>

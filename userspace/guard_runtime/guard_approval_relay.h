@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "base/unique_fd.h"
-#include "ctl/cp_link.h"
 #include "userspace/guard/approval_queue.h"
+#include "userspace/guard_runtime/cp_link.h"
 
 namespace faultline {
 

@@ -1,5 +1,5 @@
 // The proctor's model call (Anthropic Messages API) and how its answer is read.
-#include "ctl/guard_proctor.h"
+#include "userspace/guard_runtime/guard_proctor.h"
 
 #include <cstdlib>
 #include <nlohmann/json.hpp>

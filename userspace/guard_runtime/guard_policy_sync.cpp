@@ -1,6 +1,6 @@
 // GET /v1/guardrails/policy, then ?since_version=N&wait=30s in a loop: each new
 // version checked as a --policy file would be, then one atomic reload.
-#include "ctl/guard_policy_sync.h"
+#include "userspace/guard_runtime/guard_policy_sync.h"
 
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -9,7 +9,7 @@
 #include <cerrno>
 
 #include "base/files.h"
-#include "ctl/guard_capture.h"
+#include "userspace/guard_runtime/guard_capture.h"
 #include "userspace/policy/guard_section.h"
 
 namespace faultline {
