@@ -191,10 +191,15 @@ declare -A FLAGS=(
   [facts]="--llm-host 127.0.0.1:$P_WEB"
   [activity]="--json-log $DIR/state/activity.jsonl"
   [detectors]="--llm-host 127.0.0.1:$P_WEB --dlp --prompt-guard --content-policy $DIR/content.txt"
+  [dlp]="--llm-host 127.0.0.1:$P_WEB --dlp"
+  [prompt-guard]="--llm-host 127.0.0.1:$P_WEB --prompt-guard"
+  [content-policy]="--llm-host 127.0.0.1:$P_WEB --content-policy $DIR/content.txt"
   [tls]=""
 )
 declare -A SCRIPT=([base]=get.lua [rules-1k]=get.lua [body-16k]=post.lua [facts]=post.lua [activity]=get.lua
-  [detectors]=post.lua)
+  [detectors]=post.lua [dlp]=post.lua [prompt-guard]=post.lua [content-policy]=post.lua)
+# dlp, prompt-guard and content-policy split the detectors variant by detector:
+# run only when named in BENCH_GUARD_VARIANTS (they bring facts).
 ALL_VARIANTS="base rules-1k body-16k facts activity detectors tls"
 VARIANTS=${BENCH_GUARD_VARIANTS:-$ALL_VARIANTS}
 ALL_RUN=yes
@@ -205,7 +210,9 @@ for v in $VARIANTS; do
   [ -n "${FLAGS[$v]+set}" ] || { echo "bench-guard: BENCH_GUARD_VARIANTS: unknown variant '$v' ($ALL_VARIANTS)" >&2; exit 2; }
 done
 case " $VARIANTS " in *" base "*) ;; *) VARIANTS="base $VARIANTS" ;; esac
-case " $VARIANTS " in *" detectors "*) case " $VARIANTS " in *" facts "*) ;; *) VARIANTS="$VARIANTS facts" ;; esac ;; esac
+for v in detectors dlp prompt-guard content-policy; do
+  case " $VARIANTS " in *" $v "*) case " $VARIANTS " in *" facts "*) ;; *) VARIANTS="$VARIANTS facts" ;; esac ;; esac
+done
 case " $VARIANTS " in *" facts "*) case " $VARIANTS " in *" body-16k "*) ;; *) VARIANTS="$VARIANTS body-16k" ;; esac ;; esac
 declare -A RES
 echo "guard bench: $REPS rounds of ${SECS}s per variant, interleaved; nginx on a private namespace's loopback"
@@ -261,6 +268,11 @@ if "detectors" in variants:
     det_p50 = col("detectors", 50, 1)[0] - col("facts", 50, 1)[0]
     print(f"detectors / facts req/s at c=50: {det_rps:.3f}x (target >= 0.85x): {verdict(det_rps >= 0.85)}")
     print(f"detectors - facts p50 at c=50: {det_p50:+.1f} us (target <= +100 us): {verdict(det_p50 <= 100)}")
+for one in ("dlp", "prompt-guard", "content-policy"):
+    if one in variants:
+        d1 = col(one, 1, 1)[0] - col("facts", 1, 1)[0]
+        r50 = col(one, 50, 0)[0] / col("facts", 50, 0)[0]
+        print(f"{one} alone - facts p50 at c=1: {d1:+.1f} us; req/s at c=50: {r50:.3f}x (no target: the split of detectors)")
 if "tls" in variants:
     print("tls: HTTPS terminated under a root guard's transparent capture; no target, not a ratio to base")
 EOF
