@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 
 #include "base/sha256.h"
@@ -41,6 +42,28 @@ TEST(PromptGuard, NormalizesInvisibleConfusableAndCompatibilityForms) {
   EXPECT_EQ(g->normalize("\uff29\uff47\uff4e\uff4f\uff52\uff45"), "ignore");  // fullwidth
   EXPECT_EQ(g->normalize("\U000E0069\U000E0067\U000E006E"), "ign");           // tag characters
   EXPECT_EQ(g->normalize("ïgnöré   the\t rules\r\nnow"), "ignore the rules\nnow");
+}
+
+// ASCII text skips ICU (normalize()'s fast path): it must read exactly as
+// ICU's normalisation reads it, for every ASCII byte in any neighbourhood
+// (runs of spaces, line breaks, CRLF, controls, capitals).
+TEST(PromptGuard, TheAsciiPathReadsAsIcuDoes) {
+  auto g = guard();
+  ASSERT_TRUE(g);
+  for (int c = 0; c < 0x80; ++c) {
+    const std::string one(1, static_cast<char>(c));
+    for (const std::string& s : {one, "a" + one + "b", " " + one + " ", "\n" + one + "\n", "A" + one + one + "Z"})
+      ASSERT_EQ(g->normalize(s), g->normalize_unicode(s)) << "byte " << c;
+  }
+  std::mt19937 rng(2026);
+  const std::string alphabet = "aZ \t\n\r\v\f\x1c\x1f\x01\x7f.!Q";
+  for (int round = 0; round < 2000; ++round) {
+    std::string s;
+    const size_t n = rng() % 40;
+    for (size_t i = 0; i < n; ++i)
+      s += rng() % 4 == 0 ? static_cast<char>(rng() % 0x80) : alphabet[rng() % alphabet.size()];
+    ASSERT_EQ(g->normalize(s), g->normalize_unicode(s)) << "round " << round;
+  }
 }
 
 TEST(PromptGuard, FoldsCyrillicAndGreekLookalikesToLatin) {

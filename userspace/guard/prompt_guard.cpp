@@ -12,10 +12,10 @@
 #include <unicode/uspoof.h>
 
 #include <algorithm>
-#include <atomic>
 #include <nlohmann/json.hpp>
 
 #include "base/sha256.h"
+#include "userspace/guard/hs_scratch.h"
 
 namespace faultline {
 namespace prompt_guard_detail {
@@ -134,22 +134,6 @@ constexpr Rule kRules[] = {
      "\\.env)\\b"},
 };
 constexpr size_t kRuleCount = sizeof kRules / sizeof kRules[0];
-
-std::atomic<uint64_t> next_serial{1};
-
-hs_scratch_t* thread_scratch(const hs_database_t* db, uint64_t serial) {
-  thread_local struct Holder {
-    hs_scratch_t* s = nullptr;
-    uint64_t last = 0;
-    ~Holder() {
-      if (s) hs_free_scratch(s);
-    }
-  } holder;
-  if (holder.last == serial && holder.s) return holder.s;
-  if (hs_alloc_scratch(db, &holder.s) != HS_SUCCESS) return nullptr;
-  holder.last = serial;
-  return holder.s;
-}
 
 // A leetspeak character as the letter it stands for (0 when it is none).
 char unleet(char c) {
@@ -404,7 +388,7 @@ Result<std::shared_ptr<PromptGuard>> PromptGuard::build() {
     hs_free_compile_error(err);
     return make_error(0, "the prompt guard's rule " + std::to_string(at) + " does not compile: " + why);
   }
-  g->serial_ = next_serial.fetch_add(1);
+  g->serial_ = hs_next_serial();
   // Latin look-alikes: each code point of the scripts that hold them whose
   // confusable skeleton (Unicode TR39, ICU's data) is one or two Latin letters.
   UErrorCode st = U_ZERO_ERROR;
@@ -450,6 +434,36 @@ PromptGuard::~PromptGuard() {
 }
 
 std::string PromptGuard::normalize(std::string_view utf8) const {
+  if (!std::all_of(utf8.begin(), utf8.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; }))
+    return normalize_unicode(utf8);
+  // ASCII: NFKC with case folding only lowers A-Z, and NFD, the combining
+  // marks, the tag characters and the look-alikes do not occur; the spaces
+  // are those u_isWhitespace() takes in ASCII (tab to carriage return, the
+  // four information separators, space).
+  std::string out;
+  out.reserve(utf8.size());
+  bool space = false;
+  for (const char ch : utf8) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '\r') continue;  // CRLF is one line break
+    if (c == '\n') {
+      while (!out.empty() && out.back() == ' ') out.pop_back();
+      out += '\n';
+      space = false;
+      continue;
+    }
+    if ((c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x1f) || c == ' ') {
+      space = !out.empty() && out.back() != '\n';
+      continue;
+    }
+    if (space) out += ' ';
+    space = false;
+    out += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  }
+  return out;
+}
+
+std::string PromptGuard::normalize_unicode(std::string_view utf8) const {
   icu::UnicodeString u = icu::UnicodeString::fromUTF8(icu::StringPiece(utf8.data(), int32_t(utf8.size())));
   // Tag characters (U+E0020..E007E) spell ASCII that no one sees: read it.
   icu::UnicodeString untagged;
@@ -500,7 +514,7 @@ std::string PromptGuard::normalize(std::string_view utf8) const {
 std::vector<InjectionFinding> PromptGuard::match(std::string_view normalized, PromptSource source,
                                                  std::string_view view) const {
   std::vector<InjectionFinding> out;
-  hs_scratch_t* s = thread_scratch(db_, serial_);
+  hs_scratch_t* s = hs_thread_scratch(db_, serial_);
   if (!s || normalized.empty()) return out;
   std::vector<unsigned> hits;
   // Hyperscan's block scan takes at most 4 GiB; a prompt is far below.

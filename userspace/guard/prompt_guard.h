@@ -66,7 +66,12 @@ class PromptGuard {
   // NFKC with case folding (which drops default-ignorable code points: zero
   // widths, joiners, BOMs), combining marks dropped, a Latin look-alike from
   // another script folded to its Latin letter, horizontal space collapsed.
+  // ASCII text (most prompts) takes a path without ICU that gives the same
+  // text (a test holds the two equal over every ASCII byte).
   [[nodiscard]] std::string normalize(std::string_view utf8) const;
+  // normalize() through ICU whatever the text: the reference the ASCII path
+  // is tested against.
+  [[nodiscard]] std::string normalize_unicode(std::string_view utf8) const;
   // One text's findings (no cache): its normalised form, its leetspeak
   // reading and each base64 run's decoding.
   [[nodiscard]] std::vector<InjectionFinding> scan_text(std::string_view utf8, PromptSource source) const;
