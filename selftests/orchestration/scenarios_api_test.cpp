@@ -13,6 +13,7 @@
 
 #include "cp/webhooks/webhook_sender.h"
 #include "cp_client.h"
+#include "cp_fleet.h"
 #include "selftests/lib/child_process.h"
 
 namespace florch {
@@ -37,41 +38,8 @@ json scenario_doc(const std::string& name, json steps, const std::string& on_fai
 }
 
 // One workspace with one agent, served on `port` (in-process or a faultcp).
-struct Fleet {
-  uint16_t port = 0;
-  std::string token, agent_token;
-  int64_t agent = 0;
-
-  [[nodiscard]] CpReply call(const std::string& method, const std::string& path, const std::string& body = "",
-                             const std::string& as = "") const {
-    return fltest::cp_request(port, method, path, as.empty() ? token : as, body);
-  }
-  // The agent's next experiment (its id), long-polling for up to `wait_ms`
-  // (faultcp may hold each poll for less); 0 when none came.
-  int64_t take(int wait_ms = 5000) const {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
-    do {
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now()).count();
-      auto r = fltest::cp_request(
-          port, "GET",
-          "/v1/agents/" + std::to_string(agent) + "/next?wait_ms=" + std::to_string(std::max<int64_t>(left, 0)),
-          agent_token, "", static_cast<int>(left) + 5000);
-      const json j = r.json();
-      if (r.status == 200 && j.is_object() && j["experiment"].is_object())
-        return j["experiment"].value("id", int64_t{0});
-      if (r.status != 200) std::this_thread::sleep_for(100ms);  // a replica not up yet
-    } while (std::chrono::steady_clock::now() < until);
-    return 0;
-  }
-  // As faultd reports a run: running, then `outcome`.
-  void report(int64_t exp, const std::string& outcome) const {
-    for (const std::string& type : {std::string("running"), outcome}) {
-      auto r = fltest::cp_request(port, "POST", "/v1/agents/" + std::to_string(agent) + "/events", agent_token,
-                                  json{{"experiment_id", exp}, {"type", type}}.dump());
-      EXPECT_EQ(r.status, 200) << type << ": " << r.describe();
-    }
-  }
+// The workspace's fleet, with the scenario runs' reads.
+struct Fleet : CpFleet {
   json run(int64_t id) const { return call("GET", "/v1/scenario-runs/" + std::to_string(id)).json(); }
   // Waits for the run to leave `running`; its JSON.
   json finished(int64_t id, std::chrono::milliseconds within = 20s) const {
@@ -96,7 +64,6 @@ struct Fleet {
     }
     return r;
   }
-  size_t experiments() const { return call("GET", "/v1/experiments").json()["experiments"].size(); }
   int64_t created_audited() const {
     int64_t n = 0;
     const json bundle = call("GET", "/v1/audit/export").json();  // kept: a range over a temporary's member dangles
@@ -105,21 +72,7 @@ struct Fleet {
   }
 };
 
-Fleet signup(uint16_t port, const std::string& name) {
-  Fleet f;
-  f.port = port;
-  auto r = fltest::cp_request(
-      port, "POST", "/v1/auth/signup", "",
-      json{{"email", name + "@example.com"}, {"password", "correct horse battery"}, {"workspace", name}}.dump());
-  EXPECT_EQ(r.status, 201) << r.describe();
-  f.token = r.json().value("token", "");
-  auto enr = f.call("POST", "/v1/tokens", R"({"kind":"enrollment"})").json().value("token", "");
-  auto reg = fltest::cp_request(port, "POST", "/v1/agents/register", enr, R"({"hostname":")" + name + R"(-host"})");
-  EXPECT_EQ(reg.status, 201) << reg.describe();
-  f.agent = reg.json().value("agent_id", int64_t{0});
-  f.agent_token = reg.json().value("token", "");
-  return f;
-}
+Fleet signup(uint16_t port, const std::string& name) { return Fleet{cp_signup(port, name)}; }
 
 int64_t store_scenario(const Fleet& f, const json& doc) {
   auto r = f.call("POST", "/v1/scenarios", doc.dump());

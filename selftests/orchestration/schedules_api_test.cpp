@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cp_client.h"
+#include "cp_fleet.h"
 #include "selftests/lib/child_process.h"
 
 namespace florch {
@@ -27,38 +28,8 @@ json loss_experiment(int seconds) {
 }
 
 // One workspace with one agent on `port`; the test is the agent.
-struct Workspace {
-  uint16_t port = 0;
-  std::string token, agent_token;
-  int64_t agent = 0;
-
-  [[nodiscard]] CpReply call(const std::string& method, const std::string& path, const std::string& body = "") const {
-    return fltest::cp_request(port, method, path, token, body);
-  }
-  // The agent's next experiment id (long-polling up to `wait_ms`); 0: none.
-  int64_t take(int wait_ms) const {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
-    do {
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now()).count();
-      auto r = fltest::cp_request(
-          port, "GET",
-          "/v1/agents/" + std::to_string(agent) + "/next?wait_ms=" + std::to_string(std::max<int64_t>(left, 0)),
-          agent_token, "", static_cast<int>(left) + 5000);
-      const json j = r.json();
-      if (r.status == 200 && j.is_object() && j["experiment"].is_object())
-        return j["experiment"].value("id", int64_t{0});
-      if (r.status != 200) std::this_thread::sleep_for(100ms);
-    } while (std::chrono::steady_clock::now() < until);
-    return 0;
-  }
-  void report(int64_t exp, const std::string& outcome) const {
-    for (const std::string& type : {std::string("running"), outcome}) {
-      auto r = fltest::cp_request(port, "POST", "/v1/agents/" + std::to_string(agent) + "/events", agent_token,
-                                  json{{"experiment_id", exp}, {"type", type}}.dump());
-      EXPECT_EQ(r.status, 200) << type << ": " << r.describe();
-    }
-  }
+// The workspace's fleet, with the schedules' routes.
+struct Workspace : CpFleet {
   json firings(int64_t schedule) const {
     return call("GET", "/v1/schedules/" + std::to_string(schedule) + "/firings").json()["firings"];
   }
@@ -74,7 +45,6 @@ struct Workspace {
     }
     return f;
   }
-  size_t experiments() const { return call("GET", "/v1/experiments").json()["experiments"].size(); }
   int64_t schedule(const json& body) const {
     auto r = call("POST", "/v1/schedules", body.dump());
     EXPECT_EQ(r.status, 201) << r.describe();
@@ -82,21 +52,7 @@ struct Workspace {
   }
 };
 
-Workspace join(uint16_t port, const std::string& name) {
-  Workspace w;
-  w.port = port;
-  auto r = fltest::cp_request(
-      port, "POST", "/v1/auth/signup", "",
-      json{{"email", name + "@example.com"}, {"password", "correct horse battery"}, {"workspace", name}}.dump());
-  EXPECT_EQ(r.status, 201) << r.describe();
-  w.token = r.json().value("token", "");
-  auto enr = w.call("POST", "/v1/tokens", R"({"kind":"enrollment"})").json().value("token", "");
-  auto reg = fltest::cp_request(port, "POST", "/v1/agents/register", enr, R"({"hostname":")" + name + R"(-host"})");
-  EXPECT_EQ(reg.status, 201) << reg.describe();
-  w.agent = reg.json().value("agent_id", int64_t{0});
-  w.agent_token = reg.json().value("token", "");
-  return w;
-}
+Workspace join(uint16_t port, const std::string& name) { return Workspace{cp_signup(port, name)}; }
 
 size_t count_code(const json& firings, const std::string& code) {
   size_t n = 0;
