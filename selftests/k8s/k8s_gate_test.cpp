@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/files.h"
+#include "k8s_env.h"
 #include "selftests/lib/child_process.h"
 #include "selftests/lib/require_root.h"
 #include "selftests/lib/test_bpffs.h"
@@ -30,11 +31,7 @@ using namespace std::chrono_literals;
 const std::string kDir = K8S_DIR;
 const std::string kFaultctl = FAULTCTL_PATH;
 
-std::string kubectl_path() {
-  for (const char* p : {"/usr/bin/kubectl", "/usr/local/bin/kubectl"})
-    if (::access(p, X_OK) == 0) return p;
-  return "";
-}
+using fltest::kubectl_path;
 
 class K8sGate : public ::testing::Test {
  protected:

@@ -8,6 +8,7 @@
 // never proxies 127.0.0.1: the guard's transparent capture takes it). Nothing
 // leaves 127.0.0.1.
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "base/files.h"
+#include "k8s_env.h"
 #include "selftests/lib/child_process.h"
 #include "selftests/lib/require_root.h"
 #include "selftests/lib/test_bpffs.h"
@@ -36,12 +38,6 @@ using namespace std::chrono_literals;
 const std::string kKcfgDir = K8S_DIR;
 const std::string kKcfgFaultctl = FAULTCTL_PATH;
 
-std::string kcfg_kubectl_path() {
-  for (const char* p : {"/usr/bin/kubectl", "/usr/local/bin/kubectl"})
-    if (::access(p, X_OK) == 0) return p;
-  return "";
-}
-
 std::string kcfg_slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream s;
@@ -50,20 +46,10 @@ std::string kcfg_slurp(const std::string& path) {
 }
 
 std::string kcfg_base64(const std::string& bytes) {
-  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  size_t i = 0;
-  for (; i + 2 < bytes.size(); i += 3) {
-    const uint32_t v = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8) | uint8_t(bytes[i + 2]);
-    for (int s = 18; s >= 0; s -= 6) out.push_back(kAlphabet[(v >> s) & 63]);
-  }
-  if (i + 1 == bytes.size()) {
-    const uint32_t v = uint8_t(bytes[i]) << 16;
-    out += {kAlphabet[(v >> 18) & 63], kAlphabet[(v >> 12) & 63], '=', '='};
-  } else if (i + 2 == bytes.size()) {
-    const uint32_t v = (uint8_t(bytes[i]) << 16) | (uint8_t(bytes[i + 1]) << 8);
-    out += {kAlphabet[(v >> 18) & 63], kAlphabet[(v >> 12) & 63], kAlphabet[(v >> 6) & 63], '='};
-  }
+  std::string out((bytes.size() + 2) / 3 * 4 + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
+  out.resize(static_cast<size_t>(n));
   return out;
 }
 
@@ -71,7 +57,7 @@ class K8sKubeconfig : public ::testing::Test {
  protected:
   void SetUp() override {
     FL_REQUIRE_ROOT("faultctl guard's transparent capture (kubectl never proxies 127.0.0.1)");
-    kubectl_ = kcfg_kubectl_path();
+    kubectl_ = fltest::kubectl_path();
     ASSERT_FALSE(kubectl_.empty()) << "no kubectl: scripts/install-deps.sh installs kubernetes-client";
     ASSERT_TRUE(std::filesystem::exists(kKcfgDir + "/node_modules/ws"))
         << "ws is not installed: run scripts/install-deps.sh (npm ci in " << kKcfgDir << ")";
