@@ -16,6 +16,7 @@
 
 #include "selftests/guard/guard_env.h"
 #include "selftests/lib/child_process.h"
+#include "selftests/lib/echo_upstream.h"
 #include "selftests/lib/netns_pair.h"
 #include "selftests/lib/require_root.h"
 #include "selftests/proxy/proxy_fixture.h"
@@ -194,21 +195,10 @@ TEST_F(GuardCaptureTest, GatewayTakesAgentsFromAnotherNamespaceByToken) {
   fltest::NetnsPair pair(prefix, {prefix + "h", {"198.18.77.1/24"}}, {prefix + "c", {"198.18.77.2/24"}},
                          {.ipv6 = false});
   // The upstream, on the gateway's side (its loopback).
-  const std::string upstream_py =
-      "import http.server, sys\n"
-      "class H(http.server.BaseHTTPRequestHandler):\n"
-      "  def do_GET(self):\n"
-      "    b = ('upstream saw ' + self.path).encode()\n"
-      "    self.send_response(200); self.send_header('Content-Length', str(len(b))); self.end_headers()\n"
-      "    self.wfile.write(b); print('REQ', self.path, flush=True)\n"
-      "  def log_message(self, *a): pass\n"
-      "s = http.server.HTTPServer(('127.0.0.1', 0), H)\n"
-      "print('PORT', s.server_address[1], flush=True)\n"
-      "s.serve_forever()\n";
-  auto upstream = ChildProcess::spawn({"ip", "netns", "exec", pair.a(), "python3", "-c", upstream_py});
-  auto port_line = upstream.wait_line_starting("PORT ", 10s);
-  ASSERT_TRUE(port_line) << upstream.describe();
-  const std::string up = "127.0.0.1:" + port_line->substr(5);
+  auto upstream = fltest::spawn_echo_upstream(pair.a());
+  const auto address = fltest::echo_upstream_address(upstream);
+  ASSERT_TRUE(address) << upstream.describe();
+  const std::string up = *address;
   const std::string pol = policy(
       R"({"mode":"enforce","default_allow":false,"rules":[{"name":"up","action":"allow","host":")" + up + R"("}]})");
   auto gw = ChildProcess::spawn({"ip", "netns", "exec", pair.a(), kFaultctl, "guard", "--gateway", "--addr",
