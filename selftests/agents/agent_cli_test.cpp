@@ -133,6 +133,44 @@ class AgentCli : public ::testing::Test {
     return env;
   }
 
+  // `faultctl guard FLAGS -- env -u (every proxy variable) CMD` as root, the
+  // guard's folders and BPF pins under this test's own (`bpffs`), behind
+  // `wrap` (nsenter into a test namespace, or nothing): the command ignores
+  // the variables the guard sets, so only the cgroup's redirect brings it.
+  [[nodiscard]] CommandResult root_guard_without_proxy_variables(const std::vector<std::string>& wrap,
+                                                                 const std::vector<std::string>& flags,
+                                                                 const std::vector<std::string>& cmd,
+                                                                 std::vector<std::string> env,
+                                                                 const std::string& bpffs) const {
+    env.insert(env.end(), {"FAULTLINE_RUN_DIR=" + home() + "/run", "FAULTLINE_CA_DIR=" + home() + "/ca",
+                           "FAULTLINE_STATE_DIR=" + home() + "/state", "XDG_RUNTIME_DIR=" + home(),
+                           "FAULTLINE_BPFFS_ROOT=" + bpffs});
+    std::vector<std::string> argv = wrap;
+    argv.insert(argv.end(), {FAULTCTL_PATH, "guard"});
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.insert(argv.end(), {"--", "env"});
+    for (const char* k :
+         {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "NO_PROXY", "no_proxy"})
+      argv.insert(argv.end(), {"-u", k});
+    argv.insert(argv.end(), cmd.begin(), cmd.end());
+    return fltest::run_command(argv, {.env = env, .stop_grace = 5000ms}, 60s);
+  }
+
+  // A monitoring root guard's run of a CLI that ignored the proxy variables:
+  // it finished with the stand-in's answer, its call was read (`llm: MODEL
+  // in=7 out=5`) and reached the guard by the redirect (`redirected` then
+  // "allow"). The requests the stand-in saw.
+  size_t expect_judged_by_the_redirect(const CommandResult& monitor, const std::string& model,
+                                       const std::string& redirected) {
+    EXPECT_TRUE(monitor.status.is(0)) << monitor.describe() << "\nstand-in:\n" << standin_->describe();
+    EXPECT_NE(monitor.out.find(kAnswer), std::string::npos) << monitor.describe();
+    const size_t upstream = requests().size();
+    EXPECT_GE(upstream, 1u);
+    EXPECT_NE(monitor.err.find("llm: " + model + " in=7 out=5"), std::string::npos) << monitor.err;
+    EXPECT_NE(monitor.err.find(redirected + "allow"), std::string::npos) << monitor.err;
+    return upstream;
+  }
+
   std::optional<faultline::TempFolder> home_;
   std::optional<ChildProcess> standin_;
   int port_ = 0;
@@ -629,19 +667,8 @@ TEST_F(AgentCli, ClaudeCodeIgnoringTheProxyVariablesIsStillJudgedAsRoot) {
   FL_REQUIRE_ROOT("faultctl guard's transparent capture (a cgroup and cgroup BPF programs)");
   start_standin("anthropic");
   const std::string bpffs = "/sys/fs/bpf/fl-agent-cli-nopx-" + std::to_string(::getpid());
-  auto env = claude_env(false);
-  env.insert(env.end(), {"FAULTLINE_RUN_DIR=" + home() + "/run", "FAULTLINE_CA_DIR=" + home() + "/ca",
-                         "FAULTLINE_STATE_DIR=" + home() + "/state", "XDG_RUNTIME_DIR=" + home(),
-                         "FAULTLINE_BPFFS_ROOT=" + bpffs});
-  const std::vector<std::string> no_proxy = {"env",        "-u", "HTTP_PROXY",  "-u",    "HTTPS_PROXY", "-u",
-                                             "http_proxy", "-u", "https_proxy", "-u",    "ALL_PROXY",   "-u",
-                                             "NO_PROXY",   "-u", "no_proxy",    kClaude, "-p",          "hi"};
-  auto run = [&](std::vector<std::string> flags) {
-    std::vector<std::string> argv = {FAULTCTL_PATH, "guard"};
-    argv.insert(argv.end(), flags.begin(), flags.end());
-    argv.push_back("--");
-    argv.insert(argv.end(), no_proxy.begin(), no_proxy.end());
-    return fltest::run_command(argv, {.env = env, .stop_grace = 5000ms}, 60s);
+  auto run = [&](const std::vector<std::string>& flags) {
+    return root_guard_without_proxy_variables({}, flags, {kClaude, "-p", "hi"}, claude_env(false), bpffs);
   };
   const std::string log = home() + "/activity.jsonl";
   // --llm-host makes it the request guard (as root, a guard with none of its
@@ -650,14 +677,10 @@ TEST_F(AgentCli, ClaudeCodeIgnoringTheProxyVariablesIsStillJudgedAsRoot) {
   CommandResult denied = run({"--enforce", "--terminate-tls", "--deny-model", "claude-opus-5-5"});
   fltest::remove_test_bpffs_root(bpffs);
 
-  ASSERT_TRUE(monitor.status.is(0)) << monitor.describe() << "\nstand-in:\n" << standin_->describe();
-  EXPECT_NE(monitor.out.find(kAnswer), std::string::npos) << monitor.describe();
-  const size_t upstream = requests().size();
-  ASSERT_GE(upstream, 1u);
-  EXPECT_NE(monitor.err.find("llm: claude-opus-5-5 in=7 out=5"), std::string::npos) << monitor.err;
   // Taken by the kernel's redirect, not through the variables.
   const std::string redirected = "/v1/messages?beta=true (redirected, to 127.0.0.1:" + std::to_string(port_) + ") -> ";
-  EXPECT_NE(monitor.err.find(redirected + "allow"), std::string::npos) << monitor.err;
+  const size_t upstream = expect_judged_by_the_redirect(monitor, "claude-opus-5-5", redirected);
+  ASSERT_GE(upstream, 1u);
   size_t llm = 0;
   std::ifstream in(log);
   for (std::string line; std::getline(in, line);) {
@@ -694,36 +717,9 @@ TEST_F(AgentCli, CodexIgnoringTheProxyVariablesIsStillJudgedAsRoot) {
   const std::string bpffs = "/sys/fs/bpf/fl-agent-cli-codex-" + std::to_string(::getpid());
   const std::string standin = "127.0.0.1:" + std::to_string(port_);
   auto run = [&](const std::vector<std::string>& flags, const std::string& provider_extra) {
-    auto env = codex_env(provider_extra);
-    env.insert(env.end(), {"FAULTLINE_RUN_DIR=" + home() + "/run", "FAULTLINE_CA_DIR=" + home() + "/ca",
-                           "FAULTLINE_STATE_DIR=" + home() + "/state", "XDG_RUNTIME_DIR=" + home(),
-                           "FAULTLINE_BPFFS_ROOT=" + bpffs});
-    std::vector<std::string> argv = in_ns;
-    argv.insert(argv.end(), {FAULTCTL_PATH, "guard"});
-    argv.insert(argv.end(), flags.begin(), flags.end());
-    argv.insert(argv.end(), {"--",
-                             "env",
-                             "-u",
-                             "HTTP_PROXY",
-                             "-u",
-                             "HTTPS_PROXY",
-                             "-u",
-                             "http_proxy",
-                             "-u",
-                             "https_proxy",
-                             "-u",
-                             "ALL_PROXY",
-                             "-u",
-                             "NO_PROXY",
-                             "-u",
-                             "no_proxy",
-                             kCodex,
-                             "exec",
-                             "--skip-git-repo-check",
-                             "-C",
-                             home(),
-                             "say hi"});
-    return fltest::run_command(argv, {.env = env, .stop_grace = 5000ms}, 60s);
+    return root_guard_without_proxy_variables(in_ns, flags,
+                                              {kCodex, "exec", "--skip-git-repo-check", "-C", home(), "say hi"},
+                                              codex_env(provider_extra), bpffs);
   };
   const std::string log = home() + "/activity.jsonl", denied_log = home() + "/denied.jsonl";
   CommandResult monitor = run({"--llm-host", standin, "--json-log", log}, "");
@@ -732,14 +728,10 @@ TEST_F(AgentCli, CodexIgnoringTheProxyVariablesIsStillJudgedAsRoot) {
                              "stream_max_retries = 0\n");
   fltest::remove_test_bpffs_root(bpffs);
 
-  ASSERT_TRUE(monitor.status.is(0)) << monitor.describe() << "\nstand-in:\n" << standin_->describe();
-  EXPECT_NE(monitor.out.find(kAnswer), std::string::npos) << monitor.describe();
-  const size_t upstream = requests().size();
-  ASSERT_GE(upstream, 1u);
-  EXPECT_NE(monitor.err.find("llm: gpt-standin in=7 out=5"), std::string::npos) << monitor.err;
   // Taken by the kernel's redirect, not through the variables.
   const std::string redirected = "(redirected, to " + standin + ") -> ";
-  EXPECT_NE(monitor.err.find(redirected + "allow"), std::string::npos) << monitor.err;
+  const size_t upstream = expect_judged_by_the_redirect(monitor, "gpt-standin", redirected);
+  ASSERT_GE(upstream, 1u);
   size_t llm = 0;
   std::ifstream in(log);
   for (std::string line; std::getline(in, line);) {
