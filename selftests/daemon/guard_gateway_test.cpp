@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "base/files.h"
 #include "faultd_env.h"
 #include "selftests/lib/echo_upstream.h"
 #include "selftests/lib/netns_pair.h"
@@ -192,9 +193,9 @@ TEST_F(FaultdGatewayTest, GatewayServesAgentsOfAnotherNamespaceAndSurvivesSighup
 // Bad gateway settings: exit 2 before anything starts, the flag (or the
 // config file's field) named.
 TEST(FaultdGatewayFlags, BadValuesExitTwoNamingTheFlag) {
-  char tmpl[] = "/tmp/fl-faultd-gw-XXXXXX";
-  ASSERT_NE(::mkdtemp(tmpl), nullptr);
-  const std::string d = tmpl;
+  auto folder = faultline::TempFolder::create("fl-faultd-gw");  // removed at the end, whatever fails
+  ASSERT_TRUE(folder.ok()) << folder.error().message;
+  const std::string d = folder->path();
   const std::string good = d + "/tokens", open = d + "/tokens-open", empty = d + "/tokens-empty",
                     shorty = d + "/tokens-short", pol = d + "/path-rule.json", cfg = d + "/faultd.json";
   gw_write_text(good, "a=12345678\n", 0600);
@@ -232,8 +233,6 @@ TEST(FaultdGatewayFlags, BadValuesExitTwoNamingTheFlag) {
     EXPECT_TRUE(r.status.is(2)) << r.describe();
     EXPECT_NE(r.err.find(c.needle), std::string::npos) << "wanted: " << c.needle << "\n" << r.describe();
   }
-  std::error_code ec;
-  std::filesystem::remove_all(d, ec);
 }
 
 }  // namespace
