@@ -159,15 +159,28 @@ class AgentCli : public ::testing::Test {
   // A monitoring root guard's run of a CLI that ignored the proxy variables:
   // it finished with the stand-in's answer, its call was read (`llm: MODEL
   // in=7 out=5`) and reached the guard by the redirect (`redirected` then
-  // "allow"). The requests the stand-in saw.
+  // "allow"), and its activity log `log` holds the stand-in alone, one `llm`
+  // line of MODEL per request the stand-in saw. Those requests' count.
   size_t expect_judged_by_the_redirect(const CommandResult& monitor, const std::string& model,
-                                       const std::string& redirected) {
+                                       const std::string& redirected, const std::string& log) {
     EXPECT_TRUE(monitor.status.is(0)) << monitor.describe() << "\nstand-in:\n" << standin_->describe();
     EXPECT_NE(monitor.out.find(kAnswer), std::string::npos) << monitor.describe();
     const size_t upstream = requests().size();
     EXPECT_GE(upstream, 1u);
     EXPECT_NE(monitor.err.find("llm: " + model + " in=7 out=5"), std::string::npos) << monitor.err;
     EXPECT_NE(monitor.err.find(redirected + "allow"), std::string::npos) << monitor.err;
+    size_t llm = 0;
+    std::ifstream in(log);
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty()) continue;
+      auto e = nlohmann::json::parse(line);
+      EXPECT_EQ(e["host"], "127.0.0.1:" + std::to_string(port_)) << "only the stand-in was called: " << e.dump();
+      if (e["kind"] == "llm") {
+        ++llm;
+        EXPECT_EQ(e["llm"]["model"], model) << e.dump();
+      }
+    }
+    EXPECT_EQ(llm, upstream) << monitor.err;
     return upstream;
   }
 
@@ -679,17 +692,8 @@ TEST_F(AgentCli, ClaudeCodeIgnoringTheProxyVariablesIsStillJudgedAsRoot) {
 
   // Taken by the kernel's redirect, not through the variables.
   const std::string redirected = "/v1/messages?beta=true (redirected, to 127.0.0.1:" + std::to_string(port_) + ") -> ";
-  const size_t upstream = expect_judged_by_the_redirect(monitor, "claude-opus-5-5", redirected);
+  const size_t upstream = expect_judged_by_the_redirect(monitor, "claude-opus-5-5", redirected, log);
   ASSERT_GE(upstream, 1u);
-  size_t llm = 0;
-  std::ifstream in(log);
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty()) continue;
-    auto e = nlohmann::json::parse(line);
-    EXPECT_EQ(e["host"], "127.0.0.1:" + std::to_string(port_)) << e.dump();
-    if (e["kind"] == "llm") ++llm;
-  }
-  EXPECT_EQ(llm, upstream) << monitor.err;
 
   EXPECT_FALSE(denied.status.is(0)) << denied.describe();
   const std::string all = denied.out + denied.err;
@@ -730,20 +734,8 @@ TEST_F(AgentCli, CodexIgnoringTheProxyVariablesIsStillJudgedAsRoot) {
 
   // Taken by the kernel's redirect, not through the variables.
   const std::string redirected = "(redirected, to " + standin + ") -> ";
-  const size_t upstream = expect_judged_by_the_redirect(monitor, "gpt-standin", redirected);
+  const size_t upstream = expect_judged_by_the_redirect(monitor, "gpt-standin", redirected, log);
   ASSERT_GE(upstream, 1u);
-  size_t llm = 0;
-  std::ifstream in(log);
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty()) continue;
-    auto e = nlohmann::json::parse(line);
-    EXPECT_EQ(e["host"], standin) << "only the stand-in can be reached in the namespace: " << e.dump();
-    if (e["kind"] == "llm") {
-      ++llm;
-      EXPECT_EQ(e["llm"]["model"], "gpt-standin") << e.dump();
-    }
-  }
-  EXPECT_EQ(llm, upstream) << monitor.err;
 
   EXPECT_FALSE(denied.status.is(0)) << denied.describe();
   EXPECT_NE(denied.err.find("denied by rule '--deny-model gpt-standin'"), std::string::npos) << denied.describe();
